@@ -1,0 +1,100 @@
+//! Blocking acquires for plain threads: the thread queues a waiter on its own
+//! stack whose callback unparks it, then parks.
+
+use core::ffi::c_void;
+use core::pin::pin;
+#[cfg(not(loom))]
+use std::time::{Duration, Instant};
+
+use crate::error::{AcquireError, AcquireTimeoutError};
+use crate::semaphore::{Finish, RawAcquire, Semaphore};
+use crate::sync::thread;
+use crate::waiter::{Waiter, WaiterState};
+use crate::Permit;
+
+/// The callback context of a parked thread.
+struct Parked {
+    thread: thread::Thread,
+}
+
+unsafe extern "C" fn unpark(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Parked` on the stack of a thread blocked in
+    // `acquire_deadline`, which does not return before `finish_raw` has returned,
+    // i.e. before this callback has returned.
+    let parked = unsafe { &*(ctx as *const Parked) };
+    parked.thread.unpark();
+}
+
+impl Semaphore {
+    /// Acquires `n` permits, blocking the current thread (parked, no busy wait)
+    /// until they are granted in FIFO order or the semaphore is closed.
+    ///
+    /// Do not call it from an async task: it blocks the executor thread.
+    pub fn acquire_blocking(&self, n: usize) -> Result<Permit<'_>, AcquireError> {
+        match self.acquire_deadline(n, None) {
+            Ok(permit) => Ok(permit),
+            Err(AcquireTimeoutError::Closed) => Err(AcquireError::Closed),
+            Err(_) => Err(AcquireError::TooManyPermits),
+        }
+    }
+
+    /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
+    /// `timeout`; a timed-out request hands its partial grant on.
+    #[cfg(not(loom))]
+    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit<'_>, AcquireTimeoutError> {
+        // A timeout too large to represent as an instant means "no timeout".
+        self.acquire_deadline(n, Instant::now().checked_add(timeout))
+    }
+
+    #[cfg(not(loom))]
+    fn acquire_deadline(&self, n: usize, deadline: Option<Instant>) -> Result<Permit<'_>, AcquireTimeoutError> {
+        self.acquire_parked(n, |waiter| loop {
+            if waiter.state() != WaiterState::Waiting {
+                return;
+            }
+            match deadline {
+                None => thread::park(),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return;
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+            }
+        })
+    }
+
+    #[cfg(loom)]
+    fn acquire_deadline(&self, n: usize, _deadline: Option<()>) -> Result<Permit<'_>, AcquireTimeoutError> {
+        self.acquire_parked(n, |waiter| {
+            while waiter.state() == WaiterState::Waiting {
+                thread::park();
+            }
+        })
+    }
+
+    /// Queues a stack waiter that unparks this thread, lets `park` wait (it
+    /// returns when the waiter is no longer waiting, or gives up), then finishes
+    /// the waiter: a grant that raced with giving up still counts.
+    fn acquire_parked(&self, n: usize, park: impl FnOnce(&Waiter)) -> Result<Permit<'_>, AcquireTimeoutError> {
+        let parked = Parked { thread: thread::current() };
+        let waiter = pin!(Waiter::new());
+        let ctx = &parked as *const Parked as *mut c_void;
+        // SAFETY: the waiter is fresh and pinned on this stack frame, and `parked`
+        // outlives it; `finish_raw` below runs before either goes away, on every
+        // path (no code between can unwind: `park` only parks and reads the clock).
+        match unsafe { self.acquire_raw(waiter.as_ref(), n, unpark, ctx) } {
+            Ok(RawAcquire::Ready) => return Ok(self.permit_from_raw(n)),
+            Ok(RawAcquire::Pending) => {}
+            Err(e) => return Err(e.into()),
+        }
+        park(&waiter);
+        // SAFETY: the waiter was queued on `self` just above.
+        match unsafe { self.finish_raw(waiter.as_ref()) } {
+            Finish::Granted => Ok(self.permit_from_raw(n)),
+            Finish::Closed => Err(AcquireTimeoutError::Closed),
+            Finish::Cancelled { .. } | Finish::Idle => Err(AcquireTimeoutError::TimedOut),
+        }
+    }
+}

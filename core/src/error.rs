@@ -1,0 +1,93 @@
+//! Error types. Every failure a caller can cause is a value, never a panic: the
+//! C ABI and the bindings map each variant to their own typed error.
+
+use core::fmt;
+
+/// Why an `acquire` (async or blocking without timeout) failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AcquireError {
+    /// The semaphore was closed before the request was granted.
+    Closed,
+    /// More permits were requested than [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS).
+    TooManyPermits,
+}
+
+/// Why a `try_acquire` failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TryAcquireError {
+    /// The semaphore is closed.
+    Closed,
+    /// Not enough permits are available right now (or earlier requests are queued).
+    NoPermits,
+    /// More permits were requested than [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS).
+    TooManyPermits,
+}
+
+/// Why an `acquire_timeout` failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AcquireTimeoutError {
+    /// The semaphore was closed before the request was granted.
+    Closed,
+    /// The timeout elapsed first; any partial grant was handed back.
+    TimedOut,
+    /// More permits were requested than [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS).
+    TooManyPermits,
+}
+
+/// A release would raise the available permits above
+/// [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS). Nothing was released.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ReleaseError {
+    pub(crate) _private: (),
+}
+
+impl fmt::Display for AcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AcquireError::Closed => "semaphore closed",
+            AcquireError::TooManyPermits => "requested more permits than the semaphore's maximum",
+        })
+    }
+}
+
+impl fmt::Display for TryAcquireError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TryAcquireError::Closed => "semaphore closed",
+            TryAcquireError::NoPermits => "no permits available",
+            TryAcquireError::TooManyPermits => "requested more permits than the semaphore's maximum",
+        })
+    }
+}
+
+impl fmt::Display for AcquireTimeoutError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AcquireTimeoutError::Closed => "semaphore closed",
+            AcquireTimeoutError::TimedOut => "timed out waiting for permits",
+            AcquireTimeoutError::TooManyPermits => {
+                "requested more permits than the semaphore's maximum"
+            }
+        })
+    }
+}
+
+impl fmt::Display for ReleaseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("release would exceed the semaphore's maximum number of permits")
+    }
+}
+
+impl std::error::Error for AcquireError {}
+impl std::error::Error for TryAcquireError {}
+impl std::error::Error for AcquireTimeoutError {}
+impl std::error::Error for ReleaseError {}
+
+impl From<AcquireError> for AcquireTimeoutError {
+    fn from(e: AcquireError) -> Self {
+        match e {
+            AcquireError::Closed => AcquireTimeoutError::Closed,
+            AcquireError::TooManyPermits => AcquireTimeoutError::TooManyPermits,
+        }
+    }
+}

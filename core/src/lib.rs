@@ -1,0 +1,77 @@
+//! A fair, weighted, async counting semaphore with direct hand-off, built to be
+//! shared by every thread and every event loop of a process.
+//!
+//! * **Direct hand-off.** `release` gives permits to the oldest waiter first; only
+//!   the surplus goes back to the counter, and only when nobody waits. A waiter
+//!   cannot starve.
+//! * **Weighted, strict FIFO.** `acquire(n)` may be filled across several releases;
+//!   a queued `acquire(4)` is never overtaken by later `acquire(1)`s.
+//! * **Cancel-safe.** Dropping a queued acquire hands its partial grant on.
+//! * **No allocation per wait.** The queue node lives in the caller's future or
+//!   struct; the queue is an intrusive list.
+//! * **Lock-free when uncontended.** `try_acquire` is a CAS loop; `release` takes
+//!   no lock when nobody waits (see the `semaphore` module for why that is safe).
+//! * **Any event loop.** A waiter is woken by a Rust `Waker` or by a plain
+//!   callback (function pointer + context), which is how the C ABI, the Python
+//!   and Node bindings and blocking threads plug in.
+//!
+//! ```
+//! use volt_sem::Semaphore;
+//! # futures::executor::block_on(async {
+//! let sem = Semaphore::new(3);
+//! let two = sem.acquire(2).await.unwrap();
+//! assert_eq!(sem.available_permits(), 1);
+//! assert!(sem.try_acquire(2).is_err()); // only one left
+//! drop(two);
+//! assert_eq!(sem.available_permits(), 3);
+//! # });
+//! ```
+//!
+//! `Mutex` and `RwLock` are built on the same semaphore and inherit its fairness.
+//!
+//! # The waker contract
+//!
+//! A waiter queued through [`Semaphore::acquire_raw`] carries `wake: WakeFn` and
+//! `ctx: *mut c_void`:
+//!
+//! 1. `wake(ctx)` is called **at most once** per queued request: when its grant is
+//!    complete, or when the semaphore is closed while it waits. It is never called
+//!    if `acquire_raw` returned `Ready` or an error, nor after a cancel removed the
+//!    waiter.
+//! 2. It runs on whichever thread completed the grant (a releaser, a canceller
+//!    handing on a partial grant, or the closer), **never while an internal lock
+//!    is held**, so it may call back into the semaphore: release, try-acquire,
+//!    queue another waiter, even [`Semaphore::finish_raw`] on its own waiter.
+//! 3. It must be short and must not block: [`Semaphore::finish_raw`] on another
+//!    thread waits for it to return.
+//! 4. **Lifetime rule:** after `finish_raw(waiter)` returns, the callback has
+//!    returned or will never be called, and the semaphore holds no reference to
+//!    the waiter. Only then may the waiter or `ctx` be freed or reused. Every
+//!    `Pending` waiter must be finished exactly once; `finish_raw` both cancels
+//!    (handing back a partial grant) and collects a completed outcome
+//!    (`Granted`: the caller owns the permits).
+//! 5. [`Waiter::state`] may be read at any time, including inside the callback,
+//!    to see whether the request was granted or closed.
+//!
+//! Rust futures use the same queue but wake through a `Waker` that is moved out
+//! of the waiter under the lock, so dropping a future never waits.
+
+#![warn(missing_docs)]
+
+mod acquire;
+mod blocking;
+mod error;
+mod mutex;
+mod rwlock;
+mod semaphore;
+mod sync;
+mod wait_list;
+mod waiter;
+mod wake_batch;
+
+pub use acquire::{Acquire, OwnedPermit, Permit};
+pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
+pub use mutex::{Mutex, MutexGuard};
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use semaphore::{Finish, RawAcquire, Semaphore};
+pub use waiter::{Waiter, WaiterState, WakeFn};

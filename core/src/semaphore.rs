@@ -1,0 +1,576 @@
+//! The semaphore algorithm.
+//!
+//! # State
+//!
+//! One atomic word holds everything a lock-free path needs to decide:
+//!
+//! ```text
+//!   state = available << 2 | QUEUED | CLOSED
+//! ```
+//!
+//! * `available`: permits nobody holds and nobody has been granted.
+//! * `QUEUED`: the wait queue is non-empty. Set and cleared only with the queue
+//!   lock held, and always in the same CAS that drains or refills `available`.
+//! * `CLOSED`: set once by `close`, never cleared.
+//!
+//! # Invariants
+//!
+//! 1. `QUEUED` ⇔ the queue is non-empty (changed only under the lock).
+//! 2. `QUEUED` ⇒ `available == 0`. Permits never "float" in the counter while
+//!    someone waits: an enqueuing acquirer drains the counter in the CAS that sets
+//!    `QUEUED`; while it is set, releases go through the lock and hand permits
+//!    directly to the head of the queue; only the release (or cancel, or close)
+//!    that empties the queue puts its surplus into the counter, in the CAS that
+//!    clears `QUEUED`.
+//! 3. Strict FIFO, weights included: only the head is ever granted permits; a
+//!    head that cannot be completed keeps what it got and the hand-off stops there.
+//!    `try_acquire` cannot overtake either, since by (2) it sees zero permits.
+//! 4. Conservation: `available` + permits held by callers + permits granted to
+//!    queued waiters + permits in transit inside one `release` call == the total
+//!    the semaphore was created with plus everything released beyond it.
+//!
+//! # Why release needs no lock when nobody waits
+//!
+//! The classic lost wake-up is: an acquirer finds too few permits, a release adds
+//! permits to the counter because it sees no waiter, the acquirer then queues and
+//! sleeps beside free permits. Here both sides decide on the *same word*: the
+//! release's CAS (`available += n`, only if `QUEUED` is clear) and the acquirer's
+//! CAS (`available = 0, QUEUED = 1`) are ordered by the word's modification
+//! order. Either the release comes first, and the acquirer's CAS sees (and takes)
+//! its permits, or the acquirer comes first, and the release's CAS fails on the
+//! changed word and retries, now seeing `QUEUED` and taking the lock. There is no
+//! separate "fast waiter slot", so none of the hazards of one (lost wake-up,
+//! FIFO violation, a waiter held outside the queue during a race with cancel).
+//!
+//! # Memory orderings
+//!
+//! * Taking permits (fast or slow path) is an `Acquire` CAS; adding them to the
+//!   counter is a `Release` CAS. Every permit that moves through the counter
+//!   therefore carries a happens-before edge from the releaser's critical section
+//!   to the next acquirer's (RMWs extend the release sequence, so a chain of
+//!   partial takes keeps it).
+//! * Permits handed over directly travel under the queue lock; the waiter learns
+//!   of the grant through its `phase`, stored with `Release` by the notifier and
+//!   loaded with `Acquire` by the owner.
+//! * A release that only reads the word before deciding to take the lock uses
+//!   `Relaxed`: the lock it then takes supplies the ordering.
+//!
+//! # Wakes
+//!
+//! Wakers and callbacks are gathered in a [`WakeBatch`] under the lock and run
+//! after it is dropped; see the crate docs for the callback contract.
+
+use core::ffi::c_void;
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::task::Waker;
+
+use crate::error::{AcquireError, ReleaseError, TryAcquireError};
+use crate::sync::{self, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::wait_list::WaitList;
+use crate::waiter::{phase, Notify, Waiter, WakeFn};
+use crate::wake_batch::{self, Wake, WakeBatch};
+
+const CLOSED: usize = 0b01;
+const QUEUED: usize = 0b10;
+const SHIFT: u32 = 2;
+
+/// Keeps the hot atomic word on its own cache line (two lines on x86-64, where
+/// the adjacent-line prefetcher pairs them), away from the queue lock that
+/// contended acquirers hammer.
+#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(align(128)))]
+#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), repr(align(64)))]
+struct CachePadded<T>(T);
+
+/// A fair, weighted counting semaphore with direct hand-off to waiters.
+///
+/// See the [crate documentation](crate) for the algorithm and the waker contract.
+pub struct Semaphore {
+    state: CachePadded<AtomicUsize>,
+    queue: Mutex<WaitList>,
+}
+
+/// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RawAcquire {
+    /// The permits were taken at once; the waiter was not queued.
+    Ready,
+    /// The waiter is queued; its callback will run once.
+    Pending,
+}
+
+/// What [`Semaphore::finish_raw`] found, and consumed. After it returns, the
+/// semaphore no longer references the waiter and its callback has returned or
+/// will never run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Finish {
+    /// The waiter was still queued and has been removed; `returned` permits it had
+    /// been granted so far were handed back through the release path.
+    Cancelled {
+        /// The partial grant handed back (0 when nothing had arrived yet).
+        returned: usize,
+    },
+    /// The full grant had arrived: the caller now owns the requested permits.
+    Granted,
+    /// The semaphore was closed while the waiter was queued; it holds nothing.
+    Closed,
+    /// The waiter was not queued (never used, or already finished).
+    Idle,
+}
+
+impl Default for Semaphore {
+    /// A semaphore with no permits.
+    fn default() -> Self {
+        Self::with_permits(0)
+    }
+}
+
+impl core::fmt::Debug for Semaphore {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let state = self.state.0.load(Ordering::Relaxed);
+        f.debug_struct("Semaphore")
+            .field("available", &(state >> SHIFT))
+            .field("queued", &(state & QUEUED != 0))
+            .field("closed", &(state & CLOSED != 0))
+            .finish()
+    }
+}
+
+impl Semaphore {
+    /// The largest number of permits a semaphore can hold, and the largest single
+    /// request. Larger requests fail with `TooManyPermits`; releases that would
+    /// exceed it fail with [`ReleaseError`].
+    pub const MAX_PERMITS: usize = usize::MAX >> 3;
+
+    /// Creates a semaphore with `permits` available permits.
+    ///
+    /// # Panics
+    /// If `permits > MAX_PERMITS`. Use [`Semaphore::try_new`] where the count comes
+    /// from outside the program.
+    pub fn new(permits: usize) -> Self {
+        assert!(
+            permits <= Self::MAX_PERMITS,
+            "a semaphore holds at most {} permits",
+            Self::MAX_PERMITS
+        );
+        Self::with_permits(permits)
+    }
+
+    /// Creates a semaphore, or returns `None` if `permits > MAX_PERMITS`.
+    pub fn try_new(permits: usize) -> Option<Self> {
+        (permits <= Self::MAX_PERMITS).then(|| Self::with_permits(permits))
+    }
+
+    /// Creates a semaphore in a `const` context, e.g. a `static`.
+    ///
+    /// # Panics
+    /// At compile time, if `permits > MAX_PERMITS`.
+    #[cfg(not(loom))]
+    pub const fn const_new(permits: usize) -> Self {
+        assert!(permits <= Self::MAX_PERMITS);
+        Semaphore {
+            state: CachePadded(AtomicUsize::new(permits << SHIFT)),
+            queue: Mutex::new(WaitList::new()),
+        }
+    }
+
+    fn with_permits(permits: usize) -> Self {
+        Semaphore {
+            state: CachePadded(AtomicUsize::new(permits << SHIFT)),
+            queue: Mutex::new(WaitList::new()),
+        }
+    }
+
+    /// Permits available right now. While anyone is queued this is 0.
+    pub fn available_permits(&self) -> usize {
+        self.state.0.load(Ordering::Acquire) >> SHIFT
+    }
+
+    /// Whether [`close`](Self::close) was called.
+    pub fn is_closed(&self) -> bool {
+        self.state.0.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// Takes `n` permits if they are available now and nobody is queued.
+    /// `n == 0` succeeds unless the semaphore is closed. Lock-free.
+    pub(crate) fn try_take(&self, n: usize) -> Result<(), TryAcquireError> {
+        if n > Self::MAX_PERMITS {
+            return Err(TryAcquireError::TooManyPermits);
+        }
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            if cur & CLOSED != 0 {
+                return Err(TryAcquireError::Closed);
+            }
+            // By invariant 2 a queued waiter means 0 available: no barging.
+            if cur >> SHIFT < n {
+                return Err(TryAcquireError::NoPermits);
+            }
+            // Acquire: pairs with the Release that put these permits in the counter.
+            match self.state.0.compare_exchange_weak(
+                cur,
+                cur - (n << SHIFT),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Returns `n` permits: to the queue's head first, in FIFO order, the surplus to
+    /// the counter. Lock-free when nobody is queued. Works on a closed semaphore.
+    ///
+    /// Fails, releasing nothing, if the available permits would exceed
+    /// [`MAX_PERMITS`](Self::MAX_PERMITS).
+    pub fn release(&self, n: usize) -> Result<(), ReleaseError> {
+        if n == 0 {
+            return Ok(());
+        }
+        if n > Self::MAX_PERMITS {
+            return Err(ReleaseError { _private: () });
+        }
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            if cur & QUEUED != 0 {
+                return self.release_slow(n);
+            }
+            let available = cur >> SHIFT;
+            // Cannot overflow: both terms are at most MAX_PERMITS = usize::MAX >> 3.
+            if available + n > Self::MAX_PERMITS {
+                return Err(ReleaseError { _private: () });
+            }
+            // Release: publishes the releaser's critical section to whoever takes
+            // these permits. A failure (a concurrent take, release, or an enqueue
+            // setting QUEUED) re-decides on the fresh word.
+            match self.state.0.compare_exchange_weak(
+                cur,
+                cur + (n << SHIFT),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Ok(()),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    #[cold]
+    fn release_slow(&self, n: usize) -> Result<(), ReleaseError> {
+        let mut wakes = WakeBatch::new();
+        let guard = sync::lock(&self.queue);
+        let result = self.release_locked(guard, n, &mut wakes);
+        wakes.wake_all();
+        result
+    }
+
+    /// Hands `n` permits to the queue head(s), FIFO, with the lock held; the guard
+    /// is dropped before returning. The caller runs `wakes` afterwards.
+    fn release_locked<'a>(
+        &'a self,
+        mut guard: MutexGuard<'a, WaitList>,
+        n: usize,
+        wakes: &mut WakeBatch,
+    ) -> Result<(), ReleaseError> {
+        let mut rem = n;
+        while rem > 0 {
+            let Some(head) = guard.front() else { break };
+            if wakes.is_full() {
+                drop(guard);
+                wakes.wake_all();
+                guard = sync::lock(&self.queue);
+                continue;
+            }
+            // SAFETY: linked waiters are valid until unlinked (enqueue contract), and
+            // `remaining` is guarded by the lock we hold.
+            let waiter = unsafe { head.as_ref() };
+            let remaining = waiter.remaining.with(|r| unsafe { *r });
+            let given = rem.min(remaining);
+            // SAFETY: lock-guarded field, lock held.
+            waiter.remaining.with_mut(|r| unsafe { *r = remaining - given });
+            rem -= given;
+            if given < remaining {
+                break; // the head is partly served: the hand-off stops here (FIFO)
+            }
+            guard.pop_front();
+            // SAFETY: just unlinked under the lock; still valid (see above).
+            unsafe { Self::notify_locked(head, phase::GRANTED, wakes) };
+        }
+        if !guard.is_empty() {
+            debug_assert_eq!(rem, 0);
+            return Ok(());
+        }
+        // The queue is empty: clear QUEUED and bank the surplus in one CAS.
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            let available = cur >> SHIFT;
+            if available + rem > Self::MAX_PERMITS {
+                // Only reachable when the queue was already empty on entry (the
+                // counter is 0 while QUEUED), or emptied by a cancel while a full
+                // wake batch was being delivered; nothing beyond MAX can be stored.
+                return Err(ReleaseError { _private: () });
+            }
+            let new = ((available + rem) << SHIFT) | (cur & CLOSED);
+            // Release: publishes to whoever takes the surplus from the counter.
+            match self.state.0.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return Ok(()),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Records the outcome of an unlinked waiter and queues its wake.
+    ///
+    /// # Safety
+    /// `waiter` was just unlinked under the queue lock, which is still held.
+    unsafe fn notify_locked(waiter: NonNull<Waiter>, final_phase: u8, wakes: &mut WakeBatch) {
+        // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
+        let w = unsafe { waiter.as_ref() };
+        let notify = w.notify.with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
+        match notify {
+            Notify::Callback(wake, ctx) => {
+                let notifying = if final_phase == phase::GRANTED {
+                    phase::NOTIFYING_GRANTED
+                } else {
+                    phase::NOTIFYING_CLOSED
+                };
+                w.phase.store(notifying, Ordering::Release);
+                wakes.push(Wake::Callback { waiter, wake, ctx, final_phase });
+            }
+            Notify::Waker(waker) => {
+                // Last access: once the owner sees this, it may free the waiter.
+                w.phase.store(final_phase, Ordering::Release);
+                wakes.push(Wake::Waker(waker));
+            }
+            Notify::None => w.phase.store(final_phase, Ordering::Release),
+        }
+    }
+
+    /// Closes the semaphore: every queued waiter is woken with `Closed` (their
+    /// partial grants go back to the counter) and every later acquire fails with
+    /// `Closed`. Permits already held can still be released. Idempotent.
+    pub fn close(&self) {
+        // Release/Acquire: an acquirer that sees CLOSED also sees what the closer
+        // did before closing.
+        let prev = self.state.0.fetch_or(CLOSED, Ordering::AcqRel);
+        if prev & CLOSED != 0 {
+            return; // the first close drains the queue; nobody can enqueue since
+        }
+        let mut wakes = WakeBatch::new();
+        let mut guard = sync::lock(&self.queue);
+        let mut returned = 0usize;
+        while let Some(head) = guard.front() {
+            if wakes.is_full() {
+                drop(guard);
+                wakes.wake_all();
+                guard = sync::lock(&self.queue);
+                continue;
+            }
+            guard.pop_front();
+            // SAFETY: was linked, so valid; lock-guarded fields, lock held.
+            unsafe {
+                let w = head.as_ref();
+                returned += w.requested.get() - w.remaining.with(|r| *r);
+                Self::notify_locked(head, phase::CLOSED, &mut wakes);
+            }
+        }
+        // Empty queue: clear QUEUED and bank the partial grants. No overflow: the
+        // counter was 0 while waiters were queued, and what they were granted fits.
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            let new = (((cur >> SHIFT) + returned) << SHIFT) | CLOSED;
+            match self.state.0.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        drop(guard);
+        wakes.wake_all();
+    }
+
+    /// Starts an acquire: takes the permits at once if it can, else queues
+    /// `waiter` with the wake that `notify` builds.
+    ///
+    /// # Safety
+    /// `waiter` is not queued (phase IDLE, GRANTED or CLOSED) and stays valid and
+    /// unmoved until it is finished (see `finish_raw`) or its final phase is seen.
+    pub(crate) unsafe fn start_acquire(
+        &self,
+        waiter: &Waiter,
+        n: usize,
+        notify: impl FnOnce() -> Notify,
+    ) -> Result<RawAcquire, AcquireError> {
+        match self.try_take(n) {
+            Ok(()) => return Ok(RawAcquire::Ready),
+            Err(TryAcquireError::Closed) => return Err(AcquireError::Closed),
+            Err(TryAcquireError::TooManyPermits) => return Err(AcquireError::TooManyPermits),
+            Err(TryAcquireError::NoPermits) => {}
+        }
+        // Slow path: lock *before* the CAS that drains the counter, so the decision
+        // to queue and the queueing are one step as seen by lock-taking releasers;
+        // lock-free releasers are handled by the QUEUED bit in the same CAS.
+        let mut guard = sync::lock(&self.queue);
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            if cur & CLOSED != 0 {
+                return Err(AcquireError::Closed);
+            }
+            let available = cur >> SHIFT; // 0 if QUEUED (invariant 2)
+            let (new, taken) = if available >= n {
+                (cur - (n << SHIFT), n)
+            } else {
+                (QUEUED, available) // drain everything, mark the queue non-empty
+            };
+            // Acquire: pairs with the Release that banked the drained permits.
+            match self.state.0.compare_exchange_weak(cur, new, Ordering::Acquire, Ordering::Relaxed) {
+                Ok(_) if taken == n => return Ok(RawAcquire::Ready),
+                Ok(_) => {
+                    waiter.requested.set(n);
+                    waiter.semaphore.set(self as *const Self as *const ());
+                    // SAFETY: lock-guarded fields, lock held; the waiter is not yet
+                    // reachable by anyone else.
+                    waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
+                    let notify = notify();
+                    waiter.notify.with_mut(|slot| unsafe { *slot = notify });
+                    waiter.phase.store(phase::WAITING, Ordering::Relaxed);
+                    // SAFETY: not linked (caller contract), stays valid and pinned
+                    // until finished; lock held.
+                    unsafe { guard.push_back(NonNull::from(waiter)) };
+                    return Ok(RawAcquire::Pending);
+                }
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Replaces the waker of a queued `Waker` waiter. Returns `false` if the waiter
+    /// is no longer queued (its outcome is decided: poll again).
+    pub(crate) fn update_waker(&self, waiter: &Waiter, waker: &Waker) -> bool {
+        let _guard = sync::lock(&self.queue);
+        if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+            return false;
+        }
+        // SAFETY: lock-guarded field, lock held; the waiter is queued here.
+        waiter.notify.with_mut(|slot| unsafe {
+            match &mut *slot {
+                Notify::Waker(old) if old.will_wake(waker) => {}
+                other => *other = Notify::Waker(waker.clone()),
+            }
+        });
+        true
+    }
+
+    /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`.
+    ///
+    /// Returns `Ready` if the permits were taken at once (the callback will not
+    /// run), `Pending` if `waiter` was queued (the callback runs exactly once,
+    /// when the grant is complete or the semaphore is closed), or an error. `n == 0`
+    /// is `Ready` at once unless the semaphore is closed.
+    ///
+    /// Pending waiters must eventually be passed to [`finish_raw`](Self::finish_raw),
+    /// which either cancels them or collects their outcome.
+    ///
+    /// # Safety
+    /// * `waiter` is not queued (it is new, or was finished, or its last outcome
+    ///   was `Granted`/`Closed`, in which case the caller already owns that outcome).
+    /// * After `Pending`, `waiter` stays valid and unmoved (the `Pin` promises the
+    ///   latter), and `ctx` stays valid for `wake`, until `finish_raw` returned.
+    /// * `wake(ctx)` may be called from any thread that releases or closes.
+    pub unsafe fn acquire_raw(
+        &self,
+        waiter: Pin<&Waiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Result<RawAcquire, AcquireError> {
+        // SAFETY: forwarded caller contract.
+        unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
+    }
+
+    /// Ends a waiter's request: cancels it if still queued, or collects the outcome
+    /// if it was granted or closed.
+    ///
+    /// When it returns, the semaphore no longer references `waiter`, and its
+    /// callback has returned or will never be called, so the waiter and its `ctx`
+    /// may be freed or reused. If the callback is running on another thread right
+    /// now, this waits (spinning, then yielding) until it returns; callbacks must
+    /// therefore be short. Called from inside the waiter's own callback, it returns
+    /// at once (the waiter must then stay valid until the callback returns).
+    ///
+    /// A cancelled waiter's partial grant goes back through the release path and
+    /// may complete the next waiters. `Granted` means the caller now owns the
+    /// `requested` permits and must release them.
+    ///
+    /// # Safety
+    /// `waiter` is idle or was last queued on `self`
+    /// ([`Waiter::belongs_to`] checks the latter).
+    pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
+        let waiter = waiter.get_ref();
+        let mut round = 0;
+        loop {
+            match waiter.phase.load(Ordering::Acquire) {
+                phase::IDLE => return Finish::Idle,
+                phase::GRANTED => {
+                    waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+                    return Finish::Granted;
+                }
+                phase::CLOSED => {
+                    waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+                    return Finish::Closed;
+                }
+                phase::WAITING => {
+                    if let Some(finish) = self.cancel_queued(waiter) {
+                        return finish;
+                    }
+                    // Unlinked by a notifier meanwhile: look again.
+                }
+                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
+                    if wake_batch::in_own_callback(waiter) =>
+                {
+                    waiter.phase.store(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
+                    return if p == phase::NOTIFYING_GRANTED { Finish::Granted } else { Finish::Closed };
+                }
+                phase::NOTIFYING_CONSUMED if wake_batch::in_own_callback(waiter) => return Finish::Idle,
+                _ => {
+                    // NOTIFYING on another thread: its callback is running.
+                    sync::spin_wait(round);
+                    round = round.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    /// Removes a WAITING waiter. `None` if a notifier unlinked it first.
+    fn cancel_queued(&self, waiter: &Waiter) -> Option<Finish> {
+        let guard = sync::lock(&self.queue);
+        if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+            return None;
+        }
+        let mut guard = guard;
+        // SAFETY: WAITING under the lock means linked in this semaphore's queue
+        // (finish_raw's contract names the semaphore); fields are lock-guarded.
+        let (returned, notify) = unsafe {
+            guard.remove(NonNull::from(waiter));
+            let returned = waiter.requested.get() - waiter.remaining.with(|r| *r);
+            let notify = waiter.notify.with_mut(|n| core::mem::replace(&mut *n, Notify::None));
+            (returned, notify)
+        };
+        waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+        let mut wakes = WakeBatch::new();
+        if returned > 0 {
+            // Cannot fail: these permits came out of this semaphore, and the counter
+            // is 0 while anything is queued.
+            let _ = self.release_locked(guard, returned, &mut wakes);
+        } else if guard.is_empty() {
+            // The counter is 0 (invariant 2); just clear QUEUED.
+            self.state.0.fetch_and(!QUEUED, Ordering::Relaxed);
+            drop(guard);
+        } else {
+            drop(guard);
+        }
+        drop(notify); // a Waker's drop is user code: outside the lock
+        wakes.wake_all();
+        Some(Finish::Cancelled { returned })
+    }
+}

@@ -1,0 +1,191 @@
+//! The waiter: the node a waiting acquire links into the semaphore's queue.
+//!
+//! A `Waiter` lives inside the caller's own memory (the `Acquire` future, a C
+//! struct, a binding's object), so waiting never allocates. Its fields fall into
+//! three ownership classes, and every access below respects them:
+//!
+//! * **owner fields** (`requested`, `semaphore`): written by the owning thread
+//!   while the waiter is not queued, read by others only after the enqueue
+//!   published them under the semaphore lock;
+//! * **lock-guarded fields** (`links`, `remaining`, `notify`): read and written only
+//!   with the semaphore's queue lock held, except that the owner may write
+//!   `notify` before the waiter is published and a notifier reads a callback
+//!   `notify` after popping the waiter (see `Phase::NOTIFYING_*`);
+//! * **`phase`**: an atomic, the only field read without the lock.
+
+use core::cell::Cell;
+use core::ffi::c_void;
+use core::marker::PhantomPinned;
+use core::ptr::NonNull;
+use core::task::Waker;
+
+use crate::sync::{AtomicU8, Ordering, UnsafeCell};
+
+/// A wake callback: called once, with the context pointer given at enqueue time,
+/// when a queued waiter's grant is complete or its semaphore was closed.
+///
+/// See the crate documentation, section *The waker contract*, for when it runs
+/// and what it may do.
+pub type WakeFn = unsafe extern "C" fn(ctx: *mut c_void);
+
+/// The life of a waiter, stored in [`Waiter::phase`].
+///
+/// ```text
+///  IDLE --enqueue--> WAITING --release/close (callback waiter)--> NOTIFYING_* --callback returned--> GRANTED/CLOSED
+///   ^                  |     \-release/close (Waker waiter)-------------------------------------> GRANTED/CLOSED
+///   |                  +--cancel (partial grant returned)--> IDLE                                     |
+///   +-------------------------------------------------------- finish/cancel (outcome consumed) -------+
+/// ```
+pub(crate) mod phase {
+    /// Not queued: new, cancelled, or its outcome was consumed.
+    pub(crate) const IDLE: u8 = 0;
+    /// Linked in the queue; `remaining` permits still missing.
+    pub(crate) const WAITING: u8 = 1;
+    /// Unlinked and fully granted; the notifier has not yet returned from the callback.
+    pub(crate) const NOTIFYING_GRANTED: u8 = 2;
+    /// Unlinked by `close`; the notifier has not yet returned from the callback.
+    pub(crate) const NOTIFYING_CLOSED: u8 = 3;
+    /// Fully granted; the semaphore no longer touches the waiter.
+    pub(crate) const GRANTED: u8 = 4;
+    /// Woken by `close` without permits; the semaphore no longer touches the waiter.
+    pub(crate) const CLOSED: u8 = 5;
+    /// Still NOTIFYING, but the callback itself already consumed the outcome
+    /// through `finish_raw`; the notifier turns it into `IDLE` when the callback returns.
+    pub(crate) const NOTIFYING_CONSUMED: u8 = 6;
+}
+
+/// What a waiter knows about its request, as seen by [`Waiter::state`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum WaiterState {
+    /// Not queued on any semaphore (new, cancelled, or already finished).
+    Idle,
+    /// Queued; the grant is not complete yet.
+    Waiting,
+    /// All requested permits were handed to this waiter.
+    Granted,
+    /// The semaphore was closed while this waiter was queued; it holds no permits.
+    Closed,
+}
+
+/// How a waiter is woken.
+pub(crate) enum Notify {
+    None,
+    /// A Rust task. The notifier moves the `Waker` out under the lock and sets the
+    /// final phase before unlocking, so it never touches the waiter again.
+    Waker(Waker),
+    /// A raw callback (C ABI, bindings, blocking threads). The waiter stays in a
+    /// `NOTIFYING_*` phase until the callback returned, which is what lets
+    /// `cancel` promise that the callback is finished when it returns.
+    Callback(WakeFn, *mut c_void),
+}
+
+/// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
+#[derive(Clone, Copy)]
+pub(crate) struct Links {
+    pub(crate) prev: Option<NonNull<Waiter>>,
+    pub(crate) next: Option<NonNull<Waiter>>,
+}
+
+/// A queue node for one pending acquire, embedded in caller-owned memory.
+///
+/// Most Rust code never sees this type: [`Semaphore::acquire`](crate::Semaphore::acquire)
+/// embeds one in its future. It is public for the C ABI and language bindings,
+/// which drive it through [`Semaphore::acquire_raw`](crate::Semaphore::acquire_raw)
+/// and [`Semaphore::finish_raw`](crate::Semaphore::finish_raw).
+///
+/// A waiter must not move while it is queued, which is why the raw API takes it
+/// pinned.
+pub struct Waiter {
+    pub(crate) links: UnsafeCell<Links>,
+    /// Permits still missing. Lock-guarded.
+    pub(crate) remaining: UnsafeCell<usize>,
+    /// Permits asked for by the current request. Owner field.
+    pub(crate) requested: Cell<usize>,
+    /// The semaphore this waiter was last enqueued on (identity only). Owner field.
+    pub(crate) semaphore: Cell<*const ()>,
+    pub(crate) notify: UnsafeCell<Notify>,
+    pub(crate) phase: AtomicU8,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: every field shared between threads is either atomic (`phase`) or guarded
+// by the queue lock of the semaphore the waiter is linked into; the owner fields
+// (`requested`, `semaphore`) are written only while no other thread can reach the
+// waiter and are published to notifiers by that lock. The raw `ctx` pointer in a
+// callback is opaque to the crate; its thread-safety is the caller's contract
+// (documented on `acquire_raw`).
+unsafe impl Send for Waiter {}
+// SAFETY: see `Send`: shared access goes through the atomic phase or the lock.
+unsafe impl Sync for Waiter {}
+
+impl Default for Waiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for Waiter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Waiter")
+            .field("state", &self.state())
+            .field("requested", &self.requested.get())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Waiter {
+    /// A new, idle waiter.
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        Waiter {
+            links: UnsafeCell::new(Links { prev: None, next: None }),
+            remaining: UnsafeCell::new(0),
+            requested: Cell::new(0),
+            semaphore: Cell::new(core::ptr::null()),
+            notify: UnsafeCell::new(Notify::None),
+            phase: AtomicU8::new(phase::IDLE),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// A new, idle waiter.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        Waiter {
+            links: UnsafeCell::new(Links { prev: None, next: None }),
+            remaining: UnsafeCell::new(0),
+            requested: Cell::new(0),
+            semaphore: Cell::new(core::ptr::null()),
+            notify: UnsafeCell::new(Notify::None),
+            phase: AtomicU8::new(phase::IDLE),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Where this waiter stands. `Granted` and `Closed` are reported as soon as the
+    /// semaphore decided them, which may be just before the wake callback has run:
+    /// it is the right question to ask *inside* the callback. Whether the
+    /// semaphore is done with the waiter's memory is a different question, which
+    /// only [`Semaphore::finish_raw`](crate::Semaphore::finish_raw) answers.
+    pub fn state(&self) -> WaiterState {
+        match self.phase.load(Ordering::Acquire) {
+            phase::IDLE => WaiterState::Idle,
+            phase::WAITING => WaiterState::Waiting,
+            phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
+            phase::NOTIFYING_CLOSED | phase::CLOSED => WaiterState::Closed,
+            // Consumed from inside its own callback: as good as idle to its owner.
+            _ => WaiterState::Idle,
+        }
+    }
+
+    /// The number of permits the current (or last) request asked for.
+    pub fn requested(&self) -> usize {
+        self.requested.get()
+    }
+
+    /// Whether this waiter was last enqueued on `semaphore`. Lets the C ABI reject
+    /// a cancel aimed at the wrong semaphore instead of corrupting a queue.
+    pub fn belongs_to(&self, semaphore: &crate::Semaphore) -> bool {
+        core::ptr::eq(self.semaphore.get(), semaphore as *const _ as *const ())
+    }
+}
