@@ -1,0 +1,58 @@
+# volt-sem: `make demo` runs the demos, `make test` runs every test.
+# Both install what they need (toolchains from the registries) on a fresh machine.
+# Each language folder owns its own Makefile with `test` and `demo` targets;
+# this file only orders them and runs the core crate's checks.
+
+SHELL := /bin/bash
+export CARGO_TARGET_DIR ?= $(CURDIR)/target
+export CARGO_TERM_COLOR ?= never
+LOOM_MAX_PREEMPTIONS ?= 2
+
+.PHONY: test demo lint test-core test-loom test-miri test-c test-python test-node \
+        demo-core demo-c demo-python demo-node bench
+
+test: lint test-core test-loom test-miri test-c test-python test-node
+
+demo: demo-core demo-c demo-python demo-node
+
+lint:
+	rustup component add rustfmt clippy >/dev/null 2>&1 || true
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+
+test-core:
+	cargo test -p volt-sem
+
+# loom rebuilds everything with --cfg loom: keep it in its own target dir.
+test-loom:
+	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
+	  cargo test -p volt-sem --release --test loom
+
+test-miri:
+	@bash scripts/miri.sh
+
+test-c:
+	$(MAKE) -C tests test
+
+test-python:
+	$(MAKE) -C bindings-python test
+
+test-node:
+	$(MAKE) -C bindings-node test
+
+demo-core:
+	cargo run -q -p volt-sem --release --example shared_pool
+
+demo-c:
+	$(MAKE) -C tests demo
+
+demo-python:
+	$(MAKE) -C bindings-python demo
+
+demo-node:
+	$(MAKE) -C bindings-node demo
+
+# Never run in CI: numbers go to docs/benchmarks.md by hand.
+bench:
+	cargo bench -p volt-sem

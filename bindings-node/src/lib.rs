@@ -1,0 +1,1 @@
+//! Node binding for volt-sem (being written).

@@ -1,0 +1,1 @@
+//! C ABI for volt-sem (being written).
