@@ -23,9 +23,9 @@ lint:
 test-core:
 	cargo test -p volt-sem
 
-# loom rebuilds everything with --cfg loom: keep it in its own target dir.
+# loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
-	RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
 	  cargo test -p volt-sem --release --test loom
 

@@ -9,10 +9,7 @@ use crate::semaphore::{Finish, RawAcquire, Semaphore};
 use crate::sync::Ordering;
 use crate::waiter::{phase, Notify, Waiter};
 
-#[cfg(not(loom))]
 use std::sync::Arc;
-#[cfg(loom)]
-use loom::sync::Arc;
 
 /// Permits acquired from a [`Semaphore`], released when dropped.
 #[must_use = "dropping a permit releases it at once"]

@@ -3,7 +3,7 @@
 
 use core::ffi::c_void;
 use core::pin::pin;
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 use std::time::{Duration, Instant};
 
 use crate::error::{AcquireError, AcquireTimeoutError};
@@ -40,13 +40,13 @@ impl Semaphore {
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout`; a timed-out request hands its partial grant on.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit<'_>, AcquireTimeoutError> {
         // A timeout too large to represent as an instant means "no timeout".
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
 
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     fn acquire_deadline(&self, n: usize, deadline: Option<Instant>) -> Result<Permit<'_>, AcquireTimeoutError> {
         self.acquire_parked(n, |waiter| loop {
             if waiter.state() != WaiterState::Waiting {
@@ -65,7 +65,7 @@ impl Semaphore {
         })
     }
 
-    #[cfg(loom)]
+    #[cfg(volt_loom)]
     fn acquire_deadline(&self, n: usize, _deadline: Option<()>) -> Result<Permit<'_>, AcquireTimeoutError> {
         self.acquire_parked(n, |waiter| {
             while waiter.state() == WaiterState::Waiting {

@@ -3,7 +3,7 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 use std::time::Duration;
 
 use crate::Semaphore;
@@ -36,7 +36,7 @@ impl<T> Mutex<T> {
     }
 
     /// A new, unlocked mutex, in a `const` context.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub const fn const_new(value: T) -> Self {
         Mutex { sem: Semaphore::const_new(1), value: UnsafeCell::new(value) }
     }
@@ -70,7 +70,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 
     /// Locks, blocking the current thread for at most `timeout`.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
         self.sem.acquire_timeout(1, timeout).ok().map(|permit| self.guard(permit))
     }

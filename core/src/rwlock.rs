@@ -4,7 +4,7 @@
 
 use core::cell::UnsafeCell;
 use core::ops::{Deref, DerefMut};
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 use std::time::Duration;
 
 use crate::Semaphore;
@@ -105,7 +105,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Shared access, blocking for at most `timeout`.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub fn read_timeout(&self, timeout: Duration) -> Option<RwLockReadGuard<'_, T>> {
         self.sem.acquire_timeout(1, timeout).ok().map(|p| {
             p.forget();
@@ -114,7 +114,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 
     /// Exclusive access, blocking for at most `timeout`.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub fn write_timeout(&self, timeout: Duration) -> Option<RwLockWriteGuard<'_, T>> {
         self.sem.acquire_timeout(Self::WRITE, timeout).ok().map(|p| {
             p.forget();

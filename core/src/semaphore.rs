@@ -165,7 +165,7 @@ impl Semaphore {
     ///
     /// # Panics
     /// At compile time, if `permits > MAX_PERMITS`.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub const fn const_new(permits: usize) -> Self {
         assert!(permits <= Self::MAX_PERMITS);
         Semaphore {

@@ -1,34 +1,34 @@
 //! The seam between the algorithm and its synchronisation primitives.
 //!
-//! Under `--cfg loom` every atomic, lock, cell, thread-local and park/yield call
+//! Under `--cfg volt_loom` every atomic, lock, cell, thread-local and park/yield call
 //! resolves to loom's model-checked version, so the loom tests in `tests/loom_*.rs`
 //! explore every interleaving of the *same* code that ships. Nothing else in the crate
 //! names `std::sync` directly.
 
-#[cfg(loom)]
+#[cfg(volt_loom)]
 pub(crate) use loom::{
     sync::atomic::{AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
-    thread, thread_local,
+    thread,
 };
 
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 pub(crate) use std::{
     sync::atomic::{AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
-    thread, thread_local,
+    thread,
 };
 
 /// `UnsafeCell` with loom's closure-based access API, so loom can check that
 /// every access to a lock-guarded field really happens under the lock.
-#[cfg(loom)]
+#[cfg(volt_loom)]
 pub(crate) use loom::cell::UnsafeCell;
 
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 #[derive(Debug)]
 pub(crate) struct UnsafeCell<T>(std::cell::UnsafeCell<T>);
 
-#[cfg(not(loom))]
+#[cfg(not(volt_loom))]
 impl<T> UnsafeCell<T> {
     pub(crate) const fn new(value: T) -> Self {
         UnsafeCell(std::cell::UnsafeCell::new(value))
@@ -49,12 +49,12 @@ impl<T> UnsafeCell<T> {
 /// make progress: a `yield_now` under loom, a pause hint followed by a yield in
 /// real code.
 pub(crate) fn spin_wait(round: u32) {
-    #[cfg(loom)]
+    #[cfg(volt_loom)]
     {
         let _ = round;
         thread::yield_now();
     }
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     {
         if round < 6 {
             for _ in 0..(1u32 << round) {

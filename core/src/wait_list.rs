@@ -88,7 +88,7 @@ impl WaitList {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(all(test, not(volt_loom)))]
 mod tests {
     use super::*;
     use core::pin::pin;

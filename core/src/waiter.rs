@@ -135,7 +135,7 @@ impl core::fmt::Debug for Waiter {
 
 impl Waiter {
     /// A new, idle waiter.
-    #[cfg(not(loom))]
+    #[cfg(not(volt_loom))]
     pub const fn new() -> Self {
         Waiter {
             links: UnsafeCell::new(Links { prev: None, next: None }),
@@ -149,7 +149,7 @@ impl Waiter {
     }
 
     /// A new, idle waiter.
-    #[cfg(loom)]
+    #[cfg(volt_loom)]
     pub fn new() -> Self {
         Waiter {
             links: UnsafeCell::new(Links { prev: None, next: None }),

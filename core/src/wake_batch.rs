@@ -28,10 +28,18 @@ pub(crate) enum Wake {
     },
 }
 
-crate::sync::thread_local! {
+type InCallback = core::cell::Cell<*const Waiter>;
+
+#[cfg(not(volt_loom))]
+std::thread_local! {
     /// The callback waiter whose callback this thread is running right now, so that
     /// `finish_raw` called from inside that very callback does not wait for itself.
-    static IN_CALLBACK: core::cell::Cell<*const Waiter> = const { core::cell::Cell::new(ptr::null()) };
+    static IN_CALLBACK: InCallback = const { InCallback::new(ptr::null()) };
+}
+
+#[cfg(volt_loom)]
+loom::thread_local! {
+    static IN_CALLBACK: InCallback = InCallback::new(ptr::null());
 }
 
 /// Whether the current thread is inside `waiter`'s own wake callback.

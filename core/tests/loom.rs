@@ -1,0 +1,335 @@
+//! loom models: every interleaving (up to `LOOM_MAX_PREEMPTIONS`) of the shipped
+//! algorithm. Run with `make test-loom`, i.e.
+//! `RUSTFLAGS="--cfg volt_loom" cargo test -p volt-sem --release --test loom`.
+//!
+//! Each model ends by checking permit conservation; loom itself reports
+//! deadlocks (a waiter that sleeps for ever), data races on lock-guarded fields,
+//! and leaks.
+#![cfg(volt_loom)]
+
+use std::ffi::c_void;
+use std::pin::Pin;
+
+use loom::cell::UnsafeCell;
+use loom::future::block_on;
+use loom::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use loom::sync::Arc;
+use loom::thread;
+use volt_sem::{AcquireError, Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    if builder.preemption_bound.is_none() {
+        builder.preemption_bound = Some(2);
+    }
+    builder.check(f);
+}
+
+/// The context a raw waiter's callback writes to. The owner reads `data` with
+/// exclusive access after `finish_raw`: if the callback could still be running
+/// (hazard d), loom reports the race.
+struct Ctx {
+    calls: AtomicUsize,
+    data: UnsafeCell<u32>,
+}
+
+impl Ctx {
+    fn new() -> Arc<Ctx> {
+        Arc::new(Ctx { calls: AtomicUsize::new(0), data: UnsafeCell::new(0) })
+    }
+    fn ptr(&self) -> *mut c_void {
+        self as *const Ctx as *mut c_void
+    }
+    /// Called by the owner once `finish_raw` returned: exclusive access.
+    fn calls_after_finish(&self) -> usize {
+        self.data.with_mut(|d| unsafe { *d });
+        self.calls.load(SeqCst)
+    }
+}
+
+unsafe extern "C" fn record(ctx: *mut c_void) {
+    let ctx = unsafe { &*(ctx as *const Ctx) };
+    ctx.calls.fetch_add(1, SeqCst);
+    ctx.data.with_mut(|d| unsafe { *d += 1 });
+}
+
+fn queue(sem: &Semaphore, waiter: Pin<&Waiter>, n: usize, ctx: &Arc<Ctx>) -> RawAcquire {
+    unsafe { sem.acquire_raw(waiter, n, record, ctx.ptr()) }.unwrap()
+}
+
+#[test]
+fn basic_acquire_release_two_tasks() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || drop(block_on(s2.acquire(1)).unwrap()));
+        drop(block_on(sem.acquire(1)).unwrap());
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+/// Hazard (a): a lock-free release must never leave a waiter asleep beside a
+/// free permit. Semaphore(1), two tasks, each acquires and releases: loom
+/// reports a deadlock if a wake is lost.
+#[test]
+fn hazard_a_no_lost_wakeup_blocking() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || drop(s2.acquire_blocking(1).unwrap()));
+        drop(sem.acquire_blocking(1).unwrap());
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+/// The lock-free release path racing a waiter that is about to park.
+#[test]
+fn lock_free_release_races_parking_waiter() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.acquire_blocking(2).unwrap().num_permits());
+        sem.release(1).unwrap();
+        sem.release(1).unwrap();
+        assert_eq!(t.join().unwrap(), 2);
+        assert_eq!(sem.available_permits(), 2);
+    });
+}
+
+#[test]
+fn release_during_async_acquire() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || {
+            s2.release(2).unwrap();
+        });
+        let permit = block_on(sem.acquire(2)).unwrap();
+        assert_eq!(sem.available_permits(), 0);
+        drop(permit);
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 2);
+    });
+}
+
+#[test]
+fn batch_of_weighted_acquires() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(3));
+        let handles: Vec<_> = [2usize, 3]
+            .into_iter()
+            .map(|n| {
+                let s = sem.clone();
+                thread::spawn(move || drop(block_on(s.acquire(n)).unwrap()))
+            })
+            .collect();
+        drop(block_on(sem.acquire(1)).unwrap());
+        for h in handles {
+            h.join().unwrap();
+        }
+        assert_eq!(sem.available_permits(), 3);
+    });
+}
+
+/// Hazard (b): strict FIFO. A queued acquire(2) is complete before a later
+/// acquire(1) gets anything, whatever the releases' interleaving.
+#[test]
+fn hazard_b_fifo_weighted() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let big = Box::pin(Waiter::new());
+        let small = Box::pin(Waiter::new());
+        let (cb, cs) = (Ctx::new(), Ctx::new());
+        assert_eq!(queue(&sem, big.as_ref(), 2, &cb), RawAcquire::Pending);
+        assert_eq!(queue(&sem, small.as_ref(), 1, &cs), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.release(1).unwrap());
+        sem.release(1).unwrap();
+        // Whatever happened so far: small is never served before big.
+        if small.state() == WaiterState::Granted {
+            assert_eq!(big.state(), WaiterState::Granted);
+        }
+        t.join().unwrap();
+        assert_eq!(big.state(), WaiterState::Granted);
+        assert_eq!(small.state(), WaiterState::Waiting);
+        sem.release(1).unwrap();
+        unsafe {
+            assert_eq!(sem.finish_raw(big.as_ref()), Finish::Granted);
+            assert_eq!(sem.finish_raw(small.as_ref()), Finish::Granted);
+        }
+        assert_eq!((cb.calls_after_finish(), cs.calls_after_finish()), (1, 1));
+        sem.release(3).unwrap();
+        assert_eq!(sem.available_permits(), 3);
+    });
+}
+
+/// Hazards (c) and (d): cancel racing a partial release. The waiter is never
+/// lost between "list" and "releaser"; its partial grant comes back; after
+/// `finish_raw` the callback has run or never will (loom checks the `data`
+/// access); no permit is lost.
+#[test]
+fn hazard_c_d_cancel_races_partial_release() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let waiter = Box::pin(Waiter::new());
+        let ctx = Ctx::new();
+        assert_eq!(queue(&sem, waiter.as_ref(), 2, &ctx), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || {
+            s2.release(1).unwrap();
+            s2.release(1).unwrap();
+        });
+        let outcome = unsafe { sem.finish_raw(waiter.as_ref()) };
+        let calls = ctx.calls_after_finish();
+        drop(waiter); // freeing is allowed now
+        match outcome {
+            Finish::Granted => {
+                assert_eq!(calls, 1);
+                sem.release(2).unwrap(); // the caller owned them
+            }
+            Finish::Cancelled { returned } => {
+                assert!(returned <= 2);
+                assert_eq!(calls, 0);
+            }
+            other => panic!("{other:?}"),
+        }
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 2);
+    });
+}
+
+/// A dropped (cancelled) future racing a release: the permit is never lost,
+/// whether the future was granted before the drop or not.
+#[test]
+fn cancel_future_races_release() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.release(1).unwrap());
+        {
+            let mut fut = Box::pin(sem.acquire(1));
+            let waker = futures_noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            let _ = fut.as_mut().poll(&mut cx); // may complete or queue
+        } // dropped: a queued or granted-but-unseen request gives its permit back
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+/// Two waiters cancelled concurrently: the first's partial grant goes to the
+/// second if it is still queued, to the counter otherwise.
+#[test]
+fn concurrent_cancels_hand_partial_grant_on() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let a = Arc::new(Box::pin(Waiter::new()));
+        let b = Arc::new(Box::pin(Waiter::new()));
+        let (ca, cb) = (Ctx::new(), Ctx::new());
+        assert_eq!(queue(&sem, a.as_ref().as_ref(), 2, &ca), RawAcquire::Pending); // holds 1
+        assert_eq!(queue(&sem, b.as_ref().as_ref(), 1, &cb), RawAcquire::Pending);
+        let (s2, b2) = (sem.clone(), b.clone());
+        let t = thread::spawn(move || unsafe { s2.finish_raw(b2.as_ref().as_ref()) });
+        let fa = unsafe { sem.finish_raw(a.as_ref().as_ref()) };
+        let fb = t.join().unwrap();
+        // a's partial grant went to b if b was still queued.
+        let mut held = 0;
+        if fa == Finish::Granted {
+            held += 2;
+        }
+        if fb == Finish::Granted {
+            held += 1;
+        }
+        assert!(matches!(fa, Finish::Cancelled { returned: 1 }));
+        sem.release(held).unwrap();
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+#[test]
+fn close_wakes_a_waiting_task() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || block_on(s2.acquire(2)).map(|p| p.num_permits()));
+        sem.close();
+        let r = t.join().unwrap();
+        assert_eq!(r, Err(AcquireError::Closed));
+        assert_eq!(sem.available_permits(), 1); // the partial grant came back
+    });
+}
+
+#[test]
+fn concurrent_close() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let waiter = Box::pin(Waiter::new());
+        let ctx = Ctx::new();
+        assert_eq!(queue(&sem, waiter.as_ref(), 1, &ctx), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.close());
+        sem.close();
+        t.join().unwrap();
+        assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Closed);
+        assert_eq!(ctx.calls_after_finish(), 1);
+    });
+}
+
+/// Cancel racing close: either the cancel removes the waiter (returning its
+/// partial grant) or the close wakes it; never both, never a lost permit.
+#[test]
+fn cancel_races_close() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let waiter = Box::pin(Waiter::new());
+        let ctx = Ctx::new();
+        assert_eq!(queue(&sem, waiter.as_ref(), 3, &ctx), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.close());
+        let outcome = unsafe { sem.finish_raw(waiter.as_ref()) };
+        let calls = ctx.calls_after_finish();
+        match outcome {
+            Finish::Closed => assert_eq!(calls, 1),
+            Finish::Cancelled { returned: 1 } => assert_eq!(calls, 0),
+            other => panic!("{other:?}"),
+        }
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+/// A callback that finishes its own waiter and releases from inside the wake
+/// (re-entrancy: no lock is held, and finishing oneself does not wait).
+#[test]
+fn finish_and_release_from_inside_callback() {
+    struct Chain {
+        sem: Arc<Semaphore>,
+        waiter: Pin<Box<Waiter>>,
+    }
+    unsafe extern "C" fn pass_on(ctx: *mut c_void) {
+        let chain = unsafe { &*(ctx as *const Chain) };
+        assert_eq!(unsafe { chain.sem.finish_raw(chain.waiter.as_ref()) }, Finish::Granted);
+        chain.sem.release(1).unwrap(); // hand our permit straight on
+    }
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let chain = Arc::new(Chain { sem: sem.clone(), waiter: Box::pin(Waiter::new()) });
+        let ctx = Arc::as_ptr(&chain) as *mut c_void;
+        assert_eq!(unsafe { sem.acquire_raw(chain.waiter.as_ref(), 1, pass_on, ctx) }, Ok(RawAcquire::Pending));
+        let s2 = sem.clone();
+        let t = thread::spawn(move || drop(block_on(s2.acquire(1)).unwrap()));
+        sem.release(1).unwrap();
+        t.join().unwrap();
+        // Consumed inside the callback: nothing left to collect.
+        assert_eq!(unsafe { sem.finish_raw(chain.waiter.as_ref()) }, Finish::Idle);
+        assert_eq!(sem.available_permits(), 1);
+    });
+}
+
+fn futures_noop_waker() -> std::task::Waker {
+    std::task::Waker::noop().clone()
+}
+
+use std::future::Future;
