@@ -1,1 +1,671 @@
-//! C ABI for volt-sem (being written).
+//! C ABI for volt-sem.
+//!
+//! The header `include/volt_sem.h` is generated from this file by cbindgen (see
+//! `cbindgen.toml`, whose header text holds the full contract: ownership,
+//! threads, wake callbacks and the waiter lifetime rule). Regenerate it with
+//! `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test header`.
+//!
+//! Design, in the style of rustls-ffi:
+//!
+//! * `volt_sem` is an opaque `Arc`: `volt_sem_new` hands out one reference,
+//!   `volt_sem_clone` adds one, `volt_sem_free` drops one.
+//! * `volt_waiter` is caller-allocated, sized and aligned in the header, and holds
+//!   a core [`Waiter`] plus the bookkeeping that makes misuse detectable: a magic
+//!   word set by `volt_waiter_init`, a `busy` flag (set from PENDING until the
+//!   owner's `volt_sem_cancel` returned), the user's callback, and one strong
+//!   reference to the semaphore it is queued on, so that freeing every handle
+//!   while a waiter is queued cannot free the queue under it.
+//! * The core callback is a trampoline that records which waiter's callback this
+//!   thread is running, so `volt_sem_cancel` can tell a call from inside the
+//!   waiter's own callback (collects the outcome, the waiter stays busy) from the
+//!   owner's final call (which waits for the callback and frees the waiter).
+//! * Every entry point catches panics and returns `VOLT_PANIC` or a documented
+//!   default; every pointer is checked for NULL.
+
+#![allow(non_camel_case_types)]
+
+use std::cell::Cell;
+use std::ffi::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use volt_core::{
+    AcquireError, AcquireTimeoutError, Finish, RawAcquire, Semaphore, TryAcquireError, Waiter,
+    WaiterState,
+};
+
+/// Runs `$body` (a closure body) and turns a panic into `$default`.
+///
+/// No panic may cross the C boundary: unwinding out of an `extern "C"` function
+/// aborts the process, so each entry point catches it and reports it as a value.
+macro_rules! ffi_boundary {
+    ($default:expr, $body:expr) => {
+        match catch_unwind(AssertUnwindSafe(|| $body)) {
+            Ok(value) => value,
+            Err(_) => $default,
+        }
+    };
+}
+
+/// Result codes. A fixed-width integer (`int32_t`) so that every language
+/// binding sees the same type; values are stable.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum volt_status {
+    /// Success; for an acquire: the permits were taken (READY); for
+    /// `volt_sem_cancel`/`volt_waiter_status`: the full grant arrived and the
+    /// caller owns the requested permits.
+    VOLT_OK = 0,
+    /// The waiter was queued; its wake callback will be called once.
+    VOLT_PENDING = 1,
+    /// Not enough permits right now (or earlier requests are queued).
+    VOLT_WOULD_BLOCK = 2,
+    /// The semaphore is closed (or was closed while the waiter was queued; the
+    /// waiter holds no permits).
+    VOLT_CLOSED = 3,
+    /// `volt_sem_acquire_blocking` gave up; any partial grant was handed on.
+    VOLT_TIMED_OUT = 4,
+    /// `volt_sem_cancel` removed a queued waiter before its grant was complete;
+    /// the partial grant (possibly 0) was handed on to the next waiters.
+    VOLT_CANCELLED = 5,
+    /// The waiter is not queued and holds no outcome: never used, its acquire
+    /// returned at once, or its outcome was already collected.
+    VOLT_IDLE = 6,
+    /// A NULL pointer, `n == 0`, `n > volt_max_permits()`, an uninitialised or
+    /// misaligned waiter, a waiter that is still busy, or a waiter cancelled on a
+    /// semaphore it is not queued on. Nothing was changed.
+    VOLT_INVALID_ARGUMENT = 7,
+    /// A release would raise the available permits above `volt_max_permits()`.
+    /// Nothing was released.
+    VOLT_OVERFLOW = 8,
+    /// An internal error (a Rust panic) was caught at the boundary.
+    VOLT_PANIC = 9,
+}
+
+use volt_status::*;
+
+/// A semaphore handle. Opaque; always used through a pointer obtained from
+/// `volt_sem_new` or `volt_sem_clone`, and given back with `volt_sem_free`.
+pub struct volt_sem {
+    sem: Semaphore,
+}
+
+/// The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
+/// See "Wake callbacks" at the top of this header.
+pub type volt_wake_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+
+/// Size in bytes of `volt_waiter`.
+pub const VOLT_WAITER_SIZE: usize = 256;
+/// Alignment in bytes of `volt_waiter`.
+pub const VOLT_WAITER_ALIGN: usize = 8;
+
+/// A caller-allocated waiter: the queue node of one waiting acquire. Opaque:
+/// initialise it with `volt_waiter_init` before first use; never copy or move it
+/// while it is busy (from a PENDING `volt_sem_acquire` until the owner's
+/// `volt_sem_cancel` returned). An idle waiter needs no destructor: just free it.
+#[repr(C)]
+pub struct volt_waiter {
+    // A literal length: cbindgen cannot evaluate `VOLT_WAITER_SIZE / 8`. The
+    // assertions below tie the two together.
+    _opaque: [u64; 32],
+}
+
+/// What actually lives inside a `volt_waiter`.
+struct Slot {
+    waiter: Waiter,
+    /// `MAGIC` once `volt_waiter_init` ran; lets every call reject zeroed or
+    /// uninitialised memory.
+    magic: AtomicU32,
+    /// From a PENDING acquire until the owner's `volt_sem_cancel` returned. While
+    /// set, the slot may be referenced by the semaphore and must not be reused.
+    busy: AtomicBool,
+    /// Owner fields, written before the waiter is queued (the queue lock publishes
+    /// them to the notifying thread) and read by the trampoline.
+    wake: Cell<volt_wake_fn>,
+    ctx: Cell<*mut c_void>,
+    /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
+    /// queued on, while busy; NULL otherwise.
+    sem: Cell<*const volt_sem>,
+}
+
+const MAGIC: u32 = 0x766f_6c74; // "volt"
+
+const _: () = {
+    assert!(std::mem::size_of::<Slot>() <= std::mem::size_of::<volt_waiter>());
+    assert!(std::mem::align_of::<Slot>() <= std::mem::align_of::<volt_waiter>());
+    assert!(std::mem::size_of::<volt_waiter>() == VOLT_WAITER_SIZE);
+    assert!(std::mem::align_of::<volt_waiter>() == VOLT_WAITER_ALIGN);
+};
+
+std::thread_local! {
+    /// The slot whose wake callback this thread is running (innermost), if any.
+    static IN_CALLBACK: Cell<*const Slot> = const { Cell::new(ptr::null()) };
+}
+
+/// The core's callback for every C waiter: runs the user's callback, noting which
+/// waiter it belongs to so that `volt_sem_cancel` knows when it is called from it.
+unsafe extern "C" fn trampoline(ctx: *mut c_void) {
+    let slot = ctx as *const Slot;
+    // SAFETY: `ctx` is the slot passed to `acquire_raw` in `volt_sem_acquire`. The
+    // core calls this at most once, while the waiter is in a NOTIFYING phase, and
+    // the owner cannot free or reuse the slot before its `volt_sem_cancel` (which
+    // waits for this callback to return) returned. `wake`/`ctx` were written
+    // before the waiter was queued; the queue lock orders those writes before
+    // this read.
+    let (wake, user_ctx) = unsafe { ((*slot).wake.get(), (*slot).ctx.get()) };
+    let outer = IN_CALLBACK.with(|current| current.replace(slot));
+    if let Some(wake) = wake {
+        // SAFETY: the caller of `volt_sem_acquire` promised that `wake(ctx)` may be
+        // called once, from any thread, until the waiter is finished.
+        unsafe { wake(user_ctx) };
+    }
+    IN_CALLBACK.with(|current| current.set(outer));
+}
+
+fn in_own_callback(slot: &Slot) -> bool {
+    IN_CALLBACK.with(|current| ptr::eq(current.get(), slot))
+}
+
+/// Borrows the semaphore behind a handle, or `None` for NULL.
+///
+/// # Safety
+/// `sem` is NULL or a live handle from `volt_sem_new`/`volt_sem_clone`.
+unsafe fn sem_ref<'a>(sem: *const volt_sem) -> Option<&'a volt_sem> {
+    // SAFETY: forwarded caller contract.
+    unsafe { sem.as_ref() }
+}
+
+/// Borrows an initialised slot, or `None` for NULL, misaligned or uninitialised
+/// memory.
+///
+/// # Safety
+/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` readable, writable bytes.
+unsafe fn slot_ref<'a>(waiter: *mut volt_waiter) -> Option<&'a Slot> {
+    if waiter.is_null() || (waiter as usize) % std::mem::align_of::<volt_waiter>() != 0 {
+        return None;
+    }
+    let slot = waiter as *const Slot;
+    // SAFETY: non-NULL, aligned and large enough (caller contract + the size
+    // assertions above). The magic word is read through a raw pointer before any
+    // reference to the slot exists, so uninitialised memory is only ever read as
+    // the bytes of one atomic word.
+    let magic = unsafe { (*ptr::addr_of!((*slot).magic)).load(Ordering::Relaxed) };
+    if magic != MAGIC {
+        return None;
+    }
+    // SAFETY: initialised by `volt_waiter_init` (magic), every field is
+    // interior-mutable, so a shared reference is sound even while the semaphore or
+    // the trampoline on another thread holds one too.
+    Some(unsafe { &*slot })
+}
+
+fn pinned(slot: &Slot) -> Pin<&Waiter> {
+    // SAFETY: the C contract forbids moving a waiter while it is busy, and the
+    // core only relies on the address between a PENDING acquire and the finish.
+    unsafe { Pin::new_unchecked(&slot.waiter) }
+}
+
+fn valid_count(n: usize) -> bool {
+    n != 0 && n <= Semaphore::MAX_PERMITS
+}
+
+/// Creates a semaphore with `permits` permits and stores one reference to it in
+/// `*out`. Free it with `volt_sem_free`.
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `out` is NULL or `permits >
+/// volt_max_permits()` (then `*out` is set to NULL when `out` is not NULL).
+///
+/// # Safety
+/// `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if out.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        let (status, handle) = match Semaphore::try_new(permits) {
+            Some(sem) => (VOLT_OK, Arc::into_raw(Arc::new(volt_sem { sem }))),
+            None => (VOLT_INVALID_ARGUMENT, ptr::null()),
+        };
+        // SAFETY: `out` is non-NULL and, by contract, writable.
+        unsafe { out.write(handle) };
+        status
+    })
+}
+
+/// Returns another reference to the same semaphore (the same pointer value),
+/// e.g. for another thread or library; each reference is freed with
+/// `volt_sem_free`. Returns NULL if `sem` is NULL.
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_clone(sem: *const volt_sem) -> *const volt_sem {
+    ffi_boundary!(ptr::null(), {
+        if sem.is_null() {
+            return ptr::null();
+        }
+        // SAFETY: `sem` is a live reference from `Arc::into_raw` (contract).
+        unsafe { Arc::increment_strong_count(sem) };
+        sem
+    })
+}
+
+/// Drops one reference; the semaphore is destroyed with its last reference
+/// (busy waiters hold their own). NULL is a no-op. `sem` must not be used after.
+///
+/// # Safety
+/// `sem` is NULL or a live handle, not used again by this caller.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
+    ffi_boundary!((), {
+        if !sem.is_null() {
+            // SAFETY: `sem` is a live reference from `Arc::into_raw`; the caller
+            // gives it up here.
+            drop(unsafe { Arc::from_raw(sem) });
+        }
+    })
+}
+
+/// Takes `n` permits if they are available now and nobody is queued (FIFO: no
+/// barging). Never blocks.
+///
+/// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
+/// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or a live handle (contract).
+        let Some(sem) = (unsafe { sem_ref(sem) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if !valid_count(n) {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        match sem.sem.try_acquire(n) {
+            Ok(permit) => {
+                permit.forget(); // the C caller owns them now
+                VOLT_OK
+            }
+            Err(TryAcquireError::NoPermits) => VOLT_WOULD_BLOCK,
+            Err(TryAcquireError::Closed) => VOLT_CLOSED,
+            Err(TryAcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+        }
+    })
+}
+
+/// Returns `n` permits: to the oldest waiters first (which may run their wake
+/// callbacks on this thread before it returns), the surplus to the counter.
+/// Works on a closed semaphore.
+///
+/// Returns `VOLT_OK`, `VOLT_OVERFLOW` (the available permits would exceed
+/// `volt_max_permits()`; nothing released) or `VOLT_INVALID_ARGUMENT` (NULL,
+/// `n == 0`, `n > volt_max_permits()`).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or a live handle (contract).
+        let Some(sem) = (unsafe { sem_ref(sem) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if !valid_count(n) {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        match sem.sem.release(n) {
+            Ok(()) => VOLT_OK,
+            Err(_) => VOLT_OVERFLOW,
+        }
+    })
+}
+
+/// Permits available right now (0 while anyone is queued, and for NULL).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usize {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live handle (contract).
+        unsafe { sem_ref(sem) }.map_or(0, |sem| sem.sem.available_permits())
+    })
+}
+
+/// Closes the semaphore: every queued waiter is woken (its status becomes
+/// `VOLT_CLOSED`, on this thread, before this returns) and later acquires fail
+/// with `VOLT_CLOSED`. Held permits can still be released. Idempotent.
+///
+/// Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_close(sem: *const volt_sem) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or a live handle (contract).
+        let Some(sem) = (unsafe { sem_ref(sem) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        sem.sem.close();
+        VOLT_OK
+    })
+}
+
+/// Whether `volt_sem_close` was called (false for NULL).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_is_closed(sem: *const volt_sem) -> bool {
+    ffi_boundary!(false, {
+        // SAFETY: NULL or a live handle (contract).
+        unsafe { sem_ref(sem) }.is_some_and(|sem| sem.sem.is_closed())
+    })
+}
+
+/// The largest permit count a semaphore holds and the largest single request.
+#[no_mangle]
+pub extern "C" fn volt_max_permits() -> usize {
+    Semaphore::MAX_PERMITS
+}
+
+/// `sizeof(volt_waiter)`, for bindings that allocate waiters dynamically.
+#[no_mangle]
+pub extern "C" fn volt_waiter_size() -> usize {
+    std::mem::size_of::<volt_waiter>()
+}
+
+/// `alignof(volt_waiter)`, for bindings that allocate waiters dynamically.
+#[no_mangle]
+pub extern "C" fn volt_waiter_align() -> usize {
+    std::mem::align_of::<volt_waiter>()
+}
+
+/// Initialises (or re-initialises) a waiter. Must be called once before a waiter
+/// is first used; zeroed or uninitialised memory is rejected by every other call.
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL, misaligned,
+/// or busy (re-initialising a queued waiter would corrupt the queue).
+///
+/// # Safety
+/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a busy waiter.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if waiter.is_null() || (waiter as usize) % std::mem::align_of::<volt_waiter>() != 0 {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-NULL, aligned, `VOLT_WAITER_SIZE` bytes (contract).
+        if let Some(slot) = unsafe { slot_ref(waiter) } {
+            if slot.busy.load(Ordering::Acquire) {
+                return VOLT_INVALID_ARGUMENT;
+            }
+        }
+        let slot = Slot {
+            waiter: Waiter::new(),
+            magic: AtomicU32::new(MAGIC),
+            busy: AtomicBool::new(false),
+            wake: Cell::new(None),
+            ctx: Cell::new(ptr::null_mut()),
+            sem: Cell::new(ptr::null()),
+        };
+        // SAFETY: the memory is large and aligned enough for a `Slot` (checked at
+        // compile time) and not in use by the semaphore (not busy). The previous
+        // content, if any, needs no drop: an idle slot owns nothing.
+        unsafe { (waiter as *mut Slot).write(slot) };
+        VOLT_OK
+    })
+}
+
+/// Acquires `n` permits without blocking the calling thread.
+///
+/// Returns
+/// * `VOLT_OK` (READY): the permits were taken at once; `wake` will not be called;
+///   the waiter stays idle and may be reused or freed at once.
+/// * `VOLT_PENDING`: the waiter is queued (FIFO) and busy; `wake(ctx)` will be
+///   called exactly once, on whichever thread completes the grant or closes the
+///   semaphore, unless `volt_sem_cancel` removes the waiter first. Every PENDING
+///   waiter must be passed to `volt_sem_cancel` (see "Waiter lifetime").
+/// * `VOLT_CLOSED`: the semaphore is closed.
+/// * `VOLT_INVALID_ARGUMENT`: NULL `sem`, `waiter` or `wake`; `n == 0` or `n >
+///   volt_max_permits()`; a waiter that was not initialised or is still busy.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
+/// owned by the caller; if PENDING, the waiter lifetime rules at the top of
+/// this header apply to `waiter` and `ctx`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_acquire(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    n: usize,
+    wake: volt_wake_fn,
+    ctx: *mut c_void,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or live handle / waiter memory (contract).
+        let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) })
+        else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if wake.is_none() || !valid_count(n) {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // Only the owner sets `busy`, so this check-then-set is not a race unless
+        // the caller breaks the one-owner rule.
+        if slot.busy.load(Ordering::Acquire) || slot.waiter.state() != WaiterState::Idle {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        slot.wake.set(wake);
+        slot.ctx.set(ctx);
+        // The waiter's own reference, taken before it can be queued.
+        // SAFETY: `sem` is a live handle (contract).
+        unsafe { Arc::increment_strong_count(sem) };
+        slot.sem.set(sem);
+        slot.busy.store(true, Ordering::Relaxed);
+        let ctx = slot as *const Slot as *mut c_void;
+        // SAFETY: the waiter is idle (checked above), and the C contract keeps it
+        // valid and unmoved, with `ctx` (the slot itself) valid for the
+        // trampoline, until `volt_sem_cancel` returned.
+        let result = unsafe { handle.sem.acquire_raw(pinned(slot), n, trampoline, ctx) };
+        let status = match result {
+            Ok(RawAcquire::Pending) => return VOLT_PENDING,
+            Ok(RawAcquire::Ready) => VOLT_OK,
+            Err(AcquireError::Closed) => VOLT_CLOSED,
+            Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+        };
+        // Not queued: undo the bookkeeping.
+        slot.busy.store(false, Ordering::Relaxed);
+        slot.sem.set(ptr::null());
+        // SAFETY: the reference taken above; the caller still holds `sem`.
+        unsafe { Arc::decrement_strong_count(sem) };
+        status
+    })
+}
+
+/// Where a waiter stands; callable from any thread, including inside its wake
+/// callback (the right place to ask).
+///
+/// Returns `VOLT_PENDING` (queued), `VOLT_OK` (the full grant arrived),
+/// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
+/// `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
+/// reported just before the callback runs: only `volt_sem_cancel` says when the
+/// waiter's memory is free.
+///
+/// # Safety
+/// `waiter` is NULL or points to a `volt_waiter`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or waiter memory (contract).
+        let Some(slot) = (unsafe { slot_ref(waiter) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        match slot.waiter.state() {
+            WaiterState::Waiting => VOLT_PENDING,
+            WaiterState::Granted => VOLT_OK,
+            WaiterState::Closed => VOLT_CLOSED,
+            WaiterState::Idle => VOLT_IDLE,
+        }
+    })
+}
+
+/// Ends a PENDING acquire: removes the waiter if it is still queued, or collects
+/// its outcome. `sem` must be a handle to the semaphore the waiter was queued on.
+/// If `returned` is not NULL, `*returned` is set to the partial grant handed back
+/// (0 unless the result is `VOLT_CANCELLED`).
+///
+/// Returns
+/// * `VOLT_OK`: the full grant had arrived: the caller owns the `n` permits and
+///   must release them.
+/// * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
+/// * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
+/// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
+///   by a call from inside its wake callback.
+/// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
+///   semaphore the waiter is queued on (nothing changed).
+///
+/// Outside the waiter's callback, this waits for a callback running on another
+/// thread to return; when it returns the waiter is idle and the waiter and `ctx`
+/// may be freed or reused. Inside its own callback it returns at once with the
+/// outcome, and the waiter stays busy until the owner's call outside.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
+/// owned by the caller (or called from its own callback); `returned` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_cancel(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    returned: *mut usize,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if !returned.is_null() {
+            // SAFETY: non-NULL and writable (contract).
+            unsafe { returned.write(0) };
+        }
+        // SAFETY: NULL or live handle / waiter memory (contract).
+        let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) })
+        else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        let inside = in_own_callback(slot);
+        if !inside && !slot.busy.load(Ordering::Acquire) {
+            return VOLT_IDLE;
+        }
+        if !ptr::eq(slot.sem.get(), sem) {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: the waiter is busy on exactly this semaphore (checked above).
+        let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
+        if !inside {
+            // The callback has returned or will never run; the semaphore no longer
+            // references the waiter: drop its reference and make it idle.
+            let own = slot.sem.replace(ptr::null());
+            slot.busy.store(false, Ordering::Release);
+            // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
+            // holds `sem`, so this never destroys the semaphore under `handle`.
+            unsafe { Arc::decrement_strong_count(own) };
+        }
+        match finish {
+            Finish::Granted => VOLT_OK,
+            Finish::Closed => VOLT_CLOSED,
+            Finish::Idle => VOLT_IDLE,
+            Finish::Cancelled { returned: partial } => {
+                if !returned.is_null() {
+                    // SAFETY: non-NULL and writable (contract).
+                    unsafe { returned.write(partial) };
+                }
+                VOLT_CANCELLED
+            }
+        }
+    })
+}
+
+/// Acquires `n` permits, blocking (parked, no busy wait) the calling thread until
+/// they are granted in FIFO order, the semaphore is closed, or `timeout_ns`
+/// nanoseconds passed; a negative timeout waits for ever. Do not call it on an
+/// event-loop thread.
+///
+/// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
+/// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
+/// `n > volt_max_permits()`).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_acquire_blocking(
+    sem: *const volt_sem,
+    n: usize,
+    timeout_ns: i64,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or a live handle (contract).
+        let Some(sem) = (unsafe { sem_ref(sem) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if !valid_count(n) {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        if timeout_ns < 0 {
+            return match sem.sem.acquire_blocking(n) {
+                Ok(permit) => {
+                    permit.forget();
+                    VOLT_OK
+                }
+                Err(AcquireError::Closed) => VOLT_CLOSED,
+                Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+            };
+        }
+        match sem
+            .sem
+            .acquire_timeout(n, Duration::from_nanos(timeout_ns as u64))
+        {
+            Ok(permit) => {
+                permit.forget();
+                VOLT_OK
+            }
+            Err(AcquireTimeoutError::TimedOut) => VOLT_TIMED_OUT,
+            Err(AcquireTimeoutError::Closed) => VOLT_CLOSED,
+            Err(AcquireTimeoutError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+        }
+    })
+}
+
+/// The library version ("MAJOR.MINOR.PATCH"), a static NUL-terminated string.
+#[no_mangle]
+pub extern "C" fn volt_sem_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+}
+
+/// A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
+#[no_mangle]
+pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
+    let name: &'static str = match status {
+        0 => "VOLT_OK\0",
+        1 => "VOLT_PENDING\0",
+        2 => "VOLT_WOULD_BLOCK\0",
+        3 => "VOLT_CLOSED\0",
+        4 => "VOLT_TIMED_OUT\0",
+        5 => "VOLT_CANCELLED\0",
+        6 => "VOLT_IDLE\0",
+        7 => "VOLT_INVALID_ARGUMENT\0",
+        8 => "VOLT_OVERFLOW\0",
+        9 => "VOLT_PANIC\0",
+        _ => "unknown\0",
+    };
+    name.as_ptr().cast()
+}
+
+#[cfg(test)]
+mod tests;

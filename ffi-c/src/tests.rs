@@ -1,0 +1,111 @@
+//! Rust-side checks of the C ABI. The behavioural suites are in C (`tests/c`),
+//! libuv (`tests/libuv`) and Zig (`tests/zig`), driven by `make -C tests test`.
+
+use super::*;
+use std::ffi::CStr;
+use std::sync::atomic::AtomicUsize;
+
+/// The `version` of `[workspace.package]` in the root Cargo.toml, read as text.
+fn workspace_version() -> String {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Cargo.toml")).unwrap();
+    let mut in_package = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            in_package = line == "[workspace.package]";
+        } else if in_package && line.starts_with("version") {
+            let value = line.split('=').nth(1).unwrap().trim();
+            return value.trim_matches('"').to_owned();
+        }
+    }
+    panic!("no [workspace.package] version in Cargo.toml");
+}
+
+#[test]
+fn version_matches_cargo_toml() {
+    // SAFETY: a static NUL-terminated string.
+    let version = unsafe { CStr::from_ptr(volt_sem_version()) };
+    assert_eq!(version.to_str().unwrap(), workspace_version());
+}
+
+#[test]
+fn status_names_match_variants() {
+    for (status, name) in [
+        (VOLT_OK, "VOLT_OK"),
+        (VOLT_PENDING, "VOLT_PENDING"),
+        (VOLT_PANIC, "VOLT_PANIC"),
+    ] {
+        // SAFETY: static NUL-terminated strings.
+        let got = unsafe { CStr::from_ptr(volt_status_str(status as i32)) };
+        assert_eq!(got.to_str().unwrap(), name);
+    }
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { CStr::from_ptr(volt_status_str(-1)) }
+            .to_str()
+            .unwrap(),
+        "unknown"
+    );
+}
+
+unsafe extern "C" fn count_wake(ctx: *mut c_void) {
+    // SAFETY: the tests pass a live `AtomicUsize`.
+    unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
+}
+
+#[test]
+fn pending_grant_then_cancel_collects_permits() {
+    let wakes = AtomicUsize::new(0);
+    let ctx = &wakes as *const AtomicUsize as *mut c_void;
+    let mut w = std::mem::MaybeUninit::<volt_waiter>::uninit();
+    let w = w.as_mut_ptr();
+    // SAFETY: `w` is a properly sized and aligned local that outlives every use;
+    // every PENDING acquire is finished below.
+    unsafe {
+        let mut sem = ptr::null();
+        assert_eq!(volt_sem_new(1, &mut sem), VOLT_OK);
+        assert_eq!(volt_waiter_init(w), VOLT_OK);
+        assert_eq!(
+            volt_sem_acquire(sem, w, 2, Some(count_wake), ctx),
+            VOLT_PENDING
+        );
+        assert_eq!(
+            volt_sem_acquire(sem, w, 1, Some(count_wake), ctx),
+            VOLT_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            volt_waiter_init(w),
+            VOLT_INVALID_ARGUMENT,
+            "busy waiter re-initialised"
+        );
+        assert_eq!(volt_waiter_status(w), VOLT_PENDING);
+        // Freeing the only handle must not free the queue under the waiter.
+        let other = volt_sem_clone(sem);
+        volt_sem_free(sem);
+        assert_eq!(volt_sem_release(other, 1), VOLT_OK);
+        assert_eq!(wakes.load(Ordering::SeqCst), 1);
+        assert_eq!(volt_waiter_status(w), VOLT_OK);
+        assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_OK);
+        assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_IDLE);
+        assert_eq!(volt_sem_release(other, 2), VOLT_OK);
+        assert_eq!(volt_sem_available_permits(other), 2);
+        volt_sem_free(other);
+    }
+}
+
+#[test]
+fn zeroed_waiter_is_rejected() {
+    let mut w = volt_waiter { _opaque: [0; 32] };
+    let mut sem = ptr::null();
+    // SAFETY: valid local memory; the acquire is rejected before queueing.
+    unsafe {
+        assert_eq!(volt_sem_new(0, &mut sem), VOLT_OK);
+        assert_eq!(
+            volt_sem_acquire(sem, &mut w, 1, Some(count_wake), ptr::null_mut()),
+            VOLT_INVALID_ARGUMENT
+        );
+        assert_eq!(volt_waiter_status(&mut w), VOLT_INVALID_ARGUMENT);
+        volt_sem_free(sem);
+    }
+}
