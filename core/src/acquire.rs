@@ -112,7 +112,9 @@ impl<'a> Future for Acquire<'a> {
                     // SAFETY: the waiter is fresh, and pinned inside this future, whose
                     // Drop finishes it before the memory goes away.
                     let started = unsafe {
-                        sem.start_acquire(&this.waiter, permits, || Notify::Waker(cx.waker().clone()))
+                        sem.start_acquire(&this.waiter, permits, || {
+                            Notify::Waker(cx.waker().clone())
+                        })
                     };
                     return match started {
                         Ok(RawAcquire::Ready) => {
@@ -181,32 +183,49 @@ impl Semaphore {
     /// `acquire(0)` completes at once. Cancel-safe: dropping the future gives back
     /// whatever was granted to it.
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
-        Acquire { sem: self, permits: n, stage: Stage::Start, waiter: Waiter::new() }
+        Acquire {
+            sem: self,
+            permits: n,
+            stage: Stage::Start,
+            waiter: Waiter::new(),
+        }
     }
 
     /// Takes `n` permits now, or fails without waiting. Never overtakes a queued
     /// request.
     pub fn try_acquire(&self, n: usize) -> Result<Permit<'_>, TryAcquireError> {
         self.try_take(n)?;
-        Ok(Permit { sem: self, permits: n })
+        Ok(Permit {
+            sem: self,
+            permits: n,
+        })
     }
 
     /// Like [`acquire`](Self::acquire), for an `Arc<Semaphore>`: the permit owns a
     /// reference to the semaphore.
     pub async fn acquire_owned(self: Arc<Self>, n: usize) -> Result<OwnedPermit, AcquireError> {
         self.acquire(n).await?.forget();
-        Ok(OwnedPermit { sem: self, permits: n })
+        Ok(OwnedPermit {
+            sem: self,
+            permits: n,
+        })
     }
 
     /// Like [`try_acquire`](Self::try_acquire), for an `Arc<Semaphore>`.
     pub fn try_acquire_owned(self: Arc<Self>, n: usize) -> Result<OwnedPermit, TryAcquireError> {
         self.try_take(n)?;
-        Ok(OwnedPermit { sem: self, permits: n })
+        Ok(OwnedPermit {
+            sem: self,
+            permits: n,
+        })
     }
 
     /// Wraps `n` permits the caller already owns (for instance after
     /// [`finish_raw`](Self::finish_raw) returned `Granted`) into a guard.
     pub(crate) fn permit_from_raw(&self, n: usize) -> Permit<'_> {
-        Permit { sem: self, permits: n }
+        Permit {
+            sem: self,
+            permits: n,
+        }
     }
 }

@@ -41,13 +41,21 @@ impl Semaphore {
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout`; a timed-out request hands its partial grant on.
     #[cfg(not(volt_loom))]
-    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit<'_>, AcquireTimeoutError> {
+    pub fn acquire_timeout(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Permit<'_>, AcquireTimeoutError> {
         // A timeout too large to represent as an instant means "no timeout".
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
 
     #[cfg(not(volt_loom))]
-    fn acquire_deadline(&self, n: usize, deadline: Option<Instant>) -> Result<Permit<'_>, AcquireTimeoutError> {
+    fn acquire_deadline(
+        &self,
+        n: usize,
+        deadline: Option<Instant>,
+    ) -> Result<Permit<'_>, AcquireTimeoutError> {
         self.acquire_parked(n, |waiter| loop {
             if waiter.state() != WaiterState::Waiting {
                 return;
@@ -66,7 +74,11 @@ impl Semaphore {
     }
 
     #[cfg(volt_loom)]
-    fn acquire_deadline(&self, n: usize, _deadline: Option<()>) -> Result<Permit<'_>, AcquireTimeoutError> {
+    fn acquire_deadline(
+        &self,
+        n: usize,
+        _deadline: Option<()>,
+    ) -> Result<Permit<'_>, AcquireTimeoutError> {
         self.acquire_parked(n, |waiter| {
             while waiter.state() == WaiterState::Waiting {
                 thread::park();
@@ -77,8 +89,14 @@ impl Semaphore {
     /// Queues a stack waiter that unparks this thread, lets `park` wait (it
     /// returns when the waiter is no longer waiting, or gives up), then finishes
     /// the waiter: a grant that raced with giving up still counts.
-    fn acquire_parked(&self, n: usize, park: impl FnOnce(&Waiter)) -> Result<Permit<'_>, AcquireTimeoutError> {
-        let parked = Parked { thread: thread::current() };
+    fn acquire_parked(
+        &self,
+        n: usize,
+        park: impl FnOnce(&Waiter),
+    ) -> Result<Permit<'_>, AcquireTimeoutError> {
+        let parked = Parked {
+            thread: thread::current(),
+        };
         let waiter = pin!(Waiter::new());
         let ctx = &parked as *const Parked as *mut c_void;
         // SAFETY: the waiter is fresh and pinned on this stack frame, and `parked`

@@ -55,7 +55,9 @@ impl fmt::Display for TryAcquireError {
         f.write_str(match self {
             TryAcquireError::Closed => "semaphore closed",
             TryAcquireError::NoPermits => "no permits available",
-            TryAcquireError::TooManyPermits => "requested more permits than the semaphore's maximum",
+            TryAcquireError::TooManyPermits => {
+                "requested more permits than the semaphore's maximum"
+            }
         })
     }
 }

@@ -32,13 +32,19 @@ unsafe impl<T: ?Sized + Sync> Sync for MutexGuard<'_, T> {}
 impl<T> Mutex<T> {
     /// A new, unlocked mutex.
     pub fn new(value: T) -> Self {
-        Mutex { sem: Semaphore::new(1), value: UnsafeCell::new(value) }
+        Mutex {
+            sem: Semaphore::new(1),
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// A new, unlocked mutex, in a `const` context.
     #[cfg(not(volt_loom))]
     pub const fn const_new(value: T) -> Self {
-        Mutex { sem: Semaphore::const_new(1), value: UnsafeCell::new(value) }
+        Mutex {
+            sem: Semaphore::const_new(1),
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the mutex, returning the value.
@@ -58,7 +64,10 @@ impl<T: ?Sized> Mutex<T> {
 
     /// Locks if nobody holds or waits for the lock.
     pub fn try_lock(&self) -> Option<MutexGuard<'_, T>> {
-        self.sem.try_acquire(1).ok().map(|permit| self.guard(permit))
+        self.sem
+            .try_acquire(1)
+            .ok()
+            .map(|permit| self.guard(permit))
     }
 
     /// Locks, blocking the current thread.
@@ -72,7 +81,10 @@ impl<T: ?Sized> Mutex<T> {
     /// Locks, blocking the current thread for at most `timeout`.
     #[cfg(not(volt_loom))]
     pub fn lock_timeout(&self, timeout: Duration) -> Option<MutexGuard<'_, T>> {
-        self.sem.acquire_timeout(1, timeout).ok().map(|permit| self.guard(permit))
+        self.sem
+            .acquire_timeout(1, timeout)
+            .ok()
+            .map(|permit| self.guard(permit))
     }
 
     /// Mutable access without locking: `&mut self` proves nobody else has it.

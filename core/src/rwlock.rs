@@ -41,7 +41,9 @@ macro_rules! locked {
     ($e:expr) => {
         match $e {
             Ok(permit) => permit.forget(),
-            Err(_) => unreachable!("an RwLock's semaphore is never closed and MAX_READS <= MAX_PERMITS"),
+            Err(_) => {
+                unreachable!("an RwLock's semaphore is never closed and MAX_READS <= MAX_PERMITS")
+            }
         }
     };
 }
@@ -52,7 +54,10 @@ impl<T> RwLock<T> {
 
     /// A new, unlocked lock.
     pub fn new(value: T) -> Self {
-        RwLock { sem: Semaphore::new(Self::MAX_READS), value: UnsafeCell::new(value) }
+        RwLock {
+            sem: Semaphore::new(Self::MAX_READS),
+            value: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the lock, returning the value.
@@ -116,10 +121,13 @@ impl<T: ?Sized> RwLock<T> {
     /// Exclusive access, blocking for at most `timeout`.
     #[cfg(not(volt_loom))]
     pub fn write_timeout(&self, timeout: Duration) -> Option<RwLockWriteGuard<'_, T>> {
-        self.sem.acquire_timeout(Self::WRITE, timeout).ok().map(|p| {
-            p.forget();
-            RwLockWriteGuard { lock: self }
-        })
+        self.sem
+            .acquire_timeout(Self::WRITE, timeout)
+            .ok()
+            .map(|p| {
+                p.forget();
+                RwLockWriteGuard { lock: self }
+            })
     }
 
     /// Mutable access without locking: `&mut self` proves nobody else has it.

@@ -79,7 +79,10 @@ const SHIFT: u32 = 2;
 /// the adjacent-line prefetcher pairs them), away from the queue lock that
 /// contended acquirers hammer.
 #[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(align(128)))]
-#[cfg_attr(not(any(target_arch = "x86_64", target_arch = "aarch64")), repr(align(64)))]
+#[cfg_attr(
+    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    repr(align(64))
+)]
 struct CachePadded<T>(T);
 
 /// A fair, weighted counting semaphore with direct hand-off to waiters.
@@ -288,7 +291,9 @@ impl Semaphore {
             let remaining = waiter.remaining.with(|r| unsafe { *r });
             let given = rem.min(remaining);
             // SAFETY: lock-guarded field, lock held.
-            waiter.remaining.with_mut(|r| unsafe { *r = remaining - given });
+            waiter
+                .remaining
+                .with_mut(|r| unsafe { *r = remaining - given });
             rem -= given;
             if given < remaining {
                 break; // the head is partly served: the hand-off stops here (FIFO)
@@ -313,7 +318,11 @@ impl Semaphore {
             }
             let new = ((available + rem) << SHIFT) | (cur & CLOSED);
             // Release: publishes to whoever takes the surplus from the counter.
-            match self.state.0.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+            match self
+                .state
+                .0
+                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+            {
                 Ok(_) => return Ok(()),
                 Err(actual) => cur = actual,
             }
@@ -327,7 +336,9 @@ impl Semaphore {
     unsafe fn notify_locked(waiter: NonNull<Waiter>, final_phase: u8, wakes: &mut WakeBatch) {
         // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
         let w = unsafe { waiter.as_ref() };
-        let notify = w.notify.with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
+        let notify = w
+            .notify
+            .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
         match notify {
             Notify::Callback(wake, ctx) => {
                 let notifying = if final_phase == phase::GRANTED {
@@ -336,7 +347,12 @@ impl Semaphore {
                     phase::NOTIFYING_CLOSED
                 };
                 w.phase.store(notifying, Ordering::Release);
-                wakes.push(Wake::Callback { waiter, wake, ctx, final_phase });
+                wakes.push(Wake::Callback {
+                    waiter,
+                    wake,
+                    ctx,
+                    final_phase,
+                });
             }
             Notify::Waker(waker) => {
                 // Last access: once the owner sees this, it may free the waiter.
@@ -380,7 +396,11 @@ impl Semaphore {
         let mut cur = self.state.0.load(Ordering::Relaxed);
         loop {
             let new = (((cur >> SHIFT) + returned) << SHIFT) | CLOSED;
-            match self.state.0.compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed) {
+            match self
+                .state
+                .0
+                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+            {
                 Ok(_) => break,
                 Err(actual) => cur = actual,
             }
@@ -423,7 +443,11 @@ impl Semaphore {
                 (QUEUED, available) // drain everything, mark the queue non-empty
             };
             // Acquire: pairs with the Release that banked the drained permits.
-            match self.state.0.compare_exchange_weak(cur, new, Ordering::Acquire, Ordering::Relaxed) {
+            match self
+                .state
+                .0
+                .compare_exchange_weak(cur, new, Ordering::Acquire, Ordering::Relaxed)
+            {
                 Ok(_) if taken == n => return Ok(RawAcquire::Ready),
                 Ok(_) => {
                     waiter.requested.set(n);
@@ -528,10 +552,18 @@ impl Semaphore {
                 p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
                     if wake_batch::in_own_callback(waiter) =>
                 {
-                    waiter.phase.store(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
-                    return if p == phase::NOTIFYING_GRANTED { Finish::Granted } else { Finish::Closed };
+                    waiter
+                        .phase
+                        .store(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
+                    return if p == phase::NOTIFYING_GRANTED {
+                        Finish::Granted
+                    } else {
+                        Finish::Closed
+                    };
                 }
-                phase::NOTIFYING_CONSUMED if wake_batch::in_own_callback(waiter) => return Finish::Idle,
+                phase::NOTIFYING_CONSUMED if wake_batch::in_own_callback(waiter) => {
+                    return Finish::Idle
+                }
                 _ => {
                     // NOTIFYING on another thread: its callback is running.
                     sync::spin_wait(round);
@@ -553,7 +585,9 @@ impl Semaphore {
         let (returned, notify) = unsafe {
             guard.remove(NonNull::from(waiter));
             let returned = waiter.requested.get() - waiter.remaining.with(|r| *r);
-            let notify = waiter.notify.with_mut(|n| core::mem::replace(&mut *n, Notify::None));
+            let notify = waiter
+                .notify
+                .with_mut(|n| core::mem::replace(&mut *n, Notify::None));
             (returned, notify)
         };
         waiter.phase.store(phase::IDLE, Ordering::Relaxed);

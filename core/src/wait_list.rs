@@ -20,7 +20,10 @@ unsafe impl Send for WaitList {}
 
 impl WaitList {
     pub(crate) const fn new() -> Self {
-        WaitList { head: None, tail: None }
+        WaitList {
+            head: None,
+            tail: None,
+        }
     }
 
     pub(crate) fn is_empty(&self) -> bool {
@@ -41,7 +44,10 @@ impl WaitList {
         // the lock the caller holds.
         unsafe {
             waiter.as_ref().links.with_mut(|links| {
-                *links = Links { prev: self.tail, next: None };
+                *links = Links {
+                    prev: self.tail,
+                    next: None,
+                };
             });
             match self.tail {
                 Some(tail) => tail.as_ref().links.with_mut(|l| (*l).next = Some(waiter)),
@@ -83,7 +89,12 @@ impl WaitList {
                     self.tail = prev;
                 }
             }
-            waiter.as_ref().links.with_mut(|l| *l = Links { prev: None, next: None });
+            waiter.as_ref().links.with_mut(|l| {
+                *l = Links {
+                    prev: None,
+                    next: None,
+                }
+            });
         }
     }
 }

@@ -138,7 +138,10 @@ impl Waiter {
     #[cfg(not(volt_loom))]
     pub const fn new() -> Self {
         Waiter {
-            links: UnsafeCell::new(Links { prev: None, next: None }),
+            links: UnsafeCell::new(Links {
+                prev: None,
+                next: None,
+            }),
             remaining: UnsafeCell::new(0),
             requested: Cell::new(0),
             semaphore: Cell::new(core::ptr::null()),
@@ -152,7 +155,10 @@ impl Waiter {
     #[cfg(volt_loom)]
     pub fn new() -> Self {
         Waiter {
-            links: UnsafeCell::new(Links { prev: None, next: None }),
+            links: UnsafeCell::new(Links {
+                prev: None,
+                next: None,
+            }),
             remaining: UnsafeCell::new(0),
             requested: Cell::new(0),
             semaphore: Cell::new(core::ptr::null()),

@@ -54,7 +54,10 @@ pub(crate) struct WakeBatch {
 
 impl WakeBatch {
     pub(crate) fn new() -> Self {
-        WakeBatch { wakes: [const { None }; CAPACITY], len: 0 }
+        WakeBatch {
+            wakes: [const { None }; CAPACITY],
+            len: 0,
+        }
     }
 
     pub(crate) fn is_full(&self) -> bool {
@@ -76,7 +79,12 @@ impl WakeBatch {
             i += 1;
             match wake {
                 Some(Wake::Waker(waker)) => waker.wake(),
-                Some(Wake::Callback { waiter, wake, ctx, final_phase }) => {
+                Some(Wake::Callback {
+                    waiter,
+                    wake,
+                    ctx,
+                    final_phase,
+                }) => {
                     let outer = IN_CALLBACK.with(|current| current.replace(waiter.as_ptr()));
                     // SAFETY: `wake`/`ctx` were registered through `acquire_raw`, whose
                     // contract makes them callable once, from any thread, until the

@@ -93,11 +93,17 @@ fn close_wakes_waiters_and_returns_partial_grants() {
     assert!(poll_once(f.as_mut()).is_pending());
     sem.close();
     assert!(sem.is_closed());
-    assert!(matches!(poll_once(f.as_mut()), Poll::Ready(Err(AcquireError::Closed))));
+    assert!(matches!(
+        poll_once(f.as_mut()),
+        Poll::Ready(Err(AcquireError::Closed))
+    ));
     assert_eq!(sem.available_permits(), 1);
     assert_eq!(sem.try_acquire(1).unwrap_err(), TryAcquireError::Closed);
     let mut later = pin!(sem.acquire(1));
-    assert!(matches!(poll_once(later.as_mut()), Poll::Ready(Err(AcquireError::Closed))));
+    assert!(matches!(
+        poll_once(later.as_mut()),
+        Poll::Ready(Err(AcquireError::Closed))
+    ));
     sem.release(1).unwrap(); // held permits can still come back
     assert_eq!(sem.available_permits(), 2);
 }
@@ -107,9 +113,15 @@ fn bad_counts_are_errors_not_panics() {
     let sem = Semaphore::new(Semaphore::MAX_PERMITS);
     assert!(sem.release(1).is_err());
     assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
-    assert_eq!(sem.try_acquire(Semaphore::MAX_PERMITS + 1).unwrap_err(), TryAcquireError::TooManyPermits);
+    assert_eq!(
+        sem.try_acquire(Semaphore::MAX_PERMITS + 1).unwrap_err(),
+        TryAcquireError::TooManyPermits
+    );
     let mut f = pin!(sem.acquire(usize::MAX));
-    assert!(matches!(poll_once(f.as_mut()), Poll::Ready(Err(AcquireError::TooManyPermits))));
+    assert!(matches!(
+        poll_once(f.as_mut()),
+        Poll::Ready(Err(AcquireError::TooManyPermits))
+    ));
     assert!(sem.release(usize::MAX).is_err());
     assert!(Semaphore::try_new(Semaphore::MAX_PERMITS + 1).is_none());
     assert!(sem.acquire_blocking(usize::MAX).is_err());
@@ -149,7 +161,9 @@ fn blocking_acquire_is_woken_by_another_thread() {
 #[test]
 fn blocking_timeout_hands_back_partial_grant() {
     let sem = Semaphore::new(1);
-    let err = sem.acquire_timeout(2, std::time::Duration::from_millis(20)).unwrap_err();
+    let err = sem
+        .acquire_timeout(2, std::time::Duration::from_millis(20))
+        .unwrap_err();
     assert_eq!(err, volt_sem::AcquireTimeoutError::TimedOut);
     assert_eq!(sem.available_permits(), 1);
 }

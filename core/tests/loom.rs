@@ -35,7 +35,10 @@ struct Ctx {
 
 impl Ctx {
     fn new() -> Arc<Ctx> {
-        Arc::new(Ctx { calls: AtomicUsize::new(0), data: UnsafeCell::new(0) })
+        Arc::new(Ctx {
+            calls: AtomicUsize::new(0),
+            data: UnsafeCell::new(0),
+        })
     }
     fn ptr(&self) -> *mut c_void {
         self as *const Ctx as *mut c_void
@@ -228,8 +231,14 @@ fn concurrent_cancels_hand_partial_grant_on() {
         let a = Arc::new(Box::pin(Waiter::new()));
         let b = Arc::new(Box::pin(Waiter::new()));
         let (ca, cb) = (Ctx::new(), Ctx::new());
-        assert_eq!(queue(&sem, a.as_ref().as_ref(), 2, &ca), RawAcquire::Pending); // holds 1
-        assert_eq!(queue(&sem, b.as_ref().as_ref(), 1, &cb), RawAcquire::Pending);
+        assert_eq!(
+            queue(&sem, a.as_ref().as_ref(), 2, &ca),
+            RawAcquire::Pending
+        ); // holds 1
+        assert_eq!(
+            queue(&sem, b.as_ref().as_ref(), 1, &cb),
+            RawAcquire::Pending
+        );
         let (s2, b2) = (sem.clone(), b.clone());
         let t = thread::spawn(move || unsafe { s2.finish_raw(b2.as_ref().as_ref()) });
         let fa = unsafe { sem.finish_raw(a.as_ref().as_ref()) };
@@ -310,20 +319,32 @@ fn finish_and_release_from_inside_callback() {
     }
     unsafe extern "C" fn pass_on(ctx: *mut c_void) {
         let chain = unsafe { &*(ctx as *const Chain) };
-        assert_eq!(unsafe { chain.sem.finish_raw(chain.waiter.as_ref()) }, Finish::Granted);
+        assert_eq!(
+            unsafe { chain.sem.finish_raw(chain.waiter.as_ref()) },
+            Finish::Granted
+        );
         chain.sem.release(1).unwrap(); // hand our permit straight on
     }
     model(|| {
         let sem = Arc::new(Semaphore::new(0));
-        let chain = Arc::new(Chain { sem: sem.clone(), waiter: Box::pin(Waiter::new()) });
+        let chain = Arc::new(Chain {
+            sem: sem.clone(),
+            waiter: Box::pin(Waiter::new()),
+        });
         let ctx = Arc::as_ptr(&chain) as *mut c_void;
-        assert_eq!(unsafe { sem.acquire_raw(chain.waiter.as_ref(), 1, pass_on, ctx) }, Ok(RawAcquire::Pending));
+        assert_eq!(
+            unsafe { sem.acquire_raw(chain.waiter.as_ref(), 1, pass_on, ctx) },
+            Ok(RawAcquire::Pending)
+        );
         let s2 = sem.clone();
         let t = thread::spawn(move || drop(block_on(s2.acquire(1)).unwrap()));
         sem.release(1).unwrap();
         t.join().unwrap();
         // Consumed inside the callback: nothing left to collect.
-        assert_eq!(unsafe { sem.finish_raw(chain.waiter.as_ref()) }, Finish::Idle);
+        assert_eq!(
+            unsafe { sem.finish_raw(chain.waiter.as_ref()) },
+            Finish::Idle
+        );
         assert_eq!(sem.available_permits(), 1);
     });
 }

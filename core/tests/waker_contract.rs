@@ -1,0 +1,203 @@
+//! The raw waker contract (crate docs, "The waker contract"), tested through the
+//! public raw API on real threads. Also run under Miri (`scripts/miri.sh`),
+//! which checks the waiter lifecycle for use-after-free and data races.
+
+use std::ffi::c_void;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, ThreadId};
+use std::time::Duration;
+
+use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+
+#[derive(Default)]
+struct Probe {
+    calls: AtomicUsize,
+    thread: Mutex<Option<ThreadId>>,
+    state_inside: Mutex<Option<WaiterState>>,
+    waiter: AtomicPtr<Waiter>, // to read the waiter's state inside the callback
+}
+
+unsafe extern "C" fn probe(ctx: *mut c_void) {
+    let p = unsafe { &*(ctx as *const Probe) };
+    p.calls.fetch_add(1, SeqCst);
+    *p.thread.lock().unwrap() = Some(thread::current().id());
+    let waiter = p.waiter.load(SeqCst);
+    if !waiter.is_null() {
+        *p.state_inside.lock().unwrap() = Some(unsafe { &*waiter }.state());
+    }
+}
+
+fn queue(sem: &Semaphore, w: Pin<&Waiter>, n: usize, p: &Probe) -> RawAcquire {
+    p.waiter.store(&*w as *const Waiter as *mut Waiter, SeqCst);
+    unsafe { sem.acquire_raw(w, n, probe, p as *const Probe as *mut c_void) }.unwrap()
+}
+
+#[test]
+fn callback_runs_once_on_the_releasing_thread_after_the_grant() {
+    let sem = Arc::new(Semaphore::new(0));
+    let w = Box::pin(Waiter::new());
+    let p = Probe::default();
+    assert_eq!(queue(&sem, w.as_ref(), 2, &p), RawAcquire::Pending);
+    let s2 = sem.clone();
+    let releaser = thread::spawn(move || {
+        s2.release(1).unwrap();
+        s2.release(5).unwrap();
+        thread::current().id()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(p.calls.load(SeqCst), 1);
+    assert_eq!(*p.thread.lock().unwrap(), Some(releaser));
+    assert_eq!(*p.state_inside.lock().unwrap(), Some(WaiterState::Granted));
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    assert_eq!(sem.available_permits(), 4);
+    assert_eq!(
+        unsafe { sem.finish_raw(w.as_ref()) },
+        Finish::Idle,
+        "outcome is consumed once"
+    );
+}
+
+#[test]
+fn callback_never_runs_for_ready_errors_or_cancelled_waiters() {
+    let sem = Semaphore::new(1);
+    let w = Box::pin(Waiter::new());
+    let p = Probe::default();
+    assert_eq!(queue(&sem, w.as_ref(), 1, &p), RawAcquire::Ready);
+    assert_eq!(queue(&sem, w.as_ref(), 0, &p), RawAcquire::Ready);
+    assert_eq!(queue(&sem, w.as_ref(), 2, &p), RawAcquire::Pending);
+    assert_eq!(
+        unsafe { sem.finish_raw(w.as_ref()) },
+        Finish::Cancelled { returned: 0 }
+    );
+    sem.release(10).unwrap();
+    sem.close();
+    let err = unsafe { sem.acquire_raw(w.as_ref(), 100, probe, &p as *const Probe as *mut c_void) };
+    assert!(err.is_err());
+    assert_eq!(p.calls.load(SeqCst), 0);
+}
+
+#[test]
+fn close_wakes_with_closed_and_returns_the_partial_grant() {
+    let sem = Semaphore::new(1);
+    let w = Box::pin(Waiter::new());
+    let p = Probe::default();
+    assert_eq!(queue(&sem, w.as_ref(), 3, &p), RawAcquire::Pending);
+    assert_eq!(sem.available_permits(), 0);
+    sem.close();
+    assert_eq!(p.calls.load(SeqCst), 1);
+    assert_eq!(*p.state_inside.lock().unwrap(), Some(WaiterState::Closed));
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+    assert_eq!(sem.available_permits(), 1);
+}
+
+/// The callback runs with no internal lock held: it can use the semaphore.
+#[test]
+fn callback_may_reenter_the_semaphore() {
+    struct Reenter {
+        sem: Arc<Semaphore>,
+        second: Pin<Box<Waiter>>,
+        second_probe: Probe,
+        did: AtomicBool,
+    }
+    unsafe extern "C" fn reenter(ctx: *mut c_void) {
+        let r = unsafe { &*(ctx as *const Reenter) };
+        assert!(r.sem.try_acquire(1).is_err()); // nothing floats while someone waits
+        r.sem.release(1).unwrap(); // hands straight to the queued head (none) or counter
+        r.sem.try_acquire(1).unwrap().forget();
+        let queued = unsafe {
+            r.sem.acquire_raw(
+                r.second.as_ref(),
+                1,
+                probe,
+                &r.second_probe as *const Probe as *mut c_void,
+            )
+        };
+        assert_eq!(queued, Ok(RawAcquire::Pending));
+        r.did.store(true, SeqCst);
+    }
+    let sem = Arc::new(Semaphore::new(0));
+    let r = Box::new(Reenter {
+        sem: sem.clone(),
+        second: Box::pin(Waiter::new()),
+        second_probe: Probe::default(),
+        did: AtomicBool::new(false),
+    });
+    let first = Box::pin(Waiter::new());
+    let ctx = &*r as *const Reenter as *mut c_void;
+    assert_eq!(
+        unsafe { sem.acquire_raw(first.as_ref(), 1, reenter, ctx) },
+        Ok(RawAcquire::Pending)
+    );
+    sem.release(1).unwrap();
+    assert!(r.did.load(SeqCst));
+    assert_eq!(unsafe { sem.finish_raw(first.as_ref()) }, Finish::Granted);
+    sem.release(1).unwrap(); // first's permit completes the second waiter
+    assert_eq!(r.second_probe.calls.load(SeqCst), 1);
+    assert_eq!(
+        unsafe { sem.finish_raw(r.second.as_ref()) },
+        Finish::Granted
+    );
+    sem.release(1).unwrap();
+    assert_eq!(sem.available_permits(), 1);
+}
+
+/// Hazard (d): the owner sees the grant decided while the callback is still
+/// running on the releasing thread. `finish_raw` must not return before the
+/// callback has, so the owner may free the context right after.
+#[test]
+fn finish_waits_for_an_in_flight_callback() {
+    struct Slow {
+        entered: AtomicBool,
+        done: AtomicBool,
+    }
+    unsafe extern "C" fn slow(ctx: *mut c_void) {
+        let s = unsafe { &*(ctx as *const Slow) };
+        s.entered.store(true, SeqCst);
+        thread::sleep(Duration::from_millis(20));
+        s.done.store(true, SeqCst);
+    }
+    let sem = Arc::new(Semaphore::new(0));
+    let w = Box::pin(Waiter::new());
+    let ctx = Box::new(Slow {
+        entered: AtomicBool::new(false),
+        done: AtomicBool::new(false),
+    });
+    let ctx_ptr = &*ctx as *const Slow as *mut c_void;
+    assert_eq!(
+        unsafe { sem.acquire_raw(w.as_ref(), 1, slow, ctx_ptr) },
+        Ok(RawAcquire::Pending)
+    );
+    let s2 = sem.clone();
+    let t = thread::spawn(move || s2.release(1).unwrap());
+    while !ctx.entered.load(SeqCst) {
+        thread::yield_now();
+    }
+    assert_eq!(w.state(), WaiterState::Granted);
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    assert!(
+        ctx.done.load(SeqCst),
+        "finish_raw returned while the callback was running"
+    );
+    drop(ctx); // allowed now
+    drop(w);
+    t.join().unwrap();
+}
+
+#[test]
+fn a_waiter_can_be_reused_after_finish() {
+    let sem = Semaphore::new(0);
+    let w = Box::pin(Waiter::new());
+    let p = Probe::default();
+    for round in 1..=3 {
+        assert_eq!(queue(&sem, w.as_ref(), round, &p), RawAcquire::Pending);
+        assert_eq!(w.requested(), round);
+        assert!(w.belongs_to(&sem));
+        sem.release(round).unwrap();
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    }
+    assert_eq!(p.calls.load(SeqCst), 3);
+    assert!(!w.belongs_to(&Semaphore::new(0)));
+}
