@@ -1,0 +1,44 @@
+"""volt_sem: a fair, weighted, thread-safe async semaphore for asyncio.
+
+One :class:`Semaphore` can be shared by every thread of a process, each running
+its own event loop (asyncio or uvloop), and by plain threads::
+
+    sem = volt_sem.Semaphore(4)
+
+    async def job():
+        await sem.acquire(2)          # weighted, strict FIFO
+        try:
+            ...
+        finally:
+            sem.release(2)
+
+    async with sem:                   # one permit
+        ...
+    async with sem.acquire(3):        # three permits, released on exit
+        ...
+
+    sem.acquire_blocking(2, timeout=1.0)   # from a plain thread, GIL released
+
+:class:`Mutex` and :class:`RwLock` are built on the same semaphore core and are
+just as fair. Errors: :class:`ClosedError` once the semaphore is closed,
+``ValueError`` for a request below 0 or above :data:`MAX_PERMITS`,
+``OverflowError`` for a release past :data:`MAX_PERMITS`.
+"""
+
+from ._volt_sem import (
+    MAX_PERMITS,
+    Acquire,
+    ClosedError,
+    Mutex,
+    RwLock,
+    Semaphore,
+)
+
+__all__ = [
+    "MAX_PERMITS",
+    "Acquire",
+    "ClosedError",
+    "Mutex",
+    "RwLock",
+    "Semaphore",
+]
