@@ -1,0 +1,350 @@
+'use strict';
+// volt-sem for Node: a fair, weighted, async semaphore shared by worker threads.
+//
+// This file is the whole JS layer: it owns the promises and calls the native
+// addon (raw Node-API functions taking an External handle and numbers). See
+// src/lib.rs for the wake path. Types and docs: index.d.ts.
+
+const path = require('node:path');
+
+function loadNative() {
+  const file = `volt-sem.${process.platform}-${process.arch}-gnu.node`;
+  try {
+    return require(path.join(__dirname, file));
+  } catch (e) {
+    const err = new Error(
+      `volt-sem: no native binary for ${process.platform}-${process.arch} (looked for ${file}): ${e.message}`,
+    );
+    err.cause = e;
+    throw err;
+  }
+}
+
+const native = loadNative();
+
+/** The largest permit count and request: Number.MAX_SAFE_INTEGER on 64-bit. */
+const MAX_PERMITS = native.maxPermits;
+
+// Outcomes are written by the addon into this buffer as (id, code) pairs.
+const CAPACITY = 256;
+const buffer = new Uint32Array(CAPACITY * 2);
+const GRANTED = 1;
+const WOKEN_CLOSED = 2;
+
+/** id -> pending waiter record. One map per thread (per module instance). */
+const waiters = new Map();
+let nextId = 0;
+
+const RESOLVED = Promise.resolve();
+const SHARE_TAG = 'volt-sem';
+
+function closedError() {
+  const err = new Error('volt-sem: the semaphore is closed');
+  err.code = 'ERR_VOLT_CLOSED';
+  return err;
+}
+
+function lostError() {
+  const err = new Error('volt-sem: internal error, the waiter was lost');
+  err.code = 'ERR_VOLT_INTERNAL';
+  return err;
+}
+
+function checkCount(n, what) {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
+    throw new RangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
+  }
+}
+
+// Settles the k outcomes in the buffer, then keeps draining while it came back full.
+function settle(k) {
+  for (;;) {
+    for (let i = 0; i < k; i++) {
+      const id = buffer[2 * i];
+      const code = buffer[2 * i + 1];
+      const w = waiters.get(id);
+      if (w === undefined) continue; // cannot happen: the addon reports only live ids
+      waiters.delete(id);
+      if (w.signal !== undefined) w.signal.removeEventListener('abort', w.onAbort);
+      if (code === GRANTED) w.resolve();
+      else if (code === WOKEN_CLOSED) w.reject(closedError());
+      else w.reject(lostError());
+    }
+    if (k < CAPACITY) return;
+    k = native.drain();
+  }
+}
+
+// Called through the thread's threadsafe function when another thread woke
+// waiters of this one.
+function onRemoteWake() {
+  settle(native.drain());
+}
+
+if (native.init(buffer, onRemoteWake) !== 0) {
+  throw new Error('volt-sem: the native addon was initialised twice in one thread');
+}
+
+function enqueue(id, signal) {
+  let resolve;
+  let reject;
+  const promise = new Promise((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  const w = { resolve, reject, signal, onAbort: undefined };
+  if (signal !== undefined) {
+    w.onAbort = () => {
+      if (waiters.get(id) !== w) return;
+      waiters.delete(id);
+      // Removes the waiter and hands any partial grant on (a grant that arrived
+      // but was not delivered yet is released); other waiters it completed on
+      // this thread are settled below.
+      const k = native.cancel(id);
+      reject(signal.reason);
+      if (k !== 0) settle(k);
+    };
+    signal.addEventListener('abort', w.onAbort, { once: true });
+  }
+  waiters.set(id, w);
+  return promise;
+}
+
+// Passed to constructors by attach() only: the next argument is a native handle
+// (Semaphore) or a Semaphore (Mutex, RwLock).
+const INTERNAL = Symbol('volt-sem internal');
+
+function checkSignal(signal) {
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
+    throw new TypeError('volt-sem: options.signal must be an AbortSignal');
+  }
+  return signal;
+}
+
+class Semaphore {
+  #h;
+
+  /**
+   * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
+   */
+  constructor(permits) {
+    if (permits === INTERNAL) {
+      this.#h = arguments[1];
+      return;
+    }
+    checkCount(permits, 'permits');
+    const h = native.create(permits);
+    if (h === null) throw new RangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
+    this.#h = h;
+  }
+
+  static get MAX_PERMITS() {
+    return MAX_PERMITS;
+  }
+
+  acquire(n = 1, options) {
+    if (n !== 1) {
+      try {
+        checkCount(n, 'n');
+      } catch (e) {
+        return Promise.reject(e);
+      }
+    }
+    let signal;
+    if (options !== undefined && options !== null) {
+      try {
+        signal = checkSignal(options.signal);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
+    }
+    nextId = (nextId + 1) >>> 0;
+    const r = native.acquire(this.#h, n, nextId);
+    if (r === 0) return RESOLVED;
+    if (r === 1) return enqueue(nextId, signal);
+    if (r === 2) return Promise.reject(closedError());
+    return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
+  }
+
+  tryAcquire(n = 1) {
+    if (n !== 1) checkCount(n, 'n');
+    const r = native.tryAcquire(this.#h, n);
+    if (r === 0) return true;
+    if (r === 3) throw new RangeError(`volt-sem: cannot acquire ${n} permits`);
+    return false;
+  }
+
+  release(n = 1) {
+    if (n !== 1) checkCount(n, 'n');
+    const k = native.release(this.#h, n);
+    if (k !== 0) {
+      if (k < 0) {
+        throw new RangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
+      }
+      settle(k);
+    }
+  }
+
+  get availablePermits() {
+    return native.available(this.#h);
+  }
+
+  close() {
+    const k = native.close(this.#h);
+    if (k > 0) settle(k);
+  }
+
+  get closed() {
+    return native.isClosed(this.#h);
+  }
+
+  async runExclusive(fn, n = 1, options) {
+    if (typeof fn !== 'function') throw new TypeError('volt-sem: runExclusive needs a function');
+    await this.acquire(n, options);
+    try {
+      return await fn();
+    } finally {
+      this.release(n);
+    }
+  }
+
+  share() {
+    return { [SHARE_TAG]: 1, kind: 'Semaphore', id: native.share(this.#h) };
+  }
+
+  static attach(value) {
+    return new Semaphore(INTERNAL, attachHandle(value, 'Semaphore'));
+  }
+}
+
+function attachHandle(value, kind) {
+  if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || typeof value.id !== 'number') {
+    throw new TypeError('volt-sem: attach() needs the value returned by share()');
+  }
+  if (value.kind !== kind) {
+    throw new TypeError(`volt-sem: this value shares a ${value.kind}, not a ${kind}`);
+  }
+  const h = native.attach(value.id);
+  if (h === null) {
+    const err = new Error(
+      `volt-sem: ${kind} #${value.id} no longer exists (every handle to it was garbage-collected or its threads ended)`,
+    );
+    err.code = 'ERR_VOLT_GONE';
+    throw err;
+  }
+  return h;
+}
+
+function releaser(sem, n) {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    sem.release(n);
+  };
+}
+
+/** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
+class Mutex {
+  #s;
+
+  constructor() {
+    this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1);
+  }
+
+  async acquire(options) {
+    await this.#s.acquire(1, options);
+    return releaser(this.#s, 1);
+  }
+
+  tryAcquire() {
+    return this.#s.tryAcquire(1) ? releaser(this.#s, 1) : null;
+  }
+
+  release() {
+    if (this.#s.availablePermits !== 0) throw new Error('volt-sem: release() of a Mutex that is not locked');
+    this.#s.release(1);
+  }
+
+  runExclusive(fn, options) {
+    return this.#s.runExclusive(fn, 1, options);
+  }
+
+  isLocked() {
+    return this.#s.availablePermits === 0;
+  }
+
+  close() {
+    this.#s.close();
+  }
+
+  share() {
+    return { ...this.#s.share(), kind: 'Mutex' };
+  }
+
+  static attach(value) {
+    return new Mutex(INTERNAL, new Semaphore(INTERNAL, attachHandle(value, 'Mutex')));
+  }
+}
+
+/**
+ * A fair reader-writer lock: a Semaphore of MAX_PERMITS permits; a reader takes
+ * one, a writer takes all. FIFO both ways.
+ */
+class RwLock {
+  #s;
+
+  constructor() {
+    this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(MAX_PERMITS);
+  }
+
+  async acquireRead(options) {
+    await this.#s.acquire(1, options);
+    return releaser(this.#s, 1);
+  }
+
+  async acquireWrite(options) {
+    await this.#s.acquire(MAX_PERMITS, options);
+    return releaser(this.#s, MAX_PERMITS);
+  }
+
+  tryAcquireRead() {
+    return this.#s.tryAcquire(1) ? releaser(this.#s, 1) : null;
+  }
+
+  tryAcquireWrite() {
+    return this.#s.tryAcquire(MAX_PERMITS) ? releaser(this.#s, MAX_PERMITS) : null;
+  }
+
+  runRead(fn, options) {
+    return this.#s.runExclusive(fn, 1, options);
+  }
+
+  runWrite(fn, options) {
+    return this.#s.runExclusive(fn, MAX_PERMITS, options);
+  }
+
+  runExclusive(fn, options) {
+    return this.runWrite(fn, options);
+  }
+
+  isLocked() {
+    return this.#s.availablePermits !== MAX_PERMITS;
+  }
+
+  close() {
+    this.#s.close();
+  }
+
+  share() {
+    return { ...this.#s.share(), kind: 'RwLock' };
+  }
+
+  static attach(value) {
+    return new RwLock(INTERNAL, new Semaphore(INTERNAL, attachHandle(value, 'RwLock')));
+  }
+}
+
+module.exports = { Semaphore, Mutex, RwLock, MAX_PERMITS };
