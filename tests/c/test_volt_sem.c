@@ -1,0 +1,627 @@
+/* C test suite for the volt-sem C ABI, built against include/volt_sem.h and the
+ * static library, once with ASan+UBSan and once with ThreadSanitizer.
+ *
+ * STRESS_ROUNDS scales the stress tests (the TSan build uses fewer rounds). */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <pthread.h>
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+#ifndef EXPECTED_VERSION
+#error "build with -DEXPECTED_VERSION=\"x.y.z\" (the Makefile reads it from Cargo.toml)"
+#endif
+#ifndef STRESS_ROUNDS
+#define STRESS_ROUNDS 2000
+#endif
+
+/* ------------------------------------------------------------------ helpers */
+
+static const volt_sem *new_sem(size_t permits) {
+    const volt_sem *sem = NULL;
+    REQUIRE(volt_sem_new(permits, &sem) == VOLT_OK);
+    REQUIRE(sem != NULL);
+    return sem;
+}
+
+/* A wake context that counts its wakes. */
+typedef struct {
+    atomic_int wakes;
+} counter;
+
+static void count_wake(void *ctx) {
+    counter *c = ctx;
+    atomic_fetch_add(&c->wakes, 1);
+}
+
+static void init_waiter(volt_waiter *w) { REQUIRE(volt_waiter_init(w) == VOLT_OK); }
+
+/* ---------------------------------------------------------------- the tests */
+
+static void test_version_and_layout(void) {
+    CHECK(strcmp(volt_sem_version(), EXPECTED_VERSION) == 0);
+    CHECK(volt_waiter_size() == sizeof(volt_waiter));
+    CHECK(volt_waiter_align() == alignof(volt_waiter));
+    CHECK(volt_waiter_size() == VOLT_WAITER_SIZE);
+    CHECK(strcmp(volt_status_str(VOLT_WOULD_BLOCK), "VOLT_WOULD_BLOCK") == 0);
+    CHECK(strcmp(volt_status_str(1234), "unknown") == 0);
+}
+
+static void test_try_acquire_and_release(void) {
+    const volt_sem *sem = new_sem(3);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_WOULD_BLOCK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    /* Releasing beyond the initial count is allowed (up to the maximum). */
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 5);
+
+    /* A clone is another reference to the same semaphore. */
+    const volt_sem *other = volt_sem_clone(sem);
+    CHECK(other == sem);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_try_acquire(other, 5), VOLT_OK);
+    CHECK(volt_sem_available_permits(other) == 0);
+    volt_sem_free(other);
+}
+
+static void test_ready_acquire_leaves_waiter_idle(void) {
+    const volt_sem *sem = new_sem(2);
+    counter c = {0};
+    volt_waiter w;
+    init_waiter(&w);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 2, count_wake, &c), VOLT_OK);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_IDLE);
+    /* The waiter is reusable at once. */
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(atomic_load(&c.wakes) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    volt_sem_free(sem);
+}
+
+static void test_weighted_fifo_partial_fill(void) {
+    const volt_sem *sem = new_sem(0);
+    counter ca = {0}, cb = {0};
+    volt_waiter a, b;
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* a: 1 of 3 */
+    CHECK(atomic_load(&ca.wakes) == 0 && atomic_load(&cb.wakes) == 0);
+    CHECK_STATUS(volt_waiter_status(&a), VOLT_PENDING);
+    CHECK_STATUS(volt_waiter_status(&b), VOLT_PENDING); /* b must not overtake a */
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK); /* no barging */
+
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* a: 2 of 3 */
+    CHECK(atomic_load(&ca.wakes) == 0 && atomic_load(&cb.wakes) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* a complete, b complete */
+    CHECK(atomic_load(&ca.wakes) == 1 && atomic_load(&cb.wakes) == 1);
+    CHECK_STATUS(volt_waiter_status(&a), VOLT_OK);
+    CHECK_STATUS(volt_waiter_status(&b), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+
+    CHECK_STATUS(volt_sem_release(sem, 4), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 4);
+    volt_sem_free(sem);
+}
+
+static void test_close_wakes_waiters(void) {
+    const volt_sem *sem = new_sem(0);
+    counter ca = {0}, cb = {0};
+    volt_waiter a, b;
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 2, count_wake, &ca), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* a holds a partial grant of 1 */
+    CHECK(!volt_sem_is_closed(sem));
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    CHECK(volt_sem_is_closed(sem));
+    CHECK(atomic_load(&ca.wakes) == 1 && atomic_load(&cb.wakes) == 1);
+    CHECK_STATUS(volt_waiter_status(&a), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_CLOSED);
+    /* a's partial grant went back to the counter. */
+    CHECK(volt_sem_available_permits(sem) == 1);
+
+    /* Use after close: every acquire fails, release still works, close is idempotent. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 1, count_wake, &ca), VOLT_CLOSED);
+    CHECK_STATUS(volt_waiter_status(&a), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, -1), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, 1000), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    CHECK(atomic_load(&ca.wakes) == 1);
+    volt_sem_free(sem);
+}
+
+static void test_cancel_returns_partial_grant(void) {
+    const volt_sem *sem = new_sem(0);
+    counter ca = {0}, cb = {0};
+    volt_waiter a, b;
+    size_t returned = 99;
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+    /* Cancelling before anything arrived returns nothing. */
+    volt_waiter c;
+    counter cc = {0};
+    init_waiter(&c);
+    CHECK_STATUS(volt_sem_acquire(sem, &c, 1, count_wake, &cc), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_cancel(sem, &c, &returned), VOLT_CANCELLED);
+    CHECK(returned == 0);
+    CHECK(atomic_load(&cc.wakes) == 0);
+
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* a: 2 of 3 */
+    CHECK_STATUS(volt_sem_cancel(sem, &a, &returned), VOLT_CANCELLED);
+    CHECK(returned == 2);
+    CHECK(atomic_load(&ca.wakes) == 0);
+    /* The 2 went on: 1 completes b (woken by the canceller), 1 to the counter. */
+    CHECK(atomic_load(&cb.wakes) == 1);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, &returned), VOLT_OK);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, &returned), VOLT_IDLE); /* already ended */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    volt_sem_free(sem);
+}
+
+/* The full grant arrives on another thread while the owner cancels: the owner
+ * gets either VOLT_OK (and owns the permits; the callback ran exactly once) or
+ * VOLT_CANCELLED (the callback never runs, the partial grant went back). */
+typedef struct {
+    const volt_sem *sem;
+    size_t first, second;
+    atomic_int started;
+} releaser_args;
+
+static void *release_two_steps(void *p) {
+    releaser_args *r = p;
+    atomic_store(&r->started, 1);
+    REQUIRE(volt_sem_release(r->sem, r->first) == VOLT_OK);
+    if (r->second > 0) REQUIRE(volt_sem_release(r->sem, r->second) == VOLT_OK);
+    return NULL;
+}
+
+static void test_full_grant_then_cancel_race(void) {
+    const volt_sem *sem = new_sem(0);
+    int granted = 0, cancelled = 0, partial_seen = 0;
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        counter c = {0};
+        volt_waiter w;
+        init_waiter(&w);
+        CHECK_STATUS(volt_sem_acquire(sem, &w, 2, count_wake, &c), VOLT_PENDING);
+        releaser_args args = {sem, (i % 2) ? 2 : 1, (i % 2) ? 0 : 1, 0};
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, release_two_steps, &args) == 0);
+        /* Cancel right as the releaser starts, so both outcomes happen. */
+        while (!atomic_load(&args.started)) {
+        }
+        for (int spin = 0; spin < i % 64; spin++) atomic_signal_fence(memory_order_seq_cst);
+        size_t returned = 0;
+        volt_status s = volt_sem_cancel(sem, &w, &returned);
+        /* After cancel returned, the callback has run or never will. */
+        int wakes_at_cancel = atomic_load(&c.wakes);
+        REQUIRE(pthread_join(t, NULL) == 0);
+        if (s == VOLT_OK) {
+            granted++;
+            CHECK(wakes_at_cancel == 1);
+            CHECK(returned == 0);
+            CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+            CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+        } else {
+            CHECK_STATUS(s, VOLT_CANCELLED);
+            cancelled++;
+            CHECK(wakes_at_cancel == 0);
+            CHECK(returned <= 1);
+            if (returned == 1) partial_seen++;
+        }
+        CHECK(atomic_load(&c.wakes) == wakes_at_cancel); /* never called late */
+        /* Everything is back in the counter: take it out again for the next round. */
+        CHECK(volt_sem_available_permits(sem) == 2);
+        CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    }
+    CHECK(granted + cancelled == STRESS_ROUNDS);
+    printf("     race outcomes: %d granted, %d cancelled (%d with a partial grant)\n", granted,
+           cancelled, partial_seen);
+    volt_sem_free(sem);
+}
+
+/* A chain of waiters, each of whose callback collects its own grant and passes
+ * the permits on by releasing them from inside the waker. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter waiter;
+    size_t n;
+    atomic_int wakes;
+    volt_status collected;
+    volt_status status_inside;
+} chained;
+
+static void pass_on(void *ctx) {
+    chained *c = ctx;
+    atomic_fetch_add(&c->wakes, 1);
+    c->status_inside = volt_waiter_status(&c->waiter);
+    c->collected = volt_sem_cancel(c->sem, &c->waiter, NULL); /* from inside: at once */
+    REQUIRE(volt_sem_release(c->sem, c->n) == VOLT_OK);       /* may wake the next one */
+}
+
+static void test_release_from_inside_waker(void) {
+    const volt_sem *sem = new_sem(0);
+    enum { N = 40 };
+    static chained chain[N];
+    for (int i = 0; i < N; i++) {
+        chain[i].sem = sem;
+        chain[i].n = (size_t)(i % 3) + 1;
+        atomic_init(&chain[i].wakes, 0);
+        chain[i].collected = VOLT_PANIC;
+        init_waiter(&chain[i].waiter);
+        CHECK_STATUS(volt_sem_acquire(sem, &chain[i].waiter, chain[i].n, pass_on, &chain[i]),
+                     VOLT_PENDING);
+    }
+    /* 3 permits: enough for every weight; they travel down the whole chain. */
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    for (int i = 0; i < N; i++) {
+        CHECK(atomic_load(&chain[i].wakes) == 1);
+        CHECK_STATUS(chain[i].status_inside, VOLT_OK);
+        CHECK_STATUS(chain[i].collected, VOLT_OK);
+        /* The outcome was collected inside; the owner's call ends the busy state. */
+        CHECK_STATUS(volt_sem_cancel(sem, &chain[i].waiter, NULL), VOLT_IDLE);
+        CHECK_STATUS(volt_waiter_status(&chain[i].waiter), VOLT_IDLE);
+    }
+    CHECK(volt_sem_available_permits(sem) == 3);
+    volt_sem_free(sem);
+}
+
+/* A waker may also queue another waiter (not its own: it is still busy). */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter *self;
+    volt_waiter *next;
+    counter *next_counter;
+    volt_status requeue_self, queue_next;
+} requeuer;
+
+static void queue_another(void *ctx) {
+    requeuer *r = ctx;
+    r->requeue_self = volt_sem_acquire(r->sem, r->self, 1, count_wake, r->next_counter);
+    r->queue_next = volt_sem_acquire(r->sem, r->next, 1, count_wake, r->next_counter);
+}
+
+static void test_waker_queues_another_waiter(void) {
+    const volt_sem *sem = new_sem(0);
+    volt_waiter a, b;
+    counter cb = {0};
+    init_waiter(&a);
+    init_waiter(&b);
+    requeuer r = {sem, &a, &b, &cb, VOLT_PANIC, VOLT_PANIC};
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 1, queue_another, &r), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK_STATUS(r.requeue_self, VOLT_INVALID_ARGUMENT); /* busy until cancelled outside */
+    CHECK_STATUS(r.queue_next, VOLT_PENDING);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* a's permit goes to b */
+    CHECK(atomic_load(&cb.wakes) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    volt_sem_free(sem);
+}
+
+/* Blocking acquires on plain threads. */
+typedef struct {
+    const volt_sem *sem;
+    size_t n;
+    int64_t timeout_ns;
+    volt_status result;
+} blocker;
+
+static void *block(void *p) {
+    blocker *b = p;
+    b->result = volt_sem_acquire_blocking(b->sem, b->n, b->timeout_ns);
+    return NULL;
+}
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+static void test_acquire_blocking(void) {
+    const volt_sem *sem = new_sem(1);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, -1), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, 0), VOLT_TIMED_OUT);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    /* A timed-out request hands its partial grant back. */
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 2, 20 * 1000 * 1000), VOLT_TIMED_OUT);
+    CHECK(volt_sem_available_permits(sem) == 1);
+
+    /* Forever, woken by a release on this thread. */
+    blocker b = {sem, 3, -1, VOLT_PANIC};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, block, &b) == 0);
+    sleep_ms(20);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(b.result, VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+
+    /* Woken by close. */
+    blocker c = {sem, 1, 5LL * 1000 * 1000 * 1000, VOLT_PANIC};
+    REQUIRE(pthread_create(&t, NULL, block, &c) == 0);
+    sleep_ms(20);
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(c.result, VOLT_CLOSED);
+    volt_sem_free(sem);
+}
+
+static void test_bad_input(void) {
+    const volt_sem *sem = NULL;
+    volt_waiter w, other_w;
+    counter c = {0};
+    size_t returned = 7;
+    const size_t max = volt_max_permits();
+
+    /* NULL everywhere. */
+    CHECK_STATUS(volt_sem_new(1, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_sem_clone(NULL) == NULL);
+    volt_sem_free(NULL);
+    CHECK_STATUS(volt_sem_try_acquire(NULL, 1), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(NULL, 1), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_sem_available_permits(NULL) == 0);
+    CHECK_STATUS(volt_sem_close(NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(!volt_sem_is_closed(NULL));
+    CHECK_STATUS(volt_waiter_init(NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_waiter_status(NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking(NULL, 1, 0), VOLT_INVALID_ARGUMENT);
+
+    /* Too many permits. */
+    CHECK_STATUS(volt_sem_new(max + 1, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_new(SIZE_MAX, &sem), VOLT_INVALID_ARGUMENT);
+    sem = new_sem(2);
+    init_waiter(&w);
+    CHECK_STATUS(volt_sem_acquire(NULL, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem, NULL, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, NULL, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_cancel(NULL, &w, &returned), VOLT_INVALID_ARGUMENT);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_cancel(sem, NULL, NULL), VOLT_INVALID_ARGUMENT);
+
+    /* n == 0 and n > max. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(sem, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 0, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 0, -1), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_acquire(sem, max + 1), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(sem, max + 1), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, max + 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, SIZE_MAX, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, max + 1, -1), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_sem_available_permits(sem) == 2);
+
+    /* Overflow: releases past the maximum fail and release nothing. */
+    CHECK_STATUS(volt_sem_release(sem, max - 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == max);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OVERFLOW);
+    CHECK_STATUS(volt_sem_release(sem, max), VOLT_OVERFLOW);
+    CHECK(volt_sem_available_permits(sem) == max);
+    CHECK_STATUS(volt_sem_try_acquire(sem, max), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+
+    /* Uninitialised (zeroed) and misaligned waiters. */
+    memset(&other_w, 0, sizeof other_w);
+    CHECK_STATUS(volt_sem_acquire(sem, &other_w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_waiter_status(&other_w), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_cancel(sem, &other_w, NULL), VOLT_INVALID_ARGUMENT);
+    static union {
+        volt_waiter w;
+        unsigned char bytes[sizeof(volt_waiter) + 8];
+    } buf;
+    volt_waiter *misaligned = (volt_waiter *)(void *)(buf.bytes + 1);
+    CHECK_STATUS(volt_waiter_init(misaligned), VOLT_INVALID_ARGUMENT);
+
+    /* A busy waiter cannot be queued again or re-initialised; a cancel naming
+     * another semaphore is refused and leaves it queued. */
+    const volt_sem *sem2 = new_sem(0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire(sem2, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_waiter_init(&w), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_cancel(sem2, &w, &returned), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(atomic_load(&c.wakes) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    /* Idle waiters may be cancelled on any semaphore: nothing happens. */
+    CHECK_STATUS(volt_sem_cancel(sem2, &w, NULL), VOLT_IDLE);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    volt_sem_free(sem2);
+    volt_sem_free(sem);
+}
+
+/* Dropping every handle while a waiter is queued is memory-safe: the waiter
+ * holds its own reference until cancelled. */
+static void test_free_handle_with_queued_waiter(void) {
+    const volt_sem *sem = new_sem(0);
+    const volt_sem *keep = volt_sem_clone(sem);
+    volt_waiter w;
+    counter c = {0};
+    init_waiter(&w);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_close(keep), VOLT_OK);
+    CHECK(atomic_load(&c.wakes) == 1);
+    CHECK_STATUS(volt_sem_cancel(keep, &w, NULL), VOLT_CLOSED);
+    volt_sem_free(keep);
+}
+
+/* ------------------------------------------------------------------ stress */
+
+enum { STRESS_THREADS = 8, STRESS_PERMITS = 5 };
+
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int woken; /* guarded by lock */
+} parker;
+
+static void parker_wake(void *ctx) {
+    parker *p = ctx;
+    pthread_mutex_lock(&p->lock);
+    p->woken = 1;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+}
+
+typedef struct {
+    const volt_sem *sem;
+    unsigned seed;
+    atomic_long *in_use;
+    atomic_long *max_in_use;
+    long acquired, cancelled;
+    int violations;
+} stress_args;
+
+static unsigned next_rand(unsigned *s) {
+    *s = *s * 1103515245u + 12345u;
+    return (*s >> 16) & 0x7fff;
+}
+
+/* Holds `n` permits for a moment, checking the limit, then releases them. */
+static void hold(stress_args *a, size_t n) {
+    long now = atomic_fetch_add(a->in_use, (long)n) + (long)n;
+    if (now > STRESS_PERMITS) a->violations++;
+    long seen = atomic_load(a->max_in_use);
+    while (now > seen && !atomic_compare_exchange_weak(a->max_in_use, &seen, now)) {
+    }
+    atomic_fetch_sub(a->in_use, (long)n);
+    if (volt_sem_release(a->sem, n) != VOLT_OK) a->violations++;
+    a->acquired++;
+}
+
+static void *stress_worker(void *p) {
+    stress_args *a = p;
+    parker pk;
+    pthread_mutex_init(&pk.lock, NULL);
+    pthread_cond_init(&pk.cond, NULL);
+    volt_waiter w;
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        size_t n = (size_t)(next_rand(&a->seed) % 3) + 1; /* weights 1..3 */
+        unsigned mode = next_rand(&a->seed) % 8;
+        if (mode == 0) {
+            volt_status s = volt_sem_try_acquire(a->sem, n);
+            if (s == VOLT_OK) hold(a, n);
+            else if (s != VOLT_WOULD_BLOCK) a->violations++;
+            continue;
+        }
+        if (mode == 1) {
+            volt_status s = volt_sem_acquire_blocking(a->sem, n, (int64_t)(next_rand(&a->seed) % 50000));
+            if (s == VOLT_OK) hold(a, n);
+            else if (s != VOLT_TIMED_OUT) a->violations++;
+            continue;
+        }
+        pthread_mutex_lock(&pk.lock);
+        pk.woken = 0;
+        pthread_mutex_unlock(&pk.lock);
+        volt_status s = volt_sem_acquire(a->sem, &w, n, parker_wake, &pk);
+        if (s == VOLT_OK) {
+            hold(a, n);
+            continue;
+        }
+        if (s != VOLT_PENDING) {
+            a->violations++;
+            continue;
+        }
+        if (mode <= 3) {
+            /* Random cancel: races with the grant. */
+            volt_status c = volt_sem_cancel(a->sem, &w, NULL);
+            if (c == VOLT_OK) hold(a, n);
+            else if (c == VOLT_CANCELLED) a->cancelled++;
+            else a->violations++;
+            continue;
+        }
+        pthread_mutex_lock(&pk.lock);
+        while (!pk.woken) pthread_cond_wait(&pk.cond, &pk.lock);
+        pthread_mutex_unlock(&pk.lock);
+        if (volt_sem_cancel(a->sem, &w, NULL) == VOLT_OK) hold(a, n);
+        else a->violations++;
+    }
+    pthread_cond_destroy(&pk.cond);
+    pthread_mutex_destroy(&pk.lock);
+    return NULL;
+}
+
+static void test_stress_conservation(void) {
+    const volt_sem *sem = new_sem(STRESS_PERMITS);
+    atomic_long in_use = 0, max_in_use = 0;
+    stress_args args[STRESS_THREADS];
+    pthread_t threads[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        args[i] = (stress_args){sem, 0x9e3779b9u * (unsigned)(i + 1), &in_use, &max_in_use, 0, 0, 0};
+        REQUIRE(pthread_create(&threads[i], NULL, stress_worker, &args[i]) == 0);
+    }
+    long acquired = 0, cancelled = 0;
+    int violations = 0;
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        REQUIRE(pthread_join(threads[i], NULL) == 0);
+        acquired += args[i].acquired;
+        cancelled += args[i].cancelled;
+        violations += args[i].violations;
+    }
+    CHECK(violations == 0);
+    CHECK(atomic_load(&max_in_use) <= STRESS_PERMITS);
+    CHECK(atomic_load(&in_use) == 0);
+    /* Conservation: every permit is back. */
+    CHECK(volt_sem_available_permits(sem) == STRESS_PERMITS);
+    CHECK_STATUS(volt_sem_try_acquire(sem, STRESS_PERMITS), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+    printf("     stress: %ld acquisitions, %ld cancels, peak %ld of %d permits\n", acquired,
+           cancelled, atomic_load(&max_in_use), STRESS_PERMITS);
+    volt_sem_free(sem);
+}
+
+int main(void) {
+    RUN(test_version_and_layout);
+    RUN(test_try_acquire_and_release);
+    RUN(test_ready_acquire_leaves_waiter_idle);
+    RUN(test_weighted_fifo_partial_fill);
+    RUN(test_close_wakes_waiters);
+    RUN(test_cancel_returns_partial_grant);
+    RUN(test_full_grant_then_cancel_race);
+    RUN(test_release_from_inside_waker);
+    RUN(test_waker_queues_another_waiter);
+    RUN(test_acquire_blocking);
+    RUN(test_bad_input);
+    RUN(test_free_handle_with_queued_waiter);
+    RUN(test_stress_conservation);
+    return harness_summary("c");
+}
