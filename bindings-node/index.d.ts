@@ -1,0 +1,197 @@
+// Type definitions for volt-sem (Node binding).
+
+/**
+ * The largest number of permits a semaphore can hold and the largest single
+ * request or release: `Number.MAX_SAFE_INTEGER` (2^53 - 1), so every count is
+ * an exact JS number. (The Rust core allows more; JS numbers do not.)
+ */
+export declare const MAX_PERMITS: number;
+
+/** Options of an acquire. */
+export interface AcquireOptions {
+  /**
+   * Cancels the wait: the promise rejects with `signal.reason`, and whatever
+   * part of the request had already been granted is handed on to the next
+   * waiter. An already-aborted signal rejects at once. The listener is removed
+   * once the request is granted.
+   */
+  signal?: AbortSignal | null;
+}
+
+/**
+ * What `share()` returns: a plain object that survives `postMessage` and
+ * `workerData`. Pass it to `attach()` in another thread of the same process.
+ */
+export interface SharedHandle {
+  readonly 'volt-sem': 1;
+  readonly kind: 'Semaphore' | 'Mutex' | 'RwLock';
+  readonly id: number;
+}
+
+/**
+ * The error a closed semaphore rejects pending and new acquires with.
+ */
+export interface ClosedError extends Error {
+  code: 'ERR_VOLT_CLOSED';
+}
+
+/**
+ * A fair, weighted, async counting semaphore, shared by every worker thread that
+ * attaches to it.
+ *
+ * * **Strict FIFO, weights included**: a queued `acquire(3)` is never overtaken
+ *   by later `acquire(1)`s; permits released while it waits accumulate at the
+ *   head of the queue (a partial grant) until it is complete.
+ * * **Cancellable**: `acquire(n, { signal })`; an aborted waiter hands its
+ *   partial grant on to the next.
+ * * **Cross-thread**: `share()` / `Semaphore.attach()`; a release in one worker
+ *   wakes a waiter in another. A thread with waiters on a shared semaphore stays
+ *   alive until they are served; a terminated worker gives back what it was
+ *   waiting for (its partial grant, or a grant it never saw). Permits a
+ *   terminated worker had already acquired are not returned automatically.
+ *
+ * Permits are not owned: any thread may release them.
+ */
+export declare class Semaphore {
+  /**
+   * @param permits the initial number of permits, an integer in `0..=MAX_PERMITS`.
+   * @throws {RangeError} if `permits` is not such an integer.
+   */
+  constructor(permits: number);
+
+  /** Same as the module's `MAX_PERMITS`. */
+  static readonly MAX_PERMITS: number;
+
+  /**
+   * Waits for `n` permits, in FIFO order. Resolves at once (with a cached
+   * promise) when they are available and nobody is queued.
+   *
+   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS`,
+   * with a {@link ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is
+   * or becomes closed, and with `signal.reason` if `options.signal` aborts first.
+   * `n === 0` resolves at once unless the semaphore is closed.
+   */
+  acquire(n?: number, options?: AcquireOptions): Promise<void>;
+
+  /**
+   * Takes `n` permits if they are available now and nobody is queued.
+   * @returns whether the permits were taken (`false` on a closed semaphore).
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`.
+   */
+  tryAcquire(n?: number): boolean;
+
+  /**
+   * Returns `n` permits: to the waiters at the head of the queue first (waiters
+   * of this thread are settled before `release` returns), the surplus to the
+   * counter. Works on a closed semaphore.
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`, or if the
+   *   available permits would exceed `MAX_PERMITS` (nothing is released then).
+   */
+  release(n?: number): void;
+
+  /** Permits available right now; 0 while anyone is queued. */
+  readonly availablePermits: number;
+
+  /**
+   * Closes the semaphore: pending and future acquires reject with
+   * `ERR_VOLT_CLOSED`, `tryAcquire` returns false; `release` still works.
+   * Affects every thread attached to it.
+   */
+  close(): void;
+
+  /** Whether `close()` was called (by any thread). */
+  readonly closed: boolean;
+
+  /**
+   * Acquires `n` permits, runs `fn`, and releases them even if `fn` throws or
+   * its promise rejects.
+   * @returns what `fn` returns (awaited).
+   */
+  runExclusive<T>(fn: () => T | PromiseLike<T>, n?: number, options?: AcquireOptions): Promise<T>;
+
+  /**
+   * A value to post to another thread (`postMessage`, `workerData`), where
+   * `Semaphore.attach(value)` returns this same semaphore. The semaphore lives
+   * as long as any thread holds a `Semaphore` for it.
+   */
+  share(): SharedHandle;
+
+  /**
+   * The semaphore that `share()` described, in this thread.
+   * @throws {TypeError} if `value` is not what `Semaphore#share()` returned.
+   * @throws {Error} with `code === 'ERR_VOLT_GONE'` if that semaphore no longer
+   *   exists (every handle to it was garbage-collected or its threads ended).
+   */
+  static attach(value: SharedHandle): Semaphore;
+}
+
+/** Unlocks once; calling it again does nothing. */
+export type Releaser = () => void;
+
+/**
+ * A fair async mutex (a semaphore of one permit) with the idioms of async-mutex:
+ * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
+ * Shareable across workers like a `Semaphore`.
+ */
+export declare class Mutex {
+  constructor();
+  /** Waits for the lock (FIFO); resolves to a function that unlocks it. */
+  acquire(options?: AcquireOptions): Promise<Releaser>;
+  /** The lock if it is free and nobody waits, else `null`. */
+  tryAcquire(): Releaser | null;
+  /**
+   * Unlocks (for code that does not keep the releaser).
+   * @throws {Error} if the mutex is not locked.
+   */
+  release(): void;
+  /** Locks, runs `fn`, unlocks even if it throws. */
+  runExclusive<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  /** Whether someone holds the lock (or waits for it). */
+  isLocked(): boolean;
+  /** Rejects pending and future acquires with `ERR_VOLT_CLOSED`. */
+  close(): void;
+  /** See `Semaphore#share`. */
+  share(): SharedHandle;
+  /** See `Semaphore.attach`. */
+  static attach(value: SharedHandle): Mutex;
+}
+
+/**
+ * A fair reader-writer lock: a semaphore of `MAX_PERMITS` permits, a reader
+ * takes one, a writer takes all. FIFO both ways: a waiting writer is not
+ * starved by new readers, and readers that come after it wait behind it.
+ * Shareable across workers like a `Semaphore`.
+ */
+export declare class RwLock {
+  constructor();
+  /** Shared access; resolves to a function that releases it. */
+  acquireRead(options?: AcquireOptions): Promise<Releaser>;
+  /** Exclusive access; resolves to a function that releases it. */
+  acquireWrite(options?: AcquireOptions): Promise<Releaser>;
+  /** Shared access if no writer holds or waits for the lock, else `null`. */
+  tryAcquireRead(): Releaser | null;
+  /** Exclusive access if nobody holds or waits for the lock, else `null`. */
+  tryAcquireWrite(): Releaser | null;
+  /** Runs `fn` with shared access. */
+  runRead<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  /** Runs `fn` with exclusive access. */
+  runWrite<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  /** Same as `runWrite`. */
+  runExclusive<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;
+  /** Whether anyone holds (or waits for) the lock. */
+  isLocked(): boolean;
+  /** Rejects pending and future acquires with `ERR_VOLT_CLOSED`. */
+  close(): void;
+  /** See `Semaphore#share`. */
+  share(): SharedHandle;
+  /** See `Semaphore.attach`. */
+  static attach(value: SharedHandle): RwLock;
+}
+
+declare const volt: {
+  Semaphore: typeof Semaphore;
+  Mutex: typeof Mutex;
+  RwLock: typeof RwLock;
+  MAX_PERMITS: number;
+};
+export default volt;
