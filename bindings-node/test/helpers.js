@@ -1,0 +1,65 @@
+'use strict';
+// Test helpers: workers that load this package, and message waiting.
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+
+const PKG = path.resolve(__dirname, '..');
+
+/** Starts a worker running `body` (CommonJS) with `volt` = require('volt-sem'). */
+function worker(body, workerData) {
+  const code = `'use strict';
+const { parentPort, workerData } = require('node:worker_threads');
+const volt = require(${JSON.stringify(PKG)});
+${body}`;
+  const w = new Worker(code, { eval: true, workerData });
+  w.messages = [];
+  w.on('message', (m) => w.messages.push(m));
+  w.exitCode = undefined;
+  w.exited = new Promise((resolve, reject) => {
+    w.once('exit', (c) => {
+      w.exitCode = c;
+      resolve(c);
+    });
+    w.once('error', reject);
+  });
+  return w;
+}
+
+/** Resolves with the first message satisfying `pred`; rejects if the worker exits first. */
+function nextMessage(w, pred = () => true) {
+  const seen = w.messages.find(pred);
+  if (seen !== undefined) return Promise.resolve(seen);
+  return new Promise((resolve, reject) => {
+    const onMsg = (m) => {
+      if (!pred(m)) return;
+      cleanup();
+      resolve(m);
+    };
+    if (w.exitCode !== undefined) {
+      reject(new Error(`worker exited (${w.exitCode}) before the expected message; got ${JSON.stringify(w.messages)}`));
+      return;
+    }
+    const onExit = (c) => {
+      cleanup();
+      reject(new Error(`worker exited (${c}) before the expected message; got ${JSON.stringify(w.messages)}`));
+    };
+    const onError = (e) => {
+      cleanup();
+      reject(e);
+    };
+    const cleanup = () => {
+      w.off('message', onMsg);
+      w.off('exit', onExit);
+      w.off('error', onError);
+    };
+    w.on('message', onMsg);
+    w.on('exit', onExit);
+    w.on('error', onError);
+  });
+}
+
+function exited(w) {
+  return w.exited;
+}
+
+module.exports = { PKG, worker, nextMessage, exited };
