@@ -513,6 +513,18 @@ impl Acquire {
         self.n
     }
 
+    /// Whether this acquire is queued right now, waiting for its grant.
+    #[getter]
+    fn waiting(&self) -> bool {
+        matches!(&self.stage, Stage::Waiting(slot) if slot.waiter.state() == WaiterState::Waiting)
+    }
+
+    /// Whether this object holds permits that its `__aexit__`/`__exit__` will release.
+    #[getter]
+    fn held(&self) -> bool {
+        self.held
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Stage::Waiting(slot) = &self.stage {
             visit.call(&slot.fut)?;

@@ -1,0 +1,283 @@
+"""Single-loop semantics: API, errors, weighted strict FIFO, partial grants, close."""
+
+import asyncio
+import collections.abc
+import gc
+import threading
+import time
+
+import pytest
+
+import volt_sem
+from volt_sem import MAX_PERMITS, ClosedError, Semaphore
+
+from conftest import settle
+
+
+def test_module_surface():
+    assert MAX_PERMITS == Semaphore.MAX_PERMITS == 2**61 - 1
+    assert issubclass(ClosedError, RuntimeError)
+    assert ClosedError.__module__ == "volt_sem"
+    sem = Semaphore(3)
+    assert repr(sem) == "<volt_sem.Semaphore available=3>"
+    assert Semaphore().available_permits == 1  # asyncio's default
+    # Coroutine ABC: asyncio.create_task / ensure_future accept it directly.
+    assert isinstance(sem.acquire(), collections.abc.Coroutine)
+    for cls in (volt_sem.Semaphore, volt_sem.Mutex, volt_sem.RwLock, volt_sem.Acquire):
+        assert cls.__doc__
+
+
+def test_acquire_release_try(run):
+    sem = Semaphore(3)
+
+    async def main():
+        assert await sem.acquire(2) is True
+        assert sem.available_permits == 1
+        assert not sem.locked()
+        assert sem.try_acquire() is True
+        assert sem.locked()
+        assert sem.try_acquire() is False
+        assert sem.try_acquire(0) is True  # zero always fits
+        assert await sem.acquire(0) is True
+        sem.release(3)
+        assert sem.available_permits == 3
+        async with sem:
+            assert sem.available_permits == 2
+        async with sem.acquire(3) as value:
+            assert value is True
+            assert sem.available_permits == 0
+        assert sem.available_permits == 3
+
+    run(main())
+
+
+def test_async_with_releases_on_error(run):
+    sem = Semaphore(2)
+
+    async def main():
+        with pytest.raises(KeyError):
+            async with sem.acquire(2):
+                raise KeyError
+        with pytest.raises(KeyError):
+            async with sem:
+                raise KeyError
+        assert sem.available_permits == 2
+
+    run(main())
+
+
+def test_unawaited_acquire_takes_nothing():
+    sem = Semaphore(1)
+    aw = sem.acquire()
+    assert repr(aw) == "<volt_sem.Acquire n=1 new>"
+    del aw
+    gc.collect()
+    assert sem.available_permits == 1
+
+
+def test_acquire_cannot_be_reused(run):
+    sem = Semaphore(2)
+
+    async def main():
+        aw = sem.acquire()
+        await aw
+        with pytest.raises(RuntimeError, match="reuse"):
+            await aw
+        assert aw.held
+        assert sem.available_permits == 1
+
+    run(main())
+
+
+@pytest.mark.parametrize("bad", [-1, -(2**70), MAX_PERMITS + 1, 2**64, 2**200])
+def test_bad_counts_are_value_errors(bad):
+    sem = Semaphore(1)
+    with pytest.raises(ValueError):
+        Semaphore(bad)
+    with pytest.raises(ValueError):
+        sem.acquire(bad)
+    with pytest.raises(ValueError):
+        sem.try_acquire(bad)
+    with pytest.raises(ValueError):
+        sem.acquire_blocking(bad)
+    with pytest.raises(ValueError):
+        sem.release(bad)
+    assert sem.available_permits == 1
+
+
+def test_type_errors():
+    sem = Semaphore(1)
+    with pytest.raises(TypeError):
+        sem.acquire("2")
+    with pytest.raises(TypeError):
+        Semaphore(1.5)
+
+
+def test_release_past_max_is_overflow_error():
+    sem = Semaphore(MAX_PERMITS)
+    with pytest.raises(OverflowError):
+        sem.release(1)
+    assert sem.available_permits == MAX_PERMITS
+    big = Semaphore(MAX_PERMITS - 1)
+    big.release(1)
+    assert big.available_permits == MAX_PERMITS
+
+
+def test_max_request_is_accepted(run):
+    sem = Semaphore(MAX_PERMITS)
+
+    async def main():
+        assert await sem.acquire(MAX_PERMITS)
+        assert sem.available_permits == 0
+        sem.release(MAX_PERMITS)
+
+    run(main())
+
+
+def test_weighted_strict_fifo_with_partial_grants(run):
+    sem = Semaphore(0)
+    order = []
+
+    async def worker(name, n):
+        await sem.acquire(n)
+        order.append(name)
+
+    async def main():
+        big = asyncio.ensure_future(worker("big3", 3))
+        await settle()
+        small = [asyncio.ensure_future(worker(f"small{i}", 1)) for i in range(3)]
+        await settle()
+        # Two permits arrive: the head (big3) keeps them as a partial grant; the
+        # later acquire(1)s must not overtake it, nor may try_acquire.
+        sem.release(2)
+        await settle()
+        assert order == []
+        assert sem.available_permits == 0
+        assert sem.try_acquire(1) is False
+        sem.release(1)  # completes big3
+        await settle()
+        assert order == ["big3"]
+        sem.release(2)  # small0, small1 in order
+        await settle()
+        assert order == ["big3", "small0", "small1"]
+        sem.release(1)
+        await asyncio.gather(big, *small)
+        assert order == ["big3", "small0", "small1", "small2"]
+        assert sem.available_permits == 0
+
+    run(main())
+
+
+def test_release_hands_over_to_many_waiters(run):
+    sem = Semaphore(0)
+
+    async def main():
+        tasks = [asyncio.ensure_future(sem.acquire(1)) for _ in range(100)]
+        await settle()
+        sem.release(150)
+        await asyncio.gather(*tasks)
+        assert sem.available_permits == 50
+
+    run(main())
+
+
+def test_close_wakes_waiters_and_fails_later_acquires(run):
+    sem = Semaphore(2)
+
+    async def main():
+        await sem.acquire(1)
+        waiters = [asyncio.ensure_future(sem.acquire(2)) for _ in range(3)]
+        await settle()
+        assert not sem.closed
+        sem.close()
+        sem.close()  # idempotent
+        assert sem.closed
+        for w in waiters:
+            with pytest.raises(ClosedError):
+                await w
+        with pytest.raises(ClosedError):
+            await sem.acquire()
+        with pytest.raises(ClosedError):
+            async with sem:
+                pass
+        with pytest.raises(ClosedError):
+            sem.try_acquire()
+        with pytest.raises(ClosedError):
+            sem.acquire_blocking()
+        sem.release(1)  # held permits can still come back
+        assert sem.available_permits == 2
+        assert "closed" in repr(sem)
+
+    run(main())
+
+
+def test_close_wakes_blocking_thread():
+    sem = Semaphore(0)
+    errors = []
+
+    def blocker():
+        try:
+            sem.acquire_blocking(1)
+        except ClosedError as e:
+            errors.append(e)
+
+    t = threading.Thread(target=blocker)
+    t.start()
+    time.sleep(0.05)  # most likely parked by now; either way it must fail Closed
+    sem.close()
+    t.join(60)
+    assert not t.is_alive()
+    assert len(errors) == 1
+
+
+def test_acquire_outside_a_loop_raises_and_takes_nothing():
+    sem = Semaphore(0)
+    aw = sem.acquire()
+    with pytest.raises(RuntimeError):
+        aw.send(None)  # no running loop: cannot wait
+    sem.release(1)
+    assert sem.available_permits == 1
+
+
+def test_fast_path_needs_no_loop():
+    sem = Semaphore(1)
+    aw = sem.acquire()
+    with pytest.raises(StopIteration) as info:
+        aw.send(None)
+    assert info.value.value is True
+    assert sem.available_permits == 0
+
+
+def test_throw_and_close_protocol():
+    sem = Semaphore(1)
+    aw = sem.acquire()
+    with pytest.raises(KeyError):
+        aw.throw(KeyError)
+    with pytest.raises(ValueError, match="boom"):
+        sem.acquire().throw(ValueError, "boom")
+    with pytest.raises(ValueError, match="inst"):
+        sem.acquire().throw(ValueError("inst"))
+    with pytest.raises(TypeError):
+        sem.acquire().throw(42)
+    sem.acquire().close()
+    assert sem.available_permits == 1
+
+
+def test_yield_from_path(run):
+    """3.11's wait_for wraps awaitables in a generator using `yield from`,
+    which needs __iter__ on the iterator and delegates send/throw to it."""
+    sem = Semaphore(0)
+
+    def legacy():
+        return (yield from sem.acquire(2).__await__())
+
+    async def main():
+        # A generator-based coroutine, like asyncio's _wrap_awaitable.
+        import types
+
+        task = asyncio.ensure_future(types.coroutine(legacy)())
+        await settle()
+        sem.release(2)
+        assert await task is True
+
+    run(main())
