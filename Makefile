@@ -6,7 +6,7 @@
 SHELL := /bin/bash
 export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
-LOOM_MAX_PREEMPTIONS ?= 2
+LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: test demo lint test-core test-loom test-miri test-c test-python test-node \
         demo-core demo-c demo-python demo-node bench

@@ -121,57 +121,70 @@ where
     total / (TASKS * PER_TASK) as u32
 }
 
-/// (c) contended: 8 tasks x 1250 acquire(1).await on 2 permits, 2 workers.
+/// (c) contended: 8 tasks x 1250 `acquire(1).await` + drop on 2 permits, 2
+/// workers (blitz-io's benchmark); `c2_*`: the same with the permit held across
+/// a `yield_now`, so that most acquires really queue and are handed over.
 fn contended(c: &mut Criterion) {
-    let mut g = c.benchmark_group("c_contended_8_tasks_2_permits");
-    configure(&mut g);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .build()
         .unwrap();
-    g.bench_function("volt-sem", |b| {
-        b.iter_custom(|iters| {
-            contended_run(
-                &rt,
-                Arc::new(volt_sem::Semaphore::new(2)),
-                iters,
-                |s| async move {
-                    let p = s.acquire(1).await.unwrap();
-                    tokio::task::yield_now().await;
-                    drop(p);
-                },
-            )
-        })
-    });
-    g.bench_function("tokio", |b| {
-        b.iter_custom(|iters| {
-            contended_run(
-                &rt,
-                Arc::new(tokio::sync::Semaphore::new(2)),
-                iters,
-                |s| async move {
-                    let p = s.acquire().await.unwrap();
-                    tokio::task::yield_now().await;
-                    drop(p);
-                },
-            )
-        })
-    });
-    g.bench_function("async-lock", |b| {
-        b.iter_custom(|iters| {
-            contended_run(
-                &rt,
-                Arc::new(async_lock::Semaphore::new(2)),
-                iters,
-                |s| async move {
-                    let p = s.acquire().await;
-                    tokio::task::yield_now().await;
-                    drop(p);
-                },
-            )
-        })
-    });
-    g.finish();
+    for (name, hold) in [
+        ("c_contended_8_tasks_2_permits", false),
+        ("c2_contended_held_across_yield", true),
+    ] {
+        let mut g = c.benchmark_group(name);
+        configure(&mut g);
+        g.bench_function("volt-sem", |b| {
+            b.iter_custom(|iters| {
+                contended_run(
+                    &rt,
+                    Arc::new(volt_sem::Semaphore::new(2)),
+                    iters,
+                    move |s| async move {
+                        let p = s.acquire(1).await.unwrap();
+                        if hold {
+                            tokio::task::yield_now().await;
+                        }
+                        drop(p);
+                    },
+                )
+            })
+        });
+        g.bench_function("tokio", |b| {
+            b.iter_custom(|iters| {
+                contended_run(
+                    &rt,
+                    Arc::new(tokio::sync::Semaphore::new(2)),
+                    iters,
+                    move |s| async move {
+                        let p = s.acquire().await.unwrap();
+                        if hold {
+                            tokio::task::yield_now().await;
+                        }
+                        drop(p);
+                    },
+                )
+            })
+        });
+        g.bench_function("async-lock", |b| {
+            b.iter_custom(|iters| {
+                contended_run(
+                    &rt,
+                    Arc::new(async_lock::Semaphore::new(2)),
+                    iters,
+                    move |s| async move {
+                        let p = s.acquire().await;
+                        if hold {
+                            tokio::task::yield_now().await;
+                        }
+                        drop(p);
+                    },
+                )
+            })
+        });
+        g.finish();
+    }
 }
 
 const CHAIN: usize = 64;

@@ -173,7 +173,7 @@ fn hazard_b_fifo_weighted() {
 /// `finish_raw` the callback has run or never will (loom checks the `data`
 /// access); no permit is lost.
 #[test]
-fn hazard_c_d_cancel_races_partial_release() {
+fn hazard_c_cancel_races_partial_release() {
     model(|| {
         let sem = Arc::new(Semaphore::new(0));
         let waiter = Box::pin(Waiter::new());
@@ -200,6 +200,33 @@ fn hazard_c_d_cancel_races_partial_release() {
         }
         t.join().unwrap();
         assert_eq!(sem.available_permits(), 2);
+    });
+}
+
+/// Hazard (d): the callback's context is owned by the waiting side, which frees
+/// it as soon as `finish_raw` returns, possibly while the releaser is still
+/// inside the callback. loom reports the race if `finish_raw` could return
+/// before the callback's last access to the context.
+#[test]
+fn hazard_d_context_freed_right_after_finish() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let waiter = Box::pin(Waiter::new());
+        let ctx = Ctx::new();
+        assert_eq!(queue(&sem, waiter.as_ref(), 1, &ctx), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || s2.release(1).unwrap());
+        // Wait for the decision, then finish and free at once.
+        while waiter.state() == WaiterState::Waiting {
+            thread::yield_now();
+        }
+        assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+        assert_eq!(ctx.calls_after_finish(), 1);
+        drop(waiter);
+        drop(ctx);
+        t.join().unwrap();
+        sem.release(1).unwrap();
+        assert_eq!(sem.available_permits(), 1);
     });
 }
 
