@@ -65,7 +65,9 @@ use std::sync::Arc;
 use std::thread::{self, Thread, ThreadId};
 use std::time::{Duration, Instant};
 
-use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyOverflowError, PyRuntimeError, PyStopIteration, PyTypeError, PyValueError,
+};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -119,7 +121,11 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Permits {
             Ok(v) => Ok(Permits(v as usize)),
             Err(e) if e.is_instance_of::<PyOverflowError>(obj.py()) => {
                 let negative = obj.lt(0i64).unwrap_or(false);
-                Err(if negative { PyValueError::new_err("n must be >= 0") } else { too_many_error() })
+                Err(if negative {
+                    PyValueError::new_err("n must be >= 0")
+                } else {
+                    too_many_error()
+                })
             }
             Err(e) => Err(e),
         }
@@ -130,7 +136,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Permits {
 fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
     match timeout {
         None => Ok(None),
-        Some(t) if t.is_nan() || t < 0.0 => Err(PyValueError::new_err("timeout must be >= 0 or None")),
+        Some(t) if t.is_nan() || t < 0.0 => {
+            Err(PyValueError::new_err("timeout must be >= 0 or None"))
+        }
         // Too large to represent: as good as no timeout.
         Some(t) => Ok(Duration::try_from_secs_f64(t).ok()),
     }
@@ -158,18 +166,25 @@ static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 
 fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
-    GET_RUNNING_LOOP.import(py, "asyncio", "get_running_loop")?.call0()
+    GET_RUNNING_LOOP
+        .import(py, "asyncio", "get_running_loop")?
+        .call0()
 }
 
 fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
-    READY.get_or_try_init(py, || Py::new(py, Ready)).map(|r| r.clone_ref(py))
+    READY
+        .get_or_try_init(py, || Py::new(py, Ready))
+        .map(|r| r.clone_ref(py))
 }
 
 /// `fut.set_result(True)` unless `fut` is already done (its task was cancelled).
 /// Scheduled on the waiter's loop by `call_soon_threadsafe`.
 #[pyfunction]
 fn _resolve(fut: &Bound<'_, PyAny>) -> PyResult<()> {
-    if !fut.call_method0(pyo3::intern!(fut.py(), "done"))?.is_truthy()? {
+    if !fut
+        .call_method0(pyo3::intern!(fut.py(), "done"))?
+        .is_truthy()?
+    {
         fut.call_method1(pyo3::intern!(fut.py(), "set_result"), (true,))?;
     }
     Ok(())
@@ -299,7 +314,13 @@ struct Acquire {
 
 impl Acquire {
     fn new(core: Arc<Core>, n: usize, returns_true: bool) -> Self {
-        Acquire { core, n, returns_true, stage: Stage::Start, held: false }
+        Acquire {
+            core,
+            n,
+            returns_true,
+            stage: Stage::Start,
+            held: false,
+        }
     }
 
     /// The iterator has finished with the permits acquired.
@@ -351,7 +372,9 @@ impl Acquire {
                     }
                 }
             }
-            Stage::Done => Err(PyRuntimeError::new_err("cannot reuse an already awaited acquire")),
+            Stage::Done => Err(PyRuntimeError::new_err(
+                "cannot reuse an already awaited acquire",
+            )),
         }
     }
 
@@ -373,7 +396,10 @@ impl Acquire {
         // SAFETY: the waiter is new; the slot is pinned in a box that `self` keeps
         // until `finish_raw` returned (in `step`, `throw`, `close`, `__clear__` or
         // `Drop`), and `ctx` points into that same box.
-        let raw = unsafe { self.core.acquire_raw(slot.as_ref().waiter(), self.n, wake_async, ctx) };
+        let raw = unsafe {
+            self.core
+                .acquire_raw(slot.as_ref().waiter(), self.n, wake_async, ctx)
+        };
         match raw {
             Ok(RawAcquire::Ready) => self.acquired(),
             Ok(RawAcquire::Pending) => {
@@ -405,12 +431,18 @@ fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
 }
 
 /// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
-fn thrown(py: Python<'_>, typ: &Bound<'_, PyAny>, val: Option<&Bound<'_, PyAny>>) -> PyResult<PyErr> {
+fn thrown(
+    py: Python<'_>,
+    typ: &Bound<'_, PyAny>,
+    val: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyErr> {
     let val = val.filter(|v| !v.is_none());
     if let Ok(ty) = typ.cast::<PyType>() {
         let base = py.get_type::<pyo3::exceptions::PyBaseException>();
         if !ty.is_subclass(&base)? {
-            return Ok(PyTypeError::new_err("exceptions must be classes or instances deriving from BaseException"));
+            return Ok(PyTypeError::new_err(
+                "exceptions must be classes or instances deriving from BaseException",
+            ));
         }
         let exc = match val {
             Some(v) if v.is_instance(ty)? => v.clone(),
@@ -420,7 +452,9 @@ fn thrown(py: Python<'_>, typ: &Bound<'_, PyAny>, val: Option<&Bound<'_, PyAny>>
         };
         Ok(PyErr::from_value(exc))
     } else if val.is_some() {
-        Ok(PyTypeError::new_err("instance exception may not have a separate value"))
+        Ok(PyTypeError::new_err(
+            "instance exception may not have a separate value",
+        ))
     } else {
         Ok(PyErr::from_value(typ.clone()))
     }
@@ -491,7 +525,9 @@ impl Acquire {
     /// the permits are granted.
     fn __enter__(&mut self, py: Python<'_>) -> PyResult<()> {
         if !matches!(self.stage, Stage::Start) {
-            return Err(PyRuntimeError::new_err("cannot reuse an already used acquire"));
+            return Err(PyRuntimeError::new_err(
+                "cannot reuse an already used acquire",
+            ));
         }
         self.stage = Stage::Done;
         blocking_acquire(py, &self.core, self.n, None)?;
@@ -620,7 +656,12 @@ unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
 /// `Ok(false)` on timeout; the wait can be interrupted by a signal handler's
 /// exception (Ctrl-C), which hands any partial grant on.
-fn blocking_acquire(py: Python<'_>, core: &Core, n: usize, timeout: Option<Duration>) -> PyResult<bool> {
+fn blocking_acquire(
+    py: Python<'_>,
+    core: &Core,
+    n: usize,
+    timeout: Option<Duration>,
+) -> PyResult<bool> {
     match core.try_acquire(n) {
         Ok(permit) => {
             permit.forget();
@@ -634,7 +675,10 @@ fn blocking_acquire(py: Python<'_>, core: &Core, n: usize, timeout: Option<Durat
         return Ok(false);
     }
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-    let parked = Box::pin(Parked { waiter: Waiter::new(), thread: thread::current() });
+    let parked = Box::pin(Parked {
+        waiter: Waiter::new(),
+        thread: thread::current(),
+    });
     // SAFETY: structural pinning, `waiter` never moves out of the pinned box.
     let waiter = unsafe { parked.as_ref().map_unchecked(|p| &p.waiter) };
     let ctx = &*parked as *const Parked as *mut c_void;
@@ -723,7 +767,9 @@ impl Semaphore {
     #[new]
     #[pyo3(signature = (permits = Permits(1)))]
     fn new(permits: Permits) -> Self {
-        Semaphore { core: Arc::new(Core::new(permits.0)) }
+        Semaphore {
+            core: Arc::new(Core::new(permits.0)),
+        }
     }
 
     /// Waits for `n` permits (FIFO, weights included); `await` returns `True`.
@@ -823,7 +869,9 @@ struct Mutex {
 impl Mutex {
     #[new]
     fn new() -> Self {
-        Mutex { core: Arc::new(Core::new(1)) }
+        Mutex {
+            core: Arc::new(Core::new(1)),
+        }
     }
 
     /// Waits for the lock (FIFO); `await` returns `True`. Also usable as
@@ -868,7 +916,10 @@ impl Mutex {
     }
 
     fn __repr__(&self) -> String {
-        format!("<volt_sem.Mutex {}>", if self.locked() { "locked" } else { "unlocked" })
+        format!(
+            "<volt_sem.Mutex {}>",
+            if self.locked() { "locked" } else { "unlocked" }
+        )
     }
 }
 
@@ -890,7 +941,9 @@ struct RwLock {
 impl RwLock {
     #[new]
     fn new() -> Self {
-        RwLock { core: Arc::new(Core::new(MAX_PERMITS)) }
+        RwLock {
+            core: Arc::new(Core::new(MAX_PERMITS)),
+        }
     }
 
     /// Shared access: `async with rw.read():`, or `with rw.read():` from a thread.
@@ -907,7 +960,9 @@ impl RwLock {
 
     /// Ends one shared access taken with `await rw.read()`/`read_blocking()`.
     fn release_read(&self) -> PyResult<()> {
-        self.core.release(1).map_err(|_| PyRuntimeError::new_err("RwLock is not read-locked"))
+        self.core
+            .release(1)
+            .map_err(|_| PyRuntimeError::new_err("RwLock is not read-locked"))
     }
 
     /// Ends the exclusive access taken with `await rw.write()`/`write_blocking()`.
@@ -915,7 +970,9 @@ impl RwLock {
         if self.core.available_permits() != 0 {
             return Err(PyRuntimeError::new_err("RwLock is not write-locked"));
         }
-        self.core.release(WRITE).map_err(|_| PyRuntimeError::new_err("RwLock is not write-locked"))
+        self.core
+            .release(WRITE)
+            .map_err(|_| PyRuntimeError::new_err("RwLock is not write-locked"))
     }
 
     /// Shared access if no writer holds or waits; never waits.

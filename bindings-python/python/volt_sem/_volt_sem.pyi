@@ -1,0 +1,164 @@
+"""Type stubs for the native part of volt_sem."""
+
+import sys
+from types import TracebackType
+from typing import Any, Generator, Literal, Optional, Type, Union, final
+
+if sys.version_info >= (3, 11):
+    from typing import Self
+else:
+    from typing_extensions import Self
+
+MAX_PERMITS: int
+"""The largest number of permits a semaphore can hold, and the largest request (2**61 - 1)."""
+
+class ClosedError(RuntimeError):
+    """The semaphore (or lock) was closed: raised by every later acquire, and by
+    the acquires that were waiting when it was closed."""
+
+@final
+class Acquire:
+    """One acquire of ``n`` permits.
+
+    Awaitable once (``await sem.acquire(n)`` returns ``True``), an async context
+    manager (``async with sem.acquire(n):`` releases the ``n`` permits on exit)
+    and, from a plain thread, a blocking context manager (``with sem.acquire(n):``).
+    An acquire that is never awaited takes nothing. Cancelling the awaiting task
+    (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``) removes the
+    waiter and returns any permits it had been granted.
+    """
+
+    @property
+    def n(self) -> int:
+        """The number of permits this acquire asks for."""
+    @property
+    def waiting(self) -> bool:
+        """Whether this acquire is queued right now, waiting for its grant."""
+    @property
+    def held(self) -> bool:
+        """Whether this object holds permits its ``__aexit__``/``__exit__`` will release."""
+    def __await__(self) -> Generator[Any, None, Literal[True]]: ...
+    def __iter__(self) -> Self: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any = None, /) -> Any:
+        """Resumes the acquire; the value is ignored (asyncio sends ``None``)."""
+    def throw(
+        self,
+        typ: Union[Type[BaseException], BaseException],
+        val: Optional[object] = None,
+        tb: Optional[TracebackType] = None,
+        /,
+    ) -> Any:
+        """Cancels a pending wait (handing back whatever it was granted) and raises."""
+    def close(self) -> None:
+        """Cancels a pending wait, handing back whatever it was granted."""
+    async def __aenter__(self) -> Literal[True]: ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
+    def __enter__(self) -> None:
+        """Blocks the calling thread (GIL released) until the permits are granted."""
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+
+@final
+class Semaphore:
+    """A fair, weighted, thread-safe async counting semaphore.
+
+    Waiters are served in strict FIFO order, weights included: a waiting
+    ``acquire(3)`` is never overtaken by later ``acquire(1)``; it collects released
+    permits until it has all three. One semaphore may be shared by any number of
+    threads, each running its own event loop (asyncio or uvloop), and by plain
+    threads using :meth:`acquire_blocking`.
+    """
+
+    MAX_PERMITS: int
+    def __init__(self, permits: int = 1) -> None:
+        """``ValueError`` if ``permits`` is negative or above ``MAX_PERMITS``."""
+    def acquire(self, n: int = 1) -> Acquire:
+        """Waits for ``n`` permits: ``await sem.acquire(n)`` returns ``True``;
+        ``async with sem.acquire(n):`` releases them on exit. Raises
+        :class:`ClosedError` if the semaphore is or gets closed while waiting,
+        ``ValueError`` if ``n`` is negative or above ``MAX_PERMITS``."""
+    def release(self, n: int = 1) -> None:
+        """Returns ``n`` permits, to the oldest waiters first (on any thread or
+        loop). ``OverflowError`` if the available permits would exceed
+        ``MAX_PERMITS``; nothing is released then."""
+    def try_acquire(self, n: int = 1) -> bool:
+        """Takes ``n`` permits if they are free now and nobody waits; never waits."""
+    def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:
+        """Blocks the calling thread, GIL released, until ``n`` permits are granted
+        (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
+        handed on). Interruptible by Ctrl-C. Never call it on an event loop's thread."""
+    @property
+    def available_permits(self) -> int:
+        """Permits available right now (0 while anyone waits)."""
+    def locked(self) -> bool:
+        """Whether ``acquire()`` of one permit would have to wait (asyncio-compatible)."""
+    def close(self) -> None:
+        """Wakes every waiter with :class:`ClosedError` and fails later acquires.
+        Held permits may still be released. Idempotent."""
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+    async def __aenter__(self) -> None:
+        """``async with sem:`` takes one permit ..."""
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """... and releases it."""
+
+@final
+class Mutex:
+    """A fair lock for async tasks and plain threads (a semaphore of one permit)."""
+
+    def __init__(self) -> None: ...
+    def acquire(self) -> Acquire:
+        """``await m.acquire()`` (returns ``True``), ``async with m.acquire():``,
+        or from a thread ``with m.acquire():``."""
+    def release(self) -> None:
+        """Unlocks; ``RuntimeError`` if the lock is not held."""
+    def try_acquire(self) -> bool:
+        """Locks if free and nobody waits; never waits."""
+    def acquire_blocking(self, timeout: Optional[float] = None) -> bool:
+        """Blocks the calling thread (GIL released) until locked; ``False`` on timeout."""
+    def locked(self) -> bool:
+        """Whether the lock is held."""
+    async def __aenter__(self) -> None: ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
+
+@final
+class RwLock:
+    """A fair reader-writer lock for async tasks and plain threads. A waiting
+    writer is not overtaken by readers that arrive after it."""
+
+    def __init__(self) -> None: ...
+    def read(self) -> Acquire:
+        """Shared access: ``async with rw.read():``, ``with rw.read():`` from a
+        thread, or ``await rw.read()`` ... ``rw.release_read()``."""
+    def write(self) -> Acquire:
+        """Exclusive access: ``async with rw.write():``, ``with rw.write():`` from
+        a thread, or ``await rw.write()`` ... ``rw.release_write()``."""
+    def release_read(self) -> None: ...
+    def release_write(self) -> None: ...
+    def try_read(self) -> bool: ...
+    def try_write(self) -> bool: ...
+    def read_blocking(self, timeout: Optional[float] = None) -> bool: ...
+    def write_blocking(self, timeout: Optional[float] = None) -> bool: ...
+    def locked(self) -> bool:
+        """Whether anyone holds or waits for the lock."""
