@@ -31,9 +31,9 @@ const buffer = new Uint32Array(CAPACITY * 2);
 const GRANTED = 1;
 const WOKEN_CLOSED = 2;
 
-/** id -> pending waiter record. One map per thread (per module instance). */
-const waiters = new Map();
-let nextId = 0;
+/** slot -> pending waiter record (the addon reuses slots). One per thread. */
+const waiters = [];
+const SLOT_BASE = 4;
 
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
@@ -60,11 +60,11 @@ function checkCount(n, what) {
 function settle(k) {
   for (;;) {
     for (let i = 0; i < k; i++) {
-      const id = buffer[2 * i];
+      const slot = buffer[2 * i];
       const code = buffer[2 * i + 1];
-      const w = waiters.get(id);
-      if (w === undefined) continue; // cannot happen: the addon reports only live ids
-      waiters.delete(id);
+      const w = waiters[slot];
+      if (w === undefined) continue; // cannot happen: the addon reports only live slots
+      waiters[slot] = undefined;
       if (w.signal !== undefined) w.signal.removeEventListener('abort', w.onAbort);
       if (code === GRANTED) w.resolve();
       else if (code === WOKEN_CLOSED) w.reject(closedError());
@@ -85,7 +85,7 @@ if (native.init(buffer, onRemoteWake) !== 0) {
   throw new Error('volt-sem: the native addon was initialised twice in one thread');
 }
 
-function enqueue(id, signal) {
+function enqueue(slot, signal) {
   let resolve;
   let reject;
   const promise = new Promise((res, rej) => {
@@ -95,18 +95,18 @@ function enqueue(id, signal) {
   const w = { resolve, reject, signal, onAbort: undefined };
   if (signal !== undefined) {
     w.onAbort = () => {
-      if (waiters.get(id) !== w) return;
-      waiters.delete(id);
+      if (waiters[slot] !== w) return;
+      waiters[slot] = undefined;
       // Removes the waiter and hands any partial grant on (a grant that arrived
       // but was not delivered yet is released); other waiters it completed on
       // this thread are settled below.
-      const k = native.cancel(id);
+      const k = native.cancel(slot);
       reject(signal.reason);
       if (k !== 0) settle(k);
     };
     signal.addEventListener('abort', w.onAbort, { once: true });
   }
-  waiters.set(id, w);
+  waiters[slot] = w;
   return promise;
 }
 
@@ -160,10 +160,9 @@ class Semaphore {
       }
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
-    nextId = (nextId + 1) >>> 0;
-    const r = native.acquire(this.#h, n, nextId);
+    const r = native.acquire(this.#h, n);
     if (r === 0) return RESOLVED;
-    if (r === 1) return enqueue(nextId, signal);
+    if (r >= SLOT_BASE) return enqueue(r - SLOT_BASE, signal);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
   }

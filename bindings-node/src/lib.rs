@@ -65,7 +65,8 @@ const MAX_JS: usize = {
 
 // Result codes shared with index.js.
 const OK: i32 = 0;
-const PENDING_OR_BUSY: i32 = 1;
+const NO_PERMITS: i32 = 1;
+const SLOT_BASE: i32 = 4;
 const CLOSED: i32 = 2;
 const BAD_COUNT: i32 = 3;
 const RELEASE_OVERFLOW: i32 = -1;
@@ -114,7 +115,7 @@ struct EnvShared {
 
 struct Remote {
     /// Ids woken from outside this environment's own native calls.
-    ids: Vec<u32>,
+    ids: Vec<u64>,
     /// `None` once the environment is being torn down.
     tsfn: Option<Tsfn>,
     /// A call of the threadsafe function is queued and has not started yet.
@@ -128,7 +129,7 @@ struct Tsfn(sys::napi_threadsafe_function);
 unsafe impl Send for Tsfn {}
 
 impl EnvShared {
-    fn push_remote(&self, id: u32) {
+    fn push_remote(&self, id: u64) {
         let mut r = lock(&self.remote);
         r.ids.push(id);
         if !r.notified {
@@ -153,9 +154,12 @@ impl EnvShared {
 struct EnvCtx {
     env: RawEnv,
     shared: Arc<EnvShared>,
-    nodes: RefCell<HashMap<u32, Pin<Box<Node>>>>,
-    /// Woken ids not yet written to the buffer (FIFO).
-    ready: RefCell<VecDeque<u32>>,
+    /// Queue nodes, reused across requests; a pending request is identified by
+    /// its key `gen << 32 | slot`, and JS knows it by its slot.
+    slots: RefCell<Vec<Slot>>,
+    free: RefCell<Vec<u32>>,
+    /// Woken keys not yet written to the buffer (FIFO).
+    ready: RefCell<VecDeque<u64>>,
     /// The JS `Uint32Array` the outcomes go to: pointer and capacity in pairs.
     buf: Cell<(*mut u32, usize)>,
     /// Pending nodes on shared semaphores; the tsfn is referenced while > 0.
@@ -167,7 +171,7 @@ thread_local! {
     /// The environment whose native call is running on this thread, if any.
     static CURRENT: Cell<*const EnvCtx> = const { Cell::new(ptr::null()) };
     /// Ids of `CURRENT`'s nodes woken during that call.
-    static LOCAL: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+    static LOCAL: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Marks `ctx` as running a native call on this thread; restores on drop.
@@ -185,17 +189,28 @@ impl Drop for Enter {
     }
 }
 
-/// A pending acquire: the queue node and what its wake callback needs.
+/// A queue node: the waiter of one request at a time, and what its wake
+/// callback needs. Boxed and pinned in a slot; reused once finished.
 struct Node {
     waiter: Waiter,
-    id: u32,
-    n: usize,
-    sem: Arc<Sem>,
+    /// `gen << 32 | slot` of the current request. Written by the owner while the
+    /// waiter is idle; the wake callback reads it after `acquire_raw` published
+    /// the waiter under the semaphore's lock.
+    key: Cell<u64>,
+    /// Owner-thread fields of the current request.
+    n: Cell<usize>,
+    sem: RefCell<Option<Arc<Sem>>>,
+    /// Whether this request holds a reference on the tsfn.
+    counted: Cell<bool>,
     env: Arc<EnvShared>,
     /// Identity of the owning `EnvCtx` (compared, never dereferenced off-thread).
     owner: *const EnvCtx,
-    /// Whether this node holds a reference on the tsfn.
-    counted: bool,
+}
+
+struct Slot {
+    node: Pin<Box<Node>>,
+    active: bool,
+    gen: u32,
 }
 
 impl Node {
@@ -204,11 +219,15 @@ impl Node {
         unsafe { self.map_unchecked(|n| &n.waiter) }
     }
 
-    /// Ends the request (cancel or collect). Afterwards the node may be dropped.
+    /// Ends the request (cancel or collect). Afterwards the node may be reused.
     fn finish(self: Pin<&Self>) -> Finish {
-        // SAFETY: the waiter is idle or was last queued on `self.sem` (it is only
-        // ever queued there), and it stays valid and pinned for the call.
-        unsafe { self.sem.core.finish_raw(self.waiter()) }
+        let sem = self.sem.borrow();
+        match &*sem {
+            // SAFETY: the waiter is idle or was last queued on this semaphore (the
+            // only one of the current request), and it stays valid and pinned.
+            Some(s) => unsafe { s.core.finish_raw(self.waiter()) },
+            None => Finish::Idle,
+        }
     }
 }
 
@@ -217,13 +236,14 @@ unsafe extern "C" fn wake(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned Node passed to acquire_raw; it stays valid until
     // finish_raw returned, and finish_raw waits for this callback to return.
     let node = unsafe { &*(ctx as *const Node) };
+    let key = node.key.get();
     if CURRENT.with(|c| c.get()) == node.owner {
         // Inside one of the owner's own native calls on its thread: it collects
         // LOCAL before returning. `try_borrow_mut` never fails here (nothing holds
         // LOCAL across a semaphore call); if it did, the remote path is still right.
         let pushed = LOCAL.with(|l| match l.try_borrow_mut() {
             Ok(mut v) => {
-                v.push(node.id);
+                v.push(key);
                 true
             }
             Err(_) => false,
@@ -232,80 +252,160 @@ unsafe extern "C" fn wake(ctx: *mut c_void) {
             return;
         }
     }
-    node.env.push_remote(node.id);
+    node.env.push_remote(key);
 }
 
 impl EnvCtx {
-    /// Moves ids woken during the current call into `ready`.
-    fn collect_local(&self) {
-        let ids = LOCAL.with(|l| l.try_borrow_mut().map(|mut v| std::mem::take(&mut *v)).unwrap_or_default());
-        if !ids.is_empty() {
-            self.ready.borrow_mut().extend(ids);
-        }
+    /// The node of a pending request, by key; `None` if that request is over.
+    fn active(&self, key: u64) -> Option<(u32, *const Node)> {
+        let slot = key as u32;
+        let slots = self.slots.borrow();
+        let s = slots.get(slot as usize)?;
+        (s.active && s.gen == (key >> 32) as u32).then(|| (slot, &*s.node as *const Node))
     }
 
-    fn collect_remote(&self) {
-        let ids = std::mem::take(&mut lock(&self.shared.remote).ids);
-        if !ids.is_empty() {
-            self.ready.borrow_mut().extend(ids);
-        }
-    }
-
-    /// Finishes woken nodes and writes `(id, outcome)` pairs to the buffer.
-    /// Returns the number of pairs; `== capacity` means "call drain() again".
-    fn write_ready(&self) -> usize {
-        let (buf, cap) = self.buf.get();
-        let mut k = 0;
-        while k < cap {
-            let Some(id) = self.ready.borrow_mut().pop_front() else { break };
-            // Absent: cancelled by JS after the wake was queued; nothing to report.
-            let Some(node) = self.nodes.borrow_mut().remove(&id) else { continue };
-            let code = match node.as_ref().finish() {
-                Finish::Granted => GRANTED,
-                Finish::Closed => WOKEN_CLOSED,
-                // Cannot happen after a wake; report it rather than hang the promise.
-                Finish::Cancelled { .. } | Finish::Idle => LOST,
-            };
-            // SAFETY: `buf` points to the live Uint32Array registered by init() (held
-            // by a strong reference) of `2 * cap` elements, and k < cap.
-            unsafe {
-                *buf.add(2 * k) = id;
-                *buf.add(2 * k + 1) = code;
+    /// A free node for a new request of `n` permits on `sem`, and its slot.
+    fn take_slot(&self, sem: &Arc<Sem>, n: usize) -> (u32, *const Node) {
+        let mut slots = self.slots.borrow_mut();
+        let slot = match self.free.borrow_mut().pop() {
+            Some(slot) => slot,
+            None => {
+                slots.push(Slot {
+                    node: Box::pin(Node {
+                        waiter: Waiter::new(),
+                        key: Cell::new(0),
+                        n: Cell::new(0),
+                        sem: RefCell::new(None),
+                        counted: Cell::new(false),
+                        env: self.shared.clone(),
+                        owner: self,
+                    }),
+                    active: false,
+                    gen: 0,
+                });
+                (slots.len() - 1) as u32
             }
-            k += 1;
-            self.forget_node(&node);
-        }
-        k
+        };
+        let s = &slots[slot as usize];
+        let node = &*s.node;
+        node.key.set((s.gen as u64) << 32 | slot as u64);
+        node.n.set(n);
+        *node.sem.borrow_mut() = Some(sem.clone());
+        node.counted.set(sem.shared.load(Ordering::Relaxed));
+        (slot, node)
     }
 
-    /// Ends the current call's wake handling: LOCAL to ready, ready to the buffer.
-    fn settle_local(&self) -> usize {
-        self.collect_local();
-        if self.ready.borrow().is_empty() {
-            0
-        } else {
-            self.write_ready()
-        }
-    }
-
-    fn add_node(&self, node: Pin<Box<Node>>) {
-        if node.counted {
+    /// Marks a queued request's slot active (and refs the tsfn if needed).
+    fn activate(&self, slot: u32) {
+        let counted = {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[slot as usize];
+            s.active = true;
+            s.node.counted.get()
+        };
+        if counted {
             let refs = self.refs.get();
             if refs == 0 {
                 self.tsfn_ref(true);
             }
             self.refs.set(refs + 1);
         }
-        self.nodes.borrow_mut().insert(node.id, node);
     }
 
-    fn forget_node(&self, node: &Node) {
-        if node.counted {
+    /// Returns a finished (or never queued) request's node to the free list.
+    fn release_slot(&self, slot: u32) {
+        let (was_active, counted, sem) = {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[slot as usize];
+            let was_active = std::mem::replace(&mut s.active, false);
+            s.gen = s.gen.wrapping_add(1);
+            let sem = s.node.sem.borrow_mut().take();
+            (was_active, s.node.counted.get(), sem)
+        };
+        self.free.borrow_mut().push(slot);
+        drop(sem); // may drop the last Arc: outside the borrows
+        if was_active && counted {
             let refs = self.refs.get() - 1;
             self.refs.set(refs);
             if refs == 0 {
                 self.tsfn_ref(false);
             }
+        }
+    }
+
+    /// Finishes the woken request `key` (if still pending): its slot and outcome.
+    fn collect(&self, key: u64) -> Option<(u32, u32)> {
+        let (slot, node) = self.active(key)?;
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        let code = match node.finish() {
+            Finish::Granted => GRANTED,
+            Finish::Closed => WOKEN_CLOSED,
+            // Cannot happen after a wake; report it rather than hang the promise.
+            Finish::Cancelled { .. } | Finish::Idle => LOST,
+        };
+        self.release_slot(slot);
+        Some((slot, code))
+    }
+
+    /// Writes `(slot, outcome)` to pair `k` of the buffer.
+    fn write(&self, k: usize, slot: u32, code: u32) {
+        let (buf, cap) = self.buf.get();
+        debug_assert!(k < cap);
+        // SAFETY: `buf` points to the live Uint32Array registered by init() (held
+        // by a strong reference) of `2 * cap` elements, and k < cap.
+        unsafe {
+            *buf.add(2 * k) = slot;
+            *buf.add(2 * k + 1) = code;
+        }
+    }
+
+    /// Finishes queued woken requests into the buffer. Returns the number of
+    /// pairs; `== capacity` means "call drain() again".
+    fn write_ready(&self, mut k: usize) -> usize {
+        let cap = self.buf.get().1;
+        while k < cap {
+            let Some(key) = self.ready.borrow_mut().pop_front() else { break };
+            if let Some((slot, code)) = self.collect(key) {
+                self.write(k, slot, code);
+                k += 1;
+            }
+        }
+        k
+    }
+
+    /// Ends the current call's wake handling: the requests of this environment
+    /// woken during it go to the buffer (the overflow, if any, to `ready`).
+    fn settle_local(&self) -> usize {
+        let cap = self.buf.get().1;
+        let mut k = self.write_ready(0);
+        LOCAL.with(|l| {
+            let Ok(mut local) = l.try_borrow_mut() else { return };
+            if local.is_empty() {
+                return;
+            }
+            // collect() never wakes anyone (it only consumes Granted/Closed), so
+            // holding LOCAL across it is fine.
+            let mut rest = local.drain(..);
+            for key in rest.by_ref() {
+                if k == cap {
+                    self.ready.borrow_mut().push_back(key);
+                    break;
+                }
+                if let Some((slot, code)) = self.collect(key) {
+                    self.write(k, slot, code);
+                    k += 1;
+                }
+            }
+            self.ready.borrow_mut().extend(rest);
+        });
+        k
+    }
+
+    fn collect_remote(&self) {
+        let ids = std::mem::take(&mut lock(&self.shared.remote).ids);
+        if !ids.is_empty() {
+            self.ready.borrow_mut().extend(ids);
         }
     }
 
@@ -358,13 +458,16 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
         unsafe { sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort) };
     }
     let _enter = Enter::new(&ctx);
-    let nodes = std::mem::take(&mut *ctx.nodes.borrow_mut());
-    for (_, node) in nodes {
-        if let Finish::Granted = node.as_ref().finish() {
+    let slots = std::mem::take(&mut *ctx.slots.borrow_mut());
+    for s in slots.iter().filter(|s| s.active) {
+        if let Finish::Granted = s.node.as_ref().finish() {
             // A grant nobody will see: give it back (wakes the next waiters).
-            let _ = node.sem.core.release(node.n);
+            if let Some(sem) = &*s.node.sem.borrow() {
+                let _ = sem.core.release(s.node.n.get());
+            }
         }
     }
+    drop(slots);
     LOCAL.with(|l| l.borrow_mut().clear());
     drop(_enter);
 }
@@ -567,7 +670,7 @@ native!(js_attach, |env, _ctx, argv: [1]| {
     }
 });
 
-// tryAcquire(h, n): OK | PENDING_OR_BUSY (no permits) | CLOSED | BAD_COUNT
+// tryAcquire(h, n): OK | NO_PERMITS | CLOSED | BAD_COUNT
 native!(js_try_acquire, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
@@ -577,19 +680,18 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
             p.forget();
             OK
         }
-        Err(TryAcquireError::NoPermits) => PENDING_OR_BUSY,
+        Err(TryAcquireError::NoPermits) => NO_PERMITS,
         Err(TryAcquireError::Closed) => CLOSED,
         Err(TryAcquireError::TooManyPermits) => BAD_COUNT,
     };
     int(env, code)
 });
 
-// acquire(h, n, id): OK (taken) | PENDING_OR_BUSY (queued as `id`) | CLOSED | BAD_COUNT
-native!(js_acquire, |env, ctx, argv: [3]| {
+// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued)
+native!(js_acquire, |env, ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
-    let Some(id) = uint32(env, argv[2]) else { return int(env, BAD_ARGS) };
     match s.core.try_acquire(n) {
         Ok(p) => {
             p.forget();
@@ -599,31 +701,23 @@ native!(js_acquire, |env, ctx, argv: [3]| {
         Err(TryAcquireError::TooManyPermits) => return int(env, BAD_COUNT),
         Err(TryAcquireError::NoPermits) => {}
     }
-    if ctx.nodes.borrow().contains_key(&id) {
-        return int(env, BAD_ARGS);
-    }
-    let node = Box::pin(Node {
-        waiter: Waiter::new(),
-        id,
-        n,
-        sem: s.clone(),
-        env: ctx.shared.clone(),
-        owner: ctx,
-        counted: s.shared.load(Ordering::Relaxed),
-    });
-    let node_ptr = &*node as *const Node as *mut c_void;
-    // SAFETY: the waiter is new; after Pending the node stays boxed, pinned and
-    // alive in `ctx.nodes` until finish_raw (drain, cancel or cleanup) returned.
-    let r = unsafe { s.core.acquire_raw(node.as_ref().waiter(), n, wake, node_ptr) };
+    let (slot, node) = ctx.take_slot(s, n);
+    // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
+    let node = unsafe { Pin::new_unchecked(&*node) };
+    // SAFETY: the waiter is idle (its slot was free); after Pending the node stays
+    // pinned in its slot, and the slot stays reserved until finish_raw (drain,
+    // cancel or cleanup) returned.
+    let r = unsafe { s.core.acquire_raw(node.waiter(), n, wake, &*node as *const Node as *mut c_void) };
     let code = match r {
-        Ok(RawAcquire::Ready) => OK,
         Ok(RawAcquire::Pending) => {
-            ctx.add_node(node);
-            PENDING_OR_BUSY
+            ctx.activate(slot);
+            return int(env, SLOT_BASE + slot as i32);
         }
+        Ok(RawAcquire::Ready) => OK,
         Err(AcquireError::Closed) => CLOSED,
         Err(AcquireError::TooManyPermits) => BAD_COUNT,
     };
+    ctx.release_slot(slot);
     int(env, code)
 });
 
@@ -646,17 +740,24 @@ native!(js_release, |env, ctx, argv: [2]| {
     int(env, k as i32)
 });
 
-// cancel(id): k >= 0 outcomes written (the cancelled id is not among them)
+// cancel(slot): k >= 0 outcomes written (the cancelled request is not among them)
 native!(js_cancel, |env, ctx, argv: [1]| {
-    let Some(id) = uint32(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let Some(slot) = uint32(env, argv[0]) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    let node = ctx.nodes.borrow_mut().remove(&id);
-    if let Some(node) = node {
-        if let Finish::Granted = node.as_ref().finish() {
+    let found = {
+        let slots = ctx.slots.borrow();
+        slots.get(slot as usize).filter(|s| s.active).map(|s| &*s.node as *const Node)
+    };
+    if let Some(node) = found {
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        if let Finish::Granted = node.finish() {
             // Granted but not yet delivered: JS gave up on it, so give it back.
-            let _ = node.sem.core.release(node.n);
+            if let Some(sem) = &*node.sem.borrow() {
+                let _ = sem.core.release(node.n.get());
+            }
         }
-        ctx.forget_node(&node);
+        ctx.release_slot(slot);
     }
     let k = ctx.settle_local();
     drop(enter);
@@ -678,7 +779,7 @@ native!(js_close, |env, ctx, argv: [1]| {
 native!(js_drain, |env, ctx, argv: [0]| {
     let _ = argv;
     ctx.collect_remote();
-    let k = if ctx.ready.borrow().is_empty() { 0 } else { ctx.write_ready() };
+    let k = ctx.write_ready(0);
     int(env, k as i32)
 });
 
@@ -705,7 +806,8 @@ pub fn init(exports: Object) -> napi::Result<()> {
     let ctx = Box::into_raw(Box::new(EnvCtx {
         env,
         shared: Arc::new(EnvShared { remote: Mutex::new(Remote { ids: Vec::new(), tsfn: None, notified: false }) }),
-        nodes: RefCell::new(HashMap::new()),
+        slots: RefCell::new(Vec::new()),
+        free: RefCell::new(Vec::new()),
         ready: RefCell::new(VecDeque::new()),
         buf: Cell::new((ptr::null_mut(), 0)),
         refs: Cell::new(0),
