@@ -365,7 +365,9 @@ impl EnvCtx {
     fn write_ready(&self, mut k: usize) -> usize {
         let cap = self.buf.get().1;
         while k < cap {
-            let Some(key) = self.ready.borrow_mut().pop_front() else { break };
+            let Some(key) = self.ready.borrow_mut().pop_front() else {
+                break;
+            };
             if let Some((slot, code)) = self.collect(key) {
                 self.write(k, slot, code);
                 k += 1;
@@ -380,7 +382,9 @@ impl EnvCtx {
         let cap = self.buf.get().1;
         let mut k = self.write_ready(0);
         LOCAL.with(|l| {
-            let Ok(mut local) = l.try_borrow_mut() else { return };
+            let Ok(mut local) = l.try_borrow_mut() else {
+                return;
+            };
             if local.is_empty() {
                 return;
             }
@@ -425,7 +429,12 @@ impl EnvCtx {
     }
 }
 
-unsafe extern "C" fn tsfn_call_js(env: RawEnv, js_cb: RawValue, context: *mut c_void, _data: *mut c_void) {
+unsafe extern "C" fn tsfn_call_js(
+    env: RawEnv,
+    js_cb: RawValue,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
     if env.is_null() || js_cb.is_null() {
         return; // the tsfn is being torn down
     }
@@ -455,7 +464,9 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     let tsfn = lock(&ctx.shared.remote).tsfn.take();
     if let Some(t) = tsfn {
         // SAFETY: the tsfn was alive (its finalizer would have cleared the slot).
-        unsafe { sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort) };
+        unsafe {
+            sys::napi_release_threadsafe_function(t.0, sys::ThreadsafeFunctionReleaseMode::abort)
+        };
     }
     let _enter = Enter::new(&ctx);
     let slots = std::mem::take(&mut *ctx.slots.borrow_mut());
@@ -479,12 +490,24 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
 ///
 /// # Safety
 /// Called from a Node-API callback with its `env` and `info`.
-unsafe fn args<const N: usize>(env: RawEnv, info: sys::napi_callback_info) -> ([RawValue; N], *const EnvCtx) {
+unsafe fn args<const N: usize>(
+    env: RawEnv,
+    info: sys::napi_callback_info,
+) -> ([RawValue; N], *const EnvCtx) {
     let mut argv = [ptr::null_mut(); N];
     let mut argc = N;
     let mut data = ptr::null_mut();
     // SAFETY: argv has room for argc values; missing ones are filled with undefined.
-    unsafe { sys::napi_get_cb_info(env, info, &mut argc, argv.as_mut_ptr(), ptr::null_mut(), &mut data) };
+    unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            &mut data,
+        )
+    };
     (argv, data as *const EnvCtx)
 }
 
@@ -557,7 +580,15 @@ fn handle(env: RawEnv, sem: Arc<Sem>) -> RawValue {
     let data = Box::into_raw(Box::new(sem));
     let mut out = ptr::null_mut();
     // SAFETY: the finalizer frees `data` exactly once.
-    let status = unsafe { sys::napi_create_external(env, data.cast(), Some(drop_handle), ptr::null_mut(), &mut out) };
+    let status = unsafe {
+        sys::napi_create_external(
+            env,
+            data.cast(),
+            Some(drop_handle),
+            ptr::null_mut(),
+            &mut out,
+        )
+    };
     if status != sys::Status::napi_ok {
         // SAFETY: not handed to Node; still ours.
         drop(unsafe { Box::from_raw(data) });
@@ -805,7 +836,13 @@ pub fn init(exports: Object) -> napi::Result<()> {
     let target = exports.raw();
     let ctx = Box::into_raw(Box::new(EnvCtx {
         env,
-        shared: Arc::new(EnvShared { remote: Mutex::new(Remote { ids: Vec::new(), tsfn: None, notified: false }) }),
+        shared: Arc::new(EnvShared {
+            remote: Mutex::new(Remote {
+                ids: Vec::new(),
+                tsfn: None,
+                notified: false,
+            }),
+        }),
         slots: RefCell::new(Vec::new()),
         free: RefCell::new(Vec::new()),
         ready: RefCell::new(VecDeque::new()),
@@ -834,14 +871,21 @@ pub fn init(exports: Object) -> napi::Result<()> {
         let status = sys::napi_add_env_cleanup_hook(env, Some(env_cleanup), ctx.cast());
         if status != sys::Status::napi_ok {
             drop(Box::from_raw(ctx));
-            return Err(napi::Error::from_reason("volt-sem: cannot register the env cleanup hook"));
+            return Err(napi::Error::from_reason(
+                "volt-sem: cannot register the env cleanup hook",
+            ));
         }
         for (name, cb) in fns {
             let mut f = ptr::null_mut();
             sys::napi_create_function(env, name.as_ptr(), -1, Some(cb), ctx.cast(), &mut f);
             sys::napi_set_named_property(env, target, name.as_ptr(), f);
         }
-        sys::napi_set_named_property(env, target, c"maxPermits".as_ptr(), double(env, MAX_JS as f64));
+        sys::napi_set_named_property(
+            env,
+            target,
+            c"maxPermits".as_ptr(),
+            double(env, MAX_JS as f64),
+        );
     }
     Ok(())
 }
