@@ -27,7 +27,7 @@ test-core:
 test-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  cargo test -p volt-sem --release --test loom
+	  cargo test -p volt-sem --release --test loom --test loom_batch
 
 test-miri:
 	@bash scripts/miri.sh

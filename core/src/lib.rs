@@ -59,6 +59,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+mod batch_lock;
 mod blocking;
 mod error;
 mod mutex;
@@ -70,6 +71,7 @@ mod waiter;
 mod wake_batch;
 
 pub use acquire::{Acquire, OwnedPermit, Permit};
+pub use batch_lock::{BatchLock, RunAsync};
 pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
 pub use mutex::{Mutex, MutexGuard};
 pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
