@@ -185,14 +185,14 @@ unsafe fn sem_ref<'a>(sem: *const volt_sem) -> Option<&'a volt_sem> {
 /// # Safety
 /// `waiter` is NULL or points to `VOLT_WAITER_SIZE` readable, writable bytes.
 unsafe fn slot_ref<'a>(waiter: *mut volt_waiter) -> Option<&'a Slot> {
-    if waiter.is_null() || (waiter as usize) % std::mem::align_of::<volt_waiter>() != 0 {
+    if waiter.is_null() || !waiter.is_aligned() {
         return None;
     }
     let slot = waiter as *const Slot;
     // SAFETY: non-NULL, aligned and large enough (caller contract + the size
     // assertions above). The magic word is read through a raw pointer before any
-    // reference to the slot exists, so uninitialised memory is only ever read as
-    // the bytes of one atomic word.
+    // reference to the slot exists. Memory that C never initialised is a contract
+    // violation this check catches on a best-effort basis (zeroed memory reliably).
     let magic = unsafe { (*ptr::addr_of!((*slot).magic)).load(Ordering::Relaxed) };
     if magic != MAGIC {
         return None;
@@ -401,7 +401,7 @@ pub extern "C" fn volt_waiter_align() -> usize {
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
     ffi_boundary!(VOLT_PANIC, {
-        if waiter.is_null() || (waiter as usize) % std::mem::align_of::<volt_waiter>() != 0 {
+        if waiter.is_null() || !waiter.is_aligned() {
             return VOLT_INVALID_ARGUMENT;
         }
         // SAFETY: non-NULL, aligned, `VOLT_WAITER_SIZE` bytes (contract).

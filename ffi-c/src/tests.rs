@@ -58,8 +58,8 @@ unsafe extern "C" fn count_wake(ctx: *mut c_void) {
 fn pending_grant_then_cancel_collects_permits() {
     let wakes = AtomicUsize::new(0);
     let ctx = &wakes as *const AtomicUsize as *mut c_void;
-    let mut w = std::mem::MaybeUninit::<volt_waiter>::uninit();
-    let w = w.as_mut_ptr();
+    let mut w = volt_waiter { _opaque: [0; 32] };
+    let w = &mut w as *mut volt_waiter;
     // SAFETY: `w` is a properly sized and aligned local that outlives every use;
     // every PENDING acquire is finished below.
     unsafe {
