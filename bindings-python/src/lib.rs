@@ -60,7 +60,7 @@
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
 use std::sync::Arc;
 use std::thread::{self, Thread, ThreadId};
 use std::time::{Duration, Instant};
@@ -165,6 +165,53 @@ static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 
+static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// The last loop type seen whose `create_future` is asyncio's own (it just builds
+/// `asyncio.Future(loop=self)`). Holds a strong reference, leaked on purpose.
+static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when the
+/// loop's `create_future` is asyncio's stock one (it does exactly that), which
+/// skips a Python-level method frame on every wait. Other loops (uvloop, custom
+/// ones) get their own `create_future`.
+fn new_future<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let ty = event_loop.get_type();
+    let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
+    let stock = |py| -> PyResult<bool> {
+        let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
+            PyResult::Ok(
+                py.import("asyncio")?
+                    .getattr("BaseEventLoop")?
+                    .getattr("create_future")?
+                    .unbind(),
+            )
+        })?;
+        Ok(ty
+            .getattr(pyo3::intern!(py, "create_future"))?
+            .is(base.bind(py)))
+    };
+    if STOCK_LOOP_TYPE.load(Ordering::Acquire) == ty.as_ptr() || stock(py)? {
+        if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
+            STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
+        }
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item(pyo3::intern!(py, "loop"), event_loop)?;
+        future.call((), Some(&kwargs))
+    } else {
+        event_loop.call_method0(pyo3::intern!(py, "create_future"))
+    }
+}
+
+static INVALID_STATE_ERROR: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+
+/// Whether `err` is an `asyncio.InvalidStateError` (a done Future refusing a result).
+fn is_invalid_state(py: Python<'_>, err: &PyErr) -> bool {
+    INVALID_STATE_ERROR
+        .import(py, "asyncio", "InvalidStateError")
+        .is_ok_and(|ty| err.is_instance(py, ty.as_any()))
+}
+
 fn running_loop(py: Python<'_>) -> PyResult<Bound<'_, PyAny>> {
     GET_RUNNING_LOOP
         .import(py, "asyncio", "get_running_loop")?
@@ -246,7 +293,12 @@ fn deliver(py: Python<'_>, slot: &Slot) -> bool {
     let fut = slot.fut.bind(py);
     let result = if thread::current().id() == slot.loop_thread {
         // The loop's own thread: resolve directly, as asyncio's own primitives do.
-        _resolve(fut)
+        // A cancelled task's Future is already done: set_result then raises
+        // InvalidStateError, and the owner collects the grant in `throw`.
+        match fut.call_method1(pyo3::intern!(py, "set_result"), (true,)) {
+            Err(e) if is_invalid_state(py, &e) => Ok(()),
+            other => other.map(drop),
+        }
     } else {
         let resolve = match RESOLVE.get_or_try_init(py, || {
             Ok::<_, PyErr>(wrap_pyfunction!(_resolve, py)?.into_any().unbind())
@@ -381,7 +433,7 @@ impl Acquire {
     /// Slow path: queue a waiter and yield a Future of the running loop.
     fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let event_loop = running_loop(py).inspect_err(|_| self.stage = Stage::Done)?;
-        let fut = event_loop.call_method0(pyo3::intern!(py, "create_future"))?;
+        let fut = new_future(py, &event_loop)?;
         let slot = Box::pin(Slot {
             waiter: Waiter::new(),
             core: self.core.clone(),
@@ -423,11 +475,12 @@ impl Acquire {
     }
 }
 
-/// `yield from fut.__await__()`, first step: marks the Future as blocking and
+/// What the first step of `yield from fut.__await__()` does, without creating the
+/// iterator: marks the Future as blocking (the flag asyncio's Task checks) and
 /// returns it for the task to wait on.
 fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    let it = fut.call_method0(pyo3::intern!(py, "__await__"))?;
-    Ok(it.call_method0(pyo3::intern!(py, "__next__"))?.unbind())
+    fut.setattr(pyo3::intern!(py, "_asyncio_future_blocking"), true)?;
+    Ok(fut.clone().unbind())
 }
 
 /// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
