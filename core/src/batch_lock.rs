@@ -74,12 +74,22 @@ unsafe impl<T: Send> Send for BatchLock<T> {}
 // SAFETY: as above.
 unsafe impl<T: Send> Sync for BatchLock<T> {}
 
+/// `Node::done` states. A blocking submitter spins while PENDING; if that lasts,
+/// it stores its thread handle and moves PENDING -> PARKED before parking. The
+/// consumer completes a PENDING node with one CAS to DONE (no wake needed); a
+/// PARKED node goes PARKED -> WAKING, is unparked after the batch, then DONE.
+/// WAKING keeps the submitter from freeing the node while the consumer still
+/// reads its thread handle.
 const PENDING: u8 = 0;
 const DONE: u8 = 1;
+const PARKED: u8 = 2;
+const WAKING: u8 = 3;
 
 /// How a submitter waits for its operation.
 enum Signal {
-    Thread(thread::Thread),
+    /// A blocking submitter's thread, written by the submitter just before it
+    /// parks (PENDING -> PARKED publishes it).
+    Thread(UnsafeCell<Option<thread::Thread>>),
     /// The task's current waker; the mutex orders re-registration against completion.
     Task(Mutex<Option<Waker>>),
 }
@@ -129,22 +139,26 @@ unsafe fn run_op<T, F: FnOnce(&mut T) -> R, R>(node: NonNull<Node<T>>, state: &m
 }
 
 /// A completed node's wake, delivered after the batch.
-enum Wake {
-    Thread(thread::Thread),
+enum Wake<T> {
+    /// A parked submitter's node, in state WAKING: unpark, then store DONE.
+    Parked(NonNull<Node<T>>),
     Waker(Waker),
 }
 
 /// Wakes gathered during one batch (bounded, no allocation).
-struct Wakes {
-    buf: [Option<Wake>; 16],
+struct Wakes<T> {
+    buf: [Option<Wake<T>>; 16],
     len: usize,
 }
 
-impl Wakes {
+impl<T> Wakes<T> {
     fn new() -> Self {
-        Wakes { buf: [const { None }; 16], len: 0 }
+        Wakes {
+            buf: [const { None }; 16],
+            len: 0,
+        }
     }
-    fn push(&mut self, wake: Wake) {
+    fn push(&mut self, wake: Wake<T>) {
         if self.len == self.buf.len() {
             self.flush();
         }
@@ -154,7 +168,20 @@ impl Wakes {
     fn flush(&mut self) {
         for slot in &mut self.buf[..self.len] {
             match slot.take() {
-                Some(Wake::Thread(t)) => t.unpark(),
+                Some(Wake::Parked(node)) => {
+                    // SAFETY: a WAKING node stays valid until the DONE store: its
+                    // submitter waits for DONE. The handle was published by the
+                    // PARKED transition, which `complete` acquired.
+                    unsafe {
+                        let n = node.as_ref();
+                        if let Signal::Thread(t) = &n.signal {
+                            if let Some(t) = &*t.get() {
+                                t.unpark();
+                            }
+                        }
+                        n.done.store(DONE, Ordering::Release); // last access
+                    }
+                }
                 Some(Wake::Waker(w)) => w.wake(),
                 None => {}
             }
@@ -163,7 +190,7 @@ impl Wakes {
     }
 }
 
-impl Drop for Wakes {
+impl<T> Drop for Wakes<T> {
     fn drop(&mut self) {
         self.flush();
     }
@@ -172,7 +199,10 @@ impl Drop for Wakes {
 impl<T> BatchLock<T> {
     /// A new lock holding `value`.
     pub fn new(value: T) -> Self {
-        BatchLock { tail: AtomicPtr::new(ptr::null_mut()), state: UnsafeCell::new(value) }
+        BatchLock {
+            tail: AtomicPtr::new(ptr::null_mut()),
+            state: UnsafeCell::new(value),
+        }
     }
 
     /// Consumes the lock, returning the value.
@@ -190,17 +220,34 @@ impl<T> BatchLock<T> {
     /// calling thread may run other threads' operations meanwhile, as consumer.
     /// A panic in `f` is re-raised here, never in the consumer's thread.
     pub fn run<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
-        let op = core::pin::pin!(Self::op(f, Signal::Thread(thread::current())));
+        let op = core::pin::pin!(Self::op(f, Signal::Thread(UnsafeCell::new(None))));
         // SAFETY: the op is pinned on this frame and we do not return before it is
         // complete (the loop below).
         unsafe { self.submit(NonNull::from(&op.node)) };
+        let done = &op.node.done;
         let mut round = 0;
-        while op.node.done.load(Ordering::Acquire) != DONE {
-            if round < 8 {
-                sync::spin_wait(round);
-                round += 1;
-            } else {
-                thread::park();
+        while done.load(Ordering::Acquire) == PENDING && round < 10 {
+            sync::spin_wait(round);
+            round += 1;
+        }
+        if done.load(Ordering::Acquire) == PENDING {
+            if let Signal::Thread(slot) = &op.node.signal {
+                // SAFETY: only we write the slot, and only while PENDING, before
+                // the Release CAS below publishes it.
+                unsafe { *slot.get() = Some(thread::current()) };
+            }
+            let _ = done.compare_exchange(PENDING, PARKED, Ordering::AcqRel, Ordering::Acquire);
+        }
+        let mut round = 0;
+        loop {
+            match done.load(Ordering::Acquire) {
+                DONE => break,
+                PARKED => thread::park(),
+                _ => {
+                    // WAKING: the consumer is about to unpark us and store DONE.
+                    sync::spin_wait(round);
+                    round = round.saturating_add(1);
+                }
             }
         }
         Self::take_result(&op)
@@ -213,7 +260,11 @@ impl<T> BatchLock<T> {
     where
         F: FnOnce(&mut T) -> R,
     {
-        RunAsync { lock: self, op: Self::op(f, Signal::Task(Mutex::new(None))), submitted: false }
+        RunAsync {
+            lock: self,
+            op: Self::op(f, Signal::Task(Mutex::new(None))),
+            submitted: false,
+        }
     }
 
     fn op<F: FnOnce(&mut T) -> R, R>(f: F, signal: Signal) -> Op<T, F, R> {
@@ -259,7 +310,9 @@ impl<T> BatchLock<T> {
         // left SENTINEL there.
         // SAFETY: `prev` is not complete until we linked it: the consumer that
         // stops at it leaves its completion to us (see `consume`).
-        let seen = unsafe { prev.as_ref() }.next.swap(node.as_ptr(), Ordering::AcqRel);
+        let seen = unsafe { prev.as_ref() }
+            .next
+            .swap(node.as_ptr(), Ordering::AcqRel);
         if seen == sentinel() {
             // The consumer ran `prev` and retired before our link: take over.
             let mut wakes = Wakes::new();
@@ -290,7 +343,12 @@ impl<T> BatchLock<T> {
                 // acquires our writes to `state` through the tail.
                 if self
                     .tail
-                    .compare_exchange(node.as_ptr(), ptr::null_mut(), Ordering::AcqRel, Ordering::Acquire)
+                    .compare_exchange(
+                        node.as_ptr(),
+                        ptr::null_mut(),
+                        Ordering::AcqRel,
+                        Ordering::Acquire,
+                    )
                     .is_ok()
                 {
                     // SAFETY: ran, no successor can appear behind it now.
@@ -317,16 +375,20 @@ impl<T> BatchLock<T> {
     ///
     /// # Safety
     /// `node` ran and nobody else will write to it.
-    unsafe fn complete(node: NonNull<Node<T>>, wakes: &mut Wakes) {
+    unsafe fn complete(node: NonNull<Node<T>>, wakes: &mut Wakes<T>) {
         // SAFETY: live until the DONE store below (caller contract).
         let n = unsafe { node.as_ref() };
         match &n.signal {
-            Signal::Thread(t) => {
-                let same = t.id() == thread::current().id();
-                let t = (!same).then(|| t.clone());
-                n.done.store(DONE, Ordering::Release);
-                if let Some(t) = t {
-                    wakes.push(Wake::Thread(t));
+            Signal::Thread(_) => {
+                // Spinning submitter: one CAS and it is done. AcqRel: Release
+                // publishes the result; Acquire (also on failure) receives the
+                // thread handle a parked submitter published.
+                if let Err(PARKED) =
+                    n.done
+                        .compare_exchange(PENDING, DONE, Ordering::AcqRel, Ordering::Acquire)
+                {
+                    n.done.store(WAKING, Ordering::Relaxed);
+                    wakes.push(Wake::Parked(node));
                 }
             }
             Signal::Task(waker) => {
@@ -385,7 +447,9 @@ impl<T, F, R> RunAsync<'_, T, F, R> {
     /// unlocks it after storing DONE: seeing DONE under the lock proves the
     /// consumer is past its last access to the node.
     fn register(&self, waker: &Waker) -> bool {
-        let Signal::Task(slot) = &self.op.node.signal else { unreachable!("async ops use Signal::Task") };
+        let Signal::Task(slot) = &self.op.node.signal else {
+            unreachable!("async ops use Signal::Task")
+        };
         let mut slot = sync::lock(slot);
         if self.op.node.done.load(Ordering::Acquire) == DONE {
             return true;
@@ -398,7 +462,9 @@ impl<T, F, R> RunAsync<'_, T, F, R> {
     }
 
     fn is_done(&self) -> bool {
-        let Signal::Task(slot) = &self.op.node.signal else { unreachable!("async ops use Signal::Task") };
+        let Signal::Task(slot) = &self.op.node.signal else {
+            unreachable!("async ops use Signal::Task")
+        };
         let _slot = sync::lock(slot);
         self.op.node.done.load(Ordering::Acquire) == DONE
     }

@@ -496,8 +496,11 @@ impl Semaphore {
     /// which either cancels them or collects their outcome.
     ///
     /// # Safety
-    /// * `waiter` is not queued (it is new, or was finished, or its last outcome
-    ///   was `Granted`/`Closed`, in which case the caller already owns that outcome).
+    /// * `waiter` is not [busy](Waiter::is_busy): it is new, or was finished by
+    ///   `finish_raw` called outside its callback, or its outcome is final
+    ///   `Granted`/`Closed` (then the caller owns that outcome). A waiter whose
+    ///   callback is still running (even one that consumed its outcome from inside)
+    ///   is busy: re-queueing it would let the running notifier overwrite its phase.
     /// * After `Pending`, `waiter` stays valid and unmoved (the `Pin` promises the
     ///   latter), and `ctx` stays valid for `wake`, until `finish_raw` returned.
     /// * `wake(ctx)` may be called from any thread that releases or closes.
@@ -508,6 +511,7 @@ impl Semaphore {
         wake: WakeFn,
         ctx: *mut c_void,
     ) -> Result<RawAcquire, AcquireError> {
+        debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
         // SAFETY: forwarded caller contract.
         unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
     }
@@ -519,8 +523,10 @@ impl Semaphore {
     /// callback has returned or will never be called, so the waiter and its `ctx`
     /// may be freed or reused. If the callback is running on another thread right
     /// now, this waits (spinning, then yielding) until it returns; callbacks must
-    /// therefore be short. Called from inside the waiter's own callback, it returns
-    /// at once (the waiter must then stay valid until the callback returns).
+    /// therefore be short. Called from inside the waiter's own callback (or from a
+    /// callback nested in it, on the same thread), it returns the outcome at once;
+    /// the waiter then stays busy until that callback returns, so it must stay valid
+    /// and must not be re-queued before that.
     ///
     /// A cancelled waiter's partial grant goes back through the release path and
     /// may complete the next waiters. `Granted` means the caller now owns the

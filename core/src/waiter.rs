@@ -184,6 +184,17 @@ impl Waiter {
         }
     }
 
+    /// Whether the semaphore still uses this waiter: it is queued, or its wake
+    /// callback has not returned yet. A busy waiter must not be passed to
+    /// `acquire_raw`, moved or freed; [`Semaphore::finish_raw`](crate::Semaphore::finish_raw)
+    /// called outside its callback ends the busy period.
+    pub fn is_busy(&self) -> bool {
+        !matches!(
+            self.phase.load(Ordering::Acquire),
+            phase::IDLE | phase::GRANTED | phase::CLOSED
+        )
+    }
+
     /// The number of permits the current (or last) request asked for.
     pub fn requested(&self) -> usize {
         self.requested.get()

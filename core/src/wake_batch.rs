@@ -28,12 +28,19 @@ pub(crate) enum Wake {
     },
 }
 
-type InCallback = core::cell::Cell<*const Waiter>;
+/// One running callback, linked to the one it is nested in (a callback that
+/// releases permits runs further callbacks on the same thread, inside its own).
+struct CallbackFrame {
+    waiter: *const Waiter,
+    outer: *const CallbackFrame,
+}
+
+type InCallback = core::cell::Cell<*const CallbackFrame>;
 
 #[cfg(not(volt_loom))]
 std::thread_local! {
-    /// The callback waiter whose callback this thread is running right now, so that
-    /// `finish_raw` called from inside that very callback does not wait for itself.
+    /// The innermost callback this thread is running, so that `finish_raw` called
+    /// from inside a waiter's callback (or one nested in it) does not wait for it.
     static IN_CALLBACK: InCallback = const { InCallback::new(ptr::null()) };
 }
 
@@ -42,9 +49,22 @@ loom::thread_local! {
     static IN_CALLBACK: InCallback = InCallback::new(ptr::null());
 }
 
-/// Whether the current thread is inside `waiter`'s own wake callback.
+/// Whether the current thread is inside `waiter`'s wake callback, directly or
+/// through callbacks nested in it.
 pub(crate) fn in_own_callback(waiter: &Waiter) -> bool {
-    IN_CALLBACK.with(|current| ptr::eq(current.get(), waiter))
+    IN_CALLBACK.with(|current| {
+        let mut frame = current.get();
+        while !frame.is_null() {
+            // SAFETY: frames live on the stacks of `wake_all` calls that are still
+            // running on this thread (each unlinks its frame before returning).
+            let f = unsafe { &*frame };
+            if ptr::eq(f.waiter, waiter) {
+                return true;
+            }
+            frame = f.outer;
+        }
+        false
+    })
 }
 
 pub(crate) struct WakeBatch {
@@ -85,7 +105,11 @@ impl WakeBatch {
                     ctx,
                     final_phase,
                 }) => {
-                    let outer = IN_CALLBACK.with(|current| current.replace(waiter.as_ptr()));
+                    let frame = CallbackFrame {
+                        waiter: waiter.as_ptr(),
+                        outer: IN_CALLBACK.with(|c| c.get()),
+                    };
+                    let outer = IN_CALLBACK.with(|current| current.replace(&frame));
                     // SAFETY: `wake`/`ctx` were registered through `acquire_raw`, whose
                     // contract makes them callable once, from any thread, until the
                     // waiter leaves the NOTIFYING phase (which happens just below).

@@ -26,8 +26,16 @@ fn counts_exactly_across_threads_and_keeps_per_thread_order() {
     let log = Arc::try_unwrap(lock).ok().unwrap().into_inner();
     assert_eq!(log.len(), 20_000);
     for t in 0..4 {
-        let mine: Vec<usize> = log.iter().filter(|(who, _)| *who == t).map(|&(_, i)| i).collect();
-        assert_eq!(mine, (0..5000).collect::<Vec<_>>(), "thread {t}'s operations reordered");
+        let mine: Vec<usize> = log
+            .iter()
+            .filter(|(who, _)| *who == t)
+            .map(|&(_, i)| i)
+            .collect();
+        assert_eq!(
+            mine,
+            (0..5000).collect::<Vec<_>>(),
+            "thread {t}'s operations reordered"
+        );
     }
 }
 
@@ -41,13 +49,20 @@ fn a_panicking_operation_panics_in_its_submitter_only() {
         })
     }));
     assert!(caught.is_err());
-    assert_eq!(lock.run(|v| *v), 1, "the lock stays usable and the state keeps its writes");
+    assert_eq!(
+        lock.run(|v| *v),
+        1,
+        "the lock stays usable and the state keeps its writes"
+    );
 }
 
 #[test]
 fn async_and_blocking_submitters_share_one_lock() {
     let lock = Arc::new(BatchLock::new(0u64));
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .build()
+        .unwrap();
     let blocking = {
         let lock = lock.clone();
         std::thread::spawn(move || (0..5000).for_each(|_| lock.run(|v| *v += 1)))

@@ -22,7 +22,9 @@ fn submitters(threads: usize, ops_each: usize) {
         let handles: Vec<_> = (1..threads)
             .map(|t| {
                 let lock = lock.clone();
-                thread::spawn(move || (0..ops_each).for_each(|i| lock.run(|log: &mut Vec<_>| log.push((t, i)))))
+                thread::spawn(move || {
+                    (0..ops_each).for_each(|i| lock.run(|log: &mut Vec<_>| log.push((t, i))))
+                })
             })
             .collect();
         (0..ops_each).for_each(|i| lock.run(|log: &mut Vec<_>| log.push((0, i))));
@@ -30,7 +32,11 @@ fn submitters(threads: usize, ops_each: usize) {
         let log = lock.run(|log| log.clone());
         assert_eq!(log.len(), threads * ops_each);
         for t in 0..threads {
-            let mine: Vec<_> = log.iter().filter(|(w, _)| *w == t).map(|&(_, i)| i).collect();
+            let mine: Vec<_> = log
+                .iter()
+                .filter(|(w, _)| *w == t)
+                .map(|&(_, i)| i)
+                .collect();
             assert_eq!(mine, (0..ops_each).collect::<Vec<_>>());
         }
     });

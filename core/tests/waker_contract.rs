@@ -201,3 +201,58 @@ fn a_waiter_can_be_reused_after_finish() {
     assert_eq!(p.calls.load(SeqCst), 3);
     assert!(!w.belongs_to(&Semaphore::new(0)));
 }
+
+/// A callback that releases permits runs the next waiter's callback nested in
+/// its own, on the same thread. That inner callback may finish the *outer*
+/// waiter: it gets the outcome at once instead of waiting for a callback that
+/// cannot return before it does.
+#[test]
+fn finishing_an_outer_waiter_from_a_nested_callback_does_not_hang() {
+    struct Pair {
+        sem: Semaphore,
+        outer: Pin<Box<Waiter>>,
+        inner: Pin<Box<Waiter>>,
+        outer_seen_from_inner: Mutex<Option<Finish>>,
+    }
+    unsafe extern "C" fn outer_cb(ctx: *mut c_void) {
+        let p = unsafe { &*(ctx as *const Pair) };
+        p.sem.release(1).unwrap(); // completes `inner`: its callback runs nested here
+    }
+    unsafe extern "C" fn inner_cb(ctx: *mut c_void) {
+        let p = unsafe { &*(ctx as *const Pair) };
+        let outcome = unsafe { p.sem.finish_raw(p.outer.as_ref()) };
+        *p.outer_seen_from_inner.lock().unwrap() = Some(outcome);
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let pair = Box::new(Pair {
+            sem: Semaphore::new(0),
+            outer: Box::pin(Waiter::new()),
+            inner: Box::pin(Waiter::new()),
+            outer_seen_from_inner: Mutex::new(None),
+        });
+        let ctx = &*pair as *const Pair as *mut c_void;
+        unsafe {
+            assert_eq!(
+                pair.sem.acquire_raw(pair.outer.as_ref(), 1, outer_cb, ctx),
+                Ok(RawAcquire::Pending)
+            );
+            assert_eq!(
+                pair.sem.acquire_raw(pair.inner.as_ref(), 1, inner_cb, ctx),
+                Ok(RawAcquire::Pending)
+            );
+        }
+        pair.sem.release(1).unwrap();
+        assert!(!pair.outer.is_busy() && !pair.inner.is_busy());
+        let seen = pair.outer_seen_from_inner.lock().unwrap().take();
+        let outer_after = unsafe { pair.sem.finish_raw(pair.outer.as_ref()) };
+        let inner_after = unsafe { pair.sem.finish_raw(pair.inner.as_ref()) };
+        tx.send((seen, outer_after, inner_after)).unwrap();
+    });
+    let (seen, outer_after, inner_after) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("nested finish_raw hung");
+    assert_eq!(seen, Some(Finish::Granted));
+    assert_eq!(outer_after, Finish::Idle, "consumed from inside");
+    assert_eq!(inner_after, Finish::Granted);
+}
