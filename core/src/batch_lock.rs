@@ -205,6 +205,15 @@ impl<T> BatchLock<T> {
         }
     }
 
+    /// A new lock holding `value`, in a `const` context.
+    #[cfg(not(volt_loom))]
+    pub const fn const_new(value: T) -> Self {
+        BatchLock {
+            tail: AtomicPtr::new(ptr::null_mut()),
+            state: UnsafeCell::new(value),
+        }
+    }
+
     /// Consumes the lock, returning the value.
     pub fn into_inner(self) -> T {
         self.state.into_inner()
@@ -219,7 +228,9 @@ impl<T> BatchLock<T> {
     /// returns its result. Blocks (spins briefly, then parks) until `f` ran; the
     /// calling thread may run other threads' operations meanwhile, as consumer.
     /// A panic in `f` is re-raised here, never in the consumer's thread.
-    pub fn run<R>(&self, f: impl FnOnce(&mut T) -> R) -> R {
+    ///
+    /// `f` may run on another thread (the current consumer's), hence `Send`.
+    pub fn run<R: Send>(&self, f: impl FnOnce(&mut T) -> R + Send) -> R {
         let op = core::pin::pin!(Self::op(f, Signal::Thread(UnsafeCell::new(None))));
         // SAFETY: the op is pinned on this frame and we do not return before it is
         // complete (the loop below).
@@ -258,7 +269,8 @@ impl<T> BatchLock<T> {
     /// dropping the future after its first poll waits until `f` has run.
     pub fn run_async<F, R>(&self, f: F) -> RunAsync<'_, T, F, R>
     where
-        F: FnOnce(&mut T) -> R,
+        F: FnOnce(&mut T) -> R + Send,
+        R: Send,
     {
         RunAsync {
             lock: self,

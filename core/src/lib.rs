@@ -63,6 +63,7 @@ mod batch_lock;
 mod blocking;
 mod error;
 mod mutex;
+mod queue_lock;
 mod rwlock;
 mod semaphore;
 mod sync;

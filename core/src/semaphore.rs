@@ -66,8 +66,15 @@ use core::ptr::NonNull;
 use core::task::Waker;
 
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
-use crate::sync::{self, AtomicUsize, Mutex, MutexGuard, Ordering};
+use crate::queue_lock::QueueLock;
+use crate::sync::{self, AtomicUsize, Ordering};
 use crate::wait_list::WaitList;
+
+/// A `&Waiter` that may enter a critical section running on another thread.
+struct SendRef<'a>(&'a Waiter);
+// SAFETY: `Waiter` is `Sync`; this only exists because the closure capturing it
+// also captures the caller's `Notify`, see `start_acquire`.
+unsafe impl Send for SendRef<'_> {}
 use crate::waiter::{phase, Notify, Waiter, WakeFn};
 use crate::wake_batch::{self, Wake, WakeBatch};
 
@@ -90,7 +97,7 @@ struct CachePadded<T>(T);
 /// See the [crate documentation](crate) for the algorithm and the waker contract.
 pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
-    queue: Mutex<WaitList>,
+    queue: QueueLock,
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
@@ -173,14 +180,14 @@ impl Semaphore {
         assert!(permits <= Self::MAX_PERMITS);
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
-            queue: Mutex::new(WaitList::new()),
+            queue: QueueLock::new(),
         }
     }
 
     fn with_permits(permits: usize) -> Self {
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
-            queue: Mutex::new(WaitList::new()),
+            queue: QueueLock::new(),
         }
     }
 
@@ -262,68 +269,81 @@ impl Semaphore {
     #[cold]
     fn release_slow(&self, n: usize) -> Result<(), ReleaseError> {
         let mut wakes = WakeBatch::new();
-        let guard = sync::lock(&self.queue);
-        let result = self.release_locked(guard, n, &mut wakes);
-        wakes.wake_all();
-        result
+        self.hand_over(n, &mut wakes)
     }
 
-    /// Hands `n` permits to the queue head(s), FIFO, with the lock held; the guard
-    /// is dropped before returning. The caller runs `wakes` afterwards.
-    fn release_locked<'a>(
-        &'a self,
-        mut guard: MutexGuard<'a, WaitList>,
-        n: usize,
-        wakes: &mut WakeBatch,
-    ) -> Result<(), ReleaseError> {
+    /// Hands `n` permits to the queue's head(s) in FIFO order, the surplus to the
+    /// counter, delivering wakes between lock sections of at most one batch.
+    fn hand_over(&self, n: usize, wakes: &mut WakeBatch) -> Result<(), ReleaseError> {
         let mut rem = n;
-        while rem > 0 {
-            let Some(head) = guard.front() else { break };
+        loop {
+            let done = self
+                .queue
+                .with(|list| self.serve_locked(list, &mut rem, wakes));
+            wakes.wake_all();
+            if let Some(result) = done {
+                return result;
+            }
+        }
+    }
+
+    /// With the lock held: gives `rem` permits to the head(s), FIFO. Returns
+    /// `None` when the wake batch filled up first (deliver it, then call again with
+    /// what is left in `rem`), else the outcome; when the queue ends up empty it
+    /// clears `QUEUED` and banks the surplus in the same CAS.
+    fn serve_locked(
+        &self,
+        list: &mut WaitList,
+        rem: &mut usize,
+        wakes: &mut WakeBatch,
+    ) -> Option<Result<(), ReleaseError>> {
+        while *rem > 0 {
+            let Some(head) = list.front() else { break };
             if wakes.is_full() {
-                drop(guard);
-                wakes.wake_all();
-                guard = sync::lock(&self.queue);
-                continue;
+                return None;
             }
             // SAFETY: linked waiters are valid until unlinked (enqueue contract), and
             // `remaining` is guarded by the lock we hold.
             let waiter = unsafe { head.as_ref() };
             let remaining = waiter.remaining.with(|r| unsafe { *r });
-            let given = rem.min(remaining);
+            let given = (*rem).min(remaining);
             // SAFETY: lock-guarded field, lock held.
             waiter
                 .remaining
                 .with_mut(|r| unsafe { *r = remaining - given });
-            rem -= given;
+            *rem -= given;
             if given < remaining {
                 break; // the head is partly served: the hand-off stops here (FIFO)
             }
-            guard.pop_front();
+            list.pop_front();
             // SAFETY: just unlinked under the lock; still valid (see above).
             unsafe { Self::notify_locked(head, phase::GRANTED, wakes) };
         }
-        if !guard.is_empty() {
-            debug_assert_eq!(rem, 0);
-            return Ok(());
+        if !list.is_empty() {
+            debug_assert_eq!(*rem, 0);
+            return Some(Ok(()));
         }
         // The queue is empty: clear QUEUED and bank the surplus in one CAS.
         let mut cur = self.state.0.load(Ordering::Relaxed);
         loop {
             let available = cur >> SHIFT;
-            if available + rem > Self::MAX_PERMITS {
+            if available + *rem > Self::MAX_PERMITS {
                 // Only reachable when the queue was already empty on entry (the
-                // counter is 0 while QUEUED), or emptied by a cancel while a full
-                // wake batch was being delivered; nothing beyond MAX can be stored.
-                return Err(ReleaseError { _private: () });
+                // counter is 0 while QUEUED), or emptied by a cancel between two
+                // wake batches; nothing beyond MAX can be stored.
+                return Some(Err(ReleaseError { _private: () }));
             }
-            let new = ((available + rem) << SHIFT) | (cur & CLOSED);
+            let new = ((available + *rem) << SHIFT) | (cur & CLOSED);
             // Release: publishes to whoever takes the surplus from the counter.
             match self
                 .state
                 .0
                 .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
             {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    *rem = 0;
+                    return Some(Ok(()));
+                }
                 Err(actual) => cur = actual,
             }
         }
@@ -374,39 +394,43 @@ impl Semaphore {
             return; // the first close drains the queue; nobody can enqueue since
         }
         let mut wakes = WakeBatch::new();
-        let mut guard = sync::lock(&self.queue);
         let mut returned = 0usize;
-        while let Some(head) = guard.front() {
-            if wakes.is_full() {
-                drop(guard);
-                wakes.wake_all();
-                guard = sync::lock(&self.queue);
-                continue;
-            }
-            guard.pop_front();
-            // SAFETY: was linked, so valid; lock-guarded fields, lock held.
-            unsafe {
-                let w = head.as_ref();
-                returned += w.requested.get() - w.remaining.with(|r| *r);
-                Self::notify_locked(head, phase::CLOSED, &mut wakes);
-            }
-        }
-        // Empty queue: clear QUEUED and bank the partial grants. No overflow: the
-        // counter was 0 while waiters were queued, and what they were granted fits.
-        let mut cur = self.state.0.load(Ordering::Relaxed);
         loop {
-            let new = (((cur >> SHIFT) + returned) << SHIFT) | CLOSED;
-            match self
-                .state
-                .0
-                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => break,
-                Err(actual) => cur = actual,
+            let drained = self.queue.with(|list| {
+                while let Some(head) = list.front() {
+                    if wakes.is_full() {
+                        return false;
+                    }
+                    list.pop_front();
+                    // SAFETY: was linked, so valid; lock-guarded fields, lock held.
+                    unsafe {
+                        let w = head.as_ref();
+                        returned += w.requested.get() - w.remaining.with(|r| *r);
+                        Self::notify_locked(head, phase::CLOSED, &mut wakes);
+                    }
+                }
+                // Empty queue: clear QUEUED and bank the partial grants. No overflow:
+                // the counter was 0 while waiters were queued, and what they were
+                // granted fits.
+                let mut cur = self.state.0.load(Ordering::Relaxed);
+                loop {
+                    let new = (((cur >> SHIFT) + returned) << SHIFT) | CLOSED;
+                    match self.state.0.compare_exchange_weak(
+                        cur,
+                        new,
+                        Ordering::Release,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => return true,
+                        Err(actual) => cur = actual,
+                    }
+                }
+            });
+            wakes.wake_all();
+            if drained {
+                return;
             }
         }
-        drop(guard);
-        wakes.wake_all();
     }
 
     /// Starts an acquire: takes the permits at once if it can, else queues
@@ -430,59 +454,66 @@ impl Semaphore {
         // Slow path: lock *before* the CAS that drains the counter, so the decision
         // to queue and the queueing are one step as seen by lock-taking releasers;
         // lock-free releasers are handled by the QUEUED bit in the same CAS.
-        let mut guard = sync::lock(&self.queue);
-        let mut cur = self.state.0.load(Ordering::Relaxed);
-        loop {
-            if cur & CLOSED != 0 {
-                return Err(AcquireError::Closed);
-            }
-            let available = cur >> SHIFT; // 0 if QUEUED (invariant 2)
-            let (new, taken) = if available >= n {
-                (cur - (n << SHIFT), n)
-            } else {
-                (QUEUED, available) // drain everything, mark the queue non-empty
-            };
-            // Acquire: pairs with the Release that banked the drained permits.
-            match self
-                .state
-                .0
-                .compare_exchange_weak(cur, new, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) if taken == n => return Ok(RawAcquire::Ready),
-                Ok(_) => {
-                    waiter.requested.set(n);
-                    waiter.semaphore.set(self as *const Self as *const ());
-                    // SAFETY: lock-guarded fields, lock held; the waiter is not yet
-                    // reachable by anyone else.
-                    waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
-                    let notify = notify();
-                    waiter.notify.with_mut(|slot| unsafe { *slot = notify });
-                    waiter.phase.store(phase::WAITING, Ordering::Relaxed);
-                    // SAFETY: not linked (caller contract), stays valid and pinned
-                    // until finished; lock held.
-                    unsafe { guard.push_back(NonNull::from(waiter)) };
-                    return Ok(RawAcquire::Pending);
+        let notify = notify();
+        let waiter = SendRef(waiter);
+        let (result, unused) = self.queue.with(move |list| {
+            let waiter = waiter.0;
+            let mut cur = self.state.0.load(Ordering::Relaxed);
+            loop {
+                if cur & CLOSED != 0 {
+                    return (Err(AcquireError::Closed), Some(notify));
                 }
-                Err(actual) => cur = actual,
+                let available = cur >> SHIFT; // 0 if QUEUED (invariant 2)
+                let (new, taken) = if available >= n {
+                    (cur - (n << SHIFT), n)
+                } else {
+                    (QUEUED, available) // drain everything, mark the queue non-empty
+                };
+                // Acquire: pairs with the Release that banked the drained permits.
+                match self.state.0.compare_exchange_weak(
+                    cur,
+                    new,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) if taken == n => return (Ok(RawAcquire::Ready), Some(notify)),
+                    Ok(_) => {
+                        waiter.requested.set(n);
+                        waiter.semaphore.set(self as *const Self as *const ());
+                        // SAFETY: lock-guarded fields, lock held; the waiter is not
+                        // yet reachable by anyone else.
+                        waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
+                        waiter.notify.with_mut(|slot| unsafe { *slot = notify });
+                        waiter.phase.store(phase::WAITING, Ordering::Relaxed);
+                        // SAFETY: not linked (caller contract), stays valid and
+                        // pinned until finished; lock held.
+                        unsafe { list.push_back(NonNull::from(waiter)) };
+                        return (Ok(RawAcquire::Pending), None);
+                    }
+                    Err(actual) => cur = actual,
+                }
             }
-        }
+        });
+        drop(unused); // a Waker's drop is user code: outside the lock
+        result
     }
 
     /// Replaces the waker of a queued `Waker` waiter. Returns `false` if the waiter
     /// is no longer queued (its outcome is decided: poll again).
     pub(crate) fn update_waker(&self, waiter: &Waiter, waker: &Waker) -> bool {
-        let _guard = sync::lock(&self.queue);
-        if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
-            return false;
-        }
-        // SAFETY: lock-guarded field, lock held; the waiter is queued here.
-        waiter.notify.with_mut(|slot| unsafe {
-            match &mut *slot {
-                Notify::Waker(old) if old.will_wake(waker) => {}
-                other => *other = Notify::Waker(waker.clone()),
+        let old = self.queue.with(|_| {
+            if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+                return None;
             }
+            // SAFETY: lock-guarded field, lock held; the waiter is queued here.
+            waiter.notify.with_mut(|slot| unsafe {
+                match &mut *slot {
+                    Notify::Waker(old) if old.will_wake(waker) => Some(Notify::None),
+                    other => Some(core::mem::replace(other, Notify::Waker(waker.clone()))),
+                }
+            })
         });
-        true
+        old.is_some() // dropping the old waker happens here, outside the lock
     }
 
     /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`.
@@ -581,36 +612,42 @@ impl Semaphore {
 
     /// Removes a WAITING waiter. `None` if a notifier unlinked it first.
     fn cancel_queued(&self, waiter: &Waiter) -> Option<Finish> {
-        let guard = sync::lock(&self.queue);
-        if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
-            return None;
-        }
-        let mut guard = guard;
-        // SAFETY: WAITING under the lock means linked in this semaphore's queue
-        // (finish_raw's contract names the semaphore); fields are lock-guarded.
-        let (returned, notify) = unsafe {
-            guard.remove(NonNull::from(waiter));
-            let returned = waiter.requested.get() - waiter.remaining.with(|r| *r);
-            let notify = waiter
-                .notify
-                .with_mut(|n| core::mem::replace(&mut *n, Notify::None));
-            (returned, notify)
-        };
-        waiter.phase.store(phase::IDLE, Ordering::Relaxed);
         let mut wakes = WakeBatch::new();
-        if returned > 0 {
-            // Cannot fail: these permits came out of this semaphore, and the counter
-            // is 0 while anything is queued.
-            let _ = self.release_locked(guard, returned, &mut wakes);
-        } else if guard.is_empty() {
-            // The counter is 0 (invariant 2); just clear QUEUED.
-            self.state.0.fetch_and(!QUEUED, Ordering::Relaxed);
-            drop(guard);
-        } else {
-            drop(guard);
-        }
+        let (returned, rem, served, notify) = self.queue.with(|list| {
+            if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+                return None;
+            }
+            // SAFETY: WAITING under the lock means linked in this semaphore's queue
+            // (finish_raw's contract names the semaphore); fields are lock-guarded.
+            let (returned, notify) = unsafe {
+                list.remove(NonNull::from(waiter));
+                let returned = waiter.requested.get() - waiter.remaining.with(|r| *r);
+                let notify = waiter
+                    .notify
+                    .with_mut(|n| core::mem::replace(&mut *n, Notify::None));
+                (returned, notify)
+            };
+            waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+            let mut rem = returned;
+            let served = if returned > 0 {
+                // The partial grant goes on to the next waiters, FIFO. Cannot
+                // overflow: these permits came out of this semaphore, and the
+                // counter is 0 while anything is queued.
+                self.serve_locked(list, &mut rem, &mut wakes).is_some()
+            } else {
+                if list.is_empty() {
+                    // The counter is 0 (invariant 2); just clear QUEUED.
+                    self.state.0.fetch_and(!QUEUED, Ordering::Relaxed);
+                }
+                true
+            };
+            Some((returned, rem, served, notify))
+        })?;
         drop(notify); // a Waker's drop is user code: outside the lock
         wakes.wake_all();
+        if !served {
+            let _ = self.hand_over(rem, &mut wakes); // a full wake batch interrupted it
+        }
         Some(Finish::Cancelled { returned })
     }
 }
