@@ -22,12 +22,14 @@ lint:
 
 test-core:
 	cargo test -p volt-sem
+	cargo test -p volt-sem --features batch-lock --test batch_lock
+	cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  cargo test -p volt-sem --release --test loom --test loom_batch
+	  cargo test -p volt-sem --release --features batch-lock --test loom --test loom_batch
 
 test-miri:
 	@bash scripts/miri.sh
@@ -55,4 +57,5 @@ demo-node:
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:
-	cargo bench -p volt-sem
+	cargo bench -p volt-sem --bench semaphore
+	cargo bench -p volt-sem --features batch-lock --bench batch_lock

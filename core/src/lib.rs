@@ -29,6 +29,10 @@
 //!
 //! `Mutex` and `RwLock` are built on the same semaphore and inherit its fairness.
 //!
+//! Feature `batch-lock` (experimental) exposes `BatchLock`, a combining critical
+//! section; `batch-queue` (experimental) guards the wait queue with it. Both are
+//! off by default because they measured slower; see `docs/benchmarks.md`.
+//!
 //! # The waker contract
 //!
 //! A waiter queued through [`Semaphore::acquire_raw`] carries `wake: WakeFn` and
@@ -59,6 +63,7 @@
 #![warn(missing_docs)]
 
 mod acquire;
+#[cfg(any(feature = "batch-lock", feature = "batch-queue"))]
 mod batch_lock;
 mod blocking;
 mod error;
@@ -72,6 +77,7 @@ mod waiter;
 mod wake_batch;
 
 pub use acquire::{Acquire, OwnedPermit, Permit};
+#[cfg(feature = "batch-lock")]
 pub use batch_lock::{BatchLock, RunAsync};
 pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
 pub use mutex::{Mutex, MutexGuard};

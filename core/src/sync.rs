@@ -7,17 +7,22 @@
 
 #[cfg(volt_loom)]
 pub(crate) use loom::{
-    sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(not(volt_loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicPtr, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
     thread,
 };
+
+#[cfg(all(volt_loom, any(feature = "batch-lock", feature = "batch-queue")))]
+pub(crate) use loom::sync::atomic::AtomicPtr;
+#[cfg(all(not(volt_loom), any(feature = "batch-lock", feature = "batch-queue")))]
+pub(crate) use std::sync::atomic::AtomicPtr;
 
 /// `UnsafeCell` with loom's closure-based access API, so loom can check that
 /// every access to a lock-guarded field really happens under the lock.

@@ -1,5 +1,6 @@
 //! `BatchLock`: every operation runs exactly once, per-thread order is kept,
 //! panics stay with their submitter, and the async form works on a runtime.
+#![cfg(feature = "batch-lock")]
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! loom models of `BatchLock`'s wait-free submit and consumer hand-off.
 //! Part of `make test-loom`.
-#![cfg(volt_loom)]
+#![cfg(all(volt_loom, feature = "batch-lock"))]
 
 use loom::sync::Arc;
 use loom::thread;
