@@ -230,3 +230,31 @@ def test_cancelled_waiter_does_not_block_fifo(run):
         await asyncio.gather(a, b, return_exceptions=True)
 
     run(main())
+
+
+def test_close_and_drop_while_waiting_return_partial_grants(run):
+    """`close()` on a waiting acquire, and dropping one (the Drop backstop), both
+    hand back what it had been granted."""
+    import gc
+
+    sem = Semaphore(0)
+
+    async def main():
+        aw = sem.acquire(3)
+        fut = aw.send(None)  # parks: yields the Future a task would wait on
+        assert isinstance(fut, asyncio.Future) and aw.waiting
+        sem.release(1)  # partial grant to aw
+        nxt = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        aw.close()
+        assert not aw.waiting
+        assert await nxt is True  # aw's partial permit went on
+        aw2 = sem.acquire(2)
+        aw2.send(None)
+        sem.release(1)  # partial grant to aw2
+        assert sem.available_permits == 0
+        del aw2
+        gc.collect()
+        assert sem.available_permits == 1
+
+    run(main())
