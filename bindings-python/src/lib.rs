@@ -42,6 +42,10 @@
 //! only when `py_done` is set, which is the normal "woken, now resume" path; every
 //! other finish (cancel while queued, drop) runs with the GIL released
 //! (`py.detach`). After `py_done` nothing left in the callback needs the GIL.
+//! Blocking waits finish with the GIL released too, although their own callback
+//! only unparks: a notifier runs a whole batch of callbacks in order, so the
+//! callback of an async waiter granted just before ours may hold ours back while
+//! it waits for the GIL.
 //!
 //! A GIL-free design (a per-loop queue plus an eventfd watched by `add_reader`)
 //! was considered: it avoids the GIL in cross-thread wakes, but same-thread wakes,
@@ -693,7 +697,7 @@ impl Ready {
 // ---------------------------------------------------------------------------
 
 /// The context of a parked thread's waiter: its callback only unparks, without
-/// the GIL, so `finish_raw` on it may run with the GIL held.
+/// the GIL.
 struct Parked {
     waiter: Waiter,
     thread: Thread,
@@ -766,9 +770,12 @@ fn blocking_acquire(
             break;
         }
     }
-    // SAFETY: queued on `core` above. The callback never needs the GIL, so holding
-    // it here cannot block the callback this may wait for.
-    let finish = unsafe { core.finish_raw(waiter) };
+    // Without the GIL: our own callback only unparks, but the notifier runs a whole
+    // batch of callbacks in order, and one before ours (an async waiter's) may be
+    // waiting for the GIL; `finish_raw` waits for our callback, so holding the GIL
+    // here could deadlock (seen in the stress test).
+    // SAFETY: queued on `core` above.
+    let finish = py.detach(|| unsafe { core.finish_raw(waiter) });
     drop(parked);
     match (finish, interrupted) {
         (Finish::Granted, Some(e)) => {
