@@ -1,9 +1,16 @@
 #!/usr/bin/env python3
-"""Turns criterion's results (target/criterion/*/*/new/estimates.json) into the
-Rust tables of docs/benchmarks.md: median time per operation for each peer, and
-volt-sem's time as a ratio of each peer's (below 1.0 = volt-sem faster).
+"""Turns criterion's results (target/criterion/...) into the Rust tables of
+docs/benchmarks.md: median time per operation for each peer, and volt-sem's
+time as a ratio of each peer's (below 1.0 = volt-sem faster).
 
-Usage: cargo bench -p volt-sem && python3 scripts/bench_report.py > /tmp/rust.md
+Usage (`make bench` runs the first two):
+  cargo bench -p volt-sem --bench semaphore -- --save-baseline mutex-queue
+  cargo bench -p volt-sem --features batch-lock --bench batch_lock
+  cargo bench -p volt-sem --features batch-queue --bench semaphore -- \
+      --save-baseline batch-queue "c_contended|c2_contended|d_handoff|e_mutex"
+  python3 scripts/bench_report.py            # peers tables
+  python3 scripts/bench_report.py locks      # BatchLock vs std vs parking_lot
+  python3 scripts/bench_report.py experiment # mutex-guarded vs BatchLock-guarded queue
 """
 import json
 import os
@@ -21,15 +28,48 @@ TITLES = {
 }
 
 
-def median_ns(group, bench):
-    path = os.path.join(ROOT, group, bench, "new", "estimates.json")
+def median_ns(group, bench, baseline="new"):
+    path = os.path.join(ROOT, group, bench, baseline, "estimates.json")
     with open(path) as f:
         return json.load(f)["median"]["point_estimate"]
+
+
+def locks():
+    print("| critical section | threads | BatchLock ns/op | std::Mutex ns/op | parking_lot ns/op | BatchLock / parking_lot |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for cs in ["short", "long"]:
+        for threads in [2, 4]:
+            g = f"lock_{cs}_{threads}t"
+            b, m, p = (median_ns(g, x) for x in ["BatchLock", "std__Mutex", "parking_lot"])
+            print(f"| {cs} | {threads} | {b:.1f} | {m:.1f} | {p:.1f} | {b / p:.2f}x |")
+    print()
+    with open(os.path.join(ROOT, "fairness.json")) as f:
+        rows = json.load(f)
+    print("| critical section | threads | lock | ops/s (fixed 500 ms) | spread (max-min)/mean |")
+    print("|---|---:|---|---:|---:|")
+    for r in rows:
+        print(f"| {r['cs']} | {r['threads']} | {r['lock']} | {r['ops_per_sec'] / 1e6:.1f} M | {r['spread']:.3f} |")
+    print()
+
+
+def experiment():
+    print("| workload | mutex-guarded queue (default) ns/op | BatchLock-guarded queue ns/op | batch / mutex |")
+    print("|---|---:|---:|---:|")
+    for group in ["c_contended_8_tasks_2_permits", "c2_contended_held_across_yield",
+                  "d_handoff_chain_64", "e_mutex_2_threads_blocking"]:
+        m = median_ns(group, "volt-sem", "mutex-queue")
+        b = median_ns(group, "volt-sem", "batch-queue")
+        print(f"| {TITLES[group]} | {m:.1f} | {b:.1f} | {b / m:.2f}x |")
+    print()
 
 
 def main():
     if not os.path.isdir(ROOT):
         sys.exit(f"no criterion results under {ROOT}: run `cargo bench -p volt-sem` first")
+    if sys.argv[1:] == ["locks"]:
+        return locks()
+    if sys.argv[1:] == ["experiment"]:
+        return experiment()
     for group, title in TITLES.items():
         gdir = os.path.join(ROOT, group)
         if not os.path.isdir(gdir):

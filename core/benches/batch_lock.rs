@@ -2,7 +2,8 @@
 //! fixed work per thread) and fairness (fixed time, spread of per-thread
 //! operation counts), 2 and 4 threads, a short critical section (increment a
 //! counter) and a longer one (touch 8 cache lines). `cargo bench -p volt-sem
-//! --bench batch_lock`; fairness results go to target/criterion/fairness.json.
+//! --features batch-lock --bench batch_lock`; fairness results go to
+//! target/criterion/fairness.json.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -171,10 +172,11 @@ fn report_fairness() {
             }
         }
     }
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let path = std::path::Path::new(&dir)
-        .join("criterion")
-        .join("fairness.json");
+    // Beside criterion's own results (benches run with the package as cwd).
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap();
+    let path = target.join("criterion").join("fairness.json");
     let _ = std::fs::create_dir_all(path.parent().unwrap());
     let _ = std::fs::write(&path, format!("[{}]\n", rows.join(",\n")));
 }
