@@ -57,5 +57,9 @@ demo-node:
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:
-	cargo bench -p volt-sem --bench semaphore
+	cargo bench -p volt-sem --bench semaphore -- --save-baseline mutex-queue
 	cargo bench -p volt-sem --features batch-lock --bench batch_lock
+	cargo bench -p volt-sem --features batch-queue --bench semaphore -- --save-baseline batch-queue \
+	  "c_contended|c2_contended|d_handoff|e_mutex"
+	python3 scripts/bench_report.py && python3 scripts/bench_report.py locks && \
+	  python3 scripts/bench_report.py experiment

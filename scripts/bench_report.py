@@ -28,7 +28,12 @@ TITLES = {
 }
 
 
-def median_ns(group, bench, baseline="new"):
+def median_ns(group, bench, baseline=None):
+    """The median of `baseline`; by default the `mutex-queue` baseline (the
+    default build, saved by `make bench`) if there is one, else the last run."""
+    if baseline is None:
+        saved = os.path.join(ROOT, group, bench, "mutex-queue")
+        baseline = "mutex-queue" if os.path.isdir(saved) else "new"
     path = os.path.join(ROOT, group, bench, baseline, "estimates.json")
     with open(path) as f:
         return json.load(f)["median"]["point_estimate"]
