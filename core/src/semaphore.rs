@@ -405,7 +405,7 @@ impl Semaphore {
                     // SAFETY: was linked, so valid; lock-guarded fields, lock held.
                     unsafe {
                         let w = head.as_ref();
-                        returned += w.requested.get() - w.remaining.with(|r| *r);
+                        returned += w.requested() - w.remaining.with(|r| *r);
                         Self::notify_locked(head, phase::CLOSED, &mut wakes);
                     }
                 }
@@ -478,8 +478,10 @@ impl Semaphore {
                 ) {
                     Ok(_) if taken == n => return (Ok(RawAcquire::Ready), Some(notify)),
                     Ok(_) => {
-                        waiter.requested.set(n);
-                        waiter.semaphore.set(self as *const Self as *const ());
+                        waiter.requested.store(n, Ordering::Relaxed);
+                        waiter
+                            .semaphore
+                            .store(self as *const Self as *mut (), Ordering::Relaxed);
                         // SAFETY: lock-guarded fields, lock held; the waiter is not
                         // yet reachable by anyone else.
                         waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
@@ -621,7 +623,7 @@ impl Semaphore {
             // (finish_raw's contract names the semaphore); fields are lock-guarded.
             let (returned, notify) = unsafe {
                 list.remove(NonNull::from(waiter));
-                let returned = waiter.requested.get() - waiter.remaining.with(|r| *r);
+                let returned = waiter.requested() - waiter.remaining.with(|r| *r);
                 let notify = waiter
                     .notify
                     .with_mut(|n| core::mem::replace(&mut *n, Notify::None));

@@ -19,9 +19,9 @@ pub(crate) use std::{
     thread,
 };
 
-#[cfg(all(volt_loom, any(feature = "batch-lock", feature = "batch-queue")))]
+#[cfg(volt_loom)]
 pub(crate) use loom::sync::atomic::AtomicPtr;
-#[cfg(all(not(volt_loom), any(feature = "batch-lock", feature = "batch-queue")))]
+#[cfg(not(volt_loom))]
 pub(crate) use std::sync::atomic::AtomicPtr;
 
 /// `UnsafeCell` with loom's closure-based access API, so loom can check that

@@ -4,22 +4,22 @@
 //! struct, a binding's object), so waiting never allocates. Its fields fall into
 //! three ownership classes, and every access below respects them:
 //!
-//! * **owner fields** (`requested`, `semaphore`): written by the owning thread
-//!   while the waiter is not queued, read by others only after the enqueue
-//!   published them under the semaphore lock;
+//! * **request fields** (`requested`, `semaphore`): written by the owning thread
+//!   under the semaphore lock when it enqueues, read by notifiers under that
+//!   lock; relaxed atomics only so that the public getters may be called from any
+//!   thread at any time without a data race;
 //! * **lock-guarded fields** (`links`, `remaining`, `notify`): read and written only
 //!   with the semaphore's queue lock held, except that the owner may write
 //!   `notify` before the waiter is published and a notifier reads a callback
 //!   `notify` after popping the waiter (see `Phase::NOTIFYING_*`);
 //! * **`phase`**: an atomic, the only field read without the lock.
 
-use core::cell::Cell;
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 use core::task::Waker;
 
-use crate::sync::{AtomicU8, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
 /// A wake callback: called once, with the context pointer given at enqueue time,
 /// when a queued waiter's grant is complete or its semaphore was closed.
@@ -104,9 +104,9 @@ pub struct Waiter {
     /// Permits still missing. Lock-guarded.
     pub(crate) remaining: UnsafeCell<usize>,
     /// Permits asked for by the current request. Owner field.
-    pub(crate) requested: Cell<usize>,
+    pub(crate) requested: AtomicUsize,
     /// The semaphore this waiter was last enqueued on (identity only). Owner field.
-    pub(crate) semaphore: Cell<*const ()>,
+    pub(crate) semaphore: AtomicPtr<()>,
     pub(crate) notify: UnsafeCell<Notify>,
     pub(crate) phase: AtomicU8,
     _pinned: PhantomPinned,
@@ -114,8 +114,7 @@ pub struct Waiter {
 
 // SAFETY: every field shared between threads is either atomic (`phase`) or guarded
 // by the queue lock of the semaphore the waiter is linked into; the owner fields
-// (`requested`, `semaphore`) are written only while no other thread can reach the
-// waiter and are published to notifiers by that lock. The raw `ctx` pointer in a
+// (`requested`, `semaphore`) are relaxed atomics written under that lock. The raw `ctx` pointer in a
 // callback is opaque to the crate; its thread-safety is the caller's contract
 // (documented on `acquire_raw`).
 unsafe impl Send for Waiter {}
@@ -132,7 +131,7 @@ impl core::fmt::Debug for Waiter {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Waiter")
             .field("state", &self.state())
-            .field("requested", &self.requested.get())
+            .field("requested", &self.requested())
             .finish_non_exhaustive()
     }
 }
@@ -147,8 +146,8 @@ impl Waiter {
                 next: None,
             }),
             remaining: UnsafeCell::new(0),
-            requested: Cell::new(0),
-            semaphore: Cell::new(core::ptr::null()),
+            requested: AtomicUsize::new(0),
+            semaphore: AtomicPtr::new(core::ptr::null_mut()),
             notify: UnsafeCell::new(Notify::None),
             phase: AtomicU8::new(phase::IDLE),
             _pinned: PhantomPinned,
@@ -164,8 +163,8 @@ impl Waiter {
                 next: None,
             }),
             remaining: UnsafeCell::new(0),
-            requested: Cell::new(0),
-            semaphore: Cell::new(core::ptr::null()),
+            requested: AtomicUsize::new(0),
+            semaphore: AtomicPtr::new(core::ptr::null_mut()),
             notify: UnsafeCell::new(Notify::None),
             phase: AtomicU8::new(phase::IDLE),
             _pinned: PhantomPinned,
@@ -201,12 +200,15 @@ impl Waiter {
 
     /// The number of permits the current (or last) request asked for.
     pub fn requested(&self) -> usize {
-        self.requested.get()
+        self.requested.load(Ordering::Relaxed)
     }
 
     /// Whether this waiter was last enqueued on `semaphore`. Lets the C ABI reject
     /// a cancel aimed at the wrong semaphore instead of corrupting a queue.
     pub fn belongs_to(&self, semaphore: &crate::Semaphore) -> bool {
-        core::ptr::eq(self.semaphore.get(), semaphore as *const _ as *const ())
+        core::ptr::eq(
+            self.semaphore.load(Ordering::Relaxed),
+            semaphore as *const _ as *const (),
+        )
     }
 }
