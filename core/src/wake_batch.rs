@@ -4,8 +4,9 @@
 //! holding the lock would let arbitrary user code (a `Waker`, a C callback, a
 //! binding's loop hand-off) run under it, so they are gathered here, at most
 //! `CAPACITY` at a time with no allocation, and run by [`WakeBatch::wake_all`]
-//! once the lock is released. When the batch fills up, the caller drops the lock,
-//! wakes the batch and re-takes the lock.
+//! once the lock is released. When the batch fills up, the critical section
+//! ends early, the batch is delivered, and a new critical section continues
+//! (`Semaphore::hand_over`, `Semaphore::close`).
 
 use core::ffi::c_void;
 use core::ptr::{self, NonNull};
