@@ -12,6 +12,12 @@
  *   Acquired permits belong to the caller until it passes them to
  *   volt_sem_release(); nothing is released automatically.
  *
+ * COUNTS
+ *   A count `n` must be 1..=volt_max_permits(). Unlike the Rust, Python and Node
+ *   APIs, where acquire(0) is an immediate no-op, the C ABI rejects n == 0 with
+ *   VOLT_INVALID_ARGUMENT: in C a zero count is far more often an uninitialised
+ *   or miscomputed variable than a request.
+ *
  * THREADS
  *   Every function may be called from any thread, concurrently, on the same
  *   semaphore. A volt_waiter has one owner at a time: calls that take a given
