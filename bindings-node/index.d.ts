@@ -75,8 +75,9 @@ export declare class Semaphore {
 
   /**
    * Takes `n` permits if they are available now and nobody is queued.
-   * @returns whether the permits were taken (`false` on a closed semaphore).
+   * @returns whether the permits were taken.
    * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`.
+   * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is closed.
    */
   tryAcquire(n?: number): boolean;
 
@@ -94,7 +95,7 @@ export declare class Semaphore {
 
   /**
    * Closes the semaphore: pending and future acquires reject with
-   * `ERR_VOLT_CLOSED`, `tryAcquire` returns false; `release` still works.
+   * `ERR_VOLT_CLOSED` and `tryAcquire` throws it; `release` still works.
    * Affects every thread attached to it.
    */
   close(): void;

@@ -171,6 +171,7 @@ class Semaphore {
     if (n !== 1) checkCount(n, 'n');
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) return true;
+    if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
     if (r === 3) throw new RangeError(`volt-sem: cannot acquire ${n} permits`);
     return false;
   }

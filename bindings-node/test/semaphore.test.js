@@ -151,7 +151,7 @@ test('close rejects pending and new acquires with ERR_VOLT_CLOSED; release still
   assert.equal(s.closed, true);
   await assert.rejects(pending, (e) => e instanceof Error && e.code === 'ERR_VOLT_CLOSED');
   await assert.rejects(s.acquire(1), { code: 'ERR_VOLT_CLOSED' });
-  assert.equal(s.tryAcquire(1), false);
+  assert.throws(() => s.tryAcquire(1), { code: 'ERR_VOLT_CLOSED' });
   assert.equal(s.availablePermits, 1, 'the partial grant was banked');
   s.release(1);
   assert.equal(s.availablePermits, 2);
