@@ -47,13 +47,19 @@
 //!    is held**, so it may call back into the semaphore: release, try-acquire,
 //!    queue another waiter, even [`Semaphore::finish_raw`] on its own waiter.
 //! 3. It must be short and must not block: [`Semaphore::finish_raw`] on another
-//!    thread waits for it to return.
-//! 4. **Lifetime rule:** after `finish_raw(waiter)` returns, the callback has
-//!    returned or will never be called, and the semaphore holds no reference to
-//!    the waiter. Only then may the waiter or `ctx` be freed or reused. Every
-//!    `Pending` waiter must be finished exactly once; `finish_raw` both cancels
-//!    (handing back a partial grant) and collects a completed outcome
-//!    (`Granted`: the caller owns the permits).
+//!    thread waits for it to return. One release may complete several waiters;
+//!    their callbacks run one after another on the releasing thread, so a
+//!    callback that blocks (say, on an interpreter lock) also delays the
+//!    callbacks after it, and anyone finishing those waiters. Never call
+//!    `finish_raw` while holding a lock that a callback may need.
+//! 4. **Lifetime rule:** after `finish_raw(waiter)` returns (called outside the
+//!    waiter's callback), the callback has returned or will never be called, and
+//!    the semaphore holds no reference to the waiter. Only then may the waiter or
+//!    `ctx` be freed or reused. Every `Pending` waiter must be finished exactly
+//!    once; `finish_raw` both cancels (handing back a partial grant) and collects
+//!    a completed outcome (`Granted`: the caller owns the permits). Called from
+//!    inside the callback (or a callback nested in it), it collects the outcome at
+//!    once and the waiter stays busy until the callback returns.
 //! 5. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.
 //!
