@@ -35,7 +35,10 @@
  *   - It is never called while an internal lock is held: it may call back into
  *     the library (volt_sem_release(), volt_sem_try_acquire(), volt_sem_acquire()
  *     with another waiter, volt_waiter_status() and volt_sem_cancel() on its own
- *     waiter). It must not call volt_sem_cancel() on another waiter.
+ *     waiter, or on a waiter whose callback it runs nested in: a release from
+ *     a callback runs the next waiters' callbacks inside it). Such a cancel only
+ *     collects the outcome; the waiter stays busy until its owner's cancel from
+ *     outside. It must not cancel any other waiter.
  *   - It must be short and must not block: the owner's volt_sem_cancel() waits for
  *     it. Typical bodies: set a flag, post to an event loop (uv_async_send), signal
  *     a condition variable.

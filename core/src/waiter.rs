@@ -198,6 +198,15 @@ impl Waiter {
         )
     }
 
+    /// Whether the current thread is running this waiter's wake callback, directly
+    /// or through callbacks nested in it (a callback that releases permits runs
+    /// the next waiters' callbacks inside its own). There,
+    /// [`finish_raw`](crate::Semaphore::finish_raw) collects the outcome at once
+    /// but the waiter stays [busy](Self::is_busy) until the callback returns.
+    pub fn in_own_callback(&self) -> bool {
+        crate::wake_batch::in_own_callback(self)
+    }
+
     /// The number of permits the current (or last) request asked for.
     pub fn requested(&self) -> usize {
         self.requested.load(Ordering::Relaxed)

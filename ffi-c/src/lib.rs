@@ -15,10 +15,10 @@
 //!   owner's `volt_sem_cancel` returned), the user's callback, and one strong
 //!   reference to the semaphore it is queued on, so that freeing every handle
 //!   while a waiter is queued cannot free the queue under it.
-//! * The core callback is a trampoline that records which waiter's callback this
-//!   thread is running, so `volt_sem_cancel` can tell a call from inside the
-//!   waiter's own callback (collects the outcome, the waiter stays busy) from the
-//!   owner's final call (which waits for the callback and frees the waiter).
+//! * The core tells whether this thread is inside a waiter's callback (or one
+//!   nested in it), so `volt_sem_cancel` can tell a call from inside (collects
+//!   the outcome, the waiter stays busy) from the owner's final call (which waits
+//!   for the callback and frees the waiter).
 //! * Every entry point catches panics and returns `VOLT_PANIC` or a documented
 //!   default; every pointer is checked for NULL.
 
@@ -141,13 +141,8 @@ const _: () = {
     assert!(std::mem::align_of::<volt_waiter>() == VOLT_WAITER_ALIGN);
 };
 
-std::thread_local! {
-    /// The slot whose wake callback this thread is running (innermost), if any.
-    static IN_CALLBACK: Cell<*const Slot> = const { Cell::new(ptr::null()) };
-}
-
-/// The core's callback for every C waiter: runs the user's callback, noting which
-/// waiter it belongs to so that `volt_sem_cancel` knows when it is called from it.
+/// The core's callback for every C waiter: calls the user's callback with the
+/// user's context (the core's context is the slot).
 unsafe extern "C" fn trampoline(ctx: *mut c_void) {
     let slot = ctx as *const Slot;
     // SAFETY: `ctx` is the slot passed to `acquire_raw` in `volt_sem_acquire`. The
@@ -157,17 +152,11 @@ unsafe extern "C" fn trampoline(ctx: *mut c_void) {
     // before the waiter was queued; the queue lock orders those writes before
     // this read.
     let (wake, user_ctx) = unsafe { ((*slot).wake.get(), (*slot).ctx.get()) };
-    let outer = IN_CALLBACK.with(|current| current.replace(slot));
     if let Some(wake) = wake {
         // SAFETY: the caller of `volt_sem_acquire` promised that `wake(ctx)` may be
         // called once, from any thread, until the waiter is finished.
         unsafe { wake(user_ctx) };
     }
-    IN_CALLBACK.with(|current| current.set(outer));
-}
-
-fn in_own_callback(slot: &Slot) -> bool {
-    IN_CALLBACK.with(|current| ptr::eq(current.get(), slot))
 }
 
 /// Borrows the semaphore behind a handle, or `None` for NULL.
@@ -559,7 +548,8 @@ pub unsafe extern "C" fn volt_sem_cancel(
         else {
             return VOLT_INVALID_ARGUMENT;
         };
-        let inside = in_own_callback(slot);
+        // Inside this waiter's callback, or one nested in it (the core tracks both).
+        let inside = slot.waiter.in_own_callback();
         if !inside && !slot.busy.load(Ordering::Acquire) {
             return VOLT_IDLE;
         }

@@ -109,3 +109,65 @@ fn zeroed_waiter_is_rejected() {
         volt_sem_free(sem);
     }
 }
+
+/// Two waiters; releasing from the outer one's callback runs the inner one's
+/// callback nested inside it, and that inner callback cancels the *outer* waiter.
+/// The cancel must only collect (the outer callback has not returned), leaving
+/// the outer waiter busy until its owner's cancel from outside.
+struct Nested {
+    sem: *const volt_sem,
+    outer: *mut volt_waiter,
+    seen_from_inner: AtomicUsize,
+}
+
+unsafe extern "C" fn outer_wake(ctx: *mut c_void) {
+    // SAFETY: the test passes a live `Nested`.
+    let n = unsafe { &*(ctx as *const Nested) };
+    // SAFETY: `n.sem` is a live handle.
+    assert_eq!(unsafe { volt_sem_release(n.sem, 1) }, VOLT_OK);
+}
+
+unsafe extern "C" fn inner_wake(ctx: *mut c_void) {
+    // SAFETY: the test passes a live `Nested`; `outer` is a busy waiter.
+    let n = unsafe { &*(ctx as *const Nested) };
+    let status = unsafe { volt_sem_cancel(n.sem, n.outer, ptr::null_mut()) };
+    n.seen_from_inner.store(status as usize, Ordering::SeqCst);
+}
+
+#[test]
+fn cancel_of_an_outer_waiter_from_a_nested_callback_only_collects() {
+    let mut outer = volt_waiter { _opaque: [0; 32] };
+    let mut inner = volt_waiter { _opaque: [0; 32] };
+    // SAFETY: local waiters that outlive every use; both PENDING acquires are
+    // finished below.
+    unsafe {
+        let mut sem = ptr::null();
+        assert_eq!(volt_sem_new(0, &mut sem), VOLT_OK);
+        let n = Nested {
+            sem,
+            outer: &mut outer,
+            seen_from_inner: AtomicUsize::new(usize::MAX),
+        };
+        let ctx = &n as *const Nested as *mut c_void;
+        assert_eq!(volt_waiter_init(&mut outer), VOLT_OK);
+        assert_eq!(volt_waiter_init(&mut inner), VOLT_OK);
+        assert_eq!(
+            volt_sem_acquire(sem, &mut outer, 1, Some(outer_wake), ctx),
+            VOLT_PENDING
+        );
+        assert_eq!(
+            volt_sem_acquire(sem, &mut inner, 1, Some(inner_wake), ctx),
+            VOLT_PENDING
+        );
+        assert_eq!(volt_sem_release(sem, 1), VOLT_OK);
+        assert_eq!(n.seen_from_inner.load(Ordering::SeqCst), VOLT_OK as usize);
+        // Still busy: only the owner's cancel from outside ends it.
+        assert_eq!(volt_waiter_init(&mut outer), VOLT_INVALID_ARGUMENT);
+        assert_eq!(volt_sem_cancel(sem, &mut outer, ptr::null_mut()), VOLT_IDLE);
+        assert_eq!(volt_waiter_init(&mut outer), VOLT_OK);
+        assert_eq!(volt_sem_cancel(sem, &mut inner, ptr::null_mut()), VOLT_OK);
+        volt_sem_release(sem, 2);
+        assert_eq!(volt_sem_available_permits(sem), 2);
+        volt_sem_free(sem);
+    }
+}
