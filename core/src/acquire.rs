@@ -81,6 +81,19 @@ enum Stage {
 /// Future returned by [`Semaphore::acquire`]. Its queue node lives inside it, so
 /// waiting allocates nothing. Dropping it while queued cancels the request and
 /// hands any partial grant on to the next waiter.
+///
+/// Cancelling loses the request's place in the queue: a new `acquire` queues
+/// at the tail again.
+///
+/// # Leaking
+///
+/// Do not [`mem::forget`](core::mem::forget) a pinned, queued `Acquire` (or leak
+/// it in a reference cycle). Its node stays in the queue for ever: once it is at
+/// the head it absorbs every released permit and never completes, so every
+/// request behind it starves until the semaphore is closed. (Forgetting a future
+/// that was never polled, or has completed, is harmless.) The same holds for
+/// tokio's semaphore and every queue-based fair lock: fairness means the head
+/// is served first, even when nobody will ever collect it.
 #[must_use = "futures do nothing unless polled"]
 pub struct Acquire<'a> {
     sem: &'a Semaphore,

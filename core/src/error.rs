@@ -35,10 +35,21 @@ pub enum AcquireTimeoutError {
 }
 
 /// A release would raise the available permits above
-/// [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS). Nothing was released.
+/// [`Semaphore::MAX_PERMITS`](crate::Semaphore::MAX_PERMITS).
+///
+/// [`unreleased`](Self::unreleased) permits were not released: the caller still
+/// holds them. That is all of them, except in the race described on
+/// [`Semaphore::release`](crate::Semaphore::release).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReleaseError {
-    pub(crate) _private: (),
+    pub(crate) unreleased: usize,
+}
+
+impl ReleaseError {
+    /// How many of the permits passed to `release` were not released.
+    pub fn unreleased(&self) -> usize {
+        self.unreleased
+    }
 }
 
 impl fmt::Display for AcquireError {

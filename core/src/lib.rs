@@ -46,21 +46,34 @@
 //!    handing on a partial grant, or the closer), **never while an internal lock
 //!    is held**, so it may call back into the semaphore: release, try-acquire,
 //!    queue another waiter, even [`Semaphore::finish_raw`] on its own waiter.
-//! 3. It must be short and must not block: [`Semaphore::finish_raw`] on another
-//!    thread waits for it to return. One release may complete several waiters;
-//!    their callbacks run one after another on the releasing thread, so a
-//!    callback that blocks (say, on an interpreter lock) also delays the
-//!    callbacks after it, and anyone finishing those waiters. Never call
-//!    `finish_raw` while holding a lock that a callback may need.
-//! 4. **Lifetime rule:** after `finish_raw(waiter)` returns (called outside the
+//! 3. **Callbacks never nest.** When a callback's own release (or close, or
+//!    cancel) completes more waiters, their callbacks do not run inside it: the
+//!    same thread runs them after the current callback returned, oldest grant
+//!    first (a per-thread trampoline). So a chain of any length of callbacks that
+//!    each release to the next uses a bounded amount of stack, and the release
+//!    call inside a callback returns before the waiters it completed are called
+//!    back ([`Waiter::state`] already says `Granted`).
+//! 4. It must be short, must not block and must not unwind (a `WakeFn` is
+//!    `extern "C"`: a panic or foreign exception escaping it aborts the
+//!    process). [`Semaphore::finish_raw`] on another thread waits for it to
+//!    return. One release may complete several waiters; their callbacks run one
+//!    after another on the releasing thread, so a callback that blocks (say, on
+//!    an interpreter lock) also delays the callbacks after it, and anyone
+//!    finishing those waiters. Never call `finish_raw` while holding a lock that
+//!    a callback may need.
+//! 5. **Lifetime rule:** after `finish_raw(waiter)` returns (called outside the
 //!    waiter's callback), the callback has returned or will never be called, and
 //!    the semaphore holds no reference to the waiter. Only then may the waiter or
 //!    `ctx` be freed or reused. Every `Pending` waiter must be finished exactly
 //!    once; `finish_raw` both cancels (handing back a partial grant) and collects
 //!    a completed outcome (`Granted`: the caller owns the permits). Called from
-//!    inside the callback (or a callback nested in it), it collects the outcome at
-//!    once and the waiter stays busy until the callback returns.
-//! 5. [`Waiter::state`] may be read at any time, including inside the callback,
+//!    inside the waiter's own callback, it collects the outcome at once and the
+//!    waiter stays busy until the callback returns. Called from a callback on a
+//!    *sibling* waiter whose callback is still to run on this thread (the same
+//!    release completed both), it collects the sibling's outcome at once and the
+//!    sibling's callback is never called. A waiter dropped while busy aborts the
+//!    process (it would otherwise be a use-after-free).
+//! 6. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.
 //!
 //! Rust futures use the same queue but wake through a `Waker` that is moved out
@@ -72,6 +85,7 @@ mod acquire;
 #[cfg(any(feature = "batch-lock", feature = "batch-queue"))]
 mod batch_lock;
 mod blocking;
+mod delivery;
 mod error;
 mod mutex;
 mod queue_lock;

@@ -75,8 +75,9 @@ struct SendRef<'a>(&'a Waiter);
 // SAFETY: `Waiter` is `Sync`; this only exists because the closure capturing it
 // also captures the caller's `Notify`, see `start_acquire`.
 unsafe impl Send for SendRef<'_> {}
+use crate::delivery;
 use crate::waiter::{phase, Notify, Waiter, WakeFn};
-use crate::wake_batch::{self, Wake, WakeBatch};
+use crate::wake_batch::{Rethrow, Wake, WakeBatch};
 
 const CLOSED: usize = 0b01;
 const QUEUED: usize = 0b10;
@@ -232,14 +233,25 @@ impl Semaphore {
     /// Returns `n` permits: to the queue's head first, in FIFO order, the surplus to
     /// the counter. Lock-free when nobody is queued. Works on a closed semaphore.
     ///
-    /// Fails, releasing nothing, if the available permits would exceed
-    /// [`MAX_PERMITS`](Self::MAX_PERMITS).
+    /// Fails if the available permits would exceed [`MAX_PERMITS`](Self::MAX_PERMITS).
+    /// [`ReleaseError::unreleased`] says how many of the `n` permits were not
+    /// released (the caller still holds those): all of them, except in one race.
+    /// A release that completes more waiters than one wake batch holds (32)
+    /// hands permits over in several steps; if, between two steps, the remaining
+    /// waiters cancel and other releases fill the counter to near `MAX_PERMITS`,
+    /// the permits already handed to waiters stay given and only the rest is
+    /// reported as unreleased.
+    ///
+    /// # Panics
+    /// If a `Waker` panics while being woken. The hand-off is completed first (every
+    /// permit reaches a waiter or the counter, every other waiter is woken), then
+    /// the first panic is re-raised.
     pub fn release(&self, n: usize) -> Result<(), ReleaseError> {
         if n == 0 {
             return Ok(());
         }
         if n > Self::MAX_PERMITS {
-            return Err(ReleaseError { _private: () });
+            return Err(ReleaseError { unreleased: n });
         }
         let mut cur = self.state.0.load(Ordering::Relaxed);
         loop {
@@ -249,7 +261,7 @@ impl Semaphore {
             let available = cur >> SHIFT;
             // Cannot overflow: both terms are at most MAX_PERMITS = usize::MAX >> 3.
             if available + n > Self::MAX_PERMITS {
-                return Err(ReleaseError { _private: () });
+                return Err(ReleaseError { unreleased: n });
             }
             // Release: publishes the releaser's critical section to whoever takes
             // these permits. A failure (a concurrent take, release, or an enqueue
@@ -269,18 +281,27 @@ impl Semaphore {
     #[cold]
     fn release_slow(&self, n: usize) -> Result<(), ReleaseError> {
         let mut wakes = WakeBatch::new();
-        self.hand_over(n, &mut wakes)
+        let mut rethrow = Rethrow::new();
+        let result = self.hand_over(n, &mut wakes, &mut rethrow);
+        rethrow.finish();
+        result
     }
 
     /// Hands `n` permits to the queue's head(s) in FIFO order, the surplus to the
-    /// counter, delivering wakes between lock sections of at most one batch.
-    fn hand_over(&self, n: usize, wakes: &mut WakeBatch) -> Result<(), ReleaseError> {
+    /// counter, delivering wakes between lock sections of at most one batch. A
+    /// `Waker`'s panic is kept in `rethrow` and does not stop the hand-off.
+    fn hand_over(
+        &self,
+        n: usize,
+        wakes: &mut WakeBatch,
+        rethrow: &mut Rethrow,
+    ) -> Result<(), ReleaseError> {
         let mut rem = n;
         loop {
             let done = self
                 .queue
                 .with(|list| self.serve_locked(list, &mut rem, wakes));
-            wakes.wake_all();
+            wakes.wake_all(rethrow);
             if let Some(result) = done {
                 return result;
             }
@@ -330,8 +351,9 @@ impl Semaphore {
             if available + *rem > Self::MAX_PERMITS {
                 // Only reachable when the queue was already empty on entry (the
                 // counter is 0 while QUEUED), or emptied by a cancel between two
-                // wake batches; nothing beyond MAX can be stored.
-                return Some(Err(ReleaseError { _private: () }));
+                // wake batches; nothing beyond MAX can be stored, and what is left
+                // in transit stays with the caller.
+                return Some(Err(ReleaseError { unreleased: *rem }));
             }
             let new = ((available + *rem) << SHIFT) | (cur & CLOSED);
             // Release: publishes to whoever takes the surplus from the counter.
@@ -356,36 +378,45 @@ impl Semaphore {
     unsafe fn notify_locked(waiter: NonNull<Waiter>, final_phase: u8, wakes: &mut WakeBatch) {
         // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
         let w = unsafe { waiter.as_ref() };
+        let is_callback = w
+            .notify
+            .with(|n| unsafe { matches!(&*n, Notify::Callback(..)) });
+        if is_callback {
+            // The callback stays in `notify`: from NOTIFYING on, the waiter belongs
+            // to this thread's trampoline (`delivery`), which calls it and stores
+            // the final phase.
+            let notifying = if final_phase == phase::GRANTED {
+                phase::NOTIFYING_GRANTED
+            } else {
+                phase::NOTIFYING_CLOSED
+            };
+            w.phase.store(notifying, Ordering::Release);
+            wakes.push(Wake::Callback(waiter));
+            return;
+        }
         let notify = w
             .notify
             .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
-        match notify {
-            Notify::Callback(wake, ctx) => {
-                let notifying = if final_phase == phase::GRANTED {
-                    phase::NOTIFYING_GRANTED
-                } else {
-                    phase::NOTIFYING_CLOSED
-                };
-                w.phase.store(notifying, Ordering::Release);
-                wakes.push(Wake::Callback {
-                    waiter,
-                    wake,
-                    ctx,
-                    final_phase,
-                });
-            }
-            Notify::Waker(waker) => {
-                // Last access: once the owner sees this, it may free the waiter.
-                w.phase.store(final_phase, Ordering::Release);
-                wakes.push(Wake::Waker(waker));
-            }
-            Notify::None => w.phase.store(final_phase, Ordering::Release),
+        // Last access: once the owner sees the final phase, it may free the waiter.
+        w.phase.store(final_phase, Ordering::Release);
+        if let Notify::Waker(waker) = notify {
+            wakes.push(Wake::Waker(waker));
         }
     }
 
     /// Closes the semaphore: every queued waiter is woken with `Closed` (their
     /// partial grants go back to the counter) and every later acquire fails with
     /// `Closed`. Permits already held can still be released. Idempotent.
+    ///
+    /// Closing is not atomic with respect to a long queue: it wakes the waiters
+    /// in batches of 32, and a release that runs between two batches may still
+    /// grant a waiter that close has not reached yet. Such a waiter sees
+    /// `Granted` (and holds its permits) rather than `Closed`. Every acquire that
+    /// *starts* after `close` returned fails.
+    ///
+    /// # Panics
+    /// If a `Waker` panics while being woken: after every waiter was woken and
+    /// every partial grant banked, the first panic is re-raised.
     pub fn close(&self) {
         // Release/Acquire: an acquirer that sees CLOSED also sees what the closer
         // did before closing.
@@ -394,6 +425,7 @@ impl Semaphore {
             return; // the first close drains the queue; nobody can enqueue since
         }
         let mut wakes = WakeBatch::new();
+        let mut rethrow = Rethrow::new();
         let mut returned = 0usize;
         loop {
             let drained = self.queue.with(|list| {
@@ -426,8 +458,9 @@ impl Semaphore {
                     }
                 }
             });
-            wakes.wake_all();
+            wakes.wake_all(&mut rethrow);
             if drained {
+                rethrow.finish();
                 return;
             }
         }
@@ -502,20 +535,26 @@ impl Semaphore {
 
     /// Replaces the waker of a queued `Waker` waiter. Returns `false` if the waiter
     /// is no longer queued (its outcome is decided: poll again).
+    ///
+    /// A `Waker`'s `clone` and `drop` are user code, so neither runs under the
+    /// lock: the new waker is cloned before it, and whichever of the two is not
+    /// kept is dropped after it.
     pub(crate) fn update_waker(&self, waiter: &Waiter, waker: &Waker) -> bool {
-        let old = self.queue.with(|_| {
+        let mut new = Some(Notify::Waker(waker.clone()));
+        let still_queued = self.queue.with(|_| {
             if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
-                return None;
+                return false;
             }
             // SAFETY: lock-guarded field, lock held; the waiter is queued here.
             waiter.notify.with_mut(|slot| unsafe {
-                match &mut *slot {
-                    Notify::Waker(old) if old.will_wake(waker) => Some(Notify::None),
-                    other => Some(core::mem::replace(other, Notify::Waker(waker.clone()))),
+                if !matches!(&*slot, Notify::Waker(old) if old.will_wake(waker)) {
+                    new = Some(core::mem::replace(&mut *slot, new.take().unwrap()));
                 }
-            })
+            });
+            true
         });
-        old.is_some() // dropping the old waker happens here, outside the lock
+        drop(new); // the unused or the replaced waker, outside the lock
+        still_queued
     }
 
     /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`.
@@ -545,6 +584,11 @@ impl Semaphore {
         ctx: *mut c_void,
     ) -> Result<RawAcquire, AcquireError> {
         debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
+        // A previous outcome (Granted/Closed) belongs to the caller from now on:
+        // forget it, so that a `Ready` or an error leaves the waiter Idle rather
+        // than reporting the old outcome again. The waiter is not busy, so only
+        // its owner (this thread) touches the phase.
+        waiter.phase.store(phase::IDLE, Ordering::Relaxed);
         // SAFETY: forwarded caller contract.
         unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
     }
@@ -589,18 +633,24 @@ impl Semaphore {
                     // Unlinked by a notifier meanwhile: look again.
                 }
                 p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
-                    if wake_batch::in_own_callback(waiter) =>
+                    if delivery::in_own_callback(waiter) =>
                 {
                     waiter
                         .phase
                         .store(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
-                    return if p == phase::NOTIFYING_GRANTED {
-                        Finish::Granted
-                    } else {
-                        Finish::Closed
-                    };
+                    return Self::outcome_of(p);
                 }
-                phase::NOTIFYING_CONSUMED if wake_batch::in_own_callback(waiter) => {
+                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
+                    if delivery::take_pending(waiter) =>
+                {
+                    // Its callback was still to run on this thread, after the one
+                    // running now: waiting would hang. It was taken out of the
+                    // thread's deliveries instead and will never be called.
+                    // Release: publishes to the owner, as the trampoline would.
+                    waiter.phase.store(phase::IDLE, Ordering::Release);
+                    return Self::outcome_of(p);
+                }
+                phase::NOTIFYING_CONSUMED if delivery::in_own_callback(waiter) => {
                     return Finish::Idle
                 }
                 _ => {
@@ -612,9 +662,18 @@ impl Semaphore {
         }
     }
 
+    fn outcome_of(notifying: u8) -> Finish {
+        if notifying == phase::NOTIFYING_GRANTED {
+            Finish::Granted
+        } else {
+            Finish::Closed
+        }
+    }
+
     /// Removes a WAITING waiter. `None` if a notifier unlinked it first.
     fn cancel_queued(&self, waiter: &Waiter) -> Option<Finish> {
         let mut wakes = WakeBatch::new();
+        let mut rethrow = Rethrow::new();
         let (returned, rem, served, notify) = self.queue.with(|list| {
             if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
                 return None;
@@ -646,10 +705,13 @@ impl Semaphore {
             Some((returned, rem, served, notify))
         })?;
         drop(notify); // a Waker's drop is user code: outside the lock
-        wakes.wake_all();
+        wakes.wake_all(&mut rethrow);
         if !served {
-            let _ = self.hand_over(rem, &mut wakes); // a full wake batch interrupted it
+            // A full wake batch interrupted it. Fails only if someone released
+            // permits they never held and filled the counter meanwhile.
+            let _ = self.hand_over(rem, &mut wakes, &mut rethrow);
         }
+        rethrow.finish();
         Some(Finish::Cancelled { returned })
     }
 }

@@ -136,6 +136,19 @@ impl core::fmt::Debug for Waiter {
     }
 }
 
+impl Drop for Waiter {
+    /// A waiter dropped while [busy](Self::is_busy) would leave a dangling node in
+    /// a semaphore's queue (or a callback about to run on freed memory): a
+    /// use-after-free that the `unsafe` contract of `acquire_raw` forbids. Rather
+    /// than let it corrupt memory, the process aborts with a message.
+    fn drop(&mut self) {
+        if self.is_busy() {
+            eprintln!("volt-sem: a Waiter was dropped while queued or being woken; aborting");
+            std::process::abort();
+        }
+    }
+}
+
 impl Waiter {
     /// A new, idle waiter.
     #[cfg(not(volt_loom))]
@@ -198,13 +211,13 @@ impl Waiter {
         )
     }
 
-    /// Whether the current thread is running this waiter's wake callback, directly
-    /// or through callbacks nested in it (a callback that releases permits runs
-    /// the next waiters' callbacks inside its own). There,
-    /// [`finish_raw`](crate::Semaphore::finish_raw) collects the outcome at once
-    /// but the waiter stays [busy](Self::is_busy) until the callback returns.
+    /// Whether the current thread is running this waiter's wake callback now.
+    /// (Callbacks never nest: those that a callback's own release completes run
+    /// after it returns.) There, [`finish_raw`](crate::Semaphore::finish_raw)
+    /// collects the outcome at once but the waiter stays [busy](Self::is_busy)
+    /// until the callback returns.
     pub fn in_own_callback(&self) -> bool {
-        crate::wake_batch::in_own_callback(self)
+        crate::delivery::in_own_callback(self)
     }
 
     /// The number of permits the current (or last) request asked for.

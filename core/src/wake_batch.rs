@@ -7,65 +7,57 @@
 //! once the lock is released. When the batch fills up, the critical section
 //! ends early, the batch is delivered, and a new critical section continues
 //! (`Semaphore::hand_over`, `Semaphore::close`).
+//!
+//! `Waker`s are woken at once. Callback waiters go through this thread's
+//! trampoline ([`crate::delivery`]), which never nests one callback inside
+//! another.
+//!
+//! # Panics
+//!
+//! A `Waker` is user code and may panic. The permits of a hand-off in progress
+//! are then in transit (taken from the releaser, not yet given to a waiter or
+//! the counter), so a panic must not cut the hand-off short: `wake_all` catches
+//! it, keeps delivering, and leaves the first payload in a [`Rethrow`] that the
+//! operation re-raises once every permit has reached its place.
 
-use core::ffi::c_void;
-use core::ptr::{self, NonNull};
+use core::ptr::NonNull;
 use core::task::Waker;
+use std::any::Any;
+use std::panic::{self, AssertUnwindSafe};
 
-use crate::sync::Ordering;
-use crate::waiter::{phase, Waiter, WakeFn};
+use crate::delivery;
+use crate::waiter::Waiter;
 
-const CAPACITY: usize = 32;
+/// Entries per batch. Small under loom so that the models reach the paths taken
+/// when a release or close needs more than one batch.
+#[cfg(not(volt_loom))]
+pub(crate) const CAPACITY: usize = 32;
+#[cfg(volt_loom)]
+pub(crate) const CAPACITY: usize = 2;
 
 pub(crate) enum Wake {
     Waker(Waker),
-    /// A callback waiter left in `NOTIFYING_*`; `final_phase` is stored into it once
-    /// the callback has returned, and that store is the last access to it.
-    Callback {
-        waiter: NonNull<Waiter>,
-        wake: WakeFn,
-        ctx: *mut c_void,
-        final_phase: u8,
-    },
+    /// A callback waiter left in `NOTIFYING_*`, its `Notify::Callback` still in
+    /// place; the trampoline calls it and stores the final phase.
+    Callback(NonNull<Waiter>),
 }
 
-/// One running callback, linked to the one it is nested in (a callback that
-/// releases permits runs further callbacks on the same thread, inside its own).
-struct CallbackFrame {
-    waiter: *const Waiter,
-    outer: *const CallbackFrame,
-}
+/// The first panic raised by a `Waker` during an operation, re-raised when the
+/// operation has finished moving its permits.
+#[derive(Default)]
+pub(crate) struct Rethrow(Option<Box<dyn Any + Send>>);
 
-type InCallback = core::cell::Cell<*const CallbackFrame>;
+impl Rethrow {
+    pub(crate) fn new() -> Self {
+        Rethrow(None)
+    }
 
-#[cfg(not(volt_loom))]
-std::thread_local! {
-    /// The innermost callback this thread is running, so that `finish_raw` called
-    /// from inside a waiter's callback (or one nested in it) does not wait for it.
-    static IN_CALLBACK: InCallback = const { InCallback::new(ptr::null()) };
-}
-
-#[cfg(volt_loom)]
-loom::thread_local! {
-    static IN_CALLBACK: InCallback = InCallback::new(ptr::null());
-}
-
-/// Whether the current thread is inside `waiter`'s wake callback, directly or
-/// through callbacks nested in it.
-pub(crate) fn in_own_callback(waiter: &Waiter) -> bool {
-    IN_CALLBACK.with(|current| {
-        let mut frame = current.get();
-        while !frame.is_null() {
-            // SAFETY: frames live on the stacks of `wake_all` calls that are still
-            // running on this thread (each unlinks its frame before returning).
-            let f = unsafe { &*frame };
-            if ptr::eq(f.waiter, waiter) {
-                return true;
-            }
-            frame = f.outer;
+    /// Re-raises the panic caught, if any.
+    pub(crate) fn finish(self) {
+        if let Some(payload) = self.0 {
+            panic::resume_unwind(payload);
         }
-        false
-    })
+    }
 }
 
 pub(crate) struct WakeBatch {
@@ -97,58 +89,47 @@ impl WakeBatch {
         self.len += 1;
     }
 
-    /// Runs every collected wake, oldest waiter first. Must be called without the
-    /// queue lock held.
-    pub(crate) fn wake_all(&mut self) {
-        let mut i = 0;
-        while i < self.len {
-            let wake = self.wakes[i].take();
-            i += 1;
-            match wake {
-                Some(Wake::Waker(waker)) => waker.wake(),
-                Some(Wake::Callback {
-                    waiter,
-                    wake,
-                    ctx,
-                    final_phase,
-                }) => {
-                    let frame = CallbackFrame {
-                        waiter: waiter.as_ptr(),
-                        outer: IN_CALLBACK.with(|c| c.get()),
-                    };
-                    let outer = IN_CALLBACK.with(|current| current.replace(&frame));
-                    // SAFETY: `wake`/`ctx` were registered through `acquire_raw`, whose
-                    // contract makes them callable once, from any thread, until the
-                    // waiter leaves the NOTIFYING phase (which happens just below).
-                    unsafe { wake(ctx) };
-                    IN_CALLBACK.with(|current| current.set(outer));
-                    // SAFETY: a waiter in a NOTIFYING phase cannot be freed: its owner's
-                    // `finish_raw` spins until this store. The callback may have consumed
-                    // the outcome from inside (phase NOTIFYING_CONSUMED), then it
-                    // becomes IDLE. Only this thread and the callback (on this thread)
-                    // write the phase during NOTIFYING, so load-then-store is race-free.
-                    // Release publishes everything the callback did to the owner.
-                    unsafe {
-                        let phase = &waiter.as_ref().phase;
-                        let next = if phase.load(Ordering::Relaxed) == phase::NOTIFYING_CONSUMED {
-                            phase::IDLE
+    /// Delivers every collected wake: `Waker`s now, callbacks through this
+    /// thread's trampoline (now if no delivery is running below on the stack,
+    /// else right after the callback that is running returns). A `Waker`'s panic
+    /// is caught and kept in `rethrow`. Must be called without the queue lock.
+    pub(crate) fn wake_all(&mut self, rethrow: &mut Rethrow) {
+        if self.len == 0 {
+            return;
+        }
+        let drainer = delivery::enter();
+        for slot in &mut self.wakes[..self.len] {
+            match slot.take() {
+                Some(Wake::Waker(waker)) => {
+                    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+                        // Keep the first; a later payload is dropped (its own drop
+                        // cannot be allowed to unwind here either).
+                        if rethrow.0.is_none() {
+                            rethrow.0 = Some(payload);
                         } else {
-                            final_phase
-                        };
-                        phase.store(next, Ordering::Release);
+                            let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(payload)));
+                        }
                     }
                 }
+                // SAFETY: the notifier (this thread) just unlinked it and left it
+                // NOTIFYING with its callback in place.
+                Some(Wake::Callback(waiter)) => unsafe { delivery::defer(waiter) },
                 None => {}
             }
         }
         self.len = 0;
+        if drainer {
+            delivery::drain();
+        }
     }
 }
 
 impl Drop for WakeBatch {
-    /// If a `Waker` panicked in `wake_all`, still deliver the remaining wakes: a
-    /// callback waiter left in NOTIFYING would make its owner wait for ever.
+    /// Never leaves a callback waiter undelivered (its owner would wait for
+    /// ever), should a panic inside the crate skip a `wake_all`.
     fn drop(&mut self) {
-        self.wake_all();
+        let mut ignored = Rethrow::new();
+        self.wake_all(&mut ignored);
+        core::mem::forget(ignored);
     }
 }

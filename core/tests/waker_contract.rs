@@ -256,3 +256,190 @@ fn finishing_an_outer_waiter_from_a_nested_callback_does_not_hang() {
     assert_eq!(outer_after, Finish::Idle, "consumed from inside");
     assert_eq!(inner_after, Finish::Granted);
 }
+
+/// A chain of waiters whose callbacks each collect their grant and release it
+/// to the next one. Callbacks never nest (the per-thread trampoline), so a
+/// 100,000-long chain runs on a 128 KiB thread stack (musl's default). With
+/// nested delivery this overflowed at a few hundred waiters.
+#[test]
+fn a_long_chain_of_releases_inside_callbacks_uses_bounded_stack() {
+    const CHAIN: usize = if cfg!(miri) { 200 } else { 100_000 };
+    struct Link {
+        sem: Arc<Semaphore>,
+        waiter: Waiter,
+        calls: AtomicUsize,
+    }
+    unsafe extern "C" fn pass_on(ctx: *mut c_void) {
+        let link = unsafe { &*(ctx as *const Link) };
+        link.calls.fetch_add(1, SeqCst);
+        let own = unsafe { Pin::new_unchecked(&link.waiter) };
+        assert_eq!(unsafe { link.sem.finish_raw(own) }, Finish::Granted);
+        link.sem.release(1).unwrap();
+    }
+    let sem = Arc::new(Semaphore::new(0));
+    let links: Vec<Link> = (0..CHAIN)
+        .map(|_| Link {
+            sem: sem.clone(),
+            waiter: Waiter::new(),
+            calls: AtomicUsize::new(0),
+        })
+        .collect();
+    for link in &links {
+        let w = unsafe { Pin::new_unchecked(&link.waiter) };
+        let ctx = link as *const Link as *mut c_void;
+        assert_eq!(
+            unsafe { sem.acquire_raw(w, 1, pass_on, ctx) },
+            Ok(RawAcquire::Pending)
+        );
+    }
+    let s2 = sem.clone();
+    thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(move || s2.release(1).unwrap())
+        .unwrap()
+        .join()
+        .expect("the releasing thread died");
+    assert!(links.iter().all(|l| l.calls.load(SeqCst) == 1));
+    assert!(links.iter().all(|l| !l.waiter.is_busy()));
+    assert_eq!(
+        sem.available_permits(),
+        1,
+        "the last link's permit is banked"
+    );
+}
+
+/// One release completes A and B; A's callback finishes B, whose callback was
+/// still to run on this very thread. That used to spin for ever; now A gets
+/// B's outcome at once and B's callback never runs.
+#[test]
+fn a_callback_may_finish_a_sibling_completed_by_the_same_release() {
+    struct Pair {
+        sem: Semaphore,
+        a: Waiter,
+        b: Waiter,
+        b_probe: Probe,
+        seen: Mutex<Option<Finish>>,
+    }
+    unsafe extern "C" fn a_cb(ctx: *mut c_void) {
+        let p = unsafe { &*(ctx as *const Pair) };
+        let b = unsafe { Pin::new_unchecked(&p.b) };
+        *p.seen.lock().unwrap() = Some(unsafe { p.sem.finish_raw(b) });
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    thread::spawn(move || {
+        let pair = Box::new(Pair {
+            sem: Semaphore::new(0),
+            a: Waiter::new(),
+            b: Waiter::new(),
+            b_probe: Probe::default(),
+            seen: Mutex::new(None),
+        });
+        let (a, b) = unsafe { (Pin::new_unchecked(&pair.a), Pin::new_unchecked(&pair.b)) };
+        let ctx = &*pair as *const Pair as *mut c_void;
+        let b_ctx = &pair.b_probe as *const Probe as *mut c_void;
+        unsafe {
+            assert_eq!(
+                pair.sem.acquire_raw(a, 1, a_cb, ctx),
+                Ok(RawAcquire::Pending)
+            );
+            assert_eq!(
+                pair.sem.acquire_raw(b, 2, probe, b_ctx),
+                Ok(RawAcquire::Pending)
+            );
+        }
+        pair.sem.release(3).unwrap();
+        let seen = pair.seen.lock().unwrap().take();
+        let b_calls = pair.b_probe.calls.load(SeqCst);
+        let a_after = unsafe { pair.sem.finish_raw(a) };
+        let b_after = unsafe { pair.sem.finish_raw(b) };
+        assert!(!pair.a.is_busy() && !pair.b.is_busy());
+        tx.send((seen, b_calls, a_after, b_after)).unwrap();
+    });
+    let (seen, b_calls, a_after, b_after) = rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("finishing a sibling from a callback hung");
+    assert_eq!(seen, Some(Finish::Granted), "A collected B's grant");
+    assert_eq!(b_calls, 0, "B's callback never runs once collected");
+    assert_eq!(a_after, Finish::Granted);
+    assert_eq!(b_after, Finish::Idle);
+}
+
+/// A waiter whose last outcome was Granted, re-queued: if that request is
+/// `Ready` (or fails), the old outcome must not be reported again, or a caller
+/// trusting `finish_raw` would release permits it does not hold.
+#[test]
+fn requeueing_a_granted_waiter_forgets_the_old_outcome() {
+    let sem = Semaphore::new(0);
+    let w = Box::pin(Waiter::new());
+    let p = Probe::default();
+    assert_eq!(queue(&sem, w.as_ref(), 1, &p), RawAcquire::Pending);
+    sem.release(1).unwrap();
+    assert_eq!(w.state(), WaiterState::Granted); // the caller owns 1 permit
+                                                 // Re-queue without collecting: the caller keeps that permit and releases it.
+    sem.release(1).unwrap();
+    assert_eq!(queue(&sem, w.as_ref(), 1, &p), RawAcquire::Ready);
+    assert_eq!(w.state(), WaiterState::Idle);
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Idle);
+    // The same after an error.
+    sem.close();
+    let w2 = Box::pin(Waiter::new());
+    let sem2 = Semaphore::new(0);
+    assert_eq!(queue(&sem2, w2.as_ref(), 1, &p), RawAcquire::Pending);
+    sem2.close();
+    assert_eq!(w2.state(), WaiterState::Closed);
+    let again =
+        unsafe { sem2.acquire_raw(w2.as_ref(), 1, probe, &p as *const Probe as *mut c_void) };
+    assert!(again.is_err());
+    assert_eq!(w2.state(), WaiterState::Idle);
+    assert_eq!(unsafe { sem2.finish_raw(w2.as_ref()) }, Finish::Idle);
+}
+
+/// `release` reports how many permits it did not release when a concurrent
+/// cancel empties the queue between two wake batches and the counter fills up:
+/// the permits already handed to waiters stay given, the rest stay with the
+/// caller, none is lost.
+#[test]
+fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
+    const BATCH: usize = 32;
+    struct Ctx {
+        sem: Arc<Semaphore>,
+        last: Pin<Box<Waiter>>,
+        filled: AtomicBool,
+    }
+    unsafe extern "C" fn first_cb(ctx: *mut c_void) {
+        let c = unsafe { &*(ctx as *const Ctx) };
+        if c.filled.swap(true, SeqCst) {
+            return;
+        }
+        // Between the first batch and the rest: the last waiter cancels (the
+        // queue empties) and a release fills the counter up to MAX_PERMITS.
+        assert_eq!(
+            unsafe { c.sem.finish_raw(c.last.as_ref()) },
+            Finish::Cancelled { returned: 0 }
+        );
+        c.sem.release(Semaphore::MAX_PERMITS).unwrap();
+    }
+    let sem = Arc::new(Semaphore::new(0));
+    let ctx = Box::new(Ctx {
+        sem: sem.clone(),
+        last: Box::pin(Waiter::new()),
+        filled: AtomicBool::new(false),
+    });
+    let ctx_ptr = &*ctx as *const Ctx as *mut c_void;
+    let first: Vec<Pin<Box<Waiter>>> = (0..BATCH).map(|_| Box::pin(Waiter::new())).collect();
+    for w in &first {
+        assert_eq!(
+            unsafe { sem.acquire_raw(w.as_ref(), 1, first_cb, ctx_ptr) },
+            Ok(RawAcquire::Pending)
+        );
+    }
+    let p = Probe::default();
+    assert_eq!(queue(&sem, ctx.last.as_ref(), 1, &p), RawAcquire::Pending);
+    let err = sem.release(50).expect_err("the counter is full");
+    assert_eq!(err.unreleased(), 50 - BATCH, "32 went to the first batch");
+    for w in &first {
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    }
+    assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
+    assert_eq!(p.calls.load(SeqCst), 0);
+}
