@@ -6,13 +6,9 @@ use loom::sync::Arc;
 use loom::thread;
 use volt_sem::BatchLock;
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(2);
-    }
-    builder.check(f);
-}
+#[path = "support/loom_model.rs"]
+mod loom_model;
+use loom_model::model;
 
 /// Every operation runs exactly once and each thread's operations run in its
 /// submission order, whoever the consumer is.
