@@ -76,6 +76,20 @@
 //! 6. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.
 //!
+//! # `fork()`
+//!
+//! A forked child gets a copy of the semaphore, not a share of it. In the
+//! child, every request that was queued at the moment of the fork is closed
+//! (its future resolves with [`AcquireError::Closed`], `finish_raw` returns
+//! [`Finish::Closed`]) without being woken, since its wake-up belongs to a
+//! thread of the parent, and the permits granted to it so far come back; the
+//! semaphore stays open and permits held at the fork stay held. One window is
+//! not covered: a fork at the instant another thread is inside one of the
+//! semaphore's critical sections leaves its queue lock held in the child, as
+//! with any mutex (POSIX allows only async-signal-safe calls in such a child).
+//! To share one limit between processes, use a semaphore in shared memory, not
+//! a forked copy.
+//!
 //! Rust futures use the same queue but wake through a `Waker` that is moved out
 //! of the waiter under the lock, so dropping a future never waits.
 
@@ -87,6 +101,7 @@ mod batch_lock;
 mod blocking;
 mod delivery;
 mod error;
+mod fork;
 mod mutex;
 mod queue_lock;
 mod rwlock;

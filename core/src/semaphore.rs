@@ -215,6 +215,12 @@ impl Semaphore {
             }
             // By invariant 2 a queued waiter means 0 available: no barging.
             if cur >> SHIFT < n {
+                // In a forked child the queue may hold the parent's ghosts
+                // (`crate::fork`): clean up once, then decide on the fresh word.
+                if cur & QUEUED != 0 && crate::fork::in_forked_child() && self.purge_forked() {
+                    cur = self.state.0.load(Ordering::Relaxed);
+                    continue;
+                }
                 return Err(TryAcquireError::NoPermits);
             }
             // Acquire: pairs with the Release that put these permits in the counter.
@@ -298,9 +304,7 @@ impl Semaphore {
     ) -> Result<(), ReleaseError> {
         let mut rem = n;
         loop {
-            let done = self
-                .queue
-                .with(|list| self.serve_locked(list, &mut rem, wakes));
+            let done = self.locked(|list| self.serve_locked(list, &mut rem, wakes));
             wakes.wake_all(rethrow);
             if let Some(result) = done {
                 return result;
@@ -371,6 +375,68 @@ impl Semaphore {
         }
     }
 
+    /// Runs a critical section on the queue. In a forked child it first removes
+    /// the waiters the parent queued (see `crate::fork`).
+    #[inline]
+    fn locked<R: Send>(&self, f: impl FnOnce(&mut WaitList) -> R + Send) -> R {
+        self.queue.with(|list| {
+            if list.queued_before_fork() {
+                self.purge_forked_locked(list);
+            }
+            f(list)
+        })
+    }
+
+    /// Takes the lock to remove the parent's waiters in a forked child. Returns
+    /// whether there were any.
+    #[cold]
+    fn purge_forked(&self) -> bool {
+        self.queue.with(|list| {
+            let forked = list.queued_before_fork();
+            if forked {
+                self.purge_forked_locked(list);
+            }
+            forked
+        })
+    }
+
+    /// With the lock held, in a forked child: closes every waiter the parent
+    /// queued, without waking it (its wake belongs to a thread of the parent),
+    /// and banks the permits granted to them, clearing `QUEUED`.
+    #[cold]
+    fn purge_forked_locked(&self, list: &mut WaitList) {
+        let mut returned = 0usize;
+        while let Some(head) = list.pop_front() {
+            // SAFETY: linked, hence valid (the child has a copy of the parent's
+            // memory); lock-guarded fields, lock held.
+            let w = unsafe { head.as_ref() };
+            returned += w.requested() - w.remaining.with(|r| unsafe { *r });
+            // Neither call nor drop it: a callback or `Waker` of the parent's
+            // threads may take locks that nobody in the child will release. A
+            // `Waker` leaks (a reference count, in a child).
+            let notify = w
+                .notify
+                .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
+            core::mem::forget(notify);
+            w.phase.store(phase::CLOSED, Ordering::Release);
+        }
+        list.stamp_generation();
+        // The queue is empty now: clear QUEUED and bank the partial grants. No
+        // overflow: the counter was 0 while they were queued.
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            let new = (((cur >> SHIFT) + returned) << SHIFT) | (cur & CLOSED);
+            match self
+                .state
+                .0
+                .compare_exchange_weak(cur, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
     /// Records the outcome of an unlinked waiter and queues its wake.
     ///
     /// # Safety
@@ -428,7 +494,7 @@ impl Semaphore {
         let mut rethrow = Rethrow::new();
         let mut returned = 0usize;
         loop {
-            let drained = self.queue.with(|list| {
+            let drained = self.locked(|list| {
                 while let Some(head) = list.front() {
                     if wakes.is_full() {
                         return false;
@@ -488,8 +554,9 @@ impl Semaphore {
         // to queue and the queueing are one step as seen by lock-taking releasers;
         // lock-free releasers are handled by the QUEUED bit in the same CAS.
         let notify = notify();
+        crate::fork::watch();
         let waiter = SendRef(waiter);
-        let (result, unused) = self.queue.with(move |list| {
+        let (result, unused) = self.locked(move |list| {
             let waiter = waiter.0;
             let mut cur = self.state.0.load(Ordering::Relaxed);
             loop {
@@ -520,6 +587,9 @@ impl Semaphore {
                         waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
                         waiter.notify.with_mut(|slot| unsafe { *slot = notify });
                         waiter.phase.store(phase::WAITING, Ordering::Relaxed);
+                        if list.is_empty() {
+                            list.stamp_generation();
+                        }
                         // SAFETY: not linked (caller contract), stays valid and
                         // pinned until finished; lock held.
                         unsafe { list.push_back(NonNull::from(waiter)) };
@@ -541,7 +611,7 @@ impl Semaphore {
     /// kept is dropped after it.
     pub(crate) fn update_waker(&self, waiter: &Waiter, waker: &Waker) -> bool {
         let mut new = Some(Notify::Waker(waker.clone()));
-        let still_queued = self.queue.with(|_| {
+        let still_queued = self.locked(|_| {
             if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
                 return false;
             }
@@ -674,7 +744,7 @@ impl Semaphore {
     fn cancel_queued(&self, waiter: &Waiter) -> Option<Finish> {
         let mut wakes = WakeBatch::new();
         let mut rethrow = Rethrow::new();
-        let (returned, rem, served, notify) = self.queue.with(|list| {
+        let (returned, rem, served, notify) = self.locked(|list| {
             if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
                 return None;
             }

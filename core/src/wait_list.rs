@@ -12,6 +12,9 @@ use crate::waiter::{Links, Waiter};
 pub(crate) struct WaitList {
     head: Option<NonNull<Waiter>>,
     tail: Option<NonNull<Waiter>>,
+    /// The `fork` generation of the process that queued the current waiters
+    /// (see `crate::fork`).
+    generation: usize,
 }
 
 // SAFETY: the list is only reachable through the semaphore's `Mutex<WaitList>`;
@@ -23,6 +26,7 @@ impl WaitList {
         WaitList {
             head: None,
             tail: None,
+            generation: 0,
         }
     }
 
@@ -32,6 +36,17 @@ impl WaitList {
 
     pub(crate) fn front(&self) -> Option<NonNull<Waiter>> {
         self.head
+    }
+
+    /// Whether the waiters were queued by the parent of this forked process.
+    pub(crate) fn queued_before_fork(&self) -> bool {
+        self.head.is_some() && self.generation != crate::fork::generation()
+    }
+
+    /// Records that the waiters are queued in this process (after a purge, or
+    /// for a list that was empty).
+    pub(crate) fn stamp_generation(&mut self) {
+        self.generation = crate::fork::generation();
     }
 
     /// Whether `waiter` is linked in this list. Walks it from the head: for the

@@ -1,0 +1,102 @@
+//! What a semaphore means in a child created by `fork()`.
+//!
+//! `fork()` copies the whole address space but only the calling thread. A
+//! semaphore's queue in the child therefore still links the waiters of threads
+//! (and event loops) that exist only in the parent: nobody would ever finish
+//! them, the permits handed to them would be gone, and a release in the child
+//! would feed a ghost. The rule, applied in the child only:
+//!
+//! * Every request that was queued at the moment of the fork is **closed for
+//!   the child**: it leaves the queue without being woken (its callback or
+//!   `Waker` belongs to the parent's threads: calling or dropping it could take
+//!   locks that no thread of the child will ever release), its phase becomes
+//!   `Closed` (a future polled in the child resolves with `AcquireError::Closed`,
+//!   `finish_raw` returns `Finish::Closed`), and the permits granted to it so
+//!   far go back to the counter.
+//! * Permits *held* at the fork stay held: the child has a copy of whatever
+//!   holds them (a guard, a counter in the caller's data) and may release them.
+//! * The semaphore itself stays open and usable in the child. A semaphore the
+//!   parent closed stays closed.
+//!
+//! Nothing is shared with the parent afterwards: the child's copy is a separate
+//! semaphore. (A semaphore shared *across* processes is a different object,
+//! built on shared memory; this one lives in one process's memory.)
+//!
+//! # How
+//!
+//! A process-wide generation number is bumped by a `pthread_atfork` child
+//! handler, registered the first time any waiter is queued (before that there
+//! is nothing to clean). The wait list remembers the generation it was filled
+//! in; every critical section first compares the two and, on a mismatch,
+//! empties the list as above (`Semaphore::purge_forked`). The lock-free paths
+//! see the `QUEUED` bit the parent left: `release` then takes the lock anyway,
+//! and a `try_acquire` that fails while `QUEUED` is set takes the lock to clean
+//! up before giving its answer, in children only.
+//!
+//! # The one window this cannot cover
+//!
+//! If another thread was *inside* one of the semaphore's critical sections (a
+//! few pointer writes under its queue lock) at the instant of the fork, the
+//! child inherits that lock held by a thread it does not have, as with any
+//! mutex. POSIX allows a child of a multi-threaded process only
+//! async-signal-safe calls until it calls `exec`; volt-sem does better in
+//! every case but this one, where the child's first slow-path operation on that
+//! semaphore blocks.
+
+#[cfg(all(unix, not(volt_loom), not(miri)))]
+mod imp {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Once;
+
+    static GENERATION: AtomicUsize = AtomicUsize::new(0);
+    static REGISTER: Once = Once::new();
+
+    extern "C" {
+        fn pthread_atfork(
+            prepare: Option<unsafe extern "C" fn()>,
+            parent: Option<unsafe extern "C" fn()>,
+            child: Option<unsafe extern "C" fn()>,
+        ) -> core::ffi::c_int;
+    }
+
+    /// Runs in the child, in its only thread, before `fork()` returns there.
+    /// Async-signal-safe: one atomic add.
+    unsafe extern "C" fn in_child() {
+        GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    pub(crate) fn generation() -> usize {
+        // Relaxed: only the child's single thread writes it, before any other
+        // thread of the child exists; later threads are spawned after it.
+        GENERATION.load(Ordering::Relaxed)
+    }
+
+    /// Whether this process is (a descendant of) a forked child of a process
+    /// that had queued waiters.
+    pub(crate) fn in_forked_child() -> bool {
+        generation() != 0
+    }
+
+    pub(crate) fn watch() {
+        REGISTER.call_once(|| {
+            // SAFETY: registers a handler that only bumps an atomic. A failure
+            // (ENOMEM) leaves fork behaviour as it was before this module:
+            // nothing becomes unsafe, the ghosts just stay.
+            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
+        });
+    }
+}
+
+/// No `fork()` here (or not modelled): the generation never changes.
+#[cfg(not(all(unix, not(volt_loom), not(miri))))]
+mod imp {
+    pub(crate) fn generation() -> usize {
+        0
+    }
+    pub(crate) fn in_forked_child() -> bool {
+        false
+    }
+    pub(crate) fn watch() {}
+}
+
+pub(crate) use imp::{generation, in_forked_child, watch};
