@@ -273,16 +273,37 @@ size_t volt_waiter_size(void);
 size_t volt_waiter_align(void);
 
 /**
- * Initialises (or re-initialises) a waiter. Must be called once before a waiter
- * is first used; zeroed or uninitialised memory is rejected by every other call.
+ * Initialises a waiter: must be called once on its memory before its first use
+ * (fresh stack or heap memory is fine: this only writes). Memory that was never
+ * initialised must not be passed to any other function; zeroed memory is
+ * rejected by all of them with `VOLT_INVALID_ARGUMENT`.
  *
- * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL, misaligned,
- * or busy (re-initialising a queued waiter would corrupt the queue).
+ * An idle waiter is reusable without re-initialising. Re-initialising a busy
+ * waiter (see `volt_waiter_is_busy`) is undefined behaviour: it would corrupt the
+ * semaphore's queue; this function cannot detect it without reading memory that
+ * is normally uninitialised.
+ *
+ * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL or misaligned.
  *
  * # Safety
- * `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a busy waiter.
+ * `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a
+ * busy waiter.
  */
 volt_status volt_waiter_init(struct volt_waiter *waiter);
+
+/**
+ * Whether an initialised waiter is busy: from a `volt_sem_acquire` that returned
+ * `VOLT_PENDING` until the owner's `volt_sem_cancel` (or a `volt_sem_try_cancel`
+ * that returned an outcome), made outside its callback, has returned. A busy
+ * waiter must not be re-initialised, reused, moved or freed. Like the other calls
+ * that take a waiter, only its owner may ask (or its own callback).
+ *
+ * Returns false for NULL, misaligned or zeroed memory.
+ *
+ * # Safety
+ * `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+ */
+bool volt_waiter_is_busy(const struct volt_waiter *waiter);
 
 /**
  * Acquires `n` permits without blocking the calling thread.

@@ -15,6 +15,8 @@
 //!   owner's `volt_sem_cancel` returned), the user's callback, and one strong
 //!   reference to the semaphore it is queued on, so that freeing every handle
 //!   while a waiter is queued cannot free the queue under it.
+//! * `volt_waiter_init` only writes: the memory it is given is usually fresh
+//!   (stack or heap), and reading it first would read uninitialised memory.
 //! * The core tells whether this thread is inside a waiter's callback (or one
 //!   nested in it), so `volt_sem_cancel` can tell a call from inside (collects
 //!   the outcome, the waiter stays busy) from the owner's final call (which waits
@@ -179,9 +181,10 @@ unsafe fn slot_ref<'a>(waiter: *mut volt_waiter) -> Option<&'a Slot> {
     }
     let slot = waiter as *const Slot;
     // SAFETY: non-NULL, aligned and large enough (caller contract + the size
-    // assertions above). The magic word is read through a raw pointer before any
-    // reference to the slot exists. Memory that C never initialised is a contract
-    // violation this check catches on a best-effort basis (zeroed memory reliably).
+    // assertions above), and initialised by `volt_waiter_init` or zeroed (the
+    // contract of every caller of this function: only `volt_waiter_init` accepts
+    // memory never written). The magic word is read through a raw pointer before
+    // any reference to the slot exists; zeroed memory fails the check.
     let magic = unsafe { (*ptr::addr_of!((*slot).magic)).load(Ordering::Relaxed) };
     if magic != MAGIC {
         return None;
@@ -379,25 +382,26 @@ pub extern "C" fn volt_waiter_align() -> usize {
     std::mem::align_of::<volt_waiter>()
 }
 
-/// Initialises (or re-initialises) a waiter. Must be called once before a waiter
-/// is first used; zeroed or uninitialised memory is rejected by every other call.
+/// Initialises a waiter: must be called once on its memory before its first use
+/// (fresh stack or heap memory is fine: this only writes). Memory that was never
+/// initialised must not be passed to any other function; zeroed memory is
+/// rejected by all of them with `VOLT_INVALID_ARGUMENT`.
 ///
-/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL, misaligned,
-/// or busy (re-initialising a queued waiter would corrupt the queue).
+/// An idle waiter is reusable without re-initialising. Re-initialising a busy
+/// waiter (see `volt_waiter_is_busy`) is undefined behaviour: it would corrupt the
+/// semaphore's queue; this function cannot detect it without reading memory that
+/// is normally uninitialised.
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL or misaligned.
 ///
 /// # Safety
-/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a busy waiter.
+/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a
+/// busy waiter.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
     ffi_boundary!(VOLT_PANIC, {
         if waiter.is_null() || !waiter.is_aligned() {
             return VOLT_INVALID_ARGUMENT;
-        }
-        // SAFETY: non-NULL, aligned, `VOLT_WAITER_SIZE` bytes (contract).
-        if let Some(slot) = unsafe { slot_ref(waiter) } {
-            if slot.busy.load(Ordering::Acquire) {
-                return VOLT_INVALID_ARGUMENT;
-            }
         }
         let slot = Slot {
             waiter: Waiter::new(),
@@ -407,11 +411,30 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
             ctx: Cell::new(ptr::null_mut()),
             sem: Cell::new(ptr::null()),
         };
-        // SAFETY: the memory is large and aligned enough for a `Slot` (checked at
-        // compile time) and not in use by the semaphore (not busy). The previous
-        // content, if any, needs no drop: an idle slot owns nothing.
+        // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
+        // `Slot` (checked at compile time) and writable (contract). Not a busy
+        // waiter (contract), so the semaphore does not reference it. `write` does
+        // not read or drop the old content: an idle slot owns nothing.
         unsafe { (waiter as *mut Slot).write(slot) };
         VOLT_OK
+    })
+}
+
+/// Whether an initialised waiter is busy: from a `volt_sem_acquire` that returned
+/// `VOLT_PENDING` until the owner's `volt_sem_cancel` (or a `volt_sem_try_cancel`
+/// that returned an outcome), made outside its callback, has returned. A busy
+/// waiter must not be re-initialised, reused, moved or freed. Like the other calls
+/// that take a waiter, only its owner may ask (or its own callback).
+///
+/// Returns false for NULL, misaligned or zeroed memory.
+///
+/// # Safety
+/// `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool {
+    ffi_boundary!(false, {
+        // SAFETY: NULL, zeroed or initialised waiter memory (contract); only read.
+        unsafe { slot_ref(waiter.cast_mut()) }.is_some_and(|slot| slot.busy.load(Ordering::Acquire))
     })
 }
 

@@ -74,11 +74,7 @@ fn pending_grant_then_cancel_collects_permits() {
             volt_sem_acquire(sem, w, 1, Some(count_wake), ctx),
             VOLT_INVALID_ARGUMENT
         );
-        assert_eq!(
-            volt_waiter_init(w),
-            VOLT_INVALID_ARGUMENT,
-            "busy waiter re-initialised"
-        );
+        assert!(volt_waiter_is_busy(w));
         assert_eq!(volt_waiter_status(w), VOLT_PENDING);
         // Freeing the only handle must not free the queue under the waiter.
         let other = volt_sem_clone(sem);
@@ -87,6 +83,7 @@ fn pending_grant_then_cancel_collects_permits() {
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
         assert_eq!(volt_waiter_status(w), VOLT_OK);
         assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_OK);
+        assert!(!volt_waiter_is_busy(w));
         assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_IDLE);
         assert_eq!(volt_sem_release(other, 2), VOLT_OK);
         assert_eq!(volt_sem_available_permits(other), 2);
@@ -106,6 +103,7 @@ fn zeroed_waiter_is_rejected() {
             VOLT_INVALID_ARGUMENT
         );
         assert_eq!(volt_waiter_status(&mut w), VOLT_INVALID_ARGUMENT);
+        assert!(!volt_waiter_is_busy(&w));
         volt_sem_free(sem);
     }
 }
@@ -162,9 +160,9 @@ fn cancel_of_an_outer_waiter_from_a_nested_callback_only_collects() {
         assert_eq!(volt_sem_release(sem, 1), VOLT_OK);
         assert_eq!(n.seen_from_inner.load(Ordering::SeqCst), VOLT_OK as usize);
         // Still busy: only the owner's cancel from outside ends it.
-        assert_eq!(volt_waiter_init(&mut outer), VOLT_INVALID_ARGUMENT);
+        assert!(volt_waiter_is_busy(&outer));
         assert_eq!(volt_sem_cancel(sem, &mut outer, ptr::null_mut()), VOLT_IDLE);
-        assert_eq!(volt_waiter_init(&mut outer), VOLT_OK);
+        assert!(!volt_waiter_is_busy(&outer));
         assert_eq!(volt_sem_cancel(sem, &mut inner, ptr::null_mut()), VOLT_OK);
         volt_sem_release(sem, 2);
         assert_eq!(volt_sem_available_permits(sem), 2);

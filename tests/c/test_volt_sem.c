@@ -1,5 +1,6 @@
 /* C test suite for the volt-sem C ABI, built against include/volt_sem.h and the
- * static library, once with ASan+UBSan and once with ThreadSanitizer.
+ * static library with ASan+UBSan, with ThreadSanitizer and under valgrind, and
+ * against the shared library.
  *
  * STRESS_ROUNDS scales the stress tests (the TSan build uses fewer rounds). */
 #define _POSIX_C_SOURCE 200809L
@@ -438,6 +439,8 @@ static void test_bad_input(void) {
     memset(&other_w, 0, sizeof other_w);
     CHECK_STATUS(volt_sem_acquire(sem, &other_w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_waiter_status(&other_w), VOLT_INVALID_ARGUMENT);
+    CHECK(!volt_waiter_is_busy(&other_w));
+    CHECK(!volt_waiter_is_busy(NULL));
     CHECK_STATUS(volt_sem_cancel(sem, &other_w, NULL), VOLT_INVALID_ARGUMENT);
     static union {
         volt_waiter w;
@@ -446,24 +449,52 @@ static void test_bad_input(void) {
     volt_waiter *misaligned = (volt_waiter *)(void *)(buf.bytes + 1);
     CHECK_STATUS(volt_waiter_init(misaligned), VOLT_INVALID_ARGUMENT);
 
-    /* A busy waiter cannot be queued again or re-initialised; a cancel naming
+    /* A busy waiter cannot be queued again (and says it is busy); a cancel naming
      * another semaphore is refused and leaves it queued. */
     const volt_sem *sem2 = new_sem(0);
     CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
     CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
     CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_acquire(sem2, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
-    CHECK_STATUS(volt_waiter_init(&w), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_waiter_is_busy(&w));
     CHECK_STATUS(volt_sem_cancel(sem2, &w, &returned), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
     CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
     CHECK(atomic_load(&c.wakes) == 1);
     CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_OK);
+    CHECK(!volt_waiter_is_busy(&w));
     CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
     /* Idle waiters may be cancelled on any semaphore: nothing happens. */
     CHECK_STATUS(volt_sem_cancel(sem2, &w, NULL), VOLT_IDLE);
     CHECK(volt_sem_available_permits(sem) == 2);
     volt_sem_free(sem2);
+    volt_sem_free(sem);
+}
+
+/* The documented allocation: fresh heap memory of volt_waiter_size() bytes,
+ * aligned to volt_waiter_align(), never written before volt_waiter_init(). Init
+ * must only write it (the valgrind suite fails on any read of the uninitialised
+ * bytes); then the waiter goes through a PENDING acquire, is reused without
+ * re-initialising, and is freed once idle. */
+static void test_init_fresh_heap_memory(void) {
+    const volt_sem *sem = new_sem(0);
+    counter c = {0};
+    volt_waiter *w = aligned_alloc(volt_waiter_align(), volt_waiter_size());
+    REQUIRE(w != NULL);
+    CHECK_STATUS(volt_waiter_init(w), VOLT_OK);
+    CHECK(!volt_waiter_is_busy(w));
+    CHECK_STATUS(volt_waiter_status(w), VOLT_IDLE);
+    for (int round = 0; round < 2; round++) {
+        CHECK_STATUS(volt_sem_acquire(sem, w, 1, count_wake, &c), VOLT_PENDING);
+        CHECK(volt_waiter_is_busy(w));
+        CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        CHECK_STATUS(volt_sem_cancel(sem, w, NULL), VOLT_OK);
+        CHECK(!volt_waiter_is_busy(w));
+        CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    }
+    CHECK(atomic_load(&c.wakes) == 2);
+    free(w);
     volt_sem_free(sem);
 }
 
@@ -622,6 +653,7 @@ int main(void) {
     RUN(test_acquire_blocking);
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);
+    RUN(test_init_fresh_heap_memory);
     RUN(test_stress_conservation);
     return harness_summary("c");
 }
