@@ -28,7 +28,8 @@
  * WAKE CALLBACKS (volt_sem_acquire() returned VOLT_PENDING)
  *   - wake(ctx) runs at most once per PENDING acquire: when the full grant has
  *     arrived or the semaphore was closed. Never after VOLT_OK/an error, nor after
- *     volt_sem_cancel() removed the waiter.
+ *     volt_sem_cancel() removed the waiter or volt_sem_try_cancel() returned an
+ *     outcome.
  *   - It runs on whichever thread completed the grant: a releaser, a canceller
  *     handing on a partial grant, or the closer, possibly before volt_sem_acquire()
  *     has returned on the owner's thread.
@@ -42,21 +43,31 @@
  *   - It must be short and must not block: the owner's volt_sem_cancel() waits for
  *     it. Typical bodies: set a flag, post to an event loop (uv_async_send), signal
  *     a condition variable.
+ *   - Never call volt_sem_cancel() while holding anything the callback takes
+ *     (e.g. the mutex of the condition variable it signals): cancel waits for a
+ *     callback that runs on another thread, which waits for that mutex: a
+ *     deadlock. After pthread_cond_timedwait() times out, unlock, then cancel;
+ *     or cancel under the lock with volt_sem_try_cancel(), which returns
+ *     VOLT_PENDING instead of waiting (see ffi-c/examples/timed_wait.c).
  *   - Inside it, volt_waiter_status() tells VOLT_OK (granted) or VOLT_CLOSED.
  *
  * WAITER LIFETIME
  *   A volt_waiter is caller-allocated (stack, struct member, or heap with
  *   volt_waiter_size()/volt_waiter_align()) and initialised once with
- *   volt_waiter_init(). It is busy from a volt_sem_acquire() that returned
- *   VOLT_PENDING until a volt_sem_cancel() on it, made outside its own wake
- *   callback, has returned. Every PENDING waiter must be passed to
- *   volt_sem_cancel() exactly once from outside its callback (after the wake, to
+ *   volt_waiter_init(), which only writes (fresh, uninitialised memory is the
+ *   expected input). It is busy from a volt_sem_acquire() that returned
+ *   VOLT_PENDING until a volt_sem_cancel() on it (or a volt_sem_try_cancel()
+ *   that returned an outcome), made outside its own wake callback, has returned.
+ *   Every PENDING waiter must be ended that way exactly once (after the wake, to
  *   collect the outcome; before it, to give up). While busy, the waiter must not
  *   be moved, copied, freed, re-initialised or reused, and ctx must stay valid
- *   for wake. After that volt_sem_cancel() returns, the callback has returned or
- *   will never be called and the library holds no reference to the waiter or
- *   ctx: both may be freed or reused. A waiter whose acquire returned VOLT_OK or
- *   an error was never busy and may be freed or reused at once.
+ *   for wake; re-initialising a busy waiter is undefined behaviour that
+ *   volt_waiter_init() does not detect (ask volt_waiter_is_busy() first if in
+ *   doubt). After the ending call returns, the callback has returned or will
+ *   never be called and the library holds no reference to the waiter or ctx:
+ *   both may be freed or reused. A waiter whose acquire returned VOLT_OK or an
+ *   error was never busy and may be freed or reused at once; an idle waiter is
+ *   reused without re-initialising.
  */
 
 #ifndef VOLT_SEM_H
@@ -357,14 +368,19 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  * * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
  * * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
- *   by a call from inside its wake callback.
+ *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
+ *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
+ *   not release them a second time).
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
  *
  * Outside the waiter's callback, this waits for a callback running on another
  * thread to return; when it returns the waiter is idle and the waiter and `ctx`
- * may be freed or reused. Inside its own callback it returns at once with the
- * outcome, and the waiter stays busy until the owner's call outside.
+ * may be freed or reused. So never call it while holding a lock (or anything
+ * else) that a wake callback may be waiting for: it would wait for the callback,
+ * and the callback for it. Drop the lock first, or use `volt_sem_try_cancel`.
+ * Inside its own callback it returns at once with the outcome, and the waiter
+ * stays busy until the owner's call outside.
  *
  * # Safety
  * `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -374,6 +390,35 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
 volt_status volt_sem_cancel(const struct volt_sem *sem,
                             struct volt_waiter *waiter,
                             size_t *returned);
+
+/**
+ * Like `volt_sem_cancel`, but never waits for the waiter's wake callback: for an
+ * owner that must end a PENDING acquire while holding a lock the callback takes.
+ *
+ * Returns what `volt_sem_cancel` returns, or `VOLT_PENDING` when ending the
+ * acquire now would mean waiting for its callback: the grant or the close has
+ * arrived and `wake(ctx)` is running on another thread or about to. Nothing
+ * changed: the callback is or will be called as usual; wait for it (e.g. in
+ * `pthread_cond_wait`, which drops the lock) and call this again. It stays
+ * `VOLT_PENDING` until the callback has returned, a moment after its last
+ * action (e.g. its signal): if that was seen, yield and call again. If this call
+ * wins the race against an arriving grant or close, it returns that outcome
+ * (`VOLT_OK`, `VOLT_CLOSED`) itself and `wake(ctx)` is not called.
+ *
+ * Only this waiter's callback is never waited for: if a release wakes several
+ * waiters at once while this call removes the waiter, it may wait for the
+ * callbacks of the waiters woken just before it. So the lock held across this
+ * call must not be one that other waiters' callbacks take; the wait for this
+ * waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
+ *
+ * Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+ *
+ * # Safety
+ * As for `volt_sem_cancel`.
+ */
+volt_status volt_sem_try_cancel(const struct volt_sem *sem,
+                                struct volt_waiter *waiter,
+                                size_t *returned);
 
 /**
  * Acquires `n` permits, blocking (parked, no busy wait) the calling thread until

@@ -12,9 +12,10 @@
 //! * `volt_waiter` is caller-allocated, sized and aligned in the header, and holds
 //!   a core [`Waiter`] plus the bookkeeping that makes misuse detectable: a magic
 //!   word set by `volt_waiter_init`, a `busy` flag (set from PENDING until the
-//!   owner's `volt_sem_cancel` returned), the user's callback, and one strong
-//!   reference to the semaphore it is queued on, so that freeing every handle
-//!   while a waiter is queued cannot free the queue under it.
+//!   owner's `volt_sem_cancel` returned), the user's callback, a `claim` word
+//!   that lets `volt_sem_try_cancel` and the callback exclude each other, and
+//!   one strong reference to the semaphore it is queued on, so that freeing
+//!   every handle while a waiter is queued cannot free the queue under it.
 //! * `volt_waiter_init` only writes: the memory it is given is usually fresh
 //!   (stack or heap), and reading it first would read uninitialised memory.
 //! * The core tells whether this thread is inside a waiter's callback (or one
@@ -31,7 +32,7 @@ use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -129,12 +130,22 @@ struct Slot {
     /// them to the notifying thread) and read by the trampoline.
     wake: Cell<volt_wake_fn>,
     ctx: Cell<*mut c_void>,
+    /// Who owns the delivery of this PENDING acquire's outcome: `CLAIM_FREE` when
+    /// queued, then either the trampoline (`CLAIM_RUNNING` while the user's
+    /// callback runs, `CLAIM_RETURNED` after) or `volt_sem_try_cancel`
+    /// (`CLAIM_CANCELLING`: the user's callback will not be called).
+    claim: AtomicU8,
     /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
     /// queued on, while busy; NULL otherwise.
     sem: Cell<*const volt_sem>,
 }
 
 const MAGIC: u32 = 0x766f_6c74; // "volt"
+
+const CLAIM_FREE: u8 = 0;
+const CLAIM_RUNNING: u8 = 1;
+const CLAIM_RETURNED: u8 = 2;
+const CLAIM_CANCELLING: u8 = 3;
 
 const _: () = {
     assert!(std::mem::size_of::<Slot>() <= std::mem::size_of::<volt_waiter>());
@@ -144,21 +155,42 @@ const _: () = {
 };
 
 /// The core's callback for every C waiter: calls the user's callback with the
-/// user's context (the core's context is the slot).
+/// user's context (the core's context is the slot), unless `volt_sem_try_cancel`
+/// claimed the outcome first.
 unsafe extern "C" fn trampoline(ctx: *mut c_void) {
-    let slot = ctx as *const Slot;
     // SAFETY: `ctx` is the slot passed to `acquire_raw` in `volt_sem_acquire`. The
     // core calls this at most once, while the waiter is in a NOTIFYING phase, and
-    // the owner cannot free or reuse the slot before its `volt_sem_cancel` (which
-    // waits for this callback to return) returned. `wake`/`ctx` were written
-    // before the waiter was queued; the queue lock orders those writes before
-    // this read.
-    let (wake, user_ctx) = unsafe { ((*slot).wake.get(), (*slot).ctx.get()) };
+    // the owner cannot free or reuse the slot before its `volt_sem_cancel` or
+    // `volt_sem_try_cancel` returned an outcome, which both wait for this
+    // function to return (the core keeps the waiter NOTIFYING until then).
+    let slot = unsafe { &*(ctx as *const Slot) };
+    // Acquire: pairs with the owner's release of CLAIM_CANCELLING (nothing to read
+    // then); AcqRel on success orders the user callback after the claim.
+    if slot
+        .claim
+        .compare_exchange(
+            CLAIM_FREE,
+            CLAIM_RUNNING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // `volt_sem_try_cancel` took the outcome: its caller is told directly.
+        return;
+    }
+    // `wake`/`ctx` were written before the waiter was queued; the queue lock
+    // orders those writes before this read.
+    let (wake, user_ctx) = (slot.wake.get(), slot.ctx.get());
     if let Some(wake) = wake {
         // SAFETY: the caller of `volt_sem_acquire` promised that `wake(ctx)` may be
-        // called once, from any thread, until the waiter is finished.
+        // called once, from any thread, until the waiter is finished. Should it
+        // unwind (a C++ exception), this `extern "C"` function aborts the process.
         unsafe { wake(user_ctx) };
     }
+    // Release: whatever the callback wrote happens-before a `volt_sem_try_cancel`
+    // that reads CLAIM_RETURNED. The last access to the slot in this function.
+    slot.claim.store(CLAIM_RETURNED, Ordering::Release);
 }
 
 /// Borrows the semaphore behind a handle, or `None` for NULL.
@@ -409,6 +441,7 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
             busy: AtomicBool::new(false),
             wake: Cell::new(None),
             ctx: Cell::new(ptr::null_mut()),
+            claim: AtomicU8::new(CLAIM_FREE),
             sem: Cell::new(ptr::null()),
         };
         // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
@@ -483,6 +516,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
         // SAFETY: `sem` is a live handle (contract).
         unsafe { Arc::increment_strong_count(sem) };
         slot.sem.set(sem);
+        slot.claim.store(CLAIM_FREE, Ordering::Relaxed);
         slot.busy.store(true, Ordering::Relaxed);
         let ctx = slot as *const Slot as *mut c_void;
         // SAFETY: the waiter is idle (checked above), and the C contract keeps it
@@ -542,14 +576,19 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 /// * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
 /// * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
-///   by a call from inside its wake callback.
+///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
+///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
+///   not release them a second time).
 /// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
 ///   semaphore the waiter is queued on (nothing changed).
 ///
 /// Outside the waiter's callback, this waits for a callback running on another
 /// thread to return; when it returns the waiter is idle and the waiter and `ctx`
-/// may be freed or reused. Inside its own callback it returns at once with the
-/// outcome, and the waiter stays busy until the owner's call outside.
+/// may be freed or reused. So never call it while holding a lock (or anything
+/// else) that a wake callback may be waiting for: it would wait for the callback,
+/// and the callback for it. Drop the lock first, or use `volt_sem_try_cancel`.
+/// Inside its own callback it returns at once with the outcome, and the waiter
+/// stays busy until the owner's call outside.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -561,48 +600,125 @@ pub unsafe extern "C" fn volt_sem_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    ffi_boundary!(VOLT_PANIC, {
-        if !returned.is_null() {
-            // SAFETY: non-NULL and writable (contract).
-            unsafe { returned.write(0) };
-        }
-        // SAFETY: NULL or live handle / waiter memory (contract).
-        let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) })
-        else {
-            return VOLT_INVALID_ARGUMENT;
-        };
-        // Inside this waiter's callback, or one nested in it (the core tracks both).
-        let inside = slot.waiter.in_own_callback();
-        if !inside && !slot.busy.load(Ordering::Acquire) {
-            return VOLT_IDLE;
-        }
-        if !ptr::eq(slot.sem.get(), sem) {
-            return VOLT_INVALID_ARGUMENT;
-        }
-        // SAFETY: the waiter is busy on exactly this semaphore (checked above).
-        let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
-        if !inside {
-            // The callback has returned or will never run; the semaphore no longer
-            // references the waiter: drop its reference and make it idle.
-            let own = slot.sem.replace(ptr::null());
-            slot.busy.store(false, Ordering::Release);
-            // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
-            // holds `sem`, so this never destroys the semaphore under `handle`.
-            unsafe { Arc::decrement_strong_count(own) };
-        }
-        match finish {
-            Finish::Granted => VOLT_OK,
-            Finish::Closed => VOLT_CLOSED,
-            Finish::Idle => VOLT_IDLE,
-            Finish::Cancelled { returned: partial } => {
-                if !returned.is_null() {
-                    // SAFETY: non-NULL and writable (contract).
-                    unsafe { returned.write(partial) };
+    // SAFETY: forwarded caller contract.
+    ffi_boundary!(VOLT_PANIC, unsafe {
+        end_acquire(sem, waiter, returned, true)
+    })
+}
+
+/// Like `volt_sem_cancel`, but never waits for the waiter's wake callback: for an
+/// owner that must end a PENDING acquire while holding a lock the callback takes.
+///
+/// Returns what `volt_sem_cancel` returns, or `VOLT_PENDING` when ending the
+/// acquire now would mean waiting for its callback: the grant or the close has
+/// arrived and `wake(ctx)` is running on another thread or about to. Nothing
+/// changed: the callback is or will be called as usual; wait for it (e.g. in
+/// `pthread_cond_wait`, which drops the lock) and call this again. It stays
+/// `VOLT_PENDING` until the callback has returned, a moment after its last
+/// action (e.g. its signal): if that was seen, yield and call again. If this call
+/// wins the race against an arriving grant or close, it returns that outcome
+/// (`VOLT_OK`, `VOLT_CLOSED`) itself and `wake(ctx)` is not called.
+///
+/// Only this waiter's callback is never waited for: if a release wakes several
+/// waiters at once while this call removes the waiter, it may wait for the
+/// callbacks of the waiters woken just before it. So the lock held across this
+/// call must not be one that other waiters' callbacks take; the wait for this
+/// waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
+///
+/// Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+///
+/// # Safety
+/// As for `volt_sem_cancel`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_try_cancel(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    returned: *mut usize,
+) -> volt_status {
+    // SAFETY: forwarded caller contract.
+    ffi_boundary!(VOLT_PANIC, unsafe {
+        end_acquire(sem, waiter, returned, false)
+    })
+}
+
+/// `volt_sem_cancel` (`wait`) and `volt_sem_try_cancel` (`!wait`).
+///
+/// # Safety
+/// The contract of `volt_sem_cancel`.
+unsafe fn end_acquire(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    returned: *mut usize,
+    wait: bool,
+) -> volt_status {
+    if !returned.is_null() {
+        // SAFETY: non-NULL and writable (contract).
+        unsafe { returned.write(0) };
+    }
+    // SAFETY: NULL or live handle / waiter memory (contract).
+    let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) }) else {
+        return VOLT_INVALID_ARGUMENT;
+    };
+    // Inside this waiter's callback, or one nested in it (the core tracks both).
+    let inside = slot.waiter.in_own_callback();
+    if !inside && !slot.busy.load(Ordering::Acquire) {
+        return VOLT_IDLE;
+    }
+    if !ptr::eq(slot.sem.get(), sem) {
+        return VOLT_INVALID_ARGUMENT;
+    }
+    if !wait && !inside {
+        // Only the owner writes `claim` besides the trampoline, and the owner is
+        // this thread (one-owner rule): no other claim can appear but RUNNING.
+        match slot.claim.load(Ordering::Acquire) {
+            // The callback is running, or returned (then `finish_raw` below only
+            // waits for the core to mark the waiter done, a few instructions).
+            CLAIM_RUNNING => return VOLT_PENDING,
+            CLAIM_RETURNED => {}
+            _ => {
+                if slot.waiter.state() != WaiterState::Waiting {
+                    // Unlinked by a notifier whose trampoline has not started: the
+                    // callback will be called; leave the outcome to it.
+                    return VOLT_PENDING;
                 }
-                VOLT_CANCELLED
+                // Queued: take the outcome from the callback. From here on the
+                // trampoline returns without calling it, so `finish_raw` cannot
+                // wait for it (only for the core's own bookkeeping, or for earlier
+                // callbacks of the same wake batch, as documented).
+                if let Err(CLAIM_RUNNING) = slot.claim.compare_exchange(
+                    CLAIM_FREE,
+                    CLAIM_CANCELLING,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    return VOLT_PENDING;
+                }
             }
         }
-    })
+    }
+    // SAFETY: the waiter is busy on exactly this semaphore (checked above).
+    let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
+    if !inside {
+        // The callback has returned or will never run; the semaphore no longer
+        // references the waiter: drop its reference and make it idle.
+        let own = slot.sem.replace(ptr::null());
+        slot.busy.store(false, Ordering::Release);
+        // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
+        // holds `sem`, so this never destroys the semaphore under `handle`.
+        unsafe { Arc::decrement_strong_count(own) };
+    }
+    match finish {
+        Finish::Granted => VOLT_OK,
+        Finish::Closed => VOLT_CLOSED,
+        Finish::Idle => VOLT_IDLE,
+        Finish::Cancelled { returned: partial } => {
+            if !returned.is_null() {
+                // SAFETY: non-NULL and writable (contract).
+                unsafe { returned.write(partial) };
+            }
+            VOLT_CANCELLED
+        }
+    }
 }
 
 /// Acquires `n` permits, blocking (parked, no busy wait) the calling thread until

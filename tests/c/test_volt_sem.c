@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -248,6 +249,174 @@ static void test_full_grant_then_cancel_race(void) {
     CHECK(granted + cancelled == STRESS_ROUNDS);
     printf("     race outcomes: %d granted, %d cancelled (%d with a partial grant)\n", granted,
            cancelled, partial_seen);
+    volt_sem_free(sem);
+}
+
+/* ---------------------------------------------------- cancel under a lock */
+
+/* A waiter whose callback signals a condition variable, as the header suggests,
+ * and records that it started before it takes the mutex. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int woken; /* guarded by lock */
+    atomic_int entered;
+    volt_waiter waiter;
+} cv_waiter;
+
+static void cv_wake(void *ctx) {
+    cv_waiter *t = ctx;
+    atomic_store(&t->entered, 1);
+    pthread_mutex_lock(&t->lock);
+    t->woken = 1;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void cv_waiter_init(cv_waiter *t) {
+    REQUIRE(pthread_mutex_init(&t->lock, NULL) == 0);
+    REQUIRE(pthread_cond_init(&t->cond, NULL) == 0);
+    t->woken = 0;
+    atomic_init(&t->entered, 0);
+    init_waiter(&t->waiter);
+}
+
+static void cv_waiter_destroy(cv_waiter *t) {
+    pthread_cond_destroy(&t->cond);
+    pthread_mutex_destroy(&t->lock);
+}
+
+typedef struct {
+    const volt_sem *sem;
+    size_t n;
+    atomic_int started;
+} release_args;
+
+static void *release_n(void *p) {
+    release_args *a = p;
+    atomic_store(&a->started, 1);
+    REQUIRE(volt_sem_release(a->sem, a->n) == VOLT_OK);
+    return NULL;
+}
+
+/* Issue 13, D3: the owner holds the condvar's mutex (a timed wait just timed
+ * out) while the grant arrives on another thread, whose callback now blocks on
+ * that mutex. volt_sem_cancel() here would wait for that callback for ever;
+ * volt_sem_try_cancel() must return VOLT_PENDING and change nothing, and once
+ * the owner lets the callback run (cond_wait drops the mutex) it collects the
+ * grant. */
+static void test_try_cancel_while_holding_the_callbacks_lock(void) {
+    const volt_sem *sem = new_sem(0);
+    cv_waiter t;
+    cv_waiter_init(&t);
+    CHECK_STATUS(volt_sem_acquire(sem, &t.waiter, 1, cv_wake, &t), VOLT_PENDING);
+    pthread_mutex_lock(&t.lock);
+    release_args a = {sem, 1, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, release_n, &a) == 0);
+    while (!atomic_load(&t.entered)) sched_yield(); /* the callback is blocked on t.lock */
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, &returned), VOLT_PENDING);
+    CHECK(returned == 0);
+    CHECK(volt_waiter_is_busy(&t.waiter));
+    CHECK_STATUS(volt_waiter_status(&t.waiter), VOLT_OK); /* granted, callback running */
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, NULL), VOLT_PENDING);
+    while (!t.woken) pthread_cond_wait(&t.cond, &t.lock);
+    /* The callback signalled and unlocked; until it has also returned, the
+     * answer is still VOLT_PENDING (it does not need the mutex any more: yield).
+     * Then the grant is collected without waiting, still under the lock. */
+    volt_status s;
+    while ((s = volt_sem_try_cancel(sem, &t.waiter, &returned)) == VOLT_PENDING) sched_yield();
+    CHECK_STATUS(s, VOLT_OK);
+    CHECK(!volt_waiter_is_busy(&t.waiter));
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, NULL), VOLT_IDLE);
+    pthread_mutex_unlock(&t.lock);
+    REQUIRE(pthread_join(th, NULL) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    cv_waiter_destroy(&t);
+    volt_sem_free(sem);
+}
+
+/* A queued waiter: volt_sem_try_cancel removes it like volt_sem_cancel (the
+ * partial grant is handed on, the callback never runs), and checks its
+ * arguments the same way. */
+static void test_try_cancel_queued_waiter(void) {
+    const volt_sem *sem = new_sem(1);
+    const volt_sem *other = new_sem(0);
+    volt_waiter a, b;
+    counter ca = {0}, cb = {0};
+    size_t returned = 99;
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &a, &returned), VOLT_IDLE);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING); /* has 1 of 3 */
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_try_cancel(NULL, &a, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(sem, NULL, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(other, &a, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &a, &returned), VOLT_CANCELLED);
+    CHECK(returned == 1);
+    CHECK(atomic_load(&ca.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&a));
+    /* a's permit went on to b. */
+    CHECK(atomic_load(&cb.wakes) == 1);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &b, &returned), VOLT_OK);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    volt_sem_free(other);
+    volt_sem_free(sem);
+}
+
+/* The race of volt_sem_try_cancel (under the callback's mutex) with grants
+ * arriving on another thread: whichever wins, the owner ends up with exactly
+ * the right permits, the callback runs at most once and never after the
+ * outcome was returned, and nothing deadlocks. */
+static void test_try_cancel_race_under_lock(void) {
+    const volt_sem *sem = new_sem(0);
+    int granted_woken = 0, granted_silent = 0, cancelled = 0;
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        cv_waiter t;
+        cv_waiter_init(&t);
+        CHECK_STATUS(volt_sem_acquire(sem, &t.waiter, 1, cv_wake, &t), VOLT_PENDING);
+        release_args a = {sem, 1, 0};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, release_n, &a) == 0);
+        /* Try to cancel right as the release happens, so every outcome occurs. */
+        while (!atomic_load(&a.started)) {
+        }
+        for (int spin = 0; spin < (i % 64) * 4; spin++) atomic_signal_fence(memory_order_seq_cst);
+        pthread_mutex_lock(&t.lock);
+        volt_status s;
+        while ((s = volt_sem_try_cancel(sem, &t.waiter, NULL)) == VOLT_PENDING) {
+            if (t.woken) sched_yield(); /* signalled, not yet returned */
+            while (!t.woken) pthread_cond_wait(&t.cond, &t.lock);
+        }
+        int woken = t.woken;
+        pthread_mutex_unlock(&t.lock);
+        REQUIRE(pthread_join(th, NULL) == 0);
+        CHECK(!volt_waiter_is_busy(&t.waiter));
+        pthread_mutex_lock(&t.lock);
+        CHECK(t.woken == woken); /* never called after the outcome was returned */
+        pthread_mutex_unlock(&t.lock);
+        if (s == VOLT_OK) {
+            if (woken) granted_woken++;
+            else granted_silent++; /* the try_cancel took the grant from the callback */
+            CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        } else {
+            CHECK_STATUS(s, VOLT_CANCELLED);
+            CHECK(!woken);
+            cancelled++;
+        }
+        /* The released permit is back either way. */
+        CHECK(volt_sem_available_permits(sem) == 1);
+        CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+        cv_waiter_destroy(&t);
+    }
+    printf("     try_cancel outcomes: %d granted after the wake, %d granted without it, %d cancelled\n",
+           granted_woken, granted_silent, cancelled);
     volt_sem_free(sem);
 }
 
@@ -600,6 +769,20 @@ static void *stress_worker(void *p) {
             else a->violations++;
             continue;
         }
+        if (mode == 4) {
+            /* Cancel under the lock the callback takes: never waits for it. */
+            pthread_mutex_lock(&pk.lock);
+            volt_status c;
+            while ((c = volt_sem_try_cancel(a->sem, &w, NULL)) == VOLT_PENDING) {
+                if (pk.woken) sched_yield();
+                while (!pk.woken) pthread_cond_wait(&pk.cond, &pk.lock);
+            }
+            pthread_mutex_unlock(&pk.lock);
+            if (c == VOLT_OK) hold(a, n);
+            else if (c == VOLT_CANCELLED) a->cancelled++;
+            else a->violations++;
+            continue;
+        }
         pthread_mutex_lock(&pk.lock);
         while (!pk.woken) pthread_cond_wait(&pk.cond, &pk.lock);
         pthread_mutex_unlock(&pk.lock);
@@ -648,6 +831,9 @@ int main(void) {
     RUN(test_close_wakes_waiters);
     RUN(test_cancel_returns_partial_grant);
     RUN(test_full_grant_then_cancel_race);
+    RUN(test_try_cancel_while_holding_the_callbacks_lock);
+    RUN(test_try_cancel_queued_waiter);
+    RUN(test_try_cancel_race_under_lock);
     RUN(test_release_from_inside_waker);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
