@@ -21,9 +21,13 @@
  * THREADS
  *   Every function may be called from any thread, concurrently, on the same
  *   semaphore. A volt_waiter has one owner at a time: calls that take a given
- *   waiter must not run concurrently with each other, except volt_waiter_status()
- *   (any thread, any time) and calls made from inside that waiter's own wake
- *   callback.
+ *   waiter must not run concurrently with each other, except calls made from
+ *   inside that waiter's own wake callback, and volt_waiter_status(), which any
+ *   thread may call at any time between the waiter's volt_waiter_init() and the
+ *   end of its memory: a thread other than the initialising one must see the
+ *   init through a synchronising operation (mutex, release/acquire, thread
+ *   creation), and the waiter must not be re-initialised or freed while another
+ *   thread may be asking.
  *
  * WAKE CALLBACKS (volt_sem_acquire() returned VOLT_PENDING)
  *   - wake(ctx) runs at most once per PENDING acquire: when the full grant has
@@ -37,9 +41,27 @@
  *     the library (volt_sem_release(), volt_sem_try_acquire(), volt_sem_acquire()
  *     with another waiter, volt_waiter_status() and volt_sem_cancel() on its own
  *     waiter, or on a waiter whose callback it runs nested in: a release from
- *     a callback runs the next waiters' callbacks inside it). Such a cancel only
- *     collects the outcome; the waiter stays busy until its owner's cancel from
- *     outside. It must not cancel any other waiter.
+ *     a callback runs the next waiters' callbacks inside it). It must not cancel
+ *     any other waiter.
+ *   - A cancel made inside the callback collects the outcome: its VOLT_OK hands
+ *     the permits to the callback, which then owns them (and must release them
+ *     or pass them on). The waiter stays busy until its owner's volt_sem_cancel()
+ *     from outside, which then returns VOLT_IDLE: it owns nothing more and must
+ *     not release again. Generic owner code therefore releases only on VOLT_OK:
+ *
+ *       static void on_wake(void *ctx) {            // runs on the releaser
+ *           job *j = ctx;
+ *           if (volt_sem_cancel(j->sem, &j->w, NULL) == VOLT_OK) {
+ *               run_job(j);                         // short, non-blocking
+ *               volt_sem_release(j->sem, j->n);     // the callback's permits
+ *           }
+ *       }
+ *       ...                                         // later, in the owner:
+ *       switch (volt_sem_cancel(j->sem, &j->w, NULL)) {
+ *       case VOLT_OK:   run_job(j); volt_sem_release(j->sem, j->n); break;
+ *       case VOLT_IDLE: break;       // the callback took and released them
+ *       default:        break;       // cancelled or closed: nothing held
+ *       }
  *   - It must be short and must not block: the owner's volt_sem_cancel() waits for
  *     it. Typical bodies: set a flag, post to an event loop (uv_async_send), signal
  *     a condition variable.
@@ -49,6 +71,10 @@
  *     deadlock. After pthread_cond_timedwait() times out, unlock, then cancel;
  *     or cancel under the lock with volt_sem_try_cancel(), which returns
  *     VOLT_PENDING instead of waiting (see ffi-c/examples/timed_wait.c).
+ *   - It must return normally. A C++ exception thrown out of it aborts the
+ *     process (the library cannot unwind through a semaphore operation half
+ *     done: the queue and the permit count would be left inconsistent);
+ *     longjmp() out of it is undefined behaviour. Catch exceptions inside it.
  *   - Inside it, volt_waiter_status() tells VOLT_OK (granted) or VOLT_CLOSED.
  *
  * WAITER LIFETIME
@@ -68,6 +94,15 @@
  *   both may be freed or reused. A waiter whose acquire returned VOLT_OK or an
  *   error was never busy and may be freed or reused at once; an idle waiter is
  *   reused without re-initialising.
+ *
+ * TIMEOUTS
+ *   volt_sem_acquire_blocking()'s timeout_ns is relative (a duration from the
+ *   call, not a deadline) and measured on the monotonic clock (CLOCK_MONOTONIC):
+ *   wall-clock changes do not affect it.
+ *
+ * VERSIONS
+ *   VOLT_SEM_VERSION_MAJOR/MINOR/PATCH are the version of this header;
+ *   volt_sem_version() returns the version of the library linked at run time.
  */
 
 #ifndef VOLT_SEM_H
@@ -80,6 +115,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * Major version of the headers this program was compiled with; compare with
+ * `volt_sem_version()` for the library it runs with.
+ */
+#define VOLT_SEM_VERSION_MAJOR 0
+
+/**
+ * Minor version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_MINOR 1
+
+/**
+ * Patch version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_PATCH 0
 
 /**
  * Size in bytes of `volt_waiter`.
@@ -175,7 +226,9 @@ typedef struct volt_waiter {
 
 /**
  * The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
- * See "Wake callbacks" at the top of this header.
+ * See "Wake callbacks" at the top of this header. It must return normally: a
+ * C++ exception thrown out of it aborts the process, and `longjmp` out of it
+ * is undefined behaviour.
  */
 typedef void (*volt_wake_fn)(void *ctx);
 
@@ -343,7 +396,11 @@ volt_status volt_sem_acquire(const struct volt_sem *sem,
 
 /**
  * Where a waiter stands; callable from any thread, including inside its wake
- * callback (the right place to ask).
+ * callback (the right place to ask), concurrently with every other call on the
+ * waiter except `volt_waiter_init` (and freeing its memory): the caller must make
+ * the initialisation happen-before this call from another thread (e.g. publish
+ * the waiter through a mutex or a release store), and must not free or
+ * re-initialise the waiter while another thread may be asking.
  *
  * Returns `VOLT_PENDING` (queued), `VOLT_OK` (the full grant arrived),
  * `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
@@ -425,6 +482,10 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
  * they are granted in FIFO order, the semaphore is closed, or `timeout_ns`
  * nanoseconds passed; a negative timeout waits for ever. Do not call it on an
  * event-loop thread.
+ *
+ * `timeout_ns` is relative to the call (a duration, not a deadline), measured on
+ * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
+ * not shorten or lengthen it. A timeout too large for the clock waits for ever.
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

@@ -98,8 +98,53 @@ pub struct volt_sem {
 }
 
 /// The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
-/// See "Wake callbacks" at the top of this header.
-pub type volt_wake_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+/// See "Wake callbacks" at the top of this header. It must return normally: a
+/// C++ exception thrown out of it aborts the process, and `longjmp` out of it
+/// is undefined behaviour.
+// "C-unwind": a foreign exception escaping the callback is then defined
+// behaviour on the Rust side: it reaches `trampoline`, an `extern "C"` function,
+// whose unwind guard aborts the process (instead of unwinding through frames
+// that hold the semaphore's state mid-update).
+pub type volt_wake_fn = Option<unsafe extern "C-unwind" fn(ctx: *mut c_void)>;
+
+/// Major version of the headers this program was compiled with; compare with
+/// `volt_sem_version()` for the library it runs with.
+pub const VOLT_SEM_VERSION_MAJOR: u32 = 0;
+/// Minor version of the headers this program was compiled with.
+pub const VOLT_SEM_VERSION_MINOR: u32 = 1;
+/// Patch version of the headers this program was compiled with.
+pub const VOLT_SEM_VERSION_PATCH: u32 = 0;
+
+/// Parses a decimal `CARGO_PKG_VERSION_*` component at compile time.
+const fn parse_version(text: &str) -> u32 {
+    let bytes = text.as_bytes();
+    assert!(!bytes.is_empty(), "empty version component");
+    let mut value = 0u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i].is_ascii_digit(), "non-numeric version component");
+        value = value * 10 + (bytes[i] - b'0') as u32;
+        i += 1;
+    }
+    value
+}
+
+// The header's version macros are literals (cbindgen cannot evaluate `env!`), so
+// the build fails if they drift from Cargo.toml's version.
+const _: () = {
+    assert!(
+        VOLT_SEM_VERSION_MAJOR == parse_version(env!("CARGO_PKG_VERSION_MAJOR")),
+        "VOLT_SEM_VERSION_MAJOR differs from Cargo.toml's version"
+    );
+    assert!(
+        VOLT_SEM_VERSION_MINOR == parse_version(env!("CARGO_PKG_VERSION_MINOR")),
+        "VOLT_SEM_VERSION_MINOR differs from Cargo.toml's version"
+    );
+    assert!(
+        VOLT_SEM_VERSION_PATCH == parse_version(env!("CARGO_PKG_VERSION_PATCH")),
+        "VOLT_SEM_VERSION_PATCH differs from Cargo.toml's version"
+    );
+};
 
 /// Size in bytes of `volt_waiter`.
 pub const VOLT_WAITER_SIZE: usize = 256;
@@ -399,19 +444,19 @@ pub unsafe extern "C" fn volt_sem_is_closed(sem: *const volt_sem) -> bool {
 /// The largest permit count a semaphore holds and the largest single request.
 #[no_mangle]
 pub extern "C" fn volt_max_permits() -> usize {
-    Semaphore::MAX_PERMITS
+    ffi_boundary!(0, Semaphore::MAX_PERMITS)
 }
 
 /// `sizeof(volt_waiter)`, for bindings that allocate waiters dynamically.
 #[no_mangle]
 pub extern "C" fn volt_waiter_size() -> usize {
-    std::mem::size_of::<volt_waiter>()
+    ffi_boundary!(0, std::mem::size_of::<volt_waiter>())
 }
 
 /// `alignof(volt_waiter)`, for bindings that allocate waiters dynamically.
 #[no_mangle]
 pub extern "C" fn volt_waiter_align() -> usize {
-    std::mem::align_of::<volt_waiter>()
+    ffi_boundary!(0, std::mem::align_of::<volt_waiter>())
 }
 
 /// Initialises a waiter: must be called once on its memory before its first use
@@ -539,7 +584,11 @@ pub unsafe extern "C" fn volt_sem_acquire(
 }
 
 /// Where a waiter stands; callable from any thread, including inside its wake
-/// callback (the right place to ask).
+/// callback (the right place to ask), concurrently with every other call on the
+/// waiter except `volt_waiter_init` (and freeing its memory): the caller must make
+/// the initialisation happen-before this call from another thread (e.g. publish
+/// the waiter through a mutex or a release store), and must not free or
+/// re-initialise the waiter while another thread may be asking.
 ///
 /// Returns `VOLT_PENDING` (queued), `VOLT_OK` (the full grant arrived),
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
@@ -726,6 +775,10 @@ unsafe fn end_acquire(
 /// nanoseconds passed; a negative timeout waits for ever. Do not call it on an
 /// event-loop thread.
 ///
+/// `timeout_ns` is relative to the call (a duration, not a deadline), measured on
+/// a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
+/// not shorten or lengthen it. A timeout too large for the clock waits for ever.
+///
 /// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
 /// `n > volt_max_permits()`).
@@ -774,12 +827,19 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
 /// The library version ("MAJOR.MINOR.PATCH"), a static NUL-terminated string.
 #[no_mangle]
 pub extern "C" fn volt_sem_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    ffi_boundary!(
+        ptr::null(),
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    )
 }
 
 /// A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
 #[no_mangle]
 pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
+    ffi_boundary!(c"unknown".as_ptr(), status_name(status).as_ptr().cast())
+}
+
+fn status_name(status: i32) -> &'static str {
     let name: &'static str = match status {
         0 => "VOLT_OK\0",
         1 => "VOLT_PENDING\0",
@@ -793,7 +853,7 @@ pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
         9 => "VOLT_PANIC\0",
         _ => "unknown\0",
     };
-    name.as_ptr().cast()
+    name
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ fn status_names_match_variants() {
     );
 }
 
-unsafe extern "C" fn count_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn count_wake(ctx: *mut c_void) {
     // SAFETY: the tests pass a live `AtomicUsize`.
     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
 }
@@ -118,14 +118,14 @@ struct Nested {
     seen_from_inner: AtomicUsize,
 }
 
-unsafe extern "C" fn outer_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn outer_wake(ctx: *mut c_void) {
     // SAFETY: the test passes a live `Nested`.
     let n = unsafe { &*(ctx as *const Nested) };
     // SAFETY: `n.sem` is a live handle.
     assert_eq!(unsafe { volt_sem_release(n.sem, 1) }, VOLT_OK);
 }
 
-unsafe extern "C" fn inner_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn inner_wake(ctx: *mut c_void) {
     // SAFETY: the test passes a live `Nested`; `outer` is a busy waiter.
     let n = unsafe { &*(ctx as *const Nested) };
     let status = unsafe { volt_sem_cancel(n.sem, n.outer, ptr::null_mut()) };

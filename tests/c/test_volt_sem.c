@@ -45,8 +45,19 @@ static void init_waiter(volt_waiter *w) { REQUIRE(volt_waiter_init(w) == VOLT_OK
 
 /* ---------------------------------------------------------------- the tests */
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static void test_version_and_layout(void) {
     CHECK(strcmp(volt_sem_version(), EXPECTED_VERSION) == 0);
+    /* The header's compile-time version is the library's run-time version. */
+    const char *header_version =
+        STR(VOLT_SEM_VERSION_MAJOR) "." STR(VOLT_SEM_VERSION_MINOR) "." STR(VOLT_SEM_VERSION_PATCH);
+    CHECK(strcmp(header_version, volt_sem_version()) == 0);
+    CHECK(strcmp(header_version, EXPECTED_VERSION) == 0);
+#if VOLT_SEM_VERSION_MAJOR < 0 || VOLT_SEM_VERSION_MINOR < 0 || VOLT_SEM_VERSION_PATCH < 0
+#error "the version macros must be usable in #if"
+#endif
     CHECK(volt_waiter_size() == sizeof(volt_waiter));
     CHECK(volt_waiter_align() == alignof(volt_waiter));
     CHECK(volt_waiter_size() == VOLT_WAITER_SIZE);
@@ -683,6 +694,54 @@ static void test_free_handle_with_queued_waiter(void) {
     volt_sem_free(keep);
 }
 
+/* volt_waiter_status() from another thread: allowed at any time after the
+ * waiter's init is visible to that thread (here: pthread_create orders it) and
+ * until the waiter's memory ends (here: after pthread_join), while its owner
+ * runs acquire/cancel cycles. TSan checks that it is race-free. */
+typedef struct {
+    volt_waiter *w;
+    atomic_int stop;
+    long seen[8];
+} status_poller;
+
+static void *poll_status(void *p) {
+    status_poller *sp = p;
+    while (!atomic_load(&sp->stop)) {
+        volt_status s = volt_waiter_status(sp->w);
+        sp->seen[(unsigned)s < 8 ? (unsigned)s : 7]++;
+    }
+    return NULL;
+}
+
+static void test_status_from_another_thread(void) {
+    const volt_sem *sem = new_sem(0);
+    volt_waiter w;
+    counter c = {0};
+    init_waiter(&w); /* before the poller exists: pthread_create publishes it */
+    status_poller sp = {&w, 0, {0}};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, poll_status, &sp) == 0);
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+        if (i % 2) CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        volt_status s = volt_sem_cancel(sem, &w, NULL);
+        if (i % 2) {
+            CHECK_STATUS(s, VOLT_OK);
+            CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+        } else {
+            CHECK_STATUS(s, VOLT_CANCELLED);
+        }
+    }
+    atomic_store(&sp.stop, 1);
+    REQUIRE(pthread_join(th, NULL) == 0); /* only now may w go away */
+    /* Only these answers are possible; nothing else was ever seen. */
+    CHECK(sp.seen[VOLT_INVALID_ARGUMENT] == 0);
+    CHECK(sp.seen[VOLT_CLOSED] == 0);
+    CHECK(sp.seen[7] == 0 && sp.seen[VOLT_WOULD_BLOCK] == 0 && sp.seen[VOLT_TIMED_OUT] == 0);
+    CHECK(atomic_load(&c.wakes) == STRESS_ROUNDS / 2);
+    volt_sem_free(sem);
+}
+
 /* ------------------------------------------------------------------ stress */
 
 enum { STRESS_THREADS = 8, STRESS_PERMITS = 5 };
@@ -840,6 +899,7 @@ int main(void) {
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);
     RUN(test_init_fresh_heap_memory);
+    RUN(test_status_from_another_thread);
     RUN(test_stress_conservation);
     return harness_summary("c");
 }
