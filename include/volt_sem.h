@@ -1,6 +1,10 @@
 /*
  * volt_sem.h: C ABI of volt-sem, a fair, weighted counting semaphore with direct
- * hand-off. Link libvolt_sem.a (plus -lpthread -ldl -lm) or libvolt_sem.so.
+ * hand-off. Link libvolt_sem.a plus the system libraries rustc lists for it
+ * (`ffi-c/link-flags.sh libs`; on Linux -lgcc_s -lutil -lrt -lpthread -lm -ldl
+ * -lc), or libvolt_sem.so (SONAME libvolt_sem.so: give the linker -L and the
+ * program an rpath or another way to find it at run time). The README has the
+ * exact lines; `ffi-c/link-flags.sh pc LIBDIR` writes a pkg-config volt_sem.pc.
  *
  * OWNERSHIP
  *   volt_sem_new() gives the caller one reference to a new semaphore;
