@@ -74,7 +74,9 @@
  *     callback that runs on another thread, which waits for that mutex: a
  *     deadlock. After pthread_cond_timedwait() times out, unlock, then cancel;
  *     or cancel under the lock with volt_sem_try_cancel(), which returns
- *     VOLT_PENDING instead of waiting (see ffi-c/examples/timed_wait.c).
+ *     VOLT_PENDING instead of waiting for this waiter's callback (the lock must
+ *     not be one that other waiters' callbacks take: see volt_sem_try_cancel();
+ *     ffi-c/examples/timed_wait.c shows both ways).
  *   - It must return normally. A C++ exception thrown out of it aborts the
  *     process (the library cannot unwind through a semaphore operation half
  *     done: the queue and the permit count would be left inconsistent);
