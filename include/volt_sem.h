@@ -1,6 +1,10 @@
 /*
  * volt_sem.h: C ABI of volt-sem, a fair, weighted counting semaphore with direct
- * hand-off. Link libvolt_sem.a (plus -lpthread -ldl -lm) or libvolt_sem.so.
+ * hand-off. Link libvolt_sem.a plus the system libraries rustc lists for it
+ * (`ffi-c/link-flags.sh libs`; on Linux -lgcc_s -lutil -lrt -lpthread -lm -ldl
+ * -lc), or libvolt_sem.so (SONAME libvolt_sem.so: give the linker -L and the
+ * program an rpath or another way to find it at run time). The README has the
+ * exact lines; `ffi-c/link-flags.sh pc LIBDIR` writes a pkg-config volt_sem.pc.
  *
  * OWNERSHIP
  *   volt_sem_new() gives the caller one reference to a new semaphore;
@@ -21,47 +25,108 @@
  * THREADS
  *   Every function may be called from any thread, concurrently, on the same
  *   semaphore. A volt_waiter has one owner at a time: calls that take a given
- *   waiter must not run concurrently with each other, except volt_waiter_status()
- *   (any thread, any time) and calls made from inside that waiter's own wake
- *   callback.
+ *   waiter must not run concurrently with each other, except calls made from
+ *   inside that waiter's own wake callback, and volt_waiter_status(), which any
+ *   thread may call at any time between the waiter's volt_waiter_init() and the
+ *   end of its memory: a thread other than the initialising one must see the
+ *   init through a synchronising operation (mutex, release/acquire, thread
+ *   creation), and the waiter must not be re-initialised or freed while another
+ *   thread may be asking.
  *
  * WAKE CALLBACKS (volt_sem_acquire() returned VOLT_PENDING)
  *   - wake(ctx) runs at most once per PENDING acquire: when the full grant has
  *     arrived or the semaphore was closed. Never after VOLT_OK/an error, nor after
- *     volt_sem_cancel() removed the waiter.
+ *     volt_sem_cancel() removed the waiter or volt_sem_try_cancel() returned an
+ *     outcome.
  *   - It runs on whichever thread completed the grant: a releaser, a canceller
  *     handing on a partial grant, or the closer, possibly before volt_sem_acquire()
  *     has returned on the owner's thread.
  *   - It is never called while an internal lock is held: it may call back into
  *     the library (volt_sem_release(), volt_sem_try_acquire(), volt_sem_acquire()
- *     with another waiter, volt_waiter_status() and volt_sem_cancel() on its own
- *     waiter, or on a waiter whose callback it runs nested in: a release from
- *     a callback runs the next waiters' callbacks inside it). Such a cancel only
- *     collects the outcome; the waiter stays busy until its owner's cancel from
- *     outside. It must not cancel any other waiter.
+ *     with another waiter, volt_waiter_status(), and volt_sem_cancel() on its own
+ *     waiter or on another waiter it owns, see below).
+ *   - Callbacks never nest. The waiters that a callback's own release (or close,
+ *     or cancel) completes are called back on the same thread after the current
+ *     callback returned, oldest grant first, never inside it. So a chain of any
+ *     length of callbacks that each release to the next runs in constant stack
+ *     (tested: 100,000 on a 128 KiB thread), and a volt_sem_release() made
+ *     inside a callback returns before the callbacks it caused have run
+ *     (volt_waiter_status() already says VOLT_OK for those waiters).
+ *   - A callback may cancel another waiter it owns (no other thread may be
+ *     ending that waiter at the same time: the one-owner rule). If that waiter's
+ *     callback is still to run on this thread (the same release completed both),
+ *     the cancel returns its outcome at once (VOLT_OK: the callback now owns its
+ *     permits; or VOLT_CLOSED), ends its busy period, and its callback is never
+ *     called. If its callback runs on another thread, the cancel waits for it,
+ *     like any cancel: a callback must not do that while the other callback
+ *     could be waiting for it.
+ *   - A cancel made inside the callback collects the outcome: its VOLT_OK hands
+ *     the permits to the callback, which then owns them (and must release them
+ *     or pass them on). The waiter stays busy until its owner's volt_sem_cancel()
+ *     from outside, which then returns VOLT_IDLE: it owns nothing more and must
+ *     not release again. Generic owner code therefore releases only on VOLT_OK:
+ *
+ *       static void on_wake(void *ctx) {            // runs on the releaser
+ *           job *j = ctx;
+ *           if (volt_sem_cancel(j->sem, &j->w, NULL) == VOLT_OK) {
+ *               run_job(j);                         // short, non-blocking
+ *               volt_sem_release(j->sem, j->n);     // the callback's permits
+ *           }
+ *       }
+ *       ...                                         // later, in the owner:
+ *       switch (volt_sem_cancel(j->sem, &j->w, NULL)) {
+ *       case VOLT_OK:   run_job(j); volt_sem_release(j->sem, j->n); break;
+ *       case VOLT_IDLE: break;       // the callback took and released them
+ *       default:        break;       // cancelled or closed: nothing held
+ *       }
  *   - It must be short and must not block: the owner's volt_sem_cancel() waits for
  *     it. Typical bodies: set a flag, post to an event loop (uv_async_send), signal
  *     a condition variable.
+ *   - Never call volt_sem_cancel() while holding anything the callback takes
+ *     (e.g. the mutex of the condition variable it signals): cancel waits for a
+ *     callback that runs on another thread, which waits for that mutex: a
+ *     deadlock. After pthread_cond_timedwait() times out, unlock, then cancel;
+ *     or cancel under the lock with volt_sem_try_cancel(), which returns
+ *     VOLT_PENDING instead of waiting for this waiter's callback (the lock must
+ *     not be one that other waiters' callbacks take: see volt_sem_try_cancel();
+ *     ffi-c/examples/timed_wait.c shows both ways).
+ *   - It must return normally. A C++ exception thrown out of it aborts the
+ *     process (the library cannot unwind through a semaphore operation half
+ *     done: the queue and the permit count would be left inconsistent);
+ *     longjmp() out of it is undefined behaviour. Catch exceptions inside it.
  *   - Inside it, volt_waiter_status() tells VOLT_OK (granted) or VOLT_CLOSED.
  *
  * WAITER LIFETIME
  *   A volt_waiter is caller-allocated (stack, struct member, or heap with
  *   volt_waiter_size()/volt_waiter_align()) and initialised once with
- *   volt_waiter_init(). It is busy from a volt_sem_acquire() that returned
- *   VOLT_PENDING until a volt_sem_cancel() on it, made outside its own wake
- *   callback, has returned. Every PENDING waiter must be passed to
- *   volt_sem_cancel() exactly once from outside its callback (after the wake, to
+ *   volt_waiter_init(), which only writes (fresh, uninitialised memory is the
+ *   expected input). It is busy from a volt_sem_acquire() that returned
+ *   VOLT_PENDING until a volt_sem_cancel() on it (or a volt_sem_try_cancel()
+ *   that returned an outcome), made outside its own wake callback, has returned.
+ *   Every PENDING waiter must be ended that way exactly once (after the wake, to
  *   collect the outcome; before it, to give up). While busy, the waiter must not
  *   be moved, copied, freed, re-initialised or reused, and ctx must stay valid
- *   for wake. After that volt_sem_cancel() returns, the callback has returned or
- *   will never be called and the library holds no reference to the waiter or
- *   ctx: both may be freed or reused. A waiter whose acquire returned VOLT_OK or
- *   an error was never busy and may be freed or reused at once.
+ *   for wake; re-initialising a busy waiter is undefined behaviour that
+ *   volt_waiter_init() does not detect (ask volt_waiter_is_busy() first if in
+ *   doubt). After the ending call returns, the callback has returned or will
+ *   never be called and the library holds no reference to the waiter or ctx:
+ *   both may be freed or reused. A waiter whose acquire returned VOLT_OK or an
+ *   error was never busy and may be freed or reused at once; an idle waiter is
+ *   reused without re-initialising.
+ *
+ * TIMEOUTS
+ *   volt_sem_acquire_blocking()'s timeout_ns is relative (a duration from the
+ *   call, not a deadline) and measured on the monotonic clock (CLOCK_MONOTONIC):
+ *   wall-clock changes do not affect it.
+ *
+ * VERSIONS
+ *   VOLT_SEM_VERSION_MAJOR/MINOR/PATCH are the version of this header;
+ *   volt_sem_version() returns the version of the library linked at run time.
  */
-
 
 #ifndef VOLT_SEM_H
 #define VOLT_SEM_H
+
 
 /* Generated by cbindgen from ffi-c/src/lib.rs: do not edit. Regenerate with:
  *   VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test header */
@@ -69,6 +134,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/**
+ * Major version of the headers this program was compiled with; compare with
+ * `volt_sem_version()` for the library it runs with.
+ */
+#define VOLT_SEM_VERSION_MAJOR 0
+
+/**
+ * Minor version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_MINOR 1
+
+/**
+ * Patch version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_PATCH 0
 
 /**
  * Size in bytes of `volt_waiter`.
@@ -164,7 +245,9 @@ typedef struct volt_waiter {
 
 /**
  * The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
- * See "Wake callbacks" at the top of this header.
+ * See "Wake callbacks" at the top of this header. It must return normally: a
+ * C++ exception thrown out of it aborts the process, and `longjmp` out of it
+ * is undefined behaviour.
  */
 typedef void (*volt_wake_fn)(void *ctx);
 
@@ -273,16 +356,37 @@ size_t volt_waiter_size(void);
 size_t volt_waiter_align(void);
 
 /**
- * Initialises (or re-initialises) a waiter. Must be called once before a waiter
- * is first used; zeroed or uninitialised memory is rejected by every other call.
+ * Initialises a waiter: must be called once on its memory before its first use
+ * (fresh stack or heap memory is fine: this only writes). Memory that was never
+ * initialised must not be passed to any other function; zeroed memory is
+ * rejected by all of them with `VOLT_INVALID_ARGUMENT`.
  *
- * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL, misaligned,
- * or busy (re-initialising a queued waiter would corrupt the queue).
+ * An idle waiter is reusable without re-initialising. Re-initialising a busy
+ * waiter (see `volt_waiter_is_busy`) is undefined behaviour: it would corrupt the
+ * semaphore's queue; this function cannot detect it without reading memory that
+ * is normally uninitialised.
+ *
+ * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL or misaligned.
  *
  * # Safety
- * `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a busy waiter.
+ * `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a
+ * busy waiter.
  */
 volt_status volt_waiter_init(struct volt_waiter *waiter);
+
+/**
+ * Whether an initialised waiter is busy: from a `volt_sem_acquire` that returned
+ * `VOLT_PENDING` until the owner's `volt_sem_cancel` (or a `volt_sem_try_cancel`
+ * that returned an outcome), made outside its callback, has returned. A busy
+ * waiter must not be re-initialised, reused, moved or freed. Like the other calls
+ * that take a waiter, only its owner may ask (or its own callback).
+ *
+ * Returns false for NULL, misaligned or zeroed memory.
+ *
+ * # Safety
+ * `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+ */
+bool volt_waiter_is_busy(const struct volt_waiter *waiter);
 
 /**
  * Acquires `n` permits without blocking the calling thread.
@@ -311,7 +415,11 @@ volt_status volt_sem_acquire(const struct volt_sem *sem,
 
 /**
  * Where a waiter stands; callable from any thread, including inside its wake
- * callback (the right place to ask).
+ * callback (the right place to ask), concurrently with every other call on the
+ * waiter except `volt_waiter_init` (and freeing its memory): the caller must make
+ * the initialisation happen-before this call from another thread (e.g. publish
+ * the waiter through a mutex or a release store), and must not free or
+ * re-initialise the waiter while another thread may be asking.
  *
  * Returns `VOLT_PENDING` (queued), `VOLT_OK` (the full grant arrived),
  * `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
@@ -336,14 +444,19 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  * * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
  * * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
- *   by a call from inside its wake callback.
+ *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
+ *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
+ *   not release them a second time).
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
  *
  * Outside the waiter's callback, this waits for a callback running on another
  * thread to return; when it returns the waiter is idle and the waiter and `ctx`
- * may be freed or reused. Inside its own callback it returns at once with the
- * outcome, and the waiter stays busy until the owner's call outside.
+ * may be freed or reused. So never call it while holding a lock (or anything
+ * else) that a wake callback may be waiting for: it would wait for the callback,
+ * and the callback for it. Drop the lock first, or use `volt_sem_try_cancel`.
+ * Inside its own callback it returns at once with the outcome, and the waiter
+ * stays busy until the owner's call outside.
  *
  * # Safety
  * `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -355,10 +468,43 @@ volt_status volt_sem_cancel(const struct volt_sem *sem,
                             size_t *returned);
 
 /**
+ * Like `volt_sem_cancel`, but never waits for the waiter's wake callback: for an
+ * owner that must end a PENDING acquire while holding a lock the callback takes.
+ *
+ * Returns what `volt_sem_cancel` returns, or `VOLT_PENDING` when ending the
+ * acquire now would mean waiting for its callback: the grant or the close has
+ * arrived and `wake(ctx)` is running on another thread or about to. Nothing
+ * changed: the callback is or will be called as usual; wait for it (e.g. in
+ * `pthread_cond_wait`, which drops the lock) and call this again. It stays
+ * `VOLT_PENDING` until the callback has returned, a moment after its last
+ * action (e.g. its signal): if that was seen, yield and call again. If this call
+ * wins the race against an arriving grant or close, it returns that outcome
+ * (`VOLT_OK`, `VOLT_CLOSED`) itself and `wake(ctx)` is not called.
+ *
+ * Only this waiter's callback is never waited for: if a release wakes several
+ * waiters at once while this call removes the waiter, it may wait for the
+ * callbacks of the waiters woken just before it. So the lock held across this
+ * call must not be one that other waiters' callbacks take; the wait for this
+ * waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
+ *
+ * Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+ *
+ * # Safety
+ * As for `volt_sem_cancel`.
+ */
+volt_status volt_sem_try_cancel(const struct volt_sem *sem,
+                                struct volt_waiter *waiter,
+                                size_t *returned);
+
+/**
  * Acquires `n` permits, blocking (parked, no busy wait) the calling thread until
  * they are granted in FIFO order, the semaphore is closed, or `timeout_ns`
  * nanoseconds passed; a negative timeout waits for ever. Do not call it on an
  * event-loop thread.
+ *
+ * `timeout_ns` is relative to the call (a duration, not a deadline), measured on
+ * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
+ * not shorten or lengthen it. A timeout too large for the clock waits for ever.
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
@@ -383,9 +529,9 @@ const char *volt_status_str(int32_t status);
 }  // extern "C"
 #endif  // __cplusplus
 
-#endif  /* VOLT_SEM_H */
-
-/* The waiter's layout is part of the ABI: the Rust side asserts the same. */
+/* The waiter's layout is part of the ABI: the Rust side asserts the same. C99
+ * has no static assertion: a negative array size fails the build instead, and
+ * the offset of a member after a char is the alignment. */
 #if defined(__cplusplus)
 static_assert(sizeof(volt_waiter) == VOLT_WAITER_SIZE, "volt_waiter size");
 static_assert(alignof(volt_waiter) == VOLT_WAITER_ALIGN, "volt_waiter alignment");
@@ -393,5 +539,13 @@ static_assert(alignof(volt_waiter) == VOLT_WAITER_ALIGN, "volt_waiter alignment"
 _Static_assert(sizeof(volt_waiter) == VOLT_WAITER_SIZE, "volt_waiter size");
 _Static_assert(_Alignof(volt_waiter) == VOLT_WAITER_ALIGN, "volt_waiter alignment");
 #else
+struct volt_waiter_align_probe {
+  char c;
+  volt_waiter w;
+};
 typedef char volt_waiter_size_check[(sizeof(volt_waiter) == VOLT_WAITER_SIZE) ? 1 : -1];
+typedef char volt_waiter_align_check
+    [(offsetof(struct volt_waiter_align_probe, w) == VOLT_WAITER_ALIGN) ? 1 : -1];
 #endif
+
+#endif /* VOLT_SEM_H */

@@ -12,13 +12,17 @@
 //! * `volt_waiter` is caller-allocated, sized and aligned in the header, and holds
 //!   a core [`Waiter`] plus the bookkeeping that makes misuse detectable: a magic
 //!   word set by `volt_waiter_init`, a `busy` flag (set from PENDING until the
-//!   owner's `volt_sem_cancel` returned), the user's callback, and one strong
-//!   reference to the semaphore it is queued on, so that freeing every handle
-//!   while a waiter is queued cannot free the queue under it.
-//! * The core tells whether this thread is inside a waiter's callback (or one
-//!   nested in it), so `volt_sem_cancel` can tell a call from inside (collects
-//!   the outcome, the waiter stays busy) from the owner's final call (which waits
-//!   for the callback and frees the waiter).
+//!   owner's `volt_sem_cancel` returned), the user's callback, a `claim` word
+//!   that lets `volt_sem_try_cancel` and the callback exclude each other, and
+//!   one strong reference to the semaphore it is queued on, so that freeing
+//!   every handle while a waiter is queued cannot free the queue under it.
+//! * `volt_waiter_init` only writes: the memory it is given is usually fresh
+//!   (stack or heap), and reading it first would read uninitialised memory.
+//! * The core tells whether this thread is inside a waiter's callback
+//!   (callbacks never nest: the core delivers them from a per-thread loop), so
+//!   `volt_sem_cancel` can tell a call from inside (collects the outcome, the
+//!   waiter stays busy) from the owner's final call (which waits for the
+//!   callback and frees the waiter).
 //! * Every entry point catches panics and returns `VOLT_PANIC` or a documented
 //!   default; every pointer is checked for NULL.
 
@@ -29,7 +33,7 @@ use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -95,8 +99,53 @@ pub struct volt_sem {
 }
 
 /// The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
-/// See "Wake callbacks" at the top of this header.
-pub type volt_wake_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
+/// See "Wake callbacks" at the top of this header. It must return normally: a
+/// C++ exception thrown out of it aborts the process, and `longjmp` out of it
+/// is undefined behaviour.
+// "C-unwind": a foreign exception escaping the callback is then defined
+// behaviour on the Rust side: it reaches `trampoline`, an `extern "C"` function,
+// whose unwind guard aborts the process (instead of unwinding through frames
+// that hold the semaphore's state mid-update).
+pub type volt_wake_fn = Option<unsafe extern "C-unwind" fn(ctx: *mut c_void)>;
+
+/// Major version of the headers this program was compiled with; compare with
+/// `volt_sem_version()` for the library it runs with.
+pub const VOLT_SEM_VERSION_MAJOR: u32 = 0;
+/// Minor version of the headers this program was compiled with.
+pub const VOLT_SEM_VERSION_MINOR: u32 = 1;
+/// Patch version of the headers this program was compiled with.
+pub const VOLT_SEM_VERSION_PATCH: u32 = 0;
+
+/// Parses a decimal `CARGO_PKG_VERSION_*` component at compile time.
+const fn parse_version(text: &str) -> u32 {
+    let bytes = text.as_bytes();
+    assert!(!bytes.is_empty(), "empty version component");
+    let mut value = 0u32;
+    let mut i = 0;
+    while i < bytes.len() {
+        assert!(bytes[i].is_ascii_digit(), "non-numeric version component");
+        value = value * 10 + (bytes[i] - b'0') as u32;
+        i += 1;
+    }
+    value
+}
+
+// The header's version macros are literals (cbindgen cannot evaluate `env!`), so
+// the build fails if they drift from Cargo.toml's version.
+const _: () = {
+    assert!(
+        VOLT_SEM_VERSION_MAJOR == parse_version(env!("CARGO_PKG_VERSION_MAJOR")),
+        "VOLT_SEM_VERSION_MAJOR differs from Cargo.toml's version"
+    );
+    assert!(
+        VOLT_SEM_VERSION_MINOR == parse_version(env!("CARGO_PKG_VERSION_MINOR")),
+        "VOLT_SEM_VERSION_MINOR differs from Cargo.toml's version"
+    );
+    assert!(
+        VOLT_SEM_VERSION_PATCH == parse_version(env!("CARGO_PKG_VERSION_PATCH")),
+        "VOLT_SEM_VERSION_PATCH differs from Cargo.toml's version"
+    );
+};
 
 /// Size in bytes of `volt_waiter`.
 pub const VOLT_WAITER_SIZE: usize = 256;
@@ -127,12 +176,22 @@ struct Slot {
     /// them to the notifying thread) and read by the trampoline.
     wake: Cell<volt_wake_fn>,
     ctx: Cell<*mut c_void>,
+    /// Who owns the delivery of this PENDING acquire's outcome: `CLAIM_FREE` when
+    /// queued, then either the trampoline (`CLAIM_RUNNING` while the user's
+    /// callback runs, `CLAIM_RETURNED` after) or `volt_sem_try_cancel`
+    /// (`CLAIM_CANCELLING`: the user's callback will not be called).
+    claim: AtomicU8,
     /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
     /// queued on, while busy; NULL otherwise.
     sem: Cell<*const volt_sem>,
 }
 
 const MAGIC: u32 = 0x766f_6c74; // "volt"
+
+const CLAIM_FREE: u8 = 0;
+const CLAIM_RUNNING: u8 = 1;
+const CLAIM_RETURNED: u8 = 2;
+const CLAIM_CANCELLING: u8 = 3;
 
 const _: () = {
     assert!(std::mem::size_of::<Slot>() <= std::mem::size_of::<volt_waiter>());
@@ -142,21 +201,42 @@ const _: () = {
 };
 
 /// The core's callback for every C waiter: calls the user's callback with the
-/// user's context (the core's context is the slot).
+/// user's context (the core's context is the slot), unless `volt_sem_try_cancel`
+/// claimed the outcome first.
 unsafe extern "C" fn trampoline(ctx: *mut c_void) {
-    let slot = ctx as *const Slot;
     // SAFETY: `ctx` is the slot passed to `acquire_raw` in `volt_sem_acquire`. The
     // core calls this at most once, while the waiter is in a NOTIFYING phase, and
-    // the owner cannot free or reuse the slot before its `volt_sem_cancel` (which
-    // waits for this callback to return) returned. `wake`/`ctx` were written
-    // before the waiter was queued; the queue lock orders those writes before
-    // this read.
-    let (wake, user_ctx) = unsafe { ((*slot).wake.get(), (*slot).ctx.get()) };
+    // the owner cannot free or reuse the slot before its `volt_sem_cancel` or
+    // `volt_sem_try_cancel` returned an outcome, which both wait for this
+    // function to return (the core keeps the waiter NOTIFYING until then).
+    let slot = unsafe { &*(ctx as *const Slot) };
+    // Acquire: pairs with the owner's release of CLAIM_CANCELLING (nothing to read
+    // then); AcqRel on success orders the user callback after the claim.
+    if slot
+        .claim
+        .compare_exchange(
+            CLAIM_FREE,
+            CLAIM_RUNNING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        // `volt_sem_try_cancel` took the outcome: its caller is told directly.
+        return;
+    }
+    // `wake`/`ctx` were written before the waiter was queued; the queue lock
+    // orders those writes before this read.
+    let (wake, user_ctx) = (slot.wake.get(), slot.ctx.get());
     if let Some(wake) = wake {
         // SAFETY: the caller of `volt_sem_acquire` promised that `wake(ctx)` may be
-        // called once, from any thread, until the waiter is finished.
+        // called once, from any thread, until the waiter is finished. Should it
+        // unwind (a C++ exception), this `extern "C"` function aborts the process.
         unsafe { wake(user_ctx) };
     }
+    // Release: whatever the callback wrote happens-before a `volt_sem_try_cancel`
+    // that reads CLAIM_RETURNED. The last access to the slot in this function.
+    slot.claim.store(CLAIM_RETURNED, Ordering::Release);
 }
 
 /// Borrows the semaphore behind a handle, or `None` for NULL.
@@ -179,9 +259,10 @@ unsafe fn slot_ref<'a>(waiter: *mut volt_waiter) -> Option<&'a Slot> {
     }
     let slot = waiter as *const Slot;
     // SAFETY: non-NULL, aligned and large enough (caller contract + the size
-    // assertions above). The magic word is read through a raw pointer before any
-    // reference to the slot exists. Memory that C never initialised is a contract
-    // violation this check catches on a best-effort basis (zeroed memory reliably).
+    // assertions above), and initialised by `volt_waiter_init` or zeroed (the
+    // contract of every caller of this function: only `volt_waiter_init` accepts
+    // memory never written). The magic word is read through a raw pointer before
+    // any reference to the slot exists; zeroed memory fails the check.
     let magic = unsafe { (*ptr::addr_of!((*slot).magic)).load(Ordering::Relaxed) };
     if magic != MAGIC {
         return None;
@@ -364,40 +445,41 @@ pub unsafe extern "C" fn volt_sem_is_closed(sem: *const volt_sem) -> bool {
 /// The largest permit count a semaphore holds and the largest single request.
 #[no_mangle]
 pub extern "C" fn volt_max_permits() -> usize {
-    Semaphore::MAX_PERMITS
+    ffi_boundary!(0, Semaphore::MAX_PERMITS)
 }
 
 /// `sizeof(volt_waiter)`, for bindings that allocate waiters dynamically.
 #[no_mangle]
 pub extern "C" fn volt_waiter_size() -> usize {
-    std::mem::size_of::<volt_waiter>()
+    ffi_boundary!(0, std::mem::size_of::<volt_waiter>())
 }
 
 /// `alignof(volt_waiter)`, for bindings that allocate waiters dynamically.
 #[no_mangle]
 pub extern "C" fn volt_waiter_align() -> usize {
-    std::mem::align_of::<volt_waiter>()
+    ffi_boundary!(0, std::mem::align_of::<volt_waiter>())
 }
 
-/// Initialises (or re-initialises) a waiter. Must be called once before a waiter
-/// is first used; zeroed or uninitialised memory is rejected by every other call.
+/// Initialises a waiter: must be called once on its memory before its first use
+/// (fresh stack or heap memory is fine: this only writes). Memory that was never
+/// initialised must not be passed to any other function; zeroed memory is
+/// rejected by all of them with `VOLT_INVALID_ARGUMENT`.
 ///
-/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL, misaligned,
-/// or busy (re-initialising a queued waiter would corrupt the queue).
+/// An idle waiter is reusable without re-initialising. Re-initialising a busy
+/// waiter (see `volt_waiter_is_busy`) is undefined behaviour: it would corrupt the
+/// semaphore's queue; this function cannot detect it without reading memory that
+/// is normally uninitialised.
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` if `waiter` is NULL or misaligned.
 ///
 /// # Safety
-/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a busy waiter.
+/// `waiter` is NULL or points to `VOLT_WAITER_SIZE` writable bytes that are not a
+/// busy waiter.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
     ffi_boundary!(VOLT_PANIC, {
         if waiter.is_null() || !waiter.is_aligned() {
             return VOLT_INVALID_ARGUMENT;
-        }
-        // SAFETY: non-NULL, aligned, `VOLT_WAITER_SIZE` bytes (contract).
-        if let Some(slot) = unsafe { slot_ref(waiter) } {
-            if slot.busy.load(Ordering::Acquire) {
-                return VOLT_INVALID_ARGUMENT;
-            }
         }
         let slot = Slot {
             waiter: Waiter::new(),
@@ -405,13 +487,33 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
             busy: AtomicBool::new(false),
             wake: Cell::new(None),
             ctx: Cell::new(ptr::null_mut()),
+            claim: AtomicU8::new(CLAIM_FREE),
             sem: Cell::new(ptr::null()),
         };
-        // SAFETY: the memory is large and aligned enough for a `Slot` (checked at
-        // compile time) and not in use by the semaphore (not busy). The previous
-        // content, if any, needs no drop: an idle slot owns nothing.
+        // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
+        // `Slot` (checked at compile time) and writable (contract). Not a busy
+        // waiter (contract), so the semaphore does not reference it. `write` does
+        // not read or drop the old content: an idle slot owns nothing.
         unsafe { (waiter as *mut Slot).write(slot) };
         VOLT_OK
+    })
+}
+
+/// Whether an initialised waiter is busy: from a `volt_sem_acquire` that returned
+/// `VOLT_PENDING` until the owner's `volt_sem_cancel` (or a `volt_sem_try_cancel`
+/// that returned an outcome), made outside its callback, has returned. A busy
+/// waiter must not be re-initialised, reused, moved or freed. Like the other calls
+/// that take a waiter, only its owner may ask (or its own callback).
+///
+/// Returns false for NULL, misaligned or zeroed memory.
+///
+/// # Safety
+/// `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool {
+    ffi_boundary!(false, {
+        // SAFETY: NULL, zeroed or initialised waiter memory (contract); only read.
+        unsafe { slot_ref(waiter.cast_mut()) }.is_some_and(|slot| slot.busy.load(Ordering::Acquire))
     })
 }
 
@@ -460,6 +562,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
         // SAFETY: `sem` is a live handle (contract).
         unsafe { Arc::increment_strong_count(sem) };
         slot.sem.set(sem);
+        slot.claim.store(CLAIM_FREE, Ordering::Relaxed);
         slot.busy.store(true, Ordering::Relaxed);
         let ctx = slot as *const Slot as *mut c_void;
         // SAFETY: the waiter is idle (checked above), and the C contract keeps it
@@ -482,7 +585,11 @@ pub unsafe extern "C" fn volt_sem_acquire(
 }
 
 /// Where a waiter stands; callable from any thread, including inside its wake
-/// callback (the right place to ask).
+/// callback (the right place to ask), concurrently with every other call on the
+/// waiter except `volt_waiter_init` (and freeing its memory): the caller must make
+/// the initialisation happen-before this call from another thread (e.g. publish
+/// the waiter through a mutex or a release store), and must not free or
+/// re-initialise the waiter while another thread may be asking.
 ///
 /// Returns `VOLT_PENDING` (queued), `VOLT_OK` (the full grant arrived),
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
@@ -519,14 +626,19 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 /// * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
 /// * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
-///   by a call from inside its wake callback.
+///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
+///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
+///   not release them a second time).
 /// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
 ///   semaphore the waiter is queued on (nothing changed).
 ///
 /// Outside the waiter's callback, this waits for a callback running on another
 /// thread to return; when it returns the waiter is idle and the waiter and `ctx`
-/// may be freed or reused. Inside its own callback it returns at once with the
-/// outcome, and the waiter stays busy until the owner's call outside.
+/// may be freed or reused. So never call it while holding a lock (or anything
+/// else) that a wake callback may be waiting for: it would wait for the callback,
+/// and the callback for it. Drop the lock first, or use `volt_sem_try_cancel`.
+/// Inside its own callback it returns at once with the outcome, and the waiter
+/// stays busy until the owner's call outside.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -538,54 +650,135 @@ pub unsafe extern "C" fn volt_sem_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    ffi_boundary!(VOLT_PANIC, {
-        if !returned.is_null() {
-            // SAFETY: non-NULL and writable (contract).
-            unsafe { returned.write(0) };
-        }
-        // SAFETY: NULL or live handle / waiter memory (contract).
-        let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) })
-        else {
-            return VOLT_INVALID_ARGUMENT;
-        };
-        // Inside this waiter's callback, or one nested in it (the core tracks both).
-        let inside = slot.waiter.in_own_callback();
-        if !inside && !slot.busy.load(Ordering::Acquire) {
-            return VOLT_IDLE;
-        }
-        if !ptr::eq(slot.sem.get(), sem) {
-            return VOLT_INVALID_ARGUMENT;
-        }
-        // SAFETY: the waiter is busy on exactly this semaphore (checked above).
-        let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
-        if !inside {
-            // The callback has returned or will never run; the semaphore no longer
-            // references the waiter: drop its reference and make it idle.
-            let own = slot.sem.replace(ptr::null());
-            slot.busy.store(false, Ordering::Release);
-            // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
-            // holds `sem`, so this never destroys the semaphore under `handle`.
-            unsafe { Arc::decrement_strong_count(own) };
-        }
-        match finish {
-            Finish::Granted => VOLT_OK,
-            Finish::Closed => VOLT_CLOSED,
-            Finish::Idle => VOLT_IDLE,
-            Finish::Cancelled { returned: partial } => {
-                if !returned.is_null() {
-                    // SAFETY: non-NULL and writable (contract).
-                    unsafe { returned.write(partial) };
+    // SAFETY: forwarded caller contract.
+    ffi_boundary!(VOLT_PANIC, unsafe {
+        end_acquire(sem, waiter, returned, true)
+    })
+}
+
+/// Like `volt_sem_cancel`, but never waits for the waiter's wake callback: for an
+/// owner that must end a PENDING acquire while holding a lock the callback takes.
+///
+/// Returns what `volt_sem_cancel` returns, or `VOLT_PENDING` when ending the
+/// acquire now would mean waiting for its callback: the grant or the close has
+/// arrived and `wake(ctx)` is running on another thread or about to. Nothing
+/// changed: the callback is or will be called as usual; wait for it (e.g. in
+/// `pthread_cond_wait`, which drops the lock) and call this again. It stays
+/// `VOLT_PENDING` until the callback has returned, a moment after its last
+/// action (e.g. its signal): if that was seen, yield and call again. If this call
+/// wins the race against an arriving grant or close, it returns that outcome
+/// (`VOLT_OK`, `VOLT_CLOSED`) itself and `wake(ctx)` is not called.
+///
+/// Only this waiter's callback is never waited for: if a release wakes several
+/// waiters at once while this call removes the waiter, it may wait for the
+/// callbacks of the waiters woken just before it. So the lock held across this
+/// call must not be one that other waiters' callbacks take; the wait for this
+/// waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
+///
+/// Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+///
+/// # Safety
+/// As for `volt_sem_cancel`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_try_cancel(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    returned: *mut usize,
+) -> volt_status {
+    // SAFETY: forwarded caller contract.
+    ffi_boundary!(VOLT_PANIC, unsafe {
+        end_acquire(sem, waiter, returned, false)
+    })
+}
+
+/// `volt_sem_cancel` (`wait`) and `volt_sem_try_cancel` (`!wait`).
+///
+/// # Safety
+/// The contract of `volt_sem_cancel`.
+unsafe fn end_acquire(
+    sem: *const volt_sem,
+    waiter: *mut volt_waiter,
+    returned: *mut usize,
+    wait: bool,
+) -> volt_status {
+    if !returned.is_null() {
+        // SAFETY: non-NULL and writable (contract).
+        unsafe { returned.write(0) };
+    }
+    // SAFETY: NULL or live handle / waiter memory (contract).
+    let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) }) else {
+        return VOLT_INVALID_ARGUMENT;
+    };
+    // Inside this waiter's own callback (the core tracks the one running now).
+    let inside = slot.waiter.in_own_callback();
+    if !inside && !slot.busy.load(Ordering::Acquire) {
+        return VOLT_IDLE;
+    }
+    if !ptr::eq(slot.sem.get(), sem) {
+        return VOLT_INVALID_ARGUMENT;
+    }
+    if !wait && !inside {
+        // Only the owner writes `claim` besides the trampoline, and the owner is
+        // this thread (one-owner rule): no other claim can appear but RUNNING.
+        match slot.claim.load(Ordering::Acquire) {
+            // The callback is running, or returned (then `finish_raw` below only
+            // waits for the core to mark the waiter done, a few instructions).
+            CLAIM_RUNNING => return VOLT_PENDING,
+            CLAIM_RETURNED => {}
+            _ => {
+                if slot.waiter.state() != WaiterState::Waiting {
+                    // Unlinked by a notifier whose trampoline has not started: the
+                    // callback will be called; leave the outcome to it.
+                    return VOLT_PENDING;
                 }
-                VOLT_CANCELLED
+                // Queued: take the outcome from the callback. From here on the
+                // trampoline returns without calling it, so `finish_raw` cannot
+                // wait for it (only for the core's own bookkeeping, or for earlier
+                // callbacks of the same wake batch, as documented).
+                if let Err(CLAIM_RUNNING) = slot.claim.compare_exchange(
+                    CLAIM_FREE,
+                    CLAIM_CANCELLING,
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                ) {
+                    return VOLT_PENDING;
+                }
             }
         }
-    })
+    }
+    // SAFETY: the waiter is busy on exactly this semaphore (checked above).
+    let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
+    if !inside {
+        // The callback has returned or will never run; the semaphore no longer
+        // references the waiter: drop its reference and make it idle.
+        let own = slot.sem.replace(ptr::null());
+        slot.busy.store(false, Ordering::Release);
+        // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
+        // holds `sem`, so this never destroys the semaphore under `handle`.
+        unsafe { Arc::decrement_strong_count(own) };
+    }
+    match finish {
+        Finish::Granted => VOLT_OK,
+        Finish::Closed => VOLT_CLOSED,
+        Finish::Idle => VOLT_IDLE,
+        Finish::Cancelled { returned: partial } => {
+            if !returned.is_null() {
+                // SAFETY: non-NULL and writable (contract).
+                unsafe { returned.write(partial) };
+            }
+            VOLT_CANCELLED
+        }
+    }
 }
 
 /// Acquires `n` permits, blocking (parked, no busy wait) the calling thread until
 /// they are granted in FIFO order, the semaphore is closed, or `timeout_ns`
 /// nanoseconds passed; a negative timeout waits for ever. Do not call it on an
 /// event-loop thread.
+///
+/// `timeout_ns` is relative to the call (a duration, not a deadline), measured on
+/// a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
+/// not shorten or lengthen it. A timeout too large for the clock waits for ever.
 ///
 /// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
@@ -635,12 +828,19 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
 /// The library version ("MAJOR.MINOR.PATCH"), a static NUL-terminated string.
 #[no_mangle]
 pub extern "C" fn volt_sem_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    ffi_boundary!(
+        ptr::null(),
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr().cast()
+    )
 }
 
 /// A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
 #[no_mangle]
 pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
+    ffi_boundary!(c"unknown".as_ptr(), status_name(status).as_ptr().cast())
+}
+
+fn status_name(status: i32) -> &'static str {
     let name: &'static str = match status {
         0 => "VOLT_OK\0",
         1 => "VOLT_PENDING\0",
@@ -654,7 +854,7 @@ pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
         9 => "VOLT_PANIC\0",
         _ => "unknown\0",
     };
-    name.as_ptr().cast()
+    name
 }
 
 #[cfg(test)]

@@ -49,7 +49,7 @@ fn status_names_match_variants() {
     );
 }
 
-unsafe extern "C" fn count_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn count_wake(ctx: *mut c_void) {
     // SAFETY: the tests pass a live `AtomicUsize`.
     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
 }
@@ -74,11 +74,7 @@ fn pending_grant_then_cancel_collects_permits() {
             volt_sem_acquire(sem, w, 1, Some(count_wake), ctx),
             VOLT_INVALID_ARGUMENT
         );
-        assert_eq!(
-            volt_waiter_init(w),
-            VOLT_INVALID_ARGUMENT,
-            "busy waiter re-initialised"
-        );
+        assert!(volt_waiter_is_busy(w));
         assert_eq!(volt_waiter_status(w), VOLT_PENDING);
         // Freeing the only handle must not free the queue under the waiter.
         let other = volt_sem_clone(sem);
@@ -87,6 +83,7 @@ fn pending_grant_then_cancel_collects_permits() {
         assert_eq!(wakes.load(Ordering::SeqCst), 1);
         assert_eq!(volt_waiter_status(w), VOLT_OK);
         assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_OK);
+        assert!(!volt_waiter_is_busy(w));
         assert_eq!(volt_sem_cancel(other, w, ptr::null_mut()), VOLT_IDLE);
         assert_eq!(volt_sem_release(other, 2), VOLT_OK);
         assert_eq!(volt_sem_available_permits(other), 2);
@@ -106,6 +103,7 @@ fn zeroed_waiter_is_rejected() {
             VOLT_INVALID_ARGUMENT
         );
         assert_eq!(volt_waiter_status(&mut w), VOLT_INVALID_ARGUMENT);
+        assert!(!volt_waiter_is_busy(&w));
         volt_sem_free(sem);
     }
 }
@@ -121,7 +119,7 @@ struct Nested {
     outer_returned: AtomicUsize,
 }
 
-unsafe extern "C" fn outer_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn outer_wake(ctx: *mut c_void) {
     // SAFETY: the test passes a live `Nested`.
     let n = unsafe { &*(ctx as *const Nested) };
     // SAFETY: `n.sem` is a live handle.
@@ -129,7 +127,7 @@ unsafe extern "C" fn outer_wake(ctx: *mut c_void) {
     n.outer_returned.store(1, Ordering::SeqCst);
 }
 
-unsafe extern "C" fn inner_wake(ctx: *mut c_void) {
+unsafe extern "C-unwind" fn inner_wake(ctx: *mut c_void) {
     // SAFETY: the test passes a live `Nested`; `outer` is a busy waiter.
     let n = unsafe { &*(ctx as *const Nested) };
     assert_eq!(
@@ -170,6 +168,7 @@ fn a_later_callback_may_cancel_an_earlier_waiter() {
         assert_eq!(volt_sem_release(sem, 1), VOLT_OK);
         assert_eq!(n.seen_from_inner.load(Ordering::SeqCst), VOLT_OK as usize);
         // Finished by the inner callback's cancel: nothing left for the owner.
+        assert!(!volt_waiter_is_busy(&outer));
         assert_eq!(volt_sem_cancel(sem, &mut outer, ptr::null_mut()), VOLT_IDLE);
         assert_eq!(volt_sem_cancel(sem, &mut inner, ptr::null_mut()), VOLT_OK);
         volt_sem_release(sem, 2);

@@ -1,13 +1,16 @@
 /* C test suite for the volt-sem C ABI, built against include/volt_sem.h and the
- * static library, once with ASan+UBSan and once with ThreadSanitizer.
+ * static library with ASan+UBSan, with ThreadSanitizer and under valgrind, and
+ * against the shared library.
  *
  * STRESS_ROUNDS scales the stress tests (the TSan build uses fewer rounds). */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE /* pthread_timedjoin_np: a hung test fails instead of hanging */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -43,8 +46,19 @@ static void init_waiter(volt_waiter *w) { REQUIRE(volt_waiter_init(w) == VOLT_OK
 
 /* ---------------------------------------------------------------- the tests */
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 static void test_version_and_layout(void) {
     CHECK(strcmp(volt_sem_version(), EXPECTED_VERSION) == 0);
+    /* The header's compile-time version is the library's run-time version. */
+    const char *header_version =
+        STR(VOLT_SEM_VERSION_MAJOR) "." STR(VOLT_SEM_VERSION_MINOR) "." STR(VOLT_SEM_VERSION_PATCH);
+    CHECK(strcmp(header_version, volt_sem_version()) == 0);
+    CHECK(strcmp(header_version, EXPECTED_VERSION) == 0);
+#if VOLT_SEM_VERSION_MAJOR < 0 || VOLT_SEM_VERSION_MINOR < 0 || VOLT_SEM_VERSION_PATCH < 0
+#error "the version macros must be usable in #if"
+#endif
     CHECK(volt_waiter_size() == sizeof(volt_waiter));
     CHECK(volt_waiter_align() == alignof(volt_waiter));
     CHECK(volt_waiter_size() == VOLT_WAITER_SIZE);
@@ -250,6 +264,174 @@ static void test_full_grant_then_cancel_race(void) {
     volt_sem_free(sem);
 }
 
+/* ---------------------------------------------------- cancel under a lock */
+
+/* A waiter whose callback signals a condition variable, as the header suggests,
+ * and records that it started before it takes the mutex. */
+typedef struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    int woken; /* guarded by lock */
+    atomic_int entered;
+    volt_waiter waiter;
+} cv_waiter;
+
+static void cv_wake(void *ctx) {
+    cv_waiter *t = ctx;
+    atomic_store(&t->entered, 1);
+    pthread_mutex_lock(&t->lock);
+    t->woken = 1;
+    pthread_cond_signal(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void cv_waiter_init(cv_waiter *t) {
+    REQUIRE(pthread_mutex_init(&t->lock, NULL) == 0);
+    REQUIRE(pthread_cond_init(&t->cond, NULL) == 0);
+    t->woken = 0;
+    atomic_init(&t->entered, 0);
+    init_waiter(&t->waiter);
+}
+
+static void cv_waiter_destroy(cv_waiter *t) {
+    pthread_cond_destroy(&t->cond);
+    pthread_mutex_destroy(&t->lock);
+}
+
+typedef struct {
+    const volt_sem *sem;
+    size_t n;
+    atomic_int started;
+} release_args;
+
+static void *release_n(void *p) {
+    release_args *a = p;
+    atomic_store(&a->started, 1);
+    REQUIRE(volt_sem_release(a->sem, a->n) == VOLT_OK);
+    return NULL;
+}
+
+/* Issue 13, D3: the owner holds the condvar's mutex (a timed wait just timed
+ * out) while the grant arrives on another thread, whose callback now blocks on
+ * that mutex. volt_sem_cancel() here would wait for that callback for ever;
+ * volt_sem_try_cancel() must return VOLT_PENDING and change nothing, and once
+ * the owner lets the callback run (cond_wait drops the mutex) it collects the
+ * grant. */
+static void test_try_cancel_while_holding_the_callbacks_lock(void) {
+    const volt_sem *sem = new_sem(0);
+    cv_waiter t;
+    cv_waiter_init(&t);
+    CHECK_STATUS(volt_sem_acquire(sem, &t.waiter, 1, cv_wake, &t), VOLT_PENDING);
+    pthread_mutex_lock(&t.lock);
+    release_args a = {sem, 1, 0};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, release_n, &a) == 0);
+    while (!atomic_load(&t.entered)) sched_yield(); /* the callback is blocked on t.lock */
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, &returned), VOLT_PENDING);
+    CHECK(returned == 0);
+    CHECK(volt_waiter_is_busy(&t.waiter));
+    CHECK_STATUS(volt_waiter_status(&t.waiter), VOLT_OK); /* granted, callback running */
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, NULL), VOLT_PENDING);
+    while (!t.woken) pthread_cond_wait(&t.cond, &t.lock);
+    /* The callback signalled and unlocked; until it has also returned, the
+     * answer is still VOLT_PENDING (it does not need the mutex any more: yield).
+     * Then the grant is collected without waiting, still under the lock. */
+    volt_status s;
+    while ((s = volt_sem_try_cancel(sem, &t.waiter, &returned)) == VOLT_PENDING) sched_yield();
+    CHECK_STATUS(s, VOLT_OK);
+    CHECK(!volt_waiter_is_busy(&t.waiter));
+    CHECK_STATUS(volt_sem_try_cancel(sem, &t.waiter, NULL), VOLT_IDLE);
+    pthread_mutex_unlock(&t.lock);
+    REQUIRE(pthread_join(th, NULL) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    cv_waiter_destroy(&t);
+    volt_sem_free(sem);
+}
+
+/* A queued waiter: volt_sem_try_cancel removes it like volt_sem_cancel (the
+ * partial grant is handed on, the callback never runs), and checks its
+ * arguments the same way. */
+static void test_try_cancel_queued_waiter(void) {
+    const volt_sem *sem = new_sem(1);
+    const volt_sem *other = new_sem(0);
+    volt_waiter a, b;
+    counter ca = {0}, cb = {0};
+    size_t returned = 99;
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &a, &returned), VOLT_IDLE);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING); /* has 1 of 3 */
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_try_cancel(NULL, &a, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(sem, NULL, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(other, &a, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &a, &returned), VOLT_CANCELLED);
+    CHECK(returned == 1);
+    CHECK(atomic_load(&ca.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&a));
+    /* a's permit went on to b. */
+    CHECK(atomic_load(&cb.wakes) == 1);
+    CHECK_STATUS(volt_sem_try_cancel(sem, &b, &returned), VOLT_OK);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    volt_sem_free(other);
+    volt_sem_free(sem);
+}
+
+/* The race of volt_sem_try_cancel (under the callback's mutex) with grants
+ * arriving on another thread: whichever wins, the owner ends up with exactly
+ * the right permits, the callback runs at most once and never after the
+ * outcome was returned, and nothing deadlocks. */
+static void test_try_cancel_race_under_lock(void) {
+    const volt_sem *sem = new_sem(0);
+    int granted_woken = 0, granted_silent = 0, cancelled = 0;
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        cv_waiter t;
+        cv_waiter_init(&t);
+        CHECK_STATUS(volt_sem_acquire(sem, &t.waiter, 1, cv_wake, &t), VOLT_PENDING);
+        release_args a = {sem, 1, 0};
+        pthread_t th;
+        REQUIRE(pthread_create(&th, NULL, release_n, &a) == 0);
+        /* Try to cancel right as the release happens, so every outcome occurs. */
+        while (!atomic_load(&a.started)) {
+        }
+        for (int spin = 0; spin < (i % 64) * 4; spin++) atomic_signal_fence(memory_order_seq_cst);
+        pthread_mutex_lock(&t.lock);
+        volt_status s;
+        while ((s = volt_sem_try_cancel(sem, &t.waiter, NULL)) == VOLT_PENDING) {
+            if (t.woken) sched_yield(); /* signalled, not yet returned */
+            while (!t.woken) pthread_cond_wait(&t.cond, &t.lock);
+        }
+        int woken = t.woken;
+        pthread_mutex_unlock(&t.lock);
+        REQUIRE(pthread_join(th, NULL) == 0);
+        CHECK(!volt_waiter_is_busy(&t.waiter));
+        pthread_mutex_lock(&t.lock);
+        CHECK(t.woken == woken); /* never called after the outcome was returned */
+        pthread_mutex_unlock(&t.lock);
+        if (s == VOLT_OK) {
+            if (woken) granted_woken++;
+            else granted_silent++; /* the try_cancel took the grant from the callback */
+            CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        } else {
+            CHECK_STATUS(s, VOLT_CANCELLED);
+            CHECK(!woken);
+            cancelled++;
+        }
+        /* The released permit is back either way. */
+        CHECK(volt_sem_available_permits(sem) == 1);
+        CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+        cv_waiter_destroy(&t);
+    }
+    printf("     try_cancel outcomes: %d granted after the wake, %d granted without it, %d cancelled\n",
+           granted_woken, granted_silent, cancelled);
+    volt_sem_free(sem);
+}
+
 /* A chain of waiters, each of whose callback collects its own grant and passes
  * the permits on by releasing them from inside the waker. */
 typedef struct {
@@ -294,6 +476,110 @@ static void test_release_from_inside_waker(void) {
     }
     CHECK(volt_sem_available_permits(sem) == 3);
     volt_sem_free(sem);
+}
+
+/* D1: a chain of waiters whose callbacks each collect their grant and release
+ * it to the next. Callbacks never nest (each runs after the previous one
+ * returned, from the releasing thread's delivery loop), so a 100,000-long chain
+ * runs on a 128 KiB thread stack (musl's default). With nested delivery it
+ * overflowed the stack at a few hundred. */
+#ifndef CHAIN_LENGTH
+#define CHAIN_LENGTH 100000
+#endif
+
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter waiter;
+    int wakes;
+} link_t;
+
+static void pass_one_on(void *ctx) {
+    link_t *l = ctx;
+    l->wakes++;
+    REQUIRE(volt_sem_cancel(l->sem, &l->waiter, NULL) == VOLT_OK);
+    REQUIRE(volt_sem_release(l->sem, 1) == VOLT_OK);
+}
+
+static void *release_one(void *p) {
+    REQUIRE(volt_sem_release((const volt_sem *)p, 1) == VOLT_OK);
+    return NULL;
+}
+
+static void test_long_release_chain_on_a_small_stack(void) {
+    const volt_sem *sem = new_sem(0);
+    link_t *chain = calloc(CHAIN_LENGTH, sizeof *chain);
+    REQUIRE(chain != NULL);
+    for (size_t i = 0; i < CHAIN_LENGTH; i++) {
+        chain[i].sem = sem;
+        init_waiter(&chain[i].waiter);
+        REQUIRE(volt_sem_acquire(sem, &chain[i].waiter, 1, pass_one_on, &chain[i]) ==
+                VOLT_PENDING);
+    }
+    pthread_attr_t attr;
+    REQUIRE(pthread_attr_init(&attr) == 0);
+    REQUIRE(pthread_attr_setstacksize(&attr, 128 * 1024) == 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, &attr, release_one, (void *)sem) == 0);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    pthread_attr_destroy(&attr);
+    size_t woken = 0;
+    for (size_t i = 0; i < CHAIN_LENGTH; i++) {
+        woken += chain[i].wakes == 1;
+        CHECK_STATUS(volt_sem_cancel(sem, &chain[i].waiter, NULL), VOLT_IDLE);
+    }
+    CHECK(woken == CHAIN_LENGTH);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    free(chain);
+    volt_sem_free(sem);
+}
+
+/* D5: one release completes A and B; A's callback cancels B (both belong to the
+ * same owner), whose callback was still to run on this very thread. That used
+ * to hang; now the cancel returns B's outcome at once and B's callback never
+ * runs. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter a, b;
+    counter b_wakes;
+    volt_status b_from_a;
+} siblings;
+
+static void cancel_sibling(void *ctx) {
+    siblings *s = ctx;
+    s->b_from_a = volt_sem_cancel(s->sem, &s->b, NULL);
+}
+
+static void *run_siblings(void *p) {
+    siblings *s = p;
+    REQUIRE(volt_sem_release(s->sem, 3) == VOLT_OK);
+    return NULL;
+}
+
+static void test_callback_cancels_a_sibling(void) {
+    siblings s;
+    s.sem = new_sem(0);
+    atomic_init(&s.b_wakes.wakes, 0);
+    s.b_from_a = VOLT_PANIC;
+    init_waiter(&s.a);
+    init_waiter(&s.b);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.a, 1, cancel_sibling, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.b, 2, count_wake, &s.b_wakes), VOLT_PENDING);
+    /* On another thread, with a deadline: a hang fails the test instead of CI. */
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, run_siblings, &s) == 0);
+    struct timespec deadline;
+    clock_gettime(CLOCK_REALTIME, &deadline);
+    deadline.tv_sec += 10;
+    int joined = pthread_timedjoin_np(t, NULL, &deadline);
+    REQUIRE(joined == 0); /* not joined in 10 s: the sibling cancel hung */
+    CHECK_STATUS(s.b_from_a, VOLT_OK); /* A's callback now owns B's 2 permits */
+    CHECK(atomic_load(&s.b_wakes.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&s.b));
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.b, NULL), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(s.sem) == 3);
+    volt_sem_free(s.sem);
 }
 
 /* A waker may also queue another waiter (not its own: it is still busy). */
@@ -438,6 +724,8 @@ static void test_bad_input(void) {
     memset(&other_w, 0, sizeof other_w);
     CHECK_STATUS(volt_sem_acquire(sem, &other_w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_waiter_status(&other_w), VOLT_INVALID_ARGUMENT);
+    CHECK(!volt_waiter_is_busy(&other_w));
+    CHECK(!volt_waiter_is_busy(NULL));
     CHECK_STATUS(volt_sem_cancel(sem, &other_w, NULL), VOLT_INVALID_ARGUMENT);
     static union {
         volt_waiter w;
@@ -446,24 +734,52 @@ static void test_bad_input(void) {
     volt_waiter *misaligned = (volt_waiter *)(void *)(buf.bytes + 1);
     CHECK_STATUS(volt_waiter_init(misaligned), VOLT_INVALID_ARGUMENT);
 
-    /* A busy waiter cannot be queued again or re-initialised; a cancel naming
+    /* A busy waiter cannot be queued again (and says it is busy); a cancel naming
      * another semaphore is refused and leaves it queued. */
     const volt_sem *sem2 = new_sem(0);
     CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
     CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
     CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_acquire(sem2, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
-    CHECK_STATUS(volt_waiter_init(&w), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_waiter_is_busy(&w));
     CHECK_STATUS(volt_sem_cancel(sem2, &w, &returned), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
     CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
     CHECK(atomic_load(&c.wakes) == 1);
     CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_OK);
+    CHECK(!volt_waiter_is_busy(&w));
     CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
     /* Idle waiters may be cancelled on any semaphore: nothing happens. */
     CHECK_STATUS(volt_sem_cancel(sem2, &w, NULL), VOLT_IDLE);
     CHECK(volt_sem_available_permits(sem) == 2);
     volt_sem_free(sem2);
+    volt_sem_free(sem);
+}
+
+/* The documented allocation: fresh heap memory of volt_waiter_size() bytes,
+ * aligned to volt_waiter_align(), never written before volt_waiter_init(). Init
+ * must only write it (the valgrind suite fails on any read of the uninitialised
+ * bytes); then the waiter goes through a PENDING acquire, is reused without
+ * re-initialising, and is freed once idle. */
+static void test_init_fresh_heap_memory(void) {
+    const volt_sem *sem = new_sem(0);
+    counter c = {0};
+    volt_waiter *w = aligned_alloc(volt_waiter_align(), volt_waiter_size());
+    REQUIRE(w != NULL);
+    CHECK_STATUS(volt_waiter_init(w), VOLT_OK);
+    CHECK(!volt_waiter_is_busy(w));
+    CHECK_STATUS(volt_waiter_status(w), VOLT_IDLE);
+    for (int round = 0; round < 2; round++) {
+        CHECK_STATUS(volt_sem_acquire(sem, w, 1, count_wake, &c), VOLT_PENDING);
+        CHECK(volt_waiter_is_busy(w));
+        CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        CHECK_STATUS(volt_sem_cancel(sem, w, NULL), VOLT_OK);
+        CHECK(!volt_waiter_is_busy(w));
+        CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    }
+    CHECK(atomic_load(&c.wakes) == 2);
+    free(w);
     volt_sem_free(sem);
 }
 
@@ -481,6 +797,54 @@ static void test_free_handle_with_queued_waiter(void) {
     CHECK(atomic_load(&c.wakes) == 1);
     CHECK_STATUS(volt_sem_cancel(keep, &w, NULL), VOLT_CLOSED);
     volt_sem_free(keep);
+}
+
+/* volt_waiter_status() from another thread: allowed at any time after the
+ * waiter's init is visible to that thread (here: pthread_create orders it) and
+ * until the waiter's memory ends (here: after pthread_join), while its owner
+ * runs acquire/cancel cycles. TSan checks that it is race-free. */
+typedef struct {
+    volt_waiter *w;
+    atomic_int stop;
+    long seen[8];
+} status_poller;
+
+static void *poll_status(void *p) {
+    status_poller *sp = p;
+    while (!atomic_load(&sp->stop)) {
+        volt_status s = volt_waiter_status(sp->w);
+        sp->seen[(unsigned)s < 8 ? (unsigned)s : 7]++;
+    }
+    return NULL;
+}
+
+static void test_status_from_another_thread(void) {
+    const volt_sem *sem = new_sem(0);
+    volt_waiter w;
+    counter c = {0};
+    init_waiter(&w); /* before the poller exists: pthread_create publishes it */
+    status_poller sp = {&w, 0, {0}};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, poll_status, &sp) == 0);
+    for (int i = 0; i < STRESS_ROUNDS; i++) {
+        CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+        if (i % 2) CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+        volt_status s = volt_sem_cancel(sem, &w, NULL);
+        if (i % 2) {
+            CHECK_STATUS(s, VOLT_OK);
+            CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+        } else {
+            CHECK_STATUS(s, VOLT_CANCELLED);
+        }
+    }
+    atomic_store(&sp.stop, 1);
+    REQUIRE(pthread_join(th, NULL) == 0); /* only now may w go away */
+    /* Only these answers are possible; nothing else was ever seen. */
+    CHECK(sp.seen[VOLT_INVALID_ARGUMENT] == 0);
+    CHECK(sp.seen[VOLT_CLOSED] == 0);
+    CHECK(sp.seen[7] == 0 && sp.seen[VOLT_WOULD_BLOCK] == 0 && sp.seen[VOLT_TIMED_OUT] == 0);
+    CHECK(atomic_load(&c.wakes) == STRESS_ROUNDS / 2);
+    volt_sem_free(sem);
 }
 
 /* ------------------------------------------------------------------ stress */
@@ -569,6 +933,20 @@ static void *stress_worker(void *p) {
             else a->violations++;
             continue;
         }
+        if (mode == 4) {
+            /* Cancel under the lock the callback takes: never waits for it. */
+            pthread_mutex_lock(&pk.lock);
+            volt_status c;
+            while ((c = volt_sem_try_cancel(a->sem, &w, NULL)) == VOLT_PENDING) {
+                if (pk.woken) sched_yield();
+                while (!pk.woken) pthread_cond_wait(&pk.cond, &pk.lock);
+            }
+            pthread_mutex_unlock(&pk.lock);
+            if (c == VOLT_OK) hold(a, n);
+            else if (c == VOLT_CANCELLED) a->cancelled++;
+            else a->violations++;
+            continue;
+        }
         pthread_mutex_lock(&pk.lock);
         while (!pk.woken) pthread_cond_wait(&pk.cond, &pk.lock);
         pthread_mutex_unlock(&pk.lock);
@@ -617,11 +995,18 @@ int main(void) {
     RUN(test_close_wakes_waiters);
     RUN(test_cancel_returns_partial_grant);
     RUN(test_full_grant_then_cancel_race);
+    RUN(test_try_cancel_while_holding_the_callbacks_lock);
+    RUN(test_try_cancel_queued_waiter);
+    RUN(test_try_cancel_race_under_lock);
     RUN(test_release_from_inside_waker);
+    RUN(test_long_release_chain_on_a_small_stack);
+    RUN(test_callback_cancels_a_sibling);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);
+    RUN(test_init_fresh_heap_memory);
+    RUN(test_status_from_another_thread);
     RUN(test_stress_conservation);
     return harness_summary("c");
 }
