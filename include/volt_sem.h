@@ -119,6 +119,17 @@
  *   call, not a deadline) and measured on the monotonic clock (CLOCK_MONOTONIC):
  *   wall-clock changes do not affect it.
  *
+ * FORK
+ *   A child created by fork() gets a copy of each semaphore, not a share of it.
+ *   In the child, every request that was queued at the fork (by any thread) is
+ *   closed without its callback being called (it belongs to a thread of the
+ *   parent): volt_waiter_status() says VOLT_CLOSED and volt_sem_cancel() returns
+ *   VOLT_CLOSED; the permits granted to it come back to the counter. Permits
+ *   held at the fork stay held; the semaphore stays open. A fork at the instant
+ *   another thread is inside a semaphore operation (a few pointer writes under
+ *   its internal lock) leaves that lock held in the child, as with any mutex:
+ *   POSIX allows only async-signal-safe calls in such a child until exec().
+ *
  * VERSIONS
  *   VOLT_SEM_VERSION_MAJOR/MINOR/PATCH are the version of this header;
  *   volt_sem_version() returns the version of the library linked at run time.

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "harness.h"
@@ -582,6 +584,59 @@ static void test_callback_cancels_a_sibling(void) {
     volt_sem_free(s.sem);
 }
 
+/* fork(): a thread blocked in volt_sem_acquire_blocking(2) on a semaphore with
+ * 1 permit (queued, holding it as a partial grant), then fork(). In the child
+ * that thread does not exist: its request is closed there, its partial grant
+ * comes back, and a release reaches the counter instead of a ghost. The parent
+ * is unaffected. */
+typedef struct {
+    const volt_sem *sem;
+    volt_status result;
+} fork_blocker;
+
+static void *block_for_two(void *p) {
+    fork_blocker *b = p;
+    b->result = volt_sem_acquire_blocking(b->sem, 2, -1);
+    return NULL;
+}
+
+static void test_fork_with_a_blocked_thread(void) {
+    fork_blocker b = {new_sem(1), VOLT_PANIC};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, block_for_two, &b) == 0);
+    /* Queued: the request drained the one free permit. */
+    while (volt_sem_available_permits(b.sem) != 0) sched_yield();
+    /* The child reports through a pipe, not its exit status: a checker such
+     * as valgrind may change the exit status of a forked child (the parent's
+     * other threads' memory counts as leaked there). */
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char code = 0;
+        if (volt_sem_release(b.sem, 1) != VOLT_OK) code = 10;
+        else if (volt_sem_available_permits(b.sem) != 2) code = 11; /* 1 + the ghost's 1 */
+        else if (volt_sem_try_acquire(b.sem, 2) != VOLT_OK) code = 12;
+        if (write(fds[1], &code, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char code = 99;
+    CHECK(read(fds[0], &code, 1) == 1);
+    close(fds[0]);
+    CHECK(code == 0);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    /* In the parent the blocked thread still gets the next permit. */
+    CHECK_STATUS(volt_sem_release(b.sem, 1), VOLT_OK);
+    REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(b.result, VOLT_OK);
+    CHECK(volt_sem_available_permits(b.sem) == 0);
+    volt_sem_free(b.sem);
+}
+
 /* A waker may also queue another waiter (not its own: it is still busy). */
 typedef struct {
     const volt_sem *sem;
@@ -1003,6 +1058,7 @@ int main(void) {
     RUN(test_callback_cancels_a_sibling);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
+    RUN(test_fork_with_a_blocked_thread);
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);
     RUN(test_init_fresh_heap_memory);
