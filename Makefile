@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: test demo lint test-core test-loom loom-weakenings test-miri test-c test-python test-node \
+.PHONY: install test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node \
         demo-core demo-c demo-python demo-node bench
 
 test: lint test-core test-loom test-miri test-c test-python test-node
@@ -39,6 +39,11 @@ loom-weakenings:
 test-miri:
 	@bash scripts/miri.sh
 
+# Not in `make test`: mutation testing of the core (docs/testing.md has the
+# score and the reasons for each survivor).
+mutants:
+	bash scripts/mutants.sh
+
 test-c:
 	$(MAKE) -C tests test
 
@@ -59,6 +64,12 @@ demo-python:
 
 demo-node:
 	$(MAKE) -C bindings-node demo
+
+# The C library, header, pkg-config and CMake files for this machine
+# (ffi-c/install.sh says what goes where); DESTDIR is honoured.
+PREFIX ?= /usr/local
+install:
+	bash ffi-c/install.sh $(PREFIX)
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

@@ -5,7 +5,7 @@
 set -u
 cd "$(dirname "$0")"
 mkdir -p build
-suites=(rust header-compat c-asan c-tsan c-shared c-valgrind cxx-unwind examples link-line libuv zig)
+suites=(rust header-compat c-asan c-tsan c-shared c-valgrind cxx-unwind examples link-line install-test libuv zig)
 total_pass=0
 total_fail=0
 for suite in "${suites[@]}"; do
