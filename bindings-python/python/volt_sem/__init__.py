@@ -25,6 +25,8 @@ just as fair. Errors: :class:`ClosedError` once the semaphore is closed,
 ``OverflowError`` for a release past :data:`MAX_PERMITS`.
 """
 
+import atexit as _atexit
+
 from ._volt_sem import (
     MAX_PERMITS,
     Acquire,
@@ -32,7 +34,14 @@ from ._volt_sem import (
     Mutex,
     RwLock,
     Semaphore,
+    __version__,
 )
+from ._volt_sem import _interpreter_exiting
+
+# Blocking waits of daemon threads never take the GIL back once the interpreter
+# exits (see src/blocking.rs).
+_atexit.register(_interpreter_exiting)
+del _interpreter_exiting
 
 __all__ = [
     "MAX_PERMITS",
@@ -41,4 +50,5 @@ __all__ = [
     "Mutex",
     "RwLock",
     "Semaphore",
+    "__version__",
 ]
