@@ -1,7 +1,9 @@
-"""volt_sem: a fair, weighted, thread-safe async semaphore for asyncio.
+"""volt_sem: a fair, weighted, thread-safe async semaphore for asyncio, trio
+and anyio.
 
 One :class:`Semaphore` can be shared by every thread of a process, each running
-its own event loop (asyncio or uvloop), and by plain threads::
+its own event loop (asyncio, uvloop or trio; anyio on either), and by plain
+threads, FIFO across all of them::
 
     sem = volt_sem.Semaphore(4)
 
