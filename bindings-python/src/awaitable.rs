@@ -17,16 +17,17 @@
 //!
 //! # trio (and anyio on trio)
 //!
-//! Without a running asyncio loop, a step that must wait asks
-//! `volt_sem._glue.wait_elsewhere` for a coroutine: under trio it parks the task
-//! with `trio.lowlevel.wait_task_rescheduled`, after queueing a [`TrioWaiter`]
-//! whose slot targets the trio task; the run's wake pump reschedules it. The
-//! `Acquire` then forwards `send`/`throw`/`close` to that coroutine (as
-//! `yield from` would). Trio's abort callback ([`TrioWaiter::abort`]) cancels the
-//! wait, handing a partial grant on and releasing a grant that was complete but
-//! not yet delivered; once the pump has rescheduled the task the abort fails, as
-//! trio's protocol requires, and the acquire completes. Any other async library
-//! gets a `RuntimeError` naming the supported ones.
+//! `__await__` checks for a running asyncio loop (one C call). Without one, and
+//! inside a trio task, it returns the iterator of `volt_sem._glue`'s coroutine
+//! instead of the acquire itself, so trio drives plain Python frames, never a
+//! native frame with Python code under it. That coroutine takes the fast path
+//! or queues a [`TrioWaiter`] whose slot targets the trio task, and parks the
+//! task with `trio.lowlevel.wait_task_rescheduled`; the run's wake pump
+//! reschedules it. Trio's abort callback ([`TrioWaiter::abort`]) cancels the
+//! wait, handing a partial grant on and releasing a full grant not yet
+//! delivered; once the pump has rescheduled the task the abort fails, as trio's
+//! protocol requires, and the acquire completes. Outside asyncio and trio, a step
+//! that must wait raises `RuntimeError` naming the supported libraries.
 //!
 //! # Lock roles
 //!
@@ -122,7 +123,8 @@ impl Role {
 // ---------------------------------------------------------------------------
 
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static WAIT_ELSEWHERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -227,8 +229,9 @@ enum Stage {
     Start,
     /// asyncio: queued, the slot's target is the Future yielded.
     Waiting(Pin<Arc<Slot>>),
-    /// Another library (trio): forwarding to the coroutine of `_glue`.
-    Delegating(Py<PyAny>, Py<TrioWaiter>),
+    /// trio: `__await__` handed the wait to `_glue`'s coroutine, which drives
+    /// this waiter and reports a success through `_acquired`.
+    Trio(Py<TrioWaiter>),
     Done,
 }
 
@@ -272,7 +275,7 @@ impl Acquire {
 
     /// One step of the coroutine protocol: `Ok(Some(x))` yields, `Ok(None)`
     /// returns `None`, an error raises (including `StopIteration(True)`).
-    fn step(&mut self, py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Option<Py<PyAny>>> {
+    fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
             Stage::Start => match self.core.try_acquire(self.n).map(volt_sem::Permit::forget) {
                 Ok(()) => self.acquired(),
@@ -306,37 +309,21 @@ impl Acquire {
                     }
                 }
             }
-            Stage::Delegating(coro, _) => {
-                let coro = coro.clone_ref(py);
-                let none = py.None();
-                let r = coro
-                    .bind(py)
-                    .call_method1(pyo3::intern!(py, "send"), (value.unwrap_or(none.bind(py)),));
-                self.forwarded(py, r)
-            }
-            Stage::Done => Err(PyRuntimeError::new_err(
+            Stage::Trio(_) | Stage::Done => Err(PyRuntimeError::new_err(
                 "cannot reuse an already awaited acquire",
             )),
         }
     }
 
-    /// The delegate coroutine yielded (pass it on), returned (acquired) or raised.
-    fn forwarded(&mut self, py: Python<'_>, r: PyResult<Bound<'_, PyAny>>) -> PyResult<Option<Py<PyAny>>> {
-        match r {
-            Ok(y) => Ok(Some(y.unbind())),
-            Err(e) if e.is_instance_of::<PyStopIteration>(py) => self.acquired(),
-            Err(e) => {
-                self.stage = Stage::Done;
-                Err(e)
-            }
-        }
-    }
-
-    /// Slow path: queue a waiter and yield a Future of the running loop, or
-    /// delegate to another library's wait.
+    /// Slow path: queue a waiter and yield a Future of the running loop.
     fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let Some(event_loop) = running_loop(py).inspect_err(|_| self.stage = Stage::Done)? else {
-            return self.delegate(py);
+            // No asyncio loop (a trio task awaits through `__await__`, never here).
+            self.stage = Stage::Done;
+            NO_LOOP_ERROR
+                .import(py, "volt_sem._glue", "no_loop_error")?
+                .call0()?;
+            return Err(PyRuntimeError::new_err("no running event loop"));
         };
         let result = (|| {
             let chan = asyncio_chan(py, &event_loop)?;
@@ -361,31 +348,6 @@ impl Acquire {
         }
     }
 
-    /// No asyncio loop: wait through another library (trio), or raise.
-    fn delegate(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let waiter = Py::new(
-            py,
-            TrioWaiter {
-                core: self.core.clone(),
-                n: self.n,
-                slot: None,
-            },
-        )?;
-        let coro = match WAIT_ELSEWHERE
-            .import(py, "volt_sem._glue", "wait_elsewhere")
-            .and_then(|f| f.call1((waiter.clone_ref(py),)))
-        {
-            Ok(c) => c.unbind(),
-            Err(e) => {
-                self.stage = Stage::Done;
-                return Err(e);
-            }
-        };
-        self.stage = Stage::Delegating(coro.clone_ref(py), waiter);
-        let r = coro.bind(py).call_method1(pyo3::intern!(py, "send"), (py.None(),));
-        self.forwarded(py, r)
-    }
-
     /// Ends a pending wait from outside (`throw`, `close`, GC, drop).
     fn cancel(&mut self, py: Python<'_>) {
         match std::mem::replace(&mut self.stage, Stage::Done) {
@@ -395,9 +357,9 @@ impl Acquire {
                     after_wakes(py);
                 }
             }
-            Stage::Delegating(coro, _) => {
-                if let Err(e) = coro.bind(py).call_method0(pyo3::intern!(py, "close")) {
-                    e.write_unraisable(py, Some(coro.bind(py)));
+            Stage::Trio(waiter) => {
+                if let Ok(mut w) = waiter.try_borrow_mut(py) {
+                    w.cancel(py);
                 }
             }
             _ => {}
@@ -407,8 +369,39 @@ impl Acquire {
 
 #[pymethods]
 impl Acquire {
-    fn __await__(slf: Py<Self>) -> Py<Self> {
-        slf
+    /// The acquire itself (asyncio, or no loop at all), or, in a trio task, the
+    /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
+    fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if !matches!(slf.borrow().stage, Stage::Start) || running_loop(py)?.is_some() {
+            return Ok(slf.into_any().unbind());
+        }
+        let (core, n) = {
+            let me = slf.borrow();
+            (me.core.clone(), me.n)
+        };
+        let waiter = Py::new(py, TrioWaiter { core, n, slot: None })?;
+        let it = TRIO_WAIT
+            .import(py, "volt_sem._glue", "trio_wait")?
+            .call1((waiter.clone_ref(py), &slf))?;
+        if it.is_none() {
+            return Ok(slf.into_any().unbind()); // not in trio: the step decides
+        }
+        slf.borrow_mut().stage = Stage::Trio(waiter);
+        Ok(it.unbind())
+    }
+
+    /// Called by `_glue`'s trio coroutine once the permits are acquired: what
+    /// the `await` evaluates to (`True`, or `None` for `async with sem:`).
+    fn _acquired(&mut self, py: Python<'_>) -> Py<PyAny> {
+        self.stage = Stage::Done;
+        self.held = true;
+        self.role.taken();
+        if self.returns_true {
+            true.into_pyobject(py).map(|b| b.to_owned().into_any().unbind()).unwrap_or_else(|_| py.None())
+        } else {
+            py.None()
+        }
     }
 
     fn __iter__(slf: Py<Self>) -> Py<Self> {
@@ -416,13 +409,13 @@ impl Acquire {
     }
 
     fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.step(py, None)
+        self.step(py)
     }
 
-    /// Resumes the acquire; asyncio sends `None`, trio's value is passed on.
-    #[pyo3(signature = (value = None, /))]
-    fn send(&mut self, py: Python<'_>, value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match self.step(py, value)? {
+    /// Resumes the acquire; the value sent is ignored (asyncio sends `None`).
+    #[pyo3(signature = (_value = None, /))]
+    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match self.step(py)? {
             Some(fut) => Ok(fut),
             None => Err(PyStopIteration::new_err(())),
         }
@@ -440,18 +433,6 @@ impl Acquire {
         tb: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let err = thrown(py, typ, val, tb)?;
-        if let Stage::Delegating(coro, _) = &self.stage {
-            // trio: its abort callback already cancelled the wait; let the
-            // coroutine see the exception (it may also complete).
-            let coro = coro.clone_ref(py);
-            let r = coro
-                .bind(py)
-                .call_method1(pyo3::intern!(py, "throw"), (err.into_value(py),));
-            return match self.forwarded(py, r)? {
-                Some(y) => Ok(y),
-                None => Err(PyStopIteration::new_err(())),
-            };
-        }
         self.cancel(py);
         Err(err)
     }
@@ -509,7 +490,7 @@ impl Acquire {
     fn waiting(&self, py: Python<'_>) -> bool {
         match &self.stage {
             Stage::Waiting(slot) => slot.waiter().state() == WaiterState::Waiting,
-            Stage::Delegating(_, w) => w.try_borrow(py).is_ok_and(|w| {
+            Stage::Trio(w) => w.try_borrow(py).is_ok_and(|w| {
                 w.slot
                     .as_ref()
                     .is_some_and(|s| s.waiter().state() == WaiterState::Waiting)
@@ -527,10 +508,7 @@ impl Acquire {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         match &self.stage {
             Stage::Waiting(slot) => visit.call(&slot.target)?,
-            Stage::Delegating(coro, w) => {
-                visit.call(coro)?;
-                visit.call(w)?;
-            }
+            Stage::Trio(w) => visit.call(w)?,
             _ => {}
         }
         Ok(())
@@ -546,7 +524,7 @@ impl Acquire {
     fn __repr__(&self) -> String {
         let stage = match self.stage {
             Stage::Start => "new",
-            Stage::Waiting(_) | Stage::Delegating(..) => "waiting",
+            Stage::Waiting(_) | Stage::Trio(_) => "waiting",
             Stage::Done if self.held => "held",
             Stage::Done => "done",
         };
@@ -579,6 +557,19 @@ pub(crate) struct TrioWaiter {
 
 #[pymethods]
 impl TrioWaiter {
+    /// The fast path: `True` if the permits were free and nobody waited.
+    fn try_take(&self) -> PyResult<bool> {
+        match self.core.try_acquire(self.n) {
+            Ok(p) => {
+                p.forget();
+                Ok(true)
+            }
+            Err(TryAcquireError::NoPermits) => Ok(false),
+            Err(TryAcquireError::Closed) => Err(closed_error()),
+            Err(TryAcquireError::TooManyPermits) => Err(too_many_error("n")),
+        }
+    }
+
     /// Queues the wait on `channel` for `task`; `True` if granted at once.
     fn enqueue(&mut self, channel: &Bound<'_, Channel>, task: Py<PyAny>) -> PyResult<bool> {
         if self.slot.is_some() {

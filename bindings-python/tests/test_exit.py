@@ -19,8 +19,10 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "exit_while_waking.p
 RUNS = 8
 
 
-@pytest.mark.parametrize("mode", ["asyncio", "blocking"])
+@pytest.mark.parametrize("mode", ["asyncio", "blocking", "trio"])
 def test_exit_while_daemon_threads_wake_waiters(mode):
+    if mode == "trio":
+        pytest.importorskip("trio")
     statuses = []
     granted = 0
     for _ in range(RUNS):

@@ -296,3 +296,31 @@ def test_mixed_asyncio_trio_and_threads():
     assert state["held"] == 0
     assert state["acquired"] > 0
     assert sem.available_permits == PERMITS
+
+
+def test_trio_async_with_values_and_waiting_flag():
+    sem = Semaphore(1)
+
+    async def main():
+        async with sem as value:
+            assert value is None  # like asyncio.Semaphore
+            aw = sem.acquire(1)
+            assert not aw.waiting
+            async with trio.open_nursery() as nursery:
+                async def w():
+                    async with aw as got:
+                        assert got is True
+                        assert aw.held
+
+                nursery.start_soon(w)
+                await trio.testing.wait_all_tasks_blocked()
+                assert aw.waiting and "waiting" in repr(aw)
+                sem.release(1)  # hand our permit to `w` ...
+                await trio.testing.wait_all_tasks_blocked()
+                await sem.acquire(1)  # ... and take one back for `async with sem`'s exit
+            assert not aw.held
+            with pytest.raises(RuntimeError):
+                await aw  # single use
+        assert sem.available_permits == 1
+
+    trio.run(main)

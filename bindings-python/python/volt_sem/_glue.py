@@ -5,7 +5,8 @@ The native wake callback never runs Python code (see the module docs of
 writes a byte to the channel's socket. This module creates those channels,
 registers them with their loop, and drains them on the loop's own thread, in
 ordinary Python frames: asyncio and uvloop through ``loop.add_reader``, trio
-through a system task of the run. It also parks trio tasks.
+through a system task of the run. It also parks trio tasks: ``await acquire``
+in a trio task iterates ``_trio_acquire`` (see ``src/awaitable.rs``).
 """
 
 import asyncio
@@ -85,22 +86,23 @@ async def _trio_pump(trio, channel):
         channel.kill()  # the run is over: later grants are handed on at once
 
 
-async def _trio_wait(trio, waiter):
-    channel = _trio_channel(trio)
-    if waiter.enqueue(channel, trio.lowlevel.current_task()):
-        return
+async def _trio_acquire(trio, waiter, acquire):
+    if not waiter.try_take():
+        channel = _trio_channel(trio)
+        if not waiter.enqueue(channel, trio.lowlevel.current_task()):
 
-    def abort(_raise_cancel):
-        if waiter.abort():
-            return trio.lowlevel.Abort.SUCCEEDED
-        return trio.lowlevel.Abort.FAILED
+            def abort(_raise_cancel):
+                if waiter.abort():
+                    return trio.lowlevel.Abort.SUCCEEDED
+                return trio.lowlevel.Abort.FAILED
 
-    try:
-        await trio.lowlevel.wait_task_rescheduled(abort)
-    except BaseException:
-        waiter.cancel()  # nothing left if abort ran; releases a grant otherwise
-        raise
-    waiter.collect()
+            try:
+                await trio.lowlevel.wait_task_rescheduled(abort)
+            except BaseException:
+                waiter.cancel()  # nothing left if abort ran; releases a grant otherwise
+                raise
+            waiter.collect()
+    return acquire._acquired()
 
 
 def _in_trio(trio):
@@ -111,12 +113,17 @@ def _in_trio(trio):
     return True
 
 
-def wait_elsewhere(waiter):
-    """The coroutine that waits for `waiter` when no asyncio loop runs in this
-    thread: trio's, or a RuntimeError naming the supported libraries."""
+def trio_wait(waiter, acquire):
+    """What `await acquire` iterates in a trio task; None outside trio."""
     trio = sys.modules.get("trio")
-    if trio is not None and _in_trio(trio):
-        return _trio_wait(trio, waiter)
+    if trio is None or not _in_trio(trio):
+        return None
+    return _trio_acquire(trio, waiter, acquire).__await__()
+
+
+def no_loop_error():
+    """Raises the error of a wait outside asyncio and trio, naming the library
+    in use when sniffio knows it."""
     library = None
     sniffio = sys.modules.get("sniffio")
     if sniffio is not None:

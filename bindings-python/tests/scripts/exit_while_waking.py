@@ -19,7 +19,7 @@ import volt_sem
 
 RUN_SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
 # "asyncio": loop threads and releasers; "blocking": plus daemon threads
-# waiting in acquire_blocking.
+# waiting in acquire_blocking; "trio": plus daemon threads running trio.
 MODE = sys.argv[2] if len(sys.argv) > 2 else "asyncio"
 sem = volt_sem.Semaphore(0)
 granted = [0]
@@ -68,6 +68,23 @@ def blocker():
             granted[0] += 1
 
 
+def trio_thread():
+    import trio
+
+    async def take(k):
+        while True:
+            with trio.move_on_after(0.001):
+                await sem.acquire(k)
+                granted[0] += 1
+
+    async def main():
+        async with trio.open_nursery() as nursery:
+            for k in (1, 2):
+                nursery.start_soon(take, k)
+
+    trio.run(main)
+
+
 class SlowFinalizer:
     def __del__(self):
         time.sleep(0.05)  # the interpreter is finalizing; the GIL is free meanwhile
@@ -78,6 +95,8 @@ keep_finalizing = [SlowFinalizer() for _ in range(4)]
 targets = [loop_thread] * 3 + [releaser] * 2
 if MODE == "blocking":
     targets += [blocker] * 2
+if MODE == "trio":
+    targets += [trio_thread] * 2
 for target in targets:
     threading.Thread(target=target, daemon=True).start()
 time.sleep(RUN_SECONDS)
