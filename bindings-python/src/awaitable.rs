@@ -100,8 +100,7 @@ impl Role {
                 }
             }
             Role::Shared(h) => {
-                if h
-                    .readers
+                if h.readers
                     .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
                     .is_err()
                 {
@@ -380,7 +379,14 @@ impl Acquire {
             let me = slf.borrow();
             (me.core.clone(), me.n)
         };
-        let waiter = Py::new(py, TrioWaiter { core, n, slot: None })?;
+        let waiter = Py::new(
+            py,
+            TrioWaiter {
+                core,
+                n,
+                slot: None,
+            },
+        )?;
         let it = TRIO_WAIT
             .import(py, "volt_sem._glue", "trio_wait")?
             .call1((waiter.clone_ref(py), &slf))?;
@@ -398,7 +404,9 @@ impl Acquire {
         self.held = true;
         self.role.taken();
         if self.returns_true {
-            true.into_pyobject(py).map(|b| b.to_owned().into_any().unbind()).unwrap_or_else(|_| py.None())
+            true.into_pyobject(py)
+                .map(|b| b.to_owned().into_any().unbind())
+                .unwrap_or_else(|_| py.None())
         } else {
             py.None()
         }
@@ -627,7 +635,9 @@ impl TrioWaiter {
             Owned::HandedOn => Err(PyRuntimeError::new_err(
                 "the grant arrived after the trio run ended and was handed on",
             )),
-            Owned::Finished(_) => Err(PyRuntimeError::new_err("acquire finished without an outcome")),
+            Owned::Finished(_) => Err(PyRuntimeError::new_err(
+                "acquire finished without an outcome",
+            )),
         }
     }
 

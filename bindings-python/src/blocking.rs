@@ -10,13 +10,16 @@
 //! CPython's finalization (`pthread_exit`, a forced unwind that must not cross
 //! the extension's `extern "C"` frames). Once `volt_sem`'s `atexit` hook has run
 //! ([`interpreter_exiting`]; atexit runs after non-daemon threads were joined and
-//! before finalization proper), a parked thread therefore stays parked for good
-//! instead of coming back for the GIL, as CPython 3.14 itself does with daemon
-//! threads.
+//! before finalization proper), a parked thread other than the one running the
+//! `atexit` hooks therefore stays parked for good instead of coming back for the
+//! GIL, as CPython 3.14 itself does with daemon threads. (The thread running the
+//! hooks, normally the main thread, is never ended that way, so a blocking wait
+//! in a later `atexit` hook still works.)
 
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
@@ -33,15 +36,20 @@ const SIGNAL_SLICE: Duration = Duration::from_millis(50);
 /// Set by the `atexit` hook: the interpreter is about to finalize.
 static EXITING: AtomicBool = AtomicBool::new(false);
 
+/// The thread that ran the `atexit` hook.
+static EXIT_THREAD: OnceLock<thread::ThreadId> = OnceLock::new();
+
 /// `volt_sem`'s `atexit` hook (registered by `volt_sem/__init__.py`).
 #[pyfunction]
 pub(crate) fn _interpreter_exiting() {
+    let _ = EXIT_THREAD.set(thread::current().id());
     EXITING.store(true, Ordering::SeqCst);
 }
 
-/// Whether the `atexit` hook ran.
+/// Whether the `atexit` hook ran on another thread than this one: this thread
+/// may be ended by finalization when it takes the GIL back.
 pub(crate) fn interpreter_exiting() -> bool {
-    EXITING.load(Ordering::SeqCst)
+    EXITING.load(Ordering::SeqCst) && EXIT_THREAD.get() != Some(&thread::current().id())
 }
 
 /// The context of a parked thread's waiter: its callback only unparks, without

@@ -64,15 +64,13 @@ pub(crate) fn count(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<usize> {
                 too_many_error(name)
             })
         }
-        Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => Err(PyTypeError::new_err(
-            format!(
-                "{name} must be an int, not {}",
-                obj.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_else(|_| "?".to_owned())
-            ),
-        )),
+        Err(e) if e.is_instance_of::<PyTypeError>(obj.py()) => Err(PyTypeError::new_err(format!(
+            "{name} must be an int, not {}",
+            obj.get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".to_owned())
+        ))),
         Err(e) => Err(e),
     }
 }

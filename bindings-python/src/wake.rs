@@ -89,7 +89,12 @@ pub(crate) struct Slot {
 }
 
 impl Slot {
-    pub(crate) fn new(core: Arc<Core>, n: usize, target: Py<PyAny>, chan: Arc<Chan>) -> Pin<Arc<Slot>> {
+    pub(crate) fn new(
+        core: Arc<Core>,
+        n: usize,
+        target: Py<PyAny>,
+        chan: Arc<Chan>,
+    ) -> Pin<Arc<Slot>> {
         Arc::pin(Slot {
             waiter: Waiter::new(),
             core,
@@ -113,12 +118,17 @@ impl Slot {
     /// Queues the waiter. `ctx` is the slot's address; the owner keeps its `Arc`
     /// until it has finished the slot (or lost the claim to a hand-on, which
     /// holds its own `Arc`).
-    pub(crate) fn queue(self: &Pin<Arc<Self>>) -> Result<volt_sem::RawAcquire, volt_sem::AcquireError> {
+    pub(crate) fn queue(
+        self: &Pin<Arc<Self>>,
+    ) -> Result<volt_sem::RawAcquire, volt_sem::AcquireError> {
         let ctx = &**self as *const Slot as *mut c_void;
         // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
         // while any Arc lives, and the owner's Arc lives until `finish_raw`
         // returned (or a hand-on, holding its own Arc, finished it).
-        unsafe { self.core.acquire_raw(self.waiter(), self.n, wake_async, ctx) }
+        unsafe {
+            self.core
+                .acquire_raw(self.waiter(), self.n, wake_async, ctx)
+        }
     }
 }
 
@@ -247,7 +257,9 @@ impl Chan {
             }
             match self.probe {
                 Probe::Never => Ok(false),
-                Probe::ClosedAttr => event_loop.getattr(pyo3::intern!(py, "_closed"))?.is_truthy(),
+                Probe::ClosedAttr => event_loop
+                    .getattr(pyo3::intern!(py, "_closed"))?
+                    .is_truthy(),
                 Probe::NativeMethod => event_loop
                     .call_method0(pyo3::intern!(py, "is_closed"))?
                     .is_truthy(),
@@ -307,7 +319,11 @@ pub(crate) unsafe extern "C" fn wake_async(ctx: *mut c_void) {
 pub(crate) fn after_wakes(py: Python<'_>) {
     loop {
         let touched = TOUCHED
-            .try_with(|t| t.try_borrow_mut().map(|mut t| std::mem::take(&mut *t)).unwrap_or_default())
+            .try_with(|t| {
+                t.try_borrow_mut()
+                    .map(|mut t| std::mem::take(&mut *t))
+                    .unwrap_or_default()
+            })
             .unwrap_or_default();
         if touched.is_empty() {
             return;

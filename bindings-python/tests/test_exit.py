@@ -41,3 +41,10 @@ def test_exit_while_daemon_threads_wake_waiters(mode):
     assert statuses == [0] * RUNS
     # The scenario really ran: waiters were granted (and so woken) across threads.
     assert granted > 0
+
+
+def test_blocking_wait_in_a_later_atexit_hook_completes():
+    script = os.path.join(os.path.dirname(__file__), "scripts", "blocking_in_atexit.py")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "atexit wait done" in proc.stdout
