@@ -313,6 +313,9 @@ def test_text_signatures():
     assert str(inspect.signature(Semaphore.acquire_blocking)) == "(self, /, n=1, timeout=None)"
     assert str(inspect.signature(volt_sem.Mutex.acquire_blocking)) == "(self, /, timeout=None)"
     assert str(inspect.signature(volt_sem.RwLock.read_blocking)) == "(self, /, timeout=None)"
+    assert str(inspect.signature(Semaphore)) == "(permits: int = 1)"
+    assert str(inspect.signature(volt_sem.Mutex)) == "()"
+    assert str(inspect.signature(volt_sem.RwLock)) == "()"
     for cls in (Semaphore, volt_sem.Mutex, volt_sem.RwLock):
         for name, member in vars(cls).items():
             if callable(member) and not name.startswith("_"):

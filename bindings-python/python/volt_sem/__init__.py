@@ -40,6 +40,22 @@ from ._volt_sem import (
 )
 from ._volt_sem import _interpreter_exiting
 
+def _constructor_signatures():
+    # pyo3 cannot give a class a text signature in an abi3-py39 build (3.9 shows
+    # none, 3.10+ shows `permits=...`): state them here.
+    import inspect
+
+    P = inspect.Parameter
+    Semaphore.__signature__ = inspect.Signature(
+        [P("permits", P.POSITIONAL_OR_KEYWORD, default=1, annotation=int)]
+    )
+    Mutex.__signature__ = inspect.Signature([])
+    RwLock.__signature__ = inspect.Signature([])
+
+
+_constructor_signatures()
+del _constructor_signatures
+
 # Blocking waits of daemon threads never take the GIL back once the interpreter
 # exits (see src/blocking.rs).
 _atexit.register(_interpreter_exiting)

@@ -11,6 +11,7 @@ in a trio task iterates ``_trio_acquire`` (see ``src/awaitable.rs``).
 
 import asyncio
 import sys
+import threading
 import types
 import weakref
 
@@ -59,12 +60,15 @@ def asyncio_channel(loop):
 # ---------------------------------------------------------------------------
 
 _trio_channel_var = None
+_trio_channel_var_lock = threading.Lock()
 
 
 def _trio_channel(trio):
     global _trio_channel_var
     if _trio_channel_var is None:
-        _trio_channel_var = trio.lowlevel.RunVar("volt_sem_wake_channel")
+        with _trio_channel_var_lock:  # one RunVar for every run, on any thread
+            if _trio_channel_var is None:
+                _trio_channel_var = trio.lowlevel.RunVar("volt_sem_wake_channel")
     try:
         return _trio_channel_var.get()
     except LookupError:
