@@ -6,15 +6,15 @@
 //! them), and one waiter implementation serves all of them. The modules follow
 //! the path of a request:
 //!
-//! * [`errors`]: typed errors and argument conversion (no bad value reaches the
+//! * `errors`: typed errors and argument conversion (no bad value reaches the
 //!   core, so no core panic is reachable from Python);
-//! * [`awaitable`]: `sem.acquire(n)`, a native awaitable; the asyncio wait, the
+//! * `awaitable`: `sem.acquire(n)`, a native awaitable; the asyncio wait, the
 //!   trio wait, and the lock roles that make a wrong lock release an error;
-//! * [`wake`]: the wake path, which runs no Python code at all on the releasing
+//! * `wake`: the wake path, which runs no Python code at all on the releasing
 //!   thread (a native per-loop queue and a socket pair the loop watches), so
 //!   that interpreter exit can never abort the process in the middle of a wake;
-//! * [`blocking`]: waits of plain threads, GIL released;
-//! * [`locks`]: `Mutex` and `RwLock`;
+//! * `blocking`: waits of plain threads, GIL released;
+//! * `locks`: `Mutex` and `RwLock`;
 //! * this file: `Semaphore` and the module.
 //!
 //! Python-side glue (creating and registering wake channels, draining them in

@@ -25,6 +25,15 @@
 //! owner's resume) runs in ordinary Python frames, exactly like asyncio's own
 //! primitives.
 //!
+//! Alternatives rejected: checking `sys.is_finalizing()` before calling
+//! `call_soon_threadsafe` is racy (finalization starts *while* the call has the
+//! GIL dropped, which is exactly the abort seen); catching the forced unwind is
+//! impossible in Rust (and pyo3's own trampolines are `extern "C"` too, so a
+//! `C-unwind` wake function in the core would only move the abort); parking the
+//! releasing thread for good when it comes back during finalization needs a hook
+//! CPython 3.9-3.13 do not offer. Only a wake path without Python calls removes
+//! the window instead of narrowing it.
+//!
 //! The price: a wake on the loop's own thread also goes through the selector
 //! (one socket write and one read per batch of wakes) instead of a direct
 //! `set_result`. Calling `set_result` from the releasing native frame would put
