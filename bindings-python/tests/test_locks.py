@@ -195,3 +195,98 @@ def test_rwlock_blocking_forms():
     assert rw.write_blocking(timeout=0)
     assert rw.read_blocking(timeout=0.01) is False
     rw.release_write()
+
+
+# --- wrong or unmatched releases (issue 19, D2) ------------------------------
+# Comparing available permits with 0 or the maximum cannot tell "a writer holds"
+# from "a reader holds and a writer waits"; each case below was accepted before
+# and broke exclusion. Every one must raise RuntimeError and change nothing.
+
+
+def test_rwlock_release_read_while_write_locked_is_refused():
+    rw = RwLock()
+    assert rw.try_write()
+    with pytest.raises(RuntimeError):
+        rw.release_read()
+    # Nothing changed: still write-locked, no reader can get in.
+    assert not rw.try_read()
+    assert rw.locked()
+    rw.release_write()
+    assert rw.try_read()
+    rw.release_read()
+    assert not rw.locked()
+
+
+def test_rwlock_release_write_while_read_locked_and_writer_queued_is_refused():
+    rw = RwLock()
+    assert rw.try_read()
+    got = []
+    t = threading.Thread(target=lambda: got.append(rw.write_blocking(timeout=60)))
+    t.start()
+    from conftest import wait_until
+
+    # A queued writer makes try_read fail (no overtaking) though a reader holds.
+    wait_until(lambda: "contended" in repr(rw), "writer queued")
+    with pytest.raises(RuntimeError):
+        rw.release_write()
+    # The writer was not granted while the reader still reads.
+    assert got == []
+    rw.release_read()  # the real reader leaves: now the writer gets in
+    t.join(60)
+    assert got == [True]
+    with pytest.raises(RuntimeError):
+        rw.release_read()
+    rw.release_write()
+    assert not rw.locked()
+
+
+def test_rwlock_unmatched_releases_are_refused(run):
+    rw = RwLock()
+
+    async def main():
+        with pytest.raises(RuntimeError):
+            rw.release_read()
+        with pytest.raises(RuntimeError):
+            rw.release_write()
+        await rw.read()
+        await rw.read()
+        with pytest.raises(RuntimeError):
+            rw.release_write()
+        rw.release_read()
+        rw.release_read()
+        with pytest.raises(RuntimeError):
+            rw.release_read()
+        async with rw.write():
+            with pytest.raises(RuntimeError):
+                rw.release_read()
+        assert not rw.locked()
+        # A context manager whose lock was released by hand reports it on exit.
+        with pytest.raises(RuntimeError):
+            async with rw.read():
+                rw.release_read()
+        assert not rw.locked()
+
+    run(main())
+
+
+def test_mutex_double_release_with_grant_in_transit_is_refused(run):
+    """A second release while the lock was handed to a queued task that has not
+    run yet: available permits are 0 either way; only a held record can tell."""
+    m = Mutex()
+
+    async def main():
+        await m.acquire()
+        waiter = asyncio.ensure_future(m.acquire())
+        await settle()
+        m.release()  # handed to `waiter`, which has not resumed yet
+        with pytest.raises(RuntimeError):
+            m.release()
+        assert await waiter is True
+        assert m.locked()
+        assert not m.try_acquire()  # exclusion held
+        m.release()
+        assert not m.locked()
+        with pytest.raises(RuntimeError):
+            m.release()
+
+    run(main())

@@ -281,3 +281,69 @@ def test_yield_from_path(run):
         assert await task is True
 
     run(main())
+
+
+# --- issue 19: weak references (D4), signatures, argument names, bool, version
+
+
+def test_weak_references_and_a_per_key_lock_registry():
+    import weakref
+
+    for cls in (volt_sem.Semaphore, volt_sem.Mutex, volt_sem.RwLock):
+        obj = cls()
+        ref = weakref.ref(obj)
+        assert ref() is obj
+        del obj
+        gc.collect()
+        assert ref() is None
+    registry = weakref.WeakValueDictionary()
+    lock = registry.setdefault("key", volt_sem.Mutex())
+    assert registry["key"] is lock
+    del lock
+    gc.collect()
+    assert "key" not in registry
+
+
+def test_text_signatures():
+    import inspect
+
+    assert str(inspect.signature(Semaphore.acquire)) == "(self, /, n=1)"
+    assert str(inspect.signature(Semaphore(1).release)) == "(n=1)"
+    assert str(inspect.signature(Semaphore.try_acquire)) == "(self, /, n=1)"
+    assert str(inspect.signature(Semaphore.acquire_blocking)) == "(self, /, n=1, timeout=None)"
+    assert str(inspect.signature(volt_sem.Mutex.acquire_blocking)) == "(self, /, timeout=None)"
+    assert str(inspect.signature(volt_sem.RwLock.read_blocking)) == "(self, /, timeout=None)"
+    assert str(inspect.signature(Semaphore)) == "(permits: int = 1)"
+    assert str(inspect.signature(volt_sem.Mutex)) == "()"
+    assert str(inspect.signature(volt_sem.RwLock)) == "()"
+    for cls in (Semaphore, volt_sem.Mutex, volt_sem.RwLock):
+        for name, member in vars(cls).items():
+            if callable(member) and not name.startswith("_"):
+                try:
+                    sig = str(inspect.signature(member))
+                except ValueError:
+                    continue
+                assert "Ellipsis" not in sig, (cls, name, sig)
+
+
+def test_errors_name_the_argument():
+    for bad, exc in ((-1, ValueError), (MAX_PERMITS + 1, ValueError), ("3", TypeError)):
+        with pytest.raises(exc) as info:
+            Semaphore(bad)
+        assert str(info.value).startswith("permits must"), str(info.value)
+    with pytest.raises(ValueError) as info:
+        Semaphore(1).acquire(-1)
+    assert str(info.value).startswith("n must"), str(info.value)
+
+
+def test_bool_counts_are_type_errors():
+    sem = Semaphore(2)
+    for call in (sem.try_acquire, sem.acquire, sem.release, sem.acquire_blocking, Semaphore):
+        with pytest.raises(TypeError):
+            call(True)
+    assert sem.available_permits == 2
+
+
+def test_version():
+    assert isinstance(volt_sem.__version__, str)
+    assert volt_sem.__version__.count(".") >= 2

@@ -249,3 +249,63 @@ def test_many_loops_limit_never_exceeded():
         t.join(120)
     assert held == [0, held[1]] and 0 < held[1] <= 3
     assert sem.available_permits == 3
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
+def test_closed_loop_hands_permits_on_any_loop_kind(kind):
+    """The closed-loop check runs no Python code: asyncio's `_closed` flag,
+    uvloop's native `is_closed`. Either way the dead waiter's grant goes on
+    inside the `release` that completed it."""
+    sem = Semaphore(0)
+    lt = LoopThread(kind)
+    with lt:
+        aw, _ = park_on(lt, sem, 2)
+        lt.stop()
+        lt.loop.close()
+        sem.release(2)  # granted to the dead waiter, handed on at once
+        assert sem.available_permits == 2
+        assert not aw.waiting
+
+
+class RecordingLoop(asyncio.SelectorEventLoop):
+    """Records every call of the methods a cross-thread wake used to need."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def call_soon_threadsafe(self, *args, **kwargs):
+        self.calls.append(("call_soon_threadsafe", threading.get_ident()))
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+    def call_soon(self, *args, **kwargs):
+        self.calls.append(("call_soon", threading.get_ident()))
+        return super().call_soon(*args, **kwargs)
+
+
+def test_releasing_thread_runs_no_loop_code():
+    """Issue 19, D1: the wake path calls nothing in Python on the releasing
+    thread; the loop resolves its own Futures on its own thread."""
+    sem = Semaphore(0)
+    loop = RecordingLoop()
+    pending = []
+    results = []
+
+    async def main():
+        for _ in range(20):
+            aw = sem.acquire(1)
+            pending.append(aw)
+            results.append(await aw)
+
+    t = threading.Thread(target=lambda: loop.run_until_complete(main()))
+    t.start()
+    loop_thread = t.ident
+    for i in range(20):
+        # Each release wakes a queued waiter on the other thread.
+        wait_until(lambda: len(pending) > i and is_waiting(pending[i]), "waiter queued")
+        sem.release(1)  # from the main thread
+    t.join(60)
+    loop.close()
+    assert results == [True] * 20
+    foreign = [c for c in loop.calls if c[1] != loop_thread]
+    assert foreign == []

@@ -1,7 +1,9 @@
-"""volt_sem: a fair, weighted, thread-safe async semaphore for asyncio.
+"""volt_sem: a fair, weighted, thread-safe async semaphore for asyncio, trio
+and anyio.
 
 One :class:`Semaphore` can be shared by every thread of a process, each running
-its own event loop (asyncio or uvloop), and by plain threads::
+its own event loop (asyncio, uvloop or trio; anyio on either), and by plain
+threads, FIFO across all of them::
 
     sem = volt_sem.Semaphore(4)
 
@@ -25,6 +27,8 @@ just as fair. Errors: :class:`ClosedError` once the semaphore is closed,
 ``OverflowError`` for a release past :data:`MAX_PERMITS`.
 """
 
+import atexit as _atexit
+
 from ._volt_sem import (
     MAX_PERMITS,
     Acquire,
@@ -32,7 +36,30 @@ from ._volt_sem import (
     Mutex,
     RwLock,
     Semaphore,
+    __version__,
 )
+from ._volt_sem import _interpreter_exiting
+
+def _constructor_signatures():
+    # pyo3 cannot give a class a text signature in an abi3-py39 build (3.9 shows
+    # none, 3.10+ shows `permits=...`): state them here.
+    import inspect
+
+    P = inspect.Parameter
+    Semaphore.__signature__ = inspect.Signature(
+        [P("permits", P.POSITIONAL_OR_KEYWORD, default=1, annotation=int)]
+    )
+    Mutex.__signature__ = inspect.Signature([])
+    RwLock.__signature__ = inspect.Signature([])
+
+
+_constructor_signatures()
+del _constructor_signatures
+
+# Blocking waits of daemon threads never take the GIL back once the interpreter
+# exits (see src/blocking.rs).
+_atexit.register(_interpreter_exiting)
+del _interpreter_exiting
 
 __all__ = [
     "MAX_PERMITS",
@@ -41,4 +68,5 @@ __all__ = [
     "Mutex",
     "RwLock",
     "Semaphore",
+    "__version__",
 ]

@@ -2,7 +2,7 @@
 
 import sys
 from types import TracebackType
-from typing import Any, Generator, Literal, Optional, Type, Union, final
+from typing import Any, Coroutine, Generator, Literal, Optional, Type, Union, final
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -10,6 +10,7 @@ else:
     from typing_extensions import Self
 
 MAX_PERMITS: int
+__version__: str
 """The largest number of permits a semaphore can hold, and the largest request (2**61 - 1)."""
 
 class ClosedError(RuntimeError):
@@ -17,10 +18,11 @@ class ClosedError(RuntimeError):
     the acquires that were waiting when it was closed."""
 
 @final
-class Acquire:
+class Acquire(Coroutine[Any, Any, Literal[True]]):
     """One acquire of ``n`` permits.
 
-    Awaitable once (``await sem.acquire(n)`` returns ``True``), an async context
+    Awaitable once, in an asyncio (or uvloop) task or a trio task, also through
+    anyio (``await sem.acquire(n)`` returns ``True``), an async context
     manager (``async with sem.acquire(n):`` releases the ``n`` permits on exit)
     and, from a plain thread, a blocking context manager (``with sem.acquire(n):``).
     An acquire that is never awaited takes nothing. Cancelling the awaiting task
@@ -38,7 +40,9 @@ class Acquire:
     def held(self) -> bool:
         """Whether this object holds permits its ``__aexit__``/``__exit__`` will release."""
     def __await__(self) -> Generator[Any, None, Literal[True]]: ...
-    def __iter__(self) -> Self: ...
+    # `__iter__` returns the acquire itself; typed as the generator it behaves
+    # like, so that asyncio.wait_for/create_task/gather infer Literal[True].
+    def __iter__(self) -> Generator[Any, None, Literal[True]]: ...
     def __next__(self) -> Any: ...
     def send(self, value: Any = None, /) -> Any:
         """Resumes the acquire; the value is ignored (asyncio sends ``None``)."""
@@ -154,11 +158,35 @@ class RwLock:
     def write(self) -> Acquire:
         """Exclusive access: ``async with rw.write():``, ``with rw.write():`` from
         a thread, or ``await rw.write()`` ... ``rw.release_write()``."""
-    def release_read(self) -> None: ...
-    def release_write(self) -> None: ...
+    def release_read(self) -> None:
+        """Ends one shared access; ``RuntimeError`` (nothing changes) if no
+        reader holds the lock."""
+    def release_write(self) -> None:
+        """Ends the exclusive access; ``RuntimeError`` (nothing changes) if no
+        writer holds the lock."""
     def try_read(self) -> bool: ...
     def try_write(self) -> bool: ...
     def read_blocking(self, timeout: Optional[float] = None) -> bool: ...
     def write_blocking(self, timeout: Optional[float] = None) -> bool: ...
     def locked(self) -> bool:
         """Whether anyone holds or waits for the lock."""
+
+# Internal: the wake path's glue (volt_sem/_glue.py).
+@final
+class Channel:
+    def __init__(self, loop_ref: Optional[Any], probe: int) -> None: ...
+    def fileno(self) -> int: ...
+    def take(self) -> list[Any]: ...
+    def kill(self) -> None: ...
+    @property
+    def dead(self) -> bool: ...
+
+@final
+class TrioWaiter:
+    def try_take(self) -> bool: ...
+    def enqueue(self, channel: Channel, task: Any) -> bool: ...
+    def abort(self) -> bool: ...
+    def cancel(self) -> None: ...
+    def collect(self) -> None: ...
+
+def _interpreter_exiting() -> None: ...

@@ -1,0 +1,727 @@
+//! The awaitable `sem.acquire(n)` ([`Acquire`]), its finished twin [`Ready`],
+//! and the lock roles that make a wrong release an error.
+//!
+//! # asyncio (and uvloop)
+//!
+//! [`Acquire`] is its own iterator (`__await__`, `__iter__`, `__next__`, `send`,
+//! `throw`, `close`). Its first step tries the core's lock-free fast path and,
+//! when permits are free, finishes at once: no Future, no loop call. Only when it
+//! must wait does it create a Future on the running loop, queue a
+//! [`Slot`](crate::wake::Slot) whose target is that Future, and yield the Future
+//! as `Future.__await__` would. The wake path (`wake` module) resolves the Future
+//! on the loop's own thread; the resumed step then finishes the waiter.
+//! Cancellation reaches it only through `throw`/`close` (with `Drop` and the
+//! GC's `tp_clear` as backstops); each of them finishes the waiter, handing a
+//! partial grant on and releasing a full grant that arrived just before the
+//! cancel.
+//!
+//! # trio (and anyio on trio)
+//!
+//! `__await__` checks for a running asyncio loop (one C call). Without one, and
+//! inside a trio task, it returns the iterator of `volt_sem._glue`'s coroutine
+//! instead of the acquire itself, so trio drives plain Python frames, never a
+//! native frame with Python code under it. That coroutine takes the fast path
+//! or queues a [`TrioWaiter`] whose slot targets the trio task, and parks the
+//! task with `trio.lowlevel.wait_task_rescheduled`; the run's wake pump
+//! reschedules it. Trio's abort callback ([`TrioWaiter::abort`]) cancels the
+//! wait, handing a partial grant on and releasing a full grant not yet
+//! delivered; once the pump has rescheduled the task the abort fails, as trio's
+//! protocol requires, and the acquire completes. Outside asyncio and trio, a step
+//! that must wait raises `RuntimeError` naming the supported libraries.
+//!
+//! # Lock roles
+//!
+//! `Mutex` and `RwLock` are semaphores whose releases must match an acquire.
+//! Counting available permits cannot tell "a writer holds" from "a reader holds
+//! and a writer waits", so each lock keeps its own [`Held`] record, updated when
+//! an acquire *completes* (not when the core grants: a grant in transit to a
+//! waiter is not held yet) and checked by every release, which raises
+//! `RuntimeError` and changes nothing when it does not match.
+
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyTypeError};
+use pyo3::gc::PyVisit;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyTuple, PyType};
+use pyo3::PyTraverseError;
+use volt_sem::{Finish, RawAcquire, TryAcquireError, WaiterState};
+
+use crate::blocking::blocking_acquire;
+use crate::errors::{acquire_error, closed_error, release_error, too_many_error};
+use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
+use crate::Core;
+
+// ---------------------------------------------------------------------------
+// Lock roles
+// ---------------------------------------------------------------------------
+
+/// Who holds a `Mutex` or `RwLock`, as far as completed acquires tell.
+#[derive(Default)]
+pub(crate) struct Held {
+    readers: AtomicUsize,
+    writer: AtomicBool,
+}
+
+/// What an acquire means to its lock, if any.
+#[derive(Clone)]
+pub(crate) enum Role {
+    /// A counting semaphore: releases are not matched.
+    Count,
+    /// The exclusive holder (`Mutex`, `RwLock` writer); the name for errors.
+    Exclusive(Arc<Held>, &'static str),
+    /// One shared holder (`RwLock` reader).
+    Shared(Arc<Held>),
+}
+
+impl Role {
+    /// Records a completed acquire.
+    pub(crate) fn taken(&self) {
+        match self {
+            Role::Count => {}
+            Role::Exclusive(h, _) => h.writer.store(true, Ordering::Release),
+            Role::Shared(h) => {
+                h.readers.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+    }
+
+    /// Releases `n` permits for this role: `RuntimeError` (nothing changed) if the
+    /// role does not hold the lock.
+    pub(crate) fn release(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
+        match self {
+            Role::Count => {}
+            Role::Exclusive(h, msg) => {
+                if !h.writer.swap(false, Ordering::AcqRel) {
+                    return Err(PyRuntimeError::new_err(*msg));
+                }
+            }
+            Role::Shared(h) => {
+                if h.readers
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |r| r.checked_sub(1))
+                    .is_err()
+                {
+                    return Err(PyRuntimeError::new_err("RwLock is not read-locked"));
+                }
+            }
+        }
+        let r = release_error(core, n);
+        if r.is_err() {
+            self.taken(); // undo: nothing changed
+        }
+        after_wakes(py);
+        r
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cached Python objects
+// ---------------------------------------------------------------------------
+
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
+static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// The last loop type seen whose `create_future` is asyncio's own (it just builds
+/// `asyncio.Future(loop=self)`). Holds a strong reference, leaked on purpose.
+static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
+
+/// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when the
+/// loop's `create_future` is asyncio's stock one (it does exactly that), which
+/// skips a Python-level method frame on every wait. Other loops (uvloop, custom
+/// ones) get their own `create_future`.
+fn new_future<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let ty = event_loop.get_type();
+    let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
+    let stock = |py| -> PyResult<bool> {
+        let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
+            PyResult::Ok(
+                py.import("asyncio")?
+                    .getattr("BaseEventLoop")?
+                    .getattr("create_future")?
+                    .unbind(),
+            )
+        })?;
+        Ok(ty
+            .getattr(pyo3::intern!(py, "create_future"))?
+            .is(base.bind(py)))
+    };
+    if STOCK_LOOP_TYPE.load(Ordering::Acquire) == ty.as_ptr() || stock(py)? {
+        if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
+            STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
+        }
+        let kwargs = pyo3::types::PyDict::new(py);
+        kwargs.set_item(pyo3::intern!(py, "loop"), event_loop)?;
+        future.call((), Some(&kwargs))
+    } else {
+        event_loop.call_method0(pyo3::intern!(py, "create_future"))
+    }
+}
+
+/// The running asyncio loop of this thread, or `None` (C-level, no exception).
+fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    let l = GET_RUNNING_LOOP
+        .import(py, "asyncio", "_get_running_loop")?
+        .call0()?;
+    Ok(if l.is_none() { None } else { Some(l) })
+}
+
+pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
+    READY
+        .get_or_try_init(py, || Py::new(py, Ready))
+        .map(|r| r.clone_ref(py))
+}
+
+/// What the first step of `yield from fut.__await__()` does, without creating the
+/// iterator: marks the Future as blocking (the flag asyncio's Task checks) and
+/// returns it for the task to wait on.
+fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    fut.setattr(pyo3::intern!(py, "_asyncio_future_blocking"), true)?;
+    Ok(fut.clone().unbind())
+}
+
+/// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
+fn thrown(
+    py: Python<'_>,
+    typ: &Bound<'_, PyAny>,
+    val: Option<&Bound<'_, PyAny>>,
+    tb: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyErr> {
+    let val = val.filter(|v| !v.is_none());
+    let err = if let Ok(ty) = typ.cast::<PyType>() {
+        let base = py.get_type::<pyo3::exceptions::PyBaseException>();
+        if !ty.is_subclass(&base)? {
+            return Ok(PyTypeError::new_err(
+                "exceptions must be classes or instances deriving from BaseException",
+            ));
+        }
+        let exc = match val {
+            Some(v) if v.is_instance(ty)? => v.clone(),
+            Some(v) if v.is_instance_of::<PyTuple>() => ty.call1(v.cast::<PyTuple>()?)?,
+            Some(v) => ty.call1((v,))?,
+            None => ty.call0()?,
+        };
+        PyErr::from_value(exc)
+    } else if val.is_some() {
+        return Ok(PyTypeError::new_err(
+            "instance exception may not have a separate value",
+        ));
+    } else {
+        PyErr::from_value(typ.clone())
+    };
+    if let Some(tb) = tb.filter(|t| !t.is_none()) {
+        err.set_traceback(py, Some(tb.cast::<pyo3::types::PyTraceback>()?.clone()));
+    }
+    Ok(err)
+}
+
+// ---------------------------------------------------------------------------
+// Acquire
+// ---------------------------------------------------------------------------
+
+enum Stage {
+    Start,
+    /// asyncio: queued, the slot's target is the Future yielded.
+    Waiting(Pin<Arc<Slot>>),
+    /// trio: `__await__` handed the wait to `_glue`'s coroutine, which drives
+    /// this waiter and reports a success through `_acquired`.
+    Trio(Py<TrioWaiter>),
+    Done,
+}
+
+/// An acquire of `n` permits: awaitable once, and an async (or blocking) context
+/// manager that releases those permits on exit.
+#[pyclass(module = "volt_sem")]
+pub(crate) struct Acquire {
+    core: Arc<Core>,
+    n: usize,
+    role: Role,
+    /// `await` evaluates to `True` (`sem.acquire()`, asyncio-compatible) or `None`.
+    returns_true: bool,
+    stage: Stage,
+    /// Permits acquired through this object and not yet released by `__aexit__`.
+    held: bool,
+}
+
+impl Acquire {
+    pub(crate) fn new(core: Arc<Core>, n: usize, role: Role, returns_true: bool) -> Self {
+        Acquire {
+            core,
+            n,
+            role,
+            returns_true,
+            stage: Stage::Start,
+            held: false,
+        }
+    }
+
+    /// The iterator has finished with the permits acquired.
+    fn acquired(&mut self) -> PyResult<Option<Py<PyAny>>> {
+        self.stage = Stage::Done;
+        self.held = true;
+        self.role.taken();
+        if self.returns_true {
+            Err(PyStopIteration::new_err(true))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// One step of the coroutine protocol: `Ok(Some(x))` yields, `Ok(None)`
+    /// returns `None`, an error raises (including `StopIteration(True)`).
+    fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        match &self.stage {
+            Stage::Start => match self.core.try_acquire(self.n).map(volt_sem::Permit::forget) {
+                Ok(()) => self.acquired(),
+                Err(TryAcquireError::NoPermits) => self.park(py),
+                Err(TryAcquireError::Closed) => {
+                    self.stage = Stage::Done;
+                    Err(closed_error())
+                }
+                Err(TryAcquireError::TooManyPermits) => {
+                    self.stage = Stage::Done;
+                    Err(too_many_error("n"))
+                }
+            },
+            Stage::Waiting(slot) => {
+                if slot.waiter().state() == WaiterState::Waiting {
+                    // Resumed before the grant (nothing in asyncio does that): wait on.
+                    let fut = slot.target.clone_ref(py);
+                    return yield_future(py, fut.bind(py)).map(Some);
+                }
+                let Stage::Waiting(slot) = std::mem::replace(&mut self.stage, Stage::Done) else {
+                    unreachable!()
+                };
+                match finish_owned(py, &slot) {
+                    Owned::Finished(Finish::Granted) => self.acquired(),
+                    Owned::Finished(Finish::Closed) => Err(closed_error()),
+                    Owned::HandedOn => Err(PyRuntimeError::new_err(
+                        "the grant arrived after the waiter's event loop was closed and was handed on",
+                    )),
+                    Owned::Finished(Finish::Cancelled { .. } | Finish::Idle) => {
+                        Err(PyRuntimeError::new_err("acquire finished without an outcome"))
+                    }
+                }
+            }
+            Stage::Trio(_) | Stage::Done => Err(PyRuntimeError::new_err(
+                "cannot reuse an already awaited acquire",
+            )),
+        }
+    }
+
+    /// Slow path: queue a waiter and yield a Future of the running loop.
+    fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        let Some(event_loop) = running_loop(py).inspect_err(|_| self.stage = Stage::Done)? else {
+            // No asyncio loop (a trio task awaits through `__await__`, never here).
+            self.stage = Stage::Done;
+            NO_LOOP_ERROR
+                .import(py, "volt_sem._glue", "no_loop_error")?
+                .call0()?;
+            return Err(PyRuntimeError::new_err("no running event loop"));
+        };
+        let result = (|| {
+            let chan = asyncio_chan(py, &event_loop)?;
+            let fut = new_future(py, &event_loop)?;
+            let slot = Slot::new(self.core.clone(), self.n, fut.clone().unbind(), chan);
+            match slot.queue() {
+                Ok(RawAcquire::Ready) => Ok(None),
+                Ok(RawAcquire::Pending) => Ok(Some((slot, fut))),
+                Err(e) => Err(acquire_error(e)),
+            }
+        })();
+        match result {
+            Ok(None) => self.acquired(),
+            Ok(Some((slot, fut))) => {
+                self.stage = Stage::Waiting(slot);
+                yield_future(py, &fut).map(Some)
+            }
+            Err(e) => {
+                self.stage = Stage::Done;
+                Err(e)
+            }
+        }
+    }
+
+    /// Ends a pending wait from outside (`throw`, `close`, GC, drop).
+    fn cancel(&mut self, py: Python<'_>) {
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Waiting(slot) => {
+                if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
+                    let _ = self.core.release(slot.n);
+                    after_wakes(py);
+                }
+            }
+            Stage::Trio(waiter) => {
+                if let Ok(mut w) = waiter.try_borrow_mut(py) {
+                    w.cancel(py);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+#[pymethods]
+impl Acquire {
+    /// The acquire itself (asyncio, or no loop at all), or, in a trio task, the
+    /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
+    fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        let py = slf.py();
+        if !matches!(slf.borrow().stage, Stage::Start) || running_loop(py)?.is_some() {
+            return Ok(slf.into_any().unbind());
+        }
+        let (core, n) = {
+            let me = slf.borrow();
+            (me.core.clone(), me.n)
+        };
+        let waiter = Py::new(
+            py,
+            TrioWaiter {
+                core,
+                n,
+                slot: None,
+            },
+        )?;
+        let it = TRIO_WAIT
+            .import(py, "volt_sem._glue", "trio_wait")?
+            .call1((waiter.clone_ref(py), &slf))?;
+        if it.is_none() {
+            return Ok(slf.into_any().unbind()); // not in trio: the step decides
+        }
+        slf.borrow_mut().stage = Stage::Trio(waiter);
+        Ok(it.unbind())
+    }
+
+    /// Called by `_glue`'s trio coroutine once the permits are acquired: what
+    /// the `await` evaluates to (`True`, or `None` for `async with sem:`).
+    fn _acquired(&mut self, py: Python<'_>) -> Py<PyAny> {
+        self.stage = Stage::Done;
+        self.held = true;
+        self.role.taken();
+        if self.returns_true {
+            true.into_pyobject(py)
+                .map(|b| b.to_owned().into_any().unbind())
+                .unwrap_or_else(|_| py.None())
+        } else {
+            py.None()
+        }
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
+        self.step(py)
+    }
+
+    /// Resumes the acquire; the value sent is ignored (asyncio sends `None`).
+    #[pyo3(signature = (_value = None, /))]
+    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match self.step(py)? {
+            Some(fut) => Ok(fut),
+            None => Err(PyStopIteration::new_err(())),
+        }
+    }
+
+    /// Raises the given exception inside the acquire: a pending wait is cancelled
+    /// (any partial grant handed on, a full grant released) and the exception
+    /// propagates.
+    #[pyo3(signature = (typ, val = None, tb = None, /))]
+    fn throw(
+        &mut self,
+        py: Python<'_>,
+        typ: &Bound<'_, PyAny>,
+        val: Option<&Bound<'_, PyAny>>,
+        tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let err = thrown(py, typ, val, tb)?;
+        self.cancel(py);
+        Err(err)
+    }
+
+    /// Cancels a pending wait (handing back whatever was granted).
+    fn close(&mut self, py: Python<'_>) {
+        self.cancel(py);
+    }
+
+    /// `async with sem.acquire(n):` waits for the permits ...
+    fn __aenter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// ... and releases them on exit.
+    #[pyo3(signature = (*_args))]
+    fn __aexit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
+        if std::mem::take(&mut self.held) {
+            self.role.release(py, &self.core, self.n)?;
+        }
+        ready(py)
+    }
+
+    /// `with sem.acquire(n):` from a plain thread: blocks (GIL released) until
+    /// the permits are granted.
+    fn __enter__(&mut self, py: Python<'_>) -> PyResult<()> {
+        if !matches!(self.stage, Stage::Start) {
+            return Err(PyRuntimeError::new_err(
+                "cannot reuse an already used acquire",
+            ));
+        }
+        self.stage = Stage::Done;
+        blocking_acquire(py, &self.core, self.n, None)?;
+        self.held = true;
+        self.role.taken();
+        Ok(())
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        if std::mem::take(&mut self.held) {
+            self.role.release(py, &self.core, self.n)?;
+        }
+        Ok(false)
+    }
+
+    /// The number of permits this acquire asks for.
+    #[getter]
+    fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Whether this acquire is queued right now, waiting for its grant.
+    #[getter]
+    fn waiting(&self, py: Python<'_>) -> bool {
+        match &self.stage {
+            Stage::Waiting(slot) => slot.waiter().state() == WaiterState::Waiting,
+            Stage::Trio(w) => w.try_borrow(py).is_ok_and(|w| {
+                w.slot
+                    .as_ref()
+                    .is_some_and(|s| s.waiter().state() == WaiterState::Waiting)
+            }),
+            _ => false,
+        }
+    }
+
+    /// Whether this object holds permits that its `__aexit__`/`__exit__` will release.
+    #[getter]
+    fn held(&self) -> bool {
+        self.held
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match &self.stage {
+            Stage::Waiting(slot) => visit.call(&slot.target)?,
+            Stage::Trio(w) => visit.call(w)?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// An unreachable waiting task (its loop abandoned): cancel the wait so the
+    /// queue does not stay blocked behind it.
+    fn __clear__(&mut self) {
+        // tp_clear runs attached: this only borrows the current attachment.
+        Python::attach(|py| self.cancel(py));
+    }
+
+    fn __repr__(&self) -> String {
+        let stage = match self.stage {
+            Stage::Start => "new",
+            Stage::Waiting(_) | Stage::Trio(_) => "waiting",
+            Stage::Done if self.held => "held",
+            Stage::Done => "done",
+        };
+        format!("<volt_sem.Acquire n={} {stage}>", self.n)
+    }
+}
+
+impl Drop for Acquire {
+    fn drop(&mut self) {
+        if let Stage::Waiting(_) = self.stage {
+            // Backstop: the coroutine was dropped without `close` (e.g. a task
+            // garbage-collected with its loop). Re-entrant: dealloc holds the GIL.
+            Python::attach(|py| self.cancel(py));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// trio
+// ---------------------------------------------------------------------------
+
+/// The native half of a wait in a trio task (internal, driven by
+/// `volt_sem._glue`): queues a slot whose target is the trio task.
+#[pyclass(module = "volt_sem._volt_sem")]
+pub(crate) struct TrioWaiter {
+    core: Arc<Core>,
+    n: usize,
+    slot: Option<Pin<Arc<Slot>>>,
+}
+
+#[pymethods]
+impl TrioWaiter {
+    /// The fast path: `True` if the permits were free and nobody waited.
+    fn try_take(&self) -> PyResult<bool> {
+        match self.core.try_acquire(self.n) {
+            Ok(p) => {
+                p.forget();
+                Ok(true)
+            }
+            Err(TryAcquireError::NoPermits) => Ok(false),
+            Err(TryAcquireError::Closed) => Err(closed_error()),
+            Err(TryAcquireError::TooManyPermits) => Err(too_many_error("n")),
+        }
+    }
+
+    /// Queues the wait on `channel` for `task`; `True` if granted at once.
+    fn enqueue(&mut self, channel: &Bound<'_, Channel>, task: Py<PyAny>) -> PyResult<bool> {
+        if self.slot.is_some() {
+            return Err(PyRuntimeError::new_err("already queued"));
+        }
+        let slot = Slot::new(self.core.clone(), self.n, task, channel.get().chan.clone());
+        match slot.queue() {
+            Ok(RawAcquire::Ready) => Ok(true),
+            Ok(RawAcquire::Pending) => {
+                self.slot = Some(slot);
+                Ok(false)
+            }
+            Err(e) => Err(acquire_error(e)),
+        }
+    }
+
+    /// trio's abort callback: `True` if the wait was cancelled (any partial
+    /// grant handed on, an undelivered full grant released), `False` if the task
+    /// was already rescheduled (the acquire then completes).
+    fn abort(&mut self, py: Python<'_>) -> bool {
+        let Some(slot) = &self.slot else {
+            return true;
+        };
+        if slot.delivered() {
+            return false;
+        }
+        let slot = self.slot.take().expect("checked above");
+        if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
+            let _ = self.core.release(self.n);
+            after_wakes(py);
+        }
+        true
+    }
+
+    /// Ends the wait whatever its state (an exception other than trio's own
+    /// cancellation reached the waiting coroutine): a grant is released.
+    fn cancel(&mut self, py: Python<'_>) {
+        if let Some(slot) = self.slot.take() {
+            if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
+                let _ = self.core.release(self.n);
+                after_wakes(py);
+            }
+        }
+    }
+
+    /// After the task was rescheduled: takes the outcome (raises `ClosedError`
+    /// if the semaphore was closed).
+    fn collect(&mut self, py: Python<'_>) -> PyResult<()> {
+        let Some(slot) = self.slot.take() else {
+            return Err(PyRuntimeError::new_err("not queued"));
+        };
+        match finish_owned(py, &slot) {
+            Owned::Finished(Finish::Granted) => Ok(()),
+            Owned::Finished(Finish::Closed) => Err(closed_error()),
+            Owned::HandedOn => Err(PyRuntimeError::new_err(
+                "the grant arrived after the trio run ended and was handed on",
+            )),
+            Owned::Finished(_) => Err(PyRuntimeError::new_err(
+                "acquire finished without an outcome",
+            )),
+        }
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Some(slot) = &self.slot {
+            visit.call(&slot.target)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        Python::attach(|py| {
+            let _ = self.abort(py);
+        });
+    }
+}
+
+impl Drop for TrioWaiter {
+    fn drop(&mut self) {
+        if self.slot.is_some() {
+            Python::attach(|py| {
+                if let Some(slot) = self.slot.take() {
+                    if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
+                        let _ = self.core.release(self.n);
+                        after_wakes(py);
+                    }
+                }
+            });
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ready
+// ---------------------------------------------------------------------------
+
+/// A finished awaitable: `await` on it returns `None` at once. Returned by
+/// `__aexit__`, and by `__aenter__` when the fast path succeeded.
+#[pyclass(module = "volt_sem", frozen)]
+pub(crate) struct Ready;
+
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __next__(&self) -> Option<Py<PyAny>> {
+        None
+    }
+
+    #[pyo3(signature = (_value = None, /))]
+    fn send(&self, _value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        Err(PyStopIteration::new_err(()))
+    }
+
+    #[pyo3(signature = (typ, val = None, tb = None, /))]
+    fn throw(
+        &self,
+        py: Python<'_>,
+        typ: &Bound<'_, PyAny>,
+        val: Option<&Bound<'_, PyAny>>,
+        tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        Err(thrown(py, typ, val, tb)?)
+    }
+
+    fn close(&self) {}
+}
+
+/// `__aenter__` for one permit: the fast path right here (returning a finished
+/// awaitable, no allocation), else an awaitable that waits.
+pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
+    match core.try_acquire(1) {
+        Ok(permit) => {
+            permit.forget();
+            role.taken();
+            Ok(ready(py)?.into_any())
+        }
+        Err(TryAcquireError::Closed) => Err(closed_error()),
+        Err(_) => Ok(Py::new(py, Acquire::new(core.clone(), 1, role.clone(), false))?.into_any()),
+    }
+}

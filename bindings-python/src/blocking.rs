@@ -1,0 +1,151 @@
+//! Blocking waits for plain threads (`acquire_blocking`, `with sem.acquire():`,
+//! the locks' `*_blocking`).
+//!
+//! A blocking wait queues a waiter whose callback only unparks the thread (no
+//! GIL), parks with the GIL released in slices of [`SIGNAL_SLICE`], and checks
+//! for signals between slices, so Ctrl-C interrupts it without losing its FIFO
+//! place until it actually gives up.
+//!
+//! Taking the GIL back is the one moment a daemon thread can be ended by
+//! CPython's finalization (`pthread_exit`, a forced unwind that must not cross
+//! the extension's `extern "C"` frames). Once `volt_sem`'s `atexit` hook has run
+//! ([`interpreter_exiting`]; atexit runs after non-daemon threads were joined and
+//! before finalization proper), a parked thread other than the one running the
+//! `atexit` hooks therefore stays parked for good instead of coming back for the
+//! GIL, as CPython 3.14 itself does with daemon threads. (The thread running the
+//! hooks, normally the main thread, is never ended that way, so a blocking wait
+//! in a later `atexit` hook still works.)
+
+use std::ffi::c_void;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
+use std::thread::{self, Thread};
+use std::time::{Duration, Instant};
+
+use pyo3::prelude::*;
+use volt_sem::{Finish, RawAcquire, TryAcquireError, Waiter, WaiterState};
+
+use crate::errors::{acquire_error, closed_error, too_many_error};
+use crate::wake::after_wakes;
+use crate::Core;
+
+/// How long a blocking wait sleeps with the GIL released before it checks signals.
+const SIGNAL_SLICE: Duration = Duration::from_millis(50);
+
+/// Set by the `atexit` hook: the interpreter is about to finalize.
+static EXITING: AtomicBool = AtomicBool::new(false);
+
+/// The thread that ran the `atexit` hook.
+static EXIT_THREAD: OnceLock<thread::ThreadId> = OnceLock::new();
+
+/// `volt_sem`'s `atexit` hook (registered by `volt_sem/__init__.py`).
+#[pyfunction]
+pub(crate) fn _interpreter_exiting() {
+    let _ = EXIT_THREAD.set(thread::current().id());
+    EXITING.store(true, Ordering::SeqCst);
+}
+
+/// Whether the `atexit` hook ran on another thread than this one: this thread
+/// may be ended by finalization when it takes the GIL back.
+pub(crate) fn interpreter_exiting() -> bool {
+    EXITING.load(Ordering::SeqCst) && EXIT_THREAD.get() != Some(&thread::current().id())
+}
+
+/// The context of a parked thread's waiter: its callback only unparks, without
+/// the GIL.
+struct Parked {
+    waiter: Waiter,
+    thread: Thread,
+}
+
+unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the pinned `Parked` of a thread inside `blocking_acquire`,
+    // which does not return before `finish_raw` returned. `unpark` does not panic.
+    let parked = unsafe { &*(ctx as *const Parked) };
+    parked.thread.unpark();
+}
+
+/// Acquires `n` permits, blocking the calling thread with the GIL released.
+/// `Ok(false)` on timeout; the wait can be interrupted by a signal handler's
+/// exception (Ctrl-C), which hands any partial grant on.
+pub(crate) fn blocking_acquire(
+    py: Python<'_>,
+    core: &Core,
+    n: usize,
+    timeout: Option<Duration>,
+) -> PyResult<bool> {
+    match core.try_acquire(n) {
+        Ok(permit) => {
+            permit.forget();
+            return Ok(true);
+        }
+        Err(TryAcquireError::Closed) => return Err(closed_error()),
+        Err(TryAcquireError::TooManyPermits) => return Err(too_many_error("n")),
+        Err(TryAcquireError::NoPermits) => {}
+    }
+    if timeout == Some(Duration::ZERO) {
+        return Ok(false);
+    }
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let parked = Box::pin(Parked {
+        waiter: Waiter::new(),
+        thread: thread::current(),
+    });
+    // SAFETY: structural pinning, `waiter` never moves out of the pinned box.
+    let waiter: Pin<&Waiter> = unsafe { parked.as_ref().map_unchecked(|p| &p.waiter) };
+    let ctx = &*parked as *const Parked as *mut c_void;
+    // SAFETY: the waiter is new and pinned; `parked` lives until after `finish_raw`
+    // below, which every path reaches (no `?` in between).
+    match unsafe { core.acquire_raw(waiter, n, wake_parked, ctx) } {
+        Ok(RawAcquire::Ready) => return Ok(true),
+        Ok(RawAcquire::Pending) => {}
+        Err(e) => return Err(acquire_error(e)),
+    }
+    let mut interrupted = None;
+    loop {
+        let done = py.detach(|| {
+            let slice_end = Instant::now() + SIGNAL_SLICE;
+            loop {
+                if interpreter_exiting() {
+                    // Never come back for the GIL (see the module docs).
+                    loop {
+                        thread::park();
+                    }
+                }
+                if waiter.state() != WaiterState::Waiting {
+                    return true;
+                }
+                let now = Instant::now();
+                let until = deadline.map_or(slice_end, |d| d.min(slice_end));
+                if now >= until {
+                    return deadline.is_some_and(|d| now >= d);
+                }
+                thread::park_timeout(until - now);
+            }
+        });
+        if done {
+            break;
+        }
+        if let Err(e) = py.check_signals() {
+            interrupted = Some(e);
+            break;
+        }
+    }
+    // With the GIL: no callback needs it (async wakes are native, see `wake`), so
+    // `finish_raw` waiting for a callback running elsewhere cannot deadlock.
+    // SAFETY: queued on `core` above.
+    let finish = unsafe { core.finish_raw(waiter) };
+    drop(parked);
+    let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();
+    if granted_but_interrupted {
+        let _ = core.release(n);
+    }
+    after_wakes(py);
+    match (finish, interrupted) {
+        (_, Some(e)) => Err(e),
+        (Finish::Granted, None) => Ok(true),
+        (Finish::Closed, None) => Err(closed_error()),
+        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(false),
+    }
+}

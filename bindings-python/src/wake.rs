@@ -1,0 +1,438 @@
+//! The wake path: how a grant completed on one thread reaches a task waiting on
+//! an event loop (asyncio, uvloop) or in a trio run, possibly on another thread.
+//!
+//! # No Python on the wake path
+//!
+//! The core calls [`wake_async`] on whichever thread completed the grant (a
+//! releaser, a canceller handing a partial grant on, a closer). That callback is
+//! an `extern "C"` function: no unwind may cross it, and CPython (3.9 to 3.13)
+//! ends a daemon thread that takes the GIL back during interpreter finalization
+//! with `pthread_exit`, a forced unwind. The callback therefore never touches
+//! Python: it neither attaches a thread nor calls anything that could release the
+//! GIL. It only
+//!
+//! * pushes its [`Slot`] (an `Arc`, so the waiter stays valid for whoever holds it)
+//!   onto the waiter's [`Chan`], a small native queue with one per event loop or
+//!   trio run, and
+//! * when that queue was empty, writes one byte to the channel's socket pair.
+//!
+//! The loop watches the read end: asyncio and uvloop through `loop.add_reader`,
+//! trio through a system task blocked in `trio.lowlevel.wait_readable`. There,
+//! on the loop's own thread and in *Python* frames (`volt_sem/_glue.py`), the
+//! queue is taken ([`Channel::take`]) and each asyncio Future is resolved, or
+//! each trio task rescheduled. A releasing daemon thread thus never needs the GIL
+//! while it wakes anyone, and the code that does run Python (the drain, the
+//! owner's resume) runs in ordinary Python frames, exactly like asyncio's own
+//! primitives.
+//!
+//! Alternatives rejected: checking `sys.is_finalizing()` before calling
+//! `call_soon_threadsafe` is racy (finalization starts *while* the call has the
+//! GIL dropped, which is exactly the abort seen); catching the forced unwind is
+//! impossible in Rust (and pyo3's own trampolines are `extern "C"` too, so a
+//! `C-unwind` wake function in the core would only move the abort); parking the
+//! releasing thread for good when it comes back during finalization needs a hook
+//! CPython 3.9-3.13 do not offer. Only a wake path without Python calls removes
+//! the window instead of narrowing it.
+//!
+//! The price: a wake on the loop's own thread also goes through the selector
+//! (one socket write and one read per batch of wakes) instead of a direct
+//! `set_result`. Calling `set_result` from the releasing native frame would put
+//! Python code (the loop's `call_soon`, which may drop the GIL) under the
+//! extension's `extern "C"` frames again.
+//!
+//! # Loops that can no longer run
+//!
+//! A waiter whose loop is closed must not keep its grant. A closed asyncio loop
+//! cannot be observed from the callback, so the callback records the channel in a
+//! thread-local list; the Python-facing call that caused the wake
+//! ([`after_wakes`], called by `release`, `close`, a cancel, ...) then checks each
+//! channel that received entries. The check itself runs no Python code that can
+//! drop the GIL: it reads the loop's `_closed` attribute when the loop uses
+//! asyncio's stock `is_closed`, or calls a native `is_closed` (uvloop); a loop
+//! class whose `is_closed` is Python code is never probed (its waiters are then
+//! handed on when the GC collects their tasks, like those of an abandoned loop).
+//! A channel found dead stays dead: its queued slots are handed on at once, and
+//! later callbacks hand on inline. A trio run marks its channel dead itself when
+//! its pump task ends.
+//!
+//! Handing on and the owner's own finish race for a slot: both claim it first
+//! (`claim`, a compare-exchange), and only the winner calls `finish_raw`. The
+//! loser never touches the waiter again; the `Arc` keeps it valid.
+
+use std::cell::RefCell;
+use std::ffi::c_void;
+use std::io::{Read, Write};
+use std::os::unix::io::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, Mutex};
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyList;
+use volt_sem::{Finish, Waiter};
+
+use crate::Core;
+
+const OPEN: u8 = 0;
+const OWNER: u8 = 1;
+const HANDED_ON: u8 = 2;
+
+/// One queued async acquire: the core waiter and what waking it means. Always
+/// lives in a `Pin<Arc<Slot>>` (see [`Slot::new`]); the core's `ctx` is its
+/// address, and every holder of the `Arc` keeps the waiter valid.
+pub(crate) struct Slot {
+    waiter: Waiter,
+    pub(crate) core: Arc<Core>,
+    pub(crate) n: usize,
+    /// asyncio: the Future to resolve; trio: the task to reschedule.
+    pub(crate) target: Py<PyAny>,
+    chan: Arc<Chan>,
+    /// Who finishes the waiter: `OPEN`, then `OWNER` (the awaiting side) or
+    /// `HANDED_ON` (a dead loop's grant passed on).
+    claim: AtomicU8,
+    /// The drain handed `target` to its loop (trio: rescheduled the task).
+    delivered: AtomicBool,
+}
+
+impl Slot {
+    pub(crate) fn new(
+        core: Arc<Core>,
+        n: usize,
+        target: Py<PyAny>,
+        chan: Arc<Chan>,
+    ) -> Pin<Arc<Slot>> {
+        Arc::pin(Slot {
+            waiter: Waiter::new(),
+            core,
+            n,
+            target,
+            chan,
+            claim: AtomicU8::new(OPEN),
+            delivered: AtomicBool::new(false),
+        })
+    }
+
+    pub(crate) fn waiter(&self) -> Pin<&Waiter> {
+        // SAFETY: a `Slot` only exists inside `Arc::pin` (see `new`): it never moves.
+        unsafe { Pin::new_unchecked(&self.waiter) }
+    }
+
+    pub(crate) fn delivered(&self) -> bool {
+        self.delivered.load(Ordering::Relaxed)
+    }
+
+    /// Queues the waiter. `ctx` is the slot's address; the owner keeps its `Arc`
+    /// until it has finished the slot (or lost the claim to a hand-on, which
+    /// holds its own `Arc`).
+    pub(crate) fn queue(
+        self: &Pin<Arc<Self>>,
+    ) -> Result<volt_sem::RawAcquire, volt_sem::AcquireError> {
+        let ctx = &**self as *const Slot as *mut c_void;
+        // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
+        // while any Arc lives, and the owner's Arc lives until `finish_raw`
+        // returned (or a hand-on, holding its own Arc, finished it).
+        unsafe {
+            self.core
+                .acquire_raw(self.waiter(), self.n, wake_async, ctx)
+        }
+    }
+}
+
+/// How the owner's finish went.
+pub(crate) enum Owned {
+    Finished(Finish),
+    /// A hand-on claimed the slot first (its loop could not run any more).
+    HandedOn,
+}
+
+/// Finishes a slot from its owner's side, GIL held: no callback ever needs the
+/// GIL, so `finish_raw` waiting for one running on another thread cannot
+/// deadlock. Then runs [`after_wakes`] for the wakes a cancel caused.
+pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
+    if slot
+        .claim
+        .compare_exchange(OPEN, OWNER, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return Owned::HandedOn;
+    }
+    // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
+    let finish = unsafe { slot.core.finish_raw(slot.waiter()) };
+    after_wakes(py);
+    Owned::Finished(finish)
+}
+
+/// Passes a slot's grant on when nobody can resume its owner. Native only; may
+/// run inside the slot's own callback (then `finish_raw` returns at once).
+fn hand_on(slot: &Slot) {
+    if slot
+        .claim
+        .compare_exchange(OPEN, HANDED_ON, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
+    {
+        // SAFETY: queued on `slot.core`, pinned (kept alive by the caller's Arc).
+        if let Finish::Granted = unsafe { slot.core.finish_raw(slot.waiter()) } {
+            let _ = slot.core.release(slot.n);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Channels
+// ---------------------------------------------------------------------------
+
+/// How to tell, without running Python code, that an asyncio loop was closed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Probe {
+    /// Never probed (trio marks its channel dead itself; unknown loop classes).
+    Never,
+    /// asyncio's stock `is_closed`: read the `_closed` attribute.
+    ClosedAttr,
+    /// A native `is_closed` method (uvloop): call it.
+    NativeMethod,
+}
+
+/// The wake queue of one event loop or trio run.
+pub(crate) struct Chan {
+    queue: Mutex<Vec<Pin<Arc<Slot>>>>,
+    rx: UnixStream,
+    tx: UnixStream,
+    dead: AtomicBool,
+    probe: Probe,
+    /// `weakref.ref(loop)`, for the probe and for the per-thread cache.
+    loop_ref: Option<Py<PyAny>>,
+}
+
+impl Chan {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Pin<Arc<Slot>>>> {
+        // Nothing panics while holding it; a poisoned queue is still consistent.
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues a woken slot; the first entry of a batch signals the loop.
+    fn push(&self, slot: Pin<Arc<Slot>>) {
+        let was_empty = {
+            let mut q = self.lock();
+            let was_empty = q.is_empty();
+            q.push(slot);
+            was_empty
+        };
+        if was_empty {
+            // Non-blocking: a full socket buffer already holds a pending signal.
+            let _ = (&self.tx).write(&[1]);
+        }
+    }
+
+    /// Takes every queued slot. The signal bytes are consumed *before* the queue
+    /// is swapped, so a push after the swap always leaves a byte behind.
+    fn take_all(&self) -> Vec<Pin<Arc<Slot>>> {
+        let mut buf = [0u8; 256];
+        while let Ok(k) = (&self.rx).read(&mut buf) {
+            if k == 0 {
+                break;
+            }
+        }
+        std::mem::take(&mut *self.lock())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// Marks the channel dead and hands on everything queued on it.
+    fn kill(&self) {
+        self.dead.store(true, Ordering::SeqCst);
+        for slot in self.take_all() {
+            hand_on(&slot);
+        }
+    }
+
+    /// Whether the loop behind this channel can no longer run (see the module
+    /// docs: runs no Python code that can release the GIL).
+    fn loop_closed(&self, py: Python<'_>) -> bool {
+        if self.dead.load(Ordering::SeqCst) {
+            return true;
+        }
+        let Some(loop_ref) = &self.loop_ref else {
+            return false;
+        };
+        let probe = || -> PyResult<bool> {
+            let event_loop = loop_ref.bind(py).call0()?;
+            if event_loop.is_none() {
+                return Ok(true); // the loop itself is gone
+            }
+            match self.probe {
+                Probe::Never => Ok(false),
+                Probe::ClosedAttr => event_loop
+                    .getattr(pyo3::intern!(py, "_closed"))?
+                    .is_truthy(),
+                Probe::NativeMethod => event_loop
+                    .call_method0(pyo3::intern!(py, "is_closed"))?
+                    .is_truthy(),
+            }
+        };
+        probe().unwrap_or(false)
+    }
+}
+
+thread_local! {
+    /// Channels that received a slot from a callback on this thread since the last
+    /// [`after_wakes`].
+    static TOUCHED: RefCell<Vec<Arc<Chan>>> = const { RefCell::new(Vec::new()) };
+    /// The channel of the loop this thread parked on last.
+    static LAST_CHAN: RefCell<Option<Arc<Chan>>> = const { RefCell::new(None) };
+}
+
+/// The core callback of an async waiter. Runs once, on any thread, never under a
+/// core lock, and never touches Python (see the module docs).
+pub(crate) unsafe extern "C" fn wake_async(ctx: *mut c_void) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        let ptr = ctx as *const Slot;
+        // SAFETY: `ctx` is the address of a slot inside a `Pin<Arc<Slot>>` whose
+        // owner keeps an Arc until `finish_raw` returned, and `finish_raw` waits
+        // for this callback to return: the count is at least 1 here.
+        let slot = unsafe {
+            Arc::increment_strong_count(ptr);
+            Pin::new_unchecked(Arc::from_raw(ptr))
+        };
+        let chan = slot.chan.clone();
+        if chan.dead.load(Ordering::SeqCst) {
+            hand_on(&slot);
+            return;
+        }
+        chan.push(slot);
+        // A loop closed meanwhile would miss this entry; `kill` takes the queue
+        // after setting `dead`, so one of the two sees it.
+        if chan.dead.load(Ordering::SeqCst) {
+            for slot in chan.take_all() {
+                hand_on(&slot);
+            }
+            return;
+        }
+        let _ = TOUCHED.try_with(|t| {
+            if let Ok(mut t) = t.try_borrow_mut() {
+                if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
+                    t.push(chan);
+                }
+            }
+        });
+    }));
+}
+
+/// After a core call that may have woken waiters on this thread: hands on the
+/// grants of waiters whose loop is closed. Called with the GIL held by every
+/// Python-facing operation that releases, cancels or closes.
+pub(crate) fn after_wakes(py: Python<'_>) {
+    loop {
+        let touched = TOUCHED
+            .try_with(|t| {
+                t.try_borrow_mut()
+                    .map(|mut t| std::mem::take(&mut *t))
+                    .unwrap_or_default()
+            })
+            .unwrap_or_default();
+        if touched.is_empty() {
+            return;
+        }
+        for chan in touched {
+            if !chan.is_empty() && chan.loop_closed(py) {
+                chan.kill(); // may wake more waiters: loop again
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The Python face of a channel
+// ---------------------------------------------------------------------------
+
+/// A wake channel (internal): created by `volt_sem._glue` once per event loop or
+/// trio run, its `fileno()` watched by that loop.
+#[pyclass(module = "volt_sem._volt_sem", frozen)]
+pub(crate) struct Channel {
+    pub(crate) chan: Arc<Chan>,
+}
+
+#[pymethods]
+impl Channel {
+    /// `Channel(loop_ref, probe)`: `loop_ref` is `weakref.ref(loop)` or `None`
+    /// (trio); `probe` 0 never, 1 read `_closed`, 2 call a native `is_closed`.
+    #[new]
+    #[pyo3(signature = (loop_ref, probe))]
+    fn new(loop_ref: Option<Py<PyAny>>, probe: u8) -> PyResult<Self> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_nonblocking(true)?;
+        tx.set_nonblocking(true)?;
+        let probe = match probe {
+            1 => Probe::ClosedAttr,
+            2 => Probe::NativeMethod,
+            _ => Probe::Never,
+        };
+        Ok(Channel {
+            chan: Arc::new(Chan {
+                queue: Mutex::new(Vec::new()),
+                rx,
+                tx,
+                dead: AtomicBool::new(false),
+                probe,
+                loop_ref,
+            }),
+        })
+    }
+
+    /// The file descriptor the loop watches for readability.
+    fn fileno(&self) -> i32 {
+        self.chan.rx.as_raw_fd()
+    }
+
+    /// The targets (Futures or trio tasks) of the slots woken since the last
+    /// call, each marked delivered; slots their owners already finished are
+    /// skipped.
+    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let out = PyList::empty(py);
+        for slot in self.chan.take_all() {
+            if slot.claim.load(Ordering::Acquire) == OPEN {
+                slot.delivered.store(true, Ordering::Relaxed);
+                out.append(slot.target.bind(py))?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// The loop (or run) is over: hand on every grant queued here or arriving later.
+    fn kill(&self, py: Python<'_>) {
+        self.chan.kill();
+        after_wakes(py);
+    }
+
+    /// Whether the channel was killed.
+    #[getter]
+    fn dead(&self) -> bool {
+        self.chan.dead.load(Ordering::SeqCst)
+    }
+}
+
+static ASYNCIO_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// The wake channel of `event_loop` (the running loop of this thread), created
+/// and registered with the loop by `volt_sem._glue.asyncio_channel` the first
+/// time. The last one is cached per thread, checked by identity of its loop.
+pub(crate) fn asyncio_chan(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Chan>> {
+    let cached = LAST_CHAN.with(|c| c.borrow().clone());
+    if let Some(chan) = cached {
+        if let Some(loop_ref) = &chan.loop_ref {
+            if loop_ref.bind(py).call0()?.is(event_loop) && !chan.dead.load(Ordering::SeqCst) {
+                return Ok(chan);
+            }
+        }
+    }
+    let channel = ASYNCIO_CHANNEL
+        .import(py, "volt_sem._glue", "asyncio_channel")?
+        .call1((event_loop,))?;
+    let chan = channel.cast::<Channel>()?.get().chan.clone();
+    LAST_CHAN.with(|c| *c.borrow_mut() = Some(chan.clone()));
+    Ok(chan)
+}

@@ -1,0 +1,75 @@
+"""Typed usage of volt_sem, checked by `make test` with mypy --strict (targets
+3.9 to 3.13) and pyright (issue 19, D3). The README's own code comes first,
+unannotated, as a user writes it; `assert_type` then pins what is inferred.
+Never run, only type-checked."""
+
+import asyncio
+import threading
+import weakref
+from typing import Any, List, Literal, Tuple
+
+from typing_extensions import assert_type
+
+import volt_sem
+
+sem = volt_sem.Semaphore(4)
+
+
+async def job() -> None:
+    await sem.acquire(2)
+    try:
+        pass
+    finally:
+        sem.release(2)
+
+
+async def main() -> None:
+    async with sem:
+        pass
+    async with sem.acquire(3):
+        pass
+    got = await asyncio.wait_for(sem.acquire(2), 1.0)
+    assert_type(got, Literal[True])
+    sem.release(2)
+
+    task = asyncio.create_task(sem.acquire(1))
+    assert_type(task, "asyncio.Task[Literal[True]]")
+    sem.release(1)
+    both = await asyncio.gather(sem.acquire(1), sem.acquire(1))
+    assert_type(both, Tuple[Literal[True], Literal[True]])
+    fut = asyncio.ensure_future(sem.acquire(1))
+    assert_type(await fut, Literal[True])
+    plain = await sem.acquire()
+    assert_type(plain, Literal[True])
+
+    m = volt_sem.Mutex()
+    async with m:
+        pass
+    assert_type(await m.acquire(), Literal[True])
+    m.release()
+    rw = volt_sem.RwLock()
+    async with rw.read():
+        pass
+    async with rw.write():
+        pass
+    assert_type(await asyncio.wait_for(rw.write(), 1.0), Literal[True])
+    rw.release_write()
+
+
+def thread_side() -> None:
+    if sem.acquire_blocking(2, timeout=0.5):
+        sem.release(2)
+    with sem.acquire(1):
+        pass
+    ok: bool = sem.try_acquire(1)
+    n: int = sem.available_permits
+    assert_type(volt_sem.__version__, str)
+    del ok, n
+
+
+registry: "weakref.WeakValueDictionary[str, volt_sem.Mutex]" = weakref.WeakValueDictionary()
+lock = registry.setdefault("key", volt_sem.Mutex())
+assert_type(lock, volt_sem.Mutex)
+threading.Thread(target=thread_side).start()
+asyncio.run(main())
+results: List[Any] = []
