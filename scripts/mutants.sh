@@ -17,7 +17,7 @@ out=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out"
 # No debug info: linking each mutant's test binaries is most of the cost.
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_RELEASE_DEBUG=0
-cargo mutants -p volt-sem -o "$out/mutants" || true   # exit 2 = some survived
+cargo mutants --gitignore=true -p volt-sem -o "$out/mutants" || true   # exit 2 = some survived
 missed="$out/mutants/mutants.out/missed.txt"
 timeouts="$out/mutants/mutants.out/timeout.txt"
 if [ -s "$missed" ]; then
@@ -28,7 +28,7 @@ if [ -s "$missed" ]; then
     args+=(-F "^$(printf '%s' "$name" | sed 's/[][\.*^$(){}?+|/]/\\&/g')\$")
   done < "$missed"
   RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=2 \
-    cargo mutants --no-config -p volt-sem -o "$out/mutants-loom" \
+    cargo mutants --gitignore=true --no-config -p volt-sem -o "$out/mutants-loom" \
       -C --release --cargo-test-arg=--test=loom --cargo-test-arg=--test=loom_data \
       --timeout-multiplier 3 "${args[@]}" || true
 fi
