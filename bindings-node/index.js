@@ -25,18 +25,85 @@ const native = loadNative();
 /** The largest permit count and request: Number.MAX_SAFE_INTEGER on 64-bit. */
 const MAX_PERMITS = native.maxPermits;
 
-// Outcomes are written by the addon into this buffer as (id, code) pairs.
-const CAPACITY = 256;
-const buffer = new Uint32Array(CAPACITY * 2);
+// Outcome codes the addon writes into the runtime's buffer.
 const GRANTED = 1;
 const WOKEN_CLOSED = 2;
-
-/** slot -> pending waiter record (the addon reuses slots). One per thread. */
-const waiters = [];
 const SLOT_BASE = 4;
 
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
+
+// ---------------------------------------------------------------------------
+// The per-thread runtime.
+//
+// The addon keeps one native context per load of the .node file in a thread;
+// Node caches that load, so every evaluation of this file in the thread (Jest
+// gives each test file a fresh module registry, jest.isolateModules, a cleared
+// require.cache) gets the same native exports object. The state tied to that
+// context (the outcome buffer, the slot -> waiter table, the wake callback) is
+// created once and kept on that object; later evaluations reuse it. A waiter
+// record carries its own module instance's `done` method, so each promise is
+// settled with the errors of the realm that created it.
+
+const RUNTIME = Symbol.for('volt-sem.runtime.v1');
+
+function createRuntime() {
+  const CAPACITY = 256;
+  const buffer = new Uint32Array(CAPACITY * 2);
+  /** slot -> pending waiter record (the addon reuses slots). */
+  const table = [];
+
+  function rethrow(e) {
+    throw e;
+  }
+
+  // Settles the k outcomes in the buffer, then keeps draining while it came
+  // back full. One waiter's failure never stops the others: every outcome is
+  // delivered first, the first error is rethrown afterwards (as an uncaught
+  // exception, like a throwing event listener).
+  function settle(k) {
+    let failed = false;
+    let error;
+    for (;;) {
+      for (let i = 0; i < k; i++) {
+        const slot = buffer[2 * i];
+        const code = buffer[2 * i + 1];
+        const w = table[slot];
+        if (w === undefined) continue; // cannot happen: the addon reports only live slots
+        table[slot] = undefined;
+        try {
+          w.done(code);
+        } catch (e) {
+          if (!failed) {
+            failed = true;
+            error = e;
+          }
+        }
+      }
+      if (k < CAPACITY) break;
+      k = native.drain();
+    }
+    if (failed) process.nextTick(rethrow, error);
+  }
+
+  // Called through the thread's threadsafe function when another thread woke
+  // waiters of this one.
+  function onRemoteWake() {
+    settle(native.drain());
+  }
+
+  if (native.init(buffer, onRemoteWake) !== 0) {
+    throw new Error('volt-sem: the native addon could not be initialised in this thread');
+  }
+  return { table, settle };
+}
+
+let runtime = native[RUNTIME];
+if (runtime === undefined) {
+  runtime = createRuntime();
+  Object.defineProperty(native, RUNTIME, { value: runtime });
+}
+const { table, settle } = runtime;
 
 function closedError() {
   const err = new Error('volt-sem: the semaphore is closed');
@@ -56,33 +123,96 @@ function checkCount(n, what) {
   }
 }
 
-// Settles the k outcomes in the buffer, then keeps draining while it came back full.
-function settle(k) {
-  for (;;) {
-    for (let i = 0; i < k; i++) {
-      const slot = buffer[2 * i];
-      const code = buffer[2 * i + 1];
-      const w = waiters[slot];
-      if (w === undefined) continue; // cannot happen: the addon reports only live slots
-      waiters[slot] = undefined;
-      if (w.signal !== undefined) w.signal.removeEventListener('abort', w.onAbort);
-      if (code === GRANTED) w.resolve();
-      else if (code === WOKEN_CLOSED) w.reject(closedError());
-      else w.reject(lostError());
-    }
-    if (k < CAPACITY) return;
-    k = native.drain();
+// ---------------------------------------------------------------------------
+// AbortSignal handling: a real AbortSignal only (brand-checked through the
+// `aborted` getter, which throws on anything else), and one 'abort' listener
+// per signal however many acquires wait on it (no MaxListenersExceededWarning).
+// The EventTarget methods are taken from the prototype, so a patched instance
+// cannot break the settling of a batch.
+
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
+const addListener = EventTarget.prototype.addEventListener;
+const removeListener = EventTarget.prototype.removeEventListener;
+
+function invalidSignal(signal) {
+  const shown = signal === null || typeof signal !== 'object' ? String(signal) : `an instance of ${signal.constructor?.name ?? 'Object'}`;
+  const err = new TypeError(`volt-sem: options.signal must be an AbortSignal, got ${shown}`);
+  err.code = 'ERR_INVALID_ARG_TYPE';
+  return err;
+}
+
+/** The signal of `options`, or undefined; throws a TypeError for anything but an AbortSignal. */
+function checkSignal(signal) {
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal !== 'object') throw invalidSignal(signal);
+  try {
+    abortedGetter.call(signal);
+  } catch {
+    throw invalidSignal(signal);
   }
+  return signal;
 }
 
-// Called through the thread's threadsafe function when another thread woke
-// waiters of this one.
-function onRemoteWake() {
-  settle(native.drain());
+/** signal -> Set of the waiter records listening on it (insertion = FIFO order). */
+const listening = new WeakMap();
+
+function onSignalAbort() {
+  const signal = this;
+  const set = listening.get(signal);
+  if (set === undefined) return;
+  listening.delete(signal);
+  removeListener.call(signal, 'abort', onSignalAbort);
+  for (const w of set) w.abort(signal.reason);
 }
 
-if (native.init(buffer, onRemoteWake) !== 0) {
-  throw new Error('volt-sem: the native addon was initialised twice in one thread');
+function listen(signal, w) {
+  let set = listening.get(signal);
+  if (set === undefined) {
+    set = new Set();
+    listening.set(signal, set);
+    addListener.call(signal, 'abort', onSignalAbort);
+  }
+  set.add(w);
+}
+
+function unlisten(signal, w) {
+  const set = listening.get(signal);
+  if (set === undefined || !set.delete(w) || set.size !== 0) return;
+  listening.delete(signal);
+  removeListener.call(signal, 'abort', onSignalAbort);
+}
+
+// ---------------------------------------------------------------------------
+// Pending acquires.
+
+class Waiter {
+  constructor(slot, signal, resolve, reject) {
+    this.slot = slot;
+    this.signal = signal;
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  /** Delivers the addon's outcome (the record was already taken out of the table). */
+  done(code) {
+    if (this.signal !== undefined) unlisten(this.signal, this);
+    if (code === GRANTED) this.resolve();
+    else if (code === WOKEN_CLOSED) this.reject(closedError());
+    else this.reject(lostError());
+  }
+
+  /** The signal aborted: cancel the request unless it was settled already. */
+  abort(reason) {
+    const slot = this.slot;
+    if (table[slot] !== this) return;
+    table[slot] = undefined;
+    // Removes the waiter and hands any partial grant on (a grant that arrived
+    // but was not delivered yet is released); other waiters it completed on
+    // this thread are settled below.
+    const k = native.cancel(slot);
+    this.reject(reason);
+    if (k !== 0) settle(k);
+  }
 }
 
 function enqueue(slot, signal) {
@@ -92,35 +222,15 @@ function enqueue(slot, signal) {
     resolve = res;
     reject = rej;
   });
-  const w = { resolve, reject, signal, onAbort: undefined };
-  if (signal !== undefined) {
-    w.onAbort = () => {
-      if (waiters[slot] !== w) return;
-      waiters[slot] = undefined;
-      // Removes the waiter and hands any partial grant on (a grant that arrived
-      // but was not delivered yet is released); other waiters it completed on
-      // this thread are settled below.
-      const k = native.cancel(slot);
-      reject(signal.reason);
-      if (k !== 0) settle(k);
-    };
-    signal.addEventListener('abort', w.onAbort, { once: true });
-  }
-  waiters[slot] = w;
+  const w = new Waiter(slot, signal, resolve, reject);
+  if (signal !== undefined) listen(signal, w);
+  table[slot] = w;
   return promise;
 }
 
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
-
-function checkSignal(signal) {
-  if (signal === undefined || signal === null) return undefined;
-  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
-    throw new TypeError('volt-sem: options.signal must be an AbortSignal');
-  }
-  return signal;
-}
 
 class Semaphore {
   #h;

@@ -311,3 +311,62 @@ test('share()/attach() validate their input', () => {
     (e) => e.code === 'ERR_VOLT_GONE' && /no longer exists/.test(e.message),
   );
 });
+
+test('D4: a hand-made signal object is rejected with ERR_INVALID_ARG_TYPE, nothing queued', async () => {
+  const s = new Semaphore(0);
+  const fake = { aborted: false, addEventListener() {}, removeEventListener() {} };
+  const fakeNoRemove = { aborted: false, addEventListener() {} };
+  for (const signal of [fake, fakeNoRemove, {}, 'nope', 1, new EventTarget()]) {
+    await assert.rejects(s.acquire(1, { signal }), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE');
+  }
+  assert.equal(s.pendingCount ?? 0, 0);
+  s.release(1);
+  assert.equal(s.availablePermits, 1, 'nothing was queued');
+});
+
+test('D4: one waiter whose signal misbehaves cannot strand the rest of a batch', async () => {
+  const s = new Semaphore(0);
+  const ac = new AbortController();
+  // Only the instance is patched: the library must not depend on it.
+  ac.signal.removeEventListener = () => {
+    throw new TypeError('removeEventListener is not a function');
+  };
+  const order = [];
+  const all = [
+    track(order, 'a', s.acquire(1, { signal: ac.signal })),
+    track(order, 'b', s.acquire(1)),
+    track(order, 'c', s.acquire(1, { signal: new AbortController().signal })),
+  ];
+  s.release(3); // settles the whole batch
+  await Promise.all(all);
+  assert.deepEqual(order, ['a', 'b', 'c']);
+  assert.equal(s.availablePermits, 0);
+  s.release(3);
+  assert.equal(s.availablePermits, 3, 'every permit accounted for');
+});
+
+test('many acquires on one signal share one abort listener (no MaxListenersExceededWarning)', async () => {
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const s = new Semaphore(0);
+    const ac = new AbortController();
+    const order = [];
+    const all = Array.from({ length: 25 }, (_, i) => track(order, `w${i}`, s.acquire(1, { signal: ac.signal })));
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    s.release(2); // w0 and w1 granted; their records leave the signal's set
+    await tick();
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    ac.abort(new Error('all'));
+    await Promise.all(all);
+    assert.deepEqual(order, ['w0', 'w1', ...Array.from({ length: 23 }, (_, i) => `w${i + 2}!all`)]);
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+    s.release(1);
+    assert.equal(s.availablePermits, 1, 'nothing left queued');
+    await tick();
+    assert.deepEqual(warnings.map((w) => w.name), []);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
