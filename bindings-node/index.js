@@ -28,7 +28,9 @@ const MAX_PERMITS = native.maxPermits;
 // Outcome codes the addon writes into the runtime's buffer.
 const GRANTED = 1;
 const WOKEN_CLOSED = 2;
+const GRANTED_HELD = 4; // granted on a shared semaphore: confirm once user code ran
 const SLOT_BASE = 4;
+const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
@@ -186,8 +188,9 @@ function unlisten(signal, w) {
 // Pending acquires.
 
 class Waiter {
-  constructor(slot, signal, resolve, reject) {
-    this.slot = slot;
+  constructor(key, signal, resolve, reject) {
+    this.key = key;
+    this.slot = key % SLOTS;
     this.signal = signal;
     this.resolve = resolve;
     this.reject = reject;
@@ -197,7 +200,17 @@ class Waiter {
   done(code) {
     if (this.signal !== undefined) unlisten(this.signal, this);
     if (code === GRANTED) this.resolve();
-    else if (code === WOKEN_CLOSED) this.reject(closedError());
+    else if (code === GRANTED_HELD) {
+      // The addon keeps this grant (a terminated thread gives it back) until
+      // the reactions already waiting on the promise have run: they are queued
+      // by resolve(), this confirmation after them.
+      this.resolve();
+      const key = this.key;
+      queueMicrotask(() => {
+        const k = native.confirm(key, true);
+        if (k > 0) settle(k);
+      });
+    } else if (code === WOKEN_CLOSED) this.reject(closedError());
     else this.reject(lostError());
   }
 
@@ -209,22 +222,22 @@ class Waiter {
     // Removes the waiter and hands any partial grant on (a grant that arrived
     // but was not delivered yet is released); other waiters it completed on
     // this thread are settled below.
-    const k = native.cancel(slot);
+    const k = native.cancel(this.key);
     this.reject(reason);
     if (k !== 0) settle(k);
   }
 }
 
-function enqueue(slot, signal) {
+function enqueue(key, signal) {
   let resolve;
   let reject;
   const promise = new Promise((res, rej) => {
     resolve = res;
     reject = rej;
   });
-  const w = new Waiter(slot, signal, resolve, reject);
+  const w = new Waiter(key, signal, resolve, reject);
   if (signal !== undefined) listen(signal, w);
-  table[slot] = w;
+  table[w.slot] = w;
   return promise;
 }
 

@@ -76,6 +76,12 @@ const BAD_ARGS: i32 = -2;
 const GRANTED: u32 = 1;
 const WOKEN_CLOSED: u32 = 2;
 const LOST: u32 = 3;
+/// Granted on a shared semaphore: the slot keeps the grant until JS confirms
+/// it saw it (`confirm`), so a terminated thread gives it back.
+const GRANTED_HELD: u32 = 4;
+
+/// Generations are masked so that a key `gen << 32 | slot` is an exact JS number.
+const GEN_MASK: u32 = (1 << 20) - 1;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned lock only means a panic elsewhere; the data (plain lists) is intact.
@@ -164,6 +170,8 @@ struct EnvCtx {
     buf: Cell<(*mut u32, usize)>,
     /// Pending nodes on shared semaphores; the tsfn is referenced while > 0.
     refs: Cell<usize>,
+    /// Slots in the `Delivered` state (few: they live for one microtask).
+    delivered: RefCell<Vec<u32>>,
     initialized: Cell<bool>,
 }
 
@@ -207,9 +215,21 @@ struct Node {
     owner: *const EnvCtx,
 }
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SlotState {
+    /// In the free list.
+    Free,
+    /// A pending request: the waiter is queued, or woken and not yet collected.
+    Active,
+    /// Granted on a shared semaphore and reported to JS, which has not yet
+    /// confirmed (`confirm`) that it handed the grant to user code. Owns the
+    /// `n` permits: the env cleanup hook releases them if JS never confirms.
+    Delivered,
+}
+
 struct Slot {
     node: Pin<Box<Node>>,
-    active: bool,
+    state: SlotState,
     gen: u32,
 }
 
@@ -261,7 +281,8 @@ impl EnvCtx {
         let slot = key as u32;
         let slots = self.slots.borrow();
         let s = slots.get(slot as usize)?;
-        (s.active && s.gen == (key >> 32) as u32).then(|| (slot, &*s.node as *const Node))
+        (s.state == SlotState::Active && s.gen == (key >> 32) as u32)
+            .then(|| (slot, &*s.node as *const Node))
     }
 
     /// A free node for a new request of `n` permits on `sem`, and its slot.
@@ -280,7 +301,7 @@ impl EnvCtx {
                         env: self.shared.clone(),
                         owner: self,
                     }),
-                    active: false,
+                    state: SlotState::Free,
                     gen: 0,
                 });
                 (slots.len() - 1) as u32
@@ -300,7 +321,7 @@ impl EnvCtx {
         let counted = {
             let mut slots = self.slots.borrow_mut();
             let s = &mut slots[slot as usize];
-            s.active = true;
+            s.state = SlotState::Active;
             s.node.counted.get()
         };
         if counted {
@@ -312,24 +333,94 @@ impl EnvCtx {
         }
     }
 
-    /// Returns a finished (or never queued) request's node to the free list.
+    /// Returns a finished (or never queued, or delivered) request's node to the
+    /// free list.
     fn release_slot(&self, slot: u32) {
         let (was_active, counted, sem) = {
             let mut slots = self.slots.borrow_mut();
             let s = &mut slots[slot as usize];
-            let was_active = std::mem::replace(&mut s.active, false);
-            s.gen = s.gen.wrapping_add(1);
+            let was_active = std::mem::replace(&mut s.state, SlotState::Free) == SlotState::Active;
+            s.gen = s.gen.wrapping_add(1) & GEN_MASK;
             let sem = s.node.sem.borrow_mut().take();
             (was_active, s.node.counted.get(), sem)
         };
         self.free.borrow_mut().push(slot);
         drop(sem); // may drop the last Arc: outside the borrows
         if was_active && counted {
-            let refs = self.refs.get() - 1;
-            self.refs.set(refs);
-            if refs == 0 {
-                self.tsfn_ref(false);
+            self.unref_one();
+        }
+    }
+
+    fn unref_one(&self) {
+        let refs = self.refs.get() - 1;
+        self.refs.set(refs);
+        if refs == 0 {
+            self.tsfn_ref(false);
+        }
+    }
+
+    /// Active -> Delivered: the grant stays with the slot (and its key) until
+    /// `confirm` or the env cleanup hook.
+    fn deliver_slot(&self, slot: u32) {
+        let counted = {
+            let mut slots = self.slots.borrow_mut();
+            let s = &mut slots[slot as usize];
+            s.state = SlotState::Delivered;
+            s.node.counted.get()
+        };
+        self.delivered.borrow_mut().push(slot);
+        if counted {
+            self.unref_one();
+        }
+    }
+
+    /// The slot of a delivered grant, by key.
+    fn delivered_slot(&self, key: u64) -> Option<u32> {
+        let slot = key as u32;
+        let slots = self.slots.borrow();
+        let s = slots.get(slot as usize)?;
+        (s.state == SlotState::Delivered && s.gen == (key >> 32) as u32).then_some(slot)
+    }
+
+    /// Ends a delivered grant: JS handed it over (`keep`), or gave up on it
+    /// (the permits are released).
+    fn confirm_slot(&self, slot: u32, keep: bool) {
+        self.delivered.borrow_mut().retain(|&d| d != slot);
+        if !keep {
+            let sem = self.slots.borrow()[slot as usize].node.sem.borrow().clone();
+            let n = self.slots.borrow()[slot as usize].node.n.get();
+            if let Some(sem) = sem {
+                let _ = sem.core.release(n);
             }
+        }
+        self.release_slot(slot);
+    }
+
+    /// A release in this thread on `sem` means its code has seen the grants it
+    /// had: confirm every delivered grant on `sem` first, so the env cleanup hook
+    /// cannot return permits user code already gave back.
+    fn confirm_all_on(&self, sem: &Arc<Sem>) {
+        if self.delivered.borrow().is_empty() {
+            return;
+        }
+        let mine: Vec<u32> = {
+            let slots = self.slots.borrow();
+            self.delivered
+                .borrow()
+                .iter()
+                .copied()
+                .filter(|&d| {
+                    slots[d as usize]
+                        .node
+                        .sem
+                        .borrow()
+                        .as_ref()
+                        .is_some_and(|s| Arc::ptr_eq(s, sem))
+                })
+                .collect()
+        };
+        for slot in mine {
+            self.confirm_slot(slot, true);
         }
     }
 
@@ -339,7 +430,20 @@ impl EnvCtx {
         // SAFETY: slots never shrink while the env lives, and nodes are boxed.
         let node = unsafe { Pin::new_unchecked(&*node) };
         let code = match node.finish() {
-            Finish::Granted => GRANTED,
+            Finish::Granted => {
+                let shared = node
+                    .sem
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|s| s.shared.load(Ordering::Relaxed));
+                if shared {
+                    // Another thread may terminate this one before JS ran the
+                    // code awaiting this grant: keep it until JS confirms.
+                    self.deliver_slot(slot);
+                    return Some((slot, GRANTED_HELD));
+                }
+                GRANTED
+            }
             Finish::Closed => WOKEN_CLOSED,
             // Cannot happen after a wake; report it rather than hang the promise.
             Finish::Cancelled { .. } | Finish::Idle => LOST,
@@ -470,8 +574,14 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     }
     let _enter = Enter::new(&ctx);
     let slots = std::mem::take(&mut *ctx.slots.borrow_mut());
-    for s in slots.iter().filter(|s| s.active) {
-        if let Finish::Granted = s.node.as_ref().finish() {
+    for s in &slots {
+        let give_back = match s.state {
+            SlotState::Free => false,
+            SlotState::Active => matches!(s.node.as_ref().finish(), Finish::Granted),
+            // Reported to JS, but the code awaiting it never ran.
+            SlotState::Delivered => true,
+        };
+        if give_back {
             // A grant nobody will see: give it back (wakes the next waiters).
             if let Some(sem) = &*s.node.sem.borrow() {
                 let _ = sem.core.release(s.node.n.get());
@@ -547,11 +657,12 @@ fn count(env: RawEnv, v: RawValue) -> Option<usize> {
     (d >= 0.0 && d <= MAX_JS as f64 && d.fract() == 0.0).then_some(d as usize)
 }
 
-fn uint32(env: RawEnv, v: RawValue) -> Option<u32> {
+/// A request key (`gen << 32 | slot`, below 2^53) passed back by JS.
+fn key_arg(env: RawEnv, v: RawValue) -> Option<u64> {
     let mut d = f64::NAN;
     // SAFETY: fails (leaving NaN) on a non-number.
     unsafe { sys::napi_get_value_double(env, v, &mut d) };
-    (d >= 0.0 && d <= u32::MAX as f64 && d.fract() == 0.0).then_some(d as u32)
+    (d >= 0.0 && d <= MAX_JS as f64 && d.fract() == 0.0).then_some(d as u64)
 }
 
 /// The semaphore behind a handle made by `handle()`.
@@ -742,7 +853,7 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     let code = match r {
         Ok(RawAcquire::Pending) => {
             ctx.activate(slot);
-            return int(env, SLOT_BASE + slot as i32);
+            return double(env, SLOT_BASE as f64 + node.key.get() as f64);
         }
         Ok(RawAcquire::Ready) => OK,
         Err(AcquireError::Closed) => CLOSED,
@@ -762,6 +873,7 @@ native!(js_release, |env, ctx, argv: [2]| {
     if s.core.available_permits() > MAX_JS - n {
         return int(env, RELEASE_OVERFLOW);
     }
+    ctx.confirm_all_on(s);
     let enter = Enter::new(ctx);
     if s.core.release(n).is_err() {
         return int(env, RELEASE_OVERFLOW);
@@ -771,15 +883,11 @@ native!(js_release, |env, ctx, argv: [2]| {
     int(env, k as i32)
 });
 
-// cancel(slot): k >= 0 outcomes written (the cancelled request is not among them)
+// cancel(key): k >= 0 outcomes written (the cancelled request is not among them)
 native!(js_cancel, |env, ctx, argv: [1]| {
-    let Some(slot) = uint32(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    let found = {
-        let slots = ctx.slots.borrow();
-        slots.get(slot as usize).filter(|s| s.active).map(|s| &*s.node as *const Node)
-    };
-    if let Some(node) = found {
+    if let Some((slot, node)) = ctx.active(key) {
         // SAFETY: slots never shrink while the env lives, and nodes are boxed.
         let node = unsafe { Pin::new_unchecked(&*node) };
         if let Finish::Granted = node.finish() {
@@ -790,6 +898,22 @@ native!(js_cancel, |env, ctx, argv: [1]| {
         }
         ctx.release_slot(slot);
     }
+    let k = ctx.settle_local();
+    drop(enter);
+    int(env, k as i32)
+});
+
+// confirm(key, keep): k >= 0 outcomes written. Ends a GRANTED_HELD grant: JS
+// handed it to user code (keep = true), or nobody will ever see it (false: the
+// permits are released). Unknown keys (already confirmed) are ignored.
+native!(js_confirm, |env, ctx, argv: [2]| {
+    let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let mut keep = true;
+    // SAFETY: fails on a non-boolean, leaving `keep` as is.
+    unsafe { sys::napi_get_value_bool(env, argv[1], &mut keep) };
+    let Some(slot) = ctx.delivered_slot(key) else { return int(env, 0) };
+    let enter = Enter::new(ctx);
+    ctx.confirm_slot(slot, keep);
     let k = ctx.settle_local();
     drop(enter);
     int(env, k as i32)
@@ -848,10 +972,11 @@ pub fn init(exports: Object) -> napi::Result<()> {
         ready: RefCell::new(VecDeque::new()),
         buf: Cell::new((ptr::null_mut(), 0)),
         refs: Cell::new(0),
+        delivered: RefCell::new(Vec::new()),
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 12] = [
+    let fns: [(&std::ffi::CStr, Cb); 13] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -860,6 +985,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"acquire", js_acquire),
         (c"release", js_release),
         (c"cancel", js_cancel),
+        (c"confirm", js_confirm),
         (c"close", js_close),
         (c"drain", js_drain),
         (c"available", js_available),
