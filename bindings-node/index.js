@@ -52,8 +52,27 @@ const RUNTIME = Symbol.for('volt-sem.runtime.v1');
 function createRuntime() {
   const CAPACITY = 256;
   const buffer = new Uint32Array(CAPACITY * 2);
-  /** slot -> pending waiter record (the addon reuses slots). */
+  /**
+   * slot -> pending waiter record (the addon reuses slots). A waiter on a
+   * shared semaphore is held here strongly: another thread may grant it. A
+   * waiter on a private semaphore is held by its Semaphore object only (here
+   * through a WeakRef to that object's slot -> record map), so an unreachable
+   * private semaphore is collected with its waiters.
+   */
   const table = [];
+
+  function lookup(slot) {
+    const e = table[slot];
+    if (e === undefined || e.deref === undefined) return e;
+    const pending = e.deref();
+    return pending === undefined ? undefined : pending.get(slot);
+  }
+
+  /** Removes a pending record from the table and from its semaphore's map. */
+  function remove(w) {
+    table[w.slot] = undefined;
+    w.owner.delete(w.slot);
+  }
 
   function rethrow(e) {
     throw e;
@@ -70,9 +89,10 @@ function createRuntime() {
       for (let i = 0; i < k; i++) {
         const slot = buffer[2 * i];
         const code = buffer[2 * i + 1];
-        const w = table[slot];
-        if (w === undefined) continue; // cannot happen: the addon reports only live slots
+        const w = lookup(slot);
         table[slot] = undefined;
+        if (w === undefined) continue; // its private semaphore was collected
+        w.owner.delete(slot);
         try {
           w.done(code);
         } catch (e) {
@@ -97,7 +117,7 @@ function createRuntime() {
   if (native.init(buffer, onRemoteWake) !== 0) {
     throw new Error('volt-sem: the native addon could not be initialised in this thread');
   }
-  return { table, settle };
+  return { table, lookup, remove, settle };
 }
 
 let runtime = native[RUNTIME];
@@ -105,7 +125,14 @@ if (runtime === undefined) {
   runtime = createRuntime();
   Object.defineProperty(native, RUNTIME, { value: runtime });
 }
-const { table, settle } = runtime;
+const { table, lookup, remove, settle } = runtime;
+
+// A private semaphore's JS object was collected: its waiters can never be
+// served; the addon sweeps them (see js_abandon).
+const abandoned = new FinalizationRegistry((h) => {
+  const k = native.abandon(h);
+  if (k > 0) settle(k);
+});
 
 function closedError() {
   const err = new Error('volt-sem: the semaphore is closed');
@@ -188,9 +215,10 @@ function unlisten(signal, w) {
 // Pending acquires.
 
 class Waiter {
-  constructor(key, signal, resolve, reject) {
+  constructor(key, owner, signal, resolve, reject) {
     this.key = key;
     this.slot = key % SLOTS;
+    this.owner = owner; // the slot -> record map of its Semaphore object
     this.signal = signal;
     this.resolve = resolve;
     this.reject = reject;
@@ -216,9 +244,8 @@ class Waiter {
 
   /** The signal aborted: cancel the request unless it was settled already. */
   abort(reason) {
-    const slot = this.slot;
-    if (table[slot] !== this) return;
-    table[slot] = undefined;
+    if (lookup(this.slot) !== this) return;
+    remove(this);
     // Removes the waiter and hands any partial grant on (a grant that arrived
     // but was not delivered yet is released); other waiters it completed on
     // this thread are settled below.
@@ -228,25 +255,18 @@ class Waiter {
   }
 }
 
-function enqueue(key, signal) {
-  let resolve;
-  let reject;
-  const promise = new Promise((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  const w = new Waiter(key, signal, resolve, reject);
-  if (signal !== undefined) listen(signal, w);
-  table[w.slot] = w;
-  return promise;
-}
-
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
 
 class Semaphore {
   #h;
+  /** Whether share() or attach() made it reachable from other threads. */
+  #shared = false;
+  /** slot -> pending waiter record of this object (created on first wait). */
+  #pending = undefined;
+  /** WeakRef to #pending, what the runtime table holds for a private semaphore. */
+  #weak = undefined;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -254,6 +274,7 @@ class Semaphore {
   constructor(permits) {
     if (permits === INTERNAL) {
       this.#h = arguments[1];
+      this.#shared = true;
       return;
     }
     checkCount(permits, 'permits');
@@ -285,9 +306,33 @@ class Semaphore {
     }
     const r = native.acquire(this.#h, n);
     if (r === 0) return RESOLVED;
-    if (r >= SLOT_BASE) return enqueue(r - SLOT_BASE, signal);
+    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
+  }
+
+  #enqueue(key, signal) {
+    let resolve;
+    let reject;
+    const promise = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    let pending = this.#pending;
+    if (pending === undefined) pending = this.#pending = new Map();
+    const w = new Waiter(key, pending, signal, resolve, reject);
+    pending.set(w.slot, w);
+    if (this.#shared) {
+      table[w.slot] = w;
+    } else {
+      if (this.#weak === undefined) {
+        this.#weak = new WeakRef(pending);
+        abandoned.register(this, this.#h);
+      }
+      table[w.slot] = this.#weak;
+    }
+    if (signal !== undefined) listen(signal, w);
+    return promise;
   }
 
   tryAcquire(n = 1) {
@@ -334,7 +379,13 @@ class Semaphore {
   }
 
   share() {
-    return { [SHARE_TAG]: 1, kind: 'Semaphore', id: native.share(this.#h) };
+    const id = native.share(this.#h);
+    if (!this.#shared) {
+      this.#shared = true;
+      // Its waiters may now be granted by other threads: hold them strongly.
+      if (this.#pending !== undefined) for (const [slot, w] of this.#pending) table[slot] = w;
+    }
+    return { [SHARE_TAG]: 1, kind: 'Semaphore', id };
   }
 
   static attach(value) {

@@ -41,7 +41,7 @@ use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use napi::bindgen_prelude::{JsValue, Object};
@@ -98,6 +98,12 @@ struct Sem {
     /// Set once share() or attach() touched it: waiters may then be woken from
     /// another thread, so they keep their thread alive.
     shared: AtomicBool,
+    /// Queued requests (all threads): counted from the Pending acquire until
+    /// the owning thread collected or cancelled the request.
+    queued: AtomicUsize,
+    /// A private semaphore whose JS object was garbage-collected: nobody can
+    /// release or close it any more, so its waiters can be swept.
+    abandoned: AtomicBool,
 }
 
 static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
@@ -172,6 +178,10 @@ struct EnvCtx {
     refs: Cell<usize>,
     /// Slots in the `Delivered` state (few: they live for one microtask).
     delivered: RefCell<Vec<u32>>,
+    /// Slots in the `Active` state (each knows its index here).
+    active_list: RefCell<Vec<u32>>,
+    /// Pending requests on abandoned semaphores not swept yet.
+    zombies: Cell<usize>,
     initialized: Cell<bool>,
 }
 
@@ -231,6 +241,8 @@ struct Slot {
     node: Pin<Box<Node>>,
     state: SlotState,
     gen: u32,
+    /// Index in `EnvCtx::active` while `Active`.
+    pos: u32,
 }
 
 impl Node {
@@ -303,6 +315,7 @@ impl EnvCtx {
                     }),
                     state: SlotState::Free,
                     gen: 0,
+                    pos: 0,
                 });
                 (slots.len() - 1) as u32
             }
@@ -320,8 +333,14 @@ impl EnvCtx {
     fn activate(&self, slot: u32) {
         let counted = {
             let mut slots = self.slots.borrow_mut();
+            let mut active = self.active_list.borrow_mut();
             let s = &mut slots[slot as usize];
             s.state = SlotState::Active;
+            s.pos = active.len() as u32;
+            active.push(slot);
+            if let Some(sem) = &*s.node.sem.borrow() {
+                sem.queued.fetch_add(1, Ordering::Relaxed);
+            }
             s.node.counted.get()
         };
         if counted {
@@ -338,8 +357,12 @@ impl EnvCtx {
     fn release_slot(&self, slot: u32) {
         let (was_active, counted, sem) = {
             let mut slots = self.slots.borrow_mut();
+            let was_active = slots[slot as usize].state == SlotState::Active;
+            if was_active {
+                self.leave_active(&mut slots, slot);
+            }
             let s = &mut slots[slot as usize];
-            let was_active = std::mem::replace(&mut s.state, SlotState::Free) == SlotState::Active;
+            s.state = SlotState::Free;
             s.gen = s.gen.wrapping_add(1) & GEN_MASK;
             let sem = s.node.sem.borrow_mut().take();
             (was_active, s.node.counted.get(), sem)
@@ -349,6 +372,60 @@ impl EnvCtx {
         if was_active && counted {
             self.unref_one();
         }
+    }
+
+    /// Takes an `Active` slot out of the active list and its semaphore's count.
+    fn leave_active(&self, slots: &mut [Slot], slot: u32) {
+        let mut active = self.active_list.borrow_mut();
+        let pos = slots[slot as usize].pos as usize;
+        active.swap_remove(pos);
+        if let Some(&moved) = active.get(pos) {
+            slots[moved as usize].pos = pos as u32;
+        }
+        if let Some(sem) = &*slots[slot as usize].node.sem.borrow() {
+            sem.queued.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Cancels every pending request of this environment on an abandoned
+    /// semaphore (nobody can release or close it any more). Returns the
+    /// outcomes written (requests of other semaphores are never completed by
+    /// this, but `settle_local` also flushes leftovers).
+    fn sweep_abandoned(&self) -> usize {
+        self.zombies.set(0);
+        let doomed: Vec<u32> = {
+            let slots = self.slots.borrow();
+            self.active_list
+                .borrow()
+                .iter()
+                .copied()
+                .filter(|&a| {
+                    let sem = slots[a as usize].node.sem.borrow();
+                    sem.as_ref()
+                        .is_some_and(|s| s.abandoned.load(Ordering::Relaxed))
+                })
+                .collect()
+        };
+        let enter = Enter::new(self);
+        for slot in doomed {
+            let node: *const Node = {
+                let slots = self.slots.borrow();
+                &*slots[slot as usize].node
+            };
+            // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+            let node = unsafe { Pin::new_unchecked(&*node) };
+            if let Finish::Granted = node.finish() {
+                // Completed by a partial grant handed on in this sweep: the
+                // permits go back to the (unreachable) semaphore.
+                if let Some(sem) = &*node.sem.borrow() {
+                    let _ = sem.core.release(node.n.get());
+                }
+            }
+            self.release_slot(slot);
+        }
+        let k = self.settle_local();
+        drop(enter);
+        k
     }
 
     fn unref_one(&self) {
@@ -364,6 +441,7 @@ impl EnvCtx {
     fn deliver_slot(&self, slot: u32) {
         let counted = {
             let mut slots = self.slots.borrow_mut();
+            self.leave_active(&mut slots, slot);
             let s = &mut slots[slot as usize];
             s.state = SlotState::Delivered;
             s.node.counted.get()
@@ -577,7 +655,12 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     for s in &slots {
         let give_back = match s.state {
             SlotState::Free => false,
-            SlotState::Active => matches!(s.node.as_ref().finish(), Finish::Granted),
+            SlotState::Active => {
+                if let Some(sem) = &*s.node.sem.borrow() {
+                    sem.queued.fetch_sub(1, Ordering::Relaxed);
+                }
+                matches!(s.node.as_ref().finish(), Finish::Granted)
+            }
             // Reported to JS, but the code awaiting it never ran.
             SlotState::Delivered => true,
         };
@@ -718,9 +801,31 @@ macro_rules! native {
             let ($argv, ctx_ptr) = unsafe { args::<$n>($env, info) };
             // SAFETY: see above.
             let $ctx: &EnvCtx = unsafe { &*ctx_ptr };
-            $body
+            // A panic must not unwind into Node (it would abort the process):
+            // it becomes a JS exception.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| $body)) {
+                Ok(v) => v,
+                Err(e) => throw_internal($env, e),
+            }
         }
     };
+}
+
+/// Throws an `Error` with `code === 'ERR_VOLT_INTERNAL'` for a caught panic.
+fn throw_internal(env: RawEnv, panic: Box<dyn std::any::Any + Send>) -> RawValue {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    let msg =
+        std::ffi::CString::new(format!("volt-sem: internal error: {what}").replace('\0', " "))
+            .unwrap_or_default();
+    // SAFETY: plain Node-API call on the JS thread.
+    unsafe {
+        sys::napi_throw_error(env, c"ERR_VOLT_INTERNAL".as_ptr(), msg.as_ptr());
+    }
+    ptr::null_mut()
 }
 
 // ---------------------------------------------------------------------------
@@ -784,7 +889,16 @@ native!(js_create, |env, _ctx, argv: [1]| {
     let Some(permits) = count(env, argv[0]) else { return null(env) };
     let Some(core) = Semaphore::try_new(permits) else { return null(env) };
     let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
-    handle(env, Arc::new(Sem { core, id, shared: AtomicBool::new(false) }))
+    handle(
+        env,
+        Arc::new(Sem {
+            core,
+            id,
+            shared: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+            abandoned: AtomicBool::new(false),
+        }),
+    )
 });
 
 // share(h): number (the registry id) | null
@@ -919,6 +1033,49 @@ native!(js_confirm, |env, ctx, argv: [2]| {
     int(env, k as i32)
 });
 
+// abandon(h): k >= 0 outcomes written. The JS object of a semaphore was
+// garbage-collected. A private semaphore had only that object, so nobody can
+// release or close it any more: its pending requests are swept (cancelled and
+// their slots freed), in batches once they are at least half of the pending
+// requests of this environment, so sweeping costs O(1) per request.
+native!(js_abandon, |env, ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    if s.shared.load(Ordering::Relaxed) || s.abandoned.swap(true, Ordering::Relaxed) {
+        return int(env, 0);
+    }
+    let queued = s.queued.load(Ordering::Relaxed);
+    if queued == 0 {
+        return int(env, 0);
+    }
+    ctx.zombies.set(ctx.zombies.get() + queued);
+    if ctx.zombies.get() * 2 < ctx.active_list.borrow().len() {
+        return int(env, 0);
+    }
+    let k = ctx.sweep_abandoned();
+    int(env, k as i32)
+});
+
+// stats(): { slots, active, delivered, free } of this environment (tests).
+native!(js_stats, |env, ctx, argv: [0]| {
+    let _ = argv;
+    let mut obj = ptr::null_mut();
+    let fields = [
+        (c"slots", ctx.slots.borrow().len()),
+        (c"active", ctx.active_list.borrow().len()),
+        (c"delivered", ctx.delivered.borrow().len()),
+        (c"free", ctx.free.borrow().len()),
+    ];
+    // SAFETY: plain value creation on the JS thread.
+    unsafe {
+        sys::napi_create_object(env, &mut obj);
+        for (name, v) in fields {
+            sys::napi_set_named_property(env, obj, name.as_ptr(), double(env, v as f64));
+        }
+    }
+    obj
+});
+
 // close(h): k >= 0 outcomes written
 native!(js_close, |env, ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
@@ -973,10 +1130,12 @@ pub fn init(exports: Object) -> napi::Result<()> {
         buf: Cell::new((ptr::null_mut(), 0)),
         refs: Cell::new(0),
         delivered: RefCell::new(Vec::new()),
+        active_list: RefCell::new(Vec::new()),
+        zombies: Cell::new(0),
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 13] = [
+    let fns: [(&std::ffi::CStr, Cb); 15] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -986,6 +1145,8 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"release", js_release),
         (c"cancel", js_cancel),
         (c"confirm", js_confirm),
+        (c"abandon", js_abandon),
+        (c"stats", js_stats),
         (c"close", js_close),
         (c"drain", js_drain),
         (c"available", js_available),
