@@ -1,4 +1,6 @@
-// Type definitions for volt-sem (Node binding).
+// Type definitions for volt-sem (Node binding), CommonJS entry (index.js).
+// `require('volt-sem')` has exactly these named exports and no `default`;
+// the ESM entry's types (with its default export) are in index.d.mts.
 
 /**
  * The largest number of permits a semaphore can hold and the largest single
@@ -189,10 +191,3 @@ export declare class RwLock {
   static attach(value: SharedHandle): RwLock;
 }
 
-declare const volt: {
-  Semaphore: typeof Semaphore;
-  Mutex: typeof Mutex;
-  RwLock: typeof RwLock;
-  MAX_PERMITS: number;
-};
-export default volt;
