@@ -140,6 +140,12 @@ function closedError() {
   return err;
 }
 
+function cancelledError() {
+  const err = new Error('volt-sem: the acquire was cancelled');
+  err.code = 'ERR_VOLT_CANCELLED';
+  return err;
+}
+
 function lostError() {
   const err = new Error('volt-sem: internal error, the waiter was lost');
   err.code = 'ERR_VOLT_INTERNAL';
@@ -215,11 +221,12 @@ function unlisten(signal, w) {
 // Pending acquires.
 
 class Waiter {
-  constructor(key, owner, signal, resolve, reject) {
+  constructor(key, owner, signal, value, resolve, reject) {
     this.key = key;
     this.slot = key % SLOTS;
     this.owner = owner; // the slot -> record map of its Semaphore object
     this.signal = signal;
+    this.value = value; // what the promise resolves to
     this.resolve = resolve;
     this.reject = reject;
   }
@@ -227,12 +234,12 @@ class Waiter {
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
     if (this.signal !== undefined) unlisten(this.signal, this);
-    if (code === GRANTED) this.resolve();
+    if (code === GRANTED) this.resolve(this.value);
     else if (code === GRANTED_HELD) {
       // The addon keeps this grant (a terminated thread gives it back) until
       // the reactions already waiting on the promise have run: they are queued
       // by resolve(), this confirmation after them.
-      this.resolve();
+      this.resolve(this.value);
       const key = this.key;
       queueMicrotask(() => {
         const k = native.confirm(key, true);
@@ -244,15 +251,47 @@ class Waiter {
 
   /** The signal aborted: cancel the request unless it was settled already. */
   abort(reason) {
-    if (lookup(this.slot) !== this) return;
-    remove(this);
-    // Removes the waiter and hands any partial grant on (a grant that arrived
-    // but was not delivered yet is released); other waiters it completed on
-    // this thread are settled below.
-    const k = native.cancel(this.key);
+    const k = this.withdraw();
+    if (k < 0) return;
     this.reject(reason);
     if (k !== 0) settle(k);
   }
+
+  /**
+   * Cancels the native request without settling anything: -1 if it was
+   * settled already, else the number of outcomes to settle (waiters the
+   * cancel completed by handing a partial grant on).
+   */
+  withdraw() {
+    if (lookup(this.slot) !== this) return -1;
+    remove(this);
+    if (this.signal !== undefined) unlisten(this.signal, this);
+    // Removes the waiter and hands any partial grant on (a grant that arrived
+    // but was not delivered yet is released).
+    return native.cancel(this.key);
+  }
+}
+
+const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+/** A releaser: a function that gives `n` permits back once; also disposable. */
+function releaser(sem, n) {
+  let done = false;
+  const release = () => {
+    if (done) return;
+    done = true;
+    sem.release(n);
+  };
+  release.permits = n;
+  release[dispose] = release;
+  return release;
+}
+
+// Share pins last 60 s (SHARE_PIN in src/lib.rs); this timer drops expired
+// ones even if no other share()/attach() comes (it never keeps the thread alive).
+const SHARE_PIN_MS = 60_000;
+function expirePins() {
+  native.expirePins();
 }
 
 // Passed to constructors by attach() only: the next argument is a native handle
@@ -267,6 +306,8 @@ class Semaphore {
   #pending = undefined;
   /** WeakRef to #pending, what the runtime table holds for a private semaphore. */
   #weak = undefined;
+  /** Whether its waiters keep the thread alive (shared semaphores only). */
+  #ref = true;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -288,6 +329,18 @@ class Semaphore {
   }
 
   acquire(n = 1, options) {
+    return this.#acquire(n, options, undefined);
+  }
+
+  /**
+   * Like acquire(), but resolves to a releaser: a function that releases the
+   * `n` permits once (later calls do nothing), also usable with `using`.
+   */
+  acquirePermit(n = 1, options) {
+    return this.#acquire(n, options, releaser(this, n));
+  }
+
+  #acquire(n, options, value) {
     if (n !== 1) {
       try {
         checkCount(n, 'n');
@@ -305,13 +358,13 @@ class Semaphore {
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
     const r = native.acquire(this.#h, n);
-    if (r === 0) return RESOLVED;
-    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal);
+    if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
+    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
-  #enqueue(key, signal) {
+  #enqueue(key, signal, value) {
     let resolve;
     let reject;
     const promise = new Promise((res, rej) => {
@@ -320,7 +373,7 @@ class Semaphore {
     });
     let pending = this.#pending;
     if (pending === undefined) pending = this.#pending = new Map();
-    const w = new Waiter(key, pending, signal, resolve, reject);
+    const w = new Waiter(key, pending, signal, value, resolve, reject);
     pending.set(w.slot, w);
     if (this.#shared) {
       table[w.slot] = w;
@@ -359,6 +412,78 @@ class Semaphore {
     return native.available(this.#h);
   }
 
+  /** Acquires queued on this semaphore, in every thread. */
+  get pendingCount() {
+    return native.pending(this.#h);
+  }
+
+  /** Whether no permit is available right now (someone holds or waits for them all). */
+  isLocked() {
+    return native.available(this.#h) === 0;
+  }
+
+  /**
+   * Resolves when `n` permits could be taken, in FIFO order with the other
+   * acquires, without taking them (an acquire immediately followed by a release).
+   */
+  async waitForUnlock(n = 1, options) {
+    await this.#acquire(n, options, undefined);
+    this.release(n);
+  }
+
+  /**
+   * Rejects every acquire still queued through this Semaphore object (in
+   * this thread) with `reason` (default: an Error with code
+   * 'ERR_VOLT_CANCELLED'). Unlike close(), the semaphore stays usable.
+   * Returns how many were rejected.
+   */
+  cancel(reason = cancelledError()) {
+    const pending = this.#pending;
+    if (pending === undefined || pending.size === 0) return 0;
+    const ws = [...pending.values()];
+    // Withdraw from the tail: only the head can hold a partial grant, and by
+    // the time it is withdrawn none of these waiters is left to receive it.
+    const gone = [];
+    let k = 0;
+    for (let i = ws.length - 1; i >= 0; i--) {
+      const r = ws[i].withdraw();
+      if (r < 0) continue;
+      gone.push(ws[i]);
+      if (r > 0) settle(r); // waiters of other objects completed by a hand-off
+      k++;
+    }
+    for (let i = gone.length - 1; i >= 0; i--) gone[i].reject(reason);
+    return k;
+  }
+
+  /**
+   * Waiters queued through this object keep the thread alive (the default,
+   * for a shared semaphore; a private one never does). Returns `this`.
+   */
+  ref() {
+    if (!this.#ref) {
+      this.#ref = true;
+      native.setRef(this.#h, true);
+    }
+    return this;
+  }
+
+  /**
+   * Waiters queued through this object (now or later) no longer keep the
+   * thread alive, like `timer.unref()`. Returns `this`.
+   */
+  unref() {
+    if (this.#ref) {
+      this.#ref = false;
+      native.setRef(this.#h, false);
+    }
+    return this;
+  }
+
+  hasRef() {
+    return this.#ref;
+  }
+
   close() {
     const k = native.close(this.#h);
     if (k > 0) settle(k);
@@ -380,6 +505,7 @@ class Semaphore {
 
   share() {
     const id = native.share(this.#h);
+    setTimeout(expirePins, SHARE_PIN_MS + 100).unref();
     if (!this.#shared) {
       this.#shared = true;
       // Its waiters may now be granted by other threads: hold them strongly.
@@ -411,15 +537,6 @@ function attachHandle(value, kind) {
   return h;
 }
 
-function releaser(sem, n) {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    sem.release(n);
-  };
-}
-
 /** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
 class Mutex {
   #s;
@@ -428,9 +545,36 @@ class Mutex {
     this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1);
   }
 
-  async acquire(options) {
-    await this.#s.acquire(1, options);
-    return releaser(this.#s, 1);
+  acquire(options) {
+    return this.#s.acquirePermit(1, options);
+  }
+
+  /** Resolves when the mutex is free (in FIFO order), without locking it. */
+  waitForUnlock(options) {
+    return this.#s.waitForUnlock(1, options);
+  }
+
+  /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
+  cancel(reason) {
+    return this.#s.cancel(reason);
+  }
+
+  get pendingCount() {
+    return this.#s.pendingCount;
+  }
+
+  ref() {
+    this.#s.ref();
+    return this;
+  }
+
+  unref() {
+    this.#s.unref();
+    return this;
+  }
+
+  hasRef() {
+    return this.#s.hasRef();
   }
 
   tryAcquire() {
@@ -474,14 +618,35 @@ class RwLock {
     this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(MAX_PERMITS);
   }
 
-  async acquireRead(options) {
-    await this.#s.acquire(1, options);
-    return releaser(this.#s, 1);
+  acquireRead(options) {
+    return this.#s.acquirePermit(1, options);
   }
 
-  async acquireWrite(options) {
-    await this.#s.acquire(MAX_PERMITS, options);
-    return releaser(this.#s, MAX_PERMITS);
+  acquireWrite(options) {
+    return this.#s.acquirePermit(MAX_PERMITS, options);
+  }
+
+  /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
+  cancel(reason) {
+    return this.#s.cancel(reason);
+  }
+
+  get pendingCount() {
+    return this.#s.pendingCount;
+  }
+
+  ref() {
+    this.#s.ref();
+    return this;
+  }
+
+  unref() {
+    this.#s.unref();
+    return this;
+  }
+
+  hasRef() {
+    return this.#s.hasRef();
   }
 
   tryAcquireRead() {

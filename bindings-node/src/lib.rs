@@ -43,6 +43,7 @@ use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 use napi::bindgen_prelude::{JsValue, Object};
 use napi::sys;
@@ -107,12 +108,40 @@ struct Sem {
 }
 
 static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
-static REGISTRY: LazyLock<Mutex<HashMap<u64, Weak<Sem>>>> = LazyLock::new(Default::default);
+static REGISTRY: LazyLock<Mutex<HashMap<u64, Entry>>> = LazyLock::new(Default::default);
+
+/// How long `share()` keeps a semaphore alive for an `attach()` that has not
+/// come yet (the first attach ends it sooner).
+const SHARE_PIN: Duration = Duration::from_secs(60);
+
+struct Entry {
+    sem: Weak<Sem>,
+    /// Set by share(): keeps the semaphore alive until the next attach() or
+    /// until `deadline`, so a share() value in flight (workerData, postMessage)
+    /// can still be attached after the sharing thread dropped its handle.
+    pin: Option<(Arc<Sem>, Instant)>,
+}
+
+/// Takes the pins whose deadline passed out of the registry (the caller drops
+/// them after unlocking: dropping the last Arc locks the registry again).
+fn expired_pins(reg: &mut HashMap<u64, Entry>, now: Instant) -> Vec<Arc<Sem>> {
+    let mut out = Vec::new();
+    for e in reg.values_mut() {
+        if e.pin.as_ref().is_some_and(|(_, deadline)| *deadline <= now) {
+            out.extend(e.pin.take().map(|(s, _)| s));
+        }
+    }
+    out
+}
 
 impl Drop for Sem {
     fn drop(&mut self) {
         if self.shared.load(Ordering::Relaxed) {
-            lock(&REGISTRY).remove(&self.id);
+            let mut reg = lock(&REGISTRY);
+            // Only the entry of this semaphore: an entry whose Weak is dead.
+            if reg.get(&self.id).is_some_and(|e| e.sem.strong_count() == 0) {
+                reg.remove(&self.id);
+            }
         }
     }
 }
@@ -220,6 +249,9 @@ struct Node {
     sem: RefCell<Option<Arc<Sem>>>,
     /// Whether this request holds a reference on the tsfn.
     counted: Cell<bool>,
+    /// The handle it was queued through, and whether that handle was ref'd.
+    handle: Cell<u64>,
+    refd: Cell<bool>,
     env: Arc<EnvShared>,
     /// Identity of the owning `EnvCtx` (compared, never dereferenced off-thread).
     owner: *const EnvCtx,
@@ -298,7 +330,8 @@ impl EnvCtx {
     }
 
     /// A free node for a new request of `n` permits on `sem`, and its slot.
-    fn take_slot(&self, sem: &Arc<Sem>, n: usize) -> (u32, *const Node) {
+    fn take_slot(&self, h: &Handle, n: usize) -> (u32, *const Node) {
+        let sem = &h.sem;
         let mut slots = self.slots.borrow_mut();
         let slot = match self.free.borrow_mut().pop() {
             Some(slot) => slot,
@@ -310,6 +343,8 @@ impl EnvCtx {
                         n: Cell::new(0),
                         sem: RefCell::new(None),
                         counted: Cell::new(false),
+                        handle: Cell::new(0),
+                        refd: Cell::new(true),
                         env: self.shared.clone(),
                         owner: self,
                     }),
@@ -325,7 +360,10 @@ impl EnvCtx {
         node.key.set((s.gen as u64) << 32 | slot as u64);
         node.n.set(n);
         *node.sem.borrow_mut() = Some(sem.clone());
-        node.counted.set(sem.shared.load(Ordering::Relaxed));
+        node.handle.set(h.id);
+        node.refd.set(h.refd.get());
+        node.counted
+            .set(h.refd.get() && sem.shared.load(Ordering::Relaxed));
         (slot, node)
     }
 
@@ -426,6 +464,42 @@ impl EnvCtx {
         let k = self.settle_local();
         drop(enter);
         k
+    }
+
+    /// Recomputes whether the active requests selected by `pick` (which may
+    /// update their `refd`) keep the thread alive: shared and ref'd.
+    fn recount(&self, mut pick: impl FnMut(&Node) -> bool) {
+        let (mut up, mut down) = (0usize, 0usize);
+        {
+            let slots = self.slots.borrow();
+            for &a in self.active_list.borrow().iter() {
+                let node = &*slots[a as usize].node;
+                if !pick(node) {
+                    continue;
+                }
+                let shared = node
+                    .sem
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|s| s.shared.load(Ordering::Relaxed));
+                let want = shared && node.refd.get();
+                if want != node.counted.replace(want) {
+                    if want {
+                        up += 1;
+                    } else {
+                        down += 1;
+                    }
+                }
+            }
+        }
+        let before = self.refs.get();
+        let after = before + up - down;
+        self.refs.set(after);
+        if before == 0 && after > 0 {
+            self.tsfn_ref(true);
+        } else if before > 0 && after == 0 {
+            self.tsfn_ref(false);
+        }
     }
 
     fn unref_one(&self) {
@@ -748,30 +822,55 @@ fn key_arg(env: RawEnv, v: RawValue) -> Option<u64> {
     (d >= 0.0 && d <= MAX_JS as f64 && d.fract() == 0.0).then_some(d as u64)
 }
 
-/// The semaphore behind a handle made by `handle()`.
+/// What a JS `Semaphore` object holds (through an External): the semaphore,
+/// and this object's own settings.
+struct Handle {
+    sem: Arc<Sem>,
+    /// Identifies the requests queued through this handle (never dereferenced).
+    id: u64,
+    /// Whether waiters queued through it keep their thread alive (`ref()`/`unref()`).
+    refd: Cell<bool>,
+}
+
+static NEXT_HANDLE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The handle behind an External made by `handle()`.
 ///
 /// # Safety
 /// `v` is an External created by this addon (the JS layer keeps handles private);
 /// the returned reference lives as long as `v` is reachable (the call's duration).
-unsafe fn sem<'a>(env: RawEnv, v: RawValue) -> Option<&'a Arc<Sem>> {
+unsafe fn handle_of<'a>(env: RawEnv, v: RawValue) -> Option<&'a Handle> {
     let mut p = ptr::null_mut();
     // SAFETY: fails on a non-external, leaving p null.
     let status = unsafe { sys::napi_get_value_external(env, v, &mut p) };
     if status != sys::Status::napi_ok || p.is_null() {
         return None;
     }
-    // SAFETY: our externals point at a boxed Arc<Sem>, freed only by their finalizer.
-    Some(unsafe { &*(p as *const Arc<Sem>) })
+    // SAFETY: our externals point at a boxed Handle, freed only by their finalizer.
+    Some(unsafe { &*(p as *const Handle) })
+}
+
+/// The semaphore behind a handle made by `handle()`.
+///
+/// # Safety
+/// As for [`handle_of`].
+unsafe fn sem<'a>(env: RawEnv, v: RawValue) -> Option<&'a Arc<Sem>> {
+    // SAFETY: forwarded.
+    unsafe { handle_of(env, v) }.map(|h| &h.sem)
 }
 
 unsafe extern "C" fn drop_handle(_env: RawEnv, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Box<Arc<Sem>> leaked by `handle`.
-    drop(unsafe { Box::from_raw(data as *mut Arc<Sem>) });
+    // SAFETY: `data` is the Box<Handle> leaked by `handle`.
+    drop(unsafe { Box::from_raw(data as *mut Handle) });
 }
 
 /// Wraps an `Arc<Sem>` in a JS External that owns it.
 fn handle(env: RawEnv, sem: Arc<Sem>) -> RawValue {
-    let data = Box::into_raw(Box::new(sem));
+    let data = Box::into_raw(Box::new(Handle {
+        sem,
+        id: NEXT_HANDLE_ID.fetch_add(1, Ordering::Relaxed),
+        refd: Cell::new(true),
+    }));
     let mut out = ptr::null_mut();
     // SAFETY: the finalizer frees `data` exactly once.
     let status = unsafe {
@@ -902,13 +1001,60 @@ native!(js_create, |env, _ctx, argv: [1]| {
 });
 
 // share(h): number (the registry id) | null
-native!(js_share, |env, _ctx, argv: [1]| {
+native!(js_share, |env, ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    let now = Instant::now();
+    let expired = {
+        let mut reg = lock(&REGISTRY);
+        let expired = expired_pins(&mut reg, now);
+        let e = reg.entry(s.id).or_insert_with(|| Entry { sem: Arc::downgrade(s), pin: None });
+        e.pin = Some((s.clone(), now + SHARE_PIN));
+        expired
+    };
+    drop(expired);
     if !s.shared.swap(true, Ordering::Relaxed) {
-        lock(&REGISTRY).insert(s.id, Arc::downgrade(s));
+        // Its waiters of this thread may now be served by others: they keep
+        // the thread alive like any waiter on a shared semaphore.
+        ctx.recount(|node| node.sem.borrow().as_ref().is_some_and(|x| Arc::ptr_eq(x, s)));
     }
     double(env, s.id as f64)
+});
+
+// expirePins(): drops the share() pins whose time is up.
+native!(js_expire_pins, |env, _ctx, argv: [0]| {
+    let _ = argv;
+    let expired = expired_pins(&mut lock(&REGISTRY), Instant::now());
+    drop(expired);
+    null(env)
+});
+
+// setRef(h, on): whether waiters queued through this handle keep the thread alive.
+native!(js_set_ref, |env, ctx, argv: [2]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let mut on = true;
+    // SAFETY: fails on a non-boolean, leaving `on` as is.
+    unsafe { sys::napi_get_value_bool(env, argv[1], &mut on) };
+    if h.refd.replace(on) != on {
+        let id = h.id;
+        ctx.recount(|node| {
+            if node.handle.get() == id {
+                node.refd.set(on);
+                true
+            } else {
+                false
+            }
+        });
+    }
+    int(env, OK)
+});
+
+// pending(h): queued requests on this semaphore, all threads.
+native!(js_pending, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.queued.load(Ordering::Relaxed) as f64)
 });
 
 // attach(id): External | null (no such semaphore any more)
@@ -919,7 +1065,19 @@ native!(js_attach, |env, _ctx, argv: [1]| {
     if !(d >= 1.0 && d.fract() == 0.0 && d <= MAX_JS as f64) {
         return null(env);
     }
-    let found = lock(&REGISTRY).get(&(d as u64)).and_then(Weak::upgrade);
+    let (found, unpinned) = {
+        let mut reg = lock(&REGISTRY);
+        let mut expired = expired_pins(&mut reg, Instant::now());
+        let found = match reg.get_mut(&(d as u64)) {
+            Some(e) => {
+                expired.extend(e.pin.take().map(|(s, _)| s)); // attached: pin no more
+                e.sem.upgrade()
+            }
+            None => None,
+        };
+        (found, expired)
+    };
+    drop(unpinned);
     match found {
         Some(s) => handle(env, s),
         None => null(env),
@@ -946,7 +1104,8 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
 // acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued)
 native!(js_acquire, |env, ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     match s.core.try_acquire(n) {
         Ok(p) => {
@@ -957,7 +1116,7 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         Err(TryAcquireError::TooManyPermits) => return int(env, BAD_COUNT),
         Err(TryAcquireError::NoPermits) => {}
     }
-    let (slot, node) = ctx.take_slot(s, n);
+    let (slot, node) = ctx.take_slot(h, n);
     // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
     let node = unsafe { Pin::new_unchecked(&*node) };
     // SAFETY: the waiter is idle (its slot was free); after Pending the node stays
@@ -1135,7 +1294,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 15] = [
+    let fns: [(&std::ffi::CStr, Cb); 18] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -1147,6 +1306,9 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"confirm", js_confirm),
         (c"abandon", js_abandon),
         (c"stats", js_stats),
+        (c"expirePins", js_expire_pins),
+        (c"setRef", js_set_ref),
+        (c"pending", js_pending),
         (c"close", js_close),
         (c"drain", js_drain),
         (c"available", js_available),
