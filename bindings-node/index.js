@@ -152,9 +152,23 @@ function lostError() {
   return err;
 }
 
+/** A RangeError with Node's `code: 'ERR_OUT_OF_RANGE'`. */
+function rangeError(message) {
+  const err = new RangeError(message);
+  err.code = 'ERR_OUT_OF_RANGE';
+  return err;
+}
+
+/** A TypeError with Node's `code: 'ERR_INVALID_ARG_TYPE'`. */
+function typeError(message) {
+  const err = new TypeError(message);
+  err.code = 'ERR_INVALID_ARG_TYPE';
+  return err;
+}
+
 function checkCount(n, what) {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
-    throw new RangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
+    throw rangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
   }
 }
 
@@ -171,9 +185,7 @@ const removeListener = EventTarget.prototype.removeEventListener;
 
 function invalidSignal(signal) {
   const shown = signal === null || typeof signal !== 'object' ? String(signal) : `an instance of ${signal.constructor?.name ?? 'Object'}`;
-  const err = new TypeError(`volt-sem: options.signal must be an AbortSignal, got ${shown}`);
-  err.code = 'ERR_INVALID_ARG_TYPE';
-  return err;
+  return typeError(`volt-sem: options.signal must be an AbortSignal, got ${shown}`);
 }
 
 /** The signal of `options`, or undefined; throws a TypeError for anything but an AbortSignal. */
@@ -320,7 +332,7 @@ class Semaphore {
     }
     checkCount(permits, 'permits');
     const h = native.create(permits);
-    if (h === null) throw new RangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
+    if (h === null) throw rangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
     this.#h = h;
   }
 
@@ -361,7 +373,7 @@ class Semaphore {
     if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
     if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
     if (r === 2) return Promise.reject(closedError());
-    return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
+    return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
   #enqueue(key, signal, value) {
@@ -393,7 +405,7 @@ class Semaphore {
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) return true;
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
-    if (r === 3) throw new RangeError(`volt-sem: cannot acquire ${n} permits`);
+    if (r === 3) throw rangeError(`volt-sem: cannot acquire ${n} permits`);
     return false;
   }
 
@@ -402,7 +414,7 @@ class Semaphore {
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
-        throw new RangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
+        throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
       }
       settle(k);
     }
@@ -494,7 +506,7 @@ class Semaphore {
   }
 
   async runExclusive(fn, n = 1, options) {
-    if (typeof fn !== 'function') throw new TypeError('volt-sem: runExclusive needs a function');
+    if (typeof fn !== 'function') throw typeError('volt-sem: runExclusive needs a function');
     await this.acquire(n, options);
     try {
       return await fn();
@@ -521,10 +533,10 @@ class Semaphore {
 
 function attachHandle(value, kind) {
   if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || typeof value.id !== 'number') {
-    throw new TypeError('volt-sem: attach() needs the value returned by share()');
+    throw typeError('volt-sem: attach() needs the value returned by share()');
   }
   if (value.kind !== kind) {
-    throw new TypeError(`volt-sem: this value shares a ${value.kind}, not a ${kind}`);
+    throw typeError(`volt-sem: this value shares a ${value.kind}, not a ${kind}`);
   }
   const h = native.attach(value.id);
   if (h === null) {

@@ -697,7 +697,10 @@ unsafe extern "C" fn tsfn_call_js(
     // SAFETY: `context` is the EnvShared kept alive by the Arc owned by the tsfn's
     // finalize data, which outlives every call.
     let shared = unsafe { &*(context as *const EnvShared) };
-    lock(&shared.remote).notified = false;
+    // Nothing here can panic but the lock bookkeeping; never unwind into Node.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lock(&shared.remote).notified = false;
+    }));
     // SAFETY: plain Node-API calls on the JS thread the tsfn belongs to.
     unsafe {
         let mut recv = ptr::null_mut();
@@ -726,7 +729,21 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     }
     let _enter = Enter::new(&ctx);
     let slots = std::mem::take(&mut *ctx.slots.borrow_mut());
-    for s in &slots {
+    // A panic must not unwind into Node; if one happened half-way, the nodes may
+    // still be queued: leak them rather than free memory a semaphore points to.
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| give_back_all(&slots)));
+    if done.is_err() {
+        std::mem::forget(slots);
+    } else {
+        drop(slots);
+    }
+    LOCAL.with(|l| l.borrow_mut().clear());
+    drop(_enter);
+}
+
+/// Env teardown: cancels queued requests and gives back grants nobody saw.
+fn give_back_all(slots: &[Slot]) {
+    for s in slots {
         let give_back = match s.state {
             SlotState::Free => false,
             SlotState::Active => {
@@ -745,9 +762,6 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
             }
         }
     }
-    drop(slots);
-    LOCAL.with(|l| l.borrow_mut().clear());
-    drop(_enter);
 }
 
 // ---------------------------------------------------------------------------

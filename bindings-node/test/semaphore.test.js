@@ -370,3 +370,13 @@ test('many acquires on one signal share one abort listener (no MaxListenersExcee
     process.off('warning', onWarning);
   }
 });
+
+test('errors carry Node-style codes', async () => {
+  const s = new Semaphore(1);
+  assert.throws(() => new Semaphore(-1), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(s.acquire(1.5), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  assert.throws(() => s.release(MAX_PERMITS), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(s.runExclusive('nope'), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => Semaphore.attach({}), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(s.acquire(1, { signal: {} }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+});
