@@ -121,6 +121,29 @@ export declare class Semaphore {
   readonly availablePermits: number;
 
   /**
+   * Grows the total by `n`: the same as `release(n)`, named for code that
+   * resizes a limit.
+   * @throws {RangeError} as `release`.
+   */
+  addPermits(n: number): void;
+
+  /**
+   * Shrinks the total by `n`: takes the available permits at once and owes
+   * the rest ({@link pendingRemoval}), paid by the next permits released in
+   * any thread before any waiter is served. From now on the permits held
+   * never exceed the new total; permits already held are not revoked; FIFO
+   * order is kept. While a removal is owed, an aborted or cancelled waiter
+   * stays queued until the debt is paid (its promise rejects at once), so
+   * that its partial grant is not handed on past the debt.
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`, or if
+   *   more than `MAX_PERMITS` would be owed.
+   */
+  removePermits(n: number): void;
+
+  /** Permits `removePermits` still has to take out of the next releases. */
+  readonly pendingRemoval: number;
+
+  /**
    * Acquires queued on this semaphore, in every thread (one woken by another
    * thread counts until its own thread settled it).
    */

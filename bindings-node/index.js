@@ -424,6 +424,34 @@ class Semaphore {
     return native.available(this.#h);
   }
 
+  /**
+   * Adds `n` permits to the total: the same as release(n), named for code that
+   * resizes a limit (p-limit's `concurrency` setter, async-mutex's setValue).
+   */
+  addPermits(n) {
+    checkCount(n, 'n');
+    this.release(n);
+  }
+
+  /**
+   * Takes `n` permits out of the total: the available ones at once, the rest
+   * from the next permits released (in any thread), before any waiter is
+   * served, so the permits held never exceed the new total from now on.
+   * Queued acquires keep their FIFO order. Permits already held are not
+   * revoked; a request larger than the new total waits until it is grown again.
+   */
+  removePermits(n) {
+    checkCount(n, 'n');
+    if (native.removePermits(this.#h, n) !== 0) {
+      throw rangeError(`volt-sem: cannot remove ${n} more permits (at most ${MAX_PERMITS} may be owed)`);
+    }
+  }
+
+  /** Permits removePermits() still has to take out of the next releases. */
+  get pendingRemoval() {
+    return native.debt(this.#h);
+  }
+
   /** Acquires queued on this semaphore, in every thread. */
   get pendingCount() {
     return native.pending(this.#h);

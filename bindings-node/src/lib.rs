@@ -29,19 +29,43 @@
 //! alive. A waiter on a private semaphore cannot be served by anyone but its own
 //! thread, and must not keep it alive.
 //!
+//! # Delivery
+//!
+//! A grant on a *shared* semaphore is reported as `GRANTED_HELD`: its slot
+//! stays `Delivered` (owning the permits) until JS confirms, in a microtask
+//! queued after the promise's reactions, that user code saw it, or until this
+//! thread releases permits of that semaphore. So a worker terminated between
+//! the native collection and its JS continuation gives the grant back.
+//!
+//! # Abandoned semaphores
+//!
+//! A private semaphore (never shared) has exactly one JS object; when it is
+//! garbage-collected (a `FinalizationRegistry` calls `abandon`), nobody can
+//! release or close it, so its pending requests are swept in batches.
+//!
+//! # Removing permits
+//!
+//! `removePermits` owes the permits it could not take at once (`Sem::debt`);
+//! every permit given back through this binding pays the debt first. A cancel
+//! would hand a waiter's partial grant on past the debt, so while a debt is
+//! owed a cancelled, still queued waiter is left queued as an *orphan* (owned
+//! by its semaphore, out of its slot) and cancelled for real once the debt is
+//! paid; if its grant completes first, its callback passes it on.
+//!
 //! # Teardown
 //!
 //! An environment cleanup hook (a terminated worker, or the process exiting)
 //! detaches the threadsafe function and finishes every node still in the map:
-//! a queued waiter is cancelled (its partial grant handed on), a grant that
-//! arrived but was never delivered to JS is released.
+//! a queued waiter is cancelled (its partial grant handed on, or orphaned while
+//! a removal is owed), a grant that arrived but was never delivered to JS, or
+//! was delivered and not confirmed, is released.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -105,6 +129,129 @@ struct Sem {
     /// A private semaphore whose JS object was garbage-collected: nobody can
     /// release or close it any more, so its waiters can be swept.
     abandoned: AtomicBool,
+    /// Permits `removePermits` still has to take out of the total: every
+    /// permit coming back through this binding pays it first.
+    debt: AtomicUsize,
+    /// Cancelled requests that may hold a partial grant, left queued while
+    /// `debt > 0` (a cancel would hand the partial grant on to the next waiter
+    /// past the debt). Cancelled for real once the debt is paid; a grant that
+    /// completes one meanwhile is released through `release_paying`.
+    orphans: Mutex<Vec<OrphanNode>>,
+    /// Orphans finished from inside their own wake callback: their memory may
+    /// only be freed after it returned, so when the semaphore goes.
+    graveyard: Mutex<Vec<OrphanNode>>,
+}
+
+/// A leaked `Pin<Box<Node>>` owned by its semaphore's orphan lists.
+struct OrphanNode(*mut Node);
+// SAFETY: an orphan is only touched through its atomics and `finish_raw` by
+// whoever claimed it (see `Node::orphan`), and freed by the semaphore's drop.
+unsafe impl Send for OrphanNode {}
+
+impl Drop for OrphanNode {
+    fn drop(&mut self) {
+        // SAFETY: leaked by `orphan()` from a Box; dropped once, when the
+        // semaphore (whose queue is the last thing that may reference it) goes.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+// Node::orphan states.
+const NOT_ORPHAN: u8 = 0;
+const ORPHAN: u8 = 1;
+const ORPHAN_CLAIMED: u8 = 2;
+
+/// Gives `n` permits back: first to the debt of `removePermits`, the rest to
+/// the semaphore. Paying the debt off cancels the orphans left meanwhile.
+fn release_paying(sem: &Sem, mut n: usize) -> Result<(), volt_sem::ReleaseError> {
+    let mut cleared = false;
+    let mut d = sem.debt.load(Ordering::SeqCst);
+    while d > 0 && n > 0 {
+        let pay = d.min(n);
+        match sem
+            .debt
+            .compare_exchange_weak(d, d - pay, Ordering::SeqCst, Ordering::SeqCst)
+        {
+            Ok(_) => {
+                n -= pay;
+                cleared = d == pay;
+                break;
+            }
+            Err(actual) => d = actual,
+        }
+    }
+    let r = if n > 0 { sem.core.release(n) } else { Ok(()) };
+    if cleared {
+        cancel_orphans(sem);
+    }
+    r
+}
+
+/// The debt is paid: cancel the orphans for real (their partial grants now go
+/// on to the next waiters, as any cancel's).
+fn cancel_orphans(sem: &Sem) {
+    let taken = std::mem::take(&mut *lock(&sem.orphans));
+    for o in taken {
+        // SAFETY: an orphan stays allocated until the semaphore drops.
+        let node = unsafe { &*o.0 };
+        if node
+            .orphan
+            .compare_exchange(ORPHAN, ORPHAN_CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            // Its callback (or `orphan`) claimed it and finishes it, and may
+            // still be using it: free it with the semaphore.
+            lock(&sem.graveyard).push(o);
+            continue;
+        }
+        // SAFETY: the node is pinned (leaked Box), last queued on `sem`.
+        let finish = unsafe { sem.core.finish_raw(Pin::new_unchecked(&node.waiter)) };
+        if let Finish::Granted = finish {
+            let _ = release_paying(sem, node.n.get());
+        }
+        drop(o); // finished outside its callback: free it now
+    }
+}
+
+/// Leaves a cancelled, still queued request `node` (out of its slot) as an
+/// orphan of `sem` while `sem.debt > 0`, or finishes it if its grant already
+/// came (or the debt was paid meanwhile).
+fn orphan(node: Pin<Box<Node>>, sem: &Arc<Sem>) {
+    // SAFETY: the Box stays where it is; it is freed through OrphanNode only.
+    let raw = Box::into_raw(unsafe { Pin::into_inner_unchecked(node) });
+    // SAFETY: just leaked, valid.
+    let node = unsafe { &*raw };
+    node.orphan_sem
+        .store(Arc::as_ptr(sem) as *mut Sem, Ordering::SeqCst);
+    lock(&sem.orphans).push(OrphanNode(raw));
+    node.orphan.store(ORPHAN, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    // Pairs with the fence in `wake`: either its callback sees ORPHAN and
+    // claims it, or we see that the waiter left the queue.
+    let waiting = node.waiter.state() == volt_sem::WaiterState::Waiting;
+    if !waiting || sem.debt.load(Ordering::SeqCst) == 0 {
+        // Granted/closed meanwhile, or nothing to protect any more: finish it
+        // (if its callback has not claimed it).
+        if node
+            .orphan
+            .compare_exchange(ORPHAN, ORPHAN_CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            let mine = {
+                let mut list = lock(&sem.orphans);
+                let at = list.iter().position(|o| o.0 == raw);
+                at.map(|i| list.swap_remove(i))
+            };
+            // SAFETY: pinned, last queued on `sem`.
+            let finish = unsafe { sem.core.finish_raw(Pin::new_unchecked(&node.waiter)) };
+            if let Finish::Granted = finish {
+                let _ = release_paying(sem, node.n.get());
+            }
+            // Frees it if it was still listed; else a canceller took it, and
+            // files it in the graveyard when it sees it claimed.
+            drop(mine);
+        }
+    }
 }
 
 static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
@@ -255,6 +402,10 @@ struct Node {
     env: Arc<EnvShared>,
     /// Identity of the owning `EnvCtx` (compared, never dereferenced off-thread).
     owner: *const EnvCtx,
+    /// NOT_ORPHAN, or ORPHAN / ORPHAN_CLAIMED (see `Sem::orphans`).
+    orphan: AtomicU8,
+    /// The semaphore of an orphan (set before `orphan` becomes ORPHAN).
+    orphan_sem: AtomicPtr<Sem>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -300,6 +451,17 @@ unsafe extern "C" fn wake(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned Node passed to acquire_raw; it stays valid until
     // finish_raw returned, and finish_raw waits for this callback to return.
     let node = unsafe { &*(ctx as *const Node) };
+    fence(Ordering::SeqCst); // pairs with the fence in `orphan`
+    if node.orphan.load(Ordering::SeqCst) != NOT_ORPHAN {
+        if node
+            .orphan
+            .compare_exchange(ORPHAN, ORPHAN_CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            orphan_woken(node);
+        }
+        return; // claimed by whoever orphaned or cancels it: it finishes it
+    }
     let key = node.key.get();
     if CURRENT.with(|c| c.get()) == node.owner {
         // Inside one of the owner's own native calls on its thread: it collects
@@ -319,6 +481,31 @@ unsafe extern "C" fn wake(ctx: *mut c_void) {
     node.env.push_remote(key);
 }
 
+/// An orphan's grant came (or its semaphore closed), inside its own callback:
+/// pass the permits on through the debt, and file the node in the graveyard.
+fn orphan_woken(node: &Node) {
+    // SAFETY: set before the node became an orphan; the semaphore is alive while
+    // one of its releases/closes runs this callback.
+    let sem = unsafe { &*node.orphan_sem.load(Ordering::SeqCst) };
+    // SAFETY: pinned (leaked Box), last queued on `sem`; inside its own callback
+    // this returns the outcome at once.
+    let finish = unsafe { sem.core.finish_raw(Pin::new_unchecked(&node.waiter)) };
+    if let Finish::Granted = finish {
+        let _ = release_paying(sem, node.n.get());
+    }
+    let raw = node as *const Node as *mut Node;
+    let mine = {
+        let mut list = lock(&sem.orphans);
+        let at = list.iter().position(|o| o.0 == raw);
+        at.map(|i| list.swap_remove(i))
+    };
+    // Still listed: the graveyard owns it now (it may only be freed after this
+    // callback returned). Not listed: a canceller took it and files it there.
+    if let Some(entry) = mine {
+        lock(&sem.graveyard).push(entry);
+    }
+}
+
 impl EnvCtx {
     /// The node of a pending request, by key; `None` if that request is over.
     fn active(&self, key: u64) -> Option<(u32, *const Node)> {
@@ -329,6 +516,56 @@ impl EnvCtx {
             .then(|| (slot, &*s.node as *const Node))
     }
 
+    fn new_node(&self) -> Pin<Box<Node>> {
+        Box::pin(Node {
+            waiter: Waiter::new(),
+            key: Cell::new(0),
+            n: Cell::new(0),
+            sem: RefCell::new(None),
+            counted: Cell::new(false),
+            handle: Cell::new(0),
+            refd: Cell::new(true),
+            env: self.shared.clone(),
+            owner: self,
+            orphan: AtomicU8::new(NOT_ORPHAN),
+            orphan_sem: AtomicPtr::new(ptr::null_mut()),
+        })
+    }
+
+    /// Cancels the active request in `slot` and frees the slot. While a
+    /// `removePermits` debt is pending, a request still queued (it may hold a
+    /// partial grant) is left queued as an orphan instead of handing its
+    /// partial grant on past the debt.
+    fn cancel_slot(&self, slot: u32) {
+        let node: *const Node = {
+            let slots = self.slots.borrow();
+            &*slots[slot as usize].node
+        };
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        let sem = node.sem.borrow().clone();
+        let Some(sem) = sem else {
+            self.release_slot(slot);
+            return;
+        };
+        if sem.debt.load(Ordering::SeqCst) > 0
+            && node.waiter.state() == volt_sem::WaiterState::Waiting
+        {
+            self.release_slot(slot); // the bookkeeping; the node stays queued
+            let old = std::mem::replace(
+                &mut self.slots.borrow_mut()[slot as usize].node,
+                self.new_node(),
+            );
+            orphan(old, &sem);
+            return;
+        }
+        if let Finish::Granted = node.finish() {
+            // Granted but not yet delivered: JS gave up on it, so give it back.
+            let _ = release_paying(&sem, node.n.get());
+        }
+        self.release_slot(slot);
+    }
+
     /// A free node for a new request of `n` permits on `sem`, and its slot.
     fn take_slot(&self, h: &Handle, n: usize) -> (u32, *const Node) {
         let sem = &h.sem;
@@ -337,17 +574,7 @@ impl EnvCtx {
             Some(slot) => slot,
             None => {
                 slots.push(Slot {
-                    node: Box::pin(Node {
-                        waiter: Waiter::new(),
-                        key: Cell::new(0),
-                        n: Cell::new(0),
-                        sem: RefCell::new(None),
-                        counted: Cell::new(false),
-                        handle: Cell::new(0),
-                        refd: Cell::new(true),
-                        env: self.shared.clone(),
-                        owner: self,
-                    }),
+                    node: self.new_node(),
                     state: SlotState::Free,
                     gen: 0,
                     pos: 0,
@@ -542,7 +769,7 @@ impl EnvCtx {
             let sem = self.slots.borrow()[slot as usize].node.sem.borrow().clone();
             let n = self.slots.borrow()[slot as usize].node.n.get();
             if let Some(sem) = sem {
-                let _ = sem.core.release(n);
+                let _ = release_paying(&sem, n);
             }
         }
         self.release_slot(slot);
@@ -728,10 +955,12 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
         };
     }
     let _enter = Enter::new(&ctx);
-    let slots = std::mem::take(&mut *ctx.slots.borrow_mut());
+    let mut slots = std::mem::take(&mut *ctx.slots.borrow_mut());
     // A panic must not unwind into Node; if one happened half-way, the nodes may
     // still be queued: leak them rather than free memory a semaphore points to.
-    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| give_back_all(&slots)));
+    let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        give_back_all(&ctx, &mut slots)
+    }));
     if done.is_err() {
         std::mem::forget(slots);
     } else {
@@ -742,8 +971,25 @@ unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
 }
 
 /// Env teardown: cancels queued requests and gives back grants nobody saw.
-fn give_back_all(slots: &[Slot]) {
-    for s in slots {
+fn give_back_all(ctx: &EnvCtx, slots: &mut [Slot]) {
+    for s in slots.iter_mut() {
+        if s.state == SlotState::Active {
+            let sem = s.node.sem.borrow().clone();
+            if let Some(sem) = sem {
+                if sem.debt.load(Ordering::SeqCst) > 0
+                    && s.node.waiter.state() == volt_sem::WaiterState::Waiting
+                {
+                    // As in `cancel_slot`: do not hand a partial grant on past
+                    // a pending `removePermits` debt.
+                    sem.queued.fetch_sub(1, Ordering::Relaxed);
+                    s.node.sem.borrow_mut().take();
+                    s.state = SlotState::Free;
+                    let old = std::mem::replace(&mut s.node, ctx.new_node());
+                    orphan(old, &sem);
+                    continue;
+                }
+            }
+        }
         let give_back = match s.state {
             SlotState::Free => false,
             SlotState::Active => {
@@ -758,7 +1004,7 @@ fn give_back_all(slots: &[Slot]) {
         if give_back {
             // A grant nobody will see: give it back (wakes the next waiters).
             if let Some(sem) = &*s.node.sem.borrow() {
-                let _ = sem.core.release(s.node.n.get());
+                let _ = release_paying(sem, s.node.n.get());
             }
         }
     }
@@ -1010,6 +1256,9 @@ native!(js_create, |env, _ctx, argv: [1]| {
             shared: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             abandoned: AtomicBool::new(false),
+            debt: AtomicUsize::new(0),
+            orphans: Mutex::new(Vec::new()),
+            graveyard: Mutex::new(Vec::new()),
         }),
     )
 });
@@ -1062,6 +1311,69 @@ native!(js_set_ref, |env, ctx, argv: [2]| {
         });
     }
     int(env, OK)
+});
+
+// removePermits(h, n): OK | BAD_COUNT. Takes `n` permits out of the total:
+// the available ones at once, the rest (the debt) from the next permits given
+// back through this binding, before any waiter is served.
+native!(js_remove_permits, |env, _ctx, argv: [2]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
+    if n == 0 {
+        return int(env, OK);
+    }
+    let mut d = s.debt.load(Ordering::SeqCst);
+    loop {
+        if d > MAX_JS - n {
+            return int(env, BAD_COUNT);
+        }
+        match s.debt.compare_exchange_weak(d, d + n, Ordering::SeqCst, Ordering::SeqCst) {
+            Ok(_) => break,
+            Err(actual) => d = actual,
+        }
+    }
+    loop {
+        let available = s.core.available_permits();
+        let owed = s.debt.load(Ordering::SeqCst);
+        if available == 0 || owed == 0 {
+            break;
+        }
+        match s.core.try_acquire(available.min(owed)) {
+            Ok(p) => {
+                let taken = p.num_permits();
+                p.forget();
+                // Pay the debt with them; a release may have paid part of it
+                // meanwhile: give the excess back.
+                let mut d = s.debt.load(Ordering::SeqCst);
+                loop {
+                    let pay = d.min(taken);
+                    match s.debt.compare_exchange_weak(d, d - pay, Ordering::SeqCst, Ordering::SeqCst) {
+                        Ok(_) => {
+                            if taken > pay {
+                                let _ = release_paying(s, taken - pay);
+                            }
+                            if pay > 0 && d == pay {
+                                cancel_orphans(s);
+                            }
+                            break;
+                        }
+                        Err(actual) => d = actual,
+                    }
+                }
+            }
+            Err(TryAcquireError::NoPermits) => continue,
+            Err(_) => break,
+        }
+    }
+    int(env, OK)
+});
+
+// debt(h): permits removePermits still has to take out.
+native!(js_debt, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.debt.load(Ordering::SeqCst) as f64)
 });
 
 // pending(h): queued requests on this semaphore, all threads.
@@ -1162,7 +1474,7 @@ native!(js_release, |env, ctx, argv: [2]| {
     }
     ctx.confirm_all_on(s);
     let enter = Enter::new(ctx);
-    if s.core.release(n).is_err() {
+    if release_paying(s, n).is_err() {
         return int(env, RELEASE_OVERFLOW);
     }
     let k = ctx.settle_local();
@@ -1174,16 +1486,8 @@ native!(js_release, |env, ctx, argv: [2]| {
 native!(js_cancel, |env, ctx, argv: [1]| {
     let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    if let Some((slot, node)) = ctx.active(key) {
-        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
-        let node = unsafe { Pin::new_unchecked(&*node) };
-        if let Finish::Granted = node.finish() {
-            // Granted but not yet delivered: JS gave up on it, so give it back.
-            if let Some(sem) = &*node.sem.borrow() {
-                let _ = sem.core.release(node.n.get());
-            }
-        }
-        ctx.release_slot(slot);
+    if let Some((slot, _)) = ctx.active(key) {
+        ctx.cancel_slot(slot);
     }
     let k = ctx.settle_local();
     drop(enter);
@@ -1308,7 +1612,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 18] = [
+    let fns: [(&std::ffi::CStr, Cb); 20] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -1323,6 +1627,8 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"expirePins", js_expire_pins),
         (c"setRef", js_set_ref),
         (c"pending", js_pending),
+        (c"removePermits", js_remove_permits),
+        (c"debt", js_debt),
         (c"close", js_close),
         (c"drain", js_drain),
         (c"available", js_available),

@@ -15,7 +15,9 @@ async function main(): Promise<void> {
   }
   const locked: boolean = s.isLocked();
   await s.waitForUnlock(1);
-  const pending: number = s.pendingCount + n;
+  s.addPermits(1);
+  s.removePermits(1);
+  const pending: number = s.pendingCount + n + s.pendingRemoval;
   const cancelled: number = s.cancel(new Error('x'));
   const shared: SharedHandle = s.unref().ref().share();
   const again: Semaphore = Semaphore.attach(shared);
