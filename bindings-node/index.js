@@ -6,6 +6,9 @@
 // src/lib.rs for the wake path. Types and docs: index.d.ts.
 
 const path = require('node:path');
+// From the module, not the global: test frameworks' fake timers (Jest) replace
+// the globals, and the share() pin timer must stay a real, unref'd one.
+const timers = require('node:timers');
 
 function loadNative() {
   const file = `volt-sem.${process.platform}-${process.arch}-gnu.node`;
@@ -253,7 +256,8 @@ class Waiter {
       // by resolve(), this confirmation after them.
       this.resolve(this.value);
       const key = this.key;
-      queueMicrotask(() => {
+      // A promise job, not queueMicrotask(): fake timers may replace that one.
+      RESOLVED.then(() => {
         const k = native.confirm(key, true);
         if (k > 0) settle(k);
       });
@@ -545,7 +549,7 @@ class Semaphore {
 
   share() {
     const id = native.share(this.#h);
-    setTimeout(expirePins, SHARE_PIN_MS + 100).unref();
+    timers.setTimeout(expirePins, SHARE_PIN_MS + 100).unref();
     if (!this.#shared) {
       this.#shared = true;
       // Its waiters may now be granted by other threads: hold them strongly.

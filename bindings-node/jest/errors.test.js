@@ -34,3 +34,22 @@ test('a worker wakes a waiter of this test file', async () => {
   await new Promise((r) => w.once('exit', r));
   expect(s.availablePermits).toBe(0);
 });
+
+test('works under fake timers: a cross-thread grant, share() and its pin timer', async () => {
+  jest.useFakeTimers();
+  try {
+    const s = new Semaphore(0);
+    const got = s.acquire(1);
+    const w = new Worker(
+      `const { workerData } = require('node:worker_threads');
+       require(${JSON.stringify(path.resolve(__dirname, '..'))}).Semaphore.attach(workerData).release(1);`,
+      { eval: true, workerData: s.share() },
+    );
+    await got;
+    await new Promise((r) => w.once('exit', r));
+    s.release(1);
+    expect(s.availablePermits).toBe(1);
+  } finally {
+    jest.useRealTimers();
+  }
+});

@@ -41,3 +41,20 @@ test('a worker terminated 0-3 ms after a cross-thread grant never loses the perm
   assert.equal(lost, 0, `grants lost in ${lost} of ${TRIALS} trials`);
   assert.equal(extra, 0, `permits duplicated in ${extra} of ${TRIALS} trials`);
 });
+
+test('a delivered grant is confirmed even if queueMicrotask is replaced (fake timers)', async () => {
+  const stats = require('../volt-sem.linux-x64-gnu.node').stats;
+  const real = globalThis.queueMicrotask;
+  globalThis.queueMicrotask = () => {};
+  try {
+    const s = new Semaphore(0);
+    const got = s.acquire(2);
+    const w = worker(`volt.Semaphore.attach(workerData).release(2);`, s.share());
+    await got;
+    await new Promise((r) => setImmediate(r));
+    assert.equal(stats().delivered, 0, 'no grant left unconfirmed');
+    await w.terminate();
+  } finally {
+    globalThis.queueMicrotask = real;
+  }
+});
