@@ -212,7 +212,19 @@ function onSignalAbort() {
   if (set === undefined) return;
   listening.delete(signal);
   removeListener.call(signal, 'abort', onSignalAbort);
-  for (const w of set) w.abort(signal.reason);
+  let failed = false;
+  let error;
+  for (const w of set) {
+    try {
+      w.abort(signal.reason);
+    } catch (e) {
+      if (!failed) {
+        failed = true;
+        error = e;
+      }
+    }
+  }
+  if (failed) throw error; // after every waiter was aborted
 }
 
 function listen(signal, w) {
@@ -248,7 +260,7 @@ class Waiter {
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
-    if (this.signal !== undefined) unlisten(this.signal, this);
+    // The promise first: nothing after it may keep the waiter from its outcome.
     if (code === GRANTED) this.resolve(this.value);
     else if (code === GRANTED_HELD) {
       // The addon keeps this grant (a terminated thread gives it back) until
@@ -263,6 +275,7 @@ class Waiter {
       });
     } else if (code === WOKEN_CLOSED) this.reject(closedError());
     else this.reject(lostError());
+    if (this.signal !== undefined) unlisten(this.signal, this);
   }
 
   /** The signal aborted: cancel the request unless it was settled already. */
