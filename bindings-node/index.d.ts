@@ -121,8 +121,8 @@ export declare class Semaphore {
   readonly availablePermits: number;
 
   /**
-   * Grows the total by `n`: the same as `release(n)`, named for code that
-   * resizes a limit.
+   * Grows the total by `n`: like `release(n)` (waiters first), but it does not
+   * count as held permits given back (`heldPermits` is unchanged).
    * @throws {RangeError} as `release`.
    */
   addPermits(n: number): void;
@@ -142,6 +142,13 @@ export declare class Semaphore {
 
   /** Permits `removePermits` still has to take out of the next releases. */
   readonly pendingRemoval: number;
+
+  /**
+   * Permits acquired and not released yet, in every thread (for metrics; with
+   * `runExclusive(fn)` of 1 permit, the number of `fn`s running). A release
+   * gives back held permits first; releasing more adds to the total.
+   */
+  readonly heldPermits: number;
 
   /**
    * Acquires queued on this semaphore, in every thread (one woken by another

@@ -442,12 +442,17 @@ class Semaphore {
   }
 
   /**
-   * Adds `n` permits to the total: the same as release(n), named for code that
-   * resizes a limit (p-limit's `concurrency` setter, async-mutex's setValue).
+   * Adds `n` permits to the total (to the waiters first, like release(n), but
+   * not counted as held permits given back), for code that resizes a limit
+   * (p-limit's `concurrency` setter, async-mutex's setValue).
    */
   addPermits(n) {
     checkCount(n, 'n');
-    this.release(n);
+    const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
+    if (k !== 0) {
+      if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
+      settle(k);
+    }
   }
 
   /**
@@ -467,6 +472,14 @@ class Semaphore {
   /** Permits removePermits() still has to take out of the next releases. */
   get pendingRemoval() {
     return native.debt(this.#h);
+  }
+
+  /**
+   * Permits acquired and not released yet, in every thread (for metrics). A
+   * release gives back held permits first; releasing more adds to the total.
+   */
+  get heldPermits() {
+    return native.held(this.#h);
   }
 
   /** Acquires queued on this semaphore, in every thread. */

@@ -129,6 +129,9 @@ struct Sem {
     /// A private semaphore whose JS object was garbage-collected: nobody can
     /// release or close it any more, so its waiters can be swept.
     abandoned: AtomicBool,
+    /// Permits handed to JS (acquired) and not released since, all threads:
+    /// a release first gives back held permits, the rest adds to the total.
+    held: AtomicUsize,
     /// Permits `removePermits` still has to take out of the total: every
     /// permit coming back through this binding pays it first.
     debt: AtomicUsize,
@@ -160,6 +163,19 @@ impl Drop for OrphanNode {
 const NOT_ORPHAN: u8 = 0;
 const ORPHAN: u8 = 1;
 const ORPHAN_CLAIMED: u8 = 2;
+
+impl Sem {
+    fn add_held(&self, n: usize) {
+        self.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Held permits given back (a release beyond them adds to the total).
+    fn sub_held(&self, n: usize) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h - h.min(n)));
+    }
+}
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.
@@ -769,6 +785,7 @@ impl EnvCtx {
             let sem = self.slots.borrow()[slot as usize].node.sem.borrow().clone();
             let n = self.slots.borrow()[slot as usize].node.n.get();
             if let Some(sem) = sem {
+                sem.sub_held(n);
                 let _ = release_paying(&sem, n);
             }
         }
@@ -810,6 +827,9 @@ impl EnvCtx {
         let node = unsafe { Pin::new_unchecked(&*node) };
         let code = match node.finish() {
             Finish::Granted => {
+                if let Some(s) = &*node.sem.borrow() {
+                    s.add_held(node.n.get());
+                }
                 let shared = node
                     .sem
                     .borrow()
@@ -999,7 +1019,12 @@ fn give_back_all(ctx: &EnvCtx, slots: &mut [Slot]) {
                 matches!(s.node.as_ref().finish(), Finish::Granted)
             }
             // Reported to JS, but the code awaiting it never ran.
-            SlotState::Delivered => true,
+            SlotState::Delivered => {
+                if let Some(sem) = &*s.node.sem.borrow() {
+                    sem.sub_held(s.node.n.get());
+                }
+                true
+            }
         };
         if give_back {
             // A grant nobody will see: give it back (wakes the next waiters).
@@ -1256,6 +1281,7 @@ native!(js_create, |env, _ctx, argv: [1]| {
             shared: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             abandoned: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
             debt: AtomicUsize::new(0),
             orphans: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
@@ -1369,6 +1395,13 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
     int(env, OK)
 });
 
+// held(h): permits acquired and not released, all threads.
+native!(js_held, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.held.load(Ordering::Relaxed) as f64)
+});
+
 // debt(h): permits removePermits still has to take out.
 native!(js_debt, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
@@ -1418,6 +1451,7 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
     let code = match s.core.try_acquire(n) {
         Ok(p) => {
             p.forget();
+            s.add_held(n);
             OK
         }
         Err(TryAcquireError::NoPermits) => NO_PERMITS,
@@ -1436,6 +1470,7 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     match s.core.try_acquire(n) {
         Ok(p) => {
             p.forget();
+            s.add_held(n);
             return int(env, OK);
         }
         Err(TryAcquireError::Closed) => return int(env, CLOSED),
@@ -1454,7 +1489,10 @@ native!(js_acquire, |env, ctx, argv: [2]| {
             ctx.activate(slot);
             return double(env, SLOT_BASE as f64 + node.key.get() as f64);
         }
-        Ok(RawAcquire::Ready) => OK,
+        Ok(RawAcquire::Ready) => {
+            s.add_held(n);
+            OK
+        }
         Err(AcquireError::Closed) => CLOSED,
         Err(AcquireError::TooManyPermits) => BAD_COUNT,
     };
@@ -1462,8 +1500,8 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     int(env, code)
 });
 
-// release(h, n): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
-native!(js_release, |env, ctx, argv: [2]| {
+// release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
+native!(js_release, |env, ctx, argv: [3]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
@@ -1476,6 +1514,13 @@ native!(js_release, |env, ctx, argv: [2]| {
     let enter = Enter::new(ctx);
     if release_paying(s, n).is_err() {
         return int(env, RELEASE_OVERFLOW);
+    }
+    // A third argument `true` (addPermits) grows the total: no held permits back.
+    let mut adding = false;
+    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
+    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    if !adding {
+        s.sub_held(n);
     }
     let k = ctx.settle_local();
     drop(enter);
@@ -1612,7 +1657,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 20] = [
+    let fns: [(&std::ffi::CStr, Cb); 21] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -1629,6 +1674,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"pending", js_pending),
         (c"removePermits", js_remove_permits),
         (c"debt", js_debt),
+        (c"held", js_held),
         (c"close", js_close),
         (c"drain", js_drain),
         (c"available", js_available),

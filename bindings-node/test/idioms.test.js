@@ -138,3 +138,35 @@ test('cancel(reason) rejects every queued acquire; the semaphore stays usable; p
   r();
   assert.equal(m.isLocked(), false);
 });
+
+test('heldPermits counts permits acquired and not released, in every thread', async () => {
+  const s = new Semaphore(5);
+  assert.equal(s.heldPermits, 0);
+  await s.acquire(2);
+  assert.equal(s.tryAcquire(1), true);
+  assert.equal(s.heldPermits, 3);
+  const big = s.acquire(3); // queued with a partial grant of 2: not held yet
+  assert.equal(s.heldPermits, 3);
+  s.release(3); // all held permits back; 1 of them completes big
+  await big;
+  assert.equal(s.heldPermits, 3);
+  assert.equal(s.availablePermits, 2);
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData);
+     s.acquire(2).then(() => parentPort.postMessage(s.heldPermits));`,
+    s.share(),
+  );
+  assert.equal(await nextMessage(w), 5);
+  await exited(w);
+  s.release(7); // 5 held back, 2 more added to the total
+  assert.equal(s.heldPermits, 0);
+  assert.equal(s.availablePermits, 7);
+  const ac = new AbortController();
+  const r = await s.acquirePermit(7);
+  const aborted = s.acquire(1, { signal: ac.signal }).catch(() => 'aborted');
+  ac.abort();
+  assert.equal(await aborted, 'aborted');
+  assert.equal(s.heldPermits, 7);
+  r();
+  assert.equal(s.heldPermits, 0);
+});

@@ -77,5 +77,6 @@ for (let round = 0; round < 3; round++) {
     assert.equal(sem.pendingRemoval, 0);
     assert.equal(sem.pendingCount, 0);
     assert.equal(sem.availablePermits, 4, 'every permit is back');
+    assert.equal(sem.heldPermits, 0, 'nothing counted as held');
   });
 }

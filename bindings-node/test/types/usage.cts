@@ -17,7 +17,7 @@ async function main(): Promise<void> {
   await s.waitForUnlock(1);
   s.addPermits(1);
   s.removePermits(1);
-  const pending: number = s.pendingCount + n + s.pendingRemoval;
+  const pending: number = s.pendingCount + n + s.pendingRemoval + s.heldPermits;
   const cancelled: number = s.cancel(new Error('x'));
   const shared: SharedHandle = s.unref().ref().share();
   const again: Semaphore = Semaphore.attach(shared);
