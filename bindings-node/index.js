@@ -316,11 +316,20 @@ function releaser(sem, n) {
   return release;
 }
 
-// Share pins last 60 s (SHARE_PIN in src/lib.rs); this timer drops expired
-// ones even if no other share()/attach() comes (it never keeps the thread alive).
+// Share pins last 60 s (SHARE_PIN in src/lib.rs). One timer per thread drops
+// the expired ones (and re-arms while pins are left); it never keeps the
+// thread alive.
 const SHARE_PIN_MS = 60_000;
+let pinTimer;
+function armPinTimer(ms) {
+  if (pinTimer !== undefined) return;
+  pinTimer = timers.setTimeout(expirePins, ms + 100);
+  pinTimer.unref();
+}
 function expirePins() {
-  native.expirePins();
+  pinTimer = undefined;
+  const next = native.expirePins();
+  if (next >= 0) armPinTimer(next);
 }
 
 // Passed to constructors by attach() only: the next argument is a native handle
@@ -575,7 +584,7 @@ class Semaphore {
 
   share() {
     const id = native.share(this.#h);
-    timers.setTimeout(expirePins, SHARE_PIN_MS + 100).unref();
+    armPinTimer(SHARE_PIN_MS);
     if (!this.#shared) {
       this.#shared = true;
       // Its waiters may now be granted by other threads: hold them strongly.

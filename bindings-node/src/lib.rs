@@ -297,6 +297,35 @@ fn expired_pins(reg: &mut HashMap<u64, Entry>, now: Instant) -> Vec<Arc<Sem>> {
     out
 }
 
+/// When `share()`/`attach()` last scanned the registry for expired pins (ms
+/// since `EPOCH`): they scan at most once a second, so sharing many semaphores
+/// stays O(1) each; the JS timer (`expirePins`) does the rest.
+static LAST_SCAN_MS: AtomicU64 = AtomicU64::new(0);
+static EPOCH: LazyLock<Instant> = LazyLock::new(Instant::now);
+
+fn scan_due(now: Instant) -> bool {
+    let ms = now.saturating_duration_since(*EPOCH).as_millis() as u64;
+    let last = LAST_SCAN_MS.load(Ordering::Relaxed);
+    ms >= last + 1000
+        && LAST_SCAN_MS
+            .compare_exchange(last, ms, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+}
+
+/// Milliseconds until the earliest pin expires (`-1` if none is left).
+fn next_pin_ms(reg: &HashMap<u64, Entry>, now: Instant) -> f64 {
+    reg.values()
+        .filter_map(|e| {
+            e.pin
+                .as_ref()
+                .map(|(_, d)| d.saturating_duration_since(now).as_millis() as f64)
+        })
+        .fold(
+            -1.0,
+            |acc: f64, ms| if acc < 0.0 { ms } else { acc.min(ms) },
+        )
+}
+
 impl Drop for Sem {
     fn drop(&mut self) {
         if self.shared.load(Ordering::Relaxed) {
@@ -1296,7 +1325,7 @@ native!(js_share, |env, ctx, argv: [1]| {
     let now = Instant::now();
     let expired = {
         let mut reg = lock(&REGISTRY);
-        let expired = expired_pins(&mut reg, now);
+        let expired = if scan_due(now) { expired_pins(&mut reg, now) } else { Vec::new() };
         let e = reg.entry(s.id).or_insert_with(|| Entry { sem: Arc::downgrade(s), pin: None });
         e.pin = Some((s.clone(), now + SHARE_PIN));
         expired
@@ -1310,12 +1339,18 @@ native!(js_share, |env, ctx, argv: [1]| {
     double(env, s.id as f64)
 });
 
-// expirePins(): drops the share() pins whose time is up.
+// expirePins(): drops the share() pins whose time is up; returns the ms until
+// the next one expires, or -1 if none is left.
 native!(js_expire_pins, |env, _ctx, argv: [0]| {
     let _ = argv;
-    let expired = expired_pins(&mut lock(&REGISTRY), Instant::now());
+    let now = Instant::now();
+    let (expired, next) = {
+        let mut reg = lock(&REGISTRY);
+        let expired = expired_pins(&mut reg, now);
+        (expired, next_pin_ms(&reg, now))
+    };
     drop(expired);
-    null(env)
+    double(env, next)
 });
 
 // setRef(h, on): whether waiters queued through this handle keep the thread alive.
@@ -1426,7 +1461,8 @@ native!(js_attach, |env, _ctx, argv: [1]| {
     }
     let (found, unpinned) = {
         let mut reg = lock(&REGISTRY);
-        let mut expired = expired_pins(&mut reg, Instant::now());
+        let now = Instant::now();
+        let mut expired = if scan_due(now) { expired_pins(&mut reg, now) } else { Vec::new() };
         let found = match reg.get_mut(&(d as u64)) {
             Some(e) => {
                 expired.extend(e.pin.take().map(|(s, _)| s)); // attached: pin no more

@@ -94,3 +94,21 @@ test('workerData: new Semaphore(n).share() works when a GC runs before the worke
   assert.equal(await nextMessage(w), 3);
   await exited(w);
 });
+
+test('the share() pin ends at the first attach(), else after 60 s (a single unref()d timer)', async () => {
+  const script = `
+    const native = require(${JSON.stringify(PKG)} + '/volt-sem.linux-x64-gnu.node');
+    const s = new volt.Semaphore(1);
+    const v = s.share();
+    const left = native.expirePins();
+    volt.Semaphore.attach(v);
+    const after = native.expirePins();
+    console.log(JSON.stringify({ left, after }));`;
+  const out = await new Promise((resolve, reject) =>
+    execFile(process.execPath, ['-e', `const volt = require(${JSON.stringify(PKG)});\n${script}`], (err, stdout) =>
+      err ? reject(err) : resolve(JSON.parse(stdout)),
+    ),
+  );
+  assert.ok(out.left > 59_000 && out.left <= 60_000, `pin expires in ${out.left} ms`);
+  assert.equal(out.after, -1, 'attach() ended the pin');
+});
