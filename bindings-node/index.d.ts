@@ -252,7 +252,7 @@ export declare class Mutex {
   tryAcquire(): Releaser | null;
   /**
    * Unlocks (for code that does not keep the releaser).
-   * @throws {Error} if the mutex is not locked.
+   * @throws {Error} with `code === 'ERR_VOLT_NOT_LOCKED'` if the mutex is not locked.
    */
   release(): void;
   /** Locks, runs `fn`, unlocks even if it throws. */

@@ -661,7 +661,11 @@ class Mutex {
   }
 
   release() {
-    if (this.#s.availablePermits !== 0) throw new Error('volt-sem: release() of a Mutex that is not locked');
+    if (this.#s.availablePermits !== 0) {
+      const err = new Error('volt-sem: release() of a Mutex that is not locked');
+      err.code = 'ERR_VOLT_NOT_LOCKED';
+      throw err;
+    }
     this.#s.release(1);
   }
 

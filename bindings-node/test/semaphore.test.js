@@ -240,7 +240,7 @@ test('Mutex: async-mutex idioms, FIFO, releaser is idempotent', async () => {
   await b;
   assert.deepEqual(order, ['a', 'b']);
   assert.equal(m.isLocked(), false);
-  assert.throws(() => m.release(), /not locked/);
+  assert.throws(() => m.release(), { message: /not locked/, code: 'ERR_VOLT_NOT_LOCKED' });
   const r2 = m.tryAcquire();
   assert.equal(typeof r2, 'function');
   m.release();
