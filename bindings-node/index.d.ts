@@ -1,4 +1,6 @@
-// Type definitions for volt-sem (Node binding).
+// Type definitions for volt-sem (Node binding), CommonJS entry (index.js).
+// `require('volt-sem')` has exactly these named exports and no `default`;
+// the ESM entry's types (with its default export) are in index.d.mts.
 
 /**
  * The largest number of permits a semaphore can hold and the largest single
@@ -12,10 +14,24 @@ export interface AcquireOptions {
   /**
    * Cancels the wait: the promise rejects with `signal.reason`, and whatever
    * part of the request had already been granted is handed on to the next
-   * waiter. An already-aborted signal rejects at once. The listener is removed
-   * once the request is granted.
+   * waiter. An already-aborted signal rejects at once. Must be a real
+   * `AbortSignal` (anything else rejects with a `TypeError` whose `code` is
+   * `'ERR_INVALID_ARG_TYPE'`). One listener is added per signal however many
+   * acquires wait on it, and removed once none does.
    */
   signal?: AbortSignal | null;
+}
+
+/**
+ * Gives back the permits it stands for, once: later calls do nothing. Also
+ * disposable, so `using release = await sem.acquirePermit(2);` releases at the
+ * end of the block.
+ */
+export interface Releaser {
+  (): void;
+  [Symbol.dispose](): void;
+  /** How many permits it releases. */
+  readonly permits: number;
 }
 
 /**
@@ -33,6 +49,11 @@ export interface SharedHandle {
  */
 export interface ClosedError extends Error {
   code: 'ERR_VOLT_CLOSED';
+}
+
+/** The default reason `cancel()` rejects queued acquires with. */
+export interface CancelledError extends Error {
+  code: 'ERR_VOLT_CANCELLED';
 }
 
 /**
@@ -74,6 +95,12 @@ export declare class Semaphore {
   acquire(n?: number, options?: AcquireOptions): Promise<void>;
 
   /**
+   * Like `acquire`, but resolves to a {@link Releaser} for the `n` permits
+   * (async-mutex's releaser idiom; disposable with `using`).
+   */
+  acquirePermit(n?: number, options?: AcquireOptions): Promise<Releaser>;
+
+  /**
    * Takes `n` permits if they are available now and nobody is queued.
    * @returns whether the permits were taken.
    * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`.
@@ -92,6 +119,78 @@ export declare class Semaphore {
 
   /** Permits available right now; 0 while anyone is queued. */
   readonly availablePermits: number;
+
+  /**
+   * Grows the total by `n`: like `release(n)` (waiters first), but it does not
+   * count as held permits given back (`heldPermits` is unchanged).
+   * @throws {RangeError} as `release`.
+   */
+  addPermits(n: number): void;
+
+  /**
+   * Shrinks the total by `n`: takes the available permits at once and owes
+   * the rest ({@link pendingRemoval}), paid by the next permits released in
+   * any thread before any waiter is served. From now on the permits held
+   * never exceed the new total; permits already held are not revoked; FIFO
+   * order is kept. While a removal is owed, an aborted or cancelled waiter
+   * stays queued until the debt is paid (its promise rejects at once), so
+   * that its partial grant is not handed on past the debt.
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`, or if
+   *   more than `MAX_PERMITS` would be owed.
+   */
+  removePermits(n: number): void;
+
+  /** Permits `removePermits` still has to take out of the next releases. */
+  readonly pendingRemoval: number;
+
+  /**
+   * Permits acquired and not released yet, in every thread (for metrics; with
+   * `runExclusive(fn)` of 1 permit, the number of `fn`s running). A release
+   * gives back held permits first; releasing more adds to the total.
+   */
+  readonly heldPermits: number;
+
+  /**
+   * Acquires queued on this semaphore, in every thread (one woken by another
+   * thread counts until its own thread settled it).
+   */
+  readonly pendingCount: number;
+
+  /** Whether no permit is available right now (`availablePermits === 0`). */
+  isLocked(): boolean;
+
+  /**
+   * Resolves when `n` permits could be taken, in FIFO order with the other
+   * acquires, without taking them (an acquire at once followed by a release).
+   * Rejects like `acquire`.
+   */
+  waitForUnlock(n?: number, options?: AcquireOptions): Promise<void>;
+
+  /**
+   * Rejects every acquire still queued through this object, in this thread,
+   * with `reason` (default: a {@link CancelledError}); a partial grant one of
+   * them held goes to the next waiter that is not cancelled. Unlike `close()`,
+   * the semaphore stays usable.
+   * @returns how many acquires were rejected.
+   */
+  cancel(reason?: unknown): number;
+
+  /**
+   * Waiters queued through this object keep their thread alive while the
+   * semaphore is shared (the default; a private semaphore's never do).
+   * @returns this
+   */
+  ref(): this;
+
+  /**
+   * Waiters queued through this object, now and later, no longer keep their
+   * thread alive, like `timer.unref()`; they are still served.
+   * @returns this
+   */
+  unref(): this;
+
+  /** Whether `ref()` is in effect (the default). */
+  hasRef(): boolean;
 
   /**
    * Closes the semaphore: pending and future acquires reject with
@@ -113,7 +212,9 @@ export declare class Semaphore {
   /**
    * A value to post to another thread (`postMessage`, `workerData`), where
    * `Semaphore.attach(value)` returns this same semaphore. The semaphore lives
-   * as long as any thread holds a `Semaphore` for it.
+   * as long as any thread holds a `Semaphore` for it, and, after `share()`,
+   * until the next `attach()` (in any thread) or for 60 seconds, whichever
+   * comes first, so the value can be attached after this object is gone.
    */
   share(): SharedHandle;
 
@@ -126,9 +227,6 @@ export declare class Semaphore {
   static attach(value: SharedHandle): Semaphore;
 }
 
-/** Unlocks once; calling it again does nothing. */
-export type Releaser = () => void;
-
 /**
  * A fair async mutex (a semaphore of one permit) with the idioms of async-mutex:
  * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
@@ -138,11 +236,23 @@ export declare class Mutex {
   constructor();
   /** Waits for the lock (FIFO); resolves to a function that unlocks it. */
   acquire(options?: AcquireOptions): Promise<Releaser>;
+  /** Resolves when the lock is free (FIFO), without locking it. */
+  waitForUnlock(options?: AcquireOptions): Promise<void>;
+  /** Rejects the acquires queued through this object; see `Semaphore#cancel`. */
+  cancel(reason?: unknown): number;
+  /** See `Semaphore#pendingCount`. */
+  readonly pendingCount: number;
+  /** See `Semaphore#ref`. */
+  ref(): this;
+  /** See `Semaphore#unref`. */
+  unref(): this;
+  /** See `Semaphore#hasRef`. */
+  hasRef(): boolean;
   /** The lock if it is free and nobody waits, else `null`. */
   tryAcquire(): Releaser | null;
   /**
    * Unlocks (for code that does not keep the releaser).
-   * @throws {Error} if the mutex is not locked.
+   * @throws {Error} with `code === 'ERR_VOLT_NOT_LOCKED'` if the mutex is not locked.
    */
   release(): void;
   /** Locks, runs `fn`, unlocks even if it throws. */
@@ -169,6 +279,16 @@ export declare class RwLock {
   acquireRead(options?: AcquireOptions): Promise<Releaser>;
   /** Exclusive access; resolves to a function that releases it. */
   acquireWrite(options?: AcquireOptions): Promise<Releaser>;
+  /** Rejects the acquires queued through this object; see `Semaphore#cancel`. */
+  cancel(reason?: unknown): number;
+  /** See `Semaphore#pendingCount`. */
+  readonly pendingCount: number;
+  /** See `Semaphore#ref`. */
+  ref(): this;
+  /** See `Semaphore#unref`. */
+  unref(): this;
+  /** See `Semaphore#hasRef`. */
+  hasRef(): boolean;
   /** Shared access if no writer holds or waits for the lock, else `null`. */
   tryAcquireRead(): Releaser | null;
   /** Exclusive access if nobody holds or waits for the lock, else `null`. */
@@ -189,10 +309,3 @@ export declare class RwLock {
   static attach(value: SharedHandle): RwLock;
 }
 
-declare const volt: {
-  Semaphore: typeof Semaphore;
-  Mutex: typeof Mutex;
-  RwLock: typeof RwLock;
-  MAX_PERMITS: number;
-};
-export default volt;

@@ -6,6 +6,9 @@
 // src/lib.rs for the wake path. Types and docs: index.d.ts.
 
 const path = require('node:path');
+// From the module, not the global: test frameworks' fake timers (Jest) replace
+// the globals, and the share() pin timer must stay a real, unref'd one.
+const timers = require('node:timers');
 
 function loadNative() {
   const file = `volt-sem.${process.platform}-${process.arch}-gnu.node`;
@@ -25,22 +28,124 @@ const native = loadNative();
 /** The largest permit count and request: Number.MAX_SAFE_INTEGER on 64-bit. */
 const MAX_PERMITS = native.maxPermits;
 
-// Outcomes are written by the addon into this buffer as (id, code) pairs.
-const CAPACITY = 256;
-const buffer = new Uint32Array(CAPACITY * 2);
+// Outcome codes the addon writes into the runtime's buffer.
 const GRANTED = 1;
 const WOKEN_CLOSED = 2;
-
-/** slot -> pending waiter record (the addon reuses slots). One per thread. */
-const waiters = [];
+const GRANTED_HELD = 4; // granted on a shared semaphore: confirm once user code ran
 const SLOT_BASE = 4;
+const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
 
+// ---------------------------------------------------------------------------
+// The per-thread runtime.
+//
+// The addon keeps one native context per load of the .node file in a thread;
+// Node caches that load, so every evaluation of this file in the thread (Jest
+// gives each test file a fresh module registry, jest.isolateModules, a cleared
+// require.cache) gets the same native exports object. The state tied to that
+// context (the outcome buffer, the slot -> waiter table, the wake callback) is
+// created once and kept on that object; later evaluations reuse it. A waiter
+// record carries its own module instance's `done` method, so each promise is
+// settled with the errors of the realm that created it.
+
+const RUNTIME = Symbol.for('volt-sem.runtime.v1');
+
+function createRuntime() {
+  const CAPACITY = 256;
+  const buffer = new Uint32Array(CAPACITY * 2);
+  /**
+   * slot -> pending waiter record (the addon reuses slots). A waiter on a
+   * shared semaphore is held here strongly: another thread may grant it. A
+   * waiter on a private semaphore is held by its Semaphore object only (here
+   * through a WeakRef to that object's slot -> record map), so an unreachable
+   * private semaphore is collected with its waiters.
+   */
+  const table = [];
+
+  function lookup(slot) {
+    const e = table[slot];
+    if (e === undefined || e.deref === undefined) return e;
+    const pending = e.deref();
+    return pending === undefined ? undefined : pending.get(slot);
+  }
+
+  /** Removes a pending record from the table and from its semaphore's map. */
+  function remove(w) {
+    table[w.slot] = undefined;
+    w.owner.delete(w.slot);
+  }
+
+  function rethrow(e) {
+    throw e;
+  }
+
+  // Settles the k outcomes in the buffer, then keeps draining while it came
+  // back full. One waiter's failure never stops the others: every outcome is
+  // delivered first, the first error is rethrown afterwards (as an uncaught
+  // exception, like a throwing event listener).
+  function settle(k) {
+    let failed = false;
+    let error;
+    for (;;) {
+      for (let i = 0; i < k; i++) {
+        const slot = buffer[2 * i];
+        const code = buffer[2 * i + 1];
+        const w = lookup(slot);
+        table[slot] = undefined;
+        if (w === undefined) continue; // its private semaphore was collected
+        w.owner.delete(slot);
+        try {
+          w.done(code);
+        } catch (e) {
+          if (!failed) {
+            failed = true;
+            error = e;
+          }
+        }
+      }
+      if (k < CAPACITY) break;
+      k = native.drain();
+    }
+    if (failed) process.nextTick(rethrow, error);
+  }
+
+  // Called through the thread's threadsafe function when another thread woke
+  // waiters of this one.
+  function onRemoteWake() {
+    settle(native.drain());
+  }
+
+  if (native.init(buffer, onRemoteWake) !== 0) {
+    throw new Error('volt-sem: the native addon could not be initialised in this thread');
+  }
+  return { table, lookup, remove, settle };
+}
+
+let runtime = native[RUNTIME];
+if (runtime === undefined) {
+  runtime = createRuntime();
+  Object.defineProperty(native, RUNTIME, { value: runtime });
+}
+const { table, lookup, remove, settle } = runtime;
+
+// A private semaphore's JS object was collected: its waiters can never be
+// served; the addon sweeps them (see js_abandon).
+const abandoned = new FinalizationRegistry((h) => {
+  const k = native.abandon(h);
+  if (k > 0) settle(k);
+});
+
 function closedError() {
   const err = new Error('volt-sem: the semaphore is closed');
   err.code = 'ERR_VOLT_CLOSED';
+  return err;
+}
+
+function cancelledError() {
+  const err = new Error('volt-sem: the acquire was cancelled');
+  err.code = 'ERR_VOLT_CANCELLED';
   return err;
 }
 
@@ -50,80 +155,197 @@ function lostError() {
   return err;
 }
 
+/** A RangeError with Node's `code: 'ERR_OUT_OF_RANGE'`. */
+function rangeError(message) {
+  const err = new RangeError(message);
+  err.code = 'ERR_OUT_OF_RANGE';
+  return err;
+}
+
+/** A TypeError with Node's `code: 'ERR_INVALID_ARG_TYPE'`. */
+function typeError(message) {
+  const err = new TypeError(message);
+  err.code = 'ERR_INVALID_ARG_TYPE';
+  return err;
+}
+
 function checkCount(n, what) {
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
-    throw new RangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
+    throw rangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
   }
 }
 
-// Settles the k outcomes in the buffer, then keeps draining while it came back full.
-function settle(k) {
-  for (;;) {
-    for (let i = 0; i < k; i++) {
-      const slot = buffer[2 * i];
-      const code = buffer[2 * i + 1];
-      const w = waiters[slot];
-      if (w === undefined) continue; // cannot happen: the addon reports only live slots
-      waiters[slot] = undefined;
-      if (w.signal !== undefined) w.signal.removeEventListener('abort', w.onAbort);
-      if (code === GRANTED) w.resolve();
-      else if (code === WOKEN_CLOSED) w.reject(closedError());
-      else w.reject(lostError());
+// ---------------------------------------------------------------------------
+// AbortSignal handling: a real AbortSignal only (brand-checked through the
+// `aborted` getter, which throws on anything else), and one 'abort' listener
+// per signal however many acquires wait on it (no MaxListenersExceededWarning).
+// The EventTarget methods are taken from the prototype, so a patched instance
+// cannot break the settling of a batch.
+
+const abortedGetter = Object.getOwnPropertyDescriptor(AbortSignal.prototype, 'aborted').get;
+const addListener = EventTarget.prototype.addEventListener;
+const removeListener = EventTarget.prototype.removeEventListener;
+
+function invalidSignal(signal) {
+  const shown = signal === null || typeof signal !== 'object' ? String(signal) : `an instance of ${signal.constructor?.name ?? 'Object'}`;
+  return typeError(`volt-sem: options.signal must be an AbortSignal, got ${shown}`);
+}
+
+/** The signal of `options`, or undefined; throws a TypeError for anything but an AbortSignal. */
+function checkSignal(signal) {
+  if (signal === undefined || signal === null) return undefined;
+  if (typeof signal !== 'object') throw invalidSignal(signal);
+  try {
+    abortedGetter.call(signal);
+  } catch {
+    throw invalidSignal(signal);
+  }
+  return signal;
+}
+
+/** signal -> Set of the waiter records listening on it (insertion = FIFO order). */
+const listening = new WeakMap();
+
+function onSignalAbort() {
+  const signal = this;
+  const set = listening.get(signal);
+  if (set === undefined) return;
+  listening.delete(signal);
+  removeListener.call(signal, 'abort', onSignalAbort);
+  let failed = false;
+  let error;
+  for (const w of set) {
+    try {
+      w.abort(signal.reason);
+    } catch (e) {
+      if (!failed) {
+        failed = true;
+        error = e;
+      }
     }
-    if (k < CAPACITY) return;
-    k = native.drain();
+  }
+  if (failed) throw error; // after every waiter was aborted
+}
+
+function listen(signal, w) {
+  let set = listening.get(signal);
+  if (set === undefined) {
+    set = new Set();
+    listening.set(signal, set);
+    addListener.call(signal, 'abort', onSignalAbort);
+  }
+  set.add(w);
+}
+
+function unlisten(signal, w) {
+  const set = listening.get(signal);
+  if (set === undefined || !set.delete(w) || set.size !== 0) return;
+  listening.delete(signal);
+  removeListener.call(signal, 'abort', onSignalAbort);
+}
+
+// ---------------------------------------------------------------------------
+// Pending acquires.
+
+class Waiter {
+  constructor(key, owner, signal, value, resolve, reject) {
+    this.key = key;
+    this.slot = key % SLOTS;
+    this.owner = owner; // the slot -> record map of its Semaphore object
+    this.signal = signal;
+    this.value = value; // what the promise resolves to
+    this.resolve = resolve;
+    this.reject = reject;
+  }
+
+  /** Delivers the addon's outcome (the record was already taken out of the table). */
+  done(code) {
+    // The promise first: nothing after it may keep the waiter from its outcome.
+    if (code === GRANTED) this.resolve(this.value);
+    else if (code === GRANTED_HELD) {
+      // The addon keeps this grant (a terminated thread gives it back) until
+      // the reactions already waiting on the promise have run: they are queued
+      // by resolve(), this confirmation after them.
+      this.resolve(this.value);
+      const key = this.key;
+      // A promise job, not queueMicrotask(): fake timers may replace that one.
+      RESOLVED.then(() => {
+        const k = native.confirm(key, true);
+        if (k > 0) settle(k);
+      });
+    } else if (code === WOKEN_CLOSED) this.reject(closedError());
+    else this.reject(lostError());
+    if (this.signal !== undefined) unlisten(this.signal, this);
+  }
+
+  /** The signal aborted: cancel the request unless it was settled already. */
+  abort(reason) {
+    const k = this.withdraw();
+    if (k < 0) return;
+    this.reject(reason);
+    if (k !== 0) settle(k);
+  }
+
+  /**
+   * Cancels the native request without settling anything: -1 if it was
+   * settled already, else the number of outcomes to settle (waiters the
+   * cancel completed by handing a partial grant on).
+   */
+  withdraw() {
+    if (lookup(this.slot) !== this) return -1;
+    remove(this);
+    if (this.signal !== undefined) unlisten(this.signal, this);
+    // Removes the waiter and hands any partial grant on (a grant that arrived
+    // but was not delivered yet is released).
+    return native.cancel(this.key);
   }
 }
 
-// Called through the thread's threadsafe function when another thread woke
-// waiters of this one.
-function onRemoteWake() {
-  settle(native.drain());
+const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+/** A releaser: a function that gives `n` permits back once; also disposable. */
+function releaser(sem, n) {
+  let done = false;
+  const release = () => {
+    if (done) return;
+    done = true;
+    sem.release(n);
+  };
+  release.permits = n;
+  release[dispose] = release;
+  return release;
 }
 
-if (native.init(buffer, onRemoteWake) !== 0) {
-  throw new Error('volt-sem: the native addon was initialised twice in one thread');
+// Share pins last 60 s (SHARE_PIN in src/lib.rs). One timer per thread drops
+// the expired ones (and re-arms while pins are left); it never keeps the
+// thread alive.
+const SHARE_PIN_MS = 60_000;
+let pinTimer;
+function armPinTimer(ms) {
+  if (pinTimer !== undefined) return;
+  pinTimer = timers.setTimeout(expirePins, ms + 100);
+  pinTimer.unref();
 }
-
-function enqueue(slot, signal) {
-  let resolve;
-  let reject;
-  const promise = new Promise((res, rej) => {
-    resolve = res;
-    reject = rej;
-  });
-  const w = { resolve, reject, signal, onAbort: undefined };
-  if (signal !== undefined) {
-    w.onAbort = () => {
-      if (waiters[slot] !== w) return;
-      waiters[slot] = undefined;
-      // Removes the waiter and hands any partial grant on (a grant that arrived
-      // but was not delivered yet is released); other waiters it completed on
-      // this thread are settled below.
-      const k = native.cancel(slot);
-      reject(signal.reason);
-      if (k !== 0) settle(k);
-    };
-    signal.addEventListener('abort', w.onAbort, { once: true });
-  }
-  waiters[slot] = w;
-  return promise;
+function expirePins() {
+  pinTimer = undefined;
+  const next = native.expirePins();
+  if (next >= 0) armPinTimer(next);
 }
 
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
 
-function checkSignal(signal) {
-  if (signal === undefined || signal === null) return undefined;
-  if (typeof signal !== 'object' || typeof signal.aborted !== 'boolean' || typeof signal.addEventListener !== 'function') {
-    throw new TypeError('volt-sem: options.signal must be an AbortSignal');
-  }
-  return signal;
-}
-
 class Semaphore {
   #h;
+  /** Whether share() or attach() made it reachable from other threads. */
+  #shared = false;
+  /** slot -> pending waiter record of this object (created on first wait). */
+  #pending = undefined;
+  /** WeakRef to #pending, what the runtime table holds for a private semaphore. */
+  #weak = undefined;
+  /** Whether its waiters keep the thread alive (shared semaphores only). */
+  #ref = true;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -131,11 +353,12 @@ class Semaphore {
   constructor(permits) {
     if (permits === INTERNAL) {
       this.#h = arguments[1];
+      this.#shared = true;
       return;
     }
     checkCount(permits, 'permits');
     const h = native.create(permits);
-    if (h === null) throw new RangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
+    if (h === null) throw rangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
     this.#h = h;
   }
 
@@ -144,6 +367,18 @@ class Semaphore {
   }
 
   acquire(n = 1, options) {
+    return this.#acquire(n, options, undefined);
+  }
+
+  /**
+   * Like acquire(), but resolves to a releaser: a function that releases the
+   * `n` permits once (later calls do nothing), also usable with `using`.
+   */
+  acquirePermit(n = 1, options) {
+    return this.#acquire(n, options, releaser(this, n));
+  }
+
+  #acquire(n, options, value) {
     if (n !== 1) {
       try {
         checkCount(n, 'n');
@@ -161,10 +396,34 @@ class Semaphore {
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
     const r = native.acquire(this.#h, n);
-    if (r === 0) return RESOLVED;
-    if (r >= SLOT_BASE) return enqueue(r - SLOT_BASE, signal);
+    if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
+    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
     if (r === 2) return Promise.reject(closedError());
-    return Promise.reject(new RangeError(`volt-sem: cannot acquire ${n} permits`));
+    return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
+  }
+
+  #enqueue(key, signal, value) {
+    let resolve;
+    let reject;
+    const promise = new Promise((res, rej) => {
+      resolve = res;
+      reject = rej;
+    });
+    let pending = this.#pending;
+    if (pending === undefined) pending = this.#pending = new Map();
+    const w = new Waiter(key, pending, signal, value, resolve, reject);
+    pending.set(w.slot, w);
+    if (this.#shared) {
+      table[w.slot] = w;
+    } else {
+      if (this.#weak === undefined) {
+        this.#weak = new WeakRef(pending);
+        abandoned.register(this, this.#h);
+      }
+      table[w.slot] = this.#weak;
+    }
+    if (signal !== undefined) listen(signal, w);
+    return promise;
   }
 
   tryAcquire(n = 1) {
@@ -172,7 +431,7 @@ class Semaphore {
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) return true;
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
-    if (r === 3) throw new RangeError(`volt-sem: cannot acquire ${n} permits`);
+    if (r === 3) throw rangeError(`volt-sem: cannot acquire ${n} permits`);
     return false;
   }
 
@@ -181,7 +440,7 @@ class Semaphore {
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
-        throw new RangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
+        throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
       }
       settle(k);
     }
@@ -189,6 +448,119 @@ class Semaphore {
 
   get availablePermits() {
     return native.available(this.#h);
+  }
+
+  /**
+   * Adds `n` permits to the total (to the waiters first, like release(n), but
+   * not counted as held permits given back), for code that resizes a limit
+   * (p-limit's `concurrency` setter, async-mutex's setValue).
+   */
+  addPermits(n) {
+    checkCount(n, 'n');
+    const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
+    if (k !== 0) {
+      if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
+      settle(k);
+    }
+  }
+
+  /**
+   * Takes `n` permits out of the total: the available ones at once, the rest
+   * from the next permits released (in any thread), before any waiter is
+   * served, so the permits held never exceed the new total from now on.
+   * Queued acquires keep their FIFO order. Permits already held are not
+   * revoked; a request larger than the new total waits until it is grown again.
+   */
+  removePermits(n) {
+    checkCount(n, 'n');
+    if (native.removePermits(this.#h, n) !== 0) {
+      throw rangeError(`volt-sem: cannot remove ${n} more permits (at most ${MAX_PERMITS} may be owed)`);
+    }
+  }
+
+  /** Permits removePermits() still has to take out of the next releases. */
+  get pendingRemoval() {
+    return native.debt(this.#h);
+  }
+
+  /**
+   * Permits acquired and not released yet, in every thread (for metrics). A
+   * release gives back held permits first; releasing more adds to the total.
+   */
+  get heldPermits() {
+    return native.held(this.#h);
+  }
+
+  /** Acquires queued on this semaphore, in every thread. */
+  get pendingCount() {
+    return native.pending(this.#h);
+  }
+
+  /** Whether no permit is available right now (someone holds or waits for them all). */
+  isLocked() {
+    return native.available(this.#h) === 0;
+  }
+
+  /**
+   * Resolves when `n` permits could be taken, in FIFO order with the other
+   * acquires, without taking them (an acquire immediately followed by a release).
+   */
+  async waitForUnlock(n = 1, options) {
+    await this.#acquire(n, options, undefined);
+    this.release(n);
+  }
+
+  /**
+   * Rejects every acquire still queued through this Semaphore object (in
+   * this thread) with `reason` (default: an Error with code
+   * 'ERR_VOLT_CANCELLED'). Unlike close(), the semaphore stays usable.
+   * Returns how many were rejected.
+   */
+  cancel(reason = cancelledError()) {
+    const pending = this.#pending;
+    if (pending === undefined || pending.size === 0) return 0;
+    const ws = [...pending.values()];
+    // Withdraw from the tail: only the head can hold a partial grant, and by
+    // the time it is withdrawn none of these waiters is left to receive it.
+    const gone = [];
+    let k = 0;
+    for (let i = ws.length - 1; i >= 0; i--) {
+      const r = ws[i].withdraw();
+      if (r < 0) continue;
+      gone.push(ws[i]);
+      if (r > 0) settle(r); // waiters of other objects completed by a hand-off
+      k++;
+    }
+    for (let i = gone.length - 1; i >= 0; i--) gone[i].reject(reason);
+    return k;
+  }
+
+  /**
+   * Waiters queued through this object keep the thread alive (the default,
+   * for a shared semaphore; a private one never does). Returns `this`.
+   */
+  ref() {
+    if (!this.#ref) {
+      this.#ref = true;
+      native.setRef(this.#h, true);
+    }
+    return this;
+  }
+
+  /**
+   * Waiters queued through this object (now or later) no longer keep the
+   * thread alive, like `timer.unref()`. Returns `this`.
+   */
+  unref() {
+    if (this.#ref) {
+      this.#ref = false;
+      native.setRef(this.#h, false);
+    }
+    return this;
+  }
+
+  hasRef() {
+    return this.#ref;
   }
 
   close() {
@@ -201,7 +573,7 @@ class Semaphore {
   }
 
   async runExclusive(fn, n = 1, options) {
-    if (typeof fn !== 'function') throw new TypeError('volt-sem: runExclusive needs a function');
+    if (typeof fn !== 'function') throw typeError('volt-sem: runExclusive needs a function');
     await this.acquire(n, options);
     try {
       return await fn();
@@ -211,7 +583,14 @@ class Semaphore {
   }
 
   share() {
-    return { [SHARE_TAG]: 1, kind: 'Semaphore', id: native.share(this.#h) };
+    const id = native.share(this.#h);
+    armPinTimer(SHARE_PIN_MS);
+    if (!this.#shared) {
+      this.#shared = true;
+      // Its waiters may now be granted by other threads: hold them strongly.
+      if (this.#pending !== undefined) for (const [slot, w] of this.#pending) table[slot] = w;
+    }
+    return { [SHARE_TAG]: 1, kind: 'Semaphore', id };
   }
 
   static attach(value) {
@@ -221,10 +600,10 @@ class Semaphore {
 
 function attachHandle(value, kind) {
   if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || typeof value.id !== 'number') {
-    throw new TypeError('volt-sem: attach() needs the value returned by share()');
+    throw typeError('volt-sem: attach() needs the value returned by share()');
   }
   if (value.kind !== kind) {
-    throw new TypeError(`volt-sem: this value shares a ${value.kind}, not a ${kind}`);
+    throw typeError(`volt-sem: this value shares a ${value.kind}, not a ${kind}`);
   }
   const h = native.attach(value.id);
   if (h === null) {
@@ -237,15 +616,6 @@ function attachHandle(value, kind) {
   return h;
 }
 
-function releaser(sem, n) {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    sem.release(n);
-  };
-}
-
 /** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
 class Mutex {
   #s;
@@ -254,9 +624,36 @@ class Mutex {
     this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1);
   }
 
-  async acquire(options) {
-    await this.#s.acquire(1, options);
-    return releaser(this.#s, 1);
+  acquire(options) {
+    return this.#s.acquirePermit(1, options);
+  }
+
+  /** Resolves when the mutex is free (in FIFO order), without locking it. */
+  waitForUnlock(options) {
+    return this.#s.waitForUnlock(1, options);
+  }
+
+  /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
+  cancel(reason) {
+    return this.#s.cancel(reason);
+  }
+
+  get pendingCount() {
+    return this.#s.pendingCount;
+  }
+
+  ref() {
+    this.#s.ref();
+    return this;
+  }
+
+  unref() {
+    this.#s.unref();
+    return this;
+  }
+
+  hasRef() {
+    return this.#s.hasRef();
   }
 
   tryAcquire() {
@@ -264,7 +661,11 @@ class Mutex {
   }
 
   release() {
-    if (this.#s.availablePermits !== 0) throw new Error('volt-sem: release() of a Mutex that is not locked');
+    if (this.#s.availablePermits !== 0) {
+      const err = new Error('volt-sem: release() of a Mutex that is not locked');
+      err.code = 'ERR_VOLT_NOT_LOCKED';
+      throw err;
+    }
     this.#s.release(1);
   }
 
@@ -300,14 +701,35 @@ class RwLock {
     this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(MAX_PERMITS);
   }
 
-  async acquireRead(options) {
-    await this.#s.acquire(1, options);
-    return releaser(this.#s, 1);
+  acquireRead(options) {
+    return this.#s.acquirePermit(1, options);
   }
 
-  async acquireWrite(options) {
-    await this.#s.acquire(MAX_PERMITS, options);
-    return releaser(this.#s, MAX_PERMITS);
+  acquireWrite(options) {
+    return this.#s.acquirePermit(MAX_PERMITS, options);
+  }
+
+  /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
+  cancel(reason) {
+    return this.#s.cancel(reason);
+  }
+
+  get pendingCount() {
+    return this.#s.pendingCount;
+  }
+
+  ref() {
+    this.#s.ref();
+    return this;
+  }
+
+  unref() {
+    this.#s.unref();
+    return this;
+  }
+
+  hasRef() {
+    return this.#s.hasRef();
   }
 
   tryAcquireRead() {

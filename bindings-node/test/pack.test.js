@@ -21,7 +21,7 @@ test('npm pack + npm install <tarball> in a fresh project: require and import wo
     const out = npm(['pack', '--json', '--pack-destination', tmp], PKG);
     const [info] = JSON.parse(out);
     const files = info.files.map((f) => f.path).sort();
-    for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'package.json', 'volt-sem.linux-x64-gnu.node']) {
+    for (const f of ['index.js', 'index.mjs', 'index.d.ts', 'index.d.mts', 'package.json', 'volt-sem.linux-x64-gnu.node']) {
       assert.ok(files.includes(f), `${f} is in the tarball (${files.join(', ')})`);
     }
     assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('node_modules/')), 'no tests or deps packed');

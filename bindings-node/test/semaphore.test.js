@@ -240,7 +240,7 @@ test('Mutex: async-mutex idioms, FIFO, releaser is idempotent', async () => {
   await b;
   assert.deepEqual(order, ['a', 'b']);
   assert.equal(m.isLocked(), false);
-  assert.throws(() => m.release(), /not locked/);
+  assert.throws(() => m.release(), { message: /not locked/, code: 'ERR_VOLT_NOT_LOCKED' });
   const r2 = m.tryAcquire();
   assert.equal(typeof r2, 'function');
   m.release();
@@ -310,4 +310,73 @@ test('share()/attach() validate their input', () => {
     () => Semaphore.attach({ ...v, id: 2 ** 52 }),
     (e) => e.code === 'ERR_VOLT_GONE' && /no longer exists/.test(e.message),
   );
+});
+
+test('D4: a hand-made signal object is rejected with ERR_INVALID_ARG_TYPE, nothing queued', async () => {
+  const s = new Semaphore(0);
+  const fake = { aborted: false, addEventListener() {}, removeEventListener() {} };
+  const fakeNoRemove = { aborted: false, addEventListener() {} };
+  for (const signal of [fake, fakeNoRemove, {}, 'nope', 1, new EventTarget()]) {
+    await assert.rejects(s.acquire(1, { signal }), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE');
+  }
+  assert.equal(s.pendingCount ?? 0, 0);
+  s.release(1);
+  assert.equal(s.availablePermits, 1, 'nothing was queued');
+});
+
+test('D4: one waiter whose signal misbehaves cannot strand the rest of a batch', async () => {
+  const s = new Semaphore(0);
+  const ac = new AbortController();
+  // Only the instance is patched: the library must not depend on it.
+  ac.signal.removeEventListener = () => {
+    throw new TypeError('removeEventListener is not a function');
+  };
+  const order = [];
+  const all = [
+    track(order, 'a', s.acquire(1, { signal: ac.signal })),
+    track(order, 'b', s.acquire(1)),
+    track(order, 'c', s.acquire(1, { signal: new AbortController().signal })),
+  ];
+  s.release(3); // settles the whole batch
+  await Promise.all(all);
+  assert.deepEqual(order, ['a', 'b', 'c']);
+  assert.equal(s.availablePermits, 0);
+  s.release(3);
+  assert.equal(s.availablePermits, 3, 'every permit accounted for');
+});
+
+test('many acquires on one signal share one abort listener (no MaxListenersExceededWarning)', async () => {
+  const warnings = [];
+  const onWarning = (w) => warnings.push(w);
+  process.on('warning', onWarning);
+  try {
+    const s = new Semaphore(0);
+    const ac = new AbortController();
+    const order = [];
+    const all = Array.from({ length: 25 }, (_, i) => track(order, `w${i}`, s.acquire(1, { signal: ac.signal })));
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    s.release(2); // w0 and w1 granted; their records leave the signal's set
+    await tick();
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 1);
+    ac.abort(new Error('all'));
+    await Promise.all(all);
+    assert.deepEqual(order, ['w0', 'w1', ...Array.from({ length: 23 }, (_, i) => `w${i + 2}!all`)]);
+    assert.equal(getEventListeners(ac.signal, 'abort').length, 0);
+    s.release(1);
+    assert.equal(s.availablePermits, 1, 'nothing left queued');
+    await tick();
+    assert.deepEqual(warnings.map((w) => w.name), []);
+  } finally {
+    process.off('warning', onWarning);
+  }
+});
+
+test('errors carry Node-style codes', async () => {
+  const s = new Semaphore(1);
+  assert.throws(() => new Semaphore(-1), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(s.acquire(1.5), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  assert.throws(() => s.release(MAX_PERMITS), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(s.runExclusive('nope'), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => Semaphore.attach({}), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(s.acquire(1, { signal: {} }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
 });

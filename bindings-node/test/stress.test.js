@@ -79,6 +79,7 @@ for (let round = 0; round < 4; round++) {
     assert.equal(heldNow, 0);
     assert.equal(grants + aborts, (WORKERS + 1) * TASKS, 'every task was granted or aborted');
     assert.equal(sem.availablePermits, PERMITS, 'every permit is back');
+    assert.equal(sem.heldPermits, 0, 'nothing counted as held');
     assert.equal(sem.tryAcquire(PERMITS), true);
   });
 }

@@ -1,0 +1,8 @@
+// Type-checked by test/types.test.js (tsc --noEmit): the ESM entry.
+import volt, { Semaphore, type Releaser } from 'volt-sem';
+
+const s: Semaphore = new volt.Semaphore(1);
+const r: Releaser = await s.acquirePermit();
+r();
+const t: boolean = s.tryAcquire() && volt.MAX_PERMITS > 0 && volt.Semaphore === Semaphore;
+void t;
