@@ -251,8 +251,11 @@ export declare class Mutex {
   /** The lock if it is free and nobody waits, else `null`. */
   tryAcquire(): Releaser | null;
   /**
-   * Unlocks (for code that does not keep the releaser).
-   * @throws {Error} with `code === 'ERR_VOLT_NOT_LOCKED'` if the mutex is not locked.
+   * Unlocks a lock taken through this object (for code that does not keep the
+   * releaser); its releaser then does nothing.
+   * @throws {Error} with `code === 'ERR_VOLT_NOT_LOCKED'` if this object holds no
+   * lock: never locked, already released (also through the releaser), or locked
+   * through another `Mutex` object (another thread's `attach`).
    */
   release(): void;
   /** Locks, runs `fn`, unlocks even if it throws. */

@@ -619,13 +619,35 @@ function attachHandle(value, kind) {
 /** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
 class Mutex {
   #s;
+  // The releasers of the locks taken through this object that are not released
+  // yet, oldest first. `release()` releases the oldest one, so a release of a
+  // lock this object does not hold (a second release() while the lock is being
+  // handed to the next waiter, or a release() after the releaser) is refused
+  // instead of letting two holders in. The semaphore's count cannot tell: it is
+  // 0 both while locked and while handing over.
+  #held = [];
 
   constructor() {
     this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1);
   }
 
+  #own(rel) {
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      const i = this.#held.indexOf(release);
+      if (i >= 0) this.#held.splice(i, 1);
+      rel();
+    };
+    release.permits = 1;
+    release[dispose] = release;
+    this.#held.push(release);
+    return release;
+  }
+
   acquire(options) {
-    return this.#s.acquirePermit(1, options);
+    return this.#s.acquirePermit(1, options).then((rel) => this.#own(rel));
   }
 
   /** Resolves when the mutex is free (in FIFO order), without locking it. */
@@ -657,20 +679,28 @@ class Mutex {
   }
 
   tryAcquire() {
-    return this.#s.tryAcquire(1) ? releaser(this.#s, 1) : null;
+    return this.#s.tryAcquire(1) ? this.#own(releaser(this.#s, 1)) : null;
   }
 
+  /** Releases the lock taken through this object (the oldest, if several threads' worth). */
   release() {
-    if (this.#s.availablePermits !== 0) {
-      const err = new Error('volt-sem: release() of a Mutex that is not locked');
+    const oldest = this.#held[0];
+    if (oldest === undefined) {
+      const err = new Error('volt-sem: release() of a Mutex that this object has not locked');
       err.code = 'ERR_VOLT_NOT_LOCKED';
       throw err;
     }
-    this.#s.release(1);
+    oldest();
   }
 
-  runExclusive(fn, options) {
-    return this.#s.runExclusive(fn, 1, options);
+  async runExclusive(fn, options) {
+    if (typeof fn !== 'function') throw typeError('volt-sem: runExclusive needs a function');
+    const release = await this.acquire(options);
+    try {
+      return await fn();
+    } finally {
+      release();
+    }
   }
 
   isLocked() {
