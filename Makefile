@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node \
+.PHONY: install dist dist-test dist-c dist-test-c test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node \
         demo-core demo-c demo-python demo-node bench
 
 test: lint test-core test-loom test-miri test-c test-python test-node
@@ -70,6 +70,16 @@ demo-node:
 PREFIX ?= /usr/local
 install:
 	bash ffi-c/install.sh $(PREFIX)
+
+# Release artifacts, cross-compiled on this machine (scripts/dist/*.sh say for
+# which platforms and how each is tested). For now the C library; the npm
+# packages and the Python wheels join these targets.
+dist: dist-c
+dist-test: dist-test-c
+dist-c:
+	bash scripts/dist/c.sh
+dist-test-c: dist-c
+	bash scripts/dist/test-c.sh
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

@@ -5,8 +5,9 @@
 //!
 //! In-tree builds use the unversioned name, like the file cargo produces, so
 //! that a program linked against `target/release/libvolt_sem.so` finds it
-//! there. `make install` (`ffi-c/install.sh`) builds its own copy with the
-//! versioned name of the installed file, through `VOLT_SEM_SONAME`.
+//! there. `make install` (`ffi-c/install.sh`) and `make dist` build their own
+//! copies with the versioned name of the installed file, through
+//! `VOLT_SEM_SONAME` (on macOS, the install name).
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -14,8 +15,15 @@ fn main() {
     let family = std::env::var("CARGO_CFG_TARGET_FAMILY").unwrap_or_default();
     // ELF platforms whose linkers take -soname (not macOS: install_name instead).
     println!("cargo:rerun-if-env-changed=VOLT_SEM_SONAME");
+    let soname = std::env::var("VOLT_SEM_SONAME").ok();
     if family == "unix" && os != "macos" && os != "ios" {
-        let soname = std::env::var("VOLT_SEM_SONAME").unwrap_or_else(|_| "libvolt_sem.so".into());
+        let soname = soname.unwrap_or_else(|| "libvolt_sem.so".into());
         println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,{soname}");
+    } else if os == "macos" {
+        // The Mach-O counterpart, for release builds: `@rpath/libvolt_sem.X.Y.dylib`
+        // (in-tree builds keep rustc's default, `@rpath/libvolt_sem.dylib`).
+        if let Some(name) = soname {
+            println!("cargo:rustc-cdylib-link-arg=-Wl,-install_name,{name}");
+        }
     }
 }

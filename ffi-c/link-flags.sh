@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Link flags for the C library, from rustc itself (so they follow the toolchain):
 #
-#   ffi-c/link-flags.sh libs          the system libraries a program linking
+#   ffi-c/link-flags.sh libs [TARGET] the system libraries a program linking
 #                                     libvolt_sem.a needs, as rustc's
 #                                     `--print native-static-libs` reports them
+#                                     (for a Rust target triple, default: here)
 #   ffi-c/link-flags.sh pc LIBDIR [INCLUDEDIR]
 #                                     writes LIBDIR/volt_sem.pc for pkg-config:
 #                                     Libs for the shared library, Libs.private
@@ -16,11 +17,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
-native_libs() {
-    local dir=${CARGO_TARGET_DIR:-$root/target}/link-flags
+native_libs() { # [rust target triple; default: this machine]
+    local dir=${CARGO_TARGET_DIR:-$root/target}/link-flags target=()
+    [[ -n ${1:-} ]] && target=(--target "$1")
     # cargo replays the note from its cache when the crate is already built.
     CARGO_TARGET_DIR=$dir cargo rustc -q --manifest-path "$root/Cargo.toml" -p volt-sem-ffi \
-        --lib --crate-type staticlib -- --print native-static-libs 2>&1 |
+        "${target[@]}" --lib --crate-type staticlib -- --print native-static-libs 2>&1 |
         sed -n 's/^note: native-static-libs: //p' | tail -n 1
 }
 
@@ -30,7 +32,7 @@ version() {
 
 case "${1:-}" in
 libs)
-    libs=$(native_libs)
+    libs=$(native_libs "${2:-}")
     [[ -n $libs ]] || { echo "rustc reported no native-static-libs" >&2; exit 1; }
     echo "$libs"
     ;;

@@ -1,0 +1,32 @@
+# Sourced by the dist scripts: the cross toolchain, installed on first use.
+# zig (PyPI `ziglang`) is the cross linker for every target, through
+# cargo-zigbuild (PyPI); both pinned, in a venv under the target dir (shared
+# with bindings-node's glibc-2.17 build). Rust's std for each target comes from
+# rustup.
+# shellcheck shell=bash
+DIST_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}/dist
+ZIG_VENV=${CARGO_TARGET_DIR:-$root/target}/zig-venv
+declare -A TARGET_OF=(
+  [linux-x64-gnu]=x86_64-unknown-linux-gnu.2.17
+  [linux-arm64-gnu]=aarch64-unknown-linux-gnu.2.17
+  [linux-x64-musl]=x86_64-unknown-linux-musl
+  [linux-arm64-musl]=aarch64-unknown-linux-musl
+  [darwin-x64]=x86_64-apple-darwin
+  [darwin-arm64]=aarch64-apple-darwin
+  [win32-x64-gnu]=x86_64-pc-windows-gnu
+)
+# The oldest macOS each build supports (Rust's own minimum for the target).
+declare -A MACOS_MIN=([darwin-x64]=10.12 [darwin-arm64]=11.0)
+if ! "$ZIG_VENV/bin/cargo-zigbuild" --version >/dev/null 2>&1; then
+  echo "installing ziglang and cargo-zigbuild into $ZIG_VENV"
+  python3 -m venv "$ZIG_VENV"
+  "$ZIG_VENV/bin/pip" install --quiet --disable-pip-version-check ziglang==0.17.1 cargo-zigbuild==0.24.0
+fi
+export PATH=$ZIG_VENV/bin:$PATH
+need=()
+installed=$(rustup target list --installed)
+for t in "${TARGET_OF[@]}"; do
+  t=${t%.2.17}
+  grep -qx "$t" <<<"$installed" || need+=("$t")
+done
+[[ ${#need[@]} -eq 0 ]] || rustup target add "${need[@]}"
