@@ -174,6 +174,9 @@ class Runner:
         self.env = dict(os.environ)
         self.env["VOLT"] = str(ROOT)
         self.env["CARGO_TARGET_DIR"] = str(target_dir())
+        # Snippet projects build in their own target dir: no lock waits on, and no
+        # feature churn in, the workspace's; sh blocks still see the workspace's.
+        self.cargo_target = target_dir() / "snippets"
         self.env.setdefault("npm_config_audit", "false")
         self.env.setdefault("npm_config_fund", "false")
         self.env.setdefault("npm_config_update_notifier", "false")
@@ -221,7 +224,8 @@ class Runner:
         if not re.search(r"^\s*(async\s+)?fn main\s*\(", b.code, re.M):
             raise RuntimeError("not a complete program: no `fn main`")
         self.write(b.file_name or "src/main.rs", b.code)
-        return self.run(["cargo", "run", "--quiet"])
+        env = dict(self.env, CARGO_TARGET_DIR=str(self.cargo_target))
+        return self.run(["cargo", "run", "--quiet"], env=env)
 
     def run_c(self, b: Block):
         if not re.search(r"^\s*int\s+main\s*\(", b.code, re.M):
