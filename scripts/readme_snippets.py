@@ -31,6 +31,10 @@ before it runs. By language:
   sh, bash, shell          run with bash -euo pipefail in the folder
   text, console-output     not code: listed, never run
 
+Before the blocks, every relative link of the file (`[x](docs/faq.md#fork)`)
+must lead to an existing file and, in a Markdown target, to a heading's anchor
+(links into docs/api/, built by `make docs`, are only checked when it exists).
+
 Anything else fails unless marked. To leave a block out, put this line (blank
 lines allowed) right before its fence; the reason is mandatory:
 
@@ -159,6 +163,61 @@ def parse(path: Path) -> list[Block]:
     if pending is not None:
         raise SnippetError(f"{path}:{pending_line}: snippet marker at the end of the file")
     return blocks
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading."""
+    text = re.sub(r"`|\*\*|<[^>]+>", "", heading.strip().lower())
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(md: Path) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    for line in strip_code(md.read_text(encoding="utf-8"), spans=False).split("\n"):
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m:
+            base = slug(m.group(1))
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out.add(base if n == 0 else f"{base}-{n}")
+    return out
+
+
+def strip_code(text: str, spans: bool = True) -> str:
+    """The text without fenced blocks (and inline code spans, if `spans`)."""
+    out, fence = [], None
+    for line in text.split("\n"):
+        f = FENCE.match(line)
+        if fence is None and f:
+            fence = f.group(2)[0] * len(f.group(2))
+            continue
+        if fence is not None:
+            if line.strip().startswith(fence) and set(line.strip()) == {fence[0]}:
+                fence = None
+            continue
+        out.append(re.sub(r"`[^`]*`", "", line) if spans else line)
+    return "\n".join(out)
+
+
+def broken_links(md: Path) -> list[str]:
+    """Relative links (and their #anchors in Markdown targets) that lead nowhere."""
+    errors = []
+    text = strip_code(md.read_text(encoding="utf-8"))
+    for m in re.finditer(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", text):
+        link = m.group(1)
+        if re.match(r"^[a-z][a-z0-9+.-]*:", link, re.I):
+            continue  # http:, mailto: ...
+        path, _, frag = link.partition("#")
+        target = (md.parent / path).resolve() if path else md.resolve()
+        if not target.exists():
+            if not str(target).startswith(str(ROOT / "docs" / "api")):
+                errors.append(f"{link}: no such file")
+            continue  # docs/api/ exists only after `make docs`
+        if frag and target.suffix == ".md" and frag not in anchors(target):
+            errors.append(f"{link}: no heading with that anchor in {target.name}")
+    return errors
 
 
 def target_dir() -> Path:
@@ -312,10 +371,14 @@ def main() -> int:
             print(f"FAIL {e}")
             failed += 1
             continue
-        if not blocks:
-            print(f"FAIL {md}: no code block at all (wrong file in the list?)")
+        bad = broken_links(md)
+        for e in bad:
+            print(f"FAIL {md}: link {e}")
+        if bad:
             failed += 1
-            continue
+        elif not args.list:
+            print(f"ok   {md}: relative links and anchors resolve")
+            passed += 1
         scratch = Path(tempfile.mkdtemp(prefix="volt-snippets-"))
         runner = Runner(md, scratch)
         broken = False
