@@ -8,10 +8,11 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install dist dist-test dist-c dist-test-c test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node \
-        demo-core demo-c demo-python demo-node bench
+.PHONY: install dist dist-test dist-c dist-test-c test demo lint test-core test-loom loom-weakenings mutants \
+        test-miri test-c test-python test-node test-readme docs test-docs demo-core demo-c demo-python \
+        demo-node bench
 
-test: lint test-core test-loom test-miri test-c test-python test-node
+test: lint test-core test-loom test-miri test-c test-python test-node test-readme test-docs
 
 demo: demo-core demo-c demo-python demo-node
 
@@ -52,6 +53,26 @@ test-python:
 
 test-node:
 	$(MAKE) -C bindings-node test
+
+# Every code block of these Markdown files runs as written, and their relative
+# links resolve (scripts/readme_snippets.py; `<!-- snippet: skip (reason) -->`
+# before a fence leaves a block out). The blocks
+# build the wheel and the Node addon themselves; the C block needs the release
+# library first.
+SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md
+
+test-readme:
+	cargo build -q --release -p volt-sem-ffi
+	python3 scripts/readme_snippets.py $(SNIPPET_FILES)
+
+# API references into docs/api/ (gitignored): rustdoc, TypeDoc, pdoc, the C header;
+# installs its pinned tools itself. Fails on a rustdoc/TypeDoc warning or a broken link.
+docs:
+	bash scripts/docs.sh
+
+# `make docs` from scratch must succeed and its index links resolve (scripts/docs.sh
+# ends with that check); `api_docs.py check` alone re-checks an existing build.
+test-docs: docs
 
 demo-core:
 	cargo run -q -p volt-sem --release --example shared_pool
