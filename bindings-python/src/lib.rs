@@ -107,6 +107,8 @@ fn acquire_error(e: AcquireError) -> PyErr {
     match e {
         AcquireError::Closed => closed_error(),
         AcquireError::TooManyPermits => too_many_error(),
+        // The core's error enums are non_exhaustive: a later variant lands here.
+        e => PyRuntimeError::new_err(e.to_string()),
     }
 }
 
@@ -404,6 +406,11 @@ impl Acquire {
                 Err(TryAcquireError::TooManyPermits) => {
                     self.stage = Stage::Done;
                     Err(too_many_error())
+                }
+                Err(e) => {
+                    // non_exhaustive: a variant added to the core later
+                    self.stage = Stage::Done;
+                    Err(PyRuntimeError::new_err(e.to_string()))
                 }
             },
             Stage::Waiting(slot) => {
@@ -727,6 +734,8 @@ fn blocking_acquire(
         Err(TryAcquireError::Closed) => return Err(closed_error()),
         Err(TryAcquireError::TooManyPermits) => return Err(too_many_error()),
         Err(TryAcquireError::NoPermits) => {}
+        // non_exhaustive: a variant added to the core later
+        Err(e) => return Err(PyRuntimeError::new_err(e.to_string())),
     }
     if timeout == Some(Duration::ZERO) {
         return Ok(false);
@@ -859,6 +868,8 @@ impl Semaphore {
             Err(TryAcquireError::NoPermits) => Ok(false),
             Err(TryAcquireError::Closed) => Err(closed_error()),
             Err(TryAcquireError::TooManyPermits) => Err(too_many_error()),
+            // non_exhaustive: a variant added to the core later
+            Err(e) => Err(PyRuntimeError::new_err(e.to_string())),
         }
     }
 

@@ -1,10 +1,27 @@
-//! Error types. Every failure a caller can cause is a value, never a panic: the
-//! C ABI and the bindings map each variant to their own typed error.
+//! Error types. Every failure a caller can cause at run time is a value: the C
+//! ABI and the bindings map each variant to their own typed error. (Programming
+//! errors that tokio also reports by panicking, such as merging permits of two
+//! semaphores or a blocking acquire inside an async task, panic; see each
+//! method's *Panics* section.)
+//!
+//! The enums are `#[non_exhaustive]`: later versions may add variants, so a
+//! `match` on them needs a wildcard arm.
+//!
+//! # Differences from tokio
+//!
+//! * `TooManyPermits` is a variant here: tokio's `acquire_many(n)` takes a `u32`
+//!   and *panics* when `n` exceeds its `MAX_PERMITS`; volt-sem takes a `usize`
+//!   and returns the error instead.
+//! * tokio's `AcquireError` only means "closed"; here it is an enum, so
+//!   `AcquireError::Closed` is the case to test for.
+//! * tokio's `TryAcquireError::NoPermits` is also returned while earlier
+//!   requests are queued, as here.
 
 use core::fmt;
 
 /// Why an `acquire` (async or blocking without timeout) failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AcquireError {
     /// The semaphore was closed before the request was granted.
     Closed,
@@ -14,6 +31,7 @@ pub enum AcquireError {
 
 /// Why a `try_acquire` failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TryAcquireError {
     /// The semaphore is closed.
     Closed,
@@ -25,6 +43,7 @@ pub enum TryAcquireError {
 
 /// Why an `acquire_timeout` failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum AcquireTimeoutError {
     /// The semaphore was closed before the request was granted.
     Closed,

@@ -99,6 +99,35 @@ pub(crate) struct Links {
 ///
 /// A waiter must not move while it is queued, which is why the raw API takes it
 /// pinned.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use std::pin::pin;
+/// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+///
+/// unsafe extern "C" fn woken(ctx: *mut c_void) {
+///     // SAFETY: `ctx` is the counter below, alive until `finish_raw` returned.
+///     unsafe { *(ctx as *mut u32) += 1 };
+/// }
+///
+/// let sem = Semaphore::new(0);
+/// let mut wakes = 0u32;
+/// let waiter = pin!(Waiter::new());
+/// assert_eq!(waiter.state(), WaiterState::Idle);
+/// let ctx = &mut wakes as *mut u32 as *mut c_void;
+/// // SAFETY: the waiter is new and pinned; it and `wakes` outlive `finish_raw`.
+/// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 2, woken, ctx) };
+/// assert_eq!(r, Ok(RawAcquire::Pending));
+/// assert!(waiter.is_busy() && waiter.belongs_to(&sem));
+/// assert_eq!((waiter.state(), waiter.requested()), (WaiterState::Waiting, 2));
+/// sem.release(2).unwrap(); // the callback runs here, on this thread
+/// assert_eq!(waiter.state(), WaiterState::Granted);
+/// // SAFETY: queued on `sem`.
+/// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+/// assert!(!waiter.is_busy());
+/// assert_eq!(wakes, 1);
+/// sem.release(2).unwrap();
+/// ```
 pub struct Waiter {
     pub(crate) links: UnsafeCell<Links>,
     /// Permits still missing. Lock-guarded.
@@ -216,11 +245,47 @@ impl Waiter {
     /// after it returns.) There, [`finish_raw`](crate::Semaphore::finish_raw)
     /// collects the outcome at once but the waiter stays [busy](Self::is_busy)
     /// until the callback returns.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use std::pin::pin;
+    /// use volt_sem::{Finish, Semaphore, Waiter};
+    ///
+    /// struct Ctx<'a> {
+    ///     sem: &'a Semaphore,
+    ///     waiter: *const Waiter,
+    /// }
+    /// unsafe extern "C" fn collect_inside(ctx: *mut c_void) {
+    ///     // SAFETY: `ctx` is the `Ctx` below; the waiter is pinned and alive.
+    ///     let ctx = unsafe { &*(ctx as *const Ctx) };
+    ///     let waiter = unsafe { std::pin::Pin::new_unchecked(&*ctx.waiter) };
+    ///     assert!(waiter.in_own_callback());
+    ///     // SAFETY: queued on `ctx.sem`. Collect the grant and pass it on at once.
+    ///     assert_eq!(unsafe { ctx.sem.finish_raw(waiter) }, Finish::Granted);
+    ///     ctx.sem.release(1).unwrap();
+    /// }
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let waiter = pin!(Waiter::new());
+    /// let ctx = Ctx { sem: &sem, waiter: &*waiter };
+    /// let ctx_ptr = &ctx as *const Ctx as *mut c_void;
+    /// // SAFETY: pinned and new; `ctx` outlives the final `finish_raw`.
+    /// unsafe { sem.acquire_raw(waiter.as_ref(), 1, collect_inside, ctx_ptr) }.unwrap();
+    /// assert!(!waiter.in_own_callback());
+    /// sem.release(1).unwrap(); // runs the callback, which releases the permit again
+    /// assert_eq!(sem.available_permits(), 1);
+    /// // SAFETY: the outcome was consumed inside; this ends the busy period.
+    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
+    /// ```
     pub fn in_own_callback(&self) -> bool {
         crate::delivery::in_own_callback(self)
     }
 
     /// The number of permits the current (or last) request asked for.
+    ///
+    /// ```
+    /// assert_eq!(volt_sem::Waiter::new().requested(), 0);
+    /// ```
     pub fn requested(&self) -> usize {
         self.requested.load(Ordering::Relaxed)
     }
