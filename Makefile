@@ -8,10 +8,10 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: test demo lint test-core test-loom loom-weakenings test-miri test-c test-python test-node \
+.PHONY: test demo lint msrv publish-check test-core test-loom loom-weakenings test-miri test-c test-python test-node \
         demo-core demo-c demo-python demo-node bench
 
-test: lint test-core test-loom test-miri test-c test-python test-node
+test: lint msrv test-core test-loom test-miri test-c test-python test-node
 
 demo: demo-core demo-c demo-python demo-node
 
@@ -19,6 +19,18 @@ lint:
 	rustup component add rustfmt clippy >/dev/null 2>&1 || true
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+
+# The published crates build with their declared rust-version (1.79). The
+# toolchain comes from rustup; its own target dir keeps the main one intact.
+MSRV := 1.79
+msrv:
+	rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 || true
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-ffi --lib
+
+# Not in `make test` (it packages and builds both crates from scratch, ~1 min):
+# what `cargo publish` would check, without uploading.
+publish-check:
+	cargo publish --dry-run -p volt-sem -p volt-sem-ffi
 
 test-core:
 	cargo test -p volt-sem
