@@ -296,43 +296,82 @@ impl Request {
     /// # Safety
     /// `self` is pinned (it lives in a pinned future and is never moved out),
     /// and `sem` is the same semaphore at every call and in `cancel`.
+    #[inline(always)]
     unsafe fn poll(
+        &mut self,
+        sem: &Semaphore,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), AcquireError>> {
+        // The uncontended case, kept small enough to inline into the future's
+        // `poll`: one thread-local count and one CAS, no waker clone.
+        if self.stage == Stage::Start {
+            let proceed = match coop::poll_proceed(cx) {
+                Poll::Ready(proceed) => proceed,
+                Poll::Pending => return Poll::Pending, // not queued: nothing lost
+            };
+            if sem.try_take(self.permits).is_ok() {
+                coop::made_progress(proceed);
+                self.stage = Stage::Done;
+                return Poll::Ready(Ok(()));
+            }
+            // SAFETY: forwarded caller contract.
+            return unsafe { self.start_slow(sem, cx, proceed) };
+        }
+        // SAFETY: forwarded caller contract.
+        unsafe { self.poll_queued(sem, cx) }
+    }
+
+    /// `poll` in stage `Start` when the fast path failed: queue (or take what
+    /// arrived meanwhile), or report the error.
+    ///
+    /// # Safety
+    /// As `poll`.
+    #[inline(never)]
+    unsafe fn start_slow(
+        &mut self,
+        sem: &Semaphore,
+        cx: &mut Context<'_>,
+        proceed: coop::Proceed,
+    ) -> Poll<Result<(), AcquireError>> {
+        // SAFETY: the waiter is idle (stage Start), and pinned inside the
+        // future (caller contract), whose Drop finishes it before the
+        // memory goes away.
+        let started = unsafe {
+            sem.start_acquire(&self.waiter, self.permits, || {
+                Notify::Waker(cx.waker().clone())
+            })
+        };
+        match started {
+            Ok(RawAcquire::Ready) => {
+                coop::made_progress(proceed);
+                self.stage = Stage::Done;
+                Poll::Ready(Ok(()))
+            }
+            Ok(RawAcquire::Pending) => {
+                coop::yielded();
+                self.stage = Stage::Queued;
+                Poll::Pending
+            }
+            Err(e) => {
+                self.stage = Stage::Done;
+                Poll::Ready(Err(e))
+            }
+        }
+    }
+
+    /// `poll` after the request was queued.
+    ///
+    /// # Safety
+    /// As `poll`.
+    #[inline(never)]
+    unsafe fn poll_queued(
         &mut self,
         sem: &Semaphore,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), AcquireError>> {
         loop {
             match self.stage {
-                Stage::Start => {
-                    let proceed = match coop::poll_proceed(cx) {
-                        Poll::Ready(proceed) => proceed,
-                        Poll::Pending => return Poll::Pending, // not queued: nothing lost
-                    };
-                    // SAFETY: the waiter is idle (stage Start), and pinned inside the
-                    // future (caller contract), whose Drop finishes it before the
-                    // memory goes away.
-                    let started = unsafe {
-                        sem.start_acquire(&self.waiter, self.permits, || {
-                            Notify::Waker(cx.waker().clone())
-                        })
-                    };
-                    return match started {
-                        Ok(RawAcquire::Ready) => {
-                            coop::made_progress(proceed);
-                            self.stage = Stage::Done;
-                            Poll::Ready(Ok(()))
-                        }
-                        Ok(RawAcquire::Pending) => {
-                            coop::yielded();
-                            self.stage = Stage::Queued;
-                            Poll::Pending
-                        }
-                        Err(e) => {
-                            self.stage = Stage::Done;
-                            Poll::Ready(Err(e))
-                        }
-                    };
-                }
+                Stage::Start => unreachable!("started by `poll`"),
                 Stage::Queued => {
                     // Acquire: pairs with the notifier's Release store, so the grant
                     // (and the releasers' critical sections) happen-before our return.

@@ -5,12 +5,12 @@
 //! thread back: on a single-threaded runtime, every other task starves. Two
 //! mechanisms bound that loop:
 //!
-//! * **Per-thread grant budget (always on).** Every acquire future that
-//!   completes at its first poll counts one immediate grant on the polling
-//!   thread. After [`BUDGET`] immediate grants in a row, the next acquire that
-//!   starts returns `Pending` once, after waking its own task, and the count
-//!   starts again. Any `Pending` returned by an acquire future (queued, or
-//!   yielding) also restarts the count, since the task is yielding anyway.
+//! * **Per-thread grant budget (always on).** Every acquire future that starts
+//!   counts one on the polling thread (one thread-local access). After
+//!   [`BUDGET`] starts in a row that did not return `Pending`, the next start
+//!   returns `Pending` once, after waking its own task, and the count starts
+//!   again. Any `Pending` returned by an acquire future (queued, or yielding)
+//!   also restarts the count, since the task is yielding anyway.
 //! * **tokio's task budget (feature `tokio`).** Each start of an acquire asks
 //!   [`tokio::task::coop::poll_proceed`] first, and an immediate grant consumes
 //!   one unit of the task's budget, exactly as tokio's own resources do; on a
@@ -51,10 +51,18 @@ pub(crate) struct Proceed {
 pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
     #[cfg(not(volt_loom))]
     {
-        // `try_with`: during thread-local destruction there is no budget to keep.
-        let exhausted = GRANTS.try_with(|g| g.get() >= BUDGET).unwrap_or(false);
+        // Counts the grant before it happens (one thread-local access per
+        // acquire): if the request queues instead, `yielded` resets the count
+        // anyway. `try_with`: during thread-local destruction there is no
+        // budget to keep.
+        let exhausted = GRANTS
+            .try_with(|g| {
+                let n = g.get();
+                g.set(if n >= BUDGET { 0 } else { n + 1 });
+                n >= BUDGET
+            })
+            .unwrap_or(false);
         if exhausted {
-            yielded();
             cx.waker().wake_by_ref();
             return Poll::Pending;
         }
@@ -75,15 +83,14 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
     })
 }
 
-/// Records an immediate grant.
+/// Records an immediate grant (the thread's count already has it, see
+/// `poll_proceed`; this commits tokio's budget).
 #[inline]
 pub(crate) fn made_progress(proceed: Proceed) {
     #[cfg(feature = "tokio")]
     proceed.tokio.made_progress();
     #[cfg(not(feature = "tokio"))]
     let _ = proceed;
-    #[cfg(not(volt_loom))]
-    let _ = GRANTS.try_with(|g| g.set(g.get() + 1));
 }
 
 /// The task is about to return `Pending` from an acquire: the count restarts.

@@ -20,6 +20,25 @@
 use core::fmt;
 
 /// Why an `acquire` (async or blocking without timeout) failed.
+///
+/// Unlike tokio's `AcquireError` (which only means "closed"), this is an enum:
+/// tokio's `acquire_many(n)` *panics* when `n` exceeds its maximum, volt-sem
+/// returns [`TooManyPermits`](Self::TooManyPermits). Non-exhaustive: match it
+/// with a wildcard arm.
+///
+/// ```
+/// use volt_sem::{AcquireError, Semaphore};
+/// # futures::executor::block_on(async {
+/// let sem = Semaphore::new(1);
+/// let too_many = sem.acquire(Semaphore::MAX_PERMITS + 1).await.unwrap_err();
+/// assert_eq!(too_many, AcquireError::TooManyPermits);
+/// sem.close();
+/// match sem.acquire(1).await {
+///     Err(AcquireError::Closed) => {}
+///     other => panic!("{other:?}"),
+/// };
+/// # });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AcquireError {
@@ -30,6 +49,15 @@ pub enum AcquireError {
 }
 
 /// Why a `try_acquire` failed.
+///
+/// ```
+/// use volt_sem::{Semaphore, TryAcquireError};
+/// let sem = Semaphore::new(1);
+/// let _p = sem.try_acquire(1).unwrap();
+/// assert_eq!(sem.try_acquire(1).unwrap_err(), TryAcquireError::NoPermits);
+/// sem.close();
+/// assert_eq!(sem.try_acquire(1).unwrap_err(), TryAcquireError::Closed);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum TryAcquireError {
@@ -42,6 +70,15 @@ pub enum TryAcquireError {
 }
 
 /// Why an `acquire_timeout` failed.
+///
+/// ```
+/// use std::time::Duration;
+/// use volt_sem::{AcquireTimeoutError, Semaphore};
+/// let sem = Semaphore::new(0);
+/// let e = sem.acquire_timeout(1, Duration::from_millis(1)).unwrap_err();
+/// assert_eq!(e, AcquireTimeoutError::TimedOut);
+/// assert_eq!(e.to_string(), "timed out waiting for permits");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum AcquireTimeoutError {
@@ -59,6 +96,14 @@ pub enum AcquireTimeoutError {
 /// [`unreleased`](Self::unreleased) permits were not released: the caller still
 /// holds them. That is all of them, except in the race described on
 /// [`Semaphore::release`](crate::Semaphore::release).
+///
+/// ```
+/// use volt_sem::Semaphore;
+/// let sem = Semaphore::new(Semaphore::MAX_PERMITS - 1);
+/// let e = sem.release(3).unwrap_err();
+/// assert_eq!(e.unreleased(), 3);
+/// assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS - 1);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct ReleaseError {
     pub(crate) unreleased: usize,
