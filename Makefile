@@ -37,6 +37,7 @@ test-core:
 	cargo test -p volt-sem --features batch-lock --test batch_lock
 	cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
 	cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
+	cargo test -p volt-sem --features cache-padded --test footprint --test api
 	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.

@@ -85,6 +85,10 @@
 //!   blocking acquire that would wait inside a tokio task panics (see
 //!   [`Semaphore::acquire_blocking`]). Without it the crate depends on no
 //!   runtime, and acquires still yield once per 128 immediate grants.
+//! * `cache-padded`: pads each semaphore's permit word to its own cache line
+//!   (a `Semaphore` of 256 bytes instead of 32 on x86-64, and so every `Mutex`
+//!   and `RwLock`). It can pay for one semaphore contended by many cores; the
+//!   default suits many small locks.
 //! * `batch-lock` (experimental) exposes `BatchLock`, a combining critical
 //!   section; `batch-queue` (experimental) guards the wait queue with it. Both
 //!   are off by default because they measured slower.

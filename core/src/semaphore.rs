@@ -25,12 +25,23 @@ const CLOSED: usize = 0b01;
 const QUEUED: usize = 0b10;
 const SHIFT: u32 = 2;
 
-/// Keeps the hot atomic word on its own cache line (two lines on x86-64, where
-/// the adjacent-line prefetcher pairs them), away from the queue lock that
-/// contended acquirers hammer.
-#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(align(128)))]
+/// With feature `cache-padded`, keeps the hot atomic word on its own cache line
+/// (two lines on x86-64, where the adjacent-line prefetcher pairs them), away
+/// from the queue lock that contended acquirers hammer. Off by default: it makes
+/// a `Semaphore` 256 bytes instead of 32 and paid only on the contended
+/// benchmarks (see `docs/benchmarks.md`, *Footprint*).
 #[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    all(
+        feature = "cache-padded",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ),
+    repr(align(128))
+)]
+#[cfg_attr(
+    all(
+        feature = "cache-padded",
+        not(any(target_arch = "x86_64", target_arch = "aarch64"))
+    ),
     repr(align(64))
 )]
 struct CachePadded<T>(T);
