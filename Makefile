@@ -19,6 +19,7 @@ lint:
 	rustup component add rustfmt clippy >/dev/null 2>&1 || true
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc -q -p volt-sem --no-deps --features tokio
 
 # The published crates build with their declared rust-version (1.79). The
 # toolchain comes from rustup; its own target dir keeps the main one intact.

@@ -111,6 +111,11 @@ pub struct ReleaseError {
 
 impl ReleaseError {
     /// How many of the permits passed to `release` were not released.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(volt_sem::Semaphore::MAX_PERMITS);
+    /// assert_eq!(sem.release(2).unwrap_err().unreleased(), 2);
+    /// ```
     pub fn unreleased(&self) -> usize {
         self.unreleased
     }

@@ -138,6 +138,10 @@ const WRITE: usize = Semaphore::MAX_PERMITS;
 
 impl<T> RwLock<T> {
     /// The most readers that can hold the lock at once.
+    ///
+    /// ```
+    /// assert_eq!(volt_sem::RwLock::<()>::MAX_READS, volt_sem::Semaphore::MAX_PERMITS);
+    /// ```
     pub const MAX_READS: usize = Semaphore::MAX_PERMITS;
 
     /// A new, unlocked lock.

@@ -74,6 +74,19 @@ pub struct Semaphore {
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
+///
+/// ```
+/// use std::pin::pin;
+/// use volt_sem::{RawAcquire, Semaphore, Waiter};
+/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+///
+/// let sem = Semaphore::new(1);
+/// let waiter = pin!(Waiter::new());
+/// // SAFETY: the waiter is new and pinned; `Ready` means it was not queued.
+/// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) };
+/// assert_eq!(r, Ok(RawAcquire::Ready)); // taken at once: the caller owns 1 permit
+/// sem.release(1).unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RawAcquire {
     /// The permits were taken at once; the waiter was not queued.
@@ -85,6 +98,20 @@ pub enum RawAcquire {
 /// What [`Semaphore::finish_raw`] found, and consumed. After it returns, the
 /// semaphore no longer references the waiter and its callback has returned or
 /// will never run.
+///
+/// ```
+/// use std::pin::pin;
+/// use volt_sem::{Finish, Semaphore, Waiter};
+/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+///
+/// let sem = Semaphore::new(0);
+/// let waiter = pin!(Waiter::new());
+/// // SAFETY: new and pinned; finished below before it goes away.
+/// unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+/// sem.close();
+/// // SAFETY: queued on `sem`.
+/// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Closed);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Finish {
     /// The waiter was still queued and has been removed; `returned` permits it had
@@ -123,6 +150,14 @@ impl Semaphore {
     /// The largest number of permits a semaphore can hold, and the largest single
     /// request. Larger requests fail with `TooManyPermits`; releases that would
     /// exceed it fail with [`ReleaseError`].
+    ///
+    /// ```
+    /// use volt_sem::{Semaphore, TryAcquireError};
+    /// assert_eq!(Semaphore::MAX_PERMITS, usize::MAX >> 3);
+    /// let sem = Semaphore::new(Semaphore::MAX_PERMITS);
+    /// let err = sem.try_acquire(Semaphore::MAX_PERMITS + 1).unwrap_err();
+    /// assert_eq!(err, TryAcquireError::TooManyPermits);
+    /// ```
     pub const MAX_PERMITS: usize = usize::MAX >> 3;
 
     /// Creates a semaphore with `permits` available permits.

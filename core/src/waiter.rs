@@ -26,6 +26,19 @@ use crate::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 ///
 /// See the crate documentation, section *The waker contract*, for when it runs
 /// and what it may do.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use volt_sem::WakeFn;
+///
+/// unsafe extern "C" fn count(ctx: *mut c_void) {
+///     // SAFETY: the caller passes an `AtomicUsize` that outlives the waiter.
+///     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::Relaxed);
+/// }
+/// let wake: WakeFn = count;
+/// # let _ = wake;
+/// ```
 pub type WakeFn = unsafe extern "C" fn(ctx: *mut c_void);
 
 /// The life of a waiter, stored in [`Waiter::phase`].
@@ -55,6 +68,13 @@ pub(crate) mod phase {
 }
 
 /// What a waiter knows about its request, as seen by [`Waiter::state`].
+///
+/// ```
+/// use volt_sem::{Waiter, WaiterState};
+/// assert_eq!(Waiter::new().state(), WaiterState::Idle);
+/// ```
+///
+/// The [`Waiter`] example goes through `Waiting` and `Granted`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaiterState {
     /// Not queued on any semaphore (new, cancelled, or already finished).
@@ -179,7 +199,13 @@ impl Drop for Waiter {
 }
 
 impl Waiter {
-    /// A new, idle waiter.
+    /// A new, idle waiter. `const`, so a waiter can be built in a static or
+    /// inside a larger `const`-constructed structure.
+    ///
+    /// ```
+    /// let w = volt_sem::Waiter::new();
+    /// assert!(!w.is_busy());
+    /// ```
     #[cfg(not(volt_loom))]
     pub const fn new() -> Self {
         Waiter {
@@ -218,6 +244,12 @@ impl Waiter {
     /// it is the right question to ask *inside* the callback. Whether the
     /// semaphore is done with the waiter's memory is a different question, which
     /// only [`Semaphore::finish_raw`](crate::Semaphore::finish_raw) answers.
+    ///
+    /// See the [`Waiter`] example for a request going through its states.
+    ///
+    /// ```
+    /// assert_eq!(volt_sem::Waiter::new().state(), volt_sem::WaiterState::Idle);
+    /// ```
     pub fn state(&self) -> WaiterState {
         match self.phase.load(Ordering::Acquire) {
             phase::IDLE => WaiterState::Idle,
@@ -233,6 +265,21 @@ impl Waiter {
     /// callback has not returned yet. A busy waiter must not be passed to
     /// `acquire_raw`, moved or freed; [`Semaphore::finish_raw`](crate::Semaphore::finish_raw)
     /// called outside its callback ends the busy period.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::{Semaphore, Waiter};
+    /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let waiter = pin!(Waiter::new());
+    /// // SAFETY: new and pinned; finished below.
+    /// unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+    /// assert!(waiter.is_busy()); // queued: must not move or be freed
+    /// // SAFETY: queued on `sem`.
+    /// unsafe { sem.finish_raw(waiter.as_ref()) };
+    /// assert!(!waiter.is_busy());
+    /// ```
     pub fn is_busy(&self) -> bool {
         !matches!(
             self.phase.load(Ordering::Acquire),
@@ -292,6 +339,20 @@ impl Waiter {
 
     /// Whether this waiter was last enqueued on `semaphore`. Lets the C ABI reject
     /// a cancel aimed at the wrong semaphore instead of corrupting a queue.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::{Semaphore, Waiter};
+    /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+    ///
+    /// let (a, b) = (Semaphore::new(0), Semaphore::new(0));
+    /// let waiter = pin!(Waiter::new());
+    /// // SAFETY: new and pinned; finished below.
+    /// unsafe { a.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+    /// assert!(waiter.belongs_to(&a) && !waiter.belongs_to(&b));
+    /// // SAFETY: queued on `a`, which `belongs_to` just confirmed.
+    /// unsafe { a.finish_raw(waiter.as_ref()) };
+    /// ```
     pub fn belongs_to(&self, semaphore: &crate::Semaphore) -> bool {
         core::ptr::eq(
             self.semaphore.load(Ordering::Relaxed),
