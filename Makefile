@@ -8,11 +8,11 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install dist dist-test dist-c dist-test-c test demo lint test-core test-loom loom-weakenings mutants \
-        test-miri test-c test-python test-node test-readme docs test-docs demo-core demo-c demo-python \
-        demo-node bench
+.PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
+        loom-weakenings mutants test-miri test-c test-python test-node test-readme docs test-docs \
+        demo-core demo-c demo-python demo-node bench
 
-test: lint test-core test-loom test-miri test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-c test-python test-node test-readme test-docs
 
 demo: demo-core demo-c demo-python demo-node
 
@@ -20,11 +20,27 @@ lint:
 	rustup component add rustfmt clippy >/dev/null 2>&1 || true
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc -q -p volt-sem --no-deps --features tokio
+
+# The published crates build with their declared rust-version (1.79). The
+# toolchain comes from rustup; its own target dir keeps the main one intact.
+MSRV := 1.79
+msrv:
+	rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 || true
+	CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-ffi --lib
+
+# Not in `make test` (it packages and builds both crates from scratch, ~1 min):
+# what `cargo publish` would check, without uploading.
+publish-check:
+	cargo publish --dry-run -p volt-sem -p volt-sem-ffi
 
 test-core:
 	cargo test -p volt-sem
 	cargo test -p volt-sem --features batch-lock --test batch_lock
 	cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
+	cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
+	cargo test -p volt-sem --features cache-padded --test footprint --test api
+	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:

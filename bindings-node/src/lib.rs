@@ -1493,6 +1493,8 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
         Err(TryAcquireError::NoPermits) => NO_PERMITS,
         Err(TryAcquireError::Closed) => CLOSED,
         Err(TryAcquireError::TooManyPermits) => BAD_COUNT,
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => BAD_COUNT,
     };
     int(env, code)
 });
@@ -1512,6 +1514,8 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         Err(TryAcquireError::Closed) => return int(env, CLOSED),
         Err(TryAcquireError::TooManyPermits) => return int(env, BAD_COUNT),
         Err(TryAcquireError::NoPermits) => {}
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => return int(env, BAD_COUNT),
     }
     let (slot, node) = ctx.take_slot(h, n);
     // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
@@ -1531,6 +1535,8 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         }
         Err(AcquireError::Closed) => CLOSED,
         Err(AcquireError::TooManyPermits) => BAD_COUNT,
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => BAD_COUNT,
     };
     ctx.release_slot(slot);
     int(env, code)

@@ -51,7 +51,7 @@ use pyo3::PyTraverseError;
 use volt_sem::{Finish, RawAcquire, TryAcquireError, WaiterState};
 
 use crate::blocking::blocking_acquire;
-use crate::errors::{acquire_error, closed_error, release_error, too_many_error};
+use crate::errors::{acquire_error, closed_error, release_error, try_acquire_error};
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
 
@@ -283,9 +283,9 @@ impl Acquire {
                     self.stage = Stage::Done;
                     Err(closed_error())
                 }
-                Err(TryAcquireError::TooManyPermits) => {
+                Err(e) => {
                     self.stage = Stage::Done;
-                    Err(too_many_error("n"))
+                    Err(try_acquire_error(e))
                 }
             },
             Stage::Waiting(slot) => {
@@ -573,8 +573,7 @@ impl TrioWaiter {
                 Ok(true)
             }
             Err(TryAcquireError::NoPermits) => Ok(false),
-            Err(TryAcquireError::Closed) => Err(closed_error()),
-            Err(TryAcquireError::TooManyPermits) => Err(too_many_error("n")),
+            Err(e) => Err(try_acquire_error(e)),
         }
     }
 

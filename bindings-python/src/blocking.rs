@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use volt_sem::{Finish, RawAcquire, TryAcquireError, Waiter, WaiterState};
 
-use crate::errors::{acquire_error, closed_error, too_many_error};
+use crate::errors::{acquire_error, closed_error, try_acquire_error};
 use crate::wake::after_wakes;
 use crate::Core;
 
@@ -80,9 +80,8 @@ pub(crate) fn blocking_acquire(
             permit.forget();
             return Ok(true);
         }
-        Err(TryAcquireError::Closed) => return Err(closed_error()),
-        Err(TryAcquireError::TooManyPermits) => return Err(too_many_error("n")),
         Err(TryAcquireError::NoPermits) => {}
+        Err(e) => return Err(try_acquire_error(e)),
     }
     if timeout == Some(Duration::ZERO) {
         return Ok(false);

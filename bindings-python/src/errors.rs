@@ -32,6 +32,8 @@ pub(crate) fn acquire_error(e: AcquireError) -> PyErr {
     match e {
         AcquireError::Closed => closed_error(),
         AcquireError::TooManyPermits => too_many_error("n"),
+        // The core's error enums are non_exhaustive: a later variant lands here.
+        e => PyRuntimeError::new_err(e.to_string()),
     }
 }
 
@@ -40,6 +42,7 @@ pub(crate) fn try_acquire_error(e: TryAcquireError) -> PyErr {
         TryAcquireError::Closed => closed_error(),
         TryAcquireError::TooManyPermits => too_many_error("n"),
         TryAcquireError::NoPermits => PyRuntimeError::new_err("no permits"),
+        e => PyRuntimeError::new_err(e.to_string()),
     }
 }
 

@@ -12,7 +12,21 @@ use crate::semaphore::{Finish, RawAcquire, Semaphore};
 use crate::sync;
 use crate::sync::thread;
 use crate::waiter::{Waiter, WaiterState};
-use crate::Permit;
+#[cfg(all(feature = "tokio", not(volt_loom)))]
+use crate::{coop, error::TryAcquireError};
+use crate::{OwnedPermit, Permit};
+use std::sync::Arc;
+
+#[cfg(all(feature = "tokio", not(volt_loom)))]
+#[cold]
+#[inline(never)]
+fn blocking_in_runtime() -> ! {
+    panic!(
+        "volt-sem: a blocking acquire would wait on a thread that is running a tokio task; \
+         this blocks the executor (and deadlocks a current-thread runtime). Use the async \
+         `acquire`, or call it from `spawn_blocking` or `block_in_place`."
+    )
+}
 
 /// Rounds of `spin_wait` before parking: 1, 2, 4, 8, 16, then 32 pauses per round,
 /// about 380 pauses (~10 us here, close to one futex wake-up on this VM).
@@ -36,7 +50,30 @@ impl Semaphore {
     /// Acquires `n` permits, blocking the current thread (parked, no busy wait)
     /// until they are granted in FIFO order or the semaphore is closed.
     ///
-    /// Do not call it from an async task: it blocks the executor thread.
+    /// Do not call it from an async task: it blocks the executor thread, and on
+    /// a single-threaded runtime the task that would release the permits can
+    /// then never run (a deadlock). Use `spawn_blocking`-style threads, or the
+    /// async [`acquire`](Self::acquire).
+    ///
+    /// # Panics
+    /// With the `tokio` feature, if it would have to wait while called from a
+    /// task polled by a tokio runtime (like tokio's own blocking calls; calls
+    /// from `spawn_blocking` and `block_in_place` are fine). Without the
+    /// feature the crate cannot see the executor, and the mistake stays a hang.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use volt_sem::Semaphore;
+    ///
+    /// let sem = Arc::new(Semaphore::new(1));
+    /// let held = sem.try_acquire(1).unwrap();
+    /// let waiter = {
+    ///     let sem = sem.clone();
+    ///     std::thread::spawn(move || sem.acquire_blocking(1).unwrap().num_permits())
+    /// };
+    /// drop(held); // wakes the blocked thread
+    /// assert_eq!(waiter.join().unwrap(), 1);
+    /// ```
     pub fn acquire_blocking(&self, n: usize) -> Result<Permit<'_>, AcquireError> {
         match self.acquire_deadline(n, None) {
             Ok(permit) => Ok(permit),
@@ -45,8 +82,39 @@ impl Semaphore {
         }
     }
 
+    /// Like [`acquire_blocking`](Self::acquire_blocking), for an `Arc<Semaphore>`:
+    /// the permit owns a reference to the semaphore.
+    ///
+    /// # Panics
+    /// As [`acquire_blocking`](Self::acquire_blocking).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let sem = Arc::new(volt_sem::Semaphore::new(2));
+    /// let permit = sem.clone().acquire_owned_blocking(2).unwrap();
+    /// std::thread::spawn(move || drop(permit)).join().unwrap();
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
+    pub fn acquire_owned_blocking(self: Arc<Self>, n: usize) -> Result<OwnedPermit, AcquireError> {
+        self.acquire_blocking(n)?.forget();
+        Ok(OwnedPermit::from_raw(self, n))
+    }
+
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout`; a timed-out request hands its partial grant on.
+    ///
+    /// # Panics
+    /// As [`acquire_blocking`](Self::acquire_blocking).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use volt_sem::{AcquireTimeoutError, Semaphore};
+    ///
+    /// let sem = Semaphore::new(1);
+    /// let _held = sem.try_acquire(1).unwrap();
+    /// let err = sem.acquire_timeout(1, Duration::from_millis(5)).unwrap_err();
+    /// assert_eq!(err, AcquireTimeoutError::TimedOut);
+    /// ```
     #[cfg(not(volt_loom))]
     pub fn acquire_timeout(
         &self,
@@ -104,6 +172,14 @@ impl Semaphore {
         let parked = Parked {
             thread: thread::current(),
         };
+        // Only a request that must wait can stall an executor: check for one
+        // then (the check costs about a microsecond under the `tokio` feature).
+        #[cfg(all(feature = "tokio", not(volt_loom)))]
+        match self.try_take(n) {
+            Ok(()) => return Ok(self.permit_from_raw(n)),
+            Err(TryAcquireError::NoPermits) if coop::in_runtime_task() => blocking_in_runtime(),
+            Err(_) => {} // the raw path below reports it (or takes what arrived)
+        }
         let waiter = pin!(Waiter::new());
         let ctx = &parked as *const Parked as *mut c_void;
         // SAFETY: the waiter is fresh and pinned on this stack frame, and `parked`

@@ -10,7 +10,7 @@
 //! * **No allocation per wait.** The queue node lives in the caller's future or
 //!   struct; the queue is an intrusive list.
 //! * **Lock-free when uncontended.** `try_acquire` is a CAS loop; `release` takes
-//!   no lock when nobody waits (see the `semaphore` module for why that is safe).
+//!   no lock when nobody waits ([`docs::algorithm`] says why that is safe).
 //! * **Any event loop.** A waiter is woken by a Rust `Waker` or by a plain
 //!   callback (function pointer + context), which is how the C ABI, the Python
 //!   and Node bindings and blocking threads plug in.
@@ -27,11 +27,71 @@
 //! # });
 //! ```
 //!
-//! `Mutex` and `RwLock` are built on the same semaphore and inherit its fairness.
+//! Owned permits move into spawned tasks, and plain threads block on the same
+//! semaphore (they queue in the same FIFO):
 //!
-//! Feature `batch-lock` (experimental) exposes `BatchLock`, a combining critical
-//! section; `batch-queue` (experimental) guards the wait queue with it. Both are
-//! off by default because they measured slower; see `docs/benchmarks.md`.
+//! ```
+//! use std::sync::Arc;
+//! use volt_sem::Semaphore;
+//!
+//! let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).build().unwrap();
+//! let sem = Arc::new(Semaphore::new(2));
+//! rt.block_on(async {
+//!     let permit = sem.clone().acquire_owned(1).await.unwrap();
+//!     let task = tokio::spawn(async move {
+//!         let _permit = permit; // released when the task ends
+//!     });
+//!     let sem2 = sem.clone();
+//!     let thread = std::thread::spawn(move || {
+//!         let _two = sem2.acquire_blocking(2).unwrap(); // waits for the task's permit
+//!     });
+//!     task.await.unwrap();
+//!     thread.join().unwrap();
+//! });
+//! assert_eq!(sem.available_permits(), 2);
+//! ```
+//!
+//! [`Mutex`] and [`RwLock`] are built on the same semaphore and inherit its
+//! fairness; they have async, blocking, timed and owned (`Arc`) forms:
+//!
+//! ```
+//! use std::collections::HashMap;
+//! use std::sync::Arc;
+//! use volt_sem::{Mutex, RwLock};
+//! # futures::executor::block_on(async {
+//! let cache = Arc::new(Mutex::new(HashMap::new()));
+//! cache.lock().await.insert("k", 1);
+//! let guard = cache.clone().lock_owned().await; // 'static: may move into a task
+//! assert_eq!(guard.get("k"), Some(&1));
+//! drop(guard);
+//!
+//! let config = RwLock::new(String::from("v1"));
+//! let w = config.write().await;
+//! let r = volt_sem::RwLockWriteGuard::downgrade(w); // no writer can get in between
+//! assert_eq!(*r, "v1");
+//! # });
+//! ```
+//!
+//! # Further reading
+//!
+//! * [`docs::algorithm`]: the algorithm, its invariants and memory orderings.
+//! * [`docs::tokio_migration`]: the tokio name for every call, and the differences.
+//! * Benchmarks and the memory footprint of each type: `docs/benchmarks.md` in
+//!   the [repository](https://github.com/volt-sem/volt-sem/blob/main/docs/benchmarks.md).
+//!
+//! # Cargo features
+//!
+//! * `tokio`: acquires take part in tokio's cooperative-scheduling budget, and a
+//!   blocking acquire that would wait inside a tokio task panics (see
+//!   [`Semaphore::acquire_blocking`]). Without it the crate depends on no
+//!   runtime, and acquires still yield once per 128 immediate grants.
+//! * `cache-padded`: pads each semaphore's permit word to its own cache line
+//!   (a `Semaphore` of 256 bytes instead of 32 on x86-64, and so every `Mutex`
+//!   and `RwLock`). It can pay for one semaphore contended by many cores; the
+//!   default suits many small locks.
+//! * `batch-lock` (experimental) exposes `BatchLock`, a combining critical
+//!   section; `batch-queue` (experimental) guards the wait queue with it. Both
+//!   are off by default because they measured slower.
 //!
 //! # The waker contract
 //!
@@ -92,6 +152,35 @@
 //!
 //! Rust futures use the same queue but wake through a `Waker` that is moved out
 //! of the waiter under the lock, so dropping a future never waits.
+//!
+//! A raw waiter from Rust (the form the C ABI and the bindings use):
+//!
+//! ```
+//! use std::ffi::c_void;
+//! use std::pin::pin;
+//! use std::sync::atomic::{AtomicBool, Ordering};
+//! use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+//!
+//! unsafe extern "C" fn on_wake(ctx: *mut c_void) {
+//!     // SAFETY: `ctx` is the `AtomicBool` below, alive until `finish_raw` returned.
+//!     unsafe { &*(ctx as *const AtomicBool) }.store(true, Ordering::Release);
+//! }
+//!
+//! let sem = Semaphore::new(1);
+//! let held = sem.try_acquire(1).unwrap();
+//! let woken = AtomicBool::new(false);
+//! let waiter = pin!(Waiter::new());
+//! let ctx = &woken as *const AtomicBool as *mut c_void;
+//! // SAFETY: the waiter is new and pinned; it and `woken` outlive `finish_raw` below.
+//! let r = unsafe { sem.acquire_raw(waiter.as_ref(), 1, on_wake, ctx) };
+//! assert_eq!(r, Ok(RawAcquire::Pending));
+//! drop(held); // hands the permit to the waiter and runs `on_wake` on this thread
+//! assert!(woken.load(Ordering::Acquire));
+//! assert_eq!(waiter.state(), WaiterState::Granted);
+//! // SAFETY: the waiter was queued on `sem`.
+//! assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+//! sem.release(1).unwrap(); // the caller owned the permit
+//! ```
 
 #![warn(missing_docs)]
 
@@ -99,7 +188,9 @@ mod acquire;
 #[cfg(any(feature = "batch-lock", feature = "batch-queue"))]
 mod batch_lock;
 mod blocking;
+mod coop;
 mod delivery;
+pub mod docs;
 mod error;
 mod fork;
 mod mutex;
@@ -111,11 +202,14 @@ mod wait_list;
 mod waiter;
 mod wake_batch;
 
-pub use acquire::{Acquire, OwnedPermit, Permit};
+pub use acquire::{Acquire, AcquireOwned, OwnedPermit, Permit};
 #[cfg(feature = "batch-lock")]
 pub use batch_lock::{BatchLock, RunAsync};
 pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
-pub use mutex::{Mutex, MutexGuard};
-pub use rwlock::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMutexGuard};
+pub use rwlock::{
+    OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard, RwLockReadGuard,
+    RwLockWriteGuard,
+};
 pub use semaphore::{Finish, RawAcquire, Semaphore};
 pub use waiter::{Waiter, WaiterState, WakeFn};

@@ -1,64 +1,6 @@
-//! The semaphore algorithm.
-//!
-//! # State
-//!
-//! One atomic word holds everything a lock-free path needs to decide:
-//!
-//! ```text
-//!   state = available << 2 | QUEUED | CLOSED
-//! ```
-//!
-//! * `available`: permits nobody holds and nobody has been granted.
-//! * `QUEUED`: the wait queue is non-empty. Set and cleared only with the queue
-//!   lock held, and always in the same CAS that drains or refills `available`.
-//! * `CLOSED`: set once by `close`, never cleared.
-//!
-//! # Invariants
-//!
-//! 1. `QUEUED` ⇔ the queue is non-empty (changed only under the lock).
-//! 2. `QUEUED` ⇒ `available == 0`. Permits never "float" in the counter while
-//!    someone waits: an enqueuing acquirer drains the counter in the CAS that sets
-//!    `QUEUED`; while it is set, releases go through the lock and hand permits
-//!    directly to the head of the queue; only the release (or cancel, or close)
-//!    that empties the queue puts its surplus into the counter, in the CAS that
-//!    clears `QUEUED`.
-//! 3. Strict FIFO, weights included: only the head is ever granted permits; a
-//!    head that cannot be completed keeps what it got and the hand-off stops there.
-//!    `try_acquire` cannot overtake either, since by (2) it sees zero permits.
-//! 4. Conservation: `available` + permits held by callers + permits granted to
-//!    queued waiters + permits in transit inside one `release` call == the total
-//!    the semaphore was created with plus everything released beyond it.
-//!
-//! # Why release needs no lock when nobody waits
-//!
-//! The classic lost wake-up is: an acquirer finds too few permits, a release adds
-//! permits to the counter because it sees no waiter, the acquirer then queues and
-//! sleeps beside free permits. Here both sides decide on the *same word*: the
-//! release's CAS (`available += n`, only if `QUEUED` is clear) and the acquirer's
-//! CAS (`available = 0, QUEUED = 1`) are ordered by the word's modification
-//! order. Either the release comes first, and the acquirer's CAS sees (and takes)
-//! its permits, or the acquirer comes first, and the release's CAS fails on the
-//! changed word and retries, now seeing `QUEUED` and taking the lock. There is no
-//! separate "fast waiter slot", so none of the hazards of one (lost wake-up,
-//! FIFO violation, a waiter held outside the queue during a race with cancel).
-//!
-//! # Memory orderings
-//!
-//! * Taking permits (fast or slow path) is an `Acquire` CAS; adding them to the
-//!   counter is a `Release` CAS. Every permit that moves through the counter
-//!   therefore carries a happens-before edge from the releaser's critical section
-//!   to the next acquirer's (RMWs extend the release sequence, so a chain of
-//!   partial takes keeps it).
-//! * Permits handed over directly travel under the queue lock; the waiter learns
-//!   of the grant through its `phase`, stored with `Release` by the notifier and
-//!   loaded with `Acquire` by the owner.
-//! * A release that only reads the word before deciding to take the lock uses
-//!   `Relaxed`: the lock it then takes supplies the ordering.
-//!
-//! # Wakes
-//!
-//! Wakers and callbacks are gathered in a [`WakeBatch`] under the lock and run
-//! after it is dropped; see the crate docs for the callback contract.
+//! The semaphore algorithm. Its description (the state word, the invariants,
+//! why release needs no lock, the memory orderings) is part of the public docs:
+//! [`crate::docs::algorithm`]. Keep the two in step.
 
 use core::ffi::c_void;
 use core::pin::Pin;
@@ -83,25 +25,68 @@ const CLOSED: usize = 0b01;
 const QUEUED: usize = 0b10;
 const SHIFT: u32 = 2;
 
-/// Keeps the hot atomic word on its own cache line (two lines on x86-64, where
-/// the adjacent-line prefetcher pairs them), away from the queue lock that
-/// contended acquirers hammer.
-#[cfg_attr(any(target_arch = "x86_64", target_arch = "aarch64"), repr(align(128)))]
+/// With feature `cache-padded`, keeps the hot atomic word on its own cache line
+/// (two lines on x86-64, where the adjacent-line prefetcher pairs them), away
+/// from the queue lock that contended acquirers hammer. Off by default: it makes
+/// a `Semaphore` 256 bytes instead of 32 and paid only on the contended
+/// benchmarks (see `docs/benchmarks.md`, *Footprint*).
 #[cfg_attr(
-    not(any(target_arch = "x86_64", target_arch = "aarch64")),
+    all(
+        feature = "cache-padded",
+        any(target_arch = "x86_64", target_arch = "aarch64")
+    ),
+    repr(align(128))
+)]
+#[cfg_attr(
+    all(
+        feature = "cache-padded",
+        not(any(target_arch = "x86_64", target_arch = "aarch64"))
+    ),
     repr(align(64))
 )]
 struct CachePadded<T>(T);
 
 /// A fair, weighted counting semaphore with direct hand-off to waiters.
 ///
-/// See the [crate documentation](crate) for the algorithm and the waker contract.
+/// Requests are served in FIFO order, weights included; a release hands its
+/// permits straight to the oldest waiters. Async tasks ([`acquire`](Self::acquire)),
+/// blocking threads ([`acquire_blocking`](Self::acquire_blocking)) and raw
+/// callback waiters ([`acquire_raw`](Self::acquire_raw)) share one queue. See
+/// [`docs::algorithm`](crate::docs::algorithm) for the algorithm and the
+/// [crate documentation](crate#the-waker-contract) for the waker contract.
+///
+/// ```
+/// use std::sync::Arc;
+/// use volt_sem::Semaphore;
+/// # futures::executor::block_on(async {
+/// // At most 3 units of work in flight; a big job takes 2.
+/// let budget = Arc::new(Semaphore::new(3));
+/// let big = budget.acquire(2).await.unwrap();
+/// let small = budget.acquire(1).await.unwrap();
+/// assert!(budget.try_acquire(1).is_err());
+/// drop((big, small));
+/// assert_eq!(budget.available_permits(), 3);
+/// # });
+/// ```
 pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
     queue: QueueLock,
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
+///
+/// ```
+/// use std::pin::pin;
+/// use volt_sem::{RawAcquire, Semaphore, Waiter};
+/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+///
+/// let sem = Semaphore::new(1);
+/// let waiter = pin!(Waiter::new());
+/// // SAFETY: the waiter is new and pinned; `Ready` means it was not queued.
+/// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) };
+/// assert_eq!(r, Ok(RawAcquire::Ready)); // taken at once: the caller owns 1 permit
+/// sem.release(1).unwrap();
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum RawAcquire {
     /// The permits were taken at once; the waiter was not queued.
@@ -113,6 +98,20 @@ pub enum RawAcquire {
 /// What [`Semaphore::finish_raw`] found, and consumed. After it returns, the
 /// semaphore no longer references the waiter and its callback has returned or
 /// will never run.
+///
+/// ```
+/// use std::pin::pin;
+/// use volt_sem::{Finish, Semaphore, Waiter};
+/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+///
+/// let sem = Semaphore::new(0);
+/// let waiter = pin!(Waiter::new());
+/// // SAFETY: new and pinned; finished below before it goes away.
+/// unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+/// sem.close();
+/// // SAFETY: queued on `sem`.
+/// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Closed);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Finish {
     /// The waiter was still queued and has been removed; `returned` permits it had
@@ -151,6 +150,14 @@ impl Semaphore {
     /// The largest number of permits a semaphore can hold, and the largest single
     /// request. Larger requests fail with `TooManyPermits`; releases that would
     /// exceed it fail with [`ReleaseError`].
+    ///
+    /// ```
+    /// use volt_sem::{Semaphore, TryAcquireError};
+    /// assert_eq!(Semaphore::MAX_PERMITS, usize::MAX >> 3);
+    /// let sem = Semaphore::new(Semaphore::MAX_PERMITS);
+    /// let err = sem.try_acquire(Semaphore::MAX_PERMITS + 1).unwrap_err();
+    /// assert_eq!(err, TryAcquireError::TooManyPermits);
+    /// ```
     pub const MAX_PERMITS: usize = usize::MAX >> 3;
 
     /// Creates a semaphore with `permits` available permits.
@@ -158,6 +165,11 @@ impl Semaphore {
     /// # Panics
     /// If `permits > MAX_PERMITS`. Use [`Semaphore::try_new`] where the count comes
     /// from outside the program.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(4);
+    /// assert_eq!(sem.available_permits(), 4);
+    /// ```
     pub fn new(permits: usize) -> Self {
         assert!(
             permits <= Self::MAX_PERMITS,
@@ -168,6 +180,12 @@ impl Semaphore {
     }
 
     /// Creates a semaphore, or returns `None` if `permits > MAX_PERMITS`.
+    ///
+    /// ```
+    /// use volt_sem::Semaphore;
+    /// assert!(Semaphore::try_new(10).is_some());
+    /// assert!(Semaphore::try_new(Semaphore::MAX_PERMITS + 1).is_none());
+    /// ```
     pub fn try_new(permits: usize) -> Option<Self> {
         (permits <= Self::MAX_PERMITS).then(|| Self::with_permits(permits))
     }
@@ -176,6 +194,13 @@ impl Semaphore {
     ///
     /// # Panics
     /// At compile time, if `permits > MAX_PERMITS`.
+    ///
+    /// ```
+    /// static CONNECTIONS: volt_sem::Semaphore = volt_sem::Semaphore::const_new(16);
+    /// let conn = CONNECTIONS.try_acquire(1).unwrap();
+    /// assert_eq!(CONNECTIONS.available_permits(), 15);
+    /// # drop(conn);
+    /// ```
     #[cfg(not(volt_loom))]
     pub const fn const_new(permits: usize) -> Self {
         assert!(permits <= Self::MAX_PERMITS);
@@ -193,11 +218,24 @@ impl Semaphore {
     }
 
     /// Permits available right now. While anyone is queued this is 0.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(3);
+    /// let _p = sem.try_acquire(2).unwrap();
+    /// assert_eq!(sem.available_permits(), 1);
+    /// ```
     pub fn available_permits(&self) -> usize {
         self.state.0.load(Ordering::Acquire) >> SHIFT
     }
 
     /// Whether [`close`](Self::close) was called.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(1);
+    /// assert!(!sem.is_closed());
+    /// sem.close();
+    /// assert!(sem.is_closed());
+    /// ```
     pub fn is_closed(&self) -> bool {
         self.state.0.load(Ordering::Acquire) & CLOSED != 0
     }
@@ -248,10 +286,23 @@ impl Semaphore {
     /// the permits already handed to waiters stay given and only the rest is
     /// reported as unreleased.
     ///
+    /// This is the form for counts that come from outside (the C ABI and the
+    /// bindings use it); [`add_permits`](Self::add_permits) panics instead, for
+    /// code where an overflow is a bug. Permit guards release by themselves.
+    ///
     /// # Panics
     /// If a `Waker` panics while being woken. The hand-off is completed first (every
     /// permit reaches a waiter or the counter, every other waiter is woken), then
     /// the first panic is re-raised.
+    ///
+    /// ```
+    /// use volt_sem::Semaphore;
+    /// let sem = Semaphore::new(0);
+    /// sem.release(2).unwrap();
+    /// assert_eq!(sem.available_permits(), 2);
+    /// let err = sem.release(Semaphore::MAX_PERMITS).unwrap_err();
+    /// assert_eq!(err.unreleased(), Semaphore::MAX_PERMITS); // nothing was added
+    /// ```
     pub fn release(&self, n: usize) -> Result<(), ReleaseError> {
         if n == 0 {
             return Ok(());
@@ -279,6 +330,38 @@ impl Semaphore {
                 Ordering::Relaxed,
             ) {
                 Ok(_) => return Ok(()),
+                Err(actual) => cur = actual,
+            }
+        }
+    }
+
+    /// Removes up to `n` permits from the available ones (tokio's
+    /// `forget_permits`) and returns how many were removed. Permits that are
+    /// held or granted to queued waiters are not touched (while anyone waits,
+    /// none are available). Lock-free. Works on a closed semaphore.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(5);
+    /// let held = sem.try_acquire(2).unwrap();
+    /// assert_eq!(sem.forget_permits(4), 3); // only 3 were available
+    /// drop(held);
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
+    pub fn forget_permits(&self, n: usize) -> usize {
+        let mut cur = self.state.0.load(Ordering::Relaxed);
+        loop {
+            let taken = (cur >> SHIFT).min(n);
+            if taken == 0 {
+                return 0;
+            }
+            // Acquire, as any take of permits from the counter.
+            match self.state.0.compare_exchange_weak(
+                cur,
+                cur - (taken << SHIFT),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return taken,
                 Err(actual) => cur = actual,
             }
         }
@@ -483,6 +566,20 @@ impl Semaphore {
     /// # Panics
     /// If a `Waker` panics while being woken: after every waiter was woken and
     /// every partial grant banked, the first panic is re-raised.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::{AcquireError, Semaphore};
+    /// # futures::executor::block_on(async {
+    /// let sem = Semaphore::new(1);
+    /// let held = sem.acquire(1).await.unwrap();
+    /// let waiting = sem.acquire(1);
+    /// sem.close();
+    /// assert_eq!(waiting.await.unwrap_err(), AcquireError::Closed);
+    /// drop(held); // permits held can still be released
+    /// assert_eq!(sem.available_permits(), 1);
+    /// # });
+    /// ```
     pub fn close(&self) {
         // Release/Acquire: an acquirer that sees CLOSED also sees what the closer
         // did before closing.
@@ -646,6 +743,52 @@ impl Semaphore {
     /// * After `Pending`, `waiter` stays valid and unmoved (the `Pin` promises the
     ///   latter), and `ctx` stays valid for `wake`, until `finish_raw` returned.
     /// * `wake(ctx)` may be called from any thread that releases or closes.
+    ///
+    /// # Example
+    ///
+    /// A waiter whose callback hands the grant to a blocked thread (what
+    /// [`acquire_blocking`](Self::acquire_blocking) does); the crate
+    /// documentation has a single-threaded one.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use std::pin::pin;
+    /// use std::sync::{Arc, Condvar, Mutex};
+    /// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter};
+    ///
+    /// type Signal = (Mutex<bool>, Condvar);
+    /// unsafe extern "C" fn signal(ctx: *mut c_void) {
+    ///     // SAFETY: `ctx` is the `Signal` below, alive until `finish_raw` returned.
+    ///     let (done, cv) = unsafe { &*(ctx as *const Signal) };
+    ///     *done.lock().unwrap() = true;
+    ///     cv.notify_one();
+    /// }
+    ///
+    /// let sem = Arc::new(Semaphore::new(0));
+    /// let releaser = {
+    ///     let sem = sem.clone();
+    ///     std::thread::spawn(move || sem.release(3).unwrap())
+    /// };
+    /// let sig: Signal = (Mutex::new(false), Condvar::new());
+    /// let waiter = pin!(Waiter::new());
+    /// let ctx = &sig as *const Signal as *mut c_void;
+    /// // SAFETY: the waiter is new and pinned; it and `sig` outlive `finish_raw`.
+    /// match unsafe { sem.acquire_raw(waiter.as_ref(), 3, signal, ctx) } {
+    ///     Ok(RawAcquire::Ready) => {} // the release came first
+    ///     Ok(RawAcquire::Pending) => {
+    ///         let mut done = sig.0.lock().unwrap();
+    ///         while !*done {
+    ///             done = sig.1.wait(done).unwrap();
+    ///         }
+    ///         drop(done);
+    ///         // SAFETY: queued on `sem`; called outside the callback.
+    ///         assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+    ///     }
+    ///     Err(e) => panic!("{e}"),
+    /// }
+    /// releaser.join().unwrap();
+    /// sem.release(3).unwrap(); // the three permits were ours
+    /// ```
     pub unsafe fn acquire_raw(
         &self,
         waiter: Pin<&Waiter>,
@@ -682,6 +825,27 @@ impl Semaphore {
     /// # Safety
     /// `waiter` is idle or was last queued on `self`
     /// ([`Waiter::belongs_to`] checks the latter).
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use std::pin::pin;
+    /// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter};
+    ///
+    /// unsafe extern "C" fn never(_: *mut c_void) {}
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let waiter = pin!(Waiter::new());
+    /// // SAFETY: the waiter is new and pinned, and outlives `finish_raw` below.
+    /// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 2, never, std::ptr::null_mut()) };
+    /// assert_eq!(r, Ok(RawAcquire::Pending));
+    /// sem.release(1).unwrap(); // a partial grant
+    /// // Cancel: the partial grant goes back, the callback never runs.
+    /// // SAFETY: queued on `sem`.
+    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Cancelled { returned: 1 });
+    /// assert_eq!(sem.available_permits(), 1);
+    /// // SAFETY: the waiter is idle now.
+    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
+    /// ```
     pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
         let waiter = waiter.get_ref();
         let mut round = 0;

@@ -26,6 +26,19 @@ use crate::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 ///
 /// See the crate documentation, section *The waker contract*, for when it runs
 /// and what it may do.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use volt_sem::WakeFn;
+///
+/// unsafe extern "C" fn count(ctx: *mut c_void) {
+///     // SAFETY: the caller passes an `AtomicUsize` that outlives the waiter.
+///     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::Relaxed);
+/// }
+/// let wake: WakeFn = count;
+/// # let _ = wake;
+/// ```
 pub type WakeFn = unsafe extern "C" fn(ctx: *mut c_void);
 
 /// The life of a waiter, stored in [`Waiter::phase`].
@@ -55,6 +68,13 @@ pub(crate) mod phase {
 }
 
 /// What a waiter knows about its request, as seen by [`Waiter::state`].
+///
+/// ```
+/// use volt_sem::{Waiter, WaiterState};
+/// assert_eq!(Waiter::new().state(), WaiterState::Idle);
+/// ```
+///
+/// The [`Waiter`] example goes through `Waiting` and `Granted`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum WaiterState {
     /// Not queued on any semaphore (new, cancelled, or already finished).
@@ -99,6 +119,35 @@ pub(crate) struct Links {
 ///
 /// A waiter must not move while it is queued, which is why the raw API takes it
 /// pinned.
+///
+/// ```
+/// use std::ffi::c_void;
+/// use std::pin::pin;
+/// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+///
+/// unsafe extern "C" fn woken(ctx: *mut c_void) {
+///     // SAFETY: `ctx` is the counter below, alive until `finish_raw` returned.
+///     unsafe { *(ctx as *mut u32) += 1 };
+/// }
+///
+/// let sem = Semaphore::new(0);
+/// let mut wakes = 0u32;
+/// let waiter = pin!(Waiter::new());
+/// assert_eq!(waiter.state(), WaiterState::Idle);
+/// let ctx = &mut wakes as *mut u32 as *mut c_void;
+/// // SAFETY: the waiter is new and pinned; it and `wakes` outlive `finish_raw`.
+/// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 2, woken, ctx) };
+/// assert_eq!(r, Ok(RawAcquire::Pending));
+/// assert!(waiter.is_busy() && waiter.belongs_to(&sem));
+/// assert_eq!((waiter.state(), waiter.requested()), (WaiterState::Waiting, 2));
+/// sem.release(2).unwrap(); // the callback runs here, on this thread
+/// assert_eq!(waiter.state(), WaiterState::Granted);
+/// // SAFETY: queued on `sem`.
+/// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+/// assert!(!waiter.is_busy());
+/// assert_eq!(wakes, 1);
+/// sem.release(2).unwrap();
+/// ```
 pub struct Waiter {
     pub(crate) links: UnsafeCell<Links>,
     /// Permits still missing. Lock-guarded.
@@ -150,7 +199,13 @@ impl Drop for Waiter {
 }
 
 impl Waiter {
-    /// A new, idle waiter.
+    /// A new, idle waiter. `const`, so a waiter can be built in a static or
+    /// inside a larger `const`-constructed structure.
+    ///
+    /// ```
+    /// let w = volt_sem::Waiter::new();
+    /// assert!(!w.is_busy());
+    /// ```
     #[cfg(not(volt_loom))]
     pub const fn new() -> Self {
         Waiter {
@@ -189,6 +244,12 @@ impl Waiter {
     /// it is the right question to ask *inside* the callback. Whether the
     /// semaphore is done with the waiter's memory is a different question, which
     /// only [`Semaphore::finish_raw`](crate::Semaphore::finish_raw) answers.
+    ///
+    /// See the [`Waiter`] example for a request going through its states.
+    ///
+    /// ```
+    /// assert_eq!(volt_sem::Waiter::new().state(), volt_sem::WaiterState::Idle);
+    /// ```
     pub fn state(&self) -> WaiterState {
         match self.phase.load(Ordering::Acquire) {
             phase::IDLE => WaiterState::Idle,
@@ -204,6 +265,21 @@ impl Waiter {
     /// callback has not returned yet. A busy waiter must not be passed to
     /// `acquire_raw`, moved or freed; [`Semaphore::finish_raw`](crate::Semaphore::finish_raw)
     /// called outside its callback ends the busy period.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::{Semaphore, Waiter};
+    /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let waiter = pin!(Waiter::new());
+    /// // SAFETY: new and pinned; finished below.
+    /// unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+    /// assert!(waiter.is_busy()); // queued: must not move or be freed
+    /// // SAFETY: queued on `sem`.
+    /// unsafe { sem.finish_raw(waiter.as_ref()) };
+    /// assert!(!waiter.is_busy());
+    /// ```
     pub fn is_busy(&self) -> bool {
         !matches!(
             self.phase.load(Ordering::Acquire),
@@ -216,17 +292,67 @@ impl Waiter {
     /// after it returns.) There, [`finish_raw`](crate::Semaphore::finish_raw)
     /// collects the outcome at once but the waiter stays [busy](Self::is_busy)
     /// until the callback returns.
+    ///
+    /// ```
+    /// use std::ffi::c_void;
+    /// use std::pin::pin;
+    /// use volt_sem::{Finish, Semaphore, Waiter};
+    ///
+    /// struct Ctx<'a> {
+    ///     sem: &'a Semaphore,
+    ///     waiter: *const Waiter,
+    /// }
+    /// unsafe extern "C" fn collect_inside(ctx: *mut c_void) {
+    ///     // SAFETY: `ctx` is the `Ctx` below; the waiter is pinned and alive.
+    ///     let ctx = unsafe { &*(ctx as *const Ctx) };
+    ///     let waiter = unsafe { std::pin::Pin::new_unchecked(&*ctx.waiter) };
+    ///     assert!(waiter.in_own_callback());
+    ///     // SAFETY: queued on `ctx.sem`. Collect the grant and pass it on at once.
+    ///     assert_eq!(unsafe { ctx.sem.finish_raw(waiter) }, Finish::Granted);
+    ///     ctx.sem.release(1).unwrap();
+    /// }
+    ///
+    /// let sem = Semaphore::new(0);
+    /// let waiter = pin!(Waiter::new());
+    /// let ctx = Ctx { sem: &sem, waiter: &*waiter };
+    /// let ctx_ptr = &ctx as *const Ctx as *mut c_void;
+    /// // SAFETY: pinned and new; `ctx` outlives the final `finish_raw`.
+    /// unsafe { sem.acquire_raw(waiter.as_ref(), 1, collect_inside, ctx_ptr) }.unwrap();
+    /// assert!(!waiter.in_own_callback());
+    /// sem.release(1).unwrap(); // runs the callback, which releases the permit again
+    /// assert_eq!(sem.available_permits(), 1);
+    /// // SAFETY: the outcome was consumed inside; this ends the busy period.
+    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
+    /// ```
     pub fn in_own_callback(&self) -> bool {
         crate::delivery::in_own_callback(self)
     }
 
     /// The number of permits the current (or last) request asked for.
+    ///
+    /// ```
+    /// assert_eq!(volt_sem::Waiter::new().requested(), 0);
+    /// ```
     pub fn requested(&self) -> usize {
         self.requested.load(Ordering::Relaxed)
     }
 
     /// Whether this waiter was last enqueued on `semaphore`. Lets the C ABI reject
     /// a cancel aimed at the wrong semaphore instead of corrupting a queue.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::{Semaphore, Waiter};
+    /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
+    ///
+    /// let (a, b) = (Semaphore::new(0), Semaphore::new(0));
+    /// let waiter = pin!(Waiter::new());
+    /// // SAFETY: new and pinned; finished below.
+    /// unsafe { a.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
+    /// assert!(waiter.belongs_to(&a) && !waiter.belongs_to(&b));
+    /// // SAFETY: queued on `a`, which `belongs_to` just confirmed.
+    /// unsafe { a.finish_raw(waiter.as_ref()) };
+    /// ```
     pub fn belongs_to(&self, semaphore: &crate::Semaphore) -> bool {
         core::ptr::eq(
             self.semaphore.load(Ordering::Relaxed),

@@ -367,6 +367,8 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
             Err(TryAcquireError::NoPermits) => VOLT_WOULD_BLOCK,
             Err(TryAcquireError::Closed) => VOLT_CLOSED,
             Err(TryAcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+            // The core's error enums are non_exhaustive: a later variant maps here.
+            Err(_) => VOLT_INVALID_ARGUMENT,
         }
     })
 }
@@ -574,6 +576,8 @@ pub unsafe extern "C" fn volt_sem_acquire(
             Ok(RawAcquire::Ready) => VOLT_OK,
             Err(AcquireError::Closed) => VOLT_CLOSED,
             Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+            // The core's error enums are non_exhaustive: a later variant maps here.
+            Err(_) => VOLT_INVALID_ARGUMENT,
         };
         // Not queued: undo the bookkeeping.
         slot.busy.store(false, Ordering::Relaxed);
@@ -808,6 +812,8 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
                 }
                 Err(AcquireError::Closed) => VOLT_CLOSED,
                 Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+                // The core's error enums are non_exhaustive: a later variant maps here.
+                Err(_) => VOLT_INVALID_ARGUMENT,
             };
         }
         match sem
@@ -821,6 +827,8 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
             Err(AcquireTimeoutError::TimedOut) => VOLT_TIMED_OUT,
             Err(AcquireTimeoutError::Closed) => VOLT_CLOSED,
             Err(AcquireTimeoutError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
+            // The core's error enums are non_exhaustive: a later variant maps here.
+            Err(_) => VOLT_INVALID_ARGUMENT,
         }
     })
 }
