@@ -38,7 +38,8 @@ tools=$ROOT/scripts/docs
 if ! cmp -s "$tools/package-lock.json" "$tools/node_modules/.installed-lock.json" 2>/dev/null; then
     (cd "$tools" && npm ci "${NPM_FLAGS[@]}" && cp package-lock.json node_modules/.installed-lock.json)
 fi
-(cd "$tools" && node_modules/.bin/typedoc --logLevel Warn --treatWarningsAsErrors \
+# --disableSources: source links need a hosted git remote, which a clone may not have.
+(cd "$tools" && node_modules/.bin/typedoc --logLevel Warn --treatWarningsAsErrors --disableSources \
     --tsconfig tsconfig.json --entryPoints ../../bindings-node/index.d.ts \
     --name "volt-sem for Node.js" --readme none --out "$OUT/node")
 

@@ -28,7 +28,9 @@ fn in_child(child: impl FnOnce() -> c_int) -> c_int {
     let pid = unsafe { fork() };
     assert!(pid >= 0, "fork failed");
     if pid == 0 {
-        let code = child();
+        // The child has only this (test) thread: a panic ending it would end
+        // the process with status 0, so it becomes an exit code here.
+        let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(child)).unwrap_or(99);
         unsafe { _exit(code) };
     }
     let mut status = 0;

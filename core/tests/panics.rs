@@ -155,3 +155,44 @@ fn a_waker_clone_may_reenter_the_semaphore() {
         .expect("a waker's clone ran under the queue lock and deadlocked");
     assert_eq!(available, 2);
 }
+
+/// A future polled again with a different waker: the grant wakes the new one.
+#[test]
+fn a_repoll_with_a_new_waker_is_the_one_woken() {
+    static FIRST: AtomicBool = AtomicBool::new(false);
+    static SECOND: AtomicBool = AtomicBool::new(false);
+    fn flag_waker(flag: &'static AtomicBool) -> Waker {
+        const VTABLE: RawWakerVTable = RawWakerVTable::new(clone, wake, wake, noop);
+        unsafe fn clone(p: *const ()) -> RawWaker {
+            RawWaker::new(p, &VTABLE)
+        }
+        unsafe fn wake(p: *const ()) {
+            unsafe { &*(p as *const AtomicBool) }.store(true, SeqCst);
+        }
+        unsafe fn noop(_: *const ()) {}
+        unsafe {
+            Waker::from_raw(RawWaker::new(
+                flag as *const AtomicBool as *const (),
+                &VTABLE,
+            ))
+        }
+    }
+    let sem = Semaphore::new(0);
+    let mut fut = Box::pin(sem.acquire(1));
+    let (w1, w2) = (flag_waker(&FIRST), flag_waker(&SECOND));
+    assert!(fut
+        .as_mut()
+        .poll(&mut Context::from_waker(&w1))
+        .is_pending());
+    assert!(fut
+        .as_mut()
+        .poll(&mut Context::from_waker(&w2))
+        .is_pending());
+    sem.release(1).unwrap();
+    assert!(SECOND.load(SeqCst), "the current waker is woken");
+    assert!(!FIRST.load(SeqCst), "not the stale one");
+    assert!(matches!(
+        fut.as_mut().poll(&mut Context::from_waker(&w2)),
+        Poll::Ready(Ok(_))
+    ));
+}

@@ -443,3 +443,171 @@ fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
     assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
     assert_eq!(p.calls.load(SeqCst), 0);
 }
+
+/// `Waiter::in_own_callback` is true inside the waiter's callback only.
+#[test]
+fn in_own_callback_is_true_only_inside_the_callback() {
+    struct Seen {
+        waiter: Waiter,
+        inside: AtomicBool,
+    }
+    unsafe extern "C" fn look(ctx: *mut c_void) {
+        let s = unsafe { &*(ctx as *const Seen) };
+        s.inside.store(s.waiter.in_own_callback(), SeqCst);
+    }
+    let sem = Semaphore::new(0);
+    let seen = Box::new(Seen {
+        waiter: Waiter::new(),
+        inside: AtomicBool::new(false),
+    });
+    let w = unsafe { Pin::new_unchecked(&seen.waiter) };
+    let ctx = &*seen as *const Seen as *mut c_void;
+    assert_eq!(
+        unsafe { sem.acquire_raw(w, 1, look, ctx) },
+        Ok(RawAcquire::Pending)
+    );
+    assert!(!seen.waiter.in_own_callback());
+    sem.release(1).unwrap();
+    assert!(seen.inside.load(SeqCst), "true inside");
+    assert!(!seen.waiter.in_own_callback(), "false after");
+    assert_eq!(unsafe { sem.finish_raw(w) }, Finish::Granted);
+}
+
+/// From inside one callback, finishing a waiter whose callback is running on
+/// another thread waits for that callback (it is not this thread's to skip).
+#[test]
+fn finish_from_a_callback_waits_for_a_callback_on_another_thread() {
+    struct Two {
+        sem_a: Semaphore,
+        sem_b: Semaphore,
+        a: Waiter,
+        b: Waiter,
+        b_entered: AtomicBool,
+        b_done: AtomicBool,
+        seen: Mutex<Option<(Finish, bool)>>,
+    }
+    unsafe extern "C" fn slow_b(ctx: *mut c_void) {
+        let t = unsafe { &*(ctx as *const Two) };
+        t.b_entered.store(true, SeqCst);
+        thread::sleep(Duration::from_millis(50));
+        t.b_done.store(true, SeqCst);
+    }
+    unsafe extern "C" fn a_finishes_b(ctx: *mut c_void) {
+        let t = unsafe { &*(ctx as *const Two) };
+        while !t.b_entered.load(SeqCst) {
+            thread::yield_now();
+        }
+        let b = unsafe { Pin::new_unchecked(&t.b) };
+        let f = unsafe { t.sem_b.finish_raw(b) };
+        *t.seen.lock().unwrap() = Some((f, t.b_done.load(SeqCst)));
+    }
+    let two = Arc::new(Two {
+        sem_a: Semaphore::new(0),
+        sem_b: Semaphore::new(0),
+        a: Waiter::new(),
+        b: Waiter::new(),
+        b_entered: AtomicBool::new(false),
+        b_done: AtomicBool::new(false),
+        seen: Mutex::new(None),
+    });
+    let ctx = Arc::as_ptr(&two) as *mut c_void;
+    unsafe {
+        let a = Pin::new_unchecked(&two.a);
+        let b = Pin::new_unchecked(&two.b);
+        assert_eq!(
+            two.sem_a.acquire_raw(a, 1, a_finishes_b, ctx),
+            Ok(RawAcquire::Pending)
+        );
+        assert_eq!(
+            two.sem_b.acquire_raw(b, 1, slow_b, ctx),
+            Ok(RawAcquire::Pending)
+        );
+    }
+    let t2 = two.clone();
+    let releaser_b = thread::spawn(move || t2.sem_b.release(1).unwrap());
+    two.sem_a.release(1).unwrap(); // runs a_finishes_b here, while slow_b runs there
+    releaser_b.join().unwrap();
+    let seen = two.seen.lock().unwrap().take();
+    assert_eq!(
+        seen,
+        Some((Finish::Granted, true)),
+        "finish returned before b's callback"
+    );
+    assert_eq!(
+        unsafe { two.sem_a.finish_raw(Pin::new_unchecked(&two.a)) },
+        Finish::Granted
+    );
+}
+
+/// A partly granted waiter cancelled in front of more waiters than one wake
+/// batch holds: its grant goes on to all of them, in several batches.
+#[test]
+fn a_cancelled_partial_grant_serves_more_than_one_wake_batch() {
+    const BEHIND: usize = 40; // more than the wake batch (32)
+    let sem = Semaphore::new(0);
+    let head = Box::pin(Waiter::new());
+    let p = Probe::default();
+    assert_eq!(
+        queue(&sem, head.as_ref(), BEHIND + 1, &p),
+        RawAcquire::Pending
+    );
+    let behind: Vec<Pin<Box<Waiter>>> = (0..BEHIND).map(|_| Box::pin(Waiter::new())).collect();
+    let probes: Vec<Probe> = (0..BEHIND).map(|_| Probe::default()).collect();
+    for (w, pr) in behind.iter().zip(&probes) {
+        assert_eq!(queue(&sem, w.as_ref(), 1, pr), RawAcquire::Pending);
+    }
+    sem.release(BEHIND).unwrap(); // the head holds BEHIND of BEHIND + 1
+    assert_eq!(
+        unsafe { sem.finish_raw(head.as_ref()) },
+        Finish::Cancelled { returned: BEHIND }
+    );
+    for (w, pr) in behind.iter().zip(&probes) {
+        assert_eq!(pr.calls.load(SeqCst), 1);
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    }
+    assert_eq!(sem.available_permits(), 0);
+}
+
+/// The boundary of the overflow check after a partial hand-off: filling the
+/// counter to exactly `MAX_PERMITS` is allowed.
+#[test]
+fn a_release_may_fill_the_counter_to_exactly_max_after_a_partial_hand_off() {
+    const BATCH: usize = 32;
+    struct Ctx {
+        sem: Arc<Semaphore>,
+        last: Pin<Box<Waiter>>,
+        filled: AtomicBool,
+    }
+    unsafe extern "C" fn first_cb(ctx: *mut c_void) {
+        let c = unsafe { &*(ctx as *const Ctx) };
+        if !c.filled.swap(true, SeqCst) {
+            assert_eq!(
+                unsafe { c.sem.finish_raw(c.last.as_ref()) },
+                Finish::Cancelled { returned: 0 }
+            );
+            // Leaves room for exactly the 18 permits still in transit.
+            c.sem.release(Semaphore::MAX_PERMITS - 18).unwrap();
+        }
+    }
+    let sem = Arc::new(Semaphore::new(0));
+    let ctx = Box::new(Ctx {
+        sem: sem.clone(),
+        last: Box::pin(Waiter::new()),
+        filled: AtomicBool::new(false),
+    });
+    let ctx_ptr = &*ctx as *const Ctx as *mut c_void;
+    let first: Vec<Pin<Box<Waiter>>> = (0..BATCH).map(|_| Box::pin(Waiter::new())).collect();
+    for w in &first {
+        assert_eq!(
+            unsafe { sem.acquire_raw(w.as_ref(), 1, first_cb, ctx_ptr) },
+            Ok(RawAcquire::Pending)
+        );
+    }
+    let p = Probe::default();
+    assert_eq!(queue(&sem, ctx.last.as_ref(), 1, &p), RawAcquire::Pending);
+    sem.release(BATCH + 18).expect("exactly MAX_PERMITS fits");
+    assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
+    for w in &first {
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    }
+}
