@@ -25,6 +25,10 @@ test('npm pack + npm install <tarball> in a fresh project: require and import wo
       assert.ok(files.includes(f), `${f} is in the tarball (${files.join(', ')})`);
     }
     assert.ok(!files.some((f) => f.startsWith('test/') || f.startsWith('node_modules/')), 'no tests or deps packed');
+    for (const f of ['LICENSE-MIT', 'LICENSE-APACHE']) {
+      assert.ok(files.includes(f), `${f} is in the tarball`);
+      assert.deepEqual(fs.readFileSync(path.join(PKG, f)), fs.readFileSync(path.join(PKG, '..', f)), `${f} is the repository's`);
+    }
     const tarball = path.join(tmp, info.filename);
 
     const proj = path.join(tmp, 'app');

@@ -44,3 +44,19 @@ def test_wheel_installs_into_fresh_venv(tmp_path):
     files = set(os.listdir(pkg))
     assert {"py.typed", "__init__.pyi", "_volt_sem.pyi"} <= files, files
     assert sys.version_info >= (3, 9)
+
+
+@pytest.mark.skipif(not WHEEL, reason="VOLT_SEM_WHEEL not set (run through `make test`)")
+def test_wheel_ships_the_licence_texts():
+    import zipfile
+
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    with zipfile.ZipFile(WHEEL) as whl:
+        names = whl.namelist()
+        for name in ("LICENSE-MIT", "LICENSE-APACHE"):
+            shipped = [n for n in names if n.endswith(".dist-info/licenses/" + name)]
+            assert shipped, f"{name} is not in the wheel: {names}"
+            with open(os.path.join(root, name), "rb") as f:
+                assert whl.read(shipped[0]) == f.read(), f"{name} differs from the repository's"
+        metadata = whl.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+        assert "License-Expression: MIT OR Apache-2.0" in metadata
