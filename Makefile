@@ -8,10 +8,10 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node \
+.PHONY: install test demo lint test-core test-loom loom-weakenings mutants test-miri test-c test-python test-node test-shm \
         demo-core demo-c demo-python demo-node bench
 
-test: lint test-core test-loom test-miri test-c test-python test-node
+test: lint test-core test-loom test-miri test-c test-python test-node test-shm
 
 demo: demo-core demo-c demo-python demo-node
 
@@ -24,6 +24,11 @@ test-core:
 	cargo test -p volt-sem
 	cargo test -p volt-sem --features batch-lock --test batch_lock
 	cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
+
+# The named semaphore shared by processes (Linux; spawns real processes and
+# kills them with SIGKILL).
+test-shm:
+	cargo test -p volt-sem-shm
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
