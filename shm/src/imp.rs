@@ -514,8 +514,13 @@ impl Attachment {
         self.inner.locked(|l| (l.held(me), Rings::default()))
     }
 
+    /// Sweeps dead processes first, so that `live` counts live processes.
     pub(crate) fn census(&self) -> Result<Census, Error> {
-        self.inner.locked(|l| (l.census(), Rings::default()))
+        let inner = &self.inner;
+        inner.locked(|l| {
+            let rings = inner.sweep_locked(l);
+            (l.census(), rings)
+        })
     }
 
     pub(crate) fn record(&self) -> u32 {
@@ -570,6 +575,13 @@ impl Attachment {
                     w.phase.store(phase::WAITING, Release);
                     local.table[slot as usize] = w;
                     local.count += 1;
+                    let mut rings = rings;
+                    if local.count == 1 {
+                        // The doorbell thread may be asleep without a timeout
+                        // (it had no waiter): wake it so that it starts its
+                        // periodic liveness sweeps.
+                        rings.merge(Rings(1u128 << me));
+                    }
                     (Ok(RawAcquire::Pending), rings)
                 }
                 Err(e) => (Err(op_error(e)), rings),

@@ -411,7 +411,8 @@ impl SharedSemaphore {
         self.att.held().map(|h| h as usize)
     }
 
-    /// The conservation sums, read under the lock (for tests and diagnostics).
+    /// The conservation sums, read under the lock after a liveness sweep (for
+    /// tests and diagnostics).
     pub fn census(&self) -> Result<Census, Error> {
         self.att.census()
     }
