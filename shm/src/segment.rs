@@ -168,8 +168,17 @@ impl Rings {
     pub(crate) fn merge(&mut self, other: Rings) {
         self.0 |= other.0;
     }
+    /// The set bits, lowest first (only as many steps as bits set).
     pub(crate) fn iter(self) -> impl Iterator<Item = usize> {
-        (0..MAX_PROCESSES).filter(move |i| self.0 & (1u128 << i) != 0)
+        let mut bits = self.0;
+        core::iter::from_fn(move || {
+            if bits == 0 {
+                return None;
+            }
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            Some(i)
+        })
     }
 }
 

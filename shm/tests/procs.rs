@@ -170,8 +170,20 @@ fn child_main() {
     };
     let name = std::env::var("VOLT_SHM_NAME").unwrap();
     let total = env_num("VOLT_SHM_TOTAL") as usize;
-    let sem = SharedSemaphore::open(&name, total, OpenOptions::new().attach_only()).unwrap();
+    let opts = if role == "create-and-hold" {
+        OpenOptions::new().create_only()
+    } else {
+        OpenOptions::new().attach_only()
+    };
+    let sem = SharedSemaphore::open(&name, total, opts).unwrap();
     match role.as_str() {
+        "create-and-hold" => {
+            sem.try_acquire(total).unwrap();
+            say("got");
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
         "acquire" => {
             let n = env_num("N") as usize;
             say("start");
@@ -354,6 +366,23 @@ fn kill9_inside_the_lock_is_repaired() {
     assert_eq!((c.held, c.live, c.available), (2, 1, 0));
     sem.release(2).unwrap();
     assert_eq!(sem.available_permits(), 2);
+}
+
+#[test]
+fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
+    // A process creates the semaphore, takes every permit and is killed; no
+    // other process was attached. The next open finds its dead record (its
+    // liveness lock is gone) and takes it back at once.
+    let name = Name::new("xstale");
+    let mut h = Child::spawn(&name, 3, "create-and-hold", &[]);
+    h.expect("got", Duration::from_secs(5));
+    h.kill9();
+    let sem = SharedSemaphore::open(&name, 3, OpenOptions::new().attach_only()).unwrap();
+    assert_eq!(sem.available_permits(), 3);
+    let c = assert_conserved(&sem);
+    assert_eq!((c.live, c.reclaims), (1, 1));
+    sem.try_acquire(3).unwrap();
+    sem.release(3).unwrap();
 }
 
 // ------------------------------------------------------------------ stress
