@@ -274,7 +274,7 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
     assert_eq!(sem.try_acquire(1), Err(Error::NoPermits));
     let s2 = sem.clone();
     let waiter = std::thread::spawn(move || {
-        s2.acquire_blocking(2).unwrap();
+        s2.acquire_timeout(2, Duration::from_secs(10)).unwrap();
         Instant::now()
     });
     wait_queued(&sem, 1);
