@@ -55,6 +55,9 @@ pub enum Error {
     /// A blocking acquire was called on the doorbell thread (inside a wake
     /// callback), where it would wait for itself.
     InCallback,
+    /// This handle was opened by the parent before `fork()`: it would act on
+    /// the parent's process record. Open the name again in the child.
+    Forked,
     /// Named shared semaphores are not implemented on this platform (Linux only).
     Unsupported,
     /// Another OS error (an `errno` value).
@@ -88,6 +91,7 @@ impl fmt::Display for Error {
             Error::TimedOut => f.write_str("timed out waiting for permits"),
             Error::Corrupt => f.write_str("the segment's lock is not recoverable"),
             Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
+            Error::Forked => f.write_str("handle opened before fork(): open the name again"),
             Error::Unsupported => {
                 f.write_str("shared semaphores are not supported on this platform")
             }

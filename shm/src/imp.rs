@@ -165,15 +165,37 @@ pub(crate) struct Inner {
     me: u32,
     total: u64,
     pid: u32,
+    /// `FORK_GEN` when attached: a handle used in a forked child fails with
+    /// `Error::Forked` instead of acting on the parent's record.
+    gen: u64,
     local: Mutex<Local>,
     stop: AtomicBool,
+}
+
+/// Bumped in every forked child (a `pthread_atfork` handler).
+static FORK_GEN: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn forked_child() {
+    FORK_GEN.fetch_add(1, Relaxed);
+}
+
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    });
 }
 
 impl Drop for Inner {
     /// Detaches: whatever this process still holds goes back, as at a death.
     fn drop(&mut self) {
-        let me = self.me;
-        let _ = self.locked(|l| ((), l.detach(me)));
+        // In a forked child the record is the parent's: leave it (the
+        // mapping and the child's copy of the fd are still released).
+        if !self.forked() {
+            let me = self.me;
+            let _ = self.locked(|l| ((), l.detach(me)));
+        }
     }
 }
 
@@ -192,7 +214,14 @@ impl Inner {
 
     /// Runs `f` under the segment lock, repairing first if the previous owner
     /// died in its critical section, then rings the doorbells `f` asks for.
+    fn forked(&self) -> bool {
+        FORK_GEN.load(Relaxed) != self.gen
+    }
+
     fn locked<R>(&self, f: impl FnOnce(&Locked<'_>) -> (R, Rings)) -> Result<R, Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
         let seg = self.seg();
         let state = sys::lock(seg)?;
         let (r, rings) = {
@@ -244,6 +273,9 @@ pub(crate) struct Attachment {
 
 impl Drop for Attachment {
     fn drop(&mut self) {
+        if self.inner.forked() {
+            return; // the doorbell thread is the parent's, not ours
+        }
         self.inner.stop.store(true, Release);
         self.inner.ring(Rings(1u128 << self.inner.me));
         let handle = self
@@ -270,6 +302,8 @@ pub(crate) fn open(
     create: Create,
     mode: u32,
 ) -> Result<Arc<Attachment>, Error> {
+    watch_forks();
+    let gen = FORK_GEN.load(Relaxed);
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
     let (map, _created) = sys::open_segment(name, total, create, mode)?;
@@ -277,6 +311,7 @@ pub(crate) fn open(
     if let Some(att) = reg
         .iter()
         .filter(|(di, p, _)| *di == map.dev_ino && *p == pid)
+        .filter(|(_, _, w)| w.upgrade().is_some_and(|a| a.inner.gen == gen))
         .find_map(|(_, _, w)| w.upgrade())
     {
         // Already attached in this process: one record, one doorbell thread.
@@ -313,6 +348,7 @@ pub(crate) fn open(
         me,
         total,
         pid,
+        gen,
         local: Mutex::new(Local {
             table: vec![ptr::null(); MAX_WAITERS],
             count: 0,

@@ -214,9 +214,13 @@
 //!
 //! The fd is `O_CLOEXEC`. A child forked without `exec` shares the parent's
 //! open file description, hence its liveness lock: the parent is not seen
-//! dead until the child exits or execs too. A child must not use handles
-//! opened by its parent (they act on the parent's record); it calls
-//! [`SharedSemaphore::open`] again, which attaches a record of its own.
+//! dead until the child exits, execs, or drops the inherited handles. A
+//! handle opened by the parent fails in the child with [`Error::Forked`]
+//! (a `pthread_atfork` handler bumps a generation counter; every operation
+//! compares it, a relaxed load) instead of acting on the parent's record;
+//! dropping it in the child neither detaches the parent nor joins the
+//! parent's doorbell thread. The child calls [`SharedSemaphore::open`]
+//! again, which attaches a record of its own (tested in `tests/fork.rs`).
 
 //! # Cost
 //!
