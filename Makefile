@@ -9,10 +9,10 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-readme docs test-docs \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
         demo-core demo-c demo-python demo-node bench
 
-test: lint msrv test-core test-loom test-miri test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
 
 demo: demo-core demo-c demo-python demo-node
 
@@ -41,6 +41,11 @@ test-core:
 	cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
 	cargo test -p volt-sem --features cache-padded --test footprint --test api
 	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
+
+# The named semaphore shared by processes (Linux; spawns real processes and
+# kills them with SIGKILL).
+test-shm:
+	cargo test -p volt-sem-shm
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:

@@ -1,0 +1,103 @@
+//! Errors. Every failure a caller (or another process, or a file in
+//! `/dev/shm`) can cause is a value, never a panic.
+
+use core::fmt;
+
+/// Why an operation on a [`SharedSemaphore`](crate::SharedSemaphore) failed.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The name is empty, contains `/` or NUL, or is longer than
+    /// [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) bytes.
+    InvalidName,
+    /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
+    InvalidPermits,
+    /// Attach-only: no semaphore has this name.
+    NotFound,
+    /// Create-only: a semaphore with this name exists.
+    AlreadyExists,
+    /// The OS refused access to the segment (mode, owner).
+    PermissionDenied,
+    /// The name exists with another total of permits; nothing was changed.
+    TotalMismatch {
+        /// The total the existing semaphore was created with.
+        existing: u64,
+    },
+    /// The segment was made by another layout version of this crate.
+    VersionMismatch {
+        /// The version found in the segment.
+        found: u32,
+    },
+    /// The file under the name is not a volt-sem segment (wrong magic, wrong
+    /// or truncated size).
+    NotASegment,
+    /// Every process record is taken ([`MAX_PROCESSES`](crate::MAX_PROCESSES)).
+    ProcessTableFull,
+    /// Every waiter slot is taken ([`MAX_WAITERS`](crate::MAX_WAITERS)
+    /// requests queued across all processes); the request was not queued.
+    QueueFull,
+    /// The semaphore was closed (by any process).
+    Closed,
+    /// `try_acquire`: not enough permits now, or earlier requests are queued.
+    NoPermits,
+    /// A request for more permits than the semaphore's total (it could never
+    /// be granted and would block the FIFO forever).
+    TooManyPermits,
+    /// `release(n)` with `n` above what this process holds; nothing was released.
+    NotHeld {
+        /// What this process holds.
+        held: u64,
+    },
+    /// The timeout elapsed first; any partial grant was handed on.
+    TimedOut,
+    /// The segment's lock is unusable (`ENOTRECOVERABLE`: a repair was abandoned).
+    Corrupt,
+    /// A blocking acquire was called on the doorbell thread (inside a wake
+    /// callback), where it would wait for itself.
+    InCallback,
+    /// This handle was opened by the parent before `fork()`: it would act on
+    /// the parent's process record. Open the name again in the child.
+    Forked,
+    /// Named shared semaphores are not implemented on this platform (Linux only).
+    Unsupported,
+    /// Another OS error (an `errno` value).
+    Os(i32),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidName => f.write_str("invalid semaphore name"),
+            Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::NotFound => f.write_str("no shared semaphore has this name"),
+            Error::AlreadyExists => f.write_str("a shared semaphore with this name exists"),
+            Error::PermissionDenied => f.write_str("permission denied"),
+            Error::TotalMismatch { existing } => write!(
+                f,
+                "the shared semaphore exists with a different total ({existing} permits)"
+            ),
+            Error::VersionMismatch { found } => {
+                write!(f, "segment layout version {found} is not supported")
+            }
+            Error::NotASegment => f.write_str("the file is not a volt-sem segment"),
+            Error::ProcessTableFull => f.write_str("too many processes attached"),
+            Error::QueueFull => f.write_str("the waiter queue is full"),
+            Error::Closed => f.write_str("semaphore closed"),
+            Error::NoPermits => f.write_str("no permits available"),
+            Error::TooManyPermits => f.write_str("requested more permits than the total"),
+            Error::NotHeld { held } => {
+                write!(f, "released more permits than this process holds ({held})")
+            }
+            Error::TimedOut => f.write_str("timed out waiting for permits"),
+            Error::Corrupt => f.write_str("the segment's lock is not recoverable"),
+            Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
+            Error::Forked => f.write_str("handle opened before fork(): open the name again"),
+            Error::Unsupported => {
+                f.write_str("shared semaphores are not supported on this platform")
+            }
+            Error::Os(e) => write!(f, "OS error {e}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,773 @@
+//! The Linux implementation: attachment (one per process and segment), the
+//! doorbell thread, the local waiter table and the raw waiter protocol.
+
+use core::cell::{Cell, RefCell, UnsafeCell};
+use core::ffi::c_void;
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use core::ptr;
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use volt_sem::{Finish, RawAcquire, WakeFn};
+
+use crate::error::Error;
+use crate::segment::{
+    slot_state, Census, Enqueued, Locked, OpError, Rings, Segment, SlotOutcome, MAX_WAITERS,
+};
+use crate::sys::{self, Create, LockState, Mapping};
+
+/// How often a process with queued waiters checks the other processes'
+/// liveness locks, so that a dead holder's permits reach its waiters even if
+/// no other operation runs.
+pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(200);
+
+/// Waiter phases (see `ShmWaiter`).
+mod phase {
+    pub(crate) const IDLE: u8 = 0;
+    pub(crate) const WAITING: u8 = 1;
+    pub(crate) const NOTIFYING_GRANTED: u8 = 2;
+    pub(crate) const NOTIFYING_CLOSED: u8 = 3;
+    pub(crate) const GRANTED: u8 = 4;
+    pub(crate) const CLOSED: u8 = 5;
+    pub(crate) const NOTIFYING_CONSUMED: u8 = 6;
+}
+
+fn op_error(e: OpError) -> Error {
+    match e {
+        OpError::Closed => Error::Closed,
+        OpError::NoPermits => Error::NoPermits,
+        OpError::QueueFull => Error::QueueFull,
+        OpError::NotHeld { held } => Error::NotHeld { held },
+        OpError::ProcessTableFull => Error::ProcessTableFull,
+    }
+}
+
+/// What a waiter's state looks like from its owner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ShmWaiterState {
+    /// Not queued (new, cancelled or finished).
+    Idle,
+    /// Queued in the segment's FIFO.
+    Waiting,
+    /// Fully granted (its callback may still be running).
+    Granted,
+    /// Woken by `close` (its callback may still be running).
+    Closed,
+}
+
+/// A queued request of this process, in caller-owned memory (a future, a C
+/// struct, a binding's object). The segment only holds its slot index; the
+/// process's local table maps the slot back to this waiter.
+///
+/// * `phase`: read by anyone; IDLE -> WAITING by the owner under the local
+///   table lock; WAITING -> NOTIFYING_* by the doorbell thread under that lock
+///   (claiming it), or WAITING -> IDLE by the owner's `finish_raw` (removing
+///   it); NOTIFYING_* -> GRANTED/CLOSED by the doorbell thread after the
+///   callback returned (its last access).
+/// * `slot`, `seq`, `requested`, `wake`: written by the owner before the
+///   waiter is published in the local table, read after.
+pub struct ShmWaiter {
+    phase: AtomicU8,
+    slot: AtomicU32,
+    seq: AtomicU64,
+    requested: AtomicU64,
+    sem: AtomicPtr<()>,
+    wake: UnsafeCell<Option<(WakeFn, *mut c_void)>>,
+    _pinned: PhantomPinned,
+}
+
+// SAFETY: shared access goes through atomics or the local table's mutex (see
+// the type's docs); `ctx` is the caller's contract, as in volt-sem's `Waiter`.
+unsafe impl Send for ShmWaiter {}
+// SAFETY: as above.
+unsafe impl Sync for ShmWaiter {}
+
+impl Default for ShmWaiter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl core::fmt::Debug for ShmWaiter {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("ShmWaiter")
+            .field("state", &self.state())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ShmWaiter {
+    fn drop(&mut self) {
+        if self.is_busy() {
+            eprintln!(
+                "volt-sem-shm: a ShmWaiter was dropped while queued or being woken; aborting"
+            );
+            std::process::abort();
+        }
+    }
+}
+
+impl ShmWaiter {
+    /// A new, idle waiter.
+    pub const fn new() -> Self {
+        ShmWaiter {
+            phase: AtomicU8::new(phase::IDLE),
+            slot: AtomicU32::new(0),
+            seq: AtomicU64::new(0),
+            requested: AtomicU64::new(0),
+            sem: AtomicPtr::new(ptr::null_mut()),
+            wake: UnsafeCell::new(None),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// Where the request stands.
+    pub fn state(&self) -> ShmWaiterState {
+        match self.phase.load(Acquire) {
+            phase::WAITING => ShmWaiterState::Waiting,
+            phase::NOTIFYING_GRANTED | phase::GRANTED => ShmWaiterState::Granted,
+            phase::NOTIFYING_CLOSED | phase::CLOSED => ShmWaiterState::Closed,
+            _ => ShmWaiterState::Idle,
+        }
+    }
+
+    /// Queued, or its callback has not returned yet: must not be moved,
+    /// freed or re-queued.
+    pub fn is_busy(&self) -> bool {
+        !matches!(
+            self.phase.load(Acquire),
+            phase::IDLE | phase::GRANTED | phase::CLOSED
+        )
+    }
+
+    /// The permits of the current (or last) request.
+    pub fn requested(&self) -> usize {
+        self.requested.load(Relaxed) as usize
+    }
+}
+
+/// This process's waiters queued in the segment, by slot index.
+struct Local {
+    table: Vec<*const ShmWaiter>,
+    count: usize,
+}
+
+// SAFETY: the pointers are only dereferenced under the waiter protocol.
+unsafe impl Send for Local {}
+
+/// One process's attachment to one segment; shared by every handle on it in
+/// this process and by its doorbell thread.
+pub(crate) struct Inner {
+    map: Mapping,
+    me: u32,
+    total: u64,
+    pid: u32,
+    /// `FORK_GEN` when attached: a handle used in a forked child fails with
+    /// `Error::Forked` instead of acting on the parent's record.
+    gen: u64,
+    local: Mutex<Local>,
+    stop: AtomicBool,
+}
+
+/// Bumped in every forked child (a `pthread_atfork` handler).
+static FORK_GEN: AtomicU64 = AtomicU64::new(0);
+
+extern "C" fn forked_child() {
+    FORK_GEN.fetch_add(1, Relaxed);
+}
+
+fn watch_forks() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
+        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+    });
+}
+
+impl Drop for Inner {
+    /// Detaches: whatever this process still holds goes back, as at a death.
+    fn drop(&mut self) {
+        // In a forked child the record is the parent's: leave it (the
+        // mapping and the child's copy of the fd are still released).
+        if !self.forked() {
+            let me = self.me;
+            let _ = self.locked(|l| ((), l.detach(me)));
+        }
+    }
+}
+
+/// Unlocks the segment when dropped (also on a panic under the lock).
+struct SegGuard<'a>(&'a Segment);
+impl Drop for SegGuard<'_> {
+    fn drop(&mut self) {
+        sys::unlock(self.0);
+    }
+}
+
+impl Inner {
+    pub(crate) fn seg(&self) -> &Segment {
+        self.map.seg()
+    }
+
+    /// Runs `f` under the segment lock, repairing first if the previous owner
+    /// died in its critical section, then rings the doorbells `f` asks for.
+    fn forked(&self) -> bool {
+        FORK_GEN.load(Relaxed) != self.gen
+    }
+
+    fn locked<R>(&self, f: impl FnOnce(&Locked<'_>) -> (R, Rings)) -> Result<R, Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
+        let seg = self.seg();
+        let state = sys::lock(seg)?;
+        let (r, rings) = {
+            let _guard = SegGuard(seg);
+            let l = Locked::new(seg);
+            let mut rings = Rings::default();
+            if let LockState::OwnerDied = state {
+                // Derived words first (the links must be sound before anything
+                // is served), then the dead records (the lock's owner is one).
+                rings.merge(l.repair());
+                rings.merge(self.sweep_locked(&l));
+                sys::mark_consistent(seg);
+            }
+            let (r, more) = f(&l);
+            rings.merge(more);
+            (r, rings)
+        };
+        self.ring(rings);
+        Ok(r)
+    }
+
+    fn sweep_locked(&self, l: &Locked<'_>) -> Rings {
+        let fd = self.map.fd;
+        l.sweep(Some(self.me), |i| sys::owner_dead(fd, i))
+    }
+
+    fn ring(&self, rings: Rings) {
+        for i in rings.iter() {
+            let bell = &self.seg().procs[i].doorbell;
+            // Release: the doorbell thread's Acquire load of the word before
+            // it reads slot states pairs with it (the slot states were also
+            // stored with Release under the lock).
+            bell.fetch_add(1, Release);
+            sys::futex_wake(bell);
+        }
+    }
+
+    fn local(&self) -> MutexGuard<'_, Local> {
+        self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// The attachment as handles see it: stops and joins the doorbell thread
+/// when the last handle goes.
+pub(crate) struct Attachment {
+    inner: Arc<Inner>,
+    doorbell: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Drop for Attachment {
+    fn drop(&mut self) {
+        if self.inner.forked() {
+            return; // the doorbell thread is the parent's, not ours
+        }
+        self.inner.stop.store(true, Release);
+        self.inner.ring(Rings(1u128 << self.inner.me));
+        let handle = self
+            .doorbell
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(h) = handle {
+            // The last handle may be dropped by a callback on the doorbell
+            // thread itself: it then exits on its own.
+            if h.thread().id() != std::thread::current().id() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
+static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
+
+pub(crate) fn open(
+    name: &str,
+    total: u64,
+    create: Create,
+    mode: u32,
+) -> Result<Arc<Attachment>, Error> {
+    watch_forks();
+    let gen = FORK_GEN.load(Relaxed);
+    let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    reg.retain(|(_, _, w)| w.strong_count() > 0);
+    let (map, _created) = sys::open_segment(name, total, create, mode)?;
+    let pid = sys::pid();
+    if let Some(att) = reg
+        .iter()
+        .filter(|(di, p, _)| *di == map.dev_ino && *p == pid)
+        .filter(|(_, _, w)| w.upgrade().is_some_and(|a| a.inner.gen == gen))
+        .find_map(|(_, _, w)| w.upgrade())
+    {
+        // Already attached in this process: one record, one doorbell thread.
+        // (Dropping `map` closes its fd, which releases its init lock.)
+        return Ok(att);
+    }
+    let seg = map.seg();
+    let fd = map.fd;
+    let state = sys::lock(seg)?;
+    let attached = {
+        let _guard = SegGuard(seg);
+        let l = Locked::new(seg);
+        let mut rings = Rings::default();
+        if let LockState::OwnerDied = state {
+            rings.merge(l.repair());
+            rings.merge(l.sweep(None, |i| sys::owner_dead(fd, i)));
+            sys::mark_consistent(seg);
+        }
+        l.attach(
+            pid,
+            sys::start_time(),
+            |i| sys::ofd_lock(fd, i as i64, false).unwrap_or(false),
+            |i| sys::owner_dead(fd, i),
+        )
+        .map(|(me, more)| {
+            rings.merge(more);
+            (me, rings)
+        })
+    };
+    sys::release_init_lock(fd);
+    let (me, rings) = attached.map_err(op_error)?;
+    let inner = Arc::new(Inner {
+        map,
+        me,
+        total,
+        pid,
+        gen,
+        local: Mutex::new(Local {
+            table: vec![ptr::null(); MAX_WAITERS],
+            count: 0,
+        }),
+        stop: AtomicBool::new(false),
+    });
+    inner.ring(rings);
+    let att = Arc::new(Attachment {
+        inner,
+        doorbell: Mutex::new(None),
+    });
+    reg.push((att.inner.map.dev_ino, pid, Arc::downgrade(&att)));
+    Ok(att)
+}
+
+pub(crate) fn unlink(name: &str) -> Result<(), Error> {
+    sys::unlink(name)
+}
+
+// ------------------------------------------------------------------ delivery
+
+std::thread_local! {
+    /// On a doorbell thread: the waiter whose callback runs now.
+    static CURRENT: Cell<*const ShmWaiter> = const { Cell::new(ptr::null()) };
+    /// On a doorbell thread: waiters claimed but not yet called back.
+    static PENDING: RefCell<Vec<*const ShmWaiter>> = const { RefCell::new(Vec::new()) };
+    /// Whether this thread is a doorbell thread.
+    static IS_DOORBELL: Cell<bool> = const { Cell::new(false) };
+}
+
+fn doorbell_loop(inner: Arc<Inner>) {
+    IS_DOORBELL.with(|d| d.set(true));
+    let bell = &inner.seg().procs[inner.me as usize].doorbell;
+    let mut last_sweep = Instant::now();
+    loop {
+        // Acquire, and loaded before looking: a ring after this load changes
+        // the word, so the wait below returns at once.
+        let seen = bell.load(Acquire);
+        if inner.stop.load(Acquire) {
+            return;
+        }
+        deliver(&inner);
+        let waiting = inner.local().count > 0;
+        let mut timeout = None;
+        if waiting {
+            if last_sweep.elapsed() >= SWEEP_PERIOD {
+                let _ = inner.locked(|l| ((), inner.sweep_locked(l)));
+                last_sweep = Instant::now();
+            }
+            timeout = Some(SWEEP_PERIOD.saturating_sub(last_sweep.elapsed()));
+        }
+        sys::futex_wait(bell, seen, timeout);
+    }
+}
+
+/// Claims this process's completed waiters, collects their grants into the
+/// process's `held` (one lock for the batch), then calls their callbacks, one
+/// after another, outside every lock.
+fn deliver(inner: &Inner) {
+    let seg = inner.seg();
+    let mut claimed: Vec<(*const ShmWaiter, u32, u64)> = Vec::new();
+    {
+        let mut local = inner.local();
+        if local.count == 0 {
+            return;
+        }
+        for slot in 0..MAX_WAITERS as u32 {
+            let w = local.table[slot as usize];
+            if w.is_null() {
+                continue;
+            }
+            let st = Locked::slot_state(seg, slot);
+            let notifying = match st {
+                slot_state::GRANTED => phase::NOTIFYING_GRANTED,
+                slot_state::CLOSED => phase::NOTIFYING_CLOSED,
+                _ => continue,
+            };
+            local.table[slot as usize] = ptr::null();
+            local.count -= 1;
+            // SAFETY: a waiter in the table is valid until its owner's
+            // finish_raw removed it (under this lock) or its callback returned.
+            let wr = unsafe { &*w };
+            wr.phase.store(notifying, Release);
+            claimed.push((w, slot, wr.seq.load(Relaxed)));
+        }
+    }
+    if claimed.is_empty() {
+        return;
+    }
+    let me = inner.me;
+    let outcomes = inner.locked(|l| {
+        let o: Vec<SlotOutcome> = claimed
+            .iter()
+            .map(|&(_, slot, seq)| l.finish(me, slot, seq).0)
+            .collect();
+        (o, Rings::default())
+    });
+    for (i, &(w, _, _)) in claimed.iter().enumerate() {
+        // A grant that could not be collected (the lock is unrecoverable, or
+        // the slot vanished) is reported as Closed: never a permit we lack.
+        let granted = matches!(outcomes.as_ref().map(|o| o[i]), Ok(SlotOutcome::Granted));
+        if !granted {
+            // SAFETY: claimed above; we own it until the final phase.
+            unsafe { &*w }.phase.store(phase::NOTIFYING_CLOSED, Release);
+        }
+    }
+    PENDING.with(|p| p.borrow_mut().extend(claimed.iter().map(|c| c.0)));
+    loop {
+        let next = PENDING.with(|p| {
+            let mut p = p.borrow_mut();
+            (!p.is_empty()).then(|| p.remove(0))
+        });
+        let Some(w) = next else { break };
+        // SAFETY: claimed; valid until we store its final phase.
+        let wr = unsafe { &*w };
+        // SAFETY: written by the owner before publication; we own the waiter now.
+        if let Some((wake, ctx)) = unsafe { *wr.wake.get() } {
+            CURRENT.with(|c| c.set(w));
+            // SAFETY: the waker contract: called once, outside every lock.
+            unsafe { wake(ctx) };
+            CURRENT.with(|c| c.set(ptr::null()));
+        }
+        let final_phase = match wr.phase.load(Relaxed) {
+            phase::NOTIFYING_GRANTED => phase::GRANTED,
+            phase::NOTIFYING_CLOSED => phase::CLOSED,
+            _ => phase::IDLE, // consumed from inside its callback
+        };
+        // Release: publishes the callback's effects to the owner's finish_raw;
+        // the last access to the waiter.
+        wr.phase.store(final_phase, Release);
+    }
+}
+
+// ------------------------------------------------------------------ operations
+
+impl Attachment {
+    fn ensure_doorbell(&self) -> Result<(), Error> {
+        let mut slot = self.doorbell.lock().unwrap_or_else(|e| e.into_inner());
+        if slot.is_none() {
+            let inner = self.inner.clone();
+            let h = std::thread::Builder::new()
+                .name("volt-sem-shm-doorbell".into())
+                .spawn(move || doorbell_loop(inner))
+                .map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc::EAGAIN)))?;
+            *slot = Some(h);
+        }
+        Ok(())
+    }
+
+    pub(crate) fn total(&self) -> u64 {
+        self.inner.total
+    }
+
+    pub(crate) fn try_acquire(&self, n: u64) -> Result<(), Error> {
+        let inner = &self.inner;
+        if n > inner.total {
+            return Err(Error::TooManyPermits);
+        }
+        let me = inner.me;
+        inner
+            .locked(|l| match l.try_take(me, n) {
+                Err(OpError::NoPermits) => {
+                    // Slow path: a dead holder may be sitting on permits.
+                    let rings = inner.sweep_locked(l);
+                    (l.try_take(me, n), rings)
+                }
+                r => (r, Rings::default()),
+            })?
+            .map_err(op_error)
+    }
+
+    pub(crate) fn release(&self, n: u64) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        let me = self.inner.me;
+        self.inner
+            .locked(|l| match l.release(me, n) {
+                Ok(rings) => (Ok(()), rings),
+                Err(e) => (Err(e), Rings::default()),
+            })?
+            .map_err(op_error)
+    }
+
+    pub(crate) fn close(&self) -> Result<(), Error> {
+        self.inner.locked(|l| ((), l.close()))
+    }
+
+    pub(crate) fn available(&self) -> u64 {
+        self.inner.seg().hdr.available.load(Relaxed)
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.inner.seg().hdr.closed.load(Relaxed) != 0
+    }
+
+    pub(crate) fn held(&self) -> Result<u64, Error> {
+        let me = self.inner.me;
+        self.inner.locked(|l| (l.held(me), Rings::default()))
+    }
+
+    /// Sweeps dead processes first, so that `live` counts live processes.
+    pub(crate) fn census(&self) -> Result<Census, Error> {
+        let inner = &self.inner;
+        inner.locked(|l| {
+            let rings = inner.sweep_locked(l);
+            (l.census(), rings)
+        })
+    }
+
+    pub(crate) fn record(&self) -> u32 {
+        self.inner.me
+    }
+
+    /// # Safety
+    /// As `SharedSemaphore::acquire_raw`.
+    pub(crate) unsafe fn acquire_raw(
+        &self,
+        waiter: Pin<&ShmWaiter>,
+        n: u64,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Result<RawAcquire, Error> {
+        let inner = &self.inner;
+        let w = waiter.get_ref();
+        debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
+        w.phase.store(phase::IDLE, Relaxed);
+        if n > inner.total {
+            return Err(Error::TooManyPermits);
+        }
+        if n == 0 {
+            return if self.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(RawAcquire::Ready)
+            };
+        }
+        self.ensure_doorbell()?;
+        w.requested.store(n, Relaxed);
+        w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
+        // SAFETY: the waiter is not busy: only its owner (us) touches it.
+        unsafe { *w.wake.get() = Some((wake, ctx)) };
+        let me = inner.me;
+        inner.locked(|l| {
+            let rings = match l.try_take(me, n) {
+                Ok(()) => return (Ok(RawAcquire::Ready), Rings::default()),
+                Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
+                // Slow path: a dead holder may be sitting on permits.
+                Err(_) => inner.sweep_locked(l),
+            };
+            match l.enqueue(me, n) {
+                Ok(Enqueued::Ready) => (Ok(RawAcquire::Ready), rings),
+                Ok(Enqueued::Queued { slot, seq }) => {
+                    w.slot.store(slot, Relaxed);
+                    w.seq.store(seq, Relaxed);
+                    // Published under the segment lock: no grant of this
+                    // slot can be rung before the doorbell thread can find
+                    // the waiter (lock order: segment, then local table).
+                    let mut local = inner.local();
+                    w.phase.store(phase::WAITING, Release);
+                    local.table[slot as usize] = w;
+                    local.count += 1;
+                    let mut rings = rings;
+                    if local.count == 1 {
+                        // The doorbell thread may be asleep without a timeout
+                        // (it had no waiter): wake it so that it starts its
+                        // periodic liveness sweeps.
+                        rings.merge(Rings(1u128 << me));
+                    }
+                    (Ok(RawAcquire::Pending), rings)
+                }
+                Err(e) => (Err(op_error(e)), rings),
+            }
+        })?
+    }
+
+    /// # Safety
+    /// As `SharedSemaphore::finish_raw`.
+    pub(crate) unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
+        let inner = &self.inner;
+        let w = waiter.get_ref();
+        let mut round = 0u32;
+        loop {
+            match w.phase.load(Acquire) {
+                phase::IDLE => return Finish::Idle,
+                phase::GRANTED => {
+                    w.phase.store(phase::IDLE, Relaxed);
+                    return Finish::Granted;
+                }
+                phase::CLOSED => {
+                    w.phase.store(phase::IDLE, Relaxed);
+                    return Finish::Closed;
+                }
+                phase::WAITING => {
+                    let slot = w.slot.load(Relaxed);
+                    let removed = {
+                        let mut local = inner.local();
+                        if ptr::eq(local.table[slot as usize], w) {
+                            local.table[slot as usize] = ptr::null();
+                            local.count -= 1;
+                            true
+                        } else {
+                            false // claimed by the doorbell thread meanwhile
+                        }
+                    };
+                    if removed {
+                        let (me, seq) = (inner.me, w.seq.load(Relaxed));
+                        let out = inner.locked(|l| l.finish(me, slot, seq));
+                        w.phase.store(phase::IDLE, Relaxed);
+                        return match out {
+                            Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
+                                returned: returned as usize,
+                            },
+                            Ok(SlotOutcome::Granted) => Finish::Granted,
+                            _ => Finish::Closed,
+                        };
+                    }
+                }
+                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
+                    if CURRENT.with(|c| ptr::eq(c.get(), w)) =>
+                {
+                    w.phase.store(phase::NOTIFYING_CONSUMED, Relaxed);
+                    return outcome_of(p);
+                }
+                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED) if take_pending(w) => {
+                    w.phase.store(phase::IDLE, Release);
+                    return outcome_of(p);
+                }
+                phase::NOTIFYING_CONSUMED if CURRENT.with(|c| ptr::eq(c.get(), w)) => {
+                    return Finish::Idle
+                }
+                _ => {
+                    // Its callback runs on the doorbell thread now.
+                    if round < 64 {
+                        core::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                    round = round.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
+        if IS_DOORBELL.with(|d| d.get()) {
+            return Err(Error::InCallback);
+        }
+        struct Parked(std::thread::Thread);
+        unsafe extern "C" fn unpark(ctx: *mut c_void) {
+            // SAFETY: `ctx` is the `Parked` below, alive until finish_raw returned.
+            unsafe { &*(ctx as *const Parked) }.0.unpark();
+        }
+        let parked = Parked(std::thread::current());
+        let waiter = core::pin::pin!(ShmWaiter::new());
+        // SAFETY: fresh pinned waiter; `parked` outlives it; finish_raw runs on
+        // every path below before either goes away.
+        let r = unsafe {
+            self.acquire_raw(
+                waiter.as_ref(),
+                n,
+                unpark,
+                &parked as *const Parked as *mut c_void,
+            )
+        }?;
+        if r == RawAcquire::Ready {
+            return Ok(());
+        }
+        while waiter.state() == ShmWaiterState::Waiting {
+            match deadline {
+                None => std::thread::park(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        break;
+                    }
+                    std::thread::park_timeout(d - now);
+                }
+            }
+        }
+        // SAFETY: queued on `self` just above.
+        match unsafe { self.finish_raw(waiter.as_ref()) } {
+            Finish::Granted => Ok(()),
+            Finish::Closed => Err(Error::Closed),
+            Finish::Cancelled { .. } | Finish::Idle => Err(Error::TimedOut),
+        }
+    }
+
+    pub(crate) fn owns(&self, waiter: &ShmWaiter) -> bool {
+        ptr::eq(
+            waiter.sem.load(Relaxed),
+            Arc::as_ptr(&self.inner) as *const (),
+        )
+    }
+
+    pub(crate) fn pid(&self) -> u32 {
+        self.inner.pid
+    }
+}
+
+fn outcome_of(notifying: u8) -> Finish {
+    if notifying == phase::NOTIFYING_GRANTED {
+        Finish::Granted
+    } else {
+        Finish::Closed
+    }
+}
+
+/// On the doorbell thread: if `w` was claimed by this delivery round but not
+/// yet called back, removes it (its callback will never run).
+fn take_pending(w: &ShmWaiter) -> bool {
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        match p.iter().position(|&x| ptr::eq(x, w)) {
+            Some(i) => {
+                p.remove(i);
+                true
+            }
+            None => false,
+        }
+    })
+}

@@ -1,0 +1,399 @@
+//! The Linux layer: POSIX shared memory, the robust process-shared mutex, OFD
+//! byte locks for liveness, shared futexes for doorbells.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicU32, Ordering};
+use std::ffi::CString;
+use std::time::Duration;
+
+use crate::error::Error;
+use crate::segment::{Locked, Segment, LAYOUT_VERSION, MAGIC, MAX_PROCESSES, SEGMENT_SIZE};
+
+/// The byte of the segment file whose OFD lock serialises creation and
+/// attachment (bytes `0..MAX_PROCESSES` are the process records' liveness locks).
+const INIT_BYTE: i64 = MAX_PROCESSES as i64;
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
+}
+
+fn os_error(e: i32) -> Error {
+    match e {
+        libc::EACCES | libc::EPERM => Error::PermissionDenied,
+        libc::ENOENT => Error::NotFound,
+        libc::EEXIST => Error::AlreadyExists,
+        libc::ENAMETOOLONG | libc::EINVAL => Error::InvalidName,
+        e => Error::Os(e),
+    }
+}
+
+/// `"/volt-sem.<name>"`, for `shm_open`.
+pub(crate) fn shm_path(name: &str) -> Result<CString, Error> {
+    crate::validate_name(name)?;
+    CString::new(format!("/{}{name}", crate::NAME_PREFIX)).map_err(|_| Error::InvalidName)
+}
+
+/// How `open` treats an existing or missing name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Create {
+    OrAttach,
+    Only,
+    AttachOnly,
+}
+
+/// An open segment: the fd (which carries this process's OFD locks) and the mapping.
+pub(crate) struct Mapping {
+    pub(crate) fd: libc::c_int,
+    pub(crate) seg: NonNull<Segment>,
+    pub(crate) dev_ino: (u64, u64),
+}
+
+// SAFETY: the mapping is shared memory made only of atomics (and the
+// process-shared mutex); the fd is a plain integer.
+unsafe impl Send for Mapping {}
+// SAFETY: as above.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    pub(crate) fn seg(&self) -> &Segment {
+        // SAFETY: mapped for as long as `self` lives, size checked at open.
+        unsafe { self.seg.as_ref() }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: our own mapping and fd; closing the fd drops our OFD locks.
+        unsafe {
+            libc::munmap(self.seg.as_ptr().cast(), SEGMENT_SIZE);
+            libc::close(self.fd);
+        }
+    }
+}
+
+/// An fd that is closed on drop unless taken.
+struct Fd(libc::c_int);
+impl Drop for Fd {
+    fn drop(&mut self) {
+        if self.0 >= 0 {
+            // SAFETY: our own fd.
+            unsafe { libc::close(self.0) };
+        }
+    }
+}
+impl Fd {
+    fn take(mut self) -> libc::c_int {
+        core::mem::replace(&mut self.0, -1)
+    }
+}
+
+/// Opens (creating and initialising if allowed and needed) the segment, and
+/// maps it. Holds the init lock from the open to the return, so that exactly
+/// one process initialises a segment and nobody maps a half-initialised one.
+/// Returns whether this call initialised it.
+pub(crate) fn open_segment(
+    name: &str,
+    total: u64,
+    create: Create,
+    mode: u32,
+) -> Result<(Mapping, bool), Error> {
+    let path = shm_path(name)?;
+    let (fd, created) = shm_open(&path, create, mode)?;
+    let fd = Fd(fd);
+    if created {
+        // shm_open's mode went through the umask: set exactly what was asked.
+        // SAFETY: plain syscall on our fd.
+        if unsafe { libc::fchmod(fd.0, mode as libc::mode_t) } != 0 {
+            return Err(os_error(errno()));
+        }
+    }
+    ofd_lock(fd.0, INIT_BYTE, true).map_err(os_error)?;
+    // From here the init lock is held (dropped with the fd on error, or
+    // explicitly by the caller once attached).
+    // SAFETY: a zeroed stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: valid fd and out-pointer.
+    if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
+        return Err(os_error(errno()));
+    }
+    let size = st.st_size as u64;
+    let mut init = false;
+    if size == 0 {
+        // Created by us, or by a process that died (or has not yet taken the
+        // init lock) before sizing it: whoever holds the init lock sizes and
+        // initialises it.
+        // SAFETY: plain syscall on our fd.
+        if unsafe { libc::ftruncate(fd.0, SEGMENT_SIZE as libc::off_t) } != 0 {
+            return Err(os_error(errno()));
+        }
+        init = true;
+    } else {
+        let mut head = [0u8; 32];
+        // SAFETY: reads into our buffer; pread does not fault on a short file
+        // (mapping a truncated file would SIGBUS instead).
+        let got = unsafe { libc::pread(fd.0, head.as_mut_ptr().cast(), head.len(), 0) };
+        if got != head.len() as isize {
+            return Err(Error::NotASegment);
+        }
+        let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
+        let magic = word(0);
+        let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
+        if magic == 0 && size == SEGMENT_SIZE as u64 && head.iter().all(|&b| b == 0) {
+            // Sized but never initialised: its creator died half-way.
+            init = true;
+        } else if magic != MAGIC {
+            return Err(Error::NotASegment);
+        } else if version != LAYOUT_VERSION {
+            return Err(Error::VersionMismatch { found: version });
+        } else if size != SEGMENT_SIZE as u64 || word(16) != SEGMENT_SIZE as u64 {
+            return Err(Error::NotASegment);
+        } else if word(24) != total {
+            return Err(Error::TotalMismatch { existing: word(24) });
+        }
+    }
+    // SAFETY: maps SEGMENT_SIZE bytes of a file of exactly that size.
+    let ptr = unsafe {
+        libc::mmap(
+            core::ptr::null_mut(),
+            SEGMENT_SIZE,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            fd.0,
+            0,
+        )
+    };
+    if ptr == libc::MAP_FAILED {
+        return Err(os_error(errno()));
+    }
+    let mapping = Mapping {
+        fd: fd.take(),
+        seg: NonNull::new(ptr.cast()).expect("mmap returned null"),
+        dev_ino: (st.st_dev, st.st_ino),
+    };
+    if init {
+        let seg = mapping.seg();
+        init_mutex(seg)?;
+        Locked::new(seg).init(total);
+        // Release: whoever reads the magic sees an initialised segment.
+        seg.hdr.magic.store(MAGIC, Ordering::Release);
+    }
+    Ok((mapping, init))
+}
+
+/// Releases the init lock taken by `open_segment`.
+pub(crate) fn release_init_lock(fd: libc::c_int) {
+    let _ = ofd_unlock(fd, INIT_BYTE);
+}
+
+fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, bool), Error> {
+    let rw = libc::O_RDWR | libc::O_CLOEXEC;
+    let excl = rw | libc::O_CREAT | libc::O_EXCL;
+    for _ in 0..100 {
+        let try_create = create != Create::AttachOnly;
+        if try_create {
+            // SAFETY: valid C string.
+            let fd = unsafe { libc::shm_open(path.as_ptr(), excl, mode as libc::mode_t) };
+            if fd >= 0 {
+                return Ok((fd, true));
+            }
+            let e = errno();
+            if e != libc::EEXIST || create == Create::Only {
+                return Err(os_error(e));
+            }
+        }
+        // SAFETY: valid C string.
+        let fd = unsafe { libc::shm_open(path.as_ptr(), rw, 0) };
+        if fd >= 0 {
+            return Ok((fd, false));
+        }
+        let e = errno();
+        if e != libc::ENOENT || create == Create::AttachOnly {
+            return Err(os_error(e));
+        }
+        // Unlinked between our two calls: try again.
+    }
+    Err(Error::Os(libc::EAGAIN))
+}
+
+/// Removes the name; processes attached keep their segment.
+pub(crate) fn unlink(name: &str) -> Result<(), Error> {
+    let path = shm_path(name)?;
+    // SAFETY: valid C string.
+    if unsafe { libc::shm_unlink(path.as_ptr()) } != 0 {
+        return Err(os_error(errno()));
+    }
+    Ok(())
+}
+
+fn init_mutex(seg: &Segment) -> Result<(), Error> {
+    const _: () = assert!(
+        core::mem::size_of::<libc::pthread_mutex_t>()
+            <= core::mem::size_of::<crate::segment::LockCell>()
+    );
+    let m = mutex_ptr(seg);
+    // SAFETY: attr is initialised by pthread_mutexattr_init before use; `m`
+    // points into our mapping, which nobody else uses before the magic is set.
+    unsafe {
+        let mut attr: libc::pthread_mutexattr_t = core::mem::zeroed();
+        let mut r = libc::pthread_mutexattr_init(&mut attr);
+        if r == 0 {
+            r = libc::pthread_mutexattr_setpshared(&mut attr, libc::PTHREAD_PROCESS_SHARED);
+        }
+        if r == 0 {
+            r = libc::pthread_mutexattr_setrobust(&mut attr, libc::PTHREAD_MUTEX_ROBUST);
+        }
+        if r == 0 {
+            r = libc::pthread_mutex_init(m, &attr);
+        }
+        libc::pthread_mutexattr_destroy(&mut attr);
+        if r != 0 {
+            return Err(Error::Os(r));
+        }
+    }
+    Ok(())
+}
+
+fn mutex_ptr(seg: &Segment) -> *mut libc::pthread_mutex_t {
+    seg.lock.0.as_ptr() as *mut libc::pthread_mutex_t
+}
+
+/// What taking the segment lock found.
+pub(crate) enum LockState {
+    /// The previous owner unlocked normally.
+    Clean,
+    /// The previous owner died holding it: the caller must repair, then call
+    /// `mark_consistent`, before unlocking.
+    OwnerDied,
+}
+
+/// Takes the segment's robust lock.
+pub(crate) fn lock(seg: &Segment) -> Result<LockState, Error> {
+    // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
+    match unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) } {
+        0 => Ok(LockState::Clean),
+        libc::EOWNERDEAD => Ok(LockState::OwnerDied),
+        libc::ENOTRECOVERABLE => Err(Error::Corrupt),
+        e => Err(Error::Os(e)),
+    }
+}
+
+pub(crate) fn mark_consistent(seg: &Segment) {
+    // SAFETY: we hold the lock in the EOWNERDEAD state.
+    unsafe { libc::pthread_mutex_consistent(mutex_ptr(seg)) };
+}
+
+pub(crate) fn unlock(seg: &Segment) {
+    // SAFETY: we hold the lock.
+    unsafe { libc::pthread_mutex_unlock(mutex_ptr(seg)) };
+}
+
+fn flock(kind: libc::c_int, byte: i64) -> libc::flock {
+    // SAFETY: all-zero is a valid flock (l_pid must be 0 for OFD locks).
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = byte as libc::off_t;
+    fl.l_len = 1;
+    fl
+}
+
+/// Takes the OFD write lock on one byte. `Ok(false)`: somebody else holds it
+/// (only when `wait` is false).
+pub(crate) fn ofd_lock(fd: libc::c_int, byte: i64, wait: bool) -> Result<bool, i32> {
+    let fl = flock(libc::F_WRLCK, byte);
+    let cmd = if wait {
+        libc::F_OFD_SETLKW
+    } else {
+        libc::F_OFD_SETLK
+    };
+    loop {
+        // SAFETY: valid fd and flock.
+        if unsafe { libc::fcntl(fd, cmd, &fl) } == 0 {
+            return Ok(true);
+        }
+        match errno() {
+            libc::EINTR => continue,
+            libc::EAGAIN | libc::EACCES if !wait => return Ok(false),
+            e => return Err(e),
+        }
+    }
+}
+
+fn ofd_unlock(fd: libc::c_int, byte: i64) -> Result<(), i32> {
+    let fl = flock(libc::F_UNLCK, byte);
+    // SAFETY: valid fd and flock.
+    if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl) } == 0 {
+        Ok(())
+    } else {
+        Err(errno())
+    }
+}
+
+/// Whether record `byte`'s liveness lock is free, i.e. its owner is dead (the
+/// kernel drops OFD locks when the last fd and mapping of the owner's open
+/// file description go away, on any death including SIGKILL). An error of the
+/// probe itself counts as alive: never reclaim on doubt.
+pub(crate) fn owner_dead(fd: libc::c_int, byte: u32) -> bool {
+    let mut fl = flock(libc::F_WRLCK, byte as i64);
+    // SAFETY: valid fd and flock.
+    if unsafe { libc::fcntl(fd, libc::F_OFD_GETLK, &mut fl) } != 0 {
+        return false;
+    }
+    fl.l_type == libc::F_UNLCK as libc::c_short
+}
+
+/// Waits on a shared (non-private) futex while `*word == seen`.
+pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, timeout: Option<Duration>) {
+    let ts = timeout.map(|d| libc::timespec {
+        tv_sec: d.as_secs() as libc::time_t,
+        tv_nsec: d.subsec_nanos() as libc::c_long,
+    });
+    let tsp = ts
+        .as_ref()
+        .map_or(core::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a valid aligned u32 in shared memory; FUTEX_WAIT
+    // without FUTEX_PRIVATE_FLAG keys it by the physical page, so waits and
+    // wakes meet across processes.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            seen,
+            tsp,
+            core::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// Wakes the waiters of a shared futex.
+pub(crate) fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as in `futex_wait`.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE,
+            i32::MAX,
+            core::ptr::null::<libc::timespec>(),
+            core::ptr::null::<u32>(),
+            0u32,
+        );
+    }
+}
+
+/// This process's start time (clock ticks since boot), for diagnostics.
+pub(crate) fn start_time() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Field 22; the command name (field 2) may contain spaces, so count from
+    // the last ')'.
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(19))
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+pub(crate) fn pid() -> u32 {
+    std::process::id()
+}

@@ -1,0 +1,54 @@
+//! Other platforms: `open` fails with `Error::Unsupported`, so no handle can
+//! exist; the methods below are unreachable by construction.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use crate::error::Error;
+use crate::segment::Census;
+
+pub(crate) enum Attachment {}
+
+pub(crate) fn open(_name: &str, _total: u64, _mode: u32) -> Result<Arc<Attachment>, Error> {
+    Err(Error::Unsupported)
+}
+
+pub(crate) fn unlink(_name: &str) -> Result<(), Error> {
+    Err(Error::Unsupported)
+}
+
+impl Attachment {
+    pub(crate) fn total(&self) -> u64 {
+        match *self {}
+    }
+    pub(crate) fn available(&self) -> u64 {
+        match *self {}
+    }
+    pub(crate) fn is_closed(&self) -> bool {
+        match *self {}
+    }
+    pub(crate) fn try_acquire(&self, _n: u64) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn release(&self, _n: u64) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn close(&self) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn held(&self) -> Result<u64, Error> {
+        match *self {}
+    }
+    pub(crate) fn census(&self) -> Result<Census, Error> {
+        match *self {}
+    }
+    pub(crate) fn record(&self) -> u32 {
+        match *self {}
+    }
+    pub(crate) fn pid(&self) -> u32 {
+        match *self {}
+    }
+    pub(crate) fn acquire_deadline(&self, _n: u64, _d: Option<Instant>) -> Result<(), Error> {
+        match *self {}
+    }
+}

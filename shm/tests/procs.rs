@@ -1,0 +1,577 @@
+//! Real processes on one name: FIFO across processes, `kill -9` of a holder,
+//! of a queued waiter and of a process stopped inside the segment lock, and a
+//! multi-process stress with random kills.
+//!
+//! Children are this test binary re-executed with `VOLT_SHM_ROLE` set: the
+//! test `child_main` then plays the role instead of being a no-op. They talk
+//! back through stdout lines starting with `@`.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
+use std::sync::mpsc::{channel, Receiver};
+use std::time::{Duration, Instant};
+
+use support::{assert_conserved, Name};
+use volt_sem_shm::{Error, OpenOptions, SharedSemaphore};
+
+// ------------------------------------------------------------------ children
+
+struct Child {
+    child: std::process::Child,
+    rx: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Child {
+    fn spawn(name: &str, total: usize, role: &str, env: &[(&str, String)]) -> Child {
+        let mut cmd = Command::new(std::env::current_exe().unwrap());
+        cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+            .env("VOLT_SHM_ROLE", role)
+            .env("VOLT_SHM_NAME", name)
+            .env("VOLT_SHM_TOTAL", total.to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().unwrap();
+        let out = child.stdout.take().unwrap();
+        let (tx, rx) = channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                if let Some(i) = line.find('@') {
+                    let _ = tx.send(line[i + 1..].trim().to_string());
+                }
+            }
+        });
+        Child {
+            child,
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    fn drain(&mut self) {
+        while let Ok(l) = self.rx.try_recv() {
+            self.seen.push(l);
+        }
+    }
+
+    fn saw(&mut self, tag: &str) -> bool {
+        self.drain();
+        self.seen.iter().any(|l| l == tag)
+    }
+
+    #[track_caller]
+    fn expect(&mut self, tag: &str, within: Duration) -> Instant {
+        let deadline = Instant::now() + within;
+        loop {
+            if self.saw(tag) {
+                return Instant::now();
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "child {} never said {tag}: {:?}",
+                self.pid(),
+                self.seen
+            );
+            if let Ok(l) = self.rx.recv_timeout(left.min(Duration::from_millis(20))) {
+                self.seen.push(l);
+            }
+        }
+    }
+
+    fn signal(&self, sig: i32) {
+        // SAFETY: plain syscall on our own child's pid (not yet reaped).
+        unsafe { libc::kill(self.pid(), sig) };
+    }
+
+    fn kill9(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
+    }
+
+    /// Waits until the child is stopped (state `T` in /proc).
+    fn wait_stopped(&self) {
+        let t = Instant::now();
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
+            let state = stat
+                .rsplit_once(')')
+                .unwrap()
+                .1
+                .split_whitespace()
+                .next()
+                .unwrap();
+            if state == "T" || state == "t" {
+                return;
+            }
+            assert!(t.elapsed() < Duration::from_secs(10), "child never stopped");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    #[track_caller]
+    fn wait_exit(&mut self, within: Duration) {
+        let t = Instant::now();
+        loop {
+            if let Some(st) = self.child.try_wait().unwrap() {
+                assert!(
+                    st.success(),
+                    "child {} failed: {st:?} {:?}",
+                    self.pid(),
+                    self.seen
+                );
+                return;
+            }
+            assert!(
+                t.elapsed() < within,
+                "child {} hangs: {:?}",
+                self.pid(),
+                self.seen
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        if self.child.try_wait().ok().flatten().is_none() {
+            self.kill9();
+        }
+    }
+}
+
+fn say(tag: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "\n@{tag}");
+    let _ = out.flush();
+}
+
+fn env_num(key: &str) -> u64 {
+    std::env::var(key).unwrap().parse().unwrap()
+}
+
+/// Not a test of its own: the entry point of the child processes.
+#[test]
+fn child_main() {
+    let Ok(role) = std::env::var("VOLT_SHM_ROLE") else {
+        return;
+    };
+    let name = std::env::var("VOLT_SHM_NAME").unwrap();
+    let total = env_num("VOLT_SHM_TOTAL") as usize;
+    let opts = if role == "create-and-hold" {
+        OpenOptions::new().create_only()
+    } else {
+        OpenOptions::new().attach_only()
+    };
+    let sem = SharedSemaphore::open(&name, total, opts).unwrap();
+    match role.as_str() {
+        "create-and-hold" => {
+            sem.try_acquire(total).unwrap();
+            say("got");
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
+        "acquire" => {
+            let n = env_num("N") as usize;
+            say("start");
+            sem.acquire_blocking(n).unwrap();
+            say("got");
+            let hold = env_num("HOLD_MS");
+            if hold == u64::MAX {
+                loop {
+                    std::thread::sleep(Duration::from_secs(60));
+                }
+            }
+            std::thread::sleep(Duration::from_millis(hold));
+            sem.release(n).unwrap();
+            say("released");
+        }
+        "stop-in-release" => {
+            sem.acquire_blocking(2).unwrap();
+            say("held");
+            volt_sem_shm::hooks::stop_in_next_release();
+            sem.release(1).unwrap(); // stops inside the lock; killed there
+            say("resumed");
+        }
+        "stress" => stress_child(&sem, &name),
+        other => panic!("unknown role {other}"),
+    }
+    drop(sem);
+    std::process::exit(0);
+}
+
+fn open(name: &str, total: usize) -> SharedSemaphore {
+    SharedSemaphore::open(name, total, OpenOptions::new()).unwrap()
+}
+
+fn wait_queued(s: &SharedSemaphore, n: u32) {
+    let t = Instant::now();
+    while s.census().unwrap().queued != n {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "never queued: {:?}",
+            s.census()
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+fn acquire_env(n: usize, hold_ms: u64) -> Vec<(&'static str, String)> {
+    vec![("N", n.to_string()), ("HOLD_MS", hold_ms.to_string())]
+}
+
+// ------------------------------------------------------------------ tests
+
+#[test]
+fn fifo_across_processes_weighted() {
+    let name = Name::new("xfifo");
+    let sem = open(&name, 4);
+    sem.try_acquire(4).unwrap();
+    let mut a = Child::spawn(&name, 4, "acquire", &acquire_env(3, 300));
+    wait_queued(&sem, 1);
+    let mut b = Child::spawn(&name, 4, "acquire", &acquire_env(1, 0));
+    wait_queued(&sem, 2);
+    // One permit: it goes to A's acquire(3) (partly), not to B's later acquire(1).
+    sem.release(1).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!a.saw("got") && !b.saw("got"));
+    let c = assert_conserved(&sem);
+    assert_eq!((c.available, c.granted, c.queued), (0, 1, 2));
+    // Two more: A completes; B still waits (A holds 3, we hold 1).
+    sem.release(2).unwrap();
+    let a_got = a.expect("got", Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(!b.saw("got"), "B overtook or shared A's grant");
+    // A releases after 300 ms: B gets its permit.
+    let b_got = b.expect("got", Duration::from_secs(5));
+    assert!(b_got > a_got);
+    a.wait_exit(Duration::from_secs(5));
+    b.wait_exit(Duration::from_secs(5));
+    sem.release(1).unwrap();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.available, c.live), (4, 1));
+}
+
+#[test]
+fn kill9_holder_permits_reach_waiter_within_bound() {
+    let name = Name::new("xholder");
+    let sem = open(&name, 2);
+    let mut h = Child::spawn(&name, 2, "acquire", &acquire_env(2, u64::MAX));
+    h.expect("got", Duration::from_secs(5));
+    assert_eq!(sem.try_acquire(1), Err(Error::NoPermits));
+    let s2 = sem.clone();
+    let waiter = std::thread::spawn(move || {
+        s2.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+        Instant::now()
+    });
+    wait_queued(&sem, 1);
+    let killed = Instant::now();
+    h.kill9();
+    // Nobody else touches the semaphore: the waiter's own doorbell thread
+    // finds the dead holder on its periodic sweep.
+    let granted = waiter.join().unwrap();
+    let reclaim = granted - killed;
+    eprintln!("kill -9 of a holder -> queued waiter granted after {reclaim:?}");
+    assert!(
+        reclaim < Duration::from_millis(volt_sem_shm::SWEEP_PERIOD_MS + 800),
+        "{reclaim:?}"
+    );
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.live, c.queued), (2, 1, 0));
+    sem.release(2).unwrap();
+
+    // Without a waiter: the next slow path (a failing try_acquire) reclaims.
+    let mut h = Child::spawn(&name, 2, "acquire", &acquire_env(2, u64::MAX));
+    h.expect("got", Duration::from_secs(5));
+    h.kill9();
+    sem.try_acquire(2).unwrap();
+    sem.release(2).unwrap();
+    assert_eq!(assert_conserved(&sem).available, 2);
+}
+
+#[test]
+fn kill9_queued_waiter_hands_its_partial_grant_on() {
+    let name = Name::new("xwaiter");
+    let sem = open(&name, 3);
+    sem.try_acquire(3).unwrap();
+    let mut w = Child::spawn(&name, 3, "acquire", &acquire_env(3, u64::MAX));
+    wait_queued(&sem, 1);
+    let mut v = Child::spawn(&name, 3, "acquire", &acquire_env(1, 0));
+    wait_queued(&sem, 2);
+    sem.release(1).unwrap(); // W holds 1 of 3 in its slot
+    assert_eq!(assert_conserved(&sem).granted, 1);
+    let killed = Instant::now();
+    w.kill9();
+    // W's partial grant goes on to V (found by V's own periodic sweep).
+    let got = v.expect("got", Duration::from_secs(5));
+    eprintln!(
+        "kill -9 of a queued waiter -> next waiter granted after {:?}",
+        got - killed
+    );
+    v.wait_exit(Duration::from_secs(5));
+    let c = assert_conserved(&sem);
+    assert_eq!((c.queued, c.held, c.available, c.live), (0, 2, 1, 1));
+    sem.release(2).unwrap();
+    assert_eq!(sem.available_permits(), 3);
+}
+
+#[test]
+fn kill9_inside_the_lock_is_repaired() {
+    let name = Name::new("xlock");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    // It is now stopped inside release(1): its held is already lowered, the
+    // permit is in transit, and it owns the segment lock.
+    s.wait_stopped();
+    let s2 = sem.clone();
+    let blocked = std::thread::spawn(move || {
+        let r = s2.acquire_timeout(2, Duration::from_secs(10));
+        (r, Instant::now())
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(
+        !blocked.is_finished(),
+        "got past a lock held by a stopped process"
+    );
+    let killed = Instant::now();
+    s.kill9();
+    let (r, at) = blocked.join().unwrap();
+    r.unwrap();
+    // The kernel wakes the next locker (EOWNERDEAD) before it has closed the
+    // dead process's files, so the repair may still see its liveness lock:
+    // then its permits come back at the waiter's next periodic sweep.
+    let took = at - killed;
+    eprintln!("kill -9 inside the lock -> next locker done after {took:?}");
+    assert!(
+        took < Duration::from_millis(volt_sem_shm::SWEEP_PERIOD_MS + 800),
+        "{took:?}"
+    );
+    assert!(!s.saw("resumed"));
+    let c = assert_conserved(&sem);
+    assert!(c.repairs >= 1, "{c:?}");
+    assert_eq!((c.held, c.live, c.available), (2, 1, 0));
+    sem.release(2).unwrap();
+    assert_eq!(sem.available_permits(), 2);
+}
+
+#[test]
+fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
+    // A process creates the semaphore, takes every permit and is killed; no
+    // other process was attached. The next open finds its dead record (its
+    // liveness lock is gone) and takes it back at once.
+    let name = Name::new("xstale");
+    let mut h = Child::spawn(&name, 3, "create-and-hold", &[]);
+    h.expect("got", Duration::from_secs(5));
+    h.kill9();
+    let sem = SharedSemaphore::open(&name, 3, OpenOptions::new().attach_only()).unwrap();
+    assert_eq!(sem.available_permits(), 3);
+    let c = assert_conserved(&sem);
+    assert_eq!((c.live, c.reclaims), (1, 1));
+    sem.try_acquire(3).unwrap();
+    sem.release(3).unwrap();
+}
+
+// ------------------------------------------------------------------ stress
+
+const STRESS_TOTAL: usize = 6;
+const MAX_CHILDREN: usize = 64;
+
+/// The test's own shared counters, in a separate shared-memory file.
+#[repr(C)]
+struct Counters {
+    /// Permits in use right now, as the children report them.
+    current: AtomicI64,
+    /// The largest `current` ever seen.
+    peak: AtomicI64,
+    stop: AtomicU64,
+    ops: AtomicU64,
+    per_child: [AtomicI64; MAX_CHILDREN],
+}
+
+fn map_counters(path: &str, create: bool) -> &'static Counters {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(create)
+        .truncate(create)
+        .open(path)
+        .unwrap();
+    f.set_len(4096).unwrap();
+    use std::os::fd::AsRawFd;
+    // SAFETY: maps 4096 bytes of a file of that size; leaked for the process's
+    // life; all-zero is a valid `Counters`.
+    unsafe {
+        let p = libc::mmap(
+            core::ptr::null_mut(),
+            4096,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        );
+        assert_ne!(p, libc::MAP_FAILED);
+        &*(p as *const Counters)
+    }
+}
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn stress_child(sem: &SharedSemaphore, _name: &str) {
+    let ctr = map_counters(&std::env::var("CTR").unwrap(), false);
+    let idx = env_num("IDX") as usize;
+    say("ready");
+    std::thread::scope(|s| {
+        for t in 0..3u64 {
+            s.spawn(move || {
+                let mut rng = Rng((std::process::id() as u64) << 8 | (t + 1));
+                let use_permits = |k: u64, rng: &mut Rng| {
+                    ctr.per_child[idx].fetch_add(k as i64, SeqCst);
+                    let now = ctr.current.fetch_add(k as i64, SeqCst) + k as i64;
+                    ctr.peak.fetch_max(now, SeqCst);
+                    if rng.below(2) == 0 {
+                        std::thread::sleep(Duration::from_micros(rng.below(400)));
+                    }
+                    ctr.current.fetch_sub(k as i64, SeqCst);
+                    ctr.per_child[idx].fetch_sub(k as i64, SeqCst);
+                    sem.release(k as usize).unwrap();
+                    ctr.ops.fetch_add(1, SeqCst);
+                };
+                while ctr.stop.load(SeqCst) == 0 {
+                    let k = 1 + rng.below(4);
+                    match rng.below(10) {
+                        0..=3 => {
+                            sem.acquire_blocking(k as usize).unwrap();
+                            use_permits(k, &mut rng);
+                        }
+                        4..=6 => {
+                            let d = Duration::from_micros(rng.below(3000));
+                            match sem.acquire_timeout(k as usize, d) {
+                                Ok(()) => use_permits(k, &mut rng),
+                                Err(Error::TimedOut) => {}
+                                Err(e) => panic!("{e}"),
+                            }
+                        }
+                        7..=8 => {
+                            // Async, cancelled (dropped) if not done after a while.
+                            use std::future::Future;
+                            use std::task::{Context, Poll};
+                            let waker = futures::task::noop_waker();
+                            let mut cx = Context::from_waker(&waker);
+                            let mut fut = Box::pin(sem.acquire(k as usize));
+                            let mut done = false;
+                            for _ in 0..3 {
+                                if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                                    r.unwrap();
+                                    done = true;
+                                    break;
+                                }
+                                std::thread::sleep(Duration::from_micros(rng.below(1000)));
+                            }
+                            drop(fut);
+                            if done {
+                                use_permits(k, &mut rng);
+                            }
+                        }
+                        _ => {
+                            if sem.try_acquire(k as usize).is_ok() {
+                                use_permits(k, &mut rng);
+                            }
+                        }
+                    }
+                }
+            });
+        }
+    });
+    say("done");
+}
+
+#[test]
+fn stress_processes_threads_cancels_and_kill9() {
+    let name = Name::new("xstress");
+    let ctr_path = format!("/dev/shm/volt-sem-test-ctr.{}", std::process::id());
+    struct Rm(String);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _rm = Rm(ctr_path.clone());
+    let ctr = map_counters(&ctr_path, true);
+    let sem = open(&name, STRESS_TOTAL);
+    let spawn = |idx: usize| {
+        let env = [("CTR", ctr_path.clone()), ("IDX", idx.to_string())];
+        let mut c = Child::spawn(&name, STRESS_TOTAL, "stress", &env);
+        c.expect("ready", Duration::from_secs(10));
+        (idx, c)
+    };
+    let mut next_idx = 0;
+    let mut children: Vec<(usize, Child)> = (0..4)
+        .map(|_| {
+            next_idx += 1;
+            spawn(next_idx - 1)
+        })
+        .collect();
+    let mut rng = Rng(0x9e3779b97f4a7c15 ^ std::process::id() as u64);
+    let mut kills = 0;
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(300 + rng.below(400)));
+        // kill -9 a random child, anywhere (possibly inside the segment
+        // lock). Stop it first so that its share of the test's counter can
+        // be taken out before its permits are reclaimed: the counter may
+        // under-count for a moment, never over-count.
+        let i = rng.below(children.len() as u64) as usize;
+        let (idx, mut c) = children.swap_remove(i);
+        c.signal(libc::SIGSTOP);
+        c.wait_stopped();
+        let share = ctr.per_child[idx].swap(0, SeqCst);
+        ctr.current.fetch_sub(share, SeqCst);
+        c.kill9();
+        kills += 1;
+        if next_idx < MAX_CHILDREN {
+            next_idx += 1;
+            children.push(spawn(next_idx - 1));
+        }
+        assert!(ctr.peak.load(SeqCst) <= STRESS_TOTAL as i64);
+    }
+    ctr.stop.store(1, SeqCst);
+    for (_, c) in &mut children {
+        c.wait_exit(Duration::from_secs(20));
+        assert!(c.saw("done"));
+    }
+    let peak = ctr.peak.load(SeqCst);
+    let ops = ctr.ops.load(SeqCst);
+    let c = assert_conserved(&sem);
+    eprintln!("stress: {ops} grants used, {kills} kill -9, peak {peak}/{STRESS_TOTAL}, {c:?}");
+    assert!(peak <= STRESS_TOTAL as i64, "peak {peak} above the limit");
+    assert!(peak >= 1 && ops > 100, "the stress did not run: {ops} ops");
+    assert_eq!(
+        (c.available, c.queued, c.live, c.held),
+        (STRESS_TOTAL as u64, 0, 1, 0)
+    );
+}
