@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
 
-use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
+use volt_sem::{Finish, RawAcquire, ReleaseError, Semaphore, Waiter, WaiterState};
 
 #[derive(Default)]
 struct Probe {
@@ -394,16 +394,21 @@ fn requeueing_a_granted_waiter_forgets_the_old_outcome() {
     assert_eq!(unsafe { sem2.finish_raw(w2.as_ref()) }, Finish::Idle);
 }
 
-/// `release` reports how many permits it did not release when a concurrent
-/// cancel empties the queue between two wake batches and the counter fills up:
-/// the permits already handed to waiters stay given, the rest stay with the
-/// caller, none is lost.
-#[test]
-fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
+/// One release of `BATCH + 18` permits to 33 queued waiters of weight 1: the
+/// first wake batch (32) is handed over, then, between two batches, the first
+/// callback cancels the last waiter (the queue empties) and fills the counter
+/// to `MAX_PERMITS - room`. The 18 permits still in transit must then go to
+/// the counter if they fit, or stay with the caller. Returns the release's
+/// outcome and the permits available after it; checks that every waiter of the
+/// first batch got its permit and the cancelled one nothing.
+fn release_across_a_cancel_that_fills_the_counter(
+    room: usize,
+) -> (Result<(), ReleaseError>, usize) {
     const BATCH: usize = 32;
     struct Ctx {
         sem: Arc<Semaphore>,
         last: Pin<Box<Waiter>>,
+        fill: usize,
         filled: AtomicBool,
     }
     unsafe extern "C" fn first_cb(ctx: *mut c_void) {
@@ -411,18 +416,17 @@ fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
         if c.filled.swap(true, SeqCst) {
             return;
         }
-        // Between the first batch and the rest: the last waiter cancels (the
-        // queue empties) and a release fills the counter up to MAX_PERMITS.
         assert_eq!(
             unsafe { c.sem.finish_raw(c.last.as_ref()) },
             Finish::Cancelled { returned: 0 }
         );
-        c.sem.release(Semaphore::MAX_PERMITS).unwrap();
+        c.sem.release(c.fill).unwrap();
     }
     let sem = Arc::new(Semaphore::new(0));
     let ctx = Box::new(Ctx {
         sem: sem.clone(),
         last: Box::pin(Waiter::new()),
+        fill: Semaphore::MAX_PERMITS - room,
         filled: AtomicBool::new(false),
     });
     let ctx_ptr = &*ctx as *const Ctx as *mut c_void;
@@ -435,13 +439,23 @@ fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
     }
     let p = Probe::default();
     assert_eq!(queue(&sem, ctx.last.as_ref(), 1, &p), RawAcquire::Pending);
-    let err = sem.release(50).expect_err("the counter is full");
-    assert_eq!(err.unreleased(), 50 - BATCH, "32 went to the first batch");
+    let result = sem.release(BATCH + 18);
     for w in &first {
         assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
     }
-    assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
     assert_eq!(p.calls.load(SeqCst), 0);
+    (result, sem.available_permits())
+}
+
+/// `release` reports how many permits it did not release when the queue
+/// empties between two wake batches and the counter fills up: the permits
+/// already handed to waiters stay given, the rest stay with the caller.
+#[test]
+fn release_reports_what_it_could_not_release_after_a_partial_hand_off() {
+    let (result, available) = release_across_a_cancel_that_fills_the_counter(0);
+    let err = result.expect_err("the counter is full");
+    assert_eq!(err.unreleased(), 18, "32 went to the first batch");
+    assert_eq!(available, Semaphore::MAX_PERMITS);
 }
 
 /// `Waiter::in_own_callback` is true inside the waiter's callback only.
@@ -568,46 +582,11 @@ fn a_cancelled_partial_grant_serves_more_than_one_wake_batch() {
     assert_eq!(sem.available_permits(), 0);
 }
 
-/// The boundary of the overflow check after a partial hand-off: filling the
-/// counter to exactly `MAX_PERMITS` is allowed.
+/// The boundary of the same overflow check: filling the counter to exactly
+/// `MAX_PERMITS` is allowed.
 #[test]
 fn a_release_may_fill_the_counter_to_exactly_max_after_a_partial_hand_off() {
-    const BATCH: usize = 32;
-    struct Ctx {
-        sem: Arc<Semaphore>,
-        last: Pin<Box<Waiter>>,
-        filled: AtomicBool,
-    }
-    unsafe extern "C" fn first_cb(ctx: *mut c_void) {
-        let c = unsafe { &*(ctx as *const Ctx) };
-        if !c.filled.swap(true, SeqCst) {
-            assert_eq!(
-                unsafe { c.sem.finish_raw(c.last.as_ref()) },
-                Finish::Cancelled { returned: 0 }
-            );
-            // Leaves room for exactly the 18 permits still in transit.
-            c.sem.release(Semaphore::MAX_PERMITS - 18).unwrap();
-        }
-    }
-    let sem = Arc::new(Semaphore::new(0));
-    let ctx = Box::new(Ctx {
-        sem: sem.clone(),
-        last: Box::pin(Waiter::new()),
-        filled: AtomicBool::new(false),
-    });
-    let ctx_ptr = &*ctx as *const Ctx as *mut c_void;
-    let first: Vec<Pin<Box<Waiter>>> = (0..BATCH).map(|_| Box::pin(Waiter::new())).collect();
-    for w in &first {
-        assert_eq!(
-            unsafe { sem.acquire_raw(w.as_ref(), 1, first_cb, ctx_ptr) },
-            Ok(RawAcquire::Pending)
-        );
-    }
-    let p = Probe::default();
-    assert_eq!(queue(&sem, ctx.last.as_ref(), 1, &p), RawAcquire::Pending);
-    sem.release(BATCH + 18).expect("exactly MAX_PERMITS fits");
-    assert_eq!(sem.available_permits(), Semaphore::MAX_PERMITS);
-    for w in &first {
-        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
-    }
+    let (result, available) = release_across_a_cancel_that_fills_the_counter(18);
+    result.expect("exactly MAX_PERMITS fits");
+    assert_eq!(available, Semaphore::MAX_PERMITS);
 }
