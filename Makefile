@@ -75,7 +75,8 @@ test-node:
 # before a fence leaves a block out). The blocks
 # build the wheel and the Node addon themselves; the C block needs the release
 # library first.
-SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md
+SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
+                 bindings-python/README.md bindings-node/README.md
 
 test-readme:
 	cargo build -q --release -p volt-sem-ffi
