@@ -31,18 +31,14 @@ build_rust() {
 run_rust() { "$CARGO_TARGET_DIR/release/volt-sem-demo"; }
 
 build_c() {
-    "${MAKEQ[@]}" -C "$ROOT/tests" lib-release build &&
-        gcc -std=c11 -Wall -Wextra -Wpedantic -Werror -O2 -I"$ROOT/include" \
-            "$ROOT/ffi-c/examples/workers.c" "$CARGO_TARGET_DIR/release/libvolt_sem.a" \
-            $(bash "$ROOT/ffi-c/link-flags.sh" libs) -o "$ROOT/tests/build/workers"
+    "${MAKEQ[@]}" -C "$ROOT/tests" lib-release build && "${MAKEQ[@]}" -C "$ROOT/tests" build/workers
 }
 run_c() { "$ROOT/tests/build/workers"; }
 
 build_zig() {
     # tests/Makefile installs Zig (PyPI `ziglang`) and translates the header.
     "${MAKEQ[@]}" -C "$ROOT/tests" lib-release deps-zig zig/volt_sem.zig build &&
-        (cd "$ROOT/tests/zig" && .venv/bin/python -m ziglang build-exe -O ReleaseSafe demo.zig \
-            "$CARGO_TARGET_DIR/release/libvolt_sem.a" -lc -lunwind -femit-bin=../build/workers-zig)
+        "${MAKEQ[@]}" -C "$ROOT/tests" build/workers-zig
 }
 run_zig() { "$ROOT/tests/build/workers-zig"; }
 
@@ -64,7 +60,7 @@ declare -A TITLE=(
 declare -A BUILDS=(
     [rust]="the volt-sem crate alone (std only) with cargo: ~5 s cold, <1 s warm"
     [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~20 s cold, ~1 s warm"
-    [zig]="Zig 0.17 from PyPI into tests/zig/.venv (~50 MB), libvolt_sem.a, the Zig program: ~1 min cold, ~1 s warm"
+    [zig]="Zig 0.17 from PyPI into tests/zig/.venv (~50 MB), libvolt_sem.a, the Zig program: ~1.5 min cold, <1 s warm"
     [python]="a venv with maturin (and the test tools), the abi3 wheel: ~2 min cold, ~5 s warm"
     [node]="the Node-API addon (cargo zigbuild, glibc 2.17; Zig from PyPI): ~2 min cold, ~2 s warm"
 )
