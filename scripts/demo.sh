@@ -48,8 +48,8 @@ run_python() { "$ROOT/bindings-python/.venv/bin/python" "$ROOT/bindings-python/d
 build_node() { "${MAKEQ[@]}" -C "$ROOT/bindings-node" build; }
 run_node() { node "$ROOT/bindings-node/demo/demo.js"; }
 
-# What each step builds, and how long that takes here (2 cores): cold (a new
-# checkout, empty target dir) / warm (nothing changed).
+# What each step builds, and how long that took on a 2-core machine: cold (a
+# new checkout, empty target dir; download caches warm) / warm (nothing changed).
 declare -A TITLE=(
     [rust]="Rust: async tasks and plain threads share one volt_sem::Semaphore"
     [c]="C: threads share one volt_sem through the C ABI (include/volt_sem.h)"
@@ -58,16 +58,19 @@ declare -A TITLE=(
     [node]="Node.js: the main thread and a worker share one Semaphore"
 )
 declare -A BUILDS=(
-    [rust]="the volt-sem crate alone (std only) with cargo: ~5 s cold, <1 s warm"
-    [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~20 s cold, ~1 s warm"
-    [zig]="Zig 0.17 from PyPI into tests/zig/.venv (~50 MB), libvolt_sem.a, the Zig program: ~1.5 min cold, <1 s warm"
-    [python]="a venv with maturin (and the test tools), the abi3 wheel: ~2 min cold, ~5 s warm"
-    [node]="the Node-API addon (cargo zigbuild, glibc 2.17; Zig from PyPI): ~2 min cold, ~2 s warm"
+    [rust]="the volt-sem crate alone (std only) with cargo: ~2 s cold, <1 s warm"
+    [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~3 s cold, <1 s warm"
+    [zig]="Zig 0.17 from PyPI into tests/zig/.venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~40 s cold, ~1 s warm"
+    [python]="a venv with maturin (and the test tools), the abi3 wheel: ~50 s cold, ~4 s warm"
+    [node]="the Node-API addon (cargo zigbuild for glibc 2.17; Zig from PyPI): ~1 min cold, ~1 s warm"
 )
+
+# Seconds since $1 (an $EPOCHREALTIME), one decimal.
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
 
 summary=()
 failed=0
-start_all=$SECONDS
+start_all=$EPOCHREALTIME
 
 for lang in "$@"; do
     if [[ -z ${TITLE[$lang]:-} ]]; then
@@ -78,15 +81,15 @@ for lang in "$@"; do
     echo "=== ${TITLE[$lang]}"
     echo "    building ${BUILDS[$lang]} ..."
     log=$LOGS/$lang.log
-    t0=$SECONDS
+    t0=$EPOCHREALTIME
     if ! "build_$lang" >"$log" 2>&1; then
-        echo "    BUILD FAILED after $((SECONDS - t0)) s; the end of $log:"
+        echo "    BUILD FAILED after $(since "$t0") s; the end of $log:"
         tail -n 40 "$log" | sed 's/^/    | /'
         summary+=("$lang: build failed")
         failed=1
         continue
     fi
-    echo "    built in $((SECONDS - t0)) s (log: ${log#"$ROOT"/})"
+    echo "    built in $(since "$t0") s (log: ${log#"$ROOT"/})"
     echo
     out=$LOGS/$lang.out
     "run_$lang" 2>&1 | tee "$out"
@@ -100,5 +103,5 @@ for lang in "$@"; do
 done
 
 echo
-echo "demo summary ($((SECONDS - start_all)) s): $(IFS=';'; echo "${summary[*]}" | sed 's/;/, /g')"
+echo "demo summary ($(since "$start_all") s): $(IFS=';'; echo "${summary[*]}" | sed 's/;/, /g')"
 exit $failed
