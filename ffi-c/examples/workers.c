@@ -19,9 +19,9 @@
 
 #include "volt_sem.h"
 
-enum { PERMITS = 3, N = 12, BIG = 3 };
+enum { PERMITS = 3, N = 12, BIG = 3, BIG_AT = 3 };
 
-/* Who arrives, in this order; the big request is fourth. */
+/* Who arrives, in this order; the big request is fourth (index BIG_AT). */
 static const struct {
     const char *name;
     size_t weight;
@@ -148,7 +148,7 @@ static int run_volt_sem(void) {
     print_order("arrival order:", arrival, N);
     print_order("service order:", served, n_served);
     int fifo = n_served == N && memcmp(served, arrival, sizeof arrival) == 0;
-    int big = overtaken(3);
+    int big = overtaken(BIG_AT);
     size_t back = volt_sem_available_permits(sem);
     printf("FIFO: %s\n", fifo ? "yes" : "NO");
     printf("weight-%d request overtaken by later arrivals: %d (never overtaken: %s)\n", BIG, big,
@@ -220,7 +220,7 @@ static int run_counter(void) {
         pause_ms(3);
     }
     for (int i = 0; i < N; i++) pthread_join(threads[i], NULL);
-    return overtaken(3);
+    return overtaken(BIG_AT);
 }
 
 int main(void) {
@@ -230,6 +230,6 @@ int main(void) {
     int barged = run_counter();
     printf("contrast: a pthread mutex+condvar counter, same arrivals: the weight-%d request was "
            "overtaken by %d of the %d later arrivals\n",
-           BIG, barged, N - 4);
+           BIG, barged, N - BIG_AT - 1);
     return ok ? 0 : 1;
 }
