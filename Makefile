@@ -10,11 +10,16 @@ LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
-        demo-core demo-c demo-python demo-node bench
+        demo-rust demo-c demo-zig demo-python demo-node bench
 
 test: lint msrv test-core test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
 
-demo: demo-core demo-c demo-python demo-node
+# `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
+# -node) one of them, building only what it needs (scripts/demo.sh: a header per
+# step, build output in $(CARGO_TARGET_DIR)/demo-logs/, shown only on failure).
+DEMOS := rust c zig python node
+demo:
+	@bash scripts/demo.sh $(DEMOS)
 
 lint:
 	rustup component add rustfmt clippy >/dev/null 2>&1 || true
@@ -80,7 +85,8 @@ test-node:
 # before a fence leaves a block out). The blocks
 # build the wheel and the Node addon themselves; the C block needs the release
 # library first.
-SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md
+SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
+                 bindings-python/README.md bindings-node/README.md
 
 test-readme:
 	cargo build -q --release -p volt-sem-ffi
@@ -95,17 +101,8 @@ docs:
 # ends with that check); `api_docs.py check` alone re-checks an existing build.
 test-docs: docs
 
-demo-core:
-	cargo run -q -p volt-sem --release --example shared_pool
-
-demo-c:
-	$(MAKE) -C tests demo
-
-demo-python:
-	$(MAKE) -C bindings-python demo
-
-demo-node:
-	$(MAKE) -C bindings-node demo
+$(addprefix demo-,$(DEMOS)):
+	@bash scripts/demo.sh $(@:demo-%=%)
 
 # The C library, header, pkg-config and CMake files for this machine
 # (ffi-c/install.sh says what goes where); DESTDIR is honoured.

@@ -1,79 +1,167 @@
-"""volt_sem demo: one Semaphore(3) shared by two threads that each run their own
-asyncio event loop and by one plain thread using acquire_blocking, with weighted
-requests (1..3 permits). Prints the service order and the most permits ever held
-at once (never more than 3)."""
+"""volt_sem demo (the Python part of `make demo`): one Semaphore(3) shared by
+two threads that each run their own asyncio event loop and by a plain thread
+using acquire_blocking, with weighted requests (1 to 3 permits).
+
+While the pool is held, the requests arrive one at a time, alternating between
+the two loops (each is queued before the next arrives; the plain thread comes
+last); then the pool opens. Prints the arrival order beside the service order,
+checks FIFO and that the weight-3 request was never overtaken, then shows what
+asyncio.Semaphore does when the same two loops share it."""
 
 import asyncio
+import queue
+import re
 import threading
+import time
 
 import volt_sem
 
 PERMITS = 3
+BIG = 3
+# (name, weight, where): "A" and "B" are the two event loops.
+ARRIVALS = [
+    ("A1", 1, "A"), ("B1", 2, "B"), ("A2", 1, "A"), ("BIG", BIG, "B"), ("A3", 1, "A"),
+    ("B2", 2, "B"), ("A4", 1, "A"), ("B3", 1, "B"), ("A5", 2, "A"), ("B4", 1, "B"),
+    ("thread", 2, "plain"),
+]
+
 sem = volt_sem.Semaphore(PERMITS)
 lock = threading.Lock()
-held = 0
-max_held = 0
-order = []
-start = threading.Barrier(3)
+served = []
+held = peak = 0
+loops = {}  # "A" and "B": event loops, each on its own thread
+acquires = {"A": [], "B": []}  # each loop's Acquire objects
+to_release = queue.Queue()  # permits the holders give back, one releaser thread
+finished = threading.Semaphore(0)  # one per finished job
 
 
-def enter(who, n):
-    global held, max_held
+def enter(name, n):
+    global held, peak
     with lock:
+        served.append(name)
         held += n
-        max_held = max(max_held, held)
-        assert held <= PERMITS, f"limit exceeded: {held}"
-        order.append(f"{who}({n})")
+        peak = max(peak, held)
 
 
-def leave(n):
+def granted_on(loop):
+    """How many of this loop's acquires the semaphore has granted (asked on the
+    loop's own thread: an acquire is not read while its loop resumes it)."""
+
+    async def count():
+        return sum(not a.waiting for a in acquires[loop])
+
+    return asyncio.run_coroutine_threadsafe(count(), loops[loop]).result()
+
+
+def releaser():
+    """Gives permits back one at a time; after each, waits until the acquire it
+    completed (if any) has got in. A waiter's state changes when the semaphore
+    grants it, so the recorded service order is the grant order."""
     global held
-    with lock:
-        held -= n
+    while (n := to_release.get()) is not None:
+        for _ in range(n):
+            with lock:
+                held -= 1
+            sem.release(1)
+            deadline = time.monotonic() + 2
+            while sum(granted_on(loop) for loop in loops) > len(served):
+                if time.monotonic() > deadline:
+                    break
+                time.sleep(0.0002)
 
 
-async def loop_worker(name, weights):
-    async def job(i, n):
-        await asyncio.sleep(0.001 * i)  # arrive one by one, interleaved with the others
-        async with sem.acquire(n):
-            enter(f"{name}.{i}", n)
-            await asyncio.sleep(0.002)
-            leave(n)
-
-    await asyncio.gather(*(job(i, n) for i, n in enumerate(weights)))
+async def loop_job(name, acquire):
+    await acquire  # FIFO across both loops and the thread
+    enter(name, acquire.n)
+    await asyncio.sleep(0.002)  # work
+    to_release.put(acquire.n)
+    finished.release()
 
 
-def loop_thread(name, weights):
-    start.wait()
-    asyncio.run(loop_worker(name, weights))
+def plain_job(name, n):
+    sem.acquire_blocking(n)  # blocks this thread, GIL released
+    enter(name, n)
+    time.sleep(0.002)
+    to_release.put(n)
+    finished.release()
 
 
-def plain_thread(weights):
-    start.wait()
-    for i, n in enumerate(weights):
-        threading.Event().wait(0.001)
-        sem.acquire_blocking(n)
-        enter(f"plain.{i}", n)
-        threading.Event().wait(0.002)
-        leave(n)
-        sem.release(n)
+def arrive(where, name, n):
+    """Starts a job on loop `where`; returns once its acquire is queued."""
+    loop, queued = loops[where], threading.Event()
+
+    def start():
+        acquire = sem.acquire(n)
+        acquires[where].append(acquire)
+        loop.create_task(loop_job(name, acquire))
+        loop.call_soon(queued.set)  # runs after the task's first step: it has queued
+
+    loop.call_soon_threadsafe(start)
+    queued.wait()
+
+
+def asyncio_semaphore_contrast():
+    """Shares an asyncio.Semaphore between the same two loops: the first waiter
+    binds it to its loop, and a wait from the other loop raises."""
+    plain = asyncio.Semaphore(1)
+
+    async def hold_and_queue():
+        await plain.acquire()
+        return asyncio.ensure_future(plain.acquire())  # waits on loop A
+
+    async def from_loop_b():
+        await plain.acquire()
+
+    waiter = asyncio.run_coroutine_threadsafe(hold_and_queue(), loops["A"]).result()
+    try:
+        asyncio.run_coroutine_threadsafe(from_loop_b(), loops["B"]).result(timeout=2)
+        outcome = "no error (unexpected)"
+    except RuntimeError as e:
+        outcome = "RuntimeError: " + re.sub(r"<.*>", "<asyncio.Semaphore>", str(e))
+    loops["A"].call_soon_threadsafe(waiter.cancel)
+    return outcome
 
 
 def main():
-    threads = [
-        threading.Thread(target=loop_thread, args=("loopA", [1, 3, 2, 1, 2, 3])),
-        threading.Thread(target=loop_thread, args=("loopB", [2, 2, 1, 3, 1, 1])),
-        threading.Thread(target=plain_thread, args=([3, 1, 2, 2],)),
-    ]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    print(f"volt_sem demo: Semaphore({PERMITS}) shared by 2 event-loop threads + 1 plain thread")
-    print("service order:", " ".join(order))
-    print(f"requests served: {len(order)}, max permits held at once: {max_held} (limit {PERMITS})")
-    print(f"permits available at the end: {sem.available_permits}")
-    assert max_held <= PERMITS and sem.available_permits == PERMITS and held == 0
+    for where in acquires:
+        loops[where] = asyncio.new_event_loop()
+        threading.Thread(target=loops[where].run_forever, daemon=True).start()
+    threading.Thread(target=releaser, daemon=True).start()
+    global held
+    assert sem.try_acquire(PERMITS)  # hold the pool while everyone queues
+    held = PERMITS
+    for name, n, where in ARRIVALS:
+        if where == "plain":
+            # Last: everyone else is queued already, so it arrives after them.
+            threading.Thread(target=plain_job, args=(name, n), daemon=True).start()
+        else:
+            arrive(where, name, n)
+    to_release.put(PERMITS)  # open the pool
+    for _ in ARRIVALS:
+        if not finished.acquire(timeout=10):
+            raise SystemExit("a job did not finish")
+    deadline = time.monotonic() + 2
+    while sem.available_permits != PERMITS and time.monotonic() < deadline:
+        time.sleep(0.001)  # the releaser gives back the last permits
+    contrast = asyncio_semaphore_contrast()
+
+    names = [name for name, _, _ in ARRIVALS]
+    weight = {name: n for name, n, _ in ARRIVALS}
+    service = [f"{name}(w{weight[name]})" for name in served]
+    fifo = served == names
+    later = set(names[names.index("BIG") + 1:])
+    overtaken = sum(1 for name in served[: served.index("BIG")] if name in later)
+    print(f"volt_sem {volt_sem.__version__}: Semaphore({PERMITS}) shared by 2 asyncio loops "
+          f"(on 2 threads) and 1 plain thread, weights 1..{BIG}")
+    print("arrival order:", " ".join(f"{name}(w{n})" for name, n, _ in ARRIVALS))
+    print("service order:", " ".join(service))
+    print("FIFO:", "yes" if fifo else "NO")
+    print(f"weight-{BIG} request overtaken by later arrivals: {overtaken} "
+          f"(never overtaken: {'yes' if overtaken == 0 else 'NO'})")
+    print(f"peak permits held: {peak} of {PERMITS}; permits back in the pool: {sem.available_permits}")
+    print(f"contrast: asyncio.Semaphore shared by the same two loops: {contrast}")
+    ok = fifo and overtaken == 0 and peak <= PERMITS and sem.available_permits == PERMITS
+    raise SystemExit(0 if ok else 1)
 
 
 if __name__ == "__main__":
