@@ -78,3 +78,13 @@ fn lock_and_guard_debug_show_the_value() {
     let r = l.try_read().unwrap();
     assert!(format!("{r:?}").contains('7'), "{r:?}");
 }
+
+#[test]
+fn guards_display_their_value() {
+    let m = Mutex::new(41u32);
+    let g = m.try_lock().unwrap();
+    assert_eq!(format!("{g}"), "41");
+    let mapped = volt_sem::MutexGuard::map(g, |v| v);
+    assert_eq!(format!("{mapped}"), "41");
+    assert_eq!(format!("{mapped:?}"), "41");
+}

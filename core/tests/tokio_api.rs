@@ -449,3 +449,62 @@ fn error_enums_are_non_exhaustive_values() {
         AcquireError::TooManyPermits
     );
 }
+
+// Found by mutation testing: the edges of the permit and owned-guard API.
+
+#[test]
+fn split_takes_all_or_refuses_more_than_held() {
+    let sem = Semaphore::new(3);
+    let mut p = sem.try_acquire(3).unwrap();
+    let all = p.split(3).expect("splitting off everything is allowed");
+    assert_eq!((p.num_permits(), all.num_permits()), (0, 3));
+    assert!(p.split(1).is_none());
+    drop((p, all));
+    assert_eq!(sem.available_permits(), 3);
+
+    let sem = Arc::new(Semaphore::new(3));
+    let mut p = sem.clone().try_acquire_owned(2).unwrap();
+    assert!(p.split(3).is_none(), "more than held");
+    assert_eq!(p.num_permits(), 2);
+    let one = p.split(1).unwrap();
+    let all = p.split(1).expect("the rest");
+    assert_eq!(
+        (p.num_permits(), one.num_permits(), all.num_permits()),
+        (0, 1, 1)
+    );
+    drop((p, one, all));
+    assert_eq!(sem.available_permits(), 3);
+}
+
+#[test]
+fn forgetting_an_owned_permit_keeps_its_permits_out() {
+    let sem = Arc::new(Semaphore::new(3));
+    sem.clone().try_acquire_owned(2).unwrap().forget();
+    assert_eq!(sem.available_permits(), 1);
+}
+
+#[test]
+fn try_new_accepts_up_to_max_permits() {
+    assert_eq!(Semaphore::try_new(0).unwrap().available_permits(), 0);
+    let max = Semaphore::try_new(Semaphore::MAX_PERMITS).expect("MAX_PERMITS is allowed");
+    assert_eq!(max.available_permits(), Semaphore::MAX_PERMITS);
+    assert!(Semaphore::try_new(Semaphore::MAX_PERMITS + 1).is_none());
+}
+
+#[test]
+fn try_write_owned_and_an_owned_downgrade_release_exactly_what_they_hold() {
+    let lock = Arc::new(RwLock::new(1u32));
+    let w = lock.clone().try_write_owned().expect("free");
+    assert!(lock.clone().try_write_owned().is_none(), "held");
+    let r = OwnedRwLockWriteGuard::downgrade(w);
+    assert_eq!(*r, 1);
+    assert!(
+        lock.try_read().is_some(),
+        "readers share with the downgraded guard"
+    );
+    assert!(lock.try_write().is_none(), "a writer still waits for it");
+    drop(r); // must not over-release: the lock is free, exactly once
+    let w = lock.clone().try_write_owned().expect("free again");
+    drop(w);
+    assert!(lock.try_read().is_some());
+}
