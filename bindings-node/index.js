@@ -38,6 +38,11 @@ const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
 
+// The JS fast path (src/view.rs): the core's state word is
+// `available << 2 | QUEUED | CLOSED`, seen through a BigInt64Array.
+const FLAGS = 3n; // QUEUED | CLOSED
+const MAX_BIG = BigInt(MAX_PERMITS);
+
 // ---------------------------------------------------------------------------
 // The per-thread runtime.
 //
@@ -120,7 +125,9 @@ function createRuntime() {
   if (native.init(buffer, onRemoteWake) !== 0) {
     throw new Error('volt-sem: the native addon could not be initialised in this thread');
   }
-  return { table, lookup, remove, settle };
+  // unconfirmed: GRANTED_HELD grants of this thread whose confirmation has not
+  // run yet; a release must go native while there are any (it confirms them).
+  return { table, lookup, remove, settle, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -268,8 +275,10 @@ class Waiter {
       // by resolve(), this confirmation after them.
       this.resolve(this.value);
       const key = this.key;
+      runtime.unconfirmed++;
       // A promise job, not queueMicrotask(): fake timers may replace that one.
       RESOLVED.then(() => {
+        runtime.unconfirmed--;
         const k = native.confirm(key, true);
         if (k > 0) settle(k);
       });
@@ -336,8 +345,71 @@ function expirePins() {
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
 
+/**
+ * The two views of a semaphore the JS fast path works on (see src/view.rs):
+ * `[word, counters]` (the core's state word; `held`, `debt`), or undefined
+ * (the native path only).
+ */
+function viewOf(h) {
+  const v = native.view(h);
+  return v === null ? undefined : v;
+}
+
+/**
+ * Takes `n` permits if they are free and nobody is queued or the semaphore is
+ * closed: exactly the Rust core's try_take CAS. false: go native.
+ */
+function fastTake(v, n) {
+  const w = v[0];
+  const bn = n === 1 ? 1n : BigInt(n);
+  const need = bn << 2n;
+  let cur = Atomics.load(w, 0);
+  for (;;) {
+    // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
+    if ((cur & FLAGS) !== 0n || cur < need) return false;
+    const seen = Atomics.compareExchange(w, 0, cur, cur - need);
+    if (seen === cur) break;
+    cur = seen;
+  }
+  Atomics.add(v[1], 0, bn); // held, as the native path counts it
+  return true;
+}
+
+/**
+ * Gives `n` permits back if nobody is queued, the semaphore is open, no
+ * removal debt is owed and this thread has no grant to confirm first:
+ * exactly the Rust core's lock-free release CAS. false: go native.
+ */
+function fastGive(v, n, giveBack) {
+  if (runtime.unconfirmed !== 0) return false;
+  const c = v[1];
+  if (Atomics.load(c, 1) !== 0n) return false; // the debt is paid natively
+  const w = v[0];
+  const bn = n === 1 ? 1n : BigInt(n);
+  const add = bn << 2n;
+  let cur = Atomics.load(w, 0);
+  for (;;) {
+    if ((cur & FLAGS) !== 0n || (cur >> 2n) + bn > MAX_BIG) return false;
+    const seen = Atomics.compareExchange(w, 0, cur, cur + add);
+    if (seen === cur) break;
+    cur = seen;
+  }
+  if (giveBack) {
+    // held -= min(held, n)
+    let h = Atomics.load(c, 0);
+    for (;;) {
+      const seen = Atomics.compareExchange(c, 0, h, h > bn ? h - bn : 0n);
+      if (seen === h) break;
+      h = seen;
+    }
+  }
+  return true;
+}
+
 class Semaphore {
   #h;
+  /** The JS fast path's views (see viewOf), or undefined. */
+  #v;
   /** Whether share() or attach() made it reachable from other threads. */
   #shared = false;
   /** slot -> pending waiter record of this object (created on first wait). */
@@ -353,6 +425,7 @@ class Semaphore {
   constructor(permits) {
     if (permits === INTERNAL) {
       this.#h = arguments[1];
+      this.#v = viewOf(this.#h);
       this.#shared = true;
       return;
     }
@@ -360,6 +433,7 @@ class Semaphore {
     const h = native.create(permits);
     if (h === null) throw rangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
     this.#h = h;
+    this.#v = viewOf(h);
   }
 
   static get MAX_PERMITS() {
@@ -395,6 +469,8 @@ class Semaphore {
       }
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
+    const v = this.#v;
+    if (v !== undefined && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
     const r = native.acquire(this.#h, n);
     if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
     if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
@@ -428,6 +504,8 @@ class Semaphore {
 
   tryAcquire(n = 1) {
     if (n !== 1) checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined && fastTake(v, n)) return true;
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) return true;
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
@@ -437,6 +515,8 @@ class Semaphore {
 
   release(n = 1) {
     if (n !== 1) checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined && fastGive(v, n, true)) return;
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -457,6 +537,8 @@ class Semaphore {
    */
   addPermits(n) {
     checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined && fastGive(v, n, false)) return;
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);

@@ -23,6 +23,7 @@ use crate::raw::double;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
 use crate::teardown::env_cleanup;
+use crate::view::js_view;
 use crate::wake::{js_drain, js_init};
 use crate::{RawEnv, RawValue};
 
@@ -52,7 +53,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 21] = [
+    let fns: [(&std::ffi::CStr, Cb); 22] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -74,6 +75,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"drain", js_drain),
         (c"available", js_available),
         (c"isClosed", js_is_closed),
+        (c"view", js_view),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

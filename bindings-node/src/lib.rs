@@ -4,7 +4,8 @@
 //! and the queue nodes. Every entry point is a hand-registered Node-API function
 //! (the cheapest crossing, ~170 ns) that takes plain numbers and an `External`
 //! handle and answers with a small integer code, so no JS object is created on
-//! the hot path.
+//! the hot path. The uncontended paths do not cross at all: `index.js` runs
+//! them with `Atomics` on the core's own state word ([`view`]).
 //!
 //! # Modules
 //!
@@ -28,6 +29,8 @@
 //! * [`removal`]: `removePermits`, its debt and orphaned waiters
 //!   (`# Removing permits`).
 //! * [`teardown`]: the env cleanup hook (`# Teardown`).
+//! * [`view`]: the state word seen from JS, for the uncontended paths that
+//!   run in `index.js` without a Node-API call (`# The JS fast path`).
 //! * [`codes`]: result and outcome codes shared with `index.js`, and limits.
 //! * [`raw`]: raw Node-API helpers, argument checks, the `native!` macro,
 //!   panics turned into JS errors.
@@ -51,6 +54,7 @@ mod registry;
 mod removal;
 mod semaphore;
 mod teardown;
+mod view;
 mod wake;
 
 // The module's entry point, public as it was when it lived here (and so that

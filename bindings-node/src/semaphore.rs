@@ -11,6 +11,10 @@ use volt_sem::Semaphore;
 use crate::removal::OrphanNode;
 
 /// One semaphore, shared by every environment holding a handle to it.
+///
+/// `repr(C)`: `held` and `debt` are adjacent words, which the JS fast path
+/// sees as one `BigInt64Array` of two (see [`crate::view`]).
+#[repr(C)]
 pub(crate) struct Sem {
     pub(crate) core: Semaphore,
     pub(crate) id: u64,
