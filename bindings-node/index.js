@@ -42,6 +42,7 @@ const SHARE_TAG = 'volt-sem';
 // `available << 2 | QUEUED | CLOSED`, seen through a BigInt64Array.
 const FLAGS = 3n; // QUEUED | CLOSED
 const MAX_BIG = BigInt(MAX_PERMITS);
+const LIMIT_1 = MAX_BIG << 2n; // a word from which releasing 1 would overflow
 
 // ---------------------------------------------------------------------------
 // The per-thread runtime.
@@ -346,32 +347,68 @@ function expirePins() {
 const INTERNAL = Symbol('volt-sem internal');
 
 /**
- * The two views of a semaphore the JS fast path works on (see src/view.rs):
- * `[word, counters]` (the core's state word; `held`, `debt`), or undefined
- * (the native path only).
+ * The views of a semaphore the JS fast path works on (see src/view.rs): the
+ * core's state word (`w`), and the binding's `held`, `debt` counters (`c`).
+ * `last` is the word as this thread last saw it: only a guess for the first
+ * compare-and-swap (which fails on any other value and returns the real one),
+ * never the basis of a decision to go native.
  */
+class View {
+  constructor(a) {
+    this.w = a[0];
+    this.c = a[1];
+    this.last = 0n;
+    /**
+     * The word `last` was made from, by this thread's last fast operation:
+     * a take of `-k` permits (k < 0) or a give-back of `k` (k > 0; 0: none).
+     */
+    this.back = 0n;
+    this.k = 0;
+  }
+}
+
+/** The fast path's views of handle `h`, or undefined (the native path only). */
 function viewOf(h) {
-  const v = native.view(h);
-  return v === null ? undefined : v;
+  const a = native.view(h);
+  return a === null ? undefined : new View(a);
 }
 
 /**
- * Takes `n` permits if they are free and nobody is queued or the semaphore is
- * closed: exactly the Rust core's try_take CAS. false: go native.
+ * Takes `n` permits if they are free and nobody is queued and the semaphore is
+ * open: exactly the Rust core's try_take CAS. false: go native.
  */
 function fastTake(v, n) {
-  const w = v[0];
-  const bn = n === 1 ? 1n : BigInt(n);
-  const need = bn << 2n;
-  let cur = Atomics.load(w, 0);
+  const w = v.w;
+  let bn = 1n;
+  let need = 4n;
+  if (n !== 1) {
+    bn = BigInt(n);
+    need = bn << 2n;
+  }
+  let cur = v.last;
+  let fresh = false;
   for (;;) {
     // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
-    if ((cur & FLAGS) !== 0n || cur < need) return false;
-    const seen = Atomics.compareExchange(w, 0, cur, cur - need);
-    if (seen === cur) break;
+    if ((cur & FLAGS) !== 0n || cur < need) {
+      if (fresh) return false;
+      cur = Atomics.load(w, 0);
+      fresh = true;
+      continue;
+    }
+    // The word this take leads to: when this thread's last operation was the
+    // give-back of as many permits, the word it started from (no BigInt made).
+    const next = v.k === n && cur === v.last ? v.back : cur - need;
+    const seen = Atomics.compareExchange(w, 0, cur, next);
+    if (seen === cur) {
+      v.last = next;
+      v.back = cur;
+      v.k = -n;
+      break;
+    }
     cur = seen;
+    fresh = true;
   }
-  Atomics.add(v[1], 0, bn); // held, as the native path counts it
+  Atomics.add(v.c, 0, bn); // held, as the native path counts it
   return true;
 }
 
@@ -382,20 +419,39 @@ function fastTake(v, n) {
  */
 function fastGive(v, n, giveBack) {
   if (runtime.unconfirmed !== 0) return false;
-  const c = v[1];
+  const c = v.c;
   if (Atomics.load(c, 1) !== 0n) return false; // the debt is paid natively
-  const w = v[0];
-  const bn = n === 1 ? 1n : BigInt(n);
-  const add = bn << 2n;
-  let cur = Atomics.load(w, 0);
+  const w = v.w;
+  let bn = 1n;
+  let add = 4n;
+  let limit = LIMIT_1;
+  if (n !== 1) {
+    bn = BigInt(n);
+    add = bn << 2n;
+    limit = (MAX_BIG - bn + 1n) << 2n; // available + n > MAX_PERMITS from here on
+  }
+  let cur = v.last;
+  let fresh = false;
   for (;;) {
-    if ((cur & FLAGS) !== 0n || (cur >> 2n) + bn > MAX_BIG) return false;
-    const seen = Atomics.compareExchange(w, 0, cur, cur + add);
-    if (seen === cur) break;
+    if ((cur & FLAGS) !== 0n || cur >= limit) {
+      if (fresh) return false;
+      cur = Atomics.load(w, 0);
+      fresh = true;
+      continue;
+    }
+    const next = v.k === -n && cur === v.last ? v.back : cur + add;
+    const seen = Atomics.compareExchange(w, 0, cur, next);
+    if (seen === cur) {
+      v.last = next;
+      v.back = cur;
+      v.k = n;
+      break;
+    }
     cur = seen;
+    fresh = true;
   }
   if (giveBack) {
-    // held -= min(held, n)
+    // held -= min(held, n), as the native path does
     let h = Atomics.load(c, 0);
     for (;;) {
       const seen = Atomics.compareExchange(c, 0, h, h > bn ? h - bn : 0n);

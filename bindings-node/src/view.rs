@@ -28,6 +28,12 @@
 //!   `available + n` stays an exact JS integer; then `cur -> cur + (n << 2)`
 //!   and, for a release, `held -= min(held, n)`.
 //!
+//! Each CAS starts from the word this thread last wrote (a guess, so the
+//! uncontended case makes no load and, when an operation undoes the previous
+//! one, no new BigInt): a wrong guess only makes the CAS fail and return the
+//! real word, and the decision to go native is only ever taken on a word just
+//! read from memory, as in Rust.
+//!
 //! Everything else (QUEUED or CLOSED set, not enough permits, a debt, an
 //! overflow) calls the native function exactly as before, which decides again
 //! on the fresh word. A waiter is only ever queued by the native path, under
