@@ -5,7 +5,8 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
-const { worker, nextMessage, exited } = require('./helpers');
+const { execFile } = require('node:child_process');
+const { PKG, worker, nextMessage, exited } = require('./helpers');
 
 test('the fast path keeps the counts exact (available, held, closed, removal debt)', async () => {
   const s = new Semaphore(3);
@@ -174,4 +175,43 @@ test('views keep the semaphore alive in a worker after every other handle is gon
   w.postMessage('go');
   assert.equal(await nextMessage(w, (m) => typeof m === 'boolean'), true);
   await exited(w);
+});
+
+test('a view owns its semaphore: it stays alive (attachable) until the view is collected', async () => {
+  // In a child with --expose-gc: the registry holds a semaphore weakly, so
+  // attach() finds it exactly while something owns it.
+  const script = `
+    const assert = require('node:assert/strict');
+    require(${JSON.stringify(PKG)}); // initialises this thread's runtime
+    const native = require(${JSON.stringify(`${PKG}/volt-sem.linux-x64-gnu.node`)});
+    const gcAll = async () => {
+      for (let i = 0; i < 6; i++) {
+        globalThis.gc();
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    (async () => {
+      let h = native.create(5);
+      const id = native.share(h);
+      let h2 = native.attach(id); // ends the share() pin
+      let view = native.view(h);
+      assert.notEqual(view, null);
+      h = null;
+      h2 = null;
+      await gcAll();
+      let again = native.attach(id);
+      assert.notEqual(again, null, 'the view must keep the semaphore alive');
+      assert.equal(Atomics.load(view[0], 0), 5n << 2n);
+      again = null;
+      view = null;
+      await gcAll();
+      assert.equal(native.attach(id), null, 'gone once the view is collected');
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `;
+  const res = await new Promise((resolve) => {
+    execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 60_000 }, (err, _out, stderr) =>
+      resolve(err ? `${err}\n${stderr}` : null),
+    );
+  });
+  assert.equal(res, null);
 });
