@@ -367,6 +367,13 @@ class View {
   }
 }
 
+/**
+ * A Semaphore makes its fast-path views (two external ArrayBuffers: a native
+ * call and ~2.5 us, 4x the cost of creating the semaphore) only once this many
+ * of its operations went native: a short-lived semaphore never pays for them.
+ */
+const VIEW_AFTER = 16;
+
 /** The fast path's views of handle `h`, or undefined (the native path only). */
 function viewOf(h) {
   const a = native.view(h);
@@ -464,8 +471,10 @@ function fastGive(v, n, giveBack) {
 
 class Semaphore {
   #h;
-  /** The JS fast path's views (see viewOf), or undefined. */
-  #v;
+  /** The JS fast path's views (see viewOf), or undefined (not yet, or unsupported). */
+  #v = undefined;
+  /** Operations that went native (the views are made at VIEW_AFTER). */
+  #slow = 0;
   /** Whether share() or attach() made it reachable from other threads. */
   #shared = false;
   /** slot -> pending waiter record of this object (created on first wait). */
@@ -481,7 +490,6 @@ class Semaphore {
   constructor(permits) {
     if (permits === INTERNAL) {
       this.#h = arguments[1];
-      this.#v = viewOf(this.#h);
       this.#shared = true;
       return;
     }
@@ -489,7 +497,6 @@ class Semaphore {
     const h = native.create(permits);
     if (h === null) throw rangeError(`volt-sem: cannot create a semaphore of ${permits} permits`);
     this.#h = h;
-    this.#v = viewOf(h);
   }
 
   static get MAX_PERMITS() {
@@ -526,7 +533,9 @@ class Semaphore {
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
     const v = this.#v;
-    if (v !== undefined && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
+    if (v !== undefined) {
+      if (fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.acquire(this.#h, n);
     if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
     if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
@@ -561,7 +570,9 @@ class Semaphore {
   tryAcquire(n = 1) {
     if (n !== 1) checkCount(n, 'n');
     const v = this.#v;
-    if (v !== undefined && fastTake(v, n)) return true;
+    if (v !== undefined) {
+      if (fastTake(v, n)) return true;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) return true;
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
@@ -572,7 +583,9 @@ class Semaphore {
   release(n = 1) {
     if (n !== 1) checkCount(n, 'n');
     const v = this.#v;
-    if (v !== undefined && fastGive(v, n, true)) return;
+    if (v !== undefined) {
+      if (fastGive(v, n, true)) return;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -594,7 +607,9 @@ class Semaphore {
   addPermits(n) {
     checkCount(n, 'n');
     const v = this.#v;
-    if (v !== undefined && fastGive(v, n, false)) return;
+    if (v !== undefined) {
+      if (fastGive(v, n, false)) return;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);

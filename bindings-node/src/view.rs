@@ -57,9 +57,11 @@
 //! finalizer), so its memory cannot be freed while any view of it is
 //! reachable, in whichever thread: a worker holding a view after every
 //! handle is gone still reads a live semaphore. In practice the views live in
-//! private fields of the JS `Semaphore` object (created by the constructor,
-//! or by `attach()`, whose handle holds a strong reference too), so they go
-//! when that object goes. On targets whose `usize` is not 64 bits, or if the
+//! a private field of the JS `Semaphore` object (beside its handle, which
+//! holds a strong reference too; for `attach()` likewise), so they go when
+//! that object goes. A `Semaphore` asks for its views only after 16 of its
+//! operations went native (`VIEW_AFTER` in `index.js`): making them costs
+//! about 4x creating the semaphore, which a short-lived one should not pay. On targets whose `usize` is not 64 bits, or if the
 //! runtime refuses external buffers, `view` returns `null` and JS always takes
 //! the native path.
 //!

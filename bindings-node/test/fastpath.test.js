@@ -8,8 +8,17 @@ const { Semaphore } = require('..');
 const { execFile } = require('node:child_process');
 const { PKG, worker, nextMessage, exited } = require('./helpers');
 
+// A Semaphore makes its fast-path views after VIEW_AFTER (16) native-path
+// operations (index.js): these tests warm it up first, so that what follows
+// runs on the fast path.
+const WARM = 'for (let i = 0; i < 32; i++) s.tryAcquire(0);';
+function warm(s) {
+  for (let i = 0; i < 32; i++) s.tryAcquire(0);
+  return s;
+}
+
 test('the fast path keeps the counts exact (available, held, closed, removal debt)', async () => {
-  const s = new Semaphore(3);
+  const s = warm(new Semaphore(3));
   assert.equal(s.tryAcquire(2), true);
   assert.equal(s.availablePermits, 1);
   assert.equal(s.heldPermits, 2);
@@ -37,13 +46,13 @@ test('the fast path keeps the counts exact (available, held, closed, removal deb
   assert.throws(() => s.tryAcquire(1), { code: 'ERR_VOLT_CLOSED' });
   await assert.rejects(s.acquire(1), { code: 'ERR_VOLT_CLOSED' });
   // Overflow: the native path reports it.
-  const big = new Semaphore(Semaphore.MAX_PERMITS);
+  const big = warm(new Semaphore(Semaphore.MAX_PERMITS));
   assert.throws(() => big.release(1), RangeError);
   assert.equal(big.availablePermits, Semaphore.MAX_PERMITS);
 });
 
 test('a queued waiter is never overtaken by a fast-path acquire (same thread)', async () => {
-  const s = new Semaphore(2);
+  const s = warm(new Semaphore(2));
   await s.acquire(2);
   const order = [];
   const first = s.acquire(2).then(() => order.push('first'));
@@ -65,7 +74,7 @@ test('a queued waiter is never overtaken by a fast-path acquire (same thread)', 
 });
 
 test('a waiter queued in a worker is never overtaken by the main thread fast path', async () => {
-  const s = new Semaphore(0);
+  const s = warm(new Semaphore(0));
   const w = worker(
     `const s = volt.Semaphore.attach(workerData);
      s.acquire(4).then(() => { parentPort.postMessage('granted'); s.release(4); });
@@ -132,7 +141,7 @@ async function race(s, shared, tid, iters) {
 test('the fast path races native waiters in 3 workers: conservation and no starvation', async () => {
   const CAP = 5;
   const ITERS = 400;
-  const s = new Semaphore(CAP);
+  const s = warm(new Semaphore(CAP));
   const sab = new SharedArrayBuffer(4 * 8);
   const shared = new Int32Array(sab);
   const ws = [1, 2, 3].map((tid) =>
@@ -140,6 +149,7 @@ test('the fast path races native waiters in 3 workers: conservation and no starv
       `${RACE}
        const { s: id, sab } = workerData;
        const s = volt.Semaphore.attach(id);
+       ${WARM}
        race(s, new Int32Array(sab), ${tid}, ${ITERS}).then(() => parentPort.postMessage('done'));`,
       { s: s.share(), sab },
     ),
@@ -162,6 +172,7 @@ test('the fast path races native waiters in 3 workers: conservation and no starv
 test('views keep the semaphore alive in a worker after every other handle is gone', async () => {
   const w = worker(
     `const s = volt.Semaphore.attach(workerData);
+     ${WARM}
      parentPort.postMessage('attached');
      parentPort.once('message', () => {
        globalThis.gc?.();
