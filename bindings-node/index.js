@@ -364,6 +364,12 @@ class View {
      */
     this.back = 0n;
     this.k = 0;
+    /**
+     * The last fast attempt found the word queued, closed or short: go native
+     * without trying (a failed attempt costs more than it saves under
+     * contention) until a native acquire takes permits at once again.
+     */
+    this.skip = false;
   }
 }
 
@@ -397,7 +403,10 @@ function fastTake(v, n) {
   for (;;) {
     // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
     if ((cur & FLAGS) !== 0n || cur < need) {
-      if (fresh) return false;
+      if (fresh) {
+        v.skip = true;
+        return false;
+      }
       cur = Atomics.load(w, 0);
       fresh = true;
       continue;
@@ -441,7 +450,10 @@ function fastGive(v, n, giveBack) {
   let fresh = false;
   for (;;) {
     if ((cur & FLAGS) !== 0n || cur >= limit) {
-      if (fresh) return false;
+      if (fresh) {
+        v.skip = true;
+        return false;
+      }
       cur = Atomics.load(w, 0);
       fresh = true;
       continue;
@@ -534,10 +546,13 @@ class Semaphore {
     }
     const v = this.#v;
     if (v !== undefined) {
-      if (fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
+      if (!v.skip && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.acquire(this.#h, n);
-    if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
+    if (r === 0) {
+      if (v !== undefined) v.skip = false; // taken at once: uncontended again
+      return value === undefined ? RESOLVED : Promise.resolve(value);
+    }
     if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
@@ -571,10 +586,13 @@ class Semaphore {
     if (n !== 1) checkCount(n, 'n');
     const v = this.#v;
     if (v !== undefined) {
-      if (fastTake(v, n)) return true;
+      if (!v.skip && fastTake(v, n)) return true;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.tryAcquire(this.#h, n);
-    if (r === 0) return true;
+    if (r === 0) {
+      if (v !== undefined) v.skip = false;
+      return true;
+    }
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
     if (r === 3) throw rangeError(`volt-sem: cannot acquire ${n} permits`);
     return false;
@@ -584,7 +602,7 @@ class Semaphore {
     if (n !== 1) checkCount(n, 'n');
     const v = this.#v;
     if (v !== undefined) {
-      if (fastGive(v, n, true)) return;
+      if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n);
     if (k !== 0) {
@@ -608,7 +626,7 @@ class Semaphore {
     checkCount(n, 'n');
     const v = this.#v;
     if (v !== undefined) {
-      if (fastGive(v, n, false)) return;
+      if (!v.skip && fastGive(v, n, false)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {

@@ -34,6 +34,11 @@
 //! real word, and the decision to go native is only ever taken on a word just
 //! read from memory, as in Rust.
 //!
+//! After an attempt that found the word queued, closed or short, a JS
+//! `Semaphore` goes straight to the native path until a native acquire takes
+//! permits at once again: under contention a failed attempt costs more than
+//! it saves (this only ever sends more operations native).
+//!
 //! Everything else (QUEUED or CLOSED set, not enough permits, a debt, an
 //! overflow) calls the native function exactly as before, which decides again
 //! on the fresh word. A waiter is only ever queued by the native path, under
