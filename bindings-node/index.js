@@ -38,6 +38,12 @@ const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
 
+// The JS fast path (src/view.rs): the core's state word is
+// `available << 2 | QUEUED | CLOSED`, seen through a BigInt64Array.
+const FLAGS = 3n; // QUEUED | CLOSED
+const MAX_BIG = BigInt(MAX_PERMITS);
+const LIMIT_1 = MAX_BIG << 2n; // a word from which releasing 1 would overflow
+
 // ---------------------------------------------------------------------------
 // The per-thread runtime.
 //
@@ -120,7 +126,9 @@ function createRuntime() {
   if (native.init(buffer, onRemoteWake) !== 0) {
     throw new Error('volt-sem: the native addon could not be initialised in this thread');
   }
-  return { table, lookup, remove, settle };
+  // unconfirmed: GRANTED_HELD grants of this thread whose confirmation has not
+  // run yet; a release must go native while there are any (it confirms them).
+  return { table, lookup, remove, settle, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -268,8 +276,10 @@ class Waiter {
       // by resolve(), this confirmation after them.
       this.resolve(this.value);
       const key = this.key;
+      runtime.unconfirmed++;
       // A promise job, not queueMicrotask(): fake timers may replace that one.
       RESOLVED.then(() => {
+        runtime.unconfirmed--;
         const k = native.confirm(key, true);
         if (k > 0) settle(k);
       });
@@ -336,8 +346,147 @@ function expirePins() {
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
 
+/**
+ * The views of a semaphore the JS fast path works on (see src/view.rs): the
+ * core's state word (`w`), and the binding's `held`, `debt` counters (`c`).
+ * `last` is the word as this thread last saw it: only a guess for the first
+ * compare-and-swap (which fails on any other value and returns the real one),
+ * never the basis of a decision to go native.
+ */
+class View {
+  constructor(a) {
+    this.w = a[0];
+    this.c = a[1];
+    this.last = 0n;
+    /**
+     * The word `last` was made from, by this thread's last fast operation:
+     * a take of `-k` permits (k < 0) or a give-back of `k` (k > 0; 0: none).
+     */
+    this.back = 0n;
+    this.k = 0;
+    /**
+     * The last fast attempt found the word queued, closed or short: go native
+     * without trying (a failed attempt costs more than it saves under
+     * contention) until a native acquire takes permits at once again.
+     */
+    this.skip = false;
+  }
+}
+
+/**
+ * A Semaphore makes its fast-path views (two external ArrayBuffers: a native
+ * call and ~2.5 us, 4x the cost of creating the semaphore) only once this many
+ * of its operations went native: a short-lived semaphore never pays for them.
+ */
+const VIEW_AFTER = 16;
+
+/** The fast path's views of handle `h`, or undefined (the native path only). */
+function viewOf(h) {
+  const a = native.view(h);
+  return a === null ? undefined : new View(a);
+}
+
+/**
+ * Takes `n` permits if they are free and nobody is queued and the semaphore is
+ * open: exactly the Rust core's try_take CAS. false: go native.
+ */
+function fastTake(v, n) {
+  const w = v.w;
+  let bn = 1n;
+  let need = 4n;
+  if (n !== 1) {
+    bn = BigInt(n);
+    need = bn << 2n;
+  }
+  let cur = v.last;
+  let fresh = false;
+  for (;;) {
+    // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
+    if ((cur & FLAGS) !== 0n || cur < need) {
+      if (fresh) {
+        v.skip = true;
+        return false;
+      }
+      cur = Atomics.load(w, 0);
+      fresh = true;
+      continue;
+    }
+    // The word this take leads to: when this thread's last operation was the
+    // give-back of as many permits, the word it started from (no BigInt made).
+    const next = v.k === n && cur === v.last ? v.back : cur - need;
+    const seen = Atomics.compareExchange(w, 0, cur, next);
+    if (seen === cur) {
+      v.last = next;
+      v.back = cur;
+      v.k = -n;
+      break;
+    }
+    cur = seen;
+    fresh = true;
+  }
+  Atomics.add(v.c, 0, bn); // held, as the native path counts it
+  return true;
+}
+
+/**
+ * Gives `n` permits back if nobody is queued, the semaphore is open, no
+ * removal debt is owed and this thread has no grant to confirm first:
+ * exactly the Rust core's lock-free release CAS. false: go native.
+ */
+function fastGive(v, n, giveBack) {
+  if (runtime.unconfirmed !== 0) return false;
+  const c = v.c;
+  if (Atomics.load(c, 1) !== 0n) return false; // the debt is paid natively
+  const w = v.w;
+  let bn = 1n;
+  let add = 4n;
+  let limit = LIMIT_1;
+  if (n !== 1) {
+    bn = BigInt(n);
+    add = bn << 2n;
+    limit = (MAX_BIG - bn + 1n) << 2n; // available + n > MAX_PERMITS from here on
+  }
+  let cur = v.last;
+  let fresh = false;
+  for (;;) {
+    if ((cur & FLAGS) !== 0n || cur >= limit) {
+      if (fresh) {
+        v.skip = true;
+        return false;
+      }
+      cur = Atomics.load(w, 0);
+      fresh = true;
+      continue;
+    }
+    const next = v.k === -n && cur === v.last ? v.back : cur + add;
+    const seen = Atomics.compareExchange(w, 0, cur, next);
+    if (seen === cur) {
+      v.last = next;
+      v.back = cur;
+      v.k = n;
+      break;
+    }
+    cur = seen;
+    fresh = true;
+  }
+  if (giveBack) {
+    // held -= min(held, n), as the native path does
+    let h = Atomics.load(c, 0);
+    for (;;) {
+      const seen = Atomics.compareExchange(c, 0, h, h > bn ? h - bn : 0n);
+      if (seen === h) break;
+      h = seen;
+    }
+  }
+  return true;
+}
+
 class Semaphore {
   #h;
+  /** The JS fast path's views (see viewOf), or undefined (not yet, or unsupported). */
+  #v = undefined;
+  /** Operations that went native (the views are made at VIEW_AFTER). */
+  #slow = 0;
   /** Whether share() or attach() made it reachable from other threads. */
   #shared = false;
   /** slot -> pending waiter record of this object (created on first wait). */
@@ -395,8 +544,15 @@ class Semaphore {
       }
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
     }
+    const v = this.#v;
+    if (v !== undefined) {
+      if (!v.skip && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.acquire(this.#h, n);
-    if (r === 0) return value === undefined ? RESOLVED : Promise.resolve(value);
+    if (r === 0) {
+      if (v !== undefined) v.skip = false; // taken at once: uncontended again
+      return value === undefined ? RESOLVED : Promise.resolve(value);
+    }
     if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
@@ -428,8 +584,15 @@ class Semaphore {
 
   tryAcquire(n = 1) {
     if (n !== 1) checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined) {
+      if (!v.skip && fastTake(v, n)) return true;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const r = native.tryAcquire(this.#h, n);
-    if (r === 0) return true;
+    if (r === 0) {
+      if (v !== undefined) v.skip = false;
+      return true;
+    }
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
     if (r === 3) throw rangeError(`volt-sem: cannot acquire ${n} permits`);
     return false;
@@ -437,6 +600,10 @@ class Semaphore {
 
   release(n = 1) {
     if (n !== 1) checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined) {
+      if (!v.skip && fastGive(v, n, true)) return;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -457,6 +624,10 @@ class Semaphore {
    */
   addPermits(n) {
     checkCount(n, 'n');
+    const v = this.#v;
+    if (v !== undefined) {
+      if (!v.skip && fastGive(v, n, false)) return;
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);

@@ -228,6 +228,48 @@ impl Semaphore {
         self.state.0.load(Ordering::Acquire) >> SHIFT
     }
 
+    /// The bit layout of [`state_word`](Self::state_word): the available
+    /// permits are `word >> STATE_SHIFT`.
+    #[doc(hidden)]
+    pub const STATE_SHIFT: u32 = SHIFT;
+    /// The state word's bit set while anyone is queued (then 0 permits are available).
+    #[doc(hidden)]
+    pub const STATE_QUEUED: usize = QUEUED;
+    /// The state word's bit set once the semaphore is closed.
+    #[doc(hidden)]
+    pub const STATE_CLOSED: usize = CLOSED;
+
+    /// The semaphore's state word (`available << STATE_SHIFT | STATE_QUEUED |
+    /// STATE_CLOSED`, see [`docs::algorithm`](crate::docs::algorithm)), for a
+    /// binding that runs the uncontended fast paths in another language on the
+    /// very same word (the Node binding's JS `Atomics`). Not for Rust code:
+    /// use [`try_acquire`](Self::try_acquire) and [`release`](Self::release).
+    ///
+    /// # Contract
+    /// Reading the word is always allowed. The only writes allowed are
+    /// compare-and-swaps making the transitions the core's own lock-free fast
+    /// paths make, with at least their orderings:
+    ///
+    /// * **take** `n` (as `try_acquire`): from a word with neither `QUEUED` nor
+    ///   `CLOSED` set and `available >= n`, to `word - (n << STATE_SHIFT)`,
+    ///   with Acquire (or stronger) ordering on success;
+    /// * **give back** `n` (as `release`'s lock-free path): from a word without
+    ///   `QUEUED` (`CLOSED` may be set) and with `available + n <=
+    ///   MAX_PERMITS`, to `word + (n << STATE_SHIFT)`, with Release (or
+    ///   stronger) ordering.
+    ///
+    /// Anything else (a word with `QUEUED` set, enqueueing, closing, handing
+    /// permits to waiters) must go through the safe API, which holds the queue
+    /// lock where the algorithm needs it. Permits taken this way are owed back
+    /// through [`release`](Self::release) or the give-back transition. The
+    /// reference lives as long as the semaphore: whoever keeps a pointer to it
+    /// must keep the semaphore alive.
+    #[doc(hidden)]
+    #[cfg(not(volt_loom))]
+    pub fn state_word(&self) -> &core::sync::atomic::AtomicUsize {
+        &self.state.0
+    }
+
     /// Whether [`close`](Self::close) was called.
     ///
     /// ```

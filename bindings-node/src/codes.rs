@@ -1,0 +1,36 @@
+//! The numbers shared with `index.js`: result codes of the entry points,
+//! outcome codes written into the ready buffer, and the limits that keep every
+//! count and request key an exact JS number.
+
+use volt_sem::Semaphore;
+
+/// The largest permit count JS sees: `min(Semaphore::MAX_PERMITS, 2^53 - 1)`,
+/// so every count is an exact JS number.
+pub(crate) const MAX_JS: usize = {
+    let safe: u64 = (1 << 53) - 1;
+    if (Semaphore::MAX_PERMITS as u64) < safe {
+        Semaphore::MAX_PERMITS
+    } else {
+        safe as usize
+    }
+};
+
+// Result codes shared with index.js.
+pub(crate) const OK: i32 = 0;
+pub(crate) const NO_PERMITS: i32 = 1;
+pub(crate) const SLOT_BASE: i32 = 4;
+pub(crate) const CLOSED: i32 = 2;
+pub(crate) const BAD_COUNT: i32 = 3;
+pub(crate) const RELEASE_OVERFLOW: i32 = -1;
+pub(crate) const BAD_ARGS: i32 = -2;
+
+// Outcome codes written into the ready buffer.
+pub(crate) const GRANTED: u32 = 1;
+pub(crate) const WOKEN_CLOSED: u32 = 2;
+pub(crate) const LOST: u32 = 3;
+/// Granted on a shared semaphore: the slot keeps the grant until JS confirms
+/// it saw it (`confirm`), so a terminated thread gives it back.
+pub(crate) const GRANTED_HELD: u32 = 4;
+
+/// Generations are masked so that a key `gen << 32 | slot` is an exact JS number.
+pub(crate) const GEN_MASK: u32 = (1 << 20) - 1;

@@ -1,0 +1,103 @@
+//! Module registration: the raw functions `index.js` calls, bound to a fresh
+//! per-environment [`EnvCtx`](crate::env::EnvCtx) that an env cleanup hook
+//! tears down, and the `maxPermits` constant.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::ptr;
+use std::sync::{Arc, Mutex};
+
+use napi::bindgen_prelude::{JsValue, Object};
+use napi::sys;
+use napi_derive::napi;
+
+use crate::abandon::js_abandon;
+use crate::codes::MAX_JS;
+use crate::delivery::js_confirm;
+use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::ops::{
+    js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
+    js_pending, js_release, js_try_acquire,
+};
+use crate::raw::double;
+use crate::registry::{js_attach, js_expire_pins, js_share};
+use crate::removal::js_remove_permits;
+use crate::teardown::env_cleanup;
+use crate::view::js_view;
+use crate::wake::{js_drain, js_init};
+use crate::{RawEnv, RawValue};
+
+/// Registers the raw functions on `exports`, bound to a fresh per-environment
+/// context that an env cleanup hook tears down.
+#[napi(module_exports)]
+pub fn init(exports: Object) -> napi::Result<()> {
+    let env = exports.value().env;
+    let target = exports.raw();
+    let ctx = Box::into_raw(Box::new(EnvCtx {
+        env,
+        shared: Arc::new(EnvShared {
+            remote: Mutex::new(Remote {
+                ids: Vec::new(),
+                tsfn: None,
+                notified: false,
+            }),
+        }),
+        slots: RefCell::new(Vec::new()),
+        free: RefCell::new(Vec::new()),
+        ready: RefCell::new(VecDeque::new()),
+        buf: Cell::new((ptr::null_mut(), 0)),
+        refs: Cell::new(0),
+        delivered: RefCell::new(Vec::new()),
+        active_list: RefCell::new(Vec::new()),
+        zombies: Cell::new(0),
+        initialized: Cell::new(false),
+    }));
+    type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
+    let fns: [(&std::ffi::CStr, Cb); 22] = [
+        (c"init", js_init),
+        (c"create", js_create),
+        (c"share", js_share),
+        (c"attach", js_attach),
+        (c"tryAcquire", js_try_acquire),
+        (c"acquire", js_acquire),
+        (c"release", js_release),
+        (c"cancel", js_cancel),
+        (c"confirm", js_confirm),
+        (c"abandon", js_abandon),
+        (c"stats", js_stats),
+        (c"expirePins", js_expire_pins),
+        (c"setRef", js_set_ref),
+        (c"pending", js_pending),
+        (c"removePermits", js_remove_permits),
+        (c"debt", js_debt),
+        (c"held", js_held),
+        (c"close", js_close),
+        (c"drain", js_drain),
+        (c"available", js_available),
+        (c"isClosed", js_is_closed),
+        (c"view", js_view),
+    ];
+    // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
+    // until the cleanup hook registered here frees it.
+    unsafe {
+        let status = sys::napi_add_env_cleanup_hook(env, Some(env_cleanup), ctx.cast());
+        if status != sys::Status::napi_ok {
+            drop(Box::from_raw(ctx));
+            return Err(napi::Error::from_reason(
+                "volt-sem: cannot register the env cleanup hook",
+            ));
+        }
+        for (name, cb) in fns {
+            let mut f = ptr::null_mut();
+            sys::napi_create_function(env, name.as_ptr(), -1, Some(cb), ctx.cast(), &mut f);
+            sys::napi_set_named_property(env, target, name.as_ptr(), f);
+        }
+        sys::napi_set_named_property(
+            env,
+            target,
+            c"maxPermits".as_ptr(),
+            double(env, MAX_JS as f64),
+        );
+    }
+    Ok(())
+}

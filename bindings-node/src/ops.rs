@@ -1,0 +1,192 @@
+//! The semaphore operations `index.js` calls: create, acquire (taken at once,
+//! or queued in a slot), tryAcquire, release, cancel, close, and the queries
+//! (available, isClosed, held, debt, pending).
+
+use std::ffi::c_void;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use napi::sys;
+use volt_sem::{AcquireError, RawAcquire, Semaphore, TryAcquireError};
+
+use crate::codes::{
+    BAD_ARGS, BAD_COUNT, CLOSED, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
+};
+use crate::env::{Enter, EnvCtx, Node};
+use crate::handle::{handle, handle_of, sem};
+use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
+use crate::registry::NEXT_SEM_ID;
+use crate::removal::release_paying;
+use crate::semaphore::Sem;
+use crate::wake::wake;
+use crate::{RawEnv, RawValue};
+
+// create(permits): External | null
+native!(js_create, |env, _ctx, argv: [1]| {
+    let Some(permits) = count(env, argv[0]) else { return null(env) };
+    let Some(core) = Semaphore::try_new(permits) else { return null(env) };
+    let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
+    handle(
+        env,
+        Arc::new(Sem {
+            core,
+            id,
+            shared: AtomicBool::new(false),
+            queued: AtomicUsize::new(0),
+            abandoned: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            debt: AtomicUsize::new(0),
+            orphans: Mutex::new(Vec::new()),
+            graveyard: Mutex::new(Vec::new()),
+        }),
+    )
+});
+
+// tryAcquire(h, n): OK | NO_PERMITS | CLOSED | BAD_COUNT
+native!(js_try_acquire, |env, _ctx, argv: [2]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
+    let code = match s.core.try_acquire(n) {
+        Ok(p) => {
+            p.forget();
+            s.add_held(n);
+            OK
+        }
+        Err(TryAcquireError::NoPermits) => NO_PERMITS,
+        Err(TryAcquireError::Closed) => CLOSED,
+        Err(TryAcquireError::TooManyPermits) => BAD_COUNT,
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => BAD_COUNT,
+    };
+    int(env, code)
+});
+
+// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued)
+native!(js_acquire, |env, ctx, argv: [2]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let s = &h.sem;
+    let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
+    match s.core.try_acquire(n) {
+        Ok(p) => {
+            p.forget();
+            s.add_held(n);
+            return int(env, OK);
+        }
+        Err(TryAcquireError::Closed) => return int(env, CLOSED),
+        Err(TryAcquireError::TooManyPermits) => return int(env, BAD_COUNT),
+        Err(TryAcquireError::NoPermits) => {}
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => return int(env, BAD_COUNT),
+    }
+    let (slot, node) = ctx.take_slot(h, n);
+    // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
+    let node = unsafe { Pin::new_unchecked(&*node) };
+    // SAFETY: the waiter is idle (its slot was free); after Pending the node stays
+    // pinned in its slot, and the slot stays reserved until finish_raw (drain,
+    // cancel or cleanup) returned.
+    let r = unsafe { s.core.acquire_raw(node.waiter(), n, wake, &*node as *const Node as *mut c_void) };
+    let code = match r {
+        Ok(RawAcquire::Pending) => {
+            ctx.activate(slot);
+            return double(env, SLOT_BASE as f64 + node.key.get() as f64);
+        }
+        Ok(RawAcquire::Ready) => {
+            s.add_held(n);
+            OK
+        }
+        Err(AcquireError::Closed) => CLOSED,
+        Err(AcquireError::TooManyPermits) => BAD_COUNT,
+        // The core's error enums are non_exhaustive: a later variant maps here.
+        Err(_) => BAD_COUNT,
+    };
+    ctx.release_slot(slot);
+    int(env, code)
+});
+
+// release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
+native!(js_release, |env, ctx, argv: [3]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
+    // The core's limit is far above 2^53; keep JS counts exact. (Racy against a
+    // concurrent release on another thread; the core's own check is exact.)
+    if s.core.available_permits() > MAX_JS - n {
+        return int(env, RELEASE_OVERFLOW);
+    }
+    ctx.confirm_all_on(s);
+    let enter = Enter::new(ctx);
+    if release_paying(s, n).is_err() {
+        return int(env, RELEASE_OVERFLOW);
+    }
+    // A third argument `true` (addPermits) grows the total: no held permits back.
+    let mut adding = false;
+    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
+    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    if !adding {
+        s.sub_held(n);
+    }
+    let k = ctx.settle_local();
+    drop(enter);
+    int(env, k as i32)
+});
+
+// cancel(key): k >= 0 outcomes written (the cancelled request is not among them)
+native!(js_cancel, |env, ctx, argv: [1]| {
+    let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let enter = Enter::new(ctx);
+    if let Some((slot, _)) = ctx.active(key) {
+        ctx.cancel_slot(slot);
+    }
+    let k = ctx.settle_local();
+    drop(enter);
+    int(env, k as i32)
+});
+
+// close(h): k >= 0 outcomes written
+native!(js_close, |env, ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let enter = Enter::new(ctx);
+    s.core.close();
+    let k = ctx.settle_local();
+    drop(enter);
+    int(env, k as i32)
+});
+
+// held(h): permits acquired and not released, all threads.
+native!(js_held, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.held.load(Ordering::Relaxed) as f64)
+});
+
+// debt(h): permits removePermits still has to take out.
+native!(js_debt, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.debt.load(Ordering::SeqCst) as f64)
+});
+
+// pending(h): queued requests on this semaphore, all threads.
+native!(js_pending, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.queued.load(Ordering::Relaxed) as f64)
+});
+
+// available(h): number
+native!(js_available, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    double(env, s.core.available_permits() as f64)
+});
+
+// isClosed(h): boolean
+native!(js_is_closed, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    boolean(env, s.core.is_closed())
+});

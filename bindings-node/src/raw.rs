@@ -1,0 +1,129 @@
+//! Raw Node-API helpers: reading arguments, argument checks (counts and keys
+//! that must be exact JS integers), creating result values, the [`native!`]
+//! macro every entry point is defined with, and turning a caught panic into a
+//! JS error (`ERR_VOLT_INTERNAL`) instead of unwinding into Node.
+
+use std::ptr;
+use std::sync::{Mutex, MutexGuard};
+
+use napi::sys;
+
+use crate::codes::MAX_JS;
+use crate::env::EnvCtx;
+use crate::{RawEnv, RawValue};
+
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means a panic elsewhere; the data (plain lists) is intact.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// Raw Node-API helpers.
+
+/// Reads up to N arguments and the function's data pointer (the EnvCtx).
+///
+/// # Safety
+/// Called from a Node-API callback with its `env` and `info`.
+pub(crate) unsafe fn args<const N: usize>(
+    env: RawEnv,
+    info: sys::napi_callback_info,
+) -> ([RawValue; N], *const EnvCtx) {
+    let mut argv = [ptr::null_mut(); N];
+    let mut argc = N;
+    let mut data = ptr::null_mut();
+    // SAFETY: argv has room for argc values; missing ones are filled with undefined.
+    unsafe {
+        sys::napi_get_cb_info(
+            env,
+            info,
+            &mut argc,
+            argv.as_mut_ptr(),
+            ptr::null_mut(),
+            &mut data,
+        )
+    };
+    (argv, data as *const EnvCtx)
+}
+
+pub(crate) fn int(env: RawEnv, v: i32) -> RawValue {
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread.
+    unsafe { sys::napi_create_int32(env, v, &mut out) };
+    out
+}
+
+pub(crate) fn double(env: RawEnv, v: f64) -> RawValue {
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread.
+    unsafe { sys::napi_create_double(env, v, &mut out) };
+    out
+}
+
+pub(crate) fn boolean(env: RawEnv, v: bool) -> RawValue {
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value lookup on the JS thread.
+    unsafe { sys::napi_get_boolean(env, v, &mut out) };
+    out
+}
+
+pub(crate) fn null(env: RawEnv) -> RawValue {
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value lookup on the JS thread.
+    unsafe { sys::napi_get_null(env, &mut out) };
+    out
+}
+
+/// A JS number that is an integer in `0..=MAX_JS`.
+pub(crate) fn count(env: RawEnv, v: RawValue) -> Option<usize> {
+    let mut d = f64::NAN;
+    // SAFETY: fails (leaving NaN) on a non-number.
+    unsafe { sys::napi_get_value_double(env, v, &mut d) };
+    (d >= 0.0 && d <= MAX_JS as f64 && d.fract() == 0.0).then_some(d as usize)
+}
+
+/// A request key (`gen << 32 | slot`, below 2^53) passed back by JS.
+pub(crate) fn key_arg(env: RawEnv, v: RawValue) -> Option<u64> {
+    let mut d = f64::NAN;
+    // SAFETY: fails (leaving NaN) on a non-number.
+    unsafe { sys::napi_get_value_double(env, v, &mut d) };
+    (d >= 0.0 && d <= MAX_JS as f64 && d.fract() == 0.0).then_some(d as u64)
+}
+
+/// Defines a raw Node-API function body with `env`, `info` and the EnvCtx.
+macro_rules! native {
+    ($name:ident, |$env:ident, $ctx:ident, $argv:ident : [$n:literal]| $body:block) => {
+        pub(crate) unsafe extern "C" fn $name(
+            $env: RawEnv,
+            info: sys::napi_callback_info,
+        ) -> RawValue {
+            // SAFETY: called by Node-API with a valid env/info; `data` is the EnvCtx
+            // registered with this function, alive until the env cleanup hook, after
+            // which no JS (hence no call) runs.
+            let ($argv, ctx_ptr) = unsafe { args::<$n>($env, info) };
+            // SAFETY: see above.
+            let $ctx: &EnvCtx = unsafe { &*ctx_ptr };
+            // A panic must not unwind into Node (it would abort the process):
+            // it becomes a JS exception.
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| $body)) {
+                Ok(v) => v,
+                Err(e) => throw_internal($env, e),
+            }
+        }
+    };
+}
+
+/// Throws an `Error` with `code === 'ERR_VOLT_INTERNAL'` for a caught panic.
+pub(crate) fn throw_internal(env: RawEnv, panic: Box<dyn std::any::Any + Send>) -> RawValue {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    let msg =
+        std::ffi::CString::new(format!("volt-sem: internal error: {what}").replace('\0', " "))
+            .unwrap_or_default();
+    // SAFETY: plain Node-API call on the JS thread.
+    unsafe {
+        sys::napi_throw_error(env, c"ERR_VOLT_INTERNAL".as_ptr(), msg.as_ptr());
+    }
+    ptr::null_mut()
+}

@@ -1,0 +1,57 @@
+//! [`Sem`]: one semaphore as this binding sees it, shared (through `Arc`) by
+//! every environment holding a handle to it: the core semaphore plus the
+//! binding's bookkeeping (held permits, queued requests, the `removePermits`
+//! debt and its orphans, whether it is shared or abandoned).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use volt_sem::Semaphore;
+
+use crate::removal::OrphanNode;
+
+/// One semaphore, shared by every environment holding a handle to it.
+///
+/// `repr(C)`: `held` and `debt` are adjacent words, which the JS fast path
+/// sees as one `BigInt64Array` of two (see [`crate::view`]).
+#[repr(C)]
+pub(crate) struct Sem {
+    pub(crate) core: Semaphore,
+    pub(crate) id: u64,
+    /// Set once share() or attach() touched it: waiters may then be woken from
+    /// another thread, so they keep their thread alive.
+    pub(crate) shared: AtomicBool,
+    /// Queued requests (all threads): counted from the Pending acquire until
+    /// the owning thread collected or cancelled the request.
+    pub(crate) queued: AtomicUsize,
+    /// A private semaphore whose JS object was garbage-collected: nobody can
+    /// release or close it any more, so its waiters can be swept.
+    pub(crate) abandoned: AtomicBool,
+    /// Permits handed to JS (acquired) and not released since, all threads:
+    /// a release first gives back held permits, the rest adds to the total.
+    pub(crate) held: AtomicUsize,
+    /// Permits `removePermits` still has to take out of the total: every
+    /// permit coming back through this binding pays it first.
+    pub(crate) debt: AtomicUsize,
+    /// Cancelled requests that may hold a partial grant, left queued while
+    /// `debt > 0` (a cancel would hand the partial grant on to the next waiter
+    /// past the debt). Cancelled for real once the debt is paid; a grant that
+    /// completes one meanwhile is released through `release_paying`.
+    pub(crate) orphans: Mutex<Vec<OrphanNode>>,
+    /// Orphans finished from inside their own wake callback: their memory may
+    /// only be freed after it returned, so when the semaphore goes.
+    pub(crate) graveyard: Mutex<Vec<OrphanNode>>,
+}
+
+impl Sem {
+    pub(crate) fn add_held(&self, n: usize) {
+        self.held.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Held permits given back (a release beyond them adds to the total).
+    pub(crate) fn sub_held(&self, n: usize) {
+        let _ = self
+            .held
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h - h.min(n)));
+    }
+}

@@ -1,0 +1,290 @@
+//! The wake path: how a grant completed on any thread reaches its promise.
+//!
+//! # Wake path
+//!
+//! A pending acquire is a [`Node`] (a boxed, pinned [`Waiter`] plus its id) kept
+//! in its environment's map until `finish_raw` consumed it. Its wake callback
+//! runs on whichever thread completed the grant:
+//!
+//! * **Same environment, inside one of its own native calls** (`release`,
+//!   `cancel`, `close`, which set the thread-local [`CURRENT`]): the id goes into
+//!   the thread-local [`LOCAL`] list. Before that call returns it finishes the
+//!   woken nodes and writes `(id, outcome)` pairs into the environment's shared
+//!   `Uint32Array`; the call returns how many, and the JS layer settles those
+//!   promises right away, still inside the `release()` that caused them.
+//! * **Anywhere else** (another worker, a foreign thread): the id goes into the
+//!   environment's mutex-guarded remote list, and the environment's single
+//!   threadsafe function is poked (at most once until it ran). Its JS callback
+//!   calls `drain()`, which finishes the nodes the same way.
+//!
+//! The threadsafe function is referenced only while the environment has pending
+//! waiters on a *shared* semaphore (one that `share()` or `attach()` touched):
+//! only then can a wake come from elsewhere, so only then must the thread stay
+//! alive. A waiter on a private semaphore cannot be served by anyone but its own
+//! thread, and must not keep it alive.
+//!
+//! [`Node`]: crate::env::Node
+//! [`Waiter`]: volt_sem::Waiter
+//! [`CURRENT`]: crate::env::CURRENT
+//! [`LOCAL`]: crate::env::LOCAL
+
+use std::ffi::c_void;
+use std::pin::Pin;
+use std::ptr;
+use std::sync::atomic::{fence, Ordering};
+use std::sync::Arc;
+
+use napi::sys;
+use volt_sem::Finish;
+
+use crate::codes::{BAD_ARGS, GRANTED, GRANTED_HELD, LOST, OK, WOKEN_CLOSED};
+use crate::env::{EnvCtx, EnvShared, Node, Tsfn, CURRENT, LOCAL};
+use crate::raw::{args, int, lock, throw_internal};
+use crate::removal::{orphan_woken, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
+use crate::{RawEnv, RawValue};
+
+impl EnvShared {
+    pub(crate) fn push_remote(&self, id: u64) {
+        let mut r = lock(&self.remote);
+        r.ids.push(id);
+        if !r.notified {
+            if let Some(t) = r.tsfn {
+                // SAFETY: `tsfn` is Some only between creation and its finalizer (or
+                // our cleanup hook), both of which clear it under this same lock.
+                let status = unsafe {
+                    sys::napi_call_threadsafe_function(
+                        t.0,
+                        ptr::null_mut(),
+                        sys::ThreadsafeFunctionCallMode::nonblocking,
+                    )
+                };
+                r.notified = status == sys::Status::napi_ok;
+            }
+        }
+    }
+}
+
+/// The wake callback given to `acquire_raw`.
+pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the pinned Node passed to acquire_raw; it stays valid until
+    // finish_raw returned, and finish_raw waits for this callback to return.
+    let node = unsafe { &*(ctx as *const Node) };
+    fence(Ordering::SeqCst); // pairs with the fence in `orphan`
+    if node.orphan.load(Ordering::SeqCst) != NOT_ORPHAN {
+        if node
+            .orphan
+            .compare_exchange(ORPHAN, ORPHAN_CLAIMED, Ordering::SeqCst, Ordering::SeqCst)
+            .is_ok()
+        {
+            orphan_woken(node);
+        }
+        return; // claimed by whoever orphaned or cancels it: it finishes it
+    }
+    let key = node.key.get();
+    if CURRENT.with(|c| c.get()) == node.owner {
+        // Inside one of the owner's own native calls on its thread: it collects
+        // LOCAL before returning. `try_borrow_mut` never fails here (nothing holds
+        // LOCAL across a semaphore call); if it did, the remote path is still right.
+        let pushed = LOCAL.with(|l| match l.try_borrow_mut() {
+            Ok(mut v) => {
+                v.push(key);
+                true
+            }
+            Err(_) => false,
+        });
+        if pushed {
+            return;
+        }
+    }
+    node.env.push_remote(key);
+}
+
+impl EnvCtx {
+    /// Finishes the woken request `key` (if still pending): its slot and outcome.
+    pub(crate) fn collect(&self, key: u64) -> Option<(u32, u32)> {
+        let (slot, node) = self.active(key)?;
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        let code = match node.finish() {
+            Finish::Granted => {
+                if let Some(s) = &*node.sem.borrow() {
+                    s.add_held(node.n.get());
+                }
+                let shared = node
+                    .sem
+                    .borrow()
+                    .as_ref()
+                    .is_some_and(|s| s.shared.load(Ordering::Relaxed));
+                if shared {
+                    // Another thread may terminate this one before JS ran the
+                    // code awaiting this grant: keep it until JS confirms.
+                    self.deliver_slot(slot);
+                    return Some((slot, GRANTED_HELD));
+                }
+                GRANTED
+            }
+            Finish::Closed => WOKEN_CLOSED,
+            // Cannot happen after a wake; report it rather than hang the promise.
+            Finish::Cancelled { .. } | Finish::Idle => LOST,
+        };
+        self.release_slot(slot);
+        Some((slot, code))
+    }
+
+    /// Writes `(slot, outcome)` to pair `k` of the buffer.
+    pub(crate) fn write(&self, k: usize, slot: u32, code: u32) {
+        let (buf, cap) = self.buf.get();
+        debug_assert!(k < cap);
+        // SAFETY: `buf` points to the live Uint32Array registered by init() (held
+        // by a strong reference) of `2 * cap` elements, and k < cap.
+        unsafe {
+            *buf.add(2 * k) = slot;
+            *buf.add(2 * k + 1) = code;
+        }
+    }
+
+    /// Finishes queued woken requests into the buffer. Returns the number of
+    /// pairs; `== capacity` means "call drain() again".
+    pub(crate) fn write_ready(&self, mut k: usize) -> usize {
+        let cap = self.buf.get().1;
+        while k < cap {
+            let Some(key) = self.ready.borrow_mut().pop_front() else {
+                break;
+            };
+            if let Some((slot, code)) = self.collect(key) {
+                self.write(k, slot, code);
+                k += 1;
+            }
+        }
+        k
+    }
+
+    /// Ends the current call's wake handling: the requests of this environment
+    /// woken during it go to the buffer (the overflow, if any, to `ready`).
+    pub(crate) fn settle_local(&self) -> usize {
+        let cap = self.buf.get().1;
+        let mut k = self.write_ready(0);
+        LOCAL.with(|l| {
+            let Ok(mut local) = l.try_borrow_mut() else {
+                return;
+            };
+            if local.is_empty() {
+                return;
+            }
+            // collect() never wakes anyone (it only consumes Granted/Closed), so
+            // holding LOCAL across it is fine.
+            let mut rest = local.drain(..);
+            for key in rest.by_ref() {
+                if k == cap {
+                    self.ready.borrow_mut().push_back(key);
+                    break;
+                }
+                if let Some((slot, code)) = self.collect(key) {
+                    self.write(k, slot, code);
+                    k += 1;
+                }
+            }
+            self.ready.borrow_mut().extend(rest);
+        });
+        k
+    }
+
+    pub(crate) fn collect_remote(&self) {
+        let ids = std::mem::take(&mut lock(&self.shared.remote).ids);
+        if !ids.is_empty() {
+            self.ready.borrow_mut().extend(ids);
+        }
+    }
+}
+
+pub(crate) unsafe extern "C" fn tsfn_call_js(
+    env: RawEnv,
+    js_cb: RawValue,
+    context: *mut c_void,
+    _data: *mut c_void,
+) {
+    if env.is_null() || js_cb.is_null() {
+        return; // the tsfn is being torn down
+    }
+    // SAFETY: `context` is the EnvShared kept alive by the Arc owned by the tsfn's
+    // finalize data, which outlives every call.
+    let shared = unsafe { &*(context as *const EnvShared) };
+    // Nothing here can panic but the lock bookkeeping; never unwind into Node.
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        lock(&shared.remote).notified = false;
+    }));
+    // SAFETY: plain Node-API calls on the JS thread the tsfn belongs to.
+    unsafe {
+        let mut recv = ptr::null_mut();
+        sys::napi_get_undefined(env, &mut recv);
+        let mut result = ptr::null_mut();
+        sys::napi_call_function(env, recv, js_cb, 0, ptr::null(), &mut result);
+    }
+}
+
+pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _hint: *mut c_void) {
+    // SAFETY: `data` is the Arc<EnvShared> leaked for the tsfn in `init`.
+    let shared = unsafe { Arc::from_raw(data as *const EnvShared) };
+    lock(&shared.remote).tsfn = None;
+}
+
+// init(buffer: Uint32Array, onWake: () => void): void
+native!(js_init, |env, ctx, argv: [2]| {
+    if ctx.initialized.get() {
+        return int(env, BAD_ARGS);
+    }
+    let mut ty = 0;
+    let mut len = 0;
+    let mut data = ptr::null_mut();
+    let mut ab = ptr::null_mut();
+    let mut off = 0;
+    // SAFETY: fails on a non-typed-array.
+    let status = unsafe { sys::napi_get_typedarray_info(env, argv[0], &mut ty, &mut len, &mut data, &mut ab, &mut off) };
+    if status != sys::Status::napi_ok || ty != sys::TypedarrayType::uint32_array || len < 2 || data.is_null() {
+        return int(env, BAD_ARGS);
+    }
+    let mut buf_ref = ptr::null_mut();
+    // SAFETY: a strong reference keeps the array (and its fixed backing store)
+    // alive for the environment's life; Node frees it at teardown.
+    unsafe { sys::napi_create_reference(env, argv[0], 1, &mut buf_ref) };
+    let mut name = ptr::null_mut();
+    let mut tsfn = ptr::null_mut();
+    let fin = Arc::into_raw(ctx.shared.clone());
+    // SAFETY: `argv[1]` is the JS callback; `fin` is owned by the tsfn's finalizer;
+    // the context pointer stays valid as long as that Arc.
+    let status = unsafe {
+        sys::napi_create_string_utf8(env, c"volt-sem wake".as_ptr(), -1, &mut name);
+        sys::napi_create_threadsafe_function(
+            env,
+            argv[1],
+            ptr::null_mut(),
+            name,
+            0,
+            1,
+            fin as *mut c_void,
+            Some(tsfn_finalize),
+            fin as *mut c_void,
+            Some(tsfn_call_js),
+            &mut tsfn,
+        )
+    };
+    if status != sys::Status::napi_ok {
+        // SAFETY: the tsfn was not created, so its finalizer will not run.
+        drop(unsafe { Arc::from_raw(fin) });
+        return int(env, BAD_ARGS);
+    }
+    // SAFETY: on the JS thread; the tsfn was just created.
+    unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
+    lock(&ctx.shared.remote).tsfn = Some(Tsfn(tsfn));
+    ctx.buf.set((data.cast::<u32>(), len / 2));
+    ctx.initialized.set(true);
+    int(env, OK)
+});
+
+// drain(): k >= 0 outcomes written (woken from other threads, or left over)
+native!(js_drain, |env, ctx, argv: [0]| {
+    let _ = argv;
+    ctx.collect_remote();
+    let k = ctx.write_ready(0);
+    int(env, k as i32)
+});
