@@ -17,7 +17,7 @@ out=${CARGO_TARGET_DIR:-target}
 mkdir -p "$out"
 # No debug info: linking each mutant's test binaries is most of the cost.
 export CARGO_PROFILE_DEV_DEBUG=0 CARGO_PROFILE_RELEASE_DEBUG=0
-cargo mutants --gitignore=true -p volt-sem -o "$out/mutants" || true   # exit 2 = some survived
+cargo mutants --gitignore=true -p volt-sem -o "$out/mutants" | tee "$out/mutants.log" || true  # exit 2 = some survived
 missed="$out/mutants/mutants.out/missed.txt"
 timeouts="$out/mutants/mutants.out/timeout.txt"
 if [ -s "$missed" ]; then
@@ -29,15 +29,12 @@ if [ -s "$missed" ]; then
   done < "$missed"
   RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=2 \
     cargo mutants --gitignore=true --no-config -p volt-sem -o "$out/mutants-loom" \
-      -C --release --cargo-test-arg=--test=loom --cargo-test-arg=--test=loom_data \
-      --timeout-multiplier 3 "${args[@]}" || true
+      -C --release -C --test=loom -C --test=loom_data \
+      --timeout-multiplier 3 "${args[@]}" | tee "$out/mutants-loom.log" || true
 fi
-count() { [ -f "$1" ] && grep -c . "$1" || echo 0; }
-total=$(cargo mutants -p volt-sem --list | grep -c .)
-m1=$(count "$missed")
-m2=$(count "$out/mutants-loom/mutants.out/missed.txt")
-c2=$(count "$out/mutants-loom/mutants.out/caught.txt")
-echo "mutants: $total; caught by the tests: $(count "$out/mutants/mutants.out/caught.txt");" \
-  "timeouts: $(count "$timeouts"); unviable: $(count "$out/mutants/mutants.out/unviable.txt");" \
-  "survived the tests: $m1, of which loom caught $c2; missed: $m2"
-[ -f "$out/mutants-loom/mutants.out/missed.txt" ] && sed 's/^/MISSED /' "$out/mutants-loom/mutants.out/missed.txt" || true
+count() { [ -f "$1" ] && grep -c . "$1" || true; }
+echo "tests:  $(grep -E '^[0-9]+ mutants tested' "$out/mutants.log" | tail -n 1)"
+if [ -f "$out/mutants-loom.log" ]; then
+  echo "loom:   $(grep -E '^[0-9]+ mutants tested' "$out/mutants-loom.log" | tail -n 1) (of the $(count "$missed") survivors)"
+  sed 's/^/MISSED /' "$out/mutants-loom/mutants.out/missed.txt" 2>/dev/null || true
+fi
