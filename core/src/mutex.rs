@@ -302,18 +302,11 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     /// drop(first);
     /// assert_eq!(m.try_lock().unwrap()[0], 9);
     /// ```
-    pub fn map<U: ?Sized>(
-        mut this: Self,
-        f: impl FnOnce(&mut T) -> &mut U,
-    ) -> MappedMutexGuard<'a, U> {
-        // `f` runs while `this` still owns the lock, so a panic unlocks it.
-        let value = NonNull::from(f(&mut *this));
-        let sem = &this.mutex.sem;
-        core::mem::forget(this); // the mapped guard releases the permit
-        MappedMutexGuard {
-            sem,
-            value,
-            _borrow: PhantomData,
+    pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&mut T) -> &mut U) -> MappedMutexGuard<'a, U> {
+        // `try_map` with a closure that never declines: one implementation.
+        match Self::try_map(this, |v| Some(f(v))) {
+            Ok(mapped) => mapped,
+            Err(_) => unreachable!("the closure always returns Some"),
         }
     }
 
@@ -332,6 +325,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
         mut this: Self,
         f: impl FnOnce(&mut T) -> Option<&mut U>,
     ) -> Result<MappedMutexGuard<'a, U>, Self> {
+        // `f` runs while `this` still owns the lock, so a panic unlocks it.
         let Some(value) = f(&mut *this).map(NonNull::from) else {
             return Err(this);
         };
@@ -448,17 +442,11 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
     /// let inner = MappedMutexGuard::map(outer, |v| &mut v.1);
     /// assert_eq!(*inner, 2);
     /// ```
-    pub fn map<U: ?Sized>(
-        mut this: Self,
-        f: impl FnOnce(&mut T) -> &mut U,
-    ) -> MappedMutexGuard<'a, U> {
-        let value = NonNull::from(f(&mut *this));
-        let sem = this.sem;
-        core::mem::forget(this);
-        MappedMutexGuard {
-            sem,
-            value,
-            _borrow: PhantomData,
+    pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&mut T) -> &mut U) -> MappedMutexGuard<'a, U> {
+        // `try_map` with a closure that never declines: one implementation.
+        match Self::try_map(this, |v| Some(f(v))) {
+            Ok(mapped) => mapped,
+            Err(_) => unreachable!("the closure always returns Some"),
         }
     }
 

@@ -443,13 +443,10 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     /// assert_eq!(*name, "x");
     /// ```
     pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&T) -> &U) -> RwLockReadGuard<'a, U> {
-        let value = NonNull::from(f(&*this));
-        let sem = this.sem;
-        core::mem::forget(this); // the new guard releases the read permit
-        RwLockReadGuard {
-            sem,
-            value,
-            _borrow: PhantomData,
+        // `try_map` with a closure that never declines: one implementation.
+        match Self::try_map(this, |v| Some(f(v))) {
+            Ok(mapped) => mapped,
+            Err(_) => unreachable!("the closure always returns Some"),
         }
     }
 
@@ -511,16 +508,13 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
     /// assert_eq!(lock.try_read().unwrap()[2], 5);
     /// ```
     pub fn map<U: ?Sized>(
-        mut this: Self,
+        this: Self,
         f: impl FnOnce(&mut T) -> &mut U,
     ) -> RwLockMappedWriteGuard<'a, U> {
-        let value = NonNull::from(f(&mut *this));
-        let sem = &this.lock.sem;
-        core::mem::forget(this);
-        RwLockMappedWriteGuard {
-            sem,
-            value,
-            _borrow: PhantomData,
+        // `try_map` with a closure that never declines: one implementation.
+        match Self::try_map(this, |v| Some(f(v))) {
+            Ok(mapped) => mapped,
+            Err(_) => unreachable!("the closure always returns Some"),
         }
     }
 
