@@ -787,43 +787,22 @@ function attachHandle(value, kind) {
   return h;
 }
 
-/** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
-class Mutex {
+// The Semaphore under a Mutex or RwLock, for the subclasses only (set by the
+// base class's static block: a private field cannot be read by subclasses).
+let semOf;
+
+/** What Mutex and RwLock share: the Semaphore underneath, its queue controls and sharing. */
+class SemaphoreLock {
   #s;
-  // The releasers of the locks taken through this object that are not released
-  // yet, oldest first. `release()` releases the oldest one, so a release of a
-  // lock this object does not hold (a second release() while the lock is being
-  // handed to the next waiter, or a release() after the releaser) is refused
-  // instead of letting two holders in. The semaphore's count cannot tell: it is
-  // 0 both while locked and while handing over.
-  #held = [];
+  #kind;
 
-  constructor() {
-    this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1);
+  constructor(sem, kind) {
+    this.#s = sem;
+    this.#kind = kind;
   }
 
-  #own(rel) {
-    let done = false;
-    const release = () => {
-      if (done) return;
-      done = true;
-      const i = this.#held.indexOf(release);
-      if (i >= 0) this.#held.splice(i, 1);
-      rel();
-    };
-    release.permits = 1;
-    release[dispose] = release;
-    this.#held.push(release);
-    return release;
-  }
-
-  acquire(options) {
-    return this.#s.acquirePermit(1, options).then((rel) => this.#own(rel));
-  }
-
-  /** Resolves when the mutex is free (in FIFO order), without locking it. */
-  waitForUnlock(options) {
-    return this.#s.waitForUnlock(1, options);
+  static {
+    semOf = (lock) => lock.#s;
   }
 
   /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
@@ -849,8 +828,56 @@ class Mutex {
     return this.#s.hasRef();
   }
 
+  close() {
+    this.#s.close();
+  }
+
+  share() {
+    return { ...this.#s.share(), kind: this.#kind };
+  }
+}
+
+/** A fair async mutex (a Semaphore of one permit), with async-mutex's idioms. */
+class Mutex extends SemaphoreLock {
+  // The releasers of the locks taken through this object that are not released
+  // yet, oldest first. `release()` releases the oldest one, so a release of a
+  // lock this object does not hold (a second release() while the lock is being
+  // handed to the next waiter, or a release() after the releaser) is refused
+  // instead of letting two holders in. The semaphore's count cannot tell: it is
+  // 0 both while locked and while handing over.
+  #held = [];
+
+  constructor() {
+    super(arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1), 'Mutex');
+  }
+
+  #own(rel) {
+    let done = false;
+    const release = () => {
+      if (done) return;
+      done = true;
+      const i = this.#held.indexOf(release);
+      if (i >= 0) this.#held.splice(i, 1);
+      rel();
+    };
+    release.permits = 1;
+    release[dispose] = release;
+    this.#held.push(release);
+    return release;
+  }
+
+  acquire(options) {
+    return semOf(this).acquirePermit(1, options).then((rel) => this.#own(rel));
+  }
+
+  /** Resolves when the mutex is free (in FIFO order), without locking it. */
+  waitForUnlock(options) {
+    return semOf(this).waitForUnlock(1, options);
+  }
+
   tryAcquire() {
-    return this.#s.tryAcquire(1) ? this.#own(releaser(this.#s, 1)) : null;
+    const s = semOf(this);
+    return s.tryAcquire(1) ? this.#own(releaser(s, 1)) : null;
   }
 
   /** Releases the lock taken through this object (the oldest, if several threads' worth). */
@@ -875,15 +902,7 @@ class Mutex {
   }
 
   isLocked() {
-    return this.#s.availablePermits === 0;
-  }
-
-  close() {
-    this.#s.close();
-  }
-
-  share() {
-    return { ...this.#s.share(), kind: 'Mutex' };
+    return semOf(this).availablePermits === 0;
   }
 
   static attach(value) {
@@ -895,58 +914,35 @@ class Mutex {
  * A fair reader-writer lock: a Semaphore of MAX_PERMITS permits; a reader takes
  * one, a writer takes all. FIFO both ways.
  */
-class RwLock {
-  #s;
-
+class RwLock extends SemaphoreLock {
   constructor() {
-    this.#s = arguments[0] === INTERNAL ? arguments[1] : new Semaphore(MAX_PERMITS);
+    super(arguments[0] === INTERNAL ? arguments[1] : new Semaphore(MAX_PERMITS), 'RwLock');
   }
 
   acquireRead(options) {
-    return this.#s.acquirePermit(1, options);
+    return semOf(this).acquirePermit(1, options);
   }
 
   acquireWrite(options) {
-    return this.#s.acquirePermit(MAX_PERMITS, options);
-  }
-
-  /** Rejects the acquires waiting through this object; see `Semaphore#cancel`. */
-  cancel(reason) {
-    return this.#s.cancel(reason);
-  }
-
-  get pendingCount() {
-    return this.#s.pendingCount;
-  }
-
-  ref() {
-    this.#s.ref();
-    return this;
-  }
-
-  unref() {
-    this.#s.unref();
-    return this;
-  }
-
-  hasRef() {
-    return this.#s.hasRef();
+    return semOf(this).acquirePermit(MAX_PERMITS, options);
   }
 
   tryAcquireRead() {
-    return this.#s.tryAcquire(1) ? releaser(this.#s, 1) : null;
+    const s = semOf(this);
+    return s.tryAcquire(1) ? releaser(s, 1) : null;
   }
 
   tryAcquireWrite() {
-    return this.#s.tryAcquire(MAX_PERMITS) ? releaser(this.#s, MAX_PERMITS) : null;
+    const s = semOf(this);
+    return s.tryAcquire(MAX_PERMITS) ? releaser(s, MAX_PERMITS) : null;
   }
 
   runRead(fn, options) {
-    return this.#s.runExclusive(fn, 1, options);
+    return semOf(this).runExclusive(fn, 1, options);
   }
 
   runWrite(fn, options) {
-    return this.#s.runExclusive(fn, MAX_PERMITS, options);
+    return semOf(this).runExclusive(fn, MAX_PERMITS, options);
   }
 
   runExclusive(fn, options) {
@@ -954,15 +950,7 @@ class RwLock {
   }
 
   isLocked() {
-    return this.#s.availablePermits !== MAX_PERMITS;
-  }
-
-  close() {
-    this.#s.close();
-  }
-
-  share() {
-    return { ...this.#s.share(), kind: 'RwLock' };
+    return semOf(this).availablePermits !== MAX_PERMITS;
   }
 
   static attach(value) {
