@@ -20,6 +20,7 @@
 //! it, keeps delivering, and leaves the first payload in a [`Rethrow`] that the
 //! operation re-raises once every permit has reached its place.
 
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 use core::task::Waker;
 use std::any::Any;
@@ -60,9 +61,20 @@ impl Rethrow {
     }
 }
 
+/// Entries `done..len` of `wakes` are initialised and not yet delivered.
+///
+/// The slots are `MaybeUninit` rather than `Option` because a batch is built
+/// and dropped on every release that serves a waiter: an `Option` array costs
+/// a 32-entry fill at creation and a 32-entry drop-glue scan at the end, which
+/// measured as more than a third of such a release's instructions.
 pub(crate) struct WakeBatch {
-    wakes: [Option<Wake>; CAPACITY],
+    wakes: [MaybeUninit<Wake>; CAPACITY],
+    /// Entries pushed.
     len: usize,
+    /// Entries already taken out for delivery (`done <= len`), so that a
+    /// delivery cut short by a panic resumes, from `Drop`, after the last one
+    /// taken and never reads an entry twice.
+    done: usize,
 }
 
 // SAFETY: a batch is filled inside a queue critical section, which may run on
@@ -74,8 +86,9 @@ unsafe impl Send for WakeBatch {}
 impl WakeBatch {
     pub(crate) fn new() -> Self {
         WakeBatch {
-            wakes: [const { None }; CAPACITY],
+            wakes: [const { MaybeUninit::uninit() }; CAPACITY],
             len: 0,
+            done: 0,
         }
     }
 
@@ -85,7 +98,7 @@ impl WakeBatch {
 
     pub(crate) fn push(&mut self, wake: Wake) {
         debug_assert!(!self.is_full());
-        self.wakes[self.len] = Some(wake);
+        self.wakes[self.len].write(wake);
         self.len += 1;
     }
 
@@ -94,13 +107,18 @@ impl WakeBatch {
     /// else right after the callback that is running returns). A `Waker`'s panic
     /// is caught and kept in `rethrow`. Must be called without the queue lock.
     pub(crate) fn wake_all(&mut self, rethrow: &mut Rethrow) {
-        if self.len == 0 {
+        if self.done == self.len {
             return;
         }
         let drainer = delivery::enter();
-        for slot in &mut self.wakes[..self.len] {
-            match slot.take() {
-                Some(Wake::Waker(waker)) => {
+        while self.done < self.len {
+            let i = self.done;
+            self.done += 1;
+            // SAFETY: `i` is in `done..len` (initialised, not yet taken), and
+            // `done` moved past it before the read, so it is read only once.
+            let wake = unsafe { self.wakes[i].assume_init_read() };
+            match wake {
+                Wake::Waker(waker) => {
                     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
                         // Keep the first; a later payload is dropped (its own drop
                         // cannot be allowed to unwind here either).
@@ -113,11 +131,11 @@ impl WakeBatch {
                 }
                 // SAFETY: the notifier (this thread) just unlinked it and left it
                 // NOTIFYING with its callback in place.
-                Some(Wake::Callback(waiter)) => unsafe { delivery::defer(waiter) },
-                None => {}
+                Wake::Callback(waiter) => unsafe { delivery::defer(waiter) },
             }
         }
         self.len = 0;
+        self.done = 0;
         if drainer {
             delivery::drain();
         }
