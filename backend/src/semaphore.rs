@@ -86,6 +86,7 @@ impl Semaphore {
     }
 
     /// Which backend this is.
+    #[inline]
     pub fn kind(&self) -> Kind {
         match self {
             Semaphore::Local(_) => Kind::Local,
@@ -94,6 +95,7 @@ impl Semaphore {
     }
 
     /// The local semaphore, if this is one (e.g. for its state word).
+    #[inline]
     pub fn as_local(&self) -> Option<&volt_sem::Semaphore> {
         match self {
             Semaphore::Local(s) => Some(s),
@@ -102,6 +104,7 @@ impl Semaphore {
     }
 
     /// The shared semaphore, if this is one.
+    #[inline]
     pub fn as_shared(&self) -> Option<&SharedSemaphore> {
         match self {
             Semaphore::Shared(s) => Some(s),
@@ -112,6 +115,7 @@ impl Semaphore {
     /// Takes `n` permits if they are available now and nobody is queued (no
     /// barging, in any process). `n == 0` succeeds unless closed. The caller
     /// then holds them and gives them back with [`release`](Self::release).
+    #[inline]
     pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => {
@@ -128,6 +132,7 @@ impl Semaphore {
     /// Local: [`Error::Overflow`] when the counter would exceed `MAX_PERMITS`.
     /// Shared: [`Error::NotHeld`] when this process holds fewer than `n` (each
     /// process returns its own permits; see the shm crate's accounting).
+    #[inline]
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => Ok(s.release(n)?),
@@ -173,6 +178,7 @@ impl Semaphore {
     }
 
     /// Whether the semaphore was closed (by anyone).
+    #[inline]
     pub fn is_closed(&self) -> bool {
         match self {
             Semaphore::Local(s) => s.is_closed(),
@@ -181,6 +187,7 @@ impl Semaphore {
     }
 
     /// Permits available right now (0 while anyone is queued). A snapshot.
+    #[inline]
     pub fn available_permits(&self) -> usize {
         match self {
             Semaphore::Local(s) => s.available_permits(),
@@ -190,6 +197,7 @@ impl Semaphore {
 
     /// The fixed total of a shared semaphore; `None` for a local one (its
     /// releases may add permits: it has no fixed total).
+    #[inline]
     pub fn total_permits(&self) -> Option<usize> {
         match self {
             Semaphore::Local(_) => None,
@@ -210,6 +218,7 @@ impl Semaphore {
     /// * After `Pending`, `waiter` stays valid (pinned) and `ctx` valid for
     ///   `wake`, until [`finish_raw`](Self::finish_raw) returned.
     /// * `wake(ctx)` may be called on another thread.
+    #[inline]
     pub unsafe fn acquire_raw(
         &self,
         waiter: Pin<&Waiter>,
@@ -254,6 +263,7 @@ impl Semaphore {
     ///
     /// # Safety
     /// `waiter` is idle or was last queued on this semaphore ([`owns`](Self::owns)).
+    #[inline]
     pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
         match self {
             Semaphore::Local(s) if waiter.kind() == kind::LOCAL => {
@@ -271,6 +281,7 @@ impl Semaphore {
 
     /// Whether `waiter` was last queued on this semaphore (for a shared one:
     /// through a handle of this process on the same name).
+    #[inline]
     pub fn owns(&self, waiter: &Waiter) -> bool {
         match self {
             Semaphore::Local(s) => waiter.kind() == kind::LOCAL && waiter.local_ref().belongs_to(s),

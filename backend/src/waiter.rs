@@ -124,11 +124,13 @@ impl Waiter {
         }
     }
 
+    #[inline]
     pub(crate) fn kind(&self) -> u8 {
         self.kind.load(Ordering::Relaxed)
     }
 
     /// Owner only, while not busy.
+    #[inline]
     pub(crate) fn set_kind(&self, k: u8) {
         self.kind.store(k, Ordering::Relaxed);
     }
@@ -139,6 +141,7 @@ impl Waiter {
         unsafe { *self.wake.get() = Some((wake, ctx)) };
     }
 
+    #[inline]
     pub(crate) fn local(self: Pin<&Self>) -> Pin<&volt_sem::Waiter> {
         // SAFETY: structural pinning: the field never moves out of the pinned
         // waiter, and `Waiter` has no `Unpin` impl nor a moving `Drop`.
@@ -164,6 +167,7 @@ impl Waiter {
     /// Where the current (or last) request stands. `Granted` and `Closed` may
     /// be reported just before the callback has run, as for
     /// [`volt_sem::Waiter::state`].
+    #[inline]
     pub fn state(&self) -> WaiterState {
         match self.kind() {
             kind::LOCAL => self.local.state(),
@@ -180,6 +184,7 @@ impl Waiter {
 
     /// Whether a semaphore still uses this waiter: queued, or its callback has
     /// not returned. A busy waiter must not be re-queued, moved or freed.
+    #[inline]
     pub fn is_busy(&self) -> bool {
         #[cfg(target_os = "linux")]
         if self.shared.is_busy() {
@@ -189,6 +194,7 @@ impl Waiter {
     }
 
     /// The permits of the current (or last) request.
+    #[inline]
     pub fn requested(&self) -> usize {
         match self.kind() {
             kind::LOCAL => self.local.requested(),
@@ -201,6 +207,7 @@ impl Waiter {
     /// Whether this thread is running this waiter's wake callback now; there,
     /// `finish_raw` collects the outcome at once and the waiter stays busy
     /// until the callback returns.
+    #[inline]
     pub fn in_own_callback(&self) -> bool {
         match self.kind() {
             kind::LOCAL => self.local.in_own_callback(),
