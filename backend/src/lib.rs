@@ -34,9 +34,10 @@
 //! [`volt_sem_shm::SharedSemaphore`], with the same async, blocking, `try` and
 //! raw-waiter API (`SharedSemaphore::open(name, permits, OpenOptions)`,
 //! [`volt_sem_shm::unlink`]). The shared one lives in its own crate, not in
-//! the core crate, because the core has no dependencies at all (it is the
-//! `no-unsafe-dependency` base of everything) while the shared one needs
-//! `libc` and the OS's shared memory; and the core cannot re-export it, since
+//! the core crate, because the core has no dependencies at all (by design: it
+//! is what every binding and every user builds on, on every platform) while
+//! the shared one needs `libc` and the OS's shared memory, Linux only for now;
+//! and the core cannot re-export it, since
 //! `volt-sem-shm` depends on `volt-sem` (for the raw waiter types
 //! [`RawAcquire`], [`Finish`], [`WakeFn`], which both share). Both crates are
 //! re-exported here as [`local`] and [`shm`].
