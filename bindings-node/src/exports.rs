@@ -19,6 +19,7 @@ use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
     js_pending, js_release, js_try_acquire,
 };
+use crate::named::{js_open, js_process_held, js_total, js_unlink};
 use crate::raw::double;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
@@ -53,7 +54,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 22] = [
+    let fns: [(&std::ffi::CStr, Cb); 26] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -76,6 +77,10 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"available", js_available),
         (c"isClosed", js_is_closed),
         (c"view", js_view),
+        (c"open", js_open),
+        (c"unlink", js_unlink),
+        (c"total", js_total),
+        (c"processHeld", js_process_held),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

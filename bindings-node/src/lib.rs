@@ -16,6 +16,9 @@
 //!   cancel, close) and the queries.
 //! * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
 //!   bookkeeping around the core's.
+//! * [`core`]: the semaphore under it, in-process or named (shared by
+//!   processes), and a queue node's waiter for either.
+//! * [`named`]: `Semaphore.open`/`unlink` and the errors of named semaphores.
 //! * [`handle`]: what a JS `Semaphore` object holds (an External).
 //! * [`env`]: the per-environment state (one per main thread or worker): queue
 //!   nodes, slots, the thread-locals of the running native call.
@@ -45,10 +48,12 @@ mod raw;
 
 mod abandon;
 mod codes;
+mod core;
 mod delivery;
 mod env;
 mod exports;
 mod handle;
+mod named;
 mod ops;
 mod registry;
 mod removal;

@@ -14,11 +14,13 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use napi::sys;
-use volt_sem::{Finish, TryAcquireError};
+use volt_sem::Finish;
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
+use crate::core::{GiveError, TakeError};
 use crate::env::{EnvCtx, Node};
 use crate::handle::sem;
+use crate::named::throw_unsupported;
 use crate::raw::{args, count, int, lock, throw_internal};
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
@@ -44,7 +46,7 @@ pub(crate) const ORPHAN_CLAIMED: u8 = 2;
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.
-pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), volt_sem::ReleaseError> {
+pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), GiveError> {
     let mut cleared = false;
     let mut d = sem.debt.load(Ordering::SeqCst);
     while d > 0 && n > 0 {
@@ -109,7 +111,7 @@ pub(crate) fn orphan(node: Pin<Box<Node>>, sem: &Arc<Sem>) {
     fence(Ordering::SeqCst);
     // Pairs with the fence in `wake`: either its callback sees ORPHAN and
     // claims it, or we see that the waiter left the queue.
-    let waiting = node.waiter.state() == volt_sem::WaiterState::Waiting;
+    let waiting = node.waiter.is_waiting();
     if !waiting || sem.debt.load(Ordering::SeqCst) == 0 {
         // Granted/closed meanwhile, or nothing to protect any more: finish it
         // (if its callback has not claimed it).
@@ -178,7 +180,7 @@ impl EnvCtx {
             return;
         };
         if sem.debt.load(Ordering::SeqCst) > 0
-            && node.waiter.state() == volt_sem::WaiterState::Waiting
+            && node.waiter.is_waiting()
         {
             self.release_slot(slot); // the bookkeeping; the node stays queued
             let old = std::mem::replace(
@@ -202,6 +204,9 @@ impl EnvCtx {
 native!(js_remove_permits, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    if s.core.is_named() {
+        return throw_unsupported(env, "removePermits() on a named semaphore (its total is fixed)");
+    }
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     if n == 0 {
         return int(env, OK);
@@ -222,10 +227,9 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
         if available == 0 || owed == 0 {
             break;
         }
-        match s.core.try_acquire(available.min(owed)) {
-            Ok(p) => {
-                let taken = p.num_permits();
-                p.forget();
+        let taken = available.min(owed);
+        match s.core.try_take(taken) {
+            Ok(()) => {
                 // Pay the debt with them; a release may have paid part of it
                 // meanwhile: give the excess back.
                 let mut d = s.debt.load(Ordering::SeqCst);
@@ -245,7 +249,7 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
                     }
                 }
             }
-            Err(TryAcquireError::NoPermits) => continue,
+            Err(TakeError::NoPermits) => continue,
             Err(_) => break,
         }
     }

@@ -6,8 +6,7 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use volt_sem::Semaphore;
-
+use crate::core::Core;
 use crate::removal::OrphanNode;
 
 /// One semaphore, shared by every environment holding a handle to it.
@@ -16,7 +15,7 @@ use crate::removal::OrphanNode;
 /// sees as one `BigInt64Array` of two (see [`crate::view`]).
 #[repr(C)]
 pub(crate) struct Sem {
-    pub(crate) core: Semaphore,
+    pub(crate) core: Core,
     pub(crate) id: u64,
     /// Set once share() or attach() touched it: waiters may then be woken from
     /// another thread, so they keep their thread alive.

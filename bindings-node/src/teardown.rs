@@ -52,7 +52,7 @@ pub(crate) fn give_back_all(ctx: &EnvCtx, slots: &mut [Slot]) {
             let sem = s.node.sem.borrow().clone();
             if let Some(sem) = sem {
                 if sem.debt.load(Ordering::SeqCst) > 0
-                    && s.node.waiter.state() == volt_sem::WaiterState::Waiting
+                    && s.node.waiter.is_waiting()
                 {
                     // As in `cancel_slot`: do not hand a partial grant on past
                     // a pending `removePermits` debt.
