@@ -15,11 +15,11 @@ use crate::abandon::js_abandon;
 use crate::codes::MAX_JS;
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::named::{js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
     js_pending, js_release, js_try_acquire,
 };
-use crate::named::{js_open, js_process_held, js_total, js_unlink};
 use crate::raw::double;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;

@@ -15,8 +15,8 @@ use crate::codes::{
 };
 use crate::core::{Core, GiveError, TakeError};
 use crate::env::{Enter, EnvCtx, Node};
-use crate::named::{throw, throw_unsupported};
 use crate::handle::{handle, handle_of, sem};
+use crate::named::{throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
 use crate::registry::NEXT_SEM_ID;
 use crate::removal::release_paying;

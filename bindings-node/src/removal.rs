@@ -179,9 +179,7 @@ impl EnvCtx {
             self.release_slot(slot);
             return;
         };
-        if sem.debt.load(Ordering::SeqCst) > 0
-            && node.waiter.is_waiting()
-        {
+        if sem.debt.load(Ordering::SeqCst) > 0 && node.waiter.is_waiting() {
             self.release_slot(slot); // the bookkeeping; the node stays queued
             let old = std::mem::replace(
                 &mut self.slots.borrow_mut()[slot as usize].node,
