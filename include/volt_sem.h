@@ -7,7 +7,8 @@
  * exact lines; `ffi-c/link-flags.sh pc LIBDIR` writes a pkg-config volt_sem.pc.
  *
  * OWNERSHIP
- *   volt_sem_new() gives the caller one reference to a new semaphore;
+ *   volt_sem_new() (and volt_sem_open(), see SHARED SEMAPHORES) gives the caller
+ *   one reference to a semaphore;
  *   volt_sem_clone() adds one (same pointer); volt_sem_free() drops one (NULL is a
  *   no-op). The semaphore is destroyed with its last reference. A busy waiter
  *   (see below) holds a reference of its own, so dropping every handle while
@@ -130,6 +131,39 @@
  *   its internal lock) leaves that lock held in the child, as with any mutex:
  *   POSIX allows only async-signal-safe calls in such a child until exec().
  *
+ * SHARED SEMAPHORES (one limit for every process of the machine; Linux)
+ *   volt_sem_open(name, permits, flags, &sem) returns an ordinary handle on the
+ *   named semaphore /dev/shm/volt-sem.<name>, shared by every process that opens
+ *   the name: strict FIFO across processes (weights included), direct hand-off,
+ *   close for everyone. Every function above works on it unchanged; what differs:
+ *   - Each process returns its own permits: volt_sem_release(n) with n above what
+ *     this process holds (through any of its handles and threads) is
+ *     VOLT_NOT_HELD and releases nothing. The total is fixed at creation
+ *     (volt_sem_total_permits()); n above it is VOLT_INVALID_ARGUMENT.
+ *   - Crash safety: when a process dies (even by SIGKILL, even inside an
+ *     operation), the permits it held and its queued requests go back to the
+ *     others, within 200 ms if anyone is queued (else at the next operation
+ *     that has to wait). Freeing a process's last handle on a name returns
+ *     whatever that process still holds, as a death would: end every PENDING
+ *     waiter first (a busy waiter keeps its own reference, so this only
+ *     happens after its volt_sem_cancel()).
+ *   - Wake callbacks of a shared semaphore run on one "doorbell" thread per
+ *     process and name, never on the releasing thread (the releaser may be
+ *     another process); the rules of WAKE CALLBACKS hold there too. A blocking
+ *     acquire inside such a callback is VOLT_IN_CALLBACK.
+ *   - Capacities: volt_sem_max_waiters() requests queued across all processes
+ *     (one more is VOLT_QUEUE_FULL, not queued: FIFO intact), 128 processes
+ *     attached (VOLT_PROCESS_TABLE_FULL), volt_sem_max_shared_permits().
+ *   - fork(): a handle opened before fork() fails in the child with
+ *     VOLT_FORKED (it would act on the parent's record); the child opens the
+ *     name again. volt_sem_free() of such a handle in the child is fine.
+ *   - volt_sem_unlink(name) removes the name only; attached processes keep the
+ *     semaphore, the next open of the name creates a new one.
+ *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
+ *   A name is opened with another total (VOLT_MISMATCH), by another layout
+ *   version (VOLT_VERSION_MISMATCH), or is a foreign file (VOLT_NOT_A_SEGMENT):
+ *   the open fails and changes nothing.
+ *
  * VERSIONS
  *   VOLT_SEM_VERSION_MAJOR/MINOR/PATCH are the version of this header;
  *   volt_sem_version() returns the version of the library linked at run time.
@@ -171,6 +205,35 @@
  * Alignment in bytes of `volt_waiter`.
  */
 #define VOLT_WAITER_ALIGN 8
+
+/**
+ * `volt_sem_open` flag: fail with `VOLT_EXISTS` if the name exists.
+ */
+#define VOLT_OPEN_CREATE_ONLY 1
+
+/**
+ * `volt_sem_open` flag: fail with `VOLT_NOT_FOUND` if the name does not exist.
+ */
+#define VOLT_OPEN_ATTACH_ONLY 2
+
+/**
+ * Where the permission bits of a newly created segment go in `volt_sem_open`'s
+ * flags: `flags | (0660 << VOLT_OPEN_MODE_SHIFT)`, or `VOLT_OPEN_MODE(0660)`.
+ * 0 there means the default, 0600 (owner only).
+ */
+#define VOLT_OPEN_MODE_SHIFT 16
+
+/**
+ * `volt_sem_open` flag: a new segment is readable and writable by the owner's
+ * group too (mode 0660).
+ */
+#define VOLT_OPEN_SHARE_GROUP (432 << VOLT_OPEN_MODE_SHIFT)
+
+/**
+ * `volt_sem_open` flag: a new segment is readable and writable by every user
+ * (mode 0666; subject to the process umask, like any created file).
+ */
+#define VOLT_OPEN_SHARE_ALL (438 << VOLT_OPEN_MODE_SHIFT)
 
 /**
  * Result codes. A fixed-width integer (`int32_t`) so that every language
@@ -229,6 +292,72 @@ enum volt_status
    * An internal error (a Rust panic) was caught at the boundary.
    */
   VOLT_PANIC = 9,
+  /**
+   * `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
+   * longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
+   */
+  VOLT_INVALID_NAME = 10,
+  /**
+   * No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink).
+   */
+  VOLT_NOT_FOUND = 11,
+  /**
+   * `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
+   */
+  VOLT_EXISTS = 12,
+  /**
+   * The OS refused access to the shared segment (its mode or owner).
+   */
+  VOLT_PERMISSION = 13,
+  /**
+   * The name exists with another total of permits; nothing was changed.
+   */
+  VOLT_MISMATCH = 14,
+  /**
+   * The segment was made by another layout version of the library.
+   */
+  VOLT_VERSION_MISMATCH = 15,
+  /**
+   * The file under the name is not a volt-sem segment (foreign or truncated).
+   */
+  VOLT_NOT_A_SEGMENT = 16,
+  /**
+   * Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
+   * requests queued across all processes); the request was not queued.
+   */
+  VOLT_QUEUE_FULL = 17,
+  /**
+   * Every process record of the shared segment is taken.
+   */
+  VOLT_PROCESS_TABLE_FULL = 18,
+  /**
+   * A shared semaphore's release of more permits than this process holds;
+   * nothing was released.
+   */
+  VOLT_NOT_HELD = 19,
+  /**
+   * A blocking acquire of a shared semaphore inside one of its wake
+   * callbacks (which run on the process's doorbell thread of that name,
+   * where it would wait for itself).
+   */
+  VOLT_IN_CALLBACK = 20,
+  /**
+   * A shared handle opened before `fork()`, used in the child: open the
+   * name again in the child.
+   */
+  VOLT_FORKED = 21,
+  /**
+   * Named shared semaphores are not supported on this platform (Linux only).
+   */
+  VOLT_UNSUPPORTED = 22,
+  /**
+   * The shared segment's lock is not recoverable.
+   */
+  VOLT_CORRUPT = 23,
+  /**
+   * Another OS error from the shared segment (`errno` is not preserved).
+   */
+  VOLT_OS_ERROR = 24,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -240,7 +369,8 @@ typedef int32_t volt_status;
 
 /**
  * A semaphore handle. Opaque; always used through a pointer obtained from
- * `volt_sem_new` or `volt_sem_clone`, and given back with `volt_sem_free`.
+ * `volt_sem_new`, `volt_sem_open` or `volt_sem_clone`, and given back with
+ * `volt_sem_free`.
  */
 typedef struct volt_sem volt_sem;
 
@@ -279,6 +409,77 @@ extern "C" {
 volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
 
 /**
+ * Opens the named semaphore `name`, shared by every process of this machine
+ * that opens the same name, creating it with `permits` permits in total if it
+ * does not exist, and stores one reference to it in `*out`: an ordinary
+ * handle, used and freed like one from `volt_sem_new` (every function works on
+ * it; `volt_sem_free` of the process's last reference detaches the process,
+ * which returns whatever it still holds). See "SHARED SEMAPHORES" at the top.
+ *
+ * `name`: 1 to `volt_sem_max_name_len()` bytes of UTF-8, without '/'; the
+ * segment is `/dev/shm/volt-sem.<name>`. `permits`: 1 to
+ * `volt_sem_max_shared_permits()`; an existing name must have been created with
+ * the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
+ * `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
+ * `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
+ * owner always keeps read and write).
+ *
+ * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
+ * nothing changed):
+ * * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
+ *   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
+ * * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
+ *   (CREATE_ONLY), `VOLT_PERMISSION`, `VOLT_MISMATCH` (another total),
+ *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
+ *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
+ */
+volt_status volt_sem_open(const char *name,
+                          size_t permits,
+                          uint32_t flags,
+                          const struct volt_sem **out);
+
+/**
+ * Removes the name of a shared semaphore. Only the name: processes attached
+ * keep using the semaphore, and the next `volt_sem_open` of the name creates a
+ * new one.
+ *
+ * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_INVALID_NAME`,
+ * `VOLT_NOT_FOUND`, `VOLT_PERMISSION`, `VOLT_UNSUPPORTED` or `VOLT_OS_ERROR`.
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string.
+ */
+volt_status volt_sem_unlink(const char *name);
+
+/**
+ * The fixed total of a shared semaphore (from `volt_sem_open`); 0 for a local
+ * one (its releases may add permits: it has no fixed total) and for NULL.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+size_t volt_sem_total_permits(const struct volt_sem *sem);
+
+/**
+ * The longest name `volt_sem_open` accepts, in bytes.
+ */
+size_t volt_sem_max_name_len(void);
+
+/**
+ * The largest total of a shared semaphore (and the largest request on one).
+ */
+size_t volt_sem_max_shared_permits(void);
+
+/**
+ * How many requests may be queued on one shared semaphore, across all its
+ * processes; one more fails with `VOLT_QUEUE_FULL`.
+ */
+size_t volt_sem_max_waiters(void);
+
+/**
  * Returns another reference to the same semaphore (the same pointer value),
  * e.g. for another thread or library; each reference is freed with
  * `volt_sem_free`. Returns NULL if `sem` is NULL.
@@ -302,7 +503,9 @@ void volt_sem_free(const struct volt_sem *sem);
  * barging). Never blocks.
  *
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
- * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`).
+ * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
+ * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
+ * `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -316,7 +519,9 @@ volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
  *
  * Returns `VOLT_OK`, `VOLT_OVERFLOW` (the available permits would exceed
  * `volt_max_permits()`; nothing released) or `VOLT_INVALID_ARGUMENT` (NULL,
- * `n == 0`, `n > volt_max_permits()`).
+ * `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
+ * returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
+ * holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -335,8 +540,11 @@ size_t volt_sem_available_permits(const struct volt_sem *sem);
  * Closes the semaphore: every queued waiter is woken (its status becomes
  * `VOLT_CLOSED`, on this thread, before this returns) and later acquires fail
  * with `VOLT_CLOSED`. Held permits can still be released. Idempotent.
+ * A shared semaphore is closed for every process: their waiters' callbacks run
+ * on their doorbell threads, shortly after this returns.
  *
- * Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL).
+ * Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
+ * also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -411,7 +619,11 @@ bool volt_waiter_is_busy(const struct volt_waiter *waiter);
  *   waiter must be passed to `volt_sem_cancel` (see "Waiter lifetime").
  * * `VOLT_CLOSED`: the semaphore is closed.
  * * `VOLT_INVALID_ARGUMENT`: NULL `sem`, `waiter` or `wake`; `n == 0` or `n >
- *   volt_max_permits()`; a waiter that was not initialised or is still busy.
+ *   volt_max_permits()` (or above a shared semaphore's total); a waiter that
+ *   was not initialised or is still busy.
+ * * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
+ *   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
+ *   process's doorbell thread of that name, whichever process released.
  *
  * # Safety
  * `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -519,7 +731,9 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
- * `n > volt_max_permits()`).
+ * `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
+ * semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
+ * wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -539,6 +753,9 @@ const char *volt_status_str(int32_t status);
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
+
+/* volt_sem_open() flags: the permission bits of a newly created segment. */
+#define VOLT_OPEN_MODE(mode) ((uint32_t)(mode) << VOLT_OPEN_MODE_SHIFT)
 
 /* The waiter's layout is part of the ABI: the Rust side asserts the same. C99
  * has no static assertion: a negative array size fails the build instead, and

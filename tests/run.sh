@@ -5,7 +5,8 @@
 set -u
 cd "$(dirname "$0")"
 mkdir -p build
-suites=(rust header-compat c-asan c-tsan c-shared c-valgrind cxx-unwind examples link-line install-test libuv zig)
+suites=(rust header-compat c-asan c-tsan c-shared c-valgrind c-open-asan c-open-tsan c-open-shared
+        c-open-valgrind cxx-unwind examples link-line install-test libuv zig)
 total_pass=0
 total_fail=0
 for suite in "${suites[@]}"; do

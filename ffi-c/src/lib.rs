@@ -25,6 +25,12 @@
 //!   callback and frees the waiter).
 //! * Every entry point catches panics and returns `VOLT_PANIC` or a documented
 //!   default; every pointer is checked for NULL.
+//! * The semaphore behind a handle is a [`volt_sem_backend::Semaphore`]: the
+//!   in-process one (`volt_sem_new`) or the named one shared by the processes
+//!   of the machine (`volt_sem_open`). Every function works on both through
+//!   that one type; the waiter holds a backend waiter, which queues on either.
+//!   A shared semaphore's errors get their own statuses (`VOLT_NOT_FOUND`,
+//!   `VOLT_MISMATCH`, ...), mapped in one place ([`status_of`]).
 
 #![allow(non_camel_case_types)]
 
@@ -37,10 +43,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use volt_core::{
-    AcquireError, AcquireTimeoutError, Finish, RawAcquire, Semaphore, TryAcquireError, Waiter,
-    WaiterState,
-};
+use volt_core::{Finish, RawAcquire, WaiterState};
+use volt_sem_backend::{Error, OpenOptions, Semaphore, Waiter};
 
 /// Runs `$body` (a closure body) and turns a panic into `$default`.
 ///
@@ -88,12 +92,49 @@ pub enum volt_status {
     VOLT_OVERFLOW = 8,
     /// An internal error (a Rust panic) was caught at the boundary.
     VOLT_PANIC = 9,
+    /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
+    /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
+    VOLT_INVALID_NAME = 10,
+    /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink).
+    VOLT_NOT_FOUND = 11,
+    /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
+    VOLT_EXISTS = 12,
+    /// The OS refused access to the shared segment (its mode or owner).
+    VOLT_PERMISSION = 13,
+    /// The name exists with another total of permits; nothing was changed.
+    VOLT_MISMATCH = 14,
+    /// The segment was made by another layout version of the library.
+    VOLT_VERSION_MISMATCH = 15,
+    /// The file under the name is not a volt-sem segment (foreign or truncated).
+    VOLT_NOT_A_SEGMENT = 16,
+    /// Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
+    /// requests queued across all processes); the request was not queued.
+    VOLT_QUEUE_FULL = 17,
+    /// Every process record of the shared segment is taken.
+    VOLT_PROCESS_TABLE_FULL = 18,
+    /// A shared semaphore's release of more permits than this process holds;
+    /// nothing was released.
+    VOLT_NOT_HELD = 19,
+    /// A blocking acquire of a shared semaphore inside one of its wake
+    /// callbacks (which run on the process's doorbell thread of that name,
+    /// where it would wait for itself).
+    VOLT_IN_CALLBACK = 20,
+    /// A shared handle opened before `fork()`, used in the child: open the
+    /// name again in the child.
+    VOLT_FORKED = 21,
+    /// Named shared semaphores are not supported on this platform (Linux only).
+    VOLT_UNSUPPORTED = 22,
+    /// The shared segment's lock is not recoverable.
+    VOLT_CORRUPT = 23,
+    /// Another OS error from the shared segment (`errno` is not preserved).
+    VOLT_OS_ERROR = 24,
 }
 
 use volt_status::*;
 
 /// A semaphore handle. Opaque; always used through a pointer obtained from
-/// `volt_sem_new` or `volt_sem_clone`, and given back with `volt_sem_free`.
+/// `volt_sem_new`, `volt_sem_open` or `volt_sem_clone`, and given back with
+/// `volt_sem_free`.
 pub struct volt_sem {
     sem: Semaphore,
 }
@@ -283,6 +324,39 @@ fn valid_count(n: usize) -> bool {
     n != 0 && n <= Semaphore::MAX_PERMITS
 }
 
+/// The status of a backend error. Requests too large for the semaphore are
+/// invalid arguments, as for the local semaphore's `n > volt_max_permits()`.
+fn status_of(e: Error) -> volt_status {
+    match e {
+        Error::Closed => VOLT_CLOSED,
+        Error::NoPermits => VOLT_WOULD_BLOCK,
+        Error::TimedOut => VOLT_TIMED_OUT,
+        Error::Overflow { .. } => VOLT_OVERFLOW,
+        Error::TooManyPermits | Error::InvalidPermits => VOLT_INVALID_ARGUMENT,
+        Error::InvalidName => VOLT_INVALID_NAME,
+        Error::NotFound => VOLT_NOT_FOUND,
+        Error::AlreadyExists => VOLT_EXISTS,
+        Error::PermissionDenied => VOLT_PERMISSION,
+        Error::TotalMismatch { .. } => VOLT_MISMATCH,
+        Error::VersionMismatch { .. } => VOLT_VERSION_MISMATCH,
+        Error::NotASegment => VOLT_NOT_A_SEGMENT,
+        Error::QueueFull => VOLT_QUEUE_FULL,
+        Error::ProcessTableFull => VOLT_PROCESS_TABLE_FULL,
+        Error::NotHeld { .. } => VOLT_NOT_HELD,
+        Error::InCallback => VOLT_IN_CALLBACK,
+        Error::Forked => VOLT_FORKED,
+        Error::Unsupported => VOLT_UNSUPPORTED,
+        Error::Corrupt => VOLT_CORRUPT,
+        // Os, and any later variant of the non_exhaustive error.
+        _ => VOLT_OS_ERROR,
+    }
+}
+
+/// `Ok` as `VOLT_OK`, an error as its status.
+fn status(r: Result<(), Error>) -> volt_status {
+    r.map_or_else(status_of, |()| VOLT_OK)
+}
+
 /// Creates a semaphore with `permits` permits and stores one reference to it in
 /// `*out`. Free it with `volt_sem_free`.
 ///
@@ -297,7 +371,7 @@ pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem)
         if out.is_null() {
             return VOLT_INVALID_ARGUMENT;
         }
-        let (status, handle) = match Semaphore::try_new(permits) {
+        let (status, handle) = match Semaphore::local(permits) {
             Some(sem) => (VOLT_OK, Arc::into_raw(Arc::new(volt_sem { sem }))),
             None => (VOLT_INVALID_ARGUMENT, ptr::null()),
         };
@@ -305,6 +379,175 @@ pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem)
         unsafe { out.write(handle) };
         status
     })
+}
+
+/// `volt_sem_open` flag: fail with `VOLT_EXISTS` if the name exists.
+pub const VOLT_OPEN_CREATE_ONLY: u32 = 1;
+/// `volt_sem_open` flag: fail with `VOLT_NOT_FOUND` if the name does not exist.
+pub const VOLT_OPEN_ATTACH_ONLY: u32 = 2;
+/// Where the permission bits of a newly created segment go in `volt_sem_open`'s
+/// flags: `flags | (0660 << VOLT_OPEN_MODE_SHIFT)`, or `VOLT_OPEN_MODE(0660)`.
+/// 0 there means the default, 0600 (owner only).
+pub const VOLT_OPEN_MODE_SHIFT: u32 = 16;
+/// `volt_sem_open` flag: a new segment is readable and writable by the owner's
+/// group too (mode 0660).
+pub const VOLT_OPEN_SHARE_GROUP: u32 = 0o660 << VOLT_OPEN_MODE_SHIFT;
+/// `volt_sem_open` flag: a new segment is readable and writable by every user
+/// (mode 0666; subject to the process umask, like any created file).
+pub const VOLT_OPEN_SHARE_ALL: u32 = 0o666 << VOLT_OPEN_MODE_SHIFT;
+
+/// Every flag bit `volt_sem_open` knows; any other is `VOLT_INVALID_ARGUMENT`.
+const OPEN_KNOWN_FLAGS: u32 =
+    VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY | (0o777 << VOLT_OPEN_MODE_SHIFT);
+
+/// The options of `volt_sem_open`'s flags, or `None` for unknown bits or
+/// both CREATE_ONLY and ATTACH_ONLY.
+fn open_options(flags: u32) -> Option<OpenOptions> {
+    if flags & !OPEN_KNOWN_FLAGS != 0 {
+        return None;
+    }
+    let mut options = match (
+        flags & VOLT_OPEN_CREATE_ONLY != 0,
+        flags & VOLT_OPEN_ATTACH_ONLY != 0,
+    ) {
+        (true, true) => return None,
+        (true, false) => OpenOptions::new().create_only(),
+        (false, true) => OpenOptions::new().attach_only(),
+        (false, false) => OpenOptions::new(),
+    };
+    let mode = (flags >> VOLT_OPEN_MODE_SHIFT) & 0o777;
+    if mode != 0 {
+        // The owner always keeps read and write: without them the creator
+        // could not open its own semaphore again.
+        options = options.mode(mode | 0o600);
+    }
+    Some(options)
+}
+
+/// A name from C: `Err(VOLT_INVALID_ARGUMENT)` for NULL, `Err(VOLT_INVALID_NAME)`
+/// for a name that is not UTF-8 (the shm crate checks the rest).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+unsafe fn name_arg<'a>(name: *const c_char) -> Result<&'a str, volt_status> {
+    if name.is_null() {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-NULL and NUL-terminated (contract).
+    let name = unsafe { std::ffi::CStr::from_ptr(name) };
+    name.to_str().map_err(|_| VOLT_INVALID_NAME)
+}
+
+/// Opens the named semaphore `name`, shared by every process of this machine
+/// that opens the same name, creating it with `permits` permits in total if it
+/// does not exist, and stores one reference to it in `*out`: an ordinary
+/// handle, used and freed like one from `volt_sem_new` (every function works on
+/// it; `volt_sem_free` of the process's last reference detaches the process,
+/// which returns whatever it still holds). See "SHARED SEMAPHORES" at the top.
+///
+/// `name`: 1 to `volt_sem_max_name_len()` bytes of UTF-8, without '/'; the
+/// segment is `/dev/shm/volt-sem.<name>`. `permits`: 1 to
+/// `volt_sem_max_shared_permits()`; an existing name must have been created with
+/// the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
+/// `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
+/// `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
+/// owner always keeps read and write).
+///
+/// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
+/// nothing changed):
+/// * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
+///   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
+/// * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
+///   (CREATE_ONLY), `VOLT_PERMISSION`, `VOLT_MISMATCH` (another total),
+///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
+///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_open(
+    name: *const c_char,
+    permits: usize,
+    flags: u32,
+    out: *mut *const volt_sem,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if out.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: `out` is non-NULL and, by contract, writable.
+        unsafe { out.write(ptr::null()) };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = match unsafe { name_arg(name) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        let Some(options) = open_options(flags) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        match Semaphore::open(name, permits, options) {
+            Ok(sem) => {
+                // SAFETY: as above.
+                unsafe { out.write(Arc::into_raw(Arc::new(volt_sem { sem }))) };
+                VOLT_OK
+            }
+            Err(e) => status_of(e),
+        }
+    })
+}
+
+/// Removes the name of a shared semaphore. Only the name: processes attached
+/// keep using the semaphore, and the next `volt_sem_open` of the name creates a
+/// new one.
+///
+/// Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_INVALID_NAME`,
+/// `VOLT_NOT_FOUND`, `VOLT_PERMISSION`, `VOLT_UNSUPPORTED` or `VOLT_OS_ERROR`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_unlink(name: *const c_char) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or NUL-terminated (contract).
+        match unsafe { name_arg(name) } {
+            Ok(name) => status(volt_sem_backend::unlink(name)),
+            Err(status) => status,
+        }
+    })
+}
+
+/// The fixed total of a shared semaphore (from `volt_sem_open`); 0 for a local
+/// one (its releases may add permits: it has no fixed total) and for NULL.
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_total_permits(sem: *const volt_sem) -> usize {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live handle (contract).
+        unsafe { sem_ref(sem) }
+            .and_then(|sem| sem.sem.total_permits())
+            .unwrap_or(0)
+    })
+}
+
+/// The longest name `volt_sem_open` accepts, in bytes.
+#[no_mangle]
+pub extern "C" fn volt_sem_max_name_len() -> usize {
+    ffi_boundary!(0, volt_sem_backend::MAX_NAME_LEN)
+}
+
+/// The largest total of a shared semaphore (and the largest request on one).
+#[no_mangle]
+pub extern "C" fn volt_sem_max_shared_permits() -> usize {
+    ffi_boundary!(0, volt_sem_backend::shm::MAX_PERMITS)
+}
+
+/// How many requests may be queued on one shared semaphore, across all its
+/// processes; one more fails with `VOLT_QUEUE_FULL`.
+#[no_mangle]
+pub extern "C" fn volt_sem_max_waiters() -> usize {
+    ffi_boundary!(0, volt_sem_backend::shm::MAX_WAITERS)
 }
 
 /// Returns another reference to the same semaphore (the same pointer value),
@@ -345,7 +588,9 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// barging). Never blocks.
 ///
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
-/// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`).
+/// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
+/// a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
+/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -359,17 +604,8 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
-        match sem.sem.try_acquire(n) {
-            Ok(permit) => {
-                permit.forget(); // the C caller owns them now
-                VOLT_OK
-            }
-            Err(TryAcquireError::NoPermits) => VOLT_WOULD_BLOCK,
-            Err(TryAcquireError::Closed) => VOLT_CLOSED,
-            Err(TryAcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
-            // The core's error enums are non_exhaustive: a later variant maps here.
-            Err(_) => VOLT_INVALID_ARGUMENT,
-        }
+        // The C caller owns the permits on VOLT_OK.
+        status(sem.sem.try_acquire(n))
     })
 }
 
@@ -379,7 +615,9 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 ///
 /// Returns `VOLT_OK`, `VOLT_OVERFLOW` (the available permits would exceed
 /// `volt_max_permits()`; nothing released) or `VOLT_INVALID_ARGUMENT` (NULL,
-/// `n == 0`, `n > volt_max_permits()`).
+/// `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
+/// returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
+/// holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -393,10 +631,7 @@ pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> vol
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
-        match sem.sem.release(n) {
-            Ok(()) => VOLT_OK,
-            Err(_) => VOLT_OVERFLOW,
-        }
+        status(sem.sem.release(n))
     })
 }
 
@@ -415,8 +650,11 @@ pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usi
 /// Closes the semaphore: every queued waiter is woken (its status becomes
 /// `VOLT_CLOSED`, on this thread, before this returns) and later acquires fail
 /// with `VOLT_CLOSED`. Held permits can still be released. Idempotent.
+/// A shared semaphore is closed for every process: their waiters' callbacks run
+/// on their doorbell threads, shortly after this returns.
 ///
-/// Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL).
+/// Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
+/// also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -427,8 +665,7 @@ pub unsafe extern "C" fn volt_sem_close(sem: *const volt_sem) -> volt_status {
         let Some(sem) = (unsafe { sem_ref(sem) }) else {
             return VOLT_INVALID_ARGUMENT;
         };
-        sem.sem.close();
-        VOLT_OK
+        status(sem.sem.close())
     })
 }
 
@@ -530,7 +767,11 @@ pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool
 ///   waiter must be passed to `volt_sem_cancel` (see "Waiter lifetime").
 /// * `VOLT_CLOSED`: the semaphore is closed.
 /// * `VOLT_INVALID_ARGUMENT`: NULL `sem`, `waiter` or `wake`; `n == 0` or `n >
-///   volt_max_permits()`; a waiter that was not initialised or is still busy.
+///   volt_max_permits()` (or above a shared semaphore's total); a waiter that
+///   was not initialised or is still busy.
+/// * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
+///   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
+///   process's doorbell thread of that name, whichever process released.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -574,10 +815,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
         let status = match result {
             Ok(RawAcquire::Pending) => return VOLT_PENDING,
             Ok(RawAcquire::Ready) => VOLT_OK,
-            Err(AcquireError::Closed) => VOLT_CLOSED,
-            Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
-            // The core's error enums are non_exhaustive: a later variant maps here.
-            Err(_) => VOLT_INVALID_ARGUMENT,
+            Err(e) => status_of(e),
         };
         // Not queued: undo the bookkeeping.
         slot.busy.store(false, Ordering::Relaxed);
@@ -786,7 +1024,9 @@ unsafe fn end_acquire(
 ///
 /// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
-/// `n > volt_max_permits()`).
+/// `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
+/// semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
+/// wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -804,32 +1044,14 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
+        // The C caller owns the permits on VOLT_OK.
         if timeout_ns < 0 {
-            return match sem.sem.acquire_blocking(n) {
-                Ok(permit) => {
-                    permit.forget();
-                    VOLT_OK
-                }
-                Err(AcquireError::Closed) => VOLT_CLOSED,
-                Err(AcquireError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
-                // The core's error enums are non_exhaustive: a later variant maps here.
-                Err(_) => VOLT_INVALID_ARGUMENT,
-            };
+            return status(sem.sem.acquire_blocking(n));
         }
-        match sem
-            .sem
-            .acquire_timeout(n, Duration::from_nanos(timeout_ns as u64))
-        {
-            Ok(permit) => {
-                permit.forget();
-                VOLT_OK
-            }
-            Err(AcquireTimeoutError::TimedOut) => VOLT_TIMED_OUT,
-            Err(AcquireTimeoutError::Closed) => VOLT_CLOSED,
-            Err(AcquireTimeoutError::TooManyPermits) => VOLT_INVALID_ARGUMENT,
-            // The core's error enums are non_exhaustive: a later variant maps here.
-            Err(_) => VOLT_INVALID_ARGUMENT,
-        }
+        status(
+            sem.sem
+                .acquire_timeout(n, Duration::from_nanos(timeout_ns as u64)),
+        )
     })
 }
 
@@ -860,6 +1082,21 @@ fn status_name(status: i32) -> &'static str {
         7 => "VOLT_INVALID_ARGUMENT\0",
         8 => "VOLT_OVERFLOW\0",
         9 => "VOLT_PANIC\0",
+        10 => "VOLT_INVALID_NAME\0",
+        11 => "VOLT_NOT_FOUND\0",
+        12 => "VOLT_EXISTS\0",
+        13 => "VOLT_PERMISSION\0",
+        14 => "VOLT_MISMATCH\0",
+        15 => "VOLT_VERSION_MISMATCH\0",
+        16 => "VOLT_NOT_A_SEGMENT\0",
+        17 => "VOLT_QUEUE_FULL\0",
+        18 => "VOLT_PROCESS_TABLE_FULL\0",
+        19 => "VOLT_NOT_HELD\0",
+        20 => "VOLT_IN_CALLBACK\0",
+        21 => "VOLT_FORKED\0",
+        22 => "VOLT_UNSUPPORTED\0",
+        23 => "VOLT_CORRUPT\0",
+        24 => "VOLT_OS_ERROR\0",
         _ => "unknown\0",
     };
     name

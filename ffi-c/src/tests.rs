@@ -40,6 +40,48 @@ fn status_names_match_variants() {
         let got = unsafe { CStr::from_ptr(volt_status_str(status as i32)) };
         assert_eq!(got.to_str().unwrap(), name);
     }
+    // Every status has its own name, and the names are the variants' (the
+    // header's constants), checked through the enum's Debug form.
+    let all = [
+        VOLT_OK,
+        VOLT_PENDING,
+        VOLT_WOULD_BLOCK,
+        VOLT_CLOSED,
+        VOLT_TIMED_OUT,
+        VOLT_CANCELLED,
+        VOLT_IDLE,
+        VOLT_INVALID_ARGUMENT,
+        VOLT_OVERFLOW,
+        VOLT_PANIC,
+        VOLT_INVALID_NAME,
+        VOLT_NOT_FOUND,
+        VOLT_EXISTS,
+        VOLT_PERMISSION,
+        VOLT_MISMATCH,
+        VOLT_VERSION_MISMATCH,
+        VOLT_NOT_A_SEGMENT,
+        VOLT_QUEUE_FULL,
+        VOLT_PROCESS_TABLE_FULL,
+        VOLT_NOT_HELD,
+        VOLT_IN_CALLBACK,
+        VOLT_FORKED,
+        VOLT_UNSUPPORTED,
+        VOLT_CORRUPT,
+        VOLT_OS_ERROR,
+    ];
+    for (i, status) in all.into_iter().enumerate() {
+        assert_eq!(status as i32, i as i32);
+        // SAFETY: static NUL-terminated strings.
+        let got = unsafe { CStr::from_ptr(volt_status_str(status as i32)) };
+        assert_eq!(got.to_str().unwrap(), format!("{status:?}"));
+    }
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { CStr::from_ptr(volt_status_str(all.len() as i32)) }
+            .to_str()
+            .unwrap(),
+        "unknown"
+    );
     // SAFETY: as above.
     assert_eq!(
         unsafe { CStr::from_ptr(volt_status_str(-1)) }
@@ -175,4 +217,39 @@ fn a_later_callback_may_cancel_an_earlier_waiter() {
         assert_eq!(volt_sem_available_permits(sem), 2);
         volt_sem_free(sem);
     }
+}
+
+#[test]
+fn open_flags() {
+    assert_eq!(open_options(0), Some(OpenOptions::new()));
+    assert_eq!(
+        open_options(VOLT_OPEN_CREATE_ONLY),
+        Some(OpenOptions::new().create_only())
+    );
+    assert_eq!(
+        open_options(VOLT_OPEN_ATTACH_ONLY | VOLT_OPEN_SHARE_GROUP),
+        Some(OpenOptions::new().attach_only().mode(0o660))
+    );
+    // The owner always keeps read and write.
+    assert_eq!(
+        open_options(0o044 << VOLT_OPEN_MODE_SHIFT),
+        Some(OpenOptions::new().mode(0o644))
+    );
+    assert_eq!(
+        open_options(VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY),
+        None
+    );
+    assert_eq!(open_options(4), None);
+    assert_eq!(open_options(1 << 31), None);
+    assert_eq!(open_options(0o1000 << VOLT_OPEN_MODE_SHIFT), None);
+}
+
+#[test]
+fn a_waiter_slot_fits_the_c_storage() {
+    // Also a compile-time assertion; this names the numbers when it fails.
+    assert!(
+        std::mem::size_of::<Slot>() <= VOLT_WAITER_SIZE,
+        "Slot is {} bytes",
+        std::mem::size_of::<Slot>()
+    );
 }

@@ -1,0 +1,233 @@
+//! One error type for every backend. Each variant names a cause a caller can
+//! act on, whichever backend raised it; [`Error::code`] gives it a stable
+//! name, the one the C status, the Python exception and the Node `code` are
+//! derived from.
+
+use core::fmt;
+
+use volt_sem::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
+use volt_sem_shm::Error as ShmError;
+
+/// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
+///
+/// The first group can come from any backend; the rest only from a named
+/// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
+/// the same name.
+#[non_exhaustive]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The semaphore was closed (by any process, for a shared one).
+    Closed,
+    /// `try_acquire`: not enough permits now, or earlier requests are queued.
+    NoPermits,
+    /// A request above the largest possible grant: above
+    /// [`volt_sem::Semaphore::MAX_PERMITS`] for a local semaphore, above its
+    /// total for a shared one (it could never be granted).
+    TooManyPermits,
+    /// The timeout elapsed first; any partial grant was handed on.
+    TimedOut,
+    /// A local `release` would raise the available permits above
+    /// `MAX_PERMITS`; `unreleased` of them were not released (all of them but
+    /// in one rare race, see [`ReleaseError::unreleased`]).
+    Overflow {
+        /// Permits the caller still holds.
+        unreleased: usize,
+    },
+    /// The name is empty, contains `/` or NUL, or is too long.
+    InvalidName,
+    /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
+    InvalidPermits,
+    /// Attach-only `open`: no semaphore has this name (also `unlink` of a name
+    /// that does not exist).
+    NotFound,
+    /// Create-only `open`: a semaphore with this name exists.
+    AlreadyExists,
+    /// The OS refused access to the segment (its mode or owner).
+    PermissionDenied,
+    /// The name exists with another total; nothing was changed.
+    TotalMismatch {
+        /// The total the existing semaphore was created with.
+        existing: u64,
+    },
+    /// The segment was made by another layout version.
+    VersionMismatch {
+        /// The version found in the segment.
+        found: u32,
+    },
+    /// The file under the name is not a volt-sem segment.
+    NotASegment,
+    /// Every process record of the segment is taken.
+    ProcessTableFull,
+    /// Every waiter slot of the segment is taken; the request was not queued.
+    QueueFull,
+    /// A shared `release(n)` above what this process holds; nothing was released.
+    NotHeld {
+        /// What this process holds.
+        held: u64,
+    },
+    /// The segment's lock is not recoverable.
+    Corrupt,
+    /// A blocking acquire on the thread that runs a shared semaphore's wake
+    /// callbacks, where it would wait for itself.
+    InCallback,
+    /// A shared handle opened before `fork()`, used in the child: open the name
+    /// again there.
+    Forked,
+    /// Named shared semaphores are not available on this platform.
+    Unsupported,
+    /// Another OS error (an `errno` value).
+    Os(i32),
+}
+
+impl Error {
+    /// A stable, upper-case name for the error (`"CLOSED"`,
+    /// `"TOTAL_MISMATCH"`, ...), for bindings that expose a code rather than a
+    /// type (Node's `err.code`, logs).
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::Closed => "CLOSED",
+            Error::NoPermits => "NO_PERMITS",
+            Error::TooManyPermits => "TOO_MANY_PERMITS",
+            Error::TimedOut => "TIMED_OUT",
+            Error::Overflow { .. } => "OVERFLOW",
+            Error::InvalidName => "INVALID_NAME",
+            Error::InvalidPermits => "INVALID_PERMITS",
+            Error::NotFound => "NOT_FOUND",
+            Error::AlreadyExists => "ALREADY_EXISTS",
+            Error::PermissionDenied => "PERMISSION_DENIED",
+            Error::TotalMismatch { .. } => "TOTAL_MISMATCH",
+            Error::VersionMismatch { .. } => "VERSION_MISMATCH",
+            Error::NotASegment => "NOT_A_SEGMENT",
+            Error::ProcessTableFull => "PROCESS_TABLE_FULL",
+            Error::QueueFull => "QUEUE_FULL",
+            Error::NotHeld { .. } => "NOT_HELD",
+            Error::Corrupt => "CORRUPT",
+            Error::InCallback => "IN_CALLBACK",
+            Error::Forked => "FORKED",
+            Error::Unsupported => "UNSUPPORTED",
+            Error::Os(_) => "OS_ERROR",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Closed => f.write_str("semaphore closed"),
+            Error::NoPermits => f.write_str("no permits available"),
+            Error::TooManyPermits => f.write_str("requested more permits than can ever be granted"),
+            Error::TimedOut => f.write_str("timed out waiting for permits"),
+            Error::Overflow { unreleased } => write!(
+                f,
+                "release would raise the available permits above the maximum ({unreleased} not released)"
+            ),
+            // Every shared-only variant reads as the shm crate's own message.
+            e => match ShmError::try_from(*e) {
+                Ok(shm) => fmt::Display::fmt(&shm, f),
+                Err(()) => f.write_str(e.code()),
+            },
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl From<ShmError> for Error {
+    fn from(e: ShmError) -> Self {
+        match e {
+            ShmError::InvalidName => Error::InvalidName,
+            ShmError::InvalidPermits => Error::InvalidPermits,
+            ShmError::NotFound => Error::NotFound,
+            ShmError::AlreadyExists => Error::AlreadyExists,
+            ShmError::PermissionDenied => Error::PermissionDenied,
+            ShmError::TotalMismatch { existing } => Error::TotalMismatch { existing },
+            ShmError::VersionMismatch { found } => Error::VersionMismatch { found },
+            ShmError::NotASegment => Error::NotASegment,
+            ShmError::ProcessTableFull => Error::ProcessTableFull,
+            ShmError::QueueFull => Error::QueueFull,
+            ShmError::Closed => Error::Closed,
+            ShmError::NoPermits => Error::NoPermits,
+            ShmError::TooManyPermits => Error::TooManyPermits,
+            ShmError::NotHeld { held } => Error::NotHeld { held },
+            ShmError::TimedOut => Error::TimedOut,
+            ShmError::Corrupt => Error::Corrupt,
+            ShmError::InCallback => Error::InCallback,
+            ShmError::Forked => Error::Forked,
+            ShmError::Unsupported => Error::Unsupported,
+            ShmError::Os(errno) => Error::Os(errno),
+            // The shm error is non_exhaustive: a later variant is reported as
+            // an OS-level failure with no errno rather than lost.
+            _ => Error::Os(0),
+        }
+    }
+}
+
+/// The shm crate's error of the same meaning (for its messages); `Err` for
+/// [`Error::Overflow`], which only a local semaphore raises.
+impl TryFrom<Error> for ShmError {
+    type Error = ();
+
+    fn try_from(e: Error) -> Result<Self, ()> {
+        Ok(match e {
+            Error::Closed => ShmError::Closed,
+            Error::NoPermits => ShmError::NoPermits,
+            Error::TooManyPermits => ShmError::TooManyPermits,
+            Error::TimedOut => ShmError::TimedOut,
+            Error::Overflow { .. } => return Err(()),
+            Error::InvalidName => ShmError::InvalidName,
+            Error::InvalidPermits => ShmError::InvalidPermits,
+            Error::NotFound => ShmError::NotFound,
+            Error::AlreadyExists => ShmError::AlreadyExists,
+            Error::PermissionDenied => ShmError::PermissionDenied,
+            Error::TotalMismatch { existing } => ShmError::TotalMismatch { existing },
+            Error::VersionMismatch { found } => ShmError::VersionMismatch { found },
+            Error::NotASegment => ShmError::NotASegment,
+            Error::ProcessTableFull => ShmError::ProcessTableFull,
+            Error::QueueFull => ShmError::QueueFull,
+            Error::NotHeld { held } => ShmError::NotHeld { held },
+            Error::Corrupt => ShmError::Corrupt,
+            Error::InCallback => ShmError::InCallback,
+            Error::Forked => ShmError::Forked,
+            Error::Unsupported => ShmError::Unsupported,
+            Error::Os(errno) => ShmError::Os(errno),
+        })
+    }
+}
+
+impl From<TryAcquireError> for Error {
+    fn from(e: TryAcquireError) -> Self {
+        match e {
+            TryAcquireError::Closed => Error::Closed,
+            TryAcquireError::NoPermits => Error::NoPermits,
+            // TooManyPermits, and any later variant of the non_exhaustive enum.
+            _ => Error::TooManyPermits,
+        }
+    }
+}
+
+impl From<AcquireError> for Error {
+    fn from(e: AcquireError) -> Self {
+        match e {
+            AcquireError::Closed => Error::Closed,
+            _ => Error::TooManyPermits,
+        }
+    }
+}
+
+impl From<AcquireTimeoutError> for Error {
+    fn from(e: AcquireTimeoutError) -> Self {
+        match e {
+            AcquireTimeoutError::Closed => Error::Closed,
+            AcquireTimeoutError::TimedOut => Error::TimedOut,
+            _ => Error::TooManyPermits,
+        }
+    }
+}
+
+impl From<ReleaseError> for Error {
+    fn from(e: ReleaseError) -> Self {
+        Error::Overflow {
+            unreleased: e.unreleased(),
+        }
+    }
+}

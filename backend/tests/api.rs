@@ -1,0 +1,377 @@
+//! The seam through its public API: every operation on both backends, raw
+//! waiters (queued, granted, cancelled with a partial grant, closed, reused
+//! across backends, collected inside their own callback), and the error
+//! mapping of each shared-only failure.
+
+use std::ffi::c_void;
+use std::pin::pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use volt_sem_backend::{
+    unlink, Error, Finish, Kind, OpenOptions, RawAcquire, Semaphore, Waiter, WaiterState,
+};
+
+/// A name no other test (or earlier run) uses, unlinked on drop.
+struct Name(String);
+
+impl Name {
+    fn new(tag: &str) -> Name {
+        let n = format!("backend-test-{}-{tag}", std::process::id());
+        let _ = unlink(&n);
+        Name(n)
+    }
+}
+
+impl Drop for Name {
+    fn drop(&mut self) {
+        let _ = unlink(&self.0);
+    }
+}
+
+fn both(tag: &str, permits: usize) -> (Name, Vec<Semaphore>) {
+    let name = Name::new(tag);
+    let shared = Semaphore::open(&name.0, permits, OpenOptions::new()).unwrap();
+    (name, vec![Semaphore::local(permits).unwrap(), shared])
+}
+
+/// A callback that counts its calls and signals a condition variable.
+#[derive(Default)]
+struct Signal {
+    calls: AtomicUsize,
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Signal {
+    fn wait(&self) {
+        let mut d = self.done.lock().unwrap();
+        while !*d {
+            d = self.cv.wait(d).unwrap();
+        }
+    }
+}
+
+unsafe extern "C" fn signal(ctx: *mut c_void) {
+    // SAFETY: the tests pass a `Signal` that outlives finish_raw.
+    let s = unsafe { &*(ctx as *const Signal) };
+    s.calls.fetch_add(1, Ordering::SeqCst);
+    *s.done.lock().unwrap() = true;
+    s.cv.notify_all();
+}
+
+fn ctx(s: &Signal) -> *mut c_void {
+    s as *const Signal as *mut c_void
+}
+
+#[test]
+fn try_release_close_on_both() {
+    let (_name, sems) = both("basic", 3);
+    for sem in &sems {
+        assert_eq!(sem.available_permits(), 3);
+        sem.try_acquire(2).unwrap();
+        assert_eq!(sem.try_acquire(2), Err(Error::NoPermits));
+        sem.try_acquire(0).unwrap();
+        assert_eq!(sem.available_permits(), 1);
+        sem.release(2).unwrap();
+        assert_eq!(sem.available_permits(), 3);
+        sem.acquire_blocking(3).unwrap();
+        assert_eq!(
+            sem.acquire_timeout(1, Duration::from_millis(10)),
+            Err(Error::TimedOut)
+        );
+        sem.release(3).unwrap();
+        assert!(!sem.is_closed());
+        sem.close().unwrap();
+        assert!(sem.is_closed());
+        assert_eq!(sem.try_acquire(1), Err(Error::Closed));
+        assert_eq!(sem.acquire_blocking(1), Err(Error::Closed));
+    }
+    assert_eq!(sems[0].kind(), Kind::Local);
+    assert_eq!(sems[1].kind(), Kind::Shared);
+    assert_eq!(sems[0].total_permits(), None);
+    assert_eq!(sems[1].total_permits(), Some(3));
+    assert!(sems[0].as_local().is_some() && sems[0].as_shared().is_none());
+    assert!(sems[1].as_shared().is_some() && sems[1].as_local().is_none());
+}
+
+#[test]
+fn accounting_errors_differ_by_backend() {
+    let (_name, sems) = both("accounting", 2);
+    // Local: any release up to MAX_PERMITS; beyond is Overflow, nothing added.
+    sems[0].release(5).unwrap();
+    assert_eq!(
+        sems[0].release(Semaphore::MAX_PERMITS),
+        Err(Error::Overflow {
+            unreleased: Semaphore::MAX_PERMITS
+        })
+    );
+    assert_eq!(sems[0].available_permits(), 7);
+    // Shared: a process returns only what it holds.
+    assert_eq!(sems[1].release(1), Err(Error::NotHeld { held: 0 }));
+    assert_eq!(sems[1].try_acquire(3), Err(Error::TooManyPermits));
+    assert_eq!(sems[1].available_permits(), 2);
+    assert_eq!(
+        sems[0].try_acquire(Semaphore::MAX_PERMITS + 1),
+        Err(Error::TooManyPermits)
+    );
+}
+
+#[test]
+fn raw_waiter_granted_then_reused_on_the_other_backend() {
+    let (_name, sems) = both("raw", 2);
+    let waiter = pin!(Waiter::new());
+    for (i, sem) in sems.iter().enumerate() {
+        sem.try_acquire(2).unwrap();
+        let sig = Signal::default();
+        // SAFETY: not busy; `waiter` and `sig` outlive finish_raw below.
+        let r = unsafe { sem.acquire_raw(waiter.as_ref(), 2, signal, ctx(&sig)) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        assert!(waiter.is_busy());
+        assert_eq!(waiter.is_shared(), i == 1);
+        assert!(sem.owns(&waiter));
+        assert!(!sems[1 - i].owns(&waiter));
+        assert_eq!(waiter.state(), WaiterState::Waiting);
+        assert_eq!(waiter.requested(), 2);
+        // The other backend does not touch it.
+        // SAFETY: the contract is kept: for the other semaphore it is idle.
+        assert_eq!(
+            unsafe { sems[1 - i].finish_raw(waiter.as_ref()) },
+            Finish::Idle
+        );
+        assert!(waiter.is_busy());
+        sem.release(2).unwrap();
+        sig.wait();
+        assert_eq!(waiter.state(), WaiterState::Granted);
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
+        assert!(!waiter.is_busy());
+        assert_eq!(sig.calls.load(Ordering::SeqCst), 1);
+        sem.release(2).unwrap();
+        assert_eq!(sem.available_permits(), 2);
+    }
+}
+
+#[test]
+fn raw_waiter_cancel_hands_the_partial_grant_on() {
+    let (_name, sems) = both("cancel", 3);
+    for sem in &sems {
+        sem.try_acquire(3).unwrap();
+        let (big, small) = (pin!(Waiter::new()), pin!(Waiter::new()));
+        let (s_big, s_small) = (Signal::default(), Signal::default());
+        // SAFETY: fresh waiters; they and the signals outlive finish_raw.
+        unsafe {
+            assert_eq!(
+                sem.acquire_raw(big.as_ref(), 3, signal, ctx(&s_big)),
+                Ok(RawAcquire::Pending)
+            );
+            assert_eq!(
+                sem.acquire_raw(small.as_ref(), 1, signal, ctx(&s_small)),
+                Ok(RawAcquire::Pending)
+            );
+        }
+        // FIFO: 2 released go to the head (big), not to the later small one.
+        sem.release(2).unwrap();
+        assert_eq!(small.state(), WaiterState::Waiting);
+        // Cancelling big hands its 2 on: small is served, 1 is left over.
+        // SAFETY: queued on `sem`.
+        assert_eq!(
+            unsafe { sem.finish_raw(big.as_ref()) },
+            Finish::Cancelled { returned: 2 }
+        );
+        s_small.wait();
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(small.as_ref()) }, Finish::Granted);
+        assert_eq!(s_big.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(sem.available_permits(), 1);
+        sem.release(2).unwrap();
+        assert_eq!(sem.available_permits(), 3);
+    }
+}
+
+#[test]
+fn raw_waiter_closed() {
+    let (_name, sems) = both("closed", 1);
+    for sem in &sems {
+        sem.try_acquire(1).unwrap();
+        let w = pin!(Waiter::new());
+        let sig = Signal::default();
+        // SAFETY: fresh; outlives finish_raw.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        sem.close().unwrap();
+        sig.wait();
+        assert_eq!(w.state(), WaiterState::Closed);
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+        sem.release(1).unwrap();
+        // SAFETY: not busy.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+        assert_eq!(r, Err(Error::Closed));
+        assert!(!w.is_busy());
+    }
+}
+
+/// A callback that collects its own outcome (`finish_raw` inside) and hands
+/// the permit straight back, as C's documented `on_wake` pattern does.
+struct Inside<'a> {
+    sem: &'a Semaphore,
+    waiter: *const Waiter,
+    was_inside: AtomicUsize,
+    sig: Signal,
+}
+
+unsafe extern "C" fn collect_inside(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `Inside` below, alive until finish_raw returned.
+    let c = unsafe { &*(ctx as *const Inside) };
+    // SAFETY: the waiter is pinned by the test and busy (its callback runs).
+    let w = unsafe { std::pin::Pin::new_unchecked(&*c.waiter) };
+    if w.in_own_callback() {
+        c.was_inside.fetch_add(1, Ordering::SeqCst);
+    }
+    // SAFETY: queued on `c.sem`.
+    if unsafe { c.sem.finish_raw(w) } == Finish::Granted {
+        c.sem.release(1).unwrap();
+    }
+    // SAFETY: `c.sig` lives as long as `c`.
+    unsafe { signal(&c.sig as *const Signal as *mut c_void) };
+}
+
+#[test]
+fn in_own_callback_on_both() {
+    let (_name, sems) = both("inside", 1);
+    for sem in &sems {
+        sem.try_acquire(1).unwrap();
+        let w = pin!(Waiter::new());
+        let c = Inside {
+            sem,
+            waiter: &*w,
+            was_inside: AtomicUsize::new(0),
+            sig: Signal::default(),
+        };
+        // SAFETY: fresh; `c` outlives finish_raw.
+        let r = unsafe {
+            sem.acquire_raw(
+                w.as_ref(),
+                1,
+                collect_inside,
+                &c as *const Inside as *mut c_void,
+            )
+        };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        assert!(!w.in_own_callback());
+        sem.release(1).unwrap();
+        c.sig.wait();
+        // The outcome was consumed inside: the owner's finish says Idle.
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Idle);
+        assert!(!w.is_busy());
+        assert_eq!(c.was_inside.load(Ordering::SeqCst), 1);
+        assert_eq!(sem.available_permits(), 1);
+    }
+}
+
+#[test]
+fn open_errors_are_typed() {
+    let name = Name::new("errors");
+    assert_eq!(
+        Semaphore::open(&name.0, 2, OpenOptions::new().attach_only()).unwrap_err(),
+        Error::NotFound
+    );
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new().create_only()).unwrap();
+    assert_eq!(
+        Semaphore::open(&name.0, 2, OpenOptions::new().create_only()).unwrap_err(),
+        Error::AlreadyExists
+    );
+    let e = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap_err();
+    assert_eq!(e, Error::TotalMismatch { existing: 2 });
+    assert_eq!(e.code(), "TOTAL_MISMATCH");
+    assert!(e.to_string().contains("2 permits"), "{e}");
+    for bad in ["", "a/b", &"x".repeat(volt_sem_backend::MAX_NAME_LEN + 1)] {
+        assert_eq!(
+            Semaphore::open(bad, 1, OpenOptions::new()).unwrap_err(),
+            Error::InvalidName
+        );
+    }
+    assert_eq!(
+        Semaphore::open(&name.0, 0, OpenOptions::new()).unwrap_err(),
+        Error::InvalidPermits
+    );
+    // Attach-only finds it; a second handle shares the same permits.
+    let b = Semaphore::open(&name.0, 2, OpenOptions::new().attach_only()).unwrap();
+    a.try_acquire(2).unwrap();
+    assert_eq!(b.available_permits(), 0);
+    b.release(2).unwrap(); // one process: any handle returns its permits
+    unlink(&name.0).unwrap();
+    assert_eq!(unlink(&name.0), Err(Error::NotFound));
+    // Attached handles keep working after unlink.
+    a.try_acquire(1).unwrap();
+    a.release(1).unwrap();
+}
+
+#[test]
+fn codes_are_distinct_and_messages_nonempty() {
+    let all = [
+        Error::Closed,
+        Error::NoPermits,
+        Error::TooManyPermits,
+        Error::TimedOut,
+        Error::Overflow { unreleased: 1 },
+        Error::InvalidName,
+        Error::InvalidPermits,
+        Error::NotFound,
+        Error::AlreadyExists,
+        Error::PermissionDenied,
+        Error::TotalMismatch { existing: 1 },
+        Error::VersionMismatch { found: 9 },
+        Error::NotASegment,
+        Error::ProcessTableFull,
+        Error::QueueFull,
+        Error::NotHeld { held: 0 },
+        Error::Corrupt,
+        Error::InCallback,
+        Error::Forked,
+        Error::Unsupported,
+        Error::Os(5),
+    ];
+    let mut codes: Vec<_> = all.iter().map(Error::code).collect();
+    codes.sort_unstable();
+    codes.dedup();
+    assert_eq!(codes.len(), all.len());
+    for e in all {
+        assert!(!e.to_string().is_empty());
+        // Every shared-only error round-trips through the shm crate's error.
+        if let Ok(shm) = volt_sem_backend::shm::Error::try_from(e) {
+            assert_eq!(Error::from(shm), e);
+        }
+    }
+}
+
+#[test]
+fn shared_blocking_from_threads_of_one_process() {
+    let name = Name::new("threads");
+    let sem = Arc::new(Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap());
+    let peak = Arc::new(AtomicUsize::new(0));
+    let now = Arc::new(AtomicUsize::new(0));
+    let threads: Vec<_> = (0..4)
+        .map(|i| {
+            let (sem, peak, now) = (sem.clone(), peak.clone(), now.clone());
+            std::thread::spawn(move || {
+                for _ in 0..200 {
+                    let n = 1 + i % 2;
+                    sem.acquire_blocking(n).unwrap();
+                    let held = now.fetch_add(n, Ordering::SeqCst) + n;
+                    peak.fetch_max(held, Ordering::SeqCst);
+                    now.fetch_sub(n, Ordering::SeqCst);
+                    sem.release(n).unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert!(peak.load(Ordering::SeqCst) <= 2);
+    assert_eq!(sem.available_permits(), 2);
+}

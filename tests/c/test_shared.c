@@ -1,0 +1,697 @@
+/* C tests of the named, cross-process semaphore (volt_sem_open): real
+ * processes (this program runs itself again with `child ROLE ...`, through
+ * fork + exec, so each child is a fresh process with its own attachment),
+ * kill -9, foreign files in /dev/shm, every bad input. Linux only.
+ *
+ * Children report through pipes, never through their exit status (a checker
+ * such as valgrind may change it). Every name is unique to this run (it holds
+ * the pid) and is unlinked by the test that made it. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *self_path; /* argv[0]: how a child runs this program */
+
+/* ------------------------------------------------------------------ helpers */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+/* A name unique to this process and test. */
+static void make_name(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "ctest-%ld-%s", (long)getpid(), tag);
+    (void)volt_sem_unlink(buf); /* a leftover of a crashed earlier run */
+}
+
+static const volt_sem *open_sem(const char *name, size_t permits, uint32_t flags) {
+    const volt_sem *sem = NULL;
+    volt_status s = volt_sem_open(name, permits, flags, &sem);
+    if (s != VOLT_OK) {
+        fprintf(stderr, "    volt_sem_open(%s, %zu, %u): %s\n", name, permits, flags,
+                volt_status_str(s));
+        abort();
+    }
+    return sem;
+}
+
+/* A wake callback that signals a condition variable (the callback of a shared
+ * semaphore runs on the process's doorbell thread). */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int woken;
+} signal_ctx;
+
+static void signal_init(signal_ctx *s) {
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+    s->woken = 0;
+}
+
+static void signal_destroy(signal_ctx *s) {
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+}
+
+static void signal_wake(void *ctx) {
+    signal_ctx *s = ctx;
+    pthread_mutex_lock(&s->mu);
+    s->woken++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void signal_wait(signal_ctx *s) {
+    pthread_mutex_lock(&s->mu);
+    while (s->woken == 0) pthread_cond_wait(&s->cv, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* ------------------------------------------------------------ child process */
+
+typedef struct {
+    pid_t pid;
+    int rd; /* reads what the child writes */
+    int wr; /* writes to the child */
+} child;
+
+/* Runs this program again as `child ROLE NAME ARG RFD WFD`. */
+static child spawn(const char *role, const char *name, const char *arg) {
+    int to_child[2], from_child[2];
+    REQUIRE(pipe(to_child) == 0 && pipe(from_child) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char rfd[16], wfd[16];
+        snprintf(rfd, sizeof rfd, "%d", to_child[0]);
+        snprintf(wfd, sizeof wfd, "%d", from_child[1]);
+        close(to_child[1]);
+        close(from_child[0]);
+        char *args[] = {(char *)self_path, "child", (char *)role, (char *)name,
+                        (char *)arg,       rfd,     wfd,          NULL};
+        execv(self_path, args);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    child c = {pid, from_child[0], to_child[1]};
+    return c;
+}
+
+/* One byte from the child; -1 if it exited without writing one. */
+static int child_read(const child *c) {
+    unsigned char b;
+    ssize_t k;
+    do k = read(c->rd, &b, 1);
+    while (k < 0 && errno == EINTR);
+    return k == 1 ? b : -1;
+}
+
+static void child_send(const child *c, char b) { REQUIRE(write(c->wr, &b, 1) == 1); }
+
+static void child_reap(child *c) {
+    int status = 0;
+    REQUIRE(waitpid(c->pid, &status, 0) == c->pid);
+    close(c->rd);
+    close(c->wr);
+}
+
+static void child_kill9(child *c) {
+    REQUIRE(kill(c->pid, SIGKILL) == 0);
+    child_reap(c);
+}
+
+/* Child side: each step that fails reports its own code (1..), 0 is success. */
+static int child_main(int argc, char **argv) {
+    if (argc != 7) return 2;
+    const char *role = argv[2], *name = argv[3];
+    size_t arg = (size_t)strtoul(argv[4], NULL, 10);
+    int rd = atoi(argv[5]), wr = atoi(argv[6]);
+#define SAY(b)                                   \
+    do {                                         \
+        char b_ = (char)(b);                     \
+        if (write(wr, &b_, 1) != 1) _exit(3);    \
+    } while (0)
+#define STEP(code, cond) \
+    if (!(cond)) {       \
+        SAY(code);       \
+        _exit(0);        \
+    }
+    const volt_sem *sem = NULL;
+    if (strcmp(role, "attach") == 0) {
+        /* The parent created `name` with `arg` permits and holds all but one. */
+        STEP(10, volt_sem_open(name, arg, VOLT_OPEN_ATTACH_ONLY, &sem) == VOLT_OK);
+        STEP(11, volt_sem_total_permits(sem) == arg);
+        STEP(12, volt_sem_available_permits(sem) == 1);
+        STEP(13, volt_sem_try_acquire(sem, 2) == VOLT_WOULD_BLOCK);
+        STEP(14, volt_sem_acquire_blocking(sem, 1, 10LL * 1000000000) == VOLT_OK);
+        STEP(15, volt_sem_available_permits(sem) == 0);
+        /* Each process returns its own permits only. */
+        STEP(16, volt_sem_release(sem, 2) == VOLT_NOT_HELD);
+        STEP(17, volt_sem_release(sem, 1) == VOLT_OK);
+        const volt_sem *other = NULL;
+        STEP(18, volt_sem_open(name, arg + 1, 0, &other) == VOLT_MISMATCH && other == NULL);
+        STEP(19, volt_sem_open(name, arg, VOLT_OPEN_CREATE_ONLY, &other) == VOLT_EXISTS);
+        volt_sem_free(sem);
+        SAY(0);
+    } else if (strcmp(role, "queue1") == 0) {
+        /* Queues acquire(1), says 'Q', then answers 'S' (its waiter's status)
+         * until told 'W': wait for the grant, collect it, release, say 0. */
+        STEP(20, volt_sem_open(name, arg, VOLT_OPEN_ATTACH_ONLY, &sem) == VOLT_OK);
+        volt_waiter w;
+        signal_ctx sig;
+        signal_init(&sig);
+        STEP(21, volt_waiter_init(&w) == VOLT_OK);
+        STEP(22, volt_sem_acquire(sem, &w, 1, signal_wake, &sig) == VOLT_PENDING);
+        SAY('Q');
+        for (;;) {
+            char cmd;
+            if (read(rd, &cmd, 1) != 1) _exit(4);
+            if (cmd == 'S') {
+                SAY(volt_waiter_status(&w));
+            } else {
+                break;
+            }
+        }
+        signal_wait(&sig);
+        STEP(23, volt_sem_cancel(sem, &w, NULL) == VOLT_OK);
+        STEP(24, volt_sem_release(sem, 1) == VOLT_OK);
+        signal_destroy(&sig);
+        volt_sem_free(sem);
+        SAY(0);
+    } else if (strcmp(role, "hold") == 0) {
+        /* Takes `arg` permits, says 'H', and waits to be killed. */
+        STEP(30, volt_sem_open(name, 2, VOLT_OPEN_ATTACH_ONLY, &sem) == VOLT_OK);
+        STEP(31, volt_sem_try_acquire(sem, arg) == VOLT_OK);
+        SAY('H');
+        for (;;) pause();
+    } else if (strcmp(role, "wait") == 0) {
+        /* Queues acquire(arg) (with a waiter: no thread blocked in the
+         * library), says 'Q', and waits to be killed. */
+        STEP(40, volt_sem_open(name, 2, VOLT_OPEN_ATTACH_ONLY, &sem) == VOLT_OK);
+        static volt_waiter w;
+        static signal_ctx sig;
+        signal_init(&sig);
+        STEP(41, volt_waiter_init(&w) == VOLT_OK);
+        STEP(42, volt_sem_acquire(sem, &w, arg, signal_wake, &sig) == VOLT_PENDING);
+        SAY('Q');
+        for (;;) pause();
+    } else if (strcmp(role, "blocked") == 0) {
+        /* Queues a waiter, says 'Q', then blocks in acquire_blocking(1) (behind
+         * it, or failing at once if the close came first) until the parent
+         * closes the semaphore: the queued waiter is woken with VOLT_CLOSED. */
+        STEP(50, volt_sem_open(name, arg, VOLT_OPEN_ATTACH_ONLY, &sem) == VOLT_OK);
+        volt_waiter w;
+        signal_ctx sig;
+        signal_init(&sig);
+        STEP(51, volt_waiter_init(&w) == VOLT_OK);
+        STEP(52, volt_sem_acquire(sem, &w, 1, signal_wake, &sig) == VOLT_PENDING);
+        SAY('Q');
+        STEP(53, volt_sem_acquire_blocking(sem, 1, -1) == VOLT_CLOSED);
+        signal_wait(&sig);
+        STEP(54, volt_waiter_status(&w) == VOLT_CLOSED);
+        STEP(55, volt_sem_cancel(sem, &w, NULL) == VOLT_CLOSED);
+        STEP(56, volt_sem_is_closed(sem));
+        STEP(57, volt_sem_try_acquire(sem, 1) == VOLT_CLOSED);
+        signal_destroy(&sig);
+        volt_sem_free(sem);
+        SAY(0);
+    } else {
+        return 5;
+    }
+    return 0;
+#undef SAY
+#undef STEP
+}
+
+/* ---------------------------------------------------------------- the tests */
+
+static void test_open_and_attach_from_another_process(void) {
+    char name[64];
+    make_name(name, sizeof name, "attach");
+    const volt_sem *sem = NULL;
+    CHECK_STATUS(volt_sem_open(name, 3, VOLT_OPEN_CREATE_ONLY, &sem), VOLT_OK);
+    REQUIRE(sem != NULL);
+    CHECK(volt_sem_total_permits(sem) == 3);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    child c = spawn("attach", name, "3");
+    int code = child_read(&c);
+    CHECK(code == 0);
+    if (code != 0) fprintf(stderr, "    child step %d failed\n", code);
+    child_reap(&c);
+    /* The child took 1 and gave it back; it also left nothing behind. */
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A queued acquire(3) in this process is not overtaken by a later acquire(1)
+ * in another process, even when 1 permit is free for a moment. */
+static void test_fifo_across_processes(void) {
+    char name[64];
+    make_name(name, sizeof name, "fifo");
+    const volt_sem *sem = open_sem(name, 3, VOLT_OPEN_CREATE_ONLY);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 3), VOLT_OK);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 3, signal_wake, &sig), VOLT_PENDING);
+    child b = spawn("queue1", name, "3");
+    CHECK(child_read(&b) == 'Q'); /* B's acquire(1) is queued behind ours */
+    /* One permit back: it goes to our head request (partial), not to B. */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
+    child_send(&b, 'S');
+    CHECK(child_read(&b) == VOLT_PENDING);
+    /* Two more complete our acquire(3): all three permits are ours. */
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    signal_wait(&sig);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    child_send(&b, 'S');
+    CHECK(child_read(&b) == VOLT_PENDING);
+    /* Now B is served. */
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    child_send(&b, 'W');
+    CHECK(child_read(&b) == 0);
+    child_reap(&b);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    signal_destroy(&sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* kill -9 of a process holding permits gives them back; kill -9 of a queued
+ * process leaves no ghost in the queue. */
+static void test_kill9_holder_and_waiter(void) {
+    char name[64];
+    make_name(name, sizeof name, "kill9");
+    const volt_sem *sem = open_sem(name, 2, VOLT_OPEN_CREATE_ONLY);
+    child holder = spawn("hold", name, "2");
+    CHECK(child_read(&holder) == 'H');
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+    child_kill9(&holder);
+    /* Reaped: the kernel dropped its liveness lock; the next slow path
+     * reclaims its permits (a blocking acquire that must wait is one). */
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 2, 30LL * 1000000000), VOLT_OK);
+    /* Now a waiter that dies while queued behind us. */
+    child waiter = spawn("wait", name, "2");
+    CHECK(child_read(&waiter) == 'Q');
+    child_kill9(&waiter);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    /* No ghost: the permits come back to the counter, not to a dead slot
+     * (at once if the release's hand-off already swept, else at the next
+     * slow path: try_acquire failing is one). */
+    volt_status s = VOLT_WOULD_BLOCK;
+    for (int i = 0; i < 3000 && s == VOLT_WOULD_BLOCK; i++) {
+        s = volt_sem_try_acquire(sem, 2);
+        if (s == VOLT_WOULD_BLOCK) sleep_ms(10);
+    }
+    CHECK_STATUS(s, VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* close() closes the semaphore for every process. */
+static void test_close_reaches_other_processes(void) {
+    char name[64];
+    make_name(name, sizeof name, "close");
+    const volt_sem *sem = open_sem(name, 1, VOLT_OPEN_CREATE_ONLY);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    child c = spawn("blocked", name, "1");
+    CHECK(child_read(&c) == 'Q');
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    CHECK(volt_sem_is_closed(sem));
+    int code = child_read(&c);
+    CHECK(code == 0);
+    if (code != 0) fprintf(stderr, "    child step %d failed\n", code);
+    child_reap(&c);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* releases still work */
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* Every existing function works on a shared handle: waiters with callbacks,
+ * cancel of a partial grant, try_cancel, is_busy, clone, free. */
+static void test_existing_functions_on_a_shared_handle(void) {
+    char name[64];
+    make_name(name, sizeof name, "api");
+    const volt_sem *sem = open_sem(name, 3, 0);
+    const volt_sem *clone = volt_sem_clone(sem);
+    CHECK(clone == sem);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 3), VOLT_OK);
+    volt_waiter big, small;
+    signal_ctx s_big, s_small;
+    signal_init(&s_big);
+    signal_init(&s_small);
+    REQUIRE(volt_waiter_init(&big) == VOLT_OK && volt_waiter_init(&small) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &big, 3, signal_wake, &s_big), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(clone, &small, 1, signal_wake, &s_small), VOLT_PENDING);
+    CHECK(volt_waiter_is_busy(&big) && volt_waiter_is_busy(&small));
+    CHECK_STATUS(volt_sem_acquire(sem, &big, 1, signal_wake, &s_big), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* a partial grant to big */
+    /* try_cancel of a queued waiter takes it out without its callback; its
+     * partial grant of 2 completes small and leaves 1 over. */
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_try_cancel(sem, &big, &returned), VOLT_CANCELLED);
+    CHECK(returned == 2);
+    CHECK(!volt_waiter_is_busy(&big));
+    signal_wait(&s_small);
+    CHECK_STATUS(volt_waiter_status(&small), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(clone, &small, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(clone, &small, NULL), VOLT_IDLE);
+    CHECK(s_big.woken == 0);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    /* A waiter used on a shared semaphore is reused on a local one. */
+    const volt_sem *local = NULL;
+    REQUIRE(volt_sem_new(0, &local) == VOLT_OK);
+    {
+        signal_ctx s;
+        signal_init(&s);
+        CHECK_STATUS(volt_sem_acquire(local, &big, 1, signal_wake, &s), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_cancel(sem, &big, NULL), VOLT_INVALID_ARGUMENT); /* wrong sem */
+        CHECK_STATUS(volt_sem_release(local, 1), VOLT_OK);
+        CHECK(s.woken == 1); /* local callbacks run on the releaser */
+        CHECK_STATUS(volt_sem_cancel(local, &big, NULL), VOLT_OK);
+        signal_destroy(&s);
+    }
+    volt_sem_free(local);
+    /* Closing wakes a queued shared waiter with VOLT_CLOSED. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &small, 2, signal_wake, &s_small), VOLT_PENDING);
+    s_small.woken = 0;
+    CHECK_STATUS(volt_sem_close(clone), VOLT_OK);
+    signal_wait(&s_small);
+    CHECK_STATUS(volt_sem_cancel(sem, &small, NULL), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_acquire(sem, &small, 1, signal_wake, &s_small), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    signal_destroy(&s_big);
+    signal_destroy(&s_small);
+    volt_sem_free(clone);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A blocking acquire inside a shared wake callback (the doorbell thread)
+ * would wait for itself: VOLT_IN_CALLBACK. */
+typedef struct {
+    const volt_sem *sem;
+    volt_status inside;
+    signal_ctx sig;
+} in_cb;
+
+static void block_inside(void *ctx) {
+    in_cb *c = ctx;
+    c->inside = volt_sem_acquire_blocking(c->sem, 1, -1);
+    signal_wake(&c->sig);
+}
+
+static void test_blocking_inside_a_callback(void) {
+    char name[64];
+    make_name(name, sizeof name, "incb");
+    const volt_sem *sem = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    in_cb c;
+    c.sem = sem;
+    c.inside = VOLT_PANIC;
+    signal_init(&c.sig);
+    volt_waiter w;
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, block_inside, &c), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    signal_wait(&c.sig);
+    CHECK_STATUS(c.inside, VOLT_IN_CALLBACK);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    signal_destroy(&c.sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A handle opened before fork() fails in the child (without exec) with
+ * VOLT_FORKED; the child opens the name again. */
+static void test_forked_handle(void) {
+    char name[64];
+    make_name(name, sizeof name, "fork");
+    const volt_sem *sem = open_sem(name, 2, 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char code = 0;
+        const volt_sem *mine = NULL;
+        if (volt_sem_try_acquire(sem, 1) != VOLT_FORKED) code = 1;
+        else if (volt_sem_release(sem, 1) != VOLT_FORKED) code = 2;
+        else if (volt_sem_open(name, 2, VOLT_OPEN_ATTACH_ONLY, &mine) != VOLT_OK) code = 3;
+        else if (volt_sem_try_acquire(mine, 1) != VOLT_OK) code = 4;
+        else if (volt_sem_release(mine, 1) != VOLT_OK) code = 5;
+        if (write(fds[1], &code, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char code = 99;
+    CHECK(read(fds[0], &code, 1) == 1);
+    close(fds[0]);
+    CHECK(code == 0);
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* Writes `len` bytes to /dev/shm/volt-sem.<name> (a file another program
+ * could have left there). */
+static void plant_file(const char *name, const void *bytes, size_t len) {
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/volt-sem.%s", name);
+    int fd = open(path, O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(write(fd, bytes, len) == (ssize_t)len);
+    close(fd);
+}
+
+static void test_bad_input(void) {
+    char name[300];
+    make_name(name, sizeof name, "bad");
+    const volt_sem *sem = (const volt_sem *)&sem; /* must be overwritten with NULL */
+    CHECK_STATUS(volt_sem_open(NULL, 1, 0, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_open(name, 1, 0, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open("", 1, 0, &sem), VOLT_INVALID_NAME);
+    CHECK_STATUS(volt_sem_open("a/b", 1, 0, &sem), VOLT_INVALID_NAME);
+    CHECK_STATUS(volt_sem_open("\xff\xfe", 1, 0, &sem), VOLT_INVALID_NAME);
+    char long_name[400];
+    size_t max = volt_sem_max_name_len();
+    REQUIRE(max > 0 && max + 1 < sizeof long_name);
+    memset(long_name, 'x', max + 1);
+    long_name[max + 1] = '\0';
+    CHECK_STATUS(volt_sem_open(long_name, 1, 0, &sem), VOLT_INVALID_NAME);
+    CHECK_STATUS(volt_sem_unlink(long_name), VOLT_INVALID_NAME);
+    long_name[max] = '\0'; /* exactly the longest name: fine */
+    (void)volt_sem_unlink(long_name);
+    CHECK_STATUS(volt_sem_open(long_name, 1, VOLT_OPEN_CREATE_ONLY, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_unlink(long_name), VOLT_OK);
+    CHECK_STATUS(volt_sem_open(name, 0, 0, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open(name, volt_sem_max_shared_permits() + 1, 0, &sem),
+                 VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open(name, 1, VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY, &sem),
+                 VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open(name, 1, 1u << 8, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open(name, 1, VOLT_OPEN_ATTACH_ONLY, &sem), VOLT_NOT_FOUND);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_NOT_FOUND);
+    CHECK_STATUS(volt_sem_unlink(NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_unlink(""), VOLT_INVALID_NAME);
+
+    /* Create-only, then every way of opening it wrongly changes nothing. */
+    sem = open_sem(name, 2, VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_SHARE_GROUP);
+    const volt_sem *other = NULL;
+    CHECK_STATUS(volt_sem_open(name, 2, VOLT_OPEN_CREATE_ONLY, &other), VOLT_EXISTS);
+    CHECK_STATUS(volt_sem_open(name, 3, 0, &other), VOLT_MISMATCH);
+    CHECK(other == NULL);
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/volt-sem.%s", name);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0660);
+    /* Requests above the total could never be granted. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 3), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 3, 0), VOLT_INVALID_ARGUMENT);
+    volt_waiter w;
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 3, signal_wake, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(!volt_waiter_is_busy(&w));
+    /* Release of more than this process holds. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_NOT_HELD);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_NOT_HELD);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 2, 0), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, 1000000), VOLT_TIMED_OUT);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    /* Unlink: the name goes, the attached handle keeps working, and the next
+     * open makes a new semaphore (another total is fine then). */
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_NOT_FOUND);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    other = open_sem(name, 5, VOLT_OPEN_CREATE_ONLY);
+    CHECK(volt_sem_total_permits(other) == 5 && volt_sem_available_permits(other) == 5);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    volt_sem_free(other);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+
+    /* Foreign, truncated and other-version files are refused, untouched. */
+    const char foreign[] = "this is not a volt-sem segment, just a file in /dev/shm";
+    plant_file(name, foreign, sizeof foreign);
+    CHECK_STATUS(volt_sem_open(name, 1, 0, &sem), VOLT_NOT_A_SEGMENT);
+    CHECK(stat(path, &st) == 0 && st.st_size == (off_t)sizeof foreign);
+    unsigned char head[32] = {'V', 'O', 'L', 'T', 'S', 'H', 'M', 1};
+    plant_file(name, head, 12); /* the magic and a version, then nothing */
+    CHECK_STATUS(volt_sem_open(name, 1, 0, &sem), VOLT_NOT_A_SEGMENT);
+    head[8] = 99; /* layout version 99, little-endian */
+    plant_file(name, head, sizeof head);
+    CHECK_STATUS(volt_sem_open(name, 1, 0, &sem), VOLT_VERSION_MISMATCH);
+    CHECK_STATUS(volt_sem_open(name, 1, VOLT_OPEN_ATTACH_ONLY, &sem), VOLT_VERSION_MISMATCH);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK); /* unlink removes any file */
+
+    /* NULL handles. */
+    CHECK(volt_sem_total_permits(NULL) == 0);
+}
+
+/* Permission denied: a 0600 segment opened by another user. As root (who
+ * passes every mode check) the check runs in a child that became `nobody`;
+ * otherwise on a segment whose mode was taken away. */
+static void test_permission_denied(void) {
+    char name[64], path[512];
+    make_name(name, sizeof name, "perm");
+    snprintf(path, sizeof path, "/dev/shm/volt-sem.%s", name);
+    const volt_sem *sem = open_sem(name, 1, VOLT_OPEN_CREATE_ONLY);
+    if (geteuid() == 0) {
+        struct passwd *nobody = getpwnam("nobody");
+        uid_t uid = nobody ? nobody->pw_uid : 65534;
+        gid_t gid = nobody ? nobody->pw_gid : 65534;
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            char code = 0;
+            const volt_sem *s = NULL;
+            if (setgid(gid) != 0 || setuid(uid) != 0) code = 1;
+            else if (volt_sem_open(name, 1, 0, &s) != VOLT_PERMISSION) code = 2;
+            else if (volt_sem_unlink(name) != VOLT_PERMISSION) code = 3;
+            if (write(fds[1], &code, 1) != 1) _exit(1);
+            _exit(0);
+        }
+        close(fds[1]);
+        char code = 99;
+        CHECK(read(fds[0], &code, 1) == 1);
+        close(fds[0]);
+        CHECK(code == 0);
+        int status;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+    } else {
+        REQUIRE(chmod(path, 0) == 0);
+        const volt_sem *s = NULL;
+        CHECK_STATUS(volt_sem_open(name, 1, 0, &s), VOLT_PERMISSION);
+        REQUIRE(chmod(path, 0600) == 0);
+    }
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK); /* nothing changed */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A full waiter table is a clear error; the request is not queued and the
+ * FIFO goes on. */
+static void test_queue_full(void) {
+    char name[64];
+    make_name(name, sizeof name, "full");
+    const volt_sem *sem = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    size_t n = volt_sem_max_waiters();
+    REQUIRE(n > 0);
+    volt_waiter *ws = aligned_alloc(VOLT_WAITER_ALIGN, (n + 1) * sizeof(volt_waiter));
+    REQUIRE(ws != NULL);
+    signal_ctx sig;
+    signal_init(&sig);
+    size_t queued = 0;
+    for (size_t i = 0; i <= n; i++) REQUIRE(volt_waiter_init(&ws[i]) == VOLT_OK);
+    for (size_t i = 0; i < n; i++) {
+        if (volt_sem_acquire(sem, &ws[i], 1, signal_wake, &sig) == VOLT_PENDING) queued++;
+    }
+    CHECK(queued == n);
+    CHECK_STATUS(volt_sem_acquire(sem, &ws[n], 1, signal_wake, &sig), VOLT_QUEUE_FULL);
+    CHECK(!volt_waiter_is_busy(&ws[n]));
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, 0), VOLT_QUEUE_FULL);
+    /* The FIFO still works: the head gets the permit. */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    signal_wait(&sig);
+    CHECK_STATUS(volt_sem_cancel(sem, &ws[0], NULL), VOLT_OK);
+    for (size_t i = 1; i < n; i++) CHECK_STATUS(volt_sem_cancel(sem, &ws[i], NULL), VOLT_CANCELLED);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    free(ws);
+    signal_destroy(&sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* Status names of the new codes. */
+static void test_status_names(void) {
+    CHECK(strcmp(volt_status_str(VOLT_MISMATCH), "VOLT_MISMATCH") == 0);
+    CHECK(strcmp(volt_status_str(VOLT_NOT_HELD), "VOLT_NOT_HELD") == 0);
+    CHECK(strcmp(volt_status_str(VOLT_OS_ERROR), "VOLT_OS_ERROR") == 0);
+    CHECK(VOLT_OPEN_MODE(0660) == VOLT_OPEN_SHARE_GROUP);
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 2 && strcmp(argv[1], "child") == 0) return child_main(argc, argv);
+    self_path = argv[0];
+    RUN(test_status_names);
+    RUN(test_open_and_attach_from_another_process);
+    RUN(test_fifo_across_processes);
+    RUN(test_kill9_holder_and_waiter);
+    RUN(test_close_reaches_other_processes);
+    RUN(test_existing_functions_on_a_shared_handle);
+    RUN(test_blocking_inside_a_callback);
+    RUN(test_forked_handle);
+    RUN(test_bad_input);
+    RUN(test_permission_denied);
+    RUN(test_queue_full);
+    return harness_summary("c-open");
+}
