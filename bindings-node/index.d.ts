@@ -87,7 +87,7 @@ export interface OpenOptions {
  *   (`held` on the error); nothing was released.
  * * `ERR_VOLT_UNSUPPORTED`: not Linux, or `addPermits`/`removePermits` (the
  *   total of a named semaphore is fixed).
- * * `ERR_VOLT_CORRUPT`, `ERR_VOLT_FORKED`, `ERR_VOLT_OS` (`errno`): the
+ * * `ERR_VOLT_CORRUPT`, `ERR_VOLT_FORKED`, `ERR_VOLT_OS_ERROR` (`errno`): the
  *   segment's lock is unrecoverable, a handle used after `fork()`, another
  *   OS error.
  */
@@ -105,7 +105,8 @@ export type NamedErrorCode =
   | 'ERR_VOLT_UNSUPPORTED'
   | 'ERR_VOLT_CORRUPT'
   | 'ERR_VOLT_FORKED'
-  | 'ERR_VOLT_OS';
+  | 'ERR_VOLT_OS_ERROR'
+  | 'ERR_VOLT_IN_CALLBACK';
 
 /** An error of a named semaphore (see {@link NamedErrorCode}). */
 export interface NamedError extends Error {
@@ -116,7 +117,7 @@ export interface NamedError extends Error {
   found?: number;
   /** `ERR_VOLT_NOT_HELD`: what this process holds. */
   held?: number;
-  /** `ERR_VOLT_OS`: the OS error number. */
+  /** `ERR_VOLT_OS_ERROR`: the OS error number. */
   errno?: number;
 }
 

@@ -15,12 +15,12 @@ use napi::sys;
 use volt_sem::Finish;
 
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
-use crate::core::CoreWaiter;
 use crate::handle::{handle_of, Handle};
 use crate::raw::{args, double, int, lock, throw_internal};
 use crate::removal::NOT_ORPHAN;
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
+use volt_sem_backend::Waiter as CoreWaiter;
 
 /// The part of an environment other threads reach (through a node's `env`).
 pub(crate) struct EnvShared {

@@ -16,8 +16,6 @@
 //!   cancel, close) and the queries.
 //! * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
 //!   bookkeeping around the core's.
-//! * [`core`]: the semaphore under it, in-process or named (shared by
-//!   processes), and a queue node's waiter for either.
 //! * [`named`]: `Semaphore.open`/`unlink` and the errors of named semaphores.
 //! * [`handle`]: what a JS `Semaphore` object holds (an External).
 //! * [`env`]: the per-environment state (one per main thread or worker): queue
@@ -48,7 +46,6 @@ mod raw;
 
 mod abandon;
 mod codes;
-mod core;
 mod delivery;
 mod env;
 mod exports;

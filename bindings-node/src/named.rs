@@ -2,8 +2,8 @@
 //! named semaphore shared by the processes of this machine (the
 //! `volt-sem-shm` crate; Linux), and the JS errors of its failures.
 //!
-//! A named semaphore is a [`Sem`] like any other, whose [`Core`] is the
-//! process's handle on the segment. Opening the same name again (in this
+//! A named semaphore is a [`Sem`] like any other, whose core (the seam's
+//! `volt_sem_backend::Semaphore`) is the process's handle on the segment. Opening the same name again (in this
 //! thread, a worker, or another process) gives another handle on the same
 //! permits; in one process every handle shares one process record, so
 //! permits acquired through one JS object may be released through another
@@ -23,9 +23,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::sys;
-use volt_sem_shm::{Error, OpenOptions, SharedSemaphore};
+use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
 
-use crate::core::Core;
 use crate::env::EnvCtx;
 use crate::handle::handle;
 use crate::raw::{args, count, double, null, throw_internal};
@@ -41,7 +40,9 @@ const ATTACH_ONLY: u32 = 2;
 pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
     match e {
         Error::InvalidName => (c"ERR_VOLT_INVALID_NAME", false),
-        Error::InvalidPermits | Error::TooManyPermits => (c"ERR_OUT_OF_RANGE", true),
+        Error::InvalidPermits | Error::TooManyPermits | Error::Overflow { .. } => {
+            (c"ERR_OUT_OF_RANGE", true)
+        }
         Error::NotFound => (c"ERR_VOLT_NOT_FOUND", false),
         Error::AlreadyExists => (c"ERR_VOLT_EXISTS", false),
         Error::PermissionDenied => (c"ERR_VOLT_PERMISSION", false),
@@ -55,9 +56,10 @@ pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
         Error::Unsupported => (c"ERR_VOLT_UNSUPPORTED", false),
         Error::Forked => (c"ERR_VOLT_FORKED", false),
         Error::Corrupt => (c"ERR_VOLT_CORRUPT", false),
-        // NoPermits, TimedOut and InCallback cannot come out of the calls
-        // this binding makes where it throws; Os and later variants.
-        _ => (c"ERR_VOLT_OS", false),
+        Error::InCallback => (c"ERR_VOLT_IN_CALLBACK", false),
+        // NoPermits and TimedOut cannot come out of the calls this binding
+        // makes where it throws; Os and later variants.
+        _ => (c"ERR_VOLT_OS_ERROR", false),
     }
 }
 
@@ -152,7 +154,7 @@ native!(js_open, |env, _ctx, argv: [4]| {
     } else if flags & ATTACH_ONLY != 0 {
         options = options.attach_only();
     }
-    let shared = match SharedSemaphore::open(&name, permits, options) {
+    let core = match Core::open(&name, permits, options) {
         Ok(s) => s,
         Err(e) => return throw(env, e, &format!("Semaphore.open({name:?}, {permits})")),
     };
@@ -160,7 +162,7 @@ native!(js_open, |env, _ctx, argv: [4]| {
     handle(
         env,
         Arc::new(Sem {
-            core: Core::Named(shared),
+            core,
             id,
             // Its grants come from the process's doorbell thread, and other
             // processes release: waiters keep their thread alive, and grants
@@ -181,7 +183,7 @@ native!(js_unlink, |env, _ctx, argv: [1]| {
     let Some(name) = string_arg(env, argv[0]) else {
         return throw(env, Error::InvalidName, "Semaphore.unlink(): the name must be a string");
     };
-    if let Err(e) = volt_sem_shm::unlink(&name) {
+    if let Err(e) = volt_sem_backend::unlink(&name) {
         return throw(env, e, &format!("Semaphore.unlink({name:?})"));
     }
     null(env)
@@ -191,9 +193,9 @@ native!(js_unlink, |env, _ctx, argv: [1]| {
 native!(js_total, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
-    match &s.core {
-        Core::Named(n) => double(env, n.total_permits() as f64),
-        Core::Local(_) => null(env),
+    match s.core.total_permits() {
+        Some(total) => double(env, total as f64),
+        None => null(env),
     }
 });
 
@@ -202,11 +204,9 @@ native!(js_total, |env, _ctx, argv: [1]| {
 native!(js_process_held, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
-    match &s.core {
-        Core::Named(n) => match n.held_permits() {
-            Ok(h) => double(env, h as f64),
-            Err(e) => throw(env, e, "heldPermits"),
-        },
-        Core::Local(_) => null(env),
+    match s.core.as_shared().map(|n| n.held_permits()) {
+        Some(Ok(h)) => double(env, h as f64),
+        Some(Err(e)) => throw(env, e.into(), "heldPermits"),
+        None => null(env),
     }
 });

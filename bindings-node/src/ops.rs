@@ -8,12 +8,12 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::sys;
-use volt_sem::{RawAcquire, Semaphore};
+use volt_sem::RawAcquire;
+use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
     BAD_ARGS, BAD_COUNT, CLOSED, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
-use crate::core::{Core, GiveError, TakeError};
 use crate::env::{Enter, EnvCtx, Node};
 use crate::handle::{handle, handle_of, sem};
 use crate::named::{throw, throw_unsupported};
@@ -27,12 +27,12 @@ use crate::{RawEnv, RawValue};
 // create(permits): External | null
 native!(js_create, |env, _ctx, argv: [1]| {
     let Some(permits) = count(env, argv[0]) else { return null(env) };
-    let Some(core) = Semaphore::try_new(permits) else { return null(env) };
+    let Some(core) = Core::local(permits) else { return null(env) };
     let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
     handle(
         env,
         Arc::new(Sem {
-            core: Core::Local(core),
+            core,
             id,
             shared: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
@@ -50,15 +50,15 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
-    let code = match s.core.try_take(n) {
+    let code = match s.core.try_acquire(n) {
         Ok(()) => {
             s.add_held(n);
             OK
         }
-        Err(TakeError::NoPermits) => NO_PERMITS,
-        Err(TakeError::Closed) => CLOSED,
-        Err(TakeError::TooMany) => BAD_COUNT,
-        Err(TakeError::Named(e)) => return throw(env, e, "tryAcquire()"),
+        Err(Error::NoPermits) => NO_PERMITS,
+        Err(Error::Closed) => CLOSED,
+        Err(Error::TooManyPermits) => BAD_COUNT,
+        Err(e) => return throw(env, e, "tryAcquire()"),
     };
     int(env, code)
 });
@@ -70,15 +70,15 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
-    match s.core.try_take(n) {
+    match s.core.try_acquire(n) {
         Ok(()) => {
             s.add_held(n);
             return int(env, OK);
         }
-        Err(TakeError::Closed) => return int(env, CLOSED),
-        Err(TakeError::TooMany) => return int(env, BAD_COUNT),
-        Err(TakeError::NoPermits) => {}
-        Err(TakeError::Named(e)) => return throw(env, e, "acquire()"),
+        Err(Error::Closed) => return int(env, CLOSED),
+        Err(Error::TooManyPermits) => return int(env, BAD_COUNT),
+        Err(Error::NoPermits) => {}
+        Err(e) => return throw(env, e, "acquire()"),
     }
     let (slot, node) = ctx.take_slot(h, n);
     // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
@@ -96,10 +96,9 @@ native!(js_acquire, |env, ctx, argv: [2]| {
             s.add_held(n);
             OK
         }
-        Err(TakeError::Closed) => CLOSED,
-        Err(TakeError::TooMany) => BAD_COUNT,
-        Err(TakeError::NoPermits) => NO_PERMITS, // not returned by acquire_raw
-        Err(TakeError::Named(e)) => {
+        Err(Error::Closed) => CLOSED,
+        Err(Error::TooManyPermits) => BAD_COUNT,
+        Err(e) => {
             ctx.release_slot(slot);
             return throw(env, e, "acquire()");
         }
@@ -118,7 +117,7 @@ native!(js_release, |env, ctx, argv: [3]| {
     let mut adding = false;
     // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
     unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
-    if adding && s.core.is_named() {
+    if adding && s.core.as_shared().is_some() {
         return throw_unsupported(env, "addPermits() on a named semaphore (its total is fixed)");
     }
     // The core's limit is far above 2^53; keep JS counts exact. (Racy against a
@@ -130,8 +129,8 @@ native!(js_release, |env, ctx, argv: [3]| {
     let enter = Enter::new(ctx);
     match release_paying(s, n) {
         Ok(()) => {}
-        Err(GiveError::Overflow) => return int(env, RELEASE_OVERFLOW),
-        Err(GiveError::Named(e)) => {
+        Err(Error::Overflow { .. }) => return int(env, RELEASE_OVERFLOW),
+        Err(e) => {
             // Nothing was released, so nothing was woken in this call (the
             // confirmations above release nothing, and a named semaphore's
             // waiters are woken on its doorbell thread anyway): no outcome
@@ -165,7 +164,9 @@ native!(js_close, |env, ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    s.core.close();
+    // Only a named semaphore's close can fail (a corrupt segment, a handle
+    // used after fork): then this process cannot close it anyway.
+    let _ = s.core.close();
     let k = ctx.settle_local();
     drop(enter);
     int(env, k as i32)

@@ -17,13 +17,13 @@ use napi::sys;
 use volt_sem::Finish;
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
-use crate::core::{GiveError, TakeError};
 use crate::env::{EnvCtx, Node};
 use crate::handle::sem;
 use crate::named::throw_unsupported;
 use crate::raw::{args, count, int, lock, throw_internal};
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
+use volt_sem_backend::Error;
 
 /// A leaked `Pin<Box<Node>>` owned by its semaphore's orphan lists.
 pub(crate) struct OrphanNode(pub(crate) *mut Node);
@@ -46,7 +46,7 @@ pub(crate) const ORPHAN_CLAIMED: u8 = 2;
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.
-pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), GiveError> {
+pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), Error> {
     let mut cleared = false;
     let mut d = sem.debt.load(Ordering::SeqCst);
     while d > 0 && n > 0 {
@@ -111,7 +111,7 @@ pub(crate) fn orphan(node: Pin<Box<Node>>, sem: &Arc<Sem>) {
     fence(Ordering::SeqCst);
     // Pairs with the fence in `wake`: either its callback sees ORPHAN and
     // claims it, or we see that the waiter left the queue.
-    let waiting = node.waiter.is_waiting();
+    let waiting = node.waiter.state() == volt_sem::WaiterState::Waiting;
     if !waiting || sem.debt.load(Ordering::SeqCst) == 0 {
         // Granted/closed meanwhile, or nothing to protect any more: finish it
         // (if its callback has not claimed it).
@@ -179,7 +179,9 @@ impl EnvCtx {
             self.release_slot(slot);
             return;
         };
-        if sem.debt.load(Ordering::SeqCst) > 0 && node.waiter.is_waiting() {
+        if sem.debt.load(Ordering::SeqCst) > 0
+            && node.waiter.state() == volt_sem::WaiterState::Waiting
+        {
             self.release_slot(slot); // the bookkeeping; the node stays queued
             let old = std::mem::replace(
                 &mut self.slots.borrow_mut()[slot as usize].node,
@@ -202,7 +204,7 @@ impl EnvCtx {
 native!(js_remove_permits, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
-    if s.core.is_named() {
+    if s.core.as_shared().is_some() {
         return throw_unsupported(env, "removePermits() on a named semaphore (its total is fixed)");
     }
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
@@ -226,7 +228,7 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
             break;
         }
         let taken = available.min(owed);
-        match s.core.try_take(taken) {
+        match s.core.try_acquire(taken) {
             Ok(()) => {
                 // Pay the debt with them; a release may have paid part of it
                 // meanwhile: give the excess back.
@@ -247,7 +249,7 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
                     }
                 }
             }
-            Err(TakeError::NoPermits) => continue,
+            Err(Error::NoPermits) => continue,
             Err(_) => break,
         }
     }

@@ -1,12 +1,14 @@
 //! [`Sem`]: one semaphore as this binding sees it, shared (through `Arc`) by
-//! every environment holding a handle to it: the core semaphore plus the
+//! every environment holding a handle to it: the core semaphore (in-process,
+//! or named and shared by processes: `volt_sem_backend::Semaphore`) plus the
 //! binding's bookkeeping (held permits, queued requests, the `removePermits`
 //! debt and its orphans, whether it is shared or abandoned).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use crate::core::Core;
+use volt_sem_backend::Semaphore as Core;
+
 use crate::removal::OrphanNode;
 
 /// One semaphore, shared by every environment holding a handle to it.

@@ -51,7 +51,9 @@ pub(crate) fn give_back_all(ctx: &EnvCtx, slots: &mut [Slot]) {
         if s.state == SlotState::Active {
             let sem = s.node.sem.borrow().clone();
             if let Some(sem) = sem {
-                if sem.debt.load(Ordering::SeqCst) > 0 && s.node.waiter.is_waiting() {
+                if sem.debt.load(Ordering::SeqCst) > 0
+                    && s.node.waiter.state() == volt_sem::WaiterState::Waiting
+                {
                     // As in `cancel_slot`: do not hand a partial grant on past
                     // a pending `removePermits` debt.
                     sem.queued.fetch_sub(1, Ordering::Relaxed);
