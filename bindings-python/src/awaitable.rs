@@ -48,10 +48,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use pyo3::PyTraverseError;
-use volt_sem::{Finish, RawAcquire, TryAcquireError, WaiterState};
+use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
 
 use crate::blocking::blocking_acquire;
-use crate::errors::{acquire_error, closed_error, release_error, try_acquire_error};
+use crate::errors::{acquire_error, closed_error, release_error};
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
 
@@ -276,16 +276,16 @@ impl Acquire {
     /// returns `None`, an error raises (including `StopIteration(True)`).
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
-            Stage::Start => match self.core.try_acquire(self.n).map(volt_sem::Permit::forget) {
+            Stage::Start => match self.core.try_acquire(self.n) {
                 Ok(()) => self.acquired(),
-                Err(TryAcquireError::NoPermits) => self.park(py),
-                Err(TryAcquireError::Closed) => {
+                Err(Error::NoPermits) => self.park(py),
+                Err(Error::Closed) => {
                     self.stage = Stage::Done;
                     Err(closed_error())
                 }
                 Err(e) => {
                     self.stage = Stage::Done;
-                    Err(try_acquire_error(e))
+                    Err(acquire_error(&self.core, e))
                 }
             },
             Stage::Waiting(slot) => {
@@ -331,7 +331,7 @@ impl Acquire {
             match slot.queue() {
                 Ok(RawAcquire::Ready) => Ok(None),
                 Ok(RawAcquire::Pending) => Ok(Some((slot, fut))),
-                Err(e) => Err(acquire_error(e)),
+                Err(e) => Err(acquire_error(&self.core, e)),
             }
         })();
         match result {
@@ -568,12 +568,9 @@ impl TrioWaiter {
     /// The fast path: `True` if the permits were free and nobody waited.
     fn try_take(&self) -> PyResult<bool> {
         match self.core.try_acquire(self.n) {
-            Ok(p) => {
-                p.forget();
-                Ok(true)
-            }
-            Err(TryAcquireError::NoPermits) => Ok(false),
-            Err(e) => Err(try_acquire_error(e)),
+            Ok(()) => Ok(true),
+            Err(Error::NoPermits) => Ok(false),
+            Err(e) => Err(acquire_error(&self.core, e)),
         }
     }
 
@@ -589,7 +586,7 @@ impl TrioWaiter {
                 self.slot = Some(slot);
                 Ok(false)
             }
-            Err(e) => Err(acquire_error(e)),
+            Err(e) => Err(acquire_error(&self.core, e)),
         }
     }
 
@@ -715,12 +712,13 @@ impl Ready {
 /// awaitable, no allocation), else an awaitable that waits.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
     match core.try_acquire(1) {
-        Ok(permit) => {
-            permit.forget();
+        Ok(()) => {
             role.taken();
             Ok(ready(py)?.into_any())
         }
-        Err(TryAcquireError::Closed) => Err(closed_error()),
-        Err(_) => Ok(Py::new(py, Acquire::new(core.clone(), 1, role.clone(), false))?.into_any()),
+        Err(Error::NoPermits) => {
+            Ok(Py::new(py, Acquire::new(core.clone(), 1, role.clone(), false))?.into_any())
+        }
+        Err(e) => Err(acquire_error(core, e)),
     }
 }

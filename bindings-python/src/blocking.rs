@@ -24,9 +24,9 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
-use volt_sem::{Finish, RawAcquire, TryAcquireError, Waiter, WaiterState};
+use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
-use crate::errors::{acquire_error, closed_error, try_acquire_error};
+use crate::errors::{acquire_error, closed_error};
 use crate::wake::after_wakes;
 use crate::Core;
 
@@ -76,12 +76,9 @@ pub(crate) fn blocking_acquire(
     timeout: Option<Duration>,
 ) -> PyResult<bool> {
     match core.try_acquire(n) {
-        Ok(permit) => {
-            permit.forget();
-            return Ok(true);
-        }
-        Err(TryAcquireError::NoPermits) => {}
-        Err(e) => return Err(try_acquire_error(e)),
+        Ok(()) => return Ok(true),
+        Err(Error::NoPermits) => {}
+        Err(e) => return Err(acquire_error(core, e)),
     }
     if timeout == Some(Duration::ZERO) {
         return Ok(false);
@@ -99,7 +96,7 @@ pub(crate) fn blocking_acquire(
     match unsafe { core.acquire_raw(waiter, n, wake_parked, ctx) } {
         Ok(RawAcquire::Ready) => return Ok(true),
         Ok(RawAcquire::Pending) => {}
-        Err(e) => return Err(acquire_error(e)),
+        Err(e) => return Err(acquire_error(core, e)),
     }
     let mut interrupted = None;
     loop {

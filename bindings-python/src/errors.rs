@@ -1,14 +1,23 @@
 //! Errors and argument conversion: every bad value from Python becomes a typed
 //! exception (`ValueError`, `TypeError`, `OverflowError`, [`ClosedError`]) before
 //! it reaches the core, so no core panic is reachable from Python.
+//!
+//! A shared semaphore (`Semaphore.open`) adds the failures of a named segment
+//! shared by processes ([`backend_error`]): the OS-level ones map to Python's
+//! own (`FileNotFoundError`, `FileExistsError`, `PermissionError`, `OSError`,
+//! `NotImplementedError`), bad names and totals to `ValueError` subclasses, and
+//! the rest to subclasses of [`SharedError`], one per cause.
 
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyOverflowError, PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyNotImplementedError, PyOSError, PyOverflowError,
+    PyPermissionError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::PyBool;
-use volt_sem::{AcquireError, TryAcquireError};
+use volt_sem_backend::Error;
 
 use crate::{Core, MAX_PERMITS};
 
@@ -20,29 +29,126 @@ create_exception!(
      acquires that were waiting when it was closed."
 );
 
+create_exception!(
+    volt_sem,
+    SharedError,
+    PyRuntimeError,
+    "A failure specific to a semaphore shared across processes (`Semaphore.open`); \
+     the subclasses name the cause."
+);
+create_exception!(
+    volt_sem,
+    InvalidNameError,
+    PyValueError,
+    "`Semaphore.open`/`unlink`: the name is empty, contains '/' or NUL, or is too long."
+);
+create_exception!(
+    volt_sem,
+    TotalMismatchError,
+    SharedError,
+    "`Semaphore.open`: the name exists with another total of permits (in `args[1]`); \
+     nothing was changed."
+);
+create_exception!(
+    volt_sem,
+    VersionMismatchError,
+    SharedError,
+    "`Semaphore.open`: the segment was made by another layout version of volt-sem."
+);
+create_exception!(
+    volt_sem,
+    NotASegmentError,
+    SharedError,
+    "`Semaphore.open`: the file under the name is not a volt-sem segment (foreign or truncated)."
+);
+create_exception!(
+    volt_sem,
+    QueueFullError,
+    SharedError,
+    "Every waiter slot of the shared semaphore is taken; the request was not queued."
+);
+create_exception!(
+    volt_sem,
+    ProcessTableFullError,
+    SharedError,
+    "Every process record of the shared semaphore is taken."
+);
+create_exception!(
+    volt_sem,
+    NotHeldError,
+    SharedError,
+    "`release(n)` of a shared semaphore with `n` above what this process holds (each \
+     process returns its own permits); nothing was released."
+);
+create_exception!(
+    volt_sem,
+    ForkedError,
+    SharedError,
+    "A shared semaphore opened before `fork()`, used in the child: open it again there."
+);
+create_exception!(
+    volt_sem,
+    CorruptError,
+    SharedError,
+    "The shared segment's lock is not recoverable."
+);
+
 pub(crate) fn closed_error() -> PyErr {
     ClosedError::new_err("semaphore closed")
+}
+
+/// The exception of a backend error (every operation of a local or shared
+/// semaphore, and `open`/`unlink`).
+pub(crate) fn backend_error(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Closed => closed_error(),
+        Error::NoPermits => PyRuntimeError::new_err("no permits"),
+        Error::TooManyPermits => PyValueError::new_err(
+            "n is above the largest grant (MAX_PERMITS, or a shared semaphore's total)",
+        ),
+        Error::TimedOut => PyTimeoutError::new_err(msg),
+        Error::Overflow { .. } => PyOverflowError::new_err(format!(
+            "release would raise the available permits above the maximum ({MAX_PERMITS})"
+        )),
+        Error::InvalidName => InvalidNameError::new_err(msg),
+        Error::InvalidPermits => PyValueError::new_err(format!(
+            "permits must be between 1 and {}",
+            volt_sem_backend::shm::MAX_PERMITS
+        )),
+        Error::NotFound => PyFileNotFoundError::new_err(msg),
+        Error::AlreadyExists => PyFileExistsError::new_err(msg),
+        Error::PermissionDenied => PyPermissionError::new_err(msg),
+        Error::TotalMismatch { existing } => TotalMismatchError::new_err((msg, existing)),
+        Error::VersionMismatch { found } => VersionMismatchError::new_err((msg, found)),
+        Error::NotASegment => NotASegmentError::new_err(msg),
+        Error::QueueFull => QueueFullError::new_err(msg),
+        Error::ProcessTableFull => ProcessTableFullError::new_err(msg),
+        Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
+        Error::Forked => ForkedError::new_err(msg),
+        Error::Corrupt => CorruptError::new_err(msg),
+        // A Python blocking wait never runs on a doorbell thread (no Python
+        // code runs there); kept typed all the same.
+        Error::InCallback => PyRuntimeError::new_err(msg),
+        Error::Unsupported => PyNotImplementedError::new_err(msg),
+        Error::Os(errno) => PyOSError::new_err((errno, msg)),
+        // The backend error is non_exhaustive: a later variant stays typed.
+        e => SharedError::new_err(e.to_string()),
+    }
 }
 
 pub(crate) fn too_many_error(name: &str) -> PyErr {
     PyValueError::new_err(format!("{name} must be at most {MAX_PERMITS}"))
 }
 
-pub(crate) fn acquire_error(e: AcquireError) -> PyErr {
-    match e {
-        AcquireError::Closed => closed_error(),
-        AcquireError::TooManyPermits => too_many_error("n"),
-        // The core's error enums are non_exhaustive: a later variant lands here.
-        e => PyRuntimeError::new_err(e.to_string()),
-    }
-}
-
-pub(crate) fn try_acquire_error(e: TryAcquireError) -> PyErr {
-    match e {
-        TryAcquireError::Closed => closed_error(),
-        TryAcquireError::TooManyPermits => too_many_error("n"),
-        TryAcquireError::NoPermits => PyRuntimeError::new_err("no permits"),
-        e => PyRuntimeError::new_err(e.to_string()),
+/// An acquire's error; a request above a shared semaphore's total names it.
+pub(crate) fn acquire_error(core: &Core, e: Error) -> PyErr {
+    match (e, core.total_permits()) {
+        (Error::TooManyPermits, Some(total)) => PyValueError::new_err(format!(
+            "n must be at most the shared semaphore's total ({total})"
+        )),
+        (Error::TooManyPermits, None) => too_many_error("n"),
+        (e, _) => backend_error(e),
     }
 }
 
@@ -102,6 +208,25 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Initial {
     }
 }
 
+/// The permission bits of a new shared segment (`Semaphore.open(mode=)`): an
+/// `int` from 0 to `0o777`.
+#[derive(Clone, Copy)]
+pub(crate) struct Mode(pub(crate) u32);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Mode {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        // `count` rejects bools, non-ints and negatives with their own errors.
+        match count(&obj, "mode")? {
+            m if m <= 0o777 => Ok(Mode(m as u32)),
+            _ => Err(PyValueError::new_err(
+                "mode must be permission bits (0 to 0o777)",
+            )),
+        }
+    }
+}
+
 /// A timeout in seconds: `None` waits for ever; negative or NaN is a `ValueError`.
 pub(crate) fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
     match timeout {
@@ -114,11 +239,13 @@ pub(crate) fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
     }
 }
 
-/// `release(n)` on the core, as a Python error when it would overflow.
+/// `release(n)` on the core, as a Python error when it would overflow (local)
+/// or when this process holds fewer than `n` (shared, [`NotHeldError`]).
 pub(crate) fn release_error(core: &Core, n: usize) -> PyResult<()> {
-    core.release(n).map_err(|_| {
-        PyOverflowError::new_err(format!(
+    core.release(n).map_err(|e| match e {
+        Error::Overflow { .. } => PyOverflowError::new_err(format!(
             "release({n}) would raise the available permits above the maximum ({MAX_PERMITS})"
-        ))
+        )),
+        e => backend_error(e),
     })
 }

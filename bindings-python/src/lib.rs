@@ -3,8 +3,13 @@
 //!
 //! One Rust [`volt_sem::Semaphore`] backs every Python object (`Semaphore`,
 //! `Mutex` = 1 permit, `RwLock` = `MAX_PERMITS` permits with writers taking all of
-//! them), and one waiter implementation serves all of them. The modules follow
-//! the path of a request:
+//! them), and one waiter implementation serves all of them. `Semaphore.open`
+//! gives a `Semaphore` whose core is instead the named semaphore shared by the
+//! processes of the machine: both are a [`volt_sem_backend::Semaphore`], so every
+//! method, the asyncio/trio awaitable and the blocking wait work unchanged on
+//! either (the shared one's wake callbacks run on its doorbell thread, which
+//! the wake path already handles like any other releasing thread). The modules
+//! follow the path of a request:
 //!
 //! * `errors`: typed errors and argument conversion (no bad value reaches the
 //!   core, so no core panic is reachable from Python);
@@ -33,14 +38,22 @@ mod wake;
 
 use awaitable::{enter_one, ready, Acquire, Ready, Role, TrioWaiter};
 use blocking::blocking_acquire;
-use errors::{release_error, timeout_arg, try_acquire_error, ClosedError, Initial, Permits};
-use volt_sem::TryAcquireError;
+use errors::{
+    acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
+};
+use volt_sem_backend::{Error, OpenOptions};
 use wake::{after_wakes, Channel};
 
-pub(crate) type Core = volt_sem::Semaphore;
+pub(crate) type Core = volt_sem_backend::Semaphore;
 
 /// The largest number of permits a semaphore can hold, and the largest request.
 pub(crate) const MAX_PERMITS: usize = Core::MAX_PERMITS;
+
+/// A local (in-process) core with `permits` permits (already checked to be at
+/// most `MAX_PERMITS`).
+pub(crate) fn local_core(permits: usize) -> Core {
+    Core::Local(volt_sem::Semaphore::new(permits))
+}
 
 /// A fair, weighted, thread-safe async counting semaphore.
 ///
@@ -52,6 +65,8 @@ pub(crate) const MAX_PERMITS: usize = Core::MAX_PERMITS;
 #[pyclass(module = "volt_sem", frozen, weakref)]
 struct Semaphore {
     core: Arc<Core>,
+    /// The name of a shared semaphore (`Semaphore.open`); `None` for a local one.
+    name: Option<String>,
 }
 
 #[pymethods]
@@ -64,8 +79,76 @@ impl Semaphore {
     #[pyo3(signature = (permits = Initial(1)))]
     fn new(permits: Initial) -> Self {
         Semaphore {
-            core: Arc::new(Core::new(permits.0)),
+            core: Arc::new(local_core(permits.0)),
+            name: None,
         }
+    }
+
+    /// Opens the semaphore named `name`, shared by every process of this machine
+    /// that opens the same name (Linux), creating it with `permits` permits in
+    /// total if it does not exist. The result has every method of a local
+    /// `Semaphore`, usable from any loop and thread of this process.
+    ///
+    /// `create`: `None` creates or attaches; `True` only creates
+    /// (`FileExistsError` if the name exists); `False` only attaches
+    /// (`FileNotFoundError` if it does not). `mode`: the permission bits of a new
+    /// segment (default `0o600`, owner only; the owner always keeps read and
+    /// write). Errors change nothing: `TotalMismatchError` (the name exists with
+    /// another total), `VersionMismatchError`, `NotASegmentError`,
+    /// `InvalidNameError`, `PermissionError`, `ValueError` (bad `permits` or
+    /// `mode`), `NotImplementedError` (not Linux).
+    #[classmethod]
+    #[pyo3(
+        signature = (name, permits, *, create = None, mode = Mode(0o600)),
+        text_signature = "($cls, name, permits, *, create=None, mode=0o600)"
+    )]
+    fn open(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        name: String,
+        permits: &Bound<'_, PyAny>,
+        create: Option<bool>,
+        mode: Mode,
+    ) -> PyResult<Self> {
+        let permits = count(permits, "permits")?;
+        let mode = mode.0;
+        let options = match create {
+            None => OpenOptions::new(),
+            Some(true) => OpenOptions::new().create_only(),
+            Some(false) => OpenOptions::new().attach_only(),
+        }
+        .mode(mode | 0o600);
+        // The GIL is released: creation may wait for another process's
+        // initialisation of the same name (its init lock).
+        let core = py
+            .detach(|| Core::open(&name, permits, options))
+            .map_err(backend_error)?;
+        Ok(Semaphore {
+            core: Arc::new(core),
+            name: Some(name),
+        })
+    }
+
+    /// Removes the name of a shared semaphore: processes that opened it keep
+    /// using it, and the next `open` of the name creates a new one.
+    /// `FileNotFoundError` if no semaphore has this name.
+    #[staticmethod]
+    #[pyo3(text_signature = "(name)")]
+    fn unlink(name: &str) -> PyResult<()> {
+        volt_sem_backend::unlink(name).map_err(backend_error)
+    }
+
+    /// The name of a shared semaphore (`Semaphore.open`), `None` for a local one.
+    #[getter]
+    fn name(&self) -> Option<String> {
+        self.name.clone()
+    }
+
+    /// The fixed total of a shared semaphore; `None` for a local one (whose
+    /// releases may add permits).
+    #[getter]
+    fn total_permits(&self) -> Option<usize> {
+        self.core.total_permits()
     }
 
     /// Waits for `n` permits (FIFO, weights included); `await` returns `True`.
@@ -90,12 +173,9 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, n: Permits) -> PyResult<bool> {
         match self.core.try_acquire(n.0) {
-            Ok(permit) => {
-                permit.forget();
-                Ok(true)
-            }
-            Err(TryAcquireError::NoPermits) => Ok(false),
-            Err(e) => Err(try_acquire_error(e)),
+            Ok(()) => Ok(true),
+            Err(Error::NoPermits) => Ok(false),
+            Err(e) => Err(acquire_error(&self.core, e)),
         }
     }
 
@@ -122,10 +202,12 @@ impl Semaphore {
 
     /// Closes the semaphore: waiting acquires raise `ClosedError`, and so does
     /// every later acquire. Held permits can still be released. Idempotent.
+    /// A shared semaphore is closed for every process.
     #[pyo3(text_signature = "($self)")]
-    fn close(&self, py: Python<'_>) {
-        self.core.close();
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let r = self.core.close().map_err(backend_error);
         after_wakes(py);
+        r
     }
 
     /// Whether `close()` was called.
@@ -147,8 +229,12 @@ impl Semaphore {
     }
 
     fn __repr__(&self) -> String {
+        let shared = match (&self.name, self.core.total_permits()) {
+            (Some(name), Some(total)) => format!(" name={name:?} total={total}"),
+            _ => String::new(),
+        };
         format!(
-            "<volt_sem.Semaphore available={}{}>",
+            "<volt_sem.Semaphore{shared} available={}{}>",
             self.core.available_permits(),
             if self.core.is_closed() { " closed" } else { "" }
         )
@@ -166,7 +252,34 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
-    m.add("ClosedError", py.get_type::<ClosedError>())?;
+    m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
+    m.add("SharedError", py.get_type::<errors::SharedError>())?;
+    m.add(
+        "InvalidNameError",
+        py.get_type::<errors::InvalidNameError>(),
+    )?;
+    m.add(
+        "TotalMismatchError",
+        py.get_type::<errors::TotalMismatchError>(),
+    )?;
+    m.add(
+        "VersionMismatchError",
+        py.get_type::<errors::VersionMismatchError>(),
+    )?;
+    m.add(
+        "NotASegmentError",
+        py.get_type::<errors::NotASegmentError>(),
+    )?;
+    m.add("QueueFullError", py.get_type::<errors::QueueFullError>())?;
+    m.add(
+        "ProcessTableFullError",
+        py.get_type::<errors::ProcessTableFullError>(),
+    )?;
+    m.add("NotHeldError", py.get_type::<errors::NotHeldError>())?;
+    m.add("ForkedError", py.get_type::<errors::ForkedError>())?;
+    m.add("CorruptError", py.get_type::<errors::CorruptError>())?;
+    m.add("MAX_NAME_LEN", volt_sem_backend::MAX_NAME_LEN)?;
+    m.add("MAX_SHARED_PERMITS", volt_sem_backend::shm::MAX_PERMITS)?;
     m.add("MAX_PERMITS", MAX_PERMITS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(blocking::_interpreter_exiting, m)?)?;

@@ -18,8 +18,7 @@ const WRITE: usize = MAX_PERMITS;
 /// `try_acquire(n)` that records the role on success.
 fn try_take(core: &Core, n: usize, role: &Role) -> bool {
     match core.try_acquire(n) {
-        Ok(p) => {
-            p.forget();
+        Ok(()) => {
             role.taken();
             true
         }
@@ -41,7 +40,7 @@ impl Mutex {
     #[new]
     fn new() -> Self {
         Mutex {
-            core: Arc::new(Core::new(1)),
+            core: Arc::new(crate::local_core(1)),
             role: Role::Exclusive(Arc::new(Held::default()), "Mutex is not locked"),
         }
     }
@@ -116,7 +115,7 @@ impl RwLock {
     fn new() -> Self {
         let held = Arc::new(Held::default());
         RwLock {
-            core: Arc::new(Core::new(MAX_PERMITS)),
+            core: Arc::new(crate::local_core(MAX_PERMITS)),
             read: Role::Shared(held.clone()),
             write: Role::Exclusive(held, "RwLock is not write-locked"),
         }

@@ -72,7 +72,7 @@ use std::sync::{Arc, Mutex};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
-use volt_sem::{Finish, Waiter};
+use volt_sem_backend::{Finish, Waiter};
 
 use crate::Core;
 
@@ -129,7 +129,7 @@ impl Slot {
     /// holds its own `Arc`).
     pub(crate) fn queue(
         self: &Pin<Arc<Self>>,
-    ) -> Result<volt_sem::RawAcquire, volt_sem::AcquireError> {
+    ) -> Result<volt_sem_backend::RawAcquire, volt_sem_backend::Error> {
         let ctx = &**self as *const Slot as *mut c_void;
         // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
         // while any Arc lives, and the owner's Arc lives until `finish_raw`

@@ -25,17 +25,37 @@ threads, FIFO across all of them::
 just as fair. Errors: :class:`ClosedError` once the semaphore is closed,
 ``ValueError`` for a request below 0 or above :data:`MAX_PERMITS`,
 ``OverflowError`` for a release past :data:`MAX_PERMITS`.
+
+One limit for every process of the machine (Linux): ``Semaphore.open(name,
+permits)`` returns a :class:`Semaphore` shared by every process that opens the
+same name, with the same methods, FIFO across processes; the permits of a
+process that dies (even by ``kill -9``) come back. ``Semaphore.unlink(name)``
+removes the name. Its own errors are subclasses of :class:`SharedError`
+(:class:`TotalMismatchError`, :class:`NotHeldError`, ...), or Python's
+``FileNotFoundError``, ``FileExistsError``, ``PermissionError``.
 """
 
 import atexit as _atexit
 
 from ._volt_sem import (
+    MAX_NAME_LEN,
     MAX_PERMITS,
+    MAX_SHARED_PERMITS,
     Acquire,
     ClosedError,
+    CorruptError,
+    ForkedError,
+    InvalidNameError,
     Mutex,
+    NotASegmentError,
+    NotHeldError,
+    ProcessTableFullError,
+    QueueFullError,
     RwLock,
     Semaphore,
+    SharedError,
+    TotalMismatchError,
+    VersionMismatchError,
     __version__,
 )
 from ._volt_sem import _interpreter_exiting
@@ -62,11 +82,23 @@ _atexit.register(_interpreter_exiting)
 del _interpreter_exiting
 
 __all__ = [
+    "MAX_NAME_LEN",
     "MAX_PERMITS",
+    "MAX_SHARED_PERMITS",
     "Acquire",
     "ClosedError",
+    "CorruptError",
+    "ForkedError",
+    "InvalidNameError",
     "Mutex",
+    "NotASegmentError",
+    "NotHeldError",
+    "ProcessTableFullError",
+    "QueueFullError",
     "RwLock",
     "Semaphore",
+    "SharedError",
+    "TotalMismatchError",
+    "VersionMismatchError",
     "__version__",
 ]

@@ -1,9 +1,41 @@
+from ._volt_sem import MAX_NAME_LEN as MAX_NAME_LEN
 from ._volt_sem import MAX_PERMITS as MAX_PERMITS
+from ._volt_sem import MAX_SHARED_PERMITS as MAX_SHARED_PERMITS
 from ._volt_sem import Acquire as Acquire
 from ._volt_sem import ClosedError as ClosedError
+from ._volt_sem import CorruptError as CorruptError
+from ._volt_sem import ForkedError as ForkedError
+from ._volt_sem import InvalidNameError as InvalidNameError
 from ._volt_sem import Mutex as Mutex
+from ._volt_sem import NotASegmentError as NotASegmentError
+from ._volt_sem import NotHeldError as NotHeldError
+from ._volt_sem import ProcessTableFullError as ProcessTableFullError
+from ._volt_sem import QueueFullError as QueueFullError
 from ._volt_sem import RwLock as RwLock
 from ._volt_sem import Semaphore as Semaphore
+from ._volt_sem import SharedError as SharedError
+from ._volt_sem import TotalMismatchError as TotalMismatchError
+from ._volt_sem import VersionMismatchError as VersionMismatchError
 from ._volt_sem import __version__ as __version__
 
-__all__ = ["MAX_PERMITS", "Acquire", "ClosedError", "Mutex", "RwLock", "Semaphore", "__version__"]
+__all__ = [
+    "MAX_NAME_LEN",
+    "MAX_PERMITS",
+    "MAX_SHARED_PERMITS",
+    "Acquire",
+    "ClosedError",
+    "CorruptError",
+    "ForkedError",
+    "InvalidNameError",
+    "Mutex",
+    "NotASegmentError",
+    "NotHeldError",
+    "ProcessTableFullError",
+    "QueueFullError",
+    "RwLock",
+    "Semaphore",
+    "SharedError",
+    "TotalMismatchError",
+    "VersionMismatchError",
+    "__version__",
+]

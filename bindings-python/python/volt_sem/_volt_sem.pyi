@@ -12,10 +12,50 @@ else:
 MAX_PERMITS: int
 __version__: str
 """The largest number of permits a semaphore can hold, and the largest request (2**61 - 1)."""
+MAX_NAME_LEN: int
+"""The longest name ``Semaphore.open`` accepts, in bytes."""
+MAX_SHARED_PERMITS: int
+"""The largest total of a shared semaphore (``Semaphore.open``), 2**53 - 1."""
 
 class ClosedError(RuntimeError):
     """The semaphore (or lock) was closed: raised by every later acquire, and by
     the acquires that were waiting when it was closed."""
+
+class SharedError(RuntimeError):
+    """A failure specific to a semaphore shared across processes
+    (``Semaphore.open``); the subclasses name the cause."""
+
+class InvalidNameError(ValueError):
+    """``Semaphore.open``/``unlink``: the name is empty, contains '/' or NUL, or
+    is longer than :data:`MAX_NAME_LEN` bytes."""
+
+class TotalMismatchError(SharedError):
+    """``Semaphore.open``: the name exists with another total of permits
+    (``args[1]``); nothing was changed."""
+
+class VersionMismatchError(SharedError):
+    """``Semaphore.open``: the segment was made by another layout version
+    (``args[1]``)."""
+
+class NotASegmentError(SharedError):
+    """``Semaphore.open``: the file under the name is not a volt-sem segment."""
+
+class QueueFullError(SharedError):
+    """Every waiter slot of the shared semaphore is taken; the request was not queued."""
+
+class ProcessTableFullError(SharedError):
+    """Every process record of the shared semaphore is taken."""
+
+class NotHeldError(SharedError):
+    """``release(n)`` of a shared semaphore with ``n`` above what this process
+    holds (``args[1]``): each process returns its own permits; nothing was released."""
+
+class ForkedError(SharedError):
+    """A shared semaphore opened before ``fork()``, used in the child: open the
+    name again there."""
+
+class CorruptError(SharedError):
+    """The shared segment's lock is not recoverable."""
 
 @final
 class Acquire(Coroutine[Any, Any, Literal[True]]):
@@ -86,6 +126,30 @@ class Semaphore:
     MAX_PERMITS: int
     def __init__(self, permits: int = 1) -> None:
         """``ValueError`` if ``permits`` is negative or above ``MAX_PERMITS``."""
+    @classmethod
+    def open(
+        cls, name: str, permits: int, *, create: Optional[bool] = None, mode: int = 0o600
+    ) -> "Semaphore":
+        """The semaphore named ``name``, shared by every process of this machine
+        that opens the same name (Linux), created with ``permits`` permits in
+        total if it does not exist. Same methods as a local semaphore, from any
+        loop or thread; FIFO across processes; a dead process's permits come
+        back. ``create=True`` only creates (``FileExistsError``), ``False`` only
+        attaches (``FileNotFoundError``); ``mode`` is the permission bits of a
+        new segment (the owner always keeps read and write).
+        Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
+        :class:`NotASegmentError`, :class:`InvalidNameError`,
+        ``PermissionError``, ``ValueError``, ``NotImplementedError`` (not Linux)."""
+    @staticmethod
+    def unlink(name: str) -> None:
+        """Removes the name of a shared semaphore (attached processes keep it);
+        ``FileNotFoundError`` if there is none."""
+    @property
+    def name(self) -> Optional[str]:
+        """The name of a shared semaphore, ``None`` for a local one."""
+    @property
+    def total_permits(self) -> Optional[int]:
+        """The fixed total of a shared semaphore, ``None`` for a local one."""
     def acquire(self, n: int = 1) -> Acquire:
         """Waits for ``n`` permits: ``await sem.acquire(n)`` returns ``True``;
         ``async with sem.acquire(n):`` releases them on exit. Raises
@@ -94,7 +158,8 @@ class Semaphore:
     def release(self, n: int = 1) -> None:
         """Returns ``n`` permits, to the oldest waiters first (on any thread or
         loop). ``OverflowError`` if the available permits would exceed
-        ``MAX_PERMITS``; nothing is released then."""
+        ``MAX_PERMITS``; nothing is released then. A shared semaphore:
+        :class:`NotHeldError` if this process holds fewer than ``n``."""
     def try_acquire(self, n: int = 1) -> bool:
         """Takes ``n`` permits if they are free now and nobody waits; never waits."""
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:

@@ -6,7 +6,7 @@ Never run, only type-checked."""
 import asyncio
 import threading
 import weakref
-from typing import Any, List, Literal, Tuple
+from typing import Any, List, Literal, Optional, Tuple
 
 from typing_extensions import assert_type
 
@@ -73,3 +73,26 @@ assert_type(lock, volt_sem.Mutex)
 threading.Thread(target=thread_side).start()
 asyncio.run(main())
 results: List[Any] = []
+
+
+# One limit across processes: the shared semaphore is a Semaphore too.
+async def shared_worker() -> None:
+    gpu = volt_sem.Semaphore.open("gpu", 4)
+    assert_type(gpu, volt_sem.Semaphore)
+    async with gpu.acquire(2):
+        pass
+    assert_type(gpu.total_permits, Optional[int])
+    assert_type(gpu.name, Optional[str])
+    attach = volt_sem.Semaphore.open("gpu", 4, create=False, mode=0o660)
+    if attach.acquire_blocking(1, timeout=1.0):
+        attach.release(1)
+    try:
+        volt_sem.Semaphore.open("gpu", 5)
+    except volt_sem.TotalMismatchError as e:
+        assert_type(e, volt_sem.TotalMismatchError)
+        shared: volt_sem.SharedError = e
+        del shared
+    except (volt_sem.NotHeldError, volt_sem.QueueFullError, FileNotFoundError):
+        pass
+    volt_sem.Semaphore.unlink("gpu")
+    assert_type(volt_sem.MAX_NAME_LEN, int)

@@ -1,0 +1,390 @@
+"""`Semaphore.open`: one limit for every process of the machine. Real
+processes (subprocess, `kill -9`), several asyncio loops and blocking threads
+per process, FIFO across processes, and every bad input as a typed exception
+that changes nothing."""
+
+import asyncio
+import os
+import signal
+import struct
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+import volt_sem
+from conftest import LoopThread, wait_until
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shared semaphores are Linux-only")
+
+WORKER = os.path.join(os.path.dirname(__file__), "scripts", "shared_worker.py")
+
+
+@pytest.fixture
+def name(request):
+    """A name unique to this process and test, unlinked afterwards."""
+    n = f"pytest-{os.getpid()}-{request.node.name}"[: volt_sem.MAX_NAME_LEN]
+    n = n.replace("[", "-").replace("]", "").replace("/", "-")
+    try:
+        volt_sem.Semaphore.unlink(n)  # a leftover of a crashed earlier run
+    except FileNotFoundError:
+        pass
+    yield n
+    try:
+        volt_sem.Semaphore.unlink(n)
+    except FileNotFoundError:
+        pass
+
+
+class Worker:
+    """A worker process (tests/scripts/shared_worker.py) with line-based I/O."""
+
+    def __init__(self, name, total, role, *args):
+        self.proc = subprocess.Popen(
+            [sys.executable, WORKER, name, str(total), role, *map(str, args)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def read(self):
+        line = self.proc.stdout.readline()
+        assert line, f"worker exited with {self.proc.wait()}"
+        return line.strip()
+
+    def send(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def kill9(self):
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        self.close()
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.stdout.close()
+
+    def finish(self):
+        assert self.proc.wait() == 0
+        self.close()
+
+
+def test_same_methods_as_a_local_semaphore(name):
+    sem = volt_sem.Semaphore.open(name, 3)
+    assert isinstance(sem, volt_sem.Semaphore)
+    assert (sem.name, sem.total_permits, sem.available_permits) == (name, 3, 3)
+    assert name in repr(sem) and "total=3" in repr(sem)
+    assert volt_sem.Semaphore(2).name is None and volt_sem.Semaphore(2).total_permits is None
+    assert sem.try_acquire(2) and not sem.try_acquire(2)
+    assert sem.locked() is False and sem.available_permits == 1
+    # A second handle in the same process shares the same permits.
+    other = volt_sem.Semaphore.open(name, 3, create=False)
+    assert other.available_permits == 1
+    other.release(2)  # one process: any handle returns its permits
+    assert sem.acquire_blocking(3, timeout=1.0) is True
+    assert sem.acquire_blocking(1, timeout=0.01) is False
+    sem.release(3)
+
+    async def main():
+        assert await sem.acquire(2) is True
+        async with sem.acquire(1):
+            assert sem.available_permits == 0
+        async with sem:
+            pass
+        sem.release(2)
+
+    asyncio.run(main())
+    assert sem.available_permits == 3
+    with sem.acquire(2):
+        assert sem.available_permits == 1
+    assert not sem.closed
+    other.close()
+    assert sem.closed
+    with pytest.raises(volt_sem.ClosedError):
+        sem.try_acquire(1)
+    with pytest.raises(volt_sem.ClosedError):
+        asyncio.run(sem.acquire(1))
+
+
+def test_loops_and_threads_of_one_process(name):
+    """Two asyncio loops on their own threads, plus blocking threads, on one
+    shared semaphore: never more than its total held at once."""
+    sem = volt_sem.Semaphore.open(name, 3)
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def hold(n, delta):
+        with lock:
+            state["now"] += delta * n
+            state["peak"] = max(state["peak"], state["now"])
+
+    async def tasks():
+        async def one(i):
+            for r in range(60):
+                n = 1 + (i + r) % 3
+                async with sem.acquire(n):
+                    hold(n, 1)
+                    await asyncio.sleep(0)
+                    hold(n, -1)
+
+        await asyncio.gather(*(one(i) for i in range(4)))
+
+    def blocking(i):
+        for r in range(60):
+            n = 1 + (i + r) % 3
+            assert sem.acquire_blocking(n)
+            hold(n, 1)
+            hold(n, -1)
+            sem.release(n)
+
+    with LoopThread() as a, LoopThread() as b:
+        futs = [a.submit(tasks()), b.submit(tasks())]
+        ts = [threading.Thread(target=blocking, args=(i,)) for i in range(2)]
+        for t in ts:
+            t.start()
+        for f in futs:
+            f.result(timeout=60)
+        for t in ts:
+            t.join()
+    assert state["peak"] <= 3 and state["now"] == 0
+    assert sem.available_permits == 3
+
+
+def test_fifo_across_processes(name):
+    """A queued acquire(3) here is not overtaken by a later acquire(1) in
+    another process, even when one permit is free for a moment."""
+    sem = volt_sem.Semaphore.open(name, 3, create=True)
+    assert sem.try_acquire(3)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        big = sem.acquire(3)
+        task = asyncio.ensure_future(big)
+        while not big.waiting:
+            await asyncio.sleep(0.001)
+        b = Worker(name, 3, "fifo")
+        assert await loop.run_in_executor(None, b.read) == "queued"
+        sem.release(1)  # to our head request, not to the free-for-one B
+        b.send("status")
+        assert await loop.run_in_executor(None, b.read) == "waiting"
+        sem.release(2)
+        assert await task is True  # all three are ours
+        b.send("status")
+        assert await loop.run_in_executor(None, b.read) == "waiting"
+        sem.release(3)
+        b.send("finish")
+        assert await loop.run_in_executor(None, b.read) == "done"
+        await loop.run_in_executor(None, b.finish)
+
+    asyncio.run(main())
+    assert sem.available_permits == 3
+
+
+def test_kill9_of_a_holder_gives_its_permits_back(name):
+    sem = volt_sem.Semaphore.open(name, 2)
+    w = Worker(name, 2, "hold", 2)
+    assert w.read() == "held"
+    assert sem.available_permits == 0 and not sem.try_acquire(1)
+    w.kill9()
+    # The next acquire that must wait sweeps for dead processes.
+    assert sem.acquire_blocking(2, timeout=60) is True
+    sem.release(2)
+
+
+def test_kill9_of_a_queued_waiter_leaves_no_ghost(name):
+    sem = volt_sem.Semaphore.open(name, 2)
+    assert sem.try_acquire(2)
+    w = Worker(name, 2, "queue", 2)
+    assert w.read() == "queued"
+    w.kill9()
+    sem.release(2)
+    # The permits reach the counter, not a dead slot (a failing try_acquire
+    # sweeps; a queued asyncio acquire would be served too).
+    wait_until(lambda: sem.try_acquire(2), "permits back from a dead waiter")
+    sem.release(2)
+    assert sem.available_permits == 2
+
+
+def test_asyncio_and_threads_in_two_processes_share_one_limit(name, tmp_path):
+    """Two worker processes, each with 2 asyncio loops of 3 tasks and 2
+    blocking threads, weights 1..3, random timeouts: the peak held across both
+    processes (their own shared counter) never exceeds the total, and every
+    permit comes back."""
+    total = 4
+    sem = volt_sem.Semaphore.open(name, total)
+    counter = tmp_path / "counter"
+    counter.write_bytes(struct.pack("qq", 0, 0))
+    workers = [Worker(name, total, "stress", counter, 2, 3, 2, 40, seed) for seed in (1, 2)]
+    for w in workers:
+        assert w.read() == "done"
+        w.finish()
+    now, peak = struct.unpack("qq", counter.read_bytes())
+    assert now == 0
+    assert 1 <= peak <= total
+    # Everyone released: the permits are all back (the workers detached).
+    assert sem.available_permits == total
+    assert sem.try_acquire(total)
+    sem.release(total)
+
+
+def test_close_reaches_another_process(name):
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+    code = (
+        "import asyncio, sys, volt_sem\n"
+        f"sem = volt_sem.Semaphore.open({name!r}, 1, create=False)\n"
+        "async def main():\n"
+        "    acq = sem.acquire(1)\n"
+        "    t = asyncio.ensure_future(acq)\n"
+        "    while not acq.waiting:\n"
+        "        await asyncio.sleep(0.001)\n"
+        "    print('queued', flush=True)\n"
+        "    try:\n"
+        "        await t\n"
+        "    except volt_sem.ClosedError:\n"
+        "        print('closed', flush=True)\n"
+        "asyncio.run(main())\n"
+        "assert sem.closed\n"
+    )
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "queued"
+    sem.close()
+    assert p.stdout.readline().strip() == "closed"
+    assert p.wait() == 0
+    p.stdout.close()
+    sem.release(1)
+
+
+def test_bad_input_is_typed_and_changes_nothing(name):
+    for bad in ["", "a/b", "x" * (volt_sem.MAX_NAME_LEN + 1), "nul\0byte"]:
+        with pytest.raises(volt_sem.InvalidNameError):
+            volt_sem.Semaphore.open(bad, 1)
+        with pytest.raises(ValueError):  # InvalidNameError is a ValueError
+            volt_sem.Semaphore.unlink(bad)
+    with pytest.raises(ValueError):
+        volt_sem.Semaphore.open(name, 0)
+    with pytest.raises(ValueError):
+        volt_sem.Semaphore.open(name, volt_sem.MAX_SHARED_PERMITS + 1)
+    with pytest.raises(ValueError):
+        volt_sem.Semaphore.open(name, -1)
+    with pytest.raises(TypeError):
+        volt_sem.Semaphore.open(name, True)
+    with pytest.raises(ValueError):
+        volt_sem.Semaphore.open(name, 1, mode=0o1777)
+    with pytest.raises(FileNotFoundError):
+        volt_sem.Semaphore.open(name, 1, create=False)
+    with pytest.raises(FileNotFoundError):
+        volt_sem.Semaphore.unlink(name)
+
+    sem = volt_sem.Semaphore.open(name, 2, create=True, mode=0o660)
+    assert os.stat(f"/dev/shm/volt-sem.{name}").st_mode & 0o777 == 0o660
+    with pytest.raises(FileExistsError):
+        volt_sem.Semaphore.open(name, 2, create=True)
+    with pytest.raises(volt_sem.TotalMismatchError) as e:
+        volt_sem.Semaphore.open(name, 3)
+    assert e.value.args[1] == 2 and isinstance(e.value, volt_sem.SharedError)
+    # Requests above the total could never be granted.
+    for call in (lambda: sem.try_acquire(3), lambda: sem.acquire_blocking(3), lambda: asyncio.run(sem.acquire(3))):
+        with pytest.raises(ValueError, match="total"):
+            call()
+    # A process returns only what it holds.
+    assert sem.try_acquire(1)
+    with pytest.raises(volt_sem.NotHeldError) as e:
+        sem.release(2)
+    assert e.value.args[1] == 1
+    sem.release(1)
+    with pytest.raises(volt_sem.NotHeldError):
+        sem.release(1)
+    assert sem.available_permits == 2
+
+    # Unlink removes the name only.
+    volt_sem.Semaphore.unlink(name)
+    assert sem.try_acquire(2)
+    sem.release(2)
+    fresh = volt_sem.Semaphore.open(name, 5)
+    assert fresh.available_permits == 5 and sem.available_permits == 2
+    volt_sem.Semaphore.unlink(name)
+
+    # Foreign, truncated and other-version files are refused and left alone.
+    path = f"/dev/shm/volt-sem.{name}"
+    with open(path, "wb") as f:
+        f.write(b"not a volt-sem segment at all, just a file")
+    with pytest.raises(volt_sem.NotASegmentError):
+        volt_sem.Semaphore.open(name, 1)
+    assert os.path.getsize(path) == 42
+    with open(path, "wb") as f:
+        f.write(b"VOLTSHM\x01" + struct.pack("<I", 1))  # truncated
+    with pytest.raises(volt_sem.NotASegmentError):
+        volt_sem.Semaphore.open(name, 1)
+    with open(path, "wb") as f:
+        f.write(b"VOLTSHM\x01" + struct.pack("<I", 99) + bytes(20))
+    with pytest.raises(volt_sem.VersionMismatchError) as e:
+        volt_sem.Semaphore.open(name, 1)
+    assert e.value.args[1] == 99
+
+
+def _in_fork(child):
+    """Runs `child()` in a forked child (no exec); returns the byte it returned."""
+    import warnings
+
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+        pid = os.fork()
+    if pid == 0:
+        try:
+            code = child()
+        except BaseException:
+            code = 99
+        os.write(w, bytes([code]))
+        os._exit(0)
+    os.close(w)
+    got = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    return got[0] if got else -1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root and os.fork")
+def test_permission_denied(name):
+    """A 0600 segment opened by another user (a forked child that became
+    `nobody`: root itself passes every mode check)."""
+    sem = volt_sem.Semaphore.open(name, 1)
+
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+        try:
+            volt_sem.Semaphore.open(name, 1)
+        except PermissionError:
+            return 0
+        return 1
+
+    assert _in_fork(as_nobody) == 0
+    assert sem.try_acquire(1)
+    sem.release(1)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_handle_used_after_fork_is_forked_error(name):
+    sem = volt_sem.Semaphore.open(name, 2)
+    assert sem.try_acquire(1)
+
+    def child():
+        try:
+            sem.try_acquire(1)
+            return 1
+        except volt_sem.ForkedError:
+            pass
+        mine = volt_sem.Semaphore.open(name, 2, create=False)
+        if not mine.try_acquire(1):
+            return 2
+        mine.release(1)
+        return 0
+
+    assert _in_fork(child) == 0
+    assert sem.available_permits == 1
+    sem.release(1)
