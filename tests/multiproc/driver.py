@@ -18,8 +18,12 @@ them, each answered "ok" (a synchronous round trip on a pipe pair per
 process). So each counted interval lies inside a real holding interval, the
 count is never above the permits really held, and a count above the total
 proves that the semaphore let too many in. The peak is checked against the
-total after every "+". A killed process's count is dropped when its pipe
-closes (its permits come back later, when the semaphore reclaims them).
+total after every "+". A killed process's count is dropped when the driver
+kills it, and whatever it wrote before dying that the driver reads later is
+ignored: its permits come back only when the semaphore reclaims them, after
+its death, so they may be counted again for their next holder but never
+twice (dropping them at the end of its pipe instead would race with the next
+holder's "+ w" when both are read in one batch).
 
 At the end every survivor releases what it holds and exits 0 with its counts;
 then a C process checks conservation: it acquires the whole total (waiting
@@ -140,6 +144,8 @@ def main() -> int:
         p.counted = 0
 
     def on_line(p: Proc, line: bytes) -> None:
+        if p.killed:
+            return  # written before it died: see the module docs
         sign, w = line.split()
         w = int(w)
         if sign == b"+":
@@ -150,7 +156,8 @@ def main() -> int:
             if run.counter > run.peak:
                 run.peak = run.counter
             if run.counter > run.total:
-                run.violations.append((time.time() - start, run.counter))
+                holders = [(q.lang, q.popen.pid, q.counted) for q in procs if q.counted]
+                run.violations.append((round(time.time() - start, 3), run.counter, holders))
         else:
             p.counted -= w
             run.counter -= w
@@ -184,6 +191,8 @@ def main() -> int:
                     run.kills_holding += 1
                 victim.popen.kill()
                 victim.killed = True
+                run.counter -= victim.counted
+                victim.counted = 0
                 run.kills[victim.lang] += 1
                 start_one(victim.lang)
             next_kill = now + rng.uniform(0.15, 0.4)
