@@ -185,6 +185,12 @@ export declare class Semaphore {
   /** Permits available right now; 0 while anyone is queued. */
   readonly availablePermits: number;
 
+  /** The fixed total of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  readonly totalPermits: number | null;
+
+  /** The name of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  readonly name: string | null;
+
   /**
    * Grows the total by `n`: like `release(n)` (waiters first), but it does not
    * count as held permits given back (`heldPermits` is unchanged).

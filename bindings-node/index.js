@@ -631,6 +631,16 @@ class Semaphore {
     return native.available(this.#h);
   }
 
+  /** The fixed total of a named semaphore (Semaphore.open); null for a local one. */
+  get totalPermits() {
+    return native.total(this.#h);
+  }
+
+  /** The name of a named semaphore (Semaphore.open); null for a local one. */
+  get name() {
+    return native.name(this.#h);
+  }
+
   /**
    * Adds `n` permits to the total (to the waiters first, like release(n), but
    * not counted as held permits given back), for code that resizes a limit

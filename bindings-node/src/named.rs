@@ -174,6 +174,7 @@ native!(js_open, |env, _ctx, argv: [4]| {
             debt: AtomicUsize::new(0),
             orphans: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
+            name: Some(name.into()),
         }),
     )
 });
@@ -197,6 +198,17 @@ native!(js_total, |env, _ctx, argv: [1]| {
         Some(total) => double(env, total as f64),
         None => null(env),
     }
+});
+
+// name(h): the name of a named semaphore (null for an in-process one).
+native!(js_name, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    let Some(name) = s.name.as_deref() else { return null(env) };
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread; `name` is UTF-8 of that length.
+    unsafe { sys::napi_create_string_utf8(env, name.as_ptr().cast(), name.len() as isize, &mut out) };
+    out
 });
 
 // processHeld(h): what this process holds on a named semaphore, all its

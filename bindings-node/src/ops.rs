@@ -41,6 +41,7 @@ native!(js_create, |env, _ctx, argv: [1]| {
             debt: AtomicUsize::new(0),
             orphans: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
+            name: None,
         }),
     )
 });

@@ -42,6 +42,8 @@ pub(crate) struct Sem {
     /// Orphans finished from inside their own wake callback: their memory may
     /// only be freed after it returned, so when the semaphore goes.
     pub(crate) graveyard: Mutex<Vec<OrphanNode>>,
+    /// The name of a named semaphore (`Semaphore.open`).
+    pub(crate) name: Option<Box<str>>,
 }
 
 impl Sem {

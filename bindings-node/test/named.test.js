@@ -85,6 +85,10 @@ test('open() creates, a second open() attaches to the same permits, unlink() rem
   const name = fresh('basic');
   const a = Semaphore.open(name, 3);
   const b = Semaphore.open(name, 3, { attachOnly: true });
+  assert.equal(a.name, name);
+  assert.equal(a.totalPermits, 3);
+  assert.equal(new Semaphore(3).name, null);
+  assert.equal(new Semaphore(3).totalPermits, null);
   assert.equal(a.tryAcquire(2), true);
   assert.equal(b.availablePermits, 1);
   // One process, one record: permits taken through one object may be

@@ -40,6 +40,8 @@ async function main(): Promise<void> {
   void [locked, pending, cancelled, v, m.cancel(), l.pendingCount, volt.Semaphore === Semaphore];
   const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660 };
   const named: Semaphore = Semaphore.open('usage-cts', 2, options);
+  const about: [string | null, number | null] = [named.name, named.totalPermits];
+  void about;
   await named.runExclusive(async () => named.availablePermits, 2, { signal: AbortSignal.timeout(100) });
   try {
     Semaphore.unlink('usage-cts');
