@@ -346,6 +346,34 @@ test('FIFO across processes: a queued acquire(3) in A is not overtaken by a late
   }
 });
 
+test('past the JS fast path threshold, a named semaphore still sees every process (it always goes native)', T, async () => {
+  const name = fresh('native');
+  const s = Semaphore.open(name, 2);
+  // A local Semaphore switches to Atomics on its own state word after 16
+  // operations; a named one's state is in the segment.
+  for (let i = 0; i < 50; i++) {
+    assert.equal(s.tryAcquire(1), true);
+    s.release(1);
+    await s.acquire(2);
+    s.release(2);
+  }
+  const c = child();
+  try {
+    await c.open(name, 2);
+    assert.equal((await c.call({ op: 'tryAcquire', n: 2 })).ok, true);
+    assert.equal(s.availablePermits, 0);
+    assert.equal(s.tryAcquire(1), false);
+    const mine = s.acquire(1);
+    await c.call({ op: 'release', n: 2 });
+    await mine;
+    assert.equal(s.availablePermits, 1);
+    s.release(1);
+    assert.equal(s.availablePermits, 2);
+  } finally {
+    await quit(c);
+  }
+});
+
 test('a holder killed with SIGKILL gives its permits back to the waiter of another process', T, async () => {
   const name = fresh('kill-holder');
   const s = Semaphore.open(name, 2);
