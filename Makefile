@@ -38,10 +38,11 @@ msrv:
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-ffi --lib; \
 	fi
 
-# Not in `make test` (it packages and builds both crates from scratch, ~1 min):
-# what `cargo publish` would check, without uploading.
+# Not in `make test` (it packages and builds the crates from scratch, ~1 min):
+# what `cargo publish` would check, without uploading. The C library depends on
+# the shared semaphore (volt-sem-shm) through volt-sem-backend.
 publish-check:
-	cargo publish --dry-run -p volt-sem -p volt-sem-ffi
+	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-backend -p volt-sem-ffi
 
 test-core:
 	cargo test -p volt-sem

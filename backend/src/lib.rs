@@ -102,7 +102,7 @@ mod waiter;
 
 pub use error::Error;
 pub use semaphore::{unlink, Kind, Semaphore};
-pub use waiter::Waiter;
+pub use waiter::{in_shared_callback, Waiter};
 
 pub use volt_sem as local;
 pub use volt_sem::{Finish, RawAcquire, WaiterState, WakeFn};

@@ -103,6 +103,15 @@ pub(crate) unsafe extern "C" fn shared_trampoline(ctx: *mut c_void) {
     }
 }
 
+/// Whether this thread is running the wake callback of a waiter queued on a
+/// shared semaphore: it is then that process's doorbell thread of the name,
+/// which runs nothing but such callbacks. A binding that defers work "until
+/// the releasing call returns" (Python's check for closed loops) must not
+/// defer it there: no call of its own will ever return on that thread.
+pub fn in_shared_callback() -> bool {
+    CURRENT.try_with(|c| !c.get().is_null()).unwrap_or(false)
+}
+
 impl Waiter {
     /// A new, idle waiter.
     pub fn new() -> Self {

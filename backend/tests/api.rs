@@ -219,6 +219,7 @@ struct Inside<'a> {
     sem: &'a Semaphore,
     waiter: *const Waiter,
     was_inside: AtomicUsize,
+    on_doorbell: AtomicUsize,
     sig: Signal,
 }
 
@@ -229,6 +230,9 @@ unsafe extern "C" fn collect_inside(ctx: *mut c_void) {
     let w = unsafe { std::pin::Pin::new_unchecked(&*c.waiter) };
     if w.in_own_callback() {
         c.was_inside.fetch_add(1, Ordering::SeqCst);
+    }
+    if volt_sem_backend::in_shared_callback() {
+        c.on_doorbell.fetch_add(1, Ordering::SeqCst);
     }
     // SAFETY: queued on `c.sem`.
     if unsafe { c.sem.finish_raw(w) } == Finish::Granted {
@@ -241,13 +245,14 @@ unsafe extern "C" fn collect_inside(ctx: *mut c_void) {
 #[test]
 fn in_own_callback_on_both() {
     let (_name, sems) = both("inside", 1);
-    for sem in &sems {
+    for (i, sem) in sems.iter().enumerate() {
         sem.try_acquire(1).unwrap();
         let w = pin!(Waiter::new());
         let c = Inside {
             sem,
             waiter: &*w,
             was_inside: AtomicUsize::new(0),
+            on_doorbell: AtomicUsize::new(0),
             sig: Signal::default(),
         };
         // SAFETY: fresh; `c` outlives finish_raw.
@@ -268,6 +273,9 @@ fn in_own_callback_on_both() {
         assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Idle);
         assert!(!w.is_busy());
         assert_eq!(c.was_inside.load(Ordering::SeqCst), 1);
+        // Only a shared semaphore's callbacks run on a doorbell thread.
+        assert_eq!(c.on_doorbell.load(Ordering::SeqCst), i);
+        assert!(!volt_sem_backend::in_shared_callback());
         assert_eq!(sem.available_permits(), 1);
     }
 }

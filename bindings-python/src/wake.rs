@@ -312,6 +312,12 @@ pub(crate) unsafe extern "C" fn wake_async(ctx: *mut c_void) {
             }
             return;
         }
+        // Not on a shared semaphore's doorbell thread: no `after_wakes` ever
+        // runs there, so the list would only grow (a grant to a closed loop
+        // is handed on when its task is cancelled or collected instead).
+        if volt_sem_backend::in_shared_callback() {
+            return;
+        }
         let _ = TOUCHED.try_with(|t| {
             if let Ok(mut t) = t.try_borrow_mut() {
                 if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
