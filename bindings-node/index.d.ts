@@ -312,8 +312,9 @@ export declare class Semaphore {
    *   `kill -9`) or closes its last handle goes back to the others: at once
    *   for another process with a request queued (within its 200 ms liveness
    *   sweep), else at the next acquire that has to wait;
-   * * `close()` closes it for every process; `pendingCount` counts this
-   *   process's requests only;
+   * * `close()` closes it for every process; `pendingCount` counts the
+   *   requests queued through this object and those `attach()`ed to it, not
+   *   those of other `open()`s of the name or of other processes;
    * * every operation takes a lock in shared memory (no JS fast path).
    *
    * Linux only: elsewhere it throws `ERR_VOLT_UNSUPPORTED`.
