@@ -25,10 +25,12 @@ its death, so they may be counted again for their next holder but never
 twice (dropping them at the end of its pipe instead would race with the next
 holder's "+ w" when both are read in one batch).
 
-At the end every survivor releases what it holds and exits 0 with its counts;
-then a C process checks conservation: it acquires the whole total (waiting
-at most 20 s, so every dead process's permits must have come back), sees
-nothing available, releases, and sees the total available.
+At the end every survivor releases what it holds, reports "d 0" and waits,
+still attached (so a permit it leaked would still be held by it). Once all
+have, a C process checks conservation: it acquires the whole total (waiting
+at most 20 s, so every dead process's permits must have come back and no
+survivor may hold any), sees nothing available, releases, and sees the total
+available. Then the survivors are answered, and exit 0 with their counts.
 
 Exit status 0 when: no worker failed, the peak never exceeded the total, the
 counter is back to 0, the check passed, and enough grants happened in every
@@ -62,6 +64,7 @@ class Proc:
     counted: int = 0  # permits counted as held by this process
     killed: bool = False
     closed: bool = False
+    done: bool = False  # reported "d": waits for the end of the check
     grants: int = 0
 
 
@@ -148,6 +151,9 @@ def main() -> int:
             return  # written before it died: see the module docs
         sign, w = line.split()
         w = int(w)
+        if sign == b"d":
+            p.done = True  # answered after the conservation check
+            return
         if sign == b"+":
             p.counted += w
             run.counter += w
@@ -171,6 +177,7 @@ def main() -> int:
         for _ in range(args.per_lang):
             start_one(lang)
     next_kill = time.time() + rng.uniform(0.15, 0.4)
+    check = None
     # Runs until every worker's pipe closed (they stop at the deadline); a
     # worker still running 60 s after it is a hang.
     while any(not p.closed for p in procs):
@@ -196,6 +203,15 @@ def main() -> int:
                 run.kills[victim.lang] += 1
                 start_one(victim.lang)
             next_kill = now + rng.uniform(0.15, 0.4)
+        waiting = [p for p in procs if not p.closed and not p.killed]
+        if check is None and now > deadline and waiting and all(p.done for p in waiting):
+            # Every survivor released everything and is still attached.
+            check = subprocess.run([args.c_worker, "--check", name, str(args.total)], capture_output=True, text=True)
+            for p in waiting:
+                try:
+                    os.write(p.wfd, b"ok\n")
+                except BrokenPipeError:
+                    pass
         timeout = max(0.0, min(next_kill - now, 0.5)) if now < kill_until else 0.5
         for key, _ in sel.select(timeout):
             p = key.data
@@ -230,7 +246,8 @@ def main() -> int:
                     if k != "lang":
                         stats[p.lang][k] = stats[p.lang].get(k, 0) + v
 
-    check = subprocess.run([args.c_worker, "--check", name, str(args.total)], capture_output=True, text=True)
+    if check is None:  # no survivor at all (cannot happen: kills stop before the end)
+        check = subprocess.run([args.c_worker, "--check", name, str(args.total)], capture_output=True, text=True)
     subprocess.run([args.c_worker, "--unlink", name], capture_output=True)
     elapsed = time.time() - start
     kills = sum(run.kills.values())

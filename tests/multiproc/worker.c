@@ -10,8 +10,10 @@
  * after a random delay unless granted first. A grant is reported to the
  * driver's counter ("+ w") before the permits are used and "- w" before they
  * are released, each a round trip on the pipes VOLT_MP_WFD / VOLT_MP_RFD (one
- * round trip at a time per process). At the end: one JSON line of counts on
- * stdout. Any unexpected status exits 1.
+ * round trip at a time per process). At the end it reports "d 0" and waits,
+ * still attached, until the driver's conservation check is over (so a permit
+ * it leaked would still be held); then one JSON line of counts on stdout.
+ * Any unexpected status exits 1.
  *
  * --check: acquires the whole total (waiting at most 20 s: a dead process's
  * permits come back within the liveness sweep), checks that nothing is left
@@ -182,6 +184,9 @@ int main(int argc, char **argv) {
         pthread_create(&t[i], NULL, run, (void *)(uintptr_t)(seed * 7919u + (unsigned)i));
     }
     for (int i = 0; i < THREADS; i++) pthread_join(t[i], NULL);
+    /* Everything released: stay attached (a leak would stay held) until the
+     * driver's conservation check is done. */
+    counter('d', 0);
     printf("{\"lang\": \"c\", \"grants\": %ld, \"timeouts\": %ld, \"cancels\": %ld, \"try_fails\": %ld}\n",
            atomic_load(&grants), atomic_load(&timeouts), atomic_load(&cancels), atomic_load(&try_fails));
     volt_sem_free(sem);

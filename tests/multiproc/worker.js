@@ -11,7 +11,9 @@
 // "- w" before they are released, each a synchronous round trip on the pipes
 // VOLT_MP_WFD / VOLT_MP_RFD, one at a time per process (a lock in a
 // SharedArrayBuffer shared by the two threads). At the end the main thread
-// prints one JSON line of counts. Any unexpected error exits 1.
+// checks that the process holds nothing, reports "d 0" and waits, still
+// attached, until the driver's conservation check is over; then prints one
+// JSON line of counts. Any unexpected error exits 1.
 const fs = require('node:fs');
 const path = require('node:path');
 const { Worker, isMainThread, workerData, parentPort } = require('node:worker_threads');
@@ -115,6 +117,10 @@ async function main() {
   }
   const other = await thread.done;
   for (const k of Object.keys(stats)) stats[k] += other[k];
+  // Both threads released everything: the process holds nothing. Stay
+  // attached until the driver's conservation check is over.
+  if (sem.heldPermits !== 0) throw new Error(`the process still holds ${sem.heldPermits} permits`);
+  counter('d', 0);
   process.stdout.write(`${JSON.stringify({ lang: 'node', ...stats })}\n`);
 }
 

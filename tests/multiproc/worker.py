@@ -12,8 +12,10 @@ random weight 1..=4 and one of:
 
 A grant is reported to the driver's counter ("+ w") before the permits are
 used and "- w" before they are released, each a synchronous round trip on the
-pipes VOLT_MP_WFD / VOLT_MP_RFD, one at a time per process (a lock). At the end:
-one JSON line of counts on stdout. Any unexpected exception exits 1.
+pipes VOLT_MP_WFD / VOLT_MP_RFD, one at a time per process (a lock). At the end
+it reports "d 0" and waits, still attached, until the driver's conservation
+check is over; then one JSON line of counts on stdout. Any unexpected
+exception exits 1.
 """
 
 from __future__ import annotations
@@ -130,6 +132,9 @@ async def main() -> None:
     await asyncio.gather(*(task(sem, random.Random(seed * 17 + i)) for i in range(4)))
     for t in threads:
         t.join()
+    # Everything released: stay attached (a leak would stay held) until the
+    # driver's conservation check is over.
+    counter("d", 0)
     print(json.dumps({"lang": "python", **stats}), flush=True)
 
 
