@@ -315,7 +315,8 @@ export declare class Semaphore {
    * * `close()` closes it for every process; `pendingCount` counts the
    *   requests queued through this object and those `attach()`ed to it, not
    *   those of other `open()`s of the name or of other processes;
-   * * every operation takes a lock in shared memory (no JS fast path).
+   * * every operation is a native call (its state is in shared memory: no JS
+   *   fast path).
    *
    * Linux only: elsewhere it throws `ERR_VOLT_UNSUPPORTED`.
    * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
