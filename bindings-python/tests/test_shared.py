@@ -388,3 +388,30 @@ def test_handle_used_after_fork_is_forked_error(name):
     assert _in_fork(child) == 0
     assert sem.available_permits == 1
     sem.release(1)
+
+
+def test_trio_task_waits_on_a_shared_semaphore(name):
+    """The trio wait path works on a shared semaphore too (its grant arrives
+    on the doorbell thread, like any grant from another thread)."""
+    trio = pytest.importorskip("trio")
+    sem = volt_sem.Semaphore.open(name, 2)
+    assert sem.try_acquire(2)
+    w = Worker(name, 2, "fifo")  # a request of another process, queued later
+    assert w.read() == "queued"
+
+    async def main():
+        with trio.move_on_after(60):
+            async with trio.open_nursery() as n:
+                n.start_soon(trio.to_thread.run_sync, lambda: (time.sleep(0.01), sem.release(2)))
+                async with sem.acquire(2):  # queued behind the worker's acquire(1)
+                    pass
+                return True
+        return False
+
+    # The worker's acquire(1) came first: it is served first (then gives its
+    # permit back), and our acquire(2) completes after it.
+    w.send("finish")
+    assert trio.run(main) is True
+    assert w.read() == "done"
+    w.finish()
+    assert sem.available_permits == 2

@@ -30,7 +30,7 @@
 //!   of the machine (`volt_sem_open`). Every function works on both through
 //!   that one type; the waiter holds a backend waiter, which queues on either.
 //!   A shared semaphore's errors get their own statuses (`VOLT_NOT_FOUND`,
-//!   `VOLT_MISMATCH`, ...), mapped in one place ([`status_of`]).
+//!   `VOLT_MISMATCH`, ...), mapped in one place (`status_of`).
 
 #![allow(non_camel_case_types)]
 
