@@ -9,10 +9,10 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-backend test-readme docs test-docs \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-backend test-multiproc test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
-test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-multiproc test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -88,6 +88,12 @@ test-python:
 
 test-node:
 	$(MAKE) -C bindings-node test
+
+# One named semaphore shared by C, Python and Node processes, with random
+# cancels, timeouts and kill -9: permits conserved, peak within the limit
+# (tests/multiproc/driver.py; ~20 s of stress after the builds).
+test-multiproc:
+	$(MAKE) -C tests/multiproc test
 
 # Every code block of these Markdown files runs as written, and their relative
 # links resolve (scripts/readme_snippets.py; `<!-- snippet: skip (reason) -->`

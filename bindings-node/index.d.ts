@@ -56,6 +56,71 @@ export interface CancelledError extends Error {
   code: 'ERR_VOLT_CANCELLED';
 }
 
+/** Options of {@link Semaphore.open}. */
+export interface OpenOptions {
+  /** Fail with `ERR_VOLT_EXISTS` if the name exists (default: attach to it). */
+  createOnly?: boolean;
+  /** Fail with `ERR_VOLT_NOT_FOUND` if the name does not exist (default: create it). */
+  attachOnly?: boolean;
+  /**
+   * Permission bits of a newly created semaphore, `0..=0o777` (default
+   * `0o600`: this user only; `0o660` shares it with the group).
+   */
+  mode?: number;
+}
+
+/**
+ * The `code` of the errors of named semaphores ({@link Semaphore.open}), on
+ * an `Error` (a `RangeError` with Node's `'ERR_OUT_OF_RANGE'` for counts):
+ *
+ * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, or longer than 246 bytes.
+ * * `ERR_VOLT_NOT_FOUND`: `attachOnly` (or `unlink`) and no such name.
+ * * `ERR_VOLT_EXISTS`: `createOnly` and the name exists.
+ * * `ERR_VOLT_PERMISSION`: the OS refused access (another user's semaphore, see `mode`).
+ * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the error).
+ * * `ERR_VOLT_VERSION_MISMATCH`: made by another layout version (`found`).
+ * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.
+ * * `ERR_VOLT_PROCESS_TABLE_FULL`: 128 processes are attached already.
+ * * `ERR_VOLT_QUEUE_FULL`: 1024 requests are queued across all processes;
+ *   this one was not queued.
+ * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this process holds
+ *   (`held` on the error); nothing was released.
+ * * `ERR_VOLT_UNSUPPORTED`: not Linux, or `addPermits`/`removePermits` (the
+ *   total of a named semaphore is fixed).
+ * * `ERR_VOLT_CORRUPT`, `ERR_VOLT_FORKED`, `ERR_VOLT_OS_ERROR` (`errno`): the
+ *   segment's lock is unrecoverable, a handle used after `fork()`, another
+ *   OS error.
+ */
+export type NamedErrorCode =
+  | 'ERR_VOLT_INVALID_NAME'
+  | 'ERR_VOLT_NOT_FOUND'
+  | 'ERR_VOLT_EXISTS'
+  | 'ERR_VOLT_PERMISSION'
+  | 'ERR_VOLT_MISMATCH'
+  | 'ERR_VOLT_VERSION_MISMATCH'
+  | 'ERR_VOLT_NOT_A_SEGMENT'
+  | 'ERR_VOLT_PROCESS_TABLE_FULL'
+  | 'ERR_VOLT_QUEUE_FULL'
+  | 'ERR_VOLT_NOT_HELD'
+  | 'ERR_VOLT_UNSUPPORTED'
+  | 'ERR_VOLT_CORRUPT'
+  | 'ERR_VOLT_FORKED'
+  | 'ERR_VOLT_OS_ERROR'
+  | 'ERR_VOLT_IN_CALLBACK';
+
+/** An error of a named semaphore (see {@link NamedErrorCode}). */
+export interface NamedError extends Error {
+  code: NamedErrorCode;
+  /** `ERR_VOLT_MISMATCH`: the total the existing semaphore was created with. */
+  existing?: number;
+  /** `ERR_VOLT_VERSION_MISMATCH`: the layout version found. */
+  found?: number;
+  /** `ERR_VOLT_NOT_HELD`: what this process holds. */
+  held?: number;
+  /** `ERR_VOLT_OS_ERROR`: the OS error number. */
+  errno?: number;
+}
+
 /**
  * A fair, weighted, async counting semaphore, shared by every worker thread that
  * attaches to it.
@@ -119,6 +184,12 @@ export declare class Semaphore {
 
   /** Permits available right now; 0 while anyone is queued. */
   readonly availablePermits: number;
+
+  /** The fixed total of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  readonly totalPermits: number | null;
+
+  /** The name of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  readonly name: string | null;
 
   /**
    * Grows the total by `n`: like `release(n)` (waiters first), but it does not
@@ -225,6 +296,44 @@ export declare class Semaphore {
    *   exists (every handle to it was garbage-collected or its threads ended).
    */
   static attach(value: SharedHandle): Semaphore;
+
+  /**
+   * The semaphore named `name` with `permits` permits in total, shared by
+   * every process (and thread) of this machine that opens that name: created
+   * if the name is free, else attached to (see {@link OpenOptions}). Same
+   * methods and guarantees as a local `Semaphore` (strict FIFO and weights
+   * across all processes, `AbortSignal`), with these differences:
+   *
+   * * the total is fixed (`addPermits`/`removePermits` throw
+   *   `ERR_VOLT_UNSUPPORTED`);
+   * * each process releases only what it holds (all its objects and threads
+   *   together; `heldPermits` is that count): more throws `ERR_VOLT_NOT_HELD`;
+   * * what a process still holds or waits for when it ends (exit, crash,
+   *   `kill -9`) or closes its last handle goes back to the others: at once
+   *   for another process with a request queued (within its 200 ms liveness
+   *   sweep), else at the next acquire that has to wait;
+   * * `close()` closes it for every process; `pendingCount` counts the
+   *   requests queued through this object and those `attach()`ed to it, not
+   *   those of other `open()`s of the name or of other processes;
+   * * every operation is a native call (its state is in shared memory: no JS
+   *   fast path).
+   *
+   * Linux only: elsewhere it throws `ERR_VOLT_UNSUPPORTED`.
+   * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
+   * @param permits the total, an integer in `1..=MAX_PERMITS`.
+   * @throws {TypeError} if `name` is not a string or `options` is malformed.
+   * @throws {RangeError} if `permits` or `options.mode` is out of range.
+   * @throws {NamedError} see {@link NamedErrorCode}.
+   */
+  static open(name: string, permits: number, options?: OpenOptions): Semaphore;
+
+  /**
+   * Removes the name (only the name: processes that opened it keep using the
+   * semaphore; the next `open` of the name creates a new one).
+   * @throws {NamedError} `ERR_VOLT_NOT_FOUND` if there is no such name,
+   *   `ERR_VOLT_INVALID_NAME`, `ERR_VOLT_PERMISSION`.
+   */
+  static unlink(name: string): void;
 }
 
 /**

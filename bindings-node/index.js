@@ -495,14 +495,23 @@ class Semaphore {
   #weak = undefined;
   /** Whether its waiters keep the thread alive (shared semaphores only). */
   #ref = true;
+  /** Whether it is a named semaphore shared by processes (Semaphore.open). */
+  #named = false;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
    */
   constructor(permits) {
     if (permits === INTERNAL) {
-      this.#h = arguments[1];
+      const h = arguments[1];
+      this.#h = h;
       this.#shared = true;
+      if (native.total(h) !== null) {
+        this.#named = true;
+        // Its state is in the shared segment: the JS fast path never applies
+        // (native.view would say so), so never ask for the views.
+        this.#slow = VIEW_AFTER;
+      }
       return;
     }
     checkCount(permits, 'permits');
@@ -548,7 +557,12 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
-    const r = native.acquire(this.#h, n);
+    let r;
+    try {
+      r = native.acquire(this.#h, n); // throws for a named semaphore's failures
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (r === 0) {
       if (v !== undefined) v.skip = false; // taken at once: uncontended again
       return value === undefined ? RESOLVED : Promise.resolve(value);
@@ -617,6 +631,16 @@ class Semaphore {
     return native.available(this.#h);
   }
 
+  /** The fixed total of a named semaphore (Semaphore.open); null for a local one. */
+  get totalPermits() {
+    return native.total(this.#h);
+  }
+
+  /** The name of a named semaphore (Semaphore.open); null for a local one. */
+  get name() {
+    return native.name(this.#h);
+  }
+
   /**
    * Adds `n` permits to the total (to the waiters first, like release(n), but
    * not counted as held permits given back), for code that resizes a limit
@@ -659,7 +683,9 @@ class Semaphore {
    * release gives back held permits first; releasing more adds to the total.
    */
   get heldPermits() {
-    return native.held(this.#h);
+    // A named semaphore: what this process holds, through every object and
+    // thread (the process's record in the segment).
+    return this.#named ? native.processHeld(this.#h) : native.held(this.#h);
   }
 
   /** Acquires queued on this semaphore, in every thread. */
@@ -766,6 +792,57 @@ class Semaphore {
 
   static attach(value) {
     return new Semaphore(INTERNAL, attachHandle(value, 'Semaphore'));
+  }
+
+  /**
+   * Opens (creating it if needed) the semaphore `name` of `permits` permits
+   * shared by every process of this machine that opens that name (Linux; see
+   * the README's "One limit across processes").
+   */
+  static open(name, permits, options) {
+    checkName(name, 'open');
+    if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+      throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
+    }
+    let flags = 0;
+    let mode = 0o600;
+    if (options !== undefined && options !== null) {
+      if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.open() options must be an object');
+      const { createOnly = false, attachOnly = false } = options;
+      if (typeof createOnly !== 'boolean' || typeof attachOnly !== 'boolean') {
+        throw typeError('volt-sem: options.createOnly and options.attachOnly must be booleans');
+      }
+      if (createOnly && attachOnly) {
+        throw typeError('volt-sem: options.createOnly and options.attachOnly exclude each other');
+      }
+      flags = (createOnly ? OPEN_CREATE_ONLY : 0) | (attachOnly ? OPEN_ATTACH_ONLY : 0);
+      if (options.mode !== undefined) {
+        mode = options.mode;
+        if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o777) {
+          throw rangeError(`volt-sem: options.mode must be an integer in 0..=0o777, got ${String(mode)}`);
+        }
+      }
+    }
+    return new Semaphore(INTERNAL, native.open(name, permits, flags, mode));
+  }
+
+  /**
+   * Removes the name of a named semaphore: processes that opened it keep
+   * using it; the next open() of the name creates a new one.
+   */
+  static unlink(name) {
+    checkName(name, 'unlink');
+    native.unlink(name);
+  }
+}
+
+// Semaphore.open() flags (src/named.rs).
+const OPEN_CREATE_ONLY = 1;
+const OPEN_ATTACH_ONLY = 2;
+
+function checkName(name, what) {
+  if (typeof name !== 'string') {
+    throw typeError(`volt-sem: Semaphore.${what}() needs a name string, got ${name === null ? 'null' : typeof name}`);
   }
 }
 

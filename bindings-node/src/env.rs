@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::sys;
-use volt_sem::{Finish, Waiter};
+use volt_sem::Finish;
 
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
@@ -20,6 +20,7 @@ use crate::raw::{args, double, int, lock, throw_internal};
 use crate::removal::NOT_ORPHAN;
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
+use volt_sem_backend::Waiter as CoreWaiter;
 
 /// The part of an environment other threads reach (through a node's `env`).
 pub(crate) struct EnvShared {
@@ -90,7 +91,7 @@ impl Drop for Enter {
 /// A queue node: the waiter of one request at a time, and what its wake
 /// callback needs. Boxed and pinned in a slot; reused once finished.
 pub(crate) struct Node {
-    pub(crate) waiter: Waiter,
+    pub(crate) waiter: CoreWaiter,
     /// `gen << 32 | slot` of the current request. Written by the owner while the
     /// waiter is idle; the wake callback reads it after `acquire_raw` published
     /// the waiter under the semaphore's lock.
@@ -133,7 +134,7 @@ pub(crate) struct Slot {
 }
 
 impl Node {
-    pub(crate) fn waiter(self: Pin<&Self>) -> Pin<&Waiter> {
+    pub(crate) fn waiter(self: Pin<&Self>) -> Pin<&CoreWaiter> {
         // SAFETY: structural pinning: `waiter` is never moved out of a pinned Node.
         unsafe { self.map_unchecked(|n| &n.waiter) }
     }
@@ -162,7 +163,7 @@ impl EnvCtx {
 
     pub(crate) fn new_node(&self) -> Pin<Box<Node>> {
         Box::pin(Node {
-            waiter: Waiter::new(),
+            waiter: CoreWaiter::new(),
             key: Cell::new(0),
             n: Cell::new(0),
             sem: RefCell::new(None),

@@ -15,6 +15,7 @@ use crate::abandon::js_abandon;
 use crate::codes::MAX_JS;
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
     js_pending, js_release, js_try_acquire,
@@ -53,7 +54,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 22] = [
+    let fns: [(&std::ffi::CStr, Cb); 27] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -76,6 +77,11 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"available", js_available),
         (c"isClosed", js_is_closed),
         (c"view", js_view),
+        (c"open", js_open),
+        (c"unlink", js_unlink),
+        (c"total", js_total),
+        (c"processHeld", js_process_held),
+        (c"name", js_name),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

@@ -16,6 +16,7 @@
 //!   cancel, close) and the queries.
 //! * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
 //!   bookkeeping around the core's.
+//! * [`named`]: `Semaphore.open`/`unlink` and the errors of named semaphores.
 //! * [`handle`]: what a JS `Semaphore` object holds (an External).
 //! * [`env`]: the per-environment state (one per main thread or worker): queue
 //!   nodes, slots, the thread-locals of the running native call.
@@ -49,6 +50,7 @@ mod delivery;
 mod env;
 mod exports;
 mod handle;
+mod named;
 mod ops;
 mod registry;
 mod removal;

@@ -8,13 +8,15 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::sys;
-use volt_sem::{AcquireError, RawAcquire, Semaphore, TryAcquireError};
+use volt_sem::RawAcquire;
+use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
     BAD_ARGS, BAD_COUNT, CLOSED, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
 use crate::env::{Enter, EnvCtx, Node};
 use crate::handle::{handle, handle_of, sem};
+use crate::named::{throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
 use crate::registry::NEXT_SEM_ID;
 use crate::removal::release_paying;
@@ -25,7 +27,7 @@ use crate::{RawEnv, RawValue};
 // create(permits): External | null
 native!(js_create, |env, _ctx, argv: [1]| {
     let Some(permits) = count(env, argv[0]) else { return null(env) };
-    let Some(core) = Semaphore::try_new(permits) else { return null(env) };
+    let Some(core) = Core::local(permits) else { return null(env) };
     let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
     handle(
         env,
@@ -39,47 +41,45 @@ native!(js_create, |env, _ctx, argv: [1]| {
             debt: AtomicUsize::new(0),
             orphans: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
+            name: None,
         }),
     )
 });
 
-// tryAcquire(h, n): OK | NO_PERMITS | CLOSED | BAD_COUNT
+// tryAcquire(h, n): OK | NO_PERMITS | CLOSED | BAD_COUNT | throws (named)
 native!(js_try_acquire, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     let code = match s.core.try_acquire(n) {
-        Ok(p) => {
-            p.forget();
+        Ok(()) => {
             s.add_held(n);
             OK
         }
-        Err(TryAcquireError::NoPermits) => NO_PERMITS,
-        Err(TryAcquireError::Closed) => CLOSED,
-        Err(TryAcquireError::TooManyPermits) => BAD_COUNT,
-        // The core's error enums are non_exhaustive: a later variant maps here.
-        Err(_) => BAD_COUNT,
+        Err(Error::NoPermits) => NO_PERMITS,
+        Err(Error::Closed) => CLOSED,
+        Err(Error::TooManyPermits) => BAD_COUNT,
+        Err(e) => return throw(env, e, "tryAcquire()"),
     };
     int(env, code)
 });
 
-// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued)
+// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued) |
+// throws (named: queue full, ...)
 native!(js_acquire, |env, ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     match s.core.try_acquire(n) {
-        Ok(p) => {
-            p.forget();
+        Ok(()) => {
             s.add_held(n);
             return int(env, OK);
         }
-        Err(TryAcquireError::Closed) => return int(env, CLOSED),
-        Err(TryAcquireError::TooManyPermits) => return int(env, BAD_COUNT),
-        Err(TryAcquireError::NoPermits) => {}
-        // The core's error enums are non_exhaustive: a later variant maps here.
-        Err(_) => return int(env, BAD_COUNT),
+        Err(Error::Closed) => return int(env, CLOSED),
+        Err(Error::TooManyPermits) => return int(env, BAD_COUNT),
+        Err(Error::NoPermits) => {}
+        Err(e) => return throw(env, e, "acquire()"),
     }
     let (slot, node) = ctx.take_slot(h, n);
     // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
@@ -97,20 +97,30 @@ native!(js_acquire, |env, ctx, argv: [2]| {
             s.add_held(n);
             OK
         }
-        Err(AcquireError::Closed) => CLOSED,
-        Err(AcquireError::TooManyPermits) => BAD_COUNT,
-        // The core's error enums are non_exhaustive: a later variant maps here.
-        Err(_) => BAD_COUNT,
+        Err(Error::Closed) => CLOSED,
+        Err(Error::TooManyPermits) => BAD_COUNT,
+        Err(e) => {
+            ctx.release_slot(slot);
+            return throw(env, e, "acquire()");
+        }
     };
     ctx.release_slot(slot);
     int(env, code)
 });
 
 // release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
+// | throws (named: more than this process holds, or adding)
 native!(js_release, |env, ctx, argv: [3]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
+    // A third argument `true` (addPermits) grows the total: no held permits back.
+    let mut adding = false;
+    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
+    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    if adding && s.core.as_shared().is_some() {
+        return throw_unsupported(env, "addPermits() on a named semaphore (its total is fixed)");
+    }
     // The core's limit is far above 2^53; keep JS counts exact. (Racy against a
     // concurrent release on another thread; the core's own check is exact.)
     if s.core.available_permits() > MAX_JS - n {
@@ -118,13 +128,18 @@ native!(js_release, |env, ctx, argv: [3]| {
     }
     ctx.confirm_all_on(s);
     let enter = Enter::new(ctx);
-    if release_paying(s, n).is_err() {
-        return int(env, RELEASE_OVERFLOW);
+    match release_paying(s, n) {
+        Ok(()) => {}
+        Err(Error::Overflow { .. }) => return int(env, RELEASE_OVERFLOW),
+        Err(e) => {
+            // Nothing was released, so nothing was woken in this call (the
+            // confirmations above release nothing, and a named semaphore's
+            // waiters are woken on its doorbell thread anyway): no outcome
+            // is left to settle; leftovers of earlier calls stay in `ready`.
+            drop(enter);
+            return throw(env, e, "release()");
+        }
     }
-    // A third argument `true` (addPermits) grows the total: no held permits back.
-    let mut adding = false;
-    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
-    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
     if !adding {
         s.sub_held(n);
     }
@@ -150,7 +165,9 @@ native!(js_close, |env, ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    s.core.close();
+    // Only a named semaphore's close can fail (a corrupt segment, a handle
+    // used after fork): then this process cannot close it anyway.
+    let _ = s.core.close();
     let k = ctx.settle_local();
     drop(enter);
     int(env, k as i32)

@@ -14,14 +14,16 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use napi::sys;
-use volt_sem::{Finish, TryAcquireError};
+use volt_sem::Finish;
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
 use crate::env::{EnvCtx, Node};
 use crate::handle::sem;
+use crate::named::throw_unsupported;
 use crate::raw::{args, count, int, lock, throw_internal};
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
+use volt_sem_backend::Error;
 
 /// A leaked `Pin<Box<Node>>` owned by its semaphore's orphan lists.
 pub(crate) struct OrphanNode(pub(crate) *mut Node);
@@ -44,7 +46,7 @@ pub(crate) const ORPHAN_CLAIMED: u8 = 2;
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.
-pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), volt_sem::ReleaseError> {
+pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), Error> {
     let mut cleared = false;
     let mut d = sem.debt.load(Ordering::SeqCst);
     while d > 0 && n > 0 {
@@ -202,6 +204,9 @@ impl EnvCtx {
 native!(js_remove_permits, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    if s.core.as_shared().is_some() {
+        return throw_unsupported(env, "removePermits() on a named semaphore (its total is fixed)");
+    }
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     if n == 0 {
         return int(env, OK);
@@ -222,10 +227,9 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
         if available == 0 || owed == 0 {
             break;
         }
-        match s.core.try_acquire(available.min(owed)) {
-            Ok(p) => {
-                let taken = p.num_permits();
-                p.forget();
+        let taken = available.min(owed);
+        match s.core.try_acquire(taken) {
+            Ok(()) => {
                 // Pay the debt with them; a release may have paid part of it
                 // meanwhile: give the excess back.
                 let mut d = s.debt.load(Ordering::SeqCst);
@@ -245,7 +249,7 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
                     }
                 }
             }
-            Err(TryAcquireError::NoPermits) => continue,
+            Err(Error::NoPermits) => continue,
             Err(_) => break,
         }
     }

@@ -1,12 +1,13 @@
 //! [`Sem`]: one semaphore as this binding sees it, shared (through `Arc`) by
-//! every environment holding a handle to it: the core semaphore plus the
+//! every environment holding a handle to it: the core semaphore (in-process,
+//! or named and shared by processes: `volt_sem_backend::Semaphore`) plus the
 //! binding's bookkeeping (held permits, queued requests, the `removePermits`
 //! debt and its orphans, whether it is shared or abandoned).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use volt_sem::Semaphore;
+use volt_sem_backend::Semaphore as Core;
 
 use crate::removal::OrphanNode;
 
@@ -16,7 +17,7 @@ use crate::removal::OrphanNode;
 /// sees as one `BigInt64Array` of two (see [`crate::view`]).
 #[repr(C)]
 pub(crate) struct Sem {
-    pub(crate) core: Semaphore,
+    pub(crate) core: Core,
     pub(crate) id: u64,
     /// Set once share() or attach() touched it: waiters may then be woken from
     /// another thread, so they keep their thread alive.
@@ -41,6 +42,8 @@ pub(crate) struct Sem {
     /// Orphans finished from inside their own wake callback: their memory may
     /// only be freed after it returned, so when the semaphore goes.
     pub(crate) graveyard: Mutex<Vec<OrphanNode>>,
+    /// The name of a named semaphore (`Semaphore.open`).
+    pub(crate) name: Option<Box<str>>,
 }
 
 impl Sem {

@@ -137,7 +137,10 @@ native!(js_view, |env, _ctx, argv: [1]| {
     if size_of::<usize>() != 8 || cfg!(target_endian = "big") {
         return null(env);
     }
-    let word = s.core.state_word() as *const _ as *const u8;
+    // A named semaphore's state is in the shared segment, under its lock: JS
+    // never touches it (every operation goes native).
+    let Some(local) = s.core.as_local() else { return null(env) };
+    let word = local.state_word() as *const _ as *const u8;
     let counters = &s.held as *const _ as *const u8;
     let (Some(a), Some(b)) = (typed(env, s, word, 1), typed(env, s, counters, 2)) else {
         return null(env);

@@ -1,6 +1,15 @@
 // Type-checked by test/types.test.js (tsc --noEmit): the CommonJS entry.
 import volt = require('volt-sem');
-import { Semaphore, Mutex, RwLock, MAX_PERMITS, type Releaser, type SharedHandle } from 'volt-sem';
+import {
+  Semaphore,
+  Mutex,
+  RwLock,
+  MAX_PERMITS,
+  type Releaser,
+  type SharedHandle,
+  type OpenOptions,
+  type NamedError,
+} from 'volt-sem';
 
 async function main(): Promise<void> {
   const s = new Semaphore(MAX_PERMITS > 4 ? 4 : 1);
@@ -29,6 +38,22 @@ async function main(): Promise<void> {
   const l = new RwLock();
   (await l.acquireRead())();
   void [locked, pending, cancelled, v, m.cancel(), l.pendingCount, volt.Semaphore === Semaphore];
+  const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660 };
+  const named: Semaphore = Semaphore.open('usage-cts', 2, options);
+  const about: [string | null, number | null] = [named.name, named.totalPermits];
+  void about;
+  await named.runExclusive(async () => named.availablePermits, 2, { signal: AbortSignal.timeout(100) });
+  try {
+    Semaphore.unlink('usage-cts');
+  } catch (e) {
+    const err = e as NamedError;
+    const why: string = err.code === 'ERR_VOLT_NOT_FOUND' ? 'gone' : err.message;
+    void [why, err.existing];
+  }
+  // @ts-expect-error: the name is a string
+  Semaphore.open(1, 2);
+  // @ts-expect-error: no such option
+  Semaphore.open('x', 2, { create: true });
   // @ts-expect-error: CommonJS has no default export
   void volt.default;
 }

@@ -1,0 +1,224 @@
+//! `Semaphore.open(name, permits, options)` and `Semaphore.unlink(name)`: the
+//! named semaphore shared by the processes of this machine (the
+//! `volt-sem-shm` crate; Linux), and the JS errors of its failures.
+//!
+//! A named semaphore is a [`Sem`] like any other, whose core (the seam's
+//! `volt_sem_backend::Semaphore`) is the process's handle on the segment. Opening the same name again (in this
+//! thread, a worker, or another process) gives another handle on the same
+//! permits; in one process every handle shares one process record, so
+//! permits acquired through one JS object may be released through another
+//! (in any thread), and whatever the process still holds when its last
+//! handle goes (every JS object collected, or the process exiting or
+//! killed) goes back to the others.
+//!
+//! # Errors
+//!
+//! Every failure the OS, another process or a file under `/dev/shm` can cause
+//! is thrown as an `Error` with a stable `code` (see [`code_of`]); counts out
+//! of range are `RangeError`s (`ERR_OUT_OF_RANGE`) as for `new Semaphore`.
+
+use std::ffi::{CStr, CString};
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use napi::sys;
+use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
+
+use crate::env::EnvCtx;
+use crate::handle::handle;
+use crate::raw::{args, count, double, null, throw_internal};
+use crate::registry::NEXT_SEM_ID;
+use crate::semaphore::Sem;
+use crate::{RawEnv, RawValue};
+
+// open() flags, as index.js passes them.
+const CREATE_ONLY: u32 = 1;
+const ATTACH_ONLY: u32 = 2;
+
+/// The `code` of the JS error for `e`, and whether it is a `RangeError`.
+pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
+    match e {
+        Error::InvalidName => (c"ERR_VOLT_INVALID_NAME", false),
+        Error::InvalidPermits | Error::TooManyPermits | Error::Overflow { .. } => {
+            (c"ERR_OUT_OF_RANGE", true)
+        }
+        Error::NotFound => (c"ERR_VOLT_NOT_FOUND", false),
+        Error::AlreadyExists => (c"ERR_VOLT_EXISTS", false),
+        Error::PermissionDenied => (c"ERR_VOLT_PERMISSION", false),
+        Error::TotalMismatch { .. } => (c"ERR_VOLT_MISMATCH", false),
+        Error::VersionMismatch { .. } => (c"ERR_VOLT_VERSION_MISMATCH", false),
+        Error::NotASegment => (c"ERR_VOLT_NOT_A_SEGMENT", false),
+        Error::ProcessTableFull => (c"ERR_VOLT_PROCESS_TABLE_FULL", false),
+        Error::QueueFull => (c"ERR_VOLT_QUEUE_FULL", false),
+        Error::Closed => (c"ERR_VOLT_CLOSED", false),
+        Error::NotHeld { .. } => (c"ERR_VOLT_NOT_HELD", false),
+        Error::Unsupported => (c"ERR_VOLT_UNSUPPORTED", false),
+        Error::Forked => (c"ERR_VOLT_FORKED", false),
+        Error::Corrupt => (c"ERR_VOLT_CORRUPT", false),
+        Error::InCallback => (c"ERR_VOLT_IN_CALLBACK", false),
+        // NoPermits and TimedOut cannot come out of the calls this binding
+        // makes where it throws; Os and later variants.
+        _ => (c"ERR_VOLT_OS_ERROR", false),
+    }
+}
+
+fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
+    // SAFETY: plain Node-API calls on the JS thread.
+    unsafe { sys::napi_set_named_property(env, obj, name.as_ptr(), double(env, v)) };
+}
+
+/// Throws the JS error of `e` (with `what` in its message) and returns null.
+pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
+    let (code, range) = code_of(e);
+    let msg = format!("volt-sem: {what}: {e}").replace('\0', " ");
+    let mut js_code = ptr::null_mut();
+    let mut js_msg = ptr::null_mut();
+    let mut err = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread; the strings are valid UTF-8
+    // of the given length.
+    unsafe {
+        sys::napi_create_string_utf8(env, code.as_ptr(), -1, &mut js_code);
+        sys::napi_create_string_utf8(env, msg.as_ptr().cast(), msg.len() as isize, &mut js_msg);
+        if range {
+            sys::napi_create_range_error(env, js_code, js_msg, &mut err);
+        } else {
+            sys::napi_create_error(env, js_code, js_msg, &mut err);
+        }
+    }
+    if err.is_null() {
+        return null(env);
+    }
+    match e {
+        Error::TotalMismatch { existing } => set_number(env, err, c"existing", existing as f64),
+        Error::VersionMismatch { found } => set_number(env, err, c"found", found as f64),
+        Error::NotHeld { held } => set_number(env, err, c"held", held as f64),
+        Error::Os(errno) => set_number(env, err, c"errno", errno as f64),
+        _ => {}
+    }
+    // SAFETY: throws the error just made, on the JS thread.
+    unsafe { sys::napi_throw(env, err) };
+    ptr::null_mut()
+}
+
+/// Throws an `Error` with `code === 'ERR_VOLT_UNSUPPORTED'`.
+pub(crate) fn throw_unsupported(env: RawEnv, what: &str) -> RawValue {
+    let msg = CString::new(format!("volt-sem: {what} is not supported").replace('\0', " "))
+        .unwrap_or_default();
+    // SAFETY: plain Node-API call on the JS thread.
+    unsafe { sys::napi_throw_error(env, c"ERR_VOLT_UNSUPPORTED".as_ptr(), msg.as_ptr()) };
+    ptr::null_mut()
+}
+
+/// A JS string argument as Rust `String` (`None` if it is not a string).
+fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
+    let mut len = 0usize;
+    // SAFETY: with a null buffer, only reports the UTF-8 length; fails on a
+    // non-string.
+    let status = unsafe { sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len) };
+    if status != sys::Status::napi_ok {
+        return None;
+    }
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0usize;
+    // SAFETY: `buf` has room for `len` bytes plus the NUL Node-API writes.
+    unsafe {
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut written)
+    };
+    buf.truncate(written);
+    // Lone surrogates were replaced by U+FFFD: still valid UTF-8.
+    String::from_utf8(buf).ok()
+}
+
+fn u32_arg(env: RawEnv, v: RawValue) -> u32 {
+    let mut out = 0u32;
+    // SAFETY: fails on a non-number, leaving 0.
+    unsafe { sys::napi_get_value_uint32(env, v, &mut out) };
+    out
+}
+
+// open(name, permits, flags, mode): External | throws. index.js checked the
+// argument types; the name's content and the permits' range are checked here
+// (by volt-sem-shm), so every language refuses the same names.
+native!(js_open, |env, _ctx, argv: [4]| {
+    let Some(name) = string_arg(env, argv[0]) else {
+        return throw(env, Error::InvalidName, "Semaphore.open(): the name must be a string");
+    };
+    let Some(permits) = count(env, argv[1]) else {
+        return throw(env, Error::InvalidPermits, "Semaphore.open()");
+    };
+    let flags = u32_arg(env, argv[2]);
+    let mut options = OpenOptions::new().mode(u32_arg(env, argv[3]));
+    if flags & CREATE_ONLY != 0 {
+        options = options.create_only();
+    } else if flags & ATTACH_ONLY != 0 {
+        options = options.attach_only();
+    }
+    let core = match Core::open(&name, permits, options) {
+        Ok(s) => s,
+        Err(e) => return throw(env, e, &format!("Semaphore.open({name:?}, {permits})")),
+    };
+    let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
+    handle(
+        env,
+        Arc::new(Sem {
+            core,
+            id,
+            // Its grants come from the process's doorbell thread, and other
+            // processes release: waiters keep their thread alive, and grants
+            // are delivered with confirmation, like a share()d semaphore's.
+            shared: AtomicBool::new(true),
+            queued: AtomicUsize::new(0),
+            abandoned: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            debt: AtomicUsize::new(0),
+            orphans: Mutex::new(Vec::new()),
+            graveyard: Mutex::new(Vec::new()),
+            name: Some(name.into()),
+        }),
+    )
+});
+
+// unlink(name): undefined | throws. Removes the name only.
+native!(js_unlink, |env, _ctx, argv: [1]| {
+    let Some(name) = string_arg(env, argv[0]) else {
+        return throw(env, Error::InvalidName, "Semaphore.unlink(): the name must be a string");
+    };
+    if let Err(e) = volt_sem_backend::unlink(&name) {
+        return throw(env, e, &format!("Semaphore.unlink({name:?})"));
+    }
+    null(env)
+});
+
+// total(h): the total of a named semaphore (null for an in-process one).
+native!(js_total, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    match s.core.total_permits() {
+        Some(total) => double(env, total as f64),
+        None => null(env),
+    }
+});
+
+// name(h): the name of a named semaphore (null for an in-process one).
+native!(js_name, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    let Some(name) = s.name.as_deref() else { return null(env) };
+    let mut out = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread; `name` is UTF-8 of that length.
+    unsafe { sys::napi_create_string_utf8(env, name.as_ptr().cast(), name.len() as isize, &mut out) };
+    out
+});
+
+// processHeld(h): what this process holds on a named semaphore, all its
+// handles and threads (null for an in-process one).
+native!(js_process_held, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    match s.core.as_shared().map(|n| n.held_permits()) {
+        Some(Ok(h)) => double(env, h as f64),
+        Some(Err(e)) => throw(env, e.into(), "heldPermits"),
+        None => null(env),
+    }
+});
