@@ -15,7 +15,8 @@ use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
 use crate::segment::{
-    slot_state, Census, Enqueued, Locked, OpError, Rings, Segment, SlotOutcome, MAX_WAITERS,
+    fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError, Rings, Segment,
+    SlotOutcome, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
 
@@ -193,8 +194,8 @@ impl Drop for Inner {
         // In a forked child the record is the parent's: leave it (the
         // mapping and the child's copy of the fd are still released).
         if !self.forked() {
-            let me = self.me;
-            let _ = self.locked(|l| ((), l.detach(me)));
+            let (me, fd) = (self.me, self.map.fd);
+            let _ = self.locked(|l| ((), l.detach(me, |i| sys::owner_dead(fd, i))));
         }
     }
 }
@@ -231,7 +232,8 @@ impl Inner {
             if let LockState::OwnerDied = state {
                 // Derived words first (the links must be sound before anything
                 // is served), then the dead records (the lock's owner is one).
-                rings.merge(l.repair());
+                let fd = self.map.fd;
+                rings.merge(l.repair(Some(self.me), |i| sys::owner_dead(fd, i)));
                 rings.merge(self.sweep_locked(&l));
                 sys::mark_consistent(seg);
             }
@@ -249,6 +251,14 @@ impl Inner {
     }
 
     fn ring(&self, rings: Rings) {
+        if rings.is_empty() {
+            return;
+        }
+        for i in rings.slots() {
+            // A blocked thread sleeps on the slot's state word itself (stored
+            // with Release under the lock).
+            sys::futex_wake(&self.seg().slots[i].state);
+        }
         for i in rings.iter() {
             let bell = &self.seg().procs[i].doorbell;
             // Release: the doorbell thread's Acquire load of the word before
@@ -277,7 +287,7 @@ impl Drop for Attachment {
             return; // the doorbell thread is the parent's, not ours
         }
         self.inner.stop.store(true, Release);
-        self.inner.ring(Rings(1u128 << self.inner.me));
+        self.inner.ring(Rings::proc(self.inner.me));
         let handle = self
             .doorbell
             .lock()
@@ -326,7 +336,7 @@ pub(crate) fn open(
         let l = Locked::new(seg);
         let mut rings = Rings::default();
         if let LockState::OwnerDied = state {
-            rings.merge(l.repair());
+            rings.merge(l.repair(None, |i| sys::owner_dead(fd, i)));
             rings.merge(l.sweep(None, |i| sys::owner_dead(fd, i)));
             sys::mark_consistent(seg);
         }
@@ -508,6 +518,12 @@ impl Attachment {
             return Err(Error::TooManyPermits);
         }
         let me = inner.me;
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        if fast_take(inner.seg(), me, n) == Fast::Done {
+            return Ok(());
+        }
         inner
             .locked(|l| match l.try_take(me, n) {
                 Err(OpError::NoPermits) => {
@@ -525,6 +541,18 @@ impl Attachment {
             return Ok(());
         }
         let me = self.inner.me;
+        if self.inner.forked() {
+            return Err(Error::Forked);
+        }
+        match if crate::hooks::release_must_lock() {
+            Fast::Slow
+        } else {
+            fast_release(self.inner.seg(), me, n)
+        } {
+            Fast::Done => return Ok(()),
+            Fast::NotHeld { held } => return Err(Error::NotHeld { held }),
+            Fast::Slow => {}
+        }
         self.inner
             .locked(|l| match l.release(me, n) {
                 Ok(rings) => (Ok(()), rings),
@@ -538,7 +566,7 @@ impl Attachment {
     }
 
     pub(crate) fn available(&self) -> u64 {
-        self.inner.seg().hdr.available.load(Relaxed)
+        crate::segment::word::available(self.inner.seg().hdr.state.load(Relaxed))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -586,6 +614,12 @@ impl Attachment {
                 Ok(RawAcquire::Ready)
             };
         }
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        if fast_take(inner.seg(), inner.me, n) == Fast::Done {
+            return Ok(RawAcquire::Ready);
+        }
         self.ensure_doorbell()?;
         w.requested.store(n, Relaxed);
         w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
@@ -616,7 +650,7 @@ impl Attachment {
                         // The doorbell thread may be asleep without a timeout
                         // (it had no waiter): wake it so that it starts its
                         // periodic liveness sweeps.
-                        rings.merge(Rings(1u128 << me));
+                        rings.merge(Rings::proc(me));
                     }
                     (Ok(RawAcquire::Pending), rings)
                 }

@@ -252,6 +252,7 @@ mod error;
 #[doc(hidden)]
 pub mod hooks;
 mod segment;
+mod sync;
 
 #[cfg(target_os = "linux")]
 mod imp;
