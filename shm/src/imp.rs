@@ -15,8 +15,8 @@ use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
 use crate::segment::{
-    fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError, Rings, Segment,
-    SlotOutcome, MAX_WAITERS,
+    fast_collect, fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError,
+    Rings, Segment, SlotOutcome, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
 
@@ -727,47 +727,89 @@ impl Attachment {
         }
     }
 
+    /// A blocking acquire: the thread sleeps on the futex word of its own
+    /// slot (the slot's `state`, marked `direct`), which the granting (or
+    /// closing) process wakes itself after unlocking: one wake-up, no
+    /// doorbell thread. While it waits it also runs the liveness sweep every
+    /// `SWEEP_PERIOD` (the doorbell thread does that only for raw waiters).
     pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
         if IS_DOORBELL.with(|d| d.get()) {
             return Err(Error::InCallback);
         }
-        struct Parked(std::thread::Thread);
-        unsafe extern "C" fn unpark(ctx: *mut c_void) {
-            // SAFETY: `ctx` is the `Parked` below, alive until finish_raw returned.
-            unsafe { &*(ctx as *const Parked) }.0.unpark();
+        let inner = &self.inner;
+        if n > inner.total {
+            return Err(Error::TooManyPermits);
         }
-        let parked = Parked(std::thread::current());
-        let waiter = core::pin::pin!(ShmWaiter::new());
-        // SAFETY: fresh pinned waiter; `parked` outlives it; finish_raw runs on
-        // every path below before either goes away.
-        let r = unsafe {
-            self.acquire_raw(
-                waiter.as_ref(),
-                n,
-                unpark,
-                &parked as *const Parked as *mut c_void,
-            )
-        }?;
-        if r == RawAcquire::Ready {
+        if n == 0 {
+            return if self.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(())
+            };
+        }
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        let me = inner.me;
+        if fast_take(inner.seg(), me, n) == Fast::Done {
             return Ok(());
         }
-        while waiter.state() == ShmWaiterState::Waiting {
-            match deadline {
-                None => std::thread::park(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
-                        break;
-                    }
-                    std::thread::park_timeout(d - now);
+        let queued = inner.locked(|l| {
+            let rings = match l.try_take(me, n) {
+                Ok(()) => return (Ok(None), Rings::default()),
+                Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
+                // Slow path: a dead holder may be sitting on permits.
+                Err(_) => inner.sweep_locked(l),
+            };
+            match l.enqueue(me, n) {
+                Ok(Enqueued::Ready) => (Ok(None), rings),
+                Ok(Enqueued::Queued { slot, seq }) => {
+                    // Under the same lock: no grant can be rung before the
+                    // slot says where to ring.
+                    let direct = l.set_direct(me, slot, seq);
+                    debug_assert!(direct);
+                    (Ok(Some((slot, seq))), rings)
                 }
+                Err(e) => (Err(op_error(e)), rings),
             }
+        })??;
+        let Some((slot, seq)) = queued else {
+            return Ok(());
+        };
+        let word = &inner.seg().slots[slot as usize].state;
+        let mut last_sweep = Instant::now();
+        loop {
+            // Acquire: pairs with the Release store of GRANTED or CLOSED under
+            // the lock; the futex re-checks the value, so a grant between
+            // this load and the wait makes the wait return at once.
+            if word.load(Acquire) != slot_state::QUEUED {
+                break;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if last_sweep.elapsed() >= SWEEP_PERIOD {
+                let _ = inner.locked(|l| ((), inner.sweep_locked(l)));
+                last_sweep = Instant::now();
+                continue;
+            }
+            let mut wait = SWEEP_PERIOD.saturating_sub(last_sweep.elapsed());
+            if let Some(d) = deadline {
+                wait = wait.min(d - now);
+            }
+            sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
-        // SAFETY: queued on `self` just above.
-        match unsafe { self.finish_raw(waiter.as_ref()) } {
-            Finish::Granted => Ok(()),
-            Finish::Closed => Err(Error::Closed),
-            Finish::Cancelled { .. } | Finish::Idle => Err(Error::TimedOut),
+        // Granted: collect without the lock (the releaser that woke us may
+        // still be in its critical section). Closed, or given up: finish
+        // under the lock (cancelling hands the partial grant on).
+        if fast_collect(inner.seg(), me, slot, seq) == Fast::Done {
+            return Ok(());
+        }
+        match inner.locked(|l| l.finish(me, slot, seq))? {
+            SlotOutcome::Granted => Ok(()),
+            SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),
+            SlotOutcome::Closed | SlotOutcome::Gone => Err(Error::Closed),
         }
     }
 

@@ -584,6 +584,39 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, n: u64) -> Fast {
     Fast::Done
 }
 
+/// Collects the grant of `slot` (ticket `seq`), a GRANTED request of `me`,
+/// into `me`'s `held` without the lock: what a blocked thread does when its
+/// direct futex wake-up arrives, so that it does not contend for the lock
+/// with the releaser that woke it.
+///
+/// Three writes: announce (`busy + 1`), free the slot (its permits are in
+/// transit), commit (`held + requested`, `busy - 1`). Only the owner changes
+/// a GRANTED slot of a live process, so the slot needs no CAS; a census in
+/// progress (FROZEN, read after the announcement) sends the caller to the
+/// lock instead (see `Locked::quiesce`).
+#[inline]
+pub(crate) fn fast_collect(seg: &Segment, me: u32, slot: u32, seq: u64) -> Fast {
+    let s = &seg.slots[slot as usize];
+    if s.state.load(Acquire) != slot_state::GRANTED
+        || s.owner.load(Relaxed) != me
+        || s.seq.load(Relaxed) != seq
+    {
+        return Fast::Slow;
+    }
+    let requested = s.requested.load(Relaxed);
+    let acct = &seg.procs[me as usize].acct;
+    if !announce(acct) {
+        return Fast::Slow;
+    }
+    if seg.hdr.state.load(SeqCst) & word::FROZEN != 0 {
+        acct.sub(1);
+        return Fast::Slow;
+    }
+    s.state.put(slot_state::FREE, Release);
+    acct.add(requested * acct::HELD - 1);
+    Fast::Done
+}
+
 /// `busy + 1` on an accounting word, unless it is saturated.
 #[inline(always)]
 fn announce(acct: &AtomicU64) -> bool {
@@ -868,7 +901,6 @@ impl<'a> Locked<'a> {
     /// thread of the owner sleeps on): its grant or close wakes that futex
     /// instead of the owner's doorbell. Returns false if the slot is not the
     /// caller's queued request any more (granted or closed meanwhile).
-    #[allow(dead_code)] // used by the direct waits (next commit)
     pub(crate) fn set_direct(&self, me: u32, slot: u32, seq: u64) -> bool {
         let s = self.slot(slot);
         if s.state.load(Relaxed) != slot_state::QUEUED
@@ -1741,6 +1773,14 @@ pub(crate) mod tests {
             ));
             s
         }
+        /// D queued for 5 and was granted by C's release of 1 (4 + 1).
+        fn build_granted() -> S {
+            let s = build_queued();
+            let l = Locked::new(&s.seg);
+            l.release(s.p[2], 1).unwrap();
+            assert_eq!(l.seg.slots[0].state.load(Relaxed), slot_state::GRANTED);
+            s
+        }
         type Op = fn(&Locked<'_>, &S);
         // (name, op, who dies if it crashes, who is dead from the start,
         //  whether the op holds the lock (a crash then means a repair))
@@ -1793,6 +1833,18 @@ pub(crate) mod tests {
                 &[],
                 false,
                 build_queued,
+            ),
+            (
+                "fast collect by D",
+                |l, s| {
+                    let seq = l.seg.slots[0].seq.load(Relaxed);
+                    assert_eq!(fast_collect(l.seg, s.p[3], 0, seq), Fast::Done);
+                    assert_eq!(l.held(s.p[3]), 5);
+                },
+                3,
+                &[],
+                false,
+                build_granted,
             ),
             (
                 "D sweeps A (dead mid take)",
