@@ -9,10 +9,10 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
-test: lint msrv test-core test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-c test-python test-node test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -55,6 +55,14 @@ test-core:
 # kills them with SIGKILL).
 test-shm:
 	cargo test -p volt-sem-shm
+
+# loom models of the shared-memory algorithm (processes as threads over one
+# segment in memory, crashes as operations abandoned after any write). Its own
+# target dir, as test-loom.
+test-shm-loom:
+	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
+	  cargo test -p volt-sem-shm --lib --release loom_model
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:

@@ -246,7 +246,10 @@
 
 #![warn(missing_docs)]
 // Elsewhere only the segment algorithm compiles (and is tested); `open` fails.
-#![cfg_attr(not(target_os = "linux"), allow(dead_code, unused_mut))]
+#![cfg_attr(
+    not(all(target_os = "linux", not(volt_loom))),
+    allow(dead_code, unused_mut)
+)]
 
 mod error;
 #[doc(hidden)]
@@ -254,15 +257,19 @@ pub mod hooks;
 mod segment;
 mod sync;
 
-#[cfg(target_os = "linux")]
+// The loom model of the segment algorithm (`make test-shm-loom`).
+#[cfg(all(test, volt_loom))]
+mod loom_model;
+
+#[cfg(all(target_os = "linux", not(volt_loom)))]
 mod imp;
-#[cfg(not(target_os = "linux"))]
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 #[path = "unsupported.rs"]
 mod imp;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(volt_loom)))]
 mod sys;
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(volt_loom)))]
 use core::ffi::c_void;
 use core::future::Future;
 use core::pin::Pin;
@@ -271,7 +278,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 pub use error::Error;
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(volt_loom)))]
 pub use imp::{ShmWaiter, ShmWaiterState};
 pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
@@ -371,7 +378,7 @@ impl SharedSemaphore {
         if permits == 0 || permits > MAX_PERMITS {
             return Err(Error::InvalidPermits);
         }
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(volt_loom)))]
         {
             let create = match (options.create, options.attach) {
                 (true, false) => sys::Create::Only,
@@ -381,7 +388,7 @@ impl SharedSemaphore {
             let att = imp::open(name, permits as u64, create, options.mode)?;
             Ok(SharedSemaphore { att })
         }
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(volt_loom))))]
         {
             let att = imp::open(name, permits as u64, options.mode)?;
             Ok(SharedSemaphore { att })
@@ -486,7 +493,7 @@ impl SharedSemaphore {
     /// * After `Pending`, `waiter` stays valid (and pinned) and `ctx` valid for
     ///   `wake`, until `finish_raw` returned.
     /// * `wake(ctx)` may be called on another thread.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub unsafe fn acquire_raw(
         &self,
         waiter: Pin<&ShmWaiter>,
@@ -508,14 +515,14 @@ impl SharedSemaphore {
     /// # Safety
     /// `waiter` is idle or was last queued through a handle of this process
     /// on this same name ([`SharedSemaphore::owns`] checks it).
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
         // SAFETY: forwarded contract.
         unsafe { self.att.finish_raw(waiter) }
     }
 
     /// Whether `waiter` was last queued on this semaphore (in this process).
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub fn owns(&self, waiter: &ShmWaiter) -> bool {
         self.att.owns(waiter)
     }
@@ -545,12 +552,12 @@ impl core::fmt::Debug for Acquire<'_> {
 }
 
 struct AsyncWait {
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
     waiter: ShmWaiter,
     waker: Mutex<Option<Waker>>,
 }
 
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(volt_loom)))]
 unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     // SAFETY: `ctx` is the `AsyncWait` kept alive by the future until
     // finish_raw returned.
@@ -566,12 +573,12 @@ impl Future for Acquire<'_> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         assert!(!self.done, "`Acquire` polled after it completed");
-        #[cfg(not(target_os = "linux"))]
+        #[cfg(not(all(target_os = "linux", not(volt_loom))))]
         {
             let _ = cx;
             match *self.sem.att {}
         }
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(volt_loom)))]
         {
             let this = &mut *self;
             match &this.wait {
@@ -626,7 +633,7 @@ impl Future for Acquire<'_> {
 
 impl Drop for Acquire<'_> {
     fn drop(&mut self) {
-        #[cfg(target_os = "linux")]
+        #[cfg(all(target_os = "linux", not(volt_loom)))]
         if let Some(w) = self.wait.take() {
             // SAFETY: queued on this semaphore; `w` lives until after finish_raw.
             let f = unsafe { self.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };

@@ -153,6 +153,12 @@ fn crash_point() {
 pub(crate) mod crash {
     use std::cell::Cell;
 
+    // Under loom, model threads share OS threads: loom's own thread-locals.
+    #[cfg(volt_loom)]
+    loom::thread_local! {
+        static BUDGET: Cell<Option<u32>> = Cell::new(None);
+    }
+    #[cfg(not(volt_loom))]
     std::thread_local! {
         static BUDGET: Cell<Option<u32>> = const { Cell::new(None) };
     }
