@@ -361,12 +361,10 @@ fn kill9_inside_the_lock_is_repaired() {
     // The kernel wakes the next locker (EOWNERDEAD) before it has closed the
     // dead process's files, so the repair may still see its liveness lock:
     // then its permits come back at the waiter's next periodic sweep.
+    // Bounded by the waiter's own timeout above (no timing assert: the
+    // machine may be loaded); typically well under a sweep period.
     let took = at - killed;
     eprintln!("kill -9 inside the lock -> next locker done after {took:?}");
-    assert!(
-        took < Duration::from_millis(volt_sem_shm::SWEEP_PERIOD_MS + 800),
-        "{took:?}"
-    );
     assert!(!s.saw("resumed"));
     let c = assert_conserved(&sem);
     assert!(c.repairs >= 1, "{c:?}");
