@@ -617,14 +617,14 @@ impl Attachment {
         if inner.forked() {
             return Err(Error::Forked);
         }
-        if fast_take(inner.seg(), inner.me, n) == Fast::Done {
-            return Ok(RawAcquire::Ready);
-        }
-        self.ensure_doorbell()?;
         w.requested.store(n, Relaxed);
         w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
         unsafe { *w.wake.get() = Some((wake, ctx)) };
+        if fast_take(inner.seg(), inner.me, n) == Fast::Done {
+            return Ok(RawAcquire::Ready);
+        }
+        self.ensure_doorbell()?;
         let me = inner.me;
         inner.locked(|l| {
             let rings = match l.try_take(me, n) {
@@ -733,6 +733,19 @@ impl Attachment {
     /// doorbell thread. While it waits it also runs the liveness sweep every
     /// `SWEEP_PERIOD` (the doorbell thread does that only for raw waiters).
     pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
+        self.acquire_deadline_polled(n, deadline, None).map(|_| ())
+    }
+
+    /// `acquire_deadline`, also calling `poll.1()` about every `poll.0` while
+    /// it waits; if that returns true, the request is cancelled (a partial
+    /// grant is handed on) and the result is `Ok(false)`, unless the grant
+    /// came first (`Ok(true)`).
+    pub(crate) fn acquire_deadline_polled(
+        &self,
+        n: u64,
+        deadline: Option<Instant>,
+        mut poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
         if IS_DOORBELL.with(|d| d.get()) {
             return Err(Error::InCallback);
         }
@@ -744,7 +757,7 @@ impl Attachment {
             return if self.is_closed() {
                 Err(Error::Closed)
             } else {
-                Ok(())
+                Ok(true)
             };
         }
         if inner.forked() {
@@ -752,7 +765,7 @@ impl Attachment {
         }
         let me = inner.me;
         if fast_take(inner.seg(), me, n) == Fast::Done {
-            return Ok(());
+            return Ok(true);
         }
         let queued = inner.locked(|l| {
             let rings = match l.try_take(me, n) {
@@ -774,10 +787,12 @@ impl Attachment {
             }
         })??;
         let Some((slot, seq)) = queued else {
-            return Ok(());
+            return Ok(true);
         };
         let word = &inner.seg().slots[slot as usize].state;
         let mut last_sweep = Instant::now();
+        let mut last_poll = Instant::now();
+        let mut interrupted = false;
         loop {
             // Acquire: pairs with the Release store of GRANTED or CLOSED under
             // the lock; the futex re-checks the value, so a grant between
@@ -789,6 +804,16 @@ impl Attachment {
             if deadline.is_some_and(|d| now >= d) {
                 break;
             }
+            if let Some((every, f)) = poll.as_mut() {
+                if last_poll.elapsed() >= *every {
+                    if f() {
+                        interrupted = true;
+                        break;
+                    }
+                    last_poll = Instant::now();
+                    continue;
+                }
+            }
             if last_sweep.elapsed() >= SWEEP_PERIOD {
                 let _ = inner.locked(|l| ((), inner.sweep_locked(l)));
                 last_sweep = Instant::now();
@@ -798,16 +823,20 @@ impl Attachment {
             if let Some(d) = deadline {
                 wait = wait.min(d - now);
             }
+            if let Some((every, _)) = &poll {
+                wait = wait.min(every.saturating_sub(last_poll.elapsed()));
+            }
             sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
         // Granted: collect without the lock (the releaser that woke us may
         // still be in its critical section). Closed, or given up: finish
         // under the lock (cancelling hands the partial grant on).
         if fast_collect(inner.seg(), me, slot, seq) == Fast::Done {
-            return Ok(());
+            return Ok(true);
         }
         match inner.locked(|l| l.finish(me, slot, seq))? {
-            SlotOutcome::Granted => Ok(()),
+            SlotOutcome::Granted => Ok(true),
+            SlotOutcome::Cancelled { .. } if interrupted => Ok(false),
             SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),
             SlotOutcome::Closed | SlotOutcome::Gone => Err(Error::Closed),
         }

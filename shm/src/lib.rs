@@ -534,9 +534,10 @@ impl SharedSemaphore {
         self.att.release(n as u64)
     }
 
-    /// Acquires `n` permits, blocking this thread (no polling: it parks, and
-    /// the doorbell thread unparks it) until they are granted in FIFO order
-    /// across all processes, or the semaphore is closed.
+    /// Acquires `n` permits, blocking this thread (no polling: it sleeps on
+    /// a futex word of its own queued request, which the granting process
+    /// wakes) until they are granted in FIFO order across all processes, or
+    /// the semaphore is closed.
     pub fn acquire_blocking(&self, n: usize) -> Result<(), Error> {
         self.att.acquire_deadline(n as u64, None)
     }
@@ -546,6 +547,26 @@ impl SharedSemaphore {
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
         self.att
             .acquire_deadline(n as u64, Instant::now().checked_add(timeout))
+    }
+
+    /// Like [`acquire_timeout`](Self::acquire_timeout) (`None`: no timeout),
+    /// also calling `interrupted()` on this thread about every `poll` while
+    /// it waits (for a binding that must run signal handlers, for example):
+    /// if it returns `true`, the request is cancelled (a partial grant is
+    /// handed on) and the result is `Ok(false)`. `Ok(true)`: granted (also
+    /// when the grant came before the interruption was honoured). The wait
+    /// stays one queued request from start to end: it keeps its FIFO place,
+    /// unlike a loop of short timeouts.
+    pub fn acquire_blocking_interruptible(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: Duration,
+        mut interrupted: impl FnMut() -> bool,
+    ) -> Result<bool, Error> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        self.att
+            .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))
     }
 
     /// Acquires `n` permits asynchronously. Cancel-safe: dropping the future

@@ -500,3 +500,51 @@ fn waker_contract_under_racing_finish_and_release() {
     let c = assert_conserved(&s);
     assert_eq!((c.available, c.held, c.queued), (1, 0, 0));
 }
+
+#[test]
+fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
+    let name = Name::new("intr");
+    let s = open(&name, 2);
+    s.try_acquire(2).unwrap();
+    let polls = AtomicUsize::new(0);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            s.acquire_blocking_interruptible(2, None, Duration::from_millis(1), || {
+                polls.fetch_add(1, Ordering::SeqCst);
+                stop.load(Ordering::SeqCst)
+            })
+        });
+        wait_queued(&s, 1);
+        // It polls while it waits, and stays queued (one request throughout).
+        while polls.load(Ordering::SeqCst) < 3 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(s.census().unwrap().queued, 1);
+        // A later try_acquire does not overtake it; a release is a partial grant.
+        assert_eq!(s.try_acquire(1), Err(Error::NoPermits));
+        s.release(1).unwrap();
+        assert_eq!(s.available_permits(), 0);
+        stop.store(true, Ordering::SeqCst);
+        assert_eq!(h.join().unwrap(), Ok(false));
+    });
+    // Cancelled: its partial grant was handed on, nothing held for it.
+    let c = assert_conserved(&s);
+    assert_eq!((c.available, c.held, c.queued), (1, 1, 0));
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            s.acquire_blocking_interruptible(
+                2,
+                Some(Duration::from_secs(60)),
+                Duration::from_millis(1),
+                || false,
+            )
+        });
+        wait_queued(&s, 1);
+        s.release(1).unwrap();
+        assert_eq!(h.join().unwrap(), Ok(true));
+    });
+    assert_eq!(s.held_permits(), Ok(2));
+    s.release(2).unwrap();
+    assert_eq!(assert_conserved(&s).available, 2);
+}
