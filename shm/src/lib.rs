@@ -159,7 +159,13 @@
 //! liveness lock a forked child still holds), the recount gives up: the
 //! counter is kept as it is (permits in transit stay lost *for now*, never
 //! duplicated), FROZEN is cleared, and the recount stays owed: every later
-//! sweep tries again. `census()` (tests, diagnostics) takes the same frozen
+//! sweep tries again, waiting only microseconds this time, so that a stopped
+//! process does not cost every slow path 50 ms (tested by
+//! `recount_gives_up_on_a_stuck_live_process_and_retries_later`). The segment
+//! lock is held during that wait, as during any critical section; so a
+//! process stopped inside a fast operation, like one stopped inside the lock,
+//! slows the others down until it continues or dies, and never makes them
+//! lose or duplicate a permit. `census()` (tests, diagnostics) takes the same frozen
 //! snapshot. The crash tests kill every fast operation and every recount
 //! after each of their writes (`crash_at_every_write_of_the_fast_path_and_of_its_recovery`),
 //! and `kill9_inside_a_fast_release_is_recounted` does it to a real process.

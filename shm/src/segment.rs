@@ -37,6 +37,9 @@ pub const MAX_PERMITS: usize = (1 << 53) - 1;
 
 pub(crate) const NIL: u32 = u32::MAX;
 
+/// `Header::recount_pending`: a recount attempt already gave up.
+const GAVE_UP: u32 = 2;
+
 /// The state word (`Header::state`): `available << SHIFT | FROZEN | QUEUED | CLOSED`.
 pub(crate) mod word {
     /// Set once by `close` (derived from `Header::closed`).
@@ -239,8 +242,9 @@ pub(crate) struct Header {
     pub(crate) repairs: AtomicU32,
     /// Diagnostics: how many dead process records were reclaimed.
     pub(crate) reclaims: AtomicU64,
-    /// A recount is owed: a process died inside a fast operation, and the
-    /// census that settles it could not be taken yet.
+    /// A recount is owed (1): a process died inside a fast operation; or
+    /// owed and an attempt already gave up waiting for a quiescent moment
+    /// (`GAVE_UP`: later attempts only wait briefly).
     pub(crate) recount_pending: AtomicU32,
     /// Diagnostics: how many recounts ran.
     pub(crate) recounts: AtomicU32,
@@ -780,7 +784,9 @@ impl<'a> Locked<'a> {
         let a = proc.acct.load(SeqCst);
         let h = self.hdr();
         if acct::busy(a) != 0 {
-            h.recount_pending.put(1, Relaxed);
+            if h.recount_pending.load(Relaxed) == 0 {
+                h.recount_pending.put(1, Relaxed);
+            }
             self.drop_slots(p);
             proc.acct.put(0, SeqCst);
             proc.state.put(proc_state::FREE, Release);
@@ -1056,7 +1062,7 @@ impl<'a> Locked<'a> {
     /// read, so its CAS comes after the freeze and fails, and its only other
     /// writes (announce and undo) cancel out. So the value read is the
     /// record's `held` for as long as FROZEN stays set.
-    fn quiesce(&self, me: Option<u32>, dead: Dead<'_>) -> Option<(u64, u128)> {
+    fn quiesce(&self, me: Option<u32>, dead: Dead<'_>, patient: bool) -> Option<(u64, u128)> {
         let mut held = 0;
         let mut gone = 0u128;
         for i in 0..MAX_PROCESSES as u32 {
@@ -1075,7 +1081,7 @@ impl<'a> Locked<'a> {
                     gone |= 1u128 << i;
                     break;
                 }
-                if !crate::sync::pause(round) {
+                if !crate::sync::pause(round, patient) {
                     return None;
                 }
                 round += 1;
@@ -1115,7 +1121,10 @@ impl<'a> Locked<'a> {
         h.recounts
             .put(h.recounts.load(Relaxed).wrapping_add(1), Relaxed);
         h.state.or(word::FROZEN);
-        let free = match self.quiesce(me, dead) {
+        // A retry of a recount that gave up before waits only briefly (see
+        // `sync::pause`); the sweep after it tries again.
+        let patient = h.recount_pending.load(Relaxed) != GAVE_UP;
+        let free = match self.quiesce(me, dead, patient) {
             Some((held, gone)) => {
                 for p in bits(gone) {
                     self.drop_slots(p as u32);
@@ -1130,7 +1139,7 @@ impl<'a> Locked<'a> {
                 self.total().saturating_sub(held + self.granted().0)
             }
             None => {
-                h.recount_pending.put(1, Relaxed);
+                h.recount_pending.put(GAVE_UP, Relaxed);
                 word::available(h.state.load(SeqCst))
             }
         };
@@ -1219,7 +1228,7 @@ impl<'a> Locked<'a> {
     pub(crate) fn census(&self) -> Census {
         let h = self.hdr();
         h.state.or(word::FROZEN);
-        let quiet = self.quiesce(None, &mut |_| false).map(|q| q.0);
+        let quiet = self.quiesce(None, &mut |_| false, true).map(|q| q.0);
         let held = quiet.unwrap_or_else(|| {
             self.seg
                 .procs
@@ -1711,6 +1720,37 @@ pub(crate) mod tests {
         assert_eq!(l.try_take(a, 1), Err(OpError::Closed));
         assert_eq!(fast_release(&seg, a, 1), Fast::Done);
         check(&l);
+    }
+
+    #[test]
+    fn recount_gives_up_on_a_stuck_live_process_and_retries_later() {
+        let seg = heap_segment(10);
+        let l = Locked::new(&seg);
+        let (a, b, c) = (attach(&l), attach(&l), attach(&l));
+        // A died inside a fast take of 3 (announced, counter taken): 3 in transit.
+        assert!(crash::run(2, || {
+            fast_take(&seg, a, 3);
+        }));
+        // B is alive but stopped at the same point of a fast take of 2.
+        assert!(crash::run(2, || {
+            fast_take(&seg, b, 2);
+        }));
+        assert_eq!(l.available(), 5);
+        // C's sweep finds A dead and busy: a recount is owed, but B stays busy
+        // for the whole wait: nothing is handed out while unsure.
+        l.sweep(Some(c), |p| p == a);
+        assert_eq!(seg.hdr.recount_pending.load(Relaxed), GAVE_UP);
+        assert_eq!(l.available(), 5);
+        assert_eq!(seg.hdr.state.load(Relaxed) & word::FROZEN, 0);
+        assert_eq!(fast_take(&seg, c, 1), Fast::Done, "the fast path goes on");
+        // B resumes (its commit); the next sweep's recount succeeds.
+        seg.procs[b as usize]
+            .acct
+            .fetch_add(2 * acct::HELD - 1, SeqCst);
+        l.sweep(Some(c), |p| p == a);
+        assert_eq!(seg.hdr.recount_pending.load(Relaxed), 0);
+        check(&l);
+        assert_eq!((l.available(), l.held(b), l.held(c)), (7, 2, 1));
     }
 
     #[test]
