@@ -16,7 +16,7 @@ use volt_sem::{Finish, RawAcquire, WakeFn};
 use crate::error::Error;
 use crate::segment::{
     fast_collect, fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError,
-    Rings, Segment, SlotOutcome, MAX_WAITERS,
+    Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
 
@@ -171,6 +171,95 @@ pub(crate) struct Inner {
     gen: u64,
     local: Mutex<Local>,
     stop: AtomicBool,
+    /// Unique among this process's attachments, ever: the key of the
+    /// threads' lane caches (never an address, which could be reused).
+    id: u64,
+    /// Which of the record's lanes a thread of this process owns (bit i:
+    /// lane i). Process-local.
+    lanes: AtomicU64,
+}
+
+/// The next `Inner::id`.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// This thread's lanes, one per attachment it used lately (at most
+/// `LANE_CACHE`): released when the thread exits or the entry is evicted.
+struct LaneCache(Vec<(u64, Weak<Inner>, u32)>);
+
+const LANE_CACHE: usize = 4;
+
+fn release_lane(inner: &Weak<Inner>, lane: u32) {
+    if let Some(inner) = inner.upgrade() {
+        // Release: the next owner's claim (Acquire) sees our last lane store.
+        inner.lanes.fetch_and(!(1u64 << lane), Release);
+    }
+}
+
+impl Drop for LaneCache {
+    fn drop(&mut self) {
+        for (_, inner, lane) in self.0.drain(..) {
+            release_lane(&inner, lane);
+        }
+    }
+}
+
+std::thread_local! {
+    /// The lane of the attachment this thread used last: `(id, lane)`.
+    static HOT_LANE: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+    static LANE_CACHE_TL: RefCell<LaneCache> = const { RefCell::new(LaneCache(Vec::new())) };
+}
+
+/// This thread's lane in `inner`'s process record (claimed on first use), or
+/// `None` if all `LANES` are owned by other threads (then the fast path marks
+/// itself with the `busy` count instead), or during thread teardown.
+#[inline]
+fn lane(inner: &Arc<Inner>) -> Option<u32> {
+    match HOT_LANE.try_with(Cell::get) {
+        Ok((id, lane)) if id == inner.id => Some(lane),
+        Ok(_) => claim_lane(inner),
+        Err(_) => None,
+    }
+}
+
+#[cold]
+fn claim_lane(inner: &Arc<Inner>) -> Option<u32> {
+    LANE_CACHE_TL
+        .try_with(|c| {
+            let mut c = c.try_borrow_mut().ok()?;
+            if let Some(&(_, _, lane)) = c.0.iter().find(|e| e.0 == inner.id) {
+                HOT_LANE.with(|h| h.set((inner.id, lane)));
+                return Some(lane);
+            }
+            let all = if LANES >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << LANES) - 1
+            };
+            let mut taken = inner.lanes.load(Relaxed);
+            let lane = loop {
+                let free = !taken & all;
+                if free == 0 {
+                    return None;
+                }
+                let lane = free.trailing_zeros();
+                match inner
+                    .lanes
+                    .compare_exchange(taken, taken | 1 << lane, Acquire, Relaxed)
+                {
+                    Ok(_) => break lane,
+                    Err(now) => taken = now,
+                }
+            };
+            if c.0.len() >= LANE_CACHE {
+                let (_, old, old_lane) = c.0.remove(0);
+                release_lane(&old, old_lane);
+            }
+            c.0.push((inner.id, Arc::downgrade(inner), lane));
+            HOT_LANE.with(|h| h.set((inner.id, lane)));
+            Some(lane)
+        })
+        .ok()
+        .flatten()
 }
 
 /// Bumped in every forked child (a `pthread_atfork` handler).
@@ -364,6 +453,8 @@ pub(crate) fn open(
             count: 0,
         }),
         stop: AtomicBool::new(false),
+        id: NEXT_ID.fetch_add(1, Relaxed),
+        lanes: AtomicU64::new(0),
     });
     inner.ring(rings);
     let att = Arc::new(Attachment {
@@ -521,7 +612,7 @@ impl Attachment {
         if inner.forked() {
             return Err(Error::Forked);
         }
-        if fast_take(inner.seg(), me, n) == Fast::Done {
+        if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
             return Ok(());
         }
         inner
@@ -547,7 +638,7 @@ impl Attachment {
         match if crate::hooks::release_must_lock() {
             Fast::Slow
         } else {
-            fast_release(self.inner.seg(), me, n)
+            fast_release(self.inner.seg(), me, lane(&self.inner), n)
         } {
             Fast::Done => return Ok(()),
             Fast::NotHeld { held } => return Err(Error::NotHeld { held }),
@@ -621,7 +712,7 @@ impl Attachment {
         w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
         unsafe { *w.wake.get() = Some((wake, ctx)) };
-        if fast_take(inner.seg(), inner.me, n) == Fast::Done {
+        if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
             return Ok(RawAcquire::Ready);
         }
         self.ensure_doorbell()?;
@@ -764,7 +855,7 @@ impl Attachment {
             return Err(Error::Forked);
         }
         let me = inner.me;
-        if fast_take(inner.seg(), me, n) == Fast::Done {
+        if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
             return Ok(true);
         }
         let queued = inner.locked(|l| {

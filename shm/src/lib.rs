@@ -31,7 +31,7 @@
 //!            | queue_len, head, tail | next ticket | recount owed | stats
 //!   Lock     pthread_mutex_t, PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST
 //!   Procs    [MAX_PROCESSES = 128]  state | doorbell (futex word) | pid | start time
-//!                                   | acct (held << 11 | busy)
+//!                                   | acct (held << 11 | busy) | lanes [16]
 //!   Slots    [MAX_WAITERS = 1024]   state (also a futex word) | owner | requested
 //!                                   | remaining | ticket | prev, next | direct
 //! ```
@@ -113,46 +113,79 @@
 //! * CLOSED shuts the fast `try_acquire`; releases still work.
 //! * FROZEN shuts both, while a locker takes a census (below).
 //!
-//! **Per-process accounting without the lock.** A process's `held` shares
-//! one word, `acct = held << 11 | busy`, with `busy`: how many of its threads
-//! are inside a fast operation. Every fast operation is three RMWs, SeqCst:
+//! **Per-process accounting without the lock.** A process's `held` is one
+//! word, `acct = held << 11 | busy`, changed by RMW only (its threads change
+//! it at once). Every fast operation also marks itself *in flight* for the
+//! whole window in which the state word and `held` disagree, in one of two
+//! ways:
 //!
-//! | operation | write 1 | write 2 | write 3 |
-//! | --- | --- | --- | --- |
-//! | `try_acquire(n)` | `busy + 1` | state: `available − n` | `held + n`, `busy − 1` |
-//! | `release(n)` | `held − n` (checked), `busy + 1` | state: `available + n` | `busy − 1` |
-//! | collect a direct grant | `busy + 1` | slot → FREE | `held + requested`, `busy − 1` |
+//! * its thread's **lane**: each process record has 16 lane words; a thread
+//!   of the process owns one (claimed on its first fast operation on that
+//!   semaphore, released when the thread exits; the claims are a
+//!   process-local bitmap), and only that thread writes it, with plain
+//!   stores: odd while an operation is in flight, the next even value after.
+//!   This is the normal case: two RMWs per operation (the state word and
+//!   `held`), where the in-process semaphore needs one.
+//! * `busy`, the low 11 bits of `acct`, when all 16 lanes are taken (a 17th
+//!   thread) or the collect of a direct grant: one more RMW per operation.
+//!
+//! | operation | write 1 | write 2 | write 3 | write 4 |
+//! | --- | --- | --- | --- | --- |
+//! | `try_acquire(n)` | lane odd | state: `available − n` | `held + n` | lane even |
+//! | `release(n)` | lane odd | `held − n` (checked) | state: `available + n` | lane even |
+//! | `try_acquire(n)`, no lane | `busy + 1` | state: `available − n` | `held + n`, `busy − 1` | |
+//! | `release(n)`, no lane | `held − n` (checked), `busy + 1` | state: `available + n` | `busy − 1` | |
+//! | collect a direct grant | `busy + 1` | slot → FREE | `held + requested`, `busy − 1` | |
 //!
 //! Each follows the **transit rule** (below): permits leave one place before
 //! they enter the next, so a death between two writes leaves them *in
-//! transit*, counted nowhere, never counted twice; and `busy != 0` marks
-//! every such window. (A fast release that finds QUEUED at write 2 undoes
-//! write 1 with one add: `held + n`, `busy − 1`.)
+//! transit*, counted nowhere, never counted twice; and an odd lane or
+//! `busy != 0` marks every such window. (A fast release that finds QUEUED at
+//! the state write undoes its `held − n` with one add and ends its mark.)
 //!
 //! **A death inside a fast operation** (no lock is held, so nobody sees
 //! `EOWNERDEAD`): the process's record is found dead by a liveness sweep as
-//! usual, with `busy != 0`. Its `held` is then not trusted (permits may be in
+//! usual, with an odd lane or `busy != 0`. Its `held` is then not trusted (permits may be in
 //! transit): the record is freed and a **recount** is owed
 //! (`recount_pending`), which the sweeper runs at once:
 //!
 //! 1. set FROZEN (one RMW on the state word): from then on every fast
 //!    operation's write 2 fails;
-//! 2. *quiesce*: read each LIVE record's `acct` until its `busy` is 0 (a live
-//!    thread finishes its few instructions), or its owner is found dead (then
-//!    it is freed without trusting it);
+//! 2. *quiesce*: for each LIVE record, read its lanes, its `acct`, its lanes
+//!    again, until the lanes are all even and unchanged and `busy` is 0 (a
+//!    live thread finishes its few instructions), or its owner is found dead
+//!    (then it is freed without trusting it);
 //! 3. `available = total − Σ held(LIVE) − Σ granted(slots)`, flags rebuilt
 //!    from the FIFO and `closed`, the free permits served to the FIFO head as a
 //!    release would, FROZEN cleared.
 //!
 //! Why the sum in 3 is exact while other processes keep running their fast
-//! paths: all these writes and reads are SeqCst, so they have one total
-//! order. A record read with `busy == 0` has no operation between its write 1
-//! and its write 3 at that point; an operation it starts later announces
-//! after that read, hence after FROZEN was set, so its write 2 fails and its
-//! other writes cancel out (announce/undo). So every record's `held` as read
-//! stays its truth for as long as FROZEN is set. Locked operations cannot run
-//! meanwhile (the recounter holds the lock). On x86-64 every RMW is a locked
-//! instruction whatever its ordering: SeqCst costs nothing there.
+//! paths (the RMWs are SeqCst; the lane stores are Relaxed when made odd and
+//! Release when made even, the census loads them Acquire). Take any fast
+//! operation O of a record, and the census's reads `lanes1`, `acct`,
+//! `lanes2`:
+//!
+//! * if O's state write succeeded before FROZEN was set, FROZEN's RMW reads
+//!   that write (or a later one), so O's "odd" store happens before it, hence
+//!   before `lanes1`: `lanes1` shows O odd (rejected) or O's final even store,
+//!   after which all of O's writes are visible to the `acct` read: complete.
+//! * if the `acct` read sees one of O's `held` writes, O's "odd" store
+//!   happens before that write, hence before `lanes2`: `lanes2` differs from
+//!   `lanes1` unless `lanes1` already showed O (then odd, or even and O
+//!   complete): rejected or complete.
+//! * otherwise O's state write comes after FROZEN and fails: its only other
+//!   write, a release's `held − n`, is undone by O itself, after the `acct`
+//!   read. Net zero.
+//!
+//! With `busy` instead of a lane, `busy + 1` is in the same RMW as (or
+//! before) every change of `held`, and the `acct` read is rejected while it
+//! is not 0: the same three cases with `busy` as the mark. So every record's
+//! `held` as read stays its truth for as long as FROZEN is set. Locked
+//! operations cannot run meanwhile (the recounter holds the lock). On x86-64
+//! every RMW is a locked instruction whatever its ordering: SeqCst costs
+//! nothing there. The collect of a direct grant has no state-word write, so it
+//! checks FROZEN itself after its `busy + 1`: both SeqCst, one of the two sees
+//! the other (it then undoes and takes the lock).
 //!
 //! If some LIVE record stays busy for the whole wait (about 50 ms: a process
 //! stopped with `SIGSTOP` inside a fast operation, or a dead one whose
@@ -336,9 +369,10 @@
 //!
 //! `cargo bench -p volt-sem-shm --bench shm`; the figures, with the machine
 //! and load, are in `docs/benchmarks.md`, *Shared memory*. In short:
-//! uncontended `try_acquire(1)` + `release(1)` is six uncontended RMWs (three
-//! per operation; the in-process semaphore needs two in all), about 2 to 3
-//! times the in-process cost (it was 5.5 times with the lock on every
+//! uncontended `try_acquire(1)` + `release(1)` is four uncontended RMWs (two
+//! per operation: the state word and the process's `held`; the in-process
+//! semaphore needs two in all), about 2 to 2.5 times the in-process cost on
+//! the measured machine (it was 4 to 5.5 times with the lock on every
 //! operation); cross-process hand-off to a blocked thread is one futex
 //! wake-up, about as fast as a POSIX named semaphore's `sem_post` ->
 //! `sem_wait`.

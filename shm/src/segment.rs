@@ -31,6 +31,12 @@ pub const MAX_WAITERS: usize = 4;
 /// The loom model runs on a small segment (every atomic is tracked).
 #[cfg(volt_loom)]
 pub const MAX_PROCESSES: usize = 4;
+/// In-flight markers per process record: one per thread of the process that
+/// uses the fast path (more threads fall back to the `busy` count).
+#[cfg(not(volt_loom))]
+pub(crate) const LANES: usize = 16;
+#[cfg(volt_loom)]
+pub(crate) const LANES: usize = 2;
 /// The largest `total` a segment can be created with, and the largest request:
 /// 2^53 - 1, so that every count is exact in a JavaScript number.
 pub const MAX_PERMITS: usize = (1 << 53) - 1;
@@ -271,6 +277,10 @@ pub(crate) struct Proc {
     /// threads are inside a fast operation. Changed only by RMW (several
     /// threads of the process change it at once, with or without the lock).
     pub(crate) acct: AtomicU64,
+    /// Per-thread in-flight markers (see [`fast_take`]): lane `i` is written
+    /// only by the thread of this process that owns it, with plain stores;
+    /// odd while that thread is inside a fast operation.
+    pub(crate) lanes: [AtomicU64; LANES],
 }
 
 /// One queued (or completed, not yet collected) request.
@@ -356,6 +366,7 @@ impl Segment {
                     _reserved: a32(),
                     start_time: a64(),
                     acct: a64(),
+                    lanes: core::array::from_fn(|_| a64()),
                 }),
                 slots: core::array::from_fn(|_| Slot {
                     state: a32(),
@@ -505,7 +516,7 @@ pub(crate) enum Fast {
     /// `release`: the process holds only `held` (nothing was changed).
     NotHeld { held: u64 },
     /// Not possible without the lock (queued, closed, frozen, not enough
-    /// permits, or 2047 threads of this process inside the fast path):
+    /// permits, or 2047 lane-less threads of this process inside the fast path):
     /// nothing was changed; take the slow path.
     Slow,
 }
@@ -513,28 +524,51 @@ pub(crate) enum Fast {
 /// Takes `n` permits for process `me` without the lock, if nobody is queued,
 /// the semaphore is open and `n` are available.
 ///
-/// Three writes: announce (`busy + 1`), take (`available - n`, one CAS on
-/// the state word), commit (`held + n` and `busy - 1` in one add). Died
-/// between the first two: `busy` says an operation may be in flight, the
-/// counter is intact. Between the last two: the permits are in transit
-/// (out of the counter, not yet in `held`) and `busy` says so. Either way the
-/// reclaim of the dead process, seeing `busy != 0`, does not trust `held` and
-/// recounts (see `Locked::recount`).
+/// With the caller's `lane` (a thread's own lane of the record, see the
+/// crate docs, *The fast path*), four writes: lane odd (plain store), take
+/// (`available - n`, one CAS on the state word), `held + n` (one add), lane
+/// even. Without one, three: announce (`busy + 1`), take, commit (`held + n`
+/// and `busy - 1` in one add). Died after the first write: the mark says an
+/// operation may be in flight, the counter is intact; after the take: the
+/// permits are in transit (out of the counter, not yet in `held`) and the
+/// mark says so. Either way the reclaim of the dead process, seeing the mark,
+/// does not trust `held` and recounts (see `Locked::recount`).
 #[inline]
-pub(crate) fn fast_take(seg: &Segment, me: u32, n: u64) -> Fast {
+pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fast {
     use word::*;
     let state = &seg.hdr.state;
-    let acct = &seg.procs[me as usize].acct;
+    let proc = &seg.procs[me as usize];
+    let acct = &proc.acct;
     let mut s = state.load(Relaxed);
     if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
         return Fast::Slow;
     }
-    if !announce(acct) {
-        return Fast::Slow;
-    }
+    let Some(lane) = lane else {
+        if !announce(acct) {
+            return Fast::Slow;
+        }
+        loop {
+            if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
+                acct.sub(1);
+                return Fast::Slow;
+            }
+            match state.cas(s, s - n * ONE) {
+                Ok(_) => break,
+                Err(now) => s = now,
+            }
+        }
+        acct.add(n * acct::HELD - 1);
+        return Fast::Done;
+    };
+    // The same with the caller's lane as the in-flight marker: plain stores
+    // instead of the two `busy` RMWs.
+    let w = &proc.lanes[lane as usize];
+    let v = w.load(Relaxed);
+    debug_assert_eq!(v & 1, 0, "lane in use");
+    w.put(v + 1, Relaxed);
     loop {
         if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
-            acct.sub(1);
+            w.put(v + 2, Release);
             return Fast::Slow;
         }
         match state.cas(s, s - n * ONE) {
@@ -542,39 +576,61 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, n: u64) -> Fast {
             Err(now) => s = now,
         }
     }
-    acct.add(n * acct::HELD - 1);
+    acct.add(n * acct::HELD);
+    w.put(v + 2, Release);
     Fast::Done
 }
 
 /// Gives back `n` permits that process `me` holds without the lock, if nobody
 /// is queued (then there is nobody to hand them to: they go to the counter).
 ///
-/// Three writes: take out of `held` and announce (`held - n`, `busy + 1`, one
-/// CAS on the accounting word, which also checks `held >= n`), put into the
-/// counter (one CAS on the state word), done (`busy - 1`). Between the first
-/// two the permits are in transit, and `busy` says so, as in [`fast_take`].
-/// If the state word turns QUEUED (or FROZEN) meanwhile, the first write is
-/// undone (`held + n`, `busy - 1`, one add) and the caller takes the lock.
+/// With a lane: lane odd, take out of `held` (`held - n`, one CAS on the
+/// accounting word, which also checks `held >= n`), put into the counter (one
+/// CAS on the state word), lane even. Without one, `busy + 1` rides on the
+/// `held - n` CAS and `busy - 1` is a last add. Between the `held` and state
+/// writes the permits are in transit, and the mark says so, as in
+/// [`fast_take`]. If the state word turns QUEUED (or FROZEN) meanwhile, the
+/// `held - n` is undone (one add, with `busy - 1` without a lane) and the
+/// caller takes the lock.
 #[inline]
-pub(crate) fn fast_release(seg: &Segment, me: u32, n: u64) -> Fast {
+pub(crate) fn fast_release(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fast {
     use word::*;
     let state = &seg.hdr.state;
-    let acct = &seg.procs[me as usize].acct;
+    let proc = &seg.procs[me as usize];
+    let acct = &proc.acct;
     let mut s = state.load(Relaxed);
     if s & (QUEUED | FROZEN) != 0 {
         return Fast::Slow;
     }
+    // With a lane, the in-flight marker is the lane (odd), not `busy`.
+    let (lane, mark) = match lane {
+        Some(l) => {
+            let w = &proc.lanes[l as usize];
+            let v = w.load(Relaxed);
+            debug_assert_eq!(v & 1, 0, "lane in use");
+            w.put(v + 1, Relaxed);
+            (Some((w, v + 2)), 0)
+        }
+        None => (None, 1),
+    };
+    let done = |lane: Option<(&AtomicU64, u64)>| {
+        if let Some((w, v)) = lane {
+            w.put(v, Release);
+        }
+    };
     let mut a = acct.load(Relaxed);
     loop {
         if acct::held(a) < n {
+            done(lane);
             return Fast::NotHeld {
                 held: acct::held(a),
             };
         }
         if acct::busy(a) == acct::BUSY {
+            done(lane);
             return Fast::Slow;
         }
-        match acct.cas(a, a - n * acct::HELD + 1) {
+        match acct.cas(a, a - n * acct::HELD + mark) {
             Ok(_) => break,
             Err(now) => a = now,
         }
@@ -582,7 +638,8 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, n: u64) -> Fast {
     crate::hooks::in_fast_release();
     loop {
         if s & (QUEUED | FROZEN) != 0 {
-            acct.add(n * acct::HELD - 1);
+            acct.add(n * acct::HELD - mark);
+            done(lane);
             return Fast::Slow;
         }
         match state.cas(s, s + n * ONE) {
@@ -590,7 +647,10 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, n: u64) -> Fast {
             Err(now) => s = now,
         }
     }
-    acct.sub(1);
+    if mark != 0 {
+        acct.sub(mark);
+    }
+    done(lane);
     Fast::Done
 }
 
@@ -703,6 +763,9 @@ impl<'a> Locked<'a> {
         for p in &self.seg.procs {
             p.state.put(proc_state::FREE, Relaxed);
             p.acct.put(0, Relaxed);
+            for l in &p.lanes {
+                l.put(0, Relaxed);
+            }
         }
         for s in &self.seg.slots {
             s.state.put(slot_state::FREE, Relaxed);
@@ -736,6 +799,9 @@ impl<'a> Locked<'a> {
                 continue;
             }
             p.acct.put(0, SeqCst);
+            for l in &p.lanes {
+                l.put(0, Relaxed);
+            }
             p.pid.put(pid, Relaxed);
             p.start_time.put(start_time, Relaxed);
             // Release: a reader that sees LIVE sees the fields above.
@@ -783,7 +849,7 @@ impl<'a> Locked<'a> {
         let proc = self.proc(p);
         let a = proc.acct.load(SeqCst);
         let h = self.hdr();
-        if acct::busy(a) != 0 {
+        if acct::busy(a) != 0 || proc.lanes.iter().any(|l| l.load(Acquire) & 1 != 0) {
             if h.recount_pending.load(Relaxed) == 0 {
                 h.recount_pending.put(1, Relaxed);
             }
@@ -1056,12 +1122,15 @@ impl<'a> Locked<'a> {
     ///
     /// Why the sum is exact: FROZEN is set by an RMW on the state word, and
     /// every fast operation's take/put is a CAS on that word that requires
-    /// FROZEN clear, all SeqCst. A record read with `busy == 0` had no
-    /// operation between its announcement and its last step at that point of
-    /// the total order; any operation it starts later announces after that
-    /// read, so its CAS comes after the freeze and fails, and its only other
-    /// writes (announce and undo) cancel out. So the value read is the
-    /// record's `held` for as long as FROZEN stays set.
+    /// FROZEN clear, all SeqCst; each record is read seqlock-style (lanes,
+    /// `acct`, lanes). An operation whose state write came before the freeze
+    /// made its lane odd before it (so the first lane read shows it in flight
+    /// or complete); one whose `held` write the `acct` read sees made its lane
+    /// odd before that (so the second lane read differs, or the first showed
+    /// it); any other one's state write fails after the freeze and it undoes
+    /// its own `held` write. `busy` works the same way inside `acct`. The
+    /// full argument is in the crate docs, *The fast path*. So the value read
+    /// is the record's `held` for as long as FROZEN stays set.
     fn quiesce(&self, me: Option<u32>, dead: Dead<'_>, patient: bool) -> Option<(u64, u128)> {
         let mut held = 0;
         let mut gone = 0u128;
@@ -1072,8 +1141,14 @@ impl<'a> Locked<'a> {
             }
             let mut round = 0;
             loop {
+                // Lanes, then `acct`, then the lanes again (a seqlock read):
+                // all even and unchanged, and `busy == 0`, means no operation
+                // of this process was in flight around the `acct` read.
+                let lanes1: [u64; LANES] = core::array::from_fn(|k| p.lanes[k].load(Acquire));
                 let a = p.acct.load(SeqCst);
-                if acct::busy(a) == 0 {
+                let lanes2: [u64; LANES] = core::array::from_fn(|k| p.lanes[k].load(Acquire));
+                let idle = lanes1.iter().all(|v| v & 1 == 0);
+                if idle && acct::busy(a) == 0 && lanes1 == lanes2 {
                     held += acct::held(a);
                     break;
                 }
@@ -1522,6 +1597,7 @@ pub(crate) mod tests {
         for p in &l.seg.procs {
             if p.state.load(Relaxed) == proc_state::LIVE {
                 assert_eq!(acct::busy(p.acct.load(Relaxed)), 0);
+                assert!(p.lanes.iter().all(|l| l.load(Relaxed) & 1 == 0));
             }
         }
         if n > 0 {
@@ -1687,9 +1763,9 @@ pub(crate) mod tests {
         let seg = heap_segment(4);
         let l = Locked::new(&seg);
         let (a, b) = (attach(&l), attach(&l));
-        assert_eq!(fast_take(&seg, a, 3), Fast::Done);
-        assert_eq!(fast_take(&seg, b, 2), Fast::Slow); // only 1 left
-        assert_eq!(fast_release(&seg, b, 1), Fast::NotHeld { held: 0 });
+        assert_eq!(fast_take(&seg, a, None, 3), Fast::Done);
+        assert_eq!(fast_take(&seg, b, None, 2), Fast::Slow); // only 1 left
+        assert_eq!(fast_release(&seg, b, None, 1), Fast::NotHeld { held: 0 });
         assert_eq!(l.held(a), 3);
         check(&l);
         // b queues for 2: the counter (1) is drained into its slot, QUEUED set.
@@ -1698,8 +1774,8 @@ pub(crate) mod tests {
         };
         assert_eq!(seg.hdr.state.load(Relaxed), word::QUEUED);
         // Now the fast path is shut both ways: a release must hand over.
-        assert_eq!(fast_release(&seg, a, 1), Fast::Slow);
-        assert_eq!(fast_take(&seg, a, 1), Fast::Slow);
+        assert_eq!(fast_release(&seg, a, None, 1), Fast::Slow);
+        assert_eq!(fast_take(&seg, a, None, 1), Fast::Slow);
         assert_eq!(l.held(a), 3, "a failed fast release changed nothing");
         let rings = l.release(a, 1).unwrap();
         assert_eq!(rings.iter().collect::<Vec<_>>(), vec![b as usize]);
@@ -1710,15 +1786,15 @@ pub(crate) mod tests {
         );
         assert_eq!(l.finish(b, slot, seq).0, SlotOutcome::Granted);
         check(&l);
-        assert_eq!(fast_release(&seg, b, 2), Fast::Done);
-        assert_eq!(fast_release(&seg, a, 2), Fast::Done);
+        assert_eq!(fast_release(&seg, b, None, 2), Fast::Done);
+        assert_eq!(fast_release(&seg, a, None, 2), Fast::Done);
         assert_eq!(l.available(), 4);
         // Closed: no fast take; releases still work.
-        assert_eq!(fast_take(&seg, a, 1), Fast::Done);
+        assert_eq!(fast_take(&seg, a, None, 1), Fast::Done);
         l.close();
-        assert_eq!(fast_take(&seg, a, 1), Fast::Slow);
+        assert_eq!(fast_take(&seg, a, None, 1), Fast::Slow);
         assert_eq!(l.try_take(a, 1), Err(OpError::Closed));
-        assert_eq!(fast_release(&seg, a, 1), Fast::Done);
+        assert_eq!(fast_release(&seg, a, None, 1), Fast::Done);
         check(&l);
     }
 
@@ -1729,11 +1805,11 @@ pub(crate) mod tests {
         let (a, b, c) = (attach(&l), attach(&l), attach(&l));
         // A died inside a fast take of 3 (announced, counter taken): 3 in transit.
         assert!(crash::run(2, || {
-            fast_take(&seg, a, 3);
+            fast_take(&seg, a, None, 3);
         }));
         // B is alive but stopped at the same point of a fast take of 2.
         assert!(crash::run(2, || {
-            fast_take(&seg, b, 2);
+            fast_take(&seg, b, None, 2);
         }));
         assert_eq!(l.available(), 5);
         // C's sweep finds A dead and busy: a recount is owed, but B stays busy
@@ -1742,7 +1818,11 @@ pub(crate) mod tests {
         assert_eq!(seg.hdr.recount_pending.load(Relaxed), GAVE_UP);
         assert_eq!(l.available(), 5);
         assert_eq!(seg.hdr.state.load(Relaxed) & word::FROZEN, 0);
-        assert_eq!(fast_take(&seg, c, 1), Fast::Done, "the fast path goes on");
+        assert_eq!(
+            fast_take(&seg, c, None, 1),
+            Fast::Done,
+            "the fast path goes on"
+        );
         // B resumes (its commit); the next sweep's recount succeeds.
         seg.procs[b as usize]
             .acct
@@ -1792,9 +1872,9 @@ pub(crate) mod tests {
             let seg = heap_segment(10);
             let l = Locked::new(&seg);
             let [a, b, c, d] = [attach(&l), attach(&l), attach(&l), attach(&l)];
-            assert_eq!(fast_take(&seg, a, 3), Fast::Done);
-            assert_eq!(fast_take(&seg, b, 2), Fast::Done);
-            assert_eq!(fast_take(&seg, c, 1), Fast::Done);
+            assert_eq!(fast_take(&seg, a, None, 3), Fast::Done);
+            assert_eq!(fast_take(&seg, b, None, 2), Fast::Done);
+            assert_eq!(fast_take(&seg, c, None, 1), Fast::Done);
             check(&l);
             S {
                 seg,
@@ -1806,8 +1886,17 @@ pub(crate) mod tests {
         fn build_dead_mid_take() -> S {
             let s = build();
             assert!(crash::run(2, || {
-                fast_take(&s.seg, s.p[0], 4);
+                fast_take(&s.seg, s.p[0], None, 4);
             }));
+            s
+        }
+        /// The same death, with A's fast path on a lane (lane odd, `busy` 0).
+        fn build_dead_mid_lane_take() -> S {
+            let s = build();
+            assert!(crash::run(2, || {
+                fast_take(&s.seg, s.p[0], Some(0), 4);
+            }));
+            assert_eq!(s.seg.procs[s.p[0] as usize].lanes[0].load(Relaxed) & 1, 1);
             s
         }
         /// D queued for 5 (the 4 available are its partial grant).
@@ -1834,7 +1923,7 @@ pub(crate) mod tests {
         let ops: Vec<Case> = vec![
             (
                 "fast take 2 by A",
-                |l, s| assert_eq!(fast_take(l.seg, s.p[0], 2), Fast::Done),
+                |l, s| assert_eq!(fast_take(l.seg, s.p[0], None, 2), Fast::Done),
                 0,
                 &[],
                 false,
@@ -1842,7 +1931,7 @@ pub(crate) mod tests {
             ),
             (
                 "fast take 4 by B",
-                |l, s| assert_eq!(fast_take(l.seg, s.p[1], 4), Fast::Done),
+                |l, s| assert_eq!(fast_take(l.seg, s.p[1], None, 4), Fast::Done),
                 1,
                 &[],
                 false,
@@ -1850,7 +1939,7 @@ pub(crate) mod tests {
             ),
             (
                 "fast release 3 by A",
-                |l, s| assert_eq!(fast_release(l.seg, s.p[0], 3), Fast::Done),
+                |l, s| assert_eq!(fast_release(l.seg, s.p[0], None, 3), Fast::Done),
                 0,
                 &[],
                 false,
@@ -1858,7 +1947,7 @@ pub(crate) mod tests {
             ),
             (
                 "fast release 1 by B",
-                |l, s| assert_eq!(fast_release(l.seg, s.p[1], 1), Fast::Done),
+                |l, s| assert_eq!(fast_release(l.seg, s.p[1], None, 1), Fast::Done),
                 1,
                 &[],
                 false,
@@ -1879,6 +1968,42 @@ pub(crate) mod tests {
                 &[],
                 false,
                 build_queued,
+            ),
+            (
+                "fast take 2 by A on a lane",
+                |l, s| assert_eq!(fast_take(l.seg, s.p[0], Some(0), 2), Fast::Done),
+                0,
+                &[],
+                false,
+                build,
+            ),
+            (
+                "fast release 3 by A on a lane",
+                |l, s| assert_eq!(fast_release(l.seg, s.p[0], Some(1), 3), Fast::Done),
+                0,
+                &[],
+                false,
+                build,
+            ),
+            (
+                "D sweeps A (dead mid take on a lane)",
+                |l, s| {
+                    l.sweep(Some(s.p[3]), |p| p == s.p[0]);
+                },
+                3,
+                &[0],
+                true,
+                build_dead_mid_lane_take,
+            ),
+            (
+                "D repairs (A dead mid take on a lane)",
+                |l, s| {
+                    l.repair(Some(s.p[3]), |p| p == s.p[0]);
+                },
+                3,
+                &[0],
+                true,
+                build_dead_mid_lane_take,
             ),
             (
                 "fast collect by D",
