@@ -374,8 +374,8 @@
 //! semaphore needs two in all), about 2 to 2.5 times the in-process cost on
 //! the measured machine (it was 4 to 5.5 times with the lock on every
 //! operation); cross-process hand-off to a blocked thread is one futex
-//! wake-up, about as fast as a POSIX named semaphore's `sem_post` ->
-//! `sem_wait`.
+//! wake-up, within about 2 us of a POSIX named semaphore's `sem_post` ->
+//! `sem_wait` (7.7 vs 5.6 us on a quiet 2-core VM; 32 us before).
 //!
 //! # Limits (for now)
 //!
