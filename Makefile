@@ -13,6 +13,10 @@ LOOM_MAX_PREEMPTIONS ?= 3
         demo-rust demo-c demo-zig demo-python demo-node bench
 
 test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-multiproc test-readme test-docs
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-readme docs test-docs \
+        demo-rust demo-c demo-zig demo-python demo-node bench
+
+test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-c test-python test-node test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -60,6 +64,13 @@ test-shm:
 # The backend seam of the bindings (local or shared semaphore behind one type).
 test-backend:
 	cargo test -p volt-sem-backend
+# loom models of the shared-memory algorithm (processes as threads over one
+# segment in memory, crashes as operations abandoned after any write). Its own
+# target dir, as test-loom.
+test-shm-loom:
+	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
+	  cargo test -p volt-sem-shm --lib --release loom_model
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:

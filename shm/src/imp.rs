@@ -15,7 +15,8 @@ use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
 use crate::segment::{
-    slot_state, Census, Enqueued, Locked, OpError, Rings, Segment, SlotOutcome, MAX_WAITERS,
+    fast_collect, fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError,
+    Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
 
@@ -170,6 +171,95 @@ pub(crate) struct Inner {
     gen: u64,
     local: Mutex<Local>,
     stop: AtomicBool,
+    /// Unique among this process's attachments, ever: the key of the
+    /// threads' lane caches (never an address, which could be reused).
+    id: u64,
+    /// Which of the record's lanes a thread of this process owns (bit i:
+    /// lane i). Process-local.
+    lanes: AtomicU64,
+}
+
+/// The next `Inner::id`.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// This thread's lanes, one per attachment it used lately (at most
+/// `LANE_CACHE`): released when the thread exits or the entry is evicted.
+struct LaneCache(Vec<(u64, Weak<Inner>, u32)>);
+
+const LANE_CACHE: usize = 4;
+
+fn release_lane(inner: &Weak<Inner>, lane: u32) {
+    if let Some(inner) = inner.upgrade() {
+        // Release: the next owner's claim (Acquire) sees our last lane store.
+        inner.lanes.fetch_and(!(1u64 << lane), Release);
+    }
+}
+
+impl Drop for LaneCache {
+    fn drop(&mut self) {
+        for (_, inner, lane) in self.0.drain(..) {
+            release_lane(&inner, lane);
+        }
+    }
+}
+
+std::thread_local! {
+    /// The lane of the attachment this thread used last: `(id, lane)`.
+    static HOT_LANE: Cell<(u64, u32)> = const { Cell::new((0, 0)) };
+    static LANE_CACHE_TL: RefCell<LaneCache> = const { RefCell::new(LaneCache(Vec::new())) };
+}
+
+/// This thread's lane in `inner`'s process record (claimed on first use), or
+/// `None` if all `LANES` are owned by other threads (then the fast path marks
+/// itself with the `busy` count instead), or during thread teardown.
+#[inline]
+fn lane(inner: &Arc<Inner>) -> Option<u32> {
+    match HOT_LANE.try_with(Cell::get) {
+        Ok((id, lane)) if id == inner.id => Some(lane),
+        Ok(_) => claim_lane(inner),
+        Err(_) => None,
+    }
+}
+
+#[cold]
+fn claim_lane(inner: &Arc<Inner>) -> Option<u32> {
+    LANE_CACHE_TL
+        .try_with(|c| {
+            let mut c = c.try_borrow_mut().ok()?;
+            if let Some(&(_, _, lane)) = c.0.iter().find(|e| e.0 == inner.id) {
+                HOT_LANE.with(|h| h.set((inner.id, lane)));
+                return Some(lane);
+            }
+            let all = if LANES >= 64 {
+                u64::MAX
+            } else {
+                (1u64 << LANES) - 1
+            };
+            let mut taken = inner.lanes.load(Relaxed);
+            let lane = loop {
+                let free = !taken & all;
+                if free == 0 {
+                    return None;
+                }
+                let lane = free.trailing_zeros();
+                match inner
+                    .lanes
+                    .compare_exchange(taken, taken | 1 << lane, Acquire, Relaxed)
+                {
+                    Ok(_) => break lane,
+                    Err(now) => taken = now,
+                }
+            };
+            if c.0.len() >= LANE_CACHE {
+                let (_, old, old_lane) = c.0.remove(0);
+                release_lane(&old, old_lane);
+            }
+            c.0.push((inner.id, Arc::downgrade(inner), lane));
+            HOT_LANE.with(|h| h.set((inner.id, lane)));
+            Some(lane)
+        })
+        .ok()
+        .flatten()
 }
 
 /// Bumped in every forked child (a `pthread_atfork` handler).
@@ -193,8 +283,8 @@ impl Drop for Inner {
         // In a forked child the record is the parent's: leave it (the
         // mapping and the child's copy of the fd are still released).
         if !self.forked() {
-            let me = self.me;
-            let _ = self.locked(|l| ((), l.detach(me)));
+            let (me, fd) = (self.me, self.map.fd);
+            let _ = self.locked(|l| ((), l.detach(me, |i| sys::owner_dead(fd, i))));
         }
     }
 }
@@ -231,7 +321,8 @@ impl Inner {
             if let LockState::OwnerDied = state {
                 // Derived words first (the links must be sound before anything
                 // is served), then the dead records (the lock's owner is one).
-                rings.merge(l.repair());
+                let fd = self.map.fd;
+                rings.merge(l.repair(Some(self.me), |i| sys::owner_dead(fd, i)));
                 rings.merge(self.sweep_locked(&l));
                 sys::mark_consistent(seg);
             }
@@ -249,6 +340,14 @@ impl Inner {
     }
 
     fn ring(&self, rings: Rings) {
+        if rings.is_empty() {
+            return;
+        }
+        for i in rings.slots() {
+            // A blocked thread sleeps on the slot's state word itself (stored
+            // with Release under the lock).
+            sys::futex_wake(&self.seg().slots[i].state);
+        }
         for i in rings.iter() {
             let bell = &self.seg().procs[i].doorbell;
             // Release: the doorbell thread's Acquire load of the word before
@@ -277,7 +376,7 @@ impl Drop for Attachment {
             return; // the doorbell thread is the parent's, not ours
         }
         self.inner.stop.store(true, Release);
-        self.inner.ring(Rings(1u128 << self.inner.me));
+        self.inner.ring(Rings::proc(self.inner.me));
         let handle = self
             .doorbell
             .lock()
@@ -326,7 +425,7 @@ pub(crate) fn open(
         let l = Locked::new(seg);
         let mut rings = Rings::default();
         if let LockState::OwnerDied = state {
-            rings.merge(l.repair());
+            rings.merge(l.repair(None, |i| sys::owner_dead(fd, i)));
             rings.merge(l.sweep(None, |i| sys::owner_dead(fd, i)));
             sys::mark_consistent(seg);
         }
@@ -354,6 +453,8 @@ pub(crate) fn open(
             count: 0,
         }),
         stop: AtomicBool::new(false),
+        id: NEXT_ID.fetch_add(1, Relaxed),
+        lanes: AtomicU64::new(0),
     });
     inner.ring(rings);
     let att = Arc::new(Attachment {
@@ -508,6 +609,12 @@ impl Attachment {
             return Err(Error::TooManyPermits);
         }
         let me = inner.me;
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
+            return Ok(());
+        }
         inner
             .locked(|l| match l.try_take(me, n) {
                 Err(OpError::NoPermits) => {
@@ -525,6 +632,18 @@ impl Attachment {
             return Ok(());
         }
         let me = self.inner.me;
+        if self.inner.forked() {
+            return Err(Error::Forked);
+        }
+        match if crate::hooks::release_must_lock() {
+            Fast::Slow
+        } else {
+            fast_release(self.inner.seg(), me, lane(&self.inner), n)
+        } {
+            Fast::Done => return Ok(()),
+            Fast::NotHeld { held } => return Err(Error::NotHeld { held }),
+            Fast::Slow => {}
+        }
         self.inner
             .locked(|l| match l.release(me, n) {
                 Ok(rings) => (Ok(()), rings),
@@ -538,7 +657,7 @@ impl Attachment {
     }
 
     pub(crate) fn available(&self) -> u64 {
-        self.inner.seg().hdr.available.load(Relaxed)
+        crate::segment::word::available(self.inner.seg().hdr.state.load(Relaxed))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
@@ -586,11 +705,17 @@ impl Attachment {
                 Ok(RawAcquire::Ready)
             };
         }
-        self.ensure_doorbell()?;
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
         w.requested.store(n, Relaxed);
         w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
         unsafe { *w.wake.get() = Some((wake, ctx)) };
+        if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
+            return Ok(RawAcquire::Ready);
+        }
+        self.ensure_doorbell()?;
         let me = inner.me;
         inner.locked(|l| {
             let rings = match l.try_take(me, n) {
@@ -616,7 +741,7 @@ impl Attachment {
                         // The doorbell thread may be asleep without a timeout
                         // (it had no waiter): wake it so that it starts its
                         // periodic liveness sweeps.
-                        rings.merge(Rings(1u128 << me));
+                        rings.merge(Rings::proc(me));
                     }
                     (Ok(RawAcquire::Pending), rings)
                 }
@@ -693,47 +818,118 @@ impl Attachment {
         }
     }
 
+    /// A blocking acquire: the thread sleeps on the futex word of its own
+    /// slot (the slot's `state`, marked `direct`), which the granting (or
+    /// closing) process wakes itself after unlocking: one wake-up, no
+    /// doorbell thread. While it waits it also runs the liveness sweep every
+    /// `SWEEP_PERIOD` (the doorbell thread does that only for raw waiters).
     pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
+        self.acquire_deadline_polled(n, deadline, None).map(|_| ())
+    }
+
+    /// `acquire_deadline`, also calling `poll.1()` about every `poll.0` while
+    /// it waits; if that returns true, the request is cancelled (a partial
+    /// grant is handed on) and the result is `Ok(false)`, unless the grant
+    /// came first (`Ok(true)`).
+    pub(crate) fn acquire_deadline_polled(
+        &self,
+        n: u64,
+        deadline: Option<Instant>,
+        mut poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
         if IS_DOORBELL.with(|d| d.get()) {
             return Err(Error::InCallback);
         }
-        struct Parked(std::thread::Thread);
-        unsafe extern "C" fn unpark(ctx: *mut c_void) {
-            // SAFETY: `ctx` is the `Parked` below, alive until finish_raw returned.
-            unsafe { &*(ctx as *const Parked) }.0.unpark();
+        let inner = &self.inner;
+        if n > inner.total {
+            return Err(Error::TooManyPermits);
         }
-        let parked = Parked(std::thread::current());
-        let waiter = core::pin::pin!(ShmWaiter::new());
-        // SAFETY: fresh pinned waiter; `parked` outlives it; finish_raw runs on
-        // every path below before either goes away.
-        let r = unsafe {
-            self.acquire_raw(
-                waiter.as_ref(),
-                n,
-                unpark,
-                &parked as *const Parked as *mut c_void,
-            )
-        }?;
-        if r == RawAcquire::Ready {
-            return Ok(());
+        if n == 0 {
+            return if self.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(true)
+            };
         }
-        while waiter.state() == ShmWaiterState::Waiting {
-            match deadline {
-                None => std::thread::park(),
-                Some(d) => {
-                    let now = Instant::now();
-                    if now >= d {
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        let me = inner.me;
+        if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
+            return Ok(true);
+        }
+        let queued = inner.locked(|l| {
+            let rings = match l.try_take(me, n) {
+                Ok(()) => return (Ok(None), Rings::default()),
+                Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
+                // Slow path: a dead holder may be sitting on permits.
+                Err(_) => inner.sweep_locked(l),
+            };
+            match l.enqueue(me, n) {
+                Ok(Enqueued::Ready) => (Ok(None), rings),
+                Ok(Enqueued::Queued { slot, seq }) => {
+                    // Under the same lock: no grant can be rung before the
+                    // slot says where to ring.
+                    let direct = l.set_direct(me, slot, seq);
+                    debug_assert!(direct);
+                    (Ok(Some((slot, seq))), rings)
+                }
+                Err(e) => (Err(op_error(e)), rings),
+            }
+        })??;
+        let Some((slot, seq)) = queued else {
+            return Ok(true);
+        };
+        let word = &inner.seg().slots[slot as usize].state;
+        let mut last_sweep = Instant::now();
+        let mut last_poll = Instant::now();
+        let mut interrupted = false;
+        loop {
+            // Acquire: pairs with the Release store of GRANTED or CLOSED under
+            // the lock; the futex re-checks the value, so a grant between
+            // this load and the wait makes the wait return at once.
+            if word.load(Acquire) != slot_state::QUEUED {
+                break;
+            }
+            let now = Instant::now();
+            if deadline.is_some_and(|d| now >= d) {
+                break;
+            }
+            if let Some((every, f)) = poll.as_mut() {
+                if last_poll.elapsed() >= *every {
+                    if f() {
+                        interrupted = true;
                         break;
                     }
-                    std::thread::park_timeout(d - now);
+                    last_poll = Instant::now();
+                    continue;
                 }
             }
+            if last_sweep.elapsed() >= SWEEP_PERIOD {
+                let _ = inner.locked(|l| ((), inner.sweep_locked(l)));
+                last_sweep = Instant::now();
+                continue;
+            }
+            let mut wait = SWEEP_PERIOD.saturating_sub(last_sweep.elapsed());
+            if let Some(d) = deadline {
+                wait = wait.min(d - now);
+            }
+            if let Some((every, _)) = &poll {
+                wait = wait.min(every.saturating_sub(last_poll.elapsed()));
+            }
+            sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
-        // SAFETY: queued on `self` just above.
-        match unsafe { self.finish_raw(waiter.as_ref()) } {
-            Finish::Granted => Ok(()),
-            Finish::Closed => Err(Error::Closed),
-            Finish::Cancelled { .. } | Finish::Idle => Err(Error::TimedOut),
+        // Granted: collect without the lock (the releaser that woke us may
+        // still be in its critical section). Closed, or given up: finish
+        // under the lock (cancelling hands the partial grant on).
+        if fast_collect(inner.seg(), me, slot, seq) == Fast::Done {
+            return Ok(true);
+        }
+        match inner.locked(|l| l.finish(me, slot, seq))? {
+            SlotOutcome::Granted => Ok(true),
+            SlotOutcome::Cancelled { .. } if interrupted => Ok(false),
+            SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),
+            SlotOutcome::Closed | SlotOutcome::Gone => Err(Error::Closed),
         }
     }
 

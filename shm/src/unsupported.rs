@@ -51,4 +51,12 @@ impl Attachment {
     pub(crate) fn acquire_deadline(&self, _n: u64, _d: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
+    pub(crate) fn acquire_deadline_polled(
+        &self,
+        _n: u64,
+        _d: Option<Instant>,
+        _poll: Option<(std::time::Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
+        match *self {}
+    }
 }
