@@ -67,7 +67,7 @@ def _drain_futures(channel):
             fut.set_result(True)
 
 
-_WAKE_PATH = os.environ.get("VOLT_SEM_WAKE", "reader")
+_WAKE_PATH = os.environ.get("VOLT_SEM_WAKE") or "reader"
 if _WAKE_PATH not in ("reader", "thread"):
     raise ImportError(f"VOLT_SEM_WAKE must be 'reader' or 'thread', not {_WAKE_PATH!r}")
 
