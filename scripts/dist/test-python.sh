@@ -63,6 +63,19 @@ declare -A PIP_PLATFORM=(
 )
 declare -A MACOS_MIN=([darwin-x64]=10.12 [darwin-arm64]=11.0)
 wheel_of() { echo "$dist/volt_sem-$version-cp39-abi3-${TAG_OF[$1]}.whl"; }
+# pip's --platform is taken literally for Linux: list every tag such a machine
+# accepts, as pip there would (manylinux_2_N down to 2_5 and the legacy aliases).
+platform_args() {
+  local plat=${PIP_PLATFORM[$1]} args=() n arch
+  if [[ $plat =~ ^manylinux_2_([0-9]+)_(.*)$ ]]; then
+    arch=${BASH_REMATCH[2]}
+    for ((n = BASH_REMATCH[1]; n >= 5; n--)); do args+=(--platform "manylinux_2_${n}_$arch"); done
+    args+=(--platform "manylinux2014_$arch")
+  else
+    args=(--platform "$plat")
+  fi
+  echo "${args[@]}"
+}
 
 # Tools: auditwheel and abi3audit (PyPI, pinned), Debian's cross binutils and qemu.
 tools=$tdir/dist-test-python-venv
@@ -112,15 +125,16 @@ for p in "${!TAG_OF[@]}"; do
   if [[ ! -f $w ]]; then bad "$p: no wheel ${w##*/} (run make dist-python)"; continue; fi
   for pyv in 3.9 3.13; do
     rm -rf "$out/pick" && mkdir -p "$out/pick"
+    # shellcheck disable=SC2046
     if python3 -m pip download -q --no-deps --no-index --find-links "$dist" --only-binary=:all: \
-         --platform "${PIP_PLATFORM[$p]}" --python-version "$pyv" --implementation cp \
+         $(platform_args "$p") --python-version "$pyv" --implementation cp \
          -d "$out/pick" volt_sem >"$out/pick.log" 2>&1 && [[ $(ls "$out/pick") == "${w##*/}" ]]; then
       ok "$p: pip for CPython $pyv on ${PIP_PLATFORM[$p]} picks ${w##*/}"
     else
       cat "$out/pick.log"; ls "$out/pick"; bad "$p: pip for CPython $pyv on ${PIP_PLATFORM[$p]} does not pick ${w##*/}"
     fi
   done
-  if "$tools/bin/abi3audit" --strict --assume-minimum-abi3 3.9 "$w" >"$out/abi3audit-$p.log" 2>&1; then
+  if COLUMNS=300 "$tools/bin/abi3audit" --strict --summary --assume-minimum-abi3 3.9 "$w" >"$out/abi3audit-$p.log" 2>&1; then
     ok "$p: abi3audit --strict: $(grep -oE '[0-9]+ ABI version mismatches and [0-9]+ ABI violations' "$out/abi3audit-$p.log" | head -1)"
   else
     cat "$out/abi3audit-$p.log"; bad "$p: abi3audit"
@@ -128,14 +142,15 @@ for p in "${!TAG_OF[@]}"; do
   mkdir -p "$out/unpacked/$p" && (cd "$out/unpacked/$p" && python3 -m zipfile -e "$w" .)
 done
 rm -rf "$out/pick"
-if python3 -m pip download -q --no-deps --no-index --find-links "$dist" --only-binary=:all: --platform manylinux_2_31_x86_64 \
+# shellcheck disable=SC2046
+if python3 -m pip download -q --no-deps --no-index --find-links "$dist" --only-binary=:all: $(platform_args linux-x64-gnu) \
      --python-version 3.8 --implementation cp -d "$out/pick38" volt_sem >/dev/null 2>&1; then
   bad "pip for CPython 3.8 found a wheel (requires-python is >= 3.9)"
 else
   ok "pip for CPython 3.8 finds no wheel (requires-python >= 3.9)"
 fi
 
-ext() { ls "$out/unpacked/$1"/volt_sem/_volt_sem*; }
+ext() { ls "$out/unpacked/$1"/volt_sem/_volt_sem*.so "$out/unpacked/$1"/volt_sem/_volt_sem*.pyd 2>/dev/null; }
 
 # --- linux-x64-gnu: run in fresh venvs -------------------------------------------
 PYENV_ROOT=${PYENV_ROOT:-$HOME/.pyenv}
@@ -168,7 +183,7 @@ else
 fi
 for p in linux-x64-gnu:x86_64 linux-arm64-gnu:aarch64; do
   plat=${p%%:*} arch=${p#*:}
-  show=$("$tools/bin/auditwheel" show "$(wheel_of "$plat")" 2>&1)
+  show=$("$tools/bin/auditwheel" show "$(wheel_of "$plat")" 2>&1 | tr -s ' \n' '  ')
   if grep -q "consistent with the following platform tag: \"manylinux_2_17_$arch\"" <<<"$show" &&
      grep -q "requires no external shared libraries" <<<"$show"; then
     ok "$plat: auditwheel show: manylinux_2_17_$arch, no external shared libraries"
@@ -206,7 +221,8 @@ if [[ -x $sysroot/usr/bin/python3.11 ]]; then
   chmod +x "$pyarm"
   site=$out/arm64-site
   w=$(wheel_of linux-arm64-gnu)
-  if python3 -m pip install -q --no-index --find-links "$dist" --only-binary=:all: --platform manylinux_2_36_aarch64 \
+  # shellcheck disable=SC2046
+  if python3 -m pip install -q --no-index --find-links "$dist" --only-binary=:all: $(platform_args linux-arm64-gnu) \
        --python-version 3.11 --implementation cp --target "$site" volt_sem >"$out/arm64-install.log" 2>&1 &&
      [[ -f $site/volt_sem/_volt_sem.abi3.so ]] && cmp -s "$site/volt_sem/_volt_sem.abi3.so" "$(ext linux-arm64-gnu)" &&
      PYTHONPATH=$site smoke "$pyarm" - >"$out/arm64-smoke.log" 2>&1; then
@@ -215,7 +231,8 @@ if [[ -x $sysroot/usr/bin/python3.11 ]]; then
     cat "$out/arm64-install.log" "$out/arm64-smoke.log"; bad "linux-arm64-gnu: install/smoke under qemu"
   fi
   deps=$out/arm64-deps
-  if python3 -m pip install -q --only-binary=:all: --platform manylinux_2_36_aarch64 --python-version 3.11 --implementation cp \
+  # shellcheck disable=SC2046
+  if python3 -m pip install -q --only-binary=:all: $(platform_args linux-arm64-gnu) --python-version 3.11 --implementation cp \
        --target "$deps" $TEST_PINS >"$out/arm64-deps.log" 2>&1; then
     if (cd bindings-python && PYTHONPATH=$site:$deps timeout 1500 "$pyarm" -m pytest -q -p no:cacheprovider tests) \
          >"$out/pytest-arm64.log" 2>&1; then
