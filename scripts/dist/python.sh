@@ -33,10 +33,24 @@ if [[ $("$MATURIN_VENV/bin/maturin" --version 2>/dev/null) != "maturin ${MATURIN
   python3 -m venv "$MATURIN_VENV"
   "$MATURIN_VENV/bin/pip" install --quiet --disable-pip-version-check "$MATURIN_PIN"
 fi
-command -v x86_64-w64-mingw32-gcc >/dev/null || {
-  echo "installing gcc-mingw-w64-x86-64"
-  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq gcc-mingw-w64-x86-64 >/dev/null
-}
+pkgs=()
+command -v x86_64-w64-mingw32-gcc >/dev/null || pkgs+=(gcc-mingw-w64-x86-64)
+[[ -e /usr/aarch64-linux-gnu/lib/libgcc_s.so.1 ]] || pkgs+=(libgcc-s1-arm64-cross)
+if [[ ${#pkgs[@]} -gt 0 ]]; then
+  echo "installing ${pkgs[*]}"
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${pkgs[@]}" >/dev/null
+fi
+# glibc wheels take the unwinder from libgcc_s.so.1, as every gcc-built
+# extension does, instead of zig's static libunwind: CPython ends a daemon
+# thread that takes the GIL back during finalization with pthread_exit, whose
+# forced unwind (libgcc_s) runs through the extension's frames, and a
+# personality routine bound to another unwinder crashes there (SIGSEGV in 1 of
+# 4 runs of tests/test_exit.py's blocking scenario before this). libgcc_s.so.1
+# is on the manylinux allow-list.
+declare -A GCC_S=(
+  [linux-x64-gnu]=/lib/x86_64-linux-gnu/libgcc_s.so.1
+  [linux-arm64-gnu]=/usr/aarch64-linux-gnu/lib/libgcc_s.so.1
+)
 
 declare -A WHEEL_ARGS=(
   [linux-x64-gnu]="--zig --target x86_64-unknown-linux-gnu --compatibility manylinux2014"
@@ -68,8 +82,11 @@ for platform in "${platforms[@]}"; do
   [[ $platform == darwin-* ]] && deployment=${MACOS_MIN[$platform]}
   stage=$DIST_TARGET_DIR/wheels/$platform
   rm -rf "$stage" && mkdir -p "$stage"
+  rustflags=
+  [[ -n ${GCC_S[$platform]:-} ]] && rustflags="-C link-arg=${GCC_S[$platform]}"
   # shellcheck disable=SC2086
-  if ! env CARGO_TARGET_DIR="$DIST_TARGET_DIR" ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} \
+  if ! env CARGO_TARGET_DIR="$DIST_TARGET_DIR" RUSTFLAGS="$rustflags" \
+       ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} \
        "$MATURIN_VENV/bin/maturin" build --release --strip $args --out "$stage" >"$stage.log" 2>&1; then
     cat "$stage.log"
     echo "maturin failed for $platform" >&2

@@ -259,6 +259,12 @@ for p in linux-x64-musl:readelf linux-arm64-musl:aarch64-linux-gnu-readelf linux
   else
     [[ -z $(tr ' ' '\n' <<<"$needed" | grep -vE '^(libc\.so\.6|libm\.so\.6|libpthread\.so\.0|libdl\.so\.2|libgcc_s\.so\.1|ld-linux.*)?$') ]] &&
       ok "$plat: needs only glibc's own libraries ($needed)" || bad "$plat: needs $needed"
+    # glibc's pthread_exit unwinds with libgcc_s: the extension must use that
+    # unwinder, not a static copy (see scripts/dist/python.sh).
+    imported_unwind=$("$readelf" --dyn-syms -W "$so" | awk '$7 == "UND"' | grep -c ' _Unwind_' || true)
+    [[ $needed == *libgcc_s.so.1* && $imported_unwind -gt 0 ]] &&
+      ok "$plat: unwinds with libgcc_s.so.1 ($imported_unwind _Unwind_* functions imported, no private copy)" ||
+      bad "$plat: has its own unwinder (imports $imported_unwind _Unwind_* functions; needs $needed)"
   fi
 done
 pyd=$(ext win32-x64-gnu)
@@ -289,7 +295,7 @@ if [[ -f $sdist ]]; then
   # Build dependencies (maturin) come from PyPI; the Rust build reuses nothing
   # from this checkout but the cargo registry cache.
   if CARGO_TARGET_DIR=$out/sdist-target "$venv/bin/pip" install -q "$sdist" >"$out/sdist.log" 2>&1 &&
-     smoke "$venv/bin/python" "${sdist##*/}" >>"$out/sdist.log" 2>&1; then
+     smoke "$venv/bin/python" - >>"$out/sdist.log" 2>&1; then
     ok "sdist: pip install ${sdist##*/} builds from source, smoke test and __version__ pass"
   else
     tail -30 "$out/sdist.log"; bad "sdist: build from source"
