@@ -17,7 +17,12 @@
 //! * when that queue was empty, writes one byte to the channel's socket pair.
 //!
 //! The loop watches the read end: asyncio and uvloop through `loop.add_reader`,
-//! trio through a system task blocked in `trio.lowlevel.wait_readable`. There,
+//! trio through a system task blocked in `trio.lowlevel.wait_readable`; a loop
+//! with no `add_reader` (Windows' `ProactorEventLoop`) through a helper thread
+//! that blocks in `recv` and schedules the drain with `call_soon_threadsafe`
+//! (the *thread* wake path, `volt_sem/_glue.py`). The pair is an `AF_UNIX`
+//! socket pair on Unix and a loopback TCP pair on Windows
+//! (`src/wake_socket.rs`). There,
 //! on the loop's own thread and in *Python* frames (`volt_sem/_glue.py`), the
 //! queue is taken ([`Channel::take`]) and each asyncio Future is resolved, or
 //! each trio task rescheduled. A releasing daemon thread thus never needs the GIL

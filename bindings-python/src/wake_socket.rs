@@ -1,4 +1,4 @@
-//! The socket pair of a wake channel (see [`crate::wake`]): the native wake
+//! The socket pair of a wake channel (see `src/wake.rs`): the native wake
 //! callback writes one byte to `tx`, and whoever watches `rx` drains the
 //! channel's queue on the loop's thread.
 //!

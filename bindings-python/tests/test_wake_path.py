@@ -11,9 +11,7 @@ import subprocess
 import sys
 import threading
 
-import pytest
-
-from conftest import LoopThread, is_waiting, run_loop, settle, wait_until
+from conftest import LoopThread, is_waiting, settle, wait_until
 from volt_sem import Semaphore, _glue
 
 FORCED = os.environ.get("VOLT_SEM_WAKE") == "thread"
@@ -27,7 +25,7 @@ class NoReaderLoop(asyncio.SelectorEventLoop):
 
 
 def wake_threads():
-    return [t for t in threading.enumerate() if t.name == "volt_sem wake"]
+    return {t for t in threading.enumerate() if t.name == "volt_sem wake"}
 
 
 def test_default_path_per_loop_kind(loop_kind):
@@ -52,7 +50,7 @@ def test_default_path_per_loop_kind(loop_kind):
 def test_loop_without_add_reader_falls_back_to_the_thread_path():
     sem = Semaphore(0)
     loop = NoReaderLoop()
-    before = len(wake_threads())
+    before = wake_threads()  # helpers of earlier tests' loops may end meanwhile
 
     async def main():
         assert _glue.wake_path(loop) is None  # nothing waited yet
@@ -65,7 +63,7 @@ def test_loop_without_add_reader_falls_back_to_the_thread_path():
 
     try:
         loop.run_until_complete(main())
-        assert len(wake_threads()) == before + 1
+        assert len(wake_threads() - before) == 1  # this loop's helper
     finally:
         loop.close()
     assert sem.available_permits == 2
@@ -159,10 +157,10 @@ def test_thread_path_fifo_order_across_threads():
 
 def test_closed_thread_path_loop_hands_permits_on_and_its_helper_ends():
     sem = Semaphore(0)
-    before = len(wake_threads())
+    before = wake_threads()
     with NoReaderLoopThread() as lt:
         aw, _ = park_on(lt, sem, 2)
-        assert len(wake_threads()) == before + 1
+        (helper,) = wake_threads() - before
         lt.stop()
         lt.loop.close()
         sem.release(2)  # granted to the dead waiter: handed on at once
@@ -170,11 +168,16 @@ def test_closed_thread_path_loop_hands_permits_on_and_its_helper_ends():
         assert not aw.waiting
     # The release also signalled the channel: its helper sees the closed loop
     # and ends (the loop object is still alive here).
-    wait_until(lambda: len(wake_threads()) == before, "helper ended")
+    helper.join(60)
+    assert not helper.is_alive()
 
 
 def test_helper_ends_when_its_loop_is_collected():
+    """A loop that is dropped without a wake after its close: the helper ends
+    when the GC collects the loop."""
     sem = Semaphore(1)
+    before = wake_threads()
+    helpers = []
 
     def use_and_drop():
         loop = NoReaderLoop()
@@ -183,6 +186,7 @@ def test_helper_ends_when_its_loop_is_collected():
             t = asyncio.ensure_future(sem.acquire(1))
             u = asyncio.ensure_future(sem.acquire(1))
             await settle()
+            helpers.extend(wake_threads() - before)
             (await t, sem.release(1))
             await u
             sem.release(1)
@@ -190,10 +194,11 @@ def test_helper_ends_when_its_loop_is_collected():
         loop.run_until_complete(main())
         loop.close()
 
-    before = len(wake_threads())
     use_and_drop()
+    assert len(helpers) == 1
     gc.collect()
-    wait_until(lambda: len(wake_threads()) <= before, "helper thread ended")
+    helpers[0].join(60)
+    assert not helpers[0].is_alive()
     assert sem.available_permits == 1
 
 
