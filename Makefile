@@ -10,6 +10,8 @@ LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-backend test-multiproc test-readme docs test-docs \
+.PHONY: install dist dist-test dist-c dist-test-c dist-python dist-test-python test demo lint msrv publish-check test-core test-loom \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
 test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-multiproc test-readme test-docs
@@ -139,12 +141,17 @@ install:
 # Release artifacts, cross-compiled on this machine (scripts/dist/*.sh say for
 # which platforms and how each is tested). For now the C library; the npm
 # packages and the Python wheels join these targets.
-dist: dist-c
-dist-test: dist-test-c
+dist: dist-c dist-python
+dist-test: dist-test-c dist-test-python
 dist-c:
 	bash scripts/dist/c.sh
 dist-test-c: dist-c
 	bash scripts/dist/test-c.sh
+# abi3 wheels for every platform + the sdist into dist/python/ (maturin).
+dist-python:
+	bash scripts/dist/python.sh
+dist-test-python: dist-python
+	bash scripts/dist/test-python.sh
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

@@ -35,6 +35,7 @@ mod blocking;
 mod errors;
 mod locks;
 mod wake;
+mod wake_socket;
 
 use awaitable::{enter_one, ready, Acquire, Ready, Role, TrioWaiter};
 use blocking::blocking_acquire;

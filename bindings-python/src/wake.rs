@@ -17,7 +17,12 @@
 //! * when that queue was empty, writes one byte to the channel's socket pair.
 //!
 //! The loop watches the read end: asyncio and uvloop through `loop.add_reader`,
-//! trio through a system task blocked in `trio.lowlevel.wait_readable`. There,
+//! trio through a system task blocked in `trio.lowlevel.wait_readable`; a loop
+//! with no `add_reader` (Windows' `ProactorEventLoop`) through a helper thread
+//! that blocks in `recv` and schedules the drain with `call_soon_threadsafe`
+//! (the *thread* wake path, `volt_sem/_glue.py`). The pair is an `AF_UNIX`
+//! socket pair on Unix and a loopback TCP pair on Windows
+//! (`src/wake_socket.rs`). There,
 //! on the loop's own thread and in *Python* frames (`volt_sem/_glue.py`), the
 //! queue is taken ([`Channel::take`]) and each asyncio Future is resolved, or
 //! each trio task rescheduled. A releasing daemon thread thus never needs the GIL
@@ -61,9 +66,6 @@
 
 use std::cell::RefCell;
 use std::ffi::c_void;
-use std::io::{Read, Write};
-use std::os::unix::io::AsRawFd;
-use std::os::unix::net::UnixStream;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
@@ -74,6 +76,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use volt_sem_backend::{Finish, Waiter};
 
+use crate::wake_socket::{RawSocket, WakeSocket};
 use crate::Core;
 
 const OPEN: u8 = 0;
@@ -198,8 +201,10 @@ enum Probe {
 /// The wake queue of one event loop or trio run.
 pub(crate) struct Chan {
     queue: Mutex<Vec<Pin<Arc<Slot>>>>,
-    rx: UnixStream,
-    tx: UnixStream,
+    sock: WakeSocket,
+    /// The loop (or trio's pump) reads the socket itself, and the drain
+    /// empties it; false on the thread wake path, whose helper thread reads it.
+    reader: bool,
     dead: AtomicBool,
     probe: Probe,
     /// `weakref.ref(loop)`, for the probe and for the per-thread cache.
@@ -221,19 +226,17 @@ impl Chan {
             was_empty
         };
         if was_empty {
-            // Non-blocking: a full socket buffer already holds a pending signal.
-            let _ = (&self.tx).write(&[1]);
+            self.sock.signal();
         }
     }
 
     /// Takes every queued slot. The signal bytes are consumed *before* the queue
-    /// is swapped, so a push after the swap always leaves a byte behind.
+    /// is swapped, so a push after the swap always leaves a byte behind. (On the
+    /// thread wake path the helper consumed them before it scheduled the drain:
+    /// the same order.)
     fn take_all(&self) -> Vec<Pin<Arc<Slot>>> {
-        let mut buf = [0u8; 256];
-        while let Ok(k) = (&self.rx).read(&mut buf) {
-            if k == 0 {
-                break;
-            }
+        if self.reader {
+            self.sock.drain();
         }
         std::mem::take(&mut *self.lock())
     }
@@ -364,14 +367,14 @@ pub(crate) struct Channel {
 
 #[pymethods]
 impl Channel {
-    /// `Channel(loop_ref, probe)`: `loop_ref` is `weakref.ref(loop)` or `None`
-    /// (trio); `probe` 0 never, 1 read `_closed`, 2 call a native `is_closed`.
+    /// `Channel(loop_ref, probe, reader=True)`: `loop_ref` is
+    /// `weakref.ref(loop)` or `None` (trio); `probe` 0 never, 1 read `_closed`,
+    /// 2 call a native `is_closed`; `reader` false for the thread wake path (a
+    /// helper thread reads `reader_handle()`, `take` leaves the socket alone).
     #[new]
-    #[pyo3(signature = (loop_ref, probe))]
-    fn new(loop_ref: Option<Py<PyAny>>, probe: u8) -> PyResult<Self> {
-        let (rx, tx) = UnixStream::pair()?;
-        rx.set_nonblocking(true)?;
-        tx.set_nonblocking(true)?;
+    #[pyo3(signature = (loop_ref, probe, reader = true))]
+    fn new(loop_ref: Option<Py<PyAny>>, probe: u8, reader: bool) -> PyResult<Self> {
+        let sock = WakeSocket::new()?;
         let probe = match probe {
             1 => Probe::ClosedAttr,
             2 => Probe::NativeMethod,
@@ -380,8 +383,8 @@ impl Channel {
         Ok(Channel {
             chan: Arc::new(Chan {
                 queue: Mutex::new(Vec::new()),
-                rx,
-                tx,
+                sock,
+                reader,
                 dead: AtomicBool::new(false),
                 probe,
                 loop_ref,
@@ -389,9 +392,22 @@ impl Channel {
         })
     }
 
-    /// The file descriptor the loop watches for readability.
-    fn fileno(&self) -> i32 {
-        self.chan.rx.as_raw_fd()
+    /// The socket the loop watches for readability (a file descriptor on Unix,
+    /// a `SOCKET` handle on Windows).
+    fn fileno(&self) -> RawSocket {
+        self.chan.sock.fileno()
+    }
+
+    /// A new descriptor of the read end, owned by the caller (the thread wake
+    /// path's helper wraps it in a `socket.socket`).
+    fn reader_handle(&self) -> PyResult<RawSocket> {
+        Ok(self.chan.sock.reader_handle()?)
+    }
+
+    /// Writes a signal byte as a wake does (the thread wake path uses it to
+    /// stop its helper once the loop is gone).
+    fn signal(&self) {
+        self.chan.sock.signal();
     }
 
     /// The targets (Futures or trio tasks) of the slots woken since the last
@@ -418,6 +434,19 @@ impl Channel {
     #[getter]
     fn dead(&self) -> bool {
         self.chan.dead.load(Ordering::SeqCst)
+    }
+
+    /// How many woken slots wait for the next drain (tests: settle the thread
+    /// wake path before checking who was woken).
+    #[getter]
+    fn queued(&self) -> usize {
+        self.chan.lock().len()
+    }
+
+    /// Whether the loop reads the socket itself (false: the thread wake path).
+    #[getter]
+    fn reader(&self) -> bool {
+        self.chan.reader
     }
 }
 

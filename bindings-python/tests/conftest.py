@@ -123,6 +123,17 @@ def is_waiting(aw):
 
 
 async def settle(rounds=10):
-    """Lets every ready task on this loop run until it blocks."""
-    for _ in range(rounds):
-        await asyncio.sleep(0)
+    """Lets every ready task on this loop run until it blocks. On the thread wake
+    path (VOLT_SEM_WAKE=thread) a wake reaches the loop through a helper thread,
+    not within a bounded number of loop iterations: settle then also waits until
+    every wake queued for this loop was drained (no timing assumption either way)."""
+    from volt_sem import _glue
+
+    loop = asyncio.get_running_loop()
+    while True:
+        while _glue.wakes_pending(loop):
+            await asyncio.sleep(0.001)
+        for _ in range(rounds):
+            await asyncio.sleep(0)
+        if not _glue.wakes_pending(loop):
+            return

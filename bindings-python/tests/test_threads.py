@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from volt_sem import ClosedError, Semaphore
+from volt_sem import ClosedError, Semaphore, _glue
 
 from conftest import LoopThread, is_waiting, run_loop, wait_until
 
@@ -275,17 +275,19 @@ class RecordingLoop(asyncio.SelectorEventLoop):
         self.calls = []
 
     def call_soon_threadsafe(self, *args, **kwargs):
-        self.calls.append(("call_soon_threadsafe", threading.get_ident()))
+        self.calls.append(("call_soon_threadsafe", threading.get_ident(), threading.current_thread().name))
         return super().call_soon_threadsafe(*args, **kwargs)
 
     def call_soon(self, *args, **kwargs):
-        self.calls.append(("call_soon", threading.get_ident()))
+        self.calls.append(("call_soon", threading.get_ident(), threading.current_thread().name))
         return super().call_soon(*args, **kwargs)
 
 
 def test_releasing_thread_runs_no_loop_code():
     """Issue 19, D1: the wake path calls nothing in Python on the releasing
-    thread; the loop resolves its own Futures on its own thread."""
+    thread; the loop resolves its own Futures on its own thread. (On the thread
+    wake path, VOLT_SEM_WAKE=thread, the loop's helper thread is the one other
+    thread that calls into it: call_soon_threadsafe, nothing else.)"""
     sem = Semaphore(0)
     loop = RecordingLoop()
     pending = []
@@ -308,4 +310,9 @@ def test_releasing_thread_runs_no_loop_code():
     loop.close()
     assert results == [True] * 20
     foreign = [c for c in loop.calls if c[1] != loop_thread]
-    assert foreign == []
+    if _glue.wake_path(loop) == "thread":
+        assert foreign and {(c[0], c[2]) for c in foreign} == {("call_soon_threadsafe", "volt_sem wake")}
+        assert threading.get_ident() not in {c[1] for c in foreign}
+    else:
+        assert _glue.wake_path(loop) == "reader"
+        assert foreign == []

@@ -3,13 +3,36 @@
 The native wake callback never runs Python code (see the module docs of
 ``src/wake.rs``): it queues the woken waiter on a per-loop native channel and
 writes a byte to the channel's socket. This module creates those channels,
-registers them with their loop, and drains them on the loop's own thread, in
-ordinary Python frames: asyncio and uvloop through ``loop.add_reader``, trio
-through a system task of the run. It also parks trio tasks: ``await acquire``
-in a trio task iterates ``_trio_acquire`` (see ``src/awaitable.rs``).
+connects them to their loop, and drains them on the loop's own thread, in
+ordinary Python frames. It also parks trio tasks: ``await acquire`` in a trio
+task iterates ``_trio_acquire`` (see ``src/awaitable.rs``).
+
+Two wake paths connect a channel to an asyncio loop:
+
+* *reader* (every loop on Linux and macOS, uvloop, Windows'
+  ``SelectorEventLoop``): ``loop.add_reader`` on the channel's socket; the loop
+  drains the channel when the socket turns readable.
+* *thread* (loops without ``add_reader``: Windows' default
+  ``ProactorEventLoop``): a daemon helper thread per loop blocks in ``recv`` on
+  the socket, in CPython's own socket code with the GIL released, and for each
+  signal schedules the drain with ``loop.call_soon_threadsafe``. It holds the
+  GIL only for that call; it never finishes a waiter except when the loop is
+  closed (``Channel.kill``, which hands the queued grants on and needs no GIL
+  from anyone: no wake callback ever takes it). No volt_sem native frame is on
+  its stack while it blocks or takes the GIL back, so interpreter exit ends it
+  like any daemon thread. It stops when its loop is closed (at the next
+  signal) or garbage-collected.
+
+trio always uses its own reader (``trio.lowlevel.wait_readable`` in a system
+task), which works on sockets on every platform. Setting the environment
+variable ``VOLT_SEM_WAKE=thread`` before volt_sem is imported makes every
+asyncio loop use the thread path (the test suite runs it that way on Linux
+too); ``VOLT_SEM_WAKE=reader`` (or unset) picks per loop as above.
 """
 
 import asyncio
+import os
+import socket
 import sys
 import threading
 import types
@@ -44,15 +67,82 @@ def _drain_futures(channel):
             fut.set_result(True)
 
 
+_WAKE_PATH = os.environ.get("VOLT_SEM_WAKE") or "reader"
+if _WAKE_PATH not in ("reader", "thread"):
+    raise ImportError(f"VOLT_SEM_WAKE must be 'reader' or 'thread', not {_WAKE_PATH!r}")
+
+
 def asyncio_channel(loop):
-    """The wake channel of `loop`, created and registered on first use (called
+    """The wake channel of `loop`, created and connected on first use (called
     on the loop's own thread, while it runs)."""
     channel = _asyncio_channels.get(loop)
     if channel is None or channel.dead:
-        channel = Channel(weakref.ref(loop), _probe_kind(loop))
-        loop.add_reader(channel.fileno(), _drain_futures, channel)
+        channel = None
+        if _WAKE_PATH == "reader":
+            channel = Channel(weakref.ref(loop), _probe_kind(loop))
+            try:
+                loop.add_reader(channel.fileno(), _drain_futures, channel)
+            except NotImplementedError:  # ProactorEventLoop: no readiness API
+                channel = None
+        if channel is None:
+            channel = _thread_channel(loop)
         _asyncio_channels[loop] = channel
     return channel
+
+
+def wake_path(loop):
+    """Which wake path `loop`'s channel uses ("reader" or "thread"), None
+    before its first wait (for tests and diagnostics)."""
+    channel = _asyncio_channels.get(loop)
+    if channel is None:
+        return None
+    return "reader" if channel.reader else "thread"
+
+
+def wakes_pending(loop):
+    """Whether `loop`'s channel holds wakes not yet drained (tests)."""
+    channel = _asyncio_channels.get(loop)
+    return channel is not None and channel.queued > 0
+
+
+def _thread_channel(loop):
+    channel = Channel(weakref.ref(loop), _probe_kind(loop), False)
+    sock = socket.socket(fileno=channel.reader_handle())
+    try:
+        sock.setblocking(True)  # the native side never reads it on this path
+        threading.Thread(
+            target=_wake_thread,
+            args=(weakref.ref(loop), channel, sock),
+            name="volt_sem wake",
+            daemon=True,
+        ).start()
+    except BaseException:
+        sock.close()
+        raise
+    # The loop gone, nothing will ever drain: wake the helper so that it ends.
+    weakref.finalize(loop, channel.signal).atexit = False
+    return channel
+
+
+def _wake_thread(loop_ref, channel, sock):
+    """The helper of one loop on the thread wake path (see the module docs)."""
+    with sock:
+        while True:
+            try:
+                if not sock.recv(256):
+                    break  # cannot happen while the channel lives; be safe
+            except OSError:
+                break
+            event_loop = loop_ref()
+            if event_loop is None or channel.dead:
+                break
+            try:
+                event_loop.call_soon_threadsafe(_drain_futures, channel)
+            except RuntimeError:  # the loop was closed
+                break
+            del event_loop
+    # Nobody drains this channel any more: hand its grants on, now and later.
+    channel.kill()
 
 
 # ---------------------------------------------------------------------------

@@ -1,0 +1,247 @@
+"""The two asyncio wake paths (see volt_sem/_glue.py): *reader* (loop.add_reader
+on the channel's socket) and *thread* (a helper thread per loop that schedules
+the drain with call_soon_threadsafe), chosen per loop. Windows' default
+ProactorEventLoop has no add_reader; `NoReaderLoop` below refuses it the same
+way, so the automatic fallback runs here on Linux."""
+
+import asyncio
+import gc
+import os
+import subprocess
+import sys
+import threading
+
+from conftest import LoopThread, is_waiting, settle, wait_until
+from volt_sem import Semaphore, _glue
+
+FORCED = os.environ.get("VOLT_SEM_WAKE") == "thread"
+
+
+class NoReaderLoop(asyncio.SelectorEventLoop):
+    """Like asyncio's ProactorEventLoop: no readiness callbacks."""
+
+    def add_reader(self, fd, callback, *args):
+        raise NotImplementedError
+
+
+def wake_threads():
+    return {t for t in threading.enumerate() if t.name == "volt_sem wake"}
+
+
+def test_default_path_per_loop_kind(loop_kind):
+    from conftest import new_loop
+
+    sem = Semaphore(0)
+    loop = new_loop(loop_kind)
+
+    async def main():
+        t = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        sem.release(1)
+        assert await t is True
+
+    try:
+        loop.run_until_complete(main())
+        assert _glue.wake_path(loop) == ("thread" if FORCED else "reader")
+    finally:
+        loop.close()
+
+
+def test_loop_without_add_reader_falls_back_to_the_thread_path():
+    sem = Semaphore(0)
+    loop = NoReaderLoop()
+    before = wake_threads()  # helpers of earlier tests' loops may end meanwhile
+
+    async def main():
+        assert _glue.wake_path(loop) is None  # nothing waited yet
+        t = asyncio.ensure_future(sem.acquire(2))
+        await settle()
+        assert _glue.wake_path(loop) == "thread"
+        sem.release(2)  # a same-thread wake goes through the helper too
+        assert await t is True
+        sem.release(2)
+
+    try:
+        loop.run_until_complete(main())
+        assert len(wake_threads() - before) == 1  # this loop's helper
+    finally:
+        loop.close()
+    assert sem.available_permits == 2
+
+
+def test_thread_path_cross_thread_fifo_and_conservation():
+    """Two helper-thread loops and two plain threads share a Semaphore(3):
+    weighted waits granted in FIFO order per loop, never more than 3 held,
+    every permit back at the end."""
+    sem = Semaphore(3)
+    lock = threading.Lock()
+    held = [0, 0]
+
+    async def job(n):
+        async with sem.acquire(n):
+            with lock:
+                held[0] += n
+                held[1] = max(held[1], held[0])
+                assert held[0] <= 3
+            await asyncio.sleep(0)
+            with lock:
+                held[0] -= n
+
+    async def loop_main(seed):
+        assert _glue.wake_path(asyncio.get_running_loop()) in (None, "thread")
+        await asyncio.gather(*(job(1 + (seed + i) % 3) for i in range(200)))
+        assert _glue.wake_path(asyncio.get_running_loop()) == "thread"
+
+    def plain(seed):
+        for i in range(100):
+            n = 1 + (seed + i) % 3
+            with sem.acquire(n):
+                with lock:
+                    held[0] += n
+                    held[1] = max(held[1], held[0])
+                    assert held[0] <= 3
+                with lock:
+                    held[0] -= n
+
+    def run_no_reader(seed):
+        loop = NoReaderLoop()
+        try:
+            loop.run_until_complete(loop_main(seed))
+        finally:
+            loop.close()
+
+    threads = [threading.Thread(target=run_no_reader, args=(i,)) for i in range(2)]
+    threads += [threading.Thread(target=plain, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not any(t.is_alive() for t in threads)
+    assert held[0] == 0 and 0 < held[1] <= 3
+    assert sem.available_permits == 3
+
+
+class NoReaderLoopThread(LoopThread):
+    def __init__(self):
+        self.kind = "asyncio"
+        self.loop = NoReaderLoop()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+
+def park_on(lt, sem, n):
+    aw = sem.acquire(n)
+
+    async def waiter():
+        return await aw
+
+    fut = lt.submit(waiter())
+    wait_until(lambda: is_waiting(aw) or fut.done(), "waiter queued")
+    assert not fut.done()
+    return aw, fut
+
+
+def test_thread_path_fifo_order_across_threads():
+    """Weighted waiters queued in order on a thread-path loop are served in
+    that order by releases from another thread, none overtaking the head."""
+    sem = Semaphore(0)
+    with NoReaderLoopThread() as lt:
+        parked = [park_on(lt, sem, 1 + i % 3) for i in range(12)]
+        assert _glue.wake_path(lt.loop) == "thread"
+        for i, (aw, fut) in enumerate(parked):
+            sem.release(aw.n)
+            assert fut.result(60) is True
+            # everyone behind is still queued (strict FIFO, no overtaking)
+            assert all(is_waiting(later) for later, _ in parked[i + 1 :])
+    assert sem.available_permits == 0
+
+
+def test_closed_thread_path_loop_hands_permits_on_and_its_helper_ends():
+    sem = Semaphore(0)
+    before = wake_threads()
+    with NoReaderLoopThread() as lt:
+        aw, _ = park_on(lt, sem, 2)
+        (helper,) = wake_threads() - before
+        lt.stop()
+        lt.loop.close()
+        sem.release(2)  # granted to the dead waiter: handed on at once
+        assert sem.available_permits == 2
+        assert not aw.waiting
+    # The release also signalled the channel: its helper sees the closed loop
+    # and ends (the loop object is still alive here).
+    helper.join(60)
+    assert not helper.is_alive()
+
+
+def test_helper_ends_when_its_loop_is_collected():
+    """A loop that is dropped without a wake after its close: the helper ends
+    when the GC collects the loop."""
+    sem = Semaphore(1)
+    before = wake_threads()
+    helpers = []
+
+    def use_and_drop():
+        loop = NoReaderLoop()
+
+        async def main():
+            t = asyncio.ensure_future(sem.acquire(1))
+            u = asyncio.ensure_future(sem.acquire(1))
+            await settle()
+            helpers.extend(wake_threads() - before)
+            (await t, sem.release(1))
+            await u
+            sem.release(1)
+
+        loop.run_until_complete(main())
+        loop.close()
+
+    use_and_drop()
+    assert len(helpers) == 1
+    gc.collect()
+    helpers[0].join(60)
+    assert not helpers[0].is_alive()
+    assert sem.available_permits == 1
+
+
+def test_bad_wake_setting_is_a_clear_import_error():
+    """The setting is read when the first wait connects a loop."""
+    code = (
+        "import asyncio, volt_sem\n"
+        "sem = volt_sem.Semaphore(0)\n"
+        "async def main():\n"
+        "    t = asyncio.ensure_future(sem.acquire(1))\n"
+        "    await asyncio.sleep(0)\n"
+        "    sem.release(1)\n"
+        "    await t\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "VOLT_SEM_WAKE": "eventfd"},
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode != 0
+    assert "VOLT_SEM_WAKE must be 'reader' or 'thread', not 'eventfd'" in out.stderr
+
+
+def test_thread_setting_applies_to_every_asyncio_loop():
+    code = (
+        "import asyncio, volt_sem\n"
+        "from volt_sem import _glue\n"
+        "sem = volt_sem.Semaphore(0)\n"
+        "async def main():\n"
+        "    t = asyncio.ensure_future(sem.acquire(1))\n"
+        "    await asyncio.sleep(0)\n"
+        "    sem.release(1)\n"
+        "    await t\n"
+        "    return _glue.wake_path(asyncio.get_running_loop())\n"
+        "print(asyncio.run(main()))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "VOLT_SEM_WAKE": "thread"},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "thread"
