@@ -8,7 +8,7 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
+.PHONY: install dist dist-test dist-c dist-test-c dist-node dist-test-node test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
@@ -123,6 +123,11 @@ dist-c:
 	bash scripts/dist/c.sh
 dist-test-c: dist-c
 	bash scripts/dist/test-c.sh
+# The npm packages: volt-sem + one package per platform, into dist/npm/.
+dist-node:
+	bash scripts/dist/node.sh
+dist-test-node: dist-node
+	bash scripts/dist/test-node.sh
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

@@ -6,9 +6,10 @@
 //
 //   node npm/pack.js --dest DIR [--dev] [KEY...]
 //
-// KEY is a platform key of binding.js's PLATFORMS (default: all). A platform's
-// binary is npm/<key>/volt-sem.<key>.node (what `make dist-node` builds), or
-// with --dev the development build next to index.js (what `make build` builds).
+// KEY is a platform key of binding.js's PLATFORMS (default: all; with --dev,
+// this machine's). A platform's binary is npm/<key>/volt-sem.<key>.node (what
+// `make dist-node` builds), or with --dev the development build next to
+// index.js (what `make build` builds).
 // Prints a JSON object: { main: tarball, platforms: { key: tarball } }.
 //
 // The main package's optionalDependencies (every platform package, at the
@@ -20,7 +21,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
-const { PLATFORMS } = require('../binding.js');
+const { PLATFORMS, platformKey } = require('../binding.js');
 
 const PKG = path.resolve(__dirname, '..');
 const ROOT = path.resolve(PKG, '..');
@@ -80,7 +81,7 @@ function main(argv) {
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--dest') dest = path.resolve(argv[++i]);
     else if (argv[i] === '--dev') dev = true;
-    else if (PLATFORMS.includes(argv[i])) keys.push(argv[i]);
+    else if (PLATFORMS.includes(argv[i]) || !argv[i].startsWith('-')) keys.push(argv[i]);
     else throw new Error(`unknown argument ${argv[i]} (platforms: ${PLATFORMS.join(', ')})`);
   }
   if (!dest) throw new Error('usage: node npm/pack.js --dest DIR [--dev] [KEY...]');
@@ -89,7 +90,8 @@ function main(argv) {
   try {
     const { version } = mainManifest();
     const result = { main: npmPack(stageMain(stage), dest), platforms: {} };
-    for (const key of keys.length ? keys : PLATFORMS) {
+    const all = dev ? [platformKey(process.platform, process.arch)] : PLATFORMS;
+    for (const key of keys.length ? keys : all) {
       result.platforms[key] = npmPack(stagePlatform(stage, key, dev, version), dest);
     }
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
