@@ -11,6 +11,7 @@ LOOM_MAX_PREEMPTIONS ?= 3
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-backend test-multiproc test-readme docs test-docs \
 .PHONY: install dist dist-test dist-c dist-test-c dist-python dist-test-python test demo lint msrv publish-check test-core test-loom \
+.PHONY: install dist dist-test dist-c dist-test-c dist-node dist-test-node test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
@@ -152,6 +153,11 @@ dist-python:
 	bash scripts/dist/python.sh
 dist-test-python: dist-python
 	bash scripts/dist/test-python.sh
+# The npm packages: volt-sem + one package per platform, into dist/npm/.
+dist-node:
+	bash scripts/dist/node.sh
+dist-test-node: dist-node
+	bash scripts/dist/test-node.sh
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

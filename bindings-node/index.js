@@ -5,25 +5,13 @@
 // addon (raw Node-API functions taking an External handle and numbers). See
 // src/lib.rs for the wake path. Types and docs: index.d.ts.
 
-const path = require('node:path');
 // From the module, not the global: test frameworks' fake timers (Jest) replace
 // the globals, and the share() pin timer must stay a real, unref'd one.
 const timers = require('node:timers');
 
-function loadNative() {
-  const file = `volt-sem.${process.platform}-${process.arch}-gnu.node`;
-  try {
-    return require(path.join(__dirname, file));
-  } catch (e) {
-    const err = new Error(
-      `volt-sem: no native binary for ${process.platform}-${process.arch} (looked for ${file}): ${e.message}`,
-    );
-    err.cause = e;
-    throw err;
-  }
-}
-
-const native = loadNative();
+// The addon for this platform (binding.js: a development build, else the
+// volt-sem-<platform> package).
+const native = require('./binding.js').loadNative();
 
 /** The largest permit count and request: Number.MAX_SAFE_INTEGER on 64-bit. */
 const MAX_PERMITS = native.maxPermits;

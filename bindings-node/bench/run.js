@@ -9,7 +9,7 @@ const { performance } = require('node:perf_hooks');
 const volt = require('..');
 // The addon's exports (the object index.js uses): only to switch the JS fast
 // path off for the "volt-sem (native path)" column, the same code without it.
-const native = require(`../volt-sem.${process.platform}-${process.arch}-gnu.node`);
+const native = require('../binding.js').loadNative();
 const { Sema } = require('async-sema');
 const asyncMutex = require('async-mutex');
 

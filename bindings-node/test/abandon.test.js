@@ -41,7 +41,7 @@ test('abandoned semaphores with queued acquires are collected (--expose-gc)', as
       ac.abort(new Error('aborted'));
       const aborted = (await kept).message;
       await settle();
-      const stats = require(${JSON.stringify(PKG)} + '/volt-sem.linux-x64-gnu.node').stats();
+      const stats = require(${JSON.stringify(PKG)} + '/binding.js').loadNative().stats();
       console.log(JSON.stringify({ growthMB: (heap1 - heap0) / 2 ** 20, aborted, stats }));
     })();`);
   assert.ok(res.growthMB < 8, `heap grew by ${res.growthMB.toFixed(1)} MB over ${ROUNDS} abandoned semaphores`);

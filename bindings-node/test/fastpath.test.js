@@ -194,7 +194,7 @@ test('a view owns its semaphore: it stays alive (attachable) until the view is c
   const script = `
     const assert = require('node:assert/strict');
     require(${JSON.stringify(PKG)}); // initialises this thread's runtime
-    const native = require(${JSON.stringify(`${PKG}/volt-sem.linux-x64-gnu.node`)});
+    const native = require(${JSON.stringify(`${PKG}/binding.js`)}).loadNative();
     const gcAll = async () => {
       for (let i = 0; i < 6; i++) {
         globalThis.gc();

@@ -97,7 +97,7 @@ test('workerData: new Semaphore(n).share() works when a GC runs before the worke
 
 test('the share() pin ends at the first attach(), else after 60 s (a single unref()d timer)', async () => {
   const script = `
-    const native = require(${JSON.stringify(PKG)} + '/volt-sem.linux-x64-gnu.node');
+    const native = require(${JSON.stringify(PKG)} + '/binding.js').loadNative();
     const s = new volt.Semaphore(1);
     const v = s.share();
     const left = native.expirePins();

@@ -43,7 +43,7 @@ test('a worker terminated 0-3 ms after a cross-thread grant never loses the perm
 });
 
 test('a delivered grant is confirmed even if queueMicrotask is replaced (fake timers)', async () => {
-  const stats = require('../volt-sem.linux-x64-gnu.node').stats;
+  const stats = require('../binding.js').loadNative().stats;
   const real = globalThis.queueMicrotask;
   globalThis.queueMicrotask = () => {};
   try {

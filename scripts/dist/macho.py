@@ -4,9 +4,10 @@
     macho.py FILE ARCH INSTALL_NAME HEADER MIN_MACOS
 
 ARCH is x86_64 or arm64. Checks the magic and CPU type, the install name
-(LC_ID_DYLIB), that the minimum macOS version (LC_BUILD_VERSION or
+(LC_ID_DYLIB; `-`: not checked), that the minimum macOS version (LC_BUILD_VERSION or
 LC_VERSION_MIN_MACOSX) is MIN_MACOS, and that every function declared in HEADER is an
-exported symbol. Exit 1 on any mismatch."""
+exported symbol (HEADER not ending in .h: a comma-separated list of the symbols, as
+for the Node addon). Exit 1 on any mismatch."""
 import re
 import struct
 import sys
@@ -50,14 +51,17 @@ def main(path, arch, install_name, header, min_macos):
         off += cmdsize
     if minos is None or tuple(map(int, minos.split("."))) > tuple(map(int, (min_macos + ".0").split(".")[:3])):
         errors.append(f"minimum macOS {minos}, expected {min_macos}")
-    if ident != install_name:
+    if install_name != "-" and ident != install_name:
         errors.append(f"install name {ident!r}, expected {install_name!r}")
-    wanted = set(re.findall(r"\b(volt_[a-z_]+)\s*\(", open(header).read()))
+    if header.endswith(".h"):
+        wanted = set(re.findall(r"\b(volt_[a-z_]+)\s*\(", open(header).read()))
+    else:
+        wanted = set(header.split(","))
     missing = sorted(wanted - symbols)
     if missing:
         errors.append(f"not exported: {', '.join(missing)}")
     print(f"{path}: {arch}, install name {ident}, minimum macOS {minos}, "
-          f"{len(wanted)} header functions exported" if not errors else "\n".join(errors))
+          f"{len(wanted)} {'header functions' if header.endswith('.h') else 'symbols'} exported" if not errors else "\n".join(errors))
     return 1 if errors else 0
 
 
