@@ -90,11 +90,12 @@ pub fn build(b: *std.Build) void {
     module.addObjectFile(b.path(lib.?));
     // What rustc reports the library needs (`--print native-static-libs`),
     // as Zig provides it: libc, libm, pthread, dl come with link_libc; Rust's
-    // panic machinery needs an unwinder (libgcc_s on glibc, libunwind on musl),
+    // panic machinery needs an unwinder (libgcc_s on glibc, libunwind on musl,
+    // libgcc_eh on MinGW),
     // for which Zig builds LLVM's libunwind; macOS has its own in libSystem.
     switch (t.os.tag) {
         .linux => module.linkSystemLibrary("unwind", .{}),
-        .windows => for ([_][]const u8{ "kernel32", "ntdll", "userenv", "ws2_32", "dbghelp" }) |name|
+        .windows => for ([_][]const u8{ "unwind", "kernel32", "ntdll", "userenv", "ws2_32", "dbghelp" }) |name|
             module.linkSystemLibrary(name, .{}),
         else => {},
     }
