@@ -119,7 +119,9 @@ if [[ $host == 0 ]]; then
   fi
   mkdir -p "$out/bin" "$out/wine-dlls"
   ln -sf "$(command -v qemu-aarch64-static)" "$out/bin/qemu-aarch64"
-  ln -sf /usr/lib/wine/wine64 "$out/bin/wine"
+  # A script, not a link: wine64 finds its loader from the name it runs as.
+  rm -f "$out/bin/wine"
+  printf '#!/bin/sh\nexec /usr/lib/wine/wine64 "$@"\n' >"$out/bin/wine" && chmod +x "$out/bin/wine"
   x86_64-w64-mingw32-gcc -shared -O2 -o "$out/wine-dlls/bcryptprimitives.dll" tests/wine/bcryptprimitives.c -ladvapi32
   export PATH=$out/bin:$PATH WINEDEBUG=-all WINEPREFIX=$out/wine WINEPATH=$(winepath=$out/wine-dlls; echo "Z:${winepath//\//\\}")
 
