@@ -20,6 +20,11 @@ test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-
         demo-rust demo-c demo-zig demo-python demo-node bench
 
 test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-c test-python test-node test-readme test-docs
+.PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig test-arm64 test demo lint msrv publish-check test-core test-loom \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
+        demo-rust demo-c demo-zig demo-python demo-node bench
+
+test: lint msrv test-core test-arm64 test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -144,6 +149,12 @@ install:
 # packages and the Python wheels join these targets.
 dist: dist-c dist-python
 dist-test: dist-test-c dist-test-python
+# which platforms and how each is tested): the C archives, the Zig package
+# (made from them), the npm packages and the Python wheels, all into dist/.
+# Not in `make test` (the README's "Install" section has the times); the
+# arm64 core and C tests are (test-arm64).
+dist: dist-c dist-zig dist-node dist-python
+dist-test: dist-test-c dist-test-zig dist-test-node dist-test-python
 dist-c:
 	bash scripts/dist/c.sh
 dist-test-c: dist-c
@@ -158,6 +169,15 @@ dist-node:
 	bash scripts/dist/node.sh
 dist-test-node: dist-node
 	bash scripts/dist/test-node.sh
+dist-zig: dist-c
+	bash scripts/dist/zig.sh
+dist-test-zig: dist-zig
+	bash scripts/dist/test-zig.sh
+
+# The core's api/waker_contract/stress tests and the C suite, cross-compiled
+# for linux arm64 and run under qemu-user (scripts/test-arm64.sh).
+test-arm64:
+	bash scripts/test-arm64.sh
 
 # Never run in CI: numbers go to docs/benchmarks.md by hand.
 bench:

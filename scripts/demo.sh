@@ -36,8 +36,8 @@ build_c() {
 run_c() { "$ROOT/tests/build/workers"; }
 
 build_zig() {
-    # tests/Makefile installs Zig (PyPI `ziglang`) and translates the header.
-    "${MAKEQ[@]}" -C "$ROOT/tests" lib-release deps-zig zig/volt_sem.zig build &&
+    # tests/Makefile builds the demo through the Zig package (Zig from PyPI).
+    "${MAKEQ[@]}" -C "$ROOT/tests" lib-release build &&
         "${MAKEQ[@]}" -C "$ROOT/tests" build/workers-zig
 }
 run_zig() { "$ROOT/tests/build/workers-zig"; }
@@ -60,7 +60,7 @@ declare -A TITLE=(
 declare -A BUILDS=(
     [rust]="the volt-sem crate alone (std only) with cargo: ~2 s cold, <1 s warm"
     [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~3 s cold, <1 s warm"
-    [zig]="Zig 0.17 from PyPI into tests/zig/.venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~40 s cold, ~1 s warm"
+    [zig]="Zig 0.17 from PyPI into target/zig-venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~40 s cold, ~1 s warm"
     [python]="a venv with maturin (and the test tools), the abi3 wheel: ~50 s cold, ~4 s warm"
     [node]="the Node-API addon (cargo zigbuild for glibc 2.17; Zig from PyPI): ~1 min cold, ~1 s warm"
 )

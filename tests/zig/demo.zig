@@ -11,7 +11,7 @@
 //!
 //!   make demo-zig  (or: make -C tests demo-zig)
 const std = @import("std");
-const c = @import("volt_sem.zig");
+const c = @import("volt_sem");
 
 extern "c" fn usleep(usec: c_uint) c_int;
 

@@ -2,7 +2,7 @@
 //! `zig translate-c` (Zig 0.17 has no @cImport); `make -C tests zig` regenerates
 //! volt_sem.zig and runs `zig test` against the static library.
 const std = @import("std");
-const c = @import("volt_sem.zig");
+const c = @import("volt_sem");
 
 fn newSem(permits: usize) !*const c.volt_sem {
     var sem: ?*const c.volt_sem = null;
