@@ -13,15 +13,14 @@
 //!
 //! Measured per run: the large request's waiting time (from the call to the
 //! grant) at p50/p99/max; how many small grants overtook it: a small request
-//! that asked after it (a ticket is taken just before each call) and was
-//! served while small clients held at least 2 permits, so while the large
-//! request could not have its 3 yet (a lower bound: the permit a served large
-//! request leaves free is not counted). On one thread the count is exact; on
-//! two worker threads a call that reaches the semaphore just before the other
-//! thread's, or a task that yields once before joining the queue (cooperative
-//! budget) while its thread is descheduled, can show up as overtakes. Then
-//! the grants of each small client, summarised by Jain's fairness index (1.0 =
-//! perfectly even).
+//! that asked after it had arrived (a ticket is taken just before each small
+//! call, and just after the large request's first poll) and was served while
+//! small clients held at least 2 permits, so while the large request could not
+//! have its 3 yet (a lower bound: the permit a served large request leaves
+//! free is not counted). An acquire that yields once before it joins the queue
+//! (the cooperative budget) counts as arrived, so what overtakes it meanwhile
+//! is counted. Then the grants of each small client, summarised by Jain's
+//! fairness index (1.0 = perfectly even).
 //!
 //! Two variants: every task on one thread (tokio's current-thread runtime), and
 //! a multi-thread runtime with 2 worker threads.
@@ -134,12 +133,26 @@ async fn big_client(acquire: Acquire, sh: Arc<Shared>, t0: Instant) -> (Vec<f64>
             break;
         }
         sh.overtakes.store(0, SeqCst);
-        let t = sh.ticket.fetch_add(1, SeqCst);
-        sh.big_waiting.store(t, SeqCst);
         let start = Instant::now();
         sh.big_since_us
             .store(start.duration_since(t0).as_micros() as u64, SeqCst);
-        let g = acquire(BIG).await;
+        // The request has arrived once its first poll returns (queued, or
+        // served): only small requests that ask after that count as later.
+        // (On two worker threads, a ticket taken before the call would also
+        // count small requests that reached the semaphore while this one was
+        // still on its way there.)
+        let mut fut = acquire(BIG);
+        let mut first = true;
+        let g = std::future::poll_fn(|cx| {
+            let r = fut.as_mut().poll(cx);
+            if first {
+                first = false;
+                let t = sh.ticket.fetch_add(1, SeqCst);
+                sh.big_waiting.store(t, SeqCst);
+            }
+            r
+        })
+        .await;
         waits.push(start.elapsed().as_secs_f64() * 1e6);
         sh.big_waiting.store(NONE, SeqCst);
         sh.big_since_us.store(NONE, SeqCst);
@@ -156,7 +169,11 @@ async fn big_client(acquire: Acquire, sh: Arc<Shared>, t0: Instant) -> (Vec<f64>
 
 fn one_run(rt: &tokio::runtime::Runtime, make: fn() -> Acquire) -> Run {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load = load.split_whitespace().take(3).collect::<Vec<_>>().join(" ");
+    let load = load
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ");
     rt.block_on(async move {
         let acquire = make();
         let sh = Arc::new(Shared {
@@ -174,7 +191,9 @@ fn one_run(rt: &tokio::runtime::Runtime, make: fn() -> Acquire) -> Run {
                 while !sh.stop.load(SeqCst) {
                     tokio::time::sleep(Duration::from_millis(20)).await;
                     let since = sh.big_since_us.load(SeqCst);
-                    if since != NONE && t0.elapsed().as_micros() as u64 > since + STARVED.as_micros() as u64 {
+                    if since != NONE
+                        && t0.elapsed().as_micros() as u64 > since + STARVED.as_micros() as u64
+                    {
                         sh.stop.store(true, SeqCst);
                     }
                 }
@@ -337,7 +356,11 @@ fn main() {
             })
             .collect();
         json += &runs.join(",\n");
-        json += if c + 1 < cases.len() { "\n    ]},\n" } else { "\n    ]}\n" };
+        json += if c + 1 < cases.len() {
+            "\n    ]},\n"
+        } else {
+            "\n    ]}\n"
+        };
     }
     json += "  ]\n}\n";
     match out {
