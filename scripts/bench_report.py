@@ -96,7 +96,8 @@ def rust_throughput(runs):
         "scenarios": [{"id": sid, "title": title, "results": results[sid]} for sid, title in RUST_SCENARIOS],
     }
     with open(bd.path("rust", "throughput"), "w") as f:
-        f.write(json.dumps(doc, indent=1) + "\n")
+        text = json.dumps(doc, indent=1)
+        f.write(re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), text) + "\n")
 
 
 def fmt_count(v):

@@ -250,7 +250,8 @@ async function main() {
       runs: results[i],
     })),
   };
-  const text = JSON.stringify(doc, null, 1) + '\n';
+  // one line per list of numbers
+  const text = JSON.stringify(doc, null, 1).replace(/\[[-\d.,\s]+\]/g, (m) => m.replace(/\s+/g, ' ')) + '\n';
   if (outPath) fs.writeFileSync(outPath, text);
   else process.stdout.write(text);
 }

@@ -228,7 +228,8 @@ async function main() {
     baseline: 'volt-sem',
     scenarios,
   };
-  const text = JSON.stringify(doc, null, 1) + '\n';
+  // one line per list of numbers
+  const text = JSON.stringify(doc, null, 1).replace(/\[[-\d.,\s]+\]/g, (m) => m.replace(/\s+/g, ' ')) + '\n';
   if (jsonPath) fs.writeFileSync(jsonPath, text);
   else process.stdout.write(text);
 }

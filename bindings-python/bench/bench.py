@@ -19,6 +19,7 @@ that shows what the harness itself costs.
 import argparse
 import asyncio
 import json
+import re
 import os
 import platform
 import statistics
@@ -230,7 +231,8 @@ def main():
         "baseline": "volt_sem",
         "scenarios": scenarios,
     }
-    text = json.dumps(doc, indent=1) + "\n"
+    # one line per list of numbers
+    text = re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), json.dumps(doc, indent=1)) + "\n"
     if args.json:
         with open(args.json, "w") as f:
             f.write(text)

@@ -33,6 +33,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import re
 import os
 import platform
 import subprocess
@@ -252,7 +253,8 @@ def main():
             for i, (variant, name, cls, _) in enumerate(cases)
         ],
     }
-    text = json.dumps(doc, indent=1) + "\n"
+    # one line per list of numbers
+    text = re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), json.dumps(doc, indent=1)) + "\n"
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
