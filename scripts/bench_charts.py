@@ -120,7 +120,7 @@ def fairness_chart():
             if r["variant"] not in variants:
                 variants.append(r["variant"])
         for variant in variants:
-            y += 22
+            y += 28
             svg.text(12, y, f"{lang_name}, {variant}", 13, weight="bold")
             for r in doc["results"]:
                 if r["variant"] != variant:
@@ -183,17 +183,17 @@ def ratio_chart(lang, lang_name):
         peers = [p for p in sc["results"] if p != base and p not in ref]
         if base not in sc["results"] or not peers:
             continue
-        title = sc["title"] + (f" ({sc['loop']})" if sc.get("loop", "asyncio") != "asyncio" else "")
+        title = sc["title"].replace("`", "") + (f" ({sc['loop']})" if sc.get("loop", "asyncio") != "asyncio" else "")
         entries.append((title, [(p, bd.ratios(sc, base, p)) for p in peers]))
     allr = [x for _, ps in entries for _, rs in ps for x in rs]
     lo = 10 ** math.floor(math.log10(min(allr + [0.5])))
     hi = 10 ** math.ceil(math.log10(max(allr + [2.0])))
     svg = Svg(900)
-    axis = LogAxis(lo, hi, 380, 780)
+    axis = LogAxis(lo, hi, 370, 770)
     y = 20
     svg.text(12, y, f"{lang_name}: volt-sem's time per operation divided by each peer's", 16, weight="bold")
     y += 18
-    svg.text(12, y, f"Dot: median of {doc['meta']['runs']} runs (each run measures volt-sem and the peer side by side); "
+    svg.text(12, y, f"Dot: median of {doc['meta']['runs']} runs (each run measures every implementation, one after another); "
              "whisker: lowest to highest run.", 12, color=PEER)
     y += 16
     svg.text(12, y, f"Left of 1.0, volt-sem is faster. {doc['meta']['date']}, commit {doc['meta']['commit']}, "
@@ -205,7 +205,7 @@ def ratio_chart(lang, lang_name):
     svg.text(axis.x(hi), y - 14, "volt-sem slower \u2192", 11, anchor="end", color=PEER)
     grid_top = y + 6
     for title, peers in entries:
-        y += 24
+        y += 28
         svg.text(12, y, title, 12, weight="bold")
         for peer, rs in peers:
             y += 19
@@ -216,7 +216,7 @@ def ratio_chart(lang, lang_name):
             for v in (mn, mx):
                 svg.line(axis.x(v), y - 4, axis.x(v), y + 4, color=color, width=1.5)
             svg.circle(axis.x(med), y, 5, color)
-            svg.text(790, y + 4, bd.fmt_ratio(med), 12, color=color, weight="bold")
+            svg.text(786, y + 4, bd.fmt_ratio(med), 12, color=color, weight="bold")
     bottom = y + 12
     for v in axis.decades():
         svg.line(axis.x(v), grid_top, axis.x(v), bottom, color=GRID)

@@ -101,6 +101,8 @@ def rust_throughput(runs):
 
 
 def fmt_count(v):
+    if v == 0:
+        return "0"
     return f"{v:,.0f}" if v >= 100 else f"{v:.1f}"
 
 
@@ -171,7 +173,7 @@ def throughput_table(lang):
             first = False
     lines.append("")
     lines.append(f"Each cell: the median over {doc['meta']['runs']} runs, and in brackets the lowest and highest run "
-                 "(a ratio is taken run by run: volt-sem and the peer ran side by side). " + meta_line(doc))
+                 "(a ratio is taken run by run, from volt-sem and the peer measured one after the other in the same run). " + meta_line(doc))
     return "\n".join(lines) + "\n"
 
 

@@ -52,6 +52,8 @@ type Guard = Box<dyn Send>;
 type AcquireFuture = Pin<Box<dyn Future<Output = Guard> + Send>>;
 /// `acquire(n)` of one implementation on one fresh semaphore of `PERMITS`.
 type Acquire = Arc<dyn Fn(usize) -> AcquireFuture + Send + Sync>;
+/// Name, how the large request is made, and the constructor.
+type Impl = (&'static str, &'static str, fn() -> Acquire);
 
 fn volt_sem() -> Acquire {
     let s = Arc::new(volt_sem::Semaphore::new(PERMITS));
@@ -280,7 +282,7 @@ fn main() {
         ("1 thread", &one_thread),
         ("2 worker threads", &two_workers),
     ];
-    let impls: [(&str, &str, fn() -> Acquire); 3] = [
+    let impls: [Impl; 3] = [
         ("volt-sem", "acquire(3)", volt_sem),
         ("tokio", "acquire_many(3)", tokio_sem),
         (
