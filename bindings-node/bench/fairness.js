@@ -23,7 +23,8 @@
 //
 // Measured per run: the large request's waiting time (call to grant); how
 // many small requests overtook it: asked after it (a ticket is taken just
-// before each call) and were served while small clients held at least 2
+// before each small call, and just after the large call returns its promise)
+// and were served while small clients held at least 2
 // permits, so while the large request could not have its 3 yet (a lower
 // bound; on one thread the count is exact, across two threads a call that
 // reaches the semaphore just before the other thread's can count as one); the
@@ -134,11 +135,15 @@ async function bigClient(sem, sh, out) {
     await new Promise((r) => setTimeout(r, PAUSE_MS));
     if (Atomics.load(sh, STOP) !== 0) break;
     Atomics.store(sh, OVERTAKES, 0);
-    const t = Atomics.add(sh, TICKET, 1);
-    Atomics.store(sh, BIG_WAITING, t);
     const start = performance.now();
     out.since = start;
-    const token = await sem.acquire(BIG);
+    // The request has arrived once the call returns (queued, or served): only
+    // small requests that ask after that count as later. (A ticket taken
+    // before the call would also count a worker's requests that reached the
+    // semaphore while this call was on its way there.)
+    const pending = sem.acquire(BIG);
+    Atomics.store(sh, BIG_WAITING, Atomics.add(sh, TICKET, 1));
+    const token = await pending;
     out.since = null;
     out.waits_us.push(Math.round((performance.now() - start) * 10000) / 10);
     Atomics.store(sh, BIG_WAITING, -1);
