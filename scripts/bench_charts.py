@@ -3,13 +3,15 @@
 JSON the tables come from (scripts/bench_data.py). Standard library only.
 
     python3 scripts/bench_charts.py [--out docs/img]
-    python3 scripts/bench_charts.py --check   # draw into a temporary folder,
-        # parse every SVG, and check that each image docs/benchmarks.md shows exists
+    python3 scripts/bench_charts.py --check   # draw into a temporary folder, parse
+        # every SVG, compare with docs/img/, and check that each image the
+        # benchmark pages (docs/benchmarks.md, the RESULTS files) show exists
 
 Charts:
   fairness.svg        waiting time of a large request amid small ones, every
                       language (median over the runs of each run's p50, p99 and
                       max; whisker: the p99 of the lowest and highest run)
+  fairness-LANG.svg   the same for one language (the RESULTS files open with it)
   ratios-LANG.svg     volt-sem's time divided by each peer's, one dot per
                       scenario and peer (log axis, 1.0 marked, volt-sem faster
                       to the left; whisker: lowest to highest run)
@@ -86,8 +88,8 @@ def short_meta(doc):
 # -- fairness -------------------------------------------------------------------
 
 
-def fairness_chart():
-    docs = [(name, bd.load(lang, "fairness")) for lang, name, _ in bd.LANGUAGES]
+def fairness_chart(only=None):
+    docs = [(name, bd.load(lang, "fairness")) for lang, name, _ in bd.LANGUAGES if only in (None, lang)]
     docs = [(n, d) for n, d in docs if d]
     if not docs:
         return None
@@ -228,6 +230,7 @@ def ratio_chart(lang, lang_name):
 def charts():
     out = {"fairness.svg": fairness_chart()}
     for lang, name, _ in bd.LANGUAGES:
+        out[f"fairness-{lang}.svg"] = fairness_chart(lang)
         out[f"ratios-{lang}.svg"] = ratio_chart(lang, name)
     return {k: v for k, v in out.items() if v is not None}
 
@@ -247,7 +250,8 @@ def check():
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         made = write(tmp)
-        expected = {"fairness.svg"} | {f"ratios-{lang}.svg" for lang, _, _ in bd.LANGUAGES}
+        expected = {"fairness.svg"} | {f"{kind}-{lang}.svg" for lang, _, _ in bd.LANGUAGES
+                                       for kind in ("fairness", "ratios")}
         for name in sorted(expected - set(made)):
             problems.append(f"{name}: not drawn (its JSON is missing)")
         for name in made:
@@ -261,20 +265,23 @@ def check():
                 problems.append(f"docs/img/{name}: missing (run python3 scripts/bench_charts.py)")
             elif open(checked_in).read() != made[name]:
                 problems.append(f"docs/img/{name}: differs from what the JSON draws (run python3 scripts/bench_charts.py)")
-    page = os.path.join(bd.ROOT, "docs", "benchmarks.md")
-    text = open(page).read()
-    images = re.findall(r"!\[[^\]]*\]\(([^)]+\.svg)\)", text)
-    if "img/fairness.svg" not in images:
-        problems.append("docs/benchmarks.md does not show img/fairness.svg")
-    elif images[0] != "img/fairness.svg":
-        problems.append("docs/benchmarks.md: the first chart is not the fairness chart")
-    for img in images:
-        if not os.path.exists(os.path.join(os.path.dirname(page), img)):
-            problems.append(f"docs/benchmarks.md shows {img}, which does not exist")
+    images = 0
+    for rel, first in [("docs/benchmarks.md", "fairness.svg"),
+                       ("bindings-python/bench/RESULTS.md", "fairness-python.svg"),
+                       ("bindings-node/bench/RESULTS.md", "fairness-node.svg")]:
+        page = os.path.join(bd.ROOT, rel)
+        with open(page) as f:
+            shown = re.findall(r"!\[[^\]]*\]\(([^)]+\.svg)\)", f.read())
+        images += len(shown)
+        if not shown or os.path.basename(shown[0]) != first:
+            problems.append(f"{rel}: the first chart is not {first}")
+        for img in shown:
+            if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(page), img))):
+                problems.append(f"{rel} shows {img}, which does not exist")
     for p in problems:
         print("bench_charts:", p, file=sys.stderr)
     if not problems:
-        print(f"bench_charts: {len(made)} charts drawn and parsed, {len(images)} images of docs/benchmarks.md exist")
+        print(f"bench_charts: {len(made)} charts drawn and parsed; the {images} images the benchmark pages show exist")
     return 1 if problems else 0
 
 

@@ -186,12 +186,30 @@ def rewrite(text):
     return BLOCK.sub(lambda m: m.group(1) + block(m.group(2)) + m.group(4), text)
 
 
+def selftest():
+    """The statistics every table and chart rests on, on inputs with known answers."""
+    assert bd.percentile([5, 1, 4, 2, 3], 50) == 3
+    assert bd.percentile(list(range(1, 101)), 99) == 99
+    assert bd.percentile([7], 99) == 7
+    assert bd.jain([3, 3, 3]) == 1.0
+    assert abs(bd.jain([1, 1, 1, 1, 0, 0]) - 4 / 6) < 1e-12
+    assert bd.spread([3, 1, 2]) == (2, 1, 3)
+    sc = {"results": {"a": [2.0, 3.0], "b": [4.0, 1.0]}}
+    assert bd.ratios(sc, "a", "b") == [0.5, 3.0]
+    assert bd.fmt_us(2.04) == "2.0 µs" and bd.fmt_us(1500) == "1.5 ms" and bd.fmt_us(1_017_835) == "1.0 s"
+    run = {"waits_us": [1.0, 2.0, 3.0], "overtaken": [0, 2, 0], "starved": 0, "small_grants": [5, 5]}
+    f = bd.fairness_run(run)
+    assert (f["p50"], f["max"], f["overtaken_max"], f["jain"]) == (2.0, 3.0, 2, 1.0)
+
+
 def main():
     args = sys.argv[1:]
     if args[:1] == ["rust-throughput"]:
         runs = int(args[args.index("--runs") + 1]) if "--runs" in args else 5
         return rust_throughput(runs)
     check = args == ["--check"]
+    if check:
+        selftest()
     if not check and args != ["tables"]:
         sys.exit(__doc__)
     bad = []
