@@ -13,7 +13,8 @@ LOOM_MAX_PREEMPTIONS ?= 3
 .PHONY: install dist dist-test dist-c dist-test-c dist-python dist-test-python test demo lint msrv publish-check test-core test-loom \
 .PHONY: install dist dist-test dist-c dist-test-c dist-node dist-test-node test demo lint msrv publish-check test-core test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
-        demo-rust demo-c demo-zig demo-python demo-node bench
+        demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
+        bench-docs bench-batch
 
 test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-multiproc test-readme test-docs
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-readme docs test-docs \
@@ -133,7 +134,12 @@ docs:
 
 # `make docs` from scratch must succeed and its index links resolve (scripts/docs.sh
 # ends with that check); `api_docs.py check` alone re-checks an existing build.
+# Also: the benchmark charts redraw from the checked-in JSON as valid SVG equal
+# to docs/img/, every chart docs/benchmarks.md shows exists, and the benchmark
+# tables agree with the JSON (no benchmark runs: a second or two).
 test-docs: docs
+	python3 scripts/bench_charts.py --check
+	python3 scripts/bench_report.py --check
 
 $(addprefix demo-,$(DEMOS)):
 	@bash scripts/demo.sh $(@:demo-%=%)
@@ -179,11 +185,39 @@ dist-test-zig: dist-zig
 test-arm64:
 	bash scripts/test-arm64.sh
 
-# Never run in CI: numbers go to docs/benchmarks.md by hand.
-bench:
-	cargo bench -p volt-sem --bench semaphore -- --save-baseline mutex-queue
+# Benchmarks, never run by `make test` (docs/benchmarks.md says how to read
+# them). Each language's programs write JSON (every run kept) under
+# core/benches/results/, bindings-python/bench/results/ and
+# bindings-node/bench/results/; `bench-docs` redraws the charts (docs/img/) and
+# rewrites the tables of docs/benchmarks.md and the RESULTS files from it.
+BENCH_RUNS ?= 5
+bench: bench-fairness bench-throughput
+
+# The waiting time of a large request amid small ones, in Rust, Python and Node
+# (about 2-4 minutes once built, more on a loaded machine).
+bench-fairness:
+	cargo bench -p volt-sem --bench fairness -- --runs $(BENCH_RUNS) --out $(CURDIR)/core/benches/results/fairness.json
+	$(MAKE) -C bindings-python bench-fairness BENCH_RUNS=$(BENCH_RUNS)
+	$(MAKE) -C bindings-node bench-fairness BENCH_RUNS=$(BENCH_RUNS)
+	$(MAKE) bench-docs
+
+# Time per operation against the peers (criterion once per run for Rust).
+bench-throughput:
+	python3 scripts/bench_report.py rust-throughput --runs $(BENCH_RUNS)
+	$(MAKE) -C bindings-python bench BENCH_RUNS=$(BENCH_RUNS)
+	$(MAKE) -C bindings-node bench BENCH_RUNS=$(BENCH_RUNS)
+	$(MAKE) bench-docs
+
+bench-docs:
+	python3 scripts/bench_charts.py
+	python3 scripts/bench_report.py tables
+
+# The batched-critical-sections experiment (docs/benchmarks.md, appendix):
+# criterion's own report, tables printed by scripts/bench_batch.py.
+bench-batch:
+	cargo bench -p volt-sem --bench semaphore -- --save-baseline mutex-queue \
+	  "c_contended|c2_contended|d_handoff|e_mutex"
 	cargo bench -p volt-sem --features batch-lock --bench batch_lock
 	cargo bench -p volt-sem --features batch-queue --bench semaphore -- --save-baseline batch-queue \
 	  "c_contended|c2_contended|d_handoff|e_mutex"
-	python3 scripts/bench_report.py && python3 scripts/bench_report.py locks && \
-	  python3 scripts/bench_report.py experiment
+	python3 scripts/bench_batch.py locks && python3 scripts/bench_batch.py experiment

@@ -1,8 +1,14 @@
 'use strict';
-// volt-sem beside async-sema, async-mutex and multithreading, in one run.
-// `make bench` (never in CI). Prints a markdown table: median ns per
-// acquire+release pair over several repetitions, and volt-sem's ratio.
+// volt-sem beside async-sema, async-mutex and multithreading, in one process.
+// `make bench` (never in CI): `node bench/run.js [--json FILE]`. Every scenario
+// runs BENCH_REPS times (default 7), round-robin over the implementations, so
+// run i of two implementations were measured side by side; the JSON keeps
+// every run's time per acquire+release pair (scripts/bench_report.py makes the
+// tables, scripts/bench_charts.py the charts).
 const path = require('node:path');
+const fs = require('node:fs');
+const os = require('node:os');
+const { execFileSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
 
@@ -20,15 +26,10 @@ function median(xs) {
   return s[s.length >> 1];
 }
 
-async function measure(fn, ops) {
-  await fn(Math.max(1, ops >> 3)); // warm-up
-  const times = [];
-  for (let r = 0; r < REPS; r++) {
-    const t0 = performance.now();
-    await fn(ops);
-    times.push(((performance.now() - t0) * 1e6) / ops);
-  }
-  return median(times);
+async function measureOnce(fn, ops) {
+  const t0 = performance.now();
+  await fn(ops);
+  return ((performance.now() - t0) * 1e6) / ops;
 }
 
 // Adapters: acquire(n) -> Promise<release function>.
@@ -160,42 +161,77 @@ async function crossWorker(lib, opsPerTask) {
   return ns;
 }
 
-async function main() {
-  const libs = await adapters();
-  const rows = [];
-  const scenarios = [
-    ['uncontended acquire+release', (m) => uncontended(m), 200_000, false],
-    ['8 tasks on 2 permits', (m) => contended(m, 8, 2, [1]), 100_000, false],
-    ['weighted 1,2,3 on 4 permits (6 tasks)', (m) => contended(m, 6, 4, [1, 2, 3]), 60_000, true],
-  ];
-  for (const [name, build, ops, weighted] of scenarios) {
-    const res = {};
-    for (const [lib, make] of Object.entries(libs)) {
-      if (weighted && make(1).unweighted) continue;
-      res[lib] = await measure(build(make), ops);
-    }
-    rows.push([name, res]);
-  }
-  const cross = {};
-  for (const lib of ['volt-sem', 'multithreading']) {
-    const xs = [];
-    for (let r = 0; r < Math.max(3, REPS >> 1); r++) xs.push(await crossWorker(lib, 5_000));
-    cross[lib] = median(xs);
-  }
-  rows.push(['cross-worker: main + 1 worker x 4 tasks, Semaphore(2)', cross]);
+function loadavg() {
+  return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+}
 
-  const libNames = Object.keys(libs);
-  const out = [];
-  out.push(`Node ${process.version}, ${process.platform}-${process.arch}, median of ${REPS} runs, ns per acquire+release (lower is better).`);
-  out.push('');
-  out.push(`| scenario | ${libNames.join(' | ')} | volt-sem / async-sema | volt-sem / async-mutex | volt-sem / multithreading |`);
-  out.push(`|---|${libNames.map(() => '---:').join('|')}|---:|---:|---:|`);
-  const ratio = (res, other) => (res[other] ? (res['volt-sem'] / res[other]).toFixed(2) + 'x' : 'n/a');
-  for (const [name, res] of rows) {
-    const cells = libNames.map((l) => (res[l] === undefined ? 'n/a' : res[l].toFixed(0)));
-    out.push(`| ${name} | ${cells.join(' | ')} | ${ratio(res, 'async-sema')} | ${ratio(res, 'async-mutex')} | ${ratio(res, 'multithreading')} |`);
+function command(cmd, args) {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return 'unknown';
   }
-  console.log(out.join('\n'));
+}
+
+function version(pkg) {
+  try {
+    return require(path.join(__dirname, '..', 'node_modules', pkg, 'package.json')).version;
+  } catch {
+    return '?';
+  }
+}
+
+async function main() {
+  const args = process.argv.slice(2);
+  const jsonPath = args.includes('--json') ? args[args.indexOf('--json') + 1] : null;
+  const libs = await adapters();
+  const load = [loadavg()];
+  const scenarios = [];
+  const defs = [
+    ['uncontended', 'uncontended acquire+release, one task', (m) => uncontended(m), 200_000, false],
+    ['contended', '8 tasks on 2 permits, each holding across one `await null`', (m) => contended(m, 8, 2, [1]), 100_000, false],
+    ['weighted', 'weighted 1,2,3 on 4 permits (6 tasks)', (m) => contended(m, 6, 4, [1, 2, 3]), 60_000, true],
+  ];
+  for (const [id, title, build, ops, weighted] of defs) {
+    const names = Object.keys(libs).filter((lib) => !(weighted && libs[lib](1).unweighted));
+    for (const lib of names) await build(libs[lib])(Math.max(1, ops >> 3)); // warm-up
+    const results = Object.fromEntries(names.map((n) => [n, []]));
+    for (let r = 0; r < REPS; r++) {
+      for (const lib of names) results[lib].push(await measureOnce(build(libs[lib]), ops));
+    }
+    scenarios.push({ id, title, results });
+    load.push(loadavg());
+    console.error(`${title}: ${names.map((n) => `${n} ${median(results[n]).toFixed(0)} ns`).join(', ')}`);
+  }
+  const cross = { 'volt-sem': [], multithreading: [] };
+  for (let r = 0; r < REPS; r++) {
+    for (const lib of Object.keys(cross)) cross[lib].push(await crossWorker(lib, 5_000));
+  }
+  scenarios.push({ id: 'cross_worker', title: 'main + 1 worker thread, 4 tasks each, Semaphore(2)', results: cross });
+  load.push(loadavg());
+  console.error(`cross-worker: ${Object.keys(cross).map((n) => `${n} ${median(cross[n]).toFixed(0)} ns`).join(', ')}`);
+  const cpu = os.cpus();
+  const doc = {
+    benchmark: 'throughput',
+    language: 'node',
+    unit: 'ns per acquire+release',
+    meta: {
+      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
+      commit: command('git', ['-C', __dirname, 'rev-parse', '--short', 'HEAD']),
+      cpu: `${cpu[0] ? cpu[0].model : os.arch()}, ${cpu.length} cores`,
+      toolchain: `Node ${process.version}, volt-sem addon (release build)`,
+      peers: ['async-sema', 'async-mutex', 'multithreading'].map((p) => `${p} ${version(p)}`).join(', '),
+      runs: REPS,
+      load,
+    },
+    reference: ['volt-sem (native path)'],
+    baseline: 'volt-sem',
+    scenarios,
+  };
+  // one line per list of numbers
+  const text = JSON.stringify(doc, null, 1).replace(/\[[-\d.,\s]+\]/g, (m) => m.replace(/\s+/g, ' ')) + '\n';
+  if (jsonPath) fs.writeFileSync(jsonPath, text);
+  else process.stdout.write(text);
 }
 
 main().then(

@@ -1,8 +1,10 @@
 """Benchmarks for volt_sem's asyncio binding, in one process and one run.
 
-    python bench/bench.py [--out bench/RESULTS.md] [--quick]
+    python bench/bench.py [--runs 7] [--json bench/results/throughput.json] [--quick]
 
-Scenarios (each reports ns per acquire/release pair, best of several repeats):
+Scenarios (each reports the time per acquire+release pair of every run; the
+runs go round-robin over the implementations, and the report gives the median
+and the spread over the runs):
 
 1. uncontended ``async with sem:`` on one task;
 2. 8 tasks on Semaphore(2), each doing acquire / ``await asyncio.sleep(0)`` / release;
@@ -16,8 +18,12 @@ that shows what the harness itself costs.
 
 import argparse
 import asyncio
+import json
+import re
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -47,14 +53,15 @@ def run(coro, loop_kind="asyncio"):
         loop.close()
 
 
-def best_of(impls, repeats, measure):
-    """Round-robin over the implementations, `repeats` times, keeping each one's
-    best time: background noise hits every implementation alike."""
-    best = {name: float("inf") for name in impls}
+def every_run(impls, repeats, measure):
+    """Round-robin over the implementations, `repeats` times, keeping every
+    run's time: background noise hits every implementation alike, and run i
+    of two implementations were measured side by side."""
+    times = {name: [] for name in impls}
     for _ in range(repeats):
         for name, make in impls.items():
-            best[name] = min(best[name], measure(make))
-    return best
+            times[name].append(measure(make))
+    return times
 
 
 class FloorSemaphore:
@@ -91,8 +98,8 @@ async def uncontended(sem, iters):
 
 
 def bench_uncontended(iters, repeats, loop_kind="asyncio"):
-    best = best_of(implementations(1), repeats, lambda make: run(uncontended(make(), iters), loop_kind))
-    return {name: t / iters * 1e9 for name, t in best.items()}
+    times = every_run(implementations(1), repeats, lambda make: run(uncontended(make(), iters), loop_kind))
+    return {name: [t / iters * 1e9 for t in ts] for name, ts in times.items()}
 
 
 # -- scenario 2 -----------------------------------------------------------------
@@ -112,8 +119,8 @@ async def contended(make, tasks, iters):
 
 
 def bench_contended(tasks, iters, repeats, loop_kind="asyncio"):
-    best = best_of(implementations(2), repeats, lambda make: run(contended(make, tasks, iters), loop_kind))
-    return {name: t / (tasks * iters) * 1e9 for name, t in best.items()}
+    times = every_run(implementations(2), repeats, lambda make: run(contended(make, tasks, iters), loop_kind))
+    return {name: [t / (tasks * iters) * 1e9 for t in ts] for name, ts in times.items()}
 
 
 # -- scenario 3 -----------------------------------------------------------------
@@ -151,128 +158,86 @@ def cross_loop(make, threads, tasks, iters, loop_kind="asyncio"):
 
 def bench_cross_loop(threads, tasks, iters, repeats, loop_kind="asyncio"):
     impls = implementations(2, cross_thread=True)
-    best = best_of(impls, repeats, lambda make: cross_loop(make, threads, tasks, iters, loop_kind))
-    return {name: t / (threads * tasks * iters) * 1e9 for name, t in best.items()}
+    times = every_run(impls, repeats, lambda make: cross_loop(make, threads, tasks, iters, loop_kind))
+    return {name: [t / (threads * tasks * iters) * 1e9 for t in ts] for name, ts in times.items()}
 
 
-ANALYSIS = """
-## Why (2) and (3) stay near 1x on the default loop
-
-Wall time on this shared 2-core machine is noisy, so (2) was also measured in
-instructions (valgrind callgrind, CPython 3.11.7, 8 tasks x 4,000 vs 8 tasks x
-8,000 iterations, the difference divided by the 32,000 extra pairs): the no-op floor
-costs 16.7k instructions per pair, volt_sem 38.1k, asyncio.Semaphore 42.3k
-(0.90x). Of volt_sem's 21.4k above the floor, about 5.4k is the default loop's
-Python-level `call_soon` (the woken task's Future schedules its wake-up through it)
-and most of the rest is the extra event-loop hop every contended acquire takes in
-*any* fair semaphore: with direct hand-off, the task that releases cannot barge back
-in, so each acquire parks and is resumed by the loop (Future -> Task wake-up ->
-Task step). volt_sem's own code (the awaitable's slow path, core queue, wake
-callback) is about 4.6k instructions per pair; asyncio.Semaphore pays the same loop
-hop and `call_soon`, so no implementation of the same fair semantics can reach 0.8x
-on the default loop. Under uvloop, whose `call_soon` is compiled, see below.
-
-In (3) the cost is dominated by cross-thread hand-offs: FIFO order interleaves the
-two loops' waiters, so about every other grant wakes the other thread
-(`call_soon_threadsafe` writes its self-pipe, the other loop leaves `epoll_wait`
-and waits for the GIL). A per-loop wake queue with one eventfd write per batch
-would cut the syscalls but not the thread switches that the fairness requires.
-"""
+def command(*args):
+    try:
+        return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
-# -- report ---------------------------------------------------------------------
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
+    except OSError:
+        pass
+    return f"{platform.machine()}, {os.cpu_count()} cores"
 
 
-def table(results, baseline_names):
-    lines = ["| implementation | ns / acquire+release | " + " | ".join(f"x {b}" for b in baseline_names) + " |"]
-    lines.append("|---|---:|" + "---:|" * len(baseline_names))
-    for name, ns in results.items():
-        ratios = []
-        for b in baseline_names:
-            ratios.append(f"{ns / results[b]:.2f}" if b in results else "n/a")
-        lines.append(f"| {name} | {ns:,.0f} | " + " | ".join(ratios) + " |")
-    return "\n".join(lines)
+def loadavg():
+    with open("/proc/loadavg") as f:
+        return " ".join(f.read().split()[:3])
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--out", help="write a Markdown report here")
+    ap.add_argument("--json", help="write the results (every run) here")
+    ap.add_argument("--runs", type=int, default=7, help="runs per implementation and scenario")
     ap.add_argument("--quick", action="store_true", help="fewer iterations (smoke run)")
     args = ap.parse_args()
     scale = 10 if args.quick else 1
-    repeats = 3 if args.quick else 7
+    repeats = args.runs
+    load = [loadavg()]
+    scenarios = []
 
-    r1 = bench_uncontended(200_000 // scale, repeats)
-    r2 = bench_contended(8, 20_000 // scale, repeats)
-    r3 = bench_cross_loop(2, 4, 10_000 // scale, repeats)
-    uv = "uvloop" in LOOPS
-    if uv:
-        u2 = bench_contended(8, 20_000 // scale, repeats, "uvloop")
-        u3 = bench_cross_loop(2, 4, 10_000 // scale, repeats, "uvloop")
+    def add(sid, title, results, loop="asyncio"):
+        scenarios.append({"id": sid, "title": title, "loop": loop, "results": results})
+        load.append(loadavg())
+        print(f"{title} [{loop}]: " + ", ".join(f"{k} {statistics.median(v):,.0f} ns" for k, v in results.items()),
+              file=sys.stderr)
 
-    v1 = r1["volt_sem"] / r1["floor (no-op)"]
-    v2 = r2["volt_sem"] / r2["asyncio.Semaphore"]
-    v3 = r3["volt_sem"] / r3["aiologic.Semaphore"] if "aiologic.Semaphore" in r3 else None
-
-    def verdict(value, target):
-        if value is None:
-            return "n/a (aiologic not installed)"
-        return f"{value:.2f}x (target <= {target}x: {'met' if value <= target else 'NOT met'})"
-
-    report = f"""# volt_sem (Python) benchmark results
-
-Generated by `make -C bindings-python bench` (`bench/bench.py`), one process, one run.
-Each figure is the best of {repeats} repeats, in nanoseconds per acquire+release pair
-(wall time / number of pairs). Default asyncio event loop.
-
-Machine: {platform.machine()}, {os.cpu_count()} CPUs, {platform.system()} {platform.release()};
-Python {platform.python_version()} ({sys.implementation.name}); volt_sem abi3 wheel (release build);
-aiologic {getattr(aiologic, '__version__', 'not installed') if aiologic else 'not installed'}.
-
-## Headline ratios
-
-| scenario | ratio | raw |
-|---|---|---|
-| (1) uncontended `async with`, volt_sem / no-op floor | {verdict(v1, 1.15)} | {r1['volt_sem']:,.0f} ns vs {r1['floor (no-op)']:,.0f} ns |
-| (2) 8 tasks on Semaphore(2), volt_sem / asyncio.Semaphore | {verdict(v2, 0.8)} | {r2['volt_sem']:,.0f} ns vs {r2['asyncio.Semaphore']:,.0f} ns |
-| (3) 2 loops x 4 tasks on one Semaphore(2), volt_sem / aiologic | {verdict(v3, 0.5)} | {r3['volt_sem']:,.0f} ns vs {r3.get('aiologic.Semaphore', float('nan')):,.0f} ns |
-
-## (1) Uncontended `async with sem:` (one task, Semaphore(1))
-
-{table(r1, ["floor (no-op)", "asyncio.Semaphore"])}
-
-## (2) 8 tasks on Semaphore(2): acquire / `await asyncio.sleep(0)` / release
-
-{table(r2, ["floor (no-op)", "asyncio.Semaphore"])}
-
-The floor row is the harness alone (8 tasks doing `sleep(0)`), so the semaphore's own
-cost is the difference to it.
-
-## (3) Cross-loop: 2 threads x (own loop, 4 tasks) on one Semaphore(2)
-
-{table(r3, ["floor (no-op)", "aiologic.Semaphore"])}
-
-asyncio.Semaphore cannot take part: it is not thread-safe and binds to one loop.
-Every contended hand-off here crosses threads through `loop.call_soon_threadsafe`
-(volt_sem) or aiologic's own thread-safe wake-up.
-"""
-    report += ANALYSIS
-    if uv:
-        report += f"""
-## Same scenarios under uvloop (information; the targets refer to the default loop)
-
-(2) 8 tasks on Semaphore(2):
-
-{table(u2, ["floor (no-op)", "asyncio.Semaphore"])}
-
-(3) 2 threads x (own uvloop, 4 tasks) on one Semaphore(2):
-
-{table(u3, ["floor (no-op)", "aiologic.Semaphore"])}
-"""
-    print(report)
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(report)
+    add("uncontended", "uncontended `async with`, one task", bench_uncontended(200_000 // scale, repeats))
+    add("contended", "8 tasks on Semaphore(2), each holding across one `sleep(0)`",
+        bench_contended(8, 20_000 // scale, repeats))
+    add("cross_loop", "2 threads x (own loop, 4 tasks) on one Semaphore(2)",
+        bench_cross_loop(2, 4, 10_000 // scale, repeats))
+    if "uvloop" in LOOPS:
+        add("contended", "8 tasks on Semaphore(2), each holding across one `sleep(0)`",
+            bench_contended(8, 20_000 // scale, repeats, "uvloop"), "uvloop")
+        add("cross_loop", "2 threads x (own loop, 4 tasks) on one Semaphore(2)",
+            bench_cross_loop(2, 4, 10_000 // scale, repeats, "uvloop"), "uvloop")
+    root = os.path.dirname(os.path.abspath(__file__))
+    doc = {
+        "benchmark": "throughput",
+        "language": "python",
+        "unit": "ns per acquire+release",
+        "meta": {
+            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "commit": command("git", "-C", root, "rev-parse", "--short", "HEAD"),
+            "cpu": cpu_model(),
+            "toolchain": f"CPython {platform.python_version()}, volt_sem wheel (release build)"
+            + (f", uvloop {uvloop.__version__}" if uvloop is not None else ""),
+            "peers": f"aiologic {getattr(aiologic, '__version__', '?')}" if aiologic else "aiologic not installed",
+            "runs": repeats,
+            "load": load,
+        },
+        "reference": ["floor (no-op)"],
+        "baseline": "volt_sem",
+        "scenarios": scenarios,
+    }
+    # one line per list of numbers
+    text = re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), json.dumps(doc, indent=1)) + "\n"
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 //! volt-sem beside tokio and async-lock (and std/parking_lot for the mutex), in
-//! one run, on the same workloads. `cargo bench -p volt-sem`, then
-//! `python3 scripts/bench_report.py` writes the medians and ratios to
-//! docs/benchmarks.md. Never run in CI.
+//! one run, on the same workloads. `make bench-throughput` runs it 5 times
+//! (`scripts/bench_report.py rust-throughput`), keeps each run's criterion
+//! medians in core/benches/results/throughput.json, and the tables and charts
+//! of docs/benchmarks.md are drawn from that file. Never run in CI.
 
 use std::future::Future;
 use std::hint::black_box;
