@@ -191,8 +191,11 @@ pub fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
 pub struct Worker {
     pub child: Child,
     stdin: ChildStdin,
-    out: BufReader<ChildStdout>,
+    lines: std::sync::mpsc::Receiver<String>,
 }
+
+/// How long a test waits for one answer of a worker before failing (never hang).
+pub const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 impl Worker {
     pub fn spawn(url: &str, name: &str, permits: usize, lease_ms: u64) -> Worker {
@@ -214,8 +217,24 @@ impl Worker {
             .spawn()
             .expect("spawn worker");
         let stdin = child.stdin.take().unwrap();
-        let out = BufReader::new(child.stdout.take().unwrap());
-        let mut w = Worker { child, stdin, out };
+        let out: BufReader<ChildStdout> = BufReader::new(child.stdout.take().unwrap());
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for l in out.lines() {
+                let Ok(l) = l else { return };
+                // The harness may print "test worker ... " before the first answer.
+                if let Some(i) = l.find("@@ ") {
+                    if tx.send(l[i + 3..].trim_end().to_string()).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+        let mut w = Worker {
+            child,
+            stdin,
+            lines,
+        };
         assert_eq!(w.line(), "ready");
         w
     }
@@ -227,14 +246,9 @@ impl Worker {
 
     /// The next answer line (without the prefix).
     pub fn line(&mut self) -> String {
-        loop {
-            let mut l = String::new();
-            if self.out.read_line(&mut l).unwrap() == 0 {
-                panic!("worker {} exited", self.child.id());
-            }
-            if let Some(rest) = l.trim_end().strip_prefix("@@ ") {
-                return rest.to_string();
-            }
+        match self.lines.recv_timeout(ANSWER_LIMIT) {
+            Ok(l) => l,
+            Err(e) => panic!("no answer from worker {}: {e}", self.child.id()),
         }
     }
 
@@ -325,6 +339,20 @@ pub fn worker_main() {
                     None => say("error none held".into()),
                 }
             }
+            "stress" => {
+                // stress ITERS MAXW THREADS: random weights, random timeouts;
+                // the holders keep a counter in Redis (`<name>:inuse`) and
+                // count any moment it exceeds the total.
+                let mut args = line.split(' ').skip(1).map(|x| x.parse::<u64>().unwrap());
+                let (iters, maxw, threads) = (
+                    args.next().unwrap(),
+                    args.next().unwrap(),
+                    args.next().unwrap(),
+                );
+                let (grants, violations, timeouts) =
+                    stress(&sem, url, name, permits as i64, iters, maxw, threads);
+                say(format!("stressed {grants} {violations} {timeouts}"));
+            }
             "exit" => {
                 say("bye".into());
                 return;
@@ -332,4 +360,87 @@ pub fn worker_main() {
             _ => say(format!("error unknown command {line}")),
         }
     }
+}
+
+/// A small xorshift generator (no dependency), seeded per thread.
+pub struct Rng(u64);
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn stress(
+    sem: &RedisSemaphore,
+    url: &str,
+    name: &str,
+    total: i64,
+    iters: u64,
+    maxw: u64,
+    threads: u64,
+) -> (u64, u64, u64) {
+    let key = format!("{name}:inuse");
+    let hs: Vec<_> = (0..threads)
+        .map(|t| {
+            let sem = sem.clone();
+            let key = key.clone();
+            let url = url.to_string();
+            std::thread::spawn(move || {
+                let mut raw = redis::Client::open(url.as_str())
+                    .unwrap()
+                    .get_connection()
+                    .unwrap();
+                let mut rng = Rng::new(std::process::id() as u64 * 1000 + t);
+                let (mut g, mut v, mut to) = (0, 0, 0);
+                for _ in 0..iters {
+                    let n = 1 + rng.below(maxw) as usize;
+                    let r = if rng.below(4) == 0 {
+                        sem.acquire_timeout(n, Duration::from_millis(rng.below(30)))
+                    } else {
+                        sem.acquire_blocking(n)
+                    };
+                    match r {
+                        Ok(p) => {
+                            g += 1;
+                            let now: i64 = redis::cmd("INCRBY")
+                                .arg(&key)
+                                .arg(n)
+                                .query(&mut raw)
+                                .unwrap();
+                            if now > total {
+                                v += 1;
+                            }
+                            std::thread::sleep(Duration::from_micros(rng.below(2000)));
+                            let _: i64 = redis::cmd("DECRBY")
+                                .arg(&key)
+                                .arg(n)
+                                .query(&mut raw)
+                                .unwrap();
+                            p.release().unwrap();
+                        }
+                        Err(volt_sem_redis::Error::TimedOut) => to += 1,
+                        Err(e) => panic!("stress acquire: {e:?}"),
+                    }
+                }
+                (g, v, to)
+            })
+        })
+        .collect();
+    let mut sum = (0, 0, 0);
+    for h in hs {
+        let (g, v, t) = h.join().unwrap();
+        sum = (sum.0 + g, sum.1 + v, sum.2 + t);
+    }
+    sum
 }
