@@ -9,10 +9,10 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-redis test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
-test: lint msrv test-core test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-shm test-redis test-c test-python test-node test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -55,6 +55,17 @@ test-core:
 # kills them with SIGKILL).
 test-shm:
 	cargo test -p volt-sem-shm
+
+# The semaphore shared through Redis (volt-sem-redis): the tests start their
+# own redis-server instances (free loopback ports, temp dirs, no persistence)
+# and stop them by pid; Debian's redis-server is installed here if missing.
+# Spawns real processes, SIGKILLs and SIGSTOPs them. About 30 s.
+test-redis:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+	cargo test -p volt-sem-redis
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:

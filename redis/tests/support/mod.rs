@@ -343,14 +343,14 @@ pub fn worker_main() {
                 // stress ITERS MAXW THREADS: random weights, random timeouts;
                 // the holders keep a counter in Redis (`<name>:inuse`) and
                 // count any moment it exceeds the total.
-                let mut args = line.split(' ').skip(1).map(|x| x.parse::<u64>().unwrap());
-                let (iters, maxw, threads) = (
-                    args.next().unwrap(),
-                    args.next().unwrap(),
-                    args.next().unwrap(),
-                );
+                // An optional 5th word names another counter (for a process
+                // that will be killed: its counts would stay behind).
+                let words: Vec<&str> = line.split(' ').collect();
+                let num = |i: usize| words[i].parse::<u64>().unwrap();
+                let (iters, maxw, threads) = (num(1), num(2), num(3));
+                let counter = format!("{name}:{}", words.get(4).unwrap_or(&"inuse"));
                 let (grants, violations, timeouts) =
-                    stress(&sem, url, name, permits as i64, iters, maxw, threads);
+                    stress(&sem, url, &counter, permits as i64, iters, maxw, threads);
                 say(format!("stressed {grants} {violations} {timeouts}"));
             }
             "exit" => {
@@ -384,17 +384,16 @@ impl Rng {
 fn stress(
     sem: &RedisSemaphore,
     url: &str,
-    name: &str,
+    key: &str,
     total: i64,
     iters: u64,
     maxw: u64,
     threads: u64,
 ) -> (u64, u64, u64) {
-    let key = format!("{name}:inuse");
     let hs: Vec<_> = (0..threads)
         .map(|t| {
             let sem = sem.clone();
-            let key = key.clone();
+            let key = key.to_string();
             let url = url.to_string();
             std::thread::spawn(move || {
                 let mut raw = redis::Client::open(url.as_str())
