@@ -335,3 +335,48 @@ fn options_and_debug_are_clean() {
     let e = Error::Connection("x".into());
     assert!(e.to_string().contains("connection"));
 }
+
+#[test]
+fn redis_unreachable_for_less_and_for_more_than_the_lease() {
+    let s = Server::start();
+    let o = || {
+        opts()
+            .lease(Duration::from_millis(1500))
+            .command_timeout(Duration::from_millis(300))
+            .connect_timeout(Duration::from_millis(300))
+    };
+    let pause = |d: Duration| {
+        // SAFETY: signals to the redis-server child this test started.
+        unsafe { libc::kill(s.pid() as i32, libc::SIGSTOP) };
+        thread::sleep(d);
+        // SAFETY: as above.
+        unsafe { libc::kill(s.pid() as i32, libc::SIGCONT) };
+    };
+    let a = RedisSemaphore::connect(&s.url(), "outage", 1, o()).unwrap();
+    let b = RedisSemaphore::connect(&s.url(), "outage", 1, o()).unwrap();
+    // Shorter than the lease: the waiter keeps its place and is served.
+    let held = a.acquire_blocking(1).unwrap();
+    let bb = b.clone();
+    let t = thread::spawn(move || bb.acquire_blocking(1));
+    eventually("queued", Duration::from_secs(5), || a.census().unwrap().queued == 1);
+    pause(Duration::from_millis(700));
+    held.release().unwrap();
+    let p = t.join().unwrap().unwrap();
+    drop(p);
+    assert_eq!(assert_conserved(&a).available, 1);
+    // Longer than the lease: the waiter fails with a clear error, the
+    // holder's release reports the loss, and every permit comes back.
+    let held = a.acquire_blocking(1).unwrap();
+    let bb = b.clone();
+    let t = thread::spawn(move || bb.acquire_blocking(1));
+    eventually("queued", Duration::from_secs(5), || a.census().unwrap().queued == 1);
+    pause(Duration::from_millis(2500));
+    assert_eq!(t.join().unwrap().unwrap_err(), Error::LeaseExpired);
+    assert_eq!(held.release().unwrap_err(), Error::LeaseExpired);
+    eventually("all back", Duration::from_secs(10), || {
+        let c = a.census().unwrap();
+        c.conserved() && c.available == 1 && c.queued == 0
+    });
+    // Both handles work again with new sessions.
+    drop(b.acquire_timeout(1, Duration::from_secs(5)).unwrap());
+}
