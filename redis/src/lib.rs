@@ -133,6 +133,16 @@
 //! replicas to acknowledge each script's writes) narrows that window but is
 //! not consensus; this version does not issue it yet (planned as an option).
 //!
+//! # Redis Cluster
+//!
+//! [`ConnectOptions::cluster`]: `connect` then takes one or more seed node
+//! URLs separated by commas. All keys of one semaphore share its hash tag,
+//! so one semaphore lives on one node (the scripts, and the `BLPOP` on a
+//! notification list, go to the node that owns the slot); different
+//! semaphores spread over the nodes. The scripts are sent with `EVALSHA`
+//! and, on `NOSCRIPT`, with `EVAL` (routed by key), never with a
+//! `SCRIPT LOAD` that might reach another node.
+//!
 //! # Connections and threads
 //!
 //! Two connections per connected handle (clones share them): one command
@@ -145,6 +155,7 @@
 
 #![warn(missing_docs)]
 
+mod conn;
 mod error;
 #[doc(hidden)]
 pub mod scripts;
@@ -179,6 +190,7 @@ pub struct ConnectOptions {
     pub(crate) prefix: String,
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
+    pub(crate) cluster: bool,
 }
 
 impl Default for ConnectOptions {
@@ -195,6 +207,7 @@ impl ConnectOptions {
             prefix: "volt-sem".into(),
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::from_secs(5),
+            cluster: false,
         }
     }
     /// The session lease (at least 300 ms): a client not heard of for that
@@ -211,6 +224,12 @@ impl ConnectOptions {
     /// How long `connect` (and a reconnect) may take.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t;
+        self
+    }
+    /// Connect to a Redis Cluster: the URL given to `connect` is then one or
+    /// more seed node URLs separated by commas.
+    pub fn cluster(mut self, cluster: bool) -> Self {
+        self.cluster = cluster;
         self
     }
     /// How long one script call may take before the connection counts as failed.

@@ -8,14 +8,34 @@
 //! Public (but hidden from the docs) so that the model-check test can drive
 //! the scripts directly against a real Redis, many virtual sessions at once.
 
-use redis::{Script, Value};
+use redis::Value;
 
 use crate::error::Error;
 
 macro_rules! script {
     ($file:literal) => {
-        concat!(include_str!("lua/prelude.lua"), include_str!($file))
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!($file)
+        ))
     };
+}
+
+/// One script: its source and SHA-1 (hex).
+struct Script {
+    code: &'static str,
+    hash: String,
+}
+
+impl Script {
+    fn new(code: &'static str) -> Script {
+        // The SHA-1 Redis names the script by (redis-rs computes it for us).
+        let hash = redis::Script::new(code).get_hash().to_string();
+        Script { code, hash }
+    }
+    fn get_hash(&self) -> &str {
+        &self.hash
+    }
 }
 
 /// The compiled scripts (SHA-1 computed once).
@@ -134,14 +154,14 @@ impl Scripts {
     /// Compiles every script (hashing only; loading happens on first use).
     pub fn new() -> Self {
         Scripts {
-            connect: Script::new(script!("lua/connect.lua")),
-            acquire: Script::new(script!("lua/acquire.lua")),
-            release: Script::new(script!("lua/release.lua")),
-            cancel: Script::new(script!("lua/cancel.lua")),
-            close: Script::new(script!("lua/close.lua")),
-            heartbeat: Script::new(script!("lua/heartbeat.lua")),
-            end: Script::new(script!("lua/end.lua")),
-            census: Script::new(script!("lua/census.lua")),
+            connect: script!("lua/connect.lua"),
+            acquire: script!("lua/acquire.lua"),
+            release: script!("lua/release.lua"),
+            cancel: script!("lua/cancel.lua"),
+            close: script!("lua/close.lua"),
+            heartbeat: script!("lua/heartbeat.lua"),
+            end: script!("lua/end.lua"),
+            census: script!("lua/census.lua"),
         }
     }
 
@@ -152,15 +172,28 @@ impl Scripts {
         who: Who<'_>,
         args: &[&str],
     ) -> Result<Reply, CallError> {
-        let mut inv = script.prepare_invoke();
-        for k in &keys.keys {
-            inv.key(k);
-        }
-        inv.arg(who.sid).arg(who.inc).arg(who.lease_ms);
-        for a in args {
-            inv.arg(*a);
-        }
-        match inv.invoke::<Value>(con) {
+        // EVALSHA, and EVAL with the source on NOSCRIPT (a restarted or
+        // flushed script cache). Not `SCRIPT LOAD` + retry: on a cluster the
+        // load may reach another node than the key's; EVAL is routed by key.
+        let call = |verb: &str, first: &str, con: &mut dyn redis::ConnectionLike| {
+            let mut c = redis::cmd(verb);
+            c.arg(first).arg(keys.keys.len());
+            for k in &keys.keys {
+                c.arg(k);
+            }
+            c.arg(who.sid).arg(who.inc).arg(who.lease_ms);
+            for a in args {
+                c.arg(*a);
+            }
+            c.query::<Value>(con)
+        };
+        let r = match call("EVALSHA", script.get_hash(), con) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                call("EVAL", script.code, con)
+            }
+            r => r,
+        };
+        match r {
             Ok(v) => reply(v).map_err(CallError::NotRun),
             Err(e) => {
                 let io = e.is_io_error() || e.is_timeout() || e.is_connection_dropped();

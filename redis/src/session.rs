@@ -22,9 +22,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
-use redis::Connection;
 use volt_sem::{RawAcquire, WakeFn};
 
+use crate::conn::{Client, Conn};
 use crate::error::Error;
 use crate::scripts::{CallError, Keys, Reply, Scripts, Who};
 use crate::waiter::{phase, Claimed, Finish, RedisWaiter, CURRENT};
@@ -121,9 +121,9 @@ pub(crate) struct Inner {
     pub(crate) inc: String,
     pub(crate) opts: ConnectOptions,
     secret: String,
-    client: redis::Client,
+    client: Client,
     scripts: Arc<Scripts>,
-    cmd: Mutex<Option<Connection>>,
+    cmd: Mutex<Option<Conn>>,
     pub(crate) state: Mutex<State>,
     kick: Arc<Kick>,
 }
@@ -152,15 +152,14 @@ impl Inner {
     }
 
     fn open_connection(
-        client: &redis::Client,
+        client: &Client,
         opts: &ConnectOptions,
         secret: &str,
-    ) -> Result<Connection, Error> {
+    ) -> Result<Conn, Error> {
         let con = client
-            .get_connection_with_timeout(opts.connect_timeout)
+            .connect(opts.connect_timeout)
             .map_err(|e| Error::from_redis(&e, secret))?;
-        con.set_read_timeout(Some(opts.command_timeout))
-            .and_then(|_| con.set_write_timeout(Some(opts.command_timeout)))
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, secret))?;
         // A server that wants a password we did not give answers NOAUTH
         // here, clearly, rather than close the connection at the first
@@ -181,7 +180,7 @@ impl Inner {
     ) -> Result<Arc<Inner>, Error> {
         let secret = url_secret(url);
         let client =
-            redis::Client::open(url).map_err(|e| match Error::from_redis(&e, &secret) {
+            Client::open(url, &opts).map_err(|e| match Error::from_redis(&e, &secret) {
                 Error::Redis(_) | Error::Protocol(_) => Error::InvalidUrl,
                 other => other,
             })?;
@@ -267,7 +266,7 @@ impl Inner {
     /// Runs `f` on the command connection, (re)connecting first if needed.
     fn with_cmd<R>(
         &self,
-        f: impl FnOnce(&mut Connection) -> Result<R, CallError>,
+        f: impl FnOnce(&mut Conn) -> Result<R, CallError>,
     ) -> Result<R, CallError> {
         let mut g = lock(&self.cmd);
         if g.is_none() {
@@ -879,7 +878,7 @@ impl Drop for Inner {
 /// itself never keeps the process alive (Rust does not wait for it at exit).
 struct Agent {
     weak: Weak<Inner>,
-    client: redis::Client,
+    client: Client,
     opts: ConnectOptions,
     secret: String,
     keys: Keys,
@@ -892,7 +891,7 @@ impl Agent {
     }
 
     fn run(self) {
-        let mut con: Option<Connection> = None;
+        let mut con: Option<Conn> = None;
         let mut next_hb = Instant::now();
         let mut backoff = Duration::from_millis(20);
         loop {
@@ -964,7 +963,7 @@ impl Agent {
                 continue;
             }
             let wait = (next_hb - now).max(Duration::from_millis(10));
-            let _ = c.set_read_timeout(Some(wait + self.opts.command_timeout));
+            let _ = c.set_read_timeout(wait + self.opts.command_timeout);
             let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
                 .arg(self.keys.note(&sid))
                 .arg(wait.as_secs_f64())
@@ -994,8 +993,8 @@ impl Agent {
 
     /// Renews the lease, acks collected grants, reconciles pending waiters.
     /// Returns false if the connection failed.
-    fn heartbeat(&self, inner: &Inner, c: &mut Connection, sid: &str, epoch: u64) -> bool {
-        let _ = c.set_read_timeout(Some(self.opts.command_timeout));
+    fn heartbeat(&self, inner: &Inner, c: &mut Conn, sid: &str, epoch: u64) -> bool {
+        let _ = c.set_read_timeout(self.opts.command_timeout);
         let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
             let mut st = lock(&inner.state);
             let acked = std::mem::take(&mut st.acked);

@@ -21,6 +21,7 @@ pub struct Server {
     pub port: u16,
     pub dir: PathBuf,
     password: Option<String>,
+    extra: Vec<String>,
 }
 
 fn free_port() -> u16 {
@@ -52,6 +53,7 @@ impl Server {
                 port,
                 dir: dir.clone(),
                 password: password.map(String::from),
+                extra: Vec::new(),
             };
             s.spawn();
             if s.wait_ready() {
@@ -74,6 +76,7 @@ impl Server {
         if let Some(p) = &self.password {
             cmd.args(["--requirepass", p]);
         }
+        cmd.args(&self.extra);
         // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
         unsafe {
             cmd.pre_exec(|| {
@@ -156,6 +159,96 @@ impl Drop for Server {
     }
 }
 
+/// A 3-node Redis Cluster (no replicas) on loopback, made with
+/// `redis-cli --cluster create`.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start() -> Cluster {
+        let dir = std::env::temp_dir().join(format!(
+            "volt-sem-redis-cluster-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut nodes = Vec::new();
+        let mut rng = Rng::new(std::process::id() as u64);
+        while nodes.len() < 3 {
+            // The cluster bus listens on port + 10000: both must be free.
+            let port = 20000 + rng.below(20000) as u16;
+            if TcpListener::bind(("127.0.0.1", port)).is_err()
+                || TcpListener::bind(("127.0.0.1", port + 10000)).is_err()
+            {
+                continue;
+            }
+            let ndir = dir.join(port.to_string());
+            std::fs::create_dir_all(&ndir).unwrap();
+            let mut s = Server {
+                child: None,
+                port,
+                dir: ndir,
+                password: None,
+                extra: [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ]
+                .map(String::from)
+                .to_vec(),
+            };
+            s.spawn();
+            if s.wait_ready() {
+                nodes.push(s);
+            } else {
+                s.stop();
+            }
+        }
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let c = Cluster { nodes };
+        eventually(
+            "cluster_state:ok on every node",
+            Duration::from_secs(30),
+            || {
+                c.nodes.iter().all(|n| {
+                    let info: String = redis::cmd("CLUSTER")
+                        .arg("INFO")
+                        .query(&mut n.raw())
+                        .unwrap_or_default();
+                    info.contains("cluster_state:ok")
+                })
+            },
+        );
+        c
+    }
+
+    /// Seed URLs, comma-separated (as `connect` takes them with `cluster(true)`).
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.url())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 pub fn opts() -> ConnectOptions {
     ConnectOptions::new().connect_timeout(Duration::from_secs(3))
 }
@@ -199,6 +292,10 @@ pub const ANSWER_LIMIT: Duration = Duration::from_secs(30);
 
 impl Worker {
     pub fn spawn(url: &str, name: &str, permits: usize, lease_ms: u64) -> Worker {
+        Self::spawn_with(url, name, permits, lease_ms, "")
+    }
+
+    pub fn spawn_with(url: &str, name: &str, permits: usize, lease_ms: u64, flag: &str) -> Worker {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
                 "--ignored",
@@ -209,7 +306,7 @@ impl Worker {
             ])
             .env(
                 "VOLT_REDIS_WORKER",
-                format!("{url} {name} {permits} {lease_ms}"),
+                format!("{url} {name} {permits} {lease_ms} {flag}"),
             )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -285,7 +382,9 @@ pub fn worker_main() {
     let (url, name) = (parts[0], parts[1]);
     let permits: usize = parts[2].parse().unwrap();
     let lease = Duration::from_millis(parts[3].parse().unwrap());
-    let sem = RedisSemaphore::connect(url, name, permits, opts().lease(lease)).unwrap();
+    let cluster = parts.get(4) == Some(&"cluster");
+    let sem =
+        RedisSemaphore::connect(url, name, permits, opts().lease(lease).cluster(cluster)).unwrap();
     let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::<volt_sem_redis::Permit>::new()));
     let say = |s: String| {
         let mut o = std::io::stdout().lock();
