@@ -9,7 +9,7 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-redis test-readme docs test-docs \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-redis bench-redis test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench
 
 test: lint msrv test-core test-loom test-miri test-shm test-redis test-c test-python test-node test-readme test-docs
@@ -66,6 +66,15 @@ test-redis:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	fi
 	cargo test -p volt-sem-redis
+
+# Not in `make test`: volt-sem-redis against its floors (PING, BLPOP wake) on
+# a redis-server it starts itself. About 15 s.
+bench-redis:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+	cargo run -q --release -p volt-sem-redis --example redis_bench
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
