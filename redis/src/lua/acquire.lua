@@ -4,14 +4,18 @@
 local r = prologue()
 if r then return r end
 local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
-if redis.call('HGET', META, 'closed') == '1' then return {'CLOSED'} end
-if n > tonumber(redis.call('HGET', META, 'total')) then return {'TOOMANY'} end
-local avail = tonumber(redis.call('HGET', META, 'avail'))
--- Invariant: queue non-empty => avail == 0, so this cannot overtake anyone.
+-- One read of the counters (each redis.call costs about a microsecond).
+local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token')
+if m[1] == '1' then return {'CLOSED'} end
+if n > tonumber(m[2]) then return {'TOOMANY'} end
+local avail = tonumber(m[3])
+-- Invariant: queue non-empty => avail == 0, so this cannot overtake anyone
+-- (the ZCARD is a cheap second line of defence).
 if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
-  redis.call('HINCRBY', META, 'avail', -n)
+  local tok = math.max(tonumber(m[4]) + 1, NOW_US)
+  redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
   redis.call('HINCRBY', HELD, SID, n)
-  return {'READY', next_token()}
+  return {'READY', tok}
 end
 if mode ~= 'queue' then return {'NOPERMITS'} end
 -- Queued at the tail; if the queue was empty it is the head and drains what
