@@ -80,7 +80,9 @@
 //!   hand-off, their requests leave the queue. No reaper process is needed;
 //!   while anyone waits, its own heartbeat reaps, so **the permits of a dead
 //!   client reach a waiter within lease + one heartbeat interval** (lease ×
-//!   4/3). A handle dropped normally ends its session at once.
+//!   4/3). A handle dropped normally ends its session at once; so does the
+//!   process's exit (an `atexit` handler) for handles never dropped (a
+//!   `static`, a leak, `std::process::exit`).
 //! * **Fencing tokens.** Every grant gets `max(previous + 1, server time in
 //!   µs)`: strictly increasing per semaphore, and still increasing after a
 //!   failover that lost the last stored token (as long as the new primary's

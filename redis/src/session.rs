@@ -240,6 +240,7 @@ impl Inner {
             kick: Arc::new(Kick::default()),
         });
         let weak = Arc::downgrade(&inner);
+        at_exit::register(weak.clone());
         let agent = Agent {
             weak,
             client: inner.client.clone(),
@@ -844,6 +845,72 @@ impl Inner {
         };
         // SAFETY: it was in the table.
         Some(unsafe { Claimed::claim(e.w, outcome) })
+    }
+}
+
+/// Sessions still alive when the process exits (a handle in a `static`, a
+/// leaked one, `std::process::exit`) are ended from an `atexit` handler, so
+/// their permits go back at once instead of at lease expiry. Best effort and
+/// never blocking: a handle whose command connection is busy is left to
+/// expire.
+mod at_exit {
+    use std::sync::{Mutex, Once, Weak};
+
+    use super::Inner;
+
+    static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+    static INSTALL: Once = Once::new();
+
+    extern "C" fn end_all() {
+        let Ok(list) = LIVE.try_lock() else {
+            return;
+        };
+        for w in list.iter() {
+            if let Some(inner) = w.upgrade() {
+                inner.end_now();
+            }
+        }
+    }
+
+    pub(super) fn register(w: Weak<Inner>) {
+        INSTALL.call_once(|| {
+            // SAFETY: `end_all` is an `extern "C" fn()` that never unwinds
+            // (no panicking call: try_lock, upgrade, and `end_now` which
+            // catches everything).
+            unsafe { libc::atexit(end_all) };
+        });
+        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|w| w.strong_count() > 0);
+        list.push(w);
+    }
+}
+
+impl Inner {
+    /// Ends every session of this handle now, without blocking on a lock
+    /// (for the exit handler).
+    fn end_now(&self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let Ok(mut st) = self.state.try_lock() else {
+                return;
+            };
+            if st.failed {
+                return;
+            }
+            let mut sids: Vec<String> = st.to_end.drain(..).collect();
+            if let Some(s) = st.session.take() {
+                sids.push(s.sid);
+            }
+            st.shutdown = true;
+            drop(st);
+            let Ok(mut g) = self.cmd.try_lock() else {
+                return;
+            };
+            if let Some(con) = g.as_mut() {
+                for sid in &sids {
+                    let _ = self.scripts.end(con, &self.keys, self.who(sid));
+                }
+            }
+        }));
     }
 }
 

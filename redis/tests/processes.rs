@@ -146,3 +146,22 @@ fn stress_conservation_with_a_kill() {
         c.conserved() && c.available == 4 && c.queued == 0
     });
 }
+
+#[test]
+fn exit_without_dropping_ends_the_session() {
+    let s = Server::start();
+    let me = connect(&s, "atexit", 1);
+    // A long lease: only the exit handler can bring the permit back soon.
+    let mut w = Worker::spawn(&s.url(), "atexit", 1, 60_000);
+    w.send("hold_and_exit");
+    assert_eq!(w.line(), "holding");
+    let _ = w.child.wait();
+    eventually(
+        "the permit back long before the 60 s lease",
+        Duration::from_secs(10),
+        || {
+            let c = me.census().unwrap();
+            c.conserved() && c.available == 1 && c.sessions == 1
+        },
+    );
+}

@@ -452,6 +452,15 @@ pub fn worker_main() {
                     stress(&sem, url, &counter, permits as i64, iters, maxw, threads);
                 say(format!("stressed {grants} {violations} {timeouts}"));
             }
+            "hold_and_exit" => {
+                // Exit the process while holding a permit through a handle
+                // that is never dropped: the exit handler ends the session.
+                let p = sem.acquire_blocking(1).unwrap();
+                std::mem::forget(p);
+                std::mem::forget(sem.clone());
+                say("holding".into());
+                std::process::exit(0);
+            }
             "exit" => {
                 say("bye".into());
                 return;
