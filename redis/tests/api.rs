@@ -391,3 +391,139 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
     // Both handles work again with new sessions.
     drop(b.acquire_timeout(1, Duration::from_secs(5)).unwrap());
 }
+
+mod raw {
+    use super::*;
+    use std::ffi::c_void;
+    use std::pin::pin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use volt_sem_redis::{Finish, RawAcquire, RedisWaiter, RedisWaiterState};
+
+    unsafe extern "C" fn count(ctx: *mut c_void) {
+        // SAFETY: the tests pass an `AtomicUsize` that outlives the waiter.
+        unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn ready_pending_granted_and_cancelled() {
+        let s = Server::start();
+        let a = connect(&s, "raw", 2);
+        let b = connect(&s, "raw", 2);
+        let wakes = AtomicUsize::new(0);
+        let ctx = &wakes as *const AtomicUsize as *mut c_void;
+        let w = pin!(RedisWaiter::new());
+        // SAFETY: idle and pinned; `wakes` outlives it.
+        let r = unsafe { a.acquire_raw(w.as_ref(), 2, count, ctx) }.unwrap();
+        assert_eq!(r, RawAcquire::Ready);
+        assert!(w.token() > 0 && !w.is_busy());
+        assert!(a.owns(&w) && !b.owns(&w));
+        // b queues; the callback runs on b's agent thread when a releases.
+        let wb = pin!(RedisWaiter::new());
+        // SAFETY: as above.
+        let r = unsafe { b.acquire_raw(wb.as_ref(), 1, count, ctx) }.unwrap();
+        assert_eq!(r, RawAcquire::Pending);
+        assert_eq!(wb.state(), RedisWaiterState::Waiting);
+        a.release(2).unwrap();
+        eventually("b's callback", Duration::from_secs(5), || {
+            wakes.load(Ordering::SeqCst) == 1
+        });
+        // SAFETY: queued on b.
+        let f = unsafe { b.finish_raw(wb.as_ref()) };
+        let Finish::Granted { token } = f else {
+            panic!("{f:?}")
+        };
+        assert!(token > w.token());
+        assert_eq!(b.held_permits(), 1);
+        // A queued request cancelled: its partial grant is handed on.
+        let w2 = pin!(RedisWaiter::new());
+        // SAFETY: as above.
+        let r = unsafe { a.acquire_raw(w2.as_ref(), 2, count, ctx) }.unwrap();
+        assert_eq!(r, RawAcquire::Pending);
+        assert_eq!(a.census().unwrap().partial, 1);
+        // SAFETY: queued on a.
+        assert_eq!(
+            unsafe { a.finish_raw(w2.as_ref()) },
+            Finish::Cancelled { returned: 1 }
+        );
+        // SAFETY: idle now.
+        assert_eq!(unsafe { a.finish_raw(w2.as_ref()) }, Finish::Idle);
+        assert_eq!(wakes.load(Ordering::SeqCst), 1, "no callback for a cancel");
+        b.release(1).unwrap();
+        assert_eq!(assert_conserved(&a).available, 2);
+    }
+
+    struct Slot {
+        sem: RedisSemaphore,
+        waiter: RedisWaiter,
+        seen: std::sync::Mutex<Option<Finish>>,
+    }
+
+    unsafe extern "C" fn finish_inside(ctx: *mut c_void) {
+        // SAFETY: `ctx` is the `Slot`, alive until the test's finish_raw.
+        let slot = unsafe { &*(ctx as *const Slot) };
+        // SAFETY: the waiter is queued on `sem`; called from its own callback.
+        let f = unsafe {
+            slot.sem
+                .finish_raw(std::pin::Pin::new_unchecked(&slot.waiter))
+        };
+        *slot.seen.lock().unwrap() = Some(f);
+    }
+
+    #[test]
+    fn finish_from_inside_the_callback_and_close() {
+        let s = Server::start();
+        let a = connect(&s, "raw2", 1);
+        let held = a.try_acquire(1).unwrap();
+        let b = connect(&s, "raw2", 1);
+        let slot = Arc::new(Slot {
+            sem: b.clone(),
+            waiter: RedisWaiter::new(),
+            seen: std::sync::Mutex::new(None),
+        });
+        let ctx = Arc::as_ptr(&slot) as *mut c_void;
+        // SAFETY: the Arc never moves its contents; it outlives the request.
+        let w = unsafe { std::pin::Pin::new_unchecked(&slot.waiter) };
+        // SAFETY: idle, pinned in the Arc, ctx alive.
+        assert_eq!(
+            unsafe { b.acquire_raw(w, 1, finish_inside, ctx) }.unwrap(),
+            RawAcquire::Pending
+        );
+        drop(held);
+        eventually("consumed in the callback", Duration::from_secs(5), || {
+            slot.seen.lock().unwrap().is_some()
+        });
+        assert!(matches!(
+            *slot.seen.lock().unwrap(),
+            Some(Finish::Granted { .. })
+        ));
+        eventually("idle after the callback", Duration::from_secs(5), || {
+            !slot.waiter.is_busy()
+        });
+        // SAFETY: idle.
+        assert_eq!(unsafe { b.finish_raw(w) }, Finish::Idle);
+        b.release(1).unwrap();
+        // close wakes a raw waiter with Closed.
+        let held = a.try_acquire(1).unwrap();
+        let wakes = AtomicUsize::new(0);
+        let w2 = pin!(RedisWaiter::new());
+        // SAFETY: idle and pinned; `wakes` outlives it.
+        let r = unsafe {
+            b.acquire_raw(
+                w2.as_ref(),
+                1,
+                count,
+                &wakes as *const AtomicUsize as *mut c_void,
+            )
+        };
+        assert_eq!(r.unwrap(), RawAcquire::Pending);
+        a.close().unwrap();
+        eventually("closed callback", Duration::from_secs(5), || {
+            wakes.load(Ordering::SeqCst) == 1
+        });
+        // SAFETY: queued on b.
+        assert_eq!(unsafe { b.finish_raw(w2.as_ref()) }, Finish::Closed);
+        drop(held);
+        assert_conserved(&a);
+    }
+}
