@@ -348,7 +348,7 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
     let s = Server::start();
     let o = || {
         opts()
-            .lease(Duration::from_millis(1500))
+            .lease(Duration::from_millis(2000))
             .command_timeout(Duration::from_millis(300))
             .connect_timeout(Duration::from_millis(300))
     };
@@ -368,7 +368,7 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
     eventually("queued", Duration::from_secs(5), || {
         a.census().unwrap().queued == 1
     });
-    pause(Duration::from_millis(700));
+    pause(Duration::from_millis(500));
     held.release().unwrap();
     let p = t.join().unwrap().unwrap();
     drop(p);
@@ -381,7 +381,7 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
     eventually("queued", Duration::from_secs(5), || {
         a.census().unwrap().queued == 1
     });
-    pause(Duration::from_millis(2500));
+    pause(Duration::from_millis(3000));
     assert_eq!(t.join().unwrap().unwrap_err(), Error::LeaseExpired);
     assert_eq!(held.release().unwrap_err(), Error::LeaseExpired);
     eventually("all back", Duration::from_secs(10), || {

@@ -254,7 +254,7 @@ pub fn opts() -> ConnectOptions {
 }
 
 pub fn short_lease() -> ConnectOptions {
-    opts().lease(Duration::from_millis(900))
+    opts().lease(Duration::from_millis(1500))
 }
 
 pub fn connect(s: &Server, name: &str, permits: usize) -> RedisSemaphore {
