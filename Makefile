@@ -8,24 +8,15 @@ export CARGO_TARGET_DIR ?= $(CURDIR)/target
 export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
-.PHONY: install dist dist-test dist-c dist-test-c test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-backend test-multiproc test-readme docs test-docs \
-.PHONY: install dist dist-test dist-c dist-test-c dist-python dist-test-python test demo lint msrv publish-check test-core test-loom \
-.PHONY: install dist dist-test dist-c dist-test-c dist-node dist-test-node test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
+.PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
+        dist-python dist-test-python test demo lint msrv publish-check test-core test-arm64 test-loom \
+        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-backend \
+        test-multiproc test-redis test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
-        bench-docs bench-batch
+        bench-docs bench-batch bench-redis
 
-test: lint msrv test-core test-loom test-miri test-shm test-backend test-c test-python test-node test-multiproc test-readme test-docs
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-readme docs test-docs \
-        demo-rust demo-c demo-zig demo-python demo-node bench
-
-test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-c test-python test-node test-readme test-docs
-.PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig test-arm64 test demo lint msrv publish-check test-core test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-readme docs test-docs \
-        demo-rust demo-c demo-zig demo-python demo-node bench
-
-test: lint msrv test-core test-arm64 test-loom test-miri test-shm test-c test-python test-node test-readme test-docs
+test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
+      test-python test-node test-multiproc test-arm64 test-readme test-docs
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -80,6 +71,25 @@ test-shm-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
 	  cargo test -p volt-sem-shm --lib --release loom_model
+# The semaphore shared through Redis (volt-sem-redis): the tests start their
+# own redis-server instances (free loopback ports, temp dirs, no persistence)
+# and stop them by pid; Debian's redis-server is installed here if missing.
+# Spawns real processes, SIGKILLs and SIGSTOPs them. About 30 s.
+test-redis:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+	cargo test -p volt-sem-redis
+
+# Not in `make test`: volt-sem-redis against its floors (PING, BLPOP wake) on
+# a redis-server it starts itself. About 15 s.
+bench-redis:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+	cargo run -q --release -p volt-sem-redis --example redis_bench
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
@@ -151,10 +161,6 @@ install:
 	bash ffi-c/install.sh $(PREFIX)
 
 # Release artifacts, cross-compiled on this machine (scripts/dist/*.sh say for
-# which platforms and how each is tested). For now the C library; the npm
-# packages and the Python wheels join these targets.
-dist: dist-c dist-python
-dist-test: dist-test-c dist-test-python
 # which platforms and how each is tested): the C archives, the Zig package
 # (made from them), the npm packages and the Python wheels, all into dist/.
 # Not in `make test` (the README's "Install" section has the times); the

@@ -1,0 +1,129 @@
+//! Errors. Every failure a caller, the network or the Redis server can cause
+//! is a value, never a panic. No variant ever carries a password: texts that
+//! come from the client library pass through [`Error::from_redis`], which
+//! drops the URL's password wherever it appears.
+
+use core::fmt;
+
+/// Why an operation on a [`RedisSemaphore`](crate::RedisSemaphore) failed.
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The URL is malformed or of an unsupported scheme.
+    InvalidUrl,
+    /// The name is empty, longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+    /// bytes, or contains `{` or `}` (which would break the hash tag).
+    InvalidName,
+    /// The key prefix is empty, too long, or contains `{` or `}`.
+    InvalidPrefix,
+    /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
+    InvalidPermits,
+    /// An option is out of range (the text says which).
+    InvalidOption(&'static str),
+    /// The server refused the credentials (wrong user or password).
+    Auth,
+    /// Redis could not be reached, or the connection failed (the text says
+    /// how, without the password).
+    Connection(String),
+    /// The server answered with an error (the text, without the password).
+    Redis(String),
+    /// A reply the scripts never produce (a bug or a foreign key).
+    Protocol(String),
+    /// The semaphore exists with another total of permits; nothing was changed.
+    TotalMismatch {
+        /// The total of the existing semaphore.
+        existing: u64,
+    },
+    /// The semaphore was closed (by any client).
+    Closed,
+    /// `try_acquire`: not enough permits now, or earlier requests are queued.
+    NoPermits,
+    /// A request for more permits than the total (it could never be granted).
+    TooManyPermits,
+    /// `release(n)` with `n` above what this client holds; nothing was released.
+    NotHeld {
+        /// What this client's session holds.
+        held: u64,
+    },
+    /// The timeout elapsed first; any partial grant was handed on.
+    TimedOut,
+    /// This client's session lease expired (a pause, a partition, Redis out
+    /// of reach longer than the lease): the permits it held went back to the
+    /// pool and its queued requests were removed. A release of such permits
+    /// reports this error and releases nothing.
+    LeaseExpired,
+    /// Redis lost the semaphore's state (restarted empty, flushed, or the
+    /// semaphore was deleted): this handle refuses to go on rather than
+    /// over-grant. Connect again to start afresh.
+    StateLost,
+    /// A blocking acquire was called inside a wake callback (on the agent
+    /// thread), where it would wait for itself.
+    InCallback,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidUrl => f.write_str("invalid Redis URL"),
+            Error::InvalidName => f.write_str(
+                "invalid semaphore name (1 to 1024 bytes, without '{' or '}')",
+            ),
+            Error::InvalidPrefix => {
+                f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
+            }
+            Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
+            Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
+            Error::Redis(d) => write!(f, "Redis error: {d}"),
+            Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
+            Error::TotalMismatch { existing } => write!(
+                f,
+                "the semaphore exists with a different total ({existing} permits)"
+            ),
+            Error::Closed => f.write_str("semaphore closed"),
+            Error::NoPermits => f.write_str("no permits available"),
+            Error::TooManyPermits => f.write_str("requested more permits than the total"),
+            Error::NotHeld { held } => {
+                write!(f, "released more permits than this client holds ({held})")
+            }
+            Error::TimedOut => f.write_str("timed out waiting for permits"),
+            Error::LeaseExpired => f.write_str(
+                "this client's session lease expired: its permits and queued requests were reclaimed",
+            ),
+            Error::StateLost => f.write_str(
+                "Redis lost the semaphore's state (restarted empty or flushed); connect again",
+            ),
+            Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+impl Error {
+    /// Maps a client-library error, removing `secret` (the password) from
+    /// any text it carries.
+    pub(crate) fn from_redis(e: &redis::RedisError, secret: &str) -> Error {
+        use redis::ErrorKind as K;
+        let scrub = |s: String| {
+            if secret.is_empty() {
+                s
+            } else {
+                s.replace(secret, "***")
+            }
+        };
+        let code = e.code().unwrap_or("");
+        if e.kind() == K::AuthenticationFailed || code == "WRONGPASS" || code == "NOAUTH" {
+            return Error::Auth;
+        }
+        match e.kind() {
+            K::InvalidClientConfig => Error::InvalidUrl,
+            K::Server(_) => Error::Redis(scrub(e.to_string())),
+            _ if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
+                Error::Connection(scrub(e.to_string()))
+            }
+            _ => Error::Redis(scrub(e.to_string())),
+        }
+    }
+}

@@ -1,0 +1,28 @@
+-- acquire / try_acquire. ARGV 4: eid ("sid:n"), 5: permits, 6: "queue" | "try".
+-- Returns {'READY', token} | {'PENDING'} | {'NOPERMITS'} | {'CLOSED'} |
+-- {'TOOMANY'} | {'LOST'} | {'EXPIRED'}. O(log n).
+local r = prologue()
+if r then return r end
+local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
+-- One read of the counters (each redis.call costs about a microsecond).
+local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token')
+if m[1] == '1' then return {'CLOSED'} end
+if n > tonumber(m[2]) then return {'TOOMANY'} end
+local avail = tonumber(m[3])
+-- Invariant: queue non-empty => avail == 0, so this cannot overtake anyone
+-- (the ZCARD is a cheap second line of defence).
+if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
+  local tok = math.max(tonumber(m[4]) + 1, NOW_US)
+  redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
+  redis.call('HINCRBY', HELD, SID, n)
+  return {'READY', tok}
+end
+if mode ~= 'queue' then return {'NOPERMITS'} end
+-- Queued at the tail; if the queue was empty it is the head and drains what
+-- is available as its partial grant (no floating permits while anyone waits).
+redis.call('HSET', META, 'avail', 0)
+local seq = redis.call('HINCRBY', META, 'seq', 1)
+redis.call('ZADD', QUEUE, seq, eid)
+redis.call('HSET', ENTRIES, eid, n .. ':' .. avail)
+redis.call('ZADD', OWN, 0, eid)
+return {'PENDING'}

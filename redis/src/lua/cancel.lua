@@ -1,0 +1,21 @@
+-- cancel of a queued request. ARGV 4: eid. Returns {'CANCELLED', partial
+-- grant handed on} | {'GRANTED', token} (the caller now holds it) | {'CLOSED'}
+-- | {'GONE'} | {'LOST'} | {'EXPIRED'}. O(log n) (+ the hand-off).
+local r = prologue()
+if r then return r end
+local eid = ARGV[4]
+local e = redis.call('HGET', ENTRIES, eid)
+if e then
+  local _, got = parse(e)
+  redis.call('HDEL', ENTRIES, eid)
+  redis.call('ZREM', QUEUE, eid)
+  redis.call('ZREM', OWN, eid)
+  if got > 0 then hand(got) end
+  return {'CANCELLED', got}
+end
+local tok = redis.call('HGET', GRANTS, eid)
+redis.call('HDEL', GRANTS, eid)
+redis.call('ZREM', OWN, eid)
+if not tok then return {'GONE'} end
+if tok == '0' then return {'CLOSED'} end
+return {'GRANTED', tonumber(tok)}

@@ -1,0 +1,19 @@
+-- close, for every client: every queued request is woken with "closed" (its
+-- partial grant goes back), later acquires fail. Held permits may still be
+-- released. Returns {'OK'} | {'LOST'} | {'EXPIRED'}. O(n log n) for n queued
+-- (each of which is woken: inherent).
+local r = prologue()
+if r then return r end
+redis.call('HSET', META, 'closed', 1)
+local back = 0
+local eids = redis.call('ZRANGE', QUEUE, 0, -1)
+for _, eid in ipairs(eids) do
+  local _, got = parse(redis.call('HGET', ENTRIES, eid))
+  back = back + got
+  redis.call('HDEL', ENTRIES, eid)
+  redis.call('HSET', GRANTS, eid, '0')
+  notify(sid_of(eid), eid .. ' 0')
+end
+redis.call('DEL', QUEUE)
+if back > 0 then redis.call('HINCRBY', META, 'avail', back) end
+return {'OK'}

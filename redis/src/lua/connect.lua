@@ -1,0 +1,16 @@
+-- connect / new session. ARGV 4: total, 5: incarnation id for a new semaphore.
+-- INC (ARGV 2) is "" on the first connect of a handle: then an existing
+-- semaphore is adopted; else it must still be the same incarnation.
+-- Returns {'OK', inc, closed} | {'TOTAL', existing} | {'LOST'}. O(log n).
+local total = tonumber(ARGV[4])
+local existing = redis.call('HGET', META, 'total')
+if existing then
+  if INC ~= '' and lost() then return {'LOST'} end
+  if tonumber(existing) ~= total then return {'TOTAL', tonumber(existing)} end
+else
+  if INC ~= '' then return {'LOST'} end
+  redis.call('HSET', META, 'total', total, 'avail', total, 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0)
+end
+reap()
+redis.call('ZADD', SESSIONS, fmt(NOW_MS + LEASE), SID)
+return {'OK', redis.call('HGET', META, 'inc'), tonumber(redis.call('HGET', META, 'closed'))}

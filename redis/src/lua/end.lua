@@ -1,0 +1,11 @@
+-- end of a session (handle dropped, or a session given up after an
+-- uncertain outcome): everything it held or waited for goes back, and its
+-- notification list gets a 'bye' to wake the agent blocked on it.
+-- Returns {'OK'} | {'LOST'}. O((k + 1) log n) for its k entries.
+if lost() then return {'LOST'} end
+local p = drop_session(SID)
+if p > 0 then hand(p) end
+reap()
+redis.call('RPUSH', note_key(SID), 'bye')
+redis.call('PEXPIRE', note_key(SID), 5000)
+return {'OK'}

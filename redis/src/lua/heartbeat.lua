@@ -1,0 +1,23 @@
+-- heartbeat: renews the lease, forgets the grant records the client
+-- collected, and reports the state of the client's pending requests, so that
+-- a lost notification is repaired here. ARGV 4: number of acked eids, then
+-- the acked eids, then the queried eids. Returns {'OK', status...} with, per
+-- queried eid, 'Q' (queued), a token (granted), '0' (closed) or 'X' (gone) |
+-- {'LOST'} | {'EXPIRED'}. O((a + q) log n).
+local r = prologue()
+if r then return r end
+local nack = tonumber(ARGV[4])
+for i = 5, 4 + nack do
+  redis.call('HDEL', GRANTS, ARGV[i])
+  redis.call('ZREM', OWN, ARGV[i])
+end
+local out = {'OK'}
+for i = 5 + nack, #ARGV do
+  local eid = ARGV[i]
+  if redis.call('HEXISTS', ENTRIES, eid) == 1 then
+    out[#out + 1] = 'Q'
+  else
+    out[#out + 1] = redis.call('HGET', GRANTS, eid) or 'X'
+  end
+end
+return out

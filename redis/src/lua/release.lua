@@ -1,0 +1,11 @@
+-- release. ARGV 4: permits. Returns {'OK'} | {'NOTHELD', held} | {'LOST'} |
+-- {'EXPIRED'} (the session's permits were reclaimed: nothing released twice).
+-- O((g + 1) log n) for g waiters completed.
+local r = prologue()
+if r then return r end
+local n = tonumber(ARGV[4])
+local held = tonumber(redis.call('HGET', HELD, SID) or '0')
+if n > held then return {'NOTHELD', held} end
+if held == n then redis.call('HDEL', HELD, SID) else redis.call('HINCRBY', HELD, SID, -n) end
+hand(n)
+return {'OK'}

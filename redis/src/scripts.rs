@@ -1,0 +1,306 @@
+//! The Lua scripts and their typed invocation.
+//!
+//! Each script is `lua/prelude.lua` (key layout, clock, hand-off, lazy
+//! reclaim, session check) followed by its body in `lua/<name>.lua`. They run
+//! with `EVALSHA`, falling back to `EVAL` on `NOSCRIPT` (a restarted or
+//! flushed script cache), which redis-rs's `Script::invoke` does for us.
+//!
+//! Public (but hidden from the docs) so that the model-check test can drive
+//! the scripts directly against a real Redis, many virtual sessions at once.
+
+use redis::Value;
+
+use crate::error::Error;
+
+macro_rules! script {
+    ($file:literal) => {
+        Script::new(concat!(
+            include_str!("lua/prelude.lua"),
+            include_str!($file)
+        ))
+    };
+}
+
+/// One script: its source and SHA-1 (hex).
+struct Script {
+    code: &'static str,
+    hash: String,
+}
+
+impl Script {
+    fn new(code: &'static str) -> Script {
+        // The SHA-1 Redis names the script by (redis-rs computes it for us).
+        let hash = redis::Script::new(code).get_hash().to_string();
+        Script { code, hash }
+    }
+    fn get_hash(&self) -> &str {
+        &self.hash
+    }
+}
+
+/// The compiled scripts (SHA-1 computed once).
+pub struct Scripts {
+    connect: Script,
+    acquire: Script,
+    release: Script,
+    cancel: Script,
+    close: Script,
+    heartbeat: Script,
+    end: Script,
+    census: Script,
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The keys of one semaphore: all share the hash tag `{prefix:name}`.
+#[derive(Clone, Debug)]
+pub struct Keys {
+    keys: [String; 7],
+}
+
+impl Keys {
+    /// The keys of semaphore `name` under `prefix` (both already validated).
+    pub fn new(prefix: &str, name: &str) -> Self {
+        let tag = format!("{{{prefix}:{name}}}");
+        let k = |s: &str| format!("{tag}:{s}");
+        Keys {
+            keys: [
+                k("meta"),
+                k("queue"),
+                k("entries"),
+                k("sessions"),
+                k("held"),
+                k("grants"),
+                k("own"),
+            ],
+        }
+    }
+    /// The notification list of session `sid` (the agent `BLPOP`s on it).
+    pub fn note(&self, sid: &str) -> String {
+        let meta = &self.keys[0];
+        format!("{}:note:{sid}", &meta[..meta.len() - ":meta".len()])
+    }
+    /// Every key, for tests that inspect or delete them.
+    pub fn all(&self) -> &[String] {
+        &self.keys
+    }
+}
+
+/// A session's identity in a script call.
+#[derive(Clone, Copy, Debug)]
+pub struct Who<'a> {
+    /// Session id (hex, no `:`).
+    pub sid: &'a str,
+    /// The semaphore's incarnation id ("" on the first connect).
+    pub inc: &'a str,
+    /// Lease length in ms.
+    pub lease_ms: u64,
+}
+
+/// A script's reply: its status word and the rest.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reply {
+    /// `OK`, `READY`, `PENDING`, `LOST`, ...
+    pub status: String,
+    /// The other elements, as strings (integers formatted).
+    pub rest: Vec<String>,
+}
+
+impl Reply {
+    /// `rest[i]` as an integer.
+    pub fn int(&self, i: usize) -> Result<u64, Error> {
+        self.rest
+            .get(i)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::Protocol(format!("unexpected reply {self:?}")))
+    }
+}
+
+fn reply(v: Value) -> Result<Reply, Error> {
+    let Value::Array(items) = v else {
+        return Err(Error::Protocol(format!("unexpected script reply {v:?}")));
+    };
+    let mut out = Vec::with_capacity(items.len());
+    for it in items {
+        out.push(match it {
+            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            Value::SimpleString(s) => s,
+            Value::Int(i) => i.to_string(),
+            other => return Err(Error::Protocol(format!("unexpected element {other:?}"))),
+        });
+    }
+    if out.is_empty() {
+        return Err(Error::Protocol("empty script reply".into()));
+    }
+    let status = out.remove(0);
+    Ok(Reply { status, rest: out })
+}
+
+/// Where a failed call stands: not sent (safe to report), or sent with an
+/// unknown outcome (the script may have run).
+#[derive(Debug)]
+pub enum CallError {
+    /// The script certainly did not run (a server error reply).
+    NotRun(Error),
+    /// The connection failed during the call: the script may have run.
+    Uncertain(Error),
+}
+
+impl Scripts {
+    /// Compiles every script (hashing only; loading happens on first use).
+    pub fn new() -> Self {
+        Scripts {
+            connect: script!("lua/connect.lua"),
+            acquire: script!("lua/acquire.lua"),
+            release: script!("lua/release.lua"),
+            cancel: script!("lua/cancel.lua"),
+            close: script!("lua/close.lua"),
+            heartbeat: script!("lua/heartbeat.lua"),
+            end: script!("lua/end.lua"),
+            census: script!("lua/census.lua"),
+        }
+    }
+
+    fn run(
+        script: &Script,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        args: &[&str],
+    ) -> Result<Reply, CallError> {
+        // EVALSHA, and EVAL with the source on NOSCRIPT (a restarted or
+        // flushed script cache). Not `SCRIPT LOAD` + retry: on a cluster the
+        // load may reach another node than the key's; EVAL is routed by key.
+        let call = |verb: &str, first: &str, con: &mut dyn redis::ConnectionLike| {
+            let mut c = redis::cmd(verb);
+            c.arg(first).arg(keys.keys.len());
+            for k in &keys.keys {
+                c.arg(k);
+            }
+            c.arg(who.sid).arg(who.inc).arg(who.lease_ms);
+            for a in args {
+                c.arg(*a);
+            }
+            c.query::<Value>(con)
+        };
+        let r = match call("EVALSHA", script.get_hash(), con) {
+            Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+                call("EVAL", script.code, con)
+            }
+            r => r,
+        };
+        match r {
+            Ok(v) => reply(v).map_err(CallError::NotRun),
+            Err(e) => {
+                let io = e.is_io_error() || e.is_timeout() || e.is_connection_dropped();
+                let err = Error::from_redis(&e, "");
+                Err(if io {
+                    CallError::Uncertain(err)
+                } else {
+                    CallError::NotRun(err)
+                })
+            }
+        }
+    }
+
+    /// `connect.lua`: adopt or create the semaphore and register session `who.sid`.
+    pub fn connect(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        total: u64,
+        new_inc: &str,
+    ) -> Result<Reply, CallError> {
+        let total = total.to_string();
+        Self::run(&self.connect, con, keys, who, &[&total, new_inc])
+    }
+
+    /// `acquire.lua`: `queue` false for `try_acquire`.
+    pub fn acquire(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        eid: &str,
+        n: u64,
+        queue: bool,
+    ) -> Result<Reply, CallError> {
+        let n = n.to_string();
+        let mode = if queue { "queue" } else { "try" };
+        Self::run(&self.acquire, con, keys, who, &[eid, &n, mode])
+    }
+
+    /// `release.lua`.
+    pub fn release(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        n: u64,
+    ) -> Result<Reply, CallError> {
+        let n = n.to_string();
+        Self::run(&self.release, con, keys, who, &[&n])
+    }
+
+    /// `cancel.lua`.
+    pub fn cancel(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        eid: &str,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.cancel, con, keys, who, &[eid])
+    }
+
+    /// `close.lua`.
+    pub fn close(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.close, con, keys, who, &[])
+    }
+
+    /// `heartbeat.lua`: forget `acked` grant records, report `query`'s states.
+    pub fn heartbeat(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        acked: &[String],
+        query: &[String],
+    ) -> Result<Reply, CallError> {
+        let nack = acked.len().to_string();
+        let mut args: Vec<&str> = vec![&nack];
+        args.extend(acked.iter().map(String::as_str));
+        args.extend(query.iter().map(String::as_str));
+        Self::run(&self.heartbeat, con, keys, who, &args)
+    }
+
+    /// `end.lua`.
+    pub fn end(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.end, con, keys, who, &[])
+    }
+
+    /// `census.lua`.
+    pub fn census(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.census, con, keys, who, &[])
+    }
+}

@@ -1,0 +1,1123 @@
+//! One connected handle: its session, its connections, its waiter table and
+//! its agent thread.
+//!
+//! Connections: two per connected handle (clones share them). The *command
+//! connection* is used by the calling threads, one script call at a time
+//! (a mutex), for acquire, try_acquire, release, cancel and close. The
+//! *agent connection* belongs to the agent thread, which alternates between
+//! `BLPOP` on the session's notification list (with a timeout that ends at
+//! the next heartbeat) and the heartbeat script.
+//!
+//! Uncertain outcomes: when the connection fails while a mutating script was
+//! in flight (it may or may not have run), the session is given up: it is
+//! ended (its permits go back, its queue entries leave) as soon as Redis is
+//! reachable, or expires with its lease; its holders learn
+//! [`Error::LeaseExpired`]. So a retry never double-counts a permit.
+
+use std::collections::HashMap;
+use std::hash::{BuildHasher, Hasher};
+use std::pin::Pin;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use volt_sem::{RawAcquire, WakeFn};
+
+use crate::conn::{Client, Conn};
+use crate::error::Error;
+use crate::scripts::{CallError, Keys, Reply, Scripts, Who};
+use crate::waiter::{phase, Claimed, Finish, RedisWaiter, CURRENT};
+use crate::ConnectOptions;
+
+/// A random 128-bit id in hex (session ids, incarnation ids). std only:
+/// `RandomState` is seeded from the OS; mixed with time, pid and a counter.
+pub(crate) fn random_id() -> String {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut out = String::with_capacity(32);
+    for i in 0..2u64 {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write_u64(i);
+        h.write_u32(std::process::id());
+        h.write_u64(N.fetch_add(1, Ordering::Relaxed));
+        if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+            h.write_u128(d.as_nanos());
+        }
+        out.push_str(&format!("{:016x}", h.finish()));
+    }
+    out
+}
+
+pub(crate) struct Session {
+    pub(crate) sid: String,
+    pub(crate) epoch: u64,
+    /// When the last successful renewing call was *sent*: the lease surely
+    /// lasts until `renewed + lease` (the server counts from a later instant).
+    pub(crate) renewed: Instant,
+}
+
+struct Entry {
+    w: *const RedisWaiter,
+    eid: String,
+    n: u64,
+    epoch: u64,
+    /// Set once the acquire script answered PENDING: only then does the
+    /// heartbeat ask about it (before, "not in Redis" is expected).
+    queued: bool,
+}
+
+pub(crate) struct State {
+    pub(crate) session: Option<Session>,
+    /// Epoch of the latest session (each new session gets the next one).
+    pub(crate) epoch: u64,
+    /// Permits held by the current session, as this handle counts them.
+    pub(crate) held: u64,
+    /// Permits held by lost sessions that no release has reported yet.
+    pub(crate) lost: u64,
+    /// Redis lost the state: the handle refuses everything.
+    pub(crate) failed: bool,
+    pub(crate) closed: bool,
+    pub(crate) shutdown: bool,
+    next_ctr: u64,
+    table: HashMap<u64, Entry>,
+    /// Grant records collected from notifications, forgotten in Redis by the
+    /// next heartbeat.
+    acked: Vec<String>,
+    /// Sessions given up that must still be ended in Redis.
+    to_end: Vec<String>,
+    lost_wakers: Vec<Waker>,
+}
+
+// SAFETY: the raw waiter pointers in the table are only dereferenced by the
+// single thread that removes them (see waiter.rs).
+unsafe impl Send for State {}
+
+/// Wakes the agent when it has no session to wait on.
+#[derive(Default)]
+struct Kick {
+    flag: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Kick {
+    fn kick(&self) {
+        *self.flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self, d: Duration) {
+        let g = self.flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut g, _) = self
+            .cv
+            .wait_timeout_while(g, d, |f| !*f)
+            .unwrap_or_else(|e| e.into_inner());
+        *g = false;
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) keys: Keys,
+    pub(crate) name: String,
+    pub(crate) total: u64,
+    pub(crate) inc: String,
+    pub(crate) opts: ConnectOptions,
+    secret: String,
+    client: Client,
+    scripts: Arc<Scripts>,
+    cmd: Mutex<Option<Conn>>,
+    pub(crate) state: Mutex<State>,
+    kick: Arc<Kick>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The password of a `redis://user:password@host` URL (raw and
+/// percent-decoded), to keep it out of every error text.
+fn url_secret(url: &str) -> String {
+    let rest = url.split_once("://").map(|x| x.1).unwrap_or("");
+    let auth = match rest.rsplit_once('@') {
+        Some((a, _)) => a,
+        None => return String::new(),
+    };
+    match auth.split_once(':') {
+        Some((_, p)) => p.to_string(),
+        None => auth.to_string(),
+    }
+}
+
+impl Inner {
+    fn lease_ms(&self) -> u64 {
+        self.opts.lease.as_millis() as u64
+    }
+
+    fn open_connection(
+        client: &Client,
+        opts: &ConnectOptions,
+        secret: &str,
+    ) -> Result<Conn, Error> {
+        let con = client
+            .connect(opts.connect_timeout)
+            .map_err(|e| Error::from_redis(&e, secret))?;
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
+            .map_err(|e| Error::from_redis(&e, secret))?;
+        // A server that wants a password we did not give answers NOAUTH
+        // here, clearly, rather than close the connection at the first
+        // script (whose size an unauthenticated client may not send).
+        let mut con = con;
+        redis::cmd("PING")
+            .query::<String>(&mut con)
+            .map_err(|e| Error::from_redis(&e, secret))?;
+        Ok(con)
+    }
+
+    /// Connects, registers the first session and starts the agent.
+    pub(crate) fn connect(
+        url: &str,
+        name: &str,
+        total: u64,
+        opts: ConnectOptions,
+    ) -> Result<Arc<Inner>, Error> {
+        let secret = url_secret(url);
+        let client =
+            Client::open(url, &opts).map_err(|e| match Error::from_redis(&e, &secret) {
+                Error::Redis(_) | Error::Protocol(_) => Error::InvalidUrl,
+                other => other,
+            })?;
+        let mut con = Self::open_connection(&client, &opts, &secret)?;
+        let keys = Keys::new(&opts.prefix, name);
+        let scripts = Arc::new(Scripts::new());
+        let sid = random_id();
+        let new_inc = random_id();
+        let who = Who {
+            sid: &sid,
+            inc: "",
+            lease_ms: opts.lease.as_millis() as u64,
+        };
+        let sent = Instant::now();
+        let r = scripts
+            .connect(&mut con, &keys, who, total, &new_inc)
+            .map_err(|e| match e {
+                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+            })?;
+        let (inc, closed) = match r.status.as_str() {
+            "OK" => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
+            "TOTAL" => {
+                return Err(Error::TotalMismatch {
+                    existing: r.int(0)?,
+                })
+            }
+            _ => return Err(Error::Protocol(format!("{r:?}"))),
+        };
+        let inner = Arc::new(Inner {
+            keys,
+            name: name.to_string(),
+            total,
+            inc,
+            opts,
+            secret,
+            client,
+            scripts,
+            cmd: Mutex::new(Some(con)),
+            state: Mutex::new(State {
+                session: Some(Session {
+                    sid,
+                    epoch: 1,
+                    renewed: sent,
+                }),
+                epoch: 1,
+                held: 0,
+                lost: 0,
+                failed: false,
+                closed,
+                shutdown: false,
+                next_ctr: 1,
+                table: HashMap::new(),
+                acked: Vec::new(),
+                to_end: Vec::new(),
+                lost_wakers: Vec::new(),
+            }),
+            kick: Arc::new(Kick::default()),
+        });
+        let weak = Arc::downgrade(&inner);
+        at_exit::register(weak.clone());
+        let agent = Agent {
+            weak,
+            client: inner.client.clone(),
+            opts: inner.opts.clone(),
+            secret: inner.secret.clone(),
+            keys: inner.keys.clone(),
+            kick: inner.kick.clone(),
+        };
+        std::thread::Builder::new()
+            .name("volt-sem-redis".into())
+            .spawn(move || agent.run())
+            .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))?;
+        Ok(inner)
+    }
+
+    fn who<'a>(&'a self, sid: &'a str) -> Who<'a> {
+        Who {
+            sid,
+            inc: &self.inc,
+            lease_ms: self.lease_ms(),
+        }
+    }
+
+    /// Runs `f` on the command connection, (re)connecting first if needed.
+    fn with_cmd<R>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> Result<R, CallError>,
+    ) -> Result<R, CallError> {
+        let mut g = lock(&self.cmd);
+        if g.is_none() {
+            let c = Self::open_connection(&self.client, &self.opts, &self.secret)
+                .map_err(CallError::NotRun)?;
+            *g = Some(c);
+        }
+        let r = f(g.as_mut().expect("connected above"));
+        if matches!(r, Err(CallError::Uncertain(_))) {
+            *g = None;
+        }
+        r
+    }
+
+    /// The current session, registering a new one if the last was lost.
+    fn ensure_session(&self) -> Result<(String, u64), Error> {
+        {
+            let st = lock(&self.state);
+            if st.failed {
+                return Err(Error::StateLost);
+            }
+            if let Some(s) = &st.session {
+                if s.renewed.elapsed() < self.opts.lease {
+                    return Ok((s.sid.clone(), s.epoch));
+                }
+            }
+        }
+        self.check_local_expiry();
+        let sid = random_id();
+        let sent = Instant::now();
+        let r = self.with_cmd(|con| {
+            self.scripts
+                .connect(con, &self.keys, self.who(&sid), self.total, "")
+        });
+        let r = match r {
+            Ok(r) => r,
+            // A session that may have been registered simply expires.
+            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
+        };
+        match r.status.as_str() {
+            "OK" => {
+                let mut st = lock(&self.state);
+                if st.failed {
+                    return Err(Error::StateLost);
+                }
+                if let Some(s) = &st.session {
+                    // Another thread registered one meanwhile: keep it, end ours.
+                    let keep = (s.sid.clone(), s.epoch);
+                    st.to_end.push(sid);
+                    drop(st);
+                    self.kick.kick();
+                    return Ok(keep);
+                }
+                st.epoch += 1;
+                let epoch = st.epoch;
+                st.closed |= r.int(1)? == 1;
+                st.session = Some(Session {
+                    sid: sid.clone(),
+                    epoch,
+                    renewed: sent,
+                });
+                drop(st);
+                self.kick.kick();
+                Ok((sid, epoch))
+            }
+            "LOST" => {
+                self.fail_all();
+                Err(Error::StateLost)
+            }
+            "TOTAL" => Err(Error::TotalMismatch {
+                existing: r.int(0)?,
+            }),
+            _ => Err(Error::Protocol(format!("{r:?}"))),
+        }
+    }
+
+    /// Gives up the session of `epoch` (if it is still the current one):
+    /// its holders and waiters learn `err`; its permits count as lost; it is
+    /// ended in Redis by the agent. Returns the waiters to notify.
+    fn lose_locked(&self, st: &mut State, epoch: u64, err: &Error) -> Vec<Claimed> {
+        let mut claimed = Vec::new();
+        let Some(s) = &st.session else {
+            return claimed;
+        };
+        if s.epoch != epoch {
+            return claimed;
+        }
+        let s = st.session.take().expect("checked");
+        st.to_end.push(s.sid);
+        st.lost += st.held;
+        st.held = 0;
+        let ctrs: Vec<u64> = st
+            .table
+            .iter()
+            .filter(|(_, e)| e.epoch == epoch)
+            .map(|(k, _)| *k)
+            .collect();
+        for c in ctrs {
+            let e = st.table.remove(&c).expect("listed");
+            // SAFETY: it was in the table, so it is valid.
+            claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(err.clone())) });
+        }
+        for w in st.lost_wakers.drain(..) {
+            w.wake();
+        }
+        claimed
+    }
+
+    pub(crate) fn lose(&self, epoch: u64, err: Error) {
+        let claimed = {
+            let mut st = lock(&self.state);
+            self.lose_locked(&mut st, epoch, &err)
+        };
+        for c in claimed {
+            c.notify();
+        }
+        self.end_given_up();
+        self.kick.kick();
+    }
+
+    /// Ends the sessions given up, now (their permits go back, and the
+    /// `bye` wakes the agent if it is blocked on an old notification list);
+    /// what fails stays for the agent to retry.
+    fn end_given_up(&self) {
+        let sids: Vec<String> = lock(&self.state).to_end.drain(..).collect();
+        let mut failed = Vec::new();
+        let mut state_lost = false;
+        for sid in sids {
+            let r = self.with_cmd(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
+            match r {
+                Ok(r) if r.status == "LOST" => state_lost = true,
+                Ok(_) => {}
+                Err(_) => failed.push(sid),
+            }
+        }
+        if !failed.is_empty() {
+            lock(&self.state).to_end.extend(failed);
+        }
+        if state_lost {
+            self.fail_all();
+        }
+    }
+
+    /// Redis lost the state: every waiter fails, the handle refuses everything.
+    pub(crate) fn fail_all(&self) {
+        let claimed = {
+            let mut st = lock(&self.state);
+            st.failed = true;
+            let mut claimed = match st.session.as_ref().map(|s| s.epoch) {
+                Some(e) => self.lose_locked(&mut st, e, &Error::StateLost),
+                None => Vec::new(),
+            };
+            st.to_end.clear();
+            let ctrs: Vec<u64> = st.table.keys().copied().collect();
+            for c in ctrs {
+                let e = st.table.remove(&c).expect("listed");
+                // SAFETY: it was in the table.
+                claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(Error::StateLost)) });
+            }
+            for w in st.lost_wakers.drain(..) {
+                w.wake();
+            }
+            claimed
+        };
+        for c in claimed {
+            c.notify();
+        }
+        self.kick.kick();
+    }
+
+    /// A session not renewed for a whole lease is surely expired in Redis
+    /// (a long pause such as `SIGSTOP`, or Redis out of reach): give it up.
+    pub(crate) fn check_local_expiry(&self) {
+        let expired = {
+            let st = lock(&self.state);
+            st.session
+                .as_ref()
+                .filter(|s| s.renewed.elapsed() >= self.opts.lease)
+                .map(|s| s.epoch)
+        };
+        if let Some(e) = expired {
+            self.lose(e, Error::LeaseExpired);
+        }
+    }
+
+    /// Handles the replies every script may give about the session.
+    fn session_reply(&self, r: &Reply, epoch: u64) -> Option<Error> {
+        match r.status.as_str() {
+            "EXPIRED" => {
+                self.lose(epoch, Error::LeaseExpired);
+                Some(Error::LeaseExpired)
+            }
+            "LOST" => {
+                self.fail_all();
+                Some(Error::StateLost)
+            }
+            _ => None,
+        }
+    }
+
+    fn renewed(&self, epoch: u64, sent: Instant) {
+        let mut st = lock(&self.state);
+        if let Some(s) = st.session.as_mut().filter(|s| s.epoch == epoch) {
+            if sent > s.renewed {
+                s.renewed = sent;
+            }
+        }
+    }
+
+    /// The acquire script for `n`, with the waiter published first if
+    /// `waiter` is given (a queueing acquire).
+    ///
+    /// # Safety
+    /// As [`acquire_raw`](crate::RedisSemaphore::acquire_raw) when `waiter` is given.
+    pub(crate) unsafe fn acquire(
+        &self,
+        waiter: Option<(Pin<&RedisWaiter>, WakeFn, *mut core::ffi::c_void)>,
+        n: u64,
+    ) -> Result<(RawAcquire, u64, u64), Error> {
+        if n > self.total {
+            return Err(Error::TooManyPermits);
+        }
+        // One retry: a session found expired is replaced by a new one (the
+        // new request has nothing to do with the old lease).
+        for attempt in 0..2 {
+            let (sid, epoch) = self.ensure_session()?;
+            let ctr;
+            let eid;
+            {
+                let mut st = lock(&self.state);
+                ctr = st.next_ctr;
+                st.next_ctr += 1;
+                eid = format!("{sid}:{ctr}");
+                if let Some((w, wake, ctx)) = waiter {
+                    let wr = w.get_ref();
+                    wr.ctr.store(ctr, Ordering::Relaxed);
+                    wr.requested.store(n, Ordering::Relaxed);
+                    wr.epoch.store(epoch, Ordering::Relaxed);
+                    // SAFETY: not busy, so not in the table: only we touch `wake`.
+                    unsafe { *wr.wake.get() = Some((wake, ctx)) };
+                    *wr.outcome.lock().unwrap_or_else(|e| e.into_inner()) = None;
+                    wr.phase.store(phase::WAITING, Ordering::Release);
+                    st.table.insert(
+                        ctr,
+                        Entry {
+                            w: wr,
+                            eid: eid.clone(),
+                            n,
+                            epoch,
+                            queued: false,
+                        },
+                    );
+                }
+            }
+            let sent = Instant::now();
+            let r = self.with_cmd(|con| {
+                self.scripts
+                    .acquire(con, &self.keys, self.who(&sid), &eid, n, waiter.is_some())
+            });
+            // Unpublish unless queued; Err(outcome) if someone completed it
+            // meanwhile (the session was lost).
+            let unpublish = |this: &Self| -> Result<(), Finish> {
+                let Some((w, _, _)) = waiter else {
+                    return Ok(());
+                };
+                let mut st = lock(&this.state);
+                if st.table.remove(&ctr).is_some() {
+                    w.phase.store(phase::IDLE, Ordering::Release);
+                    return Ok(());
+                }
+                drop(st);
+                // SAFETY: forwarded contract; it was queued on this handle.
+                Err(unsafe { this.finish(w) })
+            };
+            let r = match r {
+                Ok(r) => r,
+                Err(CallError::NotRun(e)) => {
+                    let _ = unpublish(self);
+                    return Err(e);
+                }
+                Err(CallError::Uncertain(e)) => {
+                    let _ = unpublish(self);
+                    self.lose(epoch, Error::LeaseExpired);
+                    return Err(if lock(&self.state).failed {
+                        Error::StateLost
+                    } else {
+                        e
+                    });
+                }
+            };
+            match r.status.as_str() {
+                "READY" => {
+                    let token = r.int(0)?;
+                    self.renewed(epoch, sent);
+                    if let Err(f) = unpublish(self) {
+                        return Err(match f {
+                            Finish::Failed(e) => e,
+                            _ => Error::LeaseExpired,
+                        });
+                    }
+                    let mut st = lock(&self.state);
+                    if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+                        st.held += n;
+                    } else {
+                        st.lost += n;
+                    }
+                    if let Some((w, _, _)) = waiter {
+                        w.token.store(token, Ordering::Relaxed);
+                    }
+                    return Ok((RawAcquire::Ready, token, epoch));
+                }
+                "PENDING" => {
+                    self.renewed(epoch, sent);
+                    let mut st = lock(&self.state);
+                    if let Some(e) = st.table.get_mut(&ctr) {
+                        e.queued = true;
+                    }
+                    return Ok((RawAcquire::Pending, 0, epoch));
+                }
+                s => {
+                    let _ = unpublish(self);
+                    match s {
+                        "NOPERMITS" => return Err(Error::NoPermits),
+                        "CLOSED" => {
+                            lock(&self.state).closed = true;
+                            return Err(Error::Closed);
+                        }
+                        "TOOMANY" => return Err(Error::TooManyPermits),
+                        "EXPIRED" if attempt == 0 => {
+                            self.lose(epoch, Error::LeaseExpired);
+                            continue;
+                        }
+                        _ => {
+                            return Err(self
+                                .session_reply(&r, epoch)
+                                .unwrap_or_else(|| Error::Protocol(format!("{r:?}"))))
+                        }
+                    }
+                }
+            }
+        }
+        Err(Error::LeaseExpired)
+    }
+
+    /// Cancels or collects a raw request.
+    ///
+    /// # Safety
+    /// `waiter` is idle or was queued on this handle.
+    pub(crate) unsafe fn finish(&self, waiter: Pin<&RedisWaiter>) -> Finish {
+        let w = waiter.get_ref();
+        let mut round = 0u32;
+        loop {
+            match w.phase.load(Ordering::Acquire) {
+                phase::IDLE => return Finish::Idle,
+                phase::DONE => {
+                    let f = w.take_outcome();
+                    w.phase.store(phase::IDLE, Ordering::Release);
+                    return f;
+                }
+                phase::WAITING => {
+                    let ctr = w.ctr.load(Ordering::Relaxed);
+                    let removed = {
+                        let mut st = lock(&self.state);
+                        match st.table.get(&ctr) {
+                            Some(e) if core::ptr::eq(e.w, w) => st.table.remove(&ctr),
+                            _ => None,
+                        }
+                    };
+                    if let Some(e) = removed {
+                        let f = self.cancel_remote(&e);
+                        if let Finish::Granted { token } = f {
+                            w.token.store(token, Ordering::Relaxed);
+                        }
+                        w.phase.store(phase::IDLE, Ordering::Release);
+                        return f;
+                    }
+                }
+                phase::NOTIFYING if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
+                    let f = w.take_outcome();
+                    w.phase.store(phase::CONSUMED, Ordering::Release);
+                    return f;
+                }
+                phase::CONSUMED if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
+                    return Finish::Idle
+                }
+                _ => {
+                    // Its notifier is running the callback now.
+                    if round < 64 {
+                        core::hint::spin_loop();
+                    } else {
+                        std::thread::yield_now();
+                    }
+                    round = round.saturating_add(1);
+                }
+            }
+        }
+    }
+
+    fn cancel_remote(&self, e: &Entry) -> Finish {
+        let sid = match e.eid.split_once(':') {
+            Some((s, _)) => s.to_string(),
+            None => return Finish::Cancelled { returned: 0 },
+        };
+        let r = self.with_cmd(|con| self.scripts.cancel(con, &self.keys, self.who(&sid), &e.eid));
+        match r {
+            Ok(r) => match r.status.as_str() {
+                "CANCELLED" => Finish::Cancelled {
+                    returned: r.int(0).unwrap_or(0) as usize,
+                },
+                "GRANTED" => {
+                    let token = r.int(0).unwrap_or(0);
+                    let mut st = lock(&self.state);
+                    if st.session.as_ref().map(|s| s.epoch) == Some(e.epoch) {
+                        st.held += e.n;
+                    } else {
+                        st.lost += e.n;
+                    }
+                    Finish::Granted { token }
+                }
+                "CLOSED" => {
+                    lock(&self.state).closed = true;
+                    Finish::Closed
+                }
+                // The session is gone: nothing is held, nothing to hand on.
+                _ => {
+                    let _ = self.session_reply(&r, e.epoch);
+                    Finish::Cancelled { returned: 0 }
+                }
+            },
+            Err(CallError::NotRun(_)) => {
+                // Still queued in Redis but unknown to us: give the session up
+                // so that its entry cannot be granted to nobody.
+                self.lose(e.epoch, Error::LeaseExpired);
+                Finish::Cancelled { returned: 0 }
+            }
+            Err(CallError::Uncertain(_)) => {
+                self.lose(e.epoch, Error::LeaseExpired);
+                Finish::Cancelled { returned: 0 }
+            }
+        }
+    }
+
+    /// Releases `n` permits of the session `epoch` (`None`: whichever; lost
+    /// permits are reported first).
+    pub(crate) fn release(&self, n: u64, epoch: Option<u64>) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.check_local_expiry();
+        let (sid, epoch) = {
+            let mut st = lock(&self.state);
+            if st.failed {
+                return Err(Error::StateLost);
+            }
+            let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
+            let stale = match (epoch, &cur) {
+                (Some(e), Some((_, c))) => e != *c,
+                (Some(_), None) => true,
+                (None, _) => st.lost >= n,
+            };
+            if stale {
+                st.lost = st.lost.saturating_sub(n);
+                return Err(Error::LeaseExpired);
+            }
+            let Some(cur) = cur else {
+                return Err(Error::NotHeld { held: 0 });
+            };
+            if n > st.held {
+                return Err(Error::NotHeld { held: st.held });
+            }
+            cur
+        };
+        let sent = Instant::now();
+        let r = self.with_cmd(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e)) => return Err(e),
+            Err(CallError::Uncertain(e)) => {
+                // Unknown whether it ran: give the session up (ending it
+                // returns whatever it still holds), and count these n as done.
+                self.lose(epoch, Error::LeaseExpired);
+                let mut st = lock(&self.state);
+                st.lost = st.lost.saturating_sub(n);
+                return Err(if st.failed { Error::StateLost } else { e });
+            }
+        };
+        match r.status.as_str() {
+            "OK" => {
+                self.renewed(epoch, sent);
+                let mut st = lock(&self.state);
+                if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+                    st.held -= n.min(st.held);
+                }
+                Ok(())
+            }
+            "NOTHELD" => Err(Error::NotHeld { held: r.int(0)? }),
+            _ => {
+                let e = self
+                    .session_reply(&r, epoch)
+                    .unwrap_or_else(|| Error::Protocol(format!("{r:?}")));
+                let mut st = lock(&self.state);
+                st.lost = st.lost.saturating_sub(n);
+                Err(e)
+            }
+        }
+    }
+
+    pub(crate) fn close(&self) -> Result<(), Error> {
+        let (sid, epoch) = self.ensure_session()?;
+        let r = self.with_cmd(|con| self.scripts.close(con, &self.keys, self.who(&sid)));
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
+        };
+        match r.status.as_str() {
+            "OK" => {
+                lock(&self.state).closed = true;
+                Ok(())
+            }
+            _ => Err(self
+                .session_reply(&r, epoch)
+                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
+        }
+    }
+
+    pub(crate) fn census(&self) -> Result<Reply, Error> {
+        let sid = lock(&self.state)
+            .session
+            .as_ref()
+            .map(|s| s.sid.clone())
+            .unwrap_or_default();
+        let r = self
+            .with_cmd(|con| self.scripts.census(con, &self.keys, self.who(&sid)))
+            .map_err(|e| match e {
+                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+            })?;
+        if r.status == "LOST" {
+            return Err(Error::StateLost);
+        }
+        Ok(r)
+    }
+
+    pub(crate) fn is_lost(&self, epoch: u64) -> bool {
+        let st = lock(&self.state);
+        st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch)
+    }
+
+    pub(crate) fn register_lost_waker(&self, epoch: u64, w: &Waker) -> bool {
+        let mut st = lock(&self.state);
+        if st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch) {
+            return true;
+        }
+        st.lost_wakers.push(w.clone());
+        false
+    }
+
+    /// Completes the waiter `ctr` of session `sid` with a grant record's
+    /// value (a token, or "0" for closed). Returns what to notify.
+    fn complete(&self, sid: &str, ctr: u64, value: &str) -> Option<Claimed> {
+        let token: u64 = value.parse().ok()?;
+        let mut st = lock(&self.state);
+        let cur = st.session.as_ref().filter(|s| s.sid == sid)?.epoch;
+        let e = st.table.get(&ctr)?;
+        if e.epoch != cur {
+            return None;
+        }
+        let e = st.table.remove(&ctr).expect("present");
+        st.acked.push(e.eid.clone());
+        let outcome = if token == 0 {
+            st.closed = true;
+            Finish::Closed
+        } else {
+            st.held += e.n;
+            Finish::Granted { token }
+        };
+        // SAFETY: it was in the table.
+        Some(unsafe { Claimed::claim(e.w, outcome) })
+    }
+}
+
+/// Sessions still alive when the process exits (a handle in a `static`, a
+/// leaked one, `std::process::exit`) are ended from an `atexit` handler, so
+/// their permits go back at once instead of at lease expiry. Best effort and
+/// never blocking: a handle whose command connection is busy is left to
+/// expire.
+mod at_exit {
+    use std::sync::{Mutex, Once, Weak};
+
+    use super::Inner;
+
+    static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+    static INSTALL: Once = Once::new();
+
+    extern "C" fn end_all() {
+        let Ok(list) = LIVE.try_lock() else {
+            return;
+        };
+        for w in list.iter() {
+            if let Some(inner) = w.upgrade() {
+                inner.end_now();
+            }
+        }
+    }
+
+    pub(super) fn register(w: Weak<Inner>) {
+        INSTALL.call_once(|| {
+            // SAFETY: `end_all` is an `extern "C" fn()` that never unwinds
+            // (no panicking call: try_lock, upgrade, and `end_now` which
+            // catches everything).
+            unsafe { libc::atexit(end_all) };
+        });
+        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|w| w.strong_count() > 0);
+        list.push(w);
+    }
+}
+
+impl Inner {
+    /// Ends every session of this handle now, without blocking on a lock
+    /// (for the exit handler).
+    fn end_now(&self) {
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let Ok(mut st) = self.state.try_lock() else {
+                return;
+            };
+            if st.failed {
+                return;
+            }
+            let mut sids: Vec<String> = st.to_end.drain(..).collect();
+            if let Some(s) = st.session.take() {
+                sids.push(s.sid);
+            }
+            st.shutdown = true;
+            drop(st);
+            let Ok(mut g) = self.cmd.try_lock() else {
+                return;
+            };
+            if let Some(con) = g.as_mut() {
+                for sid in &sids {
+                    let _ = self.scripts.end(con, &self.keys, self.who(sid));
+                }
+            }
+        }));
+    }
+}
+
+impl Drop for Inner {
+    /// The last handle is gone: end the session (its permits go back at
+    /// once rather than at lease expiry) and let the agent exit.
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
+        st.shutdown = true;
+        let mut sids: Vec<String> = st.to_end.drain(..).collect();
+        if let Some(s) = st.session.take() {
+            sids.push(s.sid);
+        }
+        if !st.failed {
+            if let Some(con) = self.cmd.get_mut().unwrap_or_else(|e| e.into_inner()) {
+                for sid in &sids {
+                    let who = Who {
+                        sid,
+                        inc: &self.inc,
+                        lease_ms: self.opts.lease.as_millis() as u64,
+                    };
+                    let _ = self.scripts.end(con, &self.keys, who);
+                }
+            }
+        }
+        self.kick.kick();
+    }
+}
+
+/// The agent thread: everything it needs without keeping the handle alive
+/// (it holds a `Weak`), so dropping the last handle ends it, and the thread
+/// itself never keeps the process alive (Rust does not wait for it at exit).
+struct Agent {
+    weak: Weak<Inner>,
+    client: Client,
+    opts: ConnectOptions,
+    secret: String,
+    keys: Keys,
+    kick: Arc<Kick>,
+}
+
+impl Agent {
+    fn interval(&self) -> Duration {
+        self.opts.lease / 3
+    }
+
+    fn run(self) {
+        let mut con: Option<Conn> = None;
+        let mut next_hb = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let (sid, epoch) = {
+                let Some(inner) = self.weak.upgrade() else {
+                    return;
+                };
+                inner.check_local_expiry();
+                let mut st = lock(&inner.state);
+                if st.shutdown {
+                    return;
+                }
+                let to_end: Vec<String> = st.to_end.drain(..).collect();
+                let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
+                drop(st);
+                if !to_end.is_empty() {
+                    if let Some(c) = con.as_mut() {
+                        let mut failed = Vec::new();
+                        for sid in to_end {
+                            match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
+                                Ok(r) if r.status == "LOST" => inner.fail_all(),
+                                Ok(_) => {}
+                                Err(_) => failed.push(sid),
+                            }
+                        }
+                        if !failed.is_empty() {
+                            con = None;
+                            lock(&inner.state).to_end.extend(failed);
+                        }
+                    } else {
+                        lock(&inner.state).to_end.extend(to_end);
+                    }
+                }
+                match cur {
+                    Some(c) => c,
+                    None => {
+                        drop(inner);
+                        self.kick.wait(self.interval());
+                        continue;
+                    }
+                }
+            };
+            if con.is_none() {
+                match Inner::open_connection(&self.client, &self.opts, &self.secret) {
+                    Ok(c) => {
+                        con = Some(c);
+                        backoff = Duration::from_millis(20);
+                        next_hb = Instant::now();
+                    }
+                    Err(_) => {
+                        // Waiters keep their place while the lease lasts;
+                        // check_local_expiry (loop top) fails them after it.
+                        std::thread::sleep(backoff);
+                        backoff = (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+                        continue;
+                    }
+                }
+            }
+            let c = con.as_mut().expect("connected above");
+            let now = Instant::now();
+            if now >= next_hb {
+                next_hb = now + self.interval();
+                let Some(inner) = self.weak.upgrade() else {
+                    return;
+                };
+                if !self.heartbeat(&inner, c, &sid, epoch) {
+                    con = None;
+                }
+                continue;
+            }
+            let wait = (next_hb - now).max(Duration::from_millis(10));
+            let _ = c.set_read_timeout(wait + self.opts.command_timeout);
+            let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
+                .arg(self.keys.note(&sid))
+                .arg(wait.as_secs_f64())
+                .query(c);
+            match r {
+                Ok(Some((_, msg))) => {
+                    let Some(inner) = self.weak.upgrade() else {
+                        return;
+                    };
+                    inner.check_local_expiry();
+                    if let Some((eid, value)) = msg.split_once(' ') {
+                        if let Some((s, ctr)) = eid.split_once(':') {
+                            if let Ok(ctr) = ctr.parse() {
+                                if let Some(cl) = inner.complete(s, ctr, value) {
+                                    drop(inner);
+                                    cl.notify();
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(None) => {}
+                Err(_) => con = None,
+            }
+        }
+    }
+
+    /// Renews the lease, acks collected grants, reconciles pending waiters.
+    /// Returns false if the connection failed.
+    fn heartbeat(&self, inner: &Inner, c: &mut Conn, sid: &str, epoch: u64) -> bool {
+        let _ = c.set_read_timeout(self.opts.command_timeout);
+        let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
+            let mut st = lock(&inner.state);
+            let acked = std::mem::take(&mut st.acked);
+            let q = st
+                .table
+                .iter()
+                .filter(|(_, e)| e.epoch == epoch && e.queued)
+                .map(|(k, e)| (*k, e.eid.clone()))
+                .collect();
+            (acked, q)
+        };
+        let eids: Vec<String> = query.iter().map(|(_, e)| e.clone()).collect();
+        let sent = Instant::now();
+        let r = inner
+            .scripts
+            .heartbeat(c, &inner.keys, inner.who(sid), &acked, &eids);
+        match r {
+            Ok(r) if r.status == "OK" => {
+                inner.renewed(epoch, sent);
+                let mut claimed = Vec::new();
+                for ((ctr, _), status) in query.iter().zip(&r.rest) {
+                    match status.as_str() {
+                        "Q" => {}
+                        "X" => {
+                            // Gone from Redis while the session lives: only a
+                            // bug could do this; fail the waiter, never hang.
+                            let mut st = lock(&inner.state);
+                            if let Some(e) = st.table.remove(ctr) {
+                                // SAFETY: it was in the table.
+                                claimed.push(unsafe {
+                                    Claimed::claim(
+                                        e.w,
+                                        Finish::Failed(Error::Protocol(
+                                            "queued request vanished".into(),
+                                        )),
+                                    )
+                                });
+                            }
+                        }
+                        v => claimed.extend(inner.complete(sid, *ctr, v)),
+                    }
+                }
+                for cl in claimed {
+                    cl.notify();
+                }
+                true
+            }
+            Ok(r) => {
+                let _ = inner.session_reply(&r, epoch);
+                true
+            }
+            Err(e) => {
+                // Not forgotten in Redis yet: ack them next time.
+                lock(&inner.state).acked.extend(acked);
+                matches!(e, CallError::NotRun(_))
+            }
+        }
+    }
+}
