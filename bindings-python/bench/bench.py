@@ -18,17 +18,14 @@ that shows what the harness itself costs.
 
 import argparse
 import asyncio
-import json
-import re
-import os
 import platform
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 import volt_sem
+from machine import loadavg, run_meta, to_json
 
 try:
     import aiologic
@@ -162,27 +159,6 @@ def bench_cross_loop(threads, tasks, iters, repeats, loop_kind="asyncio"):
     return {name: [t / (threads * tasks * iters) * 1e9 for t in ts] for name, ts in times.items()}
 
 
-def command(*args):
-    try:
-        return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores"
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return " ".join(f.read().split()[:3])
 
 
 def main():
@@ -212,15 +188,12 @@ def main():
             bench_contended(8, 20_000 // scale, repeats, "uvloop"), "uvloop")
         add("cross_loop", "2 threads x (own loop, 4 tasks) on one Semaphore(2)",
             bench_cross_loop(2, 4, 10_000 // scale, repeats, "uvloop"), "uvloop")
-    root = os.path.dirname(os.path.abspath(__file__))
     doc = {
         "benchmark": "throughput",
         "language": "python",
         "unit": "ns per acquire+release",
         "meta": {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": command("git", "-C", root, "rev-parse", "--short", "HEAD"),
-            "cpu": cpu_model(),
+            **run_meta(),
             "toolchain": f"CPython {platform.python_version()}, volt_sem wheel (release build)"
             + (f", uvloop {uvloop.__version__}" if uvloop is not None else ""),
             "peers": f"aiologic {getattr(aiologic, '__version__', '?')}" if aiologic else "aiologic not installed",
@@ -232,7 +205,7 @@ def main():
         "scenarios": scenarios,
     }
     # one line per list of numbers
-    text = re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), json.dumps(doc, indent=1)) + "\n"
+    text = to_json(doc)
     if args.json:
         with open(args.json, "w") as f:
             f.write(text)

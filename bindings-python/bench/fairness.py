@@ -32,16 +32,13 @@ thread's can count as one); the grants of each small client.
 import argparse
 import asyncio
 import itertools
-import json
-import re
-import os
 import platform
-import subprocess
 import sys
 import threading
 import time
 
 import volt_sem
+from machine import loadavg, run_meta, to_json
 
 try:
     import aiologic
@@ -154,8 +151,7 @@ async def big_client(sem, sh, out):
 def one_run(make, loops):
     """`loops` = 1: everything on one loop; 2: small clients split over two
     threads with a loop each, the large client on the first."""
-    with open("/proc/loadavg") as f:
-        load = " ".join(f.read().split()[:3])
+    load = loadavg()
     sem = make()
     sh = Shared()
     grants = [0] * SMALL_CLIENTS
@@ -187,23 +183,6 @@ def one_run(make, loops):
     return out
 
 
-def command(*args):
-    try:
-        return subprocess.run(args, capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def cpu_model():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()}, {os.cpu_count()} cores"
-    except OSError:
-        pass
-    return f"{platform.machine()}, {os.cpu_count()} cores"
-
 
 def main():
     ap = argparse.ArgumentParser()
@@ -227,14 +206,11 @@ def main():
                 file=sys.stderr,
             )
             runs[i].append(out)
-    root = os.path.dirname(os.path.abspath(__file__))
     doc = {
         "benchmark": "fairness",
         "language": "python",
         "meta": {
-            "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            "commit": command("git", "-C", root, "rev-parse", "--short", "HEAD"),
-            "cpu": cpu_model(),
+            **run_meta(),
             "toolchain": f"CPython {platform.python_version()}, volt_sem wheel (release build)",
             "peers": f"aiologic {getattr(aiologic, '__version__', 'not installed') if aiologic else 'not installed'}",
             "runtime": "default asyncio loop; clients are tasks",
@@ -254,7 +230,7 @@ def main():
         ],
     }
     # one line per list of numbers
-    text = re.sub(r"\[[-\d.,\s]+\]", lambda m: re.sub(r"\s+", " ", m.group(0)), json.dumps(doc, indent=1)) + "\n"
+    text = to_json(doc)
     if args.out:
         with open(args.out, "w") as f:
             f.write(text)
