@@ -29,12 +29,11 @@
 // bound; on one thread the count is exact, across two threads a call that
 // reaches the semaphore just before the other thread's can count as one); the
 // grants of each small client.
-const path = require('node:path');
 const fs = require('node:fs');
 const os = require('node:os');
-const { execFileSync } = require('node:child_process');
 const { Worker, isMainThread, workerData, parentPort } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
+const { loadavg, runMeta, toJson } = require('./machine.js');
 
 // multithreading reads navigator.hardwareConcurrency, which Node 20 lacks.
 globalThis.navigator ??= { hardwareConcurrency: os.availableParallelism() };
@@ -156,7 +155,7 @@ async function bigClient(sem, sh, out) {
 }
 
 async function oneRun(lib, m, threads) {
-  const load = fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+  const load = loadavg();
   const sh = new Int32Array(new SharedArrayBuffer(4 * 5));
   Atomics.store(sh, BIG_WAITING, -1);
   const raw = m.make();
@@ -189,21 +188,7 @@ async function oneRun(lib, m, threads) {
   return out;
 }
 
-function command(cmd, args) {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
-function version(pkg) {
-  try {
-    return require(path.join(__dirname, '..', 'node_modules', pkg, 'package.json')).version;
-  } catch {
-    return '?';
-  }
-}
 
 async function main() {
   const args = process.argv.slice(2);
@@ -226,16 +211,11 @@ async function main() {
       results[i].push(out);
     }
   }
-  const cpu = os.cpus();
   const doc = {
     benchmark: 'fairness',
     language: 'node',
     meta: {
-      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
-      commit: command('git', ['-C', __dirname, 'rev-parse', '--short', 'HEAD']),
-      cpu: `${cpu[0] ? cpu[0].model : os.arch()}, ${cpu.length} cores`,
-      toolchain: `Node ${process.version}, volt-sem addon (release build)`,
-      peers: ['async-sema', 'async-mutex', 'multithreading'].map((p) => `${p} ${version(p)}`).join(', '),
+      ...runMeta(),
       runtime: 'clients are async functions on the main thread (and one worker thread)',
     },
     scenario: {
@@ -256,7 +236,7 @@ async function main() {
     })),
   };
   // one line per list of numbers
-  const text = JSON.stringify(doc, null, 1).replace(/\[[-\d.,\s]+\]/g, (m) => m.replace(/\s+/g, ' ')) + '\n';
+  const text = toJson(doc);
   if (outPath) fs.writeFileSync(outPath, text);
   else process.stdout.write(text);
 }

@@ -7,10 +7,9 @@
 // tables, scripts/bench_charts.py the charts).
 const path = require('node:path');
 const fs = require('node:fs');
-const os = require('node:os');
-const { execFileSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
+const { loadavg, runMeta, toJson } = require('./machine.js');
 
 const volt = require('..');
 // The addon's exports (the object index.js uses): only to switch the JS fast
@@ -161,25 +160,8 @@ async function crossWorker(lib, opsPerTask) {
   return ns;
 }
 
-function loadavg() {
-  return fs.readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
-}
 
-function command(cmd, args) {
-  try {
-    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-  } catch {
-    return 'unknown';
-  }
-}
 
-function version(pkg) {
-  try {
-    return require(path.join(__dirname, '..', 'node_modules', pkg, 'package.json')).version;
-  } catch {
-    return '?';
-  }
-}
 
 async function main() {
   const args = process.argv.slice(2);
@@ -210,17 +192,12 @@ async function main() {
   scenarios.push({ id: 'cross_worker', title: 'main + 1 worker thread, 4 tasks each, Semaphore(2)', results: cross });
   load.push(loadavg());
   console.error(`cross-worker: ${Object.keys(cross).map((n) => `${n} ${median(cross[n]).toFixed(0)} ns`).join(', ')}`);
-  const cpu = os.cpus();
   const doc = {
     benchmark: 'throughput',
     language: 'node',
     unit: 'ns per acquire+release',
     meta: {
-      date: new Date().toISOString().slice(0, 16).replace('T', ' ') + ' UTC',
-      commit: command('git', ['-C', __dirname, 'rev-parse', '--short', 'HEAD']),
-      cpu: `${cpu[0] ? cpu[0].model : os.arch()}, ${cpu.length} cores`,
-      toolchain: `Node ${process.version}, volt-sem addon (release build)`,
-      peers: ['async-sema', 'async-mutex', 'multithreading'].map((p) => `${p} ${version(p)}`).join(', '),
+      ...runMeta(),
       runs: REPS,
       load,
     },
@@ -229,7 +206,7 @@ async function main() {
     scenarios,
   };
   // one line per list of numbers
-  const text = JSON.stringify(doc, null, 1).replace(/\[[-\d.,\s]+\]/g, (m) => m.replace(/\s+/g, ' ')) + '\n';
+  const text = toJson(doc);
   if (jsonPath) fs.writeFileSync(jsonPath, text);
   else process.stdout.write(text);
 }
