@@ -11,12 +11,19 @@ LOOM_MAX_PREEMPTIONS ?= 3
 .PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
         dist-python dist-test-python test demo lint msrv publish-check test-core test-arm64 test-loom \
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-backend \
-        test-multiproc test-redis test-readme docs test-docs \
+        test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
         bench-docs bench-batch bench-redis
 
 test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
       test-python test-node test-multiproc test-arm64 test-readme test-docs
+
+# Each test command runs under scripts/guard.sh: one that hangs is killed
+# (with its whole process group) after HANG_LIMIT seconds and fails the run
+# there instead of using up CI's 90 minutes; each one's time is printed. Each
+# normally takes well under a third of the limit.
+HANG_LIMIT ?= 1800
+GUARD = HANG_LIMIT=$(HANG_LIMIT) bash $(CURDIR)/scripts/guard.sh
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
 # -node) one of them, building only what it needs (scripts/demo.sh: a header per
@@ -31,71 +38,88 @@ lint:
 	cargo clippy --workspace --all-targets -- -D warnings
 	RUSTDOCFLAGS="-D warnings" cargo doc -q -p volt-sem --no-deps --features tokio
 
-# The published crates build with their declared rust-version (1.79). The
-# toolchain comes from rustup; its own target dir keeps the main one intact.
+# The published crates build with their declared rust-version: the core, the
+# shared-memory crate and the backend seam without Redis with 1.79; the C
+# library (with the Redis backend) and volt-sem-redis with 1.88 (redis-rs).
+# The toolchains come from rustup; their own target dirs keep the main one intact.
 MSRV := 1.79
+MSRV_REDIS := 1.88
 msrv:
-	@rustup toolchain install $(MSRV) --profile minimal >/dev/null 2>&1 || true
-	@if ! cargo +$(MSRV) --version >/dev/null 2>&1; then \
-	  echo "SKIPPED: MSRV check (Rust $(MSRV) could not be installed on this machine)"; \
+	@for v in $(MSRV) $(MSRV_REDIS); do rustup toolchain install $$v --profile minimal >/dev/null 2>&1 || true; done
+	@if ! cargo +$(MSRV) --version >/dev/null 2>&1 || ! cargo +$(MSRV_REDIS) --version >/dev/null 2>&1; then \
+	  echo "SKIPPED: MSRV check (Rust $(MSRV) or $(MSRV_REDIS) could not be installed on this machine)"; \
 	else \
-	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-ffi --lib; \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-shm -p volt-sem-backend --lib && \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv-redis cargo +$(MSRV_REDIS) check -p volt-sem-redis -p volt-sem-ffi --lib; \
 	fi
 
 # Not in `make test` (it packages and builds the crates from scratch, ~1 min):
 # what `cargo publish` would check, without uploading. The C library depends on
 # the shared semaphore (volt-sem-shm) through volt-sem-backend.
 publish-check:
-	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-backend -p volt-sem-ffi
+	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-redis -p volt-sem-backend -p volt-sem-ffi
 
 test-core:
-	cargo test -p volt-sem
-	cargo test -p volt-sem --features batch-lock --test batch_lock
-	cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
-	cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
-	cargo test -p volt-sem --features cache-padded --test footprint --test api
+	$(GUARD) cargo test -p volt-sem
+	$(GUARD) cargo test -p volt-sem --features batch-lock --test batch_lock
+	$(GUARD) cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
+	$(GUARD) cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
+	$(GUARD) cargo test -p volt-sem --features cache-padded --test footprint --test api
 	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
 
 # The named semaphore shared by processes (Linux; spawns real processes and
 # kills them with SIGKILL).
 test-shm:
-	cargo test -p volt-sem-shm
+	$(GUARD) cargo test -p volt-sem-shm
 
 # The backend seam of the bindings (local or shared semaphore behind one type).
-test-backend:
-	cargo test -p volt-sem-backend
+# Debian's redis-server, for every target that starts its own instances.
+redis-server:
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	fi
+
+# With the Redis backend: its tests start their own redis-server.
+test-backend: redis-server
+	$(GUARD) cargo test -p volt-sem-backend --features redis
 # loom models of the shared-memory algorithm (processes as threads over one
 # segment in memory, crashes as operations abandoned after any write). Its own
 # target dir, as test-loom.
 test-shm-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  cargo test -p volt-sem-shm --lib --release loom_model
+	  $(GUARD) cargo test -p volt-sem-shm --lib --release loom_model
 # The semaphore shared through Redis (volt-sem-redis): the tests start their
 # own redis-server instances (free loopback ports, temp dirs, no persistence)
 # and stop them by pid; Debian's redis-server is installed here if missing.
-# Spawns real processes, SIGKILLs and SIGSTOPs them. About 30 s.
-test-redis:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
+# Spawns real processes, SIGKILLs and SIGSTOPs them. About 40 s.
+# redis-server also serves the TLS tests (--tls-port) and the Sentinel test
+# (--sentinel); the openssl CLI makes the TLS tests' certificates.
+test-redis: redis-server
+	@if ! command -v openssl >/dev/null 2>&1; then \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; \
 	fi
-	cargo test -p volt-sem-redis
+	$(GUARD) cargo test -p volt-sem-redis
 
-# Not in `make test`: volt-sem-redis against its floors (PING, BLPOP wake) on
-# a redis-server it starts itself. About 15 s.
-bench-redis:
-	@if ! command -v redis-server >/dev/null 2>&1; then \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
-	fi
-	cargo run -q --release -p volt-sem-redis --example redis_bench
+# Not in `make test`: volt-sem-redis against npm redis-semaphore 5 (ioredis),
+# redis-py's asyncio Lock and the floors (PING, BLPOP wake), all on one
+# redis-server the driver starts (docs/benchmarks.md, appendix D). The peers
+# are installed into $(CARGO_TARGET_DIR)/redis-bench-peers (npm, a venv) by the
+# driver; the JSON goes to redis/bench/results/redis.json and the tables into
+# docs/benchmarks.md. About 1 min per run (BENCH_RUNS, default 5) plus the
+# build and the first install.
+bench-redis: redis-server
+	cargo build -q --release -p volt-sem-redis --example redis_bench
+	python3 redis/bench/driver.py --runs $(BENCH_RUNS)
+	python3 scripts/bench_report.py tables
 
 # loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
 test-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  cargo test -p volt-sem --release --features batch-lock --test loom --test loom_data --test loom_batch
+	  $(GUARD) cargo test -p volt-sem --release --features batch-lock --test loom --test loom_data --test loom_batch
 
 # Not in `make test` (about 2 min): each ordering the loom models are meant to
 # prove, weakened to Relaxed in a copy of the crate, must make its model fail.
@@ -103,27 +127,28 @@ loom-weakenings:
 	LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) python3 scripts/loom_weakenings.py
 
 test-miri:
-	@bash scripts/miri.sh
+	@$(GUARD) bash scripts/miri.sh
 
 # Not in `make test`: mutation testing of the core (docs/testing.md has the
 # score and the reasons for each survivor).
 mutants:
 	bash scripts/mutants.sh
 
-test-c:
-	$(MAKE) -C tests test
+test-c: redis-server
+	$(GUARD) $(MAKE) -C tests test
 
-test-python:
-	$(MAKE) -C bindings-python test
+test-python: redis-server
+	VOLT_SEM_REQUIRE_REDIS=1 $(GUARD) $(MAKE) -C bindings-python test
 
-test-node:
-	$(MAKE) -C bindings-node test
+# test/redis.test.js starts its own redis-server instances (~15 s).
+test-node: redis-server
+	$(GUARD) $(MAKE) -C bindings-node test
 
 # One named semaphore shared by C, Python and Node processes, with random
 # cancels, timeouts and kill -9: permits conserved, peak within the limit
 # (tests/multiproc/driver.py; ~20 s of stress after the builds).
-test-multiproc:
-	$(MAKE) -C tests/multiproc test
+test-multiproc: redis-server
+	$(GUARD) $(MAKE) -C tests/multiproc test
 
 # Every code block of these Markdown files runs as written, and their relative
 # links resolve (scripts/readme_snippets.py; `<!-- snippet: skip (reason) -->`
@@ -133,9 +158,9 @@ test-multiproc:
 SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
                  bindings-python/README.md bindings-node/README.md
 
-test-readme:
+test-readme: redis-server
 	cargo build -q --release -p volt-sem-ffi
-	python3 scripts/readme_snippets.py $(SNIPPET_FILES)
+	$(GUARD) python3 scripts/readme_snippets.py $(SNIPPET_FILES)
 
 # API references into docs/api/ (gitignored): rustdoc, TypeDoc, pdoc, the C header;
 # installs its pinned tools itself. Fails on a rustdoc/TypeDoc warning or a broken link.

@@ -334,6 +334,235 @@ export declare class Semaphore {
    *   `ERR_VOLT_INVALID_NAME`, `ERR_VOLT_PERMISSION`.
    */
   static unlink(name: string): void;
+
+  /**
+   * Connects to the semaphore `name` of `permits` permits stored in the Redis
+   * at `url`, shared by every client on every host that connects to the same
+   * Redis, prefix and name (creating it if it does not exist). Same as
+   * {@link RedisSemaphore.connect}; see it for the URL forms and the errors.
+   */
+  static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
+}
+
+/** Options of {@link Semaphore.connect}; durations in milliseconds. */
+export interface ConnectOptions {
+  /**
+   * The session lease (default 10000, at least 300): a client not heard of
+   * for that long (killed, partitioned, paused) loses its permits and queue
+   * places to the others; its permits are back within lease × 4/3.
+   */
+  lease?: number;
+  /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{` or `}`). */
+  prefix?: string;
+  /** How long connecting (and reconnecting) may take (default 5000). */
+  connectTimeout?: number;
+  /** How long one command may take before the connection counts as failed (default 5000). */
+  commandTimeout?: number;
+  /** A Redis Cluster: `url` is then one or more seed node URLs separated by commas. */
+  cluster?: boolean;
+  /** For `rediss://` (TLS): a PEM file of the CA certificate(s) to trust instead of the public roots. */
+  tlsCaFile?: string;
+  /** For `rediss://`: a client certificate and its key (PEM files), for servers that require one. */
+  tlsClientCert?: { cert: string; key: string };
+  /**
+   * Every write waits (Redis `WAIT`, `timeout` ms, default 100, below a third
+   * of the lease) until `replicas` replicas acknowledged it; if fewer did, the
+   * call rejects with `ERR_VOLT_NOT_REPLICATED` and the session is given up
+   * (what it held goes back). Narrows the window of a failover that loses the
+   * last writes; it is not consensus.
+   */
+  minReplicasAcked?: { replicas: number; timeout?: number };
+}
+
+/** Options of a Redis acquire. */
+export interface RedisAcquireOptions extends AcquireOptions {
+  /**
+   * Gives up after this many milliseconds: rejects with an error whose
+   * `code` is `'ERR_VOLT_TIMED_OUT'`; a partial grant is handed on.
+   */
+  timeout?: number;
+}
+
+/**
+ * The `code` of the errors of {@link RedisSemaphore} (on an `Error`; a
+ * `RangeError` with `'ERR_OUT_OF_RANGE'` for counts and `'ERR_VOLT_INVALID_OPTION'`
+ * for options out of range; a `TypeError` with `'ERR_INVALID_ARG_TYPE'` for
+ * arguments of the wrong type):
+ * * `ERR_VOLT_INVALID_URL`: malformed, or not `redis://`, `unix://` (URLs are never shown in errors).
+ * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, or contains `{` or `}`.
+ * * `ERR_VOLT_INVALID_PREFIX`: see {@link ConnectOptions.prefix}.
+ * * `ERR_VOLT_AUTH_FAILED`: Redis refused the user or password.
+ * * `ERR_VOLT_CONNECTION_FAILED`: Redis unreachable within the connect
+ *   timeout, or a connection failed and could not be restored in time.
+ * * `ERR_VOLT_MISMATCH`: the semaphore exists with another total (`existing`); nothing changed.
+ * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this object's session holds (`held`); nothing released.
+ * * `ERR_VOLT_LEASE_EXPIRED`: this object's session lease expired (a pause, a
+ *   partition): its permits went back to the others, its waiters fail with
+ *   this, and releasing those permits reports it and releases nothing.
+ * * `ERR_VOLT_STATE_LOST`: Redis lost the semaphore (restarted empty,
+ *   flushed): connect again.
+ * * `ERR_VOLT_CLOSED`: closed by any client, or this object was disconnected.
+ * * `ERR_VOLT_TIMED_OUT`: the `timeout` of an acquire elapsed.
+ * * `ERR_VOLT_REDIS_ERROR`, `ERR_VOLT_PROTOCOL_ERROR`: Redis answered with an
+ *   error, or with a reply the scripts never produce.
+ * * `ERR_VOLT_TLS_FAILED`: a `rediss://` handshake failed (an untrusted
+ *   certificate, a TLS URL to a plain port).
+ * * `ERR_VOLT_NOT_REPLICATED`: fewer replicas than required acknowledged a
+ *   write (a Redis-side `min_replicas_acked`); the session was given up.
+ */
+export type RedisErrorCode =
+  | 'ERR_VOLT_INVALID_URL'
+  | 'ERR_VOLT_INVALID_NAME'
+  | 'ERR_VOLT_INVALID_PREFIX'
+  | 'ERR_VOLT_INVALID_OPTION'
+  | 'ERR_VOLT_AUTH_FAILED'
+  | 'ERR_VOLT_CONNECTION_FAILED'
+  | 'ERR_VOLT_MISMATCH'
+  | 'ERR_VOLT_NOT_HELD'
+  | 'ERR_VOLT_LEASE_EXPIRED'
+  | 'ERR_VOLT_STATE_LOST'
+  | 'ERR_VOLT_CLOSED'
+  | 'ERR_VOLT_TIMED_OUT'
+  | 'ERR_VOLT_REDIS_ERROR'
+  | 'ERR_VOLT_PROTOCOL_ERROR'
+  | 'ERR_VOLT_TLS_FAILED'
+  | 'ERR_VOLT_NOT_REPLICATED'
+  | 'ERR_OUT_OF_RANGE';
+
+/** An error of a Redis semaphore (see {@link RedisErrorCode}). */
+export interface RedisError extends Error {
+  code: RedisErrorCode;
+  /** `ERR_VOLT_MISMATCH`: the total of the existing semaphore. */
+  existing?: number;
+  /** `ERR_VOLT_NOT_HELD`: what this object's session holds. */
+  held?: number;
+}
+
+/** What {@link RedisSemaphore.acquirePermit} resolves to: releases once; `await using`. */
+export interface RedisReleaser {
+  (): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+  /** How many permits it releases. */
+  readonly permits: number;
+  /** The grant's fencing token. */
+  readonly token: number;
+  /** Aborted when the session holding this grant is lost (see {@link RedisSemaphore.leaseSignal}). */
+  readonly signal: AbortSignal;
+}
+
+/** The conservation sums of a Redis semaphore, read in one script. */
+export interface RedisCensus {
+  total: number;
+  available: number;
+  /** Held by live sessions (grants not yet collected included). */
+  held: number;
+  /** Partial grants of queued requests. */
+  partial: number;
+  queued: number;
+  sessions: number;
+  closed: boolean;
+  /** The last fencing token issued. */
+  lastToken: number;
+}
+
+/**
+ * A semaphore stored in Redis ({@link Semaphore.connect}): strictly FIFO and
+ * weighted across every client on every host, woken without polling, leased
+ * and fenced (see the README's "Across machines (Redis)").
+ *
+ * Every operation that talks to Redis returns a promise and runs on this
+ * object's own native thread, never on the event loop, in the order they
+ * were called (a `release()` called before an `acquire()` reaches Redis
+ * first even if neither is awaited). Each takes one round trip, at most the
+ * `commandTimeout` when Redis does not answer. Never the JS fast path: the
+ * state is in Redis. Works in the main thread and in workers (each connects
+ * its own object). Operations in flight keep the thread alive (see `unref()`);
+ * held permits do not.
+ *
+ * Each object has one session in Redis: the permits it acquires are held by
+ * that session and released through the same object. `disconnect()` (or
+ * `await using`) ends it: its queued acquires reject, whatever it holds goes
+ * back; so does the object's garbage collection, or its thread's end.
+ */
+export declare class RedisSemaphore {
+  private constructor();
+
+  /** Same as {@link Semaphore.connect}. */
+  static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
+
+  /**
+   * Waits for `n` permits, in FIFO order across every client, and resolves to
+   * the grant's fencing token: a number (a server time in microseconds,
+   * strictly increasing with every grant of the semaphore, exact below 2^53),
+   * 0 for `n === 0`. Pass it to the guarded resource, which rejects tokens
+   * smaller than the largest it saw. `signal` / `timeout` cancel the wait; the
+   * promise then rejects (with `signal.reason` / `ERR_VOLT_TIMED_OUT`) once
+   * the request left the queue in Redis, its partial grant handed on.
+   */
+  acquire(n?: number, options?: RedisAcquireOptions): Promise<number>;
+
+  /** Like `acquire`, resolving to a {@link RedisReleaser}. */
+  acquirePermit(n?: number, options?: RedisAcquireOptions): Promise<RedisReleaser>;
+
+  /**
+   * Takes `n` permits if they are available now and nobody is queued, in any
+   * client: resolves to the token, or `null` if they were not taken (compare
+   * with `null`: the token of `n === 0` is 0).
+   */
+  tryAcquire(n?: number): Promise<number | null>;
+
+  /**
+   * Gives back `n` permits held by this object's session: to the head of
+   * the queue first. Rejects with `ERR_VOLT_NOT_HELD` (nothing released) or
+   * `ERR_VOLT_LEASE_EXPIRED` (the permits were already reclaimed with the
+   * lost session: nothing is released twice).
+   */
+  release(n?: number): Promise<void>;
+
+  /** Closes the semaphore for every client on every host: every queued acquire rejects with `ERR_VOLT_CLOSED`. */
+  close(): Promise<void>;
+
+  /** The conservation sums (one script, O(queue + sessions)). */
+  census(): Promise<RedisCensus>;
+
+  /** Permits available in Redis right now (0 while anyone is queued). */
+  availablePermits(): Promise<number>;
+
+  /** Acquires `n`, runs `fn(token)`, releases even if it throws. */
+  runExclusive<T>(fn: (token: number) => T | PromiseLike<T>, n?: number, options?: RedisAcquireOptions): Promise<T>;
+
+  /**
+   * Cancels every acquire of this object still waiting: each rejects with
+   * `reason` (default a {@link CancelledError}) once its request left the
+   * queue in Redis, its partial grant handed on. The semaphore stays usable.
+   * @returns how many acquires were cancelled.
+   */
+  cancel(reason?: unknown): number;
+
+  /** Ends this object's session (see the class). Idempotent. */
+  disconnect(): Promise<void>;
+  [Symbol.asyncDispose](): Promise<void>;
+
+  /**
+   * Aborted when the session that holds this object's grants is lost, with
+   * the `ERR_VOLT_LEASE_EXPIRED` (or `ERR_VOLT_STATE_LOST`) error as its
+   * reason: stop using the guarded resource. A grant in a later session
+   * gets a new signal.
+   */
+  readonly leaseSignal: AbortSignal;
+
+  /** The fixed total. */
+  readonly totalPermits: number;
+  readonly name: string;
+  /** Permits this object's current session holds, as it counts them (no round trip). */
+  readonly heldPermits: number;
+  /** Acquires of this object still waiting. */
+  readonly pendingCount: number;
+  /** Whether this object saw the semaphore closed (no round trip). */
+  readonly closed: boolean;
+  ref(): this;
+  unref(): this;
+  hasRef(): boolean;
 }
 
 /**

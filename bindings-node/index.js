@@ -822,6 +822,14 @@ class Semaphore {
     checkName(name, 'unlink');
     native.unlink(name);
   }
+
+  /**
+   * Connects to the semaphore `name` of `permits` permits stored in the Redis
+   * at `url` (see RedisSemaphore and the README's "Across machines (Redis)").
+   */
+  static connect(url, name, permits, options) {
+    return RedisSemaphore.connect(url, name, permits, options);
+  }
 }
 
 // Semaphore.open() flags (src/named.rs).
@@ -1023,4 +1031,446 @@ class RwLock extends SemaphoreLock {
   }
 }
 
-module.exports = { Semaphore, Mutex, RwLock, MAX_PERMITS };
+// ---------------------------------------------------------------------------
+// Semaphore.connect(): a semaphore stored in Redis (src/redis.rs). Every
+// operation is a network round trip, run on the object's own native thread
+// (never on this one) and answered through its threadsafe function: the
+// calls here return promises. Never the JS fast path (the state is in Redis).
+
+// Outcome kinds (src/redis.rs).
+const EV_OK = 0;
+const EV_ERR = 1;
+const EV_CANCELLED = 2;
+const EV_LEASE_LOST = 3;
+const EV_BUSY = 4;
+const EV_STOPPED = 5;
+
+/** door number -> WeakRef of its RedisSemaphore (the native callback holds no object). */
+const doors = new Map();
+let nextDoor = 1;
+/** Objects with operations in flight: kept alive until those settle. */
+const busyDoors = new Set();
+/** A RedisSemaphore collected while idle: its native thread stops (its session ends). */
+const collectedDoors = new FinalizationRegistry((door) => doors.delete(door));
+
+function onRedisEvent(door, id, kind, vals, err) {
+  const sem = doors.get(door)?.deref();
+  if (sem !== undefined) sem[REDIS_EVENT](id, kind, vals, err);
+}
+
+const REDIS_EVENT = Symbol('volt-sem redis event');
+
+function timedOutError() {
+  const err = new Error('volt-sem: timed out waiting for permits');
+  err.code = 'ERR_VOLT_TIMED_OUT';
+  return err;
+}
+
+function disconnectedError() {
+  const err = new Error('volt-sem: the Redis semaphore was disconnected');
+  err.code = 'ERR_VOLT_CLOSED';
+  return err;
+}
+
+function checkMs(v, what, dflt) {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1e12) {
+    throw rangeError(`volt-sem: options.${what} must be a positive number of milliseconds, got ${String(v)}`);
+  }
+  return v;
+}
+
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
+
+/**
+ * A semaphore stored in Redis, shared by every client on every host that
+ * connects to the same Redis, prefix and name (see index.d.ts and the
+ * README's "Across machines (Redis)").
+ */
+class RedisSemaphore {
+  #h;
+  #door;
+  #ops = new Map(); // id -> operation record
+  #next = 1;
+  #ref = true;
+  #name;
+  #total = 0;
+  #stopped = false;
+  // The latest session's signal (session 0: none granted yet), and every
+  // session that held grants and was not lost yet -> its controller.
+  #lease = { session: 0, controller: new AbortController() };
+  #leases = new Map();
+
+  constructor(token) {
+    if (token !== INTERNAL) {
+      throw typeError('volt-sem: use Semaphore.connect(url, name, permits, options) (it returns a promise)');
+    }
+  }
+
+  static connect(url, name, permits, options) {
+    try {
+      if (typeof url !== 'string') throw typeError('volt-sem: Semaphore.connect() needs a URL string');
+      checkName(name, 'connect');
+      if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+        throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
+      }
+      let lease = 10_000;
+      let prefix = 'volt-sem';
+      let connectTimeout = 5_000;
+      let commandTimeout = 5_000;
+      let cluster = false;
+      // [tlsCaFile, tlsCert, tlsKey, minReplicas, minReplicasTimeout]
+      const security = [null, null, null, 0, 0];
+      if (options !== undefined && options !== null) {
+        if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.connect() options must be an object');
+        lease = checkMs(options.lease, 'lease', lease);
+        connectTimeout = checkMs(options.connectTimeout, 'connectTimeout', connectTimeout);
+        commandTimeout = checkMs(options.commandTimeout, 'commandTimeout', commandTimeout);
+        if (options.prefix !== undefined) {
+          prefix = options.prefix;
+          if (typeof prefix !== 'string') throw typeError('volt-sem: options.prefix must be a string');
+        }
+        if (options.cluster !== undefined) {
+          cluster = options.cluster;
+          if (typeof cluster !== 'boolean') throw typeError('volt-sem: options.cluster must be a boolean');
+        }
+        if (options.tlsCaFile !== undefined) {
+          if (typeof options.tlsCaFile !== 'string') throw typeError('volt-sem: options.tlsCaFile must be a path string');
+          security[0] = options.tlsCaFile;
+        }
+        if (options.tlsClientCert !== undefined) {
+          const c = options.tlsClientCert;
+          if (c === null || typeof c !== 'object' || typeof c.cert !== 'string' || typeof c.key !== 'string') {
+            throw typeError('volt-sem: options.tlsClientCert must be { cert, key } path strings');
+          }
+          security[1] = c.cert;
+          security[2] = c.key;
+        }
+        if (options.minReplicasAcked !== undefined) {
+          const m = options.minReplicasAcked;
+          if (m === null || typeof m !== 'object') {
+            throw typeError('volt-sem: options.minReplicasAcked must be { replicas, timeout }');
+          }
+          if (!Number.isInteger(m.replicas) || m.replicas < 1 || m.replicas > 1000) {
+            throw rangeError(`volt-sem: minReplicasAcked.replicas must be an integer in 1..=1000, got ${String(m.replicas)}`);
+          }
+          security[3] = m.replicas;
+          security[4] = checkMs(m.timeout, 'minReplicasAcked.timeout', 100);
+        }
+      }
+      const sem = new RedisSemaphore(INTERNAL);
+      return sem.#connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  #connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security) {
+    this.#door = nextDoor++;
+    this.#name = name;
+    doors.set(this.#door, new WeakRef(this));
+    this.#h = native.redisConnect(
+      this.#door, url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, onRedisEvent,
+      ...security,
+    );
+    collectedDoors.register(this, this.#door);
+    return new Promise((resolve, reject) => {
+      this.#track(0, {
+        kind: 'connect',
+        resolve: (vals) => {
+          this.#total = vals[0];
+          resolve(this);
+        },
+        reject: (e) => {
+          this.#stopped = true;
+          reject(e);
+        },
+      });
+    });
+  }
+
+  #track(id, op) {
+    if (this.#ops.size === 0) {
+      busyDoors.add(this);
+      if (this.#ref) native.redisRef(this.#h, true);
+    }
+    this.#ops.set(id, op);
+  }
+
+  #untrack(id) {
+    const op = this.#ops.get(id);
+    if (op === undefined) return undefined;
+    this.#ops.delete(id);
+    if (this.#ops.size === 0) {
+      busyDoors.delete(this);
+      if (this.#ref) native.redisRef(this.#h, false);
+    }
+    if (op.timer !== undefined) timers.clearTimeout(op.timer);
+    if (op.signal !== undefined) unlisten(op.signal, op);
+    return op;
+  }
+
+  /**
+   * Starts an operation: `submit(id)` queues it natively; `onTracked(id, op)`
+   * sees its record once it is in flight.
+   */
+  #op(kind, submit, extra, onTracked) {
+    if (this.#stopped) return Promise.reject(disconnectedError());
+    const id = this.#next++;
+    return new Promise((resolve, reject) => {
+      const op = { kind, resolve, reject, ...extra };
+      if (!submit(id)) {
+        reject(disconnectedError());
+        return;
+      }
+      this.#track(id, op);
+      if (onTracked !== undefined) onTracked(id, op);
+    });
+  }
+
+  [REDIS_EVENT](id, kind, vals, err) {
+    if (kind === EV_LEASE_LOST) {
+      // Also an older session's: its permits' signals abort even if a grant
+      // of a newer session arrived first.
+      const c = this.#leases.get(vals[0]);
+      this.#leases.delete(vals[0]);
+      c?.abort(err);
+      return;
+    }
+    if (kind === EV_STOPPED && this.#ops.get(id)?.kind !== 'stop') return;
+    const op = this.#untrack(id);
+    if (op === undefined) return;
+    if (op.cancelled !== undefined) {
+      // Aborted or timed out: the outcome is the reason, whatever Redis said.
+      // A grant that won the race is given back (it was never seen).
+      if (kind === EV_OK && op.n > 0) this.#op('release', (rid) => native.redisRelease(this.#h, rid, op.n)).catch(() => {});
+      op.reject(op.cancelled);
+      return;
+    }
+    if (kind === EV_ERR) op.reject(err);
+    else if (kind === EV_BUSY) op.resolve(null);
+    else if (kind === EV_CANCELLED) op.reject(disconnectedError());
+    else {
+      if (op.kind === 'acquire' || op.kind === 'try') {
+        const session = vals[1];
+        if (session !== 0 && session !== this.#lease.session) {
+          const lease = this.#lease;
+          if (lease.session === 0) lease.session = session;
+          else this.#lease = { session, controller: new AbortController() };
+          this.#leases.set(session, this.#lease.controller);
+        }
+      }
+      op.resolve(vals);
+    }
+  }
+
+  /**
+   * Waits for `n` permits, in FIFO order across every client; resolves to the
+   * grant's fencing token.
+   */
+  acquire(n = 1, options) {
+    return this.#acquire(n, options).then((vals) => vals[0]);
+  }
+
+  /** Like acquire(), resolving to a releaser (`token`, `permits`, `signal`; `await using`). */
+  acquirePermit(n = 1, options) {
+    return this.#acquire(n, options).then((vals) => this.#releaser(n, vals[0]));
+  }
+
+  #releaser(n, token) {
+    let done;
+    const release = () => {
+      if (done === undefined) done = n === 0 ? Promise.resolve() : this.release(n);
+      return done;
+    };
+    release.permits = n;
+    release.token = token;
+    release.signal = this.#lease.controller.signal;
+    release[asyncDispose] = release;
+    return release;
+  }
+
+  #acquire(n, options) {
+    let signal;
+    let timeout;
+    try {
+      if (n !== 1) checkCount(n, 'n');
+      if (options !== undefined && options !== null) {
+        signal = checkSignal(options.signal);
+        if (options.timeout !== undefined) timeout = checkMs(options.timeout, 'timeout');
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
+    const h = this.#h;
+    return this.#op('acquire', (id) => native.redisAcquire(h, id, n), { n }, (id, op) => {
+      op.abort = (reason) => {
+        if (op.cancelled !== undefined) return;
+        op.cancelled = reason;
+        if (op.timer !== undefined) timers.clearTimeout(op.timer);
+        if (op.signal !== undefined) unlisten(op.signal, op);
+        native.redisCancel(h, id); // its outcome settles the promise
+      };
+      if (signal !== undefined) {
+        op.signal = signal;
+        listen(signal, op);
+      }
+      if (timeout !== undefined) {
+        op.timer = timers.setTimeout(() => op.abort(timedOutError()), timeout);
+        if (!this.#ref) op.timer.unref();
+      }
+    });
+  }
+
+  /**
+   * Takes `n` permits if they are available now and nobody is queued, in any
+   * client: resolves to the token, or `null` if they were not taken.
+   */
+  tryAcquire(n = 1) {
+    try {
+      if (n !== 1) checkCount(n, 'n');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#op('try', (id) => native.redisTryAcquire(this.#h, id, n)).then((v) => (v === null ? null : v[0]));
+  }
+
+  /** Gives back `n` permits held by this object's session (a round trip). */
+  release(n = 1) {
+    try {
+      if (n !== 1) checkCount(n, 'n');
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#op('release', (id) => native.redisRelease(this.#h, id, n)).then(() => undefined);
+  }
+
+  /** Closes the semaphore for every client on every host. */
+  close() {
+    return this.#op('close', (id) => native.redisClose(this.#h, id)).then(() => undefined);
+  }
+
+  /** The conservation sums, read in one script. */
+  census() {
+    return this.#op('census', (id) => native.redisCensus(this.#h, id)).then((v) => ({
+      total: v[0],
+      available: v[1],
+      held: v[2],
+      partial: v[3],
+      queued: v[4],
+      sessions: v[5],
+      closed: v[6] === 1,
+      lastToken: v[7],
+    }));
+  }
+
+  /** Permits available right now in Redis (0 while anyone is queued): a round trip. */
+  availablePermits() {
+    return this.census().then((c) => c.available);
+  }
+
+  /** Runs `fn` holding `n` permits (released after it, even if it throws); `fn` gets the token. */
+  async runExclusive(fn, n = 1, options) {
+    const token = await this.acquire(n, options);
+    try {
+      return await fn(token);
+    } finally {
+      if (n > 0) await this.release(n);
+    }
+  }
+
+  /**
+   * Cancels every acquire of this object still waiting (their promises
+   * reject with `reason` once they left the queue in Redis, their partial
+   * grants handed on); the semaphore stays usable. Returns how many.
+   */
+  cancel(reason = cancelledError()) {
+    let k = 0;
+    for (const op of [...this.#ops.values()]) {
+      if (op.kind === 'acquire' && op.cancelled === undefined && op.abort !== undefined) {
+        op.abort(reason);
+        k++;
+      }
+    }
+    return k;
+  }
+
+  /**
+   * Ends this object's session: its queued acquires reject with
+   * ERR_VOLT_CLOSED, what it holds goes back to the pool, its thread ends.
+   */
+  disconnect() {
+    if (this.#stopped) return Promise.resolve();
+    for (const [id, op] of [...this.#ops]) {
+      if (op.kind === 'acquire') {
+        this.#untrack(id);
+        op.reject(disconnectedError());
+      }
+    }
+    const p = this.#op('stop', (id) => native.redisStop(this.#h, id)).then(() => undefined);
+    this.#stopped = true;
+    return p;
+  }
+
+  [asyncDispose]() {
+    return this.disconnect();
+  }
+
+  /** An AbortSignal aborted (reason: ERR_VOLT_LEASE_EXPIRED / ERR_VOLT_STATE_LOST) when the session holding this object's grants is lost. */
+  get leaseSignal() {
+    return this.#lease.controller.signal;
+  }
+
+  get totalPermits() {
+    return this.#total;
+  }
+
+  get name() {
+    return this.#name;
+  }
+
+  /** Permits this object's current session holds, as it counts them (no round trip). */
+  get heldPermits() {
+    return this.#stopped ? 0 : native.redisHeld(this.#h);
+  }
+
+  /** Acquires of this object waiting for their outcome. */
+  get pendingCount() {
+    let k = 0;
+    for (const op of this.#ops.values()) if (op.kind === 'acquire') k++;
+    return k;
+  }
+
+  /** Whether this object saw the semaphore closed (by any client). */
+  get closed() {
+    return !this.#stopped && native.redisClosed(this.#h);
+  }
+
+  ref() {
+    if (!this.#ref && this.#ops.size > 0 && !this.#stopped) native.redisRef(this.#h, true);
+    this.#ref = true;
+    return this;
+  }
+
+  unref() {
+    if (this.#ref && this.#ops.size > 0 && !this.#stopped) native.redisRef(this.#h, false);
+    this.#ref = false;
+    return this;
+  }
+
+  hasRef() {
+    return this.#ref;
+  }
+
+  // Never the URL (it may carry a password).
+  [Symbol.for('nodejs.util.inspect.custom')]() {
+    return `RedisSemaphore { name: ${JSON.stringify(this.#name)}, totalPermits: ${this.#total}, pending: ${this.pendingCount} }`;
+  }
+
+  toJSON() {
+    return { name: this.#name, totalPermits: this.#total };
+  }
+}
+
+module.exports = { Semaphore, Mutex, RwLock, RedisSemaphore, MAX_PERMITS };

@@ -7,8 +7,9 @@
  * exact lines; `ffi-c/link-flags.sh pc LIBDIR` writes a pkg-config volt_sem.pc.
  *
  * OWNERSHIP
- *   volt_sem_new() (and volt_sem_open(), see SHARED SEMAPHORES) gives the caller
- *   one reference to a semaphore;
+ *   volt_sem_new() (and volt_sem_open(), volt_sem_connect(), see SHARED
+ *   SEMAPHORES and REDIS SEMAPHORES) gives the caller one reference to a
+ *   semaphore;
  *   volt_sem_clone() adds one (same pointer); volt_sem_free() drops one (NULL is a
  *   no-op). The semaphore is destroyed with its last reference. A busy waiter
  *   (see below) holds a reference of its own, so dropping every handle while
@@ -164,6 +165,100 @@
  *   version (VOLT_VERSION_MISMATCH), or is a foreign file (VOLT_NOT_A_SEGMENT):
  *   the open fails and changes nothing.
  *
+ * REDIS SEMAPHORES (one limit across machines)
+ *   volt_sem_connect(url, name, permits, opts, &sem) returns an ordinary handle
+ *   on the semaphore `name` stored in the Redis at `url` (standalone or, with
+ *   VOLT_CONNECT_CLUSTER, a Cluster), shared by every client on every host that
+ *   connects to the same Redis, key prefix and name: strict FIFO across all of
+ *   them (weights included: a queued acquire of 3 is never overtaken by a later
+ *   acquire of 1 from any client), direct hand-off, close for everyone. Every
+ *   function above works on it; what differs:
+ *   - Network round trips: volt_sem_connect() (up to the connect timeout,
+ *     default 5 s), and then, on the calling thread, one round trip each for
+ *     volt_sem_try_acquire(), volt_sem_acquire() (queueing; the grant then
+ *     arrives without polling), volt_sem_acquire_blocking() (plus the wait),
+ *     volt_sem_release(), volt_sem_close(), volt_sem_cancel() of a queued
+ *     waiter, volt_sem_available_permits() and volt_sem_census(). Each blocks
+ *     at most the command timeout (default 5 s) when Redis is out of reach,
+ *     then fails with VOLT_CONNECTION_FAILED. Do not call them on an event-loop
+ *     thread that must stay responsive: run them on a worker thread.
+ *     volt_sem_is_closed(), volt_sem_total_permits(), volt_sem_held_permits(),
+ *     volt_sem_watch_lease(), volt_lease_watch_free() and the waiter calls make
+ *     no round trip.
+ *   - Threads: each connected handle (and its clones) has one agent thread,
+ *     which holds two connections, renews the lease and receives the grants.
+ *     Wake callbacks run on that agent thread; or, for a grant completed by a
+ *     volt_sem_release() through the same handle (its clones included), on
+ *     the releasing thread, before the release returns (as on a local
+ *     semaphore); or, when this process finds its session lost, on the thread
+ *     that found it. Releases on other handles or hosts never run them. The
+ *     rules of WAKE CALLBACKS hold there too (callbacks never nest; a blocking
+ *     acquire inside one is VOLT_IN_CALLBACK).
+ *     The agent never keeps the process alive.
+ *   - Accounting: each handle returns the permits its session holds:
+ *     volt_sem_release(n) above volt_sem_held_permits() is VOLT_NOT_HELD and
+ *     releases nothing. The total is fixed (volt_sem_total_permits()); n above
+ *     it is VOLT_INVALID_ARGUMENT. volt_sem_free() of the last reference ends the
+ *     session: whatever it still holds goes back right away, not at lease
+ *     expiry (from the agent thread if it is in the middle of a command); so
+ *     does the process's normal exit.
+ *   - Sessions and leases: a handle's session has a lease (default 10 s,
+ *     volt_connect_options.lease_ms) renewed by the agent every third of it,
+ *     with Redis's clock. A client that stops renewing (killed, paused, cut
+ *     off) loses its permits and queue places: they reach the next waiter
+ *     within the lease plus one heartbeat. The client itself learns it as
+ *     VOLT_LEASE_EXPIRED: its waiters fail with it (their callbacks run),
+ *     volt_sem_release() of the lost permits returns it and releases nothing
+ *     (nothing is ever released twice), and volt_sem_watch_lease() calls its
+ *     callback. Its next acquire starts a new session.
+ *   - Redis restarted empty or flushed: the handle detects it (an incarnation
+ *     id in the semaphore's keys) and fails holders and waiters with
+ *     VOLT_STATE_LOST instead of over-granting; every later call returns it.
+ *     Free the handle and connect again.
+ *   - Guarantees: while leases hold and Redis keeps its acknowledged writes, at
+ *     most `permits` are held at once and grants are strictly FIFO across every
+ *     client. Not guaranteed: a holder paused past its lease (a stop-the-world
+ *     pause, SIGSTOP, a partition) still believes it holds its permits when it
+ *     runs again, although they were given to someone else meanwhile; and a
+ *     failover to a replica that missed the last writes may grant permits again.
+ *     Fencing tokens are the defence against the first. Against the second,
+ *     Redis WAIT (volt_connect_options.min_replicas_acked) narrows the
+ *     window: a grant then waits until replicas acknowledged it;
+ *     it is not consensus (a failover may still pick a replica that missed
+ *     it).
+ *   - fork(): a handle connected before fork() fails in the child with
+ *     VOLT_FORKED (it would send the parent's commands on the parent's
+ *     connections, in the parent's session); volt_sem_free() of it in the
+ *     child does nothing, and neither does its exit() (the exit handler
+ *     that ends the sessions still open skips those of another process).
+ *     Connect again in the child, after fork().
+ *   - Error details: the status says what failed; volt_last_error_message()
+ *     gives the text of the last network, Redis or option error on the calling
+ *     thread (e.g. why the connection failed). The URL (which may hold a
+ *     password) is copied during volt_sem_connect(); no message and no output
+ *     ever shows it or the password.
+ *
+ * FENCING TOKENS
+ *   Every grant of a Redis semaphore carries a token, strictly increasing with
+ *   every grant of that semaphore across all clients (and still increasing
+ *   after a failover that lost the last token, as long as the new primary's
+ *   clock is not behind: a token is max(last + 1, Redis time in microseconds)).
+ *   Get it with volt_sem_try_acquire_fenced(), volt_sem_acquire_blocking_fenced()
+ *   (a volt_grant) or volt_waiter_token() after a waiter's VOLT_OK.
+ *   Where one holder at a time owns what it writes (a semaphore of 1 permit
+ *   used as a lock, or a record only the current holder may change), send the
+ *   token with every write; the resource remembers the largest token it has
+ *   accepted and rejects smaller ones. Then a holder whose lease expired while
+ *   it was paused cannot overwrite the work of the client that got its permits
+ *   next: its token is smaller. With several holders at once (permits > 1) a
+ *   smaller token is no sign of a stale holder (a concurrent one may simply
+ *   write later): there the token identifies and orders the grants, and the
+ *   comparison belongs to each exclusively owned record (e.g. a job row that
+ *   stores the token of the grant that claimed it).
+ *   ffi-c/examples/redis_slots.c shows both. Local and shared semaphores give
+ *   token 0 (none needed: their holders cannot outlive their grants
+ *   unnoticed).
+ *
  * VERSIONS
  *   VOLT_SEM_VERSION_MAJOR/MINOR/PATCH are the version of this header;
  *   volt_sem_version() returns the version of the library linked at run time.
@@ -199,7 +294,7 @@
 /**
  * Size in bytes of `volt_waiter`.
  */
-#define VOLT_WAITER_SIZE 256
+#define VOLT_WAITER_SIZE 512
 
 /**
  * Alignment in bytes of `volt_waiter`.
@@ -234,6 +329,12 @@
  * (mode 0666; subject to the process umask, like any created file).
  */
 #define VOLT_OPEN_SHARE_ALL (438 << VOLT_OPEN_MODE_SHIFT)
+
+/**
+ * `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
+ * Cluster, separated by commas (`"redis://h1:7000,redis://h2:7001"`).
+ */
+#define VOLT_CONNECT_CLUSTER 1
 
 /**
  * Result codes. A fixed-width integer (`int32_t`) so that every language
@@ -342,12 +443,14 @@ enum volt_status
    */
   VOLT_IN_CALLBACK = 20,
   /**
-   * A shared handle opened before `fork()`, used in the child: open the
-   * name again in the child.
+   * A shared handle opened (or a Redis handle connected) before `fork()`,
+   * used in the child: open the name (connect) again in the child.
    */
   VOLT_FORKED = 21,
   /**
-   * Named shared semaphores are not supported on this platform (Linux only).
+   * Named shared semaphores are not supported on this platform (Linux
+   * only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
+   * on a local or shared semaphore.
    */
   VOLT_UNSUPPORTED = 22,
   /**
@@ -358,6 +461,69 @@ enum volt_status
    * Another OS error from the shared segment (`errno` is not preserved).
    */
   VOLT_OS_ERROR = 24,
+  /**
+   * `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
+   * not UTF-8. Nothing was contacted.
+   */
+  VOLT_INVALID_URL = 25,
+  /**
+   * `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
+   * contains '{' or '}', or is not UTF-8.
+   */
+  VOLT_INVALID_PREFIX = 26,
+  /**
+   * `volt_sem_connect`: an option is out of range (a lease below 300 ms),
+   * an unknown flag bit, or a non-zero option this library does not know
+   * (a `volt_connect_options` from a newer header; see there).
+   */
+  VOLT_INVALID_OPTION = 27,
+  /**
+   * Redis refused the credentials of the URL (wrong user or password).
+   */
+  VOLT_AUTH_FAILED = 28,
+  /**
+   * Redis could not be reached within the connect timeout, or the
+   * connection failed (or a command took longer than the command timeout).
+   */
+  VOLT_CONNECTION_FAILED = 29,
+  /**
+   * Redis answered a command with an error (e.g. a read-only replica, out
+   * of memory, a script error).
+   */
+  VOLT_REDIS_ERROR = 30,
+  /**
+   * Redis answered with a reply the library never expects (a foreign key
+   * in the semaphore's key space, or a bug).
+   */
+  VOLT_PROTOCOL_ERROR = 31,
+  /**
+   * This handle's session lease expired (the process was paused, Redis was
+   * out of reach, a partition) for longer than the lease: the permits it
+   * held went back to the pool and its queued requests were removed.
+   * Waiters fail with it; `volt_sem_release` of such permits returns it
+   * and releases nothing (they were already reclaimed). The handle goes on
+   * with a new session at its next acquire.
+   */
+  VOLT_LEASE_EXPIRED = 32,
+  /**
+   * Redis lost the semaphore's state (restarted without persistence,
+   * flushed, or its keys deleted): the handle fails its holders and
+   * waiters and refuses every later call rather than over-grant. Free it
+   * and connect again to start afresh.
+   */
+  VOLT_STATE_LOST = 33,
+  /**
+   * Redis over TLS: the handshake failed (the server's certificate is not
+   * trusted or not for this host, a `rediss://` URL to a plain port, an
+   * unreadable certificate file); `volt_last_error_message` says which.
+   */
+  VOLT_TLS_FAILED = 34,
+  /**
+   * Redis with a minimum of replicas to acknowledge each write: fewer
+   * acknowledged in time, so the session was given up (what it held went
+   * back; its waiters fail with `VOLT_LEASE_EXPIRED`).
+   */
+  VOLT_NOT_REPLICATED = 35,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -368,11 +534,147 @@ typedef int32_t volt_status;
 #endif // __cplusplus
 
 /**
+ * A lease watch from `volt_sem_watch_lease`. Opaque; freed with
+ * `volt_lease_watch_free`.
+ */
+typedef struct volt_lease_watch volt_lease_watch;
+
+/**
  * A semaphore handle. Opaque; always used through a pointer obtained from
- * `volt_sem_new`, `volt_sem_open` or `volt_sem_clone`, and given back with
- * `volt_sem_free`.
+ * `volt_sem_new`, `volt_sem_open`, `volt_sem_connect` or `volt_sem_clone`,
+ * and given back with `volt_sem_free`.
  */
 typedef struct volt_sem volt_sem;
+
+/**
+ * The options of `volt_sem_connect`: an extensible struct. Fill it with
+ * `volt_connect_options_init(&opts, sizeof opts)`, then change the fields
+ * you need:
+ *
+ * ```c
+ * volt_connect_options opts;
+ * volt_connect_options_init(&opts, sizeof opts);
+ * opts.lease_ms = 3000;
+ * opts.key_prefix = "tenant-a";
+ * volt_status s = volt_sem_connect("redis://127.0.0.1:6379", "db-pool", 50, &opts, &sem);
+ * ```
+ *
+ * Every field's 0 (or NULL) means its default, so `volt_connect_options opts =
+ * { sizeof opts };` is valid too. Strings are read (copied) during the call
+ * only: the caller keeps them.
+ *
+ * ABI: fields are only ever appended, each with 0 meaning "default", and
+ * `struct_size` says how many bytes the caller's struct has. A program built
+ * against an older header passes a smaller `struct_size`: the newer fields
+ * get their defaults. A program built against a newer header and run with
+ * an older library passes a larger one: accepted if every byte the library
+ * does not know is 0 (options left at their defaults), else
+ * `VOLT_INVALID_OPTION` (the program asked for an option this library
+ * cannot honour). Sentinel needs no option: its URL names the master
+ * (`redis+sentinel://host:port[,host:port]/master`).
+ */
+typedef struct volt_connect_options {
+  /**
+   * `sizeof(volt_connect_options)` as the caller compiled it (set by
+   * `volt_connect_options_init`).
+   */
+  size_t struct_size;
+  /**
+   * The session lease in milliseconds: a client not heard of for that long
+   * (crashed, paused, partitioned) loses its permits and queue places.
+   * At least 300; default (0) 10000. The heartbeat renews it every third.
+   */
+  uint64_t lease_ms;
+  /**
+   * How long `volt_sem_connect` (and a reconnect) may take, in
+   * milliseconds; default (0) 5000.
+   */
+  uint64_t connect_timeout_ms;
+  /**
+   * How long one command (one script, one round trip) may take before the
+   * connection counts as failed, in milliseconds; default (0) 5000. Bounds
+   * how long every call that talks to Redis blocks when Redis is out of
+   * reach.
+   */
+  uint64_t command_timeout_ms;
+  /**
+   * The key prefix (several tenants on one Redis): 1 to 256 bytes of
+   * UTF-8 without '{' or '}'. NULL: "volt-sem". Keys are
+   * `{<prefix>:<name>}:...`.
+   */
+  const char *key_prefix;
+  /**
+   * `VOLT_CONNECT_*` bits; default 0.
+   */
+  uint64_t flags;
+  /**
+   * For `rediss://` (TLS): a PEM file of the CA certificate(s) to trust
+   * instead of the public roots. NULL: the public roots. Copied during the
+   * call. (Appended in version 2 of the struct, like every field below.)
+   */
+  const char *tls_ca_file;
+  /**
+   * For `rediss://`: a client certificate and its private key (PEM files),
+   * for servers that require one; both or neither. Copied during the call.
+   */
+  const char *tls_client_cert_file;
+  /**
+   * The key of `tls_client_cert_file`.
+   */
+  const char *tls_client_key_file;
+  /**
+   * Every write waits (Redis `WAIT`) until this many replicas acknowledged
+   * it, for up to `min_replicas_timeout_ms`; if fewer did, the call fails
+   * with `VOLT_NOT_REPLICATED` and the session is given up (what it held
+   * goes back). Narrows the window of a failover that loses the last
+   * writes; it is not consensus. Default (0): no waiting.
+   */
+  uint64_t min_replicas_acked;
+  /**
+   * The `WAIT` timeout in milliseconds: positive and below a third of the
+   * lease; default (0) 100.
+   */
+  uint64_t min_replicas_timeout_ms;
+} volt_connect_options;
+
+/**
+ * The permit accounting of a Redis semaphore, read in one script (for
+ * diagnostics and tests): `available + held + partial == total` always.
+ */
+typedef struct volt_census {
+  /**
+   * The total number of permits.
+   */
+  uint64_t total;
+  /**
+   * Permits free now.
+   */
+  uint64_t available;
+  /**
+   * Permits held by live sessions (every client), completed grants included.
+   */
+  uint64_t held;
+  /**
+   * Permits collected so far by queued requests (partial grants).
+   */
+  uint64_t partial;
+  /**
+   * Requests queued, from every client.
+   */
+  uint64_t queued;
+  /**
+   * Live sessions (clients holding or waiting, or connected).
+   */
+  uint64_t sessions;
+  /**
+   * The last fencing token issued.
+   */
+  uint64_t last_token;
+  /**
+   * Whether the semaphore is closed.
+   */
+  bool closed;
+} volt_census;
 
 /**
  * A caller-allocated waiter: the queue node of one waiting acquire. Opaque:
@@ -381,7 +683,7 @@ typedef struct volt_sem volt_sem;
  * `volt_sem_cancel` returned). An idle waiter needs no destructor: just free it.
  */
 typedef struct volt_waiter {
-  uint64_t _opaque[32];
+  uint64_t _opaque[64];
 } volt_waiter;
 
 /**
@@ -392,9 +694,54 @@ typedef struct volt_waiter {
  */
 typedef void (*volt_wake_fn)(void *ctx);
 
+/**
+ * What a `_fenced` acquire returns besides its status: the grant's fencing
+ * token and the session that holds it (both 0 for a local or shared
+ * semaphore, which need none).
+ */
+typedef struct volt_grant {
+  /**
+   * The fencing token: strictly increasing with every grant of the Redis
+   * semaphore, across every client. Pass it to what the permits guard, so
+   * that a holder whose lease expired is rejected there (see "FENCING
+   * TOKENS" at the top for where a "larger than the last" check is
+   * sound). 0: no token.
+   */
+  uint64_t token;
+  /**
+   * The session of the handle that holds the permits, for
+   * `volt_sem_watch_lease`. 0: none.
+   */
+  uint64_t session;
+} volt_grant;
+
+/**
+ * The lease-loss callback: `lost(ctx, why)`, `why` being
+ * `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`. It must return normally (as a
+ * wake callback: a C++ exception thrown out of it aborts the process).
+ */
+typedef void (*volt_lease_lost_fn)(void *ctx, volt_status why);
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Copies the message of the last failed call on this thread that had more to
+ * say than its status (a network or Redis failure, an invalid option, a total
+ * mismatch, a lost lease) into `buf`, NUL-terminated and truncated to `len`
+ * bytes; "" if none. Like `errno`, it is meaningful right after such a call
+ * returned its status, on the same thread (the call's status tells whether
+ * there is one). Messages never contain the URL or a password.
+ *
+ * Returns the message's length in bytes (without the NUL), which may exceed
+ * `len - 1`: then call again with a larger buffer. `buf` may be NULL when
+ * `len` is 0 (to ask for the length).
+ *
+ * # Safety
+ * `buf` is NULL or `len` writable bytes.
+ */
+size_t volt_last_error_message(char *buf, size_t len);
 
 /**
  * Creates a semaphore with `permits` permits and stores one reference to it in
@@ -455,8 +802,9 @@ volt_status volt_sem_open(const char *name,
 volt_status volt_sem_unlink(const char *name);
 
 /**
- * The fixed total of a shared semaphore (from `volt_sem_open`); 0 for a local
- * one (its releases may add permits: it has no fixed total) and for NULL.
+ * The fixed total of a shared or Redis semaphore (from `volt_sem_open`,
+ * `volt_sem_connect`; no round trip); 0 for a local one (its releases may add
+ * permits: it has no fixed total) and for NULL.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -478,6 +826,92 @@ size_t volt_sem_max_shared_permits(void);
  * processes; one more fails with `VOLT_QUEUE_FULL`.
  */
 size_t volt_sem_max_waiters(void);
+
+/**
+ * Fills `opts` with the defaults: lease 10000 ms, timeouts 5000 ms, key prefix
+ * NULL ("volt-sem"), no flags; `struct_size` is set to `struct_size`, which
+ * must be `sizeof *opts` (every byte of it is written: fields this library
+ * does not know are zeroed, which is their default).
+ *
+ * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` for NULL or a `struct_size`
+ * below the first version's size (48 bytes on 64-bit targets) or above 4096
+ * (nothing written).
+ *
+ * # Safety
+ * `opts` is NULL or points to `struct_size` writable bytes.
+ */
+volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t struct_size);
+
+/**
+ * Connects to the semaphore `name` stored in the Redis at `url`, with
+ * `permits` permits in total, creating it if it does not exist, and stores
+ * one reference to it in `*out`: an ordinary handle, used and freed like one
+ * from `volt_sem_new` (every function works on it). Every client, on every
+ * host, that connects to the same Redis, key prefix and name shares the same
+ * permits. See "REDIS SEMAPHORES" at the top. Talks to Redis at once: blocks
+ * up to the connect timeout (default 5 s) when Redis is out of reach.
+ *
+ * `url`: `redis://[user:password@]host[:port][/db]`, `rediss://...` (TLS),
+ * `redis+sentinel://host:port[,host:port]/master[/db]` or `unix:///path`
+ * (several comma-separated seed URLs with `VOLT_CONNECT_CLUSTER`); copied
+ * during the call, never kept in the handle nor shown in any output.
+ * `name`: 1 to `volt_sem_max_redis_name_len()` bytes of UTF-8, without '{'
+ * or '}'. `permits`: 1 to `volt_sem_max_redis_permits()`; an existing
+ * semaphore must have been created with the same total. `opts`: NULL for the
+ * defaults, or a `volt_connect_options` (see there).
+ *
+ * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL,
+ * and nothing changed in Redis):
+ * * `VOLT_INVALID_ARGUMENT`: NULL `url`, `name` or `out`; `permits` 0 or
+ *   too large; a bad `opts->struct_size`;
+ * * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
+ *   `VOLT_INVALID_OPTION` (checked before any connection is made);
+ * * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
+ *   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+ * * `VOLT_MISMATCH`: the semaphore exists with another total.
+ *
+ * # Safety
+ * `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
+ * `volt_connect_options` as described there; `out` is NULL or writable.
+ */
+volt_status volt_sem_connect(const char *url,
+                             const char *name,
+                             size_t permits,
+                             const struct volt_connect_options *opts,
+                             const struct volt_sem **out);
+
+/**
+ * The longest name `volt_sem_connect` accepts, in bytes (1024).
+ */
+size_t volt_sem_max_redis_name_len(void);
+
+/**
+ * The largest total of a Redis semaphore (2^40: Lua's numbers are doubles).
+ */
+size_t volt_sem_max_redis_permits(void);
+
+/**
+ * Reads the accounting of a Redis semaphore into `*out` (first reaping the
+ * sessions whose lease expired). One round trip, up to the command timeout.
+ *
+ * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (not
+ * a Redis semaphore), or a network status (`VOLT_CONNECTION_FAILED`,
+ * `VOLT_STATE_LOST`, ...); `*out` is written only on `VOLT_OK`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `out` is NULL or writable.
+ */
+volt_status volt_sem_census(const struct volt_sem *sem, struct volt_census *out);
+
+/**
+ * Permits held by this handle's current session (and its clones), as the
+ * handle counts them: what `volt_sem_release` may return without
+ * `VOLT_NOT_HELD`. No round trip. 0 for NULL and for the other backends.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+size_t volt_sem_held_permits(const struct volt_sem *sem);
 
 /**
  * Returns another reference to the same semaphore (the same pointer value),
@@ -505,7 +939,10 @@ void volt_sem_free(const struct volt_sem *sem);
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
  * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
  * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
- * `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
+ * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
+ * to the command timeout; `volt_sem_try_acquire_fenced` also returns the
+ * fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -522,14 +959,24 @@ volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
  * `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
  * returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
  * holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
+ * On a Redis semaphore (one round trip, up to the command timeout; the
+ * waiters it completes are called back on their own handles' agent threads,
+ * on every host, except those queued through this same handle, called back
+ * on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
+ * `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
+ * (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
+ * `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
  */
-volt_status volt_sem_release(const struct volt_sem *sem, size_t n);
+volt_status volt_sem_release(const struct volt_sem *sem,
+                             size_t n);
 
 /**
- * Permits available right now (0 while anyone is queued, and for NULL).
+ * Permits available right now (0 while anyone is queued, and for NULL). On a
+ * Redis semaphore: one round trip (a census), up to the command timeout, and
+ * 0 when Redis cannot be reached (`volt_sem_census` tells the error).
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -543,8 +990,14 @@ size_t volt_sem_available_permits(const struct volt_sem *sem);
  * A shared semaphore is closed for every process: their waiters' callbacks run
  * on their doorbell threads, shortly after this returns.
  *
+ * A Redis semaphore is closed for every client: waiters everywhere fail with
+ * `VOLT_CLOSED` (their callbacks run on their agent threads), and a client
+ * connecting later finds it closed.
+ *
  * Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
- * also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
+ * also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`; on a Redis one (one
+ * round trip) `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
@@ -624,6 +1077,15 @@ bool volt_waiter_is_busy(const struct volt_waiter *waiter);
  * * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
  *   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
  *   process's doorbell thread of that name, whichever process released.
+ * * On a Redis semaphore (queueing is one round trip, up to the command
+ *   timeout): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ *   `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`. Its `wake(ctx)` runs on the
+ *   handle's agent thread (or on a thread whose `volt_sem_release` through
+ *   this handle completed it, or on the thread that found the session lost):
+ *   when the grant is complete, the semaphore closed, or the session lost
+ *   (then `volt_sem_cancel` returns `VOLT_LEASE_EXPIRED` or
+ *   `VOLT_STATE_LOST`). After `VOLT_OK` here or from `volt_sem_cancel`,
+ *   `volt_waiter_token` gives the grant's fencing token.
  *
  * # Safety
  * `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -648,7 +1110,10 @@ volt_status volt_sem_acquire(const struct volt_sem *sem,
  * `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
  * `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
  * reported just before the callback runs: only `volt_sem_cancel` says when the
- * waiter's memory is free.
+ * waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+ * request that failed (its session lost: it holds nothing either);
+ * `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
+ * `VOLT_STATE_LOST`).
  *
  * # Safety
  * `waiter` is NULL or points to a `volt_waiter`.
@@ -666,6 +1131,13 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  *   must release them.
  * * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
  * * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
+ * * Redis: `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`: the session was lost
+ *   while it waited; it holds nothing. Removing a queued Redis waiter is one
+ *   round trip; if Redis cannot be reached, the waiter is removed locally
+ *   all the same and the handle's session given up (so that nothing can be
+ *   granted to a request nobody waits for): `VOLT_CANCELLED` (0 returned)
+ *   still means it holds nothing, and the session's other holders and
+ *   waiters learn `VOLT_LEASE_EXPIRED`.
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
  *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
  *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
@@ -733,12 +1205,115 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
  * `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
  * semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
- * wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
+ * wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. On a Redis
+ * semaphore (queueing is one round trip, then the wait; the grant arrives
+ * without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
+ * token): `VOLT_IN_CALLBACK` inside one of its wake callbacks,
+ * `VOLT_LEASE_EXPIRED` and `VOLT_STATE_LOST` (the session was lost while
+ * waiting), `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
  */
 volt_status volt_sem_acquire_blocking(const struct volt_sem *sem, size_t n, int64_t timeout_ns);
+
+/**
+ * `volt_sem_try_acquire` that also returns the grant's fencing token and
+ * session in `*grant` (zeroed unless `VOLT_OK`). On a Redis semaphore:
+ * one round trip, up to the command timeout.
+ *
+ * Returns what `volt_sem_try_acquire` returns; `VOLT_INVALID_ARGUMENT` also
+ * for a NULL `grant`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `grant` is NULL or writable.
+ */
+volt_status volt_sem_try_acquire_fenced(const struct volt_sem *sem,
+                                        size_t n,
+                                        struct volt_grant *grant);
+
+/**
+ * `volt_sem_acquire_blocking` that also returns the grant's fencing token and
+ * session in `*grant` (zeroed unless `VOLT_OK`).
+ *
+ * Returns what `volt_sem_acquire_blocking` returns; `VOLT_INVALID_ARGUMENT`
+ * also for a NULL `grant`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `grant` is NULL or writable.
+ */
+volt_status volt_sem_acquire_blocking_fenced(const struct volt_sem *sem,
+                                             size_t n,
+                                             int64_t timeout_ns,
+                                             struct volt_grant *grant);
+
+/**
+ * The fencing token of the last grant collected through this waiter on a
+ * Redis semaphore: read it after `volt_sem_acquire` or `volt_sem_cancel`
+ * (or `volt_sem_try_cancel`) returned `VOLT_OK`; until the next such
+ * `VOLT_OK` it keeps that grant's token (a later request that fails or is
+ * cancelled does not change it). 0 before any grant, for a local or shared
+ * semaphore, and for NULL or uninitialised memory. The same calling rules
+ * as `volt_waiter_status`.
+ *
+ * # Safety
+ * `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+ */
+uint64_t volt_waiter_token(const struct volt_waiter *waiter);
+
+/**
+ * The Redis session the waiter's last request ran in (after `VOLT_OK`, the
+ * session that holds its permits), for `volt_sem_watch_lease`; 0 for a local
+ * or shared semaphore, NULL or uninitialised memory.
+ *
+ * # Safety
+ * As for `volt_waiter_token`.
+ */
+uint64_t volt_waiter_session(const struct volt_waiter *waiter);
+
+/**
+ * Calls `lost(ctx, why)` once when the Redis session `session` of this
+ * handle is lost (its lease expired, or Redis lost the state): the moment a
+ * holder's permits stop being its own. `session` comes from
+ * `volt_grant.session` or `volt_waiter_session()` of the grant to watch.
+ *
+ * The callback runs on the library's lease thread ("volt-sem-lease", one per
+ * process, started by the first watch), under no lock of the library: it may
+ * call any function, including `volt_sem_release` (which then returns
+ * `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
+ * short: the callbacks of every watch of the process run on that thread, one
+ * after another. No callback runs for a session that is never lost.
+ *
+ * Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,
+ * after the callback or instead of it), `VOLT_LEASE_EXPIRED` or
+ * `VOLT_STATE_LOST` (the session is already lost, or is not this handle's
+ * current one: no callback; `*out` NULL), `VOLT_INVALID_ARGUMENT` (NULL `sem`,
+ * `lost` or `out`; `session` 0), `VOLT_UNSUPPORTED` (not a Redis semaphore:
+ * its grants cannot be lost), or `VOLT_OS_ERROR` (the lease thread could not
+ * start). The watch keeps the handle's connections up until it is freed.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `out` is NULL or writable; `ctx` stays
+ * valid for `lost` until `volt_lease_watch_free` returned.
+ */
+volt_status volt_sem_watch_lease(const struct volt_sem *sem,
+                                 uint64_t session,
+                                 volt_lease_lost_fn lost,
+                                 void *ctx,
+                                 struct volt_lease_watch **out);
+
+/**
+ * Ends a lease watch and frees it. When it returns, the callback has returned
+ * or will never be called, and `ctx` may be freed (from inside the watch's own
+ * callback it returns at once; the callback's return ends it). NULL is a
+ * no-op. Never call it while holding a lock the callback takes: it waits for
+ * a running callback.
+ *
+ * # Safety
+ * `watch` is NULL or a watch from `volt_sem_watch_lease` not freed yet.
+ */
+void volt_lease_watch_free(struct volt_lease_watch *watch);
 
 /**
  * The library version ("MAJOR.MINOR.PATCH"), a static NUL-terminated string.

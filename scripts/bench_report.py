@@ -11,7 +11,9 @@ so that the tables and the charts show the same numbers. Standard library only.
 
 A generated block sits between `<!-- bench-table: KEY -->` and
 `<!-- /bench-table -->`; KEY is `fairness-LANG` or `throughput-LANG` (LANG: rust,
-python, node). Everything else in the files is written by hand.
+python, node), or `redis-PART` (PART: goals, uncontended, handoff, contended,
+weighted, scale; from redis/bench/results/redis.json, which `make bench-redis`
+writes). Everything else in the files is written by hand.
 """
 import json
 import os
@@ -177,9 +179,176 @@ def throughput_table(lang):
     return "\n".join(lines) + "\n"
 
 
+# The Redis appendix (redis/bench/driver.py writes the JSON; `make bench-redis`).
+REDIS_JSON = os.path.join(bd.ROOT, "redis", "bench", "results", "redis.json")
+
+
+def redis_doc():
+    if not os.path.exists(REDIS_JSON):
+        return None
+    with open(REDIS_JSON) as f:
+        return json.load(f)
+
+
+def rv(doc, part, impl, field, f=lambda x: x):
+    """One figure of every run (runs without it skipped)."""
+    return [f(r[part][impl][field]) for r in doc["runs"] if part in r and impl in r[part]]
+
+
+def rratio(doc, part, a, fa, b, fb, scale=1.0):
+    """Run by run: a's figure / (scale x b's figure), both from the same run."""
+    return [r[part][a][fa] / (scale * r[part][b][fb]) for r in doc["runs"]
+            if part in r and a in r[part] and b in r[part]]
+
+
+def rcell(values, fmt):
+    return cell(bd.spread(values), fmt) if values else ""
+
+
+def redis_meta(doc):
+    m = doc["meta"]
+    v = m["versions"]
+    firsts = [float(x.split()[0]) for x in m["load"]]
+    before = f" Rows marked *before* ran the same bench code built against {m['before']}." if m.get("before") else ""
+    return (f"Each cell: the median over {m['runs']} runs, and in brackets the lowest and highest run "
+            f"(a ratio is taken run by run, from figures of the same run).{before} Measured {m['date']} at commit "
+            f"`{m['commit']}` on {m['cpu']}; one local redis-server {v['redis-server']} (loopback, `--save ''`); "
+            f"{m['toolchain']}, redis-rs {v['redis-rs']}; redis-semaphore {v['redis-semaphore']} with ioredis "
+            f"{v['ioredis']} on Node {v['node']}; redis-py {v['redis-py']} on {v['python']}; load average (1 min) "
+            f"{min(firsts):.1f}-{max(firsts):.1f} during the runs; {m['seconds']} s in all.")
+
+
+PINGS = {"volt-sem": "PING (redis-rs)", "redis-semaphore": "PING (ioredis)", "redis-py": "PING (redis-py asyncio)"}
+
+
+def redis_uncontended(doc):
+    lines = ["| client | acquire(1) + release, µs: median | p99 | / two PINGs of the same client library "
+             "| volt-sem try_acquire's time / this one's |", "|---|---:|---:|---:|---:|"]
+    for impl in doc["runs"][0]["uncontended"]:
+        ping = PINGS[impl.split(" ")[0]] if not impl.startswith("PING") else None
+        two = rcell(rratio(doc, "uncontended", impl, "p50", ping, "p50", 2.0), bd.fmt_ratio) if ping else ""
+        vs = "" if impl == "volt-sem try_acquire" or impl.startswith("PING") else rcell(
+            rratio(doc, "uncontended", "volt-sem try_acquire", "p50", impl, "p50"), bd.fmt_ratio)
+        name = f"**{impl}**" if impl.startswith("volt-sem") and "before" not in impl else impl
+        lines.append(f"| {name} | {rcell(rv(doc, 'uncontended', impl, 'p50'), bd.fmt_ns)} "
+                     f"| {rcell(rv(doc, 'uncontended', impl, 'p99'), bd.fmt_ns)} | {two} | {vs} |")
+    return lines
+
+
+def redis_handoff(doc):
+    floor = "BLPOP wake, two processes"
+    lines = ["| | release to waiter running, µs: median | p99 | median / BLPOP floor (two processes) "
+             "| volt-sem's p99 / this p99 |", "|---|---:|---:|---:|---:|"]
+    for impl in doc["runs"][0]["handoff"]:
+        ratio = "" if impl == floor else rcell(rratio(doc, "handoff", impl, "p50", floor, "p50"), bd.fmt_ratio)
+        vs = "" if impl == "volt-sem" or impl.startswith("BLPOP") else rcell(
+            rratio(doc, "handoff", "volt-sem", "p99", impl, "p99"), bd.fmt_ratio)
+        name = "**volt-sem**" if impl == "volt-sem" else impl
+        lines.append(f"| {name} | {rcell(rv(doc, 'handoff', impl, 'p50'), bd.fmt_ns)} "
+                     f"| {rcell(rv(doc, 'handoff', impl, 'p99'), bd.fmt_ns)} | {ratio} | {vs} |")
+    return lines
+
+
+def redis_contended(doc):
+    lines = ["| semaphore | grants/s | wait: median | p99 | longest | overtakes (share of grants) "
+             "| volt-sem's grants/s / this one's |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for impl in doc["runs"][0]["contended"]:
+        vs = "" if impl == "volt-sem" else rcell(
+            rratio(doc, "contended", "volt-sem", "grants_per_s", impl, "grants_per_s"), bd.fmt_ratio)
+        name = "**volt-sem**" if impl == "volt-sem" else impl
+        share = rv(doc, "contended", impl, "overtake_share", lambda x: 100 * x)
+        lines.append(
+            f"| {name} | {rcell(rv(doc, 'contended', impl, 'grants_per_s'), fmt_count)} "
+            f"| {rcell(rv(doc, 'contended', impl, 'p50'), bd.fmt_us)} | {rcell(rv(doc, 'contended', impl, 'p99'), bd.fmt_us)} "
+            f"| {rcell(rv(doc, 'contended', impl, 'max'), bd.fmt_us)} "
+            f"| {rcell(rv(doc, 'contended', impl, 'overtakes'), fmt_count)} ({rcell(share, lambda x: f'{x:.0f}%')}) | {vs} |")
+    return lines
+
+
+def redis_weighted(doc):
+    lines = ["| semaphore | acquire(4): grants/s | its longest wait | each acquire(1): grants/s "
+             "| their longest wait | overtakes |", "|---|---:|---:|---:|---:|---:|"]
+    for impl in doc["runs"][0]["weighted"]:
+        name = "**volt-sem**" if impl == "volt-sem" else impl
+        g = lambda f, fmt: rcell(rv(doc, "weighted", impl, f), fmt)
+        lines.append(f"| {name} | {g('w4_grants_per_s', fmt_count)} | {g('w4_max_wait', bd.fmt_us)} "
+                     f"| {g('w1_grants_per_s', fmt_count)} | {g('w1_max_wait', bd.fmt_us)} | {g('overtakes', fmt_count)} |")
+    return lines
+
+
+def redis_scale(doc):
+    runs = [r["scale"] for r in doc["runs"] if "scale" in r]
+    lines = ["| waiters queued (a bucket of 1,000 operations) | enqueue (acquire script), µs "
+             "| release (hands on to the head), µs "
+             "| interval between grants, µs |", "|---:|---:|---:|---:|"]
+    for q in runs[0]["curve"]:
+        f = lambda k: rcell([r["curve"][q][k] for r in runs], bd.fmt_ns)
+        w = int(list(runs[0]["curve"])[1]) // 2 if len(runs[0]["curve"]) > 1 else 0
+        span = f"{int(q):,}-{int(q) + w:,}" if w else f"{int(q):,}"
+        lines.append(f"| {span} | {f('enqueue')} | {f('release')} | {f('handoff')} |")
+    lines.append("")
+    lines.append(f"Redis memory per queued waiter (INFO `used_memory` delta / 10,000): "
+                 f"{rcell([r['mem_per_waiter'] for r in runs], lambda x: f'{x:.0f}')} bytes. "
+                 f"Draining all 10,000 (each grant released at once by its process): "
+                 f"{rcell([r['drain_per_s'] for r in runs], fmt_count)} grants/s.")
+    return lines
+
+
+def redis_goals(doc):
+    med = lambda v: statistics.median(v) if v else float("nan")
+    un = med(rratio(doc, "uncontended", "volt-sem try_acquire", "p50", "PING (redis-rs)", "p50", 2.0))
+    un_rs = med(rratio(doc, "uncontended", "volt-sem try_acquire", "p50", "redis-semaphore Semaphore", "p50"))
+    ho = med(rratio(doc, "handoff", "volt-sem", "p50", "BLPOP wake, two processes", "p50"))
+    ho1 = med(rratio(doc, "handoff", "volt-sem", "p50", "BLPOP wake, one process", "p50"))
+    p99 = med(rratio(doc, "handoff", "redis-semaphore (10 ms retry, default)", "p99", "volt-sem", "p99"))
+    peers = [k for k in doc["runs"][0]["contended"] if k.startswith("redis-semaphore")]
+    best = [max(r["contended"][k]["grants_per_s"] for k in peers) for r in doc["runs"] if "contended" in r]
+    thr = med([r["contended"]["volt-sem"]["grants_per_s"] / b
+               for r, b in zip([r for r in doc["runs"] if "contended" in r], best)])
+    ov = sum(rv(doc, "contended", "volt-sem", "overtakes")) + sum(rv(doc, "weighted", "volt-sem", "overtakes"))
+    w4 = med(rv(doc, "weighted", "volt-sem", "w4_grants_per_s"))
+    w1 = med(rv(doc, "weighted", "volt-sem", "w1_grants_per_s"))
+    scale = [r["scale"]["curve"] for r in doc["runs"] if "scale" in r]
+    last = lambda c: list(c)[-1]
+    flat_e = med([c[last(c)]["enqueue"] / c["0"]["enqueue"] for c in scale])
+    flat_r = med([c[last(c)]["release"] / c["0"]["release"] for c in scale])
+    flat = max(flat_e, flat_r)
+    yes = lambda ok: "**met**" if ok else "**missed**"
+    lines = ["| goal (issue 18) | measured (median of the per-run ratios) | |", "|---|---|---|",
+             f"| uncontended acquire + release: at most 2 round trips | 2 (one script each) | {yes(True)} |",
+             f"| ... within 1.2x of two PINGs | {un:.2f}x two redis-rs PINGs | {yes(un <= 1.2)} |",
+             f"| ... below redis-semaphore | {un_rs:.2f}x redis-semaphore's time | {yes(un_rs < 1)} |",
+             f"| hand-off p50 within 2x of the BLPOP floor | {ho:.2f}x the two-process floor "
+             f"({ho1:.2f}x the one-process one) | {yes(ho <= 2)} |",
+             f"| hand-off p99 10x below redis-semaphore's at its defaults | {p99:.1f}x below | {yes(p99 >= 10)} |",
+             f"| 8 clients on 2 permits: at least 2x redis-semaphore's best setting | {thr:.2f}x | {yes(thr >= 2)} |",
+             f"| ... 0 overtakes | {ov} in all runs (contended and weighted) | {yes(ov == 0)} |",
+             f"| weight-4 request among weight-1 requests served in strict order | {w4:.0f} grants/s for the "
+             f"acquire(4), {w1:.0f} for each acquire(1) | {yes(ov == 0 and w4 > 0)} |",
+             f"| 10,000 queued over 50 processes: flat per-operation time | with the queue at 9,000-10,000 "
+             f"against 0-1,000: enqueue {flat_e:.2f}x, release {flat_r:.2f}x | {yes(flat < 1.5)} |"]
+    return lines
+
+
+def redis_table(part):
+    doc = redis_doc()
+    if doc is None:
+        return "(not measured yet)\n"
+    lines = {"uncontended": redis_uncontended, "handoff": redis_handoff, "contended": redis_contended,
+             "weighted": redis_weighted, "scale": redis_scale, "goals": redis_goals}[part](doc)
+    lines.append("")
+    if part == "goals":
+        lines.append(redis_meta(doc))
+    else:
+        lines.append(f"The same runs as the first table of this appendix: each cell is the median over "
+                     f"{doc['meta']['runs']} runs, and in brackets the lowest and highest run; a ratio is taken "
+                     "run by run.")
+    return "\n".join(lines) + "\n"
+
+
 def block(key):
     kind, lang = key.split("-", 1)
-    return {"fairness": fairness_table, "throughput": throughput_table}[kind](lang)
+    return {"fairness": fairness_table, "throughput": throughput_table, "redis": redis_table}[kind](lang)
 
 
 def rewrite(text):

@@ -31,6 +31,10 @@ before it runs. By language:
   sh, bash, shell          run with bash -euo pipefail in the folder
   text, console-output     not code: listed, never run
 
+A file with a block that reads REDIS_URL gets a redis-server of its own
+(scripts/local_redis.py: a free loopback port, no persistence) for all its
+blocks, its URL in REDIS_URL; it is stopped after the file's last block.
+
 Before the blocks, every relative link of the file (`[x](docs/faq.md#fork)`)
 must lead to an existing file and, in a Markdown target, to a heading's anchor
 (links into docs/api/, built by `make docs`, are only checked when it exists).
@@ -49,6 +53,7 @@ K skipped`; the exit status is non-zero when a block failed.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import re
 import shutil
@@ -58,6 +63,8 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from local_redis import LocalRedis
 
 ROOT = Path(__file__).resolve().parent.parent
 TIMEOUT = 300  # seconds per block; a block that runs longer has hung
@@ -381,6 +388,11 @@ def main() -> int:
             passed += 1
         scratch = Path(tempfile.mkdtemp(prefix="volt-snippets-"))
         runner = Runner(md, scratch)
+        redis = None
+        if not args.list and any("REDIS_URL" in b.code for b in blocks if b.skip is None):
+            redis = LocalRedis()
+            atexit.register(redis.close)  # also if a block's error escapes
+            runner.env["REDIS_URL"] = redis.url
         broken = False
         for b in blocks:
             label = f"{b.where} {describe(b)}"
@@ -428,6 +440,8 @@ def main() -> int:
                 continue
             print(f"ok   {label} ({dt:.1f} s)")
             passed += 1
+        if redis is not None:
+            redis.close()
         if args.keep or args.list:
             if not args.list:
                 print(f"     scratch folder kept: {runner.work}")

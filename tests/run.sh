@@ -6,15 +6,19 @@ set -u
 cd "$(dirname "$0")"
 mkdir -p build
 suites=(rust header-compat c-asan c-tsan c-shared c-valgrind c-open-asan c-open-tsan c-open-shared
-        c-open-valgrind cxx-unwind examples link-line install-test libuv zig)
+        c-open-valgrind c-redis-asan c-redis-tsan c-redis-shared c-redis-valgrind example-redis cxx-unwind examples link-line install-test libuv zig)
 total_pass=0
 total_fail=0
 for suite in "${suites[@]}"; do
   echo "=== $suite"
   log="build/$suite.log"
   start=$SECONDS
-  make --no-print-directory "$suite" 2>&1 | tee "$log"
+  # A suite that hangs fails after VOLT_SUITE_TIMEOUT seconds instead of
+  # holding the run: timeout(1) gives it its own process group and kills all
+  # of it (forked children too, which would otherwise keep tee's pipe open).
+  timeout -k 30 "${VOLT_SUITE_TIMEOUT:-1500}" make --no-print-directory "$suite" 2>&1 | tee "$log"
   rc=${PIPESTATUS[0]}
+  [[ $rc -eq 124 || $rc -eq 137 ]] && echo "--- $suite: killed after ${VOLT_SUITE_TIMEOUT:-1500} s (a hang)" | tee -a "$log"
   pass=0
   fail=0
   # cargo test: "test result: ok. 4 passed; 0 failed; ..."

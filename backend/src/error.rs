@@ -10,11 +10,13 @@ use volt_sem_shm::Error as ShmError;
 
 /// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
 ///
-/// The first group can come from any backend; the rest only from a named
+/// The first group can come from any backend; the next only from a named
 /// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
-/// the same name.
+/// the same name; the last only from the Redis backend (the `redis` feature),
+/// meaning the same as the `volt_sem_redis::Error` variant of the same name.
+/// No variant ever carries a password.
 #[non_exhaustive]
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Error {
     /// The semaphore was closed (by any process, for a shared one).
     Closed,
@@ -77,6 +79,42 @@ pub enum Error {
     Unsupported,
     /// Another OS error (an `errno` value).
     Os(i32),
+    /// Redis: the URL is malformed or of an unsupported scheme.
+    InvalidUrl,
+    /// Redis: the key prefix is empty, too long, or contains `{` or `}`.
+    InvalidPrefix,
+    /// Redis: an option is out of range (the text says which).
+    InvalidOption(&'static str),
+    /// Redis refused the credentials (wrong user or password).
+    Auth,
+    /// Redis could not be reached or the connection failed (how, without the
+    /// password).
+    Connection(String),
+    /// Redis answered with an error (its text, without the password).
+    Redis(String),
+    /// A reply the scripts never produce (a bug, or a foreign key in the
+    /// semaphore's key space).
+    Protocol(String),
+    /// This client's session lease expired (a pause, a partition, Redis out of
+    /// reach for longer than the lease): its permits went back to the pool and
+    /// its queued requests were removed; a release of such permits reports
+    /// this and releases nothing.
+    LeaseExpired,
+    /// Redis lost the semaphore's state (restarted empty, flushed, or the keys
+    /// deleted): the handle refuses to go on rather than over-grant. Connect
+    /// again to start afresh.
+    StateLost,
+    /// Redis: the TLS handshake failed (an untrusted certificate, a TLS URL
+    /// to a plain port, unreadable certificate files; the text says which).
+    Tls(String),
+    /// Redis: fewer replicas than `min_replicas_acked` acknowledged a write;
+    /// the session was given up, so what it held went back.
+    NotReplicated {
+        /// Replicas that acknowledged.
+        acked: u64,
+        /// Replicas asked for.
+        wanted: u64,
+    },
 }
 
 impl Error {
@@ -106,6 +144,17 @@ impl Error {
             Error::Forked => "FORKED",
             Error::Unsupported => "UNSUPPORTED",
             Error::Os(_) => "OS_ERROR",
+            Error::InvalidUrl => "INVALID_URL",
+            Error::InvalidPrefix => "INVALID_PREFIX",
+            Error::InvalidOption(_) => "INVALID_OPTION",
+            Error::Auth => "AUTH_FAILED",
+            Error::Connection(_) => "CONNECTION_FAILED",
+            Error::Redis(_) => "REDIS_ERROR",
+            Error::Protocol(_) => "PROTOCOL_ERROR",
+            Error::LeaseExpired => "LEASE_EXPIRED",
+            Error::StateLost => "STATE_LOST",
+            Error::Tls(_) => "TLS_FAILED",
+            Error::NotReplicated { .. } => "NOT_REPLICATED",
         }
     }
 }
@@ -121,8 +170,28 @@ impl fmt::Display for Error {
                 f,
                 "release would raise the available permits above the maximum ({unreleased} not released)"
             ),
+            Error::InvalidUrl => f.write_str("invalid Redis URL"),
+            Error::InvalidPrefix => {
+                f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
+            }
+            Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
+            Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
+            Error::Redis(d) => write!(f, "Redis error: {d}"),
+            Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
+            Error::LeaseExpired => f.write_str(
+                "this client's session lease expired: its permits and queued requests were reclaimed",
+            ),
+            Error::StateLost => f.write_str(
+                "Redis lost the semaphore's state (restarted empty or flushed); connect again",
+            ),
+            Error::Tls(d) => write!(f, "TLS failed: {d}"),
+            Error::NotReplicated { acked, wanted } => write!(
+                f,
+                "only {acked} of {wanted} replicas acknowledged the write in time; the session was given up"
+            ),
             // Every shared-only variant reads as the shm crate's own message.
-            e => match ShmError::try_from(*e) {
+            e => match ShmError::try_from(e.clone()) {
                 Ok(shm) => fmt::Display::fmt(&shm, f),
                 Err(()) => f.write_str(e.code()),
             },
@@ -163,7 +232,8 @@ impl From<ShmError> for Error {
 }
 
 /// The shm crate's error of the same meaning (for its messages); `Err` for
-/// [`Error::Overflow`], which only a local semaphore raises.
+/// [`Error::Overflow`], which only a local semaphore raises, and for the
+/// Redis-only variants.
 impl TryFrom<Error> for ShmError {
     type Error = ();
 
@@ -190,6 +260,17 @@ impl TryFrom<Error> for ShmError {
             Error::Forked => ShmError::Forked,
             Error::Unsupported => ShmError::Unsupported,
             Error::Os(errno) => ShmError::Os(errno),
+            Error::InvalidUrl
+            | Error::InvalidPrefix
+            | Error::InvalidOption(_)
+            | Error::Auth
+            | Error::Connection(_)
+            | Error::Redis(_)
+            | Error::Protocol(_)
+            | Error::LeaseExpired
+            | Error::StateLost
+            | Error::Tls(_)
+            | Error::NotReplicated { .. } => return Err(()),
         })
     }
 }
@@ -228,6 +309,39 @@ impl From<ReleaseError> for Error {
     fn from(e: ReleaseError) -> Self {
         Error::Overflow {
             unreleased: e.unreleased(),
+        }
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<volt_sem_redis::Error> for Error {
+    fn from(e: volt_sem_redis::Error) -> Self {
+        use volt_sem_redis::Error as R;
+        match e {
+            R::InvalidUrl => Error::InvalidUrl,
+            R::InvalidName => Error::InvalidName,
+            R::InvalidPrefix => Error::InvalidPrefix,
+            R::InvalidPermits => Error::InvalidPermits,
+            R::InvalidOption(what) => Error::InvalidOption(what),
+            R::Auth => Error::Auth,
+            R::Connection(d) => Error::Connection(d),
+            R::Redis(d) => Error::Redis(d),
+            R::Protocol(d) => Error::Protocol(d),
+            R::TotalMismatch { existing } => Error::TotalMismatch { existing },
+            R::Closed => Error::Closed,
+            R::NoPermits => Error::NoPermits,
+            R::TooManyPermits => Error::TooManyPermits,
+            R::NotHeld { held } => Error::NotHeld { held },
+            R::TimedOut => Error::TimedOut,
+            R::LeaseExpired => Error::LeaseExpired,
+            R::StateLost => Error::StateLost,
+            R::InCallback => Error::InCallback,
+            R::Forked => Error::Forked,
+            R::Tls(d) => Error::Tls(d),
+            R::NotReplicated { acked, wanted } => Error::NotReplicated { acked, wanted },
+            // The Redis error is non_exhaustive: a later variant keeps its
+            // message as a protocol-level failure rather than being lost.
+            other => Error::Protocol(other.to_string()),
         }
     }
 }

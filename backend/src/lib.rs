@@ -1,12 +1,15 @@
 //! The backend seam of the volt-sem bindings: one [`Semaphore`] type that is
-//! either the in-process semaphore ([`volt_sem::Semaphore`]) or the named one
-//! shared by the processes of a machine ([`volt_sem_shm::SharedSemaphore`]),
-//! one [`Waiter`] that queues on either, and one [`Error`].
+//! the in-process semaphore ([`volt_sem::Semaphore`]), the named one shared by
+//! the processes of a machine ([`volt_sem_shm::SharedSemaphore`]), or (the
+//! `redis` feature) the one stored in Redis and shared by every host
+//! (`volt_sem_redis::RedisSemaphore`); one [`Waiter`] that queues on any of
+//! them, one [`Finish`], one [`Grant`] and one [`Error`].
 //!
 //! The C ABI, the Python and the Node bindings hold this type where they held
-//! a `volt_sem::Semaphore`, so that `volt_sem_open` / `Semaphore.open` return
-//! the *same* handle type as the local constructor and every existing
-//! operation works on both, unchanged:
+//! a `volt_sem::Semaphore`, so that `volt_sem_open` / `Semaphore.open` (and
+//! `volt_sem_connect` / `Semaphore.connect`) return the *same* handle type as
+//! the local constructor and every existing operation works on all of them,
+//! unchanged:
 //!
 //! ```
 //! use volt_sem_backend::{Error, Semaphore};
@@ -52,39 +55,46 @@
 //!   [`Semaphore::as_local`] / [`Semaphore::as_shared`].
 //! * [`Waiter`] holds one waiter of each backend side by side (a binding
 //!   initialises its waiter before it knows the semaphore; C's fixed
-//!   256-byte `volt_waiter` holds it: `size_of::<Waiter>()` is asserted
+//!   512-byte `volt_waiter` holds it: `size_of::<Waiter>()` is asserted
 //!   below [`WAITER_MAX_SIZE`]). Its `kind` says which one the current request
-//!   uses; [`Semaphore::finish_raw`] of a waiter queued on the other backend is
-//!   `Idle`.
+//!   uses; [`Semaphore::finish_raw`] of a waiter queued on another backend is
+//!   `Idle`. Side by side rather than boxed: no allocation per wait on any
+//!   backend, and no box whose last use (the Redis agent's, after a callback
+//!   that collected its own outcome) would outlive `finish_raw`.
+//! * Outcomes: a `try` or blocking acquire returns a [`Grant`] (the Redis
+//!   fencing token and session; nothing for the other backends);
+//!   [`Finish`] adds `Failed(error)` to the core's outcomes, for a Redis
+//!   request whose session lease expired or whose state Redis lost.
 //! * The raw waiter contract is `volt_sem`'s (see its crate docs, *The waker
 //!   contract*) for every backend: the callback runs at most once, never under
 //!   a lock, never nested; `finish_raw` outside the callback waits for a
 //!   running callback; inside it returns the outcome at once. What differs is
 //!   *where* the callback runs: local, on the releasing thread; shared, on the
 //!   process's doorbell thread of that name (never on the releaser, which may
-//!   be another process). A binding whose wake path already posts to its event
-//!   loop (every one here does) needs nothing more.
+//!   be another process); Redis, on the handle's agent thread, on a thread
+//!   of this process whose release completed the grant, or on one that found
+//!   the session lost. A binding whose wake path
+//!   already posts to its event loop (every one here does) needs nothing more.
 //! * Accounting differs, and [`Error`] says so: a shared semaphore has a fixed
 //!   total and each *process* returns its own permits ([`Error::NotHeld`]), a
 //!   local one accepts any release up to `MAX_PERMITS` ([`Error::Overflow`]).
 //!
 //! # How to plug a backend in
 //!
-//! (For a third backend, e.g. the Redis one across machines.)
+//! (How the Redis backend was added; the same for a fourth.)
 //!
 //! 1. Add a variant to [`Semaphore`] holding the backend's handle, a
-//!    constructor (`open_redis(...)`, or an [`OpenOptions`]-like value), and a
+//!    constructor (`Semaphore::connect(url, name, permits, ConnectOptions)`), and a
 //!    [`Kind`] variant. Give every method its arm; an operation the backend
 //!    cannot do returns a typed [`Error`] (add a variant, with a
 //!    [`code`](Error::code)), never a panic.
 //! 2. The backend's raw waiter goes into [`Waiter`] as one more field (mind
-//!    [`WAITER_MAX_SIZE`]: C's `volt_waiter` is fixed at 256 bytes, of which
-//!    the C library uses 32 for its own bookkeeping; if it does not fit, hold
-//!    it in a box allocated at `acquire_raw`, freed by `finish_raw`), plus a
-//!    `kind` value; `state`, `is_busy`, `requested` and `in_own_callback` get
-//!    their arm. If the backend calls back from its own thread, route the
-//!    callback through a trampoline like `shared_trampoline` so that
-//!    `in_own_callback` stays true inside it.
+//!    [`WAITER_MAX_SIZE`]: C's `volt_waiter` is fixed at 512 bytes, of which
+//!    the C library uses 48 for its own bookkeeping), plus a `kind` value;
+//!    `state`, `is_busy`, `requested` and `in_own_callback` get their arm. If
+//!    the backend calls back from its own thread, route the callback through
+//!    the waiter's `trampoline` so that `in_own_callback` stays true inside
+//!    it.
 //! 3. Map its errors in `error.rs` (`From<TheirError> for Error`).
 //! 4. The bindings need no change for existing operations: they call the
 //!    methods of [`Semaphore`]. Each adds its front door (C `volt_sem_open`
@@ -98,22 +108,28 @@
 #![cfg_attr(not(target_os = "linux"), allow(dead_code))]
 
 mod error;
+mod outcome;
 mod semaphore;
 mod waiter;
 
 pub use error::Error;
+pub use outcome::{Finish, Grant};
 pub use semaphore::{unlink, Kind, Semaphore};
 pub use waiter::{in_shared_callback, Waiter};
 
 pub use volt_sem as local;
-pub use volt_sem::{Finish, RawAcquire, WaiterState, WakeFn};
+pub use volt_sem::{RawAcquire, WaiterState, WakeFn};
+#[cfg(feature = "redis")]
+pub use volt_sem_redis as redis;
+#[cfg(feature = "redis")]
+pub use volt_sem_redis::{ConnectOptions, LeaseWatch};
 pub use volt_sem_shm as shm;
 pub use volt_sem_shm::{OpenOptions, MAX_NAME_LEN};
 
-/// The largest a [`Waiter`] may grow: what C's 256-byte `volt_waiter` leaves
+/// The largest a [`Waiter`] may grow: what C's 512-byte `volt_waiter` leaves
 /// after the C library's own bookkeeping (a magic word, flags, the user's
 /// callback and context, a semaphore reference).
-pub const WAITER_MAX_SIZE: usize = 256 - 48;
+pub const WAITER_MAX_SIZE: usize = 512 - 48;
 
 const _: () = {
     assert!(core::mem::size_of::<Waiter>() <= WAITER_MAX_SIZE);

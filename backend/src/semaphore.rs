@@ -4,10 +4,13 @@ use core::ffi::c_void;
 use core::pin::Pin;
 use std::time::Duration;
 
-use volt_sem::{Finish, RawAcquire, WakeFn};
+use volt_sem::{RawAcquire, WakeFn};
+#[cfg(feature = "redis")]
+use volt_sem_redis::{ConnectOptions, LeaseWatch, RedisSemaphore};
 use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
 use crate::error::Error;
+use crate::outcome::{Finish, Grant};
 use crate::waiter::{kind, Waiter};
 
 /// Which backend a [`Semaphore`] runs on.
@@ -19,6 +22,9 @@ pub enum Kind {
     /// A named segment shared by the processes of this machine
     /// ([`volt_sem_shm::SharedSemaphore`]).
     Shared,
+    /// A semaphore stored in Redis, shared by every client on every host
+    /// (`volt_sem_redis::RedisSemaphore`; the `redis` feature).
+    Redis,
 }
 
 /// A semaphore of any backend, with the API the bindings need: `try`, raw
@@ -35,6 +41,10 @@ pub enum Semaphore {
     /// A named semaphore shared across processes (a cheap handle: clones share
     /// one attachment per process and name).
     Shared(SharedSemaphore),
+    /// A semaphore stored in Redis (a cheap handle: clones share one session,
+    /// its connections and its agent thread).
+    #[cfg(feature = "redis")]
+    Redis(RedisSemaphore),
 }
 
 impl core::fmt::Debug for Semaphore {
@@ -42,6 +52,9 @@ impl core::fmt::Debug for Semaphore {
         match self {
             Semaphore::Local(s) => f.debug_tuple("Local").field(s).finish(),
             Semaphore::Shared(s) => f.debug_tuple("Shared").field(s).finish(),
+            // The handle's Debug never shows the URL (it may hold a password).
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => f.debug_tuple("Redis").field(s).finish(),
         }
     }
 }
@@ -55,6 +68,13 @@ impl From<volt_sem::Semaphore> for Semaphore {
 impl From<SharedSemaphore> for Semaphore {
     fn from(s: SharedSemaphore) -> Self {
         Semaphore::Shared(s)
+    }
+}
+
+#[cfg(feature = "redis")]
+impl From<RedisSemaphore> for Semaphore {
+    fn from(s: RedisSemaphore) -> Self {
+        Semaphore::Redis(s)
     }
 }
 
@@ -85,12 +105,60 @@ impl Semaphore {
             .map_err(Error::from)
     }
 
+    /// Connects to the semaphore `name` stored in the Redis at `url`, with
+    /// `permits` in total, creating it if it does not exist; every client on
+    /// every host that connects to the same Redis, prefix and name shares the
+    /// same permits. Talks to Redis at once. The handle has a session of its
+    /// own (`ConnectOptions::own_session`; clones share it). See
+    /// `volt_sem_redis` for the URL forms, the sessions and leases, and the
+    /// guarantees.
+    #[cfg(feature = "redis")]
+    pub fn connect(
+        url: &str,
+        name: &str,
+        permits: usize,
+        options: ConnectOptions,
+    ) -> Result<Self, Error> {
+        // Its own session: a binding's object counts what it holds, and what
+        // a dropped object held must go back with it (a session shared with
+        // another object of the process would keep it).
+        RedisSemaphore::connect(url, name, permits, options.own_session(true))
+            .map(Semaphore::Redis)
+            .map_err(Error::from)
+    }
+
     /// Which backend this is.
     #[inline]
     pub fn kind(&self) -> Kind {
         match self {
             Semaphore::Local(_) => Kind::Local,
             Semaphore::Shared(_) => Kind::Shared,
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(_) => Kind::Redis,
+        }
+    }
+
+    /// The Redis semaphore, if this is one (its census, its tokens, its
+    /// session).
+    #[cfg(feature = "redis")]
+    #[inline]
+    pub fn as_redis(&self) -> Option<&RedisSemaphore> {
+        match self {
+            Semaphore::Redis(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A watch on the Redis session that holds a grant (`Grant::session`,
+    /// [`Waiter::session`]): a future that completes with
+    /// [`Error::LeaseExpired`] or [`Error::StateLost`] when the permits of
+    /// that grant are lost. `None` for the other backends (their grants
+    /// cannot be lost).
+    #[cfg(feature = "redis")]
+    pub fn lease_watch(&self, session: u64) -> Option<LeaseWatch> {
+        match self {
+            Semaphore::Redis(s) => Some(s.lease_watch(session)),
+            _ => None,
         }
     }
 
@@ -115,14 +183,20 @@ impl Semaphore {
     /// Takes `n` permits if they are available now and nobody is queued (no
     /// barging, in any process). `n == 0` succeeds unless closed. The caller
     /// then holds them and gives them back with [`release`](Self::release).
+    /// Redis: one round trip.
     #[inline]
-    pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
+    pub fn try_acquire(&self, n: usize) -> Result<Grant, Error> {
         match self {
             Semaphore::Local(s) => {
                 s.try_acquire(n)?.forget();
-                Ok(())
+                Ok(Grant::UNFENCED)
             }
-            Semaphore::Shared(s) => Ok(s.try_acquire(n)?),
+            Semaphore::Shared(s) => {
+                s.try_acquire(n)?;
+                Ok(Grant::UNFENCED)
+            }
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(redis_grant(s.try_acquire(n)?)),
         }
     }
 
@@ -132,35 +206,50 @@ impl Semaphore {
     /// Local: [`Error::Overflow`] when the counter would exceed `MAX_PERMITS`.
     /// Shared: [`Error::NotHeld`] when this process holds fewer than `n` (each
     /// process returns its own permits; see the shm crate's accounting).
+    /// Redis: [`Error::NotHeld`] when this handle's session holds fewer;
+    /// [`Error::LeaseExpired`] when permits were lost with an expired session
+    /// (they are not released twice).
     #[inline]
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => Ok(s.release(n)?),
             Semaphore::Shared(s) => Ok(s.release(n)?),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(s.release(n)?),
         }
     }
 
     /// Acquires `n` permits, blocking this thread until they are granted in
-    /// FIFO order or the semaphore is closed.
-    pub fn acquire_blocking(&self, n: usize) -> Result<(), Error> {
+    /// FIFO order or the semaphore is closed (Redis: or the session is lost).
+    pub fn acquire_blocking(&self, n: usize) -> Result<Grant, Error> {
         match self {
             Semaphore::Local(s) => {
                 s.acquire_blocking(n)?.forget();
-                Ok(())
+                Ok(Grant::UNFENCED)
             }
-            Semaphore::Shared(s) => Ok(s.acquire_blocking(n)?),
+            Semaphore::Shared(s) => {
+                s.acquire_blocking(n)?;
+                Ok(Grant::UNFENCED)
+            }
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(redis_grant(s.acquire_blocking(n)?)),
         }
     }
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`] (any partial grant is handed on).
-    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
+    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Grant, Error> {
         match self {
             Semaphore::Local(s) => {
                 s.acquire_timeout(n, timeout)?.forget();
-                Ok(())
+                Ok(Grant::UNFENCED)
             }
-            Semaphore::Shared(s) => Ok(s.acquire_timeout(n, timeout)?),
+            Semaphore::Shared(s) => {
+                s.acquire_timeout(n, timeout)?;
+                Ok(Grant::UNFENCED)
+            }
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(redis_grant(s.acquire_timeout(n, timeout)?)),
         }
     }
 
@@ -174,6 +263,8 @@ impl Semaphore {
                 Ok(())
             }
             Semaphore::Shared(s) => Ok(s.close()?),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(s.close()?),
         }
     }
 
@@ -183,25 +274,34 @@ impl Semaphore {
         match self {
             Semaphore::Local(s) => s.is_closed(),
             Semaphore::Shared(s) => s.is_closed(),
+            // What this handle has seen (no round trip): a close by another
+            // client shows once one of this handle's requests met it.
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => s.is_closed(),
         }
     }
 
     /// Permits available right now (0 while anyone is queued). A snapshot.
+    /// Redis: one round trip (a census script); 0 if Redis cannot be reached.
     #[inline]
     pub fn available_permits(&self) -> usize {
         match self {
             Semaphore::Local(s) => s.available_permits(),
             Semaphore::Shared(s) => s.available_permits(),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => s.census().map_or(0, |c| c.available as usize),
         }
     }
 
-    /// The fixed total of a shared semaphore; `None` for a local one (its
-    /// releases may add permits: it has no fixed total).
+    /// The fixed total of a shared or Redis semaphore; `None` for a local one
+    /// (its releases may add permits: it has no fixed total).
     #[inline]
     pub fn total_permits(&self) -> Option<usize> {
         match self {
             Semaphore::Local(_) => None,
             Semaphore::Shared(s) => Some(s.total_permits()),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Some(s.total_permits()),
         }
     }
 
@@ -211,7 +311,11 @@ impl Semaphore {
     ///
     /// Local: the callback runs on the thread that completes the grant (a
     /// releaser, a canceller, the closer). Shared: it runs on this process's
-    /// doorbell thread of the name, whoever released, in any process.
+    /// doorbell thread of the name, whoever released, in any process. Redis:
+    /// on the handle's agent thread, on a thread of this process whose
+    /// release completed the grant, or on one that found the session lost
+    /// (never nested); the request is one round trip on this thread, and a
+    /// `Ready` grant's token is in [`Waiter::token`].
     ///
     /// # Safety
     /// * `waiter` is not [busy](Waiter::is_busy).
@@ -242,12 +346,21 @@ impl Semaphore {
                 // SAFETY: the backend waiter is pinned and outlives the
                 // request (contract), so the trampoline's `ctx` (the waiter
                 // itself) stays valid; the caller's `ctx` as forwarded.
-                Ok(unsafe {
-                    s.acquire_raw(waiter.shared(), n, crate::waiter::shared_trampoline, me)
-                }?)
+                Ok(unsafe { s.acquire_raw(waiter.shared(), n, crate::waiter::trampoline, me) }?)
             }
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => Err(Error::Unsupported),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => {
+                waiter.set_kind(kind::REDIS);
+                // SAFETY: not busy (contract): no trampoline reads it now.
+                unsafe { waiter.set_wake(wake, ctx) };
+                let me = waiter.get_ref() as *const Waiter as *mut c_void;
+                // SAFETY: as for the shared backend: the backend waiter is
+                // pinned and outlives the request, so the trampoline's `ctx`
+                // stays valid.
+                Ok(unsafe { s.acquire_raw(waiter.redis(), n, crate::waiter::trampoline, me) }?)
+            }
         }
     }
 
@@ -268,12 +381,25 @@ impl Semaphore {
         match self {
             Semaphore::Local(s) if waiter.kind() == kind::LOCAL => {
                 // SAFETY: forwarded contract.
-                unsafe { s.finish_raw(waiter.local()) }
+                unsafe { s.finish_raw(waiter.local()) }.into()
             }
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
                 // SAFETY: forwarded contract.
-                unsafe { s.finish_raw(waiter.shared()) }
+                unsafe { s.finish_raw(waiter.shared()) }.into()
+            }
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
+                use volt_sem_redis::Finish as R;
+                // SAFETY: forwarded contract.
+                match unsafe { s.finish_raw(waiter.redis()) } {
+                    R::Cancelled { returned } => Finish::Cancelled { returned },
+                    // The token stays readable in the redis waiter.
+                    R::Granted { .. } => Finish::Granted,
+                    R::Closed => Finish::Closed,
+                    R::Failed(e) => Finish::Failed(e.into()),
+                    R::Idle => Finish::Idle,
+                }
             }
             _ => Finish::Idle,
         }
@@ -289,6 +415,17 @@ impl Semaphore {
             Semaphore::Shared(s) => waiter.kind() == kind::SHARED && s.owns(waiter.shared_ref()),
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => false,
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => waiter.kind() == kind::REDIS && s.owns(waiter.redis_ref()),
         }
     }
+}
+
+#[cfg(feature = "redis")]
+fn redis_grant(p: volt_sem_redis::Permit) -> Grant {
+    let g = Grant::fenced(p.token(), p.session());
+    // The caller holds the permits by count from here on (released with
+    // `Semaphore::release`), like the other backends' grants.
+    p.forget();
+    g
 }

@@ -7,10 +7,10 @@
 //! `kind` says which (written by the owner in `acquire_raw`, before the
 //! request can be seen by anyone, like the core waiter's own request fields).
 //!
-//! Shared waiters are called back through [`shared_trampoline`], which marks
-//! the waiter as the one whose callback runs on this thread, so that
-//! [`Waiter::in_own_callback`] answers for both backends (the local core
-//! tracks its own callbacks; the shm crate does not expose it).
+//! Shared and Redis waiters are called back through [`trampoline`], which
+//! marks the waiter as the one whose callback runs on this thread, so that
+//! [`Waiter::in_own_callback`] answers for every backend (the local core
+//! tracks its own callbacks; the shm and Redis crates do not expose it).
 
 use core::cell::{Cell, UnsafeCell};
 use core::ffi::c_void;
@@ -18,6 +18,8 @@ use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 
 use volt_sem::{WaiterState, WakeFn};
+#[cfg(feature = "redis")]
+use volt_sem_redis::{RedisWaiter, RedisWaiterState};
 #[cfg(target_os = "linux")]
 use volt_sem_shm::{ShmWaiter, ShmWaiterState};
 
@@ -26,6 +28,8 @@ pub(crate) mod kind {
     pub(crate) const NONE: u8 = 0;
     pub(crate) const LOCAL: u8 = 1;
     pub(crate) const SHARED: u8 = 2;
+    #[cfg(feature = "redis")]
+    pub(crate) const REDIS: u8 = 3;
 }
 
 /// A queue node for one pending acquire on a [`Semaphore`](crate::Semaphore)
@@ -38,8 +42,11 @@ pub struct Waiter {
     local: volt_sem::Waiter,
     #[cfg(target_os = "linux")]
     shared: ShmWaiter,
+    #[cfg(feature = "redis")]
+    redis: RedisWaiter,
     kind: AtomicU8,
-    /// The caller's callback for a shared request, called by the trampoline.
+    /// The caller's callback for a shared or Redis request, called by the
+    /// trampoline.
     /// Owner field: written before the request is queued, read by the
     /// trampoline after the shm crate published the grant.
     wake: UnsafeCell<Option<(WakeFn, *mut c_void)>>,
@@ -47,8 +54,8 @@ pub struct Waiter {
 
 // SAFETY: the inner waiters are Send + Sync; `kind` is atomic; `wake` is
 // written only by the owner while the waiter is not busy (no trampoline can
-// run) and read by the trampoline, which the shm crate orders after the
-// queueing (its local-table lock). `ctx` is the caller's contract, as for
+// run) and read by the trampoline, which the shm and Redis crates order after
+// the queueing (their waiter-table locks). `ctx` is the caller's contract, as for
 // the inner waiters.
 unsafe impl Send for Waiter {}
 // SAFETY: as above.
@@ -70,15 +77,17 @@ impl core::fmt::Debug for Waiter {
 }
 
 thread_local! {
-    /// The shared waiter whose callback runs on this thread now (callbacks
-    /// never nest: the shm doorbell thread calls them one after another).
+    /// The shared or Redis waiter whose callback runs on this thread now
+    /// (the shm doorbell thread and the Redis agent call them one after
+    /// another; a callback that loses a Redis session may complete others
+    /// inside it, hence the saved and restored previous mark).
     static CURRENT: Cell<*const Waiter> = const { Cell::new(core::ptr::null()) };
 }
 
-/// The callback the shm crate calls for a backend waiter: runs the caller's
-/// callback with the caller's context, marked as "inside" for
+/// The callback the shm and Redis crates call for a backend waiter: runs the
+/// caller's callback with the caller's context, marked as "inside" for
 /// [`Waiter::in_own_callback`].
-pub(crate) unsafe extern "C" fn shared_trampoline(ctx: *mut c_void) {
+pub(crate) unsafe extern "C" fn trampoline(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned `Waiter` given to `acquire_raw`, valid until
     // `finish_raw` returned, which waits for this callback to return.
     let w = unsafe { &*(ctx as *const Waiter) };
@@ -104,10 +113,12 @@ pub(crate) unsafe extern "C" fn shared_trampoline(ctx: *mut c_void) {
 }
 
 /// Whether this thread is running the wake callback of a waiter queued on a
-/// shared semaphore: it is then that process's doorbell thread of the name,
-/// which runs nothing but such callbacks. A binding that defers work "until
-/// the releasing call returns" (Python's check for closed loops) must not
-/// defer it there: no call of its own will ever return on that thread.
+/// shared or Redis semaphore: it is then that process's doorbell thread of
+/// the name, or a Redis handle's agent thread, which run nothing but such
+/// callbacks (or, for Redis, a thread of this process inside a release or a
+/// lost session's cleanup). A binding that defers work "until the releasing
+/// call returns" (Python's check for closed loops) must not defer it there:
+/// on the first two, no call of its own will ever return.
 pub fn in_shared_callback() -> bool {
     CURRENT.try_with(|c| !c.get().is_null()).unwrap_or(false)
 }
@@ -119,6 +130,8 @@ impl Waiter {
             local: volt_sem::Waiter::new(),
             #[cfg(target_os = "linux")]
             shared: ShmWaiter::new(),
+            #[cfg(feature = "redis")]
+            redis: RedisWaiter::new(),
             kind: AtomicU8::new(kind::NONE),
             wake: UnsafeCell::new(None),
         }
@@ -154,6 +167,17 @@ impl Waiter {
         unsafe { self.map_unchecked(|w| &w.shared) }
     }
 
+    #[cfg(feature = "redis")]
+    pub(crate) fn redis(self: Pin<&Self>) -> Pin<&RedisWaiter> {
+        // SAFETY: as for `local`.
+        unsafe { self.map_unchecked(|w| &w.redis) }
+    }
+
+    #[cfg(feature = "redis")]
+    pub(crate) fn redis_ref(&self) -> &RedisWaiter {
+        &self.redis
+    }
+
     /// The inner local waiter (e.g. for [`volt_sem::Waiter::belongs_to`]).
     pub(crate) fn local_ref(&self) -> &volt_sem::Waiter {
         &self.local
@@ -178,6 +202,17 @@ impl Waiter {
                 ShmWaiterState::Granted => WaiterState::Granted,
                 ShmWaiterState::Closed => WaiterState::Closed,
             },
+            // A failed request holds nothing, like a closed one; its error
+            // comes with `finish_raw`.
+            #[cfg(feature = "redis")]
+            kind::REDIS => match self.redis.state() {
+                RedisWaiterState::Idle => WaiterState::Idle,
+                RedisWaiterState::Waiting => WaiterState::Waiting,
+                RedisWaiterState::Done => match self.redis.peek_outcome() {
+                    Some(volt_sem_redis::Finish::Granted { .. }) => WaiterState::Granted,
+                    _ => WaiterState::Closed,
+                },
+            },
             _ => WaiterState::Idle,
         }
     }
@@ -190,6 +225,10 @@ impl Waiter {
         if self.shared.is_busy() {
             return true;
         }
+        #[cfg(feature = "redis")]
+        if self.redis.is_busy() {
+            return true;
+        }
         self.local.is_busy()
     }
 
@@ -200,6 +239,30 @@ impl Waiter {
             kind::LOCAL => self.local.requested(),
             #[cfg(target_os = "linux")]
             kind::SHARED => self.shared.requested(),
+            #[cfg(feature = "redis")]
+            kind::REDIS => self.redis.requested(),
+            _ => 0,
+        }
+    }
+
+    /// The fencing token of the last grant collected through this waiter (a
+    /// `Ready` acquire or a `Granted` finish) on a Redis semaphore; `None`
+    /// for the other backends and before any grant.
+    pub fn token(&self) -> Option<u64> {
+        match self.kind() {
+            #[cfg(feature = "redis")]
+            kind::REDIS => Some(self.redis.token()).filter(|&t| t != 0),
+            _ => None,
+        }
+    }
+
+    /// The Redis session of the last request (see
+    /// [`Semaphore::lease_watch`](crate::Semaphore::lease_watch)); 0 for the
+    /// other backends.
+    pub fn session(&self) -> u64 {
+        match self.kind() {
+            #[cfg(feature = "redis")]
+            kind::REDIS => self.redis.session(),
             _ => 0,
         }
     }
@@ -214,6 +277,10 @@ impl Waiter {
             kind::SHARED => CURRENT
                 .try_with(|c| core::ptr::eq(c.get(), self))
                 .unwrap_or(false),
+            #[cfg(feature = "redis")]
+            kind::REDIS => CURRENT
+                .try_with(|c| core::ptr::eq(c.get(), self))
+                .unwrap_or(false),
             _ => false,
         }
     }
@@ -221,5 +288,17 @@ impl Waiter {
     /// Whether the current (or last) request went to a shared semaphore.
     pub fn is_shared(&self) -> bool {
         self.kind() == kind::SHARED
+    }
+
+    /// Whether the current (or last) request went to a Redis semaphore.
+    pub fn is_redis(&self) -> bool {
+        #[cfg(feature = "redis")]
+        {
+            self.kind() == kind::REDIS
+        }
+        #[cfg(not(feature = "redis"))]
+        {
+            false
+        }
     }
 }

@@ -342,6 +342,20 @@ fn codes_are_distinct_and_messages_nonempty() {
         Error::Forked,
         Error::Unsupported,
         Error::Os(5),
+        Error::InvalidUrl,
+        Error::InvalidPrefix,
+        Error::InvalidOption("lease"),
+        Error::Auth,
+        Error::Connection("refused".into()),
+        Error::Redis("ERR".into()),
+        Error::Protocol("?".into()),
+        Error::LeaseExpired,
+        Error::StateLost,
+        Error::Tls("untrusted".into()),
+        Error::NotReplicated {
+            acked: 0,
+            wanted: 1,
+        },
     ];
     let mut codes: Vec<_> = all.iter().map(Error::code).collect();
     codes.sort_unstable();
@@ -350,7 +364,7 @@ fn codes_are_distinct_and_messages_nonempty() {
     for e in all {
         assert!(!e.to_string().is_empty());
         // Every shared-only error round-trips through the shm crate's error.
-        if let Ok(shm) = volt_sem_backend::shm::Error::try_from(e) {
+        if let Ok(shm) = volt_sem_backend::shm::Error::try_from(e.clone()) {
             assert_eq!(Error::from(shm), e);
         }
     }

@@ -10,7 +10,7 @@ use std::pin::Pin;
 use std::sync::atomic::Ordering;
 
 use napi::sys;
-use volt_sem::Finish;
+use volt_sem_backend::Finish;
 
 use crate::codes::BAD_ARGS;
 use crate::env::{Enter, EnvCtx, Node};

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use napi::sys;
-use volt_sem::Finish;
+use volt_sem_backend::Finish;
 
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};

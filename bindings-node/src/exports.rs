@@ -21,6 +21,7 @@ use crate::ops::{
     js_pending, js_release, js_try_acquire,
 };
 use crate::raw::double;
+use crate::redis;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
 use crate::teardown::env_cleanup;
@@ -54,7 +55,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         initialized: Cell::new(false),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 27] = [
+    let fns: [(&std::ffi::CStr, Cb); 38] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -82,6 +83,17 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"total", js_total),
         (c"processHeld", js_process_held),
         (c"name", js_name),
+        (c"redisConnect", redis::js_connect),
+        (c"redisAcquire", redis::js_acquire),
+        (c"redisTryAcquire", redis::js_try_acquire),
+        (c"redisRelease", redis::js_release),
+        (c"redisCancel", redis::js_cancel),
+        (c"redisClose", redis::js_close),
+        (c"redisCensus", redis::js_census),
+        (c"redisStop", redis::js_stop),
+        (c"redisRef", redis::js_ref),
+        (c"redisHeld", redis::js_held),
+        (c"redisClosed", redis::js_closed),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

@@ -17,6 +17,8 @@
 //! * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
 //!   bookkeeping around the core's.
 //! * [`named`]: `Semaphore.open`/`unlink` and the errors of named semaphores.
+//! * [`redis`]: `Semaphore.connect`, the Redis front door: its own thread per
+//!   connected object, its outcomes, tokens, lease loss and typed errors.
 //! * [`handle`]: what a JS `Semaphore` object holds (an External).
 //! * [`env`]: the per-environment state (one per main thread or worker): queue
 //!   nodes, slots, the thread-locals of the running native call.
@@ -52,6 +54,7 @@ mod exports;
 mod handle;
 mod named;
 mod ops;
+mod redis;
 mod registry;
 mod removal;
 mod semaphore;

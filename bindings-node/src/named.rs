@@ -70,7 +70,7 @@ fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
 
 /// Throws the JS error of `e` (with `what` in its message) and returns null.
 pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
-    let (code, range) = code_of(e);
+    let (code, range) = code_of(e.clone());
     let msg = format!("volt-sem: {what}: {e}").replace('\0', " ");
     let mut js_code = ptr::null_mut();
     let mut js_msg = ptr::null_mut();
@@ -111,7 +111,7 @@ pub(crate) fn throw_unsupported(env: RawEnv, what: &str) -> RawValue {
 }
 
 /// A JS string argument as Rust `String` (`None` if it is not a string).
-fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
+pub(crate) fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
     let mut len = 0usize;
     // SAFETY: with a null buffer, only reports the UTF-8 length; fails on a
     // non-string.

@@ -52,7 +52,7 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     let code = match s.core.try_acquire(n) {
-        Ok(()) => {
+        Ok(_) => {
             s.add_held(n);
             OK
         }
@@ -72,7 +72,7 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     match s.core.try_acquire(n) {
-        Ok(()) => {
+        Ok(_) => {
             s.add_held(n);
             return int(env, OK);
         }

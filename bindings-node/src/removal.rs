@@ -14,7 +14,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use napi::sys;
-use volt_sem::Finish;
+use volt_sem_backend::Finish;
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
 use crate::env::{EnvCtx, Node};
@@ -229,7 +229,7 @@ native!(js_remove_permits, |env, _ctx, argv: [2]| {
         }
         let taken = available.min(owed);
         match s.core.try_acquire(taken) {
-            Ok(()) => {
+            Ok(_) => {
                 // Pay the debt with them; a release may have paid part of it
                 // meanwhile: give the excess back.
                 let mut d = s.debt.load(Ordering::SeqCst);

@@ -12,7 +12,7 @@ use std::ffi::c_void;
 use std::sync::atomic::Ordering;
 
 use napi::sys;
-use volt_sem::Finish;
+use volt_sem_backend::Finish;
 
 use crate::env::{Enter, EnvCtx, Slot, SlotState, LOCAL};
 use crate::raw::lock;

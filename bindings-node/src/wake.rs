@@ -35,7 +35,7 @@ use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
 
 use napi::sys;
-use volt_sem::Finish;
+use volt_sem_backend::Finish;
 
 use crate::codes::{BAD_ARGS, GRANTED, GRANTED_HELD, LOST, OK, WOKEN_CLOSED};
 use crate::env::{EnvCtx, EnvShared, Node, Tsfn, CURRENT, LOCAL};
@@ -125,7 +125,10 @@ impl EnvCtx {
             }
             Finish::Closed => WOKEN_CLOSED,
             // Cannot happen after a wake; report it rather than hang the promise.
-            Finish::Cancelled { .. } | Finish::Idle => LOST,
+            // `Failed` is a Redis outcome, and Redis semaphores never come
+            // here: they have their own door (`crate::redis`), which rejects
+            // with the typed error (ERR_VOLT_LEASE_EXPIRED, ...).
+            Finish::Cancelled { .. } | Finish::Idle | Finish::Failed(_) => LOST,
         };
         self.release_slot(slot);
         Some((slot, code))

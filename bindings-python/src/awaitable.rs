@@ -51,7 +51,7 @@ use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
 
 use crate::blocking::blocking_acquire;
-use crate::errors::{acquire_error, closed_error, release_error};
+use crate::errors::{acquire_error, backend_error, closed_error, release_error};
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
 
@@ -135,7 +135,10 @@ static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr
 /// loop's `create_future` is asyncio's stock one (it does exactly that), which
 /// skips a Python-level method frame on every wait. Other loops (uvloop, custom
 /// ones) get their own `create_future`.
-fn new_future<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+pub(crate) fn new_future<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
     let ty = event_loop.get_type();
     let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
     let stock = |py| -> PyResult<bool> {
@@ -164,7 +167,7 @@ fn new_future<'py>(py: Python<'py>, event_loop: &Bound<'py, PyAny>) -> PyResult<
 }
 
 /// The running asyncio loop of this thread, or `None` (C-level, no exception).
-fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     let l = GET_RUNNING_LOOP
         .import(py, "asyncio", "_get_running_loop")?
         .call0()?;
@@ -180,13 +183,13 @@ pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
 /// What the first step of `yield from fut.__await__()` does, without creating the
 /// iterator: marks the Future as blocking (the flag asyncio's Task checks) and
 /// returns it for the task to wait on.
-fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+pub(crate) fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
     fut.setattr(pyo3::intern!(py, "_asyncio_future_blocking"), true)?;
     Ok(fut.clone().unbind())
 }
 
 /// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
-fn thrown(
+pub(crate) fn thrown(
     py: Python<'_>,
     typ: &Bound<'_, PyAny>,
     val: Option<&Bound<'_, PyAny>>,
@@ -277,7 +280,7 @@ impl Acquire {
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
             Stage::Start => match self.core.try_acquire(self.n) {
-                Ok(()) => self.acquired(),
+                Ok(_) => self.acquired(),
                 Err(Error::NoPermits) => self.park(py),
                 Err(Error::Closed) => {
                     self.stage = Stage::Done;
@@ -300,6 +303,7 @@ impl Acquire {
                 match finish_owned(py, &slot) {
                     Owned::Finished(Finish::Granted) => self.acquired(),
                     Owned::Finished(Finish::Closed) => Err(closed_error()),
+                    Owned::Finished(Finish::Failed(e)) => Err(backend_error(e)),
                     Owned::HandedOn => Err(PyRuntimeError::new_err(
                         "the grant arrived after the waiter's event loop was closed and was handed on",
                     )),
@@ -568,7 +572,7 @@ impl TrioWaiter {
     /// The fast path: `True` if the permits were free and nobody waited.
     fn try_take(&self) -> PyResult<bool> {
         match self.core.try_acquire(self.n) {
-            Ok(()) => Ok(true),
+            Ok(_) => Ok(true),
             Err(Error::NoPermits) => Ok(false),
             Err(e) => Err(acquire_error(&self.core, e)),
         }
@@ -712,7 +716,7 @@ impl Ready {
 /// awaitable, no allocation), else an awaitable that waits.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
     match core.try_acquire(1) {
-        Ok(()) => {
+        Ok(_) => {
             role.taken();
             Ok(ready(py)?.into_any())
         }

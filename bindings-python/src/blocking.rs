@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
-use crate::errors::{acquire_error, closed_error};
+use crate::errors::{acquire_error, backend_error, closed_error};
 use crate::wake::after_wakes;
 use crate::Core;
 
@@ -54,12 +54,12 @@ pub(crate) fn interpreter_exiting() -> bool {
 
 /// The context of a parked thread's waiter: its callback only unparks, without
 /// the GIL.
-struct Parked {
-    waiter: Waiter,
-    thread: Thread,
+pub(crate) struct Parked {
+    pub(crate) waiter: Waiter,
+    pub(crate) thread: Thread,
 }
 
-unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
+pub(crate) unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned `Parked` of a thread inside `blocking_acquire`,
     // which does not return before `finish_raw` returned. `unpark` does not panic.
     let parked = unsafe { &*(ctx as *const Parked) };
@@ -76,7 +76,7 @@ pub(crate) fn blocking_acquire(
     timeout: Option<Duration>,
 ) -> PyResult<bool> {
     match core.try_acquire(n) {
-        Ok(()) => return Ok(true),
+        Ok(_) => return Ok(true),
         Err(Error::NoPermits) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
@@ -98,7 +98,34 @@ pub(crate) fn blocking_acquire(
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
-    let mut interrupted = None;
+    let interrupted = park(py, waiter, deadline);
+    // With the GIL: no callback needs it (async wakes are native, see `wake`), so
+    // `finish_raw` waiting for a callback running elsewhere cannot deadlock.
+    // SAFETY: queued on `core` above.
+    let finish = unsafe { core.finish_raw(waiter) };
+    drop(parked);
+    let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();
+    if granted_but_interrupted {
+        let _ = core.release(n);
+    }
+    after_wakes(py);
+    match (finish, interrupted) {
+        (_, Some(e)) => Err(e),
+        (Finish::Granted, None) => Ok(true),
+        (Finish::Closed, None) => Err(closed_error()),
+        (Finish::Failed(e), None) => Err(backend_error(e)),
+        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(false),
+    }
+}
+
+/// Parks this thread, GIL released, until `waiter` leaves `Waiting` or the
+/// deadline passes, checking for signals every [`SIGNAL_SLICE`]: the error of
+/// a signal handler (Ctrl-C) if one interrupted the wait.
+pub(crate) fn park(
+    py: Python<'_>,
+    waiter: Pin<&Waiter>,
+    deadline: Option<Instant>,
+) -> Option<PyErr> {
     loop {
         let done = py.detach(|| {
             let slice_end = Instant::now() + SIGNAL_SLICE;
@@ -121,27 +148,10 @@ pub(crate) fn blocking_acquire(
             }
         });
         if done {
-            break;
+            return None;
         }
         if let Err(e) = py.check_signals() {
-            interrupted = Some(e);
-            break;
+            return Some(e);
         }
-    }
-    // With the GIL: no callback needs it (async wakes are native, see `wake`), so
-    // `finish_raw` waiting for a callback running elsewhere cannot deadlock.
-    // SAFETY: queued on `core` above.
-    let finish = unsafe { core.finish_raw(waiter) };
-    drop(parked);
-    let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();
-    if granted_but_interrupted {
-        let _ = core.release(n);
-    }
-    after_wakes(py);
-    match (finish, interrupted) {
-        (_, Some(e)) => Err(e),
-        (Finish::Granted, None) => Ok(true),
-        (Finish::Closed, None) => Err(closed_error()),
-        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(false),
     }
 }

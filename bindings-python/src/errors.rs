@@ -16,7 +16,8 @@ use pyo3::exceptions::{
     PyPermissionError, PyRuntimeError, PyTimeoutError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::PyBool;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyModule};
 use volt_sem_backend::Error;
 
 use crate::{Core, MAX_PERMITS};
@@ -84,7 +85,8 @@ create_exception!(
     volt_sem,
     ForkedError,
     SharedError,
-    "A shared semaphore opened before `fork()`, used in the child: open it again there."
+    "A shared semaphore opened (or a Redis one connected) before `fork()`, used in the child: \
+     open or connect again there."
 );
 create_exception!(
     volt_sem,
@@ -132,9 +134,50 @@ pub(crate) fn backend_error(e: Error) -> PyErr {
         Error::InCallback => PyRuntimeError::new_err(msg),
         Error::Unsupported => PyNotImplementedError::new_err(msg),
         Error::Os(errno) => PyOSError::new_err((errno, msg)),
+        e @ (Error::InvalidUrl
+        | Error::InvalidPrefix
+        | Error::InvalidOption(_)
+        | Error::Auth
+        | Error::Connection(_)
+        | Error::Redis(_)
+        | Error::Protocol(_)
+        | Error::LeaseExpired
+        | Error::StateLost
+        | Error::Tls(_)
+        | Error::NotReplicated { .. }) => Python::attach(|py| redis_error(py, e)),
         // The backend error is non_exhaustive: a later variant stays typed.
         e => SharedError::new_err(e.to_string()),
     }
+}
+
+static REDIS_ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
+
+/// The exception of a Redis-only error: the classes of `volt_sem/_errors.py`
+/// (two of them have two bases, which a native exception type cannot have),
+/// each with its stable `code`. The texts come from the backend, which never
+/// puts a password (or the URL) in them.
+fn redis_error(py: Python<'_>, e: Error) -> PyErr {
+    let (class, code) = match &e {
+        Error::InvalidUrl => ("InvalidUrlError", e.code()),
+        Error::InvalidPrefix | Error::InvalidOption(_) => {
+            return PyValueError::new_err(e.to_string())
+        }
+        Error::Auth => ("AuthenticationError", e.code()),
+        // A TLS handshake that fails is a connection that could not be made.
+        Error::Connection(_) | Error::Tls(_) => ("RedisConnectionError", e.code()),
+        Error::LeaseExpired => ("LeaseExpiredError", e.code()),
+        Error::StateLost => ("StateLostError", e.code()),
+        _ => ("RedisCommandError", e.code()),
+    };
+    let made = (|| -> PyResult<PyErr> {
+        let module = REDIS_ERRORS
+            .get_or_try_init(py, || PyResult::Ok(py.import("volt_sem._errors")?.unbind()))?
+            .bind(py);
+        let exc = module.getattr(class)?.call1((e.to_string(),))?;
+        exc.setattr("code", code)?;
+        Ok(PyErr::from_value(exc))
+    })();
+    made.unwrap_or_else(|err| err)
 }
 
 pub(crate) fn too_many_error(name: &str) -> PyErr {
@@ -144,9 +187,9 @@ pub(crate) fn too_many_error(name: &str) -> PyErr {
 /// An acquire's error; a request above a shared semaphore's total names it.
 pub(crate) fn acquire_error(core: &Core, e: Error) -> PyErr {
     match (e, core.total_permits()) {
-        (Error::TooManyPermits, Some(total)) => PyValueError::new_err(format!(
-            "n must be at most the shared semaphore's total ({total})"
-        )),
+        (Error::TooManyPermits, Some(total)) => {
+            PyValueError::new_err(format!("n must be at most the semaphore's total ({total})"))
+        }
         (Error::TooManyPermits, None) => too_many_error("n"),
         (e, _) => backend_error(e),
     }

@@ -20,6 +20,12 @@
 //!   that interpreter exit can never abort the process in the middle of a wake;
 //! * `blocking`: waits of plain threads, GIL released;
 //! * `locks`: `Mutex` and `RwLock`;
+//! * `redis`: `Semaphore.connect`'s `RedisSemaphore` (the Redis backend, a
+//!   class of its own: its acquire gives a fencing token) and its
+//!   awaitables;
+//! * `offloop`: the per-handle worker thread that runs every Redis round trip
+//!   of an awaitable off the event loop's thread, delivering through the wake
+//!   path;
 //! * this file: `Semaphore` and the module.
 //!
 //! Python-side glue (creating and registering wake channels, draining them in
@@ -34,6 +40,8 @@ mod awaitable;
 mod blocking;
 mod errors;
 mod locks;
+mod offloop;
+mod redis;
 mod wake;
 mod wake_socket;
 
@@ -130,6 +138,105 @@ impl Semaphore {
         })
     }
 
+    /// Connects to the semaphore `name` stored in the Redis at `url`, shared
+    /// by every client on every host that connects to the same Redis, prefix
+    /// and name, creating it with `permits` in total if it does not exist.
+    /// Returns a `RedisSemaphore` (same methods; `await sem.acquire(n)` gives
+    /// the fencing token). Talks to Redis at once, on this thread with the GIL
+    /// released, for up to `connect_timeout` seconds: from an event loop use
+    /// `await Semaphore.connect_async(...)`.
+    ///
+    /// `url`: `redis://[user:password@]host[:port][/db]`, `rediss://` (TLS),
+    /// `redis+sentinel://host:port[,host:port]/master`, or `unix:///path`
+    /// (with `cluster=True`, seed node URLs separated by commas). `lease`:
+    /// seconds a client may go unheard of before its permits return (at least
+    /// 0.3). `tls_ca_file`: the CA certificate(s) (PEM) to trust for
+    /// `rediss://` instead of the public roots; `tls_client_cert`: a
+    /// `(cert, key)` pair of PEM files; `min_replicas_acked`: `(replicas,
+    /// timeout)`: every write waits (Redis `WAIT`) until that many replicas
+    /// acknowledged it, else fails with `RedisCommandError` (code
+    /// `NOT_REPLICATED`) and gives the session up. Errors: `InvalidUrlError`, `InvalidNameError`, `ValueError`,
+    /// `AuthenticationError`, `RedisConnectionError`, `TotalMismatchError`
+    /// (nothing changed).
+    #[classmethod]
+    #[pyo3(
+        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn connect(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        url: String,
+        name: String,
+        permits: &Bound<'_, PyAny>,
+        lease: f64,
+        prefix: String,
+        connect_timeout: f64,
+        command_timeout: f64,
+        cluster: bool,
+        tls_ca_file: Option<std::path::PathBuf>,
+        tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+        min_replicas_acked: Option<(usize, f64)>,
+    ) -> PyResult<redis::RedisSemaphore> {
+        redis::Connect::new(
+            url,
+            name,
+            permits,
+            lease,
+            prefix,
+            connect_timeout,
+            command_timeout,
+            cluster,
+            redis::Security {
+                tls_ca_file,
+                tls_client_cert,
+                min_replicas_acked,
+            },
+        )?
+        .blocking(py)
+    }
+
+    /// `connect` off the event loop: `await Semaphore.connect_async(...)`
+    /// connects on a thread of its own while the loop runs on.
+    #[classmethod]
+    #[pyo3(
+        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn connect_async(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        url: String,
+        name: String,
+        permits: &Bound<'_, PyAny>,
+        lease: f64,
+        prefix: String,
+        connect_timeout: f64,
+        command_timeout: f64,
+        cluster: bool,
+        tls_ca_file: Option<std::path::PathBuf>,
+        tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+        min_replicas_acked: Option<(usize, f64)>,
+    ) -> PyResult<redis::OffLoopCall> {
+        redis::Connect::new(
+            url,
+            name,
+            permits,
+            lease,
+            prefix,
+            connect_timeout,
+            command_timeout,
+            cluster,
+            redis::Security {
+                tls_ca_file,
+                tls_client_cert,
+                min_replicas_acked,
+            },
+        )
+        .map(redis::Connect::spawn)
+    }
+
     /// Removes the name of a shared semaphore: processes that opened it keep
     /// using it, and the next `open` of the name creates a new one.
     /// `FileNotFoundError` if no semaphore has this name.
@@ -174,7 +281,7 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, n: Permits) -> PyResult<bool> {
         match self.core.try_acquire(n.0) {
-            Ok(()) => Ok(true),
+            Ok(_) => Ok(true),
             Err(Error::NoPermits) => Ok(false),
             Err(e) => Err(acquire_error(&self.core, e)),
         }
@@ -253,6 +360,11 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
+    m.add_class::<redis::RedisSemaphore>()?;
+    m.add_class::<redis::RedisAcquire>()?;
+    m.add_class::<redis::OffLoopCall>()?;
+    m.add_class::<redis::LeaseLost>()?;
+    m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
     m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
     m.add("SharedError", py.get_type::<errors::SharedError>())?;
     m.add(

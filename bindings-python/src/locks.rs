@@ -18,7 +18,7 @@ const WRITE: usize = MAX_PERMITS;
 /// `try_acquire(n)` that records the role on success.
 fn try_take(core: &Core, n: usize, role: &Role) -> bool {
     match core.try_acquire(n) {
-        Ok(()) => {
+        Ok(_) => {
             role.taken();
             true
         }

@@ -76,12 +76,16 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use volt_sem_backend::{Finish, Waiter};
 
+use crate::offloop::{Done, OffLoop};
 use crate::wake_socket::{RawSocket, WakeSocket};
 use crate::Core;
 
 const OPEN: u8 = 0;
 const OWNER: u8 = 1;
 const HANDED_ON: u8 = 2;
+/// Given up by its owner (a trio abort) before its request ran to the end:
+/// neither delivered nor handed on; the Redis worker's cancel finishes it.
+const ABANDONED: u8 = 3;
 
 /// One queued async acquire: the core waiter and what waking it means. Always
 /// lives in a `Pin<Arc<Slot>>` (see [`Slot::new`]); the core's `ctx` is its
@@ -98,6 +102,9 @@ pub(crate) struct Slot {
     claim: AtomicU8,
     /// The drain handed `target` to its loop (trio: rescheduled the task).
     delivered: AtomicBool,
+    /// What a Redis request run off the loop found (`offloop` module); stays
+    /// `Done::NotYet` for the local and shared backends.
+    pub(crate) off: OffLoop,
 }
 
 impl Slot {
@@ -115,6 +122,7 @@ impl Slot {
             chan,
             claim: AtomicU8::new(OPEN),
             delivered: AtomicBool::new(false),
+            off: OffLoop::default(),
         })
     }
 
@@ -170,17 +178,70 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
 
 /// Passes a slot's grant on when nobody can resume its owner. Native only; may
 /// run inside the slot's own callback (then `finish_raw` returns at once).
+/// A Redis grant taken at once off the loop (`Done::Granted`) is released
+/// too; any other off-loop result is simply dropped.
 fn hand_on(slot: &Slot) {
     if slot
         .claim
         .compare_exchange(OPEN, HANDED_ON, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
     {
-        // SAFETY: queued on `slot.core`, pinned (kept alive by the caller's Arc).
-        if let Finish::Granted = unsafe { slot.core.finish_raw(slot.waiter()) } {
+        let early = slot.off.take();
+        // SAFETY: queued on `slot.core` (or idle: then `Idle`), pinned (kept
+        // alive by the caller's Arc).
+        let granted = matches!(
+            unsafe { slot.core.finish_raw(slot.waiter()) },
+            Finish::Granted
+        ) || matches!(early, Done::Granted { .. });
+        if granted {
             let _ = slot.core.release(slot.n);
         }
     }
+}
+
+/// Claims a slot for its owner and takes what the off-loop request found:
+/// `Done::Queued` is resolved through `finish_raw` (the callback has run, so
+/// this is local). `None` if a hand-on claimed it first.
+pub(crate) fn finish_off(py: Python<'_>, slot: &Slot) -> Option<Done> {
+    if slot
+        .claim
+        .compare_exchange(OPEN, OWNER, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return None;
+    }
+    Some(match slot.off.take() {
+        Done::Queued => {
+            // SAFETY: queued on `slot.core`, pinned, and ours (claimed). The
+            // GIL is released: no callback needs it, and a cancel is a round
+            // trip (never here: the owner only collects after the wake).
+            let f = py.detach(|| unsafe { slot.core.finish_raw(slot.waiter()) });
+            Done::Finished(f)
+        }
+        other => other,
+    })
+}
+
+/// Claims a slot for its owner without finishing it (a stopped watch, a
+/// cancel that runs off the loop on the `offloop` worker), also after
+/// [`abandon`]: false if a hand-on claimed it first.
+pub(crate) fn claim_owner(slot: &Slot) -> bool {
+    slot.claim
+        .compare_exchange(OPEN, OWNER, Ordering::AcqRel, Ordering::Acquire)
+        .or_else(|_| {
+            slot.claim
+                .compare_exchange(ABANDONED, OWNER, Ordering::AcqRel, Ordering::Acquire)
+        })
+        .is_ok()
+}
+
+/// Takes a slot away from its loop, leaving it to a later [`claim_owner`]
+/// (a cancel job): the drain no longer delivers it, a hand-on leaves it.
+/// False if a hand-on claimed it first.
+pub(crate) fn abandon(slot: &Slot) -> bool {
+    slot.claim
+        .compare_exchange(OPEN, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
+        .is_ok()
 }
 
 // ---------------------------------------------------------------------------
@@ -293,42 +354,59 @@ thread_local! {
 /// core lock, and never touches Python (see the module docs).
 pub(crate) unsafe extern "C" fn wake_async(ctx: *mut c_void) {
     let _ = catch_unwind(AssertUnwindSafe(|| {
-        let ptr = ctx as *const Slot;
-        // SAFETY: `ctx` is the address of a slot inside a `Pin<Arc<Slot>>` whose
-        // owner keeps an Arc until `finish_raw` returned, and `finish_raw` waits
-        // for this callback to return: the count is at least 1 here.
-        let slot = unsafe {
-            Arc::increment_strong_count(ptr);
-            Pin::new_unchecked(Arc::from_raw(ptr))
-        };
-        let chan = slot.chan.clone();
-        if chan.dead.load(Ordering::SeqCst) {
-            hand_on(&slot);
-            return;
-        }
-        chan.push(slot);
-        // A loop closed meanwhile would miss this entry; `kill` takes the queue
-        // after setting `dead`, so one of the two sees it.
-        if chan.dead.load(Ordering::SeqCst) {
-            for slot in chan.take_all() {
-                hand_on(&slot);
-            }
-            return;
-        }
-        // Not on a shared semaphore's doorbell thread: no `after_wakes` ever
-        // runs there, so the list would only grow (a grant to a closed loop
-        // is handed on when its task is cancelled or collected instead).
-        if volt_sem_backend::in_shared_callback() {
-            return;
-        }
-        let _ = TOUCHED.try_with(|t| {
-            if let Ok(mut t) = t.try_borrow_mut() {
-                if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
-                    t.push(chan);
-                }
-            }
-        });
+        // SAFETY: as for `slot_from_ctx`.
+        let slot = unsafe { slot_from_ctx(ctx) };
+        // Not on a shared or Redis semaphore's callback thread: no
+        // `after_wakes` ever runs there, so the list would only grow (a grant
+        // to a closed loop is handed on when its task is cancelled or
+        // collected instead).
+        push_to_loop(slot, !volt_sem_backend::in_shared_callback());
     }));
+}
+
+/// A new `Arc` on the slot whose address a core callback was given.
+///
+/// # Safety
+/// `ctx` is the address of a slot inside a `Pin<Arc<Slot>>` whose owner keeps
+/// an Arc until `finish_raw` returned, and `finish_raw` waits for the callback
+/// to return: the count is at least 1 here.
+pub(crate) unsafe fn slot_from_ctx(ctx: *mut c_void) -> Pin<Arc<Slot>> {
+    let ptr = ctx as *const Slot;
+    // SAFETY: see the function's contract.
+    unsafe {
+        Arc::increment_strong_count(ptr);
+        Pin::new_unchecked(Arc::from_raw(ptr))
+    }
+}
+
+/// Hands a finished slot to its loop (or on, if the loop is gone). Native
+/// only. `track`: remember the channel for this thread's next `after_wakes`
+/// (only on threads that run Python-facing calls).
+pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
+    let chan = slot.chan.clone();
+    if chan.dead.load(Ordering::SeqCst) {
+        hand_on(&slot);
+        return;
+    }
+    chan.push(slot);
+    // A loop closed meanwhile would miss this entry; `kill` takes the queue
+    // after setting `dead`, so one of the two sees it.
+    if chan.dead.load(Ordering::SeqCst) {
+        for slot in chan.take_all() {
+            hand_on(&slot);
+        }
+        return;
+    }
+    if !track {
+        return;
+    }
+    let _ = TOUCHED.try_with(|t| {
+        if let Ok(mut t) = t.try_borrow_mut() {
+            if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
+                t.push(chan);
+            }
+        }
+    });
 }
 
 /// After a core call that may have woken waiters on this thread: hands on the

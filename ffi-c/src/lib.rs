@@ -26,11 +26,21 @@
 //! * Every entry point catches panics and returns `VOLT_PANIC` or a documented
 //!   default; every pointer is checked for NULL.
 //! * The semaphore behind a handle is a [`volt_sem_backend::Semaphore`]: the
-//!   in-process one (`volt_sem_new`) or the named one shared by the processes
-//!   of the machine (`volt_sem_open`). Every function works on both through
-//!   that one type; the waiter holds a backend waiter, which queues on either.
-//!   A shared semaphore's errors get their own statuses (`VOLT_NOT_FOUND`,
-//!   `VOLT_MISMATCH`, ...), mapped in one place (`status_of`).
+//!   in-process one (`volt_sem_new`), the named one shared by the processes
+//!   of the machine (`volt_sem_open`), or the one stored in Redis and shared
+//!   by every host (`volt_sem_connect`). Every function works on all three
+//!   through that one type; the waiter holds a backend waiter, which queues on
+//!   any. The shared and Redis semaphores' errors get their own statuses
+//!   (`VOLT_NOT_FOUND`, `VOLT_MISMATCH`, `VOLT_LEASE_EXPIRED`, ...), mapped in
+//!   one place (`status_of`). They are new values after the existing ones
+//!   (never renumbered), and only handles made by the new constructors return
+//!   them, so a program that only calls `volt_sem_new` sees no new value.
+//! * Redis extras: options in an extensible struct (`struct_size` first, 0
+//!   meaning "default" for every field, unknown trailing bytes accepted only
+//!   when zero); fencing tokens as out-parameters of `_fenced` variants and
+//!   waiter getters, so the existing signatures stay; lease-loss callbacks
+//!   through `lease.rs` (the Redis crate wakes its futures under a lock, so the
+//!   C callback runs on a notifier thread instead).
 
 #![allow(non_camel_case_types)]
 
@@ -43,8 +53,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use volt_core::{Finish, RawAcquire, WaiterState};
-use volt_sem_backend::{Error, OpenOptions, Semaphore, Waiter};
+use volt_core::{RawAcquire, WaiterState};
+use volt_sem_backend::{ConnectOptions, Error, Finish, Grant, OpenOptions, Semaphore, Waiter};
 
 /// Runs `$body` (a closure body) and turns a panic into `$default`.
 ///
@@ -119,24 +129,98 @@ pub enum volt_status {
     /// callbacks (which run on the process's doorbell thread of that name,
     /// where it would wait for itself).
     VOLT_IN_CALLBACK = 20,
-    /// A shared handle opened before `fork()`, used in the child: open the
-    /// name again in the child.
+    /// A shared handle opened (or a Redis handle connected) before `fork()`,
+    /// used in the child: open the name (connect) again in the child.
     VOLT_FORKED = 21,
-    /// Named shared semaphores are not supported on this platform (Linux only).
+    /// Named shared semaphores are not supported on this platform (Linux
+    /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
+    /// on a local or shared semaphore.
     VOLT_UNSUPPORTED = 22,
     /// The shared segment's lock is not recoverable.
     VOLT_CORRUPT = 23,
     /// Another OS error from the shared segment (`errno` is not preserved).
     VOLT_OS_ERROR = 24,
+    /// `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
+    /// not UTF-8. Nothing was contacted.
+    VOLT_INVALID_URL = 25,
+    /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
+    /// contains '{' or '}', or is not UTF-8.
+    VOLT_INVALID_PREFIX = 26,
+    /// `volt_sem_connect`: an option is out of range (a lease below 300 ms),
+    /// an unknown flag bit, or a non-zero option this library does not know
+    /// (a `volt_connect_options` from a newer header; see there).
+    VOLT_INVALID_OPTION = 27,
+    /// Redis refused the credentials of the URL (wrong user or password).
+    VOLT_AUTH_FAILED = 28,
+    /// Redis could not be reached within the connect timeout, or the
+    /// connection failed (or a command took longer than the command timeout).
+    VOLT_CONNECTION_FAILED = 29,
+    /// Redis answered a command with an error (e.g. a read-only replica, out
+    /// of memory, a script error).
+    VOLT_REDIS_ERROR = 30,
+    /// Redis answered with a reply the library never expects (a foreign key
+    /// in the semaphore's key space, or a bug).
+    VOLT_PROTOCOL_ERROR = 31,
+    /// This handle's session lease expired (the process was paused, Redis was
+    /// out of reach, a partition) for longer than the lease: the permits it
+    /// held went back to the pool and its queued requests were removed.
+    /// Waiters fail with it; `volt_sem_release` of such permits returns it
+    /// and releases nothing (they were already reclaimed). The handle goes on
+    /// with a new session at its next acquire.
+    VOLT_LEASE_EXPIRED = 32,
+    /// Redis lost the semaphore's state (restarted without persistence,
+    /// flushed, or its keys deleted): the handle fails its holders and
+    /// waiters and refuses every later call rather than over-grant. Free it
+    /// and connect again to start afresh.
+    VOLT_STATE_LOST = 33,
+    /// Redis over TLS: the handshake failed (the server's certificate is not
+    /// trusted or not for this host, a `rediss://` URL to a plain port, an
+    /// unreadable certificate file); `volt_last_error_message` says which.
+    VOLT_TLS_FAILED = 34,
+    /// Redis with a minimum of replicas to acknowledge each write: fewer
+    /// acknowledged in time, so the session was given up (what it held went
+    /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
+    VOLT_NOT_REPLICATED = 35,
 }
 
 use volt_status::*;
 
 /// A semaphore handle. Opaque; always used through a pointer obtained from
-/// `volt_sem_new`, `volt_sem_open` or `volt_sem_clone`, and given back with
-/// `volt_sem_free`.
+/// `volt_sem_new`, `volt_sem_open`, `volt_sem_connect` or `volt_sem_clone`,
+/// and given back with `volt_sem_free`.
 pub struct volt_sem {
     sem: Semaphore,
+    /// The process that connected a Redis handle (0 for the other backends):
+    /// a copy inherited through `fork()` shares the parent's sockets and
+    /// session, so the child must not use it (see `forked`).
+    pid: u32,
+    /// The lease-loss registration of a Redis handle's current session
+    /// (`volt_sem_watch_lease`; see lease.rs).
+    hub: std::sync::Mutex<Option<Arc<lease::Hub>>>,
+}
+
+impl volt_sem {
+    fn new(sem: Semaphore) -> Self {
+        let pid = if sem.as_redis().is_some() {
+            std::process::id()
+        } else {
+            0
+        };
+        volt_sem {
+            sem,
+            pid,
+            hub: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// Whether this is a Redis handle used in a child of the process that
+    /// connected it: its commands would go out on the parent's connections,
+    /// in the parent's session (a release would return the parent's
+    /// permits). Every call then fails with `VOLT_FORKED`. (The shared
+    /// backend detects its own fork case.)
+    fn forked(&self) -> bool {
+        self.pid != 0 && self.pid != std::process::id()
+    }
 }
 
 /// The wake callback: `wake(ctx)` is called at most once per PENDING acquire.
@@ -189,7 +273,7 @@ const _: () = {
 };
 
 /// Size in bytes of `volt_waiter`.
-pub const VOLT_WAITER_SIZE: usize = 256;
+pub const VOLT_WAITER_SIZE: usize = 512;
 /// Alignment in bytes of `volt_waiter`.
 pub const VOLT_WAITER_ALIGN: usize = 8;
 
@@ -201,7 +285,7 @@ pub const VOLT_WAITER_ALIGN: usize = 8;
 pub struct volt_waiter {
     // A literal length: cbindgen cannot evaluate `VOLT_WAITER_SIZE / 8`. The
     // assertions below tie the two together.
-    _opaque: [u64; 32],
+    _opaque: [u64; 64],
 }
 
 /// What actually lives inside a `volt_waiter`.
@@ -327,6 +411,7 @@ fn valid_count(n: usize) -> bool {
 /// The status of a backend error. Requests too large for the semaphore are
 /// invalid arguments, as for the local semaphore's `n > volt_max_permits()`.
 fn status_of(e: Error) -> volt_status {
+    remember(&e);
     match e {
         Error::Closed => VOLT_CLOSED,
         Error::NoPermits => VOLT_WOULD_BLOCK,
@@ -347,14 +432,95 @@ fn status_of(e: Error) -> volt_status {
         Error::Forked => VOLT_FORKED,
         Error::Unsupported => VOLT_UNSUPPORTED,
         Error::Corrupt => VOLT_CORRUPT,
+        Error::InvalidUrl => VOLT_INVALID_URL,
+        Error::InvalidPrefix => VOLT_INVALID_PREFIX,
+        Error::InvalidOption(_) => VOLT_INVALID_OPTION,
+        Error::Auth => VOLT_AUTH_FAILED,
+        Error::Connection(_) => VOLT_CONNECTION_FAILED,
+        Error::Redis(_) => VOLT_REDIS_ERROR,
+        Error::Protocol(_) => VOLT_PROTOCOL_ERROR,
+        Error::LeaseExpired => VOLT_LEASE_EXPIRED,
+        Error::StateLost => VOLT_STATE_LOST,
+        Error::Tls(_) => VOLT_TLS_FAILED,
+        Error::NotReplicated { .. } => VOLT_NOT_REPLICATED,
         // Os, and any later variant of the non_exhaustive error.
         _ => VOLT_OS_ERROR,
     }
 }
 
+thread_local! {
+    /// The message of the last error with details on this thread (see
+    /// `volt_last_error_message`).
+    static LAST_ERROR: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
+/// Remembers the message of an error that carries more than its status says
+/// (which Redis error, why the connection failed, which option). Only those:
+/// the everyday statuses (`VOLT_WOULD_BLOCK`, `VOLT_TIMED_OUT`, ...) stay
+/// allocation-free.
+fn remember(e: &Error) {
+    let detailed = matches!(
+        e,
+        Error::InvalidUrl
+            | Error::InvalidPrefix
+            | Error::InvalidOption(_)
+            | Error::Auth
+            | Error::Connection(_)
+            | Error::Redis(_)
+            | Error::Protocol(_)
+            | Error::LeaseExpired
+            | Error::StateLost
+            | Error::TotalMismatch { .. }
+            | Error::Os(_)
+    );
+    if detailed {
+        let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = e.to_string());
+    }
+}
+
+/// `status`, with `message` remembered for `volt_last_error_message` (for the
+/// detailed statuses the C layer raises itself).
+fn noted(status: volt_status, message: &str) -> volt_status {
+    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = message.to_owned());
+    status
+}
+
+/// Copies the message of the last failed call on this thread that had more to
+/// say than its status (a network or Redis failure, an invalid option, a total
+/// mismatch, a lost lease) into `buf`, NUL-terminated and truncated to `len`
+/// bytes; "" if none. Like `errno`, it is meaningful right after such a call
+/// returned its status, on the same thread (the call's status tells whether
+/// there is one). Messages never contain the URL or a password.
+///
+/// Returns the message's length in bytes (without the NUL), which may exceed
+/// `len - 1`: then call again with a larger buffer. `buf` may be NULL when
+/// `len` is 0 (to ask for the length).
+///
+/// # Safety
+/// `buf` is NULL or `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn volt_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    ffi_boundary!(0, {
+        LAST_ERROR
+            .try_with(|m| {
+                let m = m.borrow();
+                if !buf.is_null() && len > 0 {
+                    let n = m.len().min(len - 1);
+                    // SAFETY: `buf` has `len` writable bytes (contract); `n < len`.
+                    unsafe {
+                        ptr::copy_nonoverlapping(m.as_ptr(), buf.cast::<u8>(), n);
+                        buf.add(n).write(0);
+                    }
+                }
+                m.len()
+            })
+            .unwrap_or(0)
+    })
+}
+
 /// `Ok` as `VOLT_OK`, an error as its status.
-fn status(r: Result<(), Error>) -> volt_status {
-    r.map_or_else(status_of, |()| VOLT_OK)
+fn status<T>(r: Result<T, Error>) -> volt_status {
+    r.map_or_else(status_of, |_| VOLT_OK)
 }
 
 /// Creates a semaphore with `permits` permits and stores one reference to it in
@@ -372,7 +538,7 @@ pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem)
             return VOLT_INVALID_ARGUMENT;
         }
         let (status, handle) = match Semaphore::local(permits) {
-            Some(sem) => (VOLT_OK, Arc::into_raw(Arc::new(volt_sem { sem }))),
+            Some(sem) => (VOLT_OK, Arc::into_raw(Arc::new(volt_sem::new(sem)))),
             None => (VOLT_INVALID_ARGUMENT, ptr::null()),
         };
         // SAFETY: `out` is non-NULL and, by contract, writable.
@@ -488,7 +654,7 @@ pub unsafe extern "C" fn volt_sem_open(
         match Semaphore::open(name, permits, options) {
             Ok(sem) => {
                 // SAFETY: as above.
-                unsafe { out.write(Arc::into_raw(Arc::new(volt_sem { sem }))) };
+                unsafe { out.write(Arc::into_raw(Arc::new(volt_sem::new(sem)))) };
                 VOLT_OK
             }
             Err(e) => status_of(e),
@@ -516,8 +682,9 @@ pub unsafe extern "C" fn volt_sem_unlink(name: *const c_char) -> volt_status {
     })
 }
 
-/// The fixed total of a shared semaphore (from `volt_sem_open`); 0 for a local
-/// one (its releases may add permits: it has no fixed total) and for NULL.
+/// The fixed total of a shared or Redis semaphore (from `volt_sem_open`,
+/// `volt_sem_connect`; no round trip); 0 for a local one (its releases may add
+/// permits: it has no fixed total) and for NULL.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -550,6 +717,446 @@ pub extern "C" fn volt_sem_max_waiters() -> usize {
     ffi_boundary!(0, volt_sem_backend::shm::MAX_WAITERS)
 }
 
+/// The options of `volt_sem_connect`: an extensible struct. Fill it with
+/// `volt_connect_options_init(&opts, sizeof opts)`, then change the fields
+/// you need:
+///
+/// ```c
+/// volt_connect_options opts;
+/// volt_connect_options_init(&opts, sizeof opts);
+/// opts.lease_ms = 3000;
+/// opts.key_prefix = "tenant-a";
+/// volt_status s = volt_sem_connect("redis://127.0.0.1:6379", "db-pool", 50, &opts, &sem);
+/// ```
+///
+/// Every field's 0 (or NULL) means its default, so `volt_connect_options opts =
+/// { sizeof opts };` is valid too. Strings are read (copied) during the call
+/// only: the caller keeps them.
+///
+/// ABI: fields are only ever appended, each with 0 meaning "default", and
+/// `struct_size` says how many bytes the caller's struct has. A program built
+/// against an older header passes a smaller `struct_size`: the newer fields
+/// get their defaults. A program built against a newer header and run with
+/// an older library passes a larger one: accepted if every byte the library
+/// does not know is 0 (options left at their defaults), else
+/// `VOLT_INVALID_OPTION` (the program asked for an option this library
+/// cannot honour). Sentinel needs no option: its URL names the master
+/// (`redis+sentinel://host:port[,host:port]/master`).
+// Adding an option:
+// append a field whose 0 / NULL means the default, never reorder or remove
+// one; read it in `connect_options` (it is 0 there when an older program's
+// `struct_size` does not reach it); document it here and in the tests; keep
+// no trailing padding (a test checks it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct volt_connect_options {
+    /// `sizeof(volt_connect_options)` as the caller compiled it (set by
+    /// `volt_connect_options_init`).
+    pub struct_size: usize,
+    /// The session lease in milliseconds: a client not heard of for that long
+    /// (crashed, paused, partitioned) loses its permits and queue places.
+    /// At least 300; default (0) 10000. The heartbeat renews it every third.
+    pub lease_ms: u64,
+    /// How long `volt_sem_connect` (and a reconnect) may take, in
+    /// milliseconds; default (0) 5000.
+    pub connect_timeout_ms: u64,
+    /// How long one command (one script, one round trip) may take before the
+    /// connection counts as failed, in milliseconds; default (0) 5000. Bounds
+    /// how long every call that talks to Redis blocks when Redis is out of
+    /// reach.
+    pub command_timeout_ms: u64,
+    /// The key prefix (several tenants on one Redis): 1 to 256 bytes of
+    /// UTF-8 without '{' or '}'. NULL: "volt-sem". Keys are
+    /// `{<prefix>:<name>}:...`.
+    pub key_prefix: *const c_char,
+    /// `VOLT_CONNECT_*` bits; default 0.
+    pub flags: u64,
+    /// For `rediss://` (TLS): a PEM file of the CA certificate(s) to trust
+    /// instead of the public roots. NULL: the public roots. Copied during the
+    /// call. (Appended in version 2 of the struct, like every field below.)
+    pub tls_ca_file: *const c_char,
+    /// For `rediss://`: a client certificate and its private key (PEM files),
+    /// for servers that require one; both or neither. Copied during the call.
+    pub tls_client_cert_file: *const c_char,
+    /// The key of `tls_client_cert_file`.
+    pub tls_client_key_file: *const c_char,
+    /// Every write waits (Redis `WAIT`) until this many replicas acknowledged
+    /// it, for up to `min_replicas_timeout_ms`; if fewer did, the call fails
+    /// with `VOLT_NOT_REPLICATED` and the session is given up (what it held
+    /// goes back). Narrows the window of a failover that loses the last
+    /// writes; it is not consensus. Default (0): no waiting.
+    pub min_replicas_acked: u64,
+    /// The `WAIT` timeout in milliseconds: positive and below a third of the
+    /// lease; default (0) 100.
+    pub min_replicas_timeout_ms: u64,
+}
+
+/// `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
+/// Cluster, separated by commas (`"redis://h1:7000,redis://h2:7001"`).
+pub const VOLT_CONNECT_CLUSTER: u64 = 1;
+
+/// Every flag bit this library knows.
+const CONNECT_KNOWN_FLAGS: u64 = VOLT_CONNECT_CLUSTER;
+
+/// The size of the first version of the struct (up to `flags`): the smallest
+/// `struct_size` accepted. Fields appended later are read only when the
+/// caller's `struct_size` covers them (0, their default, otherwise).
+const CONNECT_OPTIONS_V1_SIZE: usize =
+    std::mem::offset_of!(volt_connect_options, flags) + std::mem::size_of::<u64>();
+
+/// The largest `struct_size` accepted: far above any version of the struct,
+/// so that a garbage size is rejected before anything is read past the
+/// struct.
+const CONNECT_OPTIONS_MAX_SIZE: usize = 4096;
+
+/// Fills `opts` with the defaults: lease 10000 ms, timeouts 5000 ms, key prefix
+/// NULL ("volt-sem"), no flags; `struct_size` is set to `struct_size`, which
+/// must be `sizeof *opts` (every byte of it is written: fields this library
+/// does not know are zeroed, which is their default).
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` for NULL or a `struct_size`
+/// below the first version's size (48 bytes on 64-bit targets) or above 4096
+/// (nothing written).
+///
+/// # Safety
+/// `opts` is NULL or points to `struct_size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn volt_connect_options_init(
+    opts: *mut volt_connect_options,
+    struct_size: usize,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if opts.is_null()
+            || !opts.is_aligned()
+            || !(CONNECT_OPTIONS_V1_SIZE..=CONNECT_OPTIONS_MAX_SIZE).contains(&struct_size)
+        {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        let defaults = volt_connect_options {
+            struct_size,
+            lease_ms: 10_000,
+            connect_timeout_ms: 5_000,
+            command_timeout_ms: 5_000,
+            key_prefix: ptr::null(),
+            flags: 0,
+            tls_ca_file: ptr::null(),
+            tls_client_cert_file: ptr::null(),
+            tls_client_key_file: ptr::null(),
+            min_replicas_acked: 0,
+            min_replicas_timeout_ms: 100,
+        };
+        // The caller's struct may be smaller (an older header: only the
+        // fields it has) or larger (a newer one: the rest zeroed, their
+        // default).
+        let n = struct_size.min(std::mem::size_of::<volt_connect_options>());
+        // SAFETY: `struct_size` writable bytes (contract); `n <= struct_size`
+        // bytes of `defaults` are readable; the two do not overlap.
+        unsafe {
+            ptr::write_bytes(opts.cast::<u8>(), 0, struct_size);
+            ptr::copy_nonoverlapping(
+                (&defaults as *const volt_connect_options).cast::<u8>(),
+                opts.cast::<u8>(),
+                n,
+            );
+        }
+        VOLT_OK
+    })
+}
+
+/// The Rust options from the C struct (NULL: defaults).
+///
+/// # Safety
+/// `opts` is NULL or points to a `volt_connect_options` of `struct_size`
+/// readable bytes whose `key_prefix` is NULL or NUL-terminated.
+unsafe fn connect_options(
+    opts: *const volt_connect_options,
+) -> Result<ConnectOptions, volt_status> {
+    let mut options = ConnectOptions::new();
+    if opts.is_null() {
+        return Ok(options);
+    }
+    if !opts.is_aligned() {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-NULL and aligned; its first field is readable (contract).
+    let size = unsafe { ptr::addr_of!((*opts).struct_size).read() };
+    let known = std::mem::size_of::<volt_connect_options>();
+    if !(CONNECT_OPTIONS_V1_SIZE..=CONNECT_OPTIONS_MAX_SIZE).contains(&size) {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    if size > known {
+        // Options of a newer header: honoured only if left at their defaults.
+        // SAFETY: the caller's struct has `size` readable bytes (contract).
+        let newer =
+            unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), size - known) };
+        if newer.iter().any(|&b| b != 0) {
+            return Err(noted(
+                VOLT_INVALID_OPTION,
+                "invalid option: an option of a newer header that this library does not know",
+            ));
+        }
+    }
+    // The fields the caller's struct has; those of an older header lacks
+    // stay 0, their default.
+    let mut o = volt_connect_options {
+        struct_size: 0,
+        lease_ms: 0,
+        connect_timeout_ms: 0,
+        command_timeout_ms: 0,
+        key_prefix: ptr::null(),
+        flags: 0,
+        tls_ca_file: ptr::null(),
+        tls_client_cert_file: ptr::null(),
+        tls_client_key_file: ptr::null(),
+        min_replicas_acked: 0,
+        min_replicas_timeout_ms: 0,
+    };
+    // SAFETY: `min(size, known)` bytes readable at `opts` (contract) and
+    // writable in `o`; every bit pattern is valid for these integer and
+    // pointer fields; no overlap.
+    unsafe {
+        ptr::copy_nonoverlapping(
+            opts.cast::<u8>(),
+            (&mut o as *mut volt_connect_options).cast::<u8>(),
+            size.min(known),
+        )
+    };
+    if o.flags & !CONNECT_KNOWN_FLAGS != 0 {
+        return Err(noted(
+            VOLT_INVALID_OPTION,
+            "invalid option: unknown flag bits",
+        ));
+    }
+    if o.lease_ms != 0 {
+        options = options.lease(Duration::from_millis(o.lease_ms));
+    }
+    if o.connect_timeout_ms != 0 {
+        options = options.connect_timeout(Duration::from_millis(o.connect_timeout_ms));
+    }
+    if o.command_timeout_ms != 0 {
+        options = options.command_timeout(Duration::from_millis(o.command_timeout_ms));
+    }
+    if !o.key_prefix.is_null() {
+        // SAFETY: NUL-terminated (contract); read during this call only.
+        let prefix = unsafe { std::ffi::CStr::from_ptr(o.key_prefix) };
+        let prefix = prefix
+            .to_str()
+            .map_err(|_| noted(VOLT_INVALID_PREFIX, "invalid key prefix (not UTF-8)"))?;
+        options = options.prefix(prefix);
+    }
+    // The paths: NUL-terminated or NULL (contract), read during this call only.
+    let path = |p: *const c_char| -> Result<Option<std::path::PathBuf>, volt_status> {
+        if p.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: as above.
+        let s = unsafe { std::ffi::CStr::from_ptr(p) };
+        s.to_str().map(|s| Some(s.into())).map_err(|_| {
+            noted(
+                VOLT_INVALID_OPTION,
+                "invalid option: a TLS file path is not UTF-8",
+            )
+        })
+    };
+    if let Some(ca) = path(o.tls_ca_file)? {
+        options = options.tls_ca_file(ca);
+    }
+    match (path(o.tls_client_cert_file)?, path(o.tls_client_key_file)?) {
+        (Some(cert), Some(key)) => options = options.tls_client_cert(cert, key),
+        (None, None) => {}
+        _ => {
+            return Err(noted(
+                VOLT_INVALID_OPTION,
+                "invalid option: tls_client_cert_file and tls_client_key_file go together",
+            ))
+        }
+    }
+    if o.min_replicas_acked != 0 {
+        let timeout = match o.min_replicas_timeout_ms {
+            0 => 100,
+            t => t,
+        };
+        options = options.min_replicas_acked(
+            usize::try_from(o.min_replicas_acked).unwrap_or(usize::MAX),
+            Duration::from_millis(timeout),
+        );
+    }
+    Ok(options.cluster(o.flags & VOLT_CONNECT_CLUSTER != 0))
+}
+
+/// Connects to the semaphore `name` stored in the Redis at `url`, with
+/// `permits` permits in total, creating it if it does not exist, and stores
+/// one reference to it in `*out`: an ordinary handle, used and freed like one
+/// from `volt_sem_new` (every function works on it). Every client, on every
+/// host, that connects to the same Redis, key prefix and name shares the same
+/// permits. See "REDIS SEMAPHORES" at the top. Talks to Redis at once: blocks
+/// up to the connect timeout (default 5 s) when Redis is out of reach.
+///
+/// `url`: `redis://[user:password@]host[:port][/db]`, `rediss://...` (TLS),
+/// `redis+sentinel://host:port[,host:port]/master[/db]` or `unix:///path`
+/// (several comma-separated seed URLs with `VOLT_CONNECT_CLUSTER`); copied
+/// during the call, never kept in the handle nor shown in any output.
+/// `name`: 1 to `volt_sem_max_redis_name_len()` bytes of UTF-8, without '{'
+/// or '}'. `permits`: 1 to `volt_sem_max_redis_permits()`; an existing
+/// semaphore must have been created with the same total. `opts`: NULL for the
+/// defaults, or a `volt_connect_options` (see there).
+///
+/// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL,
+/// and nothing changed in Redis):
+/// * `VOLT_INVALID_ARGUMENT`: NULL `url`, `name` or `out`; `permits` 0 or
+///   too large; a bad `opts->struct_size`;
+/// * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
+///   `VOLT_INVALID_OPTION` (checked before any connection is made);
+/// * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
+///   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+/// * `VOLT_MISMATCH`: the semaphore exists with another total.
+///
+/// # Safety
+/// `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
+/// `volt_connect_options` as described there; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_connect(
+    url: *const c_char,
+    name: *const c_char,
+    permits: usize,
+    opts: *const volt_connect_options,
+    out: *mut *const volt_sem,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if out.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: `out` is non-NULL and, by contract, writable.
+        unsafe { out.write(ptr::null()) };
+        if url.is_null() || name.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-NULL and NUL-terminated (contract).
+        let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
+            return noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)");
+        };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = match unsafe { name_arg(name) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        // SAFETY: NULL or a valid options struct (contract).
+        let options = match unsafe { connect_options(opts) } {
+            Ok(options) => options,
+            Err(status) => return status,
+        };
+        match Semaphore::connect(url, name, permits, options) {
+            Ok(sem) => {
+                // SAFETY: as above.
+                unsafe { out.write(Arc::into_raw(Arc::new(volt_sem::new(sem)))) };
+                VOLT_OK
+            }
+            Err(e) => status_of(e),
+        }
+    })
+}
+
+/// The longest name `volt_sem_connect` accepts, in bytes (1024).
+#[no_mangle]
+pub extern "C" fn volt_sem_max_redis_name_len() -> usize {
+    ffi_boundary!(0, volt_sem_backend::redis::MAX_NAME_LEN)
+}
+
+/// The largest total of a Redis semaphore (2^40: Lua's numbers are doubles).
+#[no_mangle]
+pub extern "C" fn volt_sem_max_redis_permits() -> usize {
+    ffi_boundary!(0, volt_sem_backend::redis::MAX_PERMITS)
+}
+
+/// The permit accounting of a Redis semaphore, read in one script (for
+/// diagnostics and tests): `available + held + partial == total` always.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct volt_census {
+    /// The total number of permits.
+    pub total: u64,
+    /// Permits free now.
+    pub available: u64,
+    /// Permits held by live sessions (every client), completed grants included.
+    pub held: u64,
+    /// Permits collected so far by queued requests (partial grants).
+    pub partial: u64,
+    /// Requests queued, from every client.
+    pub queued: u64,
+    /// Live sessions (clients holding or waiting, or connected).
+    pub sessions: u64,
+    /// The last fencing token issued.
+    pub last_token: u64,
+    /// Whether the semaphore is closed.
+    pub closed: bool,
+}
+
+/// Reads the accounting of a Redis semaphore into `*out` (first reaping the
+/// sessions whose lease expired). One round trip, up to the command timeout.
+///
+/// Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (not
+/// a Redis semaphore), or a network status (`VOLT_CONNECTION_FAILED`,
+/// `VOLT_STATE_LOST`, ...); `*out` is written only on `VOLT_OK`.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_census(
+    sem: *const volt_sem,
+    out: *mut volt_census,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: NULL or a live handle (contract).
+        let Some(sem) = (unsafe { sem_ref(sem) }) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
+        if out.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        let Some(redis) = sem.sem.as_redis() else {
+            return VOLT_UNSUPPORTED;
+        };
+        match redis.census() {
+            Ok(c) => {
+                // SAFETY: non-NULL and writable (contract).
+                unsafe {
+                    out.write(volt_census {
+                        total: c.total,
+                        available: c.available,
+                        held: c.held,
+                        partial: c.partial,
+                        queued: c.queued,
+                        sessions: c.sessions,
+                        last_token: c.last_token,
+                        closed: c.closed,
+                    })
+                };
+                VOLT_OK
+            }
+            Err(e) => status_of(e.into()),
+        }
+    })
+}
+
+/// Permits held by this handle's current session (and its clones), as the
+/// handle counts them: what `volt_sem_release` may return without
+/// `VOLT_NOT_HELD`. No round trip. 0 for NULL and for the other backends.
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_held_permits(sem: *const volt_sem) -> usize {
+    ffi_boundary!(0, {
+        // SAFETY: NULL or a live handle (contract).
+        unsafe { sem_ref(sem) }
+            .and_then(|sem| sem.sem.as_redis())
+            .map_or(0, |r| r.held_permits())
+    })
+}
+
 /// Returns another reference to the same semaphore (the same pointer value),
 /// e.g. for another thread or library; each reference is freed with
 /// `volt_sem_free`. Returns NULL if `sem` is NULL.
@@ -579,7 +1186,14 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
         if !sem.is_null() {
             // SAFETY: `sem` is a live reference from `Arc::into_raw`; the caller
             // gives it up here.
-            drop(unsafe { Arc::from_raw(sem) });
+            let handle = unsafe { Arc::from_raw(sem) };
+            if handle.forked() {
+                // The child's copy of a Redis handle: dropping the last one
+                // would end the parent's session over the parent's sockets.
+                std::mem::forget(handle);
+                return;
+            }
+            drop(handle);
         }
     })
 }
@@ -590,7 +1204,10 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
 /// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
 /// a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
-/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
+/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
+/// to the command timeout; `volt_sem_try_acquire_fenced` also returns the
+/// fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+/// `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -601,6 +1218,9 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
         let Some(sem) = (unsafe { sem_ref(sem) }) else {
             return VOLT_INVALID_ARGUMENT;
         };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
@@ -618,6 +1238,13 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 /// `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
 /// returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
 /// holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
+/// On a Redis semaphore (one round trip, up to the command timeout; the
+/// waiters it completes are called back on their own handles' agent threads,
+/// on every host, except those queued through this same handle, called back
+/// on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
+/// `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
+/// (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
+/// `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -628,6 +1255,9 @@ pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> vol
         let Some(sem) = (unsafe { sem_ref(sem) }) else {
             return VOLT_INVALID_ARGUMENT;
         };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
@@ -635,7 +1265,9 @@ pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> vol
     })
 }
 
-/// Permits available right now (0 while anyone is queued, and for NULL).
+/// Permits available right now (0 while anyone is queued, and for NULL). On a
+/// Redis semaphore: one round trip (a census), up to the command timeout, and
+/// 0 when Redis cannot be reached (`volt_sem_census` tells the error).
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -643,7 +1275,9 @@ pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> vol
 pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usize {
     ffi_boundary!(0, {
         // SAFETY: NULL or a live handle (contract).
-        unsafe { sem_ref(sem) }.map_or(0, |sem| sem.sem.available_permits())
+        unsafe { sem_ref(sem) }
+            .filter(|sem| !sem.forked())
+            .map_or(0, |sem| sem.sem.available_permits())
     })
 }
 
@@ -653,8 +1287,14 @@ pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usi
 /// A shared semaphore is closed for every process: their waiters' callbacks run
 /// on their doorbell threads, shortly after this returns.
 ///
+/// A Redis semaphore is closed for every client: waiters everywhere fail with
+/// `VOLT_CLOSED` (their callbacks run on their agent threads), and a client
+/// connecting later finds it closed.
+///
 /// Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
-/// also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`.
+/// also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`; on a Redis one (one
+/// round trip) `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+/// `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -665,6 +1305,9 @@ pub unsafe extern "C" fn volt_sem_close(sem: *const volt_sem) -> volt_status {
         let Some(sem) = (unsafe { sem_ref(sem) }) else {
             return VOLT_INVALID_ARGUMENT;
         };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
         status(sem.sem.close())
     })
 }
@@ -772,6 +1415,15 @@ pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool
 /// * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
 ///   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
 ///   process's doorbell thread of that name, whichever process released.
+/// * On a Redis semaphore (queueing is one round trip, up to the command
+///   timeout): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+///   `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`. Its `wake(ctx)` runs on the
+///   handle's agent thread (or on a thread whose `volt_sem_release` through
+///   this handle completed it, or on the thread that found the session lost):
+///   when the grant is complete, the semaphore closed, or the session lost
+///   (then `volt_sem_cancel` returns `VOLT_LEASE_EXPIRED` or
+///   `VOLT_STATE_LOST`). After `VOLT_OK` here or from `volt_sem_cancel`,
+///   `volt_waiter_token` gives the grant's fencing token.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle; `waiter` is NULL or a `volt_waiter`
@@ -791,6 +1443,9 @@ pub unsafe extern "C" fn volt_sem_acquire(
         else {
             return VOLT_INVALID_ARGUMENT;
         };
+        if handle.forked() {
+            return VOLT_FORKED;
+        }
         if wake.is_none() || !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
@@ -837,7 +1492,10 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
 /// `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
 /// reported just before the callback runs: only `volt_sem_cancel` says when the
-/// waiter's memory is free.
+/// waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+/// request that failed (its session lost: it holds nothing either);
+/// `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
+/// `VOLT_STATE_LOST`).
 ///
 /// # Safety
 /// `waiter` is NULL or points to a `volt_waiter`.
@@ -867,6 +1525,13 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 ///   must release them.
 /// * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
 /// * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
+/// * Redis: `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`: the session was lost
+///   while it waited; it holds nothing. Removing a queued Redis waiter is one
+///   round trip; if Redis cannot be reached, the waiter is removed locally
+///   all the same and the handle's session given up (so that nothing can be
+///   granted to a request nobody waits for): `VOLT_CANCELLED` (0 returned)
+///   still means it holds nothing, and the session's other holders and
+///   waiters learn `VOLT_LEASE_EXPIRED`.
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
 ///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
 ///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
@@ -951,6 +1616,9 @@ unsafe fn end_acquire(
     let (Some(handle), Some(slot)) = (unsafe { sem_ref(sem) }, unsafe { slot_ref(waiter) }) else {
         return VOLT_INVALID_ARGUMENT;
     };
+    if handle.forked() {
+        return VOLT_FORKED;
+    }
     // Inside this waiter's own callback (the core tracks the one running now).
     let inside = slot.waiter.in_own_callback();
     if !inside && !slot.busy.load(Ordering::Acquire) {
@@ -1002,6 +1670,7 @@ unsafe fn end_acquire(
     match finish {
         Finish::Granted => VOLT_OK,
         Finish::Closed => VOLT_CLOSED,
+        Finish::Failed(e) => status_of(e),
         Finish::Idle => VOLT_IDLE,
         Finish::Cancelled { returned: partial } => {
             if !returned.is_null() {
@@ -1026,7 +1695,13 @@ unsafe fn end_acquire(
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,
 /// `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
 /// semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
-/// wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
+/// wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. On a Redis
+/// semaphore (queueing is one round trip, then the wait; the grant arrives
+/// without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
+/// token): `VOLT_IN_CALLBACK` inside one of its wake callbacks,
+/// `VOLT_LEASE_EXPIRED` and `VOLT_STATE_LOST` (the session was lost while
+/// waiting), `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+/// `VOLT_PROTOCOL_ERROR`.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.
@@ -1041,6 +1716,9 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
         let Some(sem) = (unsafe { sem_ref(sem) }) else {
             return VOLT_INVALID_ARGUMENT;
         };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
         if !valid_count(n) {
             return VOLT_INVALID_ARGUMENT;
         }
@@ -1052,6 +1730,271 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
             sem.sem
                 .acquire_timeout(n, Duration::from_nanos(timeout_ns as u64)),
         )
+    })
+}
+
+/// What a `_fenced` acquire returns besides its status: the grant's fencing
+/// token and the session that holds it (both 0 for a local or shared
+/// semaphore, which need none).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct volt_grant {
+    /// The fencing token: strictly increasing with every grant of the Redis
+    /// semaphore, across every client. Pass it to what the permits guard, so
+    /// that a holder whose lease expired is rejected there (see "FENCING
+    /// TOKENS" at the top for where a "larger than the last" check is
+    /// sound). 0: no token.
+    pub token: u64,
+    /// The session of the handle that holds the permits, for
+    /// `volt_sem_watch_lease`. 0: none.
+    pub session: u64,
+}
+
+impl From<Grant> for volt_grant {
+    fn from(g: Grant) -> Self {
+        volt_grant {
+            token: g.token().unwrap_or(0),
+            session: g.session(),
+        }
+    }
+}
+
+/// Writes `g` to `out` and returns `VOLT_OK`, or the error's status (`*out`
+/// zeroed).
+///
+/// # Safety
+/// `out` is writable.
+unsafe fn fenced(r: Result<Grant, Error>, out: *mut volt_grant) -> volt_status {
+    let (status, grant) = match r {
+        Ok(g) => (VOLT_OK, g.into()),
+        Err(e) => (status_of(e), volt_grant::default()),
+    };
+    // SAFETY: writable (contract).
+    unsafe { out.write(grant) };
+    status
+}
+
+/// The checks both `*_fenced` calls start with: `*grant` zeroed first (so it
+/// is zero on every failure), then the handle, the fork and the count.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `grant` is NULL or writable.
+unsafe fn fenced_checks<'a>(
+    sem: *const volt_sem,
+    n: usize,
+    grant: *mut volt_grant,
+) -> Result<&'a volt_sem, volt_status> {
+    if grant.is_null() {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-NULL and writable (contract).
+    unsafe { grant.write(volt_grant::default()) };
+    // SAFETY: NULL or a live handle (contract).
+    let sem = unsafe { sem_ref(sem) }.ok_or(VOLT_INVALID_ARGUMENT)?;
+    if sem.forked() {
+        return Err(VOLT_FORKED);
+    }
+    if !valid_count(n) {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    Ok(sem)
+}
+
+/// `volt_sem_try_acquire` that also returns the grant's fencing token and
+/// session in `*grant` (zeroed unless `VOLT_OK`). On a Redis semaphore:
+/// one round trip, up to the command timeout.
+///
+/// Returns what `volt_sem_try_acquire` returns; `VOLT_INVALID_ARGUMENT` also
+/// for a NULL `grant`.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `grant` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_try_acquire_fenced(
+    sem: *const volt_sem,
+    n: usize,
+    grant: *mut volt_grant,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: forwarded contract.
+        let sem = match unsafe { fenced_checks(sem, n, grant) } {
+            Ok(sem) => sem,
+            Err(status) => return status,
+        };
+        // SAFETY: as above.
+        unsafe { fenced(sem.sem.try_acquire(n), grant) }
+    })
+}
+
+/// `volt_sem_acquire_blocking` that also returns the grant's fencing token and
+/// session in `*grant` (zeroed unless `VOLT_OK`).
+///
+/// Returns what `volt_sem_acquire_blocking` returns; `VOLT_INVALID_ARGUMENT`
+/// also for a NULL `grant`.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `grant` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_acquire_blocking_fenced(
+    sem: *const volt_sem,
+    n: usize,
+    timeout_ns: i64,
+    grant: *mut volt_grant,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        // SAFETY: forwarded contract.
+        let sem = match unsafe { fenced_checks(sem, n, grant) } {
+            Ok(sem) => sem,
+            Err(status) => return status,
+        };
+        let r = if timeout_ns < 0 {
+            sem.sem.acquire_blocking(n)
+        } else {
+            sem.sem
+                .acquire_timeout(n, Duration::from_nanos(timeout_ns as u64))
+        };
+        // SAFETY: as above.
+        unsafe { fenced(r, grant) }
+    })
+}
+
+/// The fencing token of the last grant collected through this waiter on a
+/// Redis semaphore: read it after `volt_sem_acquire` or `volt_sem_cancel`
+/// (or `volt_sem_try_cancel`) returned `VOLT_OK`; until the next such
+/// `VOLT_OK` it keeps that grant's token (a later request that fails or is
+/// cancelled does not change it). 0 before any grant, for a local or shared
+/// semaphore, and for NULL or uninitialised memory. The same calling rules
+/// as `volt_waiter_status`.
+///
+/// # Safety
+/// `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_token(waiter: *const volt_waiter) -> u64 {
+    ffi_boundary!(0, {
+        // SAFETY: NULL, zeroed or initialised waiter memory (contract); only read.
+        unsafe { slot_ref(waiter.cast_mut()) }.map_or(0, |slot| slot.waiter.token().unwrap_or(0))
+    })
+}
+
+/// The Redis session the waiter's last request ran in (after `VOLT_OK`, the
+/// session that holds its permits), for `volt_sem_watch_lease`; 0 for a local
+/// or shared semaphore, NULL or uninitialised memory.
+///
+/// # Safety
+/// As for `volt_waiter_token`.
+#[no_mangle]
+pub unsafe extern "C" fn volt_waiter_session(waiter: *const volt_waiter) -> u64 {
+    ffi_boundary!(0, {
+        // SAFETY: as for `volt_waiter_token`.
+        unsafe { slot_ref(waiter.cast_mut()) }.map_or(0, |slot| slot.waiter.session())
+    })
+}
+
+/// A lease watch from `volt_sem_watch_lease`. Opaque; freed with
+/// `volt_lease_watch_free`.
+pub struct volt_lease_watch {
+    watch: Arc<lease::Watch>,
+    hub: Arc<lease::Hub>,
+    /// Keeps the handle (and so its session and connections) alive.
+    _handle: Arc<volt_sem>,
+}
+
+/// The lease-loss callback: `lost(ctx, why)`, `why` being
+/// `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`. It must return normally (as a
+/// wake callback: a C++ exception thrown out of it aborts the process).
+pub type volt_lease_lost_fn =
+    Option<unsafe extern "C-unwind" fn(ctx: *mut c_void, why: volt_status)>;
+
+/// Calls `lost(ctx, why)` once when the Redis session `session` of this
+/// handle is lost (its lease expired, or Redis lost the state): the moment a
+/// holder's permits stop being its own. `session` comes from
+/// `volt_grant.session` or `volt_waiter_session()` of the grant to watch.
+///
+/// The callback runs on the library's lease thread ("volt-sem-lease", one per
+/// process, started by the first watch), under no lock of the library: it may
+/// call any function, including `volt_sem_release` (which then returns
+/// `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
+/// short: the callbacks of every watch of the process run on that thread, one
+/// after another. No callback runs for a session that is never lost.
+///
+/// Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,
+/// after the callback or instead of it), `VOLT_LEASE_EXPIRED` or
+/// `VOLT_STATE_LOST` (the session is already lost, or is not this handle's
+/// current one: no callback; `*out` NULL), `VOLT_INVALID_ARGUMENT` (NULL `sem`,
+/// `lost` or `out`; `session` 0), `VOLT_UNSUPPORTED` (not a Redis semaphore:
+/// its grants cannot be lost), or `VOLT_OS_ERROR` (the lease thread could not
+/// start). The watch keeps the handle's connections up until it is freed.
+///
+/// # Safety
+/// `sem` is NULL or a live handle; `out` is NULL or writable; `ctx` stays
+/// valid for `lost` until `volt_lease_watch_free` returned.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_watch_lease(
+    sem: *const volt_sem,
+    session: u64,
+    lost: volt_lease_lost_fn,
+    ctx: *mut c_void,
+    out: *mut *mut volt_lease_watch,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if out.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-NULL and writable (contract).
+        unsafe { out.write(ptr::null_mut()) };
+        // SAFETY: NULL or a live handle (contract).
+        let (Some(sem), Some(lost)) = (unsafe { sem_ref(sem) }, lost) else {
+            return VOLT_INVALID_ARGUMENT;
+        };
+        if sem.forked() {
+            return VOLT_FORKED;
+        }
+        if session == 0 {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        if sem.sem.as_redis().is_none() {
+            return VOLT_UNSUPPORTED;
+        }
+        // An owned reference for the watch.
+        // SAFETY: `sem` is a live handle from `Arc::into_raw` (contract).
+        let handle = unsafe {
+            Arc::increment_strong_count(sem);
+            Arc::from_raw(sem as *const volt_sem)
+        };
+        match lease::watch(&handle, session, lost, ctx) {
+            Ok((hub, watch)) => {
+                let w = Box::into_raw(Box::new(volt_lease_watch {
+                    watch,
+                    hub,
+                    _handle: handle,
+                }));
+                // SAFETY: as above.
+                unsafe { out.write(w) };
+                VOLT_OK
+            }
+            Err(status) => status,
+        }
+    })
+}
+
+/// Ends a lease watch and frees it. When it returns, the callback has returned
+/// or will never be called, and `ctx` may be freed (from inside the watch's own
+/// callback it returns at once; the callback's return ends it). NULL is a
+/// no-op. Never call it while holding a lock the callback takes: it waits for
+/// a running callback.
+///
+/// # Safety
+/// `watch` is NULL or a watch from `volt_sem_watch_lease` not freed yet.
+#[no_mangle]
+pub unsafe extern "C" fn volt_lease_watch_free(watch: *mut volt_lease_watch) {
+    ffi_boundary!((), {
+        if watch.is_null() {
+            return;
+        }
+        // SAFETY: from `Box::into_raw` in `volt_sem_watch_lease`, given up here.
+        let watch = unsafe { Box::from_raw(watch) };
+        watch.hub.cancel(&watch.watch);
+        // Dropped last: it may be the last reference to the handle.
     })
 }
 
@@ -1097,10 +2040,23 @@ fn status_name(status: i32) -> &'static str {
         22 => "VOLT_UNSUPPORTED\0",
         23 => "VOLT_CORRUPT\0",
         24 => "VOLT_OS_ERROR\0",
+        25 => "VOLT_INVALID_URL\0",
+        26 => "VOLT_INVALID_PREFIX\0",
+        27 => "VOLT_INVALID_OPTION\0",
+        28 => "VOLT_AUTH_FAILED\0",
+        29 => "VOLT_CONNECTION_FAILED\0",
+        30 => "VOLT_REDIS_ERROR\0",
+        31 => "VOLT_PROTOCOL_ERROR\0",
+        32 => "VOLT_LEASE_EXPIRED\0",
+        33 => "VOLT_STATE_LOST\0",
+        34 => "VOLT_TLS_FAILED\0",
+        35 => "VOLT_NOT_REPLICATED\0",
         _ => "unknown\0",
     };
     name
 }
+
+mod lease;
 
 #[cfg(test)]
 mod tests;

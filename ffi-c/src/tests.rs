@@ -68,6 +68,17 @@ fn status_names_match_variants() {
         VOLT_UNSUPPORTED,
         VOLT_CORRUPT,
         VOLT_OS_ERROR,
+        VOLT_INVALID_URL,
+        VOLT_INVALID_PREFIX,
+        VOLT_INVALID_OPTION,
+        VOLT_AUTH_FAILED,
+        VOLT_CONNECTION_FAILED,
+        VOLT_REDIS_ERROR,
+        VOLT_PROTOCOL_ERROR,
+        VOLT_LEASE_EXPIRED,
+        VOLT_STATE_LOST,
+        VOLT_TLS_FAILED,
+        VOLT_NOT_REPLICATED,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);
@@ -100,7 +111,7 @@ unsafe extern "C-unwind" fn count_wake(ctx: *mut c_void) {
 fn pending_grant_then_cancel_collects_permits() {
     let wakes = AtomicUsize::new(0);
     let ctx = &wakes as *const AtomicUsize as *mut c_void;
-    let mut w = volt_waiter { _opaque: [0; 32] };
+    let mut w = volt_waiter { _opaque: [0; 64] };
     let w = &mut w as *mut volt_waiter;
     // SAFETY: `w` is a properly sized and aligned local that outlives every use;
     // every PENDING acquire is finished below.
@@ -135,7 +146,7 @@ fn pending_grant_then_cancel_collects_permits() {
 
 #[test]
 fn zeroed_waiter_is_rejected() {
-    let mut w = volt_waiter { _opaque: [0; 32] };
+    let mut w = volt_waiter { _opaque: [0; 64] };
     let mut sem = ptr::null();
     // SAFETY: valid local memory; the acquire is rejected before queueing.
     unsafe {
@@ -183,8 +194,8 @@ unsafe extern "C-unwind" fn inner_wake(ctx: *mut c_void) {
 
 #[test]
 fn a_later_callback_may_cancel_an_earlier_waiter() {
-    let mut outer = volt_waiter { _opaque: [0; 32] };
-    let mut inner = volt_waiter { _opaque: [0; 32] };
+    let mut outer = volt_waiter { _opaque: [0; 64] };
+    let mut inner = volt_waiter { _opaque: [0; 64] };
     // SAFETY: local waiters that outlive every use; both PENDING acquires are
     // finished below.
     unsafe {
@@ -252,4 +263,44 @@ fn a_waiter_slot_fits_the_c_storage() {
         "Slot is {} bytes",
         std::mem::size_of::<Slot>()
     );
+}
+
+#[test]
+fn connect_options_layout_leaves_no_trailing_padding() {
+    // Fields are only ever appended (see `volt_connect_options`): trailing
+    // padding would let a later field land inside the size an older library
+    // knows, where it would be ignored instead of rejected.
+    let end = std::mem::offset_of!(volt_connect_options, min_replicas_timeout_ms)
+        + std::mem::size_of::<u64>();
+    assert_eq!(end, std::mem::size_of::<volt_connect_options>());
+}
+
+#[test]
+fn connect_options_init_zeroes_a_larger_struct_and_rejects_bad_sizes() {
+    #[repr(C)]
+    struct Newer {
+        o: volt_connect_options,
+        more: [u64; 2],
+    }
+    let mut n = std::mem::MaybeUninit::<Newer>::uninit();
+    // SAFETY: `n` has `size_of::<Newer>()` writable bytes, aligned.
+    unsafe {
+        assert_eq!(
+            volt_connect_options_init(n.as_mut_ptr().cast(), std::mem::size_of::<Newer>()),
+            VOLT_OK
+        );
+        let n = n.assume_init();
+        assert_eq!(n.o.struct_size, std::mem::size_of::<Newer>());
+        assert_eq!(n.more, [0, 0]);
+        assert_eq!(n.o.lease_ms, 10_000);
+        let mut o = std::mem::MaybeUninit::<volt_connect_options>::uninit();
+        assert_eq!(
+            volt_connect_options_init(o.as_mut_ptr(), 8),
+            VOLT_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            volt_connect_options_init(o.as_mut_ptr(), 1 << 20),
+            VOLT_INVALID_ARGUMENT
+        );
+    }
 }

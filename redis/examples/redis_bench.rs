@@ -1,209 +1,437 @@
-//! Benchmark of volt-sem-redis against its floors, on a redis-server it
-//! starts itself (free loopback port, no persistence). Not part of `make
-//! test`: `make bench-redis`. Numbers are for orientation on a shared
-//! machine; each line says what it measures.
+//! The Rust side of `make bench-redis` (driven by `redis/bench/driver.py`,
+//! which starts the redis-server and runs every role in its own process):
+//! volt-sem-redis and the floors (PING, BLPOP wake), one role per process.
+//! Not part of `make test`.
 //!
-//! * PING round trip (the floor of any one-script operation);
-//! * uncontended `try_acquire(1)` + release: two scripts, against 2 PINGs;
-//! * BLPOP wake after another connection's LPUSH (the floor of a hand-off);
-//! * release-to-waiter hand-off: from the holder's release call to the
-//!   waiting thread running with its grant;
-//! * 8 handles (sessions) in threads on a limit of 2: grants/s, wait p50/p99.
+//! Protocol (the same for the Node and Python peers in `redis/bench/`): the
+//! process connects, prints `ready`, waits for a line on stdin, runs, and
+//! prints one line `result <json>`. Times are CLOCK_MONOTONIC nanoseconds
+//! (the clock `process.hrtime` and `time.monotonic_ns` read too), so stamps
+//! taken in different processes compare.
+//!
+//! ```text
+//! redis_bench ping URL N                       PING round trips (us)
+//! redis_bench uncontended URL NAME N MODE      try | blocking: acquire(1)+release (us)
+//! redis_bench blpop-threads URL KEY N          BLPOP wake after another connection's LPUSH, two threads
+//! redis_bench blpop-push URL KEY N             the pushing side across processes
+//! redis_bench blpop-pop URL KEY N              the popping side (prints the wakes, us)
+//! redis_bench handoff URL NAME N hold|wait     two processes pass one permit back and forth;
+//!                                              each prints the release-to-grant times it saw (us)
+//! redis_bench clients URL NAME LIMIT WEIGHT COUNT SECS HOLD_US
+//!                                              COUNT client threads acquiring WEIGHT in a loop;
+//!                                              one record per grant
+//! redis_bench scale URL NAME COUNT             queues COUNT waiters when told, releases each grant
+//! redis_bench scale-holder URL NAME            holds the only permit until told
+//! ```
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Command, Stdio};
+use std::collections::VecDeque;
+use std::ffi::c_void;
+use std::io::BufRead;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use volt_sem_redis::{ConnectOptions, RedisSemaphore};
+use volt_sem_redis::{ConnectOptions, Finish, RawAcquire, RedisSemaphore, RedisWaiter};
 
-fn pct(v: &mut [f64], p: f64) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[((v.len() - 1) as f64 * p) as usize]
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to write into.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+fn ready_and_wait() {
+    println!("ready");
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line).unwrap();
+}
+
+fn floats(v: &[f64]) -> String {
+    let items: Vec<String> = v.iter().map(|x| format!("{x:.2}")).collect();
+    format!("[{}]", items.join(","))
+}
+
+fn result(json: &str) {
+    println!("result {json}");
+}
+
+fn raw(url: &str) -> redis::Connection {
+    let c = redis::Client::open(url).unwrap().get_connection().unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    c
+}
+
+fn sem(url: &str, name: &str, limit: usize) -> RedisSemaphore {
+    RedisSemaphore::connect(url, name, limit, ConnectOptions::new()).unwrap()
+}
+
+fn arg<T: std::str::FromStr>(a: &[String], i: usize) -> T {
+    a.get(i)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("argument {i} missing or malformed: {a:?}"))
+}
+
 fn main() {
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let dir = std::env::temp_dir().join(format!("volt-sem-redis-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let mut server = Command::new("redis-server")
-        .args([
-            "--port",
-            &port.to_string(),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ])
-        .arg("--dir")
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server (make bench-redis installs it)");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) {
-            let mut b = [0u8; 7];
-            if s.write_all(b"PING\r\n").is_ok() && s.read(&mut b).is_ok() {
-                break;
-            }
+    let a: Vec<String> = std::env::args().collect();
+    let role = a.get(1).map(String::as_str).unwrap_or("");
+    let url = a.get(2).cloned().unwrap_or_default();
+    match role {
+        "ping" => ping(&url, arg(&a, 3)),
+        "uncontended" => uncontended(&url, &a[3], arg(&a, 4), &a[5]),
+        "blpop-threads" => blpop_threads(&url, &a[3], arg(&a, 4)),
+        "blpop-push" => blpop_push(&url, &a[3], arg(&a, 4)),
+        "blpop-pop" => blpop_pop(&url, &a[3], arg(&a, 4)),
+        "handoff" => handoff(&url, &a[3], arg(&a, 4), &a[5]),
+        "clients" => clients(
+            &url,
+            &a[3],
+            arg(&a, 4),
+            arg(&a, 5),
+            arg(&a, 6),
+            arg(&a, 7),
+            arg(&a, 8),
+        ),
+        "scale" => scale(&url, &a[3], arg(&a, 4)),
+        "scale-holder" => scale_holder(&url, &a[3]),
+        _ => {
+            eprintln!("usage: see the module docs of redis/examples/redis_bench.rs");
+            std::process::exit(2);
         }
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let url = format!("redis://127.0.0.1:{port}");
-    let result = std::panic::catch_unwind(|| run(&url));
-    let _ = server.kill();
-    let _ = server.wait();
-    let _ = std::fs::remove_dir_all(&dir);
-    if result.is_err() {
-        std::process::exit(1);
     }
 }
 
-fn run(url: &str) {
-    let n = 5000;
-    let mut raw = redis::Client::open(url).unwrap().get_connection().unwrap();
-    let mut ping = Vec::with_capacity(n);
+fn ping(url: &str, n: usize) {
+    let mut c = raw(url);
+    ready_and_wait();
+    let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let _: String = redis::cmd("PING").query(&mut raw).unwrap();
-        ping.push(us(t.elapsed()));
+        let _: String = redis::cmd("PING").query(&mut c).unwrap();
+        v.push(us(t.elapsed()));
     }
-    let ping50 = pct(&mut ping, 0.5);
-    println!("PING round trip:                         p50 {ping50:7.1} us");
+    result(&format!("{{\"us\":{}}}", floats(&v)));
+}
 
-    let sem = RedisSemaphore::connect(url, "bench", 2, ConnectOptions::new()).unwrap();
-    let mut un = Vec::with_capacity(n);
+fn uncontended(url: &str, name: &str, n: usize, mode: &str) {
+    let s = sem(url, name, 2);
+    // Warm up: the scripts are loaded (EVAL on the first NOSCRIPT).
+    drop(s.try_acquire(1).unwrap());
+    ready_and_wait();
+    let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        let p = sem.try_acquire(1).unwrap();
+        let p = match mode {
+            "try" => s.try_acquire(1).unwrap(),
+            _ => s.acquire_blocking(1).unwrap(),
+        };
         drop(p);
-        un.push(us(t.elapsed()));
+        v.push(us(t.elapsed()));
     }
-    let un50 = pct(&mut un, 0.5);
-    println!(
-        "uncontended try_acquire(1) + release:    p50 {un50:7.1} us  ({:.2}x two PINGs)",
-        un50 / (2.0 * ping50)
-    );
+    result(&format!("{{\"us\":{}}}", floats(&v)));
+}
 
-    // BLPOP floor: one thread blocks, the main thread pushes.
-    let m = 1000;
-    let stamps = Arc::new(Mutex::new(Vec::with_capacity(m)));
-    let t0s = Arc::new(Mutex::new(Vec::<Instant>::with_capacity(m)));
-    {
-        let (url2, stamps2) = (url.to_string(), stamps.clone());
-        let mut c2 = redis::Client::open(url2.as_str())
-            .unwrap()
-            .get_connection()
+/// One BLPOP wake: the pusher waits until the popper announced it is about
+/// to block, gives it 2 ms to be blocked, and pushes its clock.
+fn blpop_push(url: &str, key: &str, n: usize) {
+    let mut c = raw(url);
+    ready_and_wait();
+    for _ in 0..n {
+        let _: (String, String) = redis::cmd("BLPOP")
+            .arg(format!("{key}:ready"))
+            .arg(0)
+            .query(&mut c)
             .unwrap();
-        let h = std::thread::spawn(move || {
-            for _ in 0..m {
-                let _: (String, String) = redis::cmd("BLPOP")
-                    .arg("bench:floor")
-                    .arg(0)
-                    .query(&mut c2)
-                    .unwrap();
-                stamps2.lock().unwrap().push(Instant::now());
-            }
-        });
-        for _ in 0..m {
-            std::thread::sleep(Duration::from_micros(300));
-            t0s.lock().unwrap().push(Instant::now());
+        std::thread::sleep(Duration::from_millis(2));
+        let _: i64 = redis::cmd("LPUSH")
+            .arg(key)
+            .arg(now_ns())
+            .query(&mut c)
+            .unwrap();
+    }
+    result("{}");
+}
+
+fn blpop_pop(url: &str, key: &str, n: usize) {
+    let mut c = raw(url);
+    ready_and_wait();
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let _: i64 = redis::cmd("LPUSH")
+            .arg(format!("{key}:ready"))
+            .arg(1)
+            .query(&mut c)
+            .unwrap();
+        let (_, t0): (String, u64) = redis::cmd("BLPOP").arg(key).arg(0).query(&mut c).unwrap();
+        v.push((now_ns() - t0) as f64 / 1e3);
+    }
+    result(&format!("{{\"us\":{}}}", floats(&v)));
+}
+
+fn blpop_threads(url: &str, key: &str, n: usize) {
+    let (u1, k1) = (url.to_string(), key.to_string());
+    ready_and_wait();
+    let pusher = std::thread::spawn(move || {
+        let mut c = raw(&u1);
+        for _ in 0..n {
+            let _: (String, String) = redis::cmd("BLPOP")
+                .arg(format!("{k1}:ready"))
+                .arg(0)
+                .query(&mut c)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(2));
             let _: i64 = redis::cmd("LPUSH")
-                .arg("bench:floor")
-                .arg("x")
-                .query(&mut raw)
+                .arg(&k1)
+                .arg(now_ns())
+                .query(&mut c)
                 .unwrap();
         }
-        h.join().unwrap();
+    });
+    let mut c = raw(url);
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let _: i64 = redis::cmd("LPUSH")
+            .arg(format!("{key}:ready"))
+            .arg(1)
+            .query(&mut c)
+            .unwrap();
+        let (_, t0): (String, u64) = redis::cmd("BLPOP").arg(key).arg(0).query(&mut c).unwrap();
+        v.push((now_ns() - t0) as f64 / 1e3);
     }
-    let mut floor: Vec<f64> = t0s
-        .lock()
-        .unwrap()
-        .iter()
-        .zip(stamps.lock().unwrap().iter())
-        .map(|(a, b)| us(b.duration_since(*a)))
-        .collect();
-    let floor50 = pct(&mut floor, 0.5);
-    println!(
-        "BLPOP wake after LPUSH (floor):          p50 {floor50:7.1} us  p99 {:7.1} us",
-        pct(&mut floor, 0.99)
-    );
+    pusher.join().unwrap();
+    result(&format!("{{\"us\":{}}}", floats(&v)));
+}
 
-    // Hand-off: the holder releases, a waiter (another session) wakes granted.
-    let holder = RedisSemaphore::connect(url, "handoff", 1, ConnectOptions::new()).unwrap();
-    let waiter = RedisSemaphore::connect(url, "handoff", 1, ConnectOptions::new()).unwrap();
-    let mut hand = Vec::with_capacity(m);
-    for _ in 0..m {
-        let p = holder.try_acquire(1).unwrap();
-        let w = waiter.clone();
-        let th = std::thread::spawn(move || {
-            let p = w.acquire_blocking(1).unwrap();
-            let t = Instant::now();
-            p.forget();
-            t
-        });
-        while holder.census().unwrap().queued == 0 {
-            std::thread::sleep(Duration::from_micros(100));
+/// The hand-off, across two processes on a semaphore of 1 that pass the
+/// permit back and forth: the holder waits until the other announced its
+/// acquire, gives it 2 ms to be queued, stamps its clock and releases; the
+/// other stamps its clock when it runs with the grant, then holds. `start`:
+/// `hold` for the process that holds first, `wait` for the other. Each
+/// process prints the hand-offs it received.
+fn handoff(url: &str, name: &str, n: usize, start: &str) {
+    let s = sem(url, name, 1);
+    let mut c = raw(url);
+    let mut p = (start == "hold").then(|| s.acquire_blocking(1).unwrap());
+    ready_and_wait();
+    let mut v = Vec::with_capacity(n);
+    let list = |what: &str| format!("{name}:{what}");
+    for _ in 0..n {
+        if let Some(held) = p.take() {
+            let _: (String, String) = redis::cmd("BLPOP")
+                .arg(list("ready"))
+                .arg(0)
+                .query(&mut c)
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+            let t0 = now_ns();
+            drop(held);
+            let _: i64 = redis::cmd("LPUSH")
+                .arg(list("t0"))
+                .arg(t0)
+                .query(&mut c)
+                .unwrap();
+            // Ask again only once the other has it (a polling peer's own
+            // retry could take it back first).
+            let _: (String, String) = redis::cmd("BLPOP")
+                .arg(list("got"))
+                .arg(0)
+                .query(&mut c)
+                .unwrap();
+        } else {
+            let _: i64 = redis::cmd("LPUSH")
+                .arg(list("ready"))
+                .arg(1)
+                .query(&mut c)
+                .unwrap();
+            let held = s.acquire_blocking(1).unwrap();
+            let t1 = now_ns();
+            let _: i64 = redis::cmd("LPUSH")
+                .arg(list("got"))
+                .arg(1)
+                .query(&mut c)
+                .unwrap();
+            let (_, t0): (String, u64) = redis::cmd("BLPOP")
+                .arg(list("t0"))
+                .arg(0)
+                .query(&mut c)
+                .unwrap();
+            v.push((t1 - t0) as f64 / 1e3);
+            p = Some(held);
         }
-        let t0 = Instant::now();
-        drop(p);
-        let t1 = th.join().unwrap();
-        waiter.release(1).unwrap();
-        hand.push(us(t1.duration_since(t0)));
     }
-    let hand50 = pct(&mut hand, 0.5);
-    println!(
-        "release-to-waiter hand-off:              p50 {hand50:7.1} us  p99 {:7.1} us  ({:.2}x the BLPOP floor)",
-        pct(&mut hand, 0.99),
-        hand50 / floor50
-    );
+    result(&format!("{{\"us\":{}}}", floats(&v)));
+}
 
-    // 8 sessions on a limit of 2.
+/// A blocking acquire through the raw API, to know when the request had
+/// surely reached Redis (`acquire_raw` returned): returns (sent, queued,
+/// granted, token), clock stamps in ns.
+struct Park {
+    done: Mutex<bool>,
+    cv: Condvar,
+}
+
+unsafe extern "C" fn unpark(ctx: *mut c_void) {
+    // SAFETY: the `Park` of `timed_acquire`, alive until finish_raw returned.
+    let p = unsafe { &*(ctx as *const Park) };
+    *p.done.lock().unwrap() = true;
+    p.cv.notify_all();
+}
+
+fn timed_acquire(s: &RedisSemaphore, n: usize) -> (u64, u64, u64, u64) {
+    let park = Park {
+        done: Mutex::new(false),
+        cv: Condvar::new(),
+    };
+    let w = Box::pin(RedisWaiter::new());
+    let sent = now_ns();
+    // SAFETY: the waiter is boxed and idle; `park` outlives finish_raw below.
+    let r = unsafe { s.acquire_raw(w.as_ref(), n, unpark, &park as *const Park as *mut c_void) }
+        .unwrap();
+    let queued = now_ns();
+    if r == RawAcquire::Ready {
+        return (sent, queued, queued, w.token());
+    }
+    let mut g = park.done.lock().unwrap();
+    while !*g {
+        g = park.cv.wait(g).unwrap();
+    }
+    drop(g);
+    let granted = now_ns();
+    // SAFETY: queued on `s`.
+    match unsafe { s.finish_raw(w.as_ref()) } {
+        Finish::Granted { token } => (sent, queued, granted, token),
+        f => panic!("unexpected {f:?}"),
+    }
+}
+
+fn clients(
+    url: &str,
+    name: &str,
+    limit: usize,
+    weight: usize,
+    count: usize,
+    secs: f64,
+    hold_us: u64,
+) {
+    let s = sem(url, name, limit);
+    ready_and_wait();
     let stop = Arc::new(AtomicBool::new(false));
-    let grants = Arc::new(AtomicU64::new(0));
-    let waits = Arc::new(Mutex::new(Vec::new()));
-    let hs: Vec<_> = (0..8)
-        .map(|_| {
-            let s = RedisSemaphore::connect(url, "contended", 2, ConnectOptions::new()).unwrap();
-            let (stop, grants, waits) = (stop.clone(), grants.clone(), waits.clone());
+    let hs: Vec<_> = (0..count)
+        .map(|i| {
+            let (s, stop) = (s.clone(), stop.clone());
             std::thread::spawn(move || {
-                let mut local = Vec::new();
+                let mut recs = Vec::new();
                 while !stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    let p = s.acquire_blocking(1).unwrap();
-                    local.push(us(t.elapsed()));
-                    grants.fetch_add(1, Ordering::Relaxed);
-                    drop(p);
+                    let (sent, queued, granted, token) = timed_acquire(&s, weight);
+                    if hold_us > 0 {
+                        std::thread::sleep(Duration::from_micros(hold_us));
+                    }
+                    s.release(weight).unwrap();
+                    recs.push(format!("[{i},{sent},{queued},{granted},{token}]"));
                 }
-                waits.lock().unwrap().extend(local);
+                recs
             })
         })
         .collect();
-    let secs = 3.0;
     std::thread::sleep(Duration::from_secs_f64(secs));
     stop.store(true, Ordering::Relaxed);
+    let mut recs = Vec::new();
     for h in hs {
-        h.join().unwrap();
+        recs.extend(h.join().unwrap());
     }
-    let mut w = waits.lock().unwrap().clone();
-    println!(
-        "8 sessions, limit 2:                     {:7.0} grants/s  wait p50 {:7.1} us  p99 {:7.1} us",
-        grants.load(Ordering::Relaxed) as f64 / secs,
-        pct(&mut w, 0.5),
-        pct(&mut w, 0.99)
-    );
+    result(&format!(
+        "{{\"weight\":{weight},\"pid\":{},\"grants\":[{}]}}",
+        std::process::id(),
+        recs.join(",")
+    ));
+}
+
+struct ScaleCtx {
+    idx: usize,
+    granted: AtomicU64,
+    queue: Arc<(Mutex<VecDeque<usize>>, Condvar)>,
+}
+
+unsafe extern "C" fn scale_wake(ctx: *mut c_void) {
+    // SAFETY: a `ScaleCtx` of `scale`, alive until its finish_raw returned.
+    let c = unsafe { &*(ctx as *const ScaleCtx) };
+    c.granted.store(now_ns(), Ordering::Relaxed);
+    let (m, cv) = &*c.queue;
+    m.lock().unwrap().push_back(c.idx);
+    cv.notify_one();
+}
+
+/// COUNT waiters of this process queued one after the other when told
+/// (each acquire's time is recorded), then each grant released at once by a
+/// worker thread (the grant's clock stamp is recorded).
+fn scale(url: &str, name: &str, count: usize) {
+    let s = sem(url, name, 1);
+    let queue = Arc::new((Mutex::new(VecDeque::new()), Condvar::new()));
+    let ctxs: Vec<Pin<Box<ScaleCtx>>> = (0..count)
+        .map(|idx| {
+            Box::pin(ScaleCtx {
+                idx,
+                granted: AtomicU64::new(0),
+                queue: queue.clone(),
+            })
+        })
+        .collect();
+    let waiters: Vec<Pin<Box<RedisWaiter>>> =
+        (0..count).map(|_| Box::pin(RedisWaiter::new())).collect();
+    ready_and_wait();
+    let mut enq = Vec::with_capacity(count);
+    for i in 0..count {
+        let t = Instant::now();
+        let ctx = &*ctxs[i] as *const ScaleCtx as *mut c_void;
+        // SAFETY: boxed, idle; ctx outlives finish_raw (below).
+        let r = unsafe { s.acquire_raw(waiters[i].as_ref(), 1, scale_wake, ctx) }.unwrap();
+        enq.push(us(t.elapsed()));
+        assert_eq!(r, RawAcquire::Pending);
+    }
+    println!("queued");
+    let mut rel = Vec::with_capacity(count);
+    for _ in 0..count {
+        let idx = {
+            let (m, cv) = &*queue;
+            let mut g = m.lock().unwrap();
+            loop {
+                if let Some(i) = g.pop_front() {
+                    break i;
+                }
+                g = cv.wait(g).unwrap();
+            }
+        };
+        // SAFETY: queued on `s`.
+        let f = unsafe { s.finish_raw(waiters[idx].as_ref()) };
+        assert!(matches!(f, Finish::Granted { .. }), "{f:?}");
+        let t = Instant::now();
+        s.release(1).unwrap();
+        rel.push(us(t.elapsed()));
+    }
+    let granted: Vec<String> = ctxs
+        .iter()
+        .map(|c| c.granted.load(Ordering::Relaxed).to_string())
+        .collect();
+    result(&format!(
+        "{{\"enqueue_us\":{},\"release_us\":{},\"granted_ns\":[{}]}}",
+        floats(&enq),
+        floats(&rel),
+        granted.join(",")
+    ));
+}
+
+fn scale_holder(url: &str, name: &str) {
+    let s = sem(url, name, 1);
+    let p = s.try_acquire(1).unwrap();
+    ready_and_wait();
+    let t0 = now_ns();
+    drop(p);
+    result(&format!("{{\"released_ns\":{t0}}}"));
 }

@@ -1,14 +1,33 @@
-//! A connection to a standalone Redis or to a Redis Cluster, behind one
-//! type. Every key of one semaphore shares one hash tag, so on a cluster
-//! every script, and the `BLPOP` on a notification list, goes to the one
-//! node that owns the semaphore's slot (redis-rs routes by the first key and
-//! follows `MOVED` after a resharding).
+//! A connection to a standalone Redis, to the master a set of Sentinels
+//! names, or to a Redis Cluster, behind one type; with or without TLS.
+//!
+//! * **Cluster.** Every key of one semaphore shares one hash tag, so every
+//!   script, and the `BLPOP` on a notification list, goes to the one node
+//!   that owns the semaphore's slot (redis-rs routes by the first key and
+//!   follows `MOVED` after a resharding).
+//! * **Sentinel** (`redis+sentinel://` or `rediss+sentinel://`). The master
+//!   is resolved at every (re)connect, never cached: each Sentinel in turn is
+//!   asked `SENTINEL get-master-addr-by-name`, and the address it gives is
+//!   accepted only if that server says `ROLE` master (during a failover a
+//!   Sentinel may still name the old master for a moment). The whole
+//!   resolution is bounded by the connect timeout. Resolved here rather than
+//!   with redis-rs's `SentinelClient`, whose synchronous calls take no
+//!   timeout (a Sentinel that accepts but never answers would hang
+//!   `connect`). A `READONLY` reply on a connection obtained through the
+//!   Sentinels means the master was demoted under us: the connection reports
+//!   it as a dropped connection, so it is replaced, and the replacement asks
+//!   the Sentinels again.
+//! * **TLS** (`rediss://`): redis-rs's rustls backend, with the CA file and
+//!   client certificate of [`ConnectOptions`]; without a CA file the system's
+//!   trust store. The handshake runs inside the connect timeout.
 
-use std::time::Duration;
+use std::io;
+use std::time::{Duration, Instant};
 
 use redis::cluster::{ClusterClient, ClusterConnection};
-use redis::{Cmd, ConnectionLike, RedisResult, Value};
+use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 
+use crate::error::Error;
 use crate::ConnectOptions;
 
 /// Where to connect.
@@ -16,45 +35,379 @@ use crate::ConnectOptions;
 pub(crate) enum Client {
     Single(redis::Client),
     Cluster(ClusterClient),
+    Sentinel(Box<Sentinels>),
 }
 
-/// One open connection.
-pub(crate) enum Conn {
+/// The Sentinels of one master, and how to reach the master they name.
+#[derive(Clone)]
+pub(crate) struct Sentinels {
+    sentinels: Vec<redis::Client>,
+    master: String,
+    /// `redis` or `rediss` (the same for the Sentinels and the master).
+    scheme: &'static str,
+    /// The URL's `user:password@` part, as written (percent-encoded), or "".
+    userinfo: String,
+    db: i64,
+    certs: Option<redis::TlsCertificates>,
+}
+
+/// One open connection. `sentinel`: obtained through Sentinels (a
+/// `READONLY` reply then means a failover demoted its server).
+///
+/// A connection idle for [`IDLE_CHECK`] or longer is checked with a `PING`
+/// before its next command, and replaced if the check fails: a connection
+/// cut while idle (a proxy or load balancer dropping it, a failover, a
+/// restart) is then found *before* a script is sent on it, so the script is
+/// sent on the new connection instead of failing with an unknown outcome
+/// (which would give the session up). A cut during a call is still an
+/// unknown outcome. Back-to-back calls pay nothing.
+pub(crate) struct Conn {
+    kind: Kind,
+    sentinel: bool,
+    /// Where to reconnect (standalone and Sentinel; a cluster connection
+    /// reconnects to its nodes itself).
+    client: Option<Client>,
+    connect_timeout: Duration,
+    /// The read and write timeouts set, to set again on a replacement.
+    timeouts: std::cell::Cell<Option<(Duration, Duration)>>,
+    last_used: Instant,
+}
+
+/// How long a connection may sit idle before it is checked before use.
+const IDLE_CHECK: Duration = Duration::from_secs(1);
+
+/// The description of errors for commands that were certainly not sent
+/// (the connection was found dead and could not be replaced):
+/// `Error::from_redis` makes them [`Error::Connection`].
+pub(crate) const NOT_SENT: &str = "not sent: the connection was lost and could not be replaced";
+
+enum Kind {
     Single(redis::Connection),
     Cluster(Box<ClusterConnection>),
 }
 
+/// A read that timed out while a TLS connection was being set up (after
+/// the TCP connect): typically `rediss://` to a port that does not speak
+/// TLS, where the server waits for a line the handshake never sends. Made
+/// a TLS error (a rustls error inside, which `Error::from_redis` finds).
+fn handshake_timeout(e: RedisError) -> RedisError {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    let src = std::error::Error::source(&e);
+    let io = src
+        .and_then(|s| s.downcast_ref::<Shared>())
+        .and_then(|a| a.downcast_ref::<io::Error>())
+        .or_else(|| src.and_then(|s| s.downcast_ref::<io::Error>()));
+    if io.is_some_and(|io| io.kind() == io::ErrorKind::WouldBlock) {
+        io::Error::new(
+            io::ErrorKind::TimedOut,
+            rustls::Error::General(
+                "no TLS handshake within the connect timeout (does the port speak TLS?)".into(),
+            ),
+        )
+        .into()
+    } else {
+        e
+    }
+}
+
+fn io_error(kind: io::ErrorKind, msg: String) -> RedisError {
+    io::Error::new(kind, msg).into()
+}
+
+fn bad_url(msg: &'static str) -> RedisError {
+    RedisError::from((redis::ErrorKind::InvalidClientConfig, msg))
+}
+
+/// rustls needs a process-wide crypto provider when more than one is
+/// compiled in (another crate of the program may enable aws-lc-rs); ours is
+/// ring. Installed only if the program installed none, so a program's own
+/// choice is kept.
+fn ensure_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err: another thread installed one first; that one is used.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+/// The certificates of the TLS options (files read now), or `None` if no
+/// TLS option is set.
+fn certificates(opts: &ConnectOptions) -> Result<Option<redis::TlsCertificates>, Error> {
+    if opts.tls_ca_file.is_none() && opts.tls_client_cert.is_none() {
+        return Ok(None);
+    }
+    let read = |p: &std::path::Path, what: &str| {
+        std::fs::read(p)
+            .map_err(|e| Error::Tls(format!("cannot read the {what} {}: {e}", p.display())))
+    };
+    let root_cert = match &opts.tls_ca_file {
+        Some(p) => Some(read(p, "CA file")?),
+        None => None,
+    };
+    let client_tls = match &opts.tls_client_cert {
+        Some((cert, key)) => Some(redis::ClientTlsConfig {
+            client_cert: read(cert, "client certificate")?,
+            client_key: read(key, "client key")?,
+        }),
+        None => None,
+    };
+    Ok(Some(redis::TlsCertificates {
+        client_tls,
+        root_cert,
+    }))
+}
+
+fn tls_scheme(url: &str) -> bool {
+    let scheme = url.split_once("://").map(|x| x.0).unwrap_or("");
+    scheme == "rediss" || scheme == "rediss+sentinel"
+}
+
 impl Client {
     /// `url`, or with `cluster`, comma-separated seed node URLs.
-    pub(crate) fn open(url: &str, opts: &ConnectOptions) -> RedisResult<Client> {
+    ///
+    /// `Err(Error::InvalidUrl)` for a malformed or unsupported URL,
+    /// `Err(Error::Tls)` for unreadable or malformed certificate files,
+    /// `Err(Error::InvalidOption)` for options the URL cannot take.
+    pub(crate) fn open(url: &str, opts: &ConnectOptions) -> Result<Client, Error> {
+        let certs = certificates(opts)?;
+        let sentinel =
+            url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://");
+        if certs.is_some() && !tls_scheme(url) {
+            return Err(Error::InvalidOption(
+                "the TLS options need a rediss:// (or rediss+sentinel://) URL",
+            ));
+        }
+        if tls_scheme(url) {
+            ensure_crypto_provider();
+        }
+        // Certificates that do not parse are a TLS error, not a bad URL.
+        let tls = tls_scheme(url);
+        let map = |e: RedisError| {
+            if e.kind() == redis::ErrorKind::InvalidClientConfig {
+                Error::InvalidUrl
+            } else if tls && e.is_io_error() {
+                Error::Tls(e.to_string())
+            } else {
+                Error::InvalidUrl
+            }
+        };
         if opts.cluster {
+            if sentinel {
+                return Err(Error::InvalidOption(
+                    "a Sentinel URL cannot be used with the cluster option",
+                ));
+            }
             let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
-            ClusterClient::builder(seeds)
+            let mut b = ClusterClient::builder(seeds)
                 .connection_timeout(opts.connect_timeout)
-                .response_timeout(opts.command_timeout)
-                .build()
-                .map(Client::Cluster)
+                .response_timeout(opts.command_timeout);
+            if let Some(c) = certs {
+                b = b.certs(c);
+            }
+            b.build().map(Client::Cluster).map_err(map)
+        } else if sentinel {
+            Sentinels::parse(url, certs)
+                .map(|s| Client::Sentinel(Box::new(s)))
+                .map_err(map)
         } else {
-            redis::Client::open(url).map(Client::Single)
+            match certs {
+                Some(c) => redis::Client::build_with_tls(url, c),
+                None => redis::Client::open(url),
+            }
+            .map(Client::Single)
+            .map_err(map)
         }
     }
 
     pub(crate) fn connect(&self, timeout: Duration) -> RedisResult<Conn> {
         match self {
-            Client::Single(c) => c.get_connection_with_timeout(timeout).map(Conn::Single),
-            Client::Cluster(c) => c.get_connection().map(|c| Conn::Cluster(Box::new(c))),
+            Client::Single(c) => c
+                .get_connection_with_timeout(timeout)
+                .map_err(|e| {
+                    let tls = matches!(
+                        c.get_connection_info().addr(),
+                        redis::ConnectionAddr::TcpTls { .. }
+                    );
+                    if tls {
+                        handshake_timeout(e)
+                    } else {
+                        e
+                    }
+                })
+                .map(|c| self.conn(Kind::Single(c), timeout)),
+            Client::Cluster(c) => c
+                .get_connection()
+                .map(|c| self.conn(Kind::Cluster(Box::new(c)), timeout)),
+            Client::Sentinel(s) => s
+                .connect(timeout)
+                .map(|c| self.conn(Kind::Single(c), timeout)),
+        }
+    }
+
+    fn conn(&self, kind: Kind, connect_timeout: Duration) -> Conn {
+        let (sentinel, client) = match self {
+            Client::Single(_) => (false, Some(self.clone())),
+            Client::Cluster(_) => (false, None),
+            Client::Sentinel(_) => (true, Some(self.clone())),
+        };
+        Conn {
+            kind,
+            sentinel,
+            client,
+            connect_timeout,
+            timeouts: std::cell::Cell::new(None),
+            last_used: Instant::now(),
+        }
+    }
+}
+
+impl Sentinels {
+    /// `redis[s]+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]`:
+    /// the credentials and the db are the master's; the Sentinels are
+    /// asked without credentials (port 26379 by default).
+    fn parse(url: &str, certs: Option<redis::TlsCertificates>) -> RedisResult<Sentinels> {
+        let (scheme, rest) = match url.split_once("://") {
+            Some(("redis+sentinel", r)) => ("redis", r),
+            Some(("rediss+sentinel", r)) => ("rediss", r),
+            _ => return Err(bad_url("not a Sentinel URL")),
+        };
+        let (userinfo, rest) = match rest.rsplit_once('@') {
+            Some((u, r)) => (format!("{u}@"), r),
+            None => (String::new(), rest),
+        };
+        let (hosts, path) = rest
+            .split_once('/')
+            .ok_or_else(|| bad_url("a Sentinel URL names the master: .../master"))?;
+        let (master, db) = match path.split_once('/') {
+            Some((m, d)) => (m, d),
+            None => (path, ""),
+        };
+        if master.is_empty() || master.contains(['?', '#']) {
+            return Err(bad_url("a Sentinel URL names the master: .../master"));
+        }
+        let db = match db.trim_end_matches('/') {
+            "" => 0,
+            d => d.parse().map_err(|_| bad_url("invalid database number"))?,
+        };
+        let mut sentinels = Vec::new();
+        for h in hosts.split(',').map(str::trim) {
+            if h.is_empty() {
+                return Err(bad_url("empty Sentinel address"));
+            }
+            let h = if h
+                .rsplit_once(':')
+                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+                && !h.ends_with(']')
+            {
+                h.to_string()
+            } else {
+                format!("{h}:26379")
+            };
+            let u = format!("{scheme}://{h}");
+            sentinels.push(match &certs {
+                Some(c) => redis::Client::build_with_tls(u, c.clone())?,
+                None => redis::Client::open(u)?,
+            });
+        }
+        Ok(Sentinels {
+            sentinels,
+            master: master.to_string(),
+            scheme,
+            userinfo,
+            db,
+            certs,
+        })
+    }
+
+    /// Asks each Sentinel in turn for the master and connects to it, all
+    /// within `timeout`.
+    fn connect(&self, timeout: Duration) -> RedisResult<redis::Connection> {
+        let deadline = Instant::now() + timeout;
+        let mut last = None;
+        for s in &self.sentinels {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            match self.via(s, deadline) {
+                Ok(c) => return Ok(c),
+                // Wrong credentials are the master's: every Sentinel would
+                // lead to the same refusal.
+                Err(e) if e.kind() == redis::ErrorKind::AuthenticationFailed => return Err(e),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            io_error(
+                io::ErrorKind::TimedOut,
+                "no Sentinel answered within the connect timeout".into(),
+            )
+        }))
+    }
+
+    fn via(&self, sentinel: &redis::Client, deadline: Instant) -> RedisResult<redis::Connection> {
+        let left = || {
+            let d = deadline.saturating_duration_since(Instant::now());
+            if d.is_zero() {
+                Err(io_error(
+                    io::ErrorKind::TimedOut,
+                    "Sentinel resolution timed out".into(),
+                ))
+            } else {
+                Ok(d)
+            }
+        };
+        let mut sc = sentinel.get_connection_with_timeout(left()?)?;
+        sc.set_read_timeout(Some(left()?))?;
+        sc.set_write_timeout(Some(left()?))?;
+        let addr: Option<(String, u16)> = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(&self.master)
+            .query(&mut sc)?;
+        let Some((host, port)) = addr else {
+            return Err(io_error(
+                io::ErrorKind::NotFound,
+                format!("the Sentinels know no master named '{}'", self.master),
+            ));
+        };
+        let host = if host.contains(':') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        let url = format!(
+            "{}://{}{host}:{port}/{}",
+            self.scheme, self.userinfo, self.db
+        );
+        let client = match &self.certs {
+            Some(c) => redis::Client::build_with_tls(url, c.clone())?,
+            None => redis::Client::open(url)?,
+        };
+        let mut c = client.get_connection_with_timeout(left()?)?;
+        c.set_read_timeout(Some(left()?))?;
+        let role: Vec<Value> = redis::cmd("ROLE").query(&mut c)?;
+        match role.first() {
+            Some(Value::BulkString(r)) if r == b"master" => Ok(c),
+            Some(Value::SimpleString(r)) if r == "master" => Ok(c),
+            _ => Err(io_error(
+                io::ErrorKind::NotConnected,
+                format!(
+                    "the server the Sentinels name for '{}' is not a master (a failover is under way)",
+                    self.master
+                ),
+            )),
         }
     }
 }
 
 impl Conn {
     pub(crate) fn set_timeouts(&self, read: Duration, write: Duration) -> RedisResult<()> {
-        match self {
-            Conn::Single(c) => {
+        self.timeouts.set(Some((read, write)));
+        match &self.kind {
+            Kind::Single(c) => {
                 c.set_read_timeout(Some(read))?;
                 c.set_write_timeout(Some(write))
             }
-            Conn::Cluster(c) => {
+            Kind::Cluster(c) => {
                 c.set_read_timeout(Some(read))?;
                 c.set_write_timeout(Some(write))
             }
@@ -62,23 +415,131 @@ impl Conn {
     }
 
     pub(crate) fn set_read_timeout(&self, d: Duration) -> RedisResult<()> {
-        match self {
-            Conn::Single(c) => c.set_read_timeout(Some(d)),
-            Conn::Cluster(c) => c.set_read_timeout(Some(d)),
+        if let Some((_, w)) = self.timeouts.get() {
+            self.timeouts.set(Some((d, w)));
+        }
+        match &self.kind {
+            Kind::Single(c) => c.set_read_timeout(Some(d)),
+            Kind::Cluster(c) => c.set_read_timeout(Some(d)),
         }
     }
 
+    /// With [`ConnectOptions::min_replicas_acked`]: `WAIT` until that many
+    /// replicas acknowledged every write this connection made, at most the
+    /// option's timeout. `Ok` if the option is off or enough replicas
+    /// acknowledged; [`Error::NotReplicated`] if fewer did in time;
+    /// [`Error::Connection`] if the connection failed.
+    pub(crate) fn wait_replicas(&mut self, opts: &ConnectOptions) -> Result<(), Error> {
+        let Some((wanted, timeout)) = opts.min_replicas else {
+            return Ok(());
+        };
+        // WAIT's timeout is in ms, 0 meaning forever: at least 1.
+        let ms = (timeout.as_millis() as u64).max(1);
+        let _ = self.set_read_timeout(timeout + opts.command_timeout);
+        let r: RedisResult<u64> = redis::cmd("WAIT").arg(wanted).arg(ms).query(self);
+        let _ = self.set_read_timeout(opts.command_timeout);
+        match r {
+            Ok(acked) if acked >= wanted as u64 => Ok(()),
+            Ok(acked) => Err(Error::NotReplicated {
+                acked,
+                wanted: wanted as u64,
+            }),
+            Err(e) => Err(Error::from_redis(&e, "")),
+        }
+    }
+
+    /// Before a command: if idle for a while, check the connection and
+    /// replace it if it is dead. `Err`: dead and not replaceable now (the
+    /// command must not be sent; it was not).
+    fn revive(&mut self) -> RedisResult<()> {
+        if self.last_used.elapsed() < IDLE_CHECK {
+            return Ok(());
+        }
+        if self.client.is_none() || redis::cmd("PING").query::<String>(self.inner()).is_ok() {
+            return Ok(());
+        }
+        let client = self.client.as_ref().expect("checked");
+        let fresh = client.connect(self.connect_timeout).and_then(|c| {
+            if let Some((r, w)) = self.timeouts.get() {
+                c.set_timeouts(r, w)?;
+            }
+            Ok(c)
+        });
+        match fresh {
+            Ok(c) => {
+                self.kind = c.kind;
+                self.last_used = Instant::now();
+                Ok(())
+            }
+            Err(e) => Err(RedisError::from((
+                redis::ErrorKind::Client,
+                NOT_SENT,
+                e.to_string(),
+            ))),
+        }
+    }
+
+    /// [`wait_replicas`](Self::wait_replicas) for a grant this connection
+    /// learnt by popping its notification. `WAIT` counts the replicas that
+    /// acknowledged this client's *own* last propagated write, and a pop
+    /// that served a blocked `BLPOP` does not always count as one (Redis 7.0
+    /// tests showed `WAIT` answering at once after such a pop while the
+    /// replica was frozen). So the connection first makes a write of its own
+    /// that is always propagated and changes no key, a `PUBLISH` (sharded,
+    /// `SPUBLISH`, on a cluster, so that it goes to the slot's node) on
+    /// `channel`, which follows the grant in the replication stream.
+    pub(crate) fn wait_replicas_after_pop(
+        &mut self,
+        opts: &ConnectOptions,
+        channel: &str,
+    ) -> Result<(), Error> {
+        if opts.min_replicas.is_none() {
+            return Ok(());
+        }
+        let verb = match self.kind {
+            Kind::Single(_) => "PUBLISH",
+            Kind::Cluster(_) => "SPUBLISH",
+        };
+        redis::cmd(verb)
+            .arg(channel)
+            .arg("")
+            .query::<i64>(self)
+            .map_err(|e| Error::from_redis(&e, ""))?;
+        self.wait_replicas(opts)
+    }
+
     fn inner(&mut self) -> &mut dyn ConnectionLike {
-        match self {
-            Conn::Single(c) => c,
-            Conn::Cluster(c) => &mut **c,
+        match &mut self.kind {
+            Kind::Single(c) => c,
+            Kind::Cluster(c) => &mut **c,
+        }
+    }
+
+    /// Through Sentinels, a `READONLY` reply means our server was demoted:
+    /// report it as a dropped connection so that the connection is replaced
+    /// (and the master resolved again).
+    fn demoted<T>(&self, r: RedisResult<T>) -> RedisResult<T> {
+        match r {
+            Err(e)
+                if self.sentinel
+                    && e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::ReadOnly) =>
+            {
+                Err(io_error(
+                    io::ErrorKind::ConnectionAborted,
+                    "the master was demoted to a replica (a failover): reconnecting".into(),
+                ))
+            }
+            r => r,
         }
     }
 }
 
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        self.inner().req_packed_command(cmd)
+        self.revive()?;
+        let r = self.inner().req_packed_command(cmd);
+        self.last_used = Instant::now();
+        self.demoted(r)
     }
     fn req_packed_commands(
         &mut self,
@@ -86,30 +547,36 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        self.inner().req_packed_commands(cmd, offset, count)
+        self.revive()?;
+        let r = self.inner().req_packed_commands(cmd, offset, count);
+        self.last_used = Instant::now();
+        self.demoted(r)
     }
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        self.inner().req_command(cmd)
+        self.revive()?;
+        let r = self.inner().req_command(cmd);
+        self.last_used = Instant::now();
+        self.demoted(r)
     }
     fn get_db(&self) -> i64 {
-        match self {
-            Conn::Single(c) => c.get_db(),
-            Conn::Cluster(c) => c.get_db(),
+        match &self.kind {
+            Kind::Single(c) => c.get_db(),
+            Kind::Cluster(c) => c.get_db(),
         }
     }
     fn supports_pipelining(&self) -> bool {
-        match self {
-            Conn::Single(c) => c.supports_pipelining(),
-            Conn::Cluster(c) => c.supports_pipelining(),
+        match &self.kind {
+            Kind::Single(c) => c.supports_pipelining(),
+            Kind::Cluster(c) => c.supports_pipelining(),
         }
     }
     fn check_connection(&mut self) -> bool {
         self.inner().check_connection()
     }
     fn is_open(&self) -> bool {
-        match self {
-            Conn::Single(c) => c.is_open(),
-            Conn::Cluster(c) => c.is_open(),
+        match &self.kind {
+            Kind::Single(c) => c.is_open(),
+            Kind::Cluster(c) => c.is_open(),
         }
     }
 }

@@ -25,6 +25,21 @@ pub enum Error {
     /// Redis could not be reached, or the connection failed (the text says
     /// how, without the password).
     Connection(String),
+    /// TLS failed: the server's certificate is not trusted (or not for this
+    /// host), the handshake failed (for example `rediss://` to a port that
+    /// does not speak TLS), or a certificate file of the options cannot be
+    /// read or parsed (the text says which).
+    Tls(String),
+    /// [`ConnectOptions::min_replicas_acked`](crate::ConnectOptions::min_replicas_acked):
+    /// fewer replicas than asked acknowledged a script's writes in time. The
+    /// write stands on the primary but could be lost by a failover, so the
+    /// session was given up (its permits go back).
+    NotReplicated {
+        /// How many replicas acknowledged.
+        acked: u64,
+        /// How many were asked for.
+        wanted: u64,
+    },
     /// The server answered with an error (the text, without the password).
     Redis(String),
     /// A reply the scripts never produce (a bug or a foreign key).
@@ -59,6 +74,9 @@ pub enum Error {
     /// A blocking acquire was called inside a wake callback (on the agent
     /// thread), where it would wait for itself.
     InCallback,
+    /// A handle connected before `fork()`, used in the child: its sessions
+    /// are the parent's. Connect again in the child.
+    Forked,
 }
 
 impl fmt::Display for Error {
@@ -75,6 +93,11 @@ impl fmt::Display for Error {
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
+            Error::Tls(d) => write!(f, "TLS failed: {d}"),
+            Error::NotReplicated { acked, wanted } => write!(
+                f,
+                "only {acked} of {wanted} replicas acknowledged the write in time (the session was given up)"
+            ),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
             Error::TotalMismatch { existing } => write!(
@@ -95,6 +118,9 @@ impl fmt::Display for Error {
                 "Redis lost the semaphore's state (restarted empty or flushed); connect again",
             ),
             Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
+            Error::Forked => f.write_str(
+                "this Redis handle was connected before fork(): connect again in the child",
+            ),
         }
     }
 }
@@ -117,6 +143,12 @@ impl Error {
         if e.kind() == K::AuthenticationFailed || code == "WRONGPASS" || code == "NOAUTH" {
             return Error::Auth;
         }
+        if e.kind() == K::Client && e.to_string().starts_with(crate::conn::NOT_SENT) {
+            return Error::Connection(scrub(e.to_string()));
+        }
+        if tls_cause(e) {
+            return Error::Tls(scrub(e.to_string()));
+        }
         match e.kind() {
             K::InvalidClientConfig => Error::InvalidUrl,
             K::Server(_) => Error::Redis(scrub(e.to_string())),
@@ -126,4 +158,30 @@ impl Error {
             _ => Error::Redis(scrub(e.to_string())),
         }
     }
+}
+
+/// Whether a rustls error is somewhere in `e`'s chain of causes (an
+/// untrusted certificate, a failed handshake): redis-rs reports those as
+/// I/O errors, which would otherwise read as an unreachable server.
+fn tls_cause(e: &redis::RedisError) -> bool {
+    type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
+    fn is_tls(c: &(dyn std::error::Error + 'static)) -> bool {
+        // redis-rs keeps its cause in an `Arc`: look through it.
+        let c = match c.downcast_ref::<Shared>() {
+            Some(a) => &**a as &(dyn std::error::Error + 'static),
+            None => c,
+        };
+        c.is::<rustls::Error>()
+            || c.downcast_ref::<std::io::Error>()
+                .and_then(|io| io.get_ref())
+                .is_some_and(|i| i.is::<rustls::Error>())
+    }
+    let mut cur: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cur {
+        if is_tls(c) {
+            return true;
+        }
+        cur = c.source();
+    }
+    false
 }

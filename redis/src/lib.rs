@@ -18,7 +18,7 @@
 //! # Client library
 //!
 //! [redis-rs](https://docs.rs/redis) 1.x, synchronous API only, default
-//! features off (`script`, `acl`): no async runtime is forced on users or on
+//! features off (`script`, `acl`, `cluster`, `tls-rustls`): no async runtime is forced on users or on
 //! the C, Python and Node bindings, which plug their own wakers into the same
 //! callback contract as volt-sem ([`RedisSemaphore::acquire_raw`]). fred was
 //! the alternative; it is built on tokio and would run a runtime inside every
@@ -35,6 +35,7 @@
 //!
 //! ```text
 //!   {p:n}:meta      hash   total | avail | closed | token (last fencing token) | inc (incarnation id) | seq
+//!                          | reap (at or below every session's lease deadline)
 //!   {p:n}:queue     zset   request id -> arrival number (FIFO order = the order Redis ran the scripts)
 //!   {p:n}:entries   hash   request id -> "requested:granted so far"
 //!   {p:n}:sessions  zset   session id -> lease deadline (server ms)
@@ -63,7 +64,10 @@
 //!   grants itself and pushes `"<request id> <token>"` to the notification
 //!   list of exactly the sessions it completed. Each process's agent thread
 //!   waits on its list with `BLPOP` on its own connection. A woken waiter
-//!   already holds its permits: no second round trip. A list (rather than
+//!   already holds its permits: no second round trip. A release that
+//!   completes requests of its own session (other tasks or threads of the
+//!   same process) also gets them in its reply and wakes them itself, one
+//!   hop sooner than through the agent. A list (rather than
 //!   pub/sub or RESP3 push) keeps a notification sent while the client is
 //!   reconnecting: it is read after the reconnect. Notifications are hints,
 //!   the hashes are the truth: every heartbeat asks about each request still
@@ -75,7 +79,9 @@
 //!   heartbeat every lease/3 (and by every script it runs). Lease deadlines
 //!   are computed with the server's clock (`TIME` inside the scripts), so
 //!   client clock skew cannot break them. Every script first reaps (up to 16)
-//!   sessions whose deadline passed: their held permits, uncollected grants
+//!   sessions whose deadline passed (acquire and release skip it on their
+//!   fast path when `meta.reap`, kept at or below every lease deadline, shows
+//!   none can have passed): their held permits, uncollected grants
 //!   and the partial grants of their queued requests go back through the
 //!   hand-off, their requests leave the queue. No reaper process is needed;
 //!   while anyone waits, its own heartbeat reaps, so **the permits of a dead
@@ -131,9 +137,113 @@
 //! defence: a guarded resource that remembers the largest token it saw
 //! rejects the paused holder's smaller one. **A failover with asynchronous
 //! replication** may lose the last writes (grants, releases): a replica
-//! promoted without them may grant permits again. Redis `WAIT` (waiting for
-//! replicas to acknowledge each script's writes) narrows that window but is
-//! not consensus; this version does not issue it yet (planned as an option).
+//! promoted without them may grant permits again.
+//! [`ConnectOptions::min_replicas_acked`] (Redis `WAIT`) narrows that
+//! window for the grants a client receives, but is not consensus: see
+//! [Replicas and `WAIT`](#replicas-and-wait).
+//!
+//! # Security
+//!
+//! * **Passwords and ACL users**: `redis://[user:]password@host[:port][/db]`
+//!   (`AUTH` at connect; a refusal is [`Error::Auth`] from `connect`). The
+//!   password never appears in an error text or in `Debug` output: texts
+//!   from the client library are scrubbed, and handles print only the name,
+//!   prefix and total.
+//! * **TLS**: `rediss://host[:port]` (and `rediss+sentinel://`), on
+//!   redis-rs's rustls backend with the *ring* crypto provider (ring
+//!   cross-compiles with a plain C compiler for every target the packages
+//!   are built for; aws-lc-rs needs CMake, and NASM for Windows). The server
+//!   certificate is always verified, host name or IP address included (no
+//!   "insecure" mode). [`ConnectOptions::tls_ca_file`] names the CA
+//!   certificates to trust (a private CA, the usual case for Redis);
+//!   without it, the Mozilla root set compiled into the library
+//!   (webpki-roots) is trusted, the same on every platform (not the system
+//!   store). [`ConnectOptions::tls_client_cert`] presents a client
+//!   certificate to a server with `tls-auth-clients`. An untrusted
+//!   certificate, a failed handshake, `rediss://` to a port that does not
+//!   speak TLS (the server waits for a line the handshake never sends: it
+//!   ends at the connect timeout) and unreadable certificate files are
+//!   [`Error::Tls`] from `connect`; `redis://` to a TLS port is
+//!   [`Error::Connection`] (the server drops the plain-text client). The
+//!   process-wide rustls crypto provider is set to ring only if the program
+//!   set none.
+//!
+//! # Sentinel
+//!
+//! `redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]`
+//! (`rediss+sentinel://` for TLS to the Sentinels and the master, with the
+//! same certificate options): the hosts are Sentinels (port 26379 by
+//! default), `master` the name they monitor; the credentials and the db are
+//! the master's (the Sentinels are asked without credentials). At every
+//! connect *and every reconnect* the Sentinels are asked in turn
+//! (`SENTINEL get-master-addr-by-name`), and the server named is used only
+//! if it answers `ROLE` master; the whole resolution stays within the
+//! connect timeout (an unknown master name is an [`Error::Connection`]
+//! naming it). After a failover the old master's connections are closed (or
+//! answer `READONLY`, which is treated as a dropped connection), so both
+//! connections of a handle reconnect to the new master by themselves.
+//! The semaphore's state is ordinary replicated data: sessions, queue
+//! places and held permits carry over to the promoted replica as far as it
+//! had received them, and the fencing token stays increasing (the larger of
+//! the last token + 1 and the new master's clock in µs). What a failover
+//! that lost the last writes means is in the guarantees above.
+//!
+//! # Replicas and `WAIT`
+//!
+//! With [`ConnectOptions::min_replicas_acked`]`(k, timeout)`, every script
+//! call of the handle that changes the semaphore is followed by
+//! `WAIT k timeout`, and so is every grant learnt from a notification (the
+//! agent first makes a write of its own that follows the grant in the
+//! replication stream, an empty `PUBLISH`, because `WAIT` only covers the
+//! client's own writes and a pop that served a blocked `BLPOP` is not
+//! always counted as one; without it the test saw `WAIT` answer at once
+//! while the replica was frozen). If fewer than
+//! `k` replicas acknowledged in time, the write still stands on the primary
+//! (`WAIT` neither fails nor undoes it) but a failover could forget it.
+//! Carrying on would hand the caller permits that a promoted replica could
+//! grant again, which is what the option exists to prevent, so there is no
+//! silent degrade: the outcome is treated like an uncertain one. The call
+//! fails with [`Error::NotReplicated`], the session is given up (ended, so
+//! what it held and the grant itself go back through the hand-off) and the
+//! handle's other holders and waiters learn [`Error::LeaseExpired`]; the
+//! next call starts a new session. While replicas lag beyond the timeout,
+//! such a client cannot acquire: it trades availability for the durability
+//! it asked for (like the server's `min-replicas-to-write`, but per client).
+//!
+//! What it buys: a grant delivered to such a client had reached `k`
+//! replicas, so a failover that promotes one of them keeps it. What it does
+//! not: it is not consensus. A failover may promote a replica that did not
+//! acknowledge (with more than `k` replicas; Sentinel prefers the most
+//! up-to-date one, but that is not a guarantee), the primary applied the
+//! write before the `WAIT` (other clients may act on it first), clients
+//! without the option are not covered, and replicas without persistence
+//! that restart lose what they acknowledged. The lease and fencing caveats
+//! above are unchanged.
+//!
+//! # Network faults
+//!
+//! * `connect` talks to Redis at once: unreachable, wrong password, a TLS
+//!   mismatch or an unknown Sentinel master is an error from `connect`
+//!   within [`ConnectOptions::connect_timeout`].
+//! * **Redis out of reach while clients wait**: queued requests keep their
+//!   place in Redis while the session's lease holds; the agent reconnects
+//!   with exponential backoff (20 ms, doubling, at most one heartbeat
+//!   interval). A grant made meanwhile waits in the notification list (or
+//!   is found by the first heartbeat) and is delivered after the reconnect.
+//!   **The deadline is the lease** ([`ConnectOptions::lease`]): once the
+//!   session has not been renewed for a whole lease it is expired in Redis
+//!   too, so waiting longer could not help; its waiters then fail with
+//!   [`Error::LeaseExpired`] and its holders learn the loss. A shorter
+//!   lease fails sooner.
+//! * **Connections cut between calls** (a proxy, a load balancer, a
+//!   failover, a restart): a connection idle for a second or more is checked
+//!   (`PING`) before its next command and replaced if dead, so the script
+//!   is sent on the new connection; a cut *during* a call is an uncertain
+//!   outcome (above).
+//! * **Redis restarted with its data** (persistence): the state is intact;
+//!   the scripts are sent again (`NOSCRIPT` → `EVAL`) and everyone carries
+//!   on, waiters in place. **Restarted empty**: [`Error::StateLost`] (the
+//!   incarnation id, above).
 //!
 //! # Redis Cluster
 //!
@@ -147,10 +257,26 @@
 //!
 //! # Connections and threads
 //!
-//! Two connections per connected handle (clones share them): one command
+//! **One session per process per semaphore**: `connect` to the same URL,
+//! name and options (prefix included) while a handle from an earlier
+//! `connect` is alive returns a new handle on that handle's session (it
+//! still checks Redis is reachable with a `PING`); a process-wide registry
+//! of weak references finds it. So a process opens, per distinct (URL,
+//! options, name) in use, **two connections and one thread**: one command
 //! connection for the calling threads, one for the agent thread (`BLPOP` and
-//! the heartbeat). One agent thread per connected handle; it holds no strong
-//! reference to the handle and never keeps the process alive. `connect`
+//! the heartbeat), and the agent thread itself, however many handles,
+//! clones, threads and waiters use it. The session ends when the last handle
+//! of every such `connect` is dropped. [`ConnectOptions::own_session`] opts
+//! out: that handle gets a session (two connections, one thread) of its
+//! own, which ends when it is dropped, taking back whatever it still holds.
+//! The C, Python and Node bindings use it: each of their objects counts the
+//! permits it holds, and a dropped or collected object must give back its
+//! own, not leave them to a session that outlives it. A handle whose semaphore's state was
+//! lost ([`Error::StateLost`]) is not shared: the next `connect` starts
+//! afresh. The agent thread holds no strong reference to the handle and
+//! never keeps the process alive. Through Sentinels, each (re)connect also
+//! opens a short-lived connection to one Sentinel at a time, closed once the
+//! master is found. `connect`
 //! talks to Redis at once: unreachable, wrong password or a malformed URL is
 //! an error from `connect` within [`ConnectOptions::connect_timeout`].
 //! Passwords never appear in errors or `Debug` output.
@@ -193,6 +319,10 @@ pub struct ConnectOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) command_timeout: Duration,
     pub(crate) cluster: bool,
+    pub(crate) own_session: bool,
+    pub(crate) tls_ca_file: Option<std::path::PathBuf>,
+    pub(crate) tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    pub(crate) min_replicas: Option<(usize, Duration)>,
 }
 
 impl Default for ConnectOptions {
@@ -210,6 +340,10 @@ impl ConnectOptions {
             connect_timeout: Duration::from_secs(5),
             command_timeout: Duration::from_secs(5),
             cluster: false,
+            own_session: false,
+            tls_ca_file: None,
+            tls_client_cert: None,
+            min_replicas: None,
         }
     }
     /// The session lease (at least 300 ms): a client not heard of for that
@@ -234,9 +368,49 @@ impl ConnectOptions {
         self.cluster = cluster;
         self
     }
+    /// A session of its own for this handle, never shared with another
+    /// `connect` of this process (by default, a `connect` to the same URL,
+    /// name and options shares the live one's session: see *Connections and
+    /// threads*). Its held permits go back when it is dropped, whatever other
+    /// handles of the process hold.
+    pub fn own_session(mut self, own: bool) -> Self {
+        self.own_session = own;
+        self
+    }
     /// How long one script call may take before the connection counts as failed.
     pub fn command_timeout(mut self, t: Duration) -> Self {
         self.command_timeout = t;
+        self
+    }
+    /// Trust the CA certificates of this PEM file (instead of the system's
+    /// trust store) for a `rediss://` URL: the server's certificate must be
+    /// issued by one of them, for the URL's host name or IP address. The file
+    /// is read by `connect` ([`Error::Tls`] if it cannot be read or parsed).
+    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.tls_ca_file = Some(path.into());
+        self
+    }
+    /// Present this client certificate (PEM, with its chain) and private key
+    /// (PEM) to a `rediss://` server that asks for one (`tls-auth-clients`).
+    pub fn tls_client_cert(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.tls_client_cert = Some((cert.into(), key.into()));
+        self
+    }
+    /// After each script that changes the semaphore, wait (Redis `WAIT`, up
+    /// to `timeout`) until at least `replicas` replicas acknowledged its
+    /// writes; if fewer do, the call fails with [`Error::NotReplicated`] and
+    /// the session is given up (see "Replicas and `WAIT`" in the crate
+    /// docs). `replicas` 0 turns it off (the default). `timeout` must be
+    /// below a third of the lease: the agent waits for it too, and must
+    /// still renew the lease in time. On a Redis Cluster, redis-rs sends
+    /// `WAIT` to every primary and keeps the smallest count, so every
+    /// primary needs `replicas` replicas.
+    pub fn min_replicas_acked(mut self, replicas: usize, timeout: Duration) -> Self {
+        self.min_replicas = (replicas > 0).then_some((replicas, timeout));
         self
     }
 }
@@ -277,12 +451,17 @@ impl Census {
     }
 }
 
-/// A handle on a semaphore stored in Redis. Cheap to clone; clones share one
-/// session, two connections and one agent thread. When the last clone is
-/// dropped, the session ends and whatever it still holds goes back.
+/// A handle on a semaphore stored in Redis. Cheap to clone; clones (and the
+/// handles of other `connect` calls to the same URL, options and name in
+/// this process) share one session, two connections and one agent thread.
+/// When the last of them is dropped, the session ends and whatever it still
+/// holds goes back.
 #[derive(Clone)]
 pub struct RedisSemaphore {
     inner: Arc<Inner>,
+    /// This handle's identity (shared by its clones, not by another
+    /// `connect` that shares the session): what [`owns`](Self::owns) tells.
+    ident: Arc<u8>,
 }
 
 impl core::fmt::Debug for RedisSemaphore {
@@ -298,13 +477,17 @@ impl core::fmt::Debug for RedisSemaphore {
 
 impl RedisSemaphore {
     /// Connects to the semaphore `name` with `permits` in total, creating it
-    /// if it does not exist. `url`: `redis://[user:password@]host[:port][/db]`
-    /// or `unix:///path`. Talks to Redis at once.
+    /// if it does not exist. `url`: `redis://[user:password@]host[:port][/db]`,
+    /// `rediss://...` (TLS), `unix:///path`,
+    /// `redis+sentinel://[user:password@]host[:port][,host[:port]...]/master[/db]`
+    /// (or `rediss+sentinel://`), or with [`ConnectOptions::cluster`]
+    /// comma-separated seed node URLs. Talks to Redis at once.
     ///
     /// Errors: [`Error::InvalidUrl`], [`Error::InvalidName`],
     /// [`Error::InvalidPrefix`], [`Error::InvalidPermits`],
-    /// [`Error::InvalidOption`], [`Error::Auth`], [`Error::Connection`]
-    /// (within the connect timeout), [`Error::TotalMismatch`].
+    /// [`Error::InvalidOption`], [`Error::Auth`], [`Error::Tls`],
+    /// [`Error::Connection`] (within the connect timeout),
+    /// [`Error::TotalMismatch`].
     pub fn connect(
         url: &str,
         name: &str,
@@ -325,8 +508,22 @@ impl RedisSemaphore {
         if options.connect_timeout.is_zero() || options.command_timeout.is_zero() {
             return Err(Error::InvalidOption("timeouts must be positive"));
         }
-        let inner = Inner::connect(url, name, permits as u64, options)?;
-        Ok(RedisSemaphore { inner })
+        if let Some((_, t)) = options.min_replicas {
+            if t.is_zero() || t >= options.lease / 3 {
+                return Err(Error::InvalidOption(
+                    "the min_replicas_acked timeout must be positive and below a third of the lease",
+                ));
+            }
+        }
+        let inner = if options.own_session {
+            session::Inner::connect(url, name, permits as u64, options)?
+        } else {
+            session::connect_shared(url, name, permits as u64, options)?
+        };
+        Ok(RedisSemaphore {
+            inner,
+            ident: Arc::new(0),
+        })
     }
 
     /// The name.
@@ -459,8 +656,13 @@ impl RedisSemaphore {
     }
 
     /// Queues an acquire of `n` permits that completes by calling
-    /// `wake(ctx)` (volt-sem's waker contract), on the agent thread or on a
-    /// thread that found the session lost. One round trip on this thread.
+    /// `wake(ctx)` (volt-sem's waker contract), on the agent thread, on a
+    /// thread whose release completed the grant (a handle of this session),
+    /// or on a thread that found the session lost. One round trip on this
+    /// thread. Callbacks never nest: those completed while a callback runs
+    /// on the same thread (it released, or lost the session) run after it
+    /// returned, in order; a callback may `finish_raw` such a sibling, which
+    /// then returns its outcome at once and its callback never runs.
     ///
     /// `Ready`: taken at once, [`RedisWaiter::token`] has the token, no
     /// callback. `Pending`: queued; the callback runs once, when the grant is
@@ -488,7 +690,7 @@ impl RedisSemaphore {
             };
         }
         waiter.sem.store(
-            Arc::as_ptr(&self.inner) as *mut (),
+            Arc::as_ptr(&self.ident) as *mut (),
             core::sync::atomic::Ordering::Relaxed,
         );
         // SAFETY: forwarded contract.
@@ -509,11 +711,21 @@ impl RedisSemaphore {
         unsafe { self.inner.finish(waiter) }
     }
 
+    /// A watch on `session` (a number from [`RedisWaiter::session`] or
+    /// [`Permit::session`]): it completes when that session is lost. A
+    /// session that is not this handle's current one counts as lost.
+    pub fn lease_watch(&self, session: u64) -> LeaseWatch {
+        LeaseWatch {
+            sem: self.clone(),
+            epoch: session,
+        }
+    }
+
     /// Whether `waiter` was last queued through this handle or a clone.
     pub fn owns(&self, waiter: &RedisWaiter) -> bool {
         core::ptr::eq(
             waiter.sem.load(core::sync::atomic::Ordering::Relaxed),
-            Arc::as_ptr(&self.inner) as *mut (),
+            Arc::as_ptr(&self.ident) as *mut (),
         )
     }
 }
@@ -588,6 +800,10 @@ impl Permit {
     pub fn is_lost(&self) -> bool {
         self.n > 0 && self.sem.inner.is_lost(self.epoch)
     }
+    /// The session that holds these permits (for [`RedisSemaphore::lease_watch`]).
+    pub fn session(&self) -> u64 {
+        self.epoch
+    }
     /// Completes when the session that holds these permits is lost.
     pub fn lost(&self) -> LeaseLost<'_> {
         LeaseLost { permit: self }
@@ -623,22 +839,73 @@ impl Future for LeaseLost<'_> {
     type Output = Error;
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Error> {
         let p = self.permit;
-        if p.n > 0 && p.sem.inner.register_lost_waker(p.epoch, cx.waker()) {
-            let failed = p
-                .sem
-                .inner
-                .state
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .failed;
-            Poll::Ready(if failed {
-                Error::StateLost
-            } else {
-                Error::LeaseExpired
-            })
-        } else {
-            Poll::Pending
+        if p.n == 0 {
+            return Poll::Pending;
         }
+        poll_lost(&p.sem, p.epoch, cx)
+    }
+}
+
+/// Registers `cx`'s waker for the loss of session `epoch`; `Ready` with the
+/// reason once it is lost.
+fn poll_lost(sem: &RedisSemaphore, epoch: u64, cx: &mut Context<'_>) -> Poll<Error> {
+    if sem.inner.register_lost_waker(epoch, cx.waker()) {
+        let failed = sem
+            .inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .failed;
+        Poll::Ready(if failed {
+            Error::StateLost
+        } else {
+            Error::LeaseExpired
+        })
+    } else {
+        Poll::Pending
+    }
+}
+
+/// Watches one session of a handle: completes with [`Error::LeaseExpired`]
+/// (or [`Error::StateLost`]) when that session is lost, and never otherwise.
+/// The owned form of [`Permit::lost`], for code that holds permits by count
+/// rather than as a [`Permit`] (the raw waiter API, the bindings): take the
+/// session of a grant from [`RedisWaiter::session`] or [`Permit::session`].
+///
+/// It holds a clone of the handle (the session stays up while it is
+/// watched). A poll registers its waker, woken once when the session is
+/// lost; a waker that would wake the same task is registered once, however
+/// often it polls. A registration outlives the watch (it ends with the
+/// session or the handle): code that watches many grants of one session
+/// registers one waker for the session and fans out itself (as the C
+/// library's lease hub does), rather than a new waker per grant.
+#[must_use = "futures do nothing unless polled"]
+#[derive(Clone)]
+pub struct LeaseWatch {
+    sem: RedisSemaphore,
+    epoch: u64,
+}
+
+impl core::fmt::Debug for LeaseWatch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("LeaseWatch")
+            .field("session", &self.epoch)
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl LeaseWatch {
+    /// Whether the watched session was lost.
+    pub fn is_lost(&self) -> bool {
+        self.sem.inner.is_lost(self.epoch)
+    }
+}
+
+impl Future for LeaseWatch {
+    type Output = Error;
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Error> {
+        poll_lost(&self.sem, self.epoch, cx)
     }
 }
 

@@ -27,7 +27,7 @@ use volt_sem::{RawAcquire, WakeFn};
 use crate::conn::{Client, Conn};
 use crate::error::Error;
 use crate::scripts::{CallError, Keys, Reply, Scripts, Who};
-use crate::waiter::{phase, Claimed, Finish, RedisWaiter, CURRENT};
+use crate::waiter::{deliver, phase, take_pending, Claimed, Finish, RedisWaiter, CURRENT};
 use crate::ConnectOptions;
 
 /// A random 128-bit id in hex (session ids, incarnation ids). std only:
@@ -85,6 +85,7 @@ pub(crate) struct State {
     acked: Vec<String>,
     /// Sessions given up that must still be ended in Redis.
     to_end: Vec<String>,
+    /// Wakers of lease watches (each once: re-polls add nothing).
     lost_wakers: Vec<Waker>,
 }
 
@@ -126,6 +127,11 @@ pub(crate) struct Inner {
     cmd: Mutex<Option<Conn>>,
     pub(crate) state: Mutex<State>,
     kick: Arc<Kick>,
+    /// The process that connected. After `fork()` the child has a copy of
+    /// the handle but not its agent thread, and its sessions are the
+    /// parent's: the child must neither use them nor end them (its exit or
+    /// its drop would otherwise return the parent's permits behind its back).
+    pid: u32,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -179,11 +185,7 @@ impl Inner {
         opts: ConnectOptions,
     ) -> Result<Arc<Inner>, Error> {
         let secret = url_secret(url);
-        let client =
-            Client::open(url, &opts).map_err(|e| match Error::from_redis(&e, &secret) {
-                Error::Redis(_) | Error::Protocol(_) => Error::InvalidUrl,
-                other => other,
-            })?;
+        let client = Client::open(url, &opts)?;
         let mut con = Self::open_connection(&client, &opts, &secret)?;
         let keys = Keys::new(&opts.prefix, name);
         let scripts = Arc::new(Scripts::new());
@@ -238,6 +240,7 @@ impl Inner {
                 lost_wakers: Vec::new(),
             }),
             kick: Arc::new(Kick::default()),
+            pid: std::process::id(),
         });
         let weak = Arc::downgrade(&inner);
         at_exit::register(weak.clone());
@@ -269,13 +272,23 @@ impl Inner {
         &self,
         f: impl FnOnce(&mut Conn) -> Result<R, CallError>,
     ) -> Result<R, CallError> {
+        if self.forked() {
+            return Err(CallError::NotRun(Error::Forked));
+        }
         let mut g = lock(&self.cmd);
         if g.is_none() {
             let c = Self::open_connection(&self.client, &self.opts, &self.secret)
                 .map_err(CallError::NotRun)?;
             *g = Some(c);
         }
-        let r = f(g.as_mut().expect("connected above"));
+        let mut r = f(g.as_mut().expect("connected above"));
+        if r.is_ok() {
+            // min_replicas_acked: a write too few replicas acknowledged may
+            // be lost by a failover, as if the call had an unknown outcome.
+            if let Err(e) = g.as_mut().expect("connected").wait_replicas(&self.opts) {
+                r = Err(CallError::Uncertain(e));
+            }
+        }
         if matches!(r, Err(CallError::Uncertain(_))) {
             *g = None;
         }
@@ -381,9 +394,7 @@ impl Inner {
             let mut st = lock(&self.state);
             self.lose_locked(&mut st, epoch, &err)
         };
-        for c in claimed {
-            c.notify();
-        }
+        deliver(claimed);
         self.end_given_up();
         self.kick.kick();
     }
@@ -432,9 +443,7 @@ impl Inner {
             }
             claimed
         };
-        for c in claimed {
-            c.notify();
-        }
+        deliver(claimed);
         self.kick.kick();
     }
 
@@ -465,6 +474,15 @@ impl Inner {
                 Some(Error::StateLost)
             }
             _ => None,
+        }
+    }
+
+    /// After an acquire or release script: its fast path renews the lease
+    /// only once a third of it has passed (lua/fast.lua), so the lease
+    /// surely lasts from lease/3 before the call was sent.
+    fn renewed_fast(&self, epoch: u64, sent: Instant) {
+        if let Some(t) = sent.checked_sub(self.opts.lease / 3) {
+            self.renewed(epoch, t);
         }
     }
 
@@ -561,7 +579,7 @@ impl Inner {
             match r.status.as_str() {
                 "READY" => {
                     let token = r.int(0)?;
-                    self.renewed(epoch, sent);
+                    self.renewed_fast(epoch, sent);
                     if let Err(f) = unpublish(self) {
                         return Err(match f {
                             Finish::Failed(e) => e,
@@ -580,7 +598,7 @@ impl Inner {
                     return Ok((RawAcquire::Ready, token, epoch));
                 }
                 "PENDING" => {
-                    self.renewed(epoch, sent);
+                    self.renewed_fast(epoch, sent);
                     let mut st = lock(&self.state);
                     if let Some(e) = st.table.get_mut(&ctr) {
                         e.queued = true;
@@ -648,6 +666,14 @@ impl Inner {
                 phase::NOTIFYING if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
                     let f = w.take_outcome();
                     w.phase.store(phase::CONSUMED, Ordering::Release);
+                    return f;
+                }
+                // Completed on this thread, its callback not run yet (a
+                // sibling of the callback running here): taken off the queue,
+                // its callback never runs, and it is idle at once.
+                phase::NOTIFYING if take_pending(w) => {
+                    let f = w.take_outcome();
+                    w.phase.store(phase::IDLE, Ordering::Release);
                     return f;
                 }
                 phase::CONSUMED if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
@@ -756,11 +782,25 @@ impl Inner {
         };
         match r.status.as_str() {
             "OK" => {
-                self.renewed(epoch, sent);
-                let mut st = lock(&self.state);
-                if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
-                    st.held -= n.min(st.held);
+                self.renewed_fast(epoch, sent);
+                {
+                    let mut st = lock(&self.state);
+                    if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+                        st.held -= n.min(st.held);
+                    }
                 }
+                // Our own waiters this release completed: woken here, one
+                // hop sooner than through the agent (whose notification
+                // then finds them done).
+                let claimed: Vec<Claimed> = r
+                    .rest
+                    .chunks_exact(2)
+                    .filter_map(|g| {
+                        let (s, ctr) = g[0].split_once(':')?;
+                        self.complete(s, ctr.parse().ok()?, &g[1])
+                    })
+                    .collect();
+                deliver(claimed);
                 Ok(())
             }
             "NOTHELD" => Err(Error::NotHeld { held: r.int(0)? }),
@@ -794,11 +834,16 @@ impl Inner {
     }
 
     pub(crate) fn census(&self) -> Result<Reply, Error> {
-        let sid = lock(&self.state)
-            .session
-            .as_ref()
-            .map(|s| s.sid.clone())
-            .unwrap_or_default();
+        let sid = {
+            let st = lock(&self.state);
+            if st.failed {
+                return Err(Error::StateLost);
+            }
+            st.session
+                .as_ref()
+                .map(|s| s.sid.clone())
+                .unwrap_or_default()
+        };
         let r = self
             .with_cmd(|con| self.scripts.census(con, &self.keys, self.who(&sid)))
             .map_err(|e| match e {
@@ -815,13 +860,25 @@ impl Inner {
         st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch)
     }
 
+    /// Registers `w` for the loss of session `epoch` (once: a waker that
+    /// would wake the same task is not added again); true if it is lost
+    /// already. Registrations stay until the session is lost or the handle
+    /// dropped, so a binding registers one waker per session (its own hub),
+    /// not one per watch.
     pub(crate) fn register_lost_waker(&self, epoch: u64, w: &Waker) -> bool {
         let mut st = lock(&self.state);
         if st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch) {
             return true;
         }
-        st.lost_wakers.push(w.clone());
+        if !st.lost_wakers.iter().any(|old| old.will_wake(w)) {
+            st.lost_wakers.push(w.clone());
+        }
         false
+    }
+
+    /// Whether this is a copy of the handle in a `fork()` child.
+    pub(crate) fn forked(&self) -> bool {
+        std::process::id() != self.pid
     }
 
     /// Completes the waiter `ctr` of session `sid` with a grant record's
@@ -846,6 +903,53 @@ impl Inner {
         // SAFETY: it was in the table.
         Some(unsafe { Claimed::claim(e.w, outcome) })
     }
+}
+
+/// One session per process per semaphore: the live handles by (URL, name,
+/// options), as weak references, so that a second `connect` shares the
+/// first one's session, connections and agent thread instead of opening
+/// another set. Two first `connect`s racing may each open one; later ones
+/// share the first found.
+type Registered = (String, String, ConnectOptions, Weak<Inner>);
+static REGISTRY: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+pub(crate) fn connect_shared(
+    url: &str,
+    name: &str,
+    total: u64,
+    opts: ConnectOptions,
+) -> Result<Arc<Inner>, Error> {
+    let found = {
+        let mut reg = lock(&REGISTRY);
+        reg.retain(|e| e.3.strong_count() > 0);
+        reg.iter()
+            .filter(|e| e.0 == url && e.1 == name && e.2 == opts)
+            .filter_map(|e| e.3.upgrade())
+            // Never a handle inherited through fork(): its session is the
+            // parent's.
+            .find(|i| i.total == total && !i.forked() && !lock(&i.state).failed)
+    };
+    if let Some(inner) = found {
+        // `connect` talks to Redis at once, shared or not.
+        inner
+            .with_cmd(|con| {
+                redis::cmd("PING")
+                    .query::<String>(con)
+                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &inner.secret)))
+            })
+            .map_err(|e| match e {
+                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+            })?;
+        return Ok(inner);
+    }
+    let inner = Inner::connect(url, name, total, opts.clone())?;
+    lock(&REGISTRY).push((
+        url.to_string(),
+        name.to_string(),
+        opts,
+        Arc::downgrade(&inner),
+    ));
+    Ok(inner)
 }
 
 /// Sessions still alive when the process exits (a handle in a `static`, a
@@ -889,6 +993,9 @@ impl Inner {
     /// Ends every session of this handle now, without blocking on a lock
     /// (for the exit handler).
     fn end_now(&self) {
+        if self.forked() {
+            return; // the parent's sessions: not this process's to end
+        }
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             let Ok(mut st) = self.state.try_lock() else {
                 return;
@@ -918,6 +1025,12 @@ impl Drop for Inner {
     /// The last handle is gone: end the session (its permits go back at
     /// once rather than at lease expiry) and let the agent exit.
     fn drop(&mut self) {
+        // A copy in a fork() child ends nothing (the sessions are the
+        // parent's) and has no agent to kick; and it must take no lock the
+        // parent's agent thread may have held at the fork (the kick's).
+        if self.forked() {
+            return;
+        }
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.shutdown = true;
         let mut sids: Vec<String> = st.to_end.drain(..).collect();
@@ -1041,12 +1154,20 @@ impl Agent {
                         return;
                     };
                     inner.check_local_expiry();
+                    // min_replicas_acked: a write of ours after the pop
+                    // follows the grant in the replication stream, so a
+                    // WAIT after it covers the grant.
+                    if let Err(e) = c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid)) {
+                        inner.lose(epoch, e);
+                        con = None;
+                        continue;
+                    }
                     if let Some((eid, value)) = msg.split_once(' ') {
                         if let Some((s, ctr)) = eid.split_once(':') {
                             if let Ok(ctr) = ctr.parse() {
                                 if let Some(cl) = inner.complete(s, ctr, value) {
                                     drop(inner);
-                                    cl.notify();
+                                    deliver([cl]);
                                 }
                             }
                         }
@@ -1081,6 +1202,13 @@ impl Agent {
         match r {
             Ok(r) if r.status == "OK" => {
                 inner.renewed(epoch, sent);
+                let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
+                if grants {
+                    if let Err(e) = c.wait_replicas(&self.opts) {
+                        inner.lose(epoch, e);
+                        return false;
+                    }
+                }
                 let mut claimed = Vec::new();
                 for ((ctr, _), status) in query.iter().zip(&r.rest) {
                     match status.as_str() {
@@ -1104,9 +1232,7 @@ impl Agent {
                         v => claimed.extend(inner.complete(sid, *ctr, v)),
                     }
                 }
-                for cl in claimed {
-                    cl.notify();
-                }
+                deliver(claimed);
                 true
             }
             Ok(r) => {

@@ -15,7 +15,8 @@
 
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
-use std::cell::{Cell, UnsafeCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
@@ -161,6 +162,22 @@ impl RedisWaiter {
         self.token.load(Ordering::Relaxed)
     }
 
+    /// The session of the handle the last request ran in (its grant is held
+    /// by that session): pass it to [`lease_watch`](crate::RedisSemaphore::lease_watch)
+    /// to learn when the grant is lost.
+    pub fn session(&self) -> u64 {
+        self.epoch.load(Ordering::Relaxed)
+    }
+
+    /// The outcome of a completed request, not yet collected by
+    /// `finish_raw` (which consumes it); `None` while queued or idle.
+    pub fn peek_outcome(&self) -> Option<Finish> {
+        self.outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     pub(crate) fn take_outcome(&self) -> Finish {
         self.outcome
             .lock()
@@ -174,10 +191,62 @@ thread_local! {
     /// The waiter whose callback this thread is running (so that `finish_raw`
     /// called from inside the callback returns at once).
     pub(crate) static CURRENT: Cell<*const RedisWaiter> = const { Cell::new(core::ptr::null()) };
+    /// Waiters completed on this thread whose callbacks have not run yet, in
+    /// completion order (see [`deliver`]).
+    static PENDING: RefCell<VecDeque<*const RedisWaiter>> = const { RefCell::new(VecDeque::new()) };
+    /// Whether this thread is inside [`deliver`]'s loop.
+    static DELIVERING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs the callbacks of completed waiters, one after another, never nested.
+///
+/// Callbacks run on the agent thread, on a releasing thread (a release that
+/// completed waiters of its own session) and on a thread that found the
+/// session lost; a callback may itself release or lose the session and so
+/// complete more waiters. Those are appended to this thread's pending queue
+/// and run by the outermost `deliver` after the current callback returned,
+/// so a chain of callbacks that each release to the next runs in constant
+/// stack, whatever its length (as in volt-sem's own delivery).
+///
+/// A callback may call `finish_raw` on a sibling completed in the same batch
+/// whose callback has not run yet: [`take_pending`] takes it off the queue
+/// (its callback never runs; `finish_raw` returns its outcome at once)
+/// instead of waiting for a callback that only this thread would run.
+pub(crate) fn deliver(claimed: impl IntoIterator<Item = Claimed>) {
+    PENDING.with(|q| q.borrow_mut().extend(claimed.into_iter().map(|c| c.0)));
+    if DELIVERING.with(|d| d.replace(true)) {
+        return; // the outer loop on this thread runs them
+    }
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let _ = DELIVERING.try_with(|d| d.set(false));
+        }
+    }
+    let _reset = Reset;
+    while let Some(w) = PENDING.with(|q| q.borrow_mut().pop_front()) {
+        Claimed(w).notify();
+    }
+}
+
+/// Takes `w` off this thread's pending queue if it is there (its callback
+/// has not run and now never will). Pointer comparison only: a waiter that
+/// is not queued here is not touched.
+pub(crate) fn take_pending(w: *const RedisWaiter) -> bool {
+    PENDING.with(|q| {
+        let mut q = q.borrow_mut();
+        match q.iter().position(|&p| core::ptr::eq(p, w)) {
+            Some(i) => {
+                q.remove(i);
+                true
+            }
+            None => false,
+        }
+    })
 }
 
 /// A waiter removed from the table with its outcome set, to be woken after
-/// the state lock is released.
+/// the state lock is released, through [`deliver`].
 pub(crate) struct Claimed(pub(crate) *const RedisWaiter);
 
 // SAFETY: the waiter stays valid until its phase leaves NOTIFYING (the
@@ -201,8 +270,9 @@ impl Claimed {
         Claimed(w)
     }
 
-    /// Runs the callback, then publishes DONE (the last access).
-    pub(crate) fn notify(self) {
+    /// Runs the callback, then publishes DONE (the last access). Only
+    /// through [`deliver`].
+    fn notify(self) {
         // SAFETY: valid until the phase leaves NOTIFYING (below).
         let w = unsafe { &*self.0 };
         // SAFETY: the waiter is out of the table; only this notifier reads `wake`.

@@ -1,5 +1,6 @@
-//! The Rust API against a real redis-server, several handles (each its own
-//! session, as separate clients are) in one process.
+//! The Rust API against a real redis-server, several handles in one process
+//! (handles with the same URL, options and name share one session, see
+//! shared_session.rs; those with other options have their own).
 
 mod support;
 

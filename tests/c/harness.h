@@ -6,6 +6,11 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#if !defined(_WIN32)
+#include <signal.h>
+#include <unistd.h>
+#endif
 
 #include "volt_sem.h"
 
@@ -44,9 +49,46 @@ static int harness_failed;
         }                                                                         \
     } while (0)
 
+#if !defined(_WIN32)
+/* A test that hangs fails its suite with its name instead of holding the run
+ * (CI's budget) until something outside kills it: each test gets this many
+ * seconds (valgrind included), then SIGALRM ends the process. */
+#define HARNESS_TEST_SECONDS 300
+static const char *harness_current = "";
+
+static void harness_write(const char *s) {
+    size_t n = strlen(s);
+    if (write(2, s, n) != (ssize_t)n) return;
+}
+
+static void harness_timed_out(int sig) {
+    (void)sig; /* async-signal-safe calls only */
+    harness_write("TIMEOUT: ");
+    harness_write(harness_current);
+    harness_write(" did not finish in time (a hang)\n");
+    _exit(124);
+}
+
+/* For a child of fork() that does not exec: the parent's handler and timer
+ * are not its own; a child that hangs dies of SIGALRM after `seconds`, so
+ * its parent sees it end (and its test fail) instead of waiting for ever. */
+static inline void harness_child_watchdog(unsigned seconds) {
+    signal(SIGALRM, SIG_DFL);
+    alarm(seconds);
+}
+#endif
+
 static void run_test(const char *name, void (*fn)(void)) {
     harness_failures_in_test = 0;
+#if !defined(_WIN32)
+    harness_current = name;
+    signal(SIGALRM, harness_timed_out);
+    alarm(HARNESS_TEST_SECONDS);
+#endif
     fn();
+#if !defined(_WIN32)
+    alarm(0);
+#endif
     if (harness_failures_in_test == 0) {
         harness_passed++;
         printf("ok   %s\n", name);

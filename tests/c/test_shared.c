@@ -99,6 +99,7 @@ static child spawn(const char *role, const char *name, const char *arg) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        harness_child_watchdog(120); /* kept across exec */
         char rfd[16], wfd[16];
         snprintf(rfd, sizeof rfd, "%d", to_child[0]);
         snprintf(wfd, sizeof wfd, "%d", from_child[1]);
@@ -465,6 +466,7 @@ static void test_forked_handle(void) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        harness_child_watchdog(60);
         char code = 0;
         const volt_sem *mine = NULL;
         if (volt_sem_try_acquire(sem, 1) != VOLT_FORKED) code = 1;
@@ -609,6 +611,7 @@ static void test_permission_denied(void) {
         pid_t pid = fork();
         REQUIRE(pid >= 0);
         if (pid == 0) {
+            harness_child_watchdog(60);
             char code = 0;
             const volt_sem *s = NULL;
             if (setgid(gid) != 0 || setuid(uid) != 0) code = 1;

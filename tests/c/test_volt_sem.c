@@ -636,6 +636,7 @@ static void test_fork_with_a_blocked_thread(void) {
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
+        harness_child_watchdog(60);
         char code = 0;
         if (volt_sem_release(b.sem, 1) != VOLT_OK) code = 10;
         else if (volt_sem_available_permits(b.sem) != 2) code = 11; /* 1 + the ghost's 1 */

@@ -1,8 +1,19 @@
 #!/usr/bin/env python3
-"""Mixed-language multi-process stress on one named volt-sem (issue 10).
+"""Mixed-language multi-process stress on one volt-sem shared by processes:
+a named one in shared memory (issue 10), or with ``--redis`` one stored in
+Redis (issue 18).
 
     python3 driver.py --c-worker PATH [--python PY] [--node NODE]
                       [--seconds 20] [--total 6] [--per-lang 2] [--seed N]
+                      [--redis [--lease-ms 2000]]
+
+With ``--redis`` the driver starts its own ``redis-server`` (a free loopback
+port, a temp dir, no persistence; stopped by pid at the end) and every worker
+connects to it (the environment's VOLT_MP_REDIS and VOLT_MP_LEASE_MS) instead
+of opening a name. A killed process's permits then come back when its session
+lease expires (lease + one heartbeat), not within the shared memory's 200 ms
+sweep, and a dead queued request holds up the queue behind it until then, so
+the kills are less frequent (every 1.5-3 s).
 
 Starts worker processes of every language given (C: tests/multiproc/worker.c,
 Python: worker.py, Node: worker.js, main thread + a worker thread), all on
@@ -52,6 +63,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent / "scripts"))
+from local_redis import LocalRedis  # noqa: E402
 
 
 @dataclass
@@ -112,7 +125,22 @@ def main() -> int:
     ap.add_argument("--total", type=int, default=6)
     ap.add_argument("--per-lang", type=int, default=2)
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--redis", action="store_true", help="one semaphore in a redis-server of its own")
+    ap.add_argument("--lease-ms", type=int, default=2000, help="the Redis session lease")
     args = ap.parse_args()
+    redis = None
+    if args.redis:
+        redis = LocalRedis()
+        os.environ["VOLT_MP_REDIS"] = redis.url
+        os.environ["VOLT_MP_LEASE_MS"] = str(args.lease_ms)
+    try:
+        return stress(args)
+    finally:
+        if redis is not None:
+            redis.close()
+
+
+def stress(args: argparse.Namespace) -> int:
     langs = ["c"] + (["python"] if args.python else []) + (["node"] if args.node else [])
     rng = random.Random(args.seed)
     name = f"multiproc-{os.getpid()}"
@@ -126,8 +154,10 @@ def main() -> int:
     sel = selectors.DefaultSelector()
     procs: list[Proc] = []
     finished: list[Proc] = []
-    print(f"multiproc: name {name}, total {args.total}, {args.per_lang} process(es) each of {', '.join(langs)}, "
-          f"{args.seconds:g} s, seed {args.seed}", flush=True)
+    where = f"Redis at {os.environ['VOLT_MP_REDIS']}, lease {args.lease_ms} ms" if args.redis else "shared memory"
+    print(f"multiproc: name {name} ({where}), total {args.total}, {args.per_lang} process(es) each of "
+          f"{', '.join(langs)}, {args.seconds:g} s, seed {args.seed}", flush=True)
+    kill_gap = (1.5, 3.0) if args.redis else (0.15, 0.4)
 
     def start_one(lang: str) -> None:
         p = spawn(lang, args, name, deadline_ms, rng.randrange(1 << 30))
@@ -176,7 +206,7 @@ def main() -> int:
     for lang in langs:
         for _ in range(args.per_lang):
             start_one(lang)
-    next_kill = time.time() + rng.uniform(0.15, 0.4)
+    next_kill = time.time() + rng.uniform(*kill_gap)
     check = None
     # Runs until every worker's pipe closed (they stop at the deadline); a
     # worker still running 60 s after it is a hang.
@@ -202,7 +232,7 @@ def main() -> int:
                 victim.counted = 0
                 run.kills[victim.lang] += 1
                 start_one(victim.lang)
-            next_kill = now + rng.uniform(0.15, 0.4)
+            next_kill = now + rng.uniform(*kill_gap)
         waiting = [p for p in procs if not p.closed and not p.killed]
         if check is None and now > deadline and waiting and all(p.done for p in waiting):
             # Every survivor released everything and is still attached.
@@ -248,7 +278,8 @@ def main() -> int:
 
     if check is None:  # no survivor at all (cannot happen: kills stop before the end)
         check = subprocess.run([args.c_worker, "--check", name, str(args.total)], capture_output=True, text=True)
-    subprocess.run([args.c_worker, "--unlink", name], capture_output=True)
+    if not args.redis:
+        subprocess.run([args.c_worker, "--unlink", name], capture_output=True)
     elapsed = time.time() - start
     kills = sum(run.kills.values())
     grants = sum(run.grants.values())

@@ -18,6 +18,9 @@
  * --check: acquires the whole total (waiting at most 20 s: a dead process's
  * permits come back within the liveness sweep), checks that nothing is left
  * available, releases, and checks that everything is available again.
+ *
+ * With VOLT_MP_REDIS set (a Redis URL), the semaphore is the one stored there
+ * under NAME (volt_sem_connect, lease VOLT_MP_LEASE_MS), not a named segment.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -136,8 +139,20 @@ static void *run(void *arg) {
     return NULL;
 }
 
+/* The semaphore of the run: in Redis when VOLT_MP_REDIS names one, else the
+ * named segment (attach-only for the check, which must not create it). */
+static volt_status open_sem(const char *name, uint32_t flags) {
+    const char *url = getenv("VOLT_MP_REDIS");
+    if (!url) return volt_sem_open(name, total, flags, &sem);
+    volt_connect_options opts;
+    volt_connect_options_init(&opts, sizeof opts);
+    const char *lease = getenv("VOLT_MP_LEASE_MS");
+    if (lease) opts.lease_ms = strtoull(lease, NULL, 10);
+    return volt_sem_connect(url, name, total, &opts, &sem);
+}
+
 static int check(const char *name) {
-    volt_status st = volt_sem_open(name, total, VOLT_OPEN_ATTACH_ONLY, &sem);
+    volt_status st = open_sem(name, VOLT_OPEN_ATTACH_ONLY);
     if (st != VOLT_OK) die("open (check)", st);
     st = volt_sem_acquire_blocking(sem, total, (int64_t)20 * 1000000000);
     if (st != VOLT_OK) {
@@ -177,7 +192,7 @@ int main(int argc, char **argv) {
     }
     rfd = atoi(r);
     wfd = atoi(w);
-    volt_status st = volt_sem_open(argv[1], total, 0, &sem);
+    volt_status st = open_sem(argv[1], 0);
     if (st != VOLT_OK) die("open", st);
     pthread_t t[THREADS];
     for (int i = 0; i < THREADS; i++) {

@@ -14,6 +14,11 @@
 // checks that the process holds nothing, reports "d 0" and waits, still
 // attached, until the driver's conservation check is over; then prints one
 // JSON line of counts. Any unexpected error exits 1.
+//
+// With VOLT_MP_REDIS set (a Redis URL), the semaphore is the one stored there
+// under NAME (Semaphore.connect, lease VOLT_MP_LEASE_MS) instead of a named
+// segment; its calls are asynchronous, hence the awaits on tryAcquire and
+// release (harmless on a named semaphore's synchronous ones).
 const fs = require('node:fs');
 const path = require('node:path');
 const { Worker, isMainThread, workerData, parentPort } = require('node:worker_threads');
@@ -65,7 +70,7 @@ async function useAndRelease(sem, w) {
   counter('+', w);
   await sleep(rand(4));
   counter('-', w);
-  sem.release(w);
+  await sem.release(w);
 }
 
 async function loop(sem) {
@@ -73,7 +78,7 @@ async function loop(sem) {
     const w = 1 + rand(4);
     const mode = rand(4);
     if (mode === 0) {
-      if (sem.tryAcquire(w)) await useAndRelease(sem, w);
+      if (await sem.tryAcquire(w)) await useAndRelease(sem, w);
       else {
         stats.try_fails++;
         await sleep(1);
@@ -101,7 +106,10 @@ async function loop(sem) {
 }
 
 async function main() {
-  const sem = Semaphore.open(name, total);
+  const url = process.env.VOLT_MP_REDIS;
+  const sem = url
+    ? await Semaphore.connect(url, name, total, { lease: Number(process.env.VOLT_MP_LEASE_MS) })
+    : Semaphore.open(name, total);
   let thread;
   if (isMainThread) {
     thread = new Worker(__filename, { workerData: { args: [name, totalArg, deadlineArg, seedArg], lock: lock.buffer } });
@@ -119,7 +127,7 @@ async function main() {
   for (const k of Object.keys(stats)) stats[k] += other[k];
   // Both threads released everything: the process holds nothing. Stay
   // attached until the driver's conservation check is over.
-  if (sem.heldPermits !== 0) throw new Error(`the process still holds ${sem.heldPermits} permits`);
+  if (!url && sem.heldPermits !== 0) throw new Error(`the process still holds ${sem.heldPermits} permits`);
   counter('d', 0);
   process.stdout.write(`${JSON.stringify({ lang: 'node', ...stats })}\n`);
 }

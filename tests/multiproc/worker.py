@@ -16,6 +16,10 @@ pipes VOLT_MP_WFD / VOLT_MP_RFD, one at a time per process (a lock). At the end
 it reports "d 0" and waits, still attached, until the driver's conservation
 check is over; then one JSON line of counts on stdout. Any unexpected
 exception exits 1.
+
+With VOLT_MP_REDIS set (a Redis URL), the semaphore is the one stored there
+under NAME (``Semaphore.connect``, lease VOLT_MP_LEASE_MS) instead of a named
+segment.
 """
 
 from __future__ import annotations
@@ -122,7 +126,12 @@ async def task(sem: volt_sem.Semaphore, rng: random.Random) -> None:
 
 
 async def main() -> None:
-    sem = volt_sem.Semaphore.open(name, total)
+    url = os.environ.get("VOLT_MP_REDIS")
+    if url:
+        lease = int(os.environ["VOLT_MP_LEASE_MS"]) / 1000
+        sem = volt_sem.Semaphore.connect(url, name, total, lease=lease)
+    else:
+        sem = volt_sem.Semaphore.open(name, total)
     threads = [
         threading.Thread(target=blocking, args=(sem, random.Random(seed * 31 + i)))
         for i in range(2)

@@ -9,6 +9,10 @@ import {
   type SharedHandle,
   type OpenOptions,
   type NamedError,
+  RedisSemaphore,
+  type ConnectOptions,
+  type RedisError,
+  type RedisCensus,
 } from 'volt-sem';
 
 async function main(): Promise<void> {
@@ -54,6 +58,32 @@ async function main(): Promise<void> {
   Semaphore.open(1, 2);
   // @ts-expect-error: no such option
   Semaphore.open('x', 2, { create: true });
+  const copts: ConnectOptions = { lease: 1500, prefix: 'app', connectTimeout: 1000, commandTimeout: 500, cluster: false };
+  const remote: RedisSemaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 4, copts);
+  const token: number = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });
+  const maybe: number | null = await remote.tryAcquire(1);
+  const census: RedisCensus = await remote.census();
+  {
+    await using p = await remote.acquirePermit(1);
+    const t: number = p.token;
+    void [t, p.signal.aborted, p.permits];
+  }
+  try {
+    await remote.release(2);
+  } catch (e) {
+    const err = e as RedisError;
+    const lost: boolean = err.code === 'ERR_VOLT_LEASE_EXPIRED';
+    void [lost, err.held];
+  }
+  await remote.runExclusive(async (t: number) => t + 1, 1);
+  void [token, maybe, census.lastToken, remote.totalPermits, remote.heldPermits, remote.closed];
+  await remote.close();
+  await remote.disconnect();
+  // @ts-expect-error: connect() resolves, it does not return the object
+  const wrong: RedisSemaphore = Semaphore.connect('redis://x', 'n', 1);
+  void wrong;
+  // @ts-expect-error: no such option
+  void RedisSemaphore.connect('redis://x', 'n', 1, { leaseMs: 1 });
   // @ts-expect-error: CommonJS has no default export
   void volt.default;
 }

@@ -33,15 +33,37 @@ process that dies (even by ``kill -9``) come back. ``Semaphore.unlink(name)``
 removes the name. Its own errors are subclasses of :class:`SharedError`
 (:class:`TotalMismatchError`, :class:`NotHeldError`, ...), or Python's
 ``FileNotFoundError``, ``FileExistsError``, ``PermissionError``.
+
+One limit across machines: ``Semaphore.connect(url, name, permits)`` returns a
+:class:`RedisSemaphore` stored in Redis, shared by every client on every host,
+FIFO and weighted across all of them, leased and fenced: ``await
+sem.acquire(n)`` gives the grant's fencing token. Its own errors are
+subclasses of :class:`RedisError` (:class:`LeaseExpiredError`,
+:class:`StateLostError`, :class:`RedisConnectionError`, ...), or
+:class:`InvalidUrlError` (a ``ValueError``).
 """
 
 import atexit as _atexit
 
+from ._errors import (
+    AuthenticationError,
+    InvalidUrlError,
+    LeaseExpiredError,
+    RedisCommandError,
+    RedisConnectionError,
+    RedisError,
+    StateLostError,
+)
 from ._volt_sem import (
     MAX_NAME_LEN,
     MAX_PERMITS,
+    MAX_REDIS_PERMITS,
     MAX_SHARED_PERMITS,
     Acquire,
+    LeaseLost,
+    OffLoopCall,
+    RedisAcquire,
+    RedisSemaphore,
     ClosedError,
     CorruptError,
     ForkedError,
@@ -84,8 +106,20 @@ del _interpreter_exiting
 __all__ = [
     "MAX_NAME_LEN",
     "MAX_PERMITS",
+    "MAX_REDIS_PERMITS",
     "MAX_SHARED_PERMITS",
     "Acquire",
+    "AuthenticationError",
+    "InvalidUrlError",
+    "LeaseExpiredError",
+    "LeaseLost",
+    "OffLoopCall",
+    "RedisAcquire",
+    "RedisCommandError",
+    "RedisConnectionError",
+    "RedisError",
+    "RedisSemaphore",
+    "StateLostError",
     "ClosedError",
     "CorruptError",
     "ForkedError",

@@ -1,7 +1,19 @@
+from ._errors import AuthenticationError as AuthenticationError
+from ._errors import InvalidUrlError as InvalidUrlError
+from ._errors import LeaseExpiredError as LeaseExpiredError
+from ._errors import RedisCommandError as RedisCommandError
+from ._errors import RedisConnectionError as RedisConnectionError
+from ._errors import RedisError as RedisError
+from ._errors import StateLostError as StateLostError
 from ._volt_sem import MAX_NAME_LEN as MAX_NAME_LEN
 from ._volt_sem import MAX_PERMITS as MAX_PERMITS
+from ._volt_sem import MAX_REDIS_PERMITS as MAX_REDIS_PERMITS
 from ._volt_sem import MAX_SHARED_PERMITS as MAX_SHARED_PERMITS
 from ._volt_sem import Acquire as Acquire
+from ._volt_sem import LeaseLost as LeaseLost
+from ._volt_sem import OffLoopCall as OffLoopCall
+from ._volt_sem import RedisAcquire as RedisAcquire
+from ._volt_sem import RedisSemaphore as RedisSemaphore
 from ._volt_sem import ClosedError as ClosedError
 from ._volt_sem import CorruptError as CorruptError
 from ._volt_sem import ForkedError as ForkedError
@@ -21,8 +33,20 @@ from ._volt_sem import __version__ as __version__
 __all__ = [
     "MAX_NAME_LEN",
     "MAX_PERMITS",
+    "MAX_REDIS_PERMITS",
     "MAX_SHARED_PERMITS",
     "Acquire",
+    "AuthenticationError",
+    "InvalidUrlError",
+    "LeaseExpiredError",
+    "LeaseLost",
+    "OffLoopCall",
+    "RedisAcquire",
+    "RedisCommandError",
+    "RedisConnectionError",
+    "RedisError",
+    "RedisSemaphore",
+    "StateLostError",
     "ClosedError",
     "CorruptError",
     "ForkedError",

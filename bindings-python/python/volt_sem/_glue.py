@@ -199,6 +199,39 @@ async def _trio_acquire(trio, waiter, acquire):
     return acquire._acquired()
 
 
+async def _trio_redis(trio, obj):
+    """Drives a Redis awaitable (RedisAcquire, OffLoopCall, LeaseLost) in a
+    trio task: `_trio_start` queues its round trip to the handle's worker
+    with this task as the target (False: nothing to wait for), the wake pump
+    reschedules the task when the worker (or the agent) delivers it, and
+    `_trio_collect` gives `(done, value)`; not done (a spurious wake) starts
+    over."""
+    while True:
+        if obj._trio_start(_trio_channel(trio), trio.lowlevel.current_task()):
+
+            def abort(_raise_cancel):
+                if obj._trio_abort(False):
+                    return trio.lowlevel.Abort.SUCCEEDED
+                return trio.lowlevel.Abort.FAILED
+
+            try:
+                await trio.lowlevel.wait_task_rescheduled(abort)
+            except BaseException:
+                obj._trio_abort(True)  # nothing left if abort ran
+                raise
+        done, value = obj._trio_collect()
+        if done:
+            return value
+
+
+def trio_redis_wait(obj):
+    """What `await` of a Redis awaitable iterates in a trio task; None outside trio."""
+    trio = sys.modules.get("trio")
+    if trio is None or not _in_trio(trio):
+        return None
+    return _trio_redis(trio, obj).__await__()
+
+
 def _in_trio(trio):
     try:
         trio.lowlevel.current_task()

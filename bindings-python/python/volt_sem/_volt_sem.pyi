@@ -2,7 +2,22 @@
 
 import sys
 from types import TracebackType
-from typing import Any, Coroutine, Generator, Literal, Optional, Type, Union, final
+from typing import (
+    Any,
+    Coroutine,
+    Dict,
+    Generator,
+    Generic,
+    Literal,
+    Optional,
+    Tuple,
+    Type,
+    TypeVar,
+    Union,
+    final,
+)
+
+from ._errors import RedisError
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -16,6 +31,10 @@ MAX_NAME_LEN: int
 """The longest name ``Semaphore.open`` accepts, in bytes."""
 MAX_SHARED_PERMITS: int
 """The largest total of a shared semaphore (``Semaphore.open``), 2**53 - 1."""
+MAX_REDIS_PERMITS: int
+"""The largest total of a semaphore stored in Redis (``Semaphore.connect``), 2**40."""
+
+_T = TypeVar("_T")
 
 class ClosedError(RuntimeError):
     """The semaphore (or lock) was closed: raised by every later acquire, and by
@@ -51,8 +70,8 @@ class NotHeldError(SharedError):
     holds (``args[1]``): each process returns its own permits; nothing was released."""
 
 class ForkedError(SharedError):
-    """A shared semaphore opened before ``fork()``, used in the child: open the
-    name again there."""
+    """A shared semaphore opened (or a Redis one connected) before ``fork()``,
+    used in the child: open or connect again there."""
 
 class CorruptError(SharedError):
     """The shared segment's lock is not recoverable."""
@@ -140,6 +159,55 @@ class Semaphore:
         Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
         :class:`NotASegmentError`, :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``NotImplementedError`` (not Linux)."""
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        name: str,
+        permits: int,
+        *,
+        lease: float = 10.0,
+        prefix: str = "volt-sem",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 5.0,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_client_cert: Optional[Tuple[str, str]] = None,
+        min_replicas_acked: Optional[Tuple[int, float]] = None,
+    ) -> "RedisSemaphore":
+        """The semaphore ``name`` stored in the Redis at ``url``
+        (``redis://[user:password@]host[:port][/db]``, ``unix:///path``; with
+        ``cluster=True`` seed node URLs separated by commas), shared by every
+        client on every host, created with ``permits`` in total if it does not
+        exist. Blocks this thread (GIL released) up to ``connect_timeout``
+        seconds: from an event loop use :meth:`connect_async`.
+        ``rediss://`` is TLS (``tls_ca_file``: the CA to trust instead of the
+        public roots; ``tls_client_cert``: ``(cert, key)`` PEM files);
+        ``redis+sentinel://host:port/master`` finds the master through
+        Sentinel; ``min_replicas_acked=(replicas, timeout)`` makes every write
+        wait for that many replicas (else ``RedisCommandError``, code
+        ``NOT_REPLICATED``, and the session is given up).
+        Raises :class:`InvalidUrlError`, :class:`InvalidNameError`,
+        ``ValueError``, :class:`AuthenticationError`,
+        :class:`RedisConnectionError`, :class:`TotalMismatchError`."""
+    @classmethod
+    def connect_async(
+        cls,
+        url: str,
+        name: str,
+        permits: int,
+        *,
+        lease: float = 10.0,
+        prefix: str = "volt-sem",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 5.0,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_client_cert: Optional[Tuple[str, str]] = None,
+        min_replicas_acked: Optional[Tuple[int, float]] = None,
+    ) -> "OffLoopCall[RedisSemaphore]":
+        """:meth:`connect` on a thread of its own: ``await`` it in a task; the
+        loop runs on meanwhile."""
     @staticmethod
     def unlink(name: str) -> None:
         """Removes the name of a shared semaphore (attached processes keep it);
@@ -235,6 +303,181 @@ class RwLock:
     def write_blocking(self, timeout: Optional[float] = None) -> bool: ...
     def locked(self) -> bool:
         """Whether anyone holds or waits for the lock."""
+
+@final
+class RedisAcquire(Coroutine[Any, Any, int]):
+    """One acquire of ``n`` permits of a :class:`RedisSemaphore`.
+
+    ``await`` it in an asyncio (or uvloop) or trio task (anyio on either): it
+    gives the grant's fencing
+    token, an ``int`` above 0, strictly increasing with every grant of the
+    semaphore. ``async with sem.acquire(n) as token:`` releases the permits
+    on exit; from a plain thread ``with sem.acquire(n) as token:`` blocks.
+    The Redis round trips run off the loop (a worker thread). Cancelling the
+    awaiting task removes the request (off the loop), handing any partial
+    grant on. Raises :class:`ClosedError`, :class:`LeaseExpiredError`,
+    :class:`StateLostError`, :class:`RedisConnectionError`, ``ValueError``
+    (``n`` above the total).
+    """
+
+    @property
+    def n(self) -> int:
+        """The number of permits this acquire asks for."""
+    @property
+    def token(self) -> int:
+        """The grant's fencing token (0 before the grant)."""
+    @property
+    def held(self) -> bool:
+        """Whether this object holds permits its exit will release."""
+    def __await__(self) -> Generator[Any, None, int]: ...
+    def __iter__(self) -> Generator[Any, None, int]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any = None, /) -> Any: ...
+    def throw(
+        self,
+        typ: Union[Type[BaseException], BaseException],
+        val: Optional[object] = None,
+        tb: Optional[TracebackType] = None,
+        /,
+    ) -> Any: ...
+    def close(self) -> None: ...
+    async def __aenter__(self) -> int: ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """Releases the permits off the loop; raises :class:`LeaseExpiredError`
+        if they were lost with the session (nothing is released then)."""
+    def __enter__(self) -> int:
+        """Blocks the calling thread (GIL released) until granted: the token."""
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
+
+@final
+class OffLoopCall(Coroutine[Any, Any, _T], Generic[_T]):
+    """A Redis request run on a worker thread while the loop runs on
+    (``release_async``, ``close_async``, ``census_async``,
+    ``Semaphore.connect_async``); ``await`` it once. Cancelling the await does
+    not undo the request."""
+
+    def __await__(self) -> Generator[Any, None, _T]: ...
+    def __iter__(self) -> Generator[Any, None, _T]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any = None, /) -> Any: ...
+    def throw(
+        self,
+        typ: Union[Type[BaseException], BaseException],
+        val: Optional[object] = None,
+        tb: Optional[TracebackType] = None,
+        /,
+    ) -> Any: ...
+    def close(self) -> None: ...
+
+@final
+class LeaseLost(Coroutine[Any, Any, RedisError]):
+    """``await sem.lease_lost()``: completes when the session holding the
+    handle's latest grant is lost, giving (not raising) the
+    :class:`LeaseExpiredError` or :class:`StateLostError`."""
+
+    def __await__(self) -> Generator[Any, None, RedisError]: ...
+    def __iter__(self) -> Generator[Any, None, RedisError]: ...
+    def __next__(self) -> Any: ...
+    def send(self, value: Any = None, /) -> Any: ...
+    def throw(
+        self,
+        typ: Union[Type[BaseException], BaseException],
+        val: Optional[object] = None,
+        tb: Optional[TracebackType] = None,
+        /,
+    ) -> Any: ...
+    def close(self) -> None: ...
+
+@final
+class RedisSemaphore:
+    """A semaphore stored in Redis (``Semaphore.connect``), shared by every
+    client on every host that connects to the same Redis, prefix and name:
+    strict FIFO and weighted across all of them, woken without polling,
+    leased (a client unheard of for ``lease`` seconds loses its permits) and
+    fenced (every grant has a token).
+
+    The methods of :class:`Semaphore`, from any number of asyncio loops, trio
+    runs and threads at once. Awaitables never make a Redis round trip on the loop's
+    thread; the plain methods block the calling thread (GIL released) for
+    one, bounded by the command timeout: ``try_acquire``, ``acquire_blocking``,
+    ``release``, ``close``, ``available_permits``, ``locked``, ``census``.
+    Permits are held by count per handle (``release(n)`` returns this
+    handle's own).
+    """
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def prefix(self) -> str:
+        """The key prefix."""
+    @property
+    def total_permits(self) -> int:
+        """The fixed total (no round trip)."""
+    @property
+    def held_permits(self) -> int:
+        """Permits this handle holds in its current session (no round trip)."""
+    def acquire(self, n: int = 1) -> RedisAcquire:
+        """``await sem.acquire(n)`` gives the fencing token;
+        ``async with sem.acquire(n) as token:`` releases on exit.
+        ``ValueError`` if ``n`` is below 1 or above the total."""
+    def try_acquire(self, n: int = 1) -> Optional[int]:
+        """The token if ``n`` permits were free and nobody waited, else ``None``.
+        One round trip on this thread."""
+    def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> Optional[int]:
+        """Blocks this thread (GIL released) until granted: the token, or
+        ``None`` after ``timeout`` seconds (a partial grant is handed on).
+        Interruptible by Ctrl-C. Never call it on an event loop's thread."""
+    def release(self, n: int = 1) -> None:
+        """Returns ``n`` permits this handle holds. One round trip on this
+        thread. :class:`NotHeldError` if it holds fewer;
+        :class:`LeaseExpiredError` if they were lost with an expired session
+        (nothing is released twice)."""
+    def release_async(self, n: int = 1) -> OffLoopCall[None]:
+        """:meth:`release` off the loop."""
+    def close(self) -> None:
+        """Closes the semaphore for every client: waiting acquires everywhere
+        raise :class:`ClosedError`, as does every later acquire. One round trip."""
+    def close_async(self) -> OffLoopCall[None]:
+        """:meth:`close` off the loop."""
+    @property
+    def closed(self) -> bool:
+        """Whether this handle saw the semaphore closed (no round trip)."""
+    @property
+    def available_permits(self) -> int:
+        """Permits free right now (0 while anyone waits). One round trip."""
+    def locked(self) -> bool:
+        """Whether ``acquire()`` of one permit would wait. One round trip."""
+    def census(self) -> Dict[str, int]:
+        """``total``, ``available``, ``held`` (every client), ``partial``,
+        ``queued``, ``sessions``, ``closed``, ``last_token``: available + held
+        + partial == total at all times. One round trip."""
+    def census_async(self) -> OffLoopCall[Dict[str, int]]:
+        """:meth:`census` off the loop."""
+    def lease_lost(self) -> LeaseLost:
+        """An awaitable that completes when the session holding this handle's
+        latest grant is lost (its permits were reclaimed: stop using the
+        guarded resource). ``RuntimeError`` before any grant."""
+    def is_lease_lost(self) -> bool:
+        """Whether the session of the latest grant was lost (no round trip)."""
+    async def __aenter__(self) -> int:
+        """``async with sem as token:`` takes one permit ..."""
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None:
+        """... and releases it, off the loop."""
 
 # Internal: the wake path's glue (volt_sem/_glue.py).
 @final

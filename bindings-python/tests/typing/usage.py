@@ -6,7 +6,7 @@ Never run, only type-checked."""
 import asyncio
 import threading
 import weakref
-from typing import Any, List, Literal, Optional, Tuple
+from typing import Any, Dict, List, Literal, Optional, Tuple
 
 from typing_extensions import assert_type
 
@@ -96,3 +96,67 @@ async def shared_worker() -> None:
         pass
     volt_sem.Semaphore.unlink("gpu")
     assert_type(volt_sem.MAX_NAME_LEN, int)
+
+
+# One limit across machines: the README's Redis example, then the types.
+async def redis_worker() -> None:
+    db = await volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50)
+    async with db.acquire(2) as token:
+        print("fencing token", token)
+    assert_type(db, volt_sem.RedisSemaphore)
+    assert_type(token, int)
+    got = await db.acquire(1)
+    assert_type(got, int)
+    task = asyncio.create_task(db.acquire(1))
+    assert_type(task, "asyncio.Task[int]")
+    assert_type(await asyncio.wait_for(db.acquire(1), 1.0), int)
+    lost = asyncio.ensure_future(db.lease_lost())
+    assert_type(await lost, volt_sem.RedisError)
+    await db.release_async(3)
+    assert_type(await db.census_async(), Dict[str, int])
+    async with db as one:
+        assert_type(one, int)
+    await db.close_async()
+
+
+def redis_thread_side() -> None:
+    db = volt_sem.Semaphore.connect(
+        "redis://127.0.0.1:6379",
+        "db-pool",
+        50,
+        lease=5.0,
+        prefix="tenant-a",
+        connect_timeout=1.0,
+        command_timeout=1.0,
+        cluster=False,
+    )
+    token = db.acquire_blocking(2, timeout=1.0)
+    assert_type(token, Optional[int])
+    if token is not None:
+        db.release(2)
+    with db.acquire(1) as t:
+        assert_type(t, int)
+    assert_type(db.try_acquire(1), Optional[int])
+    assert_type(db.available_permits, int)
+    assert_type(db.total_permits, int)
+    assert_type(db.census(), Dict[str, int])
+    assert_type(db.is_lease_lost(), bool)
+    try:
+        db.release(1)
+    except volt_sem.LeaseExpiredError as e:
+        assert_type(e.code, str)
+        base: volt_sem.RedisError = e
+        del base
+    except volt_sem.NotHeldError:
+        pass
+    try:
+        volt_sem.Semaphore.connect("redis://x", "n", 1)
+    except volt_sem.InvalidUrlError as e:
+        as_value: ValueError = e
+        del as_value
+    except volt_sem.AuthenticationError as e:
+        conn: volt_sem.RedisConnectionError = e
+        builtin: ConnectionError = e
+        del conn, builtin
+    except (volt_sem.StateLostError, volt_sem.RedisCommandError, volt_sem.TotalMismatchError):
+        pass

@@ -1,8 +1,10 @@
 -- acquire / try_acquire. ARGV 4: eid ("sid:n"), 5: permits, 6: "queue" | "try".
 -- Returns {'READY', token} | {'PENDING'} | {'NOPERMITS'} | {'CLOSED'} |
 -- {'TOOMANY'} | {'LOST'} | {'EXPIRED'}. O(log n).
-local r = prologue()
-if r then return r end
+if not FAST then
+  local r = prologue()
+  if r then return r end
+end
 local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 -- One read of the counters (each redis.call costs about a microsecond).
 local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token')

@@ -13,4 +13,7 @@ else
 end
 reap()
 redis.call('ZADD', SESSIONS, fmt(NOW_MS + LEASE), SID)
+-- Keep META.reap at or below every deadline (fast.lua).
+local reap_at = tonumber(redis.call('HGET', META, 'reap') or '0')
+if NOW_MS + LEASE < reap_at then redis.call('HSET', META, 'reap', fmt(NOW_MS + LEASE)) end
 return {'OK', redis.call('HGET', META, 'inc'), tonumber(redis.call('HGET', META, 'closed'))}

@@ -1,4 +1,5 @@
--- release. ARGV 4: permits. Returns {'OK'} | {'NOTHELD', held} | {'LOST'} |
+-- release. ARGV 4: permits. Returns {'OK', eid, token, ...} (the requests of
+-- the caller's own session it completed) | {'NOTHELD', held} | {'LOST'} |
 -- {'EXPIRED'} (the session's permits were reclaimed: nothing released twice).
 -- O((g + 1) log n) for g waiters completed.
 local r = prologue()
@@ -8,4 +9,6 @@ local held = tonumber(redis.call('HGET', HELD, SID) or '0')
 if n > held then return {'NOTHELD', held} end
 if held == n then redis.call('HDEL', HELD, SID) else redis.call('HINCRBY', HELD, SID, -n) end
 hand(n)
-return {'OK'}
+local out = {'OK'}
+for i = 1, #MINE do out[i + 1] = MINE[i] end
+return out

@@ -22,9 +22,13 @@ pub struct Server {
     pub dir: PathBuf,
     password: Option<String>,
     extra: Vec<String>,
+    /// The TLS port, for a server started with [`Server::start_tls`].
+    pub tls_port: Option<u16>,
+    /// A Sentinel's configuration file (it runs with `--sentinel`).
+    sentinel_conf: Option<PathBuf>,
 }
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
@@ -40,6 +44,43 @@ impl Server {
     }
 
     pub fn start_with(password: Option<&str>) -> Server {
+        Self::start_custom(password, || (Vec::new(), None))
+    }
+
+    /// A server with a plain port (for readiness checks and raw access) and
+    /// a TLS port, with the certificates of `certs`; `client_auth`: clients
+    /// must present a certificate issued by the CA.
+    pub fn start_tls(certs: &Certs, password: Option<&str>, client_auth: bool) -> Server {
+        let p = |x: &PathBuf| x.display().to_string();
+        let args = [
+            "--tls-cert-file".to_string(),
+            p(&certs.server_cert),
+            "--tls-key-file".into(),
+            p(&certs.server_key),
+            "--tls-ca-cert-file".into(),
+            p(&certs.ca),
+            "--tls-auth-clients".into(),
+            (if client_auth { "yes" } else { "no" }).into(),
+        ];
+        Self::start_custom(password, || {
+            let tls = free_port();
+            let mut extra = vec!["--tls-port".to_string(), tls.to_string()];
+            extra.extend(args.iter().cloned());
+            (extra, Some(tls))
+        })
+    }
+
+    /// A server with extra arguments (fixed for every attempt).
+    pub fn start_args(extra: &[&str]) -> Server {
+        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        Self::start_custom(None, || (extra.clone(), None))
+    }
+
+    /// `extra()`: the extra arguments of one attempt, and its TLS port.
+    fn start_custom(
+        password: Option<&str>,
+        extra: impl Fn() -> (Vec<String>, Option<u16>),
+    ) -> Server {
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-redis-test-{}-{}",
             std::process::id(),
@@ -48,12 +89,15 @@ impl Server {
         std::fs::create_dir_all(&dir).unwrap();
         for _ in 0..5 {
             let port = free_port();
+            let (extra, tls_port) = extra();
             let mut s = Server {
                 child: None,
                 port,
                 dir: dir.clone(),
                 password: password.map(String::from),
-                extra: Vec::new(),
+                extra,
+                tls_port,
+                sentinel_conf: None,
             };
             s.spawn();
             if s.wait_ready() {
@@ -66,6 +110,9 @@ impl Server {
 
     fn spawn(&mut self) {
         let mut cmd = Command::new("redis-server");
+        if let Some(conf) = &self.sentinel_conf {
+            cmd.arg(conf).arg("--sentinel");
+        }
         cmd.arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
@@ -143,6 +190,14 @@ impl Server {
         panic!("redis-server did not restart");
     }
 
+    /// Snapshots the data (`SAVE`), kills the server and starts it again on
+    /// the same port and directory: it loads the snapshot, as a Redis with
+    /// persistence does after a crash (its script cache is empty).
+    pub fn restart_keeping_data(&mut self) {
+        let _: () = redis::cmd("SAVE").query(&mut self.raw()).unwrap();
+        self.restart_empty();
+    }
+
     /// A plain connection for inspecting or changing keys behind the scripts' back.
     pub fn raw(&self) -> redis::Connection {
         redis::Client::open(self.url())
@@ -198,6 +253,8 @@ impl Cluster {
                 ]
                 .map(String::from)
                 .to_vec(),
+                tls_port: None,
+                sentinel_conf: None,
             };
             s.spawn();
             if s.wait_ready() {
@@ -246,6 +303,284 @@ impl Cluster {
             .map(|n| n.url())
             .collect::<Vec<_>>()
             .join(",")
+    }
+}
+
+/// A master, its replica and a Sentinel watching them (quorum 1, down after
+/// 500 ms, so that a failover takes about a second), on loopback.
+pub struct SentinelSet {
+    pub master: Server,
+    pub replica: Server,
+    pub sentinel: Server,
+    pub name: &'static str,
+}
+
+impl SentinelSet {
+    pub fn start() -> SentinelSet {
+        let name = "volt-master";
+        let master = Server::start();
+        let mport = master.port.to_string();
+        let replica = Server::start_args(&["--replicaof", "127.0.0.1", &mport]);
+        eventually("the replica in sync", Duration::from_secs(30), || {
+            replica_online(&master)
+        });
+        let sentinel = start_sentinel(name, master.port, None);
+        let set = SentinelSet {
+            master,
+            replica,
+            sentinel,
+            name,
+        };
+        // A forced failover needs the Sentinel to know the replica (it learns
+        // it from the master's INFO).
+        eventually(
+            "the Sentinel knows the replica",
+            Duration::from_secs(30),
+            || {
+                let r: redis::RedisResult<Vec<std::collections::HashMap<String, String>>> =
+                    redis::cmd("SENTINEL")
+                        .arg("replicas")
+                        .arg(name)
+                        .query(&mut set.sentinel.raw());
+                r.is_ok_and(|v| {
+                    v.iter().any(|m| {
+                        m.get("flags").is_some_and(|f| f == "slave")
+                            && m.get("master-link-status").is_some_and(|s| s == "ok")
+                    })
+                })
+            },
+        );
+        set
+    }
+
+    /// `redis+sentinel://` naming a dead Sentinel first (skipped), then ours.
+    pub fn url(&self) -> String {
+        format!(
+            "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/{}",
+            free_port(),
+            self.sentinel.port,
+            self.name
+        )
+    }
+
+    /// The master's port as the Sentinel tells it.
+    pub fn master_port(&self) -> u16 {
+        let (_, port): (String, u16) = redis::cmd("SENTINEL")
+            .arg("get-master-addr-by-name")
+            .arg(self.name)
+            .query(&mut self.sentinel.raw())
+            .unwrap();
+        port
+    }
+}
+
+/// A Sentinel (quorum 1, down after 500 ms) monitoring the master `name`
+/// at `master_port`. With `certs`: it also listens on a TLS port (its
+/// `tls_port`) and talks TLS to the master (`master_port` is then the
+/// master's TLS port).
+pub fn start_sentinel(name: &str, master_port: u16, certs: Option<&Certs>) -> Server {
+    let dir = std::env::temp_dir().join(format!(
+        "volt-sem-redis-sentinel-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    for _ in 0..5 {
+        let conf = dir.join("sentinel.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
+                 sentinel down-after-milliseconds {name} 500\n\
+                 sentinel failover-timeout {name} 5000\n\
+                 sentinel parallel-syncs {name} 1\n"
+            ),
+        )
+        .unwrap();
+        let (extra, tls_port) = match certs {
+            None => (Vec::new(), None),
+            Some(c) => {
+                let tls = free_port();
+                let p = |x: &PathBuf| x.display().to_string();
+                let extra = vec![
+                    "--tls-port".to_string(),
+                    tls.to_string(),
+                    "--tls-cert-file".into(),
+                    p(&c.server_cert),
+                    "--tls-key-file".into(),
+                    p(&c.server_key),
+                    "--tls-ca-cert-file".into(),
+                    p(&c.ca),
+                    "--tls-auth-clients".into(),
+                    "no".into(),
+                    "--tls-replication".into(),
+                    "yes".into(),
+                ];
+                (extra, Some(tls))
+            }
+        };
+        let mut s = Server {
+            child: None,
+            port: free_port(),
+            dir: dir.clone(),
+            password: None,
+            extra,
+            tls_port,
+            sentinel_conf: Some(conf),
+        };
+        s.spawn();
+        if s.wait_ready() {
+            return s;
+        }
+        s.stop();
+    }
+    panic!("could not start redis-server --sentinel");
+}
+
+/// The replica has applied everything the master wrote.
+pub fn replica_caught_up(master: &Server) -> bool {
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut master.raw())
+        .unwrap_or_default();
+    let field = |k: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(k))
+            .map(|v| v.trim().to_string())
+    };
+    let Some(offset) = field("master_repl_offset:") else {
+        return false;
+    };
+    field("slave0:").is_some_and(|s| s.contains(&format!("offset={offset},")))
+}
+
+/// Whether a replica of `master` acknowledges writes now (a write and a
+/// `WAIT` on one connection). Right after the sync, check
+/// [`replica_caught_up`] too: `state=online` comes before the master
+/// streams commands (after a diskless sync it waits for the replica's first
+/// acknowledgement, up to a second), and a `WAIT` meanwhile can answer 0.
+pub fn replica_acks(master: &Server) -> bool {
+    let mut c = master.raw();
+    let _: redis::RedisResult<()> = redis::cmd("SET").arg("volt-probe").arg(1).query(&mut c);
+    redis::cmd("WAIT")
+        .arg(1)
+        .arg(200)
+        .query::<u64>(&mut c)
+        .is_ok_and(|n| n >= 1)
+}
+
+/// Whether `master` has a replica in sync (`state=online`).
+pub fn replica_online(master: &Server) -> bool {
+    let info: String = redis::cmd("INFO")
+        .arg("replication")
+        .query(&mut master.raw())
+        .unwrap_or_default();
+    info.contains("state=online")
+}
+
+/// A test CA, a server certificate for 127.0.0.1 and localhost, a client
+/// certificate, and a second, unrelated CA: made with the openssl CLI in a
+/// temporary directory (removed on drop).
+pub struct Certs {
+    pub dir: PathBuf,
+    pub ca: PathBuf,
+    pub other_ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+impl Certs {
+    pub fn generate() -> Certs {
+        let dir = std::env::temp_dir().join(format!(
+            "volt-sem-redis-certs-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        let run = |args: &[&str]| {
+            let out = Command::new("openssl")
+                .args(args)
+                .current_dir(&dir)
+                .output()
+                .expect("openssl (Debian's openssl package)");
+            assert!(
+                out.status.success(),
+                "openssl {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        let ec = [
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+        ];
+        for ca in ["ca", "other-ca"] {
+            let (key, crt, subj) = (
+                format!("{ca}.key"),
+                format!("{ca}.crt"),
+                format!("/CN=volt-sem test {ca}"),
+            );
+            let mut a = vec![
+                "req", "-x509", "-days", "2", "-subj", &subj, "-keyout", &key, "-out", &crt,
+            ];
+            a.extend(ec);
+            run(&a);
+        }
+        for (who, usage) in [("server", "serverAuth"), ("client", "clientAuth")] {
+            let (key, csr, crt) = (
+                format!("{who}.key"),
+                format!("{who}.csr"),
+                format!("{who}.crt"),
+            );
+            let ext = format!("{who}.ext");
+            std::fs::write(
+                dir.join(&ext),
+                format!(
+                    "basicConstraints=CA:FALSE\nkeyUsage=digitalSignature\nextendedKeyUsage={usage}\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                ),
+            )
+            .unwrap();
+            let subj = format!("/CN={who}");
+            let mut a = vec!["req", "-subj", &subj, "-keyout", &key, "-out", &csr];
+            a.extend(ec);
+            run(&a);
+            run(&[
+                "x509",
+                "-req",
+                "-in",
+                &csr,
+                "-CA",
+                "ca.crt",
+                "-CAkey",
+                "ca.key",
+                "-CAcreateserial",
+                "-days",
+                "2",
+                "-extfile",
+                &ext,
+                "-out",
+                &crt,
+            ]);
+        }
+        Certs {
+            ca: dir.join("ca.crt"),
+            other_ca: dir.join("other-ca.crt"),
+            server_cert: dir.join("server.crt"),
+            server_key: dir.join("server.key"),
+            client_cert: dir.join("client.crt"),
+            client_key: dir.join("client.key"),
+            dir,
+        }
+    }
+}
+
+impl Drop for Certs {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -550,4 +885,142 @@ fn stress(
         sum = (sum.0 + g, sum.1 + v, sum.2 + t);
     }
     sum
+}
+
+/// A TCP proxy in front of a server, on a free loopback port, that can cut
+/// every connection through it on demand ([`Proxy::cut`]) and refuse new
+/// ones for a while ([`Proxy::set_down`]): real sockets, so the client sees
+/// what a network fault or a dropping load balancer does to it.
+pub struct Proxy {
+    pub port: u16,
+    conns: std::sync::Arc<std::sync::Mutex<Vec<TcpStream>>>,
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Proxy {
+    pub fn start(target: u16) -> Proxy {
+        use std::sync::atomic::AtomicBool;
+        use std::sync::{Arc, Mutex};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let down = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (c, d, st) = (conns.clone(), down.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !st.load(Ordering::SeqCst) {
+                let client = match listener.accept() {
+                    Ok((s, _)) => s,
+                    Err(_) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                        continue;
+                    }
+                };
+                if d.load(Ordering::SeqCst) {
+                    continue; // dropped: the client sees the connection closed
+                }
+                client.set_nonblocking(false).unwrap();
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else {
+                    continue;
+                };
+                let _ = client.set_nodelay(true);
+                let _ = upstream.set_nodelay(true);
+                {
+                    let mut g = c.lock().unwrap();
+                    g.push(client.try_clone().unwrap());
+                    g.push(upstream.try_clone().unwrap());
+                }
+                for (mut from, mut to) in [
+                    (client.try_clone().unwrap(), upstream.try_clone().unwrap()),
+                    (upstream, client),
+                ] {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = from.shutdown(std::net::Shutdown::Both);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Proxy {
+            port,
+            conns,
+            down,
+            stop,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Cuts every connection open through the proxy (both sides see it closed).
+    pub fn cut(&self) {
+        for s in self.conns.lock().unwrap().drain(..) {
+            let _ = s.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    /// While down, new connections are closed at once (Redis unreachable).
+    pub fn set_down(&self, down: bool) {
+        self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// How many connections are open through the proxy (2 sockets each).
+    pub fn open_connections(&self) -> usize {
+        self.conns.lock().unwrap().len() / 2
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        self.cut();
+    }
+}
+
+/// Starts `acquire(n)` on another thread and returns once its script call
+/// has returned (queued or done), so that a fault injected next cannot hit
+/// the call itself in flight (which would be an uncertain outcome, failing
+/// it with a connection error). The receiver gets the outcome.
+pub fn acquire_in_thread(
+    sem: &RedisSemaphore,
+    n: usize,
+) -> std::sync::mpsc::Receiver<Result<volt_sem_redis::Permit, volt_sem_redis::Error>> {
+    use std::future::Future;
+    use std::task::{Context, Poll};
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (called, call_returned) = std::sync::mpsc::channel();
+    let sem = sem.clone();
+    std::thread::spawn(move || {
+        // std only (this module is shared with crates without `futures`).
+        struct Unpark(std::thread::Thread);
+        impl std::task::Wake for Unpark {
+            fn wake(self: std::sync::Arc<Self>) {
+                self.0.unpark();
+            }
+        }
+        let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        let mut fut = Box::pin(sem.acquire(n));
+        // The first poll runs the acquire script on this thread.
+        let mut first = true;
+        let r = loop {
+            let p = fut.as_mut().poll(&mut cx);
+            if std::mem::take(&mut first) {
+                let _ = called.send(());
+            }
+            match p {
+                Poll::Ready(r) => break r,
+                Poll::Pending => std::thread::park(),
+            }
+        };
+        let _ = tx.send(r);
+    });
+    call_returned
+        .recv_timeout(ANSWER_LIMIT)
+        .expect("the acquire call never returned");
+    rx
 }

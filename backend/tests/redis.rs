@@ -1,0 +1,282 @@
+//! The Redis backend through the seam the bindings use: the same
+//! `Semaphore` / `Waiter` / `Finish` as the local and shared backends, plus
+//! fencing tokens, sessions and the failures a network adds. Against a real
+//! `redis-server` started on a free loopback port (`make test-backend`
+//! installs it).
+#![cfg(feature = "redis")]
+
+#[path = "../../redis/tests/support/mod.rs"]
+mod support;
+
+use core::ffi::c_void;
+use core::pin::pin;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
+use std::time::Duration;
+
+use support::{eventually, Server};
+use volt_sem_backend::{
+    ConnectOptions, Error, Finish, Kind, RawAcquire, Semaphore, Waiter, WaiterState,
+};
+
+fn opts() -> ConnectOptions {
+    ConnectOptions::new().connect_timeout(Duration::from_secs(3))
+}
+
+fn connect(s: &Server, name: &str, permits: usize) -> Semaphore {
+    Semaphore::connect(&s.url(), name, permits, opts()).expect("connect")
+}
+
+/// Counts calls; records whether the waiter (ctx's pointee) saw itself
+/// "inside" its own callback.
+struct Probe {
+    calls: AtomicUsize,
+    inside: AtomicUsize,
+    waiter: AtomicPtr<Waiter>,
+}
+
+unsafe extern "C" fn probe(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `Probe`, alive until finish_raw returned.
+    let p = unsafe { &*(ctx as *const Probe) };
+    let w = p.waiter.load(Ordering::SeqCst);
+    // SAFETY: the waiter is pinned in the test frame until finish_raw.
+    if !w.is_null() && unsafe { &*w }.in_own_callback() {
+        p.inside.fetch_add(1, Ordering::SeqCst);
+    }
+    p.calls.fetch_add(1, Ordering::SeqCst);
+}
+
+fn probe_for(w: &Waiter) -> Probe {
+    Probe {
+        calls: AtomicUsize::new(0),
+        inside: AtomicUsize::new(0),
+        waiter: AtomicPtr::new(w as *const Waiter as *mut Waiter),
+    }
+}
+
+#[test]
+fn try_acquire_release_and_tokens_through_the_seam() {
+    let s = Server::start();
+    let sem = connect(&s, "seam-try", 3);
+    assert_eq!(sem.kind(), Kind::Redis);
+    assert_eq!(sem.total_permits(), Some(3));
+    let a = sem.try_acquire(2).unwrap();
+    let b = sem.try_acquire(1).unwrap();
+    let (ta, tb) = (a.token().unwrap(), b.token().unwrap());
+    assert!(tb > ta, "tokens increase: {ta} then {tb}");
+    assert_eq!(sem.try_acquire(1), Err(Error::NoPermits));
+    assert_eq!(sem.available_permits(), 0);
+    // Each handle returns what its session holds, no more.
+    assert_eq!(sem.release(4), Err(Error::NotHeld { held: 3 }));
+    sem.release(3).unwrap();
+    assert_eq!(sem.available_permits(), 3);
+    assert_eq!(sem.try_acquire(4), Err(Error::TooManyPermits));
+    // A blocking acquire that can be served at once, with a token too.
+    let g = sem.acquire_timeout(3, Duration::from_secs(5)).unwrap();
+    assert!(g.token().unwrap() > tb);
+    sem.release(3).unwrap();
+    let c = sem.as_redis().unwrap().census().unwrap();
+    assert!(c.conserved() && c.available == 3, "{c:?}");
+}
+
+#[test]
+fn raw_waiter_is_woken_on_the_agent_thread_in_fifo_order() {
+    let s = Server::start();
+    let sem = connect(&s, "seam-raw", 4);
+    let other = connect(&s, "seam-raw", 4);
+    other.try_acquire(4).unwrap();
+
+    let big = pin!(Waiter::new());
+    let small = pin!(Waiter::new());
+    let pb = probe_for(&big);
+    let ps = probe_for(&small);
+    // SAFETY: both waiters are pinned in this frame and the probes outlive
+    // the finish_raw calls below.
+    unsafe {
+        assert_eq!(
+            sem.acquire_raw(big.as_ref(), 3, probe, &pb as *const Probe as *mut c_void),
+            Ok(RawAcquire::Pending)
+        );
+        assert_eq!(
+            sem.acquire_raw(small.as_ref(), 1, probe, &ps as *const Probe as *mut c_void),
+            Ok(RawAcquire::Pending)
+        );
+    }
+    assert!(big.is_busy() && big.is_redis() && !big.is_shared());
+    assert_eq!(big.state(), WaiterState::Waiting);
+    assert_eq!(big.requested(), 3);
+    assert!(sem.owns(&big) && !other.owns(&big));
+
+    // Two permits back: the head (3) collects them and is not complete; the
+    // later request for 1 must not overtake it.
+    other.release(2).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(pb.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(ps.calls.load(Ordering::SeqCst), 0);
+    other.release(2).unwrap();
+    eventually("both woken", Duration::from_secs(10), || {
+        pb.calls.load(Ordering::SeqCst) == 1 && ps.calls.load(Ordering::SeqCst) == 1
+    });
+    assert_eq!(
+        pb.inside.load(Ordering::SeqCst),
+        1,
+        "in_own_callback inside the callback"
+    );
+    assert_eq!(big.state(), WaiterState::Granted);
+    // SAFETY: queued on `sem`; the callbacks have run.
+    unsafe {
+        assert_eq!(sem.finish_raw(big.as_ref()), Finish::Granted);
+        assert_eq!(sem.finish_raw(small.as_ref()), Finish::Granted);
+        assert_eq!(sem.finish_raw(small.as_ref()), Finish::Idle);
+    }
+    let (tb, ts) = (big.token().unwrap(), small.token().unwrap());
+    assert!(ts > tb, "FIFO grants carry increasing tokens: {tb}, {ts}");
+    assert!(!big.is_busy());
+    sem.release(4).unwrap();
+    let c = sem.as_redis().unwrap().census().unwrap();
+    assert!(c.conserved() && c.available == 4, "{c:?}");
+}
+
+#[test]
+fn cancel_hands_the_partial_grant_on_and_close_fails_waiters() {
+    let s = Server::start();
+    let sem = connect(&s, "seam-cancel", 3);
+    let holder = connect(&s, "seam-cancel", 3);
+    holder.try_acquire(3).unwrap();
+    let w = pin!(Waiter::new());
+    let p = probe_for(&w);
+    // SAFETY: pinned in this frame; `p` outlives finish_raw.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 3, probe, &p as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    holder.release(1).unwrap();
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: queued on `sem`, not in its callback.
+    assert_eq!(
+        unsafe { sem.finish_raw(w.as_ref()) },
+        Finish::Cancelled { returned: 1 }
+    );
+    assert_eq!(p.calls.load(Ordering::SeqCst), 0);
+    assert_eq!(sem.available_permits(), 1);
+
+    let w2 = pin!(Waiter::new());
+    let p2 = probe_for(&w2);
+    // SAFETY: as above.
+    let r = unsafe { sem.acquire_raw(w2.as_ref(), 2, probe, &p2 as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    holder.close().unwrap();
+    eventually("closed waiter woken", Duration::from_secs(10), || {
+        p2.calls.load(Ordering::SeqCst) == 1
+    });
+    assert_eq!(w2.state(), WaiterState::Closed);
+    // SAFETY: queued on `sem`; its callback ran.
+    assert_eq!(unsafe { sem.finish_raw(w2.as_ref()) }, Finish::Closed);
+    assert_eq!(sem.try_acquire(1), Err(Error::Closed));
+    assert!(holder.is_closed());
+    // Held permits can still be released after close.
+    holder.release(2).unwrap();
+}
+
+struct Flag(std::sync::atomic::AtomicBool);
+impl Wake for Flag {
+    fn wake(self: Arc<Self>) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn lease_loss_fails_waiters_and_completes_the_watch_of_a_grant() {
+    let mut s = Server::start();
+    let lease = ConnectOptions::new()
+        .connect_timeout(Duration::from_secs(3))
+        .command_timeout(Duration::from_millis(500))
+        .lease(Duration::from_millis(1500));
+    let sem = Semaphore::connect(&s.url(), "seam-lease", 2, lease).unwrap();
+    let g = sem.try_acquire(1).unwrap();
+    let blocker = connect(&s, "seam-lease", 2);
+    blocker.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    let p = probe_for(&w);
+    // SAFETY: pinned in this frame; `p` outlives finish_raw.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 2, probe, &p as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+
+    let mut watch = sem
+        .lease_watch(g.session())
+        .expect("a Redis grant has a session");
+    let flag = Arc::new(Flag(false.into()));
+    let waker = Waker::from(flag.clone());
+    assert!(Pin::new(&mut watch)
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    assert!(!watch.is_lost());
+
+    // Redis out of reach for longer than the lease: the handle cannot renew.
+    // SAFETY: signals to the redis-server child this test started.
+    unsafe { libc::kill(s.pid() as i32, libc::SIGSTOP) };
+    eventually("waiter failed", Duration::from_secs(15), || {
+        p.calls.load(Ordering::SeqCst) == 1
+    });
+    // SAFETY: as above.
+    unsafe { libc::kill(s.pid() as i32, libc::SIGCONT) };
+    // SAFETY: queued on `sem`; its callback ran.
+    assert_eq!(
+        unsafe { sem.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::LeaseExpired)
+    );
+    assert!(flag.0.load(Ordering::SeqCst), "the watch's waker was woken");
+    assert!(watch.is_lost());
+    assert_eq!(
+        Pin::new(&mut watch).poll(&mut Context::from_waker(&waker)),
+        Poll::Ready(volt_sem_backend::redis::Error::LeaseExpired)
+    );
+    // The lost permit is not released twice.
+    assert_eq!(sem.release(1), Err(Error::LeaseExpired));
+    eventually("permits reclaimed", Duration::from_secs(15), || {
+        blocker
+            .as_redis()
+            .unwrap()
+            .census()
+            .is_ok_and(|c| c.conserved() && c.held == 1)
+    });
+    s.stop();
+}
+
+#[test]
+fn connect_errors_are_typed_and_never_show_the_password() {
+    let s = Server::start_with(Some("s3cret-pw"));
+    let bad = |url: &str, name: &str, permits: usize| {
+        Semaphore::connect(url, name, permits, opts())
+            .map(|_| ())
+            .unwrap_err()
+    };
+    let url = s.url();
+    assert_eq!(bad("http://x", "n", 1), Error::InvalidUrl);
+    assert_eq!(bad(&url, "", 1), Error::InvalidName);
+    assert_eq!(bad(&url, &"x".repeat(1025), 1), Error::InvalidName);
+    assert_eq!(bad(&url, "n", 0), Error::InvalidPermits);
+    let wrong = format!("redis://:wrong-pw@127.0.0.1:{}", s.port);
+    assert_eq!(bad(&wrong, "n", 1), Error::Auth);
+    let sem = Semaphore::connect(&url, "seam-errors", 2, opts()).unwrap();
+    assert_eq!(
+        bad(&url, "seam-errors", 3),
+        Error::TotalMismatch { existing: 2 }
+    );
+    assert!(!format!("{sem:?}").contains("s3cret-pw"));
+    for e in [
+        Error::Auth,
+        Error::LeaseExpired,
+        Error::StateLost,
+        Error::InvalidUrl,
+    ] {
+        assert!(!e.to_string().is_empty() && !e.code().is_empty());
+    }
+    // A closed port: a connection error within the connect timeout.
+    let closed = format!("redis://127.0.0.1:{}", s.port.wrapping_add(1).max(1));
+    match bad(&closed, "n", 1) {
+        Error::Connection(d) => assert!(!d.contains("s3cret-pw")),
+        e => panic!("expected a connection error, got {e:?}"),
+    }
+}

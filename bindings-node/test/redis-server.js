@@ -1,0 +1,204 @@
+'use strict';
+// Test support: a real redis-server of our own (Debian's package; `make
+// test-node` installs it), on a free loopback port, in a temp dir, without
+// persistence (--save '' --appendonly no), stopped by pid. Never a mock.
+
+const { execFile, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+
+/** A free loopback port (bound and closed: a race with other processes is retried by start()). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Sends one inline command to the server on `port`; resolves with the reply
+ * text once `complete(text)` says it is whole (default: one line), or null.
+ */
+function command(port, line, complete = (t) => t.includes('\r\n')) {
+  return new Promise((resolve) => {
+    const sock = net.connect(port, '127.0.0.1');
+    let data = '';
+    const done = (v) => {
+      sock.destroy();
+      resolve(v);
+    };
+    sock.setTimeout(1000, () => done(null));
+    sock.once('error', () => done(null));
+    sock.once('connect', () => sock.write(`${line}\r\n`));
+    sock.on('data', (d) => {
+      data += d;
+      if (complete(data)) done(data);
+    });
+  });
+}
+
+/** Resolves with the first reply line to `PING` on `port`, or null. */
+async function ping(port) {
+  const r = await command(port, 'PING');
+  return r === null ? null : r.split('\r\n')[0];
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+class RedisServer {
+  constructor(password, extra = []) {
+    this.password = password;
+    this.extra = extra;
+    this.dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-sem-node-redis-'));
+    this.child = null;
+    this.port = 0;
+  }
+
+  /** Starts a server (retrying on another port if the chosen one was taken). */
+  static async start({ password, extra, port } = {}) {
+    const s = new RedisServer(password, extra);
+    for (let i = 0; i < 5; i++) {
+      s.port = port ?? (await freePort());
+      if (await s.#spawn()) return s;
+    }
+    throw new Error('could not start redis-server (is it installed? `make redis-server` installs it)');
+  }
+
+  async #spawn() {
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', this.dir];
+    if (this.password !== undefined) args.push('--requirepass', this.password);
+    args.push(...this.extra);
+    const child = spawn('redis-server', args, { stdio: 'ignore' });
+    let exited = false;
+    child.once('exit', () => {
+      exited = true;
+    });
+    child.once('error', () => {
+      exited = true;
+    });
+    this.child = child;
+    for (let i = 0; i < 500 && !exited; i++) {
+      const r = await ping(this.port);
+      if (r === '+PONG' || (r !== null && r.startsWith('-NOAUTH'))) return true;
+      await sleep(10);
+    }
+    this.stop();
+    return false;
+  }
+
+  get pid() {
+    return this.child.pid;
+  }
+
+  url() {
+    const auth = this.password === undefined ? '' : `:${this.password}@`;
+    return `redis://${auth}127.0.0.1:${this.port}`;
+  }
+
+  /** Restarts the server empty on the same port (no persistence: the state is gone). */
+  async restartEmpty() {
+    await this.kill();
+    if (!(await this.#spawn())) throw new Error('redis-server did not come back');
+  }
+
+  /** SIGKILL, and waits for the exit. */
+  kill() {
+    const c = this.child;
+    if (c === null || c.exitCode !== null || c.signalCode !== null) return Promise.resolve();
+    const gone = new Promise((r) => c.once('exit', r));
+    c.kill('SIGKILL');
+    return gone;
+  }
+
+  signal(sig) {
+    process.kill(this.child.pid, sig);
+  }
+
+  stop() {
+    const c = this.child;
+    if (c !== null && c.exitCode === null && c.signalCode === null) {
+      try {
+        process.kill(c.pid, 'SIGCONT'); // in case a test left it stopped
+      } catch {}
+      c.kill('SIGKILL');
+    }
+  }
+
+  async close() {
+    await this.kill();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** Whether nothing listens on loopback `port` now. */
+function portFree(port) {
+  return new Promise((resolve) => {
+    const s = net.createServer();
+    s.unref();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A 3-node local Redis Cluster (no replicas), made with `redis-cli --cluster
+ * create`. Each node needs its port and port + 10000 (the cluster bus) free.
+ */
+class RedisCluster {
+  constructor(nodes) {
+    this.nodes = nodes;
+  }
+
+  static async start() {
+    const nodes = [];
+    try {
+      while (nodes.length < 3) {
+        const port = 20000 + Math.floor(Math.random() * 20000);
+        if (!(await portFree(port)) || !(await portFree(port + 10000))) continue;
+        nodes.push(
+          await RedisServer.start({ port, extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }),
+        );
+      }
+      const addrs = nodes.map((n) => `127.0.0.1:${n.port}`);
+      await new Promise((resolve, reject) => {
+        execFile('redis-cli', ['--cluster', 'create', ...addrs, '--cluster-replicas', '0', '--cluster-yes'], (err, out) =>
+          err ? reject(new Error(`cluster create: ${err.message} ${out}`)) : resolve(),
+        );
+      });
+      const c = new RedisCluster(nodes);
+      for (let i = 0; ; i++) {
+        const states = await Promise.all(nodes.map((n) => command(n.port, 'CLUSTER INFO', (t) => t.includes('cluster_stats_messages'))));
+        if (states.every((t) => t !== null && t.includes('cluster_state:ok'))) return c;
+        if (i > 3000) throw new Error('the cluster never reached cluster_state:ok');
+        await sleep(10);
+      }
+    } catch (e) {
+      await Promise.all(nodes.map((n) => n.close()));
+      throw e;
+    }
+  }
+
+  /** Seed URLs, comma-separated (as `connect` takes them with `cluster: true`). */
+  url() {
+    return this.nodes.map((n) => n.url()).join(',');
+  }
+
+  /** The index of the node that owns `key`'s slot. */
+  async owner(key) {
+    const r = await command(this.nodes[0].port, `CLUSTER KEYSLOT ${key}`);
+    return Math.floor((Number(r.slice(1)) * 3) / 16384);
+  }
+
+  async close() {
+    await Promise.all(this.nodes.map((n) => n.close()));
+  }
+}
+
+module.exports = { RedisServer, RedisCluster, sleep };

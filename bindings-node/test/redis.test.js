@@ -1,0 +1,665 @@
+'use strict';
+// Semaphore.connect(): the Redis front door, against real redis-server
+// instances this file starts (test/redis-server.js), never a mock: tokens,
+// FIFO and weights across handles, a worker thread and a second process (on
+// standalone Redis and on a 3-node Redis Cluster), a SIGKILLed holder,
+// cancel and timeout handing partial grants on, close failing waiters
+// everywhere, lease loss (the server SIGSTOPped past a short lease), Redis
+// restarted empty, bad input. Conservation is checked through the census.
+
+const { test, before, after } = require('node:test');
+const { execFile } = require('node:child_process');
+const v8 = require('node:v8');
+const vm = require('node:vm');
+const assert = require('node:assert/strict');
+const { fork } = require('node:child_process');
+const path = require('node:path');
+const util = require('node:util');
+const { Semaphore, RedisSemaphore } = require('..');
+const { RedisServer, RedisCluster, sleep } = require('./redis-server.js');
+const { worker, nextMessage, exited } = require('./helpers.js');
+
+let srv;
+before(async () => {
+  srv = await RedisServer.start();
+});
+after(async () => {
+  await srv?.close();
+});
+
+/** Polls `pred` (async) every 10 ms until true; fails after `ms`. */
+async function eventually(what, pred, ms = 10_000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await pred()) return;
+    if (Date.now() > end) assert.fail(`not reached within ${ms} ms: ${what}`);
+    await sleep(10);
+  }
+}
+
+async function conserved(sem) {
+  const c = await sem.census();
+  assert.equal(c.available + c.held + c.partial, c.total, `permits conserved: ${JSON.stringify(c)}`);
+  return c;
+}
+
+/** Whether `p` settled (after letting pending callbacks run). */
+async function settled(p) {
+  let done = false;
+  p.then(() => (done = true), () => (done = true));
+  await sleep(50);
+  return done;
+}
+
+test('the ESM entry exports RedisSemaphore, the same class', async () => {
+  const esm = await import('../index.mjs');
+  assert.equal(esm.RedisSemaphore, RedisSemaphore);
+  assert.equal(esm.default.RedisSemaphore, RedisSemaphore);
+});
+
+test('connect, acquire and release with strictly increasing fencing tokens', async () => {
+  const sem = await Semaphore.connect(srv.url(), 'basic', 3);
+  assert.ok(sem instanceof RedisSemaphore);
+  assert.equal(sem.totalPermits, 3);
+  assert.equal(sem.name, 'basic');
+  const t1 = await sem.acquire(2);
+  assert.equal(typeof t1, 'number');
+  assert.ok(t1 > 0 && Number.isSafeInteger(t1));
+  assert.equal(sem.heldPermits, 2);
+  const t2 = await sem.tryAcquire(1);
+  assert.ok(t2 > t1, 'tokens increase with every grant');
+  assert.equal(await sem.tryAcquire(1), null, 'nothing left: null, not an error');
+  assert.equal(await sem.acquire(0), 0, 'a grant of 0 has no token');
+  let c = await conserved(sem);
+  assert.deepEqual([c.available, c.held], [0, 3]);
+  await sem.release(3);
+  assert.equal(sem.heldPermits, 0);
+  const t3 = await sem.runExclusive(async (token) => token, 3);
+  assert.ok(t3 > t2);
+  const permit = await sem.acquirePermit(2);
+  assert.equal(permit.permits, 2);
+  assert.ok(permit.token > t3);
+  assert.equal(permit.signal.aborted, false);
+  assert.equal(sem.heldPermits, 2);
+  // Disposable (`await using permit = ...` where the syntax exists); once only.
+  await permit[Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')]();
+  await permit();
+  c = await conserved(sem);
+  assert.deepEqual([c.available, c.held, c.closed], [3, 0, false]);
+  assert.equal(await sem.availablePermits(), 3);
+  await sem.disconnect();
+  await assert.rejects(sem.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+});
+
+test('strict FIFO with weights across handles: a queued acquire(3) is not overtaken by a later acquire(1)', async () => {
+  const a = await Semaphore.connect(srv.url(), 'fifo', 3);
+  const b = await Semaphore.connect(srv.url(), 'fifo', 3);
+  await a.acquire(3);
+  const order = [];
+  const big = b.acquire(3).then((t) => order.push(['b3', t]));
+  await eventually('b queued', async () => (await a.census()).queued === 1);
+  const small = a.acquire(1).then((t) => order.push(['a1', t]));
+  await eventually('a queued', async () => (await a.census()).queued === 2);
+  assert.equal(await a.tryAcquire(1), null, 'tryAcquire does not barge either');
+  await a.release(1);
+  await a.release(1);
+  assert.equal(await settled(big), false, 'b(3) holds a partial grant of 2');
+  assert.equal(order.length, 0);
+  assert.equal((await conserved(a)).partial, 2);
+  await a.release(1);
+  await big;
+  await b.release(3);
+  await small;
+  assert.deepEqual(order.map((o) => o[0]), ['b3', 'a1']);
+  assert.ok(order[1][1] > order[0][1]);
+  await a.release(1);
+  assert.equal((await conserved(a)).available, 3);
+  await a.disconnect();
+  await b.disconnect();
+});
+
+test('an aborted or timed-out waiter hands its partial grant on', async () => {
+  const a = await Semaphore.connect(srv.url(), 'cancel', 4);
+  const b = await Semaphore.connect(srv.url(), 'cancel', 4);
+  await a.acquire(4);
+  const ac = new AbortController();
+  const first = b.acquire(3, { signal: ac.signal });
+  await eventually('queued', async () => (await a.census()).queued === 1);
+  const second = a.acquire(2);
+  await eventually('queued', async () => (await a.census()).queued === 2);
+  await a.release(2); // first collects 2 of its 3
+  assert.equal((await conserved(a)).partial, 2);
+  const reason = new Error('changed my mind');
+  ac.abort(reason);
+  await assert.rejects(first, (e) => e === reason);
+  await second; // the 2 first had went on to it
+  let c = await conserved(a);
+  assert.deepEqual([c.queued, c.partial, c.held], [0, 0, 4]);
+  // A timeout does the same, with its own code.
+  const third = b.acquire(3, { timeout: 100 });
+  await eventually('queued', async () => (await a.census()).queued === 1);
+  await a.release(2); // third collects 2
+  await assert.rejects(third, { code: 'ERR_VOLT_TIMED_OUT' });
+  c = await conserved(a);
+  assert.deepEqual([c.available, c.held, c.queued], [2, 2, 0]);
+  // cancel() does it for every acquire of the object (c1's partial grant of
+  // 2 goes to c2 first, whose grant is then given back: nothing is lost).
+  const c1 = b.acquire(3);
+  const c2 = b.acquire(1);
+  await eventually('queued', async () => (await a.census()).queued === 2);
+  assert.equal(b.pendingCount, 2);
+  assert.equal(b.cancel(), 2);
+  await assert.rejects(c1, { code: 'ERR_VOLT_CANCELLED' });
+  await assert.rejects(c2, { code: 'ERR_VOLT_CANCELLED' });
+  assert.equal(b.pendingCount, 0);
+  c = await conserved(a);
+  assert.deepEqual([c.available, c.held, c.queued], [2, 2, 0]);
+  // An already-aborted signal rejects at once, and queues nothing.
+  await assert.rejects(b.acquire(1, { signal: AbortSignal.abort('x') }), (e) => e === 'x');
+  await a.release(2);
+  c = await conserved(a);
+  assert.deepEqual([c.available, c.held], [4, 0]);
+  await a.disconnect();
+  await b.disconnect();
+});
+
+test('close() fails the waiters of every handle, in this thread and in a worker', async () => {
+  const a = await Semaphore.connect(srv.url(), 'close', 1);
+  await a.acquire(1);
+  const b = await Semaphore.connect(srv.url(), 'close', 1);
+  const mine = b.acquire(1).catch((e) => e); // may reject before it is awaited
+  const w = worker(
+    `(async () => {
+      const sem = await volt.Semaphore.connect(workerData.url, 'close', 1);
+      parentPort.postMessage('connected');
+      try { await sem.acquire(1); parentPort.postMessage('granted'); }
+      catch (e) { parentPort.postMessage(e.code); }
+      await sem.disconnect();
+    })();`,
+    { url: srv.url() },
+  );
+  await nextMessage(w, (m) => m === 'connected');
+  await eventually('both queued', async () => (await a.census()).queued === 2);
+  await a.close();
+  assert.equal((await mine).code, 'ERR_VOLT_CLOSED');
+  assert.equal(await nextMessage(w, (m) => m !== 'connected'), 'ERR_VOLT_CLOSED');
+  assert.equal(await exited(w), 0);
+  await assert.rejects(b.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+  assert.equal(b.closed, true);
+  await a.release(1); // release still works after close
+  const c = await conserved(a);
+  assert.deepEqual([c.closed, c.available, c.queued], [true, 1, 0]);
+  await a.disconnect();
+  await b.disconnect();
+});
+
+test('a worker thread and the main thread share one semaphore', async () => {
+  const main = await Semaphore.connect(srv.url(), 'workers', 2);
+  await main.acquire(2);
+  const w = worker(
+    `(async () => {
+      const sem = await volt.Semaphore.connect(workerData.url, 'workers', 2);
+      const token = await sem.acquire(2);
+      parentPort.postMessage({ token, held: sem.heldPermits });
+      await sem.release(2);
+      await sem.disconnect();
+      parentPort.postMessage('done');
+    })();`,
+    { url: srv.url() },
+  );
+  await eventually('worker queued', async () => (await main.census()).queued === 1);
+  await main.release(2);
+  const m = await nextMessage(w, (x) => typeof x === 'object');
+  assert.equal(m.held, 2);
+  assert.ok(m.token > 0);
+  await nextMessage(w, (x) => x === 'done');
+  assert.equal(await exited(w), 0);
+  const c = await conserved(main);
+  assert.deepEqual([c.available, c.held], [2, 0]);
+  await main.disconnect();
+});
+
+test('a terminated worker gives back what it held and waited for', async () => {
+  const main = await Semaphore.connect(srv.url(), 'terminate', 3);
+  await main.acquire(1);
+  const w = worker(
+    `(async () => {
+      const sem = await volt.Semaphore.connect(workerData.url, 'terminate', 3);
+      await sem.acquire(2);
+      parentPort.postMessage('holding');
+      sem.acquire(3); // queued, collects nothing: main holds 1
+    })();`,
+    { url: srv.url() },
+  );
+  await nextMessage(w, (m) => m === 'holding');
+  await eventually('worker queued', async () => (await main.census()).queued === 1);
+  await w.terminate();
+  await eventually('session ended', async () => {
+    const c = await main.census();
+    return c.queued === 0 && c.held === 1 && c.available === 2;
+  });
+  await main.release(1);
+  await conserved(main);
+  await main.disconnect();
+});
+
+test('FIFO across processes: a queued acquire(3) in a child is not overtaken by a later acquire(1) here', async () => {
+  const name = 'procs';
+  const parent = await Semaphore.connect(srv.url(), name, 3);
+  await parent.acquire(3);
+  const c = child(name, 3);
+  assert.equal((await c.next('ready')).error, undefined);
+  c.send({ op: 'acquire', n: 3 });
+  await eventually('child queued', async () => (await parent.census()).queued === 1);
+  const mine = parent.acquire(1);
+  await eventually('parent queued', async () => (await parent.census()).queued === 2);
+  await parent.release(3); // all to the child's acquire(3), none to mine
+  const granted = await c.next('acquire');
+  assert.equal(granted.n, 3);
+  assert.equal(await settled(mine), false, 'the later acquire(1) waits');
+  c.send({ op: 'release', n: 3 });
+  await c.next('release');
+  const token = await mine;
+  assert.ok(token > granted.token, 'the later grant has the larger token');
+  c.send({ op: 'exit' });
+  await c.exited;
+  await parent.release(1);
+  const cs = await conserved(parent);
+  assert.deepEqual([cs.available, cs.held, cs.queued], [3, 0, 0]);
+  await parent.disconnect();
+});
+
+/** Forks test/redis-child.js on `name`; `next(op)` resolves with its next message of that op. */
+function child(name, permits, lease, url = srv.url(), cluster = false) {
+  const args = [url, name, String(permits), lease === undefined ? '' : String(lease)];
+  if (cluster) args.push('cluster');
+  const c = fork(path.join(__dirname, 'redis-child.js'), args, { stdio: 'inherit' });
+  const messages = [];
+  const waiters = [];
+  c.on('message', (m) => {
+    messages.push(m);
+    for (const w of waiters.splice(0)) w();
+  });
+  c.next = async (op) => {
+    for (;;) {
+      const i = messages.findIndex((m) => m.op === op);
+      if (i >= 0) return messages.splice(i, 1)[0];
+      await new Promise((r) => waiters.push(r));
+    }
+  };
+  c.exited = new Promise((r) => c.once('exit', (code, sig) => r(sig ?? code)));
+  return c;
+}
+
+test('a holder killed with SIGKILL: its permits reach the next waiter within its lease', async () => {
+  const name = 'killed';
+  const sem = await Semaphore.connect(srv.url(), name, 3);
+  const c = child(name, 3, 1000);
+  assert.equal((await c.next('ready')).error, undefined);
+  c.send({ op: 'acquire', n: 2 });
+  const held = await c.next('acquire');
+  const waiting = sem.acquire(3);
+  await eventually('queued', async () => (await sem.census()).queued === 1);
+  c.kill('SIGKILL');
+  assert.equal(await c.exited, 'SIGKILL');
+  const token = await waiting; // within lease + one heartbeat (~1.3 s)
+  assert.ok(token > held.token);
+  await sem.release(3);
+  const cen = await conserved(sem);
+  assert.deepEqual([cen.available, cen.held, cen.sessions], [3, 0, 1]);
+  await sem.disconnect();
+});
+
+test('stress: weights 1..3, random aborts and timeouts over 4 handles in 2 threads: limit kept, permits conserved', async () => {
+  const name = 'stress';
+  const LIMIT = 3;
+  const handles = await Promise.all([0, 1, 2].map(() => Semaphore.connect(srv.url(), name, LIMIT)));
+  const w = worker(
+    `(async () => {
+      const sem = await volt.Semaphore.connect(workerData.url, 'stress', 3);
+      let grants = 0;
+      for (let i = 0; i < 80; i++) {
+        const n = 1 + (i % 3);
+        try {
+          await sem.acquire(n, { timeout: 1 + (i % 7) * 3 });
+          grants++;
+          await new Promise((r) => setTimeout(r, i % 2));
+          await sem.release(n);
+        } catch (e) {
+          if (e.code !== 'ERR_VOLT_TIMED_OUT') throw e;
+        }
+      }
+      await sem.disconnect();
+      parentPort.postMessage(grants);
+    })();`,
+    { url: srv.url() },
+  );
+  let held = 0;
+  let peak = 0;
+  let grants = 0;
+  let cancels = 0;
+  let seed = 12345;
+  const rnd = (k) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % k;
+  };
+  const run = async (sem) => {
+    for (let i = 0; i < 80; i++) {
+      const n = 1 + rnd(3);
+      const ac = new AbortController();
+      const r = rnd(4);
+      if (r === 0) setTimeout(() => ac.abort(new Error('abort')), rnd(10));
+      try {
+        await sem.acquire(n, { signal: ac.signal, timeout: r === 1 ? 1 + rnd(10) : undefined });
+      } catch (e) {
+        assert.ok(e.message === 'abort' || e.code === 'ERR_VOLT_TIMED_OUT', String(e));
+        cancels++;
+        continue;
+      }
+      grants++;
+      held += n; // the local view: other thread's grants are not counted, so check below via census
+      peak = Math.max(peak, held);
+      assert.ok(peak <= LIMIT, `held ${held} in this thread`);
+      await sleep(rnd(2));
+      held -= n;
+      await sem.release(n);
+    }
+  };
+  const census = setInterval(async () => {
+    const c = await handles[0].census().catch(() => null);
+    if (c !== null) assert.ok(c.held + c.partial + c.available === LIMIT && c.held <= LIMIT, JSON.stringify(c));
+  }, 20);
+  try {
+    await Promise.all(handles.map(run));
+  } finally {
+    clearInterval(census);
+  }
+  const workerGrants = await nextMessage(w, (m) => typeof m === 'number');
+  assert.equal(await exited(w), 0);
+  assert.ok(grants > 0 && workerGrants >= 0);
+  console.log(`stress: ${grants} grants and ${cancels} cancels here, ${workerGrants} grants in the worker`);
+  const c = await conserved(handles[0]);
+  assert.deepEqual([c.available, c.held, c.partial, c.queued], [LIMIT, 0, 0, 0]);
+  await Promise.all(handles.map((h) => h.disconnect()));
+});
+
+test('a collected object ends its session: what it held goes back', async () => {
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const keeper = await Semaphore.connect(srv.url(), 'gc', 2);
+  await (async () => {
+    const dropped = await Semaphore.connect(srv.url(), 'gc', 2);
+    await dropped.acquire(2);
+  })();
+  assert.equal((await keeper.census()).held, 2);
+  await eventually('collected and its session ended', async () => {
+    gc();
+    await sleep(20);
+    const c = await keeper.census();
+    return c.held === 0 && c.available === 2 && c.sessions === 1;
+  });
+  await keeper.disconnect();
+});
+
+test('an unref()d object waiting for permits does not keep the process alive', async () => {
+  const sem = await Semaphore.connect(srv.url(), 'unref', 1);
+  await sem.acquire(1);
+  const code = `
+    const { Semaphore } = require(${JSON.stringify(path.resolve(__dirname, '..'))});
+    (async () => {
+      const s = await Semaphore.connect(${JSON.stringify(srv.url())}, 'unref', 1);
+      s.unref();
+      s.acquire(1).then(() => console.log('granted?!'));
+      console.log('waiting');
+    })();`;
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', code], { timeout: 20_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+  });
+  assert.equal(out.trim(), 'waiting');
+  await eventually('its session ended at exit', async () => (await sem.census()).sessions === 1);
+  assert.equal((await conserved(sem)).queued, 0);
+  await sem.release(1);
+  await sem.disconnect();
+});
+
+test('FIFO across processes on a 3-node Redis Cluster, for semaphores on different nodes', async () => {
+  const c = await RedisCluster.start();
+  try {
+    const owners = new Set();
+    for (const name of ['alpha', 'beta', 'gamma', 'delta']) {
+      owners.add(await c.owner(`{volt-sem:${name}}`));
+      const me = await Semaphore.connect(c.url(), name, 3, { cluster: true, connectTimeout: 3000 });
+      await me.acquire(3);
+      const a = child(name, 3, undefined, c.url(), true);
+      assert.equal((await a.next('ready')).error, undefined);
+      a.send({ op: 'acquire', n: 3 });
+      await eventually('a queued', async () => (await me.census()).queued === 1);
+      const mine = me.acquire(1);
+      await eventually('mine queued', async () => (await me.census()).queued === 2);
+      await me.release(3);
+      const granted = await a.next('acquire');
+      assert.equal(granted.n, 3);
+      let cs = await conserved(me);
+      assert.deepEqual([cs.queued, cs.held], [1, 3], `the later acquire(1) overtook on ${name}`);
+      a.send({ op: 'release', n: 3 });
+      await a.next('release');
+      assert.ok((await mine) > granted.token);
+      await me.release(1);
+      cs = await conserved(me);
+      assert.equal(cs.available, 3);
+      a.send({ op: 'exit' });
+      await a.exited;
+      await me.disconnect();
+    }
+    assert.ok(owners.size >= 2, `every name on one node: ${[...owners]}`);
+  } finally {
+    await c.close();
+  }
+});
+
+test('the calls never block the event loop, even while Redis does not answer', async () => {
+  const s = await RedisServer.start();
+  try {
+    const sem = await Semaphore.connect(s.url(), 'loop', 1, { commandTimeout: 1000, lease: 3000 });
+    s.signal('SIGSTOP');
+    let ticks = 0;
+    const iv = setInterval(() => ticks++, 5);
+    const pending = sem.release(1).catch((e) => e); // a round trip that cannot complete
+    await sleep(300);
+    clearInterval(iv);
+    s.signal('SIGCONT');
+    assert.ok(ticks > 5, `timers ran while the release was in flight (${ticks})`);
+    const e = await pending;
+    assert.ok(e instanceof Error);
+    // connect too: to a server that accepts and never answers.
+    s.signal('SIGSTOP');
+    ticks = 0;
+    const iv2 = setInterval(() => ticks++, 5);
+    const connecting = Semaphore.connect(s.url(), 'loop2', 1, { connectTimeout: 500 }).catch((x) => x);
+    await sleep(200);
+    clearInterval(iv2);
+    assert.ok(ticks > 5, `timers ran while connect was in flight (${ticks})`);
+    assert.equal((await connecting).code, 'ERR_VOLT_CONNECTION_FAILED');
+    s.signal('SIGCONT');
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is told, release releases nothing', async () => {
+  const s = await RedisServer.start();
+  try {
+    // connectTimeout short too: the agent notices the loss only once its reconnect
+    // attempts (each up to connectTimeout) gave up.
+    const opts = { lease: 1500, commandTimeout: 500, connectTimeout: 500 };
+    const sem = await Semaphore.connect(s.url(), 'lease', 2, opts);
+    const other = await Semaphore.connect(s.url(), 'lease', 2, { commandTimeout: 2000 });
+    const permit = await sem.acquirePermit(1);
+    await other.acquire(1);
+    const waiting = sem.acquire(2);
+    await eventually('queued', async () => (await other.census()).queued === 1);
+    const signal = sem.leaseSignal;
+    assert.equal(signal, permit.signal);
+    let lost;
+    signal.addEventListener('abort', () => (lost = signal.reason));
+    s.signal('SIGSTOP');
+    await assert.rejects(waiting, { code: 'ERR_VOLT_LEASE_EXPIRED' });
+    s.signal('SIGCONT');
+    await eventually('the holder was told', () => lost !== undefined);
+    assert.equal(lost.code, 'ERR_VOLT_LEASE_EXPIRED');
+    assert.equal(permit.signal.aborted, true);
+    await assert.rejects(permit(), { code: 'ERR_VOLT_LEASE_EXPIRED' });
+    // The lost permit went back once: other's 1 + nothing of sem's.
+    await eventually('reclaimed', async () => {
+      const c = await other.census();
+      return c.held === 1 && c.available === 1 && c.queued === 0;
+    });
+    await conserved(other);
+    // The reclaimed permit goes to someone else, fenced by a newer token.
+    assert.ok((await other.acquire(1)) > permit.token);
+    await other.release(1);
+    // The next acquire starts a new session, with a new signal.
+    const t = await sem.acquire(1);
+    assert.ok(t > 0);
+    assert.notEqual(sem.leaseSignal, signal);
+    assert.equal(sem.leaseSignal.aborted, false);
+    await sem.release(1);
+    await other.release(1);
+    const c = await conserved(other);
+    assert.deepEqual([c.available, c.held], [2, 0]);
+    await sem.disconnect();
+    await other.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST', async () => {
+  const s = await RedisServer.start();
+  try {
+    const opts = { lease: 1500, commandTimeout: 1000, connectTimeout: 3000 };
+    const a = await Semaphore.connect(s.url(), 'restart', 1, opts);
+    await a.acquire(1);
+    const b = await Semaphore.connect(s.url(), 'restart', 1, opts);
+    const waiting = b.acquire(1).catch((e) => e); // may reject before it is awaited
+    await eventually('queued', async () => (await a.census()).queued === 1);
+    let lost;
+    a.leaseSignal.addEventListener('abort', () => (lost = a.leaseSignal.reason));
+    await s.restartEmpty();
+    assert.equal((await waiting).code, 'ERR_VOLT_STATE_LOST');
+    await assert.rejects(a.release(1), { code: 'ERR_VOLT_STATE_LOST' });
+    await eventually('the holder was told', () => lost !== undefined);
+    assert.equal(lost.code, 'ERR_VOLT_STATE_LOST');
+    await assert.rejects(b.tryAcquire(1), { code: 'ERR_VOLT_STATE_LOST' });
+    // Connecting again starts afresh.
+    const fresh = await Semaphore.connect(s.url(), 'restart', 1);
+    assert.ok((await fresh.tryAcquire(1)) > 0);
+    await fresh.release(1);
+    await a.disconnect();
+    await b.disconnect();
+    await fresh.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('bad input: typed errors, nothing changed, no password anywhere', async () => {
+  const url = srv.url();
+  await assert.rejects(Semaphore.connect('http://nope', 'x', 1), { code: 'ERR_VOLT_INVALID_URL' });
+  await assert.rejects(Semaphore.connect('redis://127.0.0.1:notaport', 'x', 1), { code: 'ERR_VOLT_INVALID_URL' });
+  await assert.rejects(Semaphore.connect(url, '', 1), { code: 'ERR_VOLT_INVALID_NAME' });
+  await assert.rejects(Semaphore.connect(url, 'n'.repeat(1025), 1), { code: 'ERR_VOLT_INVALID_NAME' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 0), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 2 ** 41), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 1.5), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(Semaphore.connect(42, 'bad', 1), { code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 1, { lease: -1 }), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 1, { lease: 100 }), { code: 'ERR_VOLT_INVALID_OPTION' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 1, { prefix: 'a{b' }), { code: 'ERR_VOLT_INVALID_PREFIX' });
+  await assert.rejects(Semaphore.connect(url, 'bad', 1, { cluster: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' });
+  assert.throws(() => new RedisSemaphore(), { code: 'ERR_INVALID_ARG_TYPE' });
+
+  // Unreachable: a port nobody listens on, within the connect timeout.
+  const { port } = srv;
+  const closedPort = port === 1 ? 2 : 1;
+  await assert.rejects(Semaphore.connect(`redis://127.0.0.1:${closedPort}`, 'x', 1, { connectTimeout: 1000 }), {
+    code: 'ERR_VOLT_CONNECTION_FAILED',
+  });
+
+  // Wrong password: typed, and the password is nowhere in the error.
+  const secret = 'hunter2-s3cret';
+  const pw = await RedisServer.start({ password: 'right-one', extra: ['--user', 'alice', 'on', '>alice-pw', '~*', '&*', '+@all'] });
+  try {
+    const wrong = `redis://:${secret}@127.0.0.1:${pw.port}`;
+    const e = await Semaphore.connect(wrong, 'auth', 1).catch((x) => x);
+    assert.equal(e.code, 'ERR_VOLT_AUTH_FAILED');
+    assert.ok(!util.inspect(e).includes(secret) && !e.message.includes(secret));
+    const ok = await Semaphore.connect(`redis://:right-one@127.0.0.1:${pw.port}`, 'auth', 1);
+    const shown = util.inspect(ok, { showHidden: true, depth: 5 }) + JSON.stringify(ok) + String(ok);
+    assert.ok(!shown.includes('right-one'), shown);
+    await ok.disconnect();
+    // An ACL user: user:password.
+    const alice = await Semaphore.connect(`redis://alice:alice-pw@127.0.0.1:${pw.port}`, 'auth', 1);
+    assert.ok((await alice.tryAcquire(1)) > 0);
+    await alice.release(1);
+    await alice.disconnect();
+    await assert.rejects(Semaphore.connect(`redis://alice:${secret}@127.0.0.1:${pw.port}`, 'auth', 1), (x) => {
+      assert.equal(x.code, 'ERR_VOLT_AUTH_FAILED');
+      assert.ok(!util.inspect(x).includes(secret));
+      return true;
+    });
+  } finally {
+    await pw.close();
+  }
+
+  // A total other than the existing semaphore's: refused, nothing changed.
+  const sem = await Semaphore.connect(url, 'mismatch', 2);
+  const m = await Semaphore.connect(url, 'mismatch', 3).catch((x) => x);
+  assert.equal(m.code, 'ERR_VOLT_MISMATCH');
+  assert.equal(m.existing, 2);
+  assert.equal(sem.totalPermits, 2);
+
+  // Requests and releases out of range.
+  await sem.acquire(1);
+  await assert.rejects(sem.release(2), { code: 'ERR_VOLT_NOT_HELD', held: 1 });
+  await assert.rejects(sem.acquire(3), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.acquire(-1), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.acquire(1, { signal: 'no' }), { code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.tryAcquire(1.5), { code: 'ERR_OUT_OF_RANGE' });
+  await sem.release(1);
+  const c = await conserved(sem);
+  assert.deepEqual([c.total, c.available, c.held], [2, 2, 0]);
+  await sem.disconnect();
+  await sem.disconnect(); // idempotent
+});
+
+test('TLS and replication options reach the connection (typed errors, nothing lost)', async () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'volt-sem-tls-'));
+  const ca = path.join(dir, 'ca.pem');
+  fs.writeFileSync(ca, 'not a certificate\n');
+  const tlsUrl = srv.url().replace('redis://', 'rediss://');
+  // A TLS handshake with a plain Redis port: a typed TLS failure.
+  await assert.rejects(Semaphore.connect(tlsUrl, 'tls', 1, { tlsCaFile: ca, connectTimeout: 2000 }), {
+    code: 'ERR_VOLT_TLS_FAILED',
+  });
+  // TLS options on a plain URL: refused, not ignored.
+  await assert.rejects(Semaphore.connect(srv.url(), 'tls', 1, { tlsCaFile: ca }), {
+    code: 'ERR_VOLT_INVALID_OPTION',
+  });
+  await assert.rejects(Semaphore.connect(srv.url(), 'tls', 1, { tlsClientCert: { cert: ca } }), {
+    code: 'ERR_INVALID_ARG_TYPE',
+  });
+  await assert.rejects(Semaphore.connect(srv.url(), 'tls', 1, { minReplicasAcked: { replicas: 0 } }), RangeError);
+  // WAIT for a replica this server does not have: the grant fails typed and goes back.
+  const plain = await Semaphore.connect(srv.url(), 'replicated', 2);
+  const strict = await Semaphore.connect(srv.url(), 'replicated', 2, { minReplicasAcked: { replicas: 1, timeout: 100 } });
+  await assert.rejects(strict.tryAcquire(1), { code: 'ERR_VOLT_NOT_REPLICATED' });
+  await eventually('the grant went back', async () => (await conserved(plain)).available === 2);
+  await strict.disconnect();
+  await plain.disconnect();
+  fs.rmSync(dir, { recursive: true, force: true });
+});

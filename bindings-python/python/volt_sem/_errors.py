@@ -1,0 +1,79 @@
+"""The exceptions of the Redis backend (``Semaphore.connect``).
+
+Defined in Python because two of them have two bases (a volt_sem base and the
+builtin of the same meaning), which a native exception type cannot have.
+Raised by the native module, which imports them from here.
+"""
+
+__all__ = [
+    "RedisError",
+    "RedisConnectionError",
+    "AuthenticationError",
+    "RedisCommandError",
+    "LeaseExpiredError",
+    "StateLostError",
+    "InvalidUrlError",
+]
+
+
+class RedisError(RuntimeError):
+    """A failure of a semaphore stored in Redis (``Semaphore.connect``); the
+    subclasses name the cause. ``code`` is the stable name shared with the C
+    and Node bindings (``"LEASE_EXPIRED"``, ...)."""
+
+    code: str = "REDIS_ERROR"
+
+
+class RedisConnectionError(RedisError, ConnectionError):
+    """Redis could not be reached within the connect timeout, or a connection
+    failed (how, without the password). Also a builtin ``ConnectionError``."""
+
+    code = "CONNECTION_FAILED"
+
+
+class AuthenticationError(RedisConnectionError):
+    """Redis refused the credentials of the URL (wrong user or password)."""
+
+    code = "AUTH_FAILED"
+
+
+class RedisCommandError(RedisError):
+    """Redis answered with an error, or with a reply the scripts never produce
+    (``code`` ``"REDIS_ERROR"`` or ``"PROTOCOL_ERROR"``)."""
+
+
+class LeaseExpiredError(RedisError):
+    """This client's session lease expired (a pause, a partition, Redis out of
+    reach for longer than the lease): the permits it held went back to the
+    pool and its queued acquires were removed. Raised by those acquires and by
+    the release of those permits, which releases nothing."""
+
+    code = "LEASE_EXPIRED"
+
+
+class StateLostError(RedisError):
+    """Redis lost the semaphore's state (restarted empty, flushed, keys
+    deleted): the handle refuses to go on rather than over-grant. Connect
+    again to start afresh."""
+
+    code = "STATE_LOST"
+
+
+class InvalidUrlError(ValueError):
+    """``Semaphore.connect``: the URL is malformed or of an unsupported scheme
+    (the message never repeats it: it may hold a password)."""
+
+    code = "INVALID_URL"
+
+
+for _cls in (
+    RedisError,
+    RedisConnectionError,
+    AuthenticationError,
+    RedisCommandError,
+    LeaseExpiredError,
+    StateLostError,
+    InvalidUrlError,
+):
+    _cls.__module__ = "volt_sem"
+del _cls

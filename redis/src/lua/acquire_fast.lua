@@ -1,0 +1,16 @@
+-- acquire / try_acquire, fast part (see acquire.lua for the arguments and
+-- replies): with FAST, the permits are taken at once if enough are free.
+-- Invariant: queue non-empty => avail == 0, so avail >= n >= 1 means nobody
+-- is queued and this cannot overtake anyone. O(1).
+if FAST then
+  local n = tonumber(ARGV[5])
+  if M[3] == '1' then return {'CLOSED'} end
+  if n > tonumber(M[4]) then return {'TOOMANY'} end
+  local avail = tonumber(M[5])
+  if avail >= n then
+    local tok = math.max(tonumber(M[6]) + 1, NOW_US)
+    redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
+    redis.call('HINCRBY', HELD, SID, n)
+    return {'READY', tok}
+  end
+end

@@ -1,0 +1,25 @@
+-- The fast path's check (acquire and release only, after head.lua). FAST is
+-- true when everything the slow prologue (prelude.lua) would check is known
+-- to hold, with two reads instead of five calls, and before any helper of
+-- prelude.lua is created:
+-- * the incarnation is ours (`lost()` is false);
+-- * nothing can be reaped: META.reap is never above the earliest lease
+--   deadline of any session (connect lowers it, renewals only raise
+--   deadlines, reap() recomputes it), so reap_at >= now means no deadline
+--   has passed;
+-- * our session exists and its deadline has not passed (`live()`).
+-- The session is renewed only when a third of its lease has gone by (the
+-- heartbeat renews every lease/3 anyway), so the client counts a fast call
+-- as a renewal from lease/3 before it was sent (session.rs).
+-- M: inc, reap, closed, total, avail, token.
+local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token')
+local FAST = false
+if INC ~= '' and M[1] == INC and tonumber(M[2] or '0') >= NOW_MS then
+  local exp = redis.call('ZSCORE', SESSIONS, SID)
+  if exp and tonumber(exp) >= NOW_MS then
+    FAST = true
+    if tonumber(exp) < NOW_MS + LEASE * 2 / 3 then
+      redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID)
+    end
+  end
+end

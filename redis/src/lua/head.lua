@@ -1,0 +1,67 @@
+-- The head of every script (then, for acquire and release, fast.lua and
+-- the fast part of the body; then prelude.lua and the body; see scripts.rs).
+-- KEYS: 1 meta (hash), 2 queue (zset eid -> seq), 3 entries (hash eid -> "need:got"),
+--       4 sessions (zset sid -> lease deadline, server ms), 5 held (hash sid -> permits),
+--       6 grants (hash eid -> token; "0" = woken by close), 7 own (zset, score 0, eid: lex index by session)
+-- ARGV: 1 sid, 2 incarnation, 3 lease ms, then the script's own arguments.
+local META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local SID, INC, LEASE = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- Every key shares the hash tag of META ("{prefix:name}:meta"); a session's
+-- notification list is derived from it, so it lives in the same cluster slot.
+local TAG = string.sub(META, 1, -6)
+local NOTE_TTL_MS = 60000
+
+local t = redis.call('TIME')
+local NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local NOW_MS = math.floor(NOW_US / 1000)
+
+-- Integers above 1e14 would be written in exponent form by tostring.
+local function fmt(x) return string.format('%.0f', x) end
+
+-- Direct hand-off: `p` released permits go to the queue head(s) in FIFO
+-- order; a head that cannot be completed keeps its partial grant and the
+-- hand-off stops there; only the surplus of an emptied queue is banked.
+-- Each completed request gets the next fencing token, strictly increasing
+-- per grant and at least the server's microsecond clock (so it keeps
+-- increasing even after a failover that lost the last stored token), a
+-- grant record, and a notification to its session's list. Grants to the
+-- calling session are also listed in MINE ("eid", token, ...): release
+-- returns them, so the releasing process completes its own waiters at once
+-- instead of through its agent's BLPOP (the notification still goes out,
+-- and finds them done). Self-contained and defined here, with no other
+-- helper, so that a release's hand-off (release_fast.lua) creates no other
+-- closure. O(g log n) for g waiters completed (each of which is woken:
+-- inherent).
+local MINE = {}
+local function hand(p)
+  local tok
+  while p > 0 do
+    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+    if not head then break end
+    local need, got = string.match(redis.call('HGET', ENTRIES, head), '^(%d+):(%d+)$')
+    need, got = tonumber(need), tonumber(got)
+    local give = math.min(p, need - got)
+    got = got + give
+    p = p - give
+    if got == need then
+      redis.call('ZREM', QUEUE, head)
+      redis.call('HDEL', ENTRIES, head)
+      local owner = string.match(head, '^([^:]*):')
+      redis.call('HINCRBY', HELD, owner, need)
+      tok = math.max((tok or tonumber(redis.call('HGET', META, 'token') or '0')) + 1, NOW_US)
+      local t = fmt(tok)
+      redis.call('HSET', GRANTS, head, t)
+      local k = TAG .. ':note:' .. owner
+      redis.call('RPUSH', k, head .. ' ' .. t)
+      redis.call('PEXPIRE', k, NOTE_TTL_MS)
+      if owner == SID then
+        MINE[#MINE + 1] = head
+        MINE[#MINE + 1] = t
+      end
+    else
+      redis.call('HSET', ENTRIES, head, need .. ':' .. got)
+    end
+  end
+  if tok then redis.call('HSET', META, 'token', fmt(tok)) end
+  if p > 0 then redis.call('HINCRBY', META, 'avail', p) end
+end

@@ -1,0 +1,146 @@
+//! Network faults with real sockets: a TCP proxy in front of redis-server
+//! cuts every connection of a client on demand and refuses new ones for a
+//! while; and Redis itself restarted mid-wait, with its data.
+
+mod support;
+
+use std::thread;
+use std::time::Duration;
+
+use support::*;
+use volt_sem_redis::{Error, RedisSemaphore};
+
+/// How long a test waits for an outcome before failing (never hang).
+const LIMIT: Duration = Duration::from_secs(30);
+
+fn queued(sem: &RedisSemaphore, n: u64) {
+    eventually(&format!("{n} queued"), LIMIT, || {
+        sem.census().unwrap().queued == n
+    });
+}
+
+#[test]
+fn cut_connections_and_a_short_outage_keep_the_waiters_place() {
+    let s = Server::start();
+    let proxy = Proxy::start(s.port);
+    let o = || {
+        opts()
+            .lease(Duration::from_secs(4))
+            .connect_timeout(Duration::from_millis(300))
+            .command_timeout(Duration::from_millis(500))
+    };
+    let a = RedisSemaphore::connect(&s.url(), "cut", 1, o()).unwrap();
+    let b = RedisSemaphore::connect(&proxy.url(), "cut", 1, o()).unwrap();
+    let c = RedisSemaphore::connect(&s.url(), "cut", 1, o()).unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let b_wait = acquire_in_thread(&b, 1);
+    queued(&a, 1);
+    let c_wait = acquire_in_thread(&c, 1);
+    queued(&a, 2);
+
+    // Every connection of b is cut, and Redis stays out of b's reach for a
+    // second (shorter than the lease). Meanwhile the holder releases: the
+    // grant goes to b, the head, and its notification waits in b's list.
+    proxy.set_down(true);
+    proxy.cut();
+    held.release().unwrap();
+    thread::sleep(Duration::from_secs(1));
+    assert!(
+        b_wait.try_recv().is_err(),
+        "b cannot have learnt its grant yet"
+    );
+    proxy.set_down(false);
+
+    // b's agent reconnects (with backoff) and finds its grant: b kept its
+    // place, c (queued after it, always connected) did not overtake it.
+    let pb = b_wait.recv_timeout(LIMIT).unwrap().unwrap();
+    assert!(pb.token() > 0);
+    assert!(c_wait.try_recv().is_err(), "c overtook b");
+    let census = assert_conserved(&a);
+    assert_eq!((census.held, census.queued), (1, 1));
+    // b's command connection was cut while idle: it is found dead before
+    // the release is sent, replaced, and the release succeeds (no session
+    // given up for a fault that happened between calls).
+    let tb = pb.token();
+    pb.release().unwrap();
+    let pc = c_wait.recv_timeout(LIMIT).unwrap().unwrap();
+    assert!(pc.token() > tb, "tokens increase");
+    drop(pc);
+    let census = assert_conserved(&a);
+    assert_eq!((census.available, census.queued, census.held), (1, 0, 0));
+
+    // Cuts with nobody waiting: every call afterwards works.
+    proxy.cut();
+    thread::sleep(Duration::from_millis(1100));
+    drop(b.try_acquire(1).unwrap());
+    assert_eq!(assert_conserved(&a).available, 1);
+}
+
+#[test]
+fn past_the_lease_waiters_fail_clearly_and_nothing_is_lost() {
+    let s = Server::start();
+    let proxy = Proxy::start(s.port);
+    let o = || {
+        opts()
+            .lease(Duration::from_millis(1500))
+            .connect_timeout(Duration::from_millis(300))
+            .command_timeout(Duration::from_millis(500))
+    };
+    let a = RedisSemaphore::connect(&s.url(), "deadline", 2, o()).unwrap();
+    let b = RedisSemaphore::connect(&proxy.url(), "deadline", 2, o()).unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let b_held = b.acquire_blocking(1).unwrap();
+    let b_wait = acquire_in_thread(&b, 2);
+    queued(&a, 1);
+
+    // Redis out of b's reach for longer than the lease (the deadline): the
+    // waiter fails with LeaseExpired, its holder learns it, and b's session
+    // is reclaimed by a's scripts: its permit and its queue place come back.
+    proxy.set_down(true);
+    proxy.cut();
+    let r = b_wait
+        .recv_timeout(LIMIT)
+        .expect("the waiter must not hang");
+    assert_eq!(r.unwrap_err(), Error::LeaseExpired);
+    assert!(b_held.is_lost());
+    eventually("b's session reclaimed", LIMIT, || {
+        let c = a.census().unwrap();
+        c.conserved() && c.queued == 0 && c.held == 1 && c.available == 1
+    });
+    held.release().unwrap();
+    proxy.set_down(false);
+    // Released nothing twice: b's release reports the loss.
+    assert_eq!(b_held.release().unwrap_err(), Error::LeaseExpired);
+    // b works again, with a new session.
+    drop(b.acquire_timeout(2, LIMIT).unwrap());
+    let c = assert_conserved(&a);
+    assert_eq!((c.available, c.held, c.queued), (2, 0, 0));
+}
+
+#[test]
+fn redis_restarted_with_its_data_mid_wait() {
+    let mut s = Server::start();
+    let o = || opts().connect_timeout(Duration::from_millis(500));
+    let a = RedisSemaphore::connect(&s.url(), "persist", 2, o()).unwrap();
+    let b = RedisSemaphore::connect(&s.url(), "persist", 2, o()).unwrap();
+    let held = a.acquire_blocking(2).unwrap();
+    let b_wait = acquire_in_thread(&b, 1);
+    queued(&a, 1);
+    // Killed and restarted from a snapshot (as with persistence): the
+    // semaphore, the sessions and the queue come back; nobody's state is lost.
+    s.restart_keeping_data();
+    // Let a's command connection count as idle, so that it is checked
+    // (and replaced) before the release is sent.
+    thread::sleep(Duration::from_millis(1100));
+    let first = held.token();
+    held.release().unwrap();
+    let p = b_wait.recv_timeout(LIMIT).unwrap().unwrap();
+    assert!(
+        p.token() > first,
+        "tokens keep increasing across the restart"
+    );
+    drop(p);
+    let c = assert_conserved(&a);
+    assert_eq!((c.available, c.queued, c.held), (2, 0, 0));
+    // A Redis restarted empty is covered by api.rs (redis_restarted_empty_mid_wait).
+}

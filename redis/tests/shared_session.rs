@@ -1,0 +1,125 @@
+//! One session per process per semaphore: a second `connect` to the same
+//! URL, options and name shares the first one's session, connections and
+//! agent thread (a process-wide registry of weak references); a different
+//! prefix or option does not. In its own test binary: it counts the agent
+//! threads of this process.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+use volt_sem_redis::{ConnectOptions, RedisSemaphore};
+
+#[test]
+#[ignore = "the body of worker processes (support::worker_main), not a test"]
+fn worker() {
+    worker_main();
+}
+
+/// The agent threads of this process (each is named "volt-sem-redis").
+fn agents() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter(|t| {
+            let comm = t.as_ref().unwrap().path().join("comm");
+            std::fs::read_to_string(comm).is_ok_and(|c| c.trim() == "volt-sem-redis")
+        })
+        .count()
+}
+
+/// Established TCP connections of this process to `port` (from /proc/net/tcp
+/// and this process's socket inodes).
+fn connections_to(port: u16) -> usize {
+    let mut inodes = std::collections::HashSet::new();
+    for fd in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+        if let Ok(l) = std::fs::read_link(fd.path()) {
+            let l = l.to_string_lossy().into_owned();
+            if let Some(i) = l.strip_prefix("socket:[").and_then(|x| x.strip_suffix(']')) {
+                inodes.insert(i.to_string());
+            }
+        }
+    }
+    let tcp = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    tcp.lines()
+        .skip(1)
+        .filter(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let remote_port = f[2].rsplit(':').next().unwrap();
+            u16::from_str_radix(remote_port, 16).unwrap() == port
+                && f[3] == "01"
+                && inodes.contains(f[9])
+        })
+        .count()
+}
+
+#[test]
+fn a_second_connect_shares_the_session_connections_and_thread() {
+    let s = Server::start();
+    let url = s.url();
+    assert_eq!((agents(), connections_to(s.port)), (0, 0));
+    let a = RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new()).unwrap();
+    let b = RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new()).unwrap();
+    let c = a.census().unwrap();
+    assert_eq!(c.sessions, 1, "one session for both handles");
+    eventually("one agent, two connections", Duration::from_secs(5), || {
+        agents() == 1 && connections_to(s.port) == 2
+    });
+    // Both handles work, on the one session; each still owns only the
+    // waiters queued through it.
+    let p = a.acquire_blocking(2).unwrap();
+    let q = b.try_acquire(1).unwrap();
+    assert_eq!((a.held_permits(), b.held_permits()), (3, 3));
+    drop((p, q));
+    // Another prefix or other options: another session, thread and connections.
+    let other =
+        RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new().prefix("t2")).unwrap();
+    let longer = RedisSemaphore::connect(
+        &url,
+        "shared",
+        3,
+        ConnectOptions::new().lease(Duration::from_secs(20)),
+    )
+    .unwrap();
+    assert_eq!(a.census().unwrap().sessions, 2, "the longer lease's own");
+    eventually(
+        "three agents, six connections",
+        Duration::from_secs(5),
+        || agents() == 3 && connections_to(s.port) == 6,
+    );
+    drop((other, longer));
+    // Dropping one of the sharing handles keeps the session for the other.
+    drop(a);
+    let c = assert_conserved(&b);
+    assert_eq!((c.sessions, c.available), (1, 3));
+    drop(b.acquire_blocking(3).unwrap());
+    // The last one gone: the session ends, the thread exits, the
+    // connections close; a new connect opens a new session.
+    drop(b);
+    eventually("all gone", Duration::from_secs(5), || {
+        agents() == 0 && connections_to(s.port) == 0
+    });
+    let fresh = RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new()).unwrap();
+    let c = assert_conserved(&fresh);
+    assert_eq!((c.sessions, c.available), (1, 3));
+}
+
+#[test]
+fn an_own_session_is_never_shared_and_takes_its_permits_back_when_dropped() {
+    let s = Server::start();
+    let url = s.url();
+    let shared = RedisSemaphore::connect(&url, "own-session", 3, ConnectOptions::new()).unwrap();
+    let own = ConnectOptions::new().own_session(true);
+    let a = RedisSemaphore::connect(&url, "own-session", 3, own.clone()).unwrap();
+    let b = RedisSemaphore::connect(&url, "own-session", 3, own).unwrap();
+    assert_eq!(shared.census().unwrap().sessions, 3, "one session each");
+    a.try_acquire(2).unwrap().forget();
+    b.try_acquire(1).unwrap().forget();
+    assert_eq!((a.held_permits(), b.held_permits()), (2, 1));
+    // Dropping `a` gives back what `a` held, and only that, at once.
+    drop(a);
+    let c = assert_conserved(&shared);
+    assert_eq!((c.sessions, c.available, c.held), (2, 2, 1), "{c:?}");
+    b.release(1).unwrap();
+    assert_eq!(assert_conserved(&shared).available, 3);
+}

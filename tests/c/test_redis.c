@@ -1,0 +1,1523 @@
+/* C tests of the Redis semaphore (volt_sem_connect), against real redis-server
+ * processes that this program starts itself on free loopback ports, in
+ * temporary directories, without persistence (--save '' --appendonly no), and
+ * stops by pid. Covers: tokens, FIFO with weights across two handles and
+ * across a process (this program run again as `child ...`, fork + exec),
+ * timeouts and cancel handing partial grants on, close failing waiters
+ * everywhere, the callback thread, lease loss (SIGSTOP of redis-server past a
+ * 1.5 s lease), Redis restarted empty (state lost), and bad input.
+ *
+ * Needs redis-server on PATH (`make redis-server` installs Debian's). No
+ * timing asserts: every wait is for an event, bounded by a generous deadline. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static const char *self_path; /* argv[0]: how a child runs this program */
+
+#define SEC_NS (1000LL * 1000 * 1000)
+
+/* ------------------------------------------------------------------ helpers */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A semaphore name unique to this process and test. */
+static const char *name_of(const char *tag) {
+    static char buf[8][96];
+    static int next;
+    char *b = buf[next++ % 8];
+    snprintf(b, sizeof buf[0], "ctest-%ld-%s", (long)getpid(), tag);
+    return b;
+}
+
+/* --------------------------------------------------------------- redis-server */
+
+typedef struct {
+    pid_t pid;
+    int port;
+    char dir[64];
+    const char *password; /* NULL: none */
+    int cluster;          /* a Redis Cluster node (bus on port + 10000) */
+    char url[128];
+} server;
+
+static int free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(fd, (struct sockaddr *)&a, &len) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void server_spawn(server *s) {
+    char port[16];
+    snprintf(port, sizeof port, "%d", s->port);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        /* Dies with this test process, whatever kills it. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        if (s->cluster)
+            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", s->dir, "--cluster-enabled", "yes",
+                   "--cluster-config-file", "nodes.conf", (char *)NULL);
+        else if (s->password)
+            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", s->dir, "--requirepass", s->password,
+                   (char *)NULL);
+        else
+            execlp("redis-server", "redis-server", "--port", port, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", s->dir, (char *)NULL);
+        _exit(127);
+    }
+    s->pid = pid;
+}
+
+/* Waits until the server answers PING (+PONG, or -NOAUTH with a password). */
+static int server_ready(server *s) {
+    double deadline = now_s() + 10;
+    while (now_s() < deadline) {
+        int status;
+        if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+            s->pid = 0;
+            return 0; /* exited: the port was taken? */
+        }
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        REQUIRE(fd >= 0);
+        struct sockaddr_in a = {0};
+        a.sin_family = AF_INET;
+        a.sin_port = htons((uint16_t)s->port);
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+            write(fd, "PING\r\n", 6) == 6) {
+            struct pollfd p = {fd, POLLIN, 0};
+            char buf[64] = {0};
+            if (poll(&p, 1, 1000) == 1 && read(fd, buf, sizeof buf - 1) > 0 &&
+                (strncmp(buf, "+PONG", 5) == 0 || strncmp(buf, "-NOAUTH", 7) == 0)) {
+                close(fd);
+                return 1;
+            }
+        }
+        close(fd);
+        sleep_ms(10);
+    }
+    return 0;
+}
+
+static void server_stop(server *s) {
+    if (s->pid > 0) {
+        kill(s->pid, SIGKILL);
+        waitpid(s->pid, NULL, 0);
+        s->pid = 0;
+    }
+}
+
+/* Whether a loopback port is free to bind now. */
+static int port_free(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    close(fd);
+    return ok;
+}
+
+/* A port whose cluster bus port (+ 10000) is free too. */
+static int free_cluster_port(void) {
+    for (;;) {
+        int port = 20000 + rand() % 20000;
+        if (port_free(port) && port_free(port + 10000)) return port;
+    }
+}
+
+static void server_start_as(server *s, const char *password, int cluster) {
+    memset(s, 0, sizeof *s);
+    s->password = password;
+    s->cluster = cluster;
+    snprintf(s->dir, sizeof s->dir, "/tmp/volt-sem-ctest-XXXXXX");
+    REQUIRE(mkdtemp(s->dir) != NULL);
+    for (int attempt = 0; attempt < 5; attempt++) {
+        s->port = cluster ? free_cluster_port() : free_port();
+        server_spawn(s);
+        if (server_ready(s)) {
+            if (password)
+                snprintf(s->url, sizeof s->url, "redis://:%s@127.0.0.1:%d", password, s->port);
+            else
+                snprintf(s->url, sizeof s->url, "redis://127.0.0.1:%d", s->port);
+            return;
+        }
+        server_stop(s);
+    }
+    fprintf(stderr, "could not start redis-server (is it installed? `make redis-server`)\n");
+    abort();
+}
+
+/* Kills the server and starts it again, empty, on the same port. */
+static void server_restart_empty(server *s) {
+    server_stop(s);
+    for (int attempt = 0; attempt < 100; attempt++) {
+        server_spawn(s);
+        if (server_ready(s)) return;
+        server_stop(s);
+        sleep_ms(50);
+    }
+    fprintf(stderr, "redis-server did not restart\n");
+    abort();
+}
+
+static void server_start(server *s, const char *password) { server_start_as(s, password, 0); }
+
+static void server_destroy(server *s) {
+    server_stop(s);
+    if (s->cluster) {
+        char conf[96];
+        snprintf(conf, sizeof conf, "%s/nodes.conf", s->dir);
+        unlink(conf);
+    }
+    rmdir(s->dir); /* empty: nothing is persisted */
+}
+
+static server main_server; /* shared by the tests that do not break it */
+
+static volt_connect_options options(void) {
+    volt_connect_options o;
+    REQUIRE(volt_connect_options_init(&o, sizeof o) == VOLT_OK);
+    o.connect_timeout_ms = 3000;
+    return o;
+}
+
+static const volt_sem *connect_to(const char *url, const char *name, size_t permits,
+                                  const volt_connect_options *o) {
+    const volt_sem *sem = NULL;
+    volt_status s = volt_sem_connect(url, name, permits, o, &sem);
+    if (s != VOLT_OK) {
+        fprintf(stderr, "    volt_sem_connect(%s, %zu): %s\n", name, permits, volt_status_str(s));
+        abort();
+    }
+    return sem;
+}
+
+static const volt_sem *connect_main(const char *name, size_t permits) {
+    volt_connect_options o = options();
+    return connect_to(main_server.url, name, permits, &o);
+}
+
+/* Conservation, as Redis counts it. */
+static volt_census census(const volt_sem *sem) {
+    volt_census c;
+    memset(&c, 0xff, sizeof c);
+    volt_status s = volt_sem_census(sem, &c);
+    if (s != VOLT_OK) fprintf(stderr, "    volt_sem_census: %s\n", volt_status_str(s));
+    CHECK(s == VOLT_OK);
+    return c;
+}
+
+static int conserved(volt_census c) { return c.available + c.held + c.partial == c.total; }
+
+/* A wake callback that signals a condition variable and records its thread. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int woken;
+    pthread_t thread;
+    volt_status in_callback; /* a blocking acquire made inside the callback */
+    const volt_sem *sem;     /* set: try that blocking acquire */
+} signal_ctx;
+
+static void signal_init(signal_ctx *s) {
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->cv, NULL);
+}
+
+static void signal_destroy(signal_ctx *s) {
+    pthread_cond_destroy(&s->cv);
+    pthread_mutex_destroy(&s->mu);
+}
+
+static void signal_wake(void *ctx) {
+    signal_ctx *s = ctx;
+    volt_status in_cb = VOLT_OK;
+    if (s->sem) in_cb = volt_sem_acquire_blocking(s->sem, 1, 0);
+    pthread_mutex_lock(&s->mu);
+    s->thread = pthread_self();
+    s->in_callback = in_cb;
+    s->woken++;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* Waits up to `secs` for the callback; returns whether it ran. */
+static int signal_wait(signal_ctx *s, double secs) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)secs;
+    pthread_mutex_lock(&s->mu);
+    while (s->woken == 0) {
+        if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT) break;
+    }
+    int woken = s->woken;
+    pthread_mutex_unlock(&s->mu);
+    return woken;
+}
+
+static int signal_count(signal_ctx *s) {
+    pthread_mutex_lock(&s->mu);
+    int woken = s->woken;
+    pthread_mutex_unlock(&s->mu);
+    return woken;
+}
+
+/* ------------------------------------------------------------ child process */
+
+typedef struct {
+    pid_t pid;
+    int rd; /* reads what the child writes */
+    int wr; /* writes to the child */
+} child;
+
+/* Runs this program again as `child ROLE URL NAME ARG RFD WFD`. */
+static child spawn(const char *role, const char *url, const char *name, const char *arg) {
+    int to_child[2], from_child[2];
+    REQUIRE(pipe(to_child) == 0 && pipe(from_child) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(120); /* kept across exec */
+        char rfd[16], wfd[16];
+        snprintf(rfd, sizeof rfd, "%d", to_child[0]);
+        snprintf(wfd, sizeof wfd, "%d", from_child[1]);
+        close(to_child[1]);
+        close(from_child[0]);
+        char *args[] = {(char *)self_path, "child", (char *)role, (char *)url, (char *)name,
+                        (char *)arg, rfd, wfd, NULL};
+        execv(self_path, args);
+        _exit(127);
+    }
+    close(to_child[0]);
+    close(from_child[1]);
+    child c = {pid, from_child[0], to_child[1]};
+    return c;
+}
+
+/* `len` bytes from the child within `ms` milliseconds; 0 if none came. */
+static int child_read(const child *c, void *buf, size_t len, int ms) {
+    size_t got = 0;
+    double deadline = now_s() + ms / 1000.0;
+    while (got < len) {
+        int left = (int)((deadline - now_s()) * 1000);
+        if (left <= 0) return 0;
+        struct pollfd p = {c->rd, POLLIN, 0};
+        int r = poll(&p, 1, left);
+        if (r < 0 && errno == EINTR) continue;
+        if (r <= 0) return 0;
+        ssize_t k = read(c->rd, (char *)buf + got, len - got);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return 0;
+        got += (size_t)k;
+    }
+    return 1;
+}
+
+static void child_send(const child *c, char b) { REQUIRE(write(c->wr, &b, 1) == 1); }
+
+static void child_reap(child *c) {
+    REQUIRE(waitpid(c->pid, NULL, 0) == c->pid);
+    close(c->rd);
+    close(c->wr);
+}
+
+/* Child side: answers through the pipe, never through its exit status. */
+static int child_main(int argc, char **argv) {
+    if (argc != 8) return 2;
+    const char *role = argv[2], *url = argv[3], *name = argv[4];
+    size_t arg = (size_t)strtoul(argv[5], NULL, 10);
+    int rd = atoi(argv[6]), wr = atoi(argv[7]);
+    if (strcmp(role, "queue1") == 0) {
+        /* Connects, queues acquire(1), says 'Q'; when granted sends 'G' and
+         * the token (8 bytes); waits for 'R', releases, says 0. A failure
+         * says 'F' and the status. */
+        const volt_sem *sem = NULL;
+        volt_connect_options o;
+        volt_connect_options_init(&o, sizeof o);
+        volt_status s = volt_sem_connect(url, name, arg, &o, &sem);
+        volt_waiter w;
+        signal_ctx sig;
+        signal_init(&sig);
+        volt_waiter_init(&w);
+        if (s == VOLT_OK) s = volt_sem_acquire(sem, &w, 1, signal_wake, &sig);
+        if (s != VOLT_PENDING) {
+            char f[2] = {'F', (char)s};
+            if (write(wr, f, 2) != 2) _exit(3);
+            _exit(0);
+        }
+        if (write(wr, "Q", 1) != 1) _exit(3);
+        signal_wait(&sig, 30);
+        s = volt_sem_cancel(sem, &w, NULL);
+        if (s != VOLT_OK) {
+            char f[2] = {'F', (char)s};
+            if (write(wr, f, 2) != 2) _exit(3);
+            _exit(0);
+        }
+        uint64_t token = volt_waiter_token(&w);
+        char g = 'G';
+        if (write(wr, &g, 1) != 1 || write(wr, &token, sizeof token) != sizeof token) _exit(3);
+        char cmd;
+        if (read(rd, &cmd, 1) != 1) _exit(4);
+        char done = (char)volt_sem_release(sem, 1);
+        signal_destroy(&sig);
+        volt_sem_free(sem);
+        if (write(wr, &done, 1) != 1) _exit(3);
+        return 0;
+    }
+    return 2;
+}
+
+/* ---------------------------------------------------------------- the tests */
+
+static void test_status_names_and_options_defaults(void) {
+    static const struct {
+        volt_status s;
+        int value;
+        const char *name;
+    } all[] = {
+        {VOLT_INVALID_URL, 25, "VOLT_INVALID_URL"},
+        {VOLT_INVALID_PREFIX, 26, "VOLT_INVALID_PREFIX"},
+        {VOLT_INVALID_OPTION, 27, "VOLT_INVALID_OPTION"},
+        {VOLT_AUTH_FAILED, 28, "VOLT_AUTH_FAILED"},
+        {VOLT_CONNECTION_FAILED, 29, "VOLT_CONNECTION_FAILED"},
+        {VOLT_REDIS_ERROR, 30, "VOLT_REDIS_ERROR"},
+        {VOLT_PROTOCOL_ERROR, 31, "VOLT_PROTOCOL_ERROR"},
+        {VOLT_LEASE_EXPIRED, 32, "VOLT_LEASE_EXPIRED"},
+        {VOLT_STATE_LOST, 33, "VOLT_STATE_LOST"},
+        {VOLT_TLS_FAILED, 34, "VOLT_TLS_FAILED"},
+        {VOLT_NOT_REPLICATED, 35, "VOLT_NOT_REPLICATED"},
+    };
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
+        CHECK((int)all[i].s == all[i].value);
+        CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
+    }
+    CHECK(strcmp(volt_status_str(36), "unknown") == 0);
+    volt_connect_options o;
+    memset(&o, 0xab, sizeof o); /* init writes every byte */
+    CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
+    CHECK(o.struct_size == sizeof o);
+    CHECK(o.lease_ms == 10000 && o.connect_timeout_ms == 5000 && o.command_timeout_ms == 5000);
+    CHECK(o.key_prefix == NULL && o.flags == 0);
+    CHECK(volt_sem_max_redis_name_len() == 1024);
+    CHECK(volt_sem_max_redis_permits() == (size_t)1 << 40);
+}
+
+static void test_connect_try_release_and_tokens(void) {
+    const char *name = name_of("try");
+    const volt_sem *sem = connect_main(name, 3);
+    CHECK(volt_sem_total_permits(sem) == 3);
+    CHECK(volt_sem_available_permits(sem) == 3);
+    volt_grant a, b, c;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 2, &a), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &b), VOLT_OK);
+    CHECK(a.token > 0 && b.token > a.token); /* strictly increasing */
+    CHECK(a.session != 0 && a.session == b.session);
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &c), VOLT_WOULD_BLOCK);
+    CHECK(c.token == 0 && c.session == 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK(volt_sem_held_permits(sem) == 3);
+    /* Each handle returns what its session holds, no more. */
+    CHECK_STATUS(volt_sem_release(sem, 4), VOLT_NOT_HELD);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    CHECK(volt_sem_held_permits(sem) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_NOT_HELD);
+    /* Above the total: can never be granted. */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 4), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 4, SEC_NS), VOLT_INVALID_ARGUMENT);
+    /* A blocking acquire served at once carries a later token. */
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(sem, 3, 5 * SEC_NS, &c), VOLT_OK);
+    CHECK(c.token > b.token);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, -1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    /* A waiter served at once: VOLT_OK with its token. */
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    CHECK_STATUS(volt_waiter_init(&w), VOLT_OK);
+    CHECK(volt_waiter_token(&w) == 0);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 2, signal_wake, &sig), VOLT_OK);
+    CHECK(volt_waiter_token(&w) > c.token && volt_waiter_session(&w) != 0);
+    CHECK(!volt_waiter_is_busy(&w));
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.available == 3 && k.total == 3 && k.queued == 0 && !k.closed);
+    CHECK(k.last_token >= volt_waiter_token(&w));
+    /* A clone is the same handle (and session). */
+    const volt_sem *clone = volt_sem_clone(sem);
+    CHECK(clone == sem);
+    volt_sem_free(clone);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    volt_sem_free(sem); /* ends the session: its permit goes back */
+    const volt_sem *again = connect_main(name, 3);
+    /* Right away, or as soon as the agent's current command returned (the
+     * agent may hold the handle for the moment of a heartbeat). */
+    size_t available = 0;
+    for (double deadline = now_s() + 10; now_s() < deadline; sleep_ms(10))
+        if ((available = volt_sem_available_permits(again)) == 3) break;
+    CHECK(available == 3);
+    volt_sem_free(again);
+    CHECK(signal_count(&sig) == 0);
+    signal_destroy(&sig);
+}
+
+/* A queued acquire(3) collects released permits at the head and is not
+ * overtaken by a later acquire(1) of another handle (another session);
+ * grants of one release come in FIFO order with increasing tokens; the
+ * callbacks run on the agent thread. */
+static void test_fifo_and_weights_across_two_handles(void) {
+    const char *name = name_of("fifo");
+    const volt_sem *a = connect_main(name, 4);
+    const volt_sem *b = connect_main(name, 4);
+    CHECK_STATUS(volt_sem_try_acquire(b, 4), VOLT_OK);
+    volt_waiter big, small;
+    signal_ctx sb, ss;
+    signal_init(&sb);
+    signal_init(&ss);
+    sb.sem = a; /* its callback tries a blocking acquire: VOLT_IN_CALLBACK */
+    volt_waiter_init(&big);
+    volt_waiter_init(&small);
+    CHECK_STATUS(volt_sem_acquire(a, &big, 3, signal_wake, &sb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(b, &small, 1, signal_wake, &ss), VOLT_PENDING);
+    CHECK(volt_waiter_is_busy(&big));
+    CHECK_STATUS(volt_waiter_status(&big), VOLT_PENDING);
+    /* Nobody may barge in front of the queue. */
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_WOULD_BLOCK);
+    CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+    volt_census k = census(a);
+    CHECK(conserved(k) && k.queued == 2 && k.partial == 2 && k.available == 0);
+    /* The head has 2 of 3: neither may be served. */
+    CHECK_STATUS(volt_waiter_status(&big), VOLT_PENDING);
+    CHECK_STATUS(volt_waiter_status(&small), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+    CHECK(signal_wait(&sb, 10) == 1);
+    CHECK(signal_wait(&ss, 10) == 1);
+    CHECK(!pthread_equal(sb.thread, pthread_self()));
+    CHECK_STATUS(sb.in_callback, VOLT_IN_CALLBACK);
+    CHECK_STATUS(volt_waiter_status(&big), VOLT_OK);
+    /* The handle passed to cancel must be the one it was queued on. */
+    CHECK_STATUS(volt_sem_cancel(b, &big, NULL), VOLT_INVALID_ARGUMENT);
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_cancel(a, &big, &returned), VOLT_OK);
+    CHECK(returned == 0);
+    CHECK_STATUS(volt_sem_cancel(b, &small, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(a, &big, NULL), VOLT_IDLE);
+    uint64_t tb = volt_waiter_token(&big), ts = volt_waiter_token(&small);
+    CHECK(tb > 0 && ts > tb);
+    CHECK(volt_sem_held_permits(a) == 3 && volt_sem_held_permits(b) == 1);
+    k = census(a);
+    CHECK(conserved(k) && k.held == 4 && k.queued == 0);
+    CHECK_STATUS(volt_sem_release(a, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+    k = census(b);
+    CHECK(conserved(k) && k.available == 4);
+    signal_destroy(&sb);
+    signal_destroy(&ss);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* The same across processes: a queued acquire(3) here is not overtaken by a
+ * later acquire(1) of a child process. */
+static void test_fifo_across_processes(void) {
+    const char *name = name_of("fifo-proc");
+    const volt_sem *sem = connect_main(name, 4);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 4), VOLT_OK);
+    volt_waiter big;
+    signal_ctx sb;
+    signal_init(&sb);
+    volt_waiter_init(&big);
+    CHECK_STATUS(volt_sem_acquire(sem, &big, 3, signal_wake, &sb), VOLT_PENDING);
+    child c = spawn("queue1", main_server.url, name, "4");
+    char b = 0;
+    REQUIRE(child_read(&c, &b, 1, 20000));
+    CHECK(b == 'Q');
+    if (b == 'Q') {
+        volt_census k = census(sem);
+        CHECK(k.queued == 2 && conserved(k));
+        CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+        k = census(sem);
+        CHECK(k.partial == 2 && k.queued == 2 && conserved(k));
+        /* The child's acquire(1) is behind a head that 2 permits do not
+         * complete: it must not be granted. */
+        CHECK_STATUS(volt_waiter_status(&big), VOLT_PENDING);
+        CHECK(!child_read(&c, &b, 1, 300));
+        CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+        CHECK(signal_wait(&sb, 10) == 1);
+        CHECK_STATUS(volt_sem_cancel(sem, &big, NULL), VOLT_OK);
+        uint64_t token = 0;
+        REQUIRE(child_read(&c, &b, 1, 20000));
+        CHECK(b == 'G');
+        REQUIRE(child_read(&c, &token, sizeof token, 5000));
+        CHECK(token > volt_waiter_token(&big));
+        child_send(&c, 'R');
+        REQUIRE(child_read(&c, &b, 1, 20000));
+        CHECK_STATUS((volt_status)b, VOLT_OK);
+        CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    } else {
+        volt_sem_cancel(sem, &big, NULL);
+    }
+    child_reap(&c);
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.available == 4 && k.queued == 0);
+    signal_destroy(&sb);
+    volt_sem_free(sem);
+}
+
+/* A timed-out blocking acquire and a cancelled waiter hand their partial
+ * grants on to the next in line. */
+static void test_timeout_and_cancel_hand_partial_grants_on(void) {
+    const char *name = name_of("cancel");
+    const volt_sem *a = connect_main(name, 3);
+    const volt_sem *b = connect_main(name, 3);
+    CHECK_STATUS(volt_sem_try_acquire(b, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire_blocking(a, 1, 200 * 1000 * 1000LL), VOLT_TIMED_OUT);
+    volt_census k = census(a);
+    CHECK(conserved(k) && k.queued == 0);
+    volt_waiter head, next;
+    signal_ctx sh, sn;
+    signal_init(&sh);
+    signal_init(&sn);
+    volt_waiter_init(&head);
+    volt_waiter_init(&next);
+    CHECK_STATUS(volt_sem_acquire(a, &head, 3, signal_wake, &sh), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(b, &next, 1, signal_wake, &sn), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK); /* head: 1 of 3 */
+    k = census(a);
+    CHECK(k.partial == 1 && conserved(k));
+    size_t returned = 0;
+    CHECK_STATUS(volt_sem_cancel(a, &head, &returned), VOLT_CANCELLED);
+    CHECK(returned == 1);
+    CHECK(signal_count(&sh) == 0);
+    CHECK(!volt_waiter_is_busy(&head));
+    /* Its one permit went to the next waiter, of the other handle. */
+    CHECK(signal_wait(&sn, 10) == 1);
+    CHECK_STATUS(volt_sem_cancel(b, &next, NULL), VOLT_OK);
+    CHECK(volt_waiter_token(&next) > 0);
+    /* try_cancel of a waiter that is still queued removes it at once. */
+    CHECK_STATUS(volt_sem_acquire(a, &head, 3, signal_wake, &sh), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_try_cancel(a, &head, &returned), VOLT_CANCELLED);
+    CHECK(returned == 0);
+    CHECK(volt_sem_held_permits(b) == 3);
+    CHECK_STATUS(volt_sem_release(b, 3), VOLT_OK);
+    k = census(a);
+    CHECK(conserved(k) && k.available == 3 && k.queued == 0);
+    signal_destroy(&sh);
+    signal_destroy(&sn);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* close() fails the waiters of every handle (and process); held permits can
+ * still be released. */
+static void test_close_fails_waiters_everywhere(void) {
+    const char *name = name_of("close");
+    const volt_sem *a = connect_main(name, 2);
+    const volt_sem *b = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
+    volt_waiter wa, wb;
+    signal_ctx sa, sb;
+    signal_init(&sa);
+    signal_init(&sb);
+    volt_waiter_init(&wa);
+    volt_waiter_init(&wb);
+    CHECK_STATUS(volt_sem_acquire(a, &wa, 1, signal_wake, &sa), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(b, &wb, 2, signal_wake, &sb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_close(a), VOLT_OK);
+    CHECK_STATUS(volt_sem_close(a), VOLT_OK); /* idempotent */
+    CHECK(volt_sem_is_closed(a));
+    CHECK(signal_wait(&sa, 10) == 1);
+    CHECK(signal_wait(&sb, 10) == 1);
+    CHECK_STATUS(volt_waiter_status(&wb), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(a, &wa, NULL), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(b, &wb, NULL), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_acquire_blocking(b, 1, SEC_NS), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_acquire(b, &wb, 1, signal_wake, &sb), VOLT_CLOSED);
+    CHECK(volt_sem_is_closed(b));
+    CHECK_STATUS(volt_sem_release(a, 2), VOLT_OK);
+    volt_census k = census(b);
+    CHECK(conserved(k) && k.closed && k.queued == 0 && k.available == 2);
+    /* A new client of the closed name finds it closed too. */
+    const volt_sem *c = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_try_acquire(c, 1), VOLT_CLOSED);
+    volt_sem_free(c);
+    signal_destroy(&sa);
+    signal_destroy(&sb);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* close() reaches a waiter of another process too. */
+static void test_close_fails_a_waiter_in_another_process(void) {
+    const char *name = name_of("close-proc");
+    const volt_sem *sem = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    child c = spawn("queue1", main_server.url, name, "1");
+    char b = 0;
+    REQUIRE(child_read(&c, &b, 1, 20000));
+    CHECK(b == 'Q');
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    char f[2] = {0, 0};
+    REQUIRE(child_read(&c, f, 2, 20000));
+    CHECK(f[0] == 'F');
+    CHECK_STATUS((volt_status)f[1], VOLT_CLOSED);
+    child_reap(&c);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.closed && k.queued == 0 && k.available == 1);
+    volt_sem_free(sem);
+}
+
+/* The generic owner pattern of the header, on the agent thread: the
+ * callback collects its own grant with volt_sem_cancel (VOLT_OK), reads the
+ * token, does its job and releases inside the callback, which hands the
+ * permits to the next waiter; the owner's cancel then says VOLT_IDLE. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter *w;
+    size_t n;
+    volt_status cancel, release;
+    uint64_t token;
+    signal_ctx done;
+} job;
+
+static void job_wake(void *ctx) {
+    job *j = ctx;
+    j->cancel = volt_sem_cancel(j->sem, j->w, NULL);
+    if (j->cancel == VOLT_OK) {
+        j->token = volt_waiter_token(j->w);
+        j->release = volt_sem_release(j->sem, j->n);
+    }
+    signal_wake(&j->done);
+}
+
+static void test_callback_collects_and_releases(void) {
+    const char *name = name_of("job");
+    const volt_sem *a = connect_main(name, 2);
+    const volt_sem *b = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_try_acquire(b, 2), VOLT_OK);
+    volt_waiter wj, wn;
+    job j;
+    memset(&j, 0, sizeof j);
+    signal_init(&j.done);
+    j.sem = a;
+    j.w = &wj;
+    j.n = 2;
+    signal_ctx sn;
+    signal_init(&sn);
+    volt_waiter_init(&wj);
+    volt_waiter_init(&wn);
+    CHECK_STATUS(volt_sem_acquire(a, &wj, 2, job_wake, &j), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(b, &wn, 2, signal_wake, &sn), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+    CHECK(signal_wait(&j.done, 10) == 1);
+    CHECK_STATUS(j.cancel, VOLT_OK);
+    CHECK_STATUS(j.release, VOLT_OK);
+    CHECK(j.token > 0);
+    /* The job's release went to the next waiter, on b's agent. */
+    CHECK(signal_wait(&sn, 10) == 1);
+    CHECK_STATUS(volt_sem_cancel(a, &wj, NULL), VOLT_IDLE);
+    CHECK(!volt_waiter_is_busy(&wj));
+    CHECK(volt_waiter_token(&wj) == j.token);
+    /* try_cancel after the callback returned collects the grant. */
+    volt_status st;
+    while ((st = volt_sem_try_cancel(b, &wn, NULL)) == VOLT_PENDING) sleep_ms(1);
+    CHECK_STATUS(st, VOLT_OK);
+    CHECK(volt_waiter_token(&wn) > j.token);
+    CHECK(volt_sem_held_permits(a) == 0 && volt_sem_held_permits(b) == 2);
+    CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+    volt_census k = census(a);
+    CHECK(conserved(k) && k.available == 2);
+    signal_destroy(&j.done);
+    signal_destroy(&sn);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+static void on_lost_child(void *ctx, volt_status why) {
+    (void)ctx;
+    (void)why;
+}
+
+/* A handle connected before fork() is refused in the child (it would act on
+ * the parent's connections and session) and freeing it there changes
+ * nothing: the parent keeps its permit. */
+static void test_fork_child_cannot_use_the_parents_handle(void) {
+    const char *name = name_of("fork");
+    const volt_sem *sem = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(60);
+        volt_waiter w;
+        volt_grant g;
+        volt_census k;
+        volt_lease_watch *watch;
+        volt_waiter_init(&w);
+        char r[9] = {
+            (char)volt_sem_try_acquire(sem, 1),
+            (char)volt_sem_release(sem, 1),
+            (char)volt_sem_acquire(sem, &w, 1, signal_wake, NULL),
+            (char)volt_sem_acquire_blocking_fenced(sem, 1, SEC_NS, &g),
+            (char)volt_sem_census(sem, &k),
+            (char)volt_sem_close(sem),
+            (char)volt_sem_watch_lease(sem, 1, on_lost_child, NULL, &watch),
+            (char)(volt_sem_available_permits(sem) == 0 ? VOLT_FORKED : VOLT_OK),
+            0,
+        };
+        volt_sem_free(sem); /* must not end the parent's session */
+        if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
+        _exit(0); /* not exit(): the test harness of the parent must not run here */
+    }
+    close(fds[1]);
+    char r[9] = {0};
+    ssize_t got = read(fds[0], r, sizeof r);
+    close(fds[0]);
+    REQUIRE(waitpid(pid, NULL, 0) == pid);
+    CHECK(got == (ssize_t)sizeof r);
+    for (int i = 0; i < 8; i++) {
+        if (r[i] != VOLT_FORKED)
+            fprintf(stderr, "    child call %d: %s\n", i, volt_status_str(r[i]));
+        CHECK(r[i] == VOLT_FORKED);
+    }
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.held == 1 && !k.closed);
+    CHECK(volt_sem_held_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    volt_status why;
+    pthread_t thread;
+    const volt_sem *sem;
+    volt_status release; /* volt_sem_release(sem, 1) inside the callback */
+} lost_ctx;
+
+static void on_lost(void *ctx, volt_status why) {
+    lost_ctx *l = ctx;
+    volt_status r = l->sem ? volt_sem_release(l->sem, 1) : VOLT_OK;
+    pthread_mutex_lock(&l->mu);
+    l->calls++;
+    l->why = why;
+    l->release = r;
+    l->thread = pthread_self();
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static int lost_wait(lost_ctx *l, double secs) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += (time_t)secs;
+    pthread_mutex_lock(&l->mu);
+    while (l->calls == 0)
+        if (pthread_cond_timedwait(&l->cv, &l->mu, &ts) == ETIMEDOUT) break;
+    int calls = l->calls;
+    pthread_mutex_unlock(&l->mu);
+    return calls;
+}
+
+/* Sends one inline command to the main server and reads the first bytes of
+ * the reply (the tests use it to change keys behind the library's back). */
+static int redis_command(const char *cmd, char *reply, size_t len) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)main_server.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
+    size_t n = strlen(cmd);
+    ok = ok && write(fd, cmd, n) == (ssize_t)n;
+    struct pollfd p = {fd, POLLIN, 0};
+    memset(reply, 0, len);
+    ok = ok && poll(&p, 1, 5000) == 1 && read(fd, reply, len - 1) > 0;
+    close(fd);
+    return ok;
+}
+
+/* The lease thread is per process: a child of fork() that connects its own
+ * handle gets its lease callbacks (from its own thread, the parent's was
+ * not inherited). The loss: the semaphore's keys deleted behind the
+ * child's back, which its heartbeat finds (VOLT_STATE_LOST). */
+static void test_lease_watch_in_a_forked_child(void) {
+    /* Starts this process's lease thread (the watch itself is refused). */
+    const char *name = name_of("fork-watch");
+    const volt_sem *sem = connect_main(name, 1);
+    volt_lease_watch *watch = NULL;
+    lost_ctx unused;
+    memset(&unused, 0, sizeof unused);
+    CHECK_STATUS(volt_sem_watch_lease(sem, 12345, on_lost, &unused, &watch), VOLT_LEASE_EXPIRED);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(60);
+        char r[3] = {0, 0, 0};
+        volt_connect_options o = options();
+        o.lease_ms = 1500; /* a heartbeat every 500 ms */
+        const volt_sem *own = NULL;
+        volt_grant g;
+        lost_ctx lost;
+        memset(&lost, 0, sizeof lost);
+        pthread_mutex_init(&lost.mu, NULL);
+        pthread_cond_init(&lost.cv, NULL);
+        r[0] = (char)volt_sem_connect(main_server.url, name, 1, &o, &own);
+        if (r[0] == VOLT_OK) r[0] = (char)volt_sem_try_acquire_fenced(own, 1, &g);
+        if (r[0] == VOLT_OK) r[0] = (char)volt_sem_watch_lease(own, g.session, on_lost, &lost, &watch);
+        if (r[0] == VOLT_OK) {
+            char cmd[160], reply[32];
+            snprintf(cmd, sizeof cmd, "DEL {volt-sem:%s}:meta\r\n", name);
+            r[1] = (char)redis_command(cmd, reply, sizeof reply);
+            r[2] = lost_wait(&lost, 20) == 1 ? (char)lost.why : (char)-1;
+            volt_lease_watch_free(watch);
+        }
+        if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
+        _exit(0); /* not exit(): the test harness of the parent must not run here */
+    }
+    close(fds[1]);
+    char r[3] = {0, 0, 0};
+    ssize_t got = read(fds[0], r, sizeof r);
+    close(fds[0]);
+    REQUIRE(waitpid(pid, NULL, 0) == pid);
+    CHECK(got == (ssize_t)sizeof r);
+    CHECK_STATUS((volt_status)r[0], VOLT_OK);
+    CHECK(r[1] == 1);
+    CHECK_STATUS((volt_status)r[2], VOLT_STATE_LOST);
+    volt_sem_free(sem);
+}
+
+/* Threads on two handles (two sessions) of one semaphore of 4, weights 1 to
+ * 3, mixing try, blocking with short timeouts, and waiters cancelled at a
+ * random moment: the permits held at once never exceed 4 (counted here),
+ * every release succeeds, and Redis's accounting is conserved and whole at
+ * the end. */
+#define STRESS_THREADS 4
+#define STRESS_OPS 40
+#define STRESS_LIMIT 4
+
+typedef struct {
+    const volt_sem *sem;
+    unsigned seed;
+    atomic_int *held, *peak, *grants, *errors;
+} stress_arg;
+
+static void stress_noop_wake(void *ctx) { atomic_fetch_add((atomic_int *)ctx, 1); }
+
+static void stress_hold(stress_arg *a, int w) {
+    int now = atomic_fetch_add(a->held, w) + w;
+    int peak = atomic_load(a->peak);
+    while (now > peak && !atomic_compare_exchange_weak(a->peak, &peak, now)) {
+    }
+    atomic_fetch_add(a->grants, 1);
+    sleep_ms(rand_r(&a->seed) % 2);
+    atomic_fetch_sub(a->held, w);
+    if (volt_sem_release(a->sem, (size_t)w) != VOLT_OK) atomic_fetch_add(a->errors, 1);
+}
+
+static void *stress_thread(void *p) {
+    stress_arg *a = p;
+    atomic_int wakes = 0;
+    volt_waiter w;
+    volt_waiter_init(&w);
+    for (int i = 0; i < STRESS_OPS; i++) {
+        int n = 1 + (int)(rand_r(&a->seed) % 3);
+        volt_status st;
+        switch (rand_r(&a->seed) % 3) {
+        case 0:
+            st = volt_sem_try_acquire(a->sem, (size_t)n);
+            if (st == VOLT_OK) stress_hold(a, n);
+            else if (st != VOLT_WOULD_BLOCK) atomic_fetch_add(a->errors, 1);
+            break;
+        case 1:
+            st = volt_sem_acquire_blocking(a->sem, (size_t)n, (rand_r(&a->seed) % 20) * 1000000LL);
+            if (st == VOLT_OK) stress_hold(a, n);
+            else if (st != VOLT_TIMED_OUT) atomic_fetch_add(a->errors, 1);
+            break;
+        default:
+            st = volt_sem_acquire(a->sem, &w, (size_t)n, stress_noop_wake, &wakes);
+            if (st == VOLT_PENDING) {
+                sleep_ms(rand_r(&a->seed) % 5);
+                st = volt_sem_cancel(a->sem, &w, NULL);
+                if (st == VOLT_OK) stress_hold(a, n);
+                else if (st != VOLT_CANCELLED) atomic_fetch_add(a->errors, 1);
+            } else if (st == VOLT_OK) {
+                stress_hold(a, n);
+            } else {
+                atomic_fetch_add(a->errors, 1);
+            }
+        }
+    }
+    return NULL;
+}
+
+static void test_stress_threads_on_two_handles(void) {
+    const char *name = name_of("stress");
+    const volt_sem *h[2] = {connect_main(name, STRESS_LIMIT), connect_main(name, STRESS_LIMIT)};
+    atomic_int held = 0, peak = 0, grants = 0, errors = 0;
+    pthread_t t[STRESS_THREADS];
+    stress_arg args[STRESS_THREADS];
+    for (int i = 0; i < STRESS_THREADS; i++) {
+        args[i] = (stress_arg){h[i % 2], (unsigned)(getpid() * 31 + i), &held, &peak, &grants, &errors};
+        REQUIRE(pthread_create(&t[i], NULL, stress_thread, &args[i]) == 0);
+    }
+    for (int i = 0; i < STRESS_THREADS; i++) pthread_join(t[i], NULL);
+    CHECK(atomic_load(&errors) == 0);
+    CHECK(atomic_load(&peak) <= STRESS_LIMIT);
+    CHECK(atomic_load(&grants) > 0);
+    CHECK(atomic_load(&held) == 0);
+    CHECK(volt_sem_held_permits(h[0]) == 0 && volt_sem_held_permits(h[1]) == 0);
+    volt_census k = census(h[0]);
+    CHECK(conserved(k) && k.available == STRESS_LIMIT && k.queued == 0 && k.held == 0);
+    volt_sem_free(h[0]);
+    volt_sem_free(h[1]);
+}
+
+/* Key prefixes separate tenants: the same name under two prefixes is two
+ * semaphores (different totals, no mismatch). */
+static void test_key_prefix_separates_semaphores(void) {
+    const char *name = name_of("prefix");
+    volt_connect_options o = options();
+    o.key_prefix = "tenant-a";
+    const volt_sem *a = connect_to(main_server.url, name, 1, &o);
+    char prefix[16];
+    strcpy(prefix, "tenant-b");
+    o.key_prefix = prefix;
+    const volt_sem *b = connect_to(main_server.url, name, 5, &o);
+    memset(prefix, 'x', sizeof prefix - 1); /* copied during the call */
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(b, 5), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(b, 5), VOLT_OK);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* The TLS and replication options reach the connection (the TLS handshake
+ * itself, Sentinel and WAIT with real replicas are tested in the Rust crate:
+ * redis/tests/tls.rs, sentinel.rs, replicas.rs): a TLS URL to this plain
+ * port fails with VOLT_TLS_FAILED; TLS files on a plain URL, or a client
+ * certificate without its key, are VOLT_INVALID_OPTION; waiting for a replica
+ * this server does not have fails the grant with VOLT_NOT_REPLICATED and
+ * gives it back. */
+static void test_tls_and_replication_options(void) {
+    const char *name = name_of("options");
+    char tls_url[128];
+    snprintf(tls_url, sizeof tls_url, "rediss://%s", strstr(main_server.url, "://") + 3);
+    volt_connect_options o = options();
+    o.tls_ca_file = "/nonexistent/ca.pem";
+    const volt_sem *sem = (const volt_sem *)1;
+    CHECK_STATUS(volt_sem_connect(tls_url, name, 1, &o, &sem), VOLT_TLS_FAILED);
+    CHECK(sem == NULL);
+    o.tls_ca_file = "/dev/null"; /* readable: refused for the plain URL, not for the file */
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 1, &o, &sem), VOLT_INVALID_OPTION);
+    o = options();
+    o.tls_client_cert_file = "/nonexistent/cert.pem";
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 1, &o, &sem), VOLT_INVALID_OPTION);
+
+    const volt_sem *plain = connect_to(main_server.url, name, 2, NULL);
+    o = options();
+    o.min_replicas_acked = 1;
+    o.min_replicas_timeout_ms = 100;
+    const volt_sem *strict = connect_to(main_server.url, name, 2, &o);
+    CHECK_STATUS(volt_sem_try_acquire(strict, 1), VOLT_NOT_REPLICATED);
+    double deadline = now_s() + 10;
+    volt_census k;
+    do {
+        k = census(plain);
+        if (conserved(k) && k.available == 2) break;
+        sleep_ms(50);
+    } while (now_s() < deadline);
+    CHECK(conserved(k) && k.available == 2);
+    volt_sem_free(strict);
+    volt_sem_free(plain);
+}
+
+/* Redis out of reach past a short lease (redis-server stopped with SIGSTOP):
+ * the waiter fails with VOLT_LEASE_EXPIRED, the lease watch is told, release
+ * of the lost permit reports it and releases nothing; the permits are
+ * reclaimed, and a new grant carries a larger token. */
+static void test_lease_loss(void) {
+    server s;
+    server_start(&s, NULL);
+    const char *name = name_of("lease");
+    volt_connect_options o = options();
+    o.lease_ms = 1500;
+    o.command_timeout_ms = 500;
+    const volt_sem *a = connect_to(s.url, name, 2, &o);
+    const volt_sem *b = connect_to(s.url, name, 2, NULL); /* default lease: 10 s */
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    volt_waiter_init(&w);
+    CHECK_STATUS(volt_sem_acquire(a, &w, 2, signal_wake, &sig), VOLT_PENDING);
+    lost_ctx lost;
+    memset(&lost, 0, sizeof lost);
+    pthread_mutex_init(&lost.mu, NULL);
+    pthread_cond_init(&lost.cv, NULL);
+    lost.sem = a;
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &lost, &watch), VOLT_OK);
+    CHECK(watch != NULL);
+    /* Watches come and go on one session (one per grant, say): each is
+     * freed without a call, and they do not pile up (one registration per
+     * session; valgrind checks nothing leaks). */
+    lost_ctx early;
+    memset(&early, 0, sizeof early);
+    for (int i = 0; i < 1000; i++) {
+        volt_lease_watch *tmp = NULL;
+        CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &early, &tmp), VOLT_OK);
+        volt_lease_watch_free(tmp);
+    }
+    /* A second watch on the session, on another context: both are told. */
+    lost_ctx second;
+    memset(&second, 0, sizeof second);
+    pthread_mutex_init(&second.mu, NULL);
+    pthread_cond_init(&second.cv, NULL);
+    volt_lease_watch *watch2 = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &second, &watch2), VOLT_OK);
+    pthread_mutex_lock(&lost.mu);
+    CHECK(lost.calls == 0);
+    pthread_mutex_unlock(&lost.mu);
+
+    REQUIRE(kill(s.pid, SIGSTOP) == 0);
+    int woken = signal_wait(&sig, 20);
+    int told = lost_wait(&lost, 20);
+    int told2 = lost_wait(&second, 20);
+    REQUIRE(kill(s.pid, SIGCONT) == 0);
+    CHECK(woken == 1);
+    CHECK(told == 1 && told2 == 1);
+    CHECK_STATUS(second.why, VOLT_LEASE_EXPIRED);
+    CHECK(early.calls == 0);
+    volt_lease_watch_free(watch2);
+    CHECK_STATUS(lost.why, VOLT_LEASE_EXPIRED);
+    CHECK(!pthread_equal(lost.thread, pthread_self()));
+    /* The callback's own release of the lost permit: reported, nothing released. */
+    CHECK_STATUS(lost.release, VOLT_LEASE_EXPIRED);
+    CHECK_STATUS(volt_sem_cancel(a, &w, NULL), VOLT_LEASE_EXPIRED);
+    CHECK(!volt_waiter_is_busy(&w));
+    /* The callback's release already reported the lost permit: the handle
+     * holds nothing more (a second release would count it twice). */
+    CHECK(volt_sem_held_permits(a) == 0);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_NOT_HELD);
+    volt_lease_watch_free(watch);
+    /* A watch on a session already lost: told at once, no callback. */
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &lost, &watch), VOLT_LEASE_EXPIRED);
+    CHECK(watch == NULL);
+    /* Redis reclaims the expired session's permit (b's heartbeat or census
+     * reaps it): conserved, only b's permit held. */
+    double deadline = now_s() + 20;
+    volt_census k;
+    do {
+        k = census(b);
+        if (conserved(k) && k.held == 1 && k.queued == 0) break;
+        sleep_ms(100);
+    } while (now_s() < deadline);
+    CHECK(conserved(k) && k.held == 1 && k.queued == 0 && k.available == 1);
+    /* a goes on with a new session; its grant's token is newer. */
+    volt_grant g2;
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(a, 1, 10 * SEC_NS, &g2), VOLT_OK);
+    CHECK(g2.token > g.token);
+    CHECK(g2.session != g.session);
+    CHECK(lost.calls == 1);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+    /* A watch freed before any loss never calls back. */
+    lost_ctx quiet;
+    memset(&quiet, 0, sizeof quiet);
+    pthread_mutex_init(&quiet.mu, NULL);
+    pthread_cond_init(&quiet.cv, NULL);
+    CHECK_STATUS(volt_sem_try_acquire_fenced(b, 1, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_watch_lease(b, g.session, on_lost, &quiet, &watch), VOLT_OK);
+    volt_lease_watch_free(watch);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+    volt_sem_free(a);
+    volt_sem_free(b);
+    CHECK(quiet.calls == 0);
+    pthread_mutex_destroy(&quiet.mu);
+    pthread_cond_destroy(&quiet.cv);
+    signal_destroy(&sig);
+    pthread_mutex_destroy(&lost.mu);
+    pthread_cond_destroy(&lost.cv);
+    pthread_mutex_destroy(&second.mu);
+    pthread_cond_destroy(&second.cv);
+    server_destroy(&s);
+}
+
+/* Redis restarted without its data: holders and waiters fail with
+ * VOLT_STATE_LOST instead of a silent new semaphore with every permit free. */
+static void test_restart_empty_is_state_lost(void) {
+    server s;
+    server_start(&s, NULL);
+    const char *name = name_of("restart");
+    volt_connect_options o = options();
+    o.lease_ms = 1500;
+    const volt_sem *a = connect_to(s.url, name, 1, &o);
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_OK);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    volt_waiter_init(&w);
+    CHECK_STATUS(volt_sem_acquire(a, &w, 1, signal_wake, &sig), VOLT_PENDING);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_WOULD_BLOCK);
+    server_restart_empty(&s);
+    CHECK(signal_wait(&sig, 20) == 1);
+    CHECK_STATUS(volt_sem_cancel(a, &w, NULL), VOLT_STATE_LOST);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_STATE_LOST);
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_STATE_LOST);
+    CHECK_STATUS(volt_sem_acquire_blocking(a, 1, SEC_NS), VOLT_STATE_LOST);
+    /* The census is a plain read: its first call after the restart may meet
+     * the dead connection (VOLT_CONNECTION_FAILED) before the lost state. */
+    volt_census k;
+    CHECK(volt_sem_census(a, &k) != VOLT_OK);
+    lost_ctx lost;
+    memset(&lost, 0, sizeof lost);
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session ? g.session : 1, on_lost, &lost, &watch),
+                 VOLT_STATE_LOST);
+    volt_sem_free(a);
+    /* Connecting again starts afresh. */
+    const volt_sem *fresh = connect_to(s.url, name, 1, &o);
+    CHECK_STATUS(volt_sem_try_acquire(fresh, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(fresh, 1), VOLT_OK);
+    volt_sem_free(fresh);
+    signal_destroy(&sig);
+    server_destroy(&s);
+}
+
+static void test_bad_input(void) {
+    const char *url = main_server.url;
+    const char *name = name_of("bad");
+    volt_connect_options o = options();
+    const volt_sem *sem = (const volt_sem *)&o; /* any non-NULL value: must be reset */
+    CHECK_STATUS(volt_sem_connect(url, name, 1, &o, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_connect(NULL, name, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_connect(url, NULL, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+    /* Malformed URLs: nothing is contacted. */
+    CHECK_STATUS(volt_sem_connect("http://127.0.0.1:1", name, 1, &o, &sem), VOLT_INVALID_URL);
+    CHECK_STATUS(volt_sem_connect("not a url", name, 1, &o, &sem), VOLT_INVALID_URL);
+    CHECK_STATUS(volt_sem_connect("", name, 1, &o, &sem), VOLT_INVALID_URL);
+    CHECK_STATUS(volt_sem_connect("redis://\xff\xfe", name, 1, &o, &sem), VOLT_INVALID_URL);
+    CHECK(sem == NULL);
+    /* Names: empty, over 1024 bytes, braces, not UTF-8. */
+    CHECK_STATUS(volt_sem_connect(url, "", 1, &o, &sem), VOLT_INVALID_NAME);
+    char long_name[1026];
+    memset(long_name, 'n', 1025);
+    long_name[1025] = 0;
+    CHECK_STATUS(volt_sem_connect(url, long_name, 1, &o, &sem), VOLT_INVALID_NAME);
+    long_name[1024] = 0; /* exactly 1024: fine */
+    CHECK_STATUS(volt_sem_connect(url, long_name, 1, &o, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_connect(url, "a{b}", 1, &o, &sem), VOLT_INVALID_NAME);
+    CHECK_STATUS(volt_sem_connect(url, "\xc3\x28", 1, &o, &sem), VOLT_INVALID_NAME);
+    /* Permits: 0, above the largest total, another total than the existing one. */
+    CHECK_STATUS(volt_sem_connect(url, name, 0, &o, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_connect(url, name, volt_sem_max_redis_permits() + 1, &o, &sem),
+                 VOLT_INVALID_ARGUMENT);
+    const volt_sem *good = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_connect(url, name, 3, &o, &sem), VOLT_MISMATCH);
+    CHECK(sem == NULL);
+    CHECK(volt_sem_total_permits(good) == 2); /* unchanged */
+    /* Options. */
+    volt_connect_options bad = o;
+    bad.key_prefix = "";
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
+    bad.key_prefix = "a}b";
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
+    char long_prefix[258];
+    memset(long_prefix, 'p', 257);
+    long_prefix[257] = 0;
+    bad.key_prefix = long_prefix;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
+    bad = o;
+    bad.lease_ms = 100;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_OPTION);
+    /* The detail of the last such error on this thread, sized like snprintf. */
+    char msg[128];
+    size_t n = volt_last_error_message(NULL, 0);
+    CHECK(n > 0 && n < sizeof msg);
+    CHECK(volt_last_error_message(msg, sizeof msg) == n);
+    CHECK(strlen(msg) == n && strstr(msg, "300 ms") != NULL);
+    char tiny[5];
+    CHECK(volt_last_error_message(tiny, sizeof tiny) == n);
+    CHECK(strlen(tiny) == 4 && strncmp(tiny, msg, 4) == 0);
+    bad = o;
+    bad.flags = 1u << 5;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_OPTION);
+    bad = o;
+    bad.struct_size = 8;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_connect_options_init(NULL, sizeof o), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_connect_options_init(&bad, 8), VOLT_INVALID_ARGUMENT);
+    /* A struct from a newer header: unknown options at 0 are fine, others not. */
+    struct {
+        volt_connect_options o;
+        uint64_t newer;
+    } ext;
+    CHECK_STATUS(volt_connect_options_init(&ext.o, sizeof ext), VOLT_OK);
+    CHECK(ext.o.struct_size == sizeof ext && ext.newer == 0);
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &ext.o, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    ext.newer = 1;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &ext.o, &sem), VOLT_INVALID_OPTION);
+    /* Zeroed but for its size: every option at its default. */
+    volt_connect_options zero;
+    memset(&zero, 0, sizeof zero);
+    zero.struct_size = sizeof zero;
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &zero, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_connect(url, name, 2, NULL, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    /* Nothing listens: a connection error within the connect timeout. */
+    char closed[64];
+    snprintf(closed, sizeof closed, "redis://127.0.0.1:%d", free_port());
+    bad = o;
+    bad.connect_timeout_ms = 1000;
+    CHECK_STATUS(volt_sem_connect(closed, name, 2, &bad, &sem), VOLT_CONNECTION_FAILED);
+    CHECK(sem == NULL);
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0);
+    CHECK(strstr(msg, "onnect") != NULL); /* "Redis connection failed: ..." */
+    /* Requests on a good handle. */
+    CHECK_STATUS(volt_sem_try_acquire(good, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_acquire(good, 3), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(good, 1), VOLT_NOT_HELD);
+    CHECK_STATUS(volt_sem_release(good, 0), VOLT_INVALID_ARGUMENT);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(good, 1, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_try_acquire_fenced(NULL, 1, &g), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(good, 1, SEC_NS, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(good, 0, SEC_NS, &g), VOLT_INVALID_ARGUMENT);
+    volt_census k;
+    CHECK_STATUS(volt_sem_census(NULL, &k), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_census(good, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_waiter_token(NULL) == 0 && volt_waiter_session(NULL) == 0);
+    volt_waiter zeroed;
+    memset(&zeroed, 0, sizeof zeroed);
+    CHECK(volt_waiter_token(&zeroed) == 0);
+    volt_lease_watch *watch = (volt_lease_watch *)&k;
+    lost_ctx lost;
+    memset(&lost, 0, sizeof lost);
+    CHECK_STATUS(volt_sem_watch_lease(good, 0, on_lost, &lost, &watch), VOLT_INVALID_ARGUMENT);
+    CHECK(watch == NULL);
+    CHECK_STATUS(volt_sem_watch_lease(good, 1, NULL, &lost, &watch), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_watch_lease(good, 1, on_lost, &lost, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_watch_lease(NULL, 1, on_lost, &lost, &watch), VOLT_INVALID_ARGUMENT);
+    /* A session that is not the handle's own counts as lost. */
+    CHECK_STATUS(volt_sem_watch_lease(good, 12345, on_lost, &lost, &watch), VOLT_LEASE_EXPIRED);
+    volt_lease_watch_free(NULL);
+    CHECK(volt_sem_held_permits(NULL) == 0);
+    /* The local backend: no tokens, no census, no lease. */
+    const volt_sem *local = NULL;
+    CHECK_STATUS(volt_sem_new(2, &local), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire_fenced(local, 1, &g), VOLT_OK);
+    CHECK(g.token == 0 && g.session == 0);
+    CHECK_STATUS(volt_sem_release(local, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_census(local, &k), VOLT_UNSUPPORTED);
+    CHECK_STATUS(volt_sem_watch_lease(local, 1, on_lost, &lost, &watch), VOLT_UNSUPPORTED);
+    CHECK(volt_sem_held_permits(local) == 0);
+    volt_sem_free(local);
+    k = census(good);
+    CHECK(conserved(k) && k.available == 2);
+    volt_sem_free(good);
+    CHECK(lost.calls == 0);
+}
+
+/* A password-protected Redis: the right password connects, a wrong one is
+ * VOLT_AUTH_FAILED. */
+static void test_password(void) {
+    server s;
+    server_start(&s, "s3cret-pw");
+    const char *name = name_of("auth");
+    volt_connect_options o = options();
+    const volt_sem *sem = NULL;
+    char wrong[128];
+    snprintf(wrong, sizeof wrong, "redis://:wrong-pw@127.0.0.1:%d", s.port);
+    CHECK_STATUS(volt_sem_connect(wrong, name, 1, &o, &sem), VOLT_AUTH_FAILED);
+    CHECK(sem == NULL);
+    /* No message shows the password. */
+    char msg[256];
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0);
+    CHECK(strstr(msg, "wrong-pw") == NULL && strstr(msg, "s3cret") == NULL);
+    char none[64];
+    snprintf(none, sizeof none, "redis://127.0.0.1:%d", s.port);
+    volt_status st = volt_sem_connect(none, name, 1, &o, &sem);
+    CHECK(st == VOLT_AUTH_FAILED || st == VOLT_REDIS_ERROR);
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0);
+    CHECK(strstr(msg, "s3cret") == NULL);
+    /* A mismatch with the password in the URL: the message shows neither. */
+    const volt_sem *first = NULL;
+    CHECK_STATUS(volt_sem_connect(s.url, name, 1, &o, &first), VOLT_OK);
+    CHECK_STATUS(volt_sem_connect(s.url, name, 2, &o, &sem), VOLT_MISMATCH);
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0);
+    CHECK(strstr(msg, "s3cret") == NULL && strstr(msg, "127.0.0.1") == NULL);
+    volt_sem_free(first);
+    CHECK_STATUS(volt_sem_connect(s.url, name, 1, &o, &sem), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    volt_sem_free(sem);
+    server_destroy(&s);
+}
+
+/* A 3-node Redis Cluster (no replicas), made with redis-cli --cluster
+ * create: VOLT_CONNECT_CLUSTER with comma-separated seed URLs; FIFO with
+ * weights across two handles, tokens, conservation. */
+static void test_cluster(void) {
+    server nodes[3];
+    for (int i = 0; i < 3; i++) server_start_as(&nodes[i], NULL, 1);
+    char addr[3][32], seeds[400];
+    seeds[0] = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(addr[i], sizeof addr[i], "127.0.0.1:%d", nodes[i].port);
+        if (i) strcat(seeds, ",");
+        strcat(seeds, nodes[i].url);
+    }
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, 1);
+            dup2(null, 2);
+        }
+        execlp("redis-cli", "redis-cli", "--cluster", "create", addr[0], addr[1], addr[2],
+               "--cluster-replicas", "0", "--cluster-yes", (char *)NULL);
+        _exit(127);
+    }
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    volt_connect_options o = options();
+    o.flags = VOLT_CONNECT_CLUSTER;
+    const char *name = name_of("cluster");
+    /* Until every slot is served (cluster_state:ok), connect fails: retry. */
+    const volt_sem *a = NULL, *b = NULL;
+    volt_status st = VOLT_PANIC;
+    for (double deadline = now_s() + 30; now_s() < deadline; sleep_ms(100))
+        if ((st = volt_sem_connect(seeds, name, 4, &o, &a)) == VOLT_OK) break;
+    CHECK_STATUS(st, VOLT_OK);
+    if (st == VOLT_OK) {
+        b = connect_to(seeds, name, 4, &o);
+        volt_grant g;
+        CHECK_STATUS(volt_sem_try_acquire_fenced(b, 4, &g), VOLT_OK);
+        volt_waiter big, small;
+        signal_ctx sb, ss;
+        signal_init(&sb);
+        signal_init(&ss);
+        volt_waiter_init(&big);
+        volt_waiter_init(&small);
+        CHECK_STATUS(volt_sem_acquire(a, &big, 3, signal_wake, &sb), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_acquire(b, &small, 1, signal_wake, &ss), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+        volt_census k = census(a);
+        CHECK(conserved(k) && k.partial == 2 && k.queued == 2);
+        CHECK_STATUS(volt_waiter_status(&small), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+        CHECK(signal_wait(&sb, 10) == 1 && signal_wait(&ss, 10) == 1);
+        CHECK_STATUS(volt_sem_cancel(a, &big, NULL), VOLT_OK);
+        CHECK_STATUS(volt_sem_cancel(b, &small, NULL), VOLT_OK);
+        CHECK(volt_waiter_token(&big) > g.token && volt_waiter_token(&small) > volt_waiter_token(&big));
+        CHECK_STATUS(volt_sem_release(a, 3), VOLT_OK);
+        CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+        k = census(b);
+        CHECK(conserved(k) && k.available == 4);
+        signal_destroy(&sb);
+        signal_destroy(&ss);
+        volt_sem_free(a);
+        volt_sem_free(b);
+    }
+    for (int i = 0; i < 3; i++) server_destroy(&nodes[i]);
+}
+
+int main(int argc, char **argv) {
+    self_path = argv[0];
+    if (argc > 1 && strcmp(argv[1], "child") == 0) return child_main(argc, argv);
+    /* A child killed mid-write must not kill this process. */
+    signal(SIGPIPE, SIG_IGN);
+    srand((unsigned)getpid());
+    server_start(&main_server, NULL);
+    RUN(test_status_names_and_options_defaults);
+    RUN(test_connect_try_release_and_tokens);
+    RUN(test_fifo_and_weights_across_two_handles);
+    RUN(test_fifo_across_processes);
+    RUN(test_timeout_and_cancel_hand_partial_grants_on);
+    RUN(test_close_fails_waiters_everywhere);
+    RUN(test_close_fails_a_waiter_in_another_process);
+    RUN(test_callback_collects_and_releases);
+    RUN(test_stress_threads_on_two_handles);
+    RUN(test_fork_child_cannot_use_the_parents_handle);
+#if !defined(__SANITIZE_THREAD__)
+    /* TSan cannot follow a child that starts threads after fork(). */
+    RUN(test_lease_watch_in_a_forked_child);
+#else
+    (void)test_lease_watch_in_a_forked_child;
+#endif
+    RUN(test_key_prefix_separates_semaphores);
+    RUN(test_tls_and_replication_options);
+    RUN(test_bad_input);
+    RUN(test_password);
+    RUN(test_lease_loss);
+    RUN(test_restart_empty_is_state_lost);
+    RUN(test_cluster);
+    server_destroy(&main_server);
+    return harness_summary("redis");
+}
