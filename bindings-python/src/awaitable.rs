@@ -51,6 +51,7 @@ use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
 
 use crate::blocking::blocking_acquire;
+use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, backend_error, closed_error, release_error};
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
@@ -370,8 +371,10 @@ impl Acquire {
     }
 }
 
-#[pymethods]
+coroutine_pymethods! {
 impl Acquire {
+    throw: |me, py| me.cancel(py);
+
     /// The acquire itself (asyncio, or no loop at all), or, in a trio task, the
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -414,39 +417,6 @@ impl Acquire {
         } else {
             py.None()
         }
-    }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.step(py)
-    }
-
-    /// Resumes the acquire; the value sent is ignored (asyncio sends `None`).
-    #[pyo3(signature = (_value = None, /))]
-    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match self.step(py)? {
-            Some(fut) => Ok(fut),
-            None => Err(PyStopIteration::new_err(())),
-        }
-    }
-
-    /// Raises the given exception inside the acquire: a pending wait is cancelled
-    /// (any partial grant handed on, a full grant released) and the exception
-    /// propagates.
-    #[pyo3(signature = (typ, val = None, tb = None, /))]
-    fn throw(
-        &mut self,
-        py: Python<'_>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let err = thrown(py, typ, val, tb)?;
-        self.cancel(py);
-        Err(err)
     }
 
     /// Cancels a pending wait (handing back whatever was granted).
@@ -542,6 +512,7 @@ impl Acquire {
         };
         format!("<volt_sem.Acquire n={} {stage}>", self.n)
     }
+}
 }
 
 impl Drop for Acquire {

@@ -38,6 +38,7 @@ use pyo3::types::PyTuple;
 
 mod awaitable;
 mod blocking;
+mod coroutine;
 mod errors;
 mod locks;
 mod offloop;

@@ -64,8 +64,9 @@ use pyo3::types::{PyDict, PyTuple};
 use pyo3::PyTraverseError;
 use volt_sem_backend::{ConnectOptions, Error, Finish, LeaseWatch, RawAcquire, Waiter};
 
-use crate::awaitable::{new_future, ready, running_loop, thrown, yield_future};
+use crate::awaitable::{new_future, ready, running_loop, yield_future};
 use crate::blocking::{park, wake_parked, Parked};
+use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, backend_error, closed_error, count, timeout_arg, Permits};
 use crate::offloop::{spawn_connect, Done, Job, Worker};
 use crate::wake::{abandon, asyncio_chan, claim_owner, finish_off, Chan, Channel, Slot};
@@ -772,8 +773,10 @@ impl RedisAcquire {
     }
 }
 
-#[pymethods]
+coroutine_pymethods! {
 impl RedisAcquire {
+    throw: |me, _py| me.cancel();
+
     /// The acquire itself under asyncio; in a trio task, the iterator of
     /// `_glue`'s trio driver.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
@@ -812,37 +815,6 @@ impl RedisAcquire {
     /// trio: the token, once the task was rescheduled.
     fn _trio_collect(&mut self, py: Python<'_>) -> PyResult<(bool, u64)> {
         Ok((true, self.collect(py)?))
-    }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.step(py)
-    }
-
-    #[pyo3(signature = (_value = None, /))]
-    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match self.step(py)? {
-            Some(fut) => Ok(fut),
-            None => Err(PyStopIteration::new_err(())),
-        }
-    }
-
-    /// Cancels a pending wait (off the loop: any partial grant is handed on,
-    /// a full grant released) and raises the exception.
-    #[pyo3(signature = (typ, val = None, tb = None, /))]
-    fn throw(
-        &mut self,
-        py: Python<'_>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let err = thrown(py, typ, val, tb)?;
-        self.cancel();
-        Err(err)
     }
 
     fn close(&mut self) {
@@ -932,6 +904,7 @@ impl RedisAcquire {
         };
         format!("<volt_sem.RedisAcquire n={} {stage}>", self.n)
     }
+}
 }
 
 impl Drop for RedisAcquire {
@@ -1042,8 +1015,10 @@ impl OffLoopCall {
     }
 }
 
-#[pymethods]
+coroutine_pymethods! {
 impl OffLoopCall {
+    throw: |me, _py| me.close();
+
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let fresh = slf.borrow().req.is_some();
         trio_or_self(slf.into_any(), fresh)
@@ -1073,35 +1048,6 @@ impl OffLoopCall {
         Ok((true, self.collect(py)?))
     }
 
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.step(py)
-    }
-
-    #[pyo3(signature = (_value = None, /))]
-    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match self.step(py)? {
-            Some(fut) => Ok(fut),
-            None => Err(PyStopIteration::new_err(())),
-        }
-    }
-
-    #[pyo3(signature = (typ, val = None, tb = None, /))]
-    fn throw(
-        &mut self,
-        py: Python<'_>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let err = thrown(py, typ, val, tb)?;
-        self.close();
-        Err(err)
-    }
-
     /// Stops waiting; a request started still runs (a connection made is
     /// closed again); one never awaited never starts.
     fn close(&mut self) {
@@ -1121,6 +1067,7 @@ impl OffLoopCall {
     fn __clear__(&mut self) {
         self.close();
     }
+}
 }
 
 // ---------------------------------------------------------------------------
@@ -1305,8 +1252,10 @@ impl Drop for LeaseLost {
     }
 }
 
-#[pymethods]
+coroutine_pymethods! {
 impl LeaseLost {
+    throw: |me, _py| me.close();
+
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let fresh = matches!(slf.borrow().stage, Watching::Start);
         trio_or_self(slf.into_any(), fresh)
@@ -1345,35 +1294,6 @@ impl LeaseLost {
         }
     }
 
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        self.step(py)
-    }
-
-    #[pyo3(signature = (_value = None, /))]
-    fn send(&mut self, py: Python<'_>, _value: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
-        match self.step(py)? {
-            Some(fut) => Ok(fut),
-            None => Err(PyStopIteration::new_err(())),
-        }
-    }
-
-    #[pyo3(signature = (typ, val = None, tb = None, /))]
-    fn throw(
-        &mut self,
-        py: Python<'_>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Py<PyAny>> {
-        let err = thrown(py, typ, val, tb)?;
-        self.close();
-        Err(err)
-    }
-
     /// Stops watching.
     fn close(&mut self) {
         if let Watching::Waiting(slot) = std::mem::replace(&mut self.stage, Watching::Done) {
@@ -1392,4 +1312,5 @@ impl LeaseLost {
     fn __clear__(&mut self) {
         self.close();
     }
+}
 }

@@ -123,17 +123,21 @@ def is_waiting(aw):
 
 
 async def settle(rounds=10):
-    """Lets every ready task on this loop run until it blocks. On the thread wake
-    path (VOLT_SEM_WAKE=thread) a wake reaches the loop through a helper thread,
-    not within a bounded number of loop iterations: settle then also waits until
-    every wake queued for this loop was drained (no timing assumption either way)."""
+    """Lets every ready task on this loop run until it blocks: returns once
+    `rounds` loop iterations in a row passed with no wake queued for this loop.
+    On the thread wake path (VOLT_SEM_WAKE=thread) a wake reaches the loop
+    through a helper thread, not within a bounded number of iterations: a wake
+    seen queued restarts the count, so the woken tasks get `rounds` iterations
+    after it was drained (checking only at the end missed a drain in the last
+    iterations, before the woken task had run)."""
     from volt_sem import _glue
 
     loop = asyncio.get_running_loop()
-    while True:
-        while _glue.wakes_pending(loop):
+    quiet = 0
+    while quiet < rounds:
+        if _glue.wakes_pending(loop):
+            quiet = 0
             await asyncio.sleep(0.001)
-        for _ in range(rounds):
+        else:
+            quiet += 1
             await asyncio.sleep(0)
-        if not _glue.wakes_pending(loop):
-            return

@@ -1,0 +1,70 @@
+//! The generator protocol every awaitable of this crate speaks.
+//!
+//! `await x` on a native object calls `x.__await__()` and then drives what it
+//! returns like a generator: asyncio calls `send(None)` (or `__next__`) each
+//! time the task runs, expecting a Future to wait on or `StopIteration`
+//! carrying the result, and `throw(exc)` when the task is cancelled. The
+//! awaitables here (`Acquire`, `RedisAcquire`, `OffLoopCall`) differ only in
+//! their `step` (one resumption: `Ok(Some(future))` to wait again,
+//! `Ok(None)` when done, the result left for `StopIteration`) and in what a
+//! `throw` gives up first; [`coroutine_pymethods!`] writes the rest once.
+
+/// Expands to `#[pymethods] impl $ty { ... }` with the given methods plus
+/// `__iter__`, `__next__`, `send` and `throw`, all driven by the type's
+/// `fn step(&mut self, py) -> PyResult<Option<Py<PyAny>>>`. `throw` first
+/// runs the `throw:` block with `$me` bound to `&mut self` (it gives up a
+/// pending wait: any partial grant handed on, a full one released), then
+/// raises the exception it was given.
+macro_rules! coroutine_pymethods {
+    (impl $ty:ident { throw: |$me:ident, $py:ident| $on_throw:expr; $($rest:tt)* }) => {
+        #[::pyo3::pymethods]
+        impl $ty {
+            fn __iter__(slf: ::pyo3::Py<Self>) -> ::pyo3::Py<Self> {
+                slf
+            }
+
+            fn __next__(
+                &mut self,
+                py: ::pyo3::Python<'_>,
+            ) -> ::pyo3::PyResult<Option<::pyo3::Py<::pyo3::PyAny>>> {
+                self.step(py)
+            }
+
+            /// Resumes the wait; the value sent is ignored (asyncio sends `None`).
+            #[pyo3(signature = (_value = None, /))]
+            fn send(
+                &mut self,
+                py: ::pyo3::Python<'_>,
+                _value: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
+            ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
+                match self.step(py)? {
+                    Some(fut) => Ok(fut),
+                    None => Err(::pyo3::exceptions::PyStopIteration::new_err(())),
+                }
+            }
+
+            /// Raises the given exception inside the wait, which is given up
+            /// first (a partial grant handed on, a full grant released).
+            #[pyo3(signature = (typ, val = None, tb = None, /))]
+            fn throw(
+                &mut self,
+                py: ::pyo3::Python<'_>,
+                typ: &::pyo3::Bound<'_, ::pyo3::PyAny>,
+                val: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
+                tb: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
+            ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
+                let err = $crate::awaitable::thrown(py, typ, val, tb)?;
+                {
+                    let $me = &mut *self;
+                    let $py = py;
+                    $on_throw;
+                }
+                Err(err)
+            }
+
+            $($rest)*
+        }
+    };
+}
+
+pub(crate) use coroutine_pymethods;
