@@ -2,10 +2,13 @@
 //! URL, options and name shares the first one's session, connections and
 //! agent thread (a process-wide registry of weak references); a different
 //! prefix or option does not. In its own test binary: it counts the agent
-//! threads of this process.
+//! threads of this process, so its tests also run one at a time (the test
+//! harness runs tests on parallel threads of one process, and another test's
+//! agents would count).
 
 mod support;
 
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use support::*;
@@ -15,6 +18,12 @@ use volt_sem_redis::{ConnectOptions, RedisSemaphore};
 #[ignore = "the body of worker processes (support::worker_main), not a test"]
 fn worker() {
     worker_main();
+}
+
+/// Held by each test of this binary: one at a time.
+fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The agent threads of this process (each is named "volt-sem-redis").
@@ -55,9 +64,13 @@ fn connections_to(port: u16) -> usize {
 
 #[test]
 fn a_second_connect_shares_the_session_connections_and_thread() {
+    let _serial = serial();
     let s = Server::start();
     let url = s.url();
-    assert_eq!((agents(), connections_to(s.port)), (0, 0));
+    // The agents of the other test's handles exit soon after their drop.
+    eventually("no agent yet", Duration::from_secs(5), || {
+        agents() == 0 && connections_to(s.port) == 0
+    });
     let a = RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new()).unwrap();
     let b = RedisSemaphore::connect(&url, "shared", 3, ConnectOptions::new()).unwrap();
     let c = a.census().unwrap();
@@ -106,6 +119,7 @@ fn a_second_connect_shares_the_session_connections_and_thread() {
 
 #[test]
 fn an_own_session_is_never_shared_and_takes_its_permits_back_when_dropped() {
+    let _serial = serial();
     let s = Server::start();
     let url = s.url();
     let shared = RedisSemaphore::connect(&url, "own-session", 3, ConnectOptions::new()).unwrap();
