@@ -306,10 +306,17 @@ impl Request {
         // `poll`: one thread-local count and one CAS, no waker clone.
         if self.stage == Stage::Start {
             let proceed = match coop::poll_proceed(cx) {
-                Poll::Ready(proceed) => proceed,
-                Poll::Pending => return Poll::Pending, // not queued: nothing lost
+                Poll::Ready(proceed) => Some(proceed),
+                // Only a request that would complete at once may yield: it
+                // holds no place, and nobody is queued for it to lose one to.
+                // One that must wait queues now (its `Pending` is the yield):
+                // yielding first would let a later request queue ahead of it.
+                // (The state may change before the next poll; either way the
+                // request was not queued, so no FIFO order is broken.)
+                Poll::Pending if sem.would_grant_at_once(self.permits) => return Poll::Pending,
+                Poll::Pending => None,
             };
-            if sem.try_take(self.permits).is_ok() {
+            if proceed.is_some() && sem.try_take(self.permits).is_ok() {
                 coop::made_progress(proceed);
                 self.stage = Stage::Done;
                 return Poll::Ready(Ok(()));
@@ -331,7 +338,7 @@ impl Request {
         &mut self,
         sem: &Semaphore,
         cx: &mut Context<'_>,
-        proceed: coop::Proceed,
+        proceed: Option<coop::Proceed>,
     ) -> Poll<Result<(), AcquireError>> {
         // SAFETY: the waiter is idle (stage Start), and pinned inside the
         // future (caller contract), whose Drop finishes it before the
@@ -600,8 +607,8 @@ impl Semaphore {
     /// having woken its task) when the thread has made 128 immediate grants in a
     /// row, and, with the `tokio` feature, when the tokio task has used up its
     /// coop budget. A task looping on `acquire` cannot starve its executor.
-    /// Yielding never happens once a request is queued, so it never costs a
-    /// place in the queue.
+    /// A request that must wait never yields: it queues at its first poll,
+    /// whatever the budget, so yielding never costs a place in the queue.
     ///
     /// ```
     /// use volt_sem::Semaphore;

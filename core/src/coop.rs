@@ -18,9 +18,11 @@
 //!   `tokio::sync::Semaphore`. Outside a tokio runtime it costs nothing (the
 //!   budget is unconstrained there) and the grant budget still applies.
 //!
-//! Yielding happens only *before* a request is queued: a queued request keeps
-//! its place, and a completed grant is always returned, so cooperative
-//! yielding never costs a request its place in the FIFO.
+//! Yielding happens only for a request that would complete at once (enough
+//! permits available, nobody queued). A request that must wait queues at its
+//! first poll even with the budget spent (its `Pending` is the yield), a
+//! queued request keeps its place, and a completed grant is always returned,
+//! so cooperative yielding never costs a request its place in the FIFO.
 //!
 //! Not under loom: the models drive futures by hand and a spurious `Pending`
 //! would only multiply their branches; the logic is single-threaded.
@@ -84,11 +86,14 @@ pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<Proceed> {
 }
 
 /// Records an immediate grant (the thread's count already has it, see
-/// `poll_proceed`; this commits tokio's budget).
+/// `poll_proceed`; this commits tokio's budget). `None`: the budget was spent
+/// and the request went on to queue, but its permits arrived meanwhile.
 #[inline]
-pub(crate) fn made_progress(proceed: Proceed) {
+pub(crate) fn made_progress(proceed: Option<Proceed>) {
     #[cfg(feature = "tokio")]
-    proceed.tokio.made_progress();
+    if let Some(proceed) = proceed {
+        proceed.tokio.made_progress();
+    }
     #[cfg(not(feature = "tokio"))]
     let _ = proceed;
 }

@@ -282,6 +282,17 @@ impl Semaphore {
         self.state.0.load(Ordering::Acquire) & CLOSED != 0
     }
 
+    /// Whether a request for `n` permits would complete at once right now
+    /// (granted, or failed because the semaphore is closed or `n` too large):
+    /// the one case where an acquire may yield to its executor before it
+    /// queues (see `coop`). Relaxed: a hint, decided again by the next poll.
+    pub(crate) fn would_grant_at_once(&self, n: usize) -> bool {
+        let cur = self.state.0.load(Ordering::Relaxed);
+        // By invariant 2 a queued waiter means 0 available, so `n <= available`
+        // also means nobody is queued (for n > 0; n == 0 completes at once).
+        n > Self::MAX_PERMITS || cur & CLOSED != 0 || cur >> SHIFT >= n
+    }
+
     /// Takes `n` permits if they are available now and nobody is queued.
     /// `n == 0` succeeds unless the semaphore is closed. Lock-free.
     pub(crate) fn try_take(&self, n: usize) -> Result<(), TryAcquireError> {

@@ -139,3 +139,85 @@ fn a_granted_request_is_returned_even_with_the_budget_spent() {
     drop(held);
     assert!(queued.as_mut().poll(&mut cx).is_ready());
 }
+
+/// Spends this thread's grant budget: immediate acquires on a semaphore of its
+/// own, so the next acquire start would yield if it could complete at once.
+fn spend_the_grant_budget(cx: &mut Context<'_>) {
+    let other = Semaphore::new(1);
+    let mut grants = 0;
+    while grants < 128 {
+        let mut a = pin!(other.acquire(1));
+        if let Poll::Ready(p) = a.as_mut().poll(cx) {
+            drop(p.unwrap());
+            grants += 1;
+        }
+    }
+}
+
+/// Only an acquire that would complete at once may yield. One that must wait
+/// queues at its first poll, whatever the budget says: otherwise a request
+/// made after it is queued first and served first (issue 26, item 1).
+#[test]
+fn a_request_that_must_wait_queues_at_its_first_poll_even_with_the_budget_spent() {
+    let sem = Semaphore::new(1);
+    let held = sem.try_acquire(1).unwrap();
+    let mut cx = Context::from_waker(noop_waker_ref());
+    spend_the_grant_budget(&mut cx);
+    let mut first = pin!(sem.acquire(1));
+    assert!(first.as_mut().poll(&mut cx).is_pending());
+    let mut second = pin!(sem.acquire(1));
+    assert!(second.as_mut().poll(&mut cx).is_pending());
+    drop(held);
+    assert!(
+        second.as_mut().poll(&mut cx).is_pending(),
+        "the later request was served first"
+    );
+    assert!(first.as_mut().poll(&mut cx).is_ready());
+}
+
+/// The same through `Mutex::lock`, with tokio's own task budget spent
+/// (a port of tokio's `mutex_fifo_with_coop_budget` idea: the budget runs out,
+/// then two tasks queue on a held lock and must get it in order).
+#[cfg(feature = "tokio")]
+#[test]
+fn mutex_stays_fifo_when_the_tokio_budget_is_spent() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let m = Mutex::new(());
+        let guard = m.lock().await;
+        // Spend the task's tokio budget (without touching the grant budget)
+        // on a tokio resource that is always ready.
+        let tsem = tokio::sync::Semaphore::new(1);
+        while tokio::task::coop::has_budget_remaining() {
+            drop(tsem.acquire().await.unwrap());
+        }
+        let mut first = pin!(m.lock());
+        let mut second = pin!(m.lock());
+        std::future::poll_fn(|cx| {
+            assert!(first.as_mut().poll(cx).is_pending());
+            assert!(second.as_mut().poll(cx).is_pending());
+            Poll::Ready(())
+        })
+        .await;
+        drop(guard);
+        // Each round polls the later request first: a request that yielded
+        // instead of queueing would take the lock ahead of the earlier one.
+        let granted = std::future::poll_fn(|cx| {
+            let second = second.as_mut().poll(cx).is_ready();
+            let first = first.as_mut().poll(cx).is_ready();
+            if first || second {
+                Poll::Ready((first, second))
+            } else {
+                Poll::Pending
+            }
+        })
+        .await;
+        assert_eq!(
+            granted,
+            (true, false),
+            "(first, second) granted: FIFO lost to the coop budget"
+        );
+    });
+}
