@@ -590,7 +590,10 @@ export declare class Mutex {
   tryAcquire(): Releaser | null;
   /**
    * Unlocks a lock taken through this object (for code that does not keep the
-   * releaser); its releaser then does nothing.
+   * releaser); its releaser then does nothing. A lock counts as taken from the
+   * moment its grant is decided: `mutex.acquire(); mutex.release();` in one
+   * tick unlocks a lock that was free, and a waiter handed the lock by a
+   * release on this thread holds it before its promise's reactions run.
    * @throws {Error} with `code === 'ERR_VOLT_NOT_LOCKED'` if this object holds no
    * lock: never locked, already released (also through the releaser), or locked
    * through another `Mutex` object (another thread's `attach`).

@@ -244,7 +244,7 @@ function unlisten(signal, w) {
 // Pending acquires.
 
 class Waiter {
-  constructor(key, owner, signal, value, resolve, reject) {
+  constructor(key, owner, signal, value, resolve, reject, onGrant) {
     this.key = key;
     this.slot = key % SLOTS;
     this.owner = owner; // the slot -> record map of its Semaphore object
@@ -252,10 +252,14 @@ class Waiter {
     this.value = value; // what the promise resolves to
     this.resolve = resolve;
     this.reject = reject;
+    this.onGrant = onGrant; // maps the value at the grant (a Mutex records its holder)
   }
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
+    if ((code === GRANTED || code === GRANTED_HELD) && this.onGrant !== undefined) {
+      this.value = this.onGrant(this.value);
+    }
     // The promise first: nothing after it may keep the waiter from its outcome.
     if (code === GRANTED) this.resolve(this.value);
     else if (code === GRANTED_HELD) {
@@ -300,6 +304,12 @@ class Waiter {
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+
+/** The promise of an acquire granted at once (after `onGrant`, if any, has run). */
+function granted(value, onGrant) {
+  if (onGrant !== undefined) value = onGrant(value);
+  return value === undefined ? RESOLVED : Promise.resolve(value);
+}
 
 /** A releaser: a function that gives `n` permits back once; also disposable. */
 function releaser(sem, n) {
@@ -469,6 +479,9 @@ function fastGive(v, n, giveBack) {
   return true;
 }
 
+// `acquirePermit` with a grant hook, for Mutex (set by Semaphore's static block).
+let acquireOwned;
+
 class Semaphore {
   #h;
   /** The JS fast path's views (see viewOf), or undefined (not yet, or unsupported). */
@@ -524,7 +537,14 @@ class Semaphore {
     return this.#acquire(n, options, releaser(this, n));
   }
 
-  #acquire(n, options, value) {
+  static {
+    acquireOwned = (sem, options, onGrant) => sem.#acquire(1, options, releaser(sem, 1), onGrant);
+  }
+
+  // `onGrant(value)`, if given, runs synchronously when the grant is decided
+  // here (before any promise reaction), and its result is what the promise
+  // resolves to.
+  #acquire(n, options, value, onGrant) {
     if (n !== 1) {
       try {
         checkCount(n, 'n');
@@ -543,7 +563,7 @@ class Semaphore {
     }
     const v = this.#v;
     if (v !== undefined) {
-      if (!v.skip && fastTake(v, n)) return value === undefined ? RESOLVED : Promise.resolve(value);
+      if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     let r;
     try {
@@ -553,14 +573,14 @@ class Semaphore {
     }
     if (r === 0) {
       if (v !== undefined) v.skip = false; // taken at once: uncontended again
-      return value === undefined ? RESOLVED : Promise.resolve(value);
+      return granted(value, onGrant);
     }
-    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value);
+    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value, onGrant);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
-  #enqueue(key, signal, value) {
+  #enqueue(key, signal, value, onGrant) {
     let resolve;
     let reject;
     const promise = new Promise((res, rej) => {
@@ -569,7 +589,7 @@ class Semaphore {
     });
     let pending = this.#pending;
     if (pending === undefined) pending = this.#pending = new Map();
-    const w = new Waiter(key, pending, signal, value, resolve, reject);
+    const w = new Waiter(key, pending, signal, value, resolve, reject, onGrant);
     pending.set(w.slot, w);
     if (this.#shared) {
       table[w.slot] = w;
@@ -919,6 +939,8 @@ class Mutex extends SemaphoreLock {
   // instead of letting two holders in. The semaphore's count cannot tell: it is
   // 0 both while locked and while handing over.
   #held = [];
+  /** `#own` for the grant hook: the holder is recorded when the grant is decided. */
+  #onGrant = (rel) => this.#own(rel);
 
   constructor() {
     super(arguments[0] === INTERNAL ? arguments[1] : new Semaphore(1), 'Mutex');
@@ -940,7 +962,7 @@ class Mutex extends SemaphoreLock {
   }
 
   acquire(options) {
-    return semOf(this).acquirePermit(1, options).then((rel) => this.#own(rel));
+    return acquireOwned(semOf(this), options, this.#onGrant);
   }
 
   /** Resolves when the mutex is free (in FIFO order), without locking it. */
