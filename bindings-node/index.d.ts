@@ -20,6 +20,17 @@ export interface AcquireOptions {
    * acquires wait on it, and removed once none does.
    */
   signal?: AbortSignal | null;
+  /**
+   * Gives up after this many milliseconds (a positive number): the promise
+   * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
+   * partial grant is handed on. The timer keeps the thread alive until then,
+   * unless the semaphore was `unref()`'d (the timer of `AbortSignal.timeout()`,
+   * by Node's design, never keeps a process alive).
+   *
+   * Any other option name rejects with a `TypeError` whose `code` is
+   * `'ERR_INVALID_ARG_VALUE'`.
+   */
+  timeout?: number;
 }
 
 /**
@@ -141,7 +152,7 @@ export interface NamedError extends Error {
 export declare class Semaphore {
   /**
    * @param permits the initial number of permits, an integer in `0..=MAX_PERMITS`.
-   * @throws {RangeError} if `permits` is not such an integer.
+   * @throws {RangeError} if `permits` is not such an integer (a `TypeError` if it is not a number).
    */
   constructor(permits: number);
 
@@ -152,7 +163,7 @@ export declare class Semaphore {
    * Waits for `n` permits, in FIFO order. Resolves at once (with a cached
    * promise) when they are available and nobody is queued.
    *
-   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS`,
+   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number),
    * with a {@link ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is
    * or becomes closed, and with `signal.reason` if `options.signal` aborts first.
    * `n === 0` resolves at once unless the semaphore is closed.
@@ -168,7 +179,7 @@ export declare class Semaphore {
   /**
    * Takes `n` permits if they are available now and nobody is queued.
    * @returns whether the permits were taken.
-   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`.
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number).
    * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is closed.
    */
   tryAcquire(n?: number): boolean;
@@ -177,7 +188,7 @@ export declare class Semaphore {
    * Returns `n` permits: to the waiters at the head of the queue first (waiters
    * of this thread are settled before `release` returns), the surplus to the
    * counter. Works on a closed semaphore.
-   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`, or if the
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number), or if the
    *   available permits would exceed `MAX_PERMITS` (nothing is released then).
    */
   release(n?: number): void;
@@ -206,7 +217,7 @@ export declare class Semaphore {
    * order is kept. While a removal is owed, an aborted or cancelled waiter
    * stays queued until the debt is paid (its promise rejects at once), so
    * that its partial grant is not handed on past the debt.
-   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS`, or if
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number), or if
    *   more than `MAX_PERMITS` would be owed.
    */
   removePermits(n: number): void;
@@ -374,14 +385,8 @@ export interface ConnectOptions {
   minReplicasAcked?: { replicas: number; timeout?: number };
 }
 
-/** Options of a Redis acquire. */
-export interface RedisAcquireOptions extends AcquireOptions {
-  /**
-   * Gives up after this many milliseconds: rejects with an error whose
-   * `code` is `'ERR_VOLT_TIMED_OUT'`; a partial grant is handed on.
-   */
-  timeout?: number;
-}
+/** Options of a Redis acquire (the same as every acquire's). */
+export type RedisAcquireOptions = AcquireOptions;
 
 /**
  * The `code` of the errors of {@link RedisSemaphore} (on an `Error`; a

@@ -166,10 +166,36 @@ function typeError(message) {
 }
 
 function checkCount(n, what) {
-  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
+  if (typeof n !== 'number') {
+    const shown = typeof n === 'string' ? `'${n}'` : typeof n === 'bigint' ? `${n}n` : String(n);
+    throw typeError(`volt-sem: ${what} must be a number, got ${typeof n} ${shown}`);
+  }
+  if (!Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
     throw rangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
   }
 }
+
+/**
+ * Refuses an options object with a name the call does not know (a typo such as
+ * `{ timout }` would otherwise be ignored silently): a TypeError with Node's
+ * `code: 'ERR_INVALID_ARG_VALUE'` naming it.
+ */
+function checkOptionNames(options, known) {
+  if (typeof options !== 'object') {
+    throw typeError(`volt-sem: options must be an object, got ${typeof options}`);
+  }
+  for (const name in options) {
+    if (!known.includes(name)) {
+      const err = new TypeError(
+        `volt-sem: unknown option '${name}' (this call takes ${known.map((k) => `'${k}'`).join(', ')})`,
+      );
+      err.code = 'ERR_INVALID_ARG_VALUE';
+      throw err;
+    }
+  }
+}
+
+const ACQUIRE_OPTIONS = ['signal', 'timeout'];
 
 // ---------------------------------------------------------------------------
 // AbortSignal handling: a real AbortSignal only (brand-checked through the
@@ -253,10 +279,12 @@ class Waiter {
     this.resolve = resolve;
     this.reject = reject;
     this.onGrant = onGrant; // maps the value at the grant (a Mutex records its holder)
+    this.timer = undefined; // the `timeout` option's timer
   }
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
+    if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if ((code === GRANTED || code === GRANTED_HELD) && this.onGrant !== undefined) {
       this.value = this.onGrant(this.value);
     }
@@ -296,6 +324,7 @@ class Waiter {
   withdraw() {
     if (lookup(this.slot) !== this) return -1;
     remove(this);
+    if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if (this.signal !== undefined) unlisten(this.signal, this);
     // Removes the waiter and hands any partial grant on (a grant that arrived
     // but was not delivered yet is released).
@@ -553,9 +582,12 @@ class Semaphore {
       }
     }
     let signal;
+    let timeout;
     if (options !== undefined && options !== null) {
       try {
+        checkOptionNames(options, ACQUIRE_OPTIONS);
         signal = checkSignal(options.signal);
+        if (options.timeout !== undefined) timeout = checkMs(options.timeout, 'timeout');
       } catch (e) {
         return Promise.reject(e);
       }
@@ -575,12 +607,12 @@ class Semaphore {
       if (v !== undefined) v.skip = false; // taken at once: uncontended again
       return granted(value, onGrant);
     }
-    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, value, onGrant);
+    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, timeout, value, onGrant);
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
-  #enqueue(key, signal, value, onGrant) {
+  #enqueue(key, signal, timeout, value, onGrant) {
     let resolve;
     let reject;
     const promise = new Promise((res, rej) => {
@@ -601,6 +633,12 @@ class Semaphore {
       table[w.slot] = this.#weak;
     }
     if (signal !== undefined) listen(signal, w);
+    if (timeout !== undefined) {
+      // A real timer (fake timers must not fire it); it keeps the thread alive
+      // until the deadline unless this object is unref()'d.
+      w.timer = timers.setTimeout(() => w.abort(timedOutError()), timeout);
+      if (!this.#ref) w.timer.unref();
+    }
     return promise;
   }
 
@@ -1318,6 +1356,7 @@ class RedisSemaphore {
     try {
       if (n !== 1) checkCount(n, 'n');
       if (options !== undefined && options !== null) {
+        checkOptionNames(options, ACQUIRE_OPTIONS);
         signal = checkSignal(options.signal);
         if (options.timeout !== undefined) timeout = checkMs(options.timeout, 'timeout');
       }

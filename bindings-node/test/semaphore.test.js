@@ -158,8 +158,16 @@ test('close rejects pending and new acquires with ERR_VOLT_CLOSED; release still
   s.close(); // idempotent
 });
 
-test('bad counts throw RangeError; a release past the maximum throws RangeError', async () => {
-  for (const bad of [-1, 1.5, NaN, Infinity, MAX_PERMITS + 1, '1', null, 2 ** 64]) {
+test('bad counts throw RangeError (TypeError if not numbers); a release past the maximum throws RangeError', async () => {
+  for (const bad of ['1', null, 1n]) {
+    assert.throws(() => new Semaphore(bad), TypeError, `new Semaphore(${bad})`);
+    const s = new Semaphore(1);
+    await assert.rejects(s.acquire(bad), TypeError, `acquire(${bad})`);
+    assert.throws(() => s.tryAcquire(bad), TypeError, `tryAcquire(${bad})`);
+    assert.throws(() => s.release(bad), TypeError, `release(${bad})`);
+    assert.equal(s.availablePermits, 1);
+  }
+  for (const bad of [-1, 1.5, NaN, Infinity, MAX_PERMITS + 1, 2 ** 64]) {
     assert.throws(() => new Semaphore(bad), RangeError, `new Semaphore(${bad})`);
     const s = new Semaphore(1);
     await assert.rejects(s.acquire(bad), RangeError, `acquire(${bad})`);

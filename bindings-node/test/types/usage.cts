@@ -18,6 +18,9 @@ import {
 async function main(): Promise<void> {
   const s = new Semaphore(MAX_PERMITS > 4 ? 4 : 1);
   await s.acquire(2, { signal: AbortSignal.timeout(1000) });
+  await s.acquire(1, { timeout: 1000 });
+  // @ts-expect-error: an option name an acquire does not take
+  await s.acquire(1, { timout: 1000 });
   s.release(2);
   const r: Releaser = await s.acquirePermit(2);
   const n: number = r.permits;
