@@ -233,8 +233,9 @@
  *     that ends the sessions still open skips those of another process).
  *     Connect again in the child, after fork().
  *   - Error details: the status says what failed; volt_last_error_message()
- *     gives the text of the last network, Redis or option error on the calling
- *     thread (e.g. why the connection failed). The URL (which may hold a
+ *     gives the details of the call made just before on the calling thread
+ *     (e.g. why the connection failed), or "" (every other call forgets the
+ *     previous message when it starts). The URL (which may hold a
  *     password) is copied during volt_sem_connect(); no message and no output
  *     ever shows it or the password.
  *
@@ -727,12 +728,13 @@ extern "C" {
 #endif // __cplusplus
 
 /**
- * Copies the message of the last failed call on this thread that had more to
- * say than its status (a network or Redis failure, an invalid option, a total
- * mismatch, a lost lease) into `buf`, NUL-terminated and truncated to `len`
- * bytes; "" if none. Like `errno`, it is meaningful right after such a call
- * returned its status, on the same thread (the call's status tells whether
- * there is one). Messages never contain the URL or a password.
+ * Copies the message of the last call on this thread into `buf`,
+ * NUL-terminated and truncated to `len` bytes: the details of its failure
+ * when it had more to say than its status (a network or Redis failure, an
+ * invalid option, a total mismatch, a lost lease, an OS error), else "".
+ * Every other `volt_*` call forgets the message when it starts, so it always
+ * belongs to the call made just before, on the same thread. Messages never
+ * contain the URL or a password.
  *
  * Returns the message's length in bytes (without the NUL), which may exceed
  * `len - 1`: then call again with a larger buffer. `buf` may be NULL when

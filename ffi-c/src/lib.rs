@@ -60,8 +60,15 @@ use volt_sem_backend::{ConnectOptions, Error, Finish, Grant, OpenOptions, Semaph
 ///
 /// No panic may cross the C boundary: unwinding out of an `extern "C"` function
 /// aborts the process, so each entry point catches it and reports it as a value.
+///
+/// It also forgets the thread's last error message first, so that
+/// `volt_last_error_message` never shows an earlier call's text.
 macro_rules! ffi_boundary {
-    ($default:expr, $body:expr) => {
+    ($default:expr, $body:expr) => {{
+        forget_last_error();
+        ffi_boundary!(keep_last_error, $default, $body)
+    }};
+    (keep_last_error, $default:expr, $body:expr) => {
         match catch_unwind(AssertUnwindSafe(|| $body)) {
             Ok(value) => value,
             Err(_) => $default,
@@ -452,6 +459,25 @@ thread_local! {
     /// The message of the last error with details on this thread (see
     /// `volt_last_error_message`).
     static LAST_ERROR: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+    /// Whether `LAST_ERROR` holds a message: one thread-local load per call
+    /// decides whether there is anything to forget (no destructor, so no
+    /// registration and no failure during thread exit).
+    static HAS_LAST_ERROR: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Forgets the last error message: every entry point but
+/// `volt_last_error_message` starts with it (`ffi_boundary!`).
+#[inline]
+fn forget_last_error() {
+    if HAS_LAST_ERROR.with(Cell::get) {
+        HAS_LAST_ERROR.with(|h| h.set(false));
+        let _ = LAST_ERROR.try_with(|m| m.borrow_mut().clear());
+    }
+}
+
+fn set_last_error(message: impl FnOnce() -> String) {
+    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = message());
+    HAS_LAST_ERROR.with(|h| h.set(true));
 }
 
 /// Remembers the message of an error that carries more than its status says
@@ -474,23 +500,24 @@ fn remember(e: &Error) {
             | Error::Os(_)
     );
     if detailed {
-        let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = e.to_string());
+        set_last_error(|| e.to_string());
     }
 }
 
 /// `status`, with `message` remembered for `volt_last_error_message` (for the
 /// detailed statuses the C layer raises itself).
 fn noted(status: volt_status, message: &str) -> volt_status {
-    let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = message.to_owned());
+    set_last_error(|| message.to_owned());
     status
 }
 
-/// Copies the message of the last failed call on this thread that had more to
-/// say than its status (a network or Redis failure, an invalid option, a total
-/// mismatch, a lost lease) into `buf`, NUL-terminated and truncated to `len`
-/// bytes; "" if none. Like `errno`, it is meaningful right after such a call
-/// returned its status, on the same thread (the call's status tells whether
-/// there is one). Messages never contain the URL or a password.
+/// Copies the message of the last call on this thread into `buf`,
+/// NUL-terminated and truncated to `len` bytes: the details of its failure
+/// when it had more to say than its status (a network or Redis failure, an
+/// invalid option, a total mismatch, a lost lease, an OS error), else "".
+/// Every other `volt_*` call forgets the message when it starts, so it always
+/// belongs to the call made just before, on the same thread. Messages never
+/// contain the URL or a password.
 ///
 /// Returns the message's length in bytes (without the NUL), which may exceed
 /// `len - 1`: then call again with a larger buffer. `buf` may be NULL when
@@ -500,7 +527,7 @@ fn noted(status: volt_status, message: &str) -> volt_status {
 /// `buf` is NULL or `len` writable bytes.
 #[no_mangle]
 pub unsafe extern "C" fn volt_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    ffi_boundary!(0, {
+    ffi_boundary!(keep_last_error, 0, {
         LAST_ERROR
             .try_with(|m| {
                 let m = m.borrow();

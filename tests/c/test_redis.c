@@ -1301,6 +1301,14 @@ static void test_bad_input(void) {
     char tiny[5];
     CHECK(volt_last_error_message(tiny, sizeof tiny) == n);
     CHECK(strlen(tiny) == 4 && strncmp(tiny, msg, 4) == 0);
+    /* Every other call forgets it: the message is always the last call's. */
+    volt_connect_options probe;
+    CHECK_STATUS(volt_connect_options_init(&probe, sizeof probe), VOLT_OK);
+    CHECK(volt_last_error_message(msg, sizeof msg) == 0 && msg[0] == '\0');
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_OPTION);
+    CHECK(volt_last_error_message(NULL, 0) == n);
+    CHECK(volt_max_permits() > 0);
+    CHECK(volt_last_error_message(NULL, 0) == 0);
     bad = o;
     bad.flags = 1u << 5;
     CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_OPTION);
