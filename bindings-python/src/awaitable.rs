@@ -42,7 +42,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyTypeError, PyValueError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -72,6 +72,9 @@ pub(crate) struct Held {
 pub(crate) enum Role {
     /// A counting semaphore: releases are not matched.
     Count,
+    /// A `BoundedSemaphore`: the permits taken through it and not released
+    /// yet; a release of more raises `ValueError` (asyncio's rule).
+    Bounded(Arc<AtomicUsize>),
     /// The exclusive holder (`Mutex`, `RwLock` writer); the name for errors.
     Exclusive(Arc<Held>, &'static str),
     /// One shared holder (`RwLock` reader).
@@ -79,10 +82,13 @@ pub(crate) enum Role {
 }
 
 impl Role {
-    /// Records a completed acquire.
-    pub(crate) fn taken(&self) {
+    /// Records a completed acquire of `n` permits.
+    pub(crate) fn taken(&self, n: usize) {
         match self {
             Role::Count => {}
+            Role::Bounded(held) => {
+                held.fetch_add(n, Ordering::AcqRel);
+            }
             Role::Exclusive(h, _) => h.writer.store(true, Ordering::Release),
             Role::Shared(h) => {
                 h.readers.fetch_add(1, Ordering::AcqRel);
@@ -95,6 +101,16 @@ impl Role {
     pub(crate) fn release(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
         match self {
             Role::Count => {}
+            Role::Bounded(held) => {
+                if held
+                    .fetch_update(Ordering::AcqRel, Ordering::Acquire, |h| h.checked_sub(n))
+                    .is_err()
+                {
+                    return Err(PyValueError::new_err(
+                        "BoundedSemaphore released too many times",
+                    ));
+                }
+            }
             Role::Exclusive(h, msg) => {
                 if !h.writer.swap(false, Ordering::AcqRel) {
                     return Err(PyRuntimeError::new_err(*msg));
@@ -111,7 +127,7 @@ impl Role {
         }
         let r = release_error(core, n);
         if r.is_err() {
-            self.taken(); // undo: nothing changed
+            self.taken(n); // undo: nothing changed
         }
         after_wakes(py);
         r
@@ -268,7 +284,7 @@ impl Acquire {
     fn acquired(&mut self) -> PyResult<Option<Py<PyAny>>> {
         self.stage = Stage::Done;
         self.held = true;
-        self.role.taken();
+        self.role.taken(self.n);
         if self.returns_true {
             Err(PyStopIteration::new_err(true))
         } else {
@@ -409,7 +425,7 @@ impl Acquire {
     fn _acquired(&mut self, py: Python<'_>) -> Py<PyAny> {
         self.stage = Stage::Done;
         self.held = true;
-        self.role.taken();
+        self.role.taken(self.n);
         if self.returns_true {
             true.into_pyobject(py)
                 .map(|b| b.to_owned().into_any().unbind())
@@ -449,7 +465,7 @@ impl Acquire {
         self.stage = Stage::Done;
         blocking_acquire(py, &self.core, self.n, None)?;
         self.held = true;
-        self.role.taken();
+        self.role.taken(self.n);
         Ok(())
     }
 
@@ -517,11 +533,33 @@ impl Acquire {
 
 impl Drop for Acquire {
     fn drop(&mut self) {
-        if let Stage::Waiting(_) = self.stage {
+        match self.stage {
             // Backstop: the coroutine was dropped without `close` (e.g. a task
             // garbage-collected with its loop). Re-entrant: dealloc holds the GIL.
-            Python::attach(|py| self.cancel(py));
+            Stage::Waiting(_) => Python::attach(|py| self.cancel(py)),
+            // Never awaited, entered or closed: a forgotten `await`, which
+            // takes nothing, and a later release would then add permits.
+            Stage::Start if !crate::blocking::interpreter_finalizing() => {
+                Python::attach(|py| warn_never_awaited(py, self.n))
+            }
+            _ => {}
         }
+    }
+}
+
+/// The `RuntimeWarning` asyncio gives a coroutine that was never awaited, for
+/// an acquire object collected unused. A warning turned into an error (`-W
+/// error`) cannot propagate from a destructor: it is reported as unraisable,
+/// as CPython does for coroutines.
+fn warn_never_awaited(py: Python<'_>, n: usize) {
+    let message = format!(
+        "volt-sem: acquire({n}) was never awaited, so it took nothing; \
+         write `await sem.acquire({n})` or `async with sem.acquire({n}):`"
+    );
+    let Ok(message) = std::ffi::CString::new(message) else { return };
+    let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
+    if let Err(e) = PyErr::warn(py, &category, &message, 1) {
+        e.write_unraisable(py, None);
     }
 }
 
@@ -688,7 +726,7 @@ impl Ready {
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
     match core.try_acquire(1) {
         Ok(_) => {
-            role.taken();
+            role.taken(1);
             Ok(ready(py)?.into_any())
         }
         Err(Error::NoPermits) => {

@@ -26,6 +26,9 @@ use std::time::{Duration, Instant};
 use pyo3::prelude::*;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
+use pyo3::exceptions::PyRuntimeError;
+
+use crate::awaitable::running_loop;
 use crate::errors::{acquire_error, backend_error, closed_error};
 use crate::wake::after_wakes;
 use crate::Core;
@@ -44,6 +47,12 @@ static EXIT_THREAD: OnceLock<thread::ThreadId> = OnceLock::new();
 pub(crate) fn _interpreter_exiting() {
     let _ = EXIT_THREAD.set(thread::current().id());
     EXITING.store(true, Ordering::SeqCst);
+}
+
+/// Whether the `atexit` hook ran: the interpreter is finalizing, when
+/// warnings from destructors are only noise.
+pub(crate) fn interpreter_finalizing() -> bool {
+    EXITING.load(Ordering::Relaxed)
 }
 
 /// Whether the `atexit` hook ran on another thread than this one: this thread
@@ -66,7 +75,25 @@ pub(crate) unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
     parked.thread.unpark();
 }
 
+/// Refuses a wait that would block the thread of a running asyncio loop: the
+/// release it waits for would have to come from that loop (or from a thread
+/// whose release wakes a task of it), which cannot run while its thread is
+/// parked here, so it would deadlock for ever, deaf to Ctrl-C. (The Rust
+/// core's `tokio` feature panics in the same case.) Only called when the wait
+/// is about to happen: an immediate grant is fine anywhere.
+pub(crate) fn refuse_on_running_loop(py: Python<'_>) -> PyResult<()> {
+    if running_loop(py)?.is_some() {
+        return Err(PyRuntimeError::new_err(
+            "volt-sem: a blocking acquire (`with sem.acquire(n):`, `acquire_blocking()`) \
+             would wait on the thread of a running event loop and block it for ever; \
+             use `async with sem.acquire(n):` or `await sem.acquire(n)` there",
+        ));
+    }
+    Ok(())
+}
+
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
+/// Refused with `RuntimeError` where it would wait on a running loop's thread.
 /// `Ok(false)` on timeout; the wait can be interrupted by a signal handler's
 /// exception (Ctrl-C), which hands any partial grant on.
 pub(crate) fn blocking_acquire(
@@ -83,6 +110,7 @@ pub(crate) fn blocking_acquire(
     if timeout == Some(Duration::ZERO) {
         return Ok(false);
     }
+    refuse_on_running_loop(py)?;
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let parked = Box::pin(Parked {
         waiter: Waiter::new(),

@@ -31,6 +31,7 @@
 //! Python-side glue (creating and registering wake channels, draining them in
 //! Python frames, the trio pump) lives in `volt_sem/_glue.py`.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -72,11 +73,13 @@ pub(crate) fn local_core(permits: usize) -> Core {
 /// accumulates released permits until it has all three. One semaphore can be
 /// shared at once by asyncio (or uvloop) loops and trio runs on any threads, and
 /// by plain threads using `acquire_blocking`.
-#[pyclass(module = "volt_sem", frozen, weakref)]
+#[pyclass(module = "volt_sem", frozen, weakref, subclass)]
 struct Semaphore {
     core: Arc<Core>,
     /// The name of a shared semaphore (`Semaphore.open`); `None` for a local one.
     name: Option<String>,
+    /// `Role::Count`, or `Role::Bounded` for a `BoundedSemaphore`.
+    role: Role,
 }
 
 #[pymethods]
@@ -91,6 +94,7 @@ impl Semaphore {
         Semaphore {
             core: Arc::new(local_core(permits.0)),
             name: None,
+            role: Role::Count,
         }
     }
 
@@ -136,6 +140,7 @@ impl Semaphore {
         Ok(Semaphore {
             core: Arc::new(core),
             name: Some(name),
+            role: Role::Count,
         })
     }
 
@@ -265,7 +270,7 @@ impl Semaphore {
     /// Raises `ClosedError` if the semaphore is (or gets) closed while waiting.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn acquire(&self, n: Permits) -> Acquire {
-        Acquire::new(self.core.clone(), n.0, Role::Count, true)
+        Acquire::new(self.core.clone(), n.0, self.role.clone(), true)
     }
 
     /// Returns `n` permits: to the oldest waiters first (on any thread or loop),
@@ -273,6 +278,9 @@ impl Semaphore {
     /// exceed `MAX_PERMITS` (nothing is released then).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
+        if let Role::Bounded(_) = self.role {
+            return self.role.release(py, &self.core, n.0);
+        }
         let r = release_error(&self.core, n.0);
         after_wakes(py);
         r
@@ -282,7 +290,10 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, n: Permits) -> PyResult<bool> {
         match self.core.try_acquire(n.0) {
-            Ok(_) => Ok(true),
+            Ok(_) => {
+                self.role.taken(n.0);
+                Ok(true)
+            }
             Err(Error::NoPermits) => Ok(false),
             Err(e) => Err(acquire_error(&self.core, e)),
         }
@@ -290,11 +301,15 @@ impl Semaphore {
 
     /// Blocks the calling thread (GIL released) until `n` permits are granted in
     /// FIFO order. Returns `False` if `timeout` seconds passed first (any partial
-    /// grant is handed on). For plain threads: never call it on an event loop's
-    /// thread.
+    /// grant is handed on). For plain threads: `RuntimeError` where it would
+    /// wait on the thread of a running event loop (it would block it for ever).
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
-        blocking_acquire(py, &self.core, n.0, timeout_arg(timeout)?)
+        let got = blocking_acquire(py, &self.core, n.0, timeout_arg(timeout)?)?;
+        if got {
+            self.role.taken(n.0);
+        }
+        Ok(got)
     }
 
     /// Permits available right now (0 while anyone waits).
@@ -326,14 +341,12 @@ impl Semaphore {
     }
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        enter_one(py, &self.core, &Role::Count)
+        enter_one(py, &self.core, &self.role)
     }
 
     #[pyo3(signature = (*_args))]
     fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
-        let r = release_error(&self.core, 1);
-        after_wakes(py);
-        r?;
+        self.release(py, Permits(1))?;
         ready(py)
     }
 
@@ -350,11 +363,44 @@ impl Semaphore {
     }
 }
 
+/// A `Semaphore` whose releases cannot outnumber its acquires, as
+/// `asyncio.BoundedSemaphore`: `release(n)` raises `ValueError` ("released too
+/// many times") and releases nothing when fewer than `n` permits taken through
+/// it are held, so a stray release cannot raise the count above `permits`.
+///
+/// `BoundedSemaphore(permits=1)`; local only.
+#[pyclass(module = "volt_sem", frozen, extends = Semaphore)]
+struct BoundedSemaphore;
+
+#[pymethods]
+impl BoundedSemaphore {
+    #[new]
+    #[pyo3(signature = (permits = Initial(1)))]
+    fn new(permits: Initial) -> (Self, Semaphore) {
+        let base = Semaphore {
+            core: Arc::new(local_core(permits.0)),
+            name: None,
+            role: Role::Bounded(Arc::new(AtomicUsize::new(0))),
+        };
+        (BoundedSemaphore, base)
+    }
+
+    fn __repr__(slf: PyRef<'_, Self>) -> String {
+        let base = slf.as_super();
+        format!(
+            "<volt_sem.BoundedSemaphore available={}{}>",
+            base.core.available_permits(),
+            if base.core.is_closed() { " closed" } else { "" }
+        )
+    }
+}
+
 /// The native part of `volt_sem`; import `volt_sem` instead.
 #[pymodule]
 fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     m.add_class::<Semaphore>()?;
+    m.add_class::<BoundedSemaphore>()?;
     m.add_class::<locks::Mutex>()?;
     m.add_class::<locks::RwLock>()?;
     m.add_class::<Acquire>()?;

@@ -19,7 +19,7 @@ const WRITE: usize = MAX_PERMITS;
 fn try_take(core: &Core, n: usize, role: &Role) -> bool {
     match core.try_acquire(n) {
         Ok(_) => {
-            role.taken();
+            role.taken(n);
             true
         }
         Err(_) => false,
@@ -70,7 +70,7 @@ impl Mutex {
     fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?;
         if got {
-            self.role.taken();
+            self.role.taken(1);
         }
         Ok(got)
     }
@@ -166,7 +166,7 @@ impl RwLock {
     fn read_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?;
         if got {
-            self.read.taken();
+            self.read.taken(1);
         }
         Ok(got)
     }
@@ -176,7 +176,7 @@ impl RwLock {
     fn write_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
         let got = blocking_acquire(py, &self.core, WRITE, timeout_arg(timeout)?)?;
         if got {
-            self.write.taken();
+            self.write.taken(WRITE);
         }
         Ok(got)
     }

@@ -148,6 +148,8 @@ impl Handle {
                 Err(e) => Err(acquire_error(&self.core, e)),
             };
         }
+        // A release by a task of this loop could never run: refuse to wait.
+        crate::blocking::refuse_on_running_loop(py)?;
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let parked = Box::pin(Parked {
             waiter: Waiter::new(),

@@ -22,7 +22,9 @@ def test_module_surface():
     assert repr(sem) == "<volt_sem.Semaphore available=3>"
     assert Semaphore().available_permits == 1  # asyncio's default
     # Coroutine ABC: asyncio.create_task / ensure_future accept it directly.
-    assert isinstance(sem.acquire(), collections.abc.Coroutine)
+    aw = sem.acquire()
+    assert isinstance(aw, collections.abc.Coroutine)
+    aw.close()
     for cls in (volt_sem.Semaphore, volt_sem.Mutex, volt_sem.RwLock, volt_sem.Acquire):
         assert cls.__doc__
 
@@ -70,8 +72,9 @@ def test_unawaited_acquire_takes_nothing():
     sem = Semaphore(1)
     aw = sem.acquire()
     assert repr(aw) == "<volt_sem.Acquire n=1 new>"
-    del aw
-    gc.collect()
+    with pytest.warns(RuntimeWarning, match="never awaited"):
+        del aw
+        gc.collect()
     assert sem.available_permits == 1
 
 

@@ -60,6 +60,7 @@ from ._volt_sem import (
     MAX_REDIS_PERMITS,
     MAX_SHARED_PERMITS,
     Acquire,
+    BoundedSemaphore,
     LeaseLost,
     OffLoopCall,
     RedisAcquire,
@@ -91,6 +92,7 @@ def _constructor_signatures():
     Semaphore.__signature__ = inspect.Signature(
         [P("permits", P.POSITIONAL_OR_KEYWORD, default=1, annotation=int)]
     )
+    BoundedSemaphore.__signature__ = Semaphore.__signature__
     Mutex.__signature__ = inspect.Signature([])
     RwLock.__signature__ = inspect.Signature([])
 
@@ -110,6 +112,7 @@ __all__ = [
     "MAX_SHARED_PERMITS",
     "Acquire",
     "AuthenticationError",
+    "BoundedSemaphore",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

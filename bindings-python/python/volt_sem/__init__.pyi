@@ -10,6 +10,7 @@ from ._volt_sem import MAX_PERMITS as MAX_PERMITS
 from ._volt_sem import MAX_REDIS_PERMITS as MAX_REDIS_PERMITS
 from ._volt_sem import MAX_SHARED_PERMITS as MAX_SHARED_PERMITS
 from ._volt_sem import Acquire as Acquire
+from ._volt_sem import BoundedSemaphore as BoundedSemaphore
 from ._volt_sem import LeaseLost as LeaseLost
 from ._volt_sem import OffLoopCall as OffLoopCall
 from ._volt_sem import RedisAcquire as RedisAcquire
@@ -37,6 +38,7 @@ __all__ = [
     "MAX_SHARED_PERMITS",
     "Acquire",
     "AuthenticationError",
+    "BoundedSemaphore",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

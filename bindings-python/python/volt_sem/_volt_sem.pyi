@@ -84,7 +84,9 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
     anyio (``await sem.acquire(n)`` returns ``True``), an async context
     manager (``async with sem.acquire(n):`` releases the ``n`` permits on exit)
     and, from a plain thread, a blocking context manager (``with sem.acquire(n):``).
-    An acquire that is never awaited takes nothing. Cancelling the awaiting task
+    An acquire that is never awaited takes nothing, and emits a
+    ``RuntimeWarning`` when it is collected (as a coroutine never awaited
+    does); ``close()`` it to drop it on purpose. Cancelling the awaiting task
     (``task.cancel()``, ``asyncio.wait_for``, ``asyncio.timeout``) removes the
     waiter and returns any permits it had been granted.
     """
@@ -233,7 +235,9 @@ class Semaphore:
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Blocks the calling thread, GIL released, until ``n`` permits are granted
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
-        handed on). Interruptible by Ctrl-C. Never call it on an event loop's thread."""
+        handed on). Interruptible by Ctrl-C. On the thread of a running event
+        loop a wait raises ``RuntimeError`` (it would block that loop for ever);
+        a grant that needs no wait is still returned."""
     @property
     def available_permits(self) -> int:
         """Permits available right now (0 while anyone waits)."""
@@ -256,6 +260,15 @@ class Semaphore:
         """... and releases it."""
 
 @final
+class BoundedSemaphore(Semaphore):
+    """A :class:`Semaphore` whose releases cannot outnumber its acquires, as
+    ``asyncio.BoundedSemaphore``: ``release(n)`` raises ``ValueError``
+    ("BoundedSemaphore released too many times") and releases nothing when
+    fewer than ``n`` of the permits taken through it are held, so a stray
+    release cannot raise the count above ``permits``. Local only."""
+
+    def __init__(self, permits: int = 1) -> None: ...
+
 class Mutex:
     """A fair lock for async tasks and plain threads (a semaphore of one permit)."""
 
@@ -436,7 +449,7 @@ class RedisSemaphore:
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> Optional[int]:
         """Blocks this thread (GIL released) until granted: the token, or
         ``None`` after ``timeout`` seconds (a partial grant is handed on).
-        Interruptible by Ctrl-C. Never call it on an event loop's thread."""
+        Interruptible by Ctrl-C. Raises ``RuntimeError`` where it would wait on a running loop's thread."""
     def release(self, n: int = 1) -> None:
         """Returns ``n`` permits this handle holds. One round trip on this
         thread. :class:`NotHeldError` if it holds fewer;
