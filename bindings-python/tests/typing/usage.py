@@ -13,6 +13,7 @@ from typing_extensions import assert_type
 import volt_sem
 
 sem = volt_sem.Semaphore(4)
+bounded: volt_sem.Semaphore = volt_sem.BoundedSemaphore(2)
 
 
 async def job() -> None:
@@ -25,6 +26,8 @@ async def job() -> None:
 
 async def main() -> None:
     async with sem:
+        pass
+    async with bounded.acquire(2):
         pass
     async with sem.acquire(3):
         pass
