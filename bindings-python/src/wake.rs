@@ -43,7 +43,11 @@
 //! (one socket write and one read per batch of wakes) instead of a direct
 //! `set_result`. Calling `set_result` from the releasing native frame would put
 //! Python code (the loop's `call_soon`, which may drop the GIL) under the
-//! extension's `extern "C"` frames again.
+//! extension's `extern "C"` frames again. Except on the main thread, which
+//! finalization never ends: there [`after_wakes`] resolves the Futures of the
+//! thread's own running loop at once (`Chan::drain_on_own_loop`), so a task
+//! woken by a release on its own loop runs in the next iteration, as with
+//! asyncio's own semaphore.
 //!
 //! # Loops that can no longer run
 //!
@@ -76,6 +80,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use volt_sem_backend::{Finish, Waiter};
 
+use crate::awaitable::running_loop;
 use crate::offloop::{Done, OffLoop};
 use crate::wake_socket::{RawSocket, WakeSocket};
 use crate::Core;
@@ -424,9 +429,88 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         if touched.is_empty() {
             return;
         }
+        // This thread's running loop, looked up once and only if needed.
+        let mut running: Option<Option<Bound<'_, PyAny>>> = None;
         for chan in touched {
-            if !chan.is_empty() && chan.loop_closed(py) {
+            if chan.is_empty() {
+                continue;
+            }
+            if chan.loop_closed(py) {
                 chan.kill(); // may wake more waiters: loop again
+                continue;
+            }
+            if !on_main_thread(py) || crate::blocking::interpreter_finalizing() {
+                continue; // see `drain_on_own_loop`: the socket delivers it
+            }
+            let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
+            if let Some(here) = here {
+                chan.drain_on_own_loop(py, here);
+            }
+        }
+    }
+}
+
+thread_local! {
+    /// Whether this is the interpreter's main thread (computed once per thread).
+    static MAIN_THREAD: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
+}
+
+/// Whether the calling thread is `threading.main_thread()`.
+fn on_main_thread(py: Python<'_>) -> bool {
+    if let Ok(Some(known)) = MAIN_THREAD.try_with(|m| m.get()) {
+        return known;
+    }
+    let ask = || -> PyResult<bool> {
+        let threading = py.import("threading")?;
+        let main = threading.call_method0("main_thread")?.getattr("ident")?;
+        let me = threading.call_method0("get_ident")?;
+        main.eq(me)
+    };
+    let main = ask().unwrap_or(false);
+    let _ = MAIN_THREAD.try_with(|m| m.set(Some(main)));
+    main
+}
+
+impl Chan {
+    /// A wake on the waiter's own loop, from a call made on that loop's thread
+    /// (a `release` by a task of the same loop): resolves the Futures now, as
+    /// asyncio's own semaphore does, so the woken task runs in the next loop
+    /// iteration instead of after the selector reports the signal byte (two
+    /// iterations later). The byte is consumed with the queue (`take_all`), so
+    /// the selector does not report it either. Only `Future.set_result` runs
+    /// (it schedules the callbacks with `call_soon`), in a Python-facing call
+    /// that already holds the GIL: not the wake callback, which stays free of
+    /// Python (module docs). Cross-thread and cross-loop wakes keep the socket.
+    ///
+    /// Only on the main thread, and not once the interpreter exits: `call_soon`
+    /// may be Python code, which may drop the GIL, and a *daemon* thread that
+    /// takes it back during finalization is ended by a forced unwind that must
+    /// not cross this extension's `extern "C"` frames (the abort the module docs
+    /// describe; `tests/test_exit.py` provokes it). Finalization runs on the
+    /// main thread, which is never ended that way. A loop on another thread
+    /// keeps the socket path.
+    fn drain_on_own_loop(&self, py: Python<'_>, running: &Bound<'_, PyAny>) {
+        let Some(loop_ref) = &self.loop_ref else {
+            return; // a trio run: its pump drains
+        };
+        match loop_ref.bind(py).call0() {
+            Ok(l) if l.is(running) => {}
+            _ => return,
+        }
+        for slot in self.take_all() {
+            if slot.claim.load(Ordering::Acquire) != OPEN {
+                continue; // its owner finished it already
+            }
+            slot.delivered.store(true, Ordering::Relaxed);
+            let fut = slot.target.bind(py);
+            let resolve = || -> PyResult<()> {
+                if !fut.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? {
+                    fut.call_method1(pyo3::intern!(py, "set_result"), (true,))?;
+                }
+                Ok(())
+            };
+            if let Err(e) = resolve() {
+                e.write_unraisable(py, Some(fut));
             }
         }
     }
