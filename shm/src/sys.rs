@@ -138,8 +138,11 @@ pub(crate) fn open_segment(
         let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
         let magic = word(0);
         let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
-        if magic == 0 && size == SEGMENT_SIZE as u64 && head.iter().all(|&b| b == 0) {
-            // Sized but never initialised: its creator died half-way.
+        if magic == 0 && size == SEGMENT_SIZE as u64 {
+            // Sized, magic not written: its creator died half-way through
+            // `init` (the magic, one aligned store, is written last), since
+            // a creator holds the init lock, which we hold now, until its
+            // segment is complete. Whatever else it wrote is overwritten.
             init = true;
         } else if magic != MAGIC {
             return Err(Error::NotASegment);

@@ -156,6 +156,35 @@ fn interrupted_creation_is_recovered() {
     assert_conserved(&s);
 }
 
+/// Issue 26, item 8: a creator killed after it wrote the layout version but
+/// before the magic (the magic is written last) left a segment-sized file
+/// with magic 0 and version 2; every later open refused it as NotASegment.
+#[test]
+fn creation_killed_before_the_magic_is_recovered() {
+    let name = Name::new("nomagic");
+    drop(open(&name, 1));
+    let size = std::fs::metadata(name.path()).unwrap().len() as usize;
+    std::fs::remove_file(name.path()).unwrap();
+    let mut crashed = vec![0u8; size];
+    crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
+    std::fs::write(name.path(), &crashed).unwrap();
+    let s = SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap();
+    assert_eq!(s.available_permits(), 3);
+    s.try_acquire(3).unwrap();
+    s.release(3).unwrap();
+    assert_conserved(&s);
+    drop(s);
+    // Only a magic of 0 is a crashed creation (the magic is one aligned
+    // store): another magic on a file of the same size is a foreign file.
+    crashed[0] = b'X';
+    std::fs::write(name.path(), &crashed).unwrap();
+    assert_eq!(
+        SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
+        Error::NotASegment
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), crashed);
+}
+
 #[test]
 fn try_acquire_release_and_bad_counts() {
     let name = Name::new("basic");

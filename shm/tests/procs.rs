@@ -170,6 +170,21 @@ fn child_main() {
     };
     let name = std::env::var("VOLT_SHM_NAME").unwrap();
     let total = env_num("VOLT_SHM_TOTAL") as usize;
+    if role == "create-loop" {
+        // Creates, detaches from and unlinks the name over and over, until
+        // killed: a kill lands anywhere in a creation.
+        say("looping");
+        loop {
+            match SharedSemaphore::open(&name, total, OpenOptions::new()) {
+                Ok(sem) => drop(sem),
+                Err(e) => {
+                    say(&format!("open failed: {e:?}"));
+                    std::process::exit(1);
+                }
+            }
+            let _ = volt_sem_shm::unlink(&name);
+        }
+    }
     let opts = if role == "create-and-hold" {
         OpenOptions::new().create_only()
     } else {
@@ -413,6 +428,36 @@ fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
     assert_eq!((c.live, c.reclaims), (1, 1));
     sem.try_acquire(3).unwrap();
     sem.release(3).unwrap();
+}
+
+/// Issue 26, item 8: a creator killed anywhere inside its creation must not
+/// leave a file that every later open refuses. Creators are killed at random
+/// moments of a create/unlink loop; after each kill an open must succeed.
+#[test]
+fn kill9_during_creation_never_bricks_the_name() {
+    let name = Name::new("xcreate");
+    let mut rng = Rng(0x2545f4914f6cdd1d ^ std::process::id() as u64);
+    let mut failures = Vec::new();
+    for round in 0..60 {
+        let mut c = Child::spawn(&name, 2, "create-loop", &[]);
+        c.expect("looping", Duration::from_secs(10));
+        std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        c.kill9();
+        match SharedSemaphore::open(&name, 2, OpenOptions::new()) {
+            Ok(sem) => {
+                // Whatever the creator left, it is a working semaphore now.
+                assert_conserved(&sem);
+                sem.try_acquire(2).unwrap();
+                sem.release(2).unwrap();
+            }
+            Err(e) => failures.push((round, e)),
+        }
+        let _ = volt_sem_shm::unlink(&name);
+    }
+    assert!(
+        failures.is_empty(),
+        "opens refused after a kill: {failures:?}"
+    );
 }
 
 // ------------------------------------------------------------------ stress
