@@ -60,7 +60,9 @@ pub enum Error {
     Forked,
     /// Named shared semaphores are not implemented on this platform (Linux only).
     Unsupported,
-    /// Another OS error (an `errno` value).
+    /// Another OS error (an `errno` value): for example `ENOSPC` from `open`
+    /// when `/dev/shm` has no room for a new segment (its pages are allocated
+    /// before it is used, and the name is left free).
     Os(i32),
 }
 

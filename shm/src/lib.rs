@@ -46,6 +46,11 @@
 //! processes keep using the segment; the next `open` of the name creates a
 //! new one.
 //!
+//! A new segment's pages are allocated (`posix_fallocate`) before it is
+//! mapped: on a full `/dev/shm` (Docker's default is 64 MiB) `open` fails
+//! with [`Error::Os`]`(ENOSPC)` and removes the empty file it created, where
+//! a sparse file would let the first store raise `SIGBUS`.
+//!
 //! Creation is serialised by an OFD lock on byte 128 of the file (the *init
 //! lock*), held from `shm_open` until the process is attached. Whoever holds
 //! it and finds a size-0 file (a creator that has not started, or died before

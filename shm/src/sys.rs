@@ -98,7 +98,25 @@ pub(crate) fn open_segment(
     mode: u32,
 ) -> Result<(Mapping, bool), Error> {
     let path = shm_path(name)?;
-    let (fd, created) = shm_open(&path, create, mode)?;
+    for _ in 0..100 {
+        if let Some(opened) = open_once(&path, total, create, mode)? {
+            return Ok(opened);
+        }
+    }
+    Err(Error::Os(libc::EAGAIN))
+}
+
+/// One attempt of `open_segment`; `None`: the file we opened lost its name
+/// before we got its init lock (a creator that failed to allocate it took it
+/// away, or `unlink`): open the name again, so that we never initialise or
+/// attach a segment nobody else can reach by its name.
+fn open_once(
+    path: &CString,
+    total: u64,
+    create: Create,
+    mode: u32,
+) -> Result<Option<(Mapping, bool)>, Error> {
+    let (fd, created) = shm_open(path, create, mode)?;
     let fd = Fd(fd);
     if created {
         // shm_open's mode went through the umask: set exactly what was asked.
@@ -116,15 +134,23 @@ pub(crate) fn open_segment(
     if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
         return Err(os_error(errno()));
     }
+    if st.st_nlink == 0 {
+        return Ok(None);
+    }
     let size = st.st_size as u64;
     let mut init = false;
     if size == 0 {
         // Created by us, or by a process that died (or has not yet taken the
         // init lock) before sizing it: whoever holds the init lock sizes and
         // initialises it.
-        // SAFETY: plain syscall on our fd.
-        if unsafe { libc::ftruncate(fd.0, SEGMENT_SIZE as libc::off_t) } != 0 {
-            return Err(os_error(errno()));
+        if let Err(e) = allocate(fd.0) {
+            if created {
+                // Nothing was written: take our empty file away again rather
+                // than leave a name that looks taken.
+                // SAFETY: valid C string.
+                unsafe { libc::shm_unlink(path.as_ptr()) };
+            }
+            return Err(e);
         }
         init = true;
     } else {
@@ -143,6 +169,9 @@ pub(crate) fn open_segment(
             // `init` (the magic, one aligned store, is written last), since
             // a creator holds the init lock, which we hold now, until its
             // segment is complete. Whatever else it wrote is overwritten.
+            // Its file may be sparse (sized by an older version with
+            // ftruncate): allocate it before the first store.
+            allocate(fd.0)?;
             init = true;
         } else if magic != MAGIC {
             return Err(Error::NotASegment);
@@ -180,7 +209,23 @@ pub(crate) fn open_segment(
         // Release: whoever reads the magic sees an initialised segment.
         seg.hdr.magic.store(MAGIC, Ordering::Release);
     }
-    Ok((mapping, init))
+    Ok(Some((mapping, init)))
+}
+
+/// Sizes the segment file and allocates all its pages, so that no store into
+/// the mapping can fault: on tmpfs a file sized with `ftruncate` is sparse,
+/// and the first store into a page a full `/dev/shm` cannot provide raises
+/// `SIGBUS`. A full `/dev/shm` is `Error::Os(ENOSPC)` here instead, and the
+/// file is left as it was (tmpfs undoes a failed `fallocate`).
+fn allocate(fd: libc::c_int) -> Result<(), Error> {
+    loop {
+        // SAFETY: plain syscall on our fd; returns the error number.
+        match unsafe { libc::posix_fallocate(fd, 0, SEGMENT_SIZE as libc::off_t) } {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            e => return Err(os_error(e)),
+        }
+    }
 }
 
 /// Releases the init lock taken by `open_segment`.

@@ -170,6 +170,15 @@ fn child_main() {
     };
     let name = std::env::var("VOLT_SHM_NAME").unwrap();
     let total = env_num("VOLT_SHM_TOTAL") as usize;
+    if role == "open-on-full" {
+        // Runs with a /dev/shm too small for a segment (see
+        // `open_on_a_full_dev_shm_is_a_typed_error`).
+        let r = SharedSemaphore::open(&name, total, OpenOptions::new());
+        say(&format!("open {:?}", r.as_ref().map(|_| ())));
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, name);
+        say(&format!("left {}", std::path::Path::new(&path).exists()));
+        std::process::exit(0);
+    }
     if role == "create-loop" {
         // Creates, detaches from and unlinks the name over and over, until
         // killed: a kill lands anywhere in a creation.
@@ -457,6 +466,61 @@ fn kill9_during_creation_never_bricks_the_name() {
     assert!(
         failures.is_empty(),
         "opens refused after a kill: {failures:?}"
+    );
+}
+
+/// Issue 26, item 9: `open` on a full `/dev/shm` died of SIGBUS (the file was
+/// sized sparse and the first store faulted) and left a broken name. The
+/// child runs in a mount namespace of its own with a 40 KiB tmpfs on
+/// `/dev/shm` (a segment is larger): its open must fail with ENOSPC and leave
+/// no name behind.
+#[test]
+fn open_on_a_full_dev_shm_is_a_typed_error() {
+    let probe = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=40k volt-full /dev/shm",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: open_on_a_full_dev_shm_is_a_typed_error (cannot unshare -m and mount a tmpfs here)");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=40k volt-full /dev/shm && exec \"$0\" \"$@\"",
+        ])
+        .arg(exe)
+        .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+        .env("VOLT_SHM_ROLE", "open-on-full")
+        .env("VOLT_SHM_NAME", "full")
+        .env("VOLT_SHM_TOTAL", "2")
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let said: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.find('@').map(|i| l[i + 1..].trim().to_string()))
+        .collect();
+    assert!(
+        out.status.success(),
+        "child died: {:?} {said:?}",
+        out.status
+    );
+    assert_eq!(
+        said,
+        [
+            format!("open Err({:?})", Error::Os(libc::ENOSPC)),
+            "left false".to_string()
+        ]
     );
 }
 
