@@ -64,9 +64,16 @@ export interface OpenOptions {
   attachOnly?: boolean;
   /**
    * Permission bits of a newly created semaphore, `0..=0o777` (default
-   * `0o600`: this user only; `0o660` shares it with the group).
+   * `0o600`: this user only; `0o660` shares it with the group, `0o666` with
+   * every local user; set exactly, the umask does not apply).
    */
   mode?: number;
+  /**
+   * Attach to a semaphore another user owns (default `false`: that throws
+   * `ERR_VOLT_PERMISSION`). Its owner can rewrite its state at will: set it
+   * only for a name another user shares with you on purpose.
+   */
+  acceptForeignOwner?: boolean;
 }
 
 /**
@@ -76,7 +83,8 @@ export interface OpenOptions {
  * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, or longer than 246 bytes.
  * * `ERR_VOLT_NOT_FOUND`: `attachOnly` (or `unlink`) and no such name.
  * * `ERR_VOLT_EXISTS`: `createOnly` and the name exists.
- * * `ERR_VOLT_PERMISSION`: the OS refused access (another user's semaphore, see `mode`).
+ * * `ERR_VOLT_PERMISSION`: the OS refused access (see `mode`), or another user
+ *   owns the semaphore and `acceptForeignOwner` is not set.
  * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the error).
  * * `ERR_VOLT_VERSION_MISMATCH`: made by another layout version (`found`).
  * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.

@@ -161,6 +161,16 @@
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
+ *   - Trust boundary: every process that can open the segment file for
+ *     writing can rewrite the semaphore's state (steal or invent permits,
+ *     stall or break every process attached). Who can: the same user always;
+ *     the owner's group too if it was created with VOLT_OPEN_SHARE_GROUP
+ *     (mode 0660); every local user with VOLT_OPEN_SHARE_ALL (mode 0666; the
+ *     umask does not apply); root. So volt_sem_open() attaches only to a
+ *     segment owned by the caller's effective uid: one another user owns
+ *     (shared with you on purpose, or pre-created under the name to take it
+ *     over) is VOLT_PERMISSION unless the caller passes
+ *     VOLT_OPEN_ACCEPT_FOREIGN_OWNER, which says "I trust that user".
  *   A name is opened with another total (VOLT_MISMATCH), by another layout
  *   version (VOLT_VERSION_MISMATCH), or is a foreign file (VOLT_NOT_A_SEGMENT):
  *   the open fails and changes nothing.
@@ -326,9 +336,23 @@
 
 /**
  * `volt_sem_open` flag: a new segment is readable and writable by every user
- * (mode 0666; subject to the process umask, like any created file).
+ * (mode 0666 exactly: the mode is set after creation, so the process umask
+ * does not apply). Every local user can then attach (with
+ * `VOLT_OPEN_ACCEPT_FOREIGN_OWNER`) and rewrite the segment: see "TRUST
+ * BOUNDARY" at the top.
  */
 #define VOLT_OPEN_SHARE_ALL (438 << VOLT_OPEN_MODE_SHIFT)
+
+/**
+ * `volt_sem_open` flag: attach to an existing segment even if another user
+ * owns it. Without it, a segment whose owner is not the caller's effective
+ * uid is refused with `VOLT_PERMISSION` (nothing changed): a segment another
+ * user made (or pre-created under the name, "squatting") is only as
+ * trustworthy as that user, who can rewrite its state at will. Set it only
+ * for a name another user shares with you on purpose (`VOLT_OPEN_SHARE_GROUP`,
+ * `VOLT_OPEN_SHARE_ALL`). Ignored when this call creates the segment.
+ */
+#define VOLT_OPEN_ACCEPT_FOREIGN_OWNER 4
 
 /**
  * `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
@@ -407,7 +431,8 @@ enum volt_status
    */
   VOLT_EXISTS = 12,
   /**
-   * The OS refused access to the shared segment (its mode or owner).
+   * The OS refused access to the shared segment (its mode), or another
+   * user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
    */
   VOLT_PERMISSION = 13,
   /**
@@ -769,14 +794,18 @@ volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
  * the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
  * `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
  * `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
- * owner always keeps read and write).
+ * owner always keeps read and write; set exactly, the umask does not apply),
+ * plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
+ * owns (refused with `VOLT_PERMISSION` without it).
  *
  * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
  * nothing changed):
  * * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
  *   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
  * * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
- *   (CREATE_ONLY), `VOLT_PERMISSION`, `VOLT_MISMATCH` (another total),
+ *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
+ *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
+ *   `VOLT_MISMATCH` (another total),
  *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
  *

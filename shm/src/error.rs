@@ -16,7 +16,9 @@ pub enum Error {
     NotFound,
     /// Create-only: a semaphore with this name exists.
     AlreadyExists,
-    /// The OS refused access to the segment (mode, owner).
+    /// The OS refused access to the segment (its mode), or another user owns
+    /// it and [`OpenOptions::accept_foreign_owner`](crate::OpenOptions::accept_foreign_owner)
+    /// was not set.
     PermissionDenied,
     /// The name exists with another total of permits; nothing was changed.
     TotalMismatch {

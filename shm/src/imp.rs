@@ -400,12 +400,13 @@ pub(crate) fn open(
     total: u64,
     create: Create,
     mode: u32,
+    accept_foreign_owner: bool,
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
-    let (map, _created) = sys::open_segment(name, total, create, mode)?;
+    let (map, _created) = sys::open_segment(name, total, create, mode, accept_foreign_owner)?;
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()

@@ -62,6 +62,22 @@
 //! `kill9_during_creation_never_bricks_the_name`). A file of that size with
 //! another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
 //!
+//! # Trust boundary
+//!
+//! The segment is a writable shared mapping: whoever can open its file for
+//! writing can rewrite every word of the semaphore (steal or invent permits,
+//! stall or break every process attached). Who can: the same user, always;
+//! the owner's group if the creator asked for it (mode 0660); every local
+//! user with mode 0666; and root. The mode is set exactly as asked (with
+//! `fchmod` after creation: the umask does not apply).
+//!
+//! So that another user cannot take a name over (create it first, mode 0666,
+//! and control the processes that then attach: *name squatting*), `open`
+//! attaches only to a segment whose owner is the caller's effective uid,
+//! unless the caller opts in with [`OpenOptions::accept_foreign_owner`]
+//! (refused: [`Error::PermissionDenied`], nothing changed, checked before
+//! any lock of the file is taken).
+//!
 //! # Accounting and invariants
 //!
 //! Uncontended `try_acquire`, `release` and the collect of a blocking
@@ -455,6 +471,7 @@ pub struct OpenOptions {
     create: bool,
     attach: bool,
     mode: u32,
+    accept_foreign_owner: bool,
 }
 
 impl Default for OpenOptions {
@@ -470,6 +487,7 @@ impl OpenOptions {
             create: true,
             attach: true,
             mode: 0o600,
+            accept_foreign_owner: false,
         }
     }
     /// Fail with [`Error::AlreadyExists`] if the name exists.
@@ -485,9 +503,24 @@ impl OpenOptions {
         self
     }
     /// The permission bits of a newly created segment (e.g. `0o660` to share
-    /// with the group). Only the low 9 bits are used.
+    /// with the group), set exactly (the umask does not apply). Only the low
+    /// 9 bits are used.
     pub const fn mode(mut self, mode: u32) -> Self {
         self.mode = mode & 0o777;
+        self
+    }
+    /// Attach to an existing segment even if another user owns it (its file's
+    /// owner is not this process's effective uid). Off by default: such an
+    /// attach fails with [`Error::PermissionDenied`] and changes nothing.
+    ///
+    /// Whoever can write a segment can make every process attached to it
+    /// misbehave (see *Trust boundary* in the crate docs): a segment another
+    /// user created, or pre-created under a name you meant to create (name
+    /// squatting), is only as trustworthy as that user. Turn this on only for
+    /// a name another user shares with you on purpose (the creator gave the
+    /// group or everyone access with [`mode`](Self::mode)).
+    pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
+        self.accept_foreign_owner = accept;
         self
     }
 }
@@ -536,12 +569,23 @@ impl SharedSemaphore {
                 (false, _) => sys::Create::AttachOnly,
                 (true, true) => sys::Create::OrAttach,
             };
-            let att = imp::open(name, permits as u64, create, options.mode)?;
+            let att = imp::open(
+                name,
+                permits as u64,
+                create,
+                options.mode,
+                options.accept_foreign_owner,
+            )?;
             Ok(SharedSemaphore { att })
         }
         #[cfg(not(all(target_os = "linux", not(volt_loom))))]
         {
-            let att = imp::open(name, permits as u64, options.mode)?;
+            let att = imp::open(
+                name,
+                permits as u64,
+                options.mode,
+                options.accept_foreign_owner,
+            )?;
             Ok(SharedSemaphore { att })
         }
     }

@@ -96,10 +96,11 @@ pub(crate) fn open_segment(
     total: u64,
     create: Create,
     mode: u32,
+    accept_foreign_owner: bool,
 ) -> Result<(Mapping, bool), Error> {
     let path = shm_path(name)?;
     for _ in 0..100 {
-        if let Some(opened) = open_once(&path, total, create, mode)? {
+        if let Some(opened) = open_once(&path, total, create, mode, accept_foreign_owner)? {
             return Ok(opened);
         }
     }
@@ -115,6 +116,7 @@ fn open_once(
     total: u64,
     create: Create,
     mode: u32,
+    accept_foreign_owner: bool,
 ) -> Result<Option<(Mapping, bool)>, Error> {
     let (fd, created) = shm_open(path, create, mode)?;
     let fd = Fd(fd);
@@ -124,16 +126,18 @@ fn open_once(
         if unsafe { libc::fchmod(fd.0, mode as libc::mode_t) } != 0 {
             return Err(os_error(errno()));
         }
+    } else if !accept_foreign_owner {
+        // Before the init lock, which the owner could hold forever: a
+        // segment another user owns is theirs to rewrite (name squatting).
+        // SAFETY: geteuid cannot fail.
+        if file_stat(fd.0)?.st_uid != unsafe { libc::geteuid() } {
+            return Err(Error::PermissionDenied);
+        }
     }
     ofd_lock(fd.0, INIT_BYTE, true).map_err(os_error)?;
     // From here the init lock is held (dropped with the fd on error, or
     // explicitly by the caller once attached).
-    // SAFETY: a zeroed stat is a valid out-parameter.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: valid fd and out-pointer.
-    if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
-        return Err(os_error(errno()));
-    }
+    let st = file_stat(fd.0)?;
     if st.st_nlink == 0 {
         return Ok(None);
     }
@@ -210,6 +214,16 @@ fn open_once(
         seg.hdr.magic.store(MAGIC, Ordering::Release);
     }
     Ok(Some((mapping, init)))
+}
+
+fn file_stat(fd: libc::c_int) -> Result<libc::stat, Error> {
+    // SAFETY: a zeroed stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: valid fd and out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(os_error(errno()));
+    }
+    Ok(st)
 }
 
 /// Sizes the segment file and allocates all its pages, so that no store into

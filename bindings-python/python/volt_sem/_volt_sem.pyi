@@ -147,7 +147,13 @@ class Semaphore:
         """``ValueError`` if ``permits`` is negative or above ``MAX_PERMITS``."""
     @classmethod
     def open(
-        cls, name: str, permits: int, *, create: Optional[bool] = None, mode: int = 0o600
+        cls,
+        name: str,
+        permits: int,
+        *,
+        create: Optional[bool] = None,
+        mode: int = 0o600,
+        accept_foreign_owner: bool = False,
     ) -> "Semaphore":
         """The semaphore named ``name``, shared by every process of this machine
         that opens the same name (Linux), created with ``permits`` permits in
@@ -155,7 +161,10 @@ class Semaphore:
         loop or thread; FIFO across processes; a dead process's permits come
         back. ``create=True`` only creates (``FileExistsError``), ``False`` only
         attaches (``FileNotFoundError``); ``mode`` is the permission bits of a
-        new segment (the owner always keeps read and write).
+        new segment (the owner always keeps read and write; the umask does not
+        apply). A segment another user owns raises ``PermissionError`` unless
+        ``accept_foreign_owner=True`` (its owner can rewrite its state: trust
+        only one shared with you on purpose).
         Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
         :class:`NotASegmentError`, :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``NotImplementedError`` (not Linux)."""
