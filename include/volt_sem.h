@@ -161,6 +161,12 @@
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
+ *   - A process stopped (SIGSTOP, a debugger) inside the segment's lock (held
+ *     for microseconds by a running process) stalls the calls that need the
+ *     lock until it continues or dies, except volt_sem_try_acquire() (waits
+ *     at most 10 ms, then VOLT_WOULD_BLOCK) and volt_sem_acquire_blocking()
+ *     with a timeout (VOLT_TIMED_OUT on time); a process killed there is
+ *     repaired by the next one that takes the lock.
  *   - Trust boundary: every process that can open the segment file for
  *     writing can rewrite the semaphore's state (steal or invent permits,
  *     stall or break every process attached). Who can: the same user always;
@@ -172,7 +178,8 @@
  *     over) is VOLT_PERMISSION unless the caller passes
  *     VOLT_OPEN_ACCEPT_FOREIGN_OWNER, which says "I trust that user".
  *   A name is opened with another total (VOLT_MISMATCH), by another layout
- *   version (VOLT_VERSION_MISMATCH), or is a foreign file (VOLT_NOT_A_SEGMENT):
+ *   version (VOLT_VERSION_MISMATCH), or is a foreign file or a directory
+ *   (VOLT_NOT_A_SEGMENT):
  *   the open fails and changes nothing.
  *
  * REDIS SEMAPHORES (one limit across machines)
@@ -444,7 +451,8 @@ enum volt_status
    */
   VOLT_VERSION_MISMATCH = 15,
   /**
-   * The file under the name is not a volt-sem segment (foreign or truncated).
+   * The file under the name is not a volt-sem segment (foreign or
+   * truncated, or a directory).
    */
   VOLT_NOT_A_SEGMENT = 16,
   /**
@@ -806,7 +814,8 @@ volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
  *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
  *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
  *   `VOLT_MISMATCH` (another total),
- *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
+ *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+ *   file, or a directory at the name),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
  *
  * # Safety
@@ -963,7 +972,9 @@ void volt_sem_free(const struct volt_sem *sem);
 
 /**
  * Takes `n` permits if they are available now and nobody is queued (FIFO: no
- * barging). Never blocks.
+ * barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
+ * the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
+ * stopped, e.g. by `SIGSTOP` or a debugger, inside it).
  *
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
  * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
@@ -1229,6 +1240,11 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
  * `timeout_ns` is relative to the call (a duration, not a deadline), measured on
  * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
  * not shorten or lengthen it. A timeout too large for the clock waits for ever.
+ * On a shared semaphore the timeout also bounds the waits for the segment's
+ * lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
+ * timed acquire overrun its timeout; if the request is still queued then, its
+ * removal from the queue is left to the process's doorbell thread (it holds
+ * no permit meanwhile: a grant that comes first is given back at once).
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

@@ -116,7 +116,8 @@ pub enum volt_status {
     VOLT_MISMATCH = 14,
     /// The segment was made by another layout version of the library.
     VOLT_VERSION_MISMATCH = 15,
-    /// The file under the name is not a volt-sem segment (foreign or truncated).
+    /// The file under the name is not a volt-sem segment (foreign or
+    /// truncated, or a directory).
     VOLT_NOT_A_SEGMENT = 16,
     /// Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
     /// requests queued across all processes); the request was not queued.
@@ -644,7 +645,8 @@ unsafe fn name_arg<'a>(name: *const c_char) -> Result<&'a str, volt_status> {
 ///   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
 ///   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
 ///   `VOLT_MISMATCH` (another total),
-///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
+///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+///   file, or a directory at the name),
 ///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
 ///
 /// # Safety
@@ -1218,7 +1220,9 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 }
 
 /// Takes `n` permits if they are available now and nobody is queued (FIFO: no
-/// barging). Never blocks.
+/// barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
+/// the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
+/// stopped, e.g. by `SIGSTOP` or a debugger, inside it).
 ///
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
 /// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
@@ -1709,6 +1713,11 @@ unsafe fn end_acquire(
 /// `timeout_ns` is relative to the call (a duration, not a deadline), measured on
 /// a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
 /// not shorten or lengthen it. A timeout too large for the clock waits for ever.
+/// On a shared semaphore the timeout also bounds the waits for the segment's
+/// lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
+/// timed acquire overrun its timeout; if the request is still queued then, its
+/// removal from the queue is left to the process's doorbell thread (it holds
+/// no permit meanwhile: a grant that comes first is given back at once).
 ///
 /// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

@@ -31,7 +31,7 @@ pub enum Error {
         found: u32,
     },
     /// The file under the name is not a volt-sem segment (wrong magic, wrong
-    /// or truncated size).
+    /// or truncated size), or a directory is at the name.
     NotASegment,
     /// Every process record is taken ([`MAX_PROCESSES`](crate::MAX_PROCESSES)).
     ProcessTableFull,
@@ -40,7 +40,8 @@ pub enum Error {
     QueueFull,
     /// The semaphore was closed (by any process).
     Closed,
-    /// `try_acquire`: not enough permits now, or earlier requests are queued.
+    /// `try_acquire`: not enough permits now, or earlier requests are queued,
+    /// or the segment lock stayed held for 10 ms (a process stopped inside it).
     NoPermits,
     /// A request for more permits than the semaphore's total (it could never
     /// be granted and would block the FIFO forever).

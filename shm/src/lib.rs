@@ -327,8 +327,17 @@
 //! A live process is never mid-critical-section when `EOWNERDEAD` is seen:
 //! the owner is a thread that died, and a thread of this crate cannot exit
 //! inside a critical section, so the owner's whole process is dead. A process
-//! *stopped* (`SIGSTOP`) inside the lock stalls everybody until it continues
-//! or dies, like any lock; killed there, it is repaired as above (tested).
+//! *stopped* (`SIGSTOP`, a debugger) inside the lock stalls the calls that
+//! need the lock until it continues or dies, like any lock, except the ones
+//! with a time bound, which take the lock with `pthread_mutex_timedlock`:
+//! [`SharedSemaphore::try_acquire`] waits for it at most 10 ms and fails with
+//! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
+//! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
+//! request is queued by then, leaves its removal to the process's doorbell
+//! thread (a grant that comes first is released at once). Killed there, the
+//! stopped process is repaired as above (tested by
+//! `a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires`
+//! and `a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops`).
 //!
 //! # Waking without polling
 //!
@@ -607,7 +616,9 @@ impl SharedSemaphore {
     }
 
     /// Takes `n` permits if they are available now and nobody is queued.
-    /// `n == 0` succeeds unless closed.
+    /// `n == 0` succeeds unless closed. Never blocks: when it needs the
+    /// segment lock it waits at most 10 ms for it, then fails with
+    /// [`Error::NoPermits`] (another process is stopped inside the lock).
     pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
         if n == 0 {
             return if self.is_closed() {
@@ -635,7 +646,9 @@ impl SharedSemaphore {
     }
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
-    /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
+    /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on. The
+    /// timeout bounds the waits for the segment lock too (a process stopped
+    /// inside it does not make this overrun it).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
         self.att
             .acquire_deadline(n as u64, Instant::now().checked_add(timeout))

@@ -4,7 +4,7 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::ffi::CString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::segment::{Locked, Segment, LAYOUT_VERSION, MAGIC, MAX_PROCESSES, SEGMENT_SIZE};
@@ -23,8 +23,22 @@ fn os_error(e: i32) -> Error {
         libc::ENOENT => Error::NotFound,
         libc::EEXIST => Error::AlreadyExists,
         libc::ENAMETOOLONG | libc::EINVAL => Error::InvalidName,
+        // Something else than a file holds the name (`unlink` of a directory).
+        libc::EISDIR => Error::NotASegment,
         e => Error::Os(e),
     }
+}
+
+/// The error of a failed `shm_open` of a valid name. glibc turns EISDIR into
+/// EINVAL there; a directory at the name is not a segment, not a bad name.
+fn open_error(path: &CString, e: i32) -> Error {
+    if e == libc::EINVAL {
+        let dev_shm = format!("/dev/shm{}", path.to_string_lossy());
+        if std::fs::symlink_metadata(dev_shm).is_ok_and(|m| m.is_dir()) {
+            return Error::NotASegment;
+        }
+    }
+    os_error(e)
 }
 
 /// `"/volt-sem.<name>"`, for `shm_open`.
@@ -260,7 +274,7 @@ fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, b
             }
             let e = errno();
             if e != libc::EEXIST || create == Create::Only {
-                return Err(os_error(e));
+                return Err(open_error(path, e));
             }
         }
         // SAFETY: valid C string.
@@ -270,7 +284,7 @@ fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, b
         }
         let e = errno();
         if e != libc::ENOENT || create == Create::AttachOnly {
-            return Err(os_error(e));
+            return Err(open_error(path, e));
         }
         // Unlinked between our two calls: try again.
     }
@@ -328,12 +342,36 @@ pub(crate) enum LockState {
     OwnerDied,
 }
 
-/// Takes the segment's robust lock.
-pub(crate) fn lock(seg: &Segment) -> Result<LockState, Error> {
-    // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
-    match unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) } {
+/// Takes the segment's robust lock, waiting at most until `deadline` (then
+/// `Error::TimedOut`; `None`: no deadline). A deadline in the past still takes
+/// a free lock (one attempt). The wait is what a process stopped (`SIGSTOP`)
+/// inside the lock costs the others: only the calls without a deadline wait
+/// for it to continue or die.
+pub(crate) fn lock(seg: &Segment, deadline: Option<Instant>) -> Result<LockState, Error> {
+    let r = match deadline {
+        // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
+        None => unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) },
+        Some(d) => {
+            // pthread_mutex_timedlock takes a CLOCK_REALTIME time: the
+            // remaining monotonic wait added to the current wall-clock time
+            // (a wall-clock step during the wait shortens or lengthens it).
+            let left = d.saturating_duration_since(Instant::now());
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .saturating_add(left);
+            let ts = libc::timespec {
+                tv_sec: at.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+                tv_nsec: at.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: as above; `ts` is a valid timespec.
+            unsafe { libc::pthread_mutex_timedlock(mutex_ptr(seg), &ts) }
+        }
+    };
+    match r {
         0 => Ok(LockState::Clean),
         libc::EOWNERDEAD => Ok(LockState::OwnerDied),
+        libc::ETIMEDOUT => Err(Error::TimedOut),
         libc::ENOTRECOVERABLE => Err(Error::Corrupt),
         e => Err(Error::Os(e)),
     }

@@ -223,6 +223,34 @@ fn a_segment_owned_by_another_user_is_refused_unless_accepted() {
     SharedSemaphore::open(&mine, 1, OpenOptions::new().attach_only()).unwrap();
 }
 
+/// Issue 26, item 11: a directory at the name was reported as InvalidName
+/// (glibc's shm_open turns EISDIR into EINVAL), blaming a valid name. It is
+/// something that is not a segment: NotASegment, left untouched.
+#[test]
+fn a_directory_at_the_name_is_not_a_segment() {
+    let name = Name::new("dir");
+    std::fs::create_dir(name.path()).unwrap();
+    struct Rmdir(String);
+    impl Drop for Rmdir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir(&self.0);
+        }
+    }
+    let _rmdir = Rmdir(name.path());
+    for o in [OpenOptions::new(), OpenOptions::new().attach_only()] {
+        assert_eq!(
+            SharedSemaphore::open(&name, 1, o).unwrap_err(),
+            Error::NotASegment
+        );
+    }
+    assert_eq!(
+        SharedSemaphore::open(&name, 1, OpenOptions::new().create_only()).unwrap_err(),
+        Error::AlreadyExists
+    );
+    assert_eq!(volt_sem_shm::unlink(&name), Err(Error::NotASegment));
+    assert!(std::fs::metadata(name.path()).unwrap().is_dir());
+}
+
 #[test]
 fn try_acquire_release_and_bad_counts() {
     let name = Name::new("basic");

@@ -230,6 +230,17 @@ fn child_main() {
             sem.release(1).unwrap(); // stops inside the lock; killed there
             say("resumed");
         }
+        "hold-then-stop-in-release" => {
+            sem.acquire_blocking(2).unwrap();
+            say("held");
+            let go = std::env::var("GO").unwrap();
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            volt_sem_shm::hooks::stop_in_next_release();
+            sem.release(1).unwrap(); // stops inside the lock; killed there
+            say("resumed");
+        }
         "stop-in-fast-release" => {
             sem.try_acquire(2).unwrap(); // the fast path: no queue
             say("held");
@@ -437,6 +448,106 @@ fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
     assert_eq!((c.live, c.reclaims), (1, 1));
     sem.try_acquire(3).unwrap();
     sem.release(3).unwrap();
+}
+
+/// Issue 26, item 11: a process stopped (SIGSTOP) inside the segment lock made
+/// another process's `try_acquire` ("never blocks") and `acquire_timeout`
+/// wait for as long as it stayed stopped. They now wait for the lock at most
+/// a few ms (try) or until their deadline, and fail with NoPermits / TimedOut.
+/// If they still block, the stopped process is killed after 5 s (which
+/// unblocks them) and the test fails.
+#[test]
+fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
+    let name = Name::new("xstall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let s2 = sem.clone();
+    let probe = std::thread::spawn(move || {
+        let t = Instant::now();
+        let tried = s2.try_acquire(1);
+        let tried_in = t.elapsed();
+        let t = Instant::now();
+        let timed = s2.acquire_timeout(1, Duration::from_millis(100));
+        (tried, tried_in, timed, t.elapsed())
+    });
+    let t = Instant::now();
+    while !probe.is_finished() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stalled = !probe.is_finished();
+    s.kill9(); // unblocks the probe if it is stuck
+    let (tried, tried_in, timed, timed_in) = probe.join().unwrap();
+    eprintln!("stopped lock holder: try_acquire {tried:?} after {tried_in:?}, acquire_timeout(100 ms) {timed:?} after {timed_in:?}");
+    assert!(!stalled, "try/timed acquires waited for a stopped process");
+    assert_eq!(tried, Err(Error::NoPermits));
+    assert_eq!(timed, Err(Error::TimedOut));
+    // Deadline bounds with generous slack (a loaded machine), not timing claims.
+    assert!(tried_in < Duration::from_secs(2), "{tried_in:?}");
+    assert!(timed_in < Duration::from_secs(2), "{timed_in:?}");
+    // The death inside the lock is repaired as ever: every permit comes back.
+    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.queued), (2, 0));
+    sem.release(2).unwrap();
+}
+
+/// Issue 26, item 11, the other half: a timed acquire already queued when a
+/// process stops inside the lock must still give up on time. It cannot take
+/// its request out of the queue without the lock, so it leaves that to its
+/// doorbell thread and returns TimedOut; once the stopped process dies the
+/// request is gone and every permit is back.
+#[test]
+fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
+    let name = Name::new("xstall2");
+    let sem = open(&name, 2);
+    let go = format!("/tmp/volt-sem-test-go.{}", std::process::id());
+    let _ = std::fs::remove_file(&go);
+    let mut s = Child::spawn(&name, 2, "hold-then-stop-in-release", &[("GO", go.clone())]);
+    s.expect("held", Duration::from_secs(5));
+    let s2 = sem.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = s2.acquire_timeout(1, Duration::from_millis(500));
+        (r, t.elapsed())
+    });
+    wait_queued(&sem, 1);
+    std::fs::write(&go, b"").unwrap();
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let t = Instant::now();
+    while !waiter.is_finished() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stalled = !waiter.is_finished();
+    s.kill9();
+    let _ = std::fs::remove_file(&go);
+    let (r, took) = waiter.join().unwrap();
+    eprintln!("queued acquire_timeout(500 ms), lock holder stopped: {r:?} after {took:?}");
+    assert!(
+        !stalled,
+        "a queued timed acquire waited for a stopped process"
+    );
+    assert_eq!(r, Err(Error::TimedOut));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // The abandoned request leaves the queue once the lock is free again,
+    // and the dead holder's permits come back.
+    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    let t = Instant::now();
+    loop {
+        let c = assert_conserved(&sem);
+        if c.queued == 0 && c.granted == 0 {
+            assert_eq!(c.held, 2);
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "abandoned request left: {c:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sem.release(2).unwrap();
+    assert_eq!(sem.available_permits(), 2);
 }
 
 /// Issue 26, item 8: a creator killed anywhere inside its creation must not
