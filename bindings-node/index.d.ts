@@ -95,9 +95,12 @@ export interface OpenOptions {
  *   (`held` on the error); nothing was released.
  * * `ERR_VOLT_UNSUPPORTED`: not Linux, or `addPermits`/`removePermits` (the
  *   total of a named semaphore is fixed).
+ * * `ERR_VOLT_TIMED_OUT` from `open`: the semaphore's locks stayed held for
+ *   5 s (a process stopped inside its `open`, or one holding them on purpose).
  * * `ERR_VOLT_CORRUPT`, `ERR_VOLT_FORKED`, `ERR_VOLT_OS_ERROR` (`errno`): the
- *   segment's lock is unrecoverable, a handle used after `fork()`, another
- *   OS error.
+ *   segment holds a value the library never writes (a process with write
+ *   access scribbled on it) or its lock is unrecoverable, a handle used
+ *   after `fork()`, another OS error (`ENOSPC`: `/dev/shm` is full).
  */
 export type NamedErrorCode =
   | 'ERR_VOLT_INVALID_NAME'

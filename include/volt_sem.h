@@ -177,6 +177,15 @@
  *     (shared with you on purpose, or pre-created under the name to take it
  *     over) is VOLT_PERMISSION unless the caller passes
  *     VOLT_OPEN_ACCEPT_FOREIGN_OWNER, which says "I trust that user".
+ *     What such a writer can do, and what the library still guarantees: a
+ *     value it wrote that the library never writes (an index out of range,
+ *     counts that do not add up) is VOLT_CORRUPT from the call that reads it,
+ *     never a crash; timed calls stay timed and volt_sem_open() waits at most
+ *     5 s for the segment's locks (then VOLT_TIMED_OUT). Inherent to a
+ *     writable mapping, and not caught: truncating the file (every attached
+ *     process dies of SIGBUS at its next access), holding the segment's lock
+ *     (untimed calls wait) or a process record's liveness lock (its permits
+ *     never come back), rewriting the counts within their ranges.
  *   A name is opened with another total (VOLT_MISMATCH), by another layout
  *   version (VOLT_VERSION_MISMATCH), or is a foreign file or a directory
  *   (VOLT_NOT_A_SEGMENT):
@@ -487,7 +496,9 @@ enum volt_status
    */
   VOLT_UNSUPPORTED = 22,
   /**
-   * The shared segment's lock is not recoverable.
+   * The shared segment is corrupt: it holds a value the library never
+   * writes (another process with write access scribbled on it; the call
+   * stopped short of it), or its lock is not recoverable.
    */
   VOLT_CORRUPT = 23,
   /**
@@ -816,7 +827,10 @@ volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
  *   `VOLT_MISMATCH` (another total),
  *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
  *   file, or a directory at the name),
- *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+ *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
+ *   lock stayed held for 5 s: a process stopped inside its open, or one
+ *   holding it on purpose), `VOLT_CORRUPT`, `VOLT_UNSUPPORTED` (not Linux),
+ *   `VOLT_OS_ERROR` (e.g. `/dev/shm` full).
  *
  * # Safety
  * `name` is NULL or a NUL-terminated string; `out` is NULL or writable.

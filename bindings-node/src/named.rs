@@ -58,8 +58,10 @@ pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
         Error::Forked => (c"ERR_VOLT_FORKED", false),
         Error::Corrupt => (c"ERR_VOLT_CORRUPT", false),
         Error::InCallback => (c"ERR_VOLT_IN_CALLBACK", false),
-        // NoPermits and TimedOut cannot come out of the calls this binding
-        // makes where it throws; Os and later variants.
+        // From `open`: the segment's locks stayed held too long.
+        Error::TimedOut => (c"ERR_VOLT_TIMED_OUT", false),
+        // NoPermits cannot come out of the calls this binding makes where it
+        // throws; Os and later variants.
         _ => (c"ERR_VOLT_OS_ERROR", false),
     }
 }

@@ -110,7 +110,8 @@ impl Semaphore {
     /// `TotalMismatchError` (the name exists with another total),
     /// `VersionMismatchError`, `NotASegmentError`, `InvalidNameError`,
     /// `PermissionError`, `ValueError` (bad `permits` or `mode`),
-    /// `NotImplementedError` (not Linux).
+    /// `TimeoutError` (the segment's locks stayed held for 5 s), `CorruptError`,
+    /// `OSError` (e.g. `/dev/shm` full), `NotImplementedError` (not Linux).
     #[classmethod]
     #[pyo3(
         signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false),

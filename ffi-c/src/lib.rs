@@ -138,7 +138,9 @@ pub enum volt_status {
     /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
     /// on a local or shared semaphore.
     VOLT_UNSUPPORTED = 22,
-    /// The shared segment's lock is not recoverable.
+    /// The shared segment is corrupt: it holds a value the library never
+    /// writes (another process with write access scribbled on it; the call
+    /// stopped short of it), or its lock is not recoverable.
     VOLT_CORRUPT = 23,
     /// Another OS error from the shared segment (`errno` is not preserved).
     VOLT_OS_ERROR = 24,
@@ -647,7 +649,10 @@ unsafe fn name_arg<'a>(name: *const c_char) -> Result<&'a str, volt_status> {
 ///   `VOLT_MISMATCH` (another total),
 ///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
 ///   file, or a directory at the name),
-///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
+///   lock stayed held for 5 s: a process stopped inside its open, or one
+///   holding it on purpose), `VOLT_CORRUPT`, `VOLT_UNSUPPORTED` (not Linux),
+///   `VOLT_OS_ERROR` (e.g. `/dev/shm` full).
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `out` is NULL or writable.

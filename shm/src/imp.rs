@@ -31,6 +31,12 @@ pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(200);
 /// inside it; `try_acquire` then fails with `NoPermits` instead of waiting.
 pub(crate) const TRY_LOCK_WAIT: Duration = Duration::from_millis(10);
 
+/// How long `open` waits, in all, for the init lock and the segment lock
+/// before it fails with `TimedOut`: both are held for microseconds by running
+/// processes; longer only by a process stopped inside them or by one that
+/// holds them on purpose (see *Trust boundary* in the crate docs).
+pub(crate) const OPEN_WAIT: Duration = Duration::from_secs(5);
+
 /// How long a timed acquire that gave up may wait past its deadline for the
 /// lock to take its request out of the queue, before it leaves that to the
 /// doorbell thread (see `Inner::abandoned`) and returns `TimedOut`.
@@ -341,7 +347,7 @@ impl Inner {
         }
         let seg = self.seg();
         let state = sys::lock(seg, deadline)?;
-        let (r, rings) = {
+        let (r, rings, corrupt) = {
             let _guard = SegGuard(seg);
             let l = Locked::new(seg);
             let mut rings = Rings::default();
@@ -355,9 +361,14 @@ impl Inner {
             }
             let (r, more) = f(&l);
             rings.merge(more);
-            (r, rings)
+            (r, rings, l.is_corrupt())
         };
         self.ring(rings);
+        if corrupt {
+            // A value in the segment this code never writes: another process
+            // scribbled on it. The section stopped short of it.
+            return Err(Error::Corrupt);
+        }
         Ok(r)
     }
 
@@ -433,7 +444,9 @@ pub(crate) fn open(
     let gen = FORK_GEN.load(Relaxed);
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
-    let (map, _created) = sys::open_segment(name, total, create, mode, accept_foreign_owner)?;
+    let deadline = Instant::now() + OPEN_WAIT;
+    let (map, _created) =
+        sys::open_segment(name, total, create, mode, accept_foreign_owner, deadline)?;
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()
@@ -447,7 +460,7 @@ pub(crate) fn open(
     }
     let seg = map.seg();
     let fd = map.fd;
-    let state = sys::lock(seg, None)?;
+    let state = sys::lock(seg, Some(deadline))?;
     let attached = {
         let _guard = SegGuard(seg);
         let l = Locked::new(seg);
@@ -797,6 +810,11 @@ impl Attachment {
             };
             match l.enqueue(me, n) {
                 Ok(Enqueued::Ready) => (Ok(RawAcquire::Ready), rings),
+                Ok(Enqueued::Queued { .. }) if l.is_corrupt() => {
+                    // Never published: the caller gets Corrupt and an idle
+                    // waiter.
+                    (Err(Error::Corrupt), rings)
+                }
                 Ok(Enqueued::Queued { slot, seq }) => {
                     w.slot.store(slot, Relaxed);
                     w.seq.store(seq, Relaxed);
@@ -943,8 +961,11 @@ impl Attachment {
                 Ok(Enqueued::Queued { slot, seq }) => {
                     // Under the same lock: no grant can be rung before the
                     // slot says where to ring.
-                    let direct = l.set_direct(me, slot, seq);
-                    debug_assert!(direct);
+                    // (Only garbage written into the slot meanwhile can
+                    // make this fail.)
+                    if !l.set_direct(me, slot, seq) || l.is_corrupt() {
+                        return (Err(Error::Corrupt), rings);
+                    }
                     (Ok(Some((slot, seq))), rings)
                 }
                 Err(e) => (Err(op_error(e)), rings),

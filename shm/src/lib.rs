@@ -78,6 +78,28 @@
 //! (refused: [`Error::PermissionDenied`], nothing changed, checked before
 //! any lock of the file is taken).
 //!
+//! What a process that can write the segment can do, and what is still
+//! guaranteed to the others:
+//!
+//! * every index read from the segment (FIFO links, head, tail, a slot's
+//!   owner) is checked before use, every sum and difference of counts read
+//!   from it saturates, and every walk of the FIFO is bounded by the slot
+//!   table: a value this code never writes stops the operation short of it
+//!   and is reported as [`Error::Corrupt`] (`Locked::is_corrupt`), never a
+//!   panic, an endless loop or an out-of-range access (tested by
+//!   `garbage_in_the_segment_is_a_typed_error_never_a_panic_or_a_hang`: a
+//!   process writes random bytes at seeded offsets while three others run
+//!   every operation);
+//! * the calls with a time bound keep it (see *Crash safety of the lock*),
+//!   and `open` waits at most 5 s in all for the init lock and the segment
+//!   lock ([`Error::TimedOut`]): anyone who can *read* the file can hold the
+//!   init lock (an OFD read lock);
+//! * inherent to a writable mapping, not caught: truncating the file (every
+//!   attached process dies of `SIGBUS` at its next access), holding the
+//!   segment's `pthread_mutex_t` (the calls without a deadline wait) or a
+//!   record's liveness lock (its permits never come back), rewriting counts
+//!   within their ranges (permits appear or vanish).
+//!
 //! # Accounting and invariants
 //!
 //! Uncontended `try_acquire`, `release` and the collect of a blocking

@@ -111,10 +111,12 @@ pub(crate) fn open_segment(
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    deadline: Instant,
 ) -> Result<(Mapping, bool), Error> {
     let path = shm_path(name)?;
     for _ in 0..100 {
-        if let Some(opened) = open_once(&path, total, create, mode, accept_foreign_owner)? {
+        let opened = open_once(&path, total, create, mode, accept_foreign_owner, deadline)?;
+        if let Some(opened) = opened {
             return Ok(opened);
         }
     }
@@ -131,6 +133,7 @@ fn open_once(
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    deadline: Instant,
 ) -> Result<Option<(Mapping, bool)>, Error> {
     let (fd, created) = shm_open(path, create, mode)?;
     let fd = Fd(fd);
@@ -148,7 +151,7 @@ fn open_once(
             return Err(Error::PermissionDenied);
         }
     }
-    ofd_lock(fd.0, INIT_BYTE, true).map_err(os_error)?;
+    lock_init_byte(fd.0, deadline)?;
     // From here the init lock is held (dropped with the fd on error, or
     // explicitly by the caller once attached).
     let st = file_stat(fd.0)?;
@@ -253,6 +256,27 @@ fn allocate(fd: libc::c_int) -> Result<(), Error> {
             libc::EINTR => continue,
             e => return Err(os_error(e)),
         }
+    }
+}
+
+/// Takes the init lock, waiting at most until `deadline` (then
+/// `Error::TimedOut`). Held for microseconds by a running opener; longer only
+/// by a process stopped half-way through its `open`, or by one that locks the
+/// byte on purpose (a read lock suffices, so anyone who can read the file
+/// can): `open` must not wait for ever for either. Polled, since OFD locks
+/// have no timed wait.
+fn lock_init_byte(fd: libc::c_int, deadline: Instant) -> Result<(), Error> {
+    let mut pause = Duration::from_micros(50);
+    loop {
+        if ofd_lock(fd, INIT_BYTE, false).map_err(os_error)? {
+            return Ok(());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::TimedOut);
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_millis(10));
     }
 }
 

@@ -251,6 +251,50 @@ fn a_directory_at_the_name_is_not_a_segment() {
     assert!(std::fs::metadata(name.path()).unwrap().is_dir());
 }
 
+/// Issue 26, item 12: anyone who can read a segment's file can hold its init
+/// lock (an OFD read lock on byte 128), and every later open waited for ever.
+/// Open now gives up after a bounded wait (5 s) with TimedOut. If it still
+/// hangs, the lock is dropped after 30 s (which unblocks it) and the test
+/// fails.
+#[test]
+fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
+    use std::os::fd::AsRawFd;
+    let name = Name::new("initlock");
+    drop(open(&name, 2));
+    let f = std::fs::File::open(name.path()).unwrap(); // read access only
+                                                       // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = libc::F_RDLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
+        0
+    );
+    let n2 = name.0.clone();
+    let opener = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = SharedSemaphore::open(&n2, 2, OpenOptions::new()).map(|_| ());
+        (r, t.elapsed())
+    });
+    let t = Instant::now();
+    while !opener.is_finished() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let hung = !opener.is_finished();
+    drop(f); // drops the lock: unblocks an opener that waits for ever
+    let (r, took) = opener.join().unwrap();
+    eprintln!("open with the init lock held elsewhere: {r:?} after {took:?}");
+    assert!(!hung, "open waited for a held init lock for 30 s");
+    assert_eq!(r, Err(Error::TimedOut));
+    // The lock gone, the name opens as ever.
+    let s = open(&name, 2);
+    s.try_acquire(2).unwrap();
+    s.release(2).unwrap();
+}
+
 #[test]
 fn try_acquire_release_and_bad_counts() {
     let name = Name::new("basic");

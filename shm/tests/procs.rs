@@ -179,6 +179,38 @@ fn child_main() {
         say(&format!("left {}", std::path::Path::new(&path).exists()));
         std::process::exit(0);
     }
+    if role == "scribble" {
+        // Writes garbage into the segment's file: SCRIBBLES writes of 1 to 8
+        // random bytes at seeded random offsets, one every 2 ms, never into
+        // the bytes of the lock itself (see `garbage_in_the_segment_...`).
+        use std::os::unix::fs::FileExt;
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, name);
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        let size = f.metadata().unwrap().len();
+        let mut rng = Rng(env_num("SEED") | 1);
+        say("scribbling");
+        // Mostly where the live state is: the header's mutable words, the
+        // first process records, the first slots (the victims' own).
+        let regions = [
+            (32, 96),
+            (192, 192 + 4 * 192),
+            (24768, 24768 + 64 * 48),
+            (0, size),
+        ];
+        for _ in 0..env_num("SCRIBBLES") {
+            let len = 1 + rng.below(8);
+            let (lo, hi) = regions[rng.below(4) as usize];
+            let at = lo + rng.below(hi - lo - len);
+            if at + len > LOCK_CELL.0 && at < LOCK_CELL.1 {
+                continue;
+            }
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            f.write_all_at(&bytes, at).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        say("scribbled");
+        std::process::exit(0);
+    }
     if role == "create-loop" {
         // Creates, detaches from and unlinks the name over and over, until
         // killed: a kill lands anywhere in a creation.
@@ -247,6 +279,40 @@ fn child_main() {
             volt_sem_shm::hooks::stop_in_next_fast_release();
             sem.release(2).unwrap(); // stops with the permits in transit
             say("resumed");
+        }
+        "victim" => {
+            // Runs every kind of operation for a while on a segment another
+            // process scribbles on; any Result is fine (a typed value), a
+            // panic or a hang is not.
+            say("ready");
+            let (mut ok, mut errs) = (0u64, Vec::new());
+            let mut note = |r: Result<(), Error>| match r {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    if !errs.contains(&e) {
+                        errs.push(e);
+                    }
+                }
+            };
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1500) {
+                let r = sem.try_acquire(1);
+                let got = r.is_ok();
+                note(r);
+                if got {
+                    note(sem.release(1));
+                }
+                let r = sem.acquire_timeout(2, Duration::from_millis(20));
+                let got = r.is_ok();
+                note(r);
+                if got {
+                    note(sem.release(2));
+                }
+                note(sem.held_permits().map(|_| ()));
+                note(sem.census().map(|_| ()));
+                let _ = sem.available_permits();
+            }
+            say(&format!("done {ok} ok, errors {errs:?}"));
         }
         "stress" => stress_child(&sem, &name),
         other => panic!("unknown role {other}"),
@@ -548,6 +614,61 @@ fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
     }
     sem.release(2).unwrap();
     assert_eq!(sem.available_permits(), 2);
+}
+
+/// The byte range of the segment's `pthread_mutex_t` (its `LockCell`, after
+/// the 96-byte header, 64-aligned): whoever can write there can hold the lock
+/// for good, which is inherent to a writable mapping (documented), so the
+/// scribbler leaves it alone.
+const LOCK_CELL: (u64, u64) = (128, 192);
+
+/// Issue 26, item 12: a process that can write the segment wrote garbage and
+/// the victims panicked (an index out of bounds) or hung. Now a value read
+/// from the segment that this library never writes is a typed error
+/// (`Error::Corrupt`), never a panic; timed calls stay timed. Several seeds;
+/// each round: three victim processes run every operation while a fourth
+/// writes random bytes at random offsets; every victim must finish, exit
+/// cleanly and report, within a generous bound.
+#[test]
+fn garbage_in_the_segment_is_a_typed_error_never_a_panic_or_a_hang() {
+    for seed in [1u64, 2, 3, 0x5eed, 0xdead_beef] {
+        let name = Name::new("xgarbage");
+        let sem = open(&name, 4);
+        let mut victims: Vec<Child> = (0..3)
+            .map(|_| {
+                let mut c = Child::spawn(&name, 4, "victim", &[]);
+                c.expect("ready", Duration::from_secs(10));
+                c
+            })
+            .collect();
+        let env = [("SEED", seed.to_string()), ("SCRIBBLES", "300".to_string())];
+        let mut scribbler = Child::spawn(&name, 4, "scribble", &env);
+        scribbler.expect("scribbled", Duration::from_secs(30));
+        scribbler.wait_exit(Duration::from_secs(10));
+        for v in &mut victims {
+            v.wait_exit(Duration::from_secs(30));
+            // Its last line may still be on its way through the pipe.
+            let t = Instant::now();
+            let report = loop {
+                v.drain();
+                if let Some(l) = v.seen.iter().find(|l| l.starts_with("done")) {
+                    break l.clone();
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "seed {seed}: victim said {:?}",
+                    v.seen
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            eprintln!("seed {seed}: victim {}: {report}", v.pid());
+        }
+        // This process's handle on the scribbled segment: values, no panic.
+        let _ = sem.try_acquire(1);
+        let _ = sem.acquire_timeout(1, Duration::from_millis(20));
+        let _ = sem.census();
+        let _ = sem.held_permits();
+    }
 }
 
 /// Issue 26, item 8: a creator killed anywhere inside its creation must not

@@ -74,7 +74,8 @@ class ForkedError(SharedError):
     used in the child: open or connect again there."""
 
 class CorruptError(SharedError):
-    """The shared segment's lock is not recoverable."""
+    """The shared segment holds a value the library never writes (a process
+    with write access scribbled on it), or its lock is not recoverable."""
 
 @final
 class Acquire(Coroutine[Any, Any, Literal[True]]):
@@ -167,7 +168,9 @@ class Semaphore:
         only one shared with you on purpose).
         Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
         :class:`NotASegmentError`, :class:`InvalidNameError`,
-        ``PermissionError``, ``ValueError``, ``NotImplementedError`` (not Linux)."""
+        ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
+        locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
+        ``/dev/shm`` full), ``NotImplementedError`` (not Linux)."""
     @classmethod
     def connect(
         cls,
