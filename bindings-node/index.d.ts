@@ -75,9 +75,16 @@ export interface OpenOptions {
   attachOnly?: boolean;
   /**
    * Permission bits of a newly created semaphore, `0..=0o777` (default
-   * `0o600`: this user only; `0o660` shares it with the group).
+   * `0o600`: this user only; `0o660` shares it with the group, `0o666` with
+   * every local user; set exactly, the umask does not apply).
    */
   mode?: number;
+  /**
+   * Attach to a semaphore another user owns (default `false`: that throws
+   * `ERR_VOLT_PERMISSION`). Its owner can rewrite its state at will: set it
+   * only for a name another user shares with you on purpose.
+   */
+  acceptForeignOwner?: boolean;
 }
 
 /**
@@ -87,7 +94,8 @@ export interface OpenOptions {
  * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, or longer than 246 bytes.
  * * `ERR_VOLT_NOT_FOUND`: `attachOnly` (or `unlink`) and no such name.
  * * `ERR_VOLT_EXISTS`: `createOnly` and the name exists.
- * * `ERR_VOLT_PERMISSION`: the OS refused access (another user's semaphore, see `mode`).
+ * * `ERR_VOLT_PERMISSION`: the OS refused access (see `mode`), or another user
+ *   owns the semaphore and `acceptForeignOwner` is not set.
  * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the error).
  * * `ERR_VOLT_VERSION_MISMATCH`: made by another layout version (`found`).
  * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.
@@ -98,9 +106,12 @@ export interface OpenOptions {
  *   (`held` on the error); nothing was released.
  * * `ERR_VOLT_UNSUPPORTED`: not Linux, or `addPermits`/`removePermits` (the
  *   total of a named semaphore is fixed).
+ * * `ERR_VOLT_TIMED_OUT` from `open`: the semaphore's locks stayed held for
+ *   5 s (a process stopped inside its `open`, or one holding them on purpose).
  * * `ERR_VOLT_CORRUPT`, `ERR_VOLT_FORKED`, `ERR_VOLT_OS_ERROR` (`errno`): the
- *   segment's lock is unrecoverable, a handle used after `fork()`, another
- *   OS error.
+ *   segment holds a value the library never writes (a process with write
+ *   access scribbled on it) or its lock is unrecoverable, a handle used
+ *   after `fork()`, another OS error (`ENOSPC`: `/dev/shm` is full).
  */
 export type NamedErrorCode =
   | 'ERR_VOLT_INVALID_NAME'

@@ -861,7 +861,14 @@ class Semaphore {
       if (createOnly && attachOnly) {
         throw typeError('volt-sem: options.createOnly and options.attachOnly exclude each other');
       }
-      flags = (createOnly ? OPEN_CREATE_ONLY : 0) | (attachOnly ? OPEN_ATTACH_ONLY : 0);
+      const { acceptForeignOwner = false } = options;
+      if (typeof acceptForeignOwner !== 'boolean') {
+        throw typeError('volt-sem: options.acceptForeignOwner must be a boolean');
+      }
+      flags =
+        (createOnly ? OPEN_CREATE_ONLY : 0) |
+        (attachOnly ? OPEN_ATTACH_ONLY : 0) |
+        (acceptForeignOwner ? OPEN_ACCEPT_FOREIGN_OWNER : 0);
       if (options.mode !== undefined) {
         mode = options.mode;
         if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o777) {
@@ -893,6 +900,7 @@ class Semaphore {
 // Semaphore.open() flags (src/named.rs).
 const OPEN_CREATE_ONLY = 1;
 const OPEN_ATTACH_ONLY = 2;
+const OPEN_ACCEPT_FOREIGN_OWNER = 4;
 
 function checkName(name, what) {
   if (typeof name !== 'string') {

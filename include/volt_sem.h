@@ -161,8 +161,34 @@
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
+ *   - A process stopped (SIGSTOP, a debugger) inside the segment's lock (held
+ *     for microseconds by a running process) stalls the calls that need the
+ *     lock until it continues or dies, except volt_sem_try_acquire() (waits
+ *     at most 10 ms, then VOLT_WOULD_BLOCK) and volt_sem_acquire_blocking()
+ *     with a timeout (VOLT_TIMED_OUT on time); a process killed there is
+ *     repaired by the next one that takes the lock.
+ *   - Trust boundary: every process that can open the segment file for
+ *     writing can rewrite the semaphore's state (steal or invent permits,
+ *     stall or break every process attached). Who can: the same user always;
+ *     the owner's group too if it was created with VOLT_OPEN_SHARE_GROUP
+ *     (mode 0660); every local user with VOLT_OPEN_SHARE_ALL (mode 0666; the
+ *     umask does not apply); root. So volt_sem_open() attaches only to a
+ *     segment owned by the caller's effective uid: one another user owns
+ *     (shared with you on purpose, or pre-created under the name to take it
+ *     over) is VOLT_PERMISSION unless the caller passes
+ *     VOLT_OPEN_ACCEPT_FOREIGN_OWNER, which says "I trust that user".
+ *     What such a writer can do, and what the library still guarantees: a
+ *     value it wrote that the library never writes (an index out of range,
+ *     counts that do not add up) is VOLT_CORRUPT from the call that reads it,
+ *     never a crash; timed calls stay timed and volt_sem_open() waits at most
+ *     5 s for the segment's locks (then VOLT_TIMED_OUT). Inherent to a
+ *     writable mapping, and not caught: truncating the file (every attached
+ *     process dies of SIGBUS at its next access), holding the segment's lock
+ *     (untimed calls wait) or a process record's liveness lock (its permits
+ *     never come back), rewriting the counts within their ranges.
  *   A name is opened with another total (VOLT_MISMATCH), by another layout
- *   version (VOLT_VERSION_MISMATCH), or is a foreign file (VOLT_NOT_A_SEGMENT):
+ *   version (VOLT_VERSION_MISMATCH), or is a foreign file or a directory
+ *   (VOLT_NOT_A_SEGMENT):
  *   the open fails and changes nothing.
  *
  * REDIS SEMAPHORES (one limit across machines)
@@ -327,9 +353,23 @@
 
 /**
  * `volt_sem_open` flag: a new segment is readable and writable by every user
- * (mode 0666; subject to the process umask, like any created file).
+ * (mode 0666 exactly: the mode is set after creation, so the process umask
+ * does not apply). Every local user can then attach (with
+ * `VOLT_OPEN_ACCEPT_FOREIGN_OWNER`) and rewrite the segment: see "TRUST
+ * BOUNDARY" at the top.
  */
 #define VOLT_OPEN_SHARE_ALL (438 << VOLT_OPEN_MODE_SHIFT)
+
+/**
+ * `volt_sem_open` flag: attach to an existing segment even if another user
+ * owns it. Without it, a segment whose owner is not the caller's effective
+ * uid is refused with `VOLT_PERMISSION` (nothing changed): a segment another
+ * user made (or pre-created under the name, "squatting") is only as
+ * trustworthy as that user, who can rewrite its state at will. Set it only
+ * for a name another user shares with you on purpose (`VOLT_OPEN_SHARE_GROUP`,
+ * `VOLT_OPEN_SHARE_ALL`). Ignored when this call creates the segment.
+ */
+#define VOLT_OPEN_ACCEPT_FOREIGN_OWNER 4
 
 /**
  * `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
@@ -408,7 +448,8 @@ enum volt_status
    */
   VOLT_EXISTS = 12,
   /**
-   * The OS refused access to the shared segment (its mode or owner).
+   * The OS refused access to the shared segment (its mode), or another
+   * user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
    */
   VOLT_PERMISSION = 13,
   /**
@@ -420,7 +461,8 @@ enum volt_status
    */
   VOLT_VERSION_MISMATCH = 15,
   /**
-   * The file under the name is not a volt-sem segment (foreign or truncated).
+   * The file under the name is not a volt-sem segment (foreign or
+   * truncated, or a directory).
    */
   VOLT_NOT_A_SEGMENT = 16,
   /**
@@ -455,7 +497,9 @@ enum volt_status
    */
   VOLT_UNSUPPORTED = 22,
   /**
-   * The shared segment's lock is not recoverable.
+   * The shared segment is corrupt: it holds a value the library never
+   * writes (another process with write access scribbled on it; the call
+   * stopped short of it), or its lock is not recoverable.
    */
   VOLT_CORRUPT = 23,
   /**
@@ -771,16 +815,24 @@ volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
  * the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
  * `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
  * `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
- * owner always keeps read and write).
+ * owner always keeps read and write; set exactly, the umask does not apply),
+ * plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
+ * owns (refused with `VOLT_PERMISSION` without it).
  *
  * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
  * nothing changed):
  * * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
  *   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
  * * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
- *   (CREATE_ONLY), `VOLT_PERMISSION`, `VOLT_MISMATCH` (another total),
- *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
- *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+ *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
+ *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
+ *   `VOLT_MISMATCH` (another total),
+ *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+ *   file, or a directory at the name),
+ *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
+ *   lock stayed held for 5 s: a process stopped inside its open, or one
+ *   holding it on purpose), `VOLT_CORRUPT`, `VOLT_UNSUPPORTED` (not Linux),
+ *   `VOLT_OS_ERROR` (e.g. `/dev/shm` full).
  *
  * # Safety
  * `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
@@ -936,7 +988,9 @@ void volt_sem_free(const struct volt_sem *sem);
 
 /**
  * Takes `n` permits if they are available now and nobody is queued (FIFO: no
- * barging). Never blocks.
+ * barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
+ * the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
+ * stopped, e.g. by `SIGSTOP` or a debugger, inside it).
  *
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
  * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
@@ -1202,6 +1256,11 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
  * `timeout_ns` is relative to the call (a duration, not a deadline), measured on
  * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
  * not shorten or lengthen it. A timeout too large for the clock waits for ever.
+ * On a shared semaphore the timeout also bounds the waits for the segment's
+ * lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
+ * timed acquire overrun its timeout; if the request is still queued then, its
+ * removal from the queue is left to the process's doorbell thread (it holds
+ * no permit meanwhile: a grant that comes first is given back at once).
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

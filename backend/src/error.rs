@@ -67,7 +67,9 @@ pub enum Error {
         /// What this process holds.
         held: u64,
     },
-    /// The segment's lock is not recoverable.
+    /// The shared segment is corrupt: a value the library never writes
+    /// (another process with write access scribbled on it), or its lock is
+    /// not recoverable.
     Corrupt,
     /// A blocking acquire on the thread that runs a shared semaphore's wake
     /// callbacks, where it would wait for itself.

@@ -35,6 +35,7 @@ use crate::{RawEnv, RawValue};
 // open() flags, as index.js passes them.
 const CREATE_ONLY: u32 = 1;
 const ATTACH_ONLY: u32 = 2;
+const ACCEPT_FOREIGN_OWNER: u32 = 4;
 
 /// The `code` of the JS error for `e`, and whether it is a `RangeError`.
 pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
@@ -57,8 +58,10 @@ pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
         Error::Forked => (c"ERR_VOLT_FORKED", false),
         Error::Corrupt => (c"ERR_VOLT_CORRUPT", false),
         Error::InCallback => (c"ERR_VOLT_IN_CALLBACK", false),
-        // NoPermits and TimedOut cannot come out of the calls this binding
-        // makes where it throws; Os and later variants.
+        // From `open`: the segment's locks stayed held too long.
+        Error::TimedOut => (c"ERR_VOLT_TIMED_OUT", false),
+        // NoPermits cannot come out of the calls this binding makes where it
+        // throws; Os and later variants.
         _ => (c"ERR_VOLT_OS_ERROR", false),
     }
 }
@@ -148,7 +151,9 @@ native!(js_open, |env, _ctx, argv: [4]| {
         return throw(env, Error::InvalidPermits, "Semaphore.open()");
     };
     let flags = u32_arg(env, argv[2]);
-    let mut options = OpenOptions::new().mode(u32_arg(env, argv[3]));
+    let mut options = OpenOptions::new()
+        .mode(u32_arg(env, argv[3]))
+        .accept_foreign_owner(flags & ACCEPT_FOREIGN_OWNER != 0);
     if flags & CREATE_ONLY != 0 {
         options = options.create_only();
     } else if flags & ATTACH_ONLY != 0 {

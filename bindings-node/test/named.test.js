@@ -163,7 +163,7 @@ test('a file under the name that is not a volt-sem segment is refused and left a
   Semaphore.unlink(name);
 });
 
-test('mode: a segment of another user is refused with ERR_VOLT_PERMISSION', T, async (t) => {
+test('mode and owner: a segment of another user is refused with ERR_VOLT_PERMISSION unless accepted', T, async (t) => {
   const name = fresh('perm');
   if (process.getuid() === 0) {
     // As root every open succeeds: the other user is `nobody`, who must not
@@ -175,16 +175,20 @@ test('mode: a segment of another user is refused with ERR_VOLT_PERMISSION', T, a
       return;
     }
     Semaphore.open(name, 2);
-    const open = (n) =>
+    const open = (n, options = {}) =>
       execFileSync(
         process.execPath,
-        ['-e', `try { require(${JSON.stringify(PKG)}).Semaphore.open(${JSON.stringify(n)}, 2); console.log('ok') } catch (e) { console.log(e.code) }`],
+        ['-e', `try { require(${JSON.stringify(PKG)}).Semaphore.open(${JSON.stringify(n)}, 2, ${JSON.stringify(options)}); console.log('ok') } catch (e) { console.log(e.code) }`],
         { uid: 65534, gid: 65534, encoding: 'utf8' },
       ).trim();
     assert.equal(open(name), 'ERR_VOLT_PERMISSION');
+    // Issue 26, item 10: a segment another user owns (here root's, mode 0666,
+    // as a squatter would leave it) is refused unless the opener accepts it.
     const shared = fresh('perm-shared');
     Semaphore.open(shared, 2, { mode: 0o666 });
-    assert.equal(open(shared), 'ok');
+    assert.equal(open(shared), 'ERR_VOLT_PERMISSION');
+    assert.equal(open(shared, { attachOnly: true }), 'ERR_VOLT_PERMISSION');
+    assert.equal(open(shared, { acceptForeignOwner: true }), 'ok');
   } else {
     Semaphore.open(name, 2, { mode: 0o000 });
     assert.throws(() => Semaphore.open(name, 2), code('ERR_VOLT_PERMISSION'));

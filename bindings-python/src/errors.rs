@@ -92,7 +92,7 @@ create_exception!(
     volt_sem,
     CorruptError,
     SharedError,
-    "The shared segment's lock is not recoverable."
+    "The shared segment holds a value the library never writes (a process with write access scribbled on it), or its lock is not recoverable."
 );
 
 pub(crate) fn closed_error() -> PyErr {

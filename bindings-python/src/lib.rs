@@ -107,14 +107,19 @@ impl Semaphore {
     /// (`FileExistsError` if the name exists); `False` only attaches
     /// (`FileNotFoundError` if it does not). `mode`: the permission bits of a new
     /// segment (default `0o600`, owner only; the owner always keeps read and
-    /// write). Errors change nothing: `TotalMismatchError` (the name exists with
-    /// another total), `VersionMismatchError`, `NotASegmentError`,
-    /// `InvalidNameError`, `PermissionError`, `ValueError` (bad `permits` or
-    /// `mode`), `NotImplementedError` (not Linux).
+    /// write; set exactly, the umask does not apply). `accept_foreign_owner`:
+    /// attach to a segment another user owns (by default that is a
+    /// `PermissionError`: whoever owns a segment can rewrite its state, so
+    /// only trust one shared with you on purpose). Errors change nothing:
+    /// `TotalMismatchError` (the name exists with another total),
+    /// `VersionMismatchError`, `NotASegmentError`, `InvalidNameError`,
+    /// `PermissionError`, `ValueError` (bad `permits` or `mode`),
+    /// `TimeoutError` (the segment's locks stayed held for 5 s), `CorruptError`,
+    /// `OSError` (e.g. `/dev/shm` full), `NotImplementedError` (not Linux).
     #[classmethod]
     #[pyo3(
-        signature = (name, permits, *, create = None, mode = Mode(0o600)),
-        text_signature = "($cls, name, permits, *, create=None, mode=0o600)"
+        signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false),
+        text_signature = "($cls, name, permits, *, create=None, mode=0o600, accept_foreign_owner=False)"
     )]
     fn open(
         _cls: &Bound<'_, pyo3::types::PyType>,
@@ -123,6 +128,7 @@ impl Semaphore {
         permits: &Bound<'_, PyAny>,
         create: Option<bool>,
         mode: Mode,
+        accept_foreign_owner: bool,
     ) -> PyResult<Self> {
         let permits = count(permits, "permits")?;
         let mode = mode.0;
@@ -131,7 +137,8 @@ impl Semaphore {
             Some(true) => OpenOptions::new().create_only(),
             Some(false) => OpenOptions::new().attach_only(),
         }
-        .mode(mode | 0o600);
+        .mode(mode | 0o600)
+        .accept_foreign_owner(accept_foreign_owner);
         // The GIL is released: creation may wait for another process's
         // initialisation of the same name (its init lock).
         let core = py

@@ -368,6 +368,32 @@ def test_permission_denied(name):
     sem.release(1)
 
 
+@pytest.mark.skipif(not hasattr(os, "fork") or os.geteuid() != 0, reason="needs root and os.fork")
+def test_segment_of_another_user_needs_accept_foreign_owner(name):
+    """Issue 26, item 10: a segment another user owns (root's, mode 0666, as a
+    squatter would leave it) is refused to `nobody` with PermissionError, and
+    attached with accept_foreign_owner=True."""
+    sem = volt_sem.Semaphore.open(name, 2, create=True, mode=0o666)
+
+    def as_nobody():
+        os.setgid(65534)
+        os.setuid(65534)
+        try:
+            volt_sem.Semaphore.open(name, 2)
+            return 1
+        except PermissionError:
+            pass
+        other = volt_sem.Semaphore.open(name, 2, accept_foreign_owner=True)
+        if not other.try_acquire(1):
+            return 2
+        other.release(1)
+        return 0
+
+    assert _in_fork(as_nobody) == 0
+    assert sem.try_acquire(2)
+    sem.release(2)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def test_handle_used_after_fork_is_forked_error(name):
     sem = volt_sem.Semaphore.open(name, 2)

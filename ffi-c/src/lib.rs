@@ -116,13 +116,15 @@ pub enum volt_status {
     VOLT_NOT_FOUND = 11,
     /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
     VOLT_EXISTS = 12,
-    /// The OS refused access to the shared segment (its mode or owner).
+    /// The OS refused access to the shared segment (its mode), or another
+    /// user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
     VOLT_PERMISSION = 13,
     /// The name exists with another total of permits; nothing was changed.
     VOLT_MISMATCH = 14,
     /// The segment was made by another layout version of the library.
     VOLT_VERSION_MISMATCH = 15,
-    /// The file under the name is not a volt-sem segment (foreign or truncated).
+    /// The file under the name is not a volt-sem segment (foreign or
+    /// truncated, or a directory).
     VOLT_NOT_A_SEGMENT = 16,
     /// Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
     /// requests queued across all processes); the request was not queued.
@@ -143,7 +145,9 @@ pub enum volt_status {
     /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
     /// on a local or shared semaphore.
     VOLT_UNSUPPORTED = 22,
-    /// The shared segment's lock is not recoverable.
+    /// The shared segment is corrupt: it holds a value the library never
+    /// writes (another process with write access scribbled on it; the call
+    /// stopped short of it), or its lock is not recoverable.
     VOLT_CORRUPT = 23,
     /// Another OS error from the shared segment (`errno` is not preserved).
     VOLT_OS_ERROR = 24,
@@ -586,12 +590,25 @@ pub const VOLT_OPEN_MODE_SHIFT: u32 = 16;
 /// group too (mode 0660).
 pub const VOLT_OPEN_SHARE_GROUP: u32 = 0o660 << VOLT_OPEN_MODE_SHIFT;
 /// `volt_sem_open` flag: a new segment is readable and writable by every user
-/// (mode 0666; subject to the process umask, like any created file).
+/// (mode 0666 exactly: the mode is set after creation, so the process umask
+/// does not apply). Every local user can then attach (with
+/// `VOLT_OPEN_ACCEPT_FOREIGN_OWNER`) and rewrite the segment: see "TRUST
+/// BOUNDARY" at the top.
 pub const VOLT_OPEN_SHARE_ALL: u32 = 0o666 << VOLT_OPEN_MODE_SHIFT;
+/// `volt_sem_open` flag: attach to an existing segment even if another user
+/// owns it. Without it, a segment whose owner is not the caller's effective
+/// uid is refused with `VOLT_PERMISSION` (nothing changed): a segment another
+/// user made (or pre-created under the name, "squatting") is only as
+/// trustworthy as that user, who can rewrite its state at will. Set it only
+/// for a name another user shares with you on purpose (`VOLT_OPEN_SHARE_GROUP`,
+/// `VOLT_OPEN_SHARE_ALL`). Ignored when this call creates the segment.
+pub const VOLT_OPEN_ACCEPT_FOREIGN_OWNER: u32 = 4;
 
 /// Every flag bit `volt_sem_open` knows; any other is `VOLT_INVALID_ARGUMENT`.
-const OPEN_KNOWN_FLAGS: u32 =
-    VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY | (0o777 << VOLT_OPEN_MODE_SHIFT);
+const OPEN_KNOWN_FLAGS: u32 = VOLT_OPEN_CREATE_ONLY
+    | VOLT_OPEN_ATTACH_ONLY
+    | VOLT_OPEN_ACCEPT_FOREIGN_OWNER
+    | (0o777 << VOLT_OPEN_MODE_SHIFT);
 
 /// The options of `volt_sem_open`'s flags, or `None` for unknown bits or
 /// both CREATE_ONLY and ATTACH_ONLY.
@@ -607,7 +624,8 @@ fn open_options(flags: u32) -> Option<OpenOptions> {
         (true, false) => OpenOptions::new().create_only(),
         (false, true) => OpenOptions::new().attach_only(),
         (false, false) => OpenOptions::new(),
-    };
+    }
+    .accept_foreign_owner(flags & VOLT_OPEN_ACCEPT_FOREIGN_OWNER != 0);
     let mode = (flags >> VOLT_OPEN_MODE_SHIFT) & 0o777;
     if mode != 0 {
         // The owner always keeps read and write: without them the creator
@@ -644,16 +662,24 @@ unsafe fn name_arg<'a>(name: *const c_char) -> Result<&'a str, volt_status> {
 /// the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
 /// `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
 /// `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
-/// owner always keeps read and write).
+/// owner always keeps read and write; set exactly, the umask does not apply),
+/// plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
+/// owns (refused with `VOLT_PERMISSION` without it).
 ///
 /// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
 /// nothing changed):
 /// * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
 ///   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
 /// * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
-///   (CREATE_ONLY), `VOLT_PERMISSION`, `VOLT_MISMATCH` (another total),
-///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated file),
-///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_UNSUPPORTED` (not Linux), `VOLT_OS_ERROR`.
+///   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
+///   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
+///   `VOLT_MISMATCH` (another total),
+///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+///   file, or a directory at the name),
+///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
+///   lock stayed held for 5 s: a process stopped inside its open, or one
+///   holding it on purpose), `VOLT_CORRUPT`, `VOLT_UNSUPPORTED` (not Linux),
+///   `VOLT_OS_ERROR` (e.g. `/dev/shm` full).
 ///
 /// # Safety
 /// `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
@@ -1226,7 +1252,9 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 }
 
 /// Takes `n` permits if they are available now and nobody is queued (FIFO: no
-/// barging). Never blocks.
+/// barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
+/// the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
+/// stopped, e.g. by `SIGSTOP` or a debugger, inside it).
 ///
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
 /// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
@@ -1717,6 +1745,11 @@ unsafe fn end_acquire(
 /// `timeout_ns` is relative to the call (a duration, not a deadline), measured on
 /// a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
 /// not shorten or lengthen it. A timeout too large for the clock waits for ever.
+/// On a shared semaphore the timeout also bounds the waits for the segment's
+/// lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
+/// timed acquire overrun its timeout; if the request is still queued then, its
+/// removal from the queue is left to the process's doorbell thread (it holds
+/// no permit meanwhile: a grant that comes first is given back at once).
 ///
 /// Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
 /// grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

@@ -250,7 +250,11 @@ fn open_flags() {
         open_options(VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY),
         None
     );
-    assert_eq!(open_options(4), None);
+    assert_eq!(
+        open_options(VOLT_OPEN_ATTACH_ONLY | VOLT_OPEN_ACCEPT_FOREIGN_OWNER),
+        Some(OpenOptions::new().attach_only().accept_foreign_owner(true))
+    );
+    assert_eq!(open_options(8), None);
     assert_eq!(open_options(1 << 31), None);
     assert_eq!(open_options(0o1000 << VOLT_OPEN_MODE_SHIFT), None);
 }

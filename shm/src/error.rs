@@ -1,5 +1,12 @@
-//! Errors. Every failure a caller (or another process, or a file in
-//! `/dev/shm`) can cause is a value, never a panic.
+//! Errors. Every failure a caller, or a file planted in `/dev/shm`, can
+//! cause is a value, never a panic. A process that can *write* the segment
+//! (see *Trust boundary* in the crate docs) can do more: a value it wrote
+//! that this library never writes (an index out of range, a count that does
+//! not add up) is detected where it is read and reported as
+//! [`Error::Corrupt`], never followed and never a panic; but truncating the
+//! file (every attached process then dies of `SIGBUS` at its next access) or
+//! holding the segment's lock or a record's liveness lock (permits then never
+//! come back) is inherent to a writable mapping and cannot be caught.
 
 use core::fmt;
 
@@ -16,7 +23,9 @@ pub enum Error {
     NotFound,
     /// Create-only: a semaphore with this name exists.
     AlreadyExists,
-    /// The OS refused access to the segment (mode, owner).
+    /// The OS refused access to the segment (its mode), or another user owns
+    /// it and [`OpenOptions::accept_foreign_owner`](crate::OpenOptions::accept_foreign_owner)
+    /// was not set.
     PermissionDenied,
     /// The name exists with another total of permits; nothing was changed.
     TotalMismatch {
@@ -29,7 +38,7 @@ pub enum Error {
         found: u32,
     },
     /// The file under the name is not a volt-sem segment (wrong magic, wrong
-    /// or truncated size).
+    /// or truncated size), or a directory is at the name.
     NotASegment,
     /// Every process record is taken ([`MAX_PROCESSES`](crate::MAX_PROCESSES)).
     ProcessTableFull,
@@ -38,7 +47,8 @@ pub enum Error {
     QueueFull,
     /// The semaphore was closed (by any process).
     Closed,
-    /// `try_acquire`: not enough permits now, or earlier requests are queued.
+    /// `try_acquire`: not enough permits now, or earlier requests are queued,
+    /// or the segment lock stayed held for 10 ms (a process stopped inside it).
     NoPermits,
     /// A request for more permits than the semaphore's total (it could never
     /// be granted and would block the FIFO forever).
@@ -48,9 +58,14 @@ pub enum Error {
         /// What this process holds.
         held: u64,
     },
-    /// The timeout elapsed first; any partial grant was handed on.
+    /// The timeout elapsed first; any partial grant was handed on. Also
+    /// `open`, when the segment's init lock or lock stayed held for 5 s (a
+    /// process stopped inside `open`, or one holding the lock on purpose).
     TimedOut,
-    /// The segment's lock is unusable (`ENOTRECOVERABLE`: a repair was abandoned).
+    /// The segment is corrupt: it holds a value this library never writes
+    /// (another process with write access scribbled on it; the operation
+    /// stopped short of the bad value), or its lock is unusable
+    /// (`ENOTRECOVERABLE`: a repair was abandoned).
     Corrupt,
     /// A blocking acquire was called on the doorbell thread (inside a wake
     /// callback), where it would wait for itself.
@@ -60,7 +75,9 @@ pub enum Error {
     Forked,
     /// Named shared semaphores are not implemented on this platform (Linux only).
     Unsupported,
-    /// Another OS error (an `errno` value).
+    /// Another OS error (an `errno` value): for example `ENOSPC` from `open`
+    /// when `/dev/shm` has no room for a new segment (its pages are allocated
+    /// before it is used, and the name is left free).
     Os(i32),
 }
 
@@ -89,7 +106,9 @@ impl fmt::Display for Error {
                 write!(f, "released more permits than this process holds ({held})")
             }
             Error::TimedOut => f.write_str("timed out waiting for permits"),
-            Error::Corrupt => f.write_str("the segment's lock is not recoverable"),
+            Error::Corrupt => f.write_str(
+                "the shared segment is corrupt (a value this library never writes, or an unrecoverable lock)",
+            ),
             Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
             Error::Forked => f.write_str("handle opened before fork(): open the name again"),
             Error::Unsupported => {

@@ -25,6 +25,23 @@ use crate::sys::{self, Create, LockState, Mapping};
 /// no other operation runs.
 pub(crate) const SWEEP_PERIOD: Duration = Duration::from_millis(200);
 
+/// How long `try_acquire` waits for the segment lock when its lock-free path
+/// cannot decide: the lock is held for microseconds by a running process, so
+/// this only runs out while a process is stopped (or dead, not yet noticed)
+/// inside it; `try_acquire` then fails with `NoPermits` instead of waiting.
+pub(crate) const TRY_LOCK_WAIT: Duration = Duration::from_millis(10);
+
+/// How long `open` waits, in all, for the init lock and the segment lock
+/// before it fails with `TimedOut`: both are held for microseconds by running
+/// processes; longer only by a process stopped inside them or by one that
+/// holds them on purpose (see *Trust boundary* in the crate docs).
+pub(crate) const OPEN_WAIT: Duration = Duration::from_secs(5);
+
+/// How long a timed acquire that gave up may wait past its deadline for the
+/// lock to take its request out of the queue, before it leaves that to the
+/// doorbell thread (see `Inner::abandoned`) and returns `TimedOut`.
+const CANCEL_GRACE: Duration = Duration::from_millis(20);
+
 /// Waiter phases (see `ShmWaiter`).
 mod phase {
     pub(crate) const IDLE: u8 = 0;
@@ -177,6 +194,12 @@ pub(crate) struct Inner {
     /// Which of the record's lanes a thread of this process owns (bit i:
     /// lane i). Process-local.
     lanes: AtomicU64,
+    /// Requests of timed acquires that gave up while the segment lock was
+    /// held by a stopped process: `(slot, ticket, permits)`. The doorbell
+    /// thread takes them out of the queue (or, if granted meanwhile, collects
+    /// and releases their permits) once it gets the lock; meanwhile their
+    /// permits stay counted in their slots.
+    abandoned: Mutex<Vec<(u32, u64, u64)>>,
 }
 
 /// The next `Inner::id`.
@@ -309,12 +332,22 @@ impl Inner {
     }
 
     fn locked<R>(&self, f: impl FnOnce(&Locked<'_>) -> (R, Rings)) -> Result<R, Error> {
+        self.locked_until(None, f)
+    }
+
+    /// `locked`, waiting for the lock at most until `deadline` (then
+    /// `Error::TimedOut`, nothing done).
+    fn locked_until<R>(
+        &self,
+        deadline: Option<Instant>,
+        f: impl FnOnce(&Locked<'_>) -> (R, Rings),
+    ) -> Result<R, Error> {
         if self.forked() {
             return Err(Error::Forked);
         }
         let seg = self.seg();
-        let state = sys::lock(seg)?;
-        let (r, rings) = {
+        let state = sys::lock(seg, deadline)?;
+        let (r, rings, corrupt) = {
             let _guard = SegGuard(seg);
             let l = Locked::new(seg);
             let mut rings = Rings::default();
@@ -328,9 +361,14 @@ impl Inner {
             }
             let (r, more) = f(&l);
             rings.merge(more);
-            (r, rings)
+            (r, rings, l.is_corrupt())
         };
         self.ring(rings);
+        if corrupt {
+            // A value in the segment this code never writes: another process
+            // scribbled on it. The section stopped short of it.
+            return Err(Error::Corrupt);
+        }
         Ok(r)
     }
 
@@ -400,12 +438,15 @@ pub(crate) fn open(
     total: u64,
     create: Create,
     mode: u32,
+    accept_foreign_owner: bool,
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
-    let (map, _created) = sys::open_segment(name, total, create, mode)?;
+    let deadline = Instant::now() + OPEN_WAIT;
+    let (map, _created) =
+        sys::open_segment(name, total, create, mode, accept_foreign_owner, deadline)?;
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()
@@ -419,7 +460,7 @@ pub(crate) fn open(
     }
     let seg = map.seg();
     let fd = map.fd;
-    let state = sys::lock(seg)?;
+    let state = sys::lock(seg, Some(deadline))?;
     let attached = {
         let _guard = SegGuard(seg);
         let l = Locked::new(seg);
@@ -455,6 +496,7 @@ pub(crate) fn open(
         stop: AtomicBool::new(false),
         id: NEXT_ID.fetch_add(1, Relaxed),
         lanes: AtomicU64::new(0),
+        abandoned: Mutex::new(Vec::new()),
     });
     inner.ring(rings);
     let att = Arc::new(Attachment {
@@ -492,7 +534,8 @@ fn doorbell_loop(inner: Arc<Inner>) {
             return;
         }
         deliver(&inner);
-        let waiting = inner.local().count > 0;
+        let abandoned = settle_abandoned(&inner);
+        let waiting = inner.local().count > 0 || abandoned;
         let mut timeout = None;
         if waiting {
             if last_sweep.elapsed() >= SWEEP_PERIOD {
@@ -503,6 +546,43 @@ fn doorbell_loop(inner: Arc<Inner>) {
         }
         sys::futex_wait(bell, seen, timeout);
     }
+}
+
+/// Takes the abandoned requests of timed acquires out of the queue (see
+/// `Inner::abandoned`): a queued one is cancelled (its partial grant handed
+/// on), a granted one collected and released. Waits for the lock (this is the
+/// doorbell thread: nobody waits for it). Returns whether some are left (the
+/// lock failed: tried again at the next sweep period).
+fn settle_abandoned(inner: &Inner) -> bool {
+    let todo = core::mem::take(&mut *inner.abandoned.lock().unwrap_or_else(|e| e.into_inner()));
+    if todo.is_empty() {
+        return false;
+    }
+    let me = inner.me;
+    let done = inner.locked(|l| {
+        let mut rings = Rings::default();
+        for &(slot, seq, n) in &todo {
+            let (out, more) = l.finish(me, slot, seq);
+            rings.merge(more);
+            if out == SlotOutcome::Granted {
+                // Collected into our `held`: give them back at once (the
+                // acquire that asked for them has returned TimedOut).
+                if let Ok(more) = l.release(me, n) {
+                    rings.merge(more);
+                }
+            }
+        }
+        ((), rings)
+    });
+    if done.is_err() {
+        inner
+            .abandoned
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(todo);
+        return true;
+    }
+    false
 }
 
 /// Claims this process's completed waiters, collects their grants into the
@@ -615,16 +695,20 @@ impl Attachment {
         if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
             return Ok(());
         }
-        inner
-            .locked(|l| match l.try_take(me, n) {
-                Err(OpError::NoPermits) => {
-                    // Slow path: a dead holder may be sitting on permits.
-                    let rings = inner.sweep_locked(l);
-                    (l.try_take(me, n), rings)
-                }
-                r => (r, Rings::default()),
-            })?
-            .map_err(op_error)
+        // Never waits long: a process stopped inside the lock would make it
+        // wait for as long as it stays stopped.
+        let deadline = Instant::now().checked_add(TRY_LOCK_WAIT);
+        match inner.locked_until(deadline, |l| match l.try_take(me, n) {
+            Err(OpError::NoPermits) => {
+                // Slow path: a dead holder may be sitting on permits.
+                let rings = inner.sweep_locked(l);
+                (l.try_take(me, n), rings)
+            }
+            r => (r, Rings::default()),
+        }) {
+            Err(Error::TimedOut) => Err(Error::NoPermits),
+            r => r?.map_err(op_error),
+        }
     }
 
     pub(crate) fn release(&self, n: u64) -> Result<(), Error> {
@@ -726,6 +810,11 @@ impl Attachment {
             };
             match l.enqueue(me, n) {
                 Ok(Enqueued::Ready) => (Ok(RawAcquire::Ready), rings),
+                Ok(Enqueued::Queued { .. }) if l.is_corrupt() => {
+                    // Never published: the caller gets Corrupt and an idle
+                    // waiter.
+                    (Err(Error::Corrupt), rings)
+                }
                 Ok(Enqueued::Queued { slot, seq }) => {
                     w.slot.store(slot, Relaxed);
                     w.seq.store(seq, Relaxed);
@@ -858,7 +947,9 @@ impl Attachment {
         if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
             return Ok(true);
         }
-        let queued = inner.locked(|l| {
+        // A deadline bounds the wait for the lock too (a process stopped
+        // inside it): TimedOut, nothing queued.
+        let queued = inner.locked_until(deadline, |l| {
             let rings = match l.try_take(me, n) {
                 Ok(()) => return (Ok(None), Rings::default()),
                 Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
@@ -870,8 +961,11 @@ impl Attachment {
                 Ok(Enqueued::Queued { slot, seq }) => {
                     // Under the same lock: no grant can be rung before the
                     // slot says where to ring.
-                    let direct = l.set_direct(me, slot, seq);
-                    debug_assert!(direct);
+                    // (Only garbage written into the slot meanwhile can
+                    // make this fail.)
+                    if !l.set_direct(me, slot, seq) || l.is_corrupt() {
+                        return (Err(Error::Corrupt), rings);
+                    }
                     (Ok(Some((slot, seq))), rings)
                 }
                 Err(e) => (Err(op_error(e)), rings),
@@ -906,7 +1000,13 @@ impl Attachment {
                 }
             }
             if last_sweep.elapsed() >= SWEEP_PERIOD {
-                let _ = inner.locked(|l| ((), inner.sweep_locked(l)));
+                // Bounded like the wait itself: a lock held by a stopped
+                // process skips this sweep, it does not stall the wait.
+                let mut until = now + SWEEP_PERIOD;
+                if let Some(d) = deadline {
+                    until = until.min(d);
+                }
+                let _ = inner.locked_until(Some(until), |l| ((), inner.sweep_locked(l)));
                 last_sweep = Instant::now();
                 continue;
             }
@@ -925,7 +1025,25 @@ impl Attachment {
         if fast_collect(inner.seg(), me, slot, seq) == Fast::Done {
             return Ok(true);
         }
-        match inner.locked(|l| l.finish(me, slot, seq))? {
+        let finish_by = deadline.map(|d| d.max(Instant::now()) + CANCEL_GRACE);
+        let finished = match inner.locked_until(finish_by, |l| l.finish(me, slot, seq)) {
+            Err(Error::TimedOut) => {
+                // The lock is held by a stopped (or not yet noticed dead)
+                // process: leave the cancel to the doorbell thread rather
+                // than overrun the deadline. The request may still be
+                // granted meanwhile; its permits then go straight back.
+                inner
+                    .abandoned
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((slot, seq, n));
+                self.ensure_doorbell()?;
+                inner.ring(Rings::proc(me));
+                return Err(Error::TimedOut);
+            }
+            r => r?,
+        };
+        match finished {
             SlotOutcome::Granted => Ok(true),
             SlotOutcome::Cancelled { .. } if interrupted => Ok(false),
             SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),

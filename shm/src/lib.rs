@@ -46,13 +46,59 @@
 //! processes keep using the segment; the next `open` of the name creates a
 //! new one.
 //!
+//! A new segment's pages are allocated (`posix_fallocate`) before it is
+//! mapped: on a full `/dev/shm` (Docker's default is 64 MiB) `open` fails
+//! with [`Error::Os`]`(ENOSPC)` and removes the empty file it created, where
+//! a sparse file would let the first store raise `SIGBUS`.
+//!
 //! Creation is serialised by an OFD lock on byte 128 of the file (the *init
 //! lock*), held from `shm_open` until the process is attached. Whoever holds
 //! it and finds a size-0 file (a creator that has not started, or died before
-//! `ftruncate`), or a sized but all-zero header (a creator that died before
-//! writing the magic), initialises the segment; the magic is stored last, with
-//! `Release`. So a crashed creation is recovered by the next `open`, never
-//! reported as foreign and never hangs.
+//! sizing it), or a segment-sized file whose magic is 0 (a creator that died
+//! anywhere before writing the magic, whatever else it wrote), initialises the
+//! segment; the magic is stored last, with `Release`, in one aligned store. So
+//! a crashed creation is recovered by the next `open`, never reported as
+//! foreign and never hangs (tested by killing creators at random moments:
+//! `kill9_during_creation_never_bricks_the_name`). A file of that size with
+//! another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
+//!
+//! # Trust boundary
+//!
+//! The segment is a writable shared mapping: whoever can open its file for
+//! writing can rewrite every word of the semaphore (steal or invent permits,
+//! stall or break every process attached). Who can: the same user, always;
+//! the owner's group if the creator asked for it (mode 0660); every local
+//! user with mode 0666; and root. The mode is set exactly as asked (with
+//! `fchmod` after creation: the umask does not apply).
+//!
+//! So that another user cannot take a name over (create it first, mode 0666,
+//! and control the processes that then attach: *name squatting*), `open`
+//! attaches only to a segment whose owner is the caller's effective uid,
+//! unless the caller opts in with [`OpenOptions::accept_foreign_owner`]
+//! (refused: [`Error::PermissionDenied`], nothing changed, checked before
+//! any lock of the file is taken).
+//!
+//! What a process that can write the segment can do, and what is still
+//! guaranteed to the others:
+//!
+//! * every index read from the segment (FIFO links, head, tail, a slot's
+//!   owner) is checked before use, every sum and difference of counts read
+//!   from it saturates, and every walk of the FIFO is bounded by the slot
+//!   table: a value this code never writes stops the operation short of it
+//!   and is reported as [`Error::Corrupt`] (`Locked::is_corrupt`), never a
+//!   panic, an endless loop or an out-of-range access (tested by
+//!   `garbage_in_the_segment_is_a_typed_error_never_a_panic_or_a_hang`: a
+//!   process writes random bytes at seeded offsets while three others run
+//!   every operation);
+//! * the calls with a time bound keep it (see *Crash safety of the lock*),
+//!   and `open` waits at most 5 s in all for the init lock and the segment
+//!   lock ([`Error::TimedOut`]): anyone who can *read* the file can hold the
+//!   init lock (an OFD read lock);
+//! * inherent to a writable mapping, not caught: truncating the file (every
+//!   attached process dies of `SIGBUS` at its next access), holding the
+//!   segment's `pthread_mutex_t` (the calls without a deadline wait) or a
+//!   record's liveness lock (its permits never come back), rewriting counts
+//!   within their ranges (permits appear or vanish).
 //!
 //! # Accounting and invariants
 //!
@@ -303,8 +349,17 @@
 //! A live process is never mid-critical-section when `EOWNERDEAD` is seen:
 //! the owner is a thread that died, and a thread of this crate cannot exit
 //! inside a critical section, so the owner's whole process is dead. A process
-//! *stopped* (`SIGSTOP`) inside the lock stalls everybody until it continues
-//! or dies, like any lock; killed there, it is repaired as above (tested).
+//! *stopped* (`SIGSTOP`, a debugger) inside the lock stalls the calls that
+//! need the lock until it continues or dies, like any lock, except the ones
+//! with a time bound, which take the lock with `pthread_mutex_timedlock`:
+//! [`SharedSemaphore::try_acquire`] waits for it at most 10 ms and fails with
+//! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
+//! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
+//! request is queued by then, leaves its removal to the process's doorbell
+//! thread (a grant that comes first is released at once). Killed there, the
+//! stopped process is repaired as above (tested by
+//! `a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires`
+//! and `a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops`).
 //!
 //! # Waking without polling
 //!
@@ -447,6 +502,7 @@ pub struct OpenOptions {
     create: bool,
     attach: bool,
     mode: u32,
+    accept_foreign_owner: bool,
 }
 
 impl Default for OpenOptions {
@@ -462,6 +518,7 @@ impl OpenOptions {
             create: true,
             attach: true,
             mode: 0o600,
+            accept_foreign_owner: false,
         }
     }
     /// Fail with [`Error::AlreadyExists`] if the name exists.
@@ -477,9 +534,24 @@ impl OpenOptions {
         self
     }
     /// The permission bits of a newly created segment (e.g. `0o660` to share
-    /// with the group). Only the low 9 bits are used.
+    /// with the group), set exactly (the umask does not apply). Only the low
+    /// 9 bits are used.
     pub const fn mode(mut self, mode: u32) -> Self {
         self.mode = mode & 0o777;
+        self
+    }
+    /// Attach to an existing segment even if another user owns it (its file's
+    /// owner is not this process's effective uid). Off by default: such an
+    /// attach fails with [`Error::PermissionDenied`] and changes nothing.
+    ///
+    /// Whoever can write a segment can make every process attached to it
+    /// misbehave (see *Trust boundary* in the crate docs): a segment another
+    /// user created, or pre-created under a name you meant to create (name
+    /// squatting), is only as trustworthy as that user. Turn this on only for
+    /// a name another user shares with you on purpose (the creator gave the
+    /// group or everyone access with [`mode`](Self::mode)).
+    pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
+        self.accept_foreign_owner = accept;
         self
     }
 }
@@ -528,12 +600,23 @@ impl SharedSemaphore {
                 (false, _) => sys::Create::AttachOnly,
                 (true, true) => sys::Create::OrAttach,
             };
-            let att = imp::open(name, permits as u64, create, options.mode)?;
+            let att = imp::open(
+                name,
+                permits as u64,
+                create,
+                options.mode,
+                options.accept_foreign_owner,
+            )?;
             Ok(SharedSemaphore { att })
         }
         #[cfg(not(all(target_os = "linux", not(volt_loom))))]
         {
-            let att = imp::open(name, permits as u64, options.mode)?;
+            let att = imp::open(
+                name,
+                permits as u64,
+                options.mode,
+                options.accept_foreign_owner,
+            )?;
             Ok(SharedSemaphore { att })
         }
     }
@@ -555,7 +638,9 @@ impl SharedSemaphore {
     }
 
     /// Takes `n` permits if they are available now and nobody is queued.
-    /// `n == 0` succeeds unless closed.
+    /// `n == 0` succeeds unless closed. Never blocks: when it needs the
+    /// segment lock it waits at most 10 ms for it, then fails with
+    /// [`Error::NoPermits`] (another process is stopped inside the lock).
     pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
         if n == 0 {
             return if self.is_closed() {
@@ -583,7 +668,9 @@ impl SharedSemaphore {
     }
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
-    /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
+    /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on. The
+    /// timeout bounds the waits for the segment lock too (a process stopped
+    /// inside it does not make this overrun it).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
         self.att
             .acquire_deadline(n as u64, Instant::now().checked_add(timeout))

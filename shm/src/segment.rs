@@ -402,10 +402,13 @@ impl Rings {
     }
     fn add_slot(&mut self, seg: &Segment, i: u32) {
         let s = &seg.slots[i as usize];
+        let owner = s.owner.load(Relaxed);
         if s.direct.load(Relaxed) != 0 {
             self.slots[i as usize / 64] |= 1u64 << (i % 64);
-        } else {
-            self.procs |= 1u128 << s.owner.load(Relaxed);
+        } else if (owner as usize) < MAX_PROCESSES {
+            // (An owner out of range is garbage written by another process:
+            // nobody to ring.)
+            self.procs |= 1u128 << owner;
         }
     }
     pub(crate) fn merge(&mut self, other: Rings) {
@@ -502,7 +505,12 @@ pub struct Census {
 impl Census {
     /// `available + held + granted == total`.
     pub fn conserved(&self) -> bool {
-        self.available + self.held + self.granted == self.total
+        // Checked: the sums come from shared memory another process may have
+        // scribbled on.
+        self.available
+            .checked_add(self.held)
+            .and_then(|x| x.checked_add(self.granted))
+            == Some(self.total)
     }
 }
 
@@ -563,12 +571,13 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
     // The same with the caller's lane as the in-flight marker: plain stores
     // instead of the two `busy` RMWs.
     let w = &proc.lanes[lane as usize];
-    let v = w.load(Relaxed);
-    debug_assert_eq!(v & 1, 0, "lane in use");
-    w.put(v + 1, Relaxed);
+    // Even unless another process wrote garbage into our lane: then start
+    // from the even value below it (only this thread writes the lane).
+    let v = w.load(Relaxed) & !1;
+    w.put(v.wrapping_add(1), Relaxed);
     loop {
         if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
-            w.put(v + 2, Release);
+            w.put(v.wrapping_add(2), Release);
             return Fast::Slow;
         }
         match state.cas(s, s - n * ONE) {
@@ -577,7 +586,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
         }
     }
     acct.add(n * acct::HELD);
-    w.put(v + 2, Release);
+    w.put(v.wrapping_add(2), Release);
     Fast::Done
 }
 
@@ -606,10 +615,10 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, lane: Option<u32>, n: u64) ->
     let (lane, mark) = match lane {
         Some(l) => {
             let w = &proc.lanes[l as usize];
-            let v = w.load(Relaxed);
-            debug_assert_eq!(v & 1, 0, "lane in use");
-            w.put(v + 1, Relaxed);
-            (Some((w, v + 2)), 0)
+            // See `fast_take`.
+            let v = w.load(Relaxed) & !1;
+            w.put(v.wrapping_add(1), Relaxed);
+            (Some((w, v.wrapping_add(2))), 0)
         }
         None => (None, 1),
     };
@@ -637,12 +646,16 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, lane: Option<u32>, n: u64) ->
     }
     crate::hooks::in_fast_release();
     loop {
-        if s & (QUEUED | FROZEN) != 0 {
+        // (A counter that would overflow is garbage: the lock's path decides.)
+        let Some(new) = s
+            .checked_add(n * ONE)
+            .filter(|_| s & (QUEUED | FROZEN) == 0)
+        else {
             acct.add(n * acct::HELD - mark);
             done(lane);
             return Fast::Slow;
-        }
-        match state.cas(s, s + n * ONE) {
+        };
+        match state.cas(s, new) {
             Ok(_) => break,
             Err(now) => s = now,
         }
@@ -683,8 +696,16 @@ pub(crate) fn fast_collect(seg: &Segment, me: u32, slot: u32, seq: u64) -> Fast 
         return Fast::Slow;
     }
     s.state.put(slot_state::FREE, Release);
-    acct.add(requested * acct::HELD - 1);
+    acct.add(requested.wrapping_mul(acct::HELD).wrapping_sub(1));
     Fast::Done
+}
+
+/// The permits granted so far to a QUEUED slot: `requested - remaining`
+/// (0, not a panic, if another process wrote a `remaining` above it).
+fn partial(s: &Slot) -> u64 {
+    s.requested
+        .load(Relaxed)
+        .saturating_sub(s.remaining.load(Relaxed))
 }
 
 /// `busy + 1` on an accounting word, unless it is saturated.
@@ -711,13 +732,36 @@ pub(crate) type Dead<'d> = &'d mut dyn FnMut(u32) -> bool;
 /// The segment, seen by a caller that holds its lock.
 pub(crate) struct Locked<'a> {
     pub(crate) seg: &'a Segment,
+    /// Set when a value read from the segment is one this code never writes
+    /// (an index out of range, a FIFO longer than the slot table): another
+    /// process with write access scribbled on it. The operation stops short
+    /// of the bad value and the caller reports `Error::Corrupt`.
+    corrupt: core::cell::Cell<bool>,
 }
 
 impl<'a> Locked<'a> {
     /// # Safety (logical)
     /// The caller holds the segment lock for as long as the value lives.
     pub(crate) fn new(seg: &'a Segment) -> Self {
-        Locked { seg }
+        Locked {
+            seg,
+            corrupt: core::cell::Cell::new(false),
+        }
+    }
+
+    /// Whether this critical section read a value this code never writes.
+    pub(crate) fn is_corrupt(&self) -> bool {
+        self.corrupt.get()
+    }
+
+    /// Slot `i`, an index read from the segment (a link, the head, the
+    /// tail): `None`, and the section marked corrupt, if it is out of range.
+    fn linked(&self, i: u32) -> Option<&Slot> {
+        let s = self.seg.slots.get(i as usize);
+        if s.is_none() {
+            self.corrupt.set(true);
+        }
+        s
     }
 
     fn hdr(&self) -> &Header {
@@ -856,19 +900,21 @@ impl<'a> Locked<'a> {
             self.drop_slots(p);
             proc.acct.put(0, SeqCst);
             proc.state.put(proc_state::FREE, Release);
-            h.reclaims.put(h.reclaims.load(Relaxed) + 1, Relaxed);
+            h.reclaims
+                .put(h.reclaims.load(Relaxed).wrapping_add(1), Relaxed);
             return Rings::default();
         }
         proc.acct.put(0, SeqCst);
-        let back = acct::held(a) + self.drop_slots(p);
+        let back = acct::held(a).saturating_add(self.drop_slots(p));
         proc.state.put(proc_state::FREE, Release);
-        h.reclaims.put(h.reclaims.load(Relaxed) + 1, Relaxed);
+        h.reclaims
+            .put(h.reclaims.load(Relaxed).wrapping_add(1), Relaxed);
         self.serve(back)
     }
 
     /// Frees every slot of record `p`; returns the permits they had.
     fn drop_slots(&self, p: u32) -> u64 {
-        let mut back = 0;
+        let mut back = 0u64;
         for i in 0..MAX_WAITERS as u32 {
             let s = self.slot(i);
             let st = s.state.load(Relaxed);
@@ -878,9 +924,9 @@ impl<'a> Locked<'a> {
             match st {
                 slot_state::QUEUED => {
                     self.unlink(i);
-                    back += s.requested.load(Relaxed) - s.remaining.load(Relaxed);
+                    back = back.saturating_add(partial(s));
                 }
-                slot_state::GRANTED => back += s.requested.load(Relaxed),
+                slot_state::GRANTED => back = back.saturating_add(s.requested.load(Relaxed)),
                 _ => {}
             }
             s.state.put(slot_state::FREE, Release);
@@ -961,11 +1007,16 @@ impl<'a> Locked<'a> {
             }
         };
         let seq = h.next_seq.load(Relaxed);
-        h.next_seq.put(seq + 1, Relaxed);
+        h.next_seq.put(seq.wrapping_add(1), Relaxed);
         let s = self.slot(slot);
         s.owner.put(me, Relaxed);
         s.requested.put(n, Relaxed);
-        s.remaining.put(n - taken, Relaxed);
+        // `taken < n` unless QUEUED was set with permits in the counter,
+        // which only garbage written by another process can do.
+        if taken >= n {
+            self.corrupt.set(true);
+        }
+        s.remaining.put(n.saturating_sub(taken), Relaxed);
         s.seq.put(seq, Relaxed);
         s.direct.put(0, Relaxed);
         // Release: whoever sees QUEUED (a repairer after our death) sees the
@@ -1017,12 +1068,16 @@ impl<'a> Locked<'a> {
     pub(crate) fn serve(&self, mut rem: u64) -> Rings {
         let mut rings = Rings::default();
         let h = self.hdr();
-        loop {
+        // At most one turn per slot: a longer FIFO is garbage.
+        for _ in 0..=MAX_WAITERS {
             let head = h.head.load(Relaxed);
             if head == NIL {
-                break;
+                self.bank(rem);
+                return rings;
             }
-            let s = self.slot(head);
+            let Some(s) = self.linked(head) else {
+                return rings;
+            };
             let remaining = s.remaining.load(Relaxed);
             let given = rem.min(remaining);
             s.remaining.put(remaining - given, Relaxed);
@@ -1035,7 +1090,7 @@ impl<'a> Locked<'a> {
             s.state.put(slot_state::GRANTED, Release);
             rings.add_slot(self.seg, head);
         }
-        self.bank(rem);
+        self.corrupt.set(true);
         rings
     }
 
@@ -1046,7 +1101,8 @@ impl<'a> Locked<'a> {
         let state = &self.hdr().state;
         let mut s = state.load(SeqCst);
         while rem != 0 || s & QUEUED != 0 {
-            match state.cas(s, (s & !QUEUED) + rem * ONE) {
+            // Wrapping: only a scribbled counter can overflow here.
+            match state.cas(s, (s & !QUEUED).wrapping_add(rem * ONE)) {
                 Ok(_) => break,
                 Err(now) => s = now,
             }
@@ -1064,7 +1120,7 @@ impl<'a> Locked<'a> {
         match st {
             slot_state::QUEUED => {
                 self.unlink(slot);
-                let returned = s.requested.load(Relaxed) - s.remaining.load(Relaxed);
+                let returned = partial(s);
                 s.state.put(slot_state::FREE, Release);
                 (SlotOutcome::Cancelled { returned }, self.serve(returned))
             }
@@ -1075,7 +1131,7 @@ impl<'a> Locked<'a> {
                 s.state.put(slot_state::FREE, Release);
                 self.proc(me)
                     .acct
-                    .add(s.requested.load(Relaxed) * acct::HELD);
+                    .add(s.requested.load(Relaxed).wrapping_mul(acct::HELD));
                 (SlotOutcome::Granted, Rings::default())
             }
             _ => {
@@ -1095,19 +1151,23 @@ impl<'a> Locked<'a> {
             h.state.or(word::CLOSED);
         }
         let mut rings = Rings::default();
-        let mut back = 0;
-        loop {
+        let mut back = 0u64;
+        // At most one turn per slot: a longer FIFO is garbage.
+        for _ in 0..=MAX_WAITERS {
             let head = h.head.load(Relaxed);
             if head == NIL {
-                break;
+                self.bank(back);
+                return rings;
             }
-            let s = self.slot(head);
-            back += s.requested.load(Relaxed) - s.remaining.load(Relaxed);
+            let Some(s) = self.linked(head) else {
+                return rings;
+            };
+            back = back.saturating_add(partial(s));
             self.unlink(head);
             s.state.put(slot_state::CLOSED, Release);
             rings.add_slot(self.seg, head);
         }
-        self.bank(back);
+        self.corrupt.set(true);
         rings
     }
 
@@ -1149,7 +1209,7 @@ impl<'a> Locked<'a> {
                 let lanes2: [u64; LANES] = core::array::from_fn(|k| p.lanes[k].load(Acquire));
                 let idle = lanes1.iter().all(|v| v & 1 == 0);
                 if idle && acct::busy(a) == 0 && lanes1 == lanes2 {
-                    held += acct::held(a);
+                    held = acct::held(a).saturating_add(held);
                     break;
                 }
                 if Some(i) != me && dead(i) {
@@ -1172,10 +1232,10 @@ impl<'a> Locked<'a> {
         for s in &self.seg.slots {
             match s.state.load(Relaxed) {
                 slot_state::QUEUED => {
-                    granted += s.requested.load(Relaxed) - s.remaining.load(Relaxed);
+                    granted = partial(s).saturating_add(granted);
                     queued += 1;
                 }
-                slot_state::GRANTED => granted += s.requested.load(Relaxed),
+                slot_state::GRANTED => granted = s.requested.load(Relaxed).saturating_add(granted),
                 _ => {}
             }
         }
@@ -1206,12 +1266,14 @@ impl<'a> Locked<'a> {
                     let proc = self.proc(p as u32);
                     proc.acct.put(0, SeqCst);
                     proc.state.put(proc_state::FREE, Release);
-                    h.reclaims.put(h.reclaims.load(Relaxed) + 1, Relaxed);
+                    h.reclaims
+                        .put(h.reclaims.load(Relaxed).wrapping_add(1), Relaxed);
                 }
                 h.recount_pending.put(0, Relaxed);
                 // Cannot underflow unless the segment was written by something
                 // else than this code; then hand out nothing rather than too much.
-                self.total().saturating_sub(held + self.granted().0)
+                self.total()
+                    .saturating_sub(held.saturating_add(self.granted().0))
             }
             None => {
                 h.recount_pending.put(GAVE_UP, Relaxed);
@@ -1255,7 +1317,8 @@ impl<'a> Locked<'a> {
     /// owner's critical section are counted as available again.
     pub(crate) fn repair(&self, me: Option<u32>, mut dead: impl FnMut(u32) -> bool) -> Rings {
         let h = self.hdr();
-        h.repairs.put(h.repairs.load(Relaxed) + 1, Relaxed);
+        h.repairs
+            .put(h.repairs.load(Relaxed).wrapping_add(1), Relaxed);
         let mut queued: [(u64, u32); MAX_WAITERS] = [(0, 0); MAX_WAITERS];
         let mut nq = 0;
         let mut max_seq = 0;
@@ -1293,7 +1356,7 @@ impl<'a> Locked<'a> {
             self.link_tail(i);
         }
         if h.next_seq.load(Relaxed) <= max_seq {
-            h.next_seq.put(max_seq + 1, Relaxed);
+            h.next_seq.put(max_seq.saturating_add(1), Relaxed);
         }
         self.recount(me, &mut dead)
     }
@@ -1310,7 +1373,7 @@ impl<'a> Locked<'a> {
                 .iter()
                 .filter(|p| p.state.load(Relaxed) == proc_state::LIVE)
                 .map(|p| acct::held(p.acct.load(SeqCst)))
-                .sum()
+                .fold(0u64, u64::saturating_add)
         });
         let (granted, queued) = self.granted();
         let c = Census {
@@ -1351,35 +1414,44 @@ impl<'a> Locked<'a> {
     fn link_tail(&self, i: u32) {
         let h = self.hdr();
         let s = self.slot(i);
-        let tail = h.tail.load(Relaxed);
+        let mut tail = h.tail.load(Relaxed);
+        if tail != NIL && self.linked(tail).is_none() {
+            tail = NIL; // garbage: `i` starts the list again
+        }
         s.prev.put(tail, Relaxed);
         s.next.put(NIL, Relaxed);
-        if tail == NIL {
-            h.head.put(i, Relaxed);
-        } else {
-            self.slot(tail).next.put(i, Relaxed);
+        match self.seg.slots.get(tail as usize) {
+            Some(t) => t.next.put(i, Relaxed),
+            None => h.head.put(i, Relaxed),
         }
         h.tail.put(i, Relaxed);
-        h.queue_len.put(h.queue_len.load(Relaxed) + 1, Relaxed);
+        h.queue_len
+            .put(h.queue_len.load(Relaxed).wrapping_add(1), Relaxed);
     }
 
     fn unlink(&self, i: u32) {
         let h = self.hdr();
         let s = self.slot(i);
-        let (prev, next) = (s.prev.load(Relaxed), s.next.load(Relaxed));
-        if prev == NIL {
-            h.head.put(next, Relaxed);
-        } else {
-            self.slot(prev).next.put(next, Relaxed);
+        let (mut prev, mut next) = (s.prev.load(Relaxed), s.next.load(Relaxed));
+        // Garbage links end the list there (the operation reports Corrupt).
+        if prev != NIL && self.linked(prev).is_none() {
+            prev = NIL;
         }
-        if next == NIL {
-            h.tail.put(prev, Relaxed);
-        } else {
-            self.slot(next).prev.put(prev, Relaxed);
+        if next != NIL && self.linked(next).is_none() {
+            next = NIL;
+        }
+        match self.seg.slots.get(prev as usize) {
+            Some(p) => p.next.put(next, Relaxed),
+            None => h.head.put(next, Relaxed),
+        }
+        match self.seg.slots.get(next as usize) {
+            Some(n) => n.prev.put(prev, Relaxed),
+            None => h.tail.put(prev, Relaxed),
         }
         s.prev.put(NIL, Relaxed);
         s.next.put(NIL, Relaxed);
-        h.queue_len.put(h.queue_len.load(Relaxed) - 1, Relaxed);
+        h.queue_len
+            .put(h.queue_len.load(Relaxed).saturating_sub(1), Relaxed);
     }
 
     /// The state of `slot` (for the doorbell thread and direct waiters).
@@ -1685,6 +1757,18 @@ pub(crate) mod tests {
                 l.finish(s.p[1], s.slot[1].0, s.slot[1].1);
                 vec![s.p[1]]
             }),
+            (
+                "B's abandoned timed acquire settled: collect, release",
+                |l, s| {
+                    // What the doorbell thread does for a timed acquire that gave
+                    // up while the lock was held by a stopped process and was
+                    // granted meanwhile (imp.rs, `settle_abandoned`).
+                    let (out, _) = l.finish(s.p[1], s.slot[1].0, s.slot[1].1);
+                    assert_eq!(out, SlotOutcome::Granted);
+                    l.release(s.p[1], 5).unwrap();
+                    vec![s.p[1]]
+                },
+            ),
             ("cancel C (partial head)", |l, s| {
                 l.finish(s.p[2], s.slot[2].0, s.slot[2].1);
                 vec![s.p[2]]
@@ -1756,6 +1840,64 @@ pub(crate) mod tests {
             }
         }
         assert!(crashes > 50, "only {crashes} crash points");
+    }
+
+    /// Issue 26, item 12: values another process wrote into the segment
+    /// (indices out of range, a `remaining` above `requested`, counters near
+    /// overflow) stop the operation and mark it corrupt; nothing panics.
+    #[test]
+    fn garbage_in_the_segment_is_reported_not_followed() {
+        let seg = heap_segment(4);
+        let l = Locked::new(&seg);
+        let (a, b) = (attach(&l), attach(&l));
+        l.try_take(a, 4).unwrap();
+        let Enqueued::Queued { slot, seq } = l.enqueue(b, 2).unwrap() else {
+            panic!("not queued");
+        };
+        assert!(!l.is_corrupt());
+        // A head out of range: the release's hand-off stops there.
+        seg.hdr.head.store(5000, Relaxed);
+        let _ = l.release(a, 1);
+        assert!(l.is_corrupt());
+        // A link out of range, a remaining above requested, a garbage owner.
+        let l = Locked::new(&seg);
+        seg.hdr.head.store(slot, Relaxed);
+        seg.slots[slot as usize].next.store(70_000, Relaxed);
+        seg.slots[slot as usize].remaining.store(u64::MAX, Relaxed);
+        assert_eq!(
+            l.finish(b, slot, seq).0,
+            SlotOutcome::Cancelled { returned: 0 }
+        );
+        assert!(l.is_corrupt());
+        let l = Locked::new(&seg);
+        seg.hdr.tail.store(9999, Relaxed);
+        let _ = l.enqueue(b, 4);
+        assert!(l.is_corrupt());
+        let l = Locked::new(&seg);
+        for s in seg.slots.iter().take(3) {
+            s.owner.store(u32::MAX, Relaxed);
+            s.requested.store(u64::MAX, Relaxed);
+        }
+        seg.hdr.head.store(NIL, Relaxed);
+        let _ = l.close();
+        let _ = l.census();
+        let _ = l.repair(None, |_| false);
+        // A FIFO that loops: bounded, reported.
+        let l = Locked::new(&seg);
+        let s0 = &seg.slots[0];
+        s0.state.store(slot_state::QUEUED, Relaxed);
+        s0.remaining.store(0, Relaxed);
+        s0.next.store(0, Relaxed);
+        s0.prev.store(0, Relaxed);
+        seg.hdr.head.store(0, Relaxed);
+        let _ = l.serve(1);
+        // Counters at the edge: the fast path refuses instead of overflowing.
+        seg.hdr.state.store(!0b111, Relaxed);
+        seg.procs[a as usize].acct.store(!acct::BUSY, Relaxed);
+        assert_eq!(fast_release(&seg, a, Some(0), 1), Fast::Slow);
+        assert_eq!(fast_release(&seg, a, None, 1), Fast::Slow);
+        seg.procs[a as usize].lanes[0].store(7, Relaxed); // odd: garbage
+        let _ = fast_take(&seg, a, Some(0), 1);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicU32, Ordering};
 use std::ffi::CString;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::Error;
 use crate::segment::{Locked, Segment, LAYOUT_VERSION, MAGIC, MAX_PROCESSES, SEGMENT_SIZE};
@@ -23,8 +23,22 @@ fn os_error(e: i32) -> Error {
         libc::ENOENT => Error::NotFound,
         libc::EEXIST => Error::AlreadyExists,
         libc::ENAMETOOLONG | libc::EINVAL => Error::InvalidName,
+        // Something else than a file holds the name (`unlink` of a directory).
+        libc::EISDIR => Error::NotASegment,
         e => Error::Os(e),
     }
+}
+
+/// The error of a failed `shm_open` of a valid name. glibc turns EISDIR into
+/// EINVAL there; a directory at the name is not a segment, not a bad name.
+fn open_error(path: &CString, e: i32) -> Error {
+    if e == libc::EINVAL {
+        let dev_shm = format!("/dev/shm{}", path.to_string_lossy());
+        if std::fs::symlink_metadata(dev_shm).is_ok_and(|m| m.is_dir()) {
+            return Error::NotASegment;
+        }
+    }
+    os_error(e)
 }
 
 /// `"/volt-sem.<name>"`, for `shm_open`.
@@ -96,9 +110,32 @@ pub(crate) fn open_segment(
     total: u64,
     create: Create,
     mode: u32,
+    accept_foreign_owner: bool,
+    deadline: Instant,
 ) -> Result<(Mapping, bool), Error> {
     let path = shm_path(name)?;
-    let (fd, created) = shm_open(&path, create, mode)?;
+    for _ in 0..100 {
+        let opened = open_once(&path, total, create, mode, accept_foreign_owner, deadline)?;
+        if let Some(opened) = opened {
+            return Ok(opened);
+        }
+    }
+    Err(Error::Os(libc::EAGAIN))
+}
+
+/// One attempt of `open_segment`; `None`: the file we opened lost its name
+/// before we got its init lock (a creator that failed to allocate it took it
+/// away, or `unlink`): open the name again, so that we never initialise or
+/// attach a segment nobody else can reach by its name.
+fn open_once(
+    path: &CString,
+    total: u64,
+    create: Create,
+    mode: u32,
+    accept_foreign_owner: bool,
+    deadline: Instant,
+) -> Result<Option<(Mapping, bool)>, Error> {
+    let (fd, created) = shm_open(path, create, mode)?;
     let fd = Fd(fd);
     if created {
         // shm_open's mode went through the umask: set exactly what was asked.
@@ -106,15 +143,20 @@ pub(crate) fn open_segment(
         if unsafe { libc::fchmod(fd.0, mode as libc::mode_t) } != 0 {
             return Err(os_error(errno()));
         }
+    } else if !accept_foreign_owner {
+        // Before the init lock, which the owner could hold forever: a
+        // segment another user owns is theirs to rewrite (name squatting).
+        // SAFETY: geteuid cannot fail.
+        if file_stat(fd.0)?.st_uid != unsafe { libc::geteuid() } {
+            return Err(Error::PermissionDenied);
+        }
     }
-    ofd_lock(fd.0, INIT_BYTE, true).map_err(os_error)?;
+    lock_init_byte(fd.0, deadline)?;
     // From here the init lock is held (dropped with the fd on error, or
     // explicitly by the caller once attached).
-    // SAFETY: a zeroed stat is a valid out-parameter.
-    let mut st: libc::stat = unsafe { core::mem::zeroed() };
-    // SAFETY: valid fd and out-pointer.
-    if unsafe { libc::fstat(fd.0, &mut st) } != 0 {
-        return Err(os_error(errno()));
+    let st = file_stat(fd.0)?;
+    if st.st_nlink == 0 {
+        return Ok(None);
     }
     let size = st.st_size as u64;
     let mut init = false;
@@ -122,9 +164,14 @@ pub(crate) fn open_segment(
         // Created by us, or by a process that died (or has not yet taken the
         // init lock) before sizing it: whoever holds the init lock sizes and
         // initialises it.
-        // SAFETY: plain syscall on our fd.
-        if unsafe { libc::ftruncate(fd.0, SEGMENT_SIZE as libc::off_t) } != 0 {
-            return Err(os_error(errno()));
+        if let Err(e) = allocate(fd.0) {
+            if created {
+                // Nothing was written: take our empty file away again rather
+                // than leave a name that looks taken.
+                // SAFETY: valid C string.
+                unsafe { libc::shm_unlink(path.as_ptr()) };
+            }
+            return Err(e);
         }
         init = true;
     } else {
@@ -138,8 +185,14 @@ pub(crate) fn open_segment(
         let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
         let magic = word(0);
         let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
-        if magic == 0 && size == SEGMENT_SIZE as u64 && head.iter().all(|&b| b == 0) {
-            // Sized but never initialised: its creator died half-way.
+        if magic == 0 && size == SEGMENT_SIZE as u64 {
+            // Sized, magic not written: its creator died half-way through
+            // `init` (the magic, one aligned store, is written last), since
+            // a creator holds the init lock, which we hold now, until its
+            // segment is complete. Whatever else it wrote is overwritten.
+            // Its file may be sparse (sized by an older version with
+            // ftruncate): allocate it before the first store.
+            allocate(fd.0)?;
             init = true;
         } else if magic != MAGIC {
             return Err(Error::NotASegment);
@@ -177,7 +230,54 @@ pub(crate) fn open_segment(
         // Release: whoever reads the magic sees an initialised segment.
         seg.hdr.magic.store(MAGIC, Ordering::Release);
     }
-    Ok((mapping, init))
+    Ok(Some((mapping, init)))
+}
+
+fn file_stat(fd: libc::c_int) -> Result<libc::stat, Error> {
+    // SAFETY: a zeroed stat is a valid out-parameter.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: valid fd and out-pointer.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(os_error(errno()));
+    }
+    Ok(st)
+}
+
+/// Sizes the segment file and allocates all its pages, so that no store into
+/// the mapping can fault: on tmpfs a file sized with `ftruncate` is sparse,
+/// and the first store into a page a full `/dev/shm` cannot provide raises
+/// `SIGBUS`. A full `/dev/shm` is `Error::Os(ENOSPC)` here instead, and the
+/// file is left as it was (tmpfs undoes a failed `fallocate`).
+fn allocate(fd: libc::c_int) -> Result<(), Error> {
+    loop {
+        // SAFETY: plain syscall on our fd; returns the error number.
+        match unsafe { libc::posix_fallocate(fd, 0, SEGMENT_SIZE as libc::off_t) } {
+            0 => return Ok(()),
+            libc::EINTR => continue,
+            e => return Err(os_error(e)),
+        }
+    }
+}
+
+/// Takes the init lock, waiting at most until `deadline` (then
+/// `Error::TimedOut`). Held for microseconds by a running opener; longer only
+/// by a process stopped half-way through its `open`, or by one that locks the
+/// byte on purpose (a read lock suffices, so anyone who can read the file
+/// can): `open` must not wait for ever for either. Polled, since OFD locks
+/// have no timed wait.
+fn lock_init_byte(fd: libc::c_int, deadline: Instant) -> Result<(), Error> {
+    let mut pause = Duration::from_micros(50);
+    loop {
+        if ofd_lock(fd, INIT_BYTE, false).map_err(os_error)? {
+            return Ok(());
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::TimedOut);
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_millis(10));
+    }
 }
 
 /// Releases the init lock taken by `open_segment`.
@@ -198,7 +298,7 @@ fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, b
             }
             let e = errno();
             if e != libc::EEXIST || create == Create::Only {
-                return Err(os_error(e));
+                return Err(open_error(path, e));
             }
         }
         // SAFETY: valid C string.
@@ -208,7 +308,7 @@ fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, b
         }
         let e = errno();
         if e != libc::ENOENT || create == Create::AttachOnly {
-            return Err(os_error(e));
+            return Err(open_error(path, e));
         }
         // Unlinked between our two calls: try again.
     }
@@ -266,12 +366,36 @@ pub(crate) enum LockState {
     OwnerDied,
 }
 
-/// Takes the segment's robust lock.
-pub(crate) fn lock(seg: &Segment) -> Result<LockState, Error> {
-    // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
-    match unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) } {
+/// Takes the segment's robust lock, waiting at most until `deadline` (then
+/// `Error::TimedOut`; `None`: no deadline). A deadline in the past still takes
+/// a free lock (one attempt). The wait is what a process stopped (`SIGSTOP`)
+/// inside the lock costs the others: only the calls without a deadline wait
+/// for it to continue or die.
+pub(crate) fn lock(seg: &Segment, deadline: Option<Instant>) -> Result<LockState, Error> {
+    let r = match deadline {
+        // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
+        None => unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) },
+        Some(d) => {
+            // pthread_mutex_timedlock takes a CLOCK_REALTIME time: the
+            // remaining monotonic wait added to the current wall-clock time
+            // (a wall-clock step during the wait shortens or lengthens it).
+            let left = d.saturating_duration_since(Instant::now());
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default()
+                .saturating_add(left);
+            let ts = libc::timespec {
+                tv_sec: at.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+                tv_nsec: at.subsec_nanos() as libc::c_long,
+            };
+            // SAFETY: as above; `ts` is a valid timespec.
+            unsafe { libc::pthread_mutex_timedlock(mutex_ptr(seg), &ts) }
+        }
+    };
+    match r {
         0 => Ok(LockState::Clean),
         libc::EOWNERDEAD => Ok(LockState::OwnerDied),
+        libc::ETIMEDOUT => Err(Error::TimedOut),
         libc::ENOTRECOVERABLE => Err(Error::Corrupt),
         e => Err(Error::Os(e)),
     }

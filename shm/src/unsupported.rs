@@ -9,7 +9,12 @@ use crate::segment::Census;
 
 pub(crate) enum Attachment {}
 
-pub(crate) fn open(_name: &str, _total: u64, _mode: u32) -> Result<Arc<Attachment>, Error> {
+pub(crate) fn open(
+    _name: &str,
+    _total: u64,
+    _mode: u32,
+    _accept_foreign_owner: bool,
+) -> Result<Arc<Attachment>, Error> {
     Err(Error::Unsupported)
 }
 

@@ -170,6 +170,62 @@ fn child_main() {
     };
     let name = std::env::var("VOLT_SHM_NAME").unwrap();
     let total = env_num("VOLT_SHM_TOTAL") as usize;
+    if role == "open-on-full" {
+        // Runs with a /dev/shm too small for a segment (see
+        // `open_on_a_full_dev_shm_is_a_typed_error`).
+        let r = SharedSemaphore::open(&name, total, OpenOptions::new());
+        say(&format!("open {:?}", r.as_ref().map(|_| ())));
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, name);
+        say(&format!("left {}", std::path::Path::new(&path).exists()));
+        std::process::exit(0);
+    }
+    if role == "scribble" {
+        // Writes garbage into the segment's file: SCRIBBLES writes of 1 to 8
+        // random bytes at seeded random offsets, one every 2 ms, never into
+        // the bytes of the lock itself (see `garbage_in_the_segment_...`).
+        use std::os::unix::fs::FileExt;
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, name);
+        let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        let size = f.metadata().unwrap().len();
+        let mut rng = Rng(env_num("SEED") | 1);
+        say("scribbling");
+        // Mostly where the live state is: the header's mutable words, the
+        // first process records, the first slots (the victims' own).
+        let regions = [
+            (32, 96),
+            (192, 192 + 4 * 192),
+            (24768, 24768 + 64 * 48),
+            (0, size),
+        ];
+        for _ in 0..env_num("SCRIBBLES") {
+            let len = 1 + rng.below(8);
+            let (lo, hi) = regions[rng.below(4) as usize];
+            let at = lo + rng.below(hi - lo - len);
+            if at + len > LOCK_CELL.0 && at < LOCK_CELL.1 {
+                continue;
+            }
+            let bytes: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+            f.write_all_at(&bytes, at).unwrap();
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        say("scribbled");
+        std::process::exit(0);
+    }
+    if role == "create-loop" {
+        // Creates, detaches from and unlinks the name over and over, until
+        // killed: a kill lands anywhere in a creation.
+        say("looping");
+        loop {
+            match SharedSemaphore::open(&name, total, OpenOptions::new()) {
+                Ok(sem) => drop(sem),
+                Err(e) => {
+                    say(&format!("open failed: {e:?}"));
+                    std::process::exit(1);
+                }
+            }
+            let _ = volt_sem_shm::unlink(&name);
+        }
+    }
     let opts = if role == "create-and-hold" {
         OpenOptions::new().create_only()
     } else {
@@ -206,12 +262,57 @@ fn child_main() {
             sem.release(1).unwrap(); // stops inside the lock; killed there
             say("resumed");
         }
+        "hold-then-stop-in-release" => {
+            sem.acquire_blocking(2).unwrap();
+            say("held");
+            let go = std::env::var("GO").unwrap();
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            volt_sem_shm::hooks::stop_in_next_release();
+            sem.release(1).unwrap(); // stops inside the lock; killed there
+            say("resumed");
+        }
         "stop-in-fast-release" => {
             sem.try_acquire(2).unwrap(); // the fast path: no queue
             say("held");
             volt_sem_shm::hooks::stop_in_next_fast_release();
             sem.release(2).unwrap(); // stops with the permits in transit
             say("resumed");
+        }
+        "victim" => {
+            // Runs every kind of operation for a while on a segment another
+            // process scribbles on; any Result is fine (a typed value), a
+            // panic or a hang is not.
+            say("ready");
+            let (mut ok, mut errs) = (0u64, Vec::new());
+            let mut note = |r: Result<(), Error>| match r {
+                Ok(()) => ok += 1,
+                Err(e) => {
+                    if !errs.contains(&e) {
+                        errs.push(e);
+                    }
+                }
+            };
+            let t = Instant::now();
+            while t.elapsed() < Duration::from_millis(1500) {
+                let r = sem.try_acquire(1);
+                let got = r.is_ok();
+                note(r);
+                if got {
+                    note(sem.release(1));
+                }
+                let r = sem.acquire_timeout(2, Duration::from_millis(20));
+                let got = r.is_ok();
+                note(r);
+                if got {
+                    note(sem.release(2));
+                }
+                note(sem.held_permits().map(|_| ()));
+                note(sem.census().map(|_| ()));
+                let _ = sem.available_permits();
+            }
+            say(&format!("done {ok} ok, errors {errs:?}"));
         }
         "stress" => stress_child(&sem, &name),
         other => panic!("unknown role {other}"),
@@ -413,6 +514,246 @@ fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
     assert_eq!((c.live, c.reclaims), (1, 1));
     sem.try_acquire(3).unwrap();
     sem.release(3).unwrap();
+}
+
+/// Issue 26, item 11: a process stopped (SIGSTOP) inside the segment lock made
+/// another process's `try_acquire` ("never blocks") and `acquire_timeout`
+/// wait for as long as it stayed stopped. They now wait for the lock at most
+/// a few ms (try) or until their deadline, and fail with NoPermits / TimedOut.
+/// If they still block, the stopped process is killed after 5 s (which
+/// unblocks them) and the test fails.
+#[test]
+fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
+    let name = Name::new("xstall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let s2 = sem.clone();
+    let probe = std::thread::spawn(move || {
+        let t = Instant::now();
+        let tried = s2.try_acquire(1);
+        let tried_in = t.elapsed();
+        let t = Instant::now();
+        let timed = s2.acquire_timeout(1, Duration::from_millis(100));
+        (tried, tried_in, timed, t.elapsed())
+    });
+    let t = Instant::now();
+    while !probe.is_finished() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stalled = !probe.is_finished();
+    s.kill9(); // unblocks the probe if it is stuck
+    let (tried, tried_in, timed, timed_in) = probe.join().unwrap();
+    eprintln!("stopped lock holder: try_acquire {tried:?} after {tried_in:?}, acquire_timeout(100 ms) {timed:?} after {timed_in:?}");
+    assert!(!stalled, "try/timed acquires waited for a stopped process");
+    assert_eq!(tried, Err(Error::NoPermits));
+    assert_eq!(timed, Err(Error::TimedOut));
+    // Deadline bounds with generous slack (a loaded machine), not timing claims.
+    assert!(tried_in < Duration::from_secs(2), "{tried_in:?}");
+    assert!(timed_in < Duration::from_secs(2), "{timed_in:?}");
+    // The death inside the lock is repaired as ever: every permit comes back.
+    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.queued), (2, 0));
+    sem.release(2).unwrap();
+}
+
+/// Issue 26, item 11, the other half: a timed acquire already queued when a
+/// process stops inside the lock must still give up on time. It cannot take
+/// its request out of the queue without the lock, so it leaves that to its
+/// doorbell thread and returns TimedOut; once the stopped process dies the
+/// request is gone and every permit is back.
+#[test]
+fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
+    let name = Name::new("xstall2");
+    let sem = open(&name, 2);
+    let go = format!("/tmp/volt-sem-test-go.{}", std::process::id());
+    let _ = std::fs::remove_file(&go);
+    let mut s = Child::spawn(&name, 2, "hold-then-stop-in-release", &[("GO", go.clone())]);
+    s.expect("held", Duration::from_secs(5));
+    let s2 = sem.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = s2.acquire_timeout(1, Duration::from_millis(500));
+        (r, t.elapsed())
+    });
+    wait_queued(&sem, 1);
+    std::fs::write(&go, b"").unwrap();
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let t = Instant::now();
+    while !waiter.is_finished() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let stalled = !waiter.is_finished();
+    s.kill9();
+    let _ = std::fs::remove_file(&go);
+    let (r, took) = waiter.join().unwrap();
+    eprintln!("queued acquire_timeout(500 ms), lock holder stopped: {r:?} after {took:?}");
+    assert!(
+        !stalled,
+        "a queued timed acquire waited for a stopped process"
+    );
+    assert_eq!(r, Err(Error::TimedOut));
+    assert!(took < Duration::from_secs(3), "{took:?}");
+    // The abandoned request leaves the queue once the lock is free again,
+    // and the dead holder's permits come back.
+    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    let t = Instant::now();
+    loop {
+        let c = assert_conserved(&sem);
+        if c.queued == 0 && c.granted == 0 {
+            assert_eq!(c.held, 2);
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "abandoned request left: {c:?}"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    sem.release(2).unwrap();
+    assert_eq!(sem.available_permits(), 2);
+}
+
+/// The byte range of the segment's `pthread_mutex_t` (its `LockCell`, after
+/// the 96-byte header, 64-aligned): whoever can write there can hold the lock
+/// for good, which is inherent to a writable mapping (documented), so the
+/// scribbler leaves it alone.
+const LOCK_CELL: (u64, u64) = (128, 192);
+
+/// Issue 26, item 12: a process that can write the segment wrote garbage and
+/// the victims panicked (an index out of bounds) or hung. Now a value read
+/// from the segment that this library never writes is a typed error
+/// (`Error::Corrupt`), never a panic; timed calls stay timed. Several seeds;
+/// each round: three victim processes run every operation while a fourth
+/// writes random bytes at random offsets; every victim must finish, exit
+/// cleanly and report, within a generous bound.
+#[test]
+fn garbage_in_the_segment_is_a_typed_error_never_a_panic_or_a_hang() {
+    for seed in [1u64, 2, 3, 0x5eed, 0xdead_beef] {
+        let name = Name::new("xgarbage");
+        let sem = open(&name, 4);
+        let mut victims: Vec<Child> = (0..3)
+            .map(|_| {
+                let mut c = Child::spawn(&name, 4, "victim", &[]);
+                c.expect("ready", Duration::from_secs(10));
+                c
+            })
+            .collect();
+        let env = [("SEED", seed.to_string()), ("SCRIBBLES", "300".to_string())];
+        let mut scribbler = Child::spawn(&name, 4, "scribble", &env);
+        scribbler.expect("scribbled", Duration::from_secs(30));
+        scribbler.wait_exit(Duration::from_secs(10));
+        for v in &mut victims {
+            v.wait_exit(Duration::from_secs(30));
+            // Its last line may still be on its way through the pipe.
+            let t = Instant::now();
+            let report = loop {
+                v.drain();
+                if let Some(l) = v.seen.iter().find(|l| l.starts_with("done")) {
+                    break l.clone();
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(10),
+                    "seed {seed}: victim said {:?}",
+                    v.seen
+                );
+                std::thread::sleep(Duration::from_millis(5));
+            };
+            eprintln!("seed {seed}: victim {}: {report}", v.pid());
+        }
+        // This process's handle on the scribbled segment: values, no panic.
+        let _ = sem.try_acquire(1);
+        let _ = sem.acquire_timeout(1, Duration::from_millis(20));
+        let _ = sem.census();
+        let _ = sem.held_permits();
+    }
+}
+
+/// Issue 26, item 8: a creator killed anywhere inside its creation must not
+/// leave a file that every later open refuses. Creators are killed at random
+/// moments of a create/unlink loop; after each kill an open must succeed.
+#[test]
+fn kill9_during_creation_never_bricks_the_name() {
+    let name = Name::new("xcreate");
+    let mut rng = Rng(0x2545f4914f6cdd1d ^ std::process::id() as u64);
+    let mut failures = Vec::new();
+    for round in 0..60 {
+        let mut c = Child::spawn(&name, 2, "create-loop", &[]);
+        c.expect("looping", Duration::from_secs(10));
+        std::thread::sleep(Duration::from_micros(rng.below(3000)));
+        c.kill9();
+        match SharedSemaphore::open(&name, 2, OpenOptions::new()) {
+            Ok(sem) => {
+                // Whatever the creator left, it is a working semaphore now.
+                assert_conserved(&sem);
+                sem.try_acquire(2).unwrap();
+                sem.release(2).unwrap();
+            }
+            Err(e) => failures.push((round, e)),
+        }
+        let _ = volt_sem_shm::unlink(&name);
+    }
+    assert!(
+        failures.is_empty(),
+        "opens refused after a kill: {failures:?}"
+    );
+}
+
+/// Issue 26, item 9: `open` on a full `/dev/shm` died of SIGBUS (the file was
+/// sized sparse and the first store faulted) and left a broken name. The
+/// child runs in a mount namespace of its own with a 40 KiB tmpfs on
+/// `/dev/shm` (a segment is larger): its open must fail with ENOSPC and leave
+/// no name behind.
+#[test]
+fn open_on_a_full_dev_shm_is_a_typed_error() {
+    let probe = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=40k volt-full /dev/shm",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("SKIPPED: open_on_a_full_dev_shm_is_a_typed_error (cannot unshare -m and mount a tmpfs here)");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let out = Command::new("unshare")
+        .args([
+            "-m",
+            "sh",
+            "-c",
+            "mount -t tmpfs -o size=40k volt-full /dev/shm && exec \"$0\" \"$@\"",
+        ])
+        .arg(exe)
+        .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+        .env("VOLT_SHM_ROLE", "open-on-full")
+        .env("VOLT_SHM_NAME", "full")
+        .env("VOLT_SHM_TOTAL", "2")
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
+    let said: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.find('@').map(|i| l[i + 1..].trim().to_string()))
+        .collect();
+    assert!(
+        out.status.success(),
+        "child died: {:?} {said:?}",
+        out.status
+    );
+    assert_eq!(
+        said,
+        [
+            format!("open Err({:?})", Error::Os(libc::ENOSPC)),
+            "left false".to_string()
+        ]
+    );
 }
 
 // ------------------------------------------------------------------ stress

@@ -639,6 +639,56 @@ static void test_permission_denied(void) {
     volt_sem_free(sem);
 }
 
+/* Issue 26, item 10: a segment another user owns (here root's, mode 0666, as
+ * a squatter would leave it for its victims) is refused by a default open of
+ * another user, who gets VOLT_PERMISSION and changes nothing; with
+ * VOLT_OPEN_ACCEPT_FOREIGN_OWNER it attaches. Needs root (to become `nobody`
+ * in a child); skipped otherwise. */
+static void test_foreign_owner_is_refused_unless_accepted(void) {
+    if (geteuid() != 0) {
+        printf("SKIPPED: test_foreign_owner_is_refused_unless_accepted (needs root)\n");
+        return;
+    }
+    char name[64];
+    make_name(name, sizeof name, "foreign-owner");
+    const volt_sem *sem = open_sem(name, 2, VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_SHARE_ALL);
+    char path[512];
+    snprintf(path, sizeof path, "/dev/shm/volt-sem.%s", name);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (st.st_mode & 0777) == 0666);
+    struct passwd *nobody = getpwnam("nobody");
+    uid_t uid = nobody ? nobody->pw_uid : 65534;
+    gid_t gid = nobody ? nobody->pw_gid : 65534;
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(60);
+        char code = 0;
+        const volt_sem *s = (const volt_sem *)&s;
+        if (setgid(gid) != 0 || setuid(uid) != 0) code = 1;
+        else if (volt_sem_open(name, 2, 0, &s) != VOLT_PERMISSION || s != NULL) code = 2;
+        else if (volt_sem_open(name, 2, VOLT_OPEN_ATTACH_ONLY, &s) != VOLT_PERMISSION) code = 3;
+        else if (volt_sem_open(name, 2, VOLT_OPEN_ACCEPT_FOREIGN_OWNER, &s) != VOLT_OK) code = 4;
+        else if (volt_sem_try_acquire(s, 1) != VOLT_OK || volt_sem_release(s, 1) != VOLT_OK) code = 5;
+        if (write(fds[1], &code, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char code = 99;
+    CHECK(read(fds[0], &code, 1) == 1);
+    close(fds[0]);
+    CHECK(code == 0);
+    if (code != 0) fprintf(stderr, "    child step %d failed\n", code);
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK); /* nothing changed */
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 /* A full waiter table is a clear error; the request is not queued and the
  * FIFO goes on. */
 static void test_queue_full(void) {
@@ -695,6 +745,7 @@ int main(int argc, char **argv) {
     RUN(test_forked_handle);
     RUN(test_bad_input);
     RUN(test_permission_denied);
+    RUN(test_foreign_owner_is_refused_unless_accepted);
     RUN(test_queue_full);
     return harness_summary("c-open");
 }

@@ -45,7 +45,7 @@ async function main(): Promise<void> {
   const l = new RwLock();
   (await l.acquireRead())();
   void [locked, pending, cancelled, v, m.cancel(), l.pendingCount, volt.Semaphore === Semaphore];
-  const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660 };
+  const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660, acceptForeignOwner: false };
   const named: Semaphore = Semaphore.open('usage-cts', 2, options);
   const about: [string | null, number | null] = [named.name, named.totalPermits];
   void about;

@@ -74,7 +74,8 @@ class ForkedError(SharedError):
     used in the child: open or connect again there."""
 
 class CorruptError(SharedError):
-    """The shared segment's lock is not recoverable."""
+    """The shared segment holds a value the library never writes (a process
+    with write access scribbled on it), or its lock is not recoverable."""
 
 @final
 class Acquire(Coroutine[Any, Any, Literal[True]]):
@@ -149,7 +150,13 @@ class Semaphore:
         """``ValueError`` if ``permits`` is negative or above ``MAX_PERMITS``."""
     @classmethod
     def open(
-        cls, name: str, permits: int, *, create: Optional[bool] = None, mode: int = 0o600
+        cls,
+        name: str,
+        permits: int,
+        *,
+        create: Optional[bool] = None,
+        mode: int = 0o600,
+        accept_foreign_owner: bool = False,
     ) -> "Semaphore":
         """The semaphore named ``name``, shared by every process of this machine
         that opens the same name (Linux), created with ``permits`` permits in
@@ -157,10 +164,15 @@ class Semaphore:
         loop or thread; FIFO across processes; a dead process's permits come
         back. ``create=True`` only creates (``FileExistsError``), ``False`` only
         attaches (``FileNotFoundError``); ``mode`` is the permission bits of a
-        new segment (the owner always keeps read and write).
+        new segment (the owner always keeps read and write; the umask does not
+        apply). A segment another user owns raises ``PermissionError`` unless
+        ``accept_foreign_owner=True`` (its owner can rewrite its state: trust
+        only one shared with you on purpose).
         Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
         :class:`NotASegmentError`, :class:`InvalidNameError`,
-        ``PermissionError``, ``ValueError``, ``NotImplementedError`` (not Linux)."""
+        ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
+        locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
+        ``/dev/shm`` full), ``NotImplementedError`` (not Linux)."""
     @classmethod
     def connect(
         cls,
