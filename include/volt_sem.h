@@ -1110,7 +1110,9 @@ volt_status volt_sem_acquire(const struct volt_sem *sem,
  * `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
  * `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
  * reported just before the callback runs: only `volt_sem_cancel` says when the
- * waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+ * waiter's memory is free. In a child created by `fork()`, a
+ * request that the parent had queued on a local semaphore reads `VOLT_CLOSED`
+ * (see FORK). For a Redis waiter, `VOLT_CLOSED` also stands for a
  * request that failed (its session lost: it holds nothing either);
  * `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
  * `VOLT_STATE_LOST`).

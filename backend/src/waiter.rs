@@ -285,6 +285,15 @@ impl Waiter {
         }
     }
 
+    /// Whether a request on a local semaphore is still linked in a queue by the
+    /// parent of this forked process (closed for this process; see
+    /// [`volt_sem::Waiter::queued_before_fork`]). `false` for the other
+    /// backends, whose handles refuse to work after `fork()`.
+    #[inline]
+    pub fn queued_before_fork(&self) -> bool {
+        self.kind() == kind::LOCAL && self.local.queued_before_fork()
+    }
+
     /// Whether the current (or last) request went to a shared semaphore.
     pub fn is_shared(&self) -> bool {
         self.kind() == kind::SHARED

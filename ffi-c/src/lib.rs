@@ -1492,7 +1492,9 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
 /// `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
 /// reported just before the callback runs: only `volt_sem_cancel` says when the
-/// waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+/// waiter's memory is free. In a child created by `fork()`, a
+/// request that the parent had queued on a local semaphore reads `VOLT_CLOSED`
+/// (see FORK). For a Redis waiter, `VOLT_CLOSED` also stands for a
 /// request that failed (its session lost: it holds nothing either);
 /// `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
 /// `VOLT_STATE_LOST`).
@@ -1507,6 +1509,10 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
             return VOLT_INVALID_ARGUMENT;
         };
         match slot.waiter.state() {
+            // A request the parent of this forked child queued: closed here
+            // (header, FORK), even before a call that takes the semaphore's
+            // lock has purged it.
+            WaiterState::Waiting if slot.waiter.queued_before_fork() => VOLT_CLOSED,
             WaiterState::Waiting => VOLT_PENDING,
             WaiterState::Granted => VOLT_OK,
             WaiterState::Closed => VOLT_CLOSED,

@@ -659,6 +659,61 @@ static void test_fork_with_a_blocked_thread(void) {
     CHECK(volt_sem_available_permits(b.sem) == 0);
     volt_sem_free(b.sem);
 }
+
+/* Issue 33, item 3: the FORK section promises that in the child a request the
+ * parent queued reads VOLT_CLOSED and its partial grant is back in the counter.
+ * Both used to show the parent's state (VOLT_PENDING, 0 available) until some
+ * call took the semaphore's lock. Each child asks first with the call under
+ * test, before anything else touches the semaphore: one child the waiter's
+ * status, the other the available permits. */
+static void test_fork_child_reads_queued_request_closed(void) {
+    for (int first_status = 0; first_status <= 1; first_status++) {
+        const volt_sem *sem = new_sem(1);
+        volt_waiter w;
+        counter c;
+        atomic_init(&c.wakes, 0);
+        init_waiter(&w);
+        /* Queued with the one free permit as its partial grant. */
+        CHECK_STATUS(volt_sem_acquire(sem, &w, 2, count_wake, &c), VOLT_PENDING);
+        CHECK(volt_sem_available_permits(sem) == 0);
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            harness_child_watchdog(60);
+            char code = 0;
+            if (first_status) {
+                if (volt_waiter_status(&w) != VOLT_CLOSED) code = 10;
+                else if (volt_sem_available_permits(sem) != 1) code = 11;
+            } else {
+                if (volt_sem_available_permits(sem) != 1) code = 12;
+                else if (volt_waiter_status(&w) != VOLT_CLOSED) code = 13;
+            }
+            if (code == 0 && volt_sem_cancel(sem, &w, NULL) != VOLT_CLOSED) code = 14;
+            if (code == 0 && atomic_load(&c.wakes) != 0) code = 15;
+            if (code == 0 && volt_sem_try_acquire(sem, 1) != VOLT_OK) code = 16;
+            if (write(fds[1], &code, 1) != 1) _exit(1);
+            _exit(0);
+        }
+        close(fds[1]);
+        char code = 99;
+        CHECK(read(fds[0], &code, 1) == 1);
+        close(fds[0]);
+        if (code != 0) fprintf(stderr, "    child (%s first) failed with code %d\n",
+                               first_status ? "status" : "available", code);
+        CHECK(code == 0);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        /* The parent's request is untouched: still queued with its partial grant. */
+        CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
+        size_t returned = 9;
+        CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_CANCELLED);
+        CHECK(returned == 1);
+        CHECK(volt_sem_available_permits(sem) == 1);
+        volt_sem_free(sem);
+    }
+}
 #endif /* _WIN32 */
 
 /* A waker may also queue another waiter (not its own: it is still busy). */
@@ -1078,6 +1133,7 @@ int main(void) {
     RUN(test_acquire_blocking);
 #ifndef _WIN32
     RUN(test_fork_with_a_blocked_thread);
+    RUN(test_fork_child_reads_queued_request_closed);
 #endif
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);
