@@ -1184,7 +1184,13 @@ volt_status volt_sem_cancel(const struct volt_sem *sem,
  * call must not be one that other waiters' callbacks take; the wait for this
  * waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
  *
- * Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+ * Inside the waiter's own callback it is the same as `volt_sem_cancel`; so it
+ * is inside another waiter's callback when this waiter's callback is still to
+ * run on the same thread (one release, close or cancel completed both): it
+ * returns the outcome at once and that callback is never called, as with
+ * `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
+ * semaphore, whose callbacks run on one thread per process (name, handle), a
+ * sibling's callback still to run on it makes this return `VOLT_PENDING`.
  *
  * # Safety
  * As for `volt_sem_cancel`.

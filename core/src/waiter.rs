@@ -353,6 +353,18 @@ impl Waiter {
             && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
     }
 
+    /// Whether this waiter's wake callback is still to run on the current
+    /// thread: a release, close or cancel made here completed it while another
+    /// callback was running, and the thread's trampoline has not called it
+    /// yet. [`finish_raw`](crate::Semaphore::finish_raw) called here then
+    /// collects its outcome at once and the callback is never called (waiting
+    /// for it would hang). For the C ABI's `volt_sem_try_cancel`, which must
+    /// not wait for a callback but need not here.
+    #[doc(hidden)]
+    pub fn callback_pending_here(&self) -> bool {
+        crate::delivery::is_pending_here(self)
+    }
+
     /// The number of permits the current (or last) request asked for.
     ///
     /// ```

@@ -1588,7 +1588,13 @@ pub unsafe extern "C" fn volt_sem_cancel(
 /// call must not be one that other waiters' callbacks take; the wait for this
 /// waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
 ///
-/// Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+/// Inside the waiter's own callback it is the same as `volt_sem_cancel`; so it
+/// is inside another waiter's callback when this waiter's callback is still to
+/// run on the same thread (one release, close or cancel completed both): it
+/// returns the outcome at once and that callback is never called, as with
+/// `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
+/// semaphore, whose callbacks run on one thread per process (name, handle), a
+/// sibling's callback still to run on it makes this return `VOLT_PENDING`.
 ///
 /// # Safety
 /// As for `volt_sem_cancel`.
@@ -1641,12 +1647,19 @@ unsafe fn end_acquire(
             // waits for the core to mark the waiter done, a few instructions).
             CLAIM_RUNNING => return VOLT_PENDING,
             CLAIM_RETURNED => {}
-            _ => {
-                if slot.waiter.state() != WaiterState::Waiting {
-                    // Unlinked by a notifier whose trampoline has not started: the
-                    // callback will be called; leave the outcome to it.
+            // Unlinked by a notifier whose trampoline has not started. If that
+            // trampoline is this thread's (this call runs inside another
+            // callback that the same release, close or cancel completed),
+            // `finish_raw` takes the outcome at once, as `volt_sem_cancel`
+            // does: nothing to wait for, so no reason to answer otherwise.
+            _ if slot.waiter.state() != WaiterState::Waiting => {
+                if !slot.waiter.callback_pending_here() {
+                    // The callback will be called elsewhere; leave the outcome
+                    // to it.
                     return VOLT_PENDING;
                 }
+            }
+            _ => {
                 // Queued: take the outcome from the callback. From here on the
                 // trampoline returns without calling it, so `finish_raw` cannot
                 // wait for it (only for the core's own bookkeeping, or for earlier

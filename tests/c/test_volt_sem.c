@@ -605,6 +605,35 @@ static void test_callback_cancels_a_sibling(void) {
     volt_sem_free(s.sem);
 }
 
+/* Issue 33, item 4: the same as above with volt_sem_try_cancel, which used to
+ * return VOLT_PENDING there (and let B's callback run afterwards) although
+ * nothing has to be waited for: B's callback is still to run on this thread,
+ * after A's. It now answers as volt_sem_cancel does. */
+static void try_cancel_sibling(void *ctx) {
+    siblings *s = ctx;
+    s->b_from_a = volt_sem_try_cancel(s->sem, &s->b, NULL);
+}
+
+static void test_callback_try_cancels_a_sibling(void) {
+    siblings s;
+    s.sem = new_sem(0);
+    atomic_init(&s.b_wakes.wakes, 0);
+    s.b_from_a = VOLT_PANIC;
+    init_waiter(&s.a);
+    init_waiter(&s.b);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.a, 1, try_cancel_sibling, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.b, 2, count_wake, &s.b_wakes), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK); /* both callbacks run here */
+    CHECK_STATUS(s.b_from_a, VOLT_OK); /* A's callback now owns B's 2 permits */
+    CHECK(atomic_load(&s.b_wakes.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&s.b));
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.b, NULL), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(s.sem) == 3);
+    volt_sem_free(s.sem);
+}
+
 #ifndef _WIN32
 /* fork(): a thread blocked in volt_sem_acquire_blocking(2) on a semaphore with
  * 1 permit (queued, holding it as a partial grant), then fork(). In the child
@@ -1129,6 +1158,7 @@ int main(void) {
     RUN(test_release_from_inside_waker);
     RUN(test_long_release_chain_on_a_small_stack);
     RUN(test_callback_cancels_a_sibling);
+    RUN(test_callback_try_cancels_a_sibling);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
 #ifndef _WIN32
