@@ -1492,7 +1492,9 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
 /// `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
 /// reported just before the callback runs: only `volt_sem_cancel` says when the
-/// waiter's memory is free. In a child created by `fork()`, a
+/// waiter's memory is free. On a shared semaphore the status may lag the grant
+/// or the close by as long as this process's doorbell thread takes to collect
+/// it (see SHARED SEMAPHORES at the top). In a child created by `fork()`, a
 /// request that the parent had queued on a local semaphore reads `VOLT_CLOSED`
 /// (see FORK). For a Redis waiter, `VOLT_CLOSED` also stands for a
 /// request that failed (its session lost: it holds nothing either);
