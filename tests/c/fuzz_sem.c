@@ -822,6 +822,8 @@ typedef struct {
     atomic_int counted; /* its share still in the count */
     atomic_long share;  /* permits it reported held */
     atomic_int depth;   /* 0: a worker the driver started; 1: forked by one */
+    atomic_long born_us; /* when it claimed this record */
+    atomic_int dumped;  /* its stacks were printed (stuck) */
 } proc_rec;
 
 typedef struct {
@@ -872,6 +874,8 @@ static int claim_proc(int pid, int depth) {
         int z = 0;
         if (atomic_compare_exchange_strong(&A->procs[i].pid, &z, pid)) {
             atomic_store(&A->procs[i].depth, depth);
+            atomic_store(&A->procs[i].born_us, (long)((now_s() - A->t0) * 1e6));
+            atomic_store(&A->procs[i].dumped, 0);
             atomic_store(&A->procs[i].share, 0);
             atomic_store(&A->procs[i].counted, 1);
             return i;
@@ -1021,6 +1025,26 @@ static void reap(driver_stats *d, bool block) {
     }
 }
 
+/* A forked child lives under half a second; one alive after 3 s is stuck.
+ * Its threads' stacks (gdb, when installed) say where, before its alarm
+ * ends it. */
+static void dump_stuck(void) {
+    long now_us = (long)((now_s() - A->t0) * 1e6);
+    for (int i = 0; i < MAXP; i++) {
+        proc_rec *p = &A->procs[i];
+        int pid = atomic_load(&p->pid);
+        if (pid <= 0 || atomic_load(&p->depth) == 0 || now_us - atomic_load(&p->born_us) < 3000000 ||
+            atomic_exchange(&p->dumped, 1))
+            continue;
+        fprintf(stderr, "    forked child %d alive %.1f s after its start: its stacks\n", pid,
+                (double)(now_us - atomic_load(&p->born_us)) / 1e6);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2 2>/dev/null", pid);
+        if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
+            fprintf(stderr, "    (gdb failed)\n");
+    }
+}
+
 static int random_victim(uint64_t *r) {
     int cand[MAXP], k = 0;
     for (int i = 0; i < MAXP; i++)
@@ -1045,6 +1069,7 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
     while (now_s() < until - 0.05) {
         sleep_us(20000 + rng_below(&r, 130000));
         reap(&d, false);
+        dump_stuck();
         unsigned x = rng_below(&r, 100);
         int v = random_victim(&r);
         if (v < 0) continue;
@@ -1067,6 +1092,18 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
     }
     atomic_store(&A->stop, 1);
     /* Every process ends (the hung ones by their alarm). */
+    for (double give_up = now_s() + 90;;) {
+        reap(&d, false);
+        int alive = 0;
+        for (int i = 0; i < MAXP; i++) alive += atomic_load(&A->procs[i].pid) > 0;
+        if (!alive) break;
+        if (now_s() > give_up) {
+            violation(&A->c, "%d processes still running 90 s after the end of the run", alive);
+            break;
+        }
+        dump_stuck();
+        sleep_us(50000);
+    }
     reap(&d, true);
     bool ok = atomic_load(&A->c.violations) == 0;
     /* A fresh process (this one) gets the whole total: the dead ones' permits
