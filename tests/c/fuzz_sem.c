@@ -978,19 +978,25 @@ static pid_t spawn_proc(uint64_t seed, unsigned threads, double until, bool may_
     return pid;
 }
 
-/* Whether `pid` is stopped (its /proc state is 'T' or 't'); gives up after ~1 s. */
-static bool wait_stopped(pid_t pid) {
+/* The state letter of `pid` in /proc ('R', 'S', 'T', 'Z', ...), or 0. */
+static char proc_state(pid_t pid) {
     char path[64], buf[256];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether `pid` is stopped (its /proc state is 'T' or 't'); gives up after ~1 s. */
+static bool wait_stopped(pid_t pid) {
     for (int i = 0; i < 1000; i++) {
-        FILE *f = fopen(path, "r");
-        if (!f) return false;
-        size_t k = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[k] = 0;
-        char *p = strrchr(buf, ')');
-        if (p && p[1] == ' ' && (p[2] == 'T' || p[2] == 't')) return true;
-        if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X')) return false;
+        char c = proc_state(pid);
+        if (c == 'T' || c == 't') return true;
+        if (c == 0 || c == 'Z' || c == 'X') return false;
         sleep_us(1000);
     }
     return false;
@@ -1033,13 +1039,18 @@ static void dump_stuck(void) {
     for (int i = 0; i < MAXP; i++) {
         proc_rec *p = &A->procs[i];
         int pid = atomic_load(&p->pid);
-        if (pid <= 0 || atomic_load(&p->depth) == 0 || now_us - atomic_load(&p->born_us) < 3000000 ||
-            atomic_exchange(&p->dumped, 1))
+        /* Not one the driver killed (a zombie until its parent, a worker
+         * that does not wait for it, ends), nor one stopped now. */
+        if (pid <= 0 || atomic_load(&p->depth) == 0 || !atomic_load(&p->counted) ||
+            now_us - atomic_load(&p->born_us) < 3000000 || atomic_load(&p->dumped))
             continue;
+        char state = proc_state(pid);
+        if (state == 0 || state == 'Z' || state == 'T' || state == 't') continue;
+        atomic_store(&p->dumped, 1);
         fprintf(stderr, "    forked child %d alive %.1f s after its start: its stacks\n", pid,
                 (double)(now_us - atomic_load(&p->born_us)) / 1e6);
         char cmd[128];
-        snprintf(cmd, sizeof cmd, "gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2 2>/dev/null", pid);
+        snprintf(cmd, sizeof cmd, "gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", pid);
         if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
             fprintf(stderr, "    (gdb failed)\n");
     }
