@@ -552,7 +552,7 @@ static void cov(counts *c, int kind, volt_status s) {
     atomic_fetch_add(&c->outcome[kind][s >= 0 && s < 7 ? s : 7], 1);
 }
 
-/* What the calls returned, so that a run shows it reached every outcome. */
+/* What the calls returned, so that a run shows which outcomes it reached. */
 static void print_cov(counts *c) {
     static const char *kinds[] = {"try_acquire", "acquire_blocking", "acquire", "cancel"};
     for (int k = 0; k < 4; k++) {
@@ -607,6 +607,11 @@ static void count_release(worker *k, size_t n) {
     long now = atomic_fetch_sub(&c->in_use, (long)n) - (long)n;
     if (k->share) atomic_fetch_sub(k->share, (long)n), note_event(-1, (long)n, now);
 }
+
+/* A grant that did not queue behind this thread's own requests still queued
+ * would be an overtaking: from now on every request it queued earlier must
+ * end granted (or closed), never cancelled while still queued. */
+static void saw_immediate_grant(worker *k) { k->max_seen_grant = ++k->next_seq; }
 
 static void release_n(worker *k, size_t n) {
     count_release(k, n);
@@ -697,13 +702,13 @@ static void worker_step(worker *k) {
     if (x < 15) {
         volt_status s = volt_sem_try_acquire(k->sem, n);
         cov(c, 0, s);
-        if (s == VOLT_OK) count_grant(k, n), k->held += n;
+        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
         else if (s != VOLT_WOULD_BLOCK && s != VOLT_CLOSED) violation(c, "try_acquire: %s", st(s));
     } else if (x < 35) {
         int64_t ns = (int64_t)rng_below(&k->rng, 3000) * 1000;
         volt_status s = volt_sem_acquire_blocking(k->sem, n, ns);
         cov(c, 1, s);
-        if (s == VOLT_OK) count_grant(k, n), k->held += n;
+        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
         else if (s != VOLT_TIMED_OUT && s != VOLT_CLOSED) violation(c, "acquire_blocking: %s", st(s));
     } else if (x < 60) {
         twaiter *t = &k->tw[rng_below(&k->rng, 3)];
@@ -718,7 +723,7 @@ static void worker_step(worker *k) {
             volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
             cov(c, 2, s);
             if (s == VOLT_PENDING) t->busy = true;
-            else if (s == VOLT_OK) count_grant(k, n), k->held += n;
+            else if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
             else if (s != VOLT_CLOSED && s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
         }
     } else if (x < 75) {
