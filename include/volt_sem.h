@@ -1157,7 +1157,10 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
  *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
  *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
- *   not release them a second time).
+ *   not release them a second time), or a call on this thread is ending this
+ *   waiter right now (a callback that the owner's cancel of it completed, by
+ *   handing its partial grant on, cancels it again): that call returns the
+ *   outcome.
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
  *

@@ -309,6 +309,12 @@ struct Slot {
     /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
     /// queued on, while busy; NULL otherwise.
     sem: Cell<*const volt_sem>,
+    /// An owner's `volt_sem_cancel`/`volt_sem_try_cancel` (outside the callback)
+    /// is ending this request now. A callback that this very call's hand-off
+    /// completes runs on the same thread before it returns, and may cancel this
+    /// waiter too (a sibling it owns): that inner call must not end it a second
+    /// time. Only the owner's thread reads or writes it (one-owner rule).
+    ending: AtomicBool,
 }
 
 const MAGIC: u32 = 0x766f_6c74; // "volt"
@@ -1371,6 +1377,7 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
             ctx: Cell::new(ptr::null_mut()),
             claim: AtomicU8::new(CLAIM_FREE),
             sem: Cell::new(ptr::null()),
+            ending: AtomicBool::new(false),
         };
         // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
         // `Slot` (checked at compile time) and writable (contract). Not a busy
@@ -1543,7 +1550,10 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
 ///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
 ///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
-///   not release them a second time).
+///   not release them a second time), or a call on this thread is ending this
+///   waiter right now (a callback that the owner's cancel of it completed, by
+///   handing its partial grant on, cancels it again): that call returns the
+///   outcome.
 /// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
 ///   semaphore the waiter is queued on (nothing changed).
 ///
@@ -1641,6 +1651,11 @@ unsafe fn end_acquire(
     if !ptr::eq(slot.sem.get(), sem) {
         return VOLT_INVALID_ARGUMENT;
     }
+    if !inside && slot.ending.load(Ordering::Relaxed) {
+        // Nested inside the owner's own call ending this waiter (a callback it
+        // completed, on this thread): that call has the outcome.
+        return VOLT_IDLE;
+    }
     if !wait && !inside {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.
@@ -1677,9 +1692,13 @@ unsafe fn end_acquire(
             }
         }
     }
+    if !inside {
+        slot.ending.store(true, Ordering::Relaxed);
+    }
     // SAFETY: the waiter is busy on exactly this semaphore (checked above).
     let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
     if !inside {
+        slot.ending.store(false, Ordering::Relaxed);
         // The callback has returned or will never run; the semaphore no longer
         // references the waiter: drop its reference and make it idle.
         let own = slot.sem.replace(ptr::null());

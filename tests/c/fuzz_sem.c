@@ -255,12 +255,12 @@ static void model_wake(void *p) {
     case CB_SIBLING:
     case CB_TRY_SIBLING: {
         int j = m->sib[s];
-        /* Not its own waiter (CB_COLLECT does that), nor one whose owner's
-         * cancel is running below this callback on this very stack: the
-         * one-owner rule forbids that call (two calls ending one waiter). */
-        if (j == s || j == m->ending) break;
-        size_t r = 99, want_r;
-        volt_status want = model_end(m, j, &want_r);
+        if (j == s) break; /* its own waiter: CB_COLLECT does that */
+        size_t r = 99, want_r = 0;
+        /* A waiter whose owner's cancel is running below this callback on
+         * this very stack (its hand-off completed this waiter): that call
+         * has the outcome; this one has nothing to end. */
+        volt_status want = j == m->ending ? VOLT_IDLE : model_end(m, j, &want_r);
         volt_status got = m->cb[s] == CB_SIBLING ? volt_sem_cancel(m->sem, &m->w[j], &r)
                                                   : volt_sem_try_cancel(m->sem, &m->w[j], &r);
         EXPECT(m, got, want, m->cb[s] == CB_SIBLING ? "cancel of a sibling in callback"

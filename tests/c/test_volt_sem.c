@@ -634,6 +634,48 @@ static void test_callback_try_cancels_a_sibling(void) {
     volt_sem_free(s.sem);
 }
 
+/* The owner's cancel of A (queued, holding a partial grant) hands that grant
+ * on and completes B, whose callback runs on this very thread before the
+ * cancel returns, and cancels A too (a sibling its owner owns: allowed from a
+ * callback). The inner call found A still busy and ended it a second time:
+ * the outer one then dropped a NULL semaphore reference (SIGSEGV). Now the
+ * inner call answers VOLT_IDLE (the outer call has the outcome) and the
+ * outer one VOLT_CANCELLED with the partial grant. Found by the fuzzer. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter a, b;
+    volt_status inner, inner_try;
+} nested_cancel;
+
+static void cancel_a_being_cancelled(void *ctx) {
+    nested_cancel *n = ctx;
+    n->inner_try = volt_sem_try_cancel(n->sem, &n->a, NULL);
+    n->inner = volt_sem_cancel(n->sem, &n->a, NULL);
+}
+
+static void test_callback_cancels_a_waiter_its_owner_is_cancelling(void) {
+    nested_cancel n;
+    n.sem = new_sem(1);
+    n.inner = n.inner_try = VOLT_PANIC;
+    init_waiter(&n.a);
+    init_waiter(&n.b);
+    counter a_wakes;
+    atomic_init(&a_wakes.wakes, 0);
+    CHECK_STATUS(volt_sem_acquire(n.sem, &n.a, 2, count_wake, &a_wakes), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(n.sem, &n.b, 1, cancel_a_being_cancelled, &n), VOLT_PENDING);
+    size_t returned = 0;
+    CHECK_STATUS(volt_sem_cancel(n.sem, &n.a, &returned), VOLT_CANCELLED);
+    CHECK(returned == 1);
+    CHECK_STATUS(n.inner_try, VOLT_IDLE);
+    CHECK_STATUS(n.inner, VOLT_IDLE);
+    CHECK(atomic_load(&a_wakes.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&n.a));
+    CHECK_STATUS(volt_sem_cancel(n.sem, &n.b, NULL), VOLT_OK); /* B got A's permit */
+    CHECK_STATUS(volt_sem_release(n.sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(n.sem) == 1);
+    volt_sem_free(n.sem);
+}
+
 #ifndef _WIN32
 /* fork(): a thread blocked in volt_sem_acquire_blocking(2) on a semaphore with
  * 1 permit (queued, holding it as a partial grant), then fork(). In the child
@@ -1159,6 +1201,7 @@ int main(void) {
     RUN(test_long_release_chain_on_a_small_stack);
     RUN(test_callback_cancels_a_sibling);
     RUN(test_callback_try_cancels_a_sibling);
+    RUN(test_callback_cancels_a_waiter_its_owner_is_cancelling);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
 #ifndef _WIN32
