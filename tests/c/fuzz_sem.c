@@ -1055,7 +1055,7 @@ static void dump_stuck(void) {
         fprintf(stderr, "    forked child %d alive %.1f s after its start: its stacks\n", pid,
                 (double)(now_us - atomic_load(&p->born_us)) / 1e6);
         char cmd[128];
-        snprintf(cmd, sizeof cmd, "gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", pid);
+        snprintf(cmd, sizeof cmd, "timeout 60 gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", pid);
         if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
             fprintf(stderr, "    (gdb failed)\n");
     }
