@@ -13,7 +13,7 @@ LOOM_MAX_PREEMPTIONS ?= 3
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-backend \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
-        bench-docs bench-batch bench-redis
+        bench-docs bench-batch bench-redis fuzz
 
 test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
       test-python test-node test-multiproc test-arm64 test-readme test-docs
@@ -136,6 +136,13 @@ mutants:
 
 test-c: redis-server
 	$(GUARD) $(MAKE) -C tests test
+
+# Not in `make test` (whose test-c runs the fuzzer's short runs, about a
+# minute): the API fuzzer's long run (tests/c/fuzz_sem.c, docs/testing.md).
+# FUZZ_SECONDS (default 1200) in all; FUZZ_SEED=S replays a run's seeds.
+FUZZ_SECONDS ?= 1200
+fuzz:
+	$(GUARD) $(MAKE) -C tests fuzz-long FUZZ_SECONDS=$(FUZZ_SECONDS)
 
 test-python: redis-server
 	VOLT_SEM_REQUIRE_REDIS=1 $(GUARD) $(MAKE) -C bindings-python test

@@ -152,6 +152,18 @@
  *     process and name, never on the releasing thread (the releaser may be
  *     another process); the rules of WAKE CALLBACKS hold there too. A blocking
  *     acquire inside such a callback is VOLT_IN_CALLBACK.
+ *   - volt_waiter_status() of a waiter queued on a shared semaphore may lag
+ *     its grant (or the close): the releasing process (any process) decides
+ *     the grant in the segment, in FIFO order, under the segment's lock; the
+ *     status lives in this process's memory and changes when this process's
+ *     doorbell thread collects the grant, usually microseconds later, longer
+ *     while that thread is still calling earlier callbacks or is not
+ *     scheduled. A blocking acquire is woken directly instead, so it may
+ *     return VOLT_OK while an earlier waiter of the same process still reads
+ *     VOLT_PENDING: that waiter's grant came first all the same. The callback
+ *     and volt_sem_cancel() (which collects a grant that has arrived, even
+ *     one the doorbell thread has not seen yet) give the outcome; do not
+ *     infer the order of grants from status reads.
  *   - Capacities: volt_sem_max_waiters() requests queued across all processes
  *     (one more is VOLT_QUEUE_FULL, not queued: FIFO intact), 128 processes
  *     attached (VOLT_PROCESS_TABLE_FULL), volt_sem_max_shared_permits().
@@ -1166,7 +1178,11 @@ volt_status volt_sem_acquire(const struct volt_sem *sem,
  * `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
  * `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
  * reported just before the callback runs: only `volt_sem_cancel` says when the
- * waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+ * waiter's memory is free. On a shared semaphore the status may lag the grant
+ * or the close by as long as this process's doorbell thread takes to collect
+ * it (see SHARED SEMAPHORES at the top). In a child created by `fork()`, a
+ * request that the parent had queued on a local semaphore reads `VOLT_CLOSED`
+ * (see FORK). For a Redis waiter, `VOLT_CLOSED` also stands for a
  * request that failed (its session lost: it holds nothing either);
  * `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
  * `VOLT_STATE_LOST`).
@@ -1197,7 +1213,10 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
  *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
  *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
- *   not release them a second time).
+ *   not release them a second time), or a call on this thread is ending this
+ *   waiter right now (a callback that the owner's cancel of it completed, by
+ *   handing its partial grant on, cancels it again): that call returns the
+ *   outcome.
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
  *
@@ -1238,7 +1257,13 @@ volt_status volt_sem_cancel(const struct volt_sem *sem,
  * call must not be one that other waiters' callbacks take; the wait for this
  * waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
  *
- * Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+ * Inside the waiter's own callback it is the same as `volt_sem_cancel`; so it
+ * is inside another waiter's callback when this waiter's callback is still to
+ * run on the same thread (one release, close or cancel completed both): it
+ * returns the outcome at once and that callback is never called, as with
+ * `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
+ * semaphore, whose callbacks run on one thread per process (name, handle), a
+ * sibling's callback still to run on it makes this return `VOLT_PENDING`.
  *
  * # Safety
  * As for `volt_sem_cancel`.

@@ -6,7 +6,7 @@ set -u
 cd "$(dirname "$0")"
 mkdir -p build
 suites=(rust header-compat c-asan c-tsan c-shared c-valgrind c-open-asan c-open-tsan c-open-shared
-        c-open-valgrind c-redis-asan c-redis-tsan c-redis-shared c-redis-valgrind example-redis cxx-unwind examples link-line install-test libuv zig)
+        c-open-valgrind fuzz-plain fuzz-asan fuzz-tsan c-redis-asan c-redis-tsan c-redis-shared c-redis-valgrind example-redis cxx-unwind examples link-line install-test libuv zig)
 total_pass=0
 total_fail=0
 for suite in "${suites[@]}"; do

@@ -285,6 +285,28 @@ impl Waiter {
         }
     }
 
+    /// Whether this waiter's callback is still to run on this thread, after
+    /// the one running now (the same release, close or cancel completed
+    /// both): `finish_raw` here then takes its outcome at once and the
+    /// callback is never called. Local semaphores only (the core's
+    /// per-thread deliveries); `false` for the other backends.
+    #[inline]
+    pub fn callback_pending_here(&self) -> bool {
+        match self.kind() {
+            kind::LOCAL => self.local.callback_pending_here(),
+            _ => false,
+        }
+    }
+
+    /// Whether a request on a local semaphore is still linked in a queue by the
+    /// parent of this forked process (closed for this process; see
+    /// [`volt_sem::Waiter::queued_before_fork`]). `false` for the other
+    /// backends, whose handles refuse to work after `fork()`.
+    #[inline]
+    pub fn queued_before_fork(&self) -> bool {
+        self.kind() == kind::LOCAL && self.local.queued_before_fork()
+    }
+
     /// Whether the current (or last) request went to a shared semaphore.
     pub fn is_shared(&self) -> bool {
         self.kind() == kind::SHARED

@@ -138,6 +138,15 @@ pub(crate) fn drain() {
     DELIVERY.with(|d| d.borrow_mut().draining = false);
 }
 
+/// Whether `waiter` is waiting in this thread's pending deliveries (its callback
+/// is still to run here, after the one running now).
+pub(crate) fn is_pending_here(waiter: &Waiter) -> bool {
+    DELIVERY.with(|d| {
+        let d = d.borrow();
+        d.draining && d.pending.contains(waiter)
+    })
+}
+
 /// If `waiter` is waiting in this thread's pending deliveries, unlinks it so that
 /// its callback never runs, and returns `true`: the caller then owns its outcome.
 pub(crate) fn take_pending(waiter: &Waiter) -> bool {

@@ -30,8 +30,11 @@
 //! in; every critical section first compares the two and, on a mismatch,
 //! empties the list as above (`Semaphore::purge_forked`). The lock-free paths
 //! see the `QUEUED` bit the parent left: `release` then takes the lock anyway,
-//! and a `try_acquire` that fails while `QUEUED` is set takes the lock to clean
-//! up before giving its answer, in children only.
+//! and a `try_acquire` that fails while `QUEUED` is set, or an
+//! `available_permits` that sees it, takes the lock to clean up before giving
+//! its answer, in children only. A waiter also remembers the generation it was
+//! queued in (`Waiter::queued_before_fork`), so that the C ABI's
+//! `volt_waiter_status` reports such a request closed without the semaphore.
 //!
 //! # The one window this cannot cover
 //!

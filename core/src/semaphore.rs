@@ -225,7 +225,13 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn available_permits(&self) -> usize {
-        self.state.0.load(Ordering::Acquire) >> SHIFT
+        let word = self.state.0.load(Ordering::Acquire);
+        // In a forked child the queue may hold the parent's requests, whose
+        // partial grants come back to the child (`crate::fork`): clean up first.
+        if word & QUEUED != 0 && crate::fork::in_forked_child() && self.purge_forked() {
+            return self.state.0.load(Ordering::Acquire) >> SHIFT;
+        }
+        word >> SHIFT
     }
 
     /// The bit layout of [`state_word`](Self::state_word): the available
@@ -736,7 +742,12 @@ impl Semaphore {
                         // yet reachable by anyone else.
                         waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
                         waiter.notify.with_mut(|slot| unsafe { *slot = notify });
-                        waiter.phase.store(phase::WAITING, Ordering::Relaxed);
+                        // Release: whoever sees WAITING sees the generation too
+                        // (`Waiter::state` in a forked child).
+                        waiter
+                            .fork_generation
+                            .store(crate::fork::generation() as u32, Ordering::Relaxed);
+                        waiter.phase.store(phase::WAITING, Ordering::Release);
                         if list.is_empty() {
                             list.stamp_generation();
                         }

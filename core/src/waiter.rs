@@ -19,7 +19,7 @@ use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 use core::task::Waker;
 
-use crate::sync::{AtomicPtr, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
 
 /// A wake callback: called once, with the context pointer given at enqueue time,
 /// when a queued waiter's grant is complete or its semaphore was closed.
@@ -158,6 +158,13 @@ pub struct Waiter {
     pub(crate) semaphore: AtomicPtr<()>,
     pub(crate) notify: UnsafeCell<Notify>,
     pub(crate) phase: AtomicU8,
+    /// The `fork` generation (`crate::fork`) of the process that queued the
+    /// current request, written just before `phase` becomes `WAITING`. Lets
+    /// [`state`](Self::state) tell a request that a forked child inherited
+    /// from its parent (closed for the child) without the semaphore, whose
+    /// lock the purge needs. Truncated to 32 bits (it sits in the padding
+    /// after `phase`): only equality is asked of it.
+    pub(crate) fork_generation: AtomicU32,
     _pinned: PhantomPinned,
 }
 
@@ -218,6 +225,7 @@ impl Waiter {
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
             notify: UnsafeCell::new(Notify::None),
             phase: AtomicU8::new(phase::IDLE),
+            fork_generation: AtomicU32::new(0),
             _pinned: PhantomPinned,
         }
     }
@@ -235,6 +243,7 @@ impl Waiter {
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
             notify: UnsafeCell::new(Notify::None),
             phase: AtomicU8::new(phase::IDLE),
+            fork_generation: AtomicU32::new(0),
             _pinned: PhantomPinned,
         }
     }
@@ -326,6 +335,34 @@ impl Waiter {
     /// ```
     pub fn in_own_callback(&self) -> bool {
         crate::delivery::in_own_callback(self)
+    }
+
+    /// Whether this waiter is still linked in a queue by the parent of this
+    /// forked process: its request is closed for this process (`crate::fork`)
+    /// although [`state`](Self::state) reads `Waiting` until an operation that
+    /// takes the semaphore's lock has purged it (then `Closed`). For the C
+    /// ABI's `volt_waiter_status`, which reports `VOLT_CLOSED` at once, as its
+    /// header promises, without a semaphore to lock. One relaxed load outside
+    /// forked children.
+    #[doc(hidden)]
+    pub fn queued_before_fork(&self) -> bool {
+        // The Acquire load of `phase` that saw WAITING also sees the
+        // generation, written before the Release store of WAITING.
+        crate::fork::in_forked_child()
+            && self.phase.load(Ordering::Acquire) == phase::WAITING
+            && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
+    }
+
+    /// Whether this waiter's wake callback is still to run on the current
+    /// thread: a release, close or cancel made here completed it while another
+    /// callback was running, and the thread's trampoline has not called it
+    /// yet. [`finish_raw`](crate::Semaphore::finish_raw) called here then
+    /// collects its outcome at once and the callback is never called (waiting
+    /// for it would hang). For the C ABI's `volt_sem_try_cancel`, which must
+    /// not wait for a callback but need not here.
+    #[doc(hidden)]
+    pub fn callback_pending_here(&self) -> bool {
+        crate::delivery::is_pending_here(self)
     }
 
     /// The number of permits the current (or last) request asked for.

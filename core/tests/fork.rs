@@ -143,3 +143,29 @@ fn the_forking_threads_own_request_is_closed_in_the_child() {
     sem.release(1).unwrap();
     assert!(matches!(fut.as_mut().poll(&mut cx), Poll::Ready(Ok(_))));
 }
+
+/// Issue 33, item 3: `available_permits` is the first call in the child. It
+/// used to read the parent's word (0, the ghost's partial grant missing) until
+/// some call took the lock; now it cleans up first, as `try_acquire` does.
+#[test]
+fn available_permits_first_in_the_child_counts_the_ghosts_partial_grant() {
+    let sem = Arc::new(Semaphore::new(2));
+    let s2 = sem.clone();
+    let blocked = thread::spawn(move || s2.acquire_blocking(3).map(|p| p.forget()));
+    while !queued(&sem) {
+        thread::sleep(Duration::from_millis(1));
+    }
+    let code = in_child(|| {
+        if sem.available_permits() != 2 {
+            return 40;
+        }
+        if queued(&sem) {
+            return 41;
+        }
+        0
+    });
+    assert_eq!(code, 0, "child check {code} failed");
+    assert_eq!(sem.available_permits(), 0); // the parent's request still waits
+    sem.release(1).unwrap();
+    assert_eq!(blocked.join().unwrap(), Ok(()));
+}

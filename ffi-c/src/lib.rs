@@ -320,6 +320,12 @@ struct Slot {
     /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
     /// queued on, while busy; NULL otherwise.
     sem: Cell<*const volt_sem>,
+    /// An owner's `volt_sem_cancel`/`volt_sem_try_cancel` (outside the callback)
+    /// is ending this request now. A callback that this very call's hand-off
+    /// completes runs on the same thread before it returns, and may cancel this
+    /// waiter too (a sibling it owns): that inner call must not end it a second
+    /// time. Only the owner's thread reads or writes it (one-owner rule).
+    ending: AtomicBool,
 }
 
 const MAGIC: u32 = 0x766f_6c74; // "volt"
@@ -1426,6 +1432,7 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
             ctx: Cell::new(ptr::null_mut()),
             claim: AtomicU8::new(CLAIM_FREE),
             sem: Cell::new(ptr::null()),
+            ending: AtomicBool::new(false),
         };
         // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
         // `Slot` (checked at compile time) and writable (contract). Not a busy
@@ -1547,7 +1554,11 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `VOLT_CLOSED` (closed while queued), `VOLT_IDLE` (not queued, no outcome), or
 /// `VOLT_INVALID_ARGUMENT` (NULL or uninitialised). `VOLT_OK`/`VOLT_CLOSED` may be
 /// reported just before the callback runs: only `volt_sem_cancel` says when the
-/// waiter's memory is free. For a Redis waiter, `VOLT_CLOSED` also stands for a
+/// waiter's memory is free. On a shared semaphore the status may lag the grant
+/// or the close by as long as this process's doorbell thread takes to collect
+/// it (see SHARED SEMAPHORES at the top). In a child created by `fork()`, a
+/// request that the parent had queued on a local semaphore reads `VOLT_CLOSED`
+/// (see FORK). For a Redis waiter, `VOLT_CLOSED` also stands for a
 /// request that failed (its session lost: it holds nothing either);
 /// `volt_sem_cancel` returns the precise status (`VOLT_LEASE_EXPIRED`,
 /// `VOLT_STATE_LOST`).
@@ -1562,6 +1573,10 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
             return VOLT_INVALID_ARGUMENT;
         };
         match slot.waiter.state() {
+            // A request the parent of this forked child queued: closed here
+            // (header, FORK), even before a call that takes the semaphore's
+            // lock has purged it.
+            WaiterState::Waiting if slot.waiter.queued_before_fork() => VOLT_CLOSED,
             WaiterState::Waiting => VOLT_PENDING,
             WaiterState::Granted => VOLT_OK,
             WaiterState::Closed => VOLT_CLOSED,
@@ -1590,7 +1605,10 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
 ///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
 ///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
-///   not release them a second time).
+///   not release them a second time), or a call on this thread is ending this
+///   waiter right now (a callback that the owner's cancel of it completed, by
+///   handing its partial grant on, cancels it again): that call returns the
+///   outcome.
 /// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
 ///   semaphore the waiter is queued on (nothing changed).
 ///
@@ -1637,7 +1655,13 @@ pub unsafe extern "C" fn volt_sem_cancel(
 /// call must not be one that other waiters' callbacks take; the wait for this
 /// waiter's own callback, the deadlock of `volt_sem_cancel`, cannot happen.
 ///
-/// Inside the waiter's own callback it is the same as `volt_sem_cancel`.
+/// Inside the waiter's own callback it is the same as `volt_sem_cancel`; so it
+/// is inside another waiter's callback when this waiter's callback is still to
+/// run on the same thread (one release, close or cancel completed both): it
+/// returns the outcome at once and that callback is never called, as with
+/// `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
+/// semaphore, whose callbacks run on one thread per process (name, handle), a
+/// sibling's callback still to run on it makes this return `VOLT_PENDING`.
 ///
 /// # Safety
 /// As for `volt_sem_cancel`.
@@ -1682,6 +1706,11 @@ unsafe fn end_acquire(
     if !ptr::eq(slot.sem.get(), sem) {
         return VOLT_INVALID_ARGUMENT;
     }
+    if !inside && slot.ending.load(Ordering::Relaxed) {
+        // Nested inside the owner's own call ending this waiter (a callback it
+        // completed, on this thread): that call has the outcome.
+        return VOLT_IDLE;
+    }
     if !wait && !inside {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.
@@ -1690,12 +1719,19 @@ unsafe fn end_acquire(
             // waits for the core to mark the waiter done, a few instructions).
             CLAIM_RUNNING => return VOLT_PENDING,
             CLAIM_RETURNED => {}
-            _ => {
-                if slot.waiter.state() != WaiterState::Waiting {
-                    // Unlinked by a notifier whose trampoline has not started: the
-                    // callback will be called; leave the outcome to it.
+            // Unlinked by a notifier whose trampoline has not started. If that
+            // trampoline is this thread's (this call runs inside another
+            // callback that the same release, close or cancel completed),
+            // `finish_raw` takes the outcome at once, as `volt_sem_cancel`
+            // does: nothing to wait for, so no reason to answer otherwise.
+            _ if slot.waiter.state() != WaiterState::Waiting => {
+                if !slot.waiter.callback_pending_here() {
+                    // The callback will be called elsewhere; leave the outcome
+                    // to it.
                     return VOLT_PENDING;
                 }
+            }
+            _ => {
                 // Queued: take the outcome from the callback. From here on the
                 // trampoline returns without calling it, so `finish_raw` cannot
                 // wait for it (only for the core's own bookkeeping, or for earlier
@@ -1711,9 +1747,13 @@ unsafe fn end_acquire(
             }
         }
     }
+    if !inside {
+        slot.ending.store(true, Ordering::Relaxed);
+    }
     // SAFETY: the waiter is busy on exactly this semaphore (checked above).
     let finish = unsafe { handle.sem.finish_raw(pinned(slot)) };
     if !inside {
+        slot.ending.store(false, Ordering::Relaxed);
         // The callback has returned or will never run; the semaphore no longer
         // references the waiter: drop its reference and make it idle.
         let own = slot.sem.replace(ptr::null());

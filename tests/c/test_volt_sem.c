@@ -605,6 +605,77 @@ static void test_callback_cancels_a_sibling(void) {
     volt_sem_free(s.sem);
 }
 
+/* Issue 33, item 4: the same as above with volt_sem_try_cancel, which used to
+ * return VOLT_PENDING there (and let B's callback run afterwards) although
+ * nothing has to be waited for: B's callback is still to run on this thread,
+ * after A's. It now answers as volt_sem_cancel does. */
+static void try_cancel_sibling(void *ctx) {
+    siblings *s = ctx;
+    s->b_from_a = volt_sem_try_cancel(s->sem, &s->b, NULL);
+}
+
+static void test_callback_try_cancels_a_sibling(void) {
+    siblings s;
+    s.sem = new_sem(0);
+    atomic_init(&s.b_wakes.wakes, 0);
+    s.b_from_a = VOLT_PANIC;
+    init_waiter(&s.a);
+    init_waiter(&s.b);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.a, 1, try_cancel_sibling, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.b, 2, count_wake, &s.b_wakes), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK); /* both callbacks run here */
+    CHECK_STATUS(s.b_from_a, VOLT_OK); /* A's callback now owns B's 2 permits */
+    CHECK(atomic_load(&s.b_wakes.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&s.b));
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.b, NULL), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(s.sem) == 3);
+    volt_sem_free(s.sem);
+}
+
+/* The owner's cancel of A (queued, holding a partial grant) hands that grant
+ * on and completes B, whose callback runs on this very thread before the
+ * cancel returns, and cancels A too (a sibling its owner owns: allowed from a
+ * callback). The inner call found A still busy and ended it a second time:
+ * the outer one then dropped a NULL semaphore reference (SIGSEGV). Now the
+ * inner call answers VOLT_IDLE (the outer call has the outcome) and the
+ * outer one VOLT_CANCELLED with the partial grant. Found by the fuzzer. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter a, b;
+    volt_status inner, inner_try;
+} nested_cancel;
+
+static void cancel_a_being_cancelled(void *ctx) {
+    nested_cancel *n = ctx;
+    n->inner_try = volt_sem_try_cancel(n->sem, &n->a, NULL);
+    n->inner = volt_sem_cancel(n->sem, &n->a, NULL);
+}
+
+static void test_callback_cancels_a_waiter_its_owner_is_cancelling(void) {
+    nested_cancel n;
+    n.sem = new_sem(1);
+    n.inner = n.inner_try = VOLT_PANIC;
+    init_waiter(&n.a);
+    init_waiter(&n.b);
+    counter a_wakes;
+    atomic_init(&a_wakes.wakes, 0);
+    CHECK_STATUS(volt_sem_acquire(n.sem, &n.a, 2, count_wake, &a_wakes), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(n.sem, &n.b, 1, cancel_a_being_cancelled, &n), VOLT_PENDING);
+    size_t returned = 0;
+    CHECK_STATUS(volt_sem_cancel(n.sem, &n.a, &returned), VOLT_CANCELLED);
+    CHECK(returned == 1);
+    CHECK_STATUS(n.inner_try, VOLT_IDLE);
+    CHECK_STATUS(n.inner, VOLT_IDLE);
+    CHECK(atomic_load(&a_wakes.wakes) == 0);
+    CHECK(!volt_waiter_is_busy(&n.a));
+    CHECK_STATUS(volt_sem_cancel(n.sem, &n.b, NULL), VOLT_OK); /* B got A's permit */
+    CHECK_STATUS(volt_sem_release(n.sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(n.sem) == 1);
+    volt_sem_free(n.sem);
+}
+
 #ifndef _WIN32
 /* fork(): a thread blocked in volt_sem_acquire_blocking(2) on a semaphore with
  * 1 permit (queued, holding it as a partial grant), then fork(). In the child
@@ -658,6 +729,61 @@ static void test_fork_with_a_blocked_thread(void) {
     CHECK_STATUS(b.result, VOLT_OK);
     CHECK(volt_sem_available_permits(b.sem) == 0);
     volt_sem_free(b.sem);
+}
+
+/* Issue 33, item 3: the FORK section promises that in the child a request the
+ * parent queued reads VOLT_CLOSED and its partial grant is back in the counter.
+ * Both used to show the parent's state (VOLT_PENDING, 0 available) until some
+ * call took the semaphore's lock. Each child asks first with the call under
+ * test, before anything else touches the semaphore: one child the waiter's
+ * status, the other the available permits. */
+static void test_fork_child_reads_queued_request_closed(void) {
+    for (int first_status = 0; first_status <= 1; first_status++) {
+        const volt_sem *sem = new_sem(1);
+        volt_waiter w;
+        counter c;
+        atomic_init(&c.wakes, 0);
+        init_waiter(&w);
+        /* Queued with the one free permit as its partial grant. */
+        CHECK_STATUS(volt_sem_acquire(sem, &w, 2, count_wake, &c), VOLT_PENDING);
+        CHECK(volt_sem_available_permits(sem) == 0);
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            harness_child_watchdog(60);
+            char code = 0;
+            if (first_status) {
+                if (volt_waiter_status(&w) != VOLT_CLOSED) code = 10;
+                else if (volt_sem_available_permits(sem) != 1) code = 11;
+            } else {
+                if (volt_sem_available_permits(sem) != 1) code = 12;
+                else if (volt_waiter_status(&w) != VOLT_CLOSED) code = 13;
+            }
+            if (code == 0 && volt_sem_cancel(sem, &w, NULL) != VOLT_CLOSED) code = 14;
+            if (code == 0 && atomic_load(&c.wakes) != 0) code = 15;
+            if (code == 0 && volt_sem_try_acquire(sem, 1) != VOLT_OK) code = 16;
+            if (write(fds[1], &code, 1) != 1) _exit(1);
+            _exit(0);
+        }
+        close(fds[1]);
+        char code = 99;
+        CHECK(read(fds[0], &code, 1) == 1);
+        close(fds[0]);
+        if (code != 0) fprintf(stderr, "    child (%s first) failed with code %d\n",
+                               first_status ? "status" : "available", code);
+        CHECK(code == 0);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        /* The parent's request is untouched: still queued with its partial grant. */
+        CHECK_STATUS(volt_waiter_status(&w), VOLT_PENDING);
+        size_t returned = 9;
+        CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_CANCELLED);
+        CHECK(returned == 1);
+        CHECK(volt_sem_available_permits(sem) == 1);
+        volt_sem_free(sem);
+    }
 }
 #endif /* _WIN32 */
 
@@ -1074,10 +1200,13 @@ int main(void) {
     RUN(test_release_from_inside_waker);
     RUN(test_long_release_chain_on_a_small_stack);
     RUN(test_callback_cancels_a_sibling);
+    RUN(test_callback_try_cancels_a_sibling);
+    RUN(test_callback_cancels_a_waiter_its_owner_is_cancelling);
     RUN(test_waker_queues_another_waiter);
     RUN(test_acquire_blocking);
 #ifndef _WIN32
     RUN(test_fork_with_a_blocked_thread);
+    RUN(test_fork_child_reads_queued_request_closed);
 #endif
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);

@@ -1,0 +1,1216 @@
+/* A randomized, model-checked fuzzer of the C ABI (issue 33).
+ *
+ *   fuzz_sem model   [--seed S] [--seeds N] [--ops K] [--seconds T]
+ *   fuzz_sem threads [--seed S] [--seeds N] [--seconds T]
+ *   fuzz_sem shared  [--seed S] [--runs N] [--seconds T] [--total P]
+ *                    [--procs N] [--threads N] [--no-kill] [--no-fork] [--no-stop]
+ *
+ * model: one thread drives a local semaphore through random operation
+ *   sequences (acquire with a wake callback, try_acquire, a blocking acquire
+ *   with timeout 0, release, cancel, try_cancel, status, available, close,
+ *   bad input) and checks every return value, every status, the order of
+ *   the wake callbacks and the permits against a reference model of the
+ *   semaphore (its queue, weights, partial grants, the per-thread
+ *   callback trampoline, cancel and close outcomes). The callbacks act too:
+ *   they collect their own grant and release it, cancel or try_cancel a
+ *   sibling waiter, release a permit. A failing sequence is shrunk (delta
+ *   debugging over the operation list) and printed with its seed.
+ * threads: several threads on one local semaphore, random operations; the
+ *   invariants: never more held than the total, strict weighted FIFO where a
+ *   thread can observe it (a later request of its own granted while an
+ *   earlier one was still queued), every callback exactly once, none after
+ *   the end of its request, a grant collected inside a callback never
+ *   reported again by the owner's cancel, all permits back at the end.
+ * shared: the same invariants on a named semaphore across 3-6 processes of
+ *   1-3 threads, with random SIGKILL (the victim is stopped first and its
+ *   share of the count taken off, so every race pushes the count down),
+ *   SIGSTOP/SIGCONT and fork() from a worker thread; the count of permits
+ *   the library reported granted lives in shared memory. At the end a fresh
+ *   process must acquire the whole total.
+ *
+ * Every run prints its seed; the same seed replays the same operation
+ * choices (the model mode exactly; the concurrent modes up to scheduling).
+ * The closing line is "fuzz-MODE: N passed, M failed" (tests/run.sh). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "volt_sem.h"
+
+/* ------------------------------------------------------------------ common */
+
+static uint64_t rng_next(uint64_t *s) { /* splitmix64 */
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+static unsigned rng_below(uint64_t *s, unsigned n) { return (unsigned)(rng_next(s) % n); }
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_us(long us) {
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000L};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR) {
+    }
+}
+
+static const char *st(volt_status s) { return volt_status_str(s); }
+
+typedef struct {
+    uint64_t seed;
+    long seeds;
+    long ops;
+    double seconds;
+    unsigned total;
+    unsigned procs, threads;
+    bool kill, fork, stop;
+} options;
+
+/* ================================================================= model */
+
+enum { MW = 5 };     /* waiters of the model run */
+enum { OP_TRY, OP_ACQ, OP_REL, OP_CANCEL, OP_TRYCANCEL, OP_STATUS, OP_AVAIL, OP_CLOSE,
+       OP_BLOCK0, OP_BAD, OP_KINDS };
+enum { CB_NOTE, CB_COLLECT, CB_SIBLING, CB_TRY_SIBLING, CB_RELEASE1, CB_KINDS };
+static const char *op_names[] = {"try_acquire", "acquire",  "release", "cancel",  "try_cancel",
+                                 "status",      "available", "close",  "blocking(0)", "bad_input"};
+static const char *cb_names[] = {"note", "collect+release", "cancel sibling", "try_cancel sibling",
+                                 "release 1"};
+
+typedef struct {
+    uint8_t kind, slot, n, cb, sib;
+} op;
+
+/* The model's view of a waiter. */
+enum { M_IDLE, M_QUEUED, M_NOTIFY_G, M_NOTIFY_C, M_GRANTED, M_CLOSED, M_CONSUMED };
+
+typedef struct model model;
+typedef struct {
+    model *m;
+    int slot;
+} cb_ctx;
+
+struct model {
+    /* the reference */
+    size_t avail;
+    bool closed;
+    int queue[MW], qlen;      /* slots, oldest first */
+    size_t remaining[MW];     /* permits still missing */
+    size_t requested[MW];
+    int state[MW];
+    int cb[MW], sib[MW];      /* what each waiter's callback does */
+    int pending[MW * 4], plen; /* callbacks still to run on this thread, in order */
+    size_t held;              /* permits the test owns */
+    int ending;               /* the waiter an owner's cancel is ending now, or -1 */
+    /* the real thing */
+    const volt_sem *sem;
+    volt_waiter w[MW];
+    cb_ctx ctx[MW];
+    /* the first mismatch */
+    bool failed;
+    char why[512];
+    long step;
+};
+
+static void mfail(model *m, const char *fmt, ...) {
+    if (m->failed) return;
+    m->failed = true;
+    int k = snprintf(m->why, sizeof m->why, "op %ld: ", m->step);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(m->why + k, sizeof m->why - (size_t)k, fmt, ap);
+    va_end(ap);
+}
+
+#define EXPECT(m, got, want, what)                                                     \
+    do {                                                                               \
+        volt_status g_ = (got), w_ = (want);                                           \
+        if (g_ != w_) mfail((m), "%s returned %s, model says %s", (what), st(g_), st(w_)); \
+    } while (0)
+
+static volt_status model_status(const model *m, int s) {
+    switch (m->state[s]) {
+    case M_QUEUED: return VOLT_PENDING;
+    case M_NOTIFY_G: case M_GRANTED: return VOLT_OK;
+    case M_NOTIFY_C: case M_CLOSED: return VOLT_CLOSED;
+    default: return VOLT_IDLE;
+    }
+}
+
+static void q_remove(model *m, int s) {
+    int j = 0;
+    for (int i = 0; i < m->qlen; i++)
+        if (m->queue[i] != s) m->queue[j++] = m->queue[i];
+    m->qlen = j;
+}
+
+/* Hands `n` permits to the queue, oldest first (a partial grant stays with the
+ * head); what nobody waits for goes to the counter. Completed waiters join the
+ * thread's pending callbacks, in grant order. */
+static void serve(model *m, size_t n) {
+    while (n > 0 && m->qlen > 0) {
+        int h = m->queue[0];
+        size_t give = n < m->remaining[h] ? n : m->remaining[h];
+        m->remaining[h] -= give;
+        n -= give;
+        if (m->remaining[h] > 0) break;
+        q_remove(m, h);
+        m->state[h] = M_NOTIFY_G;
+        m->pending[m->plen++] = h;
+    }
+    m->avail += n;
+}
+
+static void pending_remove(model *m, int s) {
+    int j = 0;
+    for (int i = 0; i < m->plen; i++)
+        if (m->pending[i] != s) m->pending[j++] = m->pending[i];
+    m->plen = j;
+}
+
+/* Ending a busy waiter `s` (volt_sem_cancel / try_cancel), from outside its
+ * callback, in the model; returns the expected status and sets *ret. */
+static volt_status model_end(model *m, int s, size_t *ret) {
+    *ret = 0;
+    switch (m->state[s]) {
+    case M_QUEUED: {
+        *ret = m->requested[s] - m->remaining[s];
+        q_remove(m, s);
+        m->state[s] = M_IDLE;
+        serve(m, *ret);
+        return VOLT_CANCELLED;
+    }
+    case M_NOTIFY_G: /* its callback is still to run on this thread: taken out */
+        pending_remove(m, s);
+        /* fall through */
+    case M_GRANTED:
+        m->state[s] = M_IDLE;
+        m->held += m->requested[s];
+        return VOLT_OK;
+    case M_NOTIFY_C:
+        pending_remove(m, s);
+        /* fall through */
+    case M_CLOSED:
+        m->state[s] = M_IDLE;
+        return VOLT_CLOSED;
+    default: /* idle, or collected inside its callback */
+        m->state[s] = M_IDLE;
+        return VOLT_IDLE;
+    }
+}
+
+static void model_release(model *m, size_t n) {
+    m->held -= n;
+    serve(m, n);
+    volt_status s = volt_sem_release(m->sem, n);
+    EXPECT(m, s, VOLT_OK, "release");
+}
+
+/* The real callback: must be the next one the model expects; then acts. */
+static void model_wake(void *p) {
+    cb_ctx *c = p;
+    model *m = c->m;
+    int s = c->slot;
+    if (m->plen == 0 || m->pending[0] != s) {
+        mfail(m, "callback of waiter %d ran; model expects %s%d", s, m->plen ? "waiter " : "none",
+              m->plen ? m->pending[0] : 0);
+        return;
+    }
+    memmove(m->pending, m->pending + 1, (size_t)(m->plen - 1) * sizeof m->pending[0]);
+    m->plen--;
+    bool granted = m->state[s] == M_NOTIFY_G;
+    EXPECT(m, volt_waiter_status(&m->w[s]), granted ? VOLT_OK : VOLT_CLOSED, "status in callback");
+    m->state[s] = granted ? M_GRANTED : M_CLOSED;
+    switch (m->cb[s]) {
+    case CB_COLLECT: {
+        size_t r = 99;
+        volt_status got = volt_sem_cancel(m->sem, &m->w[s], &r);
+        EXPECT(m, got, granted ? VOLT_OK : VOLT_CLOSED, "cancel of its own waiter in callback");
+        m->state[s] = M_CONSUMED;
+        if (got == VOLT_OK && granted) {
+            m->held += m->requested[s];
+            model_release(m, m->requested[s]);
+        }
+        break;
+    }
+    case CB_SIBLING:
+    case CB_TRY_SIBLING: {
+        int j = m->sib[s];
+        if (j == s) break; /* its own waiter: CB_COLLECT does that */
+        size_t r = 99, want_r = 0;
+        /* A waiter whose owner's cancel is running below this callback on
+         * this very stack (its hand-off completed this waiter): that call
+         * has the outcome; this one has nothing to end. */
+        volt_status want = j == m->ending ? VOLT_IDLE : model_end(m, j, &want_r);
+        volt_status got = m->cb[s] == CB_SIBLING ? volt_sem_cancel(m->sem, &m->w[j], &r)
+                                                  : volt_sem_try_cancel(m->sem, &m->w[j], &r);
+        EXPECT(m, got, want, m->cb[s] == CB_SIBLING ? "cancel of a sibling in callback"
+                                                    : "try_cancel of a sibling in callback");
+        if (got == want && r != want_r)
+            mfail(m, "sibling cancel handed back %zu, model says %zu", r, want_r);
+        break;
+    }
+    case CB_RELEASE1:
+        if (m->held > 0) model_release(m, 1);
+        break;
+    default:
+        break;
+    }
+}
+
+static bool busy(const model *m, int s) { return m->state[s] != M_IDLE; }
+
+/* One operation, on the model and on the library. */
+static void model_step(model *m, const op *o) {
+    int s = o->slot % MW;
+    size_t n = o->n;
+    switch (o->kind) {
+    case OP_TRY: {
+        volt_status want = m->closed ? VOLT_CLOSED
+                           : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
+                                                             : VOLT_WOULD_BLOCK;
+        if (want == VOLT_OK) m->avail -= n, m->held += n;
+        EXPECT(m, volt_sem_try_acquire(m->sem, n), want, "try_acquire");
+        break;
+    }
+    case OP_BLOCK0: {
+        volt_status want = m->closed ? VOLT_CLOSED
+                           : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
+                                                             : VOLT_TIMED_OUT;
+        if (want == VOLT_OK) m->avail -= n, m->held += n;
+        EXPECT(m, volt_sem_acquire_blocking(m->sem, n, 0), want, "acquire_blocking(timeout 0)");
+        break;
+    }
+    case OP_ACQ: {
+        volt_status want;
+        if (busy(m, s)) {
+            want = VOLT_INVALID_ARGUMENT;
+        } else if (m->closed) {
+            want = VOLT_CLOSED;
+        } else if (m->qlen == 0 && m->avail >= n) {
+            want = VOLT_OK;
+            m->avail -= n;
+            m->held += n;
+        } else {
+            want = VOLT_PENDING;
+            size_t partial = m->qlen == 0 ? m->avail : 0;
+            m->avail = 0;
+            m->requested[s] = n;
+            m->remaining[s] = n - partial;
+            m->state[s] = M_QUEUED;
+            m->queue[m->qlen++] = s;
+            m->cb[s] = o->cb % CB_KINDS;
+            m->sib[s] = o->sib % MW;
+        }
+        EXPECT(m, volt_sem_acquire(m->sem, &m->w[s], n, model_wake, &m->ctx[s]), want, "acquire");
+        break;
+    }
+    case OP_REL:
+        if (m->held == 0) break;
+        model_release(m, n < m->held ? n : m->held);
+        break;
+    case OP_CANCEL:
+    case OP_TRYCANCEL: {
+        size_t r = 99, want_r;
+        volt_status want = model_end(m, s, &want_r);
+        m->ending = s;
+        volt_status got = o->kind == OP_CANCEL ? volt_sem_cancel(m->sem, &m->w[s], &r)
+                                               : volt_sem_try_cancel(m->sem, &m->w[s], &r);
+        m->ending = -1;
+        EXPECT(m, got, want, op_names[o->kind]);
+        if (got == want && r != want_r) mfail(m, "cancel handed back %zu, model says %zu", r, want_r);
+        break;
+    }
+    case OP_STATUS:
+        EXPECT(m, volt_waiter_status(&m->w[s]), model_status(m, s), "volt_waiter_status");
+        EXPECT(m, volt_waiter_is_busy(&m->w[s]) ? VOLT_PENDING : VOLT_IDLE,
+               busy(m, s) ? VOLT_PENDING : VOLT_IDLE, "volt_waiter_is_busy (PENDING: busy)");
+        break;
+    case OP_AVAIL: {
+        size_t got = volt_sem_available_permits(m->sem);
+        if (got != m->avail) mfail(m, "available_permits %zu, model says %zu", got, m->avail);
+        break;
+    }
+    case OP_CLOSE:
+        if (!m->closed) {
+            m->closed = true;
+            for (int i = 0; i < m->qlen; i++) {
+                int q = m->queue[i];
+                m->avail += m->requested[q] - m->remaining[q]; /* partial grants banked */
+                m->state[q] = M_NOTIFY_C;
+                m->pending[m->plen++] = q;
+            }
+            m->qlen = 0;
+        }
+        EXPECT(m, volt_sem_close(m->sem), VOLT_OK, "close");
+        break;
+    case OP_BAD: /* rejected, nothing changes */
+        EXPECT(m, volt_sem_try_acquire(m->sem, 0), VOLT_INVALID_ARGUMENT, "try_acquire(0)");
+        EXPECT(m, volt_sem_acquire(m->sem, &m->w[s], 0, model_wake, &m->ctx[s]),
+               VOLT_INVALID_ARGUMENT, "acquire(0)");
+        EXPECT(m, volt_sem_release(m->sem, 0), VOLT_INVALID_ARGUMENT, "release(0)");
+        break;
+    }
+    if (m->plen != 0) mfail(m, "%d callbacks the model expects did not run", m->plen);
+    m->plen = 0;
+}
+
+static size_t model_total(uint64_t seed) { return 1 + (size_t)(seed % 5); }
+
+/* Runs `ops` on a fresh semaphore; returns true if everything matched. */
+static bool model_run(uint64_t seed, const op *ops, long nops, char *why, size_t whylen) {
+    model *m = calloc(1, sizeof *m);
+    if (!m) abort();
+    size_t total = model_total(seed);
+    if (volt_sem_new(total, &m->sem) != VOLT_OK) abort();
+    m->avail = total;
+    m->ending = -1;
+    for (int i = 0; i < MW; i++) {
+        if (volt_waiter_init(&m->w[i]) != VOLT_OK) abort();
+        m->ctx[i] = (cb_ctx){m, i};
+    }
+    for (long i = 0; i < nops && !m->failed; i++) {
+        m->step = i;
+        model_step(m, &ops[i]);
+    }
+    /* The end: every busy waiter ended, everything released, all permits back. */
+    m->step = nops;
+    for (int i = 0; i < MW && !m->failed; i++) {
+        op end = {OP_CANCEL, (uint8_t)i, 1, 0, 0};
+        if (busy(m, i)) model_step(m, &end);
+    }
+    if (!m->failed && m->held > 0) model_release(m, m->held);
+    if (!m->failed) {
+        size_t got = volt_sem_available_permits(m->sem);
+        if (got != total) mfail(m, "at the end %zu permits available of %zu", got, total);
+        volt_status t = volt_sem_try_acquire(m->sem, total);
+        if (t != (m->closed ? VOLT_CLOSED : VOLT_OK))
+            mfail(m, "at the end try_acquire(total) returned %s", st(t));
+    }
+    /* Whatever happened, leave no waiter busy (its reference would leak). */
+    for (int i = 0; i < MW; i++)
+        while (volt_waiter_is_busy(&m->w[i])) (void)volt_sem_cancel(m->sem, &m->w[i], NULL);
+    bool ok = !m->failed;
+    if (!ok && why) snprintf(why, whylen, "%s", m->why);
+    volt_sem_free(m->sem);
+    free(m);
+    return ok;
+}
+
+static void gen_ops(uint64_t seed, op *ops, long n) {
+    uint64_t r = seed ^ 0x5eed;
+    size_t total = model_total(seed);
+    static const unsigned weight[OP_KINDS] = {10, 30, 22, 10, 6, 6, 4, 1, 4, 1};
+    unsigned sum = 0;
+    for (int k = 0; k < OP_KINDS; k++) sum += weight[k];
+    for (long i = 0; i < n; i++) {
+        unsigned x = rng_below(&r, sum), k = 0;
+        while (x >= weight[k]) x -= weight[k++];
+        /* Closing ends a sequence's interesting part: rarer late, absent early. */
+        if (k == OP_CLOSE && i < n / 2) k = OP_STATUS;
+        ops[i].kind = (uint8_t)k;
+        ops[i].slot = (uint8_t)rng_below(&r, MW);
+        ops[i].n = (uint8_t)(1 + rng_below(&r, (unsigned)total + 1));
+        ops[i].cb = (uint8_t)rng_below(&r, CB_KINDS);
+        ops[i].sib = (uint8_t)rng_below(&r, MW);
+    }
+}
+
+static void print_op(FILE *f, long i, const op *o) {
+    fprintf(f, "      %3ld: %-12s waiter %d n %d", i, op_names[o->kind], o->slot % MW, o->n);
+    if (o->kind == OP_ACQ) {
+        fprintf(f, " callback: %s", cb_names[o->cb % CB_KINDS]);
+        if (o->cb % CB_KINDS == CB_SIBLING || o->cb % CB_KINDS == CB_TRY_SIBLING)
+            fprintf(f, " (waiter %d)", o->sib % MW);
+    }
+    fputc('\n', f);
+}
+
+/* Delta debugging (ddmin) over the operation list: the smallest sequence
+ * found that still fails. Every subsequence is a valid run (the model skips
+ * what cannot apply). */
+static long shrink(uint64_t seed, op *ops, long n) {
+    op *cand = malloc((size_t)n * sizeof *ops);
+    if (!cand) abort();
+    long gran = 2, tries = 0;
+    while (n >= 2 && tries < 4000) {
+        long chunk = (n + gran - 1) / gran;
+        bool reduced = false;
+        for (long start = 0; start < n && tries < 4000; start += chunk) {
+            long k = 0;
+            for (long i = 0; i < n; i++)
+                if (i < start || i >= start + chunk) cand[k++] = ops[i];
+            tries++;
+            if (k > 0 && !model_run(seed, cand, k, NULL, 0)) {
+                memcpy(ops, cand, (size_t)k * sizeof *ops);
+                n = k;
+                gran = gran > 2 ? gran - 1 : 2;
+                reduced = true;
+                break;
+            }
+        }
+        if (!reduced) {
+            if (gran >= n) break;
+            gran = gran * 2 < n ? gran * 2 : n;
+        }
+    }
+    free(cand);
+    return n;
+}
+
+static int run_model(const options *o) {
+    long passed = 0, failed = 0, total_ops = 0;
+    double end = now_s() + o->seconds;
+    long seeds = o->seeds || o->seconds > 0 ? o->seeds : 1000;
+    long nops = o->ops > 0 ? o->ops : 60;
+    op *ops = malloc((size_t)nops * sizeof *ops);
+    if (!ops) abort();
+    printf("fuzz-model: seeds %llu.., %ld operations each (replay one: fuzz_sem model --seed S --seeds 1)\n",
+           (unsigned long long)o->seed, nops);
+    for (long i = 0; seeds ? i < seeds : now_s() < end; i++) {
+        uint64_t seed = o->seed + (uint64_t)i;
+        gen_ops(seed, ops, nops);
+        char why[512];
+        total_ops += nops;
+        if (model_run(seed, ops, nops, why, sizeof why)) {
+            passed++;
+            continue;
+        }
+        failed++;
+        printf("FAIL seed %llu (total %zu): %s\n", (unsigned long long)seed, model_total(seed), why);
+        long k = shrink(seed, ops, nops);
+        model_run(seed, ops, k, why, sizeof why);
+        printf("    shrunk to %ld operations (%s):\n", k, why);
+        for (long j = 0; j < k; j++) print_op(stdout, j, &ops[j]);
+        if (failed >= 5) break;
+    }
+    free(ops);
+    printf("     %ld sequences, %ld operations, every one checked against the model\n",
+           passed + failed, total_ops);
+    printf("fuzz-model: %ld passed, %ld failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* ================================================================ threads */
+
+/* One waiter of a concurrent run and what its callback saw. */
+typedef struct worker worker;
+typedef struct {
+    volt_waiter w;
+    worker *owner;
+    size_t n;
+    long seq;               /* the owner's enqueue order */
+    atomic_int calls;       /* callbacks for this request */
+    atomic_int ended;       /* the owner ended this request */
+    atomic_int collected;   /* the callback collected the grant itself */
+    bool busy;
+} twaiter;
+
+typedef struct {
+    atomic_long in_use, peak, violations;
+    atomic_long ops, grants, callbacks;
+    atomic_long outcome[4][8]; /* per kind of call, a few statuses: coverage */
+    long total;
+} counts;
+
+struct worker {
+    const volt_sem *sem;
+    counts *c;
+    uint64_t rng;
+    long max_seen_grant; /* the largest seq of this thread's own grant observed */
+    twaiter tw[3];
+    long next_seq;
+    size_t held;
+    double until;
+    bool may_close;
+    atomic_long *share; /* this process's share of the count (shared mode) */
+};
+
+static void note_event(int op, long n, long in_use);
+static void (*on_violation)(void);
+
+static void cov(counts *c, int kind, volt_status s) {
+    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < 7 ? s : 7], 1);
+}
+
+/* What the calls returned, so that a run shows which outcomes it reached. */
+static void print_cov(counts *c) {
+    static const char *kinds[] = {"try_acquire", "acquire_blocking", "acquire", "cancel"};
+    for (int k = 0; k < 4; k++) {
+        printf("       %-17s", kinds[k]);
+        for (int s = 0; s < 8; s++) {
+            long v = atomic_load(&c->outcome[k][s]);
+            if (v) printf(" %s %ld", s < 7 ? st(s) + 5 : "other", v);
+        }
+        printf("\n");
+    }
+}
+
+static counts coverage; /* every run's outcomes, summed */
+
+static void add_cov(const counts *c) {
+    for (int k = 0; k < 4; k++)
+        for (int s = 0; s < 8; s++) atomic_fetch_add(&coverage.outcome[k][s], atomic_load(&c->outcome[k][s]));
+}
+
+static void violation(counts *c, const char *fmt, ...) {
+    char buf[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (atomic_fetch_add(&c->violations, 1) < 5) {
+        fprintf(stderr, "    VIOLATION (pid %d): %s\n", (int)getpid(), buf);
+        if (on_violation) on_violation();
+    }
+}
+
+/* The count: raised after the library reported a grant, lowered before a
+ * release. In shared mode the process's share is raised first and lowered
+ * last, so a victim stopped anywhere in between has a share at least what it
+ * added to the count: taking its share off can only push the count down. */
+static void count_grant(worker *k, size_t n) {
+    counts *c = k->c;
+    if (k->share) atomic_fetch_add(k->share, (long)n);
+    long now = atomic_fetch_add(&c->in_use, (long)n) + (long)n;
+    if (k->share) note_event(1, (long)n, now);
+    atomic_fetch_add(&c->grants, 1);
+    long p = atomic_load(&c->peak);
+    while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) {
+    }
+    if (now > c->total)
+        violation(c, "over-grant: %ld permits reported held of %ld (pid %d, +%zu)", now, c->total,
+                  (int)getpid(), n);
+}
+
+static void count_release(worker *k, size_t n) {
+    counts *c = k->c;
+    long now = atomic_fetch_sub(&c->in_use, (long)n) - (long)n;
+    if (k->share) atomic_fetch_sub(k->share, (long)n), note_event(-1, (long)n, now);
+}
+
+/* A grant that did not queue behind this thread's own requests still queued
+ * would be an overtaking: from now on every request it queued earlier must
+ * end granted (or closed), never cancelled while still queued. */
+static void saw_immediate_grant(worker *k) { k->max_seen_grant = ++k->next_seq; }
+
+static void release_n(worker *k, size_t n) {
+    count_release(k, n);
+    volt_status s = volt_sem_release(k->sem, n);
+    if (s != VOLT_OK) violation(k->c, "release(%zu) of held permits returned %s", n, st(s));
+}
+
+static void t_wake(void *p) {
+    twaiter *t = p;
+    worker *k = t->owner;
+    atomic_fetch_add(&k->c->callbacks, 1);
+    if (atomic_load(&t->ended)) violation(k->c, "a callback after its request ended");
+    if (atomic_fetch_add(&t->calls, 1) != 0) violation(k->c, "a callback called twice");
+    volt_status s = volt_waiter_status(&t->w);
+    if (s != VOLT_OK && s != VOLT_CLOSED) violation(k->c, "status %s inside the callback", st(s));
+    /* Sometimes the callback collects the grant and passes it on at once. */
+    if ((t->seq & 3) == 1) {
+        volt_status c = volt_sem_cancel(k->sem, &t->w, NULL);
+        if (c == VOLT_OK || c == VOLT_CLOSED) atomic_store(&t->collected, c == VOLT_OK ? 1 : 2);
+        if (c == VOLT_OK) {
+            count_grant(k, t->n);
+            release_n(k, t->n);
+        } else if (c != VOLT_CLOSED) {
+            violation(k->c, "cancel inside the callback returned %s", st(c));
+        }
+    }
+}
+
+/* Ends request `t` (cancel or try_cancel) and checks its outcome. */
+static void end_request(worker *k, twaiter *t, bool try_first) {
+    size_t r = 0;
+    volt_status s;
+    if (try_first) {
+        while ((s = volt_sem_try_cancel(k->sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
+    } else {
+        s = volt_sem_cancel(k->sem, &t->w, &r);
+    }
+    atomic_store(&t->ended, 1);
+    cov(k->c, 3, s);
+    int calls = atomic_load(&t->calls);
+    t->busy = false;
+    switch (s) {
+    case VOLT_OK:
+        if (atomic_load(&t->collected))
+            violation(k->c, "owner's cancel returned VOLT_OK after the callback collected the outcome");
+        count_grant(k, t->n);
+        k->held += t->n;
+        if (t->seq > k->max_seen_grant) k->max_seen_grant = t->seq;
+        break;
+    case VOLT_CANCELLED:
+        if (calls != 0) violation(k->c, "a cancelled request's callback ran");
+        if (t->seq < k->max_seen_grant)
+            violation(k->c, "FIFO: request %ld was still queued after a later request %ld of the "
+                            "same thread was granted",
+                      t->seq, k->max_seen_grant);
+        break;
+    case VOLT_IDLE:
+        if (!atomic_load(&t->collected)) violation(k->c, "cancel returned VOLT_IDLE, nothing collected");
+        break;
+    case VOLT_CLOSED:
+        break;
+    default:
+        violation(k->c, "cancel returned %s", st(s));
+    }
+    if (calls > 1) violation(k->c, "%d callbacks for one request", calls);
+}
+
+/* One random operation of a worker thread. */
+static void worker_step(worker *k) {
+    counts *c = k->c;
+    atomic_fetch_add(&c->ops, 1);
+    unsigned total = (unsigned)c->total;
+    size_t n = 1 + rng_below(&k->rng, total);
+    unsigned x = rng_below(&k->rng, 100);
+    /* Holders give back often, and a woken request is collected soon, or the
+     * others mostly see "would block". */
+    if (k->held && rng_below(&k->rng, 2) == 0) x = 80;
+    for (int i = 0; i < 3; i++) {
+        twaiter *t = &k->tw[i];
+        if (t->busy && atomic_load(&t->calls) && rng_below(&k->rng, 4) != 0) {
+            /* The grant was seen through the callback: an observed grant (FIFO). */
+            if (volt_waiter_status(&t->w) == VOLT_OK && t->seq > k->max_seen_grant)
+                k->max_seen_grant = t->seq;
+            end_request(k, t, rng_below(&k->rng, 2));
+            return;
+        }
+    }
+    if (x < 15) {
+        volt_status s = volt_sem_try_acquire(k->sem, n);
+        cov(c, 0, s);
+        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
+        else if (s != VOLT_WOULD_BLOCK && s != VOLT_CLOSED) violation(c, "try_acquire: %s", st(s));
+    } else if (x < 35) {
+        int64_t ns = (int64_t)rng_below(&k->rng, 3000) * 1000;
+        volt_status s = volt_sem_acquire_blocking(k->sem, n, ns);
+        cov(c, 1, s);
+        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
+        else if (s != VOLT_TIMED_OUT && s != VOLT_CLOSED) violation(c, "acquire_blocking: %s", st(s));
+    } else if (x < 60) {
+        twaiter *t = &k->tw[rng_below(&k->rng, 3)];
+        if (t->busy) {
+            end_request(k, t, rng_below(&k->rng, 2));
+        } else {
+            t->n = n;
+            t->seq = ++k->next_seq;
+            atomic_store(&t->calls, 0);
+            atomic_store(&t->ended, 0);
+            atomic_store(&t->collected, 0);
+            volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
+            cov(c, 2, s);
+            if (s == VOLT_PENDING) t->busy = true;
+            else if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
+            else if (s != VOLT_CLOSED && s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
+        }
+    } else if (x < 75) {
+        if (rng_below(&k->rng, 4) == 0) sleep_us(rng_below(&k->rng, 200));
+        else sched_yield();
+    } else if (x < 97) {
+        if (k->held) {
+            size_t m = 1 + rng_below(&k->rng, (unsigned)k->held);
+            k->held -= m;
+            release_n(k, m);
+        }
+    } else if (x < 98 && k->may_close && now_s() > k->until - 0.02) {
+        volt_status s = volt_sem_close(k->sem);
+        if (s != VOLT_OK) violation(c, "close: %s", st(s));
+    } else {
+        size_t a = volt_sem_available_permits(k->sem);
+        if (a > (size_t)total) violation(c, "available_permits %zu above the total %u", a, total);
+    }
+}
+
+static void worker_finish(worker *k) {
+    for (int i = 0; i < 3; i++)
+        if (k->tw[i].busy) end_request(k, &k->tw[i], false);
+    if (k->held) {
+        release_n(k, k->held);
+        k->held = 0;
+    }
+}
+
+static void worker_init(worker *k, const volt_sem *sem, counts *c, uint64_t seed) {
+    memset(k, 0, sizeof *k);
+    k->sem = sem;
+    k->c = c;
+    k->rng = seed;
+    for (int i = 0; i < 3; i++) {
+        if (volt_waiter_init(&k->tw[i].w) != VOLT_OK) abort();
+        k->tw[i].owner = k;
+    }
+}
+
+static void *thread_main(void *p) {
+    worker *k = p;
+    /* Once closed, every call fails at once: nothing more to learn. */
+    while (now_s() < k->until && !volt_sem_is_closed(k->sem)) worker_step(k);
+    worker_finish(k);
+    return NULL;
+}
+
+static int run_threads(const options *o) {
+    long passed = 0, failed = 0, ops = 0, grants = 0, callbacks = 0;
+    double end = now_s() + (o->seconds > 0 ? o->seconds : 2);
+    printf("fuzz-threads: seeds %llu.. (replay one: fuzz_sem threads --seed S --seeds 1)\n",
+           (unsigned long long)o->seed);
+    for (long i = 0; o->seeds ? i < o->seeds : now_s() < end; i++) {
+        uint64_t seed = o->seed + (uint64_t)i, r = seed;
+        unsigned total = 1 + rng_below(&r, 4), nthreads = 2 + rng_below(&r, 3);
+        const volt_sem *sem;
+        if (volt_sem_new(total, &sem) != VOLT_OK) abort();
+        counts c;
+        memset(&c, 0, sizeof c);
+        c.total = total;
+        worker k[4];
+        pthread_t t[4];
+        double until = now_s() + 0.05 + rng_below(&r, 100) / 1000.0;
+        for (unsigned j = 0; j < nthreads; j++) {
+            worker_init(&k[j], sem, &c, rng_next(&r));
+            k[j].until = until;
+            k[j].may_close = j == 0 && rng_below(&r, 4) == 0;
+            if (pthread_create(&t[j], NULL, thread_main, &k[j]) != 0) abort();
+        }
+        for (unsigned j = 0; j < nthreads; j++) pthread_join(t[j], NULL);
+        bool closed = volt_sem_is_closed(sem);
+        if (atomic_load(&c.in_use) != 0) violation(&c, "%ld permits still counted", atomic_load(&c.in_use));
+        size_t a = volt_sem_available_permits(sem);
+        if (a != total) violation(&c, "at the end %zu available of %u", a, total);
+        volt_status s = volt_sem_try_acquire(sem, total);
+        if (s != (closed ? VOLT_CLOSED : VOLT_OK)) violation(&c, "at the end try_acquire(total): %s", st(s));
+        volt_sem_free(sem);
+        ops += c.ops, grants += c.grants, callbacks += c.callbacks;
+        add_cov(&c);
+        if (atomic_load(&c.violations)) {
+            failed++;
+            printf("FAIL seed %llu (total %u, %u threads)\n", (unsigned long long)seed, total, nthreads);
+        } else {
+            passed++;
+        }
+    }
+    printf("     %ld runs, %ld operations, %ld grants, %ld callbacks\n", passed + failed, ops, grants,
+           callbacks);
+    print_cov(&coverage);
+    printf("fuzz-threads: %ld passed, %ld failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* ================================================================= shared */
+
+enum { MAXP = 64, RING = 128 };
+
+typedef struct {
+    atomic_int pid;     /* 0: free */
+    atomic_int counted; /* its share still in the count */
+    atomic_long share;  /* permits it reported held */
+    atomic_int depth;   /* 0: a worker the driver started; 1: forked by one */
+    atomic_long born_us; /* when it claimed this record */
+    atomic_int dumped;  /* its stacks were printed (stuck) */
+} proc_rec;
+
+typedef struct {
+    atomic_int pid, op;
+    atomic_long n, in_use, t_us;
+} event;
+
+/* Shared by the driver and every process of a run (MAP_SHARED, inherited by
+ * fork): the count, the processes, the last accounting events. */
+typedef struct {
+    counts c;
+    atomic_int stop;
+    atomic_long forks, fork_opens;
+    proc_rec procs[MAXP];
+    atomic_long ring_pos;
+    event ring[RING];
+    double t0;
+} arena;
+
+static arena *A;
+static char shm_name[64];
+
+static void note_event(int op, long n, long in_use) {
+    if (!A) return;
+    event *e = &A->ring[atomic_fetch_add(&A->ring_pos, 1) % RING];
+    atomic_store(&e->pid, (int)getpid());
+    atomic_store(&e->op, op);
+    atomic_store(&e->n, n);
+    atomic_store(&e->in_use, in_use);
+    atomic_store(&e->t_us, (long)((now_s() - A->t0) * 1e6));
+}
+
+/* On an over-grant (or any violation): the last accounting events of every
+ * process, oldest first (instrumentation for issue 33's item 1). */
+static void dump_ring(void) {
+    long end = atomic_load(&A->ring_pos);
+    fprintf(stderr, "    last accounting events (pid, +grant/-release, n, count after, us):\n");
+    for (long i = end > RING ? end - RING : 0; i < end; i++) {
+        event *e = &A->ring[i % RING];
+        fprintf(stderr, "      %d %c%ld -> %ld at %ld\n", atomic_load(&e->pid),
+                atomic_load(&e->op) > 0 ? '+' : '-', atomic_load(&e->n), atomic_load(&e->in_use),
+                atomic_load(&e->t_us));
+    }
+}
+
+static int claim_proc(int pid, int depth) {
+    for (int i = 0; i < MAXP; i++) {
+        int z = 0;
+        if (atomic_compare_exchange_strong(&A->procs[i].pid, &z, pid)) {
+            atomic_store(&A->procs[i].depth, depth);
+            atomic_store(&A->procs[i].born_us, (long)((now_s() - A->t0) * 1e6));
+            atomic_store(&A->procs[i].dumped, 0);
+            atomic_store(&A->procs[i].share, 0);
+            atomic_store(&A->procs[i].counted, 1);
+            return i;
+        }
+    }
+    return -1;
+}
+
+static int find_proc(int pid) {
+    for (int i = 0; i < MAXP; i++)
+        if (atomic_load(&A->procs[i].pid) == pid) return i;
+    return -1;
+}
+
+/* Takes a dead or stopped process's share off the count (once). */
+static void take_off(int i) {
+    if (i < 0) return;
+    if (atomic_exchange(&A->procs[i].counted, 0)) {
+        long sh = atomic_exchange(&A->procs[i].share, 0);
+        long now = atomic_fetch_sub(&A->c.in_use, sh) - sh;
+        note_event(-2, sh, now);
+    }
+}
+
+typedef struct {
+    worker k;
+    bool may_fork;
+    int depth;
+} sthread;
+
+static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth);
+
+static void *shared_thread(void *p) {
+    sthread *a = p;
+    worker *k = &a->k;
+    while (now_s() < k->until && !atomic_load(&A->stop)) {
+        worker_step(k);
+        if (a->may_fork && a->depth == 0 && rng_below(&k->rng, 3000) == 0) {
+            atomic_fetch_add(&A->forks, 1);
+            uint64_t cseed = rng_next(&k->rng);
+            double cuntil = now_s() + 0.05 + (double)rng_below(&k->rng, 400) / 1000;
+            pid_t pid = fork();
+            if (pid == 0) {
+                /* Another thread may have held a lock at the fork (POSIX then
+                 * allows only async-signal-safe calls): a child stuck on one
+                 * dies of SIGALRM, the driver counts it and takes its share off. */
+                alarm(15);
+                int me = claim_proc(getpid(), 1); /* first: a stuck child is told apart */
+                /* The parent's handle refuses here; what this thread held is the
+                 * parent's (its record's), not the child's. */
+                volt_status s = volt_sem_try_acquire(k->sem, 1);
+                if (s != VOLT_FORKED) violation(k->c, "a parent's handle in a forked child: %s", st(s));
+                volt_sem_free(k->sem);
+                proc_main(me, cseed, 1 + (unsigned)(cseed % 2), cuntil, false, 1);
+                _exit(0);
+            }
+        }
+    }
+    worker_finish(k);
+    return NULL;
+}
+
+static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth) {
+    if (me < 0) return;
+    const volt_sem *sem = NULL;
+    volt_status s = volt_sem_open(shm_name, (size_t)A->c.total, 0, &sem);
+    if (s != VOLT_OK) {
+        violation(&A->c, "volt_sem_open: %s", st(s));
+        return;
+    }
+    if (depth) atomic_fetch_add(&A->fork_opens, 1);
+    sthread all[3];
+    pthread_t t[3];
+    uint64_t r = seed;
+    if (threads > 3) threads = 3;
+    for (unsigned j = 0; j < threads; j++) {
+        worker_init(&all[j].k, sem, &A->c, rng_next(&r));
+        all[j].k.until = until;
+        all[j].k.share = &A->procs[me].share;
+        all[j].may_fork = may_fork;
+        all[j].depth = depth;
+    }
+    for (unsigned j = 0; j < threads; j++)
+        if (pthread_create(&t[j], NULL, shared_thread, &all[j]) != 0) abort();
+    for (unsigned j = 0; j < threads; j++) pthread_join(t[j], NULL);
+    volt_sem_free(sem);
+    /* Ended normally: everything released; its record's slot is free again. */
+    atomic_store(&A->procs[me].counted, 0);
+    atomic_store(&A->procs[me].pid, 0);
+}
+
+static pid_t spawn_proc(uint64_t seed, unsigned threads, double until, bool may_fork) {
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        alarm((unsigned)(until - now_s()) + 60); /* a hung worker ends, its run fails */
+        proc_main(claim_proc(getpid(), 0), seed, threads, until, may_fork, 0);
+        _exit(0);
+    }
+    return pid;
+}
+
+/* The state letter of `pid` in /proc ('R', 'S', 'T', 'Z', ...), or 0. */
+static char proc_state(pid_t pid) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    size_t k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = 0;
+    char *p = strrchr(buf, ')');
+    return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Whether `pid` is stopped (its /proc state is 'T' or 't'); gives up after ~1 s. */
+static bool wait_stopped(pid_t pid) {
+    for (int i = 0; i < 1000; i++) {
+        char c = proc_state(pid);
+        if (c == 'T' || c == 't') return true;
+        if (c == 0 || c == 'Z' || c == 'X') return false;
+        sleep_us(1000);
+    }
+    return false;
+}
+
+typedef struct {
+    long kills, stops, hangs, reaped;
+} driver_stats;
+
+/* Reaps every ended process (the driver is the subreaper of the forked
+ * grandchildren too); one that died of a signal the driver did not send
+ * (SIGALRM: stuck after fork) has its share taken off. */
+static void reap(driver_stats *d, bool block) {
+    for (;;) {
+        int status;
+        pid_t pid = waitpid(-1, &status, block ? 0 : WNOHANG);
+        if (pid <= 0) return;
+        d->reaped++;
+        int i = find_proc(pid);
+        if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+            /* A forked child stuck on a lock held at the fork is allowed
+             * (counted); a worker that hangs, or any other signal, is not. */
+            if (WTERMSIG(status) == SIGALRM && i >= 0 && atomic_load(&A->procs[i].depth) > 0)
+                d->hangs++;
+            else
+                violation(&A->c, "process %d died of signal %d", (int)pid, WTERMSIG(status));
+        }
+        if (i >= 0) {
+            take_off(i);
+            atomic_store(&A->procs[i].pid, 0);
+        }
+    }
+}
+
+/* A forked child lives under half a second; one alive after 3 s is stuck.
+ * Its threads' stacks (gdb, when installed) say where, before its alarm
+ * ends it. */
+static void dump_stuck(void) {
+    long now_us = (long)((now_s() - A->t0) * 1e6);
+    for (int i = 0; i < MAXP; i++) {
+        proc_rec *p = &A->procs[i];
+        int pid = atomic_load(&p->pid);
+        /* Not one the driver killed (a zombie until its parent, a worker
+         * that does not wait for it, ends), nor one stopped now. */
+        if (pid <= 0 || atomic_load(&p->depth) == 0 || !atomic_load(&p->counted) ||
+            now_us - atomic_load(&p->born_us) < 3000000 || atomic_load(&p->dumped))
+            continue;
+        char state = proc_state(pid);
+        if (state == 0 || state == 'Z' || state == 'T' || state == 't') continue;
+        atomic_store(&p->dumped, 1);
+        fprintf(stderr, "    forked child %d alive %.1f s after its start: its stacks\n", pid,
+                (double)(now_us - atomic_load(&p->born_us)) / 1e6);
+        char cmd[128];
+        snprintf(cmd, sizeof cmd, "timeout 60 gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", pid);
+        if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
+            fprintf(stderr, "    (gdb failed)\n");
+    }
+}
+
+static int random_victim(uint64_t *r) {
+    int cand[MAXP], k = 0;
+    for (int i = 0; i < MAXP; i++)
+        if (atomic_load(&A->procs[i].pid) > 0 && atomic_load(&A->procs[i].counted)) cand[k++] = i;
+    return k ? cand[rng_below(r, (unsigned)k)] : -1;
+}
+
+static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out) {
+    uint64_t r = seed;
+    unsigned total = o->total ? o->total : 1 + rng_below(&r, 2);
+    unsigned procs = o->procs ? o->procs : 3 + rng_below(&r, 4);
+    unsigned threads = o->threads ? o->threads : 1 + rng_below(&r, 3);
+    double seconds = o->seconds > 0 ? o->seconds : 2;
+    snprintf(shm_name, sizeof shm_name, "fuzz-%d-%ld", (int)getpid(), run);
+    (void)volt_sem_unlink(shm_name);
+    memset(A, 0, sizeof *A);
+    A->c.total = total;
+    A->t0 = now_s();
+    double until = now_s() + seconds;
+    driver_stats d = {0};
+    for (unsigned i = 0; i < procs; i++) spawn_proc(rng_next(&r), threads, until, o->fork);
+    while (now_s() < until - 0.05) {
+        sleep_us(20000 + rng_below(&r, 130000));
+        reap(&d, false);
+        dump_stuck();
+        unsigned x = rng_below(&r, 100);
+        int v = random_victim(&r);
+        if (v < 0) continue;
+        pid_t pid = atomic_load(&A->procs[v].pid);
+        if (pid <= 0) continue;
+        if (o->kill && x < 35) {
+            /* Stopped first, so its share is final when taken off: every race
+             * pushes the count down, never up. Then a replacement. */
+            if (kill(pid, SIGSTOP) != 0) continue;
+            if (wait_stopped(pid)) take_off(v);
+            kill(pid, SIGKILL);
+            d.kills++;
+            if (now_s() < until - 0.3) spawn_proc(rng_next(&r), threads, until, o->fork);
+        } else if (o->stop && x < 70) {
+            if (kill(pid, SIGSTOP) != 0) continue;
+            sleep_us(1000 + rng_below(&r, 30000));
+            kill(pid, SIGCONT);
+            d.stops++;
+        }
+    }
+    atomic_store(&A->stop, 1);
+    /* Every process ends (the hung ones by their alarm). */
+    for (double give_up = now_s() + 90;;) {
+        reap(&d, false);
+        int alive = 0;
+        for (int i = 0; i < MAXP; i++) alive += atomic_load(&A->procs[i].pid) > 0;
+        if (!alive) break;
+        if (now_s() > give_up) {
+            violation(&A->c, "%d processes still running 90 s after the end of the run", alive);
+            break;
+        }
+        dump_stuck();
+        sleep_us(50000);
+    }
+    reap(&d, true);
+    bool ok = atomic_load(&A->c.violations) == 0;
+    /* A fresh process (this one) gets the whole total: the dead ones' permits
+     * and requests came back. */
+    const volt_sem *sem = NULL;
+    volt_status s = volt_sem_open(shm_name, total, 0, &sem);
+    if (s == VOLT_OK) {
+        s = volt_sem_acquire_blocking(sem, total, 20LL * 1000000000);
+        if (s != VOLT_OK) {
+            violation(&A->c, "at the end acquire_blocking(total %u): %s", total, st(s));
+        } else {
+            if (volt_sem_release(sem, total) != VOLT_OK) violation(&A->c, "final release failed");
+            size_t a = volt_sem_available_permits(sem);
+            if (a != total) violation(&A->c, "at the end %zu available of %u", a, total);
+        }
+        volt_sem_free(sem);
+    } else {
+        violation(&A->c, "at the end volt_sem_open: %s", st(s));
+    }
+    (void)volt_sem_unlink(shm_name);
+    ok = atomic_load(&A->c.violations) == 0;
+    *ops_out += atomic_load(&A->c.ops);
+    add_cov(&A->c);
+    printf("     run %ld seed %llu: total %u, %u processes x %u threads, %ld ops, %ld grants, "
+           "%ld callbacks, peak %ld, %ld kills, %ld stops, %ld forks (%ld opened, %ld stuck)%s\n",
+           run, (unsigned long long)seed, total, procs, threads, atomic_load(&A->c.ops),
+           atomic_load(&A->c.grants), atomic_load(&A->c.callbacks), atomic_load(&A->c.peak),
+           d.kills, d.stops, atomic_load(&A->forks), atomic_load(&A->fork_opens), d.hangs,
+           ok ? "" : "  FAIL");
+    fflush(stdout);
+    return ok;
+}
+
+static int run_shared(const options *o) {
+    A = mmap(NULL, sizeof *A, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (A == MAP_FAILED) abort();
+    on_violation = dump_ring;
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    long passed = 0, failed = 0, ops = 0;
+    long runs = o->seeds ? o->seeds : 3;
+    printf("fuzz-shared: seeds %llu.. kills %s, stops %s, forks %s (replay one: fuzz_sem shared "
+           "--seed S --runs 1)\n",
+           (unsigned long long)o->seed, o->kill ? "on" : "off", o->stop ? "on" : "off",
+           o->fork ? "on" : "off");
+    fflush(stdout);
+    for (long i = 0; i < runs; i++) {
+        if (shared_run(o, o->seed + (uint64_t)i, i, &ops)) passed++;
+        else failed++;
+    }
+    printf("     %ld runs, %ld operations\n", passed + failed, ops);
+    print_cov(&coverage);
+    printf("fuzz-shared: %ld passed, %ld failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
+/* =================================================================== main */
+
+static void usage(void) {
+    fprintf(stderr, "usage: fuzz_sem model|threads|shared [--seed S] [--seeds N | --runs N] "
+                    "[--ops K] [--seconds T] [--total P] [--procs N] [--threads N] [--no-kill] "
+                    "[--no-fork] [--no-stop]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) usage();
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    options o = {0};
+    o.seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
+    o.kill = o.fork = o.stop = true;
+    /* FUZZ_SEED (the Makefile's) sets the first seed; --seed overrides it. */
+    const char *env = getenv("FUZZ_SEED");
+    if (env && *env) o.seed = strtoull(env, NULL, 0);
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--no-kill")) o.kill = false;
+        else if (!strcmp(a, "--no-fork")) o.fork = false;
+        else if (!strcmp(a, "--no-stop")) o.stop = false;
+        else if (!v) usage();
+        else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 0), i++;
+        else if (!strcmp(a, "--seeds") || !strcmp(a, "--runs")) o.seeds = strtol(v, NULL, 0), i++;
+        else if (!strcmp(a, "--ops")) o.ops = strtol(v, NULL, 0), i++;
+        else if (!strcmp(a, "--seconds")) o.seconds = strtod(v, NULL), i++;
+        else if (!strcmp(a, "--total")) o.total = (unsigned)strtoul(v, NULL, 0), i++;
+        else if (!strcmp(a, "--procs")) o.procs = (unsigned)strtoul(v, NULL, 0), i++;
+        else if (!strcmp(a, "--threads")) o.threads = (unsigned)strtoul(v, NULL, 0), i++;
+        else usage();
+    }
+    if (!strcmp(argv[1], "model")) return run_model(&o);
+    if (!strcmp(argv[1], "threads")) return run_threads(&o);
+    if (!strcmp(argv[1], "shared")) return run_shared(&o);
+    usage();
+}
