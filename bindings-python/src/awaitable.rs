@@ -556,7 +556,9 @@ fn warn_never_awaited(py: Python<'_>, n: usize) {
         "volt-sem: acquire({n}) was never awaited, so it took nothing; \
          write `await sem.acquire({n})` or `async with sem.acquire({n}):`"
     );
-    let Ok(message) = std::ffi::CString::new(message) else { return };
+    let Ok(message) = std::ffi::CString::new(message) else {
+        return;
+    };
     let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
     if let Err(e) = PyErr::warn(py, &category, &message, 1) {
         e.write_unraisable(py, None);
