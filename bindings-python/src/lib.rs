@@ -383,13 +383,13 @@ struct BoundedSemaphore;
 impl BoundedSemaphore {
     #[new]
     #[pyo3(signature = (permits = Initial(1)))]
-    fn new(permits: Initial) -> (Self, Semaphore) {
+    fn new(permits: Initial) -> PyClassInitializer<Self> {
         let base = Semaphore {
             core: Arc::new(local_core(permits.0)),
             name: None,
             role: Role::Bounded(Arc::new(AtomicUsize::new(0))),
         };
-        (BoundedSemaphore, base)
+        PyClassInitializer::from(base).add_subclass(BoundedSemaphore)
     }
 
     fn __repr__(slf: PyRef<'_, Self>) -> String {
