@@ -547,7 +547,9 @@ export declare class RedisSemaphore {
    * Aborted when the session that holds this object's grants is lost, with
    * the `ERR_VOLT_LEASE_EXPIRED` (or `ERR_VOLT_STATE_LOST`) error as its
    * reason: stop using the guarded resource. A grant in a later session
-   * gets a new signal.
+   * gets a new signal. It aborts at most one lease after the start of the
+   * last renewal Redis confirmed, even while Redis does not answer (a black
+   * hole rather than a closed connection).
    */
   readonly leaseSignal: AbortSignal;
 

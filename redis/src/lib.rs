@@ -100,7 +100,20 @@
 //!   [`Permit::is_lost`] and completes [`Permit::lost`], and releasing those
 //!   permits returns [`Error::LeaseExpired`] and releases nothing (they were
 //!   already reclaimed; nothing is released twice). The next acquire starts
-//!   a new session transparently.
+//!   a new session transparently. **When**: at most one lease after the
+//!   start of the last renewal Redis confirmed (the handle counts from when
+//!   it sent the renewal, the server from when it ran it, so the handle
+//!   always knows first), whatever the agent is blocked in when the network
+//!   goes silent: [`Permit::is_lost`] and [`LeaseWatch::is_lost`] read the
+//!   handle's clock, and every blocking call of the agent (its `BLPOP`, a
+//!   heartbeat, a reconnect, a back-off) is capped by what remains of the
+//!   lease, so the agent gives the session up (and wakes [`Permit::lost`],
+//!   the watches and the waiters) when the lease ends. A renewal confirmed
+//!   after that does not revive it. Measured behind a proxy that
+//!   black-holes the connections (`tests/black_hole.rs`): the loss is seen
+//!   10.0 s after the cut with the default 10 s lease and 2.0 s after it
+//!   with a 2 s lease, where another client can be granted the permit only
+//!   after the server's lease ended, later.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.
@@ -233,8 +246,10 @@
 //!   **The deadline is the lease** ([`ConnectOptions::lease`]): once the
 //!   session has not been renewed for a whole lease it is expired in Redis
 //!   too, so waiting longer could not help; its waiters then fail with
-//!   [`Error::LeaseExpired`] and its holders learn the loss. A shorter
-//!   lease fails sooner.
+//!   [`Error::LeaseExpired`] and its holders learn the loss, at the lease's
+//!   end even when Redis went silent (a black hole rather than a closed
+//!   connection: every read and connect of the agent is capped by what
+//!   remains of the lease). A shorter lease fails sooner.
 //! * **Connections cut between calls** (a proxy, a load balancer, a
 //!   failover, a restart): a connection idle for a second or more is checked
 //!   (`PING`) before its next command and replaced if dead, so the script
@@ -796,7 +811,10 @@ impl Permit {
         self.token
     }
     /// Whether the session that holds these permits was lost (they were
-    /// reclaimed; the holder must stop using the resource).
+    /// reclaimed, or may be: not renewed for a whole lease; the holder must
+    /// stop using the resource). No round trip: it reads the handle's state
+    /// and clock, so it turns true at the lease's end even while Redis does
+    /// not answer.
     pub fn is_lost(&self) -> bool {
         self.n > 0 && self.sem.inner.is_lost(self.epoch)
     }

@@ -56,6 +56,20 @@ pub(crate) struct Session {
     pub(crate) renewed: Instant,
 }
 
+impl Session {
+    /// Whether the lease may have ended in Redis: not renewed for a whole
+    /// lease. From then on the session counts as lost, whether or not the
+    /// agent has given it up yet (it may be blocked on the network).
+    fn expired(&self, lease: Duration) -> bool {
+        self.renewed.elapsed() >= lease
+    }
+
+    /// How much of the lease surely remains (zero once expired).
+    fn remaining(&self, lease: Duration) -> Duration {
+        lease.saturating_sub(self.renewed.elapsed())
+    }
+}
+
 struct Entry {
     w: *const RedisWaiter,
     eid: String,
@@ -134,6 +148,16 @@ pub(crate) struct Inner {
     pid: u32,
 }
 
+/// What remains until `deadline`, or a connection error once it passed.
+fn time_left(deadline: Instant) -> Result<Duration, Error> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(d) if !d.is_zero() => Ok(d),
+        _ => Err(Error::Connection(
+            "timed out (the connect timeout, or what remained of the lease)".into(),
+        )),
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -157,15 +181,20 @@ impl Inner {
         self.opts.lease.as_millis() as u64
     }
 
+    /// Opens a connection and checks it with a `PING`, all before
+    /// `deadline` (each step gets only what remains of it); it is left with
+    /// the command timeout for reads and writes.
     fn open_connection(
         client: &Client,
         opts: &ConnectOptions,
         secret: &str,
+        deadline: Instant,
     ) -> Result<Conn, Error> {
         let con = client
-            .connect(opts.connect_timeout)
+            .connect(time_left(deadline)?)
             .map_err(|e| Error::from_redis(&e, secret))?;
-        con.set_timeouts(opts.command_timeout, opts.command_timeout)
+        let t = time_left(deadline)?;
+        con.set_timeouts(t, t)
             .map_err(|e| Error::from_redis(&e, secret))?;
         // A server that wants a password we did not give answers NOAUTH
         // here, clearly, rather than close the connection at the first
@@ -173,6 +202,8 @@ impl Inner {
         let mut con = con;
         redis::cmd("PING")
             .query::<String>(&mut con)
+            .map_err(|e| Error::from_redis(&e, secret))?;
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, secret))?;
         Ok(con)
     }
@@ -186,7 +217,12 @@ impl Inner {
     ) -> Result<Arc<Inner>, Error> {
         let secret = url_secret(url);
         let client = Client::open(url, &opts)?;
-        let mut con = Self::open_connection(&client, &opts, &secret)?;
+        let mut con = Self::open_connection(
+            &client,
+            &opts,
+            &secret,
+            Instant::now() + opts.connect_timeout,
+        )?;
         let keys = Keys::new(&opts.prefix, name);
         let scripts = Arc::new(Scripts::new());
         let sid = random_id();
@@ -277,7 +313,8 @@ impl Inner {
         }
         let mut g = lock(&self.cmd);
         if g.is_none() {
-            let c = Self::open_connection(&self.client, &self.opts, &self.secret)
+            let deadline = Instant::now() + self.opts.connect_timeout;
+            let c = Self::open_connection(&self.client, &self.opts, &self.secret, deadline)
                 .map_err(CallError::NotRun)?;
             *g = Some(c);
         }
@@ -285,7 +322,11 @@ impl Inner {
         if r.is_ok() {
             // min_replicas_acked: a write too few replicas acknowledged may
             // be lost by a failover, as if the call had an unknown outcome.
-            if let Err(e) = g.as_mut().expect("connected").wait_replicas(&self.opts) {
+            if let Err(e) = g
+                .as_mut()
+                .expect("connected")
+                .wait_replicas(&self.opts, None)
+            {
                 r = Err(CallError::Uncertain(e));
             }
         }
@@ -389,6 +430,20 @@ impl Inner {
         claimed
     }
 
+    /// [`lose`](Self::lose) without ending the session now: the agent ends
+    /// it (on its own connection) at its next turn. For the agent itself and
+    /// for a local expiry, where a round trip now could block on the network
+    /// (or on the command connection's lock) for longer than what remains of
+    /// the next session's lease.
+    pub(crate) fn lose_deferred(&self, epoch: u64, err: Error) {
+        let claimed = {
+            let mut st = lock(&self.state);
+            self.lose_locked(&mut st, epoch, &err)
+        };
+        deliver(claimed);
+        self.kick.kick();
+    }
+
     pub(crate) fn lose(&self, epoch: u64, err: Error) {
         let claimed = {
             let mut st = lock(&self.state);
@@ -447,19 +502,30 @@ impl Inner {
         self.kick.kick();
     }
 
-    /// A session not renewed for a whole lease is surely expired in Redis
-    /// (a long pause such as `SIGSTOP`, or Redis out of reach): give it up.
+    /// A session not renewed for a whole lease may be expired in Redis (a
+    /// long pause such as `SIGSTOP`, or Redis out of reach): give it up.
+    /// No I/O here (Redis is likely out of reach): the agent ends it later.
     pub(crate) fn check_local_expiry(&self) {
         let expired = {
             let st = lock(&self.state);
             st.session
                 .as_ref()
-                .filter(|s| s.renewed.elapsed() >= self.opts.lease)
+                .filter(|s| s.expired(self.opts.lease))
                 .map(|s| s.epoch)
         };
         if let Some(e) = expired {
-            self.lose(e, Error::LeaseExpired);
+            self.lose_deferred(e, Error::LeaseExpired);
         }
+    }
+
+    /// How much of the current session's lease surely remains (`None`: no
+    /// session). The agent caps every blocking call by it, so that it is
+    /// free to give the session up when the lease ends.
+    pub(crate) fn lease_remaining(&self) -> Option<Duration> {
+        lock(&self.state)
+            .session
+            .as_ref()
+            .map(|s| s.remaining(self.opts.lease))
     }
 
     /// Handles the replies every script may give about the session.
@@ -489,7 +555,10 @@ impl Inner {
     fn renewed(&self, epoch: u64, sent: Instant) {
         let mut st = lock(&self.state);
         if let Some(s) = st.session.as_mut().filter(|s| s.epoch == epoch) {
-            if sent > s.renewed {
+            // A session already seen expired stays lost (`is_lost` may have
+            // said so): a renewal confirmed too late does not revive it; the
+            // agent gives it up and ends it.
+            if sent > s.renewed && !s.expired(self.opts.lease) {
                 s.renewed = sent;
             }
         }
@@ -855,9 +924,16 @@ impl Inner {
         Ok(r)
     }
 
+    /// Whether session `epoch` is lost: given up, replaced, or not renewed
+    /// for a whole lease (read from the clock: true at the lease's end even
+    /// while the agent is still blocked on the network).
     pub(crate) fn is_lost(&self, epoch: u64) -> bool {
         let st = lock(&self.state);
-        st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch)
+        st.failed
+            || st
+                .session
+                .as_ref()
+                .is_none_or(|s| s.epoch != epoch || s.expired(self.opts.lease))
     }
 
     /// Registers `w` for the loss of session `epoch` (once: a waker that
@@ -867,7 +943,12 @@ impl Inner {
     /// not one per watch.
     pub(crate) fn register_lost_waker(&self, epoch: u64, w: &Waker) -> bool {
         let mut st = lock(&self.state);
-        if st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch) {
+        if st.failed
+            || st
+                .session
+                .as_ref()
+                .is_none_or(|s| s.epoch != epoch || s.expired(self.opts.lease))
+        {
             return true;
         }
         if !st.lost_wakers.iter().any(|old| old.will_wake(w)) {
@@ -1070,12 +1151,23 @@ impl Agent {
         self.opts.lease / 3
     }
 
+    /// `d` capped by what remains of the lease (`left`), at least 1 ms (a
+    /// socket timeout of zero would mean none).
+    fn capped(d: Duration, left: Duration) -> Duration {
+        d.min(left).max(Duration::from_millis(1))
+    }
+
+    /// The agent's loop. Every blocking call in it (the `BLPOP`, the
+    /// heartbeat, a reconnect, a back-off sleep, ending old sessions) is
+    /// capped by what remains of the current session's lease, so that the
+    /// loop comes back to `check_local_expiry` when the lease ends, however
+    /// silent the network is, and gives the session up then.
     fn run(self) {
         let mut con: Option<Conn> = None;
         let mut next_hb = Instant::now();
         let mut backoff = Duration::from_millis(20);
         loop {
-            let (sid, epoch) = {
+            let (sid, epoch, left) = {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
@@ -1085,12 +1177,24 @@ impl Agent {
                     return;
                 }
                 let to_end: Vec<String> = st.to_end.drain(..).collect();
-                let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
+                let cur = st
+                    .session
+                    .as_ref()
+                    .map(|s| (s.sid.clone(), s.epoch, s.remaining(self.opts.lease)));
                 drop(st);
                 if !to_end.is_empty() {
                     if let Some(c) = con.as_mut() {
+                        let t = match &cur {
+                            Some(x) => Self::capped(self.opts.command_timeout, x.2),
+                            None => self.opts.command_timeout,
+                        };
+                        let _ = c.set_read_timeout(t);
                         let mut failed = Vec::new();
                         for sid in to_end {
+                            if !failed.is_empty() {
+                                failed.push(sid);
+                                continue;
+                            }
                             match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
                                 Ok(r) if r.status == "LOST" => inner.fail_all(),
                                 Ok(_) => {}
@@ -1114,8 +1218,15 @@ impl Agent {
                     }
                 }
             };
+            if left.is_zero() {
+                continue; // given up at the loop's top
+            }
+            // Each wait below gets what remains until then, not `left`.
+            let lease_end = Instant::now() + left;
+            let left = || lease_end.saturating_duration_since(Instant::now());
             if con.is_none() {
-                match Inner::open_connection(&self.client, &self.opts, &self.secret) {
+                let deadline = Instant::now() + self.opts.connect_timeout.min(left());
+                match Inner::open_connection(&self.client, &self.opts, &self.secret, deadline) {
                     Ok(c) => {
                         con = Some(c);
                         backoff = Duration::from_millis(20);
@@ -1124,7 +1235,7 @@ impl Agent {
                     Err(_) => {
                         // Waiters keep their place while the lease lasts;
                         // check_local_expiry (loop top) fails them after it.
-                        std::thread::sleep(backoff);
+                        std::thread::sleep(backoff.min(left()));
                         backoff = (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
                         continue;
                     }
@@ -1137,13 +1248,13 @@ impl Agent {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
-                if !self.heartbeat(&inner, c, &sid, epoch) {
+                if !self.heartbeat(&inner, c, &sid, epoch, left()) {
                     con = None;
                 }
                 continue;
             }
-            let wait = (next_hb - now).max(Duration::from_millis(10));
-            let _ = c.set_read_timeout(wait + self.opts.command_timeout);
+            let wait = Self::capped((next_hb - now).max(Duration::from_millis(10)), left());
+            let _ = c.set_read_timeout(Self::capped(wait + self.opts.command_timeout, left()));
             let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
                 .arg(self.keys.note(&sid))
                 .arg(wait.as_secs_f64())
@@ -1157,8 +1268,11 @@ impl Agent {
                     // min_replicas_acked: a write of ours after the pop
                     // follows the grant in the replication stream, so a
                     // WAIT after it covers the grant.
-                    if let Err(e) = c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid)) {
-                        inner.lose(epoch, e);
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) =
+                        c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid), Some(left))
+                    {
+                        inner.lose_deferred(epoch, e);
                         con = None;
                         continue;
                     }
@@ -1181,8 +1295,16 @@ impl Agent {
 
     /// Renews the lease, acks collected grants, reconciles pending waiters.
     /// Returns false if the connection failed.
-    fn heartbeat(&self, inner: &Inner, c: &mut Conn, sid: &str, epoch: u64) -> bool {
-        let _ = c.set_read_timeout(self.opts.command_timeout);
+    /// `left`: what remains of the lease, which caps every wait.
+    fn heartbeat(
+        &self,
+        inner: &Inner,
+        c: &mut Conn,
+        sid: &str,
+        epoch: u64,
+        left: Duration,
+    ) -> bool {
+        let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
         let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
             let mut st = lock(&inner.state);
             let acked = std::mem::take(&mut st.acked);
@@ -1204,8 +1326,9 @@ impl Agent {
                 inner.renewed(epoch, sent);
                 let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
                 if grants {
-                    if let Err(e) = c.wait_replicas(&self.opts) {
-                        inner.lose(epoch, e);
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
+                        inner.lose_deferred(epoch, e);
                         return false;
                     }
                 }
@@ -1236,7 +1359,12 @@ impl Agent {
                 true
             }
             Ok(r) => {
-                let _ = inner.session_reply(&r, epoch);
+                // As session_reply, without a round trip on this thread.
+                match r.status.as_str() {
+                    "EXPIRED" => inner.lose_deferred(epoch, Error::LeaseExpired),
+                    "LOST" => inner.fail_all(),
+                    _ => {}
+                }
                 true
             }
             Err(e) => {

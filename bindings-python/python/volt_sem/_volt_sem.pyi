@@ -468,7 +468,10 @@ class RedisSemaphore:
         latest grant is lost (its permits were reclaimed: stop using the
         guarded resource). ``RuntimeError`` before any grant."""
     def is_lease_lost(self) -> bool:
-        """Whether the session of the latest grant was lost (no round trip)."""
+        """Whether the session of the latest grant was lost (no round trip):
+        true at most one lease after the start of the last renewal Redis
+        confirmed, even while Redis does not answer (``lease_lost()``
+        completes then too)."""
     async def __aenter__(self) -> int:
         """``async with sem as token:`` takes one permit ..."""
     async def __aexit__(
