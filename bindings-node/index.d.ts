@@ -354,7 +354,11 @@ export interface ConnectOptions {
   lease?: number;
   /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{` or `}`). */
   prefix?: string;
-  /** How long connecting (and reconnecting) may take (default 5000). */
+  /**
+   * How long connecting (and reconnecting) may take (default 5000): one
+   * deadline for the whole connect (TCP, TLS, AUTH, the checks, the first
+   * script), even against a server that accepts and never answers.
+   */
   connectTimeout?: number;
   /** How long one command may take before the connection counts as failed (default 5000). */
   commandTimeout?: number;

@@ -11,7 +11,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const net = require('node:net');
 const { Semaphore } = require('..');
-const { RedisServer, sleep } = require('./redis-server.js');
+const { RedisServer, sleep, command } = require('./redis-server.js');
 
 /** Scheduling slack on a loaded machine; the defects were seconds late. */
 const SLACK_MS = 700;
@@ -119,4 +119,46 @@ test('a black-holed holder sees its lease lost within a 2 s lease', async () => 
 
 test('a black-holed holder sees its lease lost within the default lease (10 s)', async () => {
   await lossAfterCut('hole-default', 10_000, {});
+});
+
+/** `connect` with a 2 s connect timeout (and a longer command timeout): ends within it. */
+async function connectWithin(url) {
+  const t = Date.now();
+  const e = await Semaphore.connect(url, 'silent', 1, { connectTimeout: 2000, commandTimeout: 5000 }).then(
+    (s) => s.disconnect().then(() => assert.fail('connected to a server that never answers')),
+    (err) => err,
+  );
+  const took = Date.now() - t;
+  assert.equal(e.code, 'ERR_VOLT_CONNECTION_FAILED', e.message);
+  assert.ok(took <= 2000 + SLACK_MS, `connect took ${took} ms for a connect timeout of 2000 ms`);
+  return took;
+}
+
+test('connect to a server that accepts and never answers ends at connectTimeout', async () => {
+  const kept = new Set();
+  const silent = net.createServer((s) => {
+    kept.add(s);
+    s.on('error', () => {});
+  });
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = silent.address();
+    const plain = await connectWithin(`redis://127.0.0.1:${port}`);
+    const withPassword = await connectWithin(`redis://user:secret@127.0.0.1:${port}`);
+    console.log(`silent server: connect failed after ${plain} ms (${withPassword} ms with a password)`);
+  } finally {
+    for (const s of kept) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
+test('connect to a server that holds the scripts (CLIENT PAUSE WRITE) ends at connectTimeout', async () => {
+  const s = await RedisServer.start();
+  try {
+    assert.equal(await command(s.port, 'CLIENT PAUSE 10000 WRITE'), '+OK\r\n');
+    const took = await connectWithin(s.url());
+    console.log(`scripts held: connect failed after ${took} ms`);
+  } finally {
+    await s.close();
+  }
 });

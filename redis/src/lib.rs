@@ -237,7 +237,10 @@
 //!
 //! * `connect` talks to Redis at once: unreachable, wrong password, a TLS
 //!   mismatch or an unknown Sentinel master is an error from `connect`
-//!   within [`ConnectOptions::connect_timeout`].
+//!   within [`ConnectOptions::connect_timeout`], a deadline for the whole
+//!   connect (TCP, TLS, `AUTH`, the checks and the first script): a server
+//!   that accepts and never answers makes it fail at that deadline
+//!   ([`Error::Connection`]), not at a multiple of it.
 //! * **Redis out of reach while clients wait**: queued requests keep their
 //!   place in Redis while the session's lease holds; the agent reconnects
 //!   with exponential backoff (20 ms, doubling, at most one heartbeat
@@ -372,7 +375,9 @@ impl ConnectOptions {
         self.prefix = prefix.into();
         self
     }
-    /// How long `connect` (and a reconnect) may take.
+    /// How long `connect` (and a reconnect) may take: one deadline for the
+    /// whole of it (TCP, TLS, `AUTH`, the checks and the first script),
+    /// even against a server that accepts and never answers.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t;
         self

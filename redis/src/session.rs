@@ -200,9 +200,13 @@ impl Inner {
         // here, clearly, rather than close the connection at the first
         // script (whose size an unauthenticated client may not send).
         let mut con = con;
-        redis::cmd("PING")
-            .query::<String>(&mut con)
-            .map_err(|e| Error::from_redis(&e, secret))?;
+        redis::cmd("PING").query::<String>(&mut con).map_err(|e| {
+            if e.is_timeout() {
+                Error::Connection("no answer from Redis within the connect timeout".into())
+            } else {
+                Error::from_redis(&e, secret)
+            }
+        })?;
         con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, secret))?;
         Ok(con)
@@ -217,12 +221,13 @@ impl Inner {
     ) -> Result<Arc<Inner>, Error> {
         let secret = url_secret(url);
         let client = Client::open(url, &opts)?;
-        let mut con = Self::open_connection(
-            &client,
-            &opts,
-            &secret,
-            Instant::now() + opts.connect_timeout,
-        )?;
+        // One deadline for the whole connect: the connection (TCP, TLS,
+        // AUTH, PING), the checks and the first script.
+        let deadline = Instant::now() + opts.connect_timeout;
+        let mut con = Self::open_connection(&client, &opts, &secret, deadline)?;
+        let t = time_left(deadline)?;
+        con.set_timeouts(t, t)
+            .map_err(|e| Error::from_redis(&e, &secret))?;
         let keys = Keys::new(&opts.prefix, name);
         let scripts = Arc::new(Scripts::new());
         let sid = random_id();
@@ -236,8 +241,16 @@ impl Inner {
         let r = scripts
             .connect(&mut con, &keys, who, total, &new_inc)
             .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+                CallError::NotRun(e) => e,
+                // Timed out at the deadline: a session it may have
+                // registered expires with its lease.
+                CallError::Uncertain(_) if Instant::now() >= deadline => {
+                    Error::Connection("no answer from Redis within the connect timeout".into())
+                }
+                CallError::Uncertain(e) => e,
             })?;
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
+            .map_err(|e| Error::from_redis(&e, &secret))?;
         let (inc, closed) = match r.status.as_str() {
             "OK" => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
             "TOTAL" => {

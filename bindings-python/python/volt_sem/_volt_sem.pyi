@@ -180,7 +180,9 @@ class Semaphore:
         ``cluster=True`` seed node URLs separated by commas), shared by every
         client on every host, created with ``permits`` in total if it does not
         exist. Blocks this thread (GIL released) up to ``connect_timeout``
-        seconds: from an event loop use :meth:`connect_async`.
+        seconds (one deadline for the whole connect, AUTH and the first
+        script included, even if the server never answers): from an event
+        loop use :meth:`connect_async`.
         ``rediss://`` is TLS (``tls_ca_file``: the CA to trust instead of the
         public roots; ``tls_client_cert``: ``(cert, key)`` PEM files);
         ``redis+sentinel://host:port/master`` finds the master through
