@@ -232,6 +232,19 @@ impl Client {
         }
     }
 
+    /// Whether connections are TLS (rustls shakes hands at the first
+    /// read or write: a silent TLS port looks like a silent server).
+    pub(crate) fn is_tls(&self) -> bool {
+        match self {
+            Client::Single(c) => matches!(
+                c.get_connection_info().addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ),
+            Client::Sentinel(s) => s.scheme == "rediss",
+            Client::Cluster(_) => false,
+        }
+    }
+
     pub(crate) fn connect(&self, timeout: Duration) -> RedisResult<Conn> {
         match self {
             Client::Single(c) => c

@@ -201,10 +201,15 @@ impl Inner {
         // script (whose size an unauthenticated client may not send).
         let mut con = con;
         redis::cmd("PING").query::<String>(&mut con).map_err(|e| {
-            if e.is_timeout() {
-                Error::Connection("no answer from Redis within the connect timeout".into())
-            } else {
+            if !e.is_timeout() {
                 Error::from_redis(&e, secret)
+            } else if client.is_tls() {
+                // The TLS handshake happens at the first read or write.
+                Error::Tls(
+                    "no TLS handshake within the connect timeout (does the port speak TLS?)".into(),
+                )
+            } else {
+                Error::Connection("no answer from Redis within the connect timeout".into())
             }
         })?;
         con.set_timeouts(opts.command_timeout, opts.command_timeout)
