@@ -413,6 +413,13 @@ export interface RedisAcquireOptions extends AcquireOptions {
  *   certificate, a TLS URL to a plain port).
  * * `ERR_VOLT_NOT_REPLICATED`: fewer replicas than required acknowledged a
  *   write (a Redis-side `min_replicas_acked`); the session was given up.
+ * * `ERR_VOLT_NO_PERMISSION`: the Redis user (its ACL) may not run a command
+ *   the backend needs; the message names it. `connect` checks the ones it
+ *   sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT`
+ *   with `minReplicasAcked`).
+ * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
+ *   replica, or a failover demoted it; through Sentinels the master is found
+ *   again instead).
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -431,6 +438,8 @@ export type RedisErrorCode =
   | 'ERR_VOLT_PROTOCOL_ERROR'
   | 'ERR_VOLT_TLS_FAILED'
   | 'ERR_VOLT_NOT_REPLICATED'
+  | 'ERR_VOLT_NO_PERMISSION'
+  | 'ERR_VOLT_READ_ONLY'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */

@@ -487,8 +487,9 @@ enum volt_status
    */
   VOLT_CONNECTION_FAILED = 29,
   /**
-   * Redis answered a command with an error (e.g. a read-only replica, out
-   * of memory, a script error).
+   * Redis answered a command with an error (e.g. out of memory, a script
+   * error; a replica is `VOLT_READ_ONLY`, an ACL refusal
+   * `VOLT_NO_PERMISSION`).
    */
   VOLT_REDIS_ERROR = 30,
   /**
@@ -524,6 +525,20 @@ enum volt_status
    * back; its waiters fail with `VOLT_LEASE_EXPIRED`).
    */
   VOLT_NOT_REPLICATED = 35,
+  /**
+   * Redis (its ACL) refuses this user a command the library needs:
+   * `volt_sem_connect` checks the ones it sends itself (`EVALSHA`,
+   * `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT` with
+   * `min_replicas_acked`), and a command refused inside a script is
+   * reported the same way; `volt_last_error_message` names the command.
+   */
+  VOLT_NO_PERMISSION = 36,
+  /**
+   * Redis is a read-only replica (`READONLY`): the URL names a replica, or
+   * a failover demoted the server. Through Sentinels the master is found
+   * again instead (the connection is replaced).
+   */
+  VOLT_READ_ONLY = 37,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -867,7 +882,11 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  * * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
  *   `VOLT_INVALID_OPTION` (checked before any connection is made);
  * * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
- *   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+ *   timeout: one deadline for the whole connect), `VOLT_TLS_FAILED`,
+ *   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+ * * `VOLT_NO_PERMISSION`: the user may not run a command the library
+ *   needs (the message names it); `VOLT_READ_ONLY`: the server is a
+ *   replica;
  * * `VOLT_MISMATCH`: the semaphore exists with another total.
  *
  * # Safety

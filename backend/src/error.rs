@@ -87,6 +87,13 @@ pub enum Error {
     InvalidOption(&'static str),
     /// Redis refused the credentials (wrong user or password).
     Auth,
+    /// Redis (its ACL) refuses a command the backend needs; the text names
+    /// it.
+    NoPermission(String),
+    /// Redis is a read-only replica (`READONLY`): the URL names a replica,
+    /// or a failover demoted the server (through Sentinels the master is
+    /// found again instead).
+    ReadOnly(String),
     /// Redis could not be reached or the connection failed (how, without the
     /// password).
     Connection(String),
@@ -148,6 +155,8 @@ impl Error {
             Error::InvalidPrefix => "INVALID_PREFIX",
             Error::InvalidOption(_) => "INVALID_OPTION",
             Error::Auth => "AUTH_FAILED",
+            Error::NoPermission(_) => "NO_PERMISSION",
+            Error::ReadOnly(_) => "READ_ONLY",
             Error::Connection(_) => "CONNECTION_FAILED",
             Error::Redis(_) => "REDIS_ERROR",
             Error::Protocol(_) => "PROTOCOL_ERROR",
@@ -176,6 +185,8 @@ impl fmt::Display for Error {
             }
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
+            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
@@ -264,6 +275,8 @@ impl TryFrom<Error> for ShmError {
             | Error::InvalidPrefix
             | Error::InvalidOption(_)
             | Error::Auth
+            | Error::NoPermission(_)
+            | Error::ReadOnly(_)
             | Error::Connection(_)
             | Error::Redis(_)
             | Error::Protocol(_)
@@ -324,6 +337,8 @@ impl From<volt_sem_redis::Error> for Error {
             R::InvalidPermits => Error::InvalidPermits,
             R::InvalidOption(what) => Error::InvalidOption(what),
             R::Auth => Error::Auth,
+            R::NoPermission(d) => Error::NoPermission(d),
+            R::ReadOnly(d) => Error::ReadOnly(d),
             R::Connection(d) => Error::Connection(d),
             R::Redis(d) => Error::Redis(d),
             R::Protocol(d) => Error::Protocol(d),

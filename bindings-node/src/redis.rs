@@ -566,6 +566,8 @@ fn code_of(e: &Error) -> (&'static str, bool) {
         Error::StateLost => ("ERR_VOLT_STATE_LOST", false),
         Error::Tls(_) => ("ERR_VOLT_TLS_FAILED", false),
         Error::NotReplicated { .. } => ("ERR_VOLT_NOT_REPLICATED", false),
+        Error::NoPermission(_) => ("ERR_VOLT_NO_PERMISSION", false),
+        Error::ReadOnly(_) => ("ERR_VOLT_READ_ONLY", false),
         Error::InCallback => ("ERR_VOLT_IN_CALLBACK", false),
         Error::Unsupported => ("ERR_VOLT_UNSUPPORTED", false),
         _ => ("ERR_VOLT_INTERNAL", false),

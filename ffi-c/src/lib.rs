@@ -155,8 +155,9 @@ pub enum volt_status {
     /// Redis could not be reached within the connect timeout, or the
     /// connection failed (or a command took longer than the command timeout).
     VOLT_CONNECTION_FAILED = 29,
-    /// Redis answered a command with an error (e.g. a read-only replica, out
-    /// of memory, a script error).
+    /// Redis answered a command with an error (e.g. out of memory, a script
+    /// error; a replica is `VOLT_READ_ONLY`, an ACL refusal
+    /// `VOLT_NO_PERMISSION`).
     VOLT_REDIS_ERROR = 30,
     /// Redis answered with a reply the library never expects (a foreign key
     /// in the semaphore's key space, or a bug).
@@ -181,6 +182,16 @@ pub enum volt_status {
     /// acknowledged in time, so the session was given up (what it held went
     /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
     VOLT_NOT_REPLICATED = 35,
+    /// Redis (its ACL) refuses this user a command the library needs:
+    /// `volt_sem_connect` checks the ones it sends itself (`EVALSHA`,
+    /// `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT` with
+    /// `min_replicas_acked`), and a command refused inside a script is
+    /// reported the same way; `volt_last_error_message` names the command.
+    VOLT_NO_PERMISSION = 36,
+    /// Redis is a read-only replica (`READONLY`): the URL names a replica, or
+    /// a failover demoted the server. Through Sentinels the master is found
+    /// again instead (the connection is replaced).
+    VOLT_READ_ONLY = 37,
 }
 
 use volt_status::*;
@@ -443,6 +454,8 @@ fn status_of(e: Error) -> volt_status {
         Error::StateLost => VOLT_STATE_LOST,
         Error::Tls(_) => VOLT_TLS_FAILED,
         Error::NotReplicated { .. } => VOLT_NOT_REPLICATED,
+        Error::NoPermission(_) => VOLT_NO_PERMISSION,
+        Error::ReadOnly(_) => VOLT_READ_ONLY,
         // Os, and any later variant of the non_exhaustive error.
         _ => VOLT_OS_ERROR,
     }
@@ -1008,7 +1021,11 @@ unsafe fn connect_options(
 /// * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
 ///   `VOLT_INVALID_OPTION` (checked before any connection is made);
 /// * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
-///   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+///   timeout: one deadline for the whole connect), `VOLT_TLS_FAILED`,
+///   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+/// * `VOLT_NO_PERMISSION`: the user may not run a command the library
+///   needs (the message names it); `VOLT_READ_ONLY`: the server is a
+///   replica;
 /// * `VOLT_MISMATCH`: the semaphore exists with another total.
 ///
 /// # Safety
@@ -2051,6 +2068,8 @@ fn status_name(status: i32) -> &'static str {
         33 => "VOLT_STATE_LOST\0",
         34 => "VOLT_TLS_FAILED\0",
         35 => "VOLT_NOT_REPLICATED\0",
+        36 => "VOLT_NO_PERMISSION\0",
+        37 => "VOLT_READ_ONLY\0",
         _ => "unknown\0",
     };
     name

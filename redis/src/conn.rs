@@ -438,6 +438,11 @@ impl Conn {
         }
     }
 
+    /// A connection to a Redis Cluster (its nodes, routed by key).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster(_))
+    }
+
     pub(crate) fn set_read_timeout(&self, d: Duration) -> RedisResult<()> {
         if let Some((_, w)) = self.timeouts.get() {
             self.timeouts.set(Some((d, w)));

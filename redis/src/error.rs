@@ -22,6 +22,17 @@ pub enum Error {
     InvalidOption(&'static str),
     /// The server refused the credentials (wrong user or password).
     Auth,
+    /// The Redis user may not run a command the backend needs (an ACL
+    /// `NOPERM` refusal; the text names the command). `connect` checks the
+    /// commands it sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`, and
+    /// `WAIT`/`PUBLISH` with [`min_replicas_acked`](crate::ConnectOptions::min_replicas_acked));
+    /// a command refused inside a script is reported the same way.
+    NoPermission(String),
+    /// The server is a read-only replica (`READONLY`): the URL names a
+    /// replica, or a failover demoted the server. Through Sentinels this
+    /// never reaches the caller: the connection is replaced and the master
+    /// found again. The text is the server's.
+    ReadOnly(String),
     /// Redis could not be reached, or the connection failed (the text says
     /// how, without the password).
     Connection(String),
@@ -92,6 +103,8 @@ impl fmt::Display for Error {
             Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
+            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
             Error::Tls(d) => write!(f, "TLS failed: {d}"),
             Error::NotReplicated { acked, wanted } => write!(
@@ -142,6 +155,12 @@ impl Error {
         let code = e.code().unwrap_or("");
         if e.kind() == K::AuthenticationFailed || code == "WRONGPASS" || code == "NOAUTH" {
             return Error::Auth;
+        }
+        if code == "NOPERM" || e.kind() == K::Server(redis::ServerErrorKind::NoPerm) {
+            return Error::NoPermission(scrub(e.to_string()));
+        }
+        if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
+            return Error::ReadOnly(scrub(e.to_string()));
         }
         if e.kind() == K::Client && e.to_string().starts_with(crate::conn::NOT_SENT) {
             return Error::Connection(scrub(e.to_string()));

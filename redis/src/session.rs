@@ -158,6 +158,91 @@ fn time_left(deadline: Instant) -> Result<Duration, Error> {
     }
 }
 
+/// SHA-1 of `return 1`, the probe script of [`check_commands`].
+const PROBE: &str = "return 1";
+const PROBE_SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+
+/// Checks, in one round trip, that the server lets this user run the
+/// commands the backend sends itself, so that `connect` fails with a clear
+/// error instead of a handle whose agent is refused at every turn: `RPUSH`
+/// (the scripts notify with it) and `BLPOP` (the agent waits with it) on
+/// the session's own notification list (pushed first, so the pop never
+/// blocks; it expires anyway), `EVALSHA` and `EVAL` (the scripts; a probe
+/// script), and with `min_replicas_acked`, `PUBLISH` and `WAIT`. Not a
+/// transaction (a user may lack `MULTI`, which the backend never needs).
+/// `NOPERM` is [`Error::NoPermission`] naming the command; `READONLY` (a
+/// replica) is [`Error::ReadOnly`]. The commands the scripts run inside are
+/// checked by Redis at each call (same errors). Skipped on a Cluster,
+/// where keyless commands go to any node.
+fn check_commands(
+    con: &mut Conn,
+    keys: &Keys,
+    sid: &str,
+    opts: &ConnectOptions,
+    secret: &str,
+    deadline: Instant,
+) -> Result<(), Error> {
+    use redis::{ConnectionLike, Value};
+    if con.is_cluster() {
+        return Ok(());
+    }
+    let note = keys.note(sid);
+    let mut p = redis::pipe();
+    p.cmd("RPUSH").arg(&note).arg("probe");
+    p.cmd("PEXPIRE").arg(&note).arg(5000);
+    // A short timeout, not 0 (forever), should the push have been refused.
+    p.cmd("BLPOP").arg(&note).arg("0.001");
+    p.cmd("EVALSHA").arg(PROBE_SHA).arg(0);
+    p.cmd("EVAL").arg(PROBE).arg(0);
+    let mut names = vec!["RPUSH", "PEXPIRE", "BLPOP", "EVALSHA", "EVAL"];
+    if opts.min_replicas.is_some() {
+        p.cmd("PUBLISH").arg(&note).arg("");
+        p.cmd("WAIT").arg(0).arg(1);
+        names.extend(["PUBLISH", "WAIT"]);
+    }
+    // redis-rs reads every reply of a pipeline even after one timed out,
+    // each with the whole read timeout: give each its share of what
+    // remains, so that the check stays within the connect deadline.
+    let share = time_left(deadline)? / names.len() as u32;
+    con.set_read_timeout(share.max(Duration::from_millis(1)))
+        .map_err(|e| Error::from_redis(&e, secret))?;
+    let replies = con
+        .req_packed_commands(&p.get_packed_pipeline(), 0, names.len())
+        .map_err(|e| {
+            if e.is_timeout() {
+                Error::Connection("no answer from Redis within the connect timeout".into())
+            } else {
+                Error::from_redis(&e, secret)
+            }
+        })?;
+    let t = time_left(deadline)?;
+    con.set_timeouts(t, t)
+        .map_err(|e| Error::from_redis(&e, secret))?;
+    for (v, name) in replies.iter().zip(&names) {
+        let Value::ServerError(e) = v else { continue };
+        let text = || {
+            let d = e.details().unwrap_or("");
+            let d = if secret.is_empty() {
+                d.to_string()
+            } else {
+                d.replace(secret, "***")
+            };
+            format!("{} {d}", e.code())
+        };
+        match e.code() {
+            "NOPERM" => {
+                return Err(Error::NoPermission(format!(
+                    "this user may not run {name}, which the Redis backend needs ({})",
+                    text()
+                )))
+            }
+            "READONLY" => return Err(Error::ReadOnly(text())),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -236,6 +321,7 @@ impl Inner {
         let keys = Keys::new(&opts.prefix, name);
         let scripts = Arc::new(Scripts::new());
         let sid = random_id();
+        check_commands(&mut con, &keys, &sid, &opts, &secret, deadline)?;
         let new_inc = random_id();
         let who = Who {
             sid: &sid,
@@ -1246,15 +1332,16 @@ impl Agent {
                 let deadline = Instant::now() + self.opts.connect_timeout.min(left());
                 match Inner::open_connection(&self.client, &self.opts, &self.secret, deadline) {
                     Ok(c) => {
+                        // The back-off is reset by a call that worked, not
+                        // by a connection: a server that accepts and then
+                        // refuses (an ACL, a replica) must not be hammered.
                         con = Some(c);
-                        backoff = Duration::from_millis(20);
                         next_hb = Instant::now();
                     }
                     Err(_) => {
                         // Waiters keep their place while the lease lasts;
                         // check_local_expiry (loop top) fails them after it.
-                        std::thread::sleep(backoff.min(left()));
-                        backoff = (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+                        self.back_off(&mut backoff, left());
                         continue;
                     }
                 }
@@ -1266,8 +1353,15 @@ impl Agent {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
-                if !self.heartbeat(&inner, c, &sid, epoch, left()) {
+                let (keep, renewed) = self.heartbeat(&inner, c, &sid, epoch, left());
+                drop(inner);
+                if !keep {
                     con = None;
+                }
+                if renewed {
+                    backoff = Duration::from_millis(20);
+                } else {
+                    self.back_off(&mut backoff, left());
                 }
                 continue;
             }
@@ -1279,6 +1373,7 @@ impl Agent {
                 .query(c);
             match r {
                 Ok(Some((_, msg))) => {
+                    backoff = Duration::from_millis(20);
                     let Some(inner) = self.weak.upgrade() else {
                         return;
                     };
@@ -1305,14 +1400,29 @@ impl Agent {
                         }
                     }
                 }
-                Ok(None) => {}
-                Err(_) => con = None,
+                Ok(None) => backoff = Duration::from_millis(20),
+                Err(e) => {
+                    // A refusal (NOPERM, READONLY, ...) keeps the
+                    // connection; a failed connection is replaced. Either
+                    // way the next try waits: every failure backs off.
+                    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                        con = None;
+                    }
+                    self.back_off(&mut backoff, left());
+                }
             }
         }
     }
 
+    /// Sleeps `backoff` (at most `left`, what remains of the lease) and
+    /// doubles it, up to a heartbeat interval.
+    fn back_off(&self, backoff: &mut Duration, left: Duration) {
+        std::thread::sleep((*backoff).min(left));
+        *backoff = (*backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+    }
+
     /// Renews the lease, acks collected grants, reconciles pending waiters.
-    /// Returns false if the connection failed.
+    /// Returns (keep the connection, the lease was renewed).
     /// `left`: what remains of the lease, which caps every wait.
     fn heartbeat(
         &self,
@@ -1321,7 +1431,7 @@ impl Agent {
         sid: &str,
         epoch: u64,
         left: Duration,
-    ) -> bool {
+    ) -> (bool, bool) {
         let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
         let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
             let mut st = lock(&inner.state);
@@ -1347,7 +1457,7 @@ impl Agent {
                     let left = inner.lease_remaining().unwrap_or_default();
                     if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
                         inner.lose_deferred(epoch, e);
-                        return false;
+                        return (false, false);
                     }
                 }
                 let mut claimed = Vec::new();
@@ -1374,7 +1484,7 @@ impl Agent {
                     }
                 }
                 deliver(claimed);
-                true
+                (true, true)
             }
             Ok(r) => {
                 // As session_reply, without a round trip on this thread.
@@ -1383,12 +1493,12 @@ impl Agent {
                     "LOST" => inner.fail_all(),
                     _ => {}
                 }
-                true
+                (true, false)
             }
             Err(e) => {
                 // Not forgotten in Redis yet: ack them next time.
                 lock(&inner.state).acked.extend(acked);
-                matches!(e, CallError::NotRun(_))
+                (matches!(e, CallError::NotRun(_)), false)
             }
         }
     }

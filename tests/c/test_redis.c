@@ -431,6 +431,8 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_STATE_LOST, 33, "VOLT_STATE_LOST"},
         {VOLT_TLS_FAILED, 34, "VOLT_TLS_FAILED"},
         {VOLT_NOT_REPLICATED, 35, "VOLT_NOT_REPLICATED"},
+        {VOLT_NO_PERMISSION, 36, "VOLT_NO_PERMISSION"},
+        {VOLT_READ_ONLY, 37, "VOLT_READ_ONLY"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
