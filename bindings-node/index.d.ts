@@ -417,6 +417,8 @@ export interface RedisAcquireOptions extends AcquireOptions {
  *   the backend needs; the message names it. `connect` checks the ones it
  *   sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT`
  *   with `minReplicasAcked`).
+ * * `ERR_VOLT_IN_USE`: `delete` of a semaphore with live sessions; nothing deleted.
+ * * `ERR_VOLT_NOT_FOUND`: `delete` of a name that does not exist.
  * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
  *   replica, or a failover demoted it; through Sentinels the master is found
  *   again instead).
@@ -440,6 +442,8 @@ export type RedisErrorCode =
   | 'ERR_VOLT_NOT_REPLICATED'
   | 'ERR_VOLT_NO_PERMISSION'
   | 'ERR_VOLT_READ_ONLY'
+  | 'ERR_VOLT_IN_USE'
+  | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */
@@ -502,6 +506,20 @@ export declare class RedisSemaphore {
 
   /** Same as {@link Semaphore.connect}. */
   static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
+
+  /**
+   * Deletes the Redis semaphore `name` (its keys under `options.prefix`), so
+   * that a service deriving names does not leave one in Redis for each.
+   * Rejects with `ERR_VOLT_IN_USE` (nothing deleted) while the semaphore has
+   * a live session (a client that holds permits, waits, or is only
+   * connected: deleting under it would make it fail with
+   * `ERR_VOLT_STATE_LOST`); sessions whose lease ended (crashed clients) do
+   * not count. `ERR_VOLT_NOT_FOUND` if there is no such semaphore. Without
+   * it, once every session ended, only the semaphore's `:meta` hash (a few
+   * hundred bytes, no TTL) stays in Redis; the rest is empty or expires
+   * within a minute. The next `connect` of the name creates it afresh.
+   */
+  static delete(url: string, name: string, options?: ConnectOptions): Promise<void>;
 
   /**
    * Waits for `n` permits, in FIFO order across every client, and resolves to

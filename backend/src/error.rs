@@ -90,6 +90,12 @@ pub enum Error {
     /// Redis (its ACL) refuses a command the backend needs; the text names
     /// it.
     NoPermission(String),
+    /// Redis: `delete` of a semaphore with live sessions (clients that hold,
+    /// wait or are connected); nothing was deleted.
+    InUse {
+        /// How many sessions are live.
+        sessions: u64,
+    },
     /// Redis is a read-only replica (`READONLY`): the URL names a replica,
     /// or a failover demoted the server (through Sentinels the master is
     /// found again instead).
@@ -157,6 +163,7 @@ impl Error {
             Error::Auth => "AUTH_FAILED",
             Error::NoPermission(_) => "NO_PERMISSION",
             Error::ReadOnly(_) => "READ_ONLY",
+            Error::InUse { .. } => "IN_USE",
             Error::Connection(_) => "CONNECTION_FAILED",
             Error::Redis(_) => "REDIS_ERROR",
             Error::Protocol(_) => "PROTOCOL_ERROR",
@@ -187,6 +194,10 @@ impl fmt::Display for Error {
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
             Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
             Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
+            Error::InUse { sessions } => write!(
+                f,
+                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+            ),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
@@ -277,6 +288,7 @@ impl TryFrom<Error> for ShmError {
             | Error::Auth
             | Error::NoPermission(_)
             | Error::ReadOnly(_)
+            | Error::InUse { .. }
             | Error::Connection(_)
             | Error::Redis(_)
             | Error::Protocol(_)
@@ -339,6 +351,8 @@ impl From<volt_sem_redis::Error> for Error {
             R::Auth => Error::Auth,
             R::NoPermission(d) => Error::NoPermission(d),
             R::ReadOnly(d) => Error::ReadOnly(d),
+            R::NotFound => Error::NotFound,
+            R::InUse { sessions } => Error::InUse { sessions },
             R::Connection(d) => Error::Connection(d),
             R::Redis(d) => Error::Redis(d),
             R::Protocol(d) => Error::Protocol(d),

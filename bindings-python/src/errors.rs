@@ -146,6 +146,7 @@ pub(crate) fn backend_error(e: Error) -> PyErr {
         | Error::Tls(_)
         | Error::NoPermission(_)
         | Error::ReadOnly(_)
+        | Error::InUse { .. }
         | Error::NotReplicated { .. }) => Python::attach(|py| redis_error(py, e)),
         // The backend error is non_exhaustive: a later variant stays typed.
         e => SharedError::new_err(e.to_string()),
@@ -171,6 +172,7 @@ fn redis_error(py: Python<'_>, e: Error) -> PyErr {
         Error::StateLost => ("StateLostError", e.code()),
         Error::NoPermission(_) => ("NoPermissionError", e.code()),
         Error::ReadOnly(_) => ("ReadOnlyError", e.code()),
+        Error::InUse { .. } => ("InUseError", e.code()),
         _ => ("RedisCommandError", e.code()),
     };
     let made = (|| -> PyResult<PyErr> {

@@ -567,6 +567,50 @@ fn census_dict<'py>(
 
 #[pymethods]
 impl RedisSemaphore {
+    /// Deletes the Redis semaphore `name` (its keys under `prefix`):
+    /// refused with `InUseError` while it has a live session (a client that
+    /// holds, waits or is connected), `FileNotFoundError` if there is none.
+    /// One connection and one script on a thread of its own, GIL released
+    /// (up to the connect timeout); no session. A thin call into the
+    /// backend's `delete`.
+    #[staticmethod]
+    #[pyo3(
+        signature = (url, name, *, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None),
+        text_signature = "(url, name, *, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None)"
+    )]
+    #[allow(clippy::too_many_arguments)]
+    fn delete(
+        py: Python<'_>,
+        url: String,
+        name: String,
+        prefix: String,
+        connect_timeout: f64,
+        command_timeout: f64,
+        cluster: bool,
+        tls_ca_file: Option<std::path::PathBuf>,
+        tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+    ) -> PyResult<()> {
+        let mut options = ConnectOptions::new()
+            .prefix(&prefix)
+            .connect_timeout(seconds(connect_timeout, "connect_timeout")?)
+            .command_timeout(seconds(command_timeout, "command_timeout")?)
+            .cluster(cluster);
+        if let Some(ca) = tls_ca_file {
+            options = options.tls_ca_file(ca);
+        }
+        if let Some((cert, key)) = tls_client_cert {
+            options = options.tls_client_cert(cert, key);
+        }
+        // On a thread of its own, for the same reason as `Handle::call`.
+        let deleting = std::thread::Builder::new()
+            .name("volt_sem delete".into())
+            .spawn(move || volt_sem_backend::delete_redis(&url, &name, options))
+            .map_err(|e| PyRuntimeError::new_err(format!("cannot start a thread: {e}")))?;
+        py.detach(|| deleting.join())
+            .map_err(|_| PyRuntimeError::new_err("delete panicked"))?
+            .map_err(Connect::error)
+    }
+
     /// The name.
     #[getter]
     fn name(&self) -> String {

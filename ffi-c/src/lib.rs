@@ -105,7 +105,8 @@ pub enum volt_status {
     /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
     /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
     VOLT_INVALID_NAME = 10,
-    /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink).
+    /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
+    /// no Redis semaphore (`volt_sem_delete`).
     VOLT_NOT_FOUND = 11,
     /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
     VOLT_EXISTS = 12,
@@ -192,6 +193,9 @@ pub enum volt_status {
     /// a failover demoted the server. Through Sentinels the master is found
     /// again instead (the connection is replaced).
     VOLT_READ_ONLY = 37,
+    /// `volt_sem_delete`: the Redis semaphore has live sessions (clients that
+    /// hold permits, wait, or are connected); nothing was deleted.
+    VOLT_IN_USE = 38,
 }
 
 use volt_status::*;
@@ -456,6 +460,7 @@ fn status_of(e: Error) -> volt_status {
         Error::NotReplicated { .. } => VOLT_NOT_REPLICATED,
         Error::NoPermission(_) => VOLT_NO_PERMISSION,
         Error::ReadOnly(_) => VOLT_READ_ONLY,
+        Error::InUse { .. } => VOLT_IN_USE,
         // Os, and any later variant of the non_exhaustive error.
         _ => VOLT_OS_ERROR,
     }
@@ -1068,6 +1073,60 @@ pub unsafe extern "C" fn volt_sem_connect(
                 unsafe { out.write(Arc::into_raw(Arc::new(volt_sem::new(sem)))) };
                 VOLT_OK
             }
+            Err(e) => status_of(e),
+        }
+    })
+}
+
+/// Deletes the Redis semaphore `name` (its keys under `opts->prefix`), so
+/// that a program deriving names (per tenant, per job) does not leave one in
+/// Redis for each. Refused while the semaphore has a live session (a client
+/// that holds permits, waits, or is only connected: deleting under it would
+/// make that handle fail with `VOLT_STATE_LOST`); sessions whose lease
+/// ended (crashed clients) are reclaimed first and do not count. One
+/// connection (within the connect timeout) and one script; no session.
+/// Without it, once every session ended, only the semaphore's `:meta` hash
+/// (a few hundred bytes, no TTL) stays in Redis; everything else is empty or
+/// expires within a minute. The next `volt_sem_connect` of the name creates
+/// it afresh.
+///
+/// Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
+/// `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+/// `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
+/// `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+/// `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
+/// `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
+/// `VOLT_PROTOCOL_ERROR`.
+///
+/// # Safety
+/// `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
+/// valid `volt_connect_options` (as for `volt_sem_connect`).
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_delete(
+    url: *const c_char,
+    name: *const c_char,
+    opts: *const volt_connect_options,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if url.is_null() || name.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-NULL and NUL-terminated (contract).
+        let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
+            return noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)");
+        };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = match unsafe { name_arg(name) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        // SAFETY: NULL or a valid options struct (contract).
+        let options = match unsafe { connect_options(opts) } {
+            Ok(options) => options,
+            Err(status) => return status,
+        };
+        match volt_sem_backend::delete_redis(url, name, options) {
+            Ok(()) => VOLT_OK,
             Err(e) => status_of(e),
         }
     })
@@ -2070,6 +2129,7 @@ fn status_name(status: i32) -> &'static str {
         35 => "VOLT_NOT_REPLICATED\0",
         36 => "VOLT_NO_PERMISSION\0",
         37 => "VOLT_READ_ONLY\0",
+        38 => "VOLT_IN_USE\0",
         _ => "unknown\0",
     };
     name

@@ -62,6 +62,15 @@ pub enum Error {
     },
     /// The semaphore was closed (by any client).
     Closed,
+    /// [`delete`](crate::delete): no semaphore has this name (under this
+    /// prefix).
+    NotFound,
+    /// [`delete`](crate::delete): the semaphore has live sessions (clients
+    /// that hold permits, wait, or are only connected); nothing was deleted.
+    InUse {
+        /// How many sessions are live.
+        sessions: u64,
+    },
     /// `try_acquire`: not enough permits now, or earlier requests are queued.
     NoPermits,
     /// A request for more permits than the total (it could never be granted).
@@ -118,6 +127,11 @@ impl fmt::Display for Error {
                 "the semaphore exists with a different total ({existing} permits)"
             ),
             Error::Closed => f.write_str("semaphore closed"),
+            Error::NotFound => f.write_str("no semaphore has this name"),
+            Error::InUse { sessions } => write!(
+                f,
+                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+            ),
             Error::NoPermits => f.write_str("no permits available"),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),
             Error::NotHeld { held } => {

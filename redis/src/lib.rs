@@ -124,6 +124,10 @@
 //!   semaphore with all permits free while old holders still run.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing.
+//! * **What stays in Redis.** Once every session ended, only the `:meta`
+//!   hash (a few hundred bytes, no TTL); everything else is empty (and so
+//!   gone) or expires within a minute. [`delete`] removes the name, refused
+//!   ([`Error::InUse`]) while any session is live.
 //!
 //! ## Cost of each script (n = queue length)
 //!
@@ -450,6 +454,43 @@ impl ConnectOptions {
         self.min_replicas = (replicas > 0).then_some((replicas, timeout));
         self
     }
+}
+
+/// Deletes the semaphore `name` from Redis (its keys under
+/// [`ConnectOptions::prefix`]), so that a service deriving names (per
+/// tenant, per job) does not leave one behind for each. Refused while the
+/// semaphore has a live session (a client that holds permits, waits, or is
+/// only connected: deleting under it would make its handle fail with
+/// [`Error::StateLost`]): [`Error::InUse`], nothing deleted. Sessions whose
+/// lease passed (crashed clients) are reclaimed first and do not count.
+/// [`Error::NotFound`] if there is no such semaphore. A `connect` after it
+/// creates the name afresh (a new incarnation, tokens still increasing with
+/// the server's clock).
+///
+/// Like the shared-memory `unlink`, it removes the name; unlike it, it is
+/// refused rather than leaving live users on a semaphore nobody else can
+/// find (they would each go on with a private copy of nothing: the state
+/// lives only in Redis). Opens one connection (within the connect timeout)
+/// and runs one script; no session, no agent thread. The options used are
+/// the prefix, the timeouts, TLS and `cluster`.
+///
+/// What stays in Redis without it, once every session ended: only the
+/// `{prefix:name}:meta` hash (7 fields: total, available, closed, last
+/// token, incarnation, sequence, reap time; a few hundred bytes, no TTL);
+/// the queue, entries, sessions, holdings and grant records are empty (Redis
+/// removes empty keys), and each session's notification list expires within
+/// a minute (`PEXPIRE`).
+pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Error> {
+    validate_name(name)?;
+    let p = &options.prefix;
+    if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}']) {
+        return Err(Error::InvalidPrefix);
+    }
+    if options.connect_timeout.is_zero() || options.command_timeout.is_zero() {
+        return Err(Error::InvalidOption("timeouts must be positive"));
+    }
+    let keys = scripts::Keys::new(p, name);
+    session::delete(url, &keys, &options)
 }
 
 /// Checks a semaphore name: 1 to [`MAX_NAME_LEN`] bytes, no `{` or `}`.

@@ -158,6 +158,33 @@ fn time_left(deadline: Instant) -> Result<Duration, Error> {
     }
 }
 
+/// Deletes the semaphore `keys` names, without a session (see
+/// [`crate::delete`]).
+pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<(), Error> {
+    let secret = url_secret(url);
+    let client = Client::open(url, opts)?;
+    let deadline = Instant::now() + opts.connect_timeout;
+    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    let who = Who {
+        sid: "",
+        inc: "",
+        lease_ms: opts.lease.as_millis() as u64,
+    };
+    let r = Scripts::new()
+        .delete(&mut con, keys, who)
+        .map_err(|e| match e {
+            CallError::NotRun(e) | CallError::Uncertain(e) => e,
+        })?;
+    match r.status.as_str() {
+        "OK" => Ok(()),
+        "NOTFOUND" => Err(Error::NotFound),
+        "INUSE" => Err(Error::InUse {
+            sessions: r.int(0)?,
+        }),
+        _ => Err(Error::Protocol(format!("{r:?}"))),
+    }
+}
+
 /// SHA-1 of `return 1`, the probe script of [`check_commands`].
 const PROBE: &str = "return 1";
 const PROBE_SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";

@@ -433,12 +433,13 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_NOT_REPLICATED, 35, "VOLT_NOT_REPLICATED"},
         {VOLT_NO_PERMISSION, 36, "VOLT_NO_PERMISSION"},
         {VOLT_READ_ONLY, 37, "VOLT_READ_ONLY"},
+        {VOLT_IN_USE, 38, "VOLT_IN_USE"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(36), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(39), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
@@ -1032,6 +1033,48 @@ static void test_stress_threads_on_two_handles(void) {
 
 /* Key prefixes separate tenants: the same name under two prefixes is two
  * semaphores (different totals, no mismatch). */
+/* volt_sem_delete once every handle of `name` was freed. The last free ends
+ * the session with a round trip, unless the handle's agent thread holds it
+ * for a round trip of its own at that moment (the session then ends when the
+ * agent lets go, just after), and best effort (a failed end leaves the
+ * session to its lease). So: retried while VOLT_IN_USE, bounded. */
+static volt_status delete_once_free(const char *name, const volt_connect_options *o) {
+    volt_status st = VOLT_IN_USE;
+    for (int i = 0; i < 300 && st == VOLT_IN_USE; i++) {
+        if (i > 0) sleep_ms(50);
+        st = volt_sem_delete(main_server.url, name, o);
+    }
+    return st;
+}
+
+/* volt_sem_delete (issue 26, item 6): refused while anyone holds, waits or
+ * is connected (VOLT_IN_USE, nothing deleted); once every handle is freed
+ * the name is deleted, a second delete is VOLT_NOT_FOUND, and the name can
+ * be connected again afresh (with another total). */
+static void test_delete(void) {
+    const char *name = name_of("delete");
+    volt_connect_options o = options();
+    const volt_sem *a = connect_main(name, 1);
+    const volt_sem *b = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_IN_USE);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    volt_sem_free(a);
+    /* b holds nothing and waits for nothing: still refused (it is connected). */
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_IN_USE);
+    volt_census c = census(b);
+    CHECK(conserved(c) && c.total == 1);
+    volt_sem_free(b);
+    CHECK_STATUS(delete_once_free(name, &o), VOLT_OK);
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_NOT_FOUND);
+    CHECK_STATUS(volt_sem_delete(NULL, name, &o), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_delete(main_server.url, "a{b", &o), VOLT_INVALID_NAME);
+    const volt_sem *again = connect_main(name, 3);
+    CHECK(census(again).total == 3);
+    volt_sem_free(again);
+    CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
+}
+
 static void test_key_prefix_separates_semaphores(void) {
     const char *name = name_of("prefix");
     volt_connect_options o = options();
@@ -1514,6 +1557,7 @@ int main(int argc, char **argv) {
     (void)test_lease_watch_in_a_forked_child;
 #endif
     RUN(test_key_prefix_separates_semaphores);
+    RUN(test_delete);
     RUN(test_tls_and_replication_options);
     RUN(test_bad_input);
     RUN(test_password);

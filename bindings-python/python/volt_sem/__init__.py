@@ -47,6 +47,7 @@ import atexit as _atexit
 
 from ._errors import (
     AuthenticationError,
+    InUseError,
     InvalidUrlError,
     LeaseExpiredError,
     NoPermissionError,
@@ -112,6 +113,7 @@ __all__ = [
     "MAX_SHARED_PERMITS",
     "Acquire",
     "AuthenticationError",
+    "InUseError",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

@@ -1,4 +1,5 @@
 from ._errors import AuthenticationError as AuthenticationError
+from ._errors import InUseError as InUseError
 from ._errors import InvalidUrlError as InvalidUrlError
 from ._errors import LeaseExpiredError as LeaseExpiredError
 from ._errors import NoPermissionError as NoPermissionError
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_SHARED_PERMITS",
     "Acquire",
     "AuthenticationError",
+    "InUseError",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

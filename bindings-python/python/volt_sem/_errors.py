@@ -15,6 +15,7 @@ __all__ = [
     "InvalidUrlError",
     "NoPermissionError",
     "ReadOnlyError",
+    "InUseError",
 ]
 
 
@@ -62,6 +63,13 @@ class ReadOnlyError(RedisCommandError):
     code = "READ_ONLY"
 
 
+class InUseError(RedisError):
+    """``RedisSemaphore.delete``: the semaphore has live sessions (clients
+    that hold permits, wait, or are connected); nothing was deleted."""
+
+    code = "IN_USE"
+
+
 class LeaseExpiredError(RedisError):
     """This client's session lease expired (a pause, a partition, Redis out of
     reach for longer than the lease): the permits it held went back to the
@@ -96,6 +104,7 @@ for _cls in (
     InvalidUrlError,
     NoPermissionError,
     ReadOnlyError,
+    InUseError,
 ):
     _cls.__module__ = "volt_sem"
 del _cls

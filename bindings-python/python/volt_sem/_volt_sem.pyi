@@ -418,6 +418,28 @@ class RedisSemaphore:
     """
 
     @property
+    @staticmethod
+    def delete(
+        url: str,
+        name: str,
+        *,
+        prefix: str = "volt-sem",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 5.0,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_client_cert: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        """Deletes the Redis semaphore ``name`` (its keys under ``prefix``), so
+        that a service deriving names does not leave one in Redis for each.
+        :class:`InUseError` (nothing deleted) while it has a live session (a
+        client that holds permits, waits, or is only connected: deleting under
+        it would make it fail with :class:`StateLostError`); sessions whose
+        lease ended (crashed clients) do not count. ``FileNotFoundError`` if
+        there is no such semaphore. Without it, once every session ended, only
+        the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
+        Redis; the rest is empty or expires within a minute. Blocks this
+        thread (GIL released) up to ``connect_timeout``."""
     def name(self) -> str: ...
     @property
     def prefix(self) -> str:
