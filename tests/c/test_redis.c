@@ -1137,6 +1137,152 @@ static void test_tls_and_replication_options(void) {
  * the waiter fails with VOLT_LEASE_EXPIRED, the lease watch is told, release
  * of the lost permit reports it and releases nothing; the permits are
  * reclaimed, and a new grant carries a larger token. */
+/* ------------------------------------------------------ black-hole proxy */
+
+/* A loopback TCP proxy to a port that can black-hole every connection: once
+ * `hole` is set, nothing is forwarded in either direction and every socket
+ * stays open (new connections are accepted and never answered): the client
+ * sees no error, only silence. Sockets are closed at process exit. */
+typedef struct {
+    int listen_fd;
+    int port;
+    int target;
+    atomic_int hole;
+} hole_proxy;
+
+typedef struct {
+    hole_proxy *p;
+    int from, to;
+} hole_pump;
+
+static void *hole_pump_run(void *arg) {
+    hole_pump *pump = arg;
+    char buf[16384];
+    for (;;) {
+        ssize_t n = recv(pump->from, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        if (!atomic_load(&pump->p->hole) && send(pump->to, buf, (size_t)n, MSG_NOSIGNAL) < 0) break;
+    }
+    free(pump);
+    return NULL;
+}
+
+static int hole_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    return fd;
+}
+
+static void hole_spawn(hole_proxy *p, int from, int to) {
+    hole_pump *pump = malloc(sizeof *pump);
+    REQUIRE(pump != NULL);
+    pump->p = p;
+    pump->from = from;
+    pump->to = to;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, hole_pump_run, pump) == 0);
+    pthread_detach(t);
+}
+
+static void *hole_accept_run(void *arg) {
+    hole_proxy *p = arg;
+    for (;;) {
+        int c = accept(p->listen_fd, NULL, NULL);
+        if (c < 0) continue;
+        if (atomic_load(&p->hole)) continue; /* kept open, never answered */
+        int u = hole_connect(p->target);
+        hole_spawn(p, c, u);
+        hole_spawn(p, u, c);
+    }
+    return NULL;
+}
+
+static void hole_start(hole_proxy *p, int target) {
+    p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(p->listen_fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(p->listen_fd, (struct sockaddr *)&a, sizeof a) == 0);
+    REQUIRE(listen(p->listen_fd, 64) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(p->listen_fd, (struct sockaddr *)&a, &len) == 0);
+    p->port = ntohs(a.sin_port);
+    p->target = target;
+    atomic_init(&p->hole, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, hole_accept_run, p) == 0);
+    pthread_detach(t);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    volt_status why;
+    double at;
+} hole_lost;
+
+static void hole_on_lost(void *ctx, volt_status why) {
+    hole_lost *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    l->calls++;
+    l->why = why;
+    l->at = now_s();
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Issue 26 item 3 / issue 32 item 3, from C: a holder whose connections are
+ * black-holed learns its loss through volt_sem_watch_lease at most one lease
+ * after the cut (the last renewal Redis confirmed started before it),
+ * whatever its agent is blocked in; the defect was seconds late. */
+static void test_lease_watch_after_a_black_hole(void) {
+    static hole_proxy proxy; /* its threads outlive the test */
+    hole_start(&proxy, main_server.port);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", proxy.port);
+    const char *name = name_of("hole");
+    volt_connect_options o = options();
+    o.lease_ms = 2000;
+    o.command_timeout_ms = 5000;
+    const volt_sem *sem = connect_to(url, name, 1, &o);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &g), VOLT_OK);
+    hole_lost lost;
+    memset(&lost, 0, sizeof lost);
+    pthread_mutex_init(&lost.mu, NULL);
+    pthread_cond_init(&lost.cv, NULL);
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(sem, g.session, hole_on_lost, &lost, &watch), VOLT_OK);
+    double cut = now_s();
+    atomic_store(&proxy.hole, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 30; /* never hang */
+    pthread_mutex_lock(&lost.mu);
+    while (lost.calls == 0)
+        if (pthread_cond_timedwait(&lost.cv, &lost.mu, &ts) == ETIMEDOUT) break;
+    int calls = lost.calls;
+    double seen = lost.at - cut;
+    volt_status why = lost.why;
+    pthread_mutex_unlock(&lost.mu);
+    CHECK(calls == 1);
+    CHECK_STATUS(why, VOLT_LEASE_EXPIRED);
+    fprintf(stderr, "    lease 2 s: volt_sem_watch_lease called %.3f s after the cut\n", seen);
+    CHECK(seen <= 2.0 + 0.7);
+    volt_lease_watch_free(watch);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_LEASE_EXPIRED);
+    volt_sem_free(sem);
+    pthread_mutex_destroy(&lost.mu);
+    pthread_cond_destroy(&lost.cv);
+}
+
 static void test_lease_loss(void) {
     server s;
     server_start(&s, NULL);
@@ -1562,6 +1708,7 @@ int main(int argc, char **argv) {
     RUN(test_bad_input);
     RUN(test_password);
     RUN(test_lease_loss);
+    RUN(test_lease_watch_after_a_black_hole);
     RUN(test_restart_empty_is_state_lost);
     RUN(test_cluster);
     server_destroy(&main_server);
