@@ -376,7 +376,11 @@ export interface ConnectOptions {
   lease?: number;
   /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{` or `}`). */
   prefix?: string;
-  /** How long connecting (and reconnecting) may take (default 5000). */
+  /**
+   * How long connecting (and reconnecting) may take (default 5000): one
+   * deadline for the whole connect (TCP, TLS, AUTH, the checks, the first
+   * script), even against a server that accepts and never answers.
+   */
   connectTimeout?: number;
   /** How long one command may take before the connection counts as failed (default 5000). */
   commandTimeout?: number;
@@ -425,6 +429,15 @@ export type RedisAcquireOptions = AcquireOptions;
  *   certificate, a TLS URL to a plain port).
  * * `ERR_VOLT_NOT_REPLICATED`: fewer replicas than required acknowledged a
  *   write (a Redis-side `min_replicas_acked`); the session was given up.
+ * * `ERR_VOLT_NO_PERMISSION`: the Redis user (its ACL) may not run a command
+ *   the backend needs; the message names it. `connect` checks the ones it
+ *   sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT`
+ *   with `minReplicasAcked`).
+ * * `ERR_VOLT_IN_USE`: `delete` of a semaphore with live sessions; nothing deleted.
+ * * `ERR_VOLT_NOT_FOUND`: `delete` of a name that does not exist.
+ * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
+ *   replica, or a failover demoted it; through Sentinels the master is found
+ *   again instead).
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -443,6 +456,10 @@ export type RedisErrorCode =
   | 'ERR_VOLT_PROTOCOL_ERROR'
   | 'ERR_VOLT_TLS_FAILED'
   | 'ERR_VOLT_NOT_REPLICATED'
+  | 'ERR_VOLT_NO_PERMISSION'
+  | 'ERR_VOLT_READ_ONLY'
+  | 'ERR_VOLT_IN_USE'
+  | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */
@@ -507,6 +524,20 @@ export declare class RedisSemaphore {
   static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
 
   /**
+   * Deletes the Redis semaphore `name` (its keys under `options.prefix`), so
+   * that a service deriving names does not leave one in Redis for each.
+   * Rejects with `ERR_VOLT_IN_USE` (nothing deleted) while the semaphore has
+   * a live session (a client that holds permits, waits, or is only
+   * connected: deleting under it would make it fail with
+   * `ERR_VOLT_STATE_LOST`); sessions whose lease ended (crashed clients) do
+   * not count. `ERR_VOLT_NOT_FOUND` if there is no such semaphore. Without
+   * it, once every session ended, only the semaphore's `:meta` hash (a few
+   * hundred bytes, no TTL) stays in Redis; the rest is empty or expires
+   * within a minute. The next `connect` of the name creates it afresh.
+   */
+  static delete(url: string, name: string, options?: ConnectOptions): Promise<void>;
+
+  /**
    * Waits for `n` permits, in FIFO order across every client, and resolves to
    * the grant's fencing token: a number (a server time in microseconds,
    * strictly increasing with every grant of the semaphore, exact below 2^53),
@@ -563,7 +594,9 @@ export declare class RedisSemaphore {
    * Aborted when the session that holds this object's grants is lost, with
    * the `ERR_VOLT_LEASE_EXPIRED` (or `ERR_VOLT_STATE_LOST`) error as its
    * reason: stop using the guarded resource. A grant in a later session
-   * gets a new signal.
+   * gets a new signal. It aborts at most one lease after the start of the
+   * last renewal Redis confirmed, even while Redis does not answer (a black
+   * hole rather than a closed connection).
    */
   readonly leaseSignal: AbortSignal;
 

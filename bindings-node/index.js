@@ -1127,6 +1127,9 @@ function onRedisEvent(door, id, kind, vals, err) {
 }
 
 const REDIS_EVENT = Symbol('volt-sem redis event');
+// RedisSemaphore.delete goes through connect's option checks with this in
+// place of the permits (never a user's value: a private symbol).
+const DELETE = Symbol('volt-sem delete');
 
 function timedOutError() {
   const err = new Error('volt-sem: timed out waiting for permits');
@@ -1179,7 +1182,7 @@ class RedisSemaphore {
     try {
       if (typeof url !== 'string') throw typeError('volt-sem: Semaphore.connect() needs a URL string');
       checkName(name, 'connect');
-      if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+      if (permits !== DELETE && (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS)) {
         throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
       }
       let lease = 10_000;
@@ -1227,10 +1230,47 @@ class RedisSemaphore {
         }
       }
       const sem = new RedisSemaphore(INTERNAL);
+      if (permits === DELETE) {
+        return sem.#delete(url, name, prefix, connectTimeout, commandTimeout, cluster, security);
+      }
       return sem.#connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security);
     } catch (e) {
       return Promise.reject(e);
     }
+  }
+
+  /**
+   * Deletes the Redis semaphore `name` (its keys under `options.prefix`;
+   * the connect options apply, the lease does not): rejects with
+   * `ERR_VOLT_IN_USE` while it has a live session (a client that holds,
+   * waits or is connected), `ERR_VOLT_NOT_FOUND` if there is none. A thin
+   * call into the backend's delete, on a door thread of its own.
+   */
+  static delete(url, name, options) {
+    return RedisSemaphore.connect(url, name, DELETE, options);
+  }
+
+  #delete(url, name, prefix, connectTimeout, commandTimeout, cluster, security) {
+    this.#door = nextDoor++;
+    this.#name = name;
+    doors.set(this.#door, new WeakRef(this));
+    this.#h = native.redisConnect(
+      this.#door, url, name, 1, 10_000, prefix, connectTimeout, commandTimeout, cluster, onRedisEvent,
+      ...security, true,
+    );
+    return new Promise((resolve, reject) => {
+      this.#track(0, {
+        kind: 'delete',
+        resolve: () => {
+          this.#stopped = true;
+          resolve(undefined);
+        },
+        reject: (e) => {
+          this.#stopped = true;
+          reject(e);
+        },
+      });
+    });
   }
 
   #connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security) {
@@ -1239,7 +1279,7 @@ class RedisSemaphore {
     doors.set(this.#door, new WeakRef(this));
     this.#h = native.redisConnect(
       this.#door, url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, onRedisEvent,
-      ...security,
+      ...security, false,
     );
     collectedDoors.register(this, this.#door);
     return new Promise((resolve, reject) => {

@@ -452,7 +452,8 @@ enum volt_status
    */
   VOLT_INVALID_NAME = 10,
   /**
-   * No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink).
+   * No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
+   * no Redis semaphore (`volt_sem_delete`).
    */
   VOLT_NOT_FOUND = 11,
   /**
@@ -544,8 +545,9 @@ enum volt_status
    */
   VOLT_CONNECTION_FAILED = 29,
   /**
-   * Redis answered a command with an error (e.g. a read-only replica, out
-   * of memory, a script error).
+   * Redis answered a command with an error (e.g. out of memory, a script
+   * error; a replica is `VOLT_READ_ONLY`, an ACL refusal
+   * `VOLT_NO_PERMISSION`).
    */
   VOLT_REDIS_ERROR = 30,
   /**
@@ -581,6 +583,25 @@ enum volt_status
    * back; its waiters fail with `VOLT_LEASE_EXPIRED`).
    */
   VOLT_NOT_REPLICATED = 35,
+  /**
+   * Redis (its ACL) refuses this user a command the library needs:
+   * `volt_sem_connect` checks the ones it sends itself (`EVALSHA`,
+   * `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT` with
+   * `min_replicas_acked`), and a command refused inside a script is
+   * reported the same way; `volt_last_error_message` names the command.
+   */
+  VOLT_NO_PERMISSION = 36,
+  /**
+   * Redis is a read-only replica (`READONLY`): the URL names a replica, or
+   * a failover demoted the server. Through Sentinels the master is found
+   * again instead (the connection is replaced).
+   */
+  VOLT_READ_ONLY = 37,
+  /**
+   * `volt_sem_delete`: the Redis semaphore has live sessions (clients that
+   * hold permits, wait, or are connected); nothing was deleted.
+   */
+  VOLT_IN_USE = 38,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -933,7 +954,11 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  * * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
  *   `VOLT_INVALID_OPTION` (checked before any connection is made);
  * * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
- *   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+ *   timeout: one deadline for the whole connect), `VOLT_TLS_FAILED`,
+ *   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+ * * `VOLT_NO_PERMISSION`: the user may not run a command the library
+ *   needs (the message names it); `VOLT_READ_ONLY`: the server is a
+ *   replica;
  * * `VOLT_MISMATCH`: the semaphore exists with another total.
  *
  * # Safety
@@ -945,6 +970,35 @@ volt_status volt_sem_connect(const char *url,
                              size_t permits,
                              const struct volt_connect_options *opts,
                              const struct volt_sem **out);
+
+/**
+ * Deletes the Redis semaphore `name` (its keys under `opts->prefix`), so
+ * that a program deriving names (per tenant, per job) does not leave one in
+ * Redis for each. Refused while the semaphore has a live session (a client
+ * that holds permits, waits, or is only connected: deleting under it would
+ * make that handle fail with `VOLT_STATE_LOST`); sessions whose lease
+ * ended (crashed clients) are reclaimed first and do not count. One
+ * connection (within the connect timeout) and one script; no session.
+ * Without it, once every session ended, only the semaphore's `:meta` hash
+ * (a few hundred bytes, no TTL) stays in Redis; everything else is empty or
+ * expires within a minute. The next `volt_sem_connect` of the name creates
+ * it afresh.
+ *
+ * Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
+ * `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+ * `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
+ * `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+ * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
+ * `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`.
+ *
+ * # Safety
+ * `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
+ * valid `volt_connect_options` (as for `volt_sem_connect`).
+ */
+volt_status volt_sem_delete(const char *url,
+                            const char *name,
+                            const struct volt_connect_options *opts);
 
 /**
  * The longest name `volt_sem_connect` accepts, in bytes (1024).

@@ -89,6 +89,19 @@ pub enum Error {
     InvalidOption(&'static str),
     /// Redis refused the credentials (wrong user or password).
     Auth,
+    /// Redis (its ACL) refuses a command the backend needs; the text names
+    /// it.
+    NoPermission(String),
+    /// Redis: `delete` of a semaphore with live sessions (clients that hold,
+    /// wait or are connected); nothing was deleted.
+    InUse {
+        /// How many sessions are live.
+        sessions: u64,
+    },
+    /// Redis is a read-only replica (`READONLY`): the URL names a replica,
+    /// or a failover demoted the server (through Sentinels the master is
+    /// found again instead).
+    ReadOnly(String),
     /// Redis could not be reached or the connection failed (how, without the
     /// password).
     Connection(String),
@@ -150,6 +163,9 @@ impl Error {
             Error::InvalidPrefix => "INVALID_PREFIX",
             Error::InvalidOption(_) => "INVALID_OPTION",
             Error::Auth => "AUTH_FAILED",
+            Error::NoPermission(_) => "NO_PERMISSION",
+            Error::ReadOnly(_) => "READ_ONLY",
+            Error::InUse { .. } => "IN_USE",
             Error::Connection(_) => "CONNECTION_FAILED",
             Error::Redis(_) => "REDIS_ERROR",
             Error::Protocol(_) => "PROTOCOL_ERROR",
@@ -178,6 +194,12 @@ impl fmt::Display for Error {
             }
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
+            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
+            Error::InUse { sessions } => write!(
+                f,
+                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+            ),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
@@ -266,6 +288,9 @@ impl TryFrom<Error> for ShmError {
             | Error::InvalidPrefix
             | Error::InvalidOption(_)
             | Error::Auth
+            | Error::NoPermission(_)
+            | Error::ReadOnly(_)
+            | Error::InUse { .. }
             | Error::Connection(_)
             | Error::Redis(_)
             | Error::Protocol(_)
@@ -326,6 +351,10 @@ impl From<volt_sem_redis::Error> for Error {
             R::InvalidPermits => Error::InvalidPermits,
             R::InvalidOption(what) => Error::InvalidOption(what),
             R::Auth => Error::Auth,
+            R::NoPermission(d) => Error::NoPermission(d),
+            R::ReadOnly(d) => Error::ReadOnly(d),
+            R::NotFound => Error::NotFound,
+            R::InUse { sessions } => Error::InUse { sessions },
             R::Connection(d) => Error::Connection(d),
             R::Redis(d) => Error::Redis(d),
             R::Protocol(d) => Error::Protocol(d),

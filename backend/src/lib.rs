@@ -114,6 +114,8 @@ mod waiter;
 
 pub use error::Error;
 pub use outcome::{Finish, Grant};
+#[cfg(feature = "redis")]
+pub use semaphore::delete_redis;
 pub use semaphore::{unlink, Kind, Semaphore};
 pub use waiter::{in_shared_callback, Waiter};
 

@@ -85,6 +85,14 @@ pub fn unlink(name: &str) -> Result<(), Error> {
     volt_sem_shm::unlink(name).map_err(Error::from)
 }
 
+/// Deletes the Redis semaphore `name` ([`volt_sem_redis::delete`]): refused
+/// with [`Error::InUse`] while it has a live session, [`Error::NotFound`]
+/// if there is none.
+#[cfg(feature = "redis")]
+pub fn delete_redis(url: &str, name: &str, options: ConnectOptions) -> Result<(), Error> {
+    volt_sem_redis::delete(url, name, options).map_err(Error::from)
+}
+
 impl Semaphore {
     /// The largest request (and local permit count): [`volt_sem::Semaphore::MAX_PERMITS`].
     /// A shared semaphore's requests are further bounded by its total.

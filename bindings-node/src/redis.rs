@@ -97,6 +97,13 @@ enum Job {
         // Boxed: the options are far larger than every other job.
         options: Box<ConnectOptions>,
     },
+    /// `RedisSemaphore.delete`: a door of its own that deletes the name
+    /// (no session), reports it as event 0 and stops.
+    Delete {
+        url: String,
+        name: String,
+        options: Box<ConnectOptions>,
+    },
     TryAcquire {
         id: u32,
         n: usize,
@@ -382,6 +389,13 @@ impl Door {
                     return false;
                 }
             },
+            Job::Delete { url, name, options } => {
+                match volt_sem_backend::delete_redis(&url, &name, *options) {
+                    Ok(()) => self.ok(0, &[0.0]),
+                    Err(e) => self.err(0, e),
+                }
+                return false;
+            }
             Job::TryAcquire { id, n } => match self.core().and_then(|c| c.try_acquire(n)) {
                 Ok(g) => self.granted(id, g.token().unwrap_or(0), g.session()),
                 Err(Error::NoPermits) => self.shared.emit(Event::new(id, EV_BUSY, &[], None)),
@@ -566,6 +580,10 @@ fn code_of(e: &Error) -> (&'static str, bool) {
         Error::StateLost => ("ERR_VOLT_STATE_LOST", false),
         Error::Tls(_) => ("ERR_VOLT_TLS_FAILED", false),
         Error::NotReplicated { .. } => ("ERR_VOLT_NOT_REPLICATED", false),
+        Error::NoPermission(_) => ("ERR_VOLT_NO_PERMISSION", false),
+        Error::ReadOnly(_) => ("ERR_VOLT_READ_ONLY", false),
+        Error::InUse { .. } => ("ERR_VOLT_IN_USE", false),
+        Error::NotFound => ("ERR_VOLT_NOT_FOUND", false),
         Error::InCallback => ("ERR_VOLT_IN_CALLBACK", false),
         Error::Unsupported => ("ERR_VOLT_UNSUPPORTED", false),
         _ => ("ERR_VOLT_INTERNAL", false),
@@ -743,10 +761,12 @@ fn throw_type(env: RawEnv, msg: &std::ffi::CStr) -> RawValue {
 
 // redisConnect(door, url, name, permits, lease, prefix, connectTimeout,
 // commandTimeout, cluster, onEvent, tlsCaFile, tlsCert, tlsKey, minReplicas,
-// minReplicasTimeout): External. index.js checked the types;
+// minReplicasTimeout, deleteOnly): External. With `deleteOnly` the door
+// deletes the name instead of connecting (`RedisSemaphore.delete`), reports
+// it as event 0 and stops. index.js checked the types;
 // the content (URL, name, prefix, permits, option ranges) is checked by the
 // backend on the door thread, and reported as connect's outcome (event 0).
-native!(js_connect, |env, _ctx, argv: [15]| {
+native!(js_connect, |env, _ctx, argv: [16]| {
     let door = u32_of(env, argv[0]);
     let (Some(url), Some(name), Some(prefix)) = (
         crate::named::string_arg(env, argv[1]),
@@ -822,12 +842,20 @@ native!(js_connect, |env, _ctx, argv: [15]| {
     // SAFETY: on the JS thread; the tsfn was just created.
     unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
     lock(&shared.out).tsfn = Some(Tsfn(tsfn));
-    shared.submit(Job::Connect {
-        url,
-        name,
-        permits,
-        options: Box::new(options),
-    });
+    if bool_of(env, argv[15]) {
+        shared.submit(Job::Delete {
+            url,
+            name,
+            options: Box::new(options),
+        });
+    } else {
+        shared.submit(Job::Connect {
+            url,
+            name,
+            permits,
+            options: Box::new(options),
+        });
+    }
     let thread_shared = shared.clone();
     let spawned = std::thread::Builder::new()
         .name("volt-sem redis door".into())

@@ -201,4 +201,4 @@ class RedisCluster {
   }
 }
 
-module.exports = { RedisServer, RedisCluster, sleep };
+module.exports = { RedisServer, RedisCluster, sleep, command };

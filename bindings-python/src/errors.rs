@@ -144,6 +144,9 @@ pub(crate) fn backend_error(e: Error) -> PyErr {
         | Error::LeaseExpired
         | Error::StateLost
         | Error::Tls(_)
+        | Error::NoPermission(_)
+        | Error::ReadOnly(_)
+        | Error::InUse { .. }
         | Error::NotReplicated { .. }) => Python::attach(|py| redis_error(py, e)),
         // The backend error is non_exhaustive: a later variant stays typed.
         e => SharedError::new_err(e.to_string()),
@@ -167,6 +170,9 @@ fn redis_error(py: Python<'_>, e: Error) -> PyErr {
         Error::Connection(_) | Error::Tls(_) => ("RedisConnectionError", e.code()),
         Error::LeaseExpired => ("LeaseExpiredError", e.code()),
         Error::StateLost => ("StateLostError", e.code()),
+        Error::NoPermission(_) => ("NoPermissionError", e.code()),
+        Error::ReadOnly(_) => ("ReadOnlyError", e.code()),
+        Error::InUse { .. } => ("InUseError", e.code()),
         _ => ("RedisCommandError", e.code()),
     };
     let made = (|| -> PyResult<PyErr> {

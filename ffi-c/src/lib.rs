@@ -112,7 +112,8 @@ pub enum volt_status {
     /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
     /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
     VOLT_INVALID_NAME = 10,
-    /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink).
+    /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
+    /// no Redis semaphore (`volt_sem_delete`).
     VOLT_NOT_FOUND = 11,
     /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
     VOLT_EXISTS = 12,
@@ -166,8 +167,9 @@ pub enum volt_status {
     /// Redis could not be reached within the connect timeout, or the
     /// connection failed (or a command took longer than the command timeout).
     VOLT_CONNECTION_FAILED = 29,
-    /// Redis answered a command with an error (e.g. a read-only replica, out
-    /// of memory, a script error).
+    /// Redis answered a command with an error (e.g. out of memory, a script
+    /// error; a replica is `VOLT_READ_ONLY`, an ACL refusal
+    /// `VOLT_NO_PERMISSION`).
     VOLT_REDIS_ERROR = 30,
     /// Redis answered with a reply the library never expects (a foreign key
     /// in the semaphore's key space, or a bug).
@@ -192,6 +194,19 @@ pub enum volt_status {
     /// acknowledged in time, so the session was given up (what it held went
     /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
     VOLT_NOT_REPLICATED = 35,
+    /// Redis (its ACL) refuses this user a command the library needs:
+    /// `volt_sem_connect` checks the ones it sends itself (`EVALSHA`,
+    /// `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT` with
+    /// `min_replicas_acked`), and a command refused inside a script is
+    /// reported the same way; `volt_last_error_message` names the command.
+    VOLT_NO_PERMISSION = 36,
+    /// Redis is a read-only replica (`READONLY`): the URL names a replica, or
+    /// a failover demoted the server. Through Sentinels the master is found
+    /// again instead (the connection is replaced).
+    VOLT_READ_ONLY = 37,
+    /// `volt_sem_delete`: the Redis semaphore has live sessions (clients that
+    /// hold permits, wait, or are connected); nothing was deleted.
+    VOLT_IN_USE = 38,
 }
 
 use volt_status::*;
@@ -460,6 +475,9 @@ fn status_of(e: Error) -> volt_status {
         Error::StateLost => VOLT_STATE_LOST,
         Error::Tls(_) => VOLT_TLS_FAILED,
         Error::NotReplicated { .. } => VOLT_NOT_REPLICATED,
+        Error::NoPermission(_) => VOLT_NO_PERMISSION,
+        Error::ReadOnly(_) => VOLT_READ_ONLY,
+        Error::InUse { .. } => VOLT_IN_USE,
         // Os, and any later variant of the non_exhaustive error.
         _ => VOLT_OS_ERROR,
     }
@@ -1067,7 +1085,11 @@ unsafe fn connect_options(
 /// * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
 ///   `VOLT_INVALID_OPTION` (checked before any connection is made);
 /// * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
-///   timeout), `VOLT_TLS_FAILED`, `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+///   timeout: one deadline for the whole connect), `VOLT_TLS_FAILED`,
+///   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`;
+/// * `VOLT_NO_PERMISSION`: the user may not run a command the library
+///   needs (the message names it); `VOLT_READ_ONLY`: the server is a
+///   replica;
 /// * `VOLT_MISMATCH`: the semaphore exists with another total.
 ///
 /// # Safety
@@ -1110,6 +1132,60 @@ pub unsafe extern "C" fn volt_sem_connect(
                 unsafe { out.write(Arc::into_raw(Arc::new(volt_sem::new(sem)))) };
                 VOLT_OK
             }
+            Err(e) => status_of(e),
+        }
+    })
+}
+
+/// Deletes the Redis semaphore `name` (its keys under `opts->prefix`), so
+/// that a program deriving names (per tenant, per job) does not leave one in
+/// Redis for each. Refused while the semaphore has a live session (a client
+/// that holds permits, waits, or is only connected: deleting under it would
+/// make that handle fail with `VOLT_STATE_LOST`); sessions whose lease
+/// ended (crashed clients) are reclaimed first and do not count. One
+/// connection (within the connect timeout) and one script; no session.
+/// Without it, once every session ended, only the semaphore's `:meta` hash
+/// (a few hundred bytes, no TTL) stays in Redis; everything else is empty or
+/// expires within a minute. The next `volt_sem_connect` of the name creates
+/// it afresh.
+///
+/// Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
+/// `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+/// `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
+/// `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+/// `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
+/// `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
+/// `VOLT_PROTOCOL_ERROR`.
+///
+/// # Safety
+/// `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
+/// valid `volt_connect_options` (as for `volt_sem_connect`).
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_delete(
+    url: *const c_char,
+    name: *const c_char,
+    opts: *const volt_connect_options,
+) -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        if url.is_null() || name.is_null() {
+            return VOLT_INVALID_ARGUMENT;
+        }
+        // SAFETY: non-NULL and NUL-terminated (contract).
+        let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
+            return noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)");
+        };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = match unsafe { name_arg(name) } {
+            Ok(name) => name,
+            Err(status) => return status,
+        };
+        // SAFETY: NULL or a valid options struct (contract).
+        let options = match unsafe { connect_options(opts) } {
+            Ok(options) => options,
+            Err(status) => return status,
+        };
+        match volt_sem_backend::delete_redis(url, name, options) {
+            Ok(()) => VOLT_OK,
             Err(e) => status_of(e),
         }
     })
@@ -2151,6 +2227,9 @@ fn status_name(status: i32) -> &'static str {
         33 => "VOLT_STATE_LOST\0",
         34 => "VOLT_TLS_FAILED\0",
         35 => "VOLT_NOT_REPLICATED\0",
+        36 => "VOLT_NO_PERMISSION\0",
+        37 => "VOLT_READ_ONLY\0",
+        38 => "VOLT_IN_USE\0",
         _ => "unknown\0",
     };
     name

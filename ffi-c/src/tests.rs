@@ -79,6 +79,9 @@ fn status_names_match_variants() {
         VOLT_STATE_LOST,
         VOLT_TLS_FAILED,
         VOLT_NOT_REPLICATED,
+        VOLT_NO_PERMISSION,
+        VOLT_READ_ONLY,
+        VOLT_IN_USE,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);

@@ -156,6 +156,23 @@ fn certificates(opts: &ConnectOptions) -> Result<Option<redis::TlsCertificates>,
     }))
 }
 
+/// A client of one server. Without redis-rs's `CLIENT SETINFO` at connect
+/// (a diagnostic label): redis-rs gives each reply of its connection set-up
+/// the whole remaining timeout and ignores a failed `SETINFO`, so against a
+/// server that accepts and never answers, its two `SETINFO` replies made a
+/// connect last three times the connect timeout. With only `AUTH` (whose
+/// failure ends the set-up) the connect timeout is a deadline.
+fn single_client(url: &str, certs: Option<&redis::TlsCertificates>) -> RedisResult<redis::Client> {
+    use redis::IntoConnectionInfo;
+    let info = url.into_connection_info()?;
+    let settings = info.redis_settings().clone().set_skip_set_lib_name();
+    let info = info.set_redis_settings(settings);
+    match certs {
+        Some(c) => redis::Client::build_with_tls(info, c.clone()),
+        None => redis::Client::open(info),
+    }
+}
+
 fn tls_scheme(url: &str) -> bool {
     let scheme = url.split_once("://").map(|x| x.0).unwrap_or("");
     scheme == "rediss" || scheme == "rediss+sentinel"
@@ -209,12 +226,22 @@ impl Client {
                 .map(|s| Client::Sentinel(Box::new(s)))
                 .map_err(map)
         } else {
-            match certs {
-                Some(c) => redis::Client::build_with_tls(url, c),
-                None => redis::Client::open(url),
-            }
-            .map(Client::Single)
-            .map_err(map)
+            single_client(url, certs.as_ref())
+                .map(Client::Single)
+                .map_err(map)
+        }
+    }
+
+    /// Whether connections are TLS (rustls shakes hands at the first
+    /// read or write: a silent TLS port looks like a silent server).
+    pub(crate) fn is_tls(&self) -> bool {
+        match self {
+            Client::Single(c) => matches!(
+                c.get_connection_info().addr(),
+                redis::ConnectionAddr::TcpTls { .. }
+            ),
+            Client::Sentinel(s) => s.scheme == "rediss",
+            Client::Cluster(_) => false,
         }
     }
 
@@ -378,10 +405,7 @@ impl Sentinels {
             "{}://{}{host}:{port}/{}",
             self.scheme, self.userinfo, self.db
         );
-        let client = match &self.certs {
-            Some(c) => redis::Client::build_with_tls(url, c.clone())?,
-            None => redis::Client::open(url)?,
-        };
+        let client = single_client(&url, self.certs.as_ref())?;
         let mut c = client.get_connection_with_timeout(left()?)?;
         c.set_read_timeout(Some(left()?))?;
         let role: Vec<Value> = redis::cmd("ROLE").query(&mut c)?;
@@ -414,6 +438,11 @@ impl Conn {
         }
     }
 
+    /// A connection to a Redis Cluster (its nodes, routed by key).
+    pub(crate) fn is_cluster(&self) -> bool {
+        matches!(self.kind, Kind::Cluster(_))
+    }
+
     pub(crate) fn set_read_timeout(&self, d: Duration) -> RedisResult<()> {
         if let Some((_, w)) = self.timeouts.get() {
             self.timeouts.set(Some((d, w)));
@@ -429,13 +458,23 @@ impl Conn {
     /// option's timeout. `Ok` if the option is off or enough replicas
     /// acknowledged; [`Error::NotReplicated`] if fewer did in time;
     /// [`Error::Connection`] if the connection failed.
-    pub(crate) fn wait_replicas(&mut self, opts: &ConnectOptions) -> Result<(), Error> {
+    /// `cap`: the longest this may block (the agent passes what remains of
+    /// its lease).
+    pub(crate) fn wait_replicas(
+        &mut self,
+        opts: &ConnectOptions,
+        cap: Option<Duration>,
+    ) -> Result<(), Error> {
         let Some((wanted, timeout)) = opts.min_replicas else {
             return Ok(());
         };
         // WAIT's timeout is in ms, 0 meaning forever: at least 1.
         let ms = (timeout.as_millis() as u64).max(1);
-        let _ = self.set_read_timeout(timeout + opts.command_timeout);
+        let mut read = timeout + opts.command_timeout;
+        if let Some(cap) = cap {
+            read = read.min(cap).max(Duration::from_millis(1));
+        }
+        let _ = self.set_read_timeout(read);
         let r: RedisResult<u64> = redis::cmd("WAIT").arg(wanted).arg(ms).query(self);
         let _ = self.set_read_timeout(opts.command_timeout);
         match r {
@@ -492,6 +531,7 @@ impl Conn {
         &mut self,
         opts: &ConnectOptions,
         channel: &str,
+        cap: Option<Duration>,
     ) -> Result<(), Error> {
         if opts.min_replicas.is_none() {
             return Ok(());
@@ -505,7 +545,7 @@ impl Conn {
             .arg("")
             .query::<i64>(self)
             .map_err(|e| Error::from_redis(&e, ""))?;
-        self.wait_replicas(opts)
+        self.wait_replicas(opts, cap)
     }
 
     fn inner(&mut self) -> &mut dyn ConnectionLike {

@@ -22,6 +22,17 @@ pub enum Error {
     InvalidOption(&'static str),
     /// The server refused the credentials (wrong user or password).
     Auth,
+    /// The Redis user may not run a command the backend needs (an ACL
+    /// `NOPERM` refusal; the text names the command). `connect` checks the
+    /// commands it sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`, and
+    /// `WAIT`/`PUBLISH` with [`min_replicas_acked`](crate::ConnectOptions::min_replicas_acked));
+    /// a command refused inside a script is reported the same way.
+    NoPermission(String),
+    /// The server is a read-only replica (`READONLY`): the URL names a
+    /// replica, or a failover demoted the server. Through Sentinels this
+    /// never reaches the caller: the connection is replaced and the master
+    /// found again. The text is the server's.
+    ReadOnly(String),
     /// Redis could not be reached, or the connection failed (the text says
     /// how, without the password).
     Connection(String),
@@ -51,6 +62,15 @@ pub enum Error {
     },
     /// The semaphore was closed (by any client).
     Closed,
+    /// [`delete`](crate::delete): no semaphore has this name (under this
+    /// prefix).
+    NotFound,
+    /// [`delete`](crate::delete): the semaphore has live sessions (clients
+    /// that hold permits, wait, or are only connected); nothing was deleted.
+    InUse {
+        /// How many sessions are live.
+        sessions: u64,
+    },
     /// `try_acquire`: not enough permits now, or earlier requests are queued.
     NoPermits,
     /// A request for more permits than the total (it could never be granted).
@@ -92,6 +112,8 @@ impl fmt::Display for Error {
             Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
+            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
+            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
             Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
             Error::Tls(d) => write!(f, "TLS failed: {d}"),
             Error::NotReplicated { acked, wanted } => write!(
@@ -105,6 +127,11 @@ impl fmt::Display for Error {
                 "the semaphore exists with a different total ({existing} permits)"
             ),
             Error::Closed => f.write_str("semaphore closed"),
+            Error::NotFound => f.write_str("no semaphore has this name"),
+            Error::InUse { sessions } => write!(
+                f,
+                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+            ),
             Error::NoPermits => f.write_str("no permits available"),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),
             Error::NotHeld { held } => {
@@ -142,6 +169,12 @@ impl Error {
         let code = e.code().unwrap_or("");
         if e.kind() == K::AuthenticationFailed || code == "WRONGPASS" || code == "NOAUTH" {
             return Error::Auth;
+        }
+        if code == "NOPERM" || e.kind() == K::Server(redis::ServerErrorKind::NoPerm) {
+            return Error::NoPermission(scrub(e.to_string()));
+        }
+        if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
+            return Error::ReadOnly(scrub(e.to_string()));
         }
         if e.kind() == K::Client && e.to_string().starts_with(crate::conn::NOT_SENT) {
             return Error::Connection(scrub(e.to_string()));

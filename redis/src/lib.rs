@@ -100,7 +100,20 @@
 //!   [`Permit::is_lost`] and completes [`Permit::lost`], and releasing those
 //!   permits returns [`Error::LeaseExpired`] and releases nothing (they were
 //!   already reclaimed; nothing is released twice). The next acquire starts
-//!   a new session transparently.
+//!   a new session transparently. **When**: at most one lease after the
+//!   start of the last renewal Redis confirmed (the handle counts from when
+//!   it sent the renewal, the server from when it ran it, so the handle
+//!   always knows first), whatever the agent is blocked in when the network
+//!   goes silent: [`Permit::is_lost`] and [`LeaseWatch::is_lost`] read the
+//!   handle's clock, and every blocking call of the agent (its `BLPOP`, a
+//!   heartbeat, a reconnect, a back-off) is capped by what remains of the
+//!   lease, so the agent gives the session up (and wakes [`Permit::lost`],
+//!   the watches and the waiters) when the lease ends. A renewal confirmed
+//!   after that does not revive it. Measured behind a proxy that
+//!   black-holes the connections (`tests/black_hole.rs`): the loss is seen
+//!   10.0 s after the cut with the default 10 s lease and 2.0 s after it
+//!   with a 2 s lease, where another client can be granted the permit only
+//!   after the server's lease ended, later.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.
@@ -111,6 +124,10 @@
 //!   semaphore with all permits free while old holders still run.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing.
+//! * **What stays in Redis.** Once every session ended, only the `:meta`
+//!   hash (a few hundred bytes, no TTL); everything else is empty (and so
+//!   gone) or expires within a minute. [`delete`] removes the name, refused
+//!   ([`Error::InUse`]) while any session is live.
 //!
 //! ## Cost of each script (n = queue length)
 //!
@@ -145,7 +162,19 @@
 //! # Security
 //!
 //! * **Passwords and ACL users**: `redis://[user:]password@host[:port][/db]`
-//!   (`AUTH` at connect; a refusal is [`Error::Auth`] from `connect`). The
+//!   (`AUTH` at connect; a refusal is [`Error::Auth`] from `connect`).
+//!   `connect` also checks, in one round trip, that the user may run the
+//!   commands the backend sends itself (`EVALSHA`, `EVAL`, `BLPOP`,
+//!   `RPUSH`; `PUBLISH` and `WAIT` with
+//!   [`ConnectOptions::min_replicas_acked`]): an ACL refusal is
+//!   [`Error::NoPermission`], naming the command (also when a command inside
+//!   a script is refused later). The user needs those, the commands the
+//!   scripts run (`@read`, `@write`, `TIME`) on the semaphore's keys
+//!   (`{prefix:name}:*`), and `PING`. A server that is a replica is
+//!   [`Error::ReadOnly`] (from `connect`, or from a call after a demotion;
+//!   through Sentinels the connection is replaced and the master found
+//!   again instead). Not checked on a Cluster (keyless commands go to any
+//!   node). The
 //!   password never appears in an error text or in `Debug` output: texts
 //!   from the client library are scrubbed, and handles print only the name,
 //!   prefix and total.
@@ -224,17 +253,27 @@
 //!
 //! * `connect` talks to Redis at once: unreachable, wrong password, a TLS
 //!   mismatch or an unknown Sentinel master is an error from `connect`
-//!   within [`ConnectOptions::connect_timeout`].
+//!   within [`ConnectOptions::connect_timeout`], a deadline for the whole
+//!   connect (TCP, TLS, `AUTH`, the checks and the first script): a server
+//!   that accepts and never answers makes it fail at that deadline
+//!   ([`Error::Connection`]), not at a multiple of it.
 //! * **Redis out of reach while clients wait**: queued requests keep their
 //!   place in Redis while the session's lease holds; the agent reconnects
 //!   with exponential backoff (20 ms, doubling, at most one heartbeat
-//!   interval). A grant made meanwhile waits in the notification list (or
+//!   interval). The back-off applies to every failure of the agent (a
+//!   failed connect, a failed or refused `BLPOP` or heartbeat), and only a
+//!   call that worked resets it, not a new connection: a server that
+//!   accepts connections and refuses the commands (an ACL without `BLPOP`,
+//!   a replica answering `READONLY`) sees a few connections, not thousands
+//!   a second (`tests/refusals.rs`: none in 2 s, where it was 322 and 1,103). A grant made meanwhile waits in the notification list (or
 //!   is found by the first heartbeat) and is delivered after the reconnect.
 //!   **The deadline is the lease** ([`ConnectOptions::lease`]): once the
 //!   session has not been renewed for a whole lease it is expired in Redis
 //!   too, so waiting longer could not help; its waiters then fail with
-//!   [`Error::LeaseExpired`] and its holders learn the loss. A shorter
-//!   lease fails sooner.
+//!   [`Error::LeaseExpired`] and its holders learn the loss, at the lease's
+//!   end even when Redis went silent (a black hole rather than a closed
+//!   connection: every read and connect of the agent is capped by what
+//!   remains of the lease). A shorter lease fails sooner.
 //! * **Connections cut between calls** (a proxy, a load balancer, a
 //!   failover, a restart): a connection idle for a second or more is checked
 //!   (`PING`) before its next command and replaced if dead, so the script
@@ -357,7 +396,9 @@ impl ConnectOptions {
         self.prefix = prefix.into();
         self
     }
-    /// How long `connect` (and a reconnect) may take.
+    /// How long `connect` (and a reconnect) may take: one deadline for the
+    /// whole of it (TCP, TLS, `AUTH`, the checks and the first script),
+    /// even against a server that accepts and never answers.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t;
         self
@@ -413,6 +454,43 @@ impl ConnectOptions {
         self.min_replicas = (replicas > 0).then_some((replicas, timeout));
         self
     }
+}
+
+/// Deletes the semaphore `name` from Redis (its keys under
+/// [`ConnectOptions::prefix`]), so that a service deriving names (per
+/// tenant, per job) does not leave one behind for each. Refused while the
+/// semaphore has a live session (a client that holds permits, waits, or is
+/// only connected: deleting under it would make its handle fail with
+/// [`Error::StateLost`]): [`Error::InUse`], nothing deleted. Sessions whose
+/// lease passed (crashed clients) are reclaimed first and do not count.
+/// [`Error::NotFound`] if there is no such semaphore. A `connect` after it
+/// creates the name afresh (a new incarnation, tokens still increasing with
+/// the server's clock).
+///
+/// Like the shared-memory `unlink`, it removes the name; unlike it, it is
+/// refused rather than leaving live users on a semaphore nobody else can
+/// find (they would each go on with a private copy of nothing: the state
+/// lives only in Redis). Opens one connection (within the connect timeout)
+/// and runs one script; no session, no agent thread. The options used are
+/// the prefix, the timeouts, TLS and `cluster`.
+///
+/// What stays in Redis without it, once every session ended: only the
+/// `{prefix:name}:meta` hash (7 fields: total, available, closed, last
+/// token, incarnation, sequence, reap time; a few hundred bytes, no TTL);
+/// the queue, entries, sessions, holdings and grant records are empty (Redis
+/// removes empty keys), and each session's notification list expires within
+/// a minute (`PEXPIRE`).
+pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Error> {
+    validate_name(name)?;
+    let p = &options.prefix;
+    if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}']) {
+        return Err(Error::InvalidPrefix);
+    }
+    if options.connect_timeout.is_zero() || options.command_timeout.is_zero() {
+        return Err(Error::InvalidOption("timeouts must be positive"));
+    }
+    let keys = scripts::Keys::new(p, name);
+    session::delete(url, &keys, &options)
 }
 
 /// Checks a semaphore name: 1 to [`MAX_NAME_LEN`] bytes, no `{` or `}`.
@@ -487,7 +565,8 @@ impl RedisSemaphore {
     /// [`Error::InvalidPrefix`], [`Error::InvalidPermits`],
     /// [`Error::InvalidOption`], [`Error::Auth`], [`Error::Tls`],
     /// [`Error::Connection`] (within the connect timeout),
-    /// [`Error::TotalMismatch`].
+    /// [`Error::NoPermission`] (the ACL refuses a command the backend
+    /// needs), [`Error::ReadOnly`] (a replica), [`Error::TotalMismatch`].
     pub fn connect(
         url: &str,
         name: &str,
@@ -631,6 +710,19 @@ impl RedisSemaphore {
     /// a session and not yet reported (those are counted first).
     pub fn release(&self, n: usize) -> Result<(), Error> {
         self.inner.release(n as u64, None)
+    }
+
+    /// Gives back `n` permits granted in `session` (a number from
+    /// [`RedisWaiter::session`] or [`Permit::session`]), outside of a
+    /// [`Permit`]: per grant, where [`release`](Self::release) counts per
+    /// handle. [`Error::LeaseExpired`] if that session was lost (nothing is
+    /// released: they were reclaimed, and are reported lost once);
+    /// [`Error::NotHeld`] if the live session holds fewer. So when one
+    /// handle serves several tasks, a task whose grant was lost with a
+    /// session and a task granted in the next one each release their own,
+    /// in any order.
+    pub fn release_session(&self, n: usize, session: u64) -> Result<(), Error> {
+        self.inner.release(n as u64, Some(session))
     }
 
     /// Closes the semaphore for every client: every queued request, on every
@@ -796,7 +888,10 @@ impl Permit {
         self.token
     }
     /// Whether the session that holds these permits was lost (they were
-    /// reclaimed; the holder must stop using the resource).
+    /// reclaimed, or may be: not renewed for a whole lease; the holder must
+    /// stop using the resource). No round trip: it reads the handle's state
+    /// and clock, so it turns true at the lease's end even while Redis does
+    /// not answer.
     pub fn is_lost(&self) -> bool {
         self.n > 0 && self.sem.inner.is_lost(self.epoch)
     }

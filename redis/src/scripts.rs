@@ -64,6 +64,7 @@ pub struct Scripts {
     heartbeat: Script,
     end: Script,
     census: Script,
+    delete: Script,
 }
 
 impl Default for Scripts {
@@ -178,6 +179,7 @@ impl Scripts {
             heartbeat: script!("lua/heartbeat.lua"),
             end: script!("lua/end.lua"),
             census: script!("lua/census.lua"),
+            delete: script!("lua/delete.lua"),
         }
     }
 
@@ -308,6 +310,16 @@ impl Scripts {
         who: Who<'_>,
     ) -> Result<Reply, CallError> {
         Self::run(&self.end, con, keys, who, &[])
+    }
+
+    /// `delete.lua` (`who.sid` and `who.inc` empty: no session).
+    pub fn delete(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.delete, con, keys, who, &[])
     }
 
     /// `census.lua`.

@@ -56,6 +56,20 @@ pub(crate) struct Session {
     pub(crate) renewed: Instant,
 }
 
+impl Session {
+    /// Whether the lease may have ended in Redis: not renewed for a whole
+    /// lease. From then on the session counts as lost, whether or not the
+    /// agent has given it up yet (it may be blocked on the network).
+    fn expired(&self, lease: Duration) -> bool {
+        self.renewed.elapsed() >= lease
+    }
+
+    /// How much of the lease surely remains (zero once expired).
+    fn remaining(&self, lease: Duration) -> Duration {
+        lease.saturating_sub(self.renewed.elapsed())
+    }
+}
+
 struct Entry {
     w: *const RedisWaiter,
     eid: String,
@@ -134,6 +148,128 @@ pub(crate) struct Inner {
     pid: u32,
 }
 
+/// What remains until `deadline`, or a connection error once it passed.
+fn time_left(deadline: Instant) -> Result<Duration, Error> {
+    match deadline.checked_duration_since(Instant::now()) {
+        Some(d) if !d.is_zero() => Ok(d),
+        _ => Err(Error::Connection(
+            "timed out (the connect timeout, or what remained of the lease)".into(),
+        )),
+    }
+}
+
+/// Deletes the semaphore `keys` names, without a session (see
+/// [`crate::delete`]).
+pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<(), Error> {
+    let secret = url_secret(url);
+    let client = Client::open(url, opts)?;
+    let deadline = Instant::now() + opts.connect_timeout;
+    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    let who = Who {
+        sid: "",
+        inc: "",
+        lease_ms: opts.lease.as_millis() as u64,
+    };
+    let r = Scripts::new()
+        .delete(&mut con, keys, who)
+        .map_err(|e| match e {
+            CallError::NotRun(e) | CallError::Uncertain(e) => e,
+        })?;
+    match r.status.as_str() {
+        "OK" => Ok(()),
+        "NOTFOUND" => Err(Error::NotFound),
+        "INUSE" => Err(Error::InUse {
+            sessions: r.int(0)?,
+        }),
+        _ => Err(Error::Protocol(format!("{r:?}"))),
+    }
+}
+
+/// SHA-1 of `return 1`, the probe script of [`check_commands`].
+const PROBE: &str = "return 1";
+const PROBE_SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
+
+/// Checks, in one round trip, that the server lets this user run the
+/// commands the backend sends itself, so that `connect` fails with a clear
+/// error instead of a handle whose agent is refused at every turn: `RPUSH`
+/// (the scripts notify with it) and `BLPOP` (the agent waits with it) on
+/// the session's own notification list (pushed first, so the pop never
+/// blocks; it expires anyway), `EVALSHA` and `EVAL` (the scripts; a probe
+/// script), and with `min_replicas_acked`, `PUBLISH` and `WAIT`. Not a
+/// transaction (a user may lack `MULTI`, which the backend never needs).
+/// `NOPERM` is [`Error::NoPermission`] naming the command; `READONLY` (a
+/// replica) is [`Error::ReadOnly`]. The commands the scripts run inside are
+/// checked by Redis at each call (same errors). Skipped on a Cluster,
+/// where keyless commands go to any node.
+fn check_commands(
+    con: &mut Conn,
+    keys: &Keys,
+    sid: &str,
+    opts: &ConnectOptions,
+    secret: &str,
+    deadline: Instant,
+) -> Result<(), Error> {
+    use redis::{ConnectionLike, Value};
+    if con.is_cluster() {
+        return Ok(());
+    }
+    let note = keys.note(sid);
+    let mut p = redis::pipe();
+    p.cmd("RPUSH").arg(&note).arg("probe");
+    p.cmd("PEXPIRE").arg(&note).arg(5000);
+    // A short timeout, not 0 (forever), should the push have been refused.
+    p.cmd("BLPOP").arg(&note).arg("0.001");
+    p.cmd("EVALSHA").arg(PROBE_SHA).arg(0);
+    p.cmd("EVAL").arg(PROBE).arg(0);
+    let mut names = vec!["RPUSH", "PEXPIRE", "BLPOP", "EVALSHA", "EVAL"];
+    if opts.min_replicas.is_some() {
+        p.cmd("PUBLISH").arg(&note).arg("");
+        p.cmd("WAIT").arg(0).arg(1);
+        names.extend(["PUBLISH", "WAIT"]);
+    }
+    // redis-rs reads every reply of a pipeline even after one timed out,
+    // each with the whole read timeout: give each its share of what
+    // remains, so that the check stays within the connect deadline.
+    let share = time_left(deadline)? / names.len() as u32;
+    con.set_read_timeout(share.max(Duration::from_millis(1)))
+        .map_err(|e| Error::from_redis(&e, secret))?;
+    let replies = con
+        .req_packed_commands(&p.get_packed_pipeline(), 0, names.len())
+        .map_err(|e| {
+            if e.is_timeout() {
+                Error::Connection("no answer from Redis within the connect timeout".into())
+            } else {
+                Error::from_redis(&e, secret)
+            }
+        })?;
+    let t = time_left(deadline)?;
+    con.set_timeouts(t, t)
+        .map_err(|e| Error::from_redis(&e, secret))?;
+    for (v, name) in replies.iter().zip(&names) {
+        let Value::ServerError(e) = v else { continue };
+        let text = || {
+            let d = e.details().unwrap_or("");
+            let d = if secret.is_empty() {
+                d.to_string()
+            } else {
+                d.replace(secret, "***")
+            };
+            format!("{} {d}", e.code())
+        };
+        match e.code() {
+            "NOPERM" => {
+                return Err(Error::NoPermission(format!(
+                    "this user may not run {name}, which the Redis backend needs ({})",
+                    text()
+                )))
+            }
+            "READONLY" => return Err(Error::ReadOnly(text())),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -157,22 +293,38 @@ impl Inner {
         self.opts.lease.as_millis() as u64
     }
 
+    /// Opens a connection and checks it with a `PING`, all before
+    /// `deadline` (each step gets only what remains of it); it is left with
+    /// the command timeout for reads and writes.
     fn open_connection(
         client: &Client,
         opts: &ConnectOptions,
         secret: &str,
+        deadline: Instant,
     ) -> Result<Conn, Error> {
         let con = client
-            .connect(opts.connect_timeout)
+            .connect(time_left(deadline)?)
             .map_err(|e| Error::from_redis(&e, secret))?;
-        con.set_timeouts(opts.command_timeout, opts.command_timeout)
+        let t = time_left(deadline)?;
+        con.set_timeouts(t, t)
             .map_err(|e| Error::from_redis(&e, secret))?;
         // A server that wants a password we did not give answers NOAUTH
         // here, clearly, rather than close the connection at the first
         // script (whose size an unauthenticated client may not send).
         let mut con = con;
-        redis::cmd("PING")
-            .query::<String>(&mut con)
+        redis::cmd("PING").query::<String>(&mut con).map_err(|e| {
+            if !e.is_timeout() {
+                Error::from_redis(&e, secret)
+            } else if client.is_tls() {
+                // The TLS handshake happens at the first read or write.
+                Error::Tls(
+                    "no TLS handshake within the connect timeout (does the port speak TLS?)".into(),
+                )
+            } else {
+                Error::Connection("no answer from Redis within the connect timeout".into())
+            }
+        })?;
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, secret))?;
         Ok(con)
     }
@@ -186,10 +338,17 @@ impl Inner {
     ) -> Result<Arc<Inner>, Error> {
         let secret = url_secret(url);
         let client = Client::open(url, &opts)?;
-        let mut con = Self::open_connection(&client, &opts, &secret)?;
+        // One deadline for the whole connect: the connection (TCP, TLS,
+        // AUTH, PING), the checks and the first script.
+        let deadline = Instant::now() + opts.connect_timeout;
+        let mut con = Self::open_connection(&client, &opts, &secret, deadline)?;
+        let t = time_left(deadline)?;
+        con.set_timeouts(t, t)
+            .map_err(|e| Error::from_redis(&e, &secret))?;
         let keys = Keys::new(&opts.prefix, name);
         let scripts = Arc::new(Scripts::new());
         let sid = random_id();
+        check_commands(&mut con, &keys, &sid, &opts, &secret, deadline)?;
         let new_inc = random_id();
         let who = Who {
             sid: &sid,
@@ -200,8 +359,16 @@ impl Inner {
         let r = scripts
             .connect(&mut con, &keys, who, total, &new_inc)
             .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+                CallError::NotRun(e) => e,
+                // Timed out at the deadline: a session it may have
+                // registered expires with its lease.
+                CallError::Uncertain(_) if Instant::now() >= deadline => {
+                    Error::Connection("no answer from Redis within the connect timeout".into())
+                }
+                CallError::Uncertain(e) => e,
             })?;
+        con.set_timeouts(opts.command_timeout, opts.command_timeout)
+            .map_err(|e| Error::from_redis(&e, &secret))?;
         let (inc, closed) = match r.status.as_str() {
             "OK" => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
             "TOTAL" => {
@@ -277,7 +444,8 @@ impl Inner {
         }
         let mut g = lock(&self.cmd);
         if g.is_none() {
-            let c = Self::open_connection(&self.client, &self.opts, &self.secret)
+            let deadline = Instant::now() + self.opts.connect_timeout;
+            let c = Self::open_connection(&self.client, &self.opts, &self.secret, deadline)
                 .map_err(CallError::NotRun)?;
             *g = Some(c);
         }
@@ -285,7 +453,11 @@ impl Inner {
         if r.is_ok() {
             // min_replicas_acked: a write too few replicas acknowledged may
             // be lost by a failover, as if the call had an unknown outcome.
-            if let Err(e) = g.as_mut().expect("connected").wait_replicas(&self.opts) {
+            if let Err(e) = g
+                .as_mut()
+                .expect("connected")
+                .wait_replicas(&self.opts, None)
+            {
                 r = Err(CallError::Uncertain(e));
             }
         }
@@ -389,6 +561,20 @@ impl Inner {
         claimed
     }
 
+    /// [`lose`](Self::lose) without ending the session now: the agent ends
+    /// it (on its own connection) at its next turn. For the agent itself and
+    /// for a local expiry, where a round trip now could block on the network
+    /// (or on the command connection's lock) for longer than what remains of
+    /// the next session's lease.
+    pub(crate) fn lose_deferred(&self, epoch: u64, err: Error) {
+        let claimed = {
+            let mut st = lock(&self.state);
+            self.lose_locked(&mut st, epoch, &err)
+        };
+        deliver(claimed);
+        self.kick.kick();
+    }
+
     pub(crate) fn lose(&self, epoch: u64, err: Error) {
         let claimed = {
             let mut st = lock(&self.state);
@@ -447,19 +633,30 @@ impl Inner {
         self.kick.kick();
     }
 
-    /// A session not renewed for a whole lease is surely expired in Redis
-    /// (a long pause such as `SIGSTOP`, or Redis out of reach): give it up.
+    /// A session not renewed for a whole lease may be expired in Redis (a
+    /// long pause such as `SIGSTOP`, or Redis out of reach): give it up.
+    /// No I/O here (Redis is likely out of reach): the agent ends it later.
     pub(crate) fn check_local_expiry(&self) {
         let expired = {
             let st = lock(&self.state);
             st.session
                 .as_ref()
-                .filter(|s| s.renewed.elapsed() >= self.opts.lease)
+                .filter(|s| s.expired(self.opts.lease))
                 .map(|s| s.epoch)
         };
         if let Some(e) = expired {
-            self.lose(e, Error::LeaseExpired);
+            self.lose_deferred(e, Error::LeaseExpired);
         }
+    }
+
+    /// How much of the current session's lease surely remains (`None`: no
+    /// session). The agent caps every blocking call by it, so that it is
+    /// free to give the session up when the lease ends.
+    pub(crate) fn lease_remaining(&self) -> Option<Duration> {
+        lock(&self.state)
+            .session
+            .as_ref()
+            .map(|s| s.remaining(self.opts.lease))
     }
 
     /// Handles the replies every script may give about the session.
@@ -489,7 +686,10 @@ impl Inner {
     fn renewed(&self, epoch: u64, sent: Instant) {
         let mut st = lock(&self.state);
         if let Some(s) = st.session.as_mut().filter(|s| s.epoch == epoch) {
-            if sent > s.renewed {
+            // A session already seen expired stays lost (`is_lost` may have
+            // said so): a renewal confirmed too late does not revive it; the
+            // agent gives it up and ends it.
+            if sent > s.renewed && !s.expired(self.opts.lease) {
                 s.renewed = sent;
             }
         }
@@ -855,9 +1055,16 @@ impl Inner {
         Ok(r)
     }
 
+    /// Whether session `epoch` is lost: given up, replaced, or not renewed
+    /// for a whole lease (read from the clock: true at the lease's end even
+    /// while the agent is still blocked on the network).
     pub(crate) fn is_lost(&self, epoch: u64) -> bool {
         let st = lock(&self.state);
-        st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch)
+        st.failed
+            || st
+                .session
+                .as_ref()
+                .is_none_or(|s| s.epoch != epoch || s.expired(self.opts.lease))
     }
 
     /// Registers `w` for the loss of session `epoch` (once: a waker that
@@ -867,7 +1074,12 @@ impl Inner {
     /// not one per watch.
     pub(crate) fn register_lost_waker(&self, epoch: u64, w: &Waker) -> bool {
         let mut st = lock(&self.state);
-        if st.failed || st.session.as_ref().map(|s| s.epoch) != Some(epoch) {
+        if st.failed
+            || st
+                .session
+                .as_ref()
+                .is_none_or(|s| s.epoch != epoch || s.expired(self.opts.lease))
+        {
             return true;
         }
         if !st.lost_wakers.iter().any(|old| old.will_wake(w)) {
@@ -1070,12 +1282,23 @@ impl Agent {
         self.opts.lease / 3
     }
 
+    /// `d` capped by what remains of the lease (`left`), at least 1 ms (a
+    /// socket timeout of zero would mean none).
+    fn capped(d: Duration, left: Duration) -> Duration {
+        d.min(left).max(Duration::from_millis(1))
+    }
+
+    /// The agent's loop. Every blocking call in it (the `BLPOP`, the
+    /// heartbeat, a reconnect, a back-off sleep, ending old sessions) is
+    /// capped by what remains of the current session's lease, so that the
+    /// loop comes back to `check_local_expiry` when the lease ends, however
+    /// silent the network is, and gives the session up then.
     fn run(self) {
         let mut con: Option<Conn> = None;
         let mut next_hb = Instant::now();
         let mut backoff = Duration::from_millis(20);
         loop {
-            let (sid, epoch) = {
+            let (sid, epoch, left) = {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
@@ -1085,12 +1308,24 @@ impl Agent {
                     return;
                 }
                 let to_end: Vec<String> = st.to_end.drain(..).collect();
-                let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
+                let cur = st
+                    .session
+                    .as_ref()
+                    .map(|s| (s.sid.clone(), s.epoch, s.remaining(self.opts.lease)));
                 drop(st);
                 if !to_end.is_empty() {
                     if let Some(c) = con.as_mut() {
+                        let t = match &cur {
+                            Some(x) => Self::capped(self.opts.command_timeout, x.2),
+                            None => self.opts.command_timeout,
+                        };
+                        let _ = c.set_read_timeout(t);
                         let mut failed = Vec::new();
                         for sid in to_end {
+                            if !failed.is_empty() {
+                                failed.push(sid);
+                                continue;
+                            }
                             match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
                                 Ok(r) if r.status == "LOST" => inner.fail_all(),
                                 Ok(_) => {}
@@ -1114,18 +1349,26 @@ impl Agent {
                     }
                 }
             };
+            if left.is_zero() {
+                continue; // given up at the loop's top
+            }
+            // Each wait below gets what remains until then, not `left`.
+            let lease_end = Instant::now() + left;
+            let left = || lease_end.saturating_duration_since(Instant::now());
             if con.is_none() {
-                match Inner::open_connection(&self.client, &self.opts, &self.secret) {
+                let deadline = Instant::now() + self.opts.connect_timeout.min(left());
+                match Inner::open_connection(&self.client, &self.opts, &self.secret, deadline) {
                     Ok(c) => {
+                        // The back-off is reset by a call that worked, not
+                        // by a connection: a server that accepts and then
+                        // refuses (an ACL, a replica) must not be hammered.
                         con = Some(c);
-                        backoff = Duration::from_millis(20);
                         next_hb = Instant::now();
                     }
                     Err(_) => {
                         // Waiters keep their place while the lease lasts;
                         // check_local_expiry (loop top) fails them after it.
-                        std::thread::sleep(backoff);
-                        backoff = (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+                        self.back_off(&mut backoff, left());
                         continue;
                     }
                 }
@@ -1137,19 +1380,27 @@ impl Agent {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
-                if !self.heartbeat(&inner, c, &sid, epoch) {
+                let (keep, renewed) = self.heartbeat(&inner, c, &sid, epoch, left());
+                drop(inner);
+                if !keep {
                     con = None;
+                }
+                if renewed {
+                    backoff = Duration::from_millis(20);
+                } else {
+                    self.back_off(&mut backoff, left());
                 }
                 continue;
             }
-            let wait = (next_hb - now).max(Duration::from_millis(10));
-            let _ = c.set_read_timeout(wait + self.opts.command_timeout);
+            let wait = Self::capped((next_hb - now).max(Duration::from_millis(10)), left());
+            let _ = c.set_read_timeout(Self::capped(wait + self.opts.command_timeout, left()));
             let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
                 .arg(self.keys.note(&sid))
                 .arg(wait.as_secs_f64())
                 .query(c);
             match r {
                 Ok(Some((_, msg))) => {
+                    backoff = Duration::from_millis(20);
                     let Some(inner) = self.weak.upgrade() else {
                         return;
                     };
@@ -1157,8 +1408,11 @@ impl Agent {
                     // min_replicas_acked: a write of ours after the pop
                     // follows the grant in the replication stream, so a
                     // WAIT after it covers the grant.
-                    if let Err(e) = c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid)) {
-                        inner.lose(epoch, e);
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) =
+                        c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid), Some(left))
+                    {
+                        inner.lose_deferred(epoch, e);
                         con = None;
                         continue;
                     }
@@ -1173,16 +1427,39 @@ impl Agent {
                         }
                     }
                 }
-                Ok(None) => {}
-                Err(_) => con = None,
+                Ok(None) => backoff = Duration::from_millis(20),
+                Err(e) => {
+                    // A refusal (NOPERM, READONLY, ...) keeps the
+                    // connection; a failed connection is replaced. Either
+                    // way the next try waits: every failure backs off.
+                    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                        con = None;
+                    }
+                    self.back_off(&mut backoff, left());
+                }
             }
         }
     }
 
+    /// Sleeps `backoff` (at most `left`, what remains of the lease) and
+    /// doubles it, up to a heartbeat interval.
+    fn back_off(&self, backoff: &mut Duration, left: Duration) {
+        std::thread::sleep((*backoff).min(left));
+        *backoff = (*backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+    }
+
     /// Renews the lease, acks collected grants, reconciles pending waiters.
-    /// Returns false if the connection failed.
-    fn heartbeat(&self, inner: &Inner, c: &mut Conn, sid: &str, epoch: u64) -> bool {
-        let _ = c.set_read_timeout(self.opts.command_timeout);
+    /// Returns (keep the connection, the lease was renewed).
+    /// `left`: what remains of the lease, which caps every wait.
+    fn heartbeat(
+        &self,
+        inner: &Inner,
+        c: &mut Conn,
+        sid: &str,
+        epoch: u64,
+        left: Duration,
+    ) -> (bool, bool) {
+        let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
         let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
             let mut st = lock(&inner.state);
             let acked = std::mem::take(&mut st.acked);
@@ -1204,9 +1481,10 @@ impl Agent {
                 inner.renewed(epoch, sent);
                 let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
                 if grants {
-                    if let Err(e) = c.wait_replicas(&self.opts) {
-                        inner.lose(epoch, e);
-                        return false;
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
+                        inner.lose_deferred(epoch, e);
+                        return (false, false);
                     }
                 }
                 let mut claimed = Vec::new();
@@ -1233,16 +1511,21 @@ impl Agent {
                     }
                 }
                 deliver(claimed);
-                true
+                (true, true)
             }
             Ok(r) => {
-                let _ = inner.session_reply(&r, epoch);
-                true
+                // As session_reply, without a round trip on this thread.
+                match r.status.as_str() {
+                    "EXPIRED" => inner.lose_deferred(epoch, Error::LeaseExpired),
+                    "LOST" => inner.fail_all(),
+                    _ => {}
+                }
+                (true, false)
             }
             Err(e) => {
                 // Not forgotten in Redis yet: ack them next time.
                 lock(&inner.state).acked.extend(acked);
-                matches!(e, CallError::NotRun(_))
+                (matches!(e, CallError::NotRun(_)), false)
             }
         }
     }

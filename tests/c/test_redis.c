@@ -431,12 +431,15 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_STATE_LOST, 33, "VOLT_STATE_LOST"},
         {VOLT_TLS_FAILED, 34, "VOLT_TLS_FAILED"},
         {VOLT_NOT_REPLICATED, 35, "VOLT_NOT_REPLICATED"},
+        {VOLT_NO_PERMISSION, 36, "VOLT_NO_PERMISSION"},
+        {VOLT_READ_ONLY, 37, "VOLT_READ_ONLY"},
+        {VOLT_IN_USE, 38, "VOLT_IN_USE"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(36), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(39), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
@@ -1030,6 +1033,48 @@ static void test_stress_threads_on_two_handles(void) {
 
 /* Key prefixes separate tenants: the same name under two prefixes is two
  * semaphores (different totals, no mismatch). */
+/* volt_sem_delete once every handle of `name` was freed. The last free ends
+ * the session with a round trip, unless the handle's agent thread holds it
+ * for a round trip of its own at that moment (the session then ends when the
+ * agent lets go, just after), and best effort (a failed end leaves the
+ * session to its lease). So: retried while VOLT_IN_USE, bounded. */
+static volt_status delete_once_free(const char *name, const volt_connect_options *o) {
+    volt_status st = VOLT_IN_USE;
+    for (int i = 0; i < 300 && st == VOLT_IN_USE; i++) {
+        if (i > 0) sleep_ms(50);
+        st = volt_sem_delete(main_server.url, name, o);
+    }
+    return st;
+}
+
+/* volt_sem_delete (issue 26, item 6): refused while anyone holds, waits or
+ * is connected (VOLT_IN_USE, nothing deleted); once every handle is freed
+ * the name is deleted, a second delete is VOLT_NOT_FOUND, and the name can
+ * be connected again afresh (with another total). */
+static void test_delete(void) {
+    const char *name = name_of("delete");
+    volt_connect_options o = options();
+    const volt_sem *a = connect_main(name, 1);
+    const volt_sem *b = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_IN_USE);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    volt_sem_free(a);
+    /* b holds nothing and waits for nothing: still refused (it is connected). */
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_IN_USE);
+    volt_census c = census(b);
+    CHECK(conserved(c) && c.total == 1);
+    volt_sem_free(b);
+    CHECK_STATUS(delete_once_free(name, &o), VOLT_OK);
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_NOT_FOUND);
+    CHECK_STATUS(volt_sem_delete(NULL, name, &o), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_delete(main_server.url, "a{b", &o), VOLT_INVALID_NAME);
+    const volt_sem *again = connect_main(name, 3);
+    CHECK(census(again).total == 3);
+    volt_sem_free(again);
+    CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
+}
+
 static void test_key_prefix_separates_semaphores(void) {
     const char *name = name_of("prefix");
     volt_connect_options o = options();
@@ -1092,6 +1137,152 @@ static void test_tls_and_replication_options(void) {
  * the waiter fails with VOLT_LEASE_EXPIRED, the lease watch is told, release
  * of the lost permit reports it and releases nothing; the permits are
  * reclaimed, and a new grant carries a larger token. */
+/* ------------------------------------------------------ black-hole proxy */
+
+/* A loopback TCP proxy to a port that can black-hole every connection: once
+ * `hole` is set, nothing is forwarded in either direction and every socket
+ * stays open (new connections are accepted and never answered): the client
+ * sees no error, only silence. Sockets are closed at process exit. */
+typedef struct {
+    int listen_fd;
+    int port;
+    int target;
+    atomic_int hole;
+} hole_proxy;
+
+typedef struct {
+    hole_proxy *p;
+    int from, to;
+} hole_pump;
+
+static void *hole_pump_run(void *arg) {
+    hole_pump *pump = arg;
+    char buf[16384];
+    for (;;) {
+        ssize_t n = recv(pump->from, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        if (!atomic_load(&pump->p->hole) && send(pump->to, buf, (size_t)n, MSG_NOSIGNAL) < 0) break;
+    }
+    free(pump);
+    return NULL;
+}
+
+static int hole_connect(int port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons((uint16_t)port);
+    REQUIRE(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    return fd;
+}
+
+static void hole_spawn(hole_proxy *p, int from, int to) {
+    hole_pump *pump = malloc(sizeof *pump);
+    REQUIRE(pump != NULL);
+    pump->p = p;
+    pump->from = from;
+    pump->to = to;
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, hole_pump_run, pump) == 0);
+    pthread_detach(t);
+}
+
+static void *hole_accept_run(void *arg) {
+    hole_proxy *p = arg;
+    for (;;) {
+        int c = accept(p->listen_fd, NULL, NULL);
+        if (c < 0) continue;
+        if (atomic_load(&p->hole)) continue; /* kept open, never answered */
+        int u = hole_connect(p->target);
+        hole_spawn(p, c, u);
+        hole_spawn(p, u, c);
+    }
+    return NULL;
+}
+
+static void hole_start(hole_proxy *p, int target) {
+    p->listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(p->listen_fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(bind(p->listen_fd, (struct sockaddr *)&a, sizeof a) == 0);
+    REQUIRE(listen(p->listen_fd, 64) == 0);
+    socklen_t len = sizeof a;
+    REQUIRE(getsockname(p->listen_fd, (struct sockaddr *)&a, &len) == 0);
+    p->port = ntohs(a.sin_port);
+    p->target = target;
+    atomic_init(&p->hole, 0);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, hole_accept_run, p) == 0);
+    pthread_detach(t);
+}
+
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int calls;
+    volt_status why;
+    double at;
+} hole_lost;
+
+static void hole_on_lost(void *ctx, volt_status why) {
+    hole_lost *l = ctx;
+    pthread_mutex_lock(&l->mu);
+    l->calls++;
+    l->why = why;
+    l->at = now_s();
+    pthread_cond_signal(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Issue 26 item 3 / issue 32 item 3, from C: a holder whose connections are
+ * black-holed learns its loss through volt_sem_watch_lease at most one lease
+ * after the cut (the last renewal Redis confirmed started before it),
+ * whatever its agent is blocked in; the defect was seconds late. */
+static void test_lease_watch_after_a_black_hole(void) {
+    static hole_proxy proxy; /* its threads outlive the test */
+    hole_start(&proxy, main_server.port);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", proxy.port);
+    const char *name = name_of("hole");
+    volt_connect_options o = options();
+    o.lease_ms = 2000;
+    o.command_timeout_ms = 5000;
+    const volt_sem *sem = connect_to(url, name, 1, &o);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &g), VOLT_OK);
+    hole_lost lost;
+    memset(&lost, 0, sizeof lost);
+    pthread_mutex_init(&lost.mu, NULL);
+    pthread_cond_init(&lost.cv, NULL);
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(sem, g.session, hole_on_lost, &lost, &watch), VOLT_OK);
+    double cut = now_s();
+    atomic_store(&proxy.hole, 1);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += 30; /* never hang */
+    pthread_mutex_lock(&lost.mu);
+    while (lost.calls == 0)
+        if (pthread_cond_timedwait(&lost.cv, &lost.mu, &ts) == ETIMEDOUT) break;
+    int calls = lost.calls;
+    double seen = lost.at - cut;
+    volt_status why = lost.why;
+    pthread_mutex_unlock(&lost.mu);
+    CHECK(calls == 1);
+    CHECK_STATUS(why, VOLT_LEASE_EXPIRED);
+    fprintf(stderr, "    lease 2 s: volt_sem_watch_lease called %.3f s after the cut\n", seen);
+    CHECK(seen <= 2.0 + 0.7);
+    volt_lease_watch_free(watch);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_LEASE_EXPIRED);
+    volt_sem_free(sem);
+    pthread_mutex_destroy(&lost.mu);
+    pthread_cond_destroy(&lost.cv);
+}
+
 static void test_lease_loss(void) {
     server s;
     server_start(&s, NULL);
@@ -1520,10 +1711,12 @@ int main(int argc, char **argv) {
     (void)test_lease_watch_in_a_forked_child;
 #endif
     RUN(test_key_prefix_separates_semaphores);
+    RUN(test_delete);
     RUN(test_tls_and_replication_options);
     RUN(test_bad_input);
     RUN(test_password);
     RUN(test_lease_loss);
+    RUN(test_lease_watch_after_a_black_hole);
     RUN(test_restart_empty_is_state_lost);
     RUN(test_cluster);
     server_destroy(&main_server);

@@ -1,6 +1,9 @@
 from ._errors import AuthenticationError as AuthenticationError
+from ._errors import InUseError as InUseError
 from ._errors import InvalidUrlError as InvalidUrlError
 from ._errors import LeaseExpiredError as LeaseExpiredError
+from ._errors import NoPermissionError as NoPermissionError
+from ._errors import ReadOnlyError as ReadOnlyError
 from ._errors import RedisCommandError as RedisCommandError
 from ._errors import RedisConnectionError as RedisConnectionError
 from ._errors import RedisError as RedisError
@@ -39,10 +42,13 @@ __all__ = [
     "Acquire",
     "AuthenticationError",
     "BoundedSemaphore",
+    "InUseError",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",
+    "NoPermissionError",
     "OffLoopCall",
+    "ReadOnlyError",
     "RedisAcquire",
     "RedisCommandError",
     "RedisConnectionError",

@@ -13,6 +13,9 @@ __all__ = [
     "LeaseExpiredError",
     "StateLostError",
     "InvalidUrlError",
+    "NoPermissionError",
+    "ReadOnlyError",
+    "InUseError",
 ]
 
 
@@ -40,6 +43,31 @@ class AuthenticationError(RedisConnectionError):
 class RedisCommandError(RedisError):
     """Redis answered with an error, or with a reply the scripts never produce
     (``code`` ``"REDIS_ERROR"`` or ``"PROTOCOL_ERROR"``)."""
+
+
+class NoPermissionError(RedisError, PermissionError):
+    """Redis (its ACL) refuses this user a command the backend needs; the
+    message names it. ``Semaphore.connect`` checks the commands it sends
+    itself (``EVALSHA``, ``EVAL``, ``BLPOP``, ``RPUSH``; ``PUBLISH`` and
+    ``WAIT`` with ``min_replicas_acked``); a command refused inside a script
+    raises it too. Also a builtin ``PermissionError``."""
+
+    code = "NO_PERMISSION"
+
+
+class ReadOnlyError(RedisCommandError):
+    """Redis is a read-only replica (``READONLY``): the URL names a replica,
+    or a failover demoted the server. Through Sentinels the master is found
+    again instead."""
+
+    code = "READ_ONLY"
+
+
+class InUseError(RedisError):
+    """``RedisSemaphore.delete``: the semaphore has live sessions (clients
+    that hold permits, wait, or are connected); nothing was deleted."""
+
+    code = "IN_USE"
 
 
 class LeaseExpiredError(RedisError):
@@ -74,6 +102,9 @@ for _cls in (
     LeaseExpiredError,
     StateLostError,
     InvalidUrlError,
+    NoPermissionError,
+    ReadOnlyError,
+    InUseError,
 ):
     _cls.__module__ = "volt_sem"
 del _cls

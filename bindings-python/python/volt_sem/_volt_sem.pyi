@@ -194,7 +194,9 @@ class Semaphore:
         ``cluster=True`` seed node URLs separated by commas), shared by every
         client on every host, created with ``permits`` in total if it does not
         exist. Blocks this thread (GIL released) up to ``connect_timeout``
-        seconds: from an event loop use :meth:`connect_async`.
+        seconds (one deadline for the whole connect, AUTH and the first
+        script included, even if the server never answers): from an event
+        loop use :meth:`connect_async`.
         ``rediss://`` is TLS (``tls_ca_file``: the CA to trust instead of the
         public roots; ``tls_client_cert``: ``(cert, key)`` PEM files);
         ``redis+sentinel://host:port/master`` finds the master through
@@ -441,6 +443,28 @@ class RedisSemaphore:
     """
 
     @property
+    @staticmethod
+    def delete(
+        url: str,
+        name: str,
+        *,
+        prefix: str = "volt-sem",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 5.0,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_client_cert: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        """Deletes the Redis semaphore ``name`` (its keys under ``prefix``), so
+        that a service deriving names does not leave one in Redis for each.
+        :class:`InUseError` (nothing deleted) while it has a live session (a
+        client that holds permits, waits, or is only connected: deleting under
+        it would make it fail with :class:`StateLostError`); sessions whose
+        lease ended (crashed clients) do not count. ``FileNotFoundError`` if
+        there is no such semaphore. Without it, once every session ended, only
+        the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
+        Redis; the rest is empty or expires within a minute. Blocks this
+        thread (GIL released) up to ``connect_timeout``."""
     def name(self) -> str: ...
     @property
     def prefix(self) -> str:
@@ -466,7 +490,10 @@ class RedisSemaphore:
         """Returns ``n`` permits this handle holds. One round trip on this
         thread. :class:`NotHeldError` if it holds fewer;
         :class:`LeaseExpiredError` if they were lost with an expired session
-        (nothing is released twice)."""
+        (nothing is released twice). Per grant: the caller's own latest
+        grants (the calling asyncio or trio task's, else the thread's), so a
+        task's lost permit and another task's live one are told apart in any
+        order; permits the caller was not granted are counted per handle."""
     def release_async(self, n: int = 1) -> OffLoopCall[None]:
         """:meth:`release` off the loop."""
     def close(self) -> None:
@@ -493,7 +520,10 @@ class RedisSemaphore:
         latest grant is lost (its permits were reclaimed: stop using the
         guarded resource). ``RuntimeError`` before any grant."""
     def is_lease_lost(self) -> bool:
-        """Whether the session of the latest grant was lost (no round trip)."""
+        """Whether the session of the latest grant was lost (no round trip):
+        true at most one lease after the start of the last renewal Redis
+        confirmed, even while Redis does not answer (``lease_lost()``
+        completes then too)."""
     async def __aenter__(self) -> int:
         """``async with sem as token:`` takes one permit ..."""
     async def __aexit__(

@@ -891,10 +891,16 @@ fn stress(
 /// every connection through it on demand ([`Proxy::cut`]) and refuse new
 /// ones for a while ([`Proxy::set_down`]): real sockets, so the client sees
 /// what a network fault or a dropping load balancer does to it.
+///
+/// [`Proxy::black_hole`] is the other kind of fault: every socket stays
+/// open, new connections are accepted, but nothing is forwarded any more in
+/// either direction (a partition, a dead host behind a live middlebox): the
+/// client sees no error, only silence, until its own timeouts fire.
 pub struct Proxy {
     pub port: u16,
     conns: std::sync::Arc<std::sync::Mutex<Vec<TcpStream>>>,
     down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    hole: std::sync::Arc<std::sync::atomic::AtomicBool>,
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
@@ -907,8 +913,9 @@ impl Proxy {
         let port = listener.local_addr().unwrap().port();
         let conns: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
         let down = Arc::new(AtomicBool::new(false));
+        let hole = Arc::new(AtomicBool::new(false));
         let stop = Arc::new(AtomicBool::new(false));
-        let (c, d, st) = (conns.clone(), down.clone(), stop.clone());
+        let (c, d, h, st) = (conns.clone(), down.clone(), hole.clone(), stop.clone());
         std::thread::spawn(move || {
             while !st.load(Ordering::SeqCst) {
                 let client = match listener.accept() {
@@ -922,6 +929,12 @@ impl Proxy {
                     continue; // dropped: the client sees the connection closed
                 }
                 client.set_nonblocking(false).unwrap();
+                if h.load(Ordering::SeqCst) {
+                    // Accepted (the client's connect succeeds) and kept open,
+                    // never answered.
+                    c.lock().unwrap().push(client);
+                    continue;
+                }
                 let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else {
                     continue;
                 };
@@ -936,8 +949,20 @@ impl Proxy {
                     (client.try_clone().unwrap(), upstream.try_clone().unwrap()),
                     (upstream, client),
                 ] {
+                    let h = h.clone();
                     std::thread::spawn(move || {
-                        let _ = std::io::copy(&mut from, &mut to);
+                        // Forwards until either side closes; while the hole
+                        // is open, what arrives is read and dropped.
+                        let mut buf = [0u8; 16 * 1024];
+                        loop {
+                            let n = match std::io::Read::read(&mut from, &mut buf) {
+                                Ok(0) | Err(_) => break,
+                                Ok(n) => n,
+                            };
+                            if !h.load(Ordering::SeqCst) && to.write_all(&buf[..n]).is_err() {
+                                break;
+                            }
+                        }
                         let _ = from.shutdown(std::net::Shutdown::Both);
                         let _ = to.shutdown(std::net::Shutdown::Both);
                     });
@@ -948,6 +973,7 @@ impl Proxy {
             port,
             conns,
             down,
+            hole,
             stop,
         }
     }
@@ -966,6 +992,13 @@ impl Proxy {
     /// While down, new connections are closed at once (Redis unreachable).
     pub fn set_down(&self, down: bool) {
         self.down.store(down, Ordering::SeqCst);
+    }
+
+    /// Black-holes every connection, open and new: sockets stay open,
+    /// nothing is forwarded any more (not undone: what was dropped would
+    /// leave the streams out of step).
+    pub fn black_hole(&self) {
+        self.hole.store(true, Ordering::SeqCst);
     }
 
     /// How many connections are open through the proxy (2 sockets each).
@@ -1023,4 +1056,43 @@ pub fn acquire_in_thread(
         .recv_timeout(ANSWER_LIMIT)
         .expect("the acquire call never returned");
     rx
+}
+
+/// A TCP server on a free loopback port that accepts every connection and
+/// never answers (a hung server, or a black hole before any byte got
+/// through). Its sockets stay open until it is dropped.
+pub struct Silent {
+    pub port: u16,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Silent {
+    pub fn start() -> Silent {
+        use std::sync::atomic::AtomicBool;
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let stop = std::sync::Arc::new(AtomicBool::new(false));
+        let st = stop.clone();
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            while !st.load(Ordering::SeqCst) {
+                match listener.accept() {
+                    Ok((s, _)) => kept.push(s),
+                    Err(_) => std::thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Silent { port, stop }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Silent {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
 }

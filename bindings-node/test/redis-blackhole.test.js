@@ -1,0 +1,164 @@
+'use strict';
+// Redis gone silent (issue 26, items 3 and 5): a TCP proxy written here
+// black-holes a holder's connections (sockets stay open, nothing is
+// forwarded: no error, only silence). The holder's `leaseSignal` must abort
+// at most one lease after the cut (the last renewal Redis confirmed started
+// before it), whatever its agent is blocked in; and `connect` to a server
+// that accepts and never answers must end at `connectTimeout`, not at a
+// multiple of it. Real redis-server (test/redis-server.js), never a mock.
+
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const net = require('node:net');
+const { Semaphore } = require('..');
+const { RedisServer, sleep, command } = require('./redis-server.js');
+
+/** Scheduling slack on a loaded machine; the defects were seconds late. */
+const SLACK_MS = 700;
+
+let srv;
+before(async () => {
+  srv = await RedisServer.start();
+});
+after(async () => {
+  await srv?.close();
+});
+
+/** A loopback TCP proxy to `port` that can black-hole every connection. */
+class Proxy {
+  constructor() {
+    this.hole = false;
+    this.sockets = new Set();
+    this.server = null;
+  }
+
+  static async start(port) {
+    const p = new Proxy();
+    p.server = net.createServer((client) => p.#accept(client, port));
+    await new Promise((r) => p.server.listen(0, '127.0.0.1', r));
+    return p;
+  }
+
+  #keep(s) {
+    this.sockets.add(s);
+    s.on('error', () => {});
+    s.on('close', () => this.sockets.delete(s));
+  }
+
+  #accept(client, port) {
+    this.#keep(client);
+    if (this.hole) {
+      client.on('data', () => {}); // accepted, read, never answered
+      return;
+    }
+    const upstream = net.connect(port, '127.0.0.1');
+    this.#keep(upstream);
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
+    // Forwarded while the hole is closed; dropped (sockets open) after.
+    client.on('data', (d) => this.hole || upstream.write(d));
+    upstream.on('data', (d) => this.hole || client.write(d));
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  }
+
+  url() {
+    return `redis://127.0.0.1:${this.server.address().port}`;
+  }
+
+  blackHole() {
+    this.hole = true;
+  }
+
+  async close() {
+    for (const s of this.sockets) s.destroy();
+    await new Promise((r) => this.server.close(r));
+  }
+}
+
+/** How long after a black-hole cut the holder's leaseSignal aborted. */
+async function lossAfterCut(name, lease, holderOpts) {
+  const proxy = await Proxy.start(srv.port);
+  const holder = await Semaphore.connect(proxy.url(), name, 1, holderOpts);
+  const other = await Semaphore.connect(srv.url(), name, 1, { commandTimeout: 2000 });
+  try {
+    await holder.acquire(1);
+    const signal = holder.leaseSignal;
+    const aborted = new Promise((resolve) => signal.addEventListener('abort', () => resolve(Date.now())));
+    // A waiter of the holder's: it must fail with the loss, not hang.
+    const holderWait = holder.acquire(1);
+    holderWait.catch(() => {});
+    const otherWait = other.acquire(1);
+    for (let i = 0; (await other.census()).queued !== 2; i++) {
+      assert.ok(i < 1000, 'two queued');
+      await sleep(10);
+    }
+    const cut = Date.now();
+    proxy.blackHole();
+    const lostAt = await aborted;
+    const seen = lostAt - cut;
+    assert.equal(signal.reason.code, 'ERR_VOLT_LEASE_EXPIRED');
+    assert.ok(seen <= lease + SLACK_MS, `leaseSignal aborted ${seen} ms after the cut, lease ${lease} ms`);
+    await assert.rejects(holderWait, { code: 'ERR_VOLT_LEASE_EXPIRED' });
+    // The permit went to the other client (once the lease ended in Redis).
+    assert.ok((await otherWait) > 0);
+    await other.release(1);
+    const c = await other.census();
+    assert.equal(c.available + c.held + c.partial, c.total);
+    console.log(`${name}: lease ${lease} ms, leaseSignal aborted ${seen} ms after the cut`);
+  } finally {
+    await proxy.close();
+    await other.disconnect();
+    await holder.disconnect().catch(() => {});
+  }
+}
+
+test('a black-holed holder sees its lease lost within a 2 s lease', async () => {
+  await lossAfterCut('hole-2s', 2000, { lease: 2000, connectTimeout: 3000, commandTimeout: 5000 });
+});
+
+test('a black-holed holder sees its lease lost within the default lease (10 s)', async () => {
+  await lossAfterCut('hole-default', 10_000, {});
+});
+
+/** `connect` with a 2 s connect timeout (and a longer command timeout): ends within it. */
+async function connectWithin(url) {
+  const t = Date.now();
+  const e = await Semaphore.connect(url, 'silent', 1, { connectTimeout: 2000, commandTimeout: 5000 }).then(
+    (s) => s.disconnect().then(() => assert.fail('connected to a server that never answers')),
+    (err) => err,
+  );
+  const took = Date.now() - t;
+  assert.equal(e.code, 'ERR_VOLT_CONNECTION_FAILED', e.message);
+  assert.ok(took <= 2000 + SLACK_MS, `connect took ${took} ms for a connect timeout of 2000 ms`);
+  return took;
+}
+
+test('connect to a server that accepts and never answers ends at connectTimeout', async () => {
+  const kept = new Set();
+  const silent = net.createServer((s) => {
+    kept.add(s);
+    s.on('error', () => {});
+  });
+  await new Promise((r) => silent.listen(0, '127.0.0.1', r));
+  try {
+    const { port } = silent.address();
+    const plain = await connectWithin(`redis://127.0.0.1:${port}`);
+    const withPassword = await connectWithin(`redis://user:secret@127.0.0.1:${port}`);
+    console.log(`silent server: connect failed after ${plain} ms (${withPassword} ms with a password)`);
+  } finally {
+    for (const s of kept) s.destroy();
+    await new Promise((r) => silent.close(r));
+  }
+});
+
+test('connect to a server that holds the scripts (CLIENT PAUSE WRITE) ends at connectTimeout', async () => {
+  const s = await RedisServer.start();
+  try {
+    assert.equal(await command(s.port, 'CLIENT PAUSE 10000 WRITE'), '+OK\r\n');
+    const took = await connectWithin(s.url());
+    console.log(`scripts held: connect failed after ${took} ms`);
+  } finally {
+    await s.close();
+  }
+});

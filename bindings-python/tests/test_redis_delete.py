@@ -1,0 +1,56 @@
+"""`RedisSemaphore.delete` (issue 26, item 6): deleting a Redis semaphore's
+name, so that a service deriving names does not grow Redis without bound.
+Refused while anyone holds, waits or is connected (`InUseError`, nothing
+deleted); `FileNotFoundError` for a name that does not exist; the name can
+be connected again afresh. A real redis-server (test_redis.py's helpers)."""
+
+import pytest
+
+import volt_sem
+from conftest import wait_until
+from test_redis import RedisServer, conserved, connect, pytestmark  # noqa: F401
+
+
+@pytest.fixture
+def server():
+    s = RedisServer()
+    yield s
+    s.close()
+
+
+def test_delete_refused_while_in_use_then_deletes(server):
+    name = "pytest-delete"
+    a = connect(server.url, name, 1)
+    b = connect(server.url, name, 1)
+    a.acquire_blocking(1)
+    with pytest.raises(volt_sem.InUseError) as e:
+        volt_sem.RedisSemaphore.delete(server.url, name)
+    assert e.value.code == "IN_USE"
+    a.release(1)
+    del a
+    import gc
+
+    gc.collect()
+    # b is only connected: still refused (it would find the state lost).
+    with pytest.raises(volt_sem.InUseError):
+        volt_sem.RedisSemaphore.delete(server.url, name)
+    assert conserved(b, 1)["held"] == 0
+    del b
+    gc.collect()
+
+    def deleted():
+        try:
+            volt_sem.RedisSemaphore.delete(server.url, name, connect_timeout=2.0)
+            return True
+        except volt_sem.InUseError:
+            return False  # the collected handle's session is still ending
+
+    wait_until(deleted, "deleted once every handle is gone")
+    with pytest.raises(FileNotFoundError):
+        volt_sem.RedisSemaphore.delete(server.url, name)
+    with pytest.raises(volt_sem.InvalidNameError):
+        volt_sem.RedisSemaphore.delete(server.url, "a{b")
+    with pytest.raises(ValueError):
+        volt_sem.RedisSemaphore.delete(server.url, name, prefix="")
+    again = connect(server.url, name, 3)
+    assert conserved(again, 3)["available"] == 3
