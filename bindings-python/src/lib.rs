@@ -31,7 +31,7 @@
 //! Python-side glue (creating and registering wake channels, draining them in
 //! Python frames, the trio pump) lives in `volt_sem/_glue.py`.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -402,10 +402,29 @@ impl BoundedSemaphore {
     }
 }
 
+/// `threading.main_thread().ident`, read once when the module is imported.
+static MAIN_THREAD_IDENT: AtomicU64 = AtomicU64::new(0);
+
+/// Whether the calling thread is the interpreter's main thread: a plain C
+/// query, no Python code. (Running Python code here, such as
+/// `threading.main_thread()`, can raise a pending `KeyboardInterrupt`, which
+/// a caller that only wants a yes or no would swallow.)
+pub(crate) fn on_main_thread() -> bool {
+    // SAFETY: a plain query of the calling thread's identifier.
+    let me = unsafe { pyo3::ffi::PyThread_get_thread_ident() } as u64;
+    me == MAIN_THREAD_IDENT.load(Ordering::Relaxed)
+}
+
 /// The native part of `volt_sem`; import `volt_sem` instead.
 #[pymodule]
 fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    let main: u64 = py
+        .import("threading")?
+        .call_method0("main_thread")?
+        .getattr("ident")?
+        .extract()?;
+    MAIN_THREAD_IDENT.store(main, Ordering::Relaxed);
     m.add_class::<Semaphore>()?;
     m.add_class::<BoundedSemaphore>()?;
     m.add_class::<locks::Mutex>()?;

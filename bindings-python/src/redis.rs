@@ -201,7 +201,7 @@ impl Handle {
         py: Python<'_>,
         f: impl FnOnce(&Core) -> T + Send + 'static,
     ) -> PyResult<T> {
-        if !on_main_thread(py) {
+        if !crate::on_main_thread() {
             let core = self.core.clone();
             return Ok(py.detach(move || f(&core)));
         }
@@ -332,21 +332,6 @@ fn loop_slot<'py>(
 }
 
 static TRIO_REDIS_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static MAIN_THREAD: PyOnceLock<u64> = PyOnceLock::new();
-
-/// Whether this is the interpreter's main thread, the one Python's signal
-/// handlers run on (if that cannot be told: as if it were).
-fn on_main_thread(py: Python<'_>) -> bool {
-    let main = MAIN_THREAD.get_or_try_init(py, || -> PyResult<u64> {
-        py.import("threading")?
-            .call_method0("main_thread")?
-            .getattr("ident")?
-            .extract()
-    });
-    // SAFETY: a plain query of the calling thread's identifier.
-    let me = unsafe { pyo3::ffi::PyThread_get_thread_ident() } as u64;
-    main.map_or(true, |m| *m == me)
-}
 
 /// What `__await__` of a Redis awaitable returns: itself under asyncio (or
 /// outside any loop: its step then raises), or, in a trio task and before it

@@ -443,7 +443,7 @@ pub(crate) fn after_wakes(py: Python<'_>) {
                 chan.kill(); // may wake more waiters: loop again
                 continue;
             }
-            if !on_main_thread(py) || crate::blocking::interpreter_finalizing() {
+            if !crate::on_main_thread() || crate::blocking::interpreter_finalizing() {
                 continue; // see `drain_on_own_loop`: the socket delivers it
             }
             let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
@@ -452,27 +452,6 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             }
         }
     }
-}
-
-thread_local! {
-    /// Whether this is the interpreter's main thread (computed once per thread).
-    static MAIN_THREAD: std::cell::Cell<Option<bool>> = const { std::cell::Cell::new(None) };
-}
-
-/// Whether the calling thread is `threading.main_thread()`.
-fn on_main_thread(py: Python<'_>) -> bool {
-    if let Ok(Some(known)) = MAIN_THREAD.try_with(|m| m.get()) {
-        return known;
-    }
-    let ask = || -> PyResult<bool> {
-        let threading = py.import("threading")?;
-        let main = threading.call_method0("main_thread")?.getattr("ident")?;
-        let me = threading.call_method0("get_ident")?;
-        main.eq(me)
-    };
-    let main = ask().unwrap_or(false);
-    let _ = MAIN_THREAD.try_with(|m| m.set(Some(main)));
-    main
 }
 
 impl Chan {
