@@ -1061,6 +1061,28 @@ unsafe fn connect_options(
     Ok(options.cluster(o.flags & VOLT_CONNECT_CLUSTER != 0))
 }
 
+/// The arguments naming a Redis semaphore (`volt_sem_connect`,
+/// `volt_sem_delete`): the URL as UTF-8, the name, and the options.
+///
+/// # Safety
+/// `url` is non-NULL and NUL-terminated; `name` is NULL or NUL-terminated;
+/// `opts` is NULL or a valid options struct.
+unsafe fn redis_target<'a>(
+    url: *const c_char,
+    name: *const c_char,
+    opts: *const volt_connect_options,
+) -> Result<(&'a str, &'a str, ConnectOptions), volt_status> {
+    // SAFETY: non-NULL and NUL-terminated (contract).
+    let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
+        return Err(noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)"));
+    };
+    // SAFETY: NULL or NUL-terminated (contract).
+    let name = unsafe { name_arg(name) }?;
+    // SAFETY: NULL or a valid options struct (contract).
+    let options = unsafe { connect_options(opts) }?;
+    Ok((url, name, options))
+}
+
 /// Connects to the semaphore `name` stored in the Redis at `url`, with
 /// `permits` permits in total, creating it if it does not exist, and stores
 /// one reference to it in `*out`: an ordinary handle, used and freed like one
@@ -1112,18 +1134,9 @@ pub unsafe extern "C" fn volt_sem_connect(
         if url.is_null() || name.is_null() {
             return VOLT_INVALID_ARGUMENT;
         }
-        // SAFETY: non-NULL and NUL-terminated (contract).
-        let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
-            return noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)");
-        };
-        // SAFETY: NULL or NUL-terminated (contract).
-        let name = match unsafe { name_arg(name) } {
-            Ok(name) => name,
-            Err(status) => return status,
-        };
-        // SAFETY: NULL or a valid options struct (contract).
-        let options = match unsafe { connect_options(opts) } {
-            Ok(options) => options,
+        // SAFETY: forwarded caller contract (checked non-NULL above).
+        let (url, name, options) = match unsafe { redis_target(url, name, opts) } {
+            Ok(target) => target,
             Err(status) => return status,
         };
         match Semaphore::connect(url, name, permits, options) {
@@ -1170,18 +1183,9 @@ pub unsafe extern "C" fn volt_sem_delete(
         if url.is_null() || name.is_null() {
             return VOLT_INVALID_ARGUMENT;
         }
-        // SAFETY: non-NULL and NUL-terminated (contract).
-        let Ok(url) = (unsafe { std::ffi::CStr::from_ptr(url) }).to_str() else {
-            return noted(VOLT_INVALID_URL, "invalid Redis URL (not UTF-8)");
-        };
-        // SAFETY: NULL or NUL-terminated (contract).
-        let name = match unsafe { name_arg(name) } {
-            Ok(name) => name,
-            Err(status) => return status,
-        };
-        // SAFETY: NULL or a valid options struct (contract).
-        let options = match unsafe { connect_options(opts) } {
-            Ok(options) => options,
+        // SAFETY: forwarded caller contract (checked non-NULL above).
+        let (url, name, options) = match unsafe { redis_target(url, name, opts) } {
+            Ok(target) => target,
             Err(status) => return status,
         };
         match volt_sem_backend::delete_redis(url, name, options) {
