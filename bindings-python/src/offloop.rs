@@ -107,7 +107,7 @@ pub(crate) enum Job {
     /// Ends the slot's acquire: cancels it if still queued (its partial grant
     /// handed on), releases it if it was granted. Nothing is delivered.
     Cancel(Pin<Arc<Slot>>),
-    /// `release(slot.n)`.
+    /// `release(slot.n)`, per grant if `slot.session` names its session.
     Release(Pin<Arc<Slot>>),
     /// `close()`.
     Close(Pin<Arc<Slot>>),
@@ -265,7 +265,12 @@ fn run(job: Job) {
             }
         }
         Job::Release(slot) => {
-            let d = match slot.core.release(slot.n) {
+            let session = slot.session.load(Ordering::Relaxed);
+            let r = match slot.core.as_redis() {
+                Some(r) if session != 0 => r.release_session(slot.n, session).map_err(Error::from),
+                _ => slot.core.release(slot.n),
+            };
+            let d = match r {
                 Ok(()) => Done::Unit,
                 Err(e) => Done::Failed(e),
             };

@@ -80,15 +80,104 @@ pub(crate) struct Handle {
     watchers: Arc<Mutex<Watchers>>,
     /// The session of the latest grant (0: none yet).
     last_session: AtomicU64,
+    /// The grants not yet released, by who was granted them (see
+    /// [`owner`]): `(owner, session, permits)`, oldest first. A plain
+    /// `release(n)` releases the caller's own latest grants, per grant, so
+    /// that a task whose grant was lost with a session and a task granted
+    /// in the next one each release their own, in any order.
+    grants: Mutex<Vec<(Owner, u64, usize)>>,
     name: String,
     prefix: String,
 }
 
+/// Who acquires or releases: the running asyncio task, else the running
+/// trio task (their addresses), else the thread.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Owner {
+    Task(usize),
+    Thread(std::thread::ThreadId),
+}
+
+/// The current [`Owner`]. `asyncio.current_task()` (or trio's) raises
+/// outside a running loop (or run): then the thread owns the grant.
+fn owner(py: Python<'_>) -> Owner {
+    let task = |module: &str, path: &[&str]| -> Option<usize> {
+        let modules = py.import("sys").ok()?.getattr("modules").ok()?;
+        let mut f = modules.get_item(module).ok()?;
+        for attr in path {
+            f = f.getattr(*attr).ok()?;
+        }
+        let t = f.call0().ok()?;
+        (!t.is_none()).then(|| t.as_ptr() as usize)
+    };
+    task("asyncio", &["current_task"])
+        .or_else(|| task("trio", &["lowlevel", "current_task"]))
+        .map_or_else(|| Owner::Thread(std::thread::current().id()), Owner::Task)
+}
+
+fn lock_grants(h: &Handle) -> std::sync::MutexGuard<'_, Vec<(Owner, u64, usize)>> {
+    h.grants.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Handle {
-    fn granted(&self, session: u64) {
+    /// A grant of `n` in `session` to the current owner.
+    fn granted(&self, py: Python<'_>, session: u64, n: usize) {
         if session != 0 {
             self.last_session.store(session, Ordering::Relaxed);
+            lock_grants(self).push((owner(py), session, n));
         }
+    }
+
+    /// A grant released by the object that acquired it (its own session):
+    /// forgotten, the caller's record first.
+    fn forget_grant(&self, py: Python<'_>, session: u64, n: usize) {
+        let me = owner(py);
+        let mut g = lock_grants(self);
+        let i = g
+            .iter()
+            .rposition(|r| *r == (me, session, n))
+            .or_else(|| g.iter().rposition(|r| r.1 == session && r.2 == n));
+        if let Some(i) = i {
+            g.remove(i);
+        }
+    }
+
+    /// The session a plain `release(n)` of the current owner releases from:
+    /// its latest grants, if they cover `n` and are of one session (taken
+    /// off the records); else 0, counted per handle (permits acquired by one
+    /// task and released by another, or `n` spanning sessions).
+    fn session_for_release(&self, py: Python<'_>, n: usize) -> u64 {
+        let me = owner(py);
+        let mut g = lock_grants(self);
+        let (mut need, mut session) = (n, 0);
+        for r in g.iter().rev().filter(|r| r.0 == me) {
+            if session != 0 && r.1 != session {
+                return 0;
+            }
+            session = r.1;
+            need -= need.min(r.2);
+            if need == 0 {
+                break;
+            }
+        }
+        if need > 0 {
+            return 0;
+        }
+        let mut need = n;
+        let mut i = g.len();
+        while need > 0 && i > 0 {
+            i -= 1;
+            if g[i].0 != me {
+                continue;
+            }
+            let take = need.min(g[i].2);
+            g[i].2 -= take;
+            need -= take;
+            if g[i].2 == 0 {
+                g.remove(i);
+            }
+        }
+        session
     }
 
     fn redis(&self) -> &volt_sem_backend::redis::RedisSemaphore {
@@ -125,9 +214,20 @@ impl Handle {
             .map_err(|_| PyRuntimeError::new_err("the Redis worker thread failed"))
     }
 
+    /// `release(n)`: per grant when the caller's own grants cover `n`
+    /// (see [`session_for_release`](Self::session_for_release)).
     fn release(&self, py: Python<'_>, n: usize) -> PyResult<()> {
-        self.call(py, move |core| core.release(n))?
-            .map_err(redis_error)
+        let session = self.session_for_release(py, n);
+        self.release_from(py, n, session)
+    }
+
+    /// Releases `n` permits of `session` (0: counted per handle).
+    fn release_from(&self, py: Python<'_>, n: usize, session: u64) -> PyResult<()> {
+        self.call(py, move |core| match core.as_redis() {
+            Some(r) if session != 0 => r.release_session(n, session).map_err(Error::from),
+            _ => core.release(n),
+        })?
+        .map_err(redis_error)
     }
 
     /// A blocking acquire: `Some((token, session))`, or `None` on timeout.
@@ -387,6 +487,7 @@ impl RedisSemaphore {
                 worker: Arc::new(Worker::default()),
                 watchers: Arc::default(),
                 last_session: AtomicU64::new(0),
+                grants: Mutex::default(),
                 name,
                 prefix,
             }),
@@ -400,7 +501,7 @@ impl RedisSemaphore {
         what: &'static str,
         job: fn(Pin<Arc<Slot>>) -> Job,
     ) -> OffLoopCall {
-        OffLoopCall::job(self.h.clone(), n, what, job)
+        OffLoopCall::job(self.h.clone(), n, what, job, 0)
     }
 }
 
@@ -537,7 +638,7 @@ impl RedisSemaphore {
         let n = request(n)?;
         match self.h.call(py, move |core| core.try_acquire(n))? {
             Ok(g) => {
-                self.h.granted(g.session());
+                self.h.granted(py, g.session(), n);
                 Ok(Some(g.token().unwrap_or(0)))
             }
             Err(Error::NoPermits) => Ok(None),
@@ -558,7 +659,7 @@ impl RedisSemaphore {
         let n = request(n)?;
         let got = self.h.blocking_acquire(py, n, timeout_arg(timeout)?)?;
         Ok(got.map(|(token, session)| {
-            self.h.granted(session);
+            self.h.granted(py, session, n);
             token
         }))
     }
@@ -575,8 +676,16 @@ impl RedisSemaphore {
     /// `release(n)` off the loop: an awaitable (a cancelled await does not
     /// undo the release).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn release_async(&self, n: Permits) -> PyResult<OffLoopCall> {
-        Ok(self.off_loop(request(n)?, "release_async", Job::Release))
+    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<OffLoopCall> {
+        let n = request(n)?;
+        let session = self.h.session_for_release(py, n);
+        Ok(OffLoopCall::job(
+            self.h.clone(),
+            n,
+            "release_async",
+            Job::Release,
+            session,
+        ))
     }
 
     /// Closes the semaphore for every client: waiting acquires everywhere
@@ -672,8 +781,9 @@ impl RedisSemaphore {
 
     /// ... and releases it (off the loop).
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, _args: &Bound<'_, PyTuple>) -> OffLoopCall {
-        self.off_loop(1, "async with", Job::Release)
+    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> OffLoopCall {
+        let session = self.h.session_for_release(py, 1);
+        OffLoopCall::job(self.h.clone(), 1, "async with", Job::Release, session)
     }
 
     fn __repr__(&self) -> String {
@@ -713,6 +823,8 @@ pub(crate) struct RedisAcquire {
     /// Permits acquired through this object not yet released by an exit.
     held: bool,
     token: u64,
+    /// The session of the grant (its exit releases per grant).
+    session: u64,
 }
 
 impl RedisAcquire {
@@ -723,14 +835,16 @@ impl RedisAcquire {
             stage: Stage::Start,
             held: false,
             token: 0,
+            session: 0,
         }
     }
 
-    fn acquired(&mut self, token: u64, session: u64) -> u64 {
+    fn acquired(&mut self, py: Python<'_>, token: u64, session: u64) -> u64 {
         self.stage = Stage::Done;
         self.held = true;
         self.token = token;
-        self.h.granted(session);
+        self.session = session;
+        self.h.granted(py, session, self.n);
         token
     }
 
@@ -752,9 +866,9 @@ impl RedisAcquire {
         };
         let w = slot.waiter();
         match finish_off(py, &slot) {
-            Some(Done::Granted { token, session }) => Ok(self.acquired(token, session)),
+            Some(Done::Granted { token, session }) => Ok(self.acquired(py, token, session)),
             Some(Done::Finished(Finish::Granted)) => {
-                Ok(self.acquired(w.token().unwrap_or(0), w.session()))
+                Ok(self.acquired(py, w.token().unwrap_or(0), w.session()))
             }
             Some(Done::Finished(Finish::Closed)) => Err(closed_error()),
             Some(Done::Finished(Finish::Failed(e)) | Done::Failed(e)) => {
@@ -863,9 +977,16 @@ impl RedisAcquire {
         if !std::mem::take(&mut self.held) {
             return Ok(ready(py)?.into_any());
         }
+        self.h.forget_grant(py, self.session, self.n);
         Ok(Py::new(
             py,
-            OffLoopCall::job(self.h.clone(), self.n, "async with", Job::Release),
+            OffLoopCall::job(
+                self.h.clone(),
+                self.n,
+                "async with",
+                Job::Release,
+                self.session,
+            ),
         )?
         .into_any())
     }
@@ -883,16 +1004,18 @@ impl RedisAcquire {
             .h
             .blocking_acquire(py, self.n, None)?
             .ok_or_else(|| PyRuntimeError::new_err("acquire without timeout timed out"))?;
-        self.h.granted(session);
+        self.h.granted(py, session, self.n);
         self.held = true;
         self.token = token;
+        self.session = session;
         Ok(token)
     }
 
     #[pyo3(signature = (*_args))]
     fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if std::mem::take(&mut self.held) {
-            self.h.release(py, self.n)?;
+            self.h.forget_grant(py, self.session, self.n);
+            self.h.release_from(py, self.n, self.session)?;
         }
         Ok(false)
     }
@@ -951,7 +1074,7 @@ impl Drop for RedisAcquire {
 
 /// What an [`OffLoopCall`] runs once awaited.
 enum Request {
-    Job(Arc<Handle>, usize, fn(Pin<Arc<Slot>>) -> Job),
+    Job(Arc<Handle>, usize, fn(Pin<Arc<Slot>>) -> Job, u64),
     // Boxed: a connect's options are far larger than a job.
     Connect(Box<Connect>),
 }
@@ -969,9 +1092,16 @@ pub(crate) struct OffLoopCall {
 }
 
 impl OffLoopCall {
-    fn job(h: Arc<Handle>, n: usize, what: &'static str, job: fn(Pin<Arc<Slot>>) -> Job) -> Self {
+    /// `session`: a `Release` job's grant session (0: counted per handle).
+    fn job(
+        h: Arc<Handle>,
+        n: usize,
+        what: &'static str,
+        job: fn(Pin<Arc<Slot>>) -> Job,
+        session: u64,
+    ) -> Self {
         OffLoopCall {
-            req: Some(Request::Job(h, n, job)),
+            req: Some(Request::Job(h, n, job, session)),
             slot: None,
             meta: None,
             what,
@@ -986,8 +1116,9 @@ impl OffLoopCall {
             ));
         };
         let slot = match req {
-            Request::Job(h, n, job) => {
+            Request::Job(h, n, job, session) => {
                 let slot = Slot::new(h.core.clone(), n, target, chan);
+                slot.session.store(session, Ordering::Relaxed);
                 h.worker.submit(job(slot.clone()))?;
                 slot
             }

@@ -72,7 +72,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -110,6 +110,9 @@ pub(crate) struct Slot {
     /// What a Redis request run off the loop found (`offloop` module); stays
     /// `Done::NotYet` for the local and shared backends.
     pub(crate) off: OffLoop,
+    /// A Redis `Release` job: the session its permits were granted in (they
+    /// are released per grant), or 0 (counted per handle).
+    pub(crate) session: AtomicU64,
 }
 
 impl Slot {
@@ -128,6 +131,7 @@ impl Slot {
             claim: AtomicU8::new(OPEN),
             delivered: AtomicBool::new(false),
             off: OffLoop::default(),
+            session: AtomicU64::new(0),
         })
     }
 

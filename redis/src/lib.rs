@@ -712,6 +712,19 @@ impl RedisSemaphore {
         self.inner.release(n as u64, None)
     }
 
+    /// Gives back `n` permits granted in `session` (a number from
+    /// [`RedisWaiter::session`] or [`Permit::session`]), outside of a
+    /// [`Permit`]: per grant, where [`release`](Self::release) counts per
+    /// handle. [`Error::LeaseExpired`] if that session was lost (nothing is
+    /// released: they were reclaimed, and are reported lost once);
+    /// [`Error::NotHeld`] if the live session holds fewer. So when one
+    /// handle serves several tasks, a task whose grant was lost with a
+    /// session and a task granted in the next one each release their own,
+    /// in any order.
+    pub fn release_session(&self, n: usize, session: u64) -> Result<(), Error> {
+        self.inner.release(n as u64, Some(session))
+    }
+
     /// Closes the semaphore for every client: every queued request, on every
     /// host, fails with [`Error::Closed`] (partial grants go back), and every
     /// later acquire fails. Held permits can still be released.

@@ -490,7 +490,10 @@ class RedisSemaphore:
         """Returns ``n`` permits this handle holds. One round trip on this
         thread. :class:`NotHeldError` if it holds fewer;
         :class:`LeaseExpiredError` if they were lost with an expired session
-        (nothing is released twice)."""
+        (nothing is released twice). Per grant: the caller's own latest
+        grants (the calling asyncio or trio task's, else the thread's), so a
+        task's lost permit and another task's live one are told apart in any
+        order; permits the caller was not granted are counted per handle."""
     def release_async(self, n: int = 1) -> OffLoopCall[None]:
         """:meth:`release` off the loop."""
     def close(self) -> None:
