@@ -100,19 +100,32 @@ enum Owner {
 
 /// The current [`Owner`]. `asyncio.current_task()` (or trio's) raises
 /// outside a running loop (or run): then the thread owns the grant.
-fn owner(py: Python<'_>) -> Owner {
-    let task = |module: &str, path: &[&str]| -> Option<usize> {
-        let modules = py.import("sys").ok()?.getattr("modules").ok()?;
-        let mut f = modules.get_item(module).ok()?;
+///
+/// Both are Python functions: running their bytecode runs any pending
+/// signal handler, so a Ctrl-C that arrived during the previous round trip
+/// surfaces here as `KeyboardInterrupt`. That is raised (never taken for
+/// "no task"), and before any round trip of the caller: an interrupted
+/// owner lookup has acquired or released nothing.
+fn owner(py: Python<'_>) -> PyResult<Owner> {
+    let task = |module: &str, path: &[&str]| -> PyResult<Option<usize>> {
+        let Ok(mut f) = py.import("sys")?.getattr("modules")?.get_item(module) else {
+            return Ok(None);
+        };
         for attr in path {
-            f = f.getattr(*attr).ok()?;
+            f = f.getattr(*attr)?;
         }
-        let t = f.call0().ok()?;
-        (!t.is_none()).then(|| t.as_ptr() as usize)
+        match f.call0() {
+            Ok(t) => Ok((!t.is_none()).then(|| t.as_ptr() as usize)),
+            // "no running event loop" / "must be called from async context"
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => Ok(None),
+            Err(e) => Err(e),
+        }
     };
-    task("asyncio", &["current_task"])
-        .or_else(|| task("trio", &["lowlevel", "current_task"]))
-        .map_or_else(|| Owner::Thread(std::thread::current().id()), Owner::Task)
+    let task = match task("asyncio", &["current_task"])? {
+        Some(t) => Some(t),
+        None => task("trio", &["lowlevel", "current_task"])?,
+    };
+    Ok(task.map_or_else(|| Owner::Thread(std::thread::current().id()), Owner::Task))
 }
 
 fn lock_grants(h: &Handle) -> std::sync::MutexGuard<'_, Vec<(Owner, u64, usize)>> {
@@ -120,18 +133,18 @@ fn lock_grants(h: &Handle) -> std::sync::MutexGuard<'_, Vec<(Owner, u64, usize)>
 }
 
 impl Handle {
-    /// A grant of `n` in `session` to the current owner.
-    fn granted(&self, py: Python<'_>, session: u64, n: usize) {
+    /// A grant of `n` in `session` to `owner` (looked up before the round
+    /// trip that granted it, see [`owner`]).
+    fn granted(&self, owner: Owner, session: u64, n: usize) {
         if session != 0 {
             self.last_session.store(session, Ordering::Relaxed);
-            lock_grants(self).push((owner(py), session, n));
+            lock_grants(self).push((owner, session, n));
         }
     }
 
-    /// A grant released by the object that acquired it (its own session):
-    /// forgotten, the caller's record first.
-    fn forget_grant(&self, py: Python<'_>, session: u64, n: usize) {
-        let me = owner(py);
+    /// A grant released by the object that acquired it for `me` (its own
+    /// session): forgotten, that owner's record first.
+    fn forget_grant(&self, me: Owner, session: u64, n: usize) {
         let mut g = lock_grants(self);
         let i = g
             .iter()
@@ -146,13 +159,15 @@ impl Handle {
     /// its latest grants, if they cover `n` and are of one session (taken
     /// off the records); else 0, counted per handle (permits acquired by one
     /// task and released by another, or `n` spanning sessions).
-    fn session_for_release(&self, py: Python<'_>, n: usize) -> u64 {
-        let me = owner(py);
+    /// An `Err` is a pending signal's exception, raised before anything was
+    /// released.
+    fn session_for_release(&self, py: Python<'_>, n: usize) -> PyResult<u64> {
+        let me = owner(py)?;
         let mut g = lock_grants(self);
         let (mut need, mut session) = (n, 0);
         for r in g.iter().rev().filter(|r| r.0 == me) {
             if session != 0 && r.1 != session {
-                return 0;
+                return Ok(0);
             }
             session = r.1;
             need -= need.min(r.2);
@@ -161,7 +176,7 @@ impl Handle {
             }
         }
         if need > 0 {
-            return 0;
+            return Ok(0);
         }
         let mut need = n;
         let mut i = g.len();
@@ -177,7 +192,7 @@ impl Handle {
                 g.remove(i);
             }
         }
-        session
+        Ok(session)
     }
 
     fn redis(&self) -> &volt_sem_backend::redis::RedisSemaphore {
@@ -217,7 +232,7 @@ impl Handle {
     /// `release(n)`: per grant when the caller's own grants cover `n`
     /// (see [`session_for_release`](Self::session_for_release)).
     fn release(&self, py: Python<'_>, n: usize) -> PyResult<()> {
-        let session = self.session_for_release(py, n);
+        let session = self.session_for_release(py, n)?;
         self.release_from(py, n, session)
     }
 
@@ -636,9 +651,10 @@ impl RedisSemaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, py: Python<'_>, n: Permits) -> PyResult<Option<u64>> {
         let n = request(n)?;
+        let me = owner(py)?;
         match self.h.call(py, move |core| core.try_acquire(n))? {
             Ok(g) => {
-                self.h.granted(py, g.session(), n);
+                self.h.granted(me, g.session(), n);
                 Ok(Some(g.token().unwrap_or(0)))
             }
             Err(Error::NoPermits) => Ok(None),
@@ -657,9 +673,11 @@ impl RedisSemaphore {
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
         let n = request(n)?;
-        let got = self.h.blocking_acquire(py, n, timeout_arg(timeout)?)?;
+        let timeout = timeout_arg(timeout)?;
+        let me = owner(py)?;
+        let got = self.h.blocking_acquire(py, n, timeout)?;
         Ok(got.map(|(token, session)| {
-            self.h.granted(py, session, n);
+            self.h.granted(me, session, n);
             token
         }))
     }
@@ -678,7 +696,7 @@ impl RedisSemaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<OffLoopCall> {
         let n = request(n)?;
-        let session = self.h.session_for_release(py, n);
+        let session = self.h.session_for_release(py, n)?;
         Ok(OffLoopCall::job(
             self.h.clone(),
             n,
@@ -781,9 +799,15 @@ impl RedisSemaphore {
 
     /// ... and releases it (off the loop).
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> OffLoopCall {
-        let session = self.h.session_for_release(py, 1);
-        OffLoopCall::job(self.h.clone(), 1, "async with", Job::Release, session)
+    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<OffLoopCall> {
+        let session = self.h.session_for_release(py, 1)?;
+        Ok(OffLoopCall::job(
+            self.h.clone(),
+            1,
+            "async with",
+            Job::Release,
+            session,
+        ))
     }
 
     fn __repr__(&self) -> String {
@@ -825,6 +849,9 @@ pub(crate) struct RedisAcquire {
     token: u64,
     /// The session of the grant (its exit releases per grant).
     session: u64,
+    /// Who awaits (or enters) it, looked up before the acquire is queued
+    /// (see [`owner`]); the grant is recorded as theirs.
+    owner: Option<Owner>,
 }
 
 impl RedisAcquire {
@@ -836,15 +863,19 @@ impl RedisAcquire {
             held: false,
             token: 0,
             session: 0,
+            owner: None,
         }
     }
 
-    fn acquired(&mut self, py: Python<'_>, token: u64, session: u64) -> u64 {
+    fn acquired(&mut self, token: u64, session: u64) -> u64 {
         self.stage = Stage::Done;
         self.held = true;
         self.token = token;
         self.session = session;
-        self.h.granted(py, session, self.n);
+        let owner = self
+            .owner
+            .unwrap_or(Owner::Thread(std::thread::current().id()));
+        self.h.granted(owner, session, self.n);
         token
     }
 
@@ -866,9 +897,9 @@ impl RedisAcquire {
         };
         let w = slot.waiter();
         match finish_off(py, &slot) {
-            Some(Done::Granted { token, session }) => Ok(self.acquired(py, token, session)),
+            Some(Done::Granted { token, session }) => Ok(self.acquired(token, session)),
             Some(Done::Finished(Finish::Granted)) => {
-                Ok(self.acquired(py, w.token().unwrap_or(0), w.session()))
+                Ok(self.acquired(w.token().unwrap_or(0), w.session()))
             }
             Some(Done::Finished(Finish::Closed)) => Err(closed_error()),
             Some(Done::Finished(Finish::Failed(e)) | Done::Failed(e)) => {
@@ -886,6 +917,7 @@ impl RedisAcquire {
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
             Stage::Start => {
+                self.owner = Some(owner(py)?);
                 let (slot, fut) = loop_slot(py, self.h.core.clone(), self.n, "acquire")
                     .inspect_err(|_| self.stage = Stage::Done)?;
                 self.h
@@ -936,6 +968,8 @@ impl RedisAcquire {
                 "cannot reuse an already awaited acquire",
             ));
         }
+        // The trio task awaiting is the one trio's current_task() names.
+        self.owner = Some(Owner::Task(task.as_ptr() as usize));
         self.start(task, channel.get().chan.clone())?;
         Ok(true)
     }
@@ -977,7 +1011,9 @@ impl RedisAcquire {
         if !std::mem::take(&mut self.held) {
             return Ok(ready(py)?.into_any());
         }
-        self.h.forget_grant(py, self.session, self.n);
+        if let Some(me) = self.owner {
+            self.h.forget_grant(me, self.session, self.n);
+        }
         Ok(Py::new(
             py,
             OffLoopCall::job(
@@ -999,12 +1035,14 @@ impl RedisAcquire {
                 "cannot reuse an already used acquire",
             ));
         }
+        let me = owner(py)?;
+        self.owner = Some(me);
         self.stage = Stage::Done;
         let (token, session) = self
             .h
             .blocking_acquire(py, self.n, None)?
             .ok_or_else(|| PyRuntimeError::new_err("acquire without timeout timed out"))?;
-        self.h.granted(py, session, self.n);
+        self.h.granted(me, session, self.n);
         self.held = true;
         self.token = token;
         self.session = session;
@@ -1014,7 +1052,9 @@ impl RedisAcquire {
     #[pyo3(signature = (*_args))]
     fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         if std::mem::take(&mut self.held) {
-            self.h.forget_grant(py, self.session, self.n);
+            if let Some(me) = self.owner {
+                self.h.forget_grant(me, self.session, self.n);
+            }
             self.h.release_from(py, self.n, self.session)?;
         }
         Ok(false)
