@@ -18,14 +18,19 @@ export interface AcquireOptions {
    * `AbortSignal` (anything else rejects with a `TypeError` whose `code` is
    * `'ERR_INVALID_ARG_TYPE'`). One listener is added per signal however many
    * acquires wait on it, and removed once none does.
+   *
+   * While the acquire waits, the signal keeps the thread alive (as the
+   * `timeout` option's timer does, and although Node unrefs the timer of
+   * `AbortSignal.timeout()`), until it is granted, aborted, timed out,
+   * cancelled or closed: unless the semaphore was `unref()`'d.
    */
   signal?: AbortSignal | null;
   /**
    * Gives up after this many milliseconds (a positive number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
    * partial grant is handed on. The timer keeps the thread alive until then,
-   * unless the semaphore was `unref()`'d (the timer of `AbortSignal.timeout()`,
-   * by Node's design, never keeps a process alive).
+   * unless the semaphore was `unref()`'d (see `signal` for
+   * `AbortSignal.timeout()`).
    *
    * Any other option name rejects with a `TypeError` whose `code` is
    * `'ERR_INVALID_ARG_VALUE'`.
@@ -269,15 +274,19 @@ export declare class Semaphore {
   cancel(reason?: unknown): number;
 
   /**
-   * Waiters queued through this object keep their thread alive while the
-   * semaphore is shared (the default; a private semaphore's never do).
+   * Waiters queued through this object keep their thread alive (the
+   * default): on a shared semaphore (share(), Semaphore.open) until served;
+   * on a private one while they can still end by themselves, through their
+   * `signal` or `timeout` (a private waiter with neither, that nobody else
+   * can serve, never does).
    * @returns this
    */
   ref(): this;
 
   /**
    * Waiters queued through this object, now and later, no longer keep their
-   * thread alive, like `timer.unref()`; they are still served.
+   * thread alive, like `timer.unref()` (nor do their `timeout` timers and
+   * signals): the process may exit with them pending. They are still served.
    * @returns this
    */
   unref(): this;

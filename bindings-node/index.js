@@ -127,11 +127,50 @@ if (runtime === undefined) {
 const { table, lookup, remove, settle } = runtime;
 
 // A private semaphore's JS object was collected: its waiters can never be
-// served; the addon sweeps them (see js_abandon).
-const abandoned = new FinalizationRegistry((h) => {
+// served; the addon sweeps them (see js_abandon), and whatever keep-alive its
+// waiters still had goes (their records may be gone with it).
+const abandoned = new FinalizationRegistry(({ h, alive }) => {
+  letGoAll(alive);
   const k = native.abandon(h);
   if (k > 0) settle(k);
 });
+
+// ---------------------------------------------------------------------------
+// Keeping the thread alive for a private semaphore's waiters.
+//
+// A waiter on a shared semaphore keeps its thread alive natively (another
+// thread or process may grant it). A waiter on a private one can only be served
+// by this thread, so it keeps the thread alive only while something can still
+// end it by itself: an AbortSignal (its `timeout` option has a timer of its
+// own). Node unrefs the timer of `AbortSignal.timeout()`, so without this the
+// process would exit with the acquire pending (code 13 for an awaited one).
+// One ref'd interval per module instance while any such waiter is pending.
+
+let keepers = 0;
+let keepTimer;
+
+function hold() {
+  if (keepers++ !== 0) return;
+  if (keepTimer === undefined) keepTimer = timers.setInterval(() => {}, 0x7fffffff);
+  else keepTimer.ref();
+}
+
+function unhold(n) {
+  keepers -= n;
+  if (keepers === 0) keepTimer.unref();
+}
+
+/**
+ * `alive`: { n } of one Semaphore object, the keep-alives its waiters hold;
+ * shared with the FinalizationRegistry, which lets go of what is left when the
+ * object is collected (no waiter record may survive to do it).
+ */
+function letGoAll(alive) {
+  if (alive.n === 0) return;
+  const n = alive.n;
+  alive.n = 0;
+  unhold(n);
+}
 
 function closedError() {
   const err = new Error('volt-sem: the semaphore is closed');
@@ -280,10 +319,30 @@ class Waiter {
     this.reject = reject;
     this.onGrant = onGrant; // maps the value at the grant (a Mutex records its holder)
     this.timer = undefined; // the `timeout` option's timer
+    this.alive = undefined; // its semaphore's { n } while this waiter keeps the thread alive
+  }
+
+  /** Takes a keep-alive (see hold()) until this waiter ends or is unref'd. */
+  keep(alive) {
+    if (this.alive !== undefined) return;
+    this.alive = alive;
+    alive.n++;
+    hold();
+  }
+
+  /** Lets go of its keep-alive, if any (once; never twice after letGoAll). */
+  letGo() {
+    const alive = this.alive;
+    if (alive === undefined) return;
+    this.alive = undefined;
+    if (alive.n === 0) return; // let go already, with its collected semaphore
+    alive.n--;
+    unhold(1);
   }
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
+    this.letGo();
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if ((code === GRANTED || code === GRANTED_HELD) && this.onGrant !== undefined) {
       this.value = this.onGrant(this.value);
@@ -322,6 +381,7 @@ class Waiter {
    * cancel completed by handing a partial grant on).
    */
   withdraw() {
+    this.letGo(); // also when its semaphore was collected (then it is not found)
     if (lookup(this.slot) !== this) return -1;
     remove(this);
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
@@ -527,6 +587,8 @@ class Semaphore {
   #ref = true;
   /** Whether it is a named semaphore shared by processes (Semaphore.open). */
   #named = false;
+  /** { n }: keep-alives its waiters hold (see hold()), made with #weak. */
+  #alive = undefined;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -628,11 +690,17 @@ class Semaphore {
     } else {
       if (this.#weak === undefined) {
         this.#weak = new WeakRef(pending);
-        abandoned.register(this, this.#h);
+        this.#alive = { n: 0 };
+        abandoned.register(this, { h: this.#h, alive: this.#alive });
       }
       table[w.slot] = this.#weak;
     }
-    if (signal !== undefined) listen(signal, w);
+    if (signal !== undefined) {
+      listen(signal, w);
+      // Only this thread can grant it: it keeps the thread alive while its
+      // signal may still end it (a shared semaphore's waiters are ref'd natively).
+      if (!this.#shared && this.#ref) w.keep(this.#alive);
+    }
     if (timeout !== undefined) {
       // A real timer (fake timers must not fire it); it keeps the thread alive
       // until the deadline unless this object is unref()'d.
@@ -786,8 +854,23 @@ class Semaphore {
     if (!this.#ref) {
       this.#ref = true;
       native.setRef(this.#h, true);
+      this.#setRef(true);
     }
     return this;
+  }
+
+  /** Applies ref()/unref() to the waiters already queued through this object. */
+  #setRef(on) {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    for (const w of pending.values()) {
+      if (w.timer !== undefined) {
+        if (on) w.timer.ref();
+        else w.timer.unref();
+      }
+      if (!on) w.letGo();
+      else if (w.signal !== undefined && !this.#shared) w.keep(this.#alive);
+    }
   }
 
   /**
@@ -798,6 +881,7 @@ class Semaphore {
     if (this.#ref) {
       this.#ref = false;
       native.setRef(this.#h, false);
+      this.#setRef(false);
     }
     return this;
   }
