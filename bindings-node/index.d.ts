@@ -72,7 +72,10 @@ export interface CancelledError extends Error {
   code: 'ERR_VOLT_CANCELLED';
 }
 
-/** Options of {@link Semaphore.open}. */
+/**
+ * Options of {@link Semaphore.open}. Any other name throws a `TypeError` with
+ * `code === 'ERR_INVALID_ARG_VALUE'` naming it.
+ */
 export interface OpenOptions {
   /** Fail with `ERR_VOLT_EXISTS` if the name exists (default: attach to it). */
   createOnly?: boolean;
@@ -375,7 +378,11 @@ export declare class Semaphore {
   static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
 }
 
-/** Options of {@link Semaphore.connect}; durations in milliseconds. */
+/**
+ * Options of {@link Semaphore.connect} (and {@link RedisSemaphore.delete});
+ * durations in milliseconds. Any other name rejects with a `TypeError` with
+ * `code === 'ERR_INVALID_ARG_VALUE'` naming it.
+ */
 export interface ConnectOptions {
   /**
    * The session lease (default 10000, at least 300): a client not heard of
@@ -417,14 +424,20 @@ export type RedisAcquireOptions = AcquireOptions;
  * `RangeError` with `'ERR_OUT_OF_RANGE'` for counts and `'ERR_VOLT_INVALID_OPTION'`
  * for options out of range; a `TypeError` with `'ERR_INVALID_ARG_TYPE'` for
  * arguments of the wrong type):
- * * `ERR_VOLT_INVALID_URL`: malformed, or not `redis://`, `unix://` (URLs are never shown in errors).
+ * * `ERR_VOLT_INVALID_URL`: malformed, or a scheme other than `redis://`,
+ *   `rediss://`, `unix://`, `redis+sentinel://`: the message says why (the
+ *   scheme, no host, a port or database that is not a number) and shows the
+ *   expected form, `redis://[user:password@]host[:port][/db]` or
+ *   `rediss://…` (URLs are never shown in errors).
  * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, or contains `{` or `}`.
  * * `ERR_VOLT_INVALID_PREFIX`: see {@link ConnectOptions.prefix}.
  * * `ERR_VOLT_AUTH_FAILED`: Redis refused the user or password.
  * * `ERR_VOLT_CONNECTION_FAILED`: Redis unreachable within the connect
  *   timeout, or a connection failed and could not be restored in time.
  * * `ERR_VOLT_MISMATCH`: the semaphore exists with another total (`existing`); nothing changed.
- * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this object's session holds (`held`); nothing released.
+ * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this object's session
+ *   holds (`held`; "this handle holds": another object of the same process
+ *   holds its own); nothing released.
  * * `ERR_VOLT_LEASE_EXPIRED`: this object's session lease expired (a pause, a
  *   partition): its permits went back to the others, its waiters fail with
  *   this, and releasing those permits reports it and releases nothing.
@@ -563,7 +576,9 @@ export declare class RedisSemaphore {
   /**
    * Takes `n` permits if they are available now and nobody is queued, in any
    * client: resolves to the token, or `null` if they were not taken (compare
-   * with `null`: the token of `n === 0` is 0).
+   * with `null`: the token of `n === 0` is 0). `n === 0` asks Redis whether
+   * the semaphore is closed (`ERR_VOLT_CLOSED`), as local and named
+   * semaphores' `tryAcquire(0)` throw.
    */
   tryAcquire(n?: number): Promise<number | null>;
 

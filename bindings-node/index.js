@@ -235,6 +235,10 @@ function checkOptionNames(options, known) {
 }
 
 const ACQUIRE_OPTIONS = ['signal', 'timeout'];
+const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode'];
+const CONNECT_OPTIONS = [
+  'lease', 'prefix', 'connectTimeout', 'commandTimeout', 'cluster', 'tlsCaFile', 'tlsClientCert', 'minReplicasAcked',
+];
 
 // ---------------------------------------------------------------------------
 // AbortSignal handling: a real AbortSignal only (brand-checked through the
@@ -938,6 +942,7 @@ class Semaphore {
     let mode = 0o600;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.open() options must be an object');
+      checkOptionNames(options, OPEN_OPTIONS);
       const { createOnly = false, attachOnly = false } = options;
       if (typeof createOnly !== 'boolean' || typeof attachOnly !== 'boolean') {
         throw typeError('volt-sem: options.createOnly and options.attachOnly must be booleans');
@@ -1237,6 +1242,48 @@ function checkMs(v, what, dflt) {
 
 const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
+const URL_FORM = 'redis://[user:password@]host[:port][/db], or rediss://… for TLS';
+const URL_SCHEMES = ['redis:', 'rediss:', 'redis+unix:', 'unix:', 'redis+sentinel:', 'rediss+sentinel:'];
+
+/**
+ * Why the Redis client refused `url` (one seed of a cluster's list), as far
+ * as a URL parse tells: the backend only says that it did. Never quotes the
+ * URL itself (it may carry a password).
+ */
+function urlProblem(url) {
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'it does not parse as a URL (a port that is not a number, a space, no scheme?)';
+  }
+  if (!URL_SCHEMES.includes(u.protocol)) {
+    const shown = /^[a-z][a-z0-9+.-]{0,20}:$/i.test(u.protocol) ? `'${u.protocol}'` : 'of this URL';
+    return `unsupported scheme ${shown}`;
+  }
+  if (u.protocol === 'unix:' || u.protocol === 'redis+unix:') return 'the Redis client refused this socket path';
+  if (u.hostname === '') return 'no host';
+  const db = u.pathname.replace(/^\//, '');
+  if (db !== '' && !/^[0-9]+$/.test(db)) return 'the database after the host must be a number';
+  return 'the Redis client refused it';
+}
+
+/** The connect error for an invalid URL, saying why and the expected form. */
+function explainUrl(err, url, cluster) {
+  if (err?.code !== 'ERR_VOLT_INVALID_URL') return err;
+  const urls = cluster ? url.split(',').map((x) => x.trim()) : [url];
+  let why = 'the Redis client refused it';
+  for (const one of urls) {
+    const p = urlProblem(one);
+    if (p !== 'the Redis client refused it') {
+      why = urls.length > 1 ? `a seed URL: ${p}` : p;
+      break;
+    }
+  }
+  err.message = `volt-sem (Redis): invalid Redis URL (${why}); expected ${URL_FORM}`;
+  return err;
+}
+
 /**
  * A semaphore stored in Redis, shared by every client on every host that
  * connects to the same Redis, prefix and name (see index.d.ts and the
@@ -1278,6 +1325,7 @@ class RedisSemaphore {
       const security = [null, null, null, 0, 0];
       if (options !== undefined && options !== null) {
         if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.connect() options must be an object');
+        checkOptionNames(options, CONNECT_OPTIONS);
         lease = checkMs(options.lease, 'lease', lease);
         connectTimeout = checkMs(options.connectTimeout, 'connectTimeout', connectTimeout);
         commandTimeout = checkMs(options.commandTimeout, 'commandTimeout', commandTimeout);
@@ -1351,7 +1399,7 @@ class RedisSemaphore {
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(e);
+          reject(explainUrl(e, url, cluster));
         },
       });
     });
@@ -1375,7 +1423,7 @@ class RedisSemaphore {
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(e);
+          reject(explainUrl(e, url, cluster));
         },
       });
     });
@@ -1526,6 +1574,10 @@ class RedisSemaphore {
     } catch (e) {
       return Promise.reject(e);
     }
+    // Zero permits never wait: an acquire(0), which asks Redis, so a closed
+    // semaphore refuses it as the local and named ones do (the backend's
+    // try_acquire(0) answers without asking).
+    if (n === 0) return this.#acquire(0).then((vals) => vals[0]);
     return this.#op('try', (id) => native.redisTryAcquire(this.#h, id, n)).then((v) => (v === null ? null : v[0]));
   }
 
