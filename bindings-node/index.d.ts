@@ -301,8 +301,38 @@ export declare class Semaphore {
    * Closes the semaphore: pending and future acquires reject with
    * `ERR_VOLT_CLOSED` and `tryAcquire` throws it; `release` still works.
    * Affects every thread attached to it.
+   *
+   * On a named semaphore ({@link Semaphore.open}) it throws a `TypeError`
+   * with `code === 'ERR_INVALID_STATE'` and changes nothing: closing there
+   * closes the name for every process (until it is unlinked), which is not
+   * what "I am done" means. Use `disconnect()` to end this object's use of
+   * it, or `closeForEveryone()`.
    */
   close(): void;
+
+  /**
+   * Closes the semaphore for everyone: every thread and, on a named
+   * semaphore, every process that opened the name, now and later, until the
+   * name is unlinked ({@link Semaphore.unlink}; the next `open` of it creates
+   * a new, open semaphore). Same as `close()` on a local semaphore.
+   */
+  closeForEveryone(): void;
+
+  /**
+   * A named semaphore's: ends this object's use of it. Its queued acquires
+   * reject with `ERR_VOLT_CLOSED`; what was acquired through it (and the
+   * objects `attach()`ed from it) and not released goes back (as far as the
+   * process still holds it); every later acquire or release through it
+   * throws (or rejects with) `ERR_VOLT_CLOSED`. The semaphore stays open for
+   * every other object and process. Idempotent; returns a resolved promise.
+   * The process's record goes when its last object is collected or it exits.
+   * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
+   *   `close()` closes it).
+   */
+  disconnect(): Promise<void>;
+
+  /** `disconnect()`, for `await using` (named semaphores; a local one rejects with `ERR_INVALID_STATE`). */
+  [Symbol.asyncDispose](): Promise<void>;
 
   /** Whether `close()` was called (by any thread). */
   readonly closed: boolean;
@@ -346,7 +376,9 @@ export declare class Semaphore {
    *   `kill -9`) or closes its last handle goes back to the others: at once
    *   for another process with a request queued (within its 200 ms liveness
    *   sweep), else at the next acquire that has to wait;
-   * * `close()` closes it for every process; `pendingCount` counts the
+   * * `close()` throws (`ERR_INVALID_STATE`): `disconnect()` ends this
+   *   object's use of it, `closeForEveryone()` closes it for every process
+   *   (reopen it: `Semaphore.unlink(name)`, then `open`); `pendingCount` counts the
    *   requests queued through this object and those `attach()`ed to it, not
    *   those of other `open()`s of the name or of other processes;
    * * every operation is a native call (its state is in shared memory: no JS
@@ -590,8 +622,23 @@ export declare class RedisSemaphore {
    */
   release(n?: number): Promise<void>;
 
-  /** Closes the semaphore for every client on every host: every queued acquire rejects with `ERR_VOLT_CLOSED`. */
-  close(): Promise<void>;
+  /**
+   * Refused: throws a `TypeError` with `code === 'ERR_INVALID_STATE'` whose
+   * message points at `disconnect()` (end this object's session: the habit of
+   * most client libraries' `close()`) and `closeForEveryone()`. Nothing is
+   * closed.
+   * @deprecated use `disconnect()` or `closeForEveryone()`.
+   */
+  close(): never;
+
+  /**
+   * Closes the semaphore for every client on every host, and for every
+   * later `connect` of the name: every queued acquire rejects with
+   * `ERR_VOLT_CLOSED`. To use the name again, once every session ended
+   * (`disconnect()`, or leases expired), `RedisSemaphore.delete(url, name)`;
+   * the next `connect` creates it afresh.
+   */
+  closeForEveryone(): Promise<void>;
 
   /** The conservation sums (one script, O(queue + sessions)). */
   census(): Promise<RedisCensus>;

@@ -184,6 +184,28 @@ function cancelledError() {
   return err;
 }
 
+/**
+ * `close()` on a shared handle: it used to close the semaphore for every
+ * process and client, where most client libraries' close() means "this
+ * client is done". A TypeError with Node's `code: 'ERR_INVALID_STATE'`.
+ */
+function sharedCloseError(what) {
+  const err = new TypeError(
+    `volt-sem: close() of ${what} is refused, as it would close the semaphore for every process and client: ` +
+      "use disconnect() to end this handle's session (what it holds goes back, its queued acquires leave), " +
+      'or closeForEveryone() to close the semaphore for everyone',
+  );
+  err.code = 'ERR_INVALID_STATE';
+  return err;
+}
+
+/** An operation on a named semaphore's object after its disconnect(). */
+function handleDisconnectedError() {
+  const err = new Error('volt-sem: this handle of the named semaphore was disconnected (open the name again)');
+  err.code = 'ERR_VOLT_CLOSED';
+  return err;
+}
+
 function lostError() {
   const err = new Error('volt-sem: internal error, the waiter was lost');
   err.code = 'ERR_VOLT_INTERNAL';
@@ -397,6 +419,7 @@ class Waiter {
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
 /** The promise of an acquire granted at once (after `onGrant`, if any, has run). */
 function granted(value, onGrant) {
@@ -593,6 +616,8 @@ class Semaphore {
   #named = false;
   /** { n }: keep-alives its waiters hold (see hold()), made with #weak. */
   #alive = undefined;
+  /** Whether disconnect() ended this named semaphore's object. */
+  #disconnected = false;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -663,6 +688,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) return Promise.reject(handleDisconnectedError());
     let r;
     try {
       r = native.acquire(this.#h, n); // throws for a named semaphore's failures
@@ -720,6 +746,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) throw handleDisconnectedError();
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) {
       if (v !== undefined) v.skip = false;
@@ -736,6 +763,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) throw handleDisconnectedError();
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -894,9 +922,54 @@ class Semaphore {
     return this.#ref;
   }
 
+  /**
+   * Closes the semaphore (every thread's waiters reject). Refused on a named
+   * semaphore, where that would close it for every process: see
+   * closeForEveryone() and disconnect().
+   */
   close() {
+    if (this.#named) throw sharedCloseError('a named semaphore (Semaphore.open)');
+    this.closeForEveryone();
+  }
+
+  /** Closes the semaphore for every thread and, if named, every process. */
+  closeForEveryone() {
     const k = native.close(this.#h);
     if (k > 0) settle(k);
+  }
+
+  /**
+   * Ends this object's use of a named semaphore: its queued acquires reject
+   * with ERR_VOLT_CLOSED, what was acquired through it (and the objects
+   * attach()ed from it) and not released goes back, and it refuses every
+   * later acquire or release. The semaphore stays open for everyone else.
+   */
+  disconnect() {
+    if (!this.#named) {
+      const err = new TypeError('volt-sem: disconnect() is for a named semaphore (Semaphore.open); close() closes a local one');
+      err.code = 'ERR_INVALID_STATE';
+      throw err;
+    }
+    if (this.#disconnected) return RESOLVED;
+    this.cancel(handleDisconnectedError());
+    this.#disconnected = true;
+    const h = this.#h;
+    // What this handle holds, as far as the process still holds it (a
+    // release through another handle of the process may have returned it).
+    const n = Math.min(native.held(h), native.processHeld(h) ?? 0);
+    if (n > 0) {
+      const k = native.release(h, n);
+      if (k > 0) settle(k);
+    }
+    return RESOLVED;
+  }
+
+  [asyncDispose]() {
+    try {
+      return this.disconnect();
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 
   get closed() {
@@ -1239,8 +1312,6 @@ function checkMs(v, what, dflt) {
   }
   return v;
 }
-
-const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
 const URL_FORM = 'redis://[user:password@]host[:port][/db], or rediss://… for TLS';
 const URL_SCHEMES = ['redis:', 'rediss:', 'redis+unix:', 'unix:', 'redis+sentinel:', 'rediss+sentinel:'];
@@ -1591,8 +1662,17 @@ class RedisSemaphore {
     return this.#op('release', (id) => native.redisRelease(this.#h, id, n)).then(() => undefined);
   }
 
-  /** Closes the semaphore for every client on every host. */
+  /**
+   * Refused (a TypeError, ERR_INVALID_STATE): close() is the habit for "this
+   * client is done", and would close the semaphore for every client and every
+   * later deploy. See disconnect() and closeForEveryone().
+   */
   close() {
+    throw sharedCloseError('a Redis semaphore (Semaphore.connect)');
+  }
+
+  /** Closes the semaphore for every client on every host. */
+  closeForEveryone() {
     return this.#op('close', (id) => native.redisClose(this.#h, id)).then(() => undefined);
   }
 

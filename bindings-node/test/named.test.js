@@ -292,7 +292,7 @@ test('the waiter queue is bounded: the request past the last slot gets ERR_VOLT_
   assert.equal(s.availablePermits, 1);
 });
 
-test('close() in one process rejects the waiters of another, and later acquires', T, async () => {
+test('closeForEveryone() in one process rejects the waiters of another, and later acquires', T, async () => {
   const name = fresh('close');
   const s = Semaphore.open(name, 2);
   assert.equal(s.tryAcquire(2), true);
@@ -301,7 +301,7 @@ test('close() in one process rejects the waiters of another, and later acquires'
     await c.open(name, 2);
     const r = c.call({ op: 'acquire', n: 1 }, 'error');
     await c.next((m) => m.ev === 'queued');
-    s.close();
+    s.closeForEveryone();
     assert.equal((await r).code, 'ERR_VOLT_CLOSED');
     assert.equal(s.closed, true);
     await assert.rejects(s.acquire(1), code('ERR_VOLT_CLOSED'));

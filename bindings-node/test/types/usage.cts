@@ -80,7 +80,7 @@ async function main(): Promise<void> {
   }
   await remote.runExclusive(async (t: number) => t + 1, 1);
   void [token, maybe, census.lastToken, remote.totalPermits, remote.heldPermits, remote.closed];
-  await remote.close();
+  await remote.closeForEveryone();
   await remote.disconnect();
   // @ts-expect-error: connect() resolves, it does not return the object
   const wrong: RedisSemaphore = Semaphore.connect('redis://x', 'n', 1);
