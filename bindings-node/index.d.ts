@@ -690,6 +690,22 @@ export declare class RedisSemaphore {
  * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
  * Shareable across workers like a `Semaphore`.
  */
+/**
+ * The shutdown line: installs `SIGINT` and `SIGTERM` listeners that
+ * disconnect every live named and Redis semaphore handle of this thread (so
+ * other clients get their permits now, not at lease expiry, and their queued
+ * requests leave), waiting at most `options.timeout` ms (default 5000) for
+ * Redis, then raise the signal again with its default effect: the process
+ * ends by it, with the conventional exit status (130, 143). If other
+ * listeners of the signal exist (the application's own shutdown), the
+ * process is not killed: they decide. A second signal while disconnecting
+ * ends the process at once. Call it once, in the main thread (signals are
+ * not delivered to workers); later calls only update the timeout.
+ * @returns a function that removes the listeners.
+ * @throws {TypeError} `ERR_INVALID_ARG_VALUE` for an unknown option name.
+ */
+export declare function disconnectOnSignals(options?: { timeout?: number }): () => void;
+
 export declare class Mutex {
   constructor();
   /** Waits for the lock (FIFO); resolves to a function that unlocks it. */

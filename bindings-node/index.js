@@ -456,6 +456,21 @@ function expirePins() {
   if (next >= 0) armPinTimer(next);
 }
 
+// ---------------------------------------------------------------------------
+// The shared handles of this thread (named and Redis semaphores), for
+// disconnectOnSignals(): weakly held, so a handle nobody references is still
+// collected (which ends its session too).
+
+const liveHandles = new Set();
+let liveSweepAt = 64;
+
+function addLive(sem) {
+  liveHandles.add(new WeakRef(sem));
+  if (liveHandles.size < liveSweepAt) return;
+  for (const r of liveHandles) if (r.deref() === undefined) liveHandles.delete(r);
+  liveSweepAt = Math.max(64, liveHandles.size * 2);
+}
+
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
@@ -629,6 +644,7 @@ class Semaphore {
       this.#shared = true;
       if (native.total(h) !== null) {
         this.#named = true;
+        addLive(this);
         // Its state is in the shared segment: the JS fast path never applies
         // (native.view would say so), so never ask for the views.
         this.#slow = VIEW_AFTER;
@@ -1490,6 +1506,7 @@ class RedisSemaphore {
         kind: 'connect',
         resolve: (vals) => {
           this.#total = vals[0];
+          addLive(this);
           resolve(this);
         },
         reject: (e) => {
@@ -1798,4 +1815,92 @@ class RedisSemaphore {
   }
 }
 
-module.exports = { Semaphore, Mutex, RwLock, RedisSemaphore, MAX_PERMITS };
+// ---------------------------------------------------------------------------
+// disconnectOnSignals(): on SIGINT/SIGTERM, end every shared handle's session
+// of this thread before the process goes, so that other clients get its
+// permits (and its queued requests leave) now instead of at lease expiry.
+
+const SIGNALS = ['SIGINT', 'SIGTERM'];
+let signalState; // { signals, ms, handler } while installed
+
+/** Disconnects every live shared handle of this thread; resolves when all settled. */
+function disconnectAll() {
+  const all = [];
+  for (const r of liveHandles) {
+    const sem = r.deref();
+    liveHandles.delete(r);
+    if (sem === undefined) continue;
+    try {
+      all.push(Promise.resolve(sem.disconnect()).catch(() => {}));
+    } catch {
+      // a handle that cannot be disconnected any more: nothing to end
+    }
+  }
+  return Promise.all(all);
+}
+
+function onShutdownSignal(signal) {
+  const state = signalState;
+  if (state === undefined) return;
+  // Another listener of the signal (the user's own shutdown) decides whether
+  // and when the process ends: only disconnect.
+  const mine = state.handlers.get(signal);
+  const others = process.listeners(signal).some((l) => l !== mine);
+  const reraise = () => {
+    if (others) return;
+    uninstallSignals();
+    // With no listener left the signal has its default effect: the process
+    // ends by it (exit status 128 + its number in a shell), as without us.
+    process.kill(process.pid, signal);
+  };
+  if (state.stopping) {
+    reraise(); // a second Ctrl-C while disconnecting: go now
+    return;
+  }
+  state.stopping = true;
+  let timer;
+  const bound = new Promise((resolve) => {
+    timer = timers.setTimeout(resolve, state.ms);
+    timer.unref();
+  });
+  Promise.race([disconnectAll(), bound]).then(() => {
+    timers.clearTimeout(timer);
+    state.stopping = false;
+    reraise();
+  });
+}
+
+function uninstallSignals() {
+  const state = signalState;
+  if (state === undefined) return;
+  signalState = undefined;
+  for (const [signal, handler] of state.handlers) process.removeListener(signal, handler);
+}
+
+/**
+ * Installs SIGINT and SIGTERM listeners that disconnect every live named and
+ * Redis semaphore handle of this thread, then raise the signal again with its
+ * default effect (the process ends by it) unless other listeners of it exist.
+ * Returns a function that removes them. Idempotent.
+ */
+function disconnectOnSignals(options) {
+  let ms = 5_000;
+  if (options !== undefined && options !== null) {
+    checkOptionNames(options, ['timeout']);
+    ms = checkMs(options.timeout, 'timeout', ms);
+  }
+  if (signalState === undefined) {
+    const handlers = new Map();
+    for (const signal of SIGNALS) {
+      const handler = () => onShutdownSignal(signal);
+      handlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+    signalState = { handlers, ms, stopping: false };
+  } else {
+    signalState.ms = ms;
+  }
+  return uninstallSignals;
+}
+
+module.exports = { Semaphore, Mutex, RwLock, RedisSemaphore, MAX_PERMITS, disconnectOnSignals };
