@@ -334,6 +334,14 @@ export declare class Semaphore {
   /** `disconnect()`, for `await using` (named semaphores; a local one rejects with `ERR_INVALID_STATE`). */
   [Symbol.asyncDispose](): Promise<void>;
 
+  /**
+   * What `util.inspect` shows too: for a named semaphore
+   * `Semaphore { name: 'x', totalPermits: 2, session: 'live', available: 2, pending: 0 }`
+   * (`session: 'disconnected'` after `disconnect()`), for a local one
+   * `Semaphore { available: 2, pending: 0 }` (`closed: true` once closed).
+   */
+  toString(): string;
+
   /** Whether `close()` was called (by any thread). */
   readonly closed: boolean;
 
@@ -659,6 +667,15 @@ export declare class RedisSemaphore {
 
   /** Ends this object's session (see the class). Idempotent. */
   disconnect(): Promise<void>;
+
+  /**
+   * What `util.inspect` shows too, never the URL:
+   * `RedisSemaphore { name: 'x', totalPermits: 3, session: 'live', held: 1, pending: 0 }`,
+   * where `session` is `'live'`, `'lease lost'` (the next acquire starts a
+   * new one) or `'disconnected'`. A handle nobody references ends its
+   * session when it is garbage-collected (its permits go to the next waiter).
+   */
+  toString(): string;
   [Symbol.asyncDispose](): Promise<void>;
 
   /**

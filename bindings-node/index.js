@@ -8,6 +8,7 @@
 // From the module, not the global: test frameworks' fake timers (Jest) replace
 // the globals, and the share() pin timer must stay a real, unref'd one.
 const timers = require('node:timers');
+const { inspect } = require('node:util');
 
 // The addon for this platform (binding.js: a development build, else the
 // volt-sem-<platform> package).
@@ -470,6 +471,8 @@ function addLive(sem) {
   for (const r of liveHandles) if (r.deref() === undefined) liveHandles.delete(r);
   liveSweepAt = Math.max(64, liveHandles.size * 2);
 }
+
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
@@ -990,6 +993,20 @@ class Semaphore {
 
   get closed() {
     return native.isClosed(this.#h);
+  }
+
+  // A named one says whether this object's session is live (disconnect()
+  // ends it), as RedisSemaphore does.
+  [INSPECT]() {
+    const closed = this.closed ? ', closed: true' : '';
+    const counts = `available: ${this.availablePermits}, pending: ${this.pendingCount}${closed}`;
+    if (!this.#named) return `Semaphore { ${counts} }`;
+    const session = this.#disconnected ? 'disconnected' : 'live';
+    return `Semaphore { name: ${inspect(this.name)}, totalPermits: ${this.totalPermits}, session: '${session}', ${counts} }`;
+  }
+
+  toString() {
+    return this[INSPECT]();
   }
 
   async runExclusive(fn, n = 1, options) {
@@ -1805,9 +1822,23 @@ class RedisSemaphore {
     return this.#ref;
   }
 
+  /** 'live', 'lease lost' (the next acquire starts a new session) or 'disconnected'. */
+  #session() {
+    if (this.#stopped) return 'disconnected';
+    return this.#lease.controller.signal.aborted ? 'lease lost' : 'live';
+  }
+
   // Never the URL (it may carry a password).
-  [Symbol.for('nodejs.util.inspect.custom')]() {
-    return `RedisSemaphore { name: ${JSON.stringify(this.#name)}, totalPermits: ${this.#total}, pending: ${this.pendingCount} }`;
+  [INSPECT]() {
+    const closed = this.closed ? ', closed: true' : '';
+    return (
+      `RedisSemaphore { name: ${inspect(this.#name)}, totalPermits: ${this.#total}, session: '${this.#session()}', ` +
+      `held: ${this.heldPermits}, pending: ${this.pendingCount}${closed} }`
+    );
+  }
+
+  toString() {
+    return this[INSPECT]();
   }
 
   toJSON() {
