@@ -396,6 +396,7 @@ export declare class Semaphore {
    * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
    * @param permits the total, an integer in `1..=MAX_PERMITS`.
    * @throws {TypeError} if `name` is not a string or `options` is malformed.
+   * @throws {TypeError} if `permits` is not a number (the message quotes it).
    * @throws {RangeError} if `permits` or `options.mode` is out of range.
    * @throws {NamedError} see {@link NamedErrorCode}.
    */

@@ -227,11 +227,23 @@ function typeError(message) {
   return err;
 }
 
-function checkCount(n, what) {
+function checkNumber(n, what) {
   if (typeof n !== 'number') {
     const shown = typeof n === 'string' ? `'${n}'` : typeof n === 'bigint' ? `${n}n` : String(n);
     throw typeError(`volt-sem: ${what} must be a number, got ${typeof n} ${shown}`);
   }
+}
+
+/** The total of a named or Redis semaphore: a number (TypeError), in 1..=MAX_PERMITS (RangeError). */
+function checkTotal(permits) {
+  checkNumber(permits, 'permits');
+  if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
+  }
+}
+
+function checkCount(n, what) {
+  checkNumber(n, what);
   if (!Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
     throw rangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
   }
@@ -1041,9 +1053,7 @@ class Semaphore {
    */
   static open(name, permits, options) {
     checkName(name, 'open');
-    if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
-      throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
-    }
+    checkTotal(permits);
     let flags = 0;
     let mode = 0o600;
     if (options !== undefined && options !== null) {
@@ -1417,9 +1427,7 @@ class RedisSemaphore {
     try {
       if (typeof url !== 'string') throw typeError('volt-sem: Semaphore.connect() needs a URL string');
       checkName(name, 'connect');
-      if (permits !== DELETE && (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS)) {
-        throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
-      }
+      if (permits !== DELETE) checkTotal(permits);
       let lease = 10_000;
       let prefix = 'volt-sem';
       let connectTimeout = 5_000;

@@ -135,8 +135,12 @@ test('bad input: names, permits and options get typed errors, nothing is created
     assert.throws(() => Semaphore.unlink(bad), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE');
   }
   const name = fresh('bad');
-  for (const bad of [0, -1, 1.5, NaN, '3', undefined, MAX_PERMITS + 1]) {
+  for (const bad of [0, -1, 1.5, NaN, MAX_PERMITS + 1]) {
     assert.throws(() => Semaphore.open(name, bad), (e) => e instanceof RangeError && e.code === 'ERR_OUT_OF_RANGE', String(bad));
+  }
+  // Not a number at all: a TypeError, as for acquire('2') (issue 27).
+  for (const bad of ['3', undefined]) {
+    assert.throws(() => Semaphore.open(name, bad), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE', String(bad));
   }
   assert.throws(() => Semaphore.open(name, 1, { createOnly: true, attachOnly: true }), TypeError);
   assert.throws(() => Semaphore.open(name, 1, { createOnly: 'yes' }), TypeError);

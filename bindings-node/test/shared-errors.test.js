@@ -153,3 +153,17 @@ test('Semaphore.open and Semaphore.connect refuse an unknown option name, naming
   await s.disconnect();
   await RedisSemaphore.delete(srv.url(), name, { prefix: 'volt-sem-opts' });
 });
+
+test('Semaphore.open and Semaphore.connect: a total that is not a number is a TypeError quoting it', async () => {
+  const typed = (e) => {
+    assert.ok(e instanceof TypeError, String(e));
+    assert.equal(e.code, 'ERR_INVALID_ARG_TYPE');
+    assert.match(e.message, /string '2'/);
+    return true;
+  };
+  const name = fresh('total');
+  assert.throws(() => Semaphore.open(name, '2'), typed);
+  await assert.rejects(Semaphore.connect(srv.url(), name, '2'), typed);
+  assert.throws(() => Semaphore.open(name, 0), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(Semaphore.connect(srv.url(), name, 1.5), { code: 'ERR_OUT_OF_RANGE' });
+});
