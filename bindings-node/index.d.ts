@@ -18,14 +18,19 @@ export interface AcquireOptions {
    * `AbortSignal` (anything else rejects with a `TypeError` whose `code` is
    * `'ERR_INVALID_ARG_TYPE'`). One listener is added per signal however many
    * acquires wait on it, and removed once none does.
+   *
+   * While the acquire waits, the signal keeps the thread alive (as the
+   * `timeout` option's timer does, and although Node unrefs the timer of
+   * `AbortSignal.timeout()`), until it is granted, aborted, timed out,
+   * cancelled or closed: unless the semaphore was `unref()`'d.
    */
   signal?: AbortSignal | null;
   /**
    * Gives up after this many milliseconds (a positive number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
    * partial grant is handed on. The timer keeps the thread alive until then,
-   * unless the semaphore was `unref()`'d (the timer of `AbortSignal.timeout()`,
-   * by Node's design, never keeps a process alive).
+   * unless the semaphore was `unref()`'d (see `signal` for
+   * `AbortSignal.timeout()`).
    *
    * Any other option name rejects with a `TypeError` whose `code` is
    * `'ERR_INVALID_ARG_VALUE'`.
@@ -67,7 +72,10 @@ export interface CancelledError extends Error {
   code: 'ERR_VOLT_CANCELLED';
 }
 
-/** Options of {@link Semaphore.open}. */
+/**
+ * Options of {@link Semaphore.open}. Any other name throws a `TypeError` with
+ * `code === 'ERR_INVALID_ARG_VALUE'` naming it.
+ */
 export interface OpenOptions {
   /** Fail with `ERR_VOLT_EXISTS` if the name exists (default: attach to it). */
   createOnly?: boolean;
@@ -269,15 +277,19 @@ export declare class Semaphore {
   cancel(reason?: unknown): number;
 
   /**
-   * Waiters queued through this object keep their thread alive while the
-   * semaphore is shared (the default; a private semaphore's never do).
+   * Waiters queued through this object keep their thread alive (the
+   * default): on a shared semaphore (share(), Semaphore.open) until served;
+   * on a private one while they can still end by themselves, through their
+   * `signal` or `timeout` (a private waiter with neither, that nobody else
+   * can serve, never does).
    * @returns this
    */
   ref(): this;
 
   /**
    * Waiters queued through this object, now and later, no longer keep their
-   * thread alive, like `timer.unref()`; they are still served.
+   * thread alive, like `timer.unref()` (nor do their `timeout` timers and
+   * signals): the process may exit with them pending. They are still served.
    * @returns this
    */
   unref(): this;
@@ -289,8 +301,46 @@ export declare class Semaphore {
    * Closes the semaphore: pending and future acquires reject with
    * `ERR_VOLT_CLOSED` and `tryAcquire` throws it; `release` still works.
    * Affects every thread attached to it.
+   *
+   * On a named semaphore ({@link Semaphore.open}) it throws a `TypeError`
+   * with `code === 'ERR_INVALID_STATE'` and changes nothing: closing there
+   * closes the name for every process (until it is unlinked), which is not
+   * what "I am done" means. Use `disconnect()` to end this object's use of
+   * it, or `closeForEveryone()`.
    */
   close(): void;
+
+  /**
+   * Closes the semaphore for everyone: every thread and, on a named
+   * semaphore, every process that opened the name, now and later, until the
+   * name is unlinked ({@link Semaphore.unlink}; the next `open` of it creates
+   * a new, open semaphore). Same as `close()` on a local semaphore.
+   */
+  closeForEveryone(): void;
+
+  /**
+   * A named semaphore's: ends this object's use of it. Its queued acquires
+   * reject with `ERR_VOLT_CLOSED`; what was acquired through it (and the
+   * objects `attach()`ed from it) and not released goes back (as far as the
+   * process still holds it); every later acquire or release through it
+   * throws (or rejects with) `ERR_VOLT_CLOSED`. The semaphore stays open for
+   * every other object and process. Idempotent; returns a resolved promise.
+   * The process's record goes when its last object is collected or it exits.
+   * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
+   *   `close()` closes it).
+   */
+  disconnect(): Promise<void>;
+
+  /** `disconnect()`, for `await using` (named semaphores; a local one rejects with `ERR_INVALID_STATE`). */
+  [Symbol.asyncDispose](): Promise<void>;
+
+  /**
+   * What `util.inspect` shows too: for a named semaphore
+   * `Semaphore { name: 'x', totalPermits: 2, session: 'live', available: 2, pending: 0 }`
+   * (`session: 'disconnected'` after `disconnect()`), for a local one
+   * `Semaphore { available: 2, pending: 0 }` (`closed: true` once closed).
+   */
+  toString(): string;
 
   /** Whether `close()` was called (by any thread). */
   readonly closed: boolean;
@@ -334,7 +384,9 @@ export declare class Semaphore {
    *   `kill -9`) or closes its last handle goes back to the others: at once
    *   for another process with a request queued (within its 200 ms liveness
    *   sweep), else at the next acquire that has to wait;
-   * * `close()` closes it for every process; `pendingCount` counts the
+   * * `close()` throws (`ERR_INVALID_STATE`): `disconnect()` ends this
+   *   object's use of it, `closeForEveryone()` closes it for every process
+   *   (reopen it: `Semaphore.unlink(name)`, then `open`); `pendingCount` counts the
    *   requests queued through this object and those `attach()`ed to it, not
    *   those of other `open()`s of the name or of other processes;
    * * every operation is a native call (its state is in shared memory: no JS
@@ -344,6 +396,7 @@ export declare class Semaphore {
    * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
    * @param permits the total, an integer in `1..=MAX_PERMITS`.
    * @throws {TypeError} if `name` is not a string or `options` is malformed.
+   * @throws {TypeError} if `permits` is not a number (the message quotes it).
    * @throws {RangeError} if `permits` or `options.mode` is out of range.
    * @throws {NamedError} see {@link NamedErrorCode}.
    */
@@ -366,7 +419,11 @@ export declare class Semaphore {
   static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
 }
 
-/** Options of {@link Semaphore.connect}; durations in milliseconds. */
+/**
+ * Options of {@link Semaphore.connect} (and {@link RedisSemaphore.delete});
+ * durations in milliseconds. Any other name rejects with a `TypeError` with
+ * `code === 'ERR_INVALID_ARG_VALUE'` naming it.
+ */
 export interface ConnectOptions {
   /**
    * The session lease (default 10000, at least 300): a client not heard of
@@ -408,14 +465,20 @@ export type RedisAcquireOptions = AcquireOptions;
  * `RangeError` with `'ERR_OUT_OF_RANGE'` for counts and `'ERR_VOLT_INVALID_OPTION'`
  * for options out of range; a `TypeError` with `'ERR_INVALID_ARG_TYPE'` for
  * arguments of the wrong type):
- * * `ERR_VOLT_INVALID_URL`: malformed, or not `redis://`, `unix://` (URLs are never shown in errors).
+ * * `ERR_VOLT_INVALID_URL`: malformed, or a scheme other than `redis://`,
+ *   `rediss://`, `unix://`, `redis+sentinel://`: the message says why (the
+ *   scheme, no host, a port or database that is not a number) and shows the
+ *   expected form, `redis://[user:password@]host[:port][/db]` or
+ *   `rediss://…` (URLs are never shown in errors).
  * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, or contains `{` or `}`.
  * * `ERR_VOLT_INVALID_PREFIX`: see {@link ConnectOptions.prefix}.
  * * `ERR_VOLT_AUTH_FAILED`: Redis refused the user or password.
  * * `ERR_VOLT_CONNECTION_FAILED`: Redis unreachable within the connect
  *   timeout, or a connection failed and could not be restored in time.
  * * `ERR_VOLT_MISMATCH`: the semaphore exists with another total (`existing`); nothing changed.
- * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this object's session holds (`held`); nothing released.
+ * * `ERR_VOLT_NOT_HELD`: `release(n)` of more than this object's session
+ *   holds (`held`; "this handle holds": another object of the same process
+ *   holds its own); nothing released.
  * * `ERR_VOLT_LEASE_EXPIRED`: this object's session lease expired (a pause, a
  *   partition): its permits went back to the others, its waiters fail with
  *   this, and releasing those permits reports it and releases nothing.
@@ -554,7 +617,9 @@ export declare class RedisSemaphore {
   /**
    * Takes `n` permits if they are available now and nobody is queued, in any
    * client: resolves to the token, or `null` if they were not taken (compare
-   * with `null`: the token of `n === 0` is 0).
+   * with `null`: the token of `n === 0` is 0). `n === 0` asks Redis whether
+   * the semaphore is closed (`ERR_VOLT_CLOSED`), as local and named
+   * semaphores' `tryAcquire(0)` throw.
    */
   tryAcquire(n?: number): Promise<number | null>;
 
@@ -566,8 +631,23 @@ export declare class RedisSemaphore {
    */
   release(n?: number): Promise<void>;
 
-  /** Closes the semaphore for every client on every host: every queued acquire rejects with `ERR_VOLT_CLOSED`. */
-  close(): Promise<void>;
+  /**
+   * Refused: throws a `TypeError` with `code === 'ERR_INVALID_STATE'` whose
+   * message points at `disconnect()` (end this object's session: the habit of
+   * most client libraries' `close()`) and `closeForEveryone()`. Nothing is
+   * closed.
+   * @deprecated use `disconnect()` or `closeForEveryone()`.
+   */
+  close(): never;
+
+  /**
+   * Closes the semaphore for every client on every host, and for every
+   * later `connect` of the name: every queued acquire rejects with
+   * `ERR_VOLT_CLOSED`. To use the name again, once every session ended
+   * (`disconnect()`, or leases expired), `RedisSemaphore.delete(url, name)`;
+   * the next `connect` creates it afresh.
+   */
+  closeForEveryone(): Promise<void>;
 
   /** The conservation sums (one script, O(queue + sessions)). */
   census(): Promise<RedisCensus>;
@@ -588,6 +668,15 @@ export declare class RedisSemaphore {
 
   /** Ends this object's session (see the class). Idempotent. */
   disconnect(): Promise<void>;
+
+  /**
+   * What `util.inspect` shows too, never the URL:
+   * `RedisSemaphore { name: 'x', totalPermits: 3, session: 'live', held: 1, pending: 0 }`,
+   * where `session` is `'live'`, `'lease lost'` (the next acquire starts a
+   * new one) or `'disconnected'`. A handle nobody references ends its
+   * session when it is garbage-collected (its permits go to the next waiter).
+   */
+  toString(): string;
   [Symbol.asyncDispose](): Promise<void>;
 
   /**
@@ -619,6 +708,22 @@ export declare class RedisSemaphore {
  * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
  * Shareable across workers like a `Semaphore`.
  */
+/**
+ * The shutdown line: installs `SIGINT` and `SIGTERM` listeners that
+ * disconnect every live named and Redis semaphore handle of this thread (so
+ * other clients get their permits now, not at lease expiry, and their queued
+ * requests leave), waiting at most `options.timeout` ms (default 5000) for
+ * Redis, then raise the signal again with its default effect: the process
+ * ends by it, with the conventional exit status (130, 143). If other
+ * listeners of the signal exist (the application's own shutdown), the
+ * process is not killed: they decide. A second signal while disconnecting
+ * ends the process at once. Call it once, in the main thread (signals are
+ * not delivered to workers); later calls only update the timeout.
+ * @returns a function that removes the listeners.
+ * @throws {TypeError} `ERR_INVALID_ARG_VALUE` for an unknown option name.
+ */
+export declare function disconnectOnSignals(options?: { timeout?: number }): () => void;
+
 export declare class Mutex {
   constructor();
   /** Waits for the lock (FIFO); resolves to a function that unlocks it. */

@@ -8,6 +8,7 @@
 // From the module, not the global: test frameworks' fake timers (Jest) replace
 // the globals, and the share() pin timer must stay a real, unref'd one.
 const timers = require('node:timers');
+const { inspect } = require('node:util');
 
 // The addon for this platform (binding.js: a development build, else the
 // volt-sem-<platform> package).
@@ -127,11 +128,50 @@ if (runtime === undefined) {
 const { table, lookup, remove, settle } = runtime;
 
 // A private semaphore's JS object was collected: its waiters can never be
-// served; the addon sweeps them (see js_abandon).
-const abandoned = new FinalizationRegistry((h) => {
+// served; the addon sweeps them (see js_abandon), and whatever keep-alive its
+// waiters still had goes (their records may be gone with it).
+const abandoned = new FinalizationRegistry(({ h, alive }) => {
+  letGoAll(alive);
   const k = native.abandon(h);
   if (k > 0) settle(k);
 });
+
+// ---------------------------------------------------------------------------
+// Keeping the thread alive for a private semaphore's waiters.
+//
+// A waiter on a shared semaphore keeps its thread alive natively (another
+// thread or process may grant it). A waiter on a private one can only be served
+// by this thread, so it keeps the thread alive only while something can still
+// end it by itself: an AbortSignal (its `timeout` option has a timer of its
+// own). Node unrefs the timer of `AbortSignal.timeout()`, so without this the
+// process would exit with the acquire pending (code 13 for an awaited one).
+// One ref'd interval per module instance while any such waiter is pending.
+
+let keepers = 0;
+let keepTimer;
+
+function hold() {
+  if (keepers++ !== 0) return;
+  if (keepTimer === undefined) keepTimer = timers.setInterval(() => {}, 0x7fffffff);
+  else keepTimer.ref();
+}
+
+function unhold(n) {
+  keepers -= n;
+  if (keepers === 0) keepTimer.unref();
+}
+
+/**
+ * `alive`: { n } of one Semaphore object, the keep-alives its waiters hold;
+ * shared with the FinalizationRegistry, which lets go of what is left when the
+ * object is collected (no waiter record may survive to do it).
+ */
+function letGoAll(alive) {
+  if (alive.n === 0) return;
+  const n = alive.n;
+  alive.n = 0;
+  unhold(n);
+}
 
 function closedError() {
   const err = new Error('volt-sem: the semaphore is closed');
@@ -142,6 +182,28 @@ function closedError() {
 function cancelledError() {
   const err = new Error('volt-sem: the acquire was cancelled');
   err.code = 'ERR_VOLT_CANCELLED';
+  return err;
+}
+
+/**
+ * `close()` on a shared handle: it used to close the semaphore for every
+ * process and client, where most client libraries' close() means "this
+ * client is done". A TypeError with Node's `code: 'ERR_INVALID_STATE'`.
+ */
+function sharedCloseError(what) {
+  const err = new TypeError(
+    `volt-sem: close() of ${what} is refused, as it would close the semaphore for every process and client: ` +
+      "use disconnect() to end this handle's session (what it holds goes back, its queued acquires leave), " +
+      'or closeForEveryone() to close the semaphore for everyone',
+  );
+  err.code = 'ERR_INVALID_STATE';
+  return err;
+}
+
+/** An operation on a named semaphore's object after its disconnect(). */
+function handleDisconnectedError() {
+  const err = new Error('volt-sem: this handle of the named semaphore was disconnected (open the name again)');
+  err.code = 'ERR_VOLT_CLOSED';
   return err;
 }
 
@@ -165,11 +227,23 @@ function typeError(message) {
   return err;
 }
 
-function checkCount(n, what) {
+function checkNumber(n, what) {
   if (typeof n !== 'number') {
     const shown = typeof n === 'string' ? `'${n}'` : typeof n === 'bigint' ? `${n}n` : String(n);
     throw typeError(`volt-sem: ${what} must be a number, got ${typeof n} ${shown}`);
   }
+}
+
+/** The total of a named or Redis semaphore: a number (TypeError), in 1..=MAX_PERMITS (RangeError). */
+function checkTotal(permits) {
+  checkNumber(permits, 'permits');
+  if (!Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
+    throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
+  }
+}
+
+function checkCount(n, what) {
+  checkNumber(n, what);
   if (!Number.isInteger(n) || n < 0 || n > MAX_PERMITS) {
     throw rangeError(`volt-sem: ${what} must be an integer in 0..=${MAX_PERMITS}, got ${String(n)}`);
   }
@@ -196,6 +270,10 @@ function checkOptionNames(options, known) {
 }
 
 const ACQUIRE_OPTIONS = ['signal', 'timeout'];
+const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode'];
+const CONNECT_OPTIONS = [
+  'lease', 'prefix', 'connectTimeout', 'commandTimeout', 'cluster', 'tlsCaFile', 'tlsClientCert', 'minReplicasAcked',
+];
 
 // ---------------------------------------------------------------------------
 // AbortSignal handling: a real AbortSignal only (brand-checked through the
@@ -280,10 +358,30 @@ class Waiter {
     this.reject = reject;
     this.onGrant = onGrant; // maps the value at the grant (a Mutex records its holder)
     this.timer = undefined; // the `timeout` option's timer
+    this.alive = undefined; // its semaphore's { n } while this waiter keeps the thread alive
+  }
+
+  /** Takes a keep-alive (see hold()) until this waiter ends or is unref'd. */
+  keep(alive) {
+    if (this.alive !== undefined) return;
+    this.alive = alive;
+    alive.n++;
+    hold();
+  }
+
+  /** Lets go of its keep-alive, if any (once; never twice after letGoAll). */
+  letGo() {
+    const alive = this.alive;
+    if (alive === undefined) return;
+    this.alive = undefined;
+    if (alive.n === 0) return; // let go already, with its collected semaphore
+    alive.n--;
+    unhold(1);
   }
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
+    this.letGo();
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if ((code === GRANTED || code === GRANTED_HELD) && this.onGrant !== undefined) {
       this.value = this.onGrant(this.value);
@@ -322,6 +420,7 @@ class Waiter {
    * cancel completed by handing a partial grant on).
    */
   withdraw() {
+    this.letGo(); // also when its semaphore was collected (then it is not found)
     if (lookup(this.slot) !== this) return -1;
     remove(this);
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
@@ -333,6 +432,7 @@ class Waiter {
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
+const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
 
 /** The promise of an acquire granted at once (after `onGrant`, if any, has run). */
 function granted(value, onGrant) {
@@ -368,6 +468,23 @@ function expirePins() {
   const next = native.expirePins();
   if (next >= 0) armPinTimer(next);
 }
+
+// ---------------------------------------------------------------------------
+// The shared handles of this thread (named and Redis semaphores), for
+// disconnectOnSignals(): weakly held, so a handle nobody references is still
+// collected (which ends its session too).
+
+const liveHandles = new Set();
+let liveSweepAt = 64;
+
+function addLive(sem) {
+  liveHandles.add(new WeakRef(sem));
+  if (liveHandles.size < liveSweepAt) return;
+  for (const r of liveHandles) if (r.deref() === undefined) liveHandles.delete(r);
+  liveSweepAt = Math.max(64, liveHandles.size * 2);
+}
+
+const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 
 // Passed to constructors by attach() only: the next argument is a native handle
 // (Semaphore) or a Semaphore (Mutex, RwLock).
@@ -527,6 +644,10 @@ class Semaphore {
   #ref = true;
   /** Whether it is a named semaphore shared by processes (Semaphore.open). */
   #named = false;
+  /** { n }: keep-alives its waiters hold (see hold()), made with #weak. */
+  #alive = undefined;
+  /** Whether disconnect() ended this named semaphore's object. */
+  #disconnected = false;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -538,6 +659,7 @@ class Semaphore {
       this.#shared = true;
       if (native.total(h) !== null) {
         this.#named = true;
+        addLive(this);
         // Its state is in the shared segment: the JS fast path never applies
         // (native.view would say so), so never ask for the views.
         this.#slow = VIEW_AFTER;
@@ -597,6 +719,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) return Promise.reject(handleDisconnectedError());
     let r;
     try {
       r = native.acquire(this.#h, n); // throws for a named semaphore's failures
@@ -628,11 +751,17 @@ class Semaphore {
     } else {
       if (this.#weak === undefined) {
         this.#weak = new WeakRef(pending);
-        abandoned.register(this, this.#h);
+        this.#alive = { n: 0 };
+        abandoned.register(this, { h: this.#h, alive: this.#alive });
       }
       table[w.slot] = this.#weak;
     }
-    if (signal !== undefined) listen(signal, w);
+    if (signal !== undefined) {
+      listen(signal, w);
+      // Only this thread can grant it: it keeps the thread alive while its
+      // signal may still end it (a shared semaphore's waiters are ref'd natively).
+      if (!this.#shared && this.#ref) w.keep(this.#alive);
+    }
     if (timeout !== undefined) {
       // A real timer (fake timers must not fire it); it keeps the thread alive
       // until the deadline unless this object is unref()'d.
@@ -648,6 +777,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) throw handleDisconnectedError();
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) {
       if (v !== undefined) v.skip = false;
@@ -664,6 +794,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    if (this.#disconnected) throw handleDisconnectedError();
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -786,8 +917,23 @@ class Semaphore {
     if (!this.#ref) {
       this.#ref = true;
       native.setRef(this.#h, true);
+      this.#setRef(true);
     }
     return this;
+  }
+
+  /** Applies ref()/unref() to the waiters already queued through this object. */
+  #setRef(on) {
+    const pending = this.#pending;
+    if (pending === undefined) return;
+    for (const w of pending.values()) {
+      if (w.timer !== undefined) {
+        if (on) w.timer.ref();
+        else w.timer.unref();
+      }
+      if (!on) w.letGo();
+      else if (w.signal !== undefined && !this.#shared) w.keep(this.#alive);
+    }
   }
 
   /**
@@ -798,6 +944,7 @@ class Semaphore {
     if (this.#ref) {
       this.#ref = false;
       native.setRef(this.#h, false);
+      this.#setRef(false);
     }
     return this;
   }
@@ -806,13 +953,72 @@ class Semaphore {
     return this.#ref;
   }
 
+  /**
+   * Closes the semaphore (every thread's waiters reject). Refused on a named
+   * semaphore, where that would close it for every process: see
+   * closeForEveryone() and disconnect().
+   */
   close() {
+    if (this.#named) throw sharedCloseError('a named semaphore (Semaphore.open)');
+    this.closeForEveryone();
+  }
+
+  /** Closes the semaphore for every thread and, if named, every process. */
+  closeForEveryone() {
     const k = native.close(this.#h);
     if (k > 0) settle(k);
   }
 
+  /**
+   * Ends this object's use of a named semaphore: its queued acquires reject
+   * with ERR_VOLT_CLOSED, what was acquired through it (and the objects
+   * attach()ed from it) and not released goes back, and it refuses every
+   * later acquire or release. The semaphore stays open for everyone else.
+   */
+  disconnect() {
+    if (!this.#named) {
+      const err = new TypeError('volt-sem: disconnect() is for a named semaphore (Semaphore.open); close() closes a local one');
+      err.code = 'ERR_INVALID_STATE';
+      throw err;
+    }
+    if (this.#disconnected) return RESOLVED;
+    this.cancel(handleDisconnectedError());
+    this.#disconnected = true;
+    const h = this.#h;
+    // What this handle holds, as far as the process still holds it (a
+    // release through another handle of the process may have returned it).
+    const n = Math.min(native.held(h), native.processHeld(h) ?? 0);
+    if (n > 0) {
+      const k = native.release(h, n);
+      if (k > 0) settle(k);
+    }
+    return RESOLVED;
+  }
+
+  [asyncDispose]() {
+    try {
+      return this.disconnect();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   get closed() {
     return native.isClosed(this.#h);
+  }
+
+  // A named one says whether this object's session is live (disconnect()
+  // ends it), as RedisSemaphore does.
+  [INSPECT]() {
+    const closed = this.closed ? ', closed: true' : '';
+    const counts = `available: ${this.availablePermits}, pending: ${this.pendingCount}${closed}`;
+    if (!this.#named) return `Semaphore { ${counts} }`;
+    const session = this.#disconnected ? 'disconnected' : 'live';
+    return `Semaphore { name: ${inspect(this.name)}, totalPermits: ${this.totalPermits}, session: '${session}', ${counts} }`;
+  }
+
+  toString() {
+    return this[INSPECT]();
   }
 
   async runExclusive(fn, n = 1, options) {
@@ -847,13 +1053,12 @@ class Semaphore {
    */
   static open(name, permits, options) {
     checkName(name, 'open');
-    if (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS) {
-      throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
-    }
+    checkTotal(permits);
     let flags = 0;
     let mode = 0o600;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.open() options must be an object');
+      checkOptionNames(options, OPEN_OPTIONS);
       const { createOnly = false, attachOnly = false } = options;
       if (typeof createOnly !== 'boolean' || typeof attachOnly !== 'boolean') {
         throw typeError('volt-sem: options.createOnly and options.attachOnly must be booleans');
@@ -1151,7 +1356,47 @@ function checkMs(v, what, dflt) {
   return v;
 }
 
-const asyncDispose = Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose');
+const URL_FORM = 'redis://[user:password@]host[:port][/db], or rediss://… for TLS';
+const URL_SCHEMES = ['redis:', 'rediss:', 'redis+unix:', 'unix:', 'redis+sentinel:', 'rediss+sentinel:'];
+
+/**
+ * Why the Redis client refused `url` (one seed of a cluster's list), as far
+ * as a URL parse tells: the backend only says that it did. Never quotes the
+ * URL itself (it may carry a password).
+ */
+function urlProblem(url) {
+  let u;
+  try {
+    u = new URL(url);
+  } catch {
+    return 'it does not parse as a URL (a port that is not a number, a space, no scheme?)';
+  }
+  if (!URL_SCHEMES.includes(u.protocol)) {
+    const shown = /^[a-z][a-z0-9+.-]{0,20}:$/i.test(u.protocol) ? `'${u.protocol}'` : 'of this URL';
+    return `unsupported scheme ${shown}`;
+  }
+  if (u.protocol === 'unix:' || u.protocol === 'redis+unix:') return 'the Redis client refused this socket path';
+  if (u.hostname === '') return 'no host';
+  const db = u.pathname.replace(/^\//, '');
+  if (db !== '' && !/^[0-9]+$/.test(db)) return 'the database after the host must be a number';
+  return 'the Redis client refused it';
+}
+
+/** The connect error for an invalid URL, saying why and the expected form. */
+function explainUrl(err, url, cluster) {
+  if (err?.code !== 'ERR_VOLT_INVALID_URL') return err;
+  const urls = cluster ? url.split(',').map((x) => x.trim()) : [url];
+  let why = 'the Redis client refused it';
+  for (const one of urls) {
+    const p = urlProblem(one);
+    if (p !== 'the Redis client refused it') {
+      why = urls.length > 1 ? `a seed URL: ${p}` : p;
+      break;
+    }
+  }
+  err.message = `volt-sem (Redis): invalid Redis URL (${why}); expected ${URL_FORM}`;
+  return err;
+}
 
 /**
  * A semaphore stored in Redis, shared by every client on every host that
@@ -1182,9 +1427,7 @@ class RedisSemaphore {
     try {
       if (typeof url !== 'string') throw typeError('volt-sem: Semaphore.connect() needs a URL string');
       checkName(name, 'connect');
-      if (permits !== DELETE && (typeof permits !== 'number' || !Number.isInteger(permits) || permits < 1 || permits > MAX_PERMITS)) {
-        throw rangeError(`volt-sem: permits must be an integer in 1..=${MAX_PERMITS}, got ${String(permits)}`);
-      }
+      if (permits !== DELETE) checkTotal(permits);
       let lease = 10_000;
       let prefix = 'volt-sem';
       let connectTimeout = 5_000;
@@ -1194,6 +1437,7 @@ class RedisSemaphore {
       const security = [null, null, null, 0, 0];
       if (options !== undefined && options !== null) {
         if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.connect() options must be an object');
+        checkOptionNames(options, CONNECT_OPTIONS);
         lease = checkMs(options.lease, 'lease', lease);
         connectTimeout = checkMs(options.connectTimeout, 'connectTimeout', connectTimeout);
         commandTimeout = checkMs(options.commandTimeout, 'commandTimeout', commandTimeout);
@@ -1267,7 +1511,7 @@ class RedisSemaphore {
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(e);
+          reject(explainUrl(e, url, cluster));
         },
       });
     });
@@ -1287,11 +1531,12 @@ class RedisSemaphore {
         kind: 'connect',
         resolve: (vals) => {
           this.#total = vals[0];
+          addLive(this);
           resolve(this);
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(e);
+          reject(explainUrl(e, url, cluster));
         },
       });
     });
@@ -1442,6 +1687,10 @@ class RedisSemaphore {
     } catch (e) {
       return Promise.reject(e);
     }
+    // Zero permits never wait: an acquire(0), which asks Redis, so a closed
+    // semaphore refuses it as the local and named ones do (the backend's
+    // try_acquire(0) answers without asking).
+    if (n === 0) return this.#acquire(0).then((vals) => vals[0]);
     return this.#op('try', (id) => native.redisTryAcquire(this.#h, id, n)).then((v) => (v === null ? null : v[0]));
   }
 
@@ -1455,8 +1704,17 @@ class RedisSemaphore {
     return this.#op('release', (id) => native.redisRelease(this.#h, id, n)).then(() => undefined);
   }
 
-  /** Closes the semaphore for every client on every host. */
+  /**
+   * Refused (a TypeError, ERR_INVALID_STATE): close() is the habit for "this
+   * client is done", and would close the semaphore for every client and every
+   * later deploy. See disconnect() and closeForEveryone().
+   */
   close() {
+    throw sharedCloseError('a Redis semaphore (Semaphore.connect)');
+  }
+
+  /** Closes the semaphore for every client on every host. */
+  closeForEveryone() {
     return this.#op('close', (id) => native.redisClose(this.#h, id)).then(() => undefined);
   }
 
@@ -1572,9 +1830,23 @@ class RedisSemaphore {
     return this.#ref;
   }
 
+  /** 'live', 'lease lost' (the next acquire starts a new session) or 'disconnected'. */
+  #session() {
+    if (this.#stopped) return 'disconnected';
+    return this.#lease.controller.signal.aborted ? 'lease lost' : 'live';
+  }
+
   // Never the URL (it may carry a password).
-  [Symbol.for('nodejs.util.inspect.custom')]() {
-    return `RedisSemaphore { name: ${JSON.stringify(this.#name)}, totalPermits: ${this.#total}, pending: ${this.pendingCount} }`;
+  [INSPECT]() {
+    const closed = this.closed ? ', closed: true' : '';
+    return (
+      `RedisSemaphore { name: ${inspect(this.#name)}, totalPermits: ${this.#total}, session: '${this.#session()}', ` +
+      `held: ${this.heldPermits}, pending: ${this.pendingCount}${closed} }`
+    );
+  }
+
+  toString() {
+    return this[INSPECT]();
   }
 
   toJSON() {
@@ -1582,4 +1854,92 @@ class RedisSemaphore {
   }
 }
 
-module.exports = { Semaphore, Mutex, RwLock, RedisSemaphore, MAX_PERMITS };
+// ---------------------------------------------------------------------------
+// disconnectOnSignals(): on SIGINT/SIGTERM, end every shared handle's session
+// of this thread before the process goes, so that other clients get its
+// permits (and its queued requests leave) now instead of at lease expiry.
+
+const SIGNALS = ['SIGINT', 'SIGTERM'];
+let signalState; // { signals, ms, handler } while installed
+
+/** Disconnects every live shared handle of this thread; resolves when all settled. */
+function disconnectAll() {
+  const all = [];
+  for (const r of liveHandles) {
+    const sem = r.deref();
+    liveHandles.delete(r);
+    if (sem === undefined) continue;
+    try {
+      all.push(Promise.resolve(sem.disconnect()).catch(() => {}));
+    } catch {
+      // a handle that cannot be disconnected any more: nothing to end
+    }
+  }
+  return Promise.all(all);
+}
+
+function onShutdownSignal(signal) {
+  const state = signalState;
+  if (state === undefined) return;
+  // Another listener of the signal (the user's own shutdown) decides whether
+  // and when the process ends: only disconnect.
+  const mine = state.handlers.get(signal);
+  const others = process.listeners(signal).some((l) => l !== mine);
+  const reraise = () => {
+    if (others) return;
+    uninstallSignals();
+    // With no listener left the signal has its default effect: the process
+    // ends by it (exit status 128 + its number in a shell), as without us.
+    process.kill(process.pid, signal);
+  };
+  if (state.stopping) {
+    reraise(); // a second Ctrl-C while disconnecting: go now
+    return;
+  }
+  state.stopping = true;
+  let timer;
+  const bound = new Promise((resolve) => {
+    timer = timers.setTimeout(resolve, state.ms);
+    timer.unref();
+  });
+  Promise.race([disconnectAll(), bound]).then(() => {
+    timers.clearTimeout(timer);
+    state.stopping = false;
+    reraise();
+  });
+}
+
+function uninstallSignals() {
+  const state = signalState;
+  if (state === undefined) return;
+  signalState = undefined;
+  for (const [signal, handler] of state.handlers) process.removeListener(signal, handler);
+}
+
+/**
+ * Installs SIGINT and SIGTERM listeners that disconnect every live named and
+ * Redis semaphore handle of this thread, then raise the signal again with its
+ * default effect (the process ends by it) unless other listeners of it exist.
+ * Returns a function that removes them. Idempotent.
+ */
+function disconnectOnSignals(options) {
+  let ms = 5_000;
+  if (options !== undefined && options !== null) {
+    checkOptionNames(options, ['timeout']);
+    ms = checkMs(options.timeout, 'timeout', ms);
+  }
+  if (signalState === undefined) {
+    const handlers = new Map();
+    for (const signal of SIGNALS) {
+      const handler = () => onShutdownSignal(signal);
+      handlers.set(signal, handler);
+      process.on(signal, handler);
+    }
+    signalState = { handlers, ms, stopping: false };
+  } else {
+    signalState.ms = ms;
+  }
+  return uninstallSignals;
+}
+
+module.exports = { Semaphore, Mutex, RwLock, RedisSemaphore, MAX_PERMITS, disconnectOnSignals };

@@ -602,7 +602,19 @@ fn string(env: RawEnv, s: &str) -> RawValue {
 fn js_error(env: RawEnv, e: &Error) -> RawValue {
     let (code, range) = code_of(e);
     let js_code = string(env, code);
-    let js_msg = string(env, &format!("volt-sem (Redis): {e}"));
+    let js_msg = match e {
+        // The backend's text speaks of a process (as for a named semaphore,
+        // whose permits are the process's); here they are the handle's own
+        // session's: another RedisSemaphore object of this process holds its own.
+        Error::NotHeld { held } => string(
+            env,
+            &format!(
+                "volt-sem (Redis): released more permits than this handle holds ({held}); \
+                 permits are released through the RedisSemaphore object that acquired them"
+            ),
+        ),
+        _ => string(env, &format!("volt-sem (Redis): {e}")),
+    };
     let mut err = ptr::null_mut();
     // SAFETY: plain value creation on the JS thread.
     unsafe {

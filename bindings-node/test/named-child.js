@@ -50,7 +50,7 @@ process.on('message', (m) => {
         send({ ev: 'state', id: m.id, available: sem.availablePermits, held: sem.heldPermits, closed: sem.closed });
         break;
       case 'close':
-        sem.close();
+        sem.closeForEveryone();
         send({ ev: 'closed', id: m.id });
         break;
       case 'exit':

@@ -135,8 +135,12 @@ test('bad input: names, permits and options get typed errors, nothing is created
     assert.throws(() => Semaphore.unlink(bad), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE');
   }
   const name = fresh('bad');
-  for (const bad of [0, -1, 1.5, NaN, '3', undefined, MAX_PERMITS + 1]) {
+  for (const bad of [0, -1, 1.5, NaN, MAX_PERMITS + 1]) {
     assert.throws(() => Semaphore.open(name, bad), (e) => e instanceof RangeError && e.code === 'ERR_OUT_OF_RANGE', String(bad));
+  }
+  // Not a number at all: a TypeError, as for acquire('2') (issue 27).
+  for (const bad of ['3', undefined]) {
+    assert.throws(() => Semaphore.open(name, bad), (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE', String(bad));
   }
   assert.throws(() => Semaphore.open(name, 1, { createOnly: true, attachOnly: true }), TypeError);
   assert.throws(() => Semaphore.open(name, 1, { createOnly: 'yes' }), TypeError);
@@ -292,7 +296,7 @@ test('the waiter queue is bounded: the request past the last slot gets ERR_VOLT_
   assert.equal(s.availablePermits, 1);
 });
 
-test('close() in one process rejects the waiters of another, and later acquires', T, async () => {
+test('closeForEveryone() in one process rejects the waiters of another, and later acquires', T, async () => {
   const name = fresh('close');
   const s = Semaphore.open(name, 2);
   assert.equal(s.tryAcquire(2), true);
@@ -301,7 +305,7 @@ test('close() in one process rejects the waiters of another, and later acquires'
     await c.open(name, 2);
     const r = c.call({ op: 'acquire', n: 1 }, 'error');
     await c.next((m) => m.ev === 'queued');
-    s.close();
+    s.closeForEveryone();
     assert.equal((await r).code, 'ERR_VOLT_CLOSED');
     assert.equal(s.closed, true);
     await assert.rejects(s.acquire(1), code('ERR_VOLT_CLOSED'));

@@ -163,7 +163,7 @@ test('an aborted or timed-out waiter hands its partial grant on', async () => {
   await b.disconnect();
 });
 
-test('close() fails the waiters of every handle, in this thread and in a worker', async () => {
+test('closeForEveryone() fails the waiters of every handle, in this thread and in a worker', async () => {
   const a = await Semaphore.connect(srv.url(), 'close', 1);
   await a.acquire(1);
   const b = await Semaphore.connect(srv.url(), 'close', 1);
@@ -180,7 +180,7 @@ test('close() fails the waiters of every handle, in this thread and in a worker'
   );
   await nextMessage(w, (m) => m === 'connected');
   await eventually('both queued', async () => (await a.census()).queued === 2);
-  await a.close();
+  await a.closeForEveryone();
   assert.equal((await mine).code, 'ERR_VOLT_CLOSED');
   assert.equal(await nextMessage(w, (m) => m !== 'connected'), 'ERR_VOLT_CLOSED');
   assert.equal(await exited(w), 0);

@@ -13,6 +13,7 @@ import {
   type ConnectOptions,
   type RedisError,
   type RedisCensus,
+  disconnectOnSignals,
 } from 'volt-sem';
 
 async function main(): Promise<void> {
@@ -80,8 +81,16 @@ async function main(): Promise<void> {
   }
   await remote.runExclusive(async (t: number) => t + 1, 1);
   void [token, maybe, census.lastToken, remote.totalPermits, remote.heldPermits, remote.closed];
-  await remote.close();
+  await remote.closeForEveryone();
   await remote.disconnect();
+  const undo: () => void = disconnectOnSignals({ timeout: 2000 });
+  undo();
+  // @ts-expect-error: no such option
+  disconnectOnSignals({ timout: 1 });
+  const n2 = Semaphore.open('usage-cts-2', 1);
+  n2.closeForEveryone();
+  await n2.disconnect();
+  await n2[Symbol.asyncDispose]();
   // @ts-expect-error: connect() resolves, it does not return the object
   const wrong: RedisSemaphore = Semaphore.connect('redis://x', 'n', 1);
   void wrong;

@@ -1,5 +1,5 @@
 // Type-checked by test/types.test.js (tsc --noEmit): the ESM entry.
-import volt, { Semaphore, RedisSemaphore, type Releaser } from 'volt-sem';
+import volt, { Semaphore, RedisSemaphore, disconnectOnSignals, type Releaser } from 'volt-sem';
 
 const s: Semaphore = new volt.Semaphore(1);
 const r: Releaser = await s.acquirePermit();
@@ -12,3 +12,5 @@ void named;
 const same: boolean = volt.RedisSemaphore === RedisSemaphore;
 const connecting: Promise<RedisSemaphore> = Semaphore.connect('redis://127.0.0.1:6379', 'usage-mts', 1);
 void [same, connecting];
+const remove: () => void = disconnectOnSignals();
+remove();

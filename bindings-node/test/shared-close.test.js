@@ -1,0 +1,146 @@
+'use strict';
+// Closing for everyone has a name nobody types by habit (issue 27): on a
+// shared handle (Semaphore.open, Semaphore.connect) `close()` - "I am done"
+// in most client libraries - closed the limit for every process and every
+// later deploy. Now it throws a TypeError that points at `disconnect()` (end
+// this handle's session) and `closeForEveryone()`, and changes nothing; the
+// local semaphore keeps `close()`. A real redis-server, real shared memory,
+// a second process for the named semaphore.
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { execFile } = require('node:child_process');
+const { Semaphore, RedisSemaphore, Mutex } = require('..');
+const { RedisServer, sleep } = require('./redis-server.js');
+const { PKG } = require('./helpers');
+
+let srv;
+before(async () => {
+  srv = await RedisServer.start();
+});
+after(async () => {
+  await srv?.close();
+});
+
+let seq = 0;
+const made = [];
+function fresh(tag) {
+  const name = `node-test-${process.pid}-${tag}-${seq++}`;
+  made.push(name);
+  return name;
+}
+after(() => {
+  for (const name of made) {
+    try {
+      Semaphore.unlink(name);
+    } catch {
+      // a Redis name, or unlinked already
+    }
+  }
+});
+
+function refused(e) {
+  assert.ok(e instanceof TypeError, String(e));
+  assert.equal(e.code, 'ERR_INVALID_STATE');
+  assert.match(e.message, /disconnect\(\)/);
+  assert.match(e.message, /closeForEveryone\(\)/);
+  return true;
+}
+
+/** Whether another process can take `n` permits of the named semaphore now. */
+function otherProcessTakes(name, permits, n) {
+  const script = `const { Semaphore } = require(${JSON.stringify(PKG)});
+const s = Semaphore.open(${JSON.stringify(name)}, ${permits}, { attachOnly: true });
+let r; try { r = String(s.tryAcquire(${n})); } catch (e) { r = e.code; }
+if (r === 'true') s.release(${n});
+console.log(r);`;
+  return new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', script], { timeout: 30_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.trim()),
+    );
+  });
+}
+
+test('Redis: close() throws and closes nothing; closeForEveryone() closes; delete() lets the name be used again', async () => {
+  const name = fresh('rclose');
+  const a = await Semaphore.connect(srv.url(), name, 1);
+  const b = await Semaphore.connect(srv.url(), name, 1);
+  assert.throws(() => a.close(), refused);
+  assert.equal((await a.census()).closed, false, 'still open for everyone');
+  await a.acquire(1);
+  const waiting = b.acquire(1).catch((e) => e);
+  await sleep(100);
+  await a.closeForEveryone();
+  assert.equal((await waiting).code, 'ERR_VOLT_CLOSED');
+  await assert.rejects(b.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+  await a.release(1);
+  // Reopening: every session ended, then delete the name; connect creates it afresh.
+  await a.disconnect();
+  await b[Symbol.asyncDispose]();
+  await RedisSemaphore.delete(srv.url(), name);
+  const c = await Semaphore.connect(srv.url(), name, 1);
+  assert.equal(await c.acquire(1) > 0, true);
+  await c.release(1);
+  await c.disconnect();
+  await RedisSemaphore.delete(srv.url(), name);
+});
+
+test('named: close() throws and closes nothing; closeForEveryone() closes; unlink() lets the name be used again', async () => {
+  const name = fresh('nclose');
+  const a = Semaphore.open(name, 2);
+  assert.throws(() => a.close(), refused);
+  assert.equal(a.closed, false);
+  assert.equal(await otherProcessTakes(name, 2, 1), 'true', 'still open for another process');
+  const b = Semaphore.open(name, 2);
+  assert.equal(a.tryAcquire(2), true);
+  const waiting = b.acquire(1).catch((e) => e);
+  a.closeForEveryone();
+  assert.equal((await waiting).code, 'ERR_VOLT_CLOSED');
+  assert.equal(await otherProcessTakes(name, 2, 1), 'ERR_VOLT_CLOSED', 'closed for the other process too');
+  a.release(2);
+  // Reopening: unlink the name; the next open creates a new semaphore.
+  Semaphore.unlink(name);
+  const c = Semaphore.open(name, 2, { createOnly: true });
+  assert.equal(c.closed, false);
+  assert.equal(c.tryAcquire(2), true);
+  c.release(2);
+});
+
+test('named: disconnect() ends this handle only: its waiters reject, what it holds goes back', async () => {
+  const name = fresh('ndisc');
+  const a = Semaphore.open(name, 3);
+  const b = Semaphore.open(name, 3);
+  assert.equal(typeof a.disconnect, 'function');
+  await a.acquire(2);
+  assert.equal(b.tryAcquire(1), true); // b holds 1, a holds 2: none left
+  const mine = a.acquire(1).catch((e) => e);
+  const theirs = b.acquire(2);
+  await a.disconnect();
+  assert.equal((await mine).code, 'ERR_VOLT_CLOSED', "a's queued acquire rejects");
+  await theirs; // a's 2 permits went back, to b's waiter
+  assert.equal(b.closed, false, 'not closed for anyone');
+  await assert.rejects(a.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+  assert.throws(() => a.tryAcquire(1), { code: 'ERR_VOLT_CLOSED' });
+  assert.throws(() => a.release(1), { code: 'ERR_VOLT_CLOSED' });
+  await a.disconnect(); // idempotent
+  b.release(3);
+  assert.equal(await otherProcessTakes(name, 3, 3), 'true', 'every permit back');
+  // Symbol.asyncDispose (await using) disconnects too.
+  const c = Semaphore.open(name, 3);
+  await c.acquire(1);
+  await c[Symbol.asyncDispose]();
+  assert.equal(await otherProcessTakes(name, 3, 3), 'true');
+});
+
+test('a local semaphore keeps close(); disconnect() there is a TypeError', async () => {
+  const s = new Semaphore(1);
+  const p = s.acquire(2).catch((e) => e);
+  s.close();
+  assert.equal((await p).code, 'ERR_VOLT_CLOSED');
+  assert.throws(() => s.disconnect(), { name: 'TypeError', code: 'ERR_INVALID_STATE' });
+  const t = new Semaphore(1);
+  t.closeForEveryone();
+  assert.equal(t.closed, true);
+  const m = new Mutex();
+  m.close();
+  await assert.rejects(m.acquire(), { code: 'ERR_VOLT_CLOSED' });
+});
