@@ -1356,48 +1356,6 @@ function checkMs(v, what, dflt) {
   return v;
 }
 
-const URL_FORM = 'redis://[user:password@]host[:port][/db], or rediss://… for TLS';
-const URL_SCHEMES = ['redis:', 'rediss:', 'redis+unix:', 'unix:', 'redis+sentinel:', 'rediss+sentinel:'];
-
-/**
- * Why the Redis client refused `url` (one seed of a cluster's list), as far
- * as a URL parse tells: the backend only says that it did. Never quotes the
- * URL itself (it may carry a password).
- */
-function urlProblem(url) {
-  let u;
-  try {
-    u = new URL(url);
-  } catch {
-    return 'it does not parse as a URL (a port that is not a number, a space, no scheme?)';
-  }
-  if (!URL_SCHEMES.includes(u.protocol)) {
-    const shown = /^[a-z][a-z0-9+.-]{0,20}:$/i.test(u.protocol) ? `'${u.protocol}'` : 'of this URL';
-    return `unsupported scheme ${shown}`;
-  }
-  if (u.protocol === 'unix:' || u.protocol === 'redis+unix:') return 'the Redis client refused this socket path';
-  if (u.hostname === '') return 'no host';
-  const db = u.pathname.replace(/^\//, '');
-  if (db !== '' && !/^[0-9]+$/.test(db)) return 'the database after the host must be a number';
-  return 'the Redis client refused it';
-}
-
-/** The connect error for an invalid URL, saying why and the expected form. */
-function explainUrl(err, url, cluster) {
-  if (err?.code !== 'ERR_VOLT_INVALID_URL') return err;
-  const urls = cluster ? url.split(',').map((x) => x.trim()) : [url];
-  let why = 'the Redis client refused it';
-  for (const one of urls) {
-    const p = urlProblem(one);
-    if (p !== 'the Redis client refused it') {
-      why = urls.length > 1 ? `a seed URL: ${p}` : p;
-      break;
-    }
-  }
-  err.message = `volt-sem (Redis): invalid Redis URL (${why}); expected ${URL_FORM}`;
-  return err;
-}
-
 /**
  * A semaphore stored in Redis, shared by every client on every host that
  * connects to the same Redis, prefix and name (see index.d.ts and the
@@ -1511,7 +1469,7 @@ class RedisSemaphore {
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(explainUrl(e, url, cluster));
+          reject(e);
         },
       });
     });
@@ -1536,7 +1494,7 @@ class RedisSemaphore {
         },
         reject: (e) => {
           this.#stopped = true;
-          reject(explainUrl(e, url, cluster));
+          reject(e);
         },
       });
     });

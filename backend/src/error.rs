@@ -81,8 +81,9 @@ pub enum Error {
     Unsupported,
     /// Another OS error (an `errno` value).
     Os(i32),
-    /// Redis: the URL is malformed or of an unsupported scheme.
-    InvalidUrl,
+    /// Redis: the URL is malformed or of an unsupported scheme; the text
+    /// says why (never the URL itself) and shows the expected form.
+    InvalidUrl(&'static str),
     /// Redis: the key prefix is empty, too long, or contains `{` or `}`.
     InvalidPrefix,
     /// Redis: an option is out of range (the text says which).
@@ -159,7 +160,7 @@ impl Error {
             Error::Forked => "FORKED",
             Error::Unsupported => "UNSUPPORTED",
             Error::Os(_) => "OS_ERROR",
-            Error::InvalidUrl => "INVALID_URL",
+            Error::InvalidUrl(_) => "INVALID_URL",
             Error::InvalidPrefix => "INVALID_PREFIX",
             Error::InvalidOption(_) => "INVALID_OPTION",
             Error::Auth => "AUTH_FAILED",
@@ -177,6 +178,13 @@ impl Error {
     }
 }
 
+/// The URL forms an [`Error::InvalidUrl`] message shows (only the Redis
+/// backend makes that error).
+#[cfg(feature = "redis")]
+use volt_sem_redis::URL_FORM;
+#[cfg(not(feature = "redis"))]
+const URL_FORM: &str = "redis://[user:password@]host[:port][/db]";
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -188,7 +196,7 @@ impl fmt::Display for Error {
                 f,
                 "release would raise the available permits above the maximum ({unreleased} not released)"
             ),
-            Error::InvalidUrl => f.write_str("invalid Redis URL"),
+            Error::InvalidUrl(why) => write!(f, "invalid Redis URL ({why}); expected {URL_FORM}"),
             Error::InvalidPrefix => {
                 f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
             }
@@ -214,7 +222,17 @@ impl fmt::Display for Error {
                 f,
                 "only {acked} of {wanted} replicas acknowledged the write in time; the session was given up"
             ),
-            // Every shared-only variant reads as the shm crate's own message.
+            // Both shared backends make these two; their units differ.
+            Error::NotHeld { held } => write!(
+                f,
+                "released more permits than held ({held}; a named semaphore counts this \
+                 process's, a Redis one this handle's); nothing was released"
+            ),
+            Error::Forked => f.write_str(
+                "a handle opened before fork() was used in the child: open the named \
+                 semaphore, or connect to Redis, again in the child",
+            ),
+            // Every other shared-only variant reads as the shm crate's own message.
             e => match ShmError::try_from(e.clone()) {
                 Ok(shm) => fmt::Display::fmt(&shm, f),
                 Err(()) => f.write_str(e.code()),
@@ -284,7 +302,7 @@ impl TryFrom<Error> for ShmError {
             Error::Forked => ShmError::Forked,
             Error::Unsupported => ShmError::Unsupported,
             Error::Os(errno) => ShmError::Os(errno),
-            Error::InvalidUrl
+            Error::InvalidUrl(_)
             | Error::InvalidPrefix
             | Error::InvalidOption(_)
             | Error::Auth
@@ -345,7 +363,7 @@ impl From<volt_sem_redis::Error> for Error {
     fn from(e: volt_sem_redis::Error) -> Self {
         use volt_sem_redis::Error as R;
         match e {
-            R::InvalidUrl => Error::InvalidUrl,
+            R::InvalidUrl(why) => Error::InvalidUrl(why),
             R::InvalidName => Error::InvalidName,
             R::InvalidPrefix => Error::InvalidPrefix,
             R::InvalidPermits => Error::InvalidPermits,

@@ -342,7 +342,7 @@ fn codes_are_distinct_and_messages_nonempty() {
         Error::Forked,
         Error::Unsupported,
         Error::Os(5),
-        Error::InvalidUrl,
+        Error::InvalidUrl("no host"),
         Error::InvalidPrefix,
         Error::InvalidOption("lease"),
         Error::Auth,

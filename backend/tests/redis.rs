@@ -253,7 +253,18 @@ fn connect_errors_are_typed_and_never_show_the_password() {
             .unwrap_err()
     };
     let url = s.url();
-    assert_eq!(bad("http://x", "n", 1), Error::InvalidUrl);
+    // The text says why and shows the expected form, never the URL.
+    let e = bad("http://user:s3cret-pw@x", "n", 1);
+    assert!(matches!(e, Error::InvalidUrl(_)), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("unsupported scheme"), "{text}");
+    assert!(
+        text.contains("redis://[user:password@]host[:port][/db]"),
+        "{text}"
+    );
+    assert!(!text.contains("s3cret-pw"), "{text}");
+    let text = bad("redis://127.0.0.1:notaport", "n", 1).to_string();
+    assert!(text.contains("the port must be a number"), "{text}");
     assert_eq!(bad(&url, "", 1), Error::InvalidName);
     assert_eq!(bad(&url, &"x".repeat(1025), 1), Error::InvalidName);
     assert_eq!(bad(&url, "n", 0), Error::InvalidPermits);
@@ -269,7 +280,7 @@ fn connect_errors_are_typed_and_never_show_the_password() {
         Error::Auth,
         Error::LeaseExpired,
         Error::StateLost,
-        Error::InvalidUrl,
+        Error::InvalidUrl("no host"),
     ] {
         assert!(!e.to_string().is_empty() && !e.code().is_empty());
     }

@@ -570,7 +570,7 @@ fn code_of(e: &Error) -> (&'static str, bool) {
         Error::TimedOut => ("ERR_VOLT_TIMED_OUT", false),
         Error::InvalidName => ("ERR_VOLT_INVALID_NAME", false),
         Error::NotHeld { .. } => ("ERR_VOLT_NOT_HELD", false),
-        Error::InvalidUrl => ("ERR_VOLT_INVALID_URL", false),
+        Error::InvalidUrl(_) => ("ERR_VOLT_INVALID_URL", false),
         Error::InvalidPrefix => ("ERR_VOLT_INVALID_PREFIX", false),
         Error::Auth => ("ERR_VOLT_AUTH_FAILED", false),
         Error::Connection(_) => ("ERR_VOLT_CONNECTION_FAILED", false),

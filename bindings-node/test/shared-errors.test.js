@@ -115,10 +115,10 @@ test("Redis NOT_HELD says what this handle holds, not the process", async () => 
 
 test('an invalid Redis URL says why and shows the expected form', async () => {
   const cases = [
-    ['http://127.0.0.1:6379', /unsupported scheme 'http:'/],
-    ['localhost:6379', /unsupported scheme 'localhost:'/],
+    ['http://127.0.0.1:6379', /unsupported scheme/],
+    ['localhost:6379', /no scheme/],
     ['redis://', /no host/],
-    ['redis://127.0.0.1:port', /does not parse as a URL/],
+    ['redis://127.0.0.1:port', /port must be a number/],
     ['redis://127.0.0.1/db1', /database .* must be a number/],
   ];
   for (const [url, why] of cases) {

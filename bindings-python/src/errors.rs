@@ -134,7 +134,7 @@ pub(crate) fn backend_error(e: Error) -> PyErr {
         Error::InCallback => PyRuntimeError::new_err(msg),
         Error::Unsupported => PyNotImplementedError::new_err(msg),
         Error::Os(errno) => PyOSError::new_err((errno, msg)),
-        e @ (Error::InvalidUrl
+        e @ (Error::InvalidUrl(_)
         | Error::InvalidPrefix
         | Error::InvalidOption(_)
         | Error::Auth
@@ -161,7 +161,7 @@ static REDIS_ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 /// puts a password (or the URL) in them.
 fn redis_error(py: Python<'_>, e: Error) -> PyErr {
     let (class, code) = match &e {
-        Error::InvalidUrl => ("InvalidUrlError", e.code()),
+        Error::InvalidUrl(_) => ("InvalidUrlError", e.code()),
         Error::InvalidPrefix | Error::InvalidOption(_) => {
             return PyValueError::new_err(e.to_string())
         }

@@ -464,7 +464,7 @@ fn status_of(e: Error) -> volt_status {
         Error::Forked => VOLT_FORKED,
         Error::Unsupported => VOLT_UNSUPPORTED,
         Error::Corrupt => VOLT_CORRUPT,
-        Error::InvalidUrl => VOLT_INVALID_URL,
+        Error::InvalidUrl(_) => VOLT_INVALID_URL,
         Error::InvalidPrefix => VOLT_INVALID_PREFIX,
         Error::InvalidOption(_) => VOLT_INVALID_OPTION,
         Error::Auth => VOLT_AUTH_FAILED,
@@ -515,7 +515,7 @@ fn set_last_error(message: impl FnOnce() -> String) {
 fn remember(e: &Error) {
     let detailed = matches!(
         e,
-        Error::InvalidUrl
+        Error::InvalidUrl(_)
             | Error::InvalidPrefix
             | Error::InvalidOption(_)
             | Error::Auth

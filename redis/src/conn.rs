@@ -181,7 +181,7 @@ fn tls_scheme(url: &str) -> bool {
 impl Client {
     /// `url`, or with `cluster`, comma-separated seed node URLs.
     ///
-    /// `Err(Error::InvalidUrl)` for a malformed or unsupported URL,
+    /// `Err(Error::InvalidUrl(why))` for a malformed or unsupported URL,
     /// `Err(Error::Tls)` for unreadable or malformed certificate files,
     /// `Err(Error::InvalidOption)` for options the URL cannot take.
     pub(crate) fn open(url: &str, opts: &ConnectOptions) -> Result<Client, Error> {
@@ -199,12 +199,10 @@ impl Client {
         // Certificates that do not parse are a TLS error, not a bad URL.
         let tls = tls_scheme(url);
         let map = |e: RedisError| {
-            if e.kind() == redis::ErrorKind::InvalidClientConfig {
-                Error::InvalidUrl
-            } else if tls && e.is_io_error() {
+            if tls && e.kind() != redis::ErrorKind::InvalidClientConfig && e.is_io_error() {
                 Error::Tls(e.to_string())
             } else {
-                Error::InvalidUrl
+                Error::InvalidUrl(crate::url::problem(url, opts.cluster))
             }
         };
         if opts.cluster {

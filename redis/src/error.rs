@@ -9,8 +9,10 @@ use core::fmt;
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Error {
-    /// The URL is malformed or of an unsupported scheme.
-    InvalidUrl,
+    /// The URL is malformed or of an unsupported scheme; the text says why
+    /// (never the URL itself: it may carry a password). The message shows
+    /// the expected form, [`URL_FORM`](crate::URL_FORM).
+    InvalidUrl(&'static str),
     /// The name is empty, longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
     /// bytes, or contains `{` or `}` (which would break the hash tag).
     InvalidName,
@@ -102,7 +104,9 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidUrl => f.write_str("invalid Redis URL"),
+            Error::InvalidUrl(why) => {
+                write!(f, "invalid Redis URL ({why}); expected {}", crate::URL_FORM)
+            }
             Error::InvalidName => f.write_str(
                 "invalid semaphore name (1 to 1024 bytes, without '{' or '}')",
             ),
@@ -135,7 +139,7 @@ impl fmt::Display for Error {
             Error::NoPermits => f.write_str("no permits available"),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),
             Error::NotHeld { held } => {
-                write!(f, "released more permits than this client holds ({held})")
+                write!(f, "released more permits than this handle holds ({held}); nothing was released")
             }
             Error::TimedOut => f.write_str("timed out waiting for permits"),
             Error::LeaseExpired => f.write_str(
@@ -183,7 +187,7 @@ impl Error {
             return Error::Tls(scrub(e.to_string()));
         }
         match e.kind() {
-            K::InvalidClientConfig => Error::InvalidUrl,
+            K::InvalidClientConfig => Error::InvalidUrl(crate::url::REFUSED),
             K::Server(_) => Error::Redis(scrub(e.to_string())),
             _ if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
                 Error::Connection(scrub(e.to_string()))

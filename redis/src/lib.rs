@@ -327,6 +327,7 @@ mod error;
 #[doc(hidden)]
 pub mod scripts;
 mod session;
+mod url;
 mod waiter;
 
 use core::ffi::c_void;
@@ -346,6 +347,10 @@ use session::Inner;
 pub const MAX_NAME_LEN: usize = 1024;
 /// The longest key prefix, in bytes.
 pub const MAX_PREFIX_LEN: usize = 256;
+/// The URL forms [`RedisSemaphore::connect`] takes, as an
+/// [`Error::InvalidUrl`] message shows them.
+pub const URL_FORM: &str = "redis://[user:password@]host[:port][/db], or rediss://… for TLS \
+     (redis+sentinel://… for Sentinels, comma-separated seed URLs for a Cluster)";
 /// The largest total (Lua numbers are doubles: exact integers up to 2^53;
 /// this leaves room for sums).
 pub const MAX_PERMITS: usize = 1 << 40;
@@ -636,7 +641,7 @@ impl RedisSemaphore {
     /// Takes `n` permits if they are available now and nobody is queued.
     pub fn try_acquire(&self, n: usize) -> Result<Permit, Error> {
         if n == 0 {
-            return Ok(self.permit(0, 0, 0));
+            return self.zero_permits().map(|()| self.permit(0, 0, 0));
         }
         // SAFETY: no waiter.
         let (_, token, epoch) = unsafe { self.inner.acquire(None, n as u64) }?;
@@ -667,7 +672,7 @@ impl RedisSemaphore {
 
     fn acquire_deadline(&self, n: usize, deadline: Option<Instant>) -> Result<Permit, Error> {
         if n == 0 {
-            return Ok(self.permit(0, 0, 0));
+            return self.zero_permits().map(|()| self.permit(0, 0, 0));
         }
         if waiter::CURRENT.with(|c| !c.get().is_null()) {
             return Err(Error::InCallback);
@@ -732,6 +737,17 @@ impl RedisSemaphore {
         self.inner.close()
     }
 
+    /// An acquire of 0 permits, as on every backend: granted at once (ahead
+    /// of the queue: it takes nothing from anyone, and gets token 0), unless
+    /// the semaphore is closed. Closed is Redis's knowledge, not only this
+    /// handle's: one round trip (the census) when the handle has not seen it.
+    fn zero_permits(&self) -> Result<(), Error> {
+        if self.is_closed() || self.census()?.closed {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
     /// The conservation sums, read in one script after a reap.
     pub fn census(&self) -> Result<Census, Error> {
         let r = self.inner.census()?;
@@ -775,11 +791,7 @@ impl RedisSemaphore {
     ) -> Result<RawAcquire, Error> {
         debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
         if n == 0 {
-            return if self.is_closed() {
-                Err(Error::Closed)
-            } else {
-                Ok(RawAcquire::Ready)
-            };
+            return self.zero_permits().map(|()| RawAcquire::Ready);
         }
         waiter.sem.store(
             Arc::as_ptr(&self.ident) as *mut (),

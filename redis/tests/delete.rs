@@ -124,7 +124,10 @@ fn delete_checks_its_input_and_keeps_other_prefixes() {
         delete(&s.url(), "x", o().prefix("a{b")).unwrap_err(),
         Error::InvalidPrefix
     );
-    assert_eq!(delete("nope://x", "x", o()).unwrap_err(), Error::InvalidUrl);
+    assert!(matches!(
+        delete("nope://x", "x", o()).unwrap_err(),
+        Error::InvalidUrl(_)
+    ));
     let other = RedisSemaphore::connect(&s.url(), "same", 1, o().prefix("other")).unwrap();
     drop(other);
     assert_eq!(delete(&s.url(), "same", o()).unwrap_err(), Error::NotFound);
