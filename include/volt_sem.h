@@ -1001,6 +1001,36 @@ volt_status volt_sem_delete(const char *url,
                             const struct volt_connect_options *opts);
 
 /**
+ * Makes SIGTERM and SIGINT end every live Redis session of this process
+ * before the signal takes effect: their permits go to the next waiters at
+ * once and their queued requests leave the queue, instead of when the lease
+ * expires (a process killed by a signal's default action runs no exit
+ * handler). Call it once, early in `main` (it is idempotent):
+ *
+ *     volt_end_sessions_on_signals();
+ *
+ * The signal then takes the effect it had before the call: by default the
+ * process ends by it (its exit status says so, as without this call); a
+ * handler the program installed earlier runs afterwards and decides (one
+ * shot: after the first SIGTERM or SIGINT, that earlier disposition stays).
+ * A handler installed after this call replaces it. The work is done on a
+ * library thread (the signal handler itself only writes to a pipe), so it
+ * is safe whatever the signal interrupts; it waits at most the command
+ * timeout for a command in flight.
+ *
+ * Not needed for a process that returns from `main` or calls `exit()`:
+ * live sessions are ended by an `atexit` handler, as by `volt_sem_free` of
+ * the last handle. `SIGKILL` cannot be caught: the lease bounds what a
+ * killed process keeps. Named (shared-memory) semaphores need nothing: the
+ * kernel gives a dead process's permits back.
+ *
+ * Returns `VOLT_OK`, `VOLT_UNSUPPORTED` (not a Unix system) or
+ * `VOLT_OS_ERROR` (no pipe, thread or handler could be made; the message
+ * says which).
+ */
+volt_status volt_end_sessions_on_signals(void);
+
+/**
  * The longest name `volt_sem_connect` accepts, in bytes (1024).
  */
 size_t volt_sem_max_redis_name_len(void);

@@ -1195,6 +1195,46 @@ pub unsafe extern "C" fn volt_sem_delete(
     })
 }
 
+/// Makes SIGTERM and SIGINT end every live Redis session of this process
+/// before the signal takes effect: their permits go to the next waiters at
+/// once and their queued requests leave the queue, instead of when the lease
+/// expires (a process killed by a signal's default action runs no exit
+/// handler). Call it once, early in `main` (it is idempotent):
+///
+///     volt_end_sessions_on_signals();
+///
+/// The signal then takes the effect it had before the call: by default the
+/// process ends by it (its exit status says so, as without this call); a
+/// handler the program installed earlier runs afterwards and decides (one
+/// shot: after the first SIGTERM or SIGINT, that earlier disposition stays).
+/// A handler installed after this call replaces it. The work is done on a
+/// library thread (the signal handler itself only writes to a pipe), so it
+/// is safe whatever the signal interrupts; it waits at most the command
+/// timeout for a command in flight.
+///
+/// Not needed for a process that returns from `main` or calls `exit()`:
+/// live sessions are ended by an `atexit` handler, as by `volt_sem_free` of
+/// the last handle. `SIGKILL` cannot be caught: the lease bounds what a
+/// killed process keeps. Named (shared-memory) semaphores need nothing: the
+/// kernel gives a dead process's permits back.
+///
+/// Returns `VOLT_OK`, `VOLT_UNSUPPORTED` (not a Unix system) or
+/// `VOLT_OS_ERROR` (no pipe, thread or handler could be made; the message
+/// says which).
+#[no_mangle]
+pub extern "C" fn volt_end_sessions_on_signals() -> volt_status {
+    ffi_boundary!(VOLT_PANIC, {
+        match volt_sem_backend::redis::end_sessions_on_signals() {
+            Ok(()) => VOLT_OK,
+            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => VOLT_UNSUPPORTED,
+            Err(e) => {
+                set_last_error(|| format!("volt_end_sessions_on_signals: {e}"));
+                VOLT_OS_ERROR
+            }
+        }
+    })
+}
+
 /// The longest name `volt_sem_connect` accepts, in bytes (1024).
 #[no_mangle]
 pub extern "C" fn volt_sem_max_redis_name_len() -> usize {

@@ -324,6 +324,7 @@
 
 mod conn;
 mod error;
+mod on_signals;
 #[doc(hidden)]
 pub mod scripts;
 mod session;
@@ -338,6 +339,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 pub use error::Error;
+pub use on_signals::end_sessions_on_signals;
 pub use volt_sem::{RawAcquire, WakeFn};
 pub use waiter::{Finish, RedisWaiter, RedisWaiterState};
 

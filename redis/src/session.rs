@@ -1164,6 +1164,12 @@ pub(crate) fn connect_shared(
     Ok(inner)
 }
 
+/// Ends every live session of this process now (permits back, queued
+/// requests out of the queue); see `on_signals.rs`.
+pub(crate) fn end_all_sessions() {
+    at_exit::end_all_waiting();
+}
+
 /// Sessions still alive when the process exits (a handle in a `static`, a
 /// leaked one, `std::process::exit`) are ended from an `atexit` handler, so
 /// their permits go back at once instead of at lease expiry. Best effort and
@@ -1183,8 +1189,22 @@ mod at_exit {
         };
         for w in list.iter() {
             if let Some(inner) = w.upgrade() {
-                inner.end_now();
+                inner.end_now(false);
             }
+        }
+    }
+
+    /// From a plain thread (`end_sessions_on_signals`): may wait for a
+    /// command in flight (bounded by the command timeout).
+    pub(crate) fn end_all_waiting() {
+        let live: Vec<_> = LIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for inner in live {
+            inner.end_now(true);
         }
     }
 
@@ -1202,15 +1222,18 @@ mod at_exit {
 }
 
 impl Inner {
-    /// Ends every session of this handle now, without blocking on a lock
-    /// (for the exit handler).
-    fn end_now(&self) {
+    /// Ends every session of this handle now; without blocking on a lock
+    /// unless `wait` (the exit handler may not wait: a lock holder may be
+    /// a thread that exit() stopped).
+    fn end_now(&self, wait: bool) {
         if self.forked() {
             return; // the parent's sessions: not this process's to end
         }
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let Ok(mut st) = self.state.try_lock() else {
-                return;
+            let mut st = match self.state.try_lock() {
+                Ok(st) => st,
+                Err(_) if wait => lock(&self.state),
+                Err(_) => return,
             };
             if st.failed {
                 return;
@@ -1221,8 +1244,10 @@ impl Inner {
             }
             st.shutdown = true;
             drop(st);
-            let Ok(mut g) = self.cmd.try_lock() else {
-                return;
+            let mut g = match self.cmd.try_lock() {
+                Ok(g) => g,
+                Err(_) if wait => lock(&self.cmd),
+                Err(_) => return,
             };
             if let Some(con) = g.as_mut() {
                 for sid in &sids {

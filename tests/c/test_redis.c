@@ -409,6 +409,21 @@ static int child_main(int argc, char **argv) {
         if (write(wr, &done, 1) != 1) _exit(3);
         return 0;
     }
+    if (strcmp(role, "signal") == 0) {
+        /* Holds `arg` permits (lease 30 s), with the README's shutdown line;
+         * says 'H', then waits for a signal (never exits by itself). */
+        volt_connect_options o;
+        volt_connect_options_init(&o, sizeof o);
+        o.lease_ms = 30000;
+        const volt_sem *sem = NULL;
+        volt_status s = volt_sem_connect(url, name, arg, &o, &sem);
+        if (s == VOLT_OK) s = volt_end_sessions_on_signals();
+        if (s == VOLT_OK) s = volt_sem_try_acquire(sem, arg);
+        char h = s == VOLT_OK ? 'H' : 'F';
+        if (write(wr, &h, 1) != 1) _exit(3);
+        (void)rd;
+        for (;;) pause();
+    }
     return 2;
 }
 
@@ -1051,6 +1066,38 @@ static volt_status delete_once_free(const char *name, const volt_connect_options
  * is connected (VOLT_IN_USE, nothing deleted); once every handle is freed
  * the name is deleted, a second delete is VOLT_NOT_FOUND, and the name can
  * be connected again afresh (with another total). */
+/* volt_end_sessions_on_signals(): SIGTERM or SIGINT ends the holder's
+ * session at once (its permit goes to a waiter well before its 30 s lease
+ * would expire), and the process still ends by the signal. Without the call
+ * the waiter below times out (checked on the code before it). */
+static void test_end_sessions_on_signals(void) {
+    int sigs[2] = {SIGTERM, SIGINT};
+    for (int i = 0; i < 2; i++) {
+        const char *name = name_of(i == 0 ? "sigterm" : "sigint");
+        child c = spawn("signal", main_server.url, name, "1");
+        char h = 0;
+        REQUIRE(child_read(&c, &h, 1, 20000) && h == 'H');
+        const volt_sem *sem = connect_main(name, 1);
+        REQUIRE(volt_sem_try_acquire(sem, 1) == VOLT_WOULD_BLOCK);
+        double t0 = now_s();
+        REQUIRE(kill(c.pid, sigs[i]) == 0);
+        /* Within 10 s, a third of the lease: only an ended session frees it
+         * that soon (a process killed by the signal's default action would
+         * keep it for 30 s). */
+        CHECK(volt_sem_acquire_blocking(sem, 1, 10000000000LL) == VOLT_OK);
+        int st = 0;
+        REQUIRE(waitpid(c.pid, &st, 0) == c.pid);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i]);
+        close(c.rd);
+        close(c.wr);
+        printf("    %s: permit back after %.0f ms\n", sigs[i] == SIGTERM ? "SIGTERM" : "SIGINT",
+               (now_s() - t0) * 1000);
+        CHECK(volt_sem_release(sem, 1) == VOLT_OK);
+        CHECK(conserved(census(sem)));
+        volt_sem_free(sem);
+    }
+}
+
 static void test_delete(void) {
     const char *name = name_of("delete");
     volt_connect_options o = options();
@@ -1712,6 +1759,7 @@ int main(int argc, char **argv) {
 #endif
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
+    RUN(test_end_sessions_on_signals);
     RUN(test_tls_and_replication_options);
     RUN(test_bad_input);
     RUN(test_password);
