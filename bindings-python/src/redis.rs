@@ -69,6 +69,7 @@ use crate::blocking::{park, wake_parked, Parked};
 use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, backend_error, closed_error, count, timeout_arg, Permits};
 use crate::offloop::{spawn_connect, Done, Job, Worker};
+use crate::session::{check_live, shared_close_error};
 use crate::wake::{abandon, asyncio_chan, claim_owner, finish_off, Chan, Channel, Slot};
 use crate::{local_core, Core};
 
@@ -200,7 +201,7 @@ impl Handle {
             (_, Some(e)) => Err(e),
             (Finish::Granted, None) => Ok(Some(got)),
             (Finish::Closed, None) => Err(closed_error()),
-            (Finish::Failed(e), None) => Err(backend_error(e)),
+            (Finish::Failed(e), None) => Err(acquire_error(&self.core, e)),
             (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(None),
         }
     }
@@ -297,6 +298,11 @@ impl Connect {
         cluster: bool,
         security: Security,
     ) -> PyResult<Self> {
+        if let Some(why) = crate::errors::url_scheme_problem(&url, cluster) {
+            return Err(Python::attach(|py| {
+                crate::errors::invalid_url_error(py, &why)
+            }));
+        }
         let permits = count(permits, "permits")?;
         let max = volt_sem_backend::redis::MAX_PERMITS;
         if permits == 0 || permits > max {
@@ -340,6 +346,9 @@ impl Connect {
                 "invalid semaphore name (1 to {} bytes, without '{{' or '}}')",
                 volt_sem_backend::redis::MAX_NAME_LEN
             )),
+            Error::TotalMismatch { existing } => {
+                crate::errors::total_mismatch_error(existing, true)
+            }
             e => backend_error(e),
         }
     }
@@ -367,6 +376,7 @@ impl Connect {
             req: Some(Request::Connect(Box::new(self))),
             slot: None,
             meta: Some(meta),
+            made: None,
             what: "connect_async",
         }
     }
@@ -377,19 +387,24 @@ impl Connect {
 #[pyclass(module = "volt_sem", frozen, weakref)]
 pub(crate) struct RedisSemaphore {
     h: Arc<Handle>,
+    /// Inside `with sem:`: a nested `with sem:` is refused (see `session`).
+    entered: std::sync::atomic::AtomicBool,
 }
 
 impl RedisSemaphore {
     fn new(core: Core, name: String, prefix: String) -> Self {
+        let core = Arc::new(core);
+        crate::session::register_redis(&core);
         RedisSemaphore {
             h: Arc::new(Handle {
-                core: Arc::new(core),
+                core,
                 worker: Arc::new(Worker::default()),
                 watchers: Arc::default(),
                 last_session: AtomicU64::new(0),
                 name,
                 prefix,
             }),
+            entered: Default::default(),
         }
     }
 
@@ -415,12 +430,19 @@ impl RedisSemaphore {
     }
 }
 
-/// `n` of a Redis request: at least 1 (a grant of 0 has no token).
+/// `n` of a Redis request. 0 is taken as by the local and the named
+/// semaphore: granted at once unless closed (no round trip; its token is 0).
 fn request(n: Permits) -> PyResult<usize> {
-    if n.0 == 0 {
-        return Err(PyValueError::new_err("n must be >= 1"));
-    }
     Ok(n.0)
+}
+
+/// `ClosedError` for a request of 0 on a semaphore this handle saw closed
+/// (the backend's `try_acquire(0)` grants it without asking).
+fn zero_on_closed(core: &Core, n: usize) -> PyResult<()> {
+    if n == 0 && core.is_closed() {
+        return Err(closed_error());
+    }
+    Ok(())
 }
 
 /// The exception of a request's error; `NotHeld` names the handle (the
@@ -476,6 +498,9 @@ impl RedisSemaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
     ) -> PyResult<()> {
+        if let Some(why) = crate::errors::url_scheme_problem(&url, cluster) {
+            return Err(crate::errors::invalid_url_error(py, &why));
+        }
         let mut options = ConnectOptions::new()
             .prefix(&prefix)
             .connect_timeout(seconds(connect_timeout, "connect_timeout")?)
@@ -527,6 +552,7 @@ impl RedisSemaphore {
     /// sem.acquire(n) as token:` releases them on exit (off the loop).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn acquire(&self, n: Permits) -> PyResult<RedisAcquire> {
+        check_live(&self.h.core)?;
         Ok(RedisAcquire::new(self.h.clone(), request(n)?))
     }
 
@@ -534,7 +560,9 @@ impl RedisSemaphore {
     /// or `None`. One round trip on this thread (GIL released).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, py: Python<'_>, n: Permits) -> PyResult<Option<u64>> {
+        check_live(&self.h.core)?;
         let n = request(n)?;
+        zero_on_closed(&self.h.core, n)?;
         match self.h.call(py, move |core| core.try_acquire(n))? {
             Ok(g) => {
                 self.h.granted(g.session());
@@ -555,7 +583,9 @@ impl RedisSemaphore {
         n: Permits,
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
+        check_live(&self.h.core)?;
         let n = request(n)?;
+        zero_on_closed(&self.h.core, n)?;
         let got = self.h.blocking_acquire(py, n, timeout_arg(timeout)?)?;
         Ok(got.map(|(token, session)| {
             self.h.granted(session);
@@ -569,6 +599,7 @@ impl RedisSemaphore {
     /// lost with an expired session (nothing is released twice).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
+        check_live(&self.h.core)?;
         self.h.release(py, request(n)?)
     }
 
@@ -576,20 +607,80 @@ impl RedisSemaphore {
     /// undo the release).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release_async(&self, n: Permits) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
         Ok(self.off_loop(request(n)?, "release_async", Job::Release))
     }
 
-    /// Closes the semaphore for every client: waiting acquires everywhere
-    /// raise `ClosedError`, and so does every later acquire. One round trip.
+    /// Refused with `TypeError`: it would close the limit for every client.
+    /// Use `disconnect()` to end this handle's session, or
+    /// `close_for_everyone()`.
     #[pyo3(text_signature = "($self)")]
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    fn close(&self) -> PyResult<()> {
+        Err(shared_close_error(true))
+    }
+
+    /// Refused with `TypeError`, as `close()`: use `disconnect_async()` or
+    /// `close_for_everyone_async()`.
+    #[pyo3(text_signature = "($self)")]
+    fn close_async(&self) -> PyResult<OffLoopCall> {
+        Err(shared_close_error(true))
+    }
+
+    /// Closes the semaphore for every client on every host: waiting
+    /// acquires everywhere raise `ClosedError`, and so does every later
+    /// acquire (held permits can still be released). One round trip. It
+    /// stays closed, for later deploys too, until its keys are deleted
+    /// (`RedisSemaphore.delete(url, name)`, once no client is connected):
+    /// the next `connect` then creates it anew.
+    #[pyo3(text_signature = "($self)")]
+    fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
+        check_live(&self.h.core)?;
         self.h.call(py, |core| core.close())?.map_err(backend_error)
     }
 
-    /// `close()` off the loop: an awaitable.
+    /// `close_for_everyone()` off the loop: an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn close_async(&self) -> OffLoopCall {
-        self.off_loop(0, "close_async", Job::Close)
+    fn close_for_everyone_async(&self) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
+        Ok(self.off_loop(0, "close_for_everyone_async", Job::Close))
+    }
+
+    /// Ends this handle's session, leaving the semaphore open for every
+    /// other client: its queued acquires raise `DisconnectedError` (a
+    /// `ClosedError`), what it holds goes to the next waiters at once (not
+    /// at the lease's expiry), and every later call on the handle raises
+    /// `DisconnectedError`. One round trip on this thread, GIL released
+    /// (if Redis is out of reach, the session ends at its lease's expiry).
+    /// Idempotent. From an event loop: `await sem.disconnect_async()`.
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect(&self, py: Python<'_>) -> PyResult<()> {
+        self.h.call(py, crate::session::disconnect_redis)
+    }
+
+    /// `disconnect()` off the loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect_async(&self) -> OffLoopCall {
+        self.off_loop(0, "disconnect_async", Job::Disconnect)
+    }
+
+    /// `with Semaphore.connect(...) as sem:` disconnects on exit; it does
+    /// not acquire (`with sem.acquire(n):` does). `TypeError` when nested,
+    /// `DisconnectedError` once disconnected.
+    fn __enter__(slf: Py<Self>) -> PyResult<Py<Self>> {
+        let me = slf.get();
+        check_live(&me.h.core)?;
+        if me.entered.swap(true, Ordering::Relaxed) {
+            return Err(crate::session::with_error(
+                "this handle is already inside a `with` block",
+            ));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.disconnect(py)?;
+        Ok(false)
     }
 
     /// Whether this handle saw the semaphore closed (no round trip: a close
@@ -603,6 +694,7 @@ impl RedisSemaphore {
     /// (GIL released).
     #[getter]
     fn available_permits(&self, py: Python<'_>) -> PyResult<usize> {
+        check_live(&self.h.core)?;
         Ok(self.census_now(py)?.available as usize)
     }
 
@@ -617,14 +709,16 @@ impl RedisSemaphore {
     /// `sessions`, `closed`, `last_token`. One round trip.
     #[pyo3(text_signature = "($self)")]
     fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        check_live(&self.h.core)?;
         let c = self.census_now(py)?;
         census_dict(py, &c)
     }
 
     /// `census()` off the loop: an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn census_async(&self) -> OffLoopCall {
-        self.off_loop(0, "census_async", Job::Census)
+    fn census_async(&self) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
+        Ok(self.off_loop(0, "census_async", Job::Census))
     }
 
     /// Completes when the session that holds this handle's latest grant is
@@ -632,6 +726,7 @@ impl RedisSemaphore {
     /// `StateLostError`) without raising it. `RuntimeError` before any grant.
     #[pyo3(text_signature = "($self)")]
     fn lease_lost(&self) -> PyResult<LeaseLost> {
+        check_live(&self.h.core)?;
         let session = self.h.last_session.load(Ordering::Relaxed);
         if session == 0 {
             return Err(PyRuntimeError::new_err(
@@ -666,26 +761,29 @@ impl RedisSemaphore {
     }
 
     /// `async with sem:` takes one permit (off the loop) ...
-    fn __aenter__(&self) -> RedisAcquire {
-        RedisAcquire::new(self.h.clone(), 1)
+    fn __aenter__(&self) -> PyResult<RedisAcquire> {
+        check_live(&self.h.core)?;
+        Ok(RedisAcquire::new(self.h.clone(), 1))
     }
 
     /// ... and releases it (off the loop).
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, _args: &Bound<'_, PyTuple>) -> OffLoopCall {
-        self.off_loop(1, "async with", Job::Release)
+    fn __aexit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
+        Ok(self.off_loop(1, "async with", Job::Release))
     }
 
     fn __repr__(&self) -> String {
         // Never the URL (it may hold a password), and no round trip.
         let r = self.h.redis();
         format!(
-            "<volt_sem.RedisSemaphore name={:?} prefix={:?} total={} held={}{}>",
+            "<volt_sem.RedisSemaphore name={:?} prefix={:?} total={} held={}{} session={}>",
             self.h.name,
             self.h.prefix,
             r.total_permits(),
             r.held_permits(),
-            if r.is_closed() { " closed" } else { "" }
+            if r.is_closed() { " closed" } else { "" },
+            if r.is_disconnected() { "ended" } else { "live" }
         )
     }
 }
@@ -959,12 +1057,14 @@ enum Request {
 /// A request run off the loop (release, close, census, connect): awaitable
 /// once, under asyncio or trio; the request starts when awaited, and
 /// cancelling the await does not undo it.
-#[pyclass(module = "volt_sem")]
+#[pyclass(module = "volt_sem", subclass)]
 pub(crate) struct OffLoopCall {
     req: Option<Request>,
     slot: Option<Pin<Arc<Slot>>>,
     /// `connect_async`: the name and prefix of the handle it makes.
     meta: Option<(String, String)>,
+    /// `connect_async`: the handle it made (for `RedisConnect.__aexit__`).
+    pub(crate) made: Option<Py<RedisSemaphore>>,
     what: &'static str,
 }
 
@@ -974,6 +1074,7 @@ impl OffLoopCall {
             req: Some(Request::Job(h, n, job)),
             slot: None,
             meta: None,
+            made: None,
             what,
         }
     }
@@ -1013,7 +1114,9 @@ impl OffLoopCall {
             Some(Done::Census(c)) => census_dict(py, &c)?.into_any().unbind(),
             Some(Done::Connected(core)) => {
                 let (name, prefix) = self.meta.take().unwrap_or_default();
-                Py::new(py, RedisSemaphore::new(*core, name, prefix))?.into_any()
+                let sem = Py::new(py, RedisSemaphore::new(*core, name, prefix))?;
+                self.made = Some(sem.clone_ref(py));
+                sem.into_any()
             }
             Some(Done::Failed(e)) if self.meta.is_some() => return Err(Connect::error(e)),
             Some(Done::Failed(e)) => return Err(redis_error(e)),
@@ -1091,6 +1194,9 @@ impl OffLoopCall {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Some(slot) = &self.slot {
             visit.call(&slot.target)?;
+        }
+        if let Some(made) = &self.made {
+            visit.call(made)?;
         }
         Ok(())
     }

@@ -67,9 +67,11 @@ from ._volt_sem import (
     LeaseLost,
     OffLoopCall,
     RedisAcquire,
+    RedisConnect,
     RedisSemaphore,
     ClosedError,
     CorruptError,
+    DisconnectedError,
     ForkedError,
     InvalidNameError,
     Mutex,
@@ -85,6 +87,7 @@ from ._volt_sem import (
     __version__,
 )
 from ._volt_sem import _interpreter_exiting
+from ._shutdown import disconnect_on_signals
 
 def _constructor_signatures():
     # pyo3 cannot give a class a text signature in an abi3-py39 build (3.9 shows
@@ -102,6 +105,45 @@ def _constructor_signatures():
 
 _constructor_signatures()
 del _constructor_signatures
+
+
+def _error_codes():
+    # The stable names shared with the C and Node bindings (the Redis errors
+    # of _errors.py carry theirs already).
+    for cls, code in (
+        (ClosedError, "CLOSED"),
+        (DisconnectedError, "DISCONNECTED"),
+        (SharedError, "SHARED_ERROR"),
+        (InvalidNameError, "INVALID_NAME"),
+        (TotalMismatchError, "TOTAL_MISMATCH"),
+        (VersionMismatchError, "VERSION_MISMATCH"),
+        (NotASegmentError, "NOT_A_SEGMENT"),
+        (QueueFullError, "QUEUE_FULL"),
+        (ProcessTableFullError, "PROCESS_TABLE_FULL"),
+        (NotHeldError, "NOT_HELD"),
+        (ForkedError, "FORKED"),
+        (CorruptError, "CORRUPT"),
+    ):
+        cls.code = code
+
+    # `args` stays `(message, number)`; `str()` is the sentence alone.
+    def _message(self):
+        return str(self.args[0]) if self.args else ""
+
+    TotalMismatchError.__str__ = _message
+    TotalMismatchError.existing = property(
+        lambda self: self.args[1] if len(self.args) > 1 else None,
+        doc="The total the existing semaphore was created with.",
+    )
+    NotHeldError.__str__ = _message
+    NotHeldError.held = property(
+        lambda self: self.args[1] if len(self.args) > 1 else None,
+        doc="What this process (named) or handle (Redis) holds.",
+    )
+
+
+_error_codes()
+del _error_codes
 
 # Blocking waits of daemon threads never take the GIL back once the interpreter
 # exits (see src/blocking.rs).
@@ -125,12 +167,14 @@ __all__ = [
     "ReadOnlyError",
     "RedisAcquire",
     "RedisCommandError",
+    "RedisConnect",
     "RedisConnectionError",
     "RedisError",
     "RedisSemaphore",
     "StateLostError",
     "ClosedError",
     "CorruptError",
+    "DisconnectedError",
     "ForkedError",
     "InvalidNameError",
     "Mutex",
@@ -144,4 +188,5 @@ __all__ = [
     "TotalMismatchError",
     "VersionMismatchError",
     "__version__",
+    "disconnect_on_signals",
 ]
