@@ -30,17 +30,30 @@ One limit for every process of the machine (Linux): ``Semaphore.open(name,
 permits)`` returns a :class:`Semaphore` shared by every process that opens the
 same name, with the same methods, FIFO across processes; the permits of a
 process that dies (even by ``kill -9``) come back. ``Semaphore.unlink(name)``
-removes the name. Its own errors are subclasses of :class:`SharedError`
+removes the name. Each handle is a session: ``sem.disconnect()`` (or ``with
+Semaphore.open(name, n) as sem:``) ends it, ``sem.close_for_everyone()``
+closes the semaphore for every process (its ``close()`` is a ``TypeError``).
+Its own errors are subclasses of :class:`SharedError`
 (:class:`TotalMismatchError`, :class:`NotHeldError`, ...), or Python's
 ``FileNotFoundError``, ``FileExistsError``, ``PermissionError``.
 
 One limit across machines: ``Semaphore.connect(url, name, permits)`` returns a
 :class:`RedisSemaphore` stored in Redis, shared by every client on every host,
 FIFO and weighted across all of them, leased and fenced: ``await
-sem.acquire(n)`` gives the grant's fencing token. Its own errors are
-subclasses of :class:`RedisError` (:class:`LeaseExpiredError`,
-:class:`StateLostError`, :class:`RedisConnectionError`, ...), or
-:class:`InvalidUrlError` (a ``ValueError``).
+sem.acquire(n)`` gives the grant's fencing token. Each handle is a session:
+``sem.disconnect()`` / ``await sem.disconnect_async()``, ``with
+Semaphore.connect(...) as sem:`` and ``async with
+Semaphore.connect_async(...) as sem:`` end it (what it holds goes to the next
+waiter; a handle nobody references ends its session when collected);
+``close_for_everyone()`` closes the semaphore for every client (its
+``close()`` is a ``TypeError``). Its own errors are subclasses of
+:class:`RedisError` (:class:`LeaseExpiredError`, :class:`StateLostError`,
+:class:`RedisConnectionError`, ...), or :class:`InvalidUrlError` (a
+``ValueError``). A call on a handle whose session ended raises
+:class:`DisconnectedError` (a :class:`ClosedError`).
+
+Shutdown: ``volt_sem.disconnect_on_signals()`` makes SIGTERM and SIGINT end
+every shared session of the process first, then act as before.
 """
 
 import atexit as _atexit
