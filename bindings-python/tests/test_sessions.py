@@ -363,3 +363,30 @@ def test_disconnect_on_signals_chains_a_python_handler():
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "chained"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_disconnect_in_a_forked_child_leaves_the_parents_session(server, name):
+    import warnings
+
+    sem = connect(server.url, name, 2)
+    assert sem.try_acquire(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(30)
+            sem.disconnect()  # the session is the parent's: nothing to end here
+            volt_sem._volt_sem._disconnect_all()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert "session=live" in repr(sem)
+    c = sem.census()
+    assert c["held"] == 1 and c["sessions"] == 1, c
+    sem.release(1)
+    sem.disconnect()

@@ -647,6 +647,11 @@ impl Inner {
     /// out of reach), and every later request of the handle fails with
     /// `Closed`. The semaphore itself stays open for every other client.
     pub(crate) fn disconnect(&self) {
+        // In a fork() child the session and the queued waiters are the
+        // parent's: nothing here to end (every request fails with `Forked`).
+        if self.forked() {
+            return;
+        }
         let claimed = {
             let mut st = lock(&self.state);
             if st.disconnected {
