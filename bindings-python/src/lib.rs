@@ -23,6 +23,8 @@
 //! * `redis`: `Semaphore.connect`'s `RedisSemaphore` (the Redis backend, a
 //!   class of its own: its acquire gives a fencing token) and its
 //!   awaitables;
+//! * `session`: the sessions of the shared handles (`disconnect`, the `with`
+//!   forms, `close_for_everyone`, `disconnect_on_signals`' list of handles);
 //! * `offloop`: the per-handle worker thread that runs every Redis round trip
 //!   of an awaitable off the event loop's thread, delivering through the wake
 //!   path;
@@ -48,8 +50,8 @@ mod session;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one, ready, Acquire, Ready, Role, TrioWaiter};
-use blocking::blocking_acquire;
+use awaitable::{enter_one_in, ready, Acquire, Ready, Role, TrioWaiter};
+use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
 };
@@ -292,12 +294,10 @@ impl Semaphore {
     /// Raises `ClosedError` if the semaphore is (or gets) closed while waiting.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn acquire(&self, n: Permits) -> PyResult<Acquire> {
-        Ok(Acquire::new(
-            self.core.get()?.into_owned(),
-            n.0,
-            self.role.clone(),
-            true,
-        ))
+        Ok(
+            Acquire::new(self.core.get()?.into_owned(), n.0, self.role.clone(), true)
+                .in_session(self.core.waits()),
+        )
     }
 
     /// Returns `n` permits: to the oldest waiters first (on any thread or loop),
@@ -335,7 +335,8 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
         let core = self.core.get()?;
-        let got = blocking_acquire(py, &core, n.0, timeout_arg(timeout)?)?;
+        let waits = self.core.waits();
+        let got = blocking_acquire_in(py, &core, n.0, timeout_arg(timeout)?, waits.as_deref())?;
         if got {
             self.role.taken(n.0);
         }
@@ -389,8 +390,10 @@ impl Semaphore {
     }
 
     /// Ends this handle's session on a shared semaphore (`Semaphore.open`),
-    /// leaving the semaphore open for every other process: every later call
-    /// on this handle raises `DisconnectedError` (a `ClosedError`). Permits
+    /// leaving the semaphore open for every other process: its queued
+    /// acquires (asyncio tasks, blocking threads) and every later call on
+    /// this handle raise `DisconnectedError` (a `ClosedError`); a trio
+    /// task's queued acquire waits on until granted or cancelled. Permits
     /// are held per process, by the process's attachment to the name, which
     /// every handle of this process on the name and their pending acquires
     /// share: once none is left, what the process holds goes back at once,
@@ -436,7 +439,7 @@ impl Semaphore {
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let core = self.core.get()?;
-        enter_one(py, &core, &self.role)
+        enter_one_in(py, &core, &self.role, self.core.waits())
     }
 
     #[pyo3(signature = (*_args))]

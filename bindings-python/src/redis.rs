@@ -18,11 +18,13 @@
 //! Every Redis request is a network round trip (bounded by the command
 //! timeout). The awaitables never make one on the loop's thread: `await
 //! sem.acquire(n)`, the exit of `async with`, `release_async`,
-//! `close_async`, `census_async` and `connect_async` queue their round trip
+//! `close_for_everyone_async`, `disconnect_async`, `census_async` and
+//! `connect_async` queue their round trip
 //! to the handle's worker thread and wait on a Future of their loop, woken
 //! through the native wake path (`offloop` module). The plain methods
-//! (`try_acquire`, `acquire_blocking`, `release`, `close`,
-//! `available_permits`, `locked`, `census`, `Semaphore.connect`) block the
+//! (`try_acquire`, `acquire_blocking`, `release`, `close_for_everyone`,
+//! `disconnect`, `available_permits`, `locked`, `census`,
+//! `Semaphore.connect`) block the
 //! calling thread with the GIL released for one round trip, each bounded by
 //! the command timeout (connect: the connect timeout): meant for plain
 //! threads. On the main thread their round trip too runs on the worker
@@ -31,6 +33,12 @@
 //! library reports an interrupted call as a failed connection, and an
 //! uncertain outcome gives the session up. Properties read local state only (`closed`, `held_permits`,
 //! `total_permits`, `name`, `prefix`, `is_lease_lost()`).
+//!
+//! # Ending the session
+//!
+//! A handle is one Redis session: `disconnect` (and the `with` forms,
+//! `session` module) ends it, `close` is refused. After the end, every
+//! method raises `DisconnectedError` first (`check_live`).
 //!
 //! # Tokens and sessions
 //!

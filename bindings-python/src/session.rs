@@ -16,11 +16,15 @@
 //!   checks the handle first in every method ([`check_live`]).
 //! * Named: the permits are held per process, by the process's attachment
 //!   to the segment, which every handle of the process on that name and
-//!   their pending acquires share. `disconnect()` drops this handle's
-//!   reference ([`CoreCell::end`]); when it was the last one, the process
+//!   their pending acquires share. `disconnect()` ([`CoreCell::end`]) fails
+//!   the handle's own queued acquires ([`SessionWaits`]: an asyncio task's
+//!   Future gets `DisconnectedError`, which its acquire's `throw` turns into
+//!   a cancel; a blocking wait sees the end between its signal slices) and
+//!   drops the handle's reference; when it was the last one, the process
 //!   detaches, and whatever it held goes back at once, as at its exit.
 
 use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pyo3::exceptions::PyTypeError;
@@ -36,8 +40,88 @@ use crate::Core;
 /// `disconnect()`) for a named one.
 pub(crate) enum CoreCell {
     Fixed(Arc<Core>),
-    /// `None` once disconnected.
-    Session(Arc<Mutex<Option<Arc<Core>>>>),
+    Session(Arc<SessionCell>),
+}
+
+/// A named handle's session: its core (`None` once disconnected) and its
+/// queued acquires.
+pub(crate) struct SessionCell {
+    core: Mutex<Option<Arc<Core>>>,
+    waits: Arc<SessionWaits>,
+}
+
+/// The acquires of a named handle that may be queued, so that `disconnect()`
+/// can fail them: the Futures of asyncio tasks' waits (pruned when done),
+/// and the flag blocking waits check between their signal slices. A trio
+/// task's wait is not listed: it keeps waiting (or is cancelled) on its own.
+///
+/// The lock is never held while Python code may run (a Future's `done()`,
+/// the drop of a Future): a thread holding the GIL may wait for it.
+#[derive(Default)]
+pub(crate) struct SessionWaits {
+    ended: AtomicBool,
+    futures: Mutex<Vec<Py<PyAny>>>,
+}
+
+impl SessionWaits {
+    /// Whether the session ended (a wait must give up with
+    /// `DisconnectedError`).
+    pub(crate) fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Lists an asyncio wait's Future; `false` if the session ended already
+    /// (the caller gives its wait up).
+    pub(crate) fn list(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> bool {
+        let listed = std::mem::take(&mut *lock(&self.futures));
+        let mut keep: Vec<Py<PyAny>> = listed
+            .into_iter()
+            .filter(|f| {
+                !f.bind(py)
+                    .call_method0(pyo3::intern!(py, "done"))
+                    .and_then(|d| d.is_truthy())
+                    .unwrap_or(true)
+            })
+            .collect();
+        {
+            let mut g = lock(&self.futures);
+            // `end` sets the flag before it takes the list: seen false here,
+            // under the lock, its take comes later and finds these.
+            if !self.ended() {
+                g.extend(keep.drain(..));
+                g.push(fut.clone().unbind());
+                return true;
+            }
+        }
+        // Ended meanwhile: the waits taken out above are failed here.
+        for f in keep {
+            let _ = fail_future(py, f.bind(py));
+        }
+        false
+    }
+
+    /// Ends the session: every listed Future not done yet gets
+    /// `DisconnectedError`, set on its own loop's thread.
+    fn end(&self, py: Python<'_>) {
+        self.ended.store(true, Ordering::SeqCst);
+        let futures = std::mem::take(&mut *lock(&self.futures));
+        for fut in futures {
+            let _ = fail_future(py, fut.bind(py));
+        }
+    }
+}
+
+static FAIL_FUTURE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `loop.call_soon_threadsafe(_glue.fail_future, fut, DisconnectedError(...))`
+/// on `fut`'s loop (a closed loop's Future is left alone: its wait is handed
+/// on by the wake path).
+fn fail_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+    let f = FAIL_FUTURE.import(py, "volt_sem._glue", "fail_future")?;
+    let exc = disconnected_error().into_value(py);
+    fut.call_method0(pyo3::intern!(py, "get_loop"))?
+        .call_method1(pyo3::intern!(py, "call_soon_threadsafe"), (f, fut, exc))?;
+    Ok(())
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -47,16 +131,27 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 impl CoreCell {
     /// A named semaphore's cell, listed for `disconnect_on_signals`.
     pub(crate) fn session(core: Core) -> Self {
-        let cell = Arc::new(Mutex::new(Some(Arc::new(core))));
+        let cell = Arc::new(SessionCell {
+            core: Mutex::new(Some(Arc::new(core))),
+            waits: Arc::default(),
+        });
         register(Live::Named(Arc::downgrade(&cell)));
         CoreCell::Session(cell)
+    }
+
+    /// A named handle's waits (`None` for a local semaphore).
+    pub(crate) fn waits(&self) -> Option<Arc<SessionWaits>> {
+        match self {
+            CoreCell::Fixed(_) => None,
+            CoreCell::Session(cell) => Some(cell.waits.clone()),
+        }
     }
 
     /// The core; `DisconnectedError` once the session ended.
     pub(crate) fn get(&self) -> PyResult<Cow<'_, Arc<Core>>> {
         match self {
             CoreCell::Fixed(core) => Ok(Cow::Borrowed(core)),
-            CoreCell::Session(cell) => lock(cell)
+            CoreCell::Session(cell) => lock(&cell.core)
                 .clone()
                 .map(Cow::Owned)
                 .ok_or_else(disconnected_error),
@@ -68,21 +163,38 @@ impl CoreCell {
         matches!(self, CoreCell::Session(_))
     }
 
-    /// Ends a named semaphore's session: drops this handle's reference to
-    /// the process's attachment, with the GIL released (the last one joins
-    /// its doorbell thread). Idempotent; a no-op for a local semaphore.
+    /// Ends a named semaphore's session: fails its queued acquires and
+    /// drops this handle's reference to the process's attachment, with the
+    /// GIL released (the last one joins its doorbell thread). Idempotent; a
+    /// no-op for a local semaphore.
     pub(crate) fn end(&self, py: Python<'_>) {
         if let CoreCell::Session(cell) = self {
-            let core = lock(cell).take();
-            py.detach(move || drop(core));
+            cell.end(py);
         }
     }
+}
+
+impl SessionCell {
+    fn end(&self, py: Python<'_>) -> bool {
+        self.waits.end(py);
+        let core = lock(&self.core).take();
+        let was_live = core.is_some();
+        py.detach(move || drop(core));
+        was_live
+    }
+}
+
+/// The core a finished acquire of an ended session holds instead of the
+/// attachment: a local semaphore of 0 permits, never used.
+pub(crate) fn inert_core() -> Arc<Core> {
+    static INERT: std::sync::OnceLock<Arc<Core>> = std::sync::OnceLock::new();
+    INERT.get_or_init(|| Arc::new(crate::local_core(0))).clone()
 }
 
 /// A shared handle `disconnect_on_signals` may have to end.
 enum Live {
     Redis(Weak<Core>),
-    Named(Weak<Mutex<Option<Arc<Core>>>>),
+    Named(Weak<SessionCell>),
 }
 
 impl Live {
@@ -171,11 +283,9 @@ pub(crate) fn _disconnect_all(py: Python<'_>) -> usize {
             }
             Live::Named(w) => {
                 if let Some(cell) = w.upgrade() {
-                    let core = lock(&cell).take();
-                    if core.is_some() {
+                    if cell.end(py) {
                         ended += 1;
                     }
-                    py.detach(move || drop(core));
                 }
             }
         }

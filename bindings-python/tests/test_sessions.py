@@ -22,7 +22,7 @@ import threading
 import pytest
 
 import volt_sem
-from conftest import LoopThread, wait_until
+from conftest import LoopThread, is_waiting, wait_until
 from test_redis import REDIS, RedisServer, _die_with_parent
 
 LEASE = 30.0  # far above every wait below: a permit back in time came back by a session's end
@@ -69,6 +69,15 @@ def connect(url, name, permits, **kw):
 
 async def _await(aw):
     return await aw
+
+
+def readline(p, timeout=BOUND * 3):
+    """A line of `p`'s output; fails (never hangs) if none comes in time."""
+    import select
+
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    assert ready, "the child printed nothing in time"
+    return p.stdout.readline().strip()
 
 
 # ---------------------------------------------------------------------------
@@ -274,19 +283,57 @@ def test_named_disconnect_gives_the_permit_back_while_alive(name, how):
     p = subprocess.Popen([sys.executable, "-c", NAMED_HOLDER, name, how],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
-        assert p.stdout.readline().strip() == "held"
+        assert readline(p) == "held"
         assert not sem.try_acquire(1)
         p.stdin.write("\n")
         p.stdin.flush()
-        assert p.stdout.readline().strip() == "disconnected"
+        assert readline(p) == "disconnected"
         assert p.poll() is None  # still running
         assert sem.acquire_blocking(1, timeout=BOUND)
         sem.release(1)
     finally:
         p.stdin.close()
-        p.wait(BOUND)
-        p.stdout.close()
+        try:
+            p.wait(BOUND)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise
+        finally:
+            p.stdout.close()
     assert p.returncode == 0
+
+
+@needs_linux
+def test_named_disconnect_fails_own_queued_acquires(name):
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+    errors = []
+
+    def blocking():
+        try:
+            sem.acquire_blocking(1)
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            errors.append(e)
+
+    th = threading.Thread(target=blocking)
+    th.start()
+    with LoopThread() as lt:
+        aw = sem.acquire(1)
+        queued = lt.submit(_await(aw))
+        wait_until(lambda: is_waiting(aw), "the task's request queued")
+        sem.disconnect()
+        with pytest.raises(volt_sem.DisconnectedError):
+            queued.result(BOUND)
+    th.join(BOUND)
+    assert not th.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], volt_sem.DisconnectedError)
+    del aw
+    # Nothing of this process uses the name any more: what it held came
+    # back, and its requests left the queue (else this would have to wait).
+    again = volt_sem.Semaphore.open(name, 1)
+    assert again.try_acquire(1)
+    again.release(1)
 
 
 @needs_linux
@@ -328,7 +375,7 @@ def test_disconnect_on_signals_ends_the_session(server, name, sig):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                          preexec_fn=_die_with_parent)
     try:
-        assert p.stdout.readline().strip() == "held"
+        assert readline(p) == "held"
         assert sem.try_acquire(1) is None
         p.send_signal(sig)
         # The child's session ended at the signal: its permit is back long

@@ -61,6 +61,14 @@ def _probe_kind(loop):
     return _PROBE_NEVER
 
 
+def fail_future(fut, exc):
+    """Ends an asyncio wait of a disconnected named handle (on its loop's
+    thread): the task's acquire sees `exc` thrown in, gives its wait up and
+    raises it. A Future done meanwhile (granted) is left alone."""
+    if not fut.done():
+        fut.set_exception(exc)
+
+
 def _drain_futures(channel):
     for fut in channel.take():
         if not fut.done():  # a cancelled task's Future is already done

@@ -308,14 +308,14 @@ class Semaphore:
         :meth:`open` then creates a new one."""
     def disconnect(self) -> None:
         """Ends this handle's session on a shared semaphore (:meth:`open`),
-        leaving it open for every other process: every later call on the
-        handle raises :class:`DisconnectedError`. Permits are held per
-        process, by its attachment to the name, which every handle of the
-        process on that name (and their pending acquires) shares: once none is
-        left, what the process holds goes back at once, as at its exit. An
-        acquire of this handle still waiting keeps the attachment until it
-        ends (cancel it first). Idempotent. ``TypeError`` on a local
-        semaphore."""
+        leaving it open for every other process: its queued acquires (asyncio
+        tasks, blocking threads) and every later call on the handle raise
+        :class:`DisconnectedError` (a trio task's queued acquire waits on
+        until granted or cancelled). Permits are held per process, by its
+        attachment to the name, which every handle of the process on that
+        name (and their pending acquires) shares: once none is left, what the
+        process holds goes back at once, as at its exit. Idempotent.
+        ``TypeError`` on a local semaphore."""
     @property
     def closed(self) -> bool:
         """Whether the semaphore was closed (by any process, for a shared one)."""
