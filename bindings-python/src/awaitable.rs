@@ -436,9 +436,9 @@ impl Acquire {
         if !matches!(slf.borrow().stage, Stage::Start) || running_loop(py)?.is_some() {
             return Ok(slf.into_any().unbind());
         }
-        let (core, n) = {
+        let (core, n, session) = {
             let me = slf.borrow();
-            (me.core.clone(), me.n)
+            (me.core.clone(), me.n, me.session.clone())
         };
         let waiter = Py::new(
             py,
@@ -446,6 +446,7 @@ impl Acquire {
                 core,
                 n,
                 slot: None,
+                session,
             },
         )?;
         let it = TRIO_WAIT
@@ -456,6 +457,14 @@ impl Acquire {
         }
         slf.borrow_mut().stage = Stage::Trio(waiter);
         Ok(it.unbind())
+    }
+
+    /// Called by `_glue`'s trio coroutine when its wait failed (the waiter
+    /// already gave it up): the acquire is over; after its session ended it
+    /// lets go of the attachment.
+    fn _trio_failed(&mut self) {
+        self.stage = Stage::Done;
+        self.leave_session();
     }
 
     /// Called by `_glue`'s trio coroutine once the permits are acquired: what
@@ -614,6 +623,8 @@ pub(crate) struct TrioWaiter {
     core: Arc<Core>,
     n: usize,
     slot: Option<Pin<Arc<Slot>>>,
+    /// A named handle's session: its end fails this wait (see `session`).
+    session: Option<Arc<SessionWaits>>,
 }
 
 #[pymethods]
@@ -659,6 +670,38 @@ impl TrioWaiter {
             after_wakes(py);
         }
         true
+    }
+
+    /// After a queueing `enqueue`: lists the wait with its handle's session
+    /// (named), so that `disconnect()` can fail it through `token`; if the
+    /// session ended already, gives the wait up and raises
+    /// `DisconnectedError`.
+    fn listed(slf: Py<Self>, py: Python<'_>, token: Py<PyAny>, task: Py<PyAny>) -> PyResult<()> {
+        let Some(session) = slf.borrow(py).session.clone() else {
+            return Ok(());
+        };
+        if session.list_trio(py, token, task, slf.clone_ref(py)) {
+            return Ok(());
+        }
+        slf.borrow_mut(py).cancel(py);
+        Err(disconnected_error())
+    }
+
+    /// Whether the wait is still queued (not finished, not delivered).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.slot.as_ref().is_some_and(|s| !s.delivered())
+    }
+
+    /// `disconnect()` of its handle, on the run's thread: `True` if the wait
+    /// was still queued and is now given up (the caller reschedules the task
+    /// with `DisconnectedError`), `False` if the task was rescheduled already
+    /// or is not waiting.
+    fn give_up(&mut self, py: Python<'_>) -> bool {
+        let gave_up = self.is_queued() && self.abort(py);
+        if gave_up {
+            self.core = crate::session::inert_core();
+        }
+        gave_up
     }
 
     /// Ends the wait whatever its state (an exception other than trio's own

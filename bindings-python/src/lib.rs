@@ -391,9 +391,8 @@ impl Semaphore {
 
     /// Ends this handle's session on a shared semaphore (`Semaphore.open`),
     /// leaving the semaphore open for every other process: its queued
-    /// acquires (asyncio tasks, blocking threads) and every later call on
-    /// this handle raise `DisconnectedError` (a `ClosedError`); a trio
-    /// task's queued acquire waits on until granted or cancelled. Permits
+    /// acquires (asyncio and trio tasks, blocking threads) and every later
+    /// call on this handle raise `DisconnectedError` (a `ClosedError`). Permits
     /// are held per process, by the process's attachment to the name, which
     /// every handle of this process on the name and their pending acquires
     /// share: once none is left, what the process holds goes back at once,

@@ -19,7 +19,9 @@
 //!   their pending acquires share. `disconnect()` ([`CoreCell::end`]) fails
 //!   the handle's own queued acquires ([`SessionWaits`]: an asyncio task's
 //!   Future gets `DisconnectedError`, which its acquire's `throw` turns into
-//!   a cancel; a blocking wait sees the end between its signal slices) and
+//!   a cancel; a trio task's wait is given up on its run's thread and the
+//!   task rescheduled with the error; a blocking wait sees the end between
+//!   its signal slices) and
 //!   drops the handle's reference; when it was the last one, the process
 //!   detaches, and whatever it held goes back at once, as at its exit.
 
@@ -31,7 +33,7 @@ use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::awaitable::ready;
+use crate::awaitable::{ready, TrioWaiter};
 use crate::errors::{disconnected_error, is_disconnected};
 use crate::redis::OffLoopCall;
 use crate::Core;
@@ -52,8 +54,8 @@ pub(crate) struct SessionCell {
 
 /// The acquires of a named handle that may be queued, so that `disconnect()`
 /// can fail them: the Futures of asyncio tasks' waits (pruned when done),
-/// and the flag blocking waits check between their signal slices. A trio
-/// task's wait is not listed: it keeps waiting (or is cancelled) on its own.
+/// trio tasks' waits (with their run's token; pruned when no longer
+/// queued), and the flag blocking waits check between their signal slices.
 ///
 /// The lock is never held while Python code may run (a Future's `done()`,
 /// the drop of a Future): a thread holding the GIL may wait for it.
@@ -61,6 +63,14 @@ pub(crate) struct SessionCell {
 pub(crate) struct SessionWaits {
     ended: AtomicBool,
     futures: Mutex<Vec<Py<PyAny>>>,
+    trio: Mutex<Vec<TrioWait>>,
+}
+
+/// A trio task's queued wait: the run's token, the task, its waiter.
+struct TrioWait {
+    token: Py<PyAny>,
+    task: Py<PyAny>,
+    waiter: Py<TrioWaiter>,
 }
 
 impl SessionWaits {
@@ -100,18 +110,65 @@ impl SessionWaits {
         false
     }
 
+    /// Lists a trio task's queued wait, as [`list`](Self::list) a Future.
+    pub(crate) fn list_trio(
+        &self,
+        py: Python<'_>,
+        token: Py<PyAny>,
+        task: Py<PyAny>,
+        waiter: Py<TrioWaiter>,
+    ) -> bool {
+        let listed = std::mem::take(&mut *lock(&self.trio));
+        let mut keep: Vec<TrioWait> = listed
+            .into_iter()
+            .filter(|w| w.waiter.try_borrow(py).map_or(true, |w| w.is_queued()))
+            .collect();
+        {
+            let mut g = lock(&self.trio);
+            if !self.ended() {
+                g.extend(keep.drain(..));
+                g.push(TrioWait {
+                    token,
+                    task,
+                    waiter,
+                });
+                return true;
+            }
+        }
+        for w in keep {
+            let _ = fail_trio(py, w);
+        }
+        false
+    }
+
     /// Ends the session: every listed Future not done yet gets
-    /// `DisconnectedError`, set on its own loop's thread.
+    /// `DisconnectedError`, set on its own loop's thread; every listed trio
+    /// wait still queued is given up on its run's thread and its task
+    /// rescheduled with `DisconnectedError`.
     fn end(&self, py: Python<'_>) {
         self.ended.store(true, Ordering::SeqCst);
         let futures = std::mem::take(&mut *lock(&self.futures));
         for fut in futures {
             let _ = fail_future(py, fut.bind(py));
         }
+        let trio = std::mem::take(&mut *lock(&self.trio));
+        for w in trio {
+            let _ = fail_trio(py, w);
+        }
     }
 }
 
 static FAIL_FUTURE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+static FAIL_TRIO: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `_glue.fail_trio_wait(token, task, waiter, DisconnectedError(...))`: on the
+/// run's thread, gives the wait up unless the task was rescheduled already.
+fn fail_trio(py: Python<'_>, w: TrioWait) -> PyResult<()> {
+    let f = FAIL_TRIO.import(py, "volt_sem._glue", "fail_trio_wait")?;
+    let exc = disconnected_error().into_value(py);
+    f.call1((w.token, w.task, w.waiter, exc))?;
+    Ok(())
+}
 
 /// `loop.call_soon_threadsafe(_glue.fail_future, fut, DisconnectedError(...))`
 /// on `fut`'s loop (a closed loop's Future is left alone: its wait is handed

@@ -337,6 +337,41 @@ def test_named_disconnect_fails_own_queued_acquires(name):
 
 
 @needs_linux
+def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
+    trio = pytest.importorskip("trio")
+    import trio.testing
+
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+
+    async def main():
+        result = []
+        done = trio.Event()
+
+        async def waiter():
+            try:
+                await sem.acquire(1)
+                result.append("granted")
+            except volt_sem.DisconnectedError:
+                result.append("disconnected")
+            done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()  # queued
+            sem.disconnect()
+            with trio.fail_after(BOUND):  # a wait left queued fails here, not hangs
+                await done.wait()
+        return result
+
+    assert trio.run(main) == ["disconnected"]
+    # The process let go of the name: its permit is back.
+    again = volt_sem.Semaphore.open(name, 1)
+    assert again.try_acquire(1)
+    again.release(1)
+
+
+@needs_linux
 def test_named_handle_after_disconnect(name):
     sem = volt_sem.Semaphore.open(name, 1)
     sem.disconnect()

@@ -309,9 +309,8 @@ class Semaphore:
     def disconnect(self) -> None:
         """Ends this handle's session on a shared semaphore (:meth:`open`),
         leaving it open for every other process: its queued acquires (asyncio
-        tasks, blocking threads) and every later call on the handle raise
-        :class:`DisconnectedError` (a trio task's queued acquire waits on
-        until granted or cancelled). Permits are held per process, by its
+        and trio tasks, blocking threads) and every later call on the handle
+        raise :class:`DisconnectedError`. Permits are held per process, by its
         attachment to the name, which every handle of the process on that
         name (and their pending acquires) shares: once none is left, what the
         process holds goes back at once, as at its exit. Idempotent.
