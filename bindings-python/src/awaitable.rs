@@ -50,9 +50,12 @@ use pyo3::types::{PyTuple, PyType};
 use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
 
-use crate::blocking::blocking_acquire;
+use crate::blocking::blocking_acquire_in;
 use crate::coroutine::coroutine_pymethods;
-use crate::errors::{acquire_error, backend_error, closed_error, release_error};
+use crate::errors::{
+    acquire_error, backend_error, closed_error, disconnected_error, release_error,
+};
+use crate::session::SessionWaits;
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
 
@@ -266,6 +269,8 @@ pub(crate) struct Acquire {
     stage: Stage,
     /// Permits acquired through this object and not yet released by `__aexit__`.
     held: bool,
+    /// A named handle's session: its end fails this wait (see `session`).
+    session: Option<Arc<SessionWaits>>,
 }
 
 impl Acquire {
@@ -277,6 +282,26 @@ impl Acquire {
             returns_true,
             stage: Stage::Start,
             held: false,
+            session: None,
+        }
+    }
+
+    /// This acquire belongs to a named handle's session (`None`: a local one).
+    pub(crate) fn in_session(mut self, session: Option<Arc<SessionWaits>>) -> Self {
+        self.session = session;
+        self
+    }
+
+    fn session_ended(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.ended())
+    }
+
+    /// After its session ended, a finished acquire that holds nothing lets
+    /// go of the attachment (an exception's traceback may keep this object
+    /// alive for long): the process detaches once nothing else uses it.
+    fn leave_session(&mut self) {
+        if !self.held && matches!(self.stage, Stage::Done) && self.session_ended() {
+            self.core = crate::session::inert_core();
         }
     }
 
@@ -296,6 +321,11 @@ impl Acquire {
     /// returns `None`, an error raises (including `StopIteration(True)`).
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
+            Stage::Start if self.session_ended() => {
+                self.stage = Stage::Done;
+                self.leave_session();
+                Err(disconnected_error())
+            }
             Stage::Start => match self.core.try_acquire(self.n) {
                 Ok(_) => self.acquired(),
                 Err(Error::NoPermits) => self.park(py),
@@ -359,6 +389,13 @@ impl Acquire {
             Ok(None) => self.acquired(),
             Ok(Some((slot, fut))) => {
                 self.stage = Stage::Waiting(slot);
+                if let Some(session) = &self.session {
+                    if !session.list(py, &fut) {
+                        // Disconnected meanwhile: never wait on it.
+                        self.cancel(py);
+                        return Err(disconnected_error());
+                    }
+                }
                 yield_future(py, &fut).map(Some)
             }
             Err(e) => {
@@ -384,6 +421,7 @@ impl Acquire {
             }
             _ => {}
         }
+        self.leave_session();
     }
 }
 
@@ -398,9 +436,9 @@ impl Acquire {
         if !matches!(slf.borrow().stage, Stage::Start) || running_loop(py)?.is_some() {
             return Ok(slf.into_any().unbind());
         }
-        let (core, n) = {
+        let (core, n, session) = {
             let me = slf.borrow();
-            (me.core.clone(), me.n)
+            (me.core.clone(), me.n, me.session.clone())
         };
         let waiter = Py::new(
             py,
@@ -408,6 +446,7 @@ impl Acquire {
                 core,
                 n,
                 slot: None,
+                session,
             },
         )?;
         let it = TRIO_WAIT
@@ -418,6 +457,14 @@ impl Acquire {
         }
         slf.borrow_mut().stage = Stage::Trio(waiter);
         Ok(it.unbind())
+    }
+
+    /// Called by `_glue`'s trio coroutine when its wait failed (the waiter
+    /// already gave it up): the acquire is over; after its session ended it
+    /// lets go of the attachment.
+    fn _trio_failed(&mut self) {
+        self.stage = Stage::Done;
+        self.leave_session();
     }
 
     /// Called by `_glue`'s trio coroutine once the permits are acquired: what
@@ -463,7 +510,7 @@ impl Acquire {
             ));
         }
         self.stage = Stage::Done;
-        blocking_acquire(py, &self.core, self.n, None)?;
+        blocking_acquire_in(py, &self.core, self.n, None, self.session.as_deref())?;
         self.held = true;
         self.role.taken(self.n);
         Ok(())
@@ -576,6 +623,8 @@ pub(crate) struct TrioWaiter {
     core: Arc<Core>,
     n: usize,
     slot: Option<Pin<Arc<Slot>>>,
+    /// A named handle's session: its end fails this wait (see `session`).
+    session: Option<Arc<SessionWaits>>,
 }
 
 #[pymethods]
@@ -621,6 +670,38 @@ impl TrioWaiter {
             after_wakes(py);
         }
         true
+    }
+
+    /// After a queueing `enqueue`: lists the wait with its handle's session
+    /// (named), so that `disconnect()` can fail it through `token`; if the
+    /// session ended already, gives the wait up and raises
+    /// `DisconnectedError`.
+    fn listed(slf: Py<Self>, py: Python<'_>, token: Py<PyAny>, task: Py<PyAny>) -> PyResult<()> {
+        let Some(session) = slf.borrow(py).session.clone() else {
+            return Ok(());
+        };
+        if session.list_trio(py, token, task, slf.clone_ref(py)) {
+            return Ok(());
+        }
+        slf.borrow_mut(py).cancel(py);
+        Err(disconnected_error())
+    }
+
+    /// Whether the wait is still queued (not finished, not delivered).
+    pub(crate) fn is_queued(&self) -> bool {
+        self.slot.as_ref().is_some_and(|s| !s.delivered())
+    }
+
+    /// `disconnect()` of its handle, on the run's thread: `True` if the wait
+    /// was still queued and is now given up (the caller reschedules the task
+    /// with `DisconnectedError`), `False` if the task was rescheduled already
+    /// or is not waiting.
+    fn give_up(&mut self, py: Python<'_>) -> bool {
+        let gave_up = self.is_queued() && self.abort(py);
+        if gave_up {
+            self.core = crate::session::inert_core();
+        }
+        gave_up
     }
 
     /// Ends the wait whatever its state (an exception other than trio's own
@@ -726,14 +807,26 @@ impl Ready {
 /// `__aenter__` for one permit: the fast path right here (returning a finished
 /// awaitable, no allocation), else an awaitable that waits.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
+    enter_one_in(py, core, role, None)
+}
+
+/// [`enter_one`] of a named handle's session.
+pub(crate) fn enter_one_in(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    role: &Role,
+    session: Option<Arc<SessionWaits>>,
+) -> PyResult<Py<PyAny>> {
     match core.try_acquire(1) {
         Ok(_) => {
             role.taken(1);
             Ok(ready(py)?.into_any())
         }
-        Err(Error::NoPermits) => {
-            Ok(Py::new(py, Acquire::new(core.clone(), 1, role.clone(), false))?.into_any())
-        }
+        Err(Error::NoPermits) => Ok(Py::new(
+            py,
+            Acquire::new(core.clone(), 1, role.clone(), false).in_session(session),
+        )?
+        .into_any()),
         Err(e) => Err(acquire_error(core, e)),
     }
 }

@@ -29,7 +29,8 @@ use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 use pyo3::exceptions::PyRuntimeError;
 
 use crate::awaitable::running_loop;
-use crate::errors::{acquire_error, backend_error, closed_error};
+use crate::errors::{acquire_error, backend_error, closed_error, disconnected_error};
+use crate::session::SessionWaits;
 use crate::wake::after_wakes;
 use crate::Core;
 
@@ -102,6 +103,21 @@ pub(crate) fn blocking_acquire(
     n: usize,
     timeout: Option<Duration>,
 ) -> PyResult<bool> {
+    blocking_acquire_in(py, core, n, timeout, None)
+}
+
+/// [`blocking_acquire`] for a named handle's session: a wait still queued
+/// when the session ends gives up with `DisconnectedError`.
+pub(crate) fn blocking_acquire_in(
+    py: Python<'_>,
+    core: &Core,
+    n: usize,
+    timeout: Option<Duration>,
+    session: Option<&SessionWaits>,
+) -> PyResult<bool> {
+    if session.is_some_and(|s| s.ended()) {
+        return Err(disconnected_error());
+    }
     match core.try_acquire(n) {
         Ok(_) => return Ok(true),
         Err(Error::NoPermits) => {}
@@ -126,7 +142,7 @@ pub(crate) fn blocking_acquire(
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
-    let interrupted = park(py, waiter, deadline);
+    let interrupted = park_in(py, waiter, deadline, session);
     // With the GIL: no callback needs it (async wakes are native, see `wake`), so
     // `finish_raw` waiting for a callback running elsewhere cannot deadlock.
     // SAFETY: queued on `core` above.
@@ -154,6 +170,17 @@ pub(crate) fn park(
     waiter: Pin<&Waiter>,
     deadline: Option<Instant>,
 ) -> Option<PyErr> {
+    park_in(py, waiter, deadline, None)
+}
+
+/// [`park`], also interrupted (`DisconnectedError`) by the end of `session`,
+/// seen between slices.
+fn park_in(
+    py: Python<'_>,
+    waiter: Pin<&Waiter>,
+    deadline: Option<Instant>,
+    session: Option<&SessionWaits>,
+) -> Option<PyErr> {
     loop {
         let done = py.detach(|| {
             let slice_end = Instant::now() + SIGNAL_SLICE;
@@ -177,6 +204,9 @@ pub(crate) fn park(
         });
         if done {
             return None;
+        }
+        if session.is_some_and(|s| s.ended()) {
+            return Some(disconnected_error());
         }
         if let Err(e) = py.check_signals() {
             return Some(e);

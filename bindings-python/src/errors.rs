@@ -32,6 +32,16 @@ create_exception!(
 
 create_exception!(
     volt_sem,
+    DisconnectedError,
+    ClosedError,
+    "This handle's session was ended (`disconnect()`, the end of its `with`/`async with` \
+     block, or `disconnect_on_signals`): every later call on the handle raises it, and so do \
+     its acquires that were queued then. The semaphore itself stays open for every other \
+     handle and process: open or connect again for a new session. A `ClosedError`."
+);
+
+create_exception!(
+    volt_sem,
     SharedError,
     PyRuntimeError,
     "A failure specific to a semaphore shared across processes (`Semaphore.open`); \
@@ -99,6 +109,20 @@ pub(crate) fn closed_error() -> PyErr {
     ClosedError::new_err("semaphore closed")
 }
 
+/// The error of a call on a handle whose session ended (see [`DisconnectedError`]).
+pub(crate) fn disconnected_error() -> PyErr {
+    DisconnectedError::new_err(
+        "this handle was disconnected (disconnect(), the end of its `with` block, or a signal \
+         handled by disconnect_on_signals()): its session ended; the semaphore stays open for \
+         everyone else: open or connect again for a new session",
+    )
+}
+
+/// Whether `core` is a Redis handle whose session `disconnect()` ended.
+pub(crate) fn is_disconnected(core: &Core) -> bool {
+    core.as_redis().is_some_and(|r| r.is_disconnected())
+}
+
 /// The exception of a backend error (every operation of a local or shared
 /// semaphore, and `open`/`unlink`).
 pub(crate) fn backend_error(e: Error) -> PyErr {
@@ -121,13 +145,13 @@ pub(crate) fn backend_error(e: Error) -> PyErr {
         Error::NotFound => PyFileNotFoundError::new_err(msg),
         Error::AlreadyExists => PyFileExistsError::new_err(msg),
         Error::PermissionDenied => PyPermissionError::new_err(msg),
-        Error::TotalMismatch { existing } => TotalMismatchError::new_err((msg, existing)),
+        Error::TotalMismatch { existing } => total_mismatch_error(existing, false),
         Error::VersionMismatch { found } => VersionMismatchError::new_err((msg, found)),
         Error::NotASegment => NotASegmentError::new_err(msg),
         Error::QueueFull => QueueFullError::new_err(msg),
         Error::ProcessTableFull => ProcessTableFullError::new_err(msg),
         Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
-        Error::Forked => ForkedError::new_err(msg),
+        Error::Forked => forked_error(None),
         Error::Corrupt => CorruptError::new_err(msg),
         // A Python blocking wait never runs on a doorbell thread (no Python
         // code runs there); kept typed all the same.
@@ -175,15 +199,60 @@ fn redis_error(py: Python<'_>, e: Error) -> PyErr {
         Error::InUse { .. } => ("InUseError", e.code()),
         _ => ("RedisCommandError", e.code()),
     };
+    redis_error_class(py, class, code, e.to_string())
+}
+
+/// An instance of the class `class` of `volt_sem/_errors.py` with `msg` and `code`.
+fn redis_error_class(py: Python<'_>, class: &str, code: &str, msg: String) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
         let module = REDIS_ERRORS
             .get_or_try_init(py, || PyResult::Ok(py.import("volt_sem._errors")?.unbind()))?
             .bind(py);
-        let exc = module.getattr(class)?.call1((e.to_string(),))?;
+        let exc = module.getattr(class)?.call1((msg,))?;
         exc.setattr("code", code)?;
         Ok(PyErr::from_value(exc))
     })();
     made.unwrap_or_else(|err| err)
+}
+
+/// `TotalMismatchError`: a sentence (its `str()`), with the existing total
+/// in `args[1]` (and `.existing`) and how to change a total.
+pub(crate) fn total_mismatch_error(existing: u64, redis: bool) -> PyErr {
+    let msg = if redis {
+        format!(
+            "the Redis semaphore exists with {existing} permits in total (nothing was changed): \
+             connect with permits={existing}, or, to change its total, delete it \
+             (RedisSemaphore.delete(url, name), refused while any client is connected) and \
+             connect again with the new total"
+        )
+    } else {
+        format!(
+            "the shared semaphore exists with {existing} permits in total (nothing was changed): \
+             open it with permits={existing}, or, to change its total, unlink it \
+             (Semaphore.unlink(name)) and open it again with the new total (processes still \
+             attached keep the old one)"
+        )
+    };
+    TotalMismatchError::new_err((msg, existing))
+}
+
+/// `ForkedError`: what to do again in the child depends on the handle
+/// (`Some(true)`: a Redis one, `Some(false)`: a named one, `None`: unknown).
+pub(crate) fn forked_error(redis: Option<bool>) -> PyErr {
+    ForkedError::new_err(match redis {
+        Some(true) => {
+            "this Redis handle was connected before fork(): connect again in the child \
+             (Semaphore.connect); the parent's session stays the parent's"
+        }
+        Some(false) => {
+            "this shared semaphore was opened before fork(): open the name again in the child \
+             (Semaphore.open)"
+        }
+        None => {
+            "this handle was opened or connected before fork(): open the name again \
+             (Semaphore.open) or connect again (Semaphore.connect) in the child"
+        }
+    })
 }
 
 pub(crate) fn too_many_error(name: &str) -> PyErr {
@@ -197,6 +266,9 @@ pub(crate) fn acquire_error(core: &Core, e: Error) -> PyErr {
             PyValueError::new_err(format!("n must be at most the semaphore's total ({total})"))
         }
         (Error::TooManyPermits, None) => too_many_error("n"),
+        // A request queued when its handle disconnected.
+        (Error::Closed, _) if is_disconnected(core) => disconnected_error(),
+        (Error::Forked, _) => forked_error(Some(core.as_redis().is_some())),
         (e, _) => backend_error(e),
     }
 }

@@ -23,6 +23,8 @@
 //! * `redis`: `Semaphore.connect`'s `RedisSemaphore` (the Redis backend, a
 //!   class of its own: its acquire gives a fencing token) and its
 //!   awaitables;
+//! * `session`: the sessions of the shared handles (`disconnect`, the `with`
+//!   forms, `close_for_everyone`, `disconnect_on_signals`' list of handles);
 //! * `offloop`: the per-handle worker thread that runs every Redis round trip
 //!   of an awaitable off the event loop's thread, delivering through the wake
 //!   path;
@@ -31,7 +33,7 @@
 //! Python-side glue (creating and registering wake channels, draining them in
 //! Python frames, the trio pump) lives in `volt_sem/_glue.py`.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
@@ -44,11 +46,12 @@ mod errors;
 mod locks;
 mod offloop;
 mod redis;
+mod session;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one, ready, Acquire, Ready, Role, TrioWaiter};
-use blocking::blocking_acquire;
+use awaitable::{enter_one_in, ready, Acquire, Ready, Role, TrioWaiter};
+use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
 };
@@ -75,11 +78,15 @@ pub(crate) fn local_core(permits: usize) -> Core {
 /// by plain threads using `acquire_blocking`.
 #[pyclass(module = "volt_sem", frozen, weakref, subclass)]
 struct Semaphore {
-    core: Arc<Core>,
+    /// Fixed for a local semaphore; a named one's session, which
+    /// `disconnect()` ends.
+    core: session::CoreCell,
     /// The name of a shared semaphore (`Semaphore.open`); `None` for a local one.
     name: Option<String>,
     /// `Role::Count`, or `Role::Bounded` for a `BoundedSemaphore`.
     role: Role,
+    /// Inside `with sem:` (a named one): a nested `with sem:` is refused.
+    entered: AtomicBool,
 }
 
 #[pymethods]
@@ -92,9 +99,10 @@ impl Semaphore {
     #[pyo3(signature = (permits = Initial(1)))]
     fn new(permits: Initial) -> Self {
         Semaphore {
-            core: Arc::new(local_core(permits.0)),
+            core: session::CoreCell::Fixed(Arc::new(local_core(permits.0))),
             name: None,
             role: Role::Count,
+            entered: AtomicBool::new(false),
         }
     }
 
@@ -145,9 +153,10 @@ impl Semaphore {
             .detach(|| Core::open(&name, permits, options))
             .map_err(backend_error)?;
         Ok(Semaphore {
-            core: Arc::new(core),
+            core: session::CoreCell::session(core),
             name: Some(name),
             role: Role::Count,
+            entered: AtomicBool::new(false),
         })
     }
 
@@ -158,6 +167,11 @@ impl Semaphore {
     /// the fencing token). Talks to Redis at once, on this thread with the GIL
     /// released, for up to `connect_timeout` seconds: from an event loop use
     /// `await Semaphore.connect_async(...)`.
+    ///
+    /// `with Semaphore.connect(...) as sem:` disconnects the handle on exit
+    /// (`RedisSemaphore.disconnect`); a handle nobody references any more
+    /// ends its session when collected (what it held goes to the next
+    /// waiter).
     ///
     /// `url`: `redis://[user:password@]host[:port][/db]`, `rediss://` (TLS),
     /// `redis+sentinel://host:port[,host:port]/master`, or `unix:///path`
@@ -211,7 +225,9 @@ impl Semaphore {
     }
 
     /// `connect` off the event loop: `await Semaphore.connect_async(...)`
-    /// connects on a thread of its own while the loop runs on.
+    /// connects on a thread of its own while the loop runs on. Also `async
+    /// with Semaphore.connect_async(...) as sem:`, which disconnects the
+    /// handle (off the loop) on exit (`RedisConnect`).
     #[classmethod]
     #[pyo3(
         signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
@@ -220,6 +236,7 @@ impl Semaphore {
     #[allow(clippy::too_many_arguments)]
     fn connect_async(
         _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
         url: String,
         name: String,
         permits: &Bound<'_, PyAny>,
@@ -231,7 +248,7 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
-    ) -> PyResult<redis::OffLoopCall> {
+    ) -> PyResult<Py<session::RedisConnect>> {
         redis::Connect::new(
             url,
             name,
@@ -247,7 +264,7 @@ impl Semaphore {
                 min_replicas_acked,
             },
         )
-        .map(redis::Connect::spawn)
+        .and_then(|c| session::redis_connect(py, c.spawn()))
     }
 
     /// Removes the name of a shared semaphore: processes that opened it keep
@@ -268,16 +285,19 @@ impl Semaphore {
     /// The fixed total of a shared semaphore; `None` for a local one (whose
     /// releases may add permits).
     #[getter]
-    fn total_permits(&self) -> Option<usize> {
-        self.core.total_permits()
+    fn total_permits(&self) -> PyResult<Option<usize>> {
+        Ok(self.core.get()?.total_permits())
     }
 
     /// Waits for `n` permits (FIFO, weights included); `await` returns `True`.
     /// Also `async with sem.acquire(n):`, which releases the `n` permits on exit.
     /// Raises `ClosedError` if the semaphore is (or gets) closed while waiting.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn acquire(&self, n: Permits) -> Acquire {
-        Acquire::new(self.core.clone(), n.0, self.role.clone(), true)
+    fn acquire(&self, n: Permits) -> PyResult<Acquire> {
+        Ok(
+            Acquire::new(self.core.get()?.into_owned(), n.0, self.role.clone(), true)
+                .in_session(self.core.waits()),
+        )
     }
 
     /// Returns `n` permits: to the oldest waiters first (on any thread or loop),
@@ -285,10 +305,11 @@ impl Semaphore {
     /// exceed `MAX_PERMITS` (nothing is released then).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
+        let core = self.core.get()?;
         if let Role::Bounded(_) = self.role {
-            return self.role.release(py, &self.core, n.0);
+            return self.role.release(py, &core, n.0);
         }
-        let r = release_error(&self.core, n.0);
+        let r = release_error(&core, n.0);
         after_wakes(py);
         r
     }
@@ -296,13 +317,14 @@ impl Semaphore {
     /// Takes `n` permits if they are free right now and nobody waits; never waits.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, n: Permits) -> PyResult<bool> {
-        match self.core.try_acquire(n.0) {
+        let core = self.core.get()?;
+        match core.try_acquire(n.0) {
             Ok(_) => {
                 self.role.taken(n.0);
                 Ok(true)
             }
             Err(Error::NoPermits) => Ok(false),
-            Err(e) => Err(acquire_error(&self.core, e)),
+            Err(e) => Err(acquire_error(&core, e)),
         }
     }
 
@@ -312,7 +334,9 @@ impl Semaphore {
     /// wait on the thread of a running event loop (it would block it for ever).
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
-        let got = blocking_acquire(py, &self.core, n.0, timeout_arg(timeout)?)?;
+        let core = self.core.get()?;
+        let waits = self.core.waits();
+        let got = blocking_acquire_in(py, &core, n.0, timeout_arg(timeout)?, waits.as_deref())?;
         if got {
             self.role.taken(n.0);
         }
@@ -321,34 +345,100 @@ impl Semaphore {
 
     /// Permits available right now (0 while anyone waits).
     #[getter]
-    fn available_permits(&self) -> usize {
-        self.core.available_permits()
+    fn available_permits(&self) -> PyResult<usize> {
+        Ok(self.core.get()?.available_permits())
     }
 
     /// Whether an `acquire()` of one permit would have to wait.
     #[pyo3(text_signature = "($self)")]
-    fn locked(&self) -> bool {
-        self.core.available_permits() == 0
+    fn locked(&self) -> PyResult<bool> {
+        Ok(self.core.get()?.available_permits() == 0)
     }
 
     /// Closes the semaphore: waiting acquires raise `ClosedError`, and so does
     /// every later acquire. Held permits can still be released. Idempotent.
-    /// A shared semaphore is closed for every process.
+    /// A shared semaphore (`Semaphore.open`) refuses it with `TypeError`: it
+    /// would close the limit for every process; use `disconnect()` to end
+    /// this handle's session, or `close_for_everyone()`.
     #[pyo3(text_signature = "($self)")]
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let r = self.core.close().map_err(backend_error);
+        if self.core.is_shared() {
+            return Err(session::shared_close_error(false));
+        }
+        self.close_for_everyone(py)
+    }
+
+    /// Closes the semaphore for every process that uses it: its waiting
+    /// acquires (in every process) raise `ClosedError`, and so does every
+    /// later acquire; held permits can still be released. Idempotent. A
+    /// closed shared semaphore stays closed until its name is removed
+    /// (`Semaphore.unlink(name)`): the next `open` of the name then creates
+    /// a new one (processes still attached keep the closed one). For a local
+    /// semaphore, the same as `close()`.
+    #[pyo3(text_signature = "($self)")]
+    fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
+        let r = self.core.get()?.close().map_err(backend_error);
         after_wakes(py);
         r
     }
 
-    /// Whether `close()` was called.
+    /// Whether the semaphore was closed (`close()`, `close_for_everyone()`,
+    /// by any process for a shared one). `False` once disconnected.
     #[getter]
     fn closed(&self) -> bool {
-        self.core.is_closed()
+        self.core.get().is_ok_and(|c| c.is_closed())
+    }
+
+    /// Ends this handle's session on a shared semaphore (`Semaphore.open`),
+    /// leaving the semaphore open for every other process: its queued
+    /// acquires (asyncio and trio tasks, blocking threads) and every later
+    /// call on this handle raise `DisconnectedError` (a `ClosedError`). Permits
+    /// are held per process, by the process's attachment to the name, which
+    /// every handle of this process on the name and their pending acquires
+    /// share: once none is left, what the process holds goes back at once,
+    /// to the next waiter, as at its exit. Idempotent. `TypeError` on a
+    /// local semaphore (it has no session; `close()` it).
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect(&self, py: Python<'_>) -> PyResult<()> {
+        if !self.core.is_shared() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(
+                "disconnect() ends the session of a shared semaphore (Semaphore.open); a local \
+                 Semaphore has none: close() it",
+            ));
+        }
+        self.core.end(py);
+        Ok(())
+    }
+
+    /// `with Semaphore.open(name, permits) as sem:` ends the handle's
+    /// session on exit (`disconnect()`); it does not acquire (that is `with
+    /// sem.acquire(n):`). `TypeError` on a local semaphore, and on a handle
+    /// already disconnected.
+    fn __enter__(slf: Py<Self>) -> PyResult<Py<Self>> {
+        let me = slf.get();
+        if !me.core.is_shared() {
+            return Err(session::with_error(
+                "a local Semaphore has no session to scope",
+            ));
+        }
+        me.core.get()?;
+        if me.entered.swap(true, Ordering::Relaxed) {
+            return Err(session::with_error(
+                "this handle is already inside a `with` block",
+            ));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
+        self.core.end(py);
+        false
     }
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        enter_one(py, &self.core, &self.role)
+        let core = self.core.get()?;
+        enter_one_in(py, &core, &self.role, self.core.waits())
     }
 
     #[pyo3(signature = (*_args))]
@@ -358,14 +448,25 @@ impl Semaphore {
     }
 
     fn __repr__(&self) -> String {
-        let shared = match (&self.name, self.core.total_permits()) {
+        let Ok(core) = self.core.get() else {
+            return format!(
+                "<volt_sem.Semaphore name={:?} session=ended>",
+                self.name.as_deref().unwrap_or("")
+            );
+        };
+        let shared = match (&self.name, core.total_permits()) {
             (Some(name), Some(total)) => format!(" name={name:?} total={total}"),
             _ => String::new(),
         };
         format!(
-            "<volt_sem.Semaphore{shared} available={}{}>",
-            self.core.available_permits(),
-            if self.core.is_closed() { " closed" } else { "" }
+            "<volt_sem.Semaphore{shared} available={}{}{}>",
+            core.available_permits(),
+            if core.is_closed() { " closed" } else { "" },
+            if self.core.is_shared() {
+                " session=live"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -385,20 +486,24 @@ impl BoundedSemaphore {
     #[pyo3(signature = (permits = Initial(1)))]
     fn new(permits: Initial) -> PyClassInitializer<Self> {
         let base = Semaphore {
-            core: Arc::new(local_core(permits.0)),
+            core: session::CoreCell::Fixed(Arc::new(local_core(permits.0))),
             name: None,
             role: Role::Bounded(Arc::new(AtomicUsize::new(0))),
+            entered: AtomicBool::new(false),
         };
         PyClassInitializer::from(base).add_subclass(BoundedSemaphore)
     }
 
     fn __repr__(slf: PyRef<'_, Self>) -> String {
         let base = slf.as_super();
-        format!(
-            "<volt_sem.BoundedSemaphore available={}{}>",
-            base.core.available_permits(),
-            if base.core.is_closed() { " closed" } else { "" }
-        )
+        match base.core.get() {
+            Ok(core) => format!(
+                "<volt_sem.BoundedSemaphore available={}{}>",
+                core.available_permits(),
+                if core.is_closed() { " closed" } else { "" }
+            ),
+            Err(_) => "<volt_sem.BoundedSemaphore>".to_owned(),
+        }
     }
 }
 
@@ -436,6 +541,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<redis::RedisSemaphore>()?;
     m.add_class::<redis::RedisAcquire>()?;
     m.add_class::<redis::OffLoopCall>()?;
+    m.add_class::<session::RedisConnect>()?;
     m.add_class::<redis::LeaseLost>()?;
     m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
     m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
@@ -463,11 +569,16 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add("NotHeldError", py.get_type::<errors::NotHeldError>())?;
     m.add("ForkedError", py.get_type::<errors::ForkedError>())?;
+    m.add(
+        "DisconnectedError",
+        py.get_type::<errors::DisconnectedError>(),
+    )?;
     m.add("CorruptError", py.get_type::<errors::CorruptError>())?;
     m.add("MAX_NAME_LEN", volt_sem_backend::MAX_NAME_LEN)?;
     m.add("MAX_SHARED_PERMITS", volt_sem_backend::shm::MAX_PERMITS)?;
     m.add("MAX_PERMITS", MAX_PERMITS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(blocking::_interpreter_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(session::_disconnect_all, m)?)?;
     Ok(())
 }

@@ -111,6 +111,8 @@ pub(crate) enum Job {
     Release(Pin<Arc<Slot>>),
     /// `close()`.
     Close(Pin<Arc<Slot>>),
+    /// `disconnect()`: ends the handle's session (see `session`).
+    Disconnect(Pin<Arc<Slot>>),
     /// The census script.
     Census(Pin<Arc<Slot>>),
     /// A plain method's round trip (`Handle::call` waits for it).
@@ -283,6 +285,13 @@ fn run(job: Job) {
                 Err(e) => Done::Failed(e),
             };
             slot.off.set(d);
+            push_to_loop(slot, false);
+        }
+        Job::Disconnect(slot) => {
+            if let Some(r) = slot.core.as_redis() {
+                r.disconnect();
+            }
+            slot.off.set(Done::Unit);
             push_to_loop(slot, false);
         }
         Job::Run(f) => f(),

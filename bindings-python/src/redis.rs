@@ -18,11 +18,13 @@
 //! Every Redis request is a network round trip (bounded by the command
 //! timeout). The awaitables never make one on the loop's thread: `await
 //! sem.acquire(n)`, the exit of `async with`, `release_async`,
-//! `close_async`, `census_async` and `connect_async` queue their round trip
+//! `close_for_everyone_async`, `disconnect_async`, `census_async` and
+//! `connect_async` queue their round trip
 //! to the handle's worker thread and wait on a Future of their loop, woken
 //! through the native wake path (`offloop` module). The plain methods
-//! (`try_acquire`, `acquire_blocking`, `release`, `close`,
-//! `available_permits`, `locked`, `census`, `Semaphore.connect`) block the
+//! (`try_acquire`, `acquire_blocking`, `release`, `close_for_everyone`,
+//! `disconnect`, `available_permits`, `locked`, `census`,
+//! `Semaphore.connect`) block the
 //! calling thread with the GIL released for one round trip, each bounded by
 //! the command timeout (connect: the connect timeout): meant for plain
 //! threads. On the main thread their round trip too runs on the worker
@@ -31,6 +33,12 @@
 //! library reports an interrupted call as a failed connection, and an
 //! uncertain outcome gives the session up. Properties read local state only (`closed`, `held_permits`,
 //! `total_permits`, `name`, `prefix`, `is_lease_lost()`).
+//!
+//! # Ending the session
+//!
+//! A handle is one Redis session: `disconnect` (and the `with` forms,
+//! `session` module) ends it, `close` is refused. After the end, every
+//! method raises `DisconnectedError` first (`check_live`).
 //!
 //! # Tokens and sessions
 //!
@@ -69,6 +77,7 @@ use crate::blocking::{park, wake_parked, Parked};
 use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, backend_error, closed_error, count, timeout_arg, Permits};
 use crate::offloop::{spawn_connect, Done, Job, Worker};
+use crate::session::{check_live, shared_close_error};
 use crate::wake::{abandon, asyncio_chan, claim_owner, finish_off, Chan, Channel, Slot};
 use crate::{local_core, Core};
 
@@ -315,7 +324,7 @@ impl Handle {
             (_, Some(e)) => Err(e),
             (Finish::Granted, None) => Ok(Some(got)),
             (Finish::Closed, None) => Err(closed_error()),
-            (Finish::Failed(e), None) => Err(backend_error(e)),
+            (Finish::Failed(e), None) => Err(acquire_error(&self.core, e)),
             (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(None),
         }
     }
@@ -455,6 +464,9 @@ impl Connect {
                 "invalid semaphore name (1 to {} bytes, without '{{' or '}}')",
                 volt_sem_backend::redis::MAX_NAME_LEN
             )),
+            Error::TotalMismatch { existing } => {
+                crate::errors::total_mismatch_error(existing, true)
+            }
             e => backend_error(e),
         }
     }
@@ -482,6 +494,7 @@ impl Connect {
             req: Some(Request::Connect(Box::new(self))),
             slot: None,
             meta: Some(meta),
+            made: None,
             what: "connect_async",
         }
     }
@@ -492,13 +505,17 @@ impl Connect {
 #[pyclass(module = "volt_sem", frozen, weakref)]
 pub(crate) struct RedisSemaphore {
     h: Arc<Handle>,
+    /// Inside `with sem:`: a nested `with sem:` is refused (see `session`).
+    entered: std::sync::atomic::AtomicBool,
 }
 
 impl RedisSemaphore {
     fn new(core: Core, name: String, prefix: String) -> Self {
+        let core = Arc::new(core);
+        crate::session::register_redis(&core);
         RedisSemaphore {
             h: Arc::new(Handle {
-                core: Arc::new(core),
+                core,
                 worker: Arc::new(Worker::default()),
                 watchers: Arc::default(),
                 last_session: AtomicU64::new(0),
@@ -506,6 +523,7 @@ impl RedisSemaphore {
                 name,
                 prefix,
             }),
+            entered: Default::default(),
         }
     }
 
@@ -531,11 +549,9 @@ impl RedisSemaphore {
     }
 }
 
-/// `n` of a Redis request: at least 1 (a grant of 0 has no token).
+/// `n` of a Redis request. 0 is taken as by the local and the named
+/// semaphore: granted at once unless closed (no round trip; its token is 0).
 fn request(n: Permits) -> PyResult<usize> {
-    if n.0 == 0 {
-        return Err(PyValueError::new_err("n must be >= 1"));
-    }
     Ok(n.0)
 }
 
@@ -643,6 +659,7 @@ impl RedisSemaphore {
     /// sem.acquire(n) as token:` releases them on exit (off the loop).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn acquire(&self, n: Permits) -> PyResult<RedisAcquire> {
+        check_live(&self.h.core)?;
         Ok(RedisAcquire::new(self.h.clone(), request(n)?))
     }
 
@@ -650,6 +667,7 @@ impl RedisSemaphore {
     /// or `None`. One round trip on this thread (GIL released).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn try_acquire(&self, py: Python<'_>, n: Permits) -> PyResult<Option<u64>> {
+        check_live(&self.h.core)?;
         let n = request(n)?;
         let me = owner(py)?;
         match self.h.call(py, move |core| core.try_acquire(n))? {
@@ -672,6 +690,7 @@ impl RedisSemaphore {
         n: Permits,
         timeout: Option<f64>,
     ) -> PyResult<Option<u64>> {
+        check_live(&self.h.core)?;
         let n = request(n)?;
         let timeout = timeout_arg(timeout)?;
         let me = owner(py)?;
@@ -688,6 +707,7 @@ impl RedisSemaphore {
     /// lost with an expired session (nothing is released twice).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
+        check_live(&self.h.core)?;
         self.h.release(py, request(n)?)
     }
 
@@ -695,6 +715,7 @@ impl RedisSemaphore {
     /// undo the release).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
         let n = request(n)?;
         let session = self.h.session_for_release(py, n)?;
         Ok(OffLoopCall::job(
@@ -706,17 +727,76 @@ impl RedisSemaphore {
         ))
     }
 
-    /// Closes the semaphore for every client: waiting acquires everywhere
-    /// raise `ClosedError`, and so does every later acquire. One round trip.
+    /// Refused with `TypeError`: it would close the limit for every client.
+    /// Use `disconnect()` to end this handle's session, or
+    /// `close_for_everyone()`.
     #[pyo3(text_signature = "($self)")]
-    fn close(&self, py: Python<'_>) -> PyResult<()> {
+    fn close(&self) -> PyResult<()> {
+        Err(shared_close_error(true))
+    }
+
+    /// Refused with `TypeError`, as `close()`: use `disconnect_async()` or
+    /// `close_for_everyone_async()`.
+    #[pyo3(text_signature = "($self)")]
+    fn close_async(&self) -> PyResult<OffLoopCall> {
+        Err(shared_close_error(true))
+    }
+
+    /// Closes the semaphore for every client on every host: waiting
+    /// acquires everywhere raise `ClosedError`, and so does every later
+    /// acquire (held permits can still be released). One round trip. It
+    /// stays closed, for later deploys too, until its keys are deleted
+    /// (`RedisSemaphore.delete(url, name)`, once no client is connected):
+    /// the next `connect` then creates it anew.
+    #[pyo3(text_signature = "($self)")]
+    fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
+        check_live(&self.h.core)?;
         self.h.call(py, |core| core.close())?.map_err(backend_error)
     }
 
-    /// `close()` off the loop: an awaitable.
+    /// `close_for_everyone()` off the loop: an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn close_async(&self) -> OffLoopCall {
-        self.off_loop(0, "close_async", Job::Close)
+    fn close_for_everyone_async(&self) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
+        Ok(self.off_loop(0, "close_for_everyone_async", Job::Close))
+    }
+
+    /// Ends this handle's session, leaving the semaphore open for every
+    /// other client: its queued acquires raise `DisconnectedError` (a
+    /// `ClosedError`), what it holds goes to the next waiters at once (not
+    /// at the lease's expiry), and every later call on the handle raises
+    /// `DisconnectedError`. One round trip on this thread, GIL released
+    /// (if Redis is out of reach, the session ends at its lease's expiry).
+    /// Idempotent. From an event loop: `await sem.disconnect_async()`.
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect(&self, py: Python<'_>) -> PyResult<()> {
+        self.h.call(py, crate::session::disconnect_redis)
+    }
+
+    /// `disconnect()` off the loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect_async(&self) -> OffLoopCall {
+        self.off_loop(0, "disconnect_async", Job::Disconnect)
+    }
+
+    /// `with Semaphore.connect(...) as sem:` disconnects on exit; it does
+    /// not acquire (`with sem.acquire(n):` does). `TypeError` when nested,
+    /// `DisconnectedError` once disconnected.
+    fn __enter__(slf: Py<Self>) -> PyResult<Py<Self>> {
+        let me = slf.get();
+        check_live(&me.h.core)?;
+        if me.entered.swap(true, Ordering::Relaxed) {
+            return Err(crate::session::with_error(
+                "this handle is already inside a `with` block",
+            ));
+        }
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.disconnect(py)?;
+        Ok(false)
     }
 
     /// Whether this handle saw the semaphore closed (no round trip: a close
@@ -730,6 +810,7 @@ impl RedisSemaphore {
     /// (GIL released).
     #[getter]
     fn available_permits(&self, py: Python<'_>) -> PyResult<usize> {
+        check_live(&self.h.core)?;
         Ok(self.census_now(py)?.available as usize)
     }
 
@@ -744,14 +825,16 @@ impl RedisSemaphore {
     /// `sessions`, `closed`, `last_token`. One round trip.
     #[pyo3(text_signature = "($self)")]
     fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        check_live(&self.h.core)?;
         let c = self.census_now(py)?;
         census_dict(py, &c)
     }
 
     /// `census()` off the loop: an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn census_async(&self) -> OffLoopCall {
-        self.off_loop(0, "census_async", Job::Census)
+    fn census_async(&self) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
+        Ok(self.off_loop(0, "census_async", Job::Census))
     }
 
     /// Completes when the session that holds this handle's latest grant is
@@ -759,6 +842,7 @@ impl RedisSemaphore {
     /// `StateLostError`) without raising it. `RuntimeError` before any grant.
     #[pyo3(text_signature = "($self)")]
     fn lease_lost(&self) -> PyResult<LeaseLost> {
+        check_live(&self.h.core)?;
         let session = self.h.last_session.load(Ordering::Relaxed);
         if session == 0 {
             return Err(PyRuntimeError::new_err(
@@ -793,13 +877,15 @@ impl RedisSemaphore {
     }
 
     /// `async with sem:` takes one permit (off the loop) ...
-    fn __aenter__(&self) -> RedisAcquire {
-        RedisAcquire::new(self.h.clone(), 1)
+    fn __aenter__(&self) -> PyResult<RedisAcquire> {
+        check_live(&self.h.core)?;
+        Ok(RedisAcquire::new(self.h.clone(), 1))
     }
 
     /// ... and releases it (off the loop).
     #[pyo3(signature = (*_args))]
     fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<OffLoopCall> {
+        check_live(&self.h.core)?;
         let session = self.h.session_for_release(py, 1)?;
         Ok(OffLoopCall::job(
             self.h.clone(),
@@ -814,12 +900,13 @@ impl RedisSemaphore {
         // Never the URL (it may hold a password), and no round trip.
         let r = self.h.redis();
         format!(
-            "<volt_sem.RedisSemaphore name={:?} prefix={:?} total={} held={}{}>",
+            "<volt_sem.RedisSemaphore name={:?} prefix={:?} total={} held={}{} session={}>",
             self.h.name,
             self.h.prefix,
             r.total_permits(),
             r.held_permits(),
-            if r.is_closed() { " closed" } else { "" }
+            if r.is_closed() { " closed" } else { "" },
+            if r.is_disconnected() { "ended" } else { "live" }
         )
     }
 }
@@ -1122,12 +1209,14 @@ enum Request {
 /// A request run off the loop (release, close, census, connect): awaitable
 /// once, under asyncio or trio; the request starts when awaited, and
 /// cancelling the await does not undo it.
-#[pyclass(module = "volt_sem")]
+#[pyclass(module = "volt_sem", subclass)]
 pub(crate) struct OffLoopCall {
     req: Option<Request>,
     slot: Option<Pin<Arc<Slot>>>,
     /// `connect_async`: the name and prefix of the handle it makes.
     meta: Option<(String, String)>,
+    /// `connect_async`: the handle it made (for `RedisConnect.__aexit__`).
+    pub(crate) made: Option<Py<RedisSemaphore>>,
     what: &'static str,
 }
 
@@ -1144,6 +1233,7 @@ impl OffLoopCall {
             req: Some(Request::Job(h, n, job, session)),
             slot: None,
             meta: None,
+            made: None,
             what,
         }
     }
@@ -1184,7 +1274,9 @@ impl OffLoopCall {
             Some(Done::Census(c)) => census_dict(py, &c)?.into_any().unbind(),
             Some(Done::Connected(core)) => {
                 let (name, prefix) = self.meta.take().unwrap_or_default();
-                Py::new(py, RedisSemaphore::new(*core, name, prefix))?.into_any()
+                let sem = Py::new(py, RedisSemaphore::new(*core, name, prefix))?;
+                self.made = Some(sem.clone_ref(py));
+                sem.into_any()
             }
             Some(Done::Failed(e)) if self.meta.is_some() => return Err(Connect::error(e)),
             Some(Done::Failed(e)) => return Err(redis_error(e)),
@@ -1262,6 +1354,9 @@ impl OffLoopCall {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Some(slot) = &self.slot {
             visit.call(&slot.target)?;
+        }
+        if let Some(made) = &self.made {
+            visit.call(made)?;
         }
         Ok(())
     }

@@ -101,7 +101,7 @@ def test_same_methods_as_a_local_semaphore(name):
     with sem.acquire(2):
         assert sem.available_permits == 1
     assert not sem.closed
-    other.close()
+    other.close_for_everyone()
     assert sem.closed
     with pytest.raises(volt_sem.ClosedError):
         sem.try_acquire(1)
@@ -251,7 +251,7 @@ def test_close_reaches_another_process(name):
     )
     p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "queued"
-    sem.close()
+    sem.close_for_everyone()
     assert p.stdout.readline().strip() == "closed"
     assert p.wait() == 0
     p.stdout.close()

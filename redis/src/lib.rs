@@ -750,6 +750,28 @@ impl RedisSemaphore {
         Ok(())
     }
 
+    /// Ends this handle's session now, leaving the semaphore open for every
+    /// other client (what [`close`](Self::close) would not): its queued
+    /// requests fail with [`Error::Closed`], the session is ended in Redis
+    /// (what it held goes to the next waiters at once, not at the lease's
+    /// expiry; if Redis is out of reach, at the expiry), and every later
+    /// request of this handle (and of its clones, and of every `connect`
+    /// sharing its session, see [`ConnectOptions::own_session`]) fails with
+    /// [`Error::Closed`]. Idempotent; one round trip (bounded by the command
+    /// timeout). Dropping the last handle does the same.
+    pub fn disconnect(&self) {
+        self.inner.disconnect()
+    }
+
+    /// Whether [`disconnect`](Self::disconnect) ended this handle's session.
+    pub fn is_disconnected(&self) -> bool {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .disconnected
+    }
+
     /// The conservation sums, read in one script after a reap.
     pub fn census(&self) -> Result<Census, Error> {
         let r = self.inner.census()?;

@@ -92,6 +92,9 @@ pub(crate) struct State {
     pub(crate) failed: bool,
     pub(crate) closed: bool,
     pub(crate) shutdown: bool,
+    /// `disconnect()` ended the handle for good: every later request fails
+    /// with `Error::Closed` (no new session is registered).
+    pub(crate) disconnected: bool,
     next_ctr: u64,
     table: HashMap<u64, Entry>,
     /// Grant records collected from notifications, forgotten in Redis by the
@@ -400,6 +403,7 @@ impl Inner {
                 failed: false,
                 closed,
                 shutdown: false,
+                disconnected: false,
                 next_ctr: 1,
                 table: HashMap::new(),
                 acked: Vec::new(),
@@ -473,6 +477,9 @@ impl Inner {
             let st = lock(&self.state);
             if st.failed {
                 return Err(Error::StateLost);
+            }
+            if st.disconnected {
+                return Err(Error::Closed);
             }
             if let Some(s) = &st.session {
                 if s.renewed.elapsed() < self.opts.lease {
@@ -633,6 +640,40 @@ impl Inner {
         self.kick.kick();
     }
 
+    /// Ends this handle's session now and for good (`disconnect`): its
+    /// queued requests fail with [`Error::Closed`], the session is ended in
+    /// Redis (what it held goes to the next waiters, its queued entries
+    /// leave the queue; one round trip, or the lease's expiry if Redis is
+    /// out of reach), and every later request of the handle fails with
+    /// `Closed`. The semaphore itself stays open for every other client.
+    pub(crate) fn disconnect(&self) {
+        // In a fork() child the session and the queued waiters are the
+        // parent's: nothing here to end (every request fails with `Forked`).
+        if self.forked() {
+            return;
+        }
+        let claimed = {
+            let mut st = lock(&self.state);
+            if st.disconnected {
+                return;
+            }
+            st.disconnected = true;
+            let claimed = match st.session.as_ref().map(|s| s.epoch) {
+                Some(e) => self.lose_locked(&mut st, e, &Error::Closed),
+                None => Vec::new(),
+            };
+            // Ended with the session, not lost: a later release is refused
+            // as `Closed`, never reported as a lease expiry.
+            st.lost = 0;
+            claimed
+        };
+        deliver(claimed);
+        self.end_given_up();
+        // Nothing left for the agent to renew: it exits.
+        lock(&self.state).shutdown = true;
+        self.kick.kick();
+    }
+
     /// A session not renewed for a whole lease may be expired in Redis (a
     /// long pause such as `SIGSTOP`, or Redis out of reach): give it up.
     /// No I/O here (Redis is likely out of reach): the agent ends it later.
@@ -716,6 +757,11 @@ impl Inner {
             let eid;
             {
                 let mut st = lock(&self.state);
+                if st.disconnected {
+                    // `disconnect` ran since `ensure_session`: never queue
+                    // on the session it ended.
+                    return Err(Error::Closed);
+                }
                 ctr = st.next_ctr;
                 st.next_ctr += 1;
                 eid = format!("{sid}:{ctr}");
@@ -947,6 +993,9 @@ impl Inner {
             let mut st = lock(&self.state);
             if st.failed {
                 return Err(Error::StateLost);
+            }
+            if st.disconnected {
+                return Err(Error::Closed);
             }
             let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
             let stale = match (epoch, &cur) {

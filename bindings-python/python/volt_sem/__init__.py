@@ -30,17 +30,30 @@ One limit for every process of the machine (Linux): ``Semaphore.open(name,
 permits)`` returns a :class:`Semaphore` shared by every process that opens the
 same name, with the same methods, FIFO across processes; the permits of a
 process that dies (even by ``kill -9``) come back. ``Semaphore.unlink(name)``
-removes the name. Its own errors are subclasses of :class:`SharedError`
+removes the name. Each handle is a session: ``sem.disconnect()`` (or ``with
+Semaphore.open(name, n) as sem:``) ends it, ``sem.close_for_everyone()``
+closes the semaphore for every process (its ``close()`` is a ``TypeError``).
+Its own errors are subclasses of :class:`SharedError`
 (:class:`TotalMismatchError`, :class:`NotHeldError`, ...), or Python's
 ``FileNotFoundError``, ``FileExistsError``, ``PermissionError``.
 
 One limit across machines: ``Semaphore.connect(url, name, permits)`` returns a
 :class:`RedisSemaphore` stored in Redis, shared by every client on every host,
 FIFO and weighted across all of them, leased and fenced: ``await
-sem.acquire(n)`` gives the grant's fencing token. Its own errors are
-subclasses of :class:`RedisError` (:class:`LeaseExpiredError`,
-:class:`StateLostError`, :class:`RedisConnectionError`, ...), or
-:class:`InvalidUrlError` (a ``ValueError``).
+sem.acquire(n)`` gives the grant's fencing token. Each handle is a session:
+``sem.disconnect()`` / ``await sem.disconnect_async()``, ``with
+Semaphore.connect(...) as sem:`` and ``async with
+Semaphore.connect_async(...) as sem:`` end it (what it holds goes to the next
+waiter; a handle nobody references ends its session when collected);
+``close_for_everyone()`` closes the semaphore for every client (its
+``close()`` is a ``TypeError``). Its own errors are subclasses of
+:class:`RedisError` (:class:`LeaseExpiredError`, :class:`StateLostError`,
+:class:`RedisConnectionError`, ...), or :class:`InvalidUrlError` (a
+``ValueError``). A call on a handle whose session ended raises
+:class:`DisconnectedError` (a :class:`ClosedError`).
+
+Shutdown: ``volt_sem.disconnect_on_signals()`` makes SIGTERM and SIGINT end
+every shared session of the process first, then act as before.
 """
 
 import atexit as _atexit
@@ -67,9 +80,11 @@ from ._volt_sem import (
     LeaseLost,
     OffLoopCall,
     RedisAcquire,
+    RedisConnect,
     RedisSemaphore,
     ClosedError,
     CorruptError,
+    DisconnectedError,
     ForkedError,
     InvalidNameError,
     Mutex,
@@ -85,6 +100,7 @@ from ._volt_sem import (
     __version__,
 )
 from ._volt_sem import _interpreter_exiting
+from ._shutdown import disconnect_on_signals
 
 def _constructor_signatures():
     # pyo3 cannot give a class a text signature in an abi3-py39 build (3.9 shows
@@ -102,6 +118,45 @@ def _constructor_signatures():
 
 _constructor_signatures()
 del _constructor_signatures
+
+
+def _error_codes():
+    # The stable names shared with the C and Node bindings (the Redis errors
+    # of _errors.py carry theirs already).
+    for cls, code in (
+        (ClosedError, "CLOSED"),
+        (DisconnectedError, "DISCONNECTED"),
+        (SharedError, "SHARED_ERROR"),
+        (InvalidNameError, "INVALID_NAME"),
+        (TotalMismatchError, "TOTAL_MISMATCH"),
+        (VersionMismatchError, "VERSION_MISMATCH"),
+        (NotASegmentError, "NOT_A_SEGMENT"),
+        (QueueFullError, "QUEUE_FULL"),
+        (ProcessTableFullError, "PROCESS_TABLE_FULL"),
+        (NotHeldError, "NOT_HELD"),
+        (ForkedError, "FORKED"),
+        (CorruptError, "CORRUPT"),
+    ):
+        cls.code = code
+
+    # `args` stays `(message, number)`; `str()` is the sentence alone.
+    def _message(self):
+        return str(self.args[0]) if self.args else ""
+
+    TotalMismatchError.__str__ = _message
+    TotalMismatchError.existing = property(
+        lambda self: self.args[1] if len(self.args) > 1 else None,
+        doc="The total the existing semaphore was created with.",
+    )
+    NotHeldError.__str__ = _message
+    NotHeldError.held = property(
+        lambda self: self.args[1] if len(self.args) > 1 else None,
+        doc="What this process (named) or handle (Redis) holds.",
+    )
+
+
+_error_codes()
+del _error_codes
 
 # Blocking waits of daemon threads never take the GIL back once the interpreter
 # exits (see src/blocking.rs).
@@ -125,12 +180,14 @@ __all__ = [
     "ReadOnlyError",
     "RedisAcquire",
     "RedisCommandError",
+    "RedisConnect",
     "RedisConnectionError",
     "RedisError",
     "RedisSemaphore",
     "StateLostError",
     "ClosedError",
     "CorruptError",
+    "DisconnectedError",
     "ForkedError",
     "InvalidNameError",
     "Mutex",
@@ -144,4 +201,5 @@ __all__ = [
     "TotalMismatchError",
     "VersionMismatchError",
     "__version__",
+    "disconnect_on_signals",
 ]

@@ -1,3 +1,6 @@
+from signal import Signals
+from typing import Iterable, Union
+
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import InUseError as InUseError
 from ._errors import InvalidUrlError as InvalidUrlError
@@ -17,9 +20,11 @@ from ._volt_sem import BoundedSemaphore as BoundedSemaphore
 from ._volt_sem import LeaseLost as LeaseLost
 from ._volt_sem import OffLoopCall as OffLoopCall
 from ._volt_sem import RedisAcquire as RedisAcquire
+from ._volt_sem import RedisConnect as RedisConnect
 from ._volt_sem import RedisSemaphore as RedisSemaphore
 from ._volt_sem import ClosedError as ClosedError
 from ._volt_sem import CorruptError as CorruptError
+from ._volt_sem import DisconnectedError as DisconnectedError
 from ._volt_sem import ForkedError as ForkedError
 from ._volt_sem import InvalidNameError as InvalidNameError
 from ._volt_sem import Mutex as Mutex
@@ -33,6 +38,14 @@ from ._volt_sem import SharedError as SharedError
 from ._volt_sem import TotalMismatchError as TotalMismatchError
 from ._volt_sem import VersionMismatchError as VersionMismatchError
 from ._volt_sem import __version__ as __version__
+
+def disconnect_on_signals(signals: Iterable[Union[int, Signals]] = ...) -> None:
+    """Installs handlers for ``signals`` (default SIGTERM and SIGINT) that end
+    the session of every shared handle of the process (``disconnect()`` of
+    every live ``Semaphore.open`` / ``Semaphore.connect`` handle), then do
+    what the signal did before: the previous Python handler (SIGINT:
+    ``KeyboardInterrupt``), nothing if ignored, or the default action (the
+    process ends as killed by the signal). Call once, from the main thread."""
 
 __all__ = [
     "MAX_NAME_LEN",
@@ -50,6 +63,7 @@ __all__ = [
     "OffLoopCall",
     "ReadOnlyError",
     "RedisAcquire",
+    "RedisConnect",
     "RedisCommandError",
     "RedisConnectionError",
     "RedisError",
@@ -57,6 +71,7 @@ __all__ = [
     "StateLostError",
     "ClosedError",
     "CorruptError",
+    "DisconnectedError",
     "ForkedError",
     "InvalidNameError",
     "Mutex",
@@ -70,4 +85,5 @@ __all__ = [
     "TotalMismatchError",
     "VersionMismatchError",
     "__version__",
+    "disconnect_on_signals",
 ]

@@ -61,6 +61,14 @@ def _probe_kind(loop):
     return _PROBE_NEVER
 
 
+def fail_future(fut, exc):
+    """Ends an asyncio wait of a disconnected named handle (on its loop's
+    thread): the task's acquire sees `exc` thrown in, gives its wait up and
+    raises it. A Future done meanwhile (granted) is left alone."""
+    if not fut.done():
+        fut.set_exception(exc)
+
+
 def _drain_futures(channel):
     for fut in channel.take():
         if not fut.done():  # a cancelled task's Future is already done
@@ -183,7 +191,14 @@ async def _trio_pump(trio, channel):
 async def _trio_acquire(trio, waiter, acquire):
     if not waiter.try_take():
         channel = _trio_channel(trio)
-        if not waiter.enqueue(channel, trio.lowlevel.current_task()):
+        task = trio.lowlevel.current_task()
+        if not waiter.enqueue(channel, task):
+            # A named handle's wait: its disconnect() can end it (see below).
+            try:
+                waiter.listed(trio.lowlevel.current_trio_token(), task)
+            except BaseException:
+                acquire._trio_failed()
+                raise
 
             def abort(_raise_cancel):
                 if waiter.abort():
@@ -194,6 +209,7 @@ async def _trio_acquire(trio, waiter, acquire):
                 await trio.lowlevel.wait_task_rescheduled(abort)
             except BaseException:
                 waiter.cancel()  # nothing left if abort ran; releases a grant otherwise
+                acquire._trio_failed()
                 raise
             waiter.collect()
     return acquire._acquired()
@@ -222,6 +238,26 @@ async def _trio_redis(trio, obj):
         done, value = obj._trio_collect()
         if done:
             return value
+
+
+def fail_trio_wait(token, task, waiter, exc):
+    """Ends a trio task's wait of a disconnected named handle: on the run's
+    thread (no race with the wake pump, which runs there too), a wait still
+    queued is given up and its task rescheduled with `exc`."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return
+
+    def fail():
+        if waiter.give_up():
+            import outcome  # trio's own dependency
+
+            trio.lowlevel.reschedule(task, outcome.Error(exc))
+
+    try:
+        token.run_sync_soon(fail)
+    except trio.RunFinishedError:
+        pass  # the run is over: its waits were handed on
 
 
 def trio_redis_wait(obj):

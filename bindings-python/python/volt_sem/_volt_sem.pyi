@@ -38,19 +38,41 @@ _T = TypeVar("_T")
 
 class ClosedError(RuntimeError):
     """The semaphore (or lock) was closed: raised by every later acquire, and by
-    the acquires that were waiting when it was closed."""
+    the acquires that were waiting when it was closed. ``code``: ``"CLOSED"``."""
+
+    code: str
+
+class DisconnectedError(ClosedError):
+    """This handle's session was ended (``disconnect()``, the end of its
+    ``with`` / ``async with Semaphore.connect_async(...)`` block, or a signal
+    handled by :func:`disconnect_on_signals`): every later call on the handle
+    raises it, and so do its Redis acquires that were queued then. The
+    semaphore itself stays open for every other handle and process: open or
+    connect again for a new session. A :class:`ClosedError` (code
+    ``"DISCONNECTED"``)."""
 
 class SharedError(RuntimeError):
     """A failure specific to a semaphore shared across processes
-    (``Semaphore.open``); the subclasses name the cause."""
+    (``Semaphore.open``); the subclasses name the cause. ``code``: the stable
+    name shared with the C and Node bindings (``"TOTAL_MISMATCH"``, ...)."""
+
+    code: str
 
 class InvalidNameError(ValueError):
     """``Semaphore.open``/``unlink``: the name is empty, contains '/' or NUL, or
-    is longer than :data:`MAX_NAME_LEN` bytes."""
+    is longer than :data:`MAX_NAME_LEN` bytes. Code ``"INVALID_NAME"``."""
+
+    code: str
 
 class TotalMismatchError(SharedError):
-    """``Semaphore.open``: the name exists with another total of permits
-    (``args[1]``); nothing was changed."""
+    """``Semaphore.open`` / ``Semaphore.connect``: the name exists with
+    another total of permits (:attr:`existing`, also ``args[1]``); nothing was
+    changed. ``str()`` says how to change a total (``Semaphore.unlink`` /
+    ``RedisSemaphore.delete``, then open or connect with the new one)."""
+
+    @property
+    def existing(self) -> int:
+        """The total the existing semaphore was created with."""
 
 class VersionMismatchError(SharedError):
     """``Semaphore.open``: the segment was made by another layout version
@@ -67,11 +89,17 @@ class ProcessTableFullError(SharedError):
 
 class NotHeldError(SharedError):
     """``release(n)`` of a shared semaphore with ``n`` above what this process
-    holds (``args[1]``): each process returns its own permits; nothing was released."""
+    (named) or handle (Redis) holds (:attr:`held`, also ``args[1]``): each
+    returns its own permits; nothing was released."""
+
+    @property
+    def held(self) -> int:
+        """What this process (named) or handle (Redis) holds."""
 
 class ForkedError(SharedError):
     """A shared semaphore opened (or a Redis one connected) before ``fork()``,
-    used in the child: open or connect again there."""
+    used in the child: open the name again (``Semaphore.open``) or connect
+    again (``Semaphore.connect``) there. Code ``"FORKED"``."""
 
 class CorruptError(SharedError):
     """The shared segment holds a value the library never writes (a process
@@ -167,7 +195,9 @@ class Semaphore:
         new segment (the owner always keeps read and write; the umask does not
         apply). A segment another user owns raises ``PermissionError`` unless
         ``accept_foreign_owner=True`` (its owner can rewrite its state: trust
-        only one shared with you on purpose).
+        only one shared with you on purpose). ``with Semaphore.open(...) as
+        sem:`` ends the handle's session on exit (:meth:`disconnect`); its
+        :meth:`close` is refused (use :meth:`close_for_everyone`).
         Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
         :class:`NotASegmentError`, :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
@@ -203,7 +233,11 @@ class Semaphore:
         Sentinel; ``min_replicas_acked=(replicas, timeout)`` makes every write
         wait for that many replicas (else ``RedisCommandError``, code
         ``NOT_REPLICATED``, and the session is given up).
-        Raises :class:`InvalidUrlError`, :class:`InvalidNameError`,
+        ``with Semaphore.connect(...) as sem:`` disconnects on exit; a handle
+        nobody references any more ends its session when collected (what it
+        held goes to the next waiter).
+        Raises :class:`InvalidUrlError` (the message says why, and the forms
+        expected), :class:`InvalidNameError`,
         ``ValueError``, :class:`AuthenticationError`,
         :class:`RedisConnectionError`, :class:`TotalMismatchError`."""
     @classmethod
@@ -221,9 +255,10 @@ class Semaphore:
         tls_ca_file: Optional[str] = None,
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
-    ) -> "OffLoopCall[RedisSemaphore]":
+    ) -> "RedisConnect":
         """:meth:`connect` on a thread of its own: ``await`` it in a task; the
-        loop runs on meanwhile."""
+        loop runs on meanwhile. ``async with Semaphore.connect_async(...) as
+        sem:`` also disconnects the handle (off the loop) on exit."""
     @staticmethod
     def unlink(name: str) -> None:
         """Removes the name of a shared semaphore (attached processes keep it);
@@ -245,7 +280,9 @@ class Semaphore:
         ``MAX_PERMITS``; nothing is released then. A shared semaphore:
         :class:`NotHeldError` if this process holds fewer than ``n``."""
     def try_acquire(self, n: int = 1) -> bool:
-        """Takes ``n`` permits if they are free now and nobody waits; never waits."""
+        """Takes ``n`` permits if they are free now and nobody waits; never
+        waits. ``n=0`` (here, in :meth:`acquire` and :meth:`acquire_blocking`,
+        on every backend) is granted at once unless closed."""
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Blocks the calling thread, GIL released, until ``n`` permits are granted
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
@@ -259,10 +296,38 @@ class Semaphore:
         """Whether ``acquire()`` of one permit would have to wait (asyncio-compatible)."""
     def close(self) -> None:
         """Wakes every waiter with :class:`ClosedError` and fails later acquires.
-        Held permits may still be released. Idempotent."""
+        Held permits may still be released. Idempotent. On a shared semaphore
+        (:meth:`open`) a ``TypeError``: it would close the limit for every
+        process; use :meth:`disconnect` to end this handle's session, or
+        :meth:`close_for_everyone`."""
+    def close_for_everyone(self) -> None:
+        """Closes the semaphore for every process that uses it (as
+        :meth:`close` does a local one): waiters everywhere raise
+        :class:`ClosedError`, and so does every later acquire. A closed named
+        semaphore stays closed until :meth:`unlink` removes its name; the next
+        :meth:`open` then creates a new one."""
+    def disconnect(self) -> None:
+        """Ends this handle's session on a shared semaphore (:meth:`open`),
+        leaving it open for every other process: its queued acquires (asyncio
+        and trio tasks, blocking threads) and every later call on the handle
+        raise :class:`DisconnectedError`. Permits are held per process, by its
+        attachment to the name, which every handle of the process on that
+        name (and their pending acquires) shares: once none is left, what the
+        process holds goes back at once, as at its exit. Idempotent.
+        ``TypeError`` on a local semaphore."""
     @property
     def closed(self) -> bool:
-        """Whether :meth:`close` was called."""
+        """Whether the semaphore was closed (by any process, for a shared one)."""
+    def __enter__(self) -> Self:
+        """``with Semaphore.open(name, n) as sem:`` ends the session on exit;
+        it does not acquire (``with sem.acquire(n):`` does). ``TypeError`` on a
+        local semaphore and when nested."""
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
     async def __aenter__(self) -> None:
         """``async with sem:`` takes one permit ..."""
     async def __aexit__(
@@ -386,12 +451,11 @@ class RedisAcquire(Coroutine[Any, Any, int]):
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
 
-@final
 class OffLoopCall(Coroutine[Any, Any, _T], Generic[_T]):
     """A Redis request run on a worker thread while the loop runs on
-    (``release_async``, ``close_async``, ``census_async``,
-    ``Semaphore.connect_async``); ``await`` it once. Cancelling the await does
-    not undo the request."""
+    (``release_async``, ``close_for_everyone_async``, ``disconnect_async``,
+    ``census_async``, ``Semaphore.connect_async``); ``await`` it once.
+    Cancelling the await does not undo the request."""
 
     def __await__(self) -> Generator[Any, None, _T]: ...
     def __iter__(self) -> Generator[Any, None, _T]: ...
@@ -405,6 +469,22 @@ class OffLoopCall(Coroutine[Any, Any, _T], Generic[_T]):
         /,
     ) -> Any: ...
     def close(self) -> None: ...
+
+@final
+class RedisConnect(OffLoopCall["RedisSemaphore"]):
+    """What ``Semaphore.connect_async(...)`` returns: ``await`` it for the
+    handle, or ``async with Semaphore.connect_async(...) as sem:``, which
+    connects on entry and disconnects the handle (off the loop) on exit. The
+    handle's own ``async with sem:`` still takes one permit: the session's
+    scope is the connect call's, the permit's the handle's."""
+
+    async def __aenter__(self) -> "RedisSemaphore": ...
+    async def __aexit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
 
 @final
 class LeaseLost(Coroutine[Any, Any, RedisError]):
@@ -437,9 +517,17 @@ class RedisSemaphore:
     runs and threads at once. Awaitables never make a Redis round trip on the loop's
     thread; the plain methods block the calling thread (GIL released) for
     one, bounded by the command timeout: ``try_acquire``, ``acquire_blocking``,
-    ``release``, ``close``, ``available_permits``, ``locked``, ``census``.
-    Permits are held by count per handle (``release(n)`` returns this
-    handle's own).
+    ``release``, ``close_for_everyone``, ``disconnect``, ``available_permits``,
+    ``locked``, ``census``. Permits are held by count per handle
+    (``release(n)`` returns this handle's own).
+
+    Each handle is a session: :meth:`disconnect` (or ``with
+    Semaphore.connect(...) as sem:``, ``async with
+    Semaphore.connect_async(...) as sem:``) ends it and gives back what it
+    holds; a handle nobody references any more ends its session when
+    collected. :meth:`close` is refused (``TypeError``): closing the limit for
+    every client is :meth:`close_for_everyone`. ``repr()`` shows
+    ``session=live`` or ``session=ended``.
     """
 
     @property
@@ -478,7 +566,10 @@ class RedisSemaphore:
     def acquire(self, n: int = 1) -> RedisAcquire:
         """``await sem.acquire(n)`` gives the fencing token;
         ``async with sem.acquire(n) as token:`` releases on exit.
-        ``ValueError`` if ``n`` is below 1 or above the total."""
+        ``ValueError`` if ``n`` is negative or above the total. ``n=0`` is
+        granted at once unless closed (token 0: a grant of nothing), as on
+        the local and the named semaphore; so in :meth:`try_acquire` and
+        :meth:`acquire_blocking`, which return that 0 (test ``is None``)."""
     def try_acquire(self, n: int = 1) -> Optional[int]:
         """The token if ``n`` permits were free and nobody waited, else ``None``.
         One round trip on this thread."""
@@ -497,10 +588,39 @@ class RedisSemaphore:
     def release_async(self, n: int = 1) -> OffLoopCall[None]:
         """:meth:`release` off the loop."""
     def close(self) -> None:
-        """Closes the semaphore for every client: waiting acquires everywhere
-        raise :class:`ClosedError`, as does every later acquire. One round trip."""
+        """Always a ``TypeError``: ``close()`` is the habit for "I am done",
+        and it would close the limit for every client. Use :meth:`disconnect`
+        to end this handle's session, or :meth:`close_for_everyone`."""
     def close_async(self) -> OffLoopCall[None]:
-        """:meth:`close` off the loop."""
+        """Always a ``TypeError``, as :meth:`close`."""
+    def close_for_everyone(self) -> None:
+        """Closes the semaphore for every client on every host: waiting
+        acquires everywhere raise :class:`ClosedError`, as does every later
+        acquire. One round trip. It stays closed, for later deploys too,
+        until :meth:`delete` removes its keys (once no client is connected);
+        the next connect then creates it anew."""
+    def close_for_everyone_async(self) -> OffLoopCall[None]:
+        """:meth:`close_for_everyone` off the loop."""
+    def disconnect(self) -> None:
+        """Ends this handle's session, leaving the semaphore open for every
+        other client: its queued acquires raise :class:`DisconnectedError`,
+        what it holds goes to the next waiters at once (not at the lease's
+        expiry), and every later call on the handle raises
+        :class:`DisconnectedError`. One round trip on this thread (GIL
+        released); if Redis is out of reach the session ends at its lease's
+        expiry. Idempotent."""
+    def disconnect_async(self) -> OffLoopCall[None]:
+        """:meth:`disconnect` off the loop."""
+    def __enter__(self) -> Self:
+        """``with Semaphore.connect(...) as sem:`` disconnects on exit; it
+        does not acquire (``with sem.acquire(n):`` does). ``TypeError`` when
+        nested."""
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> Literal[False]: ...
     @property
     def closed(self) -> bool:
         """Whether this handle saw the semaphore closed (no round trip)."""

@@ -93,12 +93,17 @@ async def shared_worker() -> None:
         volt_sem.Semaphore.open("gpu", 5)
     except volt_sem.TotalMismatchError as e:
         assert_type(e, volt_sem.TotalMismatchError)
+        assert_type(e.existing, int)
         shared: volt_sem.SharedError = e
         del shared
     except (volt_sem.NotHeldError, volt_sem.QueueFullError, FileNotFoundError):
         pass
     volt_sem.Semaphore.unlink("gpu")
     assert_type(volt_sem.MAX_NAME_LEN, int)
+    with volt_sem.Semaphore.open("gpu", 4) as gpu:
+        assert_type(gpu, volt_sem.Semaphore)
+        gpu.close_for_everyone()
+    gpu.disconnect()
 
 
 # One limit across machines: the README's Redis example, then the types.
@@ -119,7 +124,24 @@ async def redis_worker() -> None:
     assert_type(await db.census_async(), Dict[str, int])
     async with db as one:
         assert_type(one, int)
-    await db.close_async()
+    await db.close_for_everyone_async()
+    await db.disconnect_async()
+
+
+# The README's session example: connect, work, disconnect on exit.
+async def redis_session() -> None:
+    volt_sem.disconnect_on_signals()
+    connecting = volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50)
+    assert_type(connecting, volt_sem.RedisConnect)
+    async with connecting as db:
+        assert_type(db, volt_sem.RedisSemaphore)
+        async with db.acquire(1) as token:
+            assert_type(token, int)
+    try:
+        await db.acquire(1)
+    except volt_sem.DisconnectedError as e:
+        closed: volt_sem.ClosedError = e
+        del closed
 
 
 def redis_thread_side() -> None:
@@ -139,6 +161,10 @@ def redis_thread_side() -> None:
         db.release(2)
     with db.acquire(1) as t:
         assert_type(t, int)
+    with volt_sem.Semaphore.connect("redis://127.0.0.1:6379", "db-pool", 50) as scoped:
+        assert_type(scoped, volt_sem.RedisSemaphore)
+        scoped.close_for_everyone()
+    scoped.disconnect()
     assert_type(db.try_acquire(1), Optional[int])
     assert_type(db.available_permits, int)
     assert_type(db.total_permits, int)

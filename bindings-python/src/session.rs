@@ -1,0 +1,394 @@
+//! Sessions of the shared handles: `disconnect()`, and the list of live
+//! handles that `disconnect_on_signals()` ends.
+//!
+//! A handle of a named semaphore (`Semaphore.open`) or of a Redis one
+//! (`Semaphore.connect`) is a *session* on a limit other processes share.
+//! Ending the session (`disconnect()`, the end of a `with` block, a signal
+//! handled by `disconnect_on_signals`) gives back what it holds and leaves
+//! the limit open for everyone else; `close_for_everyone()` closes the limit
+//! itself, so a shared handle's `close()` (the habit for "I am done") is
+//! refused with a `TypeError` that names both.
+//!
+//! * Redis: the backend's `RedisSemaphore::disconnect` ends the handle's own
+//!   session in Redis at once (its queued requests fail, what it held goes
+//!   to the next waiters) and refuses every later request; the binding maps
+//!   those refusals to `DisconnectedError` (`errors::acquire_error`) and
+//!   checks the handle first in every method ([`check_live`]).
+//! * Named: the permits are held per process, by the process's attachment
+//!   to the segment, which every handle of the process on that name and
+//!   their pending acquires share. `disconnect()` ([`CoreCell::end`]) fails
+//!   the handle's own queued acquires ([`SessionWaits`]: an asyncio task's
+//!   Future gets `DisconnectedError`, which its acquire's `throw` turns into
+//!   a cancel; a trio task's wait is given up on its run's thread and the
+//!   task rescheduled with the error; a blocking wait sees the end between
+//!   its signal slices) and
+//!   drops the handle's reference; when it was the last one, the process
+//!   detaches, and whatever it held goes back at once, as at its exit.
+
+use std::borrow::Cow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+
+use crate::awaitable::{ready, TrioWaiter};
+use crate::errors::{disconnected_error, is_disconnected};
+use crate::redis::OffLoopCall;
+use crate::Core;
+
+/// The core of a `Semaphore`: fixed for a local one, a session (ended by
+/// `disconnect()`) for a named one.
+pub(crate) enum CoreCell {
+    Fixed(Arc<Core>),
+    Session(Arc<SessionCell>),
+}
+
+/// A named handle's session: its core (`None` once disconnected) and its
+/// queued acquires.
+pub(crate) struct SessionCell {
+    core: Mutex<Option<Arc<Core>>>,
+    waits: Arc<SessionWaits>,
+}
+
+/// The acquires of a named handle that may be queued, so that `disconnect()`
+/// can fail them: the Futures of asyncio tasks' waits (pruned when done),
+/// trio tasks' waits (with their run's token; pruned when no longer
+/// queued), and the flag blocking waits check between their signal slices.
+///
+/// The lock is never held while Python code may run (a Future's `done()`,
+/// the drop of a Future): a thread holding the GIL may wait for it.
+#[derive(Default)]
+pub(crate) struct SessionWaits {
+    ended: AtomicBool,
+    futures: Mutex<Vec<Py<PyAny>>>,
+    trio: Mutex<Vec<TrioWait>>,
+}
+
+/// A trio task's queued wait: the run's token, the task, its waiter.
+struct TrioWait {
+    token: Py<PyAny>,
+    task: Py<PyAny>,
+    waiter: Py<TrioWaiter>,
+}
+
+impl SessionWaits {
+    /// Whether the session ended (a wait must give up with
+    /// `DisconnectedError`).
+    pub(crate) fn ended(&self) -> bool {
+        self.ended.load(Ordering::SeqCst)
+    }
+
+    /// Lists an asyncio wait's Future; `false` if the session ended already
+    /// (the caller gives its wait up).
+    pub(crate) fn list(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> bool {
+        let listed = std::mem::take(&mut *lock(&self.futures));
+        let mut keep: Vec<Py<PyAny>> = listed
+            .into_iter()
+            .filter(|f| {
+                !f.bind(py)
+                    .call_method0(pyo3::intern!(py, "done"))
+                    .and_then(|d| d.is_truthy())
+                    .unwrap_or(true)
+            })
+            .collect();
+        {
+            let mut g = lock(&self.futures);
+            // `end` sets the flag before it takes the list: seen false here,
+            // under the lock, its take comes later and finds these.
+            if !self.ended() {
+                g.extend(keep.drain(..));
+                g.push(fut.clone().unbind());
+                return true;
+            }
+        }
+        // Ended meanwhile: the waits taken out above are failed here.
+        for f in keep {
+            let _ = fail_future(py, f.bind(py));
+        }
+        false
+    }
+
+    /// Lists a trio task's queued wait, as [`list`](Self::list) a Future.
+    pub(crate) fn list_trio(
+        &self,
+        py: Python<'_>,
+        token: Py<PyAny>,
+        task: Py<PyAny>,
+        waiter: Py<TrioWaiter>,
+    ) -> bool {
+        let listed = std::mem::take(&mut *lock(&self.trio));
+        let mut keep: Vec<TrioWait> = listed
+            .into_iter()
+            .filter(|w| w.waiter.try_borrow(py).map_or(true, |w| w.is_queued()))
+            .collect();
+        {
+            let mut g = lock(&self.trio);
+            if !self.ended() {
+                g.extend(keep.drain(..));
+                g.push(TrioWait {
+                    token,
+                    task,
+                    waiter,
+                });
+                return true;
+            }
+        }
+        for w in keep {
+            let _ = fail_trio(py, w);
+        }
+        false
+    }
+
+    /// Ends the session: every listed Future not done yet gets
+    /// `DisconnectedError`, set on its own loop's thread; every listed trio
+    /// wait still queued is given up on its run's thread and its task
+    /// rescheduled with `DisconnectedError`.
+    fn end(&self, py: Python<'_>) {
+        self.ended.store(true, Ordering::SeqCst);
+        let futures = std::mem::take(&mut *lock(&self.futures));
+        for fut in futures {
+            let _ = fail_future(py, fut.bind(py));
+        }
+        let trio = std::mem::take(&mut *lock(&self.trio));
+        for w in trio {
+            let _ = fail_trio(py, w);
+        }
+    }
+}
+
+static FAIL_FUTURE: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+static FAIL_TRIO: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `_glue.fail_trio_wait(token, task, waiter, DisconnectedError(...))`: on the
+/// run's thread, gives the wait up unless the task was rescheduled already.
+fn fail_trio(py: Python<'_>, w: TrioWait) -> PyResult<()> {
+    let f = FAIL_TRIO.import(py, "volt_sem._glue", "fail_trio_wait")?;
+    let exc = disconnected_error().into_value(py);
+    f.call1((w.token, w.task, w.waiter, exc))?;
+    Ok(())
+}
+
+/// `loop.call_soon_threadsafe(_glue.fail_future, fut, DisconnectedError(...))`
+/// on `fut`'s loop (a closed loop's Future is left alone: its wait is handed
+/// on by the wake path).
+fn fail_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+    let f = FAIL_FUTURE.import(py, "volt_sem._glue", "fail_future")?;
+    let exc = disconnected_error().into_value(py);
+    fut.call_method0(pyo3::intern!(py, "get_loop"))?
+        .call_method1(pyo3::intern!(py, "call_soon_threadsafe"), (f, fut, exc))?;
+    Ok(())
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl CoreCell {
+    /// A named semaphore's cell, listed for `disconnect_on_signals`.
+    pub(crate) fn session(core: Core) -> Self {
+        let cell = Arc::new(SessionCell {
+            core: Mutex::new(Some(Arc::new(core))),
+            waits: Arc::default(),
+        });
+        register(Live::Named(Arc::downgrade(&cell)));
+        CoreCell::Session(cell)
+    }
+
+    /// A named handle's waits (`None` for a local semaphore).
+    pub(crate) fn waits(&self) -> Option<Arc<SessionWaits>> {
+        match self {
+            CoreCell::Fixed(_) => None,
+            CoreCell::Session(cell) => Some(cell.waits.clone()),
+        }
+    }
+
+    /// The core; `DisconnectedError` once the session ended.
+    pub(crate) fn get(&self) -> PyResult<Cow<'_, Arc<Core>>> {
+        match self {
+            CoreCell::Fixed(core) => Ok(Cow::Borrowed(core)),
+            CoreCell::Session(cell) => lock(&cell.core)
+                .clone()
+                .map(Cow::Owned)
+                .ok_or_else(disconnected_error),
+        }
+    }
+
+    /// Whether this is a named semaphore's cell.
+    pub(crate) fn is_shared(&self) -> bool {
+        matches!(self, CoreCell::Session(_))
+    }
+
+    /// Ends a named semaphore's session: fails its queued acquires and
+    /// drops this handle's reference to the process's attachment, with the
+    /// GIL released (the last one joins its doorbell thread). Idempotent; a
+    /// no-op for a local semaphore.
+    pub(crate) fn end(&self, py: Python<'_>) {
+        if let CoreCell::Session(cell) = self {
+            cell.end(py);
+        }
+    }
+}
+
+impl SessionCell {
+    fn end(&self, py: Python<'_>) -> bool {
+        self.waits.end(py);
+        let core = lock(&self.core).take();
+        let was_live = core.is_some();
+        py.detach(move || drop(core));
+        was_live
+    }
+}
+
+/// The core a finished acquire of an ended session holds instead of the
+/// attachment: a local semaphore of 0 permits, never used.
+pub(crate) fn inert_core() -> Arc<Core> {
+    static INERT: std::sync::OnceLock<Arc<Core>> = std::sync::OnceLock::new();
+    INERT.get_or_init(|| Arc::new(crate::local_core(0))).clone()
+}
+
+/// A shared handle `disconnect_on_signals` may have to end.
+enum Live {
+    Redis(Weak<Core>),
+    Named(Weak<SessionCell>),
+}
+
+impl Live {
+    fn gone(&self) -> bool {
+        match self {
+            Live::Redis(w) => w.strong_count() == 0,
+            Live::Named(w) => w.strong_count() == 0,
+        }
+    }
+}
+
+/// Every shared handle of the process not yet collected (weak references:
+/// the list never keeps a handle alive).
+static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+
+fn register(live: Live) {
+    let mut list = lock(&LIVE);
+    list.retain(|l| !l.gone());
+    list.push(live);
+}
+
+/// Lists a new Redis handle's core for `disconnect_on_signals`.
+pub(crate) fn register_redis(core: &Arc<Core>) {
+    register(Live::Redis(Arc::downgrade(core)));
+}
+
+/// `DisconnectedError` if `core` is a Redis handle whose session ended.
+pub(crate) fn check_live(core: &Core) -> PyResult<()> {
+    if is_disconnected(core) {
+        return Err(disconnected_error());
+    }
+    Ok(())
+}
+
+/// Ends a Redis handle's session (a round trip, GIL released by the caller).
+pub(crate) fn disconnect_redis(core: &Core) {
+    if let Some(r) = core.as_redis() {
+        r.disconnect();
+    }
+}
+
+/// The `TypeError` of `close()` on a shared handle.
+pub(crate) fn shared_close_error(redis: bool) -> PyErr {
+    let (everyone, reopen) = if redis {
+        (
+            "every client on every host",
+            "RedisSemaphore.delete(url, name)",
+        )
+    } else {
+        ("every process of this machine", "Semaphore.unlink(name)")
+    };
+    PyTypeError::new_err(format!(
+        "close() is not available on a shared semaphore: use disconnect() to end this handle's \
+         session (what it holds goes back; the limit stays open for everyone else), or \
+         close_for_everyone() to close the limit for {everyone} (a closed one is made anew \
+         after {reopen})"
+    ))
+}
+
+/// The `TypeError` of `with sem:` on a local semaphore, or nested.
+pub(crate) fn with_error(why: &str) -> PyErr {
+    PyTypeError::new_err(format!(
+        "{why}: `with sem:` on a shared handle (Semaphore.open, Semaphore.connect) ends its \
+         session on exit; it does not acquire. Acquire with `with sem.acquire(n):` from a \
+         plain thread, or `async with sem.acquire(n):` in a task"
+    ))
+}
+
+/// `volt_sem._disconnect_all()`: ends the session of every shared handle of
+/// this process (`disconnect_on_signals`' handler); returns how many were
+/// live. Redis sessions are ended one round trip each, GIL released.
+#[pyfunction]
+pub(crate) fn _disconnect_all(py: Python<'_>) -> usize {
+    let list: Vec<Live> = std::mem::take(&mut *lock(&LIVE));
+    let mut ended = 0;
+    for live in list {
+        match live {
+            Live::Redis(w) => {
+                if let Some(core) = w.upgrade() {
+                    if !is_disconnected(&core) {
+                        ended += 1;
+                        py.detach(|| disconnect_redis(&core));
+                    }
+                    py.detach(move || drop(core));
+                }
+            }
+            Live::Named(w) => {
+                if let Some(cell) = w.upgrade() {
+                    if cell.end(py) {
+                        ended += 1;
+                    }
+                }
+            }
+        }
+    }
+    ended
+}
+
+/// What `Semaphore.connect_async(...)` returns: an awaitable that connects
+/// off the loop and gives the `RedisSemaphore` (an `OffLoopCall`), and an
+/// async context manager: `async with Semaphore.connect_async(...) as sem:`
+/// connects on entry and disconnects (off the loop) on exit. The handle's
+/// own `async with sem:` still acquires one permit: the session scope
+/// belongs to the connect call, the permit scope to the handle.
+#[pyclass(module = "volt_sem", extends = OffLoopCall)]
+pub(crate) struct RedisConnect;
+
+#[pymethods]
+impl RedisConnect {
+    /// Awaiting the result connects (the call itself is the awaitable).
+    fn __aenter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// `disconnect_async()` of the handle made (nothing if the connect
+    /// failed).
+    #[pyo3(signature = (*_args))]
+    fn __aexit__(
+        slf: PyRef<'_, Self>,
+        py: Python<'_>,
+        _args: &Bound<'_, PyTuple>,
+    ) -> PyResult<Py<PyAny>> {
+        let made = slf.as_super().made.as_ref().map(|m| m.clone_ref(py));
+        match made {
+            Some(sem) => Ok(sem
+                .bind(py)
+                .call_method0(pyo3::intern!(py, "disconnect_async"))?
+                .unbind()),
+            None => Ok(ready(py)?.into_any()),
+        }
+    }
+}
+
+/// `connect_async`'s result.
+pub(crate) fn redis_connect(py: Python<'_>, call: OffLoopCall) -> PyResult<Py<RedisConnect>> {
+    Py::new(
+        py,
+        PyClassInitializer::from(call).add_subclass(RedisConnect),
+    )
+}

@@ -1,0 +1,474 @@
+"""Sessions of the shared handles (issue 27): `disconnect()` ends this
+handle's session and leaves the limit open for everyone else, `with` /
+`async with Semaphore.connect_async(...)` disconnect on exit, `close()` on a
+shared handle is a `TypeError` naming `disconnect()` and
+`close_for_everyone()`, `repr()` says whether the session is live, and
+`disconnect_on_signals()` ends the sessions on a real SIGTERM / SIGINT.
+
+Real redis-server instances (tests/test_redis.py's helper), real processes.
+Leases are set long (30 s) so that a permit seen free within the generous
+10 s bounds below can only have come back through the session's end, never
+through a lease expiry: the assertions are about that causality, not about
+how fast it is."""
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+
+import pytest
+
+import volt_sem
+from conftest import LoopThread, is_waiting, wait_until
+from test_redis import REDIS, RedisServer, _die_with_parent
+
+LEASE = 30.0  # far above every wait below: a permit back in time came back by a session's end
+BOUND = 10.0  # "must not hang" bound on something that takes one round trip
+
+needs_redis = pytest.mark.skipif(REDIS is None, reason="redis-server is not installed")
+needs_linux = pytest.mark.skipif(
+    not sys.platform.startswith("linux"), reason="named semaphores are Linux-only"
+)
+
+
+@pytest.fixture(scope="module")
+def server():
+    if REDIS is None:
+        pytest.skip("redis-server is not installed")
+    s = RedisServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def name(request):
+    n = f"pytest-{os.getpid()}-{request.node.name}"[: volt_sem.MAX_NAME_LEN]
+    n = n.replace("[", "-").replace("]", "").replace("/", "-")
+    if sys.platform.startswith("linux"):
+        try:
+            volt_sem.Semaphore.unlink(n)
+        except FileNotFoundError:
+            pass
+    yield n
+    if sys.platform.startswith("linux"):
+        try:
+            volt_sem.Semaphore.unlink(n)
+        except FileNotFoundError:
+            pass
+
+
+def connect(url, name, permits, **kw):
+    kw.setdefault("lease", LEASE)
+    kw.setdefault("connect_timeout", 2.0)
+    kw.setdefault("command_timeout", 2.0)
+    return volt_sem.Semaphore.connect(url, name, permits, **kw)
+
+
+async def _await(aw):
+    return await aw
+
+
+def readline(p, timeout=BOUND * 3):
+    """A line of `p`'s output; fails (never hangs) if none comes in time."""
+    import select
+
+    ready, _, _ = select.select([p.stdout], [], [], timeout)
+    assert ready, "the child printed nothing in time"
+    return p.stdout.readline().strip()
+
+
+# ---------------------------------------------------------------------------
+# Redis: disconnect
+# ---------------------------------------------------------------------------
+
+
+def test_redis_disconnect_hands_permits_on_and_fails_own_waiters(server, name):
+    a = connect(server.url, name, 1)
+    b = connect(server.url, name, 1)
+    assert "session=live" in repr(a)
+    assert a.try_acquire(1)
+    errors = []
+
+    def a_waits():  # a request of the handle that disconnects
+        try:
+            a.acquire_blocking(1)
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            errors.append(e)
+
+    th = threading.Thread(target=a_waits)
+    th.start()
+    wait_until(lambda: b.census()["queued"] == 1, "a's second request queued")
+    with LoopThread() as lt:
+        granted = lt.submit(_await(b.acquire(1)))
+        wait_until(lambda: b.census()["queued"] == 2, "b's request queued")
+        a.disconnect()
+        # b gets a's permit from a's ended session, well before a's lease
+        # (30 s) could have expired.
+        assert granted.result(BOUND) > 0
+    th.join(BOUND)
+    assert not th.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], volt_sem.DisconnectedError)
+    assert isinstance(errors[0], volt_sem.ClosedError) and errors[0].code == "DISCONNECTED"
+    assert "disconnected" in str(errors[0])
+    # Every later call on a is refused; the limit stays open for b.
+    for call in (lambda: a.try_acquire(1), lambda: a.release(1), a.census,
+                 lambda: a.acquire(1), lambda: a.acquire_blocking(1, timeout=0)):
+        with pytest.raises(volt_sem.DisconnectedError):
+            call()
+    a.disconnect()  # idempotent
+    assert "session=ended" in repr(a) and "session=live" in repr(b)
+    c = b.census()
+    assert not c["closed"] and c["held"] == 1 and c["sessions"] == 1, c
+    b.release(1)
+    assert b.census()["available"] == 1
+
+
+def test_async_with_connect_async_disconnects_on_exit(server, name):
+    other = connect(server.url, name, 2)
+
+    async def main():
+        async with volt_sem.Semaphore.connect_async(
+            server.url, name, 2, lease=LEASE, connect_timeout=2.0, command_timeout=2.0
+        ) as sem:
+            assert isinstance(sem, volt_sem.RedisSemaphore)
+            async with sem:  # still one permit, acquired and released
+                assert sem.held_permits == 1
+            assert sem.held_permits == 0
+            await sem.acquire(2)  # held when the block ends, never released
+            assert "session=live" in repr(sem)
+        assert "session=ended" in repr(sem)
+        with pytest.raises(volt_sem.DisconnectedError):
+            await sem.acquire(1)
+        await sem.disconnect_async()  # idempotent
+        return sem
+
+    asyncio.run(main())
+    # The block's end gave both permits back, long before the lease.
+    assert other.acquire_blocking(2, timeout=BOUND)
+    other.release(2)
+
+
+def test_disconnect_async_wakes_a_waiter_on_another_handle(server, name):
+    holder = connect(server.url, name, 1)
+    waiter = connect(server.url, name, 1)
+    assert holder.try_acquire(1)
+
+    async def main():
+        t = asyncio.ensure_future(waiter.acquire(1))
+        while waiter.census()["queued"] == 0:
+            await asyncio.sleep(0.01)
+        await holder.disconnect_async()
+        return await asyncio.wait_for(t, BOUND)
+
+    assert asyncio.run(main()) > 0
+    waiter.release(1)
+
+
+def test_with_connect_disconnects_and_is_not_an_acquire(server, name):
+    other = connect(server.url, name, 1)
+    with connect(server.url, name, 1) as sem:
+        assert sem.acquire_blocking(1, timeout=BOUND)
+        # `with sem:` scopes the session: nested, it would end it; refused.
+        with pytest.raises(TypeError, match=r"sem\.acquire"):
+            with sem:
+                pass
+        assert "session=live" in repr(sem)
+    assert "session=ended" in repr(sem)
+    assert other.acquire_blocking(1, timeout=BOUND)
+    with pytest.raises(volt_sem.DisconnectedError):
+        with sem:
+            pass
+    other.release(1)
+
+
+# ---------------------------------------------------------------------------
+# close() is not the habit's "I am done"
+# ---------------------------------------------------------------------------
+
+
+def test_redis_close_is_refused_close_for_everyone_closes(server, name):
+    sem = connect(server.url, name, 2)
+    other = connect(server.url, name, 2)
+    for call in (sem.close, sem.close_async):
+        with pytest.raises(TypeError) as e:
+            call()
+        assert "disconnect()" in str(e.value) and "close_for_everyone()" in str(e.value)
+    assert not other.census()["closed"]  # nothing was closed
+    sem.close_for_everyone()
+    with pytest.raises(volt_sem.ClosedError):
+        other.acquire_blocking(1, timeout=BOUND)
+    sem.disconnect()
+    other.disconnect()
+    # Reopening a closed Redis semaphore: delete its keys, connect again.
+    volt_sem.RedisSemaphore.delete(server.url, name)
+    fresh = connect(server.url, name, 2)
+    assert not fresh.census()["closed"] and fresh.try_acquire(1)
+    fresh.disconnect()
+
+
+def test_redis_close_for_everyone_async(server, name):
+    sem = connect(server.url, name, 1)
+    other = connect(server.url, name, 1)
+
+    async def main():
+        await sem.close_for_everyone_async()
+
+    asyncio.run(main())
+    with pytest.raises(volt_sem.ClosedError):
+        other.acquire_blocking(1, timeout=BOUND)
+
+
+@needs_linux
+def test_named_close_is_refused_close_for_everyone_and_unlink(name):
+    sem = volt_sem.Semaphore.open(name, 2)
+    with pytest.raises(TypeError) as e:
+        sem.close()
+    assert "disconnect()" in str(e.value) and "close_for_everyone()" in str(e.value)
+    assert not sem.closed
+    sem.close_for_everyone()
+    assert sem.closed
+    # Reopening a closed named semaphore: unlink the name, open it again.
+    volt_sem.Semaphore.unlink(name)
+    fresh = volt_sem.Semaphore.open(name, 2)
+    assert not fresh.closed and fresh.try_acquire(1)
+    fresh.release(1)
+
+
+def test_local_close_unchanged_and_with_refused():
+    sem = volt_sem.Semaphore(1)
+    sem.close()
+    assert sem.closed
+    with pytest.raises(TypeError, match=r"sem\.acquire"):
+        with volt_sem.Semaphore(1):
+            pass
+    with pytest.raises(TypeError):
+        volt_sem.Semaphore(1).disconnect()
+
+
+# ---------------------------------------------------------------------------
+# Named: disconnect
+# ---------------------------------------------------------------------------
+
+NAMED_HOLDER = """
+import sys, time, volt_sem
+name, how = sys.argv[1], sys.argv[2]
+if how == "with":
+    with volt_sem.Semaphore.open(name, 1) as sem:
+        assert sem.acquire_blocking(1, timeout=10)
+        print("held", flush=True)
+        sys.stdin.readline()
+else:
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.acquire_blocking(1, timeout=10)
+    print("held", flush=True)
+    sys.stdin.readline()
+    sem.disconnect()
+assert "session=ended" in repr(sem), repr(sem)
+try:
+    sem.try_acquire(1)
+except volt_sem.DisconnectedError:
+    print("disconnected", flush=True)
+sys.stdin.readline()  # alive: the permit can only have come back by the disconnect
+"""
+
+
+@needs_linux
+@pytest.mark.parametrize("how", ["disconnect", "with"])
+def test_named_disconnect_gives_the_permit_back_while_alive(name, how):
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert "session=live" in repr(sem)
+    p = subprocess.Popen([sys.executable, "-c", NAMED_HOLDER, name, how],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert readline(p) == "held"
+        assert not sem.try_acquire(1)
+        p.stdin.write("\n")
+        p.stdin.flush()
+        assert readline(p) == "disconnected"
+        assert p.poll() is None  # still running
+        assert sem.acquire_blocking(1, timeout=BOUND)
+        sem.release(1)
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(BOUND)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            raise
+        finally:
+            p.stdout.close()
+    assert p.returncode == 0
+
+
+@needs_linux
+def test_named_disconnect_fails_own_queued_acquires(name):
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+    errors = []
+
+    def blocking():
+        try:
+            sem.acquire_blocking(1)
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            errors.append(e)
+
+    th = threading.Thread(target=blocking)
+    th.start()
+    with LoopThread() as lt:
+        aw = sem.acquire(1)
+        queued = lt.submit(_await(aw))
+        wait_until(lambda: is_waiting(aw), "the task's request queued")
+        sem.disconnect()
+        with pytest.raises(volt_sem.DisconnectedError):
+            queued.result(BOUND)
+    th.join(BOUND)
+    assert not th.is_alive()
+    assert len(errors) == 1 and isinstance(errors[0], volt_sem.DisconnectedError)
+    del aw
+    # Nothing of this process uses the name any more: what it held came
+    # back, and its requests left the queue (else this would have to wait).
+    again = volt_sem.Semaphore.open(name, 1)
+    assert again.try_acquire(1)
+    again.release(1)
+
+
+@needs_linux
+def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
+    trio = pytest.importorskip("trio")
+    import trio.testing
+
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+
+    async def main():
+        result = []
+        done = trio.Event()
+
+        async def waiter():
+            try:
+                await sem.acquire(1)
+                result.append("granted")
+            except volt_sem.DisconnectedError:
+                result.append("disconnected")
+            done.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(waiter)
+            await trio.testing.wait_all_tasks_blocked()  # queued
+            sem.disconnect()
+            with trio.fail_after(BOUND):  # a wait left queued fails here, not hangs
+                await done.wait()
+        return result
+
+    assert trio.run(main) == ["disconnected"]
+    # The process let go of the name: its permit is back.
+    again = volt_sem.Semaphore.open(name, 1)
+    assert again.try_acquire(1)
+    again.release(1)
+
+
+@needs_linux
+def test_named_handle_after_disconnect(name):
+    sem = volt_sem.Semaphore.open(name, 1)
+    sem.disconnect()
+    sem.disconnect()  # idempotent
+    assert "session=ended" in repr(sem)
+    for call in (lambda: sem.try_acquire(1), lambda: sem.release(1), lambda: sem.acquire(1),
+                 lambda: sem.available_permits, sem.locked, lambda: sem.close_for_everyone()):
+        with pytest.raises(volt_sem.DisconnectedError):
+            call()
+    # The name itself is untouched: open it again for a new session.
+    again = volt_sem.Semaphore.open(name, 1)
+    assert again.try_acquire(1)
+    again.release(1)
+
+
+# ---------------------------------------------------------------------------
+# Shutdown: disconnect_on_signals with a real signal
+# ---------------------------------------------------------------------------
+
+SIGNALLED_HOLDER = """
+import sys, time, volt_sem
+volt_sem.disconnect_on_signals()
+sem = volt_sem.Semaphore.connect(sys.argv[1], sys.argv[2], 1, lease=30.0)
+assert sem.acquire_blocking(1, timeout=10) is not None
+print("held", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+
+
+@needs_redis
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_disconnect_on_signals_ends_the_session(server, name, sig):
+    sem = connect(server.url, name, 1)
+    p = subprocess.Popen([sys.executable, "-c", SIGNALLED_HOLDER, server.url, name],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_die_with_parent)
+    try:
+        assert readline(p) == "held"
+        assert sem.try_acquire(1) is None
+        p.send_signal(sig)
+        # The child's session ended at the signal: its permit is back long
+        # before its 30 s lease could have expired.
+        assert sem.acquire_blocking(1, timeout=BOUND) is not None
+        p.wait(BOUND)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        p.stdout.close()
+        p.stderr.close()
+    # The process ended as the signal's usual action makes it end.
+    assert p.returncode == -sig, (p.returncode, err)
+    if sig == signal.SIGINT:
+        assert "KeyboardInterrupt" in err
+    sem.release(1)
+
+
+def test_disconnect_on_signals_chains_a_python_handler():
+    code = textwrap.dedent("""
+        import os, signal, volt_sem
+        seen = []
+        signal.signal(signal.SIGUSR1, lambda s, f: seen.append(s))
+        volt_sem.disconnect_on_signals([signal.SIGUSR1])
+        os.kill(os.getpid(), signal.SIGUSR1)
+        assert seen == [signal.SIGUSR1], seen
+        print("chained")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "chained"
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_disconnect_in_a_forked_child_leaves_the_parents_session(server, name):
+    import warnings
+
+    sem = connect(server.url, name, 2)
+    assert sem.try_acquire(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.alarm(30)
+            sem.disconnect()  # the session is the parent's: nothing to end here
+            volt_sem._volt_sem._disconnect_all()
+            code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+    assert "session=live" in repr(sem)
+    c = sem.census()
+    assert c["held"] == 1 and c["sessions"] == 1, c
+    sem.release(1)
+    sem.disconnect()
