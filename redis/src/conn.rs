@@ -3,8 +3,8 @@
 //!
 //! * **Cluster.** Every key of one semaphore shares one hash tag, so every
 //!   script, and the `BLPOP` on a notification list, goes to the one node
-//!   that owns the semaphore's slot (redis-rs routes by the first key and
-//!   follows `MOVED` after a resharding).
+//!   that owns the semaphore's slot: one connection to that node, which
+//!   follows the cluster's redirections itself (`cluster.rs`).
 //! * **Sentinel** (`redis+sentinel://` or `rediss+sentinel://`). The master
 //!   is resolved at every (re)connect, never cached: each Sentinel in turn is
 //!   asked `SENTINEL get-master-addr-by-name`, and the address it gives is
@@ -24,7 +24,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use redis::cluster::{ClusterClient, ClusterConnection};
+use crate::cluster::{Seeds, SlotConn};
 use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 
 use crate::error::Error;
@@ -34,7 +34,7 @@ use crate::ConnectOptions;
 #[derive(Clone)]
 pub(crate) enum Client {
     Single(redis::Client),
-    Cluster(ClusterClient),
+    Cluster(Seeds),
     Sentinel(Box<Sentinels>),
 }
 
@@ -74,7 +74,7 @@ pub(crate) struct Conn {
 }
 
 /// How long a connection may sit idle before it is checked before use.
-const IDLE_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// The description of errors for commands that were certainly not sent
 /// (the connection was found dead and could not be replaced):
@@ -83,7 +83,7 @@ pub(crate) const NOT_SENT: &str = "not sent: the connection was lost and could n
 
 enum Kind {
     Single(redis::Connection),
-    Cluster(Box<ClusterConnection>),
+    Cluster(Box<SlotConn>),
 }
 
 /// A read that timed out while a TLS connection was being set up (after
@@ -162,7 +162,10 @@ fn certificates(opts: &ConnectOptions) -> Result<Option<redis::TlsCertificates>,
 /// server that accepts and never answers, its two `SETINFO` replies made a
 /// connect last three times the connect timeout. With only `AUTH` (whose
 /// failure ends the set-up) the connect timeout is a deadline.
-fn single_client(url: &str, certs: Option<&redis::TlsCertificates>) -> RedisResult<redis::Client> {
+pub(crate) fn single_client(
+    url: &str,
+    certs: Option<&redis::TlsCertificates>,
+) -> RedisResult<redis::Client> {
     use redis::IntoConnectionInfo;
     let info = url.into_connection_info()?;
     let settings = info.redis_settings().clone().set_skip_set_lib_name();
@@ -213,14 +216,7 @@ impl Client {
                     "a Sentinel URL cannot be used with the cluster option",
                 ));
             }
-            let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
-            let mut b = ClusterClient::builder(seeds)
-                .connection_timeout(opts.connect_timeout)
-                .response_timeout(opts.command_timeout);
-            if let Some(c) = certs {
-                b = b.certs(c);
-            }
-            b.build().map(Client::Cluster).map_err(map)
+            Seeds::parse(url, certs).map(Client::Cluster).map_err(map)
         } else if sentinel {
             Sentinels::parse(url, certs)
                 .map(|s| Client::Sentinel(Box::new(s)))
@@ -241,7 +237,7 @@ impl Client {
                 redis::ConnectionAddr::TcpTls { .. }
             ),
             Client::Sentinel(s) => s.scheme == "rediss",
-            Client::Cluster(_) => false,
+            Client::Cluster(s) => s.is_tls(),
         }
     }
 
@@ -261,8 +257,7 @@ impl Client {
                     }
                 })
                 .map(|c| self.conn(Kind::Single(c), timeout)),
-            Client::Cluster(c) => c
-                .get_connection()
+            Client::Cluster(s) => SlotConn::connect(s, timeout)
                 .map(|c| self.conn(Kind::Cluster(Box::new(c)), timeout)),
             Client::Sentinel(s) => s
                 .connect(timeout)
@@ -432,8 +427,8 @@ impl Conn {
                 c.set_write_timeout(Some(write))
             }
             Kind::Cluster(c) => {
-                c.set_read_timeout(Some(read))?;
-                c.set_write_timeout(Some(write))
+                c.set_read_timeout(read)?;
+                c.set_write_timeout(write)
             }
         }
     }
@@ -449,7 +444,7 @@ impl Conn {
         }
         match &self.kind {
             Kind::Single(c) => c.set_read_timeout(Some(d)),
-            Kind::Cluster(c) => c.set_read_timeout(Some(d)),
+            Kind::Cluster(c) => c.set_read_timeout(d),
         }
     }
 

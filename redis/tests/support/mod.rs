@@ -229,7 +229,11 @@ impl Cluster {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let mut nodes = Vec::new();
-        let mut rng = Rng::new(std::process::id() as u64);
+        // Seeded per cluster, not only per process: two clusters started by
+        // tests of one binary at once would otherwise try the same ports,
+        // and a node's readiness check could be answered by the other's.
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed) as u64;
+        let mut rng = Rng::new(std::process::id() as u64 ^ (seq << 32) ^ (seq * 7919));
         while nodes.len() < 3 {
             // The cluster bus listens on port + 10000: both must be free.
             let port = 20000 + rng.below(20000) as u16;
