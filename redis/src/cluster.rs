@@ -278,7 +278,12 @@ impl SlotConn {
                 return Err(e);
             };
             if Instant::now() >= deadline {
-                return Err(e);
+                // Not run: the slot had no reachable owner in time (a
+                // failover or a migration longer than the timeout), which
+                // is a connection failure, not an error of the command.
+                return Err(not_sent(format!(
+                    "the cluster did not serve the slot within the timeout ({e})"
+                )));
             }
             match what {
                 Redirect::Moved(a) => {
@@ -288,7 +293,10 @@ impl SlotConn {
                         // The owner named is unreachable (a killed master the
                         // others still name): wait for the failover.
                         if Instant::now() >= deadline {
-                            return Err(r.err().unwrap_or(e));
+                            return Err(not_sent(format!(
+                                "the slot's owner {a} is unreachable ({})",
+                                r.err().map(|e| e.to_string()).unwrap_or_default()
+                            )));
                         }
                         std::thread::sleep(
                             pause.min(deadline.saturating_duration_since(Instant::now())),

@@ -1492,20 +1492,19 @@ impl Agent {
                     match status.as_str() {
                         "Q" => {}
                         "X" => {
-                            // Gone from Redis while the session lives: only a
-                            // bug could do this; fail the waiter, never hang.
-                            let mut st = lock(&inner.state);
-                            if let Some(e) = st.table.remove(ctr) {
-                                // SAFETY: it was in the table.
-                                claimed.push(unsafe {
-                                    Claimed::claim(
-                                        e.w,
-                                        Finish::Failed(Error::Protocol(
-                                            "queued request vanished".into(),
-                                        )),
-                                    )
-                                });
-                            }
+                            // Gone from Redis while the session lives: a
+                            // failover to a replica that missed the request's
+                            // last writes (replication is asynchronous; seen
+                            // on a Cluster failover), or a bug. What Redis
+                            // holds for this session no longer matches what
+                            // the handle knows: give the whole session up, as
+                            // for an expired lease (its holders and waiters
+                            // learn LeaseExpired; the agent ends it, so what
+                            // Redis counts for it goes back), never hang and
+                            // never fail with an untyped error.
+                            deliver(claimed);
+                            inner.lose_deferred(epoch, Error::LeaseExpired);
+                            return (true, true);
                         }
                         v => claimed.extend(inner.complete(sid, *ctr, v)),
                     }
