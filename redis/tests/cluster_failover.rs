@@ -96,6 +96,21 @@ fn grants_resume_after_master_failovers() {
             .unwrap();
         let master = c.owner_of(slot, via);
         let replica = c.replica_of(master, via);
+        // A replica promoted before it had the semaphore would hold none of
+        // it: every client then fails with StateLost, by design (a Redis
+        // that lost the state is refused, not trusted).
+        eventually(
+            "the replica has the semaphore",
+            Duration::from_secs(30),
+            || {
+                let mut r = c.nodes[replica].raw();
+                let _: redis::RedisResult<()> = redis::cmd("READONLY").query(&mut r);
+                redis::cmd("EXISTS")
+                    .arg(format!("{{volt-sem:{name}}}:meta"))
+                    .query::<i64>(&mut r)
+                    .is_ok_and(|n| n == 1)
+            },
+        );
         eprintln!("round {round}: killing node {master}, replica {replica}");
         let killed = Instant::now();
         c.nodes[master].stop();

@@ -320,14 +320,24 @@ impl Cluster {
             },
         );
         if replicas > 0 {
+            // Every replica attached and past its first sync (a node that
+            // `--cluster create` has not made a replica yet still says
+            // role:master; a diskless first sync starts after 5 s).
             eventually("every replica in sync", Duration::from_secs(30), || {
-                c.nodes.iter().all(|n| {
-                    let info: String = redis::cmd("INFO")
-                        .arg("replication")
-                        .query(&mut n.raw())
-                        .unwrap_or_default();
-                    info.contains("role:master") || info.contains("master_link_status:up")
-                })
+                let synced = c
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        let info: String = redis::cmd("INFO")
+                            .arg("replication")
+                            .query(&mut n.raw())
+                            .unwrap_or_default();
+                        info.contains("role:slave")
+                            && info.contains("master_link_status:up")
+                            && info.contains("master_sync_in_progress:0")
+                    })
+                    .count();
+                synced == 3 * replicas
             });
         }
         c
