@@ -485,31 +485,62 @@ impl Conn {
     /// Before a command: if idle for a while, check the connection and
     /// replace it if it is dead. `Err`: dead and not replaceable now (the
     /// command must not be sent; it was not).
-    fn revive(&mut self) -> RedisResult<()> {
-        if self.last_used.elapsed() < IDLE_CHECK {
-            return Ok(());
+    ///
+    /// The check, the replacement and the command share one deadline, the
+    /// read timeout from now (issue 32, item 2: a check that timed out, then
+    /// a reconnect, then the command, each with a whole timeout, made a call
+    /// on a silent server block several timeouts): the `PING` gets half of
+    /// it (a live server answers in far less), the reconnect at most what
+    /// remains, and the command what remains after that. Returns the read
+    /// timeout to restore after the command when it was shortened.
+    fn revive(&mut self) -> RedisResult<Option<Duration>> {
+        if self.last_used.elapsed() < IDLE_CHECK || self.client.is_none() {
+            return Ok(None);
         }
-        if self.client.is_none() || redis::cmd("PING").query::<String>(self.inner()).is_ok() {
-            return Ok(());
+        let Some((read, write)) = self.timeouts.get() else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + read;
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let _ = self.set_inner_read((read / 2).max(Duration::from_millis(1)));
+        if redis::cmd("PING").query::<String>(self.inner()).is_ok() {
+            let _ = self.set_inner_read(left().max(Duration::from_millis(1)));
+            return Ok(Some(read));
+        }
+        let not_sent = |why: String| RedisError::from((redis::ErrorKind::Client, NOT_SENT, why));
+        if left().is_zero() {
+            return Err(not_sent("no time left to reconnect".into()));
         }
         let client = self.client.as_ref().expect("checked");
-        let fresh = client.connect(self.connect_timeout).and_then(|c| {
-            if let Some((r, w)) = self.timeouts.get() {
-                c.set_timeouts(r, w)?;
-            }
-            Ok(c)
-        });
+        let fresh = client
+            .connect(self.connect_timeout.min(left()))
+            .and_then(|c| {
+                c.set_timeouts(left().max(Duration::from_millis(1)), write)?;
+                Ok(c)
+            });
         match fresh {
             Ok(c) => {
                 self.kind = c.kind;
                 self.last_used = Instant::now();
-                Ok(())
+                Ok(Some(read))
             }
-            Err(e) => Err(RedisError::from((
-                redis::ErrorKind::Client,
-                NOT_SENT,
-                e.to_string(),
-            ))),
+            Err(e) => Err(not_sent(e.to_string())),
+        }
+    }
+
+    /// Sets the read timeout of the connection only (not the one recorded).
+    fn set_inner_read(&self, d: Duration) -> RedisResult<()> {
+        match &self.kind {
+            Kind::Single(c) => c.set_read_timeout(Some(d)),
+            Kind::Cluster(c) => c.set_read_timeout(d),
+        }
+    }
+
+    /// After a command that [`revive`](Self::revive) shortened: the read
+    /// timeout recorded, again.
+    fn restore(&self, read: Option<Duration>) {
+        if let Some(r) = read {
+            let _ = self.set_inner_read(r);
         }
     }
 
@@ -571,8 +602,9 @@ impl Conn {
 
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_packed_command(cmd);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }
@@ -582,14 +614,16 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_packed_commands(cmd, offset, count);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_command(cmd);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }
