@@ -1077,6 +1077,19 @@ const struct volt_sem *volt_sem_clone(const struct volt_sem *sem);
  * Drops one reference; the semaphore is destroyed with its last reference
  * (busy waiters hold their own). NULL is a no-op. `sem` must not be used after.
  *
+ * Before freeing the last reference, settle its queued waiters: cancel
+ * them with `volt_sem_cancel` (on this reference) or wait for their wake.
+ * A waiter still queued keeps its own reference (only `volt_sem_cancel`,
+ * which needs a live handle, gives it back), so the semaphore stays alive
+ * and the waiter keeps its place in the queue; once granted, its permits
+ * stay held, with no handle left to release them, until the process exits:
+ * other processes of a shared semaphore, and every client of a Redis one
+ * (whose session the agent keeps renewing), wait for them that long.
+ * Freeing does not cancel them, because their wake callbacks would then
+ * run inside `volt_sem_free`, in the middle of the caller's teardown, and
+ * the waiter's owner would still have to call `volt_sem_cancel` with a
+ * handle it no longer has.
+ *
  * # Safety
  * `sem` is NULL or a live handle, not used again by this caller.
  */

@@ -3,8 +3,8 @@
 //!
 //! * **Cluster.** Every key of one semaphore shares one hash tag, so every
 //!   script, and the `BLPOP` on a notification list, goes to the one node
-//!   that owns the semaphore's slot (redis-rs routes by the first key and
-//!   follows `MOVED` after a resharding).
+//!   that owns the semaphore's slot: one connection to that node, which
+//!   follows the cluster's redirections itself (`cluster.rs`).
 //! * **Sentinel** (`redis+sentinel://` or `rediss+sentinel://`). The master
 //!   is resolved at every (re)connect, never cached: each Sentinel in turn is
 //!   asked `SENTINEL get-master-addr-by-name`, and the address it gives is
@@ -24,7 +24,7 @@
 use std::io;
 use std::time::{Duration, Instant};
 
-use redis::cluster::{ClusterClient, ClusterConnection};
+use crate::cluster::{Seeds, SlotConn};
 use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 
 use crate::error::Error;
@@ -34,7 +34,7 @@ use crate::ConnectOptions;
 #[derive(Clone)]
 pub(crate) enum Client {
     Single(redis::Client),
-    Cluster(ClusterClient),
+    Cluster(Seeds),
     Sentinel(Box<Sentinels>),
 }
 
@@ -74,7 +74,7 @@ pub(crate) struct Conn {
 }
 
 /// How long a connection may sit idle before it is checked before use.
-const IDLE_CHECK: Duration = Duration::from_secs(1);
+pub(crate) const IDLE_CHECK: Duration = Duration::from_secs(1);
 
 /// The description of errors for commands that were certainly not sent
 /// (the connection was found dead and could not be replaced):
@@ -83,7 +83,7 @@ pub(crate) const NOT_SENT: &str = "not sent: the connection was lost and could n
 
 enum Kind {
     Single(redis::Connection),
-    Cluster(Box<ClusterConnection>),
+    Cluster(Box<SlotConn>),
 }
 
 /// A read that timed out while a TLS connection was being set up (after
@@ -162,7 +162,10 @@ fn certificates(opts: &ConnectOptions) -> Result<Option<redis::TlsCertificates>,
 /// server that accepts and never answers, its two `SETINFO` replies made a
 /// connect last three times the connect timeout. With only `AUTH` (whose
 /// failure ends the set-up) the connect timeout is a deadline.
-fn single_client(url: &str, certs: Option<&redis::TlsCertificates>) -> RedisResult<redis::Client> {
+pub(crate) fn single_client(
+    url: &str,
+    certs: Option<&redis::TlsCertificates>,
+) -> RedisResult<redis::Client> {
     use redis::IntoConnectionInfo;
     let info = url.into_connection_info()?;
     let settings = info.redis_settings().clone().set_skip_set_lib_name();
@@ -211,14 +214,7 @@ impl Client {
                     "a Sentinel URL cannot be used with the cluster option",
                 ));
             }
-            let seeds: Vec<&str> = url.split(',').map(str::trim).collect();
-            let mut b = ClusterClient::builder(seeds)
-                .connection_timeout(opts.connect_timeout)
-                .response_timeout(opts.command_timeout);
-            if let Some(c) = certs {
-                b = b.certs(c);
-            }
-            b.build().map(Client::Cluster).map_err(map)
+            Seeds::parse(url, certs).map(Client::Cluster).map_err(map)
         } else if sentinel {
             Sentinels::parse(url, certs)
                 .map(|s| Client::Sentinel(Box::new(s)))
@@ -239,7 +235,7 @@ impl Client {
                 redis::ConnectionAddr::TcpTls { .. }
             ),
             Client::Sentinel(s) => s.scheme == "rediss",
-            Client::Cluster(_) => false,
+            Client::Cluster(s) => s.is_tls(),
         }
     }
 
@@ -259,8 +255,7 @@ impl Client {
                     }
                 })
                 .map(|c| self.conn(Kind::Single(c), timeout)),
-            Client::Cluster(c) => c
-                .get_connection()
+            Client::Cluster(s) => SlotConn::connect(s, timeout)
                 .map(|c| self.conn(Kind::Cluster(Box::new(c)), timeout)),
             Client::Sentinel(s) => s
                 .connect(timeout)
@@ -430,8 +425,8 @@ impl Conn {
                 c.set_write_timeout(Some(write))
             }
             Kind::Cluster(c) => {
-                c.set_read_timeout(Some(read))?;
-                c.set_write_timeout(Some(write))
+                c.set_read_timeout(read)?;
+                c.set_write_timeout(write)
             }
         }
     }
@@ -447,7 +442,7 @@ impl Conn {
         }
         match &self.kind {
             Kind::Single(c) => c.set_read_timeout(Some(d)),
-            Kind::Cluster(c) => c.set_read_timeout(Some(d)),
+            Kind::Cluster(c) => c.set_read_timeout(d),
         }
     }
 
@@ -488,31 +483,62 @@ impl Conn {
     /// Before a command: if idle for a while, check the connection and
     /// replace it if it is dead. `Err`: dead and not replaceable now (the
     /// command must not be sent; it was not).
-    fn revive(&mut self) -> RedisResult<()> {
-        if self.last_used.elapsed() < IDLE_CHECK {
-            return Ok(());
+    ///
+    /// The check, the replacement and the command share one deadline, the
+    /// read timeout from now (issue 32, item 2: a check that timed out, then
+    /// a reconnect, then the command, each with a whole timeout, made a call
+    /// on a silent server block several timeouts): the `PING` gets half of
+    /// it (a live server answers in far less), the reconnect at most what
+    /// remains, and the command what remains after that. Returns the read
+    /// timeout to restore after the command when it was shortened.
+    fn revive(&mut self) -> RedisResult<Option<Duration>> {
+        if self.last_used.elapsed() < IDLE_CHECK || self.client.is_none() {
+            return Ok(None);
         }
-        if self.client.is_none() || redis::cmd("PING").query::<String>(self.inner()).is_ok() {
-            return Ok(());
+        let Some((read, write)) = self.timeouts.get() else {
+            return Ok(None);
+        };
+        let deadline = Instant::now() + read;
+        let left = || deadline.saturating_duration_since(Instant::now());
+        let _ = self.set_inner_read((read / 2).max(Duration::from_millis(1)));
+        if redis::cmd("PING").query::<String>(self.inner()).is_ok() {
+            let _ = self.set_inner_read(left().max(Duration::from_millis(1)));
+            return Ok(Some(read));
+        }
+        let not_sent = |why: String| RedisError::from((redis::ErrorKind::Client, NOT_SENT, why));
+        if left().is_zero() {
+            return Err(not_sent("no time left to reconnect".into()));
         }
         let client = self.client.as_ref().expect("checked");
-        let fresh = client.connect(self.connect_timeout).and_then(|c| {
-            if let Some((r, w)) = self.timeouts.get() {
-                c.set_timeouts(r, w)?;
-            }
-            Ok(c)
-        });
+        let fresh = client
+            .connect(self.connect_timeout.min(left()))
+            .and_then(|c| {
+                c.set_timeouts(left().max(Duration::from_millis(1)), write)?;
+                Ok(c)
+            });
         match fresh {
             Ok(c) => {
                 self.kind = c.kind;
                 self.last_used = Instant::now();
-                Ok(())
+                Ok(Some(read))
             }
-            Err(e) => Err(RedisError::from((
-                redis::ErrorKind::Client,
-                NOT_SENT,
-                e.to_string(),
-            ))),
+            Err(e) => Err(not_sent(e.to_string())),
+        }
+    }
+
+    /// Sets the read timeout of the connection only (not the one recorded).
+    fn set_inner_read(&self, d: Duration) -> RedisResult<()> {
+        match &self.kind {
+            Kind::Single(c) => c.set_read_timeout(Some(d)),
+            Kind::Cluster(c) => c.set_read_timeout(d),
+        }
+    }
+
+    /// After a command that [`revive`](Self::revive) shortened: the read
+    /// timeout recorded, again.
+    fn restore(&self, read: Option<Duration>) {
+        if let Some(r) = read {
+            let _ = self.set_inner_read(r);
         }
     }
 
@@ -574,8 +600,9 @@ impl Conn {
 
 impl ConnectionLike for Conn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_packed_command(cmd);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }
@@ -585,14 +612,16 @@ impl ConnectionLike for Conn {
         offset: usize,
         count: usize,
     ) -> RedisResult<Vec<Value>> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_packed_commands(cmd, offset, count);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }
     fn req_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        self.revive()?;
+        let read = self.revive()?;
         let r = self.inner().req_command(cmd);
+        self.restore(read);
         self.last_used = Instant::now();
         self.demoted(r)
     }

@@ -18,7 +18,10 @@
 //! # Client library
 //!
 //! [redis-rs](https://docs.rs/redis) 1.x, synchronous API only, default
-//! features off (`script`, `acl`, `cluster`, `tls-rustls`): no async runtime is forced on users or on
+//! features off (`script`, `acl`, `tls-rustls`; not `cluster`, whose
+//! connection retries a script after an I/O error and sleeps over a second
+//! after a `TRYAGAIN`: the Cluster is followed here, see "Redis Cluster"):
+//! no async runtime is forced on users or on
 //! the C, Python and Node bindings, which plug their own wakers into the same
 //! callback contract as volt-sem ([`RedisSemaphore::acquire_raw`]). fred was
 //! the alternative; it is built on tokio and would run a runtime inside every
@@ -292,7 +295,14 @@
 //! notification list, go to the node that owns the slot); different
 //! semaphores spread over the nodes. The scripts are sent with `EVALSHA`
 //! and, on `NOSCRIPT`, with `EVAL` (routed by key), never with a
-//! `SCRIPT LOAD` that might reach another node.
+//! `SCRIPT LOAD` that might reach another node. Each connection follows the
+//! slot itself (`cluster.rs`): `MOVED` and `ASK` are followed, `TRYAGAIN`
+//! and `CLUSTERDOWN` retried, all within the command timeout, since a
+//! script refused with them did not run; an I/O error is never retried
+//! (the script may have run). While the slot is being migrated, Redis
+//! refuses every script before it runs (a declared fence key that never
+//! exists, see `head.lua`): a reshard is a pause of about the migration's
+//! length, never a script run half way on a half-moved slot.
 //!
 //! # Connections and threads
 //!
@@ -322,6 +332,7 @@
 
 #![warn(missing_docs)]
 
+mod cluster;
 mod conn;
 mod error;
 mod on_signals;
@@ -454,9 +465,9 @@ impl ConnectOptions {
     /// the session is given up (see "Replicas and `WAIT`" in the crate
     /// docs). `replicas` 0 turns it off (the default). `timeout` must be
     /// below a third of the lease: the agent waits for it too, and must
-    /// still renew the lease in time. On a Redis Cluster, redis-rs sends
-    /// `WAIT` to every primary and keeps the smallest count, so every
-    /// primary needs `replicas` replicas.
+    /// still renew the lease in time. On a Redis Cluster, `WAIT` goes to
+    /// the node that owns the semaphore's slot (where its writes went), so
+    /// that node needs `replicas` replicas.
     pub fn min_replicas_acked(mut self, replicas: usize, timeout: Duration) -> Self {
         self.min_replicas = (replicas > 0).then_some((replicas, timeout));
         self

@@ -76,7 +76,7 @@ impl Default for Scripts {
 /// The keys of one semaphore: all share the hash tag `{prefix:name}`.
 #[derive(Clone, Debug)]
 pub struct Keys {
-    keys: [String; 7],
+    keys: [String; 8],
 }
 
 impl Keys {
@@ -93,6 +93,8 @@ impl Keys {
                 k("held"),
                 k("grants"),
                 k("own"),
+                // Never written: see `head.lua` (a slot migration).
+                k("fence"),
             ],
         }
     }

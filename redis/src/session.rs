@@ -582,37 +582,14 @@ impl Inner {
         self.kick.kick();
     }
 
+    /// Gives up the session of `epoch` after a call's uncertain outcome.
+    /// Ending it in Redis is the agent's job, as in
+    /// [`lose_deferred`](Self::lose_deferred): the caller's round trip has
+    /// just failed, and ending it here too (a reconnect, then the end
+    /// script) made the call block about three times its timeout when
+    /// Redis went silent (issue 32, item 2).
     pub(crate) fn lose(&self, epoch: u64, err: Error) {
-        let claimed = {
-            let mut st = lock(&self.state);
-            self.lose_locked(&mut st, epoch, &err)
-        };
-        deliver(claimed);
-        self.end_given_up();
-        self.kick.kick();
-    }
-
-    /// Ends the sessions given up, now (their permits go back, and the
-    /// `bye` wakes the agent if it is blocked on an old notification list);
-    /// what fails stays for the agent to retry.
-    fn end_given_up(&self) {
-        let sids: Vec<String> = lock(&self.state).to_end.drain(..).collect();
-        let mut failed = Vec::new();
-        let mut state_lost = false;
-        for sid in sids {
-            let r = self.with_cmd(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
-            match r {
-                Ok(r) if r.status == "LOST" => state_lost = true,
-                Ok(_) => {}
-                Err(_) => failed.push(sid),
-            }
-        }
-        if !failed.is_empty() {
-            lock(&self.state).to_end.extend(failed);
-        }
-        if state_lost {
-            self.fail_all();
-        }
+        self.lose_deferred(epoch, err);
     }
 
     /// Redis lost the state: every waiter fails, the handle refuses everything.
@@ -1566,20 +1543,19 @@ impl Agent {
                     match status.as_str() {
                         "Q" => {}
                         "X" => {
-                            // Gone from Redis while the session lives: only a
-                            // bug could do this; fail the waiter, never hang.
-                            let mut st = lock(&inner.state);
-                            if let Some(e) = st.table.remove(ctr) {
-                                // SAFETY: it was in the table.
-                                claimed.push(unsafe {
-                                    Claimed::claim(
-                                        e.w,
-                                        Finish::Failed(Error::Protocol(
-                                            "queued request vanished".into(),
-                                        )),
-                                    )
-                                });
-                            }
+                            // Gone from Redis while the session lives: a
+                            // failover to a replica that missed the request's
+                            // last writes (replication is asynchronous; seen
+                            // on a Cluster failover), or a bug. What Redis
+                            // holds for this session no longer matches what
+                            // the handle knows: give the whole session up, as
+                            // for an expired lease (its holders and waiters
+                            // learn LeaseExpired; the agent ends it, so what
+                            // Redis counts for it goes back), never hang and
+                            // never fail with an untyped error.
+                            deliver(claimed);
+                            inner.lose_deferred(epoch, Error::LeaseExpired);
+                            return (true, true);
                         }
                         v => claimed.extend(inner.complete(sid, *ctr, v)),
                     }

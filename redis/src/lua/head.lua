@@ -2,12 +2,24 @@
 -- the fast part of the body; then prelude.lua and the body; see scripts.rs).
 -- KEYS: 1 meta (hash), 2 queue (zset eid -> seq), 3 entries (hash eid -> "need:got"),
 --       4 sessions (zset sid -> lease deadline, server ms), 5 held (hash sid -> permits),
---       6 grants (hash eid -> token; "0" = woken by close), 7 own (zset, score 0, eid: lex index by session)
+--       6 grants (hash eid -> token; "0" = woken by close), 7 own (zset, score 0, eid: lex index by session),
+--       8 fence (never written: see below)
 -- ARGV: 1 sid, 2 incarnation, 3 lease ms, then the script's own arguments.
 local META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local SID, INC, LEASE = ARGV[1], ARGV[2], tonumber(ARGV[3])
 -- Every key shares the hash tag of META ("{prefix:name}:meta"); a session's
 -- notification list is derived from it, so it lives in the same cluster slot.
+-- A Redis Cluster checks a script's declared keys before running it, and
+-- each call inside it again: while the slot is being migrated, a key that
+-- is not on this node (moved already, or emptied by this very script, as
+-- the queue's last ZREM does) fails that call, and the script stops half
+-- way with its writes made (permits were lost that way). The fence key,
+-- declared and never written, is missing on both nodes of a migration, so
+-- Redis refuses every script with TRYAGAIN (or ASK, then TRYAGAIN) before
+-- it runs, for as long as the slot moves; outside a migration a missing key
+-- changes nothing, and the notification lists, which cannot be declared
+-- (the sessions a hand-off wakes are known only inside), are only ever
+-- touched in a slot that is not moving. The client retries (cluster.rs).
 local TAG = string.sub(META, 1, -6)
 local NOTE_TTL_MS = 60000
 

@@ -164,6 +164,11 @@ impl Server {
         }
     }
 
+    /// Started and not stopped.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("running").id()
     }
@@ -222,6 +227,13 @@ pub struct Cluster {
 
 impl Cluster {
     pub fn start() -> Cluster {
+        Self::start_with_replicas(0)
+    }
+
+    /// 3 masters with `replicas` replicas each. With replicas, nodes time
+    /// out after 1 s (`cluster-node-timeout`), so that a killed master's
+    /// replica is promoted within a few seconds.
+    pub fn start_with_replicas(replicas: usize) -> Cluster {
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-redis-cluster-{}-{}",
             std::process::id(),
@@ -229,8 +241,12 @@ impl Cluster {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         let mut nodes = Vec::new();
-        let mut rng = Rng::new(std::process::id() as u64);
-        while nodes.len() < 3 {
+        // Seeded per cluster, not only per process: two clusters started by
+        // tests of one binary at once would otherwise try the same ports,
+        // and a node's readiness check could be answered by the other's.
+        let seq = SEQ.fetch_add(1, Ordering::Relaxed) as u64;
+        let mut rng = Rng::new(std::process::id() as u64 ^ (seq << 32) ^ (seq * 7919));
+        while nodes.len() < 3 * (1 + replicas) {
             // The cluster bus listens on port + 10000: both must be free.
             let port = 20000 + rng.below(20000) as u16;
             if TcpListener::bind(("127.0.0.1", port)).is_err()
@@ -251,8 +267,18 @@ impl Cluster {
                     "--cluster-config-file",
                     "nodes.conf",
                 ]
+                .into_iter()
+                .chain(
+                    if replicas > 0 {
+                        &["--cluster-node-timeout", "1000"][..]
+                    } else {
+                        &[][..]
+                    }
+                    .iter()
+                    .copied(),
+                )
                 .map(String::from)
-                .to_vec(),
+                .collect(),
                 tls_port: None,
                 sentinel_conf: None,
             };
@@ -271,7 +297,7 @@ impl Cluster {
             .arg("--cluster")
             .arg("create")
             .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
             .output()
             .expect("redis-cli");
         assert!(
@@ -293,7 +319,91 @@ impl Cluster {
                 })
             },
         );
+        if replicas > 0 {
+            // Every replica attached and past its first sync (a node that
+            // `--cluster create` has not made a replica yet still says
+            // role:master; a diskless first sync starts after 5 s).
+            eventually("every replica in sync", Duration::from_secs(30), || {
+                let synced = c
+                    .nodes
+                    .iter()
+                    .filter(|n| {
+                        let info: String = redis::cmd("INFO")
+                            .arg("replication")
+                            .query(&mut n.raw())
+                            .unwrap_or_default();
+                        info.contains("role:slave")
+                            && info.contains("master_link_status:up")
+                            && info.contains("master_sync_in_progress:0")
+                    })
+                    .count();
+                synced == 3 * replicas
+            });
+        }
         c
+    }
+
+    /// `CLUSTER NODES` as one live node (`via`) sees it: per node, its port,
+    /// whether it is a master (and not failed), the id of its master, and its id.
+    fn nodes_seen(&self, via: usize) -> Vec<(u16, bool, String, String)> {
+        let text: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut self.nodes[via].raw())
+            .unwrap();
+        text.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let port = f.get(1)?.split(['@', ',']).next()?.rsplit(':').next()?;
+                Some((
+                    port.parse().ok()?,
+                    f[2].contains("master") && !f[2].contains("fail"),
+                    f[3].to_string(),
+                    f[0].to_string(),
+                ))
+            })
+            .collect()
+    }
+
+    /// The index of the node that owns `slot`, as node `via` sees it.
+    pub fn owner_of(&self, slot: u64, via: usize) -> usize {
+        let text: String = redis::cmd("CLUSTER")
+            .arg("NODES")
+            .query(&mut self.nodes[via].raw())
+            .unwrap();
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if !f[2].contains("master") || f[2].contains("fail") {
+                continue;
+            }
+            let owns = f.iter().skip(8).any(|r| {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                match (a.parse::<u64>(), b.parse::<u64>()) {
+                    (Ok(a), Ok(b)) => (a..=b).contains(&slot),
+                    _ => false,
+                }
+            });
+            if owns {
+                let port: u16 = f[1]
+                    .split(['@', ','])
+                    .next()
+                    .unwrap()
+                    .rsplit(':')
+                    .next()
+                    .unwrap()
+                    .parse()
+                    .unwrap();
+                return self.nodes.iter().position(|n| n.port == port).unwrap();
+            }
+        }
+        panic!("nobody owns slot {slot}");
+    }
+
+    /// The index of a replica of master `m`, as node `via` sees it.
+    pub fn replica_of(&self, m: usize, via: usize) -> usize {
+        let seen = self.nodes_seen(via);
+        let id = &seen.iter().find(|n| n.0 == self.nodes[m].port).unwrap().3;
+        let port = seen.iter().find(|n| &n.2 == id).expect("a replica").0;
+        self.nodes.iter().position(|n| n.port == port).unwrap()
     }
 
     /// Seed URLs, comma-separated (as `connect` takes them with `cluster(true)`).
