@@ -592,6 +592,30 @@ impl Inner {
         self.lose_deferred(epoch, err);
     }
 
+    /// Ends the sessions given up, now, on the caller's thread (for
+    /// `disconnect`, which promises one round trip: their permits go back,
+    /// and the `bye` wakes the agent if it is blocked on an old
+    /// notification list); what fails stays for the agent to retry.
+    fn end_given_up(&self) {
+        let sids: Vec<String> = lock(&self.state).to_end.drain(..).collect();
+        let mut failed = Vec::new();
+        let mut state_lost = false;
+        for sid in sids {
+            let r = self.with_cmd(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
+            match r {
+                Ok(r) if r.status == "LOST" => state_lost = true,
+                Ok(_) => {}
+                Err(_) => failed.push(sid),
+            }
+        }
+        if !failed.is_empty() {
+            lock(&self.state).to_end.extend(failed);
+        }
+        if state_lost {
+            self.fail_all();
+        }
+    }
+
     /// Redis lost the state: every waiter fails, the handle refuses everything.
     pub(crate) fn fail_all(&self) {
         let claimed = {
