@@ -163,9 +163,12 @@ test-multiproc: redis-server
 # build the wheel and the Node addon themselves; the C block needs the release
 # library first.
 SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
+                 docs/platforms.md docs/migrating.md \
                  bindings-python/README.md bindings-node/README.md
 
+# libuv: the README's C quick start is a libuv program.
 test-readme: redis-server
+	@$(MAKE) -s -C tests deps-libuv
 	cargo build -q --release -p volt-sem-ffi
 	$(GUARD) python3 scripts/readme_snippets.py $(SNIPPET_FILES)
 
