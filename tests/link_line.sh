@@ -21,7 +21,7 @@ bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 expected="holding 2 of 3 permits, 1 left"
 
 # The C section: from its heading to the next one.
-section=$(sed -n '/^## C and Zig/,/^## [^C]/p' "$ROOT/README.md")
+section=$(sed -n '/^###* C and Zig/,/^###* [^C]/p' "$ROOT/README.md")
 awk '/^```c$/{on=1; next} /^```$/{if (on) exit} on' <<<"$section" >"$OUT/app.c"
 mapfile -t lines < <(grep '^cc app\.c ' <<<"$section")
 if [[ -s $OUT/app.c && ${#lines[@]} -ge 2 ]]; then

@@ -29,7 +29,7 @@ pass=0 fail=0
 ok() { echo "ok   $1"; pass=$((pass + 1)); }
 bad() { echo "FAIL $1"; fail=$((fail + 1)); }
 expected="holding 2 of 3 permits, 1 left"
-sed -n '/^## C and Zig/,/^## [^C]/p' README.md | awk '/^```c$/{on=1; next} /^```$/{if (on) exit} on' >"$out/app.c"
+sed -n '/^###* C and Zig/,/^###* [^C]/p' README.md | awk '/^```c$/{on=1; next} /^```$/{if (on) exit} on' >"$out/app.c"
 funcs=$(grep -oE '\bvolt_[a-z_]+ *\(' include/volt_sem.h | tr -d ' (' | sort -u)
 
 # Debian's cross tools and runners, installed on first use.
