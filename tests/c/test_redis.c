@@ -1330,6 +1330,51 @@ static void test_lease_watch_after_a_black_hole(void) {
     pthread_cond_destroy(&lost.cv);
 }
 
+/* Issue 32 item 2, from C: with Redis out of reach (black-holed), each call
+ * is bounded by its own timeout. The review measured volt_sem_cancel of a
+ * queued waiter at 3x its 5 s timeouts, and the release of the permit lost
+ * with the session (whose answer is known here) as long again. */
+static void test_calls_on_a_lost_session_keep_their_deadline(void) {
+    static hole_proxy proxy; /* its threads outlive the test */
+    hole_start(&proxy, main_server.port);
+    char url[64];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", proxy.port);
+    const char *name = name_of("deadline");
+    volt_connect_options o = options();
+    o.lease_ms = 10000;
+    o.connect_timeout_ms = 2000;
+    o.command_timeout_ms = 2000;
+    const volt_sem *sem = connect_to(url, name, 2, &o);
+    const volt_sem *other = connect_main(name, 2);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(other, 1), VOLT_OK);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    volt_waiter_init(&w);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, signal_wake, &sig), VOLT_PENDING);
+    atomic_store(&proxy.hole, 1);
+    double t0 = now_s();
+    volt_status c = volt_sem_cancel(sem, &w, NULL);
+    double cancel_s = now_s() - t0;
+    t0 = now_s();
+    volt_status r = volt_sem_release(sem, 1);
+    double release_s = now_s() - t0;
+    fprintf(stderr, "    2 s timeouts: volt_sem_cancel %.2f s (%s), volt_sem_release %.2f s (%s)\n",
+            cancel_s, volt_status_str(c), release_s, volt_status_str(r));
+    /* The cancel: at most its round trip and one reconnect (the Node
+     * README's bound), not three times that. */
+    CHECK(cancel_s <= 2.0 + 2.0);
+    /* The release: at most one command timeout (the header's bound); a
+     * loss already known answers without I/O. */
+    CHECK(release_s <= 2.0 + 0.5);
+    CHECK(r == VOLT_OK || r == VOLT_LEASE_EXPIRED || r == VOLT_CONNECTION_FAILED);
+    signal_destroy(&sig);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_release(other, 1), VOLT_OK);
+    volt_sem_free(other);
+}
+
 static void test_lease_loss(void) {
     server s;
     server_start(&s, NULL);
@@ -1765,6 +1810,7 @@ int main(int argc, char **argv) {
     RUN(test_password);
     RUN(test_lease_loss);
     RUN(test_lease_watch_after_a_black_hole);
+    RUN(test_calls_on_a_lost_session_keep_their_deadline);
     RUN(test_restart_empty_is_state_lost);
     RUN(test_cluster);
     server_destroy(&main_server);
