@@ -162,3 +162,42 @@ test('connect to a server that holds the scripts (CLIENT PAUSE WRITE) ends at co
     await s.close();
   }
 });
+
+// Issue 32, item 2: with Redis out of reach, an aborted acquire settles
+// within its bound (the review: 15.3 s after abort() with 5 s timeouts, 3x),
+// and the release of a permit lost with the session answers at once.
+test('calls on a black-holed session keep their deadline', async () => {
+  const proxy = await Proxy.start(srv.port);
+  const opts = { lease: 10_000, connectTimeout: 2000, commandTimeout: 2000 };
+  const holder = await Semaphore.connect(proxy.url(), 'hole-deadline', 2, opts);
+  const other = await Semaphore.connect(srv.url(), 'hole-deadline', 2, { commandTimeout: 2000 });
+  try {
+    await holder.acquire(1);
+    await other.acquire(1);
+    const ac = new AbortController();
+    const wait = holder.acquire(1, { signal: ac.signal });
+    wait.catch(() => {});
+    for (let i = 0; (await other.census()).queued !== 1; i++) {
+      assert.ok(i < 1000, 'queued');
+      await sleep(10);
+    }
+    proxy.blackHole();
+    let t = Date.now();
+    ac.abort();
+    await assert.rejects(wait);
+    const aborted = Date.now() - t;
+    t = Date.now();
+    await holder.release(1).catch((e) => assert.ok(['ERR_VOLT_LEASE_EXPIRED', 'ERR_VOLT_CONNECTION_FAILED'].includes(e.code), e.message));
+    const released = Date.now() - t;
+    console.log(`2 s timeouts: aborted acquire settled after ${aborted} ms, release after ${released} ms`);
+    // At most a command timeout and a reconnect (the README's bound), and
+    // one command timeout for the release (a known loss needs no I/O).
+    assert.ok(aborted <= 2000 + 2000 + SLACK_MS, `aborted acquire settled after ${aborted} ms`);
+    assert.ok(released <= 2000 + SLACK_MS, `release took ${released} ms`);
+    await other.release(1);
+  } finally {
+    await proxy.close();
+    await other.disconnect();
+    await holder.disconnect().catch(() => {});
+  }
+});
