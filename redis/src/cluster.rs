@@ -66,15 +66,7 @@ impl Seeds {
             if host.is_empty() {
                 return Err(bad("empty cluster seed address"));
             }
-            let host = if host
-                .rsplit_once(':')
-                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-                && !host.ends_with(']')
-            {
-                host.to_string()
-            } else {
-                format!("{host}:6379")
-            };
+            let host = crate::url::with_default_port(host, 6379);
             if scheme.is_none() {
                 scheme = Some(s.to_string());
                 userinfo = ui;

@@ -313,15 +313,7 @@ impl Sentinels {
             if h.is_empty() {
                 return Err(bad_url("empty Sentinel address"));
             }
-            let h = if h
-                .rsplit_once(':')
-                .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
-                && !h.ends_with(']')
-            {
-                h.to_string()
-            } else {
-                format!("{h}:26379")
-            };
+            let h = crate::url::with_default_port(h, 26379);
             let u = format!("{scheme}://{h}");
             sentinels.push(match &certs {
                 Some(c) => redis::Client::build_with_tls(u, c.clone())?,

@@ -101,6 +101,20 @@ fn sentinel(rest: &str) -> &'static str {
     REFUSED
 }
 
+/// `host[:port]` with `port` added when it names none (an IPv6 `[..]`
+/// without a port included).
+pub(crate) fn with_default_port(host: &str, port: u16) -> String {
+    let has_port = host
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+        && !host.ends_with(']');
+    if has_port {
+        host.to_string()
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
