@@ -23,9 +23,12 @@ if ! "$ZIG_VENV/bin/cargo-zigbuild" --version >/dev/null 2>&1; then
   "$ZIG_VENV/bin/pip" install --quiet --disable-pip-version-check ziglang==0.17.1 cargo-zigbuild==0.24.0
 fi
 export PATH=$ZIG_VENV/bin:$PATH
+# Rust's std for every platform, or only for those in TOOLCHAIN_PLATFORMS
+# (space-separated platform names: `make test-cross-link` needs two).
 need=()
 installed=$(rustup target list --installed)
-for t in "${TARGET_OF[@]}"; do
+for tp in ${TOOLCHAIN_PLATFORMS:-"${!TARGET_OF[@]}"}; do
+  t=${TARGET_OF[$tp]:?unknown platform $tp}
   t=${t%.2.17}
   grep -qx "$t" <<<"$installed" || need+=("$t")
 done
