@@ -9,8 +9,10 @@
 #   Node addon for aarch64-apple-darwin           cargo zigbuild, as make dist-node
 #   Node addon for x86_64-pc-windows-gnu          cargo + MinGW-w64 gcc, as make dist-node
 #
-# The macOS links are made as make dist makes them, for the oldest macOS
-# supported. The Node addon on macOS is linked with
+# The macOS links are made as make dist makes them: after thin LTO, which
+# drops the dead Security/CoreFoundation code of the Redis TLS dependencies
+# before zig's linker sees it (scripts/dist/toolchain.sh, MACOS_LTO), and for
+# the oldest macOS supported. The Node addon on macOS is linked with
 # `-undefined dynamic_lookup` (napi-build), where no missing symbol fails the
 # link, so both macOS dylibs are also checked for what they import
 # (scripts/dist/macho_imports.py: nothing from those two frameworks, nothing
@@ -66,7 +68,8 @@ pe_missing() {
 }
 
 mac=aarch64-apple-darwin
-mac_env=(env MACOSX_DEPLOYMENT_TARGET="${MACOS_MIN[darwin-arm64]}")
+# make dist's MACOS_LTO, for the dev profile.
+mac_env=(env MACOSX_DEPLOYMENT_TARGET="${MACOS_MIN[darwin-arm64]}" "${MACOS_LTO[@]/RELEASE/DEV}")
 if link "C library, $mac" "$logs/c-$mac.log" "${mac_env[@]}" cargo zigbuild -p volt-sem-ffi --target $mac; then
   dylib=$out/$mac/debug/libvolt_sem.dylib
   if python3 scripts/dist/macho.py "$dylib" arm64 - include/volt_sem.h "${MACOS_MIN[darwin-arm64]}" &&

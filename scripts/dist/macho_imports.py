@@ -8,8 +8,10 @@ against what every macOS provides (macOS cannot be run here):
 Fails (exit 1) when FILE imports a symbol
 
   * from Security.framework or CoreFoundation.framework: the cross builds
-    link against name-only stubs of those two (redis/build.rs), so nothing
-    may be imported from them; or
+    link against name-only stubs of those two (redis/build.rs) and rely on
+    LTO to drop the dead code of the Redis TLS dependencies that names them
+    (scripts/dist/toolchain.sh, MACOS_LTO): an import from them means that
+    code is back; or
   * through flat "dynamic lookup" (found in whatever the process has
     loaded, or a load failure on the user's machine), unless its name starts
     with one of the FLAT_PREFIXes. The Node addon is linked with

@@ -54,7 +54,7 @@ for platform in "${platforms[@]}"; do
   env=(CARGO_PROFILE_RELEASE_STRIP=symbols RUSTFLAGS=) cross=(-x)
   case $platform in
     darwin-*)
-      env+=("MACOSX_DEPLOYMENT_TARGET=${MACOS_MIN[$platform]}"
+      env+=("MACOSX_DEPLOYMENT_TARGET=${MACOS_MIN[$platform]}" "${MACOS_LTO[@]}"
             "RUSTFLAGS=-C link-arg=-Wl,-install_name,@rpath/volt-sem.$platform.node") ;;
     win32-*)
       cross=()

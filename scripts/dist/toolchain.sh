@@ -17,6 +17,20 @@ declare -A TARGET_OF=(
 )
 # The oldest macOS each build supports (Rust's own minimum for the target).
 declare -A MACOS_MIN=([darwin-x64]=10.12 [darwin-arm64]=11.0)
+# Every macOS build is linked after (thin) LTO. The Redis backend's TLS
+# (redis-rs's rustls backend) always compiles in rustls-native-certs and
+# with it security-framework and core-foundation, though it never calls them
+# (the trust store is webpki-roots or the user's CA file). Without LTO their
+# objects reach the linker, and zig's Mach-O linker resolves every symbol of
+# every object it loads, dead code included: without a macOS SDK the link
+# fails with hundreds of undefined Security/CoreFoundation symbols
+# (`_kSecValueData`, ...), and the Node addon and the Python extension,
+# linked with `-undefined dynamic_lookup`, would import them all from the
+# user's macOS. LTO drops that dead code first, so the libraries import
+# nothing from either framework (scripts/dist/macho_imports.py checks it;
+# redis/build.rs gives the linker the frameworks' names). `make
+# test-cross-link` does the same with the dev profile.
+MACOS_LTO=(CARGO_PROFILE_RELEASE_LTO=thin)
 if ! "$ZIG_VENV/bin/cargo-zigbuild" --version >/dev/null 2>&1; then
   echo "installing ziglang and cargo-zigbuild into $ZIG_VENV"
   python3 -m venv "$ZIG_VENV"
