@@ -10,14 +10,14 @@ LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
         dist-python dist-test-python test demo lint msrv publish-check test-core test-arm64 test-loom \
-        loom-weakenings mutants test-miri test-c test-python test-node test-shm test-shm-loom test-backend \
+        loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
         bench-docs bench-batch bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
         ci-native-python ci-native-node dist-checksums publish-crates publish-npm
 
 test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
-      test-python test-node test-multiproc test-arm64 test-readme test-docs test-workflows
+      test-python test-node test-multiproc test-arm64 test-cross-link test-readme test-docs test-workflows
 
 # Each test command runs under scripts/guard.sh: one that hangs is killed
 # (with its whole process group) after HANG_LIMIT seconds and fails the run
@@ -289,6 +289,13 @@ dist-test-zig: dist-zig
 # for linux arm64 and run under qemu-user (scripts/test-arm64.sh).
 test-arm64:
 	bash scripts/test-arm64.sh
+
+# The links of the release artifacts this machine cannot run: the C library
+# and the Node addon for macOS (arm64) and Windows (MinGW), debug profile, with
+# make dist's linkers, plus what the macOS ones import (scripts/test-cross-link.sh).
+# 45 s warm; cold (empty target dir) 17-21 min on this loaded 2-core machine.
+test-cross-link:
+	$(GUARD) bash scripts/test-cross-link.sh
 
 # Benchmarks, never run by `make test` (docs/benchmarks.md says how to read
 # them). Each language's programs write JSON (every run kept) under

@@ -443,7 +443,11 @@ export interface ConnectOptions {
   commandTimeout?: number;
   /** A Redis Cluster: `url` is then one or more seed node URLs separated by commas. */
   cluster?: boolean;
-  /** For `rediss://` (TLS): a PEM file of the CA certificate(s) to trust instead of the public roots. */
+  /**
+   * For `rediss://` (TLS): a PEM file of the CA certificate(s) to trust instead of the public roots
+   * (Mozilla's set, built in: the system store, the macOS keychain included, is never read, so a
+   * keychain CA is exported to a PEM file, e.g. `security find-certificate -c "<CA name>" -p > ca.pem`).
+   */
   tlsCaFile?: string;
   /** For `rediss://`: a client certificate and its key (PEM files), for servers that require one. */
   tlsClientCert?: { cert: string; key: string };

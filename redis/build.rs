@@ -5,9 +5,15 @@
 //! system framework". When cross-compiling to an Apple target from another
 //! host, this script gives the linker stub `.tbd` files for those two
 //! frameworks: their install names and no symbols. That is enough because
-//! no symbol of theirs is referenced: the trust store is webpki-roots (the
-//! `tls-rustls-webpki-roots` feature), so `load_native_certs` is compiled
-//! out; a reference would fail the link loudly, never silently. Both
+//! nothing calls into them: the trust store is webpki-roots (the
+//! `tls-rustls-webpki-roots` feature) or the user's CA file, so
+//! `load_native_certs` is compiled out. But the dead code of
+//! security-framework and core-foundation still names hundreds of their
+//! symbols, and zig's Mach-O linker resolves the symbols of every object it
+//! loads, dead code included: the cross builds link after (thin) LTO, which
+//! drops that code first (`MACOS_LTO` in scripts/dist/toolchain.sh; without
+//! it the link fails on `_kSecValueData` and the rest). A reference from live
+//! code fails the link loudly, never silently (`make test-cross-link`). Both
 //! frameworks exist on every macOS, where the loader finds the real ones.
 //! A build on macOS itself uses its SDK and gets no stubs.
 

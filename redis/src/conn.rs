@@ -18,8 +18,9 @@
 //!   it as a dropped connection, so it is replaced, and the replacement asks
 //!   the Sentinels again.
 //! * **TLS** (`rediss://`): redis-rs's rustls backend, with the CA file and
-//!   client certificate of [`ConnectOptions`]; without a CA file the system's
-//!   trust store. The handshake runs inside the connect timeout.
+//!   client certificate of [`ConnectOptions`]; without a CA file the Mozilla
+//!   roots compiled in (webpki-roots), never the system's trust store (see
+//!   the crate docs). The handshake runs inside the connect timeout.
 
 use std::io;
 use std::time::{Duration, Instant};

@@ -189,8 +189,17 @@
 //!   "insecure" mode). [`ConnectOptions::tls_ca_file`] names the CA
 //!   certificates to trust (a private CA, the usual case for Redis);
 //!   without it, the Mozilla root set compiled into the library
-//!   (webpki-roots) is trusted, the same on every platform (not the system
-//!   store). [`ConnectOptions::tls_client_cert`] presents a client
+//!   (webpki-roots) is trusted, the same on every platform. The system's
+//!   trust store is never read, on Linux (`/etc/ssl`), macOS (the
+//!   keychains) or Windows alike: a CA that the system trusts but Mozilla
+//!   does not (a company CA, a self-signed server) is given as a PEM file.
+//!   On macOS, export it from the keychain with
+//!   `security find-certificate -c "<CA name>" -p > ca.pem` (add
+//!   `/Library/Keychains/System.keychain` for one in the system keychain).
+//!   Why not the keychain: it would link the Security framework, which the
+//!   packages (built on Linux, without Apple's SDK) cannot link against, and
+//!   it would make one URL trust different servers on different machines.
+//!   [`ConnectOptions::tls_client_cert`] presents a client
 //!   certificate to a server with `tls-auth-clients`. An untrusted
 //!   certificate, a failed handshake, `rediss://` to a port that does not
 //!   speak TLS (the server waits for a line the handshake never sends: it

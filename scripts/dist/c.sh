@@ -10,7 +10,8 @@
 #   linux-x64-musl    x86_64-unknown-linux-musl             zig
 #   linux-arm64-musl  aarch64-unknown-linux-musl            zig
 #   darwin-x64        x86_64-apple-darwin (macOS 10.12+)    zig, no SDK needed (rustc
-#   darwin-arm64      aarch64-apple-darwin (macOS 11+)      zig  warns that it found none)
+#   darwin-arm64      aarch64-apple-darwin (macOS 11+)      zig  warns that it found none),
+#                                                           after LTO (toolchain.sh: MACOS_LTO)
 #   win32-x64-gnu     x86_64-pc-windows-gnu                 zig (MinGW-w64 ABI)
 #
 # Windows is the GNU ABI (MinGW-w64): the MSVC target needs Microsoft's SDK,
@@ -34,10 +35,10 @@ mkdir -p "$out"
 for platform in "${platforms[@]}"; do
   triple=${TARGET_OF[$platform]:?unknown platform $platform}
   rust_target=${triple%.2.17}
-  deployment=
+  deployment= lto=()
   case $platform in
     linux-*) os=linux soname=libvolt_sem.so.$soversion ;;
-    darwin-*) os=macos soname=@rpath/libvolt_sem.$soversion.dylib deployment=${MACOS_MIN[$platform]} ;;
+    darwin-*) os=macos soname=@rpath/libvolt_sem.$soversion.dylib deployment=${MACOS_MIN[$platform]} lto=("${MACOS_LTO[@]}") ;;
     win32-*) os=windows soname= ;;
   esac
   echo "== $platform ($triple)"
@@ -46,10 +47,13 @@ for platform in "${platforms[@]}"; do
   extra=
   [[ $platform == *-musl ]] && extra="-C target-feature=-crt-static"
   env "$flags_var=$extra" VOLT_SEM_SONAME=$soname CARGO_TARGET_DIR="$DIST_TARGET_DIR" \
-    ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} \
+    ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} "${lto[@]}" \
     cargo zigbuild -q --release -p volt-sem-ffi --target "$triple"
   name=volt-sem-$version-$platform
   rm -rf "${out:?}/$name"
+  if [[ $os == macos ]]; then
+    python3 scripts/dist/macho_imports.py "$DIST_TARGET_DIR/$rust_target/release/libvolt_sem.dylib"
+  fi
   bash ffi-c/stage.sh "$os" "$DIST_TARGET_DIR/$rust_target/release" "$out/$name" \
     "$(bash ffi-c/link-flags.sh libs "$rust_target")" relocatable
   tar -C "$out" -czf "$out/$name.tar.gz" "$name"

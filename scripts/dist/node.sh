@@ -24,12 +24,14 @@
 # It links no Node library: on Windows napi resolves the Node-API functions in
 # the host process at load time (the `dyn-symbols` feature, bindings-node's
 # Cargo.toml). napi-build still insists on a libnode.dll for -gnu and passes
-# -lnode, so the build gets an empty import library in its place.
+# -lnode, so the build gets an empty import library in its place
+# (scripts/dist/libnode-stub.sh).
 # Usage: scripts/dist/node.sh [PLATFORM...]   (default: all; packs only those)
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 . scripts/dist/toolchain.sh
+. scripts/dist/libnode-stub.sh
 
 platforms=("$@")
 [[ ${#platforms[@]} -gt 0 ]] || platforms=("${!TARGET_OF[@]}")
@@ -52,15 +54,12 @@ for platform in "${platforms[@]}"; do
   env=(CARGO_PROFILE_RELEASE_STRIP=symbols RUSTFLAGS=) cross=(-x)
   case $platform in
     darwin-*)
-      env+=("MACOSX_DEPLOYMENT_TARGET=${MACOS_MIN[$platform]}"
+      env+=("MACOSX_DEPLOYMENT_TARGET=${MACOS_MIN[$platform]}" "${MACOS_LTO[@]}"
             "RUSTFLAGS=-C link-arg=-Wl,-install_name,@rpath/volt-sem.$platform.node") ;;
     win32-*)
       cross=()
       stub=$DIST_TARGET_DIR/libnode-stub
-      mkdir -p "$stub"
-      printf 'LIBRARY libnode.dll\nEXPORTS\n' >"$stub/libnode.def"
-      x86_64-w64-mingw32-dlltool -d "$stub/libnode.def" -l "$stub/libnode.dll.a"
-      cp "$stub/libnode.dll.a" "$stub/libnode.dll" # napi-build looks for this name
+      libnode_stub "$stub"
       env+=("LIBNODE_PATH=$stub")
       ;;
   esac
@@ -72,6 +71,9 @@ for platform in "${platforms[@]}"; do
     "$napi" build --platform --release --no-js --dts napi-types.d.ts \
     --target "$triple" "${cross[@]}" --output-dir "$out" 2>&1 | grep -v '^ *Compiling ' || true)
   [[ -f $out/volt-sem.$platform.node ]] || { echo "no $out/volt-sem.$platform.node" >&2; exit 1; }
+  if [[ $platform == darwin-* ]]; then # Node-API comes from node: flat lookup
+    python3 scripts/dist/macho_imports.py "$out/volt-sem.$platform.node" napi_ node_api_
+  fi
   cp -f "$out/volt-sem.$platform.node" "bindings-node/npm/$platform/"
   ls -l "bindings-node/npm/$platform/volt-sem.$platform.node"
 done

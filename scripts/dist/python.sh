@@ -78,15 +78,15 @@ for platform in "${platforms[@]}"; do
   fi
   args=${WHEEL_ARGS[$platform]:?unknown platform $platform}
   target=$(sed -E 's/.*--target ([^ ]+).*/\1/' <<<"$args")
-  deployment=
-  [[ $platform == darwin-* ]] && deployment=${MACOS_MIN[$platform]}
+  deployment= lto=()
+  [[ $platform == darwin-* ]] && deployment=${MACOS_MIN[$platform]} lto=("${MACOS_LTO[@]}")
   stage=$DIST_TARGET_DIR/wheels/$platform
   rm -rf "$stage" && mkdir -p "$stage"
   rustflags=
   [[ -n ${GCC_S[$platform]:-} ]] && rustflags="-C link-arg=${GCC_S[$platform]}"
   # shellcheck disable=SC2086
   if ! env CARGO_TARGET_DIR="$DIST_TARGET_DIR" RUSTFLAGS="$rustflags" \
-       ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} \
+       ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} "${lto[@]}" \
        "$MATURIN_VENV/bin/maturin" build --release --strip $args --out "$stage" >"$stage.log" 2>&1; then
     cat "$stage.log"
     echo "maturin failed for $platform" >&2

@@ -228,7 +228,9 @@ class Semaphore:
         script included, even if the server never answers): from an event
         loop use :meth:`connect_async`.
         ``rediss://`` is TLS (``tls_ca_file``: the CA to trust instead of the
-        public roots; ``tls_client_cert``: ``(cert, key)`` PEM files);
+        public roots, Mozilla's set built in: the system store, the macOS
+        keychain included, is never read, so a keychain CA is exported to a
+        PEM file; ``tls_client_cert``: ``(cert, key)`` PEM files);
         ``redis+sentinel://host:port/master`` finds the master through
         Sentinel; ``min_replicas_acked=(replicas, timeout)`` makes every write
         wait for that many replicas (else ``RedisCommandError``, code
