@@ -609,9 +609,11 @@ export declare class RedisSemaphore {
    * the grant's fencing token: a number (a server time in microseconds,
    * strictly increasing with every grant of the semaphore, exact below 2^53),
    * 0 for `n === 0`. Pass it to the guarded resource, which rejects tokens
-   * smaller than the largest it saw. `signal` / `timeout` cancel the wait; the
-   * promise then rejects (with `signal.reason` / `ERR_VOLT_TIMED_OUT`) once
-   * the request left the queue in Redis, its partial grant handed on.
+   * smaller than the largest it saw. `signal` / `timeout` cancel the wait: the
+   * promise rejects at once (with `signal.reason` / `ERR_VOLT_TIMED_OUT`),
+   * and the request leaves the queue in Redis, its partial grant handed on
+   * (a grant that raced the abort is given back); this object's later calls
+   * see it gone.
    */
   acquire(n?: number, options?: RedisAcquireOptions): Promise<number>;
 
@@ -664,8 +666,9 @@ export declare class RedisSemaphore {
 
   /**
    * Cancels every acquire of this object still waiting: each rejects with
-   * `reason` (default a {@link CancelledError}) once its request left the
-   * queue in Redis, its partial grant handed on. The semaphore stays usable.
+   * `reason` (default a {@link CancelledError}) at once, and its request
+   * leaves the queue in Redis, its partial grant handed on (this object's
+   * later calls see it gone). The semaphore stays usable.
    * @returns how many acquires were cancelled.
    */
   cancel(reason?: unknown): number;

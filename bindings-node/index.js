@@ -1622,7 +1622,13 @@ class RedisSemaphore {
         op.cancelled = reason;
         if (op.timer !== undefined) timers.clearTimeout(op.timer);
         if (op.signal !== undefined) unlisten(op.signal, op);
-        native.redisCancel(h, id); // its outcome settles the promise
+        // Settled now, not when the cancel's round trip returns (with Redis
+        // out of reach that is a command timeout later). The request stays
+        // tracked: the cancel's outcome still comes back, and a grant that
+        // won the race is given back then (REDIS_EVENT). This handle's later
+        // calls run after the cancel, in order.
+        native.redisCancel(h, id);
+        op.reject(reason);
       };
       if (signal !== undefined) {
         op.signal = signal;
@@ -1706,9 +1712,9 @@ class RedisSemaphore {
   }
 
   /**
-   * Cancels every acquire of this object still waiting (their promises
-   * reject with `reason` once they left the queue in Redis, their partial
-   * grants handed on); the semaphore stays usable. Returns how many.
+   * Cancels every acquire of this object still waiting: their promises
+   * reject with `reason` at once, and they leave the queue in Redis, their
+   * partial grants handed on; the semaphore stays usable. Returns how many.
    */
   cancel(reason = cancelledError()) {
     let k = 0;
@@ -1763,7 +1769,8 @@ class RedisSemaphore {
   /** Acquires of this object waiting for their outcome. */
   get pendingCount() {
     let k = 0;
-    for (const op of this.#ops.values()) if (op.kind === 'acquire') k++;
+    // An aborted acquire is settled: its cancel may still be on its way.
+    for (const op of this.#ops.values()) if (op.kind === 'acquire' && op.cancelled === undefined) k++;
     return k;
   }
 

@@ -163,9 +163,9 @@ test('connect to a server that holds the scripts (CLIENT PAUSE WRITE) ends at co
   }
 });
 
-// Issue 32, item 2: with Redis out of reach, an aborted acquire settles
-// within its bound (the review: 15.3 s after abort() with 5 s timeouts, 3x),
-// and the release of a permit lost with the session answers at once.
+// Issue 32, item 2: with Redis out of reach, an aborted acquire settles at
+// once (the review: 15.3 s after abort() with 5 s timeouts), and the release
+// of a permit lost with the session answers at once.
 test('calls on a black-holed session keep their deadline', async () => {
   const proxy = await Proxy.start(srv.port);
   const opts = { lease: 10_000, connectTimeout: 2000, commandTimeout: 2000 };
@@ -190,9 +190,9 @@ test('calls on a black-holed session keep their deadline', async () => {
     await holder.release(1).catch((e) => assert.ok(['ERR_VOLT_LEASE_EXPIRED', 'ERR_VOLT_CONNECTION_FAILED'].includes(e.code), e.message));
     const released = Date.now() - t;
     console.log(`2 s timeouts: aborted acquire settled after ${aborted} ms, release after ${released} ms`);
-    // At most a command timeout and a reconnect (the README's bound), and
-    // one command timeout for the release (a known loss needs no I/O).
-    assert.ok(aborted <= 2000 + 2000 + SLACK_MS, `aborted acquire settled after ${aborted} ms`);
+    // At once (well below the 2 s command timeout its cancel may take), and
+    // at most one command timeout for the release (a known loss needs no I/O).
+    assert.ok(aborted <= SLACK_MS, `aborted acquire settled after ${aborted} ms`);
     assert.ok(released <= 2000 + SLACK_MS, `release took ${released} ms`);
     await other.release(1);
   } finally {
