@@ -151,6 +151,17 @@ impl SlotConn {
             last_used: Instant::now(),
         };
         c.reconnect(None, Instant::now() + timeout)?;
+        // A seed that is a standalone server would answer every command
+        // itself (it never redirects): a misconfigured `cluster` option
+        // would go unnoticed. It refuses CLUSTER commands; any other
+        // refusal (an ACL without them) leaves the check to the redirects.
+        if let Some(con) = c.con.as_mut() {
+            if let Err(e) = redis::cmd("CLUSTER").arg("MYID").query::<String>(con) {
+                if e.to_string().contains("cluster support disabled") {
+                    return Err(e);
+                }
+            }
+        }
         Ok(c)
     }
 

@@ -247,3 +247,16 @@ fn reshard_under_load_keeps_every_permit() {
     let errors = errors.lock().unwrap();
     assert!(errors.is_empty(), "errors during the reshard: {errors:?}");
 }
+
+/// The `cluster` option on a standalone server is refused with the server's
+/// own error (a standalone server never redirects, so without the check the
+/// option would silently act as a plain connection).
+#[test]
+fn the_cluster_option_on_a_standalone_server_is_refused() {
+    let s = Server::start();
+    let e = RedisSemaphore::connect(&s.url(), "standalone", 1, opts().cluster(true)).unwrap_err();
+    assert!(
+        matches!(&e, volt_sem_redis::Error::Redis(m) if m.contains("cluster support disabled")),
+        "{e:?}"
+    );
+}
