@@ -130,8 +130,6 @@ fn migrate_slot(c: &Cluster, slot: u64, from: usize, to: usize, pause: Duration)
 /// queued n, for ever).
 #[test]
 fn reshard_under_load_keeps_every_permit() {
-    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
     use std::time::Instant;
 
     let c = Cluster::start();
@@ -172,43 +170,9 @@ fn reshard_under_load_keeps_every_permit() {
     let o = || opts().cluster(true).own_session(true);
     let me = RedisSemaphore::connect(&url, name, 3, o()).unwrap();
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let grants = Arc::new(AtomicU64::new(0));
-    let times = Arc::new(Mutex::new(Vec::<Instant>::new()));
-    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
-    let threads: Vec<_> = (0..6)
-        .map(|_| {
-            let (url, stop, grants, errors, times) = (
-                url.clone(),
-                stop.clone(),
-                grants.clone(),
-                errors.clone(),
-                times.clone(),
-            );
-            std::thread::spawn(move || {
-                let sem = RedisSemaphore::connect(&url, name, 3, o()).unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    match sem.acquire_timeout(1, Duration::from_secs(10)) {
-                        Ok(p) => {
-                            grants.fetch_add(1, Ordering::Relaxed);
-                            times.lock().unwrap().push(Instant::now());
-                            std::thread::sleep(Duration::from_millis(3));
-                            if let Err(e) = p.release() {
-                                errors.lock().unwrap().push(format!("release: {e}"));
-                            }
-                        }
-                        Err(e) => {
-                            errors.lock().unwrap().push(format!("acquire: {e}"));
-                            // A lost session stays lost: a fresh one.
-                            std::thread::sleep(Duration::from_millis(50));
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
+    let load = Load::start(&url, name, 6, o, Duration::from_secs(10), |_| true);
     eventually("grants under load", Duration::from_secs(10), || {
-        grants.load(Ordering::Relaxed) > 50
+        load.grants() > 50
     });
     // Three migrations (there, back, there again), each under load: each
     // waits for grants to resume after the one before (a client that saw
@@ -217,34 +181,23 @@ fn reshard_under_load_keeps_every_permit() {
     let mut moved = Vec::new();
     for (a, b) in [(from, to), (to, from), (from, to)] {
         moved.push(migrate_slot(&c, slot, a, b, Duration::from_millis(20)));
-        let after = grants.load(Ordering::Relaxed);
+        let after = load.grants();
         eventually("grants after the reshard", Duration::from_secs(15), || {
-            grants.load(Ordering::Relaxed) > after + 20
+            load.grants() > after + 20
         });
     }
     let ended = Instant::now();
     assert!(moved.iter().all(|&m| m >= 3), "keys moved: {moved:?}");
     // The longest time without a grant around the migrations (reported
     // for the README, not asserted).
-    let mut t: Vec<Instant> = times.lock().unwrap().clone();
-    t.sort();
-    let pause = t
-        .windows(2)
-        .filter(|w| w[1] > started && w[0] < ended)
-        .map(|w| w[1] - w[0])
-        .max()
-        .unwrap_or_default();
+    let pause = load.longest_pause(started, ended);
     eprintln!(
         "reshard: {moved:?} keys moved, all in {:?}; longest pause between grants {pause:?}",
         ended - started
     );
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
+    let errors = load.stop();
     let cs = assert_conserved(&me);
     assert_eq!(cs.available, 3, "permits lost: {cs:?}");
-    let errors = errors.lock().unwrap();
     assert!(errors.is_empty(), "errors during the reshard: {errors:?}");
 }
 

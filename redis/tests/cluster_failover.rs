@@ -8,8 +8,6 @@
 
 mod support;
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use support::*;
@@ -44,50 +42,15 @@ fn grants_resume_after_master_failovers() {
             .lease(Duration::from_millis(3000))
             .command_timeout(Duration::from_secs(2))
     };
-    let stop = Arc::new(AtomicBool::new(false));
-    let grants = Arc::new(AtomicU64::new(0));
-    let times = Arc::new(Mutex::new(Vec::<Instant>::new()));
-    let errors = Arc::new(Mutex::new(Vec::<String>::new()));
-    let threads: Vec<_> = (0..4)
-        .map(|_| {
-            let (url, stop, grants, errors, times) = (
-                url.clone(),
-                stop.clone(),
-                grants.clone(),
-                errors.clone(),
-                times.clone(),
-            );
-            std::thread::spawn(move || {
-                let sem = RedisSemaphore::connect(&url, name, 3, o()).unwrap();
-                let typed = |e: &Error| {
-                    matches!(
-                        e,
-                        Error::Connection(_) | Error::LeaseExpired | Error::TimedOut
-                    )
-                };
-                while !stop.load(Ordering::Relaxed) {
-                    match sem.acquire_timeout(1, Duration::from_secs(5)) {
-                        Ok(p) => {
-                            grants.fetch_add(1, Ordering::Relaxed);
-                            times.lock().unwrap().push(Instant::now());
-                            std::thread::sleep(Duration::from_millis(3));
-                            if let Err(e) = p.release() {
-                                errors.lock().unwrap().push(format!("release: {e:?}"));
-                                assert!(typed(&e), "release: {e:?}");
-                            }
-                        }
-                        Err(e) => {
-                            errors.lock().unwrap().push(format!("acquire: {e:?}"));
-                            assert!(typed(&e), "acquire: {e:?}");
-                            std::thread::sleep(Duration::from_millis(50));
-                        }
-                    }
-                }
-            })
-        })
-        .collect();
+    let typed = |e: &Error| {
+        matches!(
+            e,
+            Error::Connection(_) | Error::LeaseExpired | Error::TimedOut
+        )
+    };
+    let load = Load::start(&url, name, 4, o, Duration::from_secs(5), typed);
     eventually("grants under load", Duration::from_secs(10), || {
-        grants.load(Ordering::Relaxed) > 50
+        load.grants() > 50
     });
     let mut pauses = Vec::new();
     for round in 0..2 {
@@ -114,23 +77,16 @@ fn grants_resume_after_master_failovers() {
         eprintln!("round {round}: killing node {master}, replica {replica}");
         let killed = Instant::now();
         c.nodes[master].stop();
-        let before = grants.load(Ordering::Relaxed);
+        let before = load.grants();
         eventually(
             &format!("grants after failover {round}"),
             Duration::from_secs(30),
-            || grants.load(Ordering::Relaxed) > before + 20,
+            || load.grants() > before + 20,
         );
         // The longest time without a grant from the kill until they resumed
         // (reported, not asserted).
         let resumed = Instant::now();
-        let mut t: Vec<Instant> = times.lock().unwrap().clone();
-        t.sort();
-        let pause = t
-            .windows(2)
-            .filter(|w| w[1] > killed && w[0] < resumed)
-            .map(|w| w[1] - w[0])
-            .max()
-            .unwrap_or_default();
+        let pause = load.longest_pause(killed, resumed);
         pauses.push(pause);
         eprintln!("round {round}: longest pause between grants {pause:?}");
         assert_eq!(
@@ -150,11 +106,7 @@ fn grants_resume_after_master_failovers() {
         });
     }
     eprintln!("stopping");
-    stop.store(true, Ordering::Relaxed);
-    for t in threads {
-        t.join().unwrap();
-    }
-    let errors = errors.lock().unwrap().clone();
+    let errors = load.stop();
     eprintln!(
         "failovers: longest pauses between grants {pauses:?}; {} errors: {errors:?}",
         errors.len()

@@ -1206,3 +1206,99 @@ impl Drop for Silent {
         self.stop.store(true, Ordering::SeqCst);
     }
 }
+
+/// Load on one semaphore: `threads` threads, each with its own handle,
+/// loop acquire(1) / hold 3 ms / release until stopped. Every grant's time
+/// is kept (for the longest pause around a fault); every failure is
+/// recorded, and must be one that `allowed` accepts (checked in the thread).
+pub struct Load {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    grants: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    times: std::sync::Arc<std::sync::Mutex<Vec<Instant>>>,
+    errors: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Load {
+    pub fn start(
+        url: &str,
+        name: &'static str,
+        threads: usize,
+        opts: fn() -> ConnectOptions,
+        wait: Duration,
+        allowed: fn(&volt_sem_redis::Error) -> bool,
+    ) -> Load {
+        use std::sync::atomic::{AtomicBool, AtomicU64};
+        use std::sync::{Arc, Mutex};
+        let stop = Arc::new(AtomicBool::new(false));
+        let grants = Arc::new(AtomicU64::new(0));
+        let times = Arc::new(Mutex::new(Vec::new()));
+        let errors = Arc::new(Mutex::new(Vec::new()));
+        let threads = (0..threads)
+            .map(|_| {
+                let (url, stop, grants, errors, times) = (
+                    url.to_string(),
+                    stop.clone(),
+                    grants.clone(),
+                    errors.clone(),
+                    times.clone(),
+                );
+                std::thread::spawn(move || {
+                    let sem = RedisSemaphore::connect(&url, name, 3, opts()).unwrap();
+                    while !stop.load(Ordering::Relaxed) {
+                        match sem.acquire_timeout(1, wait) {
+                            Ok(p) => {
+                                grants.fetch_add(1, Ordering::Relaxed);
+                                times.lock().unwrap().push(Instant::now());
+                                std::thread::sleep(Duration::from_millis(3));
+                                if let Err(e) = p.release() {
+                                    errors.lock().unwrap().push(format!("release: {e:?}"));
+                                    assert!(allowed(&e), "release: {e:?}");
+                                }
+                            }
+                            Err(e) => {
+                                errors.lock().unwrap().push(format!("acquire: {e:?}"));
+                                assert!(allowed(&e), "acquire: {e:?}");
+                                // A lost session stays lost: a fresh one.
+                                std::thread::sleep(Duration::from_millis(50));
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Load {
+            stop,
+            grants,
+            times,
+            errors,
+            threads,
+        }
+    }
+
+    pub fn grants(&self) -> u64 {
+        self.grants.load(Ordering::Relaxed)
+    }
+
+    /// The longest time without a grant between two grants on either side
+    /// of the window `from..to`.
+    pub fn longest_pause(&self, from: Instant, to: Instant) -> Duration {
+        let mut t = self.times.lock().unwrap().clone();
+        t.sort();
+        t.windows(2)
+            .filter(|w| w[1] > from && w[0] < to)
+            .map(|w| w[1] - w[0])
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// Stops the threads; the failures they recorded.
+    pub fn stop(self) -> Vec<String> {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            t.join().unwrap();
+        }
+        let errors = self.errors.lock().unwrap().clone();
+        errors
+    }
+}
