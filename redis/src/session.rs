@@ -1105,6 +1105,15 @@ impl Inner {
         Ok(r)
     }
 
+    /// Whether request `ctr` (Redis entry `eid`) is still in the table,
+    /// neither finished nor cancelled.
+    fn still_queued(&self, ctr: u64, eid: &str) -> bool {
+        lock(&self.state)
+            .table
+            .get(&ctr)
+            .is_some_and(|e| e.eid == eid)
+    }
+
     /// Whether session `epoch` is lost: given up, replaced, or not renewed
     /// for a whole lease (read from the clock: true at the lease's end even
     /// while the agent is still blocked on the network).
@@ -1563,9 +1572,14 @@ impl Agent {
                     }
                 }
                 let mut claimed = Vec::new();
-                for ((ctr, _), status) in query.iter().zip(&r.rest) {
+                for ((ctr, eid), status) in query.iter().zip(&r.rest) {
                     match status.as_str() {
                         "Q" => {}
+                        // Cancelled (or finished) since the list was taken:
+                        // `finish` takes an entry out of the table before its
+                        // cancel script runs, so one still in the table now
+                        // was not cancelled before this heartbeat asked.
+                        "X" if !inner.still_queued(*ctr, eid) => {}
                         "X" => {
                             // Gone from Redis while the session lives: a
                             // failover to a replica that missed the request's

@@ -7,7 +7,7 @@ mod support;
 use std::future::Future;
 use std::sync::mpsc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use support::*;
 use volt_sem_redis::{ConnectOptions, Error, RedisSemaphore, MAX_NAME_LEN};
@@ -155,6 +155,37 @@ fn dropped_future_cancels_and_hands_on() {
     let p = t.join().unwrap().unwrap();
     assert_eq!(p.permits(), 3);
     assert!(p.token() > 0);
+}
+
+/// A request cancelled while the agent's heartbeat asks Redis about it is
+/// gone from Redis by the time the answer comes: that is the cancel, not a
+/// lost request, and must not give the session up (it did, now and then, under
+/// load: every holder of the handle then saw its permits lost).
+#[test]
+fn cancels_racing_the_heartbeat_keep_the_session() {
+    let s = Server::start();
+    // Heartbeats every 100 ms, each one asking about the queued requests.
+    let a = RedisSemaphore::connect(
+        &s.url(),
+        "race-hb",
+        2,
+        short_lease().lease(Duration::from_millis(300)),
+    )
+    .expect("connect");
+    let held = a.acquire_blocking(1).unwrap();
+    let waker = futures::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let start = Instant::now();
+    let mut cancels = 0u32;
+    while start.elapsed() < Duration::from_secs(3) && !held.is_lost() {
+        let mut fut = Box::pin(a.acquire(2));
+        assert!(fut.as_mut().poll(&mut cx).is_pending());
+        drop(fut); // cancelled, its partial grant of 1 handed back
+        cancels += 1;
+    }
+    assert!(!held.is_lost(), "session given up after {cancels} cancels");
+    held.release().unwrap();
+    assert_eq!(assert_conserved(&a).available, 2);
 }
 
 #[test]
