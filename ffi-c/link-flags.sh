@@ -12,18 +12,41 @@
 #                                     INCLUDEDIR defaults to this checkout's include/
 #
 # The README's static link line is this list; `make -C tests link-line` fails
-# when they differ. Builds in its own target dir (under CARGO_TARGET_DIR or
-# target/), so it never invalidates the normal build.
+# when they differ.
+#
+# The answer depends only on the toolchain, the target and the locked
+# dependencies, so it is kept in $CARGO_TARGET_DIR/link-flags/ under a key made
+# of those three and asked of rustc once. Asking compiles the library in the
+# normal target dir (release if a release build is there, else debug), so the
+# dependencies already built there are reused (a target dir of its own cost a
+# whole build of them); cargo then rebuilds this one crate at the next normal
+# build, since its flags differed.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 native_libs() { # [rust target triple; default: this machine]
-    local dir=${CARGO_TARGET_DIR:-$root/target}/link-flags target=()
+    local target_dir=${CARGO_TARGET_DIR:-$root/target} target=() profile=()
     [[ -n ${1:-} ]] && target=(--target "$1")
-    # cargo replays the note from its cache when the crate is already built.
-    CARGO_TARGET_DIR=$dir cargo rustc -q --manifest-path "$root/Cargo.toml" -p volt-sem-ffi \
+    local key cache
+    key=$( { rustc -vV; echo "${1:-host}"; cat "$root/Cargo.lock" "$root/ffi-c/Cargo.toml"; } |
+        sha256sum | cut -c1-16)
+    cache=$target_dir/link-flags/$key
+    if [[ -s $cache ]]; then
+        cat "$cache"
+        return
+    fi
+    # The profile whose dependencies are built already.
+    local out=$target_dir/${1:-}
+    [[ -e ${out%/}/release/libvolt_sem.a ]] && profile=(--release)
+    local libs
+    libs=$(cargo rustc -q --manifest-path "$root/Cargo.toml" -p volt-sem-ffi "${profile[@]}" \
         "${target[@]}" --lib --crate-type staticlib -- --print native-static-libs 2>&1 |
-        sed -n 's/^note: native-static-libs: //p' | tail -n 1
+        sed -n 's/^note: native-static-libs: //p' | tail -n 1)
+    if [[ -n $libs ]]; then
+        mkdir -p "$target_dir/link-flags"
+        printf '%s\n' "$libs" >"$cache.tmp.$$" && mv "$cache.tmp.$$" "$cache"
+    fi
+    echo "$libs"
 }
 
 version() {
