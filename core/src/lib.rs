@@ -189,7 +189,6 @@ pub mod docs;
 mod error;
 mod fork;
 mod mutex;
-mod queue_lock;
 mod rwlock;
 mod semaphore;
 mod sync;
