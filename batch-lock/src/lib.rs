@@ -15,6 +15,22 @@
 //! parks), [`BatchLock::run_async`] returns a future ([`RunAsync`]). The
 //! algorithm and its progress argument are in the `batch_lock` module's source.
 //!
+//! ```
+//! use std::sync::Arc;
+//! use volt_sem_batch_lock::BatchLock;
+//!
+//! let log = Arc::new(BatchLock::new(Vec::new()));
+//! let threads: Vec<_> = (0..2)
+//!     .map(|t| {
+//!         let log = log.clone();
+//!         // Whichever thread finds the queue empty runs both pushes.
+//!         std::thread::spawn(move || log.run(move |v: &mut Vec<u32>| v.push(t)))
+//!     })
+//!     .collect();
+//! threads.into_iter().for_each(|t| t.join().unwrap());
+//! assert_eq!(log.run(|v| v.len()), 2);
+//! ```
+//!
 //! # What was measured
 //!
 //! `docs/benchmarks.md`, appendix B, on a 2-core VM (`make bench-batch` reruns
