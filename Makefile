@@ -9,14 +9,14 @@ export CARGO_TERM_COLOR ?= never
 LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
-        dist-python dist-test-python test demo lint msrv publish-check test-core test-arm64 test-loom \
+        dist-python dist-test-python test demo lint msrv publish-check test-core test-batch-lock test-arm64 test-loom \
         loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
         bench-docs bench-batch bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
         ci-native-python ci-native-node dist-checksums publish-crates publish-npm
 
-test: lint msrv test-core test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
+test: lint msrv test-core test-batch-lock test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
       test-python test-node test-multiproc test-arm64 test-cross-link test-readme test-docs test-workflows
 
 # Each test command runs under scripts/guard.sh: one that hangs is killed
@@ -62,11 +62,14 @@ publish-check:
 
 test-core:
 	$(GUARD) cargo test -p volt-sem
-	$(GUARD) cargo test -p volt-sem --features batch-lock --test batch_lock
-	$(GUARD) cargo test -p volt-sem --features batch-queue --test api --test waker_contract --test stress
 	$(GUARD) cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
 	$(GUARD) cargo test -p volt-sem --features cache-padded --test footprint --test api
 	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
+
+# The combining lock of the batched-critical-sections experiment (its own
+# crate, not used by the core); its loom models run in test-loom.
+test-batch-lock:
+	$(GUARD) cargo test -p volt-sem-batch-lock
 
 # The named semaphore shared by processes (Linux; spawns real processes and
 # kills them with SIGKILL).
@@ -116,11 +119,15 @@ bench-redis: redis-server
 	python3 redis/bench/driver.py --runs $(BENCH_RUNS)
 	python3 scripts/bench_report.py tables
 
-# loom rebuilds everything with --cfg volt_loom: keep it in its own target dir.
+# loom rebuilds everything with --cfg volt_loom: keep it in its own target dir
+# (shared by the core's models and the batch lock's).
 test-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  $(GUARD) cargo test -p volt-sem --release --features batch-lock --test loom --test loom_data --test loom_batch
+	  $(GUARD) cargo test -p volt-sem --release --test loom --test loom_data
+	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
+	  $(GUARD) cargo test -p volt-sem-batch-lock --release --test loom
 
 # Not in `make test` (about 2 min): each ordering the loom models are meant to
 # prove, weakened to Relaxed in a copy of the crate, must make its model fail.
@@ -326,12 +333,9 @@ bench-docs:
 	python3 scripts/bench_charts.py
 	python3 scripts/bench_report.py tables
 
-# The batched-critical-sections experiment (docs/benchmarks.md, appendix):
-# criterion's own report, tables printed by scripts/bench_batch.py.
+# The batched-critical-sections experiment (docs/benchmarks.md, appendix B):
+# BatchLock (crate volt-sem-batch-lock) against std's and parking_lot's
+# mutexes; criterion's own report, tables printed by the crate's script.
 bench-batch:
-	cargo bench -p volt-sem --bench semaphore -- --save-baseline mutex-queue \
-	  "c_contended|c2_contended|d_handoff|e_mutex"
-	cargo bench -p volt-sem --features batch-lock --bench batch_lock
-	cargo bench -p volt-sem --features batch-queue --bench semaphore -- --save-baseline batch-queue \
-	  "c_contended|c2_contended|d_handoff|e_mutex"
-	python3 scripts/bench_batch.py locks && python3 scripts/bench_batch.py experiment
+	cargo bench -p volt-sem-batch-lock --bench batch_lock
+	python3 batch-lock/scripts/bench_batch.py

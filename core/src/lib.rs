@@ -89,9 +89,6 @@
 //!   (a `Semaphore` of 256 bytes instead of 32 on x86-64, and so every `Mutex`
 //!   and `RwLock`). It can pay for one semaphore contended by many cores; the
 //!   default suits many small locks.
-//! * `batch-lock` (experimental) exposes `BatchLock`, a combining critical
-//!   section; `batch-queue` (experimental) guards the wait queue with it. Both
-//!   are off by default because they measured slower.
 //!
 //! # The waker contract
 //!
@@ -185,8 +182,6 @@
 #![warn(missing_docs)]
 
 mod acquire;
-#[cfg(any(feature = "batch-lock", feature = "batch-queue"))]
-mod batch_lock;
 mod blocking;
 mod coop;
 mod delivery;
@@ -194,7 +189,6 @@ pub mod docs;
 mod error;
 mod fork;
 mod mutex;
-mod queue_lock;
 mod rwlock;
 mod semaphore;
 mod sync;
@@ -203,8 +197,6 @@ mod waiter;
 mod wake_batch;
 
 pub use acquire::{Acquire, AcquireOwned, OwnedPermit, Permit};
-#[cfg(feature = "batch-lock")]
-pub use batch_lock::{BatchLock, RunAsync};
 pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMutexGuard};
 pub use rwlock::{

@@ -7,17 +7,10 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::Waker;
 
-use crate::error::{AcquireError, ReleaseError, TryAcquireError};
-use crate::queue_lock::QueueLock;
-use crate::sync::{self, AtomicUsize, Ordering};
-use crate::wait_list::WaitList;
-
-/// A `&Waiter` that may enter a critical section running on another thread.
-struct SendRef<'a>(&'a Waiter);
-// SAFETY: `Waiter` is `Sync`; this only exists because the closure capturing it
-// also captures the caller's `Notify`, see `start_acquire`.
-unsafe impl Send for SendRef<'_> {}
 use crate::delivery;
+use crate::error::{AcquireError, ReleaseError, TryAcquireError};
+use crate::sync::{self, AtomicUsize, Mutex, Ordering};
+use crate::wait_list::WaitList;
 use crate::waiter::{phase, Notify, Waiter, WakeFn};
 use crate::wake_batch::{Rethrow, Wake, WakeBatch};
 
@@ -70,7 +63,7 @@ struct CachePadded<T>(T);
 /// ```
 pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
-    queue: QueueLock,
+    queue: Mutex<WaitList>,
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
@@ -206,14 +199,14 @@ impl Semaphore {
         assert!(permits <= Self::MAX_PERMITS);
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
-            queue: QueueLock::new(),
+            queue: Mutex::new(WaitList::new()),
         }
     }
 
     fn with_permits(permits: usize) -> Self {
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
-            queue: QueueLock::new(),
+            queue: Mutex::new(WaitList::new()),
         }
     }
 
@@ -520,26 +513,24 @@ impl Semaphore {
     /// Runs a critical section on the queue. In a forked child it first removes
     /// the waiters the parent queued (see `crate::fork`).
     #[inline]
-    fn locked<R: Send>(&self, f: impl FnOnce(&mut WaitList) -> R + Send) -> R {
-        self.queue.with(|list| {
-            if list.queued_before_fork() {
-                self.purge_forked_locked(list);
-            }
-            f(list)
-        })
+    fn locked<R>(&self, f: impl FnOnce(&mut WaitList) -> R) -> R {
+        let mut list = sync::lock(&self.queue);
+        if list.queued_before_fork() {
+            self.purge_forked_locked(&mut list);
+        }
+        f(&mut list)
     }
 
     /// Takes the lock to remove the parent's waiters in a forked child. Returns
     /// whether there were any.
     #[cold]
     fn purge_forked(&self) -> bool {
-        self.queue.with(|list| {
-            let forked = list.queued_before_fork();
-            if forked {
-                self.purge_forked_locked(list);
-            }
-            forked
-        })
+        let mut list = sync::lock(&self.queue);
+        let forked = list.queued_before_fork();
+        if forked {
+            self.purge_forked_locked(&mut list);
+        }
+        forked
     }
 
     /// With the lock held, in a forked child: closes every waiter the parent
@@ -711,9 +702,7 @@ impl Semaphore {
         // lock-free releasers are handled by the QUEUED bit in the same CAS.
         let notify = notify();
         crate::fork::watch();
-        let waiter = SendRef(waiter);
         let (result, unused) = self.locked(move |list| {
-            let waiter = waiter.0;
             let mut cur = self.state.0.load(Ordering::Relaxed);
             loop {
                 if cur & CLOSED != 0 {

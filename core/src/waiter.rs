@@ -99,10 +99,6 @@ pub(crate) enum Notify {
     Callback(WakeFn, *mut c_void),
 }
 
-// SAFETY: the waker contract makes a callback's (fn, ctx) callable from any
-// thread; a `Waker` is `Send`. `Notify` only moves into a queue critical section.
-unsafe impl Send for Notify {}
-
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
 #[derive(Clone, Copy)]
 pub(crate) struct Links {

@@ -77,12 +77,6 @@ pub(crate) struct WakeBatch {
     done: usize,
 }
 
-// SAFETY: a batch is filled inside a queue critical section, which may run on
-// another thread (`batch-queue`) while its owner waits, and delivered by its
-// owner. Its entries are `Waker`s (Send) and callback waiters, whose callbacks
-// the waker contract allows to run on any thread.
-unsafe impl Send for WakeBatch {}
-
 impl WakeBatch {
     pub(crate) fn new() -> Self {
         WakeBatch {

@@ -1,16 +1,16 @@
 //! BatchLock vs std::sync::Mutex vs parking_lot::Mutex: throughput (criterion,
 //! fixed work per thread) and fairness (fixed time, spread of per-thread
 //! operation counts), 2 and 4 threads, a short critical section (increment a
-//! counter) and a longer one (touch 8 cache lines). `cargo bench -p volt-sem
-//! --features batch-lock --bench batch_lock`; fairness results go to
-//! target/criterion/fairness.json.
+//! counter) and a longer one (touch 8 cache lines). `cargo bench -p
+//! volt-sem-batch-lock --bench batch_lock` (`make bench-batch`); fairness
+//! results go to target/criterion/fairness.json.
 
 use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, Criterion};
-use volt_sem::BatchLock;
+use volt_sem_batch_lock::BatchLock;
 
 /// Eight cache lines of state.
 #[repr(align(64))]

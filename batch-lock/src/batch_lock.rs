@@ -51,9 +51,6 @@
 //! `Pending` (async `run_async`); completions are collected during the batch and
 //! their wakes delivered after it, outside the critical section.
 
-// Only the queue lock uses it when the type itself is not public.
-#![cfg_attr(not(feature = "batch-lock"), allow(dead_code))]
-
 use core::cell::UnsafeCell;
 use core::future::Future;
 use core::marker::PhantomPinned;

@@ -1,12 +1,13 @@
 //! loom models of `BatchLock`'s wait-free submit and consumer hand-off.
 //! Part of `make test-loom`.
-#![cfg(all(volt_loom, feature = "batch-lock"))]
+#![cfg(volt_loom)]
 
 use loom::sync::Arc;
 use loom::thread;
-use volt_sem::BatchLock;
+use volt_sem_batch_lock::BatchLock;
 
-#[path = "support/loom_model.rs"]
+// The core's runner (preemption bound, iteration count for docs/testing.md).
+#[path = "../../core/tests/support/loom_model.rs"]
 mod loom_model;
 use loom_model::model;
 

@@ -1,10 +1,9 @@
 //! `BatchLock`: every operation runs exactly once, per-thread order is kept,
 //! panics stay with their submitter, and the async form works on a runtime.
-#![cfg(feature = "batch-lock")]
 
 use std::sync::Arc;
 
-use volt_sem::BatchLock;
+use volt_sem_batch_lock::BatchLock;
 
 #[test]
 fn counts_exactly_across_threads_and_keeps_per_thread_order() {
