@@ -317,7 +317,7 @@ bench: bench-fairness bench-throughput
 # The waiting time of a large request amid small ones, in Rust, Python and Node
 # (about 2-4 minutes once built, more on a loaded machine).
 bench-fairness:
-	cargo bench -p volt-sem --bench fairness -- --runs $(BENCH_RUNS) --out $(CURDIR)/core/benches/results/fairness.json
+	cargo bench -p volt-sem-benches --bench fairness -- --runs $(BENCH_RUNS) --out $(CURDIR)/core/benches/results/fairness.json
 	$(MAKE) -C bindings-python bench-fairness BENCH_RUNS=$(BENCH_RUNS)
 	$(MAKE) -C bindings-node bench-fairness BENCH_RUNS=$(BENCH_RUNS)
 	$(MAKE) bench-docs

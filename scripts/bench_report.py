@@ -67,7 +67,7 @@ def rust_throughput(runs):
     for r in range(runs):
         load.append(loadavg())
         print(f"== criterion run {r + 1}/{runs} (load {load[-1]})", file=sys.stderr, flush=True)
-        subprocess.run(["cargo", "bench", "-p", "volt-sem", "--bench", "semaphore"], cwd=bd.ROOT, check=True,
+        subprocess.run(["cargo", "bench", "-p", "volt-sem-benches", "--bench", "semaphore"], cwd=bd.ROOT, check=True,
                        stdout=subprocess.DEVNULL)
         for sid, _ in RUST_SCENARIOS:
             gdir = os.path.join(crit, sid)

@@ -29,7 +29,7 @@
 //! acquires of 1 in a row, holding the first while asking for the next (what a
 //! user of it would write).
 //!
-//! `cargo bench -p volt-sem --bench fairness -- --runs 5 --out FILE` (`make
+//! `cargo bench -p volt-sem-benches --bench fairness -- --runs 5 --out FILE` (`make
 //! bench-fairness`); JSON goes to FILE (stdout if none). Never run in CI.
 
 use std::future::Future;
