@@ -39,7 +39,9 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::{status_of, volt_sem, volt_status};
+use crate::last_error::noted;
+use crate::semaphore::volt_sem;
+use crate::status::{status_of, volt_status};
 
 const ARMED: u8 = 0;
 const FIRING: u8 = 1;
@@ -158,7 +160,7 @@ pub(crate) fn watch(
     ctx: *mut c_void,
 ) -> Result<(Arc<Hub>, Arc<Watch>), volt_status> {
     if !ensure_notifier() {
-        return Err(crate::noted(
+        return Err(noted(
             volt_status::VOLT_OS_ERROR,
             "cannot start the lease thread",
         ));
