@@ -315,32 +315,6 @@
 #include <stdint.h>
 
 /**
- * Major version of the headers this program was compiled with; compare with
- * `volt_sem_version()` for the library it runs with.
- */
-#define VOLT_SEM_VERSION_MAJOR 0
-
-/**
- * Minor version of the headers this program was compiled with.
- */
-#define VOLT_SEM_VERSION_MINOR 1
-
-/**
- * Patch version of the headers this program was compiled with.
- */
-#define VOLT_SEM_VERSION_PATCH 0
-
-/**
- * Size in bytes of `volt_waiter`.
- */
-#define VOLT_WAITER_SIZE 512
-
-/**
- * Alignment in bytes of `volt_waiter`.
- */
-#define VOLT_WAITER_ALIGN 8
-
-/**
  * `volt_sem_open` flag: fail with `VOLT_EXISTS` if the name exists.
  */
 #define VOLT_OPEN_CREATE_ONLY 1
@@ -388,6 +362,32 @@
  * Cluster, separated by commas (`"redis://h1:7000,redis://h2:7001"`).
  */
 #define VOLT_CONNECT_CLUSTER 1
+
+/**
+ * Size in bytes of `volt_waiter`.
+ */
+#define VOLT_WAITER_SIZE 512
+
+/**
+ * Alignment in bytes of `volt_waiter`.
+ */
+#define VOLT_WAITER_ALIGN 8
+
+/**
+ * Major version of the headers this program was compiled with; compare with
+ * `volt_sem_version()` for the library it runs with.
+ */
+#define VOLT_SEM_VERSION_MAJOR 0
+
+/**
+ * Minor version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_MINOR 1
+
+/**
+ * Patch version of the headers this program was compiled with.
+ */
+#define VOLT_SEM_VERSION_PATCH 0
 
 /**
  * Result codes. A fixed-width integer (`int32_t`) so that every language
@@ -823,6 +823,11 @@ extern "C" {
 size_t volt_last_error_message(char *buf, size_t len);
 
 /**
+ * A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
+ */
+const char *volt_status_str(int32_t status);
+
+/**
  * Creates a semaphore with `permits` permits and stores one reference to it in
  * `*out`. Free it with `volt_sem_free`.
  *
@@ -833,6 +838,145 @@ size_t volt_last_error_message(char *buf, size_t len);
  * `out` is NULL or writable.
  */
 volt_status volt_sem_new(size_t permits, const struct volt_sem **out);
+
+/**
+ * Returns another reference to the same semaphore (the same pointer value),
+ * e.g. for another thread or library; each reference is freed with
+ * `volt_sem_free`. Returns NULL if `sem` is NULL.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+const struct volt_sem *volt_sem_clone(const struct volt_sem *sem);
+
+/**
+ * Drops one reference; the semaphore is destroyed with its last reference
+ * (busy waiters hold their own). NULL is a no-op. `sem` must not be used after.
+ *
+ * Before freeing the last reference, settle its queued waiters: cancel
+ * them with `volt_sem_cancel` (on this reference) or wait for their wake.
+ * A waiter still queued keeps its own reference (only `volt_sem_cancel`,
+ * which needs a live handle, gives it back), so the semaphore stays alive
+ * and the waiter keeps its place in the queue; once granted, its permits
+ * stay held, with no handle left to release them, until the process exits:
+ * other processes of a shared semaphore, and every client of a Redis one
+ * (whose session the agent keeps renewing), wait for them that long.
+ * Freeing does not cancel them, because their wake callbacks would then
+ * run inside `volt_sem_free`, in the middle of the caller's teardown, and
+ * the waiter's owner would still have to call `volt_sem_cancel` with a
+ * handle it no longer has.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle, not used again by this caller.
+ */
+void volt_sem_free(const struct volt_sem *sem);
+
+/**
+ * Takes `n` permits if they are available now and nobody is queued (FIFO: no
+ * barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
+ * the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
+ * stopped, e.g. by `SIGSTOP` or a debugger, inside it).
+ *
+ * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
+ * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
+ * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
+ * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
+ * to the command timeout; `volt_sem_try_acquire_fenced` also returns the
+ * fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
+
+/**
+ * Returns `n` permits: to the oldest waiters first (which may run their wake
+ * callbacks on this thread before it returns), the surplus to the counter.
+ * Works on a closed semaphore.
+ *
+ * Returns `VOLT_OK`, `VOLT_OVERFLOW` (the available permits would exceed
+ * `volt_max_permits()`; nothing released) or `VOLT_INVALID_ARGUMENT` (NULL,
+ * `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
+ * returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
+ * holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
+ * On a Redis semaphore (one round trip, up to the command timeout; the
+ * waiters it completes are called back on their own handles' agent threads,
+ * on every host, except those queued through this same handle, called back
+ * on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
+ * `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
+ * (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
+ * `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_release(const struct volt_sem *sem,
+                             size_t n);
+
+/**
+ * Permits available right now (0 while anyone is queued, and for NULL). On a
+ * Redis semaphore: one round trip (a census), up to the command timeout, and
+ * 0 when Redis cannot be reached (`volt_sem_census` tells the error).
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+size_t volt_sem_available_permits(const struct volt_sem *sem);
+
+/**
+ * Closes the semaphore: every queued waiter is woken (its status becomes
+ * `VOLT_CLOSED`, on this thread, before this returns) and later acquires fail
+ * with `VOLT_CLOSED`. Held permits can still be released. Idempotent.
+ * A shared semaphore is closed for every process: their waiters' callbacks run
+ * on their doorbell threads, shortly after this returns.
+ *
+ * A Redis semaphore is closed for every client: waiters everywhere fail with
+ * `VOLT_CLOSED` (their callbacks run on their agent threads), and a client
+ * connecting later finds it closed.
+ *
+ * Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
+ * also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`; on a Redis one (one
+ * round trip) `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_close(const struct volt_sem *sem);
+
+/**
+ * Whether `volt_sem_close` was called (false for NULL).
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+bool volt_sem_is_closed(const struct volt_sem *sem);
+
+/**
+ * The largest permit count a semaphore holds and the largest single request.
+ */
+size_t volt_max_permits(void);
+
+/**
+ * The fixed total of a shared or Redis semaphore (from `volt_sem_open`,
+ * `volt_sem_connect`; no round trip); 0 for a local one (its releases may add
+ * permits: it has no fixed total) and for NULL.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+size_t volt_sem_total_permits(const struct volt_sem *sem);
+
+/**
+ * Permits held by this handle's current session (and its clones), as the
+ * handle counts them: what `volt_sem_release` may return without
+ * `VOLT_NOT_HELD`. No round trip. 0 for NULL and for the other backends.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+size_t volt_sem_held_permits(const struct volt_sem *sem);
 
 /**
  * Opens the named semaphore `name`, shared by every process of this machine
@@ -887,16 +1031,6 @@ volt_status volt_sem_open(const char *name,
  * `name` is NULL or a NUL-terminated string.
  */
 volt_status volt_sem_unlink(const char *name);
-
-/**
- * The fixed total of a shared or Redis semaphore (from `volt_sem_open`,
- * `volt_sem_connect`; no round trip); 0 for a local one (its releases may add
- * permits: it has no fixed total) and for NULL.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-size_t volt_sem_total_permits(const struct volt_sem *sem);
 
 /**
  * The longest name `volt_sem_open` accepts, in bytes.
@@ -1052,135 +1186,6 @@ size_t volt_sem_max_redis_permits(void);
  * `sem` is NULL or a live handle; `out` is NULL or writable.
  */
 volt_status volt_sem_census(const struct volt_sem *sem, struct volt_census *out);
-
-/**
- * Permits held by this handle's current session (and its clones), as the
- * handle counts them: what `volt_sem_release` may return without
- * `VOLT_NOT_HELD`. No round trip. 0 for NULL and for the other backends.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-size_t volt_sem_held_permits(const struct volt_sem *sem);
-
-/**
- * Returns another reference to the same semaphore (the same pointer value),
- * e.g. for another thread or library; each reference is freed with
- * `volt_sem_free`. Returns NULL if `sem` is NULL.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-const struct volt_sem *volt_sem_clone(const struct volt_sem *sem);
-
-/**
- * Drops one reference; the semaphore is destroyed with its last reference
- * (busy waiters hold their own). NULL is a no-op. `sem` must not be used after.
- *
- * Before freeing the last reference, settle its queued waiters: cancel
- * them with `volt_sem_cancel` (on this reference) or wait for their wake.
- * A waiter still queued keeps its own reference (only `volt_sem_cancel`,
- * which needs a live handle, gives it back), so the semaphore stays alive
- * and the waiter keeps its place in the queue; once granted, its permits
- * stay held, with no handle left to release them, until the process exits:
- * other processes of a shared semaphore, and every client of a Redis one
- * (whose session the agent keeps renewing), wait for them that long.
- * Freeing does not cancel them, because their wake callbacks would then
- * run inside `volt_sem_free`, in the middle of the caller's teardown, and
- * the waiter's owner would still have to call `volt_sem_cancel` with a
- * handle it no longer has.
- *
- * # Safety
- * `sem` is NULL or a live handle, not used again by this caller.
- */
-void volt_sem_free(const struct volt_sem *sem);
-
-/**
- * Takes `n` permits if they are available now and nobody is queued (FIFO: no
- * barging). Never blocks; on a shared semaphore it may wait up to 10 ms for
- * the segment's lock, then returns `VOLT_WOULD_BLOCK` (another process is
- * stopped, e.g. by `SIGSTOP` or a debugger, inside it).
- *
- * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
- * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
- * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
- * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
- * to the command timeout; `volt_sem_try_acquire_fenced` also returns the
- * fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
- * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
-
-/**
- * Returns `n` permits: to the oldest waiters first (which may run their wake
- * callbacks on this thread before it returns), the surplus to the counter.
- * Works on a closed semaphore.
- *
- * Returns `VOLT_OK`, `VOLT_OVERFLOW` (the available permits would exceed
- * `volt_max_permits()`; nothing released) or `VOLT_INVALID_ARGUMENT` (NULL,
- * `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
- * returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
- * holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
- * On a Redis semaphore (one round trip, up to the command timeout; the
- * waiters it completes are called back on their own handles' agent threads,
- * on every host, except those queued through this same handle, called back
- * on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
- * `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
- * (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
- * `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-volt_status volt_sem_release(const struct volt_sem *sem,
-                             size_t n);
-
-/**
- * Permits available right now (0 while anyone is queued, and for NULL). On a
- * Redis semaphore: one round trip (a census), up to the command timeout, and
- * 0 when Redis cannot be reached (`volt_sem_census` tells the error).
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-size_t volt_sem_available_permits(const struct volt_sem *sem);
-
-/**
- * Closes the semaphore: every queued waiter is woken (its status becomes
- * `VOLT_CLOSED`, on this thread, before this returns) and later acquires fail
- * with `VOLT_CLOSED`. Held permits can still be released. Idempotent.
- * A shared semaphore is closed for every process: their waiters' callbacks run
- * on their doorbell threads, shortly after this returns.
- *
- * A Redis semaphore is closed for every client: waiters everywhere fail with
- * `VOLT_CLOSED` (their callbacks run on their agent threads), and a client
- * connecting later finds it closed.
- *
- * Returns `VOLT_OK` or `VOLT_INVALID_ARGUMENT` (NULL); on a shared semaphore
- * also `VOLT_FORKED`, `VOLT_CORRUPT` or `VOLT_OS_ERROR`; on a Redis one (one
- * round trip) `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
- * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-volt_status volt_sem_close(const struct volt_sem *sem);
-
-/**
- * Whether `volt_sem_close` was called (false for NULL).
- *
- * # Safety
- * `sem` is NULL or a live handle.
- */
-bool volt_sem_is_closed(const struct volt_sem *sem);
-
-/**
- * The largest permit count a semaphore holds and the largest single request.
- */
-size_t volt_max_permits(void);
 
 /**
  * `sizeof(volt_waiter)`, for bindings that allocate waiters dynamically.
@@ -1370,6 +1375,30 @@ volt_status volt_sem_try_cancel(const struct volt_sem *sem,
                                 size_t *returned);
 
 /**
+ * The fencing token of the last grant collected through this waiter on a
+ * Redis semaphore: read it after `volt_sem_acquire` or `volt_sem_cancel`
+ * (or `volt_sem_try_cancel`) returned `VOLT_OK`; until the next such
+ * `VOLT_OK` it keeps that grant's token (a later request that fails or is
+ * cancelled does not change it). 0 before any grant, for a local or shared
+ * semaphore, and for NULL or uninitialised memory. The same calling rules
+ * as `volt_waiter_status`.
+ *
+ * # Safety
+ * `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
+ */
+uint64_t volt_waiter_token(const struct volt_waiter *waiter);
+
+/**
+ * The Redis session the waiter's last request ran in (after `VOLT_OK`, the
+ * session that holds its permits), for `volt_sem_watch_lease`; 0 for a local
+ * or shared semaphore, NULL or uninitialised memory.
+ *
+ * # Safety
+ * As for `volt_waiter_token`.
+ */
+uint64_t volt_waiter_session(const struct volt_waiter *waiter);
+
+/**
  * Acquires `n` permits, blocking (parked, no busy wait) the calling thread until
  * they are granted in FIFO order, the semaphore is closed, or `timeout_ns`
  * nanoseconds passed; a negative timeout waits for ever. Do not call it on an
@@ -1432,30 +1461,6 @@ volt_status volt_sem_acquire_blocking_fenced(const struct volt_sem *sem,
                                              struct volt_grant *grant);
 
 /**
- * The fencing token of the last grant collected through this waiter on a
- * Redis semaphore: read it after `volt_sem_acquire` or `volt_sem_cancel`
- * (or `volt_sem_try_cancel`) returned `VOLT_OK`; until the next such
- * `VOLT_OK` it keeps that grant's token (a later request that fails or is
- * cancelled does not change it). 0 before any grant, for a local or shared
- * semaphore, and for NULL or uninitialised memory. The same calling rules
- * as `volt_waiter_status`.
- *
- * # Safety
- * `waiter` is NULL or points to an initialised or zeroed `volt_waiter`.
- */
-uint64_t volt_waiter_token(const struct volt_waiter *waiter);
-
-/**
- * The Redis session the waiter's last request ran in (after `VOLT_OK`, the
- * session that holds its permits), for `volt_sem_watch_lease`; 0 for a local
- * or shared semaphore, NULL or uninitialised memory.
- *
- * # Safety
- * As for `volt_waiter_token`.
- */
-uint64_t volt_waiter_session(const struct volt_waiter *waiter);
-
-/**
  * Calls `lost(ctx, why)` once when the Redis session `session` of this
  * handle is lost (its lease expired, or Redis lost the state): the moment a
  * holder's permits stop being its own. `session` comes from
@@ -1502,11 +1507,6 @@ void volt_lease_watch_free(struct volt_lease_watch *watch);
  * The library version ("MAJOR.MINOR.PATCH"), a static NUL-terminated string.
  */
 const char *volt_sem_version(void);
-
-/**
- * A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
- */
-const char *volt_status_str(int32_t status);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -2,6 +2,14 @@
 //! libuv (`tests/libuv`) and Zig (`tests/zig`), driven by `make -C tests test`.
 
 use super::*;
+use crate::status::volt_status::*;
+use std::ffi::c_void;
+use std::ptr;
+use std::sync::atomic::Ordering;
+use volt_sem_backend::OpenOptions;
+
+use crate::shared::open_options;
+use crate::waiter::Slot;
 use std::ffi::CStr;
 use std::sync::atomic::AtomicUsize;
 

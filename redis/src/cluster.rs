@@ -31,6 +31,9 @@ use std::time::{Duration, Instant};
 
 use redis::{ConnectionLike, RedisError, RedisResult, ServerErrorKind, Value};
 
+use crate::error::not_sent;
+use crate::node::{single_client, IDLE_CHECK};
+
 /// Where the nodes are and how to reach them.
 #[derive(Clone)]
 pub(crate) struct Seeds {
@@ -53,7 +56,7 @@ impl Seeds {
         let mut userinfo = String::new();
         for u in urls.split(',').map(str::trim) {
             // Validated as a URL by redis-rs first (host, port, scheme).
-            let _ = super::conn::single_client(u, certs.as_ref())?;
+            let _ = single_client(u, certs.as_ref())?;
             let (s, rest) = u.split_once("://").ok_or_else(|| bad("not a URL"))?;
             if s != "redis" && s != "rediss" {
                 return Err(bad("a cluster seed is a redis:// or rediss:// URL"));
@@ -87,7 +90,7 @@ impl Seeds {
 
     fn open(&self, addr: &str, timeout: Duration) -> RedisResult<redis::Connection> {
         let url = format!("{}://{}{addr}", self.scheme, self.userinfo);
-        super::conn::single_client(&url, self.certs.as_ref())?.get_connection_with_timeout(timeout)
+        single_client(&url, self.certs.as_ref())?.get_connection_with_timeout(timeout)
     }
 }
 
@@ -104,10 +107,6 @@ pub(crate) struct SlotConn {
     read: Cell<Option<Duration>>,
     write: Cell<Option<Duration>>,
     last_used: Instant,
-}
-
-fn not_sent(why: String) -> RedisError {
-    RedisError::from((redis::ErrorKind::Client, super::conn::NOT_SENT, why))
 }
 
 /// Whether a reply says the command was not run, and what to do.
@@ -229,7 +228,7 @@ impl SlotConn {
     /// by the script's unknown outcome (as `Conn` does for one server).
     fn revive(&mut self, deadline: Instant) -> RedisResult<()> {
         if let Some(c) = &mut self.con {
-            if self.last_used.elapsed() < super::conn::IDLE_CHECK
+            if self.last_used.elapsed() < IDLE_CHECK
                 || redis::cmd("PING").query::<String>(c).is_ok()
             {
                 return Ok(());

@@ -26,10 +26,11 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{Seeds, SlotConn};
+use crate::node::{single_client, IDLE_CHECK};
 use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 
-use crate::error::Error;
-use crate::ConnectOptions;
+use crate::error::{not_sent, Error};
+use crate::options::ConnectOptions;
 
 /// Where to connect.
 #[derive(Clone)]
@@ -73,14 +74,6 @@ pub(crate) struct Conn {
     timeouts: std::cell::Cell<Option<(Duration, Duration)>>,
     last_used: Instant,
 }
-
-/// How long a connection may sit idle before it is checked before use.
-pub(crate) const IDLE_CHECK: Duration = Duration::from_secs(1);
-
-/// The description of errors for commands that were certainly not sent
-/// (the connection was found dead and could not be replaced):
-/// `Error::from_redis` makes them [`Error::Connection`].
-pub(crate) const NOT_SENT: &str = "not sent: the connection was lost and could not be replaced";
 
 enum Kind {
     Single(redis::Connection),
@@ -155,26 +148,6 @@ fn certificates(opts: &ConnectOptions) -> Result<Option<redis::TlsCertificates>,
         client_tls,
         root_cert,
     }))
-}
-
-/// A client of one server. Without redis-rs's `CLIENT SETINFO` at connect
-/// (a diagnostic label): redis-rs gives each reply of its connection set-up
-/// the whole remaining timeout and ignores a failed `SETINFO`, so against a
-/// server that accepts and never answers, its two `SETINFO` replies made a
-/// connect last three times the connect timeout. With only `AUTH` (whose
-/// failure ends the set-up) the connect timeout is a deadline.
-pub(crate) fn single_client(
-    url: &str,
-    certs: Option<&redis::TlsCertificates>,
-) -> RedisResult<redis::Client> {
-    use redis::IntoConnectionInfo;
-    let info = url.into_connection_info()?;
-    let settings = info.redis_settings().clone().set_skip_set_lib_name();
-    let info = info.set_redis_settings(settings);
-    match certs {
-        Some(c) => redis::Client::build_with_tls(info, c.clone()),
-        None => redis::Client::open(info),
-    }
 }
 
 fn tls_scheme(url: &str) -> bool {
@@ -498,7 +471,6 @@ impl Conn {
             let _ = self.set_inner_read(left().max(Duration::from_millis(1)));
             return Ok(Some(read));
         }
-        let not_sent = |why: String| RedisError::from((redis::ErrorKind::Client, NOT_SENT, why));
         if left().is_zero() {
             return Err(not_sent("no time left to reconnect".into()));
         }

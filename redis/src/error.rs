@@ -105,7 +105,7 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidUrl(why) => {
-                write!(f, "invalid Redis URL ({why}); expected {}", crate::URL_FORM)
+                write!(f, "invalid Redis URL ({why}); expected {}", crate::url::URL_FORM)
             }
             Error::InvalidName => f.write_str(
                 "invalid semaphore name (1 to 1024 bytes, without '{' or '}')",
@@ -158,6 +158,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The description of errors for commands that were certainly not sent
+/// (the connection was found dead and could not be replaced):
+/// [`Error::from_redis`] makes them [`Error::Connection`]. Defined here, with
+/// the mapping that recognises it, so that the connection depends on the
+/// error and not the other way round.
+const NOT_SENT: &str = "not sent: the connection was lost and could not be replaced";
+
+/// A client-library error for a command that was certainly not sent
+/// (`why`): [`Error::from_redis`] makes it [`Error::Connection`].
+pub(crate) fn not_sent(why: String) -> redis::RedisError {
+    redis::RedisError::from((redis::ErrorKind::Client, NOT_SENT, why))
+}
+
 impl Error {
     /// Maps a client-library error, removing `secret` (the password) from
     /// any text it carries.
@@ -180,7 +193,7 @@ impl Error {
         if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
             return Error::ReadOnly(scrub(e.to_string()));
         }
-        if e.kind() == K::Client && e.to_string().starts_with(crate::conn::NOT_SENT) {
+        if e.kind() == K::Client && e.to_string().starts_with(NOT_SENT) {
             return Error::Connection(scrub(e.to_string()));
         }
         if tls_cause(e) {

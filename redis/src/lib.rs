@@ -341,10 +341,14 @@
 
 #![warn(missing_docs)]
 
+mod census;
 mod cluster;
 mod conn;
 mod error;
+mod node;
 mod on_signals;
+mod options;
+mod reply;
 #[doc(hidden)]
 pub mod scripts;
 mod session;
@@ -358,130 +362,15 @@ use core::task::{Context, Poll, Waker};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+pub use census::Census;
 pub use error::Error;
 pub use on_signals::end_sessions_on_signals;
+pub use options::{validate_name, ConnectOptions, MAX_NAME_LEN, MAX_PERMITS, MAX_PREFIX_LEN};
+pub use url::URL_FORM;
 pub use volt_sem::{RawAcquire, WakeFn};
 pub use waiter::{Finish, RedisWaiter, RedisWaiterState};
 
 use session::Inner;
-
-/// The longest semaphore name, in bytes.
-pub const MAX_NAME_LEN: usize = 1024;
-/// The longest key prefix, in bytes.
-pub const MAX_PREFIX_LEN: usize = 256;
-/// The URL forms [`RedisSemaphore::connect`] takes, as an
-/// [`Error::InvalidUrl`] message shows them.
-pub const URL_FORM: &str = "redis://[user:password@]host[:port][/db], or rediss://… for TLS \
-     (redis+sentinel://… for Sentinels, comma-separated seed URLs for a Cluster)";
-/// The largest total (Lua numbers are doubles: exact integers up to 2^53;
-/// this leaves room for sums).
-pub const MAX_PERMITS: usize = 1 << 40;
-
-/// Options of [`RedisSemaphore::connect`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConnectOptions {
-    pub(crate) lease: Duration,
-    pub(crate) prefix: String,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) command_timeout: Duration,
-    pub(crate) cluster: bool,
-    pub(crate) own_session: bool,
-    pub(crate) tls_ca_file: Option<std::path::PathBuf>,
-    pub(crate) tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
-    pub(crate) min_replicas: Option<(usize, Duration)>,
-}
-
-impl Default for ConnectOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl ConnectOptions {
-    /// Lease 10 s, prefix `volt-sem`, connect and command timeouts 5 s.
-    pub fn new() -> Self {
-        ConnectOptions {
-            lease: Duration::from_secs(10),
-            prefix: "volt-sem".into(),
-            connect_timeout: Duration::from_secs(5),
-            command_timeout: Duration::from_secs(5),
-            cluster: false,
-            own_session: false,
-            tls_ca_file: None,
-            tls_client_cert: None,
-            min_replicas: None,
-        }
-    }
-    /// The session lease (at least 300 ms): a client not heard of for that
-    /// long loses its permits and queue places.
-    pub fn lease(mut self, lease: Duration) -> Self {
-        self.lease = lease;
-        self
-    }
-    /// The key prefix (for several tenants on one Redis).
-    pub fn prefix(mut self, prefix: &str) -> Self {
-        self.prefix = prefix.into();
-        self
-    }
-    /// How long `connect` (and a reconnect) may take: one deadline for the
-    /// whole of it (TCP, TLS, `AUTH`, the checks and the first script),
-    /// even against a server that accepts and never answers.
-    pub fn connect_timeout(mut self, t: Duration) -> Self {
-        self.connect_timeout = t;
-        self
-    }
-    /// Connect to a Redis Cluster: the URL given to `connect` is then one or
-    /// more seed node URLs separated by commas.
-    pub fn cluster(mut self, cluster: bool) -> Self {
-        self.cluster = cluster;
-        self
-    }
-    /// A session of its own for this handle, never shared with another
-    /// `connect` of this process (by default, a `connect` to the same URL,
-    /// name and options shares the live one's session: see *Connections and
-    /// threads*). Its held permits go back when it is dropped, whatever other
-    /// handles of the process hold.
-    pub fn own_session(mut self, own: bool) -> Self {
-        self.own_session = own;
-        self
-    }
-    /// How long one script call may take before the connection counts as failed.
-    pub fn command_timeout(mut self, t: Duration) -> Self {
-        self.command_timeout = t;
-        self
-    }
-    /// Trust the CA certificates of this PEM file (instead of the system's
-    /// trust store) for a `rediss://` URL: the server's certificate must be
-    /// issued by one of them, for the URL's host name or IP address. The file
-    /// is read by `connect` ([`Error::Tls`] if it cannot be read or parsed).
-    pub fn tls_ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
-        self.tls_ca_file = Some(path.into());
-        self
-    }
-    /// Present this client certificate (PEM, with its chain) and private key
-    /// (PEM) to a `rediss://` server that asks for one (`tls-auth-clients`).
-    pub fn tls_client_cert(
-        mut self,
-        cert: impl Into<std::path::PathBuf>,
-        key: impl Into<std::path::PathBuf>,
-    ) -> Self {
-        self.tls_client_cert = Some((cert.into(), key.into()));
-        self
-    }
-    /// After each script that changes the semaphore, wait (Redis `WAIT`, up
-    /// to `timeout`) until at least `replicas` replicas acknowledged its
-    /// writes; if fewer do, the call fails with [`Error::NotReplicated`] and
-    /// the session is given up (see "Replicas and `WAIT`" in the crate
-    /// docs). `replicas` 0 turns it off (the default). `timeout` must be
-    /// below a third of the lease: the agent waits for it too, and must
-    /// still renew the lease in time. On a Redis Cluster, `WAIT` goes to
-    /// the node that owns the semaphore's slot (where its writes went), so
-    /// that node needs `replicas` replicas.
-    pub fn min_replicas_acked(mut self, replicas: usize, timeout: Duration) -> Self {
-        self.min_replicas = (replicas > 0).then_some((replicas, timeout));
-        self
-    }
-}
 
 /// Deletes the semaphore `name` from Redis (its keys under
 /// [`ConnectOptions::prefix`]), so that a service deriving names (per
@@ -508,52 +397,9 @@ impl ConnectOptions {
 /// removes empty keys), and each session's notification list expires within
 /// a minute (`PEXPIRE`).
 pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Error> {
-    validate_name(name)?;
-    let p = &options.prefix;
-    if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}']) {
-        return Err(Error::InvalidPrefix);
-    }
-    if options.connect_timeout.is_zero() || options.command_timeout.is_zero() {
-        return Err(Error::InvalidOption("timeouts must be positive"));
-    }
-    let keys = scripts::Keys::new(p, name);
+    options.check_delete(name)?;
+    let keys = scripts::Keys::new(&options.prefix, name);
     session::delete(url, &keys, &options)
-}
-
-/// Checks a semaphore name: 1 to [`MAX_NAME_LEN`] bytes, no `{` or `}`.
-pub fn validate_name(name: &str) -> Result<(), Error> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN || name.contains(['{', '}']) {
-        return Err(Error::InvalidName);
-    }
-    Ok(())
-}
-
-/// Conservation sums read in one script (tests, diagnostics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Census {
-    /// The total.
-    pub total: u64,
-    /// Permits free.
-    pub available: u64,
-    /// Permits held by live sessions (granted ones included).
-    pub held: u64,
-    /// Partial grants of queued requests.
-    pub partial: u64,
-    /// Requests queued.
-    pub queued: u64,
-    /// Live sessions.
-    pub sessions: u64,
-    /// Whether closed.
-    pub closed: bool,
-    /// The last fencing token issued.
-    pub last_token: u64,
-}
-
-impl Census {
-    /// `available + held + partial == total`.
-    pub fn conserved(&self) -> bool {
-        self.available + self.held + self.partial == self.total
-    }
 }
 
 /// A handle on a semaphore stored in Redis. Cheap to clone; clones (and the
@@ -600,27 +446,7 @@ impl RedisSemaphore {
         permits: usize,
         options: ConnectOptions,
     ) -> Result<Self, Error> {
-        validate_name(name)?;
-        let p = &options.prefix;
-        if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}']) {
-            return Err(Error::InvalidPrefix);
-        }
-        if permits == 0 || permits > MAX_PERMITS {
-            return Err(Error::InvalidPermits);
-        }
-        if options.lease < Duration::from_millis(300) {
-            return Err(Error::InvalidOption("lease must be at least 300 ms"));
-        }
-        if options.connect_timeout.is_zero() || options.command_timeout.is_zero() {
-            return Err(Error::InvalidOption("timeouts must be positive"));
-        }
-        if let Some((_, t)) = options.min_replicas {
-            if t.is_zero() || t >= options.lease / 3 {
-                return Err(Error::InvalidOption(
-                    "the min_replicas_acked timeout must be positive and below a third of the lease",
-                ));
-            }
-        }
+        options.check_connect(name, permits)?;
         let inner = if options.own_session {
             session::Inner::connect(url, name, permits as u64, options)?
         } else {
@@ -794,17 +620,7 @@ impl RedisSemaphore {
 
     /// The conservation sums, read in one script after a reap.
     pub fn census(&self) -> Result<Census, Error> {
-        let r = self.inner.census()?;
-        Ok(Census {
-            total: r.int(0)?,
-            available: r.int(1)?,
-            held: r.int(2)?,
-            partial: r.int(3)?,
-            queued: r.int(4)?,
-            sessions: r.int(5)?,
-            closed: r.int(6)? == 1,
-            last_token: r.int(7)?,
-        })
+        Census::from_reply(&self.inner.census()?)
     }
 
     /// Queues an acquire of `n` permits that completes by calling

@@ -17,6 +17,7 @@
 use redis::Value;
 
 use crate::error::Error;
+pub use crate::reply::{Reply, Status};
 
 macro_rules! script {
     ($file:literal) => {
@@ -120,45 +121,6 @@ pub struct Who<'a> {
     pub lease_ms: u64,
 }
 
-/// A script's reply: its status word and the rest.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Reply {
-    /// `OK`, `READY`, `PENDING`, `LOST`, ...
-    pub status: String,
-    /// The other elements, as strings (integers formatted).
-    pub rest: Vec<String>,
-}
-
-impl Reply {
-    /// `rest[i]` as an integer.
-    pub fn int(&self, i: usize) -> Result<u64, Error> {
-        self.rest
-            .get(i)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| Error::Protocol(format!("unexpected reply {self:?}")))
-    }
-}
-
-fn reply(v: Value) -> Result<Reply, Error> {
-    let Value::Array(items) = v else {
-        return Err(Error::Protocol(format!("unexpected script reply {v:?}")));
-    };
-    let mut out = Vec::with_capacity(items.len());
-    for it in items {
-        out.push(match it {
-            Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
-            Value::SimpleString(s) => s,
-            Value::Int(i) => i.to_string(),
-            other => return Err(Error::Protocol(format!("unexpected element {other:?}"))),
-        });
-    }
-    if out.is_empty() {
-        return Err(Error::Protocol("empty script reply".into()));
-    }
-    let status = out.remove(0);
-    Ok(Reply { status, rest: out })
-}
-
 /// Where a failed call stands: not sent (safe to report), or sent with an
 /// unknown outcome (the script may have run).
 #[derive(Debug)]
@@ -214,7 +176,7 @@ impl Scripts {
             r => r,
         };
         match r {
-            Ok(v) => reply(v).map_err(CallError::NotRun),
+            Ok(v) => Reply::from_value(v).map_err(CallError::NotRun),
             Err(e) => {
                 let io = e.is_io_error() || e.is_timeout() || e.is_connection_dropped();
                 let err = Error::from_redis(&e, "");

@@ -1,5 +1,7 @@
-//! One connected handle: its session, its connections, its waiter table and
-//! its agent thread.
+//! One connected handle ([`Inner`]): its session, its connections and its
+//! scripts' calls. Its waiter table is in `table.rs`, its agent thread in
+//! `agent.rs`, and the process-wide registries of handles (sharing a
+//! session, ending the sessions at exit) in `registry.rs`.
 //!
 //! Connections: two per connected handle (clones share them). The *command
 //! connection* is used by the calling threads, one script call at a time
@@ -14,11 +16,10 @@
 //! reachable, or expires with its lease; its holders learn
 //! [`Error::LeaseExpired`]. So a retry never double-counts a permit.
 
-use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -26,9 +27,18 @@ use volt_sem::{RawAcquire, WakeFn};
 
 use crate::conn::{Client, Conn};
 use crate::error::Error;
-use crate::scripts::{CallError, Keys, Reply, Scripts, Who};
+use crate::options::ConnectOptions;
+use crate::reply::{Reply, Status};
+use crate::scripts::{CallError, Keys, Scripts, Who};
 use crate::waiter::{deliver, phase, take_pending, Claimed, Finish, RedisWaiter, CURRENT};
-use crate::ConnectOptions;
+
+mod agent;
+mod registry;
+mod table;
+
+use agent::Kick;
+pub(crate) use registry::{connect_shared, end_all_sessions};
+use table::{Entry, Table};
 
 /// A random 128-bit id in hex (session ids, incarnation ids). std only:
 /// `RandomState` is seeded from the OS; mixed with time, pid and a counter.
@@ -70,16 +80,6 @@ impl Session {
     }
 }
 
-struct Entry {
-    w: *const RedisWaiter,
-    eid: String,
-    n: u64,
-    epoch: u64,
-    /// Set once the acquire script answered PENDING: only then does the
-    /// heartbeat ask about it (before, "not in Redis" is expected).
-    queued: bool,
-}
-
 pub(crate) struct State {
     pub(crate) session: Option<Session>,
     /// Epoch of the latest session (each new session gets the next one).
@@ -95,8 +95,7 @@ pub(crate) struct State {
     /// `disconnect()` ended the handle for good: every later request fails
     /// with `Error::Closed` (no new session is registered).
     pub(crate) disconnected: bool,
-    next_ctr: u64,
-    table: HashMap<u64, Entry>,
+    table: Table,
     /// Grant records collected from notifications, forgotten in Redis by the
     /// next heartbeat.
     acked: Vec<String>,
@@ -109,28 +108,6 @@ pub(crate) struct State {
 // SAFETY: the raw waiter pointers in the table are only dereferenced by the
 // single thread that removes them (see waiter.rs).
 unsafe impl Send for State {}
-
-/// Wakes the agent when it has no session to wait on.
-#[derive(Default)]
-struct Kick {
-    flag: Mutex<bool>,
-    cv: Condvar,
-}
-
-impl Kick {
-    fn kick(&self) {
-        *self.flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
-        self.cv.notify_all();
-    }
-    fn wait(&self, d: Duration) {
-        let g = self.flag.lock().unwrap_or_else(|e| e.into_inner());
-        let (mut g, _) = self
-            .cv
-            .wait_timeout_while(g, d, |f| !*f)
-            .unwrap_or_else(|e| e.into_inner());
-        *g = false;
-    }
-}
 
 pub(crate) struct Inner {
     pub(crate) keys: Keys,
@@ -178,10 +155,10 @@ pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<()
         .map_err(|e| match e {
             CallError::NotRun(e) | CallError::Uncertain(e) => e,
         })?;
-    match r.status.as_str() {
-        "OK" => Ok(()),
-        "NOTFOUND" => Err(Error::NotFound),
-        "INUSE" => Err(Error::InUse {
+    match &r.status {
+        Status::Ok => Ok(()),
+        Status::NotFound => Err(Error::NotFound),
+        Status::InUse => Err(Error::InUse {
             sessions: r.int(0)?,
         }),
         _ => Err(Error::Protocol(format!("{r:?}"))),
@@ -372,9 +349,9 @@ impl Inner {
             })?;
         con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, &secret))?;
-        let (inc, closed) = match r.status.as_str() {
-            "OK" => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
-            "TOTAL" => {
+        let (inc, closed) = match &r.status {
+            Status::Ok => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
+            Status::Total => {
                 return Err(Error::TotalMismatch {
                     existing: r.int(0)?,
                 })
@@ -404,8 +381,7 @@ impl Inner {
                 closed,
                 shutdown: false,
                 disconnected: false,
-                next_ctr: 1,
-                table: HashMap::new(),
+                table: Table::new(),
                 acked: Vec::new(),
                 to_end: Vec::new(),
                 lost_wakers: Vec::new(),
@@ -413,20 +389,8 @@ impl Inner {
             kick: Arc::new(Kick::default()),
             pid: std::process::id(),
         });
-        let weak = Arc::downgrade(&inner);
-        at_exit::register(weak.clone());
-        let agent = Agent {
-            weak,
-            client: inner.client.clone(),
-            opts: inner.opts.clone(),
-            secret: inner.secret.clone(),
-            keys: inner.keys.clone(),
-            kick: inner.kick.clone(),
-        };
-        std::thread::Builder::new()
-            .name("volt-sem-redis".into())
-            .spawn(move || agent.run())
-            .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))?;
+        registry::at_exit::register(Arc::downgrade(&inner));
+        agent::spawn(&inner)?;
         Ok(inner)
     }
 
@@ -499,8 +463,8 @@ impl Inner {
             // A session that may have been registered simply expires.
             Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
         };
-        match r.status.as_str() {
-            "OK" => {
+        match &r.status {
+            Status::Ok => {
                 let mut st = lock(&self.state);
                 if st.failed {
                     return Err(Error::StateLost);
@@ -525,11 +489,11 @@ impl Inner {
                 self.kick.kick();
                 Ok((sid, epoch))
             }
-            "LOST" => {
+            Status::Lost => {
                 self.fail_all();
                 Err(Error::StateLost)
             }
-            "TOTAL" => Err(Error::TotalMismatch {
+            Status::Total => Err(Error::TotalMismatch {
                 existing: r.int(0)?,
             }),
             _ => Err(Error::Protocol(format!("{r:?}"))),
@@ -551,14 +515,7 @@ impl Inner {
         st.to_end.push(s.sid);
         st.lost += st.held;
         st.held = 0;
-        let ctrs: Vec<u64> = st
-            .table
-            .iter()
-            .filter(|(_, e)| e.epoch == epoch)
-            .map(|(k, _)| *k)
-            .collect();
-        for c in ctrs {
-            let e = st.table.remove(&c).expect("listed");
+        for e in st.table.take_session(epoch) {
             // SAFETY: it was in the table, so it is valid.
             claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(err.clone())) });
         }
@@ -603,7 +560,7 @@ impl Inner {
         for sid in sids {
             let r = self.with_cmd(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
             match r {
-                Ok(r) if r.status == "LOST" => state_lost = true,
+                Ok(r) if r.status == Status::Lost => state_lost = true,
                 Ok(_) => {}
                 Err(_) => failed.push(sid),
             }
@@ -626,9 +583,7 @@ impl Inner {
                 None => Vec::new(),
             };
             st.to_end.clear();
-            let ctrs: Vec<u64> = st.table.keys().copied().collect();
-            for c in ctrs {
-                let e = st.table.remove(&c).expect("listed");
+            for e in st.table.take_all() {
                 // SAFETY: it was in the table.
                 claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(Error::StateLost)) });
             }
@@ -703,12 +658,12 @@ impl Inner {
 
     /// Handles the replies every script may give about the session.
     fn session_reply(&self, r: &Reply, epoch: u64) -> Option<Error> {
-        match r.status.as_str() {
-            "EXPIRED" => {
+        match &r.status {
+            Status::Expired => {
                 self.lose(epoch, Error::LeaseExpired);
                 Some(Error::LeaseExpired)
             }
-            "LOST" => {
+            Status::Lost => {
                 self.fail_all();
                 Some(Error::StateLost)
             }
@@ -763,8 +718,7 @@ impl Inner {
                     // on the session it ended.
                     return Err(Error::Closed);
                 }
-                ctr = st.next_ctr;
-                st.next_ctr += 1;
+                ctr = st.table.next_ctr();
                 eid = format!("{sid}:{ctr}");
                 if let Some((w, wake, ctx)) = waiter {
                     let wr = w.get_ref();
@@ -799,7 +753,7 @@ impl Inner {
                     return Ok(());
                 };
                 let mut st = lock(&this.state);
-                if st.table.remove(&ctr).is_some() {
+                if st.table.remove(ctr).is_some() {
                     w.phase.store(phase::IDLE, Ordering::Release);
                     return Ok(());
                 }
@@ -823,8 +777,8 @@ impl Inner {
                     });
                 }
             };
-            match r.status.as_str() {
-                "READY" => {
+            match &r.status {
+                Status::Ready => {
                     let token = r.int(0)?;
                     self.renewed_fast(epoch, sent);
                     if let Err(f) = unpublish(self) {
@@ -844,24 +798,22 @@ impl Inner {
                     }
                     return Ok((RawAcquire::Ready, token, epoch));
                 }
-                "PENDING" => {
+                Status::Pending => {
                     self.renewed_fast(epoch, sent);
                     let mut st = lock(&self.state);
-                    if let Some(e) = st.table.get_mut(&ctr) {
-                        e.queued = true;
-                    }
+                    st.table.mark_queued(ctr);
                     return Ok((RawAcquire::Pending, 0, epoch));
                 }
                 s => {
                     let _ = unpublish(self);
                     match s {
-                        "NOPERMITS" => return Err(Error::NoPermits),
-                        "CLOSED" => {
+                        Status::NoPermits => return Err(Error::NoPermits),
+                        Status::Closed => {
                             lock(&self.state).closed = true;
                             return Err(Error::Closed);
                         }
-                        "TOOMANY" => return Err(Error::TooManyPermits),
-                        "EXPIRED" if attempt == 0 => {
+                        Status::TooMany => return Err(Error::TooManyPermits),
+                        Status::Expired if attempt == 0 => {
                             self.lose(epoch, Error::LeaseExpired);
                             continue;
                         }
@@ -894,13 +846,7 @@ impl Inner {
                 }
                 phase::WAITING => {
                     let ctr = w.ctr.load(Ordering::Relaxed);
-                    let removed = {
-                        let mut st = lock(&self.state);
-                        match st.table.get(&ctr) {
-                            Some(e) if core::ptr::eq(e.w, w) => st.table.remove(&ctr),
-                            _ => None,
-                        }
-                    };
+                    let removed = { lock(&self.state).table.remove_waiter(ctr, w) };
                     if let Some(e) = removed {
                         let f = self.cancel_remote(&e);
                         if let Finish::Granted { token } = f {
@@ -946,11 +892,11 @@ impl Inner {
         };
         let r = self.with_cmd(|con| self.scripts.cancel(con, &self.keys, self.who(&sid), &e.eid));
         match r {
-            Ok(r) => match r.status.as_str() {
-                "CANCELLED" => Finish::Cancelled {
+            Ok(r) => match &r.status {
+                Status::Cancelled => Finish::Cancelled {
                     returned: r.int(0).unwrap_or(0) as usize,
                 },
-                "GRANTED" => {
+                Status::Granted => {
                     let token = r.int(0).unwrap_or(0);
                     let mut st = lock(&self.state);
                     if st.session.as_ref().map(|s| s.epoch) == Some(e.epoch) {
@@ -960,7 +906,7 @@ impl Inner {
                     }
                     Finish::Granted { token }
                 }
-                "CLOSED" => {
+                Status::Closed => {
                     lock(&self.state).closed = true;
                     Finish::Closed
                 }
@@ -1030,8 +976,8 @@ impl Inner {
                 return Err(if st.failed { Error::StateLost } else { e });
             }
         };
-        match r.status.as_str() {
-            "OK" => {
+        match &r.status {
+            Status::Ok => {
                 self.renewed_fast(epoch, sent);
                 {
                     let mut st = lock(&self.state);
@@ -1053,7 +999,7 @@ impl Inner {
                 deliver(claimed);
                 Ok(())
             }
-            "NOTHELD" => Err(Error::NotHeld { held: r.int(0)? }),
+            Status::NotHeld => Err(Error::NotHeld { held: r.int(0)? }),
             _ => {
                 let e = self
                     .session_reply(&r, epoch)
@@ -1072,8 +1018,8 @@ impl Inner {
             Ok(r) => r,
             Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
         };
-        match r.status.as_str() {
-            "OK" => {
+        match &r.status {
+            Status::Ok => {
                 lock(&self.state).closed = true;
                 Ok(())
             }
@@ -1099,7 +1045,7 @@ impl Inner {
             .map_err(|e| match e {
                 CallError::NotRun(e) | CallError::Uncertain(e) => e,
             })?;
-        if r.status == "LOST" {
+        if r.status == Status::Lost {
             return Err(Error::StateLost);
         }
         Ok(r)
@@ -1108,10 +1054,7 @@ impl Inner {
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
     /// neither finished nor cancelled.
     fn still_queued(&self, ctr: u64, eid: &str) -> bool {
-        lock(&self.state)
-            .table
-            .get(&ctr)
-            .is_some_and(|e| e.eid == eid)
+        lock(&self.state).table.still_queued(ctr, eid)
     }
 
     /// Whether session `epoch` is lost: given up, replaced, or not renewed
@@ -1158,11 +1101,7 @@ impl Inner {
         let token: u64 = value.parse().ok()?;
         let mut st = lock(&self.state);
         let cur = st.session.as_ref().filter(|s| s.sid == sid)?.epoch;
-        let e = st.table.get(&ctr)?;
-        if e.epoch != cur {
-            return None;
-        }
-        let e = st.table.remove(&ctr).expect("present");
+        let e = st.table.remove_of_session(ctr, cur)?;
         st.acked.push(e.eid.clone());
         let outcome = if token == 0 {
             st.closed = true;
@@ -1173,147 +1112,6 @@ impl Inner {
         };
         // SAFETY: it was in the table.
         Some(unsafe { Claimed::claim(e.w, outcome) })
-    }
-}
-
-/// One session per process per semaphore: the live handles by (URL, name,
-/// options), as weak references, so that a second `connect` shares the
-/// first one's session, connections and agent thread instead of opening
-/// another set. Two first `connect`s racing may each open one; later ones
-/// share the first found.
-type Registered = (String, String, ConnectOptions, Weak<Inner>);
-static REGISTRY: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
-
-pub(crate) fn connect_shared(
-    url: &str,
-    name: &str,
-    total: u64,
-    opts: ConnectOptions,
-) -> Result<Arc<Inner>, Error> {
-    let found = {
-        let mut reg = lock(&REGISTRY);
-        reg.retain(|e| e.3.strong_count() > 0);
-        reg.iter()
-            .filter(|e| e.0 == url && e.1 == name && e.2 == opts)
-            .filter_map(|e| e.3.upgrade())
-            // Never a handle inherited through fork(): its session is the
-            // parent's.
-            .find(|i| i.total == total && !i.forked() && !lock(&i.state).failed)
-    };
-    if let Some(inner) = found {
-        // `connect` talks to Redis at once, shared or not.
-        inner
-            .with_cmd(|con| {
-                redis::cmd("PING")
-                    .query::<String>(con)
-                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &inner.secret)))
-            })
-            .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
-            })?;
-        return Ok(inner);
-    }
-    let inner = Inner::connect(url, name, total, opts.clone())?;
-    lock(&REGISTRY).push((
-        url.to_string(),
-        name.to_string(),
-        opts,
-        Arc::downgrade(&inner),
-    ));
-    Ok(inner)
-}
-
-/// Ends every live session of this process now (permits back, queued
-/// requests out of the queue); see `on_signals.rs`.
-pub(crate) fn end_all_sessions() {
-    at_exit::end_all_waiting();
-}
-
-/// Sessions still alive when the process exits (a handle in a `static`, a
-/// leaked one, `std::process::exit`) are ended from an `atexit` handler, so
-/// their permits go back at once instead of at lease expiry. Best effort and
-/// never blocking: a handle whose command connection is busy is left to
-/// expire.
-mod at_exit {
-    use std::sync::{Mutex, Once, Weak};
-
-    use super::Inner;
-
-    static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
-    static INSTALL: Once = Once::new();
-
-    extern "C" fn end_all() {
-        let Ok(list) = LIVE.try_lock() else {
-            return;
-        };
-        for w in list.iter() {
-            if let Some(inner) = w.upgrade() {
-                inner.end_now(false);
-            }
-        }
-    }
-
-    /// From a plain thread (`end_sessions_on_signals`): may wait for a
-    /// command in flight (bounded by the command timeout).
-    pub(crate) fn end_all_waiting() {
-        let live: Vec<_> = LIVE
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .filter_map(Weak::upgrade)
-            .collect();
-        for inner in live {
-            inner.end_now(true);
-        }
-    }
-
-    pub(super) fn register(w: Weak<Inner>) {
-        INSTALL.call_once(|| {
-            // SAFETY: `end_all` is an `extern "C" fn()` that never unwinds
-            // (no panicking call: try_lock, upgrade, and `end_now` which
-            // catches everything).
-            unsafe { libc::atexit(end_all) };
-        });
-        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
-        list.retain(|w| w.strong_count() > 0);
-        list.push(w);
-    }
-}
-
-impl Inner {
-    /// Ends every session of this handle now; without blocking on a lock
-    /// unless `wait` (the exit handler may not wait: a lock holder may be
-    /// a thread that exit() stopped).
-    fn end_now(&self, wait: bool) {
-        if self.forked() {
-            return; // the parent's sessions: not this process's to end
-        }
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let mut st = match self.state.try_lock() {
-                Ok(st) => st,
-                Err(_) if wait => lock(&self.state),
-                Err(_) => return,
-            };
-            if st.failed {
-                return;
-            }
-            let mut sids: Vec<String> = st.to_end.drain(..).collect();
-            if let Some(s) = st.session.take() {
-                sids.push(s.sid);
-            }
-            st.shutdown = true;
-            drop(st);
-            let mut g = match self.cmd.try_lock() {
-                Ok(g) => g,
-                Err(_) if wait => lock(&self.cmd),
-                Err(_) => return,
-            };
-            if let Some(con) = g.as_mut() {
-                for sid in &sids {
-                    let _ = self.scripts.end(con, &self.keys, self.who(sid));
-                }
-            }
-        }));
     }
 }
 
@@ -1346,275 +1144,5 @@ impl Drop for Inner {
             }
         }
         self.kick.kick();
-    }
-}
-
-/// The agent thread: everything it needs without keeping the handle alive
-/// (it holds a `Weak`), so dropping the last handle ends it, and the thread
-/// itself never keeps the process alive (Rust does not wait for it at exit).
-struct Agent {
-    weak: Weak<Inner>,
-    client: Client,
-    opts: ConnectOptions,
-    secret: String,
-    keys: Keys,
-    kick: Arc<Kick>,
-}
-
-impl Agent {
-    fn interval(&self) -> Duration {
-        self.opts.lease / 3
-    }
-
-    /// `d` capped by what remains of the lease (`left`), at least 1 ms (a
-    /// socket timeout of zero would mean none).
-    fn capped(d: Duration, left: Duration) -> Duration {
-        d.min(left).max(Duration::from_millis(1))
-    }
-
-    /// The agent's loop. Every blocking call in it (the `BLPOP`, the
-    /// heartbeat, a reconnect, a back-off sleep, ending old sessions) is
-    /// capped by what remains of the current session's lease, so that the
-    /// loop comes back to `check_local_expiry` when the lease ends, however
-    /// silent the network is, and gives the session up then.
-    fn run(self) {
-        let mut con: Option<Conn> = None;
-        let mut next_hb = Instant::now();
-        let mut backoff = Duration::from_millis(20);
-        loop {
-            let (sid, epoch, left) = {
-                let Some(inner) = self.weak.upgrade() else {
-                    return;
-                };
-                inner.check_local_expiry();
-                let mut st = lock(&inner.state);
-                if st.shutdown {
-                    return;
-                }
-                let to_end: Vec<String> = st.to_end.drain(..).collect();
-                let cur = st
-                    .session
-                    .as_ref()
-                    .map(|s| (s.sid.clone(), s.epoch, s.remaining(self.opts.lease)));
-                drop(st);
-                if !to_end.is_empty() {
-                    if let Some(c) = con.as_mut() {
-                        let t = match &cur {
-                            Some(x) => Self::capped(self.opts.command_timeout, x.2),
-                            None => self.opts.command_timeout,
-                        };
-                        let _ = c.set_read_timeout(t);
-                        let mut failed = Vec::new();
-                        for sid in to_end {
-                            if !failed.is_empty() {
-                                failed.push(sid);
-                                continue;
-                            }
-                            match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
-                                Ok(r) if r.status == "LOST" => inner.fail_all(),
-                                Ok(_) => {}
-                                Err(_) => failed.push(sid),
-                            }
-                        }
-                        if !failed.is_empty() {
-                            con = None;
-                            lock(&inner.state).to_end.extend(failed);
-                        }
-                    } else {
-                        lock(&inner.state).to_end.extend(to_end);
-                    }
-                }
-                match cur {
-                    Some(c) => c,
-                    None => {
-                        drop(inner);
-                        self.kick.wait(self.interval());
-                        continue;
-                    }
-                }
-            };
-            if left.is_zero() {
-                continue; // given up at the loop's top
-            }
-            // Each wait below gets what remains until then, not `left`.
-            let lease_end = Instant::now() + left;
-            let left = || lease_end.saturating_duration_since(Instant::now());
-            if con.is_none() {
-                let deadline = Instant::now() + self.opts.connect_timeout.min(left());
-                match Inner::open_connection(&self.client, &self.opts, &self.secret, deadline) {
-                    Ok(c) => {
-                        // The back-off is reset by a call that worked, not
-                        // by a connection: a server that accepts and then
-                        // refuses (an ACL, a replica) must not be hammered.
-                        con = Some(c);
-                        next_hb = Instant::now();
-                    }
-                    Err(_) => {
-                        // Waiters keep their place while the lease lasts;
-                        // check_local_expiry (loop top) fails them after it.
-                        self.back_off(&mut backoff, left());
-                        continue;
-                    }
-                }
-            }
-            let c = con.as_mut().expect("connected above");
-            let now = Instant::now();
-            if now >= next_hb {
-                next_hb = now + self.interval();
-                let Some(inner) = self.weak.upgrade() else {
-                    return;
-                };
-                let (keep, renewed) = self.heartbeat(&inner, c, &sid, epoch, left());
-                drop(inner);
-                if !keep {
-                    con = None;
-                }
-                if renewed {
-                    backoff = Duration::from_millis(20);
-                } else {
-                    self.back_off(&mut backoff, left());
-                }
-                continue;
-            }
-            let wait = Self::capped((next_hb - now).max(Duration::from_millis(10)), left());
-            let _ = c.set_read_timeout(Self::capped(wait + self.opts.command_timeout, left()));
-            let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
-                .arg(self.keys.note(&sid))
-                .arg(wait.as_secs_f64())
-                .query(c);
-            match r {
-                Ok(Some((_, msg))) => {
-                    backoff = Duration::from_millis(20);
-                    let Some(inner) = self.weak.upgrade() else {
-                        return;
-                    };
-                    inner.check_local_expiry();
-                    // min_replicas_acked: a write of ours after the pop
-                    // follows the grant in the replication stream, so a
-                    // WAIT after it covers the grant.
-                    let left = inner.lease_remaining().unwrap_or_default();
-                    if let Err(e) =
-                        c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid), Some(left))
-                    {
-                        inner.lose_deferred(epoch, e);
-                        con = None;
-                        continue;
-                    }
-                    if let Some((eid, value)) = msg.split_once(' ') {
-                        if let Some((s, ctr)) = eid.split_once(':') {
-                            if let Ok(ctr) = ctr.parse() {
-                                if let Some(cl) = inner.complete(s, ctr, value) {
-                                    drop(inner);
-                                    deliver([cl]);
-                                }
-                            }
-                        }
-                    }
-                }
-                Ok(None) => backoff = Duration::from_millis(20),
-                Err(e) => {
-                    // A refusal (NOPERM, READONLY, ...) keeps the
-                    // connection; a failed connection is replaced. Either
-                    // way the next try waits: every failure backs off.
-                    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                        con = None;
-                    }
-                    self.back_off(&mut backoff, left());
-                }
-            }
-        }
-    }
-
-    /// Sleeps `backoff` (at most `left`, what remains of the lease) and
-    /// doubles it, up to a heartbeat interval.
-    fn back_off(&self, backoff: &mut Duration, left: Duration) {
-        std::thread::sleep((*backoff).min(left));
-        *backoff = (*backoff * 2).min(self.interval().max(Duration::from_millis(20)));
-    }
-
-    /// Renews the lease, acks collected grants, reconciles pending waiters.
-    /// Returns (keep the connection, the lease was renewed).
-    /// `left`: what remains of the lease, which caps every wait.
-    fn heartbeat(
-        &self,
-        inner: &Inner,
-        c: &mut Conn,
-        sid: &str,
-        epoch: u64,
-        left: Duration,
-    ) -> (bool, bool) {
-        let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
-        let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
-            let mut st = lock(&inner.state);
-            let acked = std::mem::take(&mut st.acked);
-            let q = st
-                .table
-                .iter()
-                .filter(|(_, e)| e.epoch == epoch && e.queued)
-                .map(|(k, e)| (*k, e.eid.clone()))
-                .collect();
-            (acked, q)
-        };
-        let eids: Vec<String> = query.iter().map(|(_, e)| e.clone()).collect();
-        let sent = Instant::now();
-        let r = inner
-            .scripts
-            .heartbeat(c, &inner.keys, inner.who(sid), &acked, &eids);
-        match r {
-            Ok(r) if r.status == "OK" => {
-                inner.renewed(epoch, sent);
-                let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
-                if grants {
-                    let left = inner.lease_remaining().unwrap_or_default();
-                    if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
-                        inner.lose_deferred(epoch, e);
-                        return (false, false);
-                    }
-                }
-                let mut claimed = Vec::new();
-                for ((ctr, eid), status) in query.iter().zip(&r.rest) {
-                    match status.as_str() {
-                        "Q" => {}
-                        // Cancelled (or finished) since the list was taken:
-                        // `finish` takes an entry out of the table before its
-                        // cancel script runs, so one still in the table now
-                        // was not cancelled before this heartbeat asked.
-                        "X" if !inner.still_queued(*ctr, eid) => {}
-                        "X" => {
-                            // Gone from Redis while the session lives: a
-                            // failover to a replica that missed the request's
-                            // last writes (replication is asynchronous; seen
-                            // on a Cluster failover), or a bug. What Redis
-                            // holds for this session no longer matches what
-                            // the handle knows: give the whole session up, as
-                            // for an expired lease (its holders and waiters
-                            // learn LeaseExpired; the agent ends it, so what
-                            // Redis counts for it goes back), never hang and
-                            // never fail with an untyped error.
-                            deliver(claimed);
-                            inner.lose_deferred(epoch, Error::LeaseExpired);
-                            return (true, true);
-                        }
-                        v => claimed.extend(inner.complete(sid, *ctr, v)),
-                    }
-                }
-                deliver(claimed);
-                (true, true)
-            }
-            Ok(r) => {
-                // As session_reply, without a round trip on this thread.
-                match r.status.as_str() {
-                    "EXPIRED" => inner.lose_deferred(epoch, Error::LeaseExpired),
-                    "LOST" => inner.fail_all(),
-                    _ => {}
-                }
-                (true, false)
-            }
-            Err(e) => {
-                // Not forgotten in Redis yet: ack them next time.
-                lock(&inner.state).acked.extend(acked);
-                (matches!(e, CallError::NotRun(_)), false)
-            }
-        }
     }
 }

@@ -5,6 +5,11 @@
 //! refusal (so it never refuses a URL the library accepts). Its answers are
 //! fixed texts: a URL may carry a password, so none of it is ever quoted.
 
+/// The URL forms [`RedisSemaphore::connect`](crate::RedisSemaphore::connect) takes, as an
+/// [`Error::InvalidUrl`] message shows them.
+pub const URL_FORM: &str = "redis://[user:password@]host[:port][/db], or rediss://… for TLS \
+     (redis+sentinel://… for Sentinels, comma-separated seed URLs for a Cluster)";
+
 /// The answer when no part looks wrong: the library refused it for a reason
 /// of its own.
 pub(crate) const REFUSED: &str = "the Redis client refused it";

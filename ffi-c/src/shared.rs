@@ -1,0 +1,159 @@
+//! Named semaphores shared by the processes of the machine
+//! (`volt_sem_open`): their flags, open and unlink, and their limits.
+
+use std::ffi::c_char;
+use std::ptr;
+
+use volt_sem_backend::{OpenOptions, Semaphore};
+
+use crate::boundary::{ffi_call, ffi_status, name_arg, non_null};
+use crate::semaphore::{hand_out, volt_sem};
+use crate::status::status;
+use crate::status::volt_status::{self, *};
+
+/// `volt_sem_open` flag: fail with `VOLT_EXISTS` if the name exists.
+pub const VOLT_OPEN_CREATE_ONLY: u32 = 1;
+/// `volt_sem_open` flag: fail with `VOLT_NOT_FOUND` if the name does not exist.
+pub const VOLT_OPEN_ATTACH_ONLY: u32 = 2;
+/// Where the permission bits of a newly created segment go in `volt_sem_open`'s
+/// flags: `flags | (0660 << VOLT_OPEN_MODE_SHIFT)`, or `VOLT_OPEN_MODE(0660)`.
+/// 0 there means the default, 0600 (owner only).
+pub const VOLT_OPEN_MODE_SHIFT: u32 = 16;
+/// `volt_sem_open` flag: a new segment is readable and writable by the owner's
+/// group too (mode 0660).
+pub const VOLT_OPEN_SHARE_GROUP: u32 = 0o660 << VOLT_OPEN_MODE_SHIFT;
+/// `volt_sem_open` flag: a new segment is readable and writable by every user
+/// (mode 0666 exactly: the mode is set after creation, so the process umask
+/// does not apply). Every local user can then attach (with
+/// `VOLT_OPEN_ACCEPT_FOREIGN_OWNER`) and rewrite the segment: see "TRUST
+/// BOUNDARY" at the top.
+pub const VOLT_OPEN_SHARE_ALL: u32 = 0o666 << VOLT_OPEN_MODE_SHIFT;
+/// `volt_sem_open` flag: attach to an existing segment even if another user
+/// owns it. Without it, a segment whose owner is not the caller's effective
+/// uid is refused with `VOLT_PERMISSION` (nothing changed): a segment another
+/// user made (or pre-created under the name, "squatting") is only as
+/// trustworthy as that user, who can rewrite its state at will. Set it only
+/// for a name another user shares with you on purpose (`VOLT_OPEN_SHARE_GROUP`,
+/// `VOLT_OPEN_SHARE_ALL`). Ignored when this call creates the segment.
+pub const VOLT_OPEN_ACCEPT_FOREIGN_OWNER: u32 = 4;
+
+/// Every flag bit `volt_sem_open` knows; any other is `VOLT_INVALID_ARGUMENT`.
+const OPEN_KNOWN_FLAGS: u32 = VOLT_OPEN_CREATE_ONLY
+    | VOLT_OPEN_ATTACH_ONLY
+    | VOLT_OPEN_ACCEPT_FOREIGN_OWNER
+    | (0o777 << VOLT_OPEN_MODE_SHIFT);
+
+/// The options of `volt_sem_open`'s flags, or `None` for unknown bits or
+/// both CREATE_ONLY and ATTACH_ONLY.
+pub(crate) fn open_options(flags: u32) -> Option<OpenOptions> {
+    if flags & !OPEN_KNOWN_FLAGS != 0 {
+        return None;
+    }
+    let mut options = match (
+        flags & VOLT_OPEN_CREATE_ONLY != 0,
+        flags & VOLT_OPEN_ATTACH_ONLY != 0,
+    ) {
+        (true, true) => return None,
+        (true, false) => OpenOptions::new().create_only(),
+        (false, true) => OpenOptions::new().attach_only(),
+        (false, false) => OpenOptions::new(),
+    }
+    .accept_foreign_owner(flags & VOLT_OPEN_ACCEPT_FOREIGN_OWNER != 0);
+    let mode = (flags >> VOLT_OPEN_MODE_SHIFT) & 0o777;
+    if mode != 0 {
+        // The owner always keeps read and write: without them the creator
+        // could not open its own semaphore again.
+        options = options.mode(mode | 0o600);
+    }
+    Some(options)
+}
+
+/// Opens the named semaphore `name`, shared by every process of this machine
+/// that opens the same name, creating it with `permits` permits in total if it
+/// does not exist, and stores one reference to it in `*out`: an ordinary
+/// handle, used and freed like one from `volt_sem_new` (every function works on
+/// it; `volt_sem_free` of the process's last reference detaches the process,
+/// which returns whatever it still holds). See "SHARED SEMAPHORES" at the top.
+///
+/// `name`: 1 to `volt_sem_max_name_len()` bytes of UTF-8, without '/'; the
+/// segment is `/dev/shm/volt-sem.<name>`. `permits`: 1 to
+/// `volt_sem_max_shared_permits()`; an existing name must have been created with
+/// the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
+/// `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
+/// `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
+/// owner always keeps read and write; set exactly, the umask does not apply),
+/// plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
+/// owns (refused with `VOLT_PERMISSION` without it).
+///
+/// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
+/// nothing changed):
+/// * `VOLT_INVALID_ARGUMENT`: NULL `name` or `out`, `permits` 0 or too large,
+///   unknown flag bits, or both CREATE_ONLY and ATTACH_ONLY;
+/// * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
+///   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
+///   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
+///   `VOLT_MISMATCH` (another total),
+///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+///   file, or a directory at the name),
+///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
+///   lock stayed held for 5 s: a process stopped inside its open, or one
+///   holding it on purpose), `VOLT_CORRUPT`, `VOLT_UNSUPPORTED` (not Linux),
+///   `VOLT_OS_ERROR` (e.g. `/dev/shm` full).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_open(
+    name: *const c_char,
+    permits: usize,
+    flags: u32,
+    out: *mut *const volt_sem,
+) -> volt_status {
+    ffi_status(|| {
+        non_null(out)?;
+        // SAFETY: `out` is non-NULL and, by contract, writable.
+        unsafe { out.write(ptr::null()) };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = unsafe { name_arg(name) }?;
+        let options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        // SAFETY: as above.
+        Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
+    })
+}
+
+/// Removes the name of a shared semaphore. Only the name: processes attached
+/// keep using the semaphore, and the next `volt_sem_open` of the name creates a
+/// new one.
+///
+/// Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_INVALID_NAME`,
+/// `VOLT_NOT_FOUND`, `VOLT_PERMISSION`, `VOLT_UNSUPPORTED` or `VOLT_OS_ERROR`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_unlink(name: *const c_char) -> volt_status {
+    ffi_status(|| {
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = unsafe { name_arg(name) }?;
+        Ok(status(volt_sem_backend::unlink(name)))
+    })
+}
+
+/// The longest name `volt_sem_open` accepts, in bytes.
+#[no_mangle]
+pub extern "C" fn volt_sem_max_name_len() -> usize {
+    ffi_call(0, || volt_sem_backend::MAX_NAME_LEN)
+}
+
+/// The largest total of a shared semaphore (and the largest request on one).
+#[no_mangle]
+pub extern "C" fn volt_sem_max_shared_permits() -> usize {
+    ffi_call(0, || volt_sem_backend::shm::MAX_PERMITS)
+}
+
+/// How many requests may be queued on one shared semaphore, across all its
+/// processes; one more fails with `VOLT_QUEUE_FULL`.
+#[no_mangle]
+pub extern "C" fn volt_sem_max_waiters() -> usize {
+    ffi_call(0, || volt_sem_backend::shm::MAX_WAITERS)
+}

@@ -1,0 +1,320 @@
+//! The agent thread of a connected handle: it holds the second connection,
+//! waits on the session's notification list (`BLPOP`, with a timeout that
+//! ends at the next heartbeat), completes the waiters whose grants arrive,
+//! and runs the heartbeat (renews the lease, acks collected grants, asks
+//! about the queued requests, ends the sessions given up).
+
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::time::{Duration, Instant};
+
+use super::{lock, Inner};
+use crate::conn::{Client, Conn};
+use crate::error::Error;
+use crate::options::ConnectOptions;
+use crate::reply::Status;
+use crate::scripts::{CallError, Keys};
+use crate::waiter::deliver;
+
+/// Wakes the agent when it has no session to wait on.
+#[derive(Default)]
+pub(super) struct Kick {
+    flag: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl Kick {
+    pub(super) fn kick(&self) {
+        *self.flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.cv.notify_all();
+    }
+    fn wait(&self, d: Duration) {
+        let g = self.flag.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut g, _) = self
+            .cv
+            .wait_timeout_while(g, d, |f| !*f)
+            .unwrap_or_else(|e| e.into_inner());
+        *g = false;
+    }
+}
+
+/// Starts the agent thread of a newly connected handle.
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
+    let agent = Agent {
+        weak: Arc::downgrade(inner),
+        client: inner.client.clone(),
+        opts: inner.opts.clone(),
+        secret: inner.secret.clone(),
+        keys: inner.keys.clone(),
+        kick: inner.kick.clone(),
+    };
+    std::thread::Builder::new()
+        .name("volt-sem-redis".into())
+        .spawn(move || agent.run())
+        .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))?;
+    Ok(())
+}
+
+/// The agent thread: everything it needs without keeping the handle alive
+/// (it holds a `Weak`), so dropping the last handle ends it, and the thread
+/// itself never keeps the process alive (Rust does not wait for it at exit).
+struct Agent {
+    weak: Weak<Inner>,
+    client: Client,
+    opts: ConnectOptions,
+    secret: String,
+    keys: Keys,
+    kick: Arc<Kick>,
+}
+
+impl Agent {
+    fn interval(&self) -> Duration {
+        self.opts.lease / 3
+    }
+
+    /// `d` capped by what remains of the lease (`left`), at least 1 ms (a
+    /// socket timeout of zero would mean none).
+    fn capped(d: Duration, left: Duration) -> Duration {
+        d.min(left).max(Duration::from_millis(1))
+    }
+
+    /// The agent's loop. Every blocking call in it (the `BLPOP`, the
+    /// heartbeat, a reconnect, a back-off sleep, ending old sessions) is
+    /// capped by what remains of the current session's lease, so that the
+    /// loop comes back to `check_local_expiry` when the lease ends, however
+    /// silent the network is, and gives the session up then.
+    fn run(self) {
+        let mut con: Option<Conn> = None;
+        let mut next_hb = Instant::now();
+        let mut backoff = Duration::from_millis(20);
+        loop {
+            let (sid, epoch, left) = {
+                let Some(inner) = self.weak.upgrade() else {
+                    return;
+                };
+                inner.check_local_expiry();
+                let mut st = lock(&inner.state);
+                if st.shutdown {
+                    return;
+                }
+                let to_end: Vec<String> = st.to_end.drain(..).collect();
+                let cur = st
+                    .session
+                    .as_ref()
+                    .map(|s| (s.sid.clone(), s.epoch, s.remaining(self.opts.lease)));
+                drop(st);
+                if !to_end.is_empty() {
+                    if let Some(c) = con.as_mut() {
+                        let t = match &cur {
+                            Some(x) => Self::capped(self.opts.command_timeout, x.2),
+                            None => self.opts.command_timeout,
+                        };
+                        let _ = c.set_read_timeout(t);
+                        let mut failed = Vec::new();
+                        for sid in to_end {
+                            if !failed.is_empty() {
+                                failed.push(sid);
+                                continue;
+                            }
+                            match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
+                                Ok(r) if r.status == Status::Lost => inner.fail_all(),
+                                Ok(_) => {}
+                                Err(_) => failed.push(sid),
+                            }
+                        }
+                        if !failed.is_empty() {
+                            con = None;
+                            lock(&inner.state).to_end.extend(failed);
+                        }
+                    } else {
+                        lock(&inner.state).to_end.extend(to_end);
+                    }
+                }
+                match cur {
+                    Some(c) => c,
+                    None => {
+                        drop(inner);
+                        self.kick.wait(self.interval());
+                        continue;
+                    }
+                }
+            };
+            if left.is_zero() {
+                continue; // given up at the loop's top
+            }
+            // Each wait below gets what remains until then, not `left`.
+            let lease_end = Instant::now() + left;
+            let left = || lease_end.saturating_duration_since(Instant::now());
+            if con.is_none() {
+                let deadline = Instant::now() + self.opts.connect_timeout.min(left());
+                match Inner::open_connection(&self.client, &self.opts, &self.secret, deadline) {
+                    Ok(c) => {
+                        // The back-off is reset by a call that worked, not
+                        // by a connection: a server that accepts and then
+                        // refuses (an ACL, a replica) must not be hammered.
+                        con = Some(c);
+                        next_hb = Instant::now();
+                    }
+                    Err(_) => {
+                        // Waiters keep their place while the lease lasts;
+                        // check_local_expiry (loop top) fails them after it.
+                        self.back_off(&mut backoff, left());
+                        continue;
+                    }
+                }
+            }
+            let c = con.as_mut().expect("connected above");
+            let now = Instant::now();
+            if now >= next_hb {
+                next_hb = now + self.interval();
+                let Some(inner) = self.weak.upgrade() else {
+                    return;
+                };
+                let (keep, renewed) = self.heartbeat(&inner, c, &sid, epoch, left());
+                drop(inner);
+                if !keep {
+                    con = None;
+                }
+                if renewed {
+                    backoff = Duration::from_millis(20);
+                } else {
+                    self.back_off(&mut backoff, left());
+                }
+                continue;
+            }
+            let wait = Self::capped((next_hb - now).max(Duration::from_millis(10)), left());
+            let _ = c.set_read_timeout(Self::capped(wait + self.opts.command_timeout, left()));
+            let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
+                .arg(self.keys.note(&sid))
+                .arg(wait.as_secs_f64())
+                .query(c);
+            match r {
+                Ok(Some((_, msg))) => {
+                    backoff = Duration::from_millis(20);
+                    let Some(inner) = self.weak.upgrade() else {
+                        return;
+                    };
+                    inner.check_local_expiry();
+                    // min_replicas_acked: a write of ours after the pop
+                    // follows the grant in the replication stream, so a
+                    // WAIT after it covers the grant.
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) =
+                        c.wait_replicas_after_pop(&self.opts, &self.keys.note(&sid), Some(left))
+                    {
+                        inner.lose_deferred(epoch, e);
+                        con = None;
+                        continue;
+                    }
+                    if let Some((eid, value)) = msg.split_once(' ') {
+                        if let Some((s, ctr)) = eid.split_once(':') {
+                            if let Ok(ctr) = ctr.parse() {
+                                if let Some(cl) = inner.complete(s, ctr, value) {
+                                    drop(inner);
+                                    deliver([cl]);
+                                }
+                            }
+                        }
+                    }
+                }
+                Ok(None) => backoff = Duration::from_millis(20),
+                Err(e) => {
+                    // A refusal (NOPERM, READONLY, ...) keeps the
+                    // connection; a failed connection is replaced. Either
+                    // way the next try waits: every failure backs off.
+                    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                        con = None;
+                    }
+                    self.back_off(&mut backoff, left());
+                }
+            }
+        }
+    }
+
+    /// Sleeps `backoff` (at most `left`, what remains of the lease) and
+    /// doubles it, up to a heartbeat interval.
+    fn back_off(&self, backoff: &mut Duration, left: Duration) {
+        std::thread::sleep((*backoff).min(left));
+        *backoff = (*backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+    }
+
+    /// Renews the lease, acks collected grants, reconciles pending waiters.
+    /// Returns (keep the connection, the lease was renewed).
+    /// `left`: what remains of the lease, which caps every wait.
+    fn heartbeat(
+        &self,
+        inner: &Inner,
+        c: &mut Conn,
+        sid: &str,
+        epoch: u64,
+        left: Duration,
+    ) -> (bool, bool) {
+        let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
+        let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
+            let mut st = lock(&inner.state);
+            let acked = std::mem::take(&mut st.acked);
+            let q = st.table.queued_in(epoch);
+            (acked, q)
+        };
+        let eids: Vec<String> = query.iter().map(|(_, e)| e.clone()).collect();
+        let sent = Instant::now();
+        let r = inner
+            .scripts
+            .heartbeat(c, &inner.keys, inner.who(sid), &acked, &eids);
+        match r {
+            Ok(r) if r.status == Status::Ok => {
+                inner.renewed(epoch, sent);
+                let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
+                if grants {
+                    let left = inner.lease_remaining().unwrap_or_default();
+                    if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
+                        inner.lose_deferred(epoch, e);
+                        return (false, false);
+                    }
+                }
+                let mut claimed = Vec::new();
+                for ((ctr, eid), status) in query.iter().zip(&r.rest) {
+                    match status.as_str() {
+                        "Q" => {}
+                        // Cancelled (or finished) since the list was taken:
+                        // `finish` takes an entry out of the table before its
+                        // cancel script runs, so one still in the table now
+                        // was not cancelled before this heartbeat asked.
+                        "X" if !inner.still_queued(*ctr, eid) => {}
+                        "X" => {
+                            // Gone from Redis while the session lives: a
+                            // failover to a replica that missed the request's
+                            // last writes (replication is asynchronous; seen
+                            // on a Cluster failover), or a bug. What Redis
+                            // holds for this session no longer matches what
+                            // the handle knows: give the whole session up, as
+                            // for an expired lease (its holders and waiters
+                            // learn LeaseExpired; the agent ends it, so what
+                            // Redis counts for it goes back), never hang and
+                            // never fail with an untyped error.
+                            deliver(claimed);
+                            inner.lose_deferred(epoch, Error::LeaseExpired);
+                            return (true, true);
+                        }
+                        v => claimed.extend(inner.complete(sid, *ctr, v)),
+                    }
+                }
+                deliver(claimed);
+                (true, true)
+            }
+            Ok(r) => {
+                // As session_reply, without a round trip on this thread.
+                match &r.status {
+                    Status::Expired => inner.lose_deferred(epoch, Error::LeaseExpired),
+                    Status::Lost => inner.fail_all(),
+                    _ => {}
+                }
+                (true, false)
+            }
+            Err(e) => {
+                // Not forgotten in Redis yet: ack them next time.
+                lock(&inner.state).acked.extend(acked);
+                (matches!(e, CallError::NotRun(_)), false)
+            }
+        }
+    }
+}

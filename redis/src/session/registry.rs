@@ -1,0 +1,152 @@
+//! The process-wide registries of connected handles: the one that lets a
+//! second `connect` share the live session of the same URL, name and
+//! options, and the one that ends the sessions still alive at exit (or on
+//! SIGTERM/SIGINT, see `on_signals.rs`).
+
+use std::sync::{Arc, Mutex, Weak};
+
+use super::{lock, Inner};
+use crate::error::Error;
+use crate::options::ConnectOptions;
+use crate::scripts::CallError;
+
+/// One session per process per semaphore: the live handles by (URL, name,
+/// options), as weak references, so that a second `connect` shares the
+/// first one's session, connections and agent thread instead of opening
+/// another set. Two first `connect`s racing may each open one; later ones
+/// share the first found.
+type Registered = (String, String, ConnectOptions, Weak<Inner>);
+static REGISTRY: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
+
+pub(crate) fn connect_shared(
+    url: &str,
+    name: &str,
+    total: u64,
+    opts: ConnectOptions,
+) -> Result<Arc<Inner>, Error> {
+    let found = {
+        let mut reg = lock(&REGISTRY);
+        reg.retain(|e| e.3.strong_count() > 0);
+        reg.iter()
+            .filter(|e| e.0 == url && e.1 == name && e.2 == opts)
+            .filter_map(|e| e.3.upgrade())
+            // Never a handle inherited through fork(): its session is the
+            // parent's.
+            .find(|i| i.total == total && !i.forked() && !lock(&i.state).failed)
+    };
+    if let Some(inner) = found {
+        // `connect` talks to Redis at once, shared or not.
+        inner
+            .with_cmd(|con| {
+                redis::cmd("PING")
+                    .query::<String>(con)
+                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &inner.secret)))
+            })
+            .map_err(|e| match e {
+                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+            })?;
+        return Ok(inner);
+    }
+    let inner = Inner::connect(url, name, total, opts.clone())?;
+    lock(&REGISTRY).push((
+        url.to_string(),
+        name.to_string(),
+        opts,
+        Arc::downgrade(&inner),
+    ));
+    Ok(inner)
+}
+
+/// Ends every live session of this process now (permits back, queued
+/// requests out of the queue); see `on_signals.rs`.
+pub(crate) fn end_all_sessions() {
+    at_exit::end_all_waiting();
+}
+
+/// Sessions still alive when the process exits (a handle in a `static`, a
+/// leaked one, `std::process::exit`) are ended from an `atexit` handler, so
+/// their permits go back at once instead of at lease expiry. Best effort and
+/// never blocking: a handle whose command connection is busy is left to
+/// expire.
+pub(super) mod at_exit {
+    use std::sync::{Mutex, Once, Weak};
+
+    use super::super::Inner;
+
+    static LIVE: Mutex<Vec<Weak<Inner>>> = Mutex::new(Vec::new());
+    static INSTALL: Once = Once::new();
+
+    extern "C" fn end_all() {
+        let Ok(list) = LIVE.try_lock() else {
+            return;
+        };
+        for w in list.iter() {
+            if let Some(inner) = w.upgrade() {
+                inner.end_now(false);
+            }
+        }
+    }
+
+    /// From a plain thread (`end_sessions_on_signals`): may wait for a
+    /// command in flight (bounded by the command timeout).
+    pub(crate) fn end_all_waiting() {
+        let live: Vec<_> = LIVE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for inner in live {
+            inner.end_now(true);
+        }
+    }
+
+    pub(in crate::session) fn register(w: Weak<Inner>) {
+        INSTALL.call_once(|| {
+            // SAFETY: `end_all` is an `extern "C" fn()` that never unwinds
+            // (no panicking call: try_lock, upgrade, and `end_now` which
+            // catches everything).
+            unsafe { libc::atexit(end_all) };
+        });
+        let mut list = LIVE.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|w| w.strong_count() > 0);
+        list.push(w);
+    }
+}
+
+impl Inner {
+    /// Ends every session of this handle now; without blocking on a lock
+    /// unless `wait` (the exit handler may not wait: a lock holder may be
+    /// a thread that exit() stopped).
+    fn end_now(&self, wait: bool) {
+        if self.forked() {
+            return; // the parent's sessions: not this process's to end
+        }
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut st = match self.state.try_lock() {
+                Ok(st) => st,
+                Err(_) if wait => lock(&self.state),
+                Err(_) => return,
+            };
+            if st.failed {
+                return;
+            }
+            let mut sids: Vec<String> = st.to_end.drain(..).collect();
+            if let Some(s) = st.session.take() {
+                sids.push(s.sid);
+            }
+            st.shutdown = true;
+            drop(st);
+            let mut g = match self.cmd.try_lock() {
+                Ok(g) => g,
+                Err(_) if wait => lock(&self.cmd),
+                Err(_) => return,
+            };
+            if let Some(con) = g.as_mut() {
+                for sid in &sids {
+                    let _ = self.scripts.end(con, &self.keys, self.who(sid));
+                }
+            }
+        }));
+    }
+}
