@@ -18,6 +18,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import pytest
 
@@ -428,6 +429,48 @@ def test_disconnect_on_signals_ends_the_session(server, name, sig):
     assert p.returncode == -sig, (p.returncode, err)
     if sig == signal.SIGINT:
         assert "KeyboardInterrupt" in err
+    sem.release(1)
+
+
+IGNORING_HOLDER = """
+import signal, sys, time, volt_sem
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job
+volt_sem.disconnect_on_signals()
+sem = volt_sem.Semaphore.connect(sys.argv[1], sys.argv[2], 1, lease=30.0)
+assert sem.acquire_blocking(1, timeout=10) is not None
+print("held", flush=True)
+for line in sys.stdin:  # each line: release and take the permit again
+    sem.release(1)
+    assert sem.acquire_blocking(1, timeout=10) is not None
+    print("still held", flush=True)
+"""
+
+
+@needs_redis
+def test_disconnect_on_signals_leaves_an_ignored_signal_ignored(server, name):
+    sem = connect(server.url, name, 1)
+    p = subprocess.Popen([sys.executable, "-c", IGNORING_HOLDER, server.url, name],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, preexec_fn=_die_with_parent)
+    try:
+        assert readline(p) == "held"
+        p.send_signal(signal.SIGINT)
+        time.sleep(0.2)  # the handler would have run by now
+        # Its session lives: releasing works (a DisconnectedError otherwise).
+        p.stdin.write("again\n")
+        p.stdin.flush()
+        assert readline(p) == "still held"
+        assert sem.try_acquire(1) is None
+        p.send_signal(signal.SIGTERM)  # not ignored: ends the session and the process
+        assert sem.acquire_blocking(1, timeout=BOUND) is not None
+        p.wait(BOUND)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        for f in (p.stdin, p.stdout, p.stderr):
+            f.close()
+    assert p.returncode == -signal.SIGTERM
     sem.release(1)
 
 

@@ -409,6 +409,8 @@ pub unsafe extern "C" fn volt_sem_delete(
 /// process ends by it (its exit status says so, as without this call); a
 /// handler the program installed earlier runs afterwards and decides (one
 /// shot: after the first SIGTERM or SIGINT, that earlier disposition stays).
+/// A signal ignored when this is called (a background job's SIGINT, say)
+/// stays ignored: it ends neither the sessions nor the process.
 /// A handler installed after this call replaces it. The work is done on a
 /// library thread (the signal handler itself only writes to a pipe), so it
 /// is safe whatever the signal interrupts; it waits at most the command

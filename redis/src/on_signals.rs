@@ -21,7 +21,9 @@ use std::io;
 /// (their permits go to the next waiters at once, their queued requests
 /// leave the queue) before the signal takes its previous effect: the
 /// default one ends the process by the signal; a handler the application
-/// installed before this call runs afterwards. Idempotent. Unix only
+/// installed before this call runs afterwards. A signal ignored when this
+/// is called (a background job's SIGINT, say) stays ignored: it ends
+/// neither the sessions nor the process. Idempotent. Unix only
 /// ([`io::ErrorKind::Unsupported`] elsewhere).
 ///
 /// A process that ends by returning from `main` or calling `exit` needs no
@@ -104,6 +106,21 @@ mod imp {
             .spawn(move || serve(read_fd))?;
         let mut previous = PREVIOUS.lock().unwrap_or_else(|e| e.into_inner());
         for sig in SIGNALS {
+            // A signal ignored now stays ignored (a background job's SIGINT,
+            // a nohup'd process): ending the sessions on it would take the
+            // permits of a process that goes on running.
+            // SAFETY: zeroed is a valid sigaction to read into; a null `act`
+            // only reads the disposition.
+            let ignored = unsafe {
+                let mut now: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, std::ptr::null(), &mut now) != 0 {
+                    return Err(io::Error::last_os_error());
+                }
+                now.sa_sigaction == libc::SIG_IGN
+            };
+            if ignored {
+                continue;
+            }
             // SAFETY: zeroed is a valid sigaction; the handler is an
             // `extern "C" fn(c_int)` that never unwinds.
             unsafe {

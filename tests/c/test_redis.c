@@ -409,9 +409,35 @@ static int child_main(int argc, char **argv) {
         if (write(wr, &done, 1) != 1) _exit(3);
         return 0;
     }
+    if (strcmp(role, "signal-ignored") == 0) {
+        /* As "signal", started with SIGINT ignored (a background job, nohup
+         * for SIGHUP): says 'H'; then, for each byte read, releases and
+         * re-acquires its permits and answers the status of the release. */
+        signal(SIGINT, SIG_IGN);
+        volt_connect_options o;
+        volt_connect_options_init(&o, sizeof o);
+        o.lease_ms = 30000;
+        const volt_sem *sem = NULL;
+        volt_status s = volt_sem_connect(url, name, arg, &o, &sem);
+        if (s == VOLT_OK) s = volt_end_sessions_on_signals();
+        if (s == VOLT_OK) s = volt_sem_try_acquire(sem, arg);
+        char h = s == VOLT_OK ? 'H' : 'F';
+        if (write(wr, &h, 1) != 1) _exit(3);
+        char cmd;
+        while (read(rd, &cmd, 1) == 1) {
+            char r = (char)volt_sem_release(sem, arg);
+            if (r == VOLT_OK) (void)volt_sem_try_acquire(sem, arg);
+            if (write(wr, &r, 1) != 1) _exit(3);
+        }
+        for (;;) pause();
+    }
     if (strcmp(role, "signal") == 0) {
         /* Holds `arg` permits (lease 30 s), with the README's shutdown line;
-         * says 'H', then waits for a signal (never exits by itself). */
+         * says 'H', then waits for a signal (never exits by itself). Both
+         * signals at their default action, whatever this test inherited (a
+         * background job ignores SIGINT, and an ignored one stays ignored). */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
         volt_connect_options o;
         volt_connect_options_init(&o, sizeof o);
         o.lease_ms = 30000;
@@ -1088,6 +1114,9 @@ static void test_end_sessions_on_signals(void) {
         int st = 0;
         REQUIRE(waitpid(c.pid, &st, 0) == c.pid);
         CHECK(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i]);
+        if (!(WIFSIGNALED(st) && WTERMSIG(st) == sigs[i]))
+            printf("    the child %s %d\n", WIFSIGNALED(st) ? "died of signal" : "exited with",
+                   WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
         close(c.rd);
         close(c.wr);
         printf("    %s: permit back after %.0f ms\n", sigs[i] == SIGTERM ? "SIGTERM" : "SIGINT",
@@ -1096,6 +1125,36 @@ static void test_end_sessions_on_signals(void) {
         CHECK(conserved(census(sem)));
         volt_sem_free(sem);
     }
+}
+
+/* A signal the process ignored when volt_end_sessions_on_signals() was called
+ * stays ignored: it neither ends the sessions nor the process (a background
+ * job or a nohup'd one must keep its permits when the terminal's Ctrl-C or
+ * hang-up reaches it); the other signal still does both. */
+static void test_end_sessions_on_signals_leaves_ignored_ones_ignored(void) {
+    const char *name = name_of("sig-ignored");
+    child c = spawn("signal-ignored", main_server.url, name, "1");
+    char h = 0;
+    REQUIRE(child_read(&c, &h, 1, 20000) && h == 'H');
+    const volt_sem *sem = connect_main(name, 1);
+    REQUIRE(kill(c.pid, SIGINT) == 0);
+    /* The child answers after the signal was handled or ignored: a pipe
+     * write from its handler would already have ended its session. */
+    usleep(200000);
+    char cmd = 'r', r = -1;
+    REQUIRE(write(c.wr, &cmd, 1) == 1);
+    REQUIRE(child_read(&c, &r, 1, 20000));
+    CHECK_STATUS((volt_status)r, VOLT_OK); /* its session, and its permit, still live */
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_WOULD_BLOCK);
+    REQUIRE(kill(c.pid, SIGTERM) == 0);
+    CHECK(volt_sem_acquire_blocking(sem, 1, 10000000000LL) == VOLT_OK);
+    int st = 0;
+    REQUIRE(waitpid(c.pid, &st, 0) == c.pid);
+    CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+    close(c.rd);
+    close(c.wr);
+    CHECK(volt_sem_release(sem, 1) == VOLT_OK);
+    volt_sem_free(sem);
 }
 
 static void test_delete(void) {
@@ -1805,6 +1864,7 @@ int main(int argc, char **argv) {
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
     RUN(test_end_sessions_on_signals);
+    RUN(test_end_sessions_on_signals_leaves_ignored_ones_ignored);
     RUN(test_tls_and_replication_options);
     RUN(test_bad_input);
     RUN(test_password);

@@ -26,10 +26,12 @@ def disconnect_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
     (``disconnect()`` of every live ``Semaphore.open`` and ``Semaphore.connect``
     handle: what they hold goes to the next waiters at once), then does what
     the signal did before: calls the previous Python handler (SIGINT's default
-    raises ``KeyboardInterrupt``), ignores it if it was ignored, or, for the
-    default action, restores it and re-sends the signal to the process, which
+    raises ``KeyboardInterrupt``) or, for the default action, restores it and re-sends the signal to the process, which
     then ends exactly as it would have (e.g. killed by SIGTERM, exit status
     ``-15`` / 143).
+
+    A signal ignored when this is called (``SIG_IGN``: a background job's
+    SIGINT, say) stays ignored: it ends neither the sessions nor the process.
 
     Call it once, from the main thread (Python's rule for signal handlers),
     after installing your own handlers if any: those are chained. Calling it
@@ -43,6 +45,11 @@ def disconnect_on_signals(signals=(signal.SIGTERM, signal.SIGINT)):
             if sig in _installed:
                 continue
             previous = signal.getsignal(sig)
+            if previous == signal.SIG_IGN:
+                # Ignored stays ignored (a background job's SIGINT, a nohup'd
+                # process): ending the sessions on it would take the permits
+                # of a process that goes on running.
+                continue
             _installed[sig] = previous
             signal.signal(sig, _make_handler(previous))
 
@@ -52,8 +59,6 @@ def _make_handler(previous):
         _disconnect_all()
         if callable(previous):
             return previous(signum, frame)
-        if previous == signal.SIG_IGN:
-            return None
         # SIG_DFL (or a handler not installed from Python): die of the signal.
         signal.signal(signum, signal.SIG_DFL)
         os.kill(os.getpid(), signum)
