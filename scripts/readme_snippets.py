@@ -14,7 +14,8 @@ A block may start with a comment naming its file (`// src/main.rs`,
 `# app.py`, `/* app.c */`, `// app.mjs`, `# Cargo.toml`); it is written there
 before it runs. By language:
 
-  toml                     written to the file it names (it must name one)
+  toml, zig                written to the file it names (it must name one:
+                           `// build.zig`); a later sh block builds it
   rust                     written to its file (default src/main.rs), then
                            `cargo run` in the folder (a `# Cargo.toml` block
                            must come first; the checkout's Cargo.lock is copied
@@ -83,14 +84,14 @@ LANG_ALIASES = {
     "text": "text",
     "console-output": "text",
 }
-RUNNABLE = {"toml", "rust", "c", "python", "js", "sh"}
+RUNNABLE = {"toml", "zig", "rust", "c", "python", "js", "sh"}
 
 MARKER = re.compile(r"^\s*<!--\s*snippet:\s*(.*?)\s*-->\s*$")
 SKIP = re.compile(r"^skip\s*\((.+)\)$")
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
 # A first line naming the block's file: `// x.rs`, `# x.py`, `/* x.c */`, `-- x`.
 NAME_LINE = re.compile(
-    r"^\s*(?://|#|/\*)\s*([\w./-]+\.(?:rs|py|c|h|mjs|cjs|js|toml))\b(?:\s*\*/)?(?::.*|\s.*)?$"
+    r"^\s*(?://|#|/\*)\s*([\w./-]+\.(?:rs|py|c|h|mjs|cjs|js|toml|zig))\b(?:\s*\*/)?(?::.*|\s.*)?$"
 )
 
 
@@ -284,6 +285,13 @@ class Runner:
         if name == "Cargo.toml" and not (self.work / "Cargo.lock").exists():
             # Resolve dependencies to the versions the workspace is tested with.
             shutil.copy(ROOT / "Cargo.lock", self.work / "Cargo.lock")
+        return None
+
+    def run_zig(self, b: Block):
+        name = b.file_name
+        if not name:
+            raise RuntimeError("a zig block must name its file on its first line (`// build.zig`)")
+        self.write(name, b.code)
         return None
 
     def run_rust(self, b: Block):
