@@ -31,7 +31,10 @@ before it runs. By language:
                            lines; `volt-sem` resolves to the folder's
                            node_modules if a block installed it, else to
                            bindings-node/
-  sh, bash, shell          run with bash -euo pipefail in the folder
+  sh, bash, shell          run with bash -euo pipefail in the folder; `zig`
+                           is on PATH: the machine's, else PyPI's ziglang in
+                           $CARGO_TARGET_DIR/zig-venv (the Node addon's build
+                           installs it there)
   text, console-output     not code: listed, never run
 
 A file with a block that reads REDIS_URL gets a redis-server of its own
@@ -251,6 +254,15 @@ class Runner:
         self.env.setdefault("npm_config_update_notifier", "false")
         self.env.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         self.counter = 0
+        zig_python = target_dir() / "zig-venv" / "bin" / "python"
+        if shutil.which("zig") is None and zig_python.exists():
+            # The page says "Zig 0.17 on your PATH"; the build's own ziglang is
+            # one (a second pip install of it would cost ~20 s per run).
+            bin_dir = scratch / "bin"
+            bin_dir.mkdir()
+            (bin_dir / "zig").write_text(f'#!/bin/sh\nexec "{zig_python}" -m ziglang "$@"\n')
+            (bin_dir / "zig").chmod(0o755)
+            self.env["PATH"] = f"{bin_dir}{os.pathsep}{self.env.get('PATH', '')}"
 
     # ---------------------------------------------------------------- helpers
     def run(self, argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
