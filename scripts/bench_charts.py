@@ -15,6 +15,12 @@ Charts:
   ratios-LANG.svg     volt-sem's time divided by each peer's, one dot per
                       scenario and peer (log axis, 1.0 marked, volt-sem faster
                       to the left; whisker: lowest to highest run)
+  redis.svg           the semaphore in Redis against redis-semaphore and
+                      redis-py's Lock (redis/bench/results/redis.json): the
+                      uncontended acquire + release, the hand-off, and the wait
+                      of 8 clients on 2 permits (dot: median over the runs of
+                      each run's p50; ring: p99; bar to the longest wait where
+                      measured; whisker: the p50 of the lowest and highest run)
 """
 import argparse
 import math
@@ -227,11 +233,77 @@ def ratio_chart(lang, lang_name):
     return svg.render(bottom + 24, f"{lang_name}: volt-sem's time divided by each peer's")
 
 
+# -- Redis ------------------------------------------------------------------------
+
+REDIS_JSON = os.path.join(bd.ROOT, "redis", "bench", "results", "redis.json")
+REDIS_PARTS = [
+    ("uncontended", "Uncontended acquire(1) + release (PING: one round trip of the same client library)"),
+    ("handoff", "Hand-off: release to the woken waiter running (BLPOP: the floor of a push wake-up)"),
+    ("contended", "Wait for a grant, 8 clients in a loop on 2 permits (bar: the longest wait)"),
+]
+
+
+def redis_chart():
+    if not os.path.exists(REDIS_JSON):
+        return None
+    import json
+
+    with open(REDIS_JSON) as f:
+        doc = json.load(f)
+    runs = doc["runs"]
+    svg = Svg(1000)
+    axis = LogAxis(10, 1_000_000, 380, 900)
+    y = 20
+    svg.text(12, y, "A limit shared through Redis: volt-sem against redis-semaphore (Node) and redis-py's Lock",
+             16, weight="bold")
+    y += 18
+    svg.text(12, y, f"Dot: median p50; ring: p99; each the median over {len(runs)} runs; whisker: the p50 of the "
+                    "lowest and highest run. Log axis.", 12, color=PEER)
+    y += 16
+    svg.text(12, y, f"One local redis-server {doc['meta']['versions']['redis-server']}, loopback; "
+                    f"{short_meta(doc)}, loaded 2-core VM.", 12, color=PEER)
+    y += 26
+    for v in axis.decades():
+        svg.text(axis.x(v), y, bd.fmt_us(v), 11, anchor="middle", color=PEER)
+    grid_top = y + 6
+    for part, title in REDIS_PARTS:
+        y += 28
+        svg.text(12, y, title, 13, weight="bold")
+        for impl in runs[0][part]:
+            if "(before)" in impl:
+                continue  # the library before the work the JSON measured: in the tables only
+            vals = [r[part][impl] for r in runs if impl in r.get(part, {})]
+            y += 20
+            p50, lo, hi = bd.spread([v["p50"] for v in vals])
+            p99 = bd.spread([v["p99"] for v in vals])[0]
+            is_volt = impl.startswith("volt-sem")
+            reference = impl.startswith(("PING", "BLPOP"))
+            color = VOLT if is_volt else PEER
+            svg.text(28, y + 4, impl, 12, weight="bold" if is_volt else "normal",
+                     color=color if not reference else "#8c959f")
+            if "max" in vals[0]:
+                mx = bd.spread([v["max"] for v in vals])[0]
+                svg.line(axis.x(p50), y, axis.x(mx), y, color=color, width=2)
+                svg.line(axis.x(mx), y - 6, axis.x(mx), y + 6, color=color, width=3)
+            else:
+                svg.line(axis.x(p50), y, axis.x(p99), y, color=color, width=1, dash="3,3")
+            svg.line(axis.x(lo), y + 7, axis.x(hi), y + 7, color=color, width=1)
+            svg.circle(axis.x(p99), y, 4.5, "white", stroke=color)
+            svg.circle(axis.x(p50), y, 4.5, color if not reference else "#8c959f")
+            svg.text(918, y + 4, bd.fmt_us(p50), 11, color=color)
+    bottom = y + 12
+    for v in axis.decades():
+        svg.line(axis.x(v), grid_top, axis.x(v), bottom, color=GRID)
+    svg.text(918, grid_top - 6, "p50", 11, color=PEER)
+    return svg.render(bottom + 12, "A limit shared through Redis: volt-sem, redis-semaphore, redis-py's Lock")
+
+
 def charts():
     out = {"fairness.svg": fairness_chart()}
     for lang, name, _ in bd.LANGUAGES:
         out[f"fairness-{lang}.svg"] = fairness_chart(lang)
         out[f"ratios-{lang}.svg"] = ratio_chart(lang, name)
+    out["redis.svg"] = redis_chart()
     return {k: v for k, v in out.items() if v is not None}
 
 
@@ -251,7 +323,7 @@ def check():
     with tempfile.TemporaryDirectory() as tmp:
         made = write(tmp)
         expected = {"fairness.svg"} | {f"{kind}-{lang}.svg" for lang, _, _ in bd.LANGUAGES
-                                       for kind in ("fairness", "ratios")}
+                                       for kind in ("fairness", "ratios")} | {"redis.svg"}
         for name in sorted(expected - set(made)):
             problems.append(f"{name}: not drawn (its JSON is missing)")
         for name in made:

@@ -14,7 +14,8 @@ A block may start with a comment naming its file (`// src/main.rs`,
 `# app.py`, `/* app.c */`, `// app.mjs`, `# Cargo.toml`); it is written there
 before it runs. By language:
 
-  toml                     written to the file it names (it must name one)
+  toml, zig                written to the file it names (it must name one:
+                           `// build.zig`); a later sh block builds it
   rust                     written to its file (default src/main.rs), then
                            `cargo run` in the folder (a `# Cargo.toml` block
                            must come first; the checkout's Cargo.lock is copied
@@ -30,7 +31,10 @@ before it runs. By language:
                            lines; `volt-sem` resolves to the folder's
                            node_modules if a block installed it, else to
                            bindings-node/
-  sh, bash, shell          run with bash -euo pipefail in the folder
+  sh, bash, shell          run with bash -euo pipefail in the folder; `zig`
+                           is on PATH: the machine's, else PyPI's ziglang in
+                           $CARGO_TARGET_DIR/zig-venv (the Node addon's build
+                           installs it there)
   text, console-output     not code: listed, never run
 
 A file with a block that reads REDIS_URL gets a redis-server of its own
@@ -83,14 +87,14 @@ LANG_ALIASES = {
     "text": "text",
     "console-output": "text",
 }
-RUNNABLE = {"toml", "rust", "c", "python", "js", "sh"}
+RUNNABLE = {"toml", "zig", "rust", "c", "python", "js", "sh"}
 
 MARKER = re.compile(r"^\s*<!--\s*snippet:\s*(.*?)\s*-->\s*$")
 SKIP = re.compile(r"^skip\s*\((.+)\)$")
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})\s*([^`\s]*)[^`]*$")
 # A first line naming the block's file: `// x.rs`, `# x.py`, `/* x.c */`, `-- x`.
 NAME_LINE = re.compile(
-    r"^\s*(?://|#|/\*)\s*([\w./-]+\.(?:rs|py|c|h|mjs|cjs|js|toml))\b(?:\s*\*/)?(?::.*|\s.*)?$"
+    r"^\s*(?://|#|/\*)\s*([\w./-]+\.(?:rs|py|c|h|mjs|cjs|js|toml|zig))\b(?:\s*\*/)?(?::.*|\s.*)?$"
 )
 
 
@@ -250,6 +254,15 @@ class Runner:
         self.env.setdefault("npm_config_update_notifier", "false")
         self.env.setdefault("PIP_DISABLE_PIP_VERSION_CHECK", "1")
         self.counter = 0
+        zig_python = target_dir() / "zig-venv" / "bin" / "python"
+        if shutil.which("zig") is None and zig_python.exists():
+            # The page says "Zig 0.17 on your PATH"; the build's own ziglang is
+            # one (a second pip install of it would cost ~20 s per run).
+            bin_dir = scratch / "bin"
+            bin_dir.mkdir()
+            (bin_dir / "zig").write_text(f'#!/bin/sh\nexec "{zig_python}" -m ziglang "$@"\n')
+            (bin_dir / "zig").chmod(0o755)
+            self.env["PATH"] = f"{bin_dir}{os.pathsep}{self.env.get('PATH', '')}"
 
     # ---------------------------------------------------------------- helpers
     def run(self, argv: list[str], env: dict | None = None) -> subprocess.CompletedProcess:
@@ -284,6 +297,13 @@ class Runner:
         if name == "Cargo.toml" and not (self.work / "Cargo.lock").exists():
             # Resolve dependencies to the versions the workspace is tested with.
             shutil.copy(ROOT / "Cargo.lock", self.work / "Cargo.lock")
+        return None
+
+    def run_zig(self, b: Block):
+        name = b.file_name
+        if not name:
+            raise RuntimeError("a zig block must name its file on its first line (`// build.zig`)")
+        self.write(name, b.code)
         return None
 
     def run_rust(self, b: Block):

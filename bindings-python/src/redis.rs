@@ -121,7 +121,17 @@ fn owner(py: Python<'_>) -> PyResult<Owner> {
             return Ok(None);
         };
         for attr in path {
-            f = f.getattr(*attr)?;
+            f = match f.getattr(*attr) {
+                Ok(f) => f,
+                // A module that another thread is still importing is in
+                // sys.modules without its functions yet (and a child forked
+                // meanwhile keeps it so for good): no loop of it can be
+                // running a task, so the thread owns the grant.
+                Err(e) if e.is_instance_of::<pyo3::exceptions::PyAttributeError>(py) => {
+                    return Ok(None)
+                }
+                Err(e) => return Err(e),
+            };
         }
         match f.call0() {
             Ok(t) => Ok((!t.is_none()).then(|| t.as_ptr() as usize)),

@@ -999,3 +999,45 @@ def test_tls_options_reach_the_connection(server, name, tmp_path):
         connect(server.url, name, 1, tls_ca_file=str(ca))
     with pytest.raises(ValueError):
         connect(server.url, name, 1, tls_client_cert=(str(ca), str(ca)))
+
+
+# A fresh interpreter (this one has asyncio) where another thread is halfway
+# through `import asyncio` (paused by an import hook) when a plain thread takes
+# a permit: `asyncio` is in sys.modules without `current_task` yet. Gunicorn
+# workers hit it: forked while the master's control thread imported asyncio,
+# each child kept the half-built module for good.
+HALF_IMPORTED_ASYNCIO = """
+import importlib.abc, sys, threading, volt_sem
+url, name = sys.argv[1], sys.argv[2]
+assert "asyncio" not in sys.modules
+sem = volt_sem.Semaphore.connect(url, name, 1)
+paused, go = threading.Event(), threading.Event()
+class PauseAsyncio(importlib.abc.MetaPathFinder):
+    def find_spec(self, fullname, path, target=None):
+        if fullname == "asyncio.tasks":
+            paused.set()
+            go.wait(10)
+        return None
+sys.meta_path.insert(0, PauseAsyncio())
+t = threading.Thread(target=__import__, args=("asyncio",))
+t.start()
+assert paused.wait(10)
+try:
+    with sem.acquire(1) as token:
+        assert sem.held_permits == 1
+    print("token", token)
+finally:
+    go.set()
+    t.join()
+sem.disconnect()
+"""
+
+
+def test_blocking_acquire_while_another_thread_imports_asyncio(server, name):
+    r = subprocess.run([sys.executable, "-c", HALF_IMPORTED_ASYNCIO, server.url, name],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("token ")
+    sem = connect(server.url, name, 1)
+    assert conserved(sem, 1)["available"] == 1
+    sem.disconnect()
