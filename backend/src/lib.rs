@@ -112,7 +112,10 @@ mod outcome;
 mod semaphore;
 mod waiter;
 
-pub use error::Error;
+pub use error::{Error, ErrorClass};
+// For volt-sem-ffi's generated `volt_status` enum only.
+#[doc(hidden)]
+pub use error::{Status, STATUSES};
 pub use outcome::{Finish, Grant};
 #[cfg(feature = "redis")]
 pub use semaphore::delete_redis;
