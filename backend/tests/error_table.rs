@@ -135,3 +135,44 @@ fn classes_the_bindings_rely_on() {
         ErrorClass::Redis
     );
 }
+
+#[test]
+fn shm_errors_convert_both_ways() {
+    use volt_sem_backend::shm::Error as ShmError;
+    let mut shared = 0;
+    for e in every_error() {
+        if let Ok(shm) = ShmError::try_from(e.clone()) {
+            shared += 1;
+            assert_eq!(format!("{shm:?}"), format!("{e:?}"));
+            assert_eq!(Error::from(shm), e);
+        }
+    }
+    // The rows marked `shm`: all but Overflow and the Redis-only ones.
+    assert_eq!(shared, 20);
+}
+
+#[cfg(feature = "redis")]
+#[test]
+fn redis_errors_convert_to_the_same_name() {
+    use volt_sem_backend::redis::Error as RedisError;
+    let cases = [
+        (
+            RedisError::NotReplicated {
+                acked: 1,
+                wanted: 2,
+            },
+            Error::NotReplicated {
+                acked: 1,
+                wanted: 2,
+            },
+        ),
+        (RedisError::Tls("cert".into()), Error::Tls("cert".into())),
+        (RedisError::InvalidUrl("port"), Error::InvalidUrl("port")),
+        (RedisError::NotHeld { held: 3 }, Error::NotHeld { held: 3 }),
+        (RedisError::LeaseExpired, Error::LeaseExpired),
+        (RedisError::Forked, Error::Forked),
+    ];
+    for (r, e) in cases {
+        assert_eq!(Error::from(r), e);
+    }
+}

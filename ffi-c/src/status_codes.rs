@@ -1,6 +1,6 @@
 //! GENERATED from the error table of `volt-sem-backend` (`backend/src/error.rs`)
 //! by `tests/status.rs`; do not edit: change the table, then run
-//! `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test status --test header`.
+//! `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test status`, then `--test header`.
 
 use std::ffi::CStr;
 

@@ -107,7 +107,7 @@ fn generate() -> String {
     o.push_str(
         "//! GENERATED from the error table of `volt-sem-backend` (`backend/src/error.rs`)\n\
          //! by `tests/status.rs`; do not edit: change the table, then run\n\
-         //! `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test status --test header`.\n\n\
+         //! `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test status`, then `--test header`.\n\n\
          use std::ffi::CStr;\n\n\
          /// Result codes. A fixed-width integer (`int32_t`) so that every language\n\
          /// binding sees the same type; values are stable.\n\

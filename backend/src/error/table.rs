@@ -3,9 +3,10 @@
 //! itself (and how to add an error) is there.
 
 /// Expands the table: the `Error` enum, `code()`, `status()`,
-/// `status_name()`, `class()`, `Display`, and [`STATUSES`](crate::error::STATUSES)
-/// (every C status, with its C documentation, for `volt-sem-ffi`'s generated
-/// `volt_status` enum).
+/// `status_name()`, `class()`, `Display`, the conversions from (and to) the
+/// lower crates' errors of the same name (a row's `[shm redis]`), and
+/// [`STATUSES`](crate::error::STATUSES) (every C status, with its C
+/// documentation, for `volt-sem-ffi`'s generated `volt_status` enum).
 macro_rules! error_table {
     (
         statuses {
@@ -22,6 +23,7 @@ macro_rules! error_table {
                     $( {
                         $( $(#[doc = $fdoc:literal])* $fname:ident : $fty:ty ),* $(,)?
                     } )?
+                [ $( $also:ident )* ]
                 => $code:literal, $class:ident, $msg:tt,
                     $(#[doc = $cdoc:literal])*
                     $cname:ident = $cnum:literal;
@@ -96,6 +98,65 @@ macro_rules! error_table {
             }
         }
 
+        /// The variant of the same name (every shm error has one).
+        impl From<ShmError> for Error {
+            fn from(e: ShmError) -> Self {
+                $(
+                    error_table!(@if shm [$($also)*]
+                        let e = match e {
+                            ShmError::$name $( ($tbind) )? $( { $($fname),* } )?
+                                => return Error::$name $( ($tbind) )? $( { $($fname),* } )?,
+                            e => e,
+                        };
+                    );
+                )*
+                // The shm error is non_exhaustive: a later variant is reported
+                // as an OS-level failure with no errno rather than lost.
+                let _ = e;
+                Error::Os(0)
+            }
+        }
+
+        /// The shm crate's error of the same meaning (for its messages); `Err`
+        /// for the variants it does not have ([`Error::Overflow`], which only a
+        /// local semaphore raises, and the Redis-only ones).
+        impl TryFrom<Error> for ShmError {
+            type Error = ();
+
+            fn try_from(e: Error) -> Result<Self, ()> {
+                $(
+                    error_table!(@if shm [$($also)*]
+                        let e = match e {
+                            Error::$name $( ($tbind) )? $( { $($fname),* } )?
+                                => return Ok(ShmError::$name $( ($tbind) )? $( { $($fname),* } )?),
+                            e => e,
+                        };
+                    );
+                )*
+                let _ = e;
+                Err(())
+            }
+        }
+
+        /// The variant of the same name (every Redis error has one).
+        #[cfg(feature = "redis")]
+        impl From<volt_sem_redis::Error> for Error {
+            fn from(e: volt_sem_redis::Error) -> Self {
+                $(
+                    error_table!(@if redis [$($also)*]
+                        let e = match e {
+                            volt_sem_redis::Error::$name $( ($tbind) )? $( { $($fname),* } )?
+                                => return Error::$name $( ($tbind) )? $( { $($fname),* } )?,
+                            e => e,
+                        };
+                    );
+                )*
+                // The Redis error is non_exhaustive: a later variant keeps its
+                // message as a protocol-level failure rather than being lost.
+                Error::Protocol(e.to_string())
+            }
+        }
+
         /// Every C status, by number (the non-error ones first, then one row per
         /// error, in table order; errors sharing a status repeat it with no
         /// documentation). `volt-sem-ffi` generates its `volt_status` enum from
@@ -106,6 +167,13 @@ macro_rules! error_table {
             $( Status { number: $cnum, name: stringify!($cname), doc: &[$($cdoc),*], error: Some(stringify!($name)) }, )*
         ];
     };
+    // `$then` when the row's `[...]` names the crate.
+    (@if shm [shm $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    (@if redis [redis $($rest:ident)*] $($then:tt)*) => { $($then)* };
+    (@if $crate_:ident [$other:ident $($rest:ident)*] $($then:tt)*) => {
+        error_table!(@if $crate_ [$($rest)*] $($then)*)
+    };
+    (@if $crate_:ident [] $($then:tt)*) => {};
     // The message of an error that reads as the shm crate's own.
     (@display $self:ident, $f:ident, shm) => {
         shm_display($self, $f)
