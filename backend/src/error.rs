@@ -2,32 +2,8 @@
 //! act on, whichever backend raised it; [`Error::code`] gives it a stable
 //! name, [`Error::status`] and [`Error::status_name`] its C status, and
 //! [`Error::class`] the kind of failure the Python exception and the Node
-//! error are chosen by.
-//!
-//! # Adding an error
-//!
-//! Everything about an error is one row of the `error_table!` below, and
-//! nothing else needs to change for it to reach every language:
-//!
-//! 1. Add the row: its Rust documentation, the variant (a tuple variant names
-//!    its one field, `Tls(detail: String)`; a struct variant documents its
-//!    fields), the lower crates whose error of the same name (and fields)
-//!    converts into it (`[shm redis]`, `[]` for none), then
-//!    `=> "CODE", Class, "message",` — the stable code, its [`ErrorClass`]
-//!    (the bindings raise the class's exception: pick the closest, or add a
-//!    class and map it in both bindings), its message (a format string that
-//!    may name the fields; `shm` to read as the `volt_sem_shm::Error` of the
-//!    same name) — and its C status: its C documentation and
-//!    `VOLT_NAME = number;`, a new number after the last one (the numbers are
-//!    ABI: never renumber one; errors may share a status, repeating it
-//!    without documentation).
-//! 2. Regenerate the C side: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi
-//!    --test status` rewrites `ffi-c/src/status_codes.rs`, then the same with
-//!    `--test header` rewrites `include/volt_sem.h` (both tests fail while
-//!    their file is stale).
-//! 3. Add it to `every_error()` in `backend/tests/error_table.rs`, and
-//!    document the new code where users read it (the bindings' READMEs and
-//!    `.pyi`/`.d.ts` when it gets its own exception or `code`).
+//! error are chosen by. All of it comes from the table below, whose
+//! documentation (that of [`Error`]) says how to add an error.
 
 use core::fmt;
 
@@ -113,6 +89,39 @@ const URL_FORM: &str = "redis://[user:password@]host[:port][/db]";
 // bad arguments and panics the C layer finds itself) are listed first so that
 // the C enum is generated whole from here; an error may share one of them.
 error_table! {
+    /// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
+    ///
+    /// The first group can come from any backend; the next only from a named
+    /// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
+    /// the same name; the last only from the Redis backend (the `redis` feature),
+    /// meaning the same as the `volt_sem_redis::Error` variant of the same name.
+    /// No variant ever carries a password.
+    ///
+    /// # Adding an error
+    ///
+    /// Everything about an error is one row of this table (the invocation of
+    /// `error_table!` in `backend/src/error.rs`), and nothing else needs to
+    /// change for it to reach every language:
+    ///
+    /// 1. Add the row: its Rust documentation, the variant (a tuple variant names
+    ///    its one field, `Tls(detail: String)`; a struct variant documents its
+    ///    fields), the lower crates whose error of the same name (and fields)
+    ///    converts into it (`[shm redis]`, `[]` for none), then
+    ///    `=> "CODE", Class, "message",` — the stable code, its [`ErrorClass`]
+    ///    (the bindings raise the class's exception: pick the closest, or add a
+    ///    class and map it in both bindings), its message (a format string that
+    ///    may name the fields; `shm` to read as the `volt_sem_shm::Error` of the
+    ///    same name) — and its C status: its C documentation and
+    ///    `VOLT_NAME = number;`, a new number after the last one (the numbers are
+    ///    ABI: never renumber one; errors may share a status, repeating it
+    ///    without documentation).
+    /// 2. Regenerate the C side: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi
+    ///    --test status` rewrites `ffi-c/src/status_codes.rs`, then the same with
+    ///    `--test header` rewrites `include/volt_sem.h` (both tests fail while
+    ///    their file is stale).
+    /// 3. Add it to `every_error()` in `backend/tests/error_table.rs`, and
+    ///    document the new code where users read it (the bindings' READMEs and
+    ///    `.pyi`/`.d.ts` when it gets its own exception or `code`).
     statuses {
         /// Success; for an acquire: the permits were taken (READY); for
         /// `volt_sem_cancel`/`volt_waiter_status`: the full grant arrived and the

@@ -9,6 +9,7 @@
 /// documentation, for `volt-sem-ffi`'s generated `volt_status` enum).
 macro_rules! error_table {
     (
+        $(#[doc = $edoc:literal])*
         statuses {
             $(
                 $(#[doc = $sdoc:literal])*
@@ -30,13 +31,7 @@ macro_rules! error_table {
             )*
         }
     ) => {
-        /// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
-        ///
-        /// The first group can come from any backend; the next only from a named
-        /// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
-        /// the same name; the last only from the Redis backend (the `redis` feature),
-        /// meaning the same as the `volt_sem_redis::Error` variant of the same name.
-        /// No variant ever carries a password.
+        $(#[doc = $edoc])*
         #[non_exhaustive]
         #[derive(Debug, Clone, PartialEq, Eq, Hash)]
         pub enum Error {
