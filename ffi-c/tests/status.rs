@@ -8,6 +8,8 @@
 //! Regenerate with: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test status`
 //! (then the header: `--test header`).
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::path::Path;
@@ -156,15 +158,6 @@ fn released_statuses_keep_their_numbers_and_names() {
 
 #[test]
 fn status_codes_are_fresh() {
-    let generated = generate();
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/status_codes.rs");
-    if std::env::var_os("VOLT_SEM_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let current = std::fs::read_to_string(&path).unwrap_or_default();
-    assert!(
-        current == generated,
-        "ffi-c/src/status_codes.rs is stale; regenerate it with: {REGENERATE}"
-    );
+    common::check_or_bless(&path, generate().as_bytes(), REGENERATE);
 }
