@@ -1,181 +1,81 @@
 //! One error type for every backend. Each variant names a cause a caller can
 //! act on, whichever backend raised it; [`Error::code`] gives it a stable
-//! name, the one the C status, the Python exception and the Node `code` are
-//! derived from.
+//! name, [`Error::status`] and [`Error::status_name`] its C status, and
+//! [`Error::class`] the kind of failure the Python exception and the Node
+//! error are chosen by. All of it comes from the table below, whose
+//! documentation (that of [`Error`]) says how to add an error.
 
 use core::fmt;
 
 use volt_sem::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
 use volt_sem_shm::Error as ShmError;
 
-/// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
-///
-/// The first group can come from any backend; the next only from a named
-/// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
-/// the same name; the last only from the Redis backend (the `redis` feature),
-/// meaning the same as the `volt_sem_redis::Error` variant of the same name.
-/// No variant ever carries a password.
+#[macro_use]
+mod table;
+
+/// What kind of failure an [`Error`] is: the bindings raise one exception
+/// class (Python) or error type and `code` (Node) per class, refined by the
+/// error's [`code`](Error::code) where a binding has a class of its own for
+/// it (Python's `QueueFullError`, ...).
 #[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Error {
-    /// The semaphore was closed (by any process, for a shared one).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorClass {
+    /// The semaphore (or the handle) is closed. Python `ClosedError`.
     Closed,
-    /// `try_acquire`: not enough permits now, or earlier requests are queued.
-    NoPermits,
-    /// A request above the largest possible grant: above
-    /// [`volt_sem::Semaphore::MAX_PERMITS`] for a local semaphore, above its
-    /// total for a shared one (it could never be granted).
-    TooManyPermits,
-    /// The timeout elapsed first; any partial grant was handed on.
-    TimedOut,
-    /// A local `release` would raise the available permits above
-    /// `MAX_PERMITS`; `unreleased` of them were not released (all of them but
-    /// in one rare race, see [`ReleaseError::unreleased`]).
-    Overflow {
-        /// Permits the caller still holds.
-        unreleased: usize,
-    },
-    /// The name is empty, contains `/` or NUL, or is too long.
-    InvalidName,
-    /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
-    InvalidPermits,
-    /// Attach-only `open`: no semaphore has this name (also `unlink` of a name
-    /// that does not exist).
+    /// `try_acquire` found too few permits. Python `RuntimeError`.
+    WouldBlock,
+    /// A timeout elapsed. Python `TimeoutError`.
+    Timeout,
+    /// A count out of range (a request, a total, a release). Python
+    /// `ValueError`/`OverflowError`, Node `RangeError` `ERR_OUT_OF_RANGE`.
+    Count,
+    /// A bad argument (a name, a URL, a prefix). Python `ValueError` (or its
+    /// subclass named by the code), Node `ERR_VOLT_*`.
+    Value,
+    /// An option out of range. Python `ValueError`, Node `RangeError`
+    /// `ERR_VOLT_INVALID_OPTION`.
+    Option,
+    /// Nothing under that name. Python `FileNotFoundError`.
     NotFound,
-    /// Create-only `open`: a semaphore with this name exists.
-    AlreadyExists,
-    /// The OS refused access to the segment (its mode or owner).
-    PermissionDenied,
-    /// The name exists with another total; nothing was changed.
-    TotalMismatch {
-        /// The total the existing semaphore was created with.
-        existing: u64,
-    },
-    /// The segment was made by another layout version.
-    VersionMismatch {
-        /// The version found in the segment.
-        found: u32,
-    },
-    /// The file under the name is not a volt-sem segment.
-    NotASegment,
-    /// Every process record of the segment is taken.
-    ProcessTableFull,
-    /// Every waiter slot of the segment is taken; the request was not queued.
-    QueueFull,
-    /// A shared `release(n)` above what this process holds; nothing was released.
-    NotHeld {
-        /// What this process holds.
-        held: u64,
-    },
-    /// The shared segment is corrupt: a value the library never writes
-    /// (another process with write access scribbled on it), or its lock is
-    /// not recoverable.
-    Corrupt,
-    /// A blocking acquire on the thread that runs a shared semaphore's wake
-    /// callbacks, where it would wait for itself.
-    InCallback,
-    /// A shared handle opened before `fork()`, used in the child: open the name
-    /// again there.
-    Forked,
-    /// Named shared semaphores are not available on this platform.
+    /// Something under that name already. Python `FileExistsError`.
+    Exists,
+    /// The OS refused access. Python `PermissionError`.
+    Permission,
+    /// A failure of a semaphore shared by processes. Python `SharedError`
+    /// (the subclass named by the code).
+    Shared,
+    /// A call made where it cannot work (inside a wake callback). Python
+    /// `RuntimeError`.
+    Usage,
+    /// Not available on this platform or backend. Python
+    /// `NotImplementedError`.
     Unsupported,
-    /// Another OS error (an `errno` value).
-    Os(i32),
-    /// Redis: the URL is malformed or of an unsupported scheme; the text
-    /// says why (never the URL itself) and shows the expected form.
-    InvalidUrl(&'static str),
-    /// Redis: the key prefix is empty, too long, or contains `{` or `}`.
-    InvalidPrefix,
-    /// Redis: an option is out of range (the text says which).
-    InvalidOption(&'static str),
-    /// Redis refused the credentials (wrong user or password).
-    Auth,
-    /// Redis (its ACL) refuses a command the backend needs; the text names
-    /// it.
-    NoPermission(String),
-    /// Redis: `delete` of a semaphore with live sessions (clients that hold,
-    /// wait or are connected); nothing was deleted.
-    InUse {
-        /// How many sessions are live.
-        sessions: u64,
-    },
-    /// Redis is a read-only replica (`READONLY`): the URL names a replica,
-    /// or a failover demoted the server (through Sentinels the master is
-    /// found again instead).
-    ReadOnly(String),
-    /// Redis could not be reached or the connection failed (how, without the
-    /// password).
-    Connection(String),
-    /// Redis answered with an error (its text, without the password).
-    Redis(String),
-    /// A reply the scripts never produce (a bug, or a foreign key in the
-    /// semaphore's key space).
-    Protocol(String),
-    /// This client's session lease expired (a pause, a partition, Redis out of
-    /// reach for longer than the lease): its permits went back to the pool and
-    /// its queued requests were removed; a release of such permits reports
-    /// this and releases nothing.
-    LeaseExpired,
-    /// Redis lost the semaphore's state (restarted empty, flushed, or the keys
-    /// deleted): the handle refuses to go on rather than over-grant. Connect
-    /// again to start afresh.
-    StateLost,
-    /// Redis: the TLS handshake failed (an untrusted certificate, a TLS URL
-    /// to a plain port, unreadable certificate files; the text says which).
-    Tls(String),
-    /// Redis: fewer replicas than `min_replicas_acked` acknowledged a write;
-    /// the session was given up, so what it held went back.
-    NotReplicated {
-        /// Replicas that acknowledged.
-        acked: u64,
-        /// Replicas asked for.
-        wanted: u64,
-    },
+    /// Another OS error. Python `OSError`.
+    Os,
+    /// Redis could not be reached or refused the connection. Python
+    /// `RedisConnectionError` (or its subclass of that code).
+    Connection,
+    /// The session lost its permits or its state. Python `RedisError`'s
+    /// subclass of that code.
+    Lease,
+    /// Redis refused or failed a command. Python `RedisCommandError` (or the
+    /// `RedisError` subclass of that code).
+    Redis,
 }
 
-impl Error {
-    /// A stable, upper-case name for the error (`"CLOSED"`,
-    /// `"TOTAL_MISMATCH"`, ...), for bindings that expose a code rather than a
-    /// type (Node's `err.code`, logs).
-    pub fn code(&self) -> &'static str {
-        match self {
-            Error::Closed => "CLOSED",
-            Error::NoPermits => "NO_PERMITS",
-            Error::TooManyPermits => "TOO_MANY_PERMITS",
-            Error::TimedOut => "TIMED_OUT",
-            Error::Overflow { .. } => "OVERFLOW",
-            Error::InvalidName => "INVALID_NAME",
-            Error::InvalidPermits => "INVALID_PERMITS",
-            Error::NotFound => "NOT_FOUND",
-            Error::AlreadyExists => "ALREADY_EXISTS",
-            Error::PermissionDenied => "PERMISSION_DENIED",
-            Error::TotalMismatch { .. } => "TOTAL_MISMATCH",
-            Error::VersionMismatch { .. } => "VERSION_MISMATCH",
-            Error::NotASegment => "NOT_A_SEGMENT",
-            Error::ProcessTableFull => "PROCESS_TABLE_FULL",
-            Error::QueueFull => "QUEUE_FULL",
-            Error::NotHeld { .. } => "NOT_HELD",
-            Error::Corrupt => "CORRUPT",
-            Error::InCallback => "IN_CALLBACK",
-            Error::Forked => "FORKED",
-            Error::Unsupported => "UNSUPPORTED",
-            Error::Os(_) => "OS_ERROR",
-            Error::InvalidUrl(_) => "INVALID_URL",
-            Error::InvalidPrefix => "INVALID_PREFIX",
-            Error::InvalidOption(_) => "INVALID_OPTION",
-            Error::Auth => "AUTH_FAILED",
-            Error::NoPermission(_) => "NO_PERMISSION",
-            Error::ReadOnly(_) => "READ_ONLY",
-            Error::InUse { .. } => "IN_USE",
-            Error::Connection(_) => "CONNECTION_FAILED",
-            Error::Redis(_) => "REDIS_ERROR",
-            Error::Protocol(_) => "PROTOCOL_ERROR",
-            Error::LeaseExpired => "LEASE_EXPIRED",
-            Error::StateLost => "STATE_LOST",
-            Error::Tls(_) => "TLS_FAILED",
-            Error::NotReplicated { .. } => "NOT_REPLICATED",
-        }
-    }
+/// One C status: its number, name and documentation, and the error variant it
+/// is the status of (`None` for the statuses that are not errors).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub struct Status {
+    /// The `volt_status` value.
+    pub number: i32,
+    /// `VOLT_...`.
+    pub name: &'static str,
+    /// Its C documentation, one line per element.
+    pub doc: &'static [&'static str],
+    /// The [`Error`] variant of this row.
+    pub error: Option<&'static str>,
 }
 
 /// The URL forms an [`Error::InvalidUrl`] message shows (only the Redis
@@ -185,140 +85,301 @@ use volt_sem_redis::URL_FORM;
 #[cfg(not(feature = "redis"))]
 const URL_FORM: &str = "redis://[user:password@]host[:port][/db]";
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Closed => f.write_str("semaphore closed"),
-            Error::NoPermits => f.write_str("no permits available"),
-            Error::TooManyPermits => f.write_str("requested more permits than can ever be granted"),
-            Error::TimedOut => f.write_str("timed out waiting for permits"),
-            Error::Overflow { unreleased } => write!(
-                f,
-                "release would raise the available permits above the maximum ({unreleased} not released)"
-            ),
-            Error::InvalidUrl(why) => write!(f, "invalid Redis URL ({why}); expected {URL_FORM}"),
-            Error::InvalidPrefix => {
-                f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
-            }
-            Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
-            Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
-            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
-            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
-            Error::InUse { sessions } => write!(
-                f,
-                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
-            ),
-            Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
-            Error::Redis(d) => write!(f, "Redis error: {d}"),
-            Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
-            Error::LeaseExpired => f.write_str(
-                "this client's session lease expired: its permits and queued requests were reclaimed",
-            ),
-            Error::StateLost => f.write_str(
-                "Redis lost the semaphore's state (restarted empty or flushed); connect again",
-            ),
-            Error::Tls(d) => write!(f, "TLS failed: {d}"),
-            Error::NotReplicated { acked, wanted } => write!(
-                f,
-                "only {acked} of {wanted} replicas acknowledged the write in time; the session was given up"
-            ),
-            // Both shared backends make these two; their units differ.
-            Error::NotHeld { held } => write!(
-                f,
-                "released more permits than held ({held}; a named semaphore counts this \
-                 process's, a Redis one this handle's); nothing was released"
-            ),
-            Error::Forked => f.write_str(
-                "a handle opened before fork() was used in the child: open the named \
-                 semaphore, or connect to Redis, again in the child",
-            ),
-            // Every other shared-only variant reads as the shm crate's own message.
-            e => match ShmError::try_from(e.clone()) {
-                Ok(shm) => fmt::Display::fmt(&shm, f),
-                Err(()) => f.write_str(e.code()),
-            },
-        }
+// The table. The statuses that are not errors (success, the waiter's states,
+// bad arguments and panics the C layer finds itself) are listed first so that
+// the C enum is generated whole from here; an error may share one of them.
+error_table! {
+    /// Why an operation on a [`Semaphore`](crate::Semaphore) failed.
+    ///
+    /// The first group can come from any backend; the next only from a named
+    /// (shared) one, and mean the same as the [`volt_sem_shm::Error`] variant of
+    /// the same name; the last only from the Redis backend (the `redis` feature),
+    /// meaning the same as the `volt_sem_redis::Error` variant of the same name.
+    /// No variant ever carries a password.
+    ///
+    /// # Adding an error
+    ///
+    /// Everything about an error is one row of this table (the invocation of
+    /// `error_table!` in `backend/src/error.rs`), and nothing else needs to
+    /// change for it to reach every language:
+    ///
+    /// 1. Add the row: its Rust documentation, the variant (a tuple variant names
+    ///    its one field, `Tls(detail: String)`; a struct variant documents its
+    ///    fields), the lower crates whose error of the same name (and fields)
+    ///    converts into it (`[shm redis]`, `[]` for none), then
+    ///    `=> "CODE", Class, "message",` — the stable code, its [`ErrorClass`]
+    ///    (the bindings raise the class's exception: pick the closest, or add a
+    ///    class and map it in both bindings), its message (a format string that
+    ///    may name the fields; `shm` to read as the `volt_sem_shm::Error` of the
+    ///    same name) — and its C status: its C documentation and
+    ///    `VOLT_NAME = number;`, a new number after the last one (the numbers are
+    ///    ABI: never renumber one; errors may share a status, repeating it
+    ///    without documentation).
+    /// 2. Regenerate the C side: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi
+    ///    --test status` rewrites `ffi-c/src/status_codes.rs`, then the same with
+    ///    `--test header` rewrites `include/volt_sem.h` (both tests fail while
+    ///    their file is stale).
+    /// 3. Add it to `every_error()` in `backend/tests/error_table.rs`, and
+    ///    document the new code where users read it (the bindings' READMEs and
+    ///    `.pyi`/`.d.ts` when it gets its own exception or `code`).
+    statuses {
+        /// Success; for an acquire: the permits were taken (READY); for
+        /// `volt_sem_cancel`/`volt_waiter_status`: the full grant arrived and the
+        /// caller owns the requested permits.
+        VOLT_OK = 0;
+        /// The waiter was queued; its wake callback will be called once.
+        VOLT_PENDING = 1;
+        /// `volt_sem_cancel` removed a queued waiter before its grant was complete;
+        /// the partial grant (possibly 0) was handed on to the next waiters.
+        VOLT_CANCELLED = 5;
+        /// The waiter is not queued and holds no outcome: never used, its acquire
+        /// returned at once, or its outcome was already collected.
+        VOLT_IDLE = 6;
+        /// A NULL pointer, `n == 0`, `n > volt_max_permits()`, an uninitialised or
+        /// misaligned waiter, a waiter that is still busy, or a waiter cancelled on a
+        /// semaphore it is not queued on. Nothing was changed.
+        VOLT_INVALID_ARGUMENT = 7;
+        /// An internal error (a Rust panic) was caught at the boundary.
+        VOLT_PANIC = 9;
+    }
+    errors {
+        /// The semaphore was closed (by any process, for a shared one).
+        Closed [shm redis] => "CLOSED", Closed, "semaphore closed",
+            /// The semaphore is closed (or was closed while the waiter was queued; the
+            /// waiter holds no permits).
+            VOLT_CLOSED = 3;
+        /// `try_acquire`: not enough permits now, or earlier requests are queued.
+        NoPermits [shm redis] => "NO_PERMITS", WouldBlock, "no permits available",
+            /// Not enough permits right now (or earlier requests are queued).
+            VOLT_WOULD_BLOCK = 2;
+        /// A request above the largest possible grant: above
+        /// [`volt_sem::Semaphore::MAX_PERMITS`] for a local semaphore, above its
+        /// total for a shared one (it could never be granted).
+        TooManyPermits [shm redis] => "TOO_MANY_PERMITS", Count, "requested more permits than can ever be granted",
+            VOLT_INVALID_ARGUMENT = 7;
+        /// The timeout elapsed first; any partial grant was handed on.
+        TimedOut [shm redis] => "TIMED_OUT", Timeout, "timed out waiting for permits",
+            /// `volt_sem_acquire_blocking` gave up; any partial grant was handed on.
+            VOLT_TIMED_OUT = 4;
+        /// A local `release` would raise the available permits above
+        /// `MAX_PERMITS`; `unreleased` of them were not released (all of them but
+        /// in one rare race, see [`ReleaseError::unreleased`]).
+        Overflow {
+            /// Permits the caller still holds.
+            unreleased: usize,
+        } [] => "OVERFLOW", Count, "release would raise the available permits above the maximum ({unreleased} not released)",
+            /// A release would raise the available permits above `volt_max_permits()`.
+            /// Nothing was released.
+            VOLT_OVERFLOW = 8;
+        /// The name is empty, contains `/` or NUL, or is too long.
+        InvalidName [shm redis] => "INVALID_NAME", Value, shm,
+            /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
+            /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
+            VOLT_INVALID_NAME = 10;
+        /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
+        InvalidPermits [shm redis] => "INVALID_PERMITS", Count, shm,
+            VOLT_INVALID_ARGUMENT = 7;
+        /// Attach-only `open`: no semaphore has this name (also `unlink` of a name
+        /// that does not exist).
+        NotFound [shm redis] => "NOT_FOUND", NotFound, shm,
+            /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
+            /// no Redis semaphore (`volt_sem_delete`).
+            VOLT_NOT_FOUND = 11;
+        /// Create-only `open`: a semaphore with this name exists.
+        AlreadyExists [shm] => "ALREADY_EXISTS", Exists, shm,
+            /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
+            VOLT_EXISTS = 12;
+        /// The OS refused access to the segment (its mode or owner).
+        PermissionDenied [shm] => "PERMISSION_DENIED", Permission, shm,
+            /// The OS refused access to the shared segment (its mode), or another
+            /// user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
+            VOLT_PERMISSION = 13;
+        /// The name exists with another total; nothing was changed.
+        TotalMismatch {
+            /// The total the existing semaphore was created with.
+            existing: u64,
+        } [shm redis] => "TOTAL_MISMATCH", Shared, shm,
+            /// The name exists with another total of permits; nothing was changed.
+            VOLT_MISMATCH = 14;
+        /// The segment was made by another layout version.
+        VersionMismatch {
+            /// The version found in the segment.
+            found: u32,
+        } [shm] => "VERSION_MISMATCH", Shared, shm,
+            /// The segment was made by another layout version of the library.
+            VOLT_VERSION_MISMATCH = 15;
+        /// The file under the name is not a volt-sem segment.
+        NotASegment [shm] => "NOT_A_SEGMENT", Shared, shm,
+            /// The file under the name is not a volt-sem segment (foreign or
+            /// truncated, or a directory).
+            VOLT_NOT_A_SEGMENT = 16;
+        /// Every process record of the segment is taken.
+        ProcessTableFull [shm] => "PROCESS_TABLE_FULL", Shared, shm,
+            /// Every process record of the shared segment is taken.
+            VOLT_PROCESS_TABLE_FULL = 18;
+        /// Every waiter slot of the segment is taken; the request was not queued.
+        QueueFull [shm] => "QUEUE_FULL", Shared, shm,
+            /// Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
+            /// requests queued across all processes); the request was not queued.
+            VOLT_QUEUE_FULL = 17;
+        /// A shared `release(n)` above what this process holds; nothing was released.
+        NotHeld {
+            /// What this process holds.
+            held: u64,
+        } [shm redis] => "NOT_HELD", Shared, "released more permits than held ({held}; a named semaphore counts this \
+             process's, a Redis one this handle's); nothing was released",
+            /// A shared semaphore's release of more permits than this process holds;
+            /// nothing was released.
+            VOLT_NOT_HELD = 19;
+        /// The shared segment is corrupt: a value the library never writes
+        /// (another process with write access scribbled on it), or its lock is
+        /// not recoverable.
+        Corrupt [shm] => "CORRUPT", Shared, shm,
+            /// The shared segment is corrupt: it holds a value the library never
+            /// writes (another process with write access scribbled on it; the call
+            /// stopped short of it), or its lock is not recoverable.
+            VOLT_CORRUPT = 23;
+        /// A blocking acquire on the thread that runs a shared semaphore's wake
+        /// callbacks, where it would wait for itself.
+        InCallback [shm redis] => "IN_CALLBACK", Usage, shm,
+            /// A blocking acquire of a shared semaphore inside one of its wake
+            /// callbacks (which run on the process's doorbell thread of that name,
+            /// where it would wait for itself).
+            VOLT_IN_CALLBACK = 20;
+        /// A shared handle opened before `fork()`, used in the child: open the name
+        /// again there.
+        Forked [shm redis] => "FORKED", Shared, "a handle opened before fork() was used in the child: open the named \
+             semaphore, or connect to Redis, again in the child",
+            /// A shared handle opened (or a Redis handle connected) before `fork()`,
+            /// used in the child: open the name (connect) again in the child.
+            VOLT_FORKED = 21;
+        /// Named shared semaphores are not available on this platform.
+        Unsupported [shm] => "UNSUPPORTED", Unsupported, shm,
+            /// Named shared semaphores are not supported on this platform (Linux
+            /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
+            /// on a local or shared semaphore.
+            VOLT_UNSUPPORTED = 22;
+        /// Another OS error (an `errno` value).
+        Os(errno: i32) [shm] => "OS_ERROR", Os, shm,
+            /// Another OS error from the shared segment (`errno` is not preserved).
+            VOLT_OS_ERROR = 24;
+        /// Redis: the URL is malformed or of an unsupported scheme; the text
+        /// says why (never the URL itself) and shows the expected form.
+        InvalidUrl(why: &'static str) [redis] => "INVALID_URL", Value, "invalid Redis URL ({why}); expected {URL_FORM}",
+            /// `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
+            /// not UTF-8. Nothing was contacted.
+            VOLT_INVALID_URL = 25;
+        /// Redis: the key prefix is empty, too long, or contains `{` or `}`.
+        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{' or '}}')",
+            /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
+            /// contains '{' or '}', or is not UTF-8.
+            VOLT_INVALID_PREFIX = 26;
+        /// Redis: an option is out of range (the text says which).
+        InvalidOption(what: &'static str) [redis] => "INVALID_OPTION", Option, "invalid option: {what}",
+            /// `volt_sem_connect`: an option is out of range (a lease below 300 ms),
+            /// an unknown flag bit, or a non-zero option this library does not know
+            /// (a `volt_connect_options` from a newer header; see there).
+            VOLT_INVALID_OPTION = 27;
+        /// Redis refused the credentials (wrong user or password).
+        Auth [redis] => "AUTH_FAILED", Connection, "Redis refused the credentials (wrong user or password)",
+            /// Redis refused the credentials of the URL (wrong user or password).
+            VOLT_AUTH_FAILED = 28;
+        /// Redis (its ACL) refuses a command the backend needs; the text names
+        /// it.
+        NoPermission(command: String) [redis] => "NO_PERMISSION", Redis, "Redis refused a command (ACL): {command}",
+            /// Redis (its ACL) refuses this user a command the library needs:
+            /// `volt_sem_connect` checks the ones it sends itself (`EVALSHA`,
+            /// `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT` with
+            /// `min_replicas_acked`), and a command refused inside a script is
+            /// reported the same way; `volt_last_error_message` names the command.
+            VOLT_NO_PERMISSION = 36;
+        /// Redis: `delete` of a semaphore with live sessions (clients that hold,
+        /// wait or are connected); nothing was deleted.
+        InUse {
+            /// How many sessions are live.
+            sessions: u64,
+        } [redis] => "IN_USE", Redis, "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted",
+            /// `volt_sem_delete`: the Redis semaphore has live sessions (clients that
+            /// hold permits, wait, or are connected); nothing was deleted.
+            VOLT_IN_USE = 38;
+        /// Redis is a read-only replica (`READONLY`): the URL names a replica,
+        /// or a failover demoted the server (through Sentinels the master is
+        /// found again instead).
+        ReadOnly(detail: String) [redis] => "READ_ONLY", Redis, "Redis is a read-only replica: {detail}",
+            /// Redis is a read-only replica (`READONLY`): the URL names a replica, or
+            /// a failover demoted the server. Through Sentinels the master is found
+            /// again instead (the connection is replaced).
+            VOLT_READ_ONLY = 37;
+        /// Redis could not be reached or the connection failed (how, without the
+        /// password).
+        Connection(detail: String) [redis] => "CONNECTION_FAILED", Connection, "Redis connection failed: {detail}",
+            /// Redis could not be reached within the connect timeout, or the
+            /// connection failed (or a command took longer than the command timeout).
+            VOLT_CONNECTION_FAILED = 29;
+        /// Redis answered with an error (its text, without the password).
+        Redis(detail: String) [redis] => "REDIS_ERROR", Redis, "Redis error: {detail}",
+            /// Redis answered a command with an error (e.g. out of memory, a script
+            /// error; a replica is `VOLT_READ_ONLY`, an ACL refusal
+            /// `VOLT_NO_PERMISSION`).
+            VOLT_REDIS_ERROR = 30;
+        /// A reply the scripts never produce (a bug, or a foreign key in the
+        /// semaphore's key space).
+        Protocol(detail: String) [redis] => "PROTOCOL_ERROR", Redis, "unexpected reply from Redis: {detail}",
+            /// Redis answered with a reply the library never expects (a foreign key
+            /// in the semaphore's key space, or a bug).
+            VOLT_PROTOCOL_ERROR = 31;
+        /// This client's session lease expired (a pause, a partition, Redis out of
+        /// reach for longer than the lease): its permits went back to the pool and
+        /// its queued requests were removed; a release of such permits reports
+        /// this and releases nothing.
+        LeaseExpired [redis] => "LEASE_EXPIRED", Lease, "this client's session lease expired: its permits and queued requests were reclaimed",
+            /// This handle's session lease expired (the process was paused, Redis was
+            /// out of reach, a partition) for longer than the lease: the permits it
+            /// held went back to the pool and its queued requests were removed.
+            /// Waiters fail with it; `volt_sem_release` of such permits returns it
+            /// and releases nothing (they were already reclaimed). The handle goes on
+            /// with a new session at its next acquire.
+            VOLT_LEASE_EXPIRED = 32;
+        /// Redis lost the semaphore's state (restarted empty, flushed, or the keys
+        /// deleted): the handle refuses to go on rather than over-grant. Connect
+        /// again to start afresh.
+        StateLost [redis] => "STATE_LOST", Lease, "Redis lost the semaphore's state (restarted empty or flushed); connect again",
+            /// Redis lost the semaphore's state (restarted without persistence,
+            /// flushed, or its keys deleted): the handle fails its holders and
+            /// waiters and refuses every later call rather than over-grant. Free it
+            /// and connect again to start afresh.
+            VOLT_STATE_LOST = 33;
+        /// Redis: the TLS handshake failed (an untrusted certificate, a TLS URL
+        /// to a plain port, unreadable certificate files; the text says which).
+        Tls(detail: String) [redis] => "TLS_FAILED", Connection, "TLS failed: {detail}",
+            /// Redis over TLS: the handshake failed (the server's certificate is not
+            /// trusted or not for this host, a `rediss://` URL to a plain port, an
+            /// unreadable certificate file); `volt_last_error_message` says which.
+            VOLT_TLS_FAILED = 34;
+        /// Redis: fewer replicas than `min_replicas_acked` acknowledged a write;
+        /// the session was given up, so what it held went back.
+        NotReplicated {
+            /// Replicas that acknowledged.
+            acked: u64,
+            /// Replicas asked for.
+            wanted: u64,
+        } [redis] => "NOT_REPLICATED", Redis, "only {acked} of {wanted} replicas acknowledged the write in time; the session was given up",
+            /// Redis with a minimum of replicas to acknowledge each write: fewer
+            /// acknowledged in time, so the session was given up (what it held went
+            /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
+            VOLT_NOT_REPLICATED = 35;
+    }
+}
+
+/// The message of an error that reads as the shm crate's error of the same name.
+fn shm_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match ShmError::try_from(e.clone()) {
+        Ok(shm) => fmt::Display::fmt(&shm, f),
+        Err(()) => f.write_str(e.code()),
     }
 }
 
 impl std::error::Error for Error {}
-
-impl From<ShmError> for Error {
-    fn from(e: ShmError) -> Self {
-        match e {
-            ShmError::InvalidName => Error::InvalidName,
-            ShmError::InvalidPermits => Error::InvalidPermits,
-            ShmError::NotFound => Error::NotFound,
-            ShmError::AlreadyExists => Error::AlreadyExists,
-            ShmError::PermissionDenied => Error::PermissionDenied,
-            ShmError::TotalMismatch { existing } => Error::TotalMismatch { existing },
-            ShmError::VersionMismatch { found } => Error::VersionMismatch { found },
-            ShmError::NotASegment => Error::NotASegment,
-            ShmError::ProcessTableFull => Error::ProcessTableFull,
-            ShmError::QueueFull => Error::QueueFull,
-            ShmError::Closed => Error::Closed,
-            ShmError::NoPermits => Error::NoPermits,
-            ShmError::TooManyPermits => Error::TooManyPermits,
-            ShmError::NotHeld { held } => Error::NotHeld { held },
-            ShmError::TimedOut => Error::TimedOut,
-            ShmError::Corrupt => Error::Corrupt,
-            ShmError::InCallback => Error::InCallback,
-            ShmError::Forked => Error::Forked,
-            ShmError::Unsupported => Error::Unsupported,
-            ShmError::Os(errno) => Error::Os(errno),
-            // The shm error is non_exhaustive: a later variant is reported as
-            // an OS-level failure with no errno rather than lost.
-            _ => Error::Os(0),
-        }
-    }
-}
-
-/// The shm crate's error of the same meaning (for its messages); `Err` for
-/// [`Error::Overflow`], which only a local semaphore raises, and for the
-/// Redis-only variants.
-impl TryFrom<Error> for ShmError {
-    type Error = ();
-
-    fn try_from(e: Error) -> Result<Self, ()> {
-        Ok(match e {
-            Error::Closed => ShmError::Closed,
-            Error::NoPermits => ShmError::NoPermits,
-            Error::TooManyPermits => ShmError::TooManyPermits,
-            Error::TimedOut => ShmError::TimedOut,
-            Error::Overflow { .. } => return Err(()),
-            Error::InvalidName => ShmError::InvalidName,
-            Error::InvalidPermits => ShmError::InvalidPermits,
-            Error::NotFound => ShmError::NotFound,
-            Error::AlreadyExists => ShmError::AlreadyExists,
-            Error::PermissionDenied => ShmError::PermissionDenied,
-            Error::TotalMismatch { existing } => ShmError::TotalMismatch { existing },
-            Error::VersionMismatch { found } => ShmError::VersionMismatch { found },
-            Error::NotASegment => ShmError::NotASegment,
-            Error::ProcessTableFull => ShmError::ProcessTableFull,
-            Error::QueueFull => ShmError::QueueFull,
-            Error::NotHeld { held } => ShmError::NotHeld { held },
-            Error::Corrupt => ShmError::Corrupt,
-            Error::InCallback => ShmError::InCallback,
-            Error::Forked => ShmError::Forked,
-            Error::Unsupported => ShmError::Unsupported,
-            Error::Os(errno) => ShmError::Os(errno),
-            Error::InvalidUrl(_)
-            | Error::InvalidPrefix
-            | Error::InvalidOption(_)
-            | Error::Auth
-            | Error::NoPermission(_)
-            | Error::ReadOnly(_)
-            | Error::InUse { .. }
-            | Error::Connection(_)
-            | Error::Redis(_)
-            | Error::Protocol(_)
-            | Error::LeaseExpired
-            | Error::StateLost
-            | Error::Tls(_)
-            | Error::NotReplicated { .. } => return Err(()),
-        })
-    }
-}
 
 impl From<TryAcquireError> for Error {
     fn from(e: TryAcquireError) -> Self {
@@ -354,43 +415,6 @@ impl From<ReleaseError> for Error {
     fn from(e: ReleaseError) -> Self {
         Error::Overflow {
             unreleased: e.unreleased(),
-        }
-    }
-}
-
-#[cfg(feature = "redis")]
-impl From<volt_sem_redis::Error> for Error {
-    fn from(e: volt_sem_redis::Error) -> Self {
-        use volt_sem_redis::Error as R;
-        match e {
-            R::InvalidUrl(why) => Error::InvalidUrl(why),
-            R::InvalidName => Error::InvalidName,
-            R::InvalidPrefix => Error::InvalidPrefix,
-            R::InvalidPermits => Error::InvalidPermits,
-            R::InvalidOption(what) => Error::InvalidOption(what),
-            R::Auth => Error::Auth,
-            R::NoPermission(d) => Error::NoPermission(d),
-            R::ReadOnly(d) => Error::ReadOnly(d),
-            R::NotFound => Error::NotFound,
-            R::InUse { sessions } => Error::InUse { sessions },
-            R::Connection(d) => Error::Connection(d),
-            R::Redis(d) => Error::Redis(d),
-            R::Protocol(d) => Error::Protocol(d),
-            R::TotalMismatch { existing } => Error::TotalMismatch { existing },
-            R::Closed => Error::Closed,
-            R::NoPermits => Error::NoPermits,
-            R::TooManyPermits => Error::TooManyPermits,
-            R::NotHeld { held } => Error::NotHeld { held },
-            R::TimedOut => Error::TimedOut,
-            R::LeaseExpired => Error::LeaseExpired,
-            R::StateLost => Error::StateLost,
-            R::InCallback => Error::InCallback,
-            R::Forked => Error::Forked,
-            R::Tls(d) => Error::Tls(d),
-            R::NotReplicated { acked, wanted } => Error::NotReplicated { acked, wanted },
-            // The Redis error is non_exhaustive: a later variant keeps its
-            // message as a protocol-level failure rather than being lost.
-            other => Error::Protocol(other.to_string()),
         }
     }
 }

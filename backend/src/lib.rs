@@ -86,8 +86,8 @@
 //! 1. Add a variant to [`Semaphore`] holding the backend's handle, a
 //!    constructor (`Semaphore::connect(url, name, permits, ConnectOptions)`), and a
 //!    [`Kind`] variant. Give every method its arm; an operation the backend
-//!    cannot do returns a typed [`Error`] (add a variant, with a
-//!    [`code`](Error::code)), never a panic.
+//!    cannot do returns a typed [`Error`] (a new one is a row of the error
+//!    table: see [*Adding an error*](Error#adding-an-error)), never a panic.
 //! 2. The backend's raw waiter goes into [`Waiter`] as one more field (mind
 //!    [`WAITER_MAX_SIZE`]: C's `volt_waiter` is fixed at 512 bytes, of which
 //!    the C library uses 48 for its own bookkeeping), plus a `kind` value;
@@ -112,7 +112,10 @@ mod outcome;
 mod semaphore;
 mod waiter;
 
-pub use error::Error;
+pub use error::{Error, ErrorClass};
+// For volt-sem-ffi's generated `volt_status` enum only.
+#[doc(hidden)]
+pub use error::{Status, STATUSES};
 pub use outcome::{Finish, Grant};
 #[cfg(feature = "redis")]
 pub use semaphore::delete_redis;

@@ -50,6 +50,7 @@ mod abandon;
 mod codes;
 mod delivery;
 mod env;
+mod error_code;
 mod exports;
 mod handle;
 mod named;

@@ -14,7 +14,8 @@
 //! # Errors
 //!
 //! Every failure the OS, another process or a file under `/dev/shm` can cause
-//! is thrown as an `Error` with a stable `code` (see [`code_of`]); counts out
+//! is thrown as an `Error` with a stable `code` (see
+//! [`code_of`](crate::error_code::code_of)); counts out
 //! of range are `RangeError`s (`ERR_OUT_OF_RANGE`) as for `new Semaphore`.
 
 use std::ffi::{CStr, CString};
@@ -26,6 +27,7 @@ use napi::sys;
 use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
 
 use crate::env::EnvCtx;
+use crate::error_code::code_of;
 use crate::handle::handle;
 use crate::raw::{args, count, double, null, throw_internal};
 use crate::registry::NEXT_SEM_ID;
@@ -37,35 +39,6 @@ const CREATE_ONLY: u32 = 1;
 const ATTACH_ONLY: u32 = 2;
 const ACCEPT_FOREIGN_OWNER: u32 = 4;
 
-/// The `code` of the JS error for `e`, and whether it is a `RangeError`.
-pub(crate) fn code_of(e: Error) -> (&'static CStr, bool) {
-    match e {
-        Error::InvalidName => (c"ERR_VOLT_INVALID_NAME", false),
-        Error::InvalidPermits | Error::TooManyPermits | Error::Overflow { .. } => {
-            (c"ERR_OUT_OF_RANGE", true)
-        }
-        Error::NotFound => (c"ERR_VOLT_NOT_FOUND", false),
-        Error::AlreadyExists => (c"ERR_VOLT_EXISTS", false),
-        Error::PermissionDenied => (c"ERR_VOLT_PERMISSION", false),
-        Error::TotalMismatch { .. } => (c"ERR_VOLT_MISMATCH", false),
-        Error::VersionMismatch { .. } => (c"ERR_VOLT_VERSION_MISMATCH", false),
-        Error::NotASegment => (c"ERR_VOLT_NOT_A_SEGMENT", false),
-        Error::ProcessTableFull => (c"ERR_VOLT_PROCESS_TABLE_FULL", false),
-        Error::QueueFull => (c"ERR_VOLT_QUEUE_FULL", false),
-        Error::Closed => (c"ERR_VOLT_CLOSED", false),
-        Error::NotHeld { .. } => (c"ERR_VOLT_NOT_HELD", false),
-        Error::Unsupported => (c"ERR_VOLT_UNSUPPORTED", false),
-        Error::Forked => (c"ERR_VOLT_FORKED", false),
-        Error::Corrupt => (c"ERR_VOLT_CORRUPT", false),
-        Error::InCallback => (c"ERR_VOLT_IN_CALLBACK", false),
-        // From `open`: the segment's locks stayed held too long.
-        Error::TimedOut => (c"ERR_VOLT_TIMED_OUT", false),
-        // NoPermits cannot come out of the calls this binding makes where it
-        // throws; Os and later variants.
-        _ => (c"ERR_VOLT_OS_ERROR", false),
-    }
-}
-
 fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
     // SAFETY: plain Node-API calls on the JS thread.
     unsafe { sys::napi_set_named_property(env, obj, name.as_ptr(), double(env, v)) };
@@ -73,7 +46,7 @@ fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
 
 /// Throws the JS error of `e` (with `what` in its message) and returns null.
 pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
-    let (code, range) = code_of(e.clone());
+    let (code, range) = code_of(&e);
     let msg = format!("volt-sem: {what}: {e}").replace('\0', " ");
     let mut js_code = ptr::null_mut();
     let mut js_msg = ptr::null_mut();
@@ -81,7 +54,7 @@ pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
     // SAFETY: plain value creation on the JS thread; the strings are valid UTF-8
     // of the given length.
     unsafe {
-        sys::napi_create_string_utf8(env, code.as_ptr(), -1, &mut js_code);
+        sys::napi_create_string_utf8(env, code.as_ptr().cast(), code.len() as isize, &mut js_code);
         sys::napi_create_string_utf8(env, msg.as_ptr().cast(), msg.len() as isize, &mut js_msg);
         if range {
             sys::napi_create_range_error(env, js_code, js_msg, &mut err);

@@ -71,6 +71,7 @@ use volt_sem_backend::{
 };
 
 use crate::env::EnvCtx;
+use crate::error_code::code_of;
 use crate::raw::{args, boolean, count, double, lock, null, throw_internal};
 use crate::{RawEnv, RawValue};
 
@@ -557,39 +558,6 @@ fn door_thread(shared: Arc<Shared>) {
 // ---------------------------------------------------------------------------
 // Errors
 
-/// The `code` of the JS error for `e`, and whether it is a `RangeError`.
-/// Shared codes with `Semaphore.open` where the cause is the same.
-fn code_of(e: &Error) -> (&'static str, bool) {
-    match e {
-        Error::InvalidPermits | Error::TooManyPermits | Error::Overflow { .. } => {
-            ("ERR_OUT_OF_RANGE", true)
-        }
-        Error::InvalidOption(_) => ("ERR_VOLT_INVALID_OPTION", true),
-        Error::TotalMismatch { .. } => ("ERR_VOLT_MISMATCH", false),
-        Error::Closed => ("ERR_VOLT_CLOSED", false),
-        Error::TimedOut => ("ERR_VOLT_TIMED_OUT", false),
-        Error::InvalidName => ("ERR_VOLT_INVALID_NAME", false),
-        Error::NotHeld { .. } => ("ERR_VOLT_NOT_HELD", false),
-        Error::InvalidUrl(_) => ("ERR_VOLT_INVALID_URL", false),
-        Error::InvalidPrefix => ("ERR_VOLT_INVALID_PREFIX", false),
-        Error::Auth => ("ERR_VOLT_AUTH_FAILED", false),
-        Error::Connection(_) => ("ERR_VOLT_CONNECTION_FAILED", false),
-        Error::Redis(_) => ("ERR_VOLT_REDIS_ERROR", false),
-        Error::Protocol(_) => ("ERR_VOLT_PROTOCOL_ERROR", false),
-        Error::LeaseExpired => ("ERR_VOLT_LEASE_EXPIRED", false),
-        Error::StateLost => ("ERR_VOLT_STATE_LOST", false),
-        Error::Tls(_) => ("ERR_VOLT_TLS_FAILED", false),
-        Error::NotReplicated { .. } => ("ERR_VOLT_NOT_REPLICATED", false),
-        Error::NoPermission(_) => ("ERR_VOLT_NO_PERMISSION", false),
-        Error::ReadOnly(_) => ("ERR_VOLT_READ_ONLY", false),
-        Error::InUse { .. } => ("ERR_VOLT_IN_USE", false),
-        Error::NotFound => ("ERR_VOLT_NOT_FOUND", false),
-        Error::InCallback => ("ERR_VOLT_IN_CALLBACK", false),
-        Error::Unsupported => ("ERR_VOLT_UNSUPPORTED", false),
-        _ => ("ERR_VOLT_INTERNAL", false),
-    }
-}
-
 fn string(env: RawEnv, s: &str) -> RawValue {
     let mut out = ptr::null_mut();
     // SAFETY: plain value creation on the JS thread; `s` is UTF-8 of that length.
@@ -601,7 +569,7 @@ fn string(env: RawEnv, s: &str) -> RawValue {
 /// never carries the URL or a password.
 fn js_error(env: RawEnv, e: &Error) -> RawValue {
     let (code, range) = code_of(e);
-    let js_code = string(env, code);
+    let js_code = string(env, &code);
     let js_msg = match e {
         // The backend's text speaks of a process (as for a named semaphore,
         // whose permits are the process's); here they are the handle's own

@@ -18,7 +18,7 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyModule};
-use volt_sem_backend::Error;
+use volt_sem_backend::{Error, ErrorClass};
 
 use crate::{Core, MAX_PERMITS};
 
@@ -124,95 +124,115 @@ pub(crate) fn is_disconnected(core: &Core) -> bool {
 }
 
 /// The exception of a backend error (every operation of a local or shared
-/// semaphore, and `open`/`unlink`).
+/// semaphore, and `open`/`unlink`): chosen by the error's
+/// [`class`](Error::class), then by its `code` where Python has a class of its
+/// own for it; an error without one raises its class's base exception.
 pub(crate) fn backend_error(e: Error) -> PyErr {
     let msg = e.to_string();
+    match e.class() {
+        ErrorClass::Closed => closed_error(),
+        ErrorClass::WouldBlock => PyRuntimeError::new_err("no permits"),
+        ErrorClass::Timeout => PyTimeoutError::new_err(msg),
+        ErrorClass::Count => count_error(&e),
+        ErrorClass::NotFound => PyFileNotFoundError::new_err(msg),
+        ErrorClass::Exists => PyFileExistsError::new_err(msg),
+        ErrorClass::Permission => PyPermissionError::new_err(msg),
+        // A Python blocking wait never runs on a doorbell thread (no Python
+        // code runs there); kept typed all the same.
+        ErrorClass::Usage => PyRuntimeError::new_err(msg),
+        ErrorClass::Unsupported => PyNotImplementedError::new_err(msg),
+        ErrorClass::Os => {
+            let errno = match e {
+                Error::Os(errno) => errno,
+                _ => 0,
+            };
+            PyOSError::new_err((errno, msg))
+        }
+        ErrorClass::Shared => shared_error(e, msg),
+        ErrorClass::Value if e == Error::InvalidName => InvalidNameError::new_err(msg),
+        // The classes of `volt_sem/_errors.py`, by code, else these bases.
+        ErrorClass::Value | ErrorClass::Option => Python::attach(|py| redis_error(py, &e, None)),
+        ErrorClass::Connection => {
+            Python::attach(|py| redis_error(py, &e, Some("RedisConnectionError")))
+        }
+        ErrorClass::Lease => Python::attach(|py| redis_error(py, &e, Some("RedisError"))),
+        ErrorClass::Redis => Python::attach(|py| redis_error(py, &e, Some("RedisCommandError"))),
+        // ErrorClass is non_exhaustive: a later class stays typed.
+        _ => SharedError::new_err(msg),
+    }
+}
+
+/// A count out of range, in the words of Python's arguments.
+fn count_error(e: &Error) -> PyErr {
     match e {
-        Error::Closed => closed_error(),
-        Error::NoPermits => PyRuntimeError::new_err("no permits"),
-        Error::TooManyPermits => PyValueError::new_err(
-            "n is above the largest grant (MAX_PERMITS, or a shared semaphore's total)",
-        ),
-        Error::TimedOut => PyTimeoutError::new_err(msg),
         Error::Overflow { .. } => PyOverflowError::new_err(format!(
             "release would raise the available permits above the maximum ({MAX_PERMITS})"
         )),
-        Error::InvalidName => InvalidNameError::new_err(msg),
         Error::InvalidPermits => PyValueError::new_err(format!(
             "permits must be between 1 and {}",
             volt_sem_backend::shm::MAX_PERMITS
         )),
-        Error::NotFound => PyFileNotFoundError::new_err(msg),
-        Error::AlreadyExists => PyFileExistsError::new_err(msg),
-        Error::PermissionDenied => PyPermissionError::new_err(msg),
+        _ => PyValueError::new_err(
+            "n is above the largest grant (MAX_PERMITS, or a shared semaphore's total)",
+        ),
+    }
+}
+
+/// The [`SharedError`] subclass of a shared semaphore's error (the values it
+/// carries in `args[1]`).
+fn shared_error(e: Error, msg: String) -> PyErr {
+    match e {
         Error::TotalMismatch { existing } => total_mismatch_error(existing, false),
         Error::VersionMismatch { found } => VersionMismatchError::new_err((msg, found)),
+        Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
+        Error::Forked => forked_error(None),
         Error::NotASegment => NotASegmentError::new_err(msg),
         Error::QueueFull => QueueFullError::new_err(msg),
         Error::ProcessTableFull => ProcessTableFullError::new_err(msg),
-        Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
-        Error::Forked => forked_error(None),
         Error::Corrupt => CorruptError::new_err(msg),
-        // A Python blocking wait never runs on a doorbell thread (no Python
-        // code runs there); kept typed all the same.
-        Error::InCallback => PyRuntimeError::new_err(msg),
-        Error::Unsupported => PyNotImplementedError::new_err(msg),
-        Error::Os(errno) => PyOSError::new_err((errno, msg)),
-        e @ (Error::InvalidUrl(_)
-        | Error::InvalidPrefix
-        | Error::InvalidOption(_)
-        | Error::Auth
-        | Error::Connection(_)
-        | Error::Redis(_)
-        | Error::Protocol(_)
-        | Error::LeaseExpired
-        | Error::StateLost
-        | Error::Tls(_)
-        | Error::NoPermission(_)
-        | Error::ReadOnly(_)
-        | Error::InUse { .. }
-        | Error::NotReplicated { .. }) => Python::attach(|py| redis_error(py, e)),
-        // The backend error is non_exhaustive: a later variant stays typed.
-        e => SharedError::new_err(e.to_string()),
+        _ => SharedError::new_err(msg),
     }
 }
 
 static REDIS_ERRORS: PyOnceLock<Py<PyModule>> = PyOnceLock::new();
 
-/// The exception of a Redis-only error: the classes of `volt_sem/_errors.py`
-/// (two of them have two bases, which a native exception type cannot have),
-/// each with its stable `code`. The texts come from the backend, which never
-/// puts a password (or the URL) in them.
-fn redis_error(py: Python<'_>, e: Error) -> PyErr {
-    let (class, code) = match &e {
-        Error::InvalidUrl(_) => ("InvalidUrlError", e.code()),
-        Error::InvalidPrefix | Error::InvalidOption(_) => {
-            return PyValueError::new_err(e.to_string())
-        }
-        Error::Auth => ("AuthenticationError", e.code()),
-        // A TLS handshake that fails is a connection that could not be made.
-        Error::Connection(_) | Error::Tls(_) => ("RedisConnectionError", e.code()),
-        Error::LeaseExpired => ("LeaseExpiredError", e.code()),
-        Error::StateLost => ("StateLostError", e.code()),
-        Error::NoPermission(_) => ("NoPermissionError", e.code()),
-        Error::ReadOnly(_) => ("ReadOnlyError", e.code()),
-        Error::InUse { .. } => ("InUseError", e.code()),
-        _ => ("RedisCommandError", e.code()),
-    };
-    redis_error_class(py, class, code, e.to_string())
-}
-
-/// An instance of the class `class` of `volt_sem/_errors.py` with `msg` and `code`.
-fn redis_error_class(py: Python<'_>, class: &str, code: &str, msg: String) -> PyErr {
+/// The exception of a Redis error (and of a bad URL): the class of
+/// `volt_sem/_errors.py` (two of them have two bases, which a native exception
+/// type cannot have) whose `code` is the error's, else the class named
+/// `fallback` (with the error's `code`), else a `ValueError`. The texts come
+/// from the backend, which never puts a password (or the URL) in them.
+fn redis_error(py: Python<'_>, e: &Error, fallback: Option<&str>) -> PyErr {
     let made = (|| -> PyResult<PyErr> {
         let module = REDIS_ERRORS
             .get_or_try_init(py, || PyResult::Ok(py.import("volt_sem._errors")?.unbind()))?
             .bind(py);
-        let exc = module.getattr(class)?.call1((msg,))?;
-        exc.setattr("code", code)?;
+        let class = match (class_of_code(module, e.code())?, fallback) {
+            (Some(class), _) => class,
+            (None, Some(name)) => module.getattr(name)?,
+            (None, None) => return Ok(PyValueError::new_err(e.to_string())),
+        };
+        let exc = class.call1((e.to_string(),))?;
+        exc.setattr("code", e.code())?;
         Ok(PyErr::from_value(exc))
     })();
     made.unwrap_or_else(|err| err)
+}
+
+/// The class of `module.__all__` whose `code` is `code`. A subclass that
+/// keeps its base's code (`RedisCommandError`, `REDIS_ERROR`) is listed after
+/// the base, and the last one wins.
+fn class_of_code<'py>(
+    module: &Bound<'py, PyModule>,
+    code: &str,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let mut found = None;
+    for name in module.getattr("__all__")?.try_iter()? {
+        let class = module.getattr(name?.extract::<String>()?)?;
+        if class.getattr("code")?.extract::<String>()? == code {
+            found = Some(class);
+        }
+    }
+    Ok(found)
 }
 
 /// `TotalMismatchError`: a sentence (its `str()`), with the existing total

@@ -33,8 +33,9 @@
 //!   by every host (`volt_sem_connect`). Every function works on all three
 //!   through that one type; the waiter holds a backend waiter, which queues on
 //!   any. The shared and Redis semaphores' errors get their own statuses
-//!   (`VOLT_NOT_FOUND`, `VOLT_MISMATCH`, `VOLT_LEASE_EXPIRED`, ...), mapped in
-//!   one place (`status_of`). They are new values after the existing ones
+//!   (`VOLT_NOT_FOUND`, `VOLT_MISMATCH`, `VOLT_LEASE_EXPIRED`, ...), numbered
+//!   in one place, the backend's error table (`status_codes.rs` is generated
+//!   from it). They are new values after the existing ones
 //!   (never renumbered), and only handles made by the new constructors return
 //!   them, so a program that only calls `volt_sem_new` sees no new value.
 //! * Redis extras: options in an extensible struct (`struct_size` first, 0
@@ -56,6 +57,8 @@ mod boundary;
 mod last_error;
 // `volt_status`, `volt_status_str`.
 mod status;
+// The `volt_status` enum, generated from the backend's error table (`tests/status.rs`).
+mod status_codes;
 // `volt_sem`: the handle and the operations of every backend.
 mod semaphore;
 // `volt_sem_open`: named semaphores shared by the processes of the machine.

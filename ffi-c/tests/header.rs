@@ -3,6 +3,8 @@
 //!
 //! Regenerate with: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test header`
 
+mod common;
+
 use std::path::Path;
 
 const REGENERATE: &str = "VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi --test header";
@@ -19,15 +21,9 @@ fn header_is_fresh() {
         .expect("cbindgen failed on src/lib.rs");
     let mut generated = Vec::new();
     bindings.write(&mut generated);
-    let path = crate_dir.join("../include/volt_sem.h");
-    if std::env::var_os("VOLT_SEM_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, &generated).unwrap();
-        return;
-    }
-    let current = std::fs::read(&path).unwrap_or_default();
-    assert!(
-        current == generated,
-        "include/volt_sem.h is stale; regenerate it with: {REGENERATE}"
+    common::check_or_bless(
+        &crate_dir.join("../include/volt_sem.h"),
+        &generated,
+        REGENERATE,
     );
 }
