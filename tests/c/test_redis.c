@@ -409,34 +409,16 @@ static int child_main(int argc, char **argv) {
         if (write(wr, &done, 1) != 1) _exit(3);
         return 0;
     }
-    if (strcmp(role, "signal-ignored") == 0) {
-        /* As "signal", started with SIGINT ignored (a background job, nohup
-         * for SIGHUP): says 'H'; then, for each byte read, releases and
+    if (strcmp(role, "signal") == 0 || strcmp(role, "signal-ignored") == 0) {
+        /* Holds `arg` permits (lease 30 s), with the README's shutdown line,
+         * and says 'H'. "signal": both signals at their default action,
+         * whatever this test inherited (a background job ignores SIGINT, and
+         * an ignored one stays ignored); then waits for a signal (never exits
+         * by itself). "signal-ignored": started with SIGINT ignored (as a
+         * background job is); then, for each byte read, releases and
          * re-acquires its permits and answers the status of the release. */
-        signal(SIGINT, SIG_IGN);
-        volt_connect_options o;
-        volt_connect_options_init(&o, sizeof o);
-        o.lease_ms = 30000;
-        const volt_sem *sem = NULL;
-        volt_status s = volt_sem_connect(url, name, arg, &o, &sem);
-        if (s == VOLT_OK) s = volt_end_sessions_on_signals();
-        if (s == VOLT_OK) s = volt_sem_try_acquire(sem, arg);
-        char h = s == VOLT_OK ? 'H' : 'F';
-        if (write(wr, &h, 1) != 1) _exit(3);
-        char cmd;
-        while (read(rd, &cmd, 1) == 1) {
-            char r = (char)volt_sem_release(sem, arg);
-            if (r == VOLT_OK) (void)volt_sem_try_acquire(sem, arg);
-            if (write(wr, &r, 1) != 1) _exit(3);
-        }
-        for (;;) pause();
-    }
-    if (strcmp(role, "signal") == 0) {
-        /* Holds `arg` permits (lease 30 s), with the README's shutdown line;
-         * says 'H', then waits for a signal (never exits by itself). Both
-         * signals at their default action, whatever this test inherited (a
-         * background job ignores SIGINT, and an ignored one stays ignored). */
-        signal(SIGINT, SIG_DFL);
+        bool ignoring = strcmp(role, "signal-ignored") == 0;
+        signal(SIGINT, ignoring ? SIG_IGN : SIG_DFL);
         signal(SIGTERM, SIG_DFL);
         volt_connect_options o;
         volt_connect_options_init(&o, sizeof o);
@@ -447,7 +429,12 @@ static int child_main(int argc, char **argv) {
         if (s == VOLT_OK) s = volt_sem_try_acquire(sem, arg);
         char h = s == VOLT_OK ? 'H' : 'F';
         if (write(wr, &h, 1) != 1) _exit(3);
-        (void)rd;
+        char cmd;
+        while (ignoring && read(rd, &cmd, 1) == 1) {
+            char r = (char)volt_sem_release(sem, arg);
+            if (r == VOLT_OK) (void)volt_sem_try_acquire(sem, arg);
+            if (write(wr, &r, 1) != 1) _exit(3);
+        }
         for (;;) pause();
     }
     return 2;
