@@ -19,12 +19,12 @@
 # by dynamic lookup but Node-API) and for their exports (scripts/dist/macho.py). Each Windows DLL must export what it should (its
 # PE export table, as make dist-test-c reads it).
 #
-# `make test` runs the macOS pair (the links that broke: zig's linker and
-# Apple's frameworks; the two share one build of the dependencies).
-# CROSS_LINK_WINDOWS=1 adds the Windows pair (two more whole dependency builds,
-# ~8 min cold on the 2-core CI machine, over its time budget; make
-# dist-test-c and dist-test-node link and run them under wine, and the
-# workflows' cross-link job runs all four). x86_64 macOS and the Linux targets
+# By default the macOS pair (the links that broke: zig's linker and Apple's
+# frameworks; the two share one build of the dependencies);
+# CROSS_LINK_WINDOWS=1 adds the Windows pair (two more whole dependency
+# builds). Not in `make test` (over its time budget): the workflows'
+# cross-link job runs all four, and make dist-test-c / dist-test-node link and
+# run the Windows ones under wine. x86_64 macOS and the Linux targets
 # link the same crates with the same linkers: make dist builds them. Installs what
 # it needs on first use, as make dist does: ziglang and cargo-zigbuild
 # (scripts/dist/toolchain.sh), the two Rust targets (rustup), MinGW-w64 gcc
