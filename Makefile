@@ -340,5 +340,5 @@ bench-docs:
 # BatchLock (crate volt-sem-batch-lock) against std's and parking_lot's
 # mutexes; criterion's own report, tables printed by the crate's script.
 bench-batch:
-	cargo bench -p volt-sem-batch-lock --bench batch_lock
+	cargo bench -p volt-sem-benches --bench batch_lock
 	python3 batch-lock/scripts/bench_batch.py

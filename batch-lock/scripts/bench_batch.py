@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tables of the batched-critical-sections experiment (docs/benchmarks.md,
 appendix B), from criterion's results under $CARGO_TARGET_DIR/criterion/.
-`make bench-batch` runs the benchmark (`cargo bench -p volt-sem-batch-lock
+`make bench-batch` runs the benchmark (`cargo bench -p volt-sem-benches
 --bench batch_lock`) and then this script: BatchLock vs std vs parking_lot,
 throughput and fairness.
 
@@ -25,7 +25,7 @@ def median_ns(group, bench):
 
 def main():
     if not os.path.isdir(ROOT):
-        sys.exit(f"no criterion results under {ROOT}: run `cargo bench -p volt-sem-batch-lock` first")
+        sys.exit(f"no criterion results under {ROOT}: run `cargo bench -p volt-sem-benches --bench batch_lock` first")
     print("| critical section | threads | BatchLock ns/op | std::Mutex ns/op | parking_lot ns/op | BatchLock / parking_lot |")
     print("|---|---:|---:|---:|---:|---:|")
     for cs in ["short", "long"]:

@@ -55,7 +55,8 @@
 //! closure seam, a `Send` bound and an `unsafe` `Send` wrapper for the waiter
 //! reference, only so the closure could run on another thread. This crate
 //! keeps the lock, its tests, its loom models (`make test-loom`) and its
-//! benchmark so the experiment stays reproducible; it is not published.
+//! benchmark (core/benches/batch_lock.rs, with the other criterion
+//! benchmarks) so the experiment stays reproducible; it is not published.
 
 mod batch_lock;
 mod sync;
