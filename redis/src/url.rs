@@ -6,7 +6,7 @@
 //! fixed texts: a URL may carry a password, so none of it is ever quoted.
 
 /// The URL forms [`RedisSemaphore::connect`](crate::RedisSemaphore::connect) takes, as an
-/// [`Error::InvalidUrl`] message shows them.
+/// [`Error::InvalidUrl`](crate::Error::InvalidUrl) message shows them.
 pub const URL_FORM: &str = "redis://[user:password@]host[:port][/db], or rediss://… for TLS \
      (redis+sentinel://… for Sentinels, comma-separated seed URLs for a Cluster)";
 
