@@ -73,7 +73,7 @@ impl Grant {
     }
 
     /// The Redis session that holds the grant (for
-    /// [`Semaphore::lease_watch`](crate::Semaphore::lease_watch)); 0 for the
+    /// `Semaphore::lease_watch`, with the `redis` feature); 0 for the
     /// other backends.
     pub fn session(&self) -> u64 {
         self.session

@@ -257,7 +257,7 @@ impl Waiter {
     }
 
     /// The Redis session of the last request (see
-    /// [`Semaphore::lease_watch`](crate::Semaphore::lease_watch)); 0 for the
+    /// `Semaphore::lease_watch`, with the `redis` feature); 0 for the
     /// other backends.
     pub fn session(&self) -> u64 {
         match self.kind() {
