@@ -193,19 +193,9 @@ unsafe fn connect_options(opts: *const volt_connect_options) -> Checked<ConnectO
     }
     // The fields the caller's struct has; those of an older header lacks
     // stay 0, their default.
-    let mut o = volt_connect_options {
-        struct_size: 0,
-        lease_ms: 0,
-        connect_timeout_ms: 0,
-        command_timeout_ms: 0,
-        key_prefix: ptr::null(),
-        flags: 0,
-        tls_ca_file: ptr::null(),
-        tls_client_cert_file: ptr::null(),
-        tls_client_key_file: ptr::null(),
-        min_replicas_acked: 0,
-        min_replicas_timeout_ms: 0,
-    };
+    // SAFETY: every field is an integer or a raw pointer: all zeroes (NULL)
+    // is a valid value of each.
+    let mut o: volt_connect_options = unsafe { std::mem::zeroed() };
     // SAFETY: `min(size, known)` bytes readable at `opts` (contract) and
     // writable in `o`; every bit pattern is valid for these integer and
     // pointer fields; no overlap.
