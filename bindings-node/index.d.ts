@@ -711,11 +711,6 @@ export declare class RedisSemaphore {
 }
 
 /**
- * A fair async mutex (a semaphore of one permit) with the idioms of async-mutex:
- * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
- * Shareable across workers like a `Semaphore`.
- */
-/**
  * The shutdown line: installs `SIGINT` and `SIGTERM` listeners that
  * disconnect every live named and Redis semaphore handle of this thread (so
  * other clients get their permits now, not at lease expiry, and their queued
@@ -726,11 +721,22 @@ export declare class RedisSemaphore {
  * process is not killed: they decide. A second signal while disconnecting
  * ends the process at once. Call it once, in the main thread (signals are
  * not delivered to workers); later calls only update the timeout.
+ *
+ * Unlike C's `volt_end_sessions_on_signals` and Python's
+ * `disconnect_on_signals`, it cannot leave alone a signal the process was
+ * started with ignored (a background job's `SIGINT`): Node shows no signal
+ * disposition. In such a process, remove the listeners it returns, or do not
+ * call it.
  * @returns a function that removes the listeners.
  * @throws {TypeError} `ERR_INVALID_ARG_VALUE` for an unknown option name.
  */
 export declare function disconnectOnSignals(options?: { timeout?: number }): () => void;
 
+/**
+ * A fair async mutex (a semaphore of one permit) with the idioms of async-mutex:
+ * `runExclusive`, `acquire()` returning a releaser, `release()`, `isLocked()`.
+ * Shareable across workers like a `Semaphore`.
+ */
 export declare class Mutex {
   constructor();
   /** Waits for the lock (FIFO); resolves to a function that unlocks it. */
