@@ -10,7 +10,7 @@
 //! * `volt_sem` is an opaque `Arc`: `volt_sem_new` hands out one reference,
 //!   `volt_sem_clone` adds one, `volt_sem_free` drops one.
 //! * `volt_waiter` is caller-allocated, sized and aligned in the header, and holds
-//!   a core [`Waiter`](volt_core::Waiter) plus the bookkeeping that makes misuse detectable: a magic
+//!   a core `volt_sem::Waiter` plus the bookkeeping that makes misuse detectable: a magic
 //!   word set by `volt_waiter_init`, a `busy` flag (set from PENDING until the
 //!   owner's `volt_sem_cancel` returned), the user's callback, a `claim` word
 //!   that lets `volt_sem_try_cancel` and the callback exclude each other, and
