@@ -1016,7 +1016,7 @@ class PauseAsyncio(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname, path, target=None):
         if fullname == "asyncio.tasks":
             paused.set()
-            go.wait(10)
+            go.wait(2)  # long enough for the acquire below; bounded so the test takes seconds
         return None
 sys.meta_path.insert(0, PauseAsyncio())
 t = threading.Thread(target=__import__, args=("asyncio",))
