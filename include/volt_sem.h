@@ -211,28 +211,34 @@
  *   them (weights included: a queued acquire of 3 is never overtaken by a later
  *   acquire of 1 from any client), direct hand-off, close for everyone. Every
  *   function above works on it; what differs:
- *   - Network round trips: volt_sem_connect() (up to the connect timeout,
- *     default 5 s), and then, on the calling thread, one round trip each for
- *     volt_sem_try_acquire(), volt_sem_acquire() (queueing; the grant then
- *     arrives without polling), volt_sem_acquire_blocking() (plus the wait),
- *     volt_sem_release(), volt_sem_close(), volt_sem_cancel() of a queued
- *     waiter, volt_sem_available_permits() and volt_sem_census(). Each blocks
- *     at most the command timeout (default 5 s) when Redis is out of reach,
- *     then fails with VOLT_CONNECTION_FAILED. Do not call them on an event-loop
- *     thread that must stay responsive: run them on a worker thread.
- *     volt_sem_is_closed(), volt_sem_total_permits(), volt_sem_held_permits(),
- *     volt_sem_watch_lease(), volt_lease_watch_free() and the waiter calls make
- *     no round trip.
- *   - Threads: each connected handle (and its clones) has one agent thread,
- *     which holds two connections, renews the lease and receives the grants.
- *     Wake callbacks run on that agent thread; or, for a grant completed by a
- *     volt_sem_release() through the same handle (its clones included), on
- *     the releasing thread, before the release returns (as on a local
- *     semaphore); or, when this process finds its session lost, on the thread
- *     that found it. Releases on other handles or hosts never run them. The
- *     rules of WAKE CALLBACKS hold there too (callbacks never nest; a blocking
- *     acquire inside one is VOLT_IN_CALLBACK).
- *     The agent never keeps the process alive.
+ *   - Network round trips never run on the calling thread: each connected
+ *     handle (and its clones) has a door thread that makes them, one at a
+ *     time, in the order the handle's threads made the calls. So
+ *     volt_sem_acquire() (queueing), volt_sem_release() and volt_sem_cancel()
+ *     of a queued waiter return at once, as on the other backends, and are
+ *     safe on an event-loop thread: an acquire's outcome (granted, closed, or
+ *     an error such as VOLT_CONNECTION_FAILED) comes through its wake
+ *     callback, even when the permits are free (volt_sem_acquire() never
+ *     returns VOLT_OK at once on a Redis semaphore); a
+ *     release is applied in Redis right after (another client sees it one
+ *     round trip later; this handle's later calls come after it). The calls
+ *     that must answer wait for their round trip on the door, each at most
+ *     the command timeout (default 5 s), then VOLT_CONNECTION_FAILED:
+ *     volt_sem_connect() (the connect timeout), volt_sem_try_acquire(),
+ *     volt_sem_acquire_blocking() (plus the wait), volt_sem_close(),
+ *     volt_sem_available_permits(), volt_sem_census(). volt_sem_is_closed(),
+ *     volt_sem_total_permits(), volt_sem_held_permits(),
+ *     volt_sem_watch_lease(), volt_lease_watch_free() and the waiter calls
+ *     make no round trip.
+ *   - Threads: each connected handle (and its clones) has two threads, which
+ *     hold its two connections: the door (above) and the agent, which renews
+ *     the lease and receives the grants. Wake callbacks run on one of them
+ *     (the door for a grant its own request or release completed, the agent
+ *     for a grant made by another client's release), or, when this process
+ *     finds its session lost, on the thread that found it. Releases on other
+ *     handles or hosts never run them. The rules of WAKE CALLBACKS hold there
+ *     too (callbacks never nest; a blocking acquire inside one is
+ *     VOLT_IN_CALLBACK). Neither thread keeps the process alive.
  *   - Accounting: each handle returns the permits its session holds:
  *     volt_sem_release(n) above volt_sem_held_permits() is VOLT_NOT_HELD and
  *     releases nothing. The total is fixed (volt_sem_total_permits()); n above
@@ -880,15 +886,16 @@ void volt_sem_free(const struct volt_sem *sem);
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
  * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
  * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
- * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
- * to the command timeout; `volt_sem_try_acquire_fenced` also returns the
- * fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip on
+ * the handle's door thread, in order with its other calls, up to the command
+ * timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
  * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
  *
  * # Safety
  * `sem` is NULL or a live handle.
  */
-volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
+volt_status volt_sem_try_acquire(const struct volt_sem *sem,
+                                 size_t n);
 
 /**
  * Returns `n` permits: to the oldest waiters first (which may run their wake
@@ -900,19 +907,22 @@ volt_status volt_sem_try_acquire(const struct volt_sem *sem, size_t n);
  * `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
  * returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
  * holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
- * On a Redis semaphore (one round trip, up to the command timeout; the
- * waiters it completes are called back on their own handles' agent threads,
- * on every host, except those queued through this same handle, called back
- * on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
+ * On a Redis semaphore it returns at once (no round trip on this thread:
+ * the handle's door thread applies the release in Redis right after, in
+ * order with this handle's later calls, and calls back the waiters it
+ * completes that were queued through this handle; those of other handles
+ * and hosts are called back on their own agent threads):
+ * `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
  * `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
- * (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
- * `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
+ * (nothing released: they were reclaimed already); `VOLT_CLOSED` after
+ * `volt_sem_disconnect`; `VOLT_FORKED`, `VOLT_STATE_LOST`. Should Redis
+ * then refuse it (or be out of reach), the session is given up: its
+ * permits go back when it ends, and `volt_sem_watch_lease` tells its holders.
  *
  * # Safety
  * `sem` is NULL or a live handle.
  */
-volt_status volt_sem_release(const struct volt_sem *sem,
-                             size_t n);
+volt_status volt_sem_release(const struct volt_sem *sem, size_t n);
 
 /**
  * Permits available right now (0 while anyone is queued, and for NULL). On a
@@ -1249,14 +1259,16 @@ bool volt_waiter_is_busy(const struct volt_waiter *waiter);
  * * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
  *   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
  *   process's doorbell thread of that name, whichever process released.
- * * On a Redis semaphore (queueing is one round trip, up to the command
- *   timeout): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
- *   `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`. Its `wake(ctx)` runs on the
- *   handle's agent thread (or on a thread whose `volt_sem_release` through
- *   this handle completed it, or on the thread that found the session lost):
- *   when the grant is complete, the semaphore closed, or the session lost
- *   (then `volt_sem_cancel` returns `VOLT_LEASE_EXPIRED` or
- *   `VOLT_STATE_LOST`). After `VOLT_OK` here or from `volt_sem_cancel`,
+ * * On a Redis semaphore it never blocks and is always `VOLT_PENDING` when
+ *   accepted (the handle's door thread sends the request; at once only the
+ *   errors the handle knows itself: `VOLT_CLOSED`, `VOLT_STATE_LOST`,
+ *   `VOLT_FORKED`). Its `wake(ctx)` runs on the handle's door thread (the
+ *   request granted at once, or by a release through this handle), its
+ *   agent thread (granted by another client), or the thread that found the
+ *   session lost: when the grant is complete, the semaphore closed, or the
+ *   request failed (then `volt_sem_cancel` returns the error:
+ *   `VOLT_LEASE_EXPIRED`, `VOLT_STATE_LOST`, `VOLT_CONNECTION_FAILED`,
+ *   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, ...). After `VOLT_OK` from
  *   `volt_waiter_token` gives the grant's fencing token.
  *
  * # Safety
@@ -1307,13 +1319,16 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  *   must release them.
  * * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
  * * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
- * * Redis: `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`: the session was lost
- *   while it waited; it holds nothing. Removing a queued Redis waiter is one
- *   round trip; if Redis cannot be reached, the waiter is removed locally
- *   all the same and the handle's session given up (so that nothing can be
- *   granted to a request nobody waits for): `VOLT_CANCELLED` (0 returned)
- *   still means it holds nothing, and the session's other holders and
- *   waiters learn `VOLT_LEASE_EXPIRED`.
+ * * Redis: the error that ended the request (`VOLT_LEASE_EXPIRED` or
+ *   `VOLT_STATE_LOST`: the session was lost while it waited;
+ *   `VOLT_CONNECTION_FAILED` and the like: its round trip failed); it holds
+ *   nothing. Removing a queued Redis waiter never blocks: it is removed
+ *   here (`VOLT_CANCELLED`, `*returned` 0) and taken out of Redis by the
+ *   handle's door thread, which hands its partial grant on and gives back
+ *   a grant that came first; if Redis cannot be reached, the handle's
+ *   session is given up (so that nothing can be granted to a request
+ *   nobody waits for), and its other holders and waiters learn
+ *   `VOLT_LEASE_EXPIRED`.
  * * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
  *   by a call from inside its wake callback (that call's `VOLT_OK` transferred
  *   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must
@@ -1420,8 +1435,8 @@ uint64_t volt_waiter_session(const struct volt_waiter *waiter);
  * `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
  * semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
  * wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. On a Redis
- * semaphore (queueing is one round trip, then the wait; the grant arrives
- * without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
+ * semaphore (the request is sent by the handle's door thread, then the
+ * wait; the grant arrives without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
  * token): `VOLT_IN_CALLBACK` inside one of its wake callbacks,
  * `VOLT_LEASE_EXPIRED` and `VOLT_STATE_LOST` (the session was lost while
  * waiting), `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
@@ -1430,12 +1445,15 @@ uint64_t volt_waiter_session(const struct volt_waiter *waiter);
  * # Safety
  * `sem` is NULL or a live handle.
  */
-volt_status volt_sem_acquire_blocking(const struct volt_sem *sem, size_t n, int64_t timeout_ns);
+volt_status volt_sem_acquire_blocking(const struct volt_sem *sem,
+                                      size_t n,
+                                      int64_t timeout_ns);
 
 /**
  * `volt_sem_try_acquire` that also returns the grant's fencing token and
  * session in `*grant` (zeroed unless `VOLT_OK`). On a Redis semaphore:
- * one round trip, up to the command timeout.
+ * one round trip (on the handle's door thread; this thread waits for it),
+ * up to the command timeout.
  *
  * Returns what `volt_sem_try_acquire` returns; `VOLT_INVALID_ARGUMENT` also
  * for a NULL `grant`.

@@ -71,9 +71,10 @@
 //!   running callback; inside it returns the outcome at once. What differs is
 //!   *where* the callback runs: local, on the releasing thread; shared, on the
 //!   process's doorbell thread of that name (never on the releaser, which may
-//!   be another process); Redis, on the handle's agent thread, on a thread
-//!   of this process whose release completed the grant, or on one that found
-//!   the session lost. A binding whose wake path
+//!   be another process); Redis, on the handle's door thread (which makes
+//!   every round trip of the handle, so that `acquire_raw`, `release` and
+//!   `finish_raw` never block on any backend), on its agent thread, or on
+//!   one that found the session lost. A binding whose wake path
 //!   already posts to its event loop (every one here does) needs nothing more.
 //! * Accounting differs, and [`Error`] says so: a shared semaphore has a fixed
 //!   total and each *process* returns its own permits ([`Error::NotHeld`]), a

@@ -191,7 +191,10 @@ impl Semaphore {
     /// Takes `n` permits if they are available now and nobody is queued (no
     /// barging, in any process). `n == 0` succeeds unless closed. The caller
     /// then holds them and gives them back with [`release`](Self::release).
-    /// Redis: one round trip.
+    /// Redis: one round trip (on the handle's door thread; this thread
+    /// waits): the one call of this seam's acquire side that blocks on the
+    /// network (with `acquire_blocking`/`acquire_timeout`, which block by
+    /// definition, and `close`, `available_permits`).
     #[inline]
     pub fn try_acquire(&self, n: usize) -> Result<Grant, Error> {
         match self {
@@ -216,7 +219,9 @@ impl Semaphore {
     /// process returns its own permits; see the shm crate's accounting).
     /// Redis: [`Error::NotHeld`] when this handle's session holds fewer;
     /// [`Error::LeaseExpired`] when permits were lost with an expired session
-    /// (they are not released twice).
+    /// (they are not released twice). Never blocks: the release reaches
+    /// Redis right after, from the handle's door thread, before the
+    /// handle's later calls.
     #[inline]
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
@@ -317,13 +322,16 @@ impl Semaphore {
     /// once (the waker contract of `volt_sem`): `Ready` means taken at once
     /// (no callback), `Pending` queued.
     ///
-    /// Local: the callback runs on the thread that completes the grant (a
-    /// releaser, a canceller, the closer). Shared: it runs on this process's
-    /// doorbell thread of the name, whoever released, in any process. Redis:
-    /// on the handle's agent thread, on a thread of this process whose
-    /// release completed the grant, or on one that found the session lost
-    /// (never nested); the request is one round trip on this thread, and a
-    /// `Ready` grant's token is in [`Waiter::token`].
+    /// Never blocks, on any backend. Local: the callback runs on the thread
+    /// that completes the grant (a releaser, a canceller, the closer).
+    /// Shared: it runs on this process's doorbell thread of the name,
+    /// whoever released, in any process. Redis: always `Pending` (the
+    /// handle's door thread makes the round trip); the callback runs on that
+    /// door thread, on the handle's agent thread, or on one that found the
+    /// session lost (never nested), and the outcome (a `Failed` one
+    /// included: the request's round trip failed, the session was lost) is
+    /// [`finish_raw`](Self::finish_raw)'s, the grant's token and session in
+    /// [`Waiter::token`] / [`Waiter::session`].
     ///
     /// # Safety
     /// * `waiter` is not [busy](Waiter::is_busy).

@@ -29,8 +29,8 @@ use crate::status::volt_status;
 /// `n > volt_max_permits()`, or above a shared semaphore's total); on a shared
 /// semaphore also `VOLT_QUEUE_FULL`, `VOLT_IN_CALLBACK` (called inside one of its
 /// wake callbacks), `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. On a Redis
-/// semaphore (queueing is one round trip, then the wait; the grant arrives
-/// without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
+/// semaphore (the request is sent by the handle's door thread, then the
+/// wait; the grant arrives without polling; `volt_sem_acquire_blocking_fenced` also returns the fencing
 /// token): `VOLT_IN_CALLBACK` inside one of its wake callbacks,
 /// `VOLT_LEASE_EXPIRED` and `VOLT_STATE_LOST` (the session was lost while
 /// waiting), `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,

@@ -154,9 +154,9 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
 /// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
 /// a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
-/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip, up
-/// to the command timeout; `volt_sem_try_acquire_fenced` also returns the
-/// fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip on
+/// the handle's door thread, in order with its other calls, up to the command
+/// timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
 /// `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
 ///
 /// # Safety
@@ -181,13 +181,17 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 /// `n == 0`, `n > volt_max_permits()`). On a shared semaphore, a process
 /// returns only permits it holds: `VOLT_NOT_HELD` (nothing released) when it
 /// holds fewer than `n`; also `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`.
-/// On a Redis semaphore (one round trip, up to the command timeout; the
-/// waiters it completes are called back on their own handles' agent threads,
-/// on every host, except those queued through this same handle, called back
-/// on this thread before it returns): `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
+/// On a Redis semaphore it returns at once (no round trip on this thread:
+/// the handle's door thread applies the release in Redis right after, in
+/// order with this handle's later calls, and calls back the waiters it
+/// completes that were queued through this handle; those of other handles
+/// and hosts are called back on their own agent threads):
+/// `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
 /// `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
-/// (nothing released: they were reclaimed already); `VOLT_CONNECTION_FAILED`,
-/// `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
+/// (nothing released: they were reclaimed already); `VOLT_CLOSED` after
+/// `volt_sem_disconnect`; `VOLT_FORKED`, `VOLT_STATE_LOST`. Should Redis
+/// then refuse it (or be out of reach), the session is given up: its
+/// permits go back when it ends, and `volt_sem_watch_lease` tells its holders.
 ///
 /// # Safety
 /// `sem` is NULL or a live handle.

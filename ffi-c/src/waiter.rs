@@ -253,14 +253,16 @@ pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool
 /// * On a shared semaphore: `VOLT_QUEUE_FULL` (not queued: nothing changed),
 ///   `VOLT_FORKED`, `VOLT_CORRUPT`, `VOLT_OS_ERROR`. Its `wake(ctx)` runs on the
 ///   process's doorbell thread of that name, whichever process released.
-/// * On a Redis semaphore (queueing is one round trip, up to the command
-///   timeout): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
-///   `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`. Its `wake(ctx)` runs on the
-///   handle's agent thread (or on a thread whose `volt_sem_release` through
-///   this handle completed it, or on the thread that found the session lost):
-///   when the grant is complete, the semaphore closed, or the session lost
-///   (then `volt_sem_cancel` returns `VOLT_LEASE_EXPIRED` or
-///   `VOLT_STATE_LOST`). After `VOLT_OK` here or from `volt_sem_cancel`,
+/// * On a Redis semaphore it never blocks and is always `VOLT_PENDING` when
+///   accepted (the handle's door thread sends the request; at once only the
+///   errors the handle knows itself: `VOLT_CLOSED`, `VOLT_STATE_LOST`,
+///   `VOLT_FORKED`). Its `wake(ctx)` runs on the handle's door thread (the
+///   request granted at once, or by a release through this handle), its
+///   agent thread (granted by another client), or the thread that found the
+///   session lost: when the grant is complete, the semaphore closed, or the
+///   request failed (then `volt_sem_cancel` returns the error:
+///   `VOLT_LEASE_EXPIRED`, `VOLT_STATE_LOST`, `VOLT_CONNECTION_FAILED`,
+///   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, ...). After `VOLT_OK` from
 ///   `volt_waiter_token` gives the grant's fencing token.
 ///
 /// # Safety
@@ -366,13 +368,16 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 ///   must release them.
 /// * `VOLT_CANCELLED`: removed while queued; its partial grant was handed on.
 /// * `VOLT_CLOSED`: the semaphore was closed while it waited; it holds nothing.
-/// * Redis: `VOLT_LEASE_EXPIRED` or `VOLT_STATE_LOST`: the session was lost
-///   while it waited; it holds nothing. Removing a queued Redis waiter is one
-///   round trip; if Redis cannot be reached, the waiter is removed locally
-///   all the same and the handle's session given up (so that nothing can be
-///   granted to a request nobody waits for): `VOLT_CANCELLED` (0 returned)
-///   still means it holds nothing, and the session's other holders and
-///   waiters learn `VOLT_LEASE_EXPIRED`.
+/// * Redis: the error that ended the request (`VOLT_LEASE_EXPIRED` or
+///   `VOLT_STATE_LOST`: the session was lost while it waited;
+///   `VOLT_CONNECTION_FAILED` and the like: its round trip failed); it holds
+///   nothing. Removing a queued Redis waiter never blocks: it is removed
+///   here (`VOLT_CANCELLED`, `*returned` 0) and taken out of Redis by the
+///   handle's door thread, which hands its partial grant on and gives back
+///   a grant that came first; if Redis cannot be reached, the handle's
+///   session is given up (so that nothing can be granted to a request
+///   nobody waits for), and its other holders and waiters learn
+///   `VOLT_LEASE_EXPIRED`.
 /// * `VOLT_IDLE`: nothing to end: not busy, or the outcome was already collected
 ///   by a call from inside its wake callback (that call's `VOLT_OK` transferred
 ///   the permits: this `VOLT_IDLE` means the caller owns nothing more, so it must

@@ -270,7 +270,7 @@ fn handoff(url: &str, name: &str, n: usize, start: &str) {
 }
 
 /// A blocking acquire through the raw API, to know when the request had
-/// surely reached Redis (`acquire_raw` returned): returns (sent, queued,
+/// surely reached Redis (`acquire_raw` and a `flush` returned): returns (sent, queued,
 /// granted, token), clock stamps in ns.
 struct Park {
     done: Mutex<bool>,
@@ -294,6 +294,9 @@ fn timed_acquire(s: &RedisSemaphore, n: usize) -> (u64, u64, u64, u64) {
     // SAFETY: the waiter is boxed and idle; `park` outlives finish_raw below.
     let r = unsafe { s.acquire_raw(w.as_ref(), n, unpark, &park as *const Park as *mut c_void) }
         .unwrap();
+    // The request is sent by the handle's door thread: past the flush, it
+    // has reached Redis (granted or queued).
+    s.flush().unwrap();
     let queued = now_ns();
     if r == RawAcquire::Ready {
         return (sent, queued, queued, w.token());
@@ -395,6 +398,8 @@ fn scale(url: &str, name: &str, count: usize) {
         enq.push(us(t.elapsed()));
         assert_eq!(r, RawAcquire::Pending);
     }
+    // Every request has reached Redis (sent in order by the door thread).
+    s.flush().unwrap();
     println!("queued");
     let mut rel = Vec::with_capacity(count);
     for _ in 0..count {

@@ -25,7 +25,7 @@
 //! the C, Python and Node bindings, which plug their own wakers into the same
 //! callback contract as volt-sem ([`RedisSemaphore::acquire_raw`]). fred was
 //! the alternative; it is built on tokio and would run a runtime inside every
-//! process for what two blocking connections and one thread do. redis-rs's
+//! process for what two blocking connections and two threads do. redis-rs's
 //! `Script` gives `EVALSHA` with the `NOSCRIPT` fallback to `EVAL`.
 //!
 //! # Design
@@ -67,10 +67,11 @@
 //!   grants itself and pushes `"<request id> <token>"` to the notification
 //!   list of exactly the sessions it completed. Each process's agent thread
 //!   waits on its list with `BLPOP` on its own connection. A woken waiter
-//!   already holds its permits: no second round trip. A release that
+//!   already holds its permits: no second round trip, and one wake-up
+//!   (the agent calls the waiter's callback). A release that
 //!   completes requests of its own session (other tasks or threads of the
-//!   same process) also gets them in its reply and wakes them itself, one
-//!   hop sooner than through the agent. A list (rather than
+//!   same process) also gets them in its reply, and the door thread that
+//!   ran it wakes them, one hop sooner than through the agent. A list (rather than
 //!   pub/sub or RESP3 push) keeps a notification sent while the client is
 //!   reconnecting: it is read after the reconnect. Notifications are hints,
 //!   the hashes are the truth: every heartbeat asks about each request still
@@ -320,19 +321,26 @@
 //! `connect` is alive returns a new handle on that handle's session (it
 //! still checks Redis is reachable with a `PING`); a process-wide registry
 //! of weak references finds it. So a process opens, per distinct (URL,
-//! options, name) in use, **two connections and one thread**: one command
-//! connection for the calling threads, one for the agent thread (`BLPOP` and
-//! the heartbeat), and the agent thread itself, however many handles,
-//! clones, threads and waiters use it. The session ends when the last handle
+//! options, name) in use, **two connections and two threads**, however
+//! many handles, clones, threads and waiters use it: the *door* thread and
+//! its command connection, which make every round trip the handle's calls
+//! need, one at a time, in the order the calls were made (no call ever
+//! makes one on the calling thread: `acquire_raw`, `release` and
+//! `finish_raw` return at once, and the calls that answer wait for the
+//! door); and the *agent* thread and its connection (`BLPOP` and the
+//! heartbeat). Because the door runs a handle's calls in order, a call
+//! that answers (`try_acquire`, `census`, [`flush`](RedisSemaphore::flush))
+//! sees every release and cancel the handle made before it; another client
+//! sees them one round trip later. The session ends when the last handle
 //! of every such `connect` is dropped. [`ConnectOptions::own_session`] opts
-//! out: that handle gets a session (two connections, one thread) of its
+//! out: that handle gets a session (two connections, two threads) of its
 //! own, which ends when it is dropped, taking back whatever it still holds.
 //! The C, Python and Node bindings use it: each of their objects counts the
 //! permits it holds, and a dropped or collected object must give back its
 //! own, not leave them to a session that outlives it. A handle whose semaphore's state was
 //! lost ([`Error::StateLost`]) is not shared: the next `connect` starts
-//! afresh. The agent thread holds no strong reference to the handle and
-//! never keeps the process alive. Through Sentinels, each (re)connect also
+//! afresh. Neither thread holds a strong reference to the handle, and
+//! neither keeps the process alive. Through Sentinels, each (re)connect also
 //! opens a short-lived connection to one Sentinel at a time, closed once the
 //! master is found. `connect`
 //! talks to Redis at once: unreachable, wrong password or a malformed URL is
@@ -404,7 +412,7 @@ pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Erro
 
 /// A handle on a semaphore stored in Redis. Cheap to clone; clones (and the
 /// handles of other `connect` calls to the same URL, options and name in
-/// this process) share one session, two connections and one agent thread.
+/// this process) share one session, two connections and two threads.
 /// When the last of them is dropped, the session ends and whatever it still
 /// holds goes back.
 #[derive(Clone)]
@@ -487,12 +495,13 @@ impl RedisSemaphore {
     }
 
     /// Takes `n` permits if they are available now and nobody is queued.
+    /// One round trip (on the handle's door thread, in order with the
+    /// handle's other calls; this thread waits for it).
     pub fn try_acquire(&self, n: usize) -> Result<Permit, Error> {
         if n == 0 {
             return self.zero_permits().map(|()| self.permit(0, 0, 0));
         }
-        // SAFETY: no waiter.
-        let (_, token, epoch) = unsafe { self.inner.acquire(None, n as u64) }?;
+        let (token, epoch) = self.inner.try_acquire(n as u64)?;
         Ok(self.permit(n, token, epoch))
     }
 
@@ -531,14 +540,14 @@ impl RedisSemaphore {
         // until finish_raw returned below.
         let r =
             unsafe { self.acquire_raw(w.as_ref(), n, unpark, Arc::as_ptr(&park) as *mut c_void) }?;
-        let epoch = w.epoch.load(core::sync::atomic::Ordering::Relaxed);
         if r == RawAcquire::Ready {
-            return Ok(self.permit(n, w.token(), epoch));
+            return Ok(self.permit(n, w.token(), w.session()));
         }
         park.wait(deadline, || w.state() != RedisWaiterState::Waiting);
         // SAFETY: queued on this handle; `park` still alive.
         match unsafe { self.finish_raw(w.as_ref()) } {
-            Finish::Granted { token } => Ok(self.permit(n, token, epoch)),
+            // The session is known once the request was sent.
+            Finish::Granted { token } => Ok(self.permit(n, token, w.session())),
             Finish::Cancelled { .. } => Err(Error::TimedOut),
             Finish::Closed => Err(Error::Closed),
             Finish::Failed(e) => Err(e),
@@ -561,6 +570,15 @@ impl RedisSemaphore {
     /// (after [`Permit::forget`]). [`Error::NotHeld`] if it holds fewer
     /// (nothing released); [`Error::LeaseExpired`] if permits were lost with
     /// a session and not yet reported (those are counted first).
+    ///
+    /// Never blocks: the handle's count is checked and lowered here, and the
+    /// release reaches Redis right after, from the door thread, before any
+    /// later call of this handle (another client sees it one round trip
+    /// later: [`flush`](Self::flush) waits for it). Should Redis refuse it
+    /// (a session it expired behind the handle's back) or be out of reach,
+    /// the session is given up: its holders learn [`Error::LeaseExpired`]
+    /// (the lease watches, [`Permit::is_lost`]), and ending it gives back
+    /// what Redis still counted.
     pub fn release(&self, n: usize) -> Result<(), Error> {
         self.inner.release(n as u64, None)
     }
@@ -576,6 +594,18 @@ impl RedisSemaphore {
     /// in any order.
     pub fn release_session(&self, n: usize, session: u64) -> Result<(), Error> {
         self.inner.release(n as u64, Some(session))
+    }
+
+    /// Waits until every call this handle made before has been applied in
+    /// Redis (and those of the handles sharing its session): the releases
+    /// and cancels, which return at once, and the requests
+    /// [`acquire_raw`](Self::acquire_raw) queued. This handle's own later
+    /// calls come after them anyway (they run in order, on its door
+    /// thread); `flush` is for ordering a release with something else: a
+    /// message to another process that then expects the permits free, a
+    /// census from another handle. [`Error::Forked`] in a `fork()` child.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.inner.flush()
     }
 
     /// Closes the semaphore for every client: every queued request, on every
@@ -624,18 +654,25 @@ impl RedisSemaphore {
     }
 
     /// Queues an acquire of `n` permits that completes by calling
-    /// `wake(ctx)` (volt-sem's waker contract), on the agent thread, on a
-    /// thread whose release completed the grant (a handle of this session),
-    /// or on a thread that found the session lost. One round trip on this
-    /// thread. Callbacks never nest: those completed while a callback runs
-    /// on the same thread (it released, or lost the session) run after it
-    /// returned, in order; a callback may `finish_raw` such a sibling, which
-    /// then returns its outcome at once and its callback never runs.
+    /// `wake(ctx)` (volt-sem's waker contract), on the handle's door thread
+    /// (which sends the request), on the agent thread (a notification, a
+    /// heartbeat), or on a thread that found the session lost. **Never
+    /// blocks**: the round trip runs on the door thread, in order with the
+    /// handle's other calls. Callbacks never nest: those completed while a
+    /// callback runs on the same thread (it released, or lost the session)
+    /// run after it returned, in order; a callback may `finish_raw` such a
+    /// sibling, which then returns its outcome at once and its callback
+    /// never runs.
     ///
-    /// `Ready`: taken at once, [`RedisWaiter::token`] has the token, no
-    /// callback. `Pending`: queued; the callback runs once, when the grant is
-    /// complete, the semaphore closed or the session lost (possibly before
-    /// this returns); then pass the waiter to [`finish_raw`](Self::finish_raw).
+    /// `Pending` (every request, `n == 0` included: whether the semaphore
+    /// is closed is Redis's knowledge): the callback runs once, when the
+    /// grant is complete, the semaphore closed, the request failed or the
+    /// session lost (possibly before this returns); then pass the waiter to
+    /// [`finish_raw`](Self::finish_raw), which has the outcome, and
+    /// [`RedisWaiter::token`] / [`RedisWaiter::session`] the grant's.
+    /// Errors at once are those the handle knows without Redis:
+    /// [`Error::TooManyPermits`], [`Error::Closed`] (seen closed, or
+    /// disconnected), [`Error::StateLost`], [`Error::Forked`].
     ///
     /// # Safety
     /// * `waiter` is not busy ([`RedisWaiter::is_busy`]).
@@ -650,22 +687,21 @@ impl RedisSemaphore {
         ctx: *mut c_void,
     ) -> Result<RawAcquire, Error> {
         debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
-        if n == 0 {
-            return self.zero_permits().map(|()| RawAcquire::Ready);
-        }
         waiter.sem.store(
             Arc::as_ptr(&self.ident) as *mut (),
             core::sync::atomic::Ordering::Relaxed,
         );
         // SAFETY: forwarded contract.
-        unsafe { self.inner.acquire(Some((waiter, wake, ctx)), n as u64) }.map(|r| r.0)
+        unsafe { self.inner.acquire_raw(waiter, n as u64, wake, ctx) }
     }
 
-    /// Ends a raw request: cancels it if still queued (its partial grant is
-    /// handed on: `Cancelled`), or collects its outcome (`Granted`: this
-    /// handle now holds the permits; `Closed`; `Failed`). When it returns,
-    /// the callback has returned or never will. From inside the waiter's own
-    /// callback it returns at once.
+    /// Ends a raw request: cancels it if still queued (`Cancelled`, with
+    /// `returned: 0`: the door thread then takes it out of Redis, handing
+    /// its partial grant on, and gives back a grant that beat the cancel),
+    /// or collects its outcome (`Granted`: this handle now holds the
+    /// permits; `Closed`; `Failed`). Never waits for the network. When it
+    /// returns, the callback has returned or never will. From inside the
+    /// waiter's own callback it returns at once.
     ///
     /// # Safety
     /// `waiter` is idle or was last queued through this handle (or a clone):
@@ -775,8 +811,9 @@ impl Permit {
     pub fn lost(&self) -> LeaseLost<'_> {
         LeaseLost { permit: self }
     }
-    /// Releases now, reporting what happened: [`Error::LeaseExpired`] if the
-    /// session was lost (nothing is released twice).
+    /// Releases now (without blocking, as [`RedisSemaphore::release`]):
+    /// [`Error::LeaseExpired`] if the session was lost (nothing is released
+    /// twice).
     pub fn release(mut self) -> Result<(), Error> {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release(n as u64, Some(self.epoch))
@@ -881,7 +918,7 @@ impl Future for LeaseWatch {
 pub struct Acquire<'a> {
     sem: &'a RedisSemaphore,
     n: usize,
-    wait: Option<(Arc<AsyncWait>, u64)>,
+    wait: Option<Arc<AsyncWait>>,
     done: bool,
 }
 
@@ -937,14 +974,13 @@ impl Future for Acquire<'_> {
                 };
                 match r {
                     Ok(RawAcquire::Pending) => {
-                        let epoch = w.waiter.epoch.load(core::sync::atomic::Ordering::Relaxed);
-                        this.wait = Some((w, epoch));
+                        this.wait = Some(w);
                         Poll::Pending
                     }
                     Ok(RawAcquire::Ready) => {
                         this.done = true;
-                        let epoch = w.waiter.epoch.load(core::sync::atomic::Ordering::Relaxed);
-                        Poll::Ready(Ok(this.sem.permit(this.n, w.waiter.token(), epoch)))
+                        let (token, session) = (w.waiter.token(), w.waiter.session());
+                        Poll::Ready(Ok(this.sem.permit(this.n, token, session)))
                     }
                     Err(e) => {
                         this.done = true;
@@ -952,17 +988,19 @@ impl Future for Acquire<'_> {
                     }
                 }
             }
-            Some((w, _)) => {
+            Some(w) => {
                 *w.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
                 if w.waiter.state() == RedisWaiterState::Waiting {
                     return Poll::Pending;
                 }
-                let (w, epoch) = this.wait.take().expect("checked");
+                let w = this.wait.take().expect("checked");
                 // SAFETY: queued on this handle above.
                 let f = unsafe { this.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
                 this.done = true;
                 Poll::Ready(match f {
-                    Finish::Granted { token } => Ok(this.sem.permit(this.n, token, epoch)),
+                    Finish::Granted { token } => {
+                        Ok(this.sem.permit(this.n, token, w.waiter.session()))
+                    }
                     Finish::Closed => Err(Error::Closed),
                     Finish::Failed(e) => Err(e),
                     Finish::Cancelled { .. } | Finish::Idle => {
@@ -976,12 +1014,15 @@ impl Future for Acquire<'_> {
 
 impl Drop for Acquire<'_> {
     fn drop(&mut self) {
-        if let Some((w, epoch)) = self.wait.take() {
+        if let Some(w) = self.wait.take() {
             // SAFETY: queued on this handle; `w` lives until after finish_raw.
             let f = unsafe { self.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
             if let Finish::Granted { .. } = f {
                 // Granted after the last poll: the caller never saw it.
-                let _ = self.sem.inner.release(self.n as u64, Some(epoch));
+                let _ = self
+                    .sem
+                    .inner
+                    .release(self.n as u64, Some(w.waiter.session()));
             }
         }
     }

@@ -4,11 +4,13 @@
 //! session, ending the sessions at exit) in `registry.rs`.
 //!
 //! Connections: two per connected handle (clones share them). The *command
-//! connection* is used by the calling threads, one script call at a time
-//! (a mutex), for acquire, try_acquire, release, cancel and close. The
-//! *agent connection* belongs to the agent thread, which alternates between
-//! `BLPOP` on the session's notification list (with a timeout that ends at
-//! the next heartbeat) and the heartbeat script.
+//! connection* belongs to the door thread (`door.rs`), which runs the
+//! handle's calls one at a time in the order they were made (acquire,
+//! try_acquire, release, cancel, close, census): the calling threads never
+//! make a round trip themselves. The *agent connection* belongs to the
+//! agent thread, which alternates between `BLPOP` on the session's
+//! notification list (with a timeout that ends at the next heartbeat) and
+//! the heartbeat script.
 //!
 //! Uncertain outcomes: when the connection fails while a mutating script was
 //! in flight (it may or may not have run), the session is given up: it is
@@ -33,10 +35,12 @@ use crate::scripts::{CallError, Keys, Scripts, Who};
 use crate::waiter::{deliver, phase, take_pending, Claimed, Finish, RedisWaiter, CURRENT};
 
 mod agent;
+mod door;
 mod registry;
 mod table;
 
 use agent::Kick;
+use door::{call, Door, Job};
 pub(crate) use registry::{connect_shared, end_all_sessions};
 use table::{Entry, Table};
 
@@ -121,6 +125,7 @@ pub(crate) struct Inner {
     cmd: Mutex<Option<Conn>>,
     pub(crate) state: Mutex<State>,
     kick: Arc<Kick>,
+    door: Arc<Door>,
     /// The process that connected. After `fork()` the child has a copy of
     /// the handle but not its agent thread, and its sessions are the
     /// parent's: the child must neither use them nor end them (its exit or
@@ -387,10 +392,12 @@ impl Inner {
                 lost_wakers: Vec::new(),
             }),
             kick: Arc::new(Kick::default()),
+            door: Arc::new(Door::default()),
             pid: std::process::id(),
         });
         registry::at_exit::register(Arc::downgrade(&inner));
         agent::spawn(&inner)?;
+        door::spawn(&inner)?;
         Ok(inner)
     }
 
@@ -442,7 +449,7 @@ impl Inner {
             if st.failed {
                 return Err(Error::StateLost);
             }
-            if st.disconnected {
+            if st.disconnected || st.shutdown {
                 return Err(Error::Closed);
             }
             if let Some(s) = &st.session {
@@ -624,7 +631,12 @@ impl Inner {
             claimed
         };
         deliver(claimed);
-        self.end_given_up();
+        // On the door, after the calls queued before it (an acquire queued
+        // before the disconnect fails there with `Closed`).
+        let _ = call(self, |i| {
+            i.end_given_up();
+            Ok(())
+        });
         // Nothing left for the agent to renew: it exits.
         lock(&self.state).shutdown = true;
         self.kick.kick();
@@ -692,144 +704,98 @@ impl Inner {
         }
     }
 
-    /// The acquire script for `n`, with the waiter published first if
-    /// `waiter` is given (a queueing acquire).
+    /// The errors a request meets on the handle's own state, known without
+    /// a round trip.
+    fn check_usable(&self, st: &State) -> Result<(), Error> {
+        if st.failed {
+            return Err(Error::StateLost);
+        }
+        if st.disconnected || st.shutdown || st.closed {
+            return Err(Error::Closed);
+        }
+        Ok(())
+    }
+
+    /// Queues an acquire of `n` permits for `waiter` (`n == 0`: granted
+    /// unless the semaphore is closed): publishes it in the table, not yet
+    /// sent, and hands it to the door, which sends it and completes it
+    /// through its callback. Never blocks: the errors the handle knows
+    /// itself come at once, every other outcome through the callback.
     ///
     /// # Safety
-    /// As [`acquire_raw`](crate::RedisSemaphore::acquire_raw) when `waiter` is given.
-    pub(crate) unsafe fn acquire(
+    /// As [`acquire_raw`](crate::RedisSemaphore::acquire_raw).
+    pub(crate) unsafe fn acquire_raw(
         &self,
-        waiter: Option<(Pin<&RedisWaiter>, WakeFn, *mut core::ffi::c_void)>,
+        waiter: Pin<&RedisWaiter>,
         n: u64,
-    ) -> Result<(RawAcquire, u64, u64), Error> {
+        wake: WakeFn,
+        ctx: *mut core::ffi::c_void,
+    ) -> Result<RawAcquire, Error> {
         if n > self.total {
             return Err(Error::TooManyPermits);
         }
-        // One retry: a session found expired is replaced by a new one (the
-        // new request has nothing to do with the old lease).
-        for attempt in 0..2 {
-            let (sid, epoch) = self.ensure_session()?;
-            let ctr;
-            let eid;
-            {
-                let mut st = lock(&self.state);
-                if st.disconnected {
-                    // `disconnect` ran since `ensure_session`: never queue
-                    // on the session it ended.
-                    return Err(Error::Closed);
-                }
-                ctr = st.table.next_ctr();
-                eid = format!("{sid}:{ctr}");
-                if let Some((w, wake, ctx)) = waiter {
-                    let wr = w.get_ref();
-                    wr.ctr.store(ctr, Ordering::Relaxed);
-                    wr.requested.store(n, Ordering::Relaxed);
-                    wr.epoch.store(epoch, Ordering::Relaxed);
-                    // SAFETY: not busy, so not in the table: only we touch `wake`.
-                    unsafe { *wr.wake.get() = Some((wake, ctx)) };
-                    *wr.outcome.lock().unwrap_or_else(|e| e.into_inner()) = None;
-                    wr.phase.store(phase::WAITING, Ordering::Release);
-                    st.table.insert(
-                        ctr,
-                        Entry {
-                            w: wr,
-                            eid: eid.clone(),
-                            n,
-                            epoch,
-                            queued: false,
-                        },
-                    );
-                }
-            }
-            let sent = Instant::now();
-            let r = self.with_cmd(|con| {
-                self.scripts
-                    .acquire(con, &self.keys, self.who(&sid), &eid, n, waiter.is_some())
-            });
-            // Unpublish unless queued; Err(outcome) if someone completed it
-            // meanwhile (the session was lost).
-            let unpublish = |this: &Self| -> Result<(), Finish> {
-                let Some((w, _, _)) = waiter else {
-                    return Ok(());
-                };
-                let mut st = lock(&this.state);
-                if st.table.remove(ctr).is_some() {
-                    w.phase.store(phase::IDLE, Ordering::Release);
-                    return Ok(());
-                }
-                drop(st);
-                // SAFETY: forwarded contract; it was queued on this handle.
-                Err(unsafe { this.finish(w) })
-            };
-            let r = match r {
-                Ok(r) => r,
-                Err(CallError::NotRun(e)) => {
-                    let _ = unpublish(self);
-                    return Err(e);
-                }
-                Err(CallError::Uncertain(e)) => {
-                    let _ = unpublish(self);
-                    self.lose(epoch, Error::LeaseExpired);
-                    return Err(if lock(&self.state).failed {
-                        Error::StateLost
-                    } else {
-                        e
-                    });
-                }
-            };
-            match &r.status {
-                Status::Ready => {
-                    let token = r.int(0)?;
-                    self.renewed_fast(epoch, sent);
-                    if let Err(f) = unpublish(self) {
-                        return Err(match f {
-                            Finish::Failed(e) => e,
-                            _ => Error::LeaseExpired,
-                        });
-                    }
-                    let mut st = lock(&self.state);
-                    if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
-                        st.held += n;
-                    } else {
-                        st.lost += n;
-                    }
-                    if let Some((w, _, _)) = waiter {
-                        w.token.store(token, Ordering::Relaxed);
-                    }
-                    return Ok((RawAcquire::Ready, token, epoch));
-                }
-                Status::Pending => {
-                    self.renewed_fast(epoch, sent);
-                    let mut st = lock(&self.state);
-                    st.table.mark_queued(ctr);
-                    return Ok((RawAcquire::Pending, 0, epoch));
-                }
-                s => {
-                    let _ = unpublish(self);
-                    match s {
-                        Status::NoPermits => return Err(Error::NoPermits),
-                        Status::Closed => {
-                            lock(&self.state).closed = true;
-                            return Err(Error::Closed);
-                        }
-                        Status::TooMany => return Err(Error::TooManyPermits),
-                        Status::Expired if attempt == 0 => {
-                            self.lose(epoch, Error::LeaseExpired);
-                            continue;
-                        }
-                        _ => {
-                            return Err(self
-                                .session_reply(&r, epoch)
-                                .unwrap_or_else(|| Error::Protocol(format!("{r:?}"))))
-                        }
-                    }
-                }
-            }
+        if self.forked() {
+            return Err(Error::Forked);
         }
-        Err(Error::LeaseExpired)
+        let ctr = {
+            let mut st = lock(&self.state);
+            self.check_usable(&st)?;
+            let ctr = st.table.next_ctr();
+            let w = waiter.get_ref();
+            w.ctr.store(ctr, Ordering::Relaxed);
+            w.requested.store(n, Ordering::Relaxed);
+            // The session is chosen when the door sends it.
+            w.epoch.store(0, Ordering::Relaxed);
+            // SAFETY: not busy (contract), so not in the table: nobody else
+            // reads `wake` until it is published below.
+            unsafe { *w.wake.get() = Some((wake, ctx)) };
+            *w.outcome.lock().unwrap_or_else(|e| e.into_inner()) = None;
+            w.phase.store(phase::WAITING, Ordering::Release);
+            st.table.insert(
+                ctr,
+                Entry {
+                    w,
+                    eid: String::new(),
+                    n,
+                    epoch: 0,
+                    queued: false,
+                },
+            );
+            ctr
+        };
+        self.door.push(if n == 0 {
+            Job::Zero(ctr)
+        } else {
+            Job::Acquire(ctr)
+        });
+        Ok(RawAcquire::Pending)
     }
 
-    /// Cancels or collects a raw request.
+    /// `try_acquire` of `n > 0` permits: one round trip, on the door.
+    /// Returns the grant's token and session.
+    pub(crate) fn try_acquire(&self, n: u64) -> Result<(u64, u64), Error> {
+        if n > self.total {
+            return Err(Error::TooManyPermits);
+        }
+        call(self, move |i| i.try_now(n))
+    }
+
+    /// Counts `n` permits granted in session `epoch` as held (or as lost,
+    /// if that session was given up meanwhile).
+    fn count_granted(&self, n: u64, epoch: u64) {
+        let mut st = lock(&self.state);
+        if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+            st.held += n;
+        } else {
+            st.lost += n;
+        }
+    }
+
+    /// Cancels or collects a raw request. Never blocks on the network: a
+    /// request still queued is taken out of the table here (its owner is
+    /// done with it at once: `Cancelled`) and out of Redis by the door,
+    /// which hands its partial grant on, and releases its permits should
+    /// the grant have beaten the cancel.
     ///
     /// # Safety
     /// `waiter` is idle or was queued on this handle.
@@ -846,14 +812,28 @@ impl Inner {
                 }
                 phase::WAITING => {
                     let ctr = w.ctr.load(Ordering::Relaxed);
-                    let removed = { lock(&self.state).table.remove_waiter(ctr, w) };
+                    let removed = {
+                        let mut st = lock(&self.state);
+                        let e = st.table.remove_waiter(ctr, w);
+                        if e.as_ref().is_some_and(|e| !e.queued) {
+                            st.table.cancelled_unanswered(ctr);
+                        }
+                        e
+                    };
                     if let Some(e) = removed {
-                        let f = self.cancel_remote(&e);
-                        if let Finish::Granted { token } = f {
-                            w.token.store(token, Ordering::Relaxed);
+                        // Queued in Redis: the door takes it out. Not yet
+                        // answered (or not yet sent): the door learns it
+                        // when it gets there, and undoes what the answer
+                        // did.
+                        if e.queued {
+                            self.door.push(Job::Cancel {
+                                eid: e.eid,
+                                n: e.n,
+                                epoch: e.epoch,
+                            });
                         }
                         w.phase.store(phase::IDLE, Ordering::Release);
-                        return f;
+                        return Finish::Cancelled { returned: 0 };
                     }
                 }
                 phase::NOTIFYING if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
@@ -885,58 +865,22 @@ impl Inner {
         }
     }
 
-    fn cancel_remote(&self, e: &Entry) -> Finish {
-        let sid = match e.eid.split_once(':') {
-            Some((s, _)) => s.to_string(),
-            None => return Finish::Cancelled { returned: 0 },
-        };
-        let r = self.with_cmd(|con| self.scripts.cancel(con, &self.keys, self.who(&sid), &e.eid));
-        match r {
-            Ok(r) => match &r.status {
-                Status::Cancelled => Finish::Cancelled {
-                    returned: r.int(0).unwrap_or(0) as usize,
-                },
-                Status::Granted => {
-                    let token = r.int(0).unwrap_or(0);
-                    let mut st = lock(&self.state);
-                    if st.session.as_ref().map(|s| s.epoch) == Some(e.epoch) {
-                        st.held += e.n;
-                    } else {
-                        st.lost += e.n;
-                    }
-                    Finish::Granted { token }
-                }
-                Status::Closed => {
-                    lock(&self.state).closed = true;
-                    Finish::Closed
-                }
-                // The session is gone: nothing is held, nothing to hand on.
-                _ => {
-                    let _ = self.session_reply(&r, e.epoch);
-                    Finish::Cancelled { returned: 0 }
-                }
-            },
-            Err(CallError::NotRun(_)) => {
-                // Still queued in Redis but unknown to us: give the session up
-                // so that its entry cannot be granted to nobody.
-                self.lose(e.epoch, Error::LeaseExpired);
-                Finish::Cancelled { returned: 0 }
-            }
-            Err(CallError::Uncertain(_)) => {
-                self.lose(e.epoch, Error::LeaseExpired);
-                Finish::Cancelled { returned: 0 }
-            }
-        }
-    }
-
     /// Releases `n` permits of the session `epoch` (`None`: whichever; lost
-    /// permits are reported first).
+    /// permits are reported first). Never blocks: the handle's count is
+    /// checked and lowered here, the release script runs on the door, in
+    /// order with this handle's other calls. What only Redis could refuse
+    /// (a session it expired behind the handle's back, which the handle's
+    /// own clock makes all but impossible) gives the session up, and the
+    /// holders learn it through the lease watches.
     pub(crate) fn release(&self, n: u64, epoch: Option<u64>) -> Result<(), Error> {
         if n == 0 {
             return Ok(());
         }
+        if self.forked() {
+            return Err(Error::Forked);
+        }
         self.check_local_expiry();
-        let (sid, epoch) = {
+        let epoch = {
             let mut st = lock(&self.state);
             if st.failed {
                 return Err(Error::StateLost);
@@ -944,9 +888,9 @@ impl Inner {
             if st.disconnected {
                 return Err(Error::Closed);
             }
-            let cur = st.session.as_ref().map(|s| (s.sid.clone(), s.epoch));
-            let stale = match (epoch, &cur) {
-                (Some(e), Some((_, c))) => e != *c,
+            let cur = st.session.as_ref().map(|s| s.epoch);
+            let stale = match (epoch, cur) {
+                (Some(e), Some(c)) => e != c,
                 (Some(_), None) => true,
                 (None, _) => st.lost >= n,
             };
@@ -960,95 +904,40 @@ impl Inner {
             if n > st.held {
                 return Err(Error::NotHeld { held: st.held });
             }
+            st.held -= n;
             cur
         };
-        let sent = Instant::now();
-        let r = self.with_cmd(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
-        let r = match r {
-            Ok(r) => r,
-            Err(CallError::NotRun(e)) => return Err(e),
-            Err(CallError::Uncertain(e)) => {
-                // Unknown whether it ran: give the session up (ending it
-                // returns whatever it still holds), and count these n as done.
-                self.lose(epoch, Error::LeaseExpired);
-                let mut st = lock(&self.state);
-                st.lost = st.lost.saturating_sub(n);
-                return Err(if st.failed { Error::StateLost } else { e });
-            }
-        };
-        match &r.status {
-            Status::Ok => {
-                self.renewed_fast(epoch, sent);
-                {
-                    let mut st = lock(&self.state);
-                    if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
-                        st.held -= n.min(st.held);
-                    }
-                }
-                // Our own waiters this release completed: woken here, one
-                // hop sooner than through the agent (whose notification
-                // then finds them done).
-                let claimed: Vec<Claimed> = r
-                    .rest
-                    .chunks_exact(2)
-                    .filter_map(|g| {
-                        let (s, ctr) = g[0].split_once(':')?;
-                        self.complete(s, ctr.parse().ok()?, &g[1])
-                    })
-                    .collect();
-                deliver(claimed);
-                Ok(())
-            }
-            Status::NotHeld => Err(Error::NotHeld { held: r.int(0)? }),
-            _ => {
-                let e = self
-                    .session_reply(&r, epoch)
-                    .unwrap_or_else(|| Error::Protocol(format!("{r:?}")));
-                let mut st = lock(&self.state);
-                st.lost = st.lost.saturating_sub(n);
-                Err(e)
-            }
-        }
+        self.door.push(Job::Release { n, epoch });
+        Ok(())
     }
 
     pub(crate) fn close(&self) -> Result<(), Error> {
-        let (sid, epoch) = self.ensure_session()?;
-        let r = self.with_cmd(|con| self.scripts.close(con, &self.keys, self.who(&sid)));
-        let r = match r {
-            Ok(r) => r,
-            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
-        };
-        match &r.status {
-            Status::Ok => {
-                lock(&self.state).closed = true;
-                Ok(())
-            }
-            _ => Err(self
-                .session_reply(&r, epoch)
-                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
-        }
+        call(self, |i| i.close_now())
+    }
+
+    /// Returns once the door has run every job queued before this call.
+    pub(crate) fn flush(&self) -> Result<(), Error> {
+        call(self, |_| Ok(()))
     }
 
     pub(crate) fn census(&self) -> Result<Reply, Error> {
-        let sid = {
-            let st = lock(&self.state);
-            if st.failed {
-                return Err(Error::StateLost);
-            }
-            st.session
-                .as_ref()
-                .map(|s| s.sid.clone())
-                .unwrap_or_default()
-        };
-        let r = self
-            .with_cmd(|con| self.scripts.census(con, &self.keys, self.who(&sid)))
+        call(self, |i| i.census_now())
+    }
+
+    /// A `PING` on the command connection (a shared `connect` talks to
+    /// Redis at once, as a new one does).
+    pub(crate) fn ping(&self) -> Result<(), Error> {
+        call(self, |i| {
+            i.with_cmd(|con| {
+                redis::cmd("PING")
+                    .query::<String>(con)
+                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &i.secret)))
+            })
+            .map(|_| ())
             .map_err(|e| match e {
                 CallError::NotRun(e) | CallError::Uncertain(e) => e,
-            })?;
-        if r.status == Status::Lost {
-            return Err(Error::StateLost);
-        }
-        Ok(r)
+            })
+        })
     }
 
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
@@ -1125,6 +1014,7 @@ impl Drop for Inner {
         if self.forked() {
             return;
         }
+        self.door.stop();
         let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         st.shutdown = true;
         let mut sids: Vec<String> = st.to_end.drain(..).collect();

@@ -166,6 +166,8 @@ fn a_callback_collects_a_sibling_completed_in_the_same_batch() {
             RawAcquire::Pending
         );
     }
+    // Both sent and queued in Redis before it stops answering.
+    sem.flush().unwrap();
     // SAFETY: signals to the redis-server child this test started.
     unsafe { libc::kill(s.pid() as i32, libc::SIGSTOP) };
     eventually(

@@ -23,8 +23,11 @@ use volt_sem_redis::{Finish, RawAcquire, RedisWaiter, RedisWaiterState};
 
 unsafe extern "C" fn record_thread(ctx: *mut c_void) {
     // SAFETY: the test passes a Mutex that outlives the waiter.
-    let m = unsafe { &*(ctx as *const Mutex<Vec<std::thread::ThreadId>>) };
-    m.lock().unwrap().push(std::thread::current().id());
+    let m = unsafe { &*(ctx as *const Mutex<Vec<(std::thread::ThreadId, String)>>) };
+    let me = std::thread::current();
+    m.lock()
+        .unwrap()
+        .push((me.id(), me.name().unwrap_or_default().to_string()));
 }
 
 #[test]
@@ -34,7 +37,7 @@ fn a_release_wakes_the_waiters_of_its_own_session_itself() {
     let b = RedisSemaphore::connect(&s.url(), "own", 2, ConnectOptions::new()).unwrap();
     let held = a.acquire_blocking(2).unwrap();
     let seen = Mutex::new(Vec::new());
-    let ctx = &seen as *const Mutex<Vec<std::thread::ThreadId>> as *mut c_void;
+    let ctx = &seen as *const Mutex<Vec<(std::thread::ThreadId, String)>> as *mut c_void;
     let w1 = pin!(RedisWaiter::new());
     let w2 = pin!(RedisWaiter::new());
     // SAFETY: idle and pinned; `seen` outlives both.
@@ -48,17 +51,30 @@ fn a_release_wakes_the_waiters_of_its_own_session_itself() {
             RawAcquire::Pending
         );
     }
-    // The release completes both (same session) and wakes them itself: by
-    // the time it returns, neither is waiting any more. (Through the agent
-    // alone, they would still be waiting for its BLPOP to return. The agent
-    // may also get their notifications first and run a callback itself:
-    // either way each callback runs exactly once.)
+    // The release completes both (same session) and its reply wakes them,
+    // on the handle's door thread that ran it: one hop sooner than the
+    // agent's notifications (which may still win the race and run a
+    // callback itself: either way each callback runs exactly once, and on
+    // one of the handle's two threads, never on the releasing one, which
+    // returned at once).
     held.release().unwrap();
-    let states = (w1.state(), w2.state());
-    // SAFETY: queued on b. Finished before any assertion, so that a failed
-    // one does not drop a busy waiter.
+    eventually("both completed", Duration::from_secs(5), || {
+        w1.state() == RedisWaiterState::Done && w2.state() == RedisWaiterState::Done
+    });
+    // SAFETY: queued on b.
     let (f1, f2) = unsafe { (b.finish_raw(w1.as_ref()), b.finish_raw(w2.as_ref())) };
-    assert_eq!(states, (RedisWaiterState::Done, RedisWaiterState::Done));
+    let names: Vec<String> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, name): &(std::thread::ThreadId, String)| name.clone())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n == "volt-sem-redis-door" || n == "volt-sem-redis"),
+        "{names:?}"
+    );
     let (Finish::Granted { token: t1 }, Finish::Granted { token: t2 }) = (f1, f2) else {
         panic!("not granted")
     };

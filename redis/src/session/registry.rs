@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex, Weak};
 use super::{lock, Inner};
 use crate::error::Error;
 use crate::options::ConnectOptions;
-use crate::scripts::CallError;
 
 /// One session per process per semaphore: the live handles by (URL, name,
 /// options), as weak references, so that a second `connect` shares the
@@ -36,15 +35,7 @@ pub(crate) fn connect_shared(
     };
     if let Some(inner) = found {
         // `connect` talks to Redis at once, shared or not.
-        inner
-            .with_cmd(|con| {
-                redis::cmd("PING")
-                    .query::<String>(con)
-                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &inner.secret)))
-            })
-            .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
-            })?;
+        inner.ping()?;
         return Ok(inner);
     }
     let inner = Inner::connect(url, name, total, opts.clone())?;

@@ -3,17 +3,18 @@
 //! completed by a grant record, collected or cancelled by its owner, or
 //! failed with its session; whoever removes it owns the waiter's outcome.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::waiter::RedisWaiter;
 
 /// One queued request.
 pub(super) struct Entry {
     pub(super) w: *const RedisWaiter,
-    /// Its id in Redis: `<session id>:<counter>`.
+    /// Its id in Redis: `<session id>:<counter>` (empty until sent).
     pub(super) eid: String,
     pub(super) n: u64,
-    /// The session (by epoch) it was queued in.
+    /// The session (by epoch) it was sent in; 0 until the door sends it
+    /// (a lost session then leaves it alone: it goes to the next one).
     pub(super) epoch: u64,
     /// Set once the acquire script answered PENDING: only then does the
     /// heartbeat ask about it (before, "not in Redis" is expected).
@@ -23,6 +24,12 @@ pub(super) struct Entry {
 pub(super) struct Table {
     next_ctr: u64,
     entries: HashMap<u64, Entry>,
+    /// Requests their owners cancelled before the door had the acquire
+    /// script's answer: the door undoes what the answer did (a cancel
+    /// script for a queued one, a release for a granted one). Only these:
+    /// a request taken out by anyone else (the agent completing it, a lost
+    /// session) needs nothing undone.
+    cancelled: HashSet<u64>,
 }
 
 impl Table {
@@ -30,6 +37,7 @@ impl Table {
         Table {
             next_ctr: 1,
             entries: HashMap::new(),
+            cancelled: HashSet::new(),
         }
     }
 
@@ -64,7 +72,24 @@ impl Table {
         self.entries.remove(&ctr)
     }
 
-    /// The acquire script answered PENDING for request `ctr`.
+    /// The owner took out request `ctr` before its acquire script was
+    /// answered.
+    pub(super) fn cancelled_unanswered(&mut self, ctr: u64) {
+        self.cancelled.insert(ctr);
+    }
+
+    /// Whether the owner cancelled request `ctr` before it was answered
+    /// (forgotten here: asked once, by the door).
+    pub(super) fn take_cancelled(&mut self, ctr: u64) -> bool {
+        self.cancelled.remove(&ctr)
+    }
+
+    pub(super) fn get_mut(&mut self, ctr: u64) -> Option<&mut Entry> {
+        self.entries.get_mut(&ctr)
+    }
+
+    /// The acquire script answered PENDING for request `ctr` (if it is still
+    /// in the table): from now on the heartbeat asks about it.
     pub(super) fn mark_queued(&mut self, ctr: u64) {
         if let Some(e) = self.entries.get_mut(&ctr) {
             e.queued = true;

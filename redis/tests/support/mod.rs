@@ -876,7 +876,9 @@ pub fn worker_main() {
                     i.map(|i| h.remove(i))
                 };
                 match p {
-                    Some(p) => match p.release() {
+                    // "released" once Redis applied it (release returns at
+                    // once; flush waits for the handle's door).
+                    Some(p) => match p.release().and_then(|()| sem.flush()) {
                         Ok(()) => say("released".into()),
                         Err(e) => say(format!("error {e:?}")),
                     },
@@ -1148,11 +1150,14 @@ pub fn acquire_in_thread(
         let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
         let mut cx = Context::from_waker(&waker);
         let mut fut = Box::pin(sem.acquire(n));
-        // The first poll runs the acquire script on this thread.
+        // The first poll queues the request; the flush waits until the
+        // door thread has sent it (and, with min_replicas_acked, until its
+        // WAIT returned).
         let mut first = true;
         let r = loop {
             let p = fut.as_mut().poll(&mut cx);
             if std::mem::take(&mut first) {
+                let _ = sem.flush();
                 let _ = called.send(());
             }
             match p {

@@ -1,0 +1,507 @@
+//! The door thread of a connected handle: the only thread that uses the
+//! command connection (apart from the exit handler and the last `Drop`).
+//!
+//! Why a thread: the seam every binding calls (`acquire_raw`, `release`,
+//! `finish_raw`) must never block, as on the local and shared backends,
+//! while each of those is a round trip to Redis. So the calling thread only
+//! records what it wants (a waiter in the table, a count released) and
+//! queues a [`Job`]; the door runs the jobs one at a time, in the order they
+//! were queued, and completes waiters through their callbacks (one wake-up
+//! from the reply to the waiting task or thread). The calls that must answer
+//! (`try_acquire`, `close`, `census`, `disconnect`, the PING of a shared
+//! `connect`) queue a [`Job::Call`] and wait for it: so every operation of a
+//! handle reaches Redis in the order its threads made them (a `release`
+//! followed by a `try_acquire` on the same handle sees the release), and no
+//! round trip ever runs on a caller's thread, where a signal (a Python
+//! Ctrl-C) could interrupt the socket call and turn it into an uncertain
+//! outcome.
+//!
+//! The thread holds a `Weak` of the handle (it never keeps it alive) and
+//! ends when the handle is dropped. A job that panics is contained: the
+//! waiter or caller it served gets an error, the door goes on.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::thread::ThreadId;
+use std::time::Instant;
+
+use super::{lock, Inner};
+use crate::census::Census;
+use crate::error::Error;
+use crate::reply::{Reply, Status};
+use crate::scripts::CallError;
+use crate::waiter::{deliver, Claimed, Finish};
+
+/// What the door does for a caller.
+pub(super) enum Job {
+    /// Sends the queued request `ctr` (in the table, not yet sent).
+    Acquire(u64),
+    /// Completes the request `ctr` of 0 permits: granted unless the
+    /// semaphore is closed (which only Redis knows for sure).
+    Zero(u64),
+    /// Gives back `n` permits of the session `epoch` (already taken off the
+    /// handle's count by the caller).
+    Release { n: u64, epoch: u64 },
+    /// Takes the request `eid` (queued in Redis, in session `epoch`, for `n`
+    /// permits) out of the queue; its owner has already been told it is
+    /// cancelled.
+    Cancel { eid: String, n: u64, epoch: u64 },
+    /// A call whose caller waits for the answer.
+    Call(Box<dyn FnOnce(&Inner) + Send>),
+}
+
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    stop: bool,
+}
+
+/// The door's queue, shared by the handle (which pushes) and the thread.
+#[derive(Default)]
+pub(super) struct Door {
+    queue: Mutex<Queue>,
+    cv: Condvar,
+    thread: std::sync::OnceLock<ThreadId>,
+}
+
+impl Door {
+    pub(super) fn push(&self, job: Job) {
+        lock(&self.queue).jobs.push_back(job);
+        self.cv.notify_one();
+    }
+
+    /// Ends the thread (the handle is being dropped); jobs not run are
+    /// dropped (a waiting caller learns it, see [`call`]).
+    pub(super) fn stop(&self) {
+        let jobs = {
+            let mut q = lock(&self.queue);
+            q.stop = true;
+            std::mem::take(&mut q.jobs)
+        };
+        self.cv.notify_all();
+        drop(jobs);
+    }
+
+    /// Whether this thread is the door's own.
+    pub(super) fn is_here(&self) -> bool {
+        self.thread.get() == Some(&std::thread::current().id())
+    }
+
+    fn next(&self) -> Option<Job> {
+        let mut q = lock(&self.queue);
+        loop {
+            if q.stop {
+                return None;
+            }
+            if let Some(j) = q.jobs.pop_front() {
+                return Some(j);
+            }
+            q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// Starts the door thread of a newly connected handle.
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
+    let weak: Weak<Inner> = Arc::downgrade(inner);
+    let door = inner.door.clone();
+    let t = std::thread::Builder::new()
+        .name("volt-sem-redis-door".into())
+        .spawn(move || run(&weak, &door))
+        .map_err(|e| Error::Connection(format!("cannot start the door thread: {e}")))?;
+    let _ = inner.door.thread.set(t.thread().id());
+    Ok(())
+}
+
+fn run(weak: &Weak<Inner>, door: &Door) {
+    // The id is also set by `spawn`; whichever comes first (a job may be
+    // pushed before `spawn` returns, never run before this line).
+    let _ = door.thread.set(std::thread::current().id());
+    while let Some(job) = door.next() {
+        let Some(inner) = weak.upgrade() else {
+            return;
+        };
+        // A panic inside a job (a bug, or a Rust callback that panicked
+        // through `deliver`) must not end the door: the handle's later
+        // calls would wait for ever.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
+        // If this was the last handle, `Inner::drop` runs here and stops
+        // the door.
+        drop(inner);
+    }
+}
+
+/// Runs `f` on the door thread and waits for its answer (at once if this is
+/// the door thread, e.g. a call from inside a callback it delivers).
+/// [`Error::Forked`] in a `fork()` child (the door thread was not copied).
+pub(super) fn call<R: Send + 'static>(
+    inner: &Inner,
+    f: impl FnOnce(&Inner) -> Result<R, Error> + Send + 'static,
+) -> Result<R, Error> {
+    if inner.forked() {
+        return Err(Error::Forked);
+    }
+    if inner.door.is_here() {
+        return f(inner);
+    }
+    let slot: Arc<Answer<R>> = Arc::new(Answer {
+        value: Mutex::new(None),
+        cv: Condvar::new(),
+    });
+    let reply = Answering(slot.clone(), false);
+    inner.door.push(Job::Call(Box::new(move |i: &Inner| {
+        let mut reply = reply;
+        reply.send(f(i));
+    })));
+    let mut g = lock(&slot.value);
+    loop {
+        if let Some(v) = g.take() {
+            return v;
+        }
+        g = slot.cv.wait(g).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+struct Answer<R> {
+    value: Mutex<Option<Result<R, Error>>>,
+    cv: Condvar,
+}
+
+/// The door's end of a [`call`]: answers once; dropped unanswered (the job
+/// panicked, or the door stopped) it answers with an error, so that the
+/// caller never waits for ever.
+struct Answering<R>(Arc<Answer<R>>, bool);
+
+impl<R> Answering<R> {
+    fn send(&mut self, v: Result<R, Error>) {
+        *lock(&self.0.value) = Some(v);
+        self.1 = true;
+        self.0.cv.notify_all();
+    }
+}
+
+impl<R> Drop for Answering<R> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.send(Err(Error::Protocol(
+                "the handle's door thread could not run the call".into(),
+            )));
+        }
+    }
+}
+
+/// The jobs, run on the door thread only.
+impl Inner {
+    fn run_job(&self, job: Job) {
+        match job {
+            Job::Acquire(ctr) => self.send_acquire(ctr),
+            Job::Zero(ctr) => {
+                let f = match self.census_now().and_then(|r| Census::from_reply(&r)) {
+                    Ok(c) if c.closed => {
+                        lock(&self.state).closed = true;
+                        Finish::Closed
+                    }
+                    Ok(_) => Finish::Granted { token: 0 },
+                    Err(e) => Finish::Failed(e),
+                };
+                self.complete_request(ctr, f);
+            }
+            Job::Release { n, epoch } => self.release_now(n, epoch),
+            Job::Cancel { eid, n, epoch } => self.cancel_now(&eid, n, epoch),
+            Job::Call(f) => f(self),
+        }
+    }
+
+    /// Completes request `ctr` with `f`, unless its owner cancelled it.
+    fn complete_request(&self, ctr: u64, f: Finish) {
+        let claimed = {
+            let mut st = lock(&self.state);
+            st.table.take_cancelled(ctr);
+            let e = st.table.remove(ctr);
+            // SAFETY: it was in the table, so its waiter is valid.
+            e.map(|e| unsafe { Claimed::claim(e.w, f) })
+        };
+        deliver(claimed);
+    }
+
+    /// Sends the queued request `ctr`: the acquire script, which grants it
+    /// at once (`Ready`: completed here) or queues it in Redis (`Pending`:
+    /// a notification or a heartbeat completes it).
+    fn send_acquire(&self, ctr: u64) {
+        // One retry: a session found expired is replaced by a new one (the
+        // request has nothing to do with the old lease).
+        for attempt in 0..2 {
+            let (sid, epoch) = match self.ensure_session() {
+                Ok(s) => s,
+                Err(e) => return self.complete_request(ctr, Finish::Failed(e)),
+            };
+            // Stamped with its session; gone: cancelled before it was sent.
+            let (eid, n) = {
+                let mut st = lock(&self.state);
+                let Some(e) = st.table.get_mut(ctr) else {
+                    // Cancelled (or failed with a lost session) before it
+                    // was sent: nothing to undo.
+                    st.table.take_cancelled(ctr);
+                    return;
+                };
+                e.eid = format!("{sid}:{ctr}");
+                e.epoch = epoch;
+                // SAFETY: in the table, so valid; `epoch` is read by the
+                // owner only after the request completed.
+                unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);
+                (e.eid.clone(), e.n)
+            };
+            let sent = Instant::now();
+            let r = self.with_cmd(|con| {
+                self.scripts
+                    .acquire(con, &self.keys, self.who(&sid), &eid, n, true)
+            });
+            let r = match r {
+                Ok(r) => r,
+                Err(CallError::NotRun(e)) => return self.complete_request(ctr, Finish::Failed(e)),
+                Err(CallError::Uncertain(e)) => {
+                    // It may be queued or granted: giving the session up
+                    // (ending it) undoes either.
+                    self.complete_request(ctr, Finish::Failed(e));
+                    return self.lose(epoch, Error::LeaseExpired);
+                }
+            };
+            match &r.status {
+                Status::Ready => {
+                    let token = r.int(0).unwrap_or(0);
+                    self.renewed_fast(epoch, sent);
+                    let (claimed, cancelled) = {
+                        let mut st = lock(&self.state);
+                        let cancelled = st.table.take_cancelled(ctr);
+                        let claimed = st.table.remove(ctr).map(|e| {
+                            if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+                                st.held += n;
+                            } else {
+                                st.lost += n;
+                            }
+                            // SAFETY: it was in the table.
+                            unsafe { Claimed::claim(e.w, Finish::Granted { token }) }
+                        });
+                        (claimed, cancelled)
+                    };
+                    match claimed {
+                        Some(c) => deliver([c]),
+                        // Cancelled while the script ran: give them back.
+                        None if cancelled => self.release_now(n, epoch),
+                        // Failed with its session meanwhile: ending the
+                        // session gives them back.
+                        None => {}
+                    }
+                    return;
+                }
+                Status::Pending => {
+                    self.renewed_fast(epoch, sent);
+                    let cancelled = {
+                        let mut st = lock(&self.state);
+                        st.table.mark_queued(ctr);
+                        st.table.take_cancelled(ctr)
+                    };
+                    // Cancelled while the script ran: take it out. (Gone
+                    // from the table but not cancelled: the agent already
+                    // completed it, a release of another client having
+                    // granted it before this answer was read; or its
+                    // session was lost. Nothing to undo then.)
+                    if cancelled {
+                        self.cancel_now(&eid, n, epoch);
+                    }
+                    return;
+                }
+                Status::Closed => {
+                    lock(&self.state).closed = true;
+                    return self.complete_request(ctr, Finish::Closed);
+                }
+                Status::TooMany => {
+                    return self.complete_request(ctr, Finish::Failed(Error::TooManyPermits))
+                }
+                Status::Expired if attempt == 0 => {
+                    // Not sent as far as the lost session goes: unstamped,
+                    // so that losing the session leaves it to the retry.
+                    if let Some(e) = lock(&self.state).table.get_mut(ctr) {
+                        e.epoch = 0;
+                    }
+                    self.lose(epoch, Error::LeaseExpired);
+                }
+                _ => {
+                    let e = self
+                        .session_reply(&r, epoch)
+                        .unwrap_or_else(|| Error::Protocol(format!("{r:?}")));
+                    return self.complete_request(ctr, Finish::Failed(e));
+                }
+            }
+        }
+        self.complete_request(ctr, Finish::Failed(Error::LeaseExpired));
+    }
+
+    /// `try_acquire(n)`, `n > 0`: the acquire script without queueing.
+    pub(super) fn try_now(&self, n: u64) -> Result<(u64, u64), Error> {
+        for attempt in 0..2 {
+            let (sid, epoch) = self.ensure_session()?;
+            let eid = {
+                let mut st = lock(&self.state);
+                format!("{sid}:{}", st.table.next_ctr())
+            };
+            let sent = Instant::now();
+            let r = self.with_cmd(|con| {
+                self.scripts
+                    .acquire(con, &self.keys, self.who(&sid), &eid, n, false)
+            });
+            let r = match r {
+                Ok(r) => r,
+                Err(CallError::NotRun(e)) => return Err(e),
+                Err(CallError::Uncertain(e)) => {
+                    self.lose(epoch, Error::LeaseExpired);
+                    return Err(if lock(&self.state).failed {
+                        Error::StateLost
+                    } else {
+                        e
+                    });
+                }
+            };
+            match &r.status {
+                Status::Ready => {
+                    let token = r.int(0)?;
+                    self.renewed_fast(epoch, sent);
+                    self.count_granted(n, epoch);
+                    return Ok((token, epoch));
+                }
+                Status::NoPermits => return Err(Error::NoPermits),
+                Status::Closed => {
+                    lock(&self.state).closed = true;
+                    return Err(Error::Closed);
+                }
+                Status::TooMany => return Err(Error::TooManyPermits),
+                Status::Expired if attempt == 0 => {
+                    self.lose(epoch, Error::LeaseExpired);
+                }
+                _ => {
+                    return Err(self
+                        .session_reply(&r, epoch)
+                        .unwrap_or_else(|| Error::Protocol(format!("{r:?}"))))
+                }
+            }
+        }
+        Err(Error::LeaseExpired)
+    }
+
+    /// The release script for `n` permits of session `epoch` (nothing if
+    /// that session was given up: ending it returns what it held). Waiters
+    /// of this handle it completed are woken here. If it did not run (or
+    /// may not have), Redis still counts the permits for a session that
+    /// the handle no longer does: after one retry the session is given up,
+    /// which returns them.
+    fn release_now(&self, n: u64, epoch: u64) {
+        for attempt in 0..2 {
+            let sid = {
+                let st = lock(&self.state);
+                match st.session.as_ref().filter(|s| s.epoch == epoch) {
+                    Some(s) => s.sid.clone(),
+                    None => return,
+                }
+            };
+            let sent = Instant::now();
+            let r = self.with_cmd(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
+            match r {
+                Ok(r) => match &r.status {
+                    Status::Ok => {
+                        self.renewed_fast(epoch, sent);
+                        // Our own waiters this release completed: woken
+                        // here, one hop sooner than through the agent
+                        // (whose notification then finds them done).
+                        let claimed: Vec<Claimed> = r
+                            .rest
+                            .chunks_exact(2)
+                            .filter_map(|g| {
+                                let (s, ctr) = g[0].split_once(':')?;
+                                self.complete(s, ctr.parse().ok()?, &g[1])
+                            })
+                            .collect();
+                        return deliver(claimed);
+                    }
+                    // Redis counts fewer than the handle did: what it
+                    // holds no longer matches what the handle knows.
+                    Status::NotHeld => return self.lose(epoch, Error::LeaseExpired),
+                    _ => {
+                        let _ = self.session_reply(&r, epoch);
+                        return;
+                    }
+                },
+                Err(CallError::NotRun(_)) if attempt == 0 => {}
+                Err(_) => return self.lose(epoch, Error::LeaseExpired),
+            }
+        }
+    }
+
+    /// Takes request `eid` (queued in Redis in session `epoch`, for `n`)
+    /// out of the queue, its partial grant handed on; a grant that beat
+    /// the cancel is released.
+    fn cancel_now(&self, eid: &str, n: u64, epoch: u64) {
+        let Some((sid, _)) = eid.split_once(':') else {
+            return;
+        };
+        let r = self.with_cmd(|con| self.scripts.cancel(con, &self.keys, self.who(sid), eid));
+        match r {
+            Ok(r) => match &r.status {
+                Status::Cancelled => {}
+                Status::Granted => {
+                    // Held by the session in Redis, never by the handle's
+                    // count: its owner was told it is cancelled.
+                    self.release_now(n, epoch)
+                }
+                Status::Closed => lock(&self.state).closed = true,
+                // The session is gone: nothing is held, nothing to hand on.
+                _ => {
+                    let _ = self.session_reply(&r, epoch);
+                }
+            },
+            // Still queued in Redis (or unknown): give the session up so
+            // that its entry cannot be granted to nobody.
+            Err(_) => self.lose(epoch, Error::LeaseExpired),
+        }
+    }
+
+    pub(super) fn close_now(&self) -> Result<(), Error> {
+        let (sid, epoch) = self.ensure_session()?;
+        let r = self.with_cmd(|con| self.scripts.close(con, &self.keys, self.who(&sid)));
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
+        };
+        match &r.status {
+            Status::Ok => {
+                lock(&self.state).closed = true;
+                Ok(())
+            }
+            _ => Err(self
+                .session_reply(&r, epoch)
+                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
+        }
+    }
+
+    pub(super) fn census_now(&self) -> Result<Reply, Error> {
+        let sid = {
+            let st = lock(&self.state);
+            if st.failed {
+                return Err(Error::StateLost);
+            }
+            st.session
+                .as_ref()
+                .map(|s| s.sid.clone())
+                .unwrap_or_default()
+        };
+        let r = self
+            .with_cmd(|con| self.scripts.census(con, &self.keys, self.who(&sid)))
+            .map_err(|e| match e {
+                CallError::NotRun(e) | CallError::Uncertain(e) => e,
+            })?;
+        if r.status == Status::Lost {
+            return Err(Error::StateLost);
+        }
+        Ok(r)
+    }
+}
