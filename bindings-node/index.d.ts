@@ -63,6 +63,11 @@ export interface Releaser {
    * (see {@link Semaphore.leaseSignal}); `undefined` on local and named ones.
    */
   readonly signal?: AbortSignal;
+  /**
+   * A Redis semaphore's releaser also has it (a release that throws rejects
+   * instead), as the old Redis releaser did; `undefined` on local and named ones.
+   */
+  readonly [Symbol.asyncDispose]?: () => Promise<void>;
 }
 
 /**
@@ -690,7 +695,12 @@ export interface RedisError extends Error {
  * whose `token` is a number and whose `signal` is set.
  * @deprecated use {@link Releaser} (one releaser for every backend).
  */
-export type RedisReleaser = Releaser & { readonly token: number; readonly signal: AbortSignal };
+export type RedisReleaser = Releaser & {
+  readonly token: number;
+  readonly signal: AbortSignal;
+  /** Releases (a failure rejects): what the old Redis releaser's `await using` called. */
+  [Symbol.asyncDispose](): Promise<void>;
+};
 
 /** The conservation sums of a Redis semaphore, read in one script. */
 export interface RedisCensus {

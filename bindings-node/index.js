@@ -480,6 +480,16 @@ function granted(value, onGrant) {
   return value === undefined ? RESOLVED : Promise.resolve(value);
 }
 
+/** A Redis releaser's `Symbol.asyncDispose`: releases, reporting a failure as a rejection. */
+function redisAsyncDispose() {
+  try {
+    this();
+    return RESOLVED;
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
 /**
  * A releaser: a function that gives `n` permits back once; also disposable.
  * A Redis grant sets its `token` and `signal` (see Semaphore#redisGrant).
@@ -854,6 +864,8 @@ class Semaphore {
     if (typeof value === 'function' && value.permits !== undefined) {
       value.token = info === null ? 0 : info[0];
       value.signal = this.#lease.controller.signal;
+      // `await using` and the old Redis releaser's asyncDispose keep working.
+      value[asyncDispose] = redisAsyncDispose;
     }
     return value;
   }

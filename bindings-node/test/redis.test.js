@@ -118,7 +118,9 @@ test('connect, acquire and release with strictly increasing fencing tokens', asy
   assert.equal(permit.signal, sem.leaseSignal);
   assert.equal(sem.isLeaseLost(), false);
   assert.equal(sem.heldPermits, 2);
-  // Disposable (`using permit = ...` where the syntax exists); once only.
+  // Disposable (`using permit = ...` where the syntax exists, and `await
+  // using`, as the old Redis releaser was); once only.
+  await permit[Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')]();
   permit[Symbol.dispose ?? Symbol.for('nodejs.dispose')]();
   permit();
   c = await conserved(sem);
