@@ -24,8 +24,13 @@ test('delete is refused while the semaphore is in use, then deletes the name', a
     assert.equal(c.available + c.held + c.partial, c.total);
     await b.disconnect();
     assert.equal(await Semaphore.deleteRedis(s.url(), 'del'), undefined);
-    // The deprecated alias's static name still works (one release).
+    // The deprecated alias's static name still works (one release), and says so once.
+    const warned = new Promise((resolve) => process.once('warning', resolve));
     await assert.rejects(RedisSemaphore.delete(s.url(), 'del'), { code: 'ERR_VOLT_NOT_FOUND' });
+    const w = await warned;
+    assert.equal(w.name, 'DeprecationWarning');
+    assert.equal(w.code, 'VOLT_SEM_DEP001');
+    assert.match(w.message, /Semaphore\.deleteRedis/);
     await assert.rejects(Semaphore.deleteRedis(s.url(), 'a{b'), { code: 'ERR_VOLT_INVALID_NAME' });
     await assert.rejects(Semaphore.deleteRedis(42, 'del'), TypeError);
     await assert.rejects(Semaphore.deleteRedis(s.url(), 'del', { lease: 0 }), { code: 'ERR_OUT_OF_RANGE' });
