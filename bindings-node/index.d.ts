@@ -41,13 +41,33 @@ export interface AcquireOptions {
 /**
  * Gives back the permits it stands for, once: later calls do nothing. Also
  * disposable, so `using release = await sem.acquirePermit(2);` releases at the
- * end of the block.
+ * end of the block. On a Redis semaphore it throws what `release(n)` throws
+ * (`ERR_VOLT_LEASE_EXPIRED` when the grant was lost with its session).
  */
 export interface Releaser {
   (): void;
   [Symbol.dispose](): void;
   /** How many permits it releases. */
   readonly permits: number;
+  /**
+   * The grant's fencing token on a Redis semaphore ({@link Semaphore.connect}):
+   * a number (a server time in microseconds, strictly increasing with every
+   * grant of the semaphore, exact below 2^53), 0 for a grant of 0 permits.
+   * Pass it to the guarded resource, which rejects tokens smaller than the
+   * largest it saw. `null` on local and named semaphores (a holder there
+   * cannot outlive its grant unnoticed).
+   */
+  readonly token: number | null;
+  /**
+   * A Redis semaphore's: aborted when the session holding this grant is lost
+   * (see {@link Semaphore.leaseSignal}); `undefined` on local and named ones.
+   */
+  readonly signal?: AbortSignal;
+  /**
+   * A Redis semaphore's releaser also has it (a release that throws rejects
+   * instead), as the old Redis releaser did; `undefined` on local and named ones.
+   */
+  readonly [Symbol.asyncDispose]?: () => Promise<void>;
 }
 
 /**
@@ -153,7 +173,11 @@ export interface NamedError extends Error {
 
 /**
  * A fair, weighted, async counting semaphore, shared by every worker thread that
- * attaches to it.
+ * attaches to it; or named, shared by the processes of this machine
+ * ({@link Semaphore.open}); or stored in Redis, shared by every client on every
+ * host ({@link Semaphore.connect}). One class for the three: the same
+ * acquire, release, abort and timeout everywhere; the backend-specific calls
+ * say which backend they need.
  *
  * * **Strict FIFO, weights included**: a queued `acquire(3)` is never overtaken
  *   by later `acquire(1)`s; permits released while it waits accumulate at the
@@ -185,13 +209,23 @@ export declare class Semaphore {
    * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number),
    * with a {@link ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is
    * or becomes closed, and with `signal.reason` if `options.signal` aborts first.
-   * `n === 0` resolves at once unless the semaphore is closed.
+   * `n === 0` resolves at once unless the semaphore is closed (Redis: after
+   * asking Redis, off the event loop).
+   *
+   * Redis: FIFO and weights across every client; the acquire is queued at
+   * once (the round trip runs on the backend's agent thread), its token is on
+   * the grant (`acquirePermit`, `runExclusive`). An abort or timeout rejects
+   * at once and the request leaves the queue in Redis, its partial grant
+   * handed on (a grant that raced the abort is given back). Also rejects with
+   * a {@link RedisError}: `ERR_VOLT_LEASE_EXPIRED`, `ERR_VOLT_STATE_LOST`,
+   * `ERR_VOLT_CONNECTION_FAILED`, ...
    */
   acquire(n?: number, options?: AcquireOptions): Promise<void>;
 
   /**
    * Like `acquire`, but resolves to a {@link Releaser} for the `n` permits
-   * (async-mutex's releaser idiom; disposable with `using`).
+   * (async-mutex's releaser idiom; disposable with `using`), which carries the
+   * grant's fencing `token` on a Redis semaphore.
    */
   acquirePermit(n?: number, options?: AcquireOptions): Promise<Releaser>;
 
@@ -200,25 +234,48 @@ export declare class Semaphore {
    * @returns whether the permits were taken.
    * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number).
    * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is closed.
+   * @throws {TypeError} `ERR_INVALID_STATE` on a Redis semaphore, whose try is
+   *   a round trip the event loop must not wait for: use {@link tryAcquirePermit}.
    */
   tryAcquire(n?: number): boolean;
+
+  /**
+   * `tryAcquire` as a promise, on every backend: resolves to a
+   * {@link Releaser} for the `n` permits (with the grant's `token` on a Redis
+   * semaphore), or `null` if they are not available now or someone is queued
+   * (in any client). The form to use on a Redis semaphore (one round trip,
+   * off the event loop); local and named ones answer at once.
+   * Rejects as `tryAcquire` throws (and with a {@link RedisError}).
+   */
+  tryAcquirePermit(n?: number): Promise<Releaser | null>;
 
   /**
    * Returns `n` permits: to the waiters at the head of the queue first (waiters
    * of this thread are settled before `release` returns), the surplus to the
    * counter. Works on a closed semaphore.
+   *
+   * Redis: gives back `n` permits held by this object's session, without
+   * waiting for Redis.
    * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number), or if the
    *   available permits would exceed `MAX_PERMITS` (nothing is released then).
+   * @throws {RedisError} `ERR_VOLT_NOT_HELD` (more than this object's session
+   *   holds; nothing released), `ERR_VOLT_LEASE_EXPIRED` (the permits were
+   *   already reclaimed with the lost session: nothing is released twice),
+   *   `ERR_VOLT_STATE_LOST`, `ERR_VOLT_CLOSED` after `disconnect()`.
    */
   release(n?: number): void;
 
-  /** Permits available right now; 0 while anyone is queued. */
+  /**
+   * Permits available right now; 0 while anyone is queued.
+   * @throws {TypeError} `ERR_INVALID_STATE` on a Redis semaphore (a round
+   *   trip): use `(await sem.census()).available`.
+   */
   readonly availablePermits: number;
 
-  /** The fixed total of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  /** The fixed total of a named or Redis semaphore; `null` for a local one. */
   readonly totalPermits: number | null;
 
-  /** The name of a named semaphore ({@link Semaphore.open}); `null` for a local one. */
+  /** The name of a named or Redis semaphore; `null` for a local one. */
   readonly name: string | null;
 
   /**
@@ -247,7 +304,9 @@ export declare class Semaphore {
   /**
    * Permits acquired and not released yet, in every thread (for metrics; with
    * `runExclusive(fn)` of 1 permit, the number of `fn`s running). A release
-   * gives back held permits first; releasing more adds to the total.
+   * gives back held permits first; releasing more adds to the total. Named:
+   * what this process holds; Redis: what this object's session holds, as it
+   * counts them (no round trip).
    */
   readonly heldPermits: number;
 
@@ -257,7 +316,7 @@ export declare class Semaphore {
    */
   readonly pendingCount: number;
 
-  /** Whether no permit is available right now (`availablePermits === 0`). */
+  /** Whether no permit is available right now (`availablePermits === 0`; refused on Redis likewise). */
   isLocked(): boolean;
 
   /**
@@ -315,42 +374,89 @@ export declare class Semaphore {
    * semaphore, every process that opened the name, now and later, until the
    * name is unlinked ({@link Semaphore.unlink}; the next `open` of it creates
    * a new, open semaphore). Same as `close()` on a local semaphore.
+   *
+   * Redis: every client on every host, and every later `connect` of the name
+   * (queued acquires everywhere reject with `ERR_VOLT_CLOSED`); to use the
+   * name again once every session ended, {@link Semaphore.deleteRedis}. A
+   * round trip, off the event loop: the promise resolves once Redis closed
+   * it. Local and named ones close at once and return a resolved promise.
    */
-  closeForEveryone(): void;
+  closeForEveryone(): Promise<void>;
 
   /**
-   * A named semaphore's: ends this object's use of it. Its queued acquires
-   * reject with `ERR_VOLT_CLOSED`; what was acquired through it (and the
-   * objects `attach()`ed from it) and not released goes back (as far as the
-   * process still holds it); every later acquire or release through it
-   * throws (or rejects with) `ERR_VOLT_CLOSED`. The semaphore stays open for
-   * every other object and process. Idempotent; returns a resolved promise.
-   * The process's record goes when its last object is collected or it exits.
+   * A Redis semaphore's conservation sums, read in one script (a round trip,
+   * off the event loop; O(queue + sessions)).
+   * @throws {TypeError} `ERR_INVALID_STATE` on a local or named semaphore.
+   */
+  census(): Promise<RedisCensus>;
+
+  /**
+   * A Redis semaphore's: aborted when the session that holds this object's
+   * grants is lost, with the `ERR_VOLT_LEASE_EXPIRED` (or
+   * `ERR_VOLT_STATE_LOST`) error as its reason: stop using the guarded
+   * resource. A grant in a later session gets a new signal. It aborts at most
+   * one lease after the start of the last renewal Redis confirmed, even while
+   * Redis does not answer (a black hole rather than a closed connection).
+   * @throws {TypeError} `ERR_INVALID_STATE` on a local or named semaphore.
+   */
+  readonly leaseSignal: AbortSignal;
+
+  /** `leaseSignal.aborted` (Redis only; `ERR_INVALID_STATE` elsewhere). */
+  isLeaseLost(): boolean;
+
+  /**
+   * Resolves with the error (`ERR_VOLT_LEASE_EXPIRED`, `ERR_VOLT_STATE_LOST`)
+   * once the session holding this object's grants is lost: `leaseSignal` as
+   * a promise (Redis only; throws `ERR_INVALID_STATE` elsewhere).
+   */
+  leaseLost(): Promise<RedisError>;
+
+  /**
+   * A named or Redis semaphore's: ends this object's use of it. Its queued
+   * acquires reject with `ERR_VOLT_CLOSED`; what was acquired through it (and
+   * the objects `attach()`ed from it) and not released goes back (named: as
+   * far as the process still holds it; Redis: the session ends in Redis, off
+   * the event loop, and the promise resolves then); every later acquire or
+   * release through it throws (or rejects with) `ERR_VOLT_CLOSED`. The
+   * semaphore stays open for every other object, process and client.
+   * Idempotent. A named process's record goes when its last object is
+   * collected or it exits; a Redis object's session also ends when it is
+   * garbage-collected or its thread ends.
    * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
    *   `close()` closes it).
    */
   disconnect(): Promise<void>;
 
-  /** `disconnect()`, for `await using` (named semaphores; a local one rejects with `ERR_INVALID_STATE`). */
+  /** `disconnect()`, for `await using` (named and Redis semaphores; a local one rejects with `ERR_INVALID_STATE`). */
   [Symbol.asyncDispose](): Promise<void>;
 
   /**
    * What `util.inspect` shows too: for a named semaphore
    * `Semaphore { name: 'x', totalPermits: 2, session: 'live', available: 2, pending: 0 }`
-   * (`session: 'disconnected'` after `disconnect()`), for a local one
-   * `Semaphore { available: 2, pending: 0 }` (`closed: true` once closed).
+   * (`session: 'disconnected'` after `disconnect()`), for a Redis one (never
+   * its URL) `Semaphore { name: 'x', totalPermits: 3, session: 'live', held: 1, pending: 0 }`
+   * (`session`: `'live'`, `'lease lost'`, the next acquire starts a new one,
+   * or `'disconnected'`), for a local one `Semaphore { available: 2, pending: 0 }`
+   * (`closed: true` once closed).
    */
   toString(): string;
 
-  /** Whether `close()` was called (by any thread). */
+  /** `{ name, totalPermits }` of a named or Redis semaphore (never a URL); `{}` for a local one. */
+  toJSON(): { name?: string; totalPermits?: number };
+
+  /**
+   * Whether `close()` was called (by any thread). Redis: whether this object
+   * saw the semaphore closed (no round trip).
+   */
   readonly closed: boolean;
 
   /**
-   * Acquires `n` permits, runs `fn`, and releases them even if `fn` throws or
-   * its promise rejects.
+   * Acquires `n` permits, runs `fn(token)`, and releases them even if `fn`
+   * throws or its promise rejects. `token` is the grant's fencing token on a
+   * Redis semaphore, `null` on the others (see {@link Releaser.token}).
    * @returns what `fn` returns (awaited).
    */
-  runExclusive<T>(fn: () => T | PromiseLike<T>, n?: number, options?: AcquireOptions): Promise<T>;
+  runExclusive<T>(fn: (token: number | null) => T | PromiseLike<T>, n?: number, options?: AcquireOptions): Promise<T>;
 
   /**
    * A value to post to another thread (`postMessage`, `workerData`), where
@@ -358,6 +464,8 @@ export declare class Semaphore {
    * as long as any thread holds a `Semaphore` for it, and, after `share()`,
    * until the next `attach()` (in any thread) or for 60 seconds, whichever
    * comes first, so the value can be attached after this object is gone.
+   * @throws {TypeError} `ERR_INVALID_STATE` on a Redis semaphore: connect in
+   *   each thread (each object has a session of its own).
    */
   share(): SharedHandle;
 
@@ -413,14 +521,55 @@ export declare class Semaphore {
   /**
    * Connects to the semaphore `name` of `permits` permits stored in the Redis
    * at `url`, shared by every client on every host that connects to the same
-   * Redis, prefix and name (creating it if it does not exist). Same as
-   * {@link RedisSemaphore.connect}; see it for the URL forms and the errors.
+   * Redis, prefix and name (creating it if it does not exist): strictly FIFO
+   * and weighted across every client, woken without polling, leased and
+   * fenced (see the README's "Across machines (Redis)"). The connect runs off
+   * the event loop, bounded by `connectTimeout`.
+   *
+   * The `Semaphore` it resolves to works like a named one, with these
+   * differences: no call waits for Redis on the event loop, so the ones
+   * that would answer synchronously are refused with `ERR_INVALID_STATE`
+   * and name their promise form (`tryAcquire` → `tryAcquirePermit`,
+   * `availablePermits` → `census()`); `closeForEveryone`, `census` and
+   * `disconnect` are round trips answered by promises; each grant carries a
+   * fencing token (`acquirePermit`'s releaser, `runExclusive`'s argument);
+   * `leaseSignal`, `isLeaseLost()` and `leaseLost()` tell a lost session.
+   * Each object has one session in Redis: the permits it acquires are held by
+   * that session and released through the same object; `disconnect()` (or
+   * `await using`, or the object's garbage collection, or its thread's end)
+   * ends it. Works in the main thread and in workers (each connects its own
+   * object; `share()` is refused). Acquires in flight keep the thread alive
+   * (see `unref()`); held permits do not.
+   *
+   * `url`: `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS),
+   * `unix:///path`, `redis+sentinel://…`, or with `cluster` comma-separated
+   * seed node URLs. URLs are never shown in errors or `inspect`.
+   * @param permits the total, an integer in `1..=MAX_PERMITS`.
+   * @returns a promise rejecting with a `TypeError` for arguments of the wrong
+   *   type or an unknown option, a `RangeError` (`ERR_OUT_OF_RANGE`) for
+   *   numbers out of range, a {@link RedisError} (see {@link RedisErrorCode}).
    */
-  static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
+  static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<Semaphore>;
+
+  /**
+   * Deletes the Redis semaphore `name` (its keys under `options.prefix`), so
+   * that a service deriving names does not leave one in Redis for each.
+   * Rejects with `ERR_VOLT_IN_USE` (nothing deleted) while the semaphore has
+   * a live session (a client that holds permits, waits, or is only
+   * connected: deleting under it would make it fail with
+   * `ERR_VOLT_STATE_LOST`); sessions whose lease ended (crashed clients) do
+   * not count. `ERR_VOLT_NOT_FOUND` if there is no such semaphore. Without
+   * it, once every session ended, only the semaphore's `:meta` hash (a few
+   * hundred bytes, no TTL) stays in Redis; the rest is empty or expires
+   * within a minute. The next `connect` of the name creates it afresh. The
+   * connect options apply (the lease does not); a round trip, off the event
+   * loop.
+   */
+  static deleteRedis(url: string, name: string, options?: ConnectOptions): Promise<void>;
 }
 
 /**
- * Options of {@link Semaphore.connect} (and {@link RedisSemaphore.delete});
+ * Options of {@link Semaphore.connect} (and {@link Semaphore.deleteRedis});
  * durations in milliseconds. Any other name rejects with a `TypeError` with
  * `code === 'ERR_INVALID_ARG_VALUE'` naming it.
  */
@@ -461,11 +610,14 @@ export interface ConnectOptions {
   minReplicasAcked?: { replicas: number; timeout?: number };
 }
 
-/** Options of a Redis acquire (the same as every acquire's). */
+/**
+ * Options of a Redis acquire (the same as every acquire's).
+ * @deprecated use {@link AcquireOptions}.
+ */
 export type RedisAcquireOptions = AcquireOptions;
 
 /**
- * The `code` of the errors of {@link RedisSemaphore} (on an `Error`; a
+ * The `code` of the errors of Redis semaphores ({@link Semaphore.connect}; on an `Error`; a
  * `RangeError` with `'ERR_OUT_OF_RANGE'` for counts and `'ERR_VOLT_INVALID_OPTION'`
  * for options out of range; a `TypeError` with `'ERR_INVALID_ARG_TYPE'` for
  * arguments of the wrong type):
@@ -538,17 +690,17 @@ export interface RedisError extends Error {
   held?: number;
 }
 
-/** What {@link RedisSemaphore.acquirePermit} resolves to: releases once; `await using`. */
-export interface RedisReleaser {
-  (): Promise<void>;
-  [Symbol.asyncDispose](): Promise<void>;
-  /** How many permits it releases. */
-  readonly permits: number;
-  /** The grant's fencing token. */
+/**
+ * What `acquirePermit` resolves to on a Redis semaphore: a {@link Releaser}
+ * whose `token` is a number and whose `signal` is set.
+ * @deprecated use {@link Releaser} (one releaser for every backend).
+ */
+export type RedisReleaser = Releaser & {
   readonly token: number;
-  /** Aborted when the session holding this grant is lost (see {@link RedisSemaphore.leaseSignal}). */
   readonly signal: AbortSignal;
-}
+  /** Releases (a failure rejects): what the old Redis releaser's `await using` called. */
+  [Symbol.asyncDispose](): Promise<void>;
+};
 
 /** The conservation sums of a Redis semaphore, read in one script. */
 export interface RedisCensus {
@@ -566,149 +718,23 @@ export interface RedisCensus {
 }
 
 /**
- * A semaphore stored in Redis ({@link Semaphore.connect}): strictly FIFO and
- * weighted across every client on every host, woken without polling, leased
- * and fenced (see the README's "Across machines (Redis)").
- *
- * Every operation that talks to Redis returns a promise and runs on this
- * object's own native thread, never on the event loop, in the order they
- * were called (a `release()` called before an `acquire()` reaches Redis
- * first even if neither is awaited). Each takes one round trip, at most the
- * `commandTimeout` when Redis does not answer. Never the JS fast path: the
- * state is in Redis. Works in the main thread and in workers (each connects
- * its own object). Operations in flight keep the thread alive (see `unref()`);
- * held permits do not.
- *
- * Each object has one session in Redis: the permits it acquires are held by
- * that session and released through the same object. `disconnect()` (or
- * `await using`) ends it: its queued acquires reject, whatever it holds goes
- * back; so does the object's garbage collection, or its thread's end.
+ * The deprecated name of a Redis semaphore: `Semaphore.connect` resolves to a
+ * {@link Semaphore}, the one class of every backend.
+ * @deprecated use {@link Semaphore} (kept for one release).
  */
-export declare class RedisSemaphore {
-  private constructor();
+export type RedisSemaphore = Semaphore;
 
-  /** Same as {@link Semaphore.connect}. */
-  static connect(url: string, name: string, permits: number, options?: ConnectOptions): Promise<RedisSemaphore>;
-
-  /**
-   * Deletes the Redis semaphore `name` (its keys under `options.prefix`), so
-   * that a service deriving names does not leave one in Redis for each.
-   * Rejects with `ERR_VOLT_IN_USE` (nothing deleted) while the semaphore has
-   * a live session (a client that holds permits, waits, or is only
-   * connected: deleting under it would make it fail with
-   * `ERR_VOLT_STATE_LOST`); sessions whose lease ended (crashed clients) do
-   * not count. `ERR_VOLT_NOT_FOUND` if there is no such semaphore. Without
-   * it, once every session ended, only the semaphore's `:meta` hash (a few
-   * hundred bytes, no TTL) stays in Redis; the rest is empty or expires
-   * within a minute. The next `connect` of the name creates it afresh.
-   */
-  static delete(url: string, name: string, options?: ConnectOptions): Promise<void>;
-
-  /**
-   * Waits for `n` permits, in FIFO order across every client, and resolves to
-   * the grant's fencing token: a number (a server time in microseconds,
-   * strictly increasing with every grant of the semaphore, exact below 2^53),
-   * 0 for `n === 0`. Pass it to the guarded resource, which rejects tokens
-   * smaller than the largest it saw. `signal` / `timeout` cancel the wait: the
-   * promise rejects at once (with `signal.reason` / `ERR_VOLT_TIMED_OUT`),
-   * and the request leaves the queue in Redis, its partial grant handed on
-   * (a grant that raced the abort is given back); this object's later calls
-   * see it gone.
-   */
-  acquire(n?: number, options?: RedisAcquireOptions): Promise<number>;
-
-  /** Like `acquire`, resolving to a {@link RedisReleaser}. */
-  acquirePermit(n?: number, options?: RedisAcquireOptions): Promise<RedisReleaser>;
-
-  /**
-   * Takes `n` permits if they are available now and nobody is queued, in any
-   * client: resolves to the token, or `null` if they were not taken (compare
-   * with `null`: the token of `n === 0` is 0). `n === 0` asks Redis whether
-   * the semaphore is closed (`ERR_VOLT_CLOSED`), as local and named
-   * semaphores' `tryAcquire(0)` throw.
-   */
-  tryAcquire(n?: number): Promise<number | null>;
-
-  /**
-   * Gives back `n` permits held by this object's session: to the head of
-   * the queue first. Rejects with `ERR_VOLT_NOT_HELD` (nothing released) or
-   * `ERR_VOLT_LEASE_EXPIRED` (the permits were already reclaimed with the
-   * lost session: nothing is released twice).
-   */
-  release(n?: number): Promise<void>;
-
-  /**
-   * Refused: throws a `TypeError` with `code === 'ERR_INVALID_STATE'` whose
-   * message points at `disconnect()` (end this object's session: the habit of
-   * most client libraries' `close()`) and `closeForEveryone()`. Nothing is
-   * closed.
-   * @deprecated use `disconnect()` or `closeForEveryone()`.
-   */
-  close(): never;
-
-  /**
-   * Closes the semaphore for every client on every host, and for every
-   * later `connect` of the name: every queued acquire rejects with
-   * `ERR_VOLT_CLOSED`. To use the name again, once every session ended
-   * (`disconnect()`, or leases expired), `RedisSemaphore.delete(url, name)`;
-   * the next `connect` creates it afresh.
-   */
-  closeForEveryone(): Promise<void>;
-
-  /** The conservation sums (one script, O(queue + sessions)). */
-  census(): Promise<RedisCensus>;
-
-  /** Permits available in Redis right now (0 while anyone is queued). */
-  availablePermits(): Promise<number>;
-
-  /** Acquires `n`, runs `fn(token)`, releases even if it throws. */
-  runExclusive<T>(fn: (token: number) => T | PromiseLike<T>, n?: number, options?: RedisAcquireOptions): Promise<T>;
-
-  /**
-   * Cancels every acquire of this object still waiting: each rejects with
-   * `reason` (default a {@link CancelledError}) at once, and its request
-   * leaves the queue in Redis, its partial grant handed on (this object's
-   * later calls see it gone). The semaphore stays usable.
-   * @returns how many acquires were cancelled.
-   */
-  cancel(reason?: unknown): number;
-
-  /** Ends this object's session (see the class). Idempotent. */
-  disconnect(): Promise<void>;
-
-  /**
-   * What `util.inspect` shows too, never the URL:
-   * `RedisSemaphore { name: 'x', totalPermits: 3, session: 'live', held: 1, pending: 0 }`,
-   * where `session` is `'live'`, `'lease lost'` (the next acquire starts a
-   * new one) or `'disconnected'`. A handle nobody references ends its
-   * session when it is garbage-collected (its permits go to the next waiter).
-   */
-  toString(): string;
-  [Symbol.asyncDispose](): Promise<void>;
-
-  /**
-   * Aborted when the session that holds this object's grants is lost, with
-   * the `ERR_VOLT_LEASE_EXPIRED` (or `ERR_VOLT_STATE_LOST`) error as its
-   * reason: stop using the guarded resource. A grant in a later session
-   * gets a new signal. It aborts at most one lease after the start of the
-   * last renewal Redis confirmed, even while Redis does not answer (a black
-   * hole rather than a closed connection).
-   */
-  readonly leaseSignal: AbortSignal;
-
-  /** The fixed total. */
-  readonly totalPermits: number;
-  readonly name: string;
-  /** Permits this object's current session holds, as it counts them (no round trip). */
-  readonly heldPermits: number;
-  /** Acquires of this object still waiting. */
-  readonly pendingCount: number;
-  /** Whether this object saw the semaphore closed (no round trip). */
-  readonly closed: boolean;
-  ref(): this;
-  unref(): this;
-  hasRef(): boolean;
-}
+/**
+ * A deprecated alias of the {@link Semaphore} class (kept for one release):
+ * `RedisSemaphore.connect` is `Semaphore.connect`, and the old static
+ * `RedisSemaphore.delete` is {@link Semaphore.deleteRedis} (it emits a
+ * `DeprecationWarning`, code `VOLT_SEM_DEP001`, once).
+ * @deprecated use {@link Semaphore}, and {@link Semaphore.deleteRedis} for `delete`.
+ */
+export declare const RedisSemaphore: typeof Semaphore & {
+  /** @deprecated use {@link Semaphore.deleteRedis}. */
+  delete(url: string, name: string, options?: ConnectOptions): Promise<void>;
+};
 
 /**
  * The shutdown line: installs `SIGINT` and `SIGTERM` listeners that

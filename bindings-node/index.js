@@ -21,6 +21,8 @@ const MAX_PERMITS = native.maxPermits;
 const GRANTED = 1;
 const WOKEN_CLOSED = 2;
 const GRANTED_HELD = 4; // granted on a shared semaphore: confirm once user code ran
+const FAILED = 5; // a Redis request failed: native.extra(slot) is its error
+const LEASE_LOST = 6; // not a request: Redis lease watch `slot` saw its session lost
 const SLOT_BASE = 4;
 const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 
@@ -58,6 +60,8 @@ function createRuntime() {
    * private semaphore is collected with its waiters.
    */
   const table = [];
+  /** Redis lease watch number -> what to call with the error when its session is lost. */
+  const leases = new Map();
 
   function lookup(slot) {
     const e = table[slot];
@@ -87,6 +91,13 @@ function createRuntime() {
       for (let i = 0; i < k; i++) {
         const slot = buffer[2 * i];
         const code = buffer[2 * i + 1];
+        if (code === LEASE_LOST) {
+          const lost = native.extra(slot, true);
+          const f = leases.get(slot);
+          leases.delete(slot);
+          if (f !== undefined) f(lost);
+          continue;
+        }
         const w = lookup(slot);
         table[slot] = undefined;
         if (w === undefined) continue; // its private semaphore was collected
@@ -117,7 +128,7 @@ function createRuntime() {
   }
   // unconfirmed: GRANTED_HELD grants of this thread whose confirmation has not
   // run yet; a release must go native while there are any (it confirms them).
-  return { table, lookup, remove, settle, unconfirmed: 0 };
+  return { table, lookup, remove, settle, leases, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -205,6 +216,34 @@ function handleDisconnectedError() {
   const err = new Error('volt-sem: this handle of the named semaphore was disconnected (open the name again)');
   err.code = 'ERR_VOLT_CLOSED';
   return err;
+}
+
+/** An operation on a Redis semaphore's object after its disconnect(). */
+function disconnectedError() {
+  const err = new Error('volt-sem: the Redis semaphore was disconnected (connect again)');
+  err.code = 'ERR_VOLT_CLOSED';
+  return err;
+}
+
+/** A call this kind of semaphore cannot answer: a TypeError with Node's `code: 'ERR_INVALID_STATE'`. */
+function invalidState(message) {
+  const err = new TypeError(`volt-sem: ${message}`);
+  err.code = 'ERR_INVALID_STATE';
+  return err;
+}
+
+function timedOutError() {
+  const err = new Error('volt-sem: timed out waiting for permits');
+  err.code = 'ERR_VOLT_TIMED_OUT';
+  return err;
+}
+
+function checkMs(v, what, dflt) {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1e12) {
+    throw rangeError(`volt-sem: options.${what} must be a positive number of milliseconds, got ${String(v)}`);
+  }
+  return v;
 }
 
 function lostError() {
@@ -402,6 +441,7 @@ class Waiter {
         if (k > 0) settle(k);
       });
     } else if (code === WOKEN_CLOSED) this.reject(closedError());
+    else if (code === FAILED) this.reject(native.extra(this.slot, false));
     else this.reject(lostError());
     if (this.signal !== undefined) unlisten(this.signal, this);
   }
@@ -440,7 +480,20 @@ function granted(value, onGrant) {
   return value === undefined ? RESOLVED : Promise.resolve(value);
 }
 
-/** A releaser: a function that gives `n` permits back once; also disposable. */
+/** A Redis releaser's `Symbol.asyncDispose`: releases, reporting a failure as a rejection. */
+function redisAsyncDispose() {
+  try {
+    this();
+    return RESOLVED;
+  } catch (e) {
+    return Promise.reject(e);
+  }
+}
+
+/**
+ * A releaser: a function that gives `n` permits back once; also disposable.
+ * A Redis grant sets its `token` and `signal` (see Semaphore#redisGrant).
+ */
 function releaser(sem, n) {
   let done = false;
   const release = () => {
@@ -449,6 +502,7 @@ function releaser(sem, n) {
     sem.release(n);
   };
   release.permits = n;
+  release.token = null;
   release[dispose] = release;
   return release;
 }
@@ -646,8 +700,16 @@ class Semaphore {
   #named = false;
   /** { n }: keep-alives its waiters hold (see hold()), made with #weak. */
   #alive = undefined;
-  /** Whether disconnect() ended this named semaphore's object. */
+  /** Whether disconnect() ended this named or Redis semaphore's object. */
   #disconnected = false;
+  /** Whether it is stored in Redis (Semaphore.connect). */
+  #redis = false;
+  /**
+   * Redis: the latest session's lease signal (session 0: none granted yet),
+   * and the numbers of this object's lease watches (see src/lease.rs).
+   */
+  #lease = undefined;
+  #watches = undefined;
 
   /**
    * @param {number} permits initial permits, an integer in 0..=MAX_PERMITS
@@ -657,11 +719,17 @@ class Semaphore {
       const h = arguments[1];
       this.#h = h;
       this.#shared = true;
-      if (native.total(h) !== null) {
-        this.#named = true;
+      const kind = native.kind(h); // 0 local, 1 named, 2 Redis
+      if (kind !== 0) {
+        this.#named = kind === 1;
+        this.#redis = kind === 2;
+        if (this.#redis) {
+          this.#lease = { session: 0, controller: new AbortController() };
+          this.#watches = [];
+        }
         addLive(this);
-        // Its state is in the shared segment: the JS fast path never applies
-        // (native.view would say so), so never ask for the views.
+        // Its state is in the shared segment or in Redis: the JS fast path
+        // never applies (native.view would say so), so never ask for the views.
         this.#slow = VIEW_AFTER;
       }
       return;
@@ -719,18 +787,33 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
-    if (this.#disconnected) return Promise.reject(handleDisconnectedError());
+    if (this.#disconnected) return Promise.reject(this.#gone());
+    // Redis: acquire(0) asks Redis whether it is closed (a round trip, off
+    // the event loop); every other acquire queues at once.
+    if (this.#redis && n === 0) return this.#tryRedis(0, value, onGrant);
     let r;
     try {
-      r = native.acquire(this.#h, n); // throws for a named semaphore's failures
+      r = native.acquire(this.#h, n); // throws for a named or Redis semaphore's failures
     } catch (e) {
       return Promise.reject(e);
     }
     if (r === 0) {
       if (v !== undefined) v.skip = false; // taken at once: uncontended again
+      if (this.#redis) value = this.#redisGrant(native.extra(-1, false), value);
       return granted(value, onGrant);
     }
-    if (r >= SLOT_BASE) return this.#enqueue(r - SLOT_BASE, signal, timeout, value, onGrant);
+    if (r >= SLOT_BASE) {
+      const key = r - SLOT_BASE;
+      if (this.#redis) {
+        // The grant's token and session wait in the extras, by slot.
+        const then = onGrant;
+        onGrant = (x) => {
+          x = this.#redisGrant(native.extra(key % SLOTS, false), x);
+          return then === undefined ? x : then(x);
+        };
+      }
+      return this.#enqueue(key, signal, timeout, value, onGrant);
+    }
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
@@ -771,8 +854,56 @@ class Semaphore {
     return promise;
   }
 
+  /**
+   * A Redis grant (`[token, session]`, from the extras): watches a new
+   * session, and gives a releaser its token and lease signal.
+   */
+  #redisGrant(info, value) {
+    const session = info === null ? 0 : info[1];
+    if (session !== 0 && session !== this.#lease.session) this.#watch(session);
+    if (typeof value === 'function' && value.permits !== undefined) {
+      value.token = info === null ? 0 : info[0];
+      value.signal = this.#lease.controller.signal;
+      // `await using` and the old Redis releaser's asyncDispose keep working.
+      value[asyncDispose] = redisAsyncDispose;
+    }
+    return value;
+  }
+
+  /** Watches Redis `session` (its loss aborts its lease signal). */
+  #watch(session) {
+    const lease = this.#lease;
+    if (lease.session === 0) lease.session = session;
+    else this.#lease = { session, controller: new AbortController() };
+    const { controller } = this.#lease;
+    const r = native.watch(this.#h, session);
+    if (typeof r === 'number') {
+      this.#watches.push(r);
+      runtime.leases.set(r, (err) => controller.abort(err));
+    } else if (r !== null) controller.abort(r);
+  }
+
+  /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */
+  #tryRedis(n, value, onGrant) {
+    return native.tryAcquireAsync(this.#h, this.#ref, n).then((info) => {
+      if (info === null) return null;
+      value = this.#redisGrant(info, value);
+      return onGrant === undefined ? value : onGrant(value);
+    });
+  }
+
+  /** The error of a call on this object after its disconnect(). */
+  #gone() {
+    return this.#redis ? disconnectedError() : handleDisconnectedError();
+  }
+
   tryAcquire(n = 1) {
     if (n !== 1) checkCount(n, 'n');
+    if (this.#redis) {
+      throw invalidState(
+        'tryAcquire() of a Redis semaphore would wait for Redis on the event loop: use await sem.tryAcquirePermit(n)',
+      );
+    }
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
@@ -788,13 +919,29 @@ class Semaphore {
     return false;
   }
 
+  /**
+   * Like tryAcquire(), on every backend, as a promise: resolves to a releaser
+   * (with the grant's token on a Redis semaphore), or null if the permits were
+   * not taken. The form for a Redis semaphore, whose try is a round trip.
+   */
+  tryAcquirePermit(n = 1) {
+    try {
+      if (n !== 1) checkCount(n, 'n');
+      if (this.#disconnected) throw this.#gone();
+      if (!this.#redis) return Promise.resolve(this.tryAcquire(n) ? releaser(this, n) : null);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return this.#tryRedis(n, releaser(this, n));
+  }
+
   release(n = 1) {
     if (n !== 1) checkCount(n, 'n');
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
-    if (this.#disconnected) throw handleDisconnectedError();
+    if (this.#disconnected) throw this.#gone();
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
@@ -805,15 +952,20 @@ class Semaphore {
   }
 
   get availablePermits() {
+    if (this.#redis) {
+      throw invalidState(
+        'availablePermits of a Redis semaphore would wait for Redis on the event loop: use (await sem.census()).available',
+      );
+    }
     return native.available(this.#h);
   }
 
-  /** The fixed total of a named semaphore (Semaphore.open); null for a local one. */
+  /** The fixed total of a named or Redis semaphore; null for a local one. */
   get totalPermits() {
     return native.total(this.#h);
   }
 
-  /** The name of a named semaphore (Semaphore.open); null for a local one. */
+  /** The name of a named or Redis semaphore; null for a local one. */
   get name() {
     return native.name(this.#h);
   }
@@ -861,8 +1013,9 @@ class Semaphore {
    */
   get heldPermits() {
     // A named semaphore: what this process holds, through every object and
-    // thread (the process's record in the segment).
-    return this.#named ? native.processHeld(this.#h) : native.held(this.#h);
+    // thread (the process's record in the segment); a Redis one: what this
+    // object's session holds.
+    return this.#named || this.#redis ? native.processHeld(this.#h) : native.held(this.#h);
   }
 
   /** Acquires queued on this semaphore, in every thread. */
@@ -872,7 +1025,7 @@ class Semaphore {
 
   /** Whether no permit is available right now (someone holds or waits for them all). */
   isLocked() {
-    return native.available(this.#h) === 0;
+    return this.availablePermits === 0;
   }
 
   /**
@@ -960,13 +1113,51 @@ class Semaphore {
    */
   close() {
     if (this.#named) throw sharedCloseError('a named semaphore (Semaphore.open)');
+    if (this.#redis) throw sharedCloseError('a Redis semaphore (Semaphore.connect)');
     this.closeForEveryone();
   }
 
-  /** Closes the semaphore for every thread and, if named, every process. */
+  /**
+   * Closes the semaphore for every thread and, if named, every process; if
+   * stored in Redis, every client (a round trip: the promise says when).
+   */
   closeForEveryone() {
+    if (this.#redis) {
+      if (this.#disconnected) return Promise.reject(this.#gone());
+      return native.closeAsync(this.#h, this.#ref).then(() => undefined);
+    }
     const k = native.close(this.#h);
     if (k > 0) settle(k);
+    return RESOLVED;
+  }
+
+  /** A Redis semaphore's conservation sums, read in one script (a round trip). */
+  census() {
+    if (!this.#redis) throw invalidState('census() is for a Redis semaphore (Semaphore.connect)');
+    if (this.#disconnected) return Promise.reject(this.#gone());
+    return native.census(this.#h, this.#ref);
+  }
+
+  /**
+   * A Redis semaphore's: aborted (with ERR_VOLT_LEASE_EXPIRED or
+   * ERR_VOLT_STATE_LOST as its reason) when the session holding this
+   * object's grants is lost; a grant in a later session gets a new one.
+   */
+  get leaseSignal() {
+    if (!this.#redis) throw invalidState('leaseSignal is for a Redis semaphore (Semaphore.connect)');
+    return this.#lease.controller.signal;
+  }
+
+  /** Whether the session holding this Redis semaphore's grants was lost. */
+  isLeaseLost() {
+    return this.leaseSignal.aborted;
+  }
+
+  /** Resolves with the error once the session holding this Redis semaphore's grants is lost. */
+  leaseLost() {
+    const signal = this.leaseSignal;
+    if (signal.aborted) return Promise.resolve(signal.reason);
+    return new Promise((resolve) => addListener.call(signal, 'abort', () => resolve(signal.reason), { once: true }));
   }
 
   /**
@@ -976,12 +1167,21 @@ class Semaphore {
    * later acquire or release. The semaphore stays open for everyone else.
    */
   disconnect() {
-    if (!this.#named) {
-      const err = new TypeError('volt-sem: disconnect() is for a named semaphore (Semaphore.open); close() closes a local one');
-      err.code = 'ERR_INVALID_STATE';
-      throw err;
+    if (!this.#named && !this.#redis) {
+      throw invalidState(
+        'disconnect() is for a named or Redis semaphore (Semaphore.open, Semaphore.connect); close() closes a local one',
+      );
     }
     if (this.#disconnected) return RESOLVED;
+    if (this.#redis) {
+      // Its queued acquires leave at once; the session ends in Redis (what
+      // it holds goes back) off the event loop.
+      this.cancel(disconnectedError());
+      this.#disconnected = true;
+      native.unwatch(this.#h);
+      for (const id of this.#watches.splice(0)) runtime.leases.delete(id);
+      return native.disconnectAsync(this.#h, this.#ref).then(() => undefined);
+    }
     this.cancel(handleDisconnectedError());
     this.#disconnected = true;
     const h = this.#h;
@@ -1007,10 +1207,18 @@ class Semaphore {
     return native.isClosed(this.#h);
   }
 
-  // A named one says whether this object's session is live (disconnect()
-  // ends it), as RedisSemaphore does.
+  // A named or Redis one says whether this object's session is live
+  // (disconnect() ends it; a Redis lease may be lost). Never a Redis URL (it
+  // may carry a password).
   [INSPECT]() {
     const closed = this.closed ? ', closed: true' : '';
+    if (this.#redis) {
+      const session = this.#disconnected ? 'disconnected' : this.#lease.controller.signal.aborted ? 'lease lost' : 'live';
+      return (
+        `Semaphore { name: ${inspect(this.name)}, totalPermits: ${this.totalPermits}, session: '${session}', ` +
+        `held: ${this.heldPermits}, pending: ${this.pendingCount}${closed} }`
+      );
+    }
     const counts = `available: ${this.availablePermits}, pending: ${this.pendingCount}${closed}`;
     if (!this.#named) return `Semaphore { ${counts} }`;
     const session = this.#disconnected ? 'disconnected' : 'live';
@@ -1021,17 +1229,32 @@ class Semaphore {
     return this[INSPECT]();
   }
 
+  /** A named or Redis semaphore's name and total (never a URL); `{}` for a local one. */
+  toJSON() {
+    return this.#named || this.#redis ? { name: this.name, totalPermits: this.totalPermits } : {};
+  }
+
+  /** Acquires `n` permits, runs `fn(token)` (null but on Redis), releases them even if it throws. */
   async runExclusive(fn, n = 1, options) {
     if (typeof fn !== 'function') throw typeError('volt-sem: runExclusive needs a function');
+    if (this.#redis) {
+      const release = await this.acquirePermit(n, options);
+      try {
+        return await fn(release.token);
+      } finally {
+        release();
+      }
+    }
     await this.acquire(n, options);
     try {
-      return await fn();
+      return await fn(null);
     } finally {
       this.release(n);
     }
   }
 
   share() {
+    if (this.#redis) throw invalidState('share() of a Redis semaphore: connect in each thread (each has its own session)');
     const id = native.share(this.#h);
     armPinTimer(SHARE_PIN_MS);
     if (!this.#shared) {
@@ -1095,12 +1318,101 @@ class Semaphore {
 
   /**
    * Connects to the semaphore `name` of `permits` permits stored in the Redis
-   * at `url` (see RedisSemaphore and the README's "Across machines (Redis)").
+   * at `url` (see index.d.ts and the README's "Across machines (Redis)"):
+   * resolves to a Semaphore. The connect runs off the event loop.
    */
   static connect(url, name, permits, options) {
-    return RedisSemaphore.connect(url, name, permits, options);
+    try {
+      checkUrlName(url, name, 'connect');
+      checkTotal(permits);
+      const opts = connectOptions(options, 'connect');
+      return native.connect(url, name, permits, ...opts, true).then((h) => new Semaphore(INTERNAL, h));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  /**
+   * Deletes the Redis semaphore `name` (its keys under `options.prefix`; the
+   * connect options apply, the lease does not): rejects with
+   * `ERR_VOLT_IN_USE` while it has a live session, `ERR_VOLT_NOT_FOUND` if
+   * there is none.
+   */
+  static deleteRedis(url, name, options) {
+    try {
+      checkUrlName(url, name, 'deleteRedis');
+      return native.deleteRedis(url, name, ...connectOptions(options, 'deleteRedis')).then(() => undefined);
+    } catch (e) {
+      return Promise.reject(e);
+    }
   }
 }
+
+// Semaphore.connect() options.
+
+function checkUrlName(url, name, what) {
+  if (typeof url !== 'string') throw typeError(`volt-sem: Semaphore.${what}() needs a URL string`);
+  checkName(name, what);
+}
+
+/**
+ * The native arguments of connect options: lease, prefix, connectTimeout,
+ * commandTimeout, cluster, tlsCaFile, tlsCert, tlsKey, minReplicas,
+ * minReplicasTimeout (src/connect.rs).
+ */
+function connectOptions(options, what) {
+  const o = [10_000, 'volt-sem', 5_000, 5_000, false, null, null, null, 0, 0];
+  if (options === undefined || options === null) return o;
+  if (typeof options !== 'object') throw typeError(`volt-sem: Semaphore.${what}() options must be an object`);
+  checkOptionNames(options, CONNECT_OPTIONS);
+  o[0] = checkMs(options.lease, 'lease', o[0]);
+  o[2] = checkMs(options.connectTimeout, 'connectTimeout', o[2]);
+  o[3] = checkMs(options.commandTimeout, 'commandTimeout', o[3]);
+  if (options.prefix !== undefined) {
+    if (typeof options.prefix !== 'string') throw typeError('volt-sem: options.prefix must be a string');
+    o[1] = options.prefix;
+  }
+  if (options.cluster !== undefined) {
+    if (typeof options.cluster !== 'boolean') throw typeError('volt-sem: options.cluster must be a boolean');
+    o[4] = options.cluster;
+  }
+  if (options.tlsCaFile !== undefined) {
+    if (typeof options.tlsCaFile !== 'string') throw typeError('volt-sem: options.tlsCaFile must be a path string');
+    o[5] = options.tlsCaFile;
+  }
+  if (options.tlsClientCert !== undefined) {
+    const c = options.tlsClientCert;
+    if (c === null || typeof c !== 'object' || typeof c.cert !== 'string' || typeof c.key !== 'string') {
+      throw typeError('volt-sem: options.tlsClientCert must be { cert, key } path strings');
+    }
+    o[6] = c.cert;
+    o[7] = c.key;
+  }
+  if (options.minReplicasAcked !== undefined) {
+    const m = options.minReplicasAcked;
+    if (m === null || typeof m !== 'object') throw typeError('volt-sem: options.minReplicasAcked must be { replicas, timeout }');
+    if (!Number.isInteger(m.replicas) || m.replicas < 1 || m.replicas > 1000) {
+      throw rangeError(`volt-sem: minReplicasAcked.replicas must be an integer in 1..=1000, got ${String(m.replicas)}`);
+    }
+    o[8] = m.replicas;
+    o[9] = checkMs(m.timeout, 'minReplicasAcked.timeout', 100);
+  }
+  return o;
+}
+
+// `RedisSemaphore`: a deprecated alias of Semaphore (one release), whose old
+// static `delete` is Semaphore.deleteRedis.
+let warnedDelete = false;
+function deprecatedDelete(url, name, options) {
+  if (!warnedDelete) {
+    warnedDelete = true;
+    process.emitWarning('RedisSemaphore.delete() is deprecated: use Semaphore.deleteRedis()', 'DeprecationWarning', 'VOLT_SEM_DEP001');
+  }
+  return Semaphore.deleteRedis(url, name, options);
+}
+const RedisSemaphore = new Proxy(Semaphore, {
+  get: (target, prop, receiver) => (prop === 'delete' ? deprecatedDelete : Reflect.get(target, prop, receiver)),
+});
 
 // Semaphore.open() flags (src/named.rs).
 const OPEN_CREATE_ONLY = 1;
@@ -1301,521 +1613,6 @@ class RwLock extends SemaphoreLock {
 
   static attach(value) {
     return new RwLock(INTERNAL, new Semaphore(INTERNAL, attachHandle(value, 'RwLock')));
-  }
-}
-
-// ---------------------------------------------------------------------------
-// Semaphore.connect(): a semaphore stored in Redis (src/redis.rs). Every
-// operation is a network round trip, run on the object's own native thread
-// (never on this one) and answered through its threadsafe function: the
-// calls here return promises. Never the JS fast path (the state is in Redis).
-
-// Outcome kinds (src/redis.rs).
-const EV_OK = 0;
-const EV_ERR = 1;
-const EV_CANCELLED = 2;
-const EV_LEASE_LOST = 3;
-const EV_BUSY = 4;
-const EV_STOPPED = 5;
-
-/** door number -> WeakRef of its RedisSemaphore (the native callback holds no object). */
-const doors = new Map();
-let nextDoor = 1;
-/** Objects with operations in flight: kept alive until those settle. */
-const busyDoors = new Set();
-/** A RedisSemaphore collected while idle: its native thread stops (its session ends). */
-const collectedDoors = new FinalizationRegistry((door) => doors.delete(door));
-
-function onRedisEvent(door, id, kind, vals, err) {
-  const sem = doors.get(door)?.deref();
-  if (sem !== undefined) sem[REDIS_EVENT](id, kind, vals, err);
-}
-
-const REDIS_EVENT = Symbol('volt-sem redis event');
-// RedisSemaphore.delete goes through connect's option checks with this in
-// place of the permits (never a user's value: a private symbol).
-const DELETE = Symbol('volt-sem delete');
-
-function timedOutError() {
-  const err = new Error('volt-sem: timed out waiting for permits');
-  err.code = 'ERR_VOLT_TIMED_OUT';
-  return err;
-}
-
-function disconnectedError() {
-  const err = new Error('volt-sem: the Redis semaphore was disconnected');
-  err.code = 'ERR_VOLT_CLOSED';
-  return err;
-}
-
-function checkMs(v, what, dflt) {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1e12) {
-    throw rangeError(`volt-sem: options.${what} must be a positive number of milliseconds, got ${String(v)}`);
-  }
-  return v;
-}
-
-/**
- * A semaphore stored in Redis, shared by every client on every host that
- * connects to the same Redis, prefix and name (see index.d.ts and the
- * README's "Across machines (Redis)").
- */
-class RedisSemaphore {
-  #h;
-  #door;
-  #ops = new Map(); // id -> operation record
-  #next = 1;
-  #ref = true;
-  #name;
-  #total = 0;
-  #stopped = false;
-  // The latest session's signal (session 0: none granted yet), and every
-  // session that held grants and was not lost yet -> its controller.
-  #lease = { session: 0, controller: new AbortController() };
-  #leases = new Map();
-
-  constructor(token) {
-    if (token !== INTERNAL) {
-      throw typeError('volt-sem: use Semaphore.connect(url, name, permits, options) (it returns a promise)');
-    }
-  }
-
-  static connect(url, name, permits, options) {
-    try {
-      if (typeof url !== 'string') throw typeError('volt-sem: Semaphore.connect() needs a URL string');
-      checkName(name, 'connect');
-      if (permits !== DELETE) checkTotal(permits);
-      let lease = 10_000;
-      let prefix = 'volt-sem';
-      let connectTimeout = 5_000;
-      let commandTimeout = 5_000;
-      let cluster = false;
-      // [tlsCaFile, tlsCert, tlsKey, minReplicas, minReplicasTimeout]
-      const security = [null, null, null, 0, 0];
-      if (options !== undefined && options !== null) {
-        if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.connect() options must be an object');
-        checkOptionNames(options, CONNECT_OPTIONS);
-        lease = checkMs(options.lease, 'lease', lease);
-        connectTimeout = checkMs(options.connectTimeout, 'connectTimeout', connectTimeout);
-        commandTimeout = checkMs(options.commandTimeout, 'commandTimeout', commandTimeout);
-        if (options.prefix !== undefined) {
-          prefix = options.prefix;
-          if (typeof prefix !== 'string') throw typeError('volt-sem: options.prefix must be a string');
-        }
-        if (options.cluster !== undefined) {
-          cluster = options.cluster;
-          if (typeof cluster !== 'boolean') throw typeError('volt-sem: options.cluster must be a boolean');
-        }
-        if (options.tlsCaFile !== undefined) {
-          if (typeof options.tlsCaFile !== 'string') throw typeError('volt-sem: options.tlsCaFile must be a path string');
-          security[0] = options.tlsCaFile;
-        }
-        if (options.tlsClientCert !== undefined) {
-          const c = options.tlsClientCert;
-          if (c === null || typeof c !== 'object' || typeof c.cert !== 'string' || typeof c.key !== 'string') {
-            throw typeError('volt-sem: options.tlsClientCert must be { cert, key } path strings');
-          }
-          security[1] = c.cert;
-          security[2] = c.key;
-        }
-        if (options.minReplicasAcked !== undefined) {
-          const m = options.minReplicasAcked;
-          if (m === null || typeof m !== 'object') {
-            throw typeError('volt-sem: options.minReplicasAcked must be { replicas, timeout }');
-          }
-          if (!Number.isInteger(m.replicas) || m.replicas < 1 || m.replicas > 1000) {
-            throw rangeError(`volt-sem: minReplicasAcked.replicas must be an integer in 1..=1000, got ${String(m.replicas)}`);
-          }
-          security[3] = m.replicas;
-          security[4] = checkMs(m.timeout, 'minReplicasAcked.timeout', 100);
-        }
-      }
-      const sem = new RedisSemaphore(INTERNAL);
-      if (permits === DELETE) {
-        return sem.#delete(url, name, prefix, connectTimeout, commandTimeout, cluster, security);
-      }
-      return sem.#connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security);
-    } catch (e) {
-      return Promise.reject(e);
-    }
-  }
-
-  /**
-   * Deletes the Redis semaphore `name` (its keys under `options.prefix`;
-   * the connect options apply, the lease does not): rejects with
-   * `ERR_VOLT_IN_USE` while it has a live session (a client that holds,
-   * waits or is connected), `ERR_VOLT_NOT_FOUND` if there is none. A thin
-   * call into the backend's delete, on a door thread of its own.
-   */
-  static delete(url, name, options) {
-    return RedisSemaphore.connect(url, name, DELETE, options);
-  }
-
-  #delete(url, name, prefix, connectTimeout, commandTimeout, cluster, security) {
-    this.#door = nextDoor++;
-    this.#name = name;
-    doors.set(this.#door, new WeakRef(this));
-    this.#h = native.redisConnect(
-      this.#door, url, name, 1, 10_000, prefix, connectTimeout, commandTimeout, cluster, onRedisEvent,
-      ...security, true,
-    );
-    return new Promise((resolve, reject) => {
-      this.#track(0, {
-        kind: 'delete',
-        resolve: () => {
-          this.#stopped = true;
-          resolve(undefined);
-        },
-        reject: (e) => {
-          this.#stopped = true;
-          reject(e);
-        },
-      });
-    });
-  }
-
-  #connect(url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, security) {
-    this.#door = nextDoor++;
-    this.#name = name;
-    doors.set(this.#door, new WeakRef(this));
-    this.#h = native.redisConnect(
-      this.#door, url, name, permits, lease, prefix, connectTimeout, commandTimeout, cluster, onRedisEvent,
-      ...security, false,
-    );
-    collectedDoors.register(this, this.#door);
-    return new Promise((resolve, reject) => {
-      this.#track(0, {
-        kind: 'connect',
-        resolve: (vals) => {
-          this.#total = vals[0];
-          addLive(this);
-          resolve(this);
-        },
-        reject: (e) => {
-          this.#stopped = true;
-          reject(e);
-        },
-      });
-    });
-  }
-
-  #track(id, op) {
-    if (this.#ops.size === 0) {
-      busyDoors.add(this);
-      if (this.#ref) native.redisRef(this.#h, true);
-    }
-    this.#ops.set(id, op);
-  }
-
-  #untrack(id) {
-    const op = this.#ops.get(id);
-    if (op === undefined) return undefined;
-    this.#ops.delete(id);
-    if (this.#ops.size === 0) {
-      busyDoors.delete(this);
-      if (this.#ref) native.redisRef(this.#h, false);
-    }
-    if (op.timer !== undefined) timers.clearTimeout(op.timer);
-    if (op.signal !== undefined) unlisten(op.signal, op);
-    return op;
-  }
-
-  /**
-   * Starts an operation: `submit(id)` queues it natively; `onTracked(id, op)`
-   * sees its record once it is in flight.
-   */
-  #op(kind, submit, extra, onTracked) {
-    if (this.#stopped) return Promise.reject(disconnectedError());
-    const id = this.#next++;
-    return new Promise((resolve, reject) => {
-      const op = { kind, resolve, reject, ...extra };
-      if (!submit(id)) {
-        reject(disconnectedError());
-        return;
-      }
-      this.#track(id, op);
-      if (onTracked !== undefined) onTracked(id, op);
-    });
-  }
-
-  [REDIS_EVENT](id, kind, vals, err) {
-    if (kind === EV_LEASE_LOST) {
-      // Also an older session's: its permits' signals abort even if a grant
-      // of a newer session arrived first.
-      const c = this.#leases.get(vals[0]);
-      this.#leases.delete(vals[0]);
-      c?.abort(err);
-      return;
-    }
-    if (kind === EV_STOPPED && this.#ops.get(id)?.kind !== 'stop') return;
-    const op = this.#untrack(id);
-    if (op === undefined) return;
-    if (op.cancelled !== undefined) {
-      // Aborted or timed out: the outcome is the reason, whatever Redis said.
-      // A grant that won the race is given back (it was never seen).
-      if (kind === EV_OK && op.n > 0) this.#op('release', (rid) => native.redisRelease(this.#h, rid, op.n)).catch(() => {});
-      op.reject(op.cancelled);
-      return;
-    }
-    if (kind === EV_ERR) op.reject(err);
-    else if (kind === EV_BUSY) op.resolve(null);
-    else if (kind === EV_CANCELLED) op.reject(disconnectedError());
-    else {
-      if (op.kind === 'acquire' || op.kind === 'try') {
-        const session = vals[1];
-        if (session !== 0 && session !== this.#lease.session) {
-          const lease = this.#lease;
-          if (lease.session === 0) lease.session = session;
-          else this.#lease = { session, controller: new AbortController() };
-          this.#leases.set(session, this.#lease.controller);
-        }
-      }
-      op.resolve(vals);
-    }
-  }
-
-  /**
-   * Waits for `n` permits, in FIFO order across every client; resolves to the
-   * grant's fencing token.
-   */
-  acquire(n = 1, options) {
-    return this.#acquire(n, options).then((vals) => vals[0]);
-  }
-
-  /** Like acquire(), resolving to a releaser (`token`, `permits`, `signal`; `await using`). */
-  acquirePermit(n = 1, options) {
-    return this.#acquire(n, options).then((vals) => this.#releaser(n, vals[0]));
-  }
-
-  #releaser(n, token) {
-    let done;
-    const release = () => {
-      if (done === undefined) done = n === 0 ? Promise.resolve() : this.release(n);
-      return done;
-    };
-    release.permits = n;
-    release.token = token;
-    release.signal = this.#lease.controller.signal;
-    release[asyncDispose] = release;
-    return release;
-  }
-
-  #acquire(n, options) {
-    let signal;
-    let timeout;
-    try {
-      if (n !== 1) checkCount(n, 'n');
-      if (options !== undefined && options !== null) {
-        checkOptionNames(options, ACQUIRE_OPTIONS);
-        signal = checkSignal(options.signal);
-        if (options.timeout !== undefined) timeout = checkMs(options.timeout, 'timeout');
-      }
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
-    const h = this.#h;
-    return this.#op('acquire', (id) => native.redisAcquire(h, id, n), { n }, (id, op) => {
-      op.abort = (reason) => {
-        if (op.cancelled !== undefined) return;
-        op.cancelled = reason;
-        if (op.timer !== undefined) timers.clearTimeout(op.timer);
-        if (op.signal !== undefined) unlisten(op.signal, op);
-        // Settled now, not when the cancel's round trip returns (with Redis
-        // out of reach that is a command timeout later). The request stays
-        // tracked: the cancel's outcome still comes back, and a grant that
-        // won the race is given back then (REDIS_EVENT). This handle's later
-        // calls run after the cancel, in order.
-        native.redisCancel(h, id);
-        op.reject(reason);
-      };
-      if (signal !== undefined) {
-        op.signal = signal;
-        listen(signal, op);
-      }
-      if (timeout !== undefined) {
-        op.timer = timers.setTimeout(() => op.abort(timedOutError()), timeout);
-        if (!this.#ref) op.timer.unref();
-      }
-    });
-  }
-
-  /**
-   * Takes `n` permits if they are available now and nobody is queued, in any
-   * client: resolves to the token, or `null` if they were not taken.
-   */
-  tryAcquire(n = 1) {
-    try {
-      if (n !== 1) checkCount(n, 'n');
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    // Zero permits never wait: an acquire(0), which asks Redis, so a closed
-    // semaphore refuses it as the local and named ones do (the backend's
-    // try_acquire(0) answers without asking).
-    if (n === 0) return this.#acquire(0).then((vals) => vals[0]);
-    return this.#op('try', (id) => native.redisTryAcquire(this.#h, id, n)).then((v) => (v === null ? null : v[0]));
-  }
-
-  /** Gives back `n` permits held by this object's session (a round trip). */
-  release(n = 1) {
-    try {
-      if (n !== 1) checkCount(n, 'n');
-    } catch (e) {
-      return Promise.reject(e);
-    }
-    return this.#op('release', (id) => native.redisRelease(this.#h, id, n)).then(() => undefined);
-  }
-
-  /**
-   * Refused (a TypeError, ERR_INVALID_STATE): close() is the habit for "this
-   * client is done", and would close the semaphore for every client and every
-   * later deploy. See disconnect() and closeForEveryone().
-   */
-  close() {
-    throw sharedCloseError('a Redis semaphore (Semaphore.connect)');
-  }
-
-  /** Closes the semaphore for every client on every host. */
-  closeForEveryone() {
-    return this.#op('close', (id) => native.redisClose(this.#h, id)).then(() => undefined);
-  }
-
-  /** The conservation sums, read in one script. */
-  census() {
-    return this.#op('census', (id) => native.redisCensus(this.#h, id)).then((v) => ({
-      total: v[0],
-      available: v[1],
-      held: v[2],
-      partial: v[3],
-      queued: v[4],
-      sessions: v[5],
-      closed: v[6] === 1,
-      lastToken: v[7],
-    }));
-  }
-
-  /** Permits available right now in Redis (0 while anyone is queued): a round trip. */
-  availablePermits() {
-    return this.census().then((c) => c.available);
-  }
-
-  /** Runs `fn` holding `n` permits (released after it, even if it throws); `fn` gets the token. */
-  async runExclusive(fn, n = 1, options) {
-    const token = await this.acquire(n, options);
-    try {
-      return await fn(token);
-    } finally {
-      if (n > 0) await this.release(n);
-    }
-  }
-
-  /**
-   * Cancels every acquire of this object still waiting: their promises
-   * reject with `reason` at once, and they leave the queue in Redis, their
-   * partial grants handed on; the semaphore stays usable. Returns how many.
-   */
-  cancel(reason = cancelledError()) {
-    let k = 0;
-    for (const op of [...this.#ops.values()]) {
-      if (op.kind === 'acquire' && op.cancelled === undefined && op.abort !== undefined) {
-        op.abort(reason);
-        k++;
-      }
-    }
-    return k;
-  }
-
-  /**
-   * Ends this object's session: its queued acquires reject with
-   * ERR_VOLT_CLOSED, what it holds goes back to the pool, its thread ends.
-   */
-  disconnect() {
-    if (this.#stopped) return Promise.resolve();
-    for (const [id, op] of [...this.#ops]) {
-      if (op.kind === 'acquire') {
-        this.#untrack(id);
-        op.reject(disconnectedError());
-      }
-    }
-    const p = this.#op('stop', (id) => native.redisStop(this.#h, id)).then(() => undefined);
-    this.#stopped = true;
-    return p;
-  }
-
-  [asyncDispose]() {
-    return this.disconnect();
-  }
-
-  /** An AbortSignal aborted (reason: ERR_VOLT_LEASE_EXPIRED / ERR_VOLT_STATE_LOST) when the session holding this object's grants is lost. */
-  get leaseSignal() {
-    return this.#lease.controller.signal;
-  }
-
-  get totalPermits() {
-    return this.#total;
-  }
-
-  get name() {
-    return this.#name;
-  }
-
-  /** Permits this object's current session holds, as it counts them (no round trip). */
-  get heldPermits() {
-    return this.#stopped ? 0 : native.redisHeld(this.#h);
-  }
-
-  /** Acquires of this object waiting for their outcome. */
-  get pendingCount() {
-    let k = 0;
-    // An aborted acquire is settled: its cancel may still be on its way.
-    for (const op of this.#ops.values()) if (op.kind === 'acquire' && op.cancelled === undefined) k++;
-    return k;
-  }
-
-  /** Whether this object saw the semaphore closed (by any client). */
-  get closed() {
-    return !this.#stopped && native.redisClosed(this.#h);
-  }
-
-  ref() {
-    if (!this.#ref && this.#ops.size > 0 && !this.#stopped) native.redisRef(this.#h, true);
-    this.#ref = true;
-    return this;
-  }
-
-  unref() {
-    if (this.#ref && this.#ops.size > 0 && !this.#stopped) native.redisRef(this.#h, false);
-    this.#ref = false;
-    return this;
-  }
-
-  hasRef() {
-    return this.#ref;
-  }
-
-  /** 'live', 'lease lost' (the next acquire starts a new session) or 'disconnected'. */
-  #session() {
-    if (this.#stopped) return 'disconnected';
-    return this.#lease.controller.signal.aborted ? 'lease lost' : 'live';
-  }
-
-  // Never the URL (it may carry a password).
-  [INSPECT]() {
-    const closed = this.closed ? ', closed: true' : '';
-    return (
-      `RedisSemaphore { name: ${inspect(this.#name)}, totalPermits: ${this.#total}, session: '${this.#session()}', ` +
-      `held: ${this.heldPermits}, pending: ${this.pendingCount}${closed} }`
-    );
-  }
-
-  toString() {
-    return this[INSPECT]();
-  }
-
-  toJSON() {
-    return { name: this.#name, totalPermits: this.#total };
   }
 }
 

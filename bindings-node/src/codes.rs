@@ -31,6 +31,19 @@ pub(crate) const LOST: u32 = 3;
 /// Granted on a shared semaphore: the slot keeps the grant until JS confirms
 /// it saw it (`confirm`), so a terminated thread gives it back.
 pub(crate) const GRANTED_HELD: u32 = 4;
+/// The request failed (Redis: its session was lost, Redis lost the state, a
+/// connection could not be restored): the error waits in the env's extras
+/// under the slot.
+pub(crate) const FAILED: u32 = 5;
+/// Not a request: the Redis session watched as number `slot` was lost (the
+/// error waits in the env's extras under `WATCH_BIT | slot`).
+pub(crate) const LEASE_LOST: u32 = 6;
+
+/// Marks a lease watch's number among the request keys of the remote list
+/// and the extras (request keys stay below 2^52).
+pub(crate) const WATCH_BIT: u64 = 1 << 63;
+/// The extras key of the grant of the last acquire taken at once.
+pub(crate) const LAST_GRANT: u64 = WATCH_BIT - 1;
 
 /// Generations are masked so that a key `gen << 32 | slot` is an exact JS number.
 pub(crate) const GEN_MASK: u32 = (1 << 20) - 1;

@@ -5,14 +5,14 @@
 //! elsewhere.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use napi::sys;
-use volt_sem_backend::Finish;
+use volt_sem_backend::{Error, Finish};
 
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
@@ -64,6 +64,19 @@ pub(crate) struct EnvCtx {
     /// Pending requests on abandoned semaphores not swept yet.
     pub(crate) zombies: Cell<usize>,
     pub(crate) initialized: Cell<bool>,
+    /// What a Redis outcome carries beyond its code, until JS reads it
+    /// (`extra`): by slot, `WATCH_BIT | watch` or `LAST_GRANT`.
+    pub(crate) extras: RefCell<HashMap<u64, Extra>>,
+    /// Lease watches of this environment, by number (see [`crate::lease`]).
+    pub(crate) watches: RefCell<HashMap<u32, Weak<Sem>>>,
+    pub(crate) next_watch: Cell<u32>,
+}
+
+/// The rest of a Redis outcome: a grant's fencing token and session, or the
+/// error of a failed request or lost session.
+pub(crate) enum Extra {
+    Grant { token: u64, session: u64 },
+    Failed(Error),
 }
 
 thread_local! {

@@ -3,7 +3,7 @@
 //! tears down, and the `maxPermits` constant.
 
 use std::cell::{Cell, RefCell};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
@@ -13,15 +13,19 @@ use napi_derive::napi;
 
 use crate::abandon::js_abandon;
 use crate::codes::MAX_JS;
+use crate::connect::{
+    js_census, js_close_async, js_connect, js_delete_redis, js_disconnect_async, js_kind,
+    js_try_acquire_async,
+};
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::lease::{js_extra, js_unwatch, js_watch};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
     js_pending, js_release, js_try_acquire,
 };
 use crate::raw::double;
-use crate::redis;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
 use crate::teardown::env_cleanup;
@@ -53,9 +57,12 @@ pub fn init(exports: Object) -> napi::Result<()> {
         active_list: RefCell::new(Vec::new()),
         zombies: Cell::new(0),
         initialized: Cell::new(false),
+        extras: RefCell::new(HashMap::new()),
+        watches: RefCell::new(HashMap::new()),
+        next_watch: Cell::new(0),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 38] = [
+    let fns: [(&std::ffi::CStr, Cb); 37] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -83,17 +90,16 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"total", js_total),
         (c"processHeld", js_process_held),
         (c"name", js_name),
-        (c"redisConnect", redis::js_connect),
-        (c"redisAcquire", redis::js_acquire),
-        (c"redisTryAcquire", redis::js_try_acquire),
-        (c"redisRelease", redis::js_release),
-        (c"redisCancel", redis::js_cancel),
-        (c"redisClose", redis::js_close),
-        (c"redisCensus", redis::js_census),
-        (c"redisStop", redis::js_stop),
-        (c"redisRef", redis::js_ref),
-        (c"redisHeld", redis::js_held),
-        (c"redisClosed", redis::js_closed),
+        (c"kind", js_kind),
+        (c"connect", js_connect),
+        (c"deleteRedis", js_delete_redis),
+        (c"census", js_census),
+        (c"closeAsync", js_close_async),
+        (c"disconnectAsync", js_disconnect_async),
+        (c"tryAcquireAsync", js_try_acquire_async),
+        (c"extra", js_extra),
+        (c"watch", js_watch),
+        (c"unwatch", js_unwatch),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

@@ -17,8 +17,10 @@
 //! * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
 //!   bookkeeping around the core's.
 //! * [`named`]: `Semaphore.open`/`unlink` and the errors of named semaphores.
-//! * [`redis`]: `Semaphore.connect`, the Redis front door: its own thread per
-//!   connected object, its outcomes, tokens, lease loss and typed errors.
+//! * [`connect`]: `Semaphore.connect`, the Redis backend behind the same
+//!   class, and its calls that take a round trip.
+//! * [`offloop`]: running those calls off the JS thread, answered by a promise.
+//! * [`lease`]: what Redis outcomes carry (tokens, errors) and lease loss.
 //! * [`handle`]: what a JS `Semaphore` object holds (an External).
 //! * [`env`]: the per-environment state (one per main thread or worker): queue
 //!   nodes, slots, the thread-locals of the running native call.
@@ -48,14 +50,16 @@ mod raw;
 
 mod abandon;
 mod codes;
+mod connect;
 mod delivery;
 mod env;
 mod error_code;
 mod exports;
 mod handle;
+mod lease;
 mod named;
+mod offloop;
 mod ops;
-mod redis;
 mod registry;
 mod removal;
 mod semaphore;

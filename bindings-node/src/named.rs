@@ -18,19 +18,15 @@
 //! [`code_of`](crate::error_code::code_of)); counts out
 //! of range are `RangeError`s (`ERR_OUT_OF_RANGE`) as for `new Semaphore`.
 
+use napi::sys;
 use std::ffi::{CStr, CString};
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-
-use napi::sys;
 use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
 
 use crate::env::EnvCtx;
 use crate::error_code::code_of;
 use crate::handle::handle;
 use crate::raw::{args, count, double, null, throw_internal};
-use crate::registry::NEXT_SEM_ID;
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
 
@@ -46,8 +42,18 @@ fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
 
 /// Throws the JS error of `e` (with `what` in its message) and returns null.
 pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
-    let (code, range) = code_of(&e);
-    let msg = format!("volt-sem: {what}: {e}").replace('\0', " ");
+    let err = error(env, &e, &format!("volt-sem: {what}: {e}"));
+    // SAFETY: throws the error just made, on the JS thread.
+    unsafe { sys::napi_throw(env, err) };
+    ptr::null_mut()
+}
+
+/// The JS error of `e` with the message `msg` (not thrown): its `code`, a
+/// `RangeError` for counts and options out of range, and the numbers some
+/// errors carry (`existing`, `found`, `held`, `errno`).
+pub(crate) fn error(env: RawEnv, e: &Error, msg: &str) -> RawValue {
+    let (code, range) = code_of(e);
+    let msg = msg.replace('\0', " ");
     let mut js_code = ptr::null_mut();
     let mut js_msg = ptr::null_mut();
     let mut err = ptr::null_mut();
@@ -65,16 +71,14 @@ pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
     if err.is_null() {
         return null(env);
     }
-    match e {
+    match *e {
         Error::TotalMismatch { existing } => set_number(env, err, c"existing", existing as f64),
         Error::VersionMismatch { found } => set_number(env, err, c"found", found as f64),
         Error::NotHeld { held } => set_number(env, err, c"held", held as f64),
         Error::Os(errno) => set_number(env, err, c"errno", errno as f64),
         _ => {}
     }
-    // SAFETY: throws the error just made, on the JS thread.
-    unsafe { sys::napi_throw(env, err) };
-    ptr::null_mut()
+    err
 }
 
 /// Throws an `Error` with `code === 'ERR_VOLT_UNSUPPORTED'`.
@@ -136,25 +140,10 @@ native!(js_open, |env, _ctx, argv: [4]| {
         Ok(s) => s,
         Err(e) => return throw(env, e, &format!("Semaphore.open({name:?}, {permits})")),
     };
-    let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
-    handle(
-        env,
-        Arc::new(Sem {
-            core,
-            id,
-            // Its grants come from the process's doorbell thread, and other
-            // processes release: waiters keep their thread alive, and grants
-            // are delivered with confirmation, like a share()d semaphore's.
-            shared: AtomicBool::new(true),
-            queued: AtomicUsize::new(0),
-            abandoned: AtomicBool::new(false),
-            held: AtomicUsize::new(0),
-            debt: AtomicUsize::new(0),
-            orphans: Mutex::new(Vec::new()),
-            graveyard: Mutex::new(Vec::new()),
-            name: Some(name.into()),
-        }),
-    )
+    // Shared (Sem::new): its grants come from the process's doorbell thread,
+    // and other processes release: waiters keep their thread alive, and grants
+    // are delivered with confirmation, like a share()d semaphore's.
+    handle(env, Sem::new(core, Some(name.into())))
 });
 
 // unlink(name): undefined | throws. Removes the name only.
@@ -168,7 +157,7 @@ native!(js_unlink, |env, _ctx, argv: [1]| {
     null(env)
 });
 
-// total(h): the total of a named semaphore (null for an in-process one).
+// total(h): the total of a named or Redis semaphore (null for an in-process one).
 native!(js_total, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
@@ -178,7 +167,7 @@ native!(js_total, |env, _ctx, argv: [1]| {
     }
 });
 
-// name(h): the name of a named semaphore (null for an in-process one).
+// name(h): the name of a named or Redis semaphore (null for an in-process one).
 native!(js_name, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
@@ -190,10 +179,14 @@ native!(js_name, |env, _ctx, argv: [1]| {
 });
 
 // processHeld(h): what this process holds on a named semaphore, all its
-// handles and threads (null for an in-process one).
+// handles and threads; what this handle's session holds on a Redis one, as it
+// counts them (no round trip); null for an in-process one.
 native!(js_process_held, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    if let Some(r) = s.core.as_redis() {
+        return double(env, r.held_permits() as f64);
+    }
     match s.core.as_shared().map(|n| n.held_permits()) {
         Some(Ok(h)) => double(env, h as f64),
         Some(Err(e)) => throw(env, e.into(), "heldPermits"),

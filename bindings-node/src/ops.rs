@@ -4,21 +4,19 @@
 
 use std::ffi::c_void;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::Ordering;
 
 use napi::sys;
 use volt_sem::RawAcquire;
 use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
-    BAD_ARGS, BAD_COUNT, CLOSED, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
+    BAD_ARGS, BAD_COUNT, CLOSED, LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
-use crate::env::{Enter, EnvCtx, Node};
+use crate::env::{Enter, EnvCtx, Extra, Node};
 use crate::handle::{handle, handle_of, sem};
-use crate::named::{throw, throw_unsupported};
+use crate::named::{error, throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
-use crate::registry::NEXT_SEM_ID;
 use crate::removal::release_paying;
 use crate::semaphore::Sem;
 use crate::wake::wake;
@@ -28,22 +26,7 @@ use crate::{RawEnv, RawValue};
 native!(js_create, |env, _ctx, argv: [1]| {
     let Some(permits) = count(env, argv[0]) else { return null(env) };
     let Some(core) = Core::local(permits) else { return null(env) };
-    let id = NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed);
-    handle(
-        env,
-        Arc::new(Sem {
-            core,
-            id,
-            shared: AtomicBool::new(false),
-            queued: AtomicUsize::new(0),
-            abandoned: AtomicBool::new(false),
-            held: AtomicUsize::new(0),
-            debt: AtomicUsize::new(0),
-            orphans: Mutex::new(Vec::new()),
-            graveyard: Mutex::new(Vec::new()),
-            name: None,
-        }),
-    )
+    handle(env, Sem::new(core, None))
 });
 
 // tryAcquire(h, n): OK | NO_PERMITS | CLOSED | BAD_COUNT | throws (named)
@@ -65,21 +48,27 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
 });
 
 // acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued) |
-// throws (named: queue full, ...)
+// throws (named: queue full, ...; Redis: a lost session, ...). A Redis grant
+// taken at once leaves its token in the extras (`LAST_GRANT`).
 native!(js_acquire, |env, ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
-    match s.core.try_acquire(n) {
-        Ok(_) => {
-            s.add_held(n);
-            return int(env, OK);
+    // A Redis try is a round trip: straight to the queue, which never waits
+    // for the network (index.js sends an acquire of 0 off the JS thread).
+    let redis = s.is_redis();
+    if !redis {
+        match s.core.try_acquire(n) {
+            Ok(_) => {
+                s.add_held(n);
+                return int(env, OK);
+            }
+            Err(Error::Closed) => return int(env, CLOSED),
+            Err(Error::TooManyPermits) => return int(env, BAD_COUNT),
+            Err(Error::NoPermits) => {}
+            Err(e) => return throw(env, e, "acquire()"),
         }
-        Err(Error::Closed) => return int(env, CLOSED),
-        Err(Error::TooManyPermits) => return int(env, BAD_COUNT),
-        Err(Error::NoPermits) => {}
-        Err(e) => return throw(env, e, "acquire()"),
     }
     let (slot, node) = ctx.take_slot(h, n);
     // SAFETY: the node is boxed in a slot that lives (unmoved) as long as the env.
@@ -95,6 +84,10 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         }
         Ok(RawAcquire::Ready) => {
             s.add_held(n);
+            if redis {
+                let (token, session) = (node.waiter.token().unwrap_or(0), node.waiter.session());
+                ctx.extras.borrow_mut().insert(LAST_GRANT, Extra::Grant { token, session });
+            }
             OK
         }
         Err(Error::Closed) => CLOSED,
@@ -118,12 +111,13 @@ native!(js_release, |env, ctx, argv: [3]| {
     let mut adding = false;
     // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
     unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
-    if adding && s.core.as_shared().is_some() {
-        return throw_unsupported(env, "addPermits() on a named semaphore (its total is fixed)");
+    if adding && s.core.total_permits().is_some() {
+        return throw_unsupported(env, "addPermits() on a named or Redis semaphore (its total is fixed)");
     }
     // The core's limit is far above 2^53; keep JS counts exact. (Racy against a
     // concurrent release on another thread; the core's own check is exact.)
-    if s.core.available_permits() > MAX_JS - n {
+    // A fixed total (named, Redis) never overflows; Redis's count is a round trip.
+    if s.core.total_permits().is_none() && s.core.available_permits() > MAX_JS - n {
         return int(env, RELEASE_OVERFLOW);
     }
     ctx.confirm_all_on(s);
@@ -137,6 +131,17 @@ native!(js_release, |env, ctx, argv: [3]| {
             // waiters are woken on its doorbell thread anyway): no outcome
             // is left to settle; leftovers of earlier calls stay in `ready`.
             drop(enter);
+            if let (true, Error::NotHeld { held }) = (s.is_redis(), &e) {
+                // The backend speaks of a process (a named semaphore's permits
+                // are the process's); a Redis object's are its own session's.
+                let msg = format!(
+                    "volt-sem: release(): released more permits than this handle holds ({held}); \
+                     permits are released through the Semaphore object that acquired them"
+                );
+                // SAFETY: throws the error just made, on the JS thread.
+                unsafe { sys::napi_throw(env, error(env, &e, &msg)) };
+                return std::ptr::null_mut();
+            }
             return throw(env, e, "release()");
         }
     }

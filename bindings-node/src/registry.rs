@@ -74,6 +74,17 @@ pub(crate) fn next_pin_ms(reg: &HashMap<u64, Entry>, now: Instant) -> f64 {
 
 impl Drop for Sem {
     fn drop(&mut self) {
+        if let Some(r) = self.core.as_redis() {
+            // Ending a Redis session is a round trip: on a thread of its own,
+            // never the JS thread (a finalizer), with the last session clone.
+            let (r, watches) = (r.clone(), crate::lease::take_all(self));
+            let _ = std::thread::Builder::new()
+                .name("volt-sem redis end".into())
+                .spawn(move || {
+                    r.disconnect();
+                    drop((watches, r));
+                });
+        }
         if self.shared.load(Ordering::Relaxed) {
             let mut reg = lock(&REGISTRY);
             // Only the entry of this semaphore: an entry whose Weak is dead.

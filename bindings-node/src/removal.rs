@@ -204,8 +204,8 @@ impl EnvCtx {
 native!(js_remove_permits, |env, _ctx, argv: [2]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
-    if s.core.as_shared().is_some() {
-        return throw_unsupported(env, "removePermits() on a named semaphore (its total is fixed)");
+    if s.core.total_permits().is_some() {
+        return throw_unsupported(env, "removePermits() on a named or Redis semaphore (its total is fixed)");
     }
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     if n == 0 {

@@ -2,13 +2,16 @@
 //! every environment holding a handle to it: the core semaphore (in-process,
 //! or named and shared by processes: `volt_sem_backend::Semaphore`) plus the
 //! binding's bookkeeping (held permits, queued requests, the `removePermits`
-//! debt and its orphans, whether it is shared or abandoned).
+//! debt and its orphans, whether it is shared or abandoned) and, for a Redis
+//! one, the watches on the sessions that hold its grants ([`crate::lease`]).
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
-use volt_sem_backend::Semaphore as Core;
+use volt_sem_backend::{Kind, Semaphore as Core};
 
+use crate::lease::Watch;
+use crate::registry::NEXT_SEM_ID;
 use crate::removal::OrphanNode;
 
 /// One semaphore, shared by every environment holding a handle to it.
@@ -42,11 +45,40 @@ pub(crate) struct Sem {
     /// Orphans finished from inside their own wake callback: their memory may
     /// only be freed after it returned, so when the semaphore goes.
     pub(crate) graveyard: Mutex<Vec<OrphanNode>>,
-    /// The name of a named semaphore (`Semaphore.open`).
+    /// The name of a named (`Semaphore.open`) or Redis (`Semaphore.connect`)
+    /// semaphore.
     pub(crate) name: Option<Box<str>>,
+    /// Redis: the lease watches of this semaphore's sessions, owned here so
+    /// that they (and the session clones they hold) go with the semaphore.
+    pub(crate) watches: Mutex<Vec<Watch>>,
 }
 
 impl Sem {
+    /// A new semaphore around `core`. `shared`: its waiters may be granted by
+    /// another thread (named and Redis semaphores: a doorbell or agent thread)
+    /// and their grants are delivered with confirmation.
+    pub(crate) fn new(core: Core, name: Option<Box<str>>) -> Arc<Sem> {
+        let shared = core.kind() != Kind::Local;
+        Arc::new(Sem {
+            core,
+            id: NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed),
+            shared: AtomicBool::new(shared),
+            queued: AtomicUsize::new(0),
+            abandoned: AtomicBool::new(false),
+            held: AtomicUsize::new(0),
+            debt: AtomicUsize::new(0),
+            orphans: Mutex::new(Vec::new()),
+            graveyard: Mutex::new(Vec::new()),
+            name,
+            watches: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Whether this is a Redis semaphore (its round trips stay off the JS thread).
+    pub(crate) fn is_redis(&self) -> bool {
+        self.core.kind() == Kind::Redis
+    }
+
     pub(crate) fn add_held(&self, n: usize) {
         self.held.fetch_add(n, Ordering::Relaxed);
     }

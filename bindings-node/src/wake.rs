@@ -37,8 +37,10 @@ use std::sync::Arc;
 use napi::sys;
 use volt_sem_backend::Finish;
 
-use crate::codes::{BAD_ARGS, GRANTED, GRANTED_HELD, LOST, OK, WOKEN_CLOSED};
-use crate::env::{EnvCtx, EnvShared, Node, Tsfn, CURRENT, LOCAL};
+use crate::codes::{
+    BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, WATCH_BIT, WOKEN_CLOSED,
+};
+use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT, LOCAL};
 use crate::raw::{args, int, lock, throw_internal};
 use crate::removal::{orphan_woken, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
 use crate::{RawEnv, RawValue};
@@ -109,6 +111,13 @@ impl EnvCtx {
             Finish::Granted => {
                 if let Some(s) = &*node.sem.borrow() {
                     s.add_held(node.n.get());
+                    if s.is_redis() {
+                        let (token, session) =
+                            (node.waiter.token().unwrap_or(0), node.waiter.session());
+                        self.extras
+                            .borrow_mut()
+                            .insert(u64::from(slot), Extra::Grant { token, session });
+                    }
                 }
                 let shared = node
                     .sem
@@ -124,11 +133,15 @@ impl EnvCtx {
                 GRANTED
             }
             Finish::Closed => WOKEN_CLOSED,
+            // A Redis request: its session was lost, Redis lost the state, ...
+            Finish::Failed(e) => {
+                self.extras
+                    .borrow_mut()
+                    .insert(u64::from(slot), Extra::Failed(e));
+                FAILED
+            }
             // Cannot happen after a wake; report it rather than hang the promise.
-            // `Failed` is a Redis outcome, and Redis semaphores never come
-            // here: they have their own door (`crate::redis`), which rejects
-            // with the typed error (ERR_VOLT_LEASE_EXPIRED, ...).
-            Finish::Cancelled { .. } | Finish::Idle | Finish::Failed(_) => LOST,
+            Finish::Cancelled { .. } | Finish::Idle => LOST,
         };
         self.release_slot(slot);
         Some((slot, code))
@@ -154,6 +167,15 @@ impl EnvCtx {
             let Some(key) = self.ready.borrow_mut().pop_front() else {
                 break;
             };
+            if key & WATCH_BIT != 0 {
+                // A lease watch woke: lost, or not yet (polled again).
+                let id = key as u32;
+                if self.poll_watch(id) {
+                    self.write(k, id, LEASE_LOST);
+                    k += 1;
+                }
+                continue;
+            }
             if let Some((slot, code)) = self.collect(key) {
                 self.write(k, slot, code);
                 k += 1;

@@ -16,7 +16,7 @@ const [url, name, permits, lease, cluster] = process.argv.slice(2);
   process.on('message', async (m) => {
     try {
       if (m.op === 'acquire') {
-        const token = await sem.acquire(m.n);
+        const { token } = await sem.acquirePermit(m.n);
         process.send({ op: m.op, n: m.n, token });
       } else if (m.op === 'release') {
         await sem.release(m.n);

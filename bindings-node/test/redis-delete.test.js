@@ -1,5 +1,5 @@
 'use strict';
-// RedisSemaphore.delete (issue 26, item 6): a service that derives names must
+// Semaphore.deleteRedis (issue 26, item 6): a service that derives names must
 // be able to remove them. Refused while anyone holds, waits or is connected
 // (ERR_VOLT_IN_USE, nothing deleted), ERR_VOLT_NOT_FOUND for a name that does
 // not exist; the name can be connected again afresh. Real redis-server.
@@ -15,18 +15,25 @@ test('delete is refused while the semaphore is in use, then deletes the name', a
     const a = await Semaphore.connect(s.url(), 'del', 1);
     const b = await Semaphore.connect(s.url(), 'del', 1);
     await a.acquire(1);
-    await assert.rejects(RedisSemaphore.delete(s.url(), 'del'), { code: 'ERR_VOLT_IN_USE' });
+    await assert.rejects(Semaphore.deleteRedis(s.url(), 'del'), { code: 'ERR_VOLT_IN_USE' });
     await a.release(1);
     await a.disconnect();
     // b holds nothing and waits for nothing: still refused (it is connected).
-    await assert.rejects(RedisSemaphore.delete(s.url(), 'del', { connectTimeout: 2000 }), { code: 'ERR_VOLT_IN_USE' });
+    await assert.rejects(Semaphore.deleteRedis(s.url(), 'del', { connectTimeout: 2000 }), { code: 'ERR_VOLT_IN_USE' });
     const c = await b.census();
     assert.equal(c.available + c.held + c.partial, c.total);
     await b.disconnect();
-    assert.equal(await RedisSemaphore.delete(s.url(), 'del'), undefined);
+    assert.equal(await Semaphore.deleteRedis(s.url(), 'del'), undefined);
+    // The deprecated alias's static name still works (one release), and says so once.
+    const warned = new Promise((resolve) => process.once('warning', resolve));
     await assert.rejects(RedisSemaphore.delete(s.url(), 'del'), { code: 'ERR_VOLT_NOT_FOUND' });
-    await assert.rejects(RedisSemaphore.delete(s.url(), 'a{b'), { code: 'ERR_VOLT_INVALID_NAME' });
-    await assert.rejects(RedisSemaphore.delete(42, 'del'), TypeError);
+    const w = await warned;
+    assert.equal(w.name, 'DeprecationWarning');
+    assert.equal(w.code, 'VOLT_SEM_DEP001');
+    assert.match(w.message, /Semaphore\.deleteRedis/);
+    await assert.rejects(Semaphore.deleteRedis(s.url(), 'a{b'), { code: 'ERR_VOLT_INVALID_NAME' });
+    await assert.rejects(Semaphore.deleteRedis(42, 'del'), TypeError);
+    await assert.rejects(Semaphore.deleteRedis(s.url(), 'del', { lease: 0 }), { code: 'ERR_OUT_OF_RANGE' });
     // The name works again, afresh (another total is fine now).
     const again = await Semaphore.connect(s.url(), 'del', 3);
     assert.equal(again.totalPermits, 3);

@@ -75,7 +75,7 @@ test('a server demoted to a replica: ERR_VOLT_READ_ONLY, and no reconnect storm'
     const n = await connectionsIn2s(s.port);
     assert.ok(n <= MAX_CONNECTIONS, `${n} connections in 2 s after the demotion`);
     console.log(`READONLY: ${n} connections in 2 s`);
-    await assert.rejects(sem.tryAcquire(1), { code: 'ERR_VOLT_READ_ONLY' });
+    await assert.rejects(sem.tryAcquirePermit(1), { code: 'ERR_VOLT_READ_ONLY' });
     await assert.rejects(Semaphore.connect(s.url(), 'demoted', 2, opts), { code: 'ERR_VOLT_READ_ONLY' });
     await sem.disconnect().catch(() => {});
   } finally {

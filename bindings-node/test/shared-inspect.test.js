@@ -6,7 +6,7 @@
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const util = require('node:util');
-const { Semaphore, RedisSemaphore } = require('..');
+const { Semaphore } = require('..');
 const { RedisServer } = require('./redis-server.js');
 
 let srv;
@@ -21,13 +21,13 @@ test('a Redis handle shows its name, total and whether its session is live', asy
   const name = `inspect-${process.pid}`;
   const sem = await Semaphore.connect(srv.url(), name, 3);
   await sem.acquire(1);
-  assert.equal(util.inspect(sem), `RedisSemaphore { name: '${name}', totalPermits: 3, session: 'live', held: 1, pending: 0 }`);
+  assert.equal(util.inspect(sem), `Semaphore { name: '${name}', totalPermits: 3, session: 'live', held: 1, pending: 0 }`);
   assert.equal(String(sem), util.inspect(sem));
   assert.equal(`${sem}`.includes(srv.url()), false, 'never the URL');
   await sem.disconnect();
-  assert.equal(util.inspect(sem), `RedisSemaphore { name: '${name}', totalPermits: 3, session: 'disconnected', held: 0, pending: 0 }`);
+  assert.equal(util.inspect(sem), `Semaphore { name: '${name}', totalPermits: 3, session: 'disconnected', held: 0, pending: 0 }`);
   assert.equal(String(sem), util.inspect(sem));
-  await RedisSemaphore.delete(srv.url(), name);
+  await Semaphore.deleteRedis(srv.url(), name);
 });
 
 test('a named handle shows its name, total and whether it is live; a local one its counts', async () => {

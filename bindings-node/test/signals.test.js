@@ -11,7 +11,7 @@ const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const path = require('node:path');
 const { spawn, execFile } = require('node:child_process');
-const { Semaphore, RedisSemaphore } = require('..');
+const { Semaphore } = require('..');
 const { RedisServer, sleep } = require('./redis-server.js');
 const { PKG } = require('./helpers');
 
@@ -105,7 +105,7 @@ async function shutdownCase(signal, mode) {
   } finally {
     child.kill('SIGKILL');
     await other.disconnect();
-    await RedisSemaphore.delete(srv.url(), name).catch(() => {});
+    await Semaphore.deleteRedis(srv.url(), name).catch(() => {});
   }
 }
 

@@ -63,24 +63,29 @@ async function main(): Promise<void> {
   // @ts-expect-error: no such option
   Semaphore.open('x', 2, { create: true });
   const copts: ConnectOptions = { lease: 1500, prefix: 'app', connectTimeout: 1000, commandTimeout: 500, cluster: false };
-  const remote: RedisSemaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 4, copts);
-  const token: number = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });
-  const maybe: number | null = await remote.tryAcquire(1);
+  const remote: Semaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 4, copts);
+  const old: RedisSemaphore = remote; // the deprecated name of the same class
+  const nothing: void = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });
+  const maybe: Releaser | null = await remote.tryAcquirePermit(1);
   const census: RedisCensus = await remote.census();
   {
-    await using p = await remote.acquirePermit(1);
-    const t: number = p.token;
-    void [t, p.signal.aborted, p.permits];
+    using p = await remote.acquirePermit(1);
+    const t: number | null = p.token;
+    void [t, p.signal?.aborted, p.permits];
   }
   try {
-    await remote.release(2);
+    remote.release(2);
   } catch (e) {
     const err = e as RedisError;
     const lost: boolean = err.code === 'ERR_VOLT_LEASE_EXPIRED';
     void [lost, err.held];
   }
-  await remote.runExclusive(async (t: number) => t + 1, 1);
-  void [token, maybe, census.lastToken, remote.totalPermits, remote.heldPermits, remote.closed];
+  await remote.runExclusive(async (t: number | null) => (t ?? 0) + 1, 1);
+  const lostNow: boolean = remote.isLeaseLost();
+  const why: Promise<RedisError> = remote.leaseLost();
+  void [old, nothing, maybe?.token, census.lastToken, remote.totalPermits, remote.heldPermits, remote.closed, lostNow, why];
+  await Semaphore.deleteRedis('redis://127.0.0.1:6379', 'usage', { prefix: 'app' });
+  await RedisSemaphore.delete('redis://127.0.0.1:6379', 'usage');
   await remote.closeForEveryone();
   await remote.disconnect();
   const undo: () => void = disconnectOnSignals({ timeout: 2000 });
@@ -92,7 +97,7 @@ async function main(): Promise<void> {
   await n2.disconnect();
   await n2[Symbol.asyncDispose]();
   // @ts-expect-error: connect() resolves, it does not return the object
-  const wrong: RedisSemaphore = Semaphore.connect('redis://x', 'n', 1);
+  const wrong: Semaphore = Semaphore.connect('redis://x', 'n', 1);
   void wrong;
   // @ts-expect-error: no such option
   void RedisSemaphore.connect('redis://x', 'n', 1, { leaseMs: 1 });
