@@ -112,7 +112,7 @@ pub(crate) fn blocking_acquire(
 
 /// [`blocking_acquire`] for a shared handle's session: a wait still queued
 /// when the session ends gives up with `DisconnectedError`. A Redis
-/// request's round trips run through `redis::call` (off the main thread);
+/// request's round trips run through `redis::request` and `redis::call`;
 /// its first one is the request itself (no separate `try_acquire`, which
 /// would be one more round trip), unless `timeout` is 0.
 pub(crate) fn blocking_acquire_in(
@@ -147,7 +147,7 @@ pub(crate) fn blocking_acquire_in(
     let ctx = &*parked as *const Parked as usize;
     // SAFETY: the waiter is new and pinned; `parked` lives until after `finish_raw`
     // below, which every path reaches (no `?` in between).
-    let queued = crate::redis::call(py, core, |core| unsafe {
+    let queued = crate::redis::request(py, core, |core| unsafe {
         core.acquire_raw(waiter, n, wake_parked, ctx as *mut c_void)
     });
     let got = || (waiter.token(), waiter.session());
@@ -161,7 +161,7 @@ pub(crate) fn blocking_acquire_in(
     // (async wakes are native, see `wake`), so `finish_raw` waiting for a
     // callback running elsewhere cannot deadlock.
     // SAFETY: queued on `core` above.
-    let finish = crate::redis::call(py, core, |core| unsafe { core.finish_raw(waiter) });
+    let finish = crate::redis::request(py, core, |core| unsafe { core.finish_raw(waiter) });
     let grant = got();
     drop(parked);
     let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();

@@ -15,8 +15,9 @@
 //! calling thread (`try_acquire`, `close`, `census`, `connect`,
 //! `disconnect`, deleting a name; and, until the seam's non-blocking Redis
 //! requests land, `acquire_raw`, a queued waiter's `finish_raw` and
-//! `release` too). [`call`] runs them with the GIL released and, on the
-//! main thread, on a short-lived thread of their own: Linux delivers a
+//! `release` too: [`request`], one switch to flip then). [`call`] runs them
+//! with the GIL released and, on the main thread, on a short-lived thread
+//! of their own: Linux delivers a
 //! process-directed signal (Ctrl-C) to the main thread, and an interrupted
 //! socket call would count as a failed connection (an uncertain outcome
 //! gives the session up); Python sees the signal once the call returned.
@@ -65,6 +66,27 @@ pub(crate) fn call<T: Send>(py: Python<'_>, core: &Core, f: impl FnOnce(&Core) -
         return f(core);
     }
     round_trip(py, || f(core))
+}
+
+/// Whether the seam's Redis requests (`acquire_raw`, a queued waiter's
+/// `finish_raw`, `release`) wait for a round trip on the calling thread:
+/// true until issue 28's non-blocking seam lands on main. Then false: they
+/// return at once (the outcome comes through the waiter's callback), so
+/// they run in place, GIL held, like a local semaphore's.
+const REQUESTS_BLOCK: bool = true;
+
+/// Runs a seam request (`acquire_raw`, `finish_raw`, `release`) on `core`:
+/// through [`call`] while Redis requests block ([`REQUESTS_BLOCK`]).
+pub(crate) fn request<T: Send>(
+    py: Python<'_>,
+    core: &Core,
+    f: impl FnOnce(&Core) -> T + Send,
+) -> T {
+    if REQUESTS_BLOCK {
+        call(py, core, f)
+    } else {
+        f(core)
+    }
 }
 
 /// [`call`] for a round trip without a core (connect, delete).
@@ -272,7 +294,7 @@ impl Extra {
 
 /// Releases `n` permits of `session` (0: counted per handle).
 pub(crate) fn release_from(py: Python<'_>, core: &Core, n: usize, session: u64) -> PyResult<()> {
-    call(py, core, |core| match core.as_redis() {
+    request(py, core, |core| match core.as_redis() {
         Some(r) if session != 0 => r.release_session(n, session).map_err(Error::from),
         _ => core.release(n),
     })

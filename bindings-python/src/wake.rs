@@ -135,7 +135,7 @@ impl Slot {
     /// Queues the waiter. `ctx` is the slot's address; the owner keeps its `Arc`
     /// until it has finished the slot (or lost the claim to a hand-on, which
     /// holds its own `Arc`). A Redis request may wait for a round trip here
-    /// (`redis::call`); its callback may run before this returns, on another
+    /// (`redis::request`); its callback may run before this returns, on another
     /// thread, like a named semaphore's.
     pub(crate) fn queue(
         self: &Pin<Arc<Self>>,
@@ -146,7 +146,7 @@ impl Slot {
         // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
         // while any Arc lives, and the owner's Arc lives until `finish_raw`
         // returned (or a hand-on, holding its own Arc, finished it).
-        crate::redis::call(py, &self.core, |core| unsafe {
+        crate::redis::request(py, &self.core, |core| unsafe {
             core.acquire_raw(me.waiter(), me.n, wake_async, ctx as *mut c_void)
         })
     }
@@ -160,7 +160,7 @@ pub(crate) enum Owned {
 }
 
 /// Finishes a slot from its owner's side, GIL held (released for a Redis
-/// request's round trip, `redis::call`): no callback ever needs the GIL, so
+/// request's round trip, `redis::request`): no callback ever needs the GIL, so
 /// `finish_raw` waiting for one running on another thread cannot deadlock.
 /// Then runs [`after_wakes`] for the wakes a cancel caused.
 pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
@@ -172,7 +172,7 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         return Owned::HandedOn;
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
-    let finish = crate::redis::call(py, &slot.core, |core| unsafe {
+    let finish = crate::redis::request(py, &slot.core, |core| unsafe {
         core.finish_raw(slot.waiter())
     });
     after_wakes(py);
