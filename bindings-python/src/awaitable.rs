@@ -541,6 +541,7 @@ impl Acquire {
     /// lets go of the attachment.
     fn _trio_failed(&mut self) {
         self.stage = Stage::Done;
+        self.enter_self = None;
         self.leave_session();
     }
 
