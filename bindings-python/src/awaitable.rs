@@ -48,13 +48,12 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use pyo3::PyTraverseError;
-use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
+use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use crate::blocking::blocking_acquire_in;
 use crate::coroutine::coroutine_pymethods;
-use crate::errors::{
-    acquire_error, backend_error, closed_error, disconnected_error, release_error,
-};
+use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
+use crate::redis::{owner, Extra, Owner};
 use crate::session::SessionWaits;
 use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
 use crate::Core;
@@ -258,7 +257,7 @@ enum Stage {
 }
 
 /// An acquire of `n` permits: awaitable once, and an async (or blocking) context
-/// manager that releases those permits on exit.
+/// manager that releases those permits on exit; the grant (`token`).
 #[pyclass(module = "volt_sem")]
 pub(crate) struct Acquire {
     core: Arc<Core>,
@@ -266,11 +265,23 @@ pub(crate) struct Acquire {
     role: Role,
     /// `await` evaluates to `True` (`sem.acquire()`, asyncio-compatible) or `None`.
     returns_true: bool,
+    /// `async with sem.acquire(n) as grant:`: the `await` of `__aenter__`
+    /// evaluates to this object itself (a reference cycle until the wait
+    /// ends, visited by the GC).
+    enter_self: Option<Py<PyAny>>,
     stage: Stage,
     /// Permits acquired through this object and not yet released by `__aexit__`.
     held: bool,
-    /// A named handle's session: its end fails this wait (see `session`).
+    /// A shared handle's session: its end fails this wait (see `session`).
     session: Option<Arc<SessionWaits>>,
+    /// A Redis handle's state (`None`: local or named).
+    redis: Option<Arc<Extra>>,
+    /// Redis: who awaits (or enters), looked up before the request (see
+    /// `redis::owner`); the grant is recorded as theirs.
+    owner: Option<Owner>,
+    /// The grant's fencing token (Redis) and its session.
+    token: Option<u64>,
+    grant_session: u64,
 }
 
 impl Acquire {
@@ -280,16 +291,65 @@ impl Acquire {
             n,
             role,
             returns_true,
+            enter_self: None,
             stage: Stage::Start,
             held: false,
             session: None,
+            redis: None,
+            owner: None,
+            token: None,
+            grant_session: 0,
         }
     }
 
-    /// This acquire belongs to a named handle's session (`None`: a local one).
+    /// This acquire belongs to a shared handle's session (`None`: a local one).
     pub(crate) fn in_session(mut self, session: Option<Arc<SessionWaits>>) -> Self {
         self.session = session;
         self
+    }
+
+    /// This acquire belongs to a Redis handle.
+    pub(crate) fn of_redis(mut self, redis: Option<Arc<Extra>>) -> Self {
+        self.redis = redis;
+        self
+    }
+
+    /// Records the grant's token and session (Redis: as the owner's grant).
+    fn record(&mut self, (token, session): crate::blocking::Got) {
+        self.token = token;
+        self.grant_session = session;
+        if let Some(extra) = &self.redis {
+            let owner = self.owner.unwrap_or_else(Owner::thread);
+            extra.granted(owner, session, self.n, token);
+        }
+    }
+
+    /// Releases what this object holds (its exit): a Redis grant per its
+    /// session, else through the role.
+    fn release_held(&mut self, py: Python<'_>) -> PyResult<()> {
+        if !std::mem::take(&mut self.held) {
+            return Ok(());
+        }
+        match &self.redis {
+            Some(extra) => {
+                let owner = self.owner.unwrap_or_else(Owner::thread);
+                extra.forget_grant(owner, self.grant_session, self.n);
+                crate::redis::release_from(py, &self.core, self.n, self.grant_session)
+            }
+            None => self.role.release(py, &self.core, self.n),
+        }
+    }
+
+    /// What the finished `await` evaluates to, as `StopIteration` (or `Ok(None)`).
+    fn result(&mut self) -> PyResult<Option<Py<PyAny>>> {
+        if let Some(me) = self.enter_self.take() {
+            return Err(PyStopIteration::new_err((me,)));
+        }
+        if self.returns_true {
+            Err(PyStopIteration::new_err(true))
+        } else {
+            Ok(None)
+        }
     }
 
     fn session_ended(&self) -> bool {
@@ -305,16 +365,16 @@ impl Acquire {
         }
     }
 
-    /// The iterator has finished with the permits acquired.
-    fn acquired(&mut self) -> PyResult<Option<Py<PyAny>>> {
+    /// The iterator has finished with the permits acquired (`waiter`: the
+    /// request's, for the grant's token and session).
+    fn acquired(&mut self, waiter: Option<Pin<&Waiter>>) -> PyResult<Option<Py<PyAny>>> {
         self.stage = Stage::Done;
         self.held = true;
         self.role.taken(self.n);
-        if self.returns_true {
-            Err(PyStopIteration::new_err(true))
-        } else {
-            Ok(None)
+        if let Some(w) = waiter {
+            self.record((w.token(), w.session()));
         }
+        self.result()
     }
 
     /// One step of the coroutine protocol: `Ok(Some(x))` yields, `Ok(None)`
@@ -326,8 +386,14 @@ impl Acquire {
                 self.leave_session();
                 Err(disconnected_error())
             }
+            Stage::Start if self.redis.is_some() => {
+                // Straight to the request (a `try_acquire` first would be one
+                // more round trip); the owner first (see `redis::owner`).
+                self.owner = Some(owner(py).inspect_err(|_| self.stage = Stage::Done)?);
+                self.park(py)
+            }
             Stage::Start => match self.core.try_acquire(self.n) {
-                Ok(_) => self.acquired(),
+                Ok(_) => self.acquired(None),
                 Err(Error::NoPermits) => self.park(py),
                 Err(Error::Closed) => {
                     self.stage = Stage::Done;
@@ -348,9 +414,9 @@ impl Acquire {
                     unreachable!()
                 };
                 match finish_owned(py, &slot) {
-                    Owned::Finished(Finish::Granted) => self.acquired(),
+                    Owned::Finished(Finish::Granted) => self.acquired(Some(slot.waiter())),
                     Owned::Finished(Finish::Closed) => Err(closed_error()),
-                    Owned::Finished(Finish::Failed(e)) => Err(backend_error(e)),
+                    Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
                     Owned::HandedOn => Err(PyRuntimeError::new_err(
                         "the grant arrived after the waiter's event loop was closed and was handed on",
                     )),
@@ -379,15 +445,15 @@ impl Acquire {
             let chan = asyncio_chan(py, &event_loop)?;
             let fut = new_future(py, &event_loop)?;
             let slot = Slot::new(self.core.clone(), self.n, fut.clone().unbind(), chan);
-            match slot.queue() {
-                Ok(RawAcquire::Ready) => Ok(None),
-                Ok(RawAcquire::Pending) => Ok(Some((slot, fut))),
+            match slot.queue(py) {
+                Ok(RawAcquire::Ready) => Ok((slot, None)),
+                Ok(RawAcquire::Pending) => Ok((slot, Some(fut))),
                 Err(e) => Err(acquire_error(&self.core, e)),
             }
         })();
         match result {
-            Ok(None) => self.acquired(),
-            Ok(Some((slot, fut))) => {
+            Ok((slot, None)) => self.acquired(Some(slot.waiter())),
+            Ok((slot, Some(fut))) => {
                 self.stage = Stage::Waiting(slot);
                 if let Some(session) = &self.session {
                     if !session.list(py, &fut) {
@@ -410,8 +476,7 @@ impl Acquire {
         match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Waiting(slot) => {
                 if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-                    let _ = self.core.release(slot.n);
-                    after_wakes(py);
+                    give_back(py, &slot);
                 }
             }
             Stage::Trio(waiter) => {
@@ -421,8 +486,16 @@ impl Acquire {
             }
             _ => {}
         }
+        self.enter_self = None;
         self.leave_session();
     }
+}
+
+/// Releases a grant nobody will hold (a cancel that met it): a Redis one
+/// per its session.
+fn give_back(py: Python<'_>, slot: &Slot) {
+    let _ = crate::redis::release_from(py, &slot.core, slot.n, slot.waiter().session());
+    after_wakes(py);
 }
 
 coroutine_pymethods! {
@@ -437,7 +510,10 @@ impl Acquire {
             return Ok(slf.into_any().unbind());
         }
         let (core, n, session) = {
-            let me = slf.borrow();
+            let mut me = slf.borrow_mut();
+            if me.redis.is_some() {
+                me.owner = Some(owner(py)?);
+            }
             (me.core.clone(), me.n, me.session.clone())
         };
         let waiter = Py::new(
@@ -447,6 +523,7 @@ impl Acquire {
                 n,
                 slot: None,
                 session,
+                got: None,
             },
         )?;
         let it = TRIO_WAIT
@@ -464,15 +541,26 @@ impl Acquire {
     /// lets go of the attachment.
     fn _trio_failed(&mut self) {
         self.stage = Stage::Done;
+        self.enter_self = None;
         self.leave_session();
     }
 
     /// Called by `_glue`'s trio coroutine once the permits are acquired: what
-    /// the `await` evaluates to (`True`, or `None` for `async with sem:`).
+    /// the `await` evaluates to (`True`, `None` for `async with sem:`, this
+    /// object for `async with sem.acquire(n) as grant:`).
     fn _acquired(&mut self, py: Python<'_>) -> Py<PyAny> {
-        self.stage = Stage::Done;
+        let got = match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Trio(w) => w.borrow(py).got,
+            _ => None,
+        };
         self.held = true;
         self.role.taken(self.n);
+        if let Some(got) = got {
+            self.record(got);
+        }
+        if let Some(me) = self.enter_self.take() {
+            return me;
+        }
         if self.returns_true {
             true.into_pyobject(py)
                 .map(|b| b.to_owned().into_any().unbind())
@@ -487,40 +575,52 @@ impl Acquire {
         self.cancel(py);
     }
 
-    /// `async with sem.acquire(n):` waits for the permits ...
-    fn __aenter__(slf: Py<Self>) -> Py<Self> {
-        slf
+    /// `async with sem.acquire(n) as grant:` waits for the permits (the
+    /// `await` gives this object, the grant) ...
+    fn __aenter__(slf: Bound<'_, Self>) -> Py<Self> {
+        {
+            let mut me = slf.borrow_mut();
+            if matches!(me.stage, Stage::Start) {
+                me.enter_self = Some(slf.clone().into_any().unbind());
+            }
+        }
+        slf.unbind()
     }
 
     /// ... and releases them on exit.
     #[pyo3(signature = (*_args))]
     fn __aexit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
-        if std::mem::take(&mut self.held) {
-            self.role.release(py, &self.core, self.n)?;
-        }
+        self.release_held(py)?;
         ready(py)
     }
 
-    /// `with sem.acquire(n):` from a plain thread: blocks (GIL released) until
-    /// the permits are granted.
-    fn __enter__(&mut self, py: Python<'_>) -> PyResult<()> {
-        if !matches!(self.stage, Stage::Start) {
-            return Err(PyRuntimeError::new_err(
-                "cannot reuse an already used acquire",
-            ));
+    /// `with sem.acquire(n) as grant:` from a plain thread: blocks (GIL
+    /// released) until the permits are granted; gives this object.
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Py<Self>> {
+        let py = slf.py();
+        {
+            let mut me = slf.borrow_mut();
+            if !matches!(me.stage, Stage::Start) {
+                return Err(PyRuntimeError::new_err(
+                    "cannot reuse an already used acquire",
+                ));
+            }
+            me.stage = Stage::Done;
+            if me.redis.is_some() {
+                me.owner = Some(owner(py)?);
+            }
+            let got = blocking_acquire_in(py, &me.core, me.n, None, me.session.as_deref())?
+                .ok_or_else(|| PyRuntimeError::new_err("acquire without timeout timed out"))?;
+            me.held = true;
+            me.role.taken(me.n);
+            me.record(got);
         }
-        self.stage = Stage::Done;
-        blocking_acquire_in(py, &self.core, self.n, None, self.session.as_deref())?;
-        self.held = true;
-        self.role.taken(self.n);
-        Ok(())
+        Ok(slf.unbind())
     }
 
     #[pyo3(signature = (*_args))]
     fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        if std::mem::take(&mut self.held) {
-            self.role.release(py, &self.core, self.n)?;
-        }
+        self.release_held(py)?;
         Ok(false)
     }
 
@@ -528,6 +628,14 @@ impl Acquire {
     #[getter]
     fn n(&self) -> usize {
         self.n
+    }
+
+    /// The fencing token of the grant: strictly increasing with every grant
+    /// of a Redis semaphore; `None` before the grant, and always on a local
+    /// or named semaphore (they need none).
+    #[getter]
+    fn token(&self) -> Option<u64> {
+        self.token
     }
 
     /// Whether this acquire is queued right now, waiting for its grant.
@@ -555,6 +663,9 @@ impl Acquire {
             Stage::Waiting(slot) => visit.call(&slot.target)?,
             Stage::Trio(w) => visit.call(w)?,
             _ => {}
+        }
+        if let Some(me) = &self.enter_self {
+            visit.call(me)?;
         }
         Ok(())
     }
@@ -623,14 +734,20 @@ pub(crate) struct TrioWaiter {
     core: Arc<Core>,
     n: usize,
     slot: Option<Pin<Arc<Slot>>>,
-    /// A named handle's session: its end fails this wait (see `session`).
+    /// A shared handle's session: its end fails this wait (see `session`).
     session: Option<Arc<SessionWaits>>,
+    /// The grant's token and session, once granted.
+    got: Option<crate::blocking::Got>,
 }
 
 #[pymethods]
 impl TrioWaiter {
     /// The fast path: `True` if the permits were free and nobody waited.
+    /// Never for Redis (the request itself is the first round trip).
     fn try_take(&self) -> PyResult<bool> {
+        if self.core.as_redis().is_some() {
+            return Ok(false);
+        }
         match self.core.try_acquire(self.n) {
             Ok(_) => Ok(true),
             Err(Error::NoPermits) => Ok(false),
@@ -639,13 +756,21 @@ impl TrioWaiter {
     }
 
     /// Queues the wait on `channel` for `task`; `True` if granted at once.
-    fn enqueue(&mut self, channel: &Bound<'_, Channel>, task: Py<PyAny>) -> PyResult<bool> {
+    fn enqueue(
+        &mut self,
+        py: Python<'_>,
+        channel: &Bound<'_, Channel>,
+        task: Py<PyAny>,
+    ) -> PyResult<bool> {
         if self.slot.is_some() {
             return Err(PyRuntimeError::new_err("already queued"));
         }
         let slot = Slot::new(self.core.clone(), self.n, task, channel.get().chan.clone());
-        match slot.queue() {
-            Ok(RawAcquire::Ready) => Ok(true),
+        match slot.queue(py) {
+            Ok(RawAcquire::Ready) => {
+                self.got = Some((slot.waiter().token(), slot.waiter().session()));
+                Ok(true)
+            }
             Ok(RawAcquire::Pending) => {
                 self.slot = Some(slot);
                 Ok(false)
@@ -666,8 +791,7 @@ impl TrioWaiter {
         }
         let slot = self.slot.take().expect("checked above");
         if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-            let _ = self.core.release(self.n);
-            after_wakes(py);
+            give_back(py, &slot);
         }
         true
     }
@@ -709,8 +833,7 @@ impl TrioWaiter {
     fn cancel(&mut self, py: Python<'_>) {
         if let Some(slot) = self.slot.take() {
             if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-                let _ = self.core.release(self.n);
-                after_wakes(py);
+                give_back(py, &slot);
             }
         }
     }
@@ -722,8 +845,12 @@ impl TrioWaiter {
             return Err(PyRuntimeError::new_err("not queued"));
         };
         match finish_owned(py, &slot) {
-            Owned::Finished(Finish::Granted) => Ok(()),
+            Owned::Finished(Finish::Granted) => {
+                self.got = Some((slot.waiter().token(), slot.waiter().session()));
+                Ok(())
+            }
             Owned::Finished(Finish::Closed) => Err(closed_error()),
+            Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
             Owned::HandedOn => Err(PyRuntimeError::new_err(
                 "the grant arrived after the trio run ended and was handed on",
             )),
@@ -753,8 +880,7 @@ impl Drop for TrioWaiter {
             Python::attach(|py| {
                 if let Some(slot) = self.slot.take() {
                     if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-                        let _ = self.core.release(self.n);
-                        after_wakes(py);
+                        give_back(py, &slot);
                     }
                 }
             });
@@ -807,7 +933,7 @@ impl Ready {
 /// `__aenter__` for one permit: the fast path right here (returning a finished
 /// awaitable, no allocation), else an awaitable that waits.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
-    enter_one_in(py, core, role, None)
+    enter_one_in(py, core, role, None, None)
 }
 
 /// [`enter_one`] of a named handle's session.
@@ -816,7 +942,15 @@ pub(crate) fn enter_one_in(
     core: &Arc<Core>,
     role: &Role,
     session: Option<Arc<SessionWaits>>,
+    redis: Option<Arc<Extra>>,
 ) -> PyResult<Py<PyAny>> {
+    if redis.is_some() {
+        // No fast path: the request itself is the first round trip.
+        let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
+            .in_session(session)
+            .of_redis(redis);
+        return Ok(Py::new(py, acquire)?.into_any());
+    }
     match core.try_acquire(1) {
         Ok(_) => {
             role.taken(1);

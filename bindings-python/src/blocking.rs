@@ -29,7 +29,7 @@ use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 use pyo3::exceptions::PyRuntimeError;
 
 use crate::awaitable::running_loop;
-use crate::errors::{acquire_error, backend_error, closed_error, disconnected_error};
+use crate::errors::{acquire_error, closed_error, disconnected_error};
 use crate::session::SessionWaits;
 use crate::wake::after_wakes;
 use crate::Core;
@@ -93,38 +93,48 @@ pub(crate) fn refuse_on_running_loop(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
+/// A grant: its fencing token (Redis) and the session that holds it (0
+/// for the local and named backends).
+pub(crate) type Got = (Option<u64>, u64);
+
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
 /// Refused with `RuntimeError` where it would wait on a running loop's thread.
-/// `Ok(false)` on timeout; the wait can be interrupted by a signal handler's
+/// `Ok(None)` on timeout; the wait can be interrupted by a signal handler's
 /// exception (Ctrl-C), which hands any partial grant on.
 pub(crate) fn blocking_acquire(
     py: Python<'_>,
     core: &Core,
     n: usize,
     timeout: Option<Duration>,
-) -> PyResult<bool> {
+) -> PyResult<Option<Got>> {
     blocking_acquire_in(py, core, n, timeout, None)
 }
 
-/// [`blocking_acquire`] for a named handle's session: a wait still queued
-/// when the session ends gives up with `DisconnectedError`.
+/// [`blocking_acquire`] for a shared handle's session: a wait still queued
+/// when the session ends gives up with `DisconnectedError`. A Redis
+/// request's round trips run through `redis::request` and `redis::call`;
+/// its first one is the request itself (no separate `try_acquire`, which
+/// would be one more round trip), unless `timeout` is 0.
 pub(crate) fn blocking_acquire_in(
     py: Python<'_>,
     core: &Core,
     n: usize,
     timeout: Option<Duration>,
     session: Option<&SessionWaits>,
-) -> PyResult<bool> {
+) -> PyResult<Option<Got>> {
     if session.is_some_and(|s| s.ended()) {
         return Err(disconnected_error());
     }
-    match core.try_acquire(n) {
-        Ok(_) => return Ok(true),
-        Err(Error::NoPermits) => {}
-        Err(e) => return Err(acquire_error(core, e)),
-    }
-    if timeout == Some(Duration::ZERO) {
-        return Ok(false);
+    let redis = core.as_redis().is_some();
+    if !redis || timeout == Some(Duration::ZERO) {
+        match crate::redis::call(py, core, |core| core.try_acquire(n)) {
+            Ok(g) => return Ok(Some((g.token(), g.session()))),
+            Err(Error::NoPermits) => {}
+            Err(e) => return Err(acquire_error(core, e)),
+        }
+        if timeout == Some(Duration::ZERO) {
+            return Ok(None);
+        }
     }
     refuse_on_running_loop(py)?;
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
@@ -134,47 +144,44 @@ pub(crate) fn blocking_acquire_in(
     });
     // SAFETY: structural pinning, `waiter` never moves out of the pinned box.
     let waiter: Pin<&Waiter> = unsafe { parked.as_ref().map_unchecked(|p| &p.waiter) };
-    let ctx = &*parked as *const Parked as *mut c_void;
+    let ctx = &*parked as *const Parked as usize;
     // SAFETY: the waiter is new and pinned; `parked` lives until after `finish_raw`
     // below, which every path reaches (no `?` in between).
-    match unsafe { core.acquire_raw(waiter, n, wake_parked, ctx) } {
-        Ok(RawAcquire::Ready) => return Ok(true),
+    let queued = crate::redis::request(py, core, |core| unsafe {
+        core.acquire_raw(waiter, n, wake_parked, ctx as *mut c_void)
+    });
+    let got = || (waiter.token(), waiter.session());
+    match queued {
+        Ok(RawAcquire::Ready) => return Ok(Some(got())),
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
     let interrupted = park_in(py, waiter, deadline, session);
-    // With the GIL: no callback needs it (async wakes are native, see `wake`), so
-    // `finish_raw` waiting for a callback running elsewhere cannot deadlock.
+    // With the GIL (released for a Redis round trip): no callback needs it
+    // (async wakes are native, see `wake`), so `finish_raw` waiting for a
+    // callback running elsewhere cannot deadlock.
     // SAFETY: queued on `core` above.
-    let finish = unsafe { core.finish_raw(waiter) };
+    let finish = crate::redis::request(py, core, |core| unsafe { core.finish_raw(waiter) });
+    let grant = got();
     drop(parked);
     let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();
     if granted_but_interrupted {
-        let _ = core.release(n);
+        let _ = crate::redis::release_from(py, core, n, grant.1);
     }
     after_wakes(py);
     match (finish, interrupted) {
         (_, Some(e)) => Err(e),
-        (Finish::Granted, None) => Ok(true),
+        (Finish::Granted, None) => Ok(Some(grant)),
         (Finish::Closed, None) => Err(closed_error()),
-        (Finish::Failed(e), None) => Err(backend_error(e)),
-        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(false),
+        (Finish::Failed(e), None) => Err(acquire_error(core, e)),
+        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(None),
     }
 }
 
 /// Parks this thread, GIL released, until `waiter` leaves `Waiting` or the
-/// deadline passes, checking for signals every [`SIGNAL_SLICE`]: the error of
-/// a signal handler (Ctrl-C) if one interrupted the wait.
-pub(crate) fn park(
-    py: Python<'_>,
-    waiter: Pin<&Waiter>,
-    deadline: Option<Instant>,
-) -> Option<PyErr> {
-    park_in(py, waiter, deadline, None)
-}
-
-/// [`park`], also interrupted (`DisconnectedError`) by the end of `session`,
-/// seen between slices.
+/// deadline passes, checking for signals every [`SIGNAL_SLICE`] (the error
+/// of a signal handler, Ctrl-C, if one interrupted the wait), and for the
+/// end of `session` (`DisconnectedError`).
 fn park_in(
     py: Python<'_>,
     waiter: Pin<&Waiter>,

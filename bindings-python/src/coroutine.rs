@@ -4,7 +4,7 @@
 //! returns like a generator: asyncio calls `send(None)` (or `__next__`) each
 //! time the task runs, expecting a Future to wait on or `StopIteration`
 //! carrying the result, and `throw(exc)` when the task is cancelled. The
-//! awaitables here (`Acquire`, `RedisAcquire`, `OffLoopCall`) differ only in
+//! awaitables here (`Acquire`, `LeaseLost`) differ only in
 //! their `step` (one resumption: `Ok(Some(future))` to wait again,
 //! `Ok(None)` when done, the result left for `StopIteration`) and in what a
 //! `throw` gives up first; [`coroutine_pymethods!`] writes the rest once.

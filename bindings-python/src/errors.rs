@@ -242,7 +242,7 @@ pub(crate) fn total_mismatch_error(existing: u64, redis: bool) -> PyErr {
         format!(
             "the Redis semaphore exists with {existing} permits in total (nothing was changed): \
              connect with permits={existing}, or, to change its total, delete it \
-             (RedisSemaphore.delete(url, name), refused while any client is connected) and \
+             (Semaphore.delete_redis(url, name), refused while any client is connected) and \
              connect again with the new total"
         )
     } else {

@@ -5,9 +5,10 @@
 //! `Mutex` = 1 permit, `RwLock` = `MAX_PERMITS` permits with writers taking all of
 //! them), and one waiter implementation serves all of them. `Semaphore.open`
 //! gives a `Semaphore` whose core is instead the named semaphore shared by the
-//! processes of the machine: both are a [`volt_sem_backend::Semaphore`], so every
-//! method, the asyncio/trio awaitable and the blocking wait work unchanged on
-//! either (the shared one's wake callbacks run on its doorbell thread, which
+//! processes of the machine, `Semaphore.connect` one whose core is stored in
+//! Redis: all are a [`volt_sem_backend::Semaphore`], so every method, the
+//! asyncio/trio awaitable and the blocking wait work unchanged on each (the
+//! shared and Redis wake callbacks run on the doorbell or agent thread, which
 //! the wake path already handles like any other releasing thread). The modules
 //! follow the path of a request:
 //!
@@ -20,14 +21,11 @@
 //!   that interpreter exit can never abort the process in the middle of a wake;
 //! * `blocking`: waits of plain threads, GIL released;
 //! * `locks`: `Mutex` and `RwLock`;
-//! * `redis`: `Semaphore.connect`'s `RedisSemaphore` (the Redis backend, a
-//!   class of its own: its acquire gives a fencing token) and its
-//!   awaitables;
+//! * `redis`: what `Semaphore.connect` adds (a `Semaphore` whose core is
+//!   the seam's Redis variant): the grants' tokens and sessions, the lease
+//!   watch, the census, and where a call that waits for a round trip runs;
 //! * `session`: the sessions of the shared handles (`disconnect`, the `with`
 //!   forms, `close_for_everyone`, `disconnect_on_signals`' list of handles);
-//! * `offloop`: the per-handle worker thread that runs every Redis round trip
-//!   of an awaitable off the event loop's thread, delivering through the wake
-//!   path;
 //! * this file: `Semaphore` and the module.
 //!
 //! Python-side glue (creating and registering wake channels, draining them in
@@ -44,7 +42,6 @@ mod blocking;
 mod coroutine;
 mod errors;
 mod locks;
-mod offloop;
 mod redis;
 mod session;
 mod wake;
@@ -55,6 +52,7 @@ use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
 };
+use pyo3::types::PyDict;
 use volt_sem_backend::{Error, OpenOptions};
 use wake::{after_wakes, Channel};
 
@@ -75,14 +73,18 @@ pub(crate) fn local_core(permits: usize) -> Core {
 /// included: a waiting `acquire(3)` is never overtaken by later `acquire(1)`s; it
 /// accumulates released permits until it has all three. One semaphore can be
 /// shared at once by asyncio (or uvloop) loops and trio runs on any threads, and
-/// by plain threads using `acquire_blocking`.
+/// by plain threads using `acquire_blocking`. `Semaphore.open` and
+/// `Semaphore.connect` give one shared by processes, or by every host.
 #[pyclass(module = "volt_sem", frozen, weakref, subclass)]
 struct Semaphore {
-    /// Fixed for a local semaphore; a named one's session, which
+    /// Fixed for a local semaphore; a named or Redis one's session, which
     /// `disconnect()` ends.
     core: session::CoreCell,
-    /// The name of a shared semaphore (`Semaphore.open`); `None` for a local one.
+    /// The name of a shared semaphore (`Semaphore.open`, `Semaphore.connect`);
+    /// `None` for a local one.
     name: Option<String>,
+    /// A Redis handle's own state (`None`: local or named).
+    redis: Option<Arc<redis::Extra>>,
     /// `Role::Count`, or `Role::Bounded` for a `BoundedSemaphore`.
     role: Role,
     /// Inside `with sem:` (a named one): a nested `with sem:` is refused.
@@ -101,6 +103,7 @@ impl Semaphore {
         Semaphore {
             core: session::CoreCell::Fixed(Arc::new(local_core(permits.0))),
             name: None,
+            redis: None,
             role: Role::Count,
             entered: AtomicBool::new(false),
         }
@@ -155,6 +158,7 @@ impl Semaphore {
         Ok(Semaphore {
             core: session::CoreCell::session(core),
             name: Some(name),
+            redis: None,
             role: Role::Count,
             entered: AtomicBool::new(false),
         })
@@ -163,15 +167,16 @@ impl Semaphore {
     /// Connects to the semaphore `name` stored in the Redis at `url`, shared
     /// by every client on every host that connects to the same Redis, prefix
     /// and name, creating it with `permits` in total if it does not exist.
-    /// Returns a `RedisSemaphore` (same methods; `await sem.acquire(n)` gives
-    /// the fencing token). Talks to Redis at once, on this thread with the GIL
+    /// Returns a `Semaphore` with every method of a local one, plus the
+    /// Redis ones (`census`, `lease_lost`, `held_permits`, ...); the fencing
+    /// token of a grant is the acquire object's `token` (`async with
+    /// sem.acquire(n) as grant: grant.token`). Talks to Redis at once, GIL
     /// released, for up to `connect_timeout` seconds: from an event loop use
     /// `await Semaphore.connect_async(...)`.
     ///
     /// `with Semaphore.connect(...) as sem:` disconnects the handle on exit
-    /// (`RedisSemaphore.disconnect`); a handle nobody references any more
-    /// ends its session when collected (what it held goes to the next
-    /// waiter).
+    /// (`disconnect()`); a handle nobody references any more ends its
+    /// session when collected (what it held goes to the next waiter).
     ///
     /// `url`: `redis://[user:password@]host[:port][/db]`, `rediss://` (TLS),
     /// `redis+sentinel://host:port[,host:port]/master`, or `unix:///path`
@@ -182,9 +187,9 @@ impl Semaphore {
     /// `(cert, key)` pair of PEM files; `min_replicas_acked`: `(replicas,
     /// timeout)`: every write waits (Redis `WAIT`) until that many replicas
     /// acknowledged it, else fails with `RedisCommandError` (code
-    /// `NOT_REPLICATED`) and gives the session up. Errors: `InvalidUrlError`, `InvalidNameError`, `ValueError`,
-    /// `AuthenticationError`, `RedisConnectionError`, `TotalMismatchError`
-    /// (nothing changed).
+    /// `NOT_REPLICATED`) and gives the session up. Errors: `InvalidUrlError`,
+    /// `InvalidNameError`, `ValueError`, `AuthenticationError`,
+    /// `RedisConnectionError`, `TotalMismatchError` (nothing changed).
     #[classmethod]
     #[pyo3(
         signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
@@ -205,66 +210,79 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
-    ) -> PyResult<redis::RedisSemaphore> {
-        redis::Connect::new(
-            url,
-            name,
-            permits,
-            lease,
+    ) -> PyResult<Self> {
+        let endpoint = redis::Endpoint {
             prefix,
             connect_timeout,
             command_timeout,
             cluster,
-            redis::Security {
-                tls_ca_file,
-                tls_client_cert,
-                min_replicas_acked,
-            },
-        )?
-        .blocking(py)
+            tls_ca_file,
+            tls_client_cert,
+        };
+        let (core, extra) =
+            redis::connect(py, url, &name, permits, lease, endpoint, min_replicas_acked)?;
+        Ok(Semaphore {
+            core: session::CoreCell::session(core),
+            name: Some(name),
+            redis: Some(Arc::new(extra)),
+            role: Role::Count,
+            entered: AtomicBool::new(false),
+        })
     }
 
     /// `connect` off the event loop: `await Semaphore.connect_async(...)`
-    /// connects on a thread of its own while the loop runs on. Also `async
-    /// with Semaphore.connect_async(...) as sem:`, which disconnects the
-    /// handle (off the loop) on exit (`RedisConnect`).
+    /// connects on a thread of the loop's executor (trio: a worker thread)
+    /// while the loop runs on. Also `async with Semaphore.connect_async(...)
+    /// as sem:`, which disconnects the handle (off the loop) on exit. Same
+    /// arguments as `connect`.
     #[classmethod]
     #[pyo3(
-        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
+        signature = (*args, **kwargs),
         text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None)"
     )]
+    fn connect_async<'py>(
+        cls: &Bound<'py, pyo3::types::PyType>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = cls.py();
+        let connect = cls.getattr(pyo3::intern!(py, "connect"))?;
+        py.import("volt_sem._offloop")?
+            .getattr("RedisConnect")?
+            .call1((connect, args, kwargs))
+    }
+
+    /// Deletes the Redis semaphore `name` (its keys under `prefix`):
+    /// refused with `InUseError` while it has a live session (a client that
+    /// holds, waits or is connected), `FileNotFoundError` if there is none.
+    /// One connection and one script, GIL released (up to the connect
+    /// timeout); no session. (`RedisSemaphore.delete`, deprecated, is this.)
+    #[staticmethod]
+    #[pyo3(
+        signature = (url, name, *, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None),
+        text_signature = "(url, name, *, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None)"
+    )]
     #[allow(clippy::too_many_arguments)]
-    fn connect_async(
-        _cls: &Bound<'_, pyo3::types::PyType>,
+    fn delete_redis(
         py: Python<'_>,
         url: String,
         name: String,
-        permits: &Bound<'_, PyAny>,
-        lease: f64,
         prefix: String,
         connect_timeout: f64,
         command_timeout: f64,
         cluster: bool,
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
-        min_replicas_acked: Option<(usize, f64)>,
-    ) -> PyResult<Py<session::RedisConnect>> {
-        redis::Connect::new(
-            url,
-            name,
-            permits,
-            lease,
+    ) -> PyResult<()> {
+        let endpoint = redis::Endpoint {
             prefix,
             connect_timeout,
             command_timeout,
             cluster,
-            redis::Security {
-                tls_ca_file,
-                tls_client_cert,
-                min_replicas_acked,
-            },
-        )
-        .and_then(|c| session::redis_connect(py, c.spawn()))
+            tls_ca_file,
+            tls_client_cert,
+        };
+        redis::delete(py, url, name, endpoint)
     }
 
     /// Removes the name of a shared semaphore: processes that opened it keep
@@ -276,36 +294,77 @@ impl Semaphore {
         volt_sem_backend::unlink(name).map_err(backend_error)
     }
 
-    /// The name of a shared semaphore (`Semaphore.open`), `None` for a local one.
+    /// The name of a shared semaphore (`Semaphore.open`, `Semaphore.connect`),
+    /// `None` for a local one.
     #[getter]
     fn name(&self) -> Option<String> {
         self.name.clone()
     }
 
-    /// The fixed total of a shared semaphore; `None` for a local one (whose
-    /// releases may add permits).
+    /// The key prefix of a Redis semaphore; `None` for the others.
+    #[getter]
+    fn prefix(&self) -> Option<String> {
+        self.redis.as_ref().map(|r| r.prefix().to_owned())
+    }
+
+    /// The fixed total of a shared or Redis semaphore; `None` for a local
+    /// one (whose releases may add permits).
     #[getter]
     fn total_permits(&self) -> PyResult<Option<usize>> {
         Ok(self.core.get()?.total_permits())
     }
 
+    /// Redis: permits this handle holds in its current session, as it counts
+    /// them (no round trip). `TypeError` on a local or named semaphore.
+    #[getter]
+    fn held_permits(&self) -> PyResult<usize> {
+        let core = self.core.get()?;
+        match core.as_redis() {
+            Some(r) => Ok(r.held_permits()),
+            None => Err(redis::needs_redis("held_permits")),
+        }
+    }
+
+    /// Redis: the fencing token of the calling task's (or thread's) latest
+    /// grant on this handle not yet released (`try_acquire`,
+    /// `acquire_blocking` and `async with sem:` give no object to read it
+    /// from); `None` if it holds none, and always on a local or named
+    /// semaphore.
+    #[getter]
+    fn last_token(&self, py: Python<'_>) -> PyResult<Option<u64>> {
+        match &self.redis {
+            Some(extra) => extra.last_token(py),
+            None => Ok(None),
+        }
+    }
+
     /// Waits for `n` permits (FIFO, weights included); `await` returns `True`.
-    /// Also `async with sem.acquire(n):`, which releases the `n` permits on exit.
+    /// Also `async with sem.acquire(n) as grant:`, which releases the `n`
+    /// permits on exit (`grant.token`: a Redis grant's fencing token).
     /// Raises `ClosedError` if the semaphore is (or gets) closed while waiting.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn acquire(&self, n: Permits) -> PyResult<Acquire> {
         Ok(
             Acquire::new(self.core.get()?.into_owned(), n.0, self.role.clone(), true)
-                .in_session(self.core.waits()),
+                .in_session(self.waits())
+                .of_redis(self.redis.clone()),
         )
     }
 
     /// Returns `n` permits: to the oldest waiters first (on any thread or loop),
     /// the surplus to the counter. `OverflowError` if the available permits would
-    /// exceed `MAX_PERMITS` (nothing is released then).
+    /// exceed `MAX_PERMITS` (nothing is released then). Redis: the caller's
+    /// own latest grants first; `NotHeldError` if the handle holds fewer,
+    /// `LeaseExpiredError` if they were lost with an expired session
+    /// (nothing is released twice).
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
         let core = self.core.get()?;
+        if let Some(extra) = &self.redis {
+            let r = extra.release(py, &core, n.0);
+            after_wakes(py);
+            return r;
+        }
         if let Role::Bounded(_) = self.role {
             return self.role.release(py, &core, n.0);
         }
@@ -314,13 +373,31 @@ impl Semaphore {
         r
     }
 
-    /// Takes `n` permits if they are free right now and nobody waits; never waits.
+    /// `release(n)`, as an awaitable: a release never waits, so it is done
+    /// when this returns (errors are raised here); kept for the code of
+    /// `RedisSemaphore`.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn try_acquire(&self, n: Permits) -> PyResult<bool> {
+    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<Ready>> {
+        self.release(py, n)?;
+        ready(py)
+    }
+
+    /// Takes `n` permits if they are free right now and nobody waits; never
+    /// waits. Redis: one round trip (GIL released); the grant's token is
+    /// then `last_token`.
+    #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
+    fn try_acquire(&self, py: Python<'_>, n: Permits) -> PyResult<bool> {
         let core = self.core.get()?;
-        match core.try_acquire(n.0) {
-            Ok(_) => {
+        let me = match &self.redis {
+            Some(_) => Some(redis::owner(py)?),
+            None => None,
+        };
+        match redis::call(py, &core, |core| core.try_acquire(n.0)) {
+            Ok(g) => {
                 self.role.taken(n.0);
+                if let (Some(extra), Some(me)) = (&self.redis, me) {
+                    extra.granted(me, g.session(), n.0, g.token());
+                }
                 Ok(true)
             }
             Err(Error::NoPermits) => Ok(false),
@@ -332,88 +409,184 @@ impl Semaphore {
     /// FIFO order. Returns `False` if `timeout` seconds passed first (any partial
     /// grant is handed on). For plain threads: `RuntimeError` where it would
     /// wait on the thread of a running event loop (it would block it for ever).
+    /// Redis: the grant's token is then `last_token`.
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
         let core = self.core.get()?;
-        let waits = self.core.waits();
-        let got = blocking_acquire_in(py, &core, n.0, timeout_arg(timeout)?, waits.as_deref())?;
-        if got {
-            self.role.taken(n.0);
+        let waits = self.waits();
+        let timeout = timeout_arg(timeout)?;
+        let me = match &self.redis {
+            Some(_) => Some(redis::owner(py)?),
+            None => None,
+        };
+        let Some((token, session)) =
+            blocking_acquire_in(py, &core, n.0, timeout, waits.as_deref())?
+        else {
+            return Ok(false);
+        };
+        self.role.taken(n.0);
+        if let (Some(extra), Some(me)) = (&self.redis, me) {
+            extra.granted(me, session, n.0, token);
         }
-        Ok(got)
+        Ok(true)
     }
 
-    /// Permits available right now (0 while anyone waits).
+    /// Permits available right now (0 while anyone waits). Redis: one round
+    /// trip (GIL released).
     #[getter]
-    fn available_permits(&self) -> PyResult<usize> {
-        Ok(self.core.get()?.available_permits())
+    fn available_permits(&self, py: Python<'_>) -> PyResult<usize> {
+        let core = self.core.get()?;
+        match core.as_redis() {
+            Some(r) => Ok(redis::call(py, &core, |_| r.census())
+                .map_err(|e| backend_error(e.into()))?
+                .available as usize),
+            None => Ok(core.available_permits()),
+        }
     }
 
-    /// Whether an `acquire()` of one permit would have to wait.
+    /// Whether an `acquire()` of one permit would have to wait. Redis: one
+    /// round trip.
     #[pyo3(text_signature = "($self)")]
-    fn locked(&self) -> PyResult<bool> {
-        Ok(self.core.get()?.available_permits() == 0)
+    fn locked(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.available_permits(py)? == 0)
     }
 
     /// Closes the semaphore: waiting acquires raise `ClosedError`, and so does
     /// every later acquire. Held permits can still be released. Idempotent.
-    /// A shared semaphore (`Semaphore.open`) refuses it with `TypeError`: it
-    /// would close the limit for every process; use `disconnect()` to end
-    /// this handle's session, or `close_for_everyone()`.
+    /// A shared or Redis semaphore refuses it with `TypeError`: it would
+    /// close the limit for every process; use `disconnect()` to end this
+    /// handle's session, or `close_for_everyone()`.
     #[pyo3(text_signature = "($self)")]
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         if self.core.is_shared() {
-            return Err(session::shared_close_error(false));
+            return Err(session::shared_close_error(self.redis.is_some()));
         }
         self.close_for_everyone(py)
     }
 
+    /// Refused with `TypeError` on a shared or Redis semaphore, as `close()`;
+    /// on a local one, `close()` as an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
+        self.close(py)?;
+        ready(py)
+    }
+
     /// Closes the semaphore for every process that uses it: its waiting
-    /// acquires (in every process) raise `ClosedError`, and so does every
-    /// later acquire; held permits can still be released. Idempotent. A
-    /// closed shared semaphore stays closed until its name is removed
-    /// (`Semaphore.unlink(name)`): the next `open` of the name then creates
-    /// a new one (processes still attached keep the closed one). For a local
-    /// semaphore, the same as `close()`.
+    /// acquires (in every process, on every host) raise `ClosedError`, and
+    /// so does every later acquire; held permits can still be released.
+    /// Idempotent. A closed shared semaphore stays closed until its name is
+    /// removed (`Semaphore.unlink(name)`; Redis: `Semaphore.delete_redis(url,
+    /// name)`, once no client is connected): the next `open` (`connect`) of
+    /// the name then creates a new one. For a local semaphore, the same as
+    /// `close()`. Redis: one round trip (GIL released).
     #[pyo3(text_signature = "($self)")]
     fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
-        let r = self.core.get()?.close().map_err(backend_error);
+        let core = self.core.get()?;
+        let r = redis::call(py, &core, |core| core.close()).map_err(backend_error);
         after_wakes(py);
         r
     }
 
+    /// `close_for_everyone()` off the event loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn close_for_everyone_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        slf.get().core.get()?;
+        off_loop(slf, "close_for_everyone")
+    }
+
     /// Whether the semaphore was closed (`close()`, `close_for_everyone()`,
-    /// by any process for a shared one). `False` once disconnected.
+    /// by any process for a shared one; Redis: as far as this handle's
+    /// requests saw). `False` once disconnected.
     #[getter]
     fn closed(&self) -> bool {
         self.core.get().is_ok_and(|c| c.is_closed())
     }
 
-    /// Ends this handle's session on a shared semaphore (`Semaphore.open`),
-    /// leaving the semaphore open for every other process: its queued
-    /// acquires (asyncio and trio tasks, blocking threads) and every later
-    /// call on this handle raise `DisconnectedError` (a `ClosedError`). Permits
-    /// are held per process, by the process's attachment to the name, which
-    /// every handle of this process on the name and their pending acquires
-    /// share: once none is left, what the process holds goes back at once,
-    /// to the next waiter, as at its exit. Idempotent. `TypeError` on a
-    /// local semaphore (it has no session; `close()` it).
+    /// Ends this handle's session on a shared or Redis semaphore, leaving the
+    /// semaphore open for every other process: its queued acquires (asyncio
+    /// and trio tasks, blocking threads) and every later call on this handle
+    /// raise `DisconnectedError` (a `ClosedError`). Named: permits are held
+    /// per process, by the process's attachment to the name, which every
+    /// handle of this process on the name and their pending acquires share:
+    /// once none is left, what the process holds goes back at once, to the
+    /// next waiter, as at its exit. Redis: what the handle holds goes to the
+    /// next waiters at once (one round trip, GIL released; if Redis is out
+    /// of reach, at the lease's expiry). Idempotent. `TypeError` on a local
+    /// semaphore (it has no session; `close()` it).
     #[pyo3(text_signature = "($self)")]
     fn disconnect(&self, py: Python<'_>) -> PyResult<()> {
         if !self.core.is_shared() {
             return Err(pyo3::exceptions::PyTypeError::new_err(
-                "disconnect() ends the session of a shared semaphore (Semaphore.open); a local \
-                 Semaphore has none: close() it",
+                "disconnect() ends the session of a shared semaphore (Semaphore.open, \
+                 Semaphore.connect); a local Semaphore has none: close() it",
             ));
         }
         self.core.end(py);
         Ok(())
     }
 
-    /// `with Semaphore.open(name, permits) as sem:` ends the handle's
-    /// session on exit (`disconnect()`); it does not acquire (that is `with
-    /// sem.acquire(n):`). `TypeError` on a local semaphore, and on a handle
-    /// already disconnected.
+    /// `disconnect()` off the event loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn disconnect_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if !slf.get().core.is_shared() {
+            return slf
+                .get()
+                .disconnect(slf.py())
+                .map(|_| slf.clone().into_any());
+        }
+        off_loop(slf, "disconnect")
+    }
+
+    /// Redis: the conservation sums read in one script: `total`,
+    /// `available`, `held` (by every client), `partial` (of queued acquires),
+    /// `queued`, `sessions`, `closed`, `last_token`. One round trip (GIL
+    /// released). `TypeError` on a local or named semaphore.
+    #[pyo3(text_signature = "($self)")]
+    fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let core = self.core.get()?;
+        redis::census_dict(py, &core)
+    }
+
+    /// `census()` off the event loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn census_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        if slf.get().core.get()?.as_redis().is_none() {
+            return Err(redis::needs_redis("census_async()"));
+        }
+        off_loop(slf, "census")
+    }
+
+    /// Redis: completes when the session that holds this handle's latest
+    /// grant is lost; `await` gives the exception (`LeaseExpiredError` or
+    /// `StateLostError`) without raising it. `RuntimeError` before any
+    /// grant; `TypeError` on a local or named semaphore.
+    #[pyo3(text_signature = "($self)")]
+    fn lease_lost(&self) -> PyResult<redis::LeaseLost> {
+        let core = self.core.get()?;
+        match &self.redis {
+            Some(extra) => redis::LeaseLost::new(&core, extra),
+            None => Err(redis::needs_redis("lease_lost()")),
+        }
+    }
+
+    /// Redis: whether the session of this handle's latest grant was lost (no
+    /// round trip; `False` before any grant). `TypeError` on a local or
+    /// named semaphore.
+    #[pyo3(text_signature = "($self)")]
+    fn is_lease_lost(&self) -> PyResult<bool> {
+        let core = self.core.get()?;
+        match &self.redis {
+            Some(extra) => Ok(redis::is_lease_lost(&core, extra)),
+            None => Err(redis::needs_redis("is_lease_lost()")),
+        }
+    }
+
+    /// `with Semaphore.open(name, permits) as sem:` (or `Semaphore.connect`)
+    /// ends the handle's session on exit (`disconnect()`); it does not
+    /// acquire (that is `with sem.acquire(n):`). `TypeError` on a local
+    /// semaphore, and on a handle already inside a `with` block;
+    /// `DisconnectedError` once disconnected.
     fn __enter__(slf: Py<Self>) -> PyResult<Py<Self>> {
         let me = slf.get();
         if !me.core.is_shared() {
@@ -438,7 +611,7 @@ impl Semaphore {
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let core = self.core.get()?;
-        enter_one_in(py, &core, &self.role, self.core.waits())
+        enter_one_in(py, &core, &self.role, self.waits(), self.redis.clone())
     }
 
     #[pyo3(signature = (*_args))]
@@ -454,6 +627,17 @@ impl Semaphore {
                 self.name.as_deref().unwrap_or("")
             );
         };
+        if let (Some(r), Some(extra)) = (core.as_redis(), &self.redis) {
+            // Never the URL (it may hold a password), and no round trip.
+            return format!(
+                "<volt_sem.Semaphore redis name={:?} prefix={:?} total={} held={}{} session=live>",
+                self.name.as_deref().unwrap_or(""),
+                extra.prefix(),
+                r.total_permits(),
+                r.held_permits(),
+                if r.is_closed() { " closed" } else { "" },
+            );
+        }
         let shared = match (&self.name, core.total_permits()) {
             (Some(name), Some(total)) => format!(" name={name:?} total={total}"),
             _ => String::new(),
@@ -469,6 +653,29 @@ impl Semaphore {
             }
         )
     }
+}
+
+impl Semaphore {
+    /// The queued acquires `disconnect()` must fail: a named handle's. A
+    /// Redis handle's are failed by the backend itself (its disconnect ends
+    /// the requests in Redis), and listing them would keep an abandoned
+    /// task's Future referenced from native code, out of the GC's reach.
+    fn waits(&self) -> Option<Arc<session::SessionWaits>> {
+        match self.redis {
+            Some(_) => None,
+            None => self.core.waits(),
+        }
+    }
+}
+
+/// An awaitable running `slf.<method>()` off the event loop (`_offloop.OffLoop`:
+/// the loop's executor, or a trio worker thread).
+fn off_loop<'py>(slf: &Bound<'py, Semaphore>, method: &str) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    let f = slf.getattr(method)?;
+    py.import("volt_sem._offloop")?
+        .getattr("OffLoop")?
+        .call1((f,))
 }
 
 /// A `Semaphore` whose releases cannot outnumber its acquires, as
@@ -488,6 +695,7 @@ impl BoundedSemaphore {
         let base = Semaphore {
             core: session::CoreCell::Fixed(Arc::new(local_core(permits.0))),
             name: None,
+            redis: None,
             role: Role::Bounded(Arc::new(AtomicUsize::new(0))),
             entered: AtomicBool::new(false),
         };
@@ -538,10 +746,6 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
-    m.add_class::<redis::RedisSemaphore>()?;
-    m.add_class::<redis::RedisAcquire>()?;
-    m.add_class::<redis::OffLoopCall>()?;
-    m.add_class::<session::RedisConnect>()?;
     m.add_class::<redis::LeaseLost>()?;
     m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
     m.add("ClosedError", py.get_type::<errors::ClosedError>())?;

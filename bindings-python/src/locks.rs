@@ -68,7 +68,7 @@ impl Mutex {
     /// `False` on timeout.
     #[pyo3(signature = (timeout = None), text_signature = "($self, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?;
+        let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?.is_some();
         if got {
             self.role.taken(1);
         }
@@ -164,7 +164,7 @@ impl RwLock {
     /// Blocks the calling thread (GIL released) for shared access; `False` on timeout.
     #[pyo3(signature = (timeout = None), text_signature = "($self, timeout=None)")]
     fn read_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?;
+        let got = blocking_acquire(py, &self.core, 1, timeout_arg(timeout)?)?.is_some();
         if got {
             self.read.taken(1);
         }
@@ -174,7 +174,7 @@ impl RwLock {
     /// Blocks the calling thread (GIL released) for exclusive access; `False` on timeout.
     #[pyo3(signature = (timeout = None), text_signature = "($self, timeout=None)")]
     fn write_blocking(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
-        let got = blocking_acquire(py, &self.core, WRITE, timeout_arg(timeout)?)?;
+        let got = blocking_acquire(py, &self.core, WRITE, timeout_arg(timeout)?)?.is_some();
         if got {
             self.write.taken(WRITE);
         }

@@ -12,8 +12,9 @@
 //! * Redis: the backend's `RedisSemaphore::disconnect` ends the handle's own
 //!   session in Redis at once (its queued requests fail, what it held goes
 //!   to the next waiters) and refuses every later request; the binding maps
-//!   those refusals to `DisconnectedError` (`errors::acquire_error`) and
-//!   checks the handle first in every method ([`check_live`]).
+//!   those refusals to `DisconnectedError` (`errors::acquire_error`). The
+//!   handle's cell then drops its core, as for a named one, so every later
+//!   call raises `DisconnectedError` first.
 //! * Named: the permits are held per process, by the process's attachment
 //!   to the segment, which every handle of the process on that name and
 //!   their pending acquires share. `disconnect()` ([`CoreCell::end`]) fails
@@ -31,22 +32,20 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
 
-use crate::awaitable::{ready, TrioWaiter};
-use crate::errors::{disconnected_error, is_disconnected};
-use crate::redis::OffLoopCall;
+use crate::awaitable::TrioWaiter;
+use crate::errors::disconnected_error;
 use crate::Core;
 
 /// The core of a `Semaphore`: fixed for a local one, a session (ended by
-/// `disconnect()`) for a named one.
+/// `disconnect()`) for a named or Redis one.
 pub(crate) enum CoreCell {
     Fixed(Arc<Core>),
     Session(Arc<SessionCell>),
 }
 
-/// A named handle's session: its core (`None` once disconnected) and its
-/// queued acquires.
+/// A shared (named or Redis) handle's session: its core (`None` once
+/// disconnected) and its queued acquires.
 pub(crate) struct SessionCell {
     core: Mutex<Option<Arc<Core>>>,
     waits: Arc<SessionWaits>,
@@ -186,13 +185,14 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl CoreCell {
-    /// A named semaphore's cell, listed for `disconnect_on_signals`.
+    /// A shared (named or Redis) semaphore's cell, listed for
+    /// `disconnect_on_signals`.
     pub(crate) fn session(core: Core) -> Self {
         let cell = Arc::new(SessionCell {
             core: Mutex::new(Some(Arc::new(core))),
             waits: Arc::default(),
         });
-        register(Live::Named(Arc::downgrade(&cell)));
+        register(Arc::downgrade(&cell));
         CoreCell::Session(cell)
     }
 
@@ -215,15 +215,17 @@ impl CoreCell {
         }
     }
 
-    /// Whether this is a named semaphore's cell.
+    /// Whether this is a shared (named or Redis) semaphore's cell.
     pub(crate) fn is_shared(&self) -> bool {
         matches!(self, CoreCell::Session(_))
     }
 
-    /// Ends a named semaphore's session: fails its queued acquires and
-    /// drops this handle's reference to the process's attachment, with the
-    /// GIL released (the last one joins its doorbell thread). Idempotent; a
-    /// no-op for a local semaphore.
+    /// Ends a shared semaphore's session: a Redis one in Redis first (one
+    /// round trip, `redis::call`; if Redis is out of reach the session ends
+    /// at its lease's expiry); fails its queued acquires and drops this
+    /// handle's reference to the core, with the GIL released (a named
+    /// handle's last one joins its doorbell thread). Idempotent; a no-op for
+    /// a local semaphore.
     pub(crate) fn end(&self, py: Python<'_>) {
         if let CoreCell::Session(cell) = self {
             cell.end(py);
@@ -233,8 +235,15 @@ impl CoreCell {
 
 impl SessionCell {
     fn end(&self, py: Python<'_>) -> bool {
-        self.waits.end(py);
         let core = lock(&self.core).take();
+        if let Some(core) = &core {
+            crate::redis::call(py, core, |core| {
+                if let Some(r) = core.as_redis() {
+                    r.disconnect();
+                }
+            });
+        }
+        self.waits.end(py);
         let was_live = core.is_some();
         py.detach(move || drop(core));
         was_live
@@ -248,49 +257,14 @@ pub(crate) fn inert_core() -> Arc<Core> {
     INERT.get_or_init(|| Arc::new(crate::local_core(0))).clone()
 }
 
-/// A shared handle `disconnect_on_signals` may have to end.
-enum Live {
-    Redis(Weak<Core>),
-    Named(Weak<SessionCell>),
-}
-
-impl Live {
-    fn gone(&self) -> bool {
-        match self {
-            Live::Redis(w) => w.strong_count() == 0,
-            Live::Named(w) => w.strong_count() == 0,
-        }
-    }
-}
-
 /// Every shared handle of the process not yet collected (weak references:
-/// the list never keeps a handle alive).
-static LIVE: Mutex<Vec<Live>> = Mutex::new(Vec::new());
+/// the list never keeps a handle alive), for `disconnect_on_signals`.
+static LIVE: Mutex<Vec<Weak<SessionCell>>> = Mutex::new(Vec::new());
 
-fn register(live: Live) {
+fn register(live: Weak<SessionCell>) {
     let mut list = lock(&LIVE);
-    list.retain(|l| !l.gone());
+    list.retain(|l| l.strong_count() > 0);
     list.push(live);
-}
-
-/// Lists a new Redis handle's core for `disconnect_on_signals`.
-pub(crate) fn register_redis(core: &Arc<Core>) {
-    register(Live::Redis(Arc::downgrade(core)));
-}
-
-/// `DisconnectedError` if `core` is a Redis handle whose session ended.
-pub(crate) fn check_live(core: &Core) -> PyResult<()> {
-    if is_disconnected(core) {
-        return Err(disconnected_error());
-    }
-    Ok(())
-}
-
-/// Ends a Redis handle's session (a round trip, GIL released by the caller).
-pub(crate) fn disconnect_redis(core: &Core) {
-    if let Some(r) = core.as_redis() {
-        r.disconnect();
-    }
 }
 
 /// The `TypeError` of `close()` on a shared handle.
@@ -298,7 +272,7 @@ pub(crate) fn shared_close_error(redis: bool) -> PyErr {
     let (everyone, reopen) = if redis {
         (
             "every client on every host",
-            "RedisSemaphore.delete(url, name)",
+            "Semaphore.delete_redis(url, name)",
         )
     } else {
         ("every process of this machine", "Semaphore.unlink(name)")
@@ -325,70 +299,9 @@ pub(crate) fn with_error(why: &str) -> PyErr {
 /// live. Redis sessions are ended one round trip each, GIL released.
 #[pyfunction]
 pub(crate) fn _disconnect_all(py: Python<'_>) -> usize {
-    let list: Vec<Live> = std::mem::take(&mut *lock(&LIVE));
-    let mut ended = 0;
-    for live in list {
-        match live {
-            Live::Redis(w) => {
-                if let Some(core) = w.upgrade() {
-                    if !is_disconnected(&core) {
-                        ended += 1;
-                        py.detach(|| disconnect_redis(&core));
-                    }
-                    py.detach(move || drop(core));
-                }
-            }
-            Live::Named(w) => {
-                if let Some(cell) = w.upgrade() {
-                    if cell.end(py) {
-                        ended += 1;
-                    }
-                }
-            }
-        }
-    }
-    ended
-}
-
-/// What `Semaphore.connect_async(...)` returns: an awaitable that connects
-/// off the loop and gives the `RedisSemaphore` (an `OffLoopCall`), and an
-/// async context manager: `async with Semaphore.connect_async(...) as sem:`
-/// connects on entry and disconnects (off the loop) on exit. The handle's
-/// own `async with sem:` still acquires one permit: the session scope
-/// belongs to the connect call, the permit scope to the handle.
-#[pyclass(module = "volt_sem", extends = OffLoopCall)]
-pub(crate) struct RedisConnect;
-
-#[pymethods]
-impl RedisConnect {
-    /// Awaiting the result connects (the call itself is the awaitable).
-    fn __aenter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    /// `disconnect_async()` of the handle made (nothing if the connect
-    /// failed).
-    #[pyo3(signature = (*_args))]
-    fn __aexit__(
-        slf: PyRef<'_, Self>,
-        py: Python<'_>,
-        _args: &Bound<'_, PyTuple>,
-    ) -> PyResult<Py<PyAny>> {
-        let made = slf.as_super().made.as_ref().map(|m| m.clone_ref(py));
-        match made {
-            Some(sem) => Ok(sem
-                .bind(py)
-                .call_method0(pyo3::intern!(py, "disconnect_async"))?
-                .unbind()),
-            None => Ok(ready(py)?.into_any()),
-        }
-    }
-}
-
-/// `connect_async`'s result.
-pub(crate) fn redis_connect(py: Python<'_>, call: OffLoopCall) -> PyResult<Py<RedisConnect>> {
-    Py::new(
-        py,
-        PyClassInitializer::from(call).add_subclass(RedisConnect),
-    )
+    let list: Vec<Weak<SessionCell>> = std::mem::take(&mut *lock(&LIVE));
+    list.iter()
+        .filter_map(Weak::upgrade)
+        .filter(|cell| cell.end(py))
+        .count()
 }

@@ -72,7 +72,7 @@ use std::cell::RefCell;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 
 use pyo3::prelude::*;
@@ -81,16 +81,12 @@ use pyo3::types::PyList;
 use volt_sem_backend::{Finish, Waiter};
 
 use crate::awaitable::running_loop;
-use crate::offloop::{Done, OffLoop};
 use crate::wake_socket::{RawSocket, WakeSocket};
 use crate::Core;
 
 const OPEN: u8 = 0;
 const OWNER: u8 = 1;
 const HANDED_ON: u8 = 2;
-/// Given up by its owner (a trio abort) before its request ran to the end:
-/// neither delivered nor handed on; the Redis worker's cancel finishes it.
-const ABANDONED: u8 = 3;
 
 /// One queued async acquire: the core waiter and what waking it means. Always
 /// lives in a `Pin<Arc<Slot>>` (see [`Slot::new`]); the core's `ctx` is its
@@ -107,12 +103,6 @@ pub(crate) struct Slot {
     claim: AtomicU8,
     /// The drain handed `target` to its loop (trio: rescheduled the task).
     delivered: AtomicBool,
-    /// What a Redis request run off the loop found (`offloop` module); stays
-    /// `Done::NotYet` for the local and shared backends.
-    pub(crate) off: OffLoop,
-    /// A Redis `Release` job: the session its permits were granted in (they
-    /// are released per grant), or 0 (counted per handle).
-    pub(crate) session: AtomicU64,
 }
 
 impl Slot {
@@ -130,8 +120,6 @@ impl Slot {
             chan,
             claim: AtomicU8::new(OPEN),
             delivered: AtomicBool::new(false),
-            off: OffLoop::default(),
-            session: AtomicU64::new(0),
         })
     }
 
@@ -146,18 +134,21 @@ impl Slot {
 
     /// Queues the waiter. `ctx` is the slot's address; the owner keeps its `Arc`
     /// until it has finished the slot (or lost the claim to a hand-on, which
-    /// holds its own `Arc`).
+    /// holds its own `Arc`). A Redis request may wait for a round trip here
+    /// (`redis::request`); its callback may run before this returns, on another
+    /// thread, like a named semaphore's.
     pub(crate) fn queue(
         self: &Pin<Arc<Self>>,
+        py: Python<'_>,
     ) -> Result<volt_sem_backend::RawAcquire, volt_sem_backend::Error> {
-        let ctx = &**self as *const Slot as *mut c_void;
+        let me: &Slot = self;
+        let ctx = me as *const Slot as usize;
         // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
         // while any Arc lives, and the owner's Arc lives until `finish_raw`
         // returned (or a hand-on, holding its own Arc, finished it).
-        unsafe {
-            self.core
-                .acquire_raw(self.waiter(), self.n, wake_async, ctx)
-        }
+        crate::redis::request(py, &self.core, |core| unsafe {
+            core.acquire_raw(me.waiter(), me.n, wake_async, ctx as *mut c_void)
+        })
     }
 }
 
@@ -168,9 +159,10 @@ pub(crate) enum Owned {
     HandedOn,
 }
 
-/// Finishes a slot from its owner's side, GIL held: no callback ever needs the
-/// GIL, so `finish_raw` waiting for one running on another thread cannot
-/// deadlock. Then runs [`after_wakes`] for the wakes a cancel caused.
+/// Finishes a slot from its owner's side, GIL held (released for a Redis
+/// request's round trip, `redis::request`): no callback ever needs the GIL, so
+/// `finish_raw` waiting for one running on another thread cannot deadlock.
+/// Then runs [`after_wakes`] for the wakes a cancel caused.
 pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
     if slot
         .claim
@@ -180,76 +172,39 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         return Owned::HandedOn;
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
-    let finish = unsafe { slot.core.finish_raw(slot.waiter()) };
+    let finish = crate::redis::request(py, &slot.core, |core| unsafe {
+        core.finish_raw(slot.waiter())
+    });
     after_wakes(py);
     Owned::Finished(finish)
 }
 
 /// Passes a slot's grant on when nobody can resume its owner. Native only; may
 /// run inside the slot's own callback (then `finish_raw` returns at once).
-/// A Redis grant taken at once off the loop (`Done::Granted`) is released
-/// too; any other off-loop result is simply dropped.
 fn hand_on(slot: &Slot) {
     if slot
         .claim
         .compare_exchange(OPEN, HANDED_ON, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
     {
-        let early = slot.off.take();
         // SAFETY: queued on `slot.core` (or idle: then `Idle`), pinned (kept
         // alive by the caller's Arc).
         let granted = matches!(
             unsafe { slot.core.finish_raw(slot.waiter()) },
             Finish::Granted
-        ) || matches!(early, Done::Granted { .. });
+        );
         if granted {
             let _ = slot.core.release(slot.n);
         }
     }
 }
 
-/// Claims a slot for its owner and takes what the off-loop request found:
-/// `Done::Queued` is resolved through `finish_raw` (the callback has run, so
-/// this is local). `None` if a hand-on claimed it first.
-pub(crate) fn finish_off(py: Python<'_>, slot: &Slot) -> Option<Done> {
-    if slot
-        .claim
-        .compare_exchange(OPEN, OWNER, Ordering::AcqRel, Ordering::Acquire)
-        .is_err()
-    {
-        return None;
-    }
-    Some(match slot.off.take() {
-        Done::Queued => {
-            // SAFETY: queued on `slot.core`, pinned, and ours (claimed). The
-            // GIL is released: no callback needs it, and a cancel is a round
-            // trip (never here: the owner only collects after the wake).
-            let f = py.detach(|| unsafe { slot.core.finish_raw(slot.waiter()) });
-            Done::Finished(f)
-        }
-        other => other,
-    })
-}
-
-/// Claims a slot for its owner without finishing it (a stopped watch, a
-/// cancel that runs off the loop on the `offloop` worker), also after
-/// [`abandon`]: false if a hand-on claimed it first.
+/// Claims a slot for its owner without finishing it (a stopped
+/// `lease_lost()` watch, whose waiter is never queued): false if a hand-on
+/// claimed it first.
 pub(crate) fn claim_owner(slot: &Slot) -> bool {
     slot.claim
         .compare_exchange(OPEN, OWNER, Ordering::AcqRel, Ordering::Acquire)
-        .or_else(|_| {
-            slot.claim
-                .compare_exchange(ABANDONED, OWNER, Ordering::AcqRel, Ordering::Acquire)
-        })
-        .is_ok()
-}
-
-/// Takes a slot away from its loop, leaving it to a later [`claim_owner`]
-/// (a cancel job): the drain no longer delivers it, a hand-on leaves it.
-/// False if a hand-on claimed it first.
-pub(crate) fn abandon(slot: &Slot) -> bool {
-    slot.claim
-        .compare_exchange(OPEN, ABANDONED, Ordering::AcqRel, Ordering::Acquire)
         .is_ok()
 }
 

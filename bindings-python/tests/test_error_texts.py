@@ -73,7 +73,7 @@ def test_acquire_zero_is_granted_at_once_on_every_backend(server, name):
 
     for kind, sem in kinds:
         # No permit is free, yet a request of nothing is granted at once.
-        # (Redis: token 0, a grant of nothing; the local and named: True.)
+        # (True on every backend.)
         for got in (asyncio.run(zero(sem)), sem.try_acquire(0),
                     sem.acquire_blocking(0, timeout=0), sem.acquire_blocking(0)):
             assert got is not None and got is not False, (kind, got)
@@ -136,7 +136,7 @@ def test_redis_total_mismatch_and_not_held_are_sentences(server, name):
     with pytest.raises(volt_sem.TotalMismatchError) as e:
         connect(server.url, name, 4)
     text = str(e.value)
-    assert not text.startswith("(") and "3" in text and "RedisSemaphore.delete" in text
+    assert not text.startswith("(") and "3" in text and "Semaphore.delete_redis" in text
     assert e.value.args[1] == e.value.existing == 3 and e.value.code == "TOTAL_MISMATCH"
     assert sem.try_acquire(1)
     with pytest.raises(volt_sem.NotHeldError) as e:

@@ -88,7 +88,7 @@ def test_a_black_holed_holder_sees_its_loss_within_the_lease(server):
     try:
         url = f"redis://127.0.0.1:{proxy.port}"
         sem = connect(url, "pytest-hole", 1, lease=LEASE, connect_timeout=3.0, command_timeout=5.0)
-        assert sem.acquire_blocking(1) > 0
+        assert sem.acquire_blocking(1) is True
 
         async def watch():
             exc = await sem.lease_lost()

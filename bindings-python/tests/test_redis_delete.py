@@ -1,4 +1,5 @@
-"""`RedisSemaphore.delete` (issue 26, item 6): deleting a Redis semaphore's
+"""`Semaphore.delete_redis` (issue 26, item 6; `RedisSemaphore.delete` before
+issue 28, still working through the deprecated alias): deleting a Redis semaphore's
 name, so that a service deriving names does not grow Redis without bound.
 Refused while anyone holds, waits or is connected (`InUseError`, nothing
 deleted); `FileNotFoundError` for a name that does not exist; the name can
@@ -24,7 +25,7 @@ def test_delete_refused_while_in_use_then_deletes(server):
     b = connect(server.url, name, 1)
     a.acquire_blocking(1)
     with pytest.raises(volt_sem.InUseError) as e:
-        volt_sem.RedisSemaphore.delete(server.url, name)
+        volt_sem.Semaphore.delete_redis(server.url, name)
     assert e.value.code == "IN_USE"
     a.release(1)
     del a
@@ -33,24 +34,42 @@ def test_delete_refused_while_in_use_then_deletes(server):
     gc.collect()
     # b is only connected: still refused (it would find the state lost).
     with pytest.raises(volt_sem.InUseError):
-        volt_sem.RedisSemaphore.delete(server.url, name)
+        volt_sem.Semaphore.delete_redis(server.url, name)
     assert conserved(b, 1)["held"] == 0
     del b
     gc.collect()
 
     def deleted():
         try:
-            volt_sem.RedisSemaphore.delete(server.url, name, connect_timeout=2.0)
+            volt_sem.Semaphore.delete_redis(server.url, name, connect_timeout=2.0)
             return True
         except volt_sem.InUseError:
             return False  # the collected handle's session is still ending
 
     wait_until(deleted, "deleted once every handle is gone")
     with pytest.raises(FileNotFoundError):
-        volt_sem.RedisSemaphore.delete(server.url, name)
+        volt_sem.Semaphore.delete_redis(server.url, name)
     with pytest.raises(volt_sem.InvalidNameError):
-        volt_sem.RedisSemaphore.delete(server.url, "a{b")
+        volt_sem.Semaphore.delete_redis(server.url, "a{b")
     with pytest.raises(ValueError):
-        volt_sem.RedisSemaphore.delete(server.url, name, prefix="")
+        volt_sem.Semaphore.delete_redis(server.url, name, prefix="")
     again = connect(server.url, name, 3)
     assert conserved(again, 3)["available"] == 3
+
+
+def test_deprecated_redis_semaphore_alias_still_works(server):
+    """`RedisSemaphore` is a deprecated alias of `Semaphore` (issue 28): it
+    warns, a Redis handle is an instance of it, and its static `delete` is
+    `Semaphore.delete_redis`."""
+    name = "pytest-delete-alias"
+    with pytest.warns(DeprecationWarning, match="Semaphore.connect returns a Semaphore"):
+        alias = volt_sem.RedisSemaphore
+    sem = connect(server.url, name, 1)
+    assert isinstance(sem, alias) and alias.__name__ == "RedisSemaphore"
+    with pytest.raises(volt_sem.InUseError):
+        alias.delete(server.url, name)
+    sem.disconnect()
+    with pytest.raises(TypeError):
+        alias()
+    with pytest.warns(DeprecationWarning):
+        from volt_sem import RedisSemaphore  # noqa: F401

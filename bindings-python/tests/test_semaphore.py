@@ -45,8 +45,10 @@ def test_acquire_release_try(run):
         assert sem.available_permits == 3
         async with sem:
             assert sem.available_permits == 2
-        async with sem.acquire(3) as value:
-            assert value is True
+        async with sem.acquire(3) as grant:
+            # The grant is the acquire object (issue 28): no token locally.
+            assert isinstance(grant, volt_sem.Acquire) and grant.held
+            assert grant.n == 3 and grant.token is None
             assert sem.available_permits == 0
         assert sem.available_permits == 3
 

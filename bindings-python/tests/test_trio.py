@@ -309,8 +309,8 @@ def test_trio_async_with_values_and_waiting_flag():
             async with trio.open_nursery() as nursery:
                 async def w():
                     async with aw as got:
-                        assert got is True
-                        assert aw.held
+                        assert got is aw  # the grant (issue 28)
+                        assert aw.held and aw.token is None
 
                 nursery.start_soon(w)
                 await trio.testing.wait_all_tasks_blocked()

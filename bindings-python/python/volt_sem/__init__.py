@@ -38,9 +38,10 @@ Its own errors are subclasses of :class:`SharedError`
 ``FileNotFoundError``, ``FileExistsError``, ``PermissionError``.
 
 One limit across machines: ``Semaphore.connect(url, name, permits)`` returns a
-:class:`RedisSemaphore` stored in Redis, shared by every client on every host,
-FIFO and weighted across all of them, leased and fenced: ``await
-sem.acquire(n)`` gives the grant's fencing token. Each handle is a session:
+:class:`Semaphore` stored in Redis, shared by every client on every host,
+FIFO and weighted across all of them, leased and fenced: ``async with
+sem.acquire(n) as grant:`` gives the grant's fencing token (``grant.token``).
+Each handle is a session:
 ``sem.disconnect()`` / ``await sem.disconnect_async()``, ``with
 Semaphore.connect(...) as sem:`` and ``async with
 Semaphore.connect_async(...) as sem:`` end it (what it holds goes to the next
@@ -78,10 +79,6 @@ from ._volt_sem import (
     Acquire,
     BoundedSemaphore,
     LeaseLost,
-    OffLoopCall,
-    RedisAcquire,
-    RedisConnect,
-    RedisSemaphore,
     ClosedError,
     CorruptError,
     DisconnectedError,
@@ -100,7 +97,47 @@ from ._volt_sem import (
     __version__,
 )
 from ._volt_sem import _interpreter_exiting
+from ._offloop import OffLoop, RedisConnect
 from ._shutdown import disconnect_on_signals
+
+
+class _RedisSemaphoreAlias(type):
+    # `isinstance(sem, RedisSemaphore)` stays true for a Redis handle (and,
+    # the class being an alias, for any Semaphore).
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, Semaphore)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, Semaphore)
+
+
+class _RedisSemaphore(metaclass=_RedisSemaphoreAlias):
+    """Deprecated alias of :class:`Semaphore` (``Semaphore.connect`` returns a
+    ``Semaphore``); ``RedisSemaphore.delete`` is ``Semaphore.delete_redis``."""
+
+    delete = staticmethod(Semaphore.delete_redis)
+    connect = Semaphore.connect
+    connect_async = Semaphore.connect_async
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("RedisSemaphore cannot be instantiated: use Semaphore.connect(...)")
+
+
+_RedisSemaphore.__name__ = _RedisSemaphore.__qualname__ = "RedisSemaphore"
+
+
+def __getattr__(name):
+    if name == "RedisSemaphore":
+        import warnings
+
+        warnings.warn(
+            "volt_sem.RedisSemaphore is deprecated: Semaphore.connect returns a Semaphore "
+            "(RedisSemaphore.delete is Semaphore.delete_redis)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _RedisSemaphore
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 def _constructor_signatures():
     # pyo3 cannot give a class a text signature in an abi3-py39 build (3.9 shows
@@ -176,14 +213,12 @@ __all__ = [
     "LeaseExpiredError",
     "LeaseLost",
     "NoPermissionError",
-    "OffLoopCall",
+    "OffLoop",
     "ReadOnlyError",
-    "RedisAcquire",
     "RedisCommandError",
     "RedisConnect",
     "RedisConnectionError",
     "RedisError",
-    "RedisSemaphore",
     "StateLostError",
     "ClosedError",
     "CorruptError",

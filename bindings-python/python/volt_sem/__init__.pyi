@@ -18,10 +18,8 @@ from ._volt_sem import MAX_SHARED_PERMITS as MAX_SHARED_PERMITS
 from ._volt_sem import Acquire as Acquire
 from ._volt_sem import BoundedSemaphore as BoundedSemaphore
 from ._volt_sem import LeaseLost as LeaseLost
-from ._volt_sem import OffLoopCall as OffLoopCall
-from ._volt_sem import RedisAcquire as RedisAcquire
-from ._volt_sem import RedisConnect as RedisConnect
-from ._volt_sem import RedisSemaphore as RedisSemaphore
+from ._offloop import OffLoop as OffLoop
+from ._offloop import RedisConnect as RedisConnect
 from ._volt_sem import ClosedError as ClosedError
 from ._volt_sem import CorruptError as CorruptError
 from ._volt_sem import DisconnectedError as DisconnectedError
@@ -38,6 +36,11 @@ from ._volt_sem import SharedError as SharedError
 from ._volt_sem import TotalMismatchError as TotalMismatchError
 from ._volt_sem import VersionMismatchError as VersionMismatchError
 from ._volt_sem import __version__ as __version__
+
+RedisSemaphore = Semaphore
+"""Deprecated alias of :class:`Semaphore` (``Semaphore.connect`` returns a
+``Semaphore``); accessing it warns. ``RedisSemaphore.delete`` still works at
+run time: it is :meth:`Semaphore.delete_redis`."""
 
 def disconnect_on_signals(signals: Iterable[Union[int, Signals]] = ...) -> None:
     """Installs handlers for ``signals`` (default SIGTERM and SIGINT) that end
@@ -60,14 +63,12 @@ __all__ = [
     "LeaseExpiredError",
     "LeaseLost",
     "NoPermissionError",
-    "OffLoopCall",
+    "OffLoop",
     "ReadOnlyError",
-    "RedisAcquire",
     "RedisConnect",
     "RedisCommandError",
     "RedisConnectionError",
     "RedisError",
-    "RedisSemaphore",
     "StateLostError",
     "ClosedError",
     "CorruptError",

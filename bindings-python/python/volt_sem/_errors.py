@@ -64,7 +64,7 @@ class ReadOnlyError(RedisCommandError):
 
 
 class InUseError(RedisError):
-    """``RedisSemaphore.delete``: the semaphore has live sessions (clients
+    """``Semaphore.delete_redis``: the semaphore has live sessions (clients
     that hold permits, wait, or are connected); nothing was deleted."""
 
     code = "IN_USE"

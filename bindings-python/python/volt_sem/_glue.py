@@ -215,13 +215,12 @@ async def _trio_acquire(trio, waiter, acquire):
     return acquire._acquired()
 
 
-async def _trio_redis(trio, obj):
-    """Drives a Redis awaitable (RedisAcquire, OffLoopCall, LeaseLost) in a
-    trio task: `_trio_start` queues its round trip to the handle's worker
-    with this task as the target (False: nothing to wait for), the wake pump
-    reschedules the task when the worker (or the agent) delivers it, and
-    `_trio_collect` gives `(done, value)`; not done (a spurious wake) starts
-    over."""
+async def _trio_lease(trio, obj):
+    """Drives a `lease_lost()` awaitable in a trio task: `_trio_start`
+    registers its watch with this task as the target (False: lost already,
+    nothing to wait for), the wake pump reschedules the task when the loss
+    is delivered, and `_trio_collect` gives `(done, value)`; not done (a
+    spurious wake) starts over."""
     while True:
         if obj._trio_start(_trio_channel(trio), trio.lowlevel.current_task()):
 
@@ -260,12 +259,12 @@ def fail_trio_wait(token, task, waiter, exc):
         pass  # the run is over: its waits were handed on
 
 
-def trio_redis_wait(obj):
-    """What `await` of a Redis awaitable iterates in a trio task; None outside trio."""
+def trio_lease_wait(obj):
+    """What `await sem.lease_lost()` iterates in a trio task; None outside trio."""
     trio = sys.modules.get("trio")
     if trio is None or not _in_trio(trio):
         return None
-    return _trio_redis(trio, obj).__await__()
+    return _trio_lease(trio, obj).__await__()
 
 
 def _in_trio(trio):

@@ -4,20 +4,20 @@ import sys
 from types import TracebackType
 from typing import (
     Any,
+    Awaitable,
     Coroutine,
     Dict,
     Generator,
-    Generic,
     Literal,
     Optional,
     Tuple,
     Type,
-    TypeVar,
     Union,
     final,
 )
 
 from ._errors import RedisError
+from ._offloop import OffLoop, RedisConnect
 
 if sys.version_info >= (3, 11):
     from typing import Self
@@ -33,8 +33,6 @@ MAX_SHARED_PERMITS: int
 """The largest total of a shared semaphore (``Semaphore.open``), 2**53 - 1."""
 MAX_REDIS_PERMITS: int
 """The largest total of a semaphore stored in Redis (``Semaphore.connect``), 2**40."""
-
-_T = TypeVar("_T")
 
 class ClosedError(RuntimeError):
     """The semaphore (or lock) was closed: raised by every later acquire, and by
@@ -68,7 +66,7 @@ class TotalMismatchError(SharedError):
     """``Semaphore.open`` / ``Semaphore.connect``: the name exists with
     another total of permits (:attr:`existing`, also ``args[1]``); nothing was
     changed. ``str()`` says how to change a total (``Semaphore.unlink`` /
-    ``RedisSemaphore.delete``, then open or connect with the new one)."""
+    ``Semaphore.delete_redis``, then open or connect with the new one)."""
 
     @property
     def existing(self) -> int:
@@ -111,8 +109,10 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
 
     Awaitable once, in an asyncio (or uvloop) task or a trio task, also through
     anyio (``await sem.acquire(n)`` returns ``True``), an async context
-    manager (``async with sem.acquire(n):`` releases the ``n`` permits on exit)
-    and, from a plain thread, a blocking context manager (``with sem.acquire(n):``).
+    manager (``async with sem.acquire(n) as grant:`` releases the ``n`` permits
+    on exit) and, from a plain thread, a blocking context manager (``with
+    sem.acquire(n) as grant:``); ``grant`` is this object, whose ``token`` is
+    a Redis grant's fencing token.
     An acquire that is never awaited takes nothing, and emits a
     ``RuntimeWarning`` when it is collected (as a coroutine never awaited
     does); ``close()`` it to drop it on purpose. Cancelling the awaiting task
@@ -129,6 +129,12 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
     @property
     def held(self) -> bool:
         """Whether this object holds permits its ``__aexit__``/``__exit__`` will release."""
+    @property
+    def token(self) -> Optional[int]:
+        """The grant's fencing token (a semaphore stored in Redis): an ``int``
+        above 0, strictly increasing with every grant of the semaphore.
+        ``None`` before the grant, for ``n=0``, and always on a local or named
+        semaphore (they need none)."""
     def __await__(self) -> Generator[Any, None, Literal[True]]: ...
     # `__iter__` returns the acquire itself; typed as the generator it behaves
     # like, so that asyncio.wait_for/create_task/gather infer Literal[True].
@@ -146,15 +152,19 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
         """Cancels a pending wait (handing back whatever it was granted) and raises."""
     def close(self) -> None:
         """Cancels a pending wait, handing back whatever it was granted."""
-    async def __aenter__(self) -> Literal[True]: ...
+    async def __aenter__(self) -> Self:
+        """Waits for the permits; gives this object (the grant)."""
     async def __aexit__(
         self,
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
-    ) -> None: ...
-    def __enter__(self) -> None:
-        """Blocks the calling thread (GIL released) until the permits are granted."""
+    ) -> None:
+        """Releases the permits (Redis: :class:`LeaseExpiredError` if they
+        were lost with the session; nothing is released then)."""
+    def __enter__(self) -> Self:
+        """Blocks the calling thread (GIL released) until the permits are
+        granted; gives this object (the grant)."""
     def __exit__(
         self,
         exc_type: Optional[Type[BaseException]],
@@ -171,6 +181,19 @@ class Semaphore:
     permits until it has all three. One semaphore may be shared by any number of
     threads, each running its own event loop (asyncio or uvloop), and by plain
     threads using :meth:`acquire_blocking`.
+
+    :meth:`open` gives one shared by the processes of the machine,
+    :meth:`connect` one stored in Redis, shared by every client on every
+    host: the same class, the same methods, plus the Redis ones
+    (:meth:`census`, :meth:`lease_lost`, :attr:`held_permits`, ...), which
+    raise ``TypeError`` on a local or named semaphore. On a Redis semaphore
+    these block the calling thread (GIL released) for one round trip, bounded
+    by the command timeout: :meth:`try_acquire`, :meth:`close_for_everyone`,
+    :meth:`disconnect`, :attr:`available_permits`, :meth:`locked`,
+    :meth:`census` (from an event loop: their ``*_async`` forms, run off the
+    loop). Permits of a Redis semaphore are held by count per handle; a
+    handle is a session (:meth:`disconnect`); a handle nobody references any
+    more ends its session when collected.
     """
 
     MAX_PERMITS: int
@@ -218,15 +241,17 @@ class Semaphore:
         tls_ca_file: Optional[str] = None,
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
-    ) -> "RedisSemaphore":
+    ) -> "Semaphore":
         """The semaphore ``name`` stored in the Redis at ``url``
         (``redis://[user:password@]host[:port][/db]``, ``unix:///path``; with
         ``cluster=True`` seed node URLs separated by commas), shared by every
         client on every host, created with ``permits`` in total if it does not
-        exist. Blocks this thread (GIL released) up to ``connect_timeout``
-        seconds (one deadline for the whole connect, AUTH and the first
-        script included, even if the server never answers): from an event
-        loop use :meth:`connect_async`.
+        exist: a :class:`Semaphore` (the fencing token of a grant is
+        :attr:`Acquire.token`: ``async with sem.acquire(n) as grant:
+        grant.token``). Blocks this thread (GIL released) up to
+        ``connect_timeout`` seconds (one deadline for the whole connect, AUTH
+        and the first script included, even if the server never answers):
+        from an event loop use :meth:`connect_async`.
         ``rediss://`` is TLS (``tls_ca_file``: the CA to trust instead of the
         public roots, Mozilla's set built in: the system store, the macOS
         keychain included, is never read, so a keychain CA is exported to a
@@ -257,73 +282,158 @@ class Semaphore:
         tls_ca_file: Optional[str] = None,
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
-    ) -> "RedisConnect":
-        """:meth:`connect` on a thread of its own: ``await`` it in a task; the
-        loop runs on meanwhile. ``async with Semaphore.connect_async(...) as
-        sem:`` also disconnects the handle (off the loop) on exit."""
+    ) -> RedisConnect:
+        """:meth:`connect` off the event loop (the loop's executor; trio: a
+        worker thread): ``await`` it in a task; the loop runs on meanwhile.
+        ``async with Semaphore.connect_async(...) as sem:`` also disconnects
+        the handle (off the loop) on exit."""
+    @staticmethod
+    def delete_redis(
+        url: str,
+        name: str,
+        *,
+        prefix: str = "volt-sem",
+        connect_timeout: float = 5.0,
+        command_timeout: float = 5.0,
+        cluster: bool = False,
+        tls_ca_file: Optional[str] = None,
+        tls_client_cert: Optional[Tuple[str, str]] = None,
+    ) -> None:
+        """Deletes the Redis semaphore ``name`` (its keys under ``prefix``), so
+        that a service deriving names does not leave one in Redis for each.
+        :class:`InUseError` (nothing deleted) while it has a live session (a
+        client that holds permits, waits, or is only connected: deleting under
+        it would make it fail with :class:`StateLostError`); sessions whose
+        lease ended (crashed clients) do not count. ``FileNotFoundError`` if
+        there is no such semaphore. Without it, once every session ended, only
+        the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
+        Redis; the rest is empty or expires within a minute. Blocks this
+        thread (GIL released) up to ``connect_timeout``. (The deprecated
+        ``RedisSemaphore.delete`` is this.)"""
     @staticmethod
     def unlink(name: str) -> None:
         """Removes the name of a shared semaphore (attached processes keep it);
         ``FileNotFoundError`` if there is none."""
     @property
     def name(self) -> Optional[str]:
-        """The name of a shared semaphore, ``None`` for a local one."""
+        """The name of a shared or Redis semaphore, ``None`` for a local one."""
+    @property
+    def prefix(self) -> Optional[str]:
+        """The key prefix of a Redis semaphore, ``None`` for the others."""
     @property
     def total_permits(self) -> Optional[int]:
-        """The fixed total of a shared semaphore, ``None`` for a local one."""
+        """The fixed total of a shared or Redis semaphore, ``None`` for a
+        local one (no round trip)."""
+    @property
+    def held_permits(self) -> int:
+        """Redis: permits this handle holds in its current session (no round
+        trip). ``TypeError`` on a local or named semaphore."""
+    @property
+    def last_token(self) -> Optional[int]:
+        """Redis: the fencing token of the calling task's (or thread's)
+        latest grant on this handle that it has not released (the token of a
+        :meth:`try_acquire`, :meth:`acquire_blocking` or ``async with sem:``
+        grant, which give no grant object). ``None`` if it holds none, and
+        always on a local or named semaphore."""
     def acquire(self, n: int = 1) -> Acquire:
         """Waits for ``n`` permits: ``await sem.acquire(n)`` returns ``True``;
-        ``async with sem.acquire(n):`` releases them on exit. Raises
+        ``async with sem.acquire(n) as grant:`` releases them on exit
+        (``grant.token``: a Redis grant's fencing token). Raises
         :class:`ClosedError` if the semaphore is or gets closed while waiting,
-        ``ValueError`` if ``n`` is negative or above ``MAX_PERMITS``."""
+        ``ValueError`` if ``n`` is negative or above ``MAX_PERMITS`` (a shared
+        or Redis one: its total). Redis: also :class:`LeaseExpiredError`,
+        :class:`StateLostError`, :class:`RedisConnectionError`; cancelling the
+        awaiting task removes the request, handing any partial grant on."""
     def release(self, n: int = 1) -> None:
         """Returns ``n`` permits, to the oldest waiters first (on any thread or
         loop). ``OverflowError`` if the available permits would exceed
         ``MAX_PERMITS``; nothing is released then. A shared semaphore:
-        :class:`NotHeldError` if this process holds fewer than ``n``."""
+        :class:`NotHeldError` if this process holds fewer than ``n``. Redis:
+        :class:`NotHeldError` if this handle holds fewer;
+        :class:`LeaseExpiredError` if they were lost with an expired session
+        (nothing is released twice); per grant: the caller's own latest
+        grants (the calling asyncio or trio task's, else the thread's), so a
+        task's lost permit and another task's live one are told apart in any
+        order."""
+    def release_async(self, n: int = 1) -> Awaitable[None]:
+        """:meth:`release` as an awaitable: a release never waits, so it is
+        done (or raised) when this returns."""
     def try_acquire(self, n: int = 1) -> bool:
         """Takes ``n`` permits if they are free now and nobody waits; never
         waits. ``n=0`` (here, in :meth:`acquire` and :meth:`acquire_blocking`,
-        on every backend) is granted at once unless closed."""
+        on every backend) is granted at once unless closed. Redis: one round
+        trip (its token: :attr:`last_token`)."""
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Blocks the calling thread, GIL released, until ``n`` permits are granted
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
         handed on). Interruptible by Ctrl-C. On the thread of a running event
         loop a wait raises ``RuntimeError`` (it would block that loop for ever);
-        a grant that needs no wait is still returned."""
+        a grant that needs no wait is still returned. Redis: its token is
+        :attr:`last_token`."""
     @property
     def available_permits(self) -> int:
-        """Permits available right now (0 while anyone waits)."""
+        """Permits available right now (0 while anyone waits). Redis: one
+        round trip."""
     def locked(self) -> bool:
-        """Whether ``acquire()`` of one permit would have to wait (asyncio-compatible)."""
+        """Whether ``acquire()`` of one permit would have to wait
+        (asyncio-compatible). Redis: one round trip."""
     def close(self) -> None:
         """Wakes every waiter with :class:`ClosedError` and fails later acquires.
-        Held permits may still be released. Idempotent. On a shared semaphore
-        (:meth:`open`) a ``TypeError``: it would close the limit for every
+        Held permits may still be released. Idempotent. On a shared or Redis
+        semaphore a ``TypeError``: it would close the limit for every
         process; use :meth:`disconnect` to end this handle's session, or
         :meth:`close_for_everyone`."""
+    def close_async(self) -> Awaitable[None]:
+        """:meth:`close` as an awaitable (``TypeError`` at once on a shared or
+        Redis semaphore)."""
     def close_for_everyone(self) -> None:
-        """Closes the semaphore for every process that uses it (as
-        :meth:`close` does a local one): waiters everywhere raise
-        :class:`ClosedError`, and so does every later acquire. A closed named
-        semaphore stays closed until :meth:`unlink` removes its name; the next
-        :meth:`open` then creates a new one."""
+        """Closes the semaphore for every process (and, Redis, every client
+        on every host) that uses it (as :meth:`close` does a local one):
+        waiters everywhere raise :class:`ClosedError`, and so does every later
+        acquire. A closed named semaphore stays closed until :meth:`unlink`
+        removes its name; the next :meth:`open` then creates a new one. A
+        closed Redis one, for later deploys too, until :meth:`delete_redis`
+        removes its keys (once no client is connected)."""
+    def close_for_everyone_async(self) -> OffLoop[None]:
+        """:meth:`close_for_everyone` off the event loop."""
     def disconnect(self) -> None:
-        """Ends this handle's session on a shared semaphore (:meth:`open`),
-        leaving it open for every other process: its queued acquires (asyncio
-        and trio tasks, blocking threads) and every later call on the handle
-        raise :class:`DisconnectedError`. Permits are held per process, by its
-        attachment to the name, which every handle of the process on that
+        """Ends this handle's session on a shared or Redis semaphore, leaving
+        it open for every other process: its queued acquires (asyncio and trio
+        tasks, blocking threads) and every later call on the handle raise
+        :class:`DisconnectedError`. Named: permits are held per process, by
+        its attachment to the name, which every handle of the process on that
         name (and their pending acquires) shares: once none is left, what the
-        process holds goes back at once, as at its exit. Idempotent.
+        process holds goes back at once, as at its exit. Redis: what the
+        handle holds goes to the next waiters at once (one round trip; if
+        Redis is out of reach, at the lease's expiry). Idempotent.
         ``TypeError`` on a local semaphore."""
+    def disconnect_async(self) -> OffLoop[None]:
+        """:meth:`disconnect` off the event loop."""
+    def census(self) -> Dict[str, int]:
+        """Redis: ``total``, ``available``, ``held`` (every client),
+        ``partial``, ``queued``, ``sessions``, ``closed``, ``last_token``:
+        available + held + partial == total at all times. One round trip.
+        ``TypeError`` on a local or named semaphore."""
+    def census_async(self) -> OffLoop[Dict[str, int]]:
+        """:meth:`census` off the event loop."""
+    def lease_lost(self) -> "LeaseLost":
+        """Redis: an awaitable that completes when the session holding this
+        handle's latest grant is lost (its permits were reclaimed: stop using
+        the guarded resource). ``RuntimeError`` before any grant;
+        ``TypeError`` on a local or named semaphore."""
+    def is_lease_lost(self) -> bool:
+        """Redis: whether the session of the latest grant was lost (no round
+        trip): true at most one lease after the start of the last renewal
+        Redis confirmed, even while Redis does not answer (``lease_lost()``
+        completes then too). ``TypeError`` on a local or named semaphore."""
     @property
     def closed(self) -> bool:
-        """Whether the semaphore was closed (by any process, for a shared one)."""
+        """Whether the semaphore was closed (by any process, for a shared one;
+        Redis: as far as this handle's requests saw, no round trip)."""
     def __enter__(self) -> Self:
-        """``with Semaphore.open(name, n) as sem:`` ends the session on exit;
-        it does not acquire (``with sem.acquire(n):`` does). ``TypeError`` on a
-        local semaphore and when nested."""
+        """``with Semaphore.open(name, n) as sem:`` (or ``connect``) ends the
+        session on exit; it does not acquire (``with sem.acquire(n):`` does).
+        ``TypeError`` on a local semaphore and when nested."""
     def __exit__(
         self,
         exc_type: Optional[Type[BaseException]],
@@ -399,96 +509,6 @@ class RwLock:
         """Whether anyone holds or waits for the lock."""
 
 @final
-class RedisAcquire(Coroutine[Any, Any, int]):
-    """One acquire of ``n`` permits of a :class:`RedisSemaphore`.
-
-    ``await`` it in an asyncio (or uvloop) or trio task (anyio on either): it
-    gives the grant's fencing
-    token, an ``int`` above 0, strictly increasing with every grant of the
-    semaphore. ``async with sem.acquire(n) as token:`` releases the permits
-    on exit; from a plain thread ``with sem.acquire(n) as token:`` blocks.
-    The Redis round trips run off the loop (a worker thread). Cancelling the
-    awaiting task removes the request (off the loop), handing any partial
-    grant on. Raises :class:`ClosedError`, :class:`LeaseExpiredError`,
-    :class:`StateLostError`, :class:`RedisConnectionError`, ``ValueError``
-    (``n`` above the total).
-    """
-
-    @property
-    def n(self) -> int:
-        """The number of permits this acquire asks for."""
-    @property
-    def token(self) -> int:
-        """The grant's fencing token (0 before the grant)."""
-    @property
-    def held(self) -> bool:
-        """Whether this object holds permits its exit will release."""
-    def __await__(self) -> Generator[Any, None, int]: ...
-    def __iter__(self) -> Generator[Any, None, int]: ...
-    def __next__(self) -> Any: ...
-    def send(self, value: Any = None, /) -> Any: ...
-    def throw(
-        self,
-        typ: Union[Type[BaseException], BaseException],
-        val: Optional[object] = None,
-        tb: Optional[TracebackType] = None,
-        /,
-    ) -> Any: ...
-    def close(self) -> None: ...
-    async def __aenter__(self) -> int: ...
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        """Releases the permits off the loop; raises :class:`LeaseExpiredError`
-        if they were lost with the session (nothing is released then)."""
-    def __enter__(self) -> int:
-        """Blocks the calling thread (GIL released) until granted: the token."""
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> Literal[False]: ...
-
-class OffLoopCall(Coroutine[Any, Any, _T], Generic[_T]):
-    """A Redis request run on a worker thread while the loop runs on
-    (``release_async``, ``close_for_everyone_async``, ``disconnect_async``,
-    ``census_async``, ``Semaphore.connect_async``); ``await`` it once.
-    Cancelling the await does not undo the request."""
-
-    def __await__(self) -> Generator[Any, None, _T]: ...
-    def __iter__(self) -> Generator[Any, None, _T]: ...
-    def __next__(self) -> Any: ...
-    def send(self, value: Any = None, /) -> Any: ...
-    def throw(
-        self,
-        typ: Union[Type[BaseException], BaseException],
-        val: Optional[object] = None,
-        tb: Optional[TracebackType] = None,
-        /,
-    ) -> Any: ...
-    def close(self) -> None: ...
-
-@final
-class RedisConnect(OffLoopCall["RedisSemaphore"]):
-    """What ``Semaphore.connect_async(...)`` returns: ``await`` it for the
-    handle, or ``async with Semaphore.connect_async(...) as sem:``, which
-    connects on entry and disconnects the handle (off the loop) on exit. The
-    handle's own ``async with sem:`` still takes one permit: the session's
-    scope is the connect call's, the permit's the handle's."""
-
-    async def __aenter__(self) -> "RedisSemaphore": ...
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None: ...
-
-@final
 class LeaseLost(Coroutine[Any, Any, RedisError]):
     """``await sem.lease_lost()``: completes when the session holding the
     handle's latest grant is lost, giving (not raising) the
@@ -506,155 +526,6 @@ class LeaseLost(Coroutine[Any, Any, RedisError]):
         /,
     ) -> Any: ...
     def close(self) -> None: ...
-
-@final
-class RedisSemaphore:
-    """A semaphore stored in Redis (``Semaphore.connect``), shared by every
-    client on every host that connects to the same Redis, prefix and name:
-    strict FIFO and weighted across all of them, woken without polling,
-    leased (a client unheard of for ``lease`` seconds loses its permits) and
-    fenced (every grant has a token).
-
-    The methods of :class:`Semaphore`, from any number of asyncio loops, trio
-    runs and threads at once. Awaitables never make a Redis round trip on the loop's
-    thread; the plain methods block the calling thread (GIL released) for
-    one, bounded by the command timeout: ``try_acquire``, ``acquire_blocking``,
-    ``release``, ``close_for_everyone``, ``disconnect``, ``available_permits``,
-    ``locked``, ``census``. Permits are held by count per handle
-    (``release(n)`` returns this handle's own).
-
-    Each handle is a session: :meth:`disconnect` (or ``with
-    Semaphore.connect(...) as sem:``, ``async with
-    Semaphore.connect_async(...) as sem:``) ends it and gives back what it
-    holds; a handle nobody references any more ends its session when
-    collected. :meth:`close` is refused (``TypeError``): closing the limit for
-    every client is :meth:`close_for_everyone`. ``repr()`` shows
-    ``session=live`` or ``session=ended``.
-    """
-
-    @property
-    @staticmethod
-    def delete(
-        url: str,
-        name: str,
-        *,
-        prefix: str = "volt-sem",
-        connect_timeout: float = 5.0,
-        command_timeout: float = 5.0,
-        cluster: bool = False,
-        tls_ca_file: Optional[str] = None,
-        tls_client_cert: Optional[Tuple[str, str]] = None,
-    ) -> None:
-        """Deletes the Redis semaphore ``name`` (its keys under ``prefix``), so
-        that a service deriving names does not leave one in Redis for each.
-        :class:`InUseError` (nothing deleted) while it has a live session (a
-        client that holds permits, waits, or is only connected: deleting under
-        it would make it fail with :class:`StateLostError`); sessions whose
-        lease ended (crashed clients) do not count. ``FileNotFoundError`` if
-        there is no such semaphore. Without it, once every session ended, only
-        the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
-        Redis; the rest is empty or expires within a minute. Blocks this
-        thread (GIL released) up to ``connect_timeout``."""
-    def name(self) -> str: ...
-    @property
-    def prefix(self) -> str:
-        """The key prefix."""
-    @property
-    def total_permits(self) -> int:
-        """The fixed total (no round trip)."""
-    @property
-    def held_permits(self) -> int:
-        """Permits this handle holds in its current session (no round trip)."""
-    def acquire(self, n: int = 1) -> RedisAcquire:
-        """``await sem.acquire(n)`` gives the fencing token;
-        ``async with sem.acquire(n) as token:`` releases on exit.
-        ``ValueError`` if ``n`` is negative or above the total. ``n=0`` is
-        granted at once unless closed (token 0: a grant of nothing), as on
-        the local and the named semaphore; so in :meth:`try_acquire` and
-        :meth:`acquire_blocking`, which return that 0 (test ``is None``)."""
-    def try_acquire(self, n: int = 1) -> Optional[int]:
-        """The token if ``n`` permits were free and nobody waited, else ``None``.
-        One round trip on this thread."""
-    def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> Optional[int]:
-        """Blocks this thread (GIL released) until granted: the token, or
-        ``None`` after ``timeout`` seconds (a partial grant is handed on).
-        Interruptible by Ctrl-C. Raises ``RuntimeError`` where it would wait on a running loop's thread."""
-    def release(self, n: int = 1) -> None:
-        """Returns ``n`` permits this handle holds. One round trip on this
-        thread. :class:`NotHeldError` if it holds fewer;
-        :class:`LeaseExpiredError` if they were lost with an expired session
-        (nothing is released twice). Per grant: the caller's own latest
-        grants (the calling asyncio or trio task's, else the thread's), so a
-        task's lost permit and another task's live one are told apart in any
-        order; permits the caller was not granted are counted per handle."""
-    def release_async(self, n: int = 1) -> OffLoopCall[None]:
-        """:meth:`release` off the loop."""
-    def close(self) -> None:
-        """Always a ``TypeError``: ``close()`` is the habit for "I am done",
-        and it would close the limit for every client. Use :meth:`disconnect`
-        to end this handle's session, or :meth:`close_for_everyone`."""
-    def close_async(self) -> OffLoopCall[None]:
-        """Always a ``TypeError``, as :meth:`close`."""
-    def close_for_everyone(self) -> None:
-        """Closes the semaphore for every client on every host: waiting
-        acquires everywhere raise :class:`ClosedError`, as does every later
-        acquire. One round trip. It stays closed, for later deploys too,
-        until :meth:`delete` removes its keys (once no client is connected);
-        the next connect then creates it anew."""
-    def close_for_everyone_async(self) -> OffLoopCall[None]:
-        """:meth:`close_for_everyone` off the loop."""
-    def disconnect(self) -> None:
-        """Ends this handle's session, leaving the semaphore open for every
-        other client: its queued acquires raise :class:`DisconnectedError`,
-        what it holds goes to the next waiters at once (not at the lease's
-        expiry), and every later call on the handle raises
-        :class:`DisconnectedError`. One round trip on this thread (GIL
-        released); if Redis is out of reach the session ends at its lease's
-        expiry. Idempotent."""
-    def disconnect_async(self) -> OffLoopCall[None]:
-        """:meth:`disconnect` off the loop."""
-    def __enter__(self) -> Self:
-        """``with Semaphore.connect(...) as sem:`` disconnects on exit; it
-        does not acquire (``with sem.acquire(n):`` does). ``TypeError`` when
-        nested."""
-    def __exit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> Literal[False]: ...
-    @property
-    def closed(self) -> bool:
-        """Whether this handle saw the semaphore closed (no round trip)."""
-    @property
-    def available_permits(self) -> int:
-        """Permits free right now (0 while anyone waits). One round trip."""
-    def locked(self) -> bool:
-        """Whether ``acquire()`` of one permit would wait. One round trip."""
-    def census(self) -> Dict[str, int]:
-        """``total``, ``available``, ``held`` (every client), ``partial``,
-        ``queued``, ``sessions``, ``closed``, ``last_token``: available + held
-        + partial == total at all times. One round trip."""
-    def census_async(self) -> OffLoopCall[Dict[str, int]]:
-        """:meth:`census` off the loop."""
-    def lease_lost(self) -> LeaseLost:
-        """An awaitable that completes when the session holding this handle's
-        latest grant is lost (its permits were reclaimed: stop using the
-        guarded resource). ``RuntimeError`` before any grant."""
-    def is_lease_lost(self) -> bool:
-        """Whether the session of the latest grant was lost (no round trip):
-        true at most one lease after the start of the last renewal Redis
-        confirmed, even while Redis does not answer (``lease_lost()``
-        completes then too)."""
-    async def __aenter__(self) -> int:
-        """``async with sem as token:`` takes one permit ..."""
-    async def __aexit__(
-        self,
-        exc_type: Optional[Type[BaseException]],
-        exc: Optional[BaseException],
-        tb: Optional[TracebackType],
-    ) -> None:
-        """... and releases it, off the loop."""
 
 # Internal: the wake path's glue (volt_sem/_glue.py).
 @final

@@ -29,7 +29,8 @@ def main():
         cmd, *args = line.split()
         try:
             if cmd == "acquire":
-                print(f"granted {sem.acquire_blocking(int(args[0]))}", flush=True)
+                sem.acquire_blocking(int(args[0]))
+                print(f"granted {sem.last_token}", flush=True)
             elif cmd == "release":
                 sem.release(int(args[0]))
                 print("released", flush=True)

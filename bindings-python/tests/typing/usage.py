@@ -109,23 +109,27 @@ async def shared_worker() -> None:
 # One limit across machines: the README's Redis example, then the types.
 async def redis_worker() -> None:
     db = await volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50)
-    async with db.acquire(2) as token:
-        print("fencing token", token)
-    assert_type(db, volt_sem.RedisSemaphore)
-    assert_type(token, int)
+    async with db.acquire(2) as grant:
+        print("fencing token", grant.token)
+    assert_type(db, volt_sem.Semaphore)
+    assert_type(grant, volt_sem.Acquire)
+    assert_type(grant.token, Optional[int])
     got = await db.acquire(1)
-    assert_type(got, int)
+    assert_type(got, Literal[True])
     task = asyncio.create_task(db.acquire(1))
-    assert_type(task, "asyncio.Task[int]")
-    assert_type(await asyncio.wait_for(db.acquire(1), 1.0), int)
+    assert_type(task, "asyncio.Task[Literal[True]]")
+    assert_type(await asyncio.wait_for(db.acquire(1), 1.0), Literal[True])
+    assert_type(db.last_token, Optional[int])
     lost = asyncio.ensure_future(db.lease_lost())
     assert_type(await lost, volt_sem.RedisError)
     await db.release_async(3)
     assert_type(await db.census_async(), Dict[str, int])
     async with db as one:
-        assert_type(one, int)
+        assert_type(one, None)
     await db.close_for_everyone_async()
     await db.disconnect_async()
+    old: volt_sem.RedisSemaphore = db  # the deprecated alias
+    del old
 
 
 # The README's session example: connect, work, disconnect on exit.
@@ -134,9 +138,9 @@ async def redis_session() -> None:
     connecting = volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50)
     assert_type(connecting, volt_sem.RedisConnect)
     async with connecting as db:
-        assert_type(db, volt_sem.RedisSemaphore)
-        async with db.acquire(1) as token:
-            assert_type(token, int)
+        assert_type(db, volt_sem.Semaphore)
+        async with db.acquire(1) as grant:
+            assert_type(grant.token, Optional[int])
     try:
         await db.acquire(1)
     except volt_sem.DisconnectedError as e:
@@ -155,19 +159,22 @@ def redis_thread_side() -> None:
         command_timeout=1.0,
         cluster=False,
     )
-    token = db.acquire_blocking(2, timeout=1.0)
-    assert_type(token, Optional[int])
-    if token is not None:
+    if db.acquire_blocking(2, timeout=1.0):
+        assert_type(db.last_token, Optional[int])
         db.release(2)
     with db.acquire(1) as t:
-        assert_type(t, int)
+        assert_type(t, volt_sem.Acquire)
+        assert_type(t.token, Optional[int])
     with volt_sem.Semaphore.connect("redis://127.0.0.1:6379", "db-pool", 50) as scoped:
-        assert_type(scoped, volt_sem.RedisSemaphore)
+        assert_type(scoped, volt_sem.Semaphore)
         scoped.close_for_everyone()
     scoped.disconnect()
-    assert_type(db.try_acquire(1), Optional[int])
+    assert_type(db.try_acquire(1), bool)
     assert_type(db.available_permits, int)
-    assert_type(db.total_permits, int)
+    assert_type(db.total_permits, Optional[int])
+    assert_type(db.held_permits, int)
+    assert_type(db.prefix, Optional[str])
+    volt_sem.Semaphore.delete_redis("redis://127.0.0.1:6379", "db-pool", prefix="tenant-a")
     assert_type(db.census(), Dict[str, int])
     assert_type(db.is_lease_lost(), bool)
     try:
