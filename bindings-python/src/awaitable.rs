@@ -334,7 +334,7 @@ impl Acquire {
             Some(extra) => {
                 let owner = self.owner.unwrap_or_else(Owner::thread);
                 extra.forget_grant(owner, self.grant_session, self.n);
-                crate::redis::release_from(py, &self.core, self.n, self.grant_session)
+                crate::redis::release_from(&self.core, self.n, self.grant_session)
             }
             None => self.role.release(py, &self.core, self.n),
         }
@@ -445,7 +445,7 @@ impl Acquire {
             let chan = asyncio_chan(py, &event_loop)?;
             let fut = new_future(py, &event_loop)?;
             let slot = Slot::new(self.core.clone(), self.n, fut.clone().unbind(), chan);
-            match slot.queue(py) {
+            match slot.queue() {
                 Ok(RawAcquire::Ready) => Ok((slot, None)),
                 Ok(RawAcquire::Pending) => Ok((slot, Some(fut))),
                 Err(e) => Err(acquire_error(&self.core, e)),
@@ -494,7 +494,7 @@ impl Acquire {
 /// Releases a grant nobody will hold (a cancel that met it): a Redis one
 /// per its session.
 fn give_back(py: Python<'_>, slot: &Slot) {
-    let _ = crate::redis::release_from(py, &slot.core, slot.n, slot.waiter().session());
+    let _ = crate::redis::release_from(&slot.core, slot.n, slot.waiter().session());
     after_wakes(py);
 }
 
@@ -756,17 +756,12 @@ impl TrioWaiter {
     }
 
     /// Queues the wait on `channel` for `task`; `True` if granted at once.
-    fn enqueue(
-        &mut self,
-        py: Python<'_>,
-        channel: &Bound<'_, Channel>,
-        task: Py<PyAny>,
-    ) -> PyResult<bool> {
+    fn enqueue(&mut self, channel: &Bound<'_, Channel>, task: Py<PyAny>) -> PyResult<bool> {
         if self.slot.is_some() {
             return Err(PyRuntimeError::new_err("already queued"));
         }
         let slot = Slot::new(self.core.clone(), self.n, task, channel.get().chan.clone());
-        match slot.queue(py) {
+        match slot.queue() {
             Ok(RawAcquire::Ready) => {
                 self.got = Some((slot.waiter().token(), slot.waiter().session()));
                 Ok(true)

@@ -147,9 +147,7 @@ pub(crate) fn blocking_acquire_in(
     let ctx = &*parked as *const Parked as usize;
     // SAFETY: the waiter is new and pinned; `parked` lives until after `finish_raw`
     // below, which every path reaches (no `?` in between).
-    let queued = crate::redis::request(py, core, |core| unsafe {
-        core.acquire_raw(waiter, n, wake_parked, ctx as *mut c_void)
-    });
+    let queued = unsafe { core.acquire_raw(waiter, n, wake_parked, ctx as *mut c_void) };
     let got = || (waiter.token(), waiter.session());
     match queued {
         Ok(RawAcquire::Ready) => return Ok(Some(got())),
@@ -157,16 +155,16 @@ pub(crate) fn blocking_acquire_in(
         Err(e) => return Err(acquire_error(core, e)),
     }
     let interrupted = park_in(py, waiter, deadline, session);
-    // With the GIL (released for a Redis round trip): no callback needs it
-    // (async wakes are native, see `wake`), so `finish_raw` waiting for a
-    // callback running elsewhere cannot deadlock.
+    // With the GIL: no callback needs it (async wakes are native, see
+    // `wake`), so `finish_raw` waiting for a callback running elsewhere
+    // cannot deadlock.
     // SAFETY: queued on `core` above.
-    let finish = crate::redis::request(py, core, |core| unsafe { core.finish_raw(waiter) });
+    let finish = unsafe { core.finish_raw(waiter) };
     let grant = got();
     drop(parked);
     let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();
     if granted_but_interrupted {
-        let _ = crate::redis::release_from(py, core, n, grant.1);
+        let _ = crate::redis::release_from(core, n, grant.1);
     }
     after_wakes(py);
     match (finish, interrupted) {

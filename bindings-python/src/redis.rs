@@ -6,24 +6,25 @@
 //! the ones of the local and named semaphores (`awaitable`, `blocking`,
 //! `wake`). This module holds what only Redis has: the connect arguments,
 //! the grants' fencing tokens and sessions per caller ([`Extra`]), the
-//! `lease_lost()` awaitable, the census, and [`call`], the one place that
-//! decides where a call that may wait for a round trip runs.
+//! `lease_lost()` awaitable, the census, and [`call`] / [`round_trip`], the
+//! places that decide how a call that waits for Redis runs.
 //!
 //! # Round trips and the main thread
 //!
-//! Some seam calls on a Redis handle wait for a network round trip on the
-//! calling thread (`try_acquire`, `close`, `census`, `connect`,
-//! `disconnect`, deleting a name; and, until the seam's non-blocking Redis
-//! requests land, `acquire_raw`, a queued waiter's `finish_raw` and
-//! `release` too: [`request`], one switch to flip then). [`call`] runs them
-//! with the GIL released and, on the main thread, on a short-lived thread
-//! of their own: Linux delivers a
-//! process-directed signal (Ctrl-C) to the main thread, and an interrupted
-//! socket call would count as a failed connection (an uncertain outcome
-//! gives the session up); Python sees the signal once the call returned.
-//! The `*_async` forms run the blocking ones off the event loop with
-//! `loop.run_in_executor` (trio: `trio.to_thread.run_sync`), see
-//! `volt_sem/_offloop.py`.
+//! The seam never makes a round trip on the calling thread: a Redis
+//! handle's door thread (in the redis crate) makes them all, in order. So
+//! `acquire_raw`, a queued waiter's `finish_raw` and `release` return at
+//! once and run in place, GIL held, as on a local semaphore; the calls that
+//! answer (`try_acquire`, `close`, `census`, `disconnect`) wait for the
+//! door with the GIL released ([`call`]), a wait that a signal does not
+//! break (Python sees a Ctrl-C once it returned). Only `connect` and
+//! deleting a name, which have no door yet, talk to Redis on the caller's
+//! thread: [`round_trip`] runs them, on the main thread on a short-lived
+//! thread of their own: Linux delivers a process-directed signal (Ctrl-C)
+//! to the main thread, and an interrupted socket call would count as a
+//! failed connection. The `*_async` forms run the waiting ones off the
+//! event loop with `loop.run_in_executor` (trio: `trio.to_thread.run_sync`),
+//! see `volt_sem/_offloop.py`.
 //!
 //! # Tokens and sessions, per caller
 //!
@@ -58,38 +59,19 @@ use crate::session::inert_core;
 use crate::wake::{asyncio_chan, claim_owner, push_to_loop, Chan, Channel, Slot};
 use crate::Core;
 
-/// Runs `f` on `core`, which may wait for a Redis round trip: directly for
-/// a local or named core (they never block), else with the GIL released,
-/// and on the main thread on a thread of its own (see the module docs).
+/// Runs `f` on `core`, which may wait for a Redis round trip (made by the
+/// handle's door thread): directly for a local or named core (they never
+/// wait), else with the GIL released.
 pub(crate) fn call<T: Send>(py: Python<'_>, core: &Core, f: impl FnOnce(&Core) -> T + Send) -> T {
     if core.as_redis().is_none() {
         return f(core);
     }
-    round_trip(py, || f(core))
+    py.detach(|| f(core))
 }
 
-/// Whether the seam's Redis requests (`acquire_raw`, a queued waiter's
-/// `finish_raw`, `release`) wait for a round trip on the calling thread:
-/// true until issue 28's non-blocking seam lands on main. Then false: they
-/// return at once (the outcome comes through the waiter's callback), so
-/// they run in place, GIL held, like a local semaphore's.
-const REQUESTS_BLOCK: bool = true;
-
-/// Runs a seam request (`acquire_raw`, `finish_raw`, `release`) on `core`:
-/// through [`call`] while Redis requests block ([`REQUESTS_BLOCK`]).
-pub(crate) fn request<T: Send>(
-    py: Python<'_>,
-    core: &Core,
-    f: impl FnOnce(&Core) -> T + Send,
-) -> T {
-    if REQUESTS_BLOCK {
-        call(py, core, f)
-    } else {
-        f(core)
-    }
-}
-
-/// [`call`] for a round trip without a core (connect, delete).
+/// A round trip on this thread, for the calls without a door (connect,
+/// delete): with the GIL released, and on the main thread on a thread of its
+/// own (see the module docs).
 pub(crate) fn round_trip<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
     if !crate::on_main_thread() {
         return py.detach(f);
@@ -283,7 +265,7 @@ impl Extra {
     /// `release(n)` of the caller: per grant when its own grants cover `n`.
     pub(crate) fn release(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
         let session = self.session_for_release(py, n)?;
-        release_from(py, core, n, session)
+        release_from(core, n, session)
     }
 
     fn session_lost(&self, core: &Core) -> bool {
@@ -293,11 +275,11 @@ impl Extra {
 }
 
 /// Releases `n` permits of `session` (0: counted per handle).
-pub(crate) fn release_from(py: Python<'_>, core: &Core, n: usize, session: u64) -> PyResult<()> {
-    request(py, core, |core| match core.as_redis() {
+pub(crate) fn release_from(core: &Core, n: usize, session: u64) -> PyResult<()> {
+    match core.as_redis() {
         Some(r) if session != 0 => r.release_session(n, session).map_err(Error::from),
         _ => core.release(n),
-    })
+    }
     .map_err(redis_error)
 }
 

@@ -134,21 +134,21 @@ impl Slot {
 
     /// Queues the waiter. `ctx` is the slot's address; the owner keeps its `Arc`
     /// until it has finished the slot (or lost the claim to a hand-on, which
-    /// holds its own `Arc`). A Redis request may wait for a round trip here
-    /// (`redis::request`); its callback may run before this returns, on another
-    /// thread, like a named semaphore's.
+    /// holds its own `Arc`). Never blocks (a Redis request is sent by the
+    /// handle's door thread); its callback may run before this returns, on
+    /// another thread, like a named semaphore's.
     pub(crate) fn queue(
         self: &Pin<Arc<Self>>,
-        py: Python<'_>,
     ) -> Result<volt_sem_backend::RawAcquire, volt_sem_backend::Error> {
         let me: &Slot = self;
         let ctx = me as *const Slot as usize;
         // SAFETY: the waiter is new and pinned inside the Arc; `ctx` stays valid
         // while any Arc lives, and the owner's Arc lives until `finish_raw`
         // returned (or a hand-on, holding its own Arc, finished it).
-        crate::redis::request(py, &self.core, |core| unsafe {
-            core.acquire_raw(me.waiter(), me.n, wake_async, ctx as *mut c_void)
-        })
+        unsafe {
+            self.core
+                .acquire_raw(me.waiter(), me.n, wake_async, ctx as *mut c_void)
+        }
     }
 }
 
@@ -159,9 +159,9 @@ pub(crate) enum Owned {
     HandedOn,
 }
 
-/// Finishes a slot from its owner's side, GIL held (released for a Redis
-/// request's round trip, `redis::request`): no callback ever needs the GIL, so
-/// `finish_raw` waiting for one running on another thread cannot deadlock.
+/// Finishes a slot from its owner's side, GIL held: no callback ever needs
+/// the GIL, so `finish_raw` waiting for one running on another thread cannot
+/// deadlock.
 /// Then runs [`after_wakes`] for the wakes a cancel caused.
 pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
     if slot
@@ -172,9 +172,7 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         return Owned::HandedOn;
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
-    let finish = crate::redis::request(py, &slot.core, |core| unsafe {
-        core.finish_raw(slot.waiter())
-    });
+    let finish = unsafe { slot.core.finish_raw(slot.waiter()) };
     after_wakes(py);
     Owned::Finished(finish)
 }
