@@ -149,6 +149,14 @@ def connect(url, name, permits, **kw):
     return volt_sem.Semaphore.connect(url, name, permits, **kw)
 
 
+def applied(*sems):
+    """Returns once the releases and cancels made through `sems` reached
+    Redis: they return at once (each handle's door thread applies them, in
+    order), and a call that answers, such as a census, runs after them."""
+    for s in sems:
+        s.census()
+
+
 def conserved(sem, total):
     c = sem.census()
     assert c["available"] + c["held"] + c["partial"] == c["total"] == total, c
@@ -304,6 +312,7 @@ def test_fifo_weighted_not_overtaken_across_handles(server, name):
         assert t1 > t3
         big.release(3)
         small.release(1)
+    applied(big, small)
     c = conserved(holder, 4)
     assert c["available"] == 4
 
@@ -355,6 +364,7 @@ def test_cancel_and_timeout_hand_partial_grants_on(server, name):
         assert results["t"] is False
         assert f.result(10) > 0
     other.release(4)
+    applied(other)
     c = conserved(sem, 4)
     assert c["available"] == 4 and c["queued"] == 0
 
@@ -487,6 +497,7 @@ def test_close_fails_waiters_everywhere(server, name):
             sem.acquire_blocking(1, timeout=1)
         assert sem.closed
         sem.release(2)  # held permits can still be released
+        applied(sem)
     finally:
         w.close()
     c = conserved(closer, 2)
