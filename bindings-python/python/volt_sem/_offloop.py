@@ -67,18 +67,3 @@ class RedisConnect(OffLoop):
         if self._made is not None:
             await self._made.disconnect_async()
 
-
-def _in_trio(trio):
-    try:
-        trio.lowlevel.current_task()
-    except RuntimeError:
-        return False
-    return True
-
-
-def trio_wait(waiter, acquire):
-    """What `await acquire` iterates in a trio task; None outside trio."""
-    trio = sys.modules.get("trio")
-    if trio is None or not _in_trio(trio):
-        return None
-    return _trio_acquire(trio, waiter, acquire).__await__()
