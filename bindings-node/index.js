@@ -788,9 +788,6 @@ class Semaphore {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
     if (this.#disconnected) return Promise.reject(this.#gone());
-    // Redis: acquire(0) asks Redis whether it is closed (a round trip, off
-    // the event loop); every other acquire queues at once.
-    if (this.#redis && n === 0) return this.#tryRedis(0, value, onGrant);
     let r;
     try {
       r = native.acquire(this.#h, n); // throws for a named or Redis semaphore's failures

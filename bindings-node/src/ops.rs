@@ -56,7 +56,8 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     let s = &h.sem;
     let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
     // A Redis try is a round trip: straight to the queue, which never waits
-    // for the network (index.js sends an acquire of 0 off the JS thread).
+    // for the network (an acquire of 0 too: whether the semaphore is closed
+    // comes back through the callback).
     let redis = s.is_redis();
     if !redis {
         match s.core.try_acquire(n) {
