@@ -184,11 +184,11 @@
 mod acquire;
 mod blocking;
 mod coop;
-mod delivery;
 pub mod docs;
 mod error;
 mod fork;
 mod mutex;
+pub mod raw;
 mod rwlock;
 mod semaphore;
 mod sync;
