@@ -161,6 +161,11 @@ impl ShmWaiter {
     pub fn requested(&self) -> usize {
         self.requested.load(Relaxed) as usize
     }
+
+    /// The protocol node (`volt_sem::raw`) inside this waiter.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
 }
 
 /// This process's waiters queued in the segment, by slot index.

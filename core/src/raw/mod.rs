@@ -11,6 +11,10 @@
 //! completes waiters of another does not run their callbacks nested inside
 //! its own.
 //!
+//! [`Wait`] is the async acquire over any backend's raw API (a
+//! [`RawWait`]), with the backend's waiter embedded in the future: the
+//! shared-memory and Redis semaphores' `acquire` futures, allocation-free.
+//!
 //! # The algorithm
 //!
 //! A request goes `IDLE -> WAITING` when its backend queues it (the owner,
@@ -61,10 +65,12 @@
 
 pub mod delivery;
 mod finish;
+mod future;
 mod node;
 pub mod phase;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
 pub use finish::{finish, Finisher};
+pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
