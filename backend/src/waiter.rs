@@ -46,20 +46,7 @@ pub struct Waiter {
     kind: AtomicU8,
 }
 
-impl Default for Waiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for Waiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Waiter")
-            .field("state", &self.state())
-            .field("requested", &self.requested())
-            .finish_non_exhaustive()
-    }
-}
+volt_sem::waiter_impls!(Waiter);
 
 /// Whether this thread is running the wake callback of a waiter queued on a
 /// shared or Redis semaphore: it is then that process's doorbell thread of

@@ -907,27 +907,9 @@ impl Semaphore {
     /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
     /// ```
     pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
-        /// The local semaphore's part of `raw::finish`.
-        struct Local<'a>(&'a Semaphore, &'a Waiter);
-        impl raw::Finisher for Local<'_> {
-            type Output = Finish;
-            fn idle(&mut self) -> Finish {
-                Finish::Idle
-            }
-            fn cancel(&mut self) -> Option<Finish> {
-                self.0.cancel_queued(self.1)
-            }
-            fn outcome(&mut self, granted: bool) -> Finish {
-                if granted {
-                    Finish::Granted
-                } else {
-                    Finish::Closed
-                }
-            }
-        }
         let waiter = waiter.get_ref();
         // SAFETY: forwarded contract: idle or queued on this semaphore, pinned.
-        unsafe { raw::finish(&waiter.node, Local(self, waiter)) }
+        unsafe { raw::finish(&waiter.node, raw::CancelWith(|| self.cancel_queued(waiter))) }
     }
 
     /// Removes a WAITING waiter. `None` if a notifier unlinked it first.

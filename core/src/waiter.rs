@@ -138,33 +138,7 @@ unsafe impl Send for Waiter {}
 // SAFETY: see `Send`: shared access goes through the atomic phase or the lock.
 unsafe impl Sync for Waiter {}
 
-impl Default for Waiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for Waiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Waiter")
-            .field("state", &self.state())
-            .field("requested", &self.requested())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Waiter {
-    /// A waiter dropped while [busy](Self::is_busy) would leave a dangling node in
-    /// a semaphore's queue (or a callback about to run on freed memory): a
-    /// use-after-free that the `unsafe` contract of `acquire_raw` forbids. Rather
-    /// than let it corrupt memory, the process aborts with a message.
-    fn drop(&mut self) {
-        if self.is_busy() {
-            eprintln!("volt-sem: a Waiter was dropped while queued or being woken; aborting");
-            std::process::abort();
-        }
-    }
-}
+crate::waiter_impls!(Waiter);
 
 impl Waiter {
     /// A new, idle waiter. `const`, so a waiter can be built in a static or

@@ -74,27 +74,7 @@ pub struct RedisWaiter {
     _pinned: PhantomPinned,
 }
 
-// SAFETY: shared access goes through atomics, the `outcome` mutex, the
-// handle's state mutex (the table) or the `raw` protocol of `node`. `ctx` is
-// the caller's contract, as in volt-sem's `Waiter`.
-unsafe impl Send for RedisWaiter {}
-// SAFETY: as above.
-unsafe impl Sync for RedisWaiter {}
-
-impl Default for RedisWaiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for RedisWaiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("RedisWaiter")
-            .field("state", &self.state())
-            .field("requested", &self.requested())
-            .finish_non_exhaustive()
-    }
-}
+volt_sem::waiter_impls!(RedisWaiter);
 
 impl Drop for RedisWaiter {
     /// A waiter dropped while busy would leave a dangling pointer in the

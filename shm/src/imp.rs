@@ -86,36 +86,7 @@ pub struct ShmWaiter {
     _pinned: PhantomPinned,
 }
 
-// SAFETY: shared access goes through atomics or the local table's mutex (see
-// the type's docs); `ctx` is the caller's contract, as in volt-sem's `Waiter`.
-unsafe impl Send for ShmWaiter {}
-// SAFETY: as above.
-unsafe impl Sync for ShmWaiter {}
-
-impl Default for ShmWaiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for ShmWaiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ShmWaiter")
-            .field("state", &self.state())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for ShmWaiter {
-    fn drop(&mut self) {
-        if self.is_busy() {
-            eprintln!(
-                "volt-sem-shm: a ShmWaiter was dropped while queued or being woken; aborting"
-            );
-            std::process::abort();
-        }
-    }
-}
+volt_sem::waiter_impls!(ShmWaiter);
 
 impl ShmWaiter {
     /// A new, idle waiter.
@@ -399,6 +370,31 @@ impl Inner {
 
     fn local(&self) -> MutexGuard<'_, Local> {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// `finish_raw`'s cancel of a WAITING waiter (`raw::Finisher::cancel`):
+    /// out of the local table, then its slot finished (a partial grant
+    /// handed on). `None` if the doorbell thread claimed it first.
+    fn cancel(&self, w: &ShmWaiter) -> Option<Finish> {
+        let slot = w.slot.load(Relaxed);
+        {
+            let mut local = self.local();
+            if !ptr::eq(local.table[slot as usize], w) {
+                return None;
+            }
+            local.table[slot as usize] = ptr::null();
+            local.count -= 1;
+        }
+        let (me, seq) = (self.me, w.seq.load(Relaxed));
+        let out = self.locked(|l| l.finish(me, slot, seq));
+        w.node.set_phase(phase::IDLE, Relaxed);
+        Some(match out {
+            Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
+                returned: returned as usize,
+            },
+            Ok(SlotOutcome::Granted) => Finish::Granted,
+            _ => Finish::Closed,
+        })
     }
 }
 
@@ -820,46 +816,9 @@ impl Attachment {
     /// # Safety
     /// As `SharedSemaphore::finish_raw`.
     pub(crate) unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
-        /// The segment's part of `raw::finish`.
-        struct Shm<'a>(&'a Inner, &'a ShmWaiter);
-        impl raw::Finisher for Shm<'_> {
-            type Output = Finish;
-            fn idle(&mut self) -> Finish {
-                Finish::Idle
-            }
-            fn cancel(&mut self) -> Option<Finish> {
-                let Shm(inner, w) = *self;
-                let slot = w.slot.load(Relaxed);
-                {
-                    let mut local = inner.local();
-                    if !ptr::eq(local.table[slot as usize], w) {
-                        return None; // claimed by the doorbell thread meanwhile
-                    }
-                    local.table[slot as usize] = ptr::null();
-                    local.count -= 1;
-                }
-                let (me, seq) = (inner.me, w.seq.load(Relaxed));
-                let out = inner.locked(|l| l.finish(me, slot, seq));
-                w.node.set_phase(phase::IDLE, Relaxed);
-                Some(match out {
-                    Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
-                        returned: returned as usize,
-                    },
-                    Ok(SlotOutcome::Granted) => Finish::Granted,
-                    _ => Finish::Closed,
-                })
-            }
-            fn outcome(&mut self, granted: bool) -> Finish {
-                if granted {
-                    Finish::Granted
-                } else {
-                    Finish::Closed
-                }
-            }
-        }
         let w = waiter.get_ref();
         // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
-        unsafe { raw::finish(&w.node, Shm(&self.inner, w)) }
+        unsafe { raw::finish(&w.node, raw::CancelWith(|| self.inner.cancel(w))) }
     }
 
     /// A blocking acquire: the thread sleeps on the futex word of its own

@@ -3,6 +3,7 @@
 
 use super::node::Node;
 use super::{delivery, phase};
+use crate::semaphore::Finish;
 use crate::sync::{self, Ordering};
 
 /// The part of `finish` that varies per backend (maitake-sync style: the
@@ -24,6 +25,31 @@ pub trait Finisher {
     /// The waiter's request ended, granted or not, and the caller now owns the
     /// outcome: read (and consume) it from where the backend keeps it.
     fn outcome(&mut self, granted: bool) -> Self::Output;
+}
+
+/// The [`Finisher`] of a backend whose outcomes are [`Finish`]'s (granted or
+/// closed, kept in the phase itself): only the cancel varies, given as a
+/// closure (see [`Finisher::cancel`]).
+pub struct CancelWith<C>(pub C);
+
+impl<C: FnMut() -> Option<Finish>> Finisher for CancelWith<C> {
+    type Output = Finish;
+
+    fn idle(&mut self) -> Finish {
+        Finish::Idle
+    }
+
+    fn cancel(&mut self) -> Option<Finish> {
+        (self.0)()
+    }
+
+    fn outcome(&mut self, granted: bool) -> Finish {
+        if granted {
+            Finish::Granted
+        } else {
+            Finish::Closed
+        }
+    }
 }
 
 /// Ends the request of `node`, whatever phase it is in, and returns its

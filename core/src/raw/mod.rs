@@ -70,7 +70,30 @@ mod node;
 pub mod phase;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
-pub use finish::{finish, Finisher};
+pub use finish::{finish, CancelWith, Finisher};
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
+
+/// `Default` (an idle waiter, `new()`) and `Debug` (its `state()` and
+/// `requested()`) for a backend's waiter type: the same for every backend.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! waiter_impls {
+    ($t:ident) => {
+        impl Default for $t {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl core::fmt::Debug for $t {
+            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("state", &self.state())
+                    .field("requested", &self.requested())
+                    .finish_non_exhaustive()
+            }
+        }
+    };
+}

@@ -68,6 +68,25 @@ unsafe impl Send for Node {}
 // SAFETY: as for `Send`.
 unsafe impl Sync for Node {}
 
+impl Drop for Node {
+    /// A waiter dropped while busy would leave a dangling node in its
+    /// backend's queue or table (or a callback about to run on freed memory):
+    /// a use-after-free that the `unsafe` contract of every `acquire_raw`
+    /// forbids. Rather than let it corrupt memory, the process aborts with a
+    /// message naming the waiter's type.
+    fn drop(&mut self) {
+        if self.is_busy() {
+            let what = match self.backend {
+                Backend::Local => "volt-sem: a Waiter",
+                Backend::Shared => "volt-sem-shm: a ShmWaiter",
+                Backend::Redis => "volt-sem-redis: a RedisWaiter",
+            };
+            eprintln!("{what} was dropped while queued or being woken; aborting");
+            std::process::abort();
+        }
+    }
+}
+
 impl Node {
     /// A new, idle node of `backend`.
     #[cfg(not(volt_loom))]
