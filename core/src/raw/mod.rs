@@ -68,6 +68,8 @@ mod finish;
 mod future;
 mod node;
 pub mod phase;
+#[cfg(all(test, not(volt_loom)))]
+mod tests;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
 pub use finish::{finish, CancelWith, Finisher};
