@@ -33,7 +33,7 @@
 //! * `pending`: nodes claimed but not yet called back. Their owners' `finish`
 //!   on other threads waits for the callback. `finish` on this very thread (a
 //!   callback finishing a *sibling* completed by the same operation) cannot
-//!   wait, since the callback would run only after it returns: [`take_pending`]
+//!   wait, since the callback would run only after it returns: `take_pending`
 //!   unlinks the sibling instead, so its callback never runs and the outcome
 //!   goes to the caller.
 //!
