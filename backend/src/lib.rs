@@ -92,10 +92,10 @@
 //! 2. The backend's raw waiter goes into [`Waiter`] as one more field (mind
 //!    [`WAITER_MAX_SIZE`]: C's `volt_waiter` is fixed at 512 bytes, of which
 //!    the C library uses 48 for its own bookkeeping), plus a `kind` value;
-//!    `state`, `is_busy`, `requested` and `in_own_callback` get their arm. If
-//!    the backend calls back from its own thread, route the callback through
-//!    the waiter's `trampoline` so that `in_own_callback` stays true inside
-//!    it.
+//!    `state`, `is_busy`, `requested`, `in_own_callback` and
+//!    `callback_pending_here` get their arm. The backend's waiter embeds a
+//!    `volt_sem::raw::Node` and completes it through `volt_sem::raw`'s
+//!    per-thread trampoline, whatever thread it calls back from.
 //! 3. Map its errors in `error.rs` (`From<TheirError> for Error`).
 //! 4. The bindings need no change for existing operations: they call the
 //!    methods of [`Semaphore`]. Each adds its front door (C `volt_sem_open`

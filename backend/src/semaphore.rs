@@ -356,26 +356,16 @@ impl Semaphore {
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) => {
                 waiter.set_kind(kind::SHARED);
-                // SAFETY: not busy (contract): no trampoline reads it now.
-                unsafe { waiter.set_wake(wake, ctx) };
-                let me = waiter.get_ref() as *const Waiter as *mut c_void;
-                // SAFETY: the backend waiter is pinned and outlives the
-                // request (contract), so the trampoline's `ctx` (the waiter
-                // itself) stays valid; the caller's `ctx` as forwarded.
-                Ok(unsafe { s.acquire_raw(waiter.shared(), n, crate::waiter::trampoline, me) }?)
+                // SAFETY: forwarded contract.
+                Ok(unsafe { s.acquire_raw(waiter.shared(), n, wake, ctx) }?)
             }
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => Err(Error::Unsupported),
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => {
                 waiter.set_kind(kind::REDIS);
-                // SAFETY: not busy (contract): no trampoline reads it now.
-                unsafe { waiter.set_wake(wake, ctx) };
-                let me = waiter.get_ref() as *const Waiter as *mut c_void;
-                // SAFETY: as for the shared backend: the backend waiter is
-                // pinned and outlives the request, so the trampoline's `ctx`
-                // stays valid.
-                Ok(unsafe { s.acquire_raw(waiter.redis(), n, crate::waiter::trampoline, me) }?)
+                // SAFETY: forwarded contract.
+                Ok(unsafe { s.acquire_raw(waiter.redis(), n, wake, ctx) }?)
             }
         }
     }

@@ -7,17 +7,16 @@
 //! `kind` says which (written by the owner in `acquire_raw`, before the
 //! request can be seen by anyone, like the core waiter's own request fields).
 //!
-//! Shared and Redis waiters are called back through [`trampoline`], which
-//! marks the waiter as the one whose callback runs on this thread, so that
-//! [`Waiter::in_own_callback`] answers for every backend (the local core
-//! tracks its own callbacks; the shm and Redis crates do not expose it).
+//! Every backend's callbacks run through the core's one per-thread
+//! trampoline (`volt_sem::raw::delivery`), so [`Waiter::in_own_callback`]
+//! and [`Waiter::callback_pending_here`] answer for every backend, and
+//! callbacks never nest, across backends too.
 
-use core::cell::{Cell, UnsafeCell};
-use core::ffi::c_void;
 use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use volt_sem::{WaiterState, WakeFn};
+use volt_sem::raw::{current_backend, Backend};
+use volt_sem::WaiterState;
 #[cfg(feature = "redis")]
 use volt_sem_redis::{RedisWaiter, RedisWaiterState};
 #[cfg(target_os = "linux")]
@@ -45,72 +44,9 @@ pub struct Waiter {
     #[cfg(feature = "redis")]
     redis: RedisWaiter,
     kind: AtomicU8,
-    /// The caller's callback for a shared or Redis request, called by the
-    /// trampoline.
-    /// Owner field: written before the request is queued, read by the
-    /// trampoline after the shm crate published the grant.
-    wake: UnsafeCell<Option<(WakeFn, *mut c_void)>>,
 }
 
-// SAFETY: the inner waiters are Send + Sync; `kind` is atomic; `wake` is
-// written only by the owner while the waiter is not busy (no trampoline can
-// run) and read by the trampoline, which the shm and Redis crates order after
-// the queueing (their waiter-table locks). `ctx` is the caller's contract, as for
-// the inner waiters.
-unsafe impl Send for Waiter {}
-// SAFETY: as above.
-unsafe impl Sync for Waiter {}
-
-impl Default for Waiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for Waiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Waiter")
-            .field("state", &self.state())
-            .field("requested", &self.requested())
-            .finish_non_exhaustive()
-    }
-}
-
-thread_local! {
-    /// The shared or Redis waiter whose callback runs on this thread now
-    /// (the shm doorbell thread and the Redis agent call them one after
-    /// another; a callback that loses a Redis session may complete others
-    /// inside it, hence the saved and restored previous mark).
-    static CURRENT: Cell<*const Waiter> = const { Cell::new(core::ptr::null()) };
-}
-
-/// The callback the shm and Redis crates call for a backend waiter: runs the
-/// caller's callback with the caller's context, marked as "inside" for
-/// [`Waiter::in_own_callback`].
-pub(crate) unsafe extern "C" fn trampoline(ctx: *mut c_void) {
-    // SAFETY: `ctx` is the pinned `Waiter` given to `acquire_raw`, valid until
-    // `finish_raw` returned, which waits for this callback to return.
-    let w = unsafe { &*(ctx as *const Waiter) };
-    // SAFETY: written by the owner before queueing; not written again while
-    // the waiter is busy (it is: this callback has not returned).
-    let wake = unsafe { *w.wake.get() };
-    if let Some((wake, user_ctx)) = wake {
-        let prev = CURRENT.with(|c| c.replace(w));
-        // Restores the previous mark even if `wake` unwinds (a Rust callback's
-        // panic; a foreign unwind aborts at the shm crate's boundary).
-        struct Restore(*const Waiter);
-        impl Drop for Restore {
-            fn drop(&mut self) {
-                let prev = self.0;
-                let _ = CURRENT.try_with(|c| c.set(prev));
-            }
-        }
-        let _restore = Restore(prev);
-        // SAFETY: the caller of `acquire_raw` made `wake(ctx)` callable once,
-        // from any thread, until `finish_raw` returned.
-        unsafe { wake(user_ctx) };
-    }
-}
+volt_sem::waiter_impls!(Waiter);
 
 /// Whether this thread is running the wake callback of a waiter queued on a
 /// shared or Redis semaphore: it is then that process's doorbell thread of
@@ -120,7 +56,7 @@ pub(crate) unsafe extern "C" fn trampoline(ctx: *mut c_void) {
 /// call returns" (Python's check for closed loops) must not defer it there:
 /// on the first two, no call of its own will ever return.
 pub fn in_shared_callback() -> bool {
-    CURRENT.try_with(|c| !c.get().is_null()).unwrap_or(false)
+    matches!(current_backend(), Some(Backend::Shared | Backend::Redis))
 }
 
 impl Waiter {
@@ -133,7 +69,6 @@ impl Waiter {
             #[cfg(feature = "redis")]
             redis: RedisWaiter::new(),
             kind: AtomicU8::new(kind::NONE),
-            wake: UnsafeCell::new(None),
         }
     }
 
@@ -146,12 +81,6 @@ impl Waiter {
     #[inline]
     pub(crate) fn set_kind(&self, k: u8) {
         self.kind.store(k, Ordering::Relaxed);
-    }
-
-    /// Owner only, while not busy (no trampoline can be running).
-    pub(crate) unsafe fn set_wake(&self, wake: WakeFn, ctx: *mut c_void) {
-        // SAFETY: forwarded contract: nobody else reads or writes it now.
-        unsafe { *self.wake.get() = Some((wake, ctx)) };
     }
 
     #[inline]
@@ -274,13 +203,10 @@ impl Waiter {
     pub fn in_own_callback(&self) -> bool {
         match self.kind() {
             kind::LOCAL => self.local.in_own_callback(),
-            kind::SHARED => CURRENT
-                .try_with(|c| core::ptr::eq(c.get(), self))
-                .unwrap_or(false),
+            #[cfg(target_os = "linux")]
+            kind::SHARED => self.shared.in_own_callback(),
             #[cfg(feature = "redis")]
-            kind::REDIS => CURRENT
-                .try_with(|c| core::ptr::eq(c.get(), self))
-                .unwrap_or(false),
+            kind::REDIS => self.redis.in_own_callback(),
             _ => false,
         }
     }
@@ -288,12 +214,15 @@ impl Waiter {
     /// Whether this waiter's callback is still to run on this thread, after
     /// the one running now (the same release, close or cancel completed
     /// both): `finish_raw` here then takes its outcome at once and the
-    /// callback is never called. Local semaphores only (the core's
-    /// per-thread deliveries); `false` for the other backends.
+    /// callback is never called.
     #[inline]
     pub fn callback_pending_here(&self) -> bool {
         match self.kind() {
             kind::LOCAL => self.local.callback_pending_here(),
+            #[cfg(target_os = "linux")]
+            kind::SHARED => self.shared.callback_pending_here(),
+            #[cfg(feature = "redis")]
+            kind::REDIS => self.redis.callback_pending_here(),
             _ => false,
         }
     }

@@ -206,6 +206,13 @@ fn lease_loss_fails_waiters_and_completes_the_watch_of_a_grant() {
     // SAFETY: pinned in this frame; `p` outlives finish_raw.
     let r = unsafe { sem.acquire_raw(w.as_ref(), 2, probe, &p as *const Probe as *mut c_void) };
     assert_eq!(r, Ok(RawAcquire::Pending));
+    // The request must be queued in Redis before Redis stops: until its
+    // script's answer came back, a stop makes it fail with the call's own
+    // Connection error, not LeaseExpired (the door sends it after
+    // `acquire_raw` returned).
+    eventually("queued in Redis", Duration::from_secs(10), || {
+        blocker.as_redis().unwrap().census().unwrap().queued == 1
+    });
 
     let mut watch = sem
         .lease_watch(g.session())

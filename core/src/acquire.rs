@@ -6,9 +6,10 @@ use core::task::{Context, Poll};
 
 use crate::coop;
 use crate::error::{AcquireError, TryAcquireError};
+use crate::raw::{phase, Notify};
 use crate::semaphore::{Finish, RawAcquire, Semaphore};
 use crate::sync::Ordering;
-use crate::waiter::{phase, Notify, Waiter};
+use crate::waiter::Waiter;
 
 use std::sync::Arc;
 
@@ -382,14 +383,14 @@ impl Request {
                 Stage::Queued => {
                     // Acquire: pairs with the notifier's Release store, so the grant
                     // (and the releasers' critical sections) happen-before our return.
-                    match self.waiter.phase.load(Ordering::Acquire) {
+                    match self.waiter.node.phase(Ordering::Acquire) {
                         phase::GRANTED => {
-                            self.waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+                            self.waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
                             self.stage = Stage::Done;
                             return Poll::Ready(Ok(()));
                         }
                         phase::CLOSED => {
-                            self.waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+                            self.waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
                             self.stage = Stage::Done;
                             return Poll::Ready(Err(AcquireError::Closed));
                         }

@@ -109,7 +109,9 @@
 //!    first (a per-thread trampoline). So a chain of any length of callbacks that
 //!    each release to the next uses a bounded amount of stack, and the release
 //!    call inside a callback returns before the waiters it completed are called
-//!    back ([`Waiter::state`] already says `Granted`).
+//!    back ([`Waiter::state`] already says `Granted`). The trampoline is one
+//!    per thread for every backend ([`raw`]): it holds across the local,
+//!    shared-memory and Redis semaphores alike.
 //! 4. It must be short, must not block and must not unwind (a `WakeFn` is
 //!    `extern "C"`: a panic or foreign exception escaping it aborts the
 //!    process). [`Semaphore::finish_raw`] on another thread waits for it to
@@ -184,11 +186,11 @@
 mod acquire;
 mod blocking;
 mod coop;
-mod delivery;
 pub mod docs;
 mod error;
 mod fork;
 mod mutex;
+pub mod raw;
 mod rwlock;
 mod semaphore;
 mod sync;

@@ -7,11 +7,12 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::Waker;
 
-use crate::delivery;
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
+use crate::raw;
+use crate::raw::{phase, Notify};
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 use crate::wait_list::WaitList;
-use crate::waiter::{phase, Notify, Waiter, WakeFn};
+use crate::waiter::{Waiter, WakeFn};
 use crate::wake_batch::{Rethrow, Wake, WakeBatch};
 
 const CLOSED: usize = 0b01;
@@ -548,10 +549,11 @@ impl Semaphore {
             // threads may take locks that nobody in the child will release. A
             // `Waker` leaks (a reference count, in a child).
             let notify = w
+                .node
                 .notify
                 .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
             core::mem::forget(notify);
-            w.phase.store(phase::CLOSED, Ordering::Release);
+            w.node.set_phase(phase::CLOSED, Ordering::Release);
         }
         list.stamp_generation();
         // The queue is empty now: clear QUEUED and bank the partial grants. No
@@ -578,6 +580,7 @@ impl Semaphore {
         // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
         let w = unsafe { waiter.as_ref() };
         let is_callback = w
+            .node
             .notify
             .with(|n| unsafe { matches!(&*n, Notify::Callback(..)) });
         if is_callback {
@@ -589,15 +592,16 @@ impl Semaphore {
             } else {
                 phase::NOTIFYING_CLOSED
             };
-            w.phase.store(notifying, Ordering::Release);
+            w.node.set_phase(notifying, Ordering::Release);
             wakes.push(Wake::Callback(waiter));
             return;
         }
         let notify = w
+            .node
             .notify
             .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
         // Last access: once the owner sees the final phase, it may free the waiter.
-        w.phase.store(final_phase, Ordering::Release);
+        w.node.set_phase(final_phase, Ordering::Release);
         if let Notify::Waker(waker) = notify {
             wakes.push(Wake::Waker(waker));
         }
@@ -730,13 +734,16 @@ impl Semaphore {
                         // SAFETY: lock-guarded fields, lock held; the waiter is not
                         // yet reachable by anyone else.
                         waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
-                        waiter.notify.with_mut(|slot| unsafe { *slot = notify });
+                        waiter
+                            .node
+                            .notify
+                            .with_mut(|slot| unsafe { *slot = notify });
                         // Release: whoever sees WAITING sees the generation too
                         // (`Waiter::state` in a forked child).
                         waiter
                             .fork_generation
                             .store(crate::fork::generation() as u32, Ordering::Relaxed);
-                        waiter.phase.store(phase::WAITING, Ordering::Release);
+                        waiter.node.set_phase(phase::WAITING, Ordering::Release);
                         if list.is_empty() {
                             list.stamp_generation();
                         }
@@ -762,11 +769,11 @@ impl Semaphore {
     pub(crate) fn update_waker(&self, waiter: &Waiter, waker: &Waker) -> bool {
         let mut new = Some(Notify::Waker(waker.clone()));
         let still_queued = self.locked(|_| {
-            if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+            if waiter.node.phase(Ordering::Relaxed) != phase::WAITING {
                 return false;
             }
             // SAFETY: lock-guarded field, lock held; the waiter is queued here.
-            waiter.notify.with_mut(|slot| unsafe {
+            waiter.node.notify.with_mut(|slot| unsafe {
                 if !matches!(&*slot, Notify::Waker(old) if old.will_wake(waker)) {
                     new = Some(core::mem::replace(&mut *slot, new.take().unwrap()));
                 }
@@ -854,7 +861,7 @@ impl Semaphore {
         // forget it, so that a `Ready` or an error leaves the waiter Idle rather
         // than reporting the old outcome again. The waiter is not busy, so only
         // its owner (this thread) touches the phase.
-        waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+        waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
         // SAFETY: forwarded caller contract.
         unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
     }
@@ -901,60 +908,8 @@ impl Semaphore {
     /// ```
     pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
         let waiter = waiter.get_ref();
-        let mut round = 0;
-        loop {
-            match waiter.phase.load(Ordering::Acquire) {
-                phase::IDLE => return Finish::Idle,
-                phase::GRANTED => {
-                    waiter.phase.store(phase::IDLE, Ordering::Relaxed);
-                    return Finish::Granted;
-                }
-                phase::CLOSED => {
-                    waiter.phase.store(phase::IDLE, Ordering::Relaxed);
-                    return Finish::Closed;
-                }
-                phase::WAITING => {
-                    if let Some(finish) = self.cancel_queued(waiter) {
-                        return finish;
-                    }
-                    // Unlinked by a notifier meanwhile: look again.
-                }
-                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
-                    if delivery::in_own_callback(waiter) =>
-                {
-                    waiter
-                        .phase
-                        .store(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
-                    return Self::outcome_of(p);
-                }
-                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
-                    if delivery::take_pending(waiter) =>
-                {
-                    // Its callback was still to run on this thread, after the one
-                    // running now: waiting would hang. It was taken out of the
-                    // thread's deliveries instead and will never be called.
-                    // Release: publishes to the owner, as the trampoline would.
-                    waiter.phase.store(phase::IDLE, Ordering::Release);
-                    return Self::outcome_of(p);
-                }
-                phase::NOTIFYING_CONSUMED if delivery::in_own_callback(waiter) => {
-                    return Finish::Idle
-                }
-                _ => {
-                    // NOTIFYING on another thread: its callback is running.
-                    sync::spin_wait(round);
-                    round = round.saturating_add(1);
-                }
-            }
-        }
-    }
-
-    fn outcome_of(notifying: u8) -> Finish {
-        if notifying == phase::NOTIFYING_GRANTED {
-            Finish::Granted
-        } else {
-            Finish::Closed
-        }
+        // SAFETY: forwarded contract: idle or queued on this semaphore, pinned.
+        unsafe { raw::finish(&waiter.node, raw::CancelWith(|| self.cancel_queued(waiter))) }
     }
 
     /// Removes a WAITING waiter. `None` if a notifier unlinked it first.
@@ -962,7 +917,7 @@ impl Semaphore {
         let mut wakes = WakeBatch::new();
         let mut rethrow = Rethrow::new();
         let (returned, rem, served, notify) = self.locked(|list| {
-            if waiter.phase.load(Ordering::Relaxed) != phase::WAITING {
+            if waiter.node.phase(Ordering::Relaxed) != phase::WAITING {
                 return None;
             }
             // SAFETY: WAITING under the lock means linked in this semaphore's queue
@@ -971,11 +926,12 @@ impl Semaphore {
                 list.remove(NonNull::from(waiter));
                 let returned = waiter.requested() - waiter.remaining.with(|r| *r);
                 let notify = waiter
+                    .node
                     .notify
                     .with_mut(|n| core::mem::replace(&mut *n, Notify::None));
                 (returned, notify)
             };
-            waiter.phase.store(phase::IDLE, Ordering::Relaxed);
+            waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
             let mut rem = returned;
             let served = if returned > 0 {
                 // The partial grant goes on to the next waiters, FIFO. Cannot

@@ -49,21 +49,6 @@ impl WaitList {
         self.generation = crate::fork::generation();
     }
 
-    /// Whether `waiter` is linked in this list. Walks it from the head: for the
-    /// rare paths only (a sibling finished from a callback).
-    pub(crate) fn contains(&self, waiter: &Waiter) -> bool {
-        let mut cur = self.head;
-        while let Some(w) = cur {
-            if core::ptr::eq(w.as_ptr(), waiter) {
-                return true;
-            }
-            // SAFETY: every linked waiter is valid (push_back contract), and its
-            // links are guarded by whatever guards `self`.
-            cur = unsafe { w.as_ref().links.with(|l| (*l).next) };
-        }
-        false
-    }
-
     /// Links `waiter` at the tail.
     ///
     /// # Safety

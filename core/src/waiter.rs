@@ -8,18 +8,21 @@
 //!   under the semaphore lock when it enqueues, read by notifiers under that
 //!   lock; relaxed atomics only so that the public getters may be called from any
 //!   thread at any time without a data race;
-//! * **lock-guarded fields** (`links`, `remaining`, `notify`): read and written only
-//!   with the semaphore's queue lock held, except that the owner may write
-//!   `notify` before the waiter is published and a notifier reads a callback
-//!   `notify` after popping the waiter (see `Phase::NOTIFYING_*`);
-//! * **`phase`**: an atomic, the only field read without the lock.
+//! * **lock-guarded fields** (`links`, `remaining`, `node.notify`): read and
+//!   written only with the semaphore's queue lock held, except that the owner
+//!   may write `notify` before the waiter is published and a notifier reads a
+//!   callback `notify` after popping the waiter (see `raw::phase::NOTIFYING_*`);
+//! * **`node.phase`**: an atomic, the only field read without the lock.
+//!
+//! The phase machine, the wake callback's delivery and `finish_raw` are the
+//! generic protocol of [`crate::raw`], shared with the other backends.
 
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
 use core::ptr::NonNull;
-use core::task::Waker;
 
-use crate::sync::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering, UnsafeCell};
+use crate::raw::{phase, Backend, Node};
+use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
 
 /// A wake callback: called once, with the context pointer given at enqueue time,
 /// when a queued waiter's grant is complete or its semaphore was closed.
@@ -41,32 +44,6 @@ use crate::sync::{AtomicPtr, AtomicU32, AtomicU8, AtomicUsize, Ordering, UnsafeC
 /// ```
 pub type WakeFn = unsafe extern "C" fn(ctx: *mut c_void);
 
-/// The life of a waiter, stored in [`Waiter::phase`].
-///
-/// ```text
-///  IDLE --enqueue--> WAITING --release/close (callback waiter)--> NOTIFYING_* --callback returned--> GRANTED/CLOSED
-///   ^                  |     \-release/close (Waker waiter)-------------------------------------> GRANTED/CLOSED
-///   |                  +--cancel (partial grant returned)--> IDLE                                     |
-///   +-------------------------------------------------------- finish/cancel (outcome consumed) -------+
-/// ```
-pub(crate) mod phase {
-    /// Not queued: new, cancelled, or its outcome was consumed.
-    pub(crate) const IDLE: u8 = 0;
-    /// Linked in the queue; `remaining` permits still missing.
-    pub(crate) const WAITING: u8 = 1;
-    /// Unlinked and fully granted; the notifier has not yet returned from the callback.
-    pub(crate) const NOTIFYING_GRANTED: u8 = 2;
-    /// Unlinked by `close`; the notifier has not yet returned from the callback.
-    pub(crate) const NOTIFYING_CLOSED: u8 = 3;
-    /// Fully granted; the semaphore no longer touches the waiter.
-    pub(crate) const GRANTED: u8 = 4;
-    /// Woken by `close` without permits; the semaphore no longer touches the waiter.
-    pub(crate) const CLOSED: u8 = 5;
-    /// Still NOTIFYING, but the callback itself already consumed the outcome
-    /// through `finish_raw`; the notifier turns it into `IDLE` when the callback returns.
-    pub(crate) const NOTIFYING_CONSUMED: u8 = 6;
-}
-
 /// What a waiter knows about its request, as seen by [`Waiter::state`].
 ///
 /// ```
@@ -85,18 +62,6 @@ pub enum WaiterState {
     Granted,
     /// The semaphore was closed while this waiter was queued; it holds no permits.
     Closed,
-}
-
-/// How a waiter is woken.
-pub(crate) enum Notify {
-    None,
-    /// A Rust task. The notifier moves the `Waker` out under the lock and sets the
-    /// final phase before unlocking, so it never touches the waiter again.
-    Waker(Waker),
-    /// A raw callback (C ABI, bindings, blocking threads). The waiter stays in a
-    /// `NOTIFYING_*` phase until the callback returned, which is what lets
-    /// `cancel` promise that the callback is finished when it returns.
-    Callback(WakeFn, *mut c_void),
 }
 
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
@@ -152,8 +117,8 @@ pub struct Waiter {
     pub(crate) requested: AtomicUsize,
     /// The semaphore this waiter was last enqueued on (identity only). Owner field.
     pub(crate) semaphore: AtomicPtr<()>,
-    pub(crate) notify: UnsafeCell<Notify>,
-    pub(crate) phase: AtomicU8,
+    /// The protocol's part: phase, wake callback, delivery links (`crate::raw`).
+    pub(crate) node: Node,
     /// The `fork` generation (`crate::fork`) of the process that queued the
     /// current request, written just before `phase` becomes `WAITING`. Lets
     /// [`state`](Self::state) tell a request that a forked child inherited
@@ -173,33 +138,7 @@ unsafe impl Send for Waiter {}
 // SAFETY: see `Send`: shared access goes through the atomic phase or the lock.
 unsafe impl Sync for Waiter {}
 
-impl Default for Waiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for Waiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Waiter")
-            .field("state", &self.state())
-            .field("requested", &self.requested())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for Waiter {
-    /// A waiter dropped while [busy](Self::is_busy) would leave a dangling node in
-    /// a semaphore's queue (or a callback about to run on freed memory): a
-    /// use-after-free that the `unsafe` contract of `acquire_raw` forbids. Rather
-    /// than let it corrupt memory, the process aborts with a message.
-    fn drop(&mut self) {
-        if self.is_busy() {
-            eprintln!("volt-sem: a Waiter was dropped while queued or being woken; aborting");
-            std::process::abort();
-        }
-    }
-}
+crate::waiter_impls!(Waiter);
 
 impl Waiter {
     /// A new, idle waiter. `const`, so a waiter can be built in a static or
@@ -219,8 +158,7 @@ impl Waiter {
             remaining: UnsafeCell::new(0),
             requested: AtomicUsize::new(0),
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
-            notify: UnsafeCell::new(Notify::None),
-            phase: AtomicU8::new(phase::IDLE),
+            node: Node::new(Backend::Local),
             fork_generation: AtomicU32::new(0),
             _pinned: PhantomPinned,
         }
@@ -237,8 +175,7 @@ impl Waiter {
             remaining: UnsafeCell::new(0),
             requested: AtomicUsize::new(0),
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
-            notify: UnsafeCell::new(Notify::None),
-            phase: AtomicU8::new(phase::IDLE),
+            node: Node::new(Backend::Local),
             fork_generation: AtomicU32::new(0),
             _pinned: PhantomPinned,
         }
@@ -256,7 +193,7 @@ impl Waiter {
     /// assert_eq!(volt_sem::Waiter::new().state(), volt_sem::WaiterState::Idle);
     /// ```
     pub fn state(&self) -> WaiterState {
-        match self.phase.load(Ordering::Acquire) {
+        match self.node.phase(Ordering::Acquire) {
             phase::IDLE => WaiterState::Idle,
             phase::WAITING => WaiterState::Waiting,
             phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
@@ -287,7 +224,7 @@ impl Waiter {
     /// ```
     pub fn is_busy(&self) -> bool {
         !matches!(
-            self.phase.load(Ordering::Acquire),
+            self.node.phase(Ordering::Acquire),
             phase::IDLE | phase::GRANTED | phase::CLOSED
         )
     }
@@ -330,7 +267,7 @@ impl Waiter {
     /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
     /// ```
     pub fn in_own_callback(&self) -> bool {
-        crate::delivery::in_own_callback(self)
+        self.node.in_own_callback()
     }
 
     /// Whether this waiter is still linked in a queue by the parent of this
@@ -345,7 +282,7 @@ impl Waiter {
         // The Acquire load of `phase` that saw WAITING also sees the
         // generation, written before the Release store of WAITING.
         crate::fork::in_forked_child()
-            && self.phase.load(Ordering::Acquire) == phase::WAITING
+            && self.node.phase(Ordering::Acquire) == phase::WAITING
             && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
     }
 
@@ -358,7 +295,7 @@ impl Waiter {
     /// not wait for a callback but need not here.
     #[doc(hidden)]
     pub fn callback_pending_here(&self) -> bool {
-        crate::delivery::is_pending_here(self)
+        self.node.callback_pending_here()
     }
 
     /// The number of permits the current (or last) request asked for.

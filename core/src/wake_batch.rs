@@ -9,7 +9,7 @@
 //! (`Semaphore::hand_over`, `Semaphore::close`).
 //!
 //! `Waker`s are woken at once. Callback waiters go through this thread's
-//! trampoline ([`crate::delivery`]), which never nests one callback inside
+//! trampoline ([`crate::raw::delivery`]), which never nests one callback inside
 //! another.
 //!
 //! # Panics
@@ -26,7 +26,7 @@ use core::task::Waker;
 use std::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::delivery;
+use crate::raw::delivery;
 use crate::waiter::Waiter;
 
 /// Entries per batch. Small under loom so that the models reach the paths taken
@@ -125,7 +125,9 @@ impl WakeBatch {
                 }
                 // SAFETY: the notifier (this thread) just unlinked it and left it
                 // NOTIFYING with its callback in place.
-                Wake::Callback(waiter) => unsafe { delivery::defer(waiter) },
+                Wake::Callback(waiter) => unsafe {
+                    delivery::push(NonNull::from(&waiter.as_ref().node))
+                },
             }
         }
         self.len = 0;

@@ -366,7 +366,7 @@ mod waiter;
 use core::ffi::c_void;
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
+use core::task::{Context, Poll};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -531,7 +531,7 @@ impl RedisSemaphore {
         if n == 0 {
             return self.zero_permits().map(|()| self.permit(0, 0, 0));
         }
-        if waiter::CURRENT.with(|c| !c.get().is_null()) {
+        if volt_sem::raw::current_backend() == Some(volt_sem::raw::Backend::Redis) {
             return Err(Error::InCallback);
         }
         let park = Arc::new(Parker::default());
@@ -558,12 +558,7 @@ impl RedisSemaphore {
     /// Acquires `n` permits asynchronously (any executor). Cancel-safe:
     /// dropping the future before it completes hands any partial grant on.
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
-        Acquire {
-            sem: self,
-            n,
-            wait: None,
-            done: false,
-        }
+        volt_sem::raw::Wait::new(self, n)
     }
 
     /// Gives back `n` permits this handle holds, outside of a [`Permit`]
@@ -913,117 +908,61 @@ impl Future for LeaseWatch {
     }
 }
 
-/// The future of [`RedisSemaphore::acquire`].
-#[must_use = "futures do nothing unless polled"]
-pub struct Acquire<'a> {
-    sem: &'a RedisSemaphore,
-    n: usize,
-    wait: Option<Arc<AsyncWait>>,
-    done: bool,
-}
+/// The future of [`RedisSemaphore::acquire`]: the waiter lives inside it
+/// (`volt_sem::raw::Wait`), so waiting allocates nothing per wait.
+pub type Acquire<'a> = volt_sem::raw::Wait<'a, RedisSemaphore>;
 
-impl core::fmt::Debug for Acquire<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Acquire")
-            .field("n", &self.n)
-            .field("queued", &self.wait.is_some())
-            .finish()
-    }
-}
-
-struct AsyncWait {
-    waiter: RedisWaiter,
-    waker: Mutex<Option<Waker>>,
-}
-
-unsafe extern "C" fn wake_task(ctx: *mut c_void) {
-    // SAFETY: `ctx` is the `AsyncWait` kept alive by the future until
-    // finish_raw returned.
-    let w = unsafe { &*(ctx as *const AsyncWait) };
-    let waker = w.waker.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(waker) = waker {
-        waker.wake();
-    }
-}
-
-impl Future for Acquire<'_> {
+// SAFETY: `node` is the waiter's own node, the one `acquire_raw` queues and
+// the door, the agent or a releasing thread completes through the `raw`
+// trampoline.
+unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
+    type Waiter = RedisWaiter;
     type Output = Result<Permit, Error>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        assert!(!self.done, "`Acquire` polled after it completed");
-        let this = &mut *self;
-        if this.n == 0 {
-            this.done = true;
-            return Poll::Ready(Ok(this.sem.permit(0, 0, 0)));
+    fn new_waiter() -> RedisWaiter {
+        RedisWaiter::new()
+    }
+
+    fn node(waiter: &RedisWaiter) -> &volt_sem::raw::Node {
+        &waiter.node
+    }
+
+    fn immediate(&self, n: usize) -> Option<Self::Output> {
+        (n == 0).then(|| Ok(self.permit(0, 0, 0)))
+    }
+
+    unsafe fn start(
+        &self,
+        waiter: Pin<&RedisWaiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Option<Self::Output> {
+        // SAFETY: forwarded contract.
+        match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
+            Ok(RawAcquire::Pending) => None,
+            Ok(RawAcquire::Ready) => Some(Ok(self.permit(n, waiter.token(), waiter.session()))),
+            Err(e) => Some(Err(e)),
         }
-        match &this.wait {
-            None => {
-                let w = Arc::new(AsyncWait {
-                    waiter: RedisWaiter::new(),
-                    waker: Mutex::new(Some(cx.waker().clone())),
-                });
-                // SAFETY: the Arc's contents never move; the Arc is kept (in
-                // `wait`) until finish_raw returned (poll or drop).
-                let r = unsafe {
-                    this.sem.acquire_raw(
-                        Pin::new_unchecked(&w.waiter),
-                        this.n,
-                        wake_task,
-                        Arc::as_ptr(&w) as *mut c_void,
-                    )
-                };
-                match r {
-                    Ok(RawAcquire::Pending) => {
-                        this.wait = Some(w);
-                        Poll::Pending
-                    }
-                    Ok(RawAcquire::Ready) => {
-                        this.done = true;
-                        let (token, session) = (w.waiter.token(), w.waiter.session());
-                        Poll::Ready(Ok(this.sem.permit(this.n, token, session)))
-                    }
-                    Err(e) => {
-                        this.done = true;
-                        Poll::Ready(Err(e))
-                    }
-                }
-            }
-            Some(w) => {
-                *w.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
-                if w.waiter.state() == RedisWaiterState::Waiting {
-                    return Poll::Pending;
-                }
-                let w = this.wait.take().expect("checked");
-                // SAFETY: queued on this handle above.
-                let f = unsafe { this.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
-                this.done = true;
-                Poll::Ready(match f {
-                    Finish::Granted { token } => {
-                        Ok(this.sem.permit(this.n, token, w.waiter.session()))
-                    }
-                    Finish::Closed => Err(Error::Closed),
-                    Finish::Failed(e) => Err(e),
-                    Finish::Cancelled { .. } | Finish::Idle => {
-                        Err(Error::Protocol("request vanished".into()))
-                    }
-                })
+    }
+
+    unsafe fn end(&self, waiter: Pin<&RedisWaiter>, n: usize) -> Self::Output {
+        // SAFETY: forwarded contract.
+        match unsafe { self.finish_raw(waiter) } {
+            Finish::Granted { token } => Ok(self.permit(n, token, waiter.session())),
+            Finish::Closed => Err(Error::Closed),
+            Finish::Failed(e) => Err(e),
+            Finish::Cancelled { .. } | Finish::Idle => {
+                Err(Error::Protocol("request vanished".into()))
             }
         }
     }
-}
 
-impl Drop for Acquire<'_> {
-    fn drop(&mut self) {
-        if let Some(w) = self.wait.take() {
-            // SAFETY: queued on this handle; `w` lives until after finish_raw.
-            let f = unsafe { self.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
-            if let Finish::Granted { .. } = f {
-                // Granted after the last poll: the caller never saw it.
-                let _ = self
-                    .sem
-                    .inner
-                    .release(self.n as u64, Some(w.waiter.session()));
-            }
+    unsafe fn abandon(&self, waiter: Pin<&RedisWaiter>, n: usize) {
+        // SAFETY: forwarded contract.
+        if let Finish::Granted { .. } = unsafe { self.finish_raw(waiter) } {
+            // Granted after the last poll: the caller never saw it.
+            let _ = self.inner.release(n as u64, Some(waiter.session()));
         }
     }
 }

@@ -32,7 +32,8 @@ use crate::error::Error;
 use crate::options::ConnectOptions;
 use crate::reply::{Reply, Status};
 use crate::scripts::{CallError, Keys, Scripts, Who};
-use crate::waiter::{deliver, phase, take_pending, Claimed, Finish, RedisWaiter, CURRENT};
+use crate::waiter::{deliver, Claimed, Finish, RedisWaiter};
+use volt_sem::raw::{self, phase};
 
 mod agent;
 mod door;
@@ -747,10 +748,10 @@ impl Inner {
             // The session is chosen when the door sends it.
             w.epoch.store(0, Ordering::Relaxed);
             // SAFETY: not busy (contract), so not in the table: nobody else
-            // reads `wake` until it is published below.
-            unsafe { *w.wake.get() = Some((wake, ctx)) };
+            // reads the callback until it is published below.
+            unsafe { w.node.set_callback(wake, ctx) };
             *w.outcome.lock().unwrap_or_else(|e| e.into_inner()) = None;
-            w.phase.store(phase::WAITING, Ordering::Release);
+            w.node.set_phase(phase::WAITING, Ordering::Release);
             st.table.insert(
                 ctr,
                 Entry {
@@ -800,69 +801,45 @@ impl Inner {
     /// # Safety
     /// `waiter` is idle or was queued on this handle.
     pub(crate) unsafe fn finish(&self, waiter: Pin<&RedisWaiter>) -> Finish {
-        let w = waiter.get_ref();
-        let mut round = 0u32;
-        loop {
-            match w.phase.load(Ordering::Acquire) {
-                phase::IDLE => return Finish::Idle,
-                phase::DONE => {
-                    let f = w.take_outcome();
-                    w.phase.store(phase::IDLE, Ordering::Release);
-                    return f;
-                }
-                phase::WAITING => {
-                    let ctr = w.ctr.load(Ordering::Relaxed);
-                    let removed = {
-                        let mut st = lock(&self.state);
-                        let e = st.table.remove_waiter(ctr, w);
-                        if e.as_ref().is_some_and(|e| !e.queued) {
-                            st.table.cancelled_unanswered(ctr);
-                        }
-                        e
-                    };
-                    if let Some(e) = removed {
-                        // Queued in Redis: the door takes it out. Not yet
-                        // answered (or not yet sent): the door learns it
-                        // when it gets there, and undoes what the answer
-                        // did.
-                        if e.queued {
-                            self.door.push(Job::Cancel {
-                                eid: e.eid,
-                                n: e.n,
-                                epoch: e.epoch,
-                            });
-                        }
-                        w.phase.store(phase::IDLE, Ordering::Release);
-                        return Finish::Cancelled { returned: 0 };
+        /// The session's part of `raw::finish`.
+        struct Session<'a>(&'a Inner, &'a RedisWaiter);
+        impl raw::Finisher for Session<'_> {
+            type Output = Finish;
+            fn idle(&mut self) -> Finish {
+                Finish::Idle
+            }
+            fn cancel(&mut self) -> Option<Finish> {
+                let Session(inner, w) = *self;
+                let ctr = w.ctr.load(Ordering::Relaxed);
+                let e = {
+                    let mut st = lock(&inner.state);
+                    let e = st.table.remove_waiter(ctr, w);
+                    if e.as_ref().is_some_and(|e| !e.queued) {
+                        st.table.cancelled_unanswered(ctr);
                     }
+                    e
+                }?; // completed by the door or agent meanwhile
+                    // Queued in Redis: the door takes it out. Not yet answered
+                    // (or not yet sent): the door learns it when it gets there,
+                    // and undoes what the answer did.
+                if e.queued {
+                    inner.door.push(Job::Cancel {
+                        eid: e.eid,
+                        n: e.n,
+                        epoch: e.epoch,
+                    });
                 }
-                phase::NOTIFYING if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
-                    let f = w.take_outcome();
-                    w.phase.store(phase::CONSUMED, Ordering::Release);
-                    return f;
-                }
-                // Completed on this thread, its callback not run yet (a
-                // sibling of the callback running here): taken off the queue,
-                // its callback never runs, and it is idle at once.
-                phase::NOTIFYING if take_pending(w) => {
-                    let f = w.take_outcome();
-                    w.phase.store(phase::IDLE, Ordering::Release);
-                    return f;
-                }
-                phase::CONSUMED if CURRENT.with(|c| core::ptr::eq(c.get(), w)) => {
-                    return Finish::Idle
-                }
-                _ => {
-                    // Its notifier is running the callback now.
-                    if round < 64 {
-                        core::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                    round = round.saturating_add(1);
-                }
+                w.node.set_phase(phase::IDLE, Ordering::Release);
+                Some(Finish::Cancelled { returned: 0 })
+            }
+            fn outcome(&mut self, _granted: bool) -> Finish {
+                // The detail (token, failure) is in the waiter.
+                self.1.take_outcome()
             }
         }
+        let w = waiter.get_ref();
+        // SAFETY: forwarded contract: idle or queued on this handle, pinned.
+        unsafe { raw::finish(&w.node, Session(self, w)) }
     }
 
     /// Releases `n` permits of the session `epoch` (`None`: whichever; lost

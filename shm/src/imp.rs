@@ -1,16 +1,17 @@
 //! The Linux implementation: attachment (one per process and segment), the
 //! doorbell thread, the local waiter table and the raw waiter protocol.
 
-use core::cell::{Cell, RefCell, UnsafeCell};
+use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::marker::PhantomPinned;
 use core::pin::Pin;
-use core::ptr;
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicU8, Ordering::*};
+use core::ptr::{self, NonNull};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use volt_sem::raw::{self, phase, Backend, Node};
 use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
@@ -42,17 +43,6 @@ pub(crate) const OPEN_WAIT: Duration = Duration::from_secs(5);
 /// doorbell thread (see `Inner::abandoned`) and returns `TimedOut`.
 const CANCEL_GRACE: Duration = Duration::from_millis(20);
 
-/// Waiter phases (see `ShmWaiter`).
-mod phase {
-    pub(crate) const IDLE: u8 = 0;
-    pub(crate) const WAITING: u8 = 1;
-    pub(crate) const NOTIFYING_GRANTED: u8 = 2;
-    pub(crate) const NOTIFYING_CLOSED: u8 = 3;
-    pub(crate) const GRANTED: u8 = 4;
-    pub(crate) const CLOSED: u8 = 5;
-    pub(crate) const NOTIFYING_CONSUMED: u8 = 6;
-}
-
 fn op_error(e: OpError) -> Error {
     match e {
         OpError::Closed => Error::Closed,
@@ -80,71 +70,40 @@ pub enum ShmWaiterState {
 /// struct, a binding's object). The segment only holds its slot index; the
 /// process's local table maps the slot back to this waiter.
 ///
-/// * `phase`: read by anyone; IDLE -> WAITING by the owner under the local
-///   table lock; WAITING -> NOTIFYING_* by the doorbell thread under that lock
-///   (claiming it), or WAITING -> IDLE by the owner's `finish_raw` (removing
-///   it); NOTIFYING_* -> GRANTED/CLOSED by the doorbell thread after the
-///   callback returned (its last access).
-/// * `slot`, `seq`, `requested`, `wake`: written by the owner before the
-///   waiter is published in the local table, read after.
+/// * `node`: the protocol of `volt_sem::raw`. IDLE -> WAITING by the owner
+///   under the local table lock; WAITING -> NOTIFYING_* by the doorbell
+///   thread under that lock (claiming it), or WAITING -> IDLE by the owner's
+///   `finish_raw` (removing it); the doorbell thread's trampoline runs the
+///   callback and stores the final phase.
+/// * `slot`, `seq`, `requested`, the callback: written by the owner before
+///   the waiter is published in the local table, read after.
 pub struct ShmWaiter {
-    phase: AtomicU8,
+    node: Node,
     slot: AtomicU32,
     seq: AtomicU64,
     requested: AtomicU64,
     sem: AtomicPtr<()>,
-    wake: UnsafeCell<Option<(WakeFn, *mut c_void)>>,
     _pinned: PhantomPinned,
 }
 
-// SAFETY: shared access goes through atomics or the local table's mutex (see
-// the type's docs); `ctx` is the caller's contract, as in volt-sem's `Waiter`.
-unsafe impl Send for ShmWaiter {}
-// SAFETY: as above.
-unsafe impl Sync for ShmWaiter {}
-
-impl Default for ShmWaiter {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl core::fmt::Debug for ShmWaiter {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("ShmWaiter")
-            .field("state", &self.state())
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for ShmWaiter {
-    fn drop(&mut self) {
-        if self.is_busy() {
-            eprintln!(
-                "volt-sem-shm: a ShmWaiter was dropped while queued or being woken; aborting"
-            );
-            std::process::abort();
-        }
-    }
-}
+volt_sem::waiter_impls!(ShmWaiter);
 
 impl ShmWaiter {
     /// A new, idle waiter.
     pub const fn new() -> Self {
         ShmWaiter {
-            phase: AtomicU8::new(phase::IDLE),
+            node: Node::new(Backend::Shared),
             slot: AtomicU32::new(0),
             seq: AtomicU64::new(0),
             requested: AtomicU64::new(0),
             sem: AtomicPtr::new(ptr::null_mut()),
-            wake: UnsafeCell::new(None),
             _pinned: PhantomPinned,
         }
     }
 
     /// Where the request stands.
     pub fn state(&self) -> ShmWaiterState {
-        match self.phase.load(Acquire) {
+        match self.node.phase(Acquire) {
             phase::WAITING => ShmWaiterState::Waiting,
             phase::NOTIFYING_GRANTED | phase::GRANTED => ShmWaiterState::Granted,
             phase::NOTIFYING_CLOSED | phase::CLOSED => ShmWaiterState::Closed,
@@ -155,15 +114,28 @@ impl ShmWaiter {
     /// Queued, or its callback has not returned yet: must not be moved,
     /// freed or re-queued.
     pub fn is_busy(&self) -> bool {
-        !matches!(
-            self.phase.load(Acquire),
-            phase::IDLE | phase::GRANTED | phase::CLOSED
-        )
+        self.node.is_busy()
+    }
+
+    /// Whether this thread is running this waiter's wake callback now.
+    pub fn in_own_callback(&self) -> bool {
+        self.node.in_own_callback()
+    }
+
+    /// Whether this waiter's callback is still to run on this thread, after
+    /// the one running now (see `volt_sem::Waiter::callback_pending_here`).
+    pub fn callback_pending_here(&self) -> bool {
+        self.node.callback_pending_here()
     }
 
     /// The permits of the current (or last) request.
     pub fn requested(&self) -> usize {
         self.requested.load(Relaxed) as usize
+    }
+
+    /// The protocol node (`volt_sem::raw`) inside this waiter.
+    pub fn node(&self) -> &Node {
+        &self.node
     }
 }
 
@@ -399,6 +371,31 @@ impl Inner {
     fn local(&self) -> MutexGuard<'_, Local> {
         self.local.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// `finish_raw`'s cancel of a WAITING waiter (`raw::Finisher::cancel`):
+    /// out of the local table, then its slot finished (a partial grant
+    /// handed on). `None` if the doorbell thread claimed it first.
+    fn cancel(&self, w: &ShmWaiter) -> Option<Finish> {
+        let slot = w.slot.load(Relaxed);
+        {
+            let mut local = self.local();
+            if !ptr::eq(local.table[slot as usize], w) {
+                return None;
+            }
+            local.table[slot as usize] = ptr::null();
+            local.count -= 1;
+        }
+        let (me, seq) = (self.me, w.seq.load(Relaxed));
+        let out = self.locked(|l| l.finish(me, slot, seq));
+        w.node.set_phase(phase::IDLE, Relaxed);
+        Some(match out {
+            Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
+                returned: returned as usize,
+            },
+            Ok(SlotOutcome::Granted) => Finish::Granted,
+            _ => Finish::Closed,
+        })
+    }
 }
 
 /// The attachment as handles see it: stops and joins the doorbell thread
@@ -514,10 +511,6 @@ pub(crate) fn unlink(name: &str) -> Result<(), Error> {
 // ------------------------------------------------------------------ delivery
 
 std::thread_local! {
-    /// On a doorbell thread: the waiter whose callback runs now.
-    static CURRENT: Cell<*const ShmWaiter> = const { Cell::new(ptr::null()) };
-    /// On a doorbell thread: waiters claimed but not yet called back.
-    static PENDING: RefCell<Vec<*const ShmWaiter>> = const { RefCell::new(Vec::new()) };
     /// Whether this thread is a doorbell thread.
     static IS_DOORBELL: Cell<bool> = const { Cell::new(false) };
 }
@@ -612,7 +605,8 @@ fn deliver(inner: &Inner) {
             // SAFETY: a waiter in the table is valid until its owner's
             // finish_raw removed it (under this lock) or its callback returned.
             let wr = unsafe { &*w };
-            wr.phase.store(notifying, Release);
+            // Release: pairs with the owner's Acquire load in `finish_raw`.
+            wr.node.set_phase(notifying, Release);
             claimed.push((w, slot, wr.seq.load(Relaxed)));
         }
     }
@@ -633,34 +627,14 @@ fn deliver(inner: &Inner) {
         let granted = matches!(outcomes.as_ref().map(|o| o[i]), Ok(SlotOutcome::Granted));
         if !granted {
             // SAFETY: claimed above; we own it until the final phase.
-            unsafe { &*w }.phase.store(phase::NOTIFYING_CLOSED, Release);
+            unsafe { &*w }
+                .node
+                .set_phase(phase::NOTIFYING_CLOSED, Release);
         }
     }
-    PENDING.with(|p| p.borrow_mut().extend(claimed.iter().map(|c| c.0)));
-    loop {
-        let next = PENDING.with(|p| {
-            let mut p = p.borrow_mut();
-            (!p.is_empty()).then(|| p.remove(0))
-        });
-        let Some(w) = next else { break };
-        // SAFETY: claimed; valid until we store its final phase.
-        let wr = unsafe { &*w };
-        // SAFETY: written by the owner before publication; we own the waiter now.
-        if let Some((wake, ctx)) = unsafe { *wr.wake.get() } {
-            CURRENT.with(|c| c.set(w));
-            // SAFETY: the waker contract: called once, outside every lock.
-            unsafe { wake(ctx) };
-            CURRENT.with(|c| c.set(ptr::null()));
-        }
-        let final_phase = match wr.phase.load(Relaxed) {
-            phase::NOTIFYING_GRANTED => phase::GRANTED,
-            phase::NOTIFYING_CLOSED => phase::CLOSED,
-            _ => phase::IDLE, // consumed from inside its callback
-        };
-        // Release: publishes the callback's effects to the owner's finish_raw;
-        // the last access to the waiter.
-        wr.phase.store(final_phase, Release);
-    }
+    // SAFETY: claimed by this thread above (NOTIFYING, out of the local
+    // table, both locks released); valid until the trampoline's final store.
+    unsafe { raw::deliver(claimed.iter().map(|c| NonNull::from(&(*c.0).node))) };
 }
 
 // ------------------------------------------------------------------ operations
@@ -778,7 +752,7 @@ impl Attachment {
         let inner = &self.inner;
         let w = waiter.get_ref();
         debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
-        w.phase.store(phase::IDLE, Relaxed);
+        w.node.set_phase(phase::IDLE, Relaxed);
         if n > inner.total {
             return Err(Error::TooManyPermits);
         }
@@ -795,7 +769,7 @@ impl Attachment {
         w.requested.store(n, Relaxed);
         w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
-        unsafe { *w.wake.get() = Some((wake, ctx)) };
+        unsafe { w.node.set_callback(wake, ctx) };
         if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
             return Ok(RawAcquire::Ready);
         }
@@ -822,7 +796,7 @@ impl Attachment {
                     // slot can be rung before the doorbell thread can find
                     // the waiter (lock order: segment, then local table).
                     let mut local = inner.local();
-                    w.phase.store(phase::WAITING, Release);
+                    w.node.set_phase(phase::WAITING, Release);
                     local.table[slot as usize] = w;
                     local.count += 1;
                     let mut rings = rings;
@@ -842,69 +816,9 @@ impl Attachment {
     /// # Safety
     /// As `SharedSemaphore::finish_raw`.
     pub(crate) unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
-        let inner = &self.inner;
         let w = waiter.get_ref();
-        let mut round = 0u32;
-        loop {
-            match w.phase.load(Acquire) {
-                phase::IDLE => return Finish::Idle,
-                phase::GRANTED => {
-                    w.phase.store(phase::IDLE, Relaxed);
-                    return Finish::Granted;
-                }
-                phase::CLOSED => {
-                    w.phase.store(phase::IDLE, Relaxed);
-                    return Finish::Closed;
-                }
-                phase::WAITING => {
-                    let slot = w.slot.load(Relaxed);
-                    let removed = {
-                        let mut local = inner.local();
-                        if ptr::eq(local.table[slot as usize], w) {
-                            local.table[slot as usize] = ptr::null();
-                            local.count -= 1;
-                            true
-                        } else {
-                            false // claimed by the doorbell thread meanwhile
-                        }
-                    };
-                    if removed {
-                        let (me, seq) = (inner.me, w.seq.load(Relaxed));
-                        let out = inner.locked(|l| l.finish(me, slot, seq));
-                        w.phase.store(phase::IDLE, Relaxed);
-                        return match out {
-                            Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
-                                returned: returned as usize,
-                            },
-                            Ok(SlotOutcome::Granted) => Finish::Granted,
-                            _ => Finish::Closed,
-                        };
-                    }
-                }
-                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
-                    if CURRENT.with(|c| ptr::eq(c.get(), w)) =>
-                {
-                    w.phase.store(phase::NOTIFYING_CONSUMED, Relaxed);
-                    return outcome_of(p);
-                }
-                p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED) if take_pending(w) => {
-                    w.phase.store(phase::IDLE, Release);
-                    return outcome_of(p);
-                }
-                phase::NOTIFYING_CONSUMED if CURRENT.with(|c| ptr::eq(c.get(), w)) => {
-                    return Finish::Idle
-                }
-                _ => {
-                    // Its callback runs on the doorbell thread now.
-                    if round < 64 {
-                        core::hint::spin_loop();
-                    } else {
-                        std::thread::yield_now();
-                    }
-                    round = round.saturating_add(1);
-                }
-            }
-        }
+        // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
+        unsafe { raw::finish(&w.node, raw::CancelWith(|| self.inner.cancel(w))) }
     }
 
     /// A blocking acquire: the thread sleeps on the futex word of its own
@@ -1061,27 +975,4 @@ impl Attachment {
     pub(crate) fn pid(&self) -> u32 {
         self.inner.pid
     }
-}
-
-fn outcome_of(notifying: u8) -> Finish {
-    if notifying == phase::NOTIFYING_GRANTED {
-        Finish::Granted
-    } else {
-        Finish::Closed
-    }
-}
-
-/// On the doorbell thread: if `w` was claimed by this delivery round but not
-/// yet called back, removes it (its callback will never run).
-fn take_pending(w: &ShmWaiter) -> bool {
-    PENDING.with(|p| {
-        let mut p = p.borrow_mut();
-        match p.iter().position(|&x| ptr::eq(x, w)) {
-            Some(i) => {
-                p.remove(i);
-                true
-            }
-            None => false,
-        }
-    })
 }

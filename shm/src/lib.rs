@@ -469,10 +469,12 @@ mod sys;
 
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 use core::ffi::c_void;
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::future::Future;
 use core::pin::Pin;
-use core::task::{Context, Poll, Waker};
-use std::sync::{Arc, Mutex};
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
+use core::task::{Context, Poll};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub use error::Error;
@@ -701,11 +703,12 @@ impl SharedSemaphore {
     /// `Ok(())`, the caller holds the permits and must [`release`](Self::release)
     /// them.
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
-        Acquire {
-            sem: self,
-            n,
-            wait: None,
-            done: false,
+        #[cfg(all(target_os = "linux", not(volt_loom)))]
+        return volt_sem::raw::Wait::new(self, n);
+        #[cfg(not(all(target_os = "linux", not(volt_loom))))]
+        {
+            let _ = n;
+            Acquire { sem: self }
         }
     }
 
@@ -784,115 +787,77 @@ impl SharedSemaphore {
     }
 }
 
-/// The future of [`SharedSemaphore::acquire`].
+/// The future of [`SharedSemaphore::acquire`]: the waiter lives inside it
+/// (`volt_sem::raw::Wait`), so waiting allocates nothing.
+#[cfg(all(target_os = "linux", not(volt_loom)))]
+pub type Acquire<'a> = volt_sem::raw::Wait<'a, SharedSemaphore>;
+
+// SAFETY: `node` is the waiter's own node, the one `acquire_raw` queues and
+// completes through the `raw` trampoline.
+#[cfg(all(target_os = "linux", not(volt_loom)))]
+unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
+    type Waiter = ShmWaiter;
+    type Output = Result<(), Error>;
+
+    fn new_waiter() -> ShmWaiter {
+        ShmWaiter::new()
+    }
+
+    fn node(waiter: &ShmWaiter) -> &volt_sem::raw::Node {
+        waiter.node()
+    }
+
+    fn immediate(&self, _n: usize) -> Option<Self::Output> {
+        None
+    }
+
+    unsafe fn start(
+        &self,
+        waiter: Pin<&ShmWaiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Option<Self::Output> {
+        // SAFETY: forwarded contract.
+        match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
+            Ok(RawAcquire::Pending) => None,
+            Ok(RawAcquire::Ready) => Some(Ok(())),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    unsafe fn end(&self, waiter: Pin<&ShmWaiter>, _n: usize) -> Self::Output {
+        // SAFETY: forwarded contract.
+        match unsafe { self.finish_raw(waiter) } {
+            Finish::Granted => Ok(()),
+            _ => Err(Error::Closed),
+        }
+    }
+
+    unsafe fn abandon(&self, waiter: Pin<&ShmWaiter>, n: usize) {
+        // SAFETY: forwarded contract.
+        if unsafe { self.finish_raw(waiter) } == Finish::Granted {
+            // Granted after the last poll: the caller never saw it.
+            let _ = self.release(n);
+        }
+    }
+}
+
+/// The future of [`SharedSemaphore::acquire`] (no shared memory here: a
+/// handle cannot exist).
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 #[must_use = "futures do nothing unless polled"]
+#[derive(Debug)]
 pub struct Acquire<'a> {
     sem: &'a SharedSemaphore,
-    n: usize,
-    wait: Option<Arc<AsyncWait>>,
-    done: bool,
 }
 
-impl core::fmt::Debug for Acquire<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Acquire")
-            .field("n", &self.n)
-            .field("queued", &self.wait.is_some())
-            .finish()
-    }
-}
-
-struct AsyncWait {
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    waiter: ShmWaiter,
-    waker: Mutex<Option<Waker>>,
-}
-
-#[cfg(all(target_os = "linux", not(volt_loom)))]
-unsafe extern "C" fn wake_task(ctx: *mut c_void) {
-    // SAFETY: `ctx` is the `AsyncWait` kept alive by the future until
-    // finish_raw returned.
-    let w = unsafe { &*(ctx as *const AsyncWait) };
-    let waker = w.waker.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(waker) = waker {
-        waker.wake();
-    }
-}
-
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 impl Future for Acquire<'_> {
     type Output = Result<(), Error>;
 
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        assert!(!self.done, "`Acquire` polled after it completed");
-        #[cfg(not(all(target_os = "linux", not(volt_loom))))]
-        {
-            let _ = cx;
-            match *self.sem.att {}
-        }
-        #[cfg(all(target_os = "linux", not(volt_loom)))]
-        {
-            let this = &mut *self;
-            match &this.wait {
-                None => {
-                    let w = Arc::new(AsyncWait {
-                        waiter: ShmWaiter::new(),
-                        waker: Mutex::new(Some(cx.waker().clone())),
-                    });
-                    // SAFETY: the Arc's contents never move; the Arc is kept
-                    // (in `wait`) until finish_raw returned (poll or drop).
-                    let r = unsafe {
-                        this.sem.acquire_raw(
-                            Pin::new_unchecked(&w.waiter),
-                            this.n,
-                            wake_task,
-                            Arc::as_ptr(&w) as *mut c_void,
-                        )
-                    };
-                    match r {
-                        Ok(RawAcquire::Pending) => {
-                            this.wait = Some(w);
-                            Poll::Pending
-                        }
-                        Ok(RawAcquire::Ready) => {
-                            this.done = true;
-                            Poll::Ready(Ok(()))
-                        }
-                        Err(e) => {
-                            this.done = true;
-                            Poll::Ready(Err(e))
-                        }
-                    }
-                }
-                Some(w) => {
-                    *w.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
-                    if w.waiter.state() == ShmWaiterState::Waiting {
-                        return Poll::Pending;
-                    }
-                    let w = this.wait.take().unwrap();
-                    // SAFETY: queued on this semaphore above.
-                    let f = unsafe { this.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
-                    this.done = true;
-                    Poll::Ready(match f {
-                        Finish::Granted => Ok(()),
-                        _ => Err(Error::Closed),
-                    })
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Acquire<'_> {
-    fn drop(&mut self) {
-        #[cfg(all(target_os = "linux", not(volt_loom)))]
-        if let Some(w) = self.wait.take() {
-            // SAFETY: queued on this semaphore; `w` lives until after finish_raw.
-            let f = unsafe { self.sem.finish_raw(Pin::new_unchecked(&w.waiter)) };
-            if f == Finish::Granted {
-                // Granted after the last poll: the caller never saw it.
-                let _ = self.sem.release(self.n);
-            }
-        }
+    fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match *self.sem.att {}
     }
 }
 

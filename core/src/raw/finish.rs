@@ -1,0 +1,123 @@
+//! `finish`: ends a request, whatever phase it is in, written once for every
+//! backend. The backend supplies what varies through [`Finisher`].
+
+use super::node::Node;
+use super::{delivery, phase};
+use crate::semaphore::Finish;
+use crate::sync::{self, Ordering};
+
+/// The part of `finish` that varies per backend (maitake-sync style: the
+/// protocol is generic over it): how a queued waiter is taken out of its
+/// queue, and where its outcome lives.
+pub trait Finisher {
+    /// What `finish` returns (the backend's `Finish` type).
+    type Output;
+
+    /// The waiter is not queued and holds no outcome.
+    fn idle(&mut self) -> Self::Output;
+
+    /// The waiter was seen `WAITING`: take it out of the backend's queue,
+    /// under the backend's lock, and leave its phase `IDLE` (its partial grant
+    /// handed on). `None` if a completer claimed it first (the phase is no
+    /// longer `WAITING` under that lock): `finish` then looks again.
+    fn cancel(&mut self) -> Option<Self::Output>;
+
+    /// The waiter's request ended, granted or not, and the caller now owns the
+    /// outcome: read (and consume) it from where the backend keeps it.
+    fn outcome(&mut self, granted: bool) -> Self::Output;
+}
+
+/// The [`Finisher`] of a backend whose outcomes are [`Finish`]'s (granted or
+/// closed, kept in the phase itself): only the cancel varies, given as a
+/// closure (see [`Finisher::cancel`]).
+pub struct CancelWith<C>(pub C);
+
+impl<C: FnMut() -> Option<Finish>> Finisher for CancelWith<C> {
+    type Output = Finish;
+
+    fn idle(&mut self) -> Finish {
+        Finish::Idle
+    }
+
+    fn cancel(&mut self) -> Option<Finish> {
+        (self.0)()
+    }
+
+    fn outcome(&mut self, granted: bool) -> Finish {
+        if granted {
+            Finish::Granted
+        } else {
+            Finish::Closed
+        }
+    }
+}
+
+/// Ends the request of `node`, whatever phase it is in, and returns its
+/// outcome; afterwards no backend touches the waiter (unless this is called
+/// from inside its own callback, see below).
+///
+/// * `IDLE`: nothing to end ([`Finisher::idle`]).
+/// * `GRANTED`/`CLOSED`: the callback has returned; consume the outcome.
+/// * `WAITING`: the backend cancels it ([`Finisher::cancel`]); a completer
+///   that claimed it first makes this look again.
+/// * `NOTIFYING_*` inside its own callback: consume the outcome now
+///   (`NOTIFYING_CONSUMED`); the trampoline makes it `IDLE` when the callback
+///   returns.
+/// * `NOTIFYING_*` pending on this thread (a sibling completed by the same
+///   operation as the callback running here): taken out of the thread's
+///   deliveries, so its callback never runs, and its outcome consumed.
+/// * `NOTIFYING_*` on another thread: wait (spin, then yield) for its
+///   callback to return.
+///
+/// # Safety
+/// `node` belongs to a waiter that is idle or was queued on the backend
+/// behind `finisher`; the waiter does not move until this returns.
+pub unsafe fn finish<F: Finisher>(node: &Node, mut finisher: F) -> F::Output {
+    let mut round = 0;
+    loop {
+        // Acquire: pairs with the completer's or the trampoline's Release
+        // store, so that the outcome and whatever the callback did are visible.
+        match node.phase(Ordering::Acquire) {
+            phase::IDLE => return finisher.idle(),
+            p @ (phase::GRANTED | phase::CLOSED) => {
+                let out = finisher.outcome(p == phase::GRANTED);
+                // Release: a thread that sees IDLE (and reuses or frees the
+                // waiter) sees the outcome consumed first.
+                node.set_phase(phase::IDLE, Ordering::Release);
+                return out;
+            }
+            phase::WAITING => {
+                if let Some(out) = finisher.cancel() {
+                    return out;
+                }
+                // Claimed by a completer meanwhile: look again.
+            }
+            p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
+                if delivery::in_own_callback(node) =>
+            {
+                let out = finisher.outcome(p == phase::NOTIFYING_GRANTED);
+                // Relaxed: only this thread writes the phase while NOTIFYING,
+                // and the trampoline reading it back runs on this thread.
+                node.set_phase(phase::NOTIFYING_CONSUMED, Ordering::Relaxed);
+                return out;
+            }
+            p @ (phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED)
+                if delivery::take_pending(node) =>
+            {
+                // Its callback was still to run on this thread, after the one
+                // running now: waiting would hang. It was taken out of the
+                // thread's deliveries instead and will never be called.
+                let out = finisher.outcome(p == phase::NOTIFYING_GRANTED);
+                // Release: publishes to the owner, as the trampoline would.
+                node.set_phase(phase::IDLE, Ordering::Release);
+                return out;
+            }
+            phase::NOTIFYING_CONSUMED if delivery::in_own_callback(node) => return finisher.idle(),
+            _ => {
+                // NOTIFYING on another thread: its callback is running.
+                sync::spin_wait(round);
+                round = round.saturating_add(1);
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! [`Wait`]: the async acquire of a backend driven through its raw API, with
+//! the backend's waiter embedded in the future, so that waiting allocates
+//! nothing (no `Arc` per wait): the future is pinned while queued, which is
+//! what the raw API asks of the waiter.
+
+use core::ffi::c_void;
+use core::future::Future;
+use core::marker::PhantomPinned;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use super::node::Node;
+use super::phase;
+use crate::sync::{lock, Mutex, Ordering};
+use crate::waiter::WakeFn;
+
+/// The part of [`Wait`] that varies per backend: how a request is queued,
+/// ended and, if the future is dropped after an unseen grant, undone.
+///
+/// # Safety
+/// `node` returns the [`Node`] embedded in `waiter`, the one the backend's
+/// raw calls drive; `start` queues `waiter` so that `wake(ctx)` is called
+/// once, through the `raw` trampoline, when it leaves `WAITING`.
+pub unsafe trait RawWait {
+    /// The backend's waiter.
+    type Waiter;
+    /// What the future returns.
+    type Output;
+
+    /// A new, idle waiter.
+    fn new_waiter() -> Self::Waiter;
+
+    /// The protocol node inside `waiter`.
+    fn node(waiter: &Self::Waiter) -> &Node;
+
+    /// Answers at once when the request needs no queue (no permits asked).
+    fn immediate(&self, n: usize) -> Option<Self::Output>;
+
+    /// Queues a request for `n` permits (the backend's `acquire_raw`);
+    /// `Some` when it completed at once (taken, or refused), `None` when
+    /// queued.
+    ///
+    /// # Safety
+    /// As the backend's `acquire_raw`.
+    unsafe fn start(
+        &self,
+        waiter: Pin<&Self::Waiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Option<Self::Output>;
+
+    /// Ends a request that left `WAITING` (the backend's `finish_raw`).
+    ///
+    /// # Safety
+    /// `waiter` was queued by `start` on `self`.
+    unsafe fn end(&self, waiter: Pin<&Self::Waiter>, n: usize) -> Self::Output;
+
+    /// The future was dropped while queued: end the request and hand back a
+    /// grant the caller never saw.
+    ///
+    /// # Safety
+    /// `waiter` was queued by `start` on `self`.
+    unsafe fn abandon(&self, waiter: Pin<&Self::Waiter>, n: usize);
+}
+
+/// Where a [`Wait`] stands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Init,
+    Queued,
+    Done,
+}
+
+/// The async acquire of `n` permits on a backend's raw API, with its waiter
+/// inside: no allocation per wait. Cancel-safe: dropped while queued, it
+/// cancels the request (a partial grant is handed on) or gives back a grant
+/// it never reported.
+#[must_use = "futures do nothing unless polled"]
+pub struct Wait<'a, Q: RawWait> {
+    queue: &'a Q,
+    n: usize,
+    state: State,
+    waiter: Q::Waiter,
+    /// The task to wake; taken by [`wake_task`] on the trampoline's thread.
+    waker: Mutex<Option<Waker>>,
+    _pinned: PhantomPinned,
+}
+
+impl<'a, Q: RawWait> Wait<'a, Q> {
+    /// A future for `n` permits of `queue`; nothing happens until polled.
+    pub fn new(queue: &'a Q, n: usize) -> Self {
+        Wait {
+            queue,
+            n,
+            state: State::Init,
+            waiter: Q::new_waiter(),
+            waker: Mutex::new(None),
+            _pinned: PhantomPinned,
+        }
+    }
+
+    /// The permits asked for.
+    pub fn permits(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the request is queued (polled once, not yet complete).
+    pub fn is_queued(&self) -> bool {
+        self.state == State::Queued
+    }
+
+    fn set_waker(&self, waker: &Waker) {
+        let mut slot = lock(&self.waker);
+        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+}
+
+/// The wake callback of every [`Wait`]: wakes its task.
+unsafe extern "C" fn wake_task(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the future's `waker` field: the future is pinned and
+    // does not end before `end`/`abandon` returned, which wait for this
+    // callback to return.
+    let slot = unsafe { &*(ctx as *const Mutex<Option<Waker>>) };
+    let waker = lock(slot).take();
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
+impl<Q: RawWait> Future for Wait<'_, Q> {
+    type Output = Q::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Q::Output> {
+        // SAFETY: nothing is moved out of the pinned future; `waiter` and
+        // `waker` are only used through shared references below.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: structural pinning of `waiter`: it never moves while the
+        // future is pinned (no `Unpin`, and `Drop` ends the request in place).
+        let waiter = unsafe { Pin::new_unchecked(&this.waiter) };
+        match this.state {
+            State::Done => panic!("`Acquire` polled after it completed"),
+            State::Init => {
+                if let Some(out) = this.queue.immediate(this.n) {
+                    this.state = State::Done;
+                    return Poll::Ready(out);
+                }
+                this.set_waker(cx.waker());
+                let ctx = &this.waker as *const Mutex<Option<Waker>> as *mut c_void;
+                // SAFETY: the waiter is new and pinned; it and `waker` (the
+                // callback's `ctx`) live in this pinned future, which ends
+                // the request (`end` or `abandon`) before they go.
+                match unsafe { this.queue.start(waiter, this.n, wake_task, ctx) } {
+                    Some(out) => {
+                        this.state = State::Done;
+                        Poll::Ready(out)
+                    }
+                    None => {
+                        this.state = State::Queued;
+                        Poll::Pending
+                    }
+                }
+            }
+            State::Queued => {
+                // Register first, then look: a completion after the look
+                // finds the new waker; one before it is seen by the look
+                // (Acquire pairs with the claim's Release store).
+                this.set_waker(cx.waker());
+                if Q::node(&this.waiter).phase(Ordering::Acquire) == phase::WAITING {
+                    return Poll::Pending;
+                }
+                this.state = State::Done;
+                // SAFETY: queued by `start` on this queue.
+                Poll::Ready(unsafe { this.queue.end(waiter, this.n) })
+            }
+        }
+    }
+}
+
+impl<Q: RawWait> Drop for Wait<'_, Q> {
+    fn drop(&mut self) {
+        if self.state == State::Queued {
+            // SAFETY: queued by `start` on this queue; the waiter has not
+            // moved (pinned since the first poll) and is ended in place.
+            unsafe { self.queue.abandon(Pin::new_unchecked(&self.waiter), self.n) };
+        }
+    }
+}
+
+impl<Q: RawWait> core::fmt::Debug for Wait<'_, Q> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Acquire")
+            .field("n", &self.n)
+            .field("queued", &self.is_queued())
+            .finish()
+    }
+}

@@ -1,0 +1,279 @@
+//! The protocol on its own, over a toy backend (a `Vec` behind a mutex), so
+//! that Miri checks the trampoline's pointer work and `finish`'s paths
+//! without a semaphore around them.
+
+use core::cell::{Cell, RefCell};
+use core::ffi::c_void;
+use core::future::Future;
+use core::pin::{pin, Pin};
+use core::ptr::{self, NonNull};
+use core::task::{Context, Poll, Waker};
+use std::sync::Mutex;
+
+use super::*;
+use crate::semaphore::Finish;
+use crate::sync::Ordering;
+use crate::waiter::WakeFn;
+
+struct ToyWaiter {
+    node: Node,
+}
+
+/// A backend whose queue is a list of waiters; `complete` claims them all.
+struct Toy {
+    backend: Backend,
+    queue: Mutex<Vec<*const ToyWaiter>>,
+}
+
+impl Toy {
+    fn new(backend: Backend) -> Self {
+        Toy {
+            backend,
+            queue: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn waiter(&self) -> ToyWaiter {
+        ToyWaiter {
+            node: Node::new(self.backend),
+        }
+    }
+
+    /// # Safety
+    /// `w` is idle and stays put until `finish` returned; `ctx` valid for `wake`.
+    unsafe fn enqueue(&self, w: &ToyWaiter, wake: WakeFn, ctx: *mut c_void) {
+        // SAFETY: idle (contract): nobody else sees the node.
+        unsafe { w.node.set_callback(wake, ctx) };
+        let mut q = self.queue.lock().unwrap();
+        w.node.set_phase(phase::WAITING, Ordering::Release);
+        q.push(w);
+    }
+
+    /// Claims every queued waiter under the lock, delivers them after it.
+    fn complete(&self, granted: bool) {
+        let claimed: Vec<NonNull<Node>> = {
+            let mut q = self.queue.lock().unwrap();
+            q.drain(..)
+                .map(|w| {
+                    // SAFETY: queued waiters are valid until finished.
+                    let w = unsafe { &*w };
+                    w.node
+                        .set_phase(phase::notifying(granted), Ordering::Release);
+                    NonNull::from(&w.node)
+                })
+                .collect()
+        };
+        // SAFETY: claimed just above, the lock released.
+        unsafe { deliver(claimed) };
+    }
+
+    fn cancel(&self, w: &ToyWaiter) -> Option<Finish> {
+        let mut q = self.queue.lock().unwrap();
+        let i = q.iter().position(|&p| ptr::eq(p, w))?;
+        q.remove(i);
+        w.node.set_phase(phase::IDLE, Ordering::Relaxed);
+        Some(Finish::Cancelled { returned: 0 })
+    }
+
+    /// # Safety
+    /// `w` is idle or queued here.
+    unsafe fn finish(&self, w: &ToyWaiter) -> Finish {
+        // SAFETY: forwarded contract.
+        unsafe { finish(&w.node, CancelWith(|| self.cancel(w))) }
+    }
+}
+
+/// What a callback does, and what it saw.
+#[derive(Default)]
+struct Probe<'a> {
+    calls: Cell<u32>,
+    log: Option<&'a RefCell<Vec<&'static str>>>,
+    name: &'static str,
+    run: Option<Box<dyn Fn() + 'a>>,
+}
+
+unsafe extern "C" fn probe(ctx: *mut c_void) {
+    // SAFETY: every test passes a `Probe` that outlives the waiter's finish.
+    let p = unsafe { &*(ctx as *const Probe) };
+    p.calls.set(p.calls.get() + 1);
+    if let Some(log) = p.log {
+        log.borrow_mut().push(p.name);
+    }
+    if let Some(run) = &p.run {
+        run();
+    }
+    if let Some(log) = p.log {
+        log.borrow_mut().push("/");
+    }
+}
+
+fn ctx(p: &Probe) -> *mut c_void {
+    p as *const Probe as *mut c_void
+}
+
+#[test]
+fn a_queued_waiter_is_cancelled_through_its_backend() {
+    let toy = Toy::new(Backend::Local);
+    let w = toy.waiter();
+    let p = Probe::default();
+    // SAFETY: `w` and `p` outlive the finish below.
+    unsafe { toy.enqueue(&w, probe, ctx(&p)) };
+    assert!(w.node.is_busy());
+    // SAFETY: queued on `toy`.
+    assert_eq!(unsafe { toy.finish(&w) }, Finish::Cancelled { returned: 0 });
+    assert_eq!(p.calls.get(), 0);
+    assert!(!w.node.is_busy());
+    // SAFETY: idle.
+    assert_eq!(unsafe { toy.finish(&w) }, Finish::Idle);
+}
+
+#[test]
+fn a_completed_waiter_is_called_back_once_then_finished() {
+    let toy = Toy::new(Backend::Shared);
+    let w = toy.waiter();
+    let p = Probe::default();
+    // SAFETY: `w` and `p` outlive the finishes below.
+    unsafe { toy.enqueue(&w, probe, ctx(&p)) };
+    toy.complete(false);
+    assert_eq!(p.calls.get(), 1);
+    assert_eq!(w.node.phase(Ordering::Acquire), phase::CLOSED);
+    assert!(!w.node.is_busy());
+    // SAFETY: queued on `toy` (complete).
+    assert_eq!(unsafe { toy.finish(&w) }, Finish::Closed);
+    // SAFETY: idle.
+    assert_eq!(unsafe { toy.finish(&w) }, Finish::Idle);
+}
+
+#[test]
+fn callbacks_never_nest_across_backends_and_run_in_order() {
+    let (local, redis) = (Toy::new(Backend::Local), Toy::new(Backend::Redis));
+    let (a, b) = (local.waiter(), redis.waiter());
+    let log = RefCell::new(Vec::new());
+    let inner = Probe {
+        log: Some(&log),
+        name: "b",
+        run: Some(Box::new(|| {
+            assert!(b.node.in_own_callback() && !a.node.in_own_callback());
+            assert_eq!(current_backend(), Some(Backend::Redis));
+        })),
+        ..Probe::default()
+    };
+    let outer = Probe {
+        log: Some(&log),
+        name: "a",
+        run: Some(Box::new(|| {
+            assert_eq!(current_backend(), Some(Backend::Local));
+            redis.complete(true); // b's callback must wait for ours to return
+            assert!(b.node.callback_pending_here());
+        })),
+        ..Probe::default()
+    };
+    // SAFETY: waiters and probes outlive the finishes below.
+    unsafe {
+        local.enqueue(&a, probe, ctx(&outer));
+        redis.enqueue(&b, probe, ctx(&inner));
+    }
+    local.complete(true);
+    assert_eq!(*log.borrow(), ["a", "/", "b", "/"]);
+    assert_eq!(current_backend(), None);
+    // SAFETY: queued on their toys.
+    unsafe {
+        assert_eq!(local.finish(&a), Finish::Granted);
+        assert_eq!(redis.finish(&b), Finish::Granted);
+    }
+}
+
+#[test]
+fn a_callback_consumes_its_own_outcome_and_takes_a_pending_sibling() {
+    let toy = Toy::new(Backend::Local);
+    let (a, b) = (toy.waiter(), toy.waiter());
+    let seen = RefCell::new(Vec::new());
+    let pb = Probe::default();
+    let pa = Probe {
+        run: Some(Box::new(|| {
+            // SAFETY: both queued on `toy`; inside a's callback.
+            unsafe {
+                seen.borrow_mut().push(toy.finish(&a));
+                seen.borrow_mut().push(toy.finish(&a)); // consumed already
+                seen.borrow_mut().push(toy.finish(&b)); // sibling, pending here
+            }
+            assert_eq!(a.node.phase(Ordering::Relaxed), phase::NOTIFYING_CONSUMED);
+        })),
+        ..Probe::default()
+    };
+    // SAFETY: waiters and probes outlive the finishes below.
+    unsafe {
+        toy.enqueue(&a, probe, ctx(&pa));
+        toy.enqueue(&b, probe, ctx(&pb));
+    }
+    toy.complete(true);
+    assert_eq!(
+        *seen.borrow(),
+        [Finish::Granted, Finish::Idle, Finish::Granted]
+    );
+    assert_eq!(pb.calls.get(), 0, "a taken sibling is never called back");
+    assert!(!a.node.is_busy() && !b.node.is_busy());
+    // SAFETY: idle.
+    unsafe { assert_eq!(toy.finish(&a), Finish::Idle) };
+}
+
+// SAFETY: `node` is the waiter's node, which `enqueue` queues.
+unsafe impl RawWait for Toy {
+    type Waiter = ToyWaiter;
+    type Output = Finish;
+
+    fn new_waiter() -> ToyWaiter {
+        ToyWaiter {
+            node: Node::new(Backend::Local),
+        }
+    }
+
+    fn node(waiter: &ToyWaiter) -> &Node {
+        &waiter.node
+    }
+
+    fn immediate(&self, n: usize) -> Option<Finish> {
+        (n == 0).then_some(Finish::Granted)
+    }
+
+    unsafe fn start(
+        &self,
+        waiter: Pin<&ToyWaiter>,
+        _n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Option<Finish> {
+        // SAFETY: forwarded contract.
+        unsafe { self.enqueue(&waiter, wake, ctx) };
+        None
+    }
+
+    unsafe fn end(&self, waiter: Pin<&ToyWaiter>, _n: usize) -> Finish {
+        // SAFETY: forwarded contract.
+        unsafe { self.finish(&waiter) }
+    }
+
+    unsafe fn abandon(&self, waiter: Pin<&ToyWaiter>, _n: usize) {
+        // SAFETY: forwarded contract.
+        let _ = unsafe { self.finish(&waiter) };
+    }
+}
+
+#[test]
+fn the_wait_future_holds_its_waiter_and_cancels_on_drop() {
+    let toy = Toy::new(Backend::Local);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut fut = pin!(Wait::new(&toy, 1));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    assert!(fut.is_queued() && fut.as_mut().poll(&mut cx).is_pending());
+    toy.complete(true);
+    assert_eq!(fut.as_mut().poll(&mut cx), Poll::Ready(Finish::Granted));
+    {
+        let mut dropped = pin!(Wait::new(&toy, 1));
+        assert!(dropped.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(toy.queue.lock().unwrap().len(), 1);
+    }
+    assert!(toy.queue.lock().unwrap().is_empty(), "cancelled on drop");
+    let mut zero = pin!(Wait::new(&toy, 0));
+    assert_eq!(zero.as_mut().poll(&mut cx), Poll::Ready(Finish::Granted));
+}
