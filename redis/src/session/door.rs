@@ -48,7 +48,10 @@ pub(super) enum Job {
     /// cancelled.
     Cancel { eid: String, n: u64, epoch: u64 },
     /// A call whose caller waits for the answer.
-    Call(Box<dyn FnOnce(&Inner) + Send>),
+    /// A call whose caller waits for the answer: it computes the answer
+    /// and returns what sends it, which the door runs after it dropped its
+    /// reference to the handle (see [`run`]).
+    Call(Box<dyn FnOnce(&Inner) -> Answer + Send>),
 }
 
 #[derive(Default)]
@@ -125,12 +128,21 @@ fn run(weak: &Weak<Inner>, door: &Door) {
         // A panic inside a job (a bug, or a Rust callback that panicked
         // through `deliver`) must not end the door: the handle's later
         // calls would wait for ever.
-        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
         // If this was the last handle, `Inner::drop` runs here and stops
-        // the door.
+        // the door. Before a call is answered: a caller that drops its last
+        // handle right after a call that answers (a `try_acquire`, say) ends
+        // the session then and there, on its own thread, as it always did,
+        // rather than a moment later on this one.
         drop(inner);
+        if let Ok(Some(send)) = answer {
+            send();
+        }
     }
 }
+
+/// What sends a [`Job::Call`]'s answer to its waiting caller.
+pub(super) type Answer = Box<dyn FnOnce() + Send>;
 
 /// Runs `f` on the door thread and waits for its answer (at once if this is
 /// the door thread, e.g. a call from inside a callback it delivers).
@@ -145,15 +157,20 @@ pub(super) fn call<R: Send + 'static>(
     if inner.door.is_here() {
         return f(inner);
     }
-    let slot: Arc<Answer<R>> = Arc::new(Answer {
+    let slot: Arc<Mailbox<R>> = Arc::new(Mailbox {
         value: Mutex::new(None),
         cv: Condvar::new(),
     });
     let reply = Answering(slot.clone(), false);
-    inner.door.push(Job::Call(Box::new(move |i: &Inner| {
-        let mut reply = reply;
-        reply.send(f(i));
-    })));
+    inner
+        .door
+        .push(Job::Call(Box::new(move |i: &Inner| -> Answer {
+            let v = f(i);
+            Box::new(move || {
+                let mut reply = reply;
+                reply.send(v);
+            })
+        })));
     let mut g = lock(&slot.value);
     loop {
         if let Some(v) = g.take() {
@@ -163,7 +180,7 @@ pub(super) fn call<R: Send + 'static>(
     }
 }
 
-struct Answer<R> {
+struct Mailbox<R> {
     value: Mutex<Option<Result<R, Error>>>,
     cv: Condvar,
 }
@@ -171,7 +188,7 @@ struct Answer<R> {
 /// The door's end of a [`call`]: answers once; dropped unanswered (the job
 /// panicked, or the door stopped) it answers with an error, so that the
 /// caller never waits for ever.
-struct Answering<R>(Arc<Answer<R>>, bool);
+struct Answering<R>(Arc<Mailbox<R>>, bool);
 
 impl<R> Answering<R> {
     fn send(&mut self, v: Result<R, Error>) {
@@ -193,7 +210,8 @@ impl<R> Drop for Answering<R> {
 
 /// The jobs, run on the door thread only.
 impl Inner {
-    fn run_job(&self, job: Job) {
+    /// Runs `job`; for a call, returns what sends its answer.
+    fn run_job(&self, job: Job) -> Option<Answer> {
         match job {
             Job::Acquire(ctr) => self.send_acquire(ctr),
             Job::Zero(ctr) => {
@@ -209,8 +227,9 @@ impl Inner {
             }
             Job::Release { n, epoch } => self.release_now(n, epoch),
             Job::Cancel { eid, n, epoch } => self.cancel_now(&eid, n, epoch),
-            Job::Call(f) => f(self),
+            Job::Call(f) => return Some(f(self)),
         }
+        None
     }
 
     /// Completes request `ctr` with `f`, unless its owner cancelled it.
