@@ -112,9 +112,9 @@ pub(crate) fn blocking_acquire(
 
 /// [`blocking_acquire`] for a shared handle's session: a wait still queued
 /// when the session ends gives up with `DisconnectedError`. A Redis
-/// request's round trips run through `redis::request` and `redis::call`;
-/// its first one is the request itself (no separate `try_acquire`, which
-/// would be one more round trip), unless `timeout` is 0.
+/// request goes straight to the queue (a separate `try_acquire` would be one
+/// more round trip), unless `timeout` is 0: so on a running loop's thread it
+/// is refused even when permits are free (its answer is a wait).
 pub(crate) fn blocking_acquire_in(
     py: Python<'_>,
     core: &Core,

@@ -777,6 +777,23 @@ def test_bad_input_typed_errors_nothing_lost(server, name):
     sem.release(1)
 
 
+def test_blocking_acquire_on_a_running_loop_is_refused_even_with_free_permits(server, name):
+    # Every Redis acquire waits for its round trip (the handle's door thread
+    # makes it): on a loop's thread that wait would stall the loop, so it is
+    # refused like any other wait there, and nothing is taken.
+    sem = connect(server.url, name, 2)
+
+    async def main():
+        with pytest.raises(RuntimeError, match="async with"):
+            sem.acquire_blocking(1)
+        assert await sem.acquire(1) is True  # the way it is meant on a loop
+        sem.release(1)
+
+    asyncio.run(main())
+    c = conserved(sem, 2)
+    assert (c["available"], c["held"], c["queued"]) == (2, 0, 0)
+
+
 def test_passwords_never_shown():
     secret = "hunter2-s3cret"
     srv = RedisServer(password=secret)

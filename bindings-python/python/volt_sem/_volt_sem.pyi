@@ -368,8 +368,9 @@ class Semaphore:
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
         handed on). Interruptible by Ctrl-C. On the thread of a running event
         loop a wait raises ``RuntimeError`` (it would block that loop for ever);
-        a grant that needs no wait is still returned. Redis: its token is
-        :attr:`last_token`."""
+        a grant that needs no wait is still returned, except on Redis, where
+        every acquire waits for its round trip (use ``await sem.acquire(n)``
+        there). Redis: its token is :attr:`last_token`."""
     @property
     def available_permits(self) -> int:
         """Permits available right now (0 while anyone waits). Redis: one
