@@ -557,12 +557,11 @@ impl Inner {
         self.lose_deferred(epoch, err);
     }
 
-    /// Ends the sessions given up, now, on the caller's thread (for
-    /// `disconnect`, which promises one round trip: their permits go back,
-    /// and the `bye` wakes the agent if it is blocked on an old
-    /// notification list); what fails stays for the agent to retry.
-    fn end_given_up(&self) {
-        let sids: Vec<String> = lock(&self.state).to_end.drain(..).collect();
+    /// Ends the sessions `sids` now, on the door (for `disconnect`, which
+    /// promises one round trip: their permits go back, and the `bye` wakes
+    /// the agent if it is blocked on an old notification list); what fails
+    /// goes back to the list the agent ends.
+    fn end_sessions(&self, sids: Vec<String>) {
         let mut failed = Vec::new();
         let mut state_lost = false;
         for sid in sids {
@@ -616,7 +615,7 @@ impl Inner {
         if self.forked() {
             return;
         }
-        let claimed = {
+        let (claimed, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
                 return;
@@ -629,13 +628,20 @@ impl Inner {
             // Ended with the session, not lost: a later release is refused
             // as `Closed`, never reported as a lease expiry.
             st.lost = 0;
-            claimed
+            // Taken off the agent's list in the same critical section: the
+            // agent (woken, say, by a grant to a request of this session)
+            // must not take them and end them on its own while the door
+            // finds nothing to end, or this call would return before the
+            // end was sent, and a process that dies right after (a signal
+            // handler disconnects, then re-raises the signal) would leave
+            // the session to its lease's expiry.
+            (claimed, std::mem::take(&mut st.to_end))
         };
         deliver(claimed);
         // On the door, after the calls queued before it (an acquire queued
         // before the disconnect fails there with `Closed`).
-        let _ = call(self, |i| {
-            i.end_given_up();
+        let _ = call(self, move |i| {
+            i.end_sessions(sids);
             Ok(())
         });
         // Nothing left for the agent to renew: it exits.
