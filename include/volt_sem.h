@@ -222,8 +222,12 @@
  *     returns VOLT_OK at once on a Redis semaphore); a
  *     release is applied in Redis right after (another client sees it one
  *     round trip later; this handle's later calls come after it). The calls
- *     that must answer wait for their round trip on the door, each at most
- *     the command timeout (default 5 s), then VOLT_CONNECTION_FAILED:
+ *     that must answer wait for their round trip, each at most the command
+ *     timeout (default 5 s), then VOLT_CONNECTION_FAILED (when the door
+ *     thread is idle, such a call makes its round trip, and those of the
+ *     handle's requests queued before it, on the calling thread, with every
+ *     signal blocked meanwhile: a signal that arrives then is handled when
+ *     the round trip ends):
  *     volt_sem_connect() (the connect timeout), volt_sem_try_acquire(),
  *     volt_sem_acquire_blocking() (plus the wait), volt_sem_close(),
  *     volt_sem_available_permits(), volt_sem_census(). volt_sem_is_closed(),
@@ -234,8 +238,10 @@
  *     hold its two connections: the door (above) and the agent, which renews
  *     the lease and receives the grants. Wake callbacks run on one of them
  *     (the door for a grant its own request or release completed, the agent
- *     for a grant made by another client's release), or, when this process
- *     finds its session lost, on the thread that found it. Releases on other
+ *     for a grant made by another client's release), on a thread of this
+ *     process waiting in one of the calls above on the same handle (when it
+ *     made the round trips itself), or, when this process finds its session
+ *     lost, on the thread that found it. Releases on other
  *     handles or hosts never run them. The rules of WAKE CALLBACKS hold there
  *     too (callbacks never nest; a blocking acquire inside one is
  *     VOLT_IN_CALLBACK). Neither thread keeps the process alive.
@@ -886,9 +892,8 @@ void volt_sem_free(const struct volt_sem *sem);
  * Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
  * `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
  * a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
- * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip on
- * the handle's door thread, in order with its other calls, up to the command
- * timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+ * `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip,
+ * in order with the handle's other calls, up to the command timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
  * `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
  *
  * # Safety
@@ -1263,9 +1268,10 @@ bool volt_waiter_is_busy(const struct volt_waiter *waiter);
  *   accepted (the handle's door thread sends the request; at once only the
  *   errors the handle knows itself: `VOLT_CLOSED`, `VOLT_STATE_LOST`,
  *   `VOLT_FORKED`). Its `wake(ctx)` runs on the handle's door thread (the
- *   request granted at once, or by a release through this handle), its
- *   agent thread (granted by another client), or the thread that found the
- *   session lost: when the grant is complete, the semaphore closed, or the
+ *   request granted at once, or by a release through this handle; or a
+ *   thread waiting in a call of the handle that ran the door's work
+ *   itself), its agent thread (granted by another client), or the thread
+ *   that found the session lost: when the grant is complete, the semaphore closed, or the
  *   request failed (then `volt_sem_cancel` returns the error:
  *   `VOLT_LEASE_EXPIRED`, `VOLT_STATE_LOST`, `VOLT_CONNECTION_FAILED`,
  *   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, ...). After `VOLT_OK` from
@@ -1452,8 +1458,8 @@ volt_status volt_sem_acquire_blocking(const struct volt_sem *sem,
 /**
  * `volt_sem_try_acquire` that also returns the grant's fencing token and
  * session in `*grant` (zeroed unless `VOLT_OK`). On a Redis semaphore:
- * one round trip (on the handle's door thread; this thread waits for it),
- * up to the command timeout.
+ * one round trip (on the handle's door thread, or on this one when the door
+ * is idle), up to the command timeout.
  *
  * Returns what `volt_sem_try_acquire` returns; `VOLT_INVALID_ARGUMENT` also
  * for a NULL `grant`.

@@ -72,9 +72,10 @@
 //!   *where* the callback runs: local, on the releasing thread; shared, on the
 //!   process's doorbell thread of that name (never on the releaser, which may
 //!   be another process); Redis, on the handle's door thread (which makes
-//!   every round trip of the handle, so that `acquire_raw`, `release` and
-//!   `finish_raw` never block on any backend), on its agent thread, or on
-//!   one that found the session lost. A binding whose wake path
+//!   the handle's round trips, so that `acquire_raw`, `release` and
+//!   `finish_raw` never block on any backend), on a thread waiting in a call
+//!   of the handle that made them itself (the door idle), on its agent
+//!   thread, or on one that found the session lost. A binding whose wake path
 //!   already posts to its event loop (every one here does) needs nothing more.
 //! * Accounting differs, and [`Error`] says so: a shared semaphore has a fixed
 //!   total and each *process* returns its own permits ([`Error::NotHeld`]), a

@@ -191,8 +191,8 @@ impl Semaphore {
     /// Takes `n` permits if they are available now and nobody is queued (no
     /// barging, in any process). `n == 0` succeeds unless closed. The caller
     /// then holds them and gives them back with [`release`](Self::release).
-    /// Redis: one round trip (on the handle's door thread; this thread
-    /// waits): the one call of this seam's acquire side that blocks on the
+    /// Redis: one round trip (on the handle's door thread, or on this one
+    /// when the door is idle): the one call of this seam's acquire side that blocks on the
     /// network (with `acquire_blocking`/`acquire_timeout`, which block by
     /// definition, and `close`, `available_permits`).
     #[inline]
@@ -327,8 +327,9 @@ impl Semaphore {
     /// Shared: it runs on this process's doorbell thread of the name,
     /// whoever released, in any process. Redis: always `Pending` (the
     /// handle's door thread makes the round trip); the callback runs on that
-    /// door thread, on the handle's agent thread, or on one that found the
-    /// session lost (never nested), and the outcome (a `Failed` one
+    /// door thread, on a thread waiting in a call of the handle that made
+    /// the door's round trips itself, on the handle's agent thread, or on
+    /// one that found the session lost (never nested), and the outcome (a `Failed` one
     /// included: the request's round trip failed, the session was lost) is
     /// [`finish_raw`](Self::finish_raw)'s, the grant's token and session in
     /// [`Waiter::token`] / [`Waiter::session`].

@@ -71,8 +71,8 @@ unsafe fn fenced_checks<'a>(
 
 /// `volt_sem_try_acquire` that also returns the grant's fencing token and
 /// session in `*grant` (zeroed unless `VOLT_OK`). On a Redis semaphore:
-/// one round trip (on the handle's door thread; this thread waits for it),
-/// up to the command timeout.
+/// one round trip (on the handle's door thread, or on this one when the door
+/// is idle), up to the command timeout.
 ///
 /// Returns what `volt_sem_try_acquire` returns; `VOLT_INVALID_ARGUMENT` also
 /// for a NULL `grant`.

@@ -154,9 +154,8 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// Returns `VOLT_OK`, `VOLT_WOULD_BLOCK`, `VOLT_CLOSED` or
 /// `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`, `n > volt_max_permits()`, or above
 /// a shared semaphore's total); on a shared semaphore also `VOLT_FORKED`,
-/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip on
-/// the handle's door thread, in order with its other calls, up to the command
-/// timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
+/// `VOLT_CORRUPT` or `VOLT_OS_ERROR`. On a Redis semaphore (one round trip,
+/// in order with the handle's other calls, up to the command timeout; `volt_sem_try_acquire_fenced` also returns the fencing token): `VOLT_CONNECTION_FAILED`, `VOLT_REDIS_ERROR`,
 /// `VOLT_PROTOCOL_ERROR`, `VOLT_STATE_LOST`.
 ///
 /// # Safety

@@ -257,9 +257,10 @@ pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool
 ///   accepted (the handle's door thread sends the request; at once only the
 ///   errors the handle knows itself: `VOLT_CLOSED`, `VOLT_STATE_LOST`,
 ///   `VOLT_FORKED`). Its `wake(ctx)` runs on the handle's door thread (the
-///   request granted at once, or by a release through this handle), its
-///   agent thread (granted by another client), or the thread that found the
-///   session lost: when the grant is complete, the semaphore closed, or the
+///   request granted at once, or by a release through this handle; or a
+///   thread waiting in a call of the handle that ran the door's work
+///   itself), its agent thread (granted by another client), or the thread
+///   that found the session lost: when the grant is complete, the semaphore closed, or the
 ///   request failed (then `volt_sem_cancel` returns the error:
 ///   `VOLT_LEASE_EXPIRED`, `VOLT_STATE_LOST`, `VOLT_CONNECTION_FAILED`,
 ///   `VOLT_REDIS_ERROR`, `VOLT_PROTOCOL_ERROR`, ...). After `VOLT_OK` from

@@ -323,12 +323,14 @@
 //! of weak references finds it. So a process opens, per distinct (URL,
 //! options, name) in use, **two connections and two threads**, however
 //! many handles, clones, threads and waiters use it: the *door* thread and
-//! its command connection, which make every round trip the handle's calls
-//! need, one at a time, in the order the calls were made (no call ever
-//! makes one on the calling thread: `acquire_raw`, `release` and
-//! `finish_raw` return at once, and the calls that answer wait for the
-//! door); and the *agent* thread and its connection (`BLPOP` and the
-//! heartbeat). Because the door runs a handle's calls in order, a call
+//! its command connection, which make the round trips the handle's calls
+//! need, one at a time, in the order the calls were made (`acquire_raw`,
+//! `release` and `finish_raw` never make one on the calling thread: they
+//! return at once; a call that waits for Redis anyway, such as
+//! `try_acquire`, `census` or a blocking acquire, makes its own and those
+//! queued before it on its thread when the door is idle, with signals
+//! blocked for the moment, saving two thread wake-ups); and the *agent*
+//! thread and its connection (`BLPOP` and the heartbeat). Because the door runs a handle's calls in order, a call
 //! that answers (`try_acquire`, `census`, [`flush`](RedisSemaphore::flush))
 //! sees every release and cancel the handle made before it; another client
 //! sees them one round trip later. The session ends when the last handle
@@ -495,8 +497,8 @@ impl RedisSemaphore {
     }
 
     /// Takes `n` permits if they are available now and nobody is queued.
-    /// One round trip (on the handle's door thread, in order with the
-    /// handle's other calls; this thread waits for it).
+    /// One round trip, in order with the handle's other calls (this thread
+    /// waits for it, or makes it when the handle's door is idle).
     pub fn try_acquire(&self, n: usize) -> Result<Permit, Error> {
         if n == 0 {
             return self.zero_permits().map(|()| self.permit(0, 0, 0));
@@ -543,6 +545,9 @@ impl RedisSemaphore {
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }
+        // About to wait anyway: send the request from this thread if the
+        // door is idle (a grant Redis makes at once then needs no wake-up).
+        self.inner.help();
         park.wait(deadline, || w.state() != RedisWaiterState::Waiting);
         // SAFETY: queued on this handle; `park` still alive.
         match unsafe { self.finish_raw(w.as_ref()) } {
@@ -650,8 +655,10 @@ impl RedisSemaphore {
 
     /// Queues an acquire of `n` permits that completes by calling
     /// `wake(ctx)` (volt-sem's waker contract), on the handle's door thread
-    /// (which sends the request), on the agent thread (a notification, a
-    /// heartbeat), or on a thread that found the session lost. **Never
+    /// (which sends the request) or a thread waiting in a call of the handle
+    /// that sent it itself (the door idle), on the agent thread (a
+    /// notification, a heartbeat), or on a thread that found the session
+    /// lost. **Never
     /// blocks**: the round trip runs on the door thread, in order with the
     /// handle's other calls. Callbacks never nest: those completed while a
     /// callback runs on the same thread (it released, or lost the session)

@@ -4,10 +4,10 @@
 //! session, ending the sessions at exit) in `registry.rs`.
 //!
 //! Connections: two per connected handle (clones share them). The *command
-//! connection* belongs to the door thread (`door.rs`), which runs the
-//! handle's calls one at a time in the order they were made (acquire,
-//! try_acquire, release, cancel, close, census): the calling threads never
-//! make a round trip themselves. The *agent connection* belongs to the
+//! connection* belongs to the door (`door.rs`), which runs the handle's
+//! calls one at a time in the order they were made (acquire, try_acquire,
+//! release, cancel, close, census), on its thread or, when it is idle, on
+//! the thread of a call that waits for the answer anyway. The *agent connection* belongs to the
 //! agent thread, which alternates between `BLPOP` on the session's
 //! notification list (with a timeout that ends at the next heartbeat) and
 //! the heartbeat script.
@@ -896,6 +896,12 @@ impl Inner {
 
     pub(crate) fn close(&self) -> Result<(), Error> {
         call(self, |i| i.close_now())
+    }
+
+    /// Sends the handle's queued jobs from this thread if no thread runs
+    /// them now (for a blocking acquire about to wait: see `door::help`).
+    pub(crate) fn help(&self) {
+        door::help(self)
     }
 
     /// Returns once the door has run every job queued before this call.

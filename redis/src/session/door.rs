@@ -1,20 +1,27 @@
-//! The door thread of a connected handle: the only thread that uses the
-//! command connection (apart from the exit handler and the last `Drop`).
+//! The door of a connected handle: its queue of jobs, and the door thread
+//! that runs them; the only code that uses the command connection (apart
+//! from the exit handler and the last `Drop`).
 //!
-//! Why a thread: the seam every binding calls (`acquire_raw`, `release`,
+//! Why: the seam every binding calls (`acquire_raw`, `release`,
 //! `finish_raw`) must never block, as on the local and shared backends,
 //! while each of those is a round trip to Redis. So the calling thread only
 //! records what it wants (a waiter in the table, a count released) and
-//! queues a [`Job`]; the door runs the jobs one at a time, in the order they
-//! were queued, and completes waiters through their callbacks (one wake-up
-//! from the reply to the waiting task or thread). The calls that must answer
-//! (`try_acquire`, `close`, `census`, `disconnect`, the PING of a shared
-//! `connect`) queue a [`Job::Call`] and wait for it: so every operation of a
-//! handle reaches Redis in the order its threads made them (a `release`
-//! followed by a `try_acquire` on the same handle sees the release), and no
-//! round trip ever runs on a caller's thread, where a signal (a Python
-//! Ctrl-C) could interrupt the socket call and turn it into an uncertain
-//! outcome.
+//! queues a [`Job`]; the jobs run one at a time, in the order they were
+//! queued, and complete waiters through their callbacks (one wake-up from
+//! the reply to the waiting task or thread). The calls that must answer
+//! (`try_acquire`, `close`, `census`, `disconnect`, `flush`, the PING of a
+//! shared `connect`) run after the jobs queued before them: so every
+//! operation of a handle reaches Redis in the order its threads made them
+//! (a `release` followed by a `try_acquire` on the same handle sees the
+//! release).
+//!
+//! Who runs the jobs: the door thread, unless a caller that waits for Redis
+//! anyway (one of the calls that answer, or a blocking acquire) finds no
+//! thread running them: it then takes a [`Turn`] and runs the queued jobs
+//! and its own call on its own thread, saving the two thread wake-ups a
+//! round trip through the door thread costs. Signals are blocked during a
+//! turn, so that a handler (a Python Ctrl-C) cannot interrupt a socket call
+//! and turn it into an uncertain outcome.
 //!
 //! The thread holds a `Weak` of the handle (it never keeps it alive) and
 //! ends when the handle is dropped. A job that panics is contained: the
@@ -58,6 +65,10 @@ pub(super) enum Job {
 struct Queue {
     jobs: VecDeque<Job>,
     stop: bool,
+    /// The thread running the handle's jobs now, if any: the door thread,
+    /// or a caller that may block and found the door idle (see [`Turn`]).
+    /// One at a time, so the jobs still run one by one, in order.
+    runner: Option<ThreadId>,
 }
 
 /// The door's queue, shared by the handle (which pushes) and the thread.
@@ -65,7 +76,6 @@ struct Queue {
 pub(super) struct Door {
     queue: Mutex<Queue>,
     cv: Condvar,
-    thread: std::sync::OnceLock<ThreadId>,
 }
 
 impl Door {
@@ -86,21 +96,143 @@ impl Door {
         drop(jobs);
     }
 
-    /// Whether this thread is the door's own.
+    /// Whether this thread is running the handle's jobs now (the door
+    /// thread, or a caller in its [`Turn`]): a call it makes (from inside a
+    /// callback that a job delivers) then runs at once.
     pub(super) fn is_here(&self) -> bool {
-        self.thread.get() == Some(&std::thread::current().id())
+        lock(&self.queue).runner == Some(std::thread::current().id())
     }
 
-    fn next(&self) -> Option<Job> {
+    /// The door thread's next job, once no caller runs them (its turn
+    /// over, the jobs left are the door's).
+    fn next(&self, me: ThreadId) -> Option<Job> {
         let mut q = lock(&self.queue);
+        if q.runner == Some(me) {
+            q.runner = None;
+        }
         loop {
             if q.stop {
                 return None;
             }
-            if let Some(j) = q.jobs.pop_front() {
-                return Some(j);
+            if q.runner.is_none() {
+                if let Some(j) = q.jobs.pop_front() {
+                    q.runner = Some(me);
+                    return Some(j);
+                }
             }
             q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+/// A caller's turn at running the handle's jobs on its own thread.
+///
+/// Why: a caller that waits for Redis anyway (`try_acquire`, `census`,
+/// `flush`, a blocking acquire) pays two thread wake-ups when the door
+/// thread makes its round trip for it (the door's, then its own), which
+/// on an idle machine cost more than the round trip. So when no thread is
+/// running the jobs, the caller runs them itself: first the jobs queued
+/// before it (a release its thread made just before, say, so that the
+/// order of the handle's calls holds), then its own; jobs queued after it
+/// took the turn are left to the door thread, woken when the turn ends.
+/// Only callers that may block take a turn: the seam's `acquire_raw`,
+/// `release` and cancel never do.
+///
+/// Signals are blocked on the thread while it holds the turn (see
+/// [`SignalsBlocked`]).
+pub(super) struct Turn<'a> {
+    door: &'a Door,
+    /// How many of the jobs queued when the turn began are left to run.
+    before: usize,
+    _signals: SignalsBlocked,
+}
+
+impl<'a> Turn<'a> {
+    /// The turn, if no thread is running the jobs (`None`: the door thread,
+    /// or another caller, runs them now).
+    pub(super) fn take(door: &'a Door) -> Option<Turn<'a>> {
+        let mut q = lock(&door.queue);
+        if q.runner.is_some() || q.stop {
+            return None;
+        }
+        q.runner = Some(std::thread::current().id());
+        let before = q.jobs.len();
+        drop(q);
+        Some(Turn {
+            door,
+            before,
+            _signals: SignalsBlocked::new(),
+        })
+    }
+
+    /// Runs the jobs queued before the turn began, in order.
+    pub(super) fn run_queued(&mut self, inner: &Inner) {
+        while self.before > 0 {
+            self.before -= 1;
+            let Some(job) = lock(&self.door.queue).jobs.pop_front() else {
+                return;
+            };
+            // As on the door thread: a job that panics (a Rust callback
+            // through `deliver`) must not unwind into this caller, whose
+            // call has nothing to do with it; the caller it served learns
+            // it through its answer being dropped.
+            let answer =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
+            if let Ok(Some(send)) = answer {
+                send();
+            }
+        }
+    }
+}
+
+impl Drop for Turn<'_> {
+    fn drop(&mut self) {
+        let mut q = lock(&self.door.queue);
+        q.runner = None;
+        if !q.jobs.is_empty() || q.stop {
+            self.door.cv.notify_all();
+        }
+    }
+}
+
+/// Signals blocked on this thread while it makes round trips for the
+/// handle (a [`Turn`]), then restored (a signal that came meanwhile is
+/// delivered then): a handler that interrupted the socket call (Python's
+/// for Ctrl-C, any installed without `SA_RESTART`) would turn it into an
+/// uncertain outcome, and give the session up. A turn lasts a round trip
+/// or a few, each bounded by the command timeout.
+pub(super) struct SignalsBlocked {
+    #[cfg(unix)]
+    old: libc::sigset_t,
+}
+
+impl SignalsBlocked {
+    fn new() -> Self {
+        #[cfg(unix)]
+        {
+            // SAFETY: sigfillset/pthread_sigmask write the sets we own;
+            // SIGKILL, SIGSTOP and the faults a thread raises itself are
+            // not blockable or not affected.
+            unsafe {
+                let mut all: libc::sigset_t = std::mem::zeroed();
+                let mut old: libc::sigset_t = std::mem::zeroed();
+                libc::sigfillset(&mut all);
+                libc::pthread_sigmask(libc::SIG_BLOCK, &all, &mut old);
+                SignalsBlocked { old }
+            }
+        }
+        #[cfg(not(unix))]
+        SignalsBlocked {}
+    }
+}
+
+impl Drop for SignalsBlocked {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        // SAFETY: restores the mask saved by `new` on this same thread
+        // (the value is not Send: it never leaves the thread).
+        unsafe {
+            libc::pthread_sigmask(libc::SIG_SETMASK, &self.old, std::ptr::null_mut());
         }
     }
 }
@@ -109,19 +241,16 @@ impl Door {
 pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let door = inner.door.clone();
-    let t = std::thread::Builder::new()
+    std::thread::Builder::new()
         .name("volt-sem-redis-door".into())
         .spawn(move || run(&weak, &door))
         .map_err(|e| Error::Connection(format!("cannot start the door thread: {e}")))?;
-    let _ = inner.door.thread.set(t.thread().id());
     Ok(())
 }
 
 fn run(weak: &Weak<Inner>, door: &Door) {
-    // The id is also set by `spawn`; whichever comes first (a job may be
-    // pushed before `spawn` returns, never run before this line).
-    let _ = door.thread.set(std::thread::current().id());
-    while let Some(job) = door.next() {
+    let me = std::thread::current().id();
+    while let Some(job) = door.next(me) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
@@ -141,11 +270,26 @@ fn run(weak: &Weak<Inner>, door: &Door) {
     }
 }
 
+/// For a caller about to wait for its queued request (a blocking
+/// acquire): if no thread runs the jobs now, sends them (its own among
+/// them) from this thread, as [`call`] does, so that a request Redis
+/// grants at once completes without a thread wake-up.
+pub(super) fn help(inner: &Inner) {
+    if inner.forked() || inner.door.is_here() {
+        return;
+    }
+    if let Some(mut turn) = Turn::take(&inner.door) {
+        turn.run_queued(inner);
+    }
+}
+
 /// What sends a [`Job::Call`]'s answer to its waiting caller.
 pub(super) type Answer = Box<dyn FnOnce() + Send>;
 
-/// Runs `f` on the door thread and waits for its answer (at once if this is
-/// the door thread, e.g. a call from inside a callback it delivers).
+/// Runs `f` after the handle's jobs queued before it, and returns its
+/// answer: on this thread if no thread runs the jobs now (a [`Turn`]) or if
+/// this thread is the one running them (a call from inside a callback a
+/// job delivers), else on the runner (the door thread), waiting for it.
 /// [`Error::Forked`] in a `fork()` child (the door thread was not copied).
 pub(super) fn call<R: Send + 'static>(
     inner: &Inner,
@@ -156,6 +300,16 @@ pub(super) fn call<R: Send + 'static>(
     }
     if inner.door.is_here() {
         return f(inner);
+    }
+    if let Some(mut turn) = Turn::take(&inner.door) {
+        turn.run_queued(inner);
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(inner))).unwrap_or_else(
+            |_| {
+                Err(Error::Protocol(
+                    "the handle's call panicked (a bug: please report it)".into(),
+                ))
+            },
+        );
     }
     let slot: Arc<Mailbox<R>> = Arc::new(Mailbox {
         value: Mutex::new(None),
