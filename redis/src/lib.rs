@@ -330,7 +330,10 @@
 //! `try_acquire`, `census` or a blocking acquire, makes its own and those
 //! queued before it on its thread when the door is idle, with signals
 //! blocked for the moment, saving two thread wake-ups); and the *agent*
-//! thread and its connection (`BLPOP` and the heartbeat). Because the door runs a handle's calls in order, a call
+//! thread and its connection (`BLPOP` and the heartbeat). Releases and
+//! acquires queued together (an acquire right after a release, many
+//! requests of an event loop) are sent in one pipeline: one round trip,
+//! Redis running them in their order. Because the door runs a handle's calls in order, a call
 //! that answers (`try_acquire`, `census`, [`flush`](RedisSemaphore::flush))
 //! sees every release and cancel the handle made before it; another client
 //! sees them one round trip later. The session ends when the last handle
@@ -538,16 +541,16 @@ impl RedisSemaphore {
         }
         let park = Arc::new(Parker::default());
         let w = Box::pin(RedisWaiter::new());
-        // SAFETY: the waiter is boxed (pinned) and `park` lives in this frame
-        // until finish_raw returned below.
-        let r =
-            unsafe { self.acquire_raw(w.as_ref(), n, unpark, Arc::as_ptr(&park) as *mut c_void) }?;
+        // About to wait anyway: the request is sent from this thread if the
+        // door is idle (a grant Redis makes at once needs no wake-up then).
+        let r = self.inner.queue_and_help(|| {
+            // SAFETY: the waiter is boxed (pinned) and `park` lives in this
+            // frame until finish_raw returned below.
+            unsafe { self.acquire_raw(w.as_ref(), n, unpark, Arc::as_ptr(&park) as *mut c_void) }
+        })?;
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }
-        // About to wait anyway: send the request from this thread if the
-        // door is idle (a grant Redis makes at once then needs no wake-up).
-        self.inner.help();
         park.wait(deadline, || w.state() != RedisWaiterState::Waiting);
         // SAFETY: queued on this handle; `park` still alive.
         match unsafe { self.finish_raw(w.as_ref()) } {

@@ -123,7 +123,7 @@ pub struct Who<'a> {
 
 /// Where a failed call stands: not sent (safe to report), or sent with an
 /// unknown outcome (the script may have run).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub enum CallError {
     /// The script certainly did not run (a server error reply).
     NotRun(Error),
@@ -186,6 +186,76 @@ impl Scripts {
                     CallError::NotRun(err)
                 })
             }
+        }
+    }
+
+    /// The `EVALSHA` of `script` (the command a pipeline sends).
+    fn evalsha(script: &Script, keys: &Keys, who: Who<'_>, args: &[&str]) -> redis::Cmd {
+        let mut c = redis::cmd("EVALSHA");
+        c.arg(script.get_hash()).arg(keys.keys.len());
+        for k in &keys.keys {
+            c.arg(k);
+        }
+        c.arg(who.sid).arg(who.inc).arg(who.lease_ms);
+        for a in args {
+            c.arg(*a);
+        }
+        c
+    }
+
+    /// `acquire.lua` as a command of a pipeline (see [`Scripts::pipeline`]).
+    pub fn acquire_cmd(
+        &self,
+        keys: &Keys,
+        who: Who<'_>,
+        eid: &str,
+        n: u64,
+        queue: bool,
+    ) -> redis::Cmd {
+        let n = n.to_string();
+        let mode = if queue { "queue" } else { "try" };
+        Self::evalsha(&self.acquire, keys, who, &[eid, &n, mode])
+    }
+
+    /// `release.lua` as a command of a pipeline (see [`Scripts::pipeline`]).
+    pub fn release_cmd(&self, keys: &Keys, who: Who<'_>, n: u64) -> redis::Cmd {
+        let n = n.to_string();
+        Self::evalsha(&self.release, keys, who, &[&n])
+    }
+
+    /// Sends `cmds` in one pipeline (one round trip) and returns each one's
+    /// reply, in order. A command Redis refused (a server error: `NOSCRIPT`
+    /// after a restart or `SCRIPT FLUSH`, a cluster's redirection) did not
+    /// run: its entry is `NotRun`, for the caller to send it again alone
+    /// (which loads the script, follows the redirection). The whole call
+    /// fails with `Uncertain` otherwise (any of the commands may have run).
+    pub fn pipeline(
+        con: &mut dyn redis::ConnectionLike,
+        cmds: &[redis::Cmd],
+    ) -> Result<Vec<Result<Reply, CallError>>, CallError> {
+        let mut packed = Vec::new();
+        for c in cmds {
+            c.write_packed_command(&mut packed);
+        }
+        match con.req_packed_commands(&packed, 0, cmds.len()) {
+            Ok(values) if values.len() == cmds.len() => Ok(values
+                .into_iter()
+                .map(|v| match v {
+                    Value::ServerError(e) => Err(CallError::NotRun(Error::from_redis(
+                        &redis::RedisError::from(e),
+                        "",
+                    ))),
+                    v => Reply::from_value(v).map_err(CallError::NotRun),
+                })
+                .collect()),
+            Ok(values) => Err(CallError::Uncertain(Error::Protocol(format!(
+                "{} replies to a pipeline of {}",
+                values.len(),
+                cmds.len()
+            )))),
+            // Whatever failed (the connection, a reply that did not parse),
+            // some of the commands may have run.
+            Err(e) => Err(CallError::Uncertain(Error::from_redis(&e, ""))),
         }
     }
 

@@ -36,6 +36,7 @@ use crate::waiter::{deliver, Claimed, Finish, RedisWaiter};
 use volt_sem::raw::{self, phase};
 
 mod agent;
+mod batch;
 mod door;
 mod registry;
 mod table;
@@ -778,13 +779,14 @@ impl Inner {
         Ok(RawAcquire::Pending)
     }
 
-    /// `try_acquire` of `n > 0` permits: one round trip, on the door.
+    /// `try_acquire` of `n > 0` permits: one round trip, after (or with)
+    /// the handle's jobs queued before it.
     /// Returns the grant's token and session.
     pub(crate) fn try_acquire(&self, n: u64) -> Result<(u64, u64), Error> {
         if n > self.total {
             return Err(Error::TooManyPermits);
         }
-        call(self, move |i| i.try_now(n))
+        door::try_acquire(self, n)
     }
 
     /// Counts `n` permits granted in session `epoch` as held (or as lost,
@@ -898,10 +900,13 @@ impl Inner {
         call(self, |i| i.close_now())
     }
 
-    /// Sends the handle's queued jobs from this thread if no thread runs
-    /// them now (for a blocking acquire about to wait: see `door::help`).
-    pub(crate) fn help(&self) {
-        door::help(self)
+    /// Runs `f` (which queues a blocking acquire's request) without waking
+    /// the door thread, then sends the handle's queued jobs from this
+    /// thread if no thread runs them now (see `door::help`).
+    pub(crate) fn queue_and_help<R>(&self, f: impl FnOnce() -> R) -> R {
+        let r = door::quietly(f);
+        door::help(self);
+        r
     }
 
     /// Returns once the door has run every job queued before this call.

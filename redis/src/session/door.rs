@@ -33,7 +33,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::thread::ThreadId;
 use std::time::Instant;
 
-use super::{lock, Inner};
+use super::{batch, lock, Inner};
 use crate::census::Census;
 use crate::error::Error;
 use crate::reply::{Reply, Status};
@@ -78,10 +78,33 @@ pub(super) struct Door {
     cv: Condvar,
 }
 
+thread_local! {
+    /// Set by [`quietly`]: this thread's pushes do not wake the door thread.
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the door thread left asleep by the jobs it pushes: for a
+/// caller that runs them itself right after ([`help`]). Woken, the door
+/// thread would take the job first (it preempts the caller that woke it),
+/// and the caller would pay the two wake-ups it means to save.
+pub(super) fn quietly<R>(f: impl FnOnce() -> R) -> R {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            QUIET.with(|q| q.set(false));
+        }
+    }
+    QUIET.with(|q| q.set(true));
+    let _reset = Reset;
+    f()
+}
+
 impl Door {
     pub(super) fn push(&self, job: Job) {
         lock(&self.queue).jobs.push_back(job);
-        self.cv.notify_one();
+        if !QUIET.with(|q| q.get()) {
+            self.cv.notify_one();
+        }
     }
 
     /// Ends the thread (the handle is being dropped); jobs not run are
@@ -103,9 +126,10 @@ impl Door {
         lock(&self.queue).runner == Some(std::thread::current().id())
     }
 
-    /// The door thread's next job, once no caller runs them (its turn
-    /// over, the jobs left are the door's).
-    fn next(&self, me: ThreadId) -> Option<Job> {
+    /// The door thread's next jobs, once no caller runs them (its turn
+    /// over, the jobs left are the door's): one job, or a run of jobs that
+    /// can go in one pipeline (see `batch.rs`).
+    fn next(&self, me: ThreadId) -> Option<Vec<Job>> {
         let mut q = lock(&self.queue);
         if q.runner == Some(me) {
             q.runner = None;
@@ -117,7 +141,14 @@ impl Door {
             if q.runner.is_none() {
                 if let Some(j) = q.jobs.pop_front() {
                     q.runner = Some(me);
-                    return Some(j);
+                    let mut jobs = vec![j];
+                    while batch::pipelined(&jobs[0])
+                        && jobs.len() < batch::MAX_BATCH
+                        && q.jobs.front().is_some_and(batch::pipelined)
+                    {
+                        jobs.extend(q.jobs.pop_front());
+                    }
+                    return Some(jobs);
                 }
             }
             q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
@@ -165,13 +196,30 @@ impl<'a> Turn<'a> {
         })
     }
 
-    /// Runs the jobs queued before the turn began, in order.
-    pub(super) fn run_queued(&mut self, inner: &Inner) {
-        while self.before > 0 {
-            self.before -= 1;
-            let Some(job) = lock(&self.door.queue).jobs.pop_front() else {
-                return;
-            };
+    /// Runs the jobs queued before the turn began, in order, then, with
+    /// `try_n`, this caller's `try_acquire` of that many permits (all in
+    /// one round trip when they can go in a pipeline, see `batch.rs`), and
+    /// returns the latter's outcome.
+    pub(super) fn run_queued(
+        &mut self,
+        inner: &Inner,
+        try_n: Option<u64>,
+    ) -> Option<Result<(u64, u64), Error>> {
+        let jobs: Vec<Job> = {
+            let mut q = lock(&self.door.queue);
+            let k = self.before.min(q.jobs.len());
+            q.jobs.drain(..k).collect()
+        };
+        self.before = 0;
+        if jobs.iter().all(batch::pipelined) {
+            let mut jobs = jobs;
+            while jobs.len() > batch::MAX_BATCH {
+                let rest = jobs.split_off(batch::MAX_BATCH);
+                inner.run_batch(std::mem::replace(&mut jobs, rest), None);
+            }
+            return inner.run_batch(jobs, try_n);
+        }
+        for job in jobs {
             // As on the door thread: a job that panics (a Rust callback
             // through `deliver`) must not unwind into this caller, whose
             // call has nothing to do with it; the caller it served learns
@@ -182,6 +230,7 @@ impl<'a> Turn<'a> {
                 send();
             }
         }
+        try_n.map(|n| inner.try_now(n))
     }
 }
 
@@ -250,10 +299,18 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
 
 fn run(weak: &Weak<Inner>, door: &Door) {
     let me = std::thread::current().id();
-    while let Some(job) = door.next(me) {
+    while let Some(mut jobs) = door.next(me) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
+        if jobs.len() > 1 {
+            // Releases and acquires only: no answer to send.
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                inner.run_batch(jobs, None)
+            }));
+            continue;
+        }
+        let job = jobs.pop().expect("one job");
         // A panic inside a job (a bug, or a Rust callback that panicked
         // through `deliver`) must not end the door: the handle's later
         // calls would wait for ever.
@@ -271,16 +328,57 @@ fn run(weak: &Weak<Inner>, door: &Door) {
 }
 
 /// For a caller about to wait for its queued request (a blocking
-/// acquire): if no thread runs the jobs now, sends them (its own among
-/// them) from this thread, as [`call`] does, so that a request Redis
-/// grants at once completes without a thread wake-up.
+/// acquire, queued [`quietly`]): if no thread runs the jobs now, sends them
+/// (its own among them) from this thread, as [`call`] does, so that a
+/// request Redis grants at once completes without a thread wake-up. Else
+/// the thread running them gets to it: the door thread before it sleeps
+/// again, or the door thread woken by the end of a caller's [`Turn`].
 pub(super) fn help(inner: &Inner) {
     if inner.forked() || inner.door.is_here() {
+        // The job is left to the door, woken now (a turn of this thread
+        // would not have it in its snapshot, and wakes the door anyway).
+        inner.door.cv.notify_one();
         return;
     }
     if let Some(mut turn) = Turn::take(&inner.door) {
-        turn.run_queued(inner);
+        turn.run_queued(inner, None);
     }
+}
+
+/// `try_acquire(n)`, `n > 0`, as [`call`] runs a call: in its own turn
+/// when the door is idle, where it goes in one round trip with the
+/// releases and acquires queued before it.
+pub(super) fn try_acquire(inner: &Inner, n: u64) -> Result<(u64, u64), Error> {
+    if inner.forked() {
+        return Err(Error::Forked);
+    }
+    if inner.door.is_here() {
+        return inner.try_now(n);
+    }
+    if let Some(mut turn) = Turn::take(&inner.door) {
+        return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            turn.run_queued(inner, Some(n))
+        }))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| {
+            Err(Error::Protocol(
+                "the handle's call panicked (a bug: please report it)".into(),
+            ))
+        });
+    }
+    call(inner, move |i| i.try_now(n))
+}
+
+/// An acquire request as it was sent (for [`Inner::acquire_reply`]).
+#[derive(Clone, Copy)]
+pub(super) struct Sent<'a> {
+    pub(super) ctr: u64,
+    pub(super) eid: &'a str,
+    pub(super) n: u64,
+    pub(super) epoch: u64,
+    pub(super) sent: Instant,
+    pub(super) attempt: u32,
 }
 
 /// What sends a [`Job::Call`]'s answer to its waiting caller.
@@ -302,7 +400,7 @@ pub(super) fn call<R: Send + 'static>(
         return f(inner);
     }
     if let Some(mut turn) = Turn::take(&inner.door) {
-        turn.run_queued(inner);
+        turn.run_queued(inner, None);
         return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(inner))).unwrap_or_else(
             |_| {
                 Err(Error::Protocol(
@@ -365,7 +463,7 @@ impl<R> Drop for Answering<R> {
 /// The jobs, run on the door thread only.
 impl Inner {
     /// Runs `job`; for a call, returns what sends its answer.
-    fn run_job(&self, job: Job) -> Option<Answer> {
+    pub(super) fn run_job(&self, job: Job) -> Option<Answer> {
         match job {
             Job::Acquire(ctr) => self.send_acquire(ctr),
             Job::Zero(ctr) => {
@@ -401,7 +499,7 @@ impl Inner {
     /// Sends the queued request `ctr`: the acquire script, which grants it
     /// at once (`Ready`: completed here) or queues it in Redis (`Pending`:
     /// a notification or a heartbeat completes it).
-    fn send_acquire(&self, ctr: u64) {
+    pub(super) fn send_acquire(&self, ctr: u64) {
         // One retry: a session found expired is replaced by a new one (the
         // request has nothing to do with the old lease).
         for attempt in 0..2 {
@@ -409,157 +507,212 @@ impl Inner {
                 Ok(s) => s,
                 Err(e) => return self.complete_request(ctr, Finish::Failed(e)),
             };
-            // Stamped with its session; gone: cancelled before it was sent.
-            let (eid, n) = {
-                let mut st = lock(&self.state);
-                let Some(e) = st.table.get_mut(ctr) else {
-                    // Cancelled (or failed with a lost session) before it
-                    // was sent: nothing to undo.
-                    st.table.take_cancelled(ctr);
-                    return;
-                };
-                e.eid = format!("{sid}:{ctr}");
-                e.epoch = epoch;
-                // SAFETY: in the table, so valid; `epoch` is read by the
-                // owner only after the request completed.
-                unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);
-                (e.eid.clone(), e.n)
+            let Some((eid, n)) = self.stamp_request(ctr, &sid, epoch) else {
+                return;
             };
             let sent = Instant::now();
             let r = self.with_cmd(|con| {
                 self.scripts
                     .acquire(con, &self.keys, self.who(&sid), &eid, n, true)
             });
-            let r = match r {
-                Ok(r) => r,
-                Err(CallError::NotRun(e)) => return self.complete_request(ctr, Finish::Failed(e)),
-                Err(CallError::Uncertain(e)) => {
-                    // It may be queued or granted: giving the session up
-                    // (ending it) undoes either.
-                    self.complete_request(ctr, Finish::Failed(e));
-                    return self.lose(epoch, Error::LeaseExpired);
-                }
-            };
-            match &r.status {
-                Status::Ready => {
-                    let token = r.int(0).unwrap_or(0);
-                    self.renewed_fast(epoch, sent);
-                    let (claimed, cancelled) = {
-                        let mut st = lock(&self.state);
-                        let cancelled = st.table.take_cancelled(ctr);
-                        let claimed = st.table.remove(ctr).map(|e| {
-                            if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
-                                st.held += n;
-                            } else {
-                                st.lost += n;
-                            }
-                            // SAFETY: it was in the table.
-                            unsafe { Claimed::claim(e.w, Finish::Granted { token }) }
-                        });
-                        (claimed, cancelled)
-                    };
-                    match claimed {
-                        Some(c) => deliver([c]),
-                        // Cancelled while the script ran: give them back.
-                        None if cancelled => self.release_now(n, epoch),
-                        // Failed with its session meanwhile: ending the
-                        // session gives them back.
-                        None => {}
-                    }
-                    return;
-                }
-                Status::Pending => {
-                    self.renewed_fast(epoch, sent);
-                    let cancelled = {
-                        let mut st = lock(&self.state);
-                        st.table.mark_queued(ctr);
-                        st.table.take_cancelled(ctr)
-                    };
-                    // Cancelled while the script ran: take it out. (Gone
-                    // from the table but not cancelled: the agent already
-                    // completed it, a release of another client having
-                    // granted it before this answer was read; or its
-                    // session was lost. Nothing to undo then.)
-                    if cancelled {
-                        self.cancel_now(&eid, n, epoch);
-                    }
-                    return;
-                }
-                Status::Closed => {
-                    lock(&self.state).closed = true;
-                    return self.complete_request(ctr, Finish::Closed);
-                }
-                Status::TooMany => {
-                    return self.complete_request(ctr, Finish::Failed(Error::TooManyPermits))
-                }
-                Status::Expired if attempt == 0 => {
-                    // Not sent as far as the lost session goes: unstamped,
-                    // so that losing the session leaves it to the retry.
-                    if let Some(e) = lock(&self.state).table.get_mut(ctr) {
-                        e.epoch = 0;
-                    }
-                    self.lose(epoch, Error::LeaseExpired);
-                }
-                _ => {
-                    let e = self
-                        .session_reply(&r, epoch)
-                        .unwrap_or_else(|| Error::Protocol(format!("{r:?}")));
-                    return self.complete_request(ctr, Finish::Failed(e));
-                }
+            let sent_again = self.acquire_reply(
+                r,
+                Sent {
+                    ctr,
+                    eid: &eid,
+                    n,
+                    epoch,
+                    sent,
+                    attempt,
+                },
+            );
+            if !sent_again {
+                return;
             }
         }
         self.complete_request(ctr, Finish::Failed(Error::LeaseExpired));
+    }
+
+    /// Stamps request `ctr` with its session before it is sent; `None`: it
+    /// was cancelled (or failed with a lost session) before it was sent,
+    /// nothing to send or undo.
+    pub(super) fn stamp_request(&self, ctr: u64, sid: &str, epoch: u64) -> Option<(String, u64)> {
+        let mut st = lock(&self.state);
+        let Some(e) = st.table.get_mut(ctr) else {
+            st.table.take_cancelled(ctr);
+            return None;
+        };
+        e.eid = format!("{sid}:{ctr}");
+        e.epoch = epoch;
+        // SAFETY: in the table, so valid; `epoch` is read by the owner only
+        // after the request completed.
+        unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);
+        Some((e.eid.clone(), e.n))
+    }
+
+    /// Handles the acquire script's reply `r` for a request sent as
+    /// `s`. True: send it again (its session was found expired at the
+    /// first attempt, and given up).
+    pub(super) fn acquire_reply(&self, r: Result<Reply, CallError>, s: Sent<'_>) -> bool {
+        let Sent {
+            ctr,
+            eid,
+            n,
+            epoch,
+            sent,
+            attempt,
+        } = s;
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e)) => {
+                self.complete_request(ctr, Finish::Failed(e));
+                return false;
+            }
+            Err(CallError::Uncertain(e)) => {
+                // It may be queued or granted: giving the session up
+                // (ending it) undoes either.
+                self.complete_request(ctr, Finish::Failed(e));
+                self.lose(epoch, Error::LeaseExpired);
+                return false;
+            }
+        };
+        match &r.status {
+            Status::Ready => {
+                let token = r.int(0).unwrap_or(0);
+                self.renewed_fast(epoch, sent);
+                let (claimed, cancelled) = {
+                    let mut st = lock(&self.state);
+                    let cancelled = st.table.take_cancelled(ctr);
+                    let claimed = st.table.remove(ctr).map(|e| {
+                        if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
+                            st.held += n;
+                        } else {
+                            st.lost += n;
+                        }
+                        // SAFETY: it was in the table.
+                        unsafe { Claimed::claim(e.w, Finish::Granted { token }) }
+                    });
+                    (claimed, cancelled)
+                };
+                match claimed {
+                    Some(c) => deliver([c]),
+                    // Cancelled while the script ran: give them back.
+                    None if cancelled => self.release_now(n, epoch),
+                    // Failed with its session meanwhile: ending the
+                    // session gives them back.
+                    None => {}
+                }
+            }
+            Status::Pending => {
+                self.renewed_fast(epoch, sent);
+                let cancelled = {
+                    let mut st = lock(&self.state);
+                    st.table.mark_queued(ctr);
+                    st.table.take_cancelled(ctr)
+                };
+                // Cancelled while the script ran: take it out. (Gone from
+                // the table but not cancelled: the agent already completed
+                // it, a release of another client having granted it before
+                // this answer was read; or its session was lost. Nothing to
+                // undo then.)
+                if cancelled {
+                    self.cancel_now(eid, n, epoch);
+                }
+            }
+            Status::Closed => {
+                lock(&self.state).closed = true;
+                self.complete_request(ctr, Finish::Closed);
+            }
+            Status::TooMany => self.complete_request(ctr, Finish::Failed(Error::TooManyPermits)),
+            Status::Expired if attempt == 0 => {
+                // Not sent as far as the lost session goes: unstamped, so
+                // that losing the session leaves it to the retry.
+                if let Some(e) = lock(&self.state).table.get_mut(ctr) {
+                    e.epoch = 0;
+                }
+                self.lose(epoch, Error::LeaseExpired);
+                return true;
+            }
+            _ => {
+                let e = self
+                    .session_reply(&r, epoch)
+                    .unwrap_or_else(|| Error::Protocol(format!("{r:?}")));
+                self.complete_request(ctr, Finish::Failed(e));
+            }
+        }
+        false
     }
 
     /// `try_acquire(n)`, `n > 0`: the acquire script without queueing.
     pub(super) fn try_now(&self, n: u64) -> Result<(u64, u64), Error> {
         for attempt in 0..2 {
             let (sid, epoch) = self.ensure_session()?;
-            let eid = {
-                let mut st = lock(&self.state);
-                format!("{sid}:{}", st.table.next_ctr())
-            };
+            let eid = self.new_eid(&sid);
             let sent = Instant::now();
             let r = self.with_cmd(|con| {
                 self.scripts
                     .acquire(con, &self.keys, self.who(&sid), &eid, n, false)
             });
-            let r = match r {
-                Ok(r) => r,
-                Err(CallError::NotRun(e)) => return Err(e),
-                Err(CallError::Uncertain(e)) => {
-                    self.lose(epoch, Error::LeaseExpired);
-                    return Err(if lock(&self.state).failed {
-                        Error::StateLost
-                    } else {
-                        e
-                    });
-                }
-            };
-            match &r.status {
-                Status::Ready => {
-                    let token = r.int(0)?;
-                    self.renewed_fast(epoch, sent);
-                    self.count_granted(n, epoch);
-                    return Ok((token, epoch));
-                }
-                Status::NoPermits => return Err(Error::NoPermits),
-                Status::Closed => {
-                    lock(&self.state).closed = true;
-                    return Err(Error::Closed);
-                }
-                Status::TooMany => return Err(Error::TooManyPermits),
-                Status::Expired if attempt == 0 => {
-                    self.lose(epoch, Error::LeaseExpired);
-                }
-                _ => {
-                    return Err(self
-                        .session_reply(&r, epoch)
-                        .unwrap_or_else(|| Error::Protocol(format!("{r:?}"))))
-                }
+            if let Some(done) = self.try_reply(r, n, epoch, sent, attempt) {
+                return done;
             }
         }
         Err(Error::LeaseExpired)
+    }
+
+    /// A request id of session `sid` that no other request uses.
+    pub(super) fn new_eid(&self, sid: &str) -> String {
+        let mut st = lock(&self.state);
+        format!("{sid}:{}", st.table.next_ctr())
+    }
+
+    /// Handles the reply of a `try_acquire(n)` sent at `sent` in session
+    /// `epoch`; `None`: try again (its session was found expired at the
+    /// first attempt, and given up).
+    pub(super) fn try_reply(
+        &self,
+        r: Result<Reply, CallError>,
+        n: u64,
+        epoch: u64,
+        sent: Instant,
+        attempt: u32,
+    ) -> Option<Result<(u64, u64), Error>> {
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e)) => return Some(Err(e)),
+            Err(CallError::Uncertain(e)) => {
+                self.lose(epoch, Error::LeaseExpired);
+                return Some(Err(if lock(&self.state).failed {
+                    Error::StateLost
+                } else {
+                    e
+                }));
+            }
+        };
+        Some(match &r.status {
+            Status::Ready => {
+                let token = match r.int(0) {
+                    Ok(t) => t,
+                    Err(e) => return Some(Err(e)),
+                };
+                self.renewed_fast(epoch, sent);
+                self.count_granted(n, epoch);
+                Ok((token, epoch))
+            }
+            Status::NoPermits => Err(Error::NoPermits),
+            Status::Closed => {
+                lock(&self.state).closed = true;
+                Err(Error::Closed)
+            }
+            Status::TooMany => Err(Error::TooManyPermits),
+            Status::Expired if attempt == 0 => {
+                self.lose(epoch, Error::LeaseExpired);
+                return None;
+            }
+            _ => Err(self
+                .session_reply(&r, epoch)
+                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
+        })
     }
 
     /// The release script for `n` permits of session `epoch` (nothing if
@@ -568,52 +721,71 @@ impl Inner {
     /// may not have), Redis still counts the permits for a session that
     /// the handle no longer does: after one retry the session is given up,
     /// which returns them.
-    fn release_now(&self, n: u64, epoch: u64) {
+    pub(super) fn release_now(&self, n: u64, epoch: u64) {
         for attempt in 0..2 {
-            let sid = {
-                let st = lock(&self.state);
-                match st.session.as_ref().filter(|s| s.epoch == epoch) {
-                    Some(s) => s.sid.clone(),
-                    None => return,
-                }
+            let Some(sid) = self.sid_of(epoch) else {
+                return;
             };
             let sent = Instant::now();
             let r = self.with_cmd(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
-            match r {
-                Ok(r) => match &r.status {
-                    Status::Ok => {
-                        self.renewed_fast(epoch, sent);
-                        // Our own waiters this release completed: woken
-                        // here, one hop sooner than through the agent
-                        // (whose notification then finds them done).
-                        let claimed: Vec<Claimed> = r
-                            .rest
-                            .chunks_exact(2)
-                            .filter_map(|g| {
-                                let (s, ctr) = g[0].split_once(':')?;
-                                self.complete(s, ctr.parse().ok()?, &g[1])
-                            })
-                            .collect();
-                        return deliver(claimed);
-                    }
-                    // Redis counts fewer than the handle did: what it
-                    // holds no longer matches what the handle knows.
-                    Status::NotHeld => return self.lose(epoch, Error::LeaseExpired),
-                    _ => {
-                        let _ = self.session_reply(&r, epoch);
-                        return;
-                    }
-                },
-                Err(CallError::NotRun(_)) if attempt == 0 => {}
-                Err(_) => return self.lose(epoch, Error::LeaseExpired),
+            if !self.release_reply(r, epoch, sent, attempt) {
+                return;
             }
         }
+    }
+
+    /// The id of session `epoch`, if it is still the handle's.
+    pub(super) fn sid_of(&self, epoch: u64) -> Option<String> {
+        let st = lock(&self.state);
+        st.session
+            .as_ref()
+            .filter(|s| s.epoch == epoch)
+            .map(|s| s.sid.clone())
+    }
+
+    /// Handles the release script's reply for session `epoch`. True: send
+    /// it again (it did not run, at the first attempt).
+    pub(super) fn release_reply(
+        &self,
+        r: Result<Reply, CallError>,
+        epoch: u64,
+        sent: Instant,
+        attempt: u32,
+    ) -> bool {
+        match r {
+            Ok(r) => match &r.status {
+                Status::Ok => {
+                    self.renewed_fast(epoch, sent);
+                    // Our own waiters this release completed: woken here,
+                    // one hop sooner than through the agent (whose
+                    // notification then finds them done).
+                    let claimed: Vec<Claimed> = r
+                        .rest
+                        .chunks_exact(2)
+                        .filter_map(|g| {
+                            let (s, ctr) = g[0].split_once(':')?;
+                            self.complete(s, ctr.parse().ok()?, &g[1])
+                        })
+                        .collect();
+                    deliver(claimed);
+                }
+                // Redis counts fewer than the handle did: what it holds no
+                // longer matches what the handle knows.
+                Status::NotHeld => self.lose(epoch, Error::LeaseExpired),
+                _ => {
+                    let _ = self.session_reply(&r, epoch);
+                }
+            },
+            Err(CallError::NotRun(_)) if attempt == 0 => return true,
+            Err(_) => self.lose(epoch, Error::LeaseExpired),
+        }
+        false
     }
 
     /// Takes request `eid` (queued in Redis in session `epoch`, for `n`)
     /// out of the queue, its partial grant handed on; a grant that beat
     /// the cancel is released.
-    fn cancel_now(&self, eid: &str, n: u64, epoch: u64) {
+    pub(super) fn cancel_now(&self, eid: &str, n: u64, epoch: u64) {
         let Some((sid, _)) = eid.split_once(':') else {
             return;
         };
