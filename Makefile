@@ -134,7 +134,7 @@ bench-redis: redis-server
 test-loom:
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
-	  $(GUARD) cargo test -p volt-sem --release --test loom --test loom_data
+	  $(GUARD) cargo test -p volt-sem --release --test loom --test loom_data --test loom_door
 	RUSTFLAGS="--cfg volt_loom" LOOM_MAX_PREEMPTIONS=$(LOOM_MAX_PREEMPTIONS) \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/loom \
 	  $(GUARD) cargo test -p volt-sem-batch-lock --release --test loom

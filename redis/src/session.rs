@@ -38,6 +38,11 @@ use volt_sem::raw::{self, phase};
 mod agent;
 mod batch;
 mod door;
+mod runs;
+/// The locks `runs.rs` uses (loom's in its model, `core/tests/loom_door.rs`).
+mod sync {
+    pub(crate) use std::sync::{Condvar, Mutex, MutexGuard};
+}
 mod registry;
 mod table;
 

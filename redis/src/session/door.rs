@@ -27,12 +27,11 @@
 //! ends when the handle is dropped. A job that panics is contained: the
 //! waiter or caller it served gets an error, the door goes on.
 
-use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
-use std::thread::ThreadId;
 use std::time::Instant;
 
+use super::runs::Runs;
 use super::{batch, lock, Inner};
 use crate::census::Census;
 use crate::error::Error;
@@ -61,26 +60,26 @@ pub(super) enum Job {
     Call(Box<dyn FnOnce(&Inner) -> Answer + Send>),
 }
 
-#[derive(Default)]
-struct Queue {
-    jobs: VecDeque<Job>,
-    stop: bool,
-    /// The thread running the handle's jobs now, if any: the door thread,
-    /// or a caller that may block and found the door idle (see [`Turn`]).
-    /// One at a time, so the jobs still run one by one, in order.
-    runner: Option<ThreadId>,
-}
-
-/// The door's queue, shared by the handle (which pushes) and the thread.
+/// The door's queue (who runs its jobs: `runs.rs`), shared by the handle
+/// (which pushes) and the door thread.
 #[derive(Default)]
 pub(super) struct Door {
-    queue: Mutex<Queue>,
-    cv: Condvar,
+    runs: Runs<Job>,
 }
 
 thread_local! {
     /// Set by [`quietly`]: this thread's pushes do not wake the door thread.
     static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// This thread's runner id (`runs.rs`).
+    static ME: u64 = {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    };
+}
+
+/// This thread's runner id.
+fn me() -> u64 {
+    ME.with(|m| *m)
 }
 
 /// Runs `f` with the door thread left asleep by the jobs it pushes: for a
@@ -101,58 +100,20 @@ pub(super) fn quietly<R>(f: impl FnOnce() -> R) -> R {
 
 impl Door {
     pub(super) fn push(&self, job: Job) {
-        lock(&self.queue).jobs.push_back(job);
-        if !QUIET.with(|q| q.get()) {
-            self.cv.notify_one();
-        }
+        self.runs.push(job, QUIET.with(|q| q.get()));
     }
 
     /// Ends the thread (the handle is being dropped); jobs not run are
     /// dropped (a waiting caller learns it, see [`call`]).
     pub(super) fn stop(&self) {
-        let jobs = {
-            let mut q = lock(&self.queue);
-            q.stop = true;
-            std::mem::take(&mut q.jobs)
-        };
-        self.cv.notify_all();
-        drop(jobs);
+        drop(self.runs.stop());
     }
 
     /// Whether this thread is running the handle's jobs now (the door
     /// thread, or a caller in its [`Turn`]): a call it makes (from inside a
     /// callback that a job delivers) then runs at once.
     pub(super) fn is_here(&self) -> bool {
-        lock(&self.queue).runner == Some(std::thread::current().id())
-    }
-
-    /// The door thread's next jobs, once no caller runs them (its turn
-    /// over, the jobs left are the door's): one job, or a run of jobs that
-    /// can go in one pipeline (see `batch.rs`).
-    fn next(&self, me: ThreadId) -> Option<Vec<Job>> {
-        let mut q = lock(&self.queue);
-        if q.runner == Some(me) {
-            q.runner = None;
-        }
-        loop {
-            if q.stop {
-                return None;
-            }
-            if q.runner.is_none() {
-                if let Some(j) = q.jobs.pop_front() {
-                    q.runner = Some(me);
-                    let mut jobs = vec![j];
-                    while batch::pipelined(&jobs[0])
-                        && jobs.len() < batch::MAX_BATCH
-                        && q.jobs.front().is_some_and(batch::pipelined)
-                    {
-                        jobs.extend(q.jobs.pop_front());
-                    }
-                    return Some(jobs);
-                }
-            }
-            q = self.cv.wait(q).unwrap_or_else(|e| e.into_inner());
-        }
+        self.runs.is_runner(me())
     }
 }
 
@@ -182,13 +143,7 @@ impl<'a> Turn<'a> {
     /// The turn, if no thread is running the jobs (`None`: the door thread,
     /// or another caller, runs them now).
     pub(super) fn take(door: &'a Door) -> Option<Turn<'a>> {
-        let mut q = lock(&door.queue);
-        if q.runner.is_some() || q.stop {
-            return None;
-        }
-        q.runner = Some(std::thread::current().id());
-        let before = q.jobs.len();
-        drop(q);
+        let before = door.runs.take_turn(me())?;
         Some(Turn {
             door,
             before,
@@ -205,12 +160,7 @@ impl<'a> Turn<'a> {
         inner: &Inner,
         try_n: Option<u64>,
     ) -> Option<Result<(u64, u64), Error>> {
-        let jobs: Vec<Job> = {
-            let mut q = lock(&self.door.queue);
-            let k = self.before.min(q.jobs.len());
-            q.jobs.drain(..k).collect()
-        };
-        self.before = 0;
+        let jobs = self.door.runs.take(std::mem::take(&mut self.before));
         if jobs.iter().all(batch::pipelined) {
             let mut jobs = jobs;
             while jobs.len() > batch::MAX_BATCH {
@@ -236,11 +186,7 @@ impl<'a> Turn<'a> {
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        let mut q = lock(&self.door.queue);
-        q.runner = None;
-        if !q.jobs.is_empty() || q.stop {
-            self.door.cv.notify_all();
-        }
+        self.door.runs.end_turn();
     }
 }
 
@@ -298,8 +244,8 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
 }
 
 fn run(weak: &Weak<Inner>, door: &Door) {
-    let me = std::thread::current().id();
-    while let Some(mut jobs) = door.next(me) {
+    let me = me();
+    while let Some(mut jobs) = door.runs.next(me, batch::pipelined, batch::MAX_BATCH) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
@@ -337,7 +283,7 @@ pub(super) fn help(inner: &Inner) {
     if inner.forked() || inner.door.is_here() {
         // The job is left to the door, woken now (a turn of this thread
         // would not have it in its snapshot, and wakes the door anyway).
-        inner.door.cv.notify_one();
+        inner.door.runs.wake();
         return;
     }
     if let Some(mut turn) = Turn::take(&inner.door) {
