@@ -1165,6 +1165,11 @@ pub fn acquire_in_thread(
                 Poll::Pending => std::thread::park(),
             }
         };
+        // This thread's handle goes before the answer does: a test that
+        // drops its own handle next may count on it being the last one
+        // (the session then ends at once).
+        drop(fut);
+        drop(sem);
         let _ = tx.send(r);
     });
     call_returned
