@@ -203,7 +203,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.try_acquire(n)?;
+                s.try_acquire(n)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
@@ -241,7 +241,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.acquire_blocking(n)?;
+                s.acquire_blocking(n)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
@@ -258,7 +258,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.acquire_timeout(n, timeout)?;
+                s.acquire_timeout(n, timeout)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]

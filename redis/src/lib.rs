@@ -776,14 +776,18 @@ impl core::fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("permits", &self.n)
             .field("token", &self.token)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl Permit {
-    /// How many permits.
+    /// How many permits this holds.
     pub fn permits(&self) -> usize {
         self.n
+    }
+    /// The handle these permits were acquired through.
+    pub fn semaphore(&self) -> &RedisSemaphore {
+        &self.sem
     }
     /// The grant's fencing token (strictly increasing per grant of the
     /// semaphore; 0 for a permit of 0).
@@ -813,8 +817,10 @@ impl Permit {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release(n as u64, Some(self.epoch))
     }
-    /// Keeps the permits held without a guard (release them with
-    /// [`RedisSemaphore::release`]).
+    /// Consumes the guard without releasing: the permits stay held by the
+    /// handle's session until [`RedisSemaphore::release`] (or
+    /// [`release_session`](RedisSemaphore::release_session)) gives them back
+    /// by count, or the session ends.
     pub fn forget(mut self) {
         self.n = 0;
     }
@@ -917,7 +923,7 @@ pub type Acquire<'a> = volt_sem::raw::Wait<'a, RedisSemaphore>;
 // trampoline.
 unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
     type Waiter = RedisWaiter;
-    type Output = Result<Permit, Error>;
+    type Output<'a> = Result<Permit, Error>;
 
     fn new_waiter() -> RedisWaiter {
         RedisWaiter::new()
@@ -927,7 +933,7 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         &waiter.node
     }
 
-    fn immediate(&self, n: usize) -> Option<Self::Output> {
+    fn immediate(&self, n: usize) -> Option<Self::Output<'_>> {
         (n == 0).then(|| Ok(self.permit(0, 0, 0)))
     }
 
@@ -937,7 +943,7 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         n: usize,
         wake: WakeFn,
         ctx: *mut c_void,
-    ) -> Option<Self::Output> {
+    ) -> Option<Self::Output<'_>> {
         // SAFETY: forwarded contract.
         match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
             Ok(RawAcquire::Pending) => None,
@@ -946,7 +952,7 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         }
     }
 
-    unsafe fn end(&self, waiter: Pin<&RedisWaiter>, n: usize) -> Self::Output {
+    unsafe fn end(&self, waiter: Pin<&RedisWaiter>, n: usize) -> Self::Output<'_> {
         // SAFETY: forwarded contract.
         match unsafe { self.finish_raw(waiter) } {
             Finish::Granted { token } => Ok(self.permit(n, token, waiter.session())),

@@ -8,9 +8,9 @@
 //! # fn main() -> Result<(), volt_sem_shm::Error> {
 //! // Every process that opens "gpu" with 4 permits shares the same 4.
 //! let sem = SharedSemaphore::open("gpu", 4, OpenOptions::new())?;
-//! sem.acquire_blocking(2)?;
+//! let permit = sem.acquire_blocking(2)?;
 //! // ... use two of the four slots ...
-//! sem.release(2)?;
+//! drop(permit); // gives them back (or `permit.release()?` to see an error)
 //! # Ok(()) }
 //! ```
 //!
@@ -452,6 +452,7 @@
 mod error;
 #[doc(hidden)]
 pub mod hooks;
+mod permit;
 mod segment;
 mod sync;
 
@@ -480,6 +481,7 @@ use std::time::{Duration, Instant};
 pub use error::Error;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 pub use imp::{ShmWaiter, ShmWaiterState};
+pub use permit::Permit;
 pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
 
@@ -643,20 +645,22 @@ impl SharedSemaphore {
     /// `n == 0` succeeds unless closed. Never blocks: when it needs the
     /// segment lock it waits at most 10 ms for it, then fails with
     /// [`Error::NoPermits`] (another process is stopped inside the lock).
-    pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
+    pub fn try_acquire(&self, n: usize) -> Result<Permit<'_>, Error> {
         if n == 0 {
             return if self.is_closed() {
                 Err(Error::Closed)
             } else {
-                Ok(())
+                Ok(Permit::new(self, 0))
             };
         }
-        self.att.try_acquire(n as u64)
+        self.att.try_acquire(n as u64)?;
+        Ok(Permit::new(self, n))
     }
 
-    /// Gives back `n` permits this process holds (FIFO hand-off to the queue,
-    /// in any process). [`Error::NotHeld`] if the process holds fewer; then
-    /// nothing is released. Works after `close`.
+    /// Gives back `n` permits this process holds, outside of a [`Permit`]
+    /// (after [`Permit::forget`]), FIFO hand-off to the queue, in any
+    /// process. [`Error::NotHeld`] if the process holds fewer; then nothing
+    /// is released. Works after `close`.
     pub fn release(&self, n: usize) -> Result<(), Error> {
         self.att.release(n as u64)
     }
@@ -665,25 +669,27 @@ impl SharedSemaphore {
     /// a futex word of its own queued request, which the granting process
     /// wakes) until they are granted in FIFO order across all processes, or
     /// the semaphore is closed.
-    pub fn acquire_blocking(&self, n: usize) -> Result<(), Error> {
-        self.att.acquire_deadline(n as u64, None)
+    pub fn acquire_blocking(&self, n: usize) -> Result<Permit<'_>, Error> {
+        self.att.acquire_deadline(n as u64, None)?;
+        Ok(Permit::new(self, n))
     }
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on. The
     /// timeout bounds the waits for the segment lock too (a process stopped
     /// inside it does not make this overrun it).
-    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
+    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit<'_>, Error> {
         self.att
-            .acquire_deadline(n as u64, Instant::now().checked_add(timeout))
+            .acquire_deadline(n as u64, Instant::now().checked_add(timeout))?;
+        Ok(Permit::new(self, n))
     }
 
     /// Like [`acquire_timeout`](Self::acquire_timeout) (`None`: no timeout),
     /// also calling `interrupted()` on this thread about every `poll` while
     /// it waits (for a binding that must run signal handlers, for example):
     /// if it returns `true`, the request is cancelled (a partial grant is
-    /// handed on) and the result is `Ok(false)`. `Ok(true)`: granted (also
-    /// when the grant came before the interruption was honoured). The wait
+    /// handed on) and the result is `Ok(None)`. `Ok(Some(permit))`: granted
+    /// (also when the grant came before the interruption was honoured). The wait
     /// stays one queued request from start to end: it keeps its FIFO place,
     /// unlike a loop of short timeouts.
     pub fn acquire_blocking_interruptible(
@@ -692,16 +698,17 @@ impl SharedSemaphore {
         timeout: Option<Duration>,
         poll: Duration,
         mut interrupted: impl FnMut() -> bool,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<Permit<'_>>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        self.att
-            .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))
+        let granted =
+            self.att
+                .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))?;
+        Ok(granted.then(|| Permit::new(self, n)))
     }
 
     /// Acquires `n` permits asynchronously. Cancel-safe: dropping the future
-    /// before it completes hands any partial grant on; once it returned
-    /// `Ok(())`, the caller holds the permits and must [`release`](Self::release)
-    /// them.
+    /// before it completes hands any partial grant on (and gives back a grant
+    /// it never reported).
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
         #[cfg(all(target_os = "linux", not(volt_loom)))]
         return volt_sem::raw::Wait::new(self, n);
@@ -797,7 +804,7 @@ pub type Acquire<'a> = volt_sem::raw::Wait<'a, SharedSemaphore>;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
     type Waiter = ShmWaiter;
-    type Output = Result<(), Error>;
+    type Output<'a> = Result<Permit<'a>, Error>;
 
     fn new_waiter() -> ShmWaiter {
         ShmWaiter::new()
@@ -807,7 +814,7 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
         waiter.node()
     }
 
-    fn immediate(&self, _n: usize) -> Option<Self::Output> {
+    fn immediate(&self, _n: usize) -> Option<Self::Output<'_>> {
         None
     }
 
@@ -817,19 +824,19 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
         n: usize,
         wake: WakeFn,
         ctx: *mut c_void,
-    ) -> Option<Self::Output> {
+    ) -> Option<Self::Output<'_>> {
         // SAFETY: forwarded contract.
         match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
             Ok(RawAcquire::Pending) => None,
-            Ok(RawAcquire::Ready) => Some(Ok(())),
+            Ok(RawAcquire::Ready) => Some(Ok(Permit::new(self, n))),
             Err(e) => Some(Err(e)),
         }
     }
 
-    unsafe fn end(&self, waiter: Pin<&ShmWaiter>, _n: usize) -> Self::Output {
+    unsafe fn end(&self, waiter: Pin<&ShmWaiter>, n: usize) -> Self::Output<'_> {
         // SAFETY: forwarded contract.
         match unsafe { self.finish_raw(waiter) } {
-            Finish::Granted => Ok(()),
+            Finish::Granted => Ok(Permit::new(self, n)),
             _ => Err(Error::Closed),
         }
     }
@@ -853,8 +860,8 @@ pub struct Acquire<'a> {
 }
 
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
-impl Future for Acquire<'_> {
-    type Output = Result<(), Error>;
+impl<'a> Future for Acquire<'a> {
+    type Output = Result<Permit<'a>, Error>;
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         match *self.sem.att {}

@@ -24,8 +24,11 @@ use crate::waiter::WakeFn;
 pub unsafe trait RawWait {
     /// The backend's waiter.
     type Waiter;
-    /// What the future returns.
-    type Output;
+    /// What the future returns: it may borrow the semaphore (a permit
+    /// guard).
+    type Output<'a>
+    where
+        Self: 'a;
 
     /// A new, idle waiter.
     fn new_waiter() -> Self::Waiter;
@@ -34,7 +37,7 @@ pub unsafe trait RawWait {
     fn node(waiter: &Self::Waiter) -> &Node;
 
     /// Answers at once when the request needs no queue (no permits asked).
-    fn immediate(&self, n: usize) -> Option<Self::Output>;
+    fn immediate(&self, n: usize) -> Option<Self::Output<'_>>;
 
     /// Queues a request for `n` permits (the backend's `acquire_raw`);
     /// `Some` when it completed at once (taken, or refused), `None` when
@@ -48,13 +51,13 @@ pub unsafe trait RawWait {
         n: usize,
         wake: WakeFn,
         ctx: *mut c_void,
-    ) -> Option<Self::Output>;
+    ) -> Option<Self::Output<'_>>;
 
     /// Ends a request that left `WAITING` (the backend's `finish_raw`).
     ///
     /// # Safety
     /// `waiter` was queued by `start` on `self`.
-    unsafe fn end(&self, waiter: Pin<&Self::Waiter>, n: usize) -> Self::Output;
+    unsafe fn end(&self, waiter: Pin<&Self::Waiter>, n: usize) -> Self::Output<'_>;
 
     /// The future was dropped while queued: end the request and hand back a
     /// grant the caller never saw.
@@ -130,10 +133,10 @@ unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     }
 }
 
-impl<Q: RawWait> Future for Wait<'_, Q> {
-    type Output = Q::Output;
+impl<'a, Q: RawWait> Future for Wait<'a, Q> {
+    type Output = Q::Output<'a>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Q::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Q::Output<'a>> {
         // SAFETY: nothing is moved out of the pinned future; `waiter` and
         // `waker` are only used through shared references below.
         let this = unsafe { self.get_unchecked_mut() };

@@ -220,7 +220,7 @@ fn a_callback_consumes_its_own_outcome_and_takes_a_pending_sibling() {
 // SAFETY: `node` is the waiter's node, which `enqueue` queues.
 unsafe impl RawWait for Toy {
     type Waiter = ToyWaiter;
-    type Output = Finish;
+    type Output<'a> = Finish;
 
     fn new_waiter() -> ToyWaiter {
         ToyWaiter {
