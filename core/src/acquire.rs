@@ -6,7 +6,7 @@ use core::task::{Context, Poll};
 
 use crate::coop;
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
-use crate::raw::{phase, Notify};
+use crate::raw::{phase, Notify, RawSemaphore};
 use crate::semaphore::{Finish, RawAcquire, Semaphore};
 use crate::sync::Ordering;
 use crate::waiter::Waiter;
@@ -764,7 +764,7 @@ impl Semaphore {
     }
 
     /// Wraps `n` permits the caller already owns (for instance after
-    /// [`finish_raw`](Self::finish_raw) returned `Granted`) into a guard.
+    /// [`finish_raw`](crate::raw::RawSemaphore::finish_raw) returned `Granted`) into a guard.
     pub(crate) fn permit_from_raw(&self, n: usize) -> Permit<'_> {
         Permit {
             sem: self,

@@ -387,7 +387,7 @@
 //!
 //! The callbacks keep volt-sem's waker contract (see the `volt_sem` crate
 //! docs): called at most once per queued request, never under a lock, never
-//! nested; [`SharedSemaphore::finish_raw`] from another thread waits for a
+//! nested; [`finish_raw`](RawSemaphore::finish_raw) from another thread waits for a
 //! running callback; from inside the callback it collects the outcome at
 //! once; after it returns, the callback has returned or never will, and the
 //! waiter may be freed. A blocking acquire inside a callback would wait for
@@ -468,10 +468,9 @@ mod imp;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 mod sys;
 
-#[cfg(all(target_os = "linux", not(volt_loom)))]
-use core::ffi::c_void;
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::future::Future;
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::pin::Pin;
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::task::{Context, Poll};
@@ -483,6 +482,7 @@ pub use error::Error;
 pub use imp::{ShmWaiter, ShmWaiterState};
 pub use permit::Permit;
 pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
 
 /// The prefix of every segment's name in the shared-memory namespace.
@@ -567,6 +567,11 @@ impl OpenOptions {
 /// another) and one doorbell thread. When the last handle of a process is
 /// dropped, the process detaches and whatever it still holds goes back, as if
 /// it had died.
+///
+/// Acquires return a [`Permit`] guard, as the in-process semaphore's do. The
+/// raw waiter API is [`RawSemaphore`] (with a [`ShmWaiter`]): the callbacks
+/// run on this process's doorbell thread of the name, whoever released, in
+/// any process.
 #[derive(Clone)]
 pub struct SharedSemaphore {
     att: Arc<imp::Attachment>,
@@ -742,52 +747,6 @@ impl SharedSemaphore {
         self.att.record()
     }
 
-    /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`
-    /// on this process's doorbell thread (volt-sem's waker contract).
-    ///
-    /// `Ready`: taken at once (no callback). `Pending`: queued; the callback
-    /// runs once, when the grant is complete or the semaphore is closed; the
-    /// waiter must then be passed to [`finish_raw`](Self::finish_raw).
-    ///
-    /// # Safety
-    /// * `waiter` is not busy ([`ShmWaiter::is_busy`]).
-    /// * After `Pending`, `waiter` stays valid (and pinned) and `ctx` valid for
-    ///   `wake`, until `finish_raw` returned.
-    /// * `wake(ctx)` may be called on another thread.
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub unsafe fn acquire_raw(
-        &self,
-        waiter: Pin<&ShmWaiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Result<RawAcquire, Error> {
-        // SAFETY: forwarded contract.
-        unsafe { self.att.acquire_raw(waiter, n as u64, wake, ctx) }
-    }
-
-    /// Ends a raw request: cancels it if still queued (its partial grant is
-    /// handed on: `Cancelled { returned }`), or collects its outcome
-    /// (`Granted`: this process now holds the permits; `Closed`). When it
-    /// returns, the callback has returned or never will, and the waiter and
-    /// `ctx` may be freed. From another thread it waits for a running
-    /// callback; from inside the waiter's own callback it returns at once.
-    ///
-    /// # Safety
-    /// `waiter` is idle or was last queued through a handle of this process
-    /// on this same name ([`SharedSemaphore::owns`] checks it).
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
-        // SAFETY: forwarded contract.
-        unsafe { self.att.finish_raw(waiter) }
-    }
-
-    /// Whether `waiter` was last queued on this semaphore (in this process).
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub fn owns(&self, waiter: &ShmWaiter) -> bool {
-        self.att.owns(waiter)
-    }
-
     /// The pid that opened this handle (a handle is not usable after `fork`).
     pub fn opener_pid(&self) -> u32 {
         self.att.pid()
@@ -803,7 +762,6 @@ pub type Acquire<'a> = volt_sem::raw::Wait<'a, SharedSemaphore>;
 // completes through the `raw` trampoline.
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
-    type Waiter = ShmWaiter;
     type Output<'a> = Result<Permit<'a>, Error>;
 
     fn new_waiter() -> ShmWaiter {
@@ -818,32 +776,19 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
         None
     }
 
-    unsafe fn start(
-        &self,
-        waiter: Pin<&ShmWaiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Option<Self::Output<'_>> {
-        // SAFETY: forwarded contract.
-        match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
-            Ok(RawAcquire::Pending) => None,
-            Ok(RawAcquire::Ready) => Some(Ok(Permit::new(self, n))),
-            Err(e) => Some(Err(e)),
-        }
+    fn answered(&self, _: &ShmWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {
+        r.map(|()| Permit::new(self, n))
     }
 
-    unsafe fn end(&self, waiter: Pin<&ShmWaiter>, n: usize) -> Self::Output<'_> {
-        // SAFETY: forwarded contract.
-        match unsafe { self.finish_raw(waiter) } {
+    fn finished(&self, _: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
+        match finish {
             Finish::Granted => Ok(Permit::new(self, n)),
             _ => Err(Error::Closed),
         }
     }
 
-    unsafe fn abandon(&self, waiter: Pin<&ShmWaiter>, n: usize) {
-        // SAFETY: forwarded contract.
-        if unsafe { self.finish_raw(waiter) } == Finish::Granted {
+    fn abandoned(&self, _: &ShmWaiter, n: usize, finish: Finish) {
+        if finish == Finish::Granted {
             // Granted after the last poll: the caller never saw it.
             let _ = self.release(n);
         }

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use volt_sem_shm::RawSemaphore;
 
 use support::{assert_conserved, Name};
 use volt_sem_shm::{
