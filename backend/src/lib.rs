@@ -113,6 +113,13 @@ mod outcome;
 mod semaphore;
 mod waiter;
 
+/// The examples of the core's chapter `volt_sem::docs::choosing_a_backend`
+/// (the same code on the local, named and Redis semaphores), run as this
+/// crate's doctests: the core cannot depend on the other two backends.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../core/src/docs/backends.md")]
+pub struct ChoosingABackendChapter;
+
 pub use error::{Error, ErrorClass};
 // For volt-sem-ffi's generated `volt_status` enum only.
 #[doc(hidden)]
