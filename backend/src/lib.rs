@@ -36,7 +36,12 @@
 //! [`volt_sem::Semaphore`], the shared one is
 //! [`volt_sem_shm::SharedSemaphore`], with the same async, blocking, `try` and
 //! raw-waiter API (`SharedSemaphore::open(name, permits, OpenOptions)`,
-//! [`volt_sem_shm::unlink`]). The shared one lives in its own crate, not in
+//! [`volt_sem_shm::unlink`]): the same RAII permits and method names, the
+//! same [`RawSemaphore`] trait (the core's chapter
+//! `volt_sem::docs::choosing_a_backend` shows the same code on the local,
+//! named and Redis semaphores, and runs here as doctests). Where this crate
+//! counts permits instead (a [`Grant`] per acquire, `release(n)`), it is for
+//! the bindings, which hold permits by count. The shared one lives in its own crate, not in
 //! the core crate, because the core has no dependencies at all (by design: it
 //! is what every binding and every user builds on, on every platform) while
 //! the shared one needs `libc` and the OS's shared memory, Linux only for now;
