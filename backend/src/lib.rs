@@ -36,7 +36,12 @@
 //! [`volt_sem::Semaphore`], the shared one is
 //! [`volt_sem_shm::SharedSemaphore`], with the same async, blocking, `try` and
 //! raw-waiter API (`SharedSemaphore::open(name, permits, OpenOptions)`,
-//! [`volt_sem_shm::unlink`]). The shared one lives in its own crate, not in
+//! [`volt_sem_shm::unlink`]): the same RAII permits and method names, the
+//! same [`RawSemaphore`] trait (the core's chapter
+//! `volt_sem::docs::choosing_a_backend` shows the same code on the local,
+//! named and Redis semaphores, and runs here as doctests). Where this crate
+//! counts permits instead (a [`Grant`] per acquire, `release(n)`), it is for
+//! the bindings, which hold permits by count. The shared one lives in its own crate, not in
 //! the core crate, because the core has no dependencies at all (by design: it
 //! is what every binding and every user builds on, on every platform) while
 //! the shared one needs `libc` and the OS's shared memory, Linux only for now;
@@ -114,6 +119,13 @@ mod outcome;
 mod semaphore;
 mod waiter;
 
+/// The examples of the core's chapter `volt_sem::docs::choosing_a_backend`
+/// (the same code on the local, named and Redis semaphores), run as this
+/// crate's doctests: the core cannot depend on the other two backends.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../core/src/docs/backends.md")]
+pub struct ChoosingABackendChapter;
+
 pub use error::{Error, ErrorClass};
 // For volt-sem-ffi's generated `volt_status` enum only.
 #[doc(hidden)]
@@ -125,6 +137,7 @@ pub use semaphore::{unlink, Kind, Semaphore};
 pub use waiter::{in_shared_callback, Waiter};
 
 pub use volt_sem as local;
+pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{RawAcquire, WaiterState, WakeFn};
 #[cfg(feature = "redis")]
 pub use volt_sem_redis as redis;

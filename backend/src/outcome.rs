@@ -9,7 +9,7 @@
 
 use crate::error::Error;
 
-/// How a raw request ended, as [`Semaphore::finish_raw`](crate::Semaphore::finish_raw)
+/// How a raw request ended, as [`Semaphore::finish_raw`](crate::RawSemaphore::finish_raw)
 /// reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Finish {

@@ -4,6 +4,7 @@ use core::ffi::c_void;
 use core::pin::Pin;
 use std::time::Duration;
 
+use volt_sem::raw::RawSemaphore;
 use volt_sem::{RawAcquire, WakeFn};
 #[cfg(feature = "redis")]
 use volt_sem_redis::{ConnectOptions, LeaseWatch, RedisSemaphore};
@@ -203,7 +204,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.try_acquire(n)?;
+                s.try_acquire(n)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
@@ -241,7 +242,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.acquire_blocking(n)?;
+                s.acquire_blocking(n)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
@@ -258,7 +259,7 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
-                s.acquire_timeout(n, timeout)?;
+                s.acquire_timeout(n, timeout)?.forget();
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
@@ -317,30 +318,27 @@ impl Semaphore {
             Semaphore::Redis(s) => Some(s.total_permits()),
         }
     }
+}
 
-    /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`
-    /// once (the waker contract of `volt_sem`): `Ready` means taken at once
-    /// (no callback), `Pending` queued.
-    ///
-    /// Never blocks, on any backend. Local: the callback runs on the thread
-    /// that completes the grant (a releaser, a canceller, the closer).
-    /// Shared: it runs on this process's doorbell thread of the name,
-    /// whoever released, in any process. Redis: always `Pending` (the
-    /// handle's door thread makes the round trip); the callback runs on that
-    /// door thread, on a thread waiting in a call of the handle that made
-    /// the door's round trips itself, on the handle's agent thread, or on
-    /// one that found the session lost (never nested), and the outcome (a `Failed` one
-    /// included: the request's round trip failed, the session was lost) is
-    /// [`finish_raw`](Self::finish_raw)'s, the grant's token and session in
-    /// [`Waiter::token`] / [`Waiter::session`].
-    ///
-    /// # Safety
-    /// * `waiter` is not [busy](Waiter::is_busy).
-    /// * After `Pending`, `waiter` stays valid (pinned) and `ctx` valid for
-    ///   `wake`, until [`finish_raw`](Self::finish_raw) returned.
-    /// * `wake(ctx)` may be called on another thread.
-    #[inline]
-    pub unsafe fn acquire_raw(
+/// The raw waiter API ([`RawSemaphore`]'s contract) on whichever backend
+/// this is. The callback runs, locally, on the thread that completes the
+/// grant (a releaser, a canceller, the closer); shared, on this process's
+/// doorbell thread of the name; Redis, on the handle's door or agent thread
+/// (or a thread waiting in a call of the handle that made the door's round
+/// trips itself)
+/// (then `acquire_raw` always answers `Pending`, and the grant's token and
+/// session are in [`Waiter::token`] / [`Waiter::session`]). `finish_raw` of
+/// a waiter last queued on another backend reports `Idle` and leaves it
+/// alone.
+// SAFETY: each arm forwards to that backend's implementation, with the
+// waiter's part of that backend; `kind` records which, so that
+// `finish_raw` and `owns` ask the backend the waiter was queued on.
+unsafe impl RawSemaphore for Semaphore {
+    type Waiter = Waiter;
+    type Error = Error;
+    type Finish = Finish;
+
+    unsafe fn acquire_raw(
         &self,
         waiter: Pin<&Waiter>,
         n: usize,
@@ -371,20 +369,7 @@ impl Semaphore {
         }
     }
 
-    /// Ends a raw request: cancels it if still queued (`Cancelled`: its
-    /// partial grant is handed on), or collects its outcome (`Granted`: the
-    /// caller holds the permits; `Closed`). When it returns, the callback has
-    /// returned or never will, and the waiter and `ctx` may be freed. From
-    /// another thread it waits for a running callback; from inside the
-    /// waiter's own callback it returns at once.
-    ///
-    /// A waiter last queued on the other backend is reported `Idle` and left
-    /// alone (under the contract below, it is idle).
-    ///
-    /// # Safety
-    /// `waiter` is idle or was last queued on this semaphore ([`owns`](Self::owns)).
-    #[inline]
-    pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
+    unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
         match self {
             Semaphore::Local(s) if waiter.kind() == kind::LOCAL => {
                 // SAFETY: forwarded contract.
@@ -412,10 +397,7 @@ impl Semaphore {
         }
     }
 
-    /// Whether `waiter` was last queued on this semaphore (for a shared one:
-    /// through a handle of this process on the same name).
-    #[inline]
-    pub fn owns(&self, waiter: &Waiter) -> bool {
+    fn owns(&self, waiter: &Waiter) -> bool {
         match self {
             Semaphore::Local(s) => waiter.kind() == kind::LOCAL && waiter.local_ref().belongs_to(s),
             #[cfg(target_os = "linux")]

@@ -8,6 +8,7 @@ use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
+use volt_sem_backend::RawSemaphore;
 
 use volt_sem_backend::{
     unlink, Error, Finish, Kind, OpenOptions, RawAcquire, Semaphore, Waiter, WaiterState,

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
+use volt_sem_backend::RawSemaphore;
 
 use support::{eventually, Server};
 use volt_sem_backend::{

@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, Weak};
+use volt_sem_backend::RawSemaphore;
 
 use napi::sys;
 use volt_sem_backend::{Error, Finish};

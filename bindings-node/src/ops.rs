@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
+use volt_sem_backend::RawSemaphore;
 
 use napi::sys;
 use volt_sem::RawAcquire;

@@ -12,6 +12,7 @@
 use std::pin::Pin;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
+use volt_sem_backend::RawSemaphore;
 
 use napi::sys;
 use volt_sem_backend::Finish;

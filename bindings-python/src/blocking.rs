@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
+use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};

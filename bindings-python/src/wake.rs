@@ -74,6 +74,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
+use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;

@@ -5,8 +5,8 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 
 use crate::coop;
-use crate::error::{AcquireError, TryAcquireError};
-use crate::raw::{phase, Notify};
+use crate::error::{AcquireError, ReleaseError, TryAcquireError};
+use crate::raw::{phase, Notify, RawSemaphore};
 use crate::semaphore::{Finish, RawAcquire, Semaphore};
 use crate::sync::Ordering;
 use crate::waiter::Waiter;
@@ -43,7 +43,6 @@ use std::sync::Arc;
 /// lost without a trace. tokio panics in the same case. (If the thread is
 /// already panicking, the loss is reported on stderr instead of aborting.)
 #[must_use = "dropping a permit releases it at once"]
-#[derive(Debug)]
 pub struct Permit<'a> {
     sem: &'a Semaphore,
     permits: usize,
@@ -71,10 +70,27 @@ pub struct Permit<'a> {
 ///
 /// On drop, in the same case as [`Permit`].
 #[must_use = "dropping a permit releases it at once"]
-#[derive(Debug)]
 pub struct OwnedPermit {
     sem: Arc<Semaphore>,
     permits: usize,
+}
+
+// The same `Debug` as the shared-memory and Redis permits: how many permits
+// (and, for Redis, the token), not the whole semaphore.
+impl core::fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Permit")
+            .field("permits", &self.permits)
+            .finish_non_exhaustive()
+    }
+}
+
+impl core::fmt::Debug for OwnedPermit {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("OwnedPermit")
+            .field("permits", &self.permits)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Gives permits a guard held back to their semaphore; see `Permit`'s panics.
@@ -99,14 +115,32 @@ fn lost_permits(n: usize) {
 }
 
 impl<'a> Permit<'a> {
-    /// How many permits this holds.
+    /// How many permits this holds (the name every backend's permit has).
     ///
     /// ```
     /// let sem = volt_sem::Semaphore::new(5);
-    /// assert_eq!(sem.try_acquire(3).unwrap().num_permits(), 3);
+    /// assert_eq!(sem.try_acquire(3).unwrap().permits(), 3);
     /// ```
+    pub fn permits(&self) -> usize {
+        self.permits
+    }
+
+    /// [`permits`](Self::permits), under tokio's name.
     pub fn num_permits(&self) -> usize {
         self.permits
+    }
+
+    /// Releases now, reporting what dropping would panic on: the semaphore
+    /// was over-filled (see *Panics* above); the error counts the permits
+    /// that could not go back.
+    ///
+    /// ```
+    /// let sem = volt_sem::Semaphore::new(2);
+    /// sem.try_acquire(2).unwrap().release().unwrap();
+    /// assert_eq!(sem.available_permits(), 2);
+    /// ```
+    pub fn release(mut self) -> Result<(), ReleaseError> {
+        self.sem.release(core::mem::take(&mut self.permits))
     }
 
     /// The semaphore these permits belong to.
@@ -120,12 +154,16 @@ impl<'a> Permit<'a> {
         self.sem
     }
 
-    /// Consumes the permit without releasing it: the permits leave circulation.
+    /// Consumes the guard without releasing: the permits stay taken, by
+    /// nobody in particular, until [`Semaphore::release`] gives them back by
+    /// count (as on every backend).
     ///
     /// ```
     /// let sem = volt_sem::Semaphore::new(3);
     /// sem.try_acquire(2).unwrap().forget();
-    /// assert_eq!(sem.available_permits(), 1); // for good
+    /// assert_eq!(sem.available_permits(), 1);
+    /// sem.release(2).unwrap();
+    /// assert_eq!(sem.available_permits(), 3);
     /// ```
     pub fn forget(mut self) {
         self.permits = 0;
@@ -180,14 +218,25 @@ impl Drop for Permit<'_> {
 }
 
 impl OwnedPermit {
-    /// How many permits this holds.
+    /// How many permits this holds (the name every backend's permit has).
     ///
     /// ```
     /// let sem = std::sync::Arc::new(volt_sem::Semaphore::new(5));
-    /// assert_eq!(sem.try_acquire_owned(3).unwrap().num_permits(), 3);
+    /// assert_eq!(sem.try_acquire_owned(3).unwrap().permits(), 3);
     /// ```
+    pub fn permits(&self) -> usize {
+        self.permits
+    }
+
+    /// [`permits`](Self::permits), under tokio's name.
     pub fn num_permits(&self) -> usize {
         self.permits
+    }
+
+    /// Releases now, reporting what dropping would panic on (see
+    /// [`Permit::release`]).
+    pub fn release(mut self) -> Result<(), ReleaseError> {
+        self.sem.release(core::mem::take(&mut self.permits))
     }
 
     /// The semaphore these permits belong to.
@@ -202,7 +251,8 @@ impl OwnedPermit {
         &self.sem
     }
 
-    /// Consumes the permit without releasing it: the permits leave circulation.
+    /// Consumes the guard without releasing: the permits stay taken until
+    /// [`Semaphore::release`] gives them back by count.
     ///
     /// ```
     /// let sem = std::sync::Arc::new(volt_sem::Semaphore::new(3));
@@ -714,7 +764,7 @@ impl Semaphore {
     }
 
     /// Wraps `n` permits the caller already owns (for instance after
-    /// [`finish_raw`](Self::finish_raw) returned `Granted`) into a guard.
+    /// [`finish_raw`](crate::raw::RawSemaphore::finish_raw) returned `Granted`) into a guard.
     pub(crate) fn permit_from_raw(&self, n: usize) -> Permit<'_> {
         Permit {
             sem: self,

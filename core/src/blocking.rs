@@ -7,6 +7,7 @@ use core::pin::pin;
 use std::time::{Duration, Instant};
 
 use crate::error::{AcquireError, AcquireTimeoutError};
+use crate::raw::RawSemaphore;
 use crate::semaphore::{Finish, RawAcquire, Semaphore};
 #[cfg(not(volt_loom))]
 use crate::sync;

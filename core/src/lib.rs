@@ -135,6 +135,9 @@
 //! 6. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.
 //!
+//!
+//! [`Semaphore::acquire_raw`]: crate::raw::RawSemaphore::acquire_raw
+//! [`Semaphore::finish_raw`]: crate::raw::RawSemaphore::finish_raw
 //! # `fork()`
 //!
 //! A forked child gets a copy of the semaphore, not a share of it. In the
@@ -158,6 +161,7 @@
 //! use std::ffi::c_void;
 //! use std::pin::pin;
 //! use std::sync::atomic::{AtomicBool, Ordering};
+//! use volt_sem::raw::RawSemaphore;
 //! use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
 //!
 //! unsafe extern "C" fn on_wake(ctx: *mut c_void) {

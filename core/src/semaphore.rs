@@ -45,7 +45,8 @@ struct CachePadded<T>(T);
 /// Requests are served in FIFO order, weights included; a release hands its
 /// permits straight to the oldest waiters. Async tasks ([`acquire`](Self::acquire)),
 /// blocking threads ([`acquire_blocking`](Self::acquire_blocking)) and raw
-/// callback waiters ([`acquire_raw`](Self::acquire_raw)) share one queue. See
+/// callback waiters ([`acquire_raw`](crate::raw::RawSemaphore::acquire_raw))
+/// share one queue. See
 /// [`docs::algorithm`](crate::docs::algorithm) for the algorithm and the
 /// [crate documentation](crate#the-waker-contract) for the waker contract.
 ///
@@ -69,8 +70,11 @@ pub struct Semaphore {
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
 ///
+/// [`Semaphore::acquire_raw`]: crate::raw::RawSemaphore::acquire_raw
+///
 /// ```
 /// use std::pin::pin;
+/// use volt_sem::raw::RawSemaphore;
 /// use volt_sem::{RawAcquire, Semaphore, Waiter};
 /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
 ///
@@ -93,8 +97,11 @@ pub enum RawAcquire {
 /// semaphore no longer references the waiter and its callback has returned or
 /// will never run.
 ///
+/// [`Semaphore::finish_raw`]: crate::raw::RawSemaphore::finish_raw
+///
 /// ```
 /// use std::pin::pin;
+/// use volt_sem::raw::RawSemaphore;
 /// use volt_sem::{Finish, Semaphore, Waiter};
 /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
 ///
@@ -784,134 +791,6 @@ impl Semaphore {
         still_queued
     }
 
-    /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`.
-    ///
-    /// Returns `Ready` if the permits were taken at once (the callback will not
-    /// run), `Pending` if `waiter` was queued (the callback runs exactly once,
-    /// when the grant is complete or the semaphore is closed), or an error. `n == 0`
-    /// is `Ready` at once unless the semaphore is closed.
-    ///
-    /// Pending waiters must eventually be passed to [`finish_raw`](Self::finish_raw),
-    /// which either cancels them or collects their outcome.
-    ///
-    /// # Safety
-    /// * `waiter` is not [busy](Waiter::is_busy): it is new, or was finished by
-    ///   `finish_raw` called outside its callback, or its outcome is final
-    ///   `Granted`/`Closed` (then the caller owns that outcome). A waiter whose
-    ///   callback is still running (even one that consumed its outcome from inside)
-    ///   is busy: re-queueing it would let the running notifier overwrite its phase.
-    /// * After `Pending`, `waiter` stays valid and unmoved (the `Pin` promises the
-    ///   latter), and `ctx` stays valid for `wake`, until `finish_raw` returned.
-    /// * `wake(ctx)` may be called from any thread that releases or closes.
-    ///
-    /// # Example
-    ///
-    /// A waiter whose callback hands the grant to a blocked thread (what
-    /// [`acquire_blocking`](Self::acquire_blocking) does); the crate
-    /// documentation has a single-threaded one.
-    ///
-    /// ```
-    /// use std::ffi::c_void;
-    /// use std::pin::pin;
-    /// use std::sync::{Arc, Condvar, Mutex};
-    /// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter};
-    ///
-    /// type Signal = (Mutex<bool>, Condvar);
-    /// unsafe extern "C" fn signal(ctx: *mut c_void) {
-    ///     // SAFETY: `ctx` is the `Signal` below, alive until `finish_raw` returned.
-    ///     let (done, cv) = unsafe { &*(ctx as *const Signal) };
-    ///     *done.lock().unwrap() = true;
-    ///     cv.notify_one();
-    /// }
-    ///
-    /// let sem = Arc::new(Semaphore::new(0));
-    /// let releaser = {
-    ///     let sem = sem.clone();
-    ///     std::thread::spawn(move || sem.release(3).unwrap())
-    /// };
-    /// let sig: Signal = (Mutex::new(false), Condvar::new());
-    /// let waiter = pin!(Waiter::new());
-    /// let ctx = &sig as *const Signal as *mut c_void;
-    /// // SAFETY: the waiter is new and pinned; it and `sig` outlive `finish_raw`.
-    /// match unsafe { sem.acquire_raw(waiter.as_ref(), 3, signal, ctx) } {
-    ///     Ok(RawAcquire::Ready) => {} // the release came first
-    ///     Ok(RawAcquire::Pending) => {
-    ///         let mut done = sig.0.lock().unwrap();
-    ///         while !*done {
-    ///             done = sig.1.wait(done).unwrap();
-    ///         }
-    ///         drop(done);
-    ///         // SAFETY: queued on `sem`; called outside the callback.
-    ///         assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Granted);
-    ///     }
-    ///     Err(e) => panic!("{e}"),
-    /// }
-    /// releaser.join().unwrap();
-    /// sem.release(3).unwrap(); // the three permits were ours
-    /// ```
-    pub unsafe fn acquire_raw(
-        &self,
-        waiter: Pin<&Waiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Result<RawAcquire, AcquireError> {
-        debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
-        // A previous outcome (Granted/Closed) belongs to the caller from now on:
-        // forget it, so that a `Ready` or an error leaves the waiter Idle rather
-        // than reporting the old outcome again. The waiter is not busy, so only
-        // its owner (this thread) touches the phase.
-        waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
-        // SAFETY: forwarded caller contract.
-        unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
-    }
-
-    /// Ends a waiter's request: cancels it if still queued, or collects the outcome
-    /// if it was granted or closed.
-    ///
-    /// When it returns, the semaphore no longer references `waiter`, and its
-    /// callback has returned or will never be called, so the waiter and its `ctx`
-    /// may be freed or reused. If the callback is running on another thread right
-    /// now, this waits (spinning, then yielding) until it returns; callbacks must
-    /// therefore be short. Called from inside the waiter's own callback (or from a
-    /// callback nested in it, on the same thread), it returns the outcome at once;
-    /// the waiter then stays busy until that callback returns, so it must stay valid
-    /// and must not be re-queued before that.
-    ///
-    /// A cancelled waiter's partial grant goes back through the release path and
-    /// may complete the next waiters. `Granted` means the caller now owns the
-    /// `requested` permits and must release them.
-    ///
-    /// # Safety
-    /// `waiter` is idle or was last queued on `self`
-    /// ([`Waiter::belongs_to`] checks the latter).
-    ///
-    /// ```
-    /// use std::ffi::c_void;
-    /// use std::pin::pin;
-    /// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter};
-    ///
-    /// unsafe extern "C" fn never(_: *mut c_void) {}
-    ///
-    /// let sem = Semaphore::new(0);
-    /// let waiter = pin!(Waiter::new());
-    /// // SAFETY: the waiter is new and pinned, and outlives `finish_raw` below.
-    /// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 2, never, std::ptr::null_mut()) };
-    /// assert_eq!(r, Ok(RawAcquire::Pending));
-    /// sem.release(1).unwrap(); // a partial grant
-    /// // Cancel: the partial grant goes back, the callback never runs.
-    /// // SAFETY: queued on `sem`.
-    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Cancelled { returned: 1 });
-    /// assert_eq!(sem.available_permits(), 1);
-    /// // SAFETY: the waiter is idle now.
-    /// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Idle);
-    /// ```
-    pub unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
-        let waiter = waiter.get_ref();
-        // SAFETY: forwarded contract: idle or queued on this semaphore, pinned.
-        unsafe { raw::finish(&waiter.node, raw::CancelWith(|| self.cancel_queued(waiter))) }
-    }
-
     /// Removes a WAITING waiter. `None` if a notifier unlinked it first.
     fn cancel_queued(&self, waiter: &Waiter) -> Option<Finish> {
         let mut wakes = WakeBatch::new();
@@ -956,5 +835,42 @@ impl Semaphore {
         }
         rethrow.finish();
         Some(Finish::Cancelled { returned })
+    }
+}
+
+// SAFETY: a queued waiter is completed once, through the `raw` trampoline
+// (the release, close and fork paths claim it under the queue lock and
+// deliver after it); `finish_raw` is `raw::finish`, which returns only once
+// the callback returned or never will.
+unsafe impl raw::RawSemaphore for Semaphore {
+    type Waiter = Waiter;
+    type Error = AcquireError;
+    type Finish = Finish;
+
+    unsafe fn acquire_raw(
+        &self,
+        waiter: Pin<&Waiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Result<RawAcquire, AcquireError> {
+        debug_assert!(!waiter.is_busy(), "acquire_raw on a busy waiter");
+        // A previous outcome (Granted/Closed) belongs to the caller from now on:
+        // forget it, so that a `Ready` or an error leaves the waiter Idle rather
+        // than reporting the old outcome again. The waiter is not busy, so only
+        // its owner (this thread) touches the phase.
+        waiter.node.set_phase(phase::IDLE, Ordering::Relaxed);
+        // SAFETY: forwarded caller contract.
+        unsafe { self.start_acquire(waiter.get_ref(), n, || Notify::Callback(wake, ctx)) }
+    }
+
+    unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
+        let waiter = waiter.get_ref();
+        // SAFETY: forwarded contract: idle or queued on this semaphore, pinned.
+        unsafe { raw::finish(&waiter.node, raw::CancelWith(|| self.cancel_queued(waiter))) }
+    }
+
+    fn owns(&self, waiter: &Waiter) -> bool {
+        waiter.belongs_to(self)
     }
 }

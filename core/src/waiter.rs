@@ -75,8 +75,8 @@ pub(crate) struct Links {
 ///
 /// Most Rust code never sees this type: [`Semaphore::acquire`](crate::Semaphore::acquire)
 /// embeds one in its future. It is public for the C ABI and language bindings,
-/// which drive it through [`Semaphore::acquire_raw`](crate::Semaphore::acquire_raw)
-/// and [`Semaphore::finish_raw`](crate::Semaphore::finish_raw).
+/// which drive it through [`Semaphore::acquire_raw`](crate::raw::RawSemaphore::acquire_raw)
+/// and [`Semaphore::finish_raw`](crate::raw::RawSemaphore::finish_raw).
 ///
 /// A waiter must not move while it is queued, which is why the raw API takes it
 /// pinned.
@@ -84,6 +84,7 @@ pub(crate) struct Links {
 /// ```
 /// use std::ffi::c_void;
 /// use std::pin::pin;
+/// use volt_sem::raw::RawSemaphore;
 /// use volt_sem::{Finish, RawAcquire, Semaphore, Waiter, WaiterState};
 ///
 /// unsafe extern "C" fn woken(ctx: *mut c_void) {
@@ -185,7 +186,7 @@ impl Waiter {
     /// semaphore decided them, which may be just before the wake callback has run:
     /// it is the right question to ask *inside* the callback. Whether the
     /// semaphore is done with the waiter's memory is a different question, which
-    /// only [`Semaphore::finish_raw`](crate::Semaphore::finish_raw) answers.
+    /// only [`Semaphore::finish_raw`](crate::raw::RawSemaphore::finish_raw) answers.
     ///
     /// See the [`Waiter`] example for a request going through its states.
     ///
@@ -205,11 +206,12 @@ impl Waiter {
 
     /// Whether the semaphore still uses this waiter: it is queued, or its wake
     /// callback has not returned yet. A busy waiter must not be passed to
-    /// `acquire_raw`, moved or freed; [`Semaphore::finish_raw`](crate::Semaphore::finish_raw)
+    /// `acquire_raw`, moved or freed; [`finish_raw`](crate::raw::RawSemaphore::finish_raw)
     /// called outside its callback ends the busy period.
     ///
     /// ```
     /// use std::pin::pin;
+    /// use volt_sem::raw::RawSemaphore;
     /// use volt_sem::{Semaphore, Waiter};
     /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
     ///
@@ -231,13 +233,14 @@ impl Waiter {
 
     /// Whether the current thread is running this waiter's wake callback now.
     /// (Callbacks never nest: those that a callback's own release completes run
-    /// after it returns.) There, [`finish_raw`](crate::Semaphore::finish_raw)
+    /// after it returns.) There, [`finish_raw`](crate::raw::RawSemaphore::finish_raw)
     /// collects the outcome at once but the waiter stays [busy](Self::is_busy)
     /// until the callback returns.
     ///
     /// ```
     /// use std::ffi::c_void;
     /// use std::pin::pin;
+    /// use volt_sem::raw::RawSemaphore;
     /// use volt_sem::{Finish, Semaphore, Waiter};
     ///
     /// struct Ctx<'a> {
@@ -289,7 +292,7 @@ impl Waiter {
     /// Whether this waiter's wake callback is still to run on the current
     /// thread: a release, close or cancel made here completed it while another
     /// callback was running, and the thread's trampoline has not called it
-    /// yet. [`finish_raw`](crate::Semaphore::finish_raw) called here then
+    /// yet. [`finish_raw`](crate::raw::RawSemaphore::finish_raw) called here then
     /// collects its outcome at once and the callback is never called (waiting
     /// for it would hang). For the C ABI's `volt_sem_try_cancel`, which must
     /// not wait for a callback but need not here.
@@ -312,6 +315,7 @@ impl Waiter {
     ///
     /// ```
     /// use std::pin::pin;
+    /// use volt_sem::raw::RawSemaphore;
     /// use volt_sem::{Semaphore, Waiter};
     /// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
     ///

@@ -88,3 +88,14 @@ fn guards_display_their_value() {
     assert_eq!(format!("{mapped}"), "41");
     assert_eq!(format!("{mapped:?}"), "41");
 }
+
+/// The permit guards show their count, as the shared-memory and Redis
+/// permits do (not the whole semaphore).
+#[test]
+fn permit_debug_shows_the_count() {
+    let sem = std::sync::Arc::new(Semaphore::new(3));
+    let permit = sem.try_acquire(2).unwrap();
+    assert_eq!(format!("{permit:?}"), "Permit { permits: 2, .. }");
+    let owned = sem.clone().try_acquire_owned(1).unwrap();
+    assert_eq!(format!("{owned:?}"), "OwnedPermit { permits: 1, .. }");
+}

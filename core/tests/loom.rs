@@ -9,6 +9,7 @@
 
 use std::ffi::c_void;
 use std::pin::Pin;
+use volt_sem::raw::RawSemaphore;
 
 use loom::cell::UnsafeCell;
 use loom::future::block_on;

@@ -24,6 +24,7 @@ use loom::cell::UnsafeCell;
 use loom::future::block_on;
 use loom::sync::Arc;
 use loom::thread;
+use volt_sem::raw::RawSemaphore;
 use volt_sem::{Mutex, RwLock, Semaphore};
 
 #[path = "support/loom_model.rs"]

@@ -3,6 +3,7 @@
 
 use std::ffi::c_void;
 use std::process::Command;
+use volt_sem::raw::RawSemaphore;
 
 use volt_sem::{RawAcquire, Semaphore, Waiter};
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, ThreadId};
 use std::time::Duration;
+use volt_sem::raw::RawSemaphore;
 
 use volt_sem::{Finish, RawAcquire, ReleaseError, Semaphore, Waiter, WaiterState};
 

@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
+use volt_sem_backend::RawSemaphore;
 
 use volt_core::{RawAcquire, WaiterState};
 use volt_sem_backend::{Finish, Waiter};

@@ -31,6 +31,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+use volt_sem_redis::RawSemaphore;
 
 use volt_sem_redis::{ConnectOptions, Finish, RawAcquire, RedisSemaphore, RedisWaiter};
 

@@ -380,6 +380,7 @@ pub use error::Error;
 pub use on_signals::end_sessions_on_signals;
 pub use options::{validate_name, ConnectOptions, MAX_NAME_LEN, MAX_PERMITS, MAX_PREFIX_LEN};
 pub use url::URL_FORM;
+pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{RawAcquire, WakeFn};
 pub use waiter::{Finish, RedisWaiter, RedisWaiterState};
 
@@ -656,35 +657,41 @@ impl RedisSemaphore {
         Census::from_reply(&self.inner.census()?)
     }
 
-    /// Queues an acquire of `n` permits that completes by calling
-    /// `wake(ctx)` (volt-sem's waker contract), on the handle's door thread
-    /// (which sends the request) or a thread waiting in a call of the handle
-    /// that sent it itself (the door idle), on the agent thread (a
-    /// notification, a heartbeat), or on a thread that found the session
-    /// lost. **Never
-    /// blocks**: the round trip runs on the door thread, in order with the
-    /// handle's other calls. Callbacks never nest: those completed while a
-    /// callback runs on the same thread (it released, or lost the session)
-    /// run after it returned, in order; a callback may `finish_raw` such a
-    /// sibling, which then returns its outcome at once and its callback
-    /// never runs.
-    ///
-    /// `Pending` (every request, `n == 0` included: whether the semaphore
-    /// is closed is Redis's knowledge): the callback runs once, when the
-    /// grant is complete, the semaphore closed, the request failed or the
-    /// session lost (possibly before this returns); then pass the waiter to
-    /// [`finish_raw`](Self::finish_raw), which has the outcome, and
-    /// [`RedisWaiter::token`] / [`RedisWaiter::session`] the grant's.
-    /// Errors at once are those the handle knows without Redis:
-    /// [`Error::TooManyPermits`], [`Error::Closed`] (seen closed, or
-    /// disconnected), [`Error::StateLost`], [`Error::Forked`].
-    ///
-    /// # Safety
-    /// * `waiter` is not busy ([`RedisWaiter::is_busy`]).
-    /// * After `Pending`, `waiter` stays valid (and pinned) and `ctx` valid for
-    ///   `wake`, until `finish_raw` returned.
-    /// * `wake(ctx)` may be called on another thread; it must not unwind.
-    pub unsafe fn acquire_raw(
+    /// A watch on `session` (a number from [`RedisWaiter::session`] or
+    /// [`Permit::session`]): it completes when that session is lost. A
+    /// session that is not this handle's current one counts as lost.
+    pub fn lease_watch(&self, session: u64) -> LeaseWatch {
+        LeaseWatch {
+            sem: self.clone(),
+            epoch: session,
+        }
+    }
+}
+
+/// The raw waiter API ([`RawSemaphore`]'s contract), with what is Redis's
+/// own: `acquire_raw` answers `Pending` for every request, `n == 0`
+/// included (whether the semaphore is closed is Redis's knowledge) and
+/// never blocks: the round trip runs on the handle's door thread, in order
+/// with its other calls (or on a thread waiting in a call of the handle,
+/// when the door is idle). The callback runs on that thread, on the agent
+/// thread (a notification, a heartbeat) or on a thread that found the
+/// session lost. Errors at once are those the handle knows without Redis:
+/// [`Error::TooManyPermits`], [`Error::Closed`] (seen closed, or
+/// disconnected), [`Error::StateLost`], [`Error::Forked`]. [`Finish`] has
+/// the outcome (`Granted { token }`, `Failed`); [`RedisWaiter::token`] and
+/// [`RedisWaiter::session`] the grant's. A cancel by `finish_raw` answers
+/// `Cancelled { returned: 0 }`: the door thread then takes the request out
+/// of Redis, handing its partial grant on, and gives back a grant that beat
+/// the cancel.
+// SAFETY: the session completes a queued waiter once (door, agent or a
+// thread that lost the session), through the `raw` trampoline; `finish_raw`
+// is the session's `finish`, which waits for a running callback.
+unsafe impl RawSemaphore for RedisSemaphore {
+    type Waiter = RedisWaiter;
+    type Error = Error;
+    type Finish = Finish;
+
+    unsafe fn acquire_raw(
         &self,
         waiter: Pin<&RedisWaiter>,
         n: usize,
@@ -700,34 +707,12 @@ impl RedisSemaphore {
         unsafe { self.inner.acquire_raw(waiter, n as u64, wake, ctx) }
     }
 
-    /// Ends a raw request: cancels it if still queued (`Cancelled`, with
-    /// `returned: 0`: the door thread then takes it out of Redis, handing
-    /// its partial grant on, and gives back a grant that beat the cancel),
-    /// or collects its outcome (`Granted`: this handle now holds the
-    /// permits; `Closed`; `Failed`). Never waits for the network. When it
-    /// returns, the callback has returned or never will. From inside the
-    /// waiter's own callback it returns at once.
-    ///
-    /// # Safety
-    /// `waiter` is idle or was last queued through this handle (or a clone):
-    /// [`owns`](Self::owns) checks it.
-    pub unsafe fn finish_raw(&self, waiter: Pin<&RedisWaiter>) -> Finish {
+    unsafe fn finish_raw(&self, waiter: Pin<&RedisWaiter>) -> Finish {
         // SAFETY: forwarded contract.
         unsafe { self.inner.finish(waiter) }
     }
 
-    /// A watch on `session` (a number from [`RedisWaiter::session`] or
-    /// [`Permit::session`]): it completes when that session is lost. A
-    /// session that is not this handle's current one counts as lost.
-    pub fn lease_watch(&self, session: u64) -> LeaseWatch {
-        LeaseWatch {
-            sem: self.clone(),
-            epoch: session,
-        }
-    }
-
-    /// Whether `waiter` was last queued through this handle or a clone.
-    pub fn owns(&self, waiter: &RedisWaiter) -> bool {
+    fn owns(&self, waiter: &RedisWaiter) -> bool {
         core::ptr::eq(
             waiter.sem.load(core::sync::atomic::Ordering::Relaxed),
             Arc::as_ptr(&self.ident) as *mut (),
@@ -786,14 +771,18 @@ impl core::fmt::Debug for Permit {
         f.debug_struct("Permit")
             .field("permits", &self.n)
             .field("token", &self.token)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 
 impl Permit {
-    /// How many permits.
+    /// How many permits this holds.
     pub fn permits(&self) -> usize {
         self.n
+    }
+    /// The handle these permits were acquired through.
+    pub fn semaphore(&self) -> &RedisSemaphore {
+        &self.sem
     }
     /// The grant's fencing token (strictly increasing per grant of the
     /// semaphore; 0 for a permit of 0).
@@ -823,8 +812,10 @@ impl Permit {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release(n as u64, Some(self.epoch))
     }
-    /// Keeps the permits held without a guard (release them with
-    /// [`RedisSemaphore::release`]).
+    /// Consumes the guard without releasing: the permits stay held by the
+    /// handle's session until [`RedisSemaphore::release`] (or
+    /// [`release_session`](RedisSemaphore::release_session)) gives them back
+    /// by count, or the session ends.
     pub fn forget(mut self) {
         self.n = 0;
     }
@@ -926,8 +917,7 @@ pub type Acquire<'a> = volt_sem::raw::Wait<'a, RedisSemaphore>;
 // the door, the agent or a releasing thread completes through the `raw`
 // trampoline.
 unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
-    type Waiter = RedisWaiter;
-    type Output = Result<Permit, Error>;
+    type Output<'a> = Result<Permit, Error>;
 
     fn new_waiter() -> RedisWaiter {
         RedisWaiter::new()
@@ -937,28 +927,16 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         &waiter.node
     }
 
-    fn immediate(&self, n: usize) -> Option<Self::Output> {
+    fn immediate(&self, n: usize) -> Option<Self::Output<'_>> {
         (n == 0).then(|| Ok(self.permit(0, 0, 0)))
     }
 
-    unsafe fn start(
-        &self,
-        waiter: Pin<&RedisWaiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Option<Self::Output> {
-        // SAFETY: forwarded contract.
-        match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
-            Ok(RawAcquire::Pending) => None,
-            Ok(RawAcquire::Ready) => Some(Ok(self.permit(n, waiter.token(), waiter.session()))),
-            Err(e) => Some(Err(e)),
-        }
+    fn answered(&self, waiter: &RedisWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {
+        r.map(|()| self.permit(n, waiter.token(), waiter.session()))
     }
 
-    unsafe fn end(&self, waiter: Pin<&RedisWaiter>, n: usize) -> Self::Output {
-        // SAFETY: forwarded contract.
-        match unsafe { self.finish_raw(waiter) } {
+    fn finished(&self, waiter: &RedisWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
+        match finish {
             Finish::Granted { token } => Ok(self.permit(n, token, waiter.session())),
             Finish::Closed => Err(Error::Closed),
             Finish::Failed(e) => Err(e),
@@ -968,9 +946,8 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         }
     }
 
-    unsafe fn abandon(&self, waiter: Pin<&RedisWaiter>, n: usize) {
-        // SAFETY: forwarded contract.
-        if let Finish::Granted { .. } = unsafe { self.finish_raw(waiter) } {
+    fn abandoned(&self, waiter: &RedisWaiter, n: usize, finish: Finish) {
+        if let Finish::Granted { .. } = finish {
             // Granted after the last poll: the caller never saw it.
             let _ = self.inner.release(n as u64, Some(waiter.session()));
         }

@@ -736,7 +736,7 @@ impl Inner {
     /// itself come at once, every other outcome through the callback.
     ///
     /// # Safety
-    /// As [`acquire_raw`](crate::RedisSemaphore::acquire_raw).
+    /// As [`acquire_raw`](crate::RawSemaphore::acquire_raw).
     pub(crate) unsafe fn acquire_raw(
         &self,
         waiter: Pin<&RedisWaiter>,

@@ -23,7 +23,7 @@ use volt_sem::raw::{self, phase, Backend, Node};
 
 use crate::error::Error;
 
-/// How a queued request ended, as [`finish_raw`](crate::RedisSemaphore::finish_raw)
+/// How a queued request ended, as [`finish_raw`](crate::RawSemaphore::finish_raw)
 /// reports it (and consumes it). volt-sem's `Finish`, plus the outcomes a
 /// network adds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,8 +60,8 @@ pub enum RedisWaiterState {
 }
 
 /// A queued request of this process in caller-owned memory. Must stay pinned
-/// from a `Pending` [`acquire_raw`](crate::RedisSemaphore::acquire_raw) until
-/// [`finish_raw`](crate::RedisSemaphore::finish_raw) returned.
+/// from a `Pending` [`acquire_raw`](crate::RawSemaphore::acquire_raw) until
+/// [`finish_raw`](crate::RawSemaphore::finish_raw) returned.
 pub struct RedisWaiter {
     pub(crate) node: Node,
     pub(crate) ctr: AtomicU64,

@@ -8,6 +8,7 @@ use std::future::Future;
 use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
+use volt_sem_redis::RawSemaphore;
 
 use support::*;
 use volt_sem_redis::{ConnectOptions, Error, RedisSemaphore, MAX_NAME_LEN};

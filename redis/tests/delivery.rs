@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+use volt_sem_redis::RawSemaphore;
 
 use support::*;
 use volt_sem_redis::{Finish, RawAcquire, RedisSemaphore, RedisWaiter};

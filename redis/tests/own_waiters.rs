@@ -6,6 +6,7 @@
 mod support;
 
 use std::time::Duration;
+use volt_sem_redis::RawSemaphore;
 
 use support::*;
 use volt_sem_redis::{ConnectOptions, RedisSemaphore};

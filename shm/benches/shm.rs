@@ -121,7 +121,7 @@ mod linux {
                 black_box(&local).release(1).unwrap();
             }));
             s.push(time_pairs(|| {
-                black_box(&shared).try_acquire(1).unwrap();
+                black_box(&shared).try_acquire(1).unwrap().forget();
                 black_box(&shared).release(1).unwrap();
             }));
             p.push(time_pairs(|| {
@@ -174,7 +174,7 @@ mod linux {
         let path = format!("/dev/shm/volt-sem-bench.{}", std::process::id());
         let words = shared_words(&path, true);
         let sem = SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap();
-        sem.try_acquire(1).unwrap();
+        sem.try_acquire(1).unwrap().forget();
         let mut child = Command::new(std::env::current_exe().unwrap())
             .env("BENCH_CHILD", "shared")
             .env("BENCH_NAME", &name)
@@ -188,7 +188,7 @@ mod linux {
             wait_announced(words, i);
             words[0].store(now_ns(), SeqCst);
             sem.release(1).unwrap();
-            sem.acquire_blocking(1).unwrap(); // the child releases after waking
+            sem.acquire_blocking(1).unwrap().forget(); // the child releases after waking
         }
         assert!(child.wait().unwrap().success());
         sem.release(1).unwrap();
@@ -273,7 +273,7 @@ mod linux {
                     std::thread::yield_now();
                 }
                 words[1].store(i as u64 + 1, SeqCst);
-                sem.acquire_blocking(1).unwrap();
+                sem.acquire_blocking(1).unwrap().forget();
                 words[3 + i].store(now_ns() - words[0].load(SeqCst), SeqCst);
                 sem.release(1).unwrap();
             }

@@ -20,6 +20,7 @@ use crate::segment::{
     Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
+use crate::SharedSemaphore;
 
 /// How often a process with queued waiters checks the other processes'
 /// liveness locks, so that a dead holder's permits reach its waiters even if
@@ -740,87 +741,6 @@ impl Attachment {
         self.inner.me
     }
 
-    /// # Safety
-    /// As `SharedSemaphore::acquire_raw`.
-    pub(crate) unsafe fn acquire_raw(
-        &self,
-        waiter: Pin<&ShmWaiter>,
-        n: u64,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Result<RawAcquire, Error> {
-        let inner = &self.inner;
-        let w = waiter.get_ref();
-        debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
-        w.node.set_phase(phase::IDLE, Relaxed);
-        if n > inner.total {
-            return Err(Error::TooManyPermits);
-        }
-        if n == 0 {
-            return if self.is_closed() {
-                Err(Error::Closed)
-            } else {
-                Ok(RawAcquire::Ready)
-            };
-        }
-        if inner.forked() {
-            return Err(Error::Forked);
-        }
-        w.requested.store(n, Relaxed);
-        w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
-        // SAFETY: the waiter is not busy: only its owner (us) touches it.
-        unsafe { w.node.set_callback(wake, ctx) };
-        if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
-            return Ok(RawAcquire::Ready);
-        }
-        self.ensure_doorbell()?;
-        let me = inner.me;
-        inner.locked(|l| {
-            let rings = match l.try_take(me, n) {
-                Ok(()) => return (Ok(RawAcquire::Ready), Rings::default()),
-                Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
-                // Slow path: a dead holder may be sitting on permits.
-                Err(_) => inner.sweep_locked(l),
-            };
-            match l.enqueue(me, n) {
-                Ok(Enqueued::Ready) => (Ok(RawAcquire::Ready), rings),
-                Ok(Enqueued::Queued { .. }) if l.is_corrupt() => {
-                    // Never published: the caller gets Corrupt and an idle
-                    // waiter.
-                    (Err(Error::Corrupt), rings)
-                }
-                Ok(Enqueued::Queued { slot, seq }) => {
-                    w.slot.store(slot, Relaxed);
-                    w.seq.store(seq, Relaxed);
-                    // Published under the segment lock: no grant of this
-                    // slot can be rung before the doorbell thread can find
-                    // the waiter (lock order: segment, then local table).
-                    let mut local = inner.local();
-                    w.node.set_phase(phase::WAITING, Release);
-                    local.table[slot as usize] = w;
-                    local.count += 1;
-                    let mut rings = rings;
-                    if local.count == 1 {
-                        // The doorbell thread may be asleep without a timeout
-                        // (it had no waiter): wake it so that it starts its
-                        // periodic liveness sweeps.
-                        rings.merge(Rings::proc(me));
-                    }
-                    (Ok(RawAcquire::Pending), rings)
-                }
-                Err(e) => (Err(op_error(e)), rings),
-            }
-        })?
-    }
-
-    /// # Safety
-    /// As `SharedSemaphore::finish_raw`.
-    pub(crate) unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
-        let w = waiter.get_ref();
-        // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
-        unsafe { raw::finish(&w.node, raw::CancelWith(|| self.inner.cancel(w))) }
-    }
-
     /// A blocking acquire: the thread sleeps on the futex word of its own
     /// slot (the slot's `state`, marked `direct`), which the granting (or
     /// closing) process wakes itself after unlocking: one wake-up, no
@@ -965,14 +885,103 @@ impl Attachment {
         }
     }
 
-    pub(crate) fn owns(&self, waiter: &ShmWaiter) -> bool {
-        ptr::eq(
-            waiter.sem.load(Relaxed),
-            Arc::as_ptr(&self.inner) as *const (),
-        )
-    }
-
     pub(crate) fn pid(&self) -> u32 {
         self.inner.pid
+    }
+}
+
+// SAFETY: a queued waiter is published in this process's waiter table under
+// the segment lock and completed once, by the doorbell thread (or a local
+// close or cancel), through the `raw` trampoline; `finish_raw` is
+// `raw::finish`.
+unsafe impl raw::RawSemaphore for SharedSemaphore {
+    type Waiter = ShmWaiter;
+    type Error = Error;
+    type Finish = Finish;
+
+    unsafe fn acquire_raw(
+        &self,
+        waiter: Pin<&ShmWaiter>,
+        n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Result<RawAcquire, Error> {
+        let n = n as u64;
+        let att = &self.att;
+        let inner = &att.inner;
+        let w = waiter.get_ref();
+        debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
+        w.node.set_phase(phase::IDLE, Relaxed);
+        if n > inner.total {
+            return Err(Error::TooManyPermits);
+        }
+        if n == 0 {
+            return if att.is_closed() {
+                Err(Error::Closed)
+            } else {
+                Ok(RawAcquire::Ready)
+            };
+        }
+        if inner.forked() {
+            return Err(Error::Forked);
+        }
+        w.requested.store(n, Relaxed);
+        w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
+        // SAFETY: the waiter is not busy: only its owner (us) touches it.
+        unsafe { w.node.set_callback(wake, ctx) };
+        if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
+            return Ok(RawAcquire::Ready);
+        }
+        att.ensure_doorbell()?;
+        let me = inner.me;
+        inner.locked(|l| {
+            let rings = match l.try_take(me, n) {
+                Ok(()) => return (Ok(RawAcquire::Ready), Rings::default()),
+                Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
+                // Slow path: a dead holder may be sitting on permits.
+                Err(_) => inner.sweep_locked(l),
+            };
+            match l.enqueue(me, n) {
+                Ok(Enqueued::Ready) => (Ok(RawAcquire::Ready), rings),
+                Ok(Enqueued::Queued { .. }) if l.is_corrupt() => {
+                    // Never published: the caller gets Corrupt and an idle
+                    // waiter.
+                    (Err(Error::Corrupt), rings)
+                }
+                Ok(Enqueued::Queued { slot, seq }) => {
+                    w.slot.store(slot, Relaxed);
+                    w.seq.store(seq, Relaxed);
+                    // Published under the segment lock: no grant of this
+                    // slot can be rung before the doorbell thread can find
+                    // the waiter (lock order: segment, then local table).
+                    let mut local = inner.local();
+                    w.node.set_phase(phase::WAITING, Release);
+                    local.table[slot as usize] = w;
+                    local.count += 1;
+                    let mut rings = rings;
+                    if local.count == 1 {
+                        // The doorbell thread may be asleep without a timeout
+                        // (it had no waiter): wake it so that it starts its
+                        // periodic liveness sweeps.
+                        rings.merge(Rings::proc(me));
+                    }
+                    (Ok(RawAcquire::Pending), rings)
+                }
+                Err(e) => (Err(op_error(e)), rings),
+            }
+        })?
+    }
+
+    unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
+        let w = waiter.get_ref();
+        // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
+        unsafe { raw::finish(&w.node, raw::CancelWith(|| self.att.inner.cancel(w))) }
+    }
+
+    fn owns(&self, waiter: &ShmWaiter) -> bool {
+        ptr::eq(
+            waiter.sem.load(Relaxed),
+            Arc::as_ptr(&self.att.inner) as *const (),
+        )
     }
 }

@@ -8,9 +8,9 @@
 //! # fn main() -> Result<(), volt_sem_shm::Error> {
 //! // Every process that opens "gpu" with 4 permits shares the same 4.
 //! let sem = SharedSemaphore::open("gpu", 4, OpenOptions::new())?;
-//! sem.acquire_blocking(2)?;
+//! let permit = sem.acquire_blocking(2)?;
 //! // ... use two of the four slots ...
-//! sem.release(2)?;
+//! drop(permit); // gives them back (or `permit.release()?` to see an error)
 //! # Ok(()) }
 //! ```
 //!
@@ -387,7 +387,7 @@
 //!
 //! The callbacks keep volt-sem's waker contract (see the `volt_sem` crate
 //! docs): called at most once per queued request, never under a lock, never
-//! nested; [`SharedSemaphore::finish_raw`] from another thread waits for a
+//! nested; [`finish_raw`](RawSemaphore::finish_raw) from another thread waits for a
 //! running callback; from inside the callback it collects the outcome at
 //! once; after it returns, the callback has returned or never will, and the
 //! waiter may be freed. A blocking acquire inside a callback would wait for
@@ -452,6 +452,7 @@
 mod error;
 #[doc(hidden)]
 pub mod hooks;
+mod permit;
 mod segment;
 mod sync;
 
@@ -467,10 +468,9 @@ mod imp;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 mod sys;
 
-#[cfg(all(target_os = "linux", not(volt_loom)))]
-use core::ffi::c_void;
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::future::Future;
+#[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::pin::Pin;
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
 use core::task::{Context, Poll};
@@ -480,7 +480,9 @@ use std::time::{Duration, Instant};
 pub use error::Error;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 pub use imp::{ShmWaiter, ShmWaiterState};
+pub use permit::Permit;
 pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
 
 /// The prefix of every segment's name in the shared-memory namespace.
@@ -565,6 +567,11 @@ impl OpenOptions {
 /// another) and one doorbell thread. When the last handle of a process is
 /// dropped, the process detaches and whatever it still holds goes back, as if
 /// it had died.
+///
+/// Acquires return a [`Permit`] guard, as the in-process semaphore's do. The
+/// raw waiter API is [`RawSemaphore`] (with a [`ShmWaiter`]): the callbacks
+/// run on this process's doorbell thread of the name, whoever released, in
+/// any process.
 #[derive(Clone)]
 pub struct SharedSemaphore {
     att: Arc<imp::Attachment>,
@@ -643,20 +650,22 @@ impl SharedSemaphore {
     /// `n == 0` succeeds unless closed. Never blocks: when it needs the
     /// segment lock it waits at most 10 ms for it, then fails with
     /// [`Error::NoPermits`] (another process is stopped inside the lock).
-    pub fn try_acquire(&self, n: usize) -> Result<(), Error> {
+    pub fn try_acquire(&self, n: usize) -> Result<Permit<'_>, Error> {
         if n == 0 {
             return if self.is_closed() {
                 Err(Error::Closed)
             } else {
-                Ok(())
+                Ok(Permit::new(self, 0))
             };
         }
-        self.att.try_acquire(n as u64)
+        self.att.try_acquire(n as u64)?;
+        Ok(Permit::new(self, n))
     }
 
-    /// Gives back `n` permits this process holds (FIFO hand-off to the queue,
-    /// in any process). [`Error::NotHeld`] if the process holds fewer; then
-    /// nothing is released. Works after `close`.
+    /// Gives back `n` permits this process holds, outside of a [`Permit`]
+    /// (after [`Permit::forget`]), FIFO hand-off to the queue, in any
+    /// process. [`Error::NotHeld`] if the process holds fewer; then nothing
+    /// is released. Works after `close`.
     pub fn release(&self, n: usize) -> Result<(), Error> {
         self.att.release(n as u64)
     }
@@ -665,25 +674,27 @@ impl SharedSemaphore {
     /// a futex word of its own queued request, which the granting process
     /// wakes) until they are granted in FIFO order across all processes, or
     /// the semaphore is closed.
-    pub fn acquire_blocking(&self, n: usize) -> Result<(), Error> {
-        self.att.acquire_deadline(n as u64, None)
+    pub fn acquire_blocking(&self, n: usize) -> Result<Permit<'_>, Error> {
+        self.att.acquire_deadline(n as u64, None)?;
+        Ok(Permit::new(self, n))
     }
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on. The
     /// timeout bounds the waits for the segment lock too (a process stopped
     /// inside it does not make this overrun it).
-    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
+    pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit<'_>, Error> {
         self.att
-            .acquire_deadline(n as u64, Instant::now().checked_add(timeout))
+            .acquire_deadline(n as u64, Instant::now().checked_add(timeout))?;
+        Ok(Permit::new(self, n))
     }
 
     /// Like [`acquire_timeout`](Self::acquire_timeout) (`None`: no timeout),
     /// also calling `interrupted()` on this thread about every `poll` while
     /// it waits (for a binding that must run signal handlers, for example):
     /// if it returns `true`, the request is cancelled (a partial grant is
-    /// handed on) and the result is `Ok(false)`. `Ok(true)`: granted (also
-    /// when the grant came before the interruption was honoured). The wait
+    /// handed on) and the result is `Ok(None)`. `Ok(Some(permit))`: granted
+    /// (also when the grant came before the interruption was honoured). The wait
     /// stays one queued request from start to end: it keeps its FIFO place,
     /// unlike a loop of short timeouts.
     pub fn acquire_blocking_interruptible(
@@ -692,16 +703,17 @@ impl SharedSemaphore {
         timeout: Option<Duration>,
         poll: Duration,
         mut interrupted: impl FnMut() -> bool,
-    ) -> Result<bool, Error> {
+    ) -> Result<Option<Permit<'_>>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        self.att
-            .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))
+        let granted =
+            self.att
+                .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))?;
+        Ok(granted.then(|| Permit::new(self, n)))
     }
 
     /// Acquires `n` permits asynchronously. Cancel-safe: dropping the future
-    /// before it completes hands any partial grant on; once it returned
-    /// `Ok(())`, the caller holds the permits and must [`release`](Self::release)
-    /// them.
+    /// before it completes hands any partial grant on (and gives back a grant
+    /// it never reported).
     pub fn acquire(&self, n: usize) -> Acquire<'_> {
         #[cfg(all(target_os = "linux", not(volt_loom)))]
         return volt_sem::raw::Wait::new(self, n);
@@ -735,52 +747,6 @@ impl SharedSemaphore {
         self.att.record()
     }
 
-    /// Queues an acquire of `n` permits that completes by calling `wake(ctx)`
-    /// on this process's doorbell thread (volt-sem's waker contract).
-    ///
-    /// `Ready`: taken at once (no callback). `Pending`: queued; the callback
-    /// runs once, when the grant is complete or the semaphore is closed; the
-    /// waiter must then be passed to [`finish_raw`](Self::finish_raw).
-    ///
-    /// # Safety
-    /// * `waiter` is not busy ([`ShmWaiter::is_busy`]).
-    /// * After `Pending`, `waiter` stays valid (and pinned) and `ctx` valid for
-    ///   `wake`, until `finish_raw` returned.
-    /// * `wake(ctx)` may be called on another thread.
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub unsafe fn acquire_raw(
-        &self,
-        waiter: Pin<&ShmWaiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Result<RawAcquire, Error> {
-        // SAFETY: forwarded contract.
-        unsafe { self.att.acquire_raw(waiter, n as u64, wake, ctx) }
-    }
-
-    /// Ends a raw request: cancels it if still queued (its partial grant is
-    /// handed on: `Cancelled { returned }`), or collects its outcome
-    /// (`Granted`: this process now holds the permits; `Closed`). When it
-    /// returns, the callback has returned or never will, and the waiter and
-    /// `ctx` may be freed. From another thread it waits for a running
-    /// callback; from inside the waiter's own callback it returns at once.
-    ///
-    /// # Safety
-    /// `waiter` is idle or was last queued through a handle of this process
-    /// on this same name ([`SharedSemaphore::owns`] checks it).
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
-        // SAFETY: forwarded contract.
-        unsafe { self.att.finish_raw(waiter) }
-    }
-
-    /// Whether `waiter` was last queued on this semaphore (in this process).
-    #[cfg(all(target_os = "linux", not(volt_loom)))]
-    pub fn owns(&self, waiter: &ShmWaiter) -> bool {
-        self.att.owns(waiter)
-    }
-
     /// The pid that opened this handle (a handle is not usable after `fork`).
     pub fn opener_pid(&self) -> u32 {
         self.att.pid()
@@ -796,8 +762,7 @@ pub type Acquire<'a> = volt_sem::raw::Wait<'a, SharedSemaphore>;
 // completes through the `raw` trampoline.
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
-    type Waiter = ShmWaiter;
-    type Output = Result<(), Error>;
+    type Output<'a> = Result<Permit<'a>, Error>;
 
     fn new_waiter() -> ShmWaiter {
         ShmWaiter::new()
@@ -807,36 +772,23 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
         waiter.node()
     }
 
-    fn immediate(&self, _n: usize) -> Option<Self::Output> {
+    fn immediate(&self, _n: usize) -> Option<Self::Output<'_>> {
         None
     }
 
-    unsafe fn start(
-        &self,
-        waiter: Pin<&ShmWaiter>,
-        n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Option<Self::Output> {
-        // SAFETY: forwarded contract.
-        match unsafe { self.acquire_raw(waiter, n, wake, ctx) } {
-            Ok(RawAcquire::Pending) => None,
-            Ok(RawAcquire::Ready) => Some(Ok(())),
-            Err(e) => Some(Err(e)),
-        }
+    fn answered(&self, _: &ShmWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {
+        r.map(|()| Permit::new(self, n))
     }
 
-    unsafe fn end(&self, waiter: Pin<&ShmWaiter>, _n: usize) -> Self::Output {
-        // SAFETY: forwarded contract.
-        match unsafe { self.finish_raw(waiter) } {
-            Finish::Granted => Ok(()),
+    fn finished(&self, _: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
+        match finish {
+            Finish::Granted => Ok(Permit::new(self, n)),
             _ => Err(Error::Closed),
         }
     }
 
-    unsafe fn abandon(&self, waiter: Pin<&ShmWaiter>, n: usize) {
-        // SAFETY: forwarded contract.
-        if unsafe { self.finish_raw(waiter) } == Finish::Granted {
+    fn abandoned(&self, _: &ShmWaiter, n: usize, finish: Finish) {
+        if finish == Finish::Granted {
             // Granted after the last poll: the caller never saw it.
             let _ = self.release(n);
         }
@@ -853,8 +805,8 @@ pub struct Acquire<'a> {
 }
 
 #[cfg(not(all(target_os = "linux", not(volt_loom))))]
-impl Future for Acquire<'_> {
-    type Output = Result<(), Error>;
+impl<'a> Future for Acquire<'a> {
+    type Output = Result<Permit<'a>, Error>;
 
     fn poll(self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Self::Output> {
         match *self.sem.att {}

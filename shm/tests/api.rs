@@ -10,11 +10,12 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use volt_sem_shm::RawSemaphore;
 
 use support::{assert_conserved, Name};
 use volt_sem_shm::{
-    Error, Finish, OpenOptions, RawAcquire, SharedSemaphore, ShmWaiter, MAX_NAME_LEN, MAX_PERMITS,
-    MAX_WAITERS,
+    Error, Finish, OpenOptions, Permit, RawAcquire, SharedSemaphore, ShmWaiter, MAX_NAME_LEN,
+    MAX_PERMITS, MAX_WAITERS,
 };
 
 fn open(name: &str, permits: usize) -> SharedSemaphore {
@@ -74,7 +75,7 @@ fn create_attach_total_mismatch_unlink() {
     // One process, one record: permits taken through one handle are released
     // through the other.
     assert_eq!(a.process_record(), b.process_record());
-    a.try_acquire(3).unwrap();
+    a.try_acquire(3).unwrap().forget();
     assert_eq!(b.available_permits(), 1);
     b.release(3).unwrap();
     assert_eq!(a.available_permits(), 4);
@@ -84,7 +85,7 @@ fn create_attach_total_mismatch_unlink() {
     // unlink removes the name only: the handles still work.
     volt_sem_shm::unlink(&name).unwrap();
     assert_eq!(volt_sem_shm::unlink(&name), Err(Error::NotFound));
-    a.try_acquire(1).unwrap();
+    a.try_acquire(1).unwrap().forget();
     b.release(1).unwrap();
     // A new open creates a new semaphore (another total is fine now).
     let c = SharedSemaphore::open(&name, 7, OpenOptions::new()).unwrap();
@@ -170,7 +171,7 @@ fn creation_killed_before_the_magic_is_recovered() {
     std::fs::write(name.path(), &crashed).unwrap();
     let s = SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap();
     assert_eq!(s.available_permits(), 3);
-    s.try_acquire(3).unwrap();
+    s.try_acquire(3).unwrap().forget();
     s.release(3).unwrap();
     assert_conserved(&s);
     drop(s);
@@ -214,7 +215,7 @@ fn a_segment_owned_by_another_user_is_refused_unless_accepted() {
     // Refused before anything was written: the file is as it was.
     let s = SharedSemaphore::open(&name, 3, OpenOptions::new().accept_foreign_owner(true)).unwrap();
     assert_eq!(s.available_permits(), 3);
-    s.try_acquire(3).unwrap();
+    s.try_acquire(3).unwrap().forget();
     s.release(3).unwrap();
     assert_conserved(&s);
     // One's own segment needs no opt-in, and a new one is created as ever.
@@ -291,7 +292,7 @@ fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
     assert_eq!(r, Err(Error::TimedOut));
     // The lock gone, the name opens as ever.
     let s = open(&name, 2);
-    s.try_acquire(2).unwrap();
+    s.try_acquire(2).unwrap().forget();
     s.release(2).unwrap();
 }
 
@@ -300,11 +301,11 @@ fn try_acquire_release_and_bad_counts() {
     let name = Name::new("basic");
     let s = open(&name, 4);
     assert_eq!(s.total_permits(), 4);
-    assert_eq!(s.try_acquire(5), Err(Error::TooManyPermits));
-    assert_eq!(s.acquire_blocking(5), Err(Error::TooManyPermits));
-    s.try_acquire(0).unwrap();
-    s.try_acquire(3).unwrap();
-    assert_eq!(s.try_acquire(2), Err(Error::NoPermits));
+    assert_eq!(s.try_acquire(5).err(), Some(Error::TooManyPermits));
+    assert_eq!(s.acquire_blocking(5).err(), Some(Error::TooManyPermits));
+    s.try_acquire(0).unwrap().forget();
+    s.try_acquire(3).unwrap().forget();
+    assert_eq!(s.try_acquire(2).err(), Some(Error::NoPermits));
     assert_eq!(s.held_permits(), Ok(3));
     assert_eq!(s.release(4), Err(Error::NotHeld { held: 3 }));
     assert_eq!(s.held_permits(), Ok(3), "a refused release changed nothing");
@@ -324,7 +325,7 @@ unsafe extern "C" fn count_wake(ctx: *mut c_void) {
 fn full_waiter_table_is_a_clear_error() {
     let name = Name::new("full");
     let s = open(&name, 1);
-    s.try_acquire(1).unwrap();
+    s.try_acquire(1).unwrap().forget();
     let woken = AtomicUsize::new(0);
     let ctx = &woken as *const AtomicUsize as *mut c_void;
     let waiters: Vec<Pin<Box<ShmWaiter>>> = (0..=MAX_WAITERS)
@@ -339,8 +340,8 @@ fn full_waiter_table_is_a_clear_error() {
     let r = unsafe { s.acquire_raw(waiters[MAX_WAITERS].as_ref(), 1, count_wake, ctx) };
     assert_eq!(r, Err(Error::QueueFull));
     assert_eq!(
-        s.acquire_timeout(1, Duration::from_millis(1)),
-        Err(Error::QueueFull)
+        s.acquire_timeout(1, Duration::from_millis(1)).err(),
+        Some(Error::QueueFull)
     );
     assert_eq!(assert_conserved(&s).queued as usize, MAX_WAITERS);
     // FIFO intact: releasing hands the permit to the first one.
@@ -385,12 +386,12 @@ fn wait_queued(s: &SharedSemaphore, n: u32) {
 fn blocking_fifo_weighted_no_overtaking() {
     let name = Name::new("fifo");
     let s = open(&name, 4);
-    s.try_acquire(4).unwrap();
+    s.try_acquire(4).unwrap().forget();
     let order = Arc::new(std::sync::Mutex::new(Vec::new()));
     let spawn = |n: usize, tag: &'static str| {
         let (s, order) = (s.clone(), order.clone());
         std::thread::spawn(move || {
-            s.acquire_blocking(n).unwrap();
+            s.acquire_blocking(n).unwrap().forget();
             order.lock().unwrap().push(tag);
         })
     };
@@ -401,7 +402,7 @@ fn blocking_fifo_weighted_no_overtaking() {
     s.release(1).unwrap(); // a has 1 of 3; b must not get it
     std::thread::sleep(Duration::from_millis(50));
     assert!(order.lock().unwrap().is_empty());
-    assert_eq!(s.try_acquire(1), Err(Error::NoPermits));
+    assert_eq!(s.try_acquire(1).err(), Some(Error::NoPermits));
     assert_eq!(s.available_permits(), 0);
     assert_conserved(&s);
     s.release(2).unwrap(); // a complete
@@ -420,12 +421,15 @@ fn blocking_fifo_weighted_no_overtaking() {
 fn timeout_hands_partial_grant_on() {
     let name = Name::new("timeout");
     let s = open(&name, 3);
-    s.try_acquire(3).unwrap();
+    s.try_acquire(3).unwrap().forget();
     let s2 = s.clone();
-    let t = std::thread::spawn(move || s2.acquire_timeout(3, Duration::from_millis(300)));
+    let t = std::thread::spawn(move || {
+        s2.acquire_timeout(3, Duration::from_millis(300))
+            .map(Permit::forget)
+    });
     wait_queued(&s, 1);
     let s3 = s.clone();
-    let u = std::thread::spawn(move || s3.acquire_blocking(1));
+    let u = std::thread::spawn(move || s3.acquire_blocking(1).map(Permit::forget));
     wait_queued(&s, 2);
     s.release(2).unwrap(); // the first gets 2 of 3
     assert_eq!(t.join().unwrap(), Err(Error::TimedOut));
@@ -443,7 +447,7 @@ fn async_acquire_and_cancel() {
     use std::task::Context;
     let name = Name::new("async");
     let s = open(&name, 2);
-    futures::executor::block_on(s.acquire(2)).unwrap();
+    futures::executor::block_on(s.acquire(2)).unwrap().forget();
     let mut fut = Box::pin(s.acquire(2));
     let waker = noop_waker();
     let mut cx = Context::from_waker(&waker);
@@ -454,13 +458,13 @@ fn async_acquire_and_cancel() {
     assert_eq!(s.available_permits(), 1);
     s.release(1).unwrap();
     // Woken across threads.
-    s.try_acquire(2).unwrap();
+    s.try_acquire(2).unwrap().forget();
     let s2 = s.clone();
     let h = std::thread::spawn(move || {
         std::thread::sleep(Duration::from_millis(30));
         s2.release(2).unwrap();
     });
-    futures::executor::block_on(s.acquire(2)).unwrap();
+    futures::executor::block_on(s.acquire(2)).unwrap().forget();
     h.join().unwrap();
     s.release(2).unwrap();
     assert_conserved(&s);
@@ -470,11 +474,11 @@ fn async_acquire_and_cancel() {
 fn close_wakes_every_waiter() {
     let name = Name::new("close");
     let s = open(&name, 2);
-    s.try_acquire(1).unwrap();
+    s.try_acquire(1).unwrap().forget();
     let threads: Vec<_> = (0..3)
         .map(|_| {
             let s = s.clone();
-            std::thread::spawn(move || s.acquire_blocking(2))
+            std::thread::spawn(move || s.acquire_blocking(2).map(Permit::forget))
         })
         .collect();
     wait_queued(&s, 3);
@@ -483,10 +487,10 @@ fn close_wakes_every_waiter() {
         assert_eq!(t.join().unwrap(), Err(Error::Closed));
     }
     assert!(s.is_closed());
-    assert_eq!(s.try_acquire(1), Err(Error::Closed));
+    assert_eq!(s.try_acquire(1).err(), Some(Error::Closed));
     assert_eq!(
-        futures::executor::block_on(s.acquire(1)),
-        Err(Error::Closed)
+        futures::executor::block_on(s.acquire(1)).err(),
+        Some(Error::Closed)
     );
     s.release(1).unwrap(); // still allowed
     assert_eq!(s.available_permits(), 2);
@@ -515,7 +519,7 @@ unsafe extern "C" fn finish_inside(ctx: *mut c_void) {
 fn raw_callback_contract() {
     let name = Name::new("raw");
     let s = open(&name, 1);
-    s.try_acquire(1).unwrap();
+    s.try_acquire(1).unwrap().forget();
     let ctx = Arc::new(Ctx {
         sem: s.clone(),
         waiter: Box::pin(ShmWaiter::new()),
@@ -644,7 +648,7 @@ fn waker_contract_under_racing_finish_and_release() {
 fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
     let name = Name::new("intr");
     let s = open(&name, 2);
-    s.try_acquire(2).unwrap();
+    s.try_acquire(2).unwrap().forget();
     let polls = AtomicUsize::new(0);
     let stop = std::sync::atomic::AtomicBool::new(false);
     std::thread::scope(|sc| {
@@ -653,6 +657,7 @@ fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
                 polls.fetch_add(1, Ordering::SeqCst);
                 stop.load(Ordering::SeqCst)
             })
+            .map(|p| p.map(Permit::forget).is_some())
         });
         wait_queued(&s, 1);
         // It polls while it waits, and stays queued (one request throughout).
@@ -661,7 +666,7 @@ fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
         }
         assert_eq!(s.census().unwrap().queued, 1);
         // A later try_acquire does not overtake it; a release is a partial grant.
-        assert_eq!(s.try_acquire(1), Err(Error::NoPermits));
+        assert_eq!(s.try_acquire(1).err(), Some(Error::NoPermits));
         s.release(1).unwrap();
         assert_eq!(s.available_permits(), 0);
         stop.store(true, Ordering::SeqCst);
@@ -678,6 +683,7 @@ fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
                 Duration::from_millis(1),
                 || false,
             )
+            .map(|p| p.map(Permit::forget).is_some())
         });
         wait_queued(&s, 1);
         s.release(1).unwrap();
@@ -703,10 +709,10 @@ fn many_threads_share_the_fast_path_and_its_lanes() {
             sc.spawn(move || {
                 for i in 0..2000usize {
                     let n = 1 + (t + i) % 2;
-                    if s.try_acquire(n).is_ok() {
+                    if let Ok(permit) = s.try_acquire(n) {
                         assert!(in_use.fetch_add(n, Ordering::SeqCst) + n <= 8);
                         in_use.fetch_sub(n, Ordering::SeqCst);
-                        s.release(n).unwrap();
+                        permit.release().unwrap();
                     }
                 }
             });
@@ -724,11 +730,45 @@ fn many_threads_share_the_fast_path_and_its_lanes() {
     for _ in 0..40 {
         std::thread::scope(|sc| {
             sc.spawn(|| {
-                s.try_acquire(3).unwrap();
+                s.try_acquire(3).unwrap().forget();
                 s.release(3).unwrap();
             });
         });
     }
     let c = assert_conserved(&s);
     assert_eq!((c.available, c.held, c.queued), (8, 0, 0));
+}
+
+/// The guard has the core's shape: dropped, it gives the permits back;
+/// `release()` reports what a drop ignores; `forget()` keeps them held by the
+/// process, for a release by count.
+#[test]
+fn permit_guard_releases_on_drop_and_forget_keeps_them_held() {
+    let name = Name::new("guard");
+    let s = open(&name, 3);
+    {
+        let p = s.try_acquire(2).unwrap();
+        assert_eq!(p.permits(), 2);
+        assert!(std::ptr::eq(p.semaphore(), &s));
+        assert_eq!(format!("{p:?}"), "Permit { permits: 2, .. }");
+        assert_eq!(s.held_permits(), Ok(2));
+    }
+    assert_eq!((s.held_permits(), s.available_permits()), (Ok(0), 3));
+    let p = s.acquire_blocking(3).unwrap();
+    p.forget();
+    assert_eq!((s.held_permits(), s.available_permits()), (Ok(3), 0));
+    // A guard whose permits were already given back by count: release()
+    // says so, and nothing is released twice.
+    let p = s.acquire_timeout(0, Duration::from_secs(1)).unwrap();
+    assert_eq!(p.permits(), 0);
+    p.release().unwrap();
+    s.release(3).unwrap();
+    let p = s.try_acquire(1).unwrap();
+    s.release(1).unwrap();
+    assert_eq!(p.release(), Err(Error::NotHeld { held: 0 }));
+    let p = futures::executor::block_on(s.acquire(2)).unwrap();
+    assert_eq!(p.permits(), 2);
+    drop(p);
+    let c = assert_conserved(&s);
+    assert_eq!((c.available, c.held), (3, 0));
 }

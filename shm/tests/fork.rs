@@ -6,7 +6,7 @@
 mod support;
 
 use support::{assert_conserved, Name};
-use volt_sem_shm::{Error, OpenOptions, SharedSemaphore};
+use volt_sem_shm::{Error, OpenOptions, Permit, SharedSemaphore};
 
 /// fork() only while no other test of this binary runs (a lock held by
 /// another thread at fork time would stay held in the child).
@@ -17,14 +17,19 @@ fn handles_do_not_cross_fork() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let name = Name::new("fork");
     let sem = SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap();
-    sem.try_acquire(1).unwrap();
+    let held = sem.try_acquire(1).unwrap();
     let parent_record = sem.process_record();
     // SAFETY: the child only runs this crate's code and exits with _exit.
     let pid = unsafe { libc::fork() };
     assert!(pid >= 0);
     if pid == 0 {
+        // The parent's guard, copied by fork: dropping it here must not
+        // release the parent's permit (the release is refused: Forked).
+        drop(held);
         let code = (|| {
-            if sem.try_acquire(1) != Err(Error::Forked) || sem.release(1) != Err(Error::Forked) {
+            if sem.try_acquire(1).err() != Some(Error::Forked)
+                || sem.release(1) != Err(Error::Forked)
+            {
                 return 2;
             }
             drop(sem); // must not detach the parent's record
@@ -32,11 +37,13 @@ fn handles_do_not_cross_fork() {
                 Ok(s) => s,
                 Err(_) => return 3,
             };
-            if own.process_record() == parent_record || own.try_acquire(1).is_err() {
+            if own.process_record() == parent_record {
                 return 4;
             }
-            if own.release(1).is_err() {
-                return 5;
+            match own.try_acquire(1).map(Permit::release) {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) => return 5,
+                Err(_) => return 4,
             }
             0
         })();
@@ -52,7 +59,7 @@ fn handles_do_not_cross_fork() {
     assert_eq!(sem.held_permits(), Ok(1));
     let c = assert_conserved(&sem);
     assert_eq!((c.held, c.available), (1, 1));
-    sem.release(1).unwrap();
+    held.release().unwrap();
     assert_eq!(sem.available_permits(), 2);
 }
 

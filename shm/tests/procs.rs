@@ -16,7 +16,7 @@ use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 use support::{assert_conserved, Name};
-use volt_sem_shm::{Error, OpenOptions, SharedSemaphore};
+use volt_sem_shm::{Error, OpenOptions, Permit, SharedSemaphore};
 
 // ------------------------------------------------------------------ children
 
@@ -234,7 +234,7 @@ fn child_main() {
     let sem = SharedSemaphore::open(&name, total, opts).unwrap();
     match role.as_str() {
         "create-and-hold" => {
-            sem.try_acquire(total).unwrap();
+            sem.try_acquire(total).unwrap().forget();
             say("got");
             loop {
                 std::thread::sleep(Duration::from_secs(60));
@@ -243,7 +243,7 @@ fn child_main() {
         "acquire" => {
             let n = env_num("N") as usize;
             say("start");
-            sem.acquire_blocking(n).unwrap();
+            sem.acquire_blocking(n).unwrap().forget();
             say("got");
             let hold = env_num("HOLD_MS");
             if hold == u64::MAX {
@@ -256,14 +256,14 @@ fn child_main() {
             say("released");
         }
         "stop-in-release" => {
-            sem.acquire_blocking(2).unwrap();
+            sem.acquire_blocking(2).unwrap().forget();
             say("held");
             volt_sem_shm::hooks::stop_in_next_release();
             sem.release(1).unwrap(); // stops inside the lock; killed there
             say("resumed");
         }
         "hold-then-stop-in-release" => {
-            sem.acquire_blocking(2).unwrap();
+            sem.acquire_blocking(2).unwrap().forget();
             say("held");
             let go = std::env::var("GO").unwrap();
             while !std::path::Path::new(&go).exists() {
@@ -274,7 +274,7 @@ fn child_main() {
             say("resumed");
         }
         "stop-in-fast-release" => {
-            sem.try_acquire(2).unwrap(); // the fast path: no queue
+            sem.try_acquire(2).unwrap().forget(); // the fast path: no queue
             say("held");
             volt_sem_shm::hooks::stop_in_next_fast_release();
             sem.release(2).unwrap(); // stops with the permits in transit
@@ -296,17 +296,13 @@ fn child_main() {
             };
             let t = Instant::now();
             while t.elapsed() < Duration::from_millis(1500) {
-                let r = sem.try_acquire(1);
-                let got = r.is_ok();
-                note(r);
-                if got {
-                    note(sem.release(1));
+                match sem.try_acquire(1) {
+                    Ok(permit) => note(permit.release()),
+                    Err(e) => note(Err(e)),
                 }
-                let r = sem.acquire_timeout(2, Duration::from_millis(20));
-                let got = r.is_ok();
-                note(r);
-                if got {
-                    note(sem.release(2));
+                match sem.acquire_timeout(2, Duration::from_millis(20)) {
+                    Ok(permit) => note(permit.release()),
+                    Err(e) => note(Err(e)),
                 }
                 note(sem.held_permits().map(|_| ()));
                 note(sem.census().map(|_| ()));
@@ -347,7 +343,7 @@ fn acquire_env(n: usize, hold_ms: u64) -> Vec<(&'static str, String)> {
 fn fifo_across_processes_weighted() {
     let name = Name::new("xfifo");
     let sem = open(&name, 4);
-    sem.try_acquire(4).unwrap();
+    sem.try_acquire(4).unwrap().forget();
     let mut a = Child::spawn(&name, 4, "acquire", &acquire_env(3, 300));
     wait_queued(&sem, 1);
     let mut b = Child::spawn(&name, 4, "acquire", &acquire_env(1, 0));
@@ -379,10 +375,12 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
     let sem = open(&name, 2);
     let mut h = Child::spawn(&name, 2, "acquire", &acquire_env(2, u64::MAX));
     h.expect("got", Duration::from_secs(5));
-    assert_eq!(sem.try_acquire(1), Err(Error::NoPermits));
+    assert_eq!(sem.try_acquire(1).err(), Some(Error::NoPermits));
     let s2 = sem.clone();
     let waiter = std::thread::spawn(move || {
-        s2.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+        s2.acquire_timeout(2, Duration::from_secs(10))
+            .unwrap()
+            .forget();
         Instant::now()
     });
     wait_queued(&sem, 1);
@@ -405,7 +403,7 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
     let mut h = Child::spawn(&name, 2, "acquire", &acquire_env(2, u64::MAX));
     h.expect("got", Duration::from_secs(5));
     h.kill9();
-    sem.try_acquire(2).unwrap();
+    sem.try_acquire(2).unwrap().forget();
     sem.release(2).unwrap();
     assert_eq!(assert_conserved(&sem).available, 2);
 }
@@ -414,7 +412,7 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
 fn kill9_queued_waiter_hands_its_partial_grant_on() {
     let name = Name::new("xwaiter");
     let sem = open(&name, 3);
-    sem.try_acquire(3).unwrap();
+    sem.try_acquire(3).unwrap().forget();
     let mut w = Child::spawn(&name, 3, "acquire", &acquire_env(3, u64::MAX));
     wait_queued(&sem, 1);
     let mut v = Child::spawn(&name, 3, "acquire", &acquire_env(1, 0));
@@ -447,7 +445,9 @@ fn kill9_inside_the_lock_is_repaired() {
     s.wait_stopped();
     let s2 = sem.clone();
     let blocked = std::thread::spawn(move || {
-        let r = s2.acquire_timeout(2, Duration::from_secs(10));
+        let r = s2
+            .acquire_timeout(2, Duration::from_secs(10))
+            .map(Permit::forget);
         (r, Instant::now())
     });
     std::thread::sleep(Duration::from_millis(100));
@@ -484,19 +484,27 @@ fn kill9_inside_a_fast_release_is_recounted() {
     // is already 0, its `busy` 1, the counter still 1. No lock is held, so
     // this process's fast path goes on meanwhile.
     s.wait_stopped();
-    sem.try_acquire(1).unwrap();
-    assert_eq!(sem.try_acquire(1), Err(volt_sem_shm::Error::NoPermits));
+    sem.try_acquire(1).unwrap().forget();
+    assert_eq!(
+        sem.try_acquire(1).err(),
+        Some(volt_sem_shm::Error::NoPermits)
+    );
     s.kill9();
     // The next slow path sweeps: the dead record is busy, so its `held` is not
     // trusted and the counter is recounted: the 2 in transit come back, once.
-    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    sem.acquire_timeout(2, Duration::from_secs(10))
+        .unwrap()
+        .forget();
     assert!(!s.saw("resumed"));
     let c = assert_conserved(&sem);
     assert!(c.recounts >= 1, "{c:?}");
     assert_eq!((c.held, c.live, c.available, c.repairs), (3, 1, 0, 0));
     sem.release(3).unwrap();
     assert_eq!(sem.available_permits(), 3);
-    assert_eq!(sem.try_acquire(4), Err(volt_sem_shm::Error::TooManyPermits));
+    assert_eq!(
+        sem.try_acquire(4).err(),
+        Some(volt_sem_shm::Error::TooManyPermits)
+    );
 }
 
 #[test]
@@ -512,7 +520,7 @@ fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
     assert_eq!(sem.available_permits(), 3);
     let c = assert_conserved(&sem);
     assert_eq!((c.live, c.reclaims), (1, 1));
-    sem.try_acquire(3).unwrap();
+    sem.try_acquire(3).unwrap().forget();
     sem.release(3).unwrap();
 }
 
@@ -532,10 +540,12 @@ fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
     let s2 = sem.clone();
     let probe = std::thread::spawn(move || {
         let t = Instant::now();
-        let tried = s2.try_acquire(1);
+        let tried = s2.try_acquire(1).map(Permit::forget);
         let tried_in = t.elapsed();
         let t = Instant::now();
-        let timed = s2.acquire_timeout(1, Duration::from_millis(100));
+        let timed = s2
+            .acquire_timeout(1, Duration::from_millis(100))
+            .map(Permit::forget);
         (tried, tried_in, timed, t.elapsed())
     });
     let t = Instant::now();
@@ -553,7 +563,9 @@ fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
     assert!(tried_in < Duration::from_secs(2), "{tried_in:?}");
     assert!(timed_in < Duration::from_secs(2), "{timed_in:?}");
     // The death inside the lock is repaired as ever: every permit comes back.
-    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    sem.acquire_timeout(2, Duration::from_secs(10))
+        .unwrap()
+        .forget();
     let c = assert_conserved(&sem);
     assert_eq!((c.held, c.queued), (2, 0));
     sem.release(2).unwrap();
@@ -575,7 +587,9 @@ fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
     let s2 = sem.clone();
     let waiter = std::thread::spawn(move || {
         let t = Instant::now();
-        let r = s2.acquire_timeout(1, Duration::from_millis(500));
+        let r = s2
+            .acquire_timeout(1, Duration::from_millis(500))
+            .map(Permit::forget);
         (r, t.elapsed())
     });
     wait_queued(&sem, 1);
@@ -598,7 +612,9 @@ fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
     assert!(took < Duration::from_secs(3), "{took:?}");
     // The abandoned request leaves the queue once the lock is free again,
     // and the dead holder's permits come back.
-    sem.acquire_timeout(2, Duration::from_secs(10)).unwrap();
+    sem.acquire_timeout(2, Duration::from_secs(10))
+        .unwrap()
+        .forget();
     let t = Instant::now();
     loop {
         let c = assert_conserved(&sem);
@@ -688,7 +704,7 @@ fn kill9_during_creation_never_bricks_the_name() {
             Ok(sem) => {
                 // Whatever the creator left, it is a working semaphore now.
                 assert_conserved(&sem);
-                sem.try_acquire(2).unwrap();
+                sem.try_acquire(2).unwrap().forget();
                 sem.release(2).unwrap();
             }
             Err(e) => failures.push((round, e)),
@@ -836,13 +852,16 @@ fn stress_child(sem: &SharedSemaphore, _name: &str) {
                     let k = 1 + rng.below(4);
                     match rng.below(10) {
                         0..=3 => {
-                            sem.acquire_blocking(k as usize).unwrap();
+                            sem.acquire_blocking(k as usize).unwrap().forget();
                             use_permits(k, &mut rng);
                         }
                         4..=6 => {
                             let d = Duration::from_micros(rng.below(3000));
                             match sem.acquire_timeout(k as usize, d) {
-                                Ok(()) => use_permits(k, &mut rng),
+                                Ok(permit) => {
+                                    permit.forget();
+                                    use_permits(k, &mut rng);
+                                }
                                 Err(Error::TimedOut) => {}
                                 Err(e) => panic!("{e}"),
                             }
@@ -857,7 +876,7 @@ fn stress_child(sem: &SharedSemaphore, _name: &str) {
                             let mut done = false;
                             for _ in 0..3 {
                                 if let Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
-                                    r.unwrap();
+                                    r.unwrap().forget();
                                     done = true;
                                     break;
                                 }
@@ -869,7 +888,8 @@ fn stress_child(sem: &SharedSemaphore, _name: &str) {
                             }
                         }
                         _ => {
-                            if sem.try_acquire(k as usize).is_ok() {
+                            if let Ok(permit) = sem.try_acquire(k as usize) {
+                                permit.forget();
                                 use_permits(k, &mut rng);
                             }
                         }

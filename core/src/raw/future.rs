@@ -11,21 +11,24 @@ use core::task::{Context, Poll, Waker};
 
 use super::node::Node;
 use super::phase;
+use super::semaphore::RawSemaphore;
+use crate::semaphore::RawAcquire;
 use crate::sync::{lock, Mutex, Ordering};
-use crate::waiter::WakeFn;
 
-/// The part of [`Wait`] that varies per backend: how a request is queued,
-/// ended and, if the future is dropped after an unseen grant, undone.
+/// The part of [`Wait`] that varies per backend, over its raw API: the
+/// waiter it embeds, and what the future returns for each way a request
+/// ends (a permit guard, an error).
 ///
 /// # Safety
 /// `node` returns the [`Node`] embedded in `waiter`, the one the backend's
-/// raw calls drive; `start` queues `waiter` so that `wake(ctx)` is called
-/// once, through the `raw` trampoline, when it leaves `WAITING`.
-pub unsafe trait RawWait {
-    /// The backend's waiter.
-    type Waiter;
-    /// What the future returns.
-    type Output;
+/// [`acquire_raw`](RawSemaphore::acquire_raw) queues and completes through
+/// the `raw` trampoline.
+pub unsafe trait RawWait: RawSemaphore {
+    /// What the future returns: it may borrow the semaphore (a permit
+    /// guard).
+    type Output<'a>
+    where
+        Self: 'a;
 
     /// A new, idle waiter.
     fn new_waiter() -> Self::Waiter;
@@ -34,34 +37,23 @@ pub unsafe trait RawWait {
     fn node(waiter: &Self::Waiter) -> &Node;
 
     /// Answers at once when the request needs no queue (no permits asked).
-    fn immediate(&self, n: usize) -> Option<Self::Output>;
+    fn immediate(&self, n: usize) -> Option<Self::Output<'_>>;
 
-    /// Queues a request for `n` permits (the backend's `acquire_raw`);
-    /// `Some` when it completed at once (taken, or refused), `None` when
-    /// queued.
-    ///
-    /// # Safety
-    /// As the backend's `acquire_raw`.
-    unsafe fn start(
+    /// The output when `acquire_raw` answered at once: `Ok` (taken: `Ready`)
+    /// or its refusal.
+    fn answered(
         &self,
-        waiter: Pin<&Self::Waiter>,
+        waiter: &Self::Waiter,
         n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Option<Self::Output>;
+        r: Result<(), Self::Error>,
+    ) -> Self::Output<'_>;
 
-    /// Ends a request that left `WAITING` (the backend's `finish_raw`).
-    ///
-    /// # Safety
-    /// `waiter` was queued by `start` on `self`.
-    unsafe fn end(&self, waiter: Pin<&Self::Waiter>, n: usize) -> Self::Output;
+    /// The output of a request that left `WAITING`: `finish_raw`'s outcome.
+    fn finished(&self, waiter: &Self::Waiter, n: usize, finish: Self::Finish) -> Self::Output<'_>;
 
-    /// The future was dropped while queued: end the request and hand back a
-    /// grant the caller never saw.
-    ///
-    /// # Safety
-    /// `waiter` was queued by `start` on `self`.
-    unsafe fn abandon(&self, waiter: Pin<&Self::Waiter>, n: usize);
+    /// The future was dropped while queued and `finish_raw` ended the
+    /// request with `finish`: give back a grant the caller never saw.
+    fn abandoned(&self, waiter: &Self::Waiter, n: usize, finish: Self::Finish);
 }
 
 /// Where a [`Wait`] stands.
@@ -121,7 +113,7 @@ impl<'a, Q: RawWait> Wait<'a, Q> {
 /// The wake callback of every [`Wait`]: wakes its task.
 unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     // SAFETY: `ctx` is the future's `waker` field: the future is pinned and
-    // does not end before `end`/`abandon` returned, which wait for this
+    // does not end before `finish_raw` returned, which waits for this
     // callback to return.
     let slot = unsafe { &*(ctx as *const Mutex<Option<Waker>>) };
     let waker = lock(slot).take();
@@ -130,10 +122,10 @@ unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     }
 }
 
-impl<Q: RawWait> Future for Wait<'_, Q> {
-    type Output = Q::Output;
+impl<'a, Q: RawWait> Future for Wait<'a, Q> {
+    type Output = Q::Output<'a>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Q::Output> {
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Q::Output<'a>> {
         // SAFETY: nothing is moved out of the pinned future; `waiter` and
         // `waker` are only used through shared references below.
         let this = unsafe { self.get_unchecked_mut() };
@@ -151,17 +143,17 @@ impl<Q: RawWait> Future for Wait<'_, Q> {
                 let ctx = &this.waker as *const Mutex<Option<Waker>> as *mut c_void;
                 // SAFETY: the waiter is new and pinned; it and `waker` (the
                 // callback's `ctx`) live in this pinned future, which ends
-                // the request (`end` or `abandon`) before they go.
-                match unsafe { this.queue.start(waiter, this.n, wake_task, ctx) } {
-                    Some(out) => {
-                        this.state = State::Done;
-                        Poll::Ready(out)
-                    }
-                    None => {
+                // the request (`finish_raw`, here or in `Drop`) before they go.
+                let r = match unsafe { this.queue.acquire_raw(waiter, this.n, wake_task, ctx) } {
+                    Ok(RawAcquire::Pending) => {
                         this.state = State::Queued;
-                        Poll::Pending
+                        return Poll::Pending;
                     }
-                }
+                    Ok(RawAcquire::Ready) => Ok(()),
+                    Err(e) => Err(e),
+                };
+                this.state = State::Done;
+                Poll::Ready(this.queue.answered(&this.waiter, this.n, r))
             }
             State::Queued => {
                 // Register first, then look: a completion after the look
@@ -172,8 +164,9 @@ impl<Q: RawWait> Future for Wait<'_, Q> {
                     return Poll::Pending;
                 }
                 this.state = State::Done;
-                // SAFETY: queued by `start` on this queue.
-                Poll::Ready(unsafe { this.queue.end(waiter, this.n) })
+                // SAFETY: queued by `acquire_raw` on this queue.
+                let finish = unsafe { this.queue.finish_raw(waiter) };
+                Poll::Ready(this.queue.finished(&this.waiter, this.n, finish))
             }
         }
     }
@@ -182,9 +175,10 @@ impl<Q: RawWait> Future for Wait<'_, Q> {
 impl<Q: RawWait> Drop for Wait<'_, Q> {
     fn drop(&mut self) {
         if self.state == State::Queued {
-            // SAFETY: queued by `start` on this queue; the waiter has not
-            // moved (pinned since the first poll) and is ended in place.
-            unsafe { self.queue.abandon(Pin::new_unchecked(&self.waiter), self.n) };
+            // SAFETY: queued by `acquire_raw` on this queue; the waiter has
+            // not moved (pinned since the first poll) and is ended in place.
+            let finish = unsafe { self.queue.finish_raw(Pin::new_unchecked(&self.waiter)) };
+            self.queue.abandoned(&self.waiter, self.n, finish);
         }
     }
 }

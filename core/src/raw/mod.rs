@@ -11,6 +11,8 @@
 //! completes waiters of another does not run their callbacks nested inside
 //! its own.
 //!
+//! [`RawSemaphore`] is the raw waiter API every backend implements
+//! (`acquire_raw`, `finish_raw`, `owns`), its contract written once.
 //! [`Wait`] is the async acquire over any backend's raw API (a
 //! [`RawWait`]), with the backend's waiter embedded in the future: the
 //! shared-memory and Redis semaphores' `acquire` futures, allocation-free.
@@ -68,6 +70,7 @@ mod finish;
 mod future;
 mod node;
 pub mod phase;
+mod semaphore;
 #[cfg(all(test, not(volt_loom)))]
 mod tests;
 
@@ -76,6 +79,7 @@ pub use finish::{finish, CancelWith, Finisher};
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
+pub use semaphore::RawSemaphore;
 
 /// `Default` (an idle waiter, `new()`) and `Debug` (its `state()` and
 /// `requested()`) for a backend's waiter type: the same for every backend.

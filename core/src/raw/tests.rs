@@ -11,7 +11,7 @@ use core::task::{Context, Poll, Waker};
 use std::sync::Mutex;
 
 use super::*;
-use crate::semaphore::Finish;
+use crate::semaphore::{Finish, RawAcquire};
 use crate::sync::Ordering;
 use crate::waiter::WakeFn;
 
@@ -217,10 +217,38 @@ fn a_callback_consumes_its_own_outcome_and_takes_a_pending_sibling() {
     unsafe { assert_eq!(toy.finish(&a), Finish::Idle) };
 }
 
+// SAFETY: `enqueue` queues the waiter's node, `complete` delivers it through
+// the trampoline, `finish` is `raw::finish`.
+unsafe impl RawSemaphore for Toy {
+    type Waiter = ToyWaiter;
+    type Error = ();
+    type Finish = Finish;
+
+    unsafe fn acquire_raw(
+        &self,
+        waiter: Pin<&ToyWaiter>,
+        _n: usize,
+        wake: WakeFn,
+        ctx: *mut c_void,
+    ) -> Result<RawAcquire, ()> {
+        // SAFETY: forwarded contract.
+        unsafe { self.enqueue(&waiter, wake, ctx) };
+        Ok(RawAcquire::Pending)
+    }
+
+    unsafe fn finish_raw(&self, waiter: Pin<&ToyWaiter>) -> Finish {
+        // SAFETY: forwarded contract.
+        unsafe { self.finish(&waiter) }
+    }
+
+    fn owns(&self, _waiter: &ToyWaiter) -> bool {
+        true
+    }
+}
+
 // SAFETY: `node` is the waiter's node, which `enqueue` queues.
 unsafe impl RawWait for Toy {
-    type Waiter = ToyWaiter;
-    type Output = Finish;
+    type Output<'a> = Finish;
 
     fn new_waiter() -> ToyWaiter {
         ToyWaiter {
@@ -236,27 +264,15 @@ unsafe impl RawWait for Toy {
         (n == 0).then_some(Finish::Granted)
     }
 
-    unsafe fn start(
-        &self,
-        waiter: Pin<&ToyWaiter>,
-        _n: usize,
-        wake: WakeFn,
-        ctx: *mut c_void,
-    ) -> Option<Finish> {
-        // SAFETY: forwarded contract.
-        unsafe { self.enqueue(&waiter, wake, ctx) };
-        None
+    fn answered(&self, _waiter: &ToyWaiter, _n: usize, r: Result<(), ()>) -> Finish {
+        r.map_or(Finish::Closed, |()| Finish::Granted)
     }
 
-    unsafe fn end(&self, waiter: Pin<&ToyWaiter>, _n: usize) -> Finish {
-        // SAFETY: forwarded contract.
-        unsafe { self.finish(&waiter) }
+    fn finished(&self, _waiter: &ToyWaiter, _n: usize, finish: Finish) -> Finish {
+        finish
     }
 
-    unsafe fn abandon(&self, waiter: Pin<&ToyWaiter>, _n: usize) {
-        // SAFETY: forwarded contract.
-        let _ = unsafe { self.finish(&waiter) };
-    }
+    fn abandoned(&self, _waiter: &ToyWaiter, _n: usize, _finish: Finish) {}
 }
 
 #[test]
