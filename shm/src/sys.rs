@@ -371,6 +371,10 @@ pub(crate) enum LockState {
 /// a free lock (one attempt). The wait is what a process stopped (`SIGSTOP`)
 /// inside the lock costs the others: only the calls without a deadline wait
 /// for it to continue or die.
+// `libc::time_t` is deprecated on musl targets only (musl 1.2 made it 64-bit
+// and the libc crate will follow): it is what `timespec::tv_sec` is, on every
+// target, so it stays the right type to cast to and clamp at.
+#[allow(deprecated)]
 pub(crate) fn lock(seg: &Segment, deadline: Option<Instant>) -> Result<LockState, Error> {
     let r = match deadline {
         // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
@@ -467,6 +471,8 @@ pub(crate) fn owner_dead(fd: libc::c_int, byte: u32) -> bool {
 }
 
 /// Waits on a shared (non-private) futex while `*word == seen`.
+// `libc::time_t`: see `lock`.
+#[allow(deprecated)]
 pub(crate) fn futex_wait(word: &AtomicU32, seen: u32, timeout: Option<Duration>) {
     let ts = timeout.map(|d| libc::timespec {
         tv_sec: d.as_secs() as libc::time_t,
