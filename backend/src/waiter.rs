@@ -15,12 +15,12 @@
 use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use volt_sem::raw::{current_backend, Backend};
+use volt_sem::raw::{current_backend, Backend, Node};
 use volt_sem::WaiterState;
 #[cfg(feature = "redis")]
-use volt_sem_redis::{RedisWaiter, RedisWaiterState};
+use volt_sem_redis::RedisWaiter;
 #[cfg(target_os = "linux")]
-use volt_sem_shm::{ShmWaiter, ShmWaiterState};
+use volt_sem_shm::ShmWaiter;
 
 /// Which backend a waiter was last queued on.
 pub(crate) mod kind {
@@ -117,48 +117,41 @@ impl Waiter {
         &self.shared
     }
 
-    /// Where the current (or last) request stands. `Granted` and `Closed` may
-    /// be reported just before the callback has run, as for
-    /// [`volt_sem::Waiter::state`].
-    #[inline]
-    pub fn state(&self) -> WaiterState {
+    /// The protocol node of the inner waiter the current (or last) request
+    /// used: every backend's waiter embeds one (`volt_sem::raw::Node`), so
+    /// the questions below are asked once, whatever the backend.
+    fn node(&self) -> Option<&Node> {
         match self.kind() {
-            kind::LOCAL => self.local.state(),
+            kind::LOCAL => Some(self.local.node()),
             #[cfg(target_os = "linux")]
-            kind::SHARED => match self.shared.state() {
-                ShmWaiterState::Idle => WaiterState::Idle,
-                ShmWaiterState::Waiting => WaiterState::Waiting,
-                ShmWaiterState::Granted => WaiterState::Granted,
-                ShmWaiterState::Closed => WaiterState::Closed,
-            },
-            // A failed request holds nothing, like a closed one; its error
-            // comes with `finish_raw`.
+            kind::SHARED => Some(self.shared.node()),
             #[cfg(feature = "redis")]
-            kind::REDIS => match self.redis.state() {
-                RedisWaiterState::Idle => WaiterState::Idle,
-                RedisWaiterState::Waiting => WaiterState::Waiting,
-                RedisWaiterState::Done => match self.redis.peek_outcome() {
-                    Some(volt_sem_redis::Finish::Granted { .. }) => WaiterState::Granted,
-                    _ => WaiterState::Closed,
-                },
-            },
-            _ => WaiterState::Idle,
+            kind::REDIS => Some(self.redis.node()),
+            _ => None,
         }
     }
 
+    /// Where the current (or last) request stands. `Granted` and `Closed` may
+    /// be reported just before the callback has run, as for
+    /// [`volt_sem::Waiter::state`]. A failed Redis request holds nothing and
+    /// reads `Closed` (its phase is `CLOSED`'s); its error comes with
+    /// `finish_raw`.
+    #[inline]
+    pub fn state(&self) -> WaiterState {
+        self.node().map_or(WaiterState::Idle, Node::state)
+    }
+
     /// Whether a semaphore still uses this waiter: queued, or its callback has
-    /// not returned. A busy waiter must not be re-queued, moved or freed.
+    /// not returned. A busy waiter must not be re-queued, moved or freed. A
+    /// Redis waiter stays busy until `finish_raw` collected its outcome (it
+    /// may hold an error), as `volt_sem_redis::RedisWaiter::is_busy` says.
     #[inline]
     pub fn is_busy(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        if self.shared.is_busy() {
-            return true;
+        match self.kind() {
+            #[cfg(feature = "redis")]
+            kind::REDIS => self.redis.is_busy(),
+            _ => self.node().is_some_and(Node::is_busy),
         }
-        #[cfg(feature = "redis")]
-        if self.redis.is_busy() {
-            return true;
-        }
-        self.local.is_busy()
     }
 
     /// The permits of the current (or last) request.
@@ -201,14 +194,7 @@ impl Waiter {
     /// until the callback returns.
     #[inline]
     pub fn in_own_callback(&self) -> bool {
-        match self.kind() {
-            kind::LOCAL => self.local.in_own_callback(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.in_own_callback(),
-            #[cfg(feature = "redis")]
-            kind::REDIS => self.redis.in_own_callback(),
-            _ => false,
-        }
+        self.node().is_some_and(Node::in_own_callback)
     }
 
     /// Whether this waiter's callback is still to run on this thread, after
@@ -217,14 +203,7 @@ impl Waiter {
     /// callback is never called.
     #[inline]
     pub fn callback_pending_here(&self) -> bool {
-        match self.kind() {
-            kind::LOCAL => self.local.callback_pending_here(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.callback_pending_here(),
-            #[cfg(feature = "redis")]
-            kind::REDIS => self.redis.callback_pending_here(),
-            _ => false,
-        }
+        self.node().is_some_and(Node::callback_pending_here)
     }
 
     /// Whether a request on a local semaphore is still linked in a queue by the

@@ -193,14 +193,7 @@ impl Waiter {
     /// assert_eq!(volt_sem::Waiter::new().state(), volt_sem::WaiterState::Idle);
     /// ```
     pub fn state(&self) -> WaiterState {
-        match self.node.phase(Ordering::Acquire) {
-            phase::IDLE => WaiterState::Idle,
-            phase::WAITING => WaiterState::Waiting,
-            phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
-            phase::NOTIFYING_CLOSED | phase::CLOSED => WaiterState::Closed,
-            // Consumed from inside its own callback: as good as idle to its owner.
-            _ => WaiterState::Idle,
-        }
+        self.node.state()
     }
 
     /// Whether the semaphore still uses this waiter: it is queued, or its wake
@@ -223,10 +216,7 @@ impl Waiter {
     /// assert!(!waiter.is_busy());
     /// ```
     pub fn is_busy(&self) -> bool {
-        !matches!(
-            self.node.phase(Ordering::Acquire),
-            phase::IDLE | phase::GRANTED | phase::CLOSED
-        )
+        self.node.is_busy()
     }
 
     /// Whether the current thread is running this waiter's wake callback now.
@@ -296,6 +286,13 @@ impl Waiter {
     #[doc(hidden)]
     pub fn callback_pending_here(&self) -> bool {
         self.node.callback_pending_here()
+    }
+
+    /// The protocol node ([`crate::raw`]) inside this waiter: what a seam over
+    /// several backends asks (phase, callback) without knowing the backend.
+    #[doc(hidden)]
+    pub fn node(&self) -> &Node {
+        &self.node
     }
 
     /// The number of permits the current (or last) request asked for.

@@ -8,7 +8,7 @@ use core::task::Waker;
 
 use super::phase;
 use crate::sync::{AtomicU8, Ordering, UnsafeCell};
-use crate::waiter::WakeFn;
+use crate::waiter::{WaiterState, WakeFn};
 
 /// Which backend a [`Node`] belongs to: lets the one per-thread trampoline
 /// answer "whose callback runs here" (see [`current_backend`](super::current_backend)).
@@ -132,6 +132,22 @@ impl Node {
     #[inline]
     pub fn set_phase(&self, p: u8, order: Ordering) {
         self.phase.store(p, order);
+    }
+
+    /// Where the request stands, read from the phase alone: the same for
+    /// every backend (a Redis request that failed reads `Closed`, its
+    /// `NOTIFYING_*` phase being `CLOSED`'s). `Granted`/`Closed` may be
+    /// reported just before the callback has run; an outcome consumed inside
+    /// its own callback reads `Idle`.
+    pub fn state(&self) -> WaiterState {
+        match self.phase.load(Ordering::Acquire) {
+            phase::IDLE => WaiterState::Idle,
+            phase::WAITING => WaiterState::Waiting,
+            phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
+            phase::NOTIFYING_CLOSED | phase::CLOSED => WaiterState::Closed,
+            // Consumed from inside its own callback: as good as idle to its owner.
+            _ => WaiterState::Idle,
+        }
     }
 
     /// Whether a backend still uses the waiter: queued, or its callback has
