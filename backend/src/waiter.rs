@@ -1,11 +1,15 @@
 //! The waiter: one caller-owned node that can queue on either backend.
 //!
-//! It holds one waiter of each kind side by side, not an enum: a binding
-//! initialises its waiter before it knows which semaphore it will queue on
-//! (C's `volt_waiter_init`), and switching an enum's variant in place would
-//! need `&mut` access to pinned memory. Only one of the two is ever in use;
-//! `kind` says which (written by the owner in `acquire_raw`, before the
-//! request can be seen by anyone, like the core waiter's own request fields).
+//! The local and the shared semaphore queue the same waiter type
+//! (`volt_sem::Waiter`, which volt-sem-shm's `ShmWaiter` is), so one serves
+//! both; a Redis waiter sits beside it (with the `redis` feature), not in an
+//! enum: a binding initialises its waiter before it knows which semaphore it
+//! will queue on (C's `volt_waiter_init`), and switching an enum's variant
+//! in place would race with a reader of the other variant's state on
+//! another thread (C's `volt_waiter_status` may run concurrently). `kind`
+//! says which backend the current request uses (written by the owner in
+//! `acquire_raw`, before the request can be seen by anyone, like the core
+//! waiter's own request fields).
 //!
 //! Every backend's callbacks run through the core's one per-thread
 //! trampoline (`volt_sem::raw::delivery`), so [`Waiter::in_own_callback`]
@@ -19,8 +23,6 @@ use volt_sem::raw::{current_backend, Backend, Node};
 use volt_sem::WaiterState;
 #[cfg(feature = "redis")]
 use volt_sem_redis::RedisWaiter;
-#[cfg(target_os = "linux")]
-use volt_sem_shm::ShmWaiter;
 
 /// Which backend a waiter was last queued on.
 pub(crate) mod kind {
@@ -38,9 +40,8 @@ pub(crate) mod kind {
 /// Dropping a busy waiter aborts the process (as both inner waiters do): the
 /// queue would otherwise point to freed memory.
 pub struct Waiter {
+    /// The local and the shared semaphore's waiter (`ShmWaiter` is this type).
     local: volt_sem::Waiter,
-    #[cfg(target_os = "linux")]
-    shared: ShmWaiter,
     #[cfg(feature = "redis")]
     redis: RedisWaiter,
     kind: AtomicU8,
@@ -64,8 +65,6 @@ impl Waiter {
     pub fn new() -> Self {
         Waiter {
             local: volt_sem::Waiter::new(),
-            #[cfg(target_os = "linux")]
-            shared: ShmWaiter::new(),
             #[cfg(feature = "redis")]
             redis: RedisWaiter::new(),
             kind: AtomicU8::new(kind::NONE),
@@ -90,12 +89,6 @@ impl Waiter {
         unsafe { self.map_unchecked(|w| &w.local) }
     }
 
-    #[cfg(target_os = "linux")]
-    pub(crate) fn shared(self: Pin<&Self>) -> Pin<&ShmWaiter> {
-        // SAFETY: as for `local`.
-        unsafe { self.map_unchecked(|w| &w.shared) }
-    }
-
     #[cfg(feature = "redis")]
     pub(crate) fn redis(self: Pin<&Self>) -> Pin<&RedisWaiter> {
         // SAFETY: as for `local`.
@@ -107,14 +100,10 @@ impl Waiter {
         &self.redis
     }
 
-    /// The inner local waiter (e.g. for [`volt_sem::Waiter::belongs_to`]).
+    /// The inner local (and shared) waiter (e.g. for
+    /// [`volt_sem::Waiter::belongs_to`]).
     pub(crate) fn local_ref(&self) -> &volt_sem::Waiter {
         &self.local
-    }
-
-    #[cfg(target_os = "linux")]
-    pub(crate) fn shared_ref(&self) -> &ShmWaiter {
-        &self.shared
     }
 
     /// The protocol node of the inner waiter the current (or last) request
@@ -122,9 +111,7 @@ impl Waiter {
     /// the questions below are asked once, whatever the backend.
     fn node(&self) -> Option<&Node> {
         match self.kind() {
-            kind::LOCAL => Some(self.local.node()),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => Some(self.shared.node()),
+            kind::LOCAL | kind::SHARED => Some(self.local.node()),
             #[cfg(feature = "redis")]
             kind::REDIS => Some(self.redis.node()),
             _ => None,
@@ -158,9 +145,7 @@ impl Waiter {
     #[inline]
     pub fn requested(&self) -> usize {
         match self.kind() {
-            kind::LOCAL => self.local.requested(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.requested(),
+            kind::LOCAL | kind::SHARED => self.local.requested(),
             #[cfg(feature = "redis")]
             kind::REDIS => self.redis.requested(),
             _ => 0,
