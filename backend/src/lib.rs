@@ -58,11 +58,13 @@
 //!   that needs a backend's own API (Node's lock-free views on the local
 //!   state word, the shared semaphore's `census`) asks for it with
 //!   [`Semaphore::as_local`] / [`Semaphore::as_shared`].
-//! * [`Waiter`] holds one waiter of each backend side by side (a binding
-//!   initialises its waiter before it knows the semaphore; C's fixed
-//!   512-byte `volt_waiter` holds it: `size_of::<Waiter>()` is asserted
-//!   below [`WAITER_MAX_SIZE`]). Its `kind` says which one the current request
-//!   uses; [`Semaphore::finish_raw`] of a waiter queued on another backend is
+//! * [`Waiter`] holds a `volt_sem::Waiter`, which the local and the shared
+//!   backend both queue (`volt_sem_shm::ShmWaiter` is that type), and, with
+//!   the `redis` feature, a Redis waiter beside it (a binding initialises its
+//!   waiter before it knows the semaphore; C's fixed 512-byte `volt_waiter`
+//!   holds it: `size_of::<Waiter>()` is asserted below [`WAITER_MAX_SIZE`]).
+//!   Its `kind` says which backend the current request uses;
+//!   [`Semaphore::finish_raw`] of a waiter queued on another backend is
 //!   `Idle`. Side by side rather than boxed: no allocation per wait on any
 //!   backend, and no box whose last use (the Redis agent's, after a callback
 //!   that collected its own outcome) would outlive `finish_raw`.
@@ -95,13 +97,17 @@
 //!    [`Kind`] variant. Give every method its arm; an operation the backend
 //!    cannot do returns a typed [`Error`] (a new one is a row of the error
 //!    table: see [*Adding an error*](Error#adding-an-error)), never a panic.
-//! 2. The backend's raw waiter goes into [`Waiter`] as one more field (mind
-//!    [`WAITER_MAX_SIZE`]: C's `volt_waiter` is fixed at 512 bytes, of which
-//!    the C library uses 48 for its own bookkeeping), plus a `kind` value;
-//!    `state`, `is_busy`, `requested`, `in_own_callback` and
-//!    `callback_pending_here` get their arm. The backend's waiter embeds a
-//!    `volt_sem::raw::Node` and completes it through `volt_sem::raw`'s
-//!    per-thread trampoline, whatever thread it calls back from.
+//! 2. Best, the backend queues `volt_sem::Waiter` itself, as the shared one
+//!    does (`Waiter::set_foreign_request` tags it and records the request,
+//!    its `raw` node carries the protocol, `backend_word` one word of the
+//!    backend's own; what else it must know about a request it keeps in its
+//!    own table); then only a `kind` value is new. Otherwise its raw waiter
+//!    goes into [`Waiter`] as one more field (mind [`WAITER_MAX_SIZE`]: C's
+//!    `volt_waiter` is fixed at 512 bytes, of which the C library uses 48 for
+//!    its own bookkeeping), and `Waiter::node`, `is_busy`, `requested` get
+//!    their arm. Either way it completes the `volt_sem::raw::Node` through
+//!    `volt_sem::raw`'s per-thread trampoline, whatever thread it calls back
+//!    from.
 //! 3. Map its errors in `error.rs` (`From<TheirError> for Error`).
 //! 4. The bindings need no change for existing operations: they call the
 //!    methods of [`Semaphore`]. Each adds its front door (C `volt_sem_open`

@@ -356,7 +356,7 @@ unsafe impl RawSemaphore for Semaphore {
             Semaphore::Shared(s) => {
                 waiter.set_kind(kind::SHARED);
                 // SAFETY: forwarded contract.
-                Ok(unsafe { s.acquire_raw(waiter.shared(), n, wake, ctx) }?)
+                Ok(unsafe { s.acquire_raw(waiter.local(), n, wake, ctx) }?)
             }
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => Err(Error::Unsupported),
@@ -378,7 +378,7 @@ unsafe impl RawSemaphore for Semaphore {
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
                 // SAFETY: forwarded contract.
-                unsafe { s.finish_raw(waiter.shared()) }.into()
+                unsafe { s.finish_raw(waiter.local()) }.into()
             }
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
@@ -401,7 +401,7 @@ unsafe impl RawSemaphore for Semaphore {
         match self {
             Semaphore::Local(s) => waiter.kind() == kind::LOCAL && waiter.local_ref().belongs_to(s),
             #[cfg(target_os = "linux")]
-            Semaphore::Shared(s) => waiter.kind() == kind::SHARED && s.owns(waiter.shared_ref()),
+            Semaphore::Shared(s) => waiter.kind() == kind::SHARED && s.owns(waiter.local_ref()),
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => false,
             #[cfg(feature = "redis")]

@@ -1,11 +1,15 @@
 //! The waiter: one caller-owned node that can queue on either backend.
 //!
-//! It holds one waiter of each kind side by side, not an enum: a binding
-//! initialises its waiter before it knows which semaphore it will queue on
-//! (C's `volt_waiter_init`), and switching an enum's variant in place would
-//! need `&mut` access to pinned memory. Only one of the two is ever in use;
-//! `kind` says which (written by the owner in `acquire_raw`, before the
-//! request can be seen by anyone, like the core waiter's own request fields).
+//! The local and the shared semaphore queue the same waiter type
+//! (`volt_sem::Waiter`, which volt-sem-shm's `ShmWaiter` is), so one serves
+//! both; a Redis waiter sits beside it (with the `redis` feature), not in an
+//! enum: a binding initialises its waiter before it knows which semaphore it
+//! will queue on (C's `volt_waiter_init`), and switching an enum's variant
+//! in place would race with a reader of the other variant's state on
+//! another thread (C's `volt_waiter_status` may run concurrently). `kind`
+//! says which backend the current request uses (written by the owner in
+//! `acquire_raw`, before the request can be seen by anyone, like the core
+//! waiter's own request fields).
 //!
 //! Every backend's callbacks run through the core's one per-thread
 //! trampoline (`volt_sem::raw::delivery`), so [`Waiter::in_own_callback`]
@@ -15,12 +19,10 @@
 use core::pin::Pin;
 use core::sync::atomic::{AtomicU8, Ordering};
 
-use volt_sem::raw::{current_backend, Backend};
+use volt_sem::raw::{current_backend, Backend, Node};
 use volt_sem::WaiterState;
 #[cfg(feature = "redis")]
-use volt_sem_redis::{RedisWaiter, RedisWaiterState};
-#[cfg(target_os = "linux")]
-use volt_sem_shm::{ShmWaiter, ShmWaiterState};
+use volt_sem_redis::RedisWaiter;
 
 /// Which backend a waiter was last queued on.
 pub(crate) mod kind {
@@ -38,9 +40,8 @@ pub(crate) mod kind {
 /// Dropping a busy waiter aborts the process (as both inner waiters do): the
 /// queue would otherwise point to freed memory.
 pub struct Waiter {
+    /// The local and the shared semaphore's waiter (`ShmWaiter` is this type).
     local: volt_sem::Waiter,
-    #[cfg(target_os = "linux")]
-    shared: ShmWaiter,
     #[cfg(feature = "redis")]
     redis: RedisWaiter,
     kind: AtomicU8,
@@ -64,8 +65,6 @@ impl Waiter {
     pub fn new() -> Self {
         Waiter {
             local: volt_sem::Waiter::new(),
-            #[cfg(target_os = "linux")]
-            shared: ShmWaiter::new(),
             #[cfg(feature = "redis")]
             redis: RedisWaiter::new(),
             kind: AtomicU8::new(kind::NONE),
@@ -90,12 +89,6 @@ impl Waiter {
         unsafe { self.map_unchecked(|w| &w.local) }
     }
 
-    #[cfg(target_os = "linux")]
-    pub(crate) fn shared(self: Pin<&Self>) -> Pin<&ShmWaiter> {
-        // SAFETY: as for `local`.
-        unsafe { self.map_unchecked(|w| &w.shared) }
-    }
-
     #[cfg(feature = "redis")]
     pub(crate) fn redis(self: Pin<&Self>) -> Pin<&RedisWaiter> {
         // SAFETY: as for `local`.
@@ -107,67 +100,52 @@ impl Waiter {
         &self.redis
     }
 
-    /// The inner local waiter (e.g. for [`volt_sem::Waiter::belongs_to`]).
+    /// The inner local (and shared) waiter (e.g. for
+    /// [`volt_sem::Waiter::belongs_to`]).
     pub(crate) fn local_ref(&self) -> &volt_sem::Waiter {
         &self.local
     }
 
-    #[cfg(target_os = "linux")]
-    pub(crate) fn shared_ref(&self) -> &ShmWaiter {
-        &self.shared
+    /// The protocol node of the inner waiter the current (or last) request
+    /// used: every backend's waiter embeds one (`volt_sem::raw::Node`), so
+    /// the questions below are asked once, whatever the backend.
+    fn node(&self) -> Option<&Node> {
+        match self.kind() {
+            kind::LOCAL | kind::SHARED => Some(self.local.node()),
+            #[cfg(feature = "redis")]
+            kind::REDIS => Some(self.redis.node()),
+            _ => None,
+        }
     }
 
     /// Where the current (or last) request stands. `Granted` and `Closed` may
     /// be reported just before the callback has run, as for
-    /// [`volt_sem::Waiter::state`].
+    /// [`volt_sem::Waiter::state`]. A failed Redis request holds nothing and
+    /// reads `Closed` (its phase is `CLOSED`'s); its error comes with
+    /// `finish_raw`.
     #[inline]
     pub fn state(&self) -> WaiterState {
-        match self.kind() {
-            kind::LOCAL => self.local.state(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => match self.shared.state() {
-                ShmWaiterState::Idle => WaiterState::Idle,
-                ShmWaiterState::Waiting => WaiterState::Waiting,
-                ShmWaiterState::Granted => WaiterState::Granted,
-                ShmWaiterState::Closed => WaiterState::Closed,
-            },
-            // A failed request holds nothing, like a closed one; its error
-            // comes with `finish_raw`.
-            #[cfg(feature = "redis")]
-            kind::REDIS => match self.redis.state() {
-                RedisWaiterState::Idle => WaiterState::Idle,
-                RedisWaiterState::Waiting => WaiterState::Waiting,
-                RedisWaiterState::Done => match self.redis.peek_outcome() {
-                    Some(volt_sem_redis::Finish::Granted { .. }) => WaiterState::Granted,
-                    _ => WaiterState::Closed,
-                },
-            },
-            _ => WaiterState::Idle,
-        }
+        self.node().map_or(WaiterState::Idle, Node::state)
     }
 
     /// Whether a semaphore still uses this waiter: queued, or its callback has
-    /// not returned. A busy waiter must not be re-queued, moved or freed.
+    /// not returned. A busy waiter must not be re-queued, moved or freed. A
+    /// Redis waiter stays busy until `finish_raw` collected its outcome (it
+    /// may hold an error), as `volt_sem_redis::RedisWaiter::is_busy` says.
     #[inline]
     pub fn is_busy(&self) -> bool {
-        #[cfg(target_os = "linux")]
-        if self.shared.is_busy() {
-            return true;
+        match self.kind() {
+            #[cfg(feature = "redis")]
+            kind::REDIS => self.redis.is_busy(),
+            _ => self.node().is_some_and(Node::is_busy),
         }
-        #[cfg(feature = "redis")]
-        if self.redis.is_busy() {
-            return true;
-        }
-        self.local.is_busy()
     }
 
     /// The permits of the current (or last) request.
     #[inline]
     pub fn requested(&self) -> usize {
         match self.kind() {
-            kind::LOCAL => self.local.requested(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.requested(),
+            kind::LOCAL | kind::SHARED => self.local.requested(),
             #[cfg(feature = "redis")]
             kind::REDIS => self.redis.requested(),
             _ => 0,
@@ -201,14 +179,7 @@ impl Waiter {
     /// until the callback returns.
     #[inline]
     pub fn in_own_callback(&self) -> bool {
-        match self.kind() {
-            kind::LOCAL => self.local.in_own_callback(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.in_own_callback(),
-            #[cfg(feature = "redis")]
-            kind::REDIS => self.redis.in_own_callback(),
-            _ => false,
-        }
+        self.node().is_some_and(Node::in_own_callback)
     }
 
     /// Whether this waiter's callback is still to run on this thread, after
@@ -217,14 +188,7 @@ impl Waiter {
     /// callback is never called.
     #[inline]
     pub fn callback_pending_here(&self) -> bool {
-        match self.kind() {
-            kind::LOCAL => self.local.callback_pending_here(),
-            #[cfg(target_os = "linux")]
-            kind::SHARED => self.shared.callback_pending_here(),
-            #[cfg(feature = "redis")]
-            kind::REDIS => self.redis.callback_pending_here(),
-            _ => false,
-        }
+        self.node().is_some_and(Node::callback_pending_here)
     }
 
     /// Whether a request on a local semaphore is still linked in a queue by the

@@ -281,6 +281,44 @@ fn in_own_callback_on_both() {
     }
 }
 
+/// The local and the shared semaphore queue the same inner waiter: each
+/// request must name the backend that queued it, so that its callback knows
+/// where it runs (on a doorbell thread or not), whichever queued it before.
+#[test]
+fn one_waiter_names_the_backend_that_queued_it() {
+    let (_name, sems) = both("tagged", 1);
+    let w = pin!(Waiter::new());
+    for i in [1, 0, 1, 0] {
+        let sem = &sems[i];
+        sem.try_acquire(1).unwrap();
+        let c = Inside {
+            sem,
+            waiter: &*w,
+            was_inside: AtomicUsize::new(0),
+            on_doorbell: AtomicUsize::new(0),
+            sig: Signal::default(),
+        };
+        // SAFETY: idle (finished below each round); `c` outlives finish_raw.
+        let r = unsafe {
+            sem.acquire_raw(
+                w.as_ref(),
+                1,
+                collect_inside,
+                &c as *const Inside as *mut c_void,
+            )
+        };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        assert!(sem.owns(&w) && !sems[1 - i].owns(&w));
+        sem.release(1).unwrap();
+        c.sig.wait();
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Idle);
+        assert_eq!(c.was_inside.load(Ordering::SeqCst), 1);
+        assert_eq!(c.on_doorbell.load(Ordering::SeqCst), i, "round on {i}");
+        assert_eq!(sem.available_permits(), 1);
+    }
+}
+
 #[test]
 fn open_errors_are_typed() {
     let name = Name::new("errors");

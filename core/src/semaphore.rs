@@ -9,7 +9,7 @@ use core::task::Waker;
 
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
 use crate::raw;
-use crate::raw::{phase, Notify};
+use crate::raw::{phase, Backend, Notify};
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 use crate::wait_list::WaitList;
 use crate::waiter::{Waiter, WakeFn};
@@ -734,6 +734,8 @@ impl Semaphore {
                 ) {
                     Ok(_) if taken == n => return (Ok(RawAcquire::Ready), Some(notify)),
                     Ok(_) => {
+                        // The waiter may have queued on a shared semaphore last.
+                        waiter.node.set_backend(Backend::Local);
                         waiter.requested.store(n, Ordering::Relaxed);
                         waiter
                             .semaphore

@@ -120,12 +120,14 @@ pub struct Waiter {
     pub(crate) semaphore: AtomicPtr<()>,
     /// The protocol's part: phase, wake callback, delivery links (`crate::raw`).
     pub(crate) node: Node,
-    /// The `fork` generation (`crate::fork`) of the process that queued the
-    /// current request, written just before `phase` becomes `WAITING`. Lets
+    /// A local request: the `fork` generation (`crate::fork`) of the process
+    /// that queued it, written just before `phase` becomes `WAITING`. Lets
     /// [`state`](Self::state) tell a request that a forked child inherited
     /// from its parent (closed for the child) without the semaphore, whose
-    /// lock the purge needs. Truncated to 32 bits (it sits in the padding
-    /// after `phase`): only equality is asked of it.
+    /// lock the purge needs. Truncated to 32 bits: only equality is asked of
+    /// it. A request of another backend (volt-sem-shm): that backend's own
+    /// word ([`backend_word`](Self::backend_word), the shared semaphore's
+    /// slot).
     pub(crate) fork_generation: AtomicU32,
     _pinned: PhantomPinned,
 }
@@ -194,14 +196,7 @@ impl Waiter {
     /// assert_eq!(volt_sem::Waiter::new().state(), volt_sem::WaiterState::Idle);
     /// ```
     pub fn state(&self) -> WaiterState {
-        match self.node.phase(Ordering::Acquire) {
-            phase::IDLE => WaiterState::Idle,
-            phase::WAITING => WaiterState::Waiting,
-            phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
-            phase::NOTIFYING_CLOSED | phase::CLOSED => WaiterState::Closed,
-            // Consumed from inside its own callback: as good as idle to its owner.
-            _ => WaiterState::Idle,
-        }
+        self.node.state()
     }
 
     /// Whether the semaphore still uses this waiter: it is queued, or its wake
@@ -225,10 +220,7 @@ impl Waiter {
     /// assert!(!waiter.is_busy());
     /// ```
     pub fn is_busy(&self) -> bool {
-        !matches!(
-            self.node.phase(Ordering::Acquire),
-            phase::IDLE | phase::GRANTED | phase::CLOSED
-        )
+        self.node.is_busy()
     }
 
     /// Whether the current thread is running this waiter's wake callback now.
@@ -285,6 +277,7 @@ impl Waiter {
         // The Acquire load of `phase` that saw WAITING also sees the
         // generation, written before the Release store of WAITING.
         crate::fork::in_forked_child()
+            && self.node.backend() == Backend::Local
             && self.node.phase(Ordering::Acquire) == phase::WAITING
             && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
     }
@@ -299,6 +292,49 @@ impl Waiter {
     #[doc(hidden)]
     pub fn callback_pending_here(&self) -> bool {
         self.node.callback_pending_here()
+    }
+
+    /// The protocol node ([`crate::raw`]) inside this waiter: what a seam over
+    /// several backends asks (phase, callback) without knowing the backend.
+    #[doc(hidden)]
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
+    /// For another backend that queues this waiter (volt-sem-shm, whose
+    /// `ShmWaiter` is this type): records a request as the local semaphore's
+    /// enqueue does (which backend, the permits, the semaphore's identity for
+    /// its `owns`). The backend then drives the phase through
+    /// [`node`](Self::node) and the `raw` protocol; the local queue's fields
+    /// (links, remaining permits) stay unused. Owner only, while the waiter
+    /// is not busy.
+    #[doc(hidden)]
+    pub fn set_foreign_request(&self, backend: Backend, requested: usize, owner: *const ()) {
+        self.node.set_backend(backend);
+        self.requested.store(requested, Ordering::Relaxed);
+        self.semaphore.store(owner.cast_mut(), Ordering::Relaxed);
+    }
+
+    /// The identity that the last request recorded: the local semaphore's
+    /// address, or a foreign backend's `owner`.
+    #[doc(hidden)]
+    pub fn owner(&self) -> *const () {
+        self.semaphore.load(Ordering::Relaxed)
+    }
+
+    /// A foreign backend's own 32-bit word for the current request (the
+    /// shared semaphore's slot); see [`set_backend_word`](Self::set_backend_word).
+    #[doc(hidden)]
+    pub fn backend_word(&self) -> u32 {
+        self.fork_generation.load(Ordering::Relaxed)
+    }
+
+    /// Sets a foreign backend's word. Owner only, while the waiter is not
+    /// yet published to its backend (before `WAITING`), so that whoever sees
+    /// it queued sees the word.
+    #[doc(hidden)]
+    pub fn set_backend_word(&self, word: u32) {
+        self.fork_generation.store(word, Ordering::Relaxed);
     }
 
     /// The number of permits the current (or last) request asked for.
@@ -328,9 +364,12 @@ impl Waiter {
     /// unsafe { a.finish_raw(waiter.as_ref()) };
     /// ```
     pub fn belongs_to(&self, semaphore: &crate::Semaphore) -> bool {
-        core::ptr::eq(
-            self.semaphore.load(Ordering::Relaxed),
-            semaphore as *const _ as *const (),
-        )
+        // The tag first: the address of a shared semaphore it queued on last
+        // (gone since) could be this one's.
+        self.node.backend() == Backend::Local
+            && core::ptr::eq(
+                self.semaphore.load(Ordering::Relaxed),
+                semaphore as *const _ as *const (),
+            )
     }
 }

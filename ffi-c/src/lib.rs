@@ -10,12 +10,13 @@
 //! * `volt_sem` is an opaque `Arc`: `volt_sem_new` hands out one reference,
 //!   `volt_sem_clone` adds one, `volt_sem_free` drops one.
 //! * `volt_waiter` is caller-allocated, sized and aligned in the header, and holds
-//!   a core `volt_sem::Waiter` plus the bookkeeping that makes misuse detectable: a magic
-//!   word set by `volt_waiter_init`, a `busy` flag (set from PENDING until the
-//!   owner's `volt_sem_cancel` returned), the user's callback, a `claim` word
+//!   a `volt_sem_backend::Waiter` plus the bookkeeping that makes misuse detectable: a magic
+//!   word set by `volt_waiter_init`, the user's callback, a `claim` word
 //!   that lets `volt_sem_try_cancel` and the callback exclude each other, and
 //!   one strong reference to the semaphore it is queued on, so that freeing
-//!   every handle while a waiter is queued cannot free the queue under it.
+//!   every handle while a waiter is queued cannot free the queue under it
+//!   (held exactly while the waiter is busy: from PENDING until the owner's
+//!   `volt_sem_cancel` returned).
 //! * `volt_waiter_init` only writes: the memory it is given is usually fresh
 //!   (stack or heap), and reading it first would read uninitialised memory.
 //! * The core tells whether this thread is inside a waiter's callback

@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::Arc;
 use volt_sem_backend::RawSemaphore;
 
@@ -51,9 +51,6 @@ pub(crate) struct Slot {
     /// `MAGIC` once `volt_waiter_init` ran; lets every call reject zeroed or
     /// uninitialised memory.
     magic: AtomicU32,
-    /// From a PENDING acquire until the owner's `volt_sem_cancel` returned. While
-    /// set, the slot may be referenced by the semaphore and must not be reused.
-    busy: AtomicBool,
     /// Owner fields, written before the waiter is queued (the queue lock publishes
     /// them to the notifying thread) and read by the trampoline.
     wake: Cell<volt_wake_fn>,
@@ -64,8 +61,11 @@ pub(crate) struct Slot {
     /// (`CLAIM_CANCELLING`: the user's callback will not be called).
     claim: AtomicU8,
     /// One strong reference (from `Arc::into_raw`) to the semaphore this waiter is
-    /// queued on, while busy; NULL otherwise.
-    sem: Cell<*const volt_sem>,
+    /// queued on, while busy; NULL otherwise. Non-NULL is what "busy" means to C:
+    /// from a PENDING acquire until the owner's `volt_sem_cancel` returned; the
+    /// slot may be referenced by the semaphore then and must not be reused.
+    /// Written by the owner only.
+    sem: AtomicPtr<volt_sem>,
     /// An owner's `volt_sem_cancel`/`volt_sem_try_cancel` (outside the callback)
     /// is ending this request now. A callback that this very call's hand-off
     /// completes runs on the same thread before it returns, and may cancel this
@@ -75,6 +75,14 @@ pub(crate) struct Slot {
 }
 
 const MAGIC: u32 = 0x766f_6c74; // "volt"
+
+impl Slot {
+    /// Busy in the C sense (see `sem`). Acquire: pairs with the Release that
+    /// ends a request, so a caller that sees it idle sees it finished.
+    fn is_busy(&self) -> bool {
+        !self.sem.load(Ordering::Acquire).is_null()
+    }
+}
 
 const CLAIM_FREE: u8 = 0;
 const CLAIM_RUNNING: u8 = 1;
@@ -204,11 +212,10 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
         let slot = Slot {
             waiter: Waiter::new(),
             magic: AtomicU32::new(MAGIC),
-            busy: AtomicBool::new(false),
             wake: Cell::new(None),
             ctx: Cell::new(ptr::null_mut()),
             claim: AtomicU8::new(CLAIM_FREE),
-            sem: Cell::new(ptr::null()),
+            sem: AtomicPtr::new(ptr::null_mut()),
             ending: AtomicBool::new(false),
         };
         // SAFETY: non-NULL, aligned, and `VOLT_WAITER_SIZE` bytes large enough for a
@@ -234,7 +241,7 @@ pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_stat
 pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool {
     ffi_call(false, || {
         // SAFETY: NULL, zeroed or initialised waiter memory (contract); only read.
-        unsafe { slot_ref(waiter.cast_mut()) }.is_some_and(|slot| slot.busy.load(Ordering::Acquire))
+        unsafe { slot_ref(waiter.cast_mut()) }.is_some_and(Slot::is_busy)
     })
 }
 
@@ -288,9 +295,9 @@ pub unsafe extern "C" fn volt_sem_acquire(
             return Err(VOLT_INVALID_ARGUMENT);
         }
         count(n)?;
-        // Only the owner sets `busy`, so this check-then-set is not a race unless
+        // Only the owner sets `sem`, so this check-then-set is not a race unless
         // the caller breaks the one-owner rule.
-        if slot.busy.load(Ordering::Acquire) || slot.waiter.state() != WaiterState::Idle {
+        if slot.is_busy() || slot.waiter.state() != WaiterState::Idle {
             return Err(VOLT_INVALID_ARGUMENT);
         }
         slot.wake.set(wake);
@@ -298,9 +305,10 @@ pub unsafe extern "C" fn volt_sem_acquire(
         // The waiter's own reference, taken before it can be queued.
         // SAFETY: `sem` is a live handle (contract).
         unsafe { Arc::increment_strong_count(sem) };
-        slot.sem.set(sem);
         slot.claim.store(CLAIM_FREE, Ordering::Relaxed);
-        slot.busy.store(true, Ordering::Relaxed);
+        // Relaxed: read by this owner, or by its callback, which the queue lock
+        // (or the backend's hand-off) orders after this store.
+        slot.sem.store(sem.cast_mut(), Ordering::Relaxed);
         let ctx = slot as *const Slot as *mut c_void;
         // SAFETY: the waiter is idle (checked above), and the C contract keeps it
         // valid and unmoved, with `ctx` (the slot itself) valid for the
@@ -312,8 +320,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
             Err(e) => status_of(e),
         };
         // Not queued: undo the bookkeeping.
-        slot.busy.store(false, Ordering::Relaxed);
-        slot.sem.set(ptr::null());
+        slot.sem.store(ptr::null_mut(), Ordering::Relaxed);
         // SAFETY: the reference taken above; the caller still holds `sem`.
         unsafe { Arc::decrement_strong_count(sem) };
         Ok(status)
@@ -471,10 +478,10 @@ unsafe fn end_acquire(
     let handle = unsafe { handle(sem) }?;
     // Inside this waiter's own callback (the core tracks the one running now).
     let inside = slot.waiter.in_own_callback();
-    if !inside && !slot.busy.load(Ordering::Acquire) {
+    if !inside && !slot.is_busy() {
         return Ok(VOLT_IDLE);
     }
-    if !ptr::eq(slot.sem.get(), sem) {
+    if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) {
         return Err(VOLT_INVALID_ARGUMENT);
     }
     if !inside && slot.ending.load(Ordering::Relaxed) {
@@ -527,8 +534,8 @@ unsafe fn end_acquire(
         slot.ending.store(false, Ordering::Relaxed);
         // The callback has returned or will never run; the semaphore no longer
         // references the waiter: drop its reference and make it idle.
-        let own = slot.sem.replace(ptr::null());
-        slot.busy.store(false, Ordering::Release);
+        // Release: an `is_busy` that reads NULL sees the waiter finished.
+        let own = slot.sem.swap(ptr::null_mut(), Ordering::Release);
         // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
         // holds `sem`, so this never destroys the semaphore under `handle`.
         unsafe { Arc::decrement_strong_count(own) };

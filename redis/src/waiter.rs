@@ -129,6 +129,11 @@ impl RedisWaiter {
         self.node.callback_pending_here()
     }
 
+    /// The protocol node (`volt_sem::raw`) inside this waiter.
+    pub fn node(&self) -> &Node {
+        &self.node
+    }
+
     /// Permits asked for by the last request.
     pub fn requested(&self) -> usize {
         self.requested.load(Ordering::Relaxed) as usize

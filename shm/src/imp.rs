@@ -3,15 +3,14 @@
 
 use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
-use core::marker::PhantomPinned;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use volt_sem::raw::{self, phase, Backend, Node};
+use volt_sem::raw::{self, phase, Backend};
 use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
@@ -54,95 +53,33 @@ fn op_error(e: OpError) -> Error {
     }
 }
 
-/// What a waiter's state looks like from its owner.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ShmWaiterState {
-    /// Not queued (new, cancelled or finished).
-    Idle,
-    /// Queued in the segment's FIFO.
-    Waiting,
-    /// Fully granted (its callback may still be running).
-    Granted,
-    /// Woken by `close` (its callback may still be running).
-    Closed,
-}
-
 /// A queued request of this process, in caller-owned memory (a future, a C
-/// struct, a binding's object). The segment only holds its slot index; the
-/// process's local table maps the slot back to this waiter.
+/// struct, a binding's object): volt-sem's own [`Waiter`](volt_sem::Waiter),
+/// so that one waiter type serves the local and the shared semaphore (and a
+/// binding's seam holds one, not two). The segment only holds its slot index;
+/// the process's local table maps the slot back to this waiter.
 ///
-/// * `node`: the protocol of `volt_sem::raw`. IDLE -> WAITING by the owner
-///   under the local table lock; WAITING -> NOTIFYING_* by the doorbell
-///   thread under that lock (claiming it), or WAITING -> IDLE by the owner's
-///   `finish_raw` (removing it); the doorbell thread's trampoline runs the
-///   callback and stores the final phase.
-/// * `slot`, `seq`, `requested`, the callback: written by the owner before
-///   the waiter is published in the local table, read after.
-pub struct ShmWaiter {
-    node: Node,
-    slot: AtomicU32,
-    seq: AtomicU64,
-    requested: AtomicU64,
-    sem: AtomicPtr<()>,
-    _pinned: PhantomPinned,
-}
+/// * Its `raw` node: IDLE -> WAITING by the owner under the local table lock
+///   (tagged [`Backend::Shared`] first); WAITING -> NOTIFYING_* by the
+///   doorbell thread under that lock (claiming it), or WAITING -> IDLE by the
+///   owner's `finish_raw` (removing it); the doorbell thread's trampoline runs
+///   the callback and stores the final phase.
+/// * The permits, this attachment's identity (`owns`), the slot
+///   (`backend_word`) and the callback: written by the owner before the
+///   waiter is published in the local table, read after. The slot's sequence
+///   number lives in the table, next to the pointer.
+pub type ShmWaiter = volt_sem::Waiter;
 
-volt_sem::waiter_impls!(ShmWaiter);
-
-impl ShmWaiter {
-    /// A new, idle waiter.
-    pub const fn new() -> Self {
-        ShmWaiter {
-            node: Node::new(Backend::Shared),
-            slot: AtomicU32::new(0),
-            seq: AtomicU64::new(0),
-            requested: AtomicU64::new(0),
-            sem: AtomicPtr::new(ptr::null_mut()),
-            _pinned: PhantomPinned,
-        }
-    }
-
-    /// Where the request stands.
-    pub fn state(&self) -> ShmWaiterState {
-        match self.node.phase(Acquire) {
-            phase::WAITING => ShmWaiterState::Waiting,
-            phase::NOTIFYING_GRANTED | phase::GRANTED => ShmWaiterState::Granted,
-            phase::NOTIFYING_CLOSED | phase::CLOSED => ShmWaiterState::Closed,
-            _ => ShmWaiterState::Idle,
-        }
-    }
-
-    /// Queued, or its callback has not returned yet: must not be moved,
-    /// freed or re-queued.
-    pub fn is_busy(&self) -> bool {
-        self.node.is_busy()
-    }
-
-    /// Whether this thread is running this waiter's wake callback now.
-    pub fn in_own_callback(&self) -> bool {
-        self.node.in_own_callback()
-    }
-
-    /// Whether this waiter's callback is still to run on this thread, after
-    /// the one running now (see `volt_sem::Waiter::callback_pending_here`).
-    pub fn callback_pending_here(&self) -> bool {
-        self.node.callback_pending_here()
-    }
-
-    /// The permits of the current (or last) request.
-    pub fn requested(&self) -> usize {
-        self.requested.load(Relaxed) as usize
-    }
-
-    /// The protocol node (`volt_sem::raw`) inside this waiter.
-    pub fn node(&self) -> &Node {
-        &self.node
-    }
-}
+/// What a waiter's state looks like from its owner: volt-sem's
+/// [`WaiterState`](volt_sem::WaiterState) (`Waiting`: queued in the segment's
+/// FIFO; `Granted`/`Closed`: its callback may still be running).
+pub type ShmWaiterState = volt_sem::WaiterState;
 
 /// This process's waiters queued in the segment, by slot index.
 struct Local {
-    table: Vec<*const ShmWaiter>,
+    /// The waiter queued in each slot, with the slot's sequence number (which
+    /// `finish` asks for), or null.
+    table: Vec<(*const ShmWaiter, u64)>,
     count: usize,
 }
 
@@ -377,18 +314,20 @@ impl Inner {
     /// out of the local table, then its slot finished (a partial grant
     /// handed on). `None` if the doorbell thread claimed it first.
     fn cancel(&self, w: &ShmWaiter) -> Option<Finish> {
-        let slot = w.slot.load(Relaxed);
-        {
+        let slot = w.backend_word();
+        let seq = {
             let mut local = self.local();
-            if !ptr::eq(local.table[slot as usize], w) {
+            let (queued, seq) = local.table[slot as usize];
+            if !ptr::eq(queued, w) {
                 return None;
             }
-            local.table[slot as usize] = ptr::null();
+            local.table[slot as usize].0 = ptr::null();
             local.count -= 1;
-        }
-        let (me, seq) = (self.me, w.seq.load(Relaxed));
+            seq
+        };
+        let me = self.me;
         let out = self.locked(|l| l.finish(me, slot, seq));
-        w.node.set_phase(phase::IDLE, Relaxed);
+        w.node().set_phase(phase::IDLE, Relaxed);
         Some(match out {
             Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
                 returned: returned as usize,
@@ -488,7 +427,7 @@ pub(crate) fn open(
         pid,
         gen,
         local: Mutex::new(Local {
-            table: vec![ptr::null(); MAX_WAITERS],
+            table: vec![(ptr::null(), 0); MAX_WAITERS],
             count: 0,
         }),
         stop: AtomicBool::new(false),
@@ -591,7 +530,7 @@ fn deliver(inner: &Inner) {
             return;
         }
         for slot in 0..MAX_WAITERS as u32 {
-            let w = local.table[slot as usize];
+            let (w, seq) = local.table[slot as usize];
             if w.is_null() {
                 continue;
             }
@@ -601,14 +540,14 @@ fn deliver(inner: &Inner) {
                 slot_state::CLOSED => phase::NOTIFYING_CLOSED,
                 _ => continue,
             };
-            local.table[slot as usize] = ptr::null();
+            local.table[slot as usize].0 = ptr::null();
             local.count -= 1;
             // SAFETY: a waiter in the table is valid until its owner's
             // finish_raw removed it (under this lock) or its callback returned.
             let wr = unsafe { &*w };
             // Release: pairs with the owner's Acquire load in `finish_raw`.
-            wr.node.set_phase(notifying, Release);
-            claimed.push((w, slot, wr.seq.load(Relaxed)));
+            wr.node().set_phase(notifying, Release);
+            claimed.push((w, slot, seq));
         }
     }
     if claimed.is_empty() {
@@ -629,13 +568,13 @@ fn deliver(inner: &Inner) {
         if !granted {
             // SAFETY: claimed above; we own it until the final phase.
             unsafe { &*w }
-                .node
+                .node()
                 .set_phase(phase::NOTIFYING_CLOSED, Release);
         }
     }
     // SAFETY: claimed by this thread above (NOTIFYING, out of the local
     // table, both locks released); valid until the trampoline's final store.
-    unsafe { raw::deliver(claimed.iter().map(|c| NonNull::from(&(*c.0).node))) };
+    unsafe { raw::deliver(claimed.iter().map(|c| NonNull::from((*c.0).node()))) };
 }
 
 // ------------------------------------------------------------------ operations
@@ -911,7 +850,7 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         let inner = &att.inner;
         let w = waiter.get_ref();
         debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
-        w.node.set_phase(phase::IDLE, Relaxed);
+        w.node().set_phase(phase::IDLE, Relaxed);
         if n > inner.total {
             return Err(Error::TooManyPermits);
         }
@@ -925,10 +864,9 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         if inner.forked() {
             return Err(Error::Forked);
         }
-        w.requested.store(n, Relaxed);
-        w.sem.store(Arc::as_ptr(inner) as *mut (), Relaxed);
+        w.set_foreign_request(Backend::Shared, n as usize, Arc::as_ptr(inner) as *const ());
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
-        unsafe { w.node.set_callback(wake, ctx) };
+        unsafe { w.node().set_callback(wake, ctx) };
         if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
             return Ok(RawAcquire::Ready);
         }
@@ -949,14 +887,13 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
                     (Err(Error::Corrupt), rings)
                 }
                 Ok(Enqueued::Queued { slot, seq }) => {
-                    w.slot.store(slot, Relaxed);
-                    w.seq.store(seq, Relaxed);
+                    w.set_backend_word(slot);
                     // Published under the segment lock: no grant of this
                     // slot can be rung before the doorbell thread can find
                     // the waiter (lock order: segment, then local table).
                     let mut local = inner.local();
-                    w.node.set_phase(phase::WAITING, Release);
-                    local.table[slot as usize] = w;
+                    w.node().set_phase(phase::WAITING, Release);
+                    local.table[slot as usize] = (w, seq);
                     local.count += 1;
                     let mut rings = rings;
                     if local.count == 1 {
@@ -975,13 +912,10 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
     unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
         let w = waiter.get_ref();
         // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
-        unsafe { raw::finish(&w.node, raw::CancelWith(|| self.att.inner.cancel(w))) }
+        unsafe { raw::finish(w.node(), raw::CancelWith(|| self.att.inner.cancel(w))) }
     }
 
     fn owns(&self, waiter: &ShmWaiter) -> bool {
-        ptr::eq(
-            waiter.sem.load(Relaxed),
-            Arc::as_ptr(&self.att.inner) as *const (),
-        )
+        ptr::eq(waiter.owner(), Arc::as_ptr(&self.att.inner) as *const ())
     }
 }

@@ -3,9 +3,11 @@
 //! the `finish` loop that ends a request whatever phase it is in.
 //!
 //! The local [`Semaphore`](crate::Semaphore), the shared-memory semaphore
-//! (volt-sem-shm) and the Redis semaphore (volt-sem-redis) each embed a
-//! [`Node`] in their waiter and supply a [`Finisher`]: how a queued waiter is
-//! cancelled and where its outcome lives. Everything else (who may store
+//! (volt-sem-shm) and the Redis semaphore (volt-sem-redis) each drive a
+//! [`Node`] embedded in their waiter (the first two queue the same one, the
+//! core's [`Waiter`](crate::Waiter), tagged with the [`Backend`] that queued
+//! it) and supply a [`Finisher`]: how a queued waiter is cancelled and where
+//! its outcome lives. Everything else (who may store
 //! which phase, how callbacks are run, how a callback finishes itself or a
 //! sibling) is here, and holds across crates: a callback of one backend that
 //! completes waiters of another does not run their callbacks nested inside

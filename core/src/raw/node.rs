@@ -8,7 +8,7 @@ use core::task::Waker;
 
 use super::phase;
 use crate::sync::{AtomicU8, Ordering, UnsafeCell};
-use crate::waiter::WakeFn;
+use crate::waiter::{WaiterState, WakeFn};
 
 /// Which backend a [`Node`] belongs to: lets the one per-thread trampoline
 /// answer "whose callback runs here" (see [`current_backend`](super::current_backend)).
@@ -55,7 +55,12 @@ pub(crate) struct Links {
 /// thread whose delivery queue holds the node.
 pub struct Node {
     phase: AtomicU8,
-    backend: Backend,
+    /// A [`Backend`] as its `u8`: the backend that last queued the waiter
+    /// (one waiter type may queue on several, see `set_backend`). A plain
+    /// `core` atomic even under loom: a tag the owner writes while idle,
+    /// read by the thread that claimed the node (ordered by the backend's
+    /// lock, as `notify` is), not a synchronisation point to model.
+    backend: core::sync::atomic::AtomicU8,
     pub(crate) notify: UnsafeCell<Notify>,
     pub(crate) pending: UnsafeCell<Links>,
 }
@@ -76,7 +81,7 @@ impl Drop for Node {
     /// message naming the waiter's type.
     fn drop(&mut self) {
         if self.is_busy() {
-            let what = match self.backend {
+            let what = match self.backend() {
                 Backend::Local => "volt-sem: a Waiter",
                 Backend::Shared => "volt-sem-shm: a ShmWaiter",
                 Backend::Redis => "volt-sem-redis: a RedisWaiter",
@@ -93,7 +98,7 @@ impl Node {
     pub const fn new(backend: Backend) -> Self {
         Node {
             phase: AtomicU8::new(phase::IDLE),
-            backend,
+            backend: core::sync::atomic::AtomicU8::new(backend as u8),
             notify: UnsafeCell::new(Notify::None),
             pending: UnsafeCell::new(Links {
                 prev: None,
@@ -107,7 +112,7 @@ impl Node {
     pub fn new(backend: Backend) -> Self {
         Node {
             phase: AtomicU8::new(phase::IDLE),
-            backend,
+            backend: core::sync::atomic::AtomicU8::new(backend as u8),
             notify: UnsafeCell::new(Notify::None),
             pending: UnsafeCell::new(Links {
                 prev: None,
@@ -116,9 +121,23 @@ impl Node {
         }
     }
 
-    /// The backend this node belongs to.
+    /// The backend that last queued this node (the one it was made for
+    /// before that).
     pub fn backend(&self) -> Backend {
-        self.backend
+        match self.backend.load(Ordering::Relaxed) {
+            b if b == Backend::Shared as u8 => Backend::Shared,
+            b if b == Backend::Redis as u8 => Backend::Redis,
+            _ => Backend::Local,
+        }
+    }
+
+    /// Records which backend queues the node now: the core's `Waiter` serves
+    /// the local semaphore and the shared-memory one (volt-sem-shm), and each
+    /// says so before it publishes the request, so that
+    /// [`current_backend`](super::current_backend) names the right one.
+    /// Owner only, while the node is not busy.
+    pub fn set_backend(&self, backend: Backend) {
+        self.backend.store(backend as u8, Ordering::Relaxed);
     }
 
     /// The phase (one of [`phase`]'s constants).
@@ -132,6 +151,22 @@ impl Node {
     #[inline]
     pub fn set_phase(&self, p: u8, order: Ordering) {
         self.phase.store(p, order);
+    }
+
+    /// Where the request stands, read from the phase alone: the same for
+    /// every backend (a Redis request that failed reads `Closed`, its
+    /// `NOTIFYING_*` phase being `CLOSED`'s). `Granted`/`Closed` may be
+    /// reported just before the callback has run; an outcome consumed inside
+    /// its own callback reads `Idle`.
+    pub fn state(&self) -> WaiterState {
+        match self.phase.load(Ordering::Acquire) {
+            phase::IDLE => WaiterState::Idle,
+            phase::WAITING => WaiterState::Waiting,
+            phase::NOTIFYING_GRANTED | phase::GRANTED => WaiterState::Granted,
+            phase::NOTIFYING_CLOSED | phase::CLOSED => WaiterState::Closed,
+            // Consumed from inside its own callback: as good as idle to its owner.
+            _ => WaiterState::Idle,
+        }
     }
 
     /// Whether a backend still uses the waiter: queued, or its callback has
