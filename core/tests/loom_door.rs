@@ -24,6 +24,10 @@ mod sync {
 mod runs;
 use runs::Runs;
 
+#[path = "support/loom_model.rs"]
+mod loom_model;
+use loom_model::model;
+
 /// A job: who pushed it and its number among that thread's jobs.
 type Job = (u64, u32);
 
@@ -94,14 +98,6 @@ fn check(w: &World, pushed: &[(u64, u32)]) {
         let mine: Vec<u32> = done.iter().filter(|j| j.0 == who).map(|j| j.1).collect();
         assert_eq!(mine, (0..n).collect::<Vec<_>>(), "{done:?}");
     }
-}
-
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = loom::model::Builder::new();
-    if b.preemption_bound.is_none() {
-        b.preemption_bound = Some(3);
-    }
-    b.check(f);
 }
 
 /// A release (pushed with a wake) and a blocking acquire (pushed quietly,
