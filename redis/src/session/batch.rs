@@ -105,37 +105,12 @@ impl Inner {
             return None;
         }
         let sent = Instant::now();
-        let replies = self.with_cmd(|con| Scripts::pipeline(con, &cmds));
-        let replies: Vec<Result<_, CallError>> = match replies {
-            Ok(r) => r,
-            // Each command failed as it would have alone (a second attempt
-            // after an uncertain or unsent pipeline is not safe: the
-            // session is given up, as for one command).
-            Err(e) => {
-                let mut out = None;
-                for item in items {
-                    let r = Err(e.clone());
-                    match item {
-                        Item::Release { .. } => contained(|| {
-                            self.release_reply(r, epoch, sent, 1);
-                        }),
-                        Item::Acquire { ctr, eid, n } => contained(|| {
-                            let s = Sent {
-                                ctr,
-                                eid: &eid,
-                                n,
-                                epoch,
-                                sent,
-                                attempt: 1,
-                            };
-                            self.acquire_reply(r, s);
-                        }),
-                        Item::Try { n } => out = self.try_reply(r, n, epoch, sent, 1),
-                    }
-                }
-                return out;
-            }
-        };
+        // A pipeline that failed as a whole: each command failed as it would
+        // have alone (uncertain: its session is given up; not sent: it is
+        // sent again alone).
+        let replies = self
+            .with_cmd(|con| Scripts::pipeline(con, &cmds))
+            .unwrap_or_else(|e| items.iter().map(|_| Err(e.clone())).collect());
         let mut refused = false;
         let mut out = None;
         for (item, r) in items.into_iter().zip(replies) {
