@@ -337,7 +337,9 @@
 //! that answers (`try_acquire`, `census`, [`flush`](RedisSemaphore::flush))
 //! sees every release and cancel the handle made before it; another client
 //! sees them one round trip later. The session ends when the last handle
-//! of every such `connect` is dropped. [`ConnectOptions::own_session`] opts
+//! of every such `connect` is dropped (on the dropping thread; or, if the
+//! door thread was running one of the handle's jobs at that moment, on the
+//! door thread as soon as that job is done). [`ConnectOptions::own_session`] opts
 //! out: that handle gets a session (two connections, two threads) of its
 //! own, which ends when it is dropped, taking back whatever it still holds.
 //! The C, Python and Node bindings use it: each of their objects counts the

@@ -48,7 +48,9 @@ mod table;
 
 use agent::Kick;
 use door::{call, Door, Job};
-pub(crate) use registry::{connect_shared, end_all_sessions};
+pub(crate) use registry::connect_shared;
+#[cfg(unix)]
+pub(crate) use registry::end_all_sessions;
 use table::{Entry, Table};
 
 /// A random 128-bit id in hex (session ids, incarnation ids). std only:

@@ -49,7 +49,8 @@ pub(crate) fn connect_shared(
 }
 
 /// Ends every live session of this process now (permits back, queued
-/// requests out of the queue); see `on_signals.rs`.
+/// requests out of the queue); see `on_signals.rs` (Unix only).
+#[cfg(unix)]
 pub(crate) fn end_all_sessions() {
     at_exit::end_all_waiting();
 }
@@ -80,6 +81,7 @@ pub(super) mod at_exit {
 
     /// From a plain thread (`end_sessions_on_signals`): may wait for a
     /// command in flight (bounded by the command timeout).
+    #[cfg(unix)]
     pub(crate) fn end_all_waiting() {
         let live: Vec<_> = LIVE
             .lock()
