@@ -602,6 +602,16 @@ impl RedisSemaphore {
         self.inner.release(n as u64, Some(session))
     }
 
+    /// [`release`](Self::release), then [`flush`](Self::flush): returns
+    /// once Redis has applied the release. For a thread that may block (it
+    /// waits for a round trip; not for async code): when no other thread is
+    /// sending this handle's calls, the release goes out from this thread,
+    /// which saves waking the door thread, so that the next waiter, on any
+    /// host, gets the permits sooner.
+    pub fn release_blocking(&self, n: usize) -> Result<(), Error> {
+        self.inner.release_blocking(n as u64, None)
+    }
+
     /// Waits until every call this handle made before has been applied in
     /// Redis (and those of the handles sharing its session): the releases
     /// and cancels, which return at once, and the requests
@@ -813,6 +823,13 @@ impl Permit {
     pub fn release(mut self) -> Result<(), Error> {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release(n as u64, Some(self.epoch))
+    }
+    /// Releases as [`RedisSemaphore::release_blocking`] does: returns once
+    /// Redis has applied it, sent from this thread when the handle's door is
+    /// idle. [`Error::LeaseExpired`] if the session was lost.
+    pub fn release_blocking(mut self) -> Result<(), Error> {
+        let n = std::mem::take(&mut self.n);
+        self.sem.inner.release_blocking(n as u64, Some(self.epoch))
     }
     /// Consumes the guard without releasing: the permits stay held by the
     /// handle's session until [`RedisSemaphore::release`] (or

@@ -903,6 +903,15 @@ impl Inner {
         Ok(())
     }
 
+    /// [`release`](Self::release), then [`flush`](Self::flush), with the
+    /// release queued quietly: when no thread runs the handle's jobs, this
+    /// thread sends it (with the jobs queued before it) instead of waking
+    /// the door thread, so it reaches Redis one thread wake-up sooner.
+    pub(crate) fn release_blocking(&self, n: u64, epoch: Option<u64>) -> Result<(), Error> {
+        door::quietly(|| self.release(n, epoch))?;
+        self.flush()
+    }
+
     pub(crate) fn close(&self) -> Result<(), Error> {
         call(self, |i| i.close_now())
     }

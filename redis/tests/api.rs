@@ -585,3 +585,30 @@ mod raw {
         assert_conserved(&a);
     }
 }
+
+/// `release_blocking` (on the handle and on a permit) returns once Redis has
+/// applied the release: another session's census sees the permits free
+/// without a `flush`. Its local checks are `release`'s.
+#[test]
+fn release_blocking_is_applied_when_it_returns() {
+    let s = Server::start();
+    let a = connect(&s, "release-blocking", 3);
+    let other = RedisSemaphore::connect(&s.url(), "release-blocking", 3, opts().own_session(true))
+        .expect("connect");
+    let p = a.acquire_blocking(2).unwrap();
+    let _one = a.try_acquire(1).unwrap();
+    assert_eq!(other.census().unwrap().available, 0);
+    p.release_blocking().unwrap();
+    assert_eq!(other.census().unwrap().available, 2);
+    // Repeated, so that some of them race the door thread's own wake-up.
+    for _ in 0..50 {
+        a.acquire_blocking(2).unwrap().forget();
+        a.release_blocking(2).unwrap();
+        assert_eq!(other.census().unwrap().available, 2);
+    }
+    assert_eq!(a.release_blocking(2).unwrap_err(), Error::NotHeld { held: 1 });
+    assert_eq!(a.release_blocking(0), Ok(()));
+    a.release_blocking(1).unwrap();
+    let c = assert_conserved(&other);
+    assert_eq!((c.available, c.held), (3, 0));
+}

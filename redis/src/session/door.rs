@@ -53,7 +53,6 @@ pub(super) enum Job {
     /// permits) out of the queue; its owner has already been told it is
     /// cancelled.
     Cancel { eid: String, n: u64, epoch: u64 },
-    /// A call whose caller waits for the answer.
     /// A call whose caller waits for the answer: it computes the answer
     /// and returns what sends it, which the door runs after it dropped its
     /// reference to the handle (see [`run`]).
