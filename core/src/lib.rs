@@ -193,6 +193,7 @@ mod coop;
 pub mod docs;
 mod error;
 mod fork;
+pub mod inspect;
 mod mutex;
 pub mod raw;
 mod rwlock;

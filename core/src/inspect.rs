@@ -1,0 +1,261 @@
+//! What `inspect()` reports on every backend: who holds a semaphore's
+//! permits and who waits for them, in queue order.
+//!
+//! One set of types for the local semaphore (this crate), the named one
+//! (volt-sem-shm) and the Redis one (volt-sem-redis), so that the bindings
+//! and the `volt-sem` command line show the same fields everywhere. A
+//! holder or a waiter is named by its process: the **label** its semaphore
+//! handle was opened with (default [`default_label`], `"<hostname>:<pid>"`),
+//! the host and the pid. Times are durations measured by whoever keeps the
+//! state (this process's monotonic clock; the machine's for a named
+//! semaphore; the Redis server's clock for Redis), never wall-clock
+//! instants, so that two hosts' clocks never need to agree.
+//!
+//! The lists are snapshots: a holder may release, and a waiter may be
+//! granted, a moment after they were read. The sums hold within one
+//! snapshot: `available + Σ holders.permits + Σ waiters.granted == total`
+//! (while `total` is not being changed).
+
+use core::time::Duration;
+
+/// A semaphore as `inspect()` saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Inspection {
+    /// The number of permits the semaphore has.
+    pub total: usize,
+    /// Permits free now.
+    pub available: usize,
+    /// Whether the semaphore is closed (every acquire fails).
+    pub closed: bool,
+    /// Who holds permits: one entry per holding process (per Redis session:
+    /// a process with several connected handles may appear once per
+    /// handle). Largest holders are not sorted first: the order is the
+    /// backend's (for Redis, session order; for a named semaphore, slot
+    /// order).
+    pub holders: Vec<Holder>,
+    /// Who waits, in queue order: `waiters[i].position == i`, and
+    /// `waiters[0]` is the next to be served.
+    pub waiters: Vec<QueuedWaiter>,
+}
+
+impl Inspection {
+    /// Permits held by the holders listed.
+    pub fn held(&self) -> usize {
+        self.holders.iter().map(|h| h.permits).sum()
+    }
+
+    /// Permits already granted to queued waiters (partial grants).
+    pub fn granted_to_waiters(&self) -> usize {
+        self.waiters.iter().map(|w| w.granted).sum()
+    }
+}
+
+/// A process (or Redis session) that holds permits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Holder {
+    /// The label of the handle that holds them.
+    pub label: String,
+    /// The holder's host name.
+    pub host: String,
+    /// The holder's process id.
+    pub pid: u32,
+    /// Permits it holds.
+    pub permits: usize,
+    /// Time since its oldest grant that is still held; `None` where the
+    /// backend does not time grants (see each backend's `inspect`).
+    pub held_for: Option<Duration>,
+    /// Redis: what remains of the holder's lease, by the server's clock.
+    /// `None` on the other backends (they have no lease).
+    pub lease_remaining: Option<Duration>,
+    /// Redis: the fencing token of the holder's latest grant. `None` on the
+    /// other backends.
+    pub token: Option<u64>,
+}
+
+/// A queued request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QueuedWaiter {
+    /// The label of the handle that queued it.
+    pub label: String,
+    /// The waiter's host name.
+    pub host: String,
+    /// The waiter's process id.
+    pub pid: u32,
+    /// Permits requested.
+    pub permits: usize,
+    /// Permits granted to it so far (a weighted request is filled across
+    /// releases; they go back to the queue if it is cancelled).
+    pub granted: usize,
+    /// Time since it was queued.
+    pub waiting_for: Duration,
+    /// Its place in the queue: 0 is the next to be served.
+    pub position: usize,
+}
+
+impl Holder {
+    /// A holder record (for the backend crates; fields can be added to
+    /// these types without breaking their users, so they are not built
+    /// with a struct literal outside this crate).
+    #[doc(hidden)]
+    pub fn new(process: &Process, permits: usize, held_for: Option<Duration>) -> Self {
+        Holder {
+            label: process.label.clone(),
+            host: process.host.clone(),
+            pid: process.pid,
+            permits,
+            held_for,
+            lease_remaining: None,
+            token: None,
+        }
+    }
+
+    /// Sets the Redis fields.
+    #[doc(hidden)]
+    pub fn with_lease(mut self, lease_remaining: Duration, token: u64) -> Self {
+        self.lease_remaining = Some(lease_remaining);
+        self.token = Some(token);
+        self
+    }
+}
+
+impl QueuedWaiter {
+    /// A waiter record (see [`Holder::new`]).
+    #[doc(hidden)]
+    pub fn new(
+        process: &Process,
+        permits: usize,
+        granted: usize,
+        waiting_for: Duration,
+        position: usize,
+    ) -> Self {
+        QueuedWaiter {
+            label: process.label.clone(),
+            host: process.host.clone(),
+            pid: process.pid,
+            permits,
+            granted,
+            waiting_for,
+            position,
+        }
+    }
+}
+
+impl Inspection {
+    /// An inspection record (see [`Holder::new`]).
+    #[doc(hidden)]
+    pub fn new(
+        total: usize,
+        available: usize,
+        closed: bool,
+        holders: Vec<Holder>,
+        waiters: Vec<QueuedWaiter>,
+    ) -> Self {
+        Inspection {
+            total,
+            available,
+            closed,
+            holders,
+            waiters,
+        }
+    }
+}
+
+/// Who a handle is: its label, host and pid, as the backends record them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Process {
+    /// The handle's label (default: [`default_label`]).
+    pub label: String,
+    /// The host name ([`hostname`]).
+    pub host: String,
+    /// The process id.
+    pub pid: u32,
+}
+
+impl Process {
+    /// This process, labelled `label` (`None`: [`default_label`]).
+    pub fn this(label: Option<&str>) -> Self {
+        let host = hostname();
+        let pid = std::process::id();
+        let label = match label {
+            Some(l) => l.to_owned(),
+            None => format!("{host}:{pid}"),
+        };
+        Process { label, host, pid }
+    }
+}
+
+/// `"<hostname>:<pid>"` of this process: the label of a handle opened
+/// without one.
+pub fn default_label() -> String {
+    Process::this(None).label
+}
+
+/// This machine's host name (`gethostname`; the `COMPUTERNAME` variable on
+/// Windows); `"localhost"` if it cannot be read.
+pub fn hostname() -> String {
+    #[cfg(unix)]
+    {
+        extern "C" {
+            fn gethostname(name: *mut core::ffi::c_char, len: usize) -> core::ffi::c_int;
+        }
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for its whole length; gethostname writes
+        // at most `len` bytes and we read only up to the first NUL within it.
+        let rc = unsafe { gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+        if rc == 0 {
+            let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+            if end > 0 {
+                return String::from_utf8_lossy(&buf[..end]).into_owned();
+            }
+        }
+    }
+    #[cfg(windows)]
+    {
+        if let Ok(h) = std::env::var("COMPUTERNAME") {
+            if !h.is_empty() {
+                return h;
+            }
+        }
+    }
+    "localhost".to_owned()
+}
+
+/// The longest label the backends keep, in bytes: a longer one is refused
+/// at `open`/`connect` (a named semaphore stores labels in fixed slots of
+/// its segment, and Redis client names must stay short).
+pub const MAX_LABEL_LEN: usize = 128;
+
+/// Whether `label` can be a handle's label: 1 to [`MAX_LABEL_LEN`] bytes of
+/// printable ASCII without spaces (what Redis accepts as a client name, and
+/// what prints as one column in the `volt-sem` command line's tables).
+pub fn is_valid_label(label: &str) -> bool {
+    !label.is_empty()
+        && label.len() <= MAX_LABEL_LEN
+        && label.bytes().all(|b| b.is_ascii_graphic())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg_attr(miri, ignore = "gethostname is a foreign call")]
+    fn default_label_is_host_and_pid() {
+        let l = default_label();
+        assert_eq!(l, format!("{}:{}", hostname(), std::process::id()));
+        assert!(!hostname().is_empty());
+    }
+
+    #[test]
+    fn labels() {
+        assert!(is_valid_label("worker-3@eu"));
+        assert!(!is_valid_label(""));
+        assert!(!is_valid_label("a b"));
+        assert!(!is_valid_label("é"));
+        assert!(!is_valid_label(&"x".repeat(MAX_LABEL_LEN + 1)));
+        assert!(is_valid_label(&"x".repeat(MAX_LABEL_LEN)));
+    }
+}
