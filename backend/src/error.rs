@@ -179,6 +179,11 @@ error_table! {
         /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
         InvalidPermits [shm redis] => "INVALID_PERMITS", Count, shm,
             VOLT_INVALID_ARGUMENT = 7;
+        /// A handle's label is empty, longer than
+        /// [`volt_sem::inspect::MAX_LABEL_LEN`] bytes, or has a byte that is not
+        /// printable ASCII or is a space.
+        InvalidLabel [shm redis] => "INVALID_LABEL", Value, shm,
+            VOLT_INVALID_ARGUMENT = 7;
         /// Attach-only `open`: no semaphore has this name (also `unlink` of a name
         /// that does not exist).
         NotFound [shm redis] => "NOT_FOUND", NotFound, shm,

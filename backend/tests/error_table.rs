@@ -15,6 +15,7 @@ fn every_error() -> Vec<Error> {
         Error::TimedOut,
         Error::Overflow { unreleased: 3 },
         Error::InvalidName,
+        Error::InvalidLabel,
         Error::InvalidPermits,
         Error::NotFound,
         Error::AlreadyExists,
@@ -148,7 +149,7 @@ fn shm_errors_convert_both_ways() {
         }
     }
     // The rows marked `shm`: all but Overflow and the Redis-only ones.
-    assert_eq!(shared, 20);
+    assert_eq!(shared, 21);
 }
 
 #[cfg(feature = "redis")]

@@ -228,13 +228,14 @@ pub fn hostname() -> String {
 /// its segment, and Redis client names must stay short).
 pub const MAX_LABEL_LEN: usize = 128;
 
+/// What [`is_valid_label`] asks, as the error messages say it.
+pub const LABEL_RULE: &str = "invalid label (1 to 128 bytes of printable ASCII, without spaces)";
+
 /// Whether `label` can be a handle's label: 1 to [`MAX_LABEL_LEN`] bytes of
 /// printable ASCII without spaces (what Redis accepts as a client name, and
 /// what prints as one column in the `volt-sem` command line's tables).
 pub fn is_valid_label(label: &str) -> bool {
-    !label.is_empty()
-        && label.len() <= MAX_LABEL_LEN
-        && label.bytes().all(|b| b.is_ascii_graphic())
+    !label.is_empty() && label.len() <= MAX_LABEL_LEN && label.bytes().all(|b| b.is_ascii_graphic())
 }
 
 #[cfg(test)]

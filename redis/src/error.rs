@@ -20,6 +20,11 @@ pub enum Error {
     InvalidPrefix,
     /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
     InvalidPermits,
+    /// The label is empty, longer than
+    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) bytes, or has a
+    /// byte that is not printable ASCII or is a space
+    /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)).
+    InvalidLabel,
     /// An option is out of range (the text says which).
     InvalidOption(&'static str),
     /// The server refused the credentials (wrong user or password).
@@ -114,6 +119,7 @@ impl fmt::Display for Error {
                 f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
             }
             Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
             Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),

@@ -606,7 +606,10 @@ fn release_blocking_is_applied_when_it_returns() {
         a.release_blocking(2).unwrap();
         assert_eq!(other.census().unwrap().available, 2);
     }
-    assert_eq!(a.release_blocking(2).unwrap_err(), Error::NotHeld { held: 1 });
+    assert_eq!(
+        a.release_blocking(2).unwrap_err(),
+        Error::NotHeld { held: 1 }
+    );
     assert_eq!(a.release_blocking(0), Ok(()));
     a.release_blocking(1).unwrap();
     let c = assert_conserved(&other);

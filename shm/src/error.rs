@@ -19,6 +19,11 @@ pub enum Error {
     InvalidName,
     /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
     InvalidPermits,
+    /// The label is empty, longer than
+    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) bytes, or has a
+    /// byte that is not printable ASCII or is a space
+    /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)).
+    InvalidLabel,
     /// Attach-only: no semaphore has this name.
     NotFound,
     /// Create-only: a semaphore with this name exists.
@@ -86,6 +91,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidName => f.write_str("invalid semaphore name"),
             Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
             Error::NotFound => f.write_str("no shared semaphore has this name"),
             Error::AlreadyExists => f.write_str("a shared semaphore with this name exists"),
             Error::PermissionDenied => f.write_str("permission denied"),
