@@ -166,6 +166,7 @@ impl<'a> Permit<'a> {
     /// assert_eq!(sem.available_permits(), 3);
     /// ```
     pub fn forget(mut self) {
+        self.sem.forgotten(self.permits);
         self.permits = 0;
     }
 
@@ -260,6 +261,7 @@ impl OwnedPermit {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn forget(mut self) {
+        self.sem.forgotten(self.permits);
         self.permits = 0;
     }
 
@@ -754,7 +756,9 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 3);
     /// ```
     pub fn add_permits(&self, n: usize) {
+        self.added(n);
         if let Err(e) = self.release(n) {
+            self.forgotten(n);
             panic!(
                 "volt-sem: add_permits({n}) would exceed MAX_PERMITS ({}); {} permits not added",
                 Self::MAX_PERMITS,

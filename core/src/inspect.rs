@@ -17,6 +17,95 @@
 //! (while `total` is not being changed).
 
 use core::time::Duration;
+use std::time::Instant;
+
+use crate::Semaphore;
+
+/// Nanoseconds since this process's first call (at least 1), for the
+/// queue times of local waiters: a `u64` in the waiter where an `Instant`
+/// would take 16 bytes.
+pub(crate) fn stamp() -> u64 {
+    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(Instant::now);
+    (epoch.elapsed().as_nanos() as u64).max(1)
+}
+
+impl Semaphore {
+    /// Who holds this semaphore's permits and who waits, in queue order
+    /// (one snapshot, taken under the queue's lock).
+    ///
+    /// A local semaphore lives in one process, so its holders are that
+    /// process: `holders` has one entry (label [`default_label`], this
+    /// process's host and pid) when any permit is held, and `held_for` is
+    /// `None` (timing each grant would cost the uncontended path a clock
+    /// read). `waiters` are the queued requests, with `waiting_for` since
+    /// each was queued.
+    ///
+    /// `total` is the semaphore's nominal size: the permits it was created
+    /// with, plus [`add_permits`](Self::add_permits), minus forgotten ones
+    /// ([`forget_permits`](Self::forget_permits), a guard's `forget`).
+    /// [`release`](Self::release) is taken to give back what was acquired;
+    /// a release beyond that (which a local semaphore allows) raises
+    /// `total` to what is then available and granted.
+    ///
+    /// ```
+    /// use std::pin::pin;
+    /// use volt_sem::Semaphore;
+    /// # futures::executor::block_on(async {
+    /// let sem = Semaphore::new(3);
+    /// let held = sem.acquire(2).await.unwrap();
+    /// let mut waiting = pin!(sem.acquire(3)); // queued behind the holder
+    /// assert!(futures::poll!(waiting.as_mut()).is_pending());
+    /// let i = sem.inspect();
+    /// assert_eq!((i.total, i.available, i.closed), (3, 0, false));
+    /// assert_eq!(i.holders.len(), 1);
+    /// assert_eq!(i.holders[0].permits, 2); // and 1 is granted to the waiter
+    /// assert_eq!(i.holders[0].pid, std::process::id());
+    /// assert_eq!((i.waiters[0].permits, i.waiters[0].granted), (3, 1));
+    /// assert_eq!(i.available + i.held() + i.granted_to_waiters(), i.total);
+    /// # drop(held);
+    /// # });
+    /// ```
+    pub fn inspect(&self) -> Inspection {
+        let process = Process::this(None);
+        let mut waiters = Vec::new();
+        let (available, closed, nominal) = self.snapshot(|word, nominal, list| {
+            let now = stamp();
+            list.for_each(|w| {
+                let requested = w.requested.load(core::sync::atomic::Ordering::Relaxed);
+                // SAFETY: lock-guarded fields of a queued waiter; the lock is
+                // held for the whole walk.
+                let remaining = w.remaining.with(|r| unsafe { *r });
+                // SAFETY: as above.
+                let queued_at = w.queued_at.with(|q| unsafe { *q });
+                let waiting_for = Duration::from_nanos(now.saturating_sub(queued_at));
+                let granted = requested.saturating_sub(remaining);
+                let position = waiters.len();
+                waiters.push(QueuedWaiter::new(
+                    &process,
+                    requested,
+                    granted,
+                    waiting_for,
+                    position,
+                ));
+            });
+            (
+                word >> Semaphore::STATE_SHIFT,
+                word & Semaphore::STATE_CLOSED != 0,
+                nominal,
+            )
+        });
+        let granted: usize = waiters.iter().map(|w| w.granted).sum();
+        let total = nominal.max(available + granted);
+        let held = total - available - granted;
+        let holders = if held > 0 {
+            vec![Holder::new(&process, held, None)]
+        } else {
+            Vec::new()
+        };
+        Inspection::new(total, available, closed, holders, waiters)
+    }
+}
 
 /// A semaphore as `inspect()` saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]

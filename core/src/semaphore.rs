@@ -66,6 +66,11 @@ struct CachePadded<T>(T);
 pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
     queue: Mutex<WaitList>,
+    /// The nominal total, for [`inspect`](Self::inspect) only: the permits
+    /// the semaphore was created with, plus `add_permits`, minus the permits
+    /// forgotten (`forget_permits`, a guard's `forget`). Only those rare
+    /// calls change it (`release` never does); Relaxed, as it orders nothing.
+    nominal_total: AtomicUsize,
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
@@ -208,6 +213,7 @@ impl Semaphore {
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
             queue: Mutex::new(WaitList::new()),
+            nominal_total: AtomicUsize::new(permits),
         }
     }
 
@@ -215,6 +221,7 @@ impl Semaphore {
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
             queue: Mutex::new(WaitList::new()),
+            nominal_total: AtomicUsize::new(permits),
         }
     }
 
@@ -421,10 +428,45 @@ impl Semaphore {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return taken,
+                Ok(_) => {
+                    self.forgotten(taken);
+                    return taken;
+                }
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// `n` permits left the semaphore for good (see `nominal_total`).
+    pub(crate) fn forgotten(&self, n: usize) {
+        // Saturating: releases beyond what was acquired are allowed locally.
+        let _ = self
+            .nominal_total
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_sub(n))
+            });
+    }
+
+    /// `n` permits were added by `add_permits` (see `nominal_total`).
+    pub(crate) fn added(&self, n: usize) {
+        let _ = self
+            .nominal_total
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |t| {
+                Some(t.saturating_add(n))
+            });
+    }
+
+    /// Runs `f` with the lock held on the state word, the nominal total and
+    /// the queue: one consistent snapshot (`crate::inspect`).
+    pub(crate) fn snapshot<R>(&self, f: impl FnOnce(usize, usize, &WaitList) -> R) -> R {
+        self.locked(|list| {
+            // Acquire, as `available_permits`; while the lock is held, the
+            // word changes only by lock-free takes and releases, which move
+            // permits between the counter and holders, never the queue.
+            let word = self.state.0.load(Ordering::Acquire);
+            let total = self.nominal_total.load(Ordering::Relaxed);
+            f(word, total, list)
+        })
     }
 
     #[cold]
@@ -712,6 +754,7 @@ impl Semaphore {
         // to queue and the queueing are one step as seen by lock-taking releasers;
         // lock-free releasers are handled by the QUEUED bit in the same CAS.
         let notify = notify();
+        let queued_at = crate::inspect::stamp();
         crate::fork::watch();
         let (result, unused) = self.locked(move |list| {
             let mut cur = self.state.0.load(Ordering::Relaxed);
@@ -743,6 +786,8 @@ impl Semaphore {
                         // SAFETY: lock-guarded fields, lock held; the waiter is not
                         // yet reachable by anyone else.
                         waiter.remaining.with_mut(|r| unsafe { *r = n - taken });
+                        // SAFETY: as above.
+                        waiter.queued_at.with_mut(|q| unsafe { *q = queued_at });
                         waiter
                             .node
                             .notify

@@ -30,6 +30,19 @@ impl WaitList {
         }
     }
 
+    /// Calls `f` on each waiter, head first.
+    pub(crate) fn for_each(&self, mut f: impl FnMut(&Waiter)) {
+        let mut cur = self.head;
+        while let Some(w) = cur {
+            // SAFETY: every linked waiter is valid (push_back contract), and its
+            // links are guarded by the lock that owns `self`.
+            let w = unsafe { w.as_ref() };
+            f(w);
+            // SAFETY: as above.
+            cur = unsafe { w.links.with(|l| (*l).next) };
+        }
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.head.is_none()
     }

@@ -114,6 +114,9 @@ pub struct Waiter {
     pub(crate) links: UnsafeCell<Links>,
     /// Permits still missing. Lock-guarded.
     pub(crate) remaining: UnsafeCell<usize>,
+    /// When a local request was queued, as `crate::inspect::stamp` (for
+    /// `Semaphore::inspect`; 8 bytes, not an `Instant`'s 16). Lock-guarded.
+    pub(crate) queued_at: UnsafeCell<u64>,
     /// Permits asked for by the current request. Owner field.
     pub(crate) requested: AtomicUsize,
     /// The semaphore this waiter was last enqueued on (identity only). Owner field.
@@ -159,6 +162,7 @@ impl Waiter {
                 next: None,
             }),
             remaining: UnsafeCell::new(0),
+            queued_at: UnsafeCell::new(0),
             requested: AtomicUsize::new(0),
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
             node: Node::new(Backend::Local),
@@ -176,6 +180,7 @@ impl Waiter {
                 next: None,
             }),
             remaining: UnsafeCell::new(0),
+            queued_at: UnsafeCell::new(0),
             requested: AtomicUsize::new(0),
             semaphore: AtomicPtr::new(core::ptr::null_mut()),
             node: Node::new(Backend::Local),
