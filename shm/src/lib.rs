@@ -449,6 +449,7 @@
     allow(dead_code, unused_mut)
 )]
 
+mod clock;
 mod error;
 #[doc(hidden)]
 pub mod hooks;
@@ -481,7 +482,8 @@ pub use error::Error;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 pub use imp::{ShmWaiter, ShmWaiterState};
 pub use permit::Permit;
-pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use segment::{Census, MAX_HOST_LEN, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use volt_sem::inspect::{Holder, Inspection, QueuedWaiter};
 pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
 
@@ -500,13 +502,50 @@ pub fn validate_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// How [`SharedSemaphore::open`] treats an existing or a missing name.
+/// How [`SharedSemaphore::open`] treats an existing or a missing name, and
+/// the label its process is listed under by [`SharedSemaphore::inspect`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
     create: bool,
     attach: bool,
     mode: u32,
     accept_foreign_owner: bool,
+    label: LabelChoice,
+}
+
+/// The label asked for, kept inline (not a `String`) so that the options
+/// stay `Copy` and `new` stays `const`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LabelChoice {
+    /// `volt_sem::inspect::default_label()`, computed at `open`.
+    Default,
+    /// A valid label (`is_valid_label`): its first `len` bytes.
+    Given {
+        len: u8,
+        bytes: [u8; volt_sem::inspect::MAX_LABEL_LEN],
+    },
+    /// An invalid one: `open` fails with `Error::InvalidLabel`.
+    Invalid,
+}
+
+impl LabelChoice {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            // Only valid labels (printable ASCII) are stored.
+            LabelChoice::Given { len, bytes } => core::str::from_utf8(&bytes[..*len as usize]).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Debug for LabelChoice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LabelChoice::Default => f.write_str("Default"),
+            LabelChoice::Given { .. } => write!(f, "{:?}", self.as_str().unwrap_or_default()),
+            LabelChoice::Invalid => f.write_str("Invalid"),
+        }
+    }
 }
 
 impl Default for OpenOptions {
@@ -523,6 +562,7 @@ impl OpenOptions {
             attach: true,
             mode: 0o600,
             accept_foreign_owner: false,
+            label: LabelChoice::Default,
         }
     }
     /// Fail with [`Error::AlreadyExists`] if the name exists.
@@ -556,6 +596,36 @@ impl OpenOptions {
     /// group or everyone access with [`mode`](Self::mode)).
     pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
         self.accept_foreign_owner = accept;
+        self
+    }
+    /// The label this process is listed under by
+    /// [`inspect`](SharedSemaphore::inspect) (as a holder or a waiter), with
+    /// its host name and pid. Default:
+    /// [`default_label`](volt_sem::inspect::default_label),
+    /// `"<hostname>:<pid>"`. 1 to
+    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) (128) bytes of
+    /// printable ASCII without spaces
+    /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)); `open` refuses
+    /// any other with [`Error::InvalidLabel`].
+    ///
+    /// One label per process and name: the segment keeps it in the process's
+    /// record, which every handle of the process on that name shares (see
+    /// [`SharedSemaphore`]). While a handle on the name is open in this
+    /// process, another `open` of it returns a handle on the same record and
+    /// **its label is ignored: the first one wins** (checked for validity all
+    /// the same); [`SharedSemaphore::label`] says which one is in use.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        let label: String = label.into();
+        self.label = if volt_sem::inspect::is_valid_label(&label) {
+            let mut bytes = [0u8; volt_sem::inspect::MAX_LABEL_LEN];
+            bytes[..label.len()].copy_from_slice(label.as_bytes());
+            LabelChoice::Given {
+                len: label.len() as u8,
+                bytes,
+            }
+        } else {
+            LabelChoice::Invalid
+        };
         self
     }
 }
@@ -602,6 +672,11 @@ impl SharedSemaphore {
         if permits == 0 || permits > MAX_PERMITS {
             return Err(Error::InvalidPermits);
         }
+        let label = match options.label {
+            LabelChoice::Default => volt_sem::inspect::default_label(),
+            LabelChoice::Invalid => return Err(Error::InvalidLabel),
+            given => given.as_str().ok_or(Error::InvalidLabel)?.to_owned(),
+        };
         #[cfg(all(target_os = "linux", not(volt_loom)))]
         {
             let create = match (options.create, options.attach) {
@@ -615,6 +690,7 @@ impl SharedSemaphore {
                 create,
                 options.mode,
                 options.accept_foreign_owner,
+                &label,
             )?;
             Ok(SharedSemaphore { att })
         }
@@ -625,6 +701,7 @@ impl SharedSemaphore {
                 permits as u64,
                 options.mode,
                 options.accept_foreign_owner,
+                &label,
             )?;
             Ok(SharedSemaphore { att })
         }
@@ -740,6 +817,47 @@ impl SharedSemaphore {
     /// tests and diagnostics).
     pub fn census(&self) -> Result<Census, Error> {
         self.att.census()
+    }
+
+    /// Who holds this semaphore's permits and who waits for them, in queue
+    /// order, across every process attached (see *Inspecting* in the crate
+    /// docs).
+    ///
+    /// First reclaims what dead processes had (as every slow path does), so
+    /// a process killed with `SIGKILL` is not listed and its permits are
+    /// back in `available` (or handed to the queue). Then reads, under the
+    /// segment lock and with the lock-free path shut for a moment (as
+    /// [`census`](Self::census) does):
+    ///
+    /// * `holders`: one per process holding permits (all its handles and
+    ///   threads together), in record order, with the label it attached with
+    ///   ([`OpenOptions::label`]), its host name (cut to [`MAX_HOST_LEN`]
+    ///   bytes) and pid. A grant completed and not yet collected by its
+    ///   process counts as held by it. `held_for` is the time since the
+    ///   process's held count last rose from 0 (or since an uncollected
+    ///   grant, if older): the age of its oldest grant still held when it
+    ///   holds permits from one acquire, an upper bound on it otherwise (a
+    ///   process that never drops to 0 keeps its first stamp). It is stamped
+    ///   with the kernel's coarse clock (one tick, 1 to 10 ms, of
+    ///   resolution): never short, at most a tick long. `lease_remaining`
+    ///   and `token` are `None` (Redis only).
+    /// * `waiters`: the FIFO, `waiters[0]` next; `granted` is a partial
+    ///   grant, `waiting_for` the time since the request was queued.
+    ///
+    /// Within one snapshot `available + Σ holders.permits + Σ
+    /// waiters.granted == total`, unless a process stayed stopped inside a
+    /// lock-free operation for the whole ~50 ms the read waits for it (then
+    /// its count is read as it is, as by `census`). Times are measured on
+    /// `CLOCK_MONOTONIC`, which every process of the machine shares.
+    /// [`Error::Corrupt`] if the segment holds values this crate never writes.
+    pub fn inspect(&self) -> Result<Inspection, Error> {
+        self.att.inspect()
+    }
+
+    /// The label this process is listed under by [`inspect`](Self::inspect):
+    /// the one of the `open` that attached it (see [`OpenOptions::label`]).
+    pub fn label(&self) -> &str {
+        self.att.label()
     }
 
     /// This process's record index in the segment (diagnostics).

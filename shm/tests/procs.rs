@@ -191,10 +191,13 @@ fn child_main() {
         say("scribbling");
         // Mostly where the live state is: the header's mutable words, the
         // first process records, the first slots (the victims' own).
+        // (Offsets of layout version 3: records of 384 bytes from 192,
+        // slots of 56 bytes from 49344; checked by the unit test
+        // `layout_offsets`.)
         let regions = [
             (32, 96),
-            (192, 192 + 4 * 192),
-            (24768, 24768 + 64 * 48),
+            (192, 192 + 4 * 384),
+            (49344, 49344 + 64 * 56),
             (0, size),
         ];
         for _ in 0..env_num("SCRIBBLES") {
@@ -306,6 +309,7 @@ fn child_main() {
                 }
                 note(sem.held_permits().map(|_| ()));
                 note(sem.census().map(|_| ()));
+                note(sem.inspect().map(|_| ()));
                 let _ = sem.available_permits();
             }
             say(&format!("done {ok} ok, errors {errs:?}"));
