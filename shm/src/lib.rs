@@ -26,15 +26,23 @@
 //! of atomic integers and a `pthread_mutex_t`; positions, never pointers:
 //!
 //! ```text
-//!   Header   magic "VOLTSHM\x01" | layout version (2) | segment size | total permits
+//!   Header   magic "VOLTSHM\x01" | layout version (3) | segment size | total permits
 //!            | state word (available << 3 | FROZEN | QUEUED | CLOSED) | closed
 //!            | queue_len, head, tail | next ticket | recount owed | stats
 //!   Lock     pthread_mutex_t, PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST
 //!   Procs    [MAX_PROCESSES = 128]  state | doorbell (futex word) | pid | start time
 //!                                   | acct (held << 11 | busy) | lanes [16]
+//!                                   | held_since | label (128 bytes) | host (64 bytes)
 //!   Slots    [MAX_WAITERS = 1024]   state (also a futex word) | owner | requested
-//!                                   | remaining | ticket | prev, next | direct
+//!                                   | remaining | ticket | prev, next | direct | since
 //! ```
+//!
+//! Layout versions: 1, the first; 2, the
+//! lock-free fast path (state word, `acct`, lanes); 3, what
+//! [`SharedSemaphore::inspect`] reads (labels, host names, time stamps). A
+//! process of one version refuses a segment of another with
+//! [`Error::VersionMismatch`] (the segment must be unlinked, or its name
+//! changed, when processes of two releases run side by side).
 //!
 //! The first 32 bytes (magic, version, size, total) keep their positions in
 //! every future layout version, so that any version can recognise and refuse
@@ -420,6 +428,59 @@
 //! parent's doorbell thread. The child calls [`SharedSemaphore::open`]
 //! again, which attaches a record of its own (tested in `tests/fork.rs`).
 
+//! # Inspecting
+//!
+//! [`SharedSemaphore::inspect`] lists who holds the permits and who waits
+//! for them, across every process attached: each process appears under the
+//! label it opened the name with ([`OpenOptions::label`]; default
+//! `"<hostname>:<pid>"`), with its host name and pid, which the segment
+//! keeps in the process's record. Dead processes are reclaimed first, so a
+//! process killed with `SIGKILL` is never listed.
+//!
+//! ```
+//! use volt_sem_shm::{OpenOptions, SharedSemaphore};
+//! # fn main() -> Result<(), volt_sem_shm::Error> {
+//! # if cfg!(not(target_os = "linux")) { return Ok(()); }
+//! # let name = format!("doc-inspect-{}", std::process::id());
+//! let sem = SharedSemaphore::open(&name, 4, OpenOptions::new().label("web-1"))?;
+//! let permit = sem.acquire_blocking(3)?;
+//!
+//! let report = sem.inspect()?;
+//! assert_eq!((report.total, report.available), (4, 1));
+//! for h in &report.holders {
+//!     // "web-1 (pid 4242 on db-host) holds 3 for 12µs"
+//!     println!(
+//!         "{} (pid {} on {}) holds {} for {:?}",
+//!         h.label, h.pid, h.host, h.permits, h.held_for.unwrap()
+//!     );
+//! }
+//! assert_eq!(report.holders[0].label, "web-1");
+//! assert_eq!(report.holders[0].pid, std::process::id());
+//! for w in &report.waiters {
+//!     // waiters[0] is served next; `granted` is a partial grant.
+//!     println!(
+//!         "#{} {} wants {} (has {}) since {:?}",
+//!         w.position, w.label, w.permits, w.granted, w.waiting_for
+//!     );
+//! }
+//! // Within one snapshot, every permit is in exactly one place.
+//! assert_eq!(
+//!     report.available + report.held() + report.granted_to_waiters(),
+//!     report.total
+//! );
+//! drop(permit);
+//! # volt_sem_shm::unlink(&name)?;
+//! # Ok(()) }
+//! ```
+//!
+//! What it costs the other operations: the lock-free path reads the kernel's
+//! coarse clock (`CLOCK_MONOTONIC_COARSE`, a few ns through the vDSO) when a
+//! process's held count rises from 0, and the slow paths read
+//! `CLOCK_MONOTONIC` when a request is queued or completed; `inspect` itself
+//! takes the segment lock and shuts the lock-free path for the moment of its
+//! read, like [`census`](SharedSemaphore::census). The exact meaning of
+//! `held_for` and `waiting_for` is in [`SharedSemaphore::inspect`].
+//!
 //! # Cost
 //!
 //! `cargo bench -p volt-sem-shm --bench shm`; the figures, with the machine
