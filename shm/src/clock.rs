@@ -9,8 +9,10 @@
 //! nanoseconds through the vDSO, no hardware counter read, for the one stamp
 //! the lock-free fast path writes). A coarse reading is never later than an
 //! exact one taken after it (it is the exact clock as of the last tick), so a
-//! duration `now() - coarse_stamp` is never short, and at most one tick
-//! (1 to 10 ms, by the kernel's `HZ`) long.
+//! duration `now() - coarse_stamp` is never short, and long by about one
+//! tick (1 to 10 ms by the kernel's `HZ`, 4 ms with `HZ=250`; a little more
+//! when a virtual machine's tick is late: up to 7 ms measured on a 4 ms
+//! tick).
 //!
 //! Under the loom model both read 0: the model checks the algorithm, and a
 //! stamp is never read by it.

@@ -900,7 +900,7 @@ impl SharedSemaphore {
     ///   holds permits from one acquire, an upper bound on it otherwise (a
     ///   process that never drops to 0 keeps its first stamp). It is stamped
     ///   with the kernel's coarse clock (one tick, 1 to 10 ms, of
-    ///   resolution): never short, at most a tick long. `lease_remaining`
+    ///   resolution): never short, long by about a tick (up to 7 ms measured on a 4 ms tick). `lease_remaining`
     ///   and `token` are `None` (Redis only).
     /// * `waiters`: the FIFO, `waiters[0]` next; `granted` is a partial
     ///   grant, `waiting_for` the time since the request was queued.

@@ -44,14 +44,51 @@ fn child_main() {
     match role.as_str() {
         "acquire" => {
             let n: usize = env("N").unwrap().parse().unwrap();
+            let before = now_ns();
             say("start");
+            say(&format!("start {before}"));
             sem.acquire_blocking(n).unwrap().forget();
+            let after = now_ns();
             say("got");
+            // The shared clock around the acquire, for the parent's bounds.
+            say(&format!("times {before} {after}"));
             loop {
                 std::thread::sleep(Duration::from_secs(60));
             }
         }
         other => panic!("unknown role {other}"),
+    }
+}
+
+/// `CLOCK_MONOTONIC`, the clock `inspect` measures with, which every process
+/// of the machine shares: a child's readings bound the truth for the parent.
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+fn ns(d: u64) -> Duration {
+    Duration::from_nanos(d)
+}
+
+/// A child's `times` line: the shared clock just before its acquire
+/// started and just after it returned.
+#[track_caller]
+fn times(c: &mut Child) -> (u64, u64) {
+    let t = Instant::now();
+    loop {
+        c.drain();
+        if let Some(l) = c.seen.iter().find(|l| l.starts_with("times ")) {
+            let v: Vec<u64> = l[6..].split(' ').map(|x| x.parse().unwrap()).collect();
+            return (v[0], v[1]);
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", c.seen);
+        std::thread::sleep(Duration::from_millis(1));
     }
 }
 
@@ -182,92 +219,86 @@ fn held_for_and_waiting_for_within_100_ms_of_the_time_measured() {
 
     // This process: a fast-path acquire, then another one while it holds the
     // first: held_for counts from the first (held rose from 0 only there).
-    let before_take = Instant::now();
+    let before_take = now_ns();
     sem.try_acquire(1).unwrap().forget();
-    let after_take = Instant::now();
+    let after_take = now_ns();
     std::thread::sleep(Duration::from_millis(150));
     sem.try_acquire(1).unwrap().forget();
     std::thread::sleep(Duration::from_millis(150));
 
-    // A child takes the last permit; a second one queues behind it.
+    // A child takes the last permit; a second one queues behind it. Each
+    // reads the shared clock right before and after its acquire.
     let mut holder = acquirer(&name, 3, 1, "holder");
-    let got = holder.expect("got", Duration::from_secs(5));
-    let spawned = Instant::now();
-    let waiter = acquirer(&name, 3, 2, "waiter");
-    let queued_seen = {
-        wait_waiters(&sem, 1);
-        Instant::now()
-    };
+    let (h_before, h_after) = times(&mut holder);
+    let mut waiter = acquirer(&name, 3, 2, "waiter");
+    wait_waiters(&sem, 1);
+    let queued_seen = now_ns();
     std::thread::sleep(Duration::from_millis(300));
 
-    let t0 = Instant::now();
+    let t0 = now_ns();
     let i = inspect(&sem);
-    let t1 = Instant::now();
+    let t1 = now_ns();
     eprintln!("{i:#?}");
 
+    // Each duration d must lie in [t0 - (latest possible start),
+    // t1 - (earliest possible start)], give or take EARLY / LATE.
+    let within = |what: &str, d: Duration, latest_start: u64, earliest_start: u64| {
+        let (lo, hi) = (ns(t0 - latest_start), ns(t1 - earliest_start));
+        eprintln!("{what}: {d:?} in [{lo:?}, {hi:?}]");
+        assert!(d + EARLY >= lo, "{what}: {d:?} < {lo:?}");
+        assert!(d < hi + LATE, "{what}: {d:?} >= {hi:?} + {LATE:?}");
+    };
     let h = mine(&i).unwrap();
     assert_eq!(h.permits, 2);
-    let held = h.held_for.unwrap();
-    assert!(
-        held + EARLY >= t0 - after_take,
-        "{held:?} < {:?}",
-        t0 - after_take
-    );
-    assert!(
-        held < t1 - before_take + LATE,
-        "{held:?} vs {:?}",
-        t1 - before_take
-    );
-    assert!(held >= Duration::from_millis(600) - EARLY, "{held:?}");
+    within("this process", h.held_for.unwrap(), after_take, before_take);
+    assert!(h.held_for.unwrap() >= Duration::from_millis(600) - EARLY);
 
-    // The child's grant was stamped before it said "got".
     let c = i.holders.iter().find(|h| h.label == "holder").unwrap();
-    assert_eq!(c.pid, holder.pid() as u32);
-    let held = c.held_for.unwrap();
-    assert!(held + EARLY >= t0 - got, "{held:?} < {:?}", t0 - got);
-    assert!(held < t1 - got + LATE, "{held:?} vs {:?}", t1 - got);
+    assert_eq!((c.pid, c.permits), (holder.pid() as u32, 1));
+    within("holder child", c.held_for.unwrap(), h_after, h_before);
 
-    // The waiter was queued after it was spawned, before it was seen queued
-    // (the 1 ms polling of `wait_waiters` in between).
+    let w_before = started(&mut waiter);
     let w = &i.waiters[0];
     assert_eq!((w.pid, w.permits, w.granted), (waiter.pid() as u32, 2, 0));
-    assert!(
-        w.waiting_for + EARLY >= t0 - queued_seen,
-        "{:?} < {:?}",
-        w.waiting_for,
-        t0 - queued_seen
-    );
-    assert!(
-        w.waiting_for < t1 - queued_seen + LATE,
-        "{:?} vs {:?}",
-        w.waiting_for,
-        t1 - queued_seen
-    );
-    assert!(w.waiting_for < t1 - spawned + LATE);
+    within("waiter child", w.waiting_for, queued_seen, w_before);
     assert!(w.waiting_for >= Duration::from_millis(300) - EARLY);
 
     // Back to 0, then a new acquire: held_for starts again from it.
     sem.release(2).unwrap();
     // (The waiter, head of the queue, took the two permits: queue empty.)
-    let t = Instant::now();
-    while !inspect(&sem).waiters.is_empty() {
-        assert!(t.elapsed() < Duration::from_secs(10));
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    waiter.expect("got", Duration::from_secs(10));
     holder.kill9(); // its permit comes back at the next inspect
     let i = inspect(&sem);
     assert!(mine(&i).is_none(), "{i:?}");
     assert_eq!(i.available, 1, "{i:?}");
-    let before_take = Instant::now();
+    let before_take = now_ns();
     sem.acquire_blocking(1).unwrap().forget();
     std::thread::sleep(Duration::from_millis(50));
-    let t1 = Instant::now();
+    let t1 = now_ns();
     let held = mine(&inspect(&sem)).unwrap().held_for.unwrap();
-    assert!(held < t1 - before_take + LATE, "{held:?}: the old stamp?");
+    assert!(
+        held < ns(t1 - before_take) + LATE,
+        "{held:?}: the old stamp?"
+    );
     assert!(
         held < Duration::from_millis(300),
         "{held:?}: the old stamp?"
     );
+}
+
+/// The waiter's clock reading before its acquire (its `times` line comes
+/// only once it is granted): parsed from the `start` line's time instead.
+#[track_caller]
+fn started(c: &mut Child) -> u64 {
+    let t = Instant::now();
+    loop {
+        c.drain();
+        if let Some(l) = c.seen.iter().find(|l| l.starts_with("start ")) {
+            return l[6..].parse().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", c.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    }
 }
 
 #[test]
