@@ -898,10 +898,12 @@ impl SharedSemaphore {
     ///   process's held count last rose from 0 (or since an uncollected
     ///   grant, if older): the age of its oldest grant still held when it
     ///   holds permits from one acquire, an upper bound on it otherwise (a
-    ///   process that never drops to 0 keeps its first stamp). It is stamped
-    ///   with the kernel's coarse clock (one tick, 1 to 10 ms, of
-    ///   resolution): never short, long by about a tick (up to 7 ms measured on a 4 ms tick). `lease_remaining`
-    ///   and `token` are `None` (Redis only).
+    ///   process that never drops to 0 keeps its first stamp; two threads of
+    ///   one process racing at 0 may leave either one's stamp). It is
+    ///   stamped with the kernel's coarse clock (one tick, 1 to 10 ms, of
+    ///   resolution): never short, long by about a tick (up to 7 ms measured
+    ///   on a 4 ms tick). `lease_remaining` and `token` are `None` (Redis
+    ///   only).
     /// * `waiters`: the FIFO, `waiters[0]` next; `granted` is a partial
     ///   grant, `waiting_for` the time since the request was queued.
     ///
