@@ -264,8 +264,8 @@
 //! attached. The kernel drops OFD locks when the last reference to the open
 //! file description goes away (the fd and the mapping), on any death,
 //! `SIGKILL` included. Another process tells "dead" by `F_OFD_GETLK` on that
-//! byte: no pid is trusted (pid and start time are recorded for diagnostics
-//! only). A record is claimed under the segment lock, taking its byte lock
+//! byte: no pid is trusted (pid, start time, label and host name are
+//! recorded for diagnostics and [`SharedSemaphore::inspect`] only). A record is claimed under the segment lock, taking its byte lock
 //! before it is marked LIVE, and freed under the segment lock before the byte
 //! lock is dropped; so a LIVE record without its byte lock is a dead process.
 //!
