@@ -351,6 +351,11 @@ fn kill9_holder_and_waiter_are_not_listed_and_their_permits_are_back() {
     assert_eq!(i.held(), 1);
     assert_eq!(i.holders.len(), 1);
     assert_eq!(i.holders[0].pid, std::process::id());
+    // Closed: reported, holders still listed, the sum still holds.
+    sem.close().unwrap();
+    let i = inspect(&sem);
+    assert!(i.closed);
+    assert_eq!((i.available, i.held()), (2, 1));
 }
 
 #[test]
