@@ -15,8 +15,8 @@ use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
 use crate::segment::{
-    fast_collect, fast_release, fast_take, slot_state, Census, Enqueued, Fast, Locked, OpError,
-    Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
+    fast_collect, fast_release, fast_take, slot_state, Census, Enqueued, Fast, Ident, Locked,
+    OpError, Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
 use crate::SharedSemaphore;
@@ -93,6 +93,8 @@ pub(crate) struct Inner {
     me: u32,
     total: u64,
     pid: u32,
+    /// The label written into the record at attach (`inspect`).
+    label: String,
     /// `FORK_GEN` when attached: a handle used in a forked child fails with
     /// `Error::Forked` instead of acting on the parent's record.
     gen: u64,
@@ -376,6 +378,7 @@ pub(crate) fn open(
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    label: &str,
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
@@ -391,7 +394,8 @@ pub(crate) fn open(
         .filter(|(_, _, w)| w.upgrade().is_some_and(|a| a.inner.gen == gen))
         .find_map(|(_, _, w)| w.upgrade())
     {
-        // Already attached in this process: one record, one doorbell thread.
+        // Already attached in this process: one record, one doorbell thread,
+        // and the record's label (the first one wins).
         // (Dropping `map` closes its fd, which releases its init lock.)
         return Ok(att);
     }
@@ -407,9 +411,15 @@ pub(crate) fn open(
             rings.merge(l.sweep(None, |i| sys::owner_dead(fd, i)));
             sys::mark_consistent(seg);
         }
-        l.attach(
+        let host = volt_sem::inspect::hostname();
+        let who = Ident {
             pid,
-            sys::start_time(),
+            start_time: sys::start_time(),
+            label,
+            host: &host,
+        };
+        l.attach(
+            &who,
             |i| sys::ofd_lock(fd, i as i64, false).unwrap_or(false),
             |i| sys::owner_dead(fd, i),
         )
@@ -425,6 +435,7 @@ pub(crate) fn open(
         me,
         total,
         pid,
+        label: label.to_owned(),
         gen,
         local: Mutex::new(Local {
             table: vec![(ptr::null(), 0); MAX_WAITERS],
@@ -678,6 +689,20 @@ impl Attachment {
 
     pub(crate) fn record(&self) -> u32 {
         self.inner.me
+    }
+
+    /// Sweeps dead processes first, so that none is listed; the clock is read
+    /// under the lock, after the sweep.
+    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+        let inner = &self.inner;
+        inner.locked(|l| {
+            let rings = inner.sweep_locked(l);
+            (l.inspect(crate::clock::now()), rings)
+        })
+    }
+
+    pub(crate) fn label(&self) -> &str {
+        &self.inner.label
     }
 
     /// A blocking acquire: the thread sleeps on the futex word of its own

@@ -26,15 +26,23 @@
 //! of atomic integers and a `pthread_mutex_t`; positions, never pointers:
 //!
 //! ```text
-//!   Header   magic "VOLTSHM\x01" | layout version (2) | segment size | total permits
+//!   Header   magic "VOLTSHM\x01" | layout version (3) | segment size | total permits
 //!            | state word (available << 3 | FROZEN | QUEUED | CLOSED) | closed
 //!            | queue_len, head, tail | next ticket | recount owed | stats
 //!   Lock     pthread_mutex_t, PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST
 //!   Procs    [MAX_PROCESSES = 128]  state | doorbell (futex word) | pid | start time
 //!                                   | acct (held << 11 | busy) | lanes [16]
+//!                                   | held_since | label (128 bytes) | host (64 bytes)
 //!   Slots    [MAX_WAITERS = 1024]   state (also a futex word) | owner | requested
-//!                                   | remaining | ticket | prev, next | direct
+//!                                   | remaining | ticket | prev, next | direct | since
 //! ```
+//!
+//! Layout versions: 1, the first; 2, the
+//! lock-free fast path (state word, `acct`, lanes); 3, what
+//! [`SharedSemaphore::inspect`] reads (labels, host names, time stamps). A
+//! process of one version refuses a segment of another with
+//! [`Error::VersionMismatch`] (the segment must be unlinked, or its name
+//! changed, when processes of two releases run side by side).
 //!
 //! The first 32 bytes (magic, version, size, total) keep their positions in
 //! every future layout version, so that any version can recognise and refuse
@@ -256,8 +264,8 @@
 //! attached. The kernel drops OFD locks when the last reference to the open
 //! file description goes away (the fd and the mapping), on any death,
 //! `SIGKILL` included. Another process tells "dead" by `F_OFD_GETLK` on that
-//! byte: no pid is trusted (pid and start time are recorded for diagnostics
-//! only). A record is claimed under the segment lock, taking its byte lock
+//! byte: no pid is trusted (pid, start time, label and host name are
+//! recorded for diagnostics and [`SharedSemaphore::inspect`] only). A record is claimed under the segment lock, taking its byte lock
 //! before it is marked LIVE, and freed under the segment lock before the byte
 //! lock is dropped; so a LIVE record without its byte lock is a dead process.
 //!
@@ -420,6 +428,59 @@
 //! parent's doorbell thread. The child calls [`SharedSemaphore::open`]
 //! again, which attaches a record of its own (tested in `tests/fork.rs`).
 
+//! # Inspecting
+//!
+//! [`SharedSemaphore::inspect`] lists who holds the permits and who waits
+//! for them, across every process attached: each process appears under the
+//! label it opened the name with ([`OpenOptions::label`]; default
+//! `"<hostname>:<pid>"`), with its host name and pid, which the segment
+//! keeps in the process's record. Dead processes are reclaimed first, so a
+//! process killed with `SIGKILL` is never listed.
+//!
+//! ```
+//! use volt_sem_shm::{OpenOptions, SharedSemaphore};
+//! # fn main() -> Result<(), volt_sem_shm::Error> {
+//! # if cfg!(not(target_os = "linux")) { return Ok(()); }
+//! # let name = format!("doc-inspect-{}", std::process::id());
+//! let sem = SharedSemaphore::open(&name, 4, OpenOptions::new().label("web-1"))?;
+//! let permit = sem.acquire_blocking(3)?;
+//!
+//! let report = sem.inspect()?;
+//! assert_eq!((report.total, report.available), (4, 1));
+//! for h in &report.holders {
+//!     // "web-1 (pid 4242 on db-host) holds 3 for 12µs"
+//!     println!(
+//!         "{} (pid {} on {}) holds {} for {:?}",
+//!         h.label, h.pid, h.host, h.permits, h.held_for.unwrap()
+//!     );
+//! }
+//! assert_eq!(report.holders[0].label, "web-1");
+//! assert_eq!(report.holders[0].pid, std::process::id());
+//! for w in &report.waiters {
+//!     // waiters[0] is served next; `granted` is a partial grant.
+//!     println!(
+//!         "#{} {} wants {} (has {}) since {:?}",
+//!         w.position, w.label, w.permits, w.granted, w.waiting_for
+//!     );
+//! }
+//! // Within one snapshot, every permit is in exactly one place.
+//! assert_eq!(
+//!     report.available + report.held() + report.granted_to_waiters(),
+//!     report.total
+//! );
+//! drop(permit);
+//! # volt_sem_shm::unlink(&name)?;
+//! # Ok(()) }
+//! ```
+//!
+//! What it costs the other operations: the lock-free path reads the kernel's
+//! coarse clock (`CLOCK_MONOTONIC_COARSE`, a few ns through the vDSO) when a
+//! process's held count rises from 0, and the slow paths read
+//! `CLOCK_MONOTONIC` when a request is queued or completed; `inspect` itself
+//! takes the segment lock and shuts the lock-free path for the moment of its
+//! read, like [`census`](SharedSemaphore::census). The exact meaning of
+//! `held_for` and `waiting_for` is in [`SharedSemaphore::inspect`].
+//!
 //! # Cost
 //!
 //! `cargo bench -p volt-sem-shm --bench shm`; the figures, with the machine
@@ -449,6 +510,7 @@
     allow(dead_code, unused_mut)
 )]
 
+mod clock;
 mod error;
 #[doc(hidden)]
 pub mod hooks;
@@ -481,7 +543,8 @@ pub use error::Error;
 #[cfg(all(target_os = "linux", not(volt_loom)))]
 pub use imp::{ShmWaiter, ShmWaiterState};
 pub use permit::Permit;
-pub use segment::{Census, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use segment::{Census, MAX_HOST_LEN, MAX_PERMITS, MAX_PROCESSES, MAX_WAITERS};
+pub use volt_sem::inspect::{Holder, Inspection, QueuedWaiter};
 pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{Finish, RawAcquire, WakeFn};
 
@@ -500,13 +563,50 @@ pub fn validate_name(name: &str) -> Result<(), Error> {
     Ok(())
 }
 
-/// How [`SharedSemaphore::open`] treats an existing or a missing name.
+/// How [`SharedSemaphore::open`] treats an existing or a missing name, and
+/// the label its process is listed under by [`SharedSemaphore::inspect`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpenOptions {
     create: bool,
     attach: bool,
     mode: u32,
     accept_foreign_owner: bool,
+    label: LabelChoice,
+}
+
+/// The label asked for, kept inline (not a `String`) so that the options
+/// stay `Copy` and `new` stays `const`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LabelChoice {
+    /// `volt_sem::inspect::default_label()`, computed at `open`.
+    Default,
+    /// A valid label (`is_valid_label`): its first `len` bytes.
+    Given {
+        len: u8,
+        bytes: [u8; volt_sem::inspect::MAX_LABEL_LEN],
+    },
+    /// An invalid one: `open` fails with `Error::InvalidLabel`.
+    Invalid,
+}
+
+impl LabelChoice {
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            // Only valid labels (printable ASCII) are stored.
+            LabelChoice::Given { len, bytes } => core::str::from_utf8(&bytes[..*len as usize]).ok(),
+            _ => None,
+        }
+    }
+}
+
+impl core::fmt::Debug for LabelChoice {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            LabelChoice::Default => f.write_str("Default"),
+            LabelChoice::Given { .. } => write!(f, "{:?}", self.as_str().unwrap_or_default()),
+            LabelChoice::Invalid => f.write_str("Invalid"),
+        }
+    }
 }
 
 impl Default for OpenOptions {
@@ -523,6 +623,7 @@ impl OpenOptions {
             attach: true,
             mode: 0o600,
             accept_foreign_owner: false,
+            label: LabelChoice::Default,
         }
     }
     /// Fail with [`Error::AlreadyExists`] if the name exists.
@@ -556,6 +657,36 @@ impl OpenOptions {
     /// group or everyone access with [`mode`](Self::mode)).
     pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
         self.accept_foreign_owner = accept;
+        self
+    }
+    /// The label this process is listed under by
+    /// [`inspect`](SharedSemaphore::inspect) (as a holder or a waiter), with
+    /// its host name and pid. Default:
+    /// [`default_label`](volt_sem::inspect::default_label),
+    /// `"<hostname>:<pid>"`. 1 to
+    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) (128) bytes of
+    /// printable ASCII without spaces
+    /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)); `open` refuses
+    /// any other with [`Error::InvalidLabel`].
+    ///
+    /// One label per process and name: the segment keeps it in the process's
+    /// record, which every handle of the process on that name shares (see
+    /// [`SharedSemaphore`]). While a handle on the name is open in this
+    /// process, another `open` of it returns a handle on the same record and
+    /// **its label is ignored: the first one wins** (checked for validity all
+    /// the same); [`SharedSemaphore::label`] says which one is in use.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        let label: String = label.into();
+        self.label = if volt_sem::inspect::is_valid_label(&label) {
+            let mut bytes = [0u8; volt_sem::inspect::MAX_LABEL_LEN];
+            bytes[..label.len()].copy_from_slice(label.as_bytes());
+            LabelChoice::Given {
+                len: label.len() as u8,
+                bytes,
+            }
+        } else {
+            LabelChoice::Invalid
+        };
         self
     }
 }
@@ -602,6 +733,11 @@ impl SharedSemaphore {
         if permits == 0 || permits > MAX_PERMITS {
             return Err(Error::InvalidPermits);
         }
+        let label = match options.label {
+            LabelChoice::Default => volt_sem::inspect::default_label(),
+            LabelChoice::Invalid => return Err(Error::InvalidLabel),
+            given => given.as_str().ok_or(Error::InvalidLabel)?.to_owned(),
+        };
         #[cfg(all(target_os = "linux", not(volt_loom)))]
         {
             let create = match (options.create, options.attach) {
@@ -615,6 +751,7 @@ impl SharedSemaphore {
                 create,
                 options.mode,
                 options.accept_foreign_owner,
+                &label,
             )?;
             Ok(SharedSemaphore { att })
         }
@@ -625,6 +762,7 @@ impl SharedSemaphore {
                 permits as u64,
                 options.mode,
                 options.accept_foreign_owner,
+                &label,
             )?;
             Ok(SharedSemaphore { att })
         }
@@ -740,6 +878,49 @@ impl SharedSemaphore {
     /// tests and diagnostics).
     pub fn census(&self) -> Result<Census, Error> {
         self.att.census()
+    }
+
+    /// Who holds this semaphore's permits and who waits for them, in queue
+    /// order, across every process attached (see *Inspecting* in the crate
+    /// docs).
+    ///
+    /// First reclaims what dead processes had (as every slow path does), so
+    /// a process killed with `SIGKILL` is not listed and its permits are
+    /// back in `available` (or handed to the queue). Then reads, under the
+    /// segment lock and with the lock-free path shut for a moment (as
+    /// [`census`](Self::census) does):
+    ///
+    /// * `holders`: one per process holding permits (all its handles and
+    ///   threads together), in record order, with the label it attached with
+    ///   ([`OpenOptions::label`]), its host name (cut to [`MAX_HOST_LEN`]
+    ///   bytes) and pid. A grant completed and not yet collected by its
+    ///   process counts as held by it. `held_for` is the time since the
+    ///   process's held count last rose from 0 (or since an uncollected
+    ///   grant, if older): the age of its oldest grant still held when it
+    ///   holds permits from one acquire, an upper bound on it otherwise (a
+    ///   process that never drops to 0 keeps its first stamp; two threads of
+    ///   one process racing at 0 may leave either one's stamp). It is
+    ///   stamped with the kernel's coarse clock (one tick, 1 to 10 ms, of
+    ///   resolution): never short, long by about a tick (up to 7 ms measured
+    ///   on a 4 ms tick). `lease_remaining` and `token` are `None` (Redis
+    ///   only).
+    /// * `waiters`: the FIFO, `waiters[0]` next; `granted` is a partial
+    ///   grant, `waiting_for` the time since the request was queued.
+    ///
+    /// Within one snapshot `available + Σ holders.permits + Σ
+    /// waiters.granted == total`, unless a process stayed stopped inside a
+    /// lock-free operation for the whole ~50 ms the read waits for it (then
+    /// its count is read as it is, as by `census`). Times are measured on
+    /// `CLOCK_MONOTONIC`, which every process of the machine shares.
+    /// [`Error::Corrupt`] if the segment holds values this crate never writes.
+    pub fn inspect(&self) -> Result<Inspection, Error> {
+        self.att.inspect()
+    }
+
+    /// The label this process is listed under by [`inspect`](Self::inspect):
+    /// the one of the `open` that attached it (see [`OpenOptions::label`]).
+    pub fn label(&self) -> &str {
+        self.att.label()
     }
 
     /// This process's record index in the segment (diagnostics).

@@ -19,8 +19,8 @@ use loom::sync::Arc;
 use loom::thread;
 
 use crate::segment::{
-    crash, fast_collect, fast_release, fast_take, slot_state, Enqueued, Fast, Locked, Segment,
-    SlotOutcome, MAX_PROCESSES,
+    crash, fast_collect, fast_release, fast_take, slot_state, Enqueued, Fast, Ident, Locked,
+    Segment, SlotOutcome, MAX_PROCESSES,
 };
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -70,7 +70,7 @@ impl Machine {
         };
         let l = Locked::new(&m.seg);
         let ids = (0..procs)
-            .map(|_| l.attach(1, 1, |_| true, |_| false).unwrap().0)
+            .map(|_| l.attach(&Ident::test(1), |_| true, |_| false).unwrap().0)
             .collect();
         (Arc::new(m), ids)
     }

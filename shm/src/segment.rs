@@ -13,12 +13,19 @@
 use core::sync::atomic::Ordering::{self, *};
 
 use crate::sync::{AtomicU32, AtomicU64};
+// The words only `inspect()` reads (labels, host names, time stamps): plain
+// atomics even in the loom model, which checks the algorithm and never reads
+// them (loom would only multiply its interleavings by their stores).
+use core::sync::atomic::{AtomicU32 as InfoU32, AtomicU64 as InfoU64};
+use volt_sem::inspect::{Holder, Inspection, Process, QueuedWaiter, MAX_LABEL_LEN};
 
 /// `b"VOLTSHM\x01"`: the first eight bytes of every segment.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"VOLTSHM\x01");
 /// Bumped whenever the layout below changes. 2: the state word and the
-/// per-process accounting word of the lock-free fast path.
-pub(crate) const LAYOUT_VERSION: u32 = 2;
+/// per-process accounting word of the lock-free fast path. 3: what
+/// `inspect()` reads: each process record's label, host name and
+/// `held_since` stamp, each slot's `since` stamp.
+pub(crate) const LAYOUT_VERSION: u32 = 3;
 /// Capacity of the FIFO of waiter slots (queued requests, all processes).
 #[cfg(not(volt_loom))]
 pub const MAX_WAITERS: usize = 1024;
@@ -42,6 +49,13 @@ pub(crate) const LANES: usize = 2;
 pub const MAX_PERMITS: usize = (1 << 53) - 1;
 
 pub(crate) const NIL: u32 = u32::MAX;
+
+/// Room for a host name in a process record, in bytes (Linux's
+/// `HOST_NAME_MAX` is 64): a longer one is cut there.
+pub const MAX_HOST_LEN: usize = 64;
+/// A label in a process record: `MAX_LABEL_LEN` bytes, as 8-byte words.
+const LABEL_WORDS: usize = MAX_LABEL_LEN / 8;
+const HOST_WORDS: usize = MAX_HOST_LEN / 8;
 
 /// `Header::recount_pending`: a recount attempt already gave up.
 const GAVE_UP: u32 = 2;
@@ -281,6 +295,19 @@ pub(crate) struct Proc {
     /// only by the thread of this process that owns it, with plain stores;
     /// odd while that thread is inside a fast operation.
     pub(crate) lanes: [AtomicU64; LANES],
+    /// Diagnostics (`inspect`): the shared clock ([`crate::clock::coarse`])
+    /// when this record's `held` last rose from 0, stored by whichever
+    /// operation raised it (fast path or not). Meaningful only while `held`
+    /// is not 0.
+    pub(crate) held_since: InfoU64,
+    /// Diagnostics (`inspect`): the label the process attached with, and its
+    /// host name (cut to [`MAX_HOST_LEN`] bytes), as byte lengths and bytes
+    /// (little-endian in each word). Written at attach, before the record is
+    /// marked LIVE; read under the lock.
+    pub(crate) label_len: InfoU32,
+    pub(crate) host_len: InfoU32,
+    pub(crate) label: [InfoU64; LABEL_WORDS],
+    pub(crate) host: [InfoU64; HOST_WORDS],
 }
 
 /// One queued (or completed, not yet collected) request.
@@ -305,6 +332,9 @@ pub(crate) struct Slot {
     /// close wakes that futex instead of the owner's doorbell thread.
     pub(crate) direct: AtomicU32,
     pub(crate) _reserved: AtomicU32,
+    /// Diagnostics (`inspect`): the shared clock ([`crate::clock::now`]) when
+    /// the request was queued; once GRANTED, when it was completed.
+    pub(crate) since: InfoU64,
 }
 
 /// The whole segment, as mapped.
@@ -367,6 +397,11 @@ impl Segment {
                     start_time: a64(),
                     acct: a64(),
                     lanes: core::array::from_fn(|_| a64()),
+                    held_since: InfoU64::new(0),
+                    label_len: InfoU32::new(0),
+                    host_len: InfoU32::new(0),
+                    label: core::array::from_fn(|_| InfoU64::new(0)),
+                    host: core::array::from_fn(|_| InfoU64::new(0)),
                 }),
                 slots: core::array::from_fn(|_| Slot {
                     state: a32(),
@@ -378,6 +413,7 @@ impl Segment {
                     next: a32(),
                     direct: a32(),
                     _reserved: a32(),
+                    since: InfoU64::new(0),
                 }),
             })
         };
@@ -565,7 +601,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
                 Err(now) => s = now,
             }
         }
-        acct.add(n * acct::HELD - 1);
+        add_held(proc, n * acct::HELD - 1, n);
         return Fast::Done;
     };
     // The same with the caller's lane as the in-flight marker: plain stores
@@ -585,7 +621,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
             Err(now) => s = now,
         }
     }
-    acct.add(n * acct::HELD);
+    add_held(proc, n * acct::HELD, n);
     w.put(v.wrapping_add(2), Release);
     Fast::Done
 }
@@ -687,7 +723,8 @@ pub(crate) fn fast_collect(seg: &Segment, me: u32, slot: u32, seq: u64) -> Fast 
         return Fast::Slow;
     }
     let requested = s.requested.load(Relaxed);
-    let acct = &seg.procs[me as usize].acct;
+    let proc = &seg.procs[me as usize];
+    let acct = &proc.acct;
     if !announce(acct) {
         return Fast::Slow;
     }
@@ -696,7 +733,11 @@ pub(crate) fn fast_collect(seg: &Segment, me: u32, slot: u32, seq: u64) -> Fast 
         return Fast::Slow;
     }
     s.state.put(slot_state::FREE, Release);
-    acct.add(requested.wrapping_mul(acct::HELD).wrapping_sub(1));
+    add_held(
+        proc,
+        requested.wrapping_mul(acct::HELD).wrapping_sub(1),
+        requested,
+    );
     Fast::Done
 }
 
@@ -706,6 +747,26 @@ fn partial(s: &Slot) -> u64 {
     s.requested
         .load(Relaxed)
         .saturating_sub(s.remaining.load(Relaxed))
+}
+
+/// Adds `delta` to `proc`'s accounting word (one RMW, as before this
+/// helper), an operation that raises its `held` by `n`; if `held` was 0,
+/// stamps `held_since` with the coarse shared clock (see `crate::clock`):
+/// the only clock read of the fast path, and only on that transition, so a
+/// process that keeps some permits pays nothing on its other acquires.
+///
+/// The stamp is not exact when threads of one process race on 0 (one drops
+/// `held` to 0 and another raises it between this RMW and the stamp): it may
+/// then be the older or the newer of the two rises, a few instructions apart
+/// unless a thread is preempted there. It is a diagnostic, never read by the
+/// algorithm, and not a crash point (a death before it leaves the previous
+/// value, an older time).
+#[inline(always)]
+fn add_held(proc: &Proc, delta: u64, n: u64) {
+    let before = proc.acct.add(delta);
+    if acct::held(before) == 0 && n != 0 {
+        proc.held_since.store(crate::clock::coarse(), Relaxed);
+    }
 }
 
 /// `busy + 1` on an accounting word, unless it is saturated.
@@ -724,6 +785,58 @@ fn announce(acct: &AtomicU64) -> bool {
 }
 
 // ------------------------------------------------------------------ under the lock
+
+/// Who attaches a process record: what `inspect` reports about it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Ident<'s> {
+    pub(crate) pid: u32,
+    /// The process's start time in clock ticks since boot (diagnostics).
+    pub(crate) start_time: u64,
+    /// At most `MAX_LABEL_LEN` bytes are kept (`open` refuses longer ones).
+    pub(crate) label: &'s str,
+    /// At most `MAX_HOST_LEN` bytes are kept.
+    pub(crate) host: &'s str,
+}
+
+#[cfg(any(test, volt_loom))]
+impl Ident<'static> {
+    /// A process of the unit tests and loom models.
+    pub(crate) const fn test(pid: u32) -> Self {
+        Ident {
+            pid,
+            start_time: pid as u64,
+            label: "test",
+            host: "localhost",
+        }
+    }
+}
+
+/// Writes `text` (cut to the room of `words`) into a record's text field.
+/// Relaxed: the record's `state` (Release) publishes it.
+fn store_text(words: &[InfoU64], len: &InfoU32, text: &str) {
+    let bytes = &text.as_bytes()[..text.len().min(words.len() * 8)];
+    for (k, w) in words.iter().enumerate() {
+        let mut b = [0u8; 8];
+        let from = (k * 8).min(bytes.len());
+        let to = (k * 8 + 8).min(bytes.len());
+        b[..to - from].copy_from_slice(&bytes[from..to]);
+        w.store(u64::from_le_bytes(b), Relaxed);
+    }
+    len.store(bytes.len() as u32, Relaxed);
+}
+
+/// Reads a text field written by `store_text`. A length beyond the field
+/// (garbage) is cut to it; bytes that are not UTF-8 (garbage, or a host name
+/// cut inside a character) are replaced, never trusted.
+fn load_text(words: &[InfoU64], len: &InfoU32) -> String {
+    let len = (len.load(Relaxed) as usize).min(words.len() * 8);
+    let mut bytes = Vec::with_capacity(words.len() * 8);
+    for w in words {
+        bytes.extend_from_slice(&w.load(Relaxed).to_le_bytes());
+    }
+    bytes.truncate(len);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
 
 /// Whether process record `i` is dead (its liveness lock is free). Never
 /// asked about the caller's own record.
@@ -826,8 +939,7 @@ impl<'a> Locked<'a> {
     /// tells whether a LIVE record's owner is gone (it is reclaimed first).
     pub(crate) fn attach(
         &self,
-        pid: u32,
-        start_time: u64,
+        who: &Ident<'_>,
         mut lock_byte: impl FnMut(u32) -> bool,
         mut dead: impl FnMut(u32) -> bool,
     ) -> Result<(u32, Rings), OpError> {
@@ -846,8 +958,10 @@ impl<'a> Locked<'a> {
             for l in &p.lanes {
                 l.put(0, Relaxed);
             }
-            p.pid.put(pid, Relaxed);
-            p.start_time.put(start_time, Relaxed);
+            p.pid.put(who.pid, Relaxed);
+            p.start_time.put(who.start_time, Relaxed);
+            store_text(&p.label, &p.label_len, who.label);
+            store_text(&p.host, &p.host_len, who.host);
             // Release: a reader that sees LIVE sees the fields above.
             p.state.put(proc_state::LIVE, Release);
             rings.merge(self.settle(Some(i), &mut dead));
@@ -965,7 +1079,7 @@ impl<'a> Locked<'a> {
             }
         }
         // Out of the counter first, then into `held` (the transit rule).
-        self.proc(me).acct.add(n * acct::HELD);
+        add_held(self.proc(me), n * acct::HELD, n);
         Ok(())
     }
 
@@ -994,7 +1108,7 @@ impl<'a> Locked<'a> {
                 // A fast release refilled the counter since `try_take`.
                 match h.state.cas(s, s - n * ONE) {
                     Ok(_) => {
-                        self.proc(me).acct.add(n * acct::HELD);
+                        add_held(self.proc(me), n * acct::HELD, n);
                         return Ok(Enqueued::Ready);
                     }
                     Err(now) => s = now,
@@ -1019,6 +1133,7 @@ impl<'a> Locked<'a> {
         s.remaining.put(n.saturating_sub(taken), Relaxed);
         s.seq.put(seq, Relaxed);
         s.direct.put(0, Relaxed);
+        s.since.store(crate::clock::now(), Relaxed);
         // Release: whoever sees QUEUED (a repairer after our death) sees the
         // request's fields.
         s.state.put(slot_state::QUEUED, Release);
@@ -1086,6 +1201,9 @@ impl<'a> Locked<'a> {
                 return rings; // partly served: FIFO stops here, nothing left
             }
             self.unlink(head);
+            // Until its owner collects it, `inspect` counts the grant as held
+            // by the owner since now.
+            s.since.store(crate::clock::now(), Relaxed);
             // Release: the owner reads the state without the lock.
             s.state.put(slot_state::GRANTED, Release);
             rings.add_slot(self.seg, head);
@@ -1129,9 +1247,8 @@ impl<'a> Locked<'a> {
                 // permits in transit (counted nowhere), which the repair's
                 // recount frees; the other order would count them twice.
                 s.state.put(slot_state::FREE, Release);
-                self.proc(me)
-                    .acct
-                    .add(s.requested.load(Relaxed).wrapping_mul(acct::HELD));
+                let requested = s.requested.load(Relaxed);
+                add_held(self.proc(me), requested.wrapping_mul(acct::HELD), requested);
                 (SlotOutcome::Granted, Rings::default())
             }
             _ => {
@@ -1191,7 +1308,15 @@ impl<'a> Locked<'a> {
     /// its own `held` write. `busy` works the same way inside `acct`. The
     /// full argument is in the crate docs, *The fast path*. So the value read
     /// is the record's `held` for as long as FROZEN stays set.
-    fn quiesce(&self, me: Option<u32>, dead: Dead<'_>, patient: bool) -> Option<(u64, u128)> {
+    ///
+    /// `each(i, held)` is called with each LIVE record's value as read.
+    fn quiesce(
+        &self,
+        me: Option<u32>,
+        dead: Dead<'_>,
+        patient: bool,
+        mut each: impl FnMut(u32, u64),
+    ) -> Option<(u64, u128)> {
         let mut held = 0;
         let mut gone = 0u128;
         for i in 0..MAX_PROCESSES as u32 {
@@ -1209,6 +1334,7 @@ impl<'a> Locked<'a> {
                 let lanes2: [u64; LANES] = core::array::from_fn(|k| p.lanes[k].load(Acquire));
                 let idle = lanes1.iter().all(|v| v & 1 == 0);
                 if idle && acct::busy(a) == 0 && lanes1 == lanes2 {
+                    each(i, acct::held(a));
                     held = acct::held(a).saturating_add(held);
                     break;
                 }
@@ -1259,7 +1385,7 @@ impl<'a> Locked<'a> {
         // A retry of a recount that gave up before waits only briefly (see
         // `sync::pause`); the sweep after it tries again.
         let patient = h.recount_pending.load(Relaxed) != GAVE_UP;
-        let free = match self.quiesce(me, dead, patient) {
+        let free = match self.quiesce(me, dead, patient, |_, _| {}) {
             Some((held, gone)) => {
                 for p in bits(gone) {
                     self.drop_slots(p as u32);
@@ -1366,7 +1492,9 @@ impl<'a> Locked<'a> {
     pub(crate) fn census(&self) -> Census {
         let h = self.hdr();
         h.state.or(word::FROZEN);
-        let quiet = self.quiesce(None, &mut |_| false, true).map(|q| q.0);
+        let quiet = self
+            .quiesce(None, &mut |_| false, true, |_, _| {})
+            .map(|q| q.0);
         let held = quiet.unwrap_or_else(|| {
             self.seg
                 .procs
@@ -1394,6 +1522,97 @@ impl<'a> Locked<'a> {
         };
         h.state.and(!word::FROZEN);
         c
+    }
+
+    /// Who holds and who waits (`inspect()`), read at the quiescent moment
+    /// the census uses, so that `available + Σ holders + Σ waiters' partial
+    /// grants == total` holds in the snapshot (unless no quiescent moment
+    /// came: then `held` is read as it is, as by `census`). `now` is the
+    /// shared clock (`crate::clock::now`). The caller swept dead records
+    /// first, so every holder and waiter listed is a live process.
+    ///
+    /// A grant completed but not yet collected by its owner counts as held
+    /// by the owner, since its completion; a holder's `held_for` is the time
+    /// since the oldest of: the last rise of its `held` from 0, its
+    /// uncollected grants.
+    pub(crate) fn inspect(&self, now: u64) -> Inspection {
+        let h = self.hdr();
+        h.state.or(word::FROZEN);
+        let mut held = [0u64; MAX_PROCESSES];
+        let quiet = self.quiesce(None, &mut |_| false, true, |i, v| held[i as usize] = v);
+        let live = |i: usize| self.seg.procs[i].state.load(Relaxed) == proc_state::LIVE;
+        if quiet.is_none() {
+            for (i, p) in self.seg.procs.iter().enumerate() {
+                if live(i) {
+                    held[i] = acct::held(p.acct.load(SeqCst));
+                }
+            }
+        }
+        let mut since: [Option<u64>; MAX_PROCESSES] = [None; MAX_PROCESSES];
+        for (i, p) in self.seg.procs.iter().enumerate() {
+            if live(i) && held[i] > 0 {
+                since[i] = Some(p.held_since.load(Relaxed));
+            }
+        }
+        for s in &self.seg.slots {
+            if s.state.load(Relaxed) != slot_state::GRANTED {
+                continue;
+            }
+            let o = s.owner.load(Relaxed) as usize;
+            if o >= MAX_PROCESSES || !live(o) {
+                self.corrupt.set(true); // a sweep leaves none: garbage
+                continue;
+            }
+            held[o] = held[o].saturating_add(s.requested.load(Relaxed));
+            let t = s.since.load(Relaxed);
+            since[o] = Some(since[o].map_or(t, |u| u.min(t)));
+        }
+        let ago = |t: u64| core::time::Duration::from_nanos(now.saturating_sub(t));
+        let holders = (0..MAX_PROCESSES)
+            .filter(|&i| live(i) && held[i] > 0)
+            .map(|i| Holder::new(&self.process(i), held[i] as usize, since[i].map(ago)))
+            .collect();
+        let mut waiters = Vec::new();
+        let mut cur = h.head.load(Relaxed);
+        // At most one turn per slot: a longer FIFO is garbage.
+        for position in 0..=MAX_WAITERS {
+            if cur == NIL {
+                break;
+            }
+            let Some(s) = self.linked(cur) else { break };
+            let o = s.owner.load(Relaxed) as usize;
+            if position == MAX_WAITERS || o >= MAX_PROCESSES {
+                self.corrupt.set(true);
+                break;
+            }
+            waiters.push(QueuedWaiter::new(
+                &self.process(o),
+                s.requested.load(Relaxed) as usize,
+                partial(s) as usize,
+                ago(s.since.load(Relaxed)),
+                position,
+            ));
+            cur = s.next.load(Relaxed);
+        }
+        let inspection = Inspection::new(
+            self.total() as usize,
+            self.available() as usize,
+            self.is_closed(),
+            holders,
+            waiters,
+        );
+        h.state.and(!word::FROZEN);
+        inspection
+    }
+
+    /// The identity record `i` was attached with.
+    fn process(&self, i: usize) -> Process {
+        let p = &self.seg.procs[i];
+        Process {
+            label: load_text(&p.label, &p.label_len),
+            host: load_text(&p.host, &p.host_len),
+            pid: p.pid.load(Relaxed),
+        }
     }
 
     // ---------------------------------------------------------------- FIFO links

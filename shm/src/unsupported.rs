@@ -14,6 +14,7 @@ pub(crate) fn open(
     _total: u64,
     _mode: u32,
     _accept_foreign_owner: bool,
+    _label: &str,
 ) -> Result<Arc<Attachment>, Error> {
     Err(Error::Unsupported)
 }
@@ -48,6 +49,12 @@ impl Attachment {
         match *self {}
     }
     pub(crate) fn record(&self) -> u32 {
+        match *self {}
+    }
+    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+        match *self {}
+    }
+    pub(crate) fn label(&self) -> &str {
         match *self {}
     }
     pub(crate) fn pid(&self) -> u32 {

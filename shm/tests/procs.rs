@@ -9,154 +9,15 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering::SeqCst};
-use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
+use support::child::{say, Child};
 use support::{assert_conserved, Name};
 use volt_sem_shm::{Error, OpenOptions, Permit, SharedSemaphore};
 
 // ------------------------------------------------------------------ children
-
-struct Child {
-    child: std::process::Child,
-    rx: Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Child {
-    fn spawn(name: &str, total: usize, role: &str, env: &[(&str, String)]) -> Child {
-        let mut cmd = Command::new(std::env::current_exe().unwrap());
-        cmd.args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
-            .env("VOLT_SHM_ROLE", role)
-            .env("VOLT_SHM_NAME", name)
-            .env("VOLT_SHM_TOTAL", total.to_string())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            cmd.env(k, v);
-        }
-        let mut child = cmd.spawn().unwrap();
-        let out = child.stdout.take().unwrap();
-        let (tx, rx) = channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(out).lines().map_while(Result::ok) {
-                if let Some(i) = line.find('@') {
-                    let _ = tx.send(line[i + 1..].trim().to_string());
-                }
-            }
-        });
-        Child {
-            child,
-            rx,
-            seen: Vec::new(),
-        }
-    }
-
-    fn pid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    fn drain(&mut self) {
-        while let Ok(l) = self.rx.try_recv() {
-            self.seen.push(l);
-        }
-    }
-
-    fn saw(&mut self, tag: &str) -> bool {
-        self.drain();
-        self.seen.iter().any(|l| l == tag)
-    }
-
-    #[track_caller]
-    fn expect(&mut self, tag: &str, within: Duration) -> Instant {
-        let deadline = Instant::now() + within;
-        loop {
-            if self.saw(tag) {
-                return Instant::now();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "child {} never said {tag}: {:?}",
-                self.pid(),
-                self.seen
-            );
-            if let Ok(l) = self.rx.recv_timeout(left.min(Duration::from_millis(20))) {
-                self.seen.push(l);
-            }
-        }
-    }
-
-    fn signal(&self, sig: i32) {
-        // SAFETY: plain syscall on our own child's pid (not yet reaped).
-        unsafe { libc::kill(self.pid(), sig) };
-    }
-
-    fn kill9(&mut self) {
-        self.signal(libc::SIGKILL);
-        let _ = self.child.wait();
-    }
-
-    /// Waits until the child is stopped (state `T` in /proc).
-    fn wait_stopped(&self) {
-        let t = Instant::now();
-        loop {
-            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap();
-            let state = stat
-                .rsplit_once(')')
-                .unwrap()
-                .1
-                .split_whitespace()
-                .next()
-                .unwrap();
-            if state == "T" || state == "t" {
-                return;
-            }
-            assert!(t.elapsed() < Duration::from_secs(10), "child never stopped");
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-
-    #[track_caller]
-    fn wait_exit(&mut self, within: Duration) {
-        let t = Instant::now();
-        loop {
-            if let Some(st) = self.child.try_wait().unwrap() {
-                assert!(
-                    st.success(),
-                    "child {} failed: {st:?} {:?}",
-                    self.pid(),
-                    self.seen
-                );
-                return;
-            }
-            assert!(
-                t.elapsed() < within,
-                "child {} hangs: {:?}",
-                self.pid(),
-                self.seen
-            );
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if self.child.try_wait().ok().flatten().is_none() {
-            self.kill9();
-        }
-    }
-}
-
-fn say(tag: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "\n@{tag}");
-    let _ = out.flush();
-}
 
 fn env_num(key: &str) -> u64 {
     std::env::var(key).unwrap().parse().unwrap()
@@ -191,10 +52,13 @@ fn child_main() {
         say("scribbling");
         // Mostly where the live state is: the header's mutable words, the
         // first process records, the first slots (the victims' own).
+        // (Offsets of layout version 3: records of 384 bytes from 192,
+        // slots of 56 bytes from 49344; checked by the unit test
+        // `layout_offsets`.)
         let regions = [
             (32, 96),
-            (192, 192 + 4 * 192),
-            (24768, 24768 + 64 * 48),
+            (192, 192 + 4 * 384),
+            (49344, 49344 + 64 * 56),
             (0, size),
         ];
         for _ in 0..env_num("SCRIBBLES") {
@@ -306,6 +170,7 @@ fn child_main() {
                 }
                 note(sem.held_permits().map(|_| ()));
                 note(sem.census().map(|_| ()));
+                note(sem.inspect().map(|_| ()));
                 let _ = sem.available_permits();
             }
             say(&format!("done {ok} ok, errors {errs:?}"));

@@ -9,7 +9,7 @@ pub(crate) fn heap_segment(total: u64) -> Box<Segment> {
 }
 
 fn attach(l: &Locked<'_>) -> u32 {
-    l.attach(1, 1, |_| true, |_| false).unwrap().0
+    l.attach(&Ident::test(1), |_| true, |_| false).unwrap().0
 }
 
 fn check(l: &Locked<'_>) {
@@ -168,11 +168,14 @@ fn process_table_full() {
         attach(&l);
     }
     assert_eq!(
-        l.attach(1, 1, |_| true, |_| false).map(|x| x.0),
+        l.attach(&Ident::test(1), |_| true, |_| false).map(|x| x.0),
         Err(OpError::ProcessTableFull)
     );
     // One dies: its record is reused.
-    assert_eq!(l.attach(1, 1, |_| true, |p| p == 7).unwrap().0, 7);
+    assert_eq!(
+        l.attach(&Ident::test(1), |_| true, |p| p == 7).unwrap().0,
+        7
+    );
 }
 
 /// Every invariant the repair must restore, and that everything can still
@@ -334,7 +337,7 @@ fn crash_at_every_store_of_every_operation() {
             vec![s.p[3], s.p[0]]
         }),
         ("attach E", |l, _| {
-            let (e, _) = l.attach(9, 9, |_| true, |_| false).unwrap();
+            let (e, _) = l.attach(&Ident::test(9), |_| true, |_| false).unwrap();
             assert_eq!(e, 4);
             vec![4]
         }),
@@ -712,7 +715,7 @@ fn crash_at_every_write_of_the_fast_path_and_of_its_recovery() {
             "D attaches over A (dead mid take)",
             |l, s| {
                 // Reclaims A's record, then claims it (the attacher is record 0 too).
-                let _ = l.attach(9, 9, |_| true, |p| p == s.p[0]);
+                let _ = l.attach(&Ident::test(9), |_| true, |p| p == s.p[0]);
             },
             0,
             &[0],
@@ -797,4 +800,80 @@ fn crash_at_every_write_of_the_fast_path_and_of_its_recovery() {
         }
     }
     assert!(crashes > 40, "only {crashes} crash points");
+}
+
+/// The offsets `tests/procs.rs` aims its garbage at (layout version 3).
+#[test]
+fn layout_offsets() {
+    use core::mem::{offset_of, size_of};
+    assert_eq!(LAYOUT_VERSION, 3);
+    assert_eq!(offset_of!(Segment, lock), 128);
+    assert_eq!(offset_of!(Segment, procs), 192);
+    assert_eq!(size_of::<Proc>(), 384);
+    assert_eq!(offset_of!(Segment, slots), 192 + MAX_PROCESSES * 384);
+    assert_eq!(size_of::<Slot>(), 56);
+}
+
+/// `inspect` over plain memory: holders by record with their labels, the
+/// FIFO in ticket order with partial grants, an uncollected grant counted as
+/// its owner's, and the conservation sum on every snapshot.
+#[test]
+fn inspect_lists_holders_and_the_fifo_in_order() {
+    let seg = heap_segment(5);
+    let l = Locked::new(&seg);
+    let who = |pid, label| Ident {
+        pid,
+        start_time: 0,
+        label,
+        host: "h",
+    };
+    let a = l.attach(&who(10, "a"), |_| true, |_| false).unwrap().0;
+    let b = l.attach(&who(11, "b"), |_| true, |_| false).unwrap().0;
+    let c = l.attach(&who(12, "c"), |_| true, |_| false).unwrap().0;
+    let sums = |i: &Inspection| {
+        assert_eq!(
+            i.available + i.held() + i.granted_to_waiters(),
+            i.total,
+            "{i:?}"
+        );
+    };
+    assert_eq!(l.enqueue(a, 4), Ok(Enqueued::Ready));
+    let Ok(Enqueued::Queued { .. }) = l.enqueue(b, 3) else {
+        panic!()
+    };
+    let Ok(Enqueued::Queued { slot: sc, seq: qc }) = l.enqueue(c, 1) else {
+        panic!()
+    };
+    let i = l.inspect(crate::clock::now());
+    sums(&i);
+    assert_eq!((i.total, i.available, i.closed), (5, 0, false));
+    assert_eq!(i.holders.len(), 1);
+    assert_eq!((i.holders[0].label.as_str(), i.holders[0].pid), ("a", 10));
+    assert_eq!(i.holders[0].permits, 4);
+    assert!(i.holders[0].held_for.is_some());
+    let w: Vec<_> = i
+        .waiters
+        .iter()
+        .map(|w| {
+            (
+                w.label.as_str(),
+                w.host.as_str(),
+                w.pid,
+                w.permits,
+                w.granted,
+                w.position,
+            )
+        })
+        .collect();
+    assert_eq!(w, [("b", "h", 11, 3, 1, 0), ("c", "h", 12, 1, 0, 1)]);
+    // a releases 3: b completes (granted, not collected: b's), c gets 1.
+    l.release(a, 3).unwrap();
+    let i = l.inspect(crate::clock::now());
+    sums(&i);
+    let h: Vec<_> = i.holders.iter().map(|h| (h.pid, h.permits)).collect();
+    assert_eq!(h, [(10, 1), (11, 3), (12, 1)]);
+    assert!(i.waiters.is_empty());
+    assert_eq!(l.finish(c, sc, qc).0, SlotOutcome::Granted);
+    sums(&l.inspect(crate::clock::now()));
+    check(&l);
 }

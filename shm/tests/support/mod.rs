@@ -2,6 +2,9 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+#[cfg(target_os = "linux")]
+pub mod child;
+
 /// A name unique to this test run (pid) and call; unlinked on drop.
 pub struct Name(pub String);
 
