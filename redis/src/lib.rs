@@ -376,7 +376,7 @@
 //! # Connections and threads
 //!
 //! **One session per process per semaphore**: `connect` to the same URL,
-//! name and options (prefix included) while a handle from an earlier
+//! name and options (prefix and label included) while a handle from an earlier
 //! `connect` is alive returns a new handle on that handle's session (it
 //! still checks Redis is reachable with a `PING`); a process-wide registry
 //! of weak references finds it. So a process opens, per distinct (URL,

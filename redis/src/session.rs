@@ -6,7 +6,7 @@
 //! Connections: two per connected handle (clones share them). The *command
 //! connection* belongs to the door (`door.rs`), which runs the handle's
 //! calls one at a time in the order they were made (acquire, try_acquire,
-//! release, cancel, close, census), on its thread or, when it is idle, on
+//! release, cancel, close, census, inspect), on its thread or, when it is idle, on
 //! the thread of a call that waits for the answer anyway. The *agent connection* belongs to the
 //! agent thread, which alternates between `BLPOP` on the session's
 //! notification list (with a timeout that ends at the next heartbeat) and
