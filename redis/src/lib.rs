@@ -220,7 +220,13 @@
 //! round trip, O(n + sessions) on the server; it is a diagnostic, not for
 //! a hot path. Per session, Redis keeps three small fields more (about 150
 //! bytes); per queued request nothing more than before but the width of a
-//! microsecond stamp as its score.
+//! microsecond stamp as its score (about 10 bytes in a queue of up to 128
+//! requests, none in a longer one; `tests/inspect.rs` prints it). What it
+//! costs the scripts that grant: one `HSET` more per grant (the session's
+//! latest token, and the time when its holding rises from zero); an
+//! uncontended acquire and release measured 1 to 2 µs more per call of
+//! server time (`INFO commandstats`, on a loaded machine where a call took
+//! 21 to 30 µs).
 //!
 //! # Security
 //!

@@ -10,7 +10,8 @@ if FAST then
   if avail >= n then
     local tok = math.max(tonumber(M[6]) + 1, NOW_US)
     redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
-    -- For inspect.lua (as in head.lua's hand()).
+    -- For inspect.lua (as in head.lua's hand()): the one call more per
+    -- grant that inspect costs (see "Inspecting" in the crate docs).
     if redis.call('HINCRBY', HELD, SID, n) == n then
       redis.call('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
     else
