@@ -211,6 +211,31 @@ fn held_for_and_waiting_for_follow_the_server_clock() {
 }
 
 #[test]
+fn held_for_counts_from_when_the_holding_rose_from_zero() {
+    let s = Server::start();
+    let me = connect(&s, "rise", 2);
+    let slept = Duration::from_millis(300);
+    let slack = Duration::from_millis(100);
+    let held_for = || inspect(&me).holders[0].held_for.unwrap();
+
+    let p = me.acquire_blocking(1).unwrap();
+    std::thread::sleep(slept);
+    // A second grant while the first is held does not restart it.
+    let q = me.acquire_blocking(1).unwrap();
+    assert!(held_for() >= slept - Duration::from_millis(5));
+    // Nor does a release that leaves permits held.
+    p.release_blocking().unwrap();
+    assert!(held_for() >= slept - Duration::from_millis(5));
+    // Down to zero and up again: counted from the new grant.
+    q.release_blocking().unwrap();
+    assert!(inspect(&me).holders.is_empty());
+    let before = Instant::now();
+    let _r = me.acquire_blocking(1).unwrap();
+    let h = held_for();
+    assert!(h < before.elapsed() + slack, "{h:?}");
+}
+
+#[test]
 fn lease_remaining_counts_down_while_the_holder_is_stopped() {
     let s = Server::start();
     let url = s.url();
