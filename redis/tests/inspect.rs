@@ -282,6 +282,32 @@ fn a_killed_holder_is_gone_once_its_lease_has_passed() {
 }
 
 #[test]
+fn records_of_sessions_ended_elsewhere_are_dropped() {
+    // A client of an older version ends or reaps sessions without their
+    // record in the info hash: inspect drops records whose session is gone.
+    let s = Server::start();
+    let me = connect(&s, "orphans", 1);
+    let _p = me.acquire_blocking(1).unwrap();
+    let info = volt_sem_redis::scripts::Keys::new("volt-sem", "orphans").all()[8].clone();
+    let _: () = redis::cmd("HSET")
+        .arg(&info)
+        .arg("gone")
+        .arg("1 old host")
+        .arg("gone:s")
+        .arg("1")
+        .arg("gone:t")
+        .arg("5")
+        .query(&mut s.raw())
+        .unwrap();
+    let i = inspect(&me);
+    assert_eq!(i.holders.len(), 1);
+    let left: Vec<String> = redis::cmd("HKEYS").arg(&info).query(&mut s.raw()).unwrap();
+    assert!(left.iter().all(|f| !f.starts_with("gone")), "{left:?}");
+    // This process's own record stays (label, rise time, token).
+    assert_eq!(left.len(), 3, "{left:?}");
+}
+
+#[test]
 fn an_invalid_label_is_refused() {
     let s = Server::start();
     for bad in [
@@ -332,13 +358,15 @@ fn the_label_is_the_client_name_and_a_refusal_is_no_failure() {
     let url = s.url();
     let sem = RedisSemaphore::connect(&url, "named", 1, opts().label("svc-42")).unwrap();
     let _p = sem.acquire_blocking(1).unwrap();
-    let list: String = redis::cmd("CLIENT")
-        .arg("LIST")
-        .query(&mut s.raw())
-        .unwrap();
-    let named = list.lines().filter(|l| l.contains(" name=svc-42 ")).count();
-    // The door's connection and the agent's.
-    assert_eq!(named, 2, "{list}");
+    // The door's connection and the agent's (which the agent thread opens
+    // on its own, a moment later).
+    eventually("both connections named", Duration::from_secs(10), || {
+        let list: String = redis::cmd("CLIENT")
+            .arg("LIST")
+            .query(&mut s.raw())
+            .unwrap();
+        list.lines().filter(|l| l.contains(" name=svc-42 ")).count() == 2
+    });
 
     // A user whose ACL refuses CLIENT still connects, and is still labelled
     // in Redis (the label lives with the session, not in the connection).

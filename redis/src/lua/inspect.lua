@@ -9,6 +9,11 @@
 -- | {'LOST'}. O(n + sessions).
 if lost() then return {'LOST'} end
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
+-- The records of sessions that are gone (ended or reaped by a client of an
+-- older version, which does not know this hash) are dropped here.
+for _, f in ipairs(redis.call('HKEYS', INFO)) do
+  if not redis.call('ZSCORE', SESSIONS, string.match(f, '^[^:]*')) then redis.call('HDEL', INFO, f) end
+end
 local m = redis.call('HMGET', META, 'total', 'avail', 'closed')
 local out = {'OK', m[1], m[2], m[3]}
 local holders = redis.call('HGETALL', HELD)
