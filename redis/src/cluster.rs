@@ -32,7 +32,7 @@ use std::time::{Duration, Instant};
 use redis::{ConnectionLike, RedisError, RedisResult, ServerErrorKind, Value};
 
 use crate::error::not_sent;
-use crate::node::{single_client, IDLE_CHECK};
+use crate::node::{set_name, single_client, IDLE_CHECK};
 
 /// Where the nodes are and how to reach them.
 #[derive(Clone)]
@@ -44,9 +44,17 @@ pub(crate) struct Seeds {
     /// The first seed URL's `user:password@` part (percent-encoded), or "".
     userinfo: String,
     certs: Option<redis::TlsCertificates>,
+    /// The client name of every node connection (`CLIENT SETNAME`).
+    name: String,
 }
 
 impl Seeds {
+    /// The same seeds, whose connections are named `name`.
+    pub(crate) fn named(mut self, name: &str) -> Seeds {
+        self.name = name.to_string();
+        self
+    }
+
     /// Comma-separated seed URLs (`redis://` or `rediss://`, all with the
     /// same scheme and credentials: the first one's are used for every node).
     pub(crate) fn parse(urls: &str, certs: Option<redis::TlsCertificates>) -> RedisResult<Seeds> {
@@ -81,6 +89,7 @@ impl Seeds {
             scheme: scheme.ok_or_else(|| bad("no cluster seed"))?,
             userinfo,
             certs,
+            name: String::new(),
         })
     }
 
@@ -88,9 +97,16 @@ impl Seeds {
         self.scheme == "rediss"
     }
 
+    /// A connection to node `addr`, named (best effort), within `timeout`.
     fn open(&self, addr: &str, timeout: Duration) -> RedisResult<redis::Connection> {
+        let deadline = Instant::now() + timeout;
         let url = format!("{}://{}{addr}", self.scheme, self.userinfo);
-        single_client(&url, self.certs.as_ref())?.get_connection_with_timeout(timeout)
+        let mut c =
+            single_client(&url, self.certs.as_ref())?.get_connection_with_timeout(timeout)?;
+        if !self.name.is_empty() {
+            set_name(&mut c, &self.name, deadline)?;
+        }
+        Ok(c)
     }
 }
 

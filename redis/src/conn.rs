@@ -26,15 +26,23 @@ use std::io;
 use std::time::{Duration, Instant};
 
 use crate::cluster::{Seeds, SlotConn};
-use crate::node::{single_client, IDLE_CHECK};
+use crate::node::{set_name, single_client, IDLE_CHECK};
 use redis::{Cmd, ConnectionLike, RedisError, RedisResult, Value};
 
 use crate::error::{not_sent, Error};
 use crate::options::ConnectOptions;
 
-/// Where to connect.
+/// Where to connect, and the name every connection gets.
 #[derive(Clone)]
-pub(crate) enum Client {
+pub(crate) struct Client {
+    target: Target,
+    /// The handle's label, sent as `CLIENT SETNAME` on each connection
+    /// (`node::set_name`; a cluster's node connections get it from `Seeds`).
+    name: String,
+}
+
+#[derive(Clone)]
+enum Target {
     Single(redis::Client),
     Cluster(Seeds),
     Sentinel(Box<Sentinels>),
@@ -162,6 +170,7 @@ impl Client {
     /// `Err(Error::Tls)` for unreadable or malformed certificate files,
     /// `Err(Error::InvalidOption)` for options the URL cannot take.
     pub(crate) fn open(url: &str, opts: &ConnectOptions) -> Result<Client, Error> {
+        let name = opts.label_or_default();
         let certs = certificates(opts)?;
         let sentinel =
             url.starts_with("redis+sentinel://") || url.starts_with("rediss+sentinel://");
@@ -182,41 +191,53 @@ impl Client {
                 Error::InvalidUrl(crate::url::problem(url, opts.cluster))
             }
         };
-        if opts.cluster {
+        let target = if opts.cluster {
             if sentinel {
                 return Err(Error::InvalidOption(
                     "a Sentinel URL cannot be used with the cluster option",
                 ));
             }
-            Seeds::parse(url, certs).map(Client::Cluster).map_err(map)
+            Seeds::parse(url, certs)
+                .map(|s| Target::Cluster(s.named(&name)))
+                .map_err(map)
         } else if sentinel {
             Sentinels::parse(url, certs)
-                .map(|s| Client::Sentinel(Box::new(s)))
+                .map(|s| Target::Sentinel(Box::new(s)))
                 .map_err(map)
         } else {
             single_client(url, certs.as_ref())
-                .map(Client::Single)
+                .map(Target::Single)
                 .map_err(map)
-        }
+        }?;
+        Ok(Client { target, name })
     }
 
     /// Whether connections are TLS (rustls shakes hands at the first
     /// read or write: a silent TLS port looks like a silent server).
     pub(crate) fn is_tls(&self) -> bool {
-        match self {
-            Client::Single(c) => matches!(
+        match &self.target {
+            Target::Single(c) => matches!(
                 c.get_connection_info().addr(),
                 redis::ConnectionAddr::TcpTls { .. }
             ),
-            Client::Sentinel(s) => s.scheme == "rediss",
-            Client::Cluster(s) => s.is_tls(),
+            Target::Sentinel(s) => s.scheme == "rediss",
+            Target::Cluster(s) => s.is_tls(),
         }
     }
 
+    /// A connection, named (`CLIENT SETNAME`, best effort), all within
+    /// `timeout`.
     pub(crate) fn connect(&self, timeout: Duration) -> RedisResult<Conn> {
-        match self {
-            Client::Single(c) => c
+        let deadline = Instant::now() + timeout;
+        let named = |mut c: redis::Connection| {
+            set_name(&mut c, &self.name, deadline)?;
+            Ok(c)
+        };
+        match &self.target {
+            // With TLS, the handshake happens in the `CLIENT SETNAME`.
+            Target::Single(c) => c
                 .get_connection_with_timeout(timeout)
+                .and_then(named)
                 .map_err(|e| {
                     let tls = matches!(
                         c.get_connection_info().addr(),
@@ -229,19 +250,20 @@ impl Client {
                     }
                 })
                 .map(|c| self.conn(Kind::Single(c), timeout)),
-            Client::Cluster(s) => SlotConn::connect(s, timeout)
+            Target::Cluster(s) => SlotConn::connect(s, timeout)
                 .map(|c| self.conn(Kind::Cluster(Box::new(c)), timeout)),
-            Client::Sentinel(s) => s
+            Target::Sentinel(s) => s
                 .connect(timeout)
+                .and_then(named)
                 .map(|c| self.conn(Kind::Single(c), timeout)),
         }
     }
 
     fn conn(&self, kind: Kind, connect_timeout: Duration) -> Conn {
-        let (sentinel, client) = match self {
-            Client::Single(_) => (false, Some(self.clone())),
-            Client::Cluster(_) => (false, None),
-            Client::Sentinel(_) => (true, Some(self.clone())),
+        let (sentinel, client) = match &self.target {
+            Target::Single(_) => (false, Some(self.clone())),
+            Target::Cluster(_) => (false, None),
+            Target::Sentinel(_) => (true, Some(self.clone())),
         };
         Conn {
             kind,

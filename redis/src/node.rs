@@ -3,7 +3,7 @@
 //! the cluster's per-node connections (`cluster.rs`), so that neither of
 //! those imports the other for it.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use redis::RedisResult;
 
@@ -27,5 +27,35 @@ pub(crate) fn single_client(
     match certs {
         Some(c) => redis::Client::build_with_tls(info, c.clone()),
         None => redis::Client::open(info),
+    }
+}
+
+/// Names a new connection with `CLIENT SETNAME name` (the handle's label:
+/// `CLIENT LIST` shows it), within `deadline`. Best effort: a refusal (an
+/// ACL without `CLIENT`, a server or proxy that does not know it, a name
+/// it will not take) is ignored; only a failure of the connection itself
+/// (a timeout, a reset) is returned, as the connection is then unusable.
+pub(crate) fn set_name(
+    con: &mut redis::Connection,
+    name: &str,
+    deadline: Instant,
+) -> RedisResult<()> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    if left.is_zero() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            "no time left to name the connection",
+        )
+        .into());
+    }
+    con.set_read_timeout(Some(left))?;
+    con.set_write_timeout(Some(left))?;
+    match redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg(name)
+        .query::<redis::Value>(con)
+    {
+        Err(e) if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => Err(e),
+        _ => Ok(()),
     }
 }

@@ -26,6 +26,8 @@ pub struct ConnectOptions {
     pub(crate) tls_ca_file: Option<std::path::PathBuf>,
     pub(crate) tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
     pub(crate) min_replicas: Option<(usize, Duration)>,
+    /// `None`: [`volt_sem::inspect::default_label`].
+    pub(crate) label: Option<String>,
 }
 
 impl Default for ConnectOptions {
@@ -47,6 +49,7 @@ impl ConnectOptions {
             tls_ca_file: None,
             tls_client_cert: None,
             min_replicas: None,
+            label: None,
         }
     }
     /// The session lease (at least 300 ms): a client not heard of for that
@@ -118,11 +121,33 @@ impl ConnectOptions {
         self.min_replicas = (replicas > 0).then_some((replicas, timeout));
         self
     }
+    /// The handle's label, which [`inspect`](crate::RedisSemaphore::inspect)
+    /// reports for its holdings and queued requests, on every host (default
+    /// [`volt_sem::inspect::default_label`], `"<hostname>:<pid>"`). 1 to
+    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) bytes of
+    /// printable ASCII without spaces, else `connect` fails with
+    /// [`Error::InvalidLabel`]. It is recorded with each session the handle
+    /// starts, and also given to Redis as the client name of the handle's
+    /// connections (`CLIENT SETNAME`, so that `CLIENT LIST` shows it): best
+    /// effort, a server or ACL that refuses `CLIENT SETNAME` does not make
+    /// `connect` fail. Being an option, it is part of what decides whether
+    /// two `connect`s of one process share a session (see *Connections and
+    /// threads*): handles sharing one always have the same label.
+    pub fn label(mut self, label: impl Into<String>) -> Self {
+        self.label = Some(label.into());
+        self
+    }
+    /// The label given, or the default one.
+    pub(crate) fn label_or_default(&self) -> String {
+        self.label
+            .clone()
+            .unwrap_or_else(volt_sem::inspect::default_label)
+    }
 }
 
 impl ConnectOptions {
     /// The checks of `connect`, in this order: the name, the prefix, the
-    /// total, the lease, the timeouts, the `WAIT` timeout.
+    /// total, the lease, the timeouts, the `WAIT` timeout, the label.
     pub(crate) fn check_connect(&self, name: &str, permits: usize) -> Result<(), Error> {
         validate_name(name)?;
         self.check_prefix()?;
@@ -140,15 +165,24 @@ impl ConnectOptions {
                 ));
             }
         }
-        Ok(())
+        self.check_label()
     }
 
     /// The checks of `delete`, in this order: the name, the prefix, the
-    /// timeouts (it has no session: the lease does not matter).
+    /// timeouts, the label (it has no session: the lease does not matter;
+    /// the label names its connection).
     pub(crate) fn check_delete(&self, name: &str) -> Result<(), Error> {
         validate_name(name)?;
         self.check_prefix()?;
-        self.check_timeouts()
+        self.check_timeouts()?;
+        self.check_label()
+    }
+
+    fn check_label(&self) -> Result<(), Error> {
+        match &self.label {
+            Some(l) if !volt_sem::inspect::is_valid_label(l) => Err(Error::InvalidLabel),
+            _ => Ok(()),
+        }
     }
 
     /// 1 to [`MAX_PREFIX_LEN`] bytes, no `{` or `}` (the prefix is inside

@@ -65,6 +65,7 @@ pub struct Scripts {
     heartbeat: Script,
     end: Script,
     census: Script,
+    inspect: Script,
     delete: Script,
 }
 
@@ -77,7 +78,7 @@ impl Default for Scripts {
 /// The keys of one semaphore: all share the hash tag `{prefix:name}`.
 #[derive(Clone, Debug)]
 pub struct Keys {
-    keys: [String; 8],
+    keys: [String; 9],
 }
 
 impl Keys {
@@ -96,6 +97,7 @@ impl Keys {
                 k("own"),
                 // Never written: see `head.lua` (a slot migration).
                 k("fence"),
+                k("info"),
             ],
         }
     }
@@ -143,6 +145,7 @@ impl Scripts {
             heartbeat: script!("lua/heartbeat.lua"),
             end: script!("lua/end.lua"),
             census: script!("lua/census.lua"),
+            inspect: script!("lua/inspect.lua"),
             delete: script!("lua/delete.lua"),
         }
     }
@@ -259,7 +262,9 @@ impl Scripts {
         }
     }
 
-    /// `connect.lua`: adopt or create the semaphore and register session `who.sid`.
+    /// `connect.lua`: adopt or create the semaphore and register session
+    /// `who.sid`, recording `process` ([`process_info`]; "" for none) for
+    /// `inspect.lua`.
     pub fn connect(
         &self,
         con: &mut dyn redis::ConnectionLike,
@@ -267,9 +272,10 @@ impl Scripts {
         who: Who<'_>,
         total: u64,
         new_inc: &str,
+        process: &str,
     ) -> Result<Reply, CallError> {
         let total = total.to_string();
-        Self::run(&self.connect, con, keys, who, &[&total, new_inc])
+        Self::run(&self.connect, con, keys, who, &[&total, new_inc, process])
     }
 
     /// `acquire.lua`: `queue` false for `try_acquire`.
@@ -365,4 +371,22 @@ impl Scripts {
     ) -> Result<Reply, CallError> {
         Self::run(&self.census, con, keys, who, &[])
     }
+
+    /// `inspect.lua`.
+    pub fn inspect(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.inspect, con, keys, who, &[])
+    }
+}
+
+/// How a session names its process in Redis (`connect.lua`'s argument,
+/// read back by `inspect.lua`): `"<pid> <label> <host>"`. The label has no
+/// space ([`volt_sem::inspect::is_valid_label`]) and comes before the host,
+/// which is taken as the rest, whatever it holds.
+pub fn process_info(p: &volt_sem::inspect::Process) -> String {
+    format!("{} {} {}", p.pid, p.label, p.host)
 }

@@ -6,7 +6,7 @@
 //! Connections: two per connected handle (clones share them). The *command
 //! connection* belongs to the door (`door.rs`), which runs the handle's
 //! calls one at a time in the order they were made (acquire, try_acquire,
-//! release, cancel, close, census), on its thread or, when it is idle, on
+//! release, cancel, close, census, inspect), on its thread or, when it is idle, on
 //! the thread of a call that waits for the answer anyway. The *agent connection* belongs to the
 //! agent thread, which alternates between `BLPOP` on the session's
 //! notification list (with a timeout that ends at the next heartbeat) and
@@ -31,8 +31,9 @@ use crate::conn::{Client, Conn};
 use crate::error::Error;
 use crate::options::ConnectOptions;
 use crate::reply::{Reply, Status};
-use crate::scripts::{CallError, Keys, Scripts, Who};
+use crate::scripts::{process_info, CallError, Keys, Scripts, Who};
 use crate::waiter::{deliver, Claimed, Finish, RedisWaiter};
+use volt_sem::inspect::Process;
 use volt_sem::raw::{self, phase};
 
 mod agent;
@@ -128,6 +129,9 @@ pub(crate) struct Inner {
     pub(crate) total: u64,
     pub(crate) inc: String,
     pub(crate) opts: ConnectOptions,
+    /// Who this process is, as each session records it for `inspect`
+    /// (`scripts::process_info`: pid, label, host).
+    process: String,
     secret: String,
     client: Client,
     scripts: Arc<Scripts>,
@@ -344,6 +348,7 @@ impl Inner {
         let sid = random_id();
         check_commands(&mut con, &keys, &sid, &opts, &secret, deadline)?;
         let new_inc = random_id();
+        let process = process_info(&Process::this(opts.label.as_deref()));
         let who = Who {
             sid: &sid,
             inc: "",
@@ -351,7 +356,7 @@ impl Inner {
         };
         let sent = Instant::now();
         let r = scripts
-            .connect(&mut con, &keys, who, total, &new_inc)
+            .connect(&mut con, &keys, who, total, &new_inc, &process)
             .map_err(|e| match e {
                 CallError::NotRun(e) => e,
                 // Timed out at the deadline: a session it may have
@@ -378,6 +383,7 @@ impl Inner {
             total,
             inc,
             opts,
+            process,
             secret,
             client,
             scripts,
@@ -471,8 +477,14 @@ impl Inner {
         let sid = random_id();
         let sent = Instant::now();
         let r = self.with_cmd(|con| {
-            self.scripts
-                .connect(con, &self.keys, self.who(&sid), self.total, "")
+            self.scripts.connect(
+                con,
+                &self.keys,
+                self.who(&sid),
+                self.total,
+                "",
+                &self.process,
+            )
         });
         let r = match r {
             Ok(r) => r,
@@ -932,6 +944,10 @@ impl Inner {
 
     pub(crate) fn census(&self) -> Result<Reply, Error> {
         call(self, |i| i.census_now())
+    }
+
+    pub(crate) fn inspect(&self) -> Result<Reply, Error> {
+        call(self, |i| i.inspect_now())
     }
 
     /// A `PING` on the command connection (a shared `connect` talks to

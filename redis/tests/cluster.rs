@@ -42,6 +42,24 @@ fn fifo_across_processes_on_a_cluster() {
         eventually("b queued", Duration::from_secs(10), || {
             me.census().unwrap().queued == 2
         });
+        // inspect on the slot's node: this process holds, a then b wait.
+        let i = me.inspect().unwrap();
+        assert_eq!(i.available + i.held() + i.granted_to_waiters(), 3, "{i:#?}");
+        assert_eq!(i.holders.len(), 1, "{i:#?}");
+        assert_eq!(
+            (i.holders[0].pid, i.holders[0].permits, i.holders[0].token),
+            (std::process::id(), 3, Some(held.token()))
+        );
+        let waiting: Vec<(u32, usize, usize)> = i
+            .waiters
+            .iter()
+            .map(|w| (w.pid, w.permits, w.position))
+            .collect();
+        assert_eq!(
+            waiting,
+            [(a.pid() as u32, 3, 0), (b.pid() as u32, 1, 1)],
+            "on {name}"
+        );
         drop(held);
         let line = a.line();
         assert!(line.starts_with("granted 3 "), "{line}");

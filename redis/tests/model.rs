@@ -90,6 +90,57 @@ impl Harness {
         self.last_token = t;
     }
 
+    /// inspect.lua's snapshot (run right after `check`'s reads, nothing in
+    /// between) lists the same holdings, and the queue in the same order,
+    /// each under the label its session recorded at connect.
+    fn check_inspect(
+        &mut self,
+        step: usize,
+        held: &BTreeMap<String, u64>,
+        queue: &[String],
+        entries: &BTreeMap<String, String>,
+    ) {
+        let inc = self.inc.clone();
+        let r = self.call(|sc, c, k| sc.inspect(c, k, who("", &inc)).unwrap());
+        assert_eq!(r.status, "OK", "inspect, step {step}");
+        let label_sid = |info: &str| {
+            let label = info.split(' ').nth(1).unwrap();
+            label.strip_prefix("label-").unwrap().to_string()
+        };
+        let n = |i: usize| r.rest[i].parse::<u64>().unwrap();
+        assert_eq!(n(0), self.r.total, "inspect total, step {step}");
+        let mut at = 4;
+        let mut holders = BTreeMap::new();
+        for _ in 0..n(3) {
+            holders.insert(label_sid(&r.rest[at]), n(at + 1));
+            at += 5;
+        }
+        assert_eq!(&holders, held, "inspect holders, step {step}");
+        let waiters = n(at) as usize;
+        assert_eq!(waiters, queue.len(), "inspect queue length, step {step}");
+        at += 1;
+        for eid in queue {
+            assert_eq!(
+                format!("{}:", label_sid(&r.rest[at])),
+                eid[..eid.find(':').unwrap() + 1],
+                "inspect queue order, step {step}"
+            );
+            assert_eq!(
+                format!("{}:{}", r.rest[at + 1], r.rest[at + 2]),
+                entries[eid],
+                "inspect request, step {step}"
+            );
+            at += 4;
+        }
+        let sum: u64 = holders.values().sum::<u64>() + n(1);
+        let partial: u64 = (0..waiters).map(|i| n(at - 4 * waiters + 4 * i + 2)).sum();
+        assert_eq!(
+            sum + partial,
+            self.r.total,
+            "inspect conservation, step {step}"
+        );
+    }
+
     /// Compares everything observable with the reference.
     fn check(&mut self, step: usize) {
         let k = self.keys.all().to_vec();
@@ -156,6 +207,7 @@ impl Harness {
             "conservation, step {step}"
         );
         assert_eq!(sessions, self.r.live, "sessions, step {step}");
+        self.check_inspect(step, &held, &queue, &entries);
         let gk: BTreeSet<&String> = grants.keys().collect();
         let rk: BTreeSet<&String> = self.r.grants.keys().collect();
         assert_eq!(gk, rk, "grant records, step {step}");
@@ -221,7 +273,17 @@ fn run(seed: u64, total: u64, steps: usize) {
         *next_sid += 1;
         let sid = format!("s{:04}", *next_sid);
         let inc = h.inc.clone();
-        let r = h.call(|sc, c, k| sc.connect(c, k, who(&sid, &inc), total, "inc-1").unwrap());
+        let r = h.call(|sc, c, k| {
+            sc.connect(
+                c,
+                k,
+                who(&sid, &inc),
+                total,
+                "inc-1",
+                &format!("7 label-{sid} model host"),
+            )
+            .unwrap()
+        });
         assert_eq!(r.status, "OK");
         h.inc = r.rest[0].clone();
         h.r.live.insert(sid.clone());

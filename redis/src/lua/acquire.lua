@@ -7,7 +7,7 @@ if not FAST then
 end
 local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 -- One read of the counters (each redis.call costs about a microsecond).
-local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token')
+local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token', 'seq')
 if m[1] == '1' then return {'CLOSED'} end
 if n > tonumber(m[2]) then return {'TOOMANY'} end
 local avail = tonumber(m[3])
@@ -16,15 +16,23 @@ local avail = tonumber(m[3])
 if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
   local tok = math.max(tonumber(m[4]) + 1, NOW_US)
   redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
-  redis.call('HINCRBY', HELD, SID, n)
+  -- For inspect.lua (as in head.lua's hand()).
+  if redis.call('HINCRBY', HELD, SID, n) == n then
+    redis.call('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
+  else
+    redis.call('HSET', INFO, SID .. ':t', fmt(tok))
+  end
   return {'READY', tok}
 end
 if mode ~= 'queue' then return {'NOPERMITS'} end
 -- Queued at the tail; if the queue was empty it is the head and drains what
 -- is available as its partial grant (no floating permits while anyone waits).
-redis.call('HSET', META, 'avail', 0)
-local seq = redis.call('HINCRBY', META, 'seq', 1)
-redis.call('ZADD', QUEUE, seq, eid)
+-- The arrival stamp orders the queue and dates the request (inspect.lua's
+-- waiting time): max(previous + 1, server time in us), strictly increasing
+-- like the tokens, and costing no memory beyond the score itself.
+local seq = math.max(tonumber(m[5] or '0') + 1, NOW_US)
+redis.call('HSET', META, 'avail', 0, 'seq', fmt(seq))
+redis.call('ZADD', QUEUE, fmt(seq), eid)
 redis.call('HSET', ENTRIES, eid, n .. ':' .. avail)
 redis.call('ZADD', OWN, 0, eid)
 return {'PENDING'}

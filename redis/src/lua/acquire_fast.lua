@@ -10,7 +10,13 @@ if FAST then
   if avail >= n then
     local tok = math.max(tonumber(M[6]) + 1, NOW_US)
     redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
-    redis.call('HINCRBY', HELD, SID, n)
+    -- For inspect.lua (as in head.lua's hand()): the one call more per
+    -- grant that inspect costs (see "Inspecting" in the crate docs).
+    if redis.call('HINCRBY', HELD, SID, n) == n then
+      redis.call('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
+    else
+      redis.call('HSET', INFO, SID .. ':t', fmt(tok))
+    end
     return {'READY', tok}
   end
 end

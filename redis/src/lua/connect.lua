@@ -1,4 +1,5 @@
--- connect / new session. ARGV 4: total, 5: incarnation id for a new semaphore.
+-- connect / new session. ARGV 4: total, 5: incarnation id for a new semaphore,
+-- 6: who the session is, "pid label host" (for inspect.lua; "" for none).
 -- INC (ARGV 2) is "" on the first connect of a handle: then an existing
 -- semaphore is adopted; else it must still be the same incarnation.
 -- Returns {'OK', inc, closed} | {'TOTAL', existing} | {'LOST'}. O(log n).
@@ -13,6 +14,7 @@ else
 end
 reap()
 redis.call('ZADD', SESSIONS, fmt(NOW_MS + LEASE), SID)
+if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', INFO, SID, ARGV[6]) end
 -- Keep META.reap at or below every deadline (fast.lua).
 local reap_at = tonumber(redis.call('HGET', META, 'reap') or '0')
 if NOW_MS + LEASE < reap_at then redis.call('HSET', META, 'reap', fmt(NOW_MS + LEASE)) end

@@ -12,5 +12,5 @@ local live = redis.call('ZCARD', SESSIONS)
 if live > 0 then return {'INUSE', live} end
 -- No session: the queue, the entries, the holdings and the grant records
 -- are empty already (each belongs to a session); deleted all the same.
-redis.call('DEL', META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN)
+redis.call('DEL', META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN, INFO)
 return {'OK'}

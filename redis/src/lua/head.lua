@@ -3,9 +3,12 @@
 -- KEYS: 1 meta (hash), 2 queue (zset eid -> seq), 3 entries (hash eid -> "need:got"),
 --       4 sessions (zset sid -> lease deadline, server ms), 5 held (hash sid -> permits),
 --       6 grants (hash eid -> token; "0" = woken by close), 7 own (zset, score 0, eid: lex index by session),
---       8 fence (never written: see below)
+--       8 fence (never written: see below),
+--       9 info (hash: sid -> "pid label host"; sid:s -> server ms when its holding last rose from 0;
+--         sid:t -> token of its latest grant; for inspect.lua)
 -- ARGV: 1 sid, 2 incarnation, 3 lease ms, then the script's own arguments.
 local META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local INFO = KEYS[9]
 local SID, INC, LEASE = ARGV[1], ARGV[2], tonumber(ARGV[3])
 -- Every key shares the hash tag of META ("{prefix:name}:meta"); a session's
 -- notification list is derived from it, so it lives in the same cluster slot.
@@ -59,9 +62,14 @@ local function hand(p)
       redis.call('ZREM', QUEUE, head)
       redis.call('HDEL', ENTRIES, head)
       local owner = string.match(head, '^([^:]*):')
-      redis.call('HINCRBY', HELD, owner, need)
       tok = math.max((tok or tonumber(redis.call('HGET', META, 'token') or '0')) + 1, NOW_US)
       local t = fmt(tok)
+      -- For inspect.lua: the latest token, and when the holding rose from 0.
+      if redis.call('HINCRBY', HELD, owner, need) == need then
+        redis.call('HSET', INFO, owner .. ':t', t, owner .. ':s', fmt(NOW_MS))
+      else
+        redis.call('HSET', INFO, owner .. ':t', t)
+      end
       redis.call('HSET', GRANTS, head, t)
       local k = TAG .. ':note:' .. owner
       redis.call('RPUSH', k, head .. ' ' .. t)

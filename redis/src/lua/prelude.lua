@@ -31,6 +31,7 @@ local function drop_session(sid)
   end
   if #eids > 0 then redis.call('ZREMRANGEBYLEX', OWN, lo, hi) end
   redis.call('HDEL', HELD, sid)
+  redis.call('HDEL', INFO, sid, sid .. ':s', sid .. ':t')
   redis.call('ZREM', SESSIONS, sid)
   redis.call('DEL', note_key(sid))
   return p

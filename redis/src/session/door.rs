@@ -774,6 +774,19 @@ impl Inner {
     }
 
     pub(super) fn census_now(&self) -> Result<Reply, Error> {
+        self.diagnostic(|con, who| self.scripts.census(con, &self.keys, who))
+    }
+
+    pub(super) fn inspect_now(&self) -> Result<Reply, Error> {
+        self.diagnostic(|con, who| self.scripts.inspect(con, &self.keys, who))
+    }
+
+    /// Runs a read-only script (census, inspect) that needs no live
+    /// session (it renews none), after the reap every script makes.
+    fn diagnostic(
+        &self,
+        script: impl FnOnce(&mut crate::conn::Conn, crate::scripts::Who<'_>) -> Result<Reply, CallError>,
+    ) -> Result<Reply, Error> {
         let sid = {
             let st = lock(&self.state);
             if st.failed {
@@ -785,7 +798,7 @@ impl Inner {
                 .unwrap_or_default()
         };
         let r = self
-            .with_cmd(|con| self.scripts.census(con, &self.keys, self.who(&sid)))
+            .with_cmd(|con| script(con, self.who(&sid)))
             .map_err(|e| match e {
                 CallError::NotRun(e) | CallError::Uncertain(e) => e,
             })?;

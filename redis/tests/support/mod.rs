@@ -816,7 +816,8 @@ impl Drop for Worker {
     }
 }
 
-/// The body of the `worker` test: commands `acquire N` (a background thread
+/// The body of the `worker` test (flags, space-separated: `cluster`,
+/// `label=<label>`): commands `acquire N` (a background thread
 /// answers `granted N TOKEN` or `error ...`), `try N`, `release N` (releases
 /// the oldest held permit of N: `released` or `error ...`), `exit`.
 pub fn worker_main() {
@@ -827,9 +828,14 @@ pub fn worker_main() {
     let (url, name) = (parts[0], parts[1]);
     let permits: usize = parts[2].parse().unwrap();
     let lease = Duration::from_millis(parts[3].parse().unwrap());
-    let cluster = parts.get(4) == Some(&"cluster");
-    let sem =
-        RedisSemaphore::connect(url, name, permits, opts().lease(lease).cluster(cluster)).unwrap();
+    // Flags: `cluster`, `label=<label>`.
+    let flags = parts.get(4..).unwrap_or(&[]);
+    let cluster = flags.contains(&"cluster");
+    let mut o = opts().lease(lease).cluster(cluster);
+    if let Some(l) = flags.iter().find_map(|f| f.strip_prefix("label=")) {
+        o = o.label(l);
+    }
+    let sem = RedisSemaphore::connect(url, name, permits, o).unwrap();
     let held = std::sync::Arc::new(std::sync::Mutex::new(Vec::<volt_sem_redis::Permit>::new()));
     let say = |s: String| {
         let mut o = std::io::stdout().lock();
