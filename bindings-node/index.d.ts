@@ -391,6 +391,20 @@ export declare class Semaphore {
   census(): Promise<RedisCensus>;
 
   /**
+   * Who holds this semaphore's permits and who waits, in queue order, on
+   * every backend (one snapshot: `available + Σ holders[].permits +
+   * Σ waiters[].granted === total`). Off the event loop: a named semaphore
+   * first reclaims what dead processes held, a Redis one reaps expired
+   * sessions (a round trip). A local semaphore reports this process as its
+   * holder, with `heldFor` `null`. Durations are in seconds, as in every
+   * language.
+   * @example
+   * const { holders, waiters } = await sem.inspect();
+   * for (const w of waiters) console.log(w.position, w.label, w.permits, w.waitingFor);
+   */
+  inspect(): Promise<Inspection>;
+
+  /**
    * A Redis semaphore's: aborted when the session that holds this object's
    * grants is lost, with the `ERR_VOLT_LEASE_EXPIRED` (or
    * `ERR_VOLT_STATE_LOST`) error as its reason: stop using the guarded
@@ -701,6 +715,49 @@ export type RedisReleaser = Releaser & {
   /** Releases (a failure rejects): what the old Redis releaser's `await using` called. */
   [Symbol.asyncDispose](): Promise<void>;
 };
+
+/** What {@link Semaphore.inspect} saw. */
+export interface Inspection {
+  /** The permits the semaphore has (a local one: its nominal size, see the README). */
+  total: number;
+  /** Permits free now. */
+  available: number;
+  closed: boolean;
+  /** Who holds permits: one entry per process (per Redis session). */
+  holders: Holder[];
+  /** Who waits, in queue order: `waiters[i].position === i`, `waiters[0]` is next. */
+  waiters: QueuedWaiter[];
+}
+
+/** A process (or Redis session) holding permits. */
+export interface Holder {
+  /** The label of its handle (`label` option; default `"<hostname>:<pid>"`). */
+  label: string;
+  host: string;
+  pid: number;
+  permits: number;
+  /** Seconds since its oldest grant still held; `null` on a local semaphore. */
+  heldFor: number | null;
+  /** Redis: seconds left of its lease (server clock); `null` on the others. */
+  leaseRemaining: number | null;
+  /** Redis: the fencing token of its latest grant; `null` on the others. */
+  token: number | null;
+}
+
+/** A queued request. */
+export interface QueuedWaiter {
+  label: string;
+  host: string;
+  pid: number;
+  /** Permits requested. */
+  permits: number;
+  /** Permits granted to it so far (a weighted request fills across releases). */
+  granted: number;
+  /** Seconds since it was queued. */
+  waitingFor: number;
+  /** Its place in the queue: 0 is the next to be served. */
+  position: number;
+}
 
 /** The conservation sums of a Redis semaphore, read in one script. */
 export interface RedisCensus {

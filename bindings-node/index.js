@@ -1128,6 +1128,15 @@ class Semaphore {
     return RESOLVED;
   }
 
+  /**
+   * Who holds the permits and who waits, in queue order (every backend; off
+   * the event loop). See index.d.ts.
+   */
+  inspect() {
+    if (this.#disconnected) return Promise.reject(this.#gone());
+    return native.inspect(this.#h, this.#ref);
+  }
+
   /** A Redis semaphore's conservation sums, read in one script (a round trip). */
   census() {
     if (!this.#redis) throw invalidState('census() is for a Redis semaphore (Semaphore.connect)');

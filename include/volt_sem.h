@@ -386,6 +386,18 @@
 #define VOLT_WAITER_ALIGN 8
 
 /**
+ * Size of the `label` arrays of `volt_holder` and `volt_queued_waiter`: the
+ * longest label (128 bytes) and its NUL.
+ */
+#define VOLT_LABEL_CAP 129
+
+/**
+ * Size of the `host` arrays: a host name of up to 255 bytes and its NUL
+ * (longer ones are cut).
+ */
+#define VOLT_HOST_CAP 256
+
+/**
  * Major version of the headers this program was compiled with; compare with
  * `volt_sem_version()` for the library it runs with.
  */
@@ -614,6 +626,12 @@ enum volt_status
    * hold permits, wait, or are connected); nothing was deleted.
    */
   VOLT_IN_USE = 38,
+  /**
+   * `volt_sem_inspect`: the report was written, but the arrays were too
+   * small for every holder or waiter: the counts in the report say how
+   * many there were; the arrays hold the first ones.
+   */
+  VOLT_TRUNCATED = 39,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -804,6 +822,107 @@ typedef struct volt_grant {
    */
   uint64_t session;
 } volt_grant;
+
+/**
+ * The semaphore as a whole, as `volt_sem_inspect` saw it.
+ */
+typedef struct volt_inspection {
+  /**
+   * The number of permits the semaphore has (for a local one, see
+   * `volt_sem_inspect`).
+   */
+  size_t total;
+  /**
+   * Permits free now.
+   */
+  size_t available;
+  /**
+   * Whether the semaphore is closed.
+   */
+  bool closed;
+  /**
+   * How many holders there are (the array holds the first
+   * `min(holders, holders_cap)`).
+   */
+  size_t holders;
+  /**
+   * How many waiters are queued (the array holds the first
+   * `min(waiters, waiters_cap)`, in queue order).
+   */
+  size_t waiters;
+} volt_inspection;
+
+/**
+ * A process (or Redis session) holding permits.
+ */
+typedef struct volt_holder {
+  /**
+   * The label of the holder's handle, NUL-terminated.
+   */
+  char label[VOLT_LABEL_CAP];
+  /**
+   * The holder's host name, NUL-terminated.
+   */
+  char host[VOLT_HOST_CAP];
+  /**
+   * The holder's process id.
+   */
+  uint32_t pid;
+  /**
+   * Permits held.
+   */
+  size_t permits;
+  /**
+   * Nanoseconds since the holder's oldest grant still held; -1 where the
+   * backend does not time grants (a local semaphore).
+   */
+  int64_t held_for_ns;
+  /**
+   * Redis: nanoseconds left of the holder's lease, by the server's clock;
+   * -1 on the other backends.
+   */
+  int64_t lease_remaining_ns;
+  /**
+   * Redis: the fencing token of the holder's latest grant; 0 on the other
+   * backends (Redis tokens start at 1).
+   */
+  uint64_t token;
+} volt_holder;
+
+/**
+ * A queued request.
+ */
+typedef struct volt_queued_waiter {
+  /**
+   * The label of the handle that queued it, NUL-terminated.
+   */
+  char label[VOLT_LABEL_CAP];
+  /**
+   * Its host name, NUL-terminated.
+   */
+  char host[VOLT_HOST_CAP];
+  /**
+   * Its process id.
+   */
+  uint32_t pid;
+  /**
+   * Permits requested.
+   */
+  size_t permits;
+  /**
+   * Permits granted to it so far (a partial grant).
+   */
+  size_t granted;
+  /**
+   * Nanoseconds since it was queued.
+   */
+  uint64_t waiting_for_ns;
+  /**
+   * Its place in the queue: 0 is the next to be served (equal to its index
+   * in the array).
+   */
+  size_t position;
+} volt_queued_waiter;
 
 /**
  * The lease-loss callback: `lost(ctx, why)`, `why` being
@@ -1485,6 +1604,42 @@ volt_status volt_sem_acquire_blocking_fenced(const struct volt_sem *sem,
                                              size_t n,
                                              int64_t timeout_ns,
                                              struct volt_grant *grant);
+
+/**
+ * Reports who holds `sem`'s permits and who waits for them, in queue order.
+ *
+ * Writes the totals and the counts to `*out`, the first `holders_cap`
+ * holders to `holders` and the first `waiters_cap` waiters to `waiters`
+ * (either array may be NULL when its capacity is 0). One snapshot:
+ * `available + Σ holders[i].permits + Σ waiters[i].granted == total` when
+ * every entry fit.
+ *
+ * A local semaphore reports this process as its one holder (label
+ * `"<hostname>:<pid>"`, `held_for_ns` -1) and its own queue; its `total` is
+ * the permits it was created with: `volt_sem_release` is taken to give back
+ * what was acquired, and a release beyond that raises the total. A shared
+ * semaphore reports every process of the machine, after reclaiming what
+ * dead ones held; a Redis one every client, after reaping expired sessions
+ * (one round trip, up to the command timeout; this thread waits for it, so
+ * do not call it from an event loop's thread).
+ *
+ * Returns `VOLT_OK`; `VOLT_TRUNCATED` if an array was too small (`*out`
+ * has the full counts; call again with larger arrays); `VOLT_INVALID_ARGUMENT`
+ * (NULL `sem` or `out`, or a NULL array with a non-zero capacity); or the
+ * backend's failure (`VOLT_CONNECTION_FAILED`, `VOLT_STATE_LOST`, ...), with
+ * nothing written.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `out` is NULL or writable; `holders` and
+ * `waiters` are NULL or point to `holders_cap` / `waiters_cap` writable
+ * elements.
+ */
+volt_status volt_sem_inspect(const struct volt_sem *sem,
+                             struct volt_inspection *out,
+                             struct volt_holder *holders,
+                             size_t holders_cap,
+                             struct volt_queued_waiter *waiters,
+                             size_t waiters_cap);
 
 /**
  * Calls `lost(ctx, why)` once when the Redis session `session` of this

@@ -141,6 +141,10 @@ error_table! {
         VOLT_INVALID_ARGUMENT = 7;
         /// An internal error (a Rust panic) was caught at the boundary.
         VOLT_PANIC = 9;
+        /// `volt_sem_inspect`: the report was written, but the arrays were too
+        /// small for every holder or waiter: the counts in the report say how
+        /// many there were; the arrays hold the first ones.
+        VOLT_TRUNCATED = 39;
     }
     errors {
         /// The semaphore was closed (by any process, for a shared one).

@@ -143,6 +143,7 @@ pub use semaphore::{unlink, Kind, Semaphore};
 pub use waiter::{in_shared_callback, Waiter};
 
 pub use volt_sem as local;
+pub use volt_sem::inspect;
 pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{RawAcquire, WaiterState, WakeFn};
 #[cfg(feature = "redis")]

@@ -4,6 +4,7 @@ use core::ffi::c_void;
 use core::pin::Pin;
 use std::time::Duration;
 
+use volt_sem::inspect::Inspection;
 use volt_sem::raw::RawSemaphore;
 use volt_sem::{RawAcquire, WakeFn};
 #[cfg(feature = "redis")]
@@ -304,6 +305,20 @@ impl Semaphore {
             Semaphore::Shared(s) => s.available_permits(),
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => s.census().map_or(0, |c| c.available as usize),
+        }
+    }
+
+    /// Who holds the permits and who waits, in queue order: see
+    /// [`volt_sem::inspect`]. Local: this process and its queue (never
+    /// fails); shared: every process of the machine, after reclaiming what
+    /// dead ones held; Redis: every client, after reaping expired sessions
+    /// (one round trip, on the handle's door: this thread waits for it).
+    pub fn inspect(&self) -> Result<Inspection, Error> {
+        match self {
+            Semaphore::Local(s) => Ok(s.inspect()),
+            Semaphore::Shared(s) => Ok(s.inspect()?),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(s.inspect()?),
         }
     }
 

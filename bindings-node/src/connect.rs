@@ -110,7 +110,7 @@ native!(js_delete_redis, |env, _ctx, argv: [12]| {
 });
 
 /// Runs `f` on the semaphore of `argv[0]` off the JS thread (`argv[1]`: refd).
-fn off_loop(
+pub(crate) fn off_loop(
     env: RawEnv,
     argv: &[RawValue],
     f: impl FnOnce(&std::sync::Arc<Sem>) -> Done + Send + 'static,

@@ -19,6 +19,7 @@ use crate::connect::{
 };
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::inspect::js_inspect;
 use crate::lease::{js_extra, js_unwatch, js_watch};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
@@ -62,7 +63,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         next_watch: Cell::new(0),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 37] = [
+    let fns: [(&std::ffi::CStr, Cb); 38] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -94,6 +95,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"connect", js_connect),
         (c"deleteRedis", js_delete_redis),
         (c"census", js_census),
+        (c"inspect", js_inspect),
         (c"closeAsync", js_close_async),
         (c"disconnectAsync", js_disconnect_async),
         (c"tryAcquireAsync", js_try_acquire_async),

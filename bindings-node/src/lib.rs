@@ -56,6 +56,7 @@ mod env;
 mod error_code;
 mod exports;
 mod handle;
+mod inspect;
 mod lease;
 mod named;
 mod offloop;

@@ -33,6 +33,8 @@ pub(crate) enum Done {
     /// `connect`: the new semaphore (an External of it).
     Connected(Arc<Sem>),
     Census(Census),
+    /// `inspect`: who holds and who waits.
+    Inspected(volt_sem_backend::inspect::Inspection),
     /// `tryAcquire`: the grant of `n` permits (`[token, session]`), or
     /// `None` when they are not available now (`null`).
     Tried(Option<(Grant, Arc<Sem>, usize)>),
@@ -179,6 +181,7 @@ fn settle(env: RawEnv, deferred: sys::napi_deferred, done: Done) {
         Done::Unit => (true, null(env)),
         Done::Connected(sem) => (true, handle(env, sem)),
         Done::Census(c) => (true, census(env, &c)),
+        Done::Inspected(i) => (true, crate::inspect::inspection(env, &i)),
         Done::Tried(None) => (true, null(env)),
         Done::Tried(Some((g, sem, n))) => {
             sem.add_held(n);

@@ -41,6 +41,7 @@ mod awaitable;
 mod blocking;
 mod coroutine;
 mod errors;
+mod inspect;
 mod locks;
 mod redis;
 mod session;
@@ -538,6 +539,23 @@ impl Semaphore {
         off_loop(slf, "disconnect")
     }
 
+    /// Who holds the permits and who waits, in queue order (every backend):
+    /// an `Inspection` with `total`, `available`, `closed`, `holders` and
+    /// `waiters`. A named semaphore first reclaims what dead processes held;
+    /// a Redis one reaps expired sessions (one round trip, GIL released).
+    #[pyo3(text_signature = "($self)")]
+    fn inspect(&self, py: Python<'_>) -> PyResult<inspect::Inspection> {
+        let core = self.core.get()?;
+        inspect::inspect(py, &core)
+    }
+
+    /// `inspect()` off the event loop: an awaitable that runs it on the
+    /// loop's executor (trio: a worker thread), as `census_async` does.
+    #[pyo3(text_signature = "($self)")]
+    fn inspect_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        off_loop(slf, "inspect")
+    }
+
     /// Redis: the conservation sums read in one script: `total`,
     /// `available`, `held` (by every client), `partial` (of queued acquires),
     /// `queued`, `sessions`, `closed`, `last_token`. One round trip (GIL
@@ -747,6 +765,9 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
     m.add_class::<redis::LeaseLost>()?;
+    m.add_class::<inspect::Inspection>()?;
+    m.add_class::<inspect::Holder>()?;
+    m.add_class::<inspect::QueuedWaiter>()?;
     m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
     m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
     m.add("SharedError", py.get_type::<errors::SharedError>())?;

@@ -166,7 +166,6 @@ impl<'a> Permit<'a> {
     /// assert_eq!(sem.available_permits(), 3);
     /// ```
     pub fn forget(mut self) {
-        self.sem.forgotten(self.permits);
         self.permits = 0;
     }
 
@@ -261,7 +260,6 @@ impl OwnedPermit {
     /// assert_eq!(sem.available_permits(), 1);
     /// ```
     pub fn forget(mut self) {
-        self.sem.forgotten(self.permits);
         self.permits = 0;
     }
 

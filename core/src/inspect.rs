@@ -42,8 +42,10 @@ impl Semaphore {
     /// each was queued.
     ///
     /// `total` is the semaphore's nominal size: the permits it was created
-    /// with, plus [`add_permits`](Self::add_permits), minus forgotten ones
-    /// ([`forget_permits`](Self::forget_permits), a guard's `forget`).
+    /// with, plus [`add_permits`](Self::add_permits), minus
+    /// [`forget_permits`](Self::forget_permits). A guard's `forget` does not
+    /// change it (its permits count as held: whoever took them over, such as
+    /// the C ABI's caller, releases them later), and
     /// [`release`](Self::release) is taken to give back what was acquired;
     /// a release beyond that (which a local semaphore allows) raises
     /// `total` to what is then available and granted.

@@ -67,9 +67,10 @@ pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
     queue: Mutex<WaitList>,
     /// The nominal total, for [`inspect`](Self::inspect) only: the permits
-    /// the semaphore was created with, plus `add_permits`, minus the permits
-    /// forgotten (`forget_permits`, a guard's `forget`). Only those rare
-    /// calls change it (`release` never does); Relaxed, as it orders nothing.
+    /// the semaphore was created with, plus `add_permits`, minus
+    /// `forget_permits`. Only those rare calls change it (`release` never
+    /// does; a guard's `forget` neither: its permits stay held, by whoever
+    /// took them over); Relaxed, as it orders nothing.
     nominal_total: AtomicUsize,
 }
 

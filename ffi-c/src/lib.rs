@@ -72,6 +72,8 @@ mod waiter;
 mod blocking;
 // `volt_grant`: fencing tokens, the `_fenced` acquires.
 mod grant;
+// `volt_sem_inspect`: who holds and who waits, on every backend.
+mod inspect;
 // `volt_lease_watch`: lease-loss callbacks.
 mod lease;
 // The version macros and `volt_sem_version`.
@@ -79,6 +81,7 @@ mod version;
 
 pub use blocking::*;
 pub use grant::*;
+pub use inspect::*;
 pub use last_error::volt_last_error_message;
 pub use lease::*;
 pub use redis::*;

@@ -135,6 +135,10 @@ pub enum volt_status {
     /// `volt_sem_delete`: the Redis semaphore has live sessions (clients that
     /// hold permits, wait, or are connected); nothing was deleted.
     VOLT_IN_USE = 38,
+    /// `volt_sem_inspect`: the report was written, but the arrays were too
+    /// small for every holder or waiter: the counts in the report say how
+    /// many there were; the arrays hold the first ones.
+    VOLT_TRUNCATED = 39,
 }
 
 impl volt_status {
@@ -180,6 +184,7 @@ impl volt_status {
             36 => Self::VOLT_NO_PERMISSION,
             37 => Self::VOLT_READ_ONLY,
             38 => Self::VOLT_IN_USE,
+            39 => Self::VOLT_TRUNCATED,
             _ => return None,
         })
     }
@@ -226,6 +231,7 @@ impl volt_status {
             Self::VOLT_NO_PERMISSION => c"VOLT_NO_PERMISSION",
             Self::VOLT_READ_ONLY => c"VOLT_READ_ONLY",
             Self::VOLT_IN_USE => c"VOLT_IN_USE",
+            Self::VOLT_TRUNCATED => c"VOLT_TRUNCATED",
         }
     }
 }

@@ -158,6 +158,62 @@ static void test_weighted_fifo_partial_fill(void) {
     volt_sem_free(sem);
 }
 
+/* volt_sem_inspect on a local semaphore: the queue in order with its partial
+ * grant, this process as the holder, the counts-first protocol (arrays of
+ * capacity 0, then VOLT_TRUNCATED for an array too small), bad arguments. */
+static void test_inspect_local(void) {
+    const volt_sem *sem = new_sem(3);
+    counter ca = {0}, cb = {0};
+    volt_waiter a, b;
+    volt_inspection in;
+    volt_holder holders[2];
+    volt_queued_waiter waiters[2];
+    char label[64];
+    init_waiter(&a);
+    init_waiter(&b);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING); /* takes 1 */
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+
+    memset(&in, 0xff, sizeof in);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, NULL, 0, NULL, 0), VOLT_TRUNCATED);
+    CHECK(in.total == 3 && in.available == 0 && !in.closed);
+    CHECK(in.holders == 1 && in.waiters == 2);
+
+    CHECK_STATUS(volt_sem_inspect(sem, &in, holders, 2, waiters, 1), VOLT_TRUNCATED);
+    CHECK(in.waiters == 2);
+    CHECK(waiters[0].position == 0 && waiters[0].permits == 3 && waiters[0].granted == 1);
+
+    CHECK_STATUS(volt_sem_inspect(sem, &in, holders, 2, waiters, 2), VOLT_OK);
+    CHECK(holders[0].permits == 2 && holders[0].pid == (uint32_t)getpid());
+    CHECK(holders[0].held_for_ns == -1 && holders[0].lease_remaining_ns == -1);
+    CHECK(holders[0].token == 0);
+    snprintf(label, sizeof label, ":%ld", (long)getpid());
+    CHECK(strlen(holders[0].label) > strlen(label));
+    CHECK(strcmp(holders[0].label + strlen(holders[0].label) - strlen(label), label) == 0);
+    CHECK(strncmp(holders[0].label, holders[0].host, strlen(holders[0].host)) == 0);
+    CHECK(waiters[1].position == 1 && waiters[1].permits == 1 && waiters[1].granted == 0);
+    CHECK(waiters[0].waiting_for_ns >= waiters[1].waiting_for_ns);
+    CHECK(in.available + holders[0].permits + waiters[0].granted + waiters[1].granted == in.total);
+
+    CHECK_STATUS(volt_sem_inspect(NULL, &in, NULL, 0, NULL, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_inspect(sem, NULL, NULL, 0, NULL, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, NULL, 1, NULL, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, NULL, 0, NULL, 1), VOLT_INVALID_ARGUMENT);
+    CHECK(strcmp(volt_status_str(VOLT_TRUNCATED), "VOLT_TRUNCATED") == 0);
+
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* a complete */
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, holders, 2, waiters, 2), VOLT_OK);
+    CHECK(in.waiters == 1 && waiters[0].position == 0 && waiters[0].permits == 1);
+    CHECK(in.holders == 1 && holders[0].permits == 3);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_CANCELLED);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, holders, 2, waiters, 2), VOLT_OK);
+    CHECK(in.holders == 0 && in.waiters == 0 && in.available == 3);
+    volt_sem_free(sem);
+}
+
 static void test_close_wakes_waiters(void) {
     const volt_sem *sem = new_sem(0);
     counter ca = {0}, cb = {0};
@@ -1191,6 +1247,7 @@ int main(void) {
     RUN(test_try_acquire_and_release);
     RUN(test_ready_acquire_leaves_waiter_idle);
     RUN(test_weighted_fifo_partial_fill);
+    RUN(test_inspect_local);
     RUN(test_close_wakes_waiters);
     RUN(test_cancel_returns_partial_grant);
     RUN(test_full_grant_then_cancel_race);

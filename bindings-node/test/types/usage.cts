@@ -13,6 +13,9 @@ import {
   type ConnectOptions,
   type RedisError,
   type RedisCensus,
+  type Inspection,
+  type Holder,
+  type QueuedWaiter,
   disconnectOnSignals,
 } from 'volt-sem';
 
@@ -68,6 +71,11 @@ async function main(): Promise<void> {
   const nothing: void = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });
   const maybe: Releaser | null = await remote.tryAcquirePermit(1);
   const census: RedisCensus = await remote.census();
+  const seen: Inspection = await remote.inspect();
+  const h: Holder | undefined = seen.holders[0];
+  const w: QueuedWaiter | undefined = seen.waiters[0];
+  const held: number | null = h?.heldFor ?? null;
+  void [h?.label, h?.leaseRemaining, h?.token, w?.position, w?.waitingFor, w?.granted, held, seen.total];
   {
     using p = await remote.acquirePermit(1);
     const t: number | null = p.token;

@@ -18,6 +18,9 @@ from ._volt_sem import MAX_SHARED_PERMITS as MAX_SHARED_PERMITS
 from ._volt_sem import Acquire as Acquire
 from ._volt_sem import BoundedSemaphore as BoundedSemaphore
 from ._volt_sem import LeaseLost as LeaseLost
+from ._volt_sem import Holder as Holder
+from ._volt_sem import Inspection as Inspection
+from ._volt_sem import QueuedWaiter as QueuedWaiter
 from ._offloop import OffLoop as OffLoop
 from ._offloop import RedisConnect as RedisConnect
 from ._volt_sem import ClosedError as ClosedError
@@ -58,6 +61,9 @@ __all__ = [
     "Acquire",
     "AuthenticationError",
     "BoundedSemaphore",
+    "Holder",
+    "Inspection",
+    "QueuedWaiter",
     "InUseError",
     "InvalidUrlError",
     "LeaseExpiredError",

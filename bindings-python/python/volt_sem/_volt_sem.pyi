@@ -8,6 +8,7 @@ from typing import (
     Coroutine,
     Dict,
     Generator,
+    List,
     Literal,
     Optional,
     Tuple,
@@ -417,6 +418,17 @@ class Semaphore:
         ``TypeError`` on a local or named semaphore."""
     def census_async(self) -> OffLoop[Dict[str, int]]:
         """:meth:`census` off the event loop."""
+    def inspect(self) -> "Inspection":
+        """Who holds the permits and who waits, in queue order, on every
+        backend: one snapshot, in which ``available + sum(h.permits for h in
+        holders) + sum(w.granted for w in waiters) == total``. A named
+        semaphore first reclaims what dead processes held; a Redis one reaps
+        expired sessions (one round trip, GIL released: from an event loop,
+        use :meth:`inspect_async`). A local semaphore reports this process
+        as its holder (``held_for`` is ``None``)."""
+    def inspect_async(self) -> OffLoop["Inspection"]:
+        """:meth:`inspect` off the event loop (the loop's executor; trio: a
+        worker thread)."""
     def lease_lost(self) -> "LeaseLost":
         """Redis: an awaitable that completes when the session holding this
         handle's latest grant is lost (its permits were reclaimed: stop using
@@ -508,6 +520,77 @@ class RwLock:
     def write_blocking(self, timeout: Optional[float] = None) -> bool: ...
     def locked(self) -> bool:
         """Whether anyone holds or waits for the lock."""
+
+@final
+class Inspection:
+    """What :meth:`Semaphore.inspect` saw."""
+
+    @property
+    def total(self) -> int:
+        """The permits the semaphore has (a local one: its nominal size,
+        the permits it was created with; a release beyond what was acquired
+        raises it)."""
+    @property
+    def available(self) -> int:
+        """Permits free now."""
+    @property
+    def closed(self) -> bool: ...
+    @property
+    def holders(self) -> List["Holder"]:
+        """Who holds permits: one entry per process (per Redis session)."""
+    @property
+    def waiters(self) -> List["QueuedWaiter"]:
+        """Who waits, in queue order: ``waiters[0]`` is the next served."""
+
+@final
+class Holder:
+    """A process (or Redis session) holding permits."""
+
+    @property
+    def label(self) -> str:
+        """The label of its handle (``label=``; default
+        ``"<hostname>:<pid>"``)."""
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def permits(self) -> int: ...
+    @property
+    def held_for(self) -> Optional[float]:
+        """Seconds since its oldest grant still held; ``None`` on a local
+        semaphore."""
+    @property
+    def lease_remaining(self) -> Optional[float]:
+        """Redis: seconds left of its lease (server clock); ``None`` on the
+        others."""
+    @property
+    def token(self) -> Optional[int]:
+        """Redis: the fencing token of its latest grant; ``None`` on the
+        others."""
+
+@final
+class QueuedWaiter:
+    """A queued request."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
+    @property
+    def permits(self) -> int:
+        """Permits requested."""
+    @property
+    def granted(self) -> int:
+        """Permits granted to it so far (a partial grant)."""
+    @property
+    def waiting_for(self) -> float:
+        """Seconds since it was queued."""
+    @property
+    def position(self) -> int:
+        """Its place in the queue: 0 is the next served."""
 
 @final
 class LeaseLost(Coroutine[Any, Any, RedisError]):

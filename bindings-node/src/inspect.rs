@@ -1,0 +1,106 @@
+//! `inspect(h, refd)`: who holds a semaphore's permits and who waits, as a
+//! plain JS object (`Inspection` in index.d.ts), on every backend.
+//!
+//! Off the JS thread on every backend, though only Redis waits for the
+//! network: one path, and a named semaphore's reclaim of dead processes
+//! (which `inspect` runs first) takes its segment's lock.
+
+use std::ptr;
+
+use volt_sem_backend::inspect::{Holder, Inspection, QueuedWaiter};
+
+use napi::sys;
+
+use crate::connect::off_loop;
+use crate::env::EnvCtx;
+use crate::offloop::Done;
+use crate::raw::{args, boolean, double, null, throw_internal};
+use crate::{RawEnv, RawValue};
+
+// inspect(h, refd): Promise<Inspection>.
+native!(js_inspect, |env, _ctx, argv: [2]| {
+    off_loop(env, &argv, |s| match s.core.inspect() {
+        Ok(i) => Done::Inspected(i),
+        Err(e) => Done::Failed(e, "volt-sem: inspect()"),
+    })
+});
+
+/// The JS value of an inspection: durations in seconds, as in every
+/// language (`null` where the backend has none).
+pub(crate) fn inspection(env: RawEnv, i: &Inspection) -> RawValue {
+    let obj = object(env);
+    set(env, obj, c"total", double(env, i.total as f64));
+    set(env, obj, c"available", double(env, i.available as f64));
+    set(env, obj, c"closed", boolean(env, i.closed));
+    let holders = array(env, i.holders.iter().map(|h| holder(env, h)));
+    set(env, obj, c"holders", holders);
+    let waiters = array(env, i.waiters.iter().map(|w| waiter(env, w)));
+    set(env, obj, c"waiters", waiters);
+    obj
+}
+
+fn holder(env: RawEnv, h: &Holder) -> RawValue {
+    let obj = who(env, &h.label, &h.host, h.pid);
+    set(env, obj, c"permits", double(env, h.permits as f64));
+    let secs =
+        |d: Option<std::time::Duration>| d.map_or(null(env), |d| double(env, d.as_secs_f64()));
+    set(env, obj, c"heldFor", secs(h.held_for));
+    set(env, obj, c"leaseRemaining", secs(h.lease_remaining));
+    let token = h.token.map_or(null(env), |t| double(env, t as f64));
+    set(env, obj, c"token", token);
+    obj
+}
+
+fn waiter(env: RawEnv, w: &QueuedWaiter) -> RawValue {
+    let obj = who(env, &w.label, &w.host, w.pid);
+    set(env, obj, c"permits", double(env, w.permits as f64));
+    set(env, obj, c"granted", double(env, w.granted as f64));
+    set(
+        env,
+        obj,
+        c"waitingFor",
+        double(env, w.waiting_for.as_secs_f64()),
+    );
+    set(env, obj, c"position", double(env, w.position as f64));
+    obj
+}
+
+/// `{ label, host, pid }`
+fn who(env: RawEnv, label: &str, host: &str, pid: u32) -> RawValue {
+    let obj = object(env);
+    set(env, obj, c"label", string(env, label));
+    set(env, obj, c"host", string(env, host));
+    set(env, obj, c"pid", double(env, f64::from(pid)));
+    obj
+}
+
+fn object(env: RawEnv) -> RawValue {
+    let mut obj = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread.
+    unsafe { sys::napi_create_object(env, &mut obj) };
+    obj
+}
+
+fn array(env: RawEnv, items: impl ExactSizeIterator<Item = RawValue>) -> RawValue {
+    let mut arr = ptr::null_mut();
+    // SAFETY: plain value creation on the JS thread.
+    unsafe {
+        sys::napi_create_array_with_length(env, items.len(), &mut arr);
+        for (k, v) in items.enumerate() {
+            sys::napi_set_element(env, arr, k as u32, v);
+        }
+    }
+    arr
+}
+
+fn set(env: RawEnv, obj: RawValue, name: &std::ffi::CStr, v: RawValue) {
+    // SAFETY: plain property set on the JS thread; `name` is NUL-terminated.
+    unsafe { sys::napi_set_named_property(env, obj, name.as_ptr(), v) };
+}
+
+fn string(env: RawEnv, s: &str) -> RawValue {
+    let mut out = ptr::null_mut();
+    // SAFETY: `s` is valid UTF-8 of `s.len()` bytes, on the JS thread.
+    unsafe { sys::napi_create_string_utf8(env, s.as_ptr().cast(), s.len() as isize, &mut out) };
+    out
+}
