@@ -69,10 +69,11 @@ impl Semaphore {
     /// # });
     /// ```
     pub fn inspect(&self) -> Inspection {
-        let process = Process::this(None);
-        let mut waiters = Vec::new();
-        let (available, closed, nominal) = self.snapshot(|word, nominal, list| {
-            let now = stamp();
+        // Under the lock, only numbers (one growing buffer): the records,
+        // with their strings, are built after it, so that a long queue
+        // holds releasers up for a copy, not for two allocations a waiter.
+        let mut queue: Vec<(usize, usize, u64)> = Vec::new();
+        let (available, closed, nominal, now) = self.snapshot(|word, nominal, list| {
             list.for_each(|w| {
                 let requested = w.requested.load(core::sync::atomic::Ordering::Relaxed);
                 // SAFETY: lock-guarded fields of a queued waiter; the lock is
@@ -80,23 +81,24 @@ impl Semaphore {
                 let remaining = w.remaining.with(|r| unsafe { *r });
                 // SAFETY: as above.
                 let queued_at = w.queued_at.with(|q| unsafe { *q });
-                let waiting_for = Duration::from_nanos(now.saturating_sub(queued_at));
-                let granted = requested.saturating_sub(remaining);
-                let position = waiters.len();
-                waiters.push(QueuedWaiter::new(
-                    &process,
-                    requested,
-                    granted,
-                    waiting_for,
-                    position,
-                ));
+                queue.push((requested, requested.saturating_sub(remaining), queued_at));
             });
             (
                 word >> Semaphore::STATE_SHIFT,
                 word & Semaphore::STATE_CLOSED != 0,
                 nominal,
+                stamp(),
             )
         });
+        let process = Process::this(None);
+        let waiters: Vec<QueuedWaiter> = queue
+            .iter()
+            .enumerate()
+            .map(|(position, &(requested, granted, queued_at))| {
+                let waiting_for = Duration::from_nanos(now.saturating_sub(queued_at));
+                QueuedWaiter::new(&process, requested, granted, waiting_for, position)
+            })
+            .collect();
         let granted: usize = waiters.iter().map(|w| w.granted).sum();
         let total = nominal.max(available + granted);
         let held = total - available - granted;
