@@ -47,29 +47,32 @@ pub fn inspection_table(title: &str, i: &Inspection) -> String {
     );
     out.push_str(&format!("\nholders ({})\n", i.holders.len()));
     if !i.holders.is_empty() {
+        // The lease and token columns only where the backend has them (Redis).
+        let leased = i.holders.iter().any(|h| h.token.is_some());
         let rows = i.holders.iter().map(|h| {
-            vec![
+            let mut row = vec![
                 h.label.clone(),
                 h.pid.to_string(),
                 h.host.clone(),
                 h.permits.to_string(),
                 opt_duration(h.held_for),
-                opt_duration(h.lease_remaining),
-                h.token.map_or("-".into(), |t| t.to_string()),
-            ]
+            ];
+            if leased {
+                row.push(opt_duration(h.lease_remaining));
+                row.push(h.token.map_or("-".into(), |t| t.to_string()));
+            }
+            row
         });
-        out.push_str(&table(
-            &[
-                "LABEL",
-                "PID",
-                "HOST",
-                "PERMITS",
-                "HELD FOR",
-                "LEASE LEFT",
-                "TOKEN",
-            ],
-            rows,
-        ));
+        let head = [
+            "LABEL",
+            "PID",
+            "HOST",
+            "PERMITS",
+            "HELD FOR",
+            "LEASE LEFT",
+            "TOKEN",
+        ];
+        out.push_str(&table(&head[..if leased { 7 } else { 5 }], rows));
     }
     out.push_str(&format!("\nwaiters ({}, next first)\n", i.waiters.len()));
     if !i.waiters.is_empty() {

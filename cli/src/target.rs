@@ -28,7 +28,8 @@ pub enum Source {
     Redis {
         url: String,
         name: String,
-        options: ConnectOptions,
+        // Boxed: the options are large, and a `Source` is moved around.
+        options: Box<ConnectOptions>,
     },
 }
 
@@ -48,7 +49,7 @@ impl Target {
             Target::Redis { url, prefix, name } => Source::Redis {
                 url: url.clone(),
                 name: name.clone(),
-                options: redis_options(prefix.as_deref()),
+                options: Box::new(redis_options(prefix.as_deref())),
             },
         })
     }
@@ -93,7 +94,7 @@ impl Source {
         match self {
             Source::Named(sem, name) => sem.inspect().map_err(|e| shm_error(name, e)),
             Source::Redis { url, name, options } => {
-                volt_sem_redis::inspect(url, name, options.clone())
+                volt_sem_redis::inspect(url, name, (**options).clone())
                     .map_err(|e| redis_error(name, e))
             }
         }

@@ -169,3 +169,25 @@ fn looking_at_an_unknown_name_fails_and_creates_nothing() {
     assert_eq!(code, 1);
     assert!(err.contains("a/b"), "{err}");
 }
+
+#[test]
+fn watch_ends_cleanly_on_ctrl_c() {
+    use std::io::BufRead;
+    let name = Name::new("sigint");
+    let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.1", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    // A first frame: it is attached and looping.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("watched"), "{first}");
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    // Bounded: without the handler it would die of SIGINT (no exit code);
+    // with it, it ends its loop within an interval and exits 0.
+    let status = watch.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
