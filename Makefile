@@ -59,7 +59,7 @@ msrv:
 # what `cargo publish` would check, without uploading. The C library depends on
 # the shared semaphore (volt-sem-shm) through volt-sem-backend.
 publish-check:
-	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-redis -p volt-sem-backend -p volt-sem-ffi
+	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-redis -p volt-sem-backend -p volt-sem-ffi -p volt-sem-cli
 
 test-core:
 	$(GUARD) cargo test -p volt-sem
@@ -263,7 +263,7 @@ ci-native-node:
 dist-checksums:
 	cd dist && sha256sum c/*.tar.gz zig/*.tar.gz > SHA256SUMS && cat SHA256SUMS
 publish-crates:
-	for c in volt-sem volt-sem-shm volt-sem-redis volt-sem-backend volt-sem-ffi; do \
+	for c in volt-sem volt-sem-shm volt-sem-redis volt-sem-backend volt-sem-ffi volt-sem-cli; do \
 	  cargo publish -p $$c || exit 1; \
 	done
 publish-npm:
