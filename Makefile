@@ -41,7 +41,8 @@ lint:
 
 # The published crates build with their declared rust-version: the core, the
 # shared-memory crate and the backend seam without Redis with 1.79; the C
-# library (with the Redis backend) and volt-sem-redis with 1.88 (redis-rs).
+# library (with the Redis backend), volt-sem-redis and the command line
+# (volt-sem-cli, a binary: checked with --bins) with 1.88 (redis-rs).
 # The toolchains come from rustup; their own target dirs keep the main one intact.
 MSRV := 1.79
 MSRV_REDIS := 1.88
