@@ -10,13 +10,13 @@ LOOM_MAX_PREEMPTIONS ?= 3
 
 .PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
         dist-python dist-test-python test demo lint msrv publish-check test-core test-batch-lock test-arm64 test-loom \
-        loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend \
+        loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend test-cli \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
         bench-docs bench-batch bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
         ci-native-python ci-native-node dist-checksums publish-crates publish-npm
 
-test: lint msrv test-core test-batch-lock test-loom test-miri test-shm test-shm-loom test-backend test-redis test-c \
+test: lint msrv test-core test-batch-lock test-loom test-miri test-shm test-shm-loom test-backend test-cli test-redis test-c \
       test-python test-node test-multiproc test-arm64 test-readme test-docs test-workflows
 
 # Each test command runs under scripts/guard.sh: one that hangs is killed
@@ -41,7 +41,8 @@ lint:
 
 # The published crates build with their declared rust-version: the core, the
 # shared-memory crate and the backend seam without Redis with 1.79; the C
-# library (with the Redis backend) and volt-sem-redis with 1.88 (redis-rs).
+# library (with the Redis backend), volt-sem-redis and the command line
+# (volt-sem-cli, a binary: checked with --bins) with 1.88 (redis-rs).
 # The toolchains come from rustup; their own target dirs keep the main one intact.
 MSRV := 1.79
 MSRV_REDIS := 1.88
@@ -51,14 +52,15 @@ msrv:
 	  echo "SKIPPED: MSRV check (Rust $(MSRV) or $(MSRV_REDIS) could not be installed on this machine)"; \
 	else \
 	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv cargo +$(MSRV) check -p volt-sem -p volt-sem-shm -p volt-sem-backend --lib && \
-	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv-redis cargo +$(MSRV_REDIS) check -p volt-sem-redis -p volt-sem-ffi --lib; \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv-redis cargo +$(MSRV_REDIS) check -p volt-sem-redis -p volt-sem-ffi --lib && \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/msrv-redis cargo +$(MSRV_REDIS) check -p volt-sem-cli --bins; \
 	fi
 
 # Not in `make test` (it packages and builds the crates from scratch, ~1 min):
 # what `cargo publish` would check, without uploading. The C library depends on
 # the shared semaphore (volt-sem-shm) through volt-sem-backend.
 publish-check:
-	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-redis -p volt-sem-backend -p volt-sem-ffi
+	cargo publish --dry-run -p volt-sem -p volt-sem-shm -p volt-sem-redis -p volt-sem-backend -p volt-sem-ffi -p volt-sem-cli
 
 test-core:
 	$(GUARD) cargo test -p volt-sem
@@ -87,6 +89,11 @@ redis-server:
 # With the Redis backend: its tests start their own redis-server.
 test-backend: redis-server
 	$(GUARD) cargo test -p volt-sem-backend --features redis
+# The `volt-sem` command line (cli/): the built binary against named
+# semaphores held by real processes (kill -9 included) and a real
+# redis-server it starts itself (free loopback port, stopped by pid).
+test-cli: redis-server
+	$(GUARD) cargo test -p volt-sem-cli
 # loom models of the shared-memory algorithm (processes as threads over one
 # segment in memory, crashes as operations abandoned after any write). Its own
 # target dir, as test-loom.
@@ -257,7 +264,7 @@ ci-native-node:
 dist-checksums:
 	cd dist && sha256sum c/*.tar.gz zig/*.tar.gz > SHA256SUMS && cat SHA256SUMS
 publish-crates:
-	for c in volt-sem volt-sem-shm volt-sem-redis volt-sem-backend volt-sem-ffi; do \
+	for c in volt-sem volt-sem-shm volt-sem-redis volt-sem-backend volt-sem-ffi volt-sem-cli; do \
 	  cargo publish -p $$c || exit 1; \
 	done
 publish-npm:

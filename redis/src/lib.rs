@@ -487,6 +487,33 @@ pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Erro
     session::delete(url, &keys, &options)
 }
 
+/// Who holds the semaphore `name`'s permits and who waits, without
+/// connecting to it: what [`RedisSemaphore::inspect`] returns (same fields,
+/// same snapshot, same reclaim of expired sessions first), for a process
+/// that only looks, such as the `volt-sem` command line. It needs no total,
+/// starts no session, renews none and creates nothing: [`Error::NotFound`]
+/// if there is no such semaphore (under the options' prefix). Opens one
+/// connection (within the connect timeout) and runs one script, like
+/// [`delete`]; the options used are the same (prefix, timeouts, TLS,
+/// `cluster`, the label as the connection's client name).
+pub fn inspect(url: &str, name: &str, options: ConnectOptions) -> Result<Inspection, Error> {
+    options.check_delete(name)?;
+    let keys = scripts::Keys::new(&options.prefix, name);
+    inspect::from_reply(&session::inspect(url, &keys, &options)?)
+}
+
+/// The names of the semaphores stored under the options' prefix on the
+/// server of `url`, sorted: a `SCAN` (non-blocking for the server, a few
+/// round trips per thousand keys) for their `{prefix:<name>}:meta` hashes,
+/// which exist from a semaphore's first `connect` to its [`delete`]. A
+/// snapshot; names created or deleted during the scan may be missing or
+/// listed. Not on a Redis Cluster ([`Error::InvalidOption`]: a `SCAN`
+/// reaches one node). Options used: prefix, timeouts, TLS, label.
+pub fn list(url: &str, options: ConnectOptions) -> Result<Vec<String>, Error> {
+    options.check_delete("-")?;
+    session::list(url, &options)
+}
+
 /// A handle on a semaphore stored in Redis. Cheap to clone; clones (and the
 /// handles of other `connect` calls to the same URL, options and name in
 /// this process) share one session, two connections and two threads.

@@ -39,7 +39,7 @@ pub enum Status {
     TooMany,
     /// `TOTAL`: `connect`: the semaphore exists with another total (which follows).
     Total,
-    /// `NOTFOUND`: `delete`: no such semaphore.
+    /// `NOTFOUND`: `delete`, session-less `inspect`: no such semaphore.
     NotFound,
     /// `INUSE`: `delete`: the semaphore has live sessions (their number follows).
     InUse,

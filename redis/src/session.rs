@@ -183,6 +183,81 @@ pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<()
     }
 }
 
+/// Inspects the semaphore `keys` names, without a session (see
+/// [`crate::inspect`]): `inspect.lua` with an empty incarnation, which
+/// answers `NOTFOUND` for a name that does not exist.
+pub(crate) fn inspect(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<Reply, Error> {
+    let secret = url_secret(url);
+    let client = Client::open(url, opts)?;
+    let deadline = Instant::now() + opts.connect_timeout;
+    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    let who = Who {
+        sid: "",
+        inc: "",
+        lease_ms: opts.lease.as_millis() as u64,
+    };
+    let r = Scripts::new()
+        .inspect(&mut con, keys, who)
+        .map_err(|e| match e {
+            CallError::NotRun(e) | CallError::Uncertain(e) => e,
+        })?;
+    match &r.status {
+        Status::Ok => Ok(r),
+        Status::NotFound => Err(Error::NotFound),
+        _ => Err(Error::Protocol(format!("{r:?}"))),
+    }
+}
+
+/// The names of the semaphores under `prefix` (see [`crate::list`]): a
+/// `SCAN` for their `{prefix:<name>}:meta` keys, on one server.
+pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Error> {
+    let secret = url_secret(url);
+    let client = Client::open(url, opts)?;
+    let deadline = Instant::now() + opts.connect_timeout;
+    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    if con.is_cluster() {
+        return Err(Error::InvalidOption(
+            "list: not on a Redis Cluster (SCAN reaches one node)",
+        ));
+    }
+    // The prefix is literal: escape what SCAN's glob would read as a pattern.
+    let mut pattern = String::from("{");
+    for c in opts.prefix.chars() {
+        if matches!(c, '*' | '?' | '[' | ']' | '\\') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    pattern.push_str(":*}:meta");
+    let head = format!("{{{}:", opts.prefix);
+    let mut names = Vec::new();
+    let mut cursor = String::from("0");
+    // Bounded: SCAN ends (cursor 0) after visiting every key once; the cap
+    // guards against a server that never does.
+    for _ in 0..1_000_000 {
+        let (next, keys): (String, Vec<String>) = redis::cmd("SCAN")
+            .arg(&cursor)
+            .arg("MATCH")
+            .arg(&pattern)
+            .arg("COUNT")
+            .arg(1000)
+            .query(&mut con)
+            .map_err(|e| Error::from_redis(&e, &secret))?;
+        names.extend(keys.iter().filter_map(|k| {
+            let name = k.strip_prefix(&head)?.strip_suffix("}:meta")?;
+            crate::validate_name(name).is_ok().then(|| name.to_owned())
+        }));
+        if next == "0" {
+            break;
+        }
+        cursor = next;
+    }
+    // SCAN may return a key more than once.
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
 /// SHA-1 of `return 1`, the probe script of [`check_commands`].
 const PROBE: &str = "return 1";
 const PROBE_SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";

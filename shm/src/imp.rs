@@ -374,7 +374,7 @@ static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
 
 pub(crate) fn open(
     name: &str,
-    total: u64,
+    total: Option<u64>,
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
@@ -387,6 +387,9 @@ pub(crate) fn open(
     let deadline = Instant::now() + OPEN_WAIT;
     let (map, _created) =
         sys::open_segment(name, total, create, mode, accept_foreign_owner, deadline)?;
+    // The segment's own total: the one asked for (checked by `open_segment`),
+    // or, for `attach`, whatever it was created with (fixed before its magic).
+    let total = map.seg().hdr.total.load(Relaxed);
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()
@@ -457,6 +460,10 @@ pub(crate) fn open(
 
 pub(crate) fn unlink(name: &str) -> Result<(), Error> {
     sys::unlink(name)
+}
+
+pub(crate) fn list() -> Result<Vec<String>, Error> {
+    sys::list()
 }
 
 // ------------------------------------------------------------------ delivery

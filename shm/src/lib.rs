@@ -724,15 +724,46 @@ pub fn unlink(name: &str) -> Result<(), Error> {
     imp::unlink(name)
 }
 
+/// The names of the semaphores of this machine, sorted: the shared-memory
+/// objects named [`NAME_PREFIX`]`<name>` (the files `/dev/shm/volt-sem.<name>`),
+/// whoever created them (open one with [`SharedSemaphore::attach`] to see
+/// it; a file another program planted under the prefix is listed too, and
+/// refused there with [`Error::NotASegment`]). A snapshot: names come and go
+/// with `open` and [`unlink`]. [`Error::Unsupported`] off Linux.
+pub fn list() -> Result<Vec<String>, Error> {
+    imp::list()
+}
+
 impl SharedSemaphore {
     /// Opens (or creates, see [`OpenOptions`]) the semaphore `name` with
     /// `permits` permits in total. Opening an existing name with another total
     /// fails with [`Error::TotalMismatch`] and changes nothing.
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
-        validate_name(name)?;
         if permits == 0 || permits > MAX_PERMITS {
+            validate_name(name)?;
             return Err(Error::InvalidPermits);
         }
+        Self::open_with(name, Some(permits as u64), options)
+    }
+
+    /// Attaches to the existing semaphore `name`, whatever its total (read
+    /// from the segment: [`total_permits`](Self::total_permits)), for a
+    /// process that only looks at it, such as the `volt-sem` command line's
+    /// `inspect`. Never creates it: [`Error::NotFound`] if there is no such
+    /// name, or if its creator died before initialising it (the next `open`
+    /// with a total does). The options' mode and create/attach choice are
+    /// not used; their [label](OpenOptions::label) and
+    /// [`accept_foreign_owner`](OpenOptions::accept_foreign_owner) are. The
+    /// other checks and errors are those of [`open`](Self::open), and the
+    /// process attaches as any other does (a process record, listed by
+    /// [`inspect`](Self::inspect) only while it holds or waits).
+    pub fn attach(name: &str, options: OpenOptions) -> Result<Self, Error> {
+        Self::open_with(name, None, options.attach_only())
+    }
+
+    /// `open` (`total` given) or `attach` (`None`, attach-only).
+    fn open_with(name: &str, total: Option<u64>, options: OpenOptions) -> Result<Self, Error> {
+        validate_name(name)?;
         let label = match options.label {
             LabelChoice::Default => volt_sem::inspect::default_label(),
             LabelChoice::Invalid => return Err(Error::InvalidLabel),
@@ -747,7 +778,7 @@ impl SharedSemaphore {
             };
             let att = imp::open(
                 name,
-                permits as u64,
+                total,
                 create,
                 options.mode,
                 options.accept_foreign_owner,
@@ -759,7 +790,7 @@ impl SharedSemaphore {
         {
             let att = imp::open(
                 name,
-                permits as u64,
+                total,
                 options.mode,
                 options.accept_foreign_owner,
                 &label,

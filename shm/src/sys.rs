@@ -107,7 +107,7 @@ impl Fd {
 /// Returns whether this call initialised it.
 pub(crate) fn open_segment(
     name: &str,
-    total: u64,
+    total: Option<u64>,
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
@@ -129,7 +129,7 @@ pub(crate) fn open_segment(
 /// attach a segment nobody else can reach by its name.
 fn open_once(
     path: &CString,
-    total: u64,
+    total: Option<u64>,
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
@@ -160,6 +160,12 @@ fn open_once(
     }
     let size = st.st_size as u64;
     let mut init = false;
+    // Without a total (`SharedSemaphore::attach`) a segment that needs
+    // initialising cannot be: its creator died before finishing it, so no
+    // semaphore exists under the name yet.
+    let Some(total) = total.or_else(|| existing_total(fd.0, size)) else {
+        return Err(Error::NotFound);
+    };
     if size == 0 {
         // Created by us, or by a process that died (or has not yet taken the
         // init lock) before sizing it: whoever holds the init lock sizes and
@@ -231,6 +237,34 @@ fn open_once(
         seg.hdr.magic.store(MAGIC, Ordering::Release);
     }
     Ok(Some((mapping, init)))
+}
+
+/// The total of an initialised segment's header (`None`: the file is too
+/// short, or its magic is not written yet; the checks of `open_once` then
+/// decide). Read with `pread`, like them.
+fn existing_total(fd: libc::c_int, size: u64) -> Option<u64> {
+    let mut head = [0u8; 32];
+    if size < head.len() as u64 {
+        return None;
+    }
+    // SAFETY: reads into our buffer; pread does not fault on a short file.
+    let got = unsafe { libc::pread(fd, head.as_mut_ptr().cast(), head.len(), 0) };
+    let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
+    (got == head.len() as isize && word(0) != 0).then(|| word(24))
+}
+
+/// The names of the semaphores of this machine: the entries of `/dev/shm`
+/// whose name starts with [`NAME_PREFIX`](crate::NAME_PREFIX), without it.
+pub(crate) fn list() -> Result<Vec<String>, Error> {
+    let dir = std::fs::read_dir("/dev/shm")
+        .map_err(|e| e.raw_os_error().map_or(Error::Os(libc::EIO), os_error))?;
+    let mut names: Vec<String> = dir
+        .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+        .filter_map(|f| f.strip_prefix(crate::NAME_PREFIX).map(str::to_owned))
+        .filter(|n| crate::validate_name(n).is_ok())
+        .collect();
+    names.sort();
+    Ok(names)
 }
 
 fn file_stat(fd: libc::c_int) -> Result<libc::stat, Error> {

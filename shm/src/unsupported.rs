@@ -11,7 +11,7 @@ pub(crate) enum Attachment {}
 
 pub(crate) fn open(
     _name: &str,
-    _total: u64,
+    _total: Option<u64>,
     _mode: u32,
     _accept_foreign_owner: bool,
     _label: &str,
@@ -20,6 +20,10 @@ pub(crate) fn open(
 }
 
 pub(crate) fn unlink(_name: &str) -> Result<(), Error> {
+    Err(Error::Unsupported)
+}
+
+pub(crate) fn list() -> Result<Vec<String>, Error> {
     Err(Error::Unsupported)
 }
 

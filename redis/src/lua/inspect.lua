@@ -6,8 +6,11 @@
 -- host", "" if unknown), permits, ms since its holding rose from 0, lease ms
 -- left, token of its latest grant; then w, and per queued request in queue
 -- order: who, permits requested, granted so far, us since it was queued}
--- | {'LOST'}. O(n + sessions).
-if lost() then return {'LOST'} end
+-- | {'LOST'} | {'NOTFOUND'} (without a session: INC is "", see
+-- `volt_sem_redis::inspect`; a handle's INC is never ""). O(n + sessions).
+if INC == '' then
+  if not redis.call('HGET', META, 'total') then return {'NOTFOUND'} end
+elseif lost() then return {'LOST'} end
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
 -- The records of sessions that are gone (ended or reaped by a client of an
 -- older version, which does not know this hash) are dropped here.

@@ -1,0 +1,325 @@
+//! The command line, parsed by hand: a command, its positional arguments
+//! and a few flags. Anything else is a usage error (exit code 2).
+
+use std::time::Duration;
+
+use crate::error::CliError;
+use crate::target::Target;
+
+/// What to do.
+#[derive(Debug, PartialEq)]
+pub enum Command {
+    /// Print this help (`None`: the overview; `Some(cmd)`: one command's).
+    Help(Option<&'static str>),
+    /// List the named semaphores of this machine, or the Redis ones.
+    Ls { redis: Option<Redis>, json: bool },
+    /// Show one semaphore's holders and waiters.
+    Inspect { target: Target, json: bool },
+    /// Redraw the inspection every `interval`, `count` times (or forever).
+    Watch {
+        target: Target,
+        json: bool,
+        interval: Duration,
+        count: Option<u64>,
+    },
+    /// Remove a named semaphore's name.
+    Unlink { name: String },
+}
+
+/// `--redis URL [--prefix P]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Redis {
+    pub url: String,
+    pub prefix: Option<String>,
+}
+
+pub const OVERVIEW: &str = "\
+volt-sem: look inside volt-sem semaphores (named ones of this machine, Redis)
+
+Usage: volt-sem <command> [options]
+
+Commands:
+  ls        list the semaphores with their totals, holders and waiters
+  inspect   show who holds a semaphore's permits and who waits for them
+  watch     redraw `inspect` every second, with an estimate of grants/s
+  unlink    remove a named semaphore's name
+
+Options of every command: -h, --help
+`volt-sem <command> --help` tells more. Exit codes: 0 ok, 1 failed, 2 usage.";
+
+pub const LS: &str = "\
+Usage: volt-sem ls [--json]
+       volt-sem ls --redis URL [--prefix P] [--json]
+
+Lists the named semaphores of this machine (/dev/shm/volt-sem.<name>), or
+with --redis those stored on that Redis server under the prefix (default
+volt-sem), with TOTAL, AVAILABLE, HOLDERS (processes) and WAITERS (queued
+requests). A semaphore that cannot be read is listed with its error.
+
+Options:
+  --redis URL   redis://[user:password@]host[:port][/db], rediss://, unix://
+  --prefix P    the key prefix the semaphores were connected with
+  --json        a JSON array: [{name, total, available, closed, holders,
+                waiters}] (counts of holders and waiters)
+                ({name, error} for one that cannot be read)";
+
+pub const INSPECT: &str = "\
+Usage: volt-sem inspect NAME [--json]
+       volt-sem inspect --redis URL [--prefix P] NAME [--json]
+
+Shows a semaphore's total, available permits and whether it is closed, its
+holders (label, pid, host, permits, held for; on Redis also the lease left
+and the fencing token of the latest grant) and its waiters in queue order
+(position 0 is served next; granted: a partial grant). Looking changes
+nothing: the semaphore is never created and its total need not be known.
+
+Options:
+  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --prefix P    the key prefix the semaphore was connected with
+  --json        {total, available, closed, holders: [{label, host, pid,
+                permits, held_for, lease_remaining, token}], waiters:
+                [{label, host, pid, permits, granted, waiting_for,
+                position}]}; times in seconds, null where not measured";
+
+pub const WATCH: &str = "\
+Usage: volt-sem watch NAME [--interval SECS] [--count N] [--json]
+       volt-sem watch --redis URL [--prefix P] NAME [...]
+
+Redraws `volt-sem inspect` every interval until Ctrl-C, with grants/s: the
+grants seen between two refreshes over the time between them. A grant is
+seen when a holder appears, its held time starts again (its holding rose
+from zero), or on Redis its latest fencing token changes. Grants to a
+process that already holds, and holdings that begin and end between two
+refreshes, are not seen: it is a lower bound, most exact with few holders.
+
+Options:
+  --interval SECS  time between refreshes (default 1; 0.05 to 3600)
+  --count N        stop after N refreshes
+  --json           one JSON object per refresh and line, as `inspect --json`
+                   plus grants_per_second (null on the first)";
+
+pub const UNLINK: &str = "\
+Usage: volt-sem unlink NAME
+
+Removes the name of the named semaphore NAME (/dev/shm/volt-sem.NAME).
+Processes attached keep using it; the next open of the name creates a new
+one. Fails if there is no such name.";
+
+/// Parses the arguments after the program name.
+pub fn parse(args: &[String]) -> Result<Command, CliError> {
+    let Some((cmd, rest)) = args.split_first() else {
+        return Err(CliError::Usage("no command (try `volt-sem --help`)".into()));
+    };
+    let cmd: &'static str = match cmd.as_str() {
+        "-h" | "--help" | "help" => return Ok(Command::Help(None)),
+        "ls" => "ls",
+        "inspect" => "inspect",
+        "watch" => "watch",
+        "unlink" => "unlink",
+        other => {
+            return Err(CliError::Usage(format!(
+                "unknown command `{other}` (try `volt-sem --help`)"
+            )))
+        }
+    };
+    let f = Flags::parse(cmd, rest)?;
+    if f.help {
+        return Ok(Command::Help(Some(cmd)));
+    }
+    let usage = |msg: String| Err(CliError::Usage(format!("{cmd}: {msg}")));
+    let allowed: &[&str] = match cmd {
+        "ls" => &["--redis", "--prefix", "--json"],
+        "inspect" => &["--redis", "--prefix", "--json"],
+        "watch" => &["--redis", "--prefix", "--json", "--interval", "--count"],
+        _ => &[],
+    };
+    if let Some(bad) = f.seen.iter().find(|s| !allowed.contains(s)) {
+        return usage(format!("{bad} is not an option of this command"));
+    }
+    if f.prefix.is_some() && f.redis.is_none() {
+        return usage("--prefix needs --redis".into());
+    }
+    let redis = f.redis.clone().map(|url| Redis {
+        url,
+        prefix: f.prefix.clone(),
+    });
+    let one_name = |what: &str| -> Result<String, CliError> {
+        match f.positional.as_slice() {
+            [name] => Ok(name.clone()),
+            [] => Err(CliError::Usage(format!("{cmd}: missing {what}"))),
+            [_, extra, ..] => Err(CliError::Usage(format!(
+                "{cmd}: unexpected argument `{extra}`"
+            ))),
+        }
+    };
+    let target = |name: String| match redis.clone() {
+        Some(r) => Target::Redis {
+            url: r.url,
+            prefix: r.prefix,
+            name,
+        },
+        None => Target::Named(name),
+    };
+    Ok(match cmd {
+        "ls" => {
+            if let Some(extra) = f.positional.first() {
+                return usage(format!("unexpected argument `{extra}`"));
+            }
+            Command::Ls {
+                redis,
+                json: f.json,
+            }
+        }
+        "inspect" => Command::Inspect {
+            target: target(one_name("NAME")?),
+            json: f.json,
+        },
+        "watch" => {
+            let interval = match f.interval.as_deref() {
+                None => Duration::from_secs(1),
+                Some(s) => match s.parse::<f64>() {
+                    Ok(v) if (0.05..=3600.0).contains(&v) => Duration::from_secs_f64(v),
+                    _ => return usage(format!("--interval `{s}`: seconds from 0.05 to 3600")),
+                },
+            };
+            let count = match f.count.as_deref() {
+                None => None,
+                Some(s) => match s.parse::<u64>() {
+                    Ok(n) if n > 0 => Some(n),
+                    _ => return usage(format!("--count `{s}`: a number of refreshes, 1 or more")),
+                },
+            };
+            Command::Watch {
+                target: target(one_name("NAME")?),
+                json: f.json,
+                interval,
+                count,
+            }
+        }
+        _ => Command::Unlink {
+            name: one_name("NAME")?,
+        },
+    })
+}
+
+/// The flags and positional arguments of one command.
+#[derive(Default)]
+struct Flags {
+    help: bool,
+    json: bool,
+    redis: Option<String>,
+    prefix: Option<String>,
+    interval: Option<String>,
+    count: Option<String>,
+    positional: Vec<String>,
+    /// Every flag given, for the command's check of which it accepts.
+    seen: Vec<&'static str>,
+}
+
+impl Flags {
+    fn parse(cmd: &str, args: &[String]) -> Result<Flags, CliError> {
+        let mut f = Flags::default();
+        let mut it = args.iter();
+        while let Some(a) = it.next() {
+            // `--flag=value` as well as `--flag value`.
+            let (flag, inline) = match a.split_once('=') {
+                Some((fl, v)) if a.starts_with("--") => (fl, Some(v.to_owned())),
+                _ => (a.as_str(), None),
+            };
+            let mut value = |name: &'static str| -> Result<String, CliError> {
+                f.seen.push(name);
+                match inline.clone().or_else(|| it.next().cloned()) {
+                    Some(v) => Ok(v),
+                    None => Err(CliError::Usage(format!("{cmd}: {name} needs a value"))),
+                }
+            };
+            match flag {
+                "-h" | "--help" => f.help = true,
+                "--json" => {
+                    f.seen.push("--json");
+                    f.json = true;
+                }
+                "--redis" => f.redis = Some(value("--redis")?),
+                "--prefix" => f.prefix = Some(value("--prefix")?),
+                "--interval" => f.interval = Some(value("--interval")?),
+                "--count" => f.count = Some(value("--count")?),
+                "--" => f.positional.extend(it.by_ref().cloned()),
+                s if s.starts_with('-') && s.len() > 1 => {
+                    return Err(CliError::Usage(format!("{cmd}: unknown option `{s}`")))
+                }
+                _ => f.positional.push(a.clone()),
+            }
+        }
+        Ok(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Command, CliError> {
+        parse(&s.split_whitespace().map(String::from).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn commands() {
+        assert_eq!(
+            p("inspect gpu --json").unwrap(),
+            Command::Inspect {
+                target: Target::Named("gpu".into()),
+                json: true
+            }
+        );
+        assert_eq!(
+            p("watch --redis=redis://h/0 --prefix p db --count 2 --interval 0.5").unwrap(),
+            Command::Watch {
+                target: Target::Redis {
+                    url: "redis://h/0".into(),
+                    prefix: Some("p".into()),
+                    name: "db".into()
+                },
+                json: false,
+                interval: Duration::from_millis(500),
+                count: Some(2)
+            }
+        );
+        assert_eq!(p("ls --help").unwrap(), Command::Help(Some("ls")));
+        assert_eq!(
+            p("unlink -- -odd").unwrap(),
+            Command::Unlink {
+                name: "-odd".into()
+            }
+        );
+    }
+
+    #[test]
+    fn usage_errors() {
+        for bad in [
+            "",
+            "frobnicate",
+            "inspect",
+            "inspect a b",
+            "inspect a --bogus",
+            "inspect a --interval 1",
+            "ls --prefix p",
+            "ls extra",
+            "watch a --count 0",
+            "watch a --interval x",
+            "watch a --interval 0",
+            "unlink a --json",
+            "unlink a --redis u",
+            "ls --redis",
+        ] {
+            assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn every_help_fits_a_screen() {
+        for h in [OVERVIEW, LS, INSPECT, WATCH, UNLINK] {
+            assert!(h.lines().count() <= 22, "{h}");
+            assert!(h.lines().all(|l| l.len() <= 80), "{h}");
+        }
+    }
+}

@@ -1,0 +1,81 @@
+//! `volt-sem ls`: every semaphore of this machine (or of a Redis server,
+//! under a prefix) with its counts, one inspection each.
+
+use serde_json::{json, Value};
+use volt_sem::inspect::Inspection;
+
+use crate::args::Redis;
+use crate::error::CliError;
+use crate::render::table;
+use crate::target::redis_options;
+use volt_sem_shm::{OpenOptions, SharedSemaphore};
+
+/// The listing, as text or JSON.
+pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
+    // Errors without the name: it is in the row already.
+    let rows: Vec<(String, Result<Inspection, String>)> = match redis {
+        None => volt_sem_shm::list()
+            .map_err(|e| CliError::Failed(format!("cannot list /dev/shm: {e}")))?
+            .into_iter()
+            .map(|name| {
+                let seen = SharedSemaphore::attach(&name, OpenOptions::new())
+                    .and_then(|sem| sem.inspect())
+                    .map_err(|e| e.to_string());
+                (name, seen)
+            })
+            .collect(),
+        Some(r) => {
+            let options = redis_options(r.prefix.as_deref());
+            volt_sem_redis::list(&r.url, options.clone())
+                .map_err(|e| CliError::Failed(format!("cannot list: {e}")))?
+                .into_iter()
+                .map(|name| {
+                    let seen = volt_sem_redis::inspect(&r.url, &name, options.clone())
+                        .map_err(|e| e.to_string());
+                    (name, seen)
+                })
+                .collect()
+        }
+    };
+    if json {
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(name, seen)| match seen {
+                Ok(i) => json!({
+                    "name": name,
+                    "total": i.total,
+                    "available": i.available,
+                    "closed": i.closed,
+                    "holders": i.holders.len(),
+                    "waiters": i.waiters.len(),
+                }),
+                Err(e) => json!({ "name": name, "error": e }),
+            })
+            .collect();
+        return Ok(format!("{}\n", Value::Array(list)));
+    }
+    if rows.is_empty() {
+        return Ok("no semaphores\n".into());
+    }
+    let any_error = rows.iter().any(|(_, r)| r.is_err());
+    let mut head = vec!["NAME", "TOTAL", "AVAILABLE", "HOLDERS", "WAITERS"];
+    if any_error {
+        head.push("ERROR");
+    }
+    let lines = rows.iter().map(|(name, seen)| match seen {
+        Ok(i) => vec![
+            name.clone(),
+            i.total.to_string(),
+            format!("{}{}", i.available, if i.closed { " (closed)" } else { "" }),
+            i.holders.len().to_string(),
+            i.waiters.len().to_string(),
+        ],
+        Err(e) => {
+            let mut r = vec![name.clone()];
+            r.extend(["-", "-", "-", "-"].map(String::from));
+            r.push(e.clone());
+            r
+        }
+    });
+    Ok(table(&head, lines))
+}

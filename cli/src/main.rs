@@ -1,0 +1,66 @@
+//! `volt-sem`: look inside volt-sem semaphores from the command line (issue
+//! 29). `volt-sem --help` lists the commands; each command's `--help` tells
+//! what it shows. Errors are one line on stderr, `volt-sem: <message>`,
+//! with exit code 1 (2 for a usage error).
+
+mod args;
+mod error;
+mod ls;
+mod render;
+mod target;
+mod watch;
+
+use args::Command;
+use error::{out, CliError};
+
+fn run(argv: Vec<String>) -> Result<(), CliError> {
+    match args::parse(&argv)? {
+        Command::Help(cmd) => {
+            let text = match cmd {
+                Some("ls") => args::LS,
+                Some("inspect") => args::INSPECT,
+                Some("watch") => args::WATCH,
+                Some("unlink") => args::UNLINK,
+                _ => args::OVERVIEW,
+            };
+            out(&format!("{text}\n"))
+        }
+        Command::Ls { redis, json } => out(&ls::run(redis.as_ref(), json)?),
+        Command::Inspect { target, json } => {
+            let seen = target.open()?.inspect()?;
+            out(&if json {
+                format!("{}\n", render::inspection_json(&seen))
+            } else {
+                render::inspection_table(&target.describe(), &seen)
+            })
+        }
+        Command::Watch {
+            target,
+            json,
+            interval,
+            count,
+        } => watch::run(&target, json, interval, count),
+        Command::Unlink { name } => {
+            volt_sem_shm::unlink(&name).map_err(|e| target::shm_error(&name, e))
+        }
+    }
+}
+
+fn main() {
+    let argv: Result<Vec<String>, _> = std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| CliError::Usage(format!("argument {a:?} is not UTF-8")))
+        })
+        .collect();
+    let code = match argv.and_then(run) {
+        Ok(()) => 0,
+        Err(CliError::StdoutClosed) => 0,
+        Err(e) => {
+            eprintln!("volt-sem: {e}");
+            e.exit_code()
+        }
+    };
+    std::process::exit(code);
+}

@@ -1,0 +1,173 @@
+//! How an inspection is shown: an aligned text table for people, JSON with
+//! the field names of the Rust and Python types for scripts (times in
+//! seconds, as numbers; `null` where a backend does not measure).
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use volt_sem::inspect::Inspection;
+
+/// `inspect --json`: the fields of `volt_sem::inspect::Inspection`.
+pub fn inspection_json(i: &Inspection) -> Value {
+    let secs = |d: Option<Duration>| d.map(|d| d.as_secs_f64());
+    json!({
+        "total": i.total,
+        "available": i.available,
+        "closed": i.closed,
+        "holders": i.holders.iter().map(|h| json!({
+            "label": h.label,
+            "host": h.host,
+            "pid": h.pid,
+            "permits": h.permits,
+            "held_for": secs(h.held_for),
+            "lease_remaining": secs(h.lease_remaining),
+            "token": h.token,
+        })).collect::<Vec<_>>(),
+        "waiters": i.waiters.iter().map(|w| json!({
+            "label": w.label,
+            "host": w.host,
+            "pid": w.pid,
+            "permits": w.permits,
+            "granted": w.granted,
+            "waiting_for": w.waiting_for.as_secs_f64(),
+            "position": w.position,
+        })).collect::<Vec<_>>(),
+    })
+}
+
+/// `inspect`: a summary line, then the holders and the waiters.
+pub fn inspection_table(title: &str, i: &Inspection) -> String {
+    let mut out = format!(
+        "{title}\ntotal {}  available {}  held {}  granted to waiters {}{}\n",
+        i.total,
+        i.available,
+        i.held(),
+        i.granted_to_waiters(),
+        if i.closed { "  CLOSED" } else { "" },
+    );
+    out.push_str(&format!("\nholders ({})\n", i.holders.len()));
+    if !i.holders.is_empty() {
+        // The lease and token columns only where the backend has them (Redis).
+        let leased = i.holders.iter().any(|h| h.token.is_some());
+        let rows = i.holders.iter().map(|h| {
+            let mut row = vec![
+                h.label.clone(),
+                h.pid.to_string(),
+                h.host.clone(),
+                h.permits.to_string(),
+                opt_duration(h.held_for),
+            ];
+            if leased {
+                row.push(opt_duration(h.lease_remaining));
+                row.push(h.token.map_or("-".into(), |t| t.to_string()));
+            }
+            row
+        });
+        let head = [
+            "LABEL",
+            "PID",
+            "HOST",
+            "PERMITS",
+            "HELD FOR",
+            "LEASE LEFT",
+            "TOKEN",
+        ];
+        out.push_str(&table(&head[..if leased { 7 } else { 5 }], rows));
+    }
+    out.push_str(&format!("\nwaiters ({}, next first)\n", i.waiters.len()));
+    if !i.waiters.is_empty() {
+        let rows = i.waiters.iter().map(|w| {
+            vec![
+                w.position.to_string(),
+                w.label.clone(),
+                w.pid.to_string(),
+                w.host.clone(),
+                w.permits.to_string(),
+                w.granted.to_string(),
+                duration(w.waiting_for),
+            ]
+        });
+        out.push_str(&table(
+            &[
+                "POS",
+                "LABEL",
+                "PID",
+                "HOST",
+                "PERMITS",
+                "GRANTED",
+                "WAITING FOR",
+            ],
+            rows,
+        ));
+    }
+    out
+}
+
+/// Left-aligned columns, two spaces apart, no trailing spaces.
+pub fn table(head: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
+    let rows: Vec<Vec<String>> = rows.collect();
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in &rows {
+        for (w, cell) in width.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<&str>| {
+        let mut s = String::new();
+        for (k, (cell, w)) in cells.iter().zip(&width).enumerate() {
+            if k > 0 {
+                s.push_str("  ");
+            }
+            s.push_str(cell);
+            s.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
+        }
+        s.truncate(s.trim_end().len());
+        s.push('\n');
+        s
+    };
+    let mut out = line(head.to_vec());
+    for r in &rows {
+        out.push_str(&line(r.iter().map(String::as_str).collect()));
+    }
+    out
+}
+
+/// `850ms`, `12.3s`, `5m03s`, `2h05m`.
+pub fn duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60)
+    } else {
+        format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60)
+    }
+}
+
+fn opt_duration(d: Option<Duration>) -> String {
+    d.map_or("-".into(), duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration(Duration::from_micros(1500)), "1ms");
+        assert_eq!(duration(Duration::from_millis(12_345)), "12.3s");
+        assert_eq!(duration(Duration::from_secs(303)), "5m03s");
+        assert_eq!(duration(Duration::from_secs(7500)), "2h05m");
+    }
+
+    #[test]
+    fn tables_align() {
+        let t = table(
+            &["A", "BB"],
+            [vec!["long".to_string(), "x".to_string()]].into_iter(),
+        );
+        assert_eq!(t, "A     BB\nlong  x\n");
+    }
+}

@@ -1,0 +1,102 @@
+//! Which semaphore a command looks at, and how it looks: a named one is
+//! attached to without its total and never created
+//! (`SharedSemaphore::attach`); a Redis one is inspected without a session
+//! (`volt_sem_redis::inspect`: one connection and one script per look).
+
+use volt_sem::inspect::Inspection;
+use volt_sem_redis::ConnectOptions;
+use volt_sem_shm::{OpenOptions, SharedSemaphore};
+
+use crate::error::CliError;
+
+/// A semaphore named on the command line.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// A named semaphore of this machine (`/dev/shm/volt-sem.<name>`).
+    Named(String),
+    /// A semaphore stored in Redis.
+    Redis {
+        url: String,
+        prefix: Option<String>,
+        name: String,
+    },
+}
+
+/// A target ready to be inspected again and again.
+pub enum Source {
+    Named(SharedSemaphore, String),
+    Redis {
+        url: String,
+        name: String,
+        // Boxed: the options are large, and a `Source` is moved around.
+        options: Box<ConnectOptions>,
+    },
+}
+
+/// The Redis options of `--prefix`.
+pub fn redis_options(prefix: Option<&str>) -> ConnectOptions {
+    match prefix {
+        Some(p) => ConnectOptions::new().prefix(p),
+        None => ConnectOptions::new(),
+    }
+}
+
+impl Target {
+    /// Attaches to a named semaphore (the Redis ones need nothing kept).
+    pub fn open(&self) -> Result<Source, CliError> {
+        Ok(match self {
+            Target::Named(name) => Source::Named(attach(name)?, name.clone()),
+            Target::Redis { url, prefix, name } => Source::Redis {
+                url: url.clone(),
+                name: name.clone(),
+                options: Box::new(redis_options(prefix.as_deref())),
+            },
+        })
+    }
+
+    /// How the header of a table names it.
+    pub fn describe(&self) -> String {
+        match self {
+            Target::Named(name) => format!("{name} (named, this machine)"),
+            Target::Redis { prefix, name, .. } => format!(
+                "{name} (Redis, prefix {})",
+                prefix.as_deref().unwrap_or("volt-sem")
+            ),
+        }
+    }
+}
+
+/// Attaches to the named semaphore `name` (see the module docs).
+pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {
+    SharedSemaphore::attach(name, OpenOptions::new()).map_err(|e| shm_error(name, e))
+}
+
+pub fn shm_error(name: &str, e: volt_sem_shm::Error) -> CliError {
+    match e {
+        volt_sem_shm::Error::NotFound => CliError::Failed(format!("no such semaphore: {name}")),
+        e => CliError::Failed(format!("{name}: {e}")),
+    }
+}
+
+pub fn redis_error(name: &str, e: volt_sem_redis::Error) -> CliError {
+    match e {
+        volt_sem_redis::Error::NotFound => {
+            CliError::Failed(format!("no such semaphore: {name} (in Redis)"))
+        }
+        // The crate never puts a password in its error texts.
+        e => CliError::Failed(format!("{name}: {e}")),
+    }
+}
+
+impl Source {
+    /// One snapshot.
+    pub fn inspect(&self) -> Result<Inspection, CliError> {
+        match self {
+            Source::Named(sem, name) => sem.inspect().map_err(|e| shm_error(name, e)),
+            Source::Redis { url, name, options } => {
+                volt_sem_redis::inspect(url, name, (**options).clone())
+                    .map_err(|e| redis_error(name, e))
+            }
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! `volt-sem` on named semaphores held and awaited by real processes:
+//! `inspect` (table and JSON), a `kill -9` of the holder, `ls`, `watch`,
+//! `unlink`, and that looking never creates a name.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::path::Path;
+use std::time::Duration;
+
+use support::*;
+
+/// Not a test of its own: the body of the child processes.
+#[test]
+fn child_main() {
+    support::child_main();
+}
+
+fn inspect_json(name: &str) -> serde_json::Value {
+    json(&["inspect", name, "--json"])
+}
+
+#[test]
+fn inspect_shows_other_processes_and_a_kill9_gives_the_permits_back() {
+    let name = Name::new("inspect");
+    let mut holder = Holder::spawn("hold", &name.0, 4, 3, "holder-a");
+    let waiter = Holder::spawn("wait", &name.0, 4, 2, "waiter-b");
+    // The waiter queues after it reported: wait for the queue to show it.
+    eventually("the waiter queued", Duration::from_secs(30), || {
+        inspect_json(name.s())["waiters"].as_array().unwrap().len() == 1
+    });
+
+    let table = ok(&["inspect", name.s()]);
+    assert!(
+        table.contains("holder-a") && table.contains("waiter-b"),
+        "{table}"
+    );
+    assert!(table.contains(&holder.pid().to_string()), "{table}");
+    assert!(table.contains("(named, this machine)"), "{table}");
+
+    let v = inspect_json(name.s());
+    assert_eq!(v["total"], 4);
+    assert_eq!(v["available"], 0);
+    assert_eq!(v["closed"], false);
+    let h = &v["holders"][0];
+    assert_eq!(v["holders"].as_array().unwrap().len(), 1, "{v}");
+    assert_eq!(h["label"], "holder-a");
+    assert_eq!(h["pid"], holder.pid());
+    assert_eq!(h["host"], volt_sem::inspect::hostname());
+    assert_eq!(h["permits"], 3);
+    assert!(h["held_for"].as_f64().unwrap() >= 0.0, "{h}");
+    assert!(
+        h["lease_remaining"].is_null() && h["token"].is_null(),
+        "{h}"
+    );
+    let w = &v["waiters"][0];
+    assert_eq!(w["label"], "waiter-b");
+    assert_eq!(w["pid"], waiter.pid());
+    assert_eq!(
+        (w["permits"].as_u64(), w["granted"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(w["position"], 0);
+    assert!(w["waiting_for"].as_f64().unwrap() >= 0.0, "{w}");
+
+    // kill -9 of the holder: `inspect` reclaims it first, so its 3 permits
+    // are back (2 completing the waiter's request, 1 available).
+    holder.kill9();
+    let v = inspect_json(name.s());
+    assert_eq!(v["available"], 2, "{v}");
+    assert_eq!(v["waiters"].as_array().unwrap().len(), 0, "{v}");
+    let holders = v["holders"].as_array().unwrap();
+    assert_eq!(holders.len(), 1, "{v}");
+    assert_eq!(
+        (holders[0]["label"].as_str(), holders[0]["permits"].as_u64()),
+        (Some("waiter-b"), Some(2))
+    );
+}
+
+#[test]
+fn ls_lists_the_name_with_its_counts() {
+    let name = Name::new("ls");
+    let _holder = Holder::spawn("hold", &name.0, 5, 2, "ls-holder");
+    let text = ok(&["ls"]);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap_or_else(|| panic!("{name} not in\n{text}", name = name.0));
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(&cells[1..5], ["5", "3", "1", "0"], "{row}");
+    assert!(text.starts_with("NAME"), "{text}");
+
+    let list = json(&["ls", "--json"]);
+    let me = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name.0.as_str())
+        .unwrap();
+    assert_eq!(
+        (me["total"].as_u64(), me["available"].as_u64()),
+        (Some(5), Some(3))
+    );
+    assert_eq!(
+        (me["holders"].as_u64(), me["waiters"].as_u64()),
+        (Some(1), Some(0))
+    );
+}
+
+#[test]
+fn watch_redraws_count_times() {
+    let name = Name::new("watch");
+    let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
+    let text = ok(&["watch", name.s(), "--count", "2", "--interval", "0.1"]);
+    assert_eq!(text.matches("grants/s").count(), 2, "{text}");
+    assert!(
+        text.contains("refresh 1") && text.contains("refresh 2"),
+        "{text}"
+    );
+    assert_eq!(text.matches("watched").count(), 2, "{text}");
+
+    let lines = ok(&[
+        "watch",
+        name.s(),
+        "--count",
+        "3",
+        "--interval",
+        "0.1",
+        "--json",
+    ]);
+    let frames: Vec<serde_json::Value> = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(frames.len(), 3, "{lines}");
+    assert!(frames[0]["grants_per_second"].is_null());
+    // Nobody acquired between the frames: the same holder, no grant seen.
+    assert_eq!(frames[1]["grants_per_second"], 0.0);
+    assert_eq!(frames[2]["holders"][0]["label"], "watched");
+}
+
+#[test]
+fn unlink_removes_the_name() {
+    let name = Name::new("unlink");
+    drop(
+        volt_sem_shm::SharedSemaphore::open(name.s(), 1, volt_sem_shm::OpenOptions::new()).unwrap(),
+    );
+    assert!(Path::new(&name.path()).exists());
+    assert_eq!(ok(&["unlink", name.s()]), "");
+    assert!(!Path::new(&name.path()).exists());
+    let (code, err) = fails(&["unlink", name.s()]);
+    assert_eq!(code, 1);
+    assert_eq!(err, format!("volt-sem: no such semaphore: {}", name.0));
+}
+
+#[test]
+fn looking_at_an_unknown_name_fails_and_creates_nothing() {
+    let name = Name::new("absent");
+    for cmd in [
+        &["inspect", name.s()][..],
+        &["watch", name.s(), "--count", "1"],
+    ] {
+        let (code, err) = fails(cmd);
+        assert_eq!(code, 1);
+        assert_eq!(err, format!("volt-sem: no such semaphore: {}", name.0));
+    }
+    assert!(!Path::new(&name.path()).exists());
+    let (code, err) = fails(&["inspect", "a/b"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("a/b"), "{err}");
+}
+
+#[test]
+fn watch_ends_cleanly_on_ctrl_c() {
+    use std::io::BufRead;
+    let name = Name::new("sigint");
+    let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.1", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    // A first frame: it is attached and looping.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("watched"), "{first}");
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    // Bounded: without the handler it would die of SIGINT (no exit code);
+    // with it, it ends its loop within an interval and exits 0.
+    let status = watch.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}

@@ -1,0 +1,121 @@
+//! `volt-sem` on a real `redis-server` (on a free loopback port): `ls`,
+//! `inspect` (table and JSON), `watch`, and the errors of an unknown name,
+//! a bad URL and a server out of reach.
+
+mod support;
+
+use std::time::Duration;
+
+use support::*;
+use volt_sem_redis::{ConnectOptions, RedisSemaphore};
+
+fn opts(label: &str) -> ConnectOptions {
+    ConnectOptions::new()
+        .connect_timeout(Duration::from_secs(3))
+        .own_session(true)
+        .label(label)
+}
+
+#[test]
+fn inspect_ls_and_watch_show_holders_and_waiters() {
+    let s = Server::start();
+    let url = s.url();
+    let a = RedisSemaphore::connect(&url, "pool", 5, opts("redis-holder")).unwrap();
+    let b = RedisSemaphore::connect(&url, "pool", 5, opts("redis-waiter")).unwrap();
+    let held = a.acquire_blocking(3).unwrap();
+    let waiting =
+        std::thread::spawn(move || b.acquire_timeout(4, Duration::from_secs(60)).unwrap());
+    eventually("the waiter queued", Duration::from_secs(30), || {
+        json(&["inspect", "--redis", &url, "pool", "--json"])["waiters"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1
+    });
+
+    let table = ok(&["inspect", "--redis", &url, "pool"]);
+    assert!(
+        table.contains("redis-holder") && table.contains("redis-waiter"),
+        "{table}"
+    );
+    assert!(
+        table.contains("LEASE LEFT") && table.contains("(Redis, prefix volt-sem)"),
+        "{table}"
+    );
+
+    let v = json(&["inspect", "--redis", &url, "pool", "--json"]);
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(5), Some(0))
+    );
+    let h = &v["holders"][0];
+    assert_eq!(h["label"], "redis-holder");
+    assert_eq!(h["pid"], std::process::id());
+    assert_eq!(h["permits"], 3);
+    assert_eq!(h["token"].as_u64(), Some(held.token()));
+    assert!(h["lease_remaining"].as_f64().unwrap() > 0.0, "{h}");
+    assert!(h["held_for"].as_f64().unwrap() >= 0.0, "{h}");
+    let w = &v["waiters"][0];
+    assert_eq!(w["label"], "redis-waiter");
+    assert_eq!(
+        (w["permits"].as_u64(), w["granted"].as_u64()),
+        (Some(4), Some(2))
+    );
+    assert_eq!(w["position"], 0);
+
+    let text = ok(&["ls", "--redis", &url]);
+    let row = text.lines().find(|l| l.starts_with("pool ")).expect(&text);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["pool", "5", "0", "1", "1"], "{text}");
+    let list = json(&["ls", "--redis", &url, "--json"]);
+    assert_eq!(list[0]["name"], "pool");
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(
+        ok(&["ls", "--redis", &url, "--prefix", "other"]),
+        "no semaphores\n"
+    );
+
+    let frames = ok(&[
+        "watch",
+        "--redis",
+        &url,
+        "pool",
+        "--count",
+        "2",
+        "--interval",
+        "0.1",
+    ]);
+    assert_eq!(frames.matches("redis-holder").count(), 2, "{frames}");
+
+    // The grant to the waiter: its holding appears with a new token.
+    let before = json(&["inspect", "--redis", &url, "pool", "--json"]);
+    drop(held);
+    let granted = waiting.join().unwrap();
+    assert_eq!(granted.permits(), 4);
+    let after = json(&["inspect", "--redis", &url, "pool", "--json"]);
+    assert_eq!(after["holders"][0]["label"], "redis-waiter");
+    assert_eq!(after["available"], 1);
+    assert_ne!(before["holders"][0]["token"], after["holders"][0]["token"]);
+}
+
+#[test]
+fn errors_of_names_urls_and_servers() {
+    let s = Server::start();
+    let url = s.url();
+    let (code, err) = fails(&["inspect", "--redis", &url, "nobody"]);
+    assert_eq!(code, 1);
+    assert_eq!(err, "volt-sem: no such semaphore: nobody (in Redis)");
+    // Looking created nothing: the name is still unknown to `ls`.
+    assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
+
+    let (code, err) = fails(&["inspect", "--redis", "http://127.0.0.1:1", "x"]);
+    assert_eq!(code, 1, "{err}");
+    let (code, _) = fails(&["ls", "--redis", "not a url"]);
+    assert_eq!(code, 1);
+
+    // A password in the URL never reaches the message.
+    let gone = format!("redis://:s3cret@127.0.0.1:{}", free_port());
+    let (code, err) = fails(&["inspect", "--redis", &gone, "x"]);
+    assert_eq!(code, 1);
+    assert!(!err.contains("s3cret"), "{err}");
+}

@@ -1,0 +1,299 @@
+//! Test support: running the built `volt-sem`, unique names, child
+//! processes that hold or wait on a named semaphore (this same test binary,
+//! re-run on its `child_main` test with a role in the environment), and a
+//! real `redis-server` on a free loopback port, stopped by pid.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// Runs `volt-sem args...` to completion (bounded: it is killed after 60 s).
+pub fn volt_sem(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run volt-sem");
+    let pid = child.id();
+    let killer = std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+            // SAFETY: signal 0 only checks that the pid exists.
+            if unsafe { libc::kill(pid as i32, 0) } != 0 {
+                return;
+            }
+        }
+        // SAFETY: plain syscall on our child's pid.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = killer.join();
+    out
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A successful run's stdout (else a panic with its stderr).
+#[track_caller]
+pub fn ok(args: &[&str]) -> String {
+    let o = volt_sem(args);
+    assert!(o.status.success(), "volt-sem {args:?}: {}", stderr(&o));
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    stdout(&o)
+}
+
+/// A failing run: its exit code and its one line on stderr.
+#[track_caller]
+pub fn fails(args: &[&str]) -> (i32, String) {
+    let o = volt_sem(args);
+    assert!(
+        !o.status.success(),
+        "volt-sem {args:?} succeeded: {}",
+        stdout(&o)
+    );
+    let err = stderr(&o);
+    assert_eq!(err.lines().count(), 1, "one line: {err:?}");
+    assert!(err.starts_with("volt-sem: "), "{err:?}");
+    assert!(o.stdout.is_empty(), "{}", stdout(&o));
+    (o.status.code().unwrap(), err.trim_end().to_owned())
+}
+
+#[track_caller]
+pub fn json(args: &[&str]) -> serde_json::Value {
+    serde_json::from_str(&ok(args)).expect("valid JSON")
+}
+
+/// Polls `cond` every 20 ms for at most `limit`.
+#[track_caller]
+pub fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// A named semaphore's name unique to this run; unlinked on drop.
+pub struct Name(pub String);
+
+impl Name {
+    pub fn new(tag: &str) -> Name {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        Name(format!("cli{}-{tag}-{n}", std::process::id()))
+    }
+    pub fn s(&self) -> &str {
+        &self.0
+    }
+    pub fn path(&self) -> String {
+        format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, self.0)
+    }
+}
+
+impl Drop for Name {
+    fn drop(&mut self) {
+        let _ = volt_sem_shm::unlink(&self.0);
+    }
+}
+
+/// A child process holding or waiting for permits of a named semaphore.
+pub struct Holder {
+    child: Option<Child>,
+}
+
+impl Holder {
+    /// Role `hold` (acquire `permits`, report, keep them) or `wait` (report,
+    /// then acquire: it queues), on `name` of `total` permits, labelled.
+    pub fn spawn(role: &str, name: &str, total: usize, permits: usize, label: &str) -> Holder {
+        let mut child = Command::new(std::env::current_exe().unwrap());
+        child
+            .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
+            .env("VOLT_CLI_ROLE", role)
+            .env("VOLT_CLI_NAME", name)
+            .env("VOLT_CLI_TOTAL", total.to_string())
+            .env("VOLT_CLI_PERMITS", permits.to_string())
+            .env("VOLT_CLI_LABEL", label)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        // SAFETY: prctl is async-signal-safe; the child dies with the test.
+        unsafe {
+            child.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let mut child = child.spawn().unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        // The harness prints its own lines first.
+        loop {
+            match lines.next() {
+                // ("test child_main ... ready": the harness names the test first.)
+                Some(Ok(l)) if l.trim_end().ends_with("ready") => break,
+                Some(Ok(_)) => continue,
+                _ => panic!("child {role} ended before it was ready"),
+            }
+        }
+        Holder { child: Some(child) }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    /// `kill -9`, and waits until it is gone (its files closed).
+    pub fn kill9(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+/// The body of `child_main` (see [`Holder::spawn`]); returns at once when
+/// the test binary runs as itself. Bounded: it exits after 120 s.
+pub fn child_main() {
+    let Ok(role) = std::env::var("VOLT_CLI_ROLE") else {
+        return;
+    };
+    let var = |k: &str| std::env::var(k).unwrap();
+    let total: usize = var("VOLT_CLI_TOTAL").parse().unwrap();
+    let permits: usize = var("VOLT_CLI_PERMITS").parse().unwrap();
+    let opts = volt_sem_shm::OpenOptions::new().label(var("VOLT_CLI_LABEL"));
+    let sem = volt_sem_shm::SharedSemaphore::open(&var("VOLT_CLI_NAME"), total, opts).unwrap();
+    let say = || {
+        let mut o = std::io::stdout();
+        writeln!(o, "ready").unwrap();
+        o.flush().unwrap();
+    };
+    let _held = if role == "hold" {
+        let p = sem.acquire_blocking(permits).unwrap();
+        say();
+        Some(p)
+    } else {
+        say();
+        sem.acquire_timeout(permits, Duration::from_secs(120)).ok()
+    };
+    std::thread::sleep(Duration::from_secs(120));
+    std::process::exit(0);
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A `redis-server` (Debian's) on a free loopback port, without
+/// persistence, in a temporary directory; stopped by pid when dropped.
+pub struct Server {
+    child: Option<Child>,
+    pub port: u16,
+    dir: PathBuf,
+}
+
+impl Server {
+    pub fn start() -> Server {
+        static SEQ: AtomicU32 = AtomicU32::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "volt-sem-cli-test-{}-{}",
+            std::process::id(),
+            SEQ.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        for _ in 0..5 {
+            let port = free_port();
+            let mut cmd = Command::new("redis-server");
+            cmd.arg("--port")
+                .arg(port.to_string())
+                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+                .arg("--dir")
+                .arg(&dir)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: prctl is async-signal-safe; the server dies with the test.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                    Ok(())
+                });
+            }
+            let mut s = Server {
+                child: Some(cmd.spawn().expect("spawn redis-server")),
+                port,
+                dir: dir.clone(),
+            };
+            if s.wait_ready() {
+                return s;
+            }
+            s.stop();
+        }
+        panic!("could not start redis-server (is it installed? `make test-redis` installs it)");
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
+                return false; // exited (port taken?)
+            }
+            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                if s.write_all(b"PING\r\n").is_ok() {
+                    let mut buf = [0u8; 64];
+                    if let Ok(n) = std::io::Read::read(&mut s, &mut buf) {
+                        if buf[..n].starts_with(b"+PONG") {
+                            return true;
+                        }
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Stops the server by pid and waits for it.
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}

@@ -1,0 +1,44 @@
+//! `volt-sem` usage errors (exit code 2, one line on stderr) and help
+//! (every page fits a screen).
+
+mod support;
+
+use support::*;
+
+#[test]
+fn usage_errors_exit_2_with_one_line() {
+    for args in [
+        &[][..],
+        &["frobnicate"],
+        &["inspect"],
+        &["inspect", "a", "b"],
+        &["inspect", "a", "--bogus"],
+        &["ls", "--prefix", "p"],
+        &["watch", "a", "--count", "0"],
+        &["watch", "a", "--interval", "soon"],
+        &["unlink", "a", "--json"],
+        &["inspect", "--redis"],
+    ] {
+        let (code, err) = fails(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn help_fits_a_screen() {
+    for args in [
+        &["--help"][..],
+        &["help"],
+        &["ls", "--help"],
+        &["inspect", "-h"],
+        &["watch", "--help"],
+        &["unlink", "--help"],
+    ] {
+        let text = ok(args);
+        assert!(
+            text.starts_with("volt-sem") || text.starts_with("Usage"),
+            "{text}"
+        );
+        assert!(text.lines().count() <= 24, "{args:?}:\n{text}");
+    }
+}

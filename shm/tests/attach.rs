@@ -1,0 +1,78 @@
+//! `SharedSemaphore::attach` (open without knowing the total, never create)
+//! and `list()`: what the `volt-sem` command line inspects with.
+#![cfg(target_os = "linux")]
+
+mod support;
+
+use std::path::Path;
+
+use support::Name;
+use volt_sem_shm::{list, Error, OpenOptions, SharedSemaphore};
+
+#[test]
+fn attach_reads_the_total_and_shares_the_permits() {
+    let name = Name::new("attach");
+    let owner = SharedSemaphore::open(&name, 7, OpenOptions::new()).unwrap();
+    let _held = owner.try_acquire(3).unwrap();
+    // Another process's view is what matters; within one process `attach`
+    // shares the record, so check the total and the counter only.
+    let seen = SharedSemaphore::attach(&name, OpenOptions::new()).unwrap();
+    assert_eq!(seen.total_permits(), 7);
+    assert_eq!(seen.available_permits(), 4);
+    let i = seen.inspect().unwrap();
+    assert_eq!((i.total, i.available, i.held()), (7, 4, 3));
+}
+
+#[test]
+fn attach_never_creates() {
+    let name = Name::new("absent");
+    assert_eq!(
+        SharedSemaphore::attach(&name, OpenOptions::new()).unwrap_err(),
+        Error::NotFound
+    );
+    assert!(!Path::new(&name.path()).exists());
+    assert!(!list().unwrap().contains(&name.0));
+    assert_eq!(
+        SharedSemaphore::attach("a/b", OpenOptions::new()).unwrap_err(),
+        Error::InvalidName
+    );
+}
+
+#[test]
+fn attach_to_a_name_whose_creator_died_before_sizing_it_is_not_found() {
+    let name = Name::new("unsized");
+    // What a creator killed between `shm_open` and sizing the file leaves.
+    std::fs::File::create(name.path()).unwrap();
+    assert_eq!(
+        SharedSemaphore::attach(&name, OpenOptions::new()).unwrap_err(),
+        Error::NotFound
+    );
+    // Left as it was: the next `open` with a total initialises it.
+    assert_eq!(std::fs::metadata(name.path()).unwrap().len(), 0);
+    let sem = SharedSemaphore::open(&name, 2, OpenOptions::new().attach_only()).unwrap();
+    assert_eq!(sem.total_permits(), 2);
+}
+
+#[test]
+fn attach_refuses_a_foreign_file() {
+    let name = Name::new("foreign");
+    std::fs::write(name.path(), vec![0x5a; 4096]).unwrap();
+    assert_eq!(
+        SharedSemaphore::attach(&name, OpenOptions::new()).unwrap_err(),
+        Error::NotASegment
+    );
+}
+
+#[test]
+fn list_shows_the_names_and_forgets_unlinked_ones() {
+    let a = Name::new("list-a");
+    let b = Name::new("list-b");
+    let _sa = SharedSemaphore::open(&a, 1, OpenOptions::new()).unwrap();
+    let _sb = SharedSemaphore::open(&b, 2, OpenOptions::new()).unwrap();
+    let names = list().unwrap();
+    assert!(names.contains(&a.0) && names.contains(&b.0), "{names:?}");
+    assert!(names.windows(2).all(|w| w[0] <= w[1]), "sorted: {names:?}");
+    volt_sem_shm::unlink(&a).unwrap();
+    let names = list().unwrap();
+    assert!(!names.contains(&a.0) && names.contains(&b.0), "{names:?}");
+}
