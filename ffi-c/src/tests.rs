@@ -90,6 +90,7 @@ fn status_names_match_variants() {
         VOLT_NO_PERMISSION,
         VOLT_READ_ONLY,
         VOLT_IN_USE,
+        VOLT_TRUNCATED,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);
