@@ -228,8 +228,9 @@ class Semaphore:
         without spaces, default ``"<hostname>:<pid>"``; one per process and
         name (while the process has the name open, a further ``open`` keeps
         the first label). Raises :class:`InvalidLabelError` (a ``ValueError``:
-        an invalid ``label``, nothing opened), :class:`TotalMismatchError`, :class:`VersionMismatchError`,
-        :class:`NotASegmentError`, :class:`InvalidNameError`,
+        an invalid ``label``, nothing opened), :class:`TotalMismatchError`,
+        :class:`VersionMismatchError`, :class:`NotASegmentError`,
+        :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
         locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
         ``/dev/shm`` full), ``NotImplementedError`` (not Linux)."""
