@@ -136,7 +136,10 @@
  *   volt_sem_open(name, permits, flags, &sem) returns an ordinary handle on the
  *   named semaphore /dev/shm/volt-sem.<name>, shared by every process that opens
  *   the name: strict FIFO across processes (weights included), direct hand-off,
- *   close for everyone. Every function above works on it unchanged; what differs:
+ *   close for everyone (volt_sem_open_with(name, permits, &opts, &sem) is the
+ *   same with a volt_open_options: the flags and the label volt_sem_inspect
+ *   shows for this process). Every function above works on it unchanged; what
+ *   differs:
  *   - Each process returns its own permits: volt_sem_release(n) with n above what
  *     this process holds (through any of its handles and threads) is
  *     VOLT_NOT_HELD and releases nothing. The total is fixed at creation
@@ -1338,7 +1341,8 @@ volt_status volt_sem_connect(const char *url,
  * it afresh.
  *
  * Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
- * `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+ * `url` or `name`, a bad `opts->struct_size`, an invalid `opts->label`),
+ * `VOLT_INVALID_URL`,
  * `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
  * `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
  * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,

@@ -317,7 +317,8 @@ pub unsafe extern "C" fn volt_sem_connect(
 /// it afresh.
 ///
 /// Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
-/// `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+/// `url` or `name`, a bad `opts->struct_size`, an invalid `opts->label`),
+/// `VOLT_INVALID_URL`,
 /// `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
 /// `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
 /// `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
