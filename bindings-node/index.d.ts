@@ -113,6 +113,15 @@ export interface OpenOptions {
    * only for a name another user shares with you on purpose.
    */
   acceptForeignOwner?: boolean;
+  /**
+   * How {@link Semaphore.inspect} (in every process) names this process's
+   * holds and queued requests: 1 to 128 bytes of printable ASCII without
+   * spaces (default `"<hostname>:<pid>"`). One per process and name: while
+   * the process has the name open, a further `open` keeps the first label.
+   * Anything else throws an `Error` with `code === 'ERR_VOLT_INVALID_ARGUMENT'`
+   * (nothing opened or created); a non-string, a `TypeError`.
+   */
+  label?: string;
 }
 
 /**
@@ -120,6 +129,8 @@ export interface OpenOptions {
  * an `Error` (a `RangeError` with Node's `'ERR_OUT_OF_RANGE'` for counts):
  *
  * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, or longer than 246 bytes.
+ * * `ERR_VOLT_INVALID_ARGUMENT`: an invalid {@link OpenOptions.label}; the
+ *   message says why.
  * * `ERR_VOLT_NOT_FOUND`: `attachOnly` (or `unlink`) and no such name.
  * * `ERR_VOLT_EXISTS`: `createOnly` and the name exists.
  * * `ERR_VOLT_PERMISSION`: the OS refused access (see `mode`), or another user
@@ -143,6 +154,7 @@ export interface OpenOptions {
  */
 export type NamedErrorCode =
   | 'ERR_VOLT_INVALID_NAME'
+  | 'ERR_VOLT_INVALID_ARGUMENT'
   | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_VOLT_EXISTS'
   | 'ERR_VOLT_PERMISSION'
@@ -622,6 +634,14 @@ export interface ConnectOptions {
    * last writes; it is not consensus.
    */
   minReplicasAcked?: { replicas: number; timeout?: number };
+  /**
+   * How {@link Semaphore.inspect} (on every host) names this handle's holds
+   * and queued requests: 1 to 128 bytes of printable ASCII without spaces
+   * (default `"<hostname>:<pid>"`). Anything else rejects with an `Error`
+   * with `code === 'ERR_VOLT_INVALID_ARGUMENT'` before any connection; a
+   * non-string, with a `TypeError`. Ignored by {@link Semaphore.deleteRedis}.
+   */
+  label?: string;
 }
 
 /**
@@ -642,6 +662,8 @@ export type RedisAcquireOptions = AcquireOptions;
  *   `rediss://…` (URLs are never shown in errors).
  * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, or contains `{` or `}`.
  * * `ERR_VOLT_INVALID_PREFIX`: see {@link ConnectOptions.prefix}.
+ * * `ERR_VOLT_INVALID_ARGUMENT`: an invalid {@link ConnectOptions.label}; the
+ *   message says why.
  * * `ERR_VOLT_AUTH_FAILED`: Redis refused the user or password.
  * * `ERR_VOLT_CONNECTION_FAILED`: Redis unreachable within the connect
  *   timeout, or a connection failed and could not be restored in time.
@@ -676,6 +698,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
   | 'ERR_VOLT_INVALID_NAME'
   | 'ERR_VOLT_INVALID_PREFIX'
+  | 'ERR_VOLT_INVALID_ARGUMENT'
   | 'ERR_VOLT_INVALID_OPTION'
   | 'ERR_VOLT_AUTH_FAILED'
   | 'ERR_VOLT_CONNECTION_FAILED'

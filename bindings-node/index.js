@@ -309,10 +309,27 @@ function checkOptionNames(options, known) {
 }
 
 const ACQUIRE_OPTIONS = ['signal', 'timeout'];
-const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode'];
+const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode', 'label'];
+// deleteRedis() takes them too: the lease and the label (it opens no session)
+// are then ignored.
 const CONNECT_OPTIONS = [
   'lease', 'prefix', 'connectTimeout', 'commandTimeout', 'cluster', 'tlsCaFile', 'tlsClientCert', 'minReplicasAcked',
+  'label',
 ];
+
+/**
+ * `options.label` (a handle's name in inspect()): a string, or null/undefined
+ * for the default "<hostname>:<pid>". Its content (1 to 128 bytes of
+ * printable ASCII without spaces) is checked by the backend, which refuses
+ * it as every language does: an Error with code ERR_VOLT_INVALID_ARGUMENT
+ * (the C status) and a message that says why.
+ */
+function checkLabel(options) {
+  const label = options?.label;
+  if (label === undefined || label === null) return null;
+  if (typeof label !== 'string') throw typeError('volt-sem: options.label must be a string');
+  return label;
+}
 
 // ---------------------------------------------------------------------------
 // AbortSignal handling: a real AbortSignal only (brand-checked through the
@@ -1285,6 +1302,7 @@ class Semaphore {
     checkTotal(permits);
     let flags = 0;
     let mode = 0o600;
+    let label = null;
     if (options !== undefined && options !== null) {
       if (typeof options !== 'object') throw typeError('volt-sem: Semaphore.open() options must be an object');
       checkOptionNames(options, OPEN_OPTIONS);
@@ -1309,8 +1327,9 @@ class Semaphore {
           throw rangeError(`volt-sem: options.mode must be an integer in 0..=0o777, got ${String(mode)}`);
         }
       }
+      label = checkLabel(options);
     }
-    return new Semaphore(INTERNAL, native.open(name, permits, flags, mode));
+    return new Semaphore(INTERNAL, native.open(name, permits, flags, mode, label));
   }
 
   /**
@@ -1332,7 +1351,8 @@ class Semaphore {
       checkUrlName(url, name, 'connect');
       checkTotal(permits);
       const opts = connectOptions(options, 'connect');
-      return native.connect(url, name, permits, ...opts, true).then((h) => new Semaphore(INTERNAL, h));
+      const label = checkLabel(options);
+      return native.connect(url, name, permits, ...opts, label, true).then((h) => new Semaphore(INTERNAL, h));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -1340,7 +1360,7 @@ class Semaphore {
 
   /**
    * Deletes the Redis semaphore `name` (its keys under `options.prefix`; the
-   * connect options apply, the lease does not): rejects with
+   * connect options apply, the lease and the label do not): rejects with
    * `ERR_VOLT_IN_USE` while it has a live session, `ERR_VOLT_NOT_FOUND` if
    * there is none.
    */

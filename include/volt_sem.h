@@ -136,7 +136,10 @@
  *   volt_sem_open(name, permits, flags, &sem) returns an ordinary handle on the
  *   named semaphore /dev/shm/volt-sem.<name>, shared by every process that opens
  *   the name: strict FIFO across processes (weights included), direct hand-off,
- *   close for everyone. Every function above works on it unchanged; what differs:
+ *   close for everyone (volt_sem_open_with(name, permits, &opts, &sem) is the
+ *   same with a volt_open_options: the flags and the label volt_sem_inspect
+ *   shows for this process). Every function above works on it unchanged; what
+ *   differs:
  *   - Each process returns its own permits: volt_sem_release(n) with n above what
  *     this process holds (through any of its handles and threads) is
  *     VOLT_NOT_HELD and releases nothing. The total is fixed at creation
@@ -655,6 +658,47 @@ typedef struct volt_lease_watch volt_lease_watch;
 typedef struct volt_sem volt_sem;
 
 /**
+ * The options of `volt_sem_open_with`: an extensible struct, like
+ * `volt_connect_options`. Every field's 0 (or NULL) means its default, so
+ *
+ * ```c
+ * volt_open_options opts = { sizeof opts };
+ * opts.flags = VOLT_OPEN_SHARE_GROUP;
+ * opts.label = "billing-worker-3";
+ * volt_status s = volt_sem_open_with("gpu", 4, &opts, &sem);
+ * ```
+ *
+ * is the whole setup (`volt_open_options_init(&opts, sizeof opts)` does the
+ * same). Strings are read (copied) during the call only.
+ *
+ * ABI: as for `volt_connect_options`: fields are only ever appended, each
+ * with 0 meaning "default"; `struct_size` is the caller's `sizeof`; a
+ * larger one than this library knows is accepted only if the bytes it does
+ * not know are 0, else `VOLT_INVALID_OPTION`.
+ */
+typedef struct volt_open_options {
+  /**
+   * `sizeof(volt_open_options)` as the caller compiled it.
+   */
+  size_t struct_size;
+  /**
+   * `volt_sem_open`'s flags (`VOLT_OPEN_*`, a mode); default 0: create or
+   * attach, mode 0600. Bits above 31 are `VOLT_INVALID_ARGUMENT`, as unknown
+   * flags are.
+   */
+  uint64_t flags;
+  /**
+   * The label `volt_sem_inspect` shows for this process's holds and
+   * queued requests (to every process that inspects the semaphore): 1 to
+   * 128 bytes of printable ASCII without spaces. NULL: `"<hostname>:<pid>"`.
+   * One label per process and name: while the process has the name open,
+   * a further open of it keeps the first handle's label (this one is still
+   * checked). Invalid: `VOLT_INVALID_ARGUMENT`, nothing created.
+   */
+  const char *label;
+} volt_open_options;
+
+/**
  * The options of `volt_sem_connect`: an extensible struct. Fill it with
  * `volt_connect_options_init(&opts, sizeof opts)`, then change the fields
  * you need:
@@ -743,6 +787,15 @@ typedef struct volt_connect_options {
    * lease; default (0) 100.
    */
   uint64_t min_replicas_timeout_ms;
+  /**
+   * The label `volt_sem_inspect` shows for this handle's holds and queued
+   * requests (on every host): 1 to 128 bytes of printable ASCII without
+   * spaces, such as `"billing-worker-3"`. NULL: `"<hostname>:<pid>"`. An
+   * invalid one is `VOLT_INVALID_ARGUMENT` (with `volt_last_error_message`
+   * saying why), before any connection is made. Copied during the call.
+   * (Appended in version 3 of the struct.)
+   */
+  const char *label;
 } volt_connect_options;
 
 /**
@@ -1154,6 +1207,40 @@ volt_status volt_sem_open(const char *name,
                           const struct volt_sem **out);
 
 /**
+ * Fills `opts` with the defaults (flags 0, label NULL) and sets its
+ * `struct_size`, which must be `sizeof *opts`.
+ *
+ * Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` for NULL or a `struct_size`
+ * below the first version's size (24 bytes on 64-bit targets) or above 4096
+ * (nothing written).
+ *
+ * # Safety
+ * `opts` is NULL or points to `struct_size` writable bytes.
+ */
+volt_status volt_open_options_init(struct volt_open_options *opts, size_t struct_size);
+
+/**
+ * `volt_sem_open` with options: the same semaphore, arguments, results and
+ * errors, with the flags in `opts->flags` and the handle's label in
+ * `opts->label` (see `volt_open_options`). `opts` NULL: the defaults (as
+ * `volt_sem_open(name, permits, 0, out)`).
+ *
+ * Returns what `volt_sem_open` returns, and `VOLT_INVALID_ARGUMENT` for a
+ * bad `opts->struct_size` or an invalid label (`volt_last_error_message`
+ * says why), or `VOLT_INVALID_OPTION` for options of a newer header that this
+ * library does not know (all with `*out` NULL and nothing created).
+ *
+ * # Safety
+ * `name` is NULL or a NUL-terminated string; `opts` is NULL or a
+ * `volt_open_options` of `opts->struct_size` readable bytes whose `label` is
+ * NULL or NUL-terminated; `out` is NULL or writable.
+ */
+volt_status volt_sem_open_with(const char *name,
+                               size_t permits,
+                               const struct volt_open_options *opts,
+                               const struct volt_sem **out);
+
+/**
  * Removes the name of a shared semaphore. Only the name: processes attached
  * keep using the semaphore, and the next `volt_sem_open` of the name creates a
  * new one.
@@ -1218,7 +1305,8 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL,
  * and nothing changed in Redis):
  * * `VOLT_INVALID_ARGUMENT`: NULL `url`, `name` or `out`; `permits` 0 or
- *   too large; a bad `opts->struct_size`;
+ *   too large; a bad `opts->struct_size`; an invalid `opts->label` (the
+ *   message, from `volt_last_error_message`, says why);
  * * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
  *   `VOLT_INVALID_OPTION` (checked before any connection is made);
  * * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
@@ -1253,7 +1341,8 @@ volt_status volt_sem_connect(const char *url,
  * it afresh.
  *
  * Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
- * `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+ * `url` or `name`, a bad `opts->struct_size`, an invalid `opts->label`),
+ * `VOLT_INVALID_URL`,
  * `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
  * `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
  * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,

@@ -74,19 +74,23 @@ fn bad_args(env: RawEnv, what: &str) -> RawValue {
     )
 }
 
-// connect(url, name, permits, ...options (10), refd): Promise<External>.
-// index.js checked the types; the content (URL, name, prefix, permits,
-// option ranges) is checked by the backend, and rejects the promise.
-native!(js_connect, |env, _ctx, argv: [14]| {
-    let (Some(url), Some(name), Some(opts)) = (
+// connect(url, name, permits, ...options (10), label, refd): Promise<External>.
+// index.js checked the types (label: a string, or null for the default); the
+// content (URL, name, prefix, label, permits, option ranges) is checked by the
+// backend, and rejects the promise.
+native!(js_connect, |env, _ctx, argv: [15]| {
+    let (Some(url), Some(name), Some(mut opts)) = (
         string_arg(env, argv[0]),
         string_arg(env, argv[1]),
         options(env, &argv[3..13]),
     ) else {
         return bad_args(env, "Semaphore.connect()");
     };
+    if let Some(label) = string_arg(env, argv[13]) {
+        opts = opts.label(label);
+    }
     let permits = count(env, argv[2]).unwrap_or(0); // 0: refused by the backend
-    spawn(env, flag(env, argv[13]), move || {
+    spawn(env, flag(env, argv[14]), move || {
         match Core::connect(&url, &name, permits, opts) {
             Ok(core) => Done::Connected(Sem::new(core, Some(name.into()))),
             Err(e) => Done::Failed(e, "volt-sem: Semaphore.connect()"),

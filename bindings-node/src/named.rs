@@ -117,10 +117,11 @@ fn u32_arg(env: RawEnv, v: RawValue) -> u32 {
     out
 }
 
-// open(name, permits, flags, mode): External | throws. index.js checked the
-// argument types; the name's content and the permits' range are checked here
-// (by volt-sem-shm), so every language refuses the same names.
-native!(js_open, |env, _ctx, argv: [4]| {
+// open(name, permits, flags, mode, label): External | throws. index.js checked
+// the argument types (label: a string, or null for the default); the name's
+// and the label's content and the permits' range are checked here (by
+// volt-sem-shm), so every language refuses the same names and labels.
+native!(js_open, |env, _ctx, argv: [5]| {
     let Some(name) = string_arg(env, argv[0]) else {
         return throw(env, Error::InvalidName, "Semaphore.open(): the name must be a string");
     };
@@ -135,6 +136,9 @@ native!(js_open, |env, _ctx, argv: [4]| {
         options = options.create_only();
     } else if flags & ATTACH_ONLY != 0 {
         options = options.attach_only();
+    }
+    if let Some(label) = string_arg(env, argv[4]) {
+        options = options.label(label);
     }
     let core = match Core::open(&name, permits, options) {
         Ok(s) => s,

@@ -398,6 +398,54 @@ test('a holder killed with SIGKILL gives its permits back to the waiter of anoth
   assert.equal(s.availablePermits, 2);
 });
 
+test('inspect() shows a holder of another process under its label; killed with SIGKILL, it is gone', T, async () => {
+  const name = fresh('label');
+  const s = Semaphore.open(name, 2);
+  const c = child();
+  try {
+    await c.open(name, 2, { attachOnly: true, label: 'node-child-holder' });
+    assert.equal((await c.call({ op: 'tryAcquire', n: 2 })).ok, true);
+    const mine = s.acquire(1); // queued in the segment by the time acquire() returns
+    let i = await s.inspect();
+    assert.deepEqual([i.total, i.available, i.closed], [2, 0, false]);
+    assert.equal(i.holders.length, 1);
+    const [h] = i.holders;
+    assert.deepEqual([h.label, h.pid, h.permits], ['node-child-holder', c.pid, 2]);
+    assert.ok(typeof h.heldFor === 'number' && h.heldFor >= 0, `heldFor ${h.heldFor}`);
+    assert.deepEqual([h.leaseRemaining, h.token], [null, null]);
+    assert.equal(i.waiters.length, 1);
+    const [w] = i.waiters;
+    assert.deepEqual([w.position, w.permits, w.granted, w.pid], [0, 1, 0, process.pid]);
+    assert.equal(w.label, `${w.host}:${process.pid}`); // the default label
+    assert.equal(w.host, h.host);
+    await c.kill9();
+    // inspect() reclaims what the dead process held (it reaches our request).
+    i = await s.inspect();
+    assert.ok(i.holders.every((x) => x.pid !== c.pid && x.label !== 'node-child-holder'), JSON.stringify(i.holders));
+    await mine;
+    s.release(1);
+    assert.equal(s.availablePermits, 2);
+  } finally {
+    await quit(c);
+  }
+});
+
+test('open() refuses an invalid label with ERR_VOLT_INVALID_ARGUMENT (a non-string with a TypeError), creating nothing', T, () => {
+  const name = fresh('bad-label');
+  for (const label of ['has space', 'x'.repeat(200), '', 'caf\u00e9']) {
+    assert.throws(
+      () => Semaphore.open(name, 1, { label }),
+      (e) => e instanceof Error && e.code === 'ERR_VOLT_INVALID_ARGUMENT' && /label/.test(e.message),
+      JSON.stringify(label),
+    );
+    assert.throws(() => Semaphore.open(name, 1, { attachOnly: true }), code('ERR_VOLT_NOT_FOUND'));
+  }
+  assert.throws(() => Semaphore.open(name, 1, { label: 7 }), (e) => e instanceof TypeError);
+  assert.throws(() => Semaphore.open(name, 1, { attachOnly: true }), code('ERR_VOLT_NOT_FOUND'));
+  const ok = Semaphore.open(name, 1, { label: null }); // null: the default label
+  assert.equal(ok.totalPermits, 1);
+});
+
 test('a waiter killed with SIGKILL, holding a partial grant, leaves no ghost and loses nothing', T, async () => {
   const name = fresh('kill-waiter');
   const s = Semaphore.open(name, 3);

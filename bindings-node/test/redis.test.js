@@ -316,10 +316,11 @@ test('FIFO across processes: a queued acquire(3) in a child is not overtaken by 
 });
 
 /** Forks test/redis-child.js on `name`; `next(op)` resolves with its next message of that op. */
-function child(name, permits, lease, url = srv.url(), cluster = false) {
+function child(name, permits, lease, url = srv.url(), cluster = false, label = undefined) {
   const args = [url, name, String(permits), lease === undefined ? '' : String(lease)];
   if (cluster) args.push('cluster');
-  const c = fork(path.join(__dirname, 'redis-child.js'), args, { stdio: 'inherit' });
+  const env = label === undefined ? process.env : { ...process.env, VOLT_SEM_TEST_LABEL: label };
+  const c = fork(path.join(__dirname, 'redis-child.js'), args, { stdio: 'inherit', env });
   const messages = [];
   const waiters = [];
   c.on('message', (m) => {
@@ -354,6 +355,50 @@ test('a holder killed with SIGKILL: its permits reach the next waiter within its
   const cen = await conserved(sem);
   assert.deepEqual([cen.available, cen.held, cen.sessions], [3, 0, 1]);
   await sem.disconnect();
+});
+
+test('inspect() shows a client of another process under its label, with its token and lease; killed, it is gone', async () => {
+  const name = 'labelled';
+  const sem = await Semaphore.connect(srv.url(), name, 2);
+  const c = child(name, 2, 1000, srv.url(), false, 'node-redis-holder');
+  assert.equal((await c.next('ready')).error, undefined);
+  c.send({ op: 'acquire', n: 2 });
+  const held = await c.next('acquire');
+  const waiting = sem.acquirePermit(1);
+  await eventually('queued', async () => (await sem.census()).queued === 1);
+  let i = await sem.inspect();
+  assert.deepEqual([i.total, i.available, i.closed], [2, 0, false]);
+  assert.equal(i.holders.length, 1);
+  const [h] = i.holders;
+  assert.deepEqual([h.label, h.pid, h.permits, h.token], ['node-redis-holder', c.pid, 2, held.token]);
+  assert.ok(h.leaseRemaining > 0, `leaseRemaining ${h.leaseRemaining}`);
+  assert.ok(typeof h.heldFor === 'number' && h.heldFor >= 0, `heldFor ${h.heldFor}`);
+  assert.equal(i.waiters.length, 1);
+  const [w] = i.waiters;
+  assert.deepEqual([w.position, w.permits, w.granted, w.pid], [0, 1, 0, process.pid]);
+  assert.equal(w.label, `${w.host}:${process.pid}`); // the default label
+  c.kill('SIGKILL');
+  assert.equal(await c.exited, 'SIGKILL');
+  const { token } = await waiting; // its lease ends unrenewed
+  i = await sem.inspect();
+  assert.deepEqual(i.waiters, []);
+  assert.deepEqual(i.holders.map((x) => [x.pid, x.label, x.token]), [[process.pid, w.label, token]]);
+  await sem.release(1);
+  await sem.disconnect();
+  await Semaphore.deleteRedis(srv.url(), name);
+});
+
+test('connect() rejects an invalid label with ERR_VOLT_INVALID_ARGUMENT before connecting, creating nothing', async () => {
+  const name = 'bad-label';
+  for (const label of ['has space', 'x'.repeat(200), '']) {
+    await assert.rejects(
+      Semaphore.connect(srv.url(), name, 1, { label }),
+      (e) => e instanceof Error && e.code === 'ERR_VOLT_INVALID_ARGUMENT' && /label/.test(e.message),
+      JSON.stringify(label),
+    );
+  }
+  await assert.rejects(Semaphore.connect(srv.url(), name, 1, { label: 7 }), (e) => e instanceof TypeError);
+  await assert.rejects(Semaphore.deleteRedis(srv.url(), name), (e) => e.code === 'ERR_VOLT_NOT_FOUND');
 });
 
 test('stress: weights 1..3, random aborts and timeouts over 4 handles in 2 threads: limit kept, permits conserved', async () => {

@@ -122,7 +122,12 @@ impl Semaphore {
     /// write; set exactly, the umask does not apply). `accept_foreign_owner`:
     /// attach to a segment another user owns (by default that is a
     /// `PermissionError`: whoever owns a segment can rewrite its state, so
-    /// only trust one shared with you on purpose). Errors change nothing:
+    /// only trust one shared with you on purpose). `label`: how `inspect()`
+    /// (in every process) names this process's holds and queued requests: 1
+    /// to 128 bytes of printable ASCII without spaces; default
+    /// `"<hostname>:<pid>"`; one per process and name (while the process has
+    /// the name open, a further `open` keeps the first label). Errors change
+    /// nothing: `InvalidLabelError` (a `ValueError`),
     /// `TotalMismatchError` (the name exists with another total),
     /// `VersionMismatchError`, `NotASegmentError`, `InvalidNameError`,
     /// `PermissionError`, `ValueError` (bad `permits` or `mode`),
@@ -130,9 +135,10 @@ impl Semaphore {
     /// `OSError` (e.g. `/dev/shm` full), `NotImplementedError` (not Linux).
     #[classmethod]
     #[pyo3(
-        signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false),
-        text_signature = "($cls, name, permits, *, create=None, mode=0o600, accept_foreign_owner=False)"
+        signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false, label = None),
+        text_signature = "($cls, name, permits, *, create=None, mode=0o600, accept_foreign_owner=False, label=None)"
     )]
+    #[allow(clippy::too_many_arguments)]
     fn open(
         _cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
@@ -141,6 +147,7 @@ impl Semaphore {
         create: Option<bool>,
         mode: Mode,
         accept_foreign_owner: bool,
+        label: Option<String>,
     ) -> PyResult<Self> {
         let permits = count(permits, "permits")?;
         let mode = mode.0;
@@ -151,6 +158,10 @@ impl Semaphore {
         }
         .mode(mode | 0o600)
         .accept_foreign_owner(accept_foreign_owner);
+        let options = match label {
+            Some(label) => options.label(label),
+            None => options,
+        };
         // The GIL is released: creation may wait for another process's
         // initialisation of the same name (its init lock).
         let core = py
@@ -188,13 +199,17 @@ impl Semaphore {
     /// `(cert, key)` pair of PEM files; `min_replicas_acked`: `(replicas,
     /// timeout)`: every write waits (Redis `WAIT`) until that many replicas
     /// acknowledged it, else fails with `RedisCommandError` (code
-    /// `NOT_REPLICATED`) and gives the session up. Errors: `InvalidUrlError`,
+    /// `NOT_REPLICATED`) and gives the session up. `label`: how `inspect()`
+    /// (on every host) names this handle's holds and queued requests: 1 to
+    /// 128 bytes of printable ASCII without spaces; default
+    /// `"<hostname>:<pid>"`. Errors: `InvalidUrlError`, `InvalidLabelError`
+    /// (a `ValueError`; both before any connection),
     /// `InvalidNameError`, `ValueError`, `AuthenticationError`,
     /// `RedisConnectionError`, `TotalMismatchError` (nothing changed).
     #[classmethod]
     #[pyo3(
-        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None)"
+        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None, label = None),
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn connect(
@@ -211,6 +226,7 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
+        label: Option<String>,
     ) -> PyResult<Self> {
         let endpoint = redis::Endpoint {
             prefix,
@@ -220,8 +236,16 @@ impl Semaphore {
             tls_ca_file,
             tls_client_cert,
         };
-        let (core, extra) =
-            redis::connect(py, url, &name, permits, lease, endpoint, min_replicas_acked)?;
+        let (core, extra) = redis::connect(
+            py,
+            url,
+            &name,
+            permits,
+            lease,
+            endpoint,
+            min_replicas_acked,
+            label,
+        )?;
         Ok(Semaphore {
             core: session::CoreCell::session(core),
             name: Some(name),
@@ -239,7 +263,7 @@ impl Semaphore {
     #[classmethod]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None)"
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None)"
     )]
     fn connect_async<'py>(
         cls: &Bound<'py, pyo3::types::PyType>,

@@ -358,6 +358,7 @@ impl Endpoint {
 
 /// `Semaphore.connect`: checks the arguments, then connects (a round trip,
 /// see [`round_trip`]); the core and the handle's [`Extra`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn connect(
     py: Python<'_>,
     url: String,
@@ -366,6 +367,7 @@ pub(crate) fn connect(
     lease: f64,
     endpoint: Endpoint,
     min_replicas_acked: Option<(usize, f64)>,
+    label: Option<String>,
 ) -> PyResult<(Core, Extra)> {
     let permits = count(permits, "permits")?;
     let max = volt_sem_backend::redis::MAX_PERMITS;
@@ -379,6 +381,9 @@ pub(crate) fn connect(
     if let Some((replicas, timeout)) = min_replicas_acked {
         options =
             options.min_replicas_acked(replicas, seconds(timeout, "min_replicas_acked timeout")?);
+    }
+    if let Some(label) = label {
+        options = options.label(label);
     }
     let core =
         round_trip(py, || Core::connect(&url, name, permits, options)).map_err(connect_error)?;

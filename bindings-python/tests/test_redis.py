@@ -166,10 +166,12 @@ def conserved(sem, total):
 class Worker:
     """A process running tests/scripts/redis_worker.py."""
 
-    def __init__(self, url, name, total, lease=10.0):
+    def __init__(self, url, name, total, lease=10.0, label=None):
+        env = dict(os.environ, VOLT_SEM_TEST_LABEL=label) if label else None
         self.proc = subprocess.Popen(
             [sys.executable, WORKER, url, name, str(total), str(lease)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=_die_with_parent,
+            env=env,
         )
         assert self.read() == "ready"
 
@@ -662,6 +664,51 @@ def test_killed_holder_permits_come_back(server, name):
     finally:
         w.close()
     assert conserved(sem, 2)["available"] == 2
+
+
+def test_inspect_shows_a_labelled_client_in_another_process(server, name):
+    """inspect() lists a client of another process under the label it
+    connected with, with its pid, its grant's token and a running lease, and
+    this handle queued at position 0 under its default label; once the client
+    is killed with SIGKILL and its lease ends, it is no longer listed."""
+    sem = connect(server.url, name, 2)
+    w = Worker(server.url, name, 2, lease=1.0, label="py-redis-holder")
+    try:
+        w.send("acquire 2")
+        token = int(w.read().split()[1])
+        got = []
+        t = threading.Thread(target=lambda: got.append(sem.acquire_blocking(1, timeout=60)))
+        t.start()
+        wait_until(lambda: sem.census()["queued"] == 1, "our request queued")
+        i = sem.inspect()
+        assert (i.total, i.available, i.closed) == (2, 0, False)
+        [h] = i.holders
+        assert (h.label, h.pid, h.permits, h.token) == ("py-redis-holder", w.proc.pid, 2, token)
+        assert h.lease_remaining is not None and h.lease_remaining > 0
+        assert h.held_for is not None and h.held_for >= 0
+        [q] = i.waiters
+        assert (q.position, q.permits, q.granted, q.pid) == (0, 1, 0, os.getpid())
+        assert q.label == f"{q.host}:{os.getpid()}"
+        w.proc.kill()
+        w.proc.wait()
+        t.join(60)  # the lease ends unrenewed: its permits reach our request
+        assert got == [True]
+        i = sem.inspect()
+        assert i.waiters == []
+        assert [(h.pid, h.label) for h in i.holders] == [(os.getpid(), q.label)]
+        sem.release(1)
+    finally:
+        w.close()
+    assert conserved(sem, 2)["available"] == 2
+
+
+@pytest.mark.parametrize("label", ["has space", "x" * 200, ""])
+def test_invalid_label_is_refused_before_connecting(server, name, label):
+    with pytest.raises(volt_sem.InvalidLabelError) as e:
+        connect(server.url, name, 1, label=label)
+    assert isinstance(e.value, ValueError) and e.value.code == "INVALID_LABEL"
+    with pytest.raises(FileNotFoundError):  # nothing was created
+        volt_sem.Semaphore.delete_redis(server.url, name)
 
 
 def test_redis_restarted_empty(own_server, name):

@@ -41,12 +41,14 @@ def name(request):
 class Worker:
     """A worker process (tests/scripts/shared_worker.py) with line-based I/O."""
 
-    def __init__(self, name, total, role, *args):
+    def __init__(self, name, total, role, *args, label=None):
+        env = dict(os.environ, VOLT_SEM_TEST_LABEL=label) if label else None
         self.proc = subprocess.Popen(
             [sys.executable, WORKER, name, str(total), role, *map(str, args)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env=env,
         )
 
     def read(self):
@@ -192,6 +194,49 @@ def test_kill9_of_a_holder_gives_its_permits_back(name):
     # The next acquire that must wait sweeps for dead processes.
     assert sem.acquire_blocking(2, timeout=60) is True
     sem.release(2)
+
+
+def test_inspect_shows_a_labelled_holder_in_another_process(name):
+    """inspect() lists a holder in another process under the label it opened
+    with, with its pid and how long it has held, and this process queued at
+    position 0 under its default label; once the holder is killed with
+    SIGKILL, it is no longer listed (inspect reclaims what it held, which
+    reaches our request)."""
+    sem = volt_sem.Semaphore.open(name, 2)
+    w = Worker(name, 2, "hold", 2, label="py-child-holder")
+    assert w.read() == "held"
+    got = []
+    t = threading.Thread(target=lambda: got.append(sem.acquire_blocking(1, timeout=60)))
+    t.start()
+    wait_until(lambda: len(sem.inspect().waiters) == 1, "our request queued")
+    i = sem.inspect()
+    assert (i.total, i.available, i.closed) == (2, 0, False)
+    [h] = i.holders
+    assert (h.label, h.pid, h.permits) == ("py-child-holder", w.proc.pid, 2)
+    assert h.held_for is not None and h.held_for >= 0
+    assert (h.lease_remaining, h.token) == (None, None)
+    [q] = i.waiters
+    assert (q.position, q.permits, q.granted, q.pid) == (0, 1, 0, os.getpid())
+    assert q.label == f"{q.host}:{os.getpid()}"  # the default label
+    assert q.host == h.host
+    w.kill9()
+    i = sem.inspect()
+    assert all(h.pid != w.proc.pid and h.label != "py-child-holder" for h in i.holders), i.holders
+    t.join(60)
+    assert got == [True]
+    sem.release(1)
+    assert sem.available_permits == 2
+
+
+@pytest.mark.parametrize("label", ["has space", "x" * 200, "", "caf\u00e9"])
+def test_invalid_label_is_refused_and_creates_nothing(name, label):
+    with pytest.raises(volt_sem.InvalidLabelError) as e:
+        volt_sem.Semaphore.open(name, 1, label=label)
+    assert isinstance(e.value, ValueError)
+    assert e.value.code == "INVALID_LABEL"
+    assert "label" in str(e.value)
+    with pytest.raises(FileNotFoundError):
+        volt_sem.Semaphore.open(name, 1, create=False)
 
 
 def test_kill9_of_a_queued_waiter_leaves_no_ghost(name):

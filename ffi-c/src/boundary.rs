@@ -99,3 +99,112 @@ pub(crate) unsafe fn name_arg<'a>(name: *const c_char) -> Checked<&'a str> {
     let name = unsafe { std::ffi::CStr::from_ptr(name) };
     name.to_str().map_err(|_| VOLT_INVALID_NAME)
 }
+
+/// An optional handle label from C: `None` for NULL (the default label),
+/// `Err(VOLT_INVALID_ARGUMENT)` for one that is not UTF-8 (never a valid
+/// label: the backends check the rest and answer `INVALID_LABEL`, which is
+/// `VOLT_INVALID_ARGUMENT` too).
+///
+/// # Safety
+/// `label` is NULL or a NUL-terminated string.
+pub(crate) unsafe fn label_arg<'a>(label: *const c_char) -> Checked<Option<&'a str>> {
+    if label.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: non-NULL and NUL-terminated (contract).
+    let label = unsafe { std::ffi::CStr::from_ptr(label) };
+    label.to_str().map(Some).map_err(|_| {
+        crate::last_error::noted(VOLT_INVALID_ARGUMENT, volt_sem_backend::inspect::LABEL_RULE)
+    })
+}
+
+/// The largest `struct_size` an options struct may declare: far above any
+/// version of one, so that a garbage size is rejected before anything is
+/// read past the struct.
+pub(crate) const OPTIONS_MAX_SIZE: usize = 4096;
+
+/// Reads an extensible options struct (`volt_connect_options`,
+/// `volt_open_options`): `struct_size` first, fields only ever appended,
+/// every field's 0 / NULL its default. `Ok(None)` for NULL (every default).
+///
+/// A smaller `struct_size` (at least `v1_size`, the first version's) is an
+/// older header's: the fields it lacks read as 0. A larger one (up to
+/// [`OPTIONS_MAX_SIZE`]) is a newer header's: accepted only if every byte
+/// this library does not know is 0, else `VOLT_INVALID_OPTION`. A size out of
+/// range, or a misaligned pointer, is `VOLT_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// `opts` is NULL or points to a `T` whose first field is a `usize` (the
+/// size), with that many readable bytes; `T` is `repr(C)` and made only of
+/// integers and raw pointers (all zeroes is a valid value of each).
+pub(crate) unsafe fn read_versioned<T: Copy>(opts: *const T, v1_size: usize) -> Checked<Option<T>> {
+    if opts.is_null() {
+        return Ok(None);
+    }
+    if !opts.is_aligned() {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    // SAFETY: non-NULL and aligned; its first field, a usize, is readable
+    // (contract).
+    let size = unsafe { opts.cast::<usize>().read() };
+    let known = std::mem::size_of::<T>();
+    if !(v1_size..=OPTIONS_MAX_SIZE).contains(&size) {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    if size > known {
+        // Options of a newer header: honoured only if left at their defaults.
+        // SAFETY: the caller's struct has `size` readable bytes (contract).
+        let newer =
+            unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), size - known) };
+        if newer.iter().any(|&b| b != 0) {
+            return Err(crate::last_error::noted(
+                VOLT_INVALID_OPTION,
+                "invalid option: an option of a newer header that this library does not know",
+            ));
+        }
+    }
+    // SAFETY: integers and raw pointers only (contract): all zeroes (0,
+    // NULL) is valid, and is the default of the fields an older header lacks.
+    let mut o: T = unsafe { std::mem::zeroed() };
+    // SAFETY: `min(size, known)` bytes readable at `opts` (contract) and
+    // writable in `o`; every bit pattern is valid for these integer and
+    // pointer fields; no overlap.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            opts.cast::<u8>(),
+            (&mut o as *mut T).cast::<u8>(),
+            size.min(known),
+        )
+    };
+    Ok(Some(o))
+}
+
+/// Fills an extensible options struct of `struct_size` bytes with
+/// `defaults` (the fields this library knows) and zeroes (the rest: their
+/// default), or `VOLT_INVALID_ARGUMENT` for NULL, a misaligned pointer or a
+/// size out of `v1_size..=OPTIONS_MAX_SIZE` (nothing written).
+///
+/// # Safety
+/// `opts` is NULL or points to `struct_size` writable bytes; `T` as for
+/// [`read_versioned`].
+pub(crate) unsafe fn init_versioned<T: Copy>(
+    opts: *mut T,
+    struct_size: usize,
+    v1_size: usize,
+    defaults: T,
+) -> Checked<volt_status> {
+    if opts.is_null() || !opts.is_aligned() || !(v1_size..=OPTIONS_MAX_SIZE).contains(&struct_size)
+    {
+        return Err(VOLT_INVALID_ARGUMENT);
+    }
+    // The caller's struct may be smaller (an older header: only the fields it
+    // has) or larger (a newer one: the rest zeroed, their default).
+    let n = struct_size.min(std::mem::size_of::<T>());
+    // SAFETY: `struct_size` writable bytes (contract); `n <= struct_size`
+    // bytes of `defaults` are readable; the two do not overlap.
+    unsafe {
+        std::ptr::write_bytes(opts.cast::<u8>(), 0, struct_size);
+        std::ptr::copy_nonoverlapping((&defaults as *const T).cast::<u8>(), opts.cast::<u8>(), n);
+    }
+    Ok(VOLT_OK)
+}

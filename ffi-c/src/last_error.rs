@@ -46,6 +46,7 @@ pub(crate) fn remember(e: &Error) {
         e,
         Error::InvalidUrl(_)
             | Error::InvalidPrefix
+            | Error::InvalidLabel
             | Error::InvalidOption(_)
             | Error::Auth
             | Error::Connection(_)

@@ -8,7 +8,10 @@ use std::time::Duration;
 
 use volt_sem_backend::{ConnectOptions, Semaphore};
 
-use crate::boundary::{ffi_call, ffi_status, handle, name_arg, non_null, Checked};
+use crate::boundary::{
+    ffi_call, ffi_status, handle, init_versioned, label_arg, name_arg, non_null, read_versioned,
+    Checked,
+};
 use crate::last_error::{noted, set_last_error};
 use crate::semaphore::{hand_out, volt_sem};
 use crate::status::status_of;
@@ -86,6 +89,13 @@ pub struct volt_connect_options {
     /// The `WAIT` timeout in milliseconds: positive and below a third of the
     /// lease; default (0) 100.
     pub min_replicas_timeout_ms: u64,
+    /// The label `volt_sem_inspect` shows for this handle's holds and queued
+    /// requests (on every host): 1 to 128 bytes of printable ASCII without
+    /// spaces, such as `"billing-worker-3"`. NULL: `"<hostname>:<pid>"`. An
+    /// invalid one is `VOLT_INVALID_ARGUMENT` (with `volt_last_error_message`
+    /// saying why), before any connection is made. Copied during the call.
+    /// (Appended in version 3 of the struct.)
+    pub label: *const c_char,
 }
 
 /// `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
@@ -100,11 +110,6 @@ const CONNECT_KNOWN_FLAGS: u64 = VOLT_CONNECT_CLUSTER;
 /// caller's `struct_size` covers them (0, their default, otherwise).
 const CONNECT_OPTIONS_V1_SIZE: usize =
     std::mem::offset_of!(volt_connect_options, flags) + std::mem::size_of::<u64>();
-
-/// The largest `struct_size` accepted: far above any version of the struct,
-/// so that a garbage size is rejected before anything is read past the
-/// struct.
-const CONNECT_OPTIONS_MAX_SIZE: usize = 4096;
 
 /// Fills `opts` with the defaults: lease 10000 ms, timeouts 5000 ms, key prefix
 /// NULL ("volt-sem"), no flags; `struct_size` is set to `struct_size`, which
@@ -123,12 +128,6 @@ pub unsafe extern "C" fn volt_connect_options_init(
     struct_size: usize,
 ) -> volt_status {
     ffi_status(|| {
-        if opts.is_null()
-            || !opts.is_aligned()
-            || !(CONNECT_OPTIONS_V1_SIZE..=CONNECT_OPTIONS_MAX_SIZE).contains(&struct_size)
-        {
-            return Err(VOLT_INVALID_ARGUMENT);
-        }
         let defaults = volt_connect_options {
             struct_size,
             lease_ms: 10_000,
@@ -141,22 +140,11 @@ pub unsafe extern "C" fn volt_connect_options_init(
             tls_client_key_file: ptr::null(),
             min_replicas_acked: 0,
             min_replicas_timeout_ms: 100,
+            label: ptr::null(),
         };
-        // The caller's struct may be smaller (an older header: only the
-        // fields it has) or larger (a newer one: the rest zeroed, their
-        // default).
-        let n = struct_size.min(std::mem::size_of::<volt_connect_options>());
-        // SAFETY: `struct_size` writable bytes (contract); `n <= struct_size`
-        // bytes of `defaults` are readable; the two do not overlap.
-        unsafe {
-            ptr::write_bytes(opts.cast::<u8>(), 0, struct_size);
-            ptr::copy_nonoverlapping(
-                (&defaults as *const volt_connect_options).cast::<u8>(),
-                opts.cast::<u8>(),
-                n,
-            );
-        }
-        Ok(VOLT_OK)
+        // SAFETY: `struct_size` writable bytes or NULL (contract); integer and
+        // pointer fields only.
+        unsafe { init_versioned(opts, struct_size, CONNECT_OPTIONS_V1_SIZE, defaults) }
     })
 }
 
@@ -167,44 +155,9 @@ pub unsafe extern "C" fn volt_connect_options_init(
 /// readable bytes whose `key_prefix` is NULL or NUL-terminated.
 unsafe fn connect_options(opts: *const volt_connect_options) -> Checked<ConnectOptions> {
     let mut options = ConnectOptions::new();
-    if opts.is_null() {
+    // SAFETY: forwarded caller contract; integer and pointer fields only.
+    let Some(o) = (unsafe { read_versioned(opts, CONNECT_OPTIONS_V1_SIZE) })? else {
         return Ok(options);
-    }
-    if !opts.is_aligned() {
-        return Err(VOLT_INVALID_ARGUMENT);
-    }
-    // SAFETY: non-NULL and aligned; its first field is readable (contract).
-    let size = unsafe { ptr::addr_of!((*opts).struct_size).read() };
-    let known = std::mem::size_of::<volt_connect_options>();
-    if !(CONNECT_OPTIONS_V1_SIZE..=CONNECT_OPTIONS_MAX_SIZE).contains(&size) {
-        return Err(VOLT_INVALID_ARGUMENT);
-    }
-    if size > known {
-        // Options of a newer header: honoured only if left at their defaults.
-        // SAFETY: the caller's struct has `size` readable bytes (contract).
-        let newer =
-            unsafe { std::slice::from_raw_parts(opts.cast::<u8>().add(known), size - known) };
-        if newer.iter().any(|&b| b != 0) {
-            return Err(noted(
-                VOLT_INVALID_OPTION,
-                "invalid option: an option of a newer header that this library does not know",
-            ));
-        }
-    }
-    // The fields the caller's struct has; those of an older header lacks
-    // stay 0, their default.
-    // SAFETY: every field is an integer or a raw pointer: all zeroes (NULL)
-    // is a valid value of each.
-    let mut o: volt_connect_options = unsafe { std::mem::zeroed() };
-    // SAFETY: `min(size, known)` bytes readable at `opts` (contract) and
-    // writable in `o`; every bit pattern is valid for these integer and
-    // pointer fields; no overlap.
-    unsafe {
-        ptr::copy_nonoverlapping(
-            opts.cast::<u8>(),
-            (&mut o as *mut volt_connect_options).cast::<u8>(),
-            size.min(known),
-        )
     };
     if o.flags & !CONNECT_KNOWN_FLAGS != 0 {
         return Err(noted(
@@ -266,6 +219,10 @@ unsafe fn connect_options(opts: *const volt_connect_options) -> Checked<ConnectO
             Duration::from_millis(timeout),
         );
     }
+    // SAFETY: NULL or NUL-terminated (contract); read during this call only.
+    if let Some(label) = unsafe { label_arg(o.label) }? {
+        options = options.label(label);
+    }
     Ok(options.cluster(o.flags & VOLT_CONNECT_CLUSTER != 0))
 }
 
@@ -311,7 +268,8 @@ unsafe fn redis_target<'a>(
 /// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL,
 /// and nothing changed in Redis):
 /// * `VOLT_INVALID_ARGUMENT`: NULL `url`, `name` or `out`; `permits` 0 or
-///   too large; a bad `opts->struct_size`;
+///   too large; a bad `opts->struct_size`; an invalid `opts->label` (the
+///   message, from `volt_last_error_message`, says why);
 /// * `VOLT_INVALID_URL`, `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`,
 ///   `VOLT_INVALID_OPTION` (checked before any connection is made);
 /// * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED` (within the connect
@@ -359,7 +317,8 @@ pub unsafe extern "C" fn volt_sem_connect(
 /// it afresh.
 ///
 /// Returns `VOLT_OK`, or (nothing deleted): `VOLT_INVALID_ARGUMENT` (NULL
-/// `url` or `name`, a bad `opts->struct_size`), `VOLT_INVALID_URL`,
+/// `url` or `name`, a bad `opts->struct_size`, an invalid `opts->label`),
+/// `VOLT_INVALID_URL`,
 /// `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
 /// `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
 /// `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,

@@ -1,12 +1,15 @@
 //! Named semaphores shared by the processes of the machine
-//! (`volt_sem_open`): their flags, open and unlink, and their limits.
+//! (`volt_sem_open`, `volt_sem_open_with`): their flags and options, open and
+//! unlink, and their limits.
 
 use std::ffi::c_char;
 use std::ptr;
 
 use volt_sem_backend::{OpenOptions, Semaphore};
 
-use crate::boundary::{ffi_call, ffi_status, name_arg, non_null};
+use crate::boundary::{
+    ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned,
+};
 use crate::semaphore::{hand_out, volt_sem};
 use crate::status::status;
 use crate::status::volt_status::{self, *};
@@ -116,6 +119,114 @@ pub unsafe extern "C" fn volt_sem_open(
         // SAFETY: NULL or NUL-terminated (contract).
         let name = unsafe { name_arg(name) }?;
         let options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        // SAFETY: as above.
+        Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
+    })
+}
+
+/// The options of `volt_sem_open_with`: an extensible struct, like
+/// `volt_connect_options`. Every field's 0 (or NULL) means its default, so
+///
+/// ```c
+/// volt_open_options opts = { sizeof opts };
+/// opts.flags = VOLT_OPEN_SHARE_GROUP;
+/// opts.label = "billing-worker-3";
+/// volt_status s = volt_sem_open_with("gpu", 4, &opts, &sem);
+/// ```
+///
+/// is the whole setup (`volt_open_options_init(&opts, sizeof opts)` does the
+/// same). Strings are read (copied) during the call only.
+///
+/// ABI: as for `volt_connect_options`: fields are only ever appended, each
+/// with 0 meaning "default"; `struct_size` is the caller's `sizeof`; a
+/// larger one than this library knows is accepted only if the bytes it does
+/// not know are 0, else `VOLT_INVALID_OPTION`.
+// Adding an option: as for `volt_connect_options` (append, 0 is the default,
+// no trailing padding: a test checks it).
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+pub struct volt_open_options {
+    /// `sizeof(volt_open_options)` as the caller compiled it.
+    pub struct_size: usize,
+    /// `volt_sem_open`'s flags (`VOLT_OPEN_*`, a mode); default 0: create or
+    /// attach, mode 0600. Bits above 31 are `VOLT_INVALID_ARGUMENT`, as unknown
+    /// flags are.
+    pub flags: u64,
+    /// The label `volt_sem_inspect` shows for this process's holds and
+    /// queued requests (to every process that inspects the semaphore): 1 to
+    /// 128 bytes of printable ASCII without spaces. NULL: `"<hostname>:<pid>"`.
+    /// One label per process and name: while the process has the name open,
+    /// a further open of it keeps the first handle's label (this one is still
+    /// checked). Invalid: `VOLT_INVALID_ARGUMENT`, nothing created.
+    pub label: *const c_char,
+}
+
+/// The first (and so far only) version of `volt_open_options`.
+const OPEN_OPTIONS_V1_SIZE: usize = std::mem::size_of::<volt_open_options>();
+
+/// Fills `opts` with the defaults (flags 0, label NULL) and sets its
+/// `struct_size`, which must be `sizeof *opts`.
+///
+/// Returns `VOLT_OK`, or `VOLT_INVALID_ARGUMENT` for NULL or a `struct_size`
+/// below the first version's size (24 bytes on 64-bit targets) or above 4096
+/// (nothing written).
+///
+/// # Safety
+/// `opts` is NULL or points to `struct_size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn volt_open_options_init(
+    opts: *mut volt_open_options,
+    struct_size: usize,
+) -> volt_status {
+    ffi_status(|| {
+        let defaults = volt_open_options {
+            struct_size,
+            flags: 0,
+            label: ptr::null(),
+        };
+        // SAFETY: `struct_size` writable bytes or NULL (contract); integer and
+        // pointer fields only.
+        unsafe { init_versioned(opts, struct_size, OPEN_OPTIONS_V1_SIZE, defaults) }
+    })
+}
+
+/// `volt_sem_open` with options: the same semaphore, arguments, results and
+/// errors, with the flags in `opts->flags` and the handle's label in
+/// `opts->label` (see `volt_open_options`). `opts` NULL: the defaults (as
+/// `volt_sem_open(name, permits, 0, out)`).
+///
+/// Returns what `volt_sem_open` returns, and `VOLT_INVALID_ARGUMENT` for a
+/// bad `opts->struct_size` or an invalid label (`volt_last_error_message`
+/// says why), or `VOLT_INVALID_OPTION` for options of a newer header that this
+/// library does not know (all with `*out` NULL and nothing created).
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string; `opts` is NULL or a
+/// `volt_open_options` of `opts->struct_size` readable bytes whose `label` is
+/// NULL or NUL-terminated; `out` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn volt_sem_open_with(
+    name: *const c_char,
+    permits: usize,
+    opts: *const volt_open_options,
+    out: *mut *const volt_sem,
+) -> volt_status {
+    ffi_status(|| {
+        non_null(out)?;
+        // SAFETY: `out` is non-NULL and, by contract, writable.
+        unsafe { out.write(ptr::null()) };
+        // SAFETY: NULL or NUL-terminated (contract).
+        let name = unsafe { name_arg(name) }?;
+        // SAFETY: NULL or a valid options struct (contract); integer and
+        // pointer fields only.
+        let o = unsafe { read_versioned(opts, OPEN_OPTIONS_V1_SIZE) }?;
+        let (flags, label) = o.map_or((0, ptr::null()), |o| (o.flags, o.label));
+        let flags = u32::try_from(flags).map_err(|_| VOLT_INVALID_ARGUMENT)?;
+        let mut options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        // SAFETY: NULL or NUL-terminated (contract); read during this call.
+        if let Some(label) = unsafe { label_arg(label) }? {
+            options = options.label(label);
+        }
         // SAFETY: as above.
         Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
     })

@@ -90,6 +90,7 @@ fn status_names_match_variants() {
         VOLT_NO_PERMISSION,
         VOLT_READ_ONLY,
         VOLT_IN_USE,
+        VOLT_TRUNCATED,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);
@@ -285,9 +286,12 @@ fn connect_options_layout_leaves_no_trailing_padding() {
     // Fields are only ever appended (see `volt_connect_options`): trailing
     // padding would let a later field land inside the size an older library
     // knows, where it would be ignored instead of rejected.
-    let end = std::mem::offset_of!(volt_connect_options, min_replicas_timeout_ms)
-        + std::mem::size_of::<u64>();
+    let end = std::mem::offset_of!(volt_connect_options, label)
+        + std::mem::size_of::<*const std::ffi::c_char>();
     assert_eq!(end, std::mem::size_of::<volt_connect_options>());
+    let end = std::mem::offset_of!(volt_open_options, label)
+        + std::mem::size_of::<*const std::ffi::c_char>();
+    assert_eq!(end, std::mem::size_of::<volt_open_options>());
 }
 
 #[test]

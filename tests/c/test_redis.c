@@ -413,6 +413,27 @@ static int child_main(int argc, char **argv) {
         if (write(wr, &done, 1) != 1) _exit(3);
         return 0;
     }
+    if (strcmp(role, "hold-labelled") == 0) {
+        /* Connects with the label "c-redis-holder" and a 1.5 s lease, takes
+         * `arg` permits, says 'H' and the grant's token (8 bytes), and waits
+         * to be killed. A failure says 'F' and the status. */
+        volt_connect_options o;
+        volt_connect_options_init(&o, sizeof o);
+        o.lease_ms = 1500;
+        o.label = "c-redis-holder";
+        const volt_sem *sem = NULL;
+        volt_grant g = {0};
+        volt_status s = volt_sem_connect(url, name, arg, &o, &sem);
+        if (s == VOLT_OK) s = volt_sem_try_acquire_fenced(sem, arg, &g);
+        if (s != VOLT_OK) {
+            char f[2] = {'F', (char)s};
+            if (write(wr, f, 2) != 2) _exit(3);
+            _exit(0);
+        }
+        if (write(wr, "H", 1) != 1 || write(wr, &g.token, sizeof g.token) != sizeof g.token)
+            _exit(3);
+        for (;;) pause();
+    }
     if (strcmp(role, "signal") == 0 || strcmp(role, "signal-ignored") == 0) {
         /* Holds `arg` permits (lease 30 s), with the README's shutdown line,
          * and says 'H'. "signal": both signals at their default action,
@@ -466,18 +487,19 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_NO_PERMISSION, 36, "VOLT_NO_PERMISSION"},
         {VOLT_READ_ONLY, 37, "VOLT_READ_ONLY"},
         {VOLT_IN_USE, 38, "VOLT_IN_USE"},
+        {VOLT_TRUNCATED, 39, "VOLT_TRUNCATED"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(39), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(40), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
     CHECK(o.struct_size == sizeof o);
     CHECK(o.lease_ms == 10000 && o.connect_timeout_ms == 5000 && o.command_timeout_ms == 5000);
-    CHECK(o.key_prefix == NULL && o.flags == 0);
+    CHECK(o.key_prefix == NULL && o.flags == 0 && o.label == NULL);
     CHECK(volt_sem_max_redis_name_len() == 1024);
     CHECK(volt_sem_max_redis_permits() == (size_t)1 << 40);
 }
@@ -1189,6 +1211,101 @@ static void test_delete(void) {
     CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
 }
 
+/* volt_sem_inspect on a Redis semaphore: a holder in another process is
+ * listed under the label it connected with (volt_connect_options.label),
+ * with its pid, its grant's token and a lease still running; this process
+ * waits at position 0 under its default label "<hostname>:<pid>". Once the
+ * holder is killed with SIGKILL and its lease ends, its permits reach our
+ * request and it is no longer listed. */
+static void test_inspect_shows_labels_of_redis_clients(void) {
+    const char *name = name_of("label");
+    const volt_sem *sem = connect_main(name, 2);
+    child c = spawn("hold-labelled", main_server.url, name, "2");
+    char b = 0;
+    uint64_t token = 0;
+    REQUIRE(child_read(&c, &b, 1, 20000));
+    CHECK(b == 'H');
+    if (b != 'H') {
+        REQUIRE(child_read(&c, &b, 1, 1000));
+        fprintf(stderr, "    child: %s\n", volt_status_str(b));
+    }
+    REQUIRE(child_read(&c, &token, sizeof token, 5000));
+    CHECK(token > 0);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    volt_waiter_init(&w);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, signal_wake, &sig), VOLT_PENDING);
+    CHECK(census(sem).queued == 1); /* queued (by the door thread) before inspect */
+
+    char host[256] = {0}, own_label[300];
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    snprintf(own_label, sizeof own_label, "%s:%ld", host, (long)getpid());
+    volt_inspection in;
+    volt_holder h[4];
+    volt_queued_waiter q[4];
+    CHECK_STATUS(volt_sem_inspect(sem, &in, h, 4, q, 4), VOLT_OK);
+    CHECK(in.total == 2 && in.available == 0 && !in.closed);
+    CHECK(in.holders == 1 && in.waiters == 1);
+    CHECK(strcmp(h[0].label, "c-redis-holder") == 0);
+    CHECK(strcmp(h[0].host, host) == 0);
+    CHECK(h[0].pid == (uint32_t)c.pid && h[0].permits == 2);
+    CHECK(h[0].token == token);
+    CHECK(h[0].lease_remaining_ns > 0); /* the child's heartbeat renews it */
+    CHECK(h[0].held_for_ns >= 0);
+    CHECK(strcmp(q[0].label, own_label) == 0);
+    CHECK(q[0].pid == (uint32_t)getpid());
+    CHECK(q[0].position == 0 && q[0].permits == 1 && q[0].granted == 0);
+
+    REQUIRE(kill(c.pid, SIGKILL) == 0);
+    child_reap(&c);
+    /* Its lease (1.5 s) ends unrenewed: its permits come to our request. */
+    CHECK(signal_wait(&sig, 30) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, h, 4, q, 4), VOLT_OK);
+    CHECK(in.waiters == 0 && in.holders == 1);
+    CHECK(h[0].pid == (uint32_t)getpid() && strcmp(h[0].label, own_label) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    signal_destroy(&sig);
+    volt_sem_free(sem);
+}
+
+/* An invalid label is VOLT_INVALID_ARGUMENT (with a message) before any
+ * connection: nothing is created in Redis. An older header's struct (without
+ * `label`) is still accepted. */
+static void test_invalid_label_is_refused(void) {
+    const char *name = name_of("badlabel");
+    char long_label[201];
+    memset(long_label, 'x', 200);
+    long_label[200] = '\0';
+    const char *bad[] = {"has space", long_label, "", "\xff"};
+    volt_connect_options o = options();
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        o.label = bad[i];
+        const volt_sem *sem = (const volt_sem *)&sem; /* must become NULL */
+        CHECK_STATUS(volt_sem_connect(main_server.url, name, 1, &o, &sem),
+                     VOLT_INVALID_ARGUMENT);
+        CHECK(sem == NULL);
+        char msg[256];
+        CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "label") != NULL);
+    }
+    o.label = NULL;
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_NOT_FOUND);
+    /* Version 2 of the struct (up to min_replicas_timeout_ms): default label. */
+    o.struct_size = offsetof(volt_connect_options, label);
+    o.label = "ignored beyond struct_size"; /* not read: outside the struct */
+    const volt_sem *sem = connect_to(main_server.url, name, 1, &o);
+    volt_inspection in;
+    volt_holder h[1];
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_inspect(sem, &in, h, 1, NULL, 0), VOLT_OK);
+    CHECK(in.holders == 1 && h[0].pid == (uint32_t)getpid());
+    CHECK(strchr(h[0].label, ' ') == NULL); /* the default, not the bytes past the size */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    volt_sem_free(sem);
+    CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
+}
+
 static void test_key_prefix_separates_semaphores(void) {
     const char *name = name_of("prefix");
     volt_connect_options o = options();
@@ -1872,6 +1989,8 @@ int main(int argc, char **argv) {
 #else
     (void)test_lease_watch_in_a_forked_child;
 #endif
+    RUN(test_inspect_shows_labels_of_redis_clients);
+    RUN(test_invalid_label_is_refused);
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
     RUN(test_end_sessions_on_signals);

@@ -203,6 +203,14 @@ static int child_main(int argc, char **argv) {
         STEP(31, volt_sem_try_acquire(sem, arg) == VOLT_OK);
         SAY('H');
         for (;;) pause();
+    } else if (strcmp(role, "hold-labelled") == 0) {
+        /* Opens with the label "c-child-holder" (volt_sem_open_with), takes
+         * `arg` permits, says 'H', and waits to be killed. */
+        volt_open_options o = {sizeof o, VOLT_OPEN_ATTACH_ONLY, "c-child-holder"};
+        STEP(35, volt_sem_open_with(name, 2, &o, &sem) == VOLT_OK);
+        STEP(36, volt_sem_try_acquire(sem, arg) == VOLT_OK);
+        SAY('H');
+        for (;;) pause();
     } else if (strcmp(role, "wait") == 0) {
         /* Queues acquire(arg) (with a waiter: no thread blocked in the
          * library), says 'Q', and waits to be killed. */
@@ -334,6 +342,115 @@ static void test_kill9_holder_and_waiter(void) {
     CHECK(volt_sem_available_permits(sem) == 2);
     CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
     volt_sem_free(sem);
+}
+
+/* volt_sem_inspect shows a holder in another process under the label it
+ * opened with (volt_sem_open_with), with its pid and how long it has held,
+ * and this process queued at position 0 under its default label
+ * "<hostname>:<pid>"; once the holder is killed with SIGKILL, it is gone. */
+static void test_inspect_shows_labels_across_processes(void) {
+    char name[64];
+    make_name(name, sizeof name, "label");
+    volt_open_options o;
+    CHECK_STATUS(volt_open_options_init(&o, sizeof o), VOLT_OK);
+    CHECK(o.struct_size == sizeof o && o.flags == 0 && o.label == NULL);
+    o.flags = VOLT_OPEN_CREATE_ONLY;
+    const volt_sem *sem = NULL;
+    CHECK_STATUS(volt_sem_open_with(name, 2, &o, &sem), VOLT_OK);
+    REQUIRE(sem != NULL);
+    child holder = spawn("hold-labelled", name, "2");
+    CHECK(child_read(&holder) == 'H');
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, signal_wake, &sig), VOLT_PENDING);
+
+    char host[256] = {0}, own_label[300];
+    REQUIRE(gethostname(host, sizeof host - 1) == 0);
+    snprintf(own_label, sizeof own_label, "%s:%ld", host, (long)getpid());
+    volt_inspection in;
+    volt_holder h[4];
+    volt_queued_waiter q[4];
+    CHECK_STATUS(volt_sem_inspect(sem, &in, h, 4, q, 4), VOLT_OK);
+    CHECK(in.total == 2 && in.available == 0 && !in.closed);
+    CHECK(in.holders == 1 && in.waiters == 1);
+    CHECK(strcmp(h[0].label, "c-child-holder") == 0);
+    CHECK(strcmp(h[0].host, host) == 0);
+    CHECK(h[0].pid == (uint32_t)holder.pid);
+    CHECK(h[0].permits == 2);
+    CHECK(h[0].held_for_ns >= 0); /* timed: not the -1 of "not measured" */
+    CHECK(h[0].lease_remaining_ns == -1 && h[0].token == 0);
+    CHECK(strcmp(q[0].label, own_label) == 0);
+    CHECK(q[0].pid == (uint32_t)getpid());
+    CHECK(q[0].position == 0 && q[0].permits == 1 && q[0].granted == 0);
+
+    child_kill9(&holder);
+    /* inspect reclaims what the dead process held (its permits go to our
+     * queued request), so the killed holder is no longer listed. */
+    CHECK_STATUS(volt_sem_inspect(sem, &in, h, 4, q, 4), VOLT_OK);
+    for (size_t i = 0; i < in.holders && i < 4; i++) {
+        CHECK(h[i].pid != (uint32_t)holder.pid);
+        CHECK(strcmp(h[i].label, "c-child-holder") != 0);
+    }
+    signal_wait(&sig);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    signal_destroy(&sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* volt_sem_open_with's bad options: an invalid label (a space, 200 bytes,
+ * not UTF-8) is VOLT_INVALID_ARGUMENT with a message, and nothing is created;
+ * a bad struct_size or a newer header's unknown option is refused too. */
+static void test_open_with_refuses_bad_options(void) {
+    char name[64];
+    make_name(name, sizeof name, "badopt");
+    char long_label[201];
+    memset(long_label, 'x', 200);
+    long_label[200] = '\0';
+    const char *bad[] = {"has space", long_label, "", "caf\xc3\xa9", "\xff"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        volt_open_options o = {sizeof o, 0, bad[i]};
+        const volt_sem *sem = (const volt_sem *)&sem; /* must become NULL */
+        CHECK_STATUS(volt_sem_open_with(name, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+        CHECK(sem == NULL);
+        char msg[256];
+        CHECK(volt_last_error_message(msg, sizeof msg) > 0);
+        CHECK(strstr(msg, "label") != NULL);
+        CHECK_STATUS(volt_sem_unlink(name), VOLT_NOT_FOUND); /* nothing created */
+    }
+    const volt_sem *sem = NULL;
+    volt_open_options o = {sizeof o, 0, NULL};
+    o.struct_size = 8; /* below the first version */
+    CHECK_STATUS(volt_sem_open_with(name, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+    o.struct_size = sizeof o;
+    o.flags = 1ull << 40; /* not a flag */
+    CHECK_STATUS(volt_sem_open_with(name, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+    o.flags = VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY;
+    CHECK_STATUS(volt_sem_open_with(name, 1, &o, &sem), VOLT_INVALID_ARGUMENT);
+    struct {
+        volt_open_options o;
+        uint64_t newer;
+    } n = {{sizeof n, 0, NULL}, 1}; /* an option this library does not know */
+    CHECK_STATUS(volt_sem_open_with(name, 1, &n.o, &sem), VOLT_INVALID_OPTION);
+    CHECK(sem == NULL);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_NOT_FOUND);
+    n.newer = 0; /* left at its default: fine */
+    CHECK_STATUS(volt_sem_open_with(name, 1, &n.o, &sem), VOLT_OK);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    /* NULL options: volt_sem_open(name, permits, 0, out). */
+    CHECK_STATUS(volt_sem_open_with(name, 1, NULL, &sem), VOLT_OK);
+    CHECK(volt_sem_total_permits(sem) == 1);
+    volt_sem_free(sem);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    CHECK_STATUS(volt_sem_open_with(NULL, 1, NULL, &sem), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_open_with(name, 1, NULL, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_open_options_init(NULL, sizeof o), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_open_options_init(&o, 8), VOLT_INVALID_ARGUMENT);
 }
 
 /* close() closes the semaphore for every process. */
@@ -739,6 +856,8 @@ int main(int argc, char **argv) {
     RUN(test_open_and_attach_from_another_process);
     RUN(test_fifo_across_processes);
     RUN(test_kill9_holder_and_waiter);
+    RUN(test_inspect_shows_labels_across_processes);
+    RUN(test_open_with_refuses_bad_options);
     RUN(test_close_reaches_other_processes);
     RUN(test_existing_functions_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);

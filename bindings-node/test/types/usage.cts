@@ -49,7 +49,7 @@ async function main(): Promise<void> {
   const l = new RwLock();
   (await l.acquireRead())();
   void [locked, pending, cancelled, v, m.cancel(), l.pendingCount, volt.Semaphore === Semaphore];
-  const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660, acceptForeignOwner: false };
+  const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660, acceptForeignOwner: false, label: 'gpu-worker-1' };
   const named: Semaphore = Semaphore.open('usage-cts', 2, options);
   const about: [string | null, number | null] = [named.name, named.totalPermits];
   void about;
@@ -65,7 +65,9 @@ async function main(): Promise<void> {
   Semaphore.open(1, 2);
   // @ts-expect-error: no such option
   Semaphore.open('x', 2, { create: true });
-  const copts: ConnectOptions = { lease: 1500, prefix: 'app', connectTimeout: 1000, commandTimeout: 500, cluster: false };
+  // @ts-expect-error: a label is a string
+  Semaphore.open('x', 2, { label: 7 });
+  const copts: ConnectOptions = { lease: 1500, prefix: 'app', connectTimeout: 1000, commandTimeout: 500, cluster: false, label: 'api-7' };
   const remote: Semaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 4, copts);
   const old: RedisSemaphore = remote; // the deprecated name of the same class
   const nothing: void = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });

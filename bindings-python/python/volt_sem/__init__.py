@@ -62,6 +62,7 @@ import atexit as _atexit
 from ._errors import (
     AuthenticationError,
     InUseError,
+    InvalidLabelError,
     InvalidUrlError,
     LeaseExpiredError,
     NoPermissionError,
@@ -215,6 +216,7 @@ __all__ = [
     "Inspection",
     "QueuedWaiter",
     "InUseError",
+    "InvalidLabelError",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

@@ -3,6 +3,7 @@ from typing import Iterable, Union
 
 from ._errors import AuthenticationError as AuthenticationError
 from ._errors import InUseError as InUseError
+from ._errors import InvalidLabelError as InvalidLabelError
 from ._errors import InvalidUrlError as InvalidUrlError
 from ._errors import LeaseExpiredError as LeaseExpiredError
 from ._errors import NoPermissionError as NoPermissionError
@@ -65,6 +66,7 @@ __all__ = [
     "Inspection",
     "QueuedWaiter",
     "InUseError",
+    "InvalidLabelError",
     "InvalidUrlError",
     "LeaseExpiredError",
     "LeaseLost",

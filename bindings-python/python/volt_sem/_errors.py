@@ -1,4 +1,5 @@
-"""The exceptions of the Redis backend (``Semaphore.connect``).
+"""The exceptions of the Redis backend (``Semaphore.connect``), and
+``InvalidLabelError`` (``open`` and ``connect``).
 
 Defined in Python because two of them have two bases (a volt_sem base and the
 builtin of the same meaning), which a native exception type cannot have.
@@ -13,6 +14,7 @@ __all__ = [
     "LeaseExpiredError",
     "StateLostError",
     "InvalidUrlError",
+    "InvalidLabelError",
     "NoPermissionError",
     "ReadOnlyError",
     "InUseError",
@@ -94,6 +96,14 @@ class InvalidUrlError(ValueError):
     code = "INVALID_URL"
 
 
+class InvalidLabelError(ValueError):
+    """``Semaphore.open`` / ``Semaphore.connect``: the ``label`` is not 1 to
+    128 bytes of printable ASCII without spaces (nothing was opened, created
+    or connected)."""
+
+    code = "INVALID_LABEL"
+
+
 for _cls in (
     RedisError,
     RedisConnectionError,
@@ -102,6 +112,7 @@ for _cls in (
     LeaseExpiredError,
     StateLostError,
     InvalidUrlError,
+    InvalidLabelError,
     NoPermissionError,
     ReadOnlyError,
     InUseError,

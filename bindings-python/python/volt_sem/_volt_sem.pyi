@@ -209,6 +209,7 @@ class Semaphore:
         create: Optional[bool] = None,
         mode: int = 0o600,
         accept_foreign_owner: bool = False,
+        label: Optional[str] = None,
     ) -> "Semaphore":
         """The semaphore named ``name``, shared by every process of this machine
         that opens the same name (Linux), created with ``permits`` permits in
@@ -222,8 +223,14 @@ class Semaphore:
         only one shared with you on purpose). ``with Semaphore.open(...) as
         sem:`` ends the handle's session on exit (:meth:`disconnect`); its
         :meth:`close` is refused (use :meth:`close_for_everyone`).
-        Raises :class:`TotalMismatchError`, :class:`VersionMismatchError`,
-        :class:`NotASegmentError`, :class:`InvalidNameError`,
+        ``label`` names this process's holds and queued requests in
+        :meth:`inspect` (in every process): 1 to 128 bytes of printable ASCII
+        without spaces, default ``"<hostname>:<pid>"``; one per process and
+        name (while the process has the name open, a further ``open`` keeps
+        the first label). Raises :class:`InvalidLabelError` (a ``ValueError``:
+        an invalid ``label``, nothing opened), :class:`TotalMismatchError`,
+        :class:`VersionMismatchError`, :class:`NotASegmentError`,
+        :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
         locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
         ``/dev/shm`` full), ``NotImplementedError`` (not Linux)."""
@@ -242,6 +249,7 @@ class Semaphore:
         tls_ca_file: Optional[str] = None,
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
+        label: Optional[str] = None,
     ) -> "Semaphore":
         """The semaphore ``name`` stored in the Redis at ``url``
         (``redis://[user:password@]host[:port][/db]``, ``unix:///path``; with
@@ -264,8 +272,12 @@ class Semaphore:
         ``with Semaphore.connect(...) as sem:`` disconnects on exit; a handle
         nobody references any more ends its session when collected (what it
         held goes to the next waiter).
+        ``label`` names this handle's holds and queued requests in
+        :meth:`inspect` (on every host): 1 to 128 bytes of printable ASCII
+        without spaces, default ``"<hostname>:<pid>"``.
         Raises :class:`InvalidUrlError` (the message says why, and the forms
-        expected), :class:`InvalidNameError`,
+        expected), :class:`InvalidLabelError` (a ``ValueError``; both before
+        any connection), :class:`InvalidNameError`,
         ``ValueError``, :class:`AuthenticationError`,
         :class:`RedisConnectionError`, :class:`TotalMismatchError`."""
     @classmethod
@@ -283,6 +295,7 @@ class Semaphore:
         tls_ca_file: Optional[str] = None,
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
+        label: Optional[str] = None,
     ) -> RedisConnect:
         """:meth:`connect` off the event loop (the loop's executor; trio: a
         worker thread): ``await`` it in a task; the loop runs on meanwhile.

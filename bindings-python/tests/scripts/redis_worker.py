@@ -10,11 +10,13 @@ thread, answering one line each:
     held           -> "held <n>" (held_permits)
     exit           -> (exits)
 
-Started as `redis_worker.py URL NAME TOTAL [LEASE]`; prints "ready" once
+Started as `redis_worker.py URL NAME TOTAL [LEASE]` (label: the
+VOLT_SEM_TEST_LABEL variable, else the default); prints "ready" once
 connected.
 A SIGINT during `acquire` answers "KeyboardInterrupt" (the blocking wait is
 interruptible)."""
 
+import os
 import sys
 
 import volt_sem
@@ -23,7 +25,8 @@ import volt_sem
 def main():
     url, name, total = sys.argv[1], sys.argv[2], int(sys.argv[3])
     lease = float(sys.argv[4]) if len(sys.argv) > 4 else 10.0
-    sem = volt_sem.Semaphore.connect(url, name, total, lease=lease)
+    label = os.environ.get("VOLT_SEM_TEST_LABEL")  # the handle's label for inspect()
+    sem = volt_sem.Semaphore.connect(url, name, total, lease=lease, label=label)
     print("ready", flush=True)
     for line in sys.stdin:
         cmd, *args = line.split()

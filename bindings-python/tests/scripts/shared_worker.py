@@ -121,7 +121,8 @@ def stress(sem, counter, loops, tasks, threads, rounds, seed):
 def main():
     name, total, role = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     args = sys.argv[4:]
-    sem = volt_sem.Semaphore.open(name, total, create=False)
+    # The handle's label for inspect(): VOLT_SEM_TEST_LABEL if set.
+    sem = volt_sem.Semaphore.open(name, total, create=False, label=os.environ.get("VOLT_SEM_TEST_LABEL"))
     if role == "hold":
         assert sem.try_acquire(int(args[0]))
         say("held")

@@ -86,7 +86,7 @@ async def shared_worker() -> None:
         pass
     assert_type(gpu.total_permits, Optional[int])
     assert_type(gpu.name, Optional[str])
-    attach = volt_sem.Semaphore.open("gpu", 4, create=False, mode=0o660)
+    attach = volt_sem.Semaphore.open("gpu", 4, create=False, mode=0o660, label="gpu-worker-1")
     if attach.acquire_blocking(1, timeout=1.0):
         attach.release(1)
     try:
@@ -98,6 +98,12 @@ async def shared_worker() -> None:
         del shared
     except (volt_sem.NotHeldError, volt_sem.QueueFullError, FileNotFoundError):
         pass
+    try:
+        volt_sem.Semaphore.open("gpu", 4, label="not valid")
+    except volt_sem.InvalidLabelError as e:
+        assert_type(e.code, str)
+        invalid: ValueError = e
+        del invalid
     volt_sem.Semaphore.unlink("gpu")
     assert_type(volt_sem.MAX_NAME_LEN, int)
     with volt_sem.Semaphore.open("gpu", 4) as gpu:
@@ -109,6 +115,8 @@ async def shared_worker() -> None:
 # One limit across machines: the README's Redis example, then the types.
 async def redis_worker() -> None:
     db = await volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50)
+    labelled = volt_sem.Semaphore.connect("redis://127.0.0.1:6379", "db-pool", 50, label="api-7")
+    labelled.disconnect()
     async with db.acquire(2) as grant:
         print("fencing token", grant.token)
     assert_type(db, volt_sem.Semaphore)
