@@ -937,7 +937,7 @@ typedef struct volt_holder {
   int64_t lease_remaining_ns;
   /**
    * Redis: the fencing token of the holder's latest grant; 0 on the other
-   * backends (Redis tokens start at 1).
+   * backends (a Redis grant's token is never 0).
    */
   uint64_t token;
 } volt_holder;

@@ -61,7 +61,7 @@ pub struct volt_holder {
     /// -1 on the other backends.
     pub lease_remaining_ns: i64,
     /// Redis: the fencing token of the holder's latest grant; 0 on the other
-    /// backends (Redis tokens start at 1).
+    /// backends (a Redis grant's token is never 0).
     pub token: u64,
 }
 
