@@ -167,3 +167,33 @@ fn blocking_timeout_hands_back_partial_grant() {
     assert_eq!(err, volt_sem::AcquireTimeoutError::TimedOut);
     assert_eq!(sem.available_permits(), 1);
 }
+
+/// A guard's count and its explicit `release` (mutation run 3 found that no
+/// test but the doctests read `permits()` or checked that `release()`
+/// gives the permits back).
+#[test]
+fn guards_report_their_count_and_release_it() {
+    let sem = std::sync::Arc::new(Semaphore::new(5));
+    let p = sem.try_acquire(2).unwrap();
+    assert_eq!((p.permits(), p.num_permits()), (2, 2));
+    p.release().unwrap();
+    assert_eq!(sem.available_permits(), 5);
+    let o = sem.clone().try_acquire_owned(3).unwrap();
+    assert_eq!((o.permits(), o.num_permits()), (3, 3));
+    o.release().unwrap();
+    assert_eq!(sem.available_permits(), 5);
+    // A released guard gives nothing back again when dropped.
+    let p = sem.try_acquire(5).unwrap();
+    p.release().unwrap();
+    assert_eq!(sem.available_permits(), 5);
+    // `release()` reports what dropping cannot: an overflow, with the count
+    // not released (here the counter was refilled behind the guard's back).
+    let full = Semaphore::new(Semaphore::MAX_PERMITS);
+    let p = full.try_acquire(1).unwrap();
+    full.release(1).unwrap();
+    assert_eq!(p.release().unwrap_err().unreleased(), 1);
+    let full = std::sync::Arc::new(full);
+    let o = full.clone().try_acquire_owned(1).unwrap();
+    full.release(1).unwrap();
+    assert_eq!(o.release().unwrap_err().unreleased(), 1);
+}
