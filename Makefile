@@ -27,10 +27,13 @@ HANG_LIMIT ?= 1800
 GUARD = HANG_LIMIT=$(HANG_LIMIT) bash $(CURDIR)/scripts/guard.sh
 
 # `make demo` builds and runs every demo; `make demo-rust` (or -c, -zig, -python,
-# -node) one of them, building only what it needs (scripts/demo.sh: a header per
-# step, build output in $(CARGO_TARGET_DIR)/demo-logs/, shown only on failure).
-DEMOS := rust c zig python node
-demo:
+# -node, -named, -redis) one of them, building only what it needs
+# (scripts/demo.sh: a header per step, build output in
+# $(CARGO_TARGET_DIR)/demo-logs/, shown only on failure). The last two are the
+# shared-limit scenes: Python and Node processes on one named semaphore, then
+# on one in Redis (a redis-server of their own), seen with the `volt-sem` CLI.
+DEMOS := rust c zig python node named redis
+demo: redis-server
 	@bash scripts/demo.sh $(DEMOS)
 
 lint:
@@ -274,7 +277,7 @@ publish-npm:
 	done; \
 	npm publish --provenance --access public "$$main"
 
-$(addprefix demo-,$(DEMOS)):
+$(addprefix demo-,$(DEMOS)): redis-server
 	@bash scripts/demo.sh $(@:demo-%=%)
 
 # The C library, header, pkg-config and CMake files for this machine

@@ -7,8 +7,11 @@
 # takes, the build with its output in a log file (shown only if it fails), then
 # the demo itself. Every demo queues weighted requests while the pool is held,
 # prints the arrival order beside the service order with a `FIFO: yes` check,
-# and one line measuring the peer a user would otherwise pick. A closing line
-# sums up. Exit status: non-zero if a build or a demo failed.
+# and (the in-process ones) one line measuring the peer a user would otherwise
+# pick; the two shared-limit scenes (named, redis: demo/scenes/scene.py) show
+# who holds and who waits with the `volt-sem` command line and kill -9 a
+# holder. A closing line sums up. Exit status: non-zero if a build or a demo
+# failed.
 
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -48,6 +51,13 @@ run_python() { "$ROOT/bindings-python/.venv/bin/python" "$ROOT/bindings-python/d
 build_node() { "${MAKEQ[@]}" -C "$ROOT/bindings-node" build; }
 run_node() { node "$ROOT/bindings-node/demo/demo.js"; }
 
+# The shared-limit scenes: Python and Node processes, the `volt-sem` CLI.
+build_scene() { build_python && build_node && cargo build --release -p volt-sem-cli; }
+build_named() { build_scene; }
+run_named() { "$ROOT/bindings-python/.venv/bin/python" "$ROOT/demo/scenes/scene.py" named; }
+build_redis() { build_scene; }
+run_redis() { "$ROOT/bindings-python/.venv/bin/python" "$ROOT/demo/scenes/scene.py" redis; }
+
 # What each step builds, and how long that took on a 2-core machine: cold (a
 # new checkout, empty target dir; download caches warm) / warm (nothing changed).
 declare -A TITLE=(
@@ -56,6 +66,8 @@ declare -A TITLE=(
     [zig]="Zig: the same C ABI from Zig"
     [python]="Python: asyncio loops on two threads and a plain thread share one volt_sem.Semaphore"
     [node]="Node.js: the main thread and a worker share one Semaphore"
+    [named]="Five Python and Node processes share one named semaphore of this machine; volt-sem inspect shows them; kill -9 a holder"
+    [redis]="The same five processes on one Redis semaphore (a redis-server of its own); kill -9 a holder, its lease runs out"
 )
 declare -A BUILDS=(
     [rust]="the volt-sem crate alone (std only) with cargo: seconds cold, <1 s warm"
@@ -63,6 +75,8 @@ declare -A BUILDS=(
     [zig]="Zig 0.17 from PyPI into target/zig-venv (a ~50 MB download), libvolt_sem.a, the Zig program: ~3.3 min cold (198 s measured on 2 cores), ~1 s warm"
     [python]="a venv with maturin (and the test tools), the abi3 wheel: minutes cold (up to 10 on a loaded 2-core machine), ~4 s warm"
     [node]="the Node-API addon (cargo zigbuild for glibc 2.17; Zig from PyPI): minutes cold (up to 9 on a loaded 2-core machine), ~1 s warm"
+    [named]="the Python wheel and the Node addon (as above; warm after them) and the volt-sem CLI (cargo --release): ~1 min cold, ~1 s warm"
+    [redis]="the same as the named scene (warm after it)"
 )
 
 # Seconds since $1 (an $EPOCHREALTIME), one decimal.
@@ -74,7 +88,7 @@ start_all=$EPOCHREALTIME
 
 for lang in "$@"; do
     if [[ -z ${TITLE[$lang]:-} ]]; then
-        echo "scripts/demo.sh: unknown demo '$lang' (rust, c, zig, python, node)" >&2
+        echo "scripts/demo.sh: unknown demo '$lang' (rust, c, zig, python, node, named, redis)" >&2
         exit 2
     fi
     echo
