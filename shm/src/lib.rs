@@ -571,6 +571,7 @@ pub struct OpenOptions {
     attach: bool,
     mode: u32,
     accept_foreign_owner: bool,
+    resize: bool,
     label: LabelChoice,
 }
 
@@ -623,6 +624,7 @@ impl OpenOptions {
             attach: true,
             mode: 0o600,
             accept_foreign_owner: false,
+            resize: false,
             label: LabelChoice::Default,
         }
     }
@@ -657,6 +659,21 @@ impl OpenOptions {
     /// group or everyone access with [`mode`](Self::mode)).
     pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
         self.accept_foreign_owner = accept;
+        self
+    }
+    /// When the name exists with another total, change its total to the one
+    /// `open` asks for (as [`SharedSemaphore::set_total`] does, under the
+    /// same lock as the attach) instead of failing with
+    /// [`Error::TotalMismatch`]. Off by default. Meant for a rolling deploy
+    /// that changes the total (8 to 10: the new processes open with 10 and
+    /// `resize(true)`, nobody deletes the name).
+    ///
+    /// Two processes that open with different totals and `resize(true)`:
+    /// **the last one wins**; each `open` sets the total it asked for, so
+    /// the total ends up being the one of whichever `open` took the lock
+    /// last (and changes each time). Deploy one total at a time.
+    pub const fn resize(mut self, resize: bool) -> Self {
+        self.resize = resize;
         self
     }
     /// The label this process is listed under by
@@ -727,7 +744,8 @@ pub fn unlink(name: &str) -> Result<(), Error> {
 impl SharedSemaphore {
     /// Opens (or creates, see [`OpenOptions`]) the semaphore `name` with
     /// `permits` permits in total. Opening an existing name with another total
-    /// fails with [`Error::TotalMismatch`] and changes nothing.
+    /// fails with [`Error::TotalMismatch`] and changes nothing, unless
+    /// [`OpenOptions::resize`] is on (then the total becomes `permits`).
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
         validate_name(name)?;
         if permits == 0 || permits > MAX_PERMITS {
@@ -751,6 +769,7 @@ impl SharedSemaphore {
                 create,
                 options.mode,
                 options.accept_foreign_owner,
+                options.resize,
                 &label,
             )?;
             Ok(SharedSemaphore { att })
@@ -762,15 +781,43 @@ impl SharedSemaphore {
                 permits as u64,
                 options.mode,
                 options.accept_foreign_owner,
+                options.resize,
                 &label,
             )?;
             Ok(SharedSemaphore { att })
         }
     }
 
-    /// The total number of permits, fixed at creation.
+    /// The total number of permits now: the one of creation, or of the
+    /// last [`set_total`](Self::set_total) (any process).
     pub fn total_permits(&self) -> usize {
         self.att.total() as usize
+    }
+
+    /// Changes the total to `n` permits, for every process (see *Changing
+    /// the total* in the crate docs). `n` is 1 to [`MAX_PERMITS`], else
+    /// [`Error::InvalidPermits`] and nothing changes.
+    ///
+    /// Growing hands the new permits to the queued requests at once, in FIFO
+    /// order (as a release would). Shrinking revokes nothing: what is held
+    /// stays held, and the cut takes effect as permits come back (they pay
+    /// the *debt* first, before any waiter or the counter). Either way, every
+    /// queued request for more than `n` fails at once with
+    /// [`Error::TooManyPermits`] (its partial grant is handed on, the other
+    /// requests keep their place), and later requests for more than `n` fail
+    /// as they always did. Works on a closed semaphore too.
+    pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        if n == 0 || n > MAX_PERMITS {
+            return Err(Error::InvalidPermits);
+        }
+        self.att.set_total(n as u64)
+    }
+
+    /// Undoes [`close`](Self::close), for every process: later acquires work
+    /// again. Requests that the close failed stay failed. A no-op on a
+    /// semaphore that is not closed.
+    pub fn reopen(&self) -> Result<(), Error> {
+        self.att.reopen()
     }
 
     /// Permits available right now (0 while anyone, in any process, is queued).
@@ -964,6 +1011,10 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
     fn finished(&self, _: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
         match finish {
             Finish::Granted => Ok(Permit::new(self, n)),
+            // The raw waiter reports a request failed by `set_total` as
+            // closed: a request above the total now was that one (unless
+            // the total grew back meanwhile, then it reads as closed).
+            _ if n > self.total_permits() => Err(Error::TooManyPermits),
             _ => Err(Error::Closed),
         }
     }
