@@ -392,8 +392,15 @@ pub(crate) fn open(
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
     let deadline = Instant::now() + OPEN_WAIT;
-    let (map, _created) =
-        sys::open_segment(name, total, create, mode, accept_foreign_owner, resize, deadline)?;
+    let (map, _created) = sys::open_segment(
+        name,
+        total,
+        create,
+        mode,
+        accept_foreign_owner,
+        resize,
+        deadline,
+    )?;
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()

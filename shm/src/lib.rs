@@ -122,7 +122,9 @@
 //!   owner process (its doorbell thread moves them into its `held`).
 //!
 //! 1. **Conservation**: `available + Σ held(LIVE records) + Σ granted(slots)
-//!    == total`, checked by the tests after every crash.
+//!    == total + debt`, checked by the tests after every crash. `debt` is 0
+//!    except after a shrink of the total below what is held (see *Changing
+//!    the total*); while it is not 0, `available == 0`.
 //! 2. **No floating permits**: a QUEUED slot exists ⇒ `available == 0` and
 //!    the state word's QUEUED bit is set. An enqueuer drains the counter into
 //!    its new slot and sets QUEUED in one CAS; a release hands its permits to
@@ -151,8 +153,8 @@
 //! # The fast path
 //!
 //! Like the in-process semaphore, the counter lives in one **state word**
-//! with flags: `available << 3 | FROZEN | QUEUED | CLOSED`. With none of the
-//! three flags set, `try_acquire(n)` and `release(n)` need no lock: one CAS
+//! with flags: `available << 4 | DEBT | FROZEN | QUEUED | CLOSED`. With none
+//! of the four flags set (`DEBT`: see *Changing the total*), `try_acquire(n)` and `release(n)` need no lock: one CAS
 //! on the state word, plus the caller's own process record. Anything else
 //! (a flag set, not enough permits) takes the lock, which is where queueing,
 //! hand-off and repair happen; the locked code changes the state word only by
@@ -480,6 +482,48 @@
 //! takes the segment lock and shuts the lock-free path for the moment of its
 //! read, like [`census`](SharedSemaphore::census). The exact meaning of
 //! `held_for` and `waiting_for` is in [`SharedSemaphore::inspect`].
+//!
+//! # Changing the total
+//!
+//! [`SharedSemaphore::set_total`] changes the total of a name for every
+//! process, online; [`OpenOptions::resize`] does the same at `open` (a
+//! rolling deploy from 8 to 10 permits is one option, not an unlink), and
+//! without it an `open` with another total still fails with
+//! [`Error::TotalMismatch`]. Under the segment lock:
+//!
+//! * **Growing** hands the new permits out as a release would: the head of
+//!   the FIFO first, completing requests in order (a head it cannot complete
+//!   keeps a partial grant and the hand-off stops there), the rest to the
+//!   counter.
+//! * **Shrinking never revokes held permits.** The cut is taken from the
+//!   counter as far as it has permits; the rest becomes a **debt**, paid
+//!   first by every permit that comes back (a release, a cancelled partial
+//!   grant, a dead process's reclaimed permits), before any waiter or the
+//!   counter. While a debt exists the state word has a `DEBT` bit that shuts
+//!   the lock-free release (as `QUEUED` does), so no permit can reach the
+//!   counter past the debt; the counter is 0 meanwhile. So permits in use
+//!   never exceed the larger of the new total and the total before the
+//!   shrink, and the new total holds from the moment the debt is paid.
+//! * Either way, every **queued request for more than the new total fails at
+//!   once** with [`Error::TooManyPermits`] (the error a request above the
+//!   total always got), its partial grant handed on (debt first), the other
+//!   requests keeping their place. An async acquire reports it the same
+//!   way; a raw waiter's callback (C, the bindings) sees it as closed (the
+//!   raw waiter API has no other failure).
+//!
+//! During a debt, [`SharedSemaphore::census`] reports it
+//! ([`Census::debt`]; `conserved()` checks `available + held + granted ==
+//! total + debt`), and [`SharedSemaphore::inspect`] reports the **new**
+//! total, with `Σ holders.permits + Σ waiters.granted` above it by the debt
+//! (and `available == 0`) until the debt is paid.
+//!
+//! Two processes that resize to different totals: the last one wins. A
+//! process that dies inside `set_total` after writing the new total leaves
+//! the counter and debt to the repair of the next locker, which recomputes
+//! both from the truth (`debt = Σ held + Σ granted − total` when positive)
+//! and fails the oversized requests. [`SharedSemaphore::reopen`] undoes
+//! [`close`](SharedSemaphore::close) (requests the close failed stay
+//! failed).
 //!
 //! # Cost
 //!

@@ -511,7 +511,9 @@ pub(crate) enum OpError {
     TooManyPermits,
     NoPermits,
     QueueFull,
-    NotHeld { held: u64 },
+    NotHeld {
+        held: u64,
+    },
     ProcessTableFull,
 }
 

@@ -93,9 +93,16 @@ fn wait_queued(s: &SharedSemaphore, n: u32) {
 fn conserved(sem: &SharedSemaphore) -> Census {
     let c = sem.census().unwrap();
     assert!(c.conserved(), "permits not conserved: {c:?}");
-    assert_eq!(c.debt, (c.held + c.granted).saturating_sub(c.total), "{c:?}");
+    assert_eq!(
+        c.debt,
+        (c.held + c.granted).saturating_sub(c.total),
+        "{c:?}"
+    );
     assert!(c.queued == 0 || c.available == 0, "permits float: {c:?}");
-    assert!(c.debt == 0 || c.available == 0, "debt with permits free: {c:?}");
+    assert!(
+        c.debt == 0 || c.available == 0,
+        "debt with permits free: {c:?}"
+    );
     c
 }
 
@@ -174,7 +181,10 @@ fn grow_serves_queued_waiters_at_once_in_fifo_order() {
     b.expect("got", Duration::from_secs(10));
     c.expect("got", Duration::from_secs(10));
     let cen = conserved(&sem);
-    assert_eq!((cen.available, cen.queued, cen.held + cen.granted), (0, 0, 10));
+    assert_eq!(
+        (cen.available, cen.queued, cen.held + cen.granted),
+        (0, 0, 10)
+    );
     go.go();
     for ch in [&mut a, &mut b, &mut c] {
         ch.expect("released", Duration::from_secs(10));
@@ -213,7 +223,10 @@ fn shrink_below_held_leaves_a_debt_that_releases_pay_first() {
     // Two releases pay the debt; B waits, and so does a new try.
     sem.release(1).unwrap();
     assert_eq!(conserved(&sem).debt, 1);
-    assert_eq!(sem.try_acquire(1).map(|p| p.forget()), Err(Error::NoPermits));
+    assert_eq!(
+        sem.try_acquire(1).map(|p| p.forget()),
+        Err(Error::NoPermits)
+    );
     sem.release(1).unwrap();
     let c = conserved(&sem);
     assert_eq!((c.debt, c.queued), (0, 1));
@@ -408,7 +421,12 @@ fn churn(sem: &SharedSemaphore, ctr: &Counters, seed: u64) {
     while ctr.stop.load(SeqCst) == 0 {
         let k = 1 + rng.below(3);
         let got = match rng.below(3) {
-            0 => sem.acquire_blocking(k as usize).map(|p| p.forget()),
+            // A long deadline rather than none: a lost permit fails the
+            // test instead of hanging it.
+            0 => match sem.acquire_timeout(k as usize, Duration::from_secs(10)) {
+                Err(Error::TimedOut) => panic!("acquire({k}) starved for 10 s"),
+                r => r.map(|p| p.forget()),
+            },
             1 => {
                 let d = Duration::from_micros(rng.below(3000));
                 match sem.acquire_timeout(k as usize, d) {
@@ -485,11 +503,20 @@ fn resize_under_load() {
         ctr.allowed.store(gen << 32 | allowed, SeqCst);
     };
     let (mut snapshots, mut debts) = (0u32, 0u32);
+    // A failed check below must stop the workers (here and in the
+    // children), not leave them running for ever.
+    struct StopOnDrop(&'static Counters);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.stop.store(1, SeqCst);
+        }
+    }
     std::thread::scope(|s| {
         for t in 0..2u64 {
             let sem = &sem;
             s.spawn(move || churn(sem, ctr, 0x5eed_0000 | t));
         }
+        let _stop = StopOnDrop(ctr);
         let mut total = 4u64;
         let start = Instant::now();
         while start.elapsed() < Duration::from_secs(3) {
@@ -519,7 +546,6 @@ fn resize_under_load() {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        ctr.stop.store(1, SeqCst);
     });
     for c in &mut children {
         c.expect("done", Duration::from_secs(20));
@@ -540,6 +566,12 @@ fn resize_under_load() {
         (c.available, c.total, c.held, c.queued, c.debt),
         (4, 4, 0, 0, 0)
     );
-    assert!(ops > 100 && checked > 100, "the load did not run: {ops} ops");
-    assert!(debts > 0, "no shrink ever left a debt: the test did not test it");
+    assert!(
+        ops > 100 && checked > 100,
+        "the load did not run: {ops} ops"
+    );
+    assert!(
+        debts > 0,
+        "no shrink ever left a debt: the test did not test it"
+    );
 }

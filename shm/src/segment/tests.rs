@@ -210,10 +210,16 @@ fn check_repaired(l: &Locked<'_>, dead: &[u32]) {
     // A shrink's debt: DEBT iff owed, and then nothing in the counter; no
     // queued request above the total.
     assert_eq!(st & word::DEBT != 0, c.debt != 0, "DEBT flag wrong: {c:?}");
-    assert!(c.debt == 0 || c.available == 0, "debt with permits free: {c:?}");
+    assert!(
+        c.debt == 0 || c.available == 0,
+        "debt with permits free: {c:?}"
+    );
     let mut i = h.head.load(Relaxed);
     while i != NIL {
-        assert!(l.slot(i).requested.load(Relaxed) <= c.total, "oversized queued");
+        assert!(
+            l.slot(i).requested.load(Relaxed) <= c.total,
+            "oversized queued"
+        );
         i = l.slot(i).next.load(Relaxed);
     }
     assert_eq!(h.recount_pending.load(Relaxed), 0, "a recount still owed");
