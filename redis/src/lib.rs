@@ -506,7 +506,7 @@ impl core::fmt::Debug for RedisSemaphore {
         f.debug_struct("RedisSemaphore")
             .field("name", &self.inner.name)
             .field("prefix", &self.inner.opts.prefix)
-            .field("total", &self.inner.total)
+            .field("total", &self.inner.total())
             .finish_non_exhaustive()
     }
 }
@@ -548,9 +548,42 @@ impl RedisSemaphore {
         &self.inner.name
     }
 
-    /// The total number of permits.
+    /// The total number of permits, as this handle last heard it from
+    /// Redis: at `connect`, and with every [`set_total`](Self::set_total),
+    /// [`census`](Self::census), [`inspect`](Self::inspect) and new session
+    /// of the handle. Another client's `set_total` reaches it there (Redis
+    /// alone decides: an acquire is checked against the total in Redis).
     pub fn total_permits(&self) -> usize {
-        self.inner.total as usize
+        self.inner.total() as usize
+    }
+
+    /// Changes the total to `n` permits, for every client (see *Changing
+    /// the total* in the crate docs). `n` is 1 to [`MAX_PERMITS`], else
+    /// [`Error::InvalidPermits`] and nothing changes. One script, through
+    /// the handle's door like [`close`](Self::close).
+    ///
+    /// Growing hands the new permits to the queued requests at once, in
+    /// FIFO order (as a release does). Shrinking revokes nothing: what is
+    /// held stays held, and the cut takes effect as permits come back (they
+    /// pay the *debt* first, before any waiter or `available`; so do the
+    /// permits of a session reaped at its lease's expiry). Either way, every
+    /// queued request for more than `n` fails at once with
+    /// [`Error::TooManyPermits`] (its owner is notified as by `close`; its
+    /// partial grant is handed on, the others keep their place). Works on a
+    /// closed semaphore too.
+    pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        if n == 0 || n > MAX_PERMITS {
+            return Err(Error::InvalidPermits);
+        }
+        self.inner.set_total(n as u64)
+    }
+
+    /// Undoes [`close`](Self::close), for every client: later acquires work
+    /// again (a handle that saw the close learns of the reopen from its next
+    /// request: acquires always ask Redis). Requests the close failed stay
+    /// failed. A no-op on a semaphore that is not closed.
+    pub fn reopen(&self) -> Result<(), Error> {
+        self.inner.reopen()
     }
 
     /// Permits held by this handle's current session, as it counts them.
@@ -705,7 +738,14 @@ impl RedisSemaphore {
     /// the semaphore is closed. Closed is Redis's knowledge, not only this
     /// handle's: one round trip (the census) when the handle has not seen it.
     fn zero_permits(&self) -> Result<(), Error> {
-        if self.is_closed() || self.census()?.closed {
+        // Always asked (another client may have reopened it).
+        let closed = self.census()?.closed;
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed = closed;
+        if closed {
             return Err(Error::Closed);
         }
         Ok(())
@@ -735,7 +775,11 @@ impl RedisSemaphore {
 
     /// The conservation sums, read in one script after a reap.
     pub fn census(&self) -> Result<Census, Error> {
-        Census::from_reply(&self.inner.census()?)
+        let c = Census::from_reply(&self.inner.census()?)?;
+        self.inner
+            .total
+            .store(c.total, std::sync::atomic::Ordering::Relaxed);
+        Ok(c)
     }
 
     /// Who holds the semaphore's permits and who waits for them, on every
@@ -753,7 +797,11 @@ impl RedisSemaphore {
     /// none. [`Error::StateLost`] if Redis lost the semaphore, a connection
     /// error if Redis is out of reach, [`Error::Forked`] in a `fork()` child.
     pub fn inspect(&self) -> Result<Inspection, Error> {
-        inspect::from_reply(&self.inner.inspect()?)
+        let i = inspect::from_reply(&self.inner.inspect()?)?;
+        self.inner
+            .total
+            .store(i.total as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(i)
     }
 
     /// A watch on `session` (a number from [`RedisWaiter::session`] or
