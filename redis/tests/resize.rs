@@ -347,3 +347,40 @@ fn resize_under_load() {
         "no shrink ever left a debt: the test did not test it"
     );
 }
+
+/// A handle whose session was lost registers a new one with whatever total
+/// the semaphore has then (another client changed it meanwhile), instead
+/// of failing with `TotalMismatch`.
+#[test]
+fn a_new_session_adopts_the_total_in_force() {
+    let s = Server::start();
+    let a = RedisSemaphore::connect(&s.url(), "radopt", 2, short_lease()).unwrap();
+    let p = a.acquire_blocking(1).unwrap();
+    let b = client(&s, "radopt", 2);
+    b.set_total(3).unwrap();
+    // Expire a's session behind its back (as a long pause would).
+    let keys = volt_sem_redis::scripts::Keys::new("volt-sem", "radopt");
+    let mut raw = s.raw();
+    let held: Vec<(String, u64)> = redis::cmd("HGETALL")
+        .arg(&keys.all()[4])
+        .query(&mut raw)
+        .unwrap();
+    assert_eq!(held.len(), 1);
+    let _: () = redis::cmd("ZADD")
+        .arg(&keys.all()[3])
+        .arg(1)
+        .arg(&held[0].0)
+        .query(&mut raw)
+        .unwrap();
+    eventually("a learns the loss", Duration::from_secs(10), || {
+        let _ = b.census();
+        p.is_lost()
+    });
+    assert_eq!(a.total_permits(), 2, "not heard of the change yet");
+    let q = a.acquire_timeout(3, Duration::from_secs(5)).unwrap();
+    assert_eq!(a.total_permits(), 3);
+    drop(q);
+    a.flush().unwrap();
+    let c = conserved(&b);
+    assert_eq!((c.total, c.available), (3, 3));
+}
