@@ -22,12 +22,18 @@ pub struct Census {
     pub closed: bool,
     /// The last fencing token issued.
     pub last_token: u64,
+    /// Permits a shrink of the total ([`set_total`]) still waits for: held
+    /// (or granted) beyond the new total, paid first by the permits that
+    /// come back. While it is not 0, `available` is 0.
+    ///
+    /// [`set_total`]: crate::RedisSemaphore::set_total
+    pub debt: u64,
 }
 
 impl Census {
-    /// `available + held + partial == total`.
+    /// `available + held + partial == total + debt`.
     pub fn conserved(&self) -> bool {
-        self.available + self.held + self.partial == self.total
+        self.available + self.held + self.partial == self.total + self.debt
     }
 }
 
@@ -43,6 +49,7 @@ impl Census {
             sessions: r.int(5)?,
             closed: r.int(6)? == 1,
             last_token: r.int(7)?,
+            debt: r.int(8)?,
         })
     }
 }

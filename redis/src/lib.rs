@@ -39,12 +39,14 @@
 //! ```text
 //!   {p:n}:meta      hash   total | avail | closed | token (last fencing token) | inc (incarnation id)
 //!                          | seq (last arrival stamp) | reap (at or below every session's lease deadline)
+//!                          | debt (a shrink's debt, absent when 0: see *Changing the total*)
 //!   {p:n}:queue     zset   request id -> arrival stamp, max(previous + 1, server time in µs)
 //!                          (FIFO order = the order Redis ran the scripts)
 //!   {p:n}:entries   hash   request id -> "requested:granted so far"
 //!   {p:n}:sessions  zset   session id -> lease deadline (server ms)
 //!   {p:n}:held      hash   session id -> permits held
-//!   {p:n}:grants    hash   request id -> token of a completed grant not yet collected ("0": closed)
+//!   {p:n}:grants    hash   request id -> token of a completed grant not yet collected ("0": closed,
+//!                          "T": failed by set_total, above the new total)
 //!   {p:n}:own       zset   request id (score 0): a lexicographic index of each session's requests
 //!   {p:n}:info      hash   session id -> "pid label host" | <session id>:s -> when its holding
 //!                          last rose from 0 (server ms) | <session id>:t -> its latest token
@@ -54,8 +56,9 @@
 //! A request id is `<session id>:<counter>`. Permits live in exactly one
 //! place: `avail`, a session's `held` (which includes completed grants not yet
 //! collected), or the partial grant of a queued request. **Conservation**:
-//! `avail + Σ held + Σ partial == total` after every script; the tests check
-//! it after every crash ([`RedisSemaphore::census`]).
+//! `avail + Σ held + Σ partial == total + debt` after every script (`debt`
+//! is 0 but after a shrink below what is held, see *Changing the total*);
+//! the tests check it after every crash ([`RedisSemaphore::census`]).
 //!
 //! * **Strict FIFO, weights included, direct hand-off.** An acquire takes
 //!   permits at once only if the queue is empty and enough are available;
@@ -130,7 +133,8 @@
 //!   [`Error::StateLost`] and refuses to go on, rather than re-create the
 //!   semaphore with all permits free while old holders still run.
 //! * `connect` with a total different from the existing semaphore's fails
-//!   with [`Error::TotalMismatch`] and changes nothing.
+//!   with [`Error::TotalMismatch`] and changes nothing, unless
+//!   [`ConnectOptions::resize`] (see *Changing the total*).
 //! * **What stays in Redis.** Once every session ended, only the `:meta`
 //!   hash (a few hundred bytes, no TTL); everything else is empty (and so
 //!   gone) or expires within a minute. [`delete`] removes the name, refused
@@ -146,6 +150,7 @@
 //! | heartbeat | O((a + q) log n), a grants acked, q requests of this client queried |
 //! | reap of one dead session | O((k + 1) log n), k its requests; ≤ 16 sessions per script |
 //! | close | O(n log n): it wakes everyone |
+//! | set_total | O(n log n): it checks every queued request against the new total |
 //! | census, inspect (diagnostics) | O(n + sessions) |
 //!
 //! ## What is guaranteed, and what is not
@@ -165,6 +170,46 @@
 //! [`ConnectOptions::min_replicas_acked`] (Redis `WAIT`) narrows that
 //! window for the grants a client receives, but is not consensus: see
 //! [Replicas and `WAIT`](#replicas-and-wait).
+//!
+//! ## Changing the total
+//!
+//! [`RedisSemaphore::set_total`] changes the total for every client, in one
+//! script (`set_total.lua`); [`ConnectOptions::resize`] does the same in the
+//! `connect` script (a rolling deploy from 8 to 10 permits is one option,
+//! not a key deletion; without it `connect` still fails with
+//! [`Error::TotalMismatch`]); with several, **the last one wins**.
+//!
+//! * **Growing** hands the new permits on as a release does (the same
+//!   hand-off): to the queue head(s) first, FIFO, weights included, the rest
+//!   to `avail`.
+//! * **Shrinking never revokes held permits.** The cut comes out of `avail`
+//!   as far as it goes; the rest is a **debt** (`meta.debt`), and every
+//!   permit that comes back pays it first, before any waiter or `avail`:
+//!   releases, cancelled partial grants, a closed queue's partial grants and
+//!   the permits of sessions reaped at their lease's expiry (all go through
+//!   the one hand-off function). `avail` is 0 while a debt exists. So at
+//!   most max(new total, total before the shrink) permits are held, and the
+//!   new total holds once the debt is paid.
+//! * Either way, every **queued request above the new total fails at once**
+//!   with [`Error::TooManyPermits`] (the error a request above the total
+//!   always got): its grant record says `T` and its session is notified as
+//!   a close notifies (the agent, or the heartbeat's repair of a lost
+//!   notification, completes the waiter with the error); its partial grant
+//!   is handed on, debt first; the other requests keep their place.
+//!
+//! [`Census::debt`] reports the debt and `conserved()` checks `available +
+//! held + partial == total + debt`; [`RedisSemaphore::inspect`] reports the
+//! **new** total, with `Σ holders.permits + Σ waiters.granted` above it by
+//! the debt (and `available == 0`) until the debt is paid.
+//! [`RedisSemaphore::total_permits`] is the total as the handle last heard
+//! it (another client's change reaches it with its next census, inspect,
+//! `set_total` or new session); Redis alone checks requests against the
+//! total. A handle that registers a new session (after its lease was lost)
+//! adopts whatever total the semaphore has then.
+//! [`RedisSemaphore::reopen`] undoes [`close`](RedisSemaphore::close) for
+//! every client (requests the close failed stay failed; acquires always
+//! ask Redis whether it is closed, so a handle that saw the close learns of
+//! the reopen with its next request).
 //!
 //! # Inspecting
 //!
@@ -533,7 +578,7 @@ impl core::fmt::Debug for RedisSemaphore {
         f.debug_struct("RedisSemaphore")
             .field("name", &self.inner.name)
             .field("prefix", &self.inner.opts.prefix)
-            .field("total", &self.inner.total)
+            .field("total", &self.inner.total())
             .finish_non_exhaustive()
     }
 }
@@ -575,9 +620,42 @@ impl RedisSemaphore {
         &self.inner.name
     }
 
-    /// The total number of permits.
+    /// The total number of permits, as this handle last heard it from
+    /// Redis: at `connect`, and with every [`set_total`](Self::set_total),
+    /// [`census`](Self::census), [`inspect`](Self::inspect) and new session
+    /// of the handle. Another client's `set_total` reaches it there (Redis
+    /// alone decides: an acquire is checked against the total in Redis).
     pub fn total_permits(&self) -> usize {
-        self.inner.total as usize
+        self.inner.total() as usize
+    }
+
+    /// Changes the total to `n` permits, for every client (see *Changing
+    /// the total* in the crate docs). `n` is 1 to [`MAX_PERMITS`], else
+    /// [`Error::InvalidPermits`] and nothing changes. One script, through
+    /// the handle's door like [`close`](Self::close).
+    ///
+    /// Growing hands the new permits to the queued requests at once, in
+    /// FIFO order (as a release does). Shrinking revokes nothing: what is
+    /// held stays held, and the cut takes effect as permits come back (they
+    /// pay the *debt* first, before any waiter or `available`; so do the
+    /// permits of a session reaped at its lease's expiry). Either way, every
+    /// queued request for more than `n` fails at once with
+    /// [`Error::TooManyPermits`] (its owner is notified as by `close`; its
+    /// partial grant is handed on, the others keep their place). Works on a
+    /// closed semaphore too.
+    pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        if n == 0 || n > MAX_PERMITS {
+            return Err(Error::InvalidPermits);
+        }
+        self.inner.set_total(n as u64)
+    }
+
+    /// Undoes [`close`](Self::close), for every client: later acquires work
+    /// again (a handle that saw the close learns of the reopen from its next
+    /// request: acquires always ask Redis). Requests the close failed stay
+    /// failed. A no-op on a semaphore that is not closed.
+    pub fn reopen(&self) -> Result<(), Error> {
+        self.inner.reopen()
     }
 
     /// Permits held by this handle's current session, as it counts them.
@@ -589,7 +667,9 @@ impl RedisSemaphore {
             .held as usize
     }
 
-    /// Whether this handle saw the semaphore closed.
+    /// Whether this handle saw the semaphore closed (by its last answer
+    /// from Redis that said: a reopen by another client shows here after
+    /// the handle's next request).
     pub fn is_closed(&self) -> bool {
         self.inner
             .state
@@ -732,7 +812,14 @@ impl RedisSemaphore {
     /// the semaphore is closed. Closed is Redis's knowledge, not only this
     /// handle's: one round trip (the census) when the handle has not seen it.
     fn zero_permits(&self) -> Result<(), Error> {
-        if self.is_closed() || self.census()?.closed {
+        // Always asked (another client may have reopened it).
+        let closed = self.census()?.closed;
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .closed = closed;
+        if closed {
             return Err(Error::Closed);
         }
         Ok(())
@@ -762,7 +849,11 @@ impl RedisSemaphore {
 
     /// The conservation sums, read in one script after a reap.
     pub fn census(&self) -> Result<Census, Error> {
-        Census::from_reply(&self.inner.census()?)
+        let c = Census::from_reply(&self.inner.census()?)?;
+        self.inner
+            .total
+            .store(c.total, std::sync::atomic::Ordering::Relaxed);
+        Ok(c)
     }
 
     /// Who holds the semaphore's permits and who waits for them, on every
@@ -780,7 +871,11 @@ impl RedisSemaphore {
     /// none. [`Error::StateLost`] if Redis lost the semaphore, a connection
     /// error if Redis is out of reach, [`Error::Forked`] in a `fork()` child.
     pub fn inspect(&self) -> Result<Inspection, Error> {
-        inspect::from_reply(&self.inner.inspect()?)
+        let i = inspect::from_reply(&self.inner.inspect()?)?;
+        self.inner
+            .total
+            .store(i.total as u64, std::sync::atomic::Ordering::Relaxed);
+        Ok(i)
     }
 
     /// A watch on `session` (a number from [`RedisWaiter::session`] or
@@ -802,8 +897,11 @@ impl RedisSemaphore {
 /// when the door is idle). The callback runs on that thread, on the agent
 /// thread (a notification, a heartbeat) or on a thread that found the
 /// session lost. Errors at once are those the handle knows without Redis:
-/// [`Error::TooManyPermits`], [`Error::Closed`] (seen closed, or
-/// disconnected), [`Error::StateLost`], [`Error::Forked`]. [`Finish`] has
+/// [`Error::Closed`] (disconnected), [`Error::StateLost`],
+/// [`Error::Forked`]; a request above the total or on a closed semaphore
+/// completes with [`Error::TooManyPermits`] / `Closed` from Redis (which
+/// alone knows the total and whether it is closed now, see `set_total`,
+/// `reopen`), as does a queued request failed by a shrink of the total. [`Finish`] has
 /// the outcome (`Granted { token }`, `Failed`); [`RedisWaiter::token`] and
 /// [`RedisWaiter::session`] the grant's. A cancel by `finish_raw` answers
 /// `Cancelled { returned: 0 }`: the door thread then takes the request out

@@ -28,6 +28,7 @@ pub struct ConnectOptions {
     pub(crate) min_replicas: Option<(usize, Duration)>,
     /// `None`: [`volt_sem::inspect::default_label`].
     pub(crate) label: Option<String>,
+    pub(crate) resize: bool,
 }
 
 impl Default for ConnectOptions {
@@ -50,6 +51,7 @@ impl ConnectOptions {
             tls_client_cert: None,
             min_replicas: None,
             label: None,
+            resize: false,
         }
     }
     /// The session lease (at least 300 ms): a client not heard of for that
@@ -135,6 +137,21 @@ impl ConnectOptions {
     /// threads*): handles sharing one always have the same label.
     pub fn label(mut self, label: impl Into<String>) -> Self {
         self.label = Some(label.into());
+        self
+    }
+    /// When the semaphore exists with another total, change its total to
+    /// the one `connect` asks for (as [`RedisSemaphore::set_total`] does, in
+    /// the script that registers the session) instead of failing with
+    /// [`Error::TotalMismatch`]. Off by default. Meant for a rolling deploy
+    /// that changes the total (8 to 10: the new processes connect with 10
+    /// and `resize(true)`; nobody deletes the keys).
+    ///
+    /// Two clients that connect with different totals and `resize(true)`:
+    /// **the last one wins** (each connect sets the total it asked for).
+    ///
+    /// [`RedisSemaphore::set_total`]: crate::RedisSemaphore::set_total
+    pub fn resize(mut self, resize: bool) -> Self {
+        self.resize = resize;
         self
     }
     /// The label given, or the default one.

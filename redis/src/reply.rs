@@ -35,7 +35,8 @@ pub enum Status {
     NoPermits,
     /// `NOTHELD`: `release`: the session holds fewer permits (it holds the number that follows).
     NotHeld,
-    /// `TOOMANY`: `acquire`: more permits than the total.
+    /// `TOOMANY`: `acquire`: more permits than the total; `cancel`: the
+    /// request was failed by `set_total` (above the new total).
     TooMany,
     /// `TOTAL`: `connect`: the semaphore exists with another total (which follows).
     Total,

@@ -67,6 +67,8 @@ pub struct Scripts {
     census: Script,
     inspect: Script,
     delete: Script,
+    set_total: Script,
+    reopen: Script,
 }
 
 impl Default for Scripts {
@@ -147,6 +149,8 @@ impl Scripts {
             census: script!("lua/census.lua"),
             inspect: script!("lua/inspect.lua"),
             delete: script!("lua/delete.lua"),
+            set_total: script!("lua/set_total.lua"),
+            reopen: script!("lua/reopen.lua"),
         }
     }
 
@@ -274,8 +278,51 @@ impl Scripts {
         new_inc: &str,
         process: &str,
     ) -> Result<Reply, CallError> {
+        self.connect_mode(con, keys, who, total, new_inc, process, "")
+    }
+
+    /// `connect.lua` with what to do about another total: `""` refuse,
+    /// `"resize"` set it, `"adopt"` keep it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect_mode(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        total: u64,
+        new_inc: &str,
+        process: &str,
+        mode: &str,
+    ) -> Result<Reply, CallError> {
         let total = total.to_string();
-        Self::run(&self.connect, con, keys, who, &[&total, new_inc, process])
+        Self::run(
+            &self.connect,
+            con,
+            keys,
+            who,
+            &[&total, new_inc, process, mode],
+        )
+    }
+
+    /// `set_total.lua`: the new total `n`.
+    pub fn set_total(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+        n: u64,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.set_total, con, keys, who, &[&n.to_string()])
+    }
+
+    /// `reopen.lua`.
+    pub fn reopen(
+        &self,
+        con: &mut dyn redis::ConnectionLike,
+        keys: &Keys,
+        who: Who<'_>,
+    ) -> Result<Reply, CallError> {
+        Self::run(&self.reopen, con, keys, who, &[])
     }
 
     /// `acquire.lua`: `queue` false for `try_acquire`.

@@ -20,7 +20,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -126,7 +126,10 @@ unsafe impl Send for State {}
 pub(crate) struct Inner {
     pub(crate) keys: Keys,
     pub(crate) name: String,
-    pub(crate) total: u64,
+    /// The total as this handle last heard it from Redis (connect, a new
+    /// session, set_total, census, inspect): another client's `set_total`
+    /// changes it in Redis, which alone decides.
+    pub(crate) total: AtomicU64,
     pub(crate) inc: String,
     pub(crate) opts: ConnectOptions,
     /// Who this process is, as each session records it for `inspect`
@@ -430,8 +433,9 @@ impl Inner {
             lease_ms: opts.lease.as_millis() as u64,
         };
         let sent = Instant::now();
+        let mode = if opts.resize { "resize" } else { "" };
         let r = scripts
-            .connect(&mut con, &keys, who, total, &new_inc, &process)
+            .connect_mode(&mut con, &keys, who, total, &new_inc, &process, mode)
             .map_err(|e| match e {
                 CallError::NotRun(e) => e,
                 // Timed out at the deadline: a session it may have
@@ -443,8 +447,12 @@ impl Inner {
             })?;
         con.set_timeouts(opts.command_timeout, opts.command_timeout)
             .map_err(|e| Error::from_redis(&e, &secret))?;
-        let (inc, closed) = match &r.status {
-            Status::Ok => (r.rest.first().cloned().unwrap_or_default(), r.int(1)? == 1),
+        let (inc, closed, total) = match &r.status {
+            Status::Ok => (
+                r.rest.first().cloned().unwrap_or_default(),
+                r.int(1)? == 1,
+                r.int(2)?,
+            ),
             Status::Total => {
                 return Err(Error::TotalMismatch {
                     existing: r.int(0)?,
@@ -455,7 +463,7 @@ impl Inner {
         let inner = Arc::new(Inner {
             keys,
             name: name.to_string(),
-            total,
+            total: AtomicU64::new(total),
             inc,
             opts,
             process,
@@ -551,14 +559,17 @@ impl Inner {
         self.check_local_expiry();
         let sid = random_id();
         let sent = Instant::now();
+        // A new session of a handle: the semaphore's total now is the
+        // handle's, whoever changed it ("adopt").
         let r = self.with_cmd(|con| {
-            self.scripts.connect(
+            self.scripts.connect_mode(
                 con,
                 &self.keys,
                 self.who(&sid),
-                self.total,
+                self.total(),
                 "",
                 &self.process,
+                "adopt",
             )
         });
         let r = match r {
@@ -582,7 +593,8 @@ impl Inner {
                 }
                 st.epoch += 1;
                 let epoch = st.epoch;
-                st.closed |= r.int(1)? == 1;
+                st.closed = r.int(1)? == 1;
+                self.total.store(r.int(2)?, Relaxed);
                 st.session = Some(Session {
                     sid: sid.clone(),
                     epoch,
@@ -812,7 +824,9 @@ impl Inner {
         if st.failed {
             return Err(Error::StateLost);
         }
-        if st.disconnected || st.shutdown || st.closed {
+        // (Not `st.closed`: another client may have reopened it; the
+        // script answers CLOSED if it is still closed.)
+        if st.disconnected || st.shutdown {
             return Err(Error::Closed);
         }
         Ok(())
@@ -833,9 +847,8 @@ impl Inner {
         wake: WakeFn,
         ctx: *mut core::ffi::c_void,
     ) -> Result<RawAcquire, Error> {
-        if n > self.total {
-            return Err(Error::TooManyPermits);
-        }
+        // (No check of `n` against the total here: another client may have
+        // changed it; the script answers TOOMANY.)
         if self.forked() {
             return Err(Error::Forked);
         }
@@ -877,9 +890,8 @@ impl Inner {
     /// the handle's jobs queued before it.
     /// Returns the grant's token and session.
     pub(crate) fn try_acquire(&self, n: u64) -> Result<(u64, u64), Error> {
-        if n > self.total {
-            return Err(Error::TooManyPermits);
-        }
+        // (No check of `n` against the total here: another client may have
+        // changed it; the script answers TOOMANY.)
         door::try_acquire(self, n)
     }
 
@@ -1003,6 +1015,19 @@ impl Inner {
         call(self, |i| i.close_now())
     }
 
+    pub(crate) fn reopen(&self) -> Result<(), Error> {
+        call(self, |i| i.reopen_now())
+    }
+
+    pub(crate) fn set_total(&self, n: u64) -> Result<(), Error> {
+        call(self, move |i| i.set_total_now(n))
+    }
+
+    /// The total as this handle last heard it.
+    pub(crate) fn total(&self) -> u64 {
+        self.total.load(Relaxed)
+    }
+
     /// Runs `f` (which queues a blocking acquire's request) without waking
     /// the door thread, then sends the handle's queued jobs from this
     /// thread if no thread runs them now (see `door::help`).
@@ -1086,14 +1111,22 @@ impl Inner {
     }
 
     /// Completes the waiter `ctr` of session `sid` with a grant record's
-    /// value (a token, or "0" for closed). Returns what to notify.
+    /// value (a token, "0" for closed, "T" for failed by `set_total`).
+    /// Returns what to notify.
     fn complete(&self, sid: &str, ctr: u64, value: &str) -> Option<Claimed> {
-        let token: u64 = value.parse().ok()?;
+        // "T": failed by set_total (above the new total).
+        let token: u64 = if value == "T" {
+            u64::MAX
+        } else {
+            value.parse().ok()?
+        };
         let mut st = lock(&self.state);
         let cur = st.session.as_ref().filter(|s| s.sid == sid)?.epoch;
         let e = st.table.remove_of_session(ctr, cur)?;
         st.acked.push(e.eid.clone());
-        let outcome = if token == 0 {
+        let outcome = if token == u64::MAX {
+            Finish::Failed(Error::TooManyPermits)
+        } else if token == 0 {
             st.closed = true;
             Finish::Closed
         } else {

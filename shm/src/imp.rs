@@ -46,6 +46,7 @@ const CANCEL_GRACE: Duration = Duration::from_millis(20);
 fn op_error(e: OpError) -> Error {
     match e {
         OpError::Closed => Error::Closed,
+        OpError::TooManyPermits => Error::TooManyPermits,
         OpError::NoPermits => Error::NoPermits,
         OpError::QueueFull => Error::QueueFull,
         OpError::NotHeld { held } => Error::NotHeld { held },
@@ -91,7 +92,6 @@ unsafe impl Send for Local {}
 pub(crate) struct Inner {
     map: Mapping,
     me: u32,
-    total: u64,
     pid: u32,
     /// The label written into the record at attach (`inspect`).
     label: String,
@@ -237,6 +237,12 @@ impl Inner {
         self.map.seg()
     }
 
+    /// The total now: `set_total` (any process) changes it under the lock;
+    /// a check against it outside the lock is redone by `enqueue`.
+    fn total(&self) -> u64 {
+        self.seg().hdr.total.load(Relaxed)
+    }
+
     /// Runs `f` under the segment lock, repairing first if the previous owner
     /// died in its critical section, then rings the doorbells `f` asks for.
     fn forked(&self) -> bool {
@@ -378,6 +384,7 @@ pub(crate) fn open(
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    resize: bool,
     label: &str,
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
@@ -385,11 +392,18 @@ pub(crate) fn open(
     let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
     let deadline = Instant::now() + OPEN_WAIT;
-    let (map, _created) =
-        sys::open_segment(name, total, create, mode, accept_foreign_owner, deadline)?;
-    // The segment's own total: the one asked for (checked by `open_segment`),
-    // or, for `attach`, whatever it was created with (fixed before its magic).
-    let total = map.seg().hdr.total.load(Relaxed);
+    // `total`: the one asked for (`None` for `attach`, which takes the
+    // segment's own and never resizes).
+    let (map, _created) = sys::open_segment(
+        name,
+        total,
+        create,
+        mode,
+        accept_foreign_owner,
+        resize,
+        deadline,
+    )?;
+    let resize_to = total.filter(|_| resize);
     let pid = sys::pid();
     if let Some(att) = reg
         .iter()
@@ -400,6 +414,10 @@ pub(crate) fn open(
         // Already attached in this process: one record, one doorbell thread,
         // and the record's label (the first one wins).
         // (Dropping `map` closes its fd, which releases its init lock.)
+        drop(map);
+        if let Some(t) = resize_to.filter(|&t| att.total() != t) {
+            att.set_total(t)?;
+        }
         return Ok(att);
     }
     let seg = map.seg();
@@ -428,6 +446,12 @@ pub(crate) fn open(
         )
         .map(|(me, more)| {
             rings.merge(more);
+            // Under the same lock as the attach: the total this open asked
+            // for is the one in force when it returns (unless another
+            // process changes it after: the last one wins).
+            if let Some(t) = resize_to.filter(|&t| l.total() != t) {
+                rings.merge(l.set_total(t));
+            }
             (me, rings)
         })
     };
@@ -436,7 +460,6 @@ pub(crate) fn open(
     let inner = Arc::new(Inner {
         map,
         me,
-        total,
         pid,
         label: label.to_owned(),
         gen,
@@ -555,7 +578,10 @@ fn deliver(inner: &Inner) {
             let st = Locked::slot_state(seg, slot);
             let notifying = match st {
                 slot_state::GRANTED => phase::NOTIFYING_GRANTED,
-                slot_state::CLOSED => phase::NOTIFYING_CLOSED,
+                // (The raw waiter API has no other failure than Closed: a
+                // request failed by `set_total` is reported as closed to
+                // callbacks; `SharedSemaphore::acquire` maps it back.)
+                slot_state::CLOSED | slot_state::FAILED => phase::NOTIFYING_CLOSED,
                 _ => continue,
             };
             local.table[slot as usize].0 = ptr::null();
@@ -612,12 +638,25 @@ impl Attachment {
     }
 
     pub(crate) fn total(&self) -> u64 {
-        self.inner.total
+        self.inner.total()
+    }
+
+    /// See `SharedSemaphore::set_total`.
+    pub(crate) fn set_total(&self, n: u64) -> Result<(), Error> {
+        self.inner.locked(|l| ((), l.set_total(n)))
+    }
+
+    /// See `SharedSemaphore::reopen`.
+    pub(crate) fn reopen(&self) -> Result<(), Error> {
+        self.inner.locked(|l| {
+            l.reopen();
+            ((), Rings::default())
+        })
     }
 
     pub(crate) fn try_acquire(&self, n: u64) -> Result<(), Error> {
         let inner = &self.inner;
-        if n > inner.total {
+        if n > inner.total() {
             return Err(Error::TooManyPermits);
         }
         let me = inner.me;
@@ -735,7 +774,7 @@ impl Attachment {
             return Err(Error::InCallback);
         }
         let inner = &self.inner;
-        if n > inner.total {
+        if n > inner.total() {
             return Err(Error::TooManyPermits);
         }
         if n == 0 {
@@ -852,6 +891,7 @@ impl Attachment {
             SlotOutcome::Granted => Ok(true),
             SlotOutcome::Cancelled { .. } if interrupted => Ok(false),
             SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),
+            SlotOutcome::TooManyPermits => Err(Error::TooManyPermits),
             SlotOutcome::Closed | SlotOutcome::Gone => Err(Error::Closed),
         }
     }
@@ -883,7 +923,7 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         let w = waiter.get_ref();
         debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
         w.node().set_phase(phase::IDLE, Relaxed);
-        if n > inner.total {
+        if n > inner.total() {
             return Err(Error::TooManyPermits);
         }
         if n == 0 {

@@ -122,7 +122,9 @@
 //!   owner process (its doorbell thread moves them into its `held`).
 //!
 //! 1. **Conservation**: `available + Σ held(LIVE records) + Σ granted(slots)
-//!    == total`, checked by the tests after every crash.
+//!    == total + debt`, checked by the tests after every crash. `debt` is 0
+//!    except after a shrink of the total below what is held (see *Changing
+//!    the total*); while it is not 0, `available == 0`.
 //! 2. **No floating permits**: a QUEUED slot exists ⇒ `available == 0` and
 //!    the state word's QUEUED bit is set. An enqueuer drains the counter into
 //!    its new slot and sets QUEUED in one CAS; a release hands its permits to
@@ -151,8 +153,8 @@
 //! # The fast path
 //!
 //! Like the in-process semaphore, the counter lives in one **state word**
-//! with flags: `available << 3 | FROZEN | QUEUED | CLOSED`. With none of the
-//! three flags set, `try_acquire(n)` and `release(n)` need no lock: one CAS
+//! with flags: `available << 4 | DEBT | FROZEN | QUEUED | CLOSED`. With none
+//! of the four flags set (`DEBT`: see *Changing the total*), `try_acquire(n)` and `release(n)` need no lock: one CAS
 //! on the state word, plus the caller's own process record. Anything else
 //! (a flag set, not enough permits) takes the lock, which is where queueing,
 //! hand-off and repair happen; the locked code changes the state word only by
@@ -481,6 +483,48 @@
 //! read, like [`census`](SharedSemaphore::census). The exact meaning of
 //! `held_for` and `waiting_for` is in [`SharedSemaphore::inspect`].
 //!
+//! # Changing the total
+//!
+//! [`SharedSemaphore::set_total`] changes the total of a name for every
+//! process, online; [`OpenOptions::resize`] does the same at `open` (a
+//! rolling deploy from 8 to 10 permits is one option, not an unlink), and
+//! without it an `open` with another total still fails with
+//! [`Error::TotalMismatch`]. Under the segment lock:
+//!
+//! * **Growing** hands the new permits out as a release would: the head of
+//!   the FIFO first, completing requests in order (a head it cannot complete
+//!   keeps a partial grant and the hand-off stops there), the rest to the
+//!   counter.
+//! * **Shrinking never revokes held permits.** The cut is taken from the
+//!   counter as far as it has permits; the rest becomes a **debt**, paid
+//!   first by every permit that comes back (a release, a cancelled partial
+//!   grant, a dead process's reclaimed permits), before any waiter or the
+//!   counter. While a debt exists the state word has a `DEBT` bit that shuts
+//!   the lock-free release (as `QUEUED` does), so no permit can reach the
+//!   counter past the debt; the counter is 0 meanwhile. So permits in use
+//!   never exceed the larger of the new total and the total before the
+//!   shrink, and the new total holds from the moment the debt is paid.
+//! * Either way, every **queued request for more than the new total fails at
+//!   once** with [`Error::TooManyPermits`] (the error a request above the
+//!   total always got), its partial grant handed on (debt first), the other
+//!   requests keeping their place. An async acquire reports it the same
+//!   way; a raw waiter's callback (C, the bindings) sees it as closed (the
+//!   raw waiter API has no other failure).
+//!
+//! During a debt, [`SharedSemaphore::census`] reports it
+//! ([`Census::debt`]; `conserved()` checks `available + held + granted ==
+//! total + debt`), and [`SharedSemaphore::inspect`] reports the **new**
+//! total, with `Σ holders.permits + Σ waiters.granted` above it by the debt
+//! (and `available == 0`) until the debt is paid.
+//!
+//! Two processes that resize to different totals: the last one wins. A
+//! process that dies inside `set_total` after writing the new total leaves
+//! the counter and debt to the repair of the next locker, which recomputes
+//! both from the truth (`debt = Σ held + Σ granted − total` when positive)
+//! and fails the oversized requests. [`SharedSemaphore::reopen`] undoes
+//! [`close`](SharedSemaphore::close) (requests the close failed stay
+//! failed).
+//!
 //! # Cost
 //!
 //! `cargo bench -p volt-sem-shm --bench shm`; the figures, with the machine
@@ -571,6 +615,7 @@ pub struct OpenOptions {
     attach: bool,
     mode: u32,
     accept_foreign_owner: bool,
+    resize: bool,
     label: LabelChoice,
 }
 
@@ -623,6 +668,7 @@ impl OpenOptions {
             attach: true,
             mode: 0o600,
             accept_foreign_owner: false,
+            resize: false,
             label: LabelChoice::Default,
         }
     }
@@ -657,6 +703,21 @@ impl OpenOptions {
     /// group or everyone access with [`mode`](Self::mode)).
     pub const fn accept_foreign_owner(mut self, accept: bool) -> Self {
         self.accept_foreign_owner = accept;
+        self
+    }
+    /// When the name exists with another total, change its total to the one
+    /// `open` asks for (as [`SharedSemaphore::set_total`] does, under the
+    /// same lock as the attach) instead of failing with
+    /// [`Error::TotalMismatch`]. Off by default. Meant for a rolling deploy
+    /// that changes the total (8 to 10: the new processes open with 10 and
+    /// `resize(true)`, nobody deletes the name).
+    ///
+    /// Two processes that open with different totals and `resize(true)`:
+    /// **the last one wins**; each `open` sets the total it asked for, so
+    /// the total ends up being the one of whichever `open` took the lock
+    /// last (and changes each time). Deploy one total at a time.
+    pub const fn resize(mut self, resize: bool) -> Self {
+        self.resize = resize;
         self
     }
     /// The label this process is listed under by
@@ -737,7 +798,8 @@ pub fn list() -> Result<Vec<String>, Error> {
 impl SharedSemaphore {
     /// Opens (or creates, see [`OpenOptions`]) the semaphore `name` with
     /// `permits` permits in total. Opening an existing name with another total
-    /// fails with [`Error::TotalMismatch`] and changes nothing.
+    /// fails with [`Error::TotalMismatch`] and changes nothing, unless
+    /// [`OpenOptions::resize`] is on (then the total becomes `permits`).
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
         if permits == 0 || permits > MAX_PERMITS {
             validate_name(name)?;
@@ -782,6 +844,7 @@ impl SharedSemaphore {
                 create,
                 options.mode,
                 options.accept_foreign_owner,
+                options.resize,
                 &label,
             )?;
             Ok(SharedSemaphore { att })
@@ -793,15 +856,43 @@ impl SharedSemaphore {
                 total,
                 options.mode,
                 options.accept_foreign_owner,
+                options.resize,
                 &label,
             )?;
             Ok(SharedSemaphore { att })
         }
     }
 
-    /// The total number of permits, fixed at creation.
+    /// The total number of permits now: the one of creation, or of the
+    /// last [`set_total`](Self::set_total) (any process).
     pub fn total_permits(&self) -> usize {
         self.att.total() as usize
+    }
+
+    /// Changes the total to `n` permits, for every process (see *Changing
+    /// the total* in the crate docs). `n` is 1 to [`MAX_PERMITS`], else
+    /// [`Error::InvalidPermits`] and nothing changes.
+    ///
+    /// Growing hands the new permits to the queued requests at once, in FIFO
+    /// order (as a release would). Shrinking revokes nothing: what is held
+    /// stays held, and the cut takes effect as permits come back (they pay
+    /// the *debt* first, before any waiter or the counter). Either way, every
+    /// queued request for more than `n` fails at once with
+    /// [`Error::TooManyPermits`] (its partial grant is handed on, the other
+    /// requests keep their place), and later requests for more than `n` fail
+    /// as they always did. Works on a closed semaphore too.
+    pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        if n == 0 || n > MAX_PERMITS {
+            return Err(Error::InvalidPermits);
+        }
+        self.att.set_total(n as u64)
+    }
+
+    /// Undoes [`close`](Self::close), for every process: later acquires work
+    /// again. Requests that the close failed stay failed. A no-op on a
+    /// semaphore that is not closed.
+    pub fn reopen(&self) -> Result<(), Error> {
+        self.att.reopen()
     }
 
     /// Permits available right now (0 while anyone, in any process, is queued).
@@ -995,6 +1086,10 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
     fn finished(&self, _: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
         match finish {
             Finish::Granted => Ok(Permit::new(self, n)),
+            // The raw waiter reports a request failed by `set_total` as
+            // closed: a request above the total now was that one (unless
+            // the total grew back meanwhile, then it reads as closed).
+            _ if n > self.total_permits() => Err(Error::TooManyPermits),
             _ => Err(Error::Closed),
         }
     }

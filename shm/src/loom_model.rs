@@ -321,3 +321,55 @@ fn loom_dead_fast_holder_recounted_against_live_fast_path() {
         });
     }
 }
+
+/// Issue 29: a shrink below what is held (a debt) racing with a fast
+/// release. The release either lands in the counter before the shrink's CAS
+/// (and is taken by it) or sees DEBT and pays the debt under the lock; a
+/// third acquire waits until the debt is paid and is then served. Nothing
+/// lost or duplicated, no debt left.
+#[test]
+fn loom_shrink_debt_against_fast_release() {
+    model(|| {
+        let (m, p) = Machine::new(2, 2);
+        let (a, b) = (p[0], p[1]);
+        assert_eq!(fast_take(&m.seg, a, None, 2), Fast::Done);
+        let m2 = m.clone();
+        let t = thread::spawn(move || {
+            m2.release(a, 1);
+            m2.release(a, 1);
+        });
+        m.locked(b, |l| l.set_total(1));
+        m.acquire(b, 1);
+        // The limit: b's permit and a's never exceed the total before the
+        // shrink (2), and after b got its permit the debt was paid.
+        let c = Locked::new(&m.seg).census();
+        assert!(c.held + c.granted <= 2, "{c:?}");
+        m.release(b, 1);
+        t.join().unwrap();
+        assert_eq!(Locked::new(&m.seg).census().debt, 0);
+        m.check_end(b);
+    });
+}
+
+/// Issue 29: a grow racing with an acquire that may queue: the new permit
+/// goes to the queued request (served under the grow's lock) or, if the
+/// acquirer is not queued yet, to the counter where its fast path or its
+/// enqueue takes it. The waiter always wakes.
+#[test]
+fn loom_grow_against_queued_waiter() {
+    model(|| {
+        let (m, p) = Machine::new(2, 2);
+        let (a, b) = (p[0], p[1]);
+        assert_eq!(fast_take(&m.seg, a, None, 2), Fast::Done);
+        let m2 = m.clone();
+        let t = thread::spawn(move || {
+            m2.acquire(b, 1);
+            m2.release(b, 1);
+        });
+        m.locked(a, |l| l.set_total(3));
+        t.join().unwrap();
+        m.release(a, 2);
+        assert_eq!(Locked::new(&m.seg).total(), 3);
+        m.check_end(a);
+    });
+}

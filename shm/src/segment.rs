@@ -24,7 +24,9 @@ pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"VOLTSHM\x01");
 /// Bumped whenever the layout below changes. 2: the state word and the
 /// per-process accounting word of the lock-free fast path. 3: what
 /// `inspect()` reads: each process record's label, host name and
-/// `held_since` stamp, each slot's `since` stamp.
+/// `held_since` stamp, each slot's `since` stamp; also (changed in place
+/// before 3 was released) `set_total`'s debt: `Header::debt`, the state
+/// word's `DEBT` bit (so `SHIFT` is 4) and the slot state `FAILED`.
 pub(crate) const LAYOUT_VERSION: u32 = 3;
 /// Capacity of the FIFO of waiter slots (queued requests, all processes).
 #[cfg(not(volt_loom))]
@@ -60,7 +62,8 @@ const HOST_WORDS: usize = MAX_HOST_LEN / 8;
 /// `Header::recount_pending`: a recount attempt already gave up.
 const GAVE_UP: u32 = 2;
 
-/// The state word (`Header::state`): `available << SHIFT | FROZEN | QUEUED | CLOSED`.
+/// The state word (`Header::state`): `available << SHIFT | DEBT | FROZEN |
+/// QUEUED | CLOSED`.
 pub(crate) mod word {
     /// Set once by `close` (derived from `Header::closed`).
     pub(crate) const CLOSED: u64 = 0b001;
@@ -69,7 +72,12 @@ pub(crate) mod word {
     /// A locker is taking a census of the per-process words: the fast path is
     /// shut (only ever set under the segment lock).
     pub(crate) const FROZEN: u64 = 0b100;
-    pub(crate) const SHIFT: u32 = 3;
+    /// A shrink of the total (`Locked::set_total`) left a debt
+    /// (`Header::debt`, then `available == 0`): permits given back must pay
+    /// it before anything else, so the fast release is shut (derived from
+    /// `Header::debt != 0`, only ever changed under the segment lock).
+    pub(crate) const DEBT: u64 = 0b1000;
+    pub(crate) const SHIFT: u32 = 4;
     /// One permit in the state word.
     pub(crate) const ONE: u64 = 1 << SHIFT;
     pub(crate) const fn available(s: u64) -> u64 {
@@ -220,6 +228,10 @@ pub(crate) mod slot_state {
     pub(crate) const GRANTED: u32 = 2;
     /// Out of the FIFO, closed: holds nothing; waits for the owner to free it.
     pub(crate) const CLOSED: u32 = 3;
+    /// Out of the FIFO, failed because it asks for more than the total
+    /// after `set_total` shrank it: holds nothing (its partial grant was
+    /// handed on); waits for the owner to free it, like CLOSED.
+    pub(crate) const FAILED: u32 = 4;
 }
 
 /// Process-record states (`Proc::state`).
@@ -239,14 +251,16 @@ pub(crate) struct Header {
     pub(crate) _reserved: AtomicU32,
     /// `size_of::<Segment>()` of the layout that created it.
     pub(crate) size: AtomicU64,
-    /// The permits of the semaphore, fixed at creation.
+    /// Truth: the permits of the semaphore: set at creation, changed under
+    /// the segment lock by `set_total`.
     pub(crate) total: AtomicU64,
     // ---- changed under the segment lock, and by the fast path ----
-    /// Derived: `available << SHIFT | FROZEN | QUEUED | CLOSED` (see [`word`]).
+    /// Derived: `available << SHIFT | DEBT | FROZEN | QUEUED | CLOSED` (see
+    /// [`word`]).
     /// The fast path changes it by CAS without the lock.
     pub(crate) state: AtomicU64,
     // ---- guarded by the segment lock from here on ----
-    /// Truth: set once by `close`, never cleared.
+    /// Truth: set by `close`, cleared by `reopen`.
     pub(crate) closed: AtomicU32,
     /// Derived: number of QUEUED slots.
     pub(crate) queue_len: AtomicU32,
@@ -268,6 +282,12 @@ pub(crate) struct Header {
     pub(crate) recount_pending: AtomicU32,
     /// Diagnostics: how many recounts ran.
     pub(crate) recounts: AtomicU32,
+    /// Derived (a recount rebuilds it from the truth as `Σ held + Σ granted
+    /// − total` when positive): permits a shrink of `total` could not take
+    /// from the counter because they were held. Paid first by every permit
+    /// given back (release, cancel, reclaim); while it is not 0 the counter
+    /// is 0 and the state word has `DEBT`.
+    pub(crate) debt: AtomicU64,
 }
 
 /// Room for a `pthread_mutex_t` (40 bytes on x86-64 glibc, 48 on aarch64).
@@ -387,6 +407,7 @@ impl Segment {
                     reclaims: a64(),
                     recount_pending: a32(),
                     recounts: a32(),
+                    debt: a64(),
                 },
                 lock: LockCell([0; 8]),
                 procs: core::array::from_fn(|_| Proc {
@@ -485,9 +506,14 @@ fn bits(mut bits: u128) -> impl Iterator<Item = usize> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum OpError {
     Closed,
+    /// More than the total (which `set_total` may have lowered since the
+    /// caller checked it).
+    TooManyPermits,
     NoPermits,
     QueueFull,
-    NotHeld { held: u64 },
+    NotHeld {
+        held: u64,
+    },
     ProcessTableFull,
 }
 
@@ -509,6 +535,8 @@ pub(crate) enum SlotOutcome {
     Granted,
     /// Was closed.
     Closed,
+    /// Was failed by `set_total`: it asked for more than the new total.
+    TooManyPermits,
     /// Not the caller's slot any more (should not happen; reported, not trusted).
     Gone,
 }
@@ -516,7 +544,7 @@ pub(crate) enum SlotOutcome {
 /// Sums used by the conservation check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Census {
-    /// The `total` fixed at creation.
+    /// The total now (see `SharedSemaphore::set_total`).
     pub total: u64,
     /// The permits in the counter.
     pub available: u64,
@@ -536,17 +564,21 @@ pub struct Census {
     /// How many recounts of the counter ran (after a death inside a fast
     /// operation, or a repair).
     pub recounts: u32,
+    /// Permits a shrink of the total still waits for: held (or granted)
+    /// beyond the new total, paid first by the permits that come back.
+    /// While it is not 0, `available` is 0.
+    pub debt: u64,
 }
 
 impl Census {
-    /// `available + held + granted == total`.
+    /// `available + held + granted == total + debt`.
     pub fn conserved(&self) -> bool {
         // Checked: the sums come from shared memory another process may have
         // scribbled on.
         self.available
             .checked_add(self.held)
             .and_then(|x| x.checked_add(self.granted))
-            == Some(self.total)
+            == self.total.checked_add(self.debt)
     }
 }
 
@@ -584,7 +616,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
     let proc = &seg.procs[me as usize];
     let acct = &proc.acct;
     let mut s = state.load(Relaxed);
-    if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
+    if s & (CLOSED | QUEUED | FROZEN | DEBT) != 0 || available(s) < n {
         return Fast::Slow;
     }
     let Some(lane) = lane else {
@@ -592,7 +624,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
             return Fast::Slow;
         }
         loop {
-            if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
+            if s & (CLOSED | QUEUED | FROZEN | DEBT) != 0 || available(s) < n {
                 acct.sub(1);
                 return Fast::Slow;
             }
@@ -612,7 +644,7 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
     let v = w.load(Relaxed) & !1;
     w.put(v.wrapping_add(1), Relaxed);
     loop {
-        if s & (CLOSED | QUEUED | FROZEN) != 0 || available(s) < n {
+        if s & (CLOSED | QUEUED | FROZEN | DEBT) != 0 || available(s) < n {
             w.put(v.wrapping_add(2), Release);
             return Fast::Slow;
         }
@@ -634,7 +666,8 @@ pub(crate) fn fast_take(seg: &Segment, me: u32, lane: Option<u32>, n: u64) -> Fa
 /// CAS on the state word), lane even. Without one, `busy + 1` rides on the
 /// `held - n` CAS and `busy - 1` is a last add. Between the `held` and state
 /// writes the permits are in transit, and the mark says so, as in
-/// [`fast_take`]. If the state word turns QUEUED (or FROZEN) meanwhile, the
+/// [`fast_take`]. If the state word turns QUEUED (or FROZEN, or DEBT: a
+/// shrink's debt must be paid under the lock first) meanwhile, the
 /// `held - n` is undone (one add, with `busy - 1` without a lane) and the
 /// caller takes the lock.
 #[inline]
@@ -644,7 +677,7 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, lane: Option<u32>, n: u64) ->
     let proc = &seg.procs[me as usize];
     let acct = &proc.acct;
     let mut s = state.load(Relaxed);
-    if s & (QUEUED | FROZEN) != 0 {
+    if s & (QUEUED | FROZEN | DEBT) != 0 {
         return Fast::Slow;
     }
     // With a lane, the in-flight marker is the lane (odd), not `busy`.
@@ -685,7 +718,7 @@ pub(crate) fn fast_release(seg: &Segment, me: u32, lane: Option<u32>, n: u64) ->
         // (A counter that would overflow is garbage: the lock's path decides.)
         let Some(new) = s
             .checked_add(n * ONE)
-            .filter(|_| s & (QUEUED | FROZEN) == 0)
+            .filter(|_| s & (QUEUED | FROZEN | DEBT) == 0)
         else {
             acct.add(n * acct::HELD - mark);
             done(lane);
@@ -917,6 +950,7 @@ impl<'a> Locked<'a> {
         h.reclaims.put(0, Relaxed);
         h.recount_pending.put(0, Relaxed);
         h.recounts.put(0, Relaxed);
+        h.debt.put(0, Relaxed);
         for p in &self.seg.procs {
             p.state.put(proc_state::FREE, Relaxed);
             p.acct.put(0, Relaxed);
@@ -1093,6 +1127,11 @@ impl<'a> Locked<'a> {
             Err(OpError::NoPermits) => {}
             Err(e) => return Err(e),
         }
+        // The caller checked `n` against the total it read without the lock:
+        // a `set_total` may have lowered it since.
+        if n > self.total() {
+            return Err(OpError::TooManyPermits);
+        }
         let slot = self.find_free_slot().ok_or(OpError::QueueFull)?;
         let h = self.hdr();
         // Drain the counter into the request and raise QUEUED in one CAS: a
@@ -1115,7 +1154,7 @@ impl<'a> Locked<'a> {
                 }
                 continue;
             }
-            match h.state.cas(s, (s & (CLOSED | FROZEN)) | QUEUED) {
+            match h.state.cas(s, (s & (CLOSED | FROZEN | DEBT)) | QUEUED) {
                 Ok(_) => break a, // < n, and 0 if anyone is queued
                 Err(now) => s = now,
             }
@@ -1180,9 +1219,15 @@ impl<'a> Locked<'a> {
     /// a head that cannot be completed keeps its partial grant and the hand-off
     /// stops there. The surplus goes to the counter only when the FIFO is
     /// empty, in the same CAS that clears QUEUED.
-    pub(crate) fn serve(&self, mut rem: u64) -> Rings {
+    ///
+    /// A shrink's debt is paid first: only what is left of `rem` after it
+    /// goes to the FIFO.
+    pub(crate) fn serve(&self, rem: u64) -> Rings {
         let mut rings = Rings::default();
         let h = self.hdr();
+        // (Still in debt: nothing for the FIFO, but an empty FIFO still has
+        // QUEUED cleared below.)
+        let mut rem = self.pay(rem);
         // At most one turn per slot: a longer FIFO is garbage.
         for _ in 0..=MAX_WAITERS {
             let head = h.head.load(Relaxed);
@@ -1210,6 +1255,24 @@ impl<'a> Locked<'a> {
         }
         self.corrupt.set(true);
         rings
+    }
+
+    /// Pays the debt (if any) from `rem`; returns what is left (0 while
+    /// a debt remains). Clears `DEBT` from the state word when the debt
+    /// reaches 0 (the counter is 0 until then, so nothing else changes in
+    /// it).
+    fn pay(&self, rem: u64) -> u64 {
+        let h = self.hdr();
+        let debt = h.debt.load(Relaxed);
+        if debt == 0 {
+            return rem;
+        }
+        let paid = rem.min(debt);
+        h.debt.put(debt - paid, Relaxed);
+        if paid == debt {
+            h.state.and(!word::DEBT);
+        }
+        rem - paid
     }
 
     /// The FIFO is empty: `rem` permits go to the counter and QUEUED is
@@ -1251,6 +1314,10 @@ impl<'a> Locked<'a> {
                 add_held(self.proc(me), requested.wrapping_mul(acct::HELD), requested);
                 (SlotOutcome::Granted, Rings::default())
             }
+            slot_state::FAILED => {
+                s.state.put(slot_state::FREE, Release);
+                (SlotOutcome::TooManyPermits, Rings::default())
+            }
             _ => {
                 s.state.put(slot_state::FREE, Release);
                 (SlotOutcome::Closed, Rings::default())
@@ -1273,7 +1340,8 @@ impl<'a> Locked<'a> {
         for _ in 0..=MAX_WAITERS {
             let head = h.head.load(Relaxed);
             if head == NIL {
-                self.bank(back);
+                // The partial grants pay a shrink's debt first.
+                self.bank(self.pay(back));
                 return rings;
             }
             let Some(s) = self.linked(head) else {
@@ -1283,6 +1351,102 @@ impl<'a> Locked<'a> {
             self.unlink(head);
             s.state.put(slot_state::CLOSED, Release);
             rings.add_slot(self.seg, head);
+        }
+        self.corrupt.set(true);
+        rings
+    }
+
+    /// Undoes `close`: later acquires work again. Requests that `close`
+    /// failed stay failed (their slots stay CLOSED until their owners
+    /// collect them). The truth first: a crash between the two writes
+    /// leaves `closed == 0` with `CLOSED` in the state word, which the
+    /// repair's rebase rebuilds from the truth.
+    pub(crate) fn reopen(&self) {
+        let h = self.hdr();
+        h.closed.put(0, Relaxed);
+        if h.state.load(SeqCst) & word::CLOSED != 0 {
+            h.state.and(!word::CLOSED);
+        }
+    }
+
+    /// Changes the total to `n` (1..=MAX_PERMITS, checked by the caller).
+    ///
+    /// Growing hands the new permits out as a release would: to a shrink's
+    /// debt first, then to the head of the FIFO, then to the counter.
+    /// Shrinking revokes nothing: it takes what it can from the counter and
+    /// the rest becomes debt (`Header::debt`, `DEBT` in the state word, which
+    /// shuts the fast release so that every permit given back pays it
+    /// first). Either way, queued requests for more than `n` then fail
+    /// (`fail_oversized`).
+    ///
+    /// The truth (`total`) first: a crash after it leaves the derived words
+    /// (counter, debt) to the repair's recount, which rebuilds them from
+    /// `total`, and the oversized requests to the repair too.
+    pub(crate) fn set_total(&self, n: u64) -> Rings {
+        let h = self.hdr();
+        let old = self.total();
+        h.total.put(n, Relaxed);
+        let mut rings = Rings::default();
+        if n > old {
+            rings.merge(self.serve(n - old));
+        } else if n < old {
+            self.owe(old - n);
+        }
+        rings.merge(self.fail_oversized());
+        rings
+    }
+
+    /// Takes `cut` permits out of circulation: from the counter as far as it
+    /// has them (one CAS, racing with the fast path like `enqueue`'s drain),
+    /// the rest as debt. A fast release racing with it either lands in the
+    /// counter first (and is taken) or sees `DEBT` and comes to the lock,
+    /// where it pays the debt.
+    fn owe(&self, cut: u64) {
+        use word::*;
+        let h = self.hdr();
+        let mut s = h.state.load(SeqCst);
+        let short = loop {
+            let take = available(s).min(cut);
+            let short = cut - take;
+            let flag = if short != 0 { DEBT } else { 0 };
+            match h.state.cas(s, (s - take * ONE) | flag) {
+                Ok(_) => break short,
+                Err(now) => s = now,
+            }
+        };
+        if short != 0 {
+            h.debt
+                .put(h.debt.load(Relaxed).saturating_add(short), Relaxed);
+        }
+    }
+
+    /// Fails every queued request for more than the total (FAILED, owner
+    /// woken, as `close` does to all of them); their partial grants are
+    /// handed on as by a cancel (debt first, then the FIFO, whose order is
+    /// otherwise kept).
+    pub(crate) fn fail_oversized(&self) -> Rings {
+        let h = self.hdr();
+        let total = self.total();
+        let mut rings = Rings::default();
+        let mut back = 0u64;
+        let mut cur = h.head.load(Relaxed);
+        // At most one turn per slot: a longer FIFO is garbage.
+        for _ in 0..=MAX_WAITERS {
+            if cur == NIL {
+                rings.merge(self.serve(back));
+                return rings;
+            }
+            let Some(s) = self.linked(cur) else {
+                return rings;
+            };
+            let next = s.next.load(Relaxed);
+            if s.requested.load(Relaxed) > total {
+                back = back.saturating_add(partial(s));
+                self.unlink(cur);
+                s.state.put(slot_state::FAILED, Release);
+                rings.add_slot(self.seg, cur);
+            }
+            cur = next;
         }
         self.corrupt.set(true);
         rings
@@ -1396,10 +1560,14 @@ impl<'a> Locked<'a> {
                         .put(h.reclaims.load(Relaxed).wrapping_add(1), Relaxed);
                 }
                 h.recount_pending.put(0, Relaxed);
-                // Cannot underflow unless the segment was written by something
-                // else than this code; then hand out nothing rather than too much.
-                self.total()
-                    .saturating_sub(held.saturating_add(self.granted().0))
+                // Held and granted beyond the total are a shrink's debt
+                // (or, only if the segment was written by something else
+                // than this code, garbage: then hand out nothing rather
+                // than too much, until enough comes back).
+                let owed = held.saturating_add(self.granted().0);
+                let total = self.total();
+                h.debt.put(owed.saturating_sub(total), Relaxed);
+                total.saturating_sub(owed)
             }
             None => {
                 h.recount_pending.put(GAVE_UP, Relaxed);
@@ -1421,8 +1589,9 @@ impl<'a> Locked<'a> {
             0
         };
         let closed = if self.is_closed() { CLOSED } else { 0 };
+        let debt = if h.debt.load(Relaxed) != 0 { DEBT } else { 0 };
         // FROZEN keeps every fast path out while the word is rewritten.
-        h.state.put(FROZEN | queued | closed, SeqCst);
+        h.state.put(FROZEN | debt | queued | closed, SeqCst);
         let mut rings = Rings::default();
         if closed != 0 {
             // A closer died half-way: finish its job.
@@ -1484,7 +1653,10 @@ impl<'a> Locked<'a> {
         if h.next_seq.load(Relaxed) <= max_seq {
             h.next_seq.put(max_seq.saturating_add(1), Relaxed);
         }
-        self.recount(me, &mut dead)
+        let mut rings = self.recount(me, &mut dead);
+        // A `set_total` that died after lowering the total left these.
+        rings.merge(self.fail_oversized());
+        rings
     }
 
     /// The conservation sums (for tests and diagnostics), read at a quiescent
@@ -1519,6 +1691,7 @@ impl<'a> Locked<'a> {
             repairs: h.repairs.load(Relaxed),
             reclaims: h.reclaims.load(Relaxed),
             recounts: h.recounts.load(Relaxed),
+            debt: h.debt.load(Relaxed),
         };
         h.state.and(!word::FROZEN);
         c

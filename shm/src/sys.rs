@@ -104,18 +104,29 @@ impl Fd {
 /// Opens (creating and initialising if allowed and needed) the segment, and
 /// maps it. Holds the init lock from the open to the return, so that exactly
 /// one process initialises a segment and nobody maps a half-initialised one.
-/// Returns whether this call initialised it.
+/// Returns whether this call initialised it. An existing segment with
+/// another total is refused (`TotalMismatch`) unless `resize` (the caller
+/// then changes the total under the segment lock).
 pub(crate) fn open_segment(
     name: &str,
     total: Option<u64>,
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    resize: bool,
     deadline: Instant,
 ) -> Result<(Mapping, bool), Error> {
     let path = shm_path(name)?;
     for _ in 0..100 {
-        let opened = open_once(&path, total, create, mode, accept_foreign_owner, deadline)?;
+        let opened = open_once(
+            &path,
+            total,
+            create,
+            mode,
+            accept_foreign_owner,
+            resize,
+            deadline,
+        )?;
         if let Some(opened) = opened {
             return Ok(opened);
         }
@@ -133,6 +144,7 @@ fn open_once(
     create: Create,
     mode: u32,
     accept_foreign_owner: bool,
+    resize: bool,
     deadline: Instant,
 ) -> Result<Option<(Mapping, bool)>, Error> {
     let (fd, created) = shm_open(path, create, mode)?;
@@ -206,7 +218,7 @@ fn open_once(
             return Err(Error::VersionMismatch { found: version });
         } else if size != SEGMENT_SIZE as u64 || word(16) != SEGMENT_SIZE as u64 {
             return Err(Error::NotASegment);
-        } else if word(24) != total {
+        } else if word(24) != total && !resize {
             return Err(Error::TotalMismatch { existing: word(24) });
         }
     }

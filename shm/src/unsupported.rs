@@ -14,6 +14,7 @@ pub(crate) fn open(
     _total: Option<u64>,
     _mode: u32,
     _accept_foreign_owner: bool,
+    _resize: bool,
     _label: &str,
 ) -> Result<Arc<Attachment>, Error> {
     Err(Error::Unsupported)
@@ -44,6 +45,12 @@ impl Attachment {
         match *self {}
     }
     pub(crate) fn close(&self) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn reopen(&self) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn set_total(&self, _n: u64) -> Result<(), Error> {
         match *self {}
     }
     pub(crate) fn held(&self) -> Result<u64, Error> {

@@ -1,5 +1,6 @@
 -- cancel of a queued request. ARGV 4: eid. Returns {'CANCELLED', partial
 -- grant handed on} | {'GRANTED', token} (the caller now holds it) | {'CLOSED'}
+-- | {'TOOMANY'} (failed by set_total)
 -- | {'GONE'} | {'LOST'} | {'EXPIRED'}. O(log n) (+ the hand-off).
 local r = prologue()
 if r then return r end
@@ -18,4 +19,5 @@ redis.call('HDEL', GRANTS, eid)
 redis.call('ZREM', OWN, eid)
 if not tok then return {'GONE'} end
 if tok == '0' then return {'CLOSED'} end
+if tok == 'T' then return {'TOOMANY'} end
 return {'GRANTED', tonumber(tok)}

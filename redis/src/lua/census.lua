@@ -1,6 +1,6 @@
 -- census (tests, diagnostics; read-only but for the lazy reap): the
 -- conservation sums. Returns {'OK', total, avail, sum held, sum partial
--- grants, queue length, sessions, closed, last token} | {'LOST'}. O(n).
+-- grants, queue length, sessions, closed, last token, debt} | {'LOST'}. O(n).
 if lost() then return {'LOST'} end
 reap()
 local held = 0
@@ -11,4 +11,5 @@ local ev = redis.call('HVALS', ENTRIES)
 for _, v in ipairs(ev) do local _, got = parse(v); partial = partial + got end
 return {'OK', tonumber(redis.call('HGET', META, 'total')), tonumber(redis.call('HGET', META, 'avail')),
   held, partial, redis.call('ZCARD', QUEUE), redis.call('ZCARD', SESSIONS),
-  tonumber(redis.call('HGET', META, 'closed')), tonumber(redis.call('HGET', META, 'token'))}
+  tonumber(redis.call('HGET', META, 'closed')), tonumber(redis.call('HGET', META, 'token')),
+  tonumber(redis.call('HGET', META, 'debt') or '0')}

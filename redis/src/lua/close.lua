@@ -15,5 +15,6 @@ for _, eid in ipairs(eids) do
   notify(sid_of(eid), eid .. ' 0')
 end
 redis.call('DEL', QUEUE)
-if back > 0 then redis.call('HINCRBY', META, 'avail', back) end
+-- The queue is empty: hand() pays a shrink's debt, then banks the rest.
+if back > 0 then hand(back) end
 return {'OK'}

@@ -11,8 +11,8 @@
 -- The session is renewed only when a third of its lease has gone by (the
 -- heartbeat renews every lease/3 anyway), so the client counts a fast call
 -- as a renewal from lease/3 before it was sent (session.rs).
--- M: inc, reap, closed, total, avail, token.
-local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token')
+-- M: inc, reap, closed, total, avail, token, debt (absent when 0).
+local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token', 'debt')
 local FAST = false
 if INC ~= '' and M[1] == INC and tonumber(M[2] or '0') >= NOW_MS then
   local exp = redis.call('ZSCORE', SESSIONS, SID)

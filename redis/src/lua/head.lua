@@ -33,7 +33,9 @@ local NOW_MS = math.floor(NOW_US / 1000)
 -- Integers above 1e14 would be written in exponent form by tostring.
 local function fmt(x) return string.format('%.0f', x) end
 
--- Direct hand-off: `p` released permits go to the queue head(s) in FIFO
+-- Direct hand-off: `p` released permits first pay a shrink's debt
+-- (META.debt, set by set_total; `debt`: its value when the caller read it
+-- already, else read here), then go to the queue head(s) in FIFO
 -- order; a head that cannot be completed keeps its partial grant and the
 -- hand-off stops there; only the surplus of an emptied queue is banked.
 -- Each completed request gets the next fencing token, strictly increasing
@@ -48,7 +50,17 @@ local function fmt(x) return string.format('%.0f', x) end
 -- closure. O(g log n) for g waiters completed (each of which is woken:
 -- inherent).
 local MINE = {}
-local function hand(p)
+local function hand(p, debt)
+  debt = tonumber(debt or redis.call('HGET', META, 'debt') or '0')
+  if debt > 0 then
+    local paid = math.min(p, debt)
+    p = p - paid
+    if paid == debt then
+      redis.call('HDEL', META, 'debt')
+    else
+      redis.call('HSET', META, 'debt', fmt(debt - paid))
+    end
+  end
   local tok
   while p > 0 do
     local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]

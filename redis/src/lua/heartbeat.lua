@@ -2,7 +2,8 @@
 -- collected, and reports the state of the client's pending requests, so that
 -- a lost notification is repaired here. ARGV 4: number of acked eids, then
 -- the acked eids, then the queried eids. Returns {'OK', status...} with, per
--- queried eid, 'Q' (queued), a token (granted), '0' (closed) or 'X' (gone) |
+-- queried eid, 'Q' (queued), a token (granted), '0' (closed), 'T' (failed
+-- by set_total: above the new total) or 'X' (gone) |
 -- {'LOST'} | {'EXPIRED'}. O((a + q) log n).
 local r = prologue()
 if r then return r end

@@ -76,3 +76,37 @@ local function prologue()
   if not live() then return {'EXPIRED'} end
   return nil
 end
+
+-- Changes the total to `n` (set_total.lua, connect.lua with resize).
+-- Growing hands the new permits on as a release does (debt first, then the
+-- queue head(s), FIFO). Shrinking revokes nothing: the cut comes out of
+-- avail as far as it goes, the rest is a debt (META.debt) that every permit
+-- coming back pays first (hand()). Then every queued request above `n`
+-- fails: its grant record is 'T' and its session is notified (as close
+-- does with '0'), its partial grant handed on (debt first), the others
+-- keep their place. O(q log n) for q queued.
+local function set_total(n)
+  local m = redis.call('HMGET', META, 'total', 'avail', 'debt')
+  local old, avail, debt = tonumber(m[1]), tonumber(m[2]), tonumber(m[3] or '0')
+  redis.call('HSET', META, 'total', fmt(n))
+  if n > old then
+    hand(n - old)
+  elseif n < old then
+    local take = math.min(avail, old - n)
+    debt = debt + (old - n - take)
+    redis.call('HSET', META, 'avail', fmt(avail - take))
+    if debt > 0 then redis.call('HSET', META, 'debt', fmt(debt)) end
+  end
+  local back = 0
+  for _, eid in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
+    local need, got = parse(redis.call('HGET', ENTRIES, eid))
+    if need > n then
+      back = back + got
+      redis.call('HDEL', ENTRIES, eid)
+      redis.call('ZREM', QUEUE, eid)
+      redis.call('HSET', GRANTS, eid, 'T')
+      notify(sid_of(eid), eid .. ' T')
+    end
+  end
+  if back > 0 then hand(back) end
+end

@@ -11,7 +11,7 @@ if FAST then
     return {'NOTHELD', left + n}
   end
   if left == 0 then redis.call('HDEL', HELD, SID) end
-  hand(n)
+  hand(n, M[7] or '0')
   local out = {'OK'}
   for i = 1, #MINE do out[i + 1] = MINE[i] end
   return out

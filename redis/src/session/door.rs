@@ -417,7 +417,10 @@ impl Inner {
                         lock(&self.state).closed = true;
                         Finish::Closed
                     }
-                    Ok(_) => Finish::Granted { token: 0 },
+                    Ok(_) => {
+                        lock(&self.state).closed = false;
+                        Finish::Granted { token: 0 }
+                    }
                     Err(e) => Finish::Failed(e),
                 };
                 self.complete_request(ctr, f);
@@ -527,6 +530,9 @@ impl Inner {
                 self.renewed_fast(epoch, sent);
                 let (claimed, cancelled) = {
                     let mut st = lock(&self.state);
+                    // Granted: the semaphore is open (reopened, if this
+                    // handle saw it closed).
+                    st.closed = false;
                     let cancelled = st.table.take_cancelled(ctr);
                     let claimed = st.table.remove(ctr).map(|e| {
                         if st.session.as_ref().map(|s| s.epoch) == Some(epoch) {
@@ -552,6 +558,7 @@ impl Inner {
                 self.renewed_fast(epoch, sent);
                 let cancelled = {
                     let mut st = lock(&self.state);
+                    st.closed = false;
                     st.table.mark_queued(ctr);
                     st.table.take_cancelled(ctr)
                 };
@@ -641,6 +648,7 @@ impl Inner {
                     Err(e) => return Some(Err(e)),
                 };
                 self.renewed_fast(epoch, sent);
+                lock(&self.state).closed = false;
                 self.count_granted(n, epoch);
                 Ok((token, epoch))
             }
@@ -744,6 +752,8 @@ impl Inner {
                     self.release_now(n, epoch)
                 }
                 Status::Closed => lock(&self.state).closed = true,
+                // Failed by set_total: nothing held, nothing to hand on.
+                Status::TooMany => {}
                 // The session is gone: nothing is held, nothing to hand on.
                 _ => {
                     let _ = self.session_reply(&r, epoch);
@@ -765,6 +775,42 @@ impl Inner {
         match &r.status {
             Status::Ok => {
                 lock(&self.state).closed = true;
+                Ok(())
+            }
+            _ => Err(self
+                .session_reply(&r, epoch)
+                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
+        }
+    }
+
+    pub(super) fn reopen_now(&self) -> Result<(), Error> {
+        let (sid, epoch) = self.ensure_session()?;
+        let r = self.with_cmd(|con| self.scripts.reopen(con, &self.keys, self.who(&sid)));
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
+        };
+        match &r.status {
+            Status::Ok => {
+                lock(&self.state).closed = false;
+                Ok(())
+            }
+            _ => Err(self
+                .session_reply(&r, epoch)
+                .unwrap_or_else(|| Error::Protocol(format!("{r:?}")))),
+        }
+    }
+
+    pub(super) fn set_total_now(&self, n: u64) -> Result<(), Error> {
+        let (sid, epoch) = self.ensure_session()?;
+        let r = self.with_cmd(|con| self.scripts.set_total(con, &self.keys, self.who(&sid), n));
+        let r = match r {
+            Ok(r) => r,
+            Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
+        };
+        match &r.status {
+            Status::Ok => {
+                self.total.store(n, core::sync::atomic::Ordering::Relaxed);
                 Ok(())
             }
             _ => Err(self

@@ -31,7 +31,7 @@ pub(crate) fn connect_shared(
             .filter_map(|e| e.3.upgrade())
             // Never a handle inherited through fork(): its session is the
             // parent's.
-            .find(|i| i.total == total && !i.forked() && !lock(&i.state).failed)
+            .find(|i| i.total() == total && !i.forked() && !lock(&i.state).failed)
     };
     if let Some(inner) = found {
         // `connect` talks to Redis at once, shared or not.

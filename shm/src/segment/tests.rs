@@ -207,6 +207,21 @@ fn check_repaired(l: &Locked<'_>, dead: &[u32]) {
     assert_eq!(st & word::FROZEN, 0, "left frozen");
     assert_eq!(st & word::QUEUED != 0, n > 0, "QUEUED flag wrong: {st:#x}");
     assert_eq!(st & word::CLOSED != 0, l.is_closed());
+    // A shrink's debt: DEBT iff owed, and then nothing in the counter; no
+    // queued request above the total.
+    assert_eq!(st & word::DEBT != 0, c.debt != 0, "DEBT flag wrong: {c:?}");
+    assert!(
+        c.debt == 0 || c.available == 0,
+        "debt with permits free: {c:?}"
+    );
+    let mut i = h.head.load(Relaxed);
+    while i != NIL {
+        assert!(
+            l.slot(i).requested.load(Relaxed) <= c.total,
+            "oversized queued"
+        );
+        i = l.slot(i).next.load(Relaxed);
+    }
     assert_eq!(h.recount_pending.load(Relaxed), 0, "a recount still owed");
     for p in &l.seg.procs {
         if p.state.load(Relaxed) == proc_state::LIVE {
@@ -344,6 +359,28 @@ fn crash_at_every_store_of_every_operation() {
         ("B repairs", |l, s| {
             l.repair(Some(s.p[1]), |_| false);
             vec![s.p[1]]
+        }),
+        ("D shrinks to 3 (debt 7, nothing failed)", |l, s| {
+            l.set_total(3);
+            vec![s.p[3]]
+        }),
+        ("D shrinks to 1 (C and A fail)", |l, s| {
+            l.set_total(1);
+            vec![s.p[3]]
+        }),
+        ("D grows to 14 (the FIFO is served)", |l, s| {
+            l.set_total(14);
+            vec![s.p[3]]
+        }),
+        ("D shrinks to 2, A releases all", |l, s| {
+            l.set_total(2);
+            l.release(s.p[0], 4).unwrap();
+            vec![s.p[3]]
+        }),
+        ("D closes, reopens", |l, s| {
+            l.close();
+            l.reopen();
+            vec![s.p[3]]
         }),
     ];
     let mut crashes = 0;
@@ -875,5 +912,108 @@ fn inspect_lists_holders_and_the_fifo_in_order() {
     assert!(i.waiters.is_empty());
     assert_eq!(l.finish(c, sc, qc).0, SlotOutcome::Granted);
     sums(&l.inspect(crate::clock::now()));
+    check(&l);
+}
+
+/// Issue 29: `set_total`. Growing serves the FIFO head first, in order;
+/// shrinking below what is held revokes nothing and leaves a debt that
+/// releases (and cancels, and reclaims) pay before any waiter or the
+/// counter; queued requests above the new total fail, the others keep
+/// their place and partial grants.
+#[test]
+fn set_total_grows_into_the_fifo_and_shrinks_into_a_debt() {
+    let seg = heap_segment(4);
+    let l = Locked::new(&seg);
+    let (a, b, c, d) = (attach(&l), attach(&l), attach(&l), attach(&l));
+    l.try_take(a, 4).unwrap();
+    let q = |p, n| match l.enqueue(p, n).unwrap() {
+        Enqueued::Queued { slot, seq } => (slot, seq),
+        Enqueued::Ready => panic!("not queued"),
+    };
+    let sb = q(b, 2);
+    let sc = q(c, 3);
+    let sd = q(d, 1);
+    // Grow by 3: b (2) complete, c gets 1 of 3, d keeps waiting behind it.
+    let r = l.set_total(7);
+    assert_eq!(r.iter().collect::<Vec<_>>(), vec![b as usize]);
+    assert_eq!(l.slot(sb.0).state.load(Relaxed), slot_state::GRANTED);
+    assert_eq!(l.slot(sc.0).remaining.load(Relaxed), 2);
+    assert_eq!(l.slot(sd.0).state.load(Relaxed), slot_state::QUEUED);
+    assert_eq!(l.total(), 7);
+    check(&l);
+    // Shrink to 2: held 4 (a) + granted 2 (b) + partial 1 (c) = 7; c (3)
+    // fails and its 1 pays the debt; d (1) stays queued.
+    let r = l.set_total(2);
+    assert_eq!(r.iter().collect::<Vec<_>>(), vec![c as usize]);
+    assert_eq!(l.slot(sc.0).state.load(Relaxed), slot_state::FAILED);
+    assert_eq!(l.finish(c, sc.0, sc.1).0, SlotOutcome::TooManyPermits);
+    let cen = l.census();
+    assert_eq!((cen.total, cen.debt, cen.available), (2, 4, 0));
+    assert!(cen.conserved(), "{cen:?}");
+    assert_ne!(seg.hdr.state.load(Relaxed) & word::DEBT, 0);
+    // The fast release is shut while in debt; releases pay it first.
+    assert_eq!(fast_release(&seg, a, None, 1), Fast::Slow);
+    assert_eq!(l.release(a, 3).unwrap(), Rings::default());
+    assert_eq!(l.census().debt, 1);
+    assert_eq!(l.slot(sd.0).state.load(Relaxed), slot_state::QUEUED);
+    // b collects and releases: 1 pays the rest of the debt, 1 serves d.
+    assert_eq!(l.finish(b, sb.0, sb.1).0, SlotOutcome::Granted);
+    let r = l.release(b, 2).unwrap();
+    assert_eq!(r.iter().collect::<Vec<_>>(), vec![d as usize]);
+    assert_eq!(l.census().debt, 0);
+    assert_eq!(seg.hdr.state.load(Relaxed) & word::DEBT, 0);
+    check(&l);
+    // Held now: a 1, d 1 (granted) = 2 = total. Nothing free.
+    assert_eq!(l.available(), 0);
+    assert_eq!(l.enqueue(b, 3), Err(OpError::TooManyPermits));
+    // A dead holder's permits pay a debt first too.
+    l.set_total(1);
+    assert_eq!(l.census().debt, 1);
+    l.sweep(None, |p| p == a);
+    let cen = l.census();
+    assert_eq!((cen.debt, cen.available), (0, 0), "{cen:?}");
+    assert!(cen.conserved());
+    assert_eq!(l.finish(d, sd.0, sd.1).0, SlotOutcome::Granted);
+    l.release(d, 1).unwrap();
+    assert_eq!(l.available(), 1);
+    check(&l);
+}
+
+/// Issue 29: a recount rebuilds the debt from the truth (held and granted
+/// beyond the total).
+#[test]
+fn recount_rebuilds_the_debt() {
+    let seg = heap_segment(5);
+    let l = Locked::new(&seg);
+    let a = attach(&l);
+    l.try_take(a, 5).unwrap();
+    l.set_total(2);
+    seg.hdr.debt.store(0, Relaxed);
+    seg.hdr.state.store(0, Relaxed);
+    l.repair(None, |_| false);
+    let c = l.census();
+    assert_eq!((c.debt, c.available, c.total), (3, 0, 2), "{c:?}");
+    assert_ne!(seg.hdr.state.load(Relaxed) & word::DEBT, 0);
+    l.release(a, 5).unwrap();
+    assert_eq!(l.available(), 2);
+    check(&l);
+}
+
+/// Issue 29: `reopen` undoes `close`; the requests close failed stay failed.
+#[test]
+fn reopen_undoes_close() {
+    let seg = heap_segment(1);
+    let l = Locked::new(&seg);
+    let (a, b) = (attach(&l), attach(&l));
+    l.try_take(a, 1).unwrap();
+    let Enqueued::Queued { slot, seq } = l.enqueue(b, 1).unwrap() else {
+        panic!("not queued");
+    };
+    l.close();
+    l.reopen();
+    assert!(!l.is_closed());
+    assert_eq!(l.finish(b, slot, seq).0, SlotOutcome::Closed);
+    l.release(a, 1).unwrap();
+    assert_eq!(l.enqueue(b, 1), Ok(Enqueued::Ready));
     check(&l);
 }
