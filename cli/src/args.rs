@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::change::Change;
 use crate::error::CliError;
 use crate::target::Target;
 
@@ -24,6 +25,8 @@ pub enum Command {
     },
     /// Remove a named semaphore's name.
     Unlink { name: String },
+    /// Change a semaphore's total, or undo its `close`.
+    Change { target: Target, change: Change },
 }
 
 /// `--redis URL [--prefix P]`.
@@ -42,6 +45,8 @@ Commands:
   ls        list the semaphores with their totals, holders and waiters
   inspect   show who holds a semaphore's permits and who waits for them
   watch     redraw `inspect` every second, with an estimate of grants/s
+  resize    change a semaphore's total (growing serves the queue at once)
+  reopen    undo `close` on a semaphore
   unlink    remove a named semaphore's name
 
 Options of every command: -h, --help
@@ -98,6 +103,31 @@ Options:
   --json           one JSON object per refresh and line, as `inspect --json`
                    plus grants_per_second (null on the first)";
 
+pub const RESIZE: &str = "\
+Usage: volt-sem resize NAME N
+       volt-sem resize --redis URL [--prefix P] NAME N
+
+Sets the total of the semaphore NAME to N permits, online. Growing hands the
+new permits to the queued requests at once, in queue order. Shrinking
+revokes nothing: it takes what is free now, and the permits held above the
+new total are taken as they come back (queued requests larger than N fail
+with \"too many permits\"). Every process sees the new total.
+
+Options:
+  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --prefix P    the key prefix the semaphore was connected with";
+
+pub const REOPEN: &str = "\
+Usage: volt-sem reopen NAME
+       volt-sem reopen --redis URL [--prefix P] NAME
+
+Undoes `close` on the semaphore NAME: acquires work again. Requests that
+the close failed stay failed.
+
+Options:
+  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --prefix P    the key prefix the semaphore was connected with";
+
 pub const UNLINK: &str = "\
 Usage: volt-sem unlink NAME
 
@@ -116,6 +146,8 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         "inspect" => "inspect",
         "watch" => "watch",
         "unlink" => "unlink",
+        "resize" => "resize",
+        "reopen" => "reopen",
         other => {
             return Err(CliError::Usage(format!(
                 "unknown command `{other}` (try `volt-sem --help`)"
@@ -131,6 +163,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         "ls" => &["--redis", "--prefix", "--json"],
         "inspect" => &["--redis", "--prefix", "--json"],
         "watch" => &["--redis", "--prefix", "--json", "--interval", "--count"],
+        "resize" | "reopen" => &["--redis", "--prefix"],
         _ => &[],
     };
     if let Some(bad) = f.seen.iter().find(|s| !allowed.contains(s)) {
@@ -196,6 +229,21 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
                 count,
             }
         }
+        "resize" => match f.positional.as_slice() {
+            [name, n] => match n.parse::<usize>() {
+                Ok(n) if n > 0 => Command::Change {
+                    target: target(name.clone()),
+                    change: Change::Resize(n),
+                },
+                _ => return usage(format!("N `{n}`: a number of permits, 1 or more")),
+            },
+            [_] | [] => return usage("missing NAME or N".into()),
+            [_, _, extra, ..] => return usage(format!("unexpected argument `{extra}`")),
+        },
+        "reopen" => Command::Change {
+            target: target(one_name("NAME")?),
+            change: Change::Reopen,
+        },
         _ => Command::Unlink {
             name: one_name("NAME")?,
         },
@@ -317,7 +365,7 @@ mod tests {
 
     #[test]
     fn every_help_fits_a_screen() {
-        for h in [OVERVIEW, LS, INSPECT, WATCH, UNLINK] {
+        for h in [OVERVIEW, LS, INSPECT, WATCH, UNLINK, RESIZE, REOPEN] {
             assert!(h.lines().count() <= 22, "{h}");
             assert!(h.lines().all(|l| l.len() <= 80), "{h}");
         }

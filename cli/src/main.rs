@@ -4,6 +4,7 @@
 //! with exit code 1 (2 for a usage error).
 
 mod args;
+mod change;
 mod error;
 mod ls;
 mod render;
@@ -21,6 +22,8 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
                 Some("inspect") => args::INSPECT,
                 Some("watch") => args::WATCH,
                 Some("unlink") => args::UNLINK,
+                Some("resize") => args::RESIZE,
+                Some("reopen") => args::REOPEN,
                 _ => args::OVERVIEW,
             };
             out(&format!("{text}\n"))
@@ -40,6 +43,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
             interval,
             count,
         } => watch::run(&target, json, interval, count),
+        Command::Change { target, change } => out(&change::run(&target, change)?),
         Command::Unlink { name } => {
             volt_sem_shm::unlink(&name).map_err(|e| target::shm_error(&name, e))
         }

@@ -191,3 +191,53 @@ fn watch_ends_cleanly_on_ctrl_c() {
     let status = watch.wait().unwrap();
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
+
+/// `resize` grows a named semaphore online (a queued request of another
+/// process is served at once) and shrinks it; `reopen` undoes `close`.
+#[test]
+fn resize_and_reopen_change_a_named_semaphore() {
+    let name = Name::new("resize");
+    let _holder = Holder::spawn("hold", &name.0, 2, 2, "holder-r");
+    let _waiter = Holder::spawn("wait", &name.0, 2, 2, "waiter-r");
+    eventually("the waiter queued", Duration::from_secs(30), || {
+        inspect_json(name.s())["waiters"].as_array().unwrap().len() == 1
+    });
+    assert_eq!(
+        ok(&["resize", name.s(), "4"]),
+        format!("{}: total 2 -> 4\n", name.0)
+    );
+    eventually("the waiter was served", Duration::from_secs(30), || {
+        let v = inspect_json(name.s());
+        v["waiters"].as_array().unwrap().is_empty() && v["holders"].as_array().unwrap().len() == 2
+    });
+    let v = inspect_json(name.s());
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(4), Some(0))
+    );
+    // Shrinking revokes nothing: both keep their permits.
+    assert_eq!(
+        ok(&["resize", name.s(), "3"]),
+        format!("{}: total 4 -> 3\n", name.0)
+    );
+    let v = inspect_json(name.s());
+    assert_eq!(v["total"], 3);
+    assert_eq!(v["holders"].as_array().unwrap().len(), 2, "{v}");
+
+    let sem =
+        volt_sem_shm::SharedSemaphore::attach(name.s(), volt_sem_shm::OpenOptions::new()).unwrap();
+    sem.close().unwrap();
+    assert_eq!(inspect_json(name.s())["closed"], true);
+    assert_eq!(ok(&["reopen", name.s()]), format!("{}: reopened\n", name.0));
+    assert_eq!(inspect_json(name.s())["closed"], false);
+
+    let (code, err) = fails(&["resize", name.s(), "0"]);
+    assert_eq!(code, 2, "{err}");
+    let absent = Name::new("resize-absent");
+    let (code, err) = fails(&["resize", absent.s(), "3"]);
+    assert_eq!(
+        (code, err),
+        (1, format!("volt-sem: no such semaphore: {}", absent.0))
+    );
+    assert!(!Path::new(&absent.path()).exists());
+}

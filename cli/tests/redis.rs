@@ -119,3 +119,67 @@ fn errors_of_names_urls_and_servers() {
     assert_eq!(code, 1);
     assert!(!err.contains("s3cret"), "{err}");
 }
+
+/// `resize --redis` grows a Redis semaphore online (a queued request is
+/// served at once) and shrinks it; `reopen --redis` undoes `close`; an
+/// unknown name is refused before anything is created.
+#[test]
+fn resize_and_reopen_change_a_redis_semaphore() {
+    let s = Server::start();
+    let url = s.url();
+    let a = RedisSemaphore::connect(&url, "grow", 2, opts("redis-a")).unwrap();
+    let b = RedisSemaphore::connect(&url, "grow", 2, opts("redis-b")).unwrap();
+    let _held = a.acquire_blocking(2).unwrap();
+    // The thread gives its handle back with the grant: its session (and
+    // so the grant) lives until the test drops it.
+    let waiting = std::thread::spawn(move || {
+        let p = b.acquire_timeout(2, Duration::from_secs(60));
+        (p, b)
+    });
+    eventually("the waiter queued", Duration::from_secs(30), || {
+        json(&["inspect", "--redis", &url, "grow", "--json"])["waiters"]
+            .as_array()
+            .unwrap()
+            .len()
+            == 1
+    });
+    assert_eq!(
+        ok(&["resize", "--redis", &url, "grow", "4"]),
+        "grow: total 2 -> 4\n"
+    );
+    let (granted, _b) = waiting.join().unwrap();
+    let _granted = granted.unwrap(); // served by the growth
+    let v = json(&["inspect", "--redis", &url, "grow", "--json"]);
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(4), Some(0))
+    );
+    assert_eq!(
+        ok(&["resize", "--redis", &url, "grow", "3"]),
+        "grow: total 4 -> 3\n"
+    );
+    assert_eq!(
+        json(&["inspect", "--redis", &url, "grow", "--json"])["total"],
+        3
+    );
+
+    a.close().unwrap();
+    assert_eq!(
+        json(&["inspect", "--redis", &url, "grow", "--json"])["closed"],
+        true
+    );
+    assert_eq!(ok(&["reopen", "--redis", &url, "grow"]), "grow: reopened\n");
+    assert_eq!(
+        json(&["inspect", "--redis", &url, "grow", "--json"])["closed"],
+        false
+    );
+
+    let (code, err) = fails(&["resize", "--redis", &url, "nothing-here", "3"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("no such semaphore"), "{err}");
+    assert!(json(&["ls", "--redis", &url, "--json"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["name"] != "nothing-here"));
+}

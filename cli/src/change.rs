@@ -1,0 +1,62 @@
+//! `resize` and `reopen`: the two commands that change a semaphore.
+//!
+//! A named one is attached to without its total, as `inspect` does. A Redis
+//! one must exist (a session-less `inspect` says so first, so that a typo
+//! creates nothing); the change then goes through a connected handle with a
+//! session of its own, ended before the command returns.
+
+use volt_sem_redis::RedisSemaphore;
+
+use crate::error::CliError;
+use crate::target::{attach, redis_error, redis_options, shm_error, Target};
+
+/// What to change.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Change {
+    /// `set_total(n)`.
+    Resize(usize),
+    /// `reopen()`.
+    Reopen,
+}
+
+/// Applies `change` to `target`; returns the line to print.
+pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
+    match target {
+        Target::Named(name) => {
+            let sem = attach(name)?;
+            let before = sem.total_permits();
+            match change {
+                Change::Resize(n) => sem.set_total(n),
+                Change::Reopen => sem.reopen(),
+            }
+            .map_err(|e| shm_error(name, e))?;
+            Ok(done(name, change, before))
+        }
+        Target::Redis { url, prefix, name } => {
+            let options = redis_options(prefix.as_deref());
+            let seen = volt_sem_redis::inspect(url, name, options.clone())
+                .map_err(|e| redis_error(name, e))?;
+            let (total, options) = match change {
+                // `resize` mode: connecting with the new total sets it.
+                Change::Resize(n) => (n, options.resize(true)),
+                Change::Reopen => (seen.total, options),
+            };
+            let sem = RedisSemaphore::connect(url, name, total, options.own_session(true))
+                .map_err(|e| redis_error(name, e))?;
+            let result = match change {
+                Change::Resize(_) => Ok(()),
+                Change::Reopen => sem.reopen(),
+            };
+            sem.disconnect();
+            result.map_err(|e| redis_error(name, e))?;
+            Ok(done(name, change, seen.total))
+        }
+    }
+}
+
+fn done(name: &str, change: Change, before: usize) -> String {
+    match change {
+        Change::Resize(n) => format!("{name}: total {before} -> {n}\n"),
+        Change::Reopen => format!("{name}: reopened\n"),
+    }
+}
