@@ -159,23 +159,41 @@ fn time_left(deadline: Instant) -> Result<Duration, Error> {
     }
 }
 
-/// Deletes the semaphore `keys` names, without a session (see
-/// [`crate::delete`]).
-pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<(), Error> {
+/// A connection of its own, for the calls without a session (`delete`,
+/// `inspect`, `list`): opened within the connect timeout, closed when
+/// dropped.
+fn sessionless_connection(url: &str, opts: &ConnectOptions) -> Result<Conn, Error> {
     let secret = url_secret(url);
     let client = Client::open(url, opts)?;
     let deadline = Instant::now() + opts.connect_timeout;
-    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    Inner::open_connection(&client, opts, &secret, deadline)
+}
+
+/// Runs one script of `Scripts` without a session: no session id, no
+/// incarnation (the scripts that allow it: `delete`, `inspect`).
+fn sessionless_script(
+    url: &str,
+    keys: &Keys,
+    opts: &ConnectOptions,
+    script: impl FnOnce(&Scripts, &mut Conn, &Keys, Who<'_>) -> Result<Reply, CallError>,
+) -> Result<Reply, Error> {
+    let mut con = sessionless_connection(url, opts)?;
     let who = Who {
         sid: "",
         inc: "",
         lease_ms: opts.lease.as_millis() as u64,
     };
-    let r = Scripts::new()
-        .delete(&mut con, keys, who)
-        .map_err(|e| match e {
-            CallError::NotRun(e) | CallError::Uncertain(e) => e,
-        })?;
+    script(&Scripts::new(), &mut con, keys, who).map_err(|e| match e {
+        CallError::NotRun(e) | CallError::Uncertain(e) => e,
+    })
+}
+
+/// Deletes the semaphore `keys` names, without a session (see
+/// [`crate::delete`]).
+pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<(), Error> {
+    let r = sessionless_script(url, keys, opts, |s, con, keys, who| {
+        s.delete(con, keys, who)
+    })?;
     match &r.status {
         Status::Ok => Ok(()),
         Status::NotFound => Err(Error::NotFound),
@@ -190,20 +208,9 @@ pub(crate) fn delete(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<()
 /// [`crate::inspect`]): `inspect.lua` with an empty incarnation, which
 /// answers `NOTFOUND` for a name that does not exist.
 pub(crate) fn inspect(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<Reply, Error> {
-    let secret = url_secret(url);
-    let client = Client::open(url, opts)?;
-    let deadline = Instant::now() + opts.connect_timeout;
-    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
-    let who = Who {
-        sid: "",
-        inc: "",
-        lease_ms: opts.lease.as_millis() as u64,
-    };
-    let r = Scripts::new()
-        .inspect(&mut con, keys, who)
-        .map_err(|e| match e {
-            CallError::NotRun(e) | CallError::Uncertain(e) => e,
-        })?;
+    let r = sessionless_script(url, keys, opts, |s, con, keys, who| {
+        s.inspect(con, keys, who)
+    })?;
     match &r.status {
         Status::Ok => Ok(r),
         Status::NotFound => Err(Error::NotFound),
@@ -215,9 +222,7 @@ pub(crate) fn inspect(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<R
 /// `SCAN` for their `{prefix:<name>}:meta` keys, on one server.
 pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Error> {
     let secret = url_secret(url);
-    let client = Client::open(url, opts)?;
-    let deadline = Instant::now() + opts.connect_timeout;
-    let mut con = Inner::open_connection(&client, opts, &secret, deadline)?;
+    let mut con = sessionless_connection(url, opts)?;
     if con.is_cluster() {
         return Err(Error::InvalidOption(
             "list: not on a Redis Cluster (SCAN reaches one node)",
