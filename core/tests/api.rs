@@ -197,3 +197,28 @@ fn guards_report_their_count_and_release_it() {
     full.release(1).unwrap();
     assert_eq!(o.release().unwrap_err().unreleased(), 1);
 }
+
+/// A raw waiter is busy from a `Pending` acquire until its callback has
+/// returned (mutation run 3: every test asserted only `!is_busy()`).
+#[test]
+fn a_raw_waiter_is_busy_while_queued() {
+    use volt_sem::raw::RawSemaphore;
+    use volt_sem::{Finish, RawAcquire, Waiter};
+    unsafe extern "C" fn nothing(_: *mut std::ffi::c_void) {}
+    let sem = Semaphore::new(0);
+    let w = pin!(Waiter::new());
+    assert!(!w.is_busy());
+    // SAFETY: the waiter is new and pinned, and outlives finish_raw below.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, nothing, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    assert!(w.is_busy());
+    sem.release(1).unwrap(); // the callback runs and returns here
+    assert!(
+        !w.is_busy(),
+        "its memory is free once the callback returned"
+    );
+    // SAFETY: queued on `sem`.
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    assert!(!w.is_busy());
+    sem.release(1).unwrap();
+}
