@@ -107,8 +107,10 @@ impl Semaphore {
 
     /// Opens (or creates, see [`OpenOptions`]) the named semaphore `name` with
     /// `permits` permits in total, shared by every process of this machine
-    /// that opens the same name. See [`volt_sem_shm`] for the segment, the
-    /// crash safety and the limits.
+    /// that opens the same name. A name that exists with another total is
+    /// `TotalMismatch`, unless `OpenOptions::resize(true)` changes its total
+    /// (as [`set_total`](Self::set_total) does). See [`volt_sem_shm`] for
+    /// the segment, the crash safety and the limits.
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
         SharedSemaphore::open(name, permits, options)
             .map(Semaphore::Shared)
@@ -119,7 +121,9 @@ impl Semaphore {
     /// `permits` in total, creating it if it does not exist; every client on
     /// every host that connects to the same Redis, prefix and name shares the
     /// same permits. Talks to Redis at once. The handle has a session of its
-    /// own (`ConnectOptions::own_session`; clones share it). See
+    /// own (`ConnectOptions::own_session`; clones share it). Another total
+    /// than the stored one is `TotalMismatch`, unless
+    /// `ConnectOptions::resize(true)` changes it. See
     /// `volt_sem_redis` for the URL forms, the sessions and leases, and the
     /// guarantees.
     #[cfg(feature = "redis")]
@@ -322,8 +326,42 @@ impl Semaphore {
         }
     }
 
-    /// The fixed total of a shared or Redis semaphore; `None` for a local one
-    /// (its releases may add permits: it has no fixed total).
+    /// Changes the total of a shared or Redis semaphore to `n` permits, for
+    /// every process or client (`SharedSemaphore::set_total`,
+    /// `RedisSemaphore::set_total`): growing serves the queue at once in
+    /// FIFO order; shrinking revokes nothing (the cut is a debt paid by later
+    /// releases); queued requests for more than `n` fail with
+    /// `TooManyPermits`. `n` is 1 to the backend's maximum, else
+    /// [`Error::InvalidPermits`]. Redis: one round trip, on the handle's
+    /// door (this thread waits for it). A local semaphore has no total to
+    /// change: [`Error::Unsupported`] (a binding says the call is for named
+    /// and Redis semaphores).
+    pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        match self {
+            Semaphore::Local(_) => Err(Error::Unsupported),
+            Semaphore::Shared(s) => Ok(s.set_total(n)?),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(s.set_total(n)?),
+        }
+    }
+
+    /// Undoes [`close`](Self::close) of a shared or Redis semaphore, for
+    /// every process or client; requests the close failed stay failed, and
+    /// a semaphore that is not closed is left as it is. Redis: one round
+    /// trip, on the handle's door. Local: [`Error::Unsupported`] (a local
+    /// close is final: its waiters and guards rely on it).
+    pub fn reopen(&self) -> Result<(), Error> {
+        match self {
+            Semaphore::Local(_) => Err(Error::Unsupported),
+            Semaphore::Shared(s) => Ok(s.reopen()?),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => Ok(s.reopen()?),
+        }
+    }
+
+    /// The total of a shared or Redis semaphore (the one of creation or of
+    /// the last [`set_total`](Self::set_total)); `None` for a local one (its
+    /// releases may add permits: it has no fixed total).
     #[inline]
     pub fn total_permits(&self) -> Option<usize> {
         match self {

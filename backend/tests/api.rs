@@ -436,3 +436,47 @@ fn shared_blocking_from_threads_of_one_process() {
     assert!(peak.load(Ordering::SeqCst) <= 2);
     assert_eq!(sem.available_permits(), 2);
 }
+
+#[test]
+fn set_total_and_reopen_through_the_seam() {
+    let (_name, sems) = both("total", 1);
+    let (local, shared) = (&sems[0], &sems[1]);
+    // A local semaphore has no total to change and its close is final.
+    assert_eq!(local.set_total(2), Err(Error::Unsupported));
+    assert_eq!(local.reopen(), Err(Error::Unsupported));
+
+    // A queued raw waiter is served by the growth, without any release.
+    let _held = shared.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    let sig = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { shared.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    shared.set_total(2).unwrap();
+    sig.wait();
+    // SAFETY: queued on `shared`.
+    assert_eq!(unsafe { shared.finish_raw(w.as_ref()) }, Finish::Granted);
+    assert_eq!(shared.total_permits(), Some(2));
+
+    // A shrink revokes nothing: both permits stay held, none is available
+    // until the debt is paid.
+    shared.set_total(1).unwrap();
+    assert_eq!(shared.total_permits(), Some(1));
+    shared.release(1).unwrap();
+    assert!(
+        shared.try_acquire(1).is_err(),
+        "the first release pays the debt"
+    );
+    shared.release(1).unwrap();
+    shared.try_acquire(1).unwrap();
+    shared.release(1).unwrap();
+    assert_eq!(shared.set_total(0), Err(Error::InvalidPermits));
+
+    // Reopen undoes a close.
+    shared.close().unwrap();
+    assert_eq!(shared.try_acquire(1).err(), Some(Error::Closed));
+    shared.reopen().unwrap();
+    assert!(!shared.is_closed());
+    shared.try_acquire(1).unwrap();
+    shared.release(1).unwrap();
+}
