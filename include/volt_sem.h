@@ -373,10 +373,30 @@
 #define VOLT_OPEN_ACCEPT_FOREIGN_OWNER 4
 
 /**
+ * `volt_sem_open` flag: when the name exists with another total, change
+ * its total to `permits` (as `volt_sem_set_total` does, under the lock of the
+ * attach) instead of failing with `VOLT_MISMATCH`. Meant for a rolling deploy
+ * that changes the total (the new processes open with the new total and this
+ * flag; nobody unlinks the name). Two processes that open with different
+ * totals and this flag: the last one wins. Ignored when this call creates the
+ * segment.
+ */
+#define VOLT_OPEN_RESIZE 8
+
+/**
  * `volt_connect_options.flags`: the URL is one or more seed nodes of a Redis
  * Cluster, separated by commas (`"redis://h1:7000,redis://h2:7001"`).
  */
 #define VOLT_CONNECT_CLUSTER 1
+
+/**
+ * `volt_connect_options.flags`: when the semaphore exists with another
+ * total, change its total to `permits` (as `volt_sem_set_total` does, in the
+ * same script as the connect) instead of failing with `VOLT_MISMATCH`. Meant
+ * for a rolling deploy that changes the total. Two clients that connect with
+ * different totals and this flag: the last one wins.
+ */
+#define VOLT_CONNECT_RESIZE 2
 
 /**
  * Size in bytes of `volt_waiter`.
@@ -1175,13 +1195,13 @@ size_t volt_sem_held_permits(const struct volt_sem *sem);
  *
  * `name`: 1 to `volt_sem_max_name_len()` bytes of UTF-8, without '/'; the
  * segment is `/dev/shm/volt-sem.<name>`. `permits`: 1 to
- * `volt_sem_max_shared_permits()`; an existing name must have been created with
- * the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
+ * `volt_sem_max_shared_permits()`; an existing name must have the same total
+ * unless `VOLT_OPEN_RESIZE` is given (then its total becomes `permits`). `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
  * `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
  * `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
  * owner always keeps read and write; set exactly, the umask does not apply),
  * plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
- * owns (refused with `VOLT_PERMISSION` without it).
+ * owns (refused with `VOLT_PERMISSION` without it), plus `VOLT_OPEN_RESIZE`.
  *
  * Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
  * nothing changed):
@@ -1190,7 +1210,7 @@ size_t volt_sem_held_permits(const struct volt_sem *sem);
  * * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
  *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
  *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
- *   `VOLT_MISMATCH` (another total),
+ *   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
  *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
  *   file, or a directory at the name),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
@@ -1729,6 +1749,49 @@ volt_status volt_sem_inspect(const struct volt_sem *sem,
                              size_t holders_cap,
                              struct volt_queued_waiter *waiters,
                              size_t waiters_cap);
+
+/**
+ * Changes the total of a named (`volt_sem_open`) or Redis
+ * (`volt_sem_connect`) semaphore to `n` permits, for every process or client
+ * that uses it:
+ * * growing hands the new permits to the queued requests at once, in FIFO
+ *   order, as a release would (their wake callbacks may run on the process's
+ *   doorbell thread, or the Redis handle's threads, before this returns);
+ * * shrinking revokes nothing: what is held stays held, and the cut becomes a
+ *   debt that the next permits released pay first, before any waiter;
+ * * either way, every queued request for more than `n` fails at once (a
+ *   blocking acquire with `VOLT_INVALID_ARGUMENT`, as a request above the
+ *   total always did; a raw waiter sees `VOLT_CLOSED`, the only failure the
+ *   waiter API has), the others keeping their place.
+ *
+ * Works on a closed semaphore too. Redis: one round trip (one script), up to
+ * the command timeout, blocking the calling thread like `volt_sem_census`.
+ *
+ * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL, or `n` 0 or above the
+ * backend's maximum: nothing changed), `VOLT_UNSUPPORTED` (a local semaphore:
+ * it has no fixed total), `VOLT_FORKED`, or a shared or network status
+ * (`VOLT_CONNECTION_FAILED`, `VOLT_READ_ONLY`, ...).
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_set_total(const struct volt_sem *sem, size_t n);
+
+/**
+ * Undoes `volt_sem_close` of a named or Redis semaphore, for every process
+ * or client: later acquires work again. Requests the close failed stay
+ * failed; a semaphore that is not closed is left as it is (`VOLT_OK`). Redis:
+ * one round trip, blocking the calling thread like `volt_sem_census` (a
+ * handle that saw the close learns of the reopen from its next request).
+ *
+ * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (a
+ * local semaphore: its close is final), `VOLT_FORKED`, or a shared or network
+ * status.
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_reopen(const struct volt_sem *sem);
 
 /**
  * Calls `lost(ctx, why)` once when the Redis session `session` of this

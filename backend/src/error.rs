@@ -208,7 +208,8 @@ error_table! {
             /// The total the existing semaphore was created with.
             existing: u64,
         } [shm redis] => "TOTAL_MISMATCH", Shared, shm,
-            /// The name exists with another total of permits; nothing was changed.
+            /// The name exists with another total of permits; nothing was changed
+            /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
             VOLT_MISMATCH = 14;
         /// The segment was made by another layout version.
         VersionMismatch {
@@ -266,7 +267,8 @@ error_table! {
         Unsupported [shm] => "UNSUPPORTED", Unsupported, shm,
             /// Named shared semaphores are not supported on this platform (Linux
             /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
-            /// on a local or shared semaphore.
+            /// on a local or shared semaphore; or a call for named and Redis
+            /// semaphores (`volt_sem_set_total`, `volt_sem_reopen`) on a local one.
             VOLT_UNSUPPORTED = 22;
         /// Another OS error (an `errno` value).
         Os(errno: i32) [shm] => "OS_ERROR", Os, shm,

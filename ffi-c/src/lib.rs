@@ -74,6 +74,7 @@ mod blocking;
 mod grant;
 // `volt_sem_inspect`: who holds and who waits, on every backend.
 mod inspect;
+mod total;
 // `volt_lease_watch`: lease-loss callbacks.
 mod lease;
 // The version macros and `volt_sem_version`.
@@ -88,6 +89,7 @@ pub use redis::*;
 pub use semaphore::*;
 pub use shared::*;
 pub use status::{volt_status, volt_status_str};
+pub use total::*;
 pub use version::*;
 pub use waiter::*;
 

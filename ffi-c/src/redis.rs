@@ -102,8 +102,15 @@ pub struct volt_connect_options {
 /// Cluster, separated by commas (`"redis://h1:7000,redis://h2:7001"`).
 pub const VOLT_CONNECT_CLUSTER: u64 = 1;
 
+/// `volt_connect_options.flags`: when the semaphore exists with another
+/// total, change its total to `permits` (as `volt_sem_set_total` does, in the
+/// same script as the connect) instead of failing with `VOLT_MISMATCH`. Meant
+/// for a rolling deploy that changes the total. Two clients that connect with
+/// different totals and this flag: the last one wins.
+pub const VOLT_CONNECT_RESIZE: u64 = 2;
+
 /// Every flag bit this library knows.
-const CONNECT_KNOWN_FLAGS: u64 = VOLT_CONNECT_CLUSTER;
+const CONNECT_KNOWN_FLAGS: u64 = VOLT_CONNECT_CLUSTER | VOLT_CONNECT_RESIZE;
 
 /// The size of the first version of the struct (up to `flags`): the smallest
 /// `struct_size` accepted. Fields appended later are read only when the
@@ -223,7 +230,9 @@ unsafe fn connect_options(opts: *const volt_connect_options) -> Checked<ConnectO
     if let Some(label) = unsafe { label_arg(o.label) }? {
         options = options.label(label);
     }
-    Ok(options.cluster(o.flags & VOLT_CONNECT_CLUSTER != 0))
+    Ok(options
+        .cluster(o.flags & VOLT_CONNECT_CLUSTER != 0)
+        .resize(o.flags & VOLT_CONNECT_RESIZE != 0))
 }
 
 /// The arguments naming a Redis semaphore (`volt_sem_connect`,

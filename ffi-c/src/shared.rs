@@ -39,11 +39,20 @@ pub const VOLT_OPEN_SHARE_ALL: u32 = 0o666 << VOLT_OPEN_MODE_SHIFT;
 /// for a name another user shares with you on purpose (`VOLT_OPEN_SHARE_GROUP`,
 /// `VOLT_OPEN_SHARE_ALL`). Ignored when this call creates the segment.
 pub const VOLT_OPEN_ACCEPT_FOREIGN_OWNER: u32 = 4;
+/// `volt_sem_open` flag: when the name exists with another total, change
+/// its total to `permits` (as `volt_sem_set_total` does, under the lock of the
+/// attach) instead of failing with `VOLT_MISMATCH`. Meant for a rolling deploy
+/// that changes the total (the new processes open with the new total and this
+/// flag; nobody unlinks the name). Two processes that open with different
+/// totals and this flag: the last one wins. Ignored when this call creates the
+/// segment.
+pub const VOLT_OPEN_RESIZE: u32 = 8;
 
 /// Every flag bit `volt_sem_open` knows; any other is `VOLT_INVALID_ARGUMENT`.
 const OPEN_KNOWN_FLAGS: u32 = VOLT_OPEN_CREATE_ONLY
     | VOLT_OPEN_ATTACH_ONLY
     | VOLT_OPEN_ACCEPT_FOREIGN_OWNER
+    | VOLT_OPEN_RESIZE
     | (0o777 << VOLT_OPEN_MODE_SHIFT);
 
 /// The options of `volt_sem_open`'s flags, or `None` for unknown bits or
@@ -61,7 +70,8 @@ pub(crate) fn open_options(flags: u32) -> Option<OpenOptions> {
         (false, true) => OpenOptions::new().attach_only(),
         (false, false) => OpenOptions::new(),
     }
-    .accept_foreign_owner(flags & VOLT_OPEN_ACCEPT_FOREIGN_OWNER != 0);
+    .accept_foreign_owner(flags & VOLT_OPEN_ACCEPT_FOREIGN_OWNER != 0)
+    .resize(flags & VOLT_OPEN_RESIZE != 0);
     let mode = (flags >> VOLT_OPEN_MODE_SHIFT) & 0o777;
     if mode != 0 {
         // The owner always keeps read and write: without them the creator
@@ -80,13 +90,13 @@ pub(crate) fn open_options(flags: u32) -> Option<OpenOptions> {
 ///
 /// `name`: 1 to `volt_sem_max_name_len()` bytes of UTF-8, without '/'; the
 /// segment is `/dev/shm/volt-sem.<name>`. `permits`: 1 to
-/// `volt_sem_max_shared_permits()`; an existing name must have been created with
-/// the same total. `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
+/// `volt_sem_max_shared_permits()`; an existing name must have the same total
+/// unless `VOLT_OPEN_RESIZE` is given (then its total becomes `permits`). `flags`: 0 (create or attach), or `VOLT_OPEN_CREATE_ONLY` or
 /// `VOLT_OPEN_ATTACH_ONLY`, plus a mode for a new segment (`VOLT_OPEN_SHARE_GROUP`,
 /// `VOLT_OPEN_SHARE_ALL`, or `VOLT_OPEN_MODE(m)`; default 0600, owner only; the
 /// owner always keeps read and write; set exactly, the umask does not apply),
 /// plus `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` to attach to a segment another user
-/// owns (refused with `VOLT_PERMISSION` without it).
+/// owns (refused with `VOLT_PERMISSION` without it), plus `VOLT_OPEN_RESIZE`.
 ///
 /// Returns `VOLT_OK`, or (with `*out` set to NULL when `out` is not NULL, and
 /// nothing changed):
@@ -95,7 +105,7 @@ pub(crate) fn open_options(flags: u32) -> Option<OpenOptions> {
 /// * `VOLT_INVALID_NAME`, `VOLT_NOT_FOUND` (ATTACH_ONLY), `VOLT_EXISTS`
 ///   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
 ///   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
-///   `VOLT_MISMATCH` (another total),
+///   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
 ///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
 ///   file, or a directory at the name),
 ///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or

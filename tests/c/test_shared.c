@@ -842,6 +842,94 @@ static void test_queue_full(void) {
 }
 
 /* Status names of the new codes. */
+/* Changing the total online: a growth serves a waiter queued in another
+ * process at once (no release), a shrink fails the queued request above the
+ * new total and revokes nothing (a debt paid by the next release), reopen
+ * undoes a close, and an open with another total is refused unless
+ * VOLT_OPEN_RESIZE. A local semaphore refuses both calls. */
+static void test_set_total_and_reopen(void) {
+    char name[64];
+    make_name(name, sizeof name, "total");
+    const volt_sem *sem = open_sem(name, 1, VOLT_OPEN_CREATE_ONLY);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    child b = spawn("queue1", name, "1");
+    CHECK(child_read(&b) == 'Q');
+    child_send(&b, 'S');
+    CHECK(child_read(&b) == VOLT_PENDING);
+    /* The growth alone serves B (this process still holds its permit). */
+    CHECK_STATUS(volt_sem_set_total(sem, 2), VOLT_OK);
+    CHECK(volt_sem_total_permits(sem) == 2);
+    child_send(&b, 'W');
+    CHECK(child_read(&b) == 0);
+    child_reap(&b);
+    CHECK(volt_sem_available_permits(sem) == 1);
+
+    /* A queued acquire(2) holds a partial grant of 1; the shrink to 1 fails
+     * it (a raw waiter sees VOLT_CLOSED) and its permit pays the debt. */
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 2, signal_wake, &sig), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_set_total(sem, 1), VOLT_OK);
+    signal_wait(&sig);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_CLOSED);
+    CHECK(!volt_sem_is_closed(sem));
+    CHECK(volt_sem_total_permits(sem) == 1);
+    CHECK(volt_sem_available_permits(sem) == 0); /* our permit stays held */
+
+    /* Hold 2 of 2, shrink to 1: nothing revoked, the first release pays. */
+    CHECK_STATUS(volt_sem_set_total(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_set_total(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_set_total(sem, 0), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_set_total(NULL, 1), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_reopen(NULL), VOLT_INVALID_ARGUMENT);
+
+    /* Reopen undoes the close. */
+    CHECK_STATUS(volt_sem_reopen(sem), VOLT_OK); /* not closed: a no-op */
+    CHECK_STATUS(volt_sem_close(sem), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_reopen(sem), VOLT_OK);
+    CHECK(!volt_sem_is_closed(sem));
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+
+    /* Another total: refused, then accepted with VOLT_OPEN_RESIZE (both
+     * flag paths), which changes the total for every handle. */
+    const volt_sem *other = NULL;
+    CHECK_STATUS(volt_sem_open(name, 3, VOLT_OPEN_ATTACH_ONLY, &other), VOLT_MISMATCH);
+    CHECK(other == NULL && volt_sem_total_permits(sem) == 1);
+    CHECK_STATUS(volt_sem_open(name, 3, VOLT_OPEN_ATTACH_ONLY | VOLT_OPEN_RESIZE, &other),
+                 VOLT_OK);
+    CHECK(volt_sem_total_permits(sem) == 3 && volt_sem_available_permits(sem) == 3);
+    volt_sem_free(other);
+    other = NULL;
+    volt_open_options o = {sizeof o, VOLT_OPEN_RESIZE, NULL};
+    CHECK_STATUS(volt_sem_open_with(name, 2, &o, &other), VOLT_OK);
+    CHECK(volt_sem_total_permits(sem) == 2);
+    volt_sem_free(other);
+
+    /* A local semaphore has no total to change; its close is final. */
+    const volt_sem *local = NULL;
+    REQUIRE(volt_sem_new(1, &local) == VOLT_OK);
+    CHECK_STATUS(volt_sem_set_total(local, 2), VOLT_UNSUPPORTED);
+    char msg[128];
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "named and Redis"));
+    CHECK_STATUS(volt_sem_reopen(local), VOLT_UNSUPPORTED);
+    volt_sem_free(local);
+
+    signal_destroy(&sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 static void test_status_names(void) {
     CHECK(strcmp(volt_status_str(VOLT_MISMATCH), "VOLT_MISMATCH") == 0);
     CHECK(strcmp(volt_status_str(VOLT_NOT_HELD), "VOLT_NOT_HELD") == 0);
@@ -866,5 +954,6 @@ int main(int argc, char **argv) {
     RUN(test_permission_denied);
     RUN(test_foreign_owner_is_refused_unless_accepted);
     RUN(test_queue_full);
+    RUN(test_set_total_and_reopen);
     return harness_summary("c-open");
 }
