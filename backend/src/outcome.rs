@@ -24,8 +24,10 @@ pub enum Finish {
     Granted,
     /// The semaphore was closed while the request was queued; it holds nothing.
     Closed,
-    /// The request failed and holds nothing: [`Error::LeaseExpired`],
-    /// [`Error::StateLost`] or [`Error::Connection`] (Redis only).
+    /// The request failed and holds nothing: [`Error::TooManyPermits`] (a
+    /// shared or Redis request above the total that `set_total` set while
+    /// it was queued), or, Redis only, [`Error::LeaseExpired`],
+    /// [`Error::StateLost`] or [`Error::Connection`].
     Failed(Error),
     /// Not queued (never used, already finished, or queued on another
     /// semaphore).

@@ -431,7 +431,16 @@ unsafe impl RawSemaphore for Semaphore {
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
                 // SAFETY: forwarded contract.
-                unsafe { s.finish_raw(waiter.local()) }.into()
+                let f: Finish = unsafe { s.finish_raw(waiter.local()) }.into();
+                // The shared raw waiter reports a request that `set_total`
+                // failed (above the new total) as closed: on a semaphore that
+                // is not, and for a request above its total, that is what it
+                // was, and its owner gets the error every backend gives.
+                if f == Finish::Closed && !s.is_closed() && waiter.requested() > s.total_permits() {
+                    Finish::Failed(Error::TooManyPermits)
+                } else {
+                    f
+                }
             }
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {

@@ -458,6 +458,23 @@ fn set_total_and_reopen_through_the_seam() {
     assert_eq!(unsafe { shared.finish_raw(w.as_ref()) }, Finish::Granted);
     assert_eq!(shared.total_permits(), Some(2));
 
+    // A queued request above the new total fails with the error of a request
+    // above the total (its raw waiter is woken as by a close).
+    let big = pin!(Waiter::new());
+    let sig2 = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { shared.acquire_raw(big.as_ref(), 2, signal, ctx(&sig2)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    shared.set_total(1).unwrap();
+    sig2.wait();
+    assert_eq!(
+        // SAFETY: queued on `shared`.
+        unsafe { shared.finish_raw(big.as_ref()) },
+        Finish::Failed(Error::TooManyPermits)
+    );
+    assert!(!shared.is_closed());
+    shared.set_total(2).unwrap();
+
     // A shrink revokes nothing: both permits stay held, none is available
     // until the debt is paid.
     shared.set_total(1).unwrap();

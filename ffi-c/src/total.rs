@@ -28,10 +28,10 @@ fn local_refusal(call: &str) -> volt_status {
 ///   debt that the next permits released pay first, before any waiter;
 /// * either way, every queued request for more than `n` fails at once (a
 ///   blocking acquire with `VOLT_INVALID_ARGUMENT`, as a request above the
-///   total always did; a raw waiter is woken and its `volt_waiter_status`
-///   reads `VOLT_CLOSED`, the only failure the waiter API has, and its
-///   `volt_sem_cancel` returns `VOLT_CLOSED` on a named semaphore,
-///   `VOLT_INVALID_ARGUMENT` on a Redis one), the others keeping their place.
+///   total always did; a raw waiter is woken, its `volt_waiter_status`
+///   reads `VOLT_CLOSED`, the only failure that call reports, and its
+///   `volt_sem_cancel` returns `VOLT_INVALID_ARGUMENT`), the others keeping
+///   their place.
 ///
 /// Works on a closed semaphore too. Redis: one round trip (one script), up to
 /// the command timeout, blocking the calling thread like `volt_sem_census`.
