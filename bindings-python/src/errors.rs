@@ -241,16 +241,14 @@ pub(crate) fn total_mismatch_error(existing: u64, redis: bool) -> PyErr {
     let msg = if redis {
         format!(
             "the Redis semaphore exists with {existing} permits in total (nothing was changed): \
-             connect with permits={existing}, or, to change its total, delete it \
-             (Semaphore.delete_redis(url, name), refused while any client is connected) and \
-             connect again with the new total"
+             connect with permits={existing}, or, to change its total for every client, \
+             connect with resize=True (or call set_total(n) on a handle)"
         )
     } else {
         format!(
             "the shared semaphore exists with {existing} permits in total (nothing was changed): \
-             open it with permits={existing}, or, to change its total, unlink it \
-             (Semaphore.unlink(name)) and open it again with the new total (processes still \
-             attached keep the old one)"
+             open it with permits={existing}, or, to change its total for every process, \
+             open it with resize=True (or call set_total(n) on a handle)"
         )
     };
     TotalMismatchError::new_err((msg, existing))

@@ -45,6 +45,7 @@ mod inspect;
 mod locks;
 mod redis;
 mod session;
+mod total;
 mod wake;
 mod wake_socket;
 
@@ -126,17 +127,22 @@ impl Semaphore {
     /// (in every process) names this process's holds and queued requests: 1
     /// to 128 bytes of printable ASCII without spaces; default
     /// `"<hostname>:<pid>"`; one per process and name (while the process has
-    /// the name open, a further `open` keeps the first label). Errors change
+    /// the name open, a further `open` keeps the first label). `resize`: when
+    /// the name exists with another total, change its total to `permits` for
+    /// every process (as `set_total` does) instead of raising
+    /// `TotalMismatchError`; for a rolling deploy that changes the total (the
+    /// last `open` with `resize=True` wins). Errors change
     /// nothing: `InvalidLabelError` (a `ValueError`),
-    /// `TotalMismatchError` (the name exists with another total),
+    /// `TotalMismatchError` (the name exists with another total and `resize`
+    /// is false),
     /// `VersionMismatchError`, `NotASegmentError`, `InvalidNameError`,
     /// `PermissionError`, `ValueError` (bad `permits` or `mode`),
     /// `TimeoutError` (the segment's locks stayed held for 5 s), `CorruptError`,
     /// `OSError` (e.g. `/dev/shm` full), `NotImplementedError` (not Linux).
     #[classmethod]
     #[pyo3(
-        signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false, label = None),
-        text_signature = "($cls, name, permits, *, create=None, mode=0o600, accept_foreign_owner=False, label=None)"
+        signature = (name, permits, *, create = None, mode = Mode(0o600), accept_foreign_owner = false, label = None, resize = false),
+        text_signature = "($cls, name, permits, *, create=None, mode=0o600, accept_foreign_owner=False, label=None, resize=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn open(
@@ -148,6 +154,7 @@ impl Semaphore {
         mode: Mode,
         accept_foreign_owner: bool,
         label: Option<String>,
+        resize: bool,
     ) -> PyResult<Self> {
         let permits = count(permits, "permits")?;
         let mode = mode.0;
@@ -157,7 +164,8 @@ impl Semaphore {
             Some(false) => OpenOptions::new().attach_only(),
         }
         .mode(mode | 0o600)
-        .accept_foreign_owner(accept_foreign_owner);
+        .accept_foreign_owner(accept_foreign_owner)
+        .resize(resize);
         let options = match label {
             Some(label) => options.label(label),
             None => options,
@@ -202,14 +210,18 @@ impl Semaphore {
     /// `NOT_REPLICATED`) and gives the session up. `label`: how `inspect()`
     /// (on every host) names this handle's holds and queued requests: 1 to
     /// 128 bytes of printable ASCII without spaces; default
-    /// `"<hostname>:<pid>"`. Errors: `InvalidUrlError`, `InvalidLabelError`
-    /// (a `ValueError`; both before any connection),
+    /// `"<hostname>:<pid>"`. `resize`: when the semaphore exists with another
+    /// total, change its total to `permits` for every client (as `set_total`
+    /// does) instead of raising `TotalMismatchError`; for a rolling deploy
+    /// (the last connect with `resize=True` wins). Errors: `InvalidUrlError`,
+    /// `InvalidLabelError` (a `ValueError`; both before any connection),
     /// `InvalidNameError`, `ValueError`, `AuthenticationError`,
-    /// `RedisConnectionError`, `TotalMismatchError` (nothing changed).
+    /// `RedisConnectionError`, `TotalMismatchError` (another total without
+    /// `resize`; nothing changed).
     #[classmethod]
     #[pyo3(
-        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None, label = None),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None)"
+        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None, label = None, resize = false),
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn connect(
@@ -227,6 +239,7 @@ impl Semaphore {
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
         label: Option<String>,
+        resize: bool,
     ) -> PyResult<Self> {
         let endpoint = redis::Endpoint {
             prefix,
@@ -245,6 +258,7 @@ impl Semaphore {
             endpoint,
             min_replicas_acked,
             label,
+            resize,
         )?;
         Ok(Semaphore {
             core: session::CoreCell::session(core),
@@ -263,7 +277,7 @@ impl Semaphore {
     #[classmethod]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None)"
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False)"
     )]
     fn connect_async<'py>(
         cls: &Bound<'py, pyo3::types::PyType>,
@@ -500,8 +514,8 @@ impl Semaphore {
     /// Closes the semaphore for every process that uses it: its waiting
     /// acquires (in every process, on every host) raise `ClosedError`, and
     /// so does every later acquire; held permits can still be released.
-    /// Idempotent. A closed shared semaphore stays closed until its name is
-    /// removed (`Semaphore.unlink(name)`; Redis: `Semaphore.delete_redis(url,
+    /// Idempotent. A closed shared semaphore stays closed until `reopen()`
+    /// or until its name is removed (`Semaphore.unlink(name)`; Redis: `Semaphore.delete_redis(url,
     /// name)`, once no client is connected): the next `open` (`connect`) of
     /// the name then creates a new one. For a local semaphore, the same as
     /// `close()`. Redis: one round trip (GIL released).
@@ -582,7 +596,8 @@ impl Semaphore {
 
     /// Redis: the conservation sums read in one script: `total`,
     /// `available`, `held` (by every client), `partial` (of queued acquires),
-    /// `queued`, `sessions`, `closed`, `last_token`. One round trip (GIL
+    /// `queued`, `sessions`, `closed`, `last_token`, `debt` (what a shrink
+    /// still waits for). One round trip (GIL
     /// released). `TypeError` on a local or named semaphore.
     #[pyo3(text_signature = "($self)")]
     fn census<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -597,6 +612,52 @@ impl Semaphore {
             return Err(redis::needs_redis("census_async()"));
         }
         off_loop(slf, "census")
+    }
+
+    /// Changes the total of a named or Redis semaphore to `n` permits, for
+    /// every process or client. Growing hands the new permits to the waiting
+    /// acquires at once, in FIFO order (as a release would). Shrinking
+    /// revokes nothing: what is held stays held, and the cut takes effect as
+    /// permits come back (they pay the debt first, before any waiter). Either
+    /// way, every waiting acquire for more than `n` raises `ValueError` at
+    /// once (above the total, as such a request always did); the others keep
+    /// their place. Works on a closed semaphore. Redis: one round trip (GIL
+    /// released; from an event loop, `await set_total_async(n)`). `ValueError`
+    /// (`n` 0 or above the backend's maximum; nothing changed); `TypeError`
+    /// on a local semaphore (it has no shared total).
+    #[pyo3(text_signature = "($self, n)")]
+    fn set_total(&self, py: Python<'_>, n: &Bound<'_, PyAny>) -> PyResult<()> {
+        let core = self.core.get()?;
+        total::set_total(py, &core, n)
+    }
+
+    /// `set_total(n)` off the event loop: an awaitable.
+    #[pyo3(text_signature = "($self, n)")]
+    fn set_total_async<'py>(
+        slf: &Bound<'py, Self>,
+        n: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        total::shared_only(&**slf.get().core.get()?, "set_total_async()")?;
+        off_loop_with(slf, "set_total", n)
+    }
+
+    /// Undoes `close_for_everyone()` of a named or Redis semaphore, for every
+    /// process or client: later acquires work again. Acquires the close
+    /// failed stay failed; a semaphore that is not closed is left as it is.
+    /// Redis: one round trip (GIL released); a handle that saw the close
+    /// learns of the reopen from its next request. `TypeError` on a local
+    /// semaphore (its close is final).
+    #[pyo3(text_signature = "($self)")]
+    fn reopen(&self, py: Python<'_>) -> PyResult<()> {
+        let core = self.core.get()?;
+        total::reopen(py, &core)
+    }
+
+    /// `reopen()` off the event loop: an awaitable.
+    #[pyo3(text_signature = "($self)")]
+    fn reopen_async<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        total::shared_only(&**slf.get().core.get()?, "reopen_async()")?;
+        off_loop(slf, "reopen")
     }
 
     /// Redis: completes when the session that holds this handle's latest
@@ -718,6 +779,24 @@ fn off_loop<'py>(slf: &Bound<'py, Semaphore>, method: &str) -> PyResult<Bound<'p
     py.import("volt_sem._offloop")?
         .getattr("OffLoop")?
         .call1((f,))
+}
+
+/// `off_loop` of a method that takes one argument (bound with
+/// `functools.partial`).
+fn off_loop_with<'py>(
+    slf: &Bound<'py, Semaphore>,
+    method: &str,
+    arg: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = slf.py();
+    let f = slf.getattr(method)?;
+    let bound = py
+        .import("functools")?
+        .getattr("partial")?
+        .call1((f, arg))?;
+    py.import("volt_sem._offloop")?
+        .getattr("OffLoop")?
+        .call1((bound,))
 }
 
 /// A `Semaphore` whose releases cannot outnumber its acquires, as

@@ -317,6 +317,7 @@ pub(crate) fn census_dict<'py>(py: Python<'py>, core: &Core) -> PyResult<Bound<'
     d.set_item("sessions", c.sessions)?;
     d.set_item("closed", c.closed)?;
     d.set_item("last_token", c.last_token)?;
+    d.set_item("debt", c.debt)?;
     Ok(d)
 }
 
@@ -368,6 +369,7 @@ pub(crate) fn connect(
     endpoint: Endpoint,
     min_replicas_acked: Option<(usize, f64)>,
     label: Option<String>,
+    resize: bool,
 ) -> PyResult<(Core, Extra)> {
     let permits = count(permits, "permits")?;
     let max = volt_sem_backend::redis::MAX_PERMITS;
@@ -377,7 +379,10 @@ pub(crate) fn connect(
         )));
     }
     let prefix = endpoint.prefix.clone();
-    let mut options = endpoint.options()?.lease(seconds(lease, "lease")?);
+    let mut options = endpoint
+        .options()?
+        .lease(seconds(lease, "lease")?)
+        .resize(resize);
     if let Some((replicas, timeout)) = min_replicas_acked {
         options =
             options.min_replicas_acked(replicas, seconds(timeout, "min_replicas_acked timeout")?);

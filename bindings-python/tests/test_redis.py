@@ -1118,3 +1118,71 @@ def test_blocking_acquire_while_another_thread_imports_asyncio(server, name):
     sem = connect(server.url, name, 1)
     assert conserved(sem, 1)["available"] == 1
     sem.disconnect()
+
+
+def test_set_total_grows_shrinks_reopens_and_resizes(server, name):
+    """set_total on Redis: a growth alone serves an acquire queued by another
+    process; a shrink fails the waiting acquire above the new total and
+    revokes nothing (the census shows the debt until a release pays it);
+    reopen by another client undoes a close; connect with another total is
+    refused unless resize=True."""
+    sem = connect(server.url, name, 1)
+    assert sem.try_acquire(1)
+    w = Worker(server.url, name, 1)
+    try:
+        w.send("acquire 1")
+        wait_until(lambda: sem.census()["queued"] == 1, "the worker's acquire queued")
+        sem.set_total(2)  # no release: the growth is what serves it
+        assert w.read().split()[0] == "granted"
+        w.send("release 1")
+        assert w.read() == "released"
+    finally:
+        w.close()
+    c = conserved(sem, 2)
+    assert c["held"] == 1 and c["debt"] == 0
+
+    async def shrink():
+        acq = sem.acquire(2)  # takes the free permit as a partial grant
+        task = asyncio.ensure_future(acq)
+        while not acq.waiting:
+            await asyncio.sleep(0.001)
+        await sem.set_total_async(1)
+        with pytest.raises(ValueError, match="total"):
+            await task
+
+    asyncio.run(shrink())
+    c = sem.census()
+    assert c["total"] == 1 and c["held"] == 1 and c["available"] == 0 and c["queued"] == 0
+
+    sem.set_total(2)
+    assert sem.try_acquire(1)
+    sem.set_total(1)
+    c = sem.census()
+    assert c["debt"] == 1 and c["available"] + c["held"] + c["partial"] == c["total"] + c["debt"]
+    sem.release(1)
+    c = sem.census()
+    assert c["debt"] == 0 and c["available"] == 0
+    sem.release(1)
+    assert conserved(sem, 1)["available"] == 1
+    with pytest.raises(ValueError):
+        sem.set_total(0)
+
+    other = connect(server.url, name, 1)
+    sem.close_for_everyone()
+    with pytest.raises(volt_sem.ClosedError):
+        other.try_acquire(1)
+    async def reopen():
+        await other.reopen_async()
+
+    asyncio.run(reopen())
+    assert not sem.census()["closed"]
+    assert sem.try_acquire(1)
+    sem.release(1)
+    other.disconnect()
+
+    with pytest.raises(volt_sem.TotalMismatchError, match="resize=True"):
+        connect(server.url, name, 3)
+    resized = connect(server.url, name, 3, resize=True)
+    assert conserved(sem, 3)["available"] == 3
+    resized.disconnect()
+    sem.disconnect()

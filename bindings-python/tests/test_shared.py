@@ -486,3 +486,79 @@ def test_trio_task_waits_on_a_shared_semaphore(name):
     assert w.read() == "done"
     w.finish()
     assert sem.available_permits == 2
+
+
+def test_set_total_grows_shrinks_reopens_and_resizes(name):
+    """set_total: a growth alone serves an acquire queued in another
+    process; a shrink fails the waiting acquire above the new total and
+    revokes nothing (the next release pays the debt); reopen undoes a close;
+    open with another total is refused unless resize=True."""
+    sem = volt_sem.Semaphore.open(name, 1, create=True)
+    assert sem.try_acquire(1)
+    b = Worker(name, 1, "fifo")
+    assert b.read() == "queued"
+    sem.set_total(2)  # no release: the growth is what serves B
+    assert sem.total_permits == 2
+
+    def granted():
+        b.send("status")
+        return b.read() == "granted"
+
+    wait_until(granted, "B served by the growth")
+    b.send("finish")
+    assert b.read() == "done"
+    b.finish()
+    assert sem.available_permits == 1
+
+    async def shrink():
+        acq = sem.acquire(2)  # takes the free permit as a partial grant
+        task = asyncio.ensure_future(acq)
+        while not acq.waiting:
+            await asyncio.sleep(0.001)
+        sem.set_total(1)
+        with pytest.raises(ValueError, match="total"):
+            await task
+
+    asyncio.run(shrink())
+    assert sem.total_permits == 1 and sem.available_permits == 0  # ours stays held
+
+    sem.set_total(2)
+    assert sem.try_acquire(1)
+    sem.set_total(1)
+    sem.release(1)
+    assert sem.available_permits == 0  # that release paid the debt
+    sem.release(1)
+    assert sem.available_permits == 1
+    with pytest.raises(ValueError):
+        sem.set_total(0)
+    with pytest.raises(TypeError):
+        sem.set_total(True)
+    assert sem.total_permits == 1
+
+    sem.close_for_everyone()
+    with pytest.raises(volt_sem.ClosedError):
+        sem.acquire_blocking(1, timeout=1)
+    sem.reopen()
+    assert not sem.closed and sem.try_acquire(1)
+    sem.release(1)
+
+    async def off_loop():
+        await sem.set_total_async(3)
+        await sem.reopen_async()
+
+    asyncio.run(off_loop())
+    assert sem.total_permits == 3
+
+    with pytest.raises(volt_sem.TotalMismatchError, match="resize=True"):
+        volt_sem.Semaphore.open(name, 4, create=False)
+    other = volt_sem.Semaphore.open(name, 4, create=False, resize=True)
+    assert sem.total_permits == other.total_permits == 4 and sem.available_permits == 4
+    other.disconnect()
+
+
+def test_set_total_and_reopen_refused_on_a_local_semaphore():
+    local = volt_sem.Semaphore(1)
+    for call in (lambda: local.set_total(2), local.reopen, lambda: local.set_total_async(2), local.reopen_async):
+        with pytest.raises(TypeError, match="named and Redis"):
+            call()
+    assert local.available_permits == 1

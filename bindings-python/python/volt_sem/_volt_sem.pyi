@@ -210,6 +210,7 @@ class Semaphore:
         mode: int = 0o600,
         accept_foreign_owner: bool = False,
         label: Optional[str] = None,
+        resize: bool = False,
     ) -> "Semaphore":
         """The semaphore named ``name``, shared by every process of this machine
         that opens the same name (Linux), created with ``permits`` permits in
@@ -227,8 +228,13 @@ class Semaphore:
         :meth:`inspect` (in every process): 1 to 128 bytes of printable ASCII
         without spaces, default ``"<hostname>:<pid>"``; one per process and
         name (while the process has the name open, a further ``open`` keeps
-        the first label). Raises :class:`InvalidLabelError` (a ``ValueError``:
-        an invalid ``label``, nothing opened), :class:`TotalMismatchError`,
+        the first label). ``resize=True``: when the name exists with another
+        total, change its total to ``permits`` for every process (as
+        :meth:`set_total` does) instead of raising :class:`TotalMismatchError`
+        (a rolling deploy that changes the total; the last such ``open``
+        wins). Raises :class:`InvalidLabelError` (a ``ValueError``:
+        an invalid ``label``, nothing opened), :class:`TotalMismatchError`
+        (another total without ``resize``),
         :class:`VersionMismatchError`, :class:`NotASegmentError`,
         :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
@@ -250,6 +256,7 @@ class Semaphore:
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
         label: Optional[str] = None,
+        resize: bool = False,
     ) -> "Semaphore":
         """The semaphore ``name`` stored in the Redis at ``url``
         (``redis://[user:password@]host[:port][/db]``, ``unix:///path``; with
@@ -274,7 +281,10 @@ class Semaphore:
         held goes to the next waiter).
         ``label`` names this handle's holds and queued requests in
         :meth:`inspect` (on every host): 1 to 128 bytes of printable ASCII
-        without spaces, default ``"<hostname>:<pid>"``.
+        without spaces, default ``"<hostname>:<pid>"``. ``resize=True``: when
+        the semaphore exists with another total, change its total to
+        ``permits`` for every client (as :meth:`set_total` does) instead of
+        raising :class:`TotalMismatchError` (the last such connect wins).
         Raises :class:`InvalidUrlError` (the message says why, and the forms
         expected), :class:`InvalidLabelError` (a ``ValueError``; both before
         any connection), :class:`InvalidNameError`,
@@ -296,6 +306,7 @@ class Semaphore:
         tls_client_cert: Optional[Tuple[str, str]] = None,
         min_replicas_acked: Optional[Tuple[int, float]] = None,
         label: Optional[str] = None,
+        resize: bool = False,
     ) -> RedisConnect:
         """:meth:`connect` off the event loop (the loop's executor; trio: a
         worker thread): ``await`` it in a task; the loop runs on meanwhile.
@@ -405,10 +416,11 @@ class Semaphore:
         """Closes the semaphore for every process (and, Redis, every client
         on every host) that uses it (as :meth:`close` does a local one):
         waiters everywhere raise :class:`ClosedError`, and so does every later
-        acquire. A closed named semaphore stays closed until :meth:`unlink`
-        removes its name; the next :meth:`open` then creates a new one. A
-        closed Redis one, for later deploys too, until :meth:`delete_redis`
-        removes its keys (once no client is connected)."""
+        acquire. A closed named semaphore stays closed until :meth:`reopen`,
+        or until :meth:`unlink` removes its name (the next :meth:`open` then
+        creates a new one). A closed Redis one, for later deploys too, until
+        :meth:`reopen`, or until :meth:`delete_redis` removes its keys (once
+        no client is connected)."""
     def close_for_everyone_async(self) -> OffLoop[None]:
         """:meth:`close_for_everyone` off the event loop."""
     def disconnect(self) -> None:
@@ -426,11 +438,34 @@ class Semaphore:
         """:meth:`disconnect` off the event loop."""
     def census(self) -> Dict[str, int]:
         """Redis: ``total``, ``available``, ``held`` (every client),
-        ``partial``, ``queued``, ``sessions``, ``closed``, ``last_token``:
-        available + held + partial == total at all times. One round trip.
-        ``TypeError`` on a local or named semaphore."""
+        ``partial``, ``queued``, ``sessions``, ``closed``, ``last_token``,
+        ``debt`` (what a shrink by :meth:`set_total` still waits for):
+        available + held + partial == total + debt at all times. One round
+        trip. ``TypeError`` on a local or named semaphore."""
     def census_async(self) -> OffLoop[Dict[str, int]]:
         """:meth:`census` off the event loop."""
+    def set_total(self, n: int) -> None:
+        """Changes the total of a named or Redis semaphore to ``n`` permits,
+        for every process or client. Growing hands the new permits to the
+        waiting acquires at once, in FIFO order (as a release would).
+        Shrinking revokes nothing: what is held stays held, and the cut
+        takes effect as permits come back (they pay the debt first, before
+        any waiter). Either way, every waiting acquire for more than ``n``
+        raises ``ValueError`` at once (above the total); the others keep
+        their place. Works on a closed semaphore. Redis: one round trip (GIL
+        released). ``ValueError`` (``n`` 0 or above the backend's maximum;
+        nothing changed); ``TypeError`` on a local semaphore."""
+    def set_total_async(self, n: int) -> OffLoop[None]:
+        """:meth:`set_total` off the event loop."""
+    def reopen(self) -> None:
+        """Undoes :meth:`close_for_everyone` of a named or Redis semaphore,
+        for every process or client: later acquires work again (acquires the
+        close failed stay failed). A no-op on one that is not closed. Redis:
+        one round trip (GIL released); a handle that saw the close learns of
+        the reopen from its next request. ``TypeError`` on a local semaphore
+        (its close is final)."""
+    def reopen_async(self) -> OffLoop[None]:
+        """:meth:`reopen` off the event loop."""
     def inspect(self) -> "Inspection":
         """Who holds the permits and who waits, in queue order, on every
         backend: one snapshot, in which ``available + sum(h.permits for h in

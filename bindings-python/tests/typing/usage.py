@@ -98,6 +98,12 @@ async def shared_worker() -> None:
         del shared
     except (volt_sem.NotHeldError, volt_sem.QueueFullError, FileNotFoundError):
         pass
+    # A rolling deploy from 4 to 6 permits, and a change of total online.
+    grown = volt_sem.Semaphore.open("gpu", 6, resize=True)
+    assert_type(grown.set_total(8), None)
+    assert_type(await grown.set_total_async(6), None)
+    assert_type(grown.reopen(), None)
+    assert_type(await grown.reopen_async(), None)
     try:
         volt_sem.Semaphore.open("gpu", 4, label="not valid")
     except volt_sem.InvalidLabelError as e:
@@ -132,6 +138,13 @@ async def redis_worker() -> None:
     assert_type(await lost, volt_sem.RedisError)
     await db.release_async(3)
     assert_type(await db.census_async(), Dict[str, int])
+    await db.set_total_async(60)
+    await db.reopen_async()
+    resized = await volt_sem.Semaphore.connect_async(
+        "redis://127.0.0.1:6379", "db-pool", 60, resize=True
+    )
+    resized.set_total(50)
+    resized.reopen()
     async with db as one:
         assert_type(one, None)
     await db.close_for_everyone_async()
