@@ -122,6 +122,14 @@ export interface OpenOptions {
    * (nothing opened or created); a non-string, a `TypeError`.
    */
   label?: string;
+  /**
+   * When the name exists with another total, change its total to `permits`
+   * for every process (as {@link Semaphore.setTotal} does) instead of
+   * throwing `ERR_VOLT_MISMATCH` (default `false`). For a rolling deploy that
+   * changes the total: the new processes open with the new total and
+   * `resize: true`; the last such `open` wins.
+   */
+  resize?: boolean;
 }
 
 /**
@@ -135,7 +143,8 @@ export interface OpenOptions {
  * * `ERR_VOLT_EXISTS`: `createOnly` and the name exists.
  * * `ERR_VOLT_PERMISSION`: the OS refused access (see `mode`), or another user
  *   owns the semaphore and `acceptForeignOwner` is not set.
- * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the error).
+ * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the
+ *   error) and `resize` is not set.
  * * `ERR_VOLT_VERSION_MISMATCH`: made by another layout version (`found`).
  * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.
  * * `ERR_VOLT_PROCESS_TABLE_FULL`: 128 processes are attached already.
@@ -385,7 +394,7 @@ export declare class Semaphore {
    * Closes the semaphore for everyone: every thread and, on a named
    * semaphore, every process that opened the name, now and later, until the
    * name is unlinked ({@link Semaphore.unlink}; the next `open` of it creates
-   * a new, open semaphore). Same as `close()` on a local semaphore.
+   * a new, open semaphore) or {@link Semaphore.reopen} reopens it. Same as `close()` on a local semaphore.
    *
    * Redis: every client on every host, and every later `connect` of the name
    * (queued acquires everywhere reject with `ERR_VOLT_CLOSED`); to use the
@@ -401,6 +410,32 @@ export declare class Semaphore {
    * @throws {TypeError} `ERR_INVALID_STATE` on a local or named semaphore.
    */
   census(): Promise<RedisCensus>;
+
+  /**
+   * Changes the total of a named or Redis semaphore to `n` permits, for
+   * every process and client, off the event loop (Redis: a round trip).
+   * Growing hands the new permits to the queued acquires at once, in FIFO
+   * order (as a release would). Shrinking revokes nothing: what is held
+   * stays held, and the cut takes effect as permits come back (they pay the
+   * debt first, before any waiter). Either way, every queued acquire for
+   * more than `n` rejects at once with a `RangeError` (`ERR_OUT_OF_RANGE`,
+   * as a request above the total always did); the others keep their place.
+   * Works on a closed semaphore.
+   * @throws {TypeError} `ERR_INVALID_STATE` on an in-process semaphore.
+   * Rejects with a `RangeError` for `n` not an integer in 1 to the
+   * backend's maximum (nothing changed).
+   */
+  setTotal(n: number): Promise<void>;
+
+  /**
+   * Undoes {@link Semaphore.closeForEveryone} of a named or Redis semaphore,
+   * for every process and client, off the event loop: later acquires work
+   * again (acquires the close rejected stay rejected). Resolves at once on
+   * one that is not closed.
+   * @throws {TypeError} `ERR_INVALID_STATE` on an in-process semaphore (its
+   * close is final).
+   */
+  reopen(): Promise<void>;
 
   /**
    * Who holds this semaphore's permits and who waits, in queue order, on
@@ -642,6 +677,13 @@ export interface ConnectOptions {
    * non-string, with a `TypeError`. Ignored by {@link Semaphore.deleteRedis}.
    */
   label?: string;
+  /**
+   * When the semaphore exists with another total, change its total to
+   * `permits` for every client (as {@link Semaphore.setTotal} does) instead
+   * of rejecting with `ERR_VOLT_MISMATCH` (default `false`); the last such
+   * `connect` wins. Ignored by {@link Semaphore.deleteRedis}.
+   */
+  resize?: boolean;
 }
 
 /**
@@ -795,6 +837,11 @@ export interface RedisCensus {
   closed: boolean;
   /** The last fencing token issued. */
   lastToken: number;
+  /**
+   * Permits a shrink ({@link Semaphore.setTotal}) still waits for: the next
+   * ones released pay it first. `available + held + partial === total + debt`.
+   */
+  debt: number;
 }
 
 /**

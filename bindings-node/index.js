@@ -309,12 +309,12 @@ function checkOptionNames(options, known) {
 }
 
 const ACQUIRE_OPTIONS = ['signal', 'timeout'];
-const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode', 'label'];
-// deleteRedis() takes them too: the lease and the label (it opens no session)
-// are then ignored.
+const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode', 'label', 'resize'];
+// deleteRedis() takes them too: the lease, the label and resize (it opens no
+// session) are then ignored.
 const CONNECT_OPTIONS = [
   'lease', 'prefix', 'connectTimeout', 'commandTimeout', 'cluster', 'tlsCaFile', 'tlsClientCert', 'minReplicasAcked',
-  'label',
+  'label', 'resize',
 ];
 
 /**
@@ -1154,6 +1154,34 @@ class Semaphore {
     return native.inspect(this.#h, this.#ref);
   }
 
+  /**
+   * Changes the total of a named or Redis semaphore to `n` permits, for
+   * every process and client (off the event loop). See index.d.ts.
+   */
+  setTotal(n) {
+    if (!this.#named && !this.#redis) throw invalidState(sharedOnly('setTotal()'));
+    if (this.#disconnected) return Promise.reject(this.#gone());
+    try {
+      checkNumber(n, 'n');
+      if (!Number.isInteger(n) || n < 1 || n > MAX_PERMITS) {
+        throw rangeError(`volt-sem: n must be an integer in 1..=${MAX_PERMITS}, got ${String(n)}`);
+      }
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    return native.setTotal(this.#h, this.#ref, n).then(() => undefined);
+  }
+
+  /**
+   * Undoes closeForEveryone() of a named or Redis semaphore, for every
+   * process and client (off the event loop). See index.d.ts.
+   */
+  reopen() {
+    if (!this.#named && !this.#redis) throw invalidState(sharedOnly('reopen()'));
+    if (this.#disconnected) return Promise.reject(this.#gone());
+    return native.reopen(this.#h, this.#ref).then(() => undefined);
+  }
+
   /** A Redis semaphore's conservation sums, read in one script (a round trip). */
   census() {
     if (!this.#redis) throw invalidState('census() is for a Redis semaphore (Semaphore.connect)');
@@ -1320,7 +1348,8 @@ class Semaphore {
       flags =
         (createOnly ? OPEN_CREATE_ONLY : 0) |
         (attachOnly ? OPEN_ATTACH_ONLY : 0) |
-        (acceptForeignOwner ? OPEN_ACCEPT_FOREIGN_OWNER : 0);
+        (acceptForeignOwner ? OPEN_ACCEPT_FOREIGN_OWNER : 0) |
+        (checkResize(options) ? OPEN_RESIZE : 0);
       if (options.mode !== undefined) {
         mode = options.mode;
         if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o777) {
@@ -1352,7 +1381,10 @@ class Semaphore {
       checkTotal(permits);
       const opts = connectOptions(options, 'connect');
       const label = checkLabel(options);
-      return native.connect(url, name, permits, ...opts, label, true).then((h) => new Semaphore(INTERNAL, h));
+      const resize = checkResize(options);
+      return native
+        .connect(url, name, permits, ...opts, label, resize, true)
+        .then((h) => new Semaphore(INTERNAL, h));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -1444,6 +1476,26 @@ const RedisSemaphore = new Proxy(Semaphore, {
 const OPEN_CREATE_ONLY = 1;
 const OPEN_ATTACH_ONLY = 2;
 const OPEN_ACCEPT_FOREIGN_OWNER = 4;
+const OPEN_RESIZE = 8;
+
+/**
+ * `options.resize` of open() and connect(): when the semaphore exists with
+ * another total, change its total to `permits` instead of refusing with
+ * ERR_VOLT_TOTAL_MISMATCH. A boolean; default false.
+ */
+function checkResize(options) {
+  const resize = options?.resize;
+  if (resize === undefined) return false;
+  if (typeof resize !== 'boolean') throw typeError('volt-sem: options.resize must be a boolean');
+  return resize;
+}
+
+function sharedOnly(what) {
+  return (
+    `${what} is for named and Redis semaphores (Semaphore.open, Semaphore.connect); ` +
+    'an in-process Semaphore has no total shared with anyone'
+  );
+}
 
 function checkName(name, what) {
   if (typeof name !== 'string') {

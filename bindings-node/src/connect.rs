@@ -74,11 +74,12 @@ fn bad_args(env: RawEnv, what: &str) -> RawValue {
     )
 }
 
-// connect(url, name, permits, ...options (10), label, refd): Promise<External>.
-// index.js checked the types (label: a string, or null for the default); the
+// connect(url, name, permits, ...options (10), label, resize, refd):
+// Promise<External>. index.js checked the types (label: a string, or null for
+// the default; resize: a boolean); the
 // content (URL, name, prefix, label, permits, option ranges) is checked by the
 // backend, and rejects the promise.
-native!(js_connect, |env, _ctx, argv: [15]| {
+native!(js_connect, |env, _ctx, argv: [16]| {
     let (Some(url), Some(name), Some(mut opts)) = (
         string_arg(env, argv[0]),
         string_arg(env, argv[1]),
@@ -89,8 +90,9 @@ native!(js_connect, |env, _ctx, argv: [15]| {
     if let Some(label) = string_arg(env, argv[13]) {
         opts = opts.label(label);
     }
+    opts = opts.resize(flag(env, argv[14]));
     let permits = count(env, argv[2]).unwrap_or(0); // 0: refused by the backend
-    spawn(env, flag(env, argv[14]), move || {
+    spawn(env, flag(env, argv[15]), move || {
         match Core::connect(&url, &name, permits, opts) {
             Ok(core) => Done::Connected(Sem::new(core, Some(name.into()))),
             Err(e) => Done::Failed(e, "volt-sem: Semaphore.connect()"),

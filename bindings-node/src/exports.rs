@@ -30,6 +30,7 @@ use crate::raw::double;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
 use crate::teardown::env_cleanup;
+use crate::total::{js_reopen, js_set_total};
 use crate::view::js_view;
 use crate::wake::{js_drain, js_init};
 use crate::{RawEnv, RawValue};
@@ -63,7 +64,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         next_watch: Cell::new(0),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 38] = [
+    let fns: [(&std::ffi::CStr, Cb); 40] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -95,6 +96,8 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"connect", js_connect),
         (c"deleteRedis", js_delete_redis),
         (c"census", js_census),
+        (c"setTotal", js_set_total),
+        (c"reopen", js_reopen),
         (c"inspect", js_inspect),
         (c"closeAsync", js_close_async),
         (c"disconnectAsync", js_disconnect_async),

@@ -65,6 +65,7 @@ mod registry;
 mod removal;
 mod semaphore;
 mod teardown;
+mod total;
 mod view;
 mod wake;
 

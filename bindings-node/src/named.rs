@@ -34,6 +34,7 @@ use crate::{RawEnv, RawValue};
 const CREATE_ONLY: u32 = 1;
 const ATTACH_ONLY: u32 = 2;
 const ACCEPT_FOREIGN_OWNER: u32 = 4;
+const RESIZE: u32 = 8;
 
 fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
     // SAFETY: plain Node-API calls on the JS thread.
@@ -131,7 +132,8 @@ native!(js_open, |env, _ctx, argv: [5]| {
     let flags = u32_arg(env, argv[2]);
     let mut options = OpenOptions::new()
         .mode(u32_arg(env, argv[3]))
-        .accept_foreign_owner(flags & ACCEPT_FOREIGN_OWNER != 0);
+        .accept_foreign_owner(flags & ACCEPT_FOREIGN_OWNER != 0)
+        .resize(flags & RESIZE != 0);
     if flags & CREATE_ONLY != 0 {
         options = options.create_only();
     } else if flags & ATTACH_ONLY != 0 {

@@ -224,6 +224,7 @@ fn census(env: RawEnv, c: &Census) -> RawValue {
         (c"queued", c.queued as f64),
         (c"sessions", c.sessions as f64),
         (c"lastToken", c.last_token as f64),
+        (c"debt", c.debt as f64),
     ];
     // SAFETY: plain value creation on the JS thread.
     unsafe {

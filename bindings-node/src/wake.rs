@@ -133,7 +133,8 @@ impl EnvCtx {
                 GRANTED
             }
             Finish::Closed => WOKEN_CLOSED,
-            // A Redis request: its session was lost, Redis lost the state, ...
+            // A Redis request: its session was lost, Redis lost the state, ...;
+            // or a shared request above the total a `setTotal` lowered.
             Finish::Failed(e) => {
                 self.extras
                     .borrow_mut()

@@ -570,3 +570,63 @@ test('a waiter on a named semaphore keeps the process alive until it is served',
   assert.match(out, /served/);
   assert.equal(s.availablePermits, 1);
 });
+
+// ---------------------------------------------------------------- total
+
+test('setTotal(): a growth alone serves the waiter of another process; a shrink rejects the queued acquire above it and revokes nothing', T, async () => {
+  const name = fresh('total');
+  const s = Semaphore.open(name, 1);
+  assert.equal(s.tryAcquire(1), true);
+  const c = child();
+  try {
+    await c.open(name, 1);
+    const granted = c.call({ op: 'acquire', n: 1 }, 'granted');
+    await c.next((m) => m.ev === 'queued');
+    await s.setTotal(2); // no release: the growth is what serves the child
+    assert.equal((await granted).ev, 'granted');
+    assert.equal(s.totalPermits, 2);
+    await c.call({ op: 'release', n: 1 });
+    assert.equal(s.availablePermits, 1);
+  } finally {
+    await quit(c);
+  }
+  // acquire(2) takes the free permit as a partial grant; the shrink fails it.
+  const big = s.acquire(2);
+  const failed = assert.rejects(big, (e) => e instanceof RangeError && e.code === 'ERR_OUT_OF_RANGE');
+  await s.setTotal(1); // it may reject before this resolves
+  await failed;
+  assert.equal(s.totalPermits, 1);
+  assert.equal(s.availablePermits, 0); // ours stays held
+  await s.setTotal(2);
+  assert.equal(s.tryAcquire(1), true);
+  await s.setTotal(1);
+  s.release(1);
+  assert.equal(s.availablePermits, 0); // that release paid the debt
+  s.release(1);
+  assert.equal(s.availablePermits, 1);
+  await assert.rejects(s.setTotal(0), (e) => e instanceof RangeError);
+  await assert.rejects(s.setTotal(1.5), (e) => e instanceof RangeError);
+  await assert.rejects(s.setTotal('2'), (e) => e instanceof TypeError);
+  assert.equal(s.totalPermits, 1);
+});
+
+test('reopen() undoes closeForEveryone(); open() with another total needs resize: true', T, async () => {
+  const name = fresh('reopen');
+  const s = Semaphore.open(name, 1);
+  await s.reopen(); // not closed: nothing to do
+  await s.closeForEveryone();
+  assert.throws(() => s.tryAcquire(1), code('ERR_VOLT_CLOSED'));
+  await s.reopen();
+  assert.equal(s.closed, false);
+  assert.equal(s.tryAcquire(1), true);
+  s.release(1);
+  assert.throws(() => Semaphore.open(name, 3), code('ERR_VOLT_MISMATCH'));
+  assert.throws(() => Semaphore.open(name, 3, { resize: 'yes' }), TypeError);
+  const other = Semaphore.open(name, 3, { attachOnly: true, resize: true });
+  assert.equal(s.totalPermits, 3);
+  assert.equal(other.totalPermits, 3);
+  assert.equal(s.availablePermits, 3);
+  const local = new Semaphore(1);
+  assert.throws(() => local.setTotal(2), (e) => e.code === 'ERR_INVALID_STATE' && /named and Redis/.test(e.message));
+  assert.throws(() => local.reopen(), (e) => e.code === 'ERR_INVALID_STATE');
+});

@@ -801,3 +801,62 @@ test('TLS and replication options reach the connection (typed errors, nothing lo
   await plain.disconnect();
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+test('setTotal(): a growth alone serves the acquire of another process; a shrink rejects the queued acquire above it and keeps a debt', async () => {
+  const name = 'set-total';
+  const parent = await Semaphore.connect(srv.url(), name, 1);
+  await parent.acquire(1);
+  const c = child(name, 1);
+  assert.equal((await c.next('ready')).error, undefined);
+  c.send({ op: 'acquire', n: 1 });
+  await eventually('child queued', async () => (await parent.census()).queued === 1);
+  await parent.setTotal(2); // no release: the growth is what serves the child
+  assert.equal((await c.next('acquire')).n, 1);
+  c.send({ op: 'release', n: 1 });
+  await c.next('release');
+  c.send({ op: 'exit' });
+  await c.exited;
+  let cs = await conserved(parent);
+  assert.deepEqual([cs.total, cs.available, cs.held, cs.debt], [2, 1, 1, 0]);
+
+  // acquire(2) takes the free permit as a partial grant; the shrink fails it.
+  const big = parent.acquire(2);
+  await eventually('acquire(2) queued', async () => (await parent.census()).partial === 1);
+  const failed = assert.rejects(big, (e) => e instanceof RangeError && e.code === 'ERR_OUT_OF_RANGE');
+  await parent.setTotal(1); // it may reject before this resolves
+  await failed;
+  cs = await conserved(parent);
+  assert.deepEqual([cs.total, cs.available, cs.held, cs.queued], [1, 0, 1, 0]);
+
+  await parent.setTotal(2);
+  assert.notEqual(await parent.tryAcquirePermit(1), null);
+  await parent.setTotal(1);
+  cs = await parent.census();
+  assert.deepEqual([cs.held, cs.available, cs.debt], [2, 0, 1]);
+  assert.equal(cs.available + cs.held + cs.partial, cs.total + cs.debt);
+  await parent.release(1);
+  cs = await parent.census();
+  assert.deepEqual([cs.available, cs.debt], [0, 0]);
+  await parent.release(1);
+  assert.equal((await conserved(parent)).available, 1);
+  await assert.rejects(parent.setTotal(0), (e) => e instanceof RangeError);
+  await parent.disconnect();
+});
+
+test('reopen() by another client undoes closeForEveryone(); connect() with another total needs resize: true', async () => {
+  const name = 'reopen';
+  const a = await Semaphore.connect(srv.url(), name, 1);
+  const b = await Semaphore.connect(srv.url(), name, 1);
+  await a.closeForEveryone();
+  await assert.rejects(b.acquire(1), (e) => e.code === 'ERR_VOLT_CLOSED');
+  await b.reopen();
+  assert.equal((await a.census()).closed, false);
+  await a.acquire(1);
+  await a.release(1);
+  await assert.rejects(Semaphore.connect(srv.url(), name, 3), (e) => e.code === 'ERR_VOLT_MISMATCH');
+  await assert.rejects(Semaphore.connect(srv.url(), name, 3, { resize: 1 }), TypeError);
+  const c = await Semaphore.connect(srv.url(), name, 3, { resize: true });
+  const cs = await conserved(a);
+  assert.deepEqual([cs.total, cs.available], [3, 3]);
+  await Promise.all([a.disconnect(), b.disconnect(), c.disconnect()]);
+});

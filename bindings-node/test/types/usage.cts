@@ -51,6 +51,14 @@ async function main(): Promise<void> {
   void [locked, pending, cancelled, v, m.cancel(), l.pendingCount, volt.Semaphore === Semaphore];
   const options: OpenOptions = { createOnly: false, attachOnly: false, mode: 0o660, acceptForeignOwner: false, label: 'gpu-worker-1' };
   const named: Semaphore = Semaphore.open('usage-cts', 2, options);
+  const grown: Semaphore = Semaphore.open('usage-cts', 3, { attachOnly: true, resize: true });
+  const changed: void = await grown.setTotal(4);
+  const reopened: void = await grown.reopen();
+  void [changed, reopened];
+  // @ts-expect-error: resize is a boolean
+  Semaphore.open('x', 2, { resize: 1 });
+  // @ts-expect-error: setTotal takes a count
+  void grown.setTotal('4');
   const about: [string | null, number | null] = [named.name, named.totalPermits];
   void about;
   await named.runExclusive(async () => named.availablePermits, 2, { signal: AbortSignal.timeout(100) });
@@ -73,6 +81,11 @@ async function main(): Promise<void> {
   const nothing: void = await remote.acquire(2, { signal: remote.leaseSignal, timeout: 1000 });
   const maybe: Releaser | null = await remote.tryAcquirePermit(1);
   const census: RedisCensus = await remote.census();
+  const debt: number = census.debt;
+  await remote.setTotal(5);
+  await remote.reopen();
+  const resized: Semaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 5, { resize: true });
+  void [debt, resized];
   const seen: Inspection = await remote.inspect();
   const h: Holder | undefined = seen.holders[0];
   const w: QueuedWaiter | undefined = seen.waiters[0];
