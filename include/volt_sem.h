@@ -513,7 +513,8 @@ enum volt_status
    */
   VOLT_PERMISSION = 13,
   /**
-   * The name exists with another total of permits; nothing was changed.
+   * The name exists with another total of permits; nothing was changed
+   * (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
    */
   VOLT_MISMATCH = 14,
   /**
@@ -553,7 +554,8 @@ enum volt_status
   /**
    * Named shared semaphores are not supported on this platform (Linux
    * only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
-   * on a local or shared semaphore.
+   * on a local or shared semaphore; or a call for named and Redis
+   * semaphores (`volt_sem_set_total`, `volt_sem_reopen`) on a local one.
    */
   VOLT_UNSUPPORTED = 22,
   /**

@@ -48,7 +48,8 @@ pub enum volt_status {
     /// The OS refused access to the shared segment (its mode), or another
     /// user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
     VOLT_PERMISSION = 13,
-    /// The name exists with another total of permits; nothing was changed.
+    /// The name exists with another total of permits; nothing was changed
+    /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
     VOLT_MISMATCH = 14,
     /// The segment was made by another layout version of the library.
     VOLT_VERSION_MISMATCH = 15,
@@ -72,7 +73,8 @@ pub enum volt_status {
     VOLT_FORKED = 21,
     /// Named shared semaphores are not supported on this platform (Linux
     /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
-    /// on a local or shared semaphore.
+    /// on a local or shared semaphore; or a call for named and Redis
+    /// semaphores (`volt_sem_set_total`, `volt_sem_reopen`) on a local one.
     VOLT_UNSUPPORTED = 22,
     /// The shared segment is corrupt: it holds a value the library never
     /// writes (another process with write access scribbled on it; the call

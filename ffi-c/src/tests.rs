@@ -266,7 +266,11 @@ fn open_flags() {
         open_options(VOLT_OPEN_ATTACH_ONLY | VOLT_OPEN_ACCEPT_FOREIGN_OWNER),
         Some(OpenOptions::new().attach_only().accept_foreign_owner(true))
     );
-    assert_eq!(open_options(8), None);
+    assert_eq!(
+        open_options(VOLT_OPEN_ATTACH_ONLY | VOLT_OPEN_RESIZE),
+        Some(OpenOptions::new().attach_only().resize(true))
+    );
+    assert_eq!(open_options(16), None);
     assert_eq!(open_options(1 << 31), None);
     assert_eq!(open_options(0o1000 << VOLT_OPEN_MODE_SHIFT), None);
 }
