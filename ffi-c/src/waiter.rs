@@ -263,8 +263,9 @@ pub unsafe extern "C" fn volt_waiter_is_busy(waiter: *const volt_waiter) -> bool
 ///   process's doorbell thread of that name, whichever process released.
 /// * On a Redis semaphore it never blocks and is always `VOLT_PENDING` when
 ///   accepted (the handle's door thread sends the request; at once only the
-///   errors the handle knows itself: `VOLT_CLOSED`, `VOLT_STATE_LOST`,
-///   `VOLT_FORKED`). Its `wake(ctx)` runs on the handle's door thread (the
+///   errors the handle knows itself: `VOLT_STATE_LOST`, `VOLT_FORKED`; a
+///   close is Redis's to report, through the callback, since another client
+///   may have reopened the name). Its `wake(ctx)` runs on the handle's door thread (the
 ///   request granted at once, or by a release through this handle; or a
 ///   thread waiting in a call of the handle that ran the door's work
 ///   itself), its agent thread (granted by another client), or the thread
