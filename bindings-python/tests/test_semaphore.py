@@ -319,7 +319,9 @@ def test_text_signatures():
     assert str(inspect.signature(volt_sem.Mutex.acquire_blocking)) == "(self, /, timeout=None)"
     assert str(inspect.signature(volt_sem.RwLock.read_blocking)) == "(self, /, timeout=None)"
     assert str(inspect.signature(Semaphore)) == "(permits: int = 1)"
-    assert str(inspect.signature(Semaphore.open)) == "(name, permits, *, create=None, mode=384, accept_foreign_owner=False)"
+    assert str(inspect.signature(Semaphore.open)) == (
+        "(name, permits, *, create=None, mode=384, accept_foreign_owner=False, label=None, resize=False)"
+    )
     assert str(inspect.signature(Semaphore.unlink)) == "(name)"
     assert str(inspect.signature(volt_sem.Mutex)) == "()"
     assert str(inspect.signature(volt_sem.RwLock)) == "()"
