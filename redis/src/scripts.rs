@@ -268,23 +268,10 @@ impl Scripts {
 
     /// `connect.lua`: adopt or create the semaphore and register session
     /// `who.sid`, recording `process` ([`process_info`]; "" for none) for
-    /// `inspect.lua`.
-    pub fn connect(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-        total: u64,
-        new_inc: &str,
-        process: &str,
-    ) -> Result<Reply, CallError> {
-        self.connect_mode(con, keys, who, total, new_inc, process, "")
-    }
-
-    /// `connect.lua` with what to do about another total: `""` refuse,
-    /// `"resize"` set it, `"adopt"` keep it.
+    /// `inspect.lua`; `mode` says what to do about another total: `""`
+    /// refuse, `"resize"` set it, `"adopt"` keep it.
     #[allow(clippy::too_many_arguments)]
-    pub fn connect_mode(
+    pub fn connect(
         &self,
         con: &mut dyn redis::ConnectionLike,
         keys: &Keys,

@@ -440,7 +440,7 @@ impl Inner {
         let sent = Instant::now();
         let mode = if opts.resize { "resize" } else { "" };
         let r = scripts
-            .connect_mode(&mut con, &keys, who, total, &new_inc, &process, mode)
+            .connect(&mut con, &keys, who, total, &new_inc, &process, mode)
             .map_err(|e| match e {
                 CallError::NotRun(e) => e,
                 // Timed out at the deadline: a session it may have
@@ -567,7 +567,7 @@ impl Inner {
         // A new session of a handle: the semaphore's total now is the
         // handle's, whoever changed it ("adopt").
         let r = self.with_cmd(|con| {
-            self.scripts.connect_mode(
+            self.scripts.connect(
                 con,
                 &self.keys,
                 self.who(&sid),

@@ -281,6 +281,7 @@ fn run(seed: u64, total: u64, steps: usize) {
                 total,
                 "inc-1",
                 &format!("7 label-{sid} model host"),
+                "",
             )
             .unwrap()
         });
