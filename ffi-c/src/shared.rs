@@ -8,7 +8,7 @@ use std::ptr;
 use volt_sem_backend::{OpenOptions, Semaphore};
 
 use crate::boundary::{
-    ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned,
+    ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned, Checked,
 };
 use crate::semaphore::{hand_out, volt_sem};
 use crate::status::status;
@@ -122,13 +122,33 @@ pub unsafe extern "C" fn volt_sem_open(
     flags: u32,
     out: *mut *const volt_sem,
 ) -> volt_status {
+    // SAFETY: forwarded contract.
+    unsafe {
+        open_into(name, permits, out, || {
+            open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)
+        })
+    }
+}
+
+/// What `volt_sem_open` and `volt_sem_open_with` share: `*out` set to NULL
+/// first, the name checked, then the options `options` reads (a failure
+/// leaves `*out` NULL and creates nothing).
+///
+/// # Safety
+/// As `volt_sem_open`.
+unsafe fn open_into(
+    name: *const c_char,
+    permits: usize,
+    out: *mut *const volt_sem,
+    options: impl FnOnce() -> Checked<OpenOptions>,
+) -> volt_status {
     ffi_status(|| {
         non_null(out)?;
         // SAFETY: `out` is non-NULL and, by contract, writable.
         unsafe { out.write(ptr::null()) };
         // SAFETY: NULL or NUL-terminated (contract).
         let name = unsafe { name_arg(name) }?;
-        let options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        let options = options()?;
         // SAFETY: as above.
         Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
     })
@@ -221,25 +241,21 @@ pub unsafe extern "C" fn volt_sem_open_with(
     opts: *const volt_open_options,
     out: *mut *const volt_sem,
 ) -> volt_status {
-    ffi_status(|| {
-        non_null(out)?;
-        // SAFETY: `out` is non-NULL and, by contract, writable.
-        unsafe { out.write(ptr::null()) };
-        // SAFETY: NULL or NUL-terminated (contract).
-        let name = unsafe { name_arg(name) }?;
+    let options = || {
         // SAFETY: NULL or a valid options struct (contract); integer and
         // pointer fields only.
         let o = unsafe { read_versioned(opts, OPEN_OPTIONS_V1_SIZE) }?;
         let (flags, label) = o.map_or((0, ptr::null()), |o| (o.flags, o.label));
         let flags = u32::try_from(flags).map_err(|_| VOLT_INVALID_ARGUMENT)?;
-        let mut options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        let options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
         // SAFETY: NULL or NUL-terminated (contract); read during this call.
-        if let Some(label) = unsafe { label_arg(label) }? {
-            options = options.label(label);
-        }
-        // SAFETY: as above.
-        Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
-    })
+        Ok(match unsafe { label_arg(label) }? {
+            Some(label) => options.label(label),
+            None => options,
+        })
+    };
+    // SAFETY: forwarded contract.
+    unsafe { open_into(name, permits, out, options) }
 }
 
 /// Removes the name of a shared semaphore. Only the name: processes attached
