@@ -59,6 +59,13 @@ fn uncontended_try(c: &mut Criterion) {
     g.bench_function("volt-sem", |b| {
         b.iter(|| drop(black_box(volt.try_acquire(1).unwrap())))
     });
+    // The same with `stats` recording (the bindings' setting): the cost of
+    // two Relaxed counter increments on a path of two CAS.
+    let recording = volt_sem::Semaphore::new(8);
+    recording.enable_stats();
+    g.bench_function("volt-sem (stats on)", |b| {
+        b.iter(|| drop(black_box(recording.try_acquire(1).unwrap())))
+    });
     let tokio = tokio::sync::Semaphore::new(8);
     g.bench_function("tokio", |b| {
         b.iter(|| drop(black_box(tokio.try_acquire().unwrap())))

@@ -210,7 +210,10 @@ impl Semaphore {
         match unsafe { self.finish_raw(waiter.as_ref()) } {
             Finish::Granted => Ok(self.permit_from_raw(n)),
             Finish::Closed => Err(AcquireTimeoutError::Closed),
-            Finish::Cancelled { .. } | Finish::Idle => Err(AcquireTimeoutError::TimedOut),
+            Finish::Cancelled { .. } | Finish::Idle => {
+                self.record_timeout();
+                Err(AcquireTimeoutError::TimedOut)
+            }
         }
     }
 }

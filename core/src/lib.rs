@@ -198,6 +198,7 @@ mod mutex;
 pub mod raw;
 mod rwlock;
 mod semaphore;
+pub mod stats;
 mod sync;
 mod wait_list;
 mod waiter;

@@ -10,7 +10,8 @@ use core::task::Waker;
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
 use crate::raw;
 use crate::raw::{phase, Backend, Notify};
-use crate::sync::{self, AtomicUsize, Mutex, Ordering};
+use crate::stats::Recorder;
+use crate::sync::{self, AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::wait_list::WaitList;
 use crate::waiter::{Waiter, WakeFn};
 use crate::wake_batch::{Rethrow, Wake, WakeBatch};
@@ -65,6 +66,10 @@ struct CachePadded<T>(T);
 /// ```
 pub struct Semaphore {
     state: CachePadded<AtomicUsize>,
+    /// This handle's metrics, once [`enable_stats`](Self::enable_stats) ran:
+    /// null until then, set once, freed on drop. Beside the state word, so
+    /// the fast path's check reads a line it already has.
+    recorder: AtomicPtr<Recorder>,
     queue: Mutex<WaitList>,
     /// The nominal total, for [`inspect`](Self::inspect) only: the permits
     /// the semaphore was created with, plus `add_permits`, minus
@@ -72,6 +77,17 @@ pub struct Semaphore {
     /// does; a guard's `forget` neither: its permits stay held, by whoever
     /// took them over); Relaxed, as it orders nothing.
     nominal_total: AtomicUsize,
+}
+
+impl Drop for Semaphore {
+    fn drop(&mut self) {
+        let p = self.recorder.swap(core::ptr::null_mut(), Ordering::Acquire);
+        if !p.is_null() {
+            // SAFETY: set once from `Box::into_raw` (`install_recorder`); no
+            // borrow of `self` outlives `&mut self`.
+            drop(unsafe { Box::from_raw(p) });
+        }
+    }
 }
 
 /// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
@@ -213,6 +229,7 @@ impl Semaphore {
         assert!(permits <= Self::MAX_PERMITS);
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
+            recorder: AtomicPtr::new(core::ptr::null_mut()),
             queue: Mutex::new(WaitList::new()),
             nominal_total: AtomicUsize::new(permits),
         }
@@ -221,6 +238,7 @@ impl Semaphore {
     fn with_permits(permits: usize) -> Self {
         Semaphore {
             state: CachePadded(AtomicUsize::new(permits << SHIFT)),
+            recorder: AtomicPtr::new(core::ptr::null_mut()),
             queue: Mutex::new(WaitList::new()),
             nominal_total: AtomicUsize::new(permits),
         }
@@ -336,7 +354,12 @@ impl Semaphore {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return Ok(()),
+                Ok(_) => {
+                    if let Some(r) = self.recorder() {
+                        r.granted(n);
+                    }
+                    return Ok(());
+                }
                 Err(actual) => cur = actual,
             }
         }
@@ -457,6 +480,39 @@ impl Semaphore {
             });
     }
 
+    /// This handle's recorder, if [`enable_stats`](Self::enable_stats) ran.
+    #[inline]
+    pub(crate) fn recorder(&self) -> Option<&Recorder> {
+        // Acquire: pairs with the Release that published the recorder, so its
+        // counters are seen initialised.
+        let p = self.recorder.load(Ordering::Acquire);
+        // SAFETY: non-null only once set from a leaked `Box`, which is freed
+        // only in `drop`, after every borrow of `self` ended.
+        unsafe { p.as_ref() }
+    }
+
+    /// Installs a recorder unless one is there; the first call wins.
+    pub(crate) fn install_recorder(&self) {
+        if !self.recorder.load(Ordering::Acquire).is_null() {
+            return;
+        }
+        let fresh = Box::into_raw(Box::new(Recorder::new()));
+        // Release: publishes the zeroed counters with the pointer.
+        if self
+            .recorder
+            .compare_exchange(
+                core::ptr::null_mut(),
+                fresh,
+                Ordering::Release,
+                Ordering::Acquire,
+            )
+            .is_err()
+        {
+            // SAFETY: `fresh` was never shared: another call installed its own.
+            drop(unsafe { Box::from_raw(fresh) });
+        }
+    }
+
     /// Runs `f` with the lock held on the state word, the nominal total and
     /// the queue: one consistent snapshot (`crate::inspect`).
     pub(crate) fn snapshot<R>(&self, f: impl FnOnce(usize, usize, &WaitList) -> R) -> R {
@@ -527,6 +583,12 @@ impl Semaphore {
                 break; // the head is partly served: the hand-off stops here (FIFO)
             }
             list.pop_front();
+            if let Some(r) = self.recorder() {
+                // SAFETY: lock-guarded field of a waiter just unlinked, lock held.
+                let queued_at = waiter.queued_at.with(|q| unsafe { *q });
+                let waited = crate::inspect::stamp().saturating_sub(queued_at);
+                r.granted_after(waiter.requested(), core::time::Duration::from_nanos(waited));
+            }
             // SAFETY: just unlinked under the lock; still valid (see above).
             unsafe { Self::notify_locked(head, phase::GRANTED, wakes) };
         }
@@ -776,7 +838,12 @@ impl Semaphore {
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) if taken == n => return (Ok(RawAcquire::Ready), Some(notify)),
+                    Ok(_) if taken == n => {
+                        if let Some(r) = self.recorder() {
+                            r.granted(n);
+                        }
+                        return (Ok(RawAcquire::Ready), Some(notify));
+                    }
                     Ok(_) => {
                         // The waiter may have queued on a shared semaphore last.
                         waiter.node.set_backend(Backend::Local);
@@ -882,6 +949,9 @@ impl Semaphore {
             let _ = self.hand_over(rem, &mut wakes, &mut rethrow);
         }
         rethrow.finish();
+        if let Some(r) = self.recorder() {
+            r.cancelled();
+        }
         Some(Finish::Cancelled { returned })
     }
 }

@@ -7,14 +7,14 @@
 
 #[cfg(volt_loom)]
 pub(crate) use loom::{
-    sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
     thread,
 };
 
 #[cfg(not(volt_loom))]
 pub(crate) use std::{
-    sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering},
+    sync::atomic::{AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering},
     sync::{Mutex, MutexGuard},
     thread,
 };
