@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use volt_sem::inspect::Inspection;
 use volt_sem::raw::RawSemaphore;
+use volt_sem::stats::Stats;
 use volt_sem::{RawAcquire, WakeFn};
 #[cfg(feature = "redis")]
 use volt_sem_redis::{ConnectOptions, LeaseWatch, RedisSemaphore};
@@ -101,8 +102,12 @@ impl Semaphore {
     pub const MAX_PERMITS: usize = volt_sem::Semaphore::MAX_PERMITS;
 
     /// A local semaphore with `permits` permits; `None` above `MAX_PERMITS`.
+    /// Records [`stats`](Self::stats) from the start, as every handle this
+    /// seam makes does (the bindings' handles).
     pub fn local(permits: usize) -> Option<Self> {
-        volt_sem::Semaphore::try_new(permits).map(Semaphore::Local)
+        let s = volt_sem::Semaphore::try_new(permits)?;
+        s.enable_stats();
+        Some(Semaphore::Local(s))
     }
 
     /// Opens (or creates, see [`OpenOptions`]) the named semaphore `name` with
@@ -112,9 +117,9 @@ impl Semaphore {
     /// (as [`set_total`](Self::set_total) does). See [`volt_sem_shm`] for
     /// the segment, the crash safety and the limits.
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
-        SharedSemaphore::open(name, permits, options)
-            .map(Semaphore::Shared)
-            .map_err(Error::from)
+        let s = SharedSemaphore::open(name, permits, options)?;
+        s.enable_stats();
+        Ok(Semaphore::Shared(s))
     }
 
     /// Connects to the semaphore `name` stored in the Redis at `url`, with
@@ -136,9 +141,9 @@ impl Semaphore {
         // Its own session: a binding's object counts what it holds, and what
         // a dropped object held must go back with it (a session shared with
         // another object of the process would keep it).
-        RedisSemaphore::connect(url, name, permits, options.own_session(true))
-            .map(Semaphore::Redis)
-            .map_err(Error::from)
+        let s = RedisSemaphore::connect(url, name, permits, options.own_session(true))?;
+        s.enable_stats();
+        Ok(Semaphore::Redis(s))
     }
 
     /// Which backend this is.
@@ -323,6 +328,32 @@ impl Semaphore {
             Semaphore::Shared(s) => Ok(s.inspect()?),
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => Ok(s.inspect()?),
+        }
+    }
+
+    /// This handle's metrics ([`volt_sem::stats`]): counters since the
+    /// handle was made (every constructor of this seam turns recording on),
+    /// gauges now. Never blocks and never does I/O (Redis: the gauges are
+    /// what this handle last saw). Shared: the counters are this process's
+    /// for the name (handles of one name in one process share them).
+    pub fn stats(&self) -> Stats {
+        match self {
+            Semaphore::Local(s) => s.stats(),
+            Semaphore::Shared(s) => s.stats(),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => s.stats(),
+        }
+    }
+
+    /// Records that one of this handle's requests timed out: a binding that
+    /// times its own waits calls it after cancelling the request (the
+    /// cancel itself is counted by `finish_raw`).
+    pub fn record_timeout(&self) {
+        match self {
+            Semaphore::Local(s) => s.record_timeout(),
+            Semaphore::Shared(s) => s.record_timeout(),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => s.record_timeout(),
         }
     }
 

@@ -478,6 +478,7 @@ mod reply;
 #[doc(hidden)]
 pub mod scripts;
 mod session;
+mod stats;
 mod url;
 mod waiter;
 

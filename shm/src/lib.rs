@@ -560,6 +560,7 @@ mod error;
 pub mod hooks;
 mod permit;
 mod segment;
+mod stats;
 mod sync;
 
 // The loom model of the segment algorithm (`make test-shm-loom`).
