@@ -40,7 +40,8 @@ lint:
 	rustup component add rustfmt clippy >/dev/null 2>&1 || true
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	RUSTDOCFLAGS="-D warnings" cargo doc -q -p volt-sem --no-deps --features tokio
+	cargo clippy -p volt-sem --all-targets --features metrics -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc -q -p volt-sem --no-deps --features tokio,metrics
 
 # The published crates build with their declared rust-version: the core, the
 # shared-memory crate and the backend seam without Redis with 1.79; the C
@@ -69,6 +70,7 @@ test-core:
 	$(GUARD) cargo test -p volt-sem
 	$(GUARD) cargo test -p volt-sem --features tokio --test coop --test loud --test tokio_api
 	$(GUARD) cargo test -p volt-sem --features cache-padded --test footprint --test api
+	$(GUARD) cargo test -p volt-sem --features metrics --doc publish
 	for e in worker_pool blocking_pool cache; do cargo run -q -p volt-sem --example $$e || exit 1; done
 
 # The combining lock of the batched-critical-sections experiment (its own

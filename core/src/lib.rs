@@ -195,6 +195,8 @@ mod error;
 mod fork;
 pub mod inspect;
 mod mutex;
+#[cfg(feature = "metrics")]
+mod publish;
 pub mod raw;
 mod rwlock;
 mod semaphore;
