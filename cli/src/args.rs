@@ -23,8 +23,8 @@ pub enum Command {
         interval: Duration,
         count: Option<u64>,
     },
-    /// Remove a named semaphore's name.
-    Unlink { name: String },
+    /// Remove a named semaphore's name, or delete a Redis semaphore.
+    Unlink { target: Target },
     /// Change a semaphore's total, or undo its `close`.
     Change { target: Target, change: Change },
 }
@@ -47,7 +47,7 @@ Commands:
   watch     redraw `inspect` every second, with an estimate of grants/s
   resize    change a semaphore's total (growing serves the queue at once)
   reopen    undo `close` on a semaphore
-  unlink    remove a named semaphore's name
+  unlink    remove a named semaphore's name, or delete a Redis semaphore
 
 Options of every command: -h, --help
 `volt-sem <command> --help` tells more. Exit codes: 0 ok, 1 failed, 2 usage.";
@@ -130,10 +130,19 @@ Options:
 
 pub const UNLINK: &str = "\
 Usage: volt-sem unlink NAME
+       volt-sem unlink --redis URL [--prefix P] NAME
 
 Removes the name of the named semaphore NAME (/dev/shm/volt-sem.NAME).
 Processes attached keep using it; the next open of the name creates a new
-one. Fails if there is no such name.";
+one. Fails if there is no such name.
+
+With --redis, deletes the semaphore's keys from Redis. Refused while any
+client is connected to it (holding, waiting or idle): their state lives
+only in Redis. Sessions whose lease ran out (crashed clients) do not count.
+
+Options:
+  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --prefix P    the key prefix the semaphore was connected with";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, CliError> {
@@ -163,7 +172,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         "ls" => &["--redis", "--prefix", "--json"],
         "inspect" => &["--redis", "--prefix", "--json"],
         "watch" => &["--redis", "--prefix", "--json", "--interval", "--count"],
-        "resize" | "reopen" => &["--redis", "--prefix"],
+        "resize" | "reopen" | "unlink" => &["--redis", "--prefix"],
         _ => &[],
     };
     if let Some(bad) = f.seen.iter().find(|s| !allowed.contains(s)) {
@@ -245,7 +254,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             change: Change::Reopen,
         },
         _ => Command::Unlink {
-            name: one_name("NAME")?,
+            target: target(one_name("NAME")?),
         },
     })
 }
@@ -336,7 +345,17 @@ mod tests {
         assert_eq!(
             p("unlink -- -odd").unwrap(),
             Command::Unlink {
-                name: "-odd".into()
+                target: Target::Named("-odd".into())
+            }
+        );
+        assert_eq!(
+            p("unlink --redis redis://h db").unwrap(),
+            Command::Unlink {
+                target: Target::Redis {
+                    url: "redis://h".into(),
+                    prefix: None,
+                    name: "db".into()
+                }
             }
         );
     }
@@ -356,7 +375,7 @@ mod tests {
             "watch a --interval x",
             "watch a --interval 0",
             "unlink a --json",
-            "unlink a --redis u",
+            "unlink a --prefix p",
             "ls --redis",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");

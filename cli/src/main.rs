@@ -44,9 +44,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
             count,
         } => watch::run(&target, json, interval, count),
         Command::Change { target, change } => out(&change::run(&target, change)?),
-        Command::Unlink { name } => {
-            volt_sem_shm::unlink(&name).map_err(|e| target::shm_error(&name, e))
-        }
+        Command::Unlink { target } => target.unlink(),
     }
 }
 

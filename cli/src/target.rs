@@ -54,6 +54,19 @@ impl Target {
         })
     }
 
+    /// Removes a named semaphore's name (`volt_sem_shm::unlink`), or
+    /// deletes a Redis semaphore (`volt_sem_redis::delete`: refused while a
+    /// client is connected to it).
+    pub fn unlink(&self) -> Result<(), CliError> {
+        match self {
+            Target::Named(name) => volt_sem_shm::unlink(name).map_err(|e| shm_error(name, e)),
+            Target::Redis { url, prefix, name } => {
+                volt_sem_redis::delete(url, name, redis_options(prefix.as_deref()))
+                    .map_err(|e| redis_error(name, e))
+            }
+        }
+    }
+
     /// How the header of a table names it.
     pub fn describe(&self) -> String {
         match self {

@@ -183,3 +183,22 @@ fn resize_and_reopen_change_a_redis_semaphore() {
         .iter()
         .all(|e| e["name"] != "nothing-here"));
 }
+
+/// `unlink --redis` deletes a Redis semaphore nobody is connected to, and
+/// refuses while a client is (its state lives only in Redis).
+#[test]
+fn unlink_deletes_a_redis_semaphore_nobody_uses() {
+    let s = Server::start();
+    let url = s.url();
+    let a = RedisSemaphore::connect(&url, "gone", 2, opts("redis-user")).unwrap();
+    let (code, err) = fails(&["unlink", "--redis", &url, "gone"]);
+    assert_eq!(code, 1);
+    assert!(err.starts_with("volt-sem: gone: "), "{err}");
+    assert!(ok(&["ls", "--redis", &url]).contains("gone"));
+    drop(a); // its session ends with its last handle
+    assert_eq!(ok(&["unlink", "--redis", &url, "gone"]), "");
+    assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
+    let (code, err) = fails(&["unlink", "--redis", &url, "gone"]);
+    assert_eq!(code, 1);
+    assert_eq!(err, "volt-sem: no such semaphore: gone (in Redis)");
+}
