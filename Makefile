@@ -13,7 +13,7 @@ LOOM_MAX_PREEMPTIONS ?= 3
         loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend test-cli \
         test-multiproc test-redis redis-server test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
-        bench-docs bench-batch bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
+        bench-docs bench-batch bench-scaling bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
         ci-native-python ci-native-node dist-checksums publish-crates publish-npm
 
 test: lint msrv test-core test-batch-lock test-loom test-miri test-shm test-shm-loom test-backend test-cli test-redis test-c \
@@ -337,7 +337,7 @@ test-cross-link:
 # bindings-node/bench/results/; `bench-docs` redraws the charts (docs/img/) and
 # rewrites the tables of docs/benchmarks.md and the RESULTS files from it.
 BENCH_RUNS ?= 5
-bench: bench-fairness bench-throughput
+bench: bench-fairness bench-scaling bench-throughput
 
 # The waiting time of a large request amid small ones, in Rust, Python and Node
 # (about 2-4 minutes once built, more on a loaded machine).
@@ -357,6 +357,16 @@ bench-throughput:
 bench-docs:
 	python3 scripts/bench_charts.py
 	python3 scripts/bench_report.py tables
+
+# Throughput and fairness as threads, tokio workers and processes grow (1, 2,
+# 4, 8 and the machine's cores), against std, parking_lot, tokio, async-lock
+# and POSIX semaphores in the same run: core/benches/results/scaling.json
+# (one JSON object per line), drawn by bench-docs. About 2 minutes.
+SCALING_SECS ?= 1.0
+bench-scaling:
+	cargo bench -p volt-sem-benches --bench scaling -- --secs $(SCALING_SECS) \
+	  > core/benches/results/scaling.json.tmp
+	mv core/benches/results/scaling.json.tmp core/benches/results/scaling.json
 
 # The batched-critical-sections experiment (docs/benchmarks.md, appendix B):
 # BatchLock (crate volt-sem-batch-lock) against std's and parking_lot's
