@@ -364,8 +364,10 @@ bench-docs:
 # (one JSON object per line), drawn by bench-docs. About 2 minutes.
 SCALING_SECS ?= 1.0
 bench-scaling:
+	printf '{"meta": {"date": "%s", "commit": "%s", "cores": %s}}\n' "$$(date -u +%F)" \
+	  "$$(git rev-parse --short HEAD)" "$$(nproc)" > core/benches/results/scaling.json.tmp
 	cargo bench -p volt-sem-benches --bench scaling -- --secs $(SCALING_SECS) \
-	  > core/benches/results/scaling.json.tmp
+	  >> core/benches/results/scaling.json.tmp
 	mv core/benches/results/scaling.json.tmp core/benches/results/scaling.json
 
 # The batched-critical-sections experiment (docs/benchmarks.md, appendix B):

@@ -15,6 +15,11 @@ Charts:
   ratios-LANG.svg     volt-sem's time divided by each peer's, one dot per
                       scenario and peer (log axis, 1.0 marked, volt-sem faster
                       to the left; whisker: lowest to highest run)
+  scaling.svg         throughput as threads, tokio workers and processes grow
+                      (core/benches/results/scaling.json, `make bench-scaling`),
+                      volt-sem against std, parking_lot, tokio, async-lock and
+                      POSIX semaphores, with each one's fairness (fewest
+                      operations of one thread over the most)
   redis.svg           the semaphore in Redis against redis-semaphore and
                       redis-py's Lock (redis/bench/results/redis.json): the
                       uncontended acquire + release, the hand-off, and the wait
@@ -297,6 +302,90 @@ def redis_chart():
     svg.text(918, grid_top - 6, "p50", 11, color=PEER)
     return svg.render(bottom + 12, "A limit shared through Redis: volt-sem, redis-semaphore, redis-py's Lock")
 
+# -- scaling ----------------------------------------------------------------------
+
+SCALING_JSON = os.path.join(bd.ROOT, "core", "benches", "results", "scaling.json")
+SCALING_PARTS = [
+    ("mutex", "Blocking mutex, ~40 ns critical section", "threads"),
+    ("tokio", "tokio: 4 tasks a worker on 2 permits", "workers"),
+    ("processes", "Processes on one named permit", "processes"),
+]
+DASHES = [None, "6,3", "2,3", "8,3,2,3", "1,2"]
+
+
+def scaling_chart():
+    if not os.path.exists(SCALING_JSON):
+        return None
+    import json
+
+    with open(SCALING_JSON) as f:
+        rows = [json.loads(line) for line in f if line.strip()]
+    meta = next((r["meta"] for r in rows if "meta" in r), {})
+    rows = [r for r in rows if "bench" in r]
+    if not rows:
+        return None
+    svg = Svg(1000)
+    y = 20
+    svg.text(12, y, "Scaling: operations per second as threads, workers and processes grow", 16, weight="bold")
+    y += 18
+    svg.text(12, y, "Log axes. Next to each point of the largest count: its fairness (the fewest operations of one "
+                    "thread, task or process over the most; 1.00 = all alike).", 12, color=PEER)
+    y += 16
+    svg.text(12, y, f"{meta.get('date', '?')}, commit {meta.get('commit', '?')}, {meta.get('cores', '?')} cores; "
+                    "one run, every implementation one after another.", 12, color=PEER)
+    y += 20
+    top = y
+    width, gap, height = 300, 30, 230
+    lo = min(r["ops_per_sec"] for r in rows if r["ops_per_sec"] > 0)
+    hi = max(r["ops_per_sec"] for r in rows)
+    ylo, yhi = 10 ** math.floor(math.log10(lo)), 10 ** math.ceil(math.log10(hi))
+
+    def ypos(v):
+        v = min(max(v, ylo), yhi)
+        return top + 20 + height - (math.log10(v) - math.log10(ylo)) / (math.log10(yhi) - math.log10(ylo)) * height
+
+    bottom = top + 20 + height
+    for i, (bench, title, unit) in enumerate(SCALING_PARTS):
+        part = [r for r in rows if r["bench"] == bench]
+        x0 = 60 + i * (width + gap)
+        svg.text(x0, top + 8, title, 12, weight="bold")
+        if not part:
+            continue
+        ns = sorted({r["n"] for r in part})
+        span = max(math.log2(ns[-1]) - math.log2(ns[0]), 1)
+
+        def xpos(n):
+            return x0 + 10 + (math.log2(n) - math.log2(ns[0])) / span * (width - 80)
+
+        for n in ns:
+            svg.line(xpos(n), top + 20, xpos(n), bottom, color=GRID)
+            svg.text(xpos(n), bottom + 14, str(n), 11, anchor="middle", color=PEER)
+        svg.text(x0 + (width - 60) / 2, bottom + 28, unit, 11, anchor="middle", color=PEER)
+        e = math.log10(ylo)
+        while e <= math.log10(yhi) + 1e-9:
+            svg.line(x0, ypos(10**e), x0 + width - 60, ypos(10**e), color=GRID)
+            if i == 0:
+                svg.text(x0 - 6, ypos(10**e) + 4, f"{10**e:,.0f}", 10, anchor="end", color=PEER)
+            e += 1
+        impls = list(dict.fromkeys(r["impl"] for r in part))
+        for k, impl in enumerate(impls):
+            pts = sorted((r["n"], r["ops_per_sec"], r["fairness"]) for r in part if r["impl"] == impl)
+            color = VOLT if impl == "volt-sem" else PEER
+            dash = None if impl == "volt-sem" else DASHES[(k % (len(DASHES) - 1)) + 1]
+            for (n1, v1, _), (n2, v2, _) in zip(pts, pts[1:]):
+                svg.line(xpos(n1), ypos(v1), xpos(n2), ypos(v2), color=color, width=2 if color == VOLT else 1.2,
+                         dash=dash)
+            for n, v, _ in pts:
+                svg.circle(xpos(n), ypos(v), 3.5 if color == VOLT else 2.5, color)
+            n, v, fair = pts[-1]
+            svg.text(xpos(n) + 6, ypos(v) + 4, f"{fair:.2f}", 10, color=color)
+            ly = bottom + 44 + k * 15
+            svg.line(x0, ly - 4, x0 + 24, ly - 4, color=color, width=2 if color == VOLT else 1.2, dash=dash)
+            svg.text(x0 + 30, ly, impl, 11, color=color, weight="bold" if color == VOLT else "normal")
+    legend_rows = max(len({r["impl"] for r in rows if r["bench"] == b}) for b, _, _ in SCALING_PARTS)
+    return svg.render(bottom + 44 + legend_rows * 15 + 6, "Scaling: operations per second as threads, workers and "
+                      "processes grow")
+
 
 def charts():
     out = {"fairness.svg": fairness_chart()}
@@ -304,6 +393,7 @@ def charts():
         out[f"fairness-{lang}.svg"] = fairness_chart(lang)
         out[f"ratios-{lang}.svg"] = ratio_chart(lang, name)
     out["redis.svg"] = redis_chart()
+    out["scaling.svg"] = scaling_chart()
     return {k: v for k, v in out.items() if v is not None}
 
 
