@@ -497,3 +497,72 @@ fn set_total_and_reopen_through_the_seam() {
     shared.try_acquire(1).unwrap();
     shared.release(1).unwrap();
 }
+
+/// `stats()` through the seam, on both backends, over the raw waiter API
+/// the bindings use: the seam records from the start; a queued raw grant's
+/// wait (from its queueing to the release that served it) lands in the
+/// histogram; a cancel by `finish_raw`, a binding's `record_timeout`, and a
+/// request failed by `close` (not a cancel); the gauges while a raw request
+/// waits.
+#[test]
+fn stats_through_the_seam_raw_path() {
+    const HOLD: Duration = Duration::from_millis(200);
+    let (_name, sems) = both("stats", 2);
+    for sem in &sems {
+        let s = sem.stats();
+        assert!(s.recording, "{:?}", sem.kind());
+        assert_eq!((s.grants, s.available, s.held, s.queued), (0, 2, 0, 0));
+        sem.try_acquire(2).unwrap();
+        assert!(sem.try_acquire(1).is_err()); // not counted
+        let w = pin!(Waiter::new());
+        let sig = Signal::default();
+        // SAFETY: fresh; the waiter and the signal outlive finish_raw.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        let s = sem.stats();
+        assert_eq!(
+            (s.available, s.held, s.queued),
+            (0, 2, 1),
+            "{:?}",
+            sem.kind()
+        );
+        std::thread::sleep(HOLD);
+        sem.release(1).unwrap();
+        sig.wait();
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+        let s = sem.stats();
+        assert_eq!((s.grants, s.permits_granted, s.wait.count()), (2, 3, 2));
+        assert!(s.wait.max() >= HOLD, "{:?}: {s:?}", sem.kind());
+        assert_eq!((s.available, s.held, s.queued), (0, 2, 0));
+        // Cancelled by the binding's timer: one cancel, one timeout.
+        let sig = Signal::default();
+        // SAFETY: idle again; outlives finish_raw.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 2, signal, ctx(&sig)) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        // SAFETY: queued on `sem`.
+        assert_eq!(
+            unsafe { sem.finish_raw(w.as_ref()) },
+            Finish::Cancelled { returned: 0 }
+        );
+        sem.record_timeout();
+        // Failed by close: not a cancel.
+        let sig = Signal::default();
+        // SAFETY: idle again; outlives finish_raw.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        sem.close().unwrap();
+        sig.wait();
+        // SAFETY: queued on `sem`.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+        let s = sem.stats();
+        assert_eq!(
+            (s.grants, s.cancels, s.timeouts, s.queued),
+            (2, 1, 1, 0),
+            "{:?}",
+            sem.kind()
+        );
+        assert_eq!((s.reclaims_seen, s.lease_losses), (0, 0));
+        sem.release(2).unwrap();
+    }
+}

@@ -5,12 +5,13 @@ use core::cell::{Cell, RefCell};
 use core::ffi::c_void;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
-use core::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
+use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use volt_sem::raw::{self, phase, Backend};
+use volt_sem::stats::{Gauges, Recorder, Stats};
 use volt_sem::{Finish, RawAcquire, WakeFn};
 
 use crate::error::Error;
@@ -79,8 +80,9 @@ pub type ShmWaiterState = volt_sem::WaiterState;
 /// This process's waiters queued in the segment, by slot index.
 struct Local {
     /// The waiter queued in each slot, with the slot's sequence number (which
-    /// `finish` asks for), or null.
-    table: Vec<(*const ShmWaiter, u64)>,
+    /// `finish` asks for) and the shared clock when it was queued (its
+    /// slot's `since` then, for the wait time `stats()` records), or null.
+    table: Vec<(*const ShmWaiter, u64, u64)>,
     count: usize,
 }
 
@@ -106,6 +108,17 @@ pub(crate) struct Inner {
     /// Which of the record's lanes a thread of this process owns (bit i:
     /// lane i). Process-local.
     lanes: AtomicU64,
+    /// This attachment's metrics, once `SharedSemaphore::enable_stats` ran:
+    /// null until then, set once, freed with the attachment (as the core's
+    /// `Semaphore::recorder`). Shared by every handle of the name in this
+    /// process and by its doorbell thread, which records the grants it
+    /// delivers.
+    recorder: AtomicPtr<Recorder>,
+    /// This process's requests waiting in the FIFO now (the `queued` gauge
+    /// of `stats()`): raised under the segment lock when one is queued,
+    /// lowered when it leaves the wait (granted, closed, cancelled, given
+    /// up). Relaxed: a gauge, ordering nothing.
+    queued: AtomicUsize,
     /// Requests of timed acquires that gave up while the segment lock was
     /// held by a stopped process: `(slot, ticket, permits)`. The doorbell
     /// thread takes them out of the queue (or, if granted meanwhile, collects
@@ -221,6 +234,12 @@ impl Drop for Inner {
             let (me, fd) = (self.me, self.map.fd);
             let _ = self.locked(|l| ((), l.detach(me, |i| sys::owner_dead(fd, i))));
         }
+        let p = self.recorder.swap(ptr::null_mut(), Acquire);
+        if !p.is_null() {
+            // SAFETY: set once from `Box::into_raw` (`install_recorder`); no
+            // borrow of `self` outlives `&mut self`.
+            drop(unsafe { Box::from_raw(p) });
+        }
     }
 }
 
@@ -265,8 +284,13 @@ impl Inner {
         }
         let seg = self.seg();
         let state = sys::lock(seg, deadline)?;
+        let recorder = self.recorder();
         let (r, rings, corrupt) = {
             let _guard = SegGuard(seg);
+            // Every reclaim (of a dead process's record, by a sweep, a
+            // repair or a recount) adds 1 to this word, under the lock: what
+            // it gained during our critical section, we reclaimed.
+            let reclaims = recorder.map(|_| seg.hdr.reclaims.load(Relaxed));
             let l = Locked::new(seg);
             let mut rings = Rings::default();
             if let LockState::OwnerDied = state {
@@ -279,6 +303,12 @@ impl Inner {
             }
             let (r, more) = f(&l);
             rings.merge(more);
+            if let (Some(rec), Some(before)) = (recorder, reclaims) {
+                let ours = seg.hdr.reclaims.load(Relaxed).wrapping_sub(before);
+                if ours != 0 {
+                    rec.reclaimed(ours);
+                }
+            }
             (r, rings, l.is_corrupt())
         };
         self.ring(rings);
@@ -323,27 +353,97 @@ impl Inner {
     /// handed on). `None` if the doorbell thread claimed it first.
     fn cancel(&self, w: &ShmWaiter) -> Option<Finish> {
         let slot = w.backend_word();
-        let seq = {
+        let (seq, queued_at) = {
             let mut local = self.local();
-            let (queued, seq) = local.table[slot as usize];
+            let (queued, seq, queued_at) = local.table[slot as usize];
             if !ptr::eq(queued, w) {
                 return None;
             }
             local.table[slot as usize].0 = ptr::null();
             local.count -= 1;
-            seq
+            self.queued.fetch_sub(1, Relaxed);
+            (seq, queued_at)
         };
         let me = self.me;
-        let out = self.locked(|l| l.finish(me, slot, seq));
+        let out = self.locked(|l| finish_stamped(l, me, slot, seq));
         w.node().set_phase(phase::IDLE, Relaxed);
         Some(match out {
-            Ok(SlotOutcome::Cancelled { returned }) => Finish::Cancelled {
-                returned: returned as usize,
-            },
-            Ok(SlotOutcome::Granted) => Finish::Granted,
+            Ok((SlotOutcome::Cancelled { returned }, _)) => {
+                self.cancelled();
+                Finish::Cancelled {
+                    returned: returned as usize,
+                }
+            }
+            Ok((SlotOutcome::Granted, granted_at)) => {
+                self.granted_after(w.requested(), queued_at, granted_at);
+                Finish::Granted
+            }
             _ => Finish::Closed,
         })
     }
+
+    /// This attachment's recorder, if `enable_stats` ran.
+    #[inline]
+    fn recorder(&self) -> Option<&Recorder> {
+        // Acquire: pairs with the Release that published the recorder, so
+        // its counters are seen initialised.
+        let p = self.recorder.load(Acquire);
+        // SAFETY: non-null only once set from a leaked `Box`, which is freed
+        // only in `drop`, after every borrow of `self` ended.
+        unsafe { p.as_ref() }
+    }
+
+    /// Installs a recorder unless one is there; the first call wins.
+    fn install_recorder(&self) {
+        if !self.recorder.load(Acquire).is_null() {
+            return;
+        }
+        let fresh = Box::into_raw(Box::new(Recorder::new()));
+        // Release: publishes the zeroed counters with the pointer.
+        if self
+            .recorder
+            .compare_exchange(ptr::null_mut(), fresh, Release, Acquire)
+            .is_err()
+        {
+            // SAFETY: `fresh` was never shared: another call installed its own.
+            drop(unsafe { Box::from_raw(fresh) });
+        }
+    }
+
+    /// Records a grant taken at once (no wait), if recording.
+    #[inline]
+    fn granted(&self, n: u64) {
+        if let Some(r) = self.recorder() {
+            r.granted(n as usize);
+        }
+    }
+
+    /// Records the grant of a queued request: queued at `queued_at`,
+    /// completed at `granted_at` (its slot's stamps, on the shared clock:
+    /// the granting process may be another one).
+    fn granted_after(&self, n: usize, queued_at: u64, granted_at: u64) {
+        if let Some(r) = self.recorder() {
+            r.granted_after(
+                n,
+                Duration::from_nanos(granted_at.saturating_sub(queued_at)),
+            );
+        }
+    }
+
+    /// Records that a queued request left without its permits.
+    fn cancelled(&self) {
+        if let Some(r) = self.recorder() {
+            r.cancelled();
+        }
+    }
+}
+
+/// `Locked::finish` of a slot of `me`, with the slot's `since` read first:
+/// if the outcome is `Granted`, the moment the request was completed.
+fn finish_stamped(l: &Locked<'_>, me: u32, slot: u32, seq: u64) -> ((SlotOutcome, u64), Rings) {
+    let granted_at = Locked::slot_since(l.seg, slot);
+    let (out, rings) = l.finish(me, slot, seq);
+    ((out, granted_at), rings)
 }
 
 /// The attachment as handles see it: stops and joins the doorbell thread
@@ -464,12 +564,14 @@ pub(crate) fn open(
         label: label.to_owned(),
         gen,
         local: Mutex::new(Local {
-            table: vec![(ptr::null(), 0); MAX_WAITERS],
+            table: vec![(ptr::null(), 0, 0); MAX_WAITERS],
             count: 0,
         }),
         stop: AtomicBool::new(false),
         id: NEXT_ID.fetch_add(1, Relaxed),
         lanes: AtomicU64::new(0),
+        recorder: AtomicPtr::new(ptr::null_mut()),
+        queued: AtomicUsize::new(0),
         abandoned: Mutex::new(Vec::new()),
     });
     inner.ring(rings);
@@ -564,14 +666,14 @@ fn settle_abandoned(inner: &Inner) -> bool {
 /// after another, outside every lock.
 fn deliver(inner: &Inner) {
     let seg = inner.seg();
-    let mut claimed: Vec<(*const ShmWaiter, u32, u64)> = Vec::new();
+    let mut claimed: Vec<(*const ShmWaiter, u32, u64, u64)> = Vec::new();
     {
         let mut local = inner.local();
         if local.count == 0 {
             return;
         }
         for slot in 0..MAX_WAITERS as u32 {
-            let (w, seq) = local.table[slot as usize];
+            let (w, seq, queued_at) = local.table[slot as usize];
             if w.is_null() {
                 continue;
             }
@@ -586,12 +688,13 @@ fn deliver(inner: &Inner) {
             };
             local.table[slot as usize].0 = ptr::null();
             local.count -= 1;
+            inner.queued.fetch_sub(1, Relaxed);
             // SAFETY: a waiter in the table is valid until its owner's
             // finish_raw removed it (under this lock) or its callback returned.
             let wr = unsafe { &*w };
             // Release: pairs with the owner's Acquire load in `finish_raw`.
             wr.node().set_phase(notifying, Release);
-            claimed.push((w, slot, seq));
+            claimed.push((w, slot, seq, queued_at));
         }
     }
     if claimed.is_empty() {
@@ -599,16 +702,26 @@ fn deliver(inner: &Inner) {
     }
     let me = inner.me;
     let outcomes = inner.locked(|l| {
-        let o: Vec<SlotOutcome> = claimed
+        let o: Vec<(SlotOutcome, u64)> = claimed
             .iter()
-            .map(|&(_, slot, seq)| l.finish(me, slot, seq).0)
+            .map(|&(_, slot, seq, _)| finish_stamped(l, me, slot, seq).0)
             .collect();
         (o, Rings::default())
     });
-    for (i, &(w, _, _)) in claimed.iter().enumerate() {
+    for (i, &(w, _, _, queued_at)) in claimed.iter().enumerate() {
         // A grant that could not be collected (the lock is unrecoverable, or
         // the slot vanished) is reported as Closed: never a permit we lack.
-        let granted = matches!(outcomes.as_ref().map(|o| o[i]), Ok(SlotOutcome::Granted));
+        let granted = match outcomes.as_ref().map(|o| o[i]) {
+            Ok((SlotOutcome::Granted, granted_at)) => {
+                // Recorded here, once: the owner's `finish_raw` then finds
+                // the waiter claimed and only reads its outcome.
+                // SAFETY: claimed above; valid until the final phase.
+                let n = unsafe { &*w }.requested();
+                inner.granted_after(n, queued_at, granted_at);
+                true
+            }
+            _ => false,
+        };
         if !granted {
             // SAFETY: claimed above; we own it until the final phase.
             unsafe { &*w }
@@ -664,6 +777,8 @@ impl Attachment {
             return Err(Error::Forked);
         }
         if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
+            // Off: one load of the recorder pointer, one predicted branch.
+            inner.granted(n);
             return Ok(());
         }
         // Never waits long: a process stopped inside the lock would make it
@@ -678,7 +793,56 @@ impl Attachment {
             r => (r, Rings::default()),
         }) {
             Err(Error::TimedOut) => Err(Error::NoPermits),
-            r => r?.map_err(op_error),
+            r => {
+                r?.map_err(op_error)?;
+                inner.granted(n);
+                Ok(())
+            }
+        }
+    }
+
+    /// Records a grant that needed no call of the attachment (`n == 0`).
+    pub(crate) fn granted_at_once(&self, n: u64) {
+        self.inner.granted(n);
+    }
+
+    /// See `SharedSemaphore::enable_stats`.
+    pub(crate) fn enable_stats(&self) {
+        self.inner.install_recorder();
+    }
+
+    /// See `SharedSemaphore::record_timeout`.
+    pub(crate) fn record_timeout(&self) {
+        if let Some(r) = self.inner.recorder() {
+            r.timed_out();
+        }
+    }
+
+    /// See `SharedSemaphore::stats`: lock-free reads only.
+    pub(crate) fn stats(&self) -> Stats {
+        let inner = &self.inner;
+        let available = self.available() as usize;
+        if inner.forked() {
+            // The record and the counters are the parent's: this handle
+            // holds nothing, waits for nothing and records nothing here.
+            return Gauges {
+                available,
+                ..Gauges::default()
+            }
+            .without_counters();
+        }
+        // Relaxed: a gauge. Between the two writes of a lock-free operation
+        // of another thread of this process, it may be off by that
+        // operation's permits for a moment, as any snapshot may.
+        let acct = inner.seg().procs[inner.me as usize].acct.load(Relaxed);
+        let gauges = Gauges {
+            available,
+            held: crate::segment::acct::held(acct) as usize,
+            queued: inner.queued.load(Relaxed),
+        };
+        match inner.recorder() {
+            Some(r) => r.snapshot(gauges),
+            None => gauges.without_counters(),
         }
     }
 
@@ -768,6 +932,22 @@ impl Attachment {
         &self,
         n: u64,
         deadline: Option<Instant>,
+        poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
+        let r = self.acquire_until(n, deadline, poll);
+        if r == Err(Error::TimedOut) {
+            // Only a deadline makes it time out: before queueing (the lock
+            // was held past it), or queued (then also counted as a cancel).
+            self.record_timeout();
+        }
+        r
+    }
+
+    /// `acquire_deadline_polled`, recording grants and cancels.
+    fn acquire_until(
+        &self,
+        n: u64,
+        deadline: Option<Instant>,
         mut poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
     ) -> Result<bool, Error> {
         if IS_DOORBELL.with(|d| d.get()) {
@@ -781,6 +961,7 @@ impl Attachment {
             return if self.is_closed() {
                 Err(Error::Closed)
             } else {
+                inner.granted(0);
                 Ok(true)
             };
         }
@@ -789,6 +970,7 @@ impl Attachment {
         }
         let me = inner.me;
         if fast_take(inner.seg(), me, lane(inner), n) == Fast::Done {
+            inner.granted(n);
             return Ok(true);
         }
         // A deadline bounds the wait for the lock too (a process stopped
@@ -810,12 +992,17 @@ impl Attachment {
                     if !l.set_direct(me, slot, seq) || l.is_corrupt() {
                         return (Err(Error::Corrupt), rings);
                     }
-                    (Ok(Some((slot, seq))), rings)
+                    inner.queued.fetch_add(1, Relaxed);
+                    (
+                        Ok(Some((slot, seq, Locked::slot_since(l.seg, slot)))),
+                        rings,
+                    )
                 }
                 Err(e) => (Err(op_error(e)), rings),
             }
         })??;
-        let Some((slot, seq)) = queued else {
+        let Some((slot, seq, queued_at)) = queued else {
+            inner.granted(n);
             return Ok(true);
         };
         let word = &inner.seg().slots[slot as usize].state;
@@ -863,14 +1050,23 @@ impl Attachment {
             }
             sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
+        inner.queued.fetch_sub(1, Relaxed);
         // Granted: collect without the lock (the releaser that woke us may
         // still be in its critical section). Closed, or given up: finish
-        // under the lock (cancelling hands the partial grant on).
+        // under the lock (cancelling hands the partial grant on). The stamp
+        // of the grant is read first, while the slot is still ours (Acquire:
+        // seen GRANTED, so its stamp, stored before, is seen too); a grant
+        // that lands after this look is collected under the lock, which
+        // reads its stamp there.
+        let granted_at = (word.load(Acquire) == slot_state::GRANTED)
+            .then(|| Locked::slot_since(inner.seg(), slot));
         if fast_collect(inner.seg(), me, slot, seq) == Fast::Done {
+            let granted_at = granted_at.unwrap_or_else(crate::clock::now);
+            inner.granted_after(n as usize, queued_at, granted_at);
             return Ok(true);
         }
         let finish_by = deadline.map(|d| d.max(Instant::now()) + CANCEL_GRACE);
-        let finished = match inner.locked_until(finish_by, |l| l.finish(me, slot, seq)) {
+        let finished = match inner.locked_until(finish_by, |l| finish_stamped(l, me, slot, seq)) {
             Err(Error::TimedOut) => {
                 // The lock is held by a stopped (or not yet noticed dead)
                 // process: leave the cancel to the doorbell thread rather
@@ -881,6 +1077,9 @@ impl Attachment {
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
                     .push((slot, seq, n));
+                // Given up while queued: a cancel (and a timeout, counted by
+                // the caller), whatever the doorbell thread then finds.
+                inner.cancelled();
                 self.ensure_doorbell()?;
                 inner.ring(Rings::proc(me));
                 return Err(Error::TimedOut);
@@ -888,11 +1087,20 @@ impl Attachment {
             r => r?,
         };
         match finished {
-            SlotOutcome::Granted => Ok(true),
-            SlotOutcome::Cancelled { .. } if interrupted => Ok(false),
-            SlotOutcome::Cancelled { .. } => Err(Error::TimedOut),
-            SlotOutcome::TooManyPermits => Err(Error::TooManyPermits),
-            SlotOutcome::Closed | SlotOutcome::Gone => Err(Error::Closed),
+            (SlotOutcome::Granted, granted_at) => {
+                inner.granted_after(n as usize, queued_at, granted_at);
+                Ok(true)
+            }
+            (SlotOutcome::Cancelled { .. }, _) => {
+                inner.cancelled();
+                if interrupted {
+                    Ok(false)
+                } else {
+                    Err(Error::TimedOut)
+                }
+            }
+            (SlotOutcome::TooManyPermits, _) => Err(Error::TooManyPermits),
+            (SlotOutcome::Closed | SlotOutcome::Gone, _) => Err(Error::Closed),
         }
     }
 
@@ -930,6 +1138,7 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
             return if att.is_closed() {
                 Err(Error::Closed)
             } else {
+                inner.granted(0);
                 Ok(RawAcquire::Ready)
             };
         }
@@ -940,11 +1149,12 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         // SAFETY: the waiter is not busy: only its owner (us) touches it.
         unsafe { w.node().set_callback(wake, ctx) };
         if fast_take(inner.seg(), inner.me, lane(inner), n) == Fast::Done {
+            inner.granted(n);
             return Ok(RawAcquire::Ready);
         }
         att.ensure_doorbell()?;
         let me = inner.me;
-        inner.locked(|l| {
+        let r = inner.locked(|l| {
             let rings = match l.try_take(me, n) {
                 Ok(()) => return (Ok(RawAcquire::Ready), Rings::default()),
                 Err(OpError::Closed) => return (Err(Error::Closed), Rings::default()),
@@ -965,8 +1175,9 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
                     // the waiter (lock order: segment, then local table).
                     let mut local = inner.local();
                     w.node().set_phase(phase::WAITING, Release);
-                    local.table[slot as usize] = (w, seq);
+                    local.table[slot as usize] = (w, seq, Locked::slot_since(l.seg, slot));
                     local.count += 1;
+                    inner.queued.fetch_add(1, Relaxed);
                     let mut rings = rings;
                     if local.count == 1 {
                         // The doorbell thread may be asleep without a timeout
@@ -978,7 +1189,11 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
                 }
                 Err(e) => (Err(op_error(e)), rings),
             }
-        })?
+        })?;
+        if r == Ok(RawAcquire::Ready) {
+            inner.granted(n);
+        }
+        r
     }
 
     unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {

@@ -1850,6 +1850,16 @@ impl<'a> Locked<'a> {
     pub(crate) fn slot_state(seg: &Segment, slot: u32) -> u32 {
         seg.slots[slot as usize].state.load(Acquire)
     }
+
+    /// The `since` stamp of `slot` (see [`Slot::since`]), for the wait
+    /// times of `stats()`: read under the lock right after `enqueue`, the
+    /// moment the request was queued; read by its owner while the slot is
+    /// GRANTED (after an Acquire load of that state, or under the lock, and
+    /// before collecting it), the moment it was completed. Only the owner
+    /// frees a GRANTED slot, so the stamp cannot change under it meanwhile.
+    pub(crate) fn slot_since(seg: &Segment, slot: u32) -> u64 {
+        seg.slots[slot as usize].since.load(Relaxed)
+    }
 }
 
 #[cfg(test)]

@@ -71,6 +71,18 @@ impl Attachment {
     pub(crate) fn pid(&self) -> u32 {
         match *self {}
     }
+    pub(crate) fn granted_at_once(&self, _n: u64) {
+        match *self {}
+    }
+    pub(crate) fn enable_stats(&self) {
+        match *self {}
+    }
+    pub(crate) fn record_timeout(&self) {
+        match *self {}
+    }
+    pub(crate) fn stats(&self) -> volt_sem::stats::Stats {
+        match *self {}
+    }
     pub(crate) fn acquire_deadline(&self, _n: u64, _d: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
