@@ -2,7 +2,9 @@
 # `make dist-c`: the C library for every supported platform, cross-compiled on
 # this Linux machine, laid out by ffi-c/stage.sh and packed as
 #   dist/c/volt-sem-VERSION-PLATFORM.tar.gz
-# (header, static + shared library, pkg-config, CMake package, licences).
+# (header, static + shared library, pkg-config, CMake package, licences, and
+# the `volt-sem` command line in bin/: ls, inspect, watch, resize, reopen,
+# unlink).
 #
 #   platform          Rust target                          linker
 #   linux-x64-gnu     x86_64-unknown-linux-gnu (glibc 2.17) zig (cargo-zigbuild)
@@ -48,7 +50,7 @@ for platform in "${platforms[@]}"; do
   [[ $platform == *-musl ]] && extra="-C target-feature=-crt-static"
   env "$flags_var=$extra" VOLT_SEM_SONAME=$soname CARGO_TARGET_DIR="$DIST_TARGET_DIR" \
     ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} "${lto[@]}" \
-    cargo zigbuild -q --release -p volt-sem-ffi --target "$triple"
+    cargo zigbuild -q --release -p volt-sem-ffi -p volt-sem-cli --target "$triple"
   name=volt-sem-$version-$platform
   rm -rf "${out:?}/$name"
   if [[ $os == macos ]]; then
@@ -56,6 +58,10 @@ for platform in "${platforms[@]}"; do
   fi
   bash ffi-c/stage.sh "$os" "$DIST_TARGET_DIR/$rust_target/release" "$out/$name" \
     "$(bash ffi-c/link-flags.sh libs "$rust_target")" relocatable
+  exe=volt-sem
+  [[ $os == windows ]] && exe=volt-sem.exe
+  install -d "$out/$name/bin"
+  install -m 755 "$DIST_TARGET_DIR/$rust_target/release/$exe" "$out/$name/bin/"
   tar -C "$out" -czf "$out/$name.tar.gz" "$name"
   echo "   $out/$name.tar.gz"
 done

@@ -121,6 +121,20 @@ app win32-x64-gnu x86_64-w64-mingw32-gcc "$WINE"
 missing=$(comm -23 <(echo "$funcs") <(x86_64-w64-mingw32-objdump -p "dist/c/volt-sem-$version-win32-x64-gnu/bin/volt_sem.dll" |
   sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk '{print $NF}' | sort -u))
 [[ -z $missing ]] && ok "win32-x64-gnu: volt_sem.dll exports every header function" || bad "win32-x64-gnu: not exported: $missing"
+cli() { # platform, executable in the archive, runner (may be empty)
+  local p=$1 exe=$root/dist/c/volt-sem-$version-$1/$2 run=$3 got
+  if got=$(cd "$out" && timeout 60 $run "$exe" --help 2>&1) && [[ $got == *"Usage: volt-sem <command>"* ]]; then
+    ok "$p: the volt-sem command line runs"
+  else
+    echo "$got"; bad "$p: the volt-sem command line does not run"
+  fi
+}
+cli linux-x64-gnu bin/volt-sem ""
+cli linux-arm64-gnu bin/volt-sem "$QEMU"
+cli win32-x64-gnu bin/volt-sem.exe "$WINE"
+for p in linux-x64-musl linux-arm64-musl; do
+  [[ -x dist/c/volt-sem-$version-$p/bin/volt-sem ]] && ok "$p: bin/volt-sem is there" || bad "$p: no bin/volt-sem"
+done
 for p in darwin-x64:x86_64 darwin-arm64:arm64; do
   plat=${p%%:*} arch=${p#*:}
   if python3 scripts/dist/macho.py "dist/c/volt-sem-$version-$plat/lib/libvolt_sem.$soversion.dylib" "$arch" \
