@@ -333,9 +333,11 @@ impl Semaphore {
 
     /// This handle's metrics ([`volt_sem::stats`]): counters since the
     /// handle was made (every constructor of this seam turns recording on),
-    /// gauges now. Never blocks and never does I/O (Redis: the gauges are
-    /// what this handle last saw). Shared: the counters are this process's
-    /// for the name (handles of one name in one process share them).
+    /// gauges now. Never blocks and never does I/O (Redis: `available` is
+    /// what this handle last saw in a reply, `held` and `queued` are its
+    /// own, known locally; the counters are its session's). Shared: the
+    /// counters are this process's for the name (handles of one name in one
+    /// process share them).
     pub fn stats(&self) -> Stats {
         match self {
             Semaphore::Local(s) => s.stats(),

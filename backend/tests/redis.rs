@@ -303,3 +303,47 @@ fn connect_errors_are_typed_and_never_show_the_password() {
         e => panic!("expected a connection error, got {e:?}"),
     }
 }
+
+#[test]
+fn stats_record_through_the_seam() {
+    let s = Server::start();
+    // Two clients, each with a session (and counters) of its own.
+    let o = || opts().own_session(true);
+    let sem = Semaphore::connect(&s.url(), "seam-stats", 2, o()).unwrap();
+    let holder = Semaphore::connect(&s.url(), "seam-stats", 2, o()).unwrap();
+    // The seam records from the start, as for every handle it makes.
+    assert!(sem.stats().recording);
+    sem.try_acquire(1).unwrap();
+    sem.release(1).unwrap();
+    holder.acquire_blocking(2).unwrap();
+    // A binding timing its own wait: it cancels the raw request, then
+    // records the timeout.
+    let w = pin!(Waiter::new());
+    let p = probe_for(&w);
+    // SAFETY: pinned in this frame; `p` outlives finish_raw.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, probe, &p as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("queued", Duration::from_secs(10), || {
+        sem.stats().queued == 1
+    });
+    // SAFETY: queued on `sem`, not in its callback.
+    assert_eq!(
+        unsafe { sem.finish_raw(w.as_ref()) },
+        Finish::Cancelled { returned: 0 }
+    );
+    sem.record_timeout();
+    let st = sem.stats();
+    assert_eq!(
+        (st.grants, st.permits_granted, st.cancels, st.timeouts),
+        (1, 1, 1, 1),
+        "{st:?}"
+    );
+    assert_eq!((st.held, st.queued, st.available), (0, 0, 0));
+    let sh = holder.stats();
+    assert_eq!(
+        (sh.grants, sh.permits_granted, sh.held),
+        (1, 2, 2),
+        "{sh:?}"
+    );
+    holder.release(2).unwrap();
+}

@@ -74,6 +74,8 @@ mod tests {
     fn reply(rest: &[&str]) -> Reply {
         Reply {
             status: Status::Ok,
+            reaped: 0,
+            available: None,
             rest: rest.iter().map(|s| s.to_string()).collect(),
         }
     }

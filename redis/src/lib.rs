@@ -273,6 +273,37 @@
 //! server time (`INFO commandstats`, on a loaded machine where a call took
 //! 21 to 30 µs).
 //!
+//! # Metrics
+//!
+//! [`RedisSemaphore::stats`] answers "how has it gone for this handle",
+//! where `inspect` answers "who holds and waits now": counters (`grants`,
+//! `permits_granted`, `timeouts`, `cancels`, `lease_losses`,
+//! `reclaims_seen`: expired sessions of other clients that this handle's
+//! scripts reaped) and a wait histogram, recorded from
+//! [`enable_stats`](RedisSemaphore::enable_stats) on (the bindings enable
+//! it for every handle), and gauges (`available` as last seen in a reply
+//! from Redis, `held`, `queued`). It never makes a round trip: a metrics
+//! scrape may call it as often as it likes, and it answers while Redis is
+//! out of reach. The counters belong to the handle's session, shared by
+//! the handles that share it (see *Connections and threads*).
+//!
+//! ```no_run
+//! use volt_sem_redis::{ConnectOptions, RedisSemaphore};
+//! # fn main() -> Result<(), volt_sem_redis::Error> {
+//! let sem = RedisSemaphore::connect("redis://127.0.0.1:6379", "db-pool", 50, ConnectOptions::new())?;
+//! sem.enable_stats();
+//! drop(sem.acquire_blocking(2)?);
+//! let s = sem.stats();
+//! println!("{} grants, p99 wait {:?}, {} leases lost, {} crashed clients reclaimed",
+//!     s.grants, s.wait.p99(), s.lease_losses, s.reclaims_seen);
+//! # Ok(()) }
+//! ```
+//!
+//! What it costs: a few bytes in the scripts' replies (the sessions they
+//! reaped and the permits left available, noted after the status word, see
+//! `lua/tail.lua`), one `HGET` more when a session starts, and a few
+//! relaxed atomic increments per call on the client.
+//!
 //! # Security
 //!
 //! * **Passwords and ACL users**: `redis://[user:]password@host[:port][/db]`
@@ -736,7 +767,11 @@ impl RedisSemaphore {
         match unsafe { self.finish_raw(w.as_ref()) } {
             // The session is known once the request was sent.
             Finish::Granted { token } => Ok(self.permit(n, token, w.session())),
-            Finish::Cancelled { .. } => Err(Error::TimedOut),
+            Finish::Cancelled { .. } => {
+                // (finish_raw counted the cancel.)
+                self.record_timeout();
+                Err(Error::TimedOut)
+            }
             Finish::Closed => Err(Error::Closed),
             Finish::Failed(e) => Err(e),
             Finish::Idle => Err(Error::Protocol("waiter idle after wait".into())),
@@ -823,7 +858,15 @@ impl RedisSemaphore {
         if closed {
             return Err(Error::Closed);
         }
+        self.granted_at_once(0);
         Ok(())
+    }
+
+    /// Records a grant made without queueing (when recording).
+    fn granted_at_once(&self, n: usize) {
+        if let Some(r) = self.inner.stats.recorder() {
+            r.granted(n);
+        }
     }
 
     /// Ends this handle's session now, leaving the semaphore open for every
@@ -854,6 +897,7 @@ impl RedisSemaphore {
         self.inner
             .total
             .store(c.total, std::sync::atomic::Ordering::Relaxed);
+        self.inner.stats.saw_available(c.available);
         Ok(c)
     }
 
@@ -876,6 +920,7 @@ impl RedisSemaphore {
         self.inner
             .total
             .store(i.total as u64, std::sync::atomic::Ordering::Relaxed);
+        self.inner.stats.saw_available(i.available as u64);
         Ok(i)
     }
 
@@ -1160,7 +1205,10 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
     }
 
     fn immediate(&self, n: usize) -> Option<Self::Output<'_>> {
-        (n == 0).then(|| Ok(self.permit(0, 0, 0)))
+        (n == 0).then(|| {
+            self.granted_at_once(0);
+            Ok(self.permit(0, 0, 0))
+        })
     }
 
     fn answered(&self, waiter: &RedisWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {

@@ -1,5 +1,6 @@
-//! A script's reply, parsed once: its status word as a [`Status`], and the
-//! other elements as strings.
+//! A script's reply, parsed once: its status word as a [`Status`], the
+//! notes `lua/tail.lua` adds to it for the caller's stats (`r=` sessions
+//! reaped, `a=` permits available), and the other elements as strings.
 
 use core::fmt;
 
@@ -115,6 +116,13 @@ impl PartialEq<&str> for Status {
 pub struct Reply {
     /// `OK`, `READY`, `PENDING`, `LOST`, ...
     pub status: Status,
+    /// Expired sessions of others this call reaped (their leases
+    /// reclaimed): `r=<count>` after the status word, absent when 0.
+    pub reaped: u64,
+    /// The permits available once the call was done, when it knew them
+    /// (`a=<count>` after the status word): an acquire that was granted,
+    /// queued or refused, a call that handed permits on.
+    pub available: Option<u64>,
     /// The other elements, as strings (integers formatted).
     pub rest: Vec<String>,
 }
@@ -146,7 +154,26 @@ impl Reply {
         if out.is_empty() {
             return Err(Error::Protocol("empty script reply".into()));
         }
-        let status = Status::parse(out.remove(0));
-        Ok(Reply { status, rest: out })
+        let first = out.remove(0);
+        let mut words = first.split(' ');
+        let status = Status::parse(words.next().unwrap_or_default().to_owned());
+        let (mut reaped, mut available) = (0, None);
+        for note in words {
+            let bad = || Error::Protocol(format!("unexpected status word {first:?}"));
+            let (key, value) = note.split_once('=').ok_or_else(bad)?;
+            let value: u64 = value.parse().map_err(|_| bad())?;
+            match key {
+                "r" => reaped = value,
+                "a" => available = Some(value),
+                // A note of a later version: nothing this one records.
+                _ => {}
+            }
+        }
+        Ok(Reply {
+            status,
+            reaped,
+            available,
+            rest: out,
+        })
     }
 }

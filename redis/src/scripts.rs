@@ -1,7 +1,9 @@
 //! The Lua scripts and their typed invocation.
 //!
 //! Each script is `lua/head.lua` (key layout, clock), `lua/prelude.lua`
-//! (hand-off, lazy reclaim, session check) and its body in `lua/<name>.lua`.
+//! (hand-off, lazy reclaim, session check) and its body in `lua/<name>.lua`,
+//! run as a function whose reply `lua/tail.lua` annotates for the caller's
+//! stats (sessions reaped, permits available: see [`Reply`]).
 //! `acquire` and `release` have a fast path between the head and the
 //! prelude: `lua/fast.lua` checks with two reads (the semaphore's hash, the
 //! session's deadline) that nothing needs reaping and the session is live,
@@ -24,7 +26,9 @@ macro_rules! script {
         Script::new(concat!(
             include_str!("lua/head.lua"),
             include_str!("lua/prelude.lua"),
-            include_str!($file)
+            "local function body()\n",
+            include_str!($file),
+            include_str!("lua/tail.lua")
         ))
     };
     ($fast:literal, $file:literal) => {
@@ -33,7 +37,9 @@ macro_rules! script {
             include_str!("lua/fast.lua"),
             include_str!($fast),
             include_str!("lua/prelude.lua"),
-            include_str!($file)
+            "local function body()\n",
+            include_str!($file),
+            include_str!("lua/tail.lua")
         ))
     };
 }

@@ -32,6 +32,7 @@ use crate::error::Error;
 use crate::options::ConnectOptions;
 use crate::reply::{Reply, Status};
 use crate::scripts::{process_info, CallError, Keys, Scripts, Who};
+use crate::stats::SessionStats;
 use crate::waiter::{deliver, Claimed, Finish, RedisWaiter};
 use volt_sem::inspect::Process;
 use volt_sem::raw::{self, phase};
@@ -147,6 +148,9 @@ pub(crate) struct Inner {
     /// parent's: the child must neither use them nor end them (its exit or
     /// its drop would otherwise return the parent's permits behind its back).
     pid: u32,
+    /// What this session's requests did (`RedisSemaphore::stats`): shared
+    /// by every handle on the session.
+    pub(crate) stats: SessionStats,
 }
 
 /// What remains until `deadline`, or a connection error once it passed.
@@ -351,6 +355,26 @@ fn check_commands(
     Ok(())
 }
 
+/// What a script call returns: one reply, or a pipeline's replies; each
+/// noted in the session's stats ([`Inner::script`]).
+trait Noted {
+    fn note(&self, stats: &SessionStats);
+}
+
+impl Noted for Reply {
+    fn note(&self, stats: &SessionStats) {
+        stats.noted(self);
+    }
+}
+
+impl Noted for Vec<Result<Reply, CallError>> {
+    fn note(&self, stats: &SessionStats) {
+        for r in self.iter().flatten() {
+            stats.noted(r);
+        }
+    }
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -497,7 +521,9 @@ impl Inner {
             kick: Arc::new(Kick::default()),
             door: Arc::new(Door::default()),
             pid: std::process::id(),
+            stats: SessionStats::default(),
         });
+        inner.stats.noted(&r);
         registry::at_exit::register(Arc::downgrade(&inner));
         agent::spawn(&inner)?;
         door::spawn(&inner)?;
@@ -545,6 +571,20 @@ impl Inner {
         r
     }
 
+    /// Runs a script (or a pipeline of them) on the command connection, as
+    /// [`with_cmd`](Self::with_cmd), and notes what each reply tells the
+    /// stats (sessions reaped, permits available).
+    fn script<R: Noted>(
+        &self,
+        f: impl FnOnce(&mut Conn) -> Result<R, CallError>,
+    ) -> Result<R, CallError> {
+        let r = self.with_cmd(f);
+        if let Ok(r) = &r {
+            r.note(&self.stats);
+        }
+        r
+    }
+
     /// The current session, registering a new one if the last was lost.
     fn ensure_session(&self) -> Result<(String, u64), Error> {
         {
@@ -566,7 +606,7 @@ impl Inner {
         let sent = Instant::now();
         // A new session of a handle: the semaphore's total now is the
         // handle's, whoever changed it ("adopt").
-        let r = self.with_cmd(|con| {
+        let r = self.script(|con| {
             self.scripts.connect(
                 con,
                 &self.keys,
@@ -633,9 +673,19 @@ impl Inner {
         }
         let s = st.session.take().expect("checked");
         st.to_end.push(s.sid);
+        let waiting = st.table.take_session(epoch);
+        // A lease lost while the session held or waited (not an end the
+        // handle chose, nor Redis losing everything: those are not losses
+        // of a lease).
+        if (st.held > 0 || !waiting.is_empty()) && !matches!(err, Error::Closed | Error::StateLost)
+        {
+            if let Some(r) = self.stats.recorder() {
+                r.lease_lost();
+            }
+        }
         st.lost += st.held;
         st.held = 0;
-        for e in st.table.take_session(epoch) {
+        for e in waiting {
             // SAFETY: it was in the table, so it is valid.
             claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(err.clone())) });
         }
@@ -677,7 +727,7 @@ impl Inner {
         let mut failed = Vec::new();
         let mut state_lost = false;
         for sid in sids {
-            let r = self.with_cmd(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
+            let r = self.script(|con| self.scripts.end(con, &self.keys, self.who(&sid)));
             match r {
                 Ok(r) if r.status == Status::Lost => state_lost = true,
                 Ok(_) => {}
@@ -879,6 +929,7 @@ impl Inner {
                     n,
                     epoch: 0,
                     queued: false,
+                    since: Instant::now(),
                 },
             );
             ctr
@@ -949,6 +1000,12 @@ impl Inner {
                     });
                 }
                 w.node.set_phase(phase::IDLE, Ordering::Release);
+                // A waiting request left without its permits (a cancel, a
+                // dropped future, a timeout: `acquire_timeout` and the
+                // bindings record the timeout besides).
+                if let Some(r) = inner.stats.recorder() {
+                    r.cancelled();
+                }
                 Some(Finish::Cancelled { returned: 0 })
             }
             fn outcome(&mut self, _granted: bool) -> Finish {
@@ -1110,6 +1167,14 @@ impl Inner {
         false
     }
 
+    /// The stats' local gauges, read under the state lock (no I/O):
+    /// permits the current session holds, requests of it in the Redis
+    /// queue.
+    pub(crate) fn gauges(&self) -> (usize, usize) {
+        let st = lock(&self.state);
+        (st.held as usize, st.table.queued_count())
+    }
+
     /// Whether this is a copy of the handle in a `fork()` child.
     pub(crate) fn forked(&self) -> bool {
         std::process::id() != self.pid
@@ -1136,6 +1201,9 @@ impl Inner {
             Finish::Closed
         } else {
             st.held += e.n;
+            if let Some(r) = self.stats.recorder() {
+                r.granted_after(e.n as usize, e.since.elapsed());
+            }
             Finish::Granted { token }
         };
         // SAFETY: it was in the table.

@@ -22,8 +22,10 @@ if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
   else
     redis.call('HSET', INFO, SID .. ':t', fmt(tok))
   end
+  AVAIL = avail - n
   return {'READY', tok}
 end
+AVAIL = avail
 if mode ~= 'queue' then return {'NOPERMITS'} end
 -- Queued at the tail; if the queue was empty it is the head and drains what
 -- is available as its partial grant (no floating permits while anyone waits).
@@ -35,4 +37,5 @@ redis.call('HSET', META, 'avail', 0, 'seq', fmt(seq))
 redis.call('ZADD', QUEUE, fmt(seq), eid)
 redis.call('HSET', ENTRIES, eid, n .. ':' .. avail)
 redis.call('ZADD', OWN, 0, eid)
+AVAIL = 0
 return {'PENDING'}

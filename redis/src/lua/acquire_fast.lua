@@ -17,6 +17,7 @@ if FAST then
     else
       redis.call('HSET', INFO, SID .. ':t', fmt(tok))
     end
-    return {'READY', tok}
+    -- With what is left available (the stats' gauge, see tail.lua).
+    return {'READY a=' .. fmt(avail - n), tok}
   end
 end

@@ -25,5 +25,7 @@ if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', INFO, SID, ARGV[6]) end
 -- Keep META.reap at or below every deadline (fast.lua).
 local reap_at = tonumber(redis.call('HGET', META, 'reap') or '0')
 if NOW_MS + LEASE < reap_at then redis.call('HSET', META, 'reap', fmt(NOW_MS + LEASE)) end
+-- The new session's first "available" gauge (tail.lua).
+AVAIL = tonumber(redis.call('HGET', META, 'avail'))
 return {'OK', redis.call('HGET', META, 'inc'), tonumber(redis.call('HGET', META, 'closed')),
   tonumber(redis.call('HGET', META, 'total'))}

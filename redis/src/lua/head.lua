@@ -50,7 +50,12 @@ local function fmt(x) return string.format('%.0f', x) end
 -- closure. O(g log n) for g waiters completed (each of which is woken:
 -- inherent).
 local MINE = {}
+-- The permits available once the last hand-off of this script is done
+-- (nil until one runs): reported to the caller, which shows it as the
+-- "available" gauge of its stats (tail.lua adds it to the status word).
+local AVAIL
 local function hand(p, debt)
+  local given = p
   debt = tonumber(debt or redis.call('HGET', META, 'debt') or '0')
   if debt > 0 then
     local paid = math.min(p, debt)
@@ -95,5 +100,11 @@ local function hand(p, debt)
     end
   end
   if tok then redis.call('HSET', META, 'token', fmt(tok)) end
-  if p > 0 then redis.call('HINCRBY', META, 'avail', p) end
+  if p > 0 then
+    AVAIL = redis.call('HINCRBY', META, 'avail', p)
+  elseif given > 0 then
+    -- All of it went to the debt or to queued requests: either way avail
+    -- was 0 (a debt or a queue => avail == 0) and still is.
+    AVAIL = 0
+  end
 end

@@ -41,10 +41,16 @@ end
 -- sessions whose lease deadline passed, so no reaper process is needed.
 -- It also keeps META.reap (the fast path's test, fast.lua) at the earliest
 -- lease deadline left: at or below every session's deadline.
+-- REAPED counts the sessions of others it removed (the caller's own expired
+-- session is a lease it lost, not one it reclaimed): tail.lua reports it.
+local REAPED = 0
 local function reap()
   local dead = redis.call('ZRANGEBYSCORE', SESSIONS, '-inf', '(' .. fmt(NOW_MS), 'LIMIT', 0, 16)
   local p = 0
-  for _, sid in ipairs(dead) do p = p + drop_session(sid) end
+  for _, sid in ipairs(dead) do
+    if sid ~= SID then REAPED = REAPED + 1 end
+    p = p + drop_session(sid)
+  end
   if p > 0 then hand(p) end
   local first = redis.call('ZRANGE', SESSIONS, 0, 0, 'WITHSCORES')[2]
   redis.call('HSET', META, 'reap', first or fmt(NOW_MS + LEASE))
@@ -95,6 +101,7 @@ local function set_total(n)
     local take = math.min(avail, old - n)
     debt = debt + (old - n - take)
     redis.call('HSET', META, 'avail', fmt(avail - take))
+    AVAIL = avail - take
     if debt > 0 then redis.call('HSET', META, 'debt', fmt(debt)) end
   end
   local back = 0

@@ -12,7 +12,8 @@ if FAST then
   end
   if left == 0 then redis.call('HDEL', HELD, SID) end
   hand(n, M[7] or '0')
-  local out = {'OK'}
+  -- With what is left available (the stats' gauge, see tail.lua).
+  local out = {AVAIL and ('OK a=' .. fmt(AVAIL)) or 'OK'}
   for i = 1, #MINE do out[i + 1] = MINE[i] end
   return out
 end

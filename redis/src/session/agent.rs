@@ -115,7 +115,11 @@ impl Agent {
                                 failed.push(sid);
                                 continue;
                             }
-                            match inner.scripts.end(c, &inner.keys, inner.who(&sid)) {
+                            let r = inner.scripts.end(c, &inner.keys, inner.who(&sid));
+                            if let Ok(r) = &r {
+                                inner.stats.noted(r);
+                            }
+                            match r {
                                 Ok(r) if r.status == Status::Lost => inner.fail_all(),
                                 Ok(_) => {}
                                 Err(_) => failed.push(sid),
@@ -260,6 +264,9 @@ impl Agent {
         let r = inner
             .scripts
             .heartbeat(c, &inner.keys, inner.who(sid), &acked, &eids);
+        if let Ok(r) = &r {
+            inner.stats.noted(r);
+        }
         match r {
             Ok(r) if r.status == Status::Ok => {
                 inner.renewed(epoch, sent);

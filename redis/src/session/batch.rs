@@ -109,7 +109,7 @@ impl Inner {
         // have alone (uncertain: its session is given up; not sent: it is
         // sent again alone).
         let replies = self
-            .with_cmd(|con| Scripts::pipeline(con, &cmds))
+            .script(|con| Scripts::pipeline(con, &cmds))
             .unwrap_or_else(|e| items.iter().map(|_| Err(e.clone())).collect());
         let mut refused = false;
         let mut out = None;

@@ -423,7 +423,12 @@ impl Inner {
                     }
                     Err(e) => Finish::Failed(e),
                 };
-                self.complete_request(ctr, f);
+                let granted = matches!(f, Finish::Granted { .. });
+                if self.complete_request(ctr, f) && granted {
+                    if let Some(r) = self.stats.recorder() {
+                        r.granted(0);
+                    }
+                }
             }
             Job::Release { n, epoch } => self.release_now(n, epoch),
             Job::Cancel { eid, n, epoch } => self.cancel_now(&eid, n, epoch),
@@ -432,8 +437,9 @@ impl Inner {
         None
     }
 
-    /// Completes request `ctr` with `f`, unless its owner cancelled it.
-    fn complete_request(&self, ctr: u64, f: Finish) {
+    /// Completes request `ctr` with `f`, unless its owner cancelled it
+    /// (false then).
+    fn complete_request(&self, ctr: u64, f: Finish) -> bool {
         let claimed = {
             let mut st = lock(&self.state);
             st.table.take_cancelled(ctr);
@@ -441,7 +447,9 @@ impl Inner {
             // SAFETY: it was in the table, so its waiter is valid.
             e.map(|e| unsafe { Claimed::claim(e.w, f) })
         };
+        let done = claimed.is_some();
         deliver(claimed);
+        done
     }
 
     /// Sends the queued request `ctr`: the acquire script, which grants it
@@ -453,13 +461,16 @@ impl Inner {
         for attempt in 0..2 {
             let (sid, epoch) = match self.ensure_session() {
                 Ok(s) => s,
-                Err(e) => return self.complete_request(ctr, Finish::Failed(e)),
+                Err(e) => {
+                    self.complete_request(ctr, Finish::Failed(e));
+                    return;
+                }
             };
             let Some((eid, n)) = self.stamp_request(ctr, &sid, epoch) else {
                 return;
             };
             let sent = Instant::now();
-            let r = self.with_cmd(|con| {
+            let r = self.script(|con| {
                 self.scripts
                     .acquire(con, &self.keys, self.who(&sid), &eid, n, true)
             });
@@ -546,7 +557,14 @@ impl Inner {
                     (claimed, cancelled)
                 };
                 match claimed {
-                    Some(c) => deliver([c]),
+                    Some(c) => {
+                        // Granted at once (no wait recorded: the round
+                        // trip is not a wait in the queue).
+                        if let Some(r) = self.stats.recorder() {
+                            r.granted(n as usize);
+                        }
+                        deliver([c])
+                    }
                     // Cancelled while the script ran: give them back.
                     None if cancelled => self.release_now(n, epoch),
                     // Failed with its session meanwhile: ending the
@@ -575,7 +593,9 @@ impl Inner {
                 lock(&self.state).closed = true;
                 self.complete_request(ctr, Finish::Closed);
             }
-            Status::TooMany => self.complete_request(ctr, Finish::Failed(Error::TooManyPermits)),
+            Status::TooMany => {
+                self.complete_request(ctr, Finish::Failed(Error::TooManyPermits));
+            }
             Status::Expired if attempt == 0 => {
                 // Not sent as far as the lost session goes: unstamped, so
                 // that losing the session leaves it to the retry.
@@ -601,7 +621,7 @@ impl Inner {
             let (sid, epoch) = self.ensure_session()?;
             let eid = self.new_eid(&sid);
             let sent = Instant::now();
-            let r = self.with_cmd(|con| {
+            let r = self.script(|con| {
                 self.scripts
                     .acquire(con, &self.keys, self.who(&sid), &eid, n, false)
             });
@@ -650,6 +670,9 @@ impl Inner {
                 self.renewed_fast(epoch, sent);
                 lock(&self.state).closed = false;
                 self.count_granted(n, epoch);
+                if let Some(r) = self.stats.recorder() {
+                    r.granted(n as usize);
+                }
                 Ok((token, epoch))
             }
             Status::NoPermits => Err(Error::NoPermits),
@@ -680,7 +703,7 @@ impl Inner {
                 return;
             };
             let sent = Instant::now();
-            let r = self.with_cmd(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
+            let r = self.script(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
             if !self.release_reply(r, epoch, sent, attempt) {
                 return;
             }
@@ -742,7 +765,7 @@ impl Inner {
         let Some((sid, _)) = eid.split_once(':') else {
             return;
         };
-        let r = self.with_cmd(|con| self.scripts.cancel(con, &self.keys, self.who(sid), eid));
+        let r = self.script(|con| self.scripts.cancel(con, &self.keys, self.who(sid), eid));
         match r {
             Ok(r) => match &r.status {
                 Status::Cancelled => {}
@@ -767,7 +790,7 @@ impl Inner {
 
     pub(super) fn close_now(&self) -> Result<(), Error> {
         let (sid, epoch) = self.ensure_session()?;
-        let r = self.with_cmd(|con| self.scripts.close(con, &self.keys, self.who(&sid)));
+        let r = self.script(|con| self.scripts.close(con, &self.keys, self.who(&sid)));
         let r = match r {
             Ok(r) => r,
             Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
@@ -785,7 +808,7 @@ impl Inner {
 
     pub(super) fn reopen_now(&self) -> Result<(), Error> {
         let (sid, epoch) = self.ensure_session()?;
-        let r = self.with_cmd(|con| self.scripts.reopen(con, &self.keys, self.who(&sid)));
+        let r = self.script(|con| self.scripts.reopen(con, &self.keys, self.who(&sid)));
         let r = match r {
             Ok(r) => r,
             Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
@@ -803,7 +826,7 @@ impl Inner {
 
     pub(super) fn set_total_now(&self, n: u64) -> Result<(), Error> {
         let (sid, epoch) = self.ensure_session()?;
-        let r = self.with_cmd(|con| self.scripts.set_total(con, &self.keys, self.who(&sid), n));
+        let r = self.script(|con| self.scripts.set_total(con, &self.keys, self.who(&sid), n));
         let r = match r {
             Ok(r) => r,
             Err(CallError::NotRun(e) | CallError::Uncertain(e)) => return Err(e),
@@ -844,7 +867,7 @@ impl Inner {
                 .unwrap_or_default()
         };
         let r = self
-            .with_cmd(|con| script(con, self.who(&sid)))
+            .script(|con| script(con, self.who(&sid)))
             .map_err(|e| match e {
                 CallError::NotRun(e) | CallError::Uncertain(e) => e,
             })?;

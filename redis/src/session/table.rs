@@ -4,6 +4,7 @@
 //! failed with its session; whoever removes it owns the waiter's outcome.
 
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 use crate::waiter::RedisWaiter;
 
@@ -19,6 +20,9 @@ pub(super) struct Entry {
     /// Set once the acquire script answered PENDING: only then does the
     /// heartbeat ask about it (before, "not in Redis" is expected).
     pub(super) queued: bool,
+    /// When its owner made the request (`acquire_raw`): a queued grant's
+    /// wait, for the stats, runs from here to the grant's arrival.
+    pub(super) since: Instant,
 }
 
 pub(super) struct Table {
@@ -94,6 +98,11 @@ impl Table {
         if let Some(e) = self.entries.get_mut(&ctr) {
             e.queued = true;
         }
+    }
+
+    /// How many requests Redis has queued (the stats' `queued` gauge).
+    pub(super) fn queued_count(&self) -> usize {
+        self.entries.values().filter(|e| e.queued).count()
     }
 
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
