@@ -452,6 +452,39 @@ export declare class Semaphore {
   inspect(): Promise<Inspection>;
 
   /**
+   * This object's metrics, for a dashboard or an alert (every backend;
+   * synchronous: it never blocks and does no I/O, so a scrape may call it as
+   * often as it likes). Counters count this semaphore's requests since it
+   * was created or opened: `grants` (requests granted all their permits,
+   * `acquire(0)` too; a failed `tryAcquire` is not one) and
+   * `permitsGranted` (their permits), `cancels` (queued requests that left
+   * without their permits: an aborted `signal`, `cancel()`, a `timeout`),
+   * `timeouts` (requests whose `timeout` passed; counted in `cancels`
+   * too), `leaseLosses` (Redis: sessions the server expired while they held
+   * or waited), `reclaimsSeen` (crashed holders this handle reclaimed: dead
+   * processes of a named semaphore, expired Redis sessions). Gauges are read
+   * now: `available` (Redis: as last seen in a reply), `held` (permits held
+   * through it), `queued` (its requests waiting; a partial grant is neither
+   * held nor available). `wait` is how long the granted requests waited
+   * (seconds, as {@link Semaphore.inspect}'s durations): fixed log buckets
+   * from 1 µs to 2^26 µs (~67 s) and a last one to `Infinity`, with the
+   * exact sum and max; a grant taken at once is in the first bucket.
+   *
+   * Whose requests: an in-process semaphore's, from every object and
+   * thread, except that the uncontended grants an object takes without
+   * calling into the addon (its JS fast path) are counted by that object
+   * only (another object of it, e.g. a worker's from `share()`/`attach()`,
+   * reports its own); a named semaphore's handles in this process (one
+   * attachment per name); a Redis one's session. Still answers after
+   * {@link Semaphore.disconnect} (the last tally).
+   * @example
+   * const s = sem.stats();
+   * console.log(s.grants, s.timeouts, s.queued, s.wait.p99, s.wait.quantile(0.9));
+   * for (const { le, count } of s.wait.buckets) console.log(`<= ${le}s: ${count}`);
+   */
+  stats(): Stats;
+
+  /**
    * A Redis semaphore's: aborted when the session that holds this object's
    * grants is lost, with the `ERR_VOLT_LEASE_EXPIRED` (or
    * `ERR_VOLT_STATE_LOST`) error as its reason: stop using the guarded
@@ -822,6 +855,68 @@ export interface QueuedWaiter {
   waitingFor: number;
   /** Its place in the queue: 0 is the next to be served. */
   position: number;
+}
+
+/** What {@link Semaphore.stats} returns (frozen). */
+export interface Stats {
+  /** Requests granted all their permits. */
+  readonly grants: number;
+  /** The permits those grants carried. */
+  readonly permitsGranted: number;
+  /** Requests that gave up at their `timeout` (also counted in `cancels`). */
+  readonly timeouts: number;
+  /** Queued requests that left without their permits (abort, cancel, timeout). */
+  readonly cancels: number;
+  /** Redis: leases the server expired while this handle held or waited; 0 elsewhere. */
+  readonly leaseLosses: number;
+  /** Crashed holders this handle reclaimed (named, Redis); 0 for a local semaphore. */
+  readonly reclaimsSeen: number;
+  /** Gauge: permits available now (Redis: as last seen). */
+  readonly available: number;
+  /** Gauge: permits held through this handle now. */
+  readonly held: number;
+  /** Gauge: this handle's requests waiting now. */
+  readonly queued: number;
+  /**
+   * Whether the counters are recorded: `false` means they are zero because
+   * nothing was recorded (every handle of this binding records).
+   */
+  readonly recording: boolean;
+  /** How long the granted requests waited. */
+  readonly wait: WaitStats;
+}
+
+/** The wait-time histogram of {@link Stats}; every duration in seconds. */
+export interface WaitStats {
+  /** Waits recorded: one per grant (those taken at once too). */
+  readonly count: number;
+  /** Their total, seconds. */
+  readonly sum: number;
+  /** The longest, seconds. */
+  readonly max: number;
+  /** `quantile(0.5)`. */
+  readonly p50: number;
+  /** `quantile(0.99)`. */
+  readonly p99: number;
+  /**
+   * The counts per bucket, NOT cumulative (a Prometheus `le` bucket is the
+   * running sum), by upper bound: 1e-6, 2e-6, 4e-6 ... 2^26 µs, `Infinity`.
+   */
+  readonly buckets: ReadonlyArray<WaitBucket>;
+  /**
+   * The `q` quantile (`0..=1`), seconds: the upper bound of the bucket it
+   * falls in, capped at `max` (at most 2x over); 0 when nothing was recorded.
+   * @throws {RangeError} `ERR_OUT_OF_RANGE` for `q` not a number in 0..=1.
+   */
+  quantile(q: number): number;
+}
+
+/** One bucket of {@link WaitStats.buckets}. */
+export interface WaitBucket {
+  /** Its upper bound, seconds (`Infinity` for the last). */
+  readonly le: number;
+  /** Waits in it: longer than the previous bucket's bound, at most `le`. */
+  readonly count: number;
 }
 
 /** The conservation sums of a Redis semaphore, read in one script. */

@@ -463,12 +463,16 @@ class Waiter {
     if (this.signal !== undefined) unlisten(this.signal, this);
   }
 
-  /** The signal aborted: cancel the request unless it was settled already. */
+  /**
+   * The signal aborted (or the timeout passed): cancel the request unless it
+   * was settled already. Whether it was still queued (and is now cancelled).
+   */
   abort(reason) {
     const k = this.withdraw();
-    if (k < 0) return;
+    if (k < 0) return false;
     this.reject(reason);
     if (k !== 0) settle(k);
+    return true;
   }
 
   /**
@@ -561,6 +565,67 @@ const INSPECT = Symbol.for('nodejs.util.inspect.custom');
 // (Semaphore) or a Semaphore (Mutex, RwLock).
 const INTERNAL = Symbol('volt-sem internal');
 
+// ---------------------------------------------------------------------------
+// stats(): the seam's per-handle metrics (src/stats.rs), as a frozen object.
+
+/** The upper bounds of the wait histogram's buckets, in seconds (Infinity last). */
+const WAIT_BOUNDS = Object.freeze(native.waitBuckets());
+/** Where the bucket counts start in native.metrics()'s array (src/stats.rs). */
+const METRICS_HEAD = 13;
+
+/**
+ * The `q` quantile of a wait histogram, in seconds: the upper bound of the
+ * bucket it falls in, capped at the longest wait (an over-estimate by at most
+ * a factor of 2, as in Rust); 0 when nothing was recorded.
+ */
+function waitQuantile(counts, count, max, q) {
+  if (typeof q !== 'number' || !(q >= 0 && q <= 1)) {
+    throw rangeError(`volt-sem: a quantile is a number in 0..=1, got ${String(q)}`);
+  }
+  if (count === 0) return 0;
+  const rank = Math.max(Math.ceil(q * count), 1);
+  let seen = 0;
+  for (let i = 0; i < counts.length; i++) {
+    seen += counts[i];
+    if (seen >= rank) return Math.min(WAIT_BOUNDS[i], max);
+  }
+  return max;
+}
+
+/**
+ * The `Stats` of index.d.ts from native.metrics()'s numbers, plus `g` grants
+ * of `p` permits the JS fast path took (at once: the first bucket).
+ */
+function makeStats(a, g, p) {
+  const counts = a.slice(METRICS_HEAD);
+  counts[0] += g;
+  const count = a[10] + g;
+  const max = a[12];
+  const quantile = (q) => waitQuantile(counts, count, max, q);
+  const wait = Object.freeze({
+    count,
+    sum: a[11],
+    max,
+    p50: quantile(0.5),
+    p99: quantile(0.99),
+    buckets: Object.freeze(counts.map((c, i) => Object.freeze({ le: WAIT_BOUNDS[i], count: c }))),
+    quantile,
+  });
+  return Object.freeze({
+    grants: a[0] + g,
+    permitsGranted: a[1] + p,
+    timeouts: a[2],
+    cancels: a[3],
+    leaseLosses: a[4],
+    reclaimsSeen: a[5],
+    available: a[6],
+    held: a[7],
+    queued: a[8],
+    recording: a[9] === 1,
+    wait,
+  });
+}
+
 /**
  * The views of a semaphore the JS fast path works on (see src/view.rs): the
  * core's state word (`w`), and the binding's `held`, `debt` counters (`c`).
@@ -585,6 +650,13 @@ class View {
      * contention) until a native acquire takes permits at once again.
      */
     this.skip = false;
+    /**
+     * Grants (and their permits) this fast path took without crossing into
+     * the addon, which never sees them: stats() adds them to the core's.
+     * Plain numbers, one writer (this thread): two increments per fast take.
+     */
+    this.g = 0;
+    this.p = 0;
   }
 }
 
@@ -640,6 +712,8 @@ function fastTake(v, n) {
     fresh = true;
   }
   Atomics.add(v.c, 0, bn); // held, as the native path counts it
+  v.g++; // for stats(): the core counts only what it grants
+  v.p += n;
   return true;
 }
 
@@ -862,7 +936,12 @@ class Semaphore {
     if (timeout !== undefined) {
       // A real timer (fake timers must not fire it); it keeps the thread alive
       // until the deadline unless this object is unref()'d.
-      w.timer = timers.setTimeout(() => w.abort(timedOutError()), timeout);
+      const h = this.#h;
+      w.timer = timers.setTimeout(() => {
+        // The timer won (the request was still queued): a timeout, on top of
+        // the cancel the withdrawal counted.
+        if (w.abort(timedOutError())) native.recordTimeout(h);
+      }, timeout);
       if (!this.#ref) w.timer.unref();
     }
     return promise;
@@ -1152,6 +1231,17 @@ class Semaphore {
   inspect() {
     if (this.#disconnected) return Promise.reject(this.#gone());
     return native.inspect(this.#h, this.#ref);
+  }
+
+  /**
+   * This object's metrics (counters, gauges, wait histogram), synchronously:
+   * never blocks, no I/O, works after disconnect() (the last tally). See
+   * index.d.ts.
+   */
+  stats() {
+    const v = this.#v;
+    const a = native.metrics(this.#h);
+    return v === undefined ? makeStats(a, 0, 0) : makeStats(a, v.g, v.p);
   }
 
   /**

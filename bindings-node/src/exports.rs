@@ -29,6 +29,7 @@ use crate::ops::{
 use crate::raw::double;
 use crate::registry::{js_attach, js_expire_pins, js_share};
 use crate::removal::js_remove_permits;
+use crate::stats::{js_metrics, js_record_timeout, js_wait_buckets};
 use crate::teardown::env_cleanup;
 use crate::total::{js_reopen, js_set_total};
 use crate::view::js_view;
@@ -64,7 +65,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         next_watch: Cell::new(0),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 40] = [
+    let fns: [(&std::ffi::CStr, Cb); 43] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -105,6 +106,9 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"extra", js_extra),
         (c"watch", js_watch),
         (c"unwatch", js_unwatch),
+        (c"metrics", js_metrics),
+        (c"waitBuckets", js_wait_buckets),
+        (c"recordTimeout", js_record_timeout),
     ];
     // SAFETY: plain Node-API calls during module init on the JS thread; `ctx` lives
     // until the cleanup hook registered here frees it.

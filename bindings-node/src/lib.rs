@@ -33,6 +33,7 @@
 //!   semaphores (`# Abandoned semaphores`).
 //! * [`removal`]: `removePermits`, its debt and orphaned waiters
 //!   (`# Removing permits`).
+//! * [`stats`]: `metrics` and `recordTimeout`, behind `sem.stats()`.
 //! * [`teardown`]: the env cleanup hook (`# Teardown`).
 //! * [`view`]: the state word seen from JS, for the uncontended paths that
 //!   run in `index.js` without a Node-API call (`# The JS fast path`).
@@ -64,6 +65,7 @@ mod ops;
 mod registry;
 mod removal;
 mod semaphore;
+mod stats;
 mod teardown;
 mod total;
 mod view;

@@ -16,6 +16,9 @@ import {
   type Inspection,
   type Holder,
   type QueuedWaiter,
+  type Stats,
+  type WaitStats,
+  type WaitBucket,
   disconnectOnSignals,
 } from 'volt-sem';
 
@@ -91,6 +94,17 @@ async function main(): Promise<void> {
   const w: QueuedWaiter | undefined = seen.waiters[0];
   const held: number | null = h?.heldFor ?? null;
   void [h?.label, h?.leaseRemaining, h?.token, w?.position, w?.waitingFor, w?.granted, held, seen.total];
+  const st: Stats = remote.stats(); // synchronous
+  const wait: WaitStats = st.wait;
+  const last: WaitBucket | undefined = wait.buckets[wait.buckets.length - 1];
+  const p90: number = wait.quantile(0.9);
+  const recording: boolean = st.recording;
+  void [st.grants, st.permitsGranted, st.timeouts, st.cancels, st.leaseLosses, st.reclaimsSeen];
+  void [st.available, st.held, st.queued, wait.count, wait.sum, wait.max, wait.p50, wait.p99, last?.le, last?.count, p90, recording];
+  // @ts-expect-error frozen: the fields are readonly
+  st.grants = 1;
+  // @ts-expect-error stats() is not a promise
+  await remote.stats().then;
   {
     using p = await remote.acquirePermit(1);
     const t: number | null = p.token;

@@ -1,0 +1,214 @@
+'use strict';
+// sem.stats(): per-handle counters, gauges and the wait histogram (issue 29,
+// "Metrics"), synchronous on every backend. Counters are asserted on local
+// semaphores (the only backend that records today); named and Redis
+// semaphores are checked for what they report now (shape, gauges).
+const { test, before, after } = require('node:test');
+const assert = require('node:assert/strict');
+const { Semaphore } = require('..');
+const { RedisServer } = require('./redis-server.js');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const counters = (s) => [s.grants, s.permitsGranted, s.timeouts, s.cancels, s.leaseLosses, s.reclaimsSeen];
+const gauges = (s) => [s.available, s.held, s.queued];
+
+test('counts every grant exactly, the JS fast path ones too; a failed tryAcquire is not one', () => {
+  const s = new Semaphore(4);
+  assert.ok(s.tryAcquire(3));
+  assert.equal(s.tryAcquire(2), false);
+  let st = s.stats();
+  assert.deepEqual(counters(st), [1, 3, 0, 0, 0, 0]);
+  assert.deepEqual(gauges(st), [1, 3, 0]);
+  assert.equal(st.recording, true);
+  s.release(3);
+  // Past VIEW_AFTER (16) native operations the object takes uncontended
+  // permits in JS without calling the addon: they must be counted all the same.
+  for (let i = 0; i < 50; i++) {
+    assert.ok(s.tryAcquire(2));
+    s.release(2);
+  }
+  st = s.stats();
+  assert.deepEqual(counters(st), [51, 103, 0, 0, 0, 0]);
+  assert.deepEqual(gauges(st), [4, 0, 0]);
+  // Every grant taken at once is a wait of zero, in the first bucket.
+  assert.deepEqual([st.wait.count, st.wait.sum, st.wait.max, st.wait.p50, st.wait.p99], [51, 0, 0, 0, 0]);
+  assert.equal(st.wait.buckets[0].count, 51);
+});
+
+test('acquire(0) and acquire() resolved at once count as grants', async () => {
+  const s = new Semaphore(2);
+  await s.acquire(0);
+  const release = await s.acquirePermit(2);
+  assert.deepEqual(counters(s.stats()), [2, 2, 0, 0, 0, 0]);
+  release();
+  assert.deepEqual(gauges(s.stats()), [2, 0, 0]);
+});
+
+test('stats() is a frozen plain object with the fixed log buckets, in seconds', () => {
+  const st = new Semaphore(1).stats();
+  assert.ok(Object.isFrozen(st) && Object.isFrozen(st.wait) && Object.isFrozen(st.wait.buckets));
+  assert.ok(Object.isFrozen(st.wait.buckets[0]));
+  assert.equal(st.wait.buckets.length, 28);
+  st.wait.buckets.forEach((b, i) => assert.equal(b.le, i < 27 ? 2 ** i / 1e6 : Infinity, `bucket ${i}`));
+  assert.throws(() => {
+    'use strict';
+    st.grants = 5;
+  }, TypeError);
+  assert.equal(Object.getPrototypeOf(st), Object.prototype);
+  assert.deepEqual(Object.keys(st), [
+    'grants',
+    'permitsGranted',
+    'timeouts',
+    'cancels',
+    'leaseLosses',
+    'reclaimsSeen',
+    'available',
+    'held',
+    'queued',
+    'recording',
+    'wait',
+  ]);
+});
+
+test('a queued grant lands in the bucket of its wait; p50/p99 are bucket bounds capped at max', async () => {
+  const s = new Semaphore(1);
+  await s.acquire(1);
+  const queued = s.acquire(1);
+  assert.deepEqual(gauges(s.stats()), [0, 1, 1]);
+  await sleep(20); // it waits at least this long: it is granted by the release below
+  s.release(1);
+  await queued;
+  const st = s.stats();
+  assert.deepEqual(counters(st), [2, 2, 0, 0, 0, 0]);
+  const w = st.wait;
+  assert.equal(w.count, 2);
+  assert.ok(w.max >= 0.015, `waited ${w.max} s`);
+  assert.equal(w.sum, w.max); // the other grant waited 0
+  assert.equal(w.buckets[0].count, 1); // the one taken at once
+  const k = w.buckets.findIndex((b, i) => i > 0 && b.count > 0);
+  assert.ok(w.buckets[k].le >= w.max && w.buckets[k - 1].le < w.max, `max ${w.max} in bucket ${k}`);
+  assert.equal(w.buckets.reduce((a, b) => a + b.count, 0), 2);
+  assert.equal(w.p50, 1e-6); // rank 1: the first bucket's bound
+  assert.equal(w.p99, w.max); // rank 2: its bucket, capped at the max
+  assert.equal(w.quantile(0), 1e-6);
+  assert.equal(w.quantile(1), w.max);
+  for (const q of [-0.1, 1.5, NaN, '0.5', undefined]) {
+    assert.throws(() => w.quantile(q), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' }, String(q));
+  }
+  assert.equal(new Semaphore(1).stats().wait.quantile(0.99), 0); // nothing recorded
+  s.release(1);
+});
+
+test('an AbortSignal abort and cancel() are cancels, not timeouts; the queued gauge follows', async () => {
+  const s = new Semaphore(1);
+  await s.acquire(1);
+  const ac = new AbortController();
+  const a = s.acquire(1, { signal: ac.signal });
+  const b = s.acquire(1);
+  assert.equal(s.stats().queued, 2);
+  ac.abort();
+  await assert.rejects(a, { name: 'AbortError' });
+  let st = s.stats();
+  assert.deepEqual(counters(st), [1, 1, 0, 1, 0, 0]);
+  assert.deepEqual(gauges(st), [0, 1, 1]);
+  assert.equal(s.cancel(), 1);
+  await assert.rejects(b, { code: 'ERR_VOLT_CANCELLED' });
+  st = s.stats();
+  assert.deepEqual(counters(st), [1, 1, 0, 2, 0, 0]);
+  assert.deepEqual(gauges(st), [0, 1, 0]);
+  // An already aborted signal never queues: nothing to cancel.
+  await assert.rejects(s.acquire(1, { signal: AbortSignal.abort() }), { name: 'AbortError' });
+  assert.deepEqual(counters(s.stats()), [1, 1, 0, 2, 0, 0]);
+  s.release(1);
+});
+
+test('a timeout that passes is a timeout and a cancel; one the grant beats is neither', async () => {
+  const s = new Semaphore(1);
+  await s.acquire(1);
+  await assert.rejects(s.acquire(1, { timeout: 10 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  assert.deepEqual(counters(s.stats()), [1, 1, 1, 1, 0, 0]);
+  const beaten = s.acquire(1, { timeout: 60_000 });
+  s.release(1);
+  await beaten;
+  const st = s.stats();
+  assert.deepEqual(counters(st), [2, 2, 1, 1, 0, 0]);
+  assert.deepEqual(gauges(st), [0, 1, 0]);
+  s.release(1);
+});
+
+test('a partial grant is neither held nor available: the gauges while a weighted request fills', async () => {
+  const s = new Semaphore(3);
+  await s.acquire(2);
+  const big = s.acquire(3); // takes the 1 left and waits for 2 more
+  let st = s.stats();
+  assert.deepEqual(gauges(st), [0, 2, 1]);
+  assert.deepEqual(counters(st), [1, 2, 0, 0, 0, 0]);
+  s.release(1); // 2 of 3 now
+  st = s.stats();
+  assert.deepEqual(gauges(st), [0, 1, 1]);
+  s.release(1);
+  await big;
+  st = s.stats();
+  assert.deepEqual(gauges(st), [0, 3, 0]);
+  assert.deepEqual(counters(st), [2, 5, 0, 0, 0, 0]);
+  assert.equal(st.wait.count, 2);
+  s.release(3);
+  assert.deepEqual(gauges(s.stats()), [3, 0, 0]);
+});
+
+test("another object of the semaphore (share/attach): its native grants are in this object's counters", async () => {
+  const s = new Semaphore(2);
+  const other = Semaphore.attach(s.share());
+  await other.acquire(1);
+  assert.deepEqual(counters(s.stats()), [1, 1, 0, 0, 0, 0]);
+  assert.deepEqual(gauges(s.stats()), [1, 1, 0]);
+  other.release(1);
+});
+
+const NAMED = `node-test-${process.pid}-stats`;
+
+test('a named semaphore: stats() is synchronous and reports its gauges', () => {
+  try {
+    const sem = Semaphore.open(NAMED, 3);
+    assert.ok(sem.tryAcquire(2));
+    const st = sem.stats();
+    assert.equal(typeof st.then, 'undefined');
+    assert.ok(Object.isFrozen(st));
+    assert.equal(st.available, 1);
+    assert.equal(st.wait.buckets.length, 28);
+    sem.release(2);
+    assert.equal(sem.stats().available, 3);
+  } finally {
+    Semaphore.unlink(NAMED);
+  }
+});
+
+let srv;
+before(async () => {
+  srv = await RedisServer.start();
+});
+after(async () => {
+  await srv?.close();
+});
+
+test('a Redis semaphore: stats() answers at once, with no round trip, even with the server stopped', async () => {
+  const name = `stats-${process.pid}`;
+  const sem = await Semaphore.connect(srv.url(), name, 2);
+  await sem.acquire(1);
+  // A stopped server answers nothing: a stats() that waited for Redis would
+  // hang here (until the test's timeout).
+  srv.signal('SIGSTOP');
+  let st;
+  try {
+    st = sem.stats();
+  } finally {
+    srv.signal('SIGCONT');
+  }
+  assert.equal(typeof st.then, 'undefined');
+  assert.ok(Object.isFrozen(st) && Object.isFrozen(st.wait));
+  assert.equal(st.wait.buckets.length, 28);
+  sem.release(1);
+  await sem.disconnect();
+  assert.ok(Object.isFrozen(sem.stats())); // the last tally, after disconnect()
+  await Semaphore.deleteRedis(srv.url(), name);
+});
