@@ -1,8 +1,6 @@
 'use strict';
 // sem.stats(): per-handle counters, gauges and the wait histogram (issue 29,
-// "Metrics"), synchronous on every backend. Counters are asserted on local
-// semaphores (the only backend that records today); named and Redis
-// semaphores are checked for what they report now (shape, gauges).
+// "Metrics"), synchronous on every backend, recording on every backend.
 const { test, before, after } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
@@ -167,17 +165,31 @@ test("another object of the semaphore (share/attach): its native grants are in t
 
 const NAMED = `node-test-${process.pid}-stats`;
 
-test('a named semaphore: stats() is synchronous and reports its gauges', () => {
+test('a named semaphore: stats() is synchronous, counts grants, timeouts and cancels, and reports its gauges', async () => {
   try {
     const sem = Semaphore.open(NAMED, 3);
     assert.ok(sem.tryAcquire(2));
+    assert.ok(!sem.tryAcquire(2)); // a failed try is not a grant
     const st = sem.stats();
     assert.equal(typeof st.then, 'undefined');
     assert.ok(Object.isFrozen(st));
-    assert.equal(st.available, 1);
+    assert.equal(st.recording, true);
+    assert.deepEqual(gauges(st), [1, 2, 0]);
+    assert.deepEqual(counters(st).slice(0, 2), [1, 2]);
     assert.equal(st.wait.buckets.length, 28);
+    // A request that waits, then times out: a timeout and a cancel.
+    await assert.rejects(sem.acquire(2, { timeout: 30 }));
+    // One that waits and is served by a release: a queued grant.
+    const waiting = sem.acquire(2);
+    await sleep(20);
+    assert.equal(sem.stats().queued, 1);
     sem.release(2);
-    assert.equal(sem.stats().available, 3);
+    await waiting;
+    const after = sem.stats();
+    assert.deepEqual(counters(after).slice(0, 4), [2, 4, 1, 1]);
+    assert.ok(after.wait.max >= 0.015, `waited ${after.wait.max}s`);
+    sem.release(2);
+    assert.deepEqual(gauges(sem.stats()), [3, 0, 0]);
   } finally {
     Semaphore.unlink(NAMED);
   }
@@ -195,6 +207,11 @@ test('a Redis semaphore: stats() answers at once, with no round trip, even with 
   const name = `stats-${process.pid}`;
   const sem = await Semaphore.connect(srv.url(), name, 2);
   await sem.acquire(1);
+  await assert.rejects(sem.acquire(2, { timeout: 50 }));
+  const counted = sem.stats();
+  assert.equal(counted.recording, true);
+  assert.deepEqual(counters(counted).slice(0, 3), [1, 1, 1]);
+  assert.equal(counted.held, 1);
   // A stopped server answers nothing: a stats() that waited for Redis would
   // hang here (until the test's timeout).
   srv.signal('SIGSTOP');
