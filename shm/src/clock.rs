@@ -16,6 +16,11 @@
 //!
 //! Under the loom model both read 0: the model checks the algorithm, and a
 //! stamp is never read by it.
+//!
+//! Off Unix (Windows), where a named semaphore cannot be opened (the crate's
+//! `unsupported` module) but the segment code still compiles, both read this
+//! process's monotonic clock (`Instant`): there is no segment to share a
+//! stamp through.
 
 /// The shared monotonic clock, in nanoseconds.
 #[inline]
@@ -29,7 +34,7 @@ pub(crate) fn coarse() -> u64 {
     read(libc_clock::COARSE)
 }
 
-#[cfg(not(volt_loom))]
+#[cfg(all(unix, not(volt_loom)))]
 mod libc_clock {
     pub(super) const EXACT: libc::clockid_t = libc::CLOCK_MONOTONIC;
     #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -38,13 +43,13 @@ mod libc_clock {
     pub(super) const COARSE: libc::clockid_t = libc::CLOCK_MONOTONIC;
 }
 
-#[cfg(volt_loom)]
+#[cfg(any(volt_loom, not(unix)))]
 mod libc_clock {
     pub(super) const EXACT: u32 = 0;
     pub(super) const COARSE: u32 = 0;
 }
 
-#[cfg(not(volt_loom))]
+#[cfg(all(unix, not(volt_loom)))]
 #[inline]
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec {
@@ -64,6 +69,13 @@ fn read(clock: libc::clockid_t) -> u64 {
 #[inline]
 fn read(_clock: u32) -> u64 {
     0
+}
+
+#[cfg(all(not(unix), not(volt_loom)))]
+fn read(_clock: u32) -> u64 {
+    static EPOCH: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(std::time::Instant::now);
+    epoch.elapsed().as_nanos() as u64
 }
 
 #[cfg(all(test, not(volt_loom)))]
