@@ -15,11 +15,18 @@ use crate::target::Target;
 /// handle is dropped (a named semaphore's record detached cleanly).
 static STOP: AtomicBool = AtomicBool::new(false);
 
+#[cfg(unix)]
 extern "C" fn on_signal(_: libc::c_int) {
     // An atomic store is async-signal-safe.
     STOP.store(true, Ordering::Relaxed);
 }
 
+/// Off Unix (Windows) Ctrl-C ends the process as usual: only a Redis
+/// semaphore can be watched there, and it holds nothing to detach.
+#[cfg(not(unix))]
+fn catch_signals() {}
+
+#[cfg(unix)]
 fn catch_signals() {
     for sig in [libc::SIGINT, libc::SIGTERM] {
         // SAFETY: a zeroed sigaction is valid (empty mask, no flags); the
