@@ -191,7 +191,7 @@ test-multiproc: redis-server
 # build the wheel and the Node addon themselves; the C block needs the release
 # library first.
 SNIPPET_FILES := README.md CONTRIBUTING.md docs/faq.md docs/versioning.md SECURITY.md \
-                 docs/platforms.md docs/migrating.md docs/recipes.md \
+                 docs/platforms.md docs/migrating.md docs/recipes.md docs/metrics.md \
                  bindings-python/README.md bindings-node/README.md
 
 # libuv: the README's C quick start is a libuv program.
