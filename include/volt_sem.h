@@ -421,6 +421,15 @@
 #define VOLT_HOST_CAP 256
 
 /**
+ * How many buckets `volt_stats.wait_buckets` has: bucket `i` (for `i <
+ * VOLT_WAIT_BUCKETS - 1`) counts the grants that waited more than bucket
+ * `i - 1`'s bound and at most 2^i microseconds (1 µs, 2 µs, 4 µs, ...
+ * 2^26 µs, about 67 s); the last one counts every longer wait. Not
+ * cumulative. Grants taken at once are in bucket 0.
+ */
+#define VOLT_WAIT_BUCKETS 28
+
+/**
  * Major version of the headers this program was compiled with; compare with
  * `volt_sem_version()` for the library it runs with.
  */
@@ -998,6 +1007,112 @@ typedef struct volt_queued_waiter {
    */
   size_t position;
 } volt_queued_waiter;
+
+/**
+ * This handle's metrics, as `volt_sem_stats` saw them.
+ *
+ * Counters count this handle's requests since it was made (a named
+ * semaphore's: this process's, shared by its handles of that name; a Redis
+ * one's: the handle's session). Gauges are read at the call. Durations are
+ * nanoseconds.
+ *
+ * ABI: the caller allocates this struct and sets `struct_size` to
+ * `sizeof(volt_stats)` before the call (`volt_stats st = { .struct_size = sizeof st };`).
+ * Fields are only ever appended. The library fills the fields that both
+ * its `volt_stats` and the caller's have, zeroes the caller's bytes beyond
+ * its own, and sets `struct_size` to the number of bytes it filled. So a
+ * program built against an older header (a smaller struct) gets its fields
+ * and nothing is written past them; a program built against a newer header
+ * and run with an older library sees the fields that library does not know
+ * as 0 and can tell them apart by `struct_size` (a field is filled if
+ * `offsetof(volt_stats, field) + sizeof field <= struct_size`). A leading
+ * size rather than "check the version and trust `sizeof`": the struct is
+ * written by the library, so a size mismatch in either direction would
+ * otherwise be a write past the caller's memory or fields read unset; the
+ * size makes both safe without a version check, the same rule as
+ * `volt_connect_options` and `volt_open_options`.
+ */
+typedef struct volt_stats {
+  /**
+   * In: `sizeof(volt_stats)` as the caller compiled it. Out: the bytes
+   * the library filled (`min` of the caller's size and its own).
+   */
+  size_t struct_size;
+  /**
+   * Requests granted (each acquire of `n` permits that got them counts 1).
+   */
+  uint64_t grants;
+  /**
+   * Permits those grants carried (the sum of their `n`).
+   */
+  uint64_t permits_granted;
+  /**
+   * Requests that gave up at their timeout (also in `cancels` when they
+   * were queued).
+   */
+  uint64_t timeouts;
+  /**
+   * Queued requests that left without their permits: cancelled, freed,
+   * timed out. A close that fails queued requests is not a cancel.
+   */
+  uint64_t cancels;
+  /**
+   * Redis: how often the server expired this handle's session while it
+   * held or waited; 0 on the other backends.
+   */
+  uint64_t lease_losses;
+  /**
+   * Crashed holders this handle reclaimed (a named semaphore's dead
+   * processes, a Redis semaphore's expired sessions); 0 for a local one.
+   */
+  uint64_t reclaims_seen;
+  /**
+   * Gauge: permits available now (Redis: as last seen in a reply).
+   */
+  size_t available;
+  /**
+   * Gauge: permits held through this handle now.
+   */
+  size_t held;
+  /**
+   * Gauge: this handle's requests waiting now (partial grants are
+   * neither held nor available).
+   */
+  size_t queued;
+  /**
+   * Whether this handle records: `false` means the counters and the
+   * histogram are 0 because nothing was recorded, not because nothing
+   * happened.
+   */
+  bool recording;
+  /**
+   * Grants recorded in the histogram (every grant, those taken at once
+   * too).
+   */
+  uint64_t wait_count;
+  /**
+   * Total nanoseconds those grants waited.
+   */
+  uint64_t wait_sum_ns;
+  /**
+   * The longest wait, in nanoseconds.
+   */
+  uint64_t wait_max_ns;
+  /**
+   * The median wait: the upper bound of its bucket, capped at
+   * `wait_max_ns` (an over-estimate by at most a factor of 2); 0 when
+   * nothing was recorded.
+   */
+  uint64_t wait_p50_ns;
+  /**
+   * The 99th percentile wait, as `wait_p50_ns`.
+   */
+  uint64_t wait_p99_ns;
+  /**
+   * Grants per wait bucket (see `VOLT_WAIT_BUCKETS`), not cumulative.
+   */
+  uint64_t wait_buckets[VOLT_WAIT_BUCKETS];
+} volt_stats;
 
 /**
  * The lease-loss callback: `lost(ctx, why)`, `why` being
@@ -1752,6 +1867,31 @@ volt_status volt_sem_inspect(const struct volt_sem *sem,
                              size_t holders_cap,
                              struct volt_queued_waiter *waiters,
                              size_t waiters_cap);
+
+/**
+ * Writes this handle's metrics to `*out`: counters since the handle was
+ * made, gauges now, and the wait-time histogram of its grants.
+ *
+ * Set `out->struct_size` to `sizeof(volt_stats)` first (see `volt_stats`
+ * for how the struct grows). `*out` is the caller's, nothing to free; the
+ * handle stays the caller's too. Thread-safe: never blocks and never does I/O, on any
+ * backend (a Redis handle's `available` is what its last reply said), so
+ * it may be called from an event loop's thread, from any thread, as often
+ * as a metrics scrape likes. A snapshot taken while acquires run may be
+ * mid-way through one of them (its grant counted, its permits not yet),
+ * never off by more.
+ *
+ * Returns `VOLT_OK`; `VOLT_INVALID_ARGUMENT` (NULL `sem` or `out`, a
+ * misaligned `out`, or an `out->struct_size` smaller than the first
+ * version's `volt_stats` or above 4096), with nothing written;
+ * `VOLT_FORKED` for a Redis handle in a child of the process that connected
+ * it (its session is the parent's).
+ *
+ * # Safety
+ * `sem` is NULL or a live handle; `out` is NULL or points to
+ * `out->struct_size` writable bytes whose first field is that size.
+ */
+volt_status volt_sem_stats(const struct volt_sem *sem, struct volt_stats *out);
 
 /**
  * Changes the total of a named (`volt_sem_open`) or Redis

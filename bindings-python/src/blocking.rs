@@ -134,6 +134,8 @@ pub(crate) fn blocking_acquire_in(
             Err(e) => return Err(acquire_error(core, e)),
         }
         if timeout == Some(Duration::ZERO) {
+            // Gave up at its timeout (never queued: not a cancel).
+            core.record_timeout();
             return Ok(None);
         }
     }
@@ -173,7 +175,13 @@ pub(crate) fn blocking_acquire_in(
         (Finish::Granted, None) => Ok(Some(grant)),
         (Finish::Closed, None) => Err(closed_error()),
         (Finish::Failed(e), None) => Err(acquire_error(core, e)),
-        (Finish::Cancelled { .. } | Finish::Idle, None) => Ok(None),
+        // Still queued when `park_in` came back without an error: the
+        // deadline passed (this binding times the wait itself; the cancel
+        // was counted by `finish_raw`).
+        (Finish::Cancelled { .. } | Finish::Idle, None) => {
+            core.record_timeout();
+            Ok(None)
+        }
     }
 }
 

@@ -45,6 +45,7 @@ mod inspect;
 mod locks;
 mod redis;
 mod session;
+mod stats;
 mod total;
 mod wake;
 mod wake_socket;
@@ -64,9 +65,13 @@ pub(crate) type Core = volt_sem_backend::Semaphore;
 pub(crate) const MAX_PERMITS: usize = Core::MAX_PERMITS;
 
 /// A local (in-process) core with `permits` permits (already checked to be at
-/// most `MAX_PERMITS`).
+/// most `MAX_PERMITS`), recording its `stats()` from the start as every
+/// handle the seam makes does (`Core::local`, whose `Option` only says "above
+/// `MAX_PERMITS`", which the callers ruled out).
 pub(crate) fn local_core(permits: usize) -> Core {
-    Core::Local(volt_sem::Semaphore::new(permits))
+    let s = volt_sem::Semaphore::new(permits);
+    s.enable_stats();
+    Core::Local(s)
 }
 
 /// A fair, weighted, thread-safe async counting semaphore.
@@ -587,6 +592,18 @@ impl Semaphore {
         inspect::inspect(py, &core)
     }
 
+    /// This handle's metrics: a frozen `Stats` with the counters since the
+    /// handle was made (`grants`, `permits_granted`, `timeouts`, `cancels`,
+    /// `lease_losses`, `reclaims_seen`), the gauges now (`available`,
+    /// `held`, `queued`), `recording`, and `wait`, the `WaitHistogram` of
+    /// its grants (seconds). Never blocks and never does I/O, on every
+    /// backend: safe on an event loop's thread.
+    #[pyo3(text_signature = "($self)")]
+    fn stats(&self, py: Python<'_>) -> PyResult<stats::Stats> {
+        let core = self.core.get()?;
+        stats::stats(py, &core)
+    }
+
     /// `inspect()` off the event loop: an awaitable that runs it on the
     /// loop's executor (trio: a worker thread), as `census_async` does.
     #[pyo3(text_signature = "($self)")]
@@ -871,6 +888,8 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<inspect::Inspection>()?;
     m.add_class::<inspect::Holder>()?;
     m.add_class::<inspect::QueuedWaiter>()?;
+    m.add_class::<stats::Stats>()?;
+    m.add_class::<stats::WaitHistogram>()?;
     m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
     m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
     m.add("SharedError", py.get_type::<errors::SharedError>())?;

@@ -1186,3 +1186,17 @@ def test_set_total_grows_shrinks_reopens_and_resizes(server, name):
     assert conserved(sem, 3)["available"] == 3
     resized.disconnect()
     sem.disconnect()
+
+
+def test_stats_answers_without_a_round_trip(server, name):
+    # What the Redis backend reports today: the call, its types (its
+    # counters and gauges come with the backend's recording).
+    sem = connect(server.url, name, 3)
+    assert sem.try_acquire(2)
+    s = sem.stats()
+    assert isinstance(s, volt_sem.Stats) and isinstance(s.recording, bool)
+    assert (s.queued, s.timeouts, s.cancels) == (0, 0, 0)
+    assert s.wait.count == s.grants
+    assert len(s.wait.buckets) == 28
+    sem.release(2)
+    sem.disconnect()

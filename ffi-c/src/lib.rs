@@ -74,6 +74,8 @@ mod blocking;
 mod grant;
 // `volt_sem_inspect`: who holds and who waits, on every backend.
 mod inspect;
+// `volt_sem_stats`: this handle's counters, gauges and wait histogram.
+mod stats;
 mod total;
 // `volt_lease_watch`: lease-loss callbacks.
 mod lease;
@@ -88,6 +90,7 @@ pub use lease::*;
 pub use redis::*;
 pub use semaphore::*;
 pub use shared::*;
+pub use stats::*;
 pub use status::{volt_status, volt_status_str};
 pub use total::*;
 pub use version::*;

@@ -569,6 +569,22 @@ static void test_connect_try_release_and_tokens(void) {
     signal_destroy(&sig);
 }
 
+/* volt_sem_stats on a Redis handle: the call never does I/O and answers
+ * for a Redis handle too (its counters and gauges come with its recording). */
+static void test_stats_on_a_redis_handle(void) {
+    const char *name = name_of("stats");
+    const volt_sem *sem = connect_main(name, 3);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    volt_stats st = {.struct_size = sizeof st};
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.struct_size == sizeof st);
+    CHECK(st.queued == 0 && st.timeouts == 0 && st.cancels == 0);
+    CHECK(st.wait_count == st.grants);
+    CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 /* A queued acquire(3) collects released permits at the head and is not
  * overtaken by a later acquire(1) of another handle (another session);
  * grants of one release come in FIFO order with increasing tokens; the
@@ -1983,6 +1999,7 @@ int main(int argc, char **argv) {
     server_start(&main_server, NULL);
     RUN(test_status_names_and_options_defaults);
     RUN(test_connect_try_release_and_tokens);
+    RUN(test_stats_on_a_redis_handle);
     RUN(test_fifo_and_weights_across_two_handles);
     RUN(test_fifo_across_processes);
     RUN(test_timeout_and_cancel_hand_partial_grants_on);

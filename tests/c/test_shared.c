@@ -535,6 +535,26 @@ static void test_existing_functions_on_a_shared_handle(void) {
     volt_sem_free(sem);
 }
 
+/* volt_sem_stats on a named handle: the call and the gauges the named
+ * backend reports (its counters come with its recording). */
+static void test_stats_on_a_shared_handle(void) {
+    char name[64];
+    make_name(name, sizeof name, "stats");
+    const volt_sem *sem = open_sem(name, 3, 0);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    volt_stats st = {.struct_size = sizeof st};
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.struct_size == sizeof st);
+    CHECK(st.available == 1 && st.available == volt_sem_available_permits(sem));
+    CHECK(st.queued == 0 && st.timeouts == 0 && st.cancels == 0);
+    CHECK(st.wait_count == st.grants);
+    CHECK_STATUS(volt_sem_stats(NULL, &st), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 /* A blocking acquire inside a shared wake callback (the doorbell thread)
  * would wait for itself: VOLT_IN_CALLBACK. */
 typedef struct {
@@ -949,6 +969,7 @@ int main(int argc, char **argv) {
     RUN(test_open_with_refuses_bad_options);
     RUN(test_close_reaches_other_processes);
     RUN(test_existing_functions_on_a_shared_handle);
+    RUN(test_stats_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
     RUN(test_bad_input);

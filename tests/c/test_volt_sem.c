@@ -214,6 +214,84 @@ static void test_inspect_local(void) {
     volt_sem_free(sem);
 }
 
+/* volt_sem_stats on a local semaphore: the counters (a failed try is not a
+ * grant; a queued grant, a cancel, a timeout), the gauges with a partial grant
+ * queued, the wait histogram, the struct_size rule both ways, bad input. */
+static uint64_t bucket_total(const volt_stats *st) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < VOLT_WAIT_BUCKETS; i++) sum += st->wait_buckets[i];
+    return sum;
+}
+
+static void test_stats_local(void) {
+    const volt_sem *sem = new_sem(3);
+    volt_stats st = {.struct_size = sizeof st};
+    counter ca = {0}, cb = {0};
+    volt_waiter a, b;
+    init_waiter(&a);
+    init_waiter(&b);
+
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.struct_size == sizeof st && st.recording);
+    CHECK(st.grants == 0 && st.wait_count == 0 && st.wait_p99_ns == 0);
+    CHECK(st.available == 3 && st.held == 0 && st.queued == 0);
+
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_WOULD_BLOCK); /* not counted */
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 3, count_wake, &ca), VOLT_PENDING); /* takes 1 */
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.grants == 1 && st.permits_granted == 2);
+    /* The partial grant is neither held nor available. */
+    CHECK(st.available == 0 && st.held == 2 && st.queued == 1);
+    CHECK(st.wait_count == 1 && st.wait_buckets[0] == 1 && st.wait_max_ns == 0);
+
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* a complete, after a wait */
+    CHECK(atomic_load(&ca.wakes) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.grants == 2 && st.permits_granted == 5 && st.cancels == 0);
+    CHECK(st.held == 3 && st.queued == 0 && st.available == 0);
+    CHECK(st.wait_count == 2 && bucket_total(&st) == 2);
+    /* It queued before the release and was granted by it: it waited. */
+    CHECK(st.wait_max_ns > 0 && st.wait_sum_ns >= st.wait_max_ns);
+    CHECK(st.wait_p50_ns <= st.wait_p99_ns && st.wait_p99_ns <= st.wait_max_ns);
+
+    /* A cancelled request and a timed-out one (both queued). */
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_CANCELLED);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 1, 1000 * 1000), VOLT_TIMED_OUT);
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.cancels == 2 && st.timeouts == 1 && st.grants == 2);
+    CHECK(st.wait_count == 2 && st.queued == 0);
+
+    /* An older caller's smaller struct is refused below the first version;
+     * a newer caller's larger one gets its unknown bytes zeroed and
+     * struct_size says how much was filled. */
+    struct {
+        volt_stats s;
+        uint64_t newer[2];
+    } big;
+    memset(&big, 0xff, sizeof big);
+    big.s.struct_size = sizeof big;
+    CHECK_STATUS(volt_sem_stats(sem, &big.s), VOLT_OK);
+    CHECK(big.s.struct_size == sizeof(volt_stats));
+    CHECK(big.newer[0] == 0 && big.newer[1] == 0 && big.s.grants == 2);
+    memset(&st, 0xff, sizeof st);
+    st.struct_size = offsetof(volt_stats, wait_buckets);
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_INVALID_ARGUMENT);
+    CHECK(st.grants == UINT64_MAX); /* nothing written */
+    st.struct_size = 0;
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_INVALID_ARGUMENT);
+    st.struct_size = 1 << 20;
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_INVALID_ARGUMENT);
+    st.struct_size = sizeof st;
+    CHECK_STATUS(volt_sem_stats(NULL, &st), VOLT_INVALID_ARGUMENT);
+    CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
+
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 static void test_close_wakes_waiters(void) {
     const volt_sem *sem = new_sem(0);
     counter ca = {0}, cb = {0};
@@ -1248,6 +1326,7 @@ int main(void) {
     RUN(test_ready_acquire_leaves_waiter_idle);
     RUN(test_weighted_fifo_partial_fill);
     RUN(test_inspect_local);
+    RUN(test_stats_local);
     RUN(test_close_wakes_waiters);
     RUN(test_cancel_returns_partial_grant);
     RUN(test_full_grant_then_cancel_race);

@@ -22,6 +22,8 @@ from ._volt_sem import LeaseLost as LeaseLost
 from ._volt_sem import Holder as Holder
 from ._volt_sem import Inspection as Inspection
 from ._volt_sem import QueuedWaiter as QueuedWaiter
+from ._volt_sem import Stats as Stats
+from ._volt_sem import WaitHistogram as WaitHistogram
 from ._offloop import OffLoop as OffLoop
 from ._offloop import RedisConnect as RedisConnect
 from ._volt_sem import ClosedError as ClosedError
@@ -65,6 +67,8 @@ __all__ = [
     "Holder",
     "Inspection",
     "QueuedWaiter",
+    "Stats",
+    "WaitHistogram",
     "InUseError",
     "InvalidLabelError",
     "InvalidUrlError",

@@ -477,6 +477,13 @@ class Semaphore:
     def inspect_async(self) -> OffLoop["Inspection"]:
         """:meth:`inspect` off the event loop (the loop's executor; trio: a
         worker thread)."""
+    def stats(self) -> "Stats":
+        """This handle's metrics: counters since the handle was made, gauges
+        now, and the wait-time histogram of its grants (seconds). Never blocks
+        and never does I/O, on every backend: safe to call from an event
+        loop's thread, as often as a metrics scrape likes. A named handle's
+        counters are this process's for the name; a Redis handle's are its
+        session's."""
     def lease_lost(self) -> "LeaseLost":
         """Redis: an awaitable that completes when the session holding this
         handle's latest grant is lost (its permits were reclaimed: stop using
@@ -639,6 +646,85 @@ class QueuedWaiter:
     @property
     def position(self) -> int:
         """Its place in the queue: 0 is the next served."""
+
+@final
+class Stats:
+    """What :meth:`Semaphore.stats` saw: this handle's counters since it
+    was made, and gauges read at the call."""
+
+    @property
+    def grants(self) -> int:
+        """Requests granted (each acquire of ``n`` that got its permits
+        counts 1, ``n == 0`` too)."""
+    @property
+    def permits_granted(self) -> int:
+        """Permits those grants carried (the sum of their ``n``)."""
+    @property
+    def timeouts(self) -> int:
+        """Requests that gave up at their timeout (also in :attr:`cancels`
+        when they were queued)."""
+    @property
+    def cancels(self) -> int:
+        """Queued requests that left without their permits: cancelled
+        (``task.cancel()``, ``asyncio.wait_for``), dropped, timed out. A
+        close that fails queued requests is not a cancel."""
+    @property
+    def lease_losses(self) -> int:
+        """Redis: how often the server expired this handle's session while
+        it held or waited; 0 on the other backends."""
+    @property
+    def reclaims_seen(self) -> int:
+        """Crashed holders this handle reclaimed (dead processes of a named
+        semaphore, expired Redis sessions); 0 for a local one."""
+    @property
+    def available(self) -> int:
+        """Gauge: permits available now (Redis: as last seen in a reply)."""
+    @property
+    def held(self) -> int:
+        """Gauge: permits held through this handle now."""
+    @property
+    def queued(self) -> int:
+        """Gauge: this handle's requests waiting now (a partial grant is
+        neither held nor available)."""
+    @property
+    def recording(self) -> bool:
+        """Whether this handle records: ``False`` means the counters are 0
+        because nothing was recorded, not because nothing happened."""
+    @property
+    def wait(self) -> "WaitHistogram":
+        """How long this handle's granted requests waited."""
+
+@final
+class WaitHistogram:
+    """How long granted requests waited, in fixed logarithmic buckets (1 µs,
+    2 µs, 4 µs, ... 2**26 µs, then unbounded), with the exact sum and
+    maximum. Seconds, as floats. Grants taken at once are in the first
+    bucket."""
+
+    @property
+    def count(self) -> int:
+        """How many waits were recorded (every grant)."""
+    @property
+    def sum(self) -> float:
+        """Total seconds the recorded grants waited."""
+    @property
+    def max(self) -> float:
+        """The longest wait, in seconds."""
+    @property
+    def p50(self) -> float:
+        """The median wait (``quantile(0.5)``)."""
+    @property
+    def p99(self) -> float:
+        """The 99th percentile wait (``quantile(0.99)``)."""
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile (``0 <= q <= 1``) in seconds: the upper bound
+        of its bucket, capped at :attr:`max` (an over-estimate by at most a
+        factor of 2); 0.0 when nothing was recorded. ``ValueError`` for a
+        ``q`` outside ``[0, 1]``."""
+    @property
+    def buckets(self) -> Tuple[Tuple[float, int], ...]:
+        """``(upper_bound_seconds, count)`` per bucket, the last bound
+        ``math.inf``; counts are per bucket, not cumulative."""
 
 @final
 class LeaseLost(Coroutine[Any, Any, RedisError]):

@@ -67,6 +67,16 @@ def thread_side() -> None:
     ok: bool = sem.try_acquire(1)
     n: int = sem.available_permits
     assert_type(volt_sem.__version__, str)
+    st = sem.stats()
+    assert_type(st, volt_sem.Stats)
+    assert_type(st.grants + st.cancels + st.timeouts + st.held, int)
+    assert_type(st.recording, bool)
+    wait: volt_sem.WaitHistogram = st.wait
+    assert_type(wait.p99, float)
+    assert_type(wait.quantile(0.9), float)
+    for bound, count in wait.buckets:
+        assert_type(bound, float)
+        assert_type(count, int)
     del ok, n
 
 
