@@ -310,7 +310,7 @@ SCALING_PARTS = [
     ("tokio", "tokio: 4 tasks a worker on 2 permits", "workers"),
     ("processes", "Processes on one named permit", "processes"),
 ]
-DASHES = [None, "6,3", "2,3", "8,3,2,3", "1,2"]
+DASHES = [None, "2,3", "8,3,2,3", "10,4", "1,2"]
 
 
 def scaling_chart():
@@ -365,20 +365,27 @@ def scaling_chart():
         while e <= math.log10(yhi) + 1e-9:
             svg.line(x0, ypos(10**e), x0 + width - 60, ypos(10**e), color=GRID)
             if i == 0:
-                svg.text(x0 - 6, ypos(10**e) + 4, f"{10**e:,.0f}", 10, anchor="end", color=PEER)
+                v = 10**e
+                tick = f"{v / 1e6:g}M" if v >= 1e6 else f"{v / 1e3:g}k" if v >= 1e3 else f"{v:g}"
+                svg.text(x0 - 6, ypos(v) + 4, tick, 10, anchor="end", color=PEER)
             e += 1
         impls = list(dict.fromkeys(r["impl"] for r in part))
+        labelled = []  # y of the fairness labels drawn, to keep them apart
         for k, impl in enumerate(impls):
             pts = sorted((r["n"], r["ops_per_sec"], r["fairness"]) for r in part if r["impl"] == impl)
             color = VOLT if impl == "volt-sem" else PEER
-            dash = None if impl == "volt-sem" else DASHES[(k % (len(DASHES) - 1)) + 1]
+            dash = None if impl == "volt-sem" else DASHES[1 + (k - 1) % (len(DASHES) - 1)]
             for (n1, v1, _), (n2, v2, _) in zip(pts, pts[1:]):
                 svg.line(xpos(n1), ypos(v1), xpos(n2), ypos(v2), color=color, width=2 if color == VOLT else 1.2,
                          dash=dash)
             for n, v, _ in pts:
                 svg.circle(xpos(n), ypos(v), 3.5 if color == VOLT else 2.5, color)
             n, v, fair = pts[-1]
-            svg.text(xpos(n) + 6, ypos(v) + 4, f"{fair:.2f}", 10, color=color)
+            ly = ypos(v) + 4
+            while any(abs(ly - other) < 11 for other in labelled):
+                ly += 11
+            labelled.append(ly)
+            svg.text(xpos(n) + 6, ly, f"{fair:.2f}", 10, color=color)
             ly = bottom + 44 + k * 15
             svg.line(x0, ly - 4, x0 + 24, ly - 4, color=color, width=2 if color == VOLT else 1.2, dash=dash)
             svg.text(x0 + 30, ly, impl, 11, color=color, weight="bold" if color == VOLT else "normal")
@@ -413,7 +420,7 @@ def check():
     with tempfile.TemporaryDirectory() as tmp:
         made = write(tmp)
         expected = {"fairness.svg"} | {f"{kind}-{lang}.svg" for lang, _, _ in bd.LANGUAGES
-                                       for kind in ("fairness", "ratios")} | {"redis.svg"}
+                                       for kind in ("fairness", "ratios")} | {"redis.svg", "scaling.svg"}
         for name in sorted(expected - set(made)):
             problems.append(f"{name}: not drawn (its JSON is missing)")
         for name in made:

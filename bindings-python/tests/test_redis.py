@@ -1189,14 +1189,17 @@ def test_set_total_grows_shrinks_reopens_and_resizes(server, name):
 
 
 def test_stats_answers_without_a_round_trip(server, name):
-    # What the Redis backend reports today: the call, its types (its
-    # counters and gauges come with the backend's recording).
+    # Counters and gauges from the handle's own records: no round trip.
     sem = connect(server.url, name, 3)
     assert sem.try_acquire(2)
     s = sem.stats()
-    assert isinstance(s, volt_sem.Stats) and isinstance(s.recording, bool)
+    assert isinstance(s, volt_sem.Stats) and s.recording is True
+    assert (s.grants, s.permits_granted, s.held, s.available) == (1, 2, 2, 1)
     assert (s.queued, s.timeouts, s.cancels) == (0, 0, 0)
     assert s.wait.count == s.grants
     assert len(s.wait.buckets) == 28
+    assert sem.acquire_blocking(2, timeout=0.05) is False
+    s = sem.stats()
+    assert (s.grants, s.timeouts, s.cancels, s.queued) == (1, 1, 1, 0)
     sem.release(2)
     sem.disconnect()

@@ -158,7 +158,7 @@ def test_bounded_semaphore_has_stats():
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shared semaphores are Linux-only")
-def test_named_handle_answers_with_its_gauges():
+def test_named_handle_records_and_answers_with_its_gauges():
     name = f"pytest-{os.getpid()}-stats"
     try:
         Semaphore.unlink(name)
@@ -168,10 +168,15 @@ def test_named_handle_answers_with_its_gauges():
     try:
         assert sem.try_acquire(2)
         s = sem.stats()
-        assert isinstance(s, Stats) and isinstance(s.recording, bool)
+        assert isinstance(s, Stats) and s.recording is True
         assert s.available == 1 == sem.available_permits
+        assert (s.grants, s.permits_granted, s.held) == (1, 2, 2)
         assert (s.queued, s.timeouts, s.cancels) == (0, 0, 0)
         assert s.wait.count == s.grants
+        # A request that waits, then times out: a timeout and a cancel.
+        assert sem.acquire_blocking(2, timeout=0.02) is False
+        s = sem.stats()
+        assert (s.grants, s.timeouts, s.cancels, s.queued) == (1, 1, 1, 0)
         sem.release(2)
     finally:
         sem.disconnect()

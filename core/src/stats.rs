@@ -12,15 +12,18 @@
 //!
 //! A [`Recorder`] is a handful of `Relaxed` atomic counters. On the
 //! uncontended path of the in-process semaphore (one CAS to take, one to
-//! give back: 7-13 ns on the machines of `docs/benchmarks.md`), the two
-//! counter increments a grant needs cost about as much as one of those CAS
-//! again (measured +4 ns, +60%), far above the 2% the fast path may lose. So
-//! a handle records only once [`enable_stats`](crate::Semaphore::enable_stats)
-//! was called; until then the fast path pays one load of a pointer that sits
-//! beside the state word and one predicted branch (within the noise). The
-//! bindings (C, Python, Node) switch it on for every handle they create: at
-//! their 100-300 ns per operation, 4 ns is what a user asking for metrics
-//! expects to pay.
+//! give back: 7-8 ns in the core bench), the two counter increments a grant
+//! needs cost about as much as one of those CAS again: +44% (the median of
+//! 7 alternating rounds of `a_uncontended_try_acquire_release`, "volt-sem"
+//! against "volt-sem (stats on)"), far above the 2% the fast path may lose.
+//! So a handle records only once
+//! [`enable_stats`](crate::Semaphore::enable_stats) was called; until then
+//! the fast path pays one load of a pointer that sits beside the state word
+//! and one predicted branch: 8.03 ns before stats existed, 8.18 ns after
+//! (medians of the same 7 rounds, +1.9%, inside the rounds' spread of 6.7 to
+//! 10.8 ns). The bindings (C, Python, Node) switch it on for every handle
+//! they create: at their 100-300 ns per operation, 3-4 ns is what a user
+//! asking for metrics expects to pay.
 //!
 //! Waiting is timed only on the slow path (a queued request already takes a
 //! clock reading when it queues, for `inspect`): a grant taken at once counts

@@ -578,8 +578,13 @@ static void test_stats_on_a_redis_handle(void) {
     volt_stats st = {.struct_size = sizeof st};
     CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
     CHECK(st.struct_size == sizeof st);
+    CHECK(st.recording && st.grants == 1 && st.permits_granted == 2 && st.held == 2);
+    CHECK(st.available == 1); /* as last seen in a reply */
     CHECK(st.queued == 0 && st.timeouts == 0 && st.cancels == 0);
     CHECK(st.wait_count == st.grants);
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 2, 50000000), VOLT_TIMED_OUT); /* 50 ms */
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.grants == 1 && st.timeouts == 1 && st.cancels == 1 && st.queued == 0);
     CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
     volt_sem_free(sem);

@@ -546,8 +546,13 @@ static void test_stats_on_a_shared_handle(void) {
     CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
     CHECK(st.struct_size == sizeof st);
     CHECK(st.available == 1 && st.available == volt_sem_available_permits(sem));
+    CHECK(st.recording && st.grants == 1 && st.permits_granted == 2 && st.held == 2);
     CHECK(st.queued == 0 && st.timeouts == 0 && st.cancels == 0);
     CHECK(st.wait_count == st.grants);
+    /* A request that waits, then gives up: a timeout and a cancel. */
+    CHECK_STATUS(volt_sem_acquire_blocking(sem, 2, 20000000), VOLT_TIMED_OUT); /* 20 ms */
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_OK);
+    CHECK(st.grants == 1 && st.timeouts == 1 && st.cancels == 1 && st.queued == 0);
     CHECK_STATUS(volt_sem_stats(NULL, &st), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
