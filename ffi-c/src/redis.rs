@@ -410,7 +410,12 @@ pub extern "C" fn volt_sem_max_redis_permits() -> usize {
 }
 
 /// The permit accounting of a Redis semaphore, read in one script (for
-/// diagnostics and tests): `available + held + partial == total` always.
+/// diagnostics and tests): `available + held + partial == total`, except
+/// after `volt_sem_set_total` cut the total below what was held: the
+/// difference (the debt, paid off by the next releases before any permit
+/// becomes available) then makes the sum larger than `total`. This struct
+/// has no field for the debt (its size is part of the ABI); Rust's and the
+/// bindings' census report it.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct volt_census {
