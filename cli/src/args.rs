@@ -34,6 +34,8 @@ pub enum Command {
 pub struct Redis {
     pub url: String,
     pub prefix: Option<String>,
+    /// `--cluster`: the URL is the seed nodes of a Redis Cluster.
+    pub cluster: bool,
 }
 
 pub const OVERVIEW: &str = "\
@@ -54,7 +56,7 @@ Options of every command: -h, --help
 
 pub const LS: &str = "\
 Usage: volt-sem ls [--json]
-       volt-sem ls --redis URL [--prefix P] [--json]
+       volt-sem ls --redis URL [--prefix P] [--cluster] [--json]
 
 Lists the named semaphores of this machine (/dev/shm/volt-sem.<name>), or
 with --redis those stored on that Redis server under the prefix (default
@@ -64,6 +66,8 @@ requests). A semaphore that cannot be read is listed with its error.
 Options:
   --redis URL   redis://[user:password@]host[:port][/db], rediss://, unix://
   --prefix P    the key prefix the semaphores were connected with
+  --cluster     URL is the seed nodes of a Redis Cluster, comma-separated
+                (every master is scanned)
   --json        a JSON array: [{name, total, available, closed, holders,
                 waiters}] (counts of holders and waiters)
                 ({name, error} for one that cannot be read)";
@@ -81,6 +85,7 @@ nothing: the semaphore is never created and its total need not be known.
 Options:
   --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
   --prefix P    the key prefix the semaphore was connected with
+  --cluster     URL is a Redis Cluster's seed nodes, comma-separated
   --json        {total, available, closed, holders: [{label, host, pid,
                 permits, held_for, lease_remaining, token}], waiters:
                 [{label, host, pid, permits, granted, waiting_for,
@@ -115,7 +120,8 @@ with \"too many permits\"). Every process sees the new total.
 
 Options:
   --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
-  --prefix P    the key prefix the semaphore was connected with";
+  --prefix P    the key prefix the semaphore was connected with
+  --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
 pub const REOPEN: &str = "\
 Usage: volt-sem reopen NAME
@@ -126,7 +132,8 @@ the close failed stay failed.
 
 Options:
   --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
-  --prefix P    the key prefix the semaphore was connected with";
+  --prefix P    the key prefix the semaphore was connected with
+  --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
 pub const UNLINK: &str = "\
 Usage: volt-sem unlink NAME
@@ -142,7 +149,8 @@ only in Redis. Sessions whose lease ran out (crashed clients) do not count.
 
 Options:
   --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
-  --prefix P    the key prefix the semaphore was connected with";
+  --prefix P    the key prefix the semaphore was connected with
+  --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
 /// Parses the arguments after the program name.
 pub fn parse(args: &[String]) -> Result<Command, CliError> {
@@ -169,10 +177,17 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     }
     let usage = |msg: String| Err(CliError::Usage(format!("{cmd}: {msg}")));
     let allowed: &[&str] = match cmd {
-        "ls" => &["--redis", "--prefix", "--json"],
-        "inspect" => &["--redis", "--prefix", "--json"],
-        "watch" => &["--redis", "--prefix", "--json", "--interval", "--count"],
-        "resize" | "reopen" | "unlink" => &["--redis", "--prefix"],
+        "ls" => &["--redis", "--prefix", "--cluster", "--json"],
+        "inspect" => &["--redis", "--prefix", "--cluster", "--json"],
+        "watch" => &[
+            "--redis",
+            "--prefix",
+            "--cluster",
+            "--json",
+            "--interval",
+            "--count",
+        ],
+        "resize" | "reopen" | "unlink" => &["--redis", "--prefix", "--cluster"],
         _ => &[],
     };
     if let Some(bad) = f.seen.iter().find(|s| !allowed.contains(s)) {
@@ -181,9 +196,13 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     if f.prefix.is_some() && f.redis.is_none() {
         return usage("--prefix needs --redis".into());
     }
+    if f.cluster && f.redis.is_none() {
+        return usage("--cluster needs --redis".into());
+    }
     let redis = f.redis.clone().map(|url| Redis {
         url,
         prefix: f.prefix.clone(),
+        cluster: f.cluster,
     });
     let one_name = |what: &str| -> Result<String, CliError> {
         match f.positional.as_slice() {
@@ -198,6 +217,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         Some(r) => Target::Redis {
             url: r.url,
             prefix: r.prefix,
+            cluster: r.cluster,
             name,
         },
         None => Target::Named(name),
@@ -266,6 +286,7 @@ struct Flags {
     json: bool,
     redis: Option<String>,
     prefix: Option<String>,
+    cluster: bool,
     interval: Option<String>,
     count: Option<String>,
     positional: Vec<String>,
@@ -297,6 +318,10 @@ impl Flags {
                     f.json = true;
                 }
                 "--redis" => f.redis = Some(value("--redis")?),
+                "--cluster" => {
+                    f.seen.push("--cluster");
+                    f.cluster = true;
+                }
                 "--prefix" => f.prefix = Some(value("--prefix")?),
                 "--interval" => f.interval = Some(value("--interval")?),
                 "--count" => f.count = Some(value("--count")?),
@@ -334,6 +359,7 @@ mod tests {
                 target: Target::Redis {
                     url: "redis://h/0".into(),
                     prefix: Some("p".into()),
+                    cluster: false,
                     name: "db".into()
                 },
                 json: false,
@@ -349,11 +375,23 @@ mod tests {
             }
         );
         assert_eq!(
+            p("ls --redis redis://h:7000,redis://h:7001 --cluster").unwrap(),
+            Command::Ls {
+                redis: Some(Redis {
+                    url: "redis://h:7000,redis://h:7001".into(),
+                    prefix: None,
+                    cluster: true
+                }),
+                json: false
+            }
+        );
+        assert_eq!(
             p("unlink --redis redis://h db").unwrap(),
             Command::Unlink {
                 target: Target::Redis {
                     url: "redis://h".into(),
                     prefix: None,
+                    cluster: false,
                     name: "db".into()
                 }
             }
@@ -376,6 +414,8 @@ mod tests {
             "watch a --interval 0",
             "unlink a --json",
             "unlink a --prefix p",
+            "ls --cluster",
+            "inspect a --cluster",
             "ls --redis",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");

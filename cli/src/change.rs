@@ -32,8 +32,13 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
             .map_err(|e| shm_error(name, e))?;
             Ok(done(name, change, before))
         }
-        Target::Redis { url, prefix, name } => {
-            let options = redis_options(prefix.as_deref());
+        Target::Redis {
+            url,
+            prefix,
+            cluster,
+            name,
+        } => {
+            let options = redis_options(prefix.as_deref(), *cluster);
             let seen = volt_sem_redis::inspect(url, name, options.clone())
                 .map_err(|e| redis_error(name, e))?;
             let (total, options) = match change {

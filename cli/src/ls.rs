@@ -25,7 +25,7 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             })
             .collect(),
         Some(r) => {
-            let options = redis_options(r.prefix.as_deref());
+            let options = redis_options(r.prefix.as_deref(), r.cluster);
             volt_sem_redis::list(&r.url, options.clone())
                 .map_err(|e| CliError::Failed(format!("cannot list: {e}")))?
                 .into_iter()

@@ -18,6 +18,8 @@ pub enum Target {
     Redis {
         url: String,
         prefix: Option<String>,
+        /// The URL is a Redis Cluster's seed nodes (`--cluster`).
+        cluster: bool,
         name: String,
     },
 }
@@ -33,11 +35,12 @@ pub enum Source {
     },
 }
 
-/// The Redis options of `--prefix`.
-pub fn redis_options(prefix: Option<&str>) -> ConnectOptions {
+/// The Redis options of `--prefix` and `--cluster`.
+pub fn redis_options(prefix: Option<&str>, cluster: bool) -> ConnectOptions {
+    let options = ConnectOptions::new().cluster(cluster);
     match prefix {
-        Some(p) => ConnectOptions::new().prefix(p),
-        None => ConnectOptions::new(),
+        Some(p) => options.prefix(p),
+        None => options,
     }
 }
 
@@ -46,10 +49,15 @@ impl Target {
     pub fn open(&self) -> Result<Source, CliError> {
         Ok(match self {
             Target::Named(name) => Source::Named(attach(name)?, name.clone()),
-            Target::Redis { url, prefix, name } => Source::Redis {
+            Target::Redis {
+                url,
+                prefix,
+                cluster,
+                name,
+            } => Source::Redis {
                 url: url.clone(),
                 name: name.clone(),
-                options: Box::new(redis_options(prefix.as_deref())),
+                options: Box::new(redis_options(prefix.as_deref(), *cluster)),
             },
         })
     }
@@ -60,10 +68,13 @@ impl Target {
     pub fn unlink(&self) -> Result<(), CliError> {
         match self {
             Target::Named(name) => volt_sem_shm::unlink(name).map_err(|e| shm_error(name, e)),
-            Target::Redis { url, prefix, name } => {
-                volt_sem_redis::delete(url, name, redis_options(prefix.as_deref()))
-                    .map_err(|e| redis_error(name, e))
-            }
+            Target::Redis {
+                url,
+                prefix,
+                cluster,
+                name,
+            } => volt_sem_redis::delete(url, name, redis_options(prefix.as_deref(), *cluster))
+                .map_err(|e| redis_error(name, e)),
         }
     }
 

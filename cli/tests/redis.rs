@@ -202,3 +202,20 @@ fn unlink_deletes_a_redis_semaphore_nobody_uses() {
     assert_eq!(code, 1);
     assert_eq!(err, "volt-sem: no such semaphore: gone (in Redis)");
 }
+
+/// `--cluster` reaches the library: a standalone server refuses a cluster
+/// connection (so a mistyped flag is not silently ignored); the cluster
+/// listing itself is tested on a real cluster in volt-sem-redis
+/// (`tests/sessionless.rs`).
+#[test]
+fn the_cluster_flag_is_passed_on() {
+    let s = Server::start();
+    let url = s.url();
+    assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
+    let (code, err) = fails(&["ls", "--redis", &url, "--cluster"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cluster"), "{err}");
+    let (code, err) = fails(&["inspect", "--redis", &url, "--cluster", "x"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cluster"), "{err}");
+}

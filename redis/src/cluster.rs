@@ -253,6 +253,48 @@ impl SlotConn {
         self.reconnect(None, deadline)
     }
 
+    /// A connection to every master of the cluster (`CLUSTER SLOTS`, asked
+    /// of the node this connection reaches), for what must visit each node
+    /// (`SCAN`: `crate::list`). Within the connect timeout each.
+    pub(crate) fn master_connections(&mut self) -> RedisResult<Vec<redis::Connection>> {
+        let slots: Vec<Value> = redis::cmd("CLUSTER").arg("SLOTS").query(self)?;
+        let mut masters: Vec<String> = Vec::new();
+        for range in &slots {
+            // [start, end, [ip, port, id, ...], replicas...]
+            let Value::Array(parts) = range else { continue };
+            let Some(Value::Array(master)) = parts.get(2) else {
+                continue;
+            };
+            let host = match master.first() {
+                Some(Value::BulkString(b)) => String::from_utf8_lossy(b).into_owned(),
+                Some(Value::SimpleString(s)) => s.clone(),
+                _ => continue,
+            };
+            let Some(Value::Int(port)) = master.get(1) else {
+                continue;
+            };
+            // An empty host means "the node you asked" (its address as we
+            // reached it).
+            let addr = if host.is_empty() {
+                match self.addr.as_deref().and_then(|a| a.rsplit_once(':')) {
+                    Some((h, _)) => format!("{h}:{port}"),
+                    None => continue,
+                }
+            } else if host.contains(':') {
+                format!("[{host}]:{port}")
+            } else {
+                format!("{host}:{port}")
+            };
+            if !masters.contains(&addr) {
+                masters.push(addr);
+            }
+        }
+        masters
+            .iter()
+            .map(|a| self.open(a, Instant::now() + self.connect_timeout))
+            .collect()
+    }
+
     fn learn(&mut self, addr: &str) {
         if !self.known.iter().any(|a| a == addr) && !self.seeds.addrs.iter().any(|a| a == addr) {
             self.known.push(addr.to_string());

@@ -419,6 +419,15 @@ impl Conn {
         }
     }
 
+    /// On a Redis Cluster, a connection to each master (for a command that
+    /// must visit every node); `None` on a standalone or Sentinel server.
+    pub(crate) fn master_connections(&mut self) -> Option<RedisResult<Vec<redis::Connection>>> {
+        match &mut self.kind {
+            Kind::Single(_) => None,
+            Kind::Cluster(c) => Some(c.master_connections()),
+        }
+    }
+
     /// A connection to a Redis Cluster (its nodes, routed by key).
     pub(crate) fn is_cluster(&self) -> bool {
         matches!(self.kind, Kind::Cluster(_))

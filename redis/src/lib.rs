@@ -584,8 +584,9 @@ pub fn inspect(url: &str, name: &str, options: ConnectOptions) -> Result<Inspect
 /// round trips per thousand keys) for their `{prefix:<name>}:meta` hashes,
 /// which exist from a semaphore's first `connect` to its [`delete`]. A
 /// snapshot; names created or deleted during the scan may be missing or
-/// listed. Not on a Redis Cluster ([`Error::InvalidOption`]: a `SCAN`
-/// reaches one node). Options used: prefix, timeouts, TLS, label.
+/// listed. On a Redis Cluster (`cluster`) it scans every master, asked of
+/// the first seed that answers (`CLUSTER SLOTS`): one connection each.
+/// Options used: prefix, timeouts, TLS, `cluster`, label.
 pub fn list(url: &str, options: ConnectOptions) -> Result<Vec<String>, Error> {
     options.check_delete("-")?;
     session::list(url, &options)

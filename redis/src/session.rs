@@ -227,11 +227,6 @@ pub(crate) fn inspect(url: &str, keys: &Keys, opts: &ConnectOptions) -> Result<R
 pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Error> {
     let secret = url_secret(url);
     let mut con = sessionless_connection(url, opts)?;
-    if con.is_cluster() {
-        return Err(Error::InvalidOption(
-            "list: not on a Redis Cluster (SCAN reaches one node)",
-        ));
-    }
     // The prefix is literal: escape what SCAN's glob would read as a pattern.
     let mut pattern = String::from("{");
     for c in opts.prefix.chars() {
@@ -243,6 +238,30 @@ pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Erro
     pattern.push_str(":*}:meta");
     let head = format!("{{{}:", opts.prefix);
     let mut names = Vec::new();
+    // SCAN visits one node's keys: on a Cluster, every master's.
+    let scanned = match con.master_connections() {
+        None => scan_names(&mut con, &pattern, &head, &mut names),
+        Some(nodes) => nodes.and_then(|nodes| {
+            nodes
+                .into_iter()
+                .try_for_each(|mut node| scan_names(&mut node, &pattern, &head, &mut names))
+        }),
+    };
+    scanned.map_err(|e| Error::from_redis(&e, &secret))?;
+    // SCAN may return a key more than once.
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// The semaphore names of the keys `pattern` matches on the node `con`
+/// reaches, appended to `names`.
+fn scan_names(
+    con: &mut impl redis::ConnectionLike,
+    pattern: &str,
+    head: &str,
+    names: &mut Vec<String>,
+) -> redis::RedisResult<()> {
     let mut cursor = String::from("0");
     // Bounded: SCAN ends (cursor 0) after visiting every key once; the cap
     // guards against a server that never does.
@@ -250,13 +269,12 @@ pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Erro
         let (next, keys): (String, Vec<String>) = redis::cmd("SCAN")
             .arg(&cursor)
             .arg("MATCH")
-            .arg(&pattern)
+            .arg(pattern)
             .arg("COUNT")
             .arg(1000)
-            .query(&mut con)
-            .map_err(|e| Error::from_redis(&e, &secret))?;
+            .query(con)?;
         names.extend(keys.iter().filter_map(|k| {
-            let name = k.strip_prefix(&head)?.strip_suffix("}:meta")?;
+            let name = k.strip_prefix(head)?.strip_suffix("}:meta")?;
             crate::validate_name(name).is_ok().then(|| name.to_owned())
         }));
         if next == "0" {
@@ -264,10 +282,7 @@ pub(crate) fn list(url: &str, opts: &ConnectOptions) -> Result<Vec<String>, Erro
         }
         cursor = next;
     }
-    // SCAN may return a key more than once.
-    names.sort();
-    names.dedup();
-    Ok(names)
+    Ok(())
 }
 
 /// SHA-1 of `return 1`, the probe script of [`check_commands`].

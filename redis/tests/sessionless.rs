@@ -78,3 +78,32 @@ fn list_finds_the_names_under_the_prefix_only() {
         Vec::<String>::new()
     );
 }
+
+/// On a Redis Cluster, `list` visits every master: names whose slots live on
+/// different nodes are all found (a `SCAN` of one node found a third of
+/// them, and `list` refused a cluster before).
+#[test]
+fn list_visits_every_node_of_a_cluster() {
+    let c = Cluster::start();
+    let o = || opts().cluster(true);
+    let names = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"];
+    let mut owners = std::collections::BTreeSet::new();
+    let mut held = Vec::new();
+    for name in names {
+        let slot: u64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("{{volt-sem:{name}}}"))
+            .query(&mut c.nodes[0].raw())
+            .unwrap();
+        owners.insert(slot * 3 / 16384);
+        held.push(RedisSemaphore::connect(&c.url(), name, 1, o()).unwrap());
+    }
+    assert!(owners.len() > 1, "the names live on several nodes");
+    let mut want: Vec<&str> = names.to_vec();
+    want.sort_unstable();
+    assert_eq!(list(&c.url(), o()).unwrap(), want);
+    assert_eq!(
+        list(&c.url(), o().prefix("other")).unwrap(),
+        Vec::<String>::new()
+    );
+}
