@@ -78,71 +78,82 @@ impl Stats {
     /// [`METRIC_NAMES`] with the installed recorder (exporters show them as
     /// `# HELP` lines). Once, after installing the recorder.
     pub fn describe_metrics() {
-        use metrics::Unit;
+        use metrics::Unit::{Count, Seconds};
+        // (name, is a counter, unit, help)
         let described = [
             (
                 "volt_sem_grants_total",
-                Unit::Count,
+                true,
+                Count,
                 "Requests granted through this handle.",
             ),
             (
                 "volt_sem_permits_granted_total",
-                Unit::Count,
+                true,
+                Count,
                 "Permits those grants carried.",
             ),
             (
                 "volt_sem_timeouts_total",
-                Unit::Count,
+                true,
+                Count,
                 "Requests that gave up at their timeout.",
             ),
             (
                 "volt_sem_cancels_total",
-                Unit::Count,
+                true,
+                Count,
                 "Queued requests that left without their permits (timeouts included).",
             ),
             (
                 "volt_sem_lease_losses_total",
-                Unit::Count,
+                true,
+                Count,
                 "Redis leases this handle lost.",
             ),
             (
                 "volt_sem_reclaims_seen_total",
-                Unit::Count,
+                true,
+                Count,
                 "Crashed holders this handle reclaimed.",
             ),
-        ];
-        for (name, unit, help) in described {
-            metrics::describe_counter!(name, unit, help);
-        }
-        let gauges = [
             (
                 "volt_sem_available_permits",
-                Unit::Count,
+                false,
+                Count,
                 "Permits available now.",
             ),
             (
                 "volt_sem_held_permits",
-                Unit::Count,
+                false,
+                Count,
                 "Permits held through this handle now.",
             ),
             (
                 "volt_sem_queued_requests",
-                Unit::Count,
+                false,
+                Count,
                 "This handle's requests waiting now.",
             ),
             (
                 "volt_sem_wait_seconds",
-                Unit::Seconds,
+                false,
+                Seconds,
                 "How long granted requests waited (quantile 1 is the maximum).",
             ),
             (
                 "volt_sem_wait_seconds_sum",
-                Unit::Seconds,
+                false,
+                Seconds,
                 "The total time granted requests waited.",
             ),
         ];
-        for (name, unit, help) in gauges {
-            metrics::describe_gauge!(name, unit, help);
+        for (name, counter, unit, help) in described {
+            if counter {
+                metrics::describe_counter!(name, unit, help);
+            } else {
+                metrics::describe_gauge!(name, unit, help);
+            }
         }
     }
 }

@@ -24,12 +24,7 @@ fn fifo_across_processes_on_a_cluster() {
     let mut owners = BTreeSet::new();
     for name in ["alpha", "beta", "gamma", "delta"] {
         // Which node owns this semaphore's slot (the test wants several).
-        let slot: u64 = redis::cmd("CLUSTER")
-            .arg("KEYSLOT")
-            .arg(format!("{{volt-sem:{name}}}"))
-            .query(&mut c.nodes[0].raw())
-            .unwrap();
-        owners.insert(slot * 3 / 16384);
+        owners.insert(c.third_of(name));
         let me = RedisSemaphore::connect(&url, name, 3, o()).unwrap();
         let held = me.acquire_blocking(3).unwrap();
         let mut a = Worker::spawn_with(&url, name, 3, 10_000, "cluster");

@@ -406,6 +406,18 @@ impl Cluster {
         self.nodes.iter().position(|n| n.port == port).unwrap()
     }
 
+    /// Which third of the slots the semaphore `name` (default prefix)
+    /// hashes to: 0, 1 or 2, the master that `redis-cli --cluster create`
+    /// gave that range to (tests use it to spread names over the nodes).
+    pub fn third_of(&self, name: &str) -> u64 {
+        let slot: u64 = redis::cmd("CLUSTER")
+            .arg("KEYSLOT")
+            .arg(format!("{{volt-sem:{name}}}"))
+            .query(&mut self.nodes[0].raw())
+            .unwrap();
+        slot * 3 / 16384
+    }
+
     /// Seed URLs, comma-separated (as `connect` takes them with `cluster(true)`).
     pub fn url(&self) -> String {
         self.nodes
