@@ -75,6 +75,7 @@ Options:
 pub const INSPECT: &str = "\
 Usage: volt-sem inspect NAME [--json]
        volt-sem inspect --redis URL [--prefix P] NAME [--json]
+       volt-sem inspect redis://HOST[:PORT][/DB]/NAME [--prefix P] [--json]
 
 Shows a semaphore's total, available permits and whether it is closed, its
 holders (label, pid, host, permits, held for; on Redis also the lease left
@@ -171,9 +172,16 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             )))
         }
     };
-    let f = Flags::parse(cmd, rest)?;
+    let mut f = Flags::parse(cmd, rest)?;
     if f.help {
         return Ok(Command::Help(Some(cmd)));
+    }
+    // `inspect redis://host:6379/NAME`: the URL and the name in one word.
+    if f.redis.is_none() && cmd != "ls" {
+        if let Some((url, name)) = f.positional.first().and_then(|w| split_redis_url(w)) {
+            f.redis = Some(url);
+            f.positional[0] = name;
+        }
     }
     let usage = |msg: String| Err(CliError::Usage(format!("{cmd}: {msg}")));
     let allowed: &[&str] = match cmd {
@@ -277,6 +285,32 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             target: target(one_name("NAME")?),
         },
     })
+}
+
+/// Splits `redis://[user:password@]host[:port][/db]/NAME` (or `rediss://`)
+/// into the URL and NAME: the path's first segment is the database when it
+/// is a number followed by more path, and the rest is the name (which may
+/// hold `/`). `None` for a word that is not such a URL, or has no name.
+fn split_redis_url(word: &str) -> Option<(String, String)> {
+    let scheme_end = ["redis://", "rediss://"]
+        .iter()
+        .find(|s| word.starts_with(*s))?
+        .len();
+    let (authority, path) = word[scheme_end..].split_once('/')?;
+    if authority.is_empty() {
+        return None;
+    }
+    let (url_path, name) = match path.split_once('/') {
+        Some((db, name)) if !db.is_empty() && db.bytes().all(|b| b.is_ascii_digit()) => {
+            (format!("/{db}"), name)
+        }
+        _ => (String::new(), path),
+    };
+    if name.is_empty() {
+        return None;
+    }
+    let scheme = &word[..scheme_end];
+    Some((format!("{scheme}{authority}{url_path}"), name.to_owned()))
 }
 
 /// The flags and positional arguments of one command.
@@ -394,6 +428,46 @@ mod tests {
                     cluster: false,
                     name: "db".into()
                 }
+            }
+        );
+    }
+
+    #[test]
+    fn a_redis_url_may_carry_the_name() {
+        let split = |w: &str| split_redis_url(w);
+        assert_eq!(
+            split("redis://h:6379/db"),
+            Some(("redis://h:6379".into(), "db".into()))
+        );
+        assert_eq!(
+            split("rediss://u:p@h/2/jobs/gpu"),
+            Some(("rediss://u:p@h/2".into(), "jobs/gpu".into()))
+        );
+        assert_eq!(
+            split("redis://h/a/b"),
+            Some(("redis://h".into(), "a/b".into()))
+        );
+        assert_eq!(split("redis://h/3"), Some(("redis://h".into(), "3".into())));
+        for not in [
+            "redis://h",
+            "redis://h/",
+            "redis://h/0/",
+            "redis:///x",
+            "gpu",
+            "unix:///s/x",
+        ] {
+            assert_eq!(split(not), None, "{not}");
+        }
+        assert_eq!(
+            p("inspect redis://h:6379/1/pool --json").unwrap(),
+            Command::Inspect {
+                target: Target::Redis {
+                    url: "redis://h:6379/1".into(),
+                    prefix: None,
+                    cluster: false,
+                    name: "pool".into()
+                },
+                json: true
             }
         );
     }

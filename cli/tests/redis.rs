@@ -219,3 +219,24 @@ fn the_cluster_flag_is_passed_on() {
     assert_eq!(code, 1);
     assert!(err.contains("cluster"), "{err}");
 }
+
+/// `inspect redis://host:port/NAME`: the URL and the name in one word, as
+/// `--redis URL NAME` (with a database number, and a name holding `/`).
+#[test]
+fn a_redis_url_can_name_the_semaphore() {
+    let s = Server::start();
+    let url = s.url();
+    let a = RedisSemaphore::connect(&url, "jobs/gpu", 3, opts("url-holder")).unwrap();
+    let _held = a.acquire_blocking(2).unwrap();
+    let v = json(&["inspect", &format!("{url}/jobs/gpu"), "--json"]);
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(3), Some(1))
+    );
+    assert_eq!(v["holders"][0]["label"], "url-holder");
+    let same = json(&["inspect", &format!("{url}/0/jobs/gpu"), "--json"]);
+    assert_eq!(same["total"], 3);
+    let (code, err) = fails(&["inspect", &format!("{url}/5/jobs/gpu")]);
+    assert_eq!(code, 1);
+    assert_eq!(err, "volt-sem: no such semaphore: jobs/gpu (in Redis)");
+}
