@@ -69,9 +69,7 @@ pub(crate) const MAX_PERMITS: usize = Core::MAX_PERMITS;
 /// handle the seam makes does (`Core::local`, whose `Option` only says "above
 /// `MAX_PERMITS`", which the callers ruled out).
 pub(crate) fn local_core(permits: usize) -> Core {
-    let s = volt_sem::Semaphore::new(permits);
-    s.enable_stats();
-    Core::Local(s)
+    Core::local(permits).expect("a checked count is at most MAX_PERMITS")
 }
 
 /// A fair, weighted, thread-safe async counting semaphore.

@@ -11,24 +11,15 @@
 
 use crate::stats::Stats;
 
-/// The metric names [`Stats::publish`] uses, each with a `semaphore` label.
-pub const METRIC_NAMES: [&str; 11] = [
-    "volt_sem_grants_total",
-    "volt_sem_permits_granted_total",
-    "volt_sem_timeouts_total",
-    "volt_sem_cancels_total",
-    "volt_sem_lease_losses_total",
-    "volt_sem_reclaims_seen_total",
-    "volt_sem_available_permits",
-    "volt_sem_held_permits",
-    "volt_sem_queued_requests",
-    "volt_sem_wait_seconds",
-    "volt_sem_wait_seconds_sum",
-];
-
 impl Stats {
-    /// Sets the metrics of [`METRIC_NAMES`] for the semaphore called
-    /// `semaphore` (the value of their `semaphore` label) to this snapshot,
+    /// Sets these metrics for the semaphore called `semaphore` (the value of
+    /// their `semaphore` label) to this snapshot: `volt_sem_grants_total`,
+    /// `volt_sem_permits_granted_total`, `volt_sem_timeouts_total`,
+    /// `volt_sem_cancels_total`, `volt_sem_lease_losses_total`,
+    /// `volt_sem_reclaims_seen_total` (counters),
+    /// `volt_sem_available_permits`, `volt_sem_held_permits`,
+    /// `volt_sem_queued_requests`, `volt_sem_wait_seconds` and
+    /// `volt_sem_wait_seconds_sum` (gauges),
     /// in the `metrics` recorder installed now (nothing if none is). Call it
     /// where the exporter reads (before a scrape, or on a timer).
     /// `volt_sem_wait_seconds` has a `quantile` label: `0.5`, `0.99` and `1`
@@ -74,8 +65,8 @@ impl Stats {
             .set(self.wait.sum().as_secs_f64());
     }
 
-    /// Registers a description and unit for each metric of
-    /// [`METRIC_NAMES`] with the installed recorder (exporters show them as
+    /// Registers a description and unit for each metric
+    /// [`publish`](Self::publish) sets with the installed recorder (exporters show them as
     /// `# HELP` lines). Once, after installing the recorder.
     pub fn describe_metrics() {
         use metrics::Unit::{Count, Seconds};

@@ -33,9 +33,6 @@ use core::time::Duration;
 
 use crate::sync::{AtomicU64, Ordering};
 
-#[cfg(feature = "metrics")]
-pub use crate::publish::METRIC_NAMES;
-
 /// How many buckets [`WaitHistogram`] has: bucket `i < WAIT_BUCKETS - 1`
 /// counts the waits of at most `2^i` µs (and more than the bucket before);
 /// the last one counts every longer wait. `2^(WAIT_BUCKETS - 2)` µs is about
