@@ -347,3 +347,37 @@ fn stats_record_through_the_seam() {
     );
     holder.release(2).unwrap();
 }
+
+#[test]
+fn a_raw_waiter_fails_with_state_lost_when_redis_restarts_empty() {
+    // As a binding waits (the CI failure of stop 39: Node's waiter got
+    // CONNECTION_FAILED): two handles with sessions of their own, a raw
+    // waiter queued by the door thread, Redis restarted without its data.
+    let mut s = Server::start();
+    let o = || {
+        opts()
+            .lease(Duration::from_millis(1500))
+            .command_timeout(Duration::from_secs(1))
+    };
+    let a = Semaphore::connect(&s.url(), "seam-restart", 1, o()).unwrap();
+    a.try_acquire(1).unwrap();
+    let b = Semaphore::connect(&s.url(), "seam-restart", 1, o()).unwrap();
+    let w = pin!(Waiter::new());
+    let p = probe_for(&w);
+    // SAFETY: pinned in this frame; the probe outlives finish_raw.
+    let r = unsafe { b.acquire_raw(w.as_ref(), 1, probe, &p as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    let ra = a.as_redis().unwrap();
+    eventually("queued", Duration::from_secs(5), || {
+        ra.census().unwrap().queued == 1
+    });
+    s.restart_empty();
+    eventually("woken", Duration::from_secs(10), || {
+        p.calls.load(Ordering::SeqCst) == 1
+    });
+    // SAFETY: queued on `b`; its callback has run.
+    assert_eq!(
+        unsafe { b.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::StateLost)
+    );
+}

@@ -682,7 +682,8 @@ test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST',
     let lost;
     a.leaseSignal.addEventListener('abort', () => (lost = a.leaseSignal.reason));
     await s.restartEmpty();
-    assert.equal((await waiting).code, 'ERR_VOLT_STATE_LOST');
+    const failed = await waiting;
+    assert.equal(failed.code, 'ERR_VOLT_STATE_LOST', failed.stack);
     // a's session learns it from its own agent (a's first call after the
     // restart may instead meet its connection's end: a connection error).
     await eventually('the holder was told', () => lost !== undefined);
