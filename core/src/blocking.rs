@@ -1,13 +1,14 @@
 //! Blocking acquires for plain threads: the thread queues a waiter on its own
-//! stack whose callback unparks it, then parks.
+//! stack that names the thread (`Notify::Thread`: the completer stores the
+//! grant in the waiter's phase, then unparks the thread), spins briefly, then
+//! parks.
 
-use core::ffi::c_void;
 use core::pin::pin;
 #[cfg(not(volt_loom))]
 use std::time::{Duration, Instant};
 
 use crate::error::{AcquireError, AcquireTimeoutError};
-use crate::raw::RawSemaphore;
+use crate::raw::{Notify, RawSemaphore};
 use crate::semaphore::{Finish, RawAcquire, Semaphore};
 #[cfg(not(volt_loom))]
 use crate::sync;
@@ -33,19 +34,6 @@ fn blocking_in_runtime() -> ! {
 /// about 380 pauses (~10 us here, close to one futex wake-up on this VM).
 #[cfg(not(volt_loom))]
 const SPIN_ROUNDS: u32 = 16;
-
-/// The callback context of a parked thread.
-struct Parked {
-    thread: thread::Thread,
-}
-
-unsafe extern "C" fn unpark(ctx: *mut c_void) {
-    // SAFETY: `ctx` is the `Parked` on the stack of a thread blocked in
-    // `acquire_deadline`, which does not return before `finish_raw` has returned,
-    // i.e. before this callback has returned.
-    let parked = unsafe { &*(ctx as *const Parked) };
-    parked.thread.unpark();
-}
 
 impl Semaphore {
     /// Acquires `n` permits, blocking the current thread (parked, no busy wait)
@@ -182,15 +170,17 @@ impl Semaphore {
             Err(TryAcquireError::NoPermits) if coop::in_runtime_task() => blocking_in_runtime(),
             Err(_) => {} // the raw path below reports it (or takes what arrived)
         }
-        let parked = Parked {
-            thread: thread::current(),
-        };
         let waiter = pin!(Waiter::new());
-        let ctx = &parked as *const Parked as *mut c_void;
-        // SAFETY: the waiter is fresh and pinned on this stack frame, and `parked`
-        // outlives it; `finish_raw` below runs before either goes away, on every
-        // path (no code between can unwind: `park` only parks and reads the clock).
-        match unsafe { self.acquire_raw(waiter.as_ref(), n, unpark, ctx) } {
+        // Not a raw callback that unparks: a callback waiter is granted in two
+        // steps (NOTIFYING, then GRANTED once the callback returned), and the
+        // thread could only go on after the second, i.e. after the releaser's
+        // unpark. A `Thread` is granted in one store, under the queue lock,
+        // and unparked after it; the handle is owned by the notify slot, so
+        // the releaser's late `unpark` never touches this frame.
+        // SAFETY: the waiter is fresh (idle) and pinned on this stack frame;
+        // `finish_raw` below runs before it goes away, on every path (no code
+        // between can unwind: `park` only parks and reads the clock).
+        match unsafe { self.start_acquire(&waiter, n, || Notify::Thread(thread::current())) } {
             Ok(RawAcquire::Ready) => return Ok(self.permit_from_raw(n)),
             Ok(RawAcquire::Pending) => {}
             Err(e) => return Err(e.into()),

@@ -714,8 +714,10 @@ impl Semaphore {
             .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
         // Last access: once the owner sees the final phase, it may free the waiter.
         w.node.set_phase(final_phase, Ordering::Release);
-        if let Notify::Waker(waker) = notify {
-            wakes.push(Wake::Waker(waker));
+        match notify {
+            Notify::Waker(waker) => wakes.push(Wake::Waker(waker)),
+            Notify::Thread(thread) => wakes.push(Wake::Thread(thread)),
+            Notify::None | Notify::Callback(..) => {}
         }
     }
 

@@ -38,6 +38,8 @@ pub(crate) const CAPACITY: usize = 2;
 
 pub(crate) enum Wake {
     Waker(Waker),
+    /// A thread blocked in a blocking acquire, already given its final phase.
+    Thread(crate::sync::thread::Thread),
     /// A callback waiter left in `NOTIFYING_*`, its `Notify::Callback` still in
     /// place; the trampoline calls it and stores the final phase.
     Callback(NonNull<Waiter>),
@@ -123,6 +125,8 @@ impl WakeBatch {
                         }
                     }
                 }
+                // Cannot unwind (std's and loom's `unpark` do not panic).
+                Wake::Thread(thread) => thread.unpark(),
                 // SAFETY: the notifier (this thread) just unlinked it and left it
                 // NOTIFYING with its callback in place.
                 Wake::Callback(waiter) => unsafe {

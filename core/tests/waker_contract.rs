@@ -591,3 +591,71 @@ fn a_release_may_fill_the_counter_to_exactly_max_after_a_partial_hand_off() {
     result.expect("exactly MAX_PERMITS fits");
     assert_eq!(available, Semaphore::MAX_PERMITS);
 }
+
+/// A raw callback that waits, up to a bound, for a flag.
+struct WaitsForFlag {
+    flag: Arc<AtomicBool>,
+    saw_it: AtomicBool,
+}
+
+unsafe extern "C" fn wait_for_flag(ctx: *mut c_void) {
+    let w = unsafe { &*(ctx as *const WaitsForFlag) };
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::time::Instant::now() < deadline {
+        if w.flag.load(SeqCst) {
+            w.saw_it.store(true, SeqCst);
+            return;
+        }
+        thread::yield_now();
+    }
+}
+
+/// A thread blocked in `acquire_blocking` goes on as soon as its grant is
+/// stored: it does not wait for the releasing thread to deliver the other
+/// wakes of the same release first (a slow callback of a raw waiter granted
+/// just before it). Before issue 30 the blocked thread was itself a callback
+/// waiter, delivered after that callback returned: here the callback waited
+/// for it in vain (for its whole 10 s bound).
+#[test]
+fn a_blocked_thread_does_not_wait_for_another_waiters_callback() {
+    let sem = Arc::new(Semaphore::new(0));
+    let flag = Arc::new(AtomicBool::new(false));
+    let slow = WaitsForFlag {
+        flag: flag.clone(),
+        saw_it: AtomicBool::new(false),
+    };
+    let w = std::pin::pin!(Waiter::new());
+    // SAFETY: pinned here, finished below; `slow` outlives the callback.
+    let r = unsafe {
+        sem.acquire_raw(
+            w.as_ref(),
+            1,
+            wait_for_flag,
+            &slow as *const WaitsForFlag as *mut c_void,
+        )
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    let blocked = {
+        let (sem, flag) = (sem.clone(), flag.clone());
+        thread::spawn(move || {
+            let p = sem.acquire_blocking(1).unwrap();
+            flag.store(true, SeqCst);
+            drop(p);
+        })
+    };
+    // Both queued (the raw waiter first), then one release grants both: its
+    // thread runs the raw waiter's callback, which waits for the blocked one.
+    while sem.inspect().waiters.len() < 2 {
+        thread::yield_now();
+    }
+    sem.release(2).unwrap();
+    blocked.join().unwrap();
+    assert!(
+        slow.saw_it.load(SeqCst),
+        "the blocked thread waited for the other waiter's callback to return"
+    );
+    // SAFETY: queued on `sem`; its callback has returned (release returned).
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    sem.release(1).unwrap();
+    assert_eq!(sem.available_permits(), 2);
+}

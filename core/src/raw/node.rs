@@ -30,7 +30,14 @@ pub(crate) enum Notify {
     /// queue lock and stores the final phase before unlocking, so it never
     /// touches the waiter again.
     Waker(Waker),
-    /// A raw callback (C ABI, bindings, blocking threads, the shm and Redis
+    /// A thread blocked in the core's own blocking acquire (core only). As
+    /// for a `Waker`, the completer moves the handle out and stores the final
+    /// phase under the queue lock, then unparks the thread after it: the
+    /// waiter sees its grant one phase store earlier than through a callback
+    /// (no `NOTIFYING_*` step to wait out), which is what a FIFO hand-off
+    /// between two busy threads waits on (issue 30).
+    Thread(crate::sync::thread::Thread),
+    /// A raw callback (C ABI, bindings, the shm and Redis
     /// backends). The waiter stays in a `NOTIFYING_*` phase until the callback
     /// returned, which is what lets `finish` promise that the callback is
     /// finished when it returns.
