@@ -183,9 +183,21 @@ impl<T: ?Sized> Mutex<T> {
     /// *m.lock_blocking() += 1;
     /// assert_eq!(*m.lock_blocking(), 2);
     /// ```
+    #[inline]
     pub fn lock_blocking(&self) -> MutexGuard<'_, T> {
-        self.sem.acquire_blocking(1).expect(NEVER_FAILS).forget();
+        // The uncontended lock inline, one CAS, as std's (issue 30: the call
+        // chain of the blocking acquire cost a tenth of an uncontended lock);
+        // everything else, the executor check included, in the slow path.
+        if self.sem.try_take(1).is_err() {
+            self.lock_blocking_slow();
+        }
         MutexGuard { mutex: self }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_blocking_slow(&self) {
+        self.sem.acquire_blocking(1).expect(NEVER_FAILS).forget();
     }
 
     /// Locks, blocking the current thread for at most `timeout`.

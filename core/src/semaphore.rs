@@ -328,6 +328,7 @@ impl Semaphore {
 
     /// Takes `n` permits if they are available now and nobody is queued.
     /// `n == 0` succeeds unless the semaphore is closed. Lock-free.
+    #[inline]
     pub(crate) fn try_take(&self, n: usize) -> Result<(), TryAcquireError> {
         if n > Self::MAX_PERMITS {
             return Err(TryAcquireError::TooManyPermits);
@@ -394,6 +395,7 @@ impl Semaphore {
     /// let err = sem.release(Semaphore::MAX_PERMITS).unwrap_err();
     /// assert_eq!(err.unreleased(), Semaphore::MAX_PERMITS); // nothing was added
     /// ```
+    #[inline]
     pub fn release(&self, n: usize) -> Result<(), ReleaseError> {
         if n == 0 {
             return Ok(());
