@@ -21,7 +21,7 @@
 //!
 //! ```text
 //! cargo bench --manifest-path core/benches/Cargo.toml --bench scaling -- \
-//!     [--secs 1.0] [--threads 1,2,4,8] [--only mutex|tokio|processes]
+//!     [--secs 1.0] [--threads 1,2,4,8] [--only mutex|tokio|processes] [--impl std]
 //! ```
 
 use std::hint::black_box;
@@ -119,32 +119,29 @@ fn run_threads<L: Lock>(lock: L, threads: usize, secs: f64) -> Run {
     Run::of(&counts, t.elapsed().as_secs_f64())
 }
 
-fn mutex(threads: &[usize], secs: f64) {
+fn mutex(threads: &[usize], secs: f64, only: Option<&str>) {
+    let wants = |name: &str| only.is_none_or(|o| o == name);
     for &t in threads {
-        emit(
-            "mutex",
-            "volt-sem",
-            t,
-            run_threads(Volt(volt_sem::Mutex::new(0)), t, secs),
-        );
-        emit(
-            "mutex",
-            "std",
-            t,
-            run_threads(Std(std::sync::Mutex::new(0)), t, secs),
-        );
-        emit(
-            "mutex",
-            "parking_lot",
-            t,
-            run_threads(Parking(parking_lot::Mutex::new(0)), t, secs),
-        );
-        emit(
-            "mutex",
-            "parking_lot unlock_fair",
-            t,
-            run_threads(ParkingFair(parking_lot::Mutex::new(0)), t, secs),
-        );
+        if wants("volt-sem") {
+            let r = run_threads(Volt(volt_sem::Mutex::new(0)), t, secs);
+            emit("mutex", "volt-sem", t, r);
+        }
+        if wants("std") {
+            emit(
+                "mutex",
+                "std",
+                t,
+                run_threads(Std(std::sync::Mutex::new(0)), t, secs),
+            );
+        }
+        if wants("parking_lot") {
+            let r = run_threads(Parking(parking_lot::Mutex::new(0)), t, secs);
+            emit("mutex", "parking_lot", t, r);
+        }
+        if wants("parking_lot unlock_fair") {
+            let r = run_threads(ParkingFair(parking_lot::Mutex::new(0)), t, secs);
+            emit("mutex", "parking_lot unlock_fair", t, r);
+        }
     }
 }
 
@@ -369,8 +366,10 @@ fn main() {
     threads.dedup();
     let only = value("--only");
     let wants = |b: &str| only.as_deref().is_none_or(|o| o == b);
+    // One implementation only (`--impl std`), e.g. to profile it alone.
+    let imp = value("--impl");
     if wants("mutex") {
-        mutex(&threads, secs);
+        mutex(&threads, secs, imp.as_deref());
     }
     if wants("tokio") {
         tokio_workers(&threads, secs);
