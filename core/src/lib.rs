@@ -12,8 +12,9 @@
 //! * **Lock-free when uncontended.** `try_acquire` is a CAS loop; `release` takes
 //!   no lock when nobody waits ([`docs::algorithm`] says why that is safe).
 //! * **Any event loop.** A waiter is woken by a Rust `Waker` or by a plain
-//!   callback (function pointer + context), which is how the C ABI, the Python
-//!   and Node bindings and blocking threads plug in.
+//!   callback (function pointer + context), which is how the C ABI and the
+//!   Python and Node bindings plug in; a thread blocked in `acquire_blocking`
+//!   is unparked directly.
 //!
 //! ```
 //! use volt_sem::Semaphore;

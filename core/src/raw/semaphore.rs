@@ -26,8 +26,9 @@ use crate::waiter::WakeFn;
 ///
 /// # Example
 ///
-/// A waiter whose callback hands the grant to a blocked thread (what
-/// [`acquire_blocking`](crate::Semaphore::acquire_blocking) does). The same
+/// A waiter whose callback hands the grant to a blocked thread (the
+/// core's own [`acquire_blocking`](crate::Semaphore::acquire_blocking)
+/// does the same without a callback, see [`docs::algorithm`](crate::docs::algorithm)). The same
 /// code runs on the shared-memory and Redis semaphores with their waiter
 /// types (`ShmWaiter`, `RedisWaiter`) and `Finish` (Redis's carries the
 /// token).
