@@ -850,12 +850,9 @@ function subHeld(v, n) {
 function fastGive(v, n, giveBack) {
   if (runtime.unconfirmed !== 0) return false;
   const c = v.c32;
-  // The debt is paid natively. Its two halves are read one after the other:
-  // a debt that is never 0 reads as 0 only if it was 2^32 permits or more and
-  // crossed that boundary between the two loads; that, like a removePermits
-  // racing with this give-back, leaves permits available while a debt is owed
-  // until the next native give-back, and loses none.
-  if (Atomics.load(c, 2) !== 0 || Atomics.load(c, 3) !== 0) return false;
+  // The debt is paid natively. It is stored as `debt << 1 | (debt != 0)`
+  // (src/debt.rs): its low half is 0 exactly when no debt is owed.
+  if (Atomics.load(c, 2) !== 0) return false;
   if (n > N_32) return fastGive64(v, n, giveBack);
   const w = v.w32;
   const add = n << 2;

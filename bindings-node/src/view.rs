@@ -23,7 +23,8 @@
 //!   native paths and every thread. Then `held += n`, as the native path does.
 //! * **give back** `n` (`release`, `addPermits`): only when the word has
 //!   neither QUEUED nor CLOSED set, no `removePermits` debt is owed (the debt
-//!   is paid first, natively), this thread has no grant waiting for its
+//!   is paid first, natively; whether one is owed is bit 0 of the debt
+//!   word, see [`crate::debt`]), this thread has no grant waiting for its
 //!   confirmation (the native release confirms those first), and
 //!   `available + n` stays an exact JS integer; then `cur -> cur + (n << 2)`
 //!   and, for a release, `held -= min(held, n)`.

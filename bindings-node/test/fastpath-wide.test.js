@@ -200,3 +200,24 @@ test('a worker on the fast path at large counts and a main thread waiter: FIFO a
   assert.equal(s.heldPermits, 0);
   assert.equal(s.pendingCount, 0);
 });
+
+test('a removePermits debt whose low 32 bits are zero is still paid before the fast path gives permits back', () => {
+  for (const debt of [P32, 3 * P32, P32 + P31]) {
+    const s = warm(new Semaphore(0));
+    s.removePermits(debt); // nothing available: all of it is owed
+    assert.equal(s.pendingRemoval, debt);
+    s.release(1);
+    assert.equal(s.pendingRemoval, debt - 1, `debt ${debt}: a release pays it`);
+    assert.equal(s.availablePermits, 0);
+    s.addPermits(1);
+    assert.equal(s.pendingRemoval, debt - 2, `debt ${debt}: addPermits pays it`);
+    assert.equal(s.availablePermits, 0);
+    s.release(debt - 2);
+    assert.equal(s.pendingRemoval, 0);
+    assert.equal(s.availablePermits, 0);
+    s.release(2); // no debt left: the permits are available again
+    assert.equal(s.availablePermits, 2);
+    assert.equal(s.tryAcquire(2), true);
+    assert.equal(s.heldPermits, 2);
+  }
+});
