@@ -30,10 +30,23 @@ const RESOLVED = Promise.resolve();
 const SHARE_TAG = 'volt-sem';
 
 // The JS fast path (src/view.rs): the core's state word is
-// `available << 2 | QUEUED | CLOSED`, seen through a BigInt64Array.
+// `available << 2 | QUEUED | CLOSED`, seen through an Int32Array of its two
+// halves (the common case: no BigInt made) and a BigInt64Array (big values).
 const FLAGS = 3n; // QUEUED | CLOSED
 const MAX_BIG = BigInt(MAX_PERMITS);
 const LIMIT_1 = MAX_BIG << 2n; // a word from which releasing 1 would overflow
+const FLAGS_32 = 3;
+/** The largest low half the 32-bit path leaves (it never carries into bit 31). */
+const LOW_MAX = 0x7fffffff;
+/** The largest request the 32-bit path takes or gives back (`n << 2` fits). */
+const N_32 = LOW_MAX >> 2;
+/**
+ * The largest low half a 32-bit give-back may leave. Without a carry, the
+ * word can only pass MAX_PERMITS << 2 (2^55 - 4: high half 2^23 - 1, low half
+ * 2^32 - 4) if its high half already is 2^23 - 1 and the new low half passes
+ * 2^32 - 4; below 2^31 it never does, so no load of the high half is needed.
+ */
+const GIVE_TOP = Math.min(LOW_MAX, Number((MAX_BIG << 2n) & 0xffffffffn));
 
 // ---------------------------------------------------------------------------
 // The per-thread runtime.
@@ -628,8 +641,25 @@ function makeStats(a, g, p) {
 
 /**
  * The views of a semaphore the JS fast path works on (see src/view.rs): the
- * core's state word (`w`), and the binding's `held`, `debt` counters (`c`).
- * `last` is the word as this thread last saw it: only a guess for the first
+ * core's state word (`w`: a BigInt64Array of one; `w32`: an Int32Array of its
+ * two halves, low half first), and the binding's `held`, `debt` counters (`c`:
+ * a BigInt64Array of two; `c32`: their four halves). Every target the addon
+ * makes views on is little-endian (it refuses big-endian ones), so index 0 of
+ * an Int32Array is the low half of the 64-bit word at index 0.
+ *
+ * Why halves are enough: an operation on the low half alone equals the same
+ * operation on the 64-bit word whenever it neither borrows from nor carries
+ * into the high half. The 32-bit path only makes such transitions (a take
+ * from a low half of at least `n << 2`, a give-back that leaves the low half
+ * below 2^31), each by one compare-and-swap of the low half, which fails if
+ * the low half changed (QUEUED and CLOSED are in it, so a set flag always
+ * fails it). Whatever the high half holds, the 64-bit word then made exactly
+ * the transition the core's own CAS would have. Anything else (a low half
+ * at 2^31 or more, a borrow or carry, `n` of 2^29 or more) goes to the
+ * 64-bit functions below, which decide on the whole word as before.
+ *
+ * `lo` is the low half as this thread last wrote it, and `last` the whole
+ * word as the 64-bit path last wrote it: only guesses for the first
  * compare-and-swap (which fails on any other value and returns the real one),
  * never the basis of a decision to go native.
  */
@@ -637,10 +667,16 @@ class View {
   constructor(a) {
     this.w = a[0];
     this.c = a[1];
+    this.w32 = new Int32Array(this.w.buffer, this.w.byteOffset, 2);
+    this.c32 = new Int32Array(this.c.buffer, this.c.byteOffset, 4);
+    this.lo = 0;
+    /** The low half of `held` as this thread last wrote it (a guess too). */
+    this.h = 0;
     this.last = 0n;
     /**
-     * The word `last` was made from, by this thread's last fast operation:
-     * a take of `-k` permits (k < 0) or a give-back of `k` (k > 0; 0: none).
+     * The word `last` was made from, by this thread's last 64-bit fast
+     * operation: a take of `-k` permits (k < 0) or a give-back of `k` (k > 0;
+     * 0: none).
      */
     this.back = 0n;
     this.k = 0;
@@ -678,6 +714,41 @@ function viewOf(h) {
  * open: exactly the Rust core's try_take CAS. false: go native.
  */
 function fastTake(v, n) {
+  if (n > N_32) return fastTake64(v, n);
+  const w = v.w32;
+  const need = n << 2;
+  let cur = v.lo;
+  let fresh = false;
+  for (;;) {
+    // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
+    // A low half of 2^31 or more reads negative here, so `cur < need` too.
+    if ((cur & FLAGS_32) !== 0 || cur < need) {
+      if (!fresh) {
+        cur = Atomics.load(w, 0);
+        fresh = true;
+        continue;
+      }
+      // Queued or closed, or short with nothing in the high half: native.
+      if ((cur & FLAGS_32) !== 0 || (cur >= 0 && Atomics.load(w, 1) === 0)) {
+        v.skip = true;
+        return false;
+      }
+      return fastTake64(v, n); // a borrow from the high half, or a big low half
+    }
+    const seen = Atomics.compareExchange(w, 0, cur, cur - need);
+    if (seen === cur) break;
+    cur = seen;
+    fresh = true;
+  }
+  v.lo = cur - need;
+  addHeld(v, n);
+  v.g++; // for stats(): the core counts only what it grants
+  v.p += n;
+  return true;
+}
+
+/** fastTake on the whole 64-bit word (the values the 32-bit path leaves). */
+function fastTake64(v, n) {
   const w = v.w;
   let bn = 1n;
   let need = 4n;
@@ -688,7 +759,6 @@ function fastTake(v, n) {
   let cur = v.last;
   let fresh = false;
   for (;;) {
-    // QUEUED means 0 available anyway (invariant 2): never barge past a waiter.
     if ((cur & FLAGS) !== 0n || cur < need) {
       if (fresh) {
         v.skip = true;
@@ -712,9 +782,64 @@ function fastTake(v, n) {
     fresh = true;
   }
   Atomics.add(v.c, 0, bn); // held, as the native path counts it
-  v.g++; // for stats(): the core counts only what it grants
+  v.g++;
   v.p += n;
   return true;
+}
+
+/**
+ * held += n, as the native path counts it: by a CAS of the low half from this
+ * thread's last guess (no load when no other thread counted meanwhile), as
+ * long as it does not carry into the high half; else on the 64-bit word.
+ */
+function addHeld(v, n) {
+  const c = v.c32;
+  let h = v.h;
+  let fresh = false;
+  for (;;) {
+    if (h < 0 || h > LOW_MAX - n) {
+      if (fresh) break;
+      h = Atomics.load(c, 0);
+      fresh = true;
+      continue;
+    }
+    const seen = Atomics.compareExchange(c, 0, h, h + n);
+    if (seen === h) {
+      v.h = h + n;
+      return;
+    }
+    h = seen;
+  }
+  Atomics.add(v.c, 0, BigInt(n));
+}
+
+/** held -= min(held, n), as the native path does (32 bits when nothing borrows). */
+function subHeld(v, n) {
+  const c = v.c32;
+  let h = v.h;
+  let fresh = false;
+  for (;;) {
+    if (h < n) {
+      // a borrow, or a low half of 2^31 or more (negative)
+      if (fresh) break;
+      h = Atomics.load(c, 0);
+      fresh = true;
+      continue;
+    }
+    const seen = Atomics.compareExchange(c, 0, h, h - n);
+    if (seen === h) {
+      v.h = h - n;
+      return;
+    }
+    h = seen;
+  }
+  const bn = BigInt(n);
+  let b = Atomics.load(v.c, 0);
+  for (;;) {
+    const seen = Atomics.compareExchange(v.c, 0, b, b > bn ? b - bn : 0n);
+    if (seen === b) return;
+    b = seen;
+  }
 }
 
 /**
@@ -724,8 +849,41 @@ function fastTake(v, n) {
  */
 function fastGive(v, n, giveBack) {
   if (runtime.unconfirmed !== 0) return false;
-  const c = v.c;
-  if (Atomics.load(c, 1) !== 0n) return false; // the debt is paid natively
+  const c = v.c32;
+  // The debt is paid natively. It is stored as `debt << 1 | (debt != 0)`
+  // (src/debt.rs): its low half is 0 exactly when no debt is owed.
+  if (Atomics.load(c, 2) !== 0) return false;
+  if (n > N_32) return fastGive64(v, n, giveBack);
+  const w = v.w32;
+  const add = n << 2;
+  const room = GIVE_TOP - add; // the largest low half this give-back may start from
+  let cur = v.lo;
+  let fresh = false;
+  for (;;) {
+    if ((cur & FLAGS_32) !== 0 || cur < 0 || cur > room) {
+      if (!fresh) {
+        cur = Atomics.load(w, 0);
+        fresh = true;
+        continue;
+      }
+      if ((cur & FLAGS_32) !== 0) {
+        v.skip = true;
+        return false;
+      }
+      return fastGive64(v, n, giveBack); // a carry into the high half
+    }
+    const seen = Atomics.compareExchange(w, 0, cur, cur + add);
+    if (seen === cur) break;
+    cur = seen;
+    fresh = true;
+  }
+  v.lo = cur + add;
+  if (giveBack) subHeld(v, n);
+  return true;
+}
+
+/** fastGive on the whole 64-bit word (the values the 32-bit path leaves). */
+function fastGive64(v, n, giveBack) {
   const w = v.w;
   let bn = 1n;
   let add = 4n;
@@ -758,15 +916,7 @@ function fastGive(v, n, giveBack) {
     cur = seen;
     fresh = true;
   }
-  if (giveBack) {
-    // held -= min(held, n), as the native path does
-    let h = Atomics.load(c, 0);
-    for (;;) {
-      const seen = Atomics.compareExchange(c, 0, h, h > bn ? h - bn : 0n);
-      if (seen === h) break;
-      h = seen;
-    }
-  }
+  if (giveBack) subHeld(v, n);
   return true;
 }
 

@@ -32,7 +32,8 @@
 //! * [`abandon`]: sweeping the requests of garbage-collected private
 //!   semaphores (`# Abandoned semaphores`).
 //! * [`removal`]: `removePermits`, its debt and orphaned waiters
-//!   (`# Removing permits`).
+//!   (`# Removing permits`); [`debt`]: how the debt is stored (its low 32
+//!   bits tell whether one is owed, for the JS fast path).
 //! * [`stats`]: `metrics` and `recordTimeout`, behind `sem.stats()`.
 //! * [`teardown`]: the env cleanup hook (`# Teardown`).
 //! * [`view`]: the state word seen from JS, for the uncontended paths that
@@ -52,6 +53,7 @@ mod raw;
 mod abandon;
 mod codes;
 mod connect;
+mod debt;
 mod delivery;
 mod env;
 mod error_code;

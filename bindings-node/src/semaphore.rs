@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use volt_sem_backend::{Kind, Semaphore as Core};
 
+use crate::debt::Debt;
 use crate::lease::Watch;
 use crate::registry::NEXT_SEM_ID;
 use crate::removal::OrphanNode;
@@ -36,7 +37,7 @@ pub(crate) struct Sem {
     pub(crate) held: AtomicUsize,
     /// Permits `removePermits` still has to take out of the total: every
     /// permit coming back through this binding pays it first.
-    pub(crate) debt: AtomicUsize,
+    pub(crate) debt: Debt,
     /// Cancelled requests that may hold a partial grant, left queued while
     /// `debt > 0` (a cancel would hand the partial grant on to the next waiter
     /// past the debt). Cancelled for real once the debt is paid; a grant that
@@ -66,7 +67,7 @@ impl Sem {
             queued: AtomicUsize::new(0),
             abandoned: AtomicBool::new(false),
             held: AtomicUsize::new(0),
-            debt: AtomicUsize::new(0),
+            debt: Debt::new(),
             orphans: Mutex::new(Vec::new()),
             graveyard: Mutex::new(Vec::new()),
             name,

@@ -23,16 +23,30 @@
 //!   native paths and every thread. Then `held += n`, as the native path does.
 //! * **give back** `n` (`release`, `addPermits`): only when the word has
 //!   neither QUEUED nor CLOSED set, no `removePermits` debt is owed (the debt
-//!   is paid first, natively), this thread has no grant waiting for its
+//!   is paid first, natively; whether one is owed is bit 0 of the debt
+//!   word, see [`crate::debt`]), this thread has no grant waiting for its
 //!   confirmation (the native release confirms those first), and
 //!   `available + n` stays an exact JS integer; then `cur -> cur + (n << 2)`
 //!   and, for a release, `held -= min(held, n)`.
 //!
+//! JS works on these words through `Int32Array`s of their halves (made in
+//! JS over the same buffers; every target this module makes views on is
+//! little-endian, so index 0 is the low half) whenever a transition neither
+//! borrows from nor carries into the high half: then one CAS of the low half
+//! (which holds QUEUED and CLOSED, and fails on any change to them) makes
+//! exactly the 64-bit transition, whatever the high half holds, and no BigInt
+//! is allocated. Other values (a low half of 2^31 or more, a borrow or a
+//! carry, a request of 2^29 permits or more) use the `BigInt64Array`s. The
+//! halves are accessed with the same sequentially consistent `Atomics`, and a
+//! 32-bit atomic access to an aligned half of a 64-bit word is atomic against
+//! the core's 64-bit ones on x86-64 (locked instructions on any operand size)
+//! and arm64 (single-copy atomicity of aligned accesses; a write to any byte
+//! of a location clears another core's exclusive monitor on it).
+//!
 //! Each CAS starts from the word this thread last wrote (a guess, so the
-//! uncontended case makes no load and, when an operation undoes the previous
-//! one, no new BigInt): a wrong guess only makes the CAS fail and return the
-//! real word, and the decision to go native is only ever taken on a word just
-//! read from memory, as in Rust.
+//! uncontended case makes no load): a wrong guess only makes the CAS fail and
+//! return the real word, and the decision to go native is only ever taken on
+//! a word just read from memory, as in Rust.
 //!
 //! After an attempt that found the word queued, closed or short, a JS
 //! `Semaphore` goes straight to the native path until a native acquire takes
@@ -50,7 +64,7 @@
 //! The core takes permits with an Acquire CAS and gives them back with a
 //! Release CAS (the releaser's critical section happens-before the next
 //! taker's). `Atomics.compareExchange`, `Atomics.load` and `Atomics.add` on
-//! a `BigInt64Array` are sequentially consistent (ECMAScript memory model,
+//! a `BigInt64Array` or an `Int32Array` are sequentially consistent (ECMAScript memory model,
 //! `SeqCst` on every platform V8 supports: `lock cmpxchg` on x86-64, `ldaxr/
 //! stlxr` or `casal` on arm64), which is at least Acquire and Release: the
 //! JS fast path gives the core's guarantees, and mixes with the Rust side's
