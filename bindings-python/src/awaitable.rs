@@ -55,7 +55,7 @@ use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::redis::{owner, Extra, Owner};
 use crate::session::SessionWaits;
-use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
+use crate::wake::{asyncio_chan, finish_owned, waking, Channel, Owned, Slot};
 use crate::Core;
 
 // ---------------------------------------------------------------------------
@@ -127,11 +127,10 @@ impl Role {
                 }
             }
         }
-        let r = release_error(core, n);
+        let r = waking(py, || release_error(core, n));
         if r.is_err() {
             self.taken(n); // undo: nothing changed
         }
-        after_wakes(py);
         r
     }
 }
@@ -494,8 +493,9 @@ impl Acquire {
 /// Releases a grant nobody will hold (a cancel that met it): a Redis one
 /// per its session.
 fn give_back(py: Python<'_>, slot: &Slot) {
-    let _ = crate::redis::release_from(&slot.core, slot.n, slot.waiter().session());
-    after_wakes(py);
+    let _ = waking(py, || {
+        crate::redis::release_from(&slot.core, slot.n, slot.waiter().session())
+    });
 }
 
 coroutine_pymethods! {
