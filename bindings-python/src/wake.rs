@@ -496,7 +496,7 @@ pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
 /// Python-facing operation that releases, cancels or closes.
 pub(crate) fn after_wakes(py: Python<'_>) {
     loop {
-        let touched = TOUCHED
+        let mut touched = TOUCHED
             .try_with(|t| {
                 t.try_borrow_mut()
                     .map(|mut t| std::mem::take(&mut *t))
@@ -508,20 +508,15 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
-        for chan in touched {
+        for chan in touched.drain(..) {
             if chan.is_empty() {
                 chan.owed.store(false, Ordering::Relaxed);
                 continue;
             }
-            if direct_thread() {
-                let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
-                if let Some(here) = here {
-                    // A running loop is not closed: no probe needed.
-                    if chan.is_loop(py, here) {
-                        chan.drain_on_own_loop(py);
-                        continue;
-                    }
-                }
+            // A running loop is not closed: no probe needed.
+            if direct_thread() && chan.runs_here(py, &mut running) {
+                chan.drain_on_own_loop(py);
+                continue;
             }
             if chan.loop_closed(py) {
                 chan.kill(); // may wake more waiters: loop again
@@ -529,16 +524,41 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             }
             chan.pay_owed();
         }
+        // The emptied list goes back for the next wakes: no allocation per
+        // release.
+        let _ = TOUCHED.try_with(|t| {
+            if let Ok(mut t) = t.try_borrow_mut() {
+                if t.is_empty() {
+                    *t = touched;
+                }
+            }
+        });
     }
 }
 
 impl Chan {
-    /// Whether `event_loop` is this channel's loop (never for a trio run).
-    fn is_loop(&self, py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> bool {
+    /// Whether this channel's loop is the one running on this thread (never
+    /// for a trio run). `running`: this thread's running loop, looked up once
+    /// per [`after_wakes`] and only if needed.
+    fn runs_here<'py>(
+        &self,
+        py: Python<'py>,
+        running: &mut Option<Option<Bound<'py, PyAny>>>,
+    ) -> bool {
         let Some(loop_ref) = &self.loop_ref else {
             return false; // a trio run: its pump drains
         };
-        matches!(loop_ref.bind(py).call0(), Ok(l) if l.is(event_loop))
+        let Ok(event_loop) = loop_ref.bind(py).call0() else {
+            return false;
+        };
+        if event_loop.is_none() {
+            return false;
+        }
+        if self.probe == Probe::ClosedAttr {
+            return stock_loop_runs_here(py, &event_loop);
+        }
+        let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
+        here.as_ref().is_some_and(|h| h.is(&event_loop))
     }
 
     /// A wake on the waiter's own loop, from a call made on that loop's thread
@@ -565,14 +585,17 @@ impl Chan {
             }
             slot.delivered.store(true, Ordering::Relaxed);
             let fut = slot.target.bind(py);
-            let resolve = || -> PyResult<()> {
-                if !fut.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? {
-                    fut.call_method1(pyo3::intern!(py, "set_result"), (true,))?;
+            // A Future cancelled meanwhile (its task's cancel, whose throw
+            // will finish the slot) refuses the result: rare, so checked only
+            // then rather than with a `done()` call per wake.
+            if let Err(e) = fut.call_method1(pyo3::intern!(py, "set_result"), (true,)) {
+                let done = fut
+                    .call_method0(pyo3::intern!(py, "done"))
+                    .and_then(|d| d.is_truthy())
+                    .unwrap_or(false);
+                if !done {
+                    e.write_unraisable(py, Some(fut));
                 }
-                Ok(())
-            };
-            if let Err(e) = resolve() {
-                e.write_unraisable(py, Some(fut));
             }
         }
     }
@@ -685,6 +708,35 @@ impl Channel {
 
 static ASYNCIO_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DIRECT_WAKES_SAFE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Whether `event_loop`, an asyncio loop with asyncio's own `is_closed`
+/// (`Probe::ClosedAttr`), runs on this thread: asyncio's `run_forever` keeps
+/// the running thread's ident in `_thread_id` (None when stopped), and one
+/// thread runs one loop at a time. An attribute read instead of
+/// `_get_running_loop`, whose fork check is a `getpid` system call. A
+/// subclass that runs otherwise leaves it None: the caller then takes the
+/// general path.
+fn stock_loop_runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> bool {
+    event_loop
+        .getattr(pyo3::intern!(py, "_thread_id"))
+        .and_then(|t| t.extract::<u64>())
+        .is_ok_and(|t| t == thread_ident())
+}
+
+/// This thread's running loop and its channel without `_get_running_loop`,
+/// when that loop is the one this thread parked on last and runs asyncio's
+/// own `run_forever` ([`stock_loop_runs_here`]); `None`: look it up.
+pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, Arc<Chan>)> {
+    let chan = LAST_CHAN.with(|c| c.borrow().clone())?;
+    if chan.probe != Probe::ClosedAttr || chan.dead.load(Ordering::SeqCst) {
+        return None;
+    }
+    let event_loop = chan.loop_ref.as_ref()?.bind(py).call0().ok()?;
+    if event_loop.is_none() || !stock_loop_runs_here(py, &event_loop) {
+        return None;
+    }
+    Some((event_loop, chan))
+}
 
 /// The wake channel of `event_loop` (the running loop of this thread), created
 /// and registered with the loop by `volt_sem._glue.asyncio_channel` the first

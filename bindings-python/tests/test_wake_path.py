@@ -394,3 +394,42 @@ def test_a_release_while_the_waiters_loop_is_not_running_wakes_it_later(loop_kin
         assert sem.available_permits == 0
     finally:
         loop.close()
+
+
+def test_waits_without_trio_imported():
+    # `__await__` skips the running-loop lookup while trio is not imported
+    # (the suite imports it, so this runs in a fresh interpreter): waits,
+    # FIFO hand-off and the error outside a loop stay the same.
+    code = """
+import asyncio, sys
+import uvloop
+from volt_sem import Semaphore
+
+async def main():
+    sem = Semaphore(1)
+    order = []
+
+    async def worker(i):
+        async with sem:
+            order.append(i)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(i) for i in range(4)))
+    assert sem.available_permits == 1
+    return order
+
+for loop in (asyncio.new_event_loop(), uvloop.new_event_loop()):
+    print(loop.run_until_complete(main()))
+    loop.close()
+try:
+    Semaphore(0).acquire().send(None)
+except RuntimeError as e:
+    print("error:", e)
+print("trio" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["[0, 1, 2, 3]"] * 2
+    assert lines[2].startswith("error: no running event loop")
+    assert lines[3] == "False"
