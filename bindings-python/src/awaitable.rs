@@ -55,7 +55,7 @@ use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::redis::{owner, Extra, Owner};
 use crate::session::SessionWaits;
-use crate::wake::{after_wakes, asyncio_chan, finish_owned, Channel, Owned, Slot};
+use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Channel, Owned, Slot};
 use crate::Core;
 
 // ---------------------------------------------------------------------------
@@ -127,11 +127,10 @@ impl Role {
                 }
             }
         }
-        let r = release_error(core, n);
+        let r = waking(py, || release_error(core, n));
         if r.is_err() {
             self.taken(n); // undo: nothing changed
         }
-        after_wakes(py);
         r
     }
 }
@@ -191,6 +190,18 @@ pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>>
         .import(py, "asyncio", "_get_running_loop")?
         .call0()?;
     Ok(if l.is_none() { None } else { Some(l) })
+}
+
+/// Whether trio was imported: without it no trio run can await this, and
+/// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
+/// system call; `park` looks the loop up anyway).
+fn trio_loaded(py: Python<'_>) -> bool {
+    // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
+    let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
+    match modules.cast::<pyo3::types::PyDict>() {
+        Ok(d) => d.contains(pyo3::intern!(py, "trio")).unwrap_or(true),
+        Err(_) => true,
+    }
 }
 
 pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
@@ -433,16 +444,25 @@ impl Acquire {
 
     /// Slow path: queue a waiter and yield a Future of the running loop.
     fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
-        let Some(event_loop) = running_loop(py).inspect_err(|_| self.stage = Stage::Done)? else {
-            // No asyncio loop (a trio task awaits through `__await__`, never here).
-            self.stage = Stage::Done;
-            NO_LOOP_ERROR
-                .import(py, "volt_sem._glue", "no_loop_error")?
-                .call0()?;
-            return Err(PyRuntimeError::new_err("no running event loop"));
+        let (event_loop, chan) = match cached_running_loop(py) {
+            Some((event_loop, chan)) => (event_loop, Some(chan)),
+            None => match running_loop(py).inspect_err(|_| self.stage = Stage::Done)? {
+                Some(event_loop) => (event_loop, None),
+                None => {
+                    // No asyncio loop (a trio task awaits through `__await__`, never here).
+                    self.stage = Stage::Done;
+                    NO_LOOP_ERROR
+                        .import(py, "volt_sem._glue", "no_loop_error")?
+                        .call0()?;
+                    return Err(PyRuntimeError::new_err("no running event loop"));
+                }
+            },
         };
         let result = (|| {
-            let chan = asyncio_chan(py, &event_loop)?;
+            let chan = match chan {
+                Some(chan) => chan,
+                None => asyncio_chan(py, &event_loop)?,
+            };
             let fut = new_future(py, &event_loop)?;
             let slot = Slot::new(self.core.clone(), self.n, fut.clone().unbind(), chan);
             match slot.queue() {
@@ -494,8 +514,9 @@ impl Acquire {
 /// Releases a grant nobody will hold (a cancel that met it): a Redis one
 /// per its session.
 fn give_back(py: Python<'_>, slot: &Slot) {
-    let _ = crate::redis::release_from(&slot.core, slot.n, slot.waiter().session());
-    after_wakes(py);
+    let _ = waking(py, || {
+        crate::redis::release_from(&slot.core, slot.n, slot.waiter().session())
+    });
 }
 
 coroutine_pymethods! {
@@ -506,7 +527,10 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if !matches!(slf.borrow().stage, Stage::Start) || running_loop(py)?.is_some() {
+        if !matches!(slf.borrow().stage, Stage::Start)
+            || !trio_loaded(py)
+            || running_loop(py)?.is_some()
+        {
             return Ok(slf.into_any().unbind());
         }
         let (core, n, session) = {

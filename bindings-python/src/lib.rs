@@ -57,7 +57,7 @@ use errors::{
 };
 use pyo3::types::PyDict;
 use volt_sem_backend::{Error, OpenOptions};
-use wake::{after_wakes, Channel};
+use wake::{after_wakes, waking, Channel};
 
 pub(crate) type Core = volt_sem_backend::Semaphore;
 
@@ -410,9 +410,7 @@ impl Semaphore {
         if let Role::Bounded(_) = self.role {
             return self.role.release(py, &core, n.0);
         }
-        let r = release_error(&core, n.0);
-        after_wakes(py);
-        r
+        waking(py, || release_error(&core, n.0))
     }
 
     /// `release(n)`, as an awaitable: a release never waits, so it is done

@@ -39,15 +39,19 @@
 //! CPython 3.9-3.13 do not offer. Only a wake path without Python calls removes
 //! the window instead of narrowing it.
 //!
-//! The price: a wake on the loop's own thread also goes through the selector
-//! (one socket write and one read per batch of wakes) instead of a direct
-//! `set_result`. Calling `set_result` from the releasing native frame would put
-//! Python code (the loop's `call_soon`, which may drop the GIL) under the
-//! extension's `extern "C"` frames again. Except on the main thread, which
-//! finalization never ends: there [`after_wakes`] resolves the Futures of the
-//! thread's own running loop at once (`Chan::drain_on_own_loop`), so a task
-//! woken by a release on its own loop runs in the next iteration, as with
-//! asyncio's own semaphore.
+//! A wake on the loop's own thread needs neither the socket nor the selector:
+//! a release (or a cancel handing a partial grant on) runs its core call inside
+//! [`waking`], whose callback queues the slot *without* the signal byte when the
+//! channel belongs to a loop created on this thread; [`after_wakes`], right
+//! after, resolves the Futures of the thread's running loop at once
+//! (`Chan::drain_on_own_loop`), so the woken task runs in the next iteration,
+//! as with asyncio's own semaphore, and writes the byte it owes for any other
+//! loop. `set_result` then runs in the Python-facing call, not in the callback.
+//! That call still has the extension's `extern "C"` frames under it, and the
+//! loop's `call_soon` may drop the GIL: so only on the main thread and on
+//! non-daemon threads, which interpreter exit joins before it finalizes (never
+//! ended by the forced unwind described above), and not once `atexit` ran. A
+//! loop on a daemon thread keeps the socket for its own wakes too.
 //!
 //! # Loops that can no longer run
 //!
@@ -68,7 +72,7 @@
 //! (`claim`, a compare-exchange), and only the winner calls `finish_raw`. The
 //! loser never touches the waiter again; the `Arc` keeps it valid.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
@@ -163,7 +167,7 @@ pub(crate) enum Owned {
 /// Finishes a slot from its owner's side, GIL held: no callback ever needs
 /// the GIL, so `finish_raw` waiting for one running on another thread cannot
 /// deadlock.
-/// Then runs [`after_wakes`] for the wakes a cancel caused.
+/// The wakes a cancel causes go through [`waking`].
 pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
     if slot
         .claim
@@ -173,8 +177,7 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         return Owned::HandedOn;
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
-    let finish = unsafe { slot.core.finish_raw(slot.waiter()) };
-    after_wakes(py);
+    let finish = waking(py, || unsafe { slot.core.finish_raw(slot.waiter()) });
     Owned::Finished(finish)
 }
 
@@ -233,6 +236,16 @@ pub(crate) struct Chan {
     probe: Probe,
     /// `weakref.ref(loop)`, for the probe and for the per-thread cache.
     loop_ref: Option<Py<PyAny>>,
+    /// The thread that created the channel (the loop's thread while it ran;
+    /// `PyThread_get_thread_ident`), 0 for a trio run: a wake on that thread
+    /// inside [`waking`] may leave the signal to [`after_wakes`].
+    thread: u64,
+    /// A wake queued here inside [`waking`] left out the signal byte:
+    /// [`after_wakes`] resolves the queue on its own loop or writes the byte.
+    owed: AtomicBool,
+    /// A signal byte may be pending in the socket: the own-loop drain reads
+    /// the socket only then (the selector's drain always reads it).
+    signalled: AtomicBool,
 }
 
 impl Chan {
@@ -241,8 +254,9 @@ impl Chan {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Queues a woken slot; the first entry of a batch signals the loop.
-    fn push(&self, slot: Pin<Arc<Slot>>) {
+    /// Queues a woken slot; the first entry of a batch signals the loop, or,
+    /// `direct`, owes the signal to this thread's [`after_wakes`].
+    fn push(&self, slot: Pin<Arc<Slot>>, direct: bool) {
         let was_empty = {
             let mut q = self.lock();
             let was_empty = q.is_empty();
@@ -250,7 +264,23 @@ impl Chan {
             was_empty
         };
         if was_empty {
-            self.sock.signal();
+            if direct {
+                self.owed.store(true, Ordering::Relaxed);
+            } else {
+                self.signal();
+            }
+        }
+    }
+
+    fn signal(&self) {
+        self.signalled.store(true, Ordering::Release);
+        self.sock.signal();
+    }
+
+    /// Writes the signal a `direct` push left out, if it is still owed.
+    fn pay_owed(&self) {
+        if self.owed.swap(false, Ordering::Relaxed) {
+            self.signal();
         }
     }
 
@@ -260,6 +290,19 @@ impl Chan {
     /// the same order.)
     fn take_all(&self) -> Vec<Pin<Arc<Slot>>> {
         if self.reader {
+            self.signalled.store(false, Ordering::Release);
+            self.sock.drain();
+        }
+        std::mem::take(&mut *self.lock())
+    }
+
+    /// [`take_all`](Self::take_all) for the own-loop drain: reads the socket
+    /// only when a byte may be pending, so a wake that never wrote one costs
+    /// no system call. A byte written after the check stays for the
+    /// selector, whose drain reads it and finds the queue empty (harmless).
+    fn take_direct(&self) -> Vec<Pin<Arc<Slot>>> {
+        self.owed.store(false, Ordering::Relaxed);
+        if self.reader && self.signalled.swap(false, Ordering::AcqRel) {
             self.sock.drain();
         }
         std::mem::take(&mut *self.lock())
@@ -272,6 +315,7 @@ impl Chan {
     /// Marks the channel dead and hands on everything queued on it.
     fn kill(&self) {
         self.dead.store(true, Ordering::SeqCst);
+        self.owed.store(false, Ordering::Relaxed);
         for slot in self.take_all() {
             hand_on(&slot);
         }
@@ -311,6 +355,65 @@ thread_local! {
     static TOUCHED: RefCell<Vec<Arc<Chan>>> = const { RefCell::new(Vec::new()) };
     /// The channel of the loop this thread parked on last.
     static LAST_CHAN: RefCell<Option<Arc<Chan>>> = const { RefCell::new(None) };
+    /// Inside [`waking`]: the core call's wakes are followed by [`after_wakes`]
+    /// on this thread.
+    static IN_WAKING: Cell<bool> = const { Cell::new(false) };
+    /// Whether this thread may run Python code under this extension's frames
+    /// while it wakes (see [`direct_thread`]): `UNKNOWN` until it first parks.
+    static DIRECT_THREAD: Cell<u8> = const { Cell::new(UNKNOWN) };
+}
+
+const UNKNOWN: u8 = 0;
+const SAFE: u8 = 1;
+const UNSAFE: u8 = 2;
+
+/// Whether the calling thread may resolve Futures directly (the own-loop
+/// drain, [`Chan::drain_on_own_loop`]): the main thread and non-daemon
+/// threads. Interpreter exit joins every non-daemon thread before it
+/// finalizes, so neither is ever ended by the forced unwind the module docs
+/// describe; a daemon thread (or a thread started outside `threading`, which
+/// `threading` sees as a daemon) may be, and keeps the socket. Known once the
+/// thread parked a waiter ([`asyncio_chan`]); unknown means no.
+fn direct_thread() -> bool {
+    DIRECT_THREAD.try_with(|d| d.get() == SAFE).unwrap_or(false)
+        && !crate::blocking::interpreter_finalizing()
+}
+
+/// The calling thread's identifier (`pthread_self` on Unix): a C query, no Python.
+fn thread_ident() -> u64 {
+    // SAFETY: a plain query of the calling thread's identifier.
+    (unsafe { pyo3::ffi::PyThread_get_thread_ident() }) as u64
+}
+
+/// Runs a core call that may wake async waiters (a release, a cancel that
+/// hands a partial grant on), then [`after_wakes`]. A waiter of a loop that
+/// runs on this thread is then queued without the signal byte, and
+/// `after_wakes` resolves its Future at once when that loop is the running
+/// one, as asyncio's own semaphore does in `release()`: no socket write or
+/// read, and the task runs in the next loop iteration. Otherwise
+/// `after_wakes` writes the byte it owes. Every other wake (another thread,
+/// another loop, a daemon thread, trio) signals from the callback as before.
+pub(crate) fn waking<R>(py: Python<'_>, call: impl FnOnce() -> R) -> R {
+    struct Scope(bool);
+    impl Drop for Scope {
+        fn drop(&mut self) {
+            let _ = IN_WAKING.try_with(|w| w.set(self.0));
+            if std::thread::panicking() {
+                // `after_wakes` will not run: pay what this scope owes.
+                let _ = TOUCHED.try_with(|t| {
+                    if let Ok(t) = t.try_borrow() {
+                        t.iter().for_each(|c| c.pay_owed());
+                    }
+                });
+            }
+        }
+    }
+    let outer = IN_WAKING.try_with(|w| w.replace(true)).unwrap_or(false);
+    let scope = Scope(outer);
+    let r = call();
+    drop(scope);
+    after_wakes(py);
+    r
 }
 
 /// The core callback of an async waiter. Runs once, on any thread, never under a
@@ -351,7 +454,14 @@ pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
         hand_on(&slot);
         return;
     }
-    chan.push(slot);
+    // Inside `waking` on the loop's own thread: `after_wakes` follows and
+    // either resolves the Future at once or writes the byte.
+    let direct = track
+        && chan.thread != 0
+        && IN_WAKING.try_with(Cell::get).unwrap_or(false)
+        && chan.thread == thread_ident()
+        && direct_thread();
+    chan.push(slot, direct);
     // A loop closed meanwhile would miss this entry; `kill` takes the queue
     // after setting `dead`, so one of the two sees it.
     if chan.dead.load(Ordering::SeqCst) {
@@ -363,21 +473,30 @@ pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
     if !track {
         return;
     }
-    let _ = TOUCHED.try_with(|t| {
-        if let Ok(mut t) = t.try_borrow_mut() {
-            if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
-                t.push(chan);
+    let tracked = TOUCHED
+        .try_with(|t| match t.try_borrow_mut() {
+            Ok(mut t) => {
+                if !t.iter().any(|c| Arc::ptr_eq(c, &chan)) {
+                    t.push(chan.clone());
+                }
+                true
             }
-        }
-    });
+            Err(_) => false,
+        })
+        .unwrap_or(false);
+    if !tracked {
+        chan.pay_owed(); // no `after_wakes` will see it
+    }
 }
 
-/// After a core call that may have woken waiters on this thread: hands on the
-/// grants of waiters whose loop is closed. Called with the GIL held by every
+/// After a core call that may have woken waiters on this thread: resolves at
+/// once the Futures of this thread's running loop (see [`waking`]), hands on
+/// the grants of waiters whose loop is closed, and writes the signal bytes
+/// [`waking`] left out for the rest. Called with the GIL held by every
 /// Python-facing operation that releases, cancels or closes.
 pub(crate) fn after_wakes(py: Python<'_>) {
     loop {
-        let touched = TOUCHED
+        let mut touched = TOUCHED
             .try_with(|t| {
                 t.try_borrow_mut()
                     .map(|mut t| std::mem::take(&mut *t))
@@ -389,65 +508,94 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
-        for chan in touched {
+        for chan in touched.drain(..) {
             if chan.is_empty() {
+                chan.owed.store(false, Ordering::Relaxed);
+                continue;
+            }
+            // A running loop is not closed: no probe needed.
+            if direct_thread() && chan.runs_here(py, &mut running) {
+                chan.drain_on_own_loop(py);
                 continue;
             }
             if chan.loop_closed(py) {
                 chan.kill(); // may wake more waiters: loop again
                 continue;
             }
-            if !crate::on_main_thread() || crate::blocking::interpreter_finalizing() {
-                continue; // see `drain_on_own_loop`: the socket delivers it
-            }
-            let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
-            if let Some(here) = here {
-                chan.drain_on_own_loop(py, here);
-            }
+            chan.pay_owed();
         }
+        // The emptied list goes back for the next wakes: no allocation per
+        // release.
+        let _ = TOUCHED.try_with(|t| {
+            if let Ok(mut t) = t.try_borrow_mut() {
+                if t.is_empty() {
+                    *t = touched;
+                }
+            }
+        });
     }
 }
 
 impl Chan {
+    /// Whether this channel's loop is the one running on this thread (never
+    /// for a trio run). `running`: this thread's running loop, looked up once
+    /// per [`after_wakes`] and only if needed.
+    fn runs_here<'py>(
+        &self,
+        py: Python<'py>,
+        running: &mut Option<Option<Bound<'py, PyAny>>>,
+    ) -> bool {
+        let Some(loop_ref) = &self.loop_ref else {
+            return false; // a trio run: its pump drains
+        };
+        let Ok(event_loop) = loop_ref.bind(py).call0() else {
+            return false;
+        };
+        if event_loop.is_none() {
+            return false;
+        }
+        if self.probe == Probe::ClosedAttr {
+            return stock_loop_runs_here(py, &event_loop);
+        }
+        let here = running.get_or_insert_with(|| running_loop(py).ok().flatten());
+        here.as_ref().is_some_and(|h| h.is(&event_loop))
+    }
+
     /// A wake on the waiter's own loop, from a call made on that loop's thread
-    /// (a `release` by a task of the same loop): resolves the Futures now, as
-    /// asyncio's own semaphore does, so the woken task runs in the next loop
-    /// iteration instead of after the selector reports the signal byte (two
-    /// iterations later). The byte is consumed with the queue (`take_all`), so
-    /// the selector does not report it either. Only `Future.set_result` runs
-    /// (it schedules the callbacks with `call_soon`), in a Python-facing call
-    /// that already holds the GIL: not the wake callback, which stays free of
+    /// (a `release` by a task or callback of the same loop): resolves the
+    /// Futures now, as asyncio's own semaphore does, so the woken task runs in
+    /// the next loop iteration instead of after the selector reports the
+    /// signal byte (two iterations later); a wake queued inside [`waking`]
+    /// wrote no byte at all, and a byte written anyway is consumed with the
+    /// queue. Only `Future.set_result` runs (it schedules the callbacks with
+    /// `call_soon`; they never run nested), in a Python-facing call that
+    /// already holds the GIL: not the wake callback, which stays free of
     /// Python (module docs). Cross-thread and cross-loop wakes keep the socket.
     ///
-    /// Only on the main thread, and not once the interpreter exits: `call_soon`
-    /// may be Python code, which may drop the GIL, and a *daemon* thread that
-    /// takes it back during finalization is ended by a forced unwind that must
-    /// not cross this extension's `extern "C"` frames (the abort the module docs
-    /// describe; `tests/test_exit.py` provokes it). Finalization runs on the
-    /// main thread, which is never ended that way. A loop on another thread
-    /// keeps the socket path.
-    fn drain_on_own_loop(&self, py: Python<'_>, running: &Bound<'_, PyAny>) {
-        let Some(loop_ref) = &self.loop_ref else {
-            return; // a trio run: its pump drains
-        };
-        match loop_ref.bind(py).call0() {
-            Ok(l) if l.is(running) => {}
-            _ => return,
-        }
-        for slot in self.take_all() {
+    /// Only on a thread [`direct_thread`] allows, and not once the interpreter
+    /// exits: `call_soon` may be Python code, which may drop the GIL, and a
+    /// *daemon* thread that takes it back during finalization is ended by a
+    /// forced unwind that must not cross this extension's `extern "C"` frames
+    /// (the abort the module docs describe; `tests/test_exit.py` provokes it).
+    /// A loop on a daemon thread keeps the socket path.
+    fn drain_on_own_loop(&self, py: Python<'_>) {
+        for slot in self.take_direct() {
             if slot.claim.load(Ordering::Acquire) != OPEN {
                 continue; // its owner finished it already
             }
             slot.delivered.store(true, Ordering::Relaxed);
             let fut = slot.target.bind(py);
-            let resolve = || -> PyResult<()> {
-                if !fut.call_method0(pyo3::intern!(py, "done"))?.is_truthy()? {
-                    fut.call_method1(pyo3::intern!(py, "set_result"), (true,))?;
+            // A Future cancelled meanwhile (its task's cancel, whose throw
+            // will finish the slot) refuses the result: rare, so checked only
+            // then rather than with a `done()` call per wake.
+            if let Err(e) = fut.call_method1(pyo3::intern!(py, "set_result"), (true,)) {
+                let done = fut
+                    .call_method0(pyo3::intern!(py, "done"))
+                    .and_then(|d| d.is_truthy())
+                    .unwrap_or(false);
+                if !done {
+                    e.write_unraisable(py, Some(fut));
                 }
-                Ok(())
-            };
-            if let Err(e) = resolve() {
-                e.write_unraisable(py, Some(fut));
             }
         }
     }
@@ -479,6 +627,12 @@ impl Channel {
             2 => Probe::NativeMethod,
             _ => Probe::Never,
         };
+        // Created on the loop's thread while it runs (`volt_sem._glue`).
+        let thread = if loop_ref.is_some() {
+            thread_ident()
+        } else {
+            0
+        };
         Ok(Channel {
             chan: Arc::new(Chan {
                 queue: Mutex::new(Vec::new()),
@@ -487,6 +641,9 @@ impl Channel {
                 dead: AtomicBool::new(false),
                 probe,
                 loop_ref,
+                thread,
+                owed: AtomicBool::new(false),
+                signalled: AtomicBool::new(false),
             }),
         })
     }
@@ -550,6 +707,36 @@ impl Channel {
 }
 
 static ASYNCIO_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DIRECT_WAKES_SAFE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+/// Whether `event_loop`, an asyncio loop with asyncio's own `is_closed`
+/// (`Probe::ClosedAttr`), runs on this thread: asyncio's `run_forever` keeps
+/// the running thread's ident in `_thread_id` (None when stopped), and one
+/// thread runs one loop at a time. An attribute read instead of
+/// `_get_running_loop`, whose fork check is a `getpid` system call. A
+/// subclass that runs otherwise leaves it None: the caller then takes the
+/// general path.
+fn stock_loop_runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> bool {
+    event_loop
+        .getattr(pyo3::intern!(py, "_thread_id"))
+        .and_then(|t| t.extract::<u64>())
+        .is_ok_and(|t| t == thread_ident())
+}
+
+/// This thread's running loop and its channel without `_get_running_loop`,
+/// when that loop is the one this thread parked on last and runs asyncio's
+/// own `run_forever` ([`stock_loop_runs_here`]); `None`: look it up.
+pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, Arc<Chan>)> {
+    let chan = LAST_CHAN.with(|c| c.borrow().clone())?;
+    if chan.probe != Probe::ClosedAttr || chan.dead.load(Ordering::SeqCst) {
+        return None;
+    }
+    let event_loop = chan.loop_ref.as_ref()?.bind(py).call0().ok()?;
+    if event_loop.is_none() || !stock_loop_runs_here(py, &event_loop) {
+        return None;
+    }
+    Some((event_loop, chan))
+}
 
 /// The wake channel of `event_loop` (the running loop of this thread), created
 /// and registered with the loop by `volt_sem._glue.asyncio_channel` the first
@@ -562,6 +749,14 @@ pub(crate) fn asyncio_chan(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyR
                 return Ok(chan);
             }
         }
+    }
+    if DIRECT_THREAD.with(Cell::get) == UNKNOWN {
+        // Once per thread, in a call that runs Python code anyway.
+        let safe = DIRECT_WAKES_SAFE
+            .import(py, "volt_sem._glue", "direct_wakes_safe")?
+            .call0()?
+            .is_truthy()?;
+        DIRECT_THREAD.with(|d| d.set(if safe { SAFE } else { UNSAFE }));
     }
     let channel = ASYNCIO_CHANNEL
         .import(py, "volt_sem._glue", "asyncio_channel")?

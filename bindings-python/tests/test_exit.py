@@ -6,7 +6,10 @@ finalization began meanwhile, CPython ended the thread with `pthread_exit`,
 whose forced unwind cannot cross the binding's `extern "C"` wake callback: the
 process aborted (status 134) in most runs of this scenario. Now the wake path
 runs no Python code, and blocking waits of daemon threads never take the GIL
-back once `atexit` ran, so every run must exit with status 0.
+back once `atexit` ran, so every run must exit with status 0. In the
+"own_loop" mode non-daemon threads also resolve their own loop's Futures
+inside `release()` (issue 30) while the main thread returns: exit joins them
+before it finalizes, so they must not abort either.
 """
 
 import os
@@ -19,7 +22,7 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "exit_while_waking.p
 RUNS = 8
 
 
-@pytest.mark.parametrize("mode", ["asyncio", "blocking", "trio"])
+@pytest.mark.parametrize("mode", ["asyncio", "blocking", "trio", "own_loop"])
 def test_exit_while_daemon_threads_wake_waiters(mode):
     if mode == "trio":
         pytest.importorskip("trio")

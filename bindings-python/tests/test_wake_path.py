@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 
-from conftest import LoopThread, is_waiting, settle, wait_until
+from conftest import LoopThread, is_waiting, new_loop, run_loop, settle, wait_until
 from volt_sem import Semaphore, _glue
 
 FORCED = os.environ.get("VOLT_SEM_WAKE") == "thread"
@@ -274,3 +274,162 @@ def test_a_release_on_the_waiters_own_loop_resumes_it_as_soon_as_asyncio_does(ru
     theirs = run(iterations_until_woken(lambda: asyncio.Semaphore(1)))
     ours = run(iterations_until_woken(lambda: Semaphore(1)))
     assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
+
+
+async def _iterations_until_woken(make):
+    """How many loop iterations pass between a same-loop `release()` and the
+    woken waiter's resumption (asyncio.Semaphore: 1)."""
+    sem = make()  # inside the loop: Python 3.9's asyncio.Semaphore binds to it
+    await sem.acquire()
+    woken = []
+
+    async def waiter():
+        await sem.acquire()
+        woken.append(True)
+        sem.release()
+
+    task = asyncio.ensure_future(waiter())
+    await asyncio.sleep(0)  # the waiter is queued
+    sem.release()
+    n = 0
+    while not woken:
+        await asyncio.sleep(0)
+        n += 1
+    await task
+    return n
+
+
+def _on_thread(daemon, fn):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=daemon)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "the loop thread hung"
+    return out[0]
+
+
+def test_a_same_loop_release_on_a_non_daemon_thread_resumes_the_waiter_as_asyncio_does(loop_kind):
+    # Issue 30: a loop on a non-daemon thread is as safe at interpreter exit
+    # as the main thread (exit joins it first), so a release by one of its
+    # tasks resolves the waiter's Future directly, like asyncio.Semaphore; the
+    # socket path it took before resumed the waiter 3 iterations later on
+    # asyncio and 2 on uvloop.
+    def count(make):
+        return _on_thread(False, lambda: run_loop(loop_kind, _iterations_until_woken(make)))
+
+    theirs = count(lambda: asyncio.Semaphore(1))
+    ours = count(lambda: Semaphore(1))
+    assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
+
+
+def test_a_same_loop_release_from_a_callback_resumes_the_waiter_as_asyncio_does(run):
+    async def iterations(make):
+        sem = make()
+        await sem.acquire()
+        woken = []
+
+        async def waiter():
+            await sem.acquire()
+            woken.append(True)
+            sem.release()
+
+        task = asyncio.ensure_future(waiter())
+        await asyncio.sleep(0)
+        asyncio.get_running_loop().call_soon(sem.release)
+        n = 0
+        while not woken:
+            await asyncio.sleep(0)
+            n += 1
+        await task
+        return n
+
+    theirs = run(iterations(lambda: asyncio.Semaphore(1)))
+    ours = run(iterations(lambda: Semaphore(1)))
+    assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
+
+
+def test_a_daemon_thread_loop_keeps_the_socket_and_still_wakes(loop_kind):
+    # A daemon thread may be ended while it runs Python code at exit: its
+    # releases wake through the socket. The waiter must still resume, with
+    # the permits conserved.
+    async def main():
+        sem = Semaphore(1)
+        await sem.acquire()
+        order = []
+
+        async def waiter(i):
+            async with sem:
+                order.append(i)
+                await asyncio.sleep(0)
+
+        tasks = [asyncio.ensure_future(waiter(i)) for i in range(3)]
+        await asyncio.sleep(0)
+        sem.release()
+        await asyncio.gather(*tasks)
+        return order, sem.available_permits
+
+    assert _on_thread(True, lambda: run_loop(loop_kind, main())) == ([0, 1, 2], 1)
+
+
+def test_a_release_while_the_waiters_loop_is_not_running_wakes_it_later(loop_kind):
+    # A release on the loop's thread between two runs of the loop (no running
+    # loop, or another loop running) cannot resolve the Future directly: the
+    # signal byte is written then, and the next run resumes the waiter.
+    loop = new_loop(loop_kind)
+    try:
+        sem = Semaphore(0)
+        task = loop.create_task(sem.acquire())
+        loop.run_until_complete(asyncio.sleep(0.01))
+        assert not task.done()
+        sem.release()  # no running loop on this thread
+
+        async def release_from_another_loop():
+            sem.release()
+
+        task2 = loop.create_task(sem.acquire())
+        loop.run_until_complete(asyncio.sleep(0.01))
+        run_loop(loop_kind, release_from_another_loop())
+        assert loop.run_until_complete(asyncio.wait_for(task, 30)) is True
+        assert loop.run_until_complete(asyncio.wait_for(task2, 30)) is True
+        assert sem.available_permits == 0
+    finally:
+        loop.close()
+
+
+def test_waits_without_trio_imported():
+    # `__await__` skips the running-loop lookup while trio is not imported
+    # (the suite imports it, so this runs in a fresh interpreter): waits,
+    # FIFO hand-off and the error outside a loop stay the same.
+    code = """
+import asyncio, sys
+import uvloop
+from volt_sem import Semaphore
+
+async def main():
+    sem = Semaphore(1)
+    order = []
+
+    async def worker(i):
+        async with sem:
+            order.append(i)
+            await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker(i) for i in range(4)))
+    assert sem.available_permits == 1
+    return order
+
+for loop in (asyncio.new_event_loop(), uvloop.new_event_loop()):
+    print(loop.run_until_complete(main()))
+    loop.close()
+try:
+    Semaphore(0).acquire().send(None)
+except RuntimeError as e:
+    print("error:", e)
+print("trio" in sys.modules)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[:2] == ["[0, 1, 2, 3]"] * 2
+    assert lines[2].startswith("error: no running event loop")
+    assert lines[3] == "False"

@@ -98,6 +98,16 @@ def asyncio_channel(loop):
     return channel
 
 
+def direct_wakes_safe():
+    """Whether the calling thread may resolve its own loop's Futures inside a
+    release (see ``waking`` in ``src/wake.rs``): the main thread and
+    non-daemon threads, which interpreter exit joins before it finalizes. A
+    daemon thread (threads started outside ``threading`` count as daemon)
+    keeps the socket: finalization may end it while it runs Python code
+    under the extension's frames."""
+    return not threading.current_thread().daemon
+
+
 def wake_path(loop):
     """Which wake path `loop`'s channel uses ("reader" or "thread"), None
     before its first wait (for tests and diagnostics)."""

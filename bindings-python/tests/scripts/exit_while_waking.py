@@ -19,7 +19,10 @@ import volt_sem
 
 RUN_SECONDS = float(sys.argv[1]) if len(sys.argv) > 1 else 0.3
 # "asyncio": loop threads and releasers; "blocking": plus daemon threads
-# waiting in acquire_blocking; "trio": plus daemon threads running trio.
+# waiting in acquire_blocking; "trio": plus daemon threads running trio;
+# "own_loop": plus two non-daemon threads whose tasks release on their own
+# loop (resolved inside release(), see `waking` in src/wake.rs) until just
+# after the main thread returns (exit joins them, then finalizes).
 MODE = sys.argv[2] if len(sys.argv) > 2 else "asyncio"
 sem = volt_sem.Semaphore(0)
 granted = [0]
@@ -85,6 +88,30 @@ def trio_thread():
     trio.run(main)
 
 
+def own_loop_thread():
+    """Tasks that hand a semaphore of this loop on to each other (same-loop
+    wakes, through the GIL-dropping call_soon) and wake the shared one's
+    waiters on other loops, until a little after the main thread returned."""
+    loop = GilDroppingLoop()
+    asyncio.set_event_loop(loop)
+    deadline = time.monotonic() + RUN_SECONDS + 0.2
+
+    async def main():
+        own = volt_sem.Semaphore(1)
+
+        async def worker():
+            while time.monotonic() < deadline:
+                async with own:
+                    await asyncio.sleep(0)
+                    granted[0] += 1
+                sem.release(1)
+
+        await asyncio.gather(*(worker() for _ in range(3)))
+
+    loop.run_until_complete(main())
+    loop.close()
+
+
 class SlowFinalizer:
     def __del__(self):
         time.sleep(0.05)  # the interpreter is finalizing; the GIL is free meanwhile
@@ -99,5 +126,8 @@ if MODE == "trio":
     targets += [trio_thread] * 2
 for target in targets:
     threading.Thread(target=target, daemon=True).start()
+if MODE == "own_loop":
+    for _ in range(2):
+        threading.Thread(target=own_loop_thread, daemon=False).start()
 time.sleep(RUN_SECONDS)
 print(f"granted {granted[0]}", flush=True)
