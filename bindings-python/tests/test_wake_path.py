@@ -251,28 +251,8 @@ def test_a_release_on_the_waiters_own_loop_resumes_it_as_soon_as_asyncio_does(ru
     # asyncio's own semaphore resolves the waiter's Future inside release(): the
     # task runs in the next loop iteration. A same-loop wake needs no socket
     # (issue 27: it resumed 3 iterations later on asyncio, 2 on uvloop).
-    async def iterations_until_woken(make):
-        sem = make()  # inside the loop: Python 3.9's asyncio.Semaphore binds to it
-        await sem.acquire()
-        woken = []
-
-        async def waiter():
-            await sem.acquire()
-            woken.append(True)
-            sem.release()
-
-        task = asyncio.ensure_future(waiter())
-        await asyncio.sleep(0)  # the waiter is queued
-        sem.release()
-        n = 0
-        while not woken:
-            await asyncio.sleep(0)
-            n += 1
-        await task
-        return n
-
-    theirs = run(iterations_until_woken(lambda: asyncio.Semaphore(1)))
-    ours = run(iterations_until_woken(lambda: Semaphore(1)))
+    theirs = run(_iterations_until_woken(lambda: asyncio.Semaphore(1)))
+    ours = run(_iterations_until_woken(lambda: Semaphore(1)))
     assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
 
 
