@@ -256,9 +256,10 @@ def test_a_release_on_the_waiters_own_loop_resumes_it_as_soon_as_asyncio_does(ru
     assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
 
 
-async def _iterations_until_woken(make):
-    """How many loop iterations pass between a same-loop `release()` and the
-    woken waiter's resumption (asyncio.Semaphore: 1)."""
+async def _iterations_until_woken(make, from_callback=False):
+    """How many loop iterations pass between a same-loop `release()` (made
+    by a task, or by a `call_soon` callback) and the woken waiter's
+    resumption (asyncio.Semaphore: 1)."""
     sem = make()  # inside the loop: Python 3.9's asyncio.Semaphore binds to it
     await sem.acquire()
     woken = []
@@ -270,7 +271,10 @@ async def _iterations_until_woken(make):
 
     task = asyncio.ensure_future(waiter())
     await asyncio.sleep(0)  # the waiter is queued
-    sem.release()
+    if from_callback:
+        asyncio.get_running_loop().call_soon(sem.release)
+    else:
+        sem.release()
     n = 0
     while not woken:
         await asyncio.sleep(0)
@@ -303,28 +307,8 @@ def test_a_same_loop_release_on_a_non_daemon_thread_resumes_the_waiter_as_asynci
 
 
 def test_a_same_loop_release_from_a_callback_resumes_the_waiter_as_asyncio_does(run):
-    async def iterations(make):
-        sem = make()
-        await sem.acquire()
-        woken = []
-
-        async def waiter():
-            await sem.acquire()
-            woken.append(True)
-            sem.release()
-
-        task = asyncio.ensure_future(waiter())
-        await asyncio.sleep(0)
-        asyncio.get_running_loop().call_soon(sem.release)
-        n = 0
-        while not woken:
-            await asyncio.sleep(0)
-            n += 1
-        await task
-        return n
-
-    theirs = run(iterations(lambda: asyncio.Semaphore(1)))
-    ours = run(iterations(lambda: Semaphore(1)))
+    theirs = run(_iterations_until_woken(lambda: asyncio.Semaphore(1), from_callback=True))
+    ours = run(_iterations_until_woken(lambda: Semaphore(1), from_callback=True))
     assert ours == theirs, f"volt-sem woke the task after {ours} iterations, asyncio after {theirs}"
 
 
