@@ -831,12 +831,10 @@ typedef struct volt_connect_options {
 
 /**
  * The permit accounting of a Redis semaphore, read in one script (for
- * diagnostics and tests): `available + held + partial == total`, except
- * after `volt_sem_set_total` cut the total below what was held: the
- * difference (the debt, paid off by the next releases before any permit
- * becomes available) then makes the sum larger than `total`. This struct
- * has no field for the debt (its size is part of the ABI); Rust's and the
- * bindings' census report it.
+ * diagnostics and tests): `available + held + partial == total + debt` at
+ * all times. `debt` is 0 except after `volt_sem_set_total` cut the total
+ * below what was held or partly granted: the permits that come back pay it
+ * first, before any becomes available.
  */
 typedef struct volt_census {
   /**
@@ -867,6 +865,11 @@ typedef struct volt_census {
    * The last fencing token issued.
    */
   uint64_t last_token;
+  /**
+   * Permits a shrink of the total (`volt_sem_set_total`) still waits
+   * for; while it is not 0, `available` is 0.
+   */
+  uint64_t debt;
   /**
    * Whether the semaphore is closed.
    */

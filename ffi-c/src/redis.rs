@@ -410,12 +410,10 @@ pub extern "C" fn volt_sem_max_redis_permits() -> usize {
 }
 
 /// The permit accounting of a Redis semaphore, read in one script (for
-/// diagnostics and tests): `available + held + partial == total`, except
-/// after `volt_sem_set_total` cut the total below what was held: the
-/// difference (the debt, paid off by the next releases before any permit
-/// becomes available) then makes the sum larger than `total`. This struct
-/// has no field for the debt (its size is part of the ABI); Rust's and the
-/// bindings' census report it.
+/// diagnostics and tests): `available + held + partial == total + debt` at
+/// all times. `debt` is 0 except after `volt_sem_set_total` cut the total
+/// below what was held or partly granted: the permits that come back pay it
+/// first, before any becomes available.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default)]
 pub struct volt_census {
@@ -433,6 +431,9 @@ pub struct volt_census {
     pub sessions: u64,
     /// The last fencing token issued.
     pub last_token: u64,
+    /// Permits a shrink of the total (`volt_sem_set_total`) still waits
+    /// for; while it is not 0, `available` is 0.
+    pub debt: u64,
     /// Whether the semaphore is closed.
     pub closed: bool,
 }
@@ -468,6 +469,7 @@ pub unsafe extern "C" fn volt_sem_census(
                         queued: c.queued,
                         sessions: c.sessions,
                         last_token: c.last_token,
+                        debt: c.debt,
                         closed: c.closed,
                     })
                 };

@@ -251,7 +251,9 @@ static volt_census census(const volt_sem *sem) {
     return c;
 }
 
-static int conserved(volt_census c) { return c.available + c.held + c.partial == c.total; }
+static int conserved(volt_census c) {
+    return c.available + c.held + c.partial == c.total + c.debt;
+}
 
 /* A wake callback that signals a condition variable and records its thread. */
 typedef struct {
@@ -587,6 +589,24 @@ static void test_stats_on_a_redis_handle(void) {
     CHECK(st.grants == 1 && st.timeouts == 1 && st.cancels == 1 && st.queued == 0);
     CHECK_STATUS(volt_sem_stats(sem, NULL), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A shrink of the total below what is held leaves a debt: the census shows
+ * it (conservation counts it), and the permits that come back pay it before
+ * any becomes available. */
+static void test_set_total_leaves_a_debt_the_census_shows(void) {
+    const volt_sem *sem = connect_main(name_of("debt"), 3);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_set_total(sem, 1), VOLT_OK);
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.total == 1 && k.held == 3 && k.available == 0 && k.debt == 2);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    k = census(sem); /* after the release: a census answers after earlier calls */
+    CHECK(conserved(k) && k.held == 1 && k.available == 0 && k.debt == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    k = census(sem);
+    CHECK(conserved(k) && k.held == 0 && k.available == 1 && k.debt == 0);
     volt_sem_free(sem);
 }
 
@@ -2005,6 +2025,7 @@ int main(int argc, char **argv) {
     RUN(test_status_names_and_options_defaults);
     RUN(test_connect_try_release_and_tokens);
     RUN(test_stats_on_a_redis_handle);
+    RUN(test_set_total_leaves_a_debt_the_census_shows);
     RUN(test_fifo_and_weights_across_two_handles);
     RUN(test_fifo_across_processes);
     RUN(test_timeout_and_cancel_hand_partial_grants_on);
