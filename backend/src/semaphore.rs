@@ -465,11 +465,9 @@ unsafe impl RawSemaphore for Semaphore {
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
                 // SAFETY: forwarded contract.
                 let f: Finish = unsafe { s.finish_raw(waiter.local()) }.into();
-                // The shared raw waiter reports a request that `set_total`
-                // failed (above the new total) as closed: on a semaphore that
-                // is not, and for a request above its total, that is what it
-                // was, and its owner gets the error every backend gives.
-                if f == Finish::Closed && !s.is_closed() && waiter.requested() > s.total_permits() {
+                // A request that `set_total` failed ends as closed in the
+                // raw phases; its owner gets the error every backend gives.
+                if f == Finish::Closed && s.failed_above_total(&waiter.local()) {
                     Finish::Failed(Error::TooManyPermits)
                 } else {
                     f

@@ -475,6 +475,22 @@ fn set_total_and_reopen_through_the_seam() {
     assert!(!shared.is_closed());
     shared.set_total(2).unwrap();
 
+    // The failure is the waiter's outcome: the total growing back before
+    // its owner looks does not turn it into a close.
+    let big = pin!(Waiter::new());
+    let sig3 = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { shared.acquire_raw(big.as_ref(), 2, signal, ctx(&sig3)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    shared.set_total(1).unwrap();
+    shared.set_total(2).unwrap();
+    sig3.wait();
+    assert_eq!(
+        // SAFETY: queued on `shared`.
+        unsafe { shared.finish_raw(big.as_ref()) },
+        Finish::Failed(Error::TooManyPermits)
+    );
+
     // A shrink revokes nothing: both permits stay held, none is available
     // until the debt is paid.
     shared.set_total(1).unwrap();

@@ -556,6 +556,29 @@ def test_set_total_grows_shrinks_reopens_and_resizes(name):
     other.disconnect()
 
 
+def test_a_shrink_failure_survives_the_total_growing_back(name):
+    """An acquire failed by a shrink raises ValueError even when the total
+    grew back before its task ran: the failure is recorded with the request,
+    not guessed later from the total."""
+    sem = volt_sem.Semaphore.open(name, 4, create=True)
+    assert sem.try_acquire(4)
+
+    async def main():
+        acq = sem.acquire(3)
+        task = asyncio.ensure_future(acq)
+        while not acq.waiting:
+            await asyncio.sleep(0.001)
+        sem.set_total(2)  # fails the queued acquire(3)...
+        sem.set_total(4)  # ...and 3 fits again before its task runs
+        with pytest.raises(ValueError, match="total"):
+            await task
+        assert not sem.closed
+
+    asyncio.run(main())
+    sem.release(4)
+    assert sem.available_permits == 4
+
+
 def test_set_total_and_reopen_refused_on_a_local_semaphore():
     local = volt_sem.Semaphore(1)
     for call in (lambda: local.set_total(2), local.reopen, lambda: local.set_total_async(2), local.reopen_async):

@@ -334,9 +334,12 @@ impl Waiter {
         self.fork_generation.load(Ordering::Relaxed)
     }
 
-    /// Sets a foreign backend's word. Owner only, while the waiter is not
+    /// Sets a foreign backend's word. The owner, while the waiter is not
     /// yet published to its backend (before `WAITING`), so that whoever sees
-    /// it queued sees the word.
+    /// it queued sees the word; or the thread that claimed the waiter or
+    /// took it out of its queue, before the phase store that hands it back,
+    /// so that the owner sees the word with the outcome (the shared
+    /// semaphore records a request failed by its `set_total` this way).
     #[doc(hidden)]
     pub fn set_backend_word(&self, word: u32) {
         self.fork_generation.store(word, Ordering::Relaxed);

@@ -77,6 +77,12 @@ fn op_error(e: OpError) -> Error {
 ///   number lives in the table, next to the pointer.
 pub type ShmWaiter = volt_sem::Waiter;
 
+/// The backend word of a waiter whose request `set_total` failed (above the
+/// new total): written by the thread that ended the request, in place of
+/// the slot (slots are below `MAX_WAITERS`), before the phase store that
+/// publishes the outcome; the next queued request writes its slot again.
+pub(crate) const FAILED_WORD: u32 = u32::MAX;
+
 /// What a waiter's state looks like from its owner: volt-sem's
 /// [`WaiterState`](volt_sem::WaiterState) (`Waiting`: queued in the segment's
 /// FIFO; `Granted`/`Closed`: its callback may still be running).
@@ -357,17 +363,19 @@ impl Inner {
     /// out of the local table, then its slot finished (a partial grant
     /// handed on). `None` if the doorbell thread claimed it first.
     fn cancel(&self, w: &ShmWaiter) -> Option<Finish> {
-        let slot = w.backend_word();
-        let (seq, queued_at) = {
+        let (slot, seq, queued_at) = {
             let mut local = self.local();
-            let (queued, seq, queued_at) = local.table[slot as usize];
+            // Read under the table lock: the doorbell thread, claiming the
+            // waiter under it, may have replaced the slot by FAILED_WORD.
+            let slot = w.backend_word();
+            let &(queued, seq, queued_at) = local.table.get(slot as usize)?;
             if !ptr::eq(queued, w) {
                 return None;
             }
             local.table[slot as usize].0 = ptr::null();
             local.count -= 1;
             self.queued.fetch_sub(1, Relaxed);
-            (seq, queued_at)
+            (slot, seq, queued_at)
         };
         let me = self.me;
         let out = self.locked(|l| finish_stamped(l, me, slot, seq));
@@ -382,6 +390,10 @@ impl Inner {
             Ok((SlotOutcome::Granted, granted_at)) => {
                 self.granted_after(w.requested(), queued_at, granted_at);
                 Finish::Granted
+            }
+            Ok((SlotOutcome::TooManyPermits, _)) => {
+                w.set_backend_word(FAILED_WORD);
+                Finish::Closed
             }
             _ => Finish::Closed,
         })
@@ -685,9 +697,9 @@ fn deliver(inner: &Inner) {
             let st = Locked::slot_state(seg, slot);
             let notifying = match st {
                 slot_state::GRANTED => phase::NOTIFYING_GRANTED,
-                // (The raw waiter API has no other failure than Closed: a
-                // request failed by `set_total` is reported as closed to
-                // callbacks; `SharedSemaphore::acquire` maps it back.)
+                // The raw phases know granted and closed only: a request
+                // failed by `set_total` ends as closed, with FAILED_WORD in
+                // its backend word (`SharedSemaphore::failed_above_total`).
                 slot_state::CLOSED | slot_state::FAILED => phase::NOTIFYING_CLOSED,
                 _ => continue,
             };
@@ -697,7 +709,13 @@ fn deliver(inner: &Inner) {
             // SAFETY: a waiter in the table is valid until its owner's
             // finish_raw removed it (under this lock) or its callback returned.
             let wr = unsafe { &*w };
-            // Release: pairs with the owner's Acquire load in `finish_raw`.
+            if st == slot_state::FAILED {
+                // Claimed (out of the table, under its lock): this thread
+                // owns the waiter until the phase store below publishes it.
+                wr.set_backend_word(FAILED_WORD);
+            }
+            // Release: pairs with the owner's Acquire load in `finish_raw`
+            // (the outcome, and the backend word above, are seen with it).
             wr.node().set_phase(notifying, Release);
             claimed.push((w, slot, seq, queued_at));
         }

@@ -538,8 +538,11 @@
 //!   once** with [`Error::TooManyPermits`] (the error a request above the
 //!   total always got), its partial grant handed on (debt first), the other
 //!   requests keeping their place. An async acquire reports it the same
-//!   way; a raw waiter's callback (C, the bindings) sees it as closed (the
-//!   raw waiter API has no other failure).
+//!   way. A raw waiter's request ends as [`Finish::Closed`] (the raw phases
+//!   know granted and closed only), and
+//!   [`SharedSemaphore::failed_above_total`] then tells this failure from a
+//!   close: an outcome the waiter keeps, whatever the total or the
+//!   semaphore does afterwards.
 //!
 //! During a debt, [`SharedSemaphore::census`] reports it
 //! ([`Census::debt`]; `conserved()` checks `available + held + granted ==
@@ -919,6 +922,19 @@ impl SharedSemaphore {
         self.att.set_total(n as u64)
     }
 
+    /// After [`finish_raw`](RawSemaphore::finish_raw) returned
+    /// [`Finish::Closed`] for `waiter`: whether its request was failed by
+    /// [`set_total`](Self::set_total) (or [`OpenOptions::resize`]) because it
+    /// asked for more than the new total, the failure every other API
+    /// reports as [`Error::TooManyPermits`], rather than ended by
+    /// [`close`](Self::close). The answer is the waiter's own (recorded when
+    /// the request ended), not read from the total now, which may have grown
+    /// back since; the waiter's next queued request clears it.
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    pub fn failed_above_total(&self, waiter: &ShmWaiter) -> bool {
+        waiter.backend_word() == imp::FAILED_WORD
+    }
+
     /// Undoes [`close`](Self::close), for every process: later acquires work
     /// again. Requests that the close failed stay failed. A no-op on a
     /// semaphore that is not closed.
@@ -1115,13 +1131,10 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
         r.map(|()| Permit::new(self, n))
     }
 
-    fn finished(&self, _: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
+    fn finished(&self, w: &ShmWaiter, n: usize, finish: Finish) -> Self::Output<'_> {
         match finish {
             Finish::Granted => Ok(Permit::new(self, n)),
-            // The raw waiter reports a request failed by `set_total` as
-            // closed: a request above the total now was that one (unless
-            // the total grew back meanwhile, then it reads as closed).
-            _ if n > self.total_permits() => Err(Error::TooManyPermits),
+            _ if self.failed_above_total(w) => Err(Error::TooManyPermits),
             _ => Err(Error::Closed),
         }
     }

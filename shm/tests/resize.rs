@@ -298,6 +298,37 @@ fn shrink_fails_an_async_waiter_above_the_new_total() {
     assert_eq!((c.available, c.total), (2, 2));
 }
 
+/// A request failed by a shrink stays failed with `TooManyPermits` when the
+/// total grows back before its owner looks: the outcome is the waiter's,
+/// not inferred from the total its owner reads later.
+#[test]
+fn a_shrink_failure_survives_the_total_growing_back() {
+    use std::future::Future;
+    use std::task::{Context, Poll};
+    let name = Name::new("rback");
+    let sem = SharedSemaphore::open(&name, 4, OpenOptions::new()).unwrap();
+    sem.try_acquire(4).unwrap().forget();
+    let waker = futures::task::noop_waker();
+    let mut cx = Context::from_waker(&waker);
+    let mut big = Box::pin(sem.acquire(3));
+    assert!(big.as_mut().poll(&mut cx).is_pending());
+    sem.set_total(2).unwrap(); // fails `big` (3 > 2)
+    sem.set_total(4).unwrap(); // and back: 3 fits again
+    let t = Instant::now();
+    let r = loop {
+        if let Poll::Ready(r) = big.as_mut().poll(&mut cx) {
+            break r;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "never failed");
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    assert_eq!(r.map(|p| p.forget()), Err(Error::TooManyPermits));
+    assert!(!sem.is_closed());
+    sem.release(4).unwrap();
+    let c = conserved(&sem);
+    assert_eq!((c.available, c.total), (4, 4));
+}
+
 /// `open` of an existing name with another total: `TotalMismatch` by
 /// default (nothing changes), the total changed with `resize(true)`, seen
 /// by every process.
