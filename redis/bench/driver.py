@@ -35,8 +35,9 @@ What is measured, per run:
 * scale (volt-sem only; the peers do not queue): 10,000 waiters queued
   over 50 processes (200 each, one process after the other) behind one
   held permit, then drained: the time of each enqueue and of each release
-  (which hands on to the next) by queue length, and Redis's used_memory
-  delta per queued waiter.
+  (which hands on to the next), each until Redis applied it (the call, then
+  a flush), by queue length, and Redis's used_memory delta per queued
+  waiter.
 """
 import json
 import os

@@ -378,7 +378,9 @@ unsafe extern "C" fn scale_wake(ctx: *mut c_void) {
 
 /// COUNT waiters of this process queued one after the other when told
 /// (each acquire's time is recorded), then each grant released at once by a
-/// worker thread (the grant's clock stamp is recorded).
+/// worker thread (the grant's clock stamp is recorded). An acquire and a
+/// release return before Redis has them (the handle's door sends them): each
+/// is timed with a `flush`, until Redis applied it.
 fn scale(url: &str, name: &str, count: usize) {
     let s = sem(url, name, 1);
     let queue = Arc::new((Mutex::new(VecDeque::new()), Condvar::new()));
@@ -400,11 +402,10 @@ fn scale(url: &str, name: &str, count: usize) {
         let ctx = &*ctxs[i] as *const ScaleCtx as *mut c_void;
         // SAFETY: boxed, idle; ctx outlives finish_raw (below).
         let r = unsafe { s.acquire_raw(waiters[i].as_ref(), 1, scale_wake, ctx) }.unwrap();
+        s.flush().unwrap();
         enq.push(us(t.elapsed()));
         assert_eq!(r, RawAcquire::Pending);
     }
-    // Every request has reached Redis (sent in order by the door thread).
-    s.flush().unwrap();
     println!("queued");
     let mut rel = Vec::with_capacity(count);
     for _ in 0..count {
@@ -423,6 +424,7 @@ fn scale(url: &str, name: &str, count: usize) {
         assert!(matches!(f, Finish::Granted { .. }), "{f:?}");
         let t = Instant::now();
         s.release(1).unwrap();
+        s.flush().unwrap();
         rel.push(us(t.elapsed()));
     }
     let granted: Vec<String> = ctxs
