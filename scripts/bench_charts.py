@@ -96,6 +96,15 @@ def short_meta(doc):
     return f"{m['date']}, commit {m['commit']}"
 
 
+def load_note(doc):
+    """The 1-minute load averages the run recorded (as bench_report's tables
+    say them): whether the machine was quiet is part of every figure."""
+    m = doc["meta"]
+    loads = m.get("load") or [r.get("load") for res in doc.get("results", []) for r in res.get("runs", [])]
+    firsts = [float(x.split()[0]) for x in loads if isinstance(x, str) and x]
+    return f"load {min(firsts):.1f}-{max(firsts):.1f}" if firsts else "load not recorded"
+
+
 # -- fairness -------------------------------------------------------------------
 
 
@@ -173,7 +182,7 @@ def fairness_chart(only=None):
         "Evenness: Jain's index of the small clients' grants (1.00 = all got the same share).",
         f"Starved: a large request waited {sc.get('starved_after_s', 1):g} s and was served only because the small "
         "clients were then stopped (the bar ends there).",
-        "Measured on a loaded 2-core VM; " + "; ".join(f"{n}: {short_meta(d)}" for n, d in docs) + ".",
+        "Measured on a 2-core VM; " + "; ".join(f"{n}: {short_meta(d)}, {load_note(d)}" for n, d in docs) + ".",
     ]
     for n in notes:
         svg.text(12, y, n, 11, color=PEER)
@@ -210,7 +219,7 @@ def ratio_chart(lang, lang_name):
              "whisker: lowest to highest run.", 12, color=PEER)
     y += 16
     svg.text(12, y, f"Left of 1.0, volt-sem is faster. {doc['meta']['date']}, commit {doc['meta']['commit']}, "
-             "loaded 2-core VM.", 12, color=PEER)
+             f"2-core VM, {load_note(doc)}.", 12, color=PEER)
     y += 26
     for v in axis.decades():
         svg.text(axis.x(v), y, f"{v:g}x", 11, anchor="middle", color=PEER)
@@ -266,7 +275,7 @@ def redis_chart():
                     "lowest and highest run. Log axis.", 12, color=PEER)
     y += 16
     svg.text(12, y, f"One local redis-server {doc['meta']['versions']['redis-server']}, loopback; "
-                    f"{short_meta(doc)}, loaded 2-core VM.", 12, color=PEER)
+                    f"{short_meta(doc)}, 2-core VM, {load_note(doc)}.", 12, color=PEER)
     y += 26
     for v in axis.decades():
         svg.text(axis.x(v), y, bd.fmt_us(v), 11, anchor="middle", color=PEER)
