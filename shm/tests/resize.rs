@@ -256,12 +256,27 @@ fn held_of(sem: &SharedSemaphore) -> usize {
     sem.held_permits().unwrap()
 }
 
+/// Polls `f` (woken by the doorbell thread, which this test does not wait
+/// on) until it is ready, for at most 10 s.
+fn ready<F: std::future::Future>(mut f: std::pin::Pin<&mut F>, what: &str) -> F::Output {
+    let waker = futures::task::noop_waker();
+    let mut cx = std::task::Context::from_waker(&waker);
+    let t = Instant::now();
+    loop {
+        if let std::task::Poll::Ready(r) = f.as_mut().poll(&mut cx) {
+            return r;
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// An async acquire of this process failed by a shrink reports
 /// `TooManyPermits` too (the raw waiter's outcome is mapped back).
 #[test]
 fn shrink_fails_an_async_waiter_above_the_new_total() {
     use std::future::Future;
-    use std::task::{Context, Poll};
+    use std::task::Context;
     let name = Name::new("rasync");
     let sem = SharedSemaphore::open(&name, 4, OpenOptions::new()).unwrap();
     sem.try_acquire(4).unwrap().forget();
@@ -272,26 +287,12 @@ fn shrink_fails_an_async_waiter_above_the_new_total() {
     assert!(big.as_mut().poll(&mut cx).is_pending());
     assert!(small.as_mut().poll(&mut cx).is_pending());
     sem.set_total(2).unwrap();
-    let t = Instant::now();
-    let r = loop {
-        if let Poll::Ready(r) = big.as_mut().poll(&mut cx) {
-            break r;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "never failed");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let r = ready(big.as_mut(), "never failed");
     assert_eq!(r.map(|p| p.forget()), Err(Error::TooManyPermits));
     assert!(small.as_mut().poll(&mut cx).is_pending());
     // Debt 2: two releases pay it, the third serves the small one.
     sem.release(3).unwrap();
-    let t = Instant::now();
-    let r = loop {
-        if let Poll::Ready(r) = small.as_mut().poll(&mut cx) {
-            break r;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "never served");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let r = ready(small.as_mut(), "never served");
     r.unwrap().forget();
     sem.release(2).unwrap();
     let c = conserved(&sem);
@@ -304,7 +305,7 @@ fn shrink_fails_an_async_waiter_above_the_new_total() {
 #[test]
 fn a_shrink_failure_survives_the_total_growing_back() {
     use std::future::Future;
-    use std::task::{Context, Poll};
+    use std::task::Context;
     let name = Name::new("rback");
     let sem = SharedSemaphore::open(&name, 4, OpenOptions::new()).unwrap();
     sem.try_acquire(4).unwrap().forget();
@@ -314,14 +315,7 @@ fn a_shrink_failure_survives_the_total_growing_back() {
     assert!(big.as_mut().poll(&mut cx).is_pending());
     sem.set_total(2).unwrap(); // fails `big` (3 > 2)
     sem.set_total(4).unwrap(); // and back: 3 fits again
-    let t = Instant::now();
-    let r = loop {
-        if let Poll::Ready(r) = big.as_mut().poll(&mut cx) {
-            break r;
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "never failed");
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let r = ready(big.as_mut(), "never failed");
     assert_eq!(r.map(|p| p.forget()), Err(Error::TooManyPermits));
     assert!(!sem.is_closed());
     sem.release(4).unwrap();
