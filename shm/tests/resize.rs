@@ -323,6 +323,124 @@ fn a_shrink_failure_survives_the_total_growing_back() {
     assert_eq!((c.available, c.total), (4, 4));
 }
 
+/// Threads queue raw waiters for 1 to 4 permits and finish them after a
+/// random short delay (cancelling or collecting), racing the doorbell
+/// thread, while another thread flips the total between 2 and 4. Every
+/// request ends granted, cancelled, or closed with `failed_above_total` (and
+/// then it asked for more than 2): never closed otherwise, on a semaphore
+/// nobody closes. Permits are conserved throughout.
+#[test]
+fn shrinks_racing_cancels_fail_only_requests_above_the_total() {
+    use std::ffi::c_void;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    use volt_sem_shm::{Finish, RawAcquire, RawSemaphore, ShmWaiter};
+
+    unsafe extern "C" fn noop(_: *mut c_void) {}
+
+    let name = Name::new("rrace");
+    let sem = SharedSemaphore::open(&name, 4, OpenOptions::new()).unwrap();
+    // First without the race, the owner finishing right after the shrink:
+    // mostly before the doorbell thread claims the request (the owner's
+    // cancel finds the slot failed), sometimes after.
+    let held = sem.try_acquire(4).unwrap();
+    for _ in 0..20 {
+        let w = Box::pin(ShmWaiter::new());
+        // SAFETY: `w` lives until after finish_raw; no context.
+        let r = unsafe { sem.acquire_raw(w.as_ref(), 3, noop, std::ptr::null_mut()) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        sem.set_total(2).unwrap();
+        // SAFETY: queued on `sem` above.
+        assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+        assert!(sem.failed_above_total(&w));
+        sem.set_total(4).unwrap();
+    }
+    drop(held);
+    let done = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (sem, done) = (sem.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut flips = 0u64;
+            while !done.load(SeqCst) {
+                sem.set_total(if flips % 2 == 0 { 2 } else { 4 }).unwrap();
+                flips += 1;
+                conserved(&sem);
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            sem.set_total(4).unwrap();
+            flips
+        })
+    };
+    let workers: Vec<_> = (0..4u64)
+        .map(|t| {
+            let sem = sem.clone();
+            std::thread::spawn(move || {
+                let mut rng = t * 7919 + 1;
+                let (mut granted, mut cancelled, mut failed) = (0u32, 0u32, 0u32);
+                for i in 0..400usize {
+                    let n = 1 + (i + t as usize) % 4;
+                    let w = Box::pin(ShmWaiter::new());
+                    // SAFETY: `w` lives until after finish_raw; no context.
+                    let r = unsafe { sem.acquire_raw(w.as_ref(), n, noop, std::ptr::null_mut()) };
+                    match r {
+                        Ok(RawAcquire::Ready) => {
+                            std::thread::sleep(Duration::from_micros(30));
+                            sem.release(n).unwrap();
+                            continue;
+                        }
+                        Ok(RawAcquire::Pending) => {}
+                        // Above the total at the time of the call.
+                        Err(Error::TooManyPermits) => continue,
+                        Err(e) => panic!("acquire_raw({n}): {e:?}"),
+                    }
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    for _ in 0..rng % 64 {
+                        std::thread::yield_now();
+                    }
+                    // SAFETY: queued on `sem` above.
+                    match unsafe { sem.finish_raw(w.as_ref()) } {
+                        Finish::Granted => {
+                            granted += 1;
+                            std::thread::sleep(Duration::from_micros(30));
+                            sem.release(n).unwrap();
+                        }
+                        Finish::Cancelled { .. } => cancelled += 1,
+                        Finish::Closed => {
+                            assert!(sem.failed_above_total(&w), "closed, not failed: n = {n}");
+                            assert!(n > 2, "a request for {n} failed");
+                            failed += 1;
+                        }
+                        other => panic!("{other:?}"),
+                    }
+                }
+                (granted, cancelled, failed)
+            })
+        })
+        .collect();
+    let mut totals = (0, 0, 0);
+    for w in workers {
+        let (g, c, f) = w.join().unwrap();
+        totals = (totals.0 + g, totals.1 + c, totals.2 + f);
+    }
+    done.store(true, SeqCst);
+    let flips = flipper.join().unwrap();
+    // Requests did queue and end each way the race allows (how many of
+    // each depends on the scheduling: only that some queued is asserted).
+    eprintln!("{flips} flips; granted, cancelled, failed after queueing: {totals:?}");
+    assert!(
+        flips > 1 && totals.0 + totals.1 + totals.2 > 0,
+        "{flips} flips, {totals:?}"
+    );
+    let c = conserved(&sem);
+    assert_eq!(
+        (c.available, c.total, c.debt),
+        (4, 4, 0),
+        "{c:?} after {totals:?}"
+    );
+}
+
 /// `open` of an existing name with another total: `TotalMismatch` by
 /// default (nothing changes), the total changed with `resize(true)`, seen
 /// by every process.
