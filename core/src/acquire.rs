@@ -7,7 +7,8 @@ use core::task::{Context, Poll};
 use crate::coop;
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
 use crate::raw::{phase, Notify, RawSemaphore};
-use crate::semaphore::{Finish, RawAcquire, Semaphore};
+use crate::raw::{Finish, RawAcquire};
+use crate::semaphore::Semaphore;
 use crate::sync::Ordering;
 use crate::waiter::Waiter;
 

@@ -8,12 +8,13 @@ use core::pin::pin;
 use std::time::{Duration, Instant};
 
 use crate::error::{AcquireError, AcquireTimeoutError};
+use crate::raw::{Finish, RawAcquire, WaiterState};
 use crate::raw::{Notify, RawSemaphore};
-use crate::semaphore::{Finish, RawAcquire, Semaphore};
+use crate::semaphore::Semaphore;
 #[cfg(not(volt_loom))]
 use crate::sync;
 use crate::sync::thread;
-use crate::waiter::{Waiter, WaiterState};
+use crate::waiter::Waiter;
 #[cfg(all(feature = "tokio", not(volt_loom)))]
 use crate::{coop, error::TryAcquireError};
 use crate::{OwnedPermit, Permit};

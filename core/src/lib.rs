@@ -210,9 +210,10 @@ mod wake_batch;
 pub use acquire::{Acquire, AcquireOwned, OwnedPermit, Permit};
 pub use error::{AcquireError, AcquireTimeoutError, ReleaseError, TryAcquireError};
 pub use mutex::{MappedMutexGuard, Mutex, MutexGuard, OwnedMutexGuard};
+pub use raw::outcome::{Finish, RawAcquire, WaiterState, WakeFn};
 pub use rwlock::{
     OwnedRwLockReadGuard, OwnedRwLockWriteGuard, RwLock, RwLockMappedWriteGuard, RwLockReadGuard,
     RwLockWriteGuard,
 };
-pub use semaphore::{Finish, RawAcquire, Semaphore};
-pub use waiter::{Waiter, WaiterState, WakeFn};
+pub use semaphore::Semaphore;
+pub use waiter::Waiter;

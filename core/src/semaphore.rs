@@ -9,11 +9,11 @@ use core::task::Waker;
 
 use crate::error::{AcquireError, ReleaseError, TryAcquireError};
 use crate::raw;
-use crate::raw::{phase, Backend, Notify};
+use crate::raw::{phase, Backend, Finish, Notify, RawAcquire, WakeFn};
 use crate::stats::Recorder;
 use crate::sync::{self, AtomicPtr, AtomicUsize, Mutex, Ordering};
 use crate::wait_list::WaitList;
-use crate::waiter::{Waiter, WakeFn};
+use crate::waiter::Waiter;
 use crate::wake_batch::{Rethrow, Wake, WakeBatch};
 
 const CLOSED: usize = 0b01;
@@ -88,67 +88,6 @@ impl Drop for Semaphore {
             drop(unsafe { Box::from_raw(p) });
         }
     }
-}
-
-/// The outcome of [`Semaphore::acquire_raw`] when it did not fail.
-///
-/// [`Semaphore::acquire_raw`]: crate::raw::RawSemaphore::acquire_raw
-///
-/// ```
-/// use std::pin::pin;
-/// use volt_sem::raw::RawSemaphore;
-/// use volt_sem::{RawAcquire, Semaphore, Waiter};
-/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
-///
-/// let sem = Semaphore::new(1);
-/// let waiter = pin!(Waiter::new());
-/// // SAFETY: the waiter is new and pinned; `Ready` means it was not queued.
-/// let r = unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) };
-/// assert_eq!(r, Ok(RawAcquire::Ready)); // taken at once: the caller owns 1 permit
-/// sem.release(1).unwrap();
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RawAcquire {
-    /// The permits were taken at once; the waiter was not queued.
-    Ready,
-    /// The waiter is queued; its callback will run once.
-    Pending,
-}
-
-/// What [`Semaphore::finish_raw`] found, and consumed. After it returns, the
-/// semaphore no longer references the waiter and its callback has returned or
-/// will never run.
-///
-/// [`Semaphore::finish_raw`]: crate::raw::RawSemaphore::finish_raw
-///
-/// ```
-/// use std::pin::pin;
-/// use volt_sem::raw::RawSemaphore;
-/// use volt_sem::{Finish, Semaphore, Waiter};
-/// unsafe extern "C" fn wake(_: *mut std::ffi::c_void) {}
-///
-/// let sem = Semaphore::new(0);
-/// let waiter = pin!(Waiter::new());
-/// // SAFETY: new and pinned; finished below before it goes away.
-/// unsafe { sem.acquire_raw(waiter.as_ref(), 1, wake, std::ptr::null_mut()) }.unwrap();
-/// sem.close();
-/// // SAFETY: queued on `sem`.
-/// assert_eq!(unsafe { sem.finish_raw(waiter.as_ref()) }, Finish::Closed);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Finish {
-    /// The waiter was still queued and has been removed; `returned` permits it had
-    /// been granted so far were handed back through the release path.
-    Cancelled {
-        /// The partial grant handed back (0 when nothing had arrived yet).
-        returned: usize,
-    },
-    /// The full grant had arrived: the caller now owns the requested permits.
-    Granted,
-    /// The semaphore was closed while the waiter was queued; it holds nothing.
-    Closed,
-    /// The waiter was not queued (never used, or already finished).
-    Idle,
 }
 
 impl Default for Semaphore {

@@ -17,52 +17,11 @@
 //! The phase machine, the wake callback's delivery and `finish_raw` are the
 //! generic protocol of [`crate::raw`], shared with the other backends.
 
-use core::ffi::c_void;
 use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 
-use crate::raw::{phase, Backend, Node};
+use crate::raw::{phase, Backend, Node, WaiterState};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
-
-/// A wake callback: called once, with the context pointer given at enqueue time,
-/// when a queued waiter's grant is complete or its semaphore was closed.
-///
-/// See the crate documentation, section *The waker contract*, for when it runs
-/// and what it may do.
-///
-/// ```
-/// use std::ffi::c_void;
-/// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use volt_sem::WakeFn;
-///
-/// unsafe extern "C" fn count(ctx: *mut c_void) {
-///     // SAFETY: the caller passes an `AtomicUsize` that outlives the waiter.
-///     unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, Ordering::Relaxed);
-/// }
-/// let wake: WakeFn = count;
-/// # let _ = wake;
-/// ```
-pub type WakeFn = unsafe extern "C" fn(ctx: *mut c_void);
-
-/// What a waiter knows about its request, as seen by [`Waiter::state`].
-///
-/// ```
-/// use volt_sem::{Waiter, WaiterState};
-/// assert_eq!(Waiter::new().state(), WaiterState::Idle);
-/// ```
-///
-/// The [`Waiter`] example goes through `Waiting` and `Granted`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum WaiterState {
-    /// Not queued on any semaphore (new, cancelled, or already finished).
-    Idle,
-    /// Queued; the grant is not complete yet.
-    Waiting,
-    /// All requested permits were handed to this waiter.
-    Granted,
-    /// The semaphore was closed while this waiter was queued; it holds no permits.
-    Closed,
-}
 
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
 #[derive(Clone, Copy)]

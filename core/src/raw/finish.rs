@@ -2,8 +2,8 @@
 //! backend. The backend supplies what varies through [`Finisher`].
 
 use super::node::Node;
+use super::outcome::Finish;
 use super::{delivery, phase};
-use crate::semaphore::Finish;
 use crate::sync::{self, Ordering};
 
 /// The part of `finish` that varies per backend (maitake-sync style: the

@@ -10,9 +10,9 @@ use core::pin::Pin;
 use core::task::{Context, Poll, Waker};
 
 use super::node::Node;
+use super::outcome::RawAcquire;
 use super::phase;
 use super::semaphore::RawSemaphore;
-use crate::semaphore::RawAcquire;
 use crate::sync::{lock, Mutex, Ordering};
 
 /// The part of [`Wait`] that varies per backend, over its raw API: the

@@ -71,6 +71,7 @@ pub mod delivery;
 mod finish;
 mod future;
 mod node;
+pub(crate) mod outcome;
 pub mod phase;
 mod semaphore;
 #[cfg(all(test, not(volt_loom)))]
@@ -81,6 +82,7 @@ pub use finish::{finish, CancelWith, Finisher};
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
+pub(crate) use outcome::{Finish, RawAcquire, WaiterState, WakeFn};
 pub use semaphore::RawSemaphore;
 
 /// `Default` (an idle waiter, `new()`) and `Debug` (its `state()` and

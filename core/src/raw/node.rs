@@ -6,9 +6,9 @@ use core::ffi::c_void;
 use core::ptr::NonNull;
 use core::task::Waker;
 
+use super::outcome::{WaiterState, WakeFn};
 use super::phase;
 use crate::sync::{AtomicU8, Ordering, UnsafeCell};
-use crate::waiter::{WaiterState, WakeFn};
 
 /// Which backend a [`Node`] belongs to: lets the one per-thread trampoline
 /// answer "whose callback runs here" (see [`current_backend`](super::current_backend)).

@@ -6,8 +6,7 @@
 use core::ffi::c_void;
 use core::pin::Pin;
 
-use crate::semaphore::RawAcquire;
-use crate::waiter::WakeFn;
+use super::outcome::{RawAcquire, WakeFn};
 
 /// A semaphore whose acquires can be driven by a wake callback: the C-style
 /// waker contract the async futures, the blocking acquires and every

@@ -11,9 +11,7 @@ use core::task::{Context, Poll, Waker};
 use std::sync::Mutex;
 
 use super::*;
-use crate::semaphore::{Finish, RawAcquire};
 use crate::sync::Ordering;
-use crate::waiter::WakeFn;
 
 struct ToyWaiter {
     node: Node,
