@@ -138,6 +138,17 @@ native!(js_census, |env, _ctx, argv: [2]| {
     })
 });
 
+// inspect(h, refd): Promise<Inspection>. Off the JS thread on every backend,
+// though only Redis waits for the network: one path, and a named semaphore's
+// reclaim of dead processes (which `inspect` runs first) takes its segment's
+// lock.
+native!(js_inspect, |env, _ctx, argv: [2]| {
+    off_loop(env, &argv, |s| match s.core.inspect() {
+        Ok(i) => Done::Inspected(i),
+        Err(e) => Done::Failed(e, "volt-sem: inspect()"),
+    })
+});
+
 // closeAsync(h, refd): Promise<null>. close() for everyone, off the JS thread.
 native!(js_close_async, |env, _ctx, argv: [2]| {
     off_loop(env, &argv, |s| match s.core.close() {

@@ -14,12 +14,11 @@ use napi_derive::napi;
 use crate::abandon::js_abandon;
 use crate::codes::MAX_JS;
 use crate::connect::{
-    js_census, js_close_async, js_connect, js_delete_redis, js_disconnect_async, js_kind,
-    js_try_acquire_async,
+    js_census, js_close_async, js_connect, js_delete_redis, js_disconnect_async, js_inspect,
+    js_kind, js_try_acquire_async,
 };
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
-use crate::inspect::js_inspect;
 use crate::lease::{js_extra, js_unwatch, js_watch};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{

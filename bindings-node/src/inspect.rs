@@ -1,9 +1,6 @@
-//! `inspect(h, refd)`: who holds a semaphore's permits and who waits, as a
-//! plain JS object (`Inspection` in index.d.ts), on every backend.
-//!
-//! Off the JS thread on every backend, though only Redis waits for the
-//! network: one path, and a named semaphore's reclaim of dead processes
-//! (which `inspect` runs first) takes its segment's lock.
+//! The JS value of an inspection (`Inspection` in index.d.ts): who holds a
+//! semaphore's permits and who waits, as a plain object. `inspect(h, refd)`
+//! itself runs off the JS thread with the other such calls (`connect.rs`).
 
 use std::ptr;
 
@@ -11,19 +8,8 @@ use volt_sem_backend::inspect::{Holder, Inspection, QueuedWaiter};
 
 use napi::sys;
 
-use crate::connect::off_loop;
-use crate::env::EnvCtx;
-use crate::offloop::Done;
-use crate::raw::{args, boolean, double, null, throw_internal};
+use crate::raw::{boolean, double, null};
 use crate::{RawEnv, RawValue};
-
-// inspect(h, refd): Promise<Inspection>.
-native!(js_inspect, |env, _ctx, argv: [2]| {
-    off_loop(env, &argv, |s| match s.core.inspect() {
-        Ok(i) => Done::Inspected(i),
-        Err(e) => Done::Failed(e, "volt-sem: inspect()"),
-    })
-});
 
 /// The JS value of an inspection: durations in seconds, as in every
 /// language (`null` where the backend has none).
