@@ -53,6 +53,7 @@ use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 use crate::blocking::blocking_acquire_in;
 use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
+use crate::interpreter::running_loop;
 use crate::redis::{owner, Extra, Owner};
 use crate::session::SessionWaits;
 use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Channel, Owned, Slot};
@@ -139,7 +140,6 @@ impl Role {
 // Cached Python objects
 // ---------------------------------------------------------------------------
 
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
@@ -182,14 +182,6 @@ pub(crate) fn new_future<'py>(
     } else {
         event_loop.call_method0(pyo3::intern!(py, "create_future"))
     }
-}
-
-/// The running asyncio loop of this thread, or `None` (C-level, no exception).
-pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
-    let l = GET_RUNNING_LOOP
-        .import(py, "asyncio", "_get_running_loop")?
-        .call0()?;
-    Ok(if l.is_none() { None } else { Some(l) })
 }
 
 /// Whether trio was imported: without it no trio run can await this, and
@@ -721,7 +713,7 @@ impl Drop for Acquire {
             Stage::Waiting(_) => Python::attach(|py| self.cancel(py)),
             // Never awaited, entered or closed: a forgotten `await`, which
             // takes nothing, and a later release would then add permits.
-            Stage::Start if !crate::blocking::interpreter_finalizing() => {
+            Stage::Start if !crate::interpreter::interpreter_finalizing() => {
                 Python::attach(|py| warn_never_awaited(py, self.n))
             }
             _ => {}

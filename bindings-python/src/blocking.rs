@@ -18,8 +18,6 @@
 
 use std::ffi::c_void;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 use volt_sem_backend::RawSemaphore;
@@ -29,39 +27,14 @@ use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use pyo3::exceptions::PyRuntimeError;
 
-use crate::awaitable::running_loop;
 use crate::errors::{acquire_error, closed_error, disconnected_error};
+use crate::interpreter::{interpreter_exiting, running_loop};
 use crate::session::SessionWaits;
 use crate::wake::after_wakes;
 use crate::Core;
 
 /// How long a blocking wait sleeps with the GIL released before it checks signals.
 const SIGNAL_SLICE: Duration = Duration::from_millis(50);
-
-/// Set by the `atexit` hook: the interpreter is about to finalize.
-static EXITING: AtomicBool = AtomicBool::new(false);
-
-/// The thread that ran the `atexit` hook.
-static EXIT_THREAD: OnceLock<thread::ThreadId> = OnceLock::new();
-
-/// `volt_sem`'s `atexit` hook (registered by `volt_sem/__init__.py`).
-#[pyfunction]
-pub(crate) fn _interpreter_exiting() {
-    let _ = EXIT_THREAD.set(thread::current().id());
-    EXITING.store(true, Ordering::SeqCst);
-}
-
-/// Whether the `atexit` hook ran: the interpreter is finalizing, when
-/// warnings from destructors are only noise.
-pub(crate) fn interpreter_finalizing() -> bool {
-    EXITING.load(Ordering::Relaxed)
-}
-
-/// Whether the `atexit` hook ran on another thread than this one: this thread
-/// may be ended by finalization when it takes the GIL back.
-pub(crate) fn interpreter_exiting() -> bool {
-    EXITING.load(Ordering::SeqCst) && EXIT_THREAD.get() != Some(&thread::current().id())
-}
 
 /// The context of a parked thread's waiter: its callback only unparks, without
 /// the GIL.

@@ -42,6 +42,7 @@ mod blocking;
 mod coroutine;
 mod errors;
 mod inspect;
+mod interpreter;
 mod locks;
 mod redis;
 mod session;
@@ -921,7 +922,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_SHARED_PERMITS", volt_sem_backend::shm::MAX_PERMITS)?;
     m.add("MAX_PERMITS", MAX_PERMITS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_function(wrap_pyfunction!(blocking::_interpreter_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(interpreter::_interpreter_exiting, m)?)?;
     m.add_function(wrap_pyfunction!(session::_disconnect_all, m)?)?;
     Ok(())
 }

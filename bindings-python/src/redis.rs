@@ -52,9 +52,10 @@ use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{ConnectOptions, Error, LeaseWatch};
 
-use crate::awaitable::{new_future, running_loop, yield_future};
+use crate::awaitable::{new_future, yield_future};
 use crate::coroutine::coroutine_pymethods;
 use crate::errors::{backend_error, count};
+use crate::interpreter::running_loop;
 use crate::session::inert_core;
 use crate::wake::{asyncio_chan, claim_owner, push_to_loop, Chan, Channel, Slot};
 use crate::Core;

@@ -85,7 +85,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
 use volt_sem_backend::{Finish, Waiter};
 
-use crate::awaitable::running_loop;
+use crate::interpreter::running_loop;
 use crate::wake_socket::{RawSocket, WakeSocket};
 use crate::Core;
 
@@ -376,7 +376,7 @@ const UNSAFE: u8 = 2;
 /// thread parked a waiter ([`asyncio_chan`]); unknown means no.
 fn direct_thread() -> bool {
     DIRECT_THREAD.try_with(|d| d.get() == SAFE).unwrap_or(false)
-        && !crate::blocking::interpreter_finalizing()
+        && !crate::interpreter::interpreter_finalizing()
 }
 
 /// The calling thread's identifier (`pthread_self` on Unix): a C query, no Python.
