@@ -90,15 +90,29 @@ async function lossAfterCut(name, lease, holderOpts) {
   const proxy = await Proxy.start(srv.port);
   const holder = await Semaphore.connect(proxy.url(), name, 1, holderOpts);
   const other = await Semaphore.connect(srv.url(), name, 1, { commandTimeout: 2000 });
+  let holderWait = Promise.resolve('not asked');
+  let otherWait = Promise.resolve('not asked');
   try {
     await holder.acquire(1);
     const signal = holder.leaseSignal;
     const aborted = new Promise((resolve) => signal.addEventListener('abort', () => resolve(Date.now())));
     // A waiter of the holder's: it must fail with the loss, not hang.
-    const holderWait = holder.acquire(1);
+    holderWait = holder.acquire(1);
     holderWait.catch(() => {});
-    const otherWait = other.acquire(1);
-    for (let i = 0; (await other.census()).queued !== 2; i++) {
+    otherWait = other.acquire(1);
+    // Awaited below; a rejection before that must not become an unhandled
+    // one that hides the assertion that failed first (a CI run once failed
+    // with only the finally's disconnect error to show).
+    otherWait.catch(() => {});
+    // Both queued in Redis, and each answer read by its own handle
+    // (stats().queued): an Acquire whose Pending answer the cut dropped would
+    // be an uncertain outcome, failing the holder at its command timeout
+    // (5 s) with a connection error, before its lease. (A CI run once failed
+    // that way, 5.1 s into this test; Redis writes the replies of one turn
+    // in reverse order, so the census can be answered first.)
+    for (let i = 0; ; i++) {
+      const queued = (await other.census()).queued;
+      if (queued === 2 && holder.stats().queued === 1 && other.stats().queued === 1) break;
       assert.ok(i < 1000, 'two queued');
       await sleep(10);
     }
@@ -115,6 +129,16 @@ async function lossAfterCut(name, lease, holderOpts) {
     const c = await other.census();
     assert.equal(c.available + c.held + c.partial, c.total);
     console.log(`${name}: lease ${lease} ms, leaseSignal aborted ${seen} ms after the cut`);
+  } catch (e) {
+    // What each side saw, for a failure that could not be reproduced here.
+    const settled = (p) =>
+      Promise.race([p.then((v) => `settled (${v})`, (err) => `rejected (${err.code})`), sleep(0).then(() => 'pending')]);
+    console.log(
+      `${name} failed: leaseSignal ${holder.leaseSignal.aborted ? `aborted (${holder.leaseSignal.reason?.code})` : 'not aborted'}` +
+        `, holder's wait ${await settled(holderWait)}, other's wait ${await settled(otherWait)}` +
+        `, queued as each handle knows it: holder ${holder.stats().queued}, other ${other.stats().queued}`,
+    );
+    throw e;
   } finally {
     await proxy.close();
     await other.disconnect();

@@ -32,8 +32,14 @@ fn loss_after_cut(name: &str, lease: Duration, holder_opts: ConnectOptions) -> D
     // A waiter of the holder's too: it must fail with the loss, not hang.
     let holder_wait = acquire_in_thread(&holder, 1);
     let other_wait = acquire_in_thread(&other, 1);
+    // Queued in Redis, and each Pending answer read by its own handle
+    // (`stats().queued`): an answer the cut dropped would be an uncertain
+    // outcome, failing the holder at its command timeout with a connection
+    // error before its lease ends (Redis may answer the census first).
     eventually("two queued", Duration::from_secs(30), || {
         other.census().unwrap().queued == 2
+            && holder.stats().queued == 1
+            && other.stats().queued == 1
     });
 
     // The watch (the mechanism of every binding's loss signal): a thread
