@@ -58,7 +58,9 @@ fn through_sentinel_and_across_a_failover() {
     let t1 = held.token();
     assert!(t1 > t0);
     let rx = acquire_in_thread(&b, 1);
-    eventually("b queued", LIMIT, || a.census().unwrap().queued == 1);
+    eventually("b queued", LIMIT, || {
+        a.census().unwrap().queued == 1 && b.stats().queued == 1
+    });
     eventually("the replica caught up", LIMIT, || {
         replica_caught_up(&set.master)
     });
