@@ -594,12 +594,7 @@ fn waker_contract_under_racing_finish_and_release() {
                         }
                         RawAcquire::Pending => {}
                     }
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    for _ in 0..rng % 40 {
-                        std::thread::yield_now();
-                    }
+                    support::yield_randomly(&mut rng, 40);
                     // SAFETY: queued on `s` above.
                     let f = unsafe { s.finish_raw(w.as_ref()) };
                     probe.finished.store(true, Ordering::SeqCst);

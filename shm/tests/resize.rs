@@ -393,12 +393,7 @@ fn shrinks_racing_cancels_fail_only_requests_above_the_total() {
                         Err(Error::TooManyPermits) => continue,
                         Err(e) => panic!("acquire_raw({n}): {e:?}"),
                     }
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    for _ in 0..rng % 64 {
-                        std::thread::yield_now();
-                    }
+                    support::yield_randomly(&mut rng, 64);
                     // SAFETY: queued on `sem` above.
                     match unsafe { sem.finish_raw(w.as_ref()) } {
                         Finish::Granted => {

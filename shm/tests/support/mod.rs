@@ -46,3 +46,15 @@ pub fn assert_conserved(sem: &volt_sem_shm::SharedSemaphore) -> volt_sem_shm::Ce
     assert!(c.queued == 0 || c.available == 0, "permits float: {c:?}");
     c
 }
+
+/// Yields the thread 0 to `below - 1` times, drawn from `rng` (xorshift;
+/// seed it nonzero): a random short delay that lets another thread's
+/// operation land before or after this one's next step.
+pub fn yield_randomly(rng: &mut u64, below: u64) {
+    *rng ^= *rng << 13;
+    *rng ^= *rng >> 7;
+    *rng ^= *rng << 17;
+    for _ in 0..*rng % below {
+        std::thread::yield_now();
+    }
+}
