@@ -210,9 +210,12 @@ fn lease_loss_fails_waiters_and_completes_the_watch_of_a_grant() {
     // The request must be queued in Redis before Redis stops: until its
     // script's answer came back, a stop makes it fail with the call's own
     // Connection error, not LeaseExpired (the door sends it after
-    // `acquire_raw` returned).
+    // `acquire_raw` returned). Queued in the census is not enough: the
+    // answer may still be on its way back to `sem`'s door (a CI run once saw
+    // the stop drop it: Connection, "Resource temporarily unavailable"), so
+    // wait for `sem`'s own stats too, set when its door read the answer.
     eventually("queued in Redis", Duration::from_secs(10), || {
-        blocker.as_redis().unwrap().census().unwrap().queued == 1
+        blocker.as_redis().unwrap().census().unwrap().queued == 1 && sem.stats().queued == 1
     });
 
     let mut watch = sem
