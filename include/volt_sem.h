@@ -1134,6 +1134,11 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
+ */
+const char *volt_status_str(int32_t status);
+
+/**
  * Copies the message of the last call on this thread into `buf`,
  * NUL-terminated and truncated to `len` bytes: the details of its failure
  * when it had more to say than its status (a network or Redis failure, an
@@ -1150,11 +1155,6 @@ extern "C" {
  * `buf` is NULL or `len` writable bytes.
  */
 size_t volt_last_error_message(char *buf, size_t len);
-
-/**
- * A static, NUL-terminated name for a status ("VOLT_OK", ...), or "unknown".
- */
-const char *volt_status_str(int32_t status);
 
 /**
  * Creates a semaphore with `permits` permits and stores one reference to it in

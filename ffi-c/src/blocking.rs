@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use volt_sem_backend::{Error, Grant};
 
-use crate::boundary::{count, ffi_status, handle};
+use crate::boundary::{count, ffi_status};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status;
 use crate::status::volt_status;

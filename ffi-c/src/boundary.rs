@@ -3,9 +3,10 @@
 //! Every `extern "C"` function of this crate runs its body through
 //! [`ffi_call`] (or [`ffi_status`]), the one place that catches a panic: no
 //! panic may cross the C boundary, because unwinding out of an `extern "C"`
-//! function aborts the process. The handle checks (NULL, a Redis handle
-//! inherited through `fork()`) and the count check are written here once and
-//! used with `?` inside [`ffi_status`] bodies.
+//! function aborts the process. The argument checks (NULL, a permit count,
+//! a label, a versioned options struct) are written here once and used with
+//! `?` inside [`ffi_status`] bodies; the handle's own check (NULL, a Redis
+//! handle inherited through `fork()`) is with its type, `semaphore::handle`.
 
 use std::ffi::c_char;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -13,8 +14,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use volt_sem_backend::Semaphore;
 
 use crate::last_error::forget_last_error;
-use crate::semaphore::volt_sem;
-use crate::status::volt_status::{self, *};
+use crate::status_codes::volt_status::{self, *};
 
 /// The status a failed check returns: `Err(status)` ends an [`ffi_status`]
 /// body with that status, through `?`.
@@ -43,31 +43,6 @@ pub(crate) fn ffi_status(body: impl FnOnce() -> Checked<volt_status>) -> volt_st
         let (Ok(status) | Err(status)) = body();
         status
     })
-}
-
-/// Borrows the semaphore behind a handle, or `None` for NULL: for the
-/// queries that answer a default (0, false) rather than a status.
-///
-/// # Safety
-/// `sem` is NULL or a live handle from `volt_sem_new`/`volt_sem_clone`.
-pub(crate) unsafe fn sem_ref<'a>(sem: *const volt_sem) -> Option<&'a volt_sem> {
-    // SAFETY: forwarded caller contract.
-    unsafe { sem.as_ref() }
-}
-
-/// The handle an operation acts on: `VOLT_INVALID_ARGUMENT` for NULL,
-/// `VOLT_FORKED` for a Redis handle used in a child of the process that
-/// connected it (see `volt_sem::forked`).
-///
-/// # Safety
-/// `sem` is NULL or a live handle.
-pub(crate) unsafe fn handle<'a>(sem: *const volt_sem) -> Checked<&'a volt_sem> {
-    // SAFETY: forwarded caller contract.
-    let sem = unsafe { sem_ref(sem) }.ok_or(VOLT_INVALID_ARGUMENT)?;
-    if sem.forked() {
-        return Err(VOLT_FORKED);
-    }
-    Ok(sem)
 }
 
 /// A permit count: 1..=`volt_max_permits()`, else `VOLT_INVALID_ARGUMENT`.

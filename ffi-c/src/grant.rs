@@ -4,7 +4,8 @@
 use volt_sem_backend::{Error, Grant};
 
 use crate::blocking::wait;
-use crate::boundary::{count, ffi_status, handle, non_null, Checked};
+use crate::boundary::{count, ffi_status, non_null, Checked};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};

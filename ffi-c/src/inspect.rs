@@ -10,7 +10,8 @@ use std::ffi::c_char;
 
 use volt_sem_backend::inspect::{Holder, Inspection, QueuedWaiter};
 
-use crate::boundary::{ffi_status, handle, non_null};
+use crate::boundary::{ffi_status, non_null};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};

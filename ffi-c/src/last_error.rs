@@ -1,16 +1,14 @@
-//! The message of the last error on each thread (`volt_last_error_message`):
+//! The message of the last error on each thread (read by
+//! `volt_last_error_message`, in `status.rs`):
 //! the details a status alone cannot carry (why a connection failed, which
 //! option was refused). Every other entry point forgets it when it starts
 //! (`ffi_call`), so it always belongs to the call made just before.
 
 use std::cell::Cell;
-use std::ffi::c_char;
-use std::ptr;
 
 use volt_sem_backend::Error;
 
-use crate::boundary::ffi_call_keeping_error;
-use crate::status::volt_status;
+use crate::status_codes::volt_status;
 
 thread_local! {
     /// The message of the last error with details on this thread (see
@@ -69,36 +67,8 @@ pub(crate) fn noted(status: volt_status, message: &str) -> volt_status {
     status
 }
 
-/// Copies the message of the last call on this thread into `buf`,
-/// NUL-terminated and truncated to `len` bytes: the details of its failure
-/// when it had more to say than its status (a network or Redis failure, an
-/// invalid option, a total mismatch, a lost lease, an OS error), else "".
-/// Every other `volt_*` call forgets the message when it starts, so it always
-/// belongs to the call made just before, on the same thread. Messages never
-/// contain the URL or a password.
-///
-/// Returns the message's length in bytes (without the NUL), which may exceed
-/// `len - 1`: then call again with a larger buffer. `buf` may be NULL when
-/// `len` is 0 (to ask for the length).
-///
-/// # Safety
-/// `buf` is NULL or `len` writable bytes.
-#[no_mangle]
-pub unsafe extern "C" fn volt_last_error_message(buf: *mut c_char, len: usize) -> usize {
-    ffi_call_keeping_error(0, || {
-        LAST_ERROR
-            .try_with(|m| {
-                let m = m.borrow();
-                if !buf.is_null() && len > 0 {
-                    let n = m.len().min(len - 1);
-                    // SAFETY: `buf` has `len` writable bytes (contract); `n < len`.
-                    unsafe {
-                        ptr::copy_nonoverlapping(m.as_ptr(), buf.cast::<u8>(), n);
-                        buf.add(n).write(0);
-                    }
-                }
-                m.len()
-            })
-            .unwrap_or(0)
-    })
+/// Runs `f` on this thread's last error message ("" when there is none),
+/// or returns `None` during thread exit.
+pub(crate) fn with_last_error<R>(f: impl FnOnce(&str) -> R) -> Option<R> {
+    LAST_ERROR.try_with(|m| f(&m.borrow())).ok()
 }

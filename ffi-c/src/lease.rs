@@ -6,7 +6,8 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::boundary::{ffi_call, ffi_status, handle, non_null};
+use crate::boundary::{ffi_call, ffi_status, non_null};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::volt_status::{self, *};
 

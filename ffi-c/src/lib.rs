@@ -54,9 +54,9 @@
 
 // The panic boundary and the shared argument checks (no C items).
 mod boundary;
-// `volt_last_error_message`.
+// The last error message of each thread (no C items).
 mod last_error;
-// `volt_status`, `volt_status_str`.
+// `volt_status`, `volt_status_str`, `volt_last_error_message`.
 mod status;
 // The `volt_status` enum, generated from the backend's error table (`tests/status.rs`).
 mod status_codes;
@@ -85,13 +85,12 @@ mod version;
 pub use blocking::*;
 pub use grant::*;
 pub use inspect::*;
-pub use last_error::volt_last_error_message;
 pub use lease::*;
 pub use redis::*;
 pub use semaphore::*;
 pub use shared::*;
 pub use stats::*;
-pub use status::{volt_status, volt_status_str};
+pub use status::{volt_last_error_message, volt_status, volt_status_str};
 pub use total::*;
 pub use version::*;
 pub use waiter::*;

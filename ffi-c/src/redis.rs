@@ -9,11 +9,10 @@ use std::time::Duration;
 use volt_sem_backend::{ConnectOptions, Semaphore};
 
 use crate::boundary::{
-    ffi_call, ffi_status, handle, init_versioned, label_arg, name_arg, non_null, read_versioned,
-    Checked,
+    ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned, Checked,
 };
 use crate::last_error::{noted, set_last_error};
-use crate::semaphore::{hand_out, volt_sem};
+use crate::semaphore::{hand_out, handle, volt_sem};
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use volt_sem_backend::{Error, Semaphore};
 
-use crate::boundary::{count, ffi_call, ffi_status, handle, non_null, sem_ref};
+use crate::boundary::{count, ffi_call, ffi_status, non_null, Checked};
 use crate::lease;
 use crate::status::volt_status::{self, *};
 use crate::status::{status, status_of};
@@ -48,6 +48,31 @@ impl volt_sem {
     pub(crate) fn forked(&self) -> bool {
         self.pid != 0 && self.pid != std::process::id()
     }
+}
+
+/// Borrows the semaphore behind a handle, or `None` for NULL: for the
+/// queries that answer a default (0, false) rather than a status.
+///
+/// # Safety
+/// `sem` is NULL or a live handle from `volt_sem_new`/`volt_sem_clone`.
+pub(crate) unsafe fn sem_ref<'a>(sem: *const volt_sem) -> Option<&'a volt_sem> {
+    // SAFETY: forwarded caller contract.
+    unsafe { sem.as_ref() }
+}
+
+/// The handle an operation acts on: `VOLT_INVALID_ARGUMENT` for NULL,
+/// `VOLT_FORKED` for a Redis handle used in a child of the process that
+/// connected it (see `volt_sem::forked`).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+pub(crate) unsafe fn handle<'a>(sem: *const volt_sem) -> Checked<&'a volt_sem> {
+    // SAFETY: forwarded caller contract.
+    let sem = unsafe { sem_ref(sem) }.ok_or(VOLT_INVALID_ARGUMENT)?;
+    if sem.forked() {
+        return Err(VOLT_FORKED);
+    }
+    Ok(sem)
 }
 
 /// Stores a new handle on `r`'s semaphore in `*out` and returns `VOLT_OK`,

@@ -10,7 +10,8 @@ use std::mem::{offset_of, size_of};
 
 use volt_sem_backend::local::stats::{Stats, WAIT_BUCKETS};
 
-use crate::boundary::{ffi_status, handle, non_null, OPTIONS_MAX_SIZE};
+use crate::boundary::{ffi_status, non_null, OPTIONS_MAX_SIZE};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::volt_status::{self, *};
 

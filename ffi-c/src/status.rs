@@ -1,13 +1,15 @@
 //! `volt_status`: what every call returns (generated from the backend's error
 //! table into `status_codes.rs`), the mapping of the backends' errors to it
-//! (`status_of`, by the table's status number), and the statuses' names.
+//! (`status_of`, by the table's status number), and the two functions that
+//! explain a failure: the statuses' names and the last error's message.
 
 use std::ffi::{c_char, CStr};
+use std::ptr;
 
 use volt_sem_backend::Error;
 
-use crate::boundary::ffi_call;
-use crate::last_error::remember;
+use crate::boundary::{ffi_call, ffi_call_keeping_error};
+use crate::last_error::{remember, with_last_error};
 use volt_status::*;
 
 pub use crate::status_codes::volt_status;
@@ -34,4 +36,36 @@ pub extern "C" fn volt_status_str(status: i32) -> *const c_char {
 
 fn status_name(status: i32) -> &'static CStr {
     volt_status::from_number(status).map_or(c"unknown", volt_status::name)
+}
+
+/// Copies the message of the last call on this thread into `buf`,
+/// NUL-terminated and truncated to `len` bytes: the details of its failure
+/// when it had more to say than its status (a network or Redis failure, an
+/// invalid option, a total mismatch, a lost lease, an OS error), else "".
+/// Every other `volt_*` call forgets the message when it starts, so it always
+/// belongs to the call made just before, on the same thread. Messages never
+/// contain the URL or a password.
+///
+/// Returns the message's length in bytes (without the NUL), which may exceed
+/// `len - 1`: then call again with a larger buffer. `buf` may be NULL when
+/// `len` is 0 (to ask for the length).
+///
+/// # Safety
+/// `buf` is NULL or `len` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn volt_last_error_message(buf: *mut c_char, len: usize) -> usize {
+    ffi_call_keeping_error(0, || {
+        with_last_error(|m| {
+            if !buf.is_null() && len > 0 {
+                let n = m.len().min(len - 1);
+                // SAFETY: `buf` has `len` writable bytes (contract); `n < len`.
+                unsafe {
+                    ptr::copy_nonoverlapping(m.as_ptr(), buf.cast::<u8>(), n);
+                    buf.add(n).write(0);
+                }
+            }
+            m.len()
+        })
+        .unwrap_or(0)
+    })
 }

@@ -3,8 +3,9 @@
 
 use volt_sem_backend::Kind;
 
-use crate::boundary::{ffi_status, handle};
+use crate::boundary::ffi_status;
 use crate::last_error::noted;
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};

@@ -14,7 +14,8 @@ use volt_sem_backend::RawSemaphore;
 use volt_core::{RawAcquire, WaiterState};
 use volt_sem_backend::{Finish, Waiter};
 
-use crate::boundary::{count, ffi_call, ffi_status, handle, Checked};
+use crate::boundary::{count, ffi_call, ffi_status, Checked};
+use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};
