@@ -21,13 +21,14 @@
 //! inside a trio task, it returns the iterator of `volt_sem._glue`'s coroutine
 //! instead of the acquire itself, so trio drives plain Python frames, never a
 //! native frame with Python code under it. That coroutine takes the fast path
-//! or queues a [`TrioWaiter`] whose slot targets the trio task, and parks the
-//! task with `trio.lowlevel.wait_task_rescheduled`; the run's wake pump
-//! reschedules it. Trio's abort callback ([`TrioWaiter::abort`]) cancels the
-//! wait, handing a partial grant on and releasing a full grant not yet
-//! delivered; once the pump has rescheduled the task the abort fails, as trio's
-//! protocol requires, and the acquire completes. Outside asyncio and trio, a step
-//! that must wait raises `RuntimeError` naming the supported libraries.
+//! or queues a [`TrioWaiter`] (`trio.rs`) whose slot targets the trio task,
+//! and parks the task with `trio.lowlevel.wait_task_rescheduled`; the run's
+//! wake pump reschedules it. Trio's abort callback (`TrioWaiter::abort`)
+//! cancels the wait, handing a partial grant on and releasing a full grant
+//! not yet delivered; once the pump has rescheduled the task the abort fails,
+//! as trio's protocol requires, and the acquire completes. Outside asyncio and
+//! trio, a step that must wait raises `RuntimeError` naming the supported
+//! libraries.
 //!
 //! # Lock roles
 //!
@@ -39,24 +40,26 @@
 //! `RuntimeError` and changes nothing when it does not match.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration, PyValueError};
 use pyo3::gc::PyVisit;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyTuple, PyType};
+use pyo3::types::PyTuple;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use crate::blocking::blocking_acquire_in;
-use crate::coroutine::coroutine_pymethods;
+use crate::coroutine::{coroutine_pymethods, thrown};
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
+use crate::future::{new_future, yield_future};
 use crate::interpreter::running_loop;
-use crate::redis::{owner, Extra, Owner};
+use crate::redis::{give_back, owner, Extra, Owner};
 use crate::session::SessionWaits;
-use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Channel, Owned, Slot};
+use crate::trio::TrioWaiter;
+use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Owned, Slot};
 use crate::Core;
 
 // ---------------------------------------------------------------------------
@@ -143,46 +146,6 @@ impl Role {
 static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
-static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
-static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-/// The last loop type seen whose `create_future` is asyncio's own (it just builds
-/// `asyncio.Future(loop=self)`). Holds a strong reference, leaked on purpose.
-static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
-
-/// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when the
-/// loop's `create_future` is asyncio's stock one (it does exactly that), which
-/// skips a Python-level method frame on every wait. Other loops (uvloop, custom
-/// ones) get their own `create_future`.
-pub(crate) fn new_future<'py>(
-    py: Python<'py>,
-    event_loop: &Bound<'py, PyAny>,
-) -> PyResult<Bound<'py, PyAny>> {
-    let ty = event_loop.get_type();
-    let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
-    let stock = |py| -> PyResult<bool> {
-        let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
-            PyResult::Ok(
-                py.import("asyncio")?
-                    .getattr("BaseEventLoop")?
-                    .getattr("create_future")?
-                    .unbind(),
-            )
-        })?;
-        Ok(ty
-            .getattr(pyo3::intern!(py, "create_future"))?
-            .is(base.bind(py)))
-    };
-    if STOCK_LOOP_TYPE.load(Ordering::Acquire) == ty.as_ptr() || stock(py)? {
-        if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
-            STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
-        }
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item(pyo3::intern!(py, "loop"), event_loop)?;
-        future.call((), Some(&kwargs))
-    } else {
-        event_loop.call_method0(pyo3::intern!(py, "create_future"))
-    }
-}
 
 /// Whether trio was imported: without it no trio run can await this, and
 /// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
@@ -200,49 +163,6 @@ pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
     READY
         .get_or_try_init(py, || Py::new(py, Ready))
         .map(|r| r.clone_ref(py))
-}
-
-/// What the first step of `yield from fut.__await__()` does, without creating the
-/// iterator: marks the Future as blocking (the flag asyncio's Task checks) and
-/// returns it for the task to wait on.
-pub(crate) fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-    fut.setattr(pyo3::intern!(py, "_asyncio_future_blocking"), true)?;
-    Ok(fut.clone().unbind())
-}
-
-/// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
-pub(crate) fn thrown(
-    py: Python<'_>,
-    typ: &Bound<'_, PyAny>,
-    val: Option<&Bound<'_, PyAny>>,
-    tb: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyErr> {
-    let val = val.filter(|v| !v.is_none());
-    let err = if let Ok(ty) = typ.cast::<PyType>() {
-        let base = py.get_type::<pyo3::exceptions::PyBaseException>();
-        if !ty.is_subclass(&base)? {
-            return Ok(PyTypeError::new_err(
-                "exceptions must be classes or instances deriving from BaseException",
-            ));
-        }
-        let exc = match val {
-            Some(v) if v.is_instance(ty)? => v.clone(),
-            Some(v) if v.is_instance_of::<PyTuple>() => ty.call1(v.cast::<PyTuple>()?)?,
-            Some(v) => ty.call1((v,))?,
-            None => ty.call0()?,
-        };
-        PyErr::from_value(exc)
-    } else if val.is_some() {
-        return Ok(PyTypeError::new_err(
-            "instance exception may not have a separate value",
-        ));
-    } else {
-        PyErr::from_value(typ.clone())
-    };
-    if let Some(tb) = tb.filter(|t| !t.is_none()) {
-        err.set_traceback(py, Some(tb.cast::<pyo3::types::PyTraceback>()?.clone()));
-    }
-    Ok(err)
 }
 
 // ---------------------------------------------------------------------------
@@ -318,7 +238,7 @@ impl Acquire {
     }
 
     /// Records the grant's token and session (Redis: as the owner's grant).
-    fn record(&mut self, (token, session): crate::blocking::Got) {
+    fn record(&mut self, (token, session): crate::wake::Got) {
         self.token = token;
         self.grant_session = session;
         if let Some(extra) = &self.redis {
@@ -364,7 +284,7 @@ impl Acquire {
     /// alive for long): the process detaches once nothing else uses it.
     fn leave_session(&mut self) {
         if !self.held && matches!(self.stage, Stage::Done) && self.session_ended() {
-            self.core = crate::session::inert_core();
+            self.core = crate::inert_core();
         }
     }
 
@@ -503,14 +423,6 @@ impl Acquire {
     }
 }
 
-/// Releases a grant nobody will hold (a cancel that met it): a Redis one
-/// per its session.
-fn give_back(py: Python<'_>, slot: &Slot) {
-    let _ = waking(py, || {
-        crate::redis::release_from(&slot.core, slot.n, slot.waiter().session())
-    });
-}
-
 coroutine_pymethods! {
 impl Acquire {
     throw: |me, py| me.cancel(py);
@@ -532,16 +444,7 @@ impl Acquire {
             }
             (me.core.clone(), me.n, me.session.clone())
         };
-        let waiter = Py::new(
-            py,
-            TrioWaiter {
-                core,
-                n,
-                slot: None,
-                session,
-                got: None,
-            },
-        )?;
+        let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
         let it = TRIO_WAIT
             .import(py, "volt_sem._glue", "trio_wait")?
             .call1((waiter.clone_ref(py), &slf))?;
@@ -566,7 +469,7 @@ impl Acquire {
     /// object for `async with sem.acquire(n) as grant:`).
     fn _acquired(&mut self, py: Python<'_>) -> Py<PyAny> {
         let got = match std::mem::replace(&mut self.stage, Stage::Done) {
-            Stage::Trio(w) => w.borrow(py).got,
+            Stage::Trio(w) => w.borrow(py).got(),
             _ => None,
         };
         self.held = true;
@@ -659,11 +562,7 @@ impl Acquire {
     fn waiting(&self, py: Python<'_>) -> bool {
         match &self.stage {
             Stage::Waiting(slot) => slot.waiter().state() == WaiterState::Waiting,
-            Stage::Trio(w) => w.try_borrow(py).is_ok_and(|w| {
-                w.slot
-                    .as_ref()
-                    .is_some_and(|s| s.waiter().state() == WaiterState::Waiting)
-            }),
+            Stage::Trio(w) => w.try_borrow(py).is_ok_and(|w| w.is_waiting()),
             _ => false,
         }
     }
@@ -736,166 +635,6 @@ fn warn_never_awaited(py: Python<'_>, n: usize) {
     let category = py.get_type::<pyo3::exceptions::PyRuntimeWarning>();
     if let Err(e) = PyErr::warn(py, &category, &message, 1) {
         e.write_unraisable(py, None);
-    }
-}
-
-// ---------------------------------------------------------------------------
-// trio
-// ---------------------------------------------------------------------------
-
-/// The native half of a wait in a trio task (internal, driven by
-/// `volt_sem._glue`): queues a slot whose target is the trio task.
-#[pyclass(module = "volt_sem._volt_sem")]
-pub(crate) struct TrioWaiter {
-    core: Arc<Core>,
-    n: usize,
-    slot: Option<Pin<Arc<Slot>>>,
-    /// A shared handle's session: its end fails this wait (see `session`).
-    session: Option<Arc<SessionWaits>>,
-    /// The grant's token and session, once granted.
-    got: Option<crate::blocking::Got>,
-}
-
-#[pymethods]
-impl TrioWaiter {
-    /// The fast path: `True` if the permits were free and nobody waited.
-    /// Never for Redis (the request itself is the first round trip).
-    fn try_take(&self) -> PyResult<bool> {
-        if self.core.as_redis().is_some() {
-            return Ok(false);
-        }
-        match self.core.try_acquire(self.n) {
-            Ok(_) => Ok(true),
-            Err(Error::NoPermits) => Ok(false),
-            Err(e) => Err(acquire_error(&self.core, e)),
-        }
-    }
-
-    /// Queues the wait on `channel` for `task`; `True` if granted at once.
-    fn enqueue(&mut self, channel: &Bound<'_, Channel>, task: Py<PyAny>) -> PyResult<bool> {
-        if self.slot.is_some() {
-            return Err(PyRuntimeError::new_err("already queued"));
-        }
-        let slot = Slot::new(self.core.clone(), self.n, task, channel.get().chan.clone());
-        match slot.queue() {
-            Ok(RawAcquire::Ready) => {
-                self.got = Some((slot.waiter().token(), slot.waiter().session()));
-                Ok(true)
-            }
-            Ok(RawAcquire::Pending) => {
-                self.slot = Some(slot);
-                Ok(false)
-            }
-            Err(e) => Err(acquire_error(&self.core, e)),
-        }
-    }
-
-    /// trio's abort callback: `True` if the wait was cancelled (any partial
-    /// grant handed on, an undelivered full grant released), `False` if the task
-    /// was already rescheduled (the acquire then completes).
-    fn abort(&mut self, py: Python<'_>) -> bool {
-        let Some(slot) = &self.slot else {
-            return true;
-        };
-        if slot.delivered() {
-            return false;
-        }
-        let slot = self.slot.take().expect("checked above");
-        if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-            give_back(py, &slot);
-        }
-        true
-    }
-
-    /// After a queueing `enqueue`: lists the wait with its handle's session
-    /// (named), so that `disconnect()` can fail it through `token`; if the
-    /// session ended already, gives the wait up and raises
-    /// `DisconnectedError`.
-    fn listed(slf: Py<Self>, py: Python<'_>, token: Py<PyAny>, task: Py<PyAny>) -> PyResult<()> {
-        let Some(session) = slf.borrow(py).session.clone() else {
-            return Ok(());
-        };
-        if session.list_trio(py, token, task, slf.clone_ref(py)) {
-            return Ok(());
-        }
-        slf.borrow_mut(py).cancel(py);
-        Err(disconnected_error())
-    }
-
-    /// Whether the wait is still queued (not finished, not delivered).
-    pub(crate) fn is_queued(&self) -> bool {
-        self.slot.as_ref().is_some_and(|s| !s.delivered())
-    }
-
-    /// `disconnect()` of its handle, on the run's thread: `True` if the wait
-    /// was still queued and is now given up (the caller reschedules the task
-    /// with `DisconnectedError`), `False` if the task was rescheduled already
-    /// or is not waiting.
-    fn give_up(&mut self, py: Python<'_>) -> bool {
-        let gave_up = self.is_queued() && self.abort(py);
-        if gave_up {
-            self.core = crate::session::inert_core();
-        }
-        gave_up
-    }
-
-    /// Ends the wait whatever its state (an exception other than trio's own
-    /// cancellation reached the waiting coroutine): a grant is released.
-    fn cancel(&mut self, py: Python<'_>) {
-        if let Some(slot) = self.slot.take() {
-            if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-                give_back(py, &slot);
-            }
-        }
-    }
-
-    /// After the task was rescheduled: takes the outcome (raises `ClosedError`
-    /// if the semaphore was closed).
-    fn collect(&mut self, py: Python<'_>) -> PyResult<()> {
-        let Some(slot) = self.slot.take() else {
-            return Err(PyRuntimeError::new_err("not queued"));
-        };
-        match finish_owned(py, &slot) {
-            Owned::Finished(Finish::Granted) => {
-                self.got = Some((slot.waiter().token(), slot.waiter().session()));
-                Ok(())
-            }
-            Owned::Finished(Finish::Closed) => Err(closed_error()),
-            Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
-            Owned::HandedOn => Err(PyRuntimeError::new_err(
-                "the grant arrived after the trio run ended and was handed on",
-            )),
-            Owned::Finished(_) => Err(PyRuntimeError::new_err(
-                "acquire finished without an outcome",
-            )),
-        }
-    }
-
-    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        if let Some(slot) = &self.slot {
-            visit.call(&slot.target)?;
-        }
-        Ok(())
-    }
-
-    fn __clear__(&mut self) {
-        Python::attach(|py| {
-            let _ = self.abort(py);
-        });
-    }
-}
-
-impl Drop for TrioWaiter {
-    fn drop(&mut self) {
-        if self.slot.is_some() {
-            Python::attach(|py| {
-                if let Some(slot) = self.slot.take() {
-                    if let Owned::Finished(Finish::Granted) = finish_owned(py, &slot) {
-                        give_back(py, &slot);
-                    }
-                }
-            });
-        }
     }
 }
 

@@ -30,7 +30,7 @@ use pyo3::exceptions::PyRuntimeError;
 use crate::errors::{acquire_error, closed_error, disconnected_error};
 use crate::interpreter::{interpreter_exiting, running_loop};
 use crate::session::SessionWaits;
-use crate::wake::after_wakes;
+use crate::wake::{after_wakes, Got};
 use crate::Core;
 
 /// How long a blocking wait sleeps with the GIL released before it checks signals.
@@ -67,10 +67,6 @@ pub(crate) fn refuse_on_running_loop(py: Python<'_>) -> PyResult<()> {
     Ok(())
 }
 
-/// A grant: its fencing token (Redis) and the session that holds it (0
-/// for the local and named backends).
-pub(crate) type Got = (Option<u64>, u64);
-
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
 /// Refused with `RuntimeError` where it would wait on a running loop's thread.
 /// `Ok(None)` on timeout; the wait can be interrupted by a signal handler's
@@ -101,7 +97,7 @@ pub(crate) fn blocking_acquire_in(
     }
     let redis = core.as_redis().is_some();
     if !redis || timeout == Some(Duration::ZERO) {
-        match crate::redis::call(py, core, |core| core.try_acquire(n)) {
+        match crate::detached::call(py, core, |core| core.try_acquire(n)) {
             Ok(g) => return Ok(Some((g.token(), g.session()))),
             Err(Error::NoPermits) => {}
             Err(e) => return Err(acquire_error(core, e)),

@@ -7,7 +7,12 @@
 //! awaitables here (`Acquire`, `LeaseLost`) differ only in
 //! their `step` (one resumption: `Ok(Some(future))` to wait again,
 //! `Ok(None)` when done, the result left for `StopIteration`) and in what a
-//! `throw` gives up first; [`coroutine_pymethods!`] writes the rest once.
+//! `throw` gives up first; [`coroutine_pymethods!`] writes the rest once,
+//! with [`thrown`], the exception a `throw` raises.
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyTuple, PyType};
 
 /// Expands to `#[pymethods] impl $ty { ... }` with the given methods plus
 /// `__iter__`, `__next__`, `send` and `throw`, all driven by the type's
@@ -53,7 +58,7 @@ macro_rules! coroutine_pymethods {
                 val: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
                 tb: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
             ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
-                let err = $crate::awaitable::thrown(py, typ, val, tb)?;
+                let err = $crate::coroutine::thrown(py, typ, val, tb)?;
                 {
                     let $me = &mut *self;
                     let $py = py;
@@ -68,3 +73,38 @@ macro_rules! coroutine_pymethods {
 }
 
 pub(crate) use coroutine_pymethods;
+
+/// The exception `throw(typ, val, tb)` asks to raise, built the way generators do.
+pub(crate) fn thrown(
+    py: Python<'_>,
+    typ: &Bound<'_, PyAny>,
+    val: Option<&Bound<'_, PyAny>>,
+    tb: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyErr> {
+    let val = val.filter(|v| !v.is_none());
+    let err = if let Ok(ty) = typ.cast::<PyType>() {
+        let base = py.get_type::<pyo3::exceptions::PyBaseException>();
+        if !ty.is_subclass(&base)? {
+            return Ok(PyTypeError::new_err(
+                "exceptions must be classes or instances deriving from BaseException",
+            ));
+        }
+        let exc = match val {
+            Some(v) if v.is_instance(ty)? => v.clone(),
+            Some(v) if v.is_instance_of::<PyTuple>() => ty.call1(v.cast::<PyTuple>()?)?,
+            Some(v) => ty.call1((v,))?,
+            None => ty.call0()?,
+        };
+        PyErr::from_value(exc)
+    } else if val.is_some() {
+        return Ok(PyTypeError::new_err(
+            "instance exception may not have a separate value",
+        ));
+    } else {
+        PyErr::from_value(typ.clone())
+    };
+    if let Some(tb) = tb.filter(|t| !t.is_none()) {
+        err.set_traceback(py, Some(tb.cast::<pyo3::types::PyTraceback>()?.clone()));
+    }
+    Ok(err)
+}

@@ -5,8 +5,8 @@
 use pyo3::prelude::*;
 use volt_sem_backend::inspect;
 
+use crate::detached;
 use crate::errors::backend_error;
-use crate::redis;
 use crate::Core;
 
 /// What ``Semaphore.inspect()`` saw: one snapshot, in which
@@ -90,7 +90,7 @@ fn seconds(s: Option<f64>) -> String {
 /// released, as `census` does; a named one's reclaim of dead processes is
 /// short, and runs with it held) and builds its Python objects.
 pub(crate) fn inspect(py: Python<'_>, core: &Core) -> PyResult<Inspection> {
-    let i = redis::call(py, core, |c| c.inspect()).map_err(backend_error)?;
+    let i = detached::call(py, core, |c| c.inspect()).map_err(backend_error)?;
     let holders = i
         .holders
         .iter()

@@ -40,7 +40,9 @@ use pyo3::types::PyTuple;
 mod awaitable;
 mod blocking;
 mod coroutine;
+mod detached;
 mod errors;
+mod future;
 mod inspect;
 mod interpreter;
 mod locks;
@@ -48,15 +50,17 @@ mod redis;
 mod session;
 mod stats;
 mod total;
+mod trio;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one_in, ready, Acquire, Ready, Role, TrioWaiter};
+use awaitable::{enter_one_in, ready, Acquire, Ready, Role};
 use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
 };
 use pyo3::types::PyDict;
+use trio::TrioWaiter;
 use volt_sem_backend::{Error, OpenOptions};
 use wake::{after_wakes, waking, Channel};
 
@@ -71,6 +75,13 @@ pub(crate) const MAX_PERMITS: usize = Core::MAX_PERMITS;
 /// `MAX_PERMITS`", which the callers ruled out).
 pub(crate) fn local_core(permits: usize) -> Core {
     Core::local(permits).expect("a checked count is at most MAX_PERMITS")
+}
+
+/// The core a finished acquire of an ended session holds instead of the
+/// attachment: a local semaphore of 0 permits, never used.
+pub(crate) fn inert_core() -> Arc<Core> {
+    static INERT: std::sync::OnceLock<Arc<Core>> = std::sync::OnceLock::new();
+    INERT.get_or_init(|| Arc::new(crate::local_core(0))).clone()
 }
 
 /// A fair, weighted, thread-safe async counting semaphore.
@@ -433,7 +444,7 @@ impl Semaphore {
             Some(_) => Some(redis::owner(py)?),
             None => None,
         };
-        match redis::call(py, &core, |core| core.try_acquire(n.0)) {
+        match detached::call(py, &core, |core| core.try_acquire(n.0)) {
             Ok(g) => {
                 self.role.taken(n.0);
                 if let (Some(extra), Some(me)) = (&self.redis, me) {
@@ -478,7 +489,7 @@ impl Semaphore {
     fn available_permits(&self, py: Python<'_>) -> PyResult<usize> {
         let core = self.core.get()?;
         match core.as_redis() {
-            Some(r) => Ok(redis::call(py, &core, |_| r.census())
+            Some(r) => Ok(detached::call(py, &core, |_| r.census())
                 .map_err(|e| backend_error(e.into()))?
                 .available as usize),
             None => Ok(core.available_permits()),
@@ -524,7 +535,7 @@ impl Semaphore {
     #[pyo3(text_signature = "($self)")]
     fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
         let core = self.core.get()?;
-        let r = redis::call(py, &core, |core| core.close()).map_err(backend_error);
+        let r = detached::call(py, &core, |core| core.close()).map_err(backend_error);
         after_wakes(py);
         r
     }

@@ -6,8 +6,8 @@
 //! the ones of the local and named semaphores (`awaitable`, `blocking`,
 //! `wake`). This module holds what only Redis has: the connect arguments,
 //! the grants' fencing tokens and sessions per caller ([`Extra`]), the
-//! `lease_lost()` awaitable, the census, and [`call`] / [`round_trip`], the
-//! places that decide how a call that waits for Redis runs.
+//! `lease_lost()` awaitable and the census. How a call that waits for Redis
+//! runs is decided in `detached.rs` ([`call`], [`round_trip`]).
 //!
 //! # Round trips and the main thread
 //!
@@ -52,48 +52,14 @@ use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{ConnectOptions, Error, LeaseWatch};
 
-use crate::awaitable::{new_future, yield_future};
 use crate::coroutine::coroutine_pymethods;
+use crate::detached::{call, round_trip};
 use crate::errors::{backend_error, count};
+use crate::future::{new_future, yield_future};
+use crate::inert_core;
 use crate::interpreter::running_loop;
-use crate::session::inert_core;
-use crate::wake::{asyncio_chan, claim_owner, push_to_loop, Chan, Channel, Slot};
+use crate::wake::{asyncio_chan, claim_owner, push_to_loop, waking, Chan, Channel, Slot};
 use crate::Core;
-
-/// Runs `f` on `core`, which may wait for a Redis round trip (made by the
-/// handle's door thread): directly for a local or named core (they never
-/// wait), else with the GIL released.
-pub(crate) fn call<T: Send>(py: Python<'_>, core: &Core, f: impl FnOnce(&Core) -> T + Send) -> T {
-    if core.as_redis().is_none() {
-        return f(core);
-    }
-    py.detach(|| f(core))
-}
-
-/// A round trip on this thread, for the calls without a door (connect,
-/// delete): with the GIL released, and on the main thread on a thread of its
-/// own (see the module docs).
-pub(crate) fn round_trip<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> T {
-    if !crate::on_main_thread() {
-        return py.detach(f);
-    }
-    py.detach(|| {
-        let mut f = Some(f);
-        let joined = std::thread::scope(|s| {
-            std::thread::Builder::new()
-                .name("volt_sem round trip".into())
-                .spawn_scoped(s, || f.take().map(|f| f()))
-                .ok()
-                .map(|h| h.join())
-        });
-        match joined {
-            Some(Ok(Some(v))) => v,
-            Some(Err(panic)) => std::panic::resume_unwind(panic),
-            // No thread could be started: run it here after all.
-            Some(Ok(None)) | None => (f.take().expect("not run"))(),
-        }
-    })
-}
 
 /// Who acquires or releases: the running asyncio task, else the running
 /// trio task (their addresses), else the thread.
@@ -282,6 +248,14 @@ pub(crate) fn release_from(core: &Core, n: usize, session: u64) -> PyResult<()> 
         _ => core.release(n),
     }
     .map_err(redis_error)
+}
+
+/// Releases a grant nobody will hold (a cancel that met it): a Redis one
+/// per its session.
+pub(crate) fn give_back(py: Python<'_>, slot: &Slot) {
+    let _ = waking(py, || {
+        release_from(&slot.core, slot.n, slot.waiter().session())
+    });
 }
 
 /// The exception of a request's error; `NotHeld` names the handle (the

@@ -33,8 +33,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::awaitable::TrioWaiter;
 use crate::errors::disconnected_error;
+use crate::trio::TrioWaiter;
 use crate::Core;
 
 /// The core of a `Semaphore`: fixed for a local one, a session (ended by
@@ -237,7 +237,7 @@ impl SessionCell {
     fn end(&self, py: Python<'_>) -> bool {
         let core = lock(&self.core).take();
         if let Some(core) = &core {
-            crate::redis::call(py, core, |core| {
+            crate::detached::call(py, core, |core| {
                 if let Some(r) = core.as_redis() {
                     r.disconnect();
                 }
@@ -248,13 +248,6 @@ impl SessionCell {
         py.detach(move || drop(core));
         was_live
     }
-}
-
-/// The core a finished acquire of an ended session holds instead of the
-/// attachment: a local semaphore of 0 permits, never used.
-pub(crate) fn inert_core() -> Arc<Core> {
-    static INERT: std::sync::OnceLock<Arc<Core>> = std::sync::OnceLock::new();
-    INERT.get_or_init(|| Arc::new(crate::local_core(0))).clone()
 }
 
 /// Every shared handle of the process not yet collected (weak references:

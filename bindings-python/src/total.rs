@@ -8,7 +8,7 @@ use volt_sem_backend::{Error, Kind};
 
 use crate::errors::{backend_error, count};
 use crate::wake::after_wakes;
-use crate::{redis, Core};
+use crate::{detached, Core};
 
 /// The `TypeError` of `what` on a local semaphore.
 pub(crate) fn local_refusal(what: &str) -> PyErr {
@@ -32,7 +32,7 @@ pub(crate) fn shared_only(core: &Core, what: &str) -> PyResult<()> {
 pub(crate) fn set_total(py: Python<'_>, core: &Core, n: &Bound<'_, PyAny>) -> PyResult<()> {
     shared_only(core, "set_total()")?;
     let n = count(n, "n")?;
-    let r = redis::call(py, core, |core| core.set_total(n));
+    let r = detached::call(py, core, |core| core.set_total(n));
     after_wakes(py);
     r.map_err(|e| match e {
         Error::InvalidPermits => {
@@ -49,5 +49,5 @@ pub(crate) fn set_total(py: Python<'_>, core: &Core, n: &Bound<'_, PyAny>) -> Py
 /// `Semaphore.reopen()`: Redis: one round trip with the GIL released.
 pub(crate) fn reopen(py: Python<'_>, core: &Core) -> PyResult<()> {
     shared_only(core, "reopen()")?;
-    redis::call(py, core, |core| core.reopen()).map_err(backend_error)
+    detached::call(py, core, |core| core.reopen()).map_err(backend_error)
 }

@@ -93,6 +93,10 @@ const OPEN: u8 = 0;
 const OWNER: u8 = 1;
 const HANDED_ON: u8 = 2;
 
+/// A grant: its fencing token (Redis) and the session that holds it (0
+/// for the local and named backends).
+pub(crate) type Got = (Option<u64>, u64);
+
 /// One queued async acquire: the core waiter and what waking it means. Always
 /// lives in a `Pin<Arc<Slot>>` (see [`Slot::new`]); the core's `ctx` is its
 /// address, and every holder of the `Arc` keeps the waiter valid.
