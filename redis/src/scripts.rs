@@ -170,21 +170,9 @@ impl Scripts {
         // EVALSHA, and EVAL with the source on NOSCRIPT (a restarted or
         // flushed script cache). Not `SCRIPT LOAD` + retry: on a cluster the
         // load may reach another node than the key's; EVAL is routed by key.
-        let call = |verb: &str, first: &str, con: &mut dyn redis::ConnectionLike| {
-            let mut c = redis::cmd(verb);
-            c.arg(first).arg(keys.keys.len());
-            for k in &keys.keys {
-                c.arg(k);
-            }
-            c.arg(who.sid).arg(who.inc).arg(who.lease_ms);
-            for a in args {
-                c.arg(*a);
-            }
-            c.query::<Value>(con)
-        };
-        let r = match call("EVALSHA", script.get_hash(), con) {
+        let r = match Self::command("EVALSHA", script.get_hash(), keys, who, args).query(con) {
             Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
-                call("EVAL", script.code, con)
+                Self::command("EVAL", script.code, keys, who, args).query::<Value>(con)
             }
             r => r,
         };
@@ -204,8 +192,14 @@ impl Scripts {
 
     /// The `EVALSHA` of `script` (the command a pipeline sends).
     fn evalsha(script: &Script, keys: &Keys, who: Who<'_>, args: &[&str]) -> redis::Cmd {
-        let mut c = redis::cmd("EVALSHA");
-        c.arg(script.get_hash()).arg(keys.keys.len());
+        Self::command("EVALSHA", script.get_hash(), keys, who, args)
+    }
+
+    /// `verb` (`EVALSHA` or `EVAL`) of `first` (the script's hash or source)
+    /// with every key of the semaphore, the session's arguments and `args`.
+    fn command(verb: &str, first: &str, keys: &Keys, who: Who<'_>, args: &[&str]) -> redis::Cmd {
+        let mut c = redis::cmd(verb);
+        c.arg(first).arg(keys.keys.len());
         for k in &keys.keys {
             c.arg(k);
         }
