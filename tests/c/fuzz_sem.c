@@ -30,8 +30,9 @@
  *   SIGSTOP/SIGCONT and fork() from a worker thread; the count of permits
  *   the library reported granted lives in shared memory. Unless --no-resize,
  *   the total changes online: workers call volt_sem_set_total (a random
- *   1..M, growing and shrinking), a third of the opens use VOLT_OPEN_RESIZE,
- *   workers close the semaphore and whoever then sees VOLT_CLOSED may
+ *   1..M, growing and shrinking; wake callbacks too, on the doorbell
+ *   thread), a third of the opens use VOLT_OPEN_RESIZE, workers close the
+ *   semaphore and whoever then sees VOLT_CLOSED (a callback too) may
  *   volt_sem_reopen it. Every change of the total is logged in shared memory
  *   (see `arena`), which bounds the totals in force between two moments;
  *   the driver prefers a resizer caught inside its change as the next kill.
@@ -642,6 +643,8 @@ static void resize_op(worker *k);
 static void close_op(worker *k);
 static void inspect_op(worker *k);
 static void note_failed_above(void);
+static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us);
+static void maybe_reopen_now(worker *k);
 
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
@@ -714,6 +717,13 @@ static void t_wake(void *p) {
     volt_status s = volt_waiter_status(&t->w);
     /* (A request failed as above the total reads VOLT_CLOSED here.) */
     if (s != VOLT_OK && s != VOLT_CLOSED) violation(k->c, "status %s inside the callback", st(s));
+    /* Sometimes the callback changes the total, or reopens (it must not
+     * block: no wait for the log's lock; its own random choice, from the
+     * request's sequence number, since the owner's generator is the owner's). */
+    if (k->resize && t->seq % 16 == 7) {
+        if (s == VOLT_CLOSED && t->seq % 32 == 7) maybe_reopen_now(k);
+        else resize_to(k, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
+    }
     /* Sometimes the callback collects the grant and passes it on at once. */
     if ((t->seq & 3) == 1) {
         volt_status c = volt_sem_cancel(k->sem, &t->w, NULL);
@@ -1009,6 +1019,7 @@ typedef struct {
     atomic_long resizes, open_resizes, resolved, rlock_dead, closes, reopens, inspects, debts;
     atomic_long failed_above, max_debt;
     atomic_int resizer; /* the pid of the process between its resize steps, or 0 */
+    atomic_int in_call; /* the pid of the process inside volt_sem_set_total, or 0 */
 } arena;
 
 static arena *A;
@@ -1073,20 +1084,20 @@ static bool rlock_take(long ms) {
     return e == 0;
 }
 
-/* A worker changes the total to a random 1..max total. */
-static void resize_op(worker *k) {
-    unsigned n = 1 + rng_below(&k->rng, (unsigned)k->c->total);
-    if (!rlock_take(100)) return; /* a resizer stopped: another time */
+/* Changes the total to `n` through the log; `pause` 1 or 2: a few ms
+ * before or after the call, for the driver to kill a resizer there (then the
+ * total is the old or the new one). */
+static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us) {
+    if (!rlock_take(wait_ms)) return; /* a resizer stopped: another time */
     atomic_store(&A->resizer, (int)getpid());
     long lo, hi;
     log_last(&lo, &hi);
     log_append(lo < n ? lo : n, hi > n ? hi : n);
-    /* A few ms between the steps, before or after the call, for the driver
-     * to kill a resizer there (then the total is the old or the new one). */
-    unsigned pause = rng_below(&k->rng, 4);
-    if (pause == 1) sleep_us(rng_below(&k->rng, 8000));
+    if (pause == 1) sleep_us(pause_us);
+    atomic_store(&A->in_call, (int)getpid());
     volt_status s = volt_sem_set_total(k->sem, n);
-    if (pause == 2) sleep_us(rng_below(&k->rng, 8000));
+    atomic_store(&A->in_call, 0);
+    if (pause == 2) sleep_us(pause_us);
     cov(k->c, 4, s);
     if (s == VOLT_OK) {
         log_append(n, n);
@@ -1100,6 +1111,13 @@ static void resize_op(worker *k) {
     pthread_mutex_unlock(&A->rlock);
 }
 
+/* A worker changes the total to a random 1..max total. */
+static void resize_op(worker *k) {
+    unsigned n = 1 + rng_below(&k->rng, (unsigned)k->c->total);
+    unsigned pause = rng_below(&k->rng, 4);
+    resize_to(k, n, 100, pause, rng_below(&k->rng, 8000));
+}
+
 /* Closes the semaphore for every process; the workers that see VOLT_CLOSED
  * reopen it (a few calls later). */
 static void close_op(worker *k) {
@@ -1109,6 +1127,12 @@ static void close_op(worker *k) {
 }
 
 static void note_failed_above(void) { atomic_fetch_add(&A->failed_above, 1); }
+
+static void maybe_reopen_now(worker *k) {
+    volt_status s = volt_sem_reopen(k->sem);
+    if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
+    else atomic_fetch_add(&A->reopens, 1);
+}
 
 static void maybe_reopen(worker *k) {
     if (!k->resize || rng_below(&k->rng, 4) != 0) return;
@@ -1367,7 +1391,7 @@ static bool wait_stopped(pid_t pid) {
 }
 
 typedef struct {
-    long kills, stops, hangs, reaped, resizer_kills;
+    long kills, stops, hangs, reaped, resizer_kills, killed_in_call;
 } driver_stats;
 
 /* Reaps every ended process (the driver is the subreaper of the forked
@@ -1575,6 +1599,7 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
              * pushes the count down, never up. Then a replacement. */
             if (kill(pid, SIGSTOP) != 0) continue;
             if (wait_stopped(pid)) take_off(v);
+            if (o->resize && atomic_load(&A->in_call) == pid) d.killed_in_call++;
             kill(pid, SIGKILL);
             d.kills++;
             if (now_s() < until - 0.3) spawn_proc(rng_next(&r), threads, until, o->fork);
@@ -1614,10 +1639,11 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
            ok ? "" : "  FAIL");
     if (o->resize)
         printf("       totals 1-%ld: %ld set_total, %ld opens with VOLT_OPEN_RESIZE, %ld resizers killed "
-               "between their steps (%ld left the total unknown, %ld of those found by an open), %ld "
+               "between their steps (%ld inside set_total; %ld left the total unknown, %ld of those found by an open), %ld "
                "closes, %ld reopens, %ld requests failed as above the total, %ld inspections (%ld "
                "in a debt, up to %ld)\n",
                A->c.total, atomic_load(&A->resizes), atomic_load(&A->open_resizes), d.resizer_kills,
+               d.killed_in_call,
                atomic_load(&A->rlock_dead), atomic_load(&A->resolved), atomic_load(&A->closes),
                atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
                atomic_load(&A->debts), atomic_load(&A->max_debt));
