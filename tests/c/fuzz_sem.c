@@ -644,7 +644,7 @@ static void close_op(worker *k);
 static void inspect_op(worker *k);
 static void note_failed_above(void);
 static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us);
-static void maybe_reopen_now(worker *k);
+static void reopen_now(worker *k);
 
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
@@ -721,7 +721,7 @@ static void t_wake(void *p) {
      * block: no wait for the log's lock; its own random choice, from the
      * request's sequence number, since the owner's generator is the owner's). */
     if (k->resize && t->seq % 16 == 7) {
-        if (s == VOLT_CLOSED && t->seq % 32 == 7) maybe_reopen_now(k);
+        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k);
         else resize_to(k, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
     }
     /* Sometimes the callback collects the grant and passes it on at once. */
@@ -1128,7 +1128,7 @@ static void close_op(worker *k) {
 
 static void note_failed_above(void) { atomic_fetch_add(&A->failed_above, 1); }
 
-static void maybe_reopen_now(worker *k) {
+static void reopen_now(worker *k) {
     volt_status s = volt_sem_reopen(k->sem);
     if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
     else atomic_fetch_add(&A->reopens, 1);
