@@ -2,13 +2,16 @@
  *
  *   fuzz_sem model   [--seed S] [--seeds N] [--ops K] [--seconds T]
  *   fuzz_sem threads [--seed S] [--seeds N] [--seconds T]
- *   fuzz_sem shared  [--seed S] [--runs N] [--seconds T] [--total P]
+ *   fuzz_sem shared  [--seed S] [--runs N] [--seconds T] [--total P] [--max-total M]
  *                    [--procs N] [--threads N] [--no-kill] [--no-fork] [--no-stop]
+ *                    [--no-resize]
  *
  * model: one thread drives a local semaphore through random operation
  *   sequences (acquire with a wake callback, try_acquire, a blocking acquire
  *   with timeout 0, release, cancel, try_cancel, status, available, close,
- *   bad input) and checks every return value, every status, the order of
+ *   bad input, and the calls for named and Redis semaphores only: set_total,
+ *   reopen and census answer VOLT_UNSUPPORTED, total_permits 0) and checks
+ *   every return value, every status, the order of
  *   the wake callbacks and the permits against a reference model of the
  *   semaphore (its queue, weights, partial grants, the per-thread
  *   callback trampoline, cancel and close outcomes). The callbacks act too:
@@ -25,14 +28,40 @@
  *   1-3 threads, with random SIGKILL (the victim is stopped first and its
  *   share of the count taken off, so every race pushes the count down),
  *   SIGSTOP/SIGCONT and fork() from a worker thread; the count of permits
- *   the library reported granted lives in shared memory. At the end a fresh
- *   process must acquire the whole total.
+ *   the library reported granted lives in shared memory. Unless --no-resize,
+ *   the total changes online: workers call volt_sem_set_total (a random
+ *   1..M, growing and shrinking; wake callbacks too, on the doorbell
+ *   thread), a third of the opens use VOLT_OPEN_RESIZE, workers close the
+ *   semaphore and whoever then sees VOLT_CLOSED (a callback too) may
+ *   volt_sem_reopen it. Every change of the total is logged in shared memory
+ *   (see `arena`), which bounds the totals in force between two moments;
+ *   the driver prefers a resizer caught inside its change as the next kill.
+ *   Checked, besides the fixed-total invariants: a grant never makes the
+ *   count exceed every total in force since its request began (permits held
+ *   above a new, smaller total are legal until returned: a shrink's debt);
+ *   a request fails as above the total (VOLT_INVALID_ARGUMENT from an
+ *   acquire or its cancel, VOLT_CLOSED in its callback) only if some total
+ *   since it began was below its size; a request still queued when
+ *   cancelled never saw a total below its size; total_permits, available
+ *   and volt_sem_inspect's total lie within the logged totals; inspect
+ *   conserves the permits (available is the total minus what is held or
+ *   granted, 0 in a debt); an open without the flag succeeds with the
+ *   total in force (after a resizer was killed inside, with exactly one of
+ *   its old and new totals); set_total and reopen on a parent's handle in a
+ *   forked child answer VOLT_FORKED. At the end a fresh process must acquire
+ *   the whole total: with resizes, it opens with the total in force,
+ *   reopens, checks inspect (nothing used, all available; census is for
+ *   Redis semaphores: VOLT_UNSUPPORTED here), sets a final total by an open
+ *   with VOLT_OPEN_RESIZE, acquires it whole, shrinks by one below what it
+ *   holds (inspect: nothing available, one held above the total), pays the
+ *   debt with one release and acquires the new total whole.
  *
  * Every run prints its seed; the same seed replays the same operation
  * choices (the model mode exactly; the concurrent modes up to scheduling).
  * The closing line is "fuzz-MODE: N passed, M failed" (tests/run.sh). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -82,7 +111,8 @@ typedef struct {
     double seconds;
     unsigned total;
     unsigned procs, threads;
-    bool kill, fork, stop;
+    bool kill, fork, stop, resize;
+    unsigned max_total;
 } options;
 
 /* ================================================================= model */
@@ -368,6 +398,15 @@ static void model_step(model *m, const op *o) {
         EXPECT(m, volt_sem_acquire(m->sem, &m->w[s], 0, model_wake, &m->ctx[s]),
                VOLT_INVALID_ARGUMENT, "acquire(0)");
         EXPECT(m, volt_sem_release(m->sem, 0), VOLT_INVALID_ARGUMENT, "release(0)");
+        /* The calls for named and Redis semaphores refuse a local one. */
+        EXPECT(m, volt_sem_set_total(m->sem, n), VOLT_UNSUPPORTED, "set_total of a local semaphore");
+        EXPECT(m, volt_sem_reopen(m->sem), VOLT_UNSUPPORTED, "reopen of a local semaphore");
+        {
+            volt_census cs;
+            EXPECT(m, volt_sem_census(m->sem, &cs), VOLT_UNSUPPORTED, "census of a local semaphore");
+        }
+        if (volt_sem_total_permits(m->sem) != 0)
+            mfail(m, "total_permits of a local semaphore %zu, not 0", volt_sem_total_permits(m->sem));
         break;
     }
     if (m->plen != 0) mfail(m, "%d callbacks the model expects did not run", m->plen);
@@ -521,14 +560,17 @@ typedef struct {
     long seq;               /* the owner's enqueue order */
     atomic_int calls;       /* callbacks for this request */
     atomic_int ended;       /* the owner ended this request */
-    atomic_int collected;   /* the callback collected the grant itself */
+    atomic_int collected;   /* the callback collected the outcome: 1 granted, 2 closed, 3 failed */
+    long s0, sa;            /* the resize sequence at the call and once it returned PENDING */
     bool busy;
 } twaiter;
+
+enum { KINDS = 5, NST = 9 }; /* the statuses up to VOLT_INVALID_ARGUMENT, then "other" */
 
 typedef struct {
     atomic_long in_use, peak, violations;
     atomic_long ops, grants, callbacks;
-    atomic_long outcome[4][8]; /* per kind of call, a few statuses: coverage */
+    atomic_long outcome[KINDS][NST]; /* per kind of call, its statuses: coverage */
     long total;
 } counts;
 
@@ -542,6 +584,8 @@ struct worker {
     size_t held;
     double until;
     bool may_close;
+    bool resize;        /* shared mode: the total changes (set_total, OPEN_RESIZE, close/reopen) */
+    long s0;            /* the resize sequence when this operation began */
     atomic_long *share; /* this process's share of the count (shared mode) */
 };
 
@@ -549,17 +593,21 @@ static void note_event(int op, long n, long in_use);
 static void (*on_violation)(void);
 
 static void cov(counts *c, int kind, volt_status s) {
-    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < 7 ? s : 7], 1);
+    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < NST - 1 ? s : NST - 1], 1);
 }
 
 /* What the calls returned, so that a run shows which outcomes it reached. */
 static void print_cov(counts *c) {
-    static const char *kinds[] = {"try_acquire", "acquire_blocking", "acquire", "cancel"};
-    for (int k = 0; k < 4; k++) {
+    static const char *kinds[KINDS] = {"try_acquire", "acquire_blocking", "acquire", "cancel",
+                                       "set_total"};
+    for (int k = 0; k < KINDS; k++) {
+        bool any = false;
+        for (int s = 0; s < NST; s++) any |= atomic_load(&c->outcome[k][s]) != 0;
+        if (!any) continue;
         printf("       %-17s", kinds[k]);
-        for (int s = 0; s < 8; s++) {
+        for (int s = 0; s < NST; s++) {
             long v = atomic_load(&c->outcome[k][s]);
-            if (v) printf(" %s %ld", s < 7 ? st(s) + 5 : "other", v);
+            if (v) printf(" %s %ld", s < NST - 1 ? st(s) + 5 : "other", v);
         }
         printf("\n");
     }
@@ -568,8 +616,8 @@ static void print_cov(counts *c) {
 static counts coverage; /* every run's outcomes, summed */
 
 static void add_cov(const counts *c) {
-    for (int k = 0; k < 4; k++)
-        for (int s = 0; s < 8; s++) atomic_fetch_add(&coverage.outcome[k][s], atomic_load(&c->outcome[k][s]));
+    for (int k = 0; k < KINDS; k++)
+        for (int s = 0; s < NST; s++) atomic_fetch_add(&coverage.outcome[k][s], atomic_load(&c->outcome[k][s]));
 }
 
 static void violation(counts *c, const char *fmt, ...) {
@@ -584,11 +632,34 @@ static void violation(counts *c, const char *fmt, ...) {
     }
 }
 
+/* The totals that may have been in force since the resize sequence was at
+ * `s0` (shared mode with resizes; otherwise the fixed total): the smallest
+ * and the largest. Defined with the shared mode's log of totals. */
+static void total_bounds(const worker *k, long s0, long *lo, long *hi);
+static long rseq_now(const worker *k);
+static bool log_entry(long q, long *lo, long *hi);
+static void maybe_reopen(worker *k);
+static void resize_op(worker *k);
+static void close_op(worker *k);
+static void inspect_op(worker *k);
+static void note_failed_above(void);
+static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us);
+static void reopen_now(worker *k);
+
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
  * last, so a victim stopped anywhere in between has a share at least what it
- * added to the count: taking its share off can only push the count down. */
-static void count_grant(worker *k, size_t n) {
+ * added to the count: taking its share off can only push the count down.
+ *
+ * So the count never exceeds what the library has in use (held, granted or
+ * partly granted). That rises only by a grant from free permits or by a grow
+ * (a shrink's debt shuts both until paid), so it never exceeds the total in
+ * force at its last rise; and since the grant reported now (made after the
+ * call that asked for it began, when the resize sequence was `s0`), the
+ * largest total in force since `s0` bounds it. Permits held above a new,
+ * smaller total are legal until returned; a grant that makes the count
+ * exceed every total in force since its request began is not. */
+static void count_grant(worker *k, size_t n, long s0) {
     counts *c = k->c;
     if (k->share) atomic_fetch_add(k->share, (long)n);
     long now = atomic_fetch_add(&c->in_use, (long)n) + (long)n;
@@ -597,15 +668,33 @@ static void count_grant(worker *k, size_t n) {
     long p = atomic_load(&c->peak);
     while (now > p && !atomic_compare_exchange_weak(&c->peak, &p, now)) {
     }
-    if (now > c->total)
-        violation(c, "over-grant: %ld permits reported held of %ld (pid %d, +%zu)", now, c->total,
-                  (int)getpid(), n);
+    long lo, hi;
+    total_bounds(k, s0, &lo, &hi);
+    if (now > hi)
+        violation(c, "over-grant: %ld permits reported held, the total in force since the request "
+                     "was at most %ld (pid %d, +%zu)", now, hi, (int)getpid(), n);
+    else if ((long)n > hi)
+        violation(c, "a grant of %zu, above every total in force since the request (at most %ld)", n, hi);
 }
 
 static void count_release(worker *k, size_t n) {
     counts *c = k->c;
     long now = atomic_fetch_sub(&c->in_use, (long)n) - (long)n;
     if (k->share) atomic_fetch_sub(k->share, (long)n), note_event(-1, (long)n, now);
+}
+
+/* A request of `n` that failed as above the total (VOLT_INVALID_ARGUMENT from
+ * an acquire or a cancel): some total in force since `s0` must have been
+ * below `n` (a shrink fails only the requests above the new total). */
+static void failed_above(worker *k, size_t n, long s0, const char *what) {
+    long lo, hi;
+    total_bounds(k, s0, &lo, &hi);
+    if (!k->resize) violation(k->c, "%s of %zu returned VOLT_INVALID_ARGUMENT (total %ld)", what, n, hi);
+    else if ((long)n <= lo)
+        violation(k->c, "%s of %zu failed as above the total, but every total in force since the "
+                        "request was at least %ld", what, n, lo);
+    else
+        note_failed_above();
 }
 
 /* A grant that did not queue behind this thread's own requests still queued
@@ -626,14 +715,28 @@ static void t_wake(void *p) {
     if (atomic_load(&t->ended)) violation(k->c, "a callback after its request ended");
     if (atomic_fetch_add(&t->calls, 1) != 0) violation(k->c, "a callback called twice");
     volt_status s = volt_waiter_status(&t->w);
+    /* (A request failed as above the total reads VOLT_CLOSED here.) */
     if (s != VOLT_OK && s != VOLT_CLOSED) violation(k->c, "status %s inside the callback", st(s));
+    /* Sometimes the callback changes the total, or reopens (it must not
+     * block: no wait for the log's lock; its own random choice, from the
+     * request's sequence number, since the owner's generator is the owner's). */
+    if (k->resize && t->seq % 16 == 7) {
+        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k);
+        else resize_to(k, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
+    }
     /* Sometimes the callback collects the grant and passes it on at once. */
     if ((t->seq & 3) == 1) {
         volt_status c = volt_sem_cancel(k->sem, &t->w, NULL);
         if (c == VOLT_OK || c == VOLT_CLOSED) atomic_store(&t->collected, c == VOLT_OK ? 1 : 2);
         if (c == VOLT_OK) {
-            count_grant(k, t->n);
+            if (s != VOLT_OK) violation(k->c, "status %s in the callback, then its cancel VOLT_OK", st(s));
+            count_grant(k, t->n, t->s0);
             release_n(k, t->n);
+        } else if (c == VOLT_INVALID_ARGUMENT && k->resize) {
+            atomic_store(&t->collected, 3);
+            if (s != VOLT_CLOSED)
+                violation(k->c, "a request failed above the total read %s in its callback", st(s));
+            failed_above(k, t->n, t->s0, "an acquire (collected in its callback)");
         } else if (c != VOLT_CLOSED) {
             violation(k->c, "cancel inside the callback returned %s", st(c));
         }
@@ -644,6 +747,9 @@ static void t_wake(void *p) {
 static void end_request(worker *k, twaiter *t, bool try_first) {
     size_t r = 0;
     volt_status s;
+    /* The request was queued (or already granted) all the while the resize
+     * sequence went from t->sa to sb. */
+    long sb = rseq_now(k);
     if (try_first) {
         while ((s = volt_sem_try_cancel(k->sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
     } else {
@@ -657,7 +763,7 @@ static void end_request(worker *k, twaiter *t, bool try_first) {
     case VOLT_OK:
         if (atomic_load(&t->collected))
             violation(k->c, "owner's cancel returned VOLT_OK after the callback collected the outcome");
-        count_grant(k, t->n);
+        count_grant(k, t->n, t->s0);
         k->held += t->n;
         if (t->seq > k->max_seen_grant) k->max_seen_grant = t->seq;
         break;
@@ -667,11 +773,29 @@ static void end_request(worker *k, twaiter *t, bool try_first) {
             violation(k->c, "FIFO: request %ld was still queued after a later request %ld of the "
                             "same thread was granted",
                       t->seq, k->max_seen_grant);
+        if (k->resize) {
+            /* Still queued at the cancel: a total below its size while it
+             * was queued should have failed it then. */
+            for (long q = t->sa; q <= sb; q++) {
+                long lo, hi;
+                if (log_entry(q, &lo, &hi) && hi < (long)t->n) {
+                    violation(k->c, "a request of %zu stayed queued (then cancelled) although the "
+                                    "total was at most %ld while it waited", t->n, hi);
+                    break;
+                }
+            }
+        }
         break;
     case VOLT_IDLE:
         if (!atomic_load(&t->collected)) violation(k->c, "cancel returned VOLT_IDLE, nothing collected");
         break;
     case VOLT_CLOSED:
+        maybe_reopen(k);
+        break;
+    case VOLT_INVALID_ARGUMENT:
+        if (atomic_load(&t->collected))
+            violation(k->c, "owner's cancel returned VOLT_INVALID_ARGUMENT after the callback collected it");
+        failed_above(k, t->n, t->s0, "an acquire (its cancel)");
         break;
     default:
         violation(k->c, "cancel returned %s", st(s));
@@ -684,7 +808,26 @@ static void worker_step(worker *k) {
     counts *c = k->c;
     atomic_fetch_add(&c->ops, 1);
     unsigned total = (unsigned)c->total;
-    size_t n = 1 + rng_below(&k->rng, total);
+    size_t n;
+    k->s0 = rseq_now(k);
+    if (k->resize) {
+        /* Mostly a request the total in force admits; sometimes any size up
+         * to the largest total (failing, or waiting for a grow). */
+        unsigned y = rng_below(&k->rng, 6000);
+        if (y < 13) {
+            if (y < 4) resize_op(k);
+            else if (y < 5) close_op(k);
+            else inspect_op(k);
+            return;
+        }
+        size_t cur = volt_sem_total_permits(k->sem);
+        long lo, hi;
+        total_bounds(k, k->s0, &lo, &hi);
+        if ((long)cur < lo || (long)cur > hi)
+            violation(c, "total_permits %zu, the totals in force were %ld to %ld", cur, lo, hi);
+        total = rng_below(&k->rng, 8) == 0 || cur == 0 ? (unsigned)c->total : (unsigned)cur;
+    }
+    n = 1 + rng_below(&k->rng, total);
     unsigned x = rng_below(&k->rng, 100);
     /* Holders give back often, and a woken request is collected soon, or the
      * others mostly see "would block". */
@@ -702,14 +845,18 @@ static void worker_step(worker *k) {
     if (x < 15) {
         volt_status s = volt_sem_try_acquire(k->sem, n);
         cov(c, 0, s);
-        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
-        else if (s != VOLT_WOULD_BLOCK && s != VOLT_CLOSED) violation(c, "try_acquire: %s", st(s));
+        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "try_acquire");
+        else if (s == VOLT_CLOSED) maybe_reopen(k);
+        else if (s != VOLT_WOULD_BLOCK) violation(c, "try_acquire: %s", st(s));
     } else if (x < 35) {
         int64_t ns = (int64_t)rng_below(&k->rng, 3000) * 1000;
         volt_status s = volt_sem_acquire_blocking(k->sem, n, ns);
         cov(c, 1, s);
-        if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
-        else if (s != VOLT_TIMED_OUT && s != VOLT_CLOSED) violation(c, "acquire_blocking: %s", st(s));
+        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire_blocking");
+        else if (s == VOLT_CLOSED) maybe_reopen(k);
+        else if (s != VOLT_TIMED_OUT) violation(c, "acquire_blocking: %s", st(s));
     } else if (x < 60) {
         twaiter *t = &k->tw[rng_below(&k->rng, 3)];
         if (t->busy) {
@@ -717,14 +864,17 @@ static void worker_step(worker *k) {
         } else {
             t->n = n;
             t->seq = ++k->next_seq;
+            t->s0 = k->s0;
             atomic_store(&t->calls, 0);
             atomic_store(&t->ended, 0);
             atomic_store(&t->collected, 0);
             volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
             cov(c, 2, s);
-            if (s == VOLT_PENDING) t->busy = true;
-            else if (s == VOLT_OK) count_grant(k, n), k->held += n, saw_immediate_grant(k);
-            else if (s != VOLT_CLOSED && s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
+            if (s == VOLT_PENDING) t->busy = true, t->sa = rseq_now(k);
+            else if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+            else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire");
+            else if (s == VOLT_CLOSED) maybe_reopen(k);
+            else if (s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
         }
     } else if (x < 75) {
         if (rng_below(&k->rng, 4) == 0) sleep_us(rng_below(&k->rng, 200));
@@ -740,7 +890,9 @@ static void worker_step(worker *k) {
         if (s != VOLT_OK) violation(c, "close: %s", st(s));
     } else {
         size_t a = volt_sem_available_permits(k->sem);
-        if (a > (size_t)total) violation(c, "available_permits %zu above the total %u", a, total);
+        long lo, hi;
+        total_bounds(k, k->s0, &lo, &hi);
+        if ((long)a > hi) violation(c, "available_permits %zu above the total (at most %ld)", a, hi);
     }
 }
 
@@ -837,7 +989,21 @@ typedef struct {
 } event;
 
 /* Shared by the driver and every process of a run (MAP_SHARED, inherited by
- * fork): the count, the processes, the last accounting events. */
+ * fork): the count, the processes, the last accounting events, and the log of
+ * the totals.
+ *
+ * The log of the totals (resize runs): every change of the total (a worker's
+ * volt_sem_set_total, an open with VOLT_OPEN_RESIZE) is made under `rlock`
+ * (a robust process-shared mutex: a holder killed inside frees it) in three
+ * steps: append an entry {lo, hi} covering the old total and the new one,
+ * make the call, append {n, n}. Each entry is written before `rseq` points
+ * at it, so while `rseq` is q the total in force is within entry q: the
+ * totals in force between two readings of `rseq` are within the entries
+ * between them. A resizer killed between its steps leaves its covering entry
+ * as the last one; the next opener resolves it (an open without
+ * VOLT_OPEN_RESIZE succeeds with exactly one of the two totals). */
+enum { RLOG = 4096 };
+
 typedef struct {
     counts c;
     atomic_int stop;
@@ -846,10 +1012,184 @@ typedef struct {
     atomic_long ring_pos;
     event ring[RING];
     double t0;
+    bool resize;
+    pthread_mutex_t rlock;
+    atomic_long rseq;
+    atomic_long rlo[RLOG], rhi[RLOG];
+    atomic_long resizes, open_resizes, resolved, rlock_dead, closes, reopens, inspects, debts;
+    atomic_long failed_above, max_debt;
+    atomic_int resizer; /* the pid of the process between its resize steps, or 0 */
+    atomic_int in_call; /* the pid of the process inside volt_sem_set_total, or 0 */
 } arena;
 
 static arena *A;
 static char shm_name[64];
+
+static long rseq_now(const worker *k) { return k->resize ? atomic_load(&A->rseq) : 0; }
+
+/* Entry q of the log, if the ring still holds it. */
+static bool log_entry(long q, long *lo, long *hi) {
+    long s = atomic_load(&A->rseq);
+    if (q > s || s - q >= RLOG - 8) return false;
+    *lo = atomic_load(&A->rlo[q % RLOG]);
+    *hi = atomic_load(&A->rhi[q % RLOG]);
+    return atomic_load(&A->rseq) - q < RLOG - 8; /* not overwritten meanwhile */
+}
+
+static void total_bounds(const worker *k, long s0, long *lo, long *hi) {
+    *lo = *hi = k->c->total;
+    if (!k->resize) return;
+    long s1 = atomic_load(&A->rseq), l = LONG_MAX, h = 0;
+    for (long q = s0; q <= s1; q++) {
+        long a, b;
+        if (!log_entry(q, &a, &b)) {
+            *lo = 1, *hi = k->c->total; /* too many resizes since: any total of the run */
+            return;
+        }
+        if (a < l) l = a;
+        if (b > h) h = b;
+    }
+    *lo = l, *hi = h;
+}
+
+static void log_append(long lo, long hi) {
+    long s = atomic_load(&A->rseq) + 1;
+    atomic_store(&A->rlo[s % RLOG], lo);
+    atomic_store(&A->rhi[s % RLOG], hi);
+    atomic_store(&A->rseq, s);
+}
+
+/* The last entry: the total in force now (lo == hi), or the two a killed
+ * resizer left possible. Under rlock. */
+static void log_last(long *lo, long *hi) {
+    long s = atomic_load(&A->rseq);
+    *lo = atomic_load(&A->rlo[s % RLOG]);
+    *hi = atomic_load(&A->rhi[s % RLOG]);
+}
+
+static bool rlock_take(long ms) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_sec += ms / 1000;
+    ts.tv_nsec += (ms % 1000) * 1000000L;
+    if (ts.tv_nsec >= 1000000000L) ts.tv_sec++, ts.tv_nsec -= 1000000000L;
+    int e = pthread_mutex_timedlock(&A->rlock, &ts);
+    if (e == EOWNERDEAD) {
+        /* Its holder died between its steps: the log's last entry covers
+         * whatever it did. */
+        atomic_fetch_add(&A->rlock_dead, 1);
+        pthread_mutex_consistent(&A->rlock);
+        return true;
+    }
+    return e == 0;
+}
+
+/* Changes the total to `n` through the log; `pause` 1 or 2: a few ms
+ * before or after the call, for the driver to kill a resizer there (then the
+ * total is the old or the new one). */
+static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us) {
+    if (!rlock_take(wait_ms)) return; /* a resizer stopped: another time */
+    atomic_store(&A->resizer, (int)getpid());
+    long lo, hi;
+    log_last(&lo, &hi);
+    log_append(lo < n ? lo : n, hi > n ? hi : n);
+    if (pause == 1) sleep_us(pause_us);
+    atomic_store(&A->in_call, (int)getpid());
+    volt_status s = volt_sem_set_total(k->sem, n);
+    atomic_store(&A->in_call, 0);
+    if (pause == 2) sleep_us(pause_us);
+    cov(k->c, 4, s);
+    if (s == VOLT_OK) {
+        log_append(n, n);
+        atomic_fetch_add(&A->resizes, 1);
+        size_t t = volt_sem_total_permits(k->sem);
+        if (t != n) violation(k->c, "total_permits %zu right after set_total(%u)", t, n);
+    } else {
+        violation(k->c, "set_total(%u): %s", n, st(s));
+    }
+    atomic_store(&A->resizer, 0);
+    pthread_mutex_unlock(&A->rlock);
+}
+
+/* A worker changes the total to a random 1..max total. */
+static void resize_op(worker *k) {
+    unsigned n = 1 + rng_below(&k->rng, (unsigned)k->c->total);
+    unsigned pause = rng_below(&k->rng, 4);
+    resize_to(k, n, 100, pause, rng_below(&k->rng, 8000));
+}
+
+/* Closes the semaphore for every process; the workers that see VOLT_CLOSED
+ * reopen it (a few calls later). */
+static void close_op(worker *k) {
+    volt_status s = volt_sem_close(k->sem);
+    if (s != VOLT_OK) violation(k->c, "close: %s", st(s));
+    else atomic_fetch_add(&A->closes, 1);
+}
+
+static void note_failed_above(void) { atomic_fetch_add(&A->failed_above, 1); }
+
+static void reopen_now(worker *k) {
+    volt_status s = volt_sem_reopen(k->sem);
+    if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
+    else atomic_fetch_add(&A->reopens, 1);
+}
+
+static void maybe_reopen(worker *k) {
+    if (!k->resize || rng_below(&k->rng, 4) != 0) return;
+    volt_status s = volt_sem_reopen(k->sem);
+    if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
+    else atomic_fetch_add(&A->reopens, 1);
+}
+
+/* One snapshot of the whole semaphore (volt_sem_inspect, after it reclaimed
+ * what dead processes held) must conserve the permits: what is used (held,
+ * or granted to waiters) is at most the total plus a shrink's debt, and the
+ * debt (what is used beyond the total) leaves nothing available; without
+ * one, available is exactly the total minus what is used. */
+enum { IH = 96, IW = 256 };
+static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, volt_inspection *out) {
+    volt_holder *h = malloc(IH * sizeof *h);
+    volt_queued_waiter *w = malloc(IW * sizeof *w);
+    if (!h || !w) abort();
+    volt_inspection in;
+    volt_status s = volt_sem_inspect(sem, &in, h, IH, w, IW);
+    bool ok = s == VOLT_OK;
+    if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(c, "inspect: %s", st(s));
+    if (ok) {
+        long used = 0;
+        for (size_t i = 0; i < in.holders; i++) used += (long)h[i].permits;
+        for (size_t i = 0; i < in.waiters; i++) used += (long)w[i].granted;
+        long total = (long)in.total, want = total > used ? total - used : 0;
+        if ((long)in.available != want)
+            violation(c, "inspect: not conserved: total %ld, available %zu, held and granted %ld "
+                         "(%zu holders, %zu waiters): available should be %ld",
+                      total, in.available, used, in.holders, in.waiters, want);
+        if (in.waiters && in.available)
+            violation(c, "inspect: %zu permits available with %zu waiters queued", in.available, in.waiters);
+        if (used_out) *used_out = used;
+        if (out) *out = in;
+    }
+    free(h);
+    free(w);
+    return ok;
+}
+
+static void inspect_op(worker *k) {
+    long used = 0, lo, hi;
+    volt_inspection in;
+    if (!inspect_conserved(k->sem, k->c, &used, &in)) return;
+    total_bounds(k, k->s0, &lo, &hi); /* the snapshot's total was in force since s0 */
+    long t = (long)in.total;
+    if (t < lo || t > hi) violation(k->c, "inspect: total %ld, the totals in force were %ld to %ld", t, lo, hi);
+    atomic_fetch_add(&A->inspects, 1);
+    /* How far above the total the debt windows reached (coverage). */
+    if (used > t) {
+        atomic_fetch_add(&A->debts, 1);
+        long m = atomic_load(&A->max_debt);
+        while (used - t > m && !atomic_compare_exchange_weak(&A->max_debt, &m, used - t)) {
+        }
+    }
+}
 
 static void note_event(int op, long n, long in_use) {
     if (!A) return;
@@ -933,6 +1273,12 @@ static void *shared_thread(void *p) {
                  * parent's (its record's), not the child's. */
                 volt_status s = volt_sem_try_acquire(k->sem, 1);
                 if (s != VOLT_FORKED) violation(k->c, "a parent's handle in a forked child: %s", st(s));
+                if (k->resize) {
+                    if ((s = volt_sem_set_total(k->sem, 1)) != VOLT_FORKED)
+                        violation(k->c, "set_total on a parent's handle in a forked child: %s", st(s));
+                    if ((s = volt_sem_reopen(k->sem)) != VOLT_FORKED)
+                        violation(k->c, "reopen on a parent's handle in a forked child: %s", st(s));
+                }
                 volt_sem_free(k->sem);
                 proc_main(me, cseed, 1 + (unsigned)(cseed % 2), cuntil, false, 1);
                 _exit(0);
@@ -943,23 +1289,60 @@ static void *shared_thread(void *p) {
     return NULL;
 }
 
+/* Opens the run's semaphore. Resize runs: under rlock, either with a new
+ * total and VOLT_OPEN_RESIZE (a third of the opens), or with the total in
+ * force and no flag, which must succeed: with the last entry's total, or,
+ * after a resizer died between its steps, with exactly one of the two. */
+static const volt_sem *open_shared(uint64_t *r) {
+    const volt_sem *sem = NULL;
+    volt_status s;
+    if (!A->resize) {
+        s = volt_sem_open(shm_name, (size_t)A->c.total, 0, &sem);
+        if (s != VOLT_OK) violation(&A->c, "volt_sem_open: %s", st(s));
+        return sem;
+    }
+    /* Longer than a forked child stuck inside (its alarm: 15 s) may take. */
+    if (!rlock_take(30000)) {
+        violation(&A->c, "the fuzzer's resize lock stayed held for 30 s");
+        return NULL;
+    }
+    long lo, hi, want;
+    log_last(&lo, &hi);
+    if (rng_below(r, 3) == 0) {
+        want = 1 + rng_below(r, (unsigned)A->c.total);
+        log_append(lo < want ? lo : want, hi > want ? hi : want);
+        s = volt_sem_open(shm_name, (size_t)want, VOLT_OPEN_RESIZE, &sem);
+        if (s == VOLT_OK) log_append(want, want), atomic_fetch_add(&A->open_resizes, 1);
+        else violation(&A->c, "volt_sem_open(total %ld, VOLT_OPEN_RESIZE): %s", want, st(s));
+    } else {
+        want = hi;
+        s = volt_sem_open(shm_name, (size_t)hi, 0, &sem);
+        if (s == VOLT_MISMATCH && lo != hi) want = lo, s = volt_sem_open(shm_name, (size_t)lo, 0, &sem);
+        if (s != VOLT_OK)
+            violation(&A->c, "volt_sem_open with the total in force (%ld, or %ld): %s", hi, lo, st(s));
+        else if (lo != hi)
+            log_append(want, want), atomic_fetch_add(&A->resolved, 1);
+    }
+    if (s == VOLT_OK && volt_sem_total_permits(sem) != (size_t)want)
+        violation(&A->c, "opened with total %ld, total_permits %zu", want, volt_sem_total_permits(sem));
+    pthread_mutex_unlock(&A->rlock);
+    return sem;
+}
+
 static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth) {
     if (me < 0) return;
-    const volt_sem *sem = NULL;
-    volt_status s = volt_sem_open(shm_name, (size_t)A->c.total, 0, &sem);
-    if (s != VOLT_OK) {
-        violation(&A->c, "volt_sem_open: %s", st(s));
-        return;
-    }
+    uint64_t r = seed;
+    const volt_sem *sem = open_shared(&r);
+    if (!sem) return;
     if (depth) atomic_fetch_add(&A->fork_opens, 1);
     sthread all[3];
     pthread_t t[3];
-    uint64_t r = seed;
     if (threads > 3) threads = 3;
     for (unsigned j = 0; j < threads; j++) {
         worker_init(&all[j].k, sem, &A->c, rng_next(&r));
         all[j].k.until = until;
         all[j].k.share = &A->procs[me].share;
+        all[j].k.resize = A->resize;
         all[j].may_fork = may_fork;
         all[j].depth = depth;
     }
@@ -1008,7 +1391,7 @@ static bool wait_stopped(pid_t pid) {
 }
 
 typedef struct {
-    long kills, stops, hangs, reaped;
+    long kills, stops, hangs, reaped, resizer_kills, killed_in_call;
 } driver_stats;
 
 /* Reaps every ended process (the driver is the subreaper of the forked
@@ -1068,6 +1451,107 @@ static int random_victim(uint64_t *r) {
     return k ? cand[rng_below(r, (unsigned)k)] : -1;
 }
 
+/* The end of a run without resizes: a fresh process (this one) gets the
+ * whole total: the dead ones' permits and requests came back. */
+static void final_fixed(unsigned total) {
+    const volt_sem *sem = NULL;
+    volt_status s = volt_sem_open(shm_name, total, 0, &sem);
+    if (s == VOLT_OK) {
+        s = volt_sem_acquire_blocking(sem, total, 20LL * 1000000000);
+        if (s != VOLT_OK) {
+            violation(&A->c, "at the end acquire_blocking(total %u): %s", total, st(s));
+        } else {
+            if (volt_sem_release(sem, total) != VOLT_OK) violation(&A->c, "final release failed");
+            size_t a = volt_sem_available_permits(sem);
+            if (a != total) violation(&A->c, "at the end %zu available of %u", a, total);
+        }
+        volt_sem_free(sem);
+    } else {
+        violation(&A->c, "at the end volt_sem_open: %s", st(s));
+    }
+}
+
+#define END_CHECK(call, want, what)                                                         \
+    do {                                                                                    \
+        volt_status g_ = (call);                                                            \
+        if (g_ != (want)) violation(&A->c, "at the end %s: %s, not %s", (what), st(g_), st(want)); \
+    } while (0)
+
+/* The end of a resize run, every process gone: a fresh process (this one)
+ * opens with the total in force (exactly one of two if a resizer died
+ * inside); the semaphore is reopened; inspect conserves; an open with
+ * VOLT_OPEN_RESIZE sets a final total, which it acquires whole; a shrink
+ * below what it holds leaves a debt (inspect: nothing available, held above
+ * the total) that the first release pays, and then the new total is whole
+ * again. */
+static void final_resized(uint64_t *r) {
+    counts *c = &A->c;
+    long lo, hi, known;
+    log_last(&lo, &hi);
+    const volt_sem *sem = NULL, *sem2 = NULL;
+    volt_status s = volt_sem_open(shm_name, (size_t)hi, 0, &sem);
+    known = hi;
+    if (s == VOLT_MISMATCH && lo != hi) known = lo, s = volt_sem_open(shm_name, (size_t)lo, 0, &sem);
+    if (s != VOLT_OK) {
+        violation(c, "at the end volt_sem_open with the total in force (%ld, or %ld): %s", hi, lo, st(s));
+        return;
+    }
+    if (volt_sem_total_permits(sem) != (size_t)known)
+        violation(c, "at the end total_permits %zu, opened with %ld", volt_sem_total_permits(sem), known);
+    /* The conservation count of a named semaphore is volt_sem_inspect's:
+     * volt_sem_census (with its debt field) is for Redis ones only. */
+    volt_census cs;
+    END_CHECK(volt_sem_census(sem, &cs), VOLT_UNSUPPORTED, "census of a named semaphore");
+    END_CHECK(volt_sem_reopen(sem), VOLT_OK, "reopen");
+    if (volt_sem_is_closed(sem)) violation(c, "at the end closed after reopen");
+    long used = -1;
+    volt_inspection in;
+    if (inspect_conserved(sem, c, &used, &in)) {
+        if (used != 0 || in.waiters != 0 || (long)in.total != known || (long)in.available != known)
+            violation(c, "at the end, nobody left: inspect says total %zu, available %zu, %ld used, %zu "
+                         "waiters (total %ld)", in.total, in.available, used, in.waiters, known);
+    }
+    /* A final total, set by an open (rolling deploy), at least 2 for the debt. */
+    size_t fin = 2 + rng_below(r, (unsigned)c->total);
+    END_CHECK(volt_sem_open(shm_name, (size_t)known + 1, 0, &sem2), VOLT_MISMATCH, "open with another total, no flag");
+    s = volt_sem_open(shm_name, fin, VOLT_OPEN_RESIZE, &sem2);
+    if (s != VOLT_OK) {
+        violation(c, "at the end volt_sem_open(%zu, VOLT_OPEN_RESIZE): %s", fin, st(s));
+        volt_sem_free(sem);
+        return;
+    }
+    if (volt_sem_total_permits(sem) != fin || volt_sem_total_permits(sem2) != fin)
+        violation(c, "at the end total_permits %zu and %zu after an open resized to %zu",
+                  volt_sem_total_permits(sem), volt_sem_total_permits(sem2), fin);
+    END_CHECK(volt_sem_acquire_blocking(sem, fin + 1, 0), VOLT_INVALID_ARGUMENT, "acquire above the total");
+    s = volt_sem_acquire_blocking(sem, fin, 20LL * 1000000000);
+    if (s != VOLT_OK) {
+        violation(c, "at the end acquire_blocking(total %zu): %s", fin, st(s));
+    } else {
+        END_CHECK(volt_sem_try_acquire(sem2, 1), VOLT_WOULD_BLOCK, "try_acquire with the total held");
+        /* The debt: shrink by one below what is held. */
+        END_CHECK(volt_sem_set_total(sem2, fin - 1), VOLT_OK, "set_total below what is held");
+        if (inspect_conserved(sem, c, &used, &in) &&
+            (used != (long)fin || in.total != fin - 1 || in.available != 0))
+            violation(c, "at the end, in a debt of 1: inspect says total %zu, available %zu, %ld used",
+                      in.total, in.available, used);
+        END_CHECK(volt_sem_try_acquire(sem2, 1), VOLT_WOULD_BLOCK, "try_acquire in a debt");
+        END_CHECK(volt_sem_release(sem, 1), VOLT_OK, "release paying the debt");
+        if (volt_sem_available_permits(sem) != 0)
+            violation(c, "at the end a release paying a debt made %zu available", volt_sem_available_permits(sem));
+        END_CHECK(volt_sem_release(sem, fin - 1), VOLT_OK, "release of the rest");
+        fin--;
+        if (volt_sem_available_permits(sem) != fin)
+            violation(c, "at the end %zu available of %zu", volt_sem_available_permits(sem), fin);
+        if (inspect_conserved(sem2, c, &used, &in) && (used != 0 || in.available != fin))
+            violation(c, "at the end inspect: %ld used, %zu available of %zu", used, in.available, fin);
+        END_CHECK(volt_sem_acquire_blocking(sem2, fin, 20LL * 1000000000), VOLT_OK, "acquire of the new total");
+        END_CHECK(volt_sem_release(sem2, fin), VOLT_OK, "release of the new total");
+    }
+    volt_sem_free(sem2);
+    volt_sem_free(sem);
+}
+
 static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out) {
     uint64_t r = seed;
     unsigned total = o->total ? o->total : 1 + rng_below(&r, 2);
@@ -1079,6 +1563,21 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
     memset(A, 0, sizeof *A);
     A->c.total = total;
     A->t0 = now_s();
+    A->resize = o->resize;
+    if (o->resize) {
+        /* The total starts at `total` and moves within 1..max total; the
+         * count's bound is the log's (c.total is the largest request). */
+        unsigned tmax = o->max_total > total ? o->max_total : total;
+        A->c.total = tmax;
+        atomic_store(&A->rlo[0], total);
+        atomic_store(&A->rhi[0], total);
+        pthread_mutexattr_t ma;
+        if (pthread_mutexattr_init(&ma) != 0 || pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED) != 0 ||
+            pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST) != 0 ||
+            pthread_mutex_init(&A->rlock, &ma) != 0)
+            abort();
+        pthread_mutexattr_destroy(&ma);
+    }
     double until = now_s() + seconds;
     driver_stats d = {0};
     for (unsigned i = 0; i < procs; i++) spawn_proc(rng_next(&r), threads, until, o->fork);
@@ -1088,6 +1587,10 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
         dump_stuck();
         unsigned x = rng_below(&r, 100);
         int v = random_victim(&r);
+        /* Half the time a resizer caught between its steps is the one. */
+        int rp = atomic_load(&A->resizer), rz = o->resize && rp > 0 ? find_proc(rp) : -1;
+        if (rz >= 0 && atomic_load(&A->procs[rz].counted) && rng_below(&r, 2) == 0)
+            v = rz, x = 0, d.resizer_kills += o->kill;
         if (v < 0) continue;
         pid_t pid = atomic_load(&A->procs[v].pid);
         if (pid <= 0) continue;
@@ -1096,6 +1599,7 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
              * pushes the count down, never up. Then a replacement. */
             if (kill(pid, SIGSTOP) != 0) continue;
             if (wait_stopped(pid)) take_off(v);
+            if (o->resize && atomic_load(&A->in_call) == pid) d.killed_in_call++;
             kill(pid, SIGKILL);
             d.kills++;
             if (now_s() < until - 0.3) spawn_proc(rng_next(&r), threads, until, o->fork);
@@ -1121,26 +1625,10 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
         sleep_us(50000);
     }
     reap(&d, true);
-    bool ok = atomic_load(&A->c.violations) == 0;
-    /* A fresh process (this one) gets the whole total: the dead ones' permits
-     * and requests came back. */
-    const volt_sem *sem = NULL;
-    volt_status s = volt_sem_open(shm_name, total, 0, &sem);
-    if (s == VOLT_OK) {
-        s = volt_sem_acquire_blocking(sem, total, 20LL * 1000000000);
-        if (s != VOLT_OK) {
-            violation(&A->c, "at the end acquire_blocking(total %u): %s", total, st(s));
-        } else {
-            if (volt_sem_release(sem, total) != VOLT_OK) violation(&A->c, "final release failed");
-            size_t a = volt_sem_available_permits(sem);
-            if (a != total) violation(&A->c, "at the end %zu available of %u", a, total);
-        }
-        volt_sem_free(sem);
-    } else {
-        violation(&A->c, "at the end volt_sem_open: %s", st(s));
-    }
+    if (o->resize) final_resized(&r);
+    else final_fixed(total);
     (void)volt_sem_unlink(shm_name);
-    ok = atomic_load(&A->c.violations) == 0;
+    bool ok = atomic_load(&A->c.violations) == 0;
     *ops_out += atomic_load(&A->c.ops);
     add_cov(&A->c);
     printf("     run %ld seed %llu: total %u, %u processes x %u threads, %ld ops, %ld grants, "
@@ -1149,6 +1637,16 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
            atomic_load(&A->c.grants), atomic_load(&A->c.callbacks), atomic_load(&A->c.peak),
            d.kills, d.stops, atomic_load(&A->forks), atomic_load(&A->fork_opens), d.hangs,
            ok ? "" : "  FAIL");
+    if (o->resize)
+        printf("       totals 1-%ld: %ld set_total, %ld opens with VOLT_OPEN_RESIZE, %ld resizers killed "
+               "between their steps (%ld inside set_total; %ld left the total unknown, %ld of those found by an open), %ld "
+               "closes, %ld reopens, %ld requests failed as above the total, %ld inspections (%ld "
+               "in a debt, up to %ld)\n",
+               A->c.total, atomic_load(&A->resizes), atomic_load(&A->open_resizes), d.resizer_kills,
+               d.killed_in_call,
+               atomic_load(&A->rlock_dead), atomic_load(&A->resolved), atomic_load(&A->closes),
+               atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
+               atomic_load(&A->debts), atomic_load(&A->max_debt));
     fflush(stdout);
     return ok;
 }
@@ -1160,10 +1658,10 @@ static int run_shared(const options *o) {
     prctl(PR_SET_CHILD_SUBREAPER, 1);
     long passed = 0, failed = 0, ops = 0;
     long runs = o->seeds ? o->seeds : 3;
-    printf("fuzz-shared: seeds %llu.. kills %s, stops %s, forks %s (replay one: fuzz_sem shared "
-           "--seed S --runs 1)\n",
+    printf("fuzz-shared: seeds %llu.. kills %s, stops %s, forks %s, resizes %s (replay one: "
+           "fuzz_sem shared --seed S --runs 1)\n",
            (unsigned long long)o->seed, o->kill ? "on" : "off", o->stop ? "on" : "off",
-           o->fork ? "on" : "off");
+           o->fork ? "on" : "off", o->resize ? "on" : "off");
     fflush(stdout);
     for (long i = 0; i < runs; i++) {
         if (shared_run(o, o->seed + (uint64_t)i, i, &ops)) passed++;
@@ -1179,8 +1677,8 @@ static int run_shared(const options *o) {
 
 static void usage(void) {
     fprintf(stderr, "usage: fuzz_sem model|threads|shared [--seed S] [--seeds N | --runs N] "
-                    "[--ops K] [--seconds T] [--total P] [--procs N] [--threads N] [--no-kill] "
-                    "[--no-fork] [--no-stop]\n");
+                    "[--ops K] [--seconds T] [--total P] [--max-total M] [--procs N] [--threads N] "
+                    "[--no-kill] [--no-fork] [--no-stop] [--no-resize]\n");
     exit(2);
 }
 
@@ -1189,7 +1687,8 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     options o = {0};
     o.seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-    o.kill = o.fork = o.stop = true;
+    o.kill = o.fork = o.stop = o.resize = true;
+    o.max_total = 4;
     /* FUZZ_SEED (the Makefile's) sets the first seed; --seed overrides it. */
     const char *env = getenv("FUZZ_SEED");
     if (env && *env) o.seed = strtoull(env, NULL, 0);
@@ -1199,6 +1698,7 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--no-kill")) o.kill = false;
         else if (!strcmp(a, "--no-fork")) o.fork = false;
         else if (!strcmp(a, "--no-stop")) o.stop = false;
+        else if (!strcmp(a, "--no-resize")) o.resize = false;
         else if (!v) usage();
         else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 0), i++;
         else if (!strcmp(a, "--seeds") || !strcmp(a, "--runs")) o.seeds = strtol(v, NULL, 0), i++;
@@ -1207,6 +1707,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--total")) o.total = (unsigned)strtoul(v, NULL, 0), i++;
         else if (!strcmp(a, "--procs")) o.procs = (unsigned)strtoul(v, NULL, 0), i++;
         else if (!strcmp(a, "--threads")) o.threads = (unsigned)strtoul(v, NULL, 0), i++;
+        else if (!strcmp(a, "--max-total")) o.max_total = (unsigned)strtoul(v, NULL, 0), i++;
         else usage();
     }
     if (!strcmp(argv[1], "model")) return run_model(&o);
