@@ -183,7 +183,6 @@ fn blocked_clients(s: &Server) -> u64 {
 /// with the disconnect), and the session stayed in Redis, renewed by nobody,
 /// until its lease expired.
 #[test]
-#[ignore = "defect: ensure_session takes a session registered after disconnect"]
 fn disconnect_while_a_new_session_is_registered_fails_the_request() {
     let s = Server::start();
     let o = opts()
