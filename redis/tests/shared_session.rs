@@ -148,7 +148,6 @@ fn an_own_session_is_never_shared_and_takes_its_permits_back_when_dropped() {
 /// the new handle shared the ended session, and every request it made
 /// failed with `Closed`.
 #[test]
-#[ignore = "defect: connect shares a disconnected handle's session"]
 fn connect_after_a_disconnect_gets_a_live_handle() {
     let _g = serial();
     let s = Server::start();

@@ -30,8 +30,18 @@ pub(crate) fn connect_shared(
             .filter(|e| e.0 == url && e.1 == name && e.2 == opts)
             .filter_map(|e| e.3.upgrade())
             // Never a handle inherited through fork(): its session is the
-            // parent's.
-            .find(|i| i.total() == total && !i.forked() && !lock(&i.state).failed)
+            // parent's; nor one whose session is over for good (Redis lost
+            // the state, `disconnect`, the sessions ended on a signal): a
+            // live handle may outlive that (a clone, a `Permit`), and this
+            // `connect` would return a handle that refuses everything.
+            .find(|i| {
+                let st = lock(&i.state);
+                i.total() == total
+                    && !i.forked()
+                    && !st.failed
+                    && !st.disconnected
+                    && !st.shutdown
+            })
     };
     if let Some(inner) = found {
         // `connect` talks to Redis at once, shared or not.
