@@ -161,7 +161,6 @@ fn redis_restarted_with_its_data_mid_wait() {
 /// turn and slept, so an idle handle's given-up session held its permits
 /// until the lease expired.
 #[test]
-#[ignore = "defect: the agent reconnects only for a current session"]
 fn a_given_up_session_is_ended_once_redis_is_back() {
     let s = Server::start();
     let proxy = Proxy::start(s.port);

@@ -136,8 +136,27 @@ impl Agent {
                 match cur {
                     Some(c) => c,
                     None => {
+                        // Sessions given up and not ended for want of a
+                        // connection (Redis was out of reach): reconnect for
+                        // them, backing off, rather than leave what they
+                        // hold in Redis to their leases' end. (The
+                        // reconnect below is for a current session only.)
+                        let pending = con.is_none() && !lock(&inner.state).to_end.is_empty();
                         drop(inner);
-                        self.kick.wait(self.interval());
+                        if pending {
+                            self.back_off(&mut backoff, self.interval());
+                            let deadline = Instant::now() + self.opts.connect_timeout;
+                            if let Ok(c) = Inner::open_connection(
+                                &self.client,
+                                &self.opts,
+                                &self.secret,
+                                deadline,
+                            ) {
+                                con = Some(c);
+                            }
+                        } else {
+                            self.kick.wait(self.interval());
+                        }
                         continue;
                     }
                 }
