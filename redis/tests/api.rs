@@ -627,9 +627,9 @@ fn release_blocking_is_applied_when_it_returns() {
 /// (the deadline, the clock plus the timeout), and a command timeout or a
 /// lease that large passed `connect` and killed the agent thread at its
 /// first wait (a duration or an instant overflowed), so that no
-/// notification would ever be delivered and the lease never renewed.
+/// notification would ever be delivered and the lease never renewed. The
+/// bound is 2^64 - 1 ms, which every binding's range fits in.
 #[test]
-#[ignore = "defect: Duration::MAX options overflow the clock arithmetic (panic in connect, dead agent thread)"]
 fn durations_too_long_are_refused() {
     let s = Server::start();
     let url = s.url();
@@ -646,4 +646,25 @@ fn durations_too_long_are_refused() {
             "{o:?}: {r:?}"
         );
     }
+    // The longest accepted (what a C caller's u64 of ms can say) works: the
+    // agent thread lives, and delivers the grant another handle's release
+    // makes.
+    let long = Duration::from_millis(u64::MAX);
+    let o = opts()
+        .own_session(true)
+        .lease(long)
+        .connect_timeout(long)
+        .command_timeout(long);
+    let a = RedisSemaphore::connect(&url, "longest", 1, o.clone()).unwrap();
+    let b = RedisSemaphore::connect(&url, "longest", 1, o).unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let waiting = acquire_in_thread(&b, 1);
+    held.release().unwrap();
+    let p = waiting
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the grant was never delivered")
+        .unwrap();
+    drop(p);
+    b.flush().unwrap();
+    assert_eq!(assert_conserved(&a).available, 1);
 }
