@@ -37,11 +37,7 @@ pub(crate) fn connect_shared(
             // `connect` would return a handle that refuses everything.
             .find(|i| {
                 let st = lock(&i.state);
-                i.total() == total
-                    && !i.forked()
-                    && !st.failed
-                    && !st.disconnected
-                    && !st.shutdown
+                i.total() == total && !i.forked() && !st.failed && !st.disconnected && !st.shutdown
             })
     };
     if let Some(inner) = found {
