@@ -191,18 +191,36 @@ fn disconnect_while_a_new_session_is_registered_fails_the_request() {
         .command_timeout(Duration::from_secs(30));
     let a = RedisSemaphore::connect(&s.url(), "disc-reg", 1, o).unwrap();
     let mut admin = s.raw();
+    let pause = |admin: &mut redis::Connection| {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(600_000)
+            .arg("WRITE")
+            .query(admin)
+            .unwrap();
+    };
     // Scripts wait in Redis: the heartbeats stop, the first session is lost
     // at its lease's end (read from the handle's clock).
-    let _: () = redis::cmd("CLIENT")
-        .arg("PAUSE")
-        .arg(600_000)
-        .arg("WRITE")
-        .query(&mut admin)
-        .unwrap();
+    pause(&mut admin);
     eventually("first session lost", Duration::from_secs(30), || {
         a.lease_watch(1).is_lost()
     });
-    // The agent's timed-out heartbeat is gone from Redis.
+    // Scripts run again: the agent ends the lost session (then it has
+    // nothing to do), and nothing of the handle waits in Redis any more.
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut admin)
+        .unwrap();
+    // The sessions' sorted set (keys: meta, queue, entries, sessions, ...).
+    let sessions = volt_sem_redis::scripts::Keys::new("volt-sem", "disc-reg").all()[3].clone();
+    eventually("first session ended", Duration::from_secs(30), || {
+        let n: u64 = redis::cmd("ZCARD")
+            .arg(&sessions)
+            .query(&mut admin)
+            .unwrap();
+        n == 0
+    });
+    pause(&mut admin);
     eventually("no blocked client", Duration::from_secs(30), || {
         blocked_clients(&s) == 0
     });
