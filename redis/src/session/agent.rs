@@ -144,7 +144,18 @@ impl Agent {
                         let pending = con.is_none() && !lock(&inner.state).to_end.is_empty();
                         drop(inner);
                         if pending {
-                            self.back_off(&mut backoff, self.interval());
+                            // Backing off as `back_off` does, but woken by a
+                            // kick: a new session (Redis back) must not wait
+                            // for the end of the back-off to be served.
+                            self.kick.wait(backoff);
+                            backoff =
+                                (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+                            // Kicked by the handle's drop or shutdown: no
+                            // connection for nothing.
+                            match self.weak.upgrade() {
+                                Some(i) if !lock(&i.state).shutdown => {}
+                                _ => return,
+                            }
                             let deadline = Instant::now() + self.opts.connect_timeout;
                             if let Ok(c) = Inner::open_connection(
                                 &self.client,
