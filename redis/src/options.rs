@@ -13,6 +13,12 @@ pub const MAX_PREFIX_LEN: usize = 256;
 /// The largest total (Lua numbers are doubles: exact integers up to 2^53;
 /// this leaves room for sums).
 pub const MAX_PERMITS: usize = 1 << 40;
+/// The longest lease and timeouts `connect` accepts: 2^64 - 1 ms (the
+/// lease goes to the scripts in ms, as a u64), some 585 million years, and
+/// far from an overflow of the clock arithmetic they enter (which
+/// `Duration::MAX` caused: a panic in `connect`, or a dead agent thread).
+/// What the bindings accept (Node: 1e12 ms; C: a u64 of ms) stays in range.
+const MAX_DURATION: Duration = Duration::from_millis(u64::MAX);
 
 /// Options of [`RedisSemaphore::connect`](crate::RedisSemaphore::connect).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -54,8 +60,8 @@ impl ConnectOptions {
             resize: false,
         }
     }
-    /// The session lease (at least 300 ms): a client not heard of for that
-    /// long loses its permits and queue places.
+    /// The session lease (at least 300 ms, at most 2^64 - 1 ms): a client not
+    /// heard of for that long loses its permits and queue places.
     pub fn lease(mut self, lease: Duration) -> Self {
         self.lease = lease;
         self
@@ -67,7 +73,8 @@ impl ConnectOptions {
     }
     /// How long `connect` (and a reconnect) may take: one deadline for the
     /// whole of it (TCP, TLS, `AUTH`, the checks and the first script),
-    /// even against a server that accepts and never answers.
+    /// even against a server that accepts and never answers. Positive, at
+    /// most 2^64 - 1 ms.
     pub fn connect_timeout(mut self, t: Duration) -> Self {
         self.connect_timeout = t;
         self
@@ -87,7 +94,8 @@ impl ConnectOptions {
         self.own_session = own;
         self
     }
-    /// How long one script call may take before the connection counts as failed.
+    /// How long one script call may take before the connection counts as
+    /// failed. Positive, at most 2^64 - 1 ms.
     pub fn command_timeout(mut self, t: Duration) -> Self {
         self.command_timeout = t;
         self
@@ -174,6 +182,9 @@ impl ConnectOptions {
         if self.lease < Duration::from_millis(300) {
             return Err(Error::InvalidOption("lease must be at least 300 ms"));
         }
+        if self.lease > MAX_DURATION {
+            return Err(Error::InvalidOption("lease must be at most 2^64 - 1 ms"));
+        }
         self.check_timeouts()?;
         if let Some((_, t)) = self.min_replicas {
             if t.is_zero() || t >= self.lease / 3 {
@@ -215,6 +226,9 @@ impl ConnectOptions {
     fn check_timeouts(&self) -> Result<(), Error> {
         if self.connect_timeout.is_zero() || self.command_timeout.is_zero() {
             return Err(Error::InvalidOption("timeouts must be positive"));
+        }
+        if self.connect_timeout > MAX_DURATION || self.command_timeout > MAX_DURATION {
+            return Err(Error::InvalidOption("timeouts must be at most 2^64 - 1 ms"));
         }
         Ok(())
     }

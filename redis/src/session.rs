@@ -643,6 +643,16 @@ impl Inner {
                 if st.failed {
                     return Err(Error::StateLost);
                 }
+                if st.disconnected || st.shutdown {
+                    // `disconnect` came while the script ran: the handle
+                    // takes no new session (its agent has exited or is
+                    // exiting, nobody would renew it or deliver its
+                    // grants). End it now, on this runner, and refuse the
+                    // call as every request after the disconnect is.
+                    drop(st);
+                    self.end_sessions(vec![sid]);
+                    return Err(Error::Closed);
+                }
                 if let Some(s) = &st.session {
                     // Another thread registered one meanwhile: keep it, end ours.
                     let keep = (s.sid.clone(), s.epoch);

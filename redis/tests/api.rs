@@ -620,3 +620,51 @@ fn release_blocking_is_applied_when_it_returns() {
     let c = assert_conserved(&other);
     assert_eq!((c.available, c.held), (3, 0));
 }
+
+/// Durations far beyond any use (`Duration::MAX`, a natural way to write
+/// "no timeout") are refused by `connect` with `InvalidOption`, not taken
+/// to an overflow: a connect timeout that large panicked in `connect`
+/// (the deadline, the clock plus the timeout), and a command timeout or a
+/// lease that large passed `connect` and killed the agent thread at its
+/// first wait (a duration or an instant overflowed), so that no
+/// notification would ever be delivered and the lease never renewed. The
+/// bound is 2^64 - 1 ms, which every binding's range fits in.
+#[test]
+fn durations_too_long_are_refused() {
+    let s = Server::start();
+    let url = s.url();
+    for o in [
+        opts().connect_timeout(Duration::MAX),
+        opts().command_timeout(Duration::MAX),
+        opts().lease(Duration::MAX),
+    ] {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            RedisSemaphore::connect(&url, "too-long", 1, o.clone().own_session(true))
+        }));
+        assert!(
+            matches!(r, Ok(Err(Error::InvalidOption(_)))),
+            "{o:?}: {r:?}"
+        );
+    }
+    // The longest accepted (what a C caller's u64 of ms can say) works: the
+    // agent thread lives, and delivers the grant another handle's release
+    // makes.
+    let long = Duration::from_millis(u64::MAX);
+    let o = opts()
+        .own_session(true)
+        .lease(long)
+        .connect_timeout(long)
+        .command_timeout(long);
+    let a = RedisSemaphore::connect(&url, "longest", 1, o.clone()).unwrap();
+    let b = RedisSemaphore::connect(&url, "longest", 1, o).unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let waiting = acquire_in_thread(&b, 1);
+    held.release().unwrap();
+    let p = waiting
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the grant was never delivered")
+        .unwrap();
+    drop(p);
+    b.flush().unwrap();
+    assert_eq!(assert_conserved(&a).available, 1);
+}

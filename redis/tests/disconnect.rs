@@ -160,3 +160,92 @@ fn disconnect_has_ended_the_session_when_it_returns() {
         other.disconnect();
     }
 }
+
+/// The number of clients Redis holds blocked now (a `CLIENT PAUSE`
+/// postpones a script call as a blocked client).
+fn blocked_clients(s: &Server) -> u64 {
+    let info: String = redis::cmd("INFO")
+        .arg("clients")
+        .query(&mut s.raw())
+        .unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix("blocked_clients:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap()
+}
+
+/// A disconnect made while the door registers a new session for a queued
+/// acquire (the last one was lost) fails that acquire with `Closed`, as it
+/// fails every request queued before it, and leaves no session behind. The
+/// door checked `disconnected` before the connect script and not after, so
+/// it took the new session as the handle's: the request was sent and
+/// granted (or, with no permit free, queued for ever: the agent had exited
+/// with the disconnect), and the session stayed in Redis, renewed by nobody,
+/// until its lease expired.
+#[test]
+fn disconnect_while_a_new_session_is_registered_fails_the_request() {
+    let s = Server::start();
+    let o = opts()
+        .own_session(true)
+        .lease(Duration::from_millis(1500))
+        .command_timeout(Duration::from_secs(30));
+    let a = RedisSemaphore::connect(&s.url(), "disc-reg", 1, o).unwrap();
+    let mut admin = s.raw();
+    let pause = |admin: &mut redis::Connection| {
+        let _: () = redis::cmd("CLIENT")
+            .arg("PAUSE")
+            .arg(600_000)
+            .arg("WRITE")
+            .query(admin)
+            .unwrap();
+    };
+    // Scripts wait in Redis: the heartbeats stop, the first session is lost
+    // at its lease's end (read from the handle's clock).
+    pause(&mut admin);
+    eventually("first session lost", Duration::from_secs(30), || {
+        a.lease_watch(1).is_lost()
+    });
+    // Scripts run again: the agent ends the lost session (then it has
+    // nothing to do), and nothing of the handle waits in Redis any more.
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut admin)
+        .unwrap();
+    // The sessions' sorted set (keys: meta, queue, entries, sessions, ...).
+    let sessions = volt_sem_redis::scripts::Keys::new("volt-sem", "disc-reg").all()[3].clone();
+    eventually("first session ended", Duration::from_secs(30), || {
+        let n: u64 = redis::cmd("ZCARD")
+            .arg(&sessions)
+            .query(&mut admin)
+            .unwrap();
+        n == 0
+    });
+    pause(&mut admin);
+    eventually("no blocked client", Duration::from_secs(30), || {
+        blocked_clients(&s) == 0
+    });
+    // The acquire registers a new session: its connect script waits in Redis.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a2 = a.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(a2.acquire_blocking(1).map(|p| p.forget()));
+    });
+    eventually("the connect script waits", Duration::from_secs(30), || {
+        blocked_clients(&s) == 1
+    });
+    let a3 = a.clone();
+    let disc = std::thread::spawn(move || a3.disconnect());
+    eventually("disconnected", Duration::from_secs(30), || {
+        a.is_disconnected()
+    });
+    let _: () = redis::cmd("CLIENT")
+        .arg("UNPAUSE")
+        .query(&mut admin)
+        .unwrap();
+    disc.join().unwrap();
+    let r = rx.recv_timeout(Duration::from_secs(30)).unwrap();
+    assert_eq!(r, Err(Error::Closed));
+    // The session the door registered was ended, not left to its lease.
+    let i = volt_sem_redis::inspect(&s.url(), "disc-reg", opts()).unwrap();
+    assert_eq!((i.available, i.holders.len()), (1, 0), "{i:?}");
+}

@@ -152,3 +152,39 @@ fn redis_restarted_with_its_data_mid_wait() {
     assert_eq!((c.available, c.queued, c.held), (2, 0, 0));
     // A Redis restarted empty is covered by api.rs (redis_restarted_empty_mid_wait).
 }
+
+/// A session given up while Redis was out of reach (a release whose round
+/// trip failed: its outcome unknown) is ended once Redis is back, even when
+/// the handle makes no call after it: its permit goes to the others then,
+/// not at its lease's end. The agent thread reconnected only for a current
+/// session: with none, it put the session back on its list to end at each
+/// turn and slept, so an idle handle's given-up session held its permits
+/// until the lease expired.
+#[test]
+fn a_given_up_session_is_ended_once_redis_is_back() {
+    let s = Server::start();
+    let proxy = Proxy::start(s.port);
+    let o = || {
+        opts()
+            .own_session(true)
+            .lease(Duration::from_secs(120))
+            .connect_timeout(Duration::from_millis(300))
+            .command_timeout(Duration::from_millis(500))
+    };
+    let a = RedisSemaphore::connect(&s.url(), "given-up", 1, o()).unwrap();
+    let b = RedisSemaphore::connect(&proxy.url(), "given-up", 1, o()).unwrap();
+    let p = b.acquire_blocking(1).unwrap();
+    proxy.set_down(true);
+    proxy.cut();
+    // The release cannot reach Redis: b gives its session up.
+    p.release().unwrap();
+    b.flush().unwrap();
+    assert!(b.lease_watch(1).is_lost());
+    assert_eq!(a.census().unwrap().held, 1);
+    proxy.set_down(false);
+    // Well before the 120 s lease: b's agent reconnects and ends it.
+    eventually("b's given-up session ended", LIMIT, || {
+        let c = a.census().unwrap();
+        c.conserved() && c.sessions == 1 && c.available == 1
+    });
+}

@@ -140,3 +140,22 @@ fn an_own_session_is_never_shared_and_takes_its_permits_back_when_dropped() {
     b.flush().unwrap();
     assert_eq!(assert_conserved(&shared).available, 3);
 }
+
+/// A `connect` made after a handle of the same URL, name and options was
+/// disconnected (and is still alive: a clone kept, a `Permit` not yet
+/// dropped) gets a working handle with a session of its own. The registry
+/// passed over handles whose state Redis lost, not over disconnected ones:
+/// the new handle shared the ended session, and every request it made
+/// failed with `Closed`.
+#[test]
+fn connect_after_a_disconnect_gets_a_live_handle() {
+    let _g = serial();
+    let s = Server::start();
+    let a = RedisSemaphore::connect(&s.url(), "shared-disc", 2, opts()).unwrap();
+    a.disconnect();
+    let b = RedisSemaphore::connect(&s.url(), "shared-disc", 2, opts()).unwrap();
+    assert!(!b.is_disconnected());
+    let p = b.try_acquire(1).expect("a new handle's acquire");
+    drop(p);
+    assert_eq!(a.try_acquire(1).unwrap_err(), volt_sem_redis::Error::Closed);
+}

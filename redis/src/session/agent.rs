@@ -136,8 +136,38 @@ impl Agent {
                 match cur {
                     Some(c) => c,
                     None => {
+                        // Sessions given up and not ended for want of a
+                        // connection (Redis was out of reach): reconnect for
+                        // them, backing off, rather than leave what they
+                        // hold in Redis to their leases' end. (The
+                        // reconnect below is for a current session only.)
+                        let pending = con.is_none() && !lock(&inner.state).to_end.is_empty();
                         drop(inner);
-                        self.kick.wait(self.interval());
+                        if pending {
+                            // Backing off as `back_off` does, but woken by a
+                            // kick: a new session (Redis back) must not wait
+                            // for the end of the back-off to be served.
+                            self.kick.wait(backoff);
+                            backoff =
+                                (backoff * 2).min(self.interval().max(Duration::from_millis(20)));
+                            // Kicked by the handle's drop or shutdown: no
+                            // connection for nothing.
+                            match self.weak.upgrade() {
+                                Some(i) if !lock(&i.state).shutdown => {}
+                                _ => return,
+                            }
+                            let deadline = Instant::now() + self.opts.connect_timeout;
+                            if let Ok(c) = Inner::open_connection(
+                                &self.client,
+                                &self.opts,
+                                &self.secret,
+                                deadline,
+                            ) {
+                                con = Some(c);
+                            }
+                        } else {
+                            self.kick.wait(self.interval());
+                        }
                         continue;
                     }
                 }

@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex, Weak};
 use super::{lock, Inner};
 use crate::error::Error;
 use crate::options::ConnectOptions;
+use crate::waiter::deliver;
 
 /// One session per process per semaphore: the live handles by (URL, name,
 /// options), as weak references, so that a second `connect` shares the
@@ -30,8 +31,14 @@ pub(crate) fn connect_shared(
             .filter(|e| e.0 == url && e.1 == name && e.2 == opts)
             .filter_map(|e| e.3.upgrade())
             // Never a handle inherited through fork(): its session is the
-            // parent's.
-            .find(|i| i.total() == total && !i.forked() && !lock(&i.state).failed)
+            // parent's; nor one whose session is over for good (Redis lost
+            // the state, `disconnect`, the sessions ended on a signal): a
+            // live handle may outlive that (a clone, a `Permit`), and this
+            // `connect` would return a handle that refuses everything.
+            .find(|i| {
+                let st = lock(&i.state);
+                i.total() == total && !i.forked() && !st.failed && !st.disconnected && !st.shutdown
+            })
     };
     if let Some(inner) = found {
         // `connect` talks to Redis at once, shared or not.
@@ -124,6 +131,17 @@ impl Inner {
             if st.failed {
                 return;
             }
+            // From the signal thread (`wait`) the process may go on: an
+            // application handler installed before runs next, and decides.
+            // The session's waiters then learn it is over (`Closed`, as
+            // from `disconnect`) and its holders' lease watches fire,
+            // instead of waiting for ever for an agent that exits now. Not
+            // from the exit handler: no callback runs while the process
+            // exits (it may wait for a lock a stopped thread holds).
+            let claimed = match st.session.as_ref().map(|s| s.epoch) {
+                Some(e) if wait => self.lose_locked(&mut st, e, &Error::Closed),
+                _ => Vec::new(),
+            };
             let mut sids: Vec<String> = st.to_end.drain(..).collect();
             if let Some(s) = st.session.take() {
                 sids.push(s.sid);
@@ -140,6 +158,9 @@ impl Inner {
                     let _ = self.scripts.end(con, &self.keys, self.who(sid));
                 }
             }
+            drop(g);
+            // Once the sessions are ended: what this call is for comes first.
+            deliver(claimed);
         }));
     }
 }
