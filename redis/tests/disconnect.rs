@@ -249,3 +249,41 @@ fn disconnect_while_a_new_session_is_registered_fails_the_request() {
     let i = volt_sem_redis::inspect(&s.url(), "disc-reg", opts()).unwrap();
     assert_eq!((i.available, i.holders.len()), (1, 0), "{i:?}");
 }
+
+/// A queued acquire racing `disconnect` must end: with `Closed` (or a
+/// grant), never waiting for ever. The door stamps a request with its
+/// session after `ensure_session` returned it; a disconnect (or a loss)
+/// between the two used to leave the request stamped with a session it
+/// had already ended, sent under it, answered Pending and never completed.
+/// The window holds no I/O, so this races it many times rather than
+/// reaching it on purpose.
+#[test]
+fn an_acquire_racing_disconnect_always_ends() {
+    let s = Server::start();
+    let holder = RedisSemaphore::connect(&s.url(), "disc-race", 1, o()).unwrap();
+    let _held = holder.acquire_blocking(1).unwrap();
+    let rounds = std::env::var("VOLT_RACE_ROUNDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(400);
+    let mut hung = 0;
+    for _ in 0..rounds {
+        let a = RedisSemaphore::connect(&s.url(), "disc-race", 1, o()).unwrap();
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let (aa, go) = (a.clone(), start.clone());
+        let waiter = std::thread::spawn(move || {
+            go.wait();
+            aa.acquire_timeout(1, Duration::from_secs(10))
+        });
+        start.wait();
+        a.disconnect();
+        match waiter.join().unwrap() {
+            Err(Error::Closed) => {}
+            Err(Error::TimedOut) => hung += 1,
+            other => panic!("acquire after disconnect: {other:?}"),
+        }
+    }
+    assert_eq!(hung, 0, "acquires left waiting by a disconnect");
+    let c = assert_conserved(&holder);
+    assert_eq!((c.queued, c.held, c.sessions), (0, 1, 1), "{c:?}");
+}

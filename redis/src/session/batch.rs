@@ -23,7 +23,7 @@
 
 use std::time::Instant;
 
-use super::door::{Job, Sent};
+use super::door::{Job, Sent, Stamp};
 use super::{lock, Inner};
 use crate::error::Error;
 use crate::scripts::{CallError, Scripts};
@@ -68,6 +68,7 @@ impl Inner {
         };
         let mut items = Vec::with_capacity(jobs.len() + 1);
         let mut cmds = Vec::with_capacity(jobs.len() + 1);
+        let mut stale = Vec::new();
         for job in jobs {
             match job {
                 // A release of a session given up: ending it returns them.
@@ -76,8 +77,8 @@ impl Inner {
                     items.push(Item::Release { n });
                 }
                 Job::Release { .. } => {}
-                Job::Acquire(ctr) => {
-                    if let Some((eid, n)) = self.stamp_request(ctr, &sid, epoch) {
+                Job::Acquire(ctr) => match self.stamp_request(ctr, &sid, epoch) {
+                    Stamp::Send(eid, n) => {
                         cmds.push(self.scripts.acquire_cmd(
                             &self.keys,
                             self.who(&sid),
@@ -87,7 +88,11 @@ impl Inner {
                         ));
                         items.push(Item::Acquire { ctr, eid, n });
                     }
-                }
+                    Stamp::Gone => {}
+                    // The session ended while the batch was built: sent
+                    // alone after it, under the session the handle has then.
+                    Stamp::Stale => stale.push(ctr),
+                },
                 other => contained(|| {
                     let _ = self.run_job(other);
                 }),
@@ -102,6 +107,7 @@ impl Inner {
             items.push(Item::Try { n });
         }
         if cmds.is_empty() {
+            self.send_alone(stale);
             return None;
         }
         let sent = Instant::now();
@@ -144,7 +150,16 @@ impl Inner {
             }
             refused |= not_run;
         }
+        self.send_alone(stale);
         out
+    }
+
+    /// Sends the acquires found stale in a batch, in their order, each
+    /// under the handle's session then (`send_acquire`).
+    fn send_alone(&self, stale: Vec<u64>) {
+        for ctr in stale {
+            contained(|| self.send_acquire(ctr));
+        }
     }
 }
 

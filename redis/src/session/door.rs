@@ -315,6 +315,18 @@ pub(super) fn try_acquire(inner: &Inner, n: u64) -> Result<(u64, u64), Error> {
     call(inner, move |i| i.try_now(n))
 }
 
+/// What [`Inner::stamp_request`] found.
+pub(super) enum Stamp {
+    /// Stamped: send it, as this eid, for this many permits.
+    Send(String, u64),
+    /// Cancelled (or failed with a lost session) before it was sent:
+    /// nothing to send or undo.
+    Gone,
+    /// The session it was to be sent under is no longer current: not
+    /// stamped; send it under the session the handle has now, if any.
+    Stale,
+}
+
 /// An acquire request as it was sent (for [`Inner::acquire_reply`]).
 #[derive(Clone, Copy)]
 pub(super) struct Sent<'a> {
@@ -466,8 +478,12 @@ impl Inner {
                     return;
                 }
             };
-            let Some((eid, n)) = self.stamp_request(ctr, &sid, epoch) else {
-                return;
+            let (eid, n) = match self.stamp_request(ctr, &sid, epoch) {
+                Stamp::Send(eid, n) => (eid, n),
+                Stamp::Gone => return,
+                // The session ended since `ensure_session` (a disconnect, a
+                // loss): ask again, which fails it or makes a new one.
+                Stamp::Stale => continue,
             };
             let sent = Instant::now();
             let r = self.script(|con| {
@@ -492,21 +508,30 @@ impl Inner {
         self.complete_request(ctr, Finish::Failed(Error::LeaseExpired));
     }
 
-    /// Stamps request `ctr` with its session before it is sent; `None`: it
-    /// was cancelled (or failed with a lost session) before it was sent,
-    /// nothing to send or undo.
-    pub(super) fn stamp_request(&self, ctr: u64, sid: &str, epoch: u64) -> Option<(String, u64)> {
+    /// Stamps request `ctr` with session `epoch` (`sid`) before it is sent,
+    /// if that is still the handle's current session: a loss or a
+    /// `disconnect` fails the requests stamped with the session it ends, so
+    /// one stamped after it would be sent under an ended session, and
+    /// nothing would ever complete it.
+    pub(super) fn stamp_request(&self, ctr: u64, sid: &str, epoch: u64) -> Stamp {
         let mut st = lock(&self.state);
-        let Some(e) = st.table.get_mut(ctr) else {
+        if st.table.get_mut(ctr).is_none() {
             st.table.take_cancelled(ctr);
-            return None;
+            return Stamp::Gone;
+        }
+        let current = st.session.as_ref().is_some_and(|s| s.epoch == epoch);
+        if !current || st.disconnected || st.shutdown || st.failed {
+            return Stamp::Stale;
+        }
+        let Some(e) = st.table.get_mut(ctr) else {
+            unreachable!("checked under the same lock");
         };
         e.eid = format!("{sid}:{ctr}");
         e.epoch = epoch;
         // SAFETY: in the table, so valid; `epoch` is read by the owner only
         // after the request completed.
         unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);
-        Some((e.eid.clone(), e.n))
+        Stamp::Send(e.eid.clone(), e.n)
     }
 
     /// Handles the acquire script's reply `r` for a request sent as
