@@ -1236,8 +1236,9 @@ volt_status volt_sem_try_acquire(const struct volt_sem *sem,
  * and hosts are called back on their own agent threads):
  * `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
  * `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
- * (nothing released: they were reclaimed already); `VOLT_CLOSED` after
- * `volt_sem_disconnect`; `VOLT_FORKED`, `VOLT_STATE_LOST`. Should Redis
+ * (nothing released: they were reclaimed already); `VOLT_CLOSED` once
+ * `volt_end_sessions_on_signals` ended the handle's session; `VOLT_FORKED`,
+ * `VOLT_STATE_LOST`. Should Redis
  * then refuse it (or be out of reach), the session is given up: its
  * permits go back when it ends, and `volt_sem_watch_lease` tells its holders.
  *
@@ -1515,6 +1516,10 @@ volt_status volt_sem_delete(const char *url,
  * process ends by it (its exit status says so, as without this call); a
  * handler the program installed earlier runs afterwards and decides (one
  * shot: after the first SIGTERM or SIGINT, that earlier disposition stays).
+ * If the process goes on, the ended sessions' queued requests have failed
+ * (`volt_sem_cancel` returns `VOLT_CLOSED`; their wake callbacks run on the
+ * library's signal thread) and their lease watches were called; every
+ * later request of those handles returns `VOLT_CLOSED`.
  * A signal ignored when this is called (a background job's SIGINT, say)
  * stays ignored: it ends neither the sessions nor the process.
  * A handler installed after this call replaces it. The work is done on a

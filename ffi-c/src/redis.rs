@@ -366,6 +366,10 @@ pub unsafe extern "C" fn volt_sem_delete(
 /// process ends by it (its exit status says so, as without this call); a
 /// handler the program installed earlier runs afterwards and decides (one
 /// shot: after the first SIGTERM or SIGINT, that earlier disposition stays).
+/// If the process goes on, the ended sessions' queued requests have failed
+/// (`volt_sem_cancel` returns `VOLT_CLOSED`; their wake callbacks run on the
+/// library's signal thread) and their lease watches were called; every
+/// later request of those handles returns `VOLT_CLOSED`.
 /// A signal ignored when this is called (a background job's SIGINT, say)
 /// stays ignored: it ends neither the sessions nor the process.
 /// A handler installed after this call replaces it. The work is done on a

@@ -212,8 +212,9 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 /// and hosts are called back on their own agent threads):
 /// `VOLT_NOT_HELD` when this handle's session holds fewer than `n`;
 /// `VOLT_LEASE_EXPIRED` when the permits were lost with an expired session
-/// (nothing released: they were reclaimed already); `VOLT_CLOSED` after
-/// `volt_sem_disconnect`; `VOLT_FORKED`, `VOLT_STATE_LOST`. Should Redis
+/// (nothing released: they were reclaimed already); `VOLT_CLOSED` once
+/// `volt_end_sessions_on_signals` ended the handle's session; `VOLT_FORKED`,
+/// `VOLT_STATE_LOST`. Should Redis
 /// then refuse it (or be out of reach), the session is given up: its
 /// permits go back when it ends, and `volt_sem_watch_lease` tells its holders.
 ///

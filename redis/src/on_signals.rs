@@ -21,7 +21,11 @@ use std::io;
 /// (their permits go to the next waiters at once, their queued requests
 /// leave the queue) before the signal takes its previous effect: the
 /// default one ends the process by the signal; a handler the application
-/// installed before this call runs afterwards. A signal ignored when this
+/// installed before this call runs afterwards (the process may go on: the
+/// ended sessions' queued requests have then failed with
+/// [`Error::Closed`](crate::Error::Closed), their callbacks run on the
+/// library's signal thread, and their lease watches fired, as after
+/// `disconnect`). A signal ignored when this
 /// is called (a background job's SIGINT, say) stays ignored: it ends
 /// neither the sessions nor the process. Idempotent. Unix only
 /// ([`io::ErrorKind::Unsupported`] elsewhere).

@@ -1063,7 +1063,9 @@ impl Inner {
             if st.failed {
                 return Err(Error::StateLost);
             }
-            if st.disconnected {
+            // (`shutdown`: the sessions ended on a signal, and the process
+            // went on; as `check_usable`.)
+            if st.disconnected || st.shutdown {
                 return Err(Error::Closed);
             }
             let cur = st.session.as_ref().map(|s| s.epoch);

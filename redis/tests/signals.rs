@@ -63,6 +63,10 @@ fn signal_child() {
         .recv_timeout(Duration::from_secs(20))
         .expect("the queued acquire was never completed after its session ended");
     assert_eq!(r.unwrap_err(), Error::Closed);
+    // Every later request of the handle is refused the same way, as after
+    // `disconnect` (a release answered NotHeld before).
+    assert_eq!(waiter.try_acquire(1).unwrap_err(), Error::Closed);
+    assert_eq!(waiter.release(1), Err(Error::Closed));
     // Its entry left the queue with the session.
     let i = volt_sem_redis::inspect(&url, "sig", opts()).unwrap();
     assert_eq!((i.available, i.waiters.len()), (0, 0), "{i:?}");
