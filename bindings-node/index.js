@@ -80,13 +80,13 @@ function createRuntime() {
     const e = table[slot];
     if (e === undefined || e.deref === undefined) return e;
     const pending = e.deref();
-    return pending === undefined ? undefined : pending.get(slot);
+    return pending === undefined ? undefined : pending[slot];
   }
 
   /** Removes a pending record from the table and from its semaphore's map. */
   function remove(w) {
     table[w.slot] = undefined;
-    w.owner.delete(w.slot);
+    w.owner[w.slot] = undefined;
   }
 
   function rethrow(e) {
@@ -114,7 +114,7 @@ function createRuntime() {
         const w = lookup(slot);
         table[slot] = undefined;
         if (w === undefined) continue; // its private semaphore was collected
-        w.owner.delete(slot);
+        w.owner[slot] = undefined;
         try {
           w.done(code);
         } catch (e) {
@@ -416,11 +416,14 @@ function unlisten(signal, w) {
 // ---------------------------------------------------------------------------
 // Pending acquires.
 
+let nextSeq = 0;
+
 class Waiter {
   constructor(key, owner, signal, value, resolve, reject, onGrant) {
     this.key = key;
     this.slot = key % SLOTS;
-    this.owner = owner; // the slot -> record map of its Semaphore object
+    this.owner = owner; // the slot -> record array of its Semaphore object
+    this.seq = nextSeq++; // the order of the acquires (cancel() withdraws the last first)
     this.signal = signal;
     this.value = value; // what the promise resolves to
     this.resolve = resolve;
@@ -931,7 +934,7 @@ class Semaphore {
   #slow = 0;
   /** Whether share() or attach() made it reachable from other threads. */
   #shared = false;
-  /** slot -> pending waiter record of this object (created on first wait). */
+  /** slot -> pending waiter record of this object, an array indexed by slot (created on first wait). */
   #pending = undefined;
   /** WeakRef to #pending, what the runtime table holds for a private semaphore. */
   #weak = undefined;
@@ -1064,9 +1067,9 @@ class Semaphore {
       reject = rej;
     });
     let pending = this.#pending;
-    if (pending === undefined) pending = this.#pending = new Map();
+    if (pending === undefined) pending = this.#pending = [];
     const w = new Waiter(key, pending, signal, value, resolve, reject, onGrant);
-    pending.set(w.slot, w);
+    pending[w.slot] = w;
     if (this.#shared) {
       table[w.slot] = w;
     } else {
@@ -1288,8 +1291,9 @@ class Semaphore {
    */
   cancel(reason = cancelledError()) {
     const pending = this.#pending;
-    if (pending === undefined || pending.size === 0) return 0;
-    const ws = [...pending.values()];
+    if (pending === undefined) return 0;
+    const ws = pending.filter((w) => w !== undefined).sort((a, b) => a.seq - b.seq);
+    if (ws.length === 0) return 0;
     // Withdraw from the tail: only the head can hold a partial grant, and by
     // the time it is withdrawn none of these waiters is left to receive it.
     const gone = [];
@@ -1322,7 +1326,8 @@ class Semaphore {
   #setRef(on) {
     const pending = this.#pending;
     if (pending === undefined) return;
-    for (const w of pending.values()) {
+    for (const w of pending) {
+      if (w === undefined) continue;
       if (w.timer !== undefined) {
         if (on) w.timer.ref();
         else w.timer.unref();
@@ -1551,7 +1556,7 @@ class Semaphore {
     if (!this.#shared) {
       this.#shared = true;
       // Its waiters may now be granted by other threads: hold them strongly.
-      if (this.#pending !== undefined) for (const [slot, w] of this.#pending) table[slot] = w;
+      if (this.#pending !== undefined) for (const w of this.#pending) if (w !== undefined) table[w.slot] = w;
     }
     return { [SHARE_TAG]: 1, kind: 'Semaphore', id };
   }
