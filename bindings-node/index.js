@@ -421,7 +421,7 @@ let nextSeq = 0;
 class Waiter {
   constructor(key, owner, signal, value, resolve, reject, onGrant) {
     this.key = key;
-    this.slot = key % SLOTS;
+    this.slot = key >>> 0; // key % SLOTS (exact below 2^53), without a float modulo
     this.owner = owner; // the slot -> record array of its Semaphore object
     this.seq = nextSeq++; // the order of the acquires (cancel() withdraws the last first)
     this.signal = signal;

@@ -40,7 +40,7 @@ use volt_sem_backend::Finish;
 use crate::codes::{
     BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, WATCH_BIT, WOKEN_CLOSED,
 };
-use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT, LOCAL};
+use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT};
 use crate::raw::{args, int, lock, throw_internal};
 use crate::removal::{orphan_woken, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
 use crate::{RawEnv, RawValue};
@@ -85,16 +85,15 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
     let key = node.key.get();
     if CURRENT.with(|c| c.get()) == node.owner {
         // Inside one of the owner's own native calls on its thread: it collects
-        // LOCAL before returning. `try_borrow_mut` never fails here (nothing holds
-        // LOCAL across a semaphore call); if it did, the remote path is still right.
-        let pushed = LOCAL.with(|l| match l.try_borrow_mut() {
-            Ok(mut v) => {
-                v.push(key);
-                true
-            }
-            Err(_) => false,
-        });
-        if pushed {
+        // its `local` list before returning. `try_borrow_mut` never fails here
+        // (nothing holds that list across a semaphore call); if it did, the
+        // remote path is still right.
+        // SAFETY: `owner` is the environment whose native call runs on this
+        // thread right now (CURRENT), so it is alive, and only this thread
+        // touches its RefCells.
+        let owner = unsafe { &*node.owner };
+        if let Ok(mut v) = owner.local.try_borrow_mut() {
+            v.push(key);
             return;
         }
     }
@@ -190,28 +189,26 @@ impl EnvCtx {
     pub(crate) fn settle_local(&self) -> usize {
         let cap = self.buf.get().1;
         let mut k = self.write_ready(0);
-        LOCAL.with(|l| {
-            let Ok(mut local) = l.try_borrow_mut() else {
-                return;
-            };
-            if local.is_empty() {
-                return;
+        let Ok(mut local) = self.local.try_borrow_mut() else {
+            return k;
+        };
+        if local.is_empty() {
+            return k;
+        }
+        // collect() never wakes anyone (it only consumes Granted/Closed), so
+        // holding the list across it is fine.
+        let mut rest = local.drain(..);
+        for key in rest.by_ref() {
+            if k == cap {
+                self.ready.borrow_mut().push_back(key);
+                break;
             }
-            // collect() never wakes anyone (it only consumes Granted/Closed), so
-            // holding LOCAL across it is fine.
-            let mut rest = local.drain(..);
-            for key in rest.by_ref() {
-                if k == cap {
-                    self.ready.borrow_mut().push_back(key);
-                    break;
-                }
-                if let Some((slot, code)) = self.collect(key) {
-                    self.write(k, slot, code);
-                    k += 1;
-                }
+            if let Some((slot, code)) = self.collect(key) {
+                self.write(k, slot, code);
+                k += 1;
             }
-            self.ready.borrow_mut().extend(rest);
-        });
+        }
+        self.ready.borrow_mut().extend(rest);
         k
     }
 
