@@ -96,8 +96,11 @@ function createRuntime() {
   // Settles the k outcomes in the buffer, then keeps draining while it came
   // back full. One waiter's failure never stops the others: every outcome is
   // delivered first, the first error is rethrown afterwards (as an uncaught
-  // exception, like a throwing event listener).
-  function settle(k) {
+  // exception, like a throwing event listener). `own`, if given, is the
+  // slot -> record array of the Semaphore object whose call produced the
+  // outcomes: most of them are its own waiters, found there without the
+  // WeakRef of the table (whose deref() adds to V8's kept-objects set).
+  function settle(k, own) {
     let failed = false;
     let error;
     for (;;) {
@@ -111,7 +114,9 @@ function createRuntime() {
           if (f !== undefined) f(lost);
           continue;
         }
-        const w = lookup(slot);
+        let w;
+        if (own !== undefined) w = own[slot];
+        if (w === undefined) w = lookup(slot);
         table[slot] = undefined;
         if (w === undefined) continue; // its private semaphore was collected
         w.owner[slot] = undefined;
@@ -417,6 +422,17 @@ function unlisten(signal, w) {
 // Pending acquires.
 
 let nextSeq = 0;
+
+/**
+ * The resolving functions of the promise being made: one executor for every
+ * waiter, so that a queued acquire allocates no closure (nor its context)
+ * just to get them out.
+ */
+const captured = { resolve: undefined, reject: undefined };
+function capture(resolve, reject) {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
 
 class Waiter {
   constructor(key, owner, signal, value, resolve, reject, onGrant) {
@@ -1060,12 +1076,12 @@ class Semaphore {
   }
 
   #enqueue(key, signal, timeout, value, onGrant) {
-    let resolve;
-    let reject;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
+    const promise = new Promise(capture);
+    const resolve = captured.resolve;
+    const reject = captured.reject;
+    // Not kept here: they hold the promise, and through its reactions
+    // possibly a private semaphore that must stay collectable.
+    captured.resolve = captured.reject = undefined;
     let pending = this.#pending;
     if (pending === undefined) pending = this.#pending = [];
     const w = new Waiter(key, pending, signal, value, resolve, reject, onGrant);
@@ -1193,7 +1209,7 @@ class Semaphore {
       if (k < 0) {
         throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
       }
-      settle(k);
+      settle(k, this.#pending);
     }
   }
 
