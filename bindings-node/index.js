@@ -64,7 +64,11 @@ const RUNTIME = Symbol.for('volt-sem.runtime.v1');
 
 function createRuntime() {
   const CAPACITY = 256;
-  const buffer = new Uint32Array(CAPACITY * 2);
+  // CAPACITY (slot, outcome) pairs, then one more pair whose first element
+  // is the generation of the last queued acquire (native.acquire returns
+  // SLOT_BASE + its slot, a small integer: no heap number per call).
+  const buffer = new Uint32Array(CAPACITY * 2 + 2);
+  const GEN_AT = CAPACITY * 2;
   /**
    * slot -> pending waiter record (the addon reuses slots). A waiter on a
    * shared semaphore is held here strongly: another thread may grant it. A
@@ -146,7 +150,11 @@ function createRuntime() {
   }
   // unconfirmed: GRANTED_HELD grants of this thread whose confirmation has not
   // run yet; a release must go native while there are any (it confirms them).
-  return { table, lookup, remove, settle, leases, unconfirmed: 0 };
+  /** The generation of the request native.acquire() just queued. */
+  function lastGen() {
+    return buffer[GEN_AT];
+  }
+  return { table, lookup, remove, settle, leases, lastGen, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -154,7 +162,7 @@ if (runtime === undefined) {
   runtime = createRuntime();
   Object.defineProperty(native, RUNTIME, { value: runtime });
 }
-const { table, lookup, remove, settle } = runtime;
+const { table, lookup, remove, settle, lastGen } = runtime;
 
 // A private semaphore's JS object was collected: its waiters can never be
 // served; the addon sweeps them (see js_abandon), and whatever keep-alive its
@@ -435,9 +443,9 @@ function capture(resolve, reject) {
 }
 
 class Waiter {
-  constructor(key, owner, signal, value, resolve, reject, onGrant) {
-    this.key = key;
-    this.slot = key >>> 0; // key % SLOTS (exact below 2^53), without a float modulo
+  constructor(slot, gen, owner, signal, value, resolve, reject, onGrant) {
+    this.slot = slot;
+    this.gen = gen; // the request's key, for the addon, is gen * 2^32 + slot
     this.owner = owner; // the slot -> record array of its Semaphore object
     this.seq = nextSeq++; // the order of the acquires (cancel() withdraws the last first)
     this.signal = signal;
@@ -481,7 +489,7 @@ class Waiter {
       // the reactions already waiting on the promise have run: they are queued
       // by resolve(), this confirmation after them.
       this.resolve(this.value);
-      const key = this.key;
+      const key = this.gen * SLOTS + this.slot;
       runtime.unconfirmed++;
       // A promise job, not queueMicrotask(): fake timers may replace that one.
       RESOLVED.then(() => {
@@ -520,7 +528,7 @@ class Waiter {
     if (this.signal !== undefined) unlisten(this.signal, this);
     // Removes the waiter and hands any partial grant on (a grant that arrived
     // but was not delivered yet is released).
-    return native.cancel(this.key);
+    return native.cancel(this.gen * SLOTS + this.slot);
   }
 }
 
@@ -1060,22 +1068,23 @@ class Semaphore {
       return granted(value, onGrant);
     }
     if (r >= SLOT_BASE) {
-      const key = r - SLOT_BASE;
+      const slot = r - SLOT_BASE;
+      const gen = lastGen();
       if (this.#redis) {
         // The grant's token and session wait in the extras, by slot.
         const then = onGrant;
         onGrant = (x) => {
-          x = this.#redisGrant(native.extra(key % SLOTS, false), x);
+          x = this.#redisGrant(native.extra(slot, false), x);
           return then === undefined ? x : then(x);
         };
       }
-      return this.#enqueue(key, signal, timeout, value, onGrant);
+      return this.#enqueue(slot, gen, signal, timeout, value, onGrant);
     }
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
-  #enqueue(key, signal, timeout, value, onGrant) {
+  #enqueue(slot, gen, signal, timeout, value, onGrant) {
     const promise = new Promise(capture);
     const resolve = captured.resolve;
     const reject = captured.reject;
@@ -1084,7 +1093,7 @@ class Semaphore {
     captured.resolve = captured.reject = undefined;
     let pending = this.#pending;
     if (pending === undefined) pending = this.#pending = [];
-    const w = new Waiter(key, pending, signal, value, resolve, reject, onGrant);
+    const w = new Waiter(slot, gen, pending, signal, value, resolve, reject, onGrant);
     pending[w.slot] = w;
     if (this.#shared) {
       table[w.slot] = w;

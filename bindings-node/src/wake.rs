@@ -159,6 +159,18 @@ impl EnvCtx {
         }
     }
 
+    /// Writes the generation of the request just queued into the cell after
+    /// the outcome pairs, where `acquire` leaves it for JS.
+    pub(crate) fn write_gen(&self, gen: u32) {
+        let (buf, cap) = self.buf.get();
+        if buf.is_null() {
+            return; // init() not called: nobody reads it
+        }
+        // SAFETY: `buf` points to the live Uint32Array registered by init() of
+        // at least `2 * cap + 2` elements (init() leaves the last pair out of `cap`).
+        unsafe { *buf.add(2 * cap) = gen };
+    }
+
     /// Finishes queued woken requests into the buffer. Returns the number of
     /// pairs; `== capacity` means "call drain() again".
     pub(crate) fn write_ready(&self, mut k: usize) -> usize {
@@ -251,7 +263,9 @@ pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _
     lock(&shared.remote).tsfn = None;
 }
 
-// init(buffer: Uint32Array, onWake: () => void): void
+// init(buffer: Uint32Array, onWake: () => void): OK | BAD_ARGS. The buffer:
+// (slot, outcome) pairs, then one pair more whose first element `acquire`
+// sets to the generation of the request it queued.
 native!(js_init, |env, ctx, argv: [2]| {
     if ctx.initialized.get() {
         return int(env, BAD_ARGS);
@@ -263,7 +277,8 @@ native!(js_init, |env, ctx, argv: [2]| {
     let mut off = 0;
     // SAFETY: fails on a non-typed-array.
     let status = unsafe { sys::napi_get_typedarray_info(env, argv[0], &mut ty, &mut len, &mut data, &mut ab, &mut off) };
-    if status != sys::Status::napi_ok || ty != sys::TypedarrayType::uint32_array || len < 2 || data.is_null() {
+    // At least one outcome pair, and the last pair for the generation cell.
+    if status != sys::Status::napi_ok || ty != sys::TypedarrayType::uint32_array || len < 4 || data.is_null() {
         return int(env, BAD_ARGS);
     }
     let mut buf_ref = ptr::null_mut();
@@ -299,7 +314,7 @@ native!(js_init, |env, ctx, argv: [2]| {
     // SAFETY: on the JS thread; the tsfn was just created.
     unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
     lock(&ctx.shared.remote).tsfn = Some(Tsfn(tsfn));
-    ctx.buf.set((data.cast::<u32>(), len / 2));
+    ctx.buf.set((data.cast::<u32>(), len / 2 - 1));
     ctx.initialized.set(true);
     int(env, OK)
 });
