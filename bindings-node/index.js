@@ -689,9 +689,18 @@ function makeStats(a, g, p) {
  * word as the 64-bit path last wrote it: only guesses for the first
  * compare-and-swap (which fails on any other value and returns the real one),
  * never the basis of a decision to go native.
+ *
+ * A semaphore no other thread can reach (never shared: `atomic` false) is
+ * only ever read and written by this thread, JavaScript and addon alike, one
+ * after the other: its 32-bit path then reads and writes the halves with plain
+ * element accesses, which V8 compiles inline, where each `Atomics` call is a
+ * call (about 10 ns here). share() switches the view to `Atomics` before the
+ * semaphore can reach another thread.
  */
 class View {
-  constructor(a) {
+  constructor(a, atomic) {
+    /** Whether another thread may touch these words (see above). */
+    this.atomic = atomic;
     this.w = a[0];
     this.c = a[1];
     this.w32 = new Int32Array(this.w.buffer, this.w.byteOffset, 2);
@@ -730,10 +739,13 @@ class View {
  */
 const VIEW_AFTER = 16;
 
-/** The fast path's views of handle `h`, or undefined (the native path only). */
-function viewOf(h) {
+/**
+ * The fast path's views of handle `h`, or undefined (the native path only).
+ * `shared`: whether another thread may reach the semaphore.
+ */
+function viewOf(h, shared) {
   const a = native.view(h);
-  return a === null ? undefined : new View(a);
+  return a === null ? undefined : new View(a, shared);
 }
 
 /**
@@ -742,6 +754,7 @@ function viewOf(h) {
  */
 function fastTake(v, n) {
   if (n > N_32) return fastTake64(v, n);
+  if (!v.atomic) return takeAlone(v, n);
   const w = v.w32;
   const need = n << 2;
   let cur = v.lo;
@@ -770,6 +783,34 @@ function fastTake(v, n) {
   v.lo = cur - need;
   addHeld(v, n);
   v.g++; // for stats(): the core counts only what it grants
+  v.p += n;
+  return true;
+}
+
+/**
+ * fastTake's 32-bit path on a semaphore only this thread reaches (see View):
+ * the same decisions, on plain reads and writes of the halves.
+ */
+function takeAlone(v, n) {
+  const w = v.w32;
+  const need = n << 2;
+  const cur = w[0];
+  if ((cur & FLAGS_32) !== 0 || cur < need) {
+    if ((cur & FLAGS_32) !== 0 || (cur >= 0 && w[1] === 0)) {
+      v.skip = true;
+      return false;
+    }
+    return fastTake64(v, n); // a borrow from the high half, or a big low half
+  }
+  w[0] = cur - need;
+  v.lo = cur - need;
+  const c = v.c32;
+  const h = c[0];
+  if (h >= 0 && h <= LOW_MAX - n) {
+    c[0] = h + n;
+    v.h = h + n;
+  } else Atomics.add(v.c, 0, BigInt(n));
+  v.g++;
   v.p += n;
   return true;
 }
@@ -879,6 +920,11 @@ function fastGive(v, n, giveBack) {
   const c = v.c32;
   // The debt is paid natively. It is stored as `debt << 1 | (debt != 0)`
   // (src/debt.rs): its low half is 0 exactly when no debt is owed.
+  if (!v.atomic) {
+    if (c[2] !== 0) return false;
+    if (n > N_32) return fastGive64(v, n, giveBack);
+    return giveAlone(v, n, giveBack);
+  }
   if (Atomics.load(c, 2) !== 0) return false;
   if (n > N_32) return fastGive64(v, n, giveBack);
   const w = v.w32;
@@ -906,6 +952,34 @@ function fastGive(v, n, giveBack) {
   }
   v.lo = cur + add;
   if (giveBack) subHeld(v, n);
+  return true;
+}
+
+/**
+ * fastGive's 32-bit path on a semaphore only this thread reaches (see View):
+ * the same decisions, on plain reads and writes of the halves.
+ */
+function giveAlone(v, n, giveBack) {
+  const w = v.w32;
+  const add = n << 2;
+  const cur = w[0];
+  if ((cur & FLAGS_32) !== 0 || cur < 0 || cur > GIVE_TOP - add) {
+    if ((cur & FLAGS_32) !== 0) {
+      v.skip = true;
+      return false;
+    }
+    return fastGive64(v, n, giveBack); // a carry into the high half
+  }
+  w[0] = cur + add;
+  v.lo = cur + add;
+  if (giveBack) {
+    const c = v.c32;
+    const h = c[0];
+    if (h >= n) {
+      c[0] = h - n;
+      v.h = h - n;
+    } else subHeld(v, n); // a borrow, or a low half of 2^31 or more
+  }
   return true;
 }
 
@@ -1054,7 +1128,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) return Promise.reject(this.#gone());
     let r;
     try {
@@ -1178,7 +1252,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw handleDisconnectedError();
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) {
@@ -1211,7 +1285,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, true)) return;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw this.#gone();
     const k = native.release(this.#h, n);
     if (k !== 0) {
@@ -1251,7 +1325,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, false)) return;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
@@ -1580,6 +1654,8 @@ class Semaphore {
     armPinTimer(SHARE_PIN_MS);
     if (!this.#shared) {
       this.#shared = true;
+      // From now on another thread may touch its words: Atomics only.
+      if (this.#v !== undefined) this.#v.atomic = true;
       // Its waiters may now be granted by other threads: hold them strongly.
       if (this.#pending !== undefined) for (const w of this.#pending) if (w !== undefined) table[w.slot] = w;
     }
