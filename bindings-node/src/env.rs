@@ -232,7 +232,7 @@ impl EnvCtx {
             s.pos = active.len() as u32;
             active.push(slot);
             if let Some(sem) = &*s.node.sem.borrow() {
-                sem.queued.fetch_add(1, Ordering::Relaxed);
+                sem.queue_one();
             }
             s.node.counted.get()
         };
@@ -276,7 +276,7 @@ impl EnvCtx {
             slots[moved as usize].pos = pos as u32;
         }
         if let Some(sem) = &*slots[slot as usize].node.sem.borrow() {
-            sem.queued.fetch_sub(1, Ordering::Relaxed);
+            sem.unqueue_one();
         }
     }
 
