@@ -64,7 +64,11 @@ const RUNTIME = Symbol.for('volt-sem.runtime.v1');
 
 function createRuntime() {
   const CAPACITY = 256;
-  const buffer = new Uint32Array(CAPACITY * 2);
+  // CAPACITY (slot, outcome) pairs, then one more pair whose first element
+  // is the generation of the last queued acquire (native.acquire returns
+  // SLOT_BASE + its slot, a small integer: no heap number per call).
+  const buffer = new Uint32Array(CAPACITY * 2 + 2);
+  const GEN_AT = CAPACITY * 2;
   /**
    * slot -> pending waiter record (the addon reuses slots). A waiter on a
    * shared semaphore is held here strongly: another thread may grant it. A
@@ -80,13 +84,13 @@ function createRuntime() {
     const e = table[slot];
     if (e === undefined || e.deref === undefined) return e;
     const pending = e.deref();
-    return pending === undefined ? undefined : pending.get(slot);
+    return pending === undefined ? undefined : pending[slot];
   }
 
   /** Removes a pending record from the table and from its semaphore's map. */
   function remove(w) {
     table[w.slot] = undefined;
-    w.owner.delete(w.slot);
+    w.owner[w.slot] = undefined;
   }
 
   function rethrow(e) {
@@ -96,8 +100,11 @@ function createRuntime() {
   // Settles the k outcomes in the buffer, then keeps draining while it came
   // back full. One waiter's failure never stops the others: every outcome is
   // delivered first, the first error is rethrown afterwards (as an uncaught
-  // exception, like a throwing event listener).
-  function settle(k) {
+  // exception, like a throwing event listener). `own`, if given, is the
+  // slot -> record array of the Semaphore object whose call produced the
+  // outcomes: most of them are its own waiters, found there without the
+  // WeakRef of the table (whose deref() adds to V8's kept-objects set).
+  function settle(k, own) {
     let failed = false;
     let error;
     for (;;) {
@@ -111,10 +118,12 @@ function createRuntime() {
           if (f !== undefined) f(lost);
           continue;
         }
-        const w = lookup(slot);
+        let w;
+        if (own !== undefined) w = own[slot];
+        if (w === undefined) w = lookup(slot);
         table[slot] = undefined;
         if (w === undefined) continue; // its private semaphore was collected
-        w.owner.delete(slot);
+        w.owner[slot] = undefined;
         try {
           w.done(code);
         } catch (e) {
@@ -141,7 +150,11 @@ function createRuntime() {
   }
   // unconfirmed: GRANTED_HELD grants of this thread whose confirmation has not
   // run yet; a release must go native while there are any (it confirms them).
-  return { table, lookup, remove, settle, leases, unconfirmed: 0 };
+  /** The generation of the request native.acquire() just queued. */
+  function lastGen() {
+    return buffer[GEN_AT];
+  }
+  return { table, lookup, remove, settle, leases, lastGen, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -149,7 +162,7 @@ if (runtime === undefined) {
   runtime = createRuntime();
   Object.defineProperty(native, RUNTIME, { value: runtime });
 }
-const { table, lookup, remove, settle } = runtime;
+const { table, lookup, remove, settle, lastGen } = runtime;
 
 // A private semaphore's JS object was collected: its waiters can never be
 // served; the addon sweeps them (see js_abandon), and whatever keep-alive its
@@ -416,11 +429,25 @@ function unlisten(signal, w) {
 // ---------------------------------------------------------------------------
 // Pending acquires.
 
+let nextSeq = 0;
+
+/**
+ * The resolving functions of the promise being made: one executor for every
+ * waiter, so that a queued acquire allocates no closure (nor its context)
+ * just to get them out.
+ */
+const captured = { resolve: undefined, reject: undefined };
+function capture(resolve, reject) {
+  captured.resolve = resolve;
+  captured.reject = reject;
+}
+
 class Waiter {
-  constructor(key, owner, signal, value, resolve, reject, onGrant) {
-    this.key = key;
-    this.slot = key % SLOTS;
-    this.owner = owner; // the slot -> record map of its Semaphore object
+  constructor(slot, gen, owner, signal, value, resolve, reject, onGrant) {
+    this.slot = slot;
+    this.gen = gen; // the request's key, for the addon, is gen * 2^32 + slot
+    this.owner = owner; // the slot -> record array of its Semaphore object
+    this.seq = nextSeq++; // the order of the acquires (cancel() withdraws the last first)
     this.signal = signal;
     this.value = value; // what the promise resolves to
     this.resolve = resolve;
@@ -462,7 +489,7 @@ class Waiter {
       // the reactions already waiting on the promise have run: they are queued
       // by resolve(), this confirmation after them.
       this.resolve(this.value);
-      const key = this.key;
+      const key = this.gen * SLOTS + this.slot;
       runtime.unconfirmed++;
       // A promise job, not queueMicrotask(): fake timers may replace that one.
       RESOLVED.then(() => {
@@ -501,7 +528,7 @@ class Waiter {
     if (this.signal !== undefined) unlisten(this.signal, this);
     // Removes the waiter and hands any partial grant on (a grant that arrived
     // but was not delivered yet is released).
-    return native.cancel(this.key);
+    return native.cancel(this.gen * SLOTS + this.slot);
   }
 }
 
@@ -662,9 +689,18 @@ function makeStats(a, g, p) {
  * word as the 64-bit path last wrote it: only guesses for the first
  * compare-and-swap (which fails on any other value and returns the real one),
  * never the basis of a decision to go native.
+ *
+ * A semaphore no other thread can reach (never shared: `atomic` false) is
+ * only ever read and written by this thread, JavaScript and addon alike, one
+ * after the other: its 32-bit path then reads and writes the halves with plain
+ * element accesses, which V8 compiles inline, where each `Atomics` call is a
+ * call (about 10 ns here). share() switches the view to `Atomics` before the
+ * semaphore can reach another thread.
  */
 class View {
-  constructor(a) {
+  constructor(a, atomic) {
+    /** Whether another thread may touch these words (see above). */
+    this.atomic = atomic;
     this.w = a[0];
     this.c = a[1];
     this.w32 = new Int32Array(this.w.buffer, this.w.byteOffset, 2);
@@ -703,10 +739,13 @@ class View {
  */
 const VIEW_AFTER = 16;
 
-/** The fast path's views of handle `h`, or undefined (the native path only). */
-function viewOf(h) {
+/**
+ * The fast path's views of handle `h`, or undefined (the native path only).
+ * `shared`: whether another thread may reach the semaphore.
+ */
+function viewOf(h, shared) {
   const a = native.view(h);
-  return a === null ? undefined : new View(a);
+  return a === null ? undefined : new View(a, shared);
 }
 
 /**
@@ -715,6 +754,7 @@ function viewOf(h) {
  */
 function fastTake(v, n) {
   if (n > N_32) return fastTake64(v, n);
+  if (!v.atomic) return takeAlone(v, n);
   const w = v.w32;
   const need = n << 2;
   let cur = v.lo;
@@ -743,6 +783,34 @@ function fastTake(v, n) {
   v.lo = cur - need;
   addHeld(v, n);
   v.g++; // for stats(): the core counts only what it grants
+  v.p += n;
+  return true;
+}
+
+/**
+ * fastTake's 32-bit path on a semaphore only this thread reaches (see View):
+ * the same decisions, on plain reads and writes of the halves.
+ */
+function takeAlone(v, n) {
+  const w = v.w32;
+  const need = n << 2;
+  const cur = w[0];
+  if ((cur & FLAGS_32) !== 0 || cur < need) {
+    if ((cur & FLAGS_32) !== 0 || (cur >= 0 && w[1] === 0)) {
+      v.skip = true;
+      return false;
+    }
+    return fastTake64(v, n); // a borrow from the high half, or a big low half
+  }
+  w[0] = cur - need;
+  v.lo = cur - need;
+  const c = v.c32;
+  const h = c[0];
+  if (h >= 0 && h <= LOW_MAX - n) {
+    c[0] = h + n;
+    v.h = h + n;
+  } else Atomics.add(v.c, 0, BigInt(n));
+  v.g++;
   v.p += n;
   return true;
 }
@@ -852,6 +920,11 @@ function fastGive(v, n, giveBack) {
   const c = v.c32;
   // The debt is paid natively. It is stored as `debt << 1 | (debt != 0)`
   // (src/debt.rs): its low half is 0 exactly when no debt is owed.
+  if (!v.atomic) {
+    if (c[2] !== 0) return false;
+    if (n > N_32) return fastGive64(v, n, giveBack);
+    return giveAlone(v, n, giveBack);
+  }
   if (Atomics.load(c, 2) !== 0) return false;
   if (n > N_32) return fastGive64(v, n, giveBack);
   const w = v.w32;
@@ -879,6 +952,34 @@ function fastGive(v, n, giveBack) {
   }
   v.lo = cur + add;
   if (giveBack) subHeld(v, n);
+  return true;
+}
+
+/**
+ * fastGive's 32-bit path on a semaphore only this thread reaches (see View):
+ * the same decisions, on plain reads and writes of the halves.
+ */
+function giveAlone(v, n, giveBack) {
+  const w = v.w32;
+  const add = n << 2;
+  const cur = w[0];
+  if ((cur & FLAGS_32) !== 0 || cur < 0 || cur > GIVE_TOP - add) {
+    if ((cur & FLAGS_32) !== 0) {
+      v.skip = true;
+      return false;
+    }
+    return fastGive64(v, n, giveBack); // a carry into the high half
+  }
+  w[0] = cur + add;
+  v.lo = cur + add;
+  if (giveBack) {
+    const c = v.c32;
+    const h = c[0];
+    if (h >= n) {
+      c[0] = h - n;
+      v.h = h - n;
+    } else subHeld(v, n); // a borrow, or a low half of 2^31 or more
+  }
   return true;
 }
 
@@ -931,7 +1032,7 @@ class Semaphore {
   #slow = 0;
   /** Whether share() or attach() made it reachable from other threads. */
   #shared = false;
-  /** slot -> pending waiter record of this object (created on first wait). */
+  /** slot -> pending waiter record of this object, an array indexed by slot (created on first wait). */
   #pending = undefined;
   /** WeakRef to #pending, what the runtime table holds for a private semaphore. */
   #weak = undefined;
@@ -1027,7 +1128,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return granted(value, onGrant);
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) return Promise.reject(this.#gone());
     let r;
     try {
@@ -1041,32 +1142,33 @@ class Semaphore {
       return granted(value, onGrant);
     }
     if (r >= SLOT_BASE) {
-      const key = r - SLOT_BASE;
+      const slot = r - SLOT_BASE;
+      const gen = lastGen();
       if (this.#redis) {
         // The grant's token and session wait in the extras, by slot.
         const then = onGrant;
         onGrant = (x) => {
-          x = this.#redisGrant(native.extra(key % SLOTS, false), x);
+          x = this.#redisGrant(native.extra(slot, false), x);
           return then === undefined ? x : then(x);
         };
       }
-      return this.#enqueue(key, signal, timeout, value, onGrant);
+      return this.#enqueue(slot, gen, signal, timeout, value, onGrant);
     }
     if (r === 2) return Promise.reject(closedError());
     return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
   }
 
-  #enqueue(key, signal, timeout, value, onGrant) {
-    let resolve;
-    let reject;
-    const promise = new Promise((res, rej) => {
-      resolve = res;
-      reject = rej;
-    });
+  #enqueue(slot, gen, signal, timeout, value, onGrant) {
+    const promise = new Promise(capture);
+    const resolve = captured.resolve;
+    const reject = captured.reject;
+    // Not kept here: they hold the promise, and through its reactions
+    // possibly a private semaphore that must stay collectable.
+    captured.resolve = captured.reject = undefined;
     let pending = this.#pending;
-    if (pending === undefined) pending = this.#pending = new Map();
-    const w = new Waiter(key, pending, signal, value, resolve, reject, onGrant);
-    pending.set(w.slot, w);
+    if (pending === undefined) pending = this.#pending = [];
+    const w = new Waiter(slot, gen, pending, signal, value, resolve, reject, onGrant);
+    pending[w.slot] = w;
     if (this.#shared) {
       table[w.slot] = w;
     } else {
@@ -1150,7 +1252,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw handleDisconnectedError();
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) {
@@ -1183,14 +1285,14 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, true)) return;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw this.#gone();
     const k = native.release(this.#h, n);
     if (k !== 0) {
       if (k < 0) {
         throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
       }
-      settle(k);
+      settle(k, this.#pending);
     }
   }
 
@@ -1223,7 +1325,7 @@ class Semaphore {
     const v = this.#v;
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, false)) return;
-    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h);
+    } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
@@ -1288,8 +1390,9 @@ class Semaphore {
    */
   cancel(reason = cancelledError()) {
     const pending = this.#pending;
-    if (pending === undefined || pending.size === 0) return 0;
-    const ws = [...pending.values()];
+    if (pending === undefined) return 0;
+    const ws = pending.filter((w) => w !== undefined).sort((a, b) => a.seq - b.seq);
+    if (ws.length === 0) return 0;
     // Withdraw from the tail: only the head can hold a partial grant, and by
     // the time it is withdrawn none of these waiters is left to receive it.
     const gone = [];
@@ -1322,7 +1425,8 @@ class Semaphore {
   #setRef(on) {
     const pending = this.#pending;
     if (pending === undefined) return;
-    for (const w of pending.values()) {
+    for (const w of pending) {
+      if (w === undefined) continue;
       if (w.timer !== undefined) {
         if (on) w.timer.ref();
         else w.timer.unref();
@@ -1550,8 +1654,10 @@ class Semaphore {
     armPinTimer(SHARE_PIN_MS);
     if (!this.#shared) {
       this.#shared = true;
+      // From now on another thread may touch its words: Atomics only.
+      if (this.#v !== undefined) this.#v.atomic = true;
       // Its waiters may now be granted by other threads: hold them strongly.
-      if (this.#pending !== undefined) for (const [slot, w] of this.#pending) table[slot] = w;
+      if (this.#pending !== undefined) for (const w of this.#pending) if (w !== undefined) table[w.slot] = w;
     }
     return { [SHARE_TAG]: 1, kind: 'Semaphore', id };
   }

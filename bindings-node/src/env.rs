@@ -54,6 +54,10 @@ pub(crate) struct EnvCtx {
     pub(crate) free: RefCell<Vec<u32>>,
     /// Woken keys not yet written to the buffer (FIFO).
     pub(crate) ready: RefCell<VecDeque<u64>>,
+    /// Keys of this environment's nodes woken inside one of its own native
+    /// calls (while it is [`CURRENT`] on its thread): collected before that
+    /// call returns.
+    pub(crate) local: RefCell<Vec<u64>>,
     /// The JS `Uint32Array` the outcomes go to: pointer and capacity in pairs.
     pub(crate) buf: Cell<(*mut u32, usize)>,
     /// Pending nodes on shared semaphores; the tsfn is referenced while > 0.
@@ -81,10 +85,9 @@ pub(crate) enum Extra {
 }
 
 thread_local! {
-    /// The environment whose native call is running on this thread, if any.
+    /// The environment whose native call is running on this thread, if any
+    /// (its nodes woken during that call go to its `local` list).
     pub(crate) static CURRENT: Cell<*const EnvCtx> = const { Cell::new(ptr::null()) };
-    /// Ids of `CURRENT`'s nodes woken during that call.
-    pub(crate) static LOCAL: RefCell<Vec<u64>> = const { RefCell::new(Vec::new()) };
 }
 
 /// Marks `ctx` as running a native call on this thread; restores on drop.
@@ -229,7 +232,7 @@ impl EnvCtx {
             s.pos = active.len() as u32;
             active.push(slot);
             if let Some(sem) = &*s.node.sem.borrow() {
-                sem.queued.fetch_add(1, Ordering::Relaxed);
+                sem.queue_one();
             }
             s.node.counted.get()
         };
@@ -273,7 +276,7 @@ impl EnvCtx {
             slots[moved as usize].pos = pos as u32;
         }
         if let Some(sem) = &*slots[slot as usize].node.sem.borrow() {
-            sem.queued.fetch_sub(1, Ordering::Relaxed);
+            sem.unqueue_one();
         }
     }
 

@@ -57,6 +57,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         refs: Cell::new(0),
         delivered: RefCell::new(Vec::new()),
         active_list: RefCell::new(Vec::new()),
+        local: RefCell::new(Vec::new()),
         zombies: Cell::new(0),
         initialized: Cell::new(false),
         extras: RefCell::new(HashMap::new()),

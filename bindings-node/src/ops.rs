@@ -48,7 +48,8 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
     int(env, code)
 });
 
-// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued) |
+// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued:
+// the request's generation is in the buffer's generation cell, see `init`) |
 // throws (named: queue full, ...; Redis: a lost session, ...). A Redis grant
 // taken at once leaves its token in the extras (`LAST_GRANT`).
 native!(js_acquire, |env, ctx, argv: [2]| {
@@ -82,7 +83,12 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     let code = match r {
         Ok(RawAcquire::Pending) => {
             ctx.activate(slot);
-            return double(env, SLOT_BASE as f64 + node.key.get() as f64);
+            ctx.write_gen((node.key.get() >> 32) as u32);
+            // A small integer (no heap number made) unless there are ~2^31 slots.
+            return match i32::try_from(slot).ok().and_then(|s| s.checked_add(SLOT_BASE)) {
+                Some(code) => int(env, code),
+                None => double(env, SLOT_BASE as f64 + f64::from(slot)),
+            };
         }
         Ok(RawAcquire::Ready) => {
             s.add_held(n);

@@ -80,14 +80,52 @@ impl Sem {
         self.core.kind() == Kind::Redis
     }
 
+    /// Whether only the thread of its one JS object can reach it: a local
+    /// semaphore that share() never touched (named and Redis ones are shared
+    /// from the start). Its counters are then updated by that thread alone,
+    /// so a load and a store do what a read-modify-write does, without its
+    /// locked instruction (the JS fast path does the same, see index.js's
+    /// `View`). share() sets `shared` on that thread before any other can
+    /// attach, so every later update is a read-modify-write again.
+    fn alone(&self) -> bool {
+        !self.shared.load(Ordering::Relaxed)
+    }
+
     pub(crate) fn add_held(&self, n: usize) {
-        self.held.fetch_add(n, Ordering::Relaxed);
+        if self.alone() {
+            self.held.store(self.held.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+        } else {
+            self.held.fetch_add(n, Ordering::Relaxed);
+        }
     }
 
     /// Held permits given back (a release beyond them adds to the total).
     pub(crate) fn sub_held(&self, n: usize) {
+        if self.alone() {
+            let h = self.held.load(Ordering::Relaxed);
+            self.held.store(h - h.min(n), Ordering::Relaxed);
+            return;
+        }
         let _ = self
             .held
             .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |h| Some(h - h.min(n)));
+    }
+
+    /// One more queued request (see `queued`).
+    pub(crate) fn queue_one(&self) {
+        if self.alone() {
+            self.queued.store(self.queued.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+        } else {
+            self.queued.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// One queued request less (collected or cancelled by its thread).
+    pub(crate) fn unqueue_one(&self) {
+        if self.alone() {
+            self.queued.store(self.queued.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+        } else {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+        }
     }
 }

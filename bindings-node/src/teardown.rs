@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use napi::sys;
 use volt_sem_backend::Finish;
 
-use crate::env::{Enter, EnvCtx, Slot, SlotState, LOCAL};
+use crate::env::{Enter, EnvCtx, Slot, SlotState};
 use crate::raw::lock;
 use crate::removal::{orphan, release_paying};
 
@@ -41,7 +41,7 @@ pub(crate) unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     } else {
         drop(slots);
     }
-    LOCAL.with(|l| l.borrow_mut().clear());
+    ctx.local.borrow_mut().clear();
     drop(_enter);
 }
 

@@ -48,6 +48,15 @@
 //! return the real word, and the decision to go native is only ever taken on
 //! a word just read from memory, as in Rust.
 //!
+//! A local semaphore that share() never touched is reached by one thread
+//! only (its JS object's; the addon's calls on it run on that thread too,
+//! one after the other): there JS makes the same transitions with plain
+//! `Int32Array` reads and writes, which V8 compiles inline (an `Atomics` call
+//! is a call), and the binding updates its `held` and `queued` counters with
+//! a load and a store ([`Sem`]'s `alone`). share() marks it shared, on that
+//! thread, before any other thread can attach; from then on both use atomic
+//! read-modify-writes.
+//!
 //! After an attempt that found the word queued, closed or short, a JS
 //! `Semaphore` goes straight to the native path until a native acquire takes
 //! permits at once again: under contention a failed attempt costs more than

@@ -40,7 +40,7 @@ use volt_sem_backend::Finish;
 use crate::codes::{
     BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, WATCH_BIT, WOKEN_CLOSED,
 };
-use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT, LOCAL};
+use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT};
 use crate::raw::{args, int, lock, throw_internal};
 use crate::removal::{orphan_woken, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
 use crate::{RawEnv, RawValue};
@@ -85,16 +85,15 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
     let key = node.key.get();
     if CURRENT.with(|c| c.get()) == node.owner {
         // Inside one of the owner's own native calls on its thread: it collects
-        // LOCAL before returning. `try_borrow_mut` never fails here (nothing holds
-        // LOCAL across a semaphore call); if it did, the remote path is still right.
-        let pushed = LOCAL.with(|l| match l.try_borrow_mut() {
-            Ok(mut v) => {
-                v.push(key);
-                true
-            }
-            Err(_) => false,
-        });
-        if pushed {
+        // its `local` list before returning. `try_borrow_mut` never fails here
+        // (nothing holds that list across a semaphore call); if it did, the
+        // remote path is still right.
+        // SAFETY: `owner` is the environment whose native call runs on this
+        // thread right now (CURRENT), so it is alive, and only this thread
+        // touches its RefCells.
+        let owner = unsafe { &*node.owner };
+        if let Ok(mut v) = owner.local.try_borrow_mut() {
+            v.push(key);
             return;
         }
     }
@@ -160,6 +159,18 @@ impl EnvCtx {
         }
     }
 
+    /// Writes the generation of the request just queued into the cell after
+    /// the outcome pairs, where `acquire` leaves it for JS.
+    pub(crate) fn write_gen(&self, gen: u32) {
+        let (buf, cap) = self.buf.get();
+        if buf.is_null() {
+            return; // init() not called: nobody reads it
+        }
+        // SAFETY: `buf` points to the live Uint32Array registered by init() of
+        // at least `2 * cap + 2` elements (init() leaves the last pair out of `cap`).
+        unsafe { *buf.add(2 * cap) = gen };
+    }
+
     /// Finishes queued woken requests into the buffer. Returns the number of
     /// pairs; `== capacity` means "call drain() again".
     pub(crate) fn write_ready(&self, mut k: usize) -> usize {
@@ -190,28 +201,26 @@ impl EnvCtx {
     pub(crate) fn settle_local(&self) -> usize {
         let cap = self.buf.get().1;
         let mut k = self.write_ready(0);
-        LOCAL.with(|l| {
-            let Ok(mut local) = l.try_borrow_mut() else {
-                return;
-            };
-            if local.is_empty() {
-                return;
+        let Ok(mut local) = self.local.try_borrow_mut() else {
+            return k;
+        };
+        if local.is_empty() {
+            return k;
+        }
+        // collect() never wakes anyone (it only consumes Granted/Closed), so
+        // holding the list across it is fine.
+        let mut rest = local.drain(..);
+        for key in rest.by_ref() {
+            if k == cap {
+                self.ready.borrow_mut().push_back(key);
+                break;
             }
-            // collect() never wakes anyone (it only consumes Granted/Closed), so
-            // holding LOCAL across it is fine.
-            let mut rest = local.drain(..);
-            for key in rest.by_ref() {
-                if k == cap {
-                    self.ready.borrow_mut().push_back(key);
-                    break;
-                }
-                if let Some((slot, code)) = self.collect(key) {
-                    self.write(k, slot, code);
-                    k += 1;
-                }
+            if let Some((slot, code)) = self.collect(key) {
+                self.write(k, slot, code);
+                k += 1;
             }
-            self.ready.borrow_mut().extend(rest);
-        });
+        }
+        self.ready.borrow_mut().extend(rest);
         k
     }
 
@@ -254,7 +263,9 @@ pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _
     lock(&shared.remote).tsfn = None;
 }
 
-// init(buffer: Uint32Array, onWake: () => void): void
+// init(buffer: Uint32Array, onWake: () => void): OK | BAD_ARGS. The buffer:
+// (slot, outcome) pairs, then one pair more whose first element `acquire`
+// sets to the generation of the request it queued.
 native!(js_init, |env, ctx, argv: [2]| {
     if ctx.initialized.get() {
         return int(env, BAD_ARGS);
@@ -266,7 +277,8 @@ native!(js_init, |env, ctx, argv: [2]| {
     let mut off = 0;
     // SAFETY: fails on a non-typed-array.
     let status = unsafe { sys::napi_get_typedarray_info(env, argv[0], &mut ty, &mut len, &mut data, &mut ab, &mut off) };
-    if status != sys::Status::napi_ok || ty != sys::TypedarrayType::uint32_array || len < 2 || data.is_null() {
+    // At least one outcome pair, and the last pair for the generation cell.
+    if status != sys::Status::napi_ok || ty != sys::TypedarrayType::uint32_array || len < 4 || data.is_null() {
         return int(env, BAD_ARGS);
     }
     let mut buf_ref = ptr::null_mut();
@@ -302,7 +314,7 @@ native!(js_init, |env, ctx, argv: [2]| {
     // SAFETY: on the JS thread; the tsfn was just created.
     unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
     lock(&ctx.shared.remote).tsfn = Some(Tsfn(tsfn));
-    ctx.buf.set((data.cast::<u32>(), len / 2));
+    ctx.buf.set((data.cast::<u32>(), len / 2 - 1));
     ctx.initialized.set(true);
     int(env, OK)
 });

@@ -188,11 +188,15 @@ test('a worker on the fast path at large counts and a main thread waiter: FIFO a
   await new Promise((r) => setTimeout(r, 50));
   // Ask for every permit: queued behind (or served between) the worker's takes.
   await s.acquire(start);
+  // Stop the worker before reading held: its release gives the permits back
+  // first and takes them off held after (as the native release does), so a
+  // grant can reach us in between and held still counts the worker's n (and
+  // a failed assertion here must not leave the worker looping for ever).
+  Atomics.store(flag, 0, 1);
+  const msg = await nextMessage(w, (m) => typeof m === 'object');
   assert.equal(s.availablePermits, 0);
   assert.equal(s.heldPermits, start);
-  Atomics.store(flag, 0, 1);
   s.release(start);
-  const msg = await nextMessage(w, (m) => typeof m === 'object');
   await exited(w);
   assert.equal(Atomics.load(flag, 1), 0, 'the worker took permits while a waiter was queued');
   assert.ok(msg.took > 0);

@@ -51,6 +51,40 @@ test('the fast path keeps the counts exact (available, held, closed, removal deb
   assert.equal(big.availablePermits, Semaphore.MAX_PERMITS);
 });
 
+// A private semaphore's fast path uses plain reads and writes (only its own
+// thread can reach it); share() must switch it to Atomics before another
+// thread can attach. Here the views are made while it is private, then both
+// threads hammer the fast path: a plain read-modify-write racing the other
+// thread's compare-and-swap loses updates, and the counts drift.
+test('share() switches a private fast path to Atomics: counts stay exact under a race', async () => {
+  // Enough permits that no tryAcquire fails: both threads stay on the fast path.
+  const CAP = 4;
+  const ROUNDS = 1_000_000;
+  const s = warm(new Semaphore(CAP)); // views made while private
+  const sab = new SharedArrayBuffer(8);
+  const go = new Int32Array(sab);
+  const loop = `for (let i = 0; i < ${ROUNDS}; i++) { if (s.tryAcquire(1)) s.release(1); if (s.tryAcquire(2)) s.release(2); }`;
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData.id);
+     ${WARM}
+     const go = new Int32Array(workerData.sab);
+     Atomics.store(go, 1, 1);
+     Atomics.wait(go, 0, 0);
+     ${loop}
+     parentPort.postMessage('done');`,
+    { id: s.share(), sab },
+  );
+  while (Atomics.load(go, 1) === 0) await new Promise((r) => setImmediate(r));
+  Atomics.store(go, 0, 1);
+  Atomics.notify(go, 0);
+  // eslint-disable-next-line no-new-func
+  new Function('s', loop)(s);
+  await nextMessage(w, (m) => m === 'done');
+  await exited(w);
+  assert.equal(s.availablePermits, CAP, 'permits lost or made up by a racing update');
+  assert.equal(s.heldPermits, 0);
+});
+
 test('a queued waiter is never overtaken by a fast-path acquire (same thread)', async () => {
   const s = warm(new Semaphore(2));
   await s.acquire(2);

@@ -72,6 +72,56 @@ test('a thread waiting on a shared semaphore stays alive until served', async ()
   await exited(w);
 });
 
+// A local semaphore nobody shared updates its held and queued counters
+// without read-modify-writes (src/semaphore.rs); share() must switch them
+// back before another thread can attach. Both threads here hammer the native
+// path (views refused, as bench/run.js does for its native-path row), whose
+// tryAcquire and release update held: a load-and-store racing the other
+// thread's loses updates, and held drifts.
+test('held stays exact when a semaphore used privately is then shared and raced on its native path', async () => {
+  const ROUNDS = 1_000_000;
+  const noViews = `const native = require(${JSON.stringify(`${PKG}/binding.js`)}).loadNative();
+    const view = native.view;
+    native.view = () => null;`;
+  const loop = `for (let i = 0; i < ${ROUNDS}; i++) { if (s.tryAcquire(1)) { if (s.tryAcquire(1)) s.release(1); s.release(1); } }`;
+  const native = require('../binding.js').loadNative();
+  const view = native.view;
+  native.view = () => null;
+  let s;
+  try {
+    s = new Semaphore(4);
+    for (let i = 0; i < 64; i++) {
+      s.tryAcquire(1); // private use first
+      s.release(1);
+    }
+  } finally {
+    native.view = view;
+  }
+  const sab = new SharedArrayBuffer(8);
+  const go = new Int32Array(sab);
+  const w = worker(
+    `${noViews}
+     const s = volt.Semaphore.attach(workerData.id);
+     for (let i = 0; i < 64; i++) s.tryAcquire(0); // past the point where views would be made
+     native.view = view;
+     const go = new Int32Array(workerData.sab);
+     Atomics.store(go, 1, 1);
+     Atomics.wait(go, 0, 0);
+     ${loop}
+     parentPort.postMessage('done');`,
+    { id: s.share(), sab },
+  );
+  while (Atomics.load(go, 1) === 0) await new Promise((r) => setImmediate(r));
+  Atomics.store(go, 0, 1);
+  Atomics.notify(go, 0);
+  // eslint-disable-next-line no-new-func
+  new Function('s', loop)(s);
+  await nextMessage(w, (m) => m === 'done');
+  await exited(w);
+  assert.equal(s.heldPermits, 0, 'held drifted');
+  assert.equal(s.availablePermits, 4);
+});
+
 test('a terminated worker hands its partial grant on (env cleanup hook)', async () => {
   const s = new Semaphore(0);
   const w = worker(
