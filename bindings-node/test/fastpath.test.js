@@ -6,7 +6,7 @@ const test = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
 const { execFile } = require('node:child_process');
-const { PKG, worker, nextMessage, exited } = require('./helpers');
+const { PKG, worker, nextMessage, exited, raceWithWorker } = require('./helpers');
 
 // A Semaphore makes its fast-path views after VIEW_AFTER (16) native-path
 // operations (index.js): these tests warm it up first, so that what follows
@@ -61,26 +61,8 @@ test('share() switches a private fast path to Atomics: counts stay exact under a
   const CAP = 4;
   const ROUNDS = 1_000_000;
   const s = warm(new Semaphore(CAP)); // views made while private
-  const sab = new SharedArrayBuffer(8);
-  const go = new Int32Array(sab);
   const loop = `for (let i = 0; i < ${ROUNDS}; i++) { if (s.tryAcquire(1)) s.release(1); if (s.tryAcquire(2)) s.release(2); }`;
-  const w = worker(
-    `const s = volt.Semaphore.attach(workerData.id);
-     ${WARM}
-     const go = new Int32Array(workerData.sab);
-     Atomics.store(go, 1, 1);
-     Atomics.wait(go, 0, 0);
-     ${loop}
-     parentPort.postMessage('done');`,
-    { id: s.share(), sab },
-  );
-  while (Atomics.load(go, 1) === 0) await new Promise((r) => setImmediate(r));
-  Atomics.store(go, 0, 1);
-  Atomics.notify(go, 0);
-  // eslint-disable-next-line no-new-func
-  new Function('s', loop)(s);
-  await nextMessage(w, (m) => m === 'done');
-  await exited(w);
+  await raceWithWorker(s, loop, `const s = volt.Semaphore.attach(workerData.id);\n${WARM}`);
   assert.equal(s.availablePermits, CAP, 'permits lost or made up by a racing update');
   assert.equal(s.heldPermits, 0);
 });

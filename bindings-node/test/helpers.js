@@ -62,4 +62,30 @@ function exited(w) {
   return w.exited;
 }
 
-module.exports = { PKG, worker, nextMessage, exited };
+/**
+ * Runs `loop` (statements on `s`) on this thread and, at the same moment, in
+ * a worker on `s` shared: `prelude` runs first in the worker and defines its
+ * `s` (from `workerData.id`). Resolves once both loops ended.
+ */
+async function raceWithWorker(s, loop, prelude) {
+  const sab = new SharedArrayBuffer(8);
+  const go = new Int32Array(sab);
+  const w = worker(
+    `${prelude}
+     const go = new Int32Array(workerData.sab);
+     Atomics.store(go, 1, 1);
+     Atomics.wait(go, 0, 0);
+     ${loop}
+     parentPort.postMessage('done');`,
+    { id: s.share(), sab },
+  );
+  while (Atomics.load(go, 1) === 0) await new Promise((r) => setImmediate(r));
+  Atomics.store(go, 0, 1);
+  Atomics.notify(go, 0);
+  // eslint-disable-next-line no-new-func
+  new Function('s', loop)(s);
+  await nextMessage(w, (m) => m === 'done');
+  await exited(w);
+}
+
+module.exports = { PKG, worker, nextMessage, exited, raceWithWorker };

@@ -7,7 +7,7 @@ const { execFile } = require('node:child_process');
 const v8 = require('node:v8');
 const vm = require('node:vm');
 const { Semaphore, Mutex, RwLock } = require('..');
-const { PKG, worker, nextMessage, exited } = require('./helpers');
+const { PKG, worker, nextMessage, exited, raceWithWorker } = require('./helpers');
 
 test('attach() in a worker returns the same semaphore', async () => {
   const s = new Semaphore(5);
@@ -97,27 +97,14 @@ test('held stays exact when a semaphore used privately is then shared and raced 
   } finally {
     native.view = view;
   }
-  const sab = new SharedArrayBuffer(8);
-  const go = new Int32Array(sab);
-  const w = worker(
+  await raceWithWorker(
+    s,
+    loop,
     `${noViews}
      const s = volt.Semaphore.attach(workerData.id);
      for (let i = 0; i < 64; i++) s.tryAcquire(0); // past the point where views would be made
-     native.view = view;
-     const go = new Int32Array(workerData.sab);
-     Atomics.store(go, 1, 1);
-     Atomics.wait(go, 0, 0);
-     ${loop}
-     parentPort.postMessage('done');`,
-    { id: s.share(), sab },
+     native.view = view;`,
   );
-  while (Atomics.load(go, 1) === 0) await new Promise((r) => setImmediate(r));
-  Atomics.store(go, 0, 1);
-  Atomics.notify(go, 0);
-  // eslint-disable-next-line no-new-func
-  new Function('s', loop)(s);
-  await nextMessage(w, (m) => m === 'done');
-  await exited(w);
   assert.equal(s.heldPermits, 0, 'held drifted');
   assert.equal(s.availablePermits, 4);
 });
