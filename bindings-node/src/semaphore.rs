@@ -93,7 +93,8 @@ impl Sem {
 
     pub(crate) fn add_held(&self, n: usize) {
         if self.alone() {
-            self.held.store(self.held.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+            self.held
+                .store(self.held.load(Ordering::Relaxed) + n, Ordering::Relaxed);
         } else {
             self.held.fetch_add(n, Ordering::Relaxed);
         }
@@ -114,7 +115,8 @@ impl Sem {
     /// One more queued request (see `queued`).
     pub(crate) fn queue_one(&self) {
         if self.alone() {
-            self.queued.store(self.queued.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            self.queued
+                .store(self.queued.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
         } else {
             self.queued.fetch_add(1, Ordering::Relaxed);
         }
@@ -123,7 +125,8 @@ impl Sem {
     /// One queued request less (collected or cancelled by its thread).
     pub(crate) fn unqueue_one(&self) {
         if self.alone() {
-            self.queued.store(self.queued.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
+            self.queued
+                .store(self.queued.load(Ordering::Relaxed) - 1, Ordering::Relaxed);
         } else {
             self.queued.fetch_sub(1, Ordering::Relaxed);
         }
