@@ -161,14 +161,16 @@ fn disconnect_has_ended_the_session_when_it_returns() {
     }
 }
 
+/// `INFO section`'s text.
+fn info(s: &Server, section: &str) -> String {
+    redis::cmd("INFO").arg(section).query(&mut s.raw()).unwrap()
+}
+
 /// The number of clients Redis holds blocked now (a `CLIENT PAUSE`
 /// postpones a script call as a blocked client).
 fn blocked_clients(s: &Server) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("clients")
-        .query(&mut s.raw())
-        .unwrap();
-    info.lines()
+    info(s, "clients")
+        .lines()
         .find_map(|l| l.strip_prefix("blocked_clients:"))
         .and_then(|v| v.trim().parse().ok())
         .unwrap()
@@ -176,11 +178,8 @@ fn blocked_clients(s: &Server) -> u64 {
 
 /// How many scripts Redis has run (EVAL and EVALSHA calls).
 fn script_calls(s: &Server) -> u64 {
-    let info: String = redis::cmd("INFO")
-        .arg("commandstats")
-        .query(&mut s.raw())
-        .unwrap();
-    info.lines()
+    info(s, "commandstats")
+        .lines()
         .filter(|l| l.starts_with("cmdstat_eval:") || l.starts_with("cmdstat_evalsha:"))
         .filter_map(|l| {
             l.split("calls=")
