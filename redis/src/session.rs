@@ -1060,14 +1060,10 @@ impl Inner {
         self.check_local_expiry();
         let epoch = {
             let mut st = lock(&self.state);
-            if st.failed {
-                return Err(Error::StateLost);
-            }
-            // (`shutdown`: the sessions ended on a signal, and the process
-            // went on; as `check_usable`.)
-            if st.disconnected || st.shutdown {
-                return Err(Error::Closed);
-            }
+            // The same refusals as every other request (a release answered
+            // NotHeld after a signal ended the sessions while it checked
+            // its own copy of them).
+            self.check_usable(&st)?;
             let cur = st.session.as_ref().map(|s| s.epoch);
             let stale = match (epoch, cur) {
                 (Some(e), Some(c)) => e != c,

@@ -520,7 +520,7 @@ impl Inner {
             return Stamp::Gone;
         }
         let current = st.session.as_ref().is_some_and(|s| s.epoch == epoch);
-        if !current || st.disconnected || st.shutdown || st.failed {
+        if !current || self.check_usable(&st).is_err() {
             return Stamp::Stale;
         }
         let Some(e) = st.table.get_mut(ctr) else {
