@@ -1055,6 +1055,11 @@ impl Proxy {
                         continue;
                     }
                 };
+                // Checked and registered under the lock that `set_down`
+                // takes: a connection accepted before `set_down(true)` is
+                // in the list when the `cut()` after it drains the list (a
+                // check then a later push would let it slip through).
+                let mut g = c.lock().unwrap();
                 if d.load(Ordering::SeqCst) {
                     continue; // dropped: the client sees the connection closed
                 }
@@ -1062,7 +1067,7 @@ impl Proxy {
                 if h.load(Ordering::SeqCst) {
                     // Accepted (the client's connect succeeds) and kept open,
                     // never answered.
-                    c.lock().unwrap().push(client);
+                    g.push(client);
                     continue;
                 }
                 let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else {
@@ -1070,11 +1075,9 @@ impl Proxy {
                 };
                 let _ = client.set_nodelay(true);
                 let _ = upstream.set_nodelay(true);
-                {
-                    let mut g = c.lock().unwrap();
-                    g.push(client.try_clone().unwrap());
-                    g.push(upstream.try_clone().unwrap());
-                }
+                g.push(client.try_clone().unwrap());
+                g.push(upstream.try_clone().unwrap());
+                drop(g);
                 for (mut from, mut to) in [
                     (client.try_clone().unwrap(), upstream.try_clone().unwrap()),
                     (upstream, client),
@@ -1121,6 +1124,7 @@ impl Proxy {
 
     /// While down, new connections are closed at once (Redis unreachable).
     pub fn set_down(&self, down: bool) {
+        let _registering = self.conns.lock().unwrap();
         self.down.store(down, Ordering::SeqCst);
     }
 
