@@ -126,11 +126,21 @@
  *   In the child, every request that was queued at the fork (by any thread) is
  *   closed without its callback being called (it belongs to a thread of the
  *   parent): volt_waiter_status() says VOLT_CLOSED and volt_sem_cancel() returns
- *   VOLT_CLOSED; the permits granted to it come back to the counter. Permits
- *   held at the fork stay held; the semaphore stays open. A fork at the instant
- *   another thread is inside a semaphore operation (a few pointer writes under
- *   its internal lock) leaves that lock held in the child, as with any mutex:
- *   POSIX allows only async-signal-safe calls in such a child until exec().
+ *   VOLT_CLOSED; the permits granted to it come back to the counter. A request
+ *   whose grant (or close) came before the fork but whose wake callback had
+ *   not returned (it was running, or still to run, on another thread of the
+ *   parent) is never called back in the child either: volt_waiter_status()
+ *   says its outcome and volt_sem_cancel() (or volt_sem_try_cancel()) returns
+ *   it at once: VOLT_OK (the child's copy holds the permits), VOLT_CLOSED, or
+ *   VOLT_IDLE if the callback had collected the outcome from inside. (After a
+ *   fork made from inside a wake callback, that thread goes on delivering its
+ *   callbacks in the child and a cancel waits for them, as usual; do not
+ *   cancel the requests of the parent's other threads there: it would wait
+ *   for ever.) Permits held at the fork stay held; the semaphore stays open.
+ *   A fork at the instant another thread is inside a semaphore operation (a
+ *   few pointer writes under its internal lock) leaves that lock held in the
+ *   child, as with any mutex: POSIX allows only async-signal-safe calls in
+ *   such a child until exec().
  *
  * SHARED SEMAPHORES (one limit for every process of the machine; Linux)
  *   volt_sem_open(name, permits, flags, &sem) returns an ordinary handle on the

@@ -20,7 +20,7 @@
 use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 
-use crate::raw::{phase, Backend, Node, WaiterState};
+use crate::raw::{phase, Backend, Node, Notify, WaiterState};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
 
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
@@ -244,6 +244,60 @@ impl Waiter {
             && self.node.backend() == Backend::Local
             && self.node.phase(Ordering::Acquire) == phase::WAITING
             && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
+    }
+
+    /// Whether this is a forked child's copy of a local request whose outcome
+    /// the parent decided (granted, or closed) but whose wake callback had not
+    /// returned at the fork: it was running, or still to run, on a thread of
+    /// the parent, which the child does not have, so it never returns here
+    /// and [`finish_raw`](crate::raw::RawSemaphore::finish_raw) takes the
+    /// outcome at once instead of waiting for it (`crate::fork`). Not when
+    /// the fork was made from inside a wake callback: that thread goes on
+    /// delivering in the child. For the C ABI's `volt_sem_try_cancel`, which
+    /// must then not answer "the callback is running" for ever. One relaxed
+    /// load outside forked children.
+    #[doc(hidden)]
+    pub fn callback_lost_to_fork(&self) -> bool {
+        // A request queued before the fork cannot be claimed in the child:
+        // every critical section there first closes the parent's requests
+        // without a callback (`Semaphore::purge_forked_locked`). So a
+        // NOTIFYING phase with the parent's generation was claimed by a
+        // thread of the parent.
+        crate::fork::in_forked_child()
+            && self.node.backend() == Backend::Local
+            && matches!(
+                self.node.phase(Ordering::Acquire),
+                phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED | phase::NOTIFYING_CONSUMED
+            )
+            && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
+            && !crate::fork::forked_in_delivery()
+    }
+
+    /// [`callback_lost_to_fork`](Self::callback_lost_to_fork)'s outcome,
+    /// taken as the trampoline would have left it: `Granted` or `Closed`, or
+    /// `Idle` if the callback consumed it; the waiter becomes idle. `None`
+    /// if the callback was not lost.
+    pub(crate) fn finish_lost_to_fork(&self) -> Option<crate::Finish> {
+        if !self.callback_lost_to_fork() {
+            return None;
+        }
+        let out = match self.node.phase(Ordering::Acquire) {
+            phase::NOTIFYING_GRANTED => crate::Finish::Granted,
+            phase::NOTIFYING_CLOSED => crate::Finish::Closed,
+            _ => crate::Finish::Idle,
+        };
+        // The parent's callback: neither call nor drop it (as the purge of
+        // the parent's queued requests). Nobody else touches the node in the
+        // child: the thread that claimed it does not exist here.
+        let notify = self
+            .node
+            .notify
+            // SAFETY: owned by the claiming thread, absent in the child (above).
+            .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
+        core::mem::forget(notify);
+        // Release: publishes to a status reader, as the trampoline would.
+        self.node.set_phase(phase::IDLE, Ordering::Release);
+        Some(out)
     }
 
     /// Whether this waiter's wake callback is still to run on the current

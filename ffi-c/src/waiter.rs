@@ -491,7 +491,10 @@ unsafe fn end_acquire(
         // completed, on this thread): that call has the outcome.
         return Ok(VOLT_IDLE);
     }
-    if !wait && !inside {
+    // In a forked child, a callback that a thread of the parent was running
+    // (claim RUNNING) or was about to run never returns: `finish_raw` takes
+    // the outcome at once, with nothing to wait for.
+    if !wait && !inside && !slot.waiter.callback_lost_to_fork() {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.
         match slot.claim.load(Ordering::Acquire) {
