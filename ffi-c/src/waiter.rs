@@ -491,10 +491,14 @@ unsafe fn end_acquire(
         // completed, on this thread): that call has the outcome.
         return Ok(VOLT_IDLE);
     }
-    // In a forked child, a callback that a thread of the parent was running
-    // (claim RUNNING) or was about to run never returns: `finish_raw` takes
-    // the outcome at once, with nothing to wait for.
-    if !wait && !inside && !slot.waiter.callback_lost_to_fork() {
+    // Nothing to wait for, so nothing for `volt_sem_try_cancel` to answer
+    // PENDING about: the backend is done with the waiter (its callback has
+    // returned, or will never be called: in a forked child, a request the
+    // parent queued that a call has purged, closed without its callback),
+    // or, in a forked child, a callback that a thread of the parent was
+    // running (claim RUNNING) or was about to run never returns.
+    let nothing_to_wait_for = !slot.waiter.is_busy() || slot.waiter.callback_lost_to_fork();
+    if !wait && !inside && !nothing_to_wait_for {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.
         match slot.claim.load(Ordering::Acquire) {
