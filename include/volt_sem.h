@@ -1685,7 +1685,12 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
 
 /**
  * Ends a PENDING acquire: removes the waiter if it is still queued, or collects
- * its outcome. `sem` must be a handle to the semaphore the waiter was queued on.
+ * its outcome. `sem` must be a handle to the semaphore the waiter was queued on:
+ * the one it was queued through, a clone of it, or, for a named semaphore,
+ * another `volt_sem_open` of the same name in this process (not one opened
+ * after the name was unlinked: that is a new semaphore). A Redis waiter only
+ * through the handle it was queued through or a clone of it (the handle of
+ * another `volt_sem_connect` is refused, even one that shares its session).
  * If `returned` is not NULL, `*returned` is set to the partial grant handed back
  * (0 unless the result is `VOLT_CANCELLED`).
  *

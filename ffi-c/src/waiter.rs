@@ -370,7 +370,12 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 }
 
 /// Ends a PENDING acquire: removes the waiter if it is still queued, or collects
-/// its outcome. `sem` must be a handle to the semaphore the waiter was queued on.
+/// its outcome. `sem` must be a handle to the semaphore the waiter was queued on:
+/// the one it was queued through, a clone of it, or, for a named semaphore,
+/// another `volt_sem_open` of the same name in this process (not one opened
+/// after the name was unlinked: that is a new semaphore). A Redis waiter only
+/// through the handle it was queued through or a clone of it (the handle of
+/// another `volt_sem_connect` is refused, even one that shares its session).
 /// If `returned` is not NULL, `*returned` is set to the partial grant handed back
 /// (0 unless the result is `VOLT_CANCELLED`).
 ///
@@ -483,7 +488,15 @@ unsafe fn end_acquire(
     if !inside && !slot.is_busy() {
         return Ok(VOLT_IDLE);
     }
-    if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) {
+    // Any handle of this process on the semaphore the waiter was queued on:
+    // the one it was queued through, a clone, or another `volt_sem_open` of
+    // the same name (one attachment per process and name; a new semaphore
+    // under the name after an unlink is another one). A Redis handle from
+    // another `volt_sem_connect` is refused (its `owns` is per handle and
+    // clones, even when the two share a session). The waiter's
+    // own reference (`slot.sem`) is what the end below gives back, whichever
+    // handle this is.
+    if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) && !handle.sem.owns(&slot.waiter) {
         return Err(VOLT_INVALID_ARGUMENT);
     }
     if !inside && slot.ending.load(Ordering::Relaxed) {
@@ -546,7 +559,10 @@ unsafe fn end_acquire(
         // Release: an `is_busy` that reads NULL sees the waiter finished.
         let own = slot.sem.swap(ptr::null_mut(), Ordering::Release);
         // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
-        // holds `sem`, so this never destroys the semaphore under `handle`.
+        // holds `sem`, so this never destroys the semaphore under `handle`
+        // (when `sem` is another handle on the same named semaphore, this may
+        // drop the last reference of the one the waiter was queued through,
+        // after the end: that handle's own business, like `volt_sem_free`).
         unsafe { Arc::decrement_strong_count(own) };
     }
     Ok(match finish {

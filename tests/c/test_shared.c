@@ -535,6 +535,53 @@ static void test_existing_functions_on_a_shared_handle(void) {
     volt_sem_free(sem);
 }
 
+/* volt_sem_cancel() takes "a handle to the semaphore the waiter was queued
+ * on": another volt_sem_open() of the same name in this process is one (the
+ * process has one attachment per name). It used to be refused with
+ * VOLT_INVALID_ARGUMENT, so a program that kept that handle and freed the one
+ * it queued through (which OWNERSHIP allows: the waiter keeps its own
+ * reference) could never end the waiter: its request stayed queued, ahead of
+ * every process's, and its grant held, until the process exited. A handle on
+ * a new semaphore under the same name (after an unlink) is still refused. */
+static void test_cancel_through_another_open_of_the_name(void) {
+    char name[64];
+    make_name(name, sizeof name, "other-open");
+    const volt_sem *first = open_sem(name, 1, 0);
+    const volt_sem *second = open_sem(name, 1, 0);
+    CHECK(first != second);
+    volt_waiter w;
+    signal_ctx s;
+    signal_init(&s);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(first, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(first, &w, 1, signal_wake, &s), VOLT_PENDING);
+    volt_sem_free(first); /* the waiter keeps its own reference */
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_cancel(second, &w, &returned), VOLT_CANCELLED);
+    CHECK(returned == 0);
+    CHECK(!volt_waiter_is_busy(&w));
+    /* Granted, then collected through the other handle. */
+    CHECK_STATUS(volt_sem_acquire(second, &w, 1, signal_wake, &s), VOLT_PENDING);
+    const volt_sem *third = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_release(third, 1), VOLT_OK);
+    signal_wait(&s);
+    CHECK_STATUS(volt_sem_cancel(third, &w, NULL), VOLT_OK);
+    /* Another semaphore under the same name is not this one. */
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    const volt_sem *renewed = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_acquire(second, &w, 1, signal_wake, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_cancel(renewed, &w, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_waiter_is_busy(&w));
+    CHECK_STATUS(volt_sem_cancel(second, &w, &returned), VOLT_CANCELLED);
+    CHECK_STATUS(volt_sem_release(third, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(second) == 1);
+    signal_destroy(&s);
+    volt_sem_free(third);
+    volt_sem_free(second);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(renewed);
+}
+
 /* volt_sem_stats on a named handle: the call and the gauges the named
  * backend reports (its counters come with its recording). */
 static void test_stats_on_a_shared_handle(void) {
@@ -974,6 +1021,7 @@ int main(int argc, char **argv) {
     RUN(test_open_with_refuses_bad_options);
     RUN(test_close_reaches_other_processes);
     RUN(test_existing_functions_on_a_shared_handle);
+    RUN(test_cancel_through_another_open_of_the_name);
     RUN(test_stats_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
