@@ -582,6 +582,52 @@ static void test_cancel_through_another_open_of_the_name(void) {
     volt_sem_free(renewed);
 }
 
+/* A named semaphore's callbacks all run on the process's doorbell thread.
+ * One release completes A and B; A's callback try_cancels B, whose callback
+ * is still to run on that same thread. The header used to say this answers
+ * VOLT_PENDING on a shared semaphore; it answers as volt_sem_cancel does
+ * there (and as on a local semaphore): B's outcome at once, B's callback
+ * never called. The header now says so; this pins it. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter a, b;
+    volt_status b_from_a;
+    signal_ctx a_done, b_woken;
+} shared_siblings;
+
+static void try_cancel_shared_sibling(void *ctx) {
+    shared_siblings *s = ctx;
+    s->b_from_a = volt_sem_try_cancel(s->sem, &s->b, NULL);
+    signal_wake(&s->a_done);
+}
+
+static void test_callback_try_cancels_a_sibling_on_the_doorbell(void) {
+    char name[64];
+    make_name(name, sizeof name, "sibling");
+    shared_siblings s;
+    s.sem = open_sem(name, 3, 0);
+    s.b_from_a = VOLT_PANIC;
+    signal_init(&s.a_done);
+    signal_init(&s.b_woken);
+    REQUIRE(volt_waiter_init(&s.a) == VOLT_OK && volt_waiter_init(&s.b) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(s.sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.a, 1, try_cancel_shared_sibling, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.b, 2, signal_wake, &s.b_woken), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK); /* grants both at once */
+    signal_wait(&s.a_done);
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.a, NULL), VOLT_OK); /* A's callback has returned */
+    CHECK_STATUS(s.b_from_a, VOLT_OK); /* A's callback took B's 2 permits */
+    CHECK(s.b_woken.woken == 0);
+    CHECK(!volt_waiter_is_busy(&s.b));
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.b, NULL), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(s.sem) == 3);
+    signal_destroy(&s.a_done);
+    signal_destroy(&s.b_woken);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(s.sem);
+}
+
 /* volt_sem_stats on a named handle: the call and the gauges the named
  * backend reports (its counters come with its recording). */
 static void test_stats_on_a_shared_handle(void) {
@@ -1022,6 +1068,7 @@ int main(int argc, char **argv) {
     RUN(test_close_reaches_other_processes);
     RUN(test_existing_functions_on_a_shared_handle);
     RUN(test_cancel_through_another_open_of_the_name);
+    RUN(test_callback_try_cancels_a_sibling_on_the_doorbell);
     RUN(test_stats_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
