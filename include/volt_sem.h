@@ -152,8 +152,11 @@
  *   differs:
  *   - Each process returns its own permits: volt_sem_release(n) with n above what
  *     this process holds (through any of its handles and threads) is
- *     VOLT_NOT_HELD and releases nothing. The total is fixed at creation
- *     (volt_sem_total_permits()); n above it is VOLT_INVALID_ARGUMENT.
+ *     VOLT_NOT_HELD and releases nothing, whatever the total (after a shrink,
+ *     see volt_sem_set_total(), a process may hold more than the total and
+ *     releases it as usual). The total is set at creation
+ *     (volt_sem_total_permits()); an acquire of n above it is
+ *     VOLT_INVALID_ARGUMENT.
  *   - Crash safety: when a process dies (even by SIGKILL, even inside an
  *     operation), the permits it held and its queued requests go back to the
  *     others, within 200 ms if anyone is queued (else at the next operation
@@ -260,8 +263,10 @@
  *     VOLT_IN_CALLBACK). Neither thread keeps the process alive.
  *   - Accounting: each handle returns the permits its session holds:
  *     volt_sem_release(n) above volt_sem_held_permits() is VOLT_NOT_HELD and
- *     releases nothing. The total is fixed (volt_sem_total_permits()); n above
- *     it is VOLT_INVALID_ARGUMENT. volt_sem_free() of the last reference ends the
+ *     releases nothing, whatever the total (a release is bounded by what the
+ *     session holds, which may exceed the total after a shrink). The total is
+ *     set at connect (volt_sem_total_permits()); an acquire of n above it is
+ *     VOLT_INVALID_ARGUMENT. volt_sem_free() of the last reference ends the
  *     session: whatever it still holds goes back right away, not at lease
  *     expiry (from the agent thread if it is in the middle of a command); so
  *     does the process's normal exit.

@@ -1006,6 +1006,16 @@ static void test_set_total_and_reopen(void) {
     CHECK(volt_sem_available_permits(sem) == 0);
     CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
     CHECK(volt_sem_available_permits(sem) == 1);
+    /* A release is bounded by what this process holds, not by the total
+     * (the header used to say n above the total is VOLT_INVALID_ARGUMENT,
+     * which would refuse a holder's release after a shrink): hold 2 of 2,
+     * shrink to 1, release 2 at once. */
+    CHECK_STATUS(volt_sem_set_total(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_set_total(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_NOT_HELD);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
     CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_set_total(sem, 0), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_set_total(NULL, 1), VOLT_INVALID_ARGUMENT);
