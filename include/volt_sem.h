@@ -185,7 +185,13 @@
  *     attached (VOLT_PROCESS_TABLE_FULL), volt_sem_max_shared_permits().
  *   - fork(): a handle opened before fork() fails in the child with
  *     VOLT_FORKED (it would act on the parent's record); the child opens the
- *     name again. volt_sem_free() of such a handle in the child is fine.
+ *     name again. volt_sem_free() of such a handle in the child is fine. A
+ *     waiter that was PENDING on it at the fork ends in the child at once:
+ *     volt_sem_cancel() (or volt_sem_try_cancel()) returns VOLT_CLOSED, the
+ *     child holding nothing, even when the parent's doorbell thread was
+ *     delivering its grant (its callback is never called in the child; the
+ *     grant is the parent's), and VOLT_IDLE if that callback had collected
+ *     it. (After a fork made from inside a wake callback, as under FORK.)
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.

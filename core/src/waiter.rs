@@ -20,7 +20,7 @@
 use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 
-use crate::raw::{phase, Backend, Node, Notify, WaiterState};
+use crate::raw::{phase, Backend, Node, WaiterState};
 use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
 
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
@@ -281,23 +281,9 @@ impl Waiter {
         if !self.callback_lost_to_fork() {
             return None;
         }
-        let out = match self.node.phase(Ordering::Acquire) {
-            phase::NOTIFYING_GRANTED => crate::Finish::Granted,
-            phase::NOTIFYING_CLOSED => crate::Finish::Closed,
-            _ => crate::Finish::Idle,
-        };
-        // The parent's callback: neither call nor drop it (as the purge of
-        // the parent's queued requests). Nobody else touches the node in the
-        // child: the thread that claimed it does not exist here.
-        let notify = self
-            .node
-            .notify
-            // SAFETY: owned by the claiming thread, absent in the child (above).
-            .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
-        core::mem::forget(notify);
-        // Release: publishes to a status reader, as the trampoline would.
-        self.node.set_phase(phase::IDLE, Ordering::Release);
-        Some(out)
+        // SAFETY: claimed by a thread of the parent (`callback_lost_to_fork`);
+        // the owner is the caller of `finish_raw`.
+        unsafe { crate::raw::finish_orphan(&self.node) }
     }
 
     /// Whether this waiter's wake callback is still to run on the current

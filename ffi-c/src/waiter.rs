@@ -513,7 +513,8 @@ unsafe fn end_acquire(
     // parent queued that a call has purged, closed without its callback),
     // or, in a forked child, a callback that a thread of the parent was
     // running (claim RUNNING) or was about to run never returns.
-    let nothing_to_wait_for = !slot.waiter.is_busy() || slot.waiter.callback_lost_to_fork();
+    let nothing_to_wait_for =
+        !slot.waiter.is_busy() || handle.sem.callback_lost_to_fork(&slot.waiter);
     if !wait && !inside && !nothing_to_wait_for {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.

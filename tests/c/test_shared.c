@@ -725,6 +725,75 @@ static void test_forked_handle(void) {
     volt_sem_free(sem);
 }
 
+/* A fork while the doorbell thread runs a wake callback (and a sibling's,
+ * granted by the same release, is still to run there): the child has no
+ * doorbell thread, so neither callback returns in it. Its volt_sem_cancel()
+ * of those waiters used to wait for ever (volt_sem_try_cancel(): VOLT_PENDING
+ * for ever). They now end at once with VOLT_CLOSED: the grants are the
+ * parent's record's, which the child's copy of the handle may not touch (as
+ * a request the parent had queued, which the child's cancel also ends
+ * VOLT_CLOSED). */
+typedef struct {
+    atomic_int entered;
+    atomic_int go;
+} doorbell_stall;
+
+static void stall_on_doorbell(void *ctx) {
+    doorbell_stall *d = ctx;
+    atomic_store(&d->entered, 1);
+    while (!atomic_load(&d->go)) sched_yield(); /* held open across the fork */
+}
+
+static void test_fork_while_the_doorbell_runs_a_callback(void) {
+    char name[64];
+    make_name(name, sizeof name, "fork-bell");
+    const volt_sem *sem = open_sem(name, 2, 0);
+    doorbell_stall d;
+    atomic_init(&d.entered, 0);
+    atomic_init(&d.go, 0);
+    signal_ctx sb;
+    signal_init(&sb);
+    volt_waiter a, b;
+    REQUIRE(volt_waiter_init(&a) == VOLT_OK && volt_waiter_init(&b) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 1, stall_on_doorbell, &d), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, signal_wake, &sb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    while (!atomic_load(&d.entered)) sched_yield();
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(10); /* a hang dies of SIGALRM: no code written */
+        char code = 0;
+        if (volt_sem_try_cancel(sem, &a, NULL) != VOLT_CLOSED) code = 1;
+        else if (volt_sem_cancel(sem, &b, NULL) != VOLT_CLOSED) code = 2;
+        else if (volt_waiter_is_busy(&a) || volt_waiter_is_busy(&b)) code = 3;
+        else if (sb.woken != 0) code = 4;
+        if (write(fds[1], &code, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char code = 99;
+    CHECK(read(fds[0], &code, 1) == 1); /* 0 bytes: the child hung and died */
+    close(fds[0]);
+    if (code != 0) fprintf(stderr, "    child failed with code %d\n", code);
+    CHECK(code == 0);
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* The parent's waiters are served as usual. */
+    atomic_store(&d.go, 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_OK);
+    CHECK(sb.woken == 1);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    signal_destroy(&sb);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 /* Writes `len` bytes to /dev/shm/volt-sem.<name> (a file another program
  * could have left there). */
 static void plant_file(const char *name, const void *bytes, size_t len) {
@@ -1082,6 +1151,7 @@ int main(int argc, char **argv) {
     RUN(test_stats_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
+    RUN(test_fork_while_the_doorbell_runs_a_callback);
     RUN(test_bad_input);
     RUN(test_permission_denied);
     RUN(test_foreign_owner_is_refused_unless_accepted);
