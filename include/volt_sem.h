@@ -1729,6 +1729,9 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  *   outcome.
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
+ * * `VOLT_FORKED`: `sem` is a Redis handle used in a child of the process
+ *   that connected it (nothing changed: the request is the parent's, and
+ *   the waiter stays busy in the child).
  *
  * Outside the waiter's callback, this waits for a callback running on another
  * thread to return; when it returns the waiter is idle and the waiter and `ctx`
