@@ -126,11 +126,21 @@
  *   In the child, every request that was queued at the fork (by any thread) is
  *   closed without its callback being called (it belongs to a thread of the
  *   parent): volt_waiter_status() says VOLT_CLOSED and volt_sem_cancel() returns
- *   VOLT_CLOSED; the permits granted to it come back to the counter. Permits
- *   held at the fork stay held; the semaphore stays open. A fork at the instant
- *   another thread is inside a semaphore operation (a few pointer writes under
- *   its internal lock) leaves that lock held in the child, as with any mutex:
- *   POSIX allows only async-signal-safe calls in such a child until exec().
+ *   VOLT_CLOSED; the permits granted to it come back to the counter. A request
+ *   whose grant (or close) came before the fork but whose wake callback had
+ *   not returned (it was running, or still to run, on another thread of the
+ *   parent) is never called back in the child either: volt_waiter_status()
+ *   says its outcome and volt_sem_cancel() (or volt_sem_try_cancel()) returns
+ *   it at once: VOLT_OK (the child's copy holds the permits), VOLT_CLOSED, or
+ *   VOLT_IDLE if the callback had collected the outcome from inside. (After a
+ *   fork made from inside a wake callback, that thread goes on delivering its
+ *   callbacks in the child and a cancel waits for them, as usual; do not
+ *   cancel the requests of the parent's other threads there: it would wait
+ *   for ever.) Permits held at the fork stay held; the semaphore stays open.
+ *   A fork at the instant another thread is inside a semaphore operation (a
+ *   few pointer writes under its internal lock) leaves that lock held in the
+ *   child, as with any mutex: POSIX allows only async-signal-safe calls in
+ *   such a child until exec().
  *
  * SHARED SEMAPHORES (one limit for every process of the machine; Linux)
  *   volt_sem_open(name, permits, flags, &sem) returns an ordinary handle on the
@@ -142,8 +152,11 @@
  *   differs:
  *   - Each process returns its own permits: volt_sem_release(n) with n above what
  *     this process holds (through any of its handles and threads) is
- *     VOLT_NOT_HELD and releases nothing. The total is fixed at creation
- *     (volt_sem_total_permits()); n above it is VOLT_INVALID_ARGUMENT.
+ *     VOLT_NOT_HELD and releases nothing, whatever the total (after a shrink,
+ *     see volt_sem_set_total(), a process may hold more than the total and
+ *     releases it as usual). The total is set at creation
+ *     (volt_sem_total_permits()); an acquire of n above it is
+ *     VOLT_INVALID_ARGUMENT.
  *   - Crash safety: when a process dies (even by SIGKILL, even inside an
  *     operation), the permits it held and its queued requests go back to the
  *     others, within 200 ms if anyone is queued (else at the next operation
@@ -172,7 +185,13 @@
  *     attached (VOLT_PROCESS_TABLE_FULL), volt_sem_max_shared_permits().
  *   - fork(): a handle opened before fork() fails in the child with
  *     VOLT_FORKED (it would act on the parent's record); the child opens the
- *     name again. volt_sem_free() of such a handle in the child is fine.
+ *     name again. volt_sem_free() of such a handle in the child is fine. A
+ *     waiter that was PENDING on it at the fork ends in the child at once:
+ *     volt_sem_cancel() (or volt_sem_try_cancel()) returns VOLT_CLOSED, the
+ *     child holding nothing, even when the parent's doorbell thread was
+ *     delivering its grant (its callback is never called in the child; the
+ *     grant is the parent's), and VOLT_IDLE if that callback had collected
+ *     it. (After a fork made from inside a wake callback, as under FORK.)
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
@@ -250,8 +269,10 @@
  *     VOLT_IN_CALLBACK). Neither thread keeps the process alive.
  *   - Accounting: each handle returns the permits its session holds:
  *     volt_sem_release(n) above volt_sem_held_permits() is VOLT_NOT_HELD and
- *     releases nothing. The total is fixed (volt_sem_total_permits()); n above
- *     it is VOLT_INVALID_ARGUMENT. volt_sem_free() of the last reference ends the
+ *     releases nothing, whatever the total (a release is bounded by what the
+ *     session holds, which may exceed the total after a shrink). The total is
+ *     set at connect (volt_sem_total_permits()); an acquire of n above it is
+ *     VOLT_INVALID_ARGUMENT. volt_sem_free() of the last reference ends the
  *     session: whatever it still holds goes back right away, not at lease
  *     expiry (from the agent thread if it is in the middle of a command); so
  *     does the process's normal exit.
@@ -1675,7 +1696,12 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
 
 /**
  * Ends a PENDING acquire: removes the waiter if it is still queued, or collects
- * its outcome. `sem` must be a handle to the semaphore the waiter was queued on.
+ * its outcome. `sem` must be a handle to the semaphore the waiter was queued on:
+ * the one it was queued through, a clone of it, or, for a named semaphore,
+ * another `volt_sem_open` of the same name in this process (not one opened
+ * after the name was unlinked: that is a new semaphore). A Redis waiter only
+ * through the handle it was queued through or a clone of it (the handle of
+ * another `volt_sem_connect` is refused, even one that shares its session).
  * If `returned` is not NULL, `*returned` is set to the partial grant handed back
  * (0 unless the result is `VOLT_CANCELLED`).
  *
@@ -1703,6 +1729,9 @@ volt_status volt_waiter_status(struct volt_waiter *waiter);
  *   outcome.
  * * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
  *   semaphore the waiter is queued on (nothing changed).
+ * * `VOLT_FORKED`: `sem` is a Redis handle used in a child of the process
+ *   that connected it (nothing changed: the request is the parent's, and
+ *   the waiter stays busy in the child).
  *
  * Outside the waiter's callback, this waits for a callback running on another
  * thread to return; when it returns the waiter is idle and the waiter and `ctx`
@@ -1745,9 +1774,12 @@ volt_status volt_sem_cancel(const struct volt_sem *sem,
  * is inside another waiter's callback when this waiter's callback is still to
  * run on the same thread (one release, close or cancel completed both): it
  * returns the outcome at once and that callback is never called, as with
- * `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
- * semaphore, whose callbacks run on one thread per process (name, handle), a
- * sibling's callback still to run on it makes this return `VOLT_PENDING`.
+ * `volt_sem_cancel` (nothing to wait for there). The same on a shared or
+ * Redis semaphore, whose callbacks a release delivers together on one thread
+ * (a process's doorbell thread of the name; a Redis handle's door or agent
+ * thread); a sibling whose callback runs, or is to run, on another thread
+ * (e.g. a Redis handle's other one) makes this return `VOLT_PENDING`, as
+ * anywhere.
  *
  * # Safety
  * As for `volt_sem_cancel`.

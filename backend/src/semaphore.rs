@@ -406,6 +406,48 @@ impl Semaphore {
     }
 }
 
+impl Semaphore {
+    /// Whether `waiter`'s wake callback will never return in this process:
+    /// this is a `fork()` child, and the request's outcome was being
+    /// delivered at the fork by a thread of the parent (the local
+    /// semaphore's releaser, closer or canceller; the shared semaphore's
+    /// doorbell thread), which the child does not have. `finish_raw` then
+    /// ends the request at once instead of waiting for that callback
+    /// (local: its outcome; shared: `Closed`, the grant being the parent's
+    /// record's). Not when the fork was made from inside a wake callback
+    /// (that thread goes on delivering). `false` for Redis, whose handles
+    /// refuse to work after `fork()`. For the C ABI's
+    /// `volt_sem_try_cancel`, which must not answer "the callback is
+    /// running" for ever then. `waiter` was last queued on this semaphore.
+    pub fn callback_lost_to_fork(&self, waiter: &Waiter) -> bool {
+        match self {
+            Semaphore::Local(_) => waiter.callback_lost_to_fork(),
+            #[cfg(target_os = "linux")]
+            Semaphore::Shared(s) => {
+                use volt_sem::raw::phase;
+                // The doorbell thread is the attachment's process's; a
+                // node it claimed and that is still NOTIFYING in another
+                // process (a forked copy) was claimed in the parent: the
+                // child's copy of the attachment claims nothing (it refuses
+                // to work, `Forked`).
+                waiter.kind() == kind::SHARED
+                    && s.opener_pid() != std::process::id()
+                    && matches!(
+                        waiter
+                            .local_ref()
+                            .node()
+                            .phase(core::sync::atomic::Ordering::Acquire),
+                        phase::NOTIFYING_GRANTED
+                            | phase::NOTIFYING_CLOSED
+                            | phase::NOTIFYING_CONSUMED
+                    )
+                    && !volt_sem::raw::forked_in_delivery()
+            }
+            _ => false,
+        }
+    }
+}
+
 /// The raw waiter API ([`RawSemaphore`]'s contract) on whichever backend
 /// this is. The callback runs, locally, on the thread that completes the
 /// grant (a releaser, a canceller, the closer); shared, on this process's
@@ -441,6 +483,8 @@ unsafe impl RawSemaphore for Semaphore {
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) => {
                 waiter.set_kind(kind::SHARED);
+                // `fork()` handlers of the core, for `callback_lost_to_fork`.
+                volt_sem::raw::watch_forks();
                 // SAFETY: forwarded contract.
                 Ok(unsafe { s.acquire_raw(waiter.local(), n, wake, ctx) }?)
             }
@@ -463,6 +507,18 @@ unsafe impl RawSemaphore for Semaphore {
             }
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
+                if self.callback_lost_to_fork(waiter.get_ref()) {
+                    // SAFETY: claimed by the parent's doorbell thread (above);
+                    // the caller of `finish_raw` is the owner.
+                    let f = unsafe { volt_sem::raw::finish_orphan(waiter.local_ref().node()) };
+                    // A grant the parent's doorbell thread was delivering is
+                    // the parent's record's: the child holds nothing (as for
+                    // a request the parent had queued, which ends `Closed`).
+                    return match f {
+                        Some(volt_sem::Finish::Idle) => Finish::Idle,
+                        _ => Finish::Closed,
+                    };
+                }
                 // SAFETY: forwarded contract.
                 let f: Finish = unsafe { s.finish_raw(waiter.local()) }.into();
                 // A request that `set_total` failed ends as closed in the

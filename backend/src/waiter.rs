@@ -200,6 +200,16 @@ impl Waiter {
         self.kind() == kind::LOCAL && self.local.queued_before_fork()
     }
 
+    /// Whether this is a forked child's copy of a local request whose wake
+    /// callback a thread of the parent was delivering at the fork (see
+    /// [`volt_sem::Waiter::callback_lost_to_fork`]): it never returns here,
+    /// and `finish_raw` takes the outcome at once. `false` for the other
+    /// backends, whose handles refuse to work after `fork()`.
+    #[inline]
+    pub fn callback_lost_to_fork(&self) -> bool {
+        self.kind() == kind::LOCAL && self.local.callback_lost_to_fork()
+    }
+
     /// Whether the current (or last) request went to a shared semaphore.
     pub fn is_shared(&self) -> bool {
         self.kind() == kind::SHARED

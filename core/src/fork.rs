@@ -15,6 +15,16 @@
 //!   far go back to the counter.
 //! * Permits *held* at the fork stay held: the child has a copy of whatever
 //!   holds them (a guard, a counter in the caller's data) and may release them.
+//! * A request whose outcome was decided before the fork but whose wake
+//!   callback had not returned (it was running, or still to run, on another
+//!   thread of the parent, which the child does not have) is never called
+//!   back in the child either: `finish_raw` there returns the outcome at once
+//!   (`Granted`: the permits are held, as any permit held at the fork;
+//!   `Closed`; `Idle` if the callback had consumed it from inside) instead of
+//!   waiting for ever for a callback that no thread will finish. Not when the
+//!   fork was made from inside a wake callback: that thread's deliveries go
+//!   on in the child, so its `finish_raw` waits for them as usual (and those
+//!   of the parent's other threads, which never come, as before).
 //! * The semaphore itself stays open and usable in the child. A semaphore the
 //!   parent closed stays closed.
 //!
@@ -48,10 +58,14 @@
 
 #[cfg(all(unix, not(volt_loom), not(miri)))]
 mod imp {
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Once;
 
     static GENERATION: AtomicUsize = AtomicUsize::new(0);
+    /// Whether the thread that made the last `fork()` was delivering wake
+    /// callbacks at the time (it forked from inside one): its deliveries then
+    /// go on in the child, on that same thread.
+    static FORKED_IN_DELIVERY: AtomicBool = AtomicBool::new(false);
     static REGISTER: Once = Once::new();
 
     extern "C" {
@@ -62,10 +76,25 @@ mod imp {
         ) -> core::ffi::c_int;
     }
 
+    /// Runs in the parent, on the forking thread, just before the fork (the
+    /// C library runs the prepare handlers and the fork as one step with
+    /// respect to other forks): records whether that thread is delivering
+    /// callbacks, for the child's copy of the flag. A thread-local read and
+    /// an atomic store, in an ordinary (not a signal-handler) context.
+    unsafe extern "C" fn before_fork() {
+        FORKED_IN_DELIVERY.store(crate::raw::delivery::draining_here(), Ordering::Relaxed);
+    }
+
     /// Runs in the child, in its only thread, before `fork()` returns there.
     /// Async-signal-safe: one atomic add.
     unsafe extern "C" fn in_child() {
         GENERATION.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// In a forked child: whether the fork was made from inside a wake
+    /// callback (see `FORKED_IN_DELIVERY`).
+    pub(crate) fn forked_in_delivery() -> bool {
+        FORKED_IN_DELIVERY.load(Ordering::Relaxed)
     }
 
     pub(crate) fn generation() -> usize {
@@ -82,10 +111,11 @@ mod imp {
 
     pub(crate) fn watch() {
         REGISTER.call_once(|| {
-            // SAFETY: registers a handler that only bumps an atomic. A failure
-            // (ENOMEM) leaves fork behaviour as it was before this module:
-            // nothing becomes unsafe, the ghosts just stay.
-            let _ = unsafe { pthread_atfork(None, None, Some(in_child)) };
+            // SAFETY: registers handlers that only read a thread-local and
+            // store or bump an atomic. A failure (ENOMEM) leaves fork
+            // behaviour as it was before this module: nothing becomes unsafe,
+            // the ghosts just stay.
+            let _ = unsafe { pthread_atfork(Some(before_fork), None, Some(in_child)) };
         });
     }
 }
@@ -99,7 +129,10 @@ mod imp {
     pub(crate) fn in_forked_child() -> bool {
         false
     }
+    pub(crate) fn forked_in_delivery() -> bool {
+        false
+    }
     pub(crate) fn watch() {}
 }
 
-pub(crate) use imp::{generation, in_forked_child, watch};
+pub(crate) use imp::{forked_in_delivery, generation, in_forked_child, watch};

@@ -146,7 +146,13 @@
 //! (its future resolves with [`AcquireError::Closed`], `finish_raw` returns
 //! [`Finish::Closed`]) without being woken, since its wake-up belongs to a
 //! thread of the parent, and the permits granted to it so far come back; the
-//! semaphore stays open and permits held at the fork stay held. One window is
+//! semaphore stays open and permits held at the fork stay held. A raw
+//! request whose wake callback a thread of the parent was running (or was
+//! about to run) at the fork is not called back in the child either:
+//! `finish_raw` there returns its outcome at once instead of waiting for a
+//! callback that no thread of the child will finish (unless the fork was
+//! made from inside a wake callback, whose thread goes on delivering its
+//! callbacks in the child). One window is
 //! not covered: a fork at the instant another thread is inside one of the
 //! semaphore's critical sections leaves its queue lock held in the child, as
 //! with any mutex (POSIX allows only async-signal-safe calls in such a child).

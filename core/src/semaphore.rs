@@ -927,6 +927,11 @@ unsafe impl raw::RawSemaphore for Semaphore {
 
     unsafe fn finish_raw(&self, waiter: Pin<&Waiter>) -> Finish {
         let waiter = waiter.get_ref();
+        // A forked child's copy of a request whose callback a thread of the
+        // parent was delivering: no thread here will ever finish it.
+        if let Some(out) = waiter.finish_lost_to_fork() {
+            return out;
+        }
         // SAFETY: forwarded contract: idle or queued on this semaphore, pinned.
         unsafe { raw::finish(&waiter.node, raw::CancelWith(|| self.cancel_queued(waiter))) }
     }

@@ -246,6 +246,46 @@ impl Waiter {
             && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
     }
 
+    /// Whether this is a forked child's copy of a local request whose outcome
+    /// the parent decided (granted, or closed) but whose wake callback had not
+    /// returned at the fork: it was running, or still to run, on a thread of
+    /// the parent, which the child does not have, so it never returns here
+    /// and [`finish_raw`](crate::raw::RawSemaphore::finish_raw) takes the
+    /// outcome at once instead of waiting for it (`crate::fork`). Not when
+    /// the fork was made from inside a wake callback: that thread goes on
+    /// delivering in the child. For the C ABI's `volt_sem_try_cancel`, which
+    /// must then not answer "the callback is running" for ever. One relaxed
+    /// load outside forked children.
+    #[doc(hidden)]
+    pub fn callback_lost_to_fork(&self) -> bool {
+        // A request queued before the fork cannot be claimed in the child:
+        // every critical section there first closes the parent's requests
+        // without a callback (`Semaphore::purge_forked_locked`). So a
+        // NOTIFYING phase with the parent's generation was claimed by a
+        // thread of the parent.
+        crate::fork::in_forked_child()
+            && self.node.backend() == Backend::Local
+            && matches!(
+                self.node.phase(Ordering::Acquire),
+                phase::NOTIFYING_GRANTED | phase::NOTIFYING_CLOSED | phase::NOTIFYING_CONSUMED
+            )
+            && self.fork_generation.load(Ordering::Relaxed) != crate::fork::generation() as u32
+            && !crate::fork::forked_in_delivery()
+    }
+
+    /// [`callback_lost_to_fork`](Self::callback_lost_to_fork)'s outcome,
+    /// taken as the trampoline would have left it: `Granted` or `Closed`, or
+    /// `Idle` if the callback consumed it; the waiter becomes idle. `None`
+    /// if the callback was not lost.
+    pub(crate) fn finish_lost_to_fork(&self) -> Option<crate::Finish> {
+        if !self.callback_lost_to_fork() {
+            return None;
+        }
+        // SAFETY: claimed by a thread of the parent (`callback_lost_to_fork`);
+        // the owner is the caller of `finish_raw`.
+        unsafe { crate::raw::finish_orphan(&self.node) }
+    }
+
     /// Whether this waiter's wake callback is still to run on the current
     /// thread: a release, close or cancel made here completed it while another
     /// callback was running, and the thread's trampoline has not called it

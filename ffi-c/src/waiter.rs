@@ -370,7 +370,12 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 }
 
 /// Ends a PENDING acquire: removes the waiter if it is still queued, or collects
-/// its outcome. `sem` must be a handle to the semaphore the waiter was queued on.
+/// its outcome. `sem` must be a handle to the semaphore the waiter was queued on:
+/// the one it was queued through, a clone of it, or, for a named semaphore,
+/// another `volt_sem_open` of the same name in this process (not one opened
+/// after the name was unlinked: that is a new semaphore). A Redis waiter only
+/// through the handle it was queued through or a clone of it (the handle of
+/// another `volt_sem_connect` is refused, even one that shares its session).
 /// If `returned` is not NULL, `*returned` is set to the partial grant handed back
 /// (0 unless the result is `VOLT_CANCELLED`).
 ///
@@ -398,6 +403,9 @@ pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_st
 ///   outcome.
 /// * `VOLT_INVALID_ARGUMENT`: NULL, uninitialised waiter, or `sem` is not the
 ///   semaphore the waiter is queued on (nothing changed).
+/// * `VOLT_FORKED`: `sem` is a Redis handle used in a child of the process
+///   that connected it (nothing changed: the request is the parent's, and
+///   the waiter stays busy in the child).
 ///
 /// Outside the waiter's callback, this waits for a callback running on another
 /// thread to return; when it returns the waiter is idle and the waiter and `ctx`
@@ -444,9 +452,12 @@ pub unsafe extern "C" fn volt_sem_cancel(
 /// is inside another waiter's callback when this waiter's callback is still to
 /// run on the same thread (one release, close or cancel completed both): it
 /// returns the outcome at once and that callback is never called, as with
-/// `volt_sem_cancel` (nothing to wait for there). On a shared or Redis
-/// semaphore, whose callbacks run on one thread per process (name, handle), a
-/// sibling's callback still to run on it makes this return `VOLT_PENDING`.
+/// `volt_sem_cancel` (nothing to wait for there). The same on a shared or
+/// Redis semaphore, whose callbacks a release delivers together on one thread
+/// (a process's doorbell thread of the name; a Redis handle's door or agent
+/// thread); a sibling whose callback runs, or is to run, on another thread
+/// (e.g. a Redis handle's other one) makes this return `VOLT_PENDING`, as
+/// anywhere.
 ///
 /// # Safety
 /// As for `volt_sem_cancel`.
@@ -483,7 +494,15 @@ unsafe fn end_acquire(
     if !inside && !slot.is_busy() {
         return Ok(VOLT_IDLE);
     }
-    if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) {
+    // Any handle of this process on the semaphore the waiter was queued on:
+    // the one it was queued through, a clone, or another `volt_sem_open` of
+    // the same name (one attachment per process and name; a new semaphore
+    // under the name after an unlink is another one). A Redis handle from
+    // another `volt_sem_connect` is refused (its `owns` is per handle and
+    // clones, even when the two share a session). The waiter's
+    // own reference (`slot.sem`) is what the end below gives back, whichever
+    // handle this is.
+    if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) && !handle.sem.owns(&slot.waiter) {
         return Err(VOLT_INVALID_ARGUMENT);
     }
     if !inside && slot.ending.load(Ordering::Relaxed) {
@@ -491,7 +510,15 @@ unsafe fn end_acquire(
         // completed, on this thread): that call has the outcome.
         return Ok(VOLT_IDLE);
     }
-    if !wait && !inside {
+    // Nothing to wait for, so nothing for `volt_sem_try_cancel` to answer
+    // PENDING about: the backend is done with the waiter (its callback has
+    // returned, or will never be called: in a forked child, a request the
+    // parent queued that a call has purged, closed without its callback),
+    // or, in a forked child, a callback that a thread of the parent was
+    // running (claim RUNNING) or was about to run never returns.
+    let nothing_to_wait_for =
+        !slot.waiter.is_busy() || handle.sem.callback_lost_to_fork(&slot.waiter);
+    if !wait && !inside && !nothing_to_wait_for {
         // Only the owner writes `claim` besides the trampoline, and the owner is
         // this thread (one-owner rule): no other claim can appear but RUNNING.
         match slot.claim.load(Ordering::Acquire) {
@@ -539,7 +566,10 @@ unsafe fn end_acquire(
         // Release: an `is_busy` that reads NULL sees the waiter finished.
         let own = slot.sem.swap(ptr::null_mut(), Ordering::Release);
         // SAFETY: the reference taken by `volt_sem_acquire`; the caller still
-        // holds `sem`, so this never destroys the semaphore under `handle`.
+        // holds `sem`, so this never destroys the semaphore under `handle`
+        // (when `sem` is another handle on the same named semaphore, this may
+        // drop the last reference of the one the waiter was queued through,
+        // after the end: that handle's own business, like `volt_sem_free`).
         unsafe { Arc::decrement_strong_count(own) };
     }
     Ok(match finish {

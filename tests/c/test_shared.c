@@ -535,6 +535,99 @@ static void test_existing_functions_on_a_shared_handle(void) {
     volt_sem_free(sem);
 }
 
+/* volt_sem_cancel() takes "a handle to the semaphore the waiter was queued
+ * on": another volt_sem_open() of the same name in this process is one (the
+ * process has one attachment per name). It used to be refused with
+ * VOLT_INVALID_ARGUMENT, so a program that kept that handle and freed the one
+ * it queued through (which OWNERSHIP allows: the waiter keeps its own
+ * reference) could never end the waiter: its request stayed queued, ahead of
+ * every process's, and its grant held, until the process exited. A handle on
+ * a new semaphore under the same name (after an unlink) is still refused. */
+static void test_cancel_through_another_open_of_the_name(void) {
+    char name[64];
+    make_name(name, sizeof name, "other-open");
+    const volt_sem *first = open_sem(name, 1, 0);
+    const volt_sem *second = open_sem(name, 1, 0);
+    CHECK(first != second);
+    volt_waiter w;
+    signal_ctx s;
+    signal_init(&s);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(first, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(first, &w, 1, signal_wake, &s), VOLT_PENDING);
+    volt_sem_free(first); /* the waiter keeps its own reference */
+    size_t returned = 99;
+    CHECK_STATUS(volt_sem_cancel(second, &w, &returned), VOLT_CANCELLED);
+    CHECK(returned == 0);
+    CHECK(!volt_waiter_is_busy(&w));
+    /* Granted, then collected through the other handle. */
+    CHECK_STATUS(volt_sem_acquire(second, &w, 1, signal_wake, &s), VOLT_PENDING);
+    const volt_sem *third = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_release(third, 1), VOLT_OK);
+    signal_wait(&s);
+    CHECK_STATUS(volt_sem_cancel(third, &w, NULL), VOLT_OK);
+    /* Another semaphore under the same name is not this one. */
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    const volt_sem *renewed = open_sem(name, 1, 0);
+    CHECK_STATUS(volt_sem_acquire(second, &w, 1, signal_wake, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_cancel(renewed, &w, NULL), VOLT_INVALID_ARGUMENT);
+    CHECK(volt_waiter_is_busy(&w));
+    CHECK_STATUS(volt_sem_cancel(second, &w, &returned), VOLT_CANCELLED);
+    CHECK_STATUS(volt_sem_release(third, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(second) == 1);
+    signal_destroy(&s);
+    volt_sem_free(third);
+    volt_sem_free(second);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(renewed);
+}
+
+/* A named semaphore's callbacks all run on the process's doorbell thread.
+ * One release completes A and B; A's callback try_cancels B, whose callback
+ * is still to run on that same thread. The header used to say this answers
+ * VOLT_PENDING on a shared semaphore; it answers as volt_sem_cancel does
+ * there (and as on a local semaphore): B's outcome at once, B's callback
+ * never called. The header now says so; this pins it. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter a, b;
+    volt_status b_from_a;
+    signal_ctx a_done, b_woken;
+} shared_siblings;
+
+static void try_cancel_shared_sibling(void *ctx) {
+    shared_siblings *s = ctx;
+    s->b_from_a = volt_sem_try_cancel(s->sem, &s->b, NULL);
+    signal_wake(&s->a_done);
+}
+
+static void test_callback_try_cancels_a_sibling_on_the_doorbell(void) {
+    char name[64];
+    make_name(name, sizeof name, "sibling");
+    shared_siblings s;
+    s.sem = open_sem(name, 3, 0);
+    s.b_from_a = VOLT_PANIC;
+    signal_init(&s.a_done);
+    signal_init(&s.b_woken);
+    REQUIRE(volt_waiter_init(&s.a) == VOLT_OK && volt_waiter_init(&s.b) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(s.sem, 3), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.a, 1, try_cancel_shared_sibling, &s), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(s.sem, &s.b, 2, signal_wake, &s.b_woken), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK); /* grants both at once */
+    signal_wait(&s.a_done);
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.a, NULL), VOLT_OK); /* A's callback has returned */
+    CHECK_STATUS(s.b_from_a, VOLT_OK); /* A's callback took B's 2 permits */
+    CHECK(s.b_woken.woken == 0);
+    CHECK(!volt_waiter_is_busy(&s.b));
+    CHECK_STATUS(volt_sem_cancel(s.sem, &s.b, NULL), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_release(s.sem, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(s.sem) == 3);
+    signal_destroy(&s.a_done);
+    signal_destroy(&s.b_woken);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(s.sem);
+}
+
 /* volt_sem_stats on a named handle: the call and the gauges the named
  * backend reports (its counters come with its recording). */
 static void test_stats_on_a_shared_handle(void) {
@@ -628,6 +721,75 @@ static void test_forked_handle(void) {
     REQUIRE(waitpid(pid, &status, 0) == pid);
     CHECK(volt_sem_available_permits(sem) == 1);
     CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
+/* A fork while the doorbell thread runs a wake callback (and a sibling's,
+ * granted by the same release, is still to run there): the child has no
+ * doorbell thread, so neither callback returns in it. Its volt_sem_cancel()
+ * of those waiters used to wait for ever (volt_sem_try_cancel(): VOLT_PENDING
+ * for ever). They now end at once with VOLT_CLOSED: the grants are the
+ * parent's record's, which the child's copy of the handle may not touch (as
+ * a request the parent had queued, which the child's cancel also ends
+ * VOLT_CLOSED). */
+typedef struct {
+    atomic_int entered;
+    atomic_int go;
+} doorbell_stall;
+
+static void stall_on_doorbell(void *ctx) {
+    doorbell_stall *d = ctx;
+    atomic_store(&d->entered, 1);
+    while (!atomic_load(&d->go)) sched_yield(); /* held open across the fork */
+}
+
+static void test_fork_while_the_doorbell_runs_a_callback(void) {
+    char name[64];
+    make_name(name, sizeof name, "fork-bell");
+    const volt_sem *sem = open_sem(name, 2, 0);
+    doorbell_stall d;
+    atomic_init(&d.entered, 0);
+    atomic_init(&d.go, 0);
+    signal_ctx sb;
+    signal_init(&sb);
+    volt_waiter a, b;
+    REQUIRE(volt_waiter_init(&a) == VOLT_OK && volt_waiter_init(&b) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 1, stall_on_doorbell, &d), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &b, 1, signal_wake, &sb), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    while (!atomic_load(&d.entered)) sched_yield();
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(10); /* a hang dies of SIGALRM: no code written */
+        char code = 0;
+        if (volt_sem_try_cancel(sem, &a, NULL) != VOLT_CLOSED) code = 1;
+        else if (volt_sem_cancel(sem, &b, NULL) != VOLT_CLOSED) code = 2;
+        else if (volt_waiter_is_busy(&a) || volt_waiter_is_busy(&b)) code = 3;
+        else if (sb.woken != 0) code = 4;
+        if (write(fds[1], &code, 1) != 1) _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    char code = 99;
+    CHECK(read(fds[0], &code, 1) == 1); /* 0 bytes: the child hung and died */
+    close(fds[0]);
+    if (code != 0) fprintf(stderr, "    child failed with code %d\n", code);
+    CHECK(code == 0);
+    int status;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    /* The parent's waiters are served as usual. */
+    atomic_store(&d.go, 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_OK);
+    CHECK(sb.woken == 1);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    signal_destroy(&sb);
     CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
     volt_sem_free(sem);
 }
@@ -913,6 +1075,16 @@ static void test_set_total_and_reopen(void) {
     CHECK(volt_sem_available_permits(sem) == 0);
     CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
     CHECK(volt_sem_available_permits(sem) == 1);
+    /* A release is bounded by what this process holds, not by the total
+     * (the header used to say n above the total is VOLT_INVALID_ARGUMENT,
+     * which would refuse a holder's release after a shrink): hold 2 of 2,
+     * shrink to 1, release 2 at once. */
+    CHECK_STATUS(volt_sem_set_total(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_set_total(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 3), VOLT_NOT_HELD);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
     CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_set_total(sem, 0), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_set_total(NULL, 1), VOLT_INVALID_ARGUMENT);
@@ -974,9 +1146,12 @@ int main(int argc, char **argv) {
     RUN(test_open_with_refuses_bad_options);
     RUN(test_close_reaches_other_processes);
     RUN(test_existing_functions_on_a_shared_handle);
+    RUN(test_cancel_through_another_open_of_the_name);
+    RUN(test_callback_try_cancels_a_sibling_on_the_doorbell);
     RUN(test_stats_on_a_shared_handle);
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
+    RUN(test_fork_while_the_doorbell_runs_a_callback);
     RUN(test_bad_input);
     RUN(test_permission_denied);
     RUN(test_foreign_owner_is_refused_unless_accepted);

@@ -895,7 +895,12 @@ static void test_fork_child_reads_queued_request_closed(void) {
                 if (volt_sem_available_permits(sem) != 1) code = 12;
                 else if (volt_waiter_status(&w) != VOLT_CLOSED) code = 13;
             }
-            if (code == 0 && volt_sem_cancel(sem, &w, NULL) != VOLT_CLOSED) code = 14;
+            /* volt_sem_try_cancel() too: no callback is to come, so never
+             * VOLT_PENDING (it used to answer that for ever once a call had
+             * purged the parent's requests, as both checks above do). */
+            if (code == 0 && (first_status ? volt_sem_cancel(sem, &w, NULL)
+                                           : volt_sem_try_cancel(sem, &w, NULL)) != VOLT_CLOSED)
+                code = 14;
             if (code == 0 && atomic_load(&c.wakes) != 0) code = 15;
             if (code == 0 && volt_sem_try_acquire(sem, 1) != VOLT_OK) code = 16;
             if (write(fds[1], &code, 1) != 1) _exit(1);
@@ -916,6 +921,99 @@ static void test_fork_child_reads_queued_request_closed(void) {
         CHECK_STATUS(volt_sem_cancel(sem, &w, &returned), VOLT_CANCELLED);
         CHECK(returned == 1);
         CHECK(volt_sem_available_permits(sem) == 1);
+        volt_sem_free(sem);
+    }
+}
+/* A fork while a wake callback runs on another thread of the parent: the
+ * grant (or close) was decided before the fork, but the callback's thread
+ * does not exist in the child, so the callback never returns there. The
+ * child's volt_sem_cancel() of that waiter used to wait for it for ever
+ * (and volt_sem_try_cancel() to answer VOLT_PENDING for ever), as did those
+ * of a sibling that the same release completed, whose callback was still to
+ * run on the parent's releasing thread. In the child they now end with the
+ * outcome their status reads: VOLT_OK (the child's copy owns the permits, as
+ * with any permit held at the fork), or VOLT_IDLE when the callback had
+ * already collected it from inside. */
+typedef struct {
+    const volt_sem *sem;
+    volt_waiter *w;
+    int collect_inside; /* the callback cancels its own waiter first */
+    volt_status inside;
+    atomic_int entered;
+    atomic_int go;
+} stalling_wake;
+
+static void stall_in_wake(void *ctx) {
+    stalling_wake *s = ctx;
+    if (s->collect_inside) s->inside = volt_sem_cancel(s->sem, s->w, NULL);
+    atomic_store(&s->entered, 1);
+    while (!atomic_load(&s->go)) sched_yield(); /* held open across the fork */
+}
+
+static void test_fork_while_a_callback_runs_elsewhere(void) {
+    for (int collect_inside = 0; collect_inside <= 1; collect_inside++) {
+        const volt_sem *sem = new_sem(0);
+        volt_waiter a, b;
+        counter cb;
+        atomic_init(&cb.wakes, 0);
+        stalling_wake s = {sem, &a, collect_inside, VOLT_PANIC, 0, 0};
+        init_waiter(&a);
+        init_waiter(&b);
+        CHECK_STATUS(volt_sem_acquire(sem, &a, 1, stall_in_wake, &s), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_acquire(sem, &b, 1, count_wake, &cb), VOLT_PENDING);
+        /* One release completes both: a's callback runs on the releaser's
+         * thread and stalls there; b's is still to run on that thread. */
+        release_args r = {sem, 2, 0};
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, release_n, &r) == 0);
+        while (!atomic_load(&s.entered)) sched_yield();
+        int fds[2];
+        REQUIRE(pipe(fds) == 0);
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            harness_child_watchdog(10); /* a hang dies of SIGALRM: no code written */
+            char code = 0;
+            volt_status want_a = collect_inside ? VOLT_IDLE : VOLT_OK;
+            if (volt_waiter_status(&a) != want_a) code = 20;
+            else if (volt_waiter_status(&b) != VOLT_OK) code = 21;
+            /* One waiter each way: try_cancel must not answer PENDING for ever. */
+            else if ((collect_inside ? volt_sem_cancel(sem, &a, NULL)
+                                     : volt_sem_try_cancel(sem, &a, NULL)) != want_a) code = 22;
+            else if ((collect_inside ? volt_sem_try_cancel(sem, &b, NULL)
+                                     : volt_sem_cancel(sem, &b, NULL)) != VOLT_OK) code = 23;
+            else if (volt_waiter_is_busy(&a) || volt_waiter_is_busy(&b)) code = 24;
+            else if (atomic_load(&cb.wakes) != 0) code = 25;
+            /* The permits are the child's: b's, and a's unless its callback took them. */
+            else if (volt_sem_release(sem, collect_inside ? 1 : 2) != VOLT_OK) code = 26;
+            else if (volt_sem_available_permits(sem) != (collect_inside ? 1u : 2u)) code = 27;
+            /* Both waiters are reusable in the child. */
+            else if (volt_sem_acquire(sem, &a, 1, count_wake, &cb) != VOLT_OK) code = 28;
+            if (write(fds[1], &code, 1) != 1) _exit(1);
+            _exit(0);
+        }
+        close(fds[1]);
+        char code = 99;
+        CHECK(read(fds[0], &code, 1) == 1); /* 0 bytes: the child hung and died */
+        close(fds[0]);
+        if (code != 0) fprintf(stderr, "    child (collect_inside %d) failed with code %d\n",
+                               collect_inside, code);
+        CHECK(code == 0);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        /* The parent is untouched: both grants are collected as usual. */
+        atomic_store(&s.go, 1);
+        REQUIRE(pthread_join(t, NULL) == 0); /* its release returned VOLT_OK */
+        CHECK(atomic_load(&cb.wakes) == 1);
+        if (collect_inside) {
+            CHECK_STATUS(s.inside, VOLT_OK);
+            CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_IDLE);
+        } else {
+            CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+        }
+        CHECK_STATUS(volt_sem_cancel(sem, &b, NULL), VOLT_OK);
+        CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+        CHECK(volt_sem_available_permits(sem) == 2);
         volt_sem_free(sem);
     }
 }
@@ -1343,6 +1441,7 @@ int main(void) {
 #ifndef _WIN32
     RUN(test_fork_with_a_blocked_thread);
     RUN(test_fork_child_reads_queued_request_closed);
+    RUN(test_fork_while_a_callback_runs_elsewhere);
 #endif
     RUN(test_bad_input);
     RUN(test_free_handle_with_queued_waiter);

@@ -249,6 +249,17 @@ pub fn drain() {
     DELIVERY.with(|d| d.borrow_mut().draining = false);
 }
 
+/// Whether this thread is delivering callbacks now (a drainer is on its
+/// stack: it is inside a callback, or about to run one). `true` when it
+/// cannot tell (its state is being changed: a signal handler interrupted
+/// it), the answer that keeps `finish` waiting. For `fork`'s prepare handler.
+#[cfg(all(unix, not(volt_loom), not(miri)))]
+pub(crate) fn draining_here() -> bool {
+    DELIVERY
+        .try_with(|d| d.try_borrow().map_or(true, |d| d.draining))
+        .unwrap_or(true)
+}
+
 /// Whether `node` is waiting in this thread's pending deliveries (its
 /// callback is still to run here, after the one running now).
 pub(crate) fn is_pending_here(node: &Node) -> bool {

@@ -1,7 +1,7 @@
 //! `finish`: ends a request, whatever phase it is in, written once for every
 //! backend. The backend supplies what varies through [`Finisher`].
 
-use super::node::Node;
+use super::node::{Node, Notify};
 use super::outcome::Finish;
 use super::{delivery, phase};
 use crate::sync::{self, Ordering};
@@ -120,4 +120,61 @@ pub unsafe fn finish<F: Finisher>(node: &Node, mut finisher: F) -> F::Output {
             }
         }
     }
+}
+
+/// Ends a node whose wake callback will never return in this process: the
+/// thread that claimed it (moved it to a `NOTIFYING_*` phase) is a thread of
+/// the parent of this forked child, which the child does not have. Returns
+/// the outcome as the trampoline would have left it (`Granted`, `Closed`, or
+/// `Idle` if the callback consumed it from inside) and makes the node idle,
+/// without calling or dropping its callback; `None` if the node is not
+/// `NOTIFYING_*`, or if the fork was made from inside a wake callback (that
+/// thread goes on delivering in the child: `finish` must wait as usual). For
+/// a backend whose own records tell that its claimer is the parent's (the
+/// local semaphore by the fork generation of the request, the shared one by
+/// its attachment's process); the backend must have called
+/// [`watch_forks`] before queueing the node.
+///
+/// # Safety
+/// The node is not claimed by any thread of this process (the caller
+/// established that it was claimed by a thread of the parent), and its owner
+/// calls this (one-owner rule).
+#[doc(hidden)]
+pub unsafe fn finish_orphan(node: &Node) -> Option<Finish> {
+    if crate::fork::forked_in_delivery() {
+        return None;
+    }
+    let out = match node.phase(Ordering::Acquire) {
+        phase::NOTIFYING_GRANTED => Finish::Granted,
+        phase::NOTIFYING_CLOSED => Finish::Closed,
+        phase::NOTIFYING_CONSUMED => Finish::Idle,
+        _ => return None,
+    };
+    // The parent's callback: neither call nor drop it (as the purge of the
+    // parent's queued requests). Nobody else touches the node here.
+    // SAFETY: no thread of this process owns the node (contract).
+    let notify = node
+        .notify
+        .with_mut(|n| unsafe { core::mem::replace(&mut *n, Notify::None) });
+    core::mem::forget(notify);
+    // Release: publishes to a status reader, as the trampoline would.
+    node.set_phase(phase::IDLE, Ordering::Release);
+    Some(out)
+}
+
+/// Whether the last `fork()` of this process (as a child) was made from
+/// inside a wake callback: that thread goes on delivering its callbacks in
+/// the child, so nodes it was delivering are not orphans there. Only
+/// maintained once [`watch_forks`] ran.
+#[doc(hidden)]
+pub fn forked_in_delivery() -> bool {
+    crate::fork::forked_in_delivery()
+}
+
+/// Registers the `fork()` handlers that [`finish_orphan`] relies on (whether
+/// a fork was made from inside a wake callback); idempotent and cheap after
+/// the first call. A backend that queues nodes calls it before its first.
+#[doc(hidden)]
+pub fn watch_forks() {
+    crate::fork::watch();
 }
