@@ -473,7 +473,22 @@ pub(crate) struct Attachment {
 impl Drop for Attachment {
     fn drop(&mut self) {
         if self.inner.forked() {
-            return; // the doorbell thread is the parent's, not ours
+            // The doorbell thread is the parent's, not ours: it does not
+            // exist in this child, and never drops the `Inner` it owns (nor
+            // does any other thread of the parent that held a clone). So the
+            // child's copies of the mapping and of the fd, whose open file
+            // description carries the parent's liveness lock, would stay
+            // until the child exits, and a parent killed meanwhile would
+            // never be reclaimed. Release them now: the last handle of this
+            // process on the attachment is gone.
+            // SAFETY: in a forked child the attachment is reached only
+            // through handles (every operation fails with `Forked` before
+            // touching the segment, but `available_permits` and friends read
+            // it), and this was the last one; the other owners of `inner`
+            // are threads of the parent, which do not run in the child. The
+            // lane caches hold weak references and only touch `Inner::lanes`.
+            unsafe { self.inner.map.release() };
+            return;
         }
         self.inner.stop.store(true, Release);
         self.inner.ring(Rings::proc(self.inner.me));

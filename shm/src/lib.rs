@@ -422,7 +422,10 @@
 //!
 //! The fd is `O_CLOEXEC`. A child forked without `exec` shares the parent's
 //! open file description, hence its liveness lock: the parent is not seen
-//! dead until the child exits, execs, or drops the inherited handles. A
+//! dead until the child exits, execs, or drops the inherited handles (the
+//! parent's doorbell thread does not keep them alive in the child; a handle
+//! that another thread of the parent owned at the fork is copied into the
+//! child, where no thread can drop it, and keeps it until exit or exec). A
 //! handle opened by the parent fails in the child with [`Error::Forked`]
 //! (a `pthread_atfork` handler bumps a generation counter; every operation
 //! compares it, a relaxed load) instead of acting on the parent's record;

@@ -175,6 +175,34 @@ fn child_main() {
             }
             say(&format!("done {ok} ok, errors {errs:?}"));
         }
+        "doorbell-then-fork" => {
+            // Holds every permit, then queues an async acquire behind its own
+            // permits and drops it (cancelled): that starts this process's
+            // doorbell thread, which keeps running. Then forks a child that
+            // drops its inherited handle and lives on.
+            use std::future::Future;
+            sem.try_acquire(total).unwrap().forget();
+            {
+                let waker = futures::task::noop_waker();
+                let mut cx = std::task::Context::from_waker(&waker);
+                let mut fut = std::pin::pin!(sem.acquire(1));
+                assert!(fut.as_mut().poll(&mut cx).is_pending());
+            }
+            // SAFETY: the child runs only this crate's drop and `say`.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                drop(sem);
+                say("child dropped its handle");
+                loop {
+                    std::thread::sleep(Duration::from_secs(60));
+                }
+            }
+            say(&format!("forked {pid}"));
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
         "stress" => stress_child(&sem, &name),
         other => panic!("unknown role {other}"),
     }
@@ -369,6 +397,40 @@ fn kill9_inside_a_fast_release_is_recounted() {
     assert_eq!(
         sem.try_acquire(4).err(),
         Some(volt_sem_shm::Error::TooManyPermits)
+    );
+}
+
+/// A process that ran an async acquire (so it has a doorbell thread) forks
+/// a child, which drops the handle it inherited: the child must not keep the
+/// parent's liveness lock after that (crate docs, *fork, exec*), so the
+/// parent's permits come back when it is killed, while the child lives on.
+#[test]
+fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
+    let name = Name::new("xforkbell");
+    let sem = open(&name, 3);
+    let mut p = Child::spawn(&name, 3, "doorbell-then-fork", &[]);
+    p.expect("child dropped its handle", Duration::from_secs(10));
+    let t = Instant::now();
+    let grandchild = loop {
+        p.drain();
+        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
+            break pid.parse::<i32>().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // Killed and reaped: its own files are closed; the child's copy of the
+    // segment's fd was closed when it dropped its handle.
+    p.kill9();
+    let c = sem.census().unwrap(); // sweeps: the dead parent is reclaimed
+                                   // SAFETY: plain syscall; the grandchild (reparented) is ours to end.
+    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    assert!(c.conserved(), "{c:?}");
+    assert_eq!(
+        (c.available, c.live),
+        (3, 1),
+        "the killed parent's record stayed live (its forked child keeps the \
+         liveness lock after dropping its handle): {c:?}"
     );
 }
 
