@@ -508,7 +508,47 @@ impl Drop for Attachment {
 }
 
 type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
-static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
+
+/// The registry of the attachments of one process (one fork generation):
+/// `open` holds its lock throughout, so that the threads of the process
+/// attach one record per name.
+struct Reg {
+    gen: u64,
+    list: Mutex<Registry>,
+}
+
+/// The current `Reg`, leaked (never freed), or null before the first `open`.
+/// A forked child starts a registry of its own at its first `open`: the
+/// parent's may be locked by a thread that does not exist in the child (one
+/// inside `open` at the fork, waiting up to `OPEN_WAIT`), and its entries are
+/// the parent's attachments, which the child never reuses.
+static REGISTRY: AtomicPtr<Reg> = AtomicPtr::new(ptr::null_mut());
+
+/// The registry of fork generation `gen` (`FORK_GEN` now).
+fn registry(gen: u64) -> &'static Mutex<Registry> {
+    loop {
+        let cur = REGISTRY.load(Acquire);
+        // SAFETY: non-null only once set from a leaked `Box`, never freed.
+        if let Some(reg) = unsafe { cur.as_ref() } {
+            if reg.gen == gen {
+                return &reg.list;
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Reg {
+            gen,
+            list: Mutex::new(Vec::new()),
+        }));
+        // AcqRel: publishes the fresh registry; reads a racing one's.
+        match REGISTRY.compare_exchange(cur, fresh, AcqRel, Acquire) {
+            // The one replaced (the parent's, in a forked child) is leaked:
+            // its lock may be held for ever.
+            // SAFETY: leaked from here on, never freed.
+            Ok(_) => return unsafe { &(*fresh).list },
+            // SAFETY: `fresh` was never shared.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
+    }
+}
 
 pub(crate) fn open(
     name: &str,
@@ -521,7 +561,7 @@ pub(crate) fn open(
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
-    let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut reg = registry(gen).lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
     let deadline = Instant::now() + OPEN_WAIT;
     // `total`: the one asked for (`None` for `attach`, which takes the

@@ -431,7 +431,10 @@
 //! compares it, a relaxed load) instead of acting on the parent's record;
 //! dropping it in the child neither detaches the parent nor joins the
 //! parent's doorbell thread. The child calls [`SharedSemaphore::open`]
-//! again, which attaches a record of its own (tested in `tests/fork.rs`).
+//! again, which attaches a record of its own (tested in `tests/fork.rs`),
+//! also when another thread of the parent was inside `open` at the fork (the
+//! child starts a registry of attachments of its own; the parent's may be
+//! locked by that thread, which the child does not have).
 
 //! # Inspecting
 //!

@@ -98,3 +98,84 @@ fn permission_denied_is_typed_and_changes_nothing() {
     let c = assert_conserved(&sem);
     assert_eq!((c.available, c.live), (2, 1));
 }
+
+/// fork() while another thread is inside `open` (here: waiting for a name's
+/// init lock, which this test holds): the child's own `open` must not wait
+/// for that thread, which does not exist in the child (crate docs, *fork,
+/// exec*: the child calls `open` again).
+#[test]
+fn open_in_a_child_forked_during_another_threads_open_does_not_hang() {
+    use std::time::{Duration, Instant};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let busy = Name::new("forkopen-busy");
+    let free = Name::new("forkopen-free");
+    drop(SharedSemaphore::open(&busy, 1, OpenOptions::new()).unwrap());
+    // Hold the init lock (byte 128, an OFD lock) through a file description
+    // of our own: an `open` of the name waits for it (at most 5 s).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(busy.path())
+        .unwrap();
+    // SAFETY: all-zero is a valid flock; the fields are set below.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    let r = unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::F_OFD_SETLK,
+            &fl,
+        )
+    };
+    assert_eq!(r, 0);
+    let opener = {
+        let name = busy.0.clone();
+        std::thread::spawn(move || SharedSemaphore::open(&name, 1, OpenOptions::new()).map(drop))
+    };
+    // Let the opener get into `open` (if it has not yet, the test passes
+    // without testing anything; it never fails because of this sleep).
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: the child only runs this crate's `open` and exits with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match SharedSemaphore::open(&free, 1, OpenOptions::new()) {
+            Ok(_) => 0,
+            Err(_) => 2,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let t = Instant::now();
+    let mut status = 0;
+    let exited = loop {
+        // SAFETY: our child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if !exited {
+        // SAFETY: our child, not yet reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+    }
+    drop(file);
+    let r = opener.join().unwrap();
+    assert!(matches!(r, Ok(()) | Err(Error::TimedOut)), "{r:?}");
+    assert!(
+        exited,
+        "the child's open hung (another thread's open at fork time)"
+    );
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "the child's open failed");
+}
