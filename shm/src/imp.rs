@@ -156,6 +156,12 @@ fn release_lane(inner: &Weak<Inner>, lane: u32) {
 
 impl Drop for LaneCache {
     fn drop(&mut self) {
+        // A destructor of another thread-local that runs after this one (a
+        // guard whose drop releases permits) must not use the hot lane any
+        // more: it is released below, and another thread may claim it. Id 0
+        // is no attachment's: `lane` then finds no cache and returns `None`
+        // (the `busy` count marks the operation instead).
+        let _ = HOT_LANE.try_with(|h| h.set((0, 0)));
         for (_, inner, lane) in self.0.drain(..) {
             release_lane(&inner, lane);
         }
@@ -1298,5 +1304,55 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
 
     fn owns(&self, waiter: &ShmWaiter) -> bool {
         ptr::eq(waiter.owner(), Arc::as_ptr(&self.att.inner) as *const ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fast operation run by a thread-local destructor after the lane
+    /// cache's (destructors run in reverse order of first use) must not use
+    /// the lane the cache gave back: another thread may own it by then, and
+    /// two writers of one lane break the census's in-flight marks.
+    #[test]
+    fn no_lane_after_the_lane_cache_is_gone() {
+        let name = format!("unit-lane-{}", std::process::id());
+        let att = open(&name, Some(2), Create::OrAttach, 0o600, false, false, "t").unwrap();
+        let inner = att.inner.clone();
+        let _ = unlink(&name);
+
+        type Seen = Arc<Mutex<Option<(Option<u32>, u64)>>>;
+        struct Late(Option<(Arc<Inner>, Seen)>);
+        impl Drop for Late {
+            fn drop(&mut self) {
+                if let Some((inner, seen)) = self.0.take() {
+                    let got = lane(&inner);
+                    *seen.lock().unwrap() = Some((got, inner.lanes.load(Relaxed)));
+                }
+            }
+        }
+        std::thread_local! {
+            static LATE: RefCell<Late> = const { RefCell::new(Late(None)) };
+        }
+        let seen: Seen = Arc::default();
+        let (inner2, seen2) = (inner.clone(), seen.clone());
+        std::thread::spawn(move || {
+            // First use: its destructor runs after the lane cache's.
+            LATE.with(|l| l.borrow_mut().0 = Some((inner2.clone(), seen2)));
+            assert_eq!(lane(&inner2), Some(0));
+        })
+        .join()
+        .unwrap();
+        let (got, owned) = seen.lock().unwrap().take().unwrap();
+        if let Some(l) = got {
+            assert_ne!(
+                owned & (1 << l),
+                0,
+                "lane {l} used after the thread gave it back (owned: {owned:#b})"
+            );
+        }
+        drop(inner);
+        drop(att);
     }
 }
