@@ -1165,7 +1165,10 @@ impl Attachment {
             inner.granted_after(n as usize, queued_at, granted_at);
             return Ok(true);
         }
-        let finish_by = deadline.map(|d| d.max(Instant::now()) + CANCEL_GRACE);
+        // (A deadline within CANCEL_GRACE of the end of what an `Instant`
+        // can express, a timeout that is infinite in all but name, leaves
+        // the finish unbounded too, rather than overflow.)
+        let finish_by = deadline.and_then(|d| d.max(Instant::now()).checked_add(CANCEL_GRACE));
         let finished = match inner.locked_until(finish_by, |l| finish_stamped(l, me, slot, seq)) {
             Err(Error::TimedOut) => {
                 // The lock is held by a stopped (or not yet noticed dead)

@@ -497,6 +497,50 @@ fn close_wakes_every_waiter() {
     assert_conserved(&s);
 }
 
+/// The longest timeout `Instant::now()` can take now, less `margin`: a
+/// deadline at the far end of what an `Instant` can express.
+fn timeout_near_the_end_of_time(margin: Duration) -> Duration {
+    let now = Instant::now();
+    let (mut lo, mut hi) = (Duration::ZERO, Duration::MAX);
+    while hi - lo > Duration::from_micros(1) {
+        let mid = lo + (hi - lo) / 2;
+        if now.checked_add(mid).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo - margin
+}
+
+/// A timeout that `Instant` can express, but only just (as from a binding
+/// that passes a huge user timeout through): the waits that end it early
+/// (close, interruption) must not overflow the deadline arithmetic.
+#[test]
+fn a_timeout_at_the_end_of_time_ends_cleanly_on_close_and_interruption() {
+    let name = Name::new("endoftime");
+    let s = open(&name, 1);
+    s.try_acquire(1).unwrap().forget();
+    let s2 = s.clone();
+    let blocked = std::thread::spawn(move || {
+        // Valid for the next 10 ms; 20 ms more is not.
+        let t = timeout_near_the_end_of_time(Duration::from_millis(10));
+        s2.acquire_timeout(1, t).map(Permit::forget)
+    });
+    wait_queued(&s, 1);
+    s.close().unwrap();
+    assert_eq!(
+        blocked.join().map_err(|_| "panicked"),
+        Ok(Err(Error::Closed))
+    );
+    s.reopen().unwrap();
+    let t = timeout_near_the_end_of_time(Duration::from_millis(10));
+    let r = s.acquire_blocking_interruptible(1, Some(t), Duration::ZERO, || true);
+    assert_eq!(r.map(|p| p.is_some()), Ok(false));
+    s.release(1).unwrap();
+    assert_eq!(assert_conserved(&s).available, 1);
+}
+
 struct Ctx {
     sem: SharedSemaphore,
     waiter: Pin<Box<ShmWaiter>>,
