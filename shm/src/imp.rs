@@ -6,6 +6,7 @@ use core::ffi::c_void;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -1109,6 +1110,7 @@ impl Attachment {
         let mut last_sweep = Instant::now();
         let mut last_poll = Instant::now();
         let mut interrupted = false;
+        let mut panicked = None;
         loop {
             // Acquire: pairs with the Release store of GRANTED or CLOSED under
             // the lock; the futex re-checks the value, so a grant between
@@ -1122,9 +1124,21 @@ impl Attachment {
             }
             if let Some((every, f)) = poll.as_mut() {
                 if last_poll.elapsed() >= *every {
-                    if f() {
-                        interrupted = true;
-                        break;
+                    // A panic of the check ends the wait as an interruption
+                    // does (the request must not stay queued: at the head it
+                    // would stop the FIFO of every process until this one
+                    // detaches), then goes on to the caller.
+                    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            interrupted = true;
+                            break;
+                        }
+                        Err(p) => {
+                            panicked = Some(p);
+                            interrupted = true;
+                            break;
+                        }
                     }
                     last_poll = Instant::now();
                     continue;
@@ -1150,6 +1164,31 @@ impl Attachment {
             }
             sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
+        let r = self.end_wait(n, (slot, seq, queued_at), deadline, interrupted);
+        if let Some(p) = panicked {
+            if r == Ok(true) {
+                // Granted before the cancel: the caller gets no permit.
+                let _ = self.release(n);
+            }
+            std::panic::resume_unwind(p);
+        }
+        r
+    }
+
+    /// The end of `acquire_until`'s wait for its queued request (`slot`,
+    /// ticket `seq`, queued at `queued_at`): collects the grant (`Ok(true)`),
+    /// or takes the request out of the queue (given up at the deadline, or
+    /// `interrupted`: `Ok(false)`), or reports how it was ended.
+    fn end_wait(
+        &self,
+        n: u64,
+        (slot, seq, queued_at): (u32, u64, u64),
+        deadline: Option<Instant>,
+        interrupted: bool,
+    ) -> Result<bool, Error> {
+        let inner = &self.inner;
+        let me = inner.me;
+        let word = &inner.seg().slots[slot as usize].state;
         inner.queued.fetch_sub(1, Relaxed);
         // Granted: collect without the lock (the releaser that woke us may
         // still be in its critical section). Closed, or given up: finish

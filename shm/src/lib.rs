@@ -1010,7 +1010,9 @@ impl SharedSemaphore {
     /// handed on) and the result is `Ok(None)`. `Ok(Some(permit))`: granted
     /// (also when the grant came before the interruption was honoured). The wait
     /// stays one queued request from start to end: it keeps its FIFO place,
-    /// unlike a loop of short timeouts.
+    /// unlike a loop of short timeouts. If `interrupted()` panics, the
+    /// request is cancelled as for `true` (a grant that came first is given
+    /// back), then the panic goes on.
     pub fn acquire_blocking_interruptible(
         &self,
         n: usize,

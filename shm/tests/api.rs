@@ -733,6 +733,45 @@ fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
     assert_eq!(assert_conserved(&s).available, 2);
 }
 
+/// The interruption check panics while the request is queued with a partial
+/// grant: the panic reaches the caller, and the request leaves the queue as a
+/// cancel would (its partial grant handed on), instead of staying at the head
+/// of the FIFO, where it would block every process until this one detached.
+#[test]
+fn a_panicking_interruption_check_leaves_nothing_queued() {
+    let name = Name::new("intrpanic");
+    let s = open(&name, 2);
+    s.try_acquire(2).unwrap().forget();
+    let polls = AtomicUsize::new(0);
+    let go = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            s.acquire_blocking_interruptible(2, None, Duration::from_millis(1), || {
+                polls.fetch_add(1, Ordering::SeqCst);
+                if go.load(Ordering::SeqCst) {
+                    panic!("interruption check failed");
+                }
+                false
+            })
+            .map(|p| p.map(Permit::forget).is_some())
+        });
+        wait_queued(&s, 1);
+        s.release(1).unwrap(); // a partial grant of 1
+        go.store(true, Ordering::SeqCst);
+        assert!(h.join().is_err(), "the panic did not reach the caller");
+    });
+    let c = assert_conserved(&s);
+    assert_eq!(
+        (c.queued, c.granted, c.available, c.held),
+        (0, 0, 1, 1),
+        "the panicked request stayed queued: {c:?}"
+    );
+    // Nothing is queued in front of a later request.
+    s.try_acquire(1).unwrap().forget();
+    s.release(2).unwrap();
+    assert_eq!(assert_conserved(&s).available, 2);
+}
+
 /// More threads than a process record has lanes (16), so that some fast
 /// operations mark themselves with the `busy` count instead; then threads
 /// that come and go (their lanes are freed and reused). Censuses run in the
