@@ -422,8 +422,10 @@ fn init_mutex(seg: &Segment) -> Result<(), Error> {
     Ok(())
 }
 
+/// The segment's mutex: a pointer into the lock cell's `UnsafeCell`, so that
+/// the pthread functions may write through it while `&Segment`s are shared.
 fn mutex_ptr(seg: &Segment) -> *mut libc::pthread_mutex_t {
-    seg.lock.0.as_ptr() as *mut libc::pthread_mutex_t
+    seg.lock.0.get().cast()
 }
 
 /// What taking the segment lock found.
