@@ -1340,6 +1340,19 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
 
     unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
         let w = waiter.get_ref();
+        if self.att.inner.forked() {
+            // A forked child's copy of a waiter the parent queued: the
+            // request is the parent's (its permits go to the parent's
+            // record), and a callback the copy says is running runs on the
+            // parent's doorbell thread, which this process does not have:
+            // waiting for it (`raw::finish`) would never end, and so would
+            // the local table's lock if that thread held it at the fork.
+            // Nothing to cancel here: the copy is left idle, never granted.
+            // Acquire: as `raw::finish`'s load of the phase.
+            let idle = w.node().phase(Acquire) == phase::IDLE;
+            w.node().set_phase(phase::IDLE, Relaxed);
+            return if idle { Finish::Idle } else { Finish::Closed };
+        }
         // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
         unsafe { raw::finish(w.node(), raw::CancelWith(|| self.att.inner.cancel(w))) }
     }

@@ -434,7 +434,11 @@
 //! again, which attaches a record of its own (tested in `tests/fork.rs`),
 //! also when another thread of the parent was inside `open` at the fork (the
 //! child starts a registry of attachments of its own; the parent's may be
-//! locked by that thread, which the child does not have).
+//! locked by that thread, which the child does not have). In the child,
+//! [`finish_raw`](RawSemaphore::finish_raw) of a waiter the parent queued
+//! (a future dropped there) returns at once, [`Finish::Closed`] (or
+//! [`Finish::Idle`] for an idle one), even while the parent's doorbell
+//! thread runs its callback; the parent's request is not touched.
 
 //! # Inspecting
 //!

@@ -179,3 +179,87 @@ fn open_in_a_child_forked_during_another_threads_open_does_not_hang() {
     assert!(libc::WIFEXITED(status), "child died: {status}");
     assert_eq!(libc::WEXITSTATUS(status), 0, "the child's open failed");
 }
+
+static IN_CALLBACK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static LEAVE_CALLBACK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A wake callback that stays inside until the test lets it go.
+unsafe extern "C" fn slow_callback(_: *mut core::ffi::c_void) {
+    use std::sync::atomic::Ordering::SeqCst;
+    IN_CALLBACK.store(true, SeqCst);
+    while !LEAVE_CALLBACK.load(SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// fork() while the parent's doorbell thread runs a raw waiter's callback:
+/// in the child, the waiter's copy says a callback is running, on a thread
+/// the child does not have. Finishing it there (a binding's future dropped
+/// in the child) must return, not wait for that callback for ever; the
+/// parent's request is untouched.
+#[test]
+fn finish_raw_in_a_child_forked_during_a_callback_does_not_hang() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::{Duration, Instant};
+    use volt_sem_shm::{Finish, RawAcquire, RawSemaphore, ShmWaiter};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = Name::new("forkcb");
+    let sem = SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap();
+    sem.try_acquire(2).unwrap().forget();
+    let w = Box::pin(ShmWaiter::new());
+    // SAFETY: a fresh, pinned waiter, finished below before it is dropped;
+    // the callback reads no context.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, slow_callback, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    sem.release(1).unwrap(); // granted: the doorbell thread calls back
+    let t = Instant::now();
+    while !IN_CALLBACK.load(SeqCst) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no callback");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: the child only finishes its copy of the waiter and exits with
+    // _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: the child's copy of a waiter queued on this handle.
+        let f = unsafe { sem.finish_raw(w.as_ref()) };
+        let code = if f == Finish::Granted { 2 } else { 0 };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let t = Instant::now();
+    let mut status = 0;
+    let exited = loop {
+        // SAFETY: our child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if !exited {
+        // SAFETY: our child, not yet reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+    }
+    LEAVE_CALLBACK.store(true, SeqCst);
+    // SAFETY: queued on `sem`, pinned.
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    sem.release(2).unwrap();
+    assert_eq!(assert_conserved(&sem).available, 2);
+    assert!(
+        exited,
+        "finish_raw in the child waited for the parent's callback"
+    );
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "the child was told it was granted the parent's permit"
+    );
+}
