@@ -522,6 +522,9 @@ type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
 struct Reg {
     gen: u64,
     list: Mutex<Registry>,
+    /// The registry this one replaced (the parent's), kept reachable so that
+    /// leak checkers (valgrind, LeakSanitizer) do not report it in children.
+    _replaced: *const Reg,
 }
 
 /// The current `Reg`, leaked (never freed), or null before the first `open`.
@@ -544,6 +547,7 @@ fn registry(gen: u64) -> &'static Mutex<Registry> {
         let fresh = Box::into_raw(Box::new(Reg {
             gen,
             list: Mutex::new(Vec::new()),
+            _replaced: cur,
         }));
         // AcqRel: publishes the fresh registry; reads a racing one's.
         match REGISTRY.compare_exchange(cur, fresh, AcqRel, Acquire) {
