@@ -1226,8 +1226,17 @@ impl Attachment {
                 // Given up while queued: a cancel (and a timeout, counted by
                 // the caller), whatever the doorbell thread then finds.
                 inner.cancelled();
-                self.ensure_doorbell()?;
-                inner.ring(Rings::proc(me));
+                if self.ensure_doorbell().is_ok() {
+                    inner.ring(Rings::proc(me));
+                } else {
+                    // No doorbell thread, and none can be created (the
+                    // process is out of threads or memory): nobody would
+                    // take the request out of the queue, where it would
+                    // keep what it is granted (at the head, stop the FIFO
+                    // of every process) until this process detaches. Do it
+                    // here, waiting for the lock past the deadline.
+                    settle_abandoned(inner);
+                }
                 return Err(Error::TimedOut);
             }
             r => r?,

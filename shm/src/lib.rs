@@ -366,7 +366,9 @@
 //! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
 //! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
 //! request is queued by then, leaves its removal to the process's doorbell
-//! thread (a grant that comes first is released at once). Killed there, the
+//! thread (a grant that comes first is released at once; a process that
+//! cannot start that thread, out of threads or memory, removes the request
+//! itself, waiting for the lock past the deadline). Killed there, the
 //! stopped process is repaired as above (tested by
 //! `a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires`
 //! and `a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops`).

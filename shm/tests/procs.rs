@@ -203,6 +203,45 @@ fn child_main() {
                 std::thread::sleep(Duration::from_secs(60));
             }
         }
+        "timed-waiter-without-threads" => {
+            // A timed acquire queued behind the permits another child holds;
+            // once it is queued, this process can create no more threads
+            // (its address space is capped just above its size now).
+            let s2 = sem.clone();
+            let waiter = std::thread::spawn(move || {
+                drop(Vec::<u8>::with_capacity(4096)); // this thread's arena, now
+                s2.acquire_timeout(1, Duration::from_millis(1000))
+                    .map(Permit::forget)
+            });
+            let start = Instant::now();
+            while sem.census().unwrap().queued != 1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            say("queued");
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let vm_kb: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap();
+            let cap = (vm_kb + 1024) * 1024;
+            let lim = libc::rlimit {
+                rlim_cur: cap,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: plain syscall with a valid rlimit.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) }, 0);
+            say("limited");
+            while start.elapsed() < Duration::from_millis(1500) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            say("past deadline");
+            let r = waiter.join().unwrap();
+            say(&format!("result {r:?}"));
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
         "stress" => stress_child(&sem, &name),
         other => panic!("unknown role {other}"),
     }
@@ -557,6 +596,45 @@ fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
     }
     sem.release(2).unwrap();
     assert_eq!(sem.available_permits(), 2);
+}
+
+/// As above, in a process that cannot create the doorbell thread that would
+/// take the abandoned request out of the queue (no room for a thread's
+/// stack): the request must not stay queued, holding the permits that come
+/// back, until the process detaches.
+#[test]
+fn a_timed_acquire_that_gives_up_without_a_doorbell_thread_leaves_nothing_queued() {
+    let name = Name::new("xstall3");
+    let sem = open(&name, 2);
+    let go = format!("/tmp/volt-sem-test-go3.{}", std::process::id());
+    let _ = std::fs::remove_file(&go);
+    let mut s = Child::spawn(&name, 2, "hold-then-stop-in-release", &[("GO", go.clone())]);
+    s.expect("held", Duration::from_secs(5));
+    let mut w = Child::spawn(&name, 2, "timed-waiter-without-threads", &[]);
+    w.expect("limited", Duration::from_secs(5));
+    std::fs::write(&go, b"").unwrap();
+    s.wait_stopped(); // inside release(1), holding the segment lock
+                      // The waiter's deadline passes while the lock holder is stopped.
+    w.expect("past deadline", Duration::from_secs(10));
+    s.kill9();
+    let _ = std::fs::remove_file(&go);
+    let t = Instant::now();
+    let result = loop {
+        w.drain();
+        if let Some(r) = w.seen.iter().find_map(|l| l.strip_prefix("result ")) {
+            break r.to_owned();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", w.seen);
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let c = assert_conserved(&sem);
+    eprintln!("timed acquire without a doorbell thread: {result}, then {c:?}");
+    assert_eq!(result, "Err(TimedOut)");
+    assert_eq!(
+        (c.queued, c.granted, c.available),
+        (0, 0, 2),
+        "the abandoned request was left in the queue: {c:?}"
+    );
 }
 
 /// The byte range of the segment's `pthread_mutex_t` (its `LockCell`, after
