@@ -6,6 +6,7 @@ use core::ffi::c_void;
 use core::pin::Pin;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -156,6 +157,12 @@ fn release_lane(inner: &Weak<Inner>, lane: u32) {
 
 impl Drop for LaneCache {
     fn drop(&mut self) {
+        // A destructor of another thread-local that runs after this one (a
+        // guard whose drop releases permits) must not use the hot lane any
+        // more: it is released below, and another thread may claim it. Id 0
+        // is no attachment's: `lane` then finds no cache and returns `None`
+        // (the `busy` count marks the operation instead).
+        let _ = HOT_LANE.try_with(|h| h.set((0, 0)));
         for (_, inner, lane) in self.0.drain(..) {
             release_lane(&inner, lane);
         }
@@ -473,7 +480,22 @@ pub(crate) struct Attachment {
 impl Drop for Attachment {
     fn drop(&mut self) {
         if self.inner.forked() {
-            return; // the doorbell thread is the parent's, not ours
+            // The doorbell thread is the parent's, not ours: it does not
+            // exist in this child, and never drops the `Inner` it owns (nor
+            // does any other thread of the parent that held a clone). So the
+            // child's copies of the mapping and of the fd, whose open file
+            // description carries the parent's liveness lock, would stay
+            // until the child exits, and a parent killed meanwhile would
+            // never be reclaimed. Release them now: the last handle of this
+            // process on the attachment is gone.
+            // SAFETY: in a forked child the attachment is reached only
+            // through handles (every operation fails with `Forked` before
+            // touching the segment, but `available_permits` and friends read
+            // it), and this was the last one; the other owners of `inner`
+            // are threads of the parent, which do not run in the child. The
+            // lane caches hold weak references and only touch `Inner::lanes`.
+            unsafe { self.inner.map.release() };
+            return;
         }
         self.inner.stop.store(true, Release);
         self.inner.ring(Rings::proc(self.inner.me));
@@ -493,7 +515,51 @@ impl Drop for Attachment {
 }
 
 type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
-static REGISTRY: Mutex<Registry> = Mutex::new(Vec::new());
+
+/// The registry of the attachments of one process (one fork generation):
+/// `open` holds its lock throughout, so that the threads of the process
+/// attach one record per name.
+struct Reg {
+    gen: u64,
+    list: Mutex<Registry>,
+    /// The registry this one replaced (the parent's), kept reachable so that
+    /// leak checkers (valgrind, LeakSanitizer) do not report it in children.
+    _replaced: *const Reg,
+}
+
+/// The current `Reg`, leaked (never freed), or null before the first `open`.
+/// A forked child starts a registry of its own at its first `open`: the
+/// parent's may be locked by a thread that does not exist in the child (one
+/// inside `open` at the fork, waiting up to `OPEN_WAIT`), and its entries are
+/// the parent's attachments, which the child never reuses.
+static REGISTRY: AtomicPtr<Reg> = AtomicPtr::new(ptr::null_mut());
+
+/// The registry of fork generation `gen` (`FORK_GEN` now).
+fn registry(gen: u64) -> &'static Mutex<Registry> {
+    loop {
+        let cur = REGISTRY.load(Acquire);
+        // SAFETY: non-null only once set from a leaked `Box`, never freed.
+        if let Some(reg) = unsafe { cur.as_ref() } {
+            if reg.gen == gen {
+                return &reg.list;
+            }
+        }
+        let fresh = Box::into_raw(Box::new(Reg {
+            gen,
+            list: Mutex::new(Vec::new()),
+            _replaced: cur,
+        }));
+        // AcqRel: publishes the fresh registry; reads a racing one's.
+        match REGISTRY.compare_exchange(cur, fresh, AcqRel, Acquire) {
+            // The one replaced (the parent's, in a forked child) is leaked:
+            // its lock may be held for ever.
+            // SAFETY: leaked from here on, never freed.
+            Ok(_) => return unsafe { &(*fresh).list },
+            // SAFETY: `fresh` was never shared.
+            Err(_) => drop(unsafe { Box::from_raw(fresh) }),
+        }
+    }
+}
 
 pub(crate) fn open(
     name: &str,
@@ -506,7 +572,7 @@ pub(crate) fn open(
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
-    let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+    let mut reg = registry(gen).lock().unwrap_or_else(|e| e.into_inner());
     reg.retain(|(_, _, w)| w.strong_count() > 0);
     let deadline = Instant::now() + OPEN_WAIT;
     // `total`: the one asked for (`None` for `attach`, which takes the
@@ -1048,6 +1114,7 @@ impl Attachment {
         let mut last_sweep = Instant::now();
         let mut last_poll = Instant::now();
         let mut interrupted = false;
+        let mut panicked = None;
         loop {
             // Acquire: pairs with the Release store of GRANTED or CLOSED under
             // the lock; the futex re-checks the value, so a grant between
@@ -1061,9 +1128,21 @@ impl Attachment {
             }
             if let Some((every, f)) = poll.as_mut() {
                 if last_poll.elapsed() >= *every {
-                    if f() {
-                        interrupted = true;
-                        break;
+                    // A panic of the check ends the wait as an interruption
+                    // does (the request must not stay queued: at the head it
+                    // would stop the FIFO of every process until this one
+                    // detaches), then goes on to the caller.
+                    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                        Ok(false) => {}
+                        Ok(true) => {
+                            interrupted = true;
+                            break;
+                        }
+                        Err(p) => {
+                            panicked = Some(p);
+                            interrupted = true;
+                            break;
+                        }
                     }
                     last_poll = Instant::now();
                     continue;
@@ -1089,6 +1168,31 @@ impl Attachment {
             }
             sys::futex_wait(word, slot_state::QUEUED, Some(wait));
         }
+        let r = self.end_wait(n, (slot, seq, queued_at), deadline, interrupted);
+        if let Some(p) = panicked {
+            if r == Ok(true) {
+                // Granted before the cancel: the caller gets no permit.
+                let _ = self.release(n);
+            }
+            std::panic::resume_unwind(p);
+        }
+        r
+    }
+
+    /// The end of `acquire_until`'s wait for its queued request (`slot`,
+    /// ticket `seq`, queued at `queued_at`): collects the grant (`Ok(true)`),
+    /// or takes the request out of the queue (given up at the deadline, or
+    /// `interrupted`: `Ok(false)`), or reports how it was ended.
+    fn end_wait(
+        &self,
+        n: u64,
+        (slot, seq, queued_at): (u32, u64, u64),
+        deadline: Option<Instant>,
+        interrupted: bool,
+    ) -> Result<bool, Error> {
+        let inner = &self.inner;
+        let me = inner.me;
+        let word = &inner.seg().slots[slot as usize].state;
         inner.queued.fetch_sub(1, Relaxed);
         // Granted: collect without the lock (the releaser that woke us may
         // still be in its critical section). Closed, or given up: finish
@@ -1104,7 +1208,10 @@ impl Attachment {
             inner.granted_after(n as usize, queued_at, granted_at);
             return Ok(true);
         }
-        let finish_by = deadline.map(|d| d.max(Instant::now()) + CANCEL_GRACE);
+        // (A deadline within CANCEL_GRACE of the end of what an `Instant`
+        // can express, a timeout that is infinite in all but name, leaves
+        // the finish unbounded too, rather than overflow.)
+        let finish_by = deadline.and_then(|d| d.max(Instant::now()).checked_add(CANCEL_GRACE));
         let finished = match inner.locked_until(finish_by, |l| finish_stamped(l, me, slot, seq)) {
             Err(Error::TimedOut) => {
                 // The lock is held by a stopped (or not yet noticed dead)
@@ -1119,8 +1226,17 @@ impl Attachment {
                 // Given up while queued: a cancel (and a timeout, counted by
                 // the caller), whatever the doorbell thread then finds.
                 inner.cancelled();
-                self.ensure_doorbell()?;
-                inner.ring(Rings::proc(me));
+                if self.ensure_doorbell().is_ok() {
+                    inner.ring(Rings::proc(me));
+                } else {
+                    // No doorbell thread, and none can be created (the
+                    // process is out of threads or memory): nobody would
+                    // take the request out of the queue, where it would
+                    // keep what it is granted (at the head, stop the FIFO
+                    // of every process) until this process detaches. Do it
+                    // here, waiting for the lock past the deadline.
+                    settle_abandoned(inner);
+                }
                 return Err(Error::TimedOut);
             }
             r => r?,
@@ -1237,11 +1353,74 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
 
     unsafe fn finish_raw(&self, waiter: Pin<&ShmWaiter>) -> Finish {
         let w = waiter.get_ref();
+        if self.att.inner.forked() {
+            // A forked child's copy of a waiter the parent queued: the
+            // request is the parent's (its permits go to the parent's
+            // record), and a callback the copy says is running runs on the
+            // parent's doorbell thread, which this process does not have:
+            // waiting for it (`raw::finish`) would never end, and so would
+            // the local table's lock if that thread held it at the fork.
+            // Nothing to cancel here: the copy is left idle, never granted.
+            // Acquire: as `raw::finish`'s load of the phase.
+            let idle = w.node().phase(Acquire) == phase::IDLE;
+            w.node().set_phase(phase::IDLE, Relaxed);
+            return if idle { Finish::Idle } else { Finish::Closed };
+        }
         // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
         unsafe { raw::finish(w.node(), raw::CancelWith(|| self.att.inner.cancel(w))) }
     }
 
     fn owns(&self, waiter: &ShmWaiter) -> bool {
         ptr::eq(waiter.owner(), Arc::as_ptr(&self.att.inner) as *const ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fast operation run by a thread-local destructor after the lane
+    /// cache's (destructors run in reverse order of first use) must not use
+    /// the lane the cache gave back: another thread may own it by then, and
+    /// two writers of one lane break the census's in-flight marks.
+    #[test]
+    fn no_lane_after_the_lane_cache_is_gone() {
+        let name = format!("unit-lane-{}", std::process::id());
+        let att = open(&name, Some(2), Create::OrAttach, 0o600, false, false, "t").unwrap();
+        let inner = att.inner.clone();
+        let _ = unlink(&name);
+
+        type Seen = Arc<Mutex<Option<(Option<u32>, u64)>>>;
+        struct Late(Option<(Arc<Inner>, Seen)>);
+        impl Drop for Late {
+            fn drop(&mut self) {
+                if let Some((inner, seen)) = self.0.take() {
+                    let got = lane(&inner);
+                    *seen.lock().unwrap() = Some((got, inner.lanes.load(Relaxed)));
+                }
+            }
+        }
+        std::thread_local! {
+            static LATE: RefCell<Late> = const { RefCell::new(Late(None)) };
+        }
+        let seen: Seen = Arc::default();
+        let (inner2, seen2) = (inner.clone(), seen.clone());
+        std::thread::spawn(move || {
+            // First use: its destructor runs after the lane cache's.
+            LATE.with(|l| l.borrow_mut().0 = Some((inner2.clone(), seen2)));
+            assert_eq!(lane(&inner2), Some(0));
+        })
+        .join()
+        .unwrap();
+        let (got, owned) = seen.lock().unwrap().take().unwrap();
+        if let Some(l) = got {
+            assert_ne!(
+                owned & (1 << l),
+                0,
+                "lane {l} used after the thread gave it back (owned: {owned:#b})"
+            );
+        }
+        drop(inner);
+        drop(att);
     }
 }

@@ -366,7 +366,9 @@
 //! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
 //! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
 //! request is queued by then, leaves its removal to the process's doorbell
-//! thread (a grant that comes first is released at once). Killed there, the
+//! thread (a grant that comes first is released at once; a process that
+//! cannot start that thread, out of threads or memory, removes the request
+//! itself, waiting for the lock past the deadline). Killed there, the
 //! stopped process is repaired as above (tested by
 //! `a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires`
 //! and `a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops`).
@@ -422,13 +424,23 @@
 //!
 //! The fd is `O_CLOEXEC`. A child forked without `exec` shares the parent's
 //! open file description, hence its liveness lock: the parent is not seen
-//! dead until the child exits, execs, or drops the inherited handles. A
+//! dead until the child exits, execs, or drops the inherited handles (the
+//! parent's doorbell thread does not keep them alive in the child; a handle
+//! that another thread of the parent owned at the fork is copied into the
+//! child, where no thread can drop it, and keeps it until exit or exec). A
 //! handle opened by the parent fails in the child with [`Error::Forked`]
 //! (a `pthread_atfork` handler bumps a generation counter; every operation
 //! compares it, a relaxed load) instead of acting on the parent's record;
 //! dropping it in the child neither detaches the parent nor joins the
 //! parent's doorbell thread. The child calls [`SharedSemaphore::open`]
-//! again, which attaches a record of its own (tested in `tests/fork.rs`).
+//! again, which attaches a record of its own (tested in `tests/fork.rs`),
+//! also when another thread of the parent was inside `open` at the fork (the
+//! child starts a registry of attachments of its own; the parent's may be
+//! locked by that thread, which the child does not have). In the child,
+//! [`finish_raw`](RawSemaphore::finish_raw) of a waiter the parent queued
+//! (a future dropped there) returns at once, [`Finish::Closed`] (or
+//! [`Finish::Idle`] for an idle one), even while the parent's doorbell
+//! thread runs its callback; the parent's request is not touched.
 
 //! # Inspecting
 //!
@@ -1004,7 +1016,9 @@ impl SharedSemaphore {
     /// handed on) and the result is `Ok(None)`. `Ok(Some(permit))`: granted
     /// (also when the grant came before the interruption was honoured). The wait
     /// stays one queued request from start to end: it keeps its FIFO place,
-    /// unlike a loop of short timeouts.
+    /// unlike a loop of short timeouts. If `interrupted()` panics, the
+    /// request is cancelled as for `true` (a grant that came first is given
+    /// back), then the panic goes on.
     pub fn acquire_blocking_interruptible(
         &self,
         n: usize,

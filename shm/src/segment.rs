@@ -291,8 +291,17 @@ pub(crate) struct Header {
 }
 
 /// Room for a `pthread_mutex_t` (40 bytes on x86-64 glibc, 48 on aarch64).
+///
+/// An `UnsafeCell`: the pthread functions write the mutex through a pointer
+/// derived from a shared `&Segment` (other processes and threads hold one
+/// too), which is only allowed for bytes inside an `UnsafeCell`.
 #[repr(C, align(64))]
-pub(crate) struct LockCell(pub(crate) [u64; 8]);
+pub(crate) struct LockCell(pub(crate) core::cell::UnsafeCell<[u64; 8]>);
+
+// SAFETY: Rust code never reads or writes the cell's bytes: only the
+// process-shared pthread mutex functions do, through `sys::mutex_ptr`, and
+// they synchronise their own accesses (across threads and processes).
+unsafe impl Sync for LockCell {}
 
 /// One attached process.
 #[repr(C, align(64))]
@@ -409,7 +418,7 @@ impl Segment {
                     recounts: a32(),
                     debt: a64(),
                 },
-                lock: LockCell([0; 8]),
+                lock: LockCell(core::cell::UnsafeCell::new([0; 8])),
                 procs: core::array::from_fn(|_| Proc {
                     state: a32(),
                     doorbell: a32(),

@@ -2,7 +2,7 @@
 //! byte locks for liveness, shared futexes for doorbells.
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
@@ -60,6 +60,8 @@ pub(crate) struct Mapping {
     pub(crate) fd: libc::c_int,
     pub(crate) seg: NonNull<Segment>,
     pub(crate) dev_ino: (u64, u64),
+    /// Set by [`release`](Self::release): the mapping and the fd are gone.
+    released: AtomicBool,
 }
 
 // SAFETY: the mapping is shared memory made only of atomics (and the
@@ -75,13 +77,33 @@ impl Mapping {
     }
 }
 
-impl Drop for Mapping {
-    fn drop(&mut self) {
-        // SAFETY: our own mapping and fd; closing the fd drops our OFD locks.
+impl Mapping {
+    /// Unmaps the segment and closes the fd, once (later calls, and the drop,
+    /// do nothing): the mapping's and the fd's references to the open file
+    /// description go, and with the last of them the OFD locks taken through
+    /// it.
+    ///
+    /// # Safety
+    ///
+    /// Nothing reads the segment through this mapping (`seg`) or uses `fd`
+    /// afterwards.
+    pub(crate) unsafe fn release(&self) {
+        if self.released.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: our own mapping and fd, released once (the flag above);
+        // the caller guarantees that nothing uses them afterwards.
         unsafe {
             libc::munmap(self.seg.as_ptr().cast(), SEGMENT_SIZE);
             libc::close(self.fd);
         }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: dropped: nothing can use the mapping or the fd any more.
+        unsafe { self.release() };
     }
 }
 
@@ -240,6 +262,7 @@ fn open_once(
         fd: fd.take(),
         seg: NonNull::new(ptr.cast()).expect("mmap returned null"),
         dev_ino: (st.st_dev, st.st_ino),
+        released: AtomicBool::new(false),
     };
     if init {
         let seg = mapping.seg();
@@ -399,8 +422,10 @@ fn init_mutex(seg: &Segment) -> Result<(), Error> {
     Ok(())
 }
 
+/// The segment's mutex: a pointer into the lock cell's `UnsafeCell`, so that
+/// the pthread functions may write through it while `&Segment`s are shared.
 fn mutex_ptr(seg: &Segment) -> *mut libc::pthread_mutex_t {
-    seg.lock.0.as_ptr() as *mut libc::pthread_mutex_t
+    seg.lock.0.get().cast()
 }
 
 /// What taking the segment lock found.

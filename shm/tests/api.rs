@@ -497,6 +497,50 @@ fn close_wakes_every_waiter() {
     assert_conserved(&s);
 }
 
+/// The longest timeout `Instant::now()` can take now, less `margin`: a
+/// deadline at the far end of what an `Instant` can express.
+fn timeout_near_the_end_of_time(margin: Duration) -> Duration {
+    let now = Instant::now();
+    let (mut lo, mut hi) = (Duration::ZERO, Duration::MAX);
+    while hi - lo > Duration::from_micros(1) {
+        let mid = lo + (hi - lo) / 2;
+        if now.checked_add(mid).is_some() {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    lo - margin
+}
+
+/// A timeout that `Instant` can express, but only just (as from a binding
+/// that passes a huge user timeout through): the waits that end it early
+/// (close, interruption) must not overflow the deadline arithmetic.
+#[test]
+fn a_timeout_at_the_end_of_time_ends_cleanly_on_close_and_interruption() {
+    let name = Name::new("endoftime");
+    let s = open(&name, 1);
+    s.try_acquire(1).unwrap().forget();
+    let s2 = s.clone();
+    let blocked = std::thread::spawn(move || {
+        // Valid for the next 10 ms; 20 ms more is not.
+        let t = timeout_near_the_end_of_time(Duration::from_millis(10));
+        s2.acquire_timeout(1, t).map(Permit::forget)
+    });
+    wait_queued(&s, 1);
+    s.close().unwrap();
+    assert_eq!(
+        blocked.join().map_err(|_| "panicked"),
+        Ok(Err(Error::Closed))
+    );
+    s.reopen().unwrap();
+    let t = timeout_near_the_end_of_time(Duration::from_millis(10));
+    let r = s.acquire_blocking_interruptible(1, Some(t), Duration::ZERO, || true);
+    assert_eq!(r.map(|p| p.is_some()), Ok(false));
+    s.release(1).unwrap();
+    assert_eq!(assert_conserved(&s).available, 1);
+}
+
 struct Ctx {
     sem: SharedSemaphore,
     waiter: Pin<Box<ShmWaiter>>,
@@ -685,6 +729,45 @@ fn interruptible_blocking_acquire_keeps_its_place_and_cancels_cleanly() {
         assert_eq!(h.join().unwrap(), Ok(true));
     });
     assert_eq!(s.held_permits(), Ok(2));
+    s.release(2).unwrap();
+    assert_eq!(assert_conserved(&s).available, 2);
+}
+
+/// The interruption check panics while the request is queued with a partial
+/// grant: the panic reaches the caller, and the request leaves the queue as a
+/// cancel would (its partial grant handed on), instead of staying at the head
+/// of the FIFO, where it would block every process until this one detached.
+#[test]
+fn a_panicking_interruption_check_leaves_nothing_queued() {
+    let name = Name::new("intrpanic");
+    let s = open(&name, 2);
+    s.try_acquire(2).unwrap().forget();
+    let polls = AtomicUsize::new(0);
+    let go = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|sc| {
+        let h = sc.spawn(|| {
+            s.acquire_blocking_interruptible(2, None, Duration::from_millis(1), || {
+                polls.fetch_add(1, Ordering::SeqCst);
+                if go.load(Ordering::SeqCst) {
+                    panic!("interruption check failed");
+                }
+                false
+            })
+            .map(|p| p.map(Permit::forget).is_some())
+        });
+        wait_queued(&s, 1);
+        s.release(1).unwrap(); // a partial grant of 1
+        go.store(true, Ordering::SeqCst);
+        assert!(h.join().is_err(), "the panic did not reach the caller");
+    });
+    let c = assert_conserved(&s);
+    assert_eq!(
+        (c.queued, c.granted, c.available, c.held),
+        (0, 0, 1, 1),
+        "the panicked request stayed queued: {c:?}"
+    );
+    // Nothing is queued in front of a later request.
+    s.try_acquire(1).unwrap().forget();
     s.release(2).unwrap();
     assert_eq!(assert_conserved(&s).available, 2);
 }

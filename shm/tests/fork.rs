@@ -98,3 +98,168 @@ fn permission_denied_is_typed_and_changes_nothing() {
     let c = assert_conserved(&sem);
     assert_eq!((c.available, c.live), (2, 1));
 }
+
+/// fork() while another thread is inside `open` (here: waiting for a name's
+/// init lock, which this test holds): the child's own `open` must not wait
+/// for that thread, which does not exist in the child (crate docs, *fork,
+/// exec*: the child calls `open` again).
+#[test]
+fn open_in_a_child_forked_during_another_threads_open_does_not_hang() {
+    use std::time::{Duration, Instant};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let busy = Name::new("forkopen-busy");
+    let free = Name::new("forkopen-free");
+    drop(SharedSemaphore::open(&busy, 1, OpenOptions::new()).unwrap());
+    // Hold the init lock (byte 128, an OFD lock) through a file description
+    // of our own: an `open` of the name waits for it (at most 5 s).
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(busy.path())
+        .unwrap();
+    // SAFETY: all-zero is a valid flock; the fields are set below.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    let r = unsafe {
+        libc::fcntl(
+            std::os::fd::AsRawFd::as_raw_fd(&file),
+            libc::F_OFD_SETLK,
+            &fl,
+        )
+    };
+    assert_eq!(r, 0);
+    let opener = {
+        let name = busy.0.clone();
+        std::thread::spawn(move || SharedSemaphore::open(&name, 1, OpenOptions::new()).map(drop))
+    };
+    // Let the opener get into `open` (if it has not yet, the test passes
+    // without testing anything; it never fails because of this sleep).
+    std::thread::sleep(Duration::from_millis(100));
+    // SAFETY: the child only runs this crate's `open` and exits with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match SharedSemaphore::open(&free, 1, OpenOptions::new()) {
+            Ok(_) => 0,
+            Err(_) => 2,
+        };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let t = Instant::now();
+    let mut status = 0;
+    let exited = loop {
+        // SAFETY: our child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if !exited {
+        // SAFETY: our child, not yet reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+    }
+    drop(file);
+    let r = opener.join().unwrap();
+    assert!(matches!(r, Ok(()) | Err(Error::TimedOut)), "{r:?}");
+    assert!(
+        exited,
+        "the child's open hung (another thread's open at fork time)"
+    );
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    assert_eq!(libc::WEXITSTATUS(status), 0, "the child's open failed");
+}
+
+static IN_CALLBACK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+static LEAVE_CALLBACK: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A wake callback that stays inside until the test lets it go.
+unsafe extern "C" fn slow_callback(_: *mut core::ffi::c_void) {
+    use std::sync::atomic::Ordering::SeqCst;
+    IN_CALLBACK.store(true, SeqCst);
+    while !LEAVE_CALLBACK.load(SeqCst) {
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    }
+}
+
+/// fork() while the parent's doorbell thread runs a raw waiter's callback:
+/// in the child, the waiter's copy says a callback is running, on a thread
+/// the child does not have. Finishing it there (a binding's future dropped
+/// in the child) must return, not wait for that callback for ever; the
+/// parent's request is untouched.
+#[test]
+fn finish_raw_in_a_child_forked_during_a_callback_does_not_hang() {
+    use std::sync::atomic::Ordering::SeqCst;
+    use std::time::{Duration, Instant};
+    use volt_sem_shm::{Finish, RawAcquire, RawSemaphore, ShmWaiter};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = Name::new("forkcb");
+    let sem = SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap();
+    sem.try_acquire(2).unwrap().forget();
+    let w = Box::pin(ShmWaiter::new());
+    // SAFETY: a fresh, pinned waiter, finished below before it is dropped;
+    // the callback reads no context.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, slow_callback, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    sem.release(1).unwrap(); // granted: the doorbell thread calls back
+    let t = Instant::now();
+    while !IN_CALLBACK.load(SeqCst) {
+        assert!(t.elapsed() < Duration::from_secs(10), "no callback");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // SAFETY: the child only finishes its copy of the waiter and exits with
+    // _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: the child's copy of a waiter queued on this handle.
+        let f = unsafe { sem.finish_raw(w.as_ref()) };
+        let code = if f == Finish::Granted { 2 } else { 0 };
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let t = Instant::now();
+    let mut status = 0;
+    let exited = loop {
+        // SAFETY: our child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            break true;
+        }
+        if t.elapsed() > Duration::from_secs(3) {
+            break false;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if !exited {
+        // SAFETY: our child, not yet reaped.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+            libc::waitpid(pid, &mut status, 0);
+        }
+    }
+    LEAVE_CALLBACK.store(true, SeqCst);
+    // SAFETY: queued on `sem`, pinned.
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
+    sem.release(2).unwrap();
+    assert_eq!(assert_conserved(&sem).available, 2);
+    assert!(
+        exited,
+        "finish_raw in the child waited for the parent's callback"
+    );
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    assert_eq!(
+        libc::WEXITSTATUS(status),
+        0,
+        "the child was told it was granted the parent's permit"
+    );
+}

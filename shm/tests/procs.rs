@@ -175,6 +175,73 @@ fn child_main() {
             }
             say(&format!("done {ok} ok, errors {errs:?}"));
         }
+        "doorbell-then-fork" => {
+            // Holds every permit, then queues an async acquire behind its own
+            // permits and drops it (cancelled): that starts this process's
+            // doorbell thread, which keeps running. Then forks a child that
+            // drops its inherited handle and lives on.
+            use std::future::Future;
+            sem.try_acquire(total).unwrap().forget();
+            {
+                let waker = futures::task::noop_waker();
+                let mut cx = std::task::Context::from_waker(&waker);
+                let mut fut = std::pin::pin!(sem.acquire(1));
+                assert!(fut.as_mut().poll(&mut cx).is_pending());
+            }
+            // SAFETY: the child runs only this crate's drop and `say`.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                drop(sem);
+                say("child dropped its handle");
+                loop {
+                    std::thread::sleep(Duration::from_secs(60));
+                }
+            }
+            say(&format!("forked {pid}"));
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
+        "timed-waiter-without-threads" => {
+            // A timed acquire queued behind the permits another child holds;
+            // once it is queued, this process can create no more threads
+            // (its address space is capped just above its size now).
+            let s2 = sem.clone();
+            let waiter = std::thread::spawn(move || {
+                drop(Vec::<u8>::with_capacity(4096)); // this thread's arena, now
+                s2.acquire_timeout(1, Duration::from_millis(1000))
+                    .map(Permit::forget)
+            });
+            let start = Instant::now();
+            while sem.census().unwrap().queued != 1 {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            say("queued");
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let vm_kb: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmSize:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap();
+            let cap = (vm_kb + 1024) * 1024;
+            let lim = libc::rlimit {
+                rlim_cur: cap,
+                rlim_max: libc::RLIM_INFINITY,
+            };
+            // SAFETY: plain syscall with a valid rlimit.
+            assert_eq!(unsafe { libc::setrlimit(libc::RLIMIT_AS, &lim) }, 0);
+            say("limited");
+            while start.elapsed() < Duration::from_millis(1500) {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            say("past deadline");
+            let r = waiter.join().unwrap();
+            say(&format!("result {r:?}"));
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
         "stress" => stress_child(&sem, &name),
         other => panic!("unknown role {other}"),
     }
@@ -372,6 +439,40 @@ fn kill9_inside_a_fast_release_is_recounted() {
     );
 }
 
+/// A process that ran an async acquire (so it has a doorbell thread) forks
+/// a child, which drops the handle it inherited: the child must not keep the
+/// parent's liveness lock after that (crate docs, *fork, exec*), so the
+/// parent's permits come back when it is killed, while the child lives on.
+#[test]
+fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
+    let name = Name::new("xforkbell");
+    let sem = open(&name, 3);
+    let mut p = Child::spawn(&name, 3, "doorbell-then-fork", &[]);
+    p.expect("child dropped its handle", Duration::from_secs(10));
+    let t = Instant::now();
+    let grandchild = loop {
+        p.drain();
+        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
+            break pid.parse::<i32>().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    // Killed and reaped: its own files are closed; the child's copy of the
+    // segment's fd was closed when it dropped its handle.
+    p.kill9();
+    let c = sem.census().unwrap(); // sweeps: the dead parent is reclaimed
+                                   // SAFETY: plain syscall; the grandchild (reparented) is ours to end.
+    unsafe { libc::kill(grandchild, libc::SIGKILL) };
+    assert!(c.conserved(), "{c:?}");
+    assert_eq!(
+        (c.available, c.live),
+        (3, 1),
+        "the killed parent's record stayed live (its forked child keeps the \
+         liveness lock after dropping its handle): {c:?}"
+    );
+}
+
 #[test]
 fn stale_segment_of_a_crashed_run_is_recovered_on_open() {
     // A process creates the semaphore, takes every permit and is killed; no
@@ -495,6 +596,45 @@ fn a_queued_timed_acquire_gives_up_on_time_when_the_lock_holder_stops() {
     }
     sem.release(2).unwrap();
     assert_eq!(sem.available_permits(), 2);
+}
+
+/// As above, in a process that cannot create the doorbell thread that would
+/// take the abandoned request out of the queue (no room for a thread's
+/// stack): the request must not stay queued, holding the permits that come
+/// back, until the process detaches.
+#[test]
+fn a_timed_acquire_that_gives_up_without_a_doorbell_thread_leaves_nothing_queued() {
+    let name = Name::new("xstall3");
+    let sem = open(&name, 2);
+    let go = format!("/tmp/volt-sem-test-go3.{}", std::process::id());
+    let _ = std::fs::remove_file(&go);
+    let mut s = Child::spawn(&name, 2, "hold-then-stop-in-release", &[("GO", go.clone())]);
+    s.expect("held", Duration::from_secs(5));
+    let mut w = Child::spawn(&name, 2, "timed-waiter-without-threads", &[]);
+    w.expect("limited", Duration::from_secs(5));
+    std::fs::write(&go, b"").unwrap();
+    s.wait_stopped(); // inside release(1), holding the segment lock
+                      // The waiter's deadline passes while the lock holder is stopped.
+    w.expect("past deadline", Duration::from_secs(10));
+    s.kill9();
+    let _ = std::fs::remove_file(&go);
+    let t = Instant::now();
+    let result = loop {
+        w.drain();
+        if let Some(r) = w.seen.iter().find_map(|l| l.strip_prefix("result ")) {
+            break r.to_owned();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", w.seen);
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    let c = assert_conserved(&sem);
+    eprintln!("timed acquire without a doorbell thread: {result}, then {c:?}");
+    assert_eq!(result, "Err(TimedOut)");
+    assert_eq!(
+        (c.queued, c.granted, c.available),
+        (0, 0, 2),
+        "the abandoned request was left in the queue: {c:?}"
+    );
 }
 
 /// The byte range of the segment's `pthread_mutex_t` (its `LockCell`, after
