@@ -1296,6 +1296,12 @@ impl Load {
                             }
                         }
                     }
+                    // The last release returned at once: its door thread may
+                    // still be sending it, holding the handle, and then the
+                    // handle's drop below ends the session there, a moment
+                    // after `stop` returned. Applied in Redis before the
+                    // thread ends: a census after `stop` counts every permit.
+                    sem.flush().unwrap();
                 })
             })
             .collect();
