@@ -395,7 +395,6 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
         opts()
             .lease(Duration::from_millis(2000))
             .command_timeout(Duration::from_millis(300))
-            .connect_timeout(Duration::from_millis(300))
     };
     let pause = |d: Duration| {
         // SAFETY: signals to the redis-server child this test started.
