@@ -164,8 +164,18 @@ fn dropped_future_cancels_and_hands_on() {
 /// load: every holder of the handle then saw its permits lost).
 #[test]
 fn cancels_racing_the_heartbeat_keep_the_session() {
-    let s = Server::start();
     // Heartbeats every 100 ms, each one asking about the queued requests.
+    // The 300 ms lease leaves 200 ms for a late one, so two things that made
+    // them late are avoided. Redis checks a BLPOP's timeout at its `hz` (10
+    // by default: the agent's wait for the next heartbeat came back up to
+    // 100 ms late on an idle server); at 100 it is on time. And the loop
+    // below pauses 1 ms per cancel instead of spinning on one of the two
+    // cores the agent needs. Without both, a loaded run lost the lease on
+    // the handle's clock now and then (1 run in 25: a heartbeat 150-200 ms
+    // late; not the race this test is about); with both, 0 in 30, and the
+    // defect this test guards against is caught as often as before (5 runs
+    // in 30 with the fix reverted).
+    let s = Server::start_args(&["--hz", "100"]);
     let a = RedisSemaphore::connect(
         &s.url(),
         "race-hb",
@@ -183,6 +193,7 @@ fn cancels_racing_the_heartbeat_keep_the_session() {
         assert!(fut.as_mut().poll(&mut cx).is_pending());
         drop(fut); // cancelled, its partial grant of 1 handed back
         cancels += 1;
+        thread::sleep(Duration::from_millis(1));
     }
     assert!(!held.is_lost(), "session given up after {cancels} cancels");
     held.release().unwrap();
@@ -395,7 +406,6 @@ fn redis_unreachable_for_less_and_for_more_than_the_lease() {
         opts()
             .lease(Duration::from_millis(2000))
             .command_timeout(Duration::from_millis(300))
-            .connect_timeout(Duration::from_millis(300))
     };
     let pause = |d: Duration| {
         // SAFETY: signals to the redis-server child this test started.

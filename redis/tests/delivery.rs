@@ -141,8 +141,7 @@ fn a_callback_collects_a_sibling_completed_in_the_same_batch() {
     // wakes with the agent's notifications.
     let lease = opts()
         .lease(Duration::from_millis(1500))
-        .command_timeout(Duration::from_millis(300))
-        .connect_timeout(Duration::from_millis(300));
+        .command_timeout(Duration::from_millis(300));
     let sem = RedisSemaphore::connect(&s.url(), "sibling", 2, lease).unwrap();
     let p = Box::pin(Pair {
         sem: sem.clone(),

@@ -577,9 +577,9 @@ pub fn replica_caught_up(master: &Server) -> bool {
 }
 
 /// Whether a replica of `master` acknowledges writes now (a write and a
-/// `WAIT` on one connection). Right after the sync, check
-/// [`replica_caught_up`] too: `state=online` comes before the master
-/// streams commands (after a diskless sync it waits for the replica's first
+/// `WAIT` on one connection). Right after the sync, use
+/// [`replica_streaming`]: `state=online` comes before the master streams
+/// commands (after a diskless sync it waits for the replica's first
 /// acknowledgement, up to a second), and a `WAIT` meanwhile can answer 0.
 pub fn replica_acks(master: &Server) -> bool {
     let mut c = master.raw();
@@ -589,6 +589,19 @@ pub fn replica_acks(master: &Server) -> bool {
         .arg(200)
         .query::<u64>(&mut c)
         .is_ok_and(|n| n >= 1)
+}
+
+/// The replica past its first sync and acknowledging: it acknowledged
+/// everything the master wrote, then a new write. In that order: the `WAIT`
+/// of [`replica_acks`] puts a `REPLCONF GETACK` (37 bytes) in the stream,
+/// and the replica's answer to it gives its offset before the GETACK, so
+/// [`replica_caught_up`] right after a `WAIT` is false until the replica's
+/// next periodic acknowledgement (once a second). Checked after the `WAIT`,
+/// as it was, it held only when that acknowledgement landed between the two
+/// checks: one CI-like run in 12 failed after 30 s of tries (the replica's
+/// offset 37 bytes behind, every time), others took up to 11 s.
+pub fn replica_streaming(master: &Server) -> bool {
+    replica_caught_up(master) && replica_acks(master)
 }
 
 /// Whether `master` has a replica in sync (`state=online`).
@@ -1296,6 +1309,12 @@ impl Load {
                             }
                         }
                     }
+                    // The last release returned at once: its door thread may
+                    // still be sending it, holding the handle, and then the
+                    // handle's drop below ends the session there, a moment
+                    // after `stop` returned. Applied in Redis before the
+                    // thread ends: a census after `stop` counts every permit.
+                    sem.flush().unwrap();
                 })
             })
             .collect();
