@@ -1976,6 +1976,7 @@ class Mutex extends SemaphoreLock {
       rel();
     };
     release.permits = 1;
+    release.token = null; // a Releaser's (index.d.ts): null off Redis
     release[dispose] = release;
     this.#held.push(release);
     return release;
