@@ -2119,7 +2119,7 @@ function onShutdownSignal(signal) {
   state.stopping = true;
   let timer;
   const bound = new Promise((resolve) => {
-    timer = timers.setTimeout(resolve, state.ms);
+    timer = timers.setTimeout(resolve, Math.min(state.ms, MAX_TIMER_MS)); // a longer one fires after 1 ms
     timer.unref();
   });
   Promise.race([disconnectAll(), bound]).then(() => {

@@ -149,3 +149,21 @@ test('a timeout above 2^31 - 1 ms does not fire early', async () => {
   sem.cancel();
   await assert.rejects(p, { code: 'ERR_VOLT_CANCELLED' });
 });
+
+test("disconnectOnSignals({ timeout }) above 2^31 - 1 ms does not end its wait after 1 ms", async () => {
+  // The bound on the wait for Redis was a plain setTimeout: Node warned
+  // (TimeoutOverflowWarning) and fired it after 1 ms, so the signal was
+  // raised again without waiting for the sessions to end.
+  const src = `const { disconnectOnSignals } = require(${JSON.stringify(PKG)});
+process.on('warning', (w) => console.log(w.name));
+disconnectOnSignals({ timeout: 2 ** 31 });
+const alive = setTimeout(() => console.log('no signal'), 30_000);
+process.on('SIGTERM', () => setTimeout(() => (console.log('handled'), clearTimeout(alive)), 20));
+process.kill(process.pid, 'SIGTERM');`;
+  const out = await new Promise((resolve, reject) => {
+    execFile(process.execPath, ['-e', src], { timeout: 60_000 }, (err, stdout, stderr) =>
+      err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout.trim()),
+    );
+  });
+  assert.equal(out, 'handled');
+});
