@@ -173,6 +173,13 @@ const abandoned = new FinalizationRegistry(({ h, alive }) => {
   if (k > 0) settle(k);
 });
 
+// A Redis semaphore's JS object was collected (its session ends natively):
+// the callbacks of its lease watches go, or the thread would keep them (and
+// their AbortControllers) for a LEASE_LOST that never comes.
+const redisCollected = new FinalizationRegistry((watches) => {
+  for (const id of watches) runtime.leases.delete(id);
+});
+
 // ---------------------------------------------------------------------------
 // Keeping the thread alive for a private semaphore's waiters.
 //
@@ -1099,6 +1106,7 @@ class Semaphore {
         if (this.#redis) {
           this.#lease = { session: 0, controller: new AbortController() };
           this.#watches = [];
+          redisCollected.register(this, this.#watches);
         }
         addLive(this);
         // Its state is in the shared segment or in Redis: the JS fast path
