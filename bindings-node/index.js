@@ -273,7 +273,8 @@ function timedOutError() {
 
 function checkMs(v, what, dflt) {
   if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1e12) {
+  checkNumber(v, `options.${what}`);
+  if (!Number.isFinite(v) || v <= 0 || v > 1e12) {
     throw rangeError(`volt-sem: options.${what} must be a positive number of milliseconds, got ${String(v)}`);
   }
   return v;
@@ -1891,7 +1892,9 @@ function checkName(name, what) {
 }
 
 function attachHandle(value, kind) {
-  if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || typeof value.id !== 'number') {
+  // share() ids are integers from 1: any other id was never one of its values.
+  const id = value?.id;
+  if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || !(Number.isSafeInteger(id) && id >= 1)) {
     throw typeError('volt-sem: attach() needs the value returned by share()');
   }
   if (value.kind !== kind) {
