@@ -26,7 +26,9 @@ export interface AcquireOptions {
    */
   signal?: AbortSignal | null;
   /**
-   * Gives up after this many milliseconds (a positive number): the promise
+   * Gives up after this many milliseconds (a positive number, at most 1e12;
+   * anything else rejects with a `RangeError`, `'ERR_OUT_OF_RANGE'`, or a
+   * `TypeError`, `'ERR_INVALID_ARG_TYPE'`, if not a number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
    * partial grant is handed on. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
@@ -1001,7 +1003,10 @@ export declare class Mutex {
   unref(): this;
   /** See `Semaphore#hasRef`. */
   hasRef(): boolean;
-  /** The lock if it is free and nobody waits, else `null`. */
+  /**
+   * The lock if it is free and nobody waits, else `null`.
+   * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the mutex is closed.
+   */
   tryAcquire(): Releaser | null;
   /**
    * Unlocks a lock taken through this object (for code that does not keep the
@@ -1048,9 +1053,15 @@ export declare class RwLock {
   unref(): this;
   /** See `Semaphore#hasRef`. */
   hasRef(): boolean;
-  /** Shared access if no writer holds or waits for the lock, else `null`. */
+  /**
+   * Shared access if no writer holds or waits for the lock, else `null`.
+   * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the lock is closed.
+   */
   tryAcquireRead(): Releaser | null;
-  /** Exclusive access if nobody holds or waits for the lock, else `null`. */
+  /**
+   * Exclusive access if nobody holds or waits for the lock, else `null`.
+   * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the lock is closed.
+   */
   tryAcquireWrite(): Releaser | null;
   /** Runs `fn` with shared access. */
   runRead<T>(fn: () => T | PromiseLike<T>, options?: AcquireOptions): Promise<T>;

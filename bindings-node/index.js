@@ -173,6 +173,13 @@ const abandoned = new FinalizationRegistry(({ h, alive }) => {
   if (k > 0) settle(k);
 });
 
+// A Redis semaphore's JS object was collected (its session ends natively):
+// the callbacks of its lease watches go, or the thread would keep them (and
+// their AbortControllers) for a LEASE_LOST that never comes.
+const redisCollected = new FinalizationRegistry((watches) => {
+  for (const id of watches) runtime.leases.delete(id);
+});
+
 // ---------------------------------------------------------------------------
 // Keeping the thread alive for a private semaphore's waiters.
 //
@@ -266,7 +273,8 @@ function timedOutError() {
 
 function checkMs(v, what, dflt) {
   if (v === undefined) return dflt;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 1e12) {
+  checkNumber(v, `options.${what}`);
+  if (!Number.isFinite(v) || v <= 0 || v > 1e12) {
     throw rangeError(`volt-sem: options.${what} must be a positive number of milliseconds, got ${String(v)}`);
   }
   return v;
@@ -454,7 +462,11 @@ class Waiter {
     this.reject = reject;
     this.onGrant = onGrant; // maps the value at the grant (a Mutex records its holder)
     this.timer = undefined; // the `timeout` option's timer
+    this.timerRef = true; // whether that timer is ref'd (a fired timer's hasRef() says false)
     this.alive = undefined; // its semaphore's { n } while this waiter keeps the thread alive
+    // Its private semaphore, held while the waiter can still end by itself (a
+    // timeout, a signal): see Semaphore#enqueue.
+    this.sem = undefined;
   }
 
   /** Takes a keep-alive (see hold()) until this waiter ends or is unref'd. */
@@ -477,6 +489,7 @@ class Waiter {
 
   /** Delivers the addon's outcome (the record was already taken out of the table). */
   done(code) {
+    this.sem = undefined; // ended: its semaphore may go (see Semaphore#enqueue)
     this.letGo();
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if ((code === GRANTED || code === GRANTED_HELD) && this.onGrant !== undefined) {
@@ -523,6 +536,7 @@ class Waiter {
   withdraw() {
     this.letGo(); // also when its semaphore was collected (then it is not found)
     if (lookup(this.slot) !== this) return -1;
+    this.sem = undefined;
     remove(this);
     if (this.timer !== undefined) timers.clearTimeout(this.timer);
     if (this.signal !== undefined) unlisten(this.signal, this);
@@ -530,6 +544,31 @@ class Waiter {
     // but was not delivered yet is released).
     return native.cancel(this.gen * SLOTS + this.slot);
   }
+}
+
+// The longest delay setTimeout takes: Node fires a longer one after 1 ms
+// (with a TimeoutOverflowWarning), so a longer `timeout` is waited for in
+// steps of at most this.
+const MAX_TIMER_MS = 0x7fffffff;
+
+/** Arms `w`'s `timeout` timer for `ms` (re-armed in steps; ref'd as `ref` says). */
+function armTimeout(w, ms, h, ref) {
+  const step = Math.min(ms, MAX_TIMER_MS);
+  w.timer = timers.setTimeout(onTimeout, step, w, ms - step, h);
+  w.timerRef = ref;
+  if (!ref) w.timer.unref();
+}
+
+function onTimeout(w, left, h) {
+  if (left > 0) {
+    // Still queued (a settled waiter cleared its timer): wait for the rest,
+    // ref'd as the timer was (ref()/unref() may have changed it since).
+    armTimeout(w, left, h, w.timerRef);
+    return;
+  }
+  // The timer won (the request was still queued): a timeout, on top of the
+  // cancel the withdrawal counted.
+  if (w.abort(timedOutError())) native.recordTimeout(h);
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
@@ -1068,6 +1107,7 @@ class Semaphore {
         if (this.#redis) {
           this.#lease = { session: 0, controller: new AbortController() };
           this.#watches = [];
+          redisCollected.register(this, this.#watches);
         }
         addLive(this);
         // Its state is in the shared segment or in Redis: the JS fast path
@@ -1179,6 +1219,13 @@ class Semaphore {
       }
       table[w.slot] = this.#weak;
     }
+    // A waiter that can still end by itself keeps its private semaphore from
+    // being collected until it ended: a collected semaphore's waiters are
+    // swept (see js_abandon) and their slots reused, after which its timeout
+    // or abort would find another request in the slot and never settle it.
+    // Held through the timer and the signal only: a waiter with neither, that
+    // nobody can serve, is collected with its semaphore.
+    if (!this.#shared && (signal !== undefined || timeout !== undefined)) w.sem = this;
     if (signal !== undefined) {
       listen(signal, w);
       // Only this thread can grant it: it keeps the thread alive while its
@@ -1188,13 +1235,7 @@ class Semaphore {
     if (timeout !== undefined) {
       // A real timer (fake timers must not fire it); it keeps the thread alive
       // until the deadline unless this object is unref()'d.
-      const h = this.#h;
-      w.timer = timers.setTimeout(() => {
-        // The timer won (the request was still queued): a timeout, on top of
-        // the cancel the withdrawal counted.
-        if (w.abort(timedOutError())) native.recordTimeout(h);
-      }, timeout);
-      if (!this.#ref) w.timer.unref();
+      armTimeout(w, timeout, this.#h, this.#ref);
     }
     return promise;
   }
@@ -1428,6 +1469,7 @@ class Semaphore {
     for (const w of pending) {
       if (w === undefined) continue;
       if (w.timer !== undefined) {
+        w.timerRef = on;
         if (on) w.timer.ref();
         else w.timer.unref();
       }
@@ -1850,7 +1892,9 @@ function checkName(name, what) {
 }
 
 function attachHandle(value, kind) {
-  if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || typeof value.id !== 'number') {
+  // share() ids are integers from 1: any other id was never one of its values.
+  const id = value?.id;
+  if (value === null || typeof value !== 'object' || value[SHARE_TAG] !== 1 || !(Number.isSafeInteger(id) && id >= 1)) {
     throw typeError('volt-sem: attach() needs the value returned by share()');
   }
   if (value.kind !== kind) {
@@ -1943,6 +1987,7 @@ class Mutex extends SemaphoreLock {
       rel();
     };
     release.permits = 1;
+    release.token = null; // a Releaser's (index.d.ts): null off Redis
     release[dispose] = release;
     this.#held.push(release);
     return release;
@@ -2085,7 +2130,7 @@ function onShutdownSignal(signal) {
   state.stopping = true;
   let timer;
   const bound = new Promise((resolve) => {
-    timer = timers.setTimeout(resolve, state.ms);
+    timer = timers.setTimeout(resolve, Math.min(state.ms, MAX_TIMER_MS)); // a longer one fires after 1 ms
     timer.unref();
   });
   Promise.race([disconnectAll(), bound]).then(() => {

@@ -75,6 +75,10 @@ pub(crate) struct EnvCtx {
     /// Lease watches of this environment, by number (see [`crate::lease`]).
     pub(crate) watches: RefCell<HashMap<u32, Weak<Sem>>>,
     pub(crate) next_watch: Cell<u32>,
+    /// `watches` is pruned of collected semaphores' entries when it reaches
+    /// this size (then twice what is left): a collected semaphore's watches
+    /// never complete, so nothing else would remove them.
+    pub(crate) watch_prune_at: Cell<usize>,
 }
 
 /// The rest of a Redis outcome: a grant's fencing token and session, or the

@@ -19,7 +19,7 @@ use crate::connect::{
 };
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
-use crate::lease::{js_extra, js_unwatch, js_watch};
+use crate::lease::{js_extra, js_unwatch, js_watch, WATCH_PRUNE_MIN};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
@@ -63,6 +63,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         extras: RefCell::new(HashMap::new()),
         watches: RefCell::new(HashMap::new()),
         next_watch: Cell::new(0),
+        watch_prune_at: Cell::new(WATCH_PRUNE_MIN),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
     let fns: [(&std::ffi::CStr, Cb); 43] = [

@@ -29,6 +29,9 @@ use crate::raw::{args, count, double, lock, null, throw_internal};
 use crate::semaphore::Sem;
 use crate::{RawEnv, RawValue};
 
+/// The least size at which an environment's `watches` is pruned.
+pub(crate) const WATCH_PRUNE_MIN: usize = 64;
+
 /// One watched session of a Redis semaphore.
 pub(crate) struct Watch {
     id: u32,
@@ -105,7 +108,17 @@ native!(js_watch, |env, ctx, argv: [2]| {
         future,
         waker,
     });
-    ctx.watches.borrow_mut().insert(id, Arc::downgrade(s));
+    {
+        let mut watches = ctx.watches.borrow_mut();
+        if watches.len() >= ctx.watch_prune_at.get() {
+            // The watches of semaphores collected since (their objects' JS
+            // finalizers dropped the callbacks): amortised O(1) per watch.
+            watches.retain(|_, w| w.strong_count() > 0);
+            ctx.watch_prune_at
+                .set((watches.len() * 2).max(WATCH_PRUNE_MIN));
+        }
+        watches.insert(id, Arc::downgrade(s));
+    }
     if ctx.poll_watch(id) {
         return match ctx.extras.borrow_mut().remove(&(WATCH_BIT | u64::from(id))) {
             Some(Extra::Failed(e)) => error(env, &e, &format!("volt-sem: {e}")),

@@ -49,6 +49,33 @@ test('acquirePermit() resolves to a releaser: idempotent, carries its count, dis
   assert.equal(l.isLocked(), false);
 });
 
+test("every releaser has the Releaser type's fields: permits, and token null off Redis", async () => {
+  // index.d.ts: `Mutex#acquire(): Promise<Releaser>`, whose `token` is
+  // `number | null` ("null on local and named semaphores"). A Mutex's own
+  // releaser left it undefined, so `rel.token !== null` was true.
+  const s = new Semaphore(2);
+  const m = new Mutex();
+  const l = new RwLock();
+  const rels = {
+    acquirePermit: await s.acquirePermit(1),
+    tryAcquirePermit: await s.tryAcquirePermit(1),
+    'Mutex#acquire': await m.acquire(),
+    'RwLock#acquireRead': await l.acquireRead(),
+  };
+  rels['Mutex#tryAcquire'] = (rels['Mutex#acquire'](), m.tryAcquire());
+  rels['RwLock#tryAcquireRead'] = l.tryAcquireRead();
+  for (const [what, rel] of Object.entries(rels)) {
+    assert.equal(typeof rel, 'function', what);
+    assert.equal(rel.token, null, `${what}: token`);
+    assert.equal(rel.permits, 1, `${what}: permits`);
+    assert.equal(rel[Symbol.dispose], rel, `${what}: Symbol.dispose`);
+    rel();
+  }
+  assert.equal(m.isLocked(), false);
+  assert.equal(l.isLocked(), false);
+  assert.equal(s.availablePermits, 2);
+});
+
 test('isLocked() and waitForUnlock(): FIFO, without taking the permits', async () => {
   const s = new Semaphore(2);
   assert.equal(s.isLocked(), false);

@@ -6,7 +6,7 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
-const { Semaphore, Mutex } = require('..');
+const { Semaphore, Mutex, disconnectOnSignals } = require('..');
 const { PKG } = require('./helpers');
 
 test('timeout on a local semaphore rejects with ERR_VOLT_TIMED_OUT and hands a partial grant on', async () => {
@@ -72,4 +72,27 @@ sem.acquire(1, { timeout: 200 }).catch((e) => { console.log(e.code); });`;
   });
   assert.equal(out.err, null, `exit: ${out.err && out.err.code}`);
   assert.equal(out.stdout.trim(), 'ERR_VOLT_TIMED_OUT');
+});
+
+test('a duration or a share() value of the wrong type is a TypeError, as the types say', async () => {
+  // index.d.ts: a TypeError with 'ERR_INVALID_ARG_TYPE' for arguments of the
+  // wrong type (a RangeError only for numbers out of range); a `timeout` of
+  // '100' was a RangeError. attach() of a value share() never returns (an
+  // id no registry entry can have) was ERR_VOLT_GONE, as if it had existed.
+  const sem = new Semaphore(0);
+  for (const timeout of ['100', null, true, 100n]) {
+    await assert.rejects(sem.acquire(1, { timeout }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' }, String(timeout));
+  }
+  await assert.rejects(sem.acquire(1, { timeout: -1 }), { name: 'RangeError', code: 'ERR_OUT_OF_RANGE' });
+  for (const lease of ['5000', null]) {
+    await assert.rejects(Semaphore.connect('redis://127.0.0.1:1', 'x', 1, { lease }), {
+      name: 'TypeError',
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+  }
+  assert.throws(() => disconnectOnSignals({ timeout: '5' }), { name: 'TypeError', code: 'ERR_INVALID_ARG_TYPE' });
+  for (const id of [-1, 0, 1.5, NaN, Infinity]) {
+    assert.throws(() => Semaphore.attach({ 'volt-sem': 1, kind: 'Semaphore', id }), { name: 'TypeError' }, String(id));
+  }
+  assert.equal(sem.pendingCount, 0);
 });

@@ -492,6 +492,32 @@ test('a collected object ends its session: what it held goes back', async () => 
   await keeper.disconnect();
 });
 
+test('a collected object lets go of its lease watch (its leaseSignal is collected too)', async () => {
+  // Each session a grant used is watched (see leaseSignal); the watch's
+  // callback, which holds the AbortController, was kept by the thread until
+  // a LEASE_LOST that a collected object never gets: one entry leaked per
+  // connect() left to GC, with its controller and signal.
+  v8.setFlagsFromString('--expose-gc');
+  const gc = vm.runInNewContext('gc');
+  const keeper = await Semaphore.connect(srv.url(), 'gc-watch', 2);
+  const signals = [];
+  for (let i = 0; i < 3; i++) {
+    await (async () => {
+      const dropped = await Semaphore.connect(srv.url(), 'gc-watch', 2);
+      const rel = await dropped.acquirePermit(1);
+      assert.equal(rel.signal, dropped.leaseSignal);
+      signals.push(new WeakRef(dropped.leaseSignal));
+      rel();
+    })();
+  }
+  await eventually('the objects and their lease signals collected', async () => {
+    gc();
+    await sleep(20);
+    return signals.every((r) => r.deref() === undefined) && (await keeper.census()).sessions === 1;
+  });
+  await keeper.disconnect();
+});
+
 test('an unref()d object waiting for permits does not keep the process alive', async () => {
   const sem = await Semaphore.connect(srv.url(), 'unref', 1);
   await sem.acquire(1);
