@@ -17,8 +17,9 @@ import volt_sem
 from test_redis import RedisServer, connect, pytestmark  # noqa: F401
 
 LEASE = 2.0
-# Scheduling slack on a loaded machine; the defect was seconds late.
-SLACK = 0.7
+# Scheduling slack on a loaded machine. The defect waited for the 5 s command
+# timeout, so LEASE + SLACK stays under it.
+SLACK = 2.0
 
 
 class BlackHoleProxy:

@@ -13,8 +13,10 @@ use std::time::{Duration, Instant};
 use support::*;
 use volt_sem_redis::{Error, RedisSemaphore};
 
-/// Scheduling slack on a loaded 2-core machine.
-const SLACK: Duration = Duration::from_millis(700);
+/// Scheduling slack on a loaded 2-core machine. The defect this catches
+/// returned after 4.56 s, so the bound (timeout + command timeout + slack,
+/// 3.7 s) stays under it.
+const SLACK: Duration = Duration::from_millis(1200);
 
 #[test]
 fn a_timed_out_acquire_returns_within_its_cancels_timeout() {
