@@ -105,7 +105,7 @@ fn permission_denied_is_typed_and_changes_nothing() {
 /// exec*: the child calls `open` again).
 #[test]
 fn open_in_a_child_forked_during_another_threads_open_does_not_hang() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let busy = Name::new("forkopen-busy");
     let free = Name::new("forkopen-free");
@@ -150,25 +150,7 @@ fn open_in_a_child_forked_during_another_threads_open_does_not_hang() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let t = Instant::now();
-    let mut status = 0;
-    let exited = loop {
-        // SAFETY: our child.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-            break true;
-        }
-        if t.elapsed() > Duration::from_secs(3) {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    if !exited {
-        // SAFETY: our child, not yet reaped.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, &mut status, 0);
-        }
-    }
+    let (exited, status) = reap_within(pid, Duration::from_secs(3));
     drop(file);
     let r = opener.join().unwrap();
     assert!(matches!(r, Ok(()) | Err(Error::TimedOut)), "{r:?}");
@@ -228,25 +210,7 @@ fn finish_raw_in_a_child_forked_during_a_callback_does_not_hang() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let t = Instant::now();
-    let mut status = 0;
-    let exited = loop {
-        // SAFETY: our child.
-        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
-            break true;
-        }
-        if t.elapsed() > Duration::from_secs(3) {
-            break false;
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    };
-    if !exited {
-        // SAFETY: our child, not yet reaped.
-        unsafe {
-            libc::kill(pid, libc::SIGKILL);
-            libc::waitpid(pid, &mut status, 0);
-        }
-    }
+    let (exited, status) = reap_within(pid, Duration::from_secs(3));
     LEAVE_CALLBACK.store(true, SeqCst);
     // SAFETY: queued on `sem`, pinned.
     assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Granted);
@@ -262,4 +226,26 @@ fn finish_raw_in_a_child_forked_during_a_callback_does_not_hang() {
         0,
         "the child was told it was granted the parent's permit"
     );
+}
+
+/// Waits up to `limit` for child `pid` to exit, else kills it (a hang):
+/// whether it exited by itself, and its wait status.
+fn reap_within(pid: libc::pid_t, limit: std::time::Duration) -> (bool, libc::c_int) {
+    let t = std::time::Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: our child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            return (true, status);
+        }
+        if t.elapsed() > limit {
+            // SAFETY: our child, not yet reaped.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return (false, status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
