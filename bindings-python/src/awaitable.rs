@@ -150,7 +150,7 @@ static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 /// Whether trio was imported: without it no trio run can await this, and
 /// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
 /// system call; `park` looks the loop up anyway).
-fn trio_loaded(py: Python<'_>) -> bool {
+pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
     // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
     let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
     match modules.cast::<pyo3::types::PyDict>() {

@@ -324,3 +324,65 @@ def test_trio_async_with_values_and_waiting_flag():
         assert sem.available_permits == 1
 
     trio.run(main)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        lambda s, m, rw: s.acquire_blocking(2),
+        lambda s, m, rw: s.acquire_blocking(2, timeout=5.0),
+        lambda s, m, rw: s.acquire(2).__enter__(),
+        lambda s, m, rw: m.acquire_blocking(),
+        lambda s, m, rw: rw.write_blocking(),
+    ],
+)
+def test_a_blocking_wait_in_a_trio_run_raises_instead_of_deadlocking(block):
+    # A trio run is an event loop too: a blocking wait on its thread parks
+    # every task of the run, so the release it waits for (from a task of the
+    # run) never comes. It must raise as on an asyncio loop's thread.
+    sem = Semaphore(1)
+    mutex = Mutex()
+    rw = RwLock()
+
+    def backstop():
+        # Only for the defect this test guards against: the wait would
+        # otherwise hang the run for good; free it so the test fails instead.
+        sem.release(2)
+        mutex.release()
+        rw.release_read()
+
+    async def main():
+        await sem.acquire(1)
+        await mutex.acquire()
+        await rw.read()
+        timer = threading.Timer(5.0, backstop)
+        timer.start()
+        try:
+            with pytest.raises(RuntimeError, match="async with"):
+                block(sem, mutex, rw)
+        finally:
+            timer.cancel()
+        # Nothing was queued or taken: the holders release and all is free.
+        sem.release(1)
+        mutex.release()
+        rw.release_read()
+        assert sem.available_permits == 1
+        assert not mutex.locked() and not rw.locked()
+
+    trio.run(main)
+
+
+def test_a_blocking_acquire_that_need_not_wait_works_in_a_trio_run():
+    sem = Semaphore(2)
+
+    async def main():
+        assert sem.acquire_blocking(2)  # granted at once: no wait, no deadlock
+        assert not sem.acquire_blocking(1, timeout=0)  # never waits either
+        sem.release(2)
+        with sem.acquire(1):
+            assert sem.available_permits == 1
+        # A worker thread of the run is a plain thread: it may wait.
+        assert await trio.to_thread.run_sync(sem.acquire_blocking, 2)
+        sem.release(2)
+
+    trio.run(main)

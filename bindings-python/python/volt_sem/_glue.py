@@ -285,6 +285,19 @@ def _in_trio(trio):
     return True
 
 
+def trio_runs_here():
+    """Whether a trio run is running on the calling thread (a blocking wait
+    there would park every task of the run, the releasing one included).
+    A worker thread of ``trio.to_thread`` is not in the run."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    in_trio_run = getattr(trio.lowlevel, "in_trio_run", None)
+    if in_trio_run is not None:  # trio >= 0.25: also outside a task (callbacks)
+        return in_trio_run()
+    return _in_trio(trio)
+
+
 def trio_wait(waiter, acquire):
     """What `await acquire` iterates in a trio task; None outside trio."""
     trio = sys.modules.get("trio")
