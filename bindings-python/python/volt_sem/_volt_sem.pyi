@@ -528,6 +528,7 @@ class BoundedSemaphore(Semaphore):
 
     def __init__(self, permits: int = 1) -> None: ...
 
+@final
 class Mutex:
     """A fair lock for async tasks and plain threads (a semaphore of one permit)."""
 
