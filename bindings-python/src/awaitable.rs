@@ -681,7 +681,9 @@ impl Ready {
 }
 
 /// `__aenter__` for one permit: the fast path right here (returning a finished
-/// awaitable, no allocation), else an awaitable that waits.
+/// awaitable, no allocation), else an awaitable that waits. Not when trio is
+/// imported and no asyncio loop runs here: the acquire object then decides,
+/// so that a trio task's `async with` is a checkpoint.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
     enter_one_in(py, core, role, None, None)
 }
@@ -699,6 +701,12 @@ pub(crate) fn enter_one_in(
         let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
             .in_session(session)
             .of_redis(redis);
+        return Ok(Py::new(py, acquire)?.into_any());
+    }
+    if trio_loaded(py) && running_loop(py)?.is_none() {
+        // Perhaps a trio task: the acquire object's `__await__` takes trio's
+        // path, a checkpoint even when permits are free (trio's rule).
+        let acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
         return Ok(Py::new(py, acquire)?.into_any());
     }
     match core.try_acquire(1) {

@@ -386,3 +386,39 @@ def test_a_blocking_acquire_that_need_not_wait_works_in_a_trio_run():
         sem.release(2)
 
     trio.run(main)
+
+
+def test_trio_acquire_is_a_checkpoint_even_when_permits_are_free():
+    # trio's rule for async APIs (trio.Semaphore and trio.Lock keep it):
+    # an acquire in a cancelled scope raises Cancelled and takes nothing,
+    # even when it would not have to wait; otherwise a loop of uncontended
+    # `async with sem:` never sees its move_on_after / fail_after.
+    sem = Semaphore(2)
+    mutex = Mutex()
+    rw = RwLock()
+    forms = [
+        lambda: sem.acquire(1),
+        lambda: sem,
+        lambda: mutex,
+        lambda: mutex.acquire(),
+        lambda: rw.read(),
+        lambda: rw.write(),
+    ]
+
+    async def main():
+        for i, form in enumerate(forms):
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                async with form():
+                    pytest.fail(f"form {i} entered a cancelled scope")
+            assert scope.cancelled_caught, i
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await sem.acquire(2)
+        assert scope.cancelled_caught
+        assert sem.available_permits == 2
+        assert not mutex.locked() and not rw.locked()
+        async with sem:  # and uncancelled, it still acquires
+            assert sem.available_permits == 1
+
+    trio.run(main)

@@ -199,6 +199,14 @@ async def _trio_pump(trio, channel):
 
 
 async def _trio_acquire(trio, waiter, acquire):
+    # A checkpoint first, as trio.Semaphore's acquire: in a cancelled scope
+    # it raises Cancelled before anything is taken, and a loop of
+    # uncontended acquires lets the other tasks run.
+    try:
+        await trio.lowlevel.checkpoint()
+    except BaseException:
+        acquire._trio_failed()
+        raise
     if not waiter.try_take():
         channel = _trio_channel(trio)
         task = trio.lowlevel.current_task()
