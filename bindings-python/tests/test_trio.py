@@ -422,3 +422,52 @@ def test_trio_acquire_is_a_checkpoint_even_when_permits_are_free():
             assert sem.available_permits == 1
 
     trio.run(main)
+
+
+def test_trio_guest_mode_on_an_asyncio_loop():
+    # trio.lowlevel.start_guest_run: trio tasks run on the thread of a
+    # running asyncio loop. Their waits must be trio's (an asyncio Future
+    # yielded to trio is a TypeError), and asyncio tasks of the host keep
+    # theirs; one semaphore, FIFO across both.
+    sem = Semaphore(1)
+    order = []
+
+    async def trio_main():
+        async with sem:
+            pass
+        await sem.acquire(1)
+
+        async def other():
+            await sem.acquire(1)  # must wait: a trio wait
+            order.append("trio")
+            sem.release(1)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            await trio.testing.wait_all_tasks_blocked()
+            assert order == []
+            sem.release(1)
+        with trio.CancelScope() as scope:  # still a checkpoint
+            scope.cancel()
+            await sem.acquire(1)
+        assert scope.cancelled_caught
+        return sem.available_permits
+
+    async def asyncio_main():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        trio.lowlevel.start_guest_run(
+            trio_main,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=done.set_result,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+        # (Before the fix the waiting trio task yielded an asyncio Future to
+        # trio, a TypeError, and the guest run hung: the watchdog fails it.)
+        outcome = await done
+        await sem.acquire(1)  # an asyncio task of the host, as before
+        sem.release(1)
+        return outcome.unwrap()
+
+    assert asyncio.run(asyncio_main()) == 1
+    assert order == ["trio"]

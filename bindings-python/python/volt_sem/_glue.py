@@ -306,6 +306,13 @@ def trio_runs_here():
     return _in_trio(trio)
 
 
+def trio_task_here():
+    """Whether a trio task runs on the calling thread (also on an asyncio
+    loop's thread: trio's guest mode)."""
+    trio = sys.modules.get("trio")
+    return trio is not None and _in_trio(trio)
+
+
 def trio_wait(waiter, acquire):
     """What `await acquire` iterates in a trio task; None outside trio."""
     trio = sys.modules.get("trio")
