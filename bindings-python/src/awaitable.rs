@@ -173,7 +173,12 @@ fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
         return Ok(true);
     }
     TRIO_TASK_HERE
-        .import(py, "volt_sem._glue", "trio_task_here")?
+        .get_or_try_init(py, || {
+            py.import("volt_sem._glue")?
+                .call_method0("trio_task_probe")
+                .map(Bound::unbind)
+        })?
+        .bind(py)
         .call0()?
         .is_truthy()
 }
