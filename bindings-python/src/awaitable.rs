@@ -18,7 +18,8 @@
 //! # trio (and anyio on trio)
 //!
 //! `__await__` checks for a running asyncio loop (one C call). Without one, and
-//! inside a trio task, it returns the iterator of `volt_sem._glue`'s coroutine
+//! inside a trio task (or with one, in a trio task of a guest run hosted by
+//! that loop: one more Python call, only once trio is imported), it returns the iterator of `volt_sem._glue`'s coroutine
 //! instead of the acquire itself, so trio drives plain Python frames, never a
 //! native frame with Python code under it. That coroutine takes the fast path
 //! or queues a [`TrioWaiter`] (`trio.rs`) whose slot targets the trio task,
@@ -150,7 +151,7 @@ static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 /// Whether trio was imported: without it no trio run can await this, and
 /// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
 /// system call; `park` looks the loop up anyway).
-fn trio_loaded(py: Python<'_>) -> bool {
+pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
     // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
     let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
     match modules.cast::<pyo3::types::PyDict>() {
@@ -158,6 +159,31 @@ fn trio_loaded(py: Python<'_>) -> bool {
         Err(_) => true,
     }
 }
+
+/// Whether the caller may be a trio task: trio is imported, and either no
+/// asyncio loop runs on this thread (no Python call; the acquire's step
+/// decides) or one does and a trio task runs on it anyway (trio's guest
+/// mode, `trio.lowlevel.start_guest_run` on an asyncio host), which must
+/// wait trio's way: an asyncio Future yielded to trio is a `TypeError`.
+fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
+    if !trio_loaded(py) {
+        return Ok(false);
+    }
+    if running_loop(py)?.is_none() {
+        return Ok(true);
+    }
+    TRIO_TASK_HERE
+        .get_or_try_init(py, || {
+            py.import("volt_sem._glue")?
+                .call_method0("trio_task_probe")
+                .map(Bound::unbind)
+        })?
+        .bind(py)
+        .call0()?
+        .is_truthy()
+}
+
+static TRIO_TASK_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
     READY
@@ -431,10 +457,7 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if !matches!(slf.borrow().stage, Stage::Start)
-            || !trio_loaded(py)
-            || running_loop(py)?.is_some()
-        {
+        if !matches!(slf.borrow().stage, Stage::Start) || !trio_may_run_here(py)? {
             return Ok(slf.into_any().unbind());
         }
         let (core, n, session) = {
@@ -681,7 +704,9 @@ impl Ready {
 }
 
 /// `__aenter__` for one permit: the fast path right here (returning a finished
-/// awaitable, no allocation), else an awaitable that waits.
+/// awaitable, no allocation), else an awaitable that waits. Not where a trio
+/// task may run ([`trio_may_run_here`]): the acquire object then decides, so
+/// that a trio task's `async with` is a checkpoint.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
     enter_one_in(py, core, role, None, None)
 }
@@ -699,6 +724,12 @@ pub(crate) fn enter_one_in(
         let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
             .in_session(session)
             .of_redis(redis);
+        return Ok(Py::new(py, acquire)?.into_any());
+    }
+    if trio_may_run_here(py)? {
+        // Perhaps a trio task: the acquire object's `__await__` takes trio's
+        // path, a checkpoint even when permits are free (trio's rule).
+        let acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
         return Ok(Py::new(py, acquire)?.into_any());
     }
     match core.try_acquire(1) {

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use pyo3::exceptions::PyRuntimeError;
@@ -50,14 +51,15 @@ pub(crate) unsafe extern "C" fn wake_parked(ctx: *mut c_void) {
     parked.thread.unpark();
 }
 
-/// Refuses a wait that would block the thread of a running asyncio loop: the
+/// Refuses a wait that would block the thread of a running asyncio loop (or
+/// trio run): the
 /// release it waits for would have to come from that loop (or from a thread
 /// whose release wakes a task of it), which cannot run while its thread is
 /// parked here, so it would deadlock for ever, deaf to Ctrl-C. (The Rust
 /// core's `tokio` feature panics in the same case.) Only called when the wait
 /// is about to happen: an immediate grant is fine anywhere.
 pub(crate) fn refuse_on_running_loop(py: Python<'_>) -> PyResult<()> {
-    if running_loop(py)?.is_some() {
+    if running_loop(py)?.is_some() || trio_runs_here(py)? {
         return Err(PyRuntimeError::new_err(
             "volt-sem: a blocking acquire (`with sem.acquire(n):`, `acquire_blocking()`) \
              would wait on the thread of a running event loop and block it for ever; \
@@ -66,6 +68,22 @@ pub(crate) fn refuse_on_running_loop(py: Python<'_>) -> PyResult<()> {
     }
     Ok(())
 }
+
+/// Whether a trio run runs on this thread: the same deadlock as on an asyncio
+/// loop's thread (the run's tasks, the releasing one included, cannot run
+/// while the thread is parked). Without trio imported no run can exist, and
+/// no Python code runs.
+fn trio_runs_here(py: Python<'_>) -> PyResult<bool> {
+    if !crate::awaitable::trio_loaded(py) {
+        return Ok(false);
+    }
+    TRIO_RUNS_HERE
+        .import(py, "volt_sem._glue", "trio_runs_here")?
+        .call0()?
+        .is_truthy()
+}
+
+static TRIO_RUNS_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
 /// Refused with `RuntimeError` where it would wait on a running loop's thread.

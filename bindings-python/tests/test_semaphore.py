@@ -29,6 +29,28 @@ def test_module_surface():
         assert cls.__doc__
 
 
+def test_stubs_mark_final_every_class_that_cannot_be_subclassed():
+    # A class the stubs leave open must be subclassable at run time, or the
+    # type checker accepts a `class MyLock(volt_sem.Mutex)` that raises
+    # TypeError at import. (The reverse, a stub stricter than the runtime,
+    # is allowed: Semaphore stays open at run time for BoundedSemaphore.)
+    import ast
+    import pathlib
+
+    stubs = pathlib.Path(volt_sem.__file__).with_name("_volt_sem.pyi")
+    tree = ast.parse(stubs.read_text())
+    wrong = []
+    for node in tree.body:
+        if not isinstance(node, ast.ClassDef):
+            continue
+        final = any(ast.unparse(d) == "final" for d in node.decorator_list)
+        runtime = getattr(volt_sem._volt_sem, node.name)
+        subclassable = bool(runtime.__flags__ & (1 << 10))  # Py_TPFLAGS_BASETYPE
+        if not final and not subclassable:
+            wrong.append(node.name)
+    assert wrong == [], f"not subclassable at run time, yet not @final in the stubs: {wrong}"
+
+
 def test_acquire_release_try(run):
     sem = Semaphore(3)
 

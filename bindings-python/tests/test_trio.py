@@ -324,3 +324,150 @@ def test_trio_async_with_values_and_waiting_flag():
         assert sem.available_permits == 1
 
     trio.run(main)
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        lambda s, m, rw: s.acquire_blocking(2),
+        lambda s, m, rw: s.acquire_blocking(2, timeout=5.0),
+        lambda s, m, rw: s.acquire(2).__enter__(),
+        lambda s, m, rw: m.acquire_blocking(),
+        lambda s, m, rw: rw.write_blocking(),
+    ],
+)
+def test_a_blocking_wait_in_a_trio_run_raises_instead_of_deadlocking(block):
+    # A trio run is an event loop too: a blocking wait on its thread parks
+    # every task of the run, so the release it waits for (from a task of the
+    # run) never comes. It must raise as on an asyncio loop's thread.
+    sem = Semaphore(1)
+    mutex = Mutex()
+    rw = RwLock()
+
+    def backstop():
+        # Only for the defect this test guards against: the wait would
+        # otherwise hang the run for good; free it so the test fails instead.
+        sem.release(2)
+        mutex.release()
+        rw.release_read()
+
+    async def main():
+        await sem.acquire(1)
+        await mutex.acquire()
+        await rw.read()
+        timer = threading.Timer(5.0, backstop)
+        timer.start()
+        try:
+            with pytest.raises(RuntimeError, match="async with"):
+                block(sem, mutex, rw)
+        finally:
+            timer.cancel()
+        # Nothing was queued or taken: the holders release and all is free.
+        sem.release(1)
+        mutex.release()
+        rw.release_read()
+        assert sem.available_permits == 1
+        assert not mutex.locked() and not rw.locked()
+
+    trio.run(main)
+
+
+def test_a_blocking_acquire_that_need_not_wait_works_in_a_trio_run():
+    sem = Semaphore(2)
+
+    async def main():
+        assert sem.acquire_blocking(2)  # granted at once: no wait, no deadlock
+        assert not sem.acquire_blocking(1, timeout=0)  # never waits either
+        sem.release(2)
+        with sem.acquire(1):
+            assert sem.available_permits == 1
+        # A worker thread of the run is a plain thread: it may wait.
+        assert await trio.to_thread.run_sync(sem.acquire_blocking, 2)
+        sem.release(2)
+
+    trio.run(main)
+
+
+def test_trio_acquire_is_a_checkpoint_even_when_permits_are_free():
+    # trio's rule for async APIs (trio.Semaphore and trio.Lock keep it):
+    # an acquire in a cancelled scope raises Cancelled and takes nothing,
+    # even when it would not have to wait; otherwise a loop of uncontended
+    # `async with sem:` never sees its move_on_after / fail_after.
+    sem = Semaphore(2)
+    mutex = Mutex()
+    rw = RwLock()
+    forms = [
+        lambda: sem.acquire(1),
+        lambda: sem,
+        lambda: mutex,
+        lambda: mutex.acquire(),
+        lambda: rw.read(),
+        lambda: rw.write(),
+    ]
+
+    async def main():
+        for i, form in enumerate(forms):
+            with trio.CancelScope() as scope:
+                scope.cancel()
+                async with form():
+                    pytest.fail(f"form {i} entered a cancelled scope")
+            assert scope.cancelled_caught, i
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await sem.acquire(2)
+        assert scope.cancelled_caught
+        assert sem.available_permits == 2
+        assert not mutex.locked() and not rw.locked()
+        async with sem:  # and uncancelled, it still acquires
+            assert sem.available_permits == 1
+
+    trio.run(main)
+
+
+def test_trio_guest_mode_on_an_asyncio_loop():
+    # trio.lowlevel.start_guest_run: trio tasks run on the thread of a
+    # running asyncio loop. Their waits must be trio's (an asyncio Future
+    # yielded to trio is a TypeError), and asyncio tasks of the host keep
+    # theirs; one semaphore, FIFO across both.
+    sem = Semaphore(1)
+    order = []
+
+    async def trio_main():
+        async with sem:
+            pass
+        await sem.acquire(1)
+
+        async def other():
+            await sem.acquire(1)  # must wait: a trio wait
+            order.append("trio")
+            sem.release(1)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(other)
+            await trio.testing.wait_all_tasks_blocked()
+            assert order == []
+            sem.release(1)
+        with trio.CancelScope() as scope:  # still a checkpoint
+            scope.cancel()
+            await sem.acquire(1)
+        assert scope.cancelled_caught
+        return sem.available_permits
+
+    async def asyncio_main():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        trio.lowlevel.start_guest_run(
+            trio_main,
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=done.set_result,
+            host_uses_signal_set_wakeup_fd=True,
+        )
+        # (Before the fix the waiting trio task yielded an asyncio Future to
+        # trio, a TypeError, and the guest run hung: the watchdog fails it.)
+        outcome = await done
+        await sem.acquire(1)  # an asyncio task of the host, as before
+        sem.release(1)
+        return outcome.unwrap()
+
+    assert asyncio.run(asyncio_main()) == 1
+    assert order == ["trio"]

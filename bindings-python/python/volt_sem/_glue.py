@@ -199,6 +199,14 @@ async def _trio_pump(trio, channel):
 
 
 async def _trio_acquire(trio, waiter, acquire):
+    # A checkpoint first, as trio.Semaphore's acquire: in a cancelled scope
+    # it raises Cancelled before anything is taken, and a loop of
+    # uncontended acquires lets the other tasks run.
+    try:
+        await trio.lowlevel.checkpoint()
+    except BaseException:
+        acquire._trio_failed()
+        raise
     if not waiter.try_take():
         channel = _trio_channel(trio)
         task = trio.lowlevel.current_task()
@@ -283,6 +291,34 @@ def _in_trio(trio):
     except RuntimeError:
         return False
     return True
+
+
+def trio_runs_here():
+    """Whether a trio run is running on the calling thread (a blocking wait
+    there would park every task of the run, the releasing one included).
+    A worker thread of ``trio.to_thread`` is not in the run."""
+    trio = sys.modules.get("trio")
+    if trio is None:
+        return False
+    in_trio_run = getattr(trio.lowlevel, "in_trio_run", None)
+    if in_trio_run is not None:  # trio >= 0.25: also outside a task (callbacks)
+        return in_trio_run()
+    return _in_trio(trio)
+
+
+def trio_task_probe():
+    """The function (no arguments) telling whether a trio task runs on the
+    calling thread, also on an asyncio loop's thread (trio's guest mode);
+    called once trio is imported, the result kept. It is asked on every
+    await on an asyncio loop from then on: trio >= 0.25's ``in_trio_task``
+    raises nothing, so it costs far less than ``current_task()``'s
+    exception."""
+    import trio
+
+    in_trio_task = getattr(trio.lowlevel, "in_trio_task", None)
+    if in_trio_task is not None:
+        return in_trio_task
+    return lambda: _in_trio(trio)
 
 
 def trio_wait(waiter, acquire):

@@ -392,7 +392,7 @@ class Semaphore:
         """Blocks the calling thread, GIL released, until ``n`` permits are granted
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
         handed on). Interruptible by Ctrl-C. On the thread of a running event
-        loop a wait raises ``RuntimeError`` (it would block that loop for ever);
+        loop (asyncio or trio) a wait raises ``RuntimeError`` (it would block that loop for ever);
         a grant that needs no wait is still returned, except on Redis, where
         every acquire waits for its round trip (use ``await sem.acquire(n)``
         there). Redis: its token is :attr:`last_token`."""
@@ -528,6 +528,7 @@ class BoundedSemaphore(Semaphore):
 
     def __init__(self, permits: int = 1) -> None: ...
 
+@final
 class Mutex:
     """A fair lock for async tasks and plain threads (a semaphore of one permit)."""
 
