@@ -507,18 +507,10 @@ unsafe impl RawSemaphore for Semaphore {
             }
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) if waiter.kind() == kind::SHARED => {
-                if self.callback_lost_to_fork(waiter.get_ref()) {
-                    // SAFETY: claimed by the parent's doorbell thread (above);
-                    // the caller of `finish_raw` is the owner.
-                    let f = unsafe { volt_sem::raw::finish_orphan(waiter.local_ref().node()) };
-                    // A grant the parent's doorbell thread was delivering is
-                    // the parent's record's: the child holds nothing (as for
-                    // a request the parent had queued, which ends `Closed`).
-                    return match f {
-                        Some(volt_sem::Finish::Idle) => Finish::Idle,
-                        _ => Finish::Closed,
-                    };
-                }
+                // In a forked child this never waits: the shared semaphore
+                // ends a forked handle's waiter at once (`Closed`, or `Idle`),
+                // a callback the parent's doorbell thread was running included
+                // (see `callback_lost_to_fork`).
                 // SAFETY: forwarded contract.
                 let f: Finish = unsafe { s.finish_raw(waiter.local()) }.into();
                 // A request that `set_total` failed ends as closed in the

@@ -130,17 +130,15 @@ pub unsafe fn finish<F: Finisher>(node: &Node, mut finisher: F) -> F::Output {
 /// without calling or dropping its callback; `None` if the node is not
 /// `NOTIFYING_*`, or if the fork was made from inside a wake callback (that
 /// thread goes on delivering in the child: `finish` must wait as usual). For
-/// a backend whose own records tell that its claimer is the parent's (the
-/// local semaphore by the fork generation of the request, the shared one by
-/// its attachment's process); the backend must have called
-/// [`watch_forks`] before queueing the node.
+/// the local semaphore, whose requests' fork generation tells that their
+/// claimer is the parent's (the shared semaphore ends a forked handle's
+/// waiters in its own `finish_raw`).
 ///
 /// # Safety
 /// The node is not claimed by any thread of this process (the caller
 /// established that it was claimed by a thread of the parent), and its owner
 /// calls this (one-owner rule).
-#[doc(hidden)]
-pub unsafe fn finish_orphan(node: &Node) -> Option<Finish> {
+pub(crate) unsafe fn finish_orphan(node: &Node) -> Option<Finish> {
     if crate::fork::forked_in_delivery() {
         return None;
     }

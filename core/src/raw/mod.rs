@@ -78,7 +78,8 @@ mod semaphore;
 mod tests;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
-pub use finish::{finish, finish_orphan, forked_in_delivery, watch_forks, CancelWith, Finisher};
+pub(crate) use finish::finish_orphan;
+pub use finish::{finish, forked_in_delivery, watch_forks, CancelWith, Finisher};
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
