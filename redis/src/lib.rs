@@ -530,7 +530,7 @@ pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{RawAcquire, WakeFn};
 pub use waiter::{Finish, RedisWaiter, RedisWaiterState};
 
-use session::Inner;
+use session::Handle;
 
 /// Deletes the semaphore `name` from Redis (its keys under
 /// [`ConnectOptions::prefix`]), so that a service deriving names (per
@@ -599,7 +599,7 @@ pub fn list(url: &str, options: ConnectOptions) -> Result<Vec<String>, Error> {
 /// holds goes back.
 #[derive(Clone)]
 pub struct RedisSemaphore {
-    inner: Arc<Inner>,
+    inner: Arc<Handle>,
     /// This handle's identity (shared by its clones, not by another
     /// `connect` that shares the session): what [`owns`](Self::owns) tells.
     ident: Arc<u8>,

@@ -40,6 +40,7 @@ use volt_sem::raw::{self, phase};
 mod agent;
 mod batch;
 mod door;
+mod handle;
 mod runs;
 /// The locks `runs.rs` uses (loom's in its model, `core/tests/loom_door.rs`).
 mod sync {
@@ -50,6 +51,7 @@ mod table;
 
 use agent::Kick;
 use door::{call, Door, Job};
+pub(crate) use handle::Handle;
 pub(crate) use registry::connect_shared;
 #[cfg(unix)]
 pub(crate) use registry::end_all_sessions;
@@ -123,6 +125,26 @@ pub(crate) struct State {
 // SAFETY: the raw waiter pointers in the table are only dereferenced by the
 // single thread that removes them (see waiter.rs).
 unsafe impl Send for State {}
+
+/// What giving a session up leaves to do once the state lock is released:
+/// the waiters to notify and the lease watches to wake. Never under the
+/// lock: a waker may hold the last [`Handle`] (the future of a task that
+/// has ended, say), and dropping that takes the lock.
+#[derive(Default)]
+#[must_use]
+pub(crate) struct Lost {
+    claimed: Vec<Claimed>,
+    wakers: Vec<Waker>,
+}
+
+impl Lost {
+    fn wake(self) {
+        deliver(self.claimed);
+        for w in self.wakers {
+            w.wake();
+        }
+    }
+}
 
 pub(crate) struct Inner {
     pub(crate) keys: Keys,
@@ -455,7 +477,7 @@ impl Inner {
         name: &str,
         total: u64,
         opts: ConnectOptions,
-    ) -> Result<Arc<Inner>, Error> {
+    ) -> Result<Arc<Handle>, Error> {
         let secret = url_secret(url);
         let client = Client::open(url, &opts)?;
         // One deadline for the whole connect: the connection (TCP, TLS,
@@ -540,9 +562,12 @@ impl Inner {
         });
         inner.stats.noted(&r);
         registry::at_exit::register(Arc::downgrade(&inner));
+        // Owned by a handle before the threads start: if one cannot start,
+        // dropping the handle ends the session just registered.
+        let handle = Handle::new(Arc::clone(&inner));
         agent::spawn(&inner)?;
         door::spawn(&inner)?;
-        Ok(inner)
+        Ok(handle)
     }
 
     fn who<'a>(&'a self, sid: &'a str) -> Who<'a> {
@@ -687,14 +712,15 @@ impl Inner {
 
     /// Gives up the session of `epoch` (if it is still the current one):
     /// its holders and waiters learn `err`; its permits count as lost; it is
-    /// ended in Redis by the agent. Returns the waiters to notify.
-    fn lose_locked(&self, st: &mut State, epoch: u64, err: &Error) -> Vec<Claimed> {
-        let mut claimed = Vec::new();
+    /// ended in Redis by the agent. Returns what to wake once the lock is
+    /// released.
+    fn lose_locked(&self, st: &mut State, epoch: u64, err: &Error) -> Lost {
+        let mut lost = Lost::default();
         let Some(s) = &st.session else {
-            return claimed;
+            return lost;
         };
         if s.epoch != epoch {
-            return claimed;
+            return lost;
         }
         let s = st.session.take().expect("checked");
         st.to_end.push(s.sid);
@@ -712,12 +738,11 @@ impl Inner {
         st.held = 0;
         for e in waiting {
             // SAFETY: it was in the table, so it is valid.
-            claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(err.clone())) });
+            lost.claimed
+                .push(unsafe { Claimed::claim(e.w, Finish::Failed(err.clone())) });
         }
-        for w in st.lost_wakers.drain(..) {
-            w.wake();
-        }
-        claimed
+        lost.wakers.append(&mut st.lost_wakers);
+        lost
     }
 
     /// [`lose`](Self::lose) without ending the session now: the agent ends
@@ -726,11 +751,11 @@ impl Inner {
     /// (or on the command connection's lock) for longer than what remains of
     /// the next session's lease.
     pub(crate) fn lose_deferred(&self, epoch: u64, err: Error) {
-        let claimed = {
+        let lost = {
             let mut st = lock(&self.state);
             self.lose_locked(&mut st, epoch, &err)
         };
-        deliver(claimed);
+        lost.wake();
         self.kick.kick();
     }
 
@@ -769,24 +794,23 @@ impl Inner {
 
     /// Redis lost the state: every waiter fails, the handle refuses everything.
     pub(crate) fn fail_all(&self) {
-        let claimed = {
+        let lost = {
             let mut st = lock(&self.state);
             st.failed = true;
-            let mut claimed = match st.session.as_ref().map(|s| s.epoch) {
+            let mut lost = match st.session.as_ref().map(|s| s.epoch) {
                 Some(e) => self.lose_locked(&mut st, e, &Error::StateLost),
-                None => Vec::new(),
+                None => Lost::default(),
             };
             st.to_end.clear();
             for e in st.table.take_all() {
                 // SAFETY: it was in the table.
-                claimed.push(unsafe { Claimed::claim(e.w, Finish::Failed(Error::StateLost)) });
+                lost.claimed
+                    .push(unsafe { Claimed::claim(e.w, Finish::Failed(Error::StateLost)) });
             }
-            for w in st.lost_wakers.drain(..) {
-                w.wake();
-            }
-            claimed
+            lost.wakers.append(&mut st.lost_wakers);
+            lost
         };
-        deliver(claimed);
+        lost.wake();
         self.kick.kick();
     }
 
@@ -802,15 +826,15 @@ impl Inner {
         if self.forked() {
             return;
         }
-        let (claimed, sids) = {
+        let (lost, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
                 return;
             }
             st.disconnected = true;
-            let claimed = match st.session.as_ref().map(|s| s.epoch) {
+            let lost = match st.session.as_ref().map(|s| s.epoch) {
                 Some(e) => self.lose_locked(&mut st, e, &Error::Closed),
-                None => Vec::new(),
+                None => Lost::default(),
             };
             // Ended with the session, not lost: a later release is refused
             // as `Closed`, never reported as a lease expiry.
@@ -822,9 +846,9 @@ impl Inner {
             // end was sent, and a process that dies right after (a signal
             // handler disconnects, then re-raises the signal) would leave
             // the session to its lease's expiry.
-            (claimed, std::mem::take(&mut st.to_end))
+            (lost, std::mem::take(&mut st.to_end))
         };
-        deliver(claimed);
+        lost.wake();
         // On the door, after the calls queued before it (an acquire queued
         // before the disconnect fails there with `Closed`).
         let _ = call(self, move |i| {
@@ -1234,10 +1258,11 @@ impl Inner {
     }
 }
 
-impl Drop for Inner {
-    /// The last handle is gone: end the session (its permits go back at
-    /// once rather than at lease expiry) and let the agent exit.
-    fn drop(&mut self) {
+impl Inner {
+    /// The last [`Handle`] is gone: ends the session (its permits go back
+    /// at once rather than at lease expiry), stops the door and lets the
+    /// agent exit.
+    fn shut_down(&self) {
         // A copy in a fork() child ends nothing (the sessions are the
         // parent's) and has no agent to kick; and it must take no lock the
         // parent's agent thread may have held at the fork (the kick's).
@@ -1245,21 +1270,21 @@ impl Drop for Inner {
             return;
         }
         self.door.stop();
-        let st = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
-        st.shutdown = true;
-        let mut sids: Vec<String> = st.to_end.drain(..).collect();
-        if let Some(s) = st.session.take() {
-            sids.push(s.sid);
-        }
-        if !st.failed {
-            if let Some(con) = self.cmd.get_mut().unwrap_or_else(|e| e.into_inner()) {
+        let (sids, failed) = {
+            let mut st = lock(&self.state);
+            st.shutdown = true;
+            let mut sids: Vec<String> = st.to_end.drain(..).collect();
+            if let Some(s) = st.session.take() {
+                sids.push(s.sid);
+            }
+            (sids, st.failed)
+        };
+        if !failed {
+            // After a call the door (or a caller's turn) may still be making:
+            // one round trip at most, bounded by the command timeout.
+            if let Some(con) = lock(&self.cmd).as_mut() {
                 for sid in &sids {
-                    let who = Who {
-                        sid,
-                        inc: &self.inc,
-                        lease_ms: self.opts.lease.as_millis() as u64,
-                    };
-                    let _ = self.scripts.end(con, &self.keys, who);
+                    let _ = self.scripts.end(con, &self.keys, self.who(sid));
                 }
             }
         }

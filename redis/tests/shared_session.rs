@@ -159,3 +159,48 @@ fn connect_after_a_disconnect_gets_a_live_handle() {
     drop(p);
     assert_eq!(a.try_acquire(1).unwrap_err(), volt_sem_redis::Error::Closed);
 }
+
+/// A lease watch's waker may hold the last handle (the future of a task,
+/// say): when the session is lost, waking it drops the handle on the
+/// thread that found the loss (here the agent, at the heartbeat that finds
+/// Redis restarted empty), and that drop ends the session. Woken under the
+/// handle's state lock, that drop deadlocked the agent: its thread never
+/// exited.
+#[test]
+fn a_waker_holding_the_last_handle_may_be_woken_by_the_loss_of_its_session() {
+    use std::future::Future;
+    use std::sync::Arc;
+    use std::task::{Context, Wake, Waker};
+
+    struct Holder(#[allow(dead_code)] RedisSemaphore);
+    impl Wake for Holder {
+        fn wake(self: Arc<Self>) {}
+    }
+
+    let _serial = serial();
+    let mut s = Server::start();
+    eventually("no agent of another test", Duration::from_secs(10), || {
+        agents() == 0
+    });
+    let sem = RedisSemaphore::connect(&s.url(), "waker-holds", 1, short_lease()).unwrap();
+    // Named by the thread itself once it runs.
+    eventually("its agent", Duration::from_secs(10), || agents() == 1);
+    let p = sem.try_acquire(1).unwrap();
+    let holder = Arc::new(Holder(sem.clone()));
+    let waker = Waker::from(Arc::clone(&holder));
+    let mut watch = Box::pin(sem.lease_watch(p.session()));
+    assert!(watch
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    // The registered waker (its clone, kept by the handle) now holds the
+    // only handle left once these go.
+    p.forget();
+    drop((watch, waker, sem));
+    let woken = Arc::downgrade(&holder);
+    drop(holder);
+    s.restart_empty();
+    eventually("the agent exits", Duration::from_secs(10), || agents() == 0);
+    // The waker was woken and dropped with its handle.
+    assert!(woken.upgrade().is_none());
+}

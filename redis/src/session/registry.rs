@@ -5,17 +5,16 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use super::{lock, Inner};
+use super::{lock, Handle, Inner, Lost};
 use crate::error::Error;
 use crate::options::ConnectOptions;
-use crate::waiter::deliver;
 
 /// One session per process per semaphore: the live handles by (URL, name,
 /// options), as weak references, so that a second `connect` shares the
 /// first one's session, connections and agent thread instead of opening
 /// another set. Two first `connect`s racing may each open one; later ones
 /// share the first found.
-type Registered = (String, String, ConnectOptions, Weak<Inner>);
+type Registered = (String, String, ConnectOptions, Weak<Handle>);
 static REGISTRY: Mutex<Vec<Registered>> = Mutex::new(Vec::new());
 
 pub(crate) fn connect_shared(
@@ -23,7 +22,7 @@ pub(crate) fn connect_shared(
     name: &str,
     total: u64,
     opts: ConnectOptions,
-) -> Result<Arc<Inner>, Error> {
+) -> Result<Arc<Handle>, Error> {
     let found = {
         let mut reg = lock(&REGISTRY);
         reg.retain(|e| e.3.strong_count() > 0);
@@ -138,9 +137,9 @@ impl Inner {
             // instead of waiting for ever for an agent that exits now. Not
             // from the exit handler: no callback runs while the process
             // exits (it may wait for a lock a stopped thread holds).
-            let claimed = match st.session.as_ref().map(|s| s.epoch) {
+            let lost = match st.session.as_ref().map(|s| s.epoch) {
                 Some(e) if wait => self.lose_locked(&mut st, e, &Error::Closed),
-                _ => Vec::new(),
+                _ => Lost::default(),
             };
             let mut sids: Vec<String> = st.to_end.drain(..).collect();
             if let Some(s) = st.session.take() {
@@ -160,7 +159,7 @@ impl Inner {
             }
             drop(g);
             // Once the sessions are ended: what this call is for comes first.
-            deliver(claimed);
+            lost.wake();
         }));
     }
 }
