@@ -678,3 +678,34 @@ fn durations_too_long_are_refused() {
     b.flush().unwrap();
     assert_eq!(assert_conserved(&a).available, 1);
 }
+
+/// The test support's servers: one started on a port that another server
+/// holds (a port from `free_port` can be handed to two tests at once) does
+/// not come up there, and is never taken for that other server; a retry on
+/// another port works (its directory is made again: the failed attempt
+/// removed it, and every retry failed). The readiness check took any `PONG` (or `NOAUTH`) on
+/// the port for its own server's: a test then used another test's server
+/// (seen under load: `connect` failing with `Auth` on a server started
+/// without a password, answered by one with a password).
+#[test]
+fn a_test_server_never_takes_another_one_on_its_port_for_its_own() {
+    let dir =
+        std::env::temp_dir().join(format!("volt-sem-redis-test-taken-{}", std::process::id()));
+    for secret in [Some("other-secret"), None] {
+        let other = Server::start_with(secret);
+        for password in [None, Some("other-secret"), Some("mine")] {
+            let taken = Server::try_start_on(other.port, &dir, password, Vec::new(), None);
+            assert!(
+                taken.is_none(),
+                "a server on the taken port {} (password {password:?})",
+                other.port
+            );
+        }
+        // The other one is untouched, and the retry on another port (with
+        // the same directory, which the failed attempt removed) comes up.
+        assert_eq!(answering_pid(other.port, secret), Some(other.pid()));
+        let fresh = Server::try_start_on(free_port(), &dir, None, Vec::new(), None)
+            .expect("a retry on another port");
+        assert_eq!(answering_pid(fresh.port, None), Some(fresh.pid()));
+    }
+}
