@@ -44,13 +44,24 @@ function command(port, line, complete = (t) => t.includes('\r\n')) {
   });
 }
 
-/** Resolves with the first reply line to `PING` on `port`, or null. */
-async function ping(port) {
-  const r = await command(port, 'PING');
-  return r === null ? null : r.split('\r\n')[0];
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/** One command as a RESP array (without its final CRLF, which `command` adds). */
+function resp(...args) {
+  return `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}`).join('\r\n')}`;
 }
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+/**
+ * The pid of the redis-server answering on loopback `port` (INFO server's
+ * process_id, after AUTH with `password`), or null (nothing there yet, a
+ * refusal, no answer).
+ */
+async function answeringPid(port, password) {
+  const req = (password === undefined ? '' : `${resp('AUTH', password)}\r\n`) + resp('INFO', 'server');
+  const r = await command(port, req, (t) => /\r\nprocess_id:\d+\r\n/.test(t) || t.startsWith('-') || t.includes('\r\n-'));
+  const m = r === null ? null : /\r\nprocess_id:(\d+)\r\n/.exec(r);
+  return m === null ? null : Number(m[1]);
+}
 
 class RedisServer {
   constructor(password, extra = []) {
@@ -84,9 +95,12 @@ class RedisServer {
       exited = true;
     });
     this.child = child;
+    // Ready when the process answering on the port is ours, not on any
+    // PONG: the port can be handed to another test's server too (another
+    // test file runs beside this one) before ours binds it; ours then exits,
+    // and the other one must not be taken for it.
     for (let i = 0; i < 500 && !exited; i++) {
-      const r = await ping(this.port);
-      if (r === '+PONG' || (r !== null && r.startsWith('-NOAUTH'))) return true;
+      if ((await answeringPid(this.port, this.password)) === child.pid) return true;
       await sleep(10);
     }
     this.stop();
@@ -201,4 +215,4 @@ class RedisCluster {
   }
 }
 
-module.exports = { RedisServer, RedisCluster, sleep, command };
+module.exports = { RedisServer, RedisCluster, sleep, command, answeringPid };

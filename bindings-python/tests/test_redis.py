@@ -52,18 +52,51 @@ def free_port():
         return s.getsockname()[1]
 
 
+def answering_pid(port, password=None):
+    """The pid of the redis-server answering on loopback `port` (INFO
+    server's process_id, after AUTH with `password`), or None (nothing there
+    yet, a refusal, no answer)."""
+
+    def resp(*args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a.encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        return out
+
+    req = (resp("AUTH", password) if password else b"") + resp("INFO", "server")
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+            s.sendall(req)
+            got = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    return None
+                got += chunk
+                _, found, rest = got.partition(b"\r\nprocess_id:")
+                if found and b"\r\n" in rest:
+                    return int(rest.split(b"\r\n", 1)[0])
+                if not found and (got.startswith(b"-") or b"\r\n-" in got):
+                    return None  # a refusal: a password we do not have, loading
+    except (OSError, ValueError):
+        return None
+
+
 class RedisServer:
     """One redis-server on a free loopback port in a temp dir, without
     persistence; stopped by pid."""
 
-    def __init__(self, password=None):
+    def __init__(self, password=None, port=None):
+        """`port`: one attempt on that port (else up to 5 on free ports)."""
         self.dir = tempfile.mkdtemp(prefix="volt-sem-pytest-redis-")
         self.password = password
         self.proc = None
-        for _ in range(5):
-            self.port = free_port()
+        for p in [port] if port else (free_port() for _ in range(5)):
+            self.port = p
             if self._spawn():
                 return
+        shutil.rmtree(self.dir, ignore_errors=True)
         raise RuntimeError("could not start redis-server")
 
     def _spawn(self):
@@ -75,17 +108,18 @@ class RedisServer:
         self.proc = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )
+        # Ready when the process answering on the port is ours, not on any
+        # PONG: the port can be handed to another test's server too (in this
+        # process or another one) before ours binds it; ours then exits, and
+        # the other one must not be taken for it.
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 return False  # the port was taken meanwhile
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.2) as s:
-                    s.sendall(b"PING\r\n")
-                    if s.recv(64).startswith((b"+PONG", b"-NOAUTH")):
-                        return True
-            except OSError:
-                time.sleep(0.02)
+            if answering_pid(self.port, self.password) == self.proc.pid:
+                return True
+            time.sleep(0.02)
+        self.stop()
         return False
 
     @property
@@ -200,6 +234,21 @@ class Worker:
 # Basics
 # ---------------------------------------------------------------------------
 
+
+def test_a_server_never_takes_another_one_on_its_port_for_its_own():
+    """The test servers: one started on a port another server holds (a free
+    port can be handed to two tests at once) does not come up, and is never
+    taken for the other one. The readiness check took any PONG (or NOAUTH)
+    on the port for its own server's, and the test then used the other."""
+    for secret in ("other-secret", None):
+        other = RedisServer(password=secret)
+        try:
+            for password in (None, "other-secret", "mine"):
+                with pytest.raises(RuntimeError):
+                    RedisServer(password=password, port=other.port)
+            assert answering_pid(other.port, secret) == other.proc.pid
+        finally:
+            other.close()
 
 def test_acquire_release_tokens(server, name):
     sem = connect(server.url, name, 4)

@@ -442,8 +442,15 @@ fn every_snapshot_is_conserved_while_other_processes_and_threads_churn() {
         }
         // `inspect` asserts the sum on each snapshot; some must show permits
         // held or queued (the churn is seen, not just an idle semaphore).
+        // At least 300 snapshots, and until one saw the churn: on a loaded
+        // machine all of the first 300 can run while no churner does (3
+        // runs in 120 under CI-like load took 300 snapshots of an idle
+        // semaphore and failed "never saw a permit in use").
         let mut busy = 0;
-        for _ in 0..300 {
+        let mut taken = 0;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while taken < 300 || (busy == 0 && std::time::Instant::now() < deadline) {
+            taken += 1;
             let i = inspect(&sem);
             if i.available < i.total {
                 busy += 1;

@@ -209,6 +209,33 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The pid of the Redis server that answers on loopback `port` (`INFO
+/// server`'s `process_id`), or `None` (nothing there yet, a refusal, no
+/// answer).
+pub fn answering_pid(port: u16) -> Option<u32> {
+    use std::io::Read;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(rest) = text.split("\r\nprocess_id:").nth(1) {
+            if let Some(end) = rest.find("\r\n") {
+                return rest[..end].trim().parse().ok();
+            }
+        } else if text.starts_with('-') {
+            return None; // a refusal (a password we do not have, loading)
+        }
+    }
+}
+
 /// A `redis-server` (Debian's) on a free loopback port, without
 /// persistence, in a temporary directory; stopped by pid when dropped.
 pub struct Server {
@@ -227,6 +254,9 @@ impl Server {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         for _ in 0..5 {
+            // Again each time: a failed attempt's drop removed it (and
+            // redis-server refuses a `--dir` that does not exist).
+            std::fs::create_dir_all(&dir).unwrap();
             let port = free_port();
             let mut cmd = Command::new("redis-server");
             cmd.arg("--port")
@@ -256,22 +286,20 @@ impl Server {
         panic!("could not start redis-server (is it installed? `make test-redis` installs it)");
     }
 
+    /// Whether our server answers on its port: the process that answers
+    /// there must be our child (`INFO server`'s `process_id`), not just any
+    /// `PONG`. A port from [`free_port`] can be handed to two tests at once
+    /// (CI runs test binaries side by side); ours then fails to bind and
+    /// exits, and the other test's server must not be taken for it.
     fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mine = self.child.as_ref().map(|c| c.id());
         while Instant::now() < deadline {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false; // exited (port taken?)
             }
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-                if s.write_all(b"PING\r\n").is_ok() {
-                    let mut buf = [0u8; 64];
-                    if let Ok(n) = std::io::Read::read(&mut s, &mut buf) {
-                        if buf[..n].starts_with(b"+PONG") {
-                            return true;
-                        }
-                    }
-                }
+            if mine.is_some() && answering_pid(self.port) == mine {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -36,6 +36,48 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// The pid of the Redis process (server or Sentinel) that answers on
+/// loopback `port` (`INFO server`'s `process_id`, after `AUTH` with
+/// `password`), or `None` (nothing there yet, a refusal, no answer).
+pub fn answering_pid(port: u16, password: Option<&str>) -> Option<u32> {
+    use std::io::Read;
+    /// One command as a RESP array.
+    fn resp(args: &[&str]) -> Vec<u8> {
+        let mut v = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            v.extend(format!("${}\r\n{a}\r\n", a.len()).into_bytes());
+        }
+        v
+    }
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    let mut req = Vec::new();
+    if let Some(p) = password {
+        req.extend(resp(&["AUTH", p]));
+    }
+    req.extend(resp(&["INFO", "server"]));
+    s.write_all(&req).ok()?;
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = s.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        got.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&got);
+        if let Some(rest) = text.split("\r\nprocess_id:").nth(1) {
+            if let Some(end) = rest.find("\r\n") {
+                return rest[..end].trim().parse().ok();
+            }
+        } else if text.starts_with('-') || text.contains("\r\n-") {
+            // An error (a wrong or missing password, a server still
+            // loading): not a server we can tell is ours.
+            return None;
+        }
+    }
+}
+
 static SEQ: AtomicU32 = AtomicU32::new(0);
 
 impl Server {
@@ -88,27 +130,46 @@ impl Server {
         ));
         std::fs::create_dir_all(&dir).unwrap();
         for _ in 0..5 {
-            let port = free_port();
             let (extra, tls_port) = extra();
-            let mut s = Server {
-                child: None,
-                port,
-                dir: dir.clone(),
-                password: password.map(String::from),
-                extra,
-                tls_port,
-                sentinel_conf: None,
-            };
-            s.spawn();
-            if s.wait_ready() {
+            if let Some(s) = Self::try_start_on(free_port(), &dir, password, extra, tls_port) {
                 return s;
             }
-            s.stop();
         }
         panic!("could not start redis-server (is it installed? `make test-redis` installs it)");
     }
 
+    /// One attempt at a server on `port`: `None` if it did not come up
+    /// there (the port was taken meanwhile: another test's server may
+    /// answer on it, see [`Server::wait_ready`]).
+    pub fn try_start_on(
+        port: u16,
+        dir: &std::path::Path,
+        password: Option<&str>,
+        extra: Vec<String>,
+        tls_port: Option<u16>,
+    ) -> Option<Server> {
+        let mut s = Server {
+            child: None,
+            port,
+            dir: dir.to_path_buf(),
+            password: password.map(String::from),
+            extra,
+            tls_port,
+            sentinel_conf: None,
+        };
+        s.spawn();
+        if s.wait_ready() {
+            return Some(s);
+        }
+        s.stop();
+        None
+    }
+
     fn spawn(&mut self) {
+        // Made here, not once before the attempts: a failed attempt's drop
+        // removed it (redis-server refuses a `--dir` that does not exist,
+        // so every retry on another port failed too).
+        std::fs::create_dir_all(&self.dir).unwrap();
         let mut cmd = Command::new("redis-server");
         if let Some(conf) = &self.sentinel_conf {
             cmd.arg(conf).arg("--sentinel");
@@ -134,23 +195,24 @@ impl Server {
         self.child = Some(cmd.spawn().expect("spawn redis-server"));
     }
 
+    /// Whether this server answers on its port: the process that answers
+    /// there must be our child. A free port (from [`free_port`]) is only
+    /// free when it was chosen: another test's server (in this process or
+    /// another one: CI runs several test binaries at once) can be given the
+    /// same one and bind it first; ours then exits, and a check that only
+    /// waited for `PONG` (or `NOAUTH`) was answered by the other server and
+    /// gave it to the test. Seen under load: a test's `connect` to a server
+    /// started without a password failed with `Auth`, answered by another
+    /// test's server that has one. Likewise a restart on the same port.
     fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
+        let mine = self.child.as_ref().map(|c| c.id());
         while Instant::now() < deadline {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false; // exited (port taken?)
             }
-            if let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) {
-                let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
-                if s.write_all(b"PING\r\n").is_ok() {
-                    let mut buf = [0u8; 64];
-                    if let Ok(n) = std::io::Read::read(&mut s, &mut buf) {
-                        let r = String::from_utf8_lossy(&buf[..n]);
-                        if r.starts_with("+PONG") || r.starts_with("-NOAUTH") {
-                            return true;
-                        }
-                    }
-                }
+            if mine.is_some() && answering_pid(self.port, self.password.as_deref()) == mine {
+                return true;
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -508,6 +570,8 @@ pub fn start_sentinel(name: &str, master_port: u16, certs: Option<&Certs>) -> Se
     ));
     std::fs::create_dir_all(&dir).unwrap();
     for _ in 0..5 {
+        // Again each time: a failed attempt's drop removed it.
+        std::fs::create_dir_all(&dir).unwrap();
         let conf = dir.join("sentinel.conf");
         std::fs::write(
             &conf,
