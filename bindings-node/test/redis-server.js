@@ -72,14 +72,22 @@ class RedisServer {
     this.port = 0;
   }
 
-  /** Starts a server (retrying on another port if the chosen one was taken). */
+  /**
+   * Starts a server, retrying on another free port if the chosen one was
+   * taken; on a given `port`, one attempt (its caller picks another).
+   */
   static async start({ password, extra, port } = {}) {
     const s = new RedisServer(password, extra);
-    for (let i = 0; i < 5; i++) {
+    for (let i = 0; i < (port === undefined ? 5 : 1); i++) {
       s.port = port ?? (await freePort());
       if (await s.#spawn()) return s;
     }
-    throw new Error('could not start redis-server (is it installed? `make redis-server` installs it)');
+    fs.rmSync(s.dir, { recursive: true, force: true });
+    throw new Error(
+      port === undefined
+        ? 'could not start redis-server (is it installed? `make redis-server` installs it)'
+        : `could not start redis-server on port ${port}`,
+    );
   }
 
   async #spawn() {
@@ -172,13 +180,21 @@ class RedisCluster {
 
   static async start() {
     const nodes = [];
+    let taken = 0;
     try {
       while (nodes.length < 3) {
         const port = 20000 + Math.floor(Math.random() * 20000);
         if (!(await portFree(port)) || !(await portFree(port + 10000))) continue;
-        nodes.push(
-          await RedisServer.start({ port, extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'] }),
-        );
+        // Taken between the check and the bind (another test file's server
+        // runs beside this one): another port, a bounded number of times.
+        const node = await RedisServer.start({
+          port,
+          extra: ['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf'],
+        }).catch((e) => {
+          if (++taken > 20) throw e;
+          return null;
+        });
+        if (node !== null) nodes.push(node);
       }
       const addrs = nodes.map((n) => `127.0.0.1:${n.port}`);
       await new Promise((resolve, reject) => {
