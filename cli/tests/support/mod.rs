@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -209,32 +209,10 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The pid of the Redis server that answers on loopback `port` (`INFO
-/// server`'s `process_id`), or `None` (nothing there yet, a refusal, no
-/// answer).
-pub fn answering_pid(port: u16) -> Option<u32> {
-    use std::io::Read;
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
-    s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").ok()?;
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = s.read(&mut chunk).ok()?;
-        if n == 0 {
-            return None;
-        }
-        got.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&got);
-        if let Some(rest) = text.split("\r\nprocess_id:").nth(1) {
-            if let Some(end) = rest.find("\r\n") {
-                return rest[..end].trim().parse().ok();
-            }
-        } else if text.starts_with('-') {
-            return None; // a refusal (a password we do not have, loading)
-        }
-    }
-}
+/// Which Redis process answers on a port: the Redis crate's test support's.
+#[path = "../../../redis/tests/support/answering.rs"]
+mod answering;
+use answering::answering_pid;
 
 /// A `redis-server` (Debian's) on a free loopback port, without
 /// persistence, in a temporary directory; stopped by pid when dropped.
@@ -298,7 +276,7 @@ impl Server {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false; // exited (port taken?)
             }
-            if mine.is_some() && answering_pid(self.port) == mine {
+            if mine.is_some() && answering_pid(self.port, None) == mine {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
