@@ -102,7 +102,10 @@ pub enum Error {
     /// thread), where it would wait for itself.
     InCallback,
     /// A handle connected before `fork()`, used in the child: its sessions
-    /// are the parent's. Connect again in the child.
+    /// are the parent's. Connect again in the child. A future the parent
+    /// queued, polled in the child, answers this too (its grant would come
+    /// from a thread of the parent); dropping it there leaves the parent's
+    /// request alone.
     Forked,
 }
 

@@ -979,6 +979,19 @@ unsafe impl RawSemaphore for RedisSemaphore {
     }
 
     unsafe fn finish_raw(&self, waiter: Pin<&RedisWaiter>) -> Finish {
+        if self.inner.forked() {
+            // A fork child's copy of a waiter the parent queued: the request
+            // is the parent's session's, its completion runs on the parent's
+            // threads, which this process does not have, and its state lock
+            // may have been held by one of them at the fork. Nothing to
+            // cancel here (a cancel would end the parent's request): the
+            // copy is left idle, never granted.
+            return if volt_sem::raw::reset_forked_copy(&waiter.node) {
+                Finish::Idle
+            } else {
+                Finish::Closed
+            };
+        }
         // SAFETY: forwarded contract.
         unsafe { self.inner.finish(waiter) }
     }
@@ -1232,5 +1245,11 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
             // Granted after the last poll: the caller never saw it.
             let _ = self.inner.release(n as u64, Some(waiter.session()));
         }
+    }
+
+    fn stranded(&self) -> Option<Self::Output<'_>> {
+        // A fork child's copy: the grant would come from the parent's agent
+        // thread (and `finish_raw` there returns at once).
+        self.inner.forked().then_some(Err(Error::Forked))
     }
 }

@@ -280,12 +280,13 @@ impl Inner {
         self.seg().hdr.total.load(Relaxed)
     }
 
-    /// Runs `f` under the segment lock, repairing first if the previous owner
-    /// died in its critical section, then rings the doorbells `f` asks for.
+    /// Whether this is a `fork()` child's copy of a handle of its parent.
     fn forked(&self) -> bool {
         FORK_GEN.load(Relaxed) != self.gen
     }
 
+    /// Runs `f` under the segment lock, repairing first if the previous owner
+    /// died in its critical section, then rings the doorbells `f` asks for.
     fn locked<R>(&self, f: impl FnOnce(&Locked<'_>) -> (R, Rings)) -> Result<R, Error> {
         self.locked_until(None, f)
     }
@@ -839,6 +840,11 @@ impl Attachment {
         Ok(())
     }
 
+    /// Whether this is a `fork()` child's copy of a handle of its parent.
+    pub(crate) fn forked(&self) -> bool {
+        self.inner.forked()
+    }
+
     pub(crate) fn total(&self) -> u64 {
         self.inner.total()
     }
@@ -1361,10 +1367,11 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
             // waiting for it (`raw::finish`) would never end, and so would
             // the local table's lock if that thread held it at the fork.
             // Nothing to cancel here: the copy is left idle, never granted.
-            // Acquire: as `raw::finish`'s load of the phase.
-            let idle = w.node().phase(Acquire) == phase::IDLE;
-            w.node().set_phase(phase::IDLE, Relaxed);
-            return if idle { Finish::Idle } else { Finish::Closed };
+            return if raw::reset_forked_copy(w.node()) {
+                Finish::Idle
+            } else {
+                Finish::Closed
+            };
         }
         // SAFETY: forwarded contract: idle or queued on this attachment, pinned.
         unsafe { raw::finish(w.node(), raw::CancelWith(|| self.att.inner.cancel(w))) }

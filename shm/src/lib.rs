@@ -440,7 +440,10 @@
 //! [`finish_raw`](RawSemaphore::finish_raw) of a waiter the parent queued
 //! (a future dropped there) returns at once, [`Finish::Closed`] (or
 //! [`Finish::Idle`] for an idle one), even while the parent's doorbell
-//! thread runs its callback; the parent's request is not touched.
+//! thread runs its callback; the parent's request is not touched. So a
+//! future the parent queued answers [`Error::Forked`] when polled in the
+//! child, where it would otherwise wait for ever for a grant that only the
+//! parent's doorbell thread delivers (tested in `tests/fork.rs`).
 
 //! # Inspecting
 //!
@@ -1158,6 +1161,12 @@ unsafe impl volt_sem::raw::RawWait for SharedSemaphore {
             // Granted after the last poll: the caller never saw it.
             let _ = self.release(n);
         }
+    }
+
+    fn stranded(&self) -> Option<Self::Output<'_>> {
+        // A fork child's copy: the grant would come from the parent's
+        // doorbell thread (and `finish_raw` there returns at once).
+        self.att.forked().then_some(Err(Error::Forked))
     }
 }
 

@@ -249,3 +249,65 @@ fn reap_within(pid: libc::pid_t, limit: std::time::Duration) -> (bool, libc::c_i
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
+
+/// A future queued in the parent and polled in a `fork()` child: its grant
+/// would come from the parent's doorbell thread, which the child does not
+/// have, so waiting for it there would never end. The child's poll answers
+/// `Forked` at once (as every other call on an inherited handle does) and
+/// its drop leaves the parent's request alone; the parent's future is then
+/// granted as if nothing happened.
+#[test]
+fn a_future_queued_before_fork_fails_with_forked_in_the_child() {
+    use std::future::Future;
+    use std::task::{Context, Poll, Waker};
+    use std::time::Duration;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = Name::new("forkfut");
+    let sem = SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap();
+    let held = sem.try_acquire(1).unwrap();
+    let mut fut = Box::pin(sem.acquire(1));
+    let mut cx = Context::from_waker(Waker::noop());
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    // SAFETY: the child only polls and drops its copy of the future and
+    // exits with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = match fut.as_mut().poll(&mut cx) {
+            Poll::Ready(Err(Error::Forked)) => 0,
+            Poll::Ready(Err(_)) => 2,
+            Poll::Ready(Ok(p)) => {
+                p.forget();
+                3
+            }
+            Poll::Pending => 4,
+        };
+        drop(fut);
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    let (exited, status) = reap_within(pid, Duration::from_secs(10));
+    assert!(exited, "the child hung polling or dropping the future");
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    let code = libc::WEXITSTATUS(status);
+    assert_ne!(code, 4, "the child's poll stayed pending for ever");
+    assert_eq!(code, 0, "the child's poll did not answer Forked");
+    // The parent's request is untouched: the release grants it.
+    drop(held);
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(Ok(p)) => drop(p),
+        Poll::Ready(Err(e)) => panic!("the parent's request failed: {e:?}"),
+        Poll::Pending => {
+            // The grant is delivered by the doorbell thread: wait for it.
+            let t = std::time::Instant::now();
+            loop {
+                std::thread::sleep(Duration::from_millis(2));
+                match fut.as_mut().poll(&mut cx) {
+                    Poll::Ready(r) => break drop(r.expect("granted")),
+                    Poll::Pending => assert!(t.elapsed() < Duration::from_secs(10), "not granted"),
+                }
+            }
+        }
+    }
+    assert_eq!(assert_conserved(&sem).available, 1);
+}

@@ -160,6 +160,24 @@ pub(crate) unsafe fn finish_orphan(node: &Node) -> Option<Finish> {
     Some(out)
 }
 
+/// Resets a `fork()` child's copy of a waiter its parent queued on a backend
+/// whose requests live outside the process (a shared-memory segment, a
+/// Redis session), for that backend's `finish_raw` in the child: the request
+/// stays the parent's, and a callback the copy says is running runs on a
+/// thread of the parent, which the child does not have, so waiting for it
+/// would never end. The copy is left idle, never granted, its callback
+/// neither called nor waited for. Returns whether it was idle already (the
+/// backend answers `Idle`, else `Closed`).
+#[doc(hidden)]
+pub fn reset_forked_copy(node: &Node) -> bool {
+    // Acquire: as `finish`'s load of the phase.
+    let idle = node.phase(Ordering::Acquire) == phase::IDLE;
+    // Relaxed: the copy belongs to this thread; no other thread of the child
+    // references it.
+    node.set_phase(phase::IDLE, Ordering::Relaxed);
+    idle
+}
+
 /// Whether the last `fork()` of this process (as a child) was made from
 /// inside a wake callback: that thread goes on delivering its callbacks in
 /// the child, so nodes it was delivering are not orphans there. Only

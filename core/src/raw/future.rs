@@ -54,6 +54,22 @@ pub unsafe trait RawWait: RawSemaphore {
     /// The future was dropped while queued and `finish_raw` ended the
     /// request with `finish`: give back a grant the caller never saw.
     fn abandoned(&self, waiter: &Self::Waiter, n: usize, finish: Self::Finish);
+
+    /// The output for a queued request that this process can no longer see
+    /// completed, checked at every poll of a queued future; `None` (the
+    /// default) while it can. That is a `fork()` child's copy of a request
+    /// its parent queued, on a backend whose grants arrive through a thread
+    /// of the parent (the shared-memory doorbell, the Redis agent): the
+    /// child has no such thread, so the future answers this at once instead
+    /// of staying pending for ever. The in-process semaphore keeps the
+    /// default: the child's copy of its queue is the child's own, and a
+    /// release there grants the copied request.
+    ///
+    /// When it answers, the future passes the waiter to `finish_raw`, which
+    /// must then return at once and leave the parent's request alone.
+    fn stranded(&self) -> Option<Self::Output<'_>> {
+        None
+    }
 }
 
 /// Where a [`Wait`] stands.
@@ -156,6 +172,14 @@ impl<'a, Q: RawWait> Future for Wait<'a, Q> {
                 Poll::Ready(this.queue.answered(&this.waiter, this.n, r))
             }
             State::Queued => {
+                if let Some(out) = this.queue.stranded() {
+                    this.state = State::Done;
+                    // SAFETY: queued by `acquire_raw` on this queue; for a
+                    // stranded request `finish_raw` returns at once (the
+                    // `stranded` contract) and only resets this copy.
+                    let _ = unsafe { this.queue.finish_raw(waiter) };
+                    return Poll::Ready(out);
+                }
                 // Register first, then look: a completion after the look
                 // finds the new waker; one before it is seen by the look
                 // (Acquire pairs with the claim's Release store).

@@ -79,7 +79,9 @@ mod tests;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
 pub(crate) use finish::finish_orphan;
-pub use finish::{finish, forked_in_delivery, watch_forks, CancelWith, Finisher};
+pub use finish::{
+    finish, forked_in_delivery, reset_forked_copy, watch_forks, CancelWith, Finisher,
+};
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
