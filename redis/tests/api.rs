@@ -107,13 +107,15 @@ fn timeout_hands_partial_grant_on() {
     let b = connect(&s, "cancel", 4);
     let held = a.acquire_blocking(2).unwrap();
     // c, behind b, needs 2: it can only be served if b's partial grant is handed on.
+    // c connects before b's timeout starts: c must be queued before b gives
+    // up, and a connection made on a loaded machine can take hundreds of ms.
+    let c = connect(&s, "cancel", 4);
     let (tx, rx) = mpsc::channel();
     let bb = b.clone();
-    let tb = thread::spawn(move || bb.acquire_timeout(4, Duration::from_millis(600)));
+    let tb = thread::spawn(move || bb.acquire_timeout(4, Duration::from_secs(2)));
     eventually("b queued", Duration::from_secs(5), || {
         a.census().unwrap().partial == 2
     });
-    let c = connect(&s, "cancel", 4);
     let tc = thread::spawn(move || {
         let p = c.acquire_blocking(2).unwrap();
         tx.send(()).unwrap();

@@ -424,7 +424,9 @@ fn timeout_hands_partial_grant_on() {
     s.try_acquire(3).unwrap().forget();
     let s2 = s.clone();
     let t = std::thread::spawn(move || {
-        s2.acquire_timeout(3, Duration::from_millis(300))
+        // Long enough for the second thread to start and queue behind it
+        // on a loaded machine; the test waits it out.
+        s2.acquire_timeout(3, Duration::from_secs(1))
             .map(Permit::forget)
     });
     wait_queued(&s, 1);
