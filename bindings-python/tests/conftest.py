@@ -141,3 +141,15 @@ async def settle(rounds=10):
         else:
             quiet += 1
             await asyncio.sleep(0)
+
+
+# Every way to wait for a permit by blocking the calling thread, each taking
+# (semaphore, mutex, rwlock): on an event loop's thread (asyncio's, trio's)
+# each must raise instead of parking the loop that would release it.
+BLOCKING_FORMS = [
+    lambda s, m, rw: s.acquire_blocking(2),
+    lambda s, m, rw: s.acquire_blocking(2, timeout=5.0),
+    lambda s, m, rw: s.acquire(2).__enter__(),
+    lambda s, m, rw: m.acquire_blocking(),
+    lambda s, m, rw: rw.write_blocking(),
+]

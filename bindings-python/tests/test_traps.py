@@ -10,6 +10,8 @@ import pytest
 
 from volt_sem import Mutex, RwLock, Semaphore
 
+from conftest import BLOCKING_FORMS
+
 
 def test_a_forgotten_await_warns_like_a_coroutine(run):
     sem = Semaphore(2)
@@ -61,16 +63,7 @@ def test_a_warning_made_an_error_is_reported_not_raised():
     assert seen == [RuntimeWarning]
 
 
-@pytest.mark.parametrize(
-    "block",
-    [
-        lambda s, m, rw: s.acquire_blocking(2),
-        lambda s, m, rw: s.acquire_blocking(2, timeout=5.0),
-        lambda s, m, rw: s.acquire(2).__enter__(),
-        lambda s, m, rw: m.acquire_blocking(),
-        lambda s, m, rw: rw.write_blocking(),
-    ],
-)
+@pytest.mark.parametrize("block", BLOCKING_FORMS)
 def test_a_blocking_wait_on_a_running_loop_raises_instead_of_deadlocking(run, block):
     sem = Semaphore(1)
     mutex = Mutex()

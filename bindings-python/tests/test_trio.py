@@ -12,7 +12,7 @@ import pytest
 
 from volt_sem import ClosedError, Mutex, RwLock, Semaphore
 
-from conftest import LoopThread, run_loop, wait_until
+from conftest import BLOCKING_FORMS, LoopThread, run_loop, wait_until
 
 trio = pytest.importorskip("trio")
 anyio = pytest.importorskip("anyio")
@@ -326,16 +326,7 @@ def test_trio_async_with_values_and_waiting_flag():
     trio.run(main)
 
 
-@pytest.mark.parametrize(
-    "block",
-    [
-        lambda s, m, rw: s.acquire_blocking(2),
-        lambda s, m, rw: s.acquire_blocking(2, timeout=5.0),
-        lambda s, m, rw: s.acquire(2).__enter__(),
-        lambda s, m, rw: m.acquire_blocking(),
-        lambda s, m, rw: rw.write_blocking(),
-    ],
-)
+@pytest.mark.parametrize("block", BLOCKING_FORMS)
 def test_a_blocking_wait_in_a_trio_run_raises_instead_of_deadlocking(block):
     # A trio run is an event loop too: a blocking wait on its thread parks
     # every task of the run, so the release it waits for (from a task of the
