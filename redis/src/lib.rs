@@ -1205,11 +1205,12 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         &waiter.node
     }
 
-    fn immediate(&self, n: usize) -> Option<Self::Output<'_>> {
-        (n == 0).then(|| {
-            self.granted_at_once(0);
-            Ok(self.permit(0, 0, 0))
-        })
+    fn immediate(&self, _n: usize) -> Option<Self::Output<'_>> {
+        // Not even for 0 permits: whether the semaphore is closed is
+        // Redis's knowledge (another client may have closed or reopened
+        // it), so `acquire(0)` asks, as `acquire_raw` and the blocking and
+        // `try_` forms do (`Job::Zero` on the door).
+        None
     }
 
     fn answered(&self, waiter: &RedisWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {

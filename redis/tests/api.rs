@@ -182,6 +182,17 @@ fn close_wakes_every_client() {
     let fresh = connect(&s, "close", 1);
     assert_eq!(fresh.try_acquire(0).unwrap_err(), Error::Closed);
     assert_eq!(fresh.acquire_blocking(0).unwrap_err(), Error::Closed);
+    // The async acquire(0) too (it was granted without asking Redis).
+    let fresh_async =
+        RedisSemaphore::connect(&s.url(), "close", 1, opts().own_session(true)).expect("connect");
+    assert_eq!(
+        futures::executor::block_on(fresh_async.acquire(0)).unwrap_err(),
+        Error::Closed
+    );
+    assert_eq!(
+        futures::executor::block_on(a.acquire(0)).unwrap_err(),
+        Error::Closed
+    );
     // Held permits can still be released after close.
     held.release().unwrap();
     let c = assert_conserved(&a);
