@@ -849,6 +849,9 @@ impl RedisSemaphore {
     /// the semaphore is closed. Closed is Redis's knowledge, not only this
     /// handle's: one round trip (the census) when the handle has not seen it.
     fn zero_permits(&self) -> Result<(), Error> {
+        // What the handle knows itself first, as for any request (after
+        // `disconnect`: Closed; the census alone needs no session).
+        self.inner.usable()?;
         // Always asked (another client may have reopened it).
         let closed = self.census()?.closed;
         self.inner

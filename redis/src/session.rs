@@ -922,6 +922,15 @@ impl Inner {
         }
     }
 
+    /// [`check_usable`](Self::check_usable) on the current state: for a
+    /// request of 0 permits, which asks Redis only whether it is closed.
+    pub(crate) fn usable(&self) -> Result<(), Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
+        self.check_usable(&lock(&self.state))
+    }
+
     /// The errors a request meets on the handle's own state, known without
     /// a round trip.
     fn check_usable(&self, st: &State) -> Result<(), Error> {
