@@ -460,7 +460,9 @@
 //! **One session per process per semaphore**: `connect` to the same URL,
 //! name and options (prefix and label included) while a handle from an earlier
 //! `connect` is alive returns a new handle on that handle's session (it
-//! still checks Redis is reachable with a `PING`); a process-wide registry
+//! still talks to Redis: the total asked for is checked against the one
+//! stored, [`Error::TotalMismatch`] or, with [`ConnectOptions::resize`],
+//! set, as by a `connect` of its own); a process-wide registry
 //! of weak references finds it. So a process opens, per distinct (URL,
 //! options, name) in use, **two connections and two threads**, however
 //! many handles, clones, threads and waiters use it: the *door* thread and

@@ -1168,22 +1168,6 @@ impl Inner {
         call(self, |i| i.inspect_now())
     }
 
-    /// A `PING` on the command connection (a shared `connect` talks to
-    /// Redis at once, as a new one does).
-    pub(crate) fn ping(&self) -> Result<(), Error> {
-        call(self, |i| {
-            i.with_cmd(|con| {
-                redis::cmd("PING")
-                    .query::<String>(con)
-                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &i.secret)))
-            })
-            .map(|_| ())
-            .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
-            })
-        })
-    }
-
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
     /// neither finished nor cancelled.
     fn still_queued(&self, ctr: u64, eid: &str) -> bool {
