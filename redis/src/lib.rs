@@ -822,7 +822,11 @@ impl RedisSemaphore {
     /// waits for a round trip; not for async code): when no other thread is
     /// sending this handle's calls, the release goes out from this thread,
     /// which saves waking the door thread, so that the next waiter, on any
-    /// host, gets the permits sooner.
+    /// host, gets the permits sooner. `Ok` only if Redis applied it: a
+    /// release whose round trip failed (a connection cut during it: its
+    /// outcome is unknown) or that Redis refused gives the session up and
+    /// returns [`Error::LeaseExpired`] ([`Error::StateLost`] if Redis lost
+    /// the semaphore); the permits then go back when the session is ended.
     pub fn release_blocking(&self, n: usize) -> Result<(), Error> {
         self.inner.release_blocking(n as u64, None)
     }
@@ -1090,7 +1094,8 @@ impl Permit {
     }
     /// Releases as [`RedisSemaphore::release_blocking`] does: returns once
     /// Redis has applied it, sent from this thread when the handle's door is
-    /// idle. [`Error::LeaseExpired`] if the session was lost.
+    /// idle. [`Error::LeaseExpired`] if the session was lost, before or by
+    /// this release (one that Redis did not apply).
     pub fn release_blocking(mut self) -> Result<(), Error> {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release_blocking(n as u64, Some(self.epoch))
