@@ -460,7 +460,9 @@
 //! **One session per process per semaphore**: `connect` to the same URL,
 //! name and options (prefix and label included) while a handle from an earlier
 //! `connect` is alive returns a new handle on that handle's session (it
-//! still checks Redis is reachable with a `PING`); a process-wide registry
+//! still talks to Redis: the total asked for is checked against the one
+//! stored, [`Error::TotalMismatch`] or, with [`ConnectOptions::resize`],
+//! set, as by a `connect` of its own); a process-wide registry
 //! of weak references finds it. So a process opens, per distinct (URL,
 //! options, name) in use, **two connections and two threads**, however
 //! many handles, clones, threads and waiters use it: the *door* thread and
@@ -820,7 +822,11 @@ impl RedisSemaphore {
     /// waits for a round trip; not for async code): when no other thread is
     /// sending this handle's calls, the release goes out from this thread,
     /// which saves waking the door thread, so that the next waiter, on any
-    /// host, gets the permits sooner.
+    /// host, gets the permits sooner. `Ok` only if Redis applied it: a
+    /// release whose round trip failed (a connection cut during it: its
+    /// outcome is unknown) or that Redis refused gives the session up and
+    /// returns [`Error::LeaseExpired`] ([`Error::StateLost`] if Redis lost
+    /// the semaphore); the permits then go back when the session is ended.
     pub fn release_blocking(&self, n: usize) -> Result<(), Error> {
         self.inner.release_blocking(n as u64, None)
     }
@@ -849,6 +855,9 @@ impl RedisSemaphore {
     /// the semaphore is closed. Closed is Redis's knowledge, not only this
     /// handle's: one round trip (the census) when the handle has not seen it.
     fn zero_permits(&self) -> Result<(), Error> {
+        // What the handle knows itself first, as for any request (after
+        // `disconnect`: Closed; the census alone needs no session).
+        self.inner.usable()?;
         // Always asked (another client may have reopened it).
         let closed = self.census()?.closed;
         self.inner
@@ -1098,7 +1107,8 @@ impl Permit {
     }
     /// Releases as [`RedisSemaphore::release_blocking`] does: returns once
     /// Redis has applied it, sent from this thread when the handle's door is
-    /// idle. [`Error::LeaseExpired`] if the session was lost.
+    /// idle. [`Error::LeaseExpired`] if the session was lost, before or by
+    /// this release (one that Redis did not apply).
     pub fn release_blocking(mut self) -> Result<(), Error> {
         let n = std::mem::take(&mut self.n);
         self.sem.inner.release_blocking(n as u64, Some(self.epoch))
@@ -1218,11 +1228,12 @@ unsafe impl volt_sem::raw::RawWait for RedisSemaphore {
         &waiter.node
     }
 
-    fn immediate(&self, n: usize) -> Option<Self::Output<'_>> {
-        (n == 0).then(|| {
-            self.granted_at_once(0);
-            Ok(self.permit(0, 0, 0))
-        })
+    fn immediate(&self, _n: usize) -> Option<Self::Output<'_>> {
+        // Not even for 0 permits: whether the semaphore is closed is
+        // Redis's knowledge (another client may have closed or reopened
+        // it), so `acquire(0)` asks, as `acquire_raw` and the blocking and
+        // `try_` forms do (`Job::Zero` on the door).
+        None
     }
 
     fn answered(&self, waiter: &RedisWaiter, n: usize, r: Result<(), Error>) -> Self::Output<'_> {

@@ -922,6 +922,15 @@ impl Inner {
         }
     }
 
+    /// [`check_usable`](Self::check_usable) on the current state: for a
+    /// request of 0 permits, which asks Redis only whether it is closed.
+    pub(crate) fn usable(&self) -> Result<(), Error> {
+        if self.forked() {
+            return Err(Error::Forked);
+        }
+        self.check_usable(&lock(&self.state))
+    }
+
     /// The errors a request meets on the handle's own state, known without
     /// a round trip.
     fn check_usable(&self, st: &State) -> Result<(), Error> {
@@ -1078,6 +1087,14 @@ impl Inner {
         if n == 0 {
             return Ok(());
         }
+        let epoch = self.take_released(n, epoch)?;
+        self.door.push(Job::Release { n, epoch });
+        Ok(())
+    }
+
+    /// The local part of a release of `n > 0` permits: the refusals, the
+    /// handle's count lowered. Returns the session to release them in.
+    fn take_released(&self, n: u64, epoch: Option<u64>) -> Result<u64, Error> {
         if self.forked() {
             return Err(Error::Forked);
         }
@@ -1107,17 +1124,23 @@ impl Inner {
             st.held -= n;
             cur
         };
-        self.door.push(Job::Release { n, epoch });
-        Ok(())
+        Ok(epoch)
     }
 
-    /// [`release`](Self::release), then [`flush`](Self::flush), with the
-    /// release queued quietly: when no thread runs the handle's jobs, this
-    /// thread sends it (with the jobs queued before it) instead of waking
-    /// the door thread, so it reaches Redis one thread wake-up sooner.
+    /// [`release`](Self::release), returning once Redis has applied it:
+    /// sent as a call of the door, after the jobs queued before it (from
+    /// this thread when no thread runs the handle's jobs, which saves
+    /// waking the door thread). `Ok` only if Redis applied it; if it did
+    /// not (a connection cut during the call, a refusal), its session was
+    /// given up, and the permits go back when the session is ended:
+    /// [`Error::LeaseExpired`] ([`Error::StateLost`] if Redis lost the
+    /// semaphore).
     pub(crate) fn release_blocking(&self, n: u64, epoch: Option<u64>) -> Result<(), Error> {
-        door::quietly(|| self.release(n, epoch))?;
-        self.flush()
+        if n == 0 {
+            return self.flush();
+        }
+        let epoch = self.take_released(n, epoch)?;
+        call(self, move |i| i.release_checked(n, epoch))
     }
 
     pub(crate) fn close(&self) -> Result<(), Error> {
@@ -1157,22 +1180,6 @@ impl Inner {
 
     pub(crate) fn inspect(&self) -> Result<Reply, Error> {
         call(self, |i| i.inspect_now())
-    }
-
-    /// A `PING` on the command connection (a shared `connect` talks to
-    /// Redis at once, as a new one does).
-    pub(crate) fn ping(&self) -> Result<(), Error> {
-        call(self, |i| {
-            i.with_cmd(|con| {
-                redis::cmd("PING")
-                    .query::<String>(con)
-                    .map_err(|e| CallError::NotRun(Error::from_redis(&e, &i.secret)))
-            })
-            .map(|_| ())
-            .map_err(|e| match e {
-                CallError::NotRun(e) | CallError::Uncertain(e) => e,
-            })
-        })
     }
 
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,

@@ -184,6 +184,17 @@ fn close_wakes_every_client() {
     let fresh = connect(&s, "close", 1);
     assert_eq!(fresh.try_acquire(0).unwrap_err(), Error::Closed);
     assert_eq!(fresh.acquire_blocking(0).unwrap_err(), Error::Closed);
+    // The async acquire(0) too (it was granted without asking Redis).
+    let fresh_async =
+        RedisSemaphore::connect(&s.url(), "close", 1, opts().own_session(true)).expect("connect");
+    assert_eq!(
+        futures::executor::block_on(fresh_async.acquire(0)).unwrap_err(),
+        Error::Closed
+    );
+    assert_eq!(
+        futures::executor::block_on(a.acquire(0)).unwrap_err(),
+        Error::Closed
+    );
     // Held permits can still be released after close.
     held.release().unwrap();
     let c = assert_conserved(&a);
@@ -589,6 +600,43 @@ fn release_blocking_is_applied_when_it_returns() {
     a.release_blocking(1).unwrap();
     let c = assert_conserved(&other);
     assert_eq!((c.available, c.held), (3, 0));
+}
+
+/// A `release_blocking` whose release did not reach Redis (the handle's
+/// connections cut just before it: the script's outcome is unknown, the
+/// session is given up and ended later by the agent) does not return `Ok`:
+/// it returned `Ok(())` while another client still saw the permits held.
+/// `Ok` means applied; otherwise `LeaseExpired`, and the permits come back
+/// with the session's end.
+#[test]
+fn release_blocking_is_ok_only_when_applied() {
+    let s = Server::start();
+    let o = || opts().own_session(true);
+    let a = RedisSemaphore::connect(&s.url(), "release-cut", 2, o().label("cut")).unwrap();
+    let other = RedisSemaphore::connect(&s.url(), "release-cut", 2, o()).unwrap();
+    let mut raw = s.raw();
+    for _ in 0..5 {
+        let p = a.acquire_blocking(2).unwrap();
+        // Used less than a second ago: the next script is sent unchecked.
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
+        for line in list.lines().filter(|l| l.contains(" name=cut ")) {
+            let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap();
+            let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("ID")
+                .arg(id)
+                .query(&mut raw);
+        }
+        match p.release_blocking() {
+            Ok(()) => assert_eq!(other.census().unwrap().available, 2, "Ok, but not applied"),
+            Err(e) => assert_eq!(e, Error::LeaseExpired),
+        }
+        // Either way the permits come back (the given-up session ends).
+        eventually("permits back", Duration::from_secs(30), || {
+            other.census().unwrap().available == 2
+        });
+    }
+    assert_conserved(&other);
 }
 
 /// Durations far beyond any use (`Duration::MAX`, a natural way to write

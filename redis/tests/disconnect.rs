@@ -54,6 +54,13 @@ fn disconnect_hands_permits_on_and_fails_own_waiters() {
     );
     assert_eq!(a.try_acquire(1).unwrap_err(), Error::Closed);
     assert_eq!(a.release(1).unwrap_err(), Error::Closed);
+    // Requests of 0 permits too, on every path (the async one was granted).
+    assert_eq!(a.try_acquire(0).unwrap_err(), Error::Closed);
+    assert_eq!(a.acquire_blocking(0).unwrap_err(), Error::Closed);
+    assert_eq!(
+        futures::executor::block_on(a.acquire(0)).unwrap_err(),
+        Error::Closed
+    );
     a.disconnect(); // idempotent
     let c = b.census().unwrap();
     assert!(!c.closed);

@@ -186,6 +186,48 @@ fn connect_with_another_total_needs_resize() {
     assert!(w.line().starts_with("granted 10 "));
 }
 
+/// A `connect` that shares the live session of an earlier one in this
+/// process (same URL, name and options) is still a `connect`: the total
+/// asked for is checked against the one in Redis (another client may have
+/// changed it since the first), `TotalMismatch` without `resize`, and with
+/// `resize` the total becomes the one asked for (the last one wins). It
+/// compared with the total the first handle had last heard of instead.
+#[test]
+fn a_shared_connect_checks_and_resizes_the_total_in_redis() {
+    let s = Server::start();
+    let other = client(&s, "rshared", 4);
+    // Shared sessions (no own_session): the second connect finds the first.
+    let first = RedisSemaphore::connect(&s.url(), "rshared", 4, opts()).unwrap();
+    other.set_total(6).unwrap();
+    assert_eq!(first.total_permits(), 4, "not heard of yet");
+    assert_eq!(
+        RedisSemaphore::connect(&s.url(), "rshared", 4, opts()).map(|_| ()),
+        Err(Error::TotalMismatch { existing: 6 })
+    );
+    assert_eq!(
+        conserved(&other).total,
+        6,
+        "a refused connect changes nothing"
+    );
+    // With resize: the first connect set 4, another client 6, this one 4
+    // again, and it is the last.
+    let r1 = RedisSemaphore::connect(&s.url(), "rshared", 4, opts().resize(true)).unwrap();
+    assert_eq!(conserved(&other).total, 4);
+    other.set_total(6).unwrap();
+    let r2 = RedisSemaphore::connect(&s.url(), "rshared", 4, opts().resize(true)).unwrap();
+    assert_eq!(
+        conserved(&other).total,
+        4,
+        "the last connect with resize wins"
+    );
+    assert_eq!((r1.total_permits(), r2.total_permits()), (4, 4));
+    // And the same total as in Redis still shares.
+    let same = RedisSemaphore::connect(&s.url(), "rshared", 4, opts().resize(true)).unwrap();
+    assert_eq!(same.total_permits(), 4);
+    drop((first, r1, r2, same));
+    conserved(&other);
+}
+
 /// `reopen` undoes `close`: acquires work again, also through a handle
 /// that saw the close; a waiter the close failed stays failed.
 #[test]

@@ -160,6 +160,28 @@ fn connect_after_a_disconnect_gets_a_live_handle() {
     assert_eq!(a.try_acquire(1).unwrap_err(), volt_sem_redis::Error::Closed);
 }
 
+/// Nor a handle whose semaphore Redis lost without the handle knowing yet
+/// (restarted empty between two of its calls): the registry passed over a
+/// handle only once it had seen the loss, and a `connect` right after the
+/// restart returned a handle whose every request failed with `StateLost`.
+#[test]
+fn connect_after_redis_lost_the_state_gets_a_live_handle() {
+    let _g = serial();
+    let mut s = Server::start();
+    // A long lease: no heartbeat finds the loss before the second connect.
+    let o = || opts().lease(Duration::from_secs(60));
+    let a = RedisSemaphore::connect(&s.url(), "shared-lost", 2, o()).unwrap();
+    drop(a.try_acquire(1).unwrap());
+    s.restart_empty();
+    let b = RedisSemaphore::connect(&s.url(), "shared-lost", 2, o()).unwrap();
+    let p = b.try_acquire(1).expect("a new handle's acquire");
+    drop(p);
+    assert_eq!(
+        a.try_acquire(1).unwrap_err(),
+        volt_sem_redis::Error::StateLost
+    );
+}
+
 /// A lease watch's waker may hold the last handle (the future of a task,
 /// say): when the session is lost, waking it drops the handle on the
 /// thread that found the loss (here the agent, at the heartbeat that finds

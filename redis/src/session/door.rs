@@ -723,16 +723,32 @@ impl Inner {
     /// the handle no longer does: after one retry the session is given up,
     /// which returns them.
     pub(super) fn release_now(&self, n: u64, epoch: u64) {
+        let _ = self.release_checked(n, epoch);
+    }
+
+    /// [`release_now`](Self::release_now), telling whether Redis applied
+    /// it: if not (its session given up before or by it), the error the
+    /// session's holders learn; the permits go back with the session's end.
+    pub(super) fn release_checked(&self, n: u64, epoch: u64) -> Result<(), Error> {
         for attempt in 0..2 {
             let Some(sid) = self.sid_of(epoch) else {
-                return;
+                break;
             };
             let sent = Instant::now();
             let r = self.script(|con| self.scripts.release(con, &self.keys, self.who(&sid), n));
+            let applied = matches!(&r, Ok(r) if r.status == Status::Ok);
             if !self.release_reply(r, epoch, sent, attempt) {
-                return;
+                if applied {
+                    return Ok(());
+                }
+                break;
             }
         }
+        Err(if lock(&self.state).failed {
+            Error::StateLost
+        } else {
+            Error::LeaseExpired
+        })
     }
 
     /// The id of session `epoch`, if it is still the handle's.

@@ -5,7 +5,10 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::{lock, Handle, Inner, Lost};
+use crate::census::Census;
 use crate::error::Error;
 use crate::options::ConnectOptions;
 
@@ -40,9 +43,26 @@ pub(crate) fn connect_shared(
             })
     };
     if let Some(inner) = found {
-        // `connect` talks to Redis at once, shared or not.
-        inner.ping()?;
-        return Ok(inner);
+        // `connect` talks to Redis at once, shared or not, and holds the
+        // total asked for against the one in Redis, which another client
+        // may have changed since this handle last heard it (the census:
+        // one round trip, as the ping it replaces).
+        match inner.census().and_then(|r| Census::from_reply(&r)) {
+            Ok(c) => {
+                inner.total.store(c.total, Relaxed);
+                if c.total != total {
+                    if !opts.resize {
+                        return Err(Error::TotalMismatch { existing: c.total });
+                    }
+                    inner.set_total(total)?;
+                }
+                return Ok(inner);
+            }
+            // Redis lost it (restarted empty, deleted): not shared, the
+            // connect starts afresh, as for a handle that saw the loss.
+            Err(Error::StateLost) => {}
+            Err(e) => return Err(e),
+        }
     }
     let inner = Inner::connect(url, name, total, opts.clone())?;
     lock(&REGISTRY).push((
