@@ -676,7 +676,7 @@ export interface ConnectOptions {
    * places to the others; its permits are back within lease × 4/3.
    */
   lease?: number;
-  /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{` or `}`). */
+  /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{`, `}` or `:`). */
   prefix?: string;
   /**
    * How long connecting (and reconnecting) may take (default 5000): one

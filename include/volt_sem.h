@@ -605,7 +605,7 @@ enum volt_status
   VOLT_INVALID_URL = 25,
   /**
    * `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
-   * contains '{' or '}', or is not UTF-8.
+   * contains '{', '}' or ':', or is not UTF-8.
    */
   VOLT_INVALID_PREFIX = 26,
   /**
@@ -803,7 +803,8 @@ typedef struct volt_connect_options {
   uint64_t command_timeout_ms;
   /**
    * The key prefix (several tenants on one Redis): 1 to 256 bytes of
-   * UTF-8 without '{' or '}'. NULL: "volt-sem". Keys are
+   * UTF-8 without '{', '}' or ':' (it ends the prefix in the keys, so
+   * two prefixes never share one). NULL: "volt-sem". Keys are
    * `{<prefix>:<name>}:...`.
    */
   const char *key_prefix;

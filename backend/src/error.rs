@@ -280,10 +280,10 @@ error_table! {
             /// `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
             /// not UTF-8. Nothing was contacted.
             VOLT_INVALID_URL = 25;
-        /// Redis: the key prefix is empty, too long, or contains `{` or `}`.
-        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{' or '}}')",
+        /// Redis: the key prefix is empty, too long, or contains `{`, `}` or `:`.
+        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{', '}}' or ':')",
             /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
-            /// contains '{' or '}', or is not UTF-8.
+            /// contains '{', '}' or ':', or is not UTF-8.
             VOLT_INVALID_PREFIX = 26;
         /// Redis: an option is out of range (the text says which).
         InvalidOption(what: &'static str) [redis] => "INVALID_OPTION", Option, "invalid option: {what}",

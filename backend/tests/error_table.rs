@@ -108,7 +108,7 @@ fn messages_name_their_values() {
         ),
         (
             Error::InvalidPrefix,
-            "invalid key prefix (1 to 256 bytes, without '{' or '}')",
+            "invalid key prefix (1 to 256 bytes, without '{', '}' or ':')",
         ),
     ];
     for (e, text) in cases {

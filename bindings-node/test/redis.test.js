@@ -746,6 +746,8 @@ test('bad input: typed errors, nothing changed, no password anywhere', async () 
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { lease: -1 }), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { lease: 100 }), { code: 'ERR_VOLT_INVALID_OPTION' });
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { prefix: 'a{b' }), { code: 'ERR_VOLT_INVALID_PREFIX' });
+  // ':' ends the prefix inside the keys: with it, prefix 'a:b' + name 'c' would be prefix 'a' + name 'b:c'.
+  await assert.rejects(Semaphore.connect(url, 'bad', 1, { prefix: 'a:b' }), { code: 'ERR_VOLT_INVALID_PREFIX' });
   await assert.rejects(Semaphore.connect(url, 'bad', 1, { cluster: 'yes' }), { code: 'ERR_INVALID_ARG_TYPE' });
   assert.throws(() => new RedisSemaphore(), { code: 'ERR_INVALID_ARG_TYPE' });
   await assert.rejects(Semaphore.connect(url, 42, 1), { code: 'ERR_INVALID_ARG_TYPE' });

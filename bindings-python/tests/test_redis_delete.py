@@ -54,6 +54,10 @@ def test_delete_refused_while_in_use_then_deletes(server):
         volt_sem.Semaphore.delete_redis(server.url, "a{b")
     with pytest.raises(ValueError):
         volt_sem.Semaphore.delete_redis(server.url, name, prefix="")
+    # ':' ends the prefix inside the keys (prefix "a:b" + name "c" would be
+    # prefix "a" + name "b:c"): refused, as by connect.
+    with pytest.raises(ValueError, match="prefix"):
+        volt_sem.Semaphore.delete_redis(server.url, name, prefix="a:b")
     again = connect(server.url, name, 3)
     assert conserved(again, 3)["available"] == 3
 

@@ -65,7 +65,8 @@ pub struct volt_connect_options {
     /// reach.
     pub command_timeout_ms: u64,
     /// The key prefix (several tenants on one Redis): 1 to 256 bytes of
-    /// UTF-8 without '{' or '}'. NULL: "volt-sem". Keys are
+    /// UTF-8 without '{', '}' or ':' (it ends the prefix in the keys, so
+    /// two prefixes never share one). NULL: "volt-sem". Keys are
     /// `{<prefix>:<name>}:...`.
     pub key_prefix: *const c_char,
     /// `VOLT_CONNECT_*` bits; default 0.

@@ -86,7 +86,7 @@ pub enum volt_status {
     /// not UTF-8. Nothing was contacted.
     VOLT_INVALID_URL = 25,
     /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
-    /// contains '{' or '}', or is not UTF-8.
+    /// contains '{', '}' or ':', or is not UTF-8.
     VOLT_INVALID_PREFIX = 26,
     /// `volt_sem_connect`: an option is out of range (a lease below 300 ms),
     /// an unknown flag bit, or a non-zero option this library does not know

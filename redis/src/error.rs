@@ -119,7 +119,7 @@ impl fmt::Display for Error {
                 "invalid semaphore name (1 to 1024 bytes, without '{' or '}')",
             ),
             Error::InvalidPrefix => {
-                f.write_str("invalid key prefix (1 to 256 bytes, without '{' or '}')")
+                f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}' or ':')")
             }
             Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
             Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),

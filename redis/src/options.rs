@@ -66,7 +66,11 @@ impl ConnectOptions {
         self.lease = lease;
         self
     }
-    /// The key prefix (for several tenants on one Redis).
+    /// The key prefix (for several tenants on one Redis): 1 to
+    /// [`MAX_PREFIX_LEN`] bytes without `{`, `}` or `:` (else `connect`
+    /// fails with [`Error::InvalidPrefix`]). Keys are `{<prefix>:<name>}:...`,
+    /// and the prefix ends at the first `:`, so two prefixes never share a
+    /// key whatever the names (which may contain `:`).
     pub fn prefix(mut self, prefix: &str) -> Self {
         self.prefix = prefix.into();
         self
@@ -213,11 +217,13 @@ impl ConnectOptions {
         }
     }
 
-    /// 1 to [`MAX_PREFIX_LEN`] bytes, no `{` or `}` (the prefix is inside
-    /// the keys' hash tag).
+    /// 1 to [`MAX_PREFIX_LEN`] bytes, no `{`, `}` (the prefix is inside the
+    /// keys' hash tag) or `:` (it ends the prefix in the tag `{prefix:name}`:
+    /// with a `:` allowed, prefix `a` and name `b:c` would share their keys
+    /// with prefix `a:b` and name `c`, one tenant's semaphore another's).
     fn check_prefix(&self) -> Result<(), Error> {
         let p = &self.prefix;
-        if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}']) {
+        if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}', ':']) {
             return Err(Error::InvalidPrefix);
         }
         Ok(())

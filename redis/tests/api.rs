@@ -241,6 +241,18 @@ fn bad_input() {
         RedisSemaphore::connect(&url, "x", 1, o().prefix("")).unwrap_err(),
         Error::InvalidPrefix
     );
+    // Tenants are kept apart by their prefix: prefix "a" with name "b:c" and
+    // prefix "a:b" with name "c" would share the keys `{a:b:c}:*`. A ':' in
+    // the prefix is refused, so that the first ':' of a key's tag ends it.
+    let held = RedisSemaphore::connect(&url, "b:c", 1, o().prefix("a")).unwrap();
+    let _p = held.try_acquire(1).unwrap();
+    assert_eq!(
+        RedisSemaphore::connect(&url, "c", 1, o().prefix("a:b"))
+            .map(|other| other.try_acquire(1).map(|p| p.forget()))
+            .unwrap_err(),
+        Error::InvalidPrefix,
+        "another tenant's prefix reached the semaphore of prefix \"a\""
+    );
     assert!(matches!(
         RedisSemaphore::connect(&url, "x", 1, o().lease(Duration::from_millis(10))).unwrap_err(),
         Error::InvalidOption(_)

@@ -1826,6 +1826,8 @@ static void test_bad_input(void) {
     CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
     bad.key_prefix = "a}b";
     CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
+    bad.key_prefix = "tenant:a"; /* ':' ends the prefix inside the keys */
+    CHECK_STATUS(volt_sem_connect(url, name, 2, &bad, &sem), VOLT_INVALID_PREFIX);
     char long_prefix[258];
     memset(long_prefix, 'p', 257);
     long_prefix[257] = 0;
