@@ -838,7 +838,13 @@ impl RedisSemaphore {
     /// calls come after them anyway (they run in order, on its door
     /// thread); `flush` is for ordering a release with something else: a
     /// message to another process that then expects the permits free, a
-    /// census from another handle. [`Error::Forked`] in a `fork()` child.
+    /// census from another handle. `Ok` only if every release made since
+    /// the previous `flush` was applied: one that was not (its connection
+    /// cut during the round trip, or its session already lost) gave its
+    /// session up, and this returns [`Error::LeaseExpired`]
+    /// ([`Error::StateLost`] if Redis lost the semaphore), once; the
+    /// permits then go back when the session is ended.
+    /// [`Error::Forked`] in a `fork()` child.
     pub fn flush(&self) -> Result<(), Error> {
         self.inner.flush()
     }

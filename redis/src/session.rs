@@ -20,7 +20,7 @@
 
 use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -173,6 +173,10 @@ pub(crate) struct Inner {
     /// What this session's requests did (`RedisSemaphore::stats`): shared
     /// by every handle on the session.
     pub(crate) stats: SessionStats,
+    /// A release since the last [`flush`](Self::flush) that Redis did not
+    /// apply (its round trip failed or was refused, and its session was
+    /// given up): the next `flush` reports it, once.
+    pub(super) unapplied: AtomicBool,
 }
 
 /// What remains until `deadline`, or a connection error once it passed.
@@ -559,6 +563,7 @@ impl Inner {
             door: Arc::new(Door::default()),
             pid: std::process::id(),
             stats: SessionStats::default(),
+            unapplied: AtomicBool::new(false),
         });
         inner.stats.noted(&r);
         registry::at_exit::register(Arc::downgrade(&inner));
@@ -1170,8 +1175,29 @@ impl Inner {
     }
 
     /// Returns once the door has run every job queued before this call.
+    /// Returns once every job queued before it ran (they run in order on
+    /// the door): `Ok` if each release among them was applied in Redis,
+    /// else the error of the session it was given up with.
     pub(crate) fn flush(&self) -> Result<(), Error> {
-        call(self, |_| Ok(()))
+        call(self, |i| {
+            // Relaxed: the flag is set and taken on the door's side of
+            // `call`, which orders them (one job after another).
+            if i.unapplied.swap(false, Ordering::Relaxed) {
+                Err(i.unapplied_error())
+            } else {
+                Ok(())
+            }
+        })
+    }
+
+    /// Why a release was not applied: its session was given up, or Redis
+    /// lost the semaphore.
+    pub(super) fn unapplied_error(&self) -> Error {
+        if lock(&self.state).failed {
+            Error::StateLost
+        } else {
+            Error::LeaseExpired
+        }
     }
 
     pub(crate) fn census(&self) -> Result<Reply, Error> {

@@ -659,6 +659,52 @@ fn release_blocking_is_ok_only_when_applied() {
 /// first wait (a duration or an instant overflowed), so that no
 /// notification would ever be delivered and the lease never renewed. The
 /// bound is 2^64 - 1 ms, which every binding's range fits in.
+/// `flush` promises that every call made before it was applied in Redis:
+/// a release that went out on a cut connection (its outcome unknown, its
+/// session given up) must make the next `flush` fail, not return `Ok` while
+/// another client still counts the permits as held.
+#[test]
+fn flush_is_ok_only_when_the_releases_before_it_were_applied() {
+    let s = Server::start();
+    let o = || opts().own_session(true);
+    let a = RedisSemaphore::connect(&s.url(), "flush-cut", 2, o().label("cut")).unwrap();
+    let other = RedisSemaphore::connect(&s.url(), "flush-cut", 2, o()).unwrap();
+    let mut raw = s.raw();
+    let mut refused = 0;
+    for _ in 0..5 {
+        let p = a.acquire_blocking(2).unwrap();
+        // Used less than a second ago: the next script is sent unchecked.
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
+        for line in list.lines().filter(|l| l.contains(" name=cut ")) {
+            let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap();
+            let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+                .arg("KILL")
+                .arg("ID")
+                .arg(id)
+                .query(&mut raw);
+        }
+        drop(p); // the release returns at once; the door sends it
+        match a.flush() {
+            Ok(()) => assert_eq!(other.census().unwrap().available, 2, "Ok, but not applied"),
+            Err(e) => {
+                assert_eq!(e, Error::LeaseExpired);
+                refused += 1;
+            }
+        }
+        // Either way the permits come back (the given-up session ends).
+        eventually("permits back", Duration::from_secs(30), || {
+            other.census().unwrap().available == 2
+        });
+        // Reported once: the next flush has nothing unapplied before it.
+        a.flush().unwrap();
+    }
+    assert!(
+        refused > 0,
+        "no release was ever cut: the test did not test"
+    );
+    assert_conserved(&other);
+}
+
 #[test]
 fn durations_too_long_are_refused() {
     let s = Server::start();

@@ -190,9 +190,10 @@ fn a_given_up_session_is_ended_once_redis_is_back() {
     let p = b.acquire_blocking(1).unwrap();
     proxy.set_down(true);
     proxy.cut();
-    // The release cannot reach Redis: b gives its session up.
+    // The release cannot reach Redis: b gives its session up, and the flush
+    // after it says so.
     p.release().unwrap();
-    b.flush().unwrap();
+    assert_eq!(b.flush(), Err(Error::LeaseExpired));
     assert!(b.lease_watch(1).is_lost());
     assert_eq!(a.census().unwrap().held, 1);
     proxy.set_down(false);

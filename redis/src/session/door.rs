@@ -732,6 +732,9 @@ impl Inner {
     pub(super) fn release_checked(&self, n: u64, epoch: u64) -> Result<(), Error> {
         for attempt in 0..2 {
             let Some(sid) = self.sid_of(epoch) else {
+                // Its session was given up before it went out: the
+                // permits go back with the session's end.
+                self.unapplied.store(true, Ordering::Relaxed);
                 break;
             };
             let sent = Instant::now();
@@ -744,11 +747,7 @@ impl Inner {
                 break;
             }
         }
-        Err(if lock(&self.state).failed {
-            Error::StateLost
-        } else {
-            Error::LeaseExpired
-        })
+        Err(self.unapplied_error())
     }
 
     /// The id of session `epoch`, if it is still the handle's.
@@ -788,13 +787,21 @@ impl Inner {
                 }
                 // Redis counts fewer than the handle did: what it holds no
                 // longer matches what the handle knows.
-                Status::NotHeld => self.lose(epoch, Error::LeaseExpired),
+                Status::NotHeld => {
+                    self.unapplied.store(true, Ordering::Relaxed);
+                    self.lose(epoch, Error::LeaseExpired)
+                }
                 _ => {
+                    self.unapplied.store(true, Ordering::Relaxed);
                     let _ = self.session_reply(&r, epoch);
                 }
             },
             Err(CallError::NotRun(_)) if attempt == 0 => return true,
-            Err(_) => self.lose(epoch, Error::LeaseExpired),
+            Err(_) => {
+                // Not applied, or not known to be: the next flush says so.
+                self.unapplied.store(true, Ordering::Relaxed);
+                self.lose(epoch, Error::LeaseExpired)
+            }
         }
         false
     }
