@@ -118,7 +118,9 @@ unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     let slot = unsafe { &*(ctx as *const Mutex<Option<Waker>>) };
     let waker = lock(slot).take();
     if let Some(waker) = waker {
-        waker.wake();
+        // Not here: the task's waker may drop this very future, whose node
+        // the trampoline still uses until this callback returned.
+        super::delivery::wake_after_callback(waker);
     }
 }
 

@@ -291,3 +291,33 @@ fn the_wait_future_holds_its_waiter_and_cancels_on_drop() {
     let mut zero = pin!(Wait::new(&toy, 0));
     assert_eq!(zero.as_mut().poll(&mut cx), Poll::Ready(Finish::Granted));
 }
+
+#[test]
+fn a_wait_future_dropped_inside_its_own_waker_is_not_freed_while_busy() {
+    // The task's waker drops the future it wakes (a `select` that cancels
+    // the loser from inside `wake`, an executor that polls and drops inline).
+    std::thread_local! {
+        static FUT: RefCell<Option<Pin<Box<Wait<'static, Toy>>>>> = const { RefCell::new(None) };
+    }
+    struct DropTheFuture;
+    impl std::task::Wake for DropTheFuture {
+        fn wake(self: std::sync::Arc<Self>) {
+            drop(FUT.with(|f| f.borrow_mut().take()));
+        }
+    }
+    let owned = Box::new(Toy::new(Backend::Shared));
+    // SAFETY: `owned` outlives every use: the future (the only other borrower)
+    // is gone, as asserted, before it is dropped at the end.
+    let toy: &'static Toy = unsafe { &*(&*owned as *const Toy) };
+    let waker = Waker::from(std::sync::Arc::new(DropTheFuture));
+    let mut fut = Box::pin(Wait::new(toy, 1));
+    assert!(fut
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    FUT.with(|f| *f.borrow_mut() = Some(fut));
+    toy.complete(true); // the callback wakes the task, whose waker drops the future
+    assert!(FUT.with(|f| f.borrow().is_none()), "the waker ran");
+    assert!(toy.queue.lock().unwrap().is_empty());
+    drop(owned);
+}
