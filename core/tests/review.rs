@@ -1,0 +1,173 @@
+//! Adversarial tests of the public contract (an independent review): wakers
+//! that re-enter the semaphore, long chains, limits, timeouts, conservation.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Wake, Waker};
+
+use volt_sem::{Acquire, Semaphore};
+
+type Slot = Mutex<Option<Pin<Box<Acquire<'static>>>>>;
+
+/// A waker that, when woken, drops the acquire future it belongs to (a
+/// cancel right after the grant, from inside its own waker).
+struct DropOnWake {
+    slots: Arc<Vec<Slot>>,
+    i: usize,
+    dropped: Arc<AtomicUsize>,
+}
+
+impl Wake for DropOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let fut = self.slots[self.i].lock().unwrap().take();
+        if fut.is_some() {
+            self.dropped.fetch_add(1, SeqCst);
+        }
+        drop(fut); // granted, unobserved: hands the permit on to the next waiter
+    }
+}
+
+#[test]
+fn a_long_chain_of_futures_dropped_inside_their_wakers_uses_bounded_stack() {
+    const N: usize = if cfg!(miri) { 100 } else { 20_000 };
+    static SEM: Semaphore = Semaphore::const_new(0);
+    let sem: &'static Semaphore = &SEM;
+    let slots: Arc<Vec<Slot>> = Arc::new((0..N).map(|_| Mutex::new(None)).collect());
+    let dropped = Arc::new(AtomicUsize::new(0));
+    for i in 0..N {
+        let mut fut = Box::pin(sem.acquire(1));
+        let waker = Waker::from(Arc::new(DropOnWake {
+            slots: slots.clone(),
+            i,
+            dropped: dropped.clone(),
+        }));
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        *slots[i].lock().unwrap() = Some(fut);
+    }
+    // A small stack, as a binding's or musl's thread may have: the release must
+    // not recurse once per waiter.
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || sem.release(1).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(dropped.load(SeqCst), N);
+    assert_eq!(sem.available_permits(), 1);
+}
+
+/// A waker that polls its own future inline when woken (an executor that runs
+/// a task on the waking thread) and drops the permit it gets at once.
+struct PollOnWake {
+    slots: Arc<Vec<Slot>>,
+    i: usize,
+    got: Arc<AtomicUsize>,
+    me: Mutex<Option<Waker>>,
+}
+
+impl Wake for PollOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        let waker = self.me.lock().unwrap().clone().unwrap();
+        let mut slot = self.slots[self.i].lock().unwrap();
+        let Some(fut) = slot.as_mut() else { return };
+        if let std::task::Poll::Ready(permit) = fut.as_mut().poll(&mut Context::from_waker(&waker))
+        {
+            *slot = None;
+            drop(slot);
+            self.got.fetch_add(1, SeqCst);
+            drop(permit.unwrap()); // releases to the next waiter, from inside this waker
+        }
+    }
+}
+
+#[test]
+fn a_long_chain_of_inline_polling_wakers_uses_bounded_stack() {
+    const N: usize = if cfg!(miri) { 100 } else { 20_000 };
+    static SEM: Semaphore = Semaphore::const_new(0);
+    let sem: &'static Semaphore = &SEM;
+    let slots: Arc<Vec<Slot>> = Arc::new((0..N).map(|_| Mutex::new(None)).collect());
+    let got = Arc::new(AtomicUsize::new(0));
+    let mut wakers = Vec::new();
+    for i in 0..N {
+        let w = Arc::new(PollOnWake {
+            slots: slots.clone(),
+            i,
+            got: got.clone(),
+            me: Mutex::new(None),
+        });
+        let waker = Waker::from(w.clone());
+        *w.me.lock().unwrap() = Some(waker.clone());
+        let mut fut = Box::pin(sem.acquire(1 + i % 3));
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        *slots[i].lock().unwrap() = Some(fut);
+        wakers.push(w);
+    }
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn(move || sem.release(3).unwrap())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(got.load(SeqCst), N);
+    assert_eq!(sem.available_permits(), 3);
+    for w in &wakers {
+        w.me.lock().unwrap().take(); // break the cycles
+    }
+}
+
+struct CloseOnWake(&'static Semaphore, AtomicUsize);
+impl Wake for CloseOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.1.fetch_add(1, SeqCst);
+        self.0.close();
+    }
+}
+
+#[test]
+fn close_from_a_waker_during_a_release_spanning_many_batches_conserves_permits() {
+    static SEM: Semaphore = Semaphore::const_new(0);
+    let sem: &'static Semaphore = &SEM;
+    let woken = Arc::new(CloseOnWake(sem, AtomicUsize::new(0)));
+    let waker = Waker::from(woken.clone());
+    let mut futs: Vec<_> = (0..200).map(|i| Box::pin(sem.acquire(1 + i % 2))).collect();
+    for f in &mut futs {
+        assert!(f
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+    }
+    // Enough for the first 100 or so; the first wake closes the semaphore.
+    sem.release(150).unwrap();
+    let mut held = 0;
+    let mut closed = 0;
+    for f in &mut futs {
+        match f.as_mut().poll(&mut Context::from_waker(&waker)) {
+            std::task::Poll::Ready(Ok(p)) => {
+                held += p.num_permits();
+                p.forget();
+            }
+            std::task::Poll::Ready(Err(_)) => closed += 1,
+            std::task::Poll::Pending => panic!("a waiter left pending after close"),
+        }
+    }
+    assert!(closed > 0);
+    assert_eq!(woken.1.load(SeqCst), 200);
+    assert_eq!(sem.available_permits() + held, 150);
+}
