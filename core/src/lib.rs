@@ -87,7 +87,7 @@
 //!   [`Semaphore::acquire_blocking`]). Without it the crate depends on no
 //!   runtime, and acquires still yield once per 128 immediate grants.
 //! * `cache-padded`: pads each semaphore's permit word to its own cache line
-//!   (a `Semaphore` of 256 bytes instead of 32 on x86-64, and so every `Mutex`
+//!   (a `Semaphore` of 256 bytes instead of 56 on x86-64, and so every `Mutex`
 //!   and `RwLock`). It can pay for one semaphore contended by many cores; the
 //!   default suits many small locks.
 //!

@@ -23,7 +23,7 @@ const SHIFT: u32 = 2;
 /// With feature `cache-padded`, keeps the hot atomic word on its own cache line
 /// (two lines on x86-64, where the adjacent-line prefetcher pairs them), away
 /// from the queue lock that contended acquirers hammer. Off by default: it makes
-/// a `Semaphore` 256 bytes instead of 32 and paid only on the contended
+/// a `Semaphore` 256 bytes instead of 56 and paid only on the contended
 /// benchmarks (see `docs/benchmarks.md`, *Footprint*).
 #[cfg_attr(
     all(
