@@ -171,3 +171,40 @@ fn close_from_a_waker_during_a_release_spanning_many_batches_conserves_permits()
     assert_eq!(woken.1.load(SeqCst), 200);
     assert_eq!(sem.available_permits() + held, 150);
 }
+
+#[test]
+fn wakers_that_drop_their_futures_on_several_releasing_threads_conserve_permits() {
+    const N: usize = if cfg!(miri) { 40 } else { 4_000 };
+    static SEM: Semaphore = Semaphore::const_new(0);
+    let sem: &'static Semaphore = &SEM;
+    let slots: Arc<Vec<Slot>> = Arc::new((0..N).map(|_| Mutex::new(None)).collect());
+    let dropped = Arc::new(AtomicUsize::new(0));
+    for i in 0..N {
+        let mut fut = Box::pin(sem.acquire(1 + i % 3));
+        let waker = Waker::from(Arc::new(DropOnWake {
+            slots: slots.clone(),
+            i,
+            dropped: dropped.clone(),
+        }));
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        *slots[i].lock().unwrap() = Some(fut);
+    }
+    // Four threads release one permit each, at once: the chains of wakers run
+    // on whichever thread's release reaches them, each with its own queue.
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            std::thread::Builder::new()
+                .stack_size(256 * 1024)
+                .spawn(move || sem.release(1).unwrap())
+                .unwrap()
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    assert_eq!(dropped.load(SeqCst), N);
+    assert_eq!(sem.available_permits(), 4);
+}
