@@ -208,3 +208,45 @@ fn wakers_that_drop_their_futures_on_several_releasing_threads_conserve_permits(
     assert_eq!(dropped.load(SeqCst), N);
     assert_eq!(sem.available_permits(), 4);
 }
+
+#[test]
+fn select_between_two_acquires_on_a_multi_thread_runtime_conserves_permits() {
+    // The loser of each select is dropped, often right after its grant (both
+    // were queued; one release may complete both): its permits must go on.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .unwrap();
+    let sem = Arc::new(Semaphore::new(3));
+    let rounds = if cfg!(miri) { 5 } else { 2_000 };
+    rt.block_on(async {
+        let tasks: Vec<_> = (0..6)
+            .map(|t| {
+                let sem = sem.clone();
+                tokio::spawn(async move {
+                    for i in 0..rounds {
+                        let (a, b) = (1 + (i + t) % 3, 1 + (i * 7 + t) % 3);
+                        let permit = tokio::select! {
+                            p = sem.acquire(a) => p.unwrap(),
+                            p = sem.acquire(b) => p.unwrap(),
+                        };
+                        if i % 3 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                        drop(permit);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(sem.available_permits(), 3);
+    if !cfg!(miri) {
+        // `inspect` asks the host name: not under Miri.
+        let i = sem.inspect();
+        assert_eq!((i.total, i.held(), i.waiters.len()), (3, 0, 0));
+    }
+}
