@@ -131,7 +131,8 @@
 //!    waiter stays busy until the callback returns. Called from a callback on a
 //!    *sibling* waiter whose callback is still to run on this thread (the same
 //!    release completed both), it collects the sibling's outcome at once and the
-//!    sibling's callback is never called. A waiter dropped while busy aborts the
+//!    sibling's callback is never called; so does a `Waker` that the same
+//!    release wakes (or a cancel drops). A waiter dropped while busy aborts the
 //!    process (it would otherwise be a use-after-free).
 //! 6. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.

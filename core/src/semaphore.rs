@@ -884,13 +884,16 @@ impl Semaphore {
             };
             Some((returned, rem, served, notify))
         })?;
-        drop(notify); // a Waker's drop is user code: outside the lock
         wakes.wake_all(&mut rethrow);
         if !served {
             // A full wake batch interrupted it. Fails only if someone released
             // permits they never held and filled the counter meanwhile.
             let _ = self.hand_over(rem, &mut wakes, &mut rethrow);
         }
+        // A Waker's drop is user code: outside the lock, and after the
+        // hand-off delivered its wakes, since it may finish a waiter this
+        // cancel completed (whose callback is then no longer to run here).
+        drop(notify);
         rethrow.finish();
         if let Some(r) = self.recorder() {
             r.cancelled();

@@ -77,6 +77,10 @@ pub(crate) struct WakeBatch {
     /// delivery cut short by a panic resumes, from `Drop`, after the last one
     /// taken and never reads an entry twice.
     done: usize,
+    /// Entries whose callback waiter is already in this thread's deliveries
+    /// (`done <= ... <= len` once `wake_all` started), so that none is pushed
+    /// twice.
+    pushed: usize,
 }
 
 impl WakeBatch {
@@ -85,6 +89,7 @@ impl WakeBatch {
             wakes: [const { MaybeUninit::uninit() }; CAPACITY],
             len: 0,
             done: 0,
+            pushed: 0,
         }
     }
 
@@ -107,6 +112,20 @@ impl WakeBatch {
             return;
         }
         let drainer = delivery::enter();
+        // Every callback waiter into this thread's deliveries first: a `Waker`
+        // woken below may finish one of them (a sibling completed by the same
+        // operation), which takes it out of the deliveries (`take_pending`)
+        // instead of waiting for a callback still to run on this thread.
+        for i in self.pushed.max(self.done)..self.len {
+            // SAFETY: `i` is in `done..len`: initialised, not yet taken.
+            if let Wake::Callback(waiter) = unsafe { self.wakes[i].assume_init_ref() } {
+                // SAFETY: the notifier (this thread) just unlinked it and left
+                // it NOTIFYING with its callback in place; pushed once
+                // (`pushed`).
+                unsafe { delivery::push(NonNull::from(&waiter.as_ref().node)) };
+            }
+        }
+        self.pushed = self.len;
         while self.done < self.len {
             let i = self.done;
             self.done += 1;
@@ -117,15 +136,13 @@ impl WakeBatch {
                 Wake::Waker(waker) => wake_waker(waker, rethrow),
                 // Cannot unwind (std's and loom's `unpark` do not panic).
                 Wake::Thread(thread) => thread.unpark(),
-                // SAFETY: the notifier (this thread) just unlinked it and left it
-                // NOTIFYING with its callback in place.
-                Wake::Callback(waiter) => unsafe {
-                    delivery::push(NonNull::from(&waiter.as_ref().node))
-                },
+                // In the deliveries already (above).
+                Wake::Callback(_) => {}
             }
         }
         self.len = 0;
         self.done = 0;
+        self.pushed = 0;
         if drainer {
             delivery::drain();
         }

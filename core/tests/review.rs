@@ -250,3 +250,146 @@ fn select_between_two_acquires_on_a_multi_thread_runtime_conserves_permits() {
         assert_eq!((i.total, i.held(), i.waiters.len()), (3, 0, 0));
     }
 }
+
+/// A task waker that, when woken, finishes a raw waiter of the same task (a
+/// binding's select between a Rust future and a raw request: the winner's
+/// wake cancels the other).
+struct FinishOnWake {
+    sem: &'static Semaphore,
+    other: *const volt_sem::Waiter,
+    outcome: Mutex<Option<volt_sem::Finish>>,
+}
+// SAFETY: `other` points to a pinned waiter that outlives the waker's use.
+unsafe impl Send for FinishOnWake {}
+// SAFETY: as above.
+unsafe impl Sync for FinishOnWake {}
+
+impl Wake for FinishOnWake {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+    fn wake_by_ref(self: &Arc<Self>) {
+        use volt_sem::raw::RawSemaphore;
+        // SAFETY: the waiter is pinned and queued on `sem` (or done).
+        let out = unsafe { self.sem.finish_raw(Pin::new_unchecked(&*self.other)) };
+        *self.outcome.lock().unwrap() = Some(out);
+    }
+}
+
+unsafe extern "C" fn count_call(ctx: *mut std::ffi::c_void) {
+    // SAFETY: `ctx` is the counter below, alive until the waiter is finished.
+    unsafe { &*(ctx as *const AtomicUsize) }.fetch_add(1, SeqCst);
+}
+
+#[test]
+fn a_waker_may_finish_a_raw_sibling_completed_by_the_same_release() {
+    use volt_sem::raw::RawSemaphore;
+    use volt_sem::{Finish, RawAcquire, Waiter};
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        static SEM: Semaphore = Semaphore::const_new(0);
+        let sem: &'static Semaphore = &SEM;
+        let raw = Box::pin(Waiter::new());
+        let calls = AtomicUsize::new(0);
+        let probe = Arc::new(FinishOnWake {
+            sem,
+            other: &*raw,
+            outcome: Mutex::new(None),
+        });
+        let waker = Waker::from(probe.clone());
+        let mut fut = Box::pin(sem.acquire(1)); // first in the queue
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        let ctx = &calls as *const AtomicUsize as *mut std::ffi::c_void;
+        // SAFETY: pinned; finished (by the waker) before it goes away.
+        let r = unsafe { sem.acquire_raw(raw.as_ref(), 1, count_call, ctx) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        sem.release(2).unwrap(); // completes both: the future's waker finishes the raw one
+        let out = probe.outcome.lock().unwrap().take();
+        assert_eq!(out, Some(Finish::Granted));
+        assert_eq!(
+            calls.load(SeqCst),
+            0,
+            "a sibling taken is never called back"
+        );
+        sem.release(1).unwrap(); // the raw waiter's permit, owned by the finisher
+        let permit = match fut.as_mut().poll(&mut Context::from_waker(&waker)) {
+            std::task::Poll::Ready(p) => p.unwrap(),
+            std::task::Poll::Pending => panic!("granted"),
+        };
+        drop(permit);
+        // SAFETY: finished above.
+        assert_eq!(unsafe { sem.finish_raw(raw.as_ref()) }, Finish::Idle);
+        tx.send(sem.available_permits()).unwrap();
+    });
+    let available = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("finish_raw of a sibling from inside a waker hung");
+    assert_eq!(available, 2);
+}
+
+/// A waker whose drop finishes a raw waiter (the last clone of a task's
+/// waker going away cancels the task's other request).
+struct FinishOnDrop {
+    sem: &'static Semaphore,
+    other: *const volt_sem::Waiter,
+    outcome: Arc<Mutex<Option<volt_sem::Finish>>>,
+}
+// SAFETY: as `FinishOnWake`.
+unsafe impl Send for FinishOnDrop {}
+// SAFETY: as above.
+unsafe impl Sync for FinishOnDrop {}
+
+impl Wake for FinishOnDrop {
+    fn wake(self: Arc<Self>) {}
+}
+
+impl Drop for FinishOnDrop {
+    fn drop(&mut self) {
+        use volt_sem::raw::RawSemaphore;
+        // SAFETY: the waiter is pinned and queued on `sem` (or done).
+        let out = unsafe { self.sem.finish_raw(Pin::new_unchecked(&*self.other)) };
+        *self.outcome.lock().unwrap() = Some(out);
+    }
+}
+
+#[test]
+fn a_waker_dropped_by_a_cancel_may_finish_the_waiter_the_cancel_completed() {
+    use volt_sem::raw::RawSemaphore;
+    use volt_sem::{Finish, RawAcquire, Waiter};
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        static SEM: Semaphore = Semaphore::const_new(0);
+        let sem: &'static Semaphore = &SEM;
+        let raw = Box::pin(Waiter::new());
+        let calls = AtomicUsize::new(0);
+        let outcome = Arc::new(Mutex::new(None));
+        let waker = Waker::from(Arc::new(FinishOnDrop {
+            sem,
+            other: &*raw,
+            outcome: outcome.clone(),
+        }));
+        let mut fut = Box::pin(sem.acquire(2)); // the head
+        assert!(fut
+            .as_mut()
+            .poll(&mut Context::from_waker(&waker))
+            .is_pending());
+        drop(waker); // the queued request holds the last clone
+        let ctx = &calls as *const AtomicUsize as *mut std::ffi::c_void;
+        // SAFETY: pinned; finished (by the waker's drop) before it goes away.
+        let r = unsafe { sem.acquire_raw(raw.as_ref(), 1, count_call, ctx) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        sem.release(1).unwrap(); // a partial grant to the head
+        drop(fut); // cancels: its permit completes the raw waiter, then its waker drops
+        assert_eq!(outcome.lock().unwrap().take(), Some(Finish::Granted));
+        assert!(calls.load(SeqCst) <= 1, "called back at most once");
+        sem.release(1).unwrap(); // the raw waiter's permit, owned by the finisher
+        tx.send(sem.available_permits()).unwrap();
+    });
+    let available = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("finish_raw from the drop of a cancelled future's waker hung");
+    assert_eq!(available, 1);
+}
