@@ -321,3 +321,51 @@ fn a_wait_future_dropped_inside_its_own_waker_is_not_freed_while_busy() {
     assert!(toy.queue.lock().unwrap().is_empty());
     drop(owned);
 }
+
+#[test]
+fn a_wait_future_may_be_repolled_with_a_new_waker_whose_old_one_completes_it_on_drop() {
+    // The old waker's last clone goes away when the future is polled with a
+    // new one (it moved to another task); dropping it drops what it owned,
+    // which may release the semaphore and so complete this very request.
+    struct CompleteOnDrop(&'static Toy);
+    // SAFETY: used on one thread only (a `Waker` must be `Send + Sync`).
+    unsafe impl Send for CompleteOnDrop {}
+    // SAFETY: as above.
+    unsafe impl Sync for CompleteOnDrop {}
+    impl std::task::Wake for CompleteOnDrop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    impl Drop for CompleteOnDrop {
+        fn drop(&mut self) {
+            self.0.complete(true);
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let owned = Box::new(Toy::new(Backend::Shared));
+        // SAFETY: `owned` outlives every use: the future is done before it
+        // is dropped at the end.
+        let toy: &'static Toy = unsafe { &*(&*owned as *const Toy) };
+        let old = Waker::from(std::sync::Arc::new(CompleteOnDrop(toy)));
+        let out = {
+            let mut fut = pin!(Wait::new(toy, 1));
+            assert!(fut
+                .as_mut()
+                .poll(&mut Context::from_waker(&old))
+                .is_pending());
+            drop(old); // the future holds the last clone
+            let new = Waker::noop();
+            loop {
+                if let Poll::Ready(out) = fut.as_mut().poll(&mut Context::from_waker(new)) {
+                    break out;
+                }
+            }
+        };
+        drop(owned);
+        tx.send(out).unwrap();
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("a Wait repolled with a new waker hung");
+    assert_eq!(out, Finish::Granted);
+}
