@@ -755,9 +755,19 @@ impl Semaphore {
     /// assert_eq!(sem.available_permits(), 3);
     /// ```
     pub fn add_permits(&self, n: usize) {
-        self.added(n);
+        // Counted first (an `inspect` meanwhile sees them as held, not lost);
+        // a count that cannot fit is never counted: `added` saturates, and
+        // taking back a saturated `n` would wipe the whole total.
+        let counted = n <= Self::MAX_PERMITS;
+        if counted {
+            self.added(n);
+        }
         if let Err(e) = self.release(n) {
-            self.forgotten(n);
+            if counted {
+                // Only what was not released: in the one race `release`
+                // documents, the permits already handed to waiters stay.
+                self.forgotten(e.unreleased());
+            }
             panic!(
                 "volt-sem: add_permits({n}) would exceed MAX_PERMITS ({}); {} permits not added",
                 Self::MAX_PERMITS,

@@ -87,7 +87,7 @@
 //!   [`Semaphore::acquire_blocking`]). Without it the crate depends on no
 //!   runtime, and acquires still yield once per 128 immediate grants.
 //! * `cache-padded`: pads each semaphore's permit word to its own cache line
-//!   (a `Semaphore` of 256 bytes instead of 32 on x86-64, and so every `Mutex`
+//!   (a `Semaphore` of 256 bytes instead of 56 on x86-64, and so every `Mutex`
 //!   and `RwLock`). It can pay for one semaphore contended by many cores; the
 //!   default suits many small locks.
 //!
@@ -131,7 +131,8 @@
 //!    waiter stays busy until the callback returns. Called from a callback on a
 //!    *sibling* waiter whose callback is still to run on this thread (the same
 //!    release completed both), it collects the sibling's outcome at once and the
-//!    sibling's callback is never called. A waiter dropped while busy aborts the
+//!    sibling's callback is never called; so does a `Waker` that the same
+//!    release wakes (or a cancel drops). A waiter dropped while busy aborts the
 //!    process (it would otherwise be a use-after-free).
 //! 6. [`Waiter::state`] may be read at any time, including inside the callback,
 //!    to see whether the request was granted or closed.

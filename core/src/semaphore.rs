@@ -23,7 +23,7 @@ const SHIFT: u32 = 2;
 /// With feature `cache-padded`, keeps the hot atomic word on its own cache line
 /// (two lines on x86-64, where the adjacent-line prefetcher pairs them), away
 /// from the queue lock that contended acquirers hammer. Off by default: it makes
-/// a `Semaphore` 256 bytes instead of 32 and paid only on the contended
+/// a `Semaphore` 256 bytes instead of 56 and paid only on the contended
 /// benchmarks (see `docs/benchmarks.md`, *Footprint*).
 #[cfg_attr(
     all(
@@ -884,13 +884,16 @@ impl Semaphore {
             };
             Some((returned, rem, served, notify))
         })?;
-        drop(notify); // a Waker's drop is user code: outside the lock
         wakes.wake_all(&mut rethrow);
         if !served {
             // A full wake batch interrupted it. Fails only if someone released
             // permits they never held and filled the counter meanwhile.
             let _ = self.hand_over(rem, &mut wakes, &mut rethrow);
         }
+        // A Waker's drop is user code: outside the lock, and after the
+        // hand-off delivered its wakes, since it may finish a waiter this
+        // cancel completed (whose callback is then no longer to run here).
+        drop(notify);
         rethrow.finish();
         if let Some(r) = self.recorder() {
             r.cancelled();

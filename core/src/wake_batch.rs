@@ -77,6 +77,10 @@ pub(crate) struct WakeBatch {
     /// delivery cut short by a panic resumes, from `Drop`, after the last one
     /// taken and never reads an entry twice.
     done: usize,
+    /// Entries whose callback waiter is already in this thread's deliveries
+    /// (`done <= ... <= len` once `wake_all` started), so that none is pushed
+    /// twice.
+    pushed: usize,
 }
 
 impl WakeBatch {
@@ -85,6 +89,7 @@ impl WakeBatch {
             wakes: [const { MaybeUninit::uninit() }; CAPACITY],
             len: 0,
             done: 0,
+            pushed: 0,
         }
     }
 
@@ -107,6 +112,20 @@ impl WakeBatch {
             return;
         }
         let drainer = delivery::enter();
+        // Every callback waiter into this thread's deliveries first: a `Waker`
+        // woken below may finish one of them (a sibling completed by the same
+        // operation), which takes it out of the deliveries (`take_pending`)
+        // instead of waiting for a callback still to run on this thread.
+        for i in self.pushed.max(self.done)..self.len {
+            // SAFETY: `i` is in `done..len`: initialised, not yet taken.
+            if let Wake::Callback(waiter) = unsafe { self.wakes[i].assume_init_ref() } {
+                // SAFETY: the notifier (this thread) just unlinked it and left
+                // it NOTIFYING with its callback in place; pushed once
+                // (`pushed`).
+                unsafe { delivery::push(NonNull::from(&waiter.as_ref().node)) };
+            }
+        }
+        self.pushed = self.len;
         while self.done < self.len {
             let i = self.done;
             self.done += 1;
@@ -114,30 +133,84 @@ impl WakeBatch {
             // `done` moved past it before the read, so it is read only once.
             let wake = unsafe { self.wakes[i].assume_init_read() };
             match wake {
-                Wake::Waker(waker) => {
-                    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
-                        // Keep the first; a later payload is dropped (its own drop
-                        // cannot be allowed to unwind here either).
-                        if rethrow.0.is_none() {
-                            rethrow.0 = Some(payload);
-                        } else {
-                            let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(payload)));
-                        }
-                    }
-                }
+                Wake::Waker(waker) => wake_waker(waker, rethrow),
                 // Cannot unwind (std's and loom's `unpark` do not panic).
                 Wake::Thread(thread) => thread.unpark(),
-                // SAFETY: the notifier (this thread) just unlinked it and left it
-                // NOTIFYING with its callback in place.
-                Wake::Callback(waiter) => unsafe {
-                    delivery::push(NonNull::from(&waiter.as_ref().node))
-                },
+                // In the deliveries already (above).
+                Wake::Callback(_) => {}
             }
         }
         self.len = 0;
         self.done = 0;
+        self.pushed = 0;
         if drainer {
             delivery::drain();
+        }
+    }
+}
+
+/// A `Waker` is user code, and may re-enter the semaphore: drop the future it
+/// wakes (handing its grant on), or poll it inline and release. The wakes
+/// such a nested operation collects are not run inside the running `Waker`
+/// but queued here and run by the `wake_all` below on the stack, after it
+/// returned, oldest first: as callbacks never nest (the trampoline), a chain
+/// of any length of wakers that each release to the next uses bounded stack.
+/// The queue allocates only for such nested wakes.
+#[cfg(not(volt_loom))]
+struct Nested {
+    /// A `wake_all` of this thread is running a `Waker` now.
+    waking: bool,
+    deferred: std::collections::VecDeque<Waker>,
+}
+
+#[cfg(not(volt_loom))]
+std::thread_local! {
+    static NESTED: core::cell::RefCell<Nested> = const {
+        core::cell::RefCell::new(Nested { waking: false, deferred: std::collections::VecDeque::new() })
+    };
+}
+
+/// Wakes `waker` (see [`Nested`]), keeping a panic in `rethrow`.
+fn wake_waker(waker: Waker, rethrow: &mut Rethrow) {
+    #[cfg(not(volt_loom))]
+    {
+        let mut waker = Some(waker);
+        // During thread-local destruction there is no queue: wake at once.
+        let _ = NESTED.try_with(|n| {
+            let mut n = n.borrow_mut();
+            if n.waking {
+                n.deferred.extend(waker.take());
+            } else {
+                n.waking = true;
+            }
+        });
+        let Some(first) = waker else { return };
+        let mut next = Some(first);
+        while let Some(waker) = next {
+            wake_one(waker, rethrow);
+            next = NESTED
+                .try_with(|n| {
+                    let mut n = n.borrow_mut();
+                    let next = n.deferred.pop_front();
+                    n.waking = next.is_some();
+                    next
+                })
+                .ok()
+                .flatten();
+        }
+    }
+    #[cfg(volt_loom)]
+    wake_one(waker, rethrow);
+}
+
+fn wake_one(waker: Waker, rethrow: &mut Rethrow) {
+    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| waker.wake())) {
+        // Keep the first; a later payload is dropped (its own drop
+        // cannot be allowed to unwind here either).
+        if rethrow.0.is_none() {
+            rethrow.0 = Some(payload);
+        } else {
+            let _ = panic::catch_unwind(AssertUnwindSafe(|| drop(payload)));
         }
     }
 }

@@ -95,3 +95,27 @@ fn sizes() {
         size_of::<AcquireOwned>()
     );
 }
+
+/// The crate docs, the feature's comment in Cargo.toml and `CachePadded`'s
+/// doc state the size of a `Semaphore` with and without `cache-padded` on
+/// x86-64: they must state the real one.
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn the_documented_semaphore_sizes_are_the_real_ones() {
+    let (padded, unpadded) = if cfg!(feature = "cache-padded") {
+        (size_of::<Semaphore>(), None)
+    } else {
+        (256, Some(size_of::<Semaphore>()))
+    };
+    for (file, text) in [
+        ("core/src/lib.rs", include_str!("../src/lib.rs")),
+        ("core/src/semaphore.rs", include_str!("../src/semaphore.rs")),
+        ("core/Cargo.toml", include_str!("../Cargo.toml")),
+    ] {
+        let claim = match unpadded {
+            Some(unpadded) => format!("{padded} bytes instead of {unpadded}"),
+            None => format!("{padded} bytes instead of"),
+        };
+        assert!(text.contains(&claim), "{file} does not say \"{claim}\"");
+    }
+}

@@ -54,6 +54,23 @@ fn add_permits_beyond_the_maximum_panics_and_adds_nothing() {
     assert_eq!(err.unreleased(), Semaphore::MAX_PERMITS);
 }
 
+#[test]
+fn a_refused_add_permits_leaves_the_nominal_total_as_it_was() {
+    let sem = Semaphore::new(10);
+    let held = sem.try_acquire(4).unwrap();
+    for n in [Semaphore::MAX_PERMITS, usize::MAX] {
+        let msg = panic_message(std::panic::catch_unwind(|| sem.add_permits(n)));
+        assert!(msg.contains("exceed MAX_PERMITS"), "{msg}");
+        let i = sem.inspect();
+        assert_eq!(
+            (i.total, i.available, i.held()),
+            (10, 6, 4),
+            "after add_permits({n})"
+        );
+    }
+    drop(held);
+}
+
 #[cfg(feature = "tokio")]
 mod with_tokio {
     use super::*;

@@ -47,6 +47,7 @@
 
 use core::cell::RefCell;
 use core::ptr::{self, NonNull};
+use core::task::Waker;
 
 use super::node::{Backend, Links, Node, Notify};
 use super::phase;
@@ -151,6 +152,39 @@ loom::thread_local! {
         RefCell::new(Delivery { draining: false, current: ptr::null(), pending: Fifo::new() });
 }
 
+// The task to wake once the running callback's node is final (see
+// `wake_after_callback`). Apart from `DELIVERY`, which must stay free of
+// `Drop`; at most one, since callbacks never nest.
+#[cfg(not(volt_loom))]
+std::thread_local! {
+    static AFTER: core::cell::Cell<Option<Waker>> = const { core::cell::Cell::new(None) };
+}
+
+#[cfg(volt_loom)]
+loom::thread_local! {
+    static AFTER: core::cell::Cell<Option<Waker>> = core::cell::Cell::new(None);
+}
+
+/// Wakes `waker` once the callback running on this thread has returned and
+/// its node's final phase is stored, or at once outside a callback. For a
+/// callback that wakes a task: the task's waker may drop the future the node
+/// lives in (a `select` cancelling its loser, an executor polling inline),
+/// which must not happen while the node is still being delivered.
+pub(crate) fn wake_after_callback(waker: Waker) {
+    let in_callback = DELIVERY
+        .try_with(|d| !d.borrow().current.is_null())
+        .unwrap_or(false);
+    let mut waker = Some(waker);
+    if in_callback {
+        // A previous one (the callback woke twice) is woken now: the node is
+        // still busy, but the same holds for the first call's task.
+        let _ = AFTER.try_with(|a| waker = a.replace(waker.take()));
+    }
+    if let Some(waker) = waker {
+        waker.wake();
+    }
+}
+
 /// Whether this thread is running `node`'s wake callback now.
 pub(crate) fn in_own_callback(node: &Node) -> bool {
     DELIVERY
@@ -245,6 +279,16 @@ pub fn drain() {
             _ => phase::IDLE,
         };
         n.set_phase(last, Ordering::Release);
+        if let Some(waker) = AFTER.try_with(|a| a.take()).ok().flatten() {
+            // The node is final: the task may now drop its future. A panic
+            // here would leave this thread's deliveries half done (and
+            // aborted before, escaping the `extern "C"` callback): abort.
+            let woken = std::panic::catch_unwind(core::panic::AssertUnwindSafe(|| waker.wake()));
+            if woken.is_err() {
+                eprintln!("volt-sem: a Waker panicked while woken by a wake callback; aborting");
+                std::process::abort();
+            }
+        }
     }
     DELIVERY.with(|d| d.borrow_mut().draining = false);
 }

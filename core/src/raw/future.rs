@@ -118,11 +118,20 @@ impl<'a, Q: RawWait> Wait<'a, Q> {
         self.state == State::Queued
     }
 
+    /// A `Waker`'s `clone` and `drop` are user code, which may complete this
+    /// very request (dropping the old waker drops what it owned, a permit
+    /// say) and so run [`wake_task`] on this thread, which takes the slot's
+    /// lock: neither runs under it.
     fn set_waker(&self, waker: &Waker) {
-        let mut slot = lock(&self.waker);
-        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = Some(waker.clone());
+        if lock(&self.waker)
+            .as_ref()
+            .is_some_and(|w| w.will_wake(waker))
+        {
+            return;
         }
+        let new = waker.clone();
+        let old = lock(&self.waker).replace(new);
+        drop(old);
     }
 }
 
@@ -134,7 +143,9 @@ unsafe extern "C" fn wake_task(ctx: *mut c_void) {
     let slot = unsafe { &*(ctx as *const Mutex<Option<Waker>>) };
     let waker = lock(slot).take();
     if let Some(waker) = waker {
-        waker.wake();
+        // Not here: the task's waker may drop this very future, whose node
+        // the trampoline still uses until this callback returned.
+        super::delivery::wake_after_callback(waker);
     }
 }
 

@@ -291,3 +291,81 @@ fn the_wait_future_holds_its_waiter_and_cancels_on_drop() {
     let mut zero = pin!(Wait::new(&toy, 0));
     assert_eq!(zero.as_mut().poll(&mut cx), Poll::Ready(Finish::Granted));
 }
+
+#[test]
+fn a_wait_future_dropped_inside_its_own_waker_is_not_freed_while_busy() {
+    // The task's waker drops the future it wakes (a `select` that cancels
+    // the loser from inside `wake`, an executor that polls and drops inline).
+    std::thread_local! {
+        static FUT: RefCell<Option<Pin<Box<Wait<'static, Toy>>>>> = const { RefCell::new(None) };
+    }
+    struct DropTheFuture;
+    impl std::task::Wake for DropTheFuture {
+        fn wake(self: std::sync::Arc<Self>) {
+            drop(FUT.with(|f| f.borrow_mut().take()));
+        }
+    }
+    let owned = Box::new(Toy::new(Backend::Shared));
+    // SAFETY: `owned` outlives every use: the future (the only other borrower)
+    // is gone, as asserted, before it is dropped at the end.
+    let toy: &'static Toy = unsafe { &*(&*owned as *const Toy) };
+    let waker = Waker::from(std::sync::Arc::new(DropTheFuture));
+    let mut fut = Box::pin(Wait::new(toy, 1));
+    assert!(fut
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    FUT.with(|f| *f.borrow_mut() = Some(fut));
+    toy.complete(true); // the callback wakes the task, whose waker drops the future
+    assert!(FUT.with(|f| f.borrow().is_none()), "the waker ran");
+    assert!(toy.queue.lock().unwrap().is_empty());
+    drop(owned);
+}
+
+#[test]
+fn a_wait_future_may_be_repolled_with_a_new_waker_whose_old_one_completes_it_on_drop() {
+    // The old waker's last clone goes away when the future is polled with a
+    // new one (it moved to another task); dropping it drops what it owned,
+    // which may release the semaphore and so complete this very request.
+    struct CompleteOnDrop(&'static Toy);
+    // SAFETY: used on one thread only (a `Waker` must be `Send + Sync`).
+    unsafe impl Send for CompleteOnDrop {}
+    // SAFETY: as above.
+    unsafe impl Sync for CompleteOnDrop {}
+    impl std::task::Wake for CompleteOnDrop {
+        fn wake(self: std::sync::Arc<Self>) {}
+    }
+    impl Drop for CompleteOnDrop {
+        fn drop(&mut self) {
+            self.0.complete(true);
+        }
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let owned = Box::new(Toy::new(Backend::Shared));
+        // SAFETY: `owned` outlives every use: the future is done before it
+        // is dropped at the end.
+        let toy: &'static Toy = unsafe { &*(&*owned as *const Toy) };
+        let old = Waker::from(std::sync::Arc::new(CompleteOnDrop(toy)));
+        let out = {
+            let mut fut = pin!(Wait::new(toy, 1));
+            assert!(fut
+                .as_mut()
+                .poll(&mut Context::from_waker(&old))
+                .is_pending());
+            drop(old); // the future holds the last clone
+            let new = Waker::noop();
+            loop {
+                if let Poll::Ready(out) = fut.as_mut().poll(&mut Context::from_waker(new)) {
+                    break out;
+                }
+            }
+        };
+        drop(owned);
+        tx.send(out).unwrap();
+    });
+    let out = rx
+        .recv_timeout(std::time::Duration::from_secs(10))
+        .expect("a Wait repolled with a new waker hung");
+    assert_eq!(out, Finish::Granted);
+}
