@@ -1207,8 +1207,10 @@ impl Attachment {
                             break;
                         }
                     }
+                    // On to the sweep and the wait (no `continue`): a poll
+                    // period shorter than one turn of this loop would
+                    // otherwise starve the sweep for dead processes.
                     last_poll = Instant::now();
-                    continue;
                 }
             }
             if last_sweep.elapsed() >= SWEEP_PERIOD {
@@ -1224,7 +1226,8 @@ impl Attachment {
             }
             let mut wait = SWEEP_PERIOD.saturating_sub(last_sweep.elapsed());
             if let Some(d) = deadline {
-                wait = wait.min(d - now);
+                // Read again: a poll above may have taken a while.
+                wait = wait.min(d.saturating_duration_since(Instant::now()));
             }
             if let Some((every, _)) = &poll {
                 wait = wait.min(every.saturating_sub(last_poll.elapsed()));

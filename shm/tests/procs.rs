@@ -340,6 +340,42 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
     assert_eq!(assert_conserved(&sem).available, 2);
 }
 
+/// A blocking acquire that checks for interruption very often (a binding
+/// polling for signals; `Duration::ZERO`: every turn) is still a queued
+/// request whose thread must sweep for dead processes every
+/// `SWEEP_PERIOD_MS` (crate docs, *Liveness* (c)). Before the fix the poll
+/// branch restarted the loop every time, so the sweep never ran: a holder
+/// killed with `SIGKILL` was never reclaimed (nobody else touches the
+/// semaphore) and the waiter spun until its check gave up.
+#[test]
+fn an_interruptible_acquire_with_a_tiny_poll_still_sweeps_for_dead_holders() {
+    let name = Name::new("xpollsweep");
+    let sem = open(&name, 1);
+    let mut h = Child::spawn(&name, 1, "acquire", &acquire_env(1, u64::MAX));
+    h.expect("got", Duration::from_secs(5));
+    let s2 = sem.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        // Gives up after 30 s: the test then fails instead of hanging.
+        s2.acquire_blocking_interruptible(1, None, Duration::ZERO, || {
+            t.elapsed() > Duration::from_secs(30)
+        })
+        .map(|p| p.map(|p| p.forget()).is_some())
+    });
+    wait_queued(&sem, 1);
+    h.kill9();
+    // Nothing else runs a sweep until the waiter returns.
+    assert_eq!(
+        waiter.join().unwrap(),
+        Ok(true),
+        "the dead holder's permit never reached the waiter"
+    );
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.live, c.queued), (1, 1, 0));
+    sem.release(1).unwrap();
+    assert_eq!(assert_conserved(&sem).available, 1);
+}
+
 #[test]
 fn kill9_queued_waiter_hands_its_partial_grant_on() {
     let name = Name::new("xwaiter");
