@@ -653,7 +653,10 @@ pub(crate) fn open(
         // (Dropping `map` closes its fd, which releases its init lock.)
         drop(map);
         if let Some(t) = resize_to.filter(|&t| att.total() != t) {
-            att.set_total(t)?;
+            // Bounded like the other lock waits of `open` (a process stopped
+            // inside the lock: TimedOut, nothing changed).
+            att.inner
+                .locked_until(Some(deadline), |l| ((), l.set_total(t)))?;
         }
         return Ok(att);
     }

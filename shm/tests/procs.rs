@@ -573,6 +573,45 @@ fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
     sem.release(2).unwrap();
 }
 
+/// `open` waits at most 5 s in all for the segment lock (crate docs, *Trust
+/// boundary*), also when this process is attached to the name already and
+/// the open asks for `resize` to another total: before the fix that path
+/// changed the total with an unbounded lock wait, so a process stopped
+/// inside the lock stalled the open until it continued or died.
+#[test]
+fn an_open_with_resize_of_an_attached_name_gives_up_when_the_lock_holder_stops() {
+    let name = Name::new("xresizestall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let n2 = name.0.clone();
+    let opener = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = SharedSemaphore::open(&n2, 3, OpenOptions::new().resize(true))
+            .map(|s| s.total_permits());
+        (r, t.elapsed())
+    });
+    let t = Instant::now();
+    while !opener.is_finished() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stalled = !opener.is_finished();
+    s.kill9(); // unblocks the opener if it is stuck
+    let (r, took) = opener.join().unwrap();
+    eprintln!("open(resize) of an attached name, lock holder stopped: {r:?} after {took:?}");
+    assert!(!stalled, "the open waited for a stopped lock holder");
+    assert_eq!(r, Err(Error::TimedOut));
+    // Refused: nothing changed. The death inside the lock is repaired.
+    assert_eq!(sem.total_permits(), 2);
+    sem.acquire_timeout(2, Duration::from_secs(10))
+        .unwrap()
+        .forget();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.queued, c.total), (2, 0, 2));
+    sem.release(2).unwrap();
+}
+
 /// Issue 26, item 11, the other half: a timed acquire already queued when a
 /// process stops inside the lock must still give up on time. It cannot take
 /// its request out of the queue without the lock, so it leaves that to its
