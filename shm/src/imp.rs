@@ -7,7 +7,7 @@ use core::pin::Pin;
 use core::ptr::{self, NonNull};
 use core::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicUsize, Ordering::*};
 use std::panic::AssertUnwindSafe;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -517,12 +517,19 @@ impl Drop for Attachment {
 
 type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
 
-/// The registry of the attachments of one process (one fork generation):
-/// `open` holds its lock throughout, so that the threads of the process
-/// attach one record per name.
+/// The registry of the attachments of one process (one fork generation).
+/// `open` claims its name in `opening` for its whole run, so that the threads
+/// of the process attach one record per name; the opens of other names run
+/// meanwhile (an open of one name may wait up to `OPEN_WAIT` for a held init
+/// lock: the others must not queue behind it). `list` is locked only to look
+/// an attachment up or add one.
 struct Reg {
     gen: u64,
     list: Mutex<Registry>,
+    /// The names an `open` of this process is running for.
+    opening: Mutex<Vec<String>>,
+    /// Notified when a name leaves `opening`.
+    opened: Condvar,
     /// The registry this one replaced (the parent's), kept reachable so that
     /// leak checkers (valgrind, LeakSanitizer) do not report it in children.
     _replaced: *const Reg,
@@ -536,29 +543,70 @@ struct Reg {
 static REGISTRY: AtomicPtr<Reg> = AtomicPtr::new(ptr::null_mut());
 
 /// The registry of fork generation `gen` (`FORK_GEN` now).
-fn registry(gen: u64) -> &'static Mutex<Registry> {
+fn registry(gen: u64) -> &'static Reg {
     loop {
         let cur = REGISTRY.load(Acquire);
         // SAFETY: non-null only once set from a leaked `Box`, never freed.
         if let Some(reg) = unsafe { cur.as_ref() } {
             if reg.gen == gen {
-                return &reg.list;
+                return reg;
             }
         }
         let fresh = Box::into_raw(Box::new(Reg {
             gen,
             list: Mutex::new(Vec::new()),
+            opening: Mutex::new(Vec::new()),
+            opened: Condvar::new(),
             _replaced: cur,
         }));
         // AcqRel: publishes the fresh registry; reads a racing one's.
         match REGISTRY.compare_exchange(cur, fresh, AcqRel, Acquire) {
             // The one replaced (the parent's, in a forked child) is leaked:
-            // its lock may be held for ever.
+            // its locks may be held for ever.
             // SAFETY: leaked from here on, never freed.
-            Ok(_) => return unsafe { &(*fresh).list },
+            Ok(_) => return unsafe { &*fresh },
             // SAFETY: `fresh` was never shared.
             Err(_) => drop(unsafe { Box::from_raw(fresh) }),
         }
+    }
+}
+
+/// A name claimed in `Reg::opening` for the run of one `open`; given back
+/// (and the waiting opens of the name woken) when dropped.
+struct Claim<'a> {
+    reg: &'a Reg,
+    name: &'a str,
+}
+
+impl<'a> Claim<'a> {
+    /// Claims `name`, waiting until `deadline` at most (then
+    /// `Error::TimedOut`) for another thread's `open` of it to end.
+    fn new(reg: &'a Reg, name: &'a str, deadline: Instant) -> Result<Self, Error> {
+        let mut opening = reg.opening.lock().unwrap_or_else(|e| e.into_inner());
+        while opening.iter().any(|n| n == name) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::TimedOut);
+            }
+            opening = reg
+                .opened
+                .wait_timeout(opening, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+        opening.push(name.to_owned());
+        Ok(Claim { reg, name })
+    }
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut opening = self.reg.opening.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = opening.iter().position(|n| n == self.name) {
+            opening.swap_remove(i);
+        }
+        drop(opening);
+        self.reg.opened.notify_all();
     }
 }
 
@@ -573,9 +621,11 @@ pub(crate) fn open(
 ) -> Result<Arc<Attachment>, Error> {
     watch_forks();
     let gen = FORK_GEN.load(Relaxed);
-    let mut reg = registry(gen).lock().unwrap_or_else(|e| e.into_inner());
-    reg.retain(|(_, _, w)| w.strong_count() > 0);
     let deadline = Instant::now() + OPEN_WAIT;
+    let reg = registry(gen);
+    // Another thread of this process opening the same name counts against
+    // this open's bound, as the init and segment locks do.
+    let _claim = Claim::new(reg, name, deadline)?;
     // `total`: the one asked for (`None` for `attach`, which takes the
     // segment's own and never resizes).
     let (map, _created) = sys::open_segment(
@@ -589,18 +639,24 @@ pub(crate) fn open(
     )?;
     let resize_to = total.filter(|_| resize);
     let pid = sys::pid();
-    if let Some(att) = reg
-        .iter()
-        .filter(|(di, p, _)| *di == map.dev_ino && *p == pid)
-        .filter(|(_, _, w)| w.upgrade().is_some_and(|a| a.inner.gen == gen))
-        .find_map(|(_, _, w)| w.upgrade())
-    {
+    let found = {
+        let mut list = reg.list.lock().unwrap_or_else(|e| e.into_inner());
+        list.retain(|(_, _, w)| w.strong_count() > 0);
+        list.iter()
+            .filter(|(di, p, _)| *di == map.dev_ino && *p == pid)
+            .filter(|(_, _, w)| w.upgrade().is_some_and(|a| a.inner.gen == gen))
+            .find_map(|(_, _, w)| w.upgrade())
+    };
+    if let Some(att) = found {
         // Already attached in this process: one record, one doorbell thread,
         // and the record's label (the first one wins).
         // (Dropping `map` closes its fd, which releases its init lock.)
         drop(map);
         if let Some(t) = resize_to.filter(|&t| att.total() != t) {
-            att.set_total(t)?;
+            // Bounded like the other lock waits of `open` (a process stopped
+            // inside the lock: TimedOut, nothing changed).
+            att.inner
+                .locked_until(Some(deadline), |l| ((), l.set_total(t)))?;
         }
         return Ok(att);
     }
@@ -663,7 +719,11 @@ pub(crate) fn open(
         inner,
         doorbell: Mutex::new(None),
     });
-    reg.push((att.inner.map.dev_ino, pid, Arc::downgrade(&att)));
+    reg.list.lock().unwrap_or_else(|e| e.into_inner()).push((
+        att.inner.map.dev_ino,
+        pid,
+        Arc::downgrade(&att),
+    ));
     Ok(att)
 }
 
@@ -1150,8 +1210,10 @@ impl Attachment {
                             break;
                         }
                     }
+                    // On to the sweep and the wait (no `continue`): a poll
+                    // period shorter than one turn of this loop would
+                    // otherwise starve the sweep for dead processes.
                     last_poll = Instant::now();
-                    continue;
                 }
             }
             if last_sweep.elapsed() >= SWEEP_PERIOD {
@@ -1167,7 +1229,8 @@ impl Attachment {
             }
             let mut wait = SWEEP_PERIOD.saturating_sub(last_sweep.elapsed());
             if let Some(d) = deadline {
-                wait = wait.min(d - now);
+                // Read again: a poll above may have taken a while.
+                wait = wait.min(d.saturating_duration_since(Instant::now()));
             }
             if let Some((every, _)) = &poll {
                 wait = wait.min(every.saturating_sub(last_poll.elapsed()));

@@ -296,6 +296,59 @@ fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
     s.release(2).unwrap();
 }
 
+/// An `open` stuck on one name's held init lock (up to its 5 s bound) must
+/// not hold up the `open`s of this process's other threads: an `open` of
+/// another, free name returns while the stuck one still waits, and a second
+/// `open` of the stuck name gives up within its own bound ("open waits at
+/// most 5 s in all"), not after the first one's.
+#[test]
+fn an_open_stuck_on_one_name_does_not_hold_up_other_opens() {
+    use std::os::fd::AsRawFd;
+    let stuck = Name::new("stuck");
+    let free = Name::new("free");
+    drop(open(&stuck, 2));
+    let f = std::fs::File::open(stuck.path()).unwrap();
+    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = libc::F_RDLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
+        0
+    );
+    let spawn_opener = |n: String| {
+        std::thread::spawn(move || {
+            let t = Instant::now();
+            let r = SharedSemaphore::open(&n, 2, OpenOptions::new()).map(|_| ());
+            (r, t.elapsed())
+        })
+    };
+    let first = spawn_opener(stuck.0.clone());
+    // Let it reach the init lock (if it has not, the test proves less, never
+    // fails wrongly).
+    std::thread::sleep(Duration::from_millis(300));
+    let second = spawn_opener(stuck.0.clone());
+    std::thread::sleep(Duration::from_millis(100));
+    let other = SharedSemaphore::open(&free, 2, OpenOptions::new());
+    let first_done = first.is_finished();
+    let (r1, took1) = first.join().unwrap();
+    let (r2, took2) = second.join().unwrap();
+    drop(f);
+    eprintln!("stuck opens: {r1:?} after {took1:?}, {r2:?} after {took2:?}");
+    assert!(other.is_ok(), "{other:?}");
+    assert!(
+        !first_done,
+        "the open of a free name waited for an open stuck on another name"
+    );
+    assert_eq!((r1, r2), (Err(Error::TimedOut), Err(Error::TimedOut)));
+    // Generous (the bound is 5 s): before the fix the second one waited for
+    // the first one's 5 s, then 5 s of its own.
+    assert!(took2 < Duration::from_secs(8), "{took2:?}");
+}
+
 #[test]
 fn try_acquire_release_and_bad_counts() {
     let name = Name::new("basic");

@@ -340,6 +340,42 @@ fn kill9_holder_permits_reach_waiter_within_bound() {
     assert_eq!(assert_conserved(&sem).available, 2);
 }
 
+/// A blocking acquire that checks for interruption very often (a binding
+/// polling for signals; `Duration::ZERO`: every turn) is still a queued
+/// request whose thread must sweep for dead processes every
+/// `SWEEP_PERIOD_MS` (crate docs, *Liveness* (c)). Before the fix the poll
+/// branch restarted the loop every time, so the sweep never ran: a holder
+/// killed with `SIGKILL` was never reclaimed (nobody else touches the
+/// semaphore) and the waiter spun until its check gave up.
+#[test]
+fn an_interruptible_acquire_with_a_tiny_poll_still_sweeps_for_dead_holders() {
+    let name = Name::new("xpollsweep");
+    let sem = open(&name, 1);
+    let mut h = Child::spawn(&name, 1, "acquire", &acquire_env(1, u64::MAX));
+    h.expect("got", Duration::from_secs(5));
+    let s2 = sem.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        // Gives up after 30 s: the test then fails instead of hanging.
+        s2.acquire_blocking_interruptible(1, None, Duration::ZERO, || {
+            t.elapsed() > Duration::from_secs(30)
+        })
+        .map(|p| p.map(|p| p.forget()).is_some())
+    });
+    wait_queued(&sem, 1);
+    h.kill9();
+    // Nothing else runs a sweep until the waiter returns.
+    assert_eq!(
+        waiter.join().unwrap(),
+        Ok(true),
+        "the dead holder's permit never reached the waiter"
+    );
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.live, c.queued), (1, 1, 0));
+    sem.release(1).unwrap();
+    assert_eq!(assert_conserved(&sem).available, 1);
+}
+
 #[test]
 fn kill9_queued_waiter_hands_its_partial_grant_on() {
     let name = Name::new("xwaiter");
@@ -534,6 +570,45 @@ fn a_process_stopped_inside_the_lock_does_not_stall_try_and_timed_acquires() {
         .forget();
     let c = assert_conserved(&sem);
     assert_eq!((c.held, c.queued), (2, 0));
+    sem.release(2).unwrap();
+}
+
+/// `open` waits at most 5 s in all for the segment lock (crate docs, *Trust
+/// boundary*), also when this process is attached to the name already and
+/// the open asks for `resize` to another total: before the fix that path
+/// changed the total with an unbounded lock wait, so a process stopped
+/// inside the lock stalled the open until it continued or died.
+#[test]
+fn an_open_with_resize_of_an_attached_name_gives_up_when_the_lock_holder_stops() {
+    let name = Name::new("xresizestall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let n2 = name.0.clone();
+    let opener = std::thread::spawn(move || {
+        let t = Instant::now();
+        let r = SharedSemaphore::open(&n2, 3, OpenOptions::new().resize(true))
+            .map(|s| s.total_permits());
+        (r, t.elapsed())
+    });
+    let t = Instant::now();
+    while !opener.is_finished() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stalled = !opener.is_finished();
+    s.kill9(); // unblocks the opener if it is stuck
+    let (r, took) = opener.join().unwrap();
+    eprintln!("open(resize) of an attached name, lock holder stopped: {r:?} after {took:?}");
+    assert!(!stalled, "the open waited for a stopped lock holder");
+    assert_eq!(r, Err(Error::TimedOut));
+    // Refused: nothing changed. The death inside the lock is repaired.
+    assert_eq!(sem.total_permits(), 2);
+    sem.acquire_timeout(2, Duration::from_secs(10))
+        .unwrap()
+        .forget();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.held, c.queued, c.total), (2, 0, 2));
     sem.release(2).unwrap();
 }
 
