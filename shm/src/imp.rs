@@ -956,9 +956,18 @@ impl Attachment {
         }
     }
 
-    /// Records a grant that needed no call of the attachment (`n == 0`).
-    pub(crate) fn granted_at_once(&self, n: u64) {
-        self.inner.granted(n);
+    /// A request for 0 permits: granted at once (and recorded) unless the
+    /// handle is a fork child's copy (`Forked`, as every call on it) or the
+    /// semaphore is closed.
+    pub(crate) fn zero_permits(&self) -> Result<(), Error> {
+        if self.inner.forked() {
+            return Err(Error::Forked);
+        }
+        if self.is_closed() {
+            return Err(Error::Closed);
+        }
+        self.inner.granted(0);
+        Ok(())
     }
 
     /// See `SharedSemaphore::enable_stats`.
@@ -1002,13 +1011,13 @@ impl Attachment {
     }
 
     pub(crate) fn release(&self, n: u64) -> Result<(), Error> {
+        if self.inner.forked() {
+            return Err(Error::Forked);
+        }
         if n == 0 {
             return Ok(());
         }
         let me = self.inner.me;
-        if self.inner.forked() {
-            return Err(Error::Forked);
-        }
         match if crate::hooks::release_must_lock() {
             Fast::Slow
         } else {
@@ -1113,12 +1122,7 @@ impl Attachment {
             return Err(Error::TooManyPermits);
         }
         if n == 0 {
-            return if self.is_closed() {
-                Err(Error::Closed)
-            } else {
-                inner.granted(0);
-                Ok(true)
-            };
+            return self.zero_permits().map(|()| true);
         }
         if inner.forked() {
             return Err(Error::Forked);
@@ -1359,12 +1363,7 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
             return Err(Error::TooManyPermits);
         }
         if n == 0 {
-            return if att.is_closed() {
-                Err(Error::Closed)
-            } else {
-                inner.granted(0);
-                Ok(RawAcquire::Ready)
-            };
+            return att.zero_permits().map(|()| RawAcquire::Ready);
         }
         if inner.forked() {
             return Err(Error::Forked);

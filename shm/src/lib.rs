@@ -974,12 +974,7 @@ impl SharedSemaphore {
     /// [`Error::NoPermits`] (another process is stopped inside the lock).
     pub fn try_acquire(&self, n: usize) -> Result<Permit<'_>, Error> {
         if n == 0 {
-            return if self.is_closed() {
-                Err(Error::Closed)
-            } else {
-                self.att.granted_at_once(0);
-                Ok(Permit::new(self, 0))
-            };
+            return self.att.zero_permits().map(|()| Permit::new(self, 0));
         }
         self.att.try_acquire(n as u64)?;
         Ok(Permit::new(self, n))

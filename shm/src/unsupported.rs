@@ -71,7 +71,7 @@ impl Attachment {
     pub(crate) fn pid(&self) -> u32 {
         match *self {}
     }
-    pub(crate) fn granted_at_once(&self, _n: u64) {
+    pub(crate) fn zero_permits(&self) -> Result<(), Error> {
         match *self {}
     }
     pub(crate) fn enable_stats(&self) {

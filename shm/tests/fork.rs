@@ -32,6 +32,13 @@ fn handles_do_not_cross_fork() {
             {
                 return 2;
             }
+            // Zero permits too: every call on an inherited handle.
+            if sem.try_acquire(0).err() != Some(Error::Forked)
+                || sem.release(0) != Err(Error::Forked)
+                || sem.acquire_blocking(0).err() != Some(Error::Forked)
+            {
+                return 6;
+            }
             drop(sem); // must not detach the parent's record
             let own = match SharedSemaphore::open(&name, 2, OpenOptions::new().attach_only()) {
                 Ok(s) => s,
