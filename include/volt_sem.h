@@ -191,7 +191,11 @@
  *     child holding nothing, even when the parent's doorbell thread was
  *     delivering its grant (its callback is never called in the child; the
  *     grant is the parent's), and VOLT_IDLE if that callback had collected
- *     it. (After a fork made from inside a wake callback, as under FORK.)
+ *     it. (After a fork made from inside a wake callback, as under FORK;
+ *     the child's one thread is then its copy of the doorbell thread: once
+ *     it has delivered that batch it ends, and the child with it, as by
+ *     exit(0), unless a callback exec()ed or _exit()ed first. It never
+ *     delivers a later grant there: those are the parent's.)
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
