@@ -309,7 +309,12 @@
  *     connections, in the parent's session); volt_sem_free() of it in the
  *     child does nothing, and neither does its exit() (the exit handler
  *     that ends the sessions still open skips those of another process).
- *     Connect again in the child, after fork().
+ *     Connect again in the child, after fork(). After a fork made from
+ *     inside a wake callback on the handle's door or agent thread, the
+ *     child's one thread is its copy of that thread: once it has delivered
+ *     that batch it ends, and the child with it, as by exit(0), unless a
+ *     callback exec()ed or _exit()ed first; it never uses the parent's
+ *     connections nor calls back the parent's later grants there.
  *   - Error details: the status says what failed; volt_last_error_message()
  *     gives the details of the call made just before on the calling thread
  *     (e.g. why the connection failed), or "" (every other call forgets the
