@@ -1178,6 +1178,56 @@ static void test_lease_watch_in_a_forked_child(void) {
     volt_sem_free(sem);
 }
 
+/* fork() from inside a lease-loss callback (on the lease thread), the
+ * child returning from it: the child's one thread is its copy of the lease
+ * thread, which must end there (and the child with it) rather than wait for
+ * ever for losses that only the parent's handles could report. It used to
+ * wait: the child never ended. */
+typedef struct {
+    atomic_int child; /* the child's pid, once forked */
+    atomic_int why;
+} fork_in_lost;
+
+static void fork_on_lost(void *ctx, volt_status why) {
+    fork_in_lost *f = ctx;
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
+        if (atexit(end_child_quietly) != 0) _exit(2);
+        return; /* back to the lease thread, in the child */
+    }
+    atomic_store(&f->why, (int)why);
+    atomic_store(&f->child, (int)pid);
+}
+
+static void test_fork_inside_a_lease_callback(void) {
+    const char *name = name_of("fork-in-lost");
+    volt_connect_options o = options();
+    o.lease_ms = 1500; /* a heartbeat every 500 ms */
+    const volt_sem *sem = connect_to(main_server.url, name, 1, &o);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &g), VOLT_OK);
+    fork_in_lost f;
+    atomic_init(&f.child, 0);
+    atomic_init(&f.why, 0);
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(sem, g.session, fork_on_lost, &f, &watch), VOLT_OK);
+    char cmd[160], reply[32];
+    snprintf(cmd, sizeof cmd, "DEL {volt-sem:%s}:meta\r\n", name);
+    CHECK(redis_command(cmd, reply, sizeof reply) == 1); /* found lost at a heartbeat */
+    for (int ms = 0; atomic_load(&f.child) == 0; ms++) {
+        REQUIRE(ms < 20000);
+        sleep_ms(1);
+    }
+    CHECK_STATUS((volt_status)atomic_load(&f.why), VOLT_STATE_LOST);
+    int status = 0;
+    pid_t pid = (pid_t)atomic_load(&f.child);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status)); /* not killed by its watchdog: it ended */
+    volt_lease_watch_free(watch);
+    volt_sem_free(sem);
+}
+
 /* Threads on two handles (two sessions) of one semaphore of 4, weights 1 to
  * 3, mixing try, blocking with short timeouts, and waiters cancelled at a
  * random moment: the permits held at once never exceed 4 (counted here),
@@ -2151,6 +2201,7 @@ int main(int argc, char **argv) {
     RUN(test_stress_threads_on_two_handles);
     RUN(test_fork_child_cannot_use_the_parents_handle);
     RUN(test_fork_inside_a_callback_on_a_library_thread);
+    RUN(test_fork_inside_a_lease_callback);
 #if !defined(__SANITIZE_THREAD__)
     /* TSan cannot follow a child that starts threads after fork(). */
     RUN(test_lease_watch_in_a_forked_child);
