@@ -191,7 +191,11 @@
  *     child holding nothing, even when the parent's doorbell thread was
  *     delivering its grant (its callback is never called in the child; the
  *     grant is the parent's), and VOLT_IDLE if that callback had collected
- *     it. (After a fork made from inside a wake callback, as under FORK.)
+ *     it. (After a fork made from inside a wake callback, as under FORK;
+ *     the child's one thread is then its copy of the doorbell thread: once
+ *     it has delivered that batch it ends, and the child with it, as by
+ *     exit(0), unless a callback exec()ed or _exit()ed first. It never
+ *     delivers a later grant there: those are the parent's.)
  *   - volt_sem_unlink(name) removes the name only; attached processes keep the
  *     semaphore, the next open of the name creates a new one.
  *   - Other platforms: volt_sem_open() returns VOLT_UNSUPPORTED.
@@ -305,7 +309,12 @@
  *     connections, in the parent's session); volt_sem_free() of it in the
  *     child does nothing, and neither does its exit() (the exit handler
  *     that ends the sessions still open skips those of another process).
- *     Connect again in the child, after fork().
+ *     Connect again in the child, after fork(). After a fork made from
+ *     inside a wake callback on the handle's door or agent thread, the
+ *     child's one thread is its copy of that thread: once it has delivered
+ *     that batch it ends, and the child with it, as by exit(0), unless a
+ *     callback exec()ed or _exit()ed first; it never uses the parent's
+ *     connections nor calls back the parent's later grants there.
  *   - Error details: the status says what failed; volt_last_error_message()
  *     gives the details of the call made just before on the calling thread
  *     (e.g. why the connection failed), or "" (every other call forgets the
@@ -1166,8 +1175,10 @@ const char *volt_status_str(int32_t status);
  * when it had more to say than its status (a network or Redis failure, an
  * invalid option, a total mismatch, a lost lease, an OS error), else "".
  * Every other `volt_*` call forgets the message when it starts, so it always
- * belongs to the call made just before, on the same thread. Messages never
- * contain the URL or a password.
+ * belongs to the call made just before, on the same thread (the calls a
+ * wake callback makes inside another call, such as a `volt_sem_release`
+ * that runs it, leave their messages to the callback: that call's message
+ * is its own). Messages never contain the URL or a password.
  *
  * Returns the message's length in bytes (without the NUL), which may exceed
  * `len - 1`: then call again with a larger buffer. `buf` may be NULL when
@@ -1995,7 +2006,11 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  * call any function, including `volt_sem_release` (which then returns
  * `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
  * short: the callbacks of every watch of the process run on that thread, one
- * after another. No callback runs for a session that is never lost.
+ * after another. No callback runs for a session that is never lost. After
+ * a `fork()` made inside a callback, the child's one thread is its copy of
+ * the lease thread: once it has called that session's callbacks it ends,
+ * and the child with it, as by `exit(0)`, unless a callback `exec()`ed or
+ * `_exit()`ed first.
  *
  * Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,
  * after the callback or instead of it), `VOLT_LEASE_EXPIRED` or

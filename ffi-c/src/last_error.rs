@@ -30,6 +30,30 @@ pub(crate) fn forget_last_error() {
     }
 }
 
+/// Takes this thread's last error message out (`None`: there is none), for
+/// the duration of a wake callback (`trampoline`): the calls the callback
+/// makes set and forget messages of their own, which belong to it, not to
+/// the call on this thread that runs it (a `volt_sem_release`, say). Put
+/// back with [`restore_last_error`] when the callback returned.
+pub(crate) fn stash_last_error() -> Option<String> {
+    if !HAS_LAST_ERROR.with(Cell::get) {
+        return None;
+    }
+    HAS_LAST_ERROR.with(|h| h.set(false));
+    LAST_ERROR
+        .try_with(|m| std::mem::take(&mut *m.borrow_mut()))
+        .ok()
+}
+
+/// Undoes [`stash_last_error`]: the thread's message is again what it was
+/// before the callback, whatever the callback's calls left.
+pub(crate) fn restore_last_error(saved: Option<String>) {
+    forget_last_error();
+    if let Some(message) = saved {
+        set_last_error(|| message);
+    }
+}
+
 pub(crate) fn set_last_error(message: impl FnOnce() -> String) {
     let _ = LAST_ERROR.try_with(|m| *m.borrow_mut() = message());
     HAS_LAST_ERROR.with(|h| h.set(true));

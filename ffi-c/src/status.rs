@@ -43,8 +43,10 @@ fn status_name(status: i32) -> &'static CStr {
 /// when it had more to say than its status (a network or Redis failure, an
 /// invalid option, a total mismatch, a lost lease, an OS error), else "".
 /// Every other `volt_*` call forgets the message when it starts, so it always
-/// belongs to the call made just before, on the same thread. Messages never
-/// contain the URL or a password.
+/// belongs to the call made just before, on the same thread (the calls a
+/// wake callback makes inside another call, such as a `volt_sem_release`
+/// that runs it, leave their messages to the callback: that call's message
+/// is its own). Messages never contain the URL or a password.
 ///
 /// Returns the message's length in bytes (without the NUL), which may exceed
 /// `len - 1`: then call again with a larger buffer. `buf` may be NULL when

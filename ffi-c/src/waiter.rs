@@ -126,10 +126,15 @@ unsafe extern "C" fn trampoline(ctx: *mut c_void) {
     // orders those writes before this read.
     let (wake, user_ctx) = (slot.wake.get(), slot.ctx.get());
     if let Some(wake) = wake {
+        // The calls the callback makes leave their messages to it: the call
+        // that runs it on this thread (a release, a cancel, a close) keeps
+        // its own for `volt_last_error_message`.
+        let saved = crate::last_error::stash_last_error();
         // SAFETY: the caller of `volt_sem_acquire` promised that `wake(ctx)` may be
         // called once, from any thread, until the waiter is finished. Should it
         // unwind (a C++ exception), this `extern "C"` function aborts the process.
         unsafe { wake(user_ctx) };
+        crate::last_error::restore_last_error(saved);
     }
     // Release: whatever the callback wrote happens-before a `volt_sem_try_cancel`
     // that reads CLAIM_RETURNED. The last access to the slot in this function.

@@ -754,6 +754,15 @@ fn doorbell_loop(inner: Arc<Inner>) {
             return;
         }
         deliver(&inner);
+        if inner.forked() {
+            // A callback of the batch just delivered called fork(), and this
+            // is the child's copy of the thread (its only thread), which has
+            // finished that batch (header, FORK). The queue it would go on
+            // serving is the parent's: the grants are the parent's to
+            // deliver, and their callbacks must never run here. Ending the
+            // thread ends the child (as exit(0)) unless a callback exec()ed.
+            return;
+        }
         let abandoned = settle_abandoned(&inner);
         let waiting = inner.local().count > 0 || abandoned;
         let mut timeout = None;

@@ -928,6 +928,95 @@ static void test_callback_collects_and_releases(void) {
     volt_sem_free(b);
 }
 
+/* fork() from inside a wake callback that runs on a library thread of the
+ * handle (its door thread: a grant its own release completed; its agent
+ * thread: a grant another client's release made), the child returning from
+ * the callback. The child's one thread is then its copy of that thread: it
+ * finishes the batch it was delivering and must stop there, never running
+ * the parent's jobs, heartbeats or notifications on the parent's
+ * connections (their sockets are shared with the parent) nor calling back
+ * the parent's later grants. It used to go on: the child never ended (its
+ * door waited for jobs, its agent renewed the parent's session), and a
+ * grant the parent got later could be called back in the child too. */
+typedef struct {
+    pid_t parent;
+    atomic_int child;     /* the child's pid, once forked */
+    atomic_int in_parent; /* C's callback ran in the parent */
+    int report[2];        /* the child writes 'C' if C's callback runs there */
+} fork_in_callback;
+
+/* The child's end, when its last thread ends: skips the exit handlers
+ * registered before (LeakSanitizer's leak check in a fork child of a
+ * threaded process can stall). */
+static void end_child_quietly(void) { _exit(0); }
+
+static void fork_on_library_thread(void *ctx) {
+    fork_in_callback *f = ctx;
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
+        if (atexit(end_child_quietly) != 0) _exit(2);
+        close(f->report[0]);
+        return; /* back to the library's thread, in the child */
+    }
+    atomic_store(&f->child, (int)pid);
+}
+
+static void report_wake_in_child(void *ctx) {
+    fork_in_callback *f = ctx;
+    if (getpid() != f->parent) {
+        if (write(f->report[1], "C", 1) != 1) _exit(3);
+    } else {
+        atomic_store(&f->in_parent, 1);
+    }
+}
+
+static void test_fork_inside_a_callback_on_a_library_thread(void) {
+    for (int via_agent = 0; via_agent < 2; via_agent++) {
+        const char *name = name_of(via_agent ? "fork-in-agent-cb" : "fork-in-door-cb");
+        const volt_sem *a = connect_main(name, 2);
+        const volt_sem *holder = via_agent ? connect_main(name, 2) : a;
+        fork_in_callback f;
+        f.parent = getpid();
+        atomic_init(&f.child, 0);
+        atomic_init(&f.in_parent, 0);
+        REQUIRE(pipe(f.report) == 0);
+        volt_waiter wa, wc;
+        volt_waiter_init(&wa);
+        volt_waiter_init(&wc);
+        CHECK_STATUS(volt_sem_try_acquire(holder, 2), VOLT_OK);
+        CHECK_STATUS(volt_sem_acquire(a, &wa, 1, fork_on_library_thread, &f), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_acquire(a, &wc, 2, report_wake_in_child, &f), VOLT_PENDING);
+        CHECK(census(a).queued == 2);
+        CHECK_STATUS(volt_sem_release(holder, 1), VOLT_OK); /* A: its callback forks */
+        for (int ms = 0; atomic_load(&f.child) == 0; ms++) {
+            REQUIRE(ms < 10000);
+            sleep_ms(1);
+        }
+        pid_t pid = (pid_t)atomic_load(&f.child);
+        CHECK_STATUS(volt_sem_cancel(a, &wa, NULL), VOLT_OK);
+        CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+        CHECK_STATUS(volt_sem_release(holder, 1), VOLT_OK); /* C's grant: the parent's */
+        for (int ms = 0; !atomic_load(&f.in_parent); ms++) {
+            REQUIRE(ms < 10000);
+            sleep_ms(1);
+        }
+        CHECK_STATUS(volt_sem_cancel(a, &wc, NULL), VOLT_OK);
+        CHECK_STATUS(volt_sem_release(a, 2), VOLT_OK);
+        close(f.report[1]);
+        int status = 0;
+        REQUIRE(waitpid(pid, &status, 0) == pid);
+        CHECK(WIFEXITED(status)); /* not killed by its watchdog: it ended */
+        char byte = 0;
+        CHECK(read(f.report[0], &byte, 1) == 0); /* C's callback never ran there */
+        close(f.report[0]);
+        volt_census k = census(a);
+        CHECK(conserved(k) && k.available == 2 && k.queued == 0);
+        if (holder != a) volt_sem_free(holder);
+        volt_sem_free(a);
+    }
+}
+
 static void on_lost_child(void *ctx, volt_status why) {
     (void)ctx;
     (void)why;
@@ -1086,6 +1175,56 @@ static void test_lease_watch_in_a_forked_child(void) {
     CHECK_STATUS((volt_status)r[0], VOLT_OK);
     CHECK(r[1] == 1);
     CHECK_STATUS((volt_status)r[2], VOLT_STATE_LOST);
+    volt_sem_free(sem);
+}
+
+/* fork() from inside a lease-loss callback (on the lease thread), the
+ * child returning from it: the child's one thread is its copy of the lease
+ * thread, which must end there (and the child with it) rather than wait for
+ * ever for losses that only the parent's handles could report. It used to
+ * wait: the child never ended. */
+typedef struct {
+    atomic_int child; /* the child's pid, once forked */
+    atomic_int why;
+} fork_in_lost;
+
+static void fork_on_lost(void *ctx, volt_status why) {
+    fork_in_lost *f = ctx;
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
+        if (atexit(end_child_quietly) != 0) _exit(2);
+        return; /* back to the lease thread, in the child */
+    }
+    atomic_store(&f->why, (int)why);
+    atomic_store(&f->child, (int)pid);
+}
+
+static void test_fork_inside_a_lease_callback(void) {
+    const char *name = name_of("fork-in-lost");
+    volt_connect_options o = options();
+    o.lease_ms = 1500; /* a heartbeat every 500 ms */
+    const volt_sem *sem = connect_to(main_server.url, name, 1, &o);
+    volt_grant g;
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, &g), VOLT_OK);
+    fork_in_lost f;
+    atomic_init(&f.child, 0);
+    atomic_init(&f.why, 0);
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(sem, g.session, fork_on_lost, &f, &watch), VOLT_OK);
+    char cmd[160], reply[32];
+    snprintf(cmd, sizeof cmd, "DEL {volt-sem:%s}:meta\r\n", name);
+    CHECK(redis_command(cmd, reply, sizeof reply) == 1); /* found lost at a heartbeat */
+    for (int ms = 0; atomic_load(&f.child) == 0; ms++) {
+        REQUIRE(ms < 20000);
+        sleep_ms(1);
+    }
+    CHECK_STATUS((volt_status)atomic_load(&f.why), VOLT_STATE_LOST);
+    int status = 0;
+    pid_t pid = (pid_t)atomic_load(&f.child);
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status)); /* not killed by its watchdog: it ended */
+    volt_lease_watch_free(watch);
     volt_sem_free(sem);
 }
 
@@ -2061,6 +2200,8 @@ int main(int argc, char **argv) {
     RUN(test_callback_collects_and_releases);
     RUN(test_stress_threads_on_two_handles);
     RUN(test_fork_child_cannot_use_the_parents_handle);
+    RUN(test_fork_inside_a_callback_on_a_library_thread);
+    RUN(test_fork_inside_a_lease_callback);
 #if !defined(__SANITIZE_THREAD__)
     /* TSan cannot follow a child that starts threads after fork(). */
     RUN(test_lease_watch_in_a_forked_child);

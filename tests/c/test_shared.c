@@ -794,6 +794,77 @@ static void test_fork_while_the_doorbell_runs_a_callback(void) {
     volt_sem_free(sem);
 }
 
+/* fork() from inside a wake callback on the doorbell thread, the child
+ * returning from the callback (no exec, no _exit there). The child's only
+ * thread is then its copy of the doorbell thread: it finishes the batch it
+ * was delivering, as FORK says, and must then stop. It used to go on
+ * serving the parent's queue in the child: a request the parent queued
+ * before the fork and that the parent's release granted later (C here) had
+ * its callback called in the child too (the header: "its callback is never
+ * called in the child"), and the thread then waited for ever, so the child
+ * never exited. */
+typedef struct {
+    pid_t parent;
+    atomic_int child; /* the child's pid, once forked */
+    int report[2];    /* the child writes 'C' if C's callback runs there */
+} fork_in_callback;
+
+/* The child's end, when its last thread ends: skips the exit handlers
+ * registered before (LeakSanitizer's leak check in a fork child of a
+ * threaded process can stall). */
+static void end_child_quietly(void) { _exit(0); }
+
+static void fork_on_doorbell(void *ctx) {
+    fork_in_callback *f = ctx;
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
+        if (atexit(end_child_quietly) != 0) _exit(2);
+        close(f->report[0]);
+        return; /* back to the doorbell thread, in the child */
+    }
+    atomic_store(&f->child, (int)pid);
+}
+
+static void report_wake_in_child(void *ctx) {
+    fork_in_callback *f = ctx;
+    if (getpid() != f->parent) {
+        if (write(f->report[1], "C", 1) != 1) _exit(3);
+    }
+}
+
+static void test_fork_inside_a_doorbell_callback(void) {
+    char name[64];
+    make_name(name, sizeof name, "fork-in-cb");
+    const volt_sem *sem = open_sem(name, 2, 0);
+    fork_in_callback f;
+    f.parent = getpid();
+    atomic_init(&f.child, 0);
+    REQUIRE(pipe(f.report) == 0);
+    volt_waiter a, c;
+    REQUIRE(volt_waiter_init(&a) == VOLT_OK && volt_waiter_init(&c) == VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &a, 1, fork_on_doorbell, &f), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &c, 2, report_wake_in_child, &f), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* A: its callback forks */
+    while (atomic_load(&f.child) == 0) sched_yield();
+    pid_t pid = (pid_t)atomic_load(&f.child);
+    CHECK_STATUS(volt_sem_cancel(sem, &a, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK); /* C's grant: the parent's */
+    CHECK_STATUS(volt_sem_cancel(sem, &c, NULL), VOLT_OK);
+    close(f.report[1]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status)); /* not killed by its watchdog: it ended */
+    char byte = 0;
+    CHECK(read(f.report[0], &byte, 1) == 0); /* C's callback never ran there */
+    close(f.report[0]);
+    CHECK_STATUS(volt_sem_release(sem, 2), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 /* Writes `len` bytes to /dev/shm/volt-sem.<name> (a file another program
  * could have left there). */
 static void plant_file(const char *name, const void *bytes, size_t len) {
@@ -1152,6 +1223,7 @@ int main(int argc, char **argv) {
     RUN(test_blocking_inside_a_callback);
     RUN(test_forked_handle);
     RUN(test_fork_while_the_doorbell_runs_a_callback);
+    RUN(test_fork_inside_a_doorbell_callback);
     RUN(test_bad_input);
     RUN(test_permission_denied);
     RUN(test_foreign_owner_is_refused_unless_accepted);

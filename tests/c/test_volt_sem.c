@@ -1054,6 +1054,44 @@ static void test_waker_queues_another_waiter(void) {
     volt_sem_free(sem);
 }
 
+/* volt_last_error_message() belongs to the call made just before on the
+ * thread. A wake callback that runs inside volt_sem_release() (on the
+ * releasing thread) and makes a call that leaves a message: the message is
+ * the callback's to read, inside it; after volt_sem_release() returned
+ * VOLT_OK (a call with nothing more to say) the thread's message is "". It
+ * used to be the callback's call's message, as if volt_sem_release() had
+ * failed with those details. */
+typedef struct {
+    size_t inside; /* the message's length, read inside the callback */
+    volt_status open;
+} message_in_callback;
+
+static void leave_a_message(void *ctx) {
+    message_in_callback *m = ctx;
+    volt_open_options opts;
+    REQUIRE(volt_open_options_init(&opts, sizeof opts) == VOLT_OK);
+    opts.label = "not a label"; /* spaces: refused, with a message */
+    const volt_sem *out = NULL;
+    m->open = volt_sem_open_with("ctest-never-created", 1, &opts, &out);
+    m->inside = volt_last_error_message(NULL, 0);
+}
+
+static void test_callback_messages_stay_in_the_callback(void) {
+    const volt_sem *sem = new_sem(0);
+    message_in_callback m = {0, VOLT_PANIC};
+    volt_waiter w;
+    init_waiter(&w);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, leave_a_message, &m), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK); /* the callback runs here */
+    CHECK(volt_last_error_message(NULL, 0) == 0);
+    CHECK_STATUS(m.open, VOLT_INVALID_ARGUMENT);
+    CHECK(m.inside > 0);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 1);
+    volt_sem_free(sem);
+}
+
 /* Blocking acquires on plain threads. */
 typedef struct {
     const volt_sem *sem;
@@ -1437,6 +1475,7 @@ int main(void) {
     RUN(test_callback_try_cancels_a_sibling);
     RUN(test_callback_cancels_a_waiter_its_owner_is_cancelling);
     RUN(test_waker_queues_another_waiter);
+    RUN(test_callback_messages_stay_in_the_callback);
     RUN(test_acquire_blocking);
 #ifndef _WIN32
     RUN(test_fork_with_a_blocked_thread);

@@ -106,6 +106,16 @@ fn ensure_notifier() -> bool {
             // it never keeps the process alive.
             while let Ok(hub) = receiver.recv() {
                 hub.fire();
+                if std::process::id() != pid {
+                    // A callback called fork(), and this is the child's
+                    // copy of the thread, its only one, done with that
+                    // hub's callbacks: nothing is ever sent to this queue
+                    // here (the watched sessions are the parent's), so it
+                    // ends (the child with it, as by exit(0)) instead of
+                    // waiting for ever. The queue is leaked, as below.
+                    std::mem::forget(receiver);
+                    return;
+                }
             }
         });
     if started.is_err() {

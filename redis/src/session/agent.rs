@@ -91,6 +91,17 @@ impl Agent {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
+                if inner.forked() {
+                    // A callback this thread delivered called fork(), and
+                    // this is the child's copy of it, its only thread, done
+                    // with that delivery: it ends there (and the child with
+                    // it, as by exit(0)). The session, its grants and this
+                    // connection are the parent's: no heartbeat or BLPOP
+                    // from here, and the connection is left as it is (its
+                    // socket is the parent's too).
+                    std::mem::forget(con);
+                    return;
+                }
                 inner.check_local_expiry();
                 let mut st = lock(&inner.state);
                 if st.shutdown {

@@ -248,11 +248,19 @@ fn run(weak: &Weak<Inner>, door: &Door) {
         let Some(inner) = weak.upgrade() else {
             return;
         };
+        if inner.forked() {
+            // A fork() child's copy of the door thread (see below): the
+            // jobs are the parent's, for its connections.
+            return;
+        }
         if jobs.len() > 1 {
             // Releases and acquires only: no answer to send.
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 inner.run_batch(jobs, None)
             }));
+            if inner.forked() {
+                return; // as after a single job, below
+            }
             continue;
         }
         let job = jobs.pop().expect("one job");
@@ -260,12 +268,21 @@ fn run(weak: &Weak<Inner>, door: &Door) {
         // through `deliver`) must not end the door: the handle's later
         // calls would wait for ever.
         let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
+        // A callback the job delivered called fork(), and this is the
+        // child's copy of the thread, its only one, done with that batch:
+        // it ends there (and the child with it, as by exit(0)), never
+        // sending the parent's later jobs on the parent's connections (their
+        // sockets are shared with it) nor calling back the parent's grants.
+        let forked = inner.forked();
         // If this was the last handle, `Inner::drop` runs here and stops
         // the door. Before a call is answered: a caller that drops its last
         // handle right after a call that answers (a `try_acquire`, say) ends
         // the session then and there, on its own thread, as it always did,
         // rather than a moment later on this one.
         drop(inner);
+        if forked {
+            return;
+        }
         if let Ok(Some(send)) = answer {
             send();
         }
