@@ -46,9 +46,14 @@ impl Semaphore {
     /// [`forget_permits`](Self::forget_permits). A guard's `forget` does not
     /// change it (its permits count as held: whoever took them over, such as
     /// the C ABI's caller, releases them later), and
-    /// [`release`](Self::release) is taken to give back what was acquired;
-    /// a release beyond that (which a local semaphore allows) raises
-    /// `total` to what is then available and granted.
+    /// [`release`](Self::release) is taken to give back what was acquired.
+    /// A release beyond that (which a local semaphore allows) shows in
+    /// `total` only while its extra permits are available or granted to
+    /// waiters: the local semaphore does not count what is held, so once
+    /// they are acquired again, `total` and the holder's count are the
+    /// nominal ones (a holder of 4 on a semaphore of 3 that one such release
+    /// grew is reported holding 3). Grow it with
+    /// [`add_permits`](Self::add_permits) to have `inspect` count them.
     ///
     /// ```
     /// use std::pin::pin;

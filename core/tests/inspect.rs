@@ -90,10 +90,18 @@ fn nominal_total_follows_add_and_forget() {
     let p = sem.try_acquire(2).unwrap();
     assert_eq!(sem.inspect().held(), 2);
     drop(p);
-    // A release beyond what was acquired (allowed locally) raises the total.
+    // A release beyond what was acquired (allowed locally) raises the total
+    // while the extra permits are available...
     sem.release(2).unwrap();
     let i = sem.inspect();
     assert_eq!((i.total, i.available, i.held()), (6, 6, 0));
+    // ... and only then: what is held is not counted, so once they are
+    // acquired again the total and the holder's count are the nominal ones
+    // (as the docs say).
+    let all = sem.try_acquire(6).unwrap();
+    let i = sem.inspect();
+    assert_eq!((i.total, i.available, i.held()), (4, 0, 4));
+    drop(all);
     sem.close();
     assert!(sem.inspect().closed);
 }

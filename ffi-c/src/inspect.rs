@@ -98,7 +98,11 @@ pub struct volt_queued_waiter {
 /// A local semaphore reports this process as its one holder (label
 /// `"<hostname>:<pid>"`, `held_for_ns` -1) and its own queue; its `total` is
 /// the permits it was created with: `volt_sem_release` is taken to give back
-/// what was acquired, and a release beyond that raises the total. A shared
+/// what was acquired: a release beyond that shows in `total` only while its
+/// extra permits are available or granted (a local semaphore does not count
+/// what is held: once they are acquired again, `total` and the holder's
+/// count are back to the nominal ones, e.g. a holder of 4 on a semaphore
+/// created with 3 is reported holding 3). A shared
 /// semaphore reports every process of the machine, after reclaiming what
 /// dead ones held; a Redis one every client, after reaping expired sessions
 /// (one round trip, up to the command timeout; this thread waits for it, so
