@@ -1786,12 +1786,15 @@ volt_status volt_sem_cancel(const struct volt_sem *sem,
  * is inside another waiter's callback when this waiter's callback is still to
  * run on the same thread (one release, close or cancel completed both): it
  * returns the outcome at once and that callback is never called, as with
- * `volt_sem_cancel` (nothing to wait for there). The same on a shared or
- * Redis semaphore, whose callbacks a release delivers together on one thread
- * (a process's doorbell thread of the name; a Redis handle's door or agent
- * thread); a sibling whose callback runs, or is to run, on another thread
- * (e.g. a Redis handle's other one) makes this return `VOLT_PENDING`, as
- * anywhere.
+ * `volt_sem_cancel` (nothing to wait for there). The same on a shared
+ * semaphore, whose callbacks a release delivers together on one thread (a
+ * process's doorbell thread of the name), and on a Redis one for the
+ * callbacks one thread delivers (a Redis handle's door or agent thread; the
+ * agent may deliver the first grant of a release before the handle learns of
+ * the others: a sibling not yet completed is then still queued, and this
+ * cancels it, `VOLT_CANCELLED`, its grant given back); a sibling whose
+ * callback runs, or is to run, on another thread (e.g. a Redis handle's
+ * other one) makes this return `VOLT_PENDING`, as anywhere.
  *
  * # Safety
  * As for `volt_sem_cancel`.
