@@ -402,11 +402,26 @@ function onSignalAbort() {
   if (set === undefined) return;
   listening.delete(signal);
   removeListener.call(signal, 'abort', onSignalAbort);
+  // Every waiter on the signal leaves the queue before any hand-off is
+  // settled, the last queued first (as cancel() does): withdrawing the head
+  // first would hand its partial grant to a later waiter on this same signal,
+  // which would then be granted although its signal aborted while it waited.
+  // Only a head can hold a partial grant, and once it is withdrawn no waiter
+  // of this signal is left behind it to receive it. The withdrawn ones are
+  // rejected (in queue order) before the waiters a hand-off completed resolve.
+  const ws = [...set];
+  const gone = [];
+  const reason = signal.reason;
   let failed = false;
   let error;
-  for (const w of set) {
+  for (let i = ws.length - 1; i >= 0; i--) {
     try {
-      w.abort(signal.reason);
+      const k = ws[i].withdraw();
+      if (k < 0) continue;
+      gone.push(ws[i]);
+      if (k === 0) continue;
+      rejectAll(gone, reason);
+      settle(k); // before the next withdrawal reuses the outcome buffer
     } catch (e) {
       if (!failed) {
         failed = true;
@@ -414,7 +429,14 @@ function onSignalAbort() {
       }
     }
   }
+  rejectAll(gone, reason);
   if (failed) throw error; // after every waiter was aborted
+}
+
+/** Rejects the withdrawn waiters `gone` (the last queued first in it) in queue order, and empties it. */
+function rejectAll(gone, reason) {
+  for (let i = gone.length - 1; i >= 0; i--) gone[i].reject(reason);
+  gone.length = 0;
 }
 
 function listen(signal, w) {
