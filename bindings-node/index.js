@@ -104,18 +104,23 @@ function createRuntime() {
   // slot -> record array of the Semaphore object whose call produced the
   // outcomes: most of them are its own waiters, found there without the
   // WeakRef of the table (whose deref() adds to V8's kept-objects set).
+  //
+  // A lease loss aborts a leaseSignal, whose listeners are user code that may
+  // call into the addon (release another semaphore) and so overwrite the
+  // buffer: its callbacks run once every outcome of the buffer was delivered.
   function settle(k, own) {
     let failed = false;
     let error;
+    let lost;
     for (;;) {
       for (let i = 0; i < k; i++) {
         const slot = buffer[2 * i];
         const code = buffer[2 * i + 1];
         if (code === LEASE_LOST) {
-          const lost = native.extra(slot, true);
           const f = leases.get(slot);
           leases.delete(slot);
-          if (f !== undefined) f(lost);
+          const e = native.extra(slot, true);
+          if (f !== undefined) (lost ??= []).push(f, e);
           continue;
         }
         let w;
@@ -135,6 +140,18 @@ function createRuntime() {
       }
       if (k < CAPACITY) break;
       k = native.drain();
+    }
+    if (lost !== undefined) {
+      for (let i = 0; i < lost.length; i += 2) {
+        try {
+          lost[i](lost[i + 1]);
+        } catch (e) {
+          if (!failed) {
+            failed = true;
+            error = e;
+          }
+        }
+      }
     }
     if (failed) process.nextTick(rethrow, error);
   }
