@@ -107,53 +107,66 @@ function createRuntime() {
   //
   // A lease loss aborts a leaseSignal, whose listeners are user code that may
   // call into the addon (release another semaphore) and so overwrite the
-  // buffer: its callbacks run once every outcome of the buffer was delivered.
+  // buffer: such callbacks (see afterSettle) run once every outcome of the
+  // buffer was delivered, when the outermost settle() ends.
+  const later = [];
+  let settling = 0;
   function settle(k, own) {
     let failed = false;
     let error;
-    let lost;
-    for (;;) {
-      for (let i = 0; i < k; i++) {
-        const slot = buffer[2 * i];
-        const code = buffer[2 * i + 1];
-        if (code === LEASE_LOST) {
-          const f = leases.get(slot);
-          leases.delete(slot);
-          const e = native.extra(slot, true);
-          if (f !== undefined) (lost ??= []).push(f, e);
-          continue;
-        }
-        let w;
-        if (own !== undefined) w = own[slot];
-        if (w === undefined) w = lookup(slot);
-        table[slot] = undefined;
-        if (w === undefined) continue; // its private semaphore was collected
-        w.owner[slot] = undefined;
-        try {
-          w.done(code);
-        } catch (e) {
-          if (!failed) {
-            failed = true;
-            error = e;
+    settling++;
+    try {
+      for (;;) {
+        for (let i = 0; i < k; i++) {
+          const slot = buffer[2 * i];
+          const code = buffer[2 * i + 1];
+          if (code === LEASE_LOST) {
+            const f = leases.get(slot);
+            leases.delete(slot);
+            const e = native.extra(slot, true);
+            if (f !== undefined) later.push(f, e);
+            continue;
+          }
+          let w;
+          if (own !== undefined) w = own[slot];
+          if (w === undefined) w = lookup(slot);
+          table[slot] = undefined;
+          if (w === undefined) continue; // its private semaphore was collected
+          w.owner[slot] = undefined;
+          try {
+            w.done(code);
+          } catch (e) {
+            if (!failed) {
+              failed = true;
+              error = e;
+            }
           }
         }
+        if (k < CAPACITY) break;
+        k = native.drain();
       }
-      if (k < CAPACITY) break;
-      k = native.drain();
+    } finally {
+      settling--;
     }
-    if (lost !== undefined) {
-      for (let i = 0; i < lost.length; i += 2) {
-        try {
-          lost[i](lost[i + 1]);
-        } catch (e) {
-          if (!failed) {
-            failed = true;
-            error = e;
-          }
+    while (settling === 0 && later.length !== 0) {
+      const f = later.shift();
+      const arg = later.shift();
+      try {
+        f(arg);
+      } catch (e) {
+        if (!failed) {
+          failed = true;
+          error = e;
         }
       }
     }
     if (failed) process.nextTick(rethrow, error);
+  }
+
+  /** Calls `f(arg)` now, or once the settle() under way delivered every outcome (see settle). */
+  function afterSettle(f, arg) {
+    if (settling === 0) f(arg);
+    else later.push(f, arg);
   }
 
   // Called through the thread's threadsafe function when another thread woke
@@ -171,7 +184,7 @@ function createRuntime() {
   function lastGen() {
     return buffer[GEN_AT];
   }
-  return { table, lookup, remove, settle, leases, lastGen, unconfirmed: 0 };
+  return { table, lookup, remove, settle, afterSettle, leases, lastGen, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -608,6 +621,11 @@ function onTimeout(w, left, h) {
   // The timer won (the request was still queued): a timeout, on top of the
   // cancel the withdrawal counted.
   if (w.abort(timedOutError())) native.recordTimeout(h);
+}
+
+/** Aborts `controller` with `r` (a lease lost before its watch began). */
+function abortWith({ controller, r }) {
+  controller.abort(r);
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
@@ -1305,7 +1323,7 @@ class Semaphore {
     if (typeof r === 'number') {
       this.#watches.push(r);
       runtime.leases.set(r, (err) => controller.abort(err));
-    } else if (r !== null) controller.abort(r);
+    } else if (r !== null) runtime.afterSettle(abortWith, { controller, r }); // user code: not inside a settle
   }
 
   /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */
