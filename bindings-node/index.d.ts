@@ -818,7 +818,11 @@ export type RedisReleaser = Releaser & {
 
 /** What {@link Semaphore.inspect} saw. */
 export interface Inspection {
-  /** The permits the semaphore has (a local one: its nominal size, see the README). */
+  /**
+   * The permits the semaphore has (a local one: what it counts now, `available`
+   * + its `heldPermits` + the partial grants, so `addPermits`, `removePermits`
+   * and a release beyond what was acquired show in it).
+   */
   total: number;
   /** Permits free now. */
   available: number;

@@ -104,39 +104,69 @@ function createRuntime() {
   // slot -> record array of the Semaphore object whose call produced the
   // outcomes: most of them are its own waiters, found there without the
   // WeakRef of the table (whose deref() adds to V8's kept-objects set).
+  //
+  // A lease loss aborts a leaseSignal, whose listeners are user code that may
+  // call into the addon (release another semaphore) and so overwrite the
+  // buffer: such callbacks (see afterSettle) run once every outcome of the
+  // buffer was delivered, when the outermost settle() ends.
+  const later = [];
+  let settling = 0;
   function settle(k, own) {
     let failed = false;
     let error;
-    for (;;) {
-      for (let i = 0; i < k; i++) {
-        const slot = buffer[2 * i];
-        const code = buffer[2 * i + 1];
-        if (code === LEASE_LOST) {
-          const lost = native.extra(slot, true);
-          const f = leases.get(slot);
-          leases.delete(slot);
-          if (f !== undefined) f(lost);
-          continue;
-        }
-        let w;
-        if (own !== undefined) w = own[slot];
-        if (w === undefined) w = lookup(slot);
-        table[slot] = undefined;
-        if (w === undefined) continue; // its private semaphore was collected
-        w.owner[slot] = undefined;
-        try {
-          w.done(code);
-        } catch (e) {
-          if (!failed) {
-            failed = true;
-            error = e;
+    settling++;
+    try {
+      for (;;) {
+        for (let i = 0; i < k; i++) {
+          const slot = buffer[2 * i];
+          const code = buffer[2 * i + 1];
+          if (code === LEASE_LOST) {
+            const f = leases.get(slot);
+            leases.delete(slot);
+            const e = native.extra(slot, true);
+            if (f !== undefined) later.push(f, e);
+            continue;
+          }
+          let w;
+          if (own !== undefined) w = own[slot];
+          if (w === undefined) w = lookup(slot);
+          table[slot] = undefined;
+          if (w === undefined) continue; // its private semaphore was collected
+          w.owner[slot] = undefined;
+          try {
+            w.done(code);
+          } catch (e) {
+            if (!failed) {
+              failed = true;
+              error = e;
+            }
           }
         }
+        if (k < CAPACITY) break;
+        k = native.drain();
       }
-      if (k < CAPACITY) break;
-      k = native.drain();
+    } finally {
+      settling--;
+    }
+    while (settling === 0 && later.length !== 0) {
+      const f = later.shift();
+      const arg = later.shift();
+      try {
+        f(arg);
+      } catch (e) {
+        if (!failed) {
+          failed = true;
+          error = e;
+        }
+      }
     }
     if (failed) process.nextTick(rethrow, error);
+  }
+
+  /** Calls `f(arg)` now, or once the settle() under way delivered every outcome (see settle). */
+  function afterSettle(f, arg) {
+    if (settling === 0) f(arg);
+    else later.push(f, arg);
   }
 
   // Called through the thread's threadsafe function when another thread woke
@@ -154,7 +184,7 @@ function createRuntime() {
   function lastGen() {
     return buffer[GEN_AT];
   }
-  return { table, lookup, remove, settle, leases, lastGen, unconfirmed: 0 };
+  return { table, lookup, remove, settle, afterSettle, leases, lastGen, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -402,11 +432,26 @@ function onSignalAbort() {
   if (set === undefined) return;
   listening.delete(signal);
   removeListener.call(signal, 'abort', onSignalAbort);
+  // Every waiter on the signal leaves the queue before any hand-off is
+  // settled, the last queued first (as cancel() does): withdrawing the head
+  // first would hand its partial grant to a later waiter on this same signal,
+  // which would then be granted although its signal aborted while it waited.
+  // Only a head can hold a partial grant, and once it is withdrawn no waiter
+  // of this signal is left behind it to receive it. The withdrawn ones are
+  // rejected (in queue order) before the waiters a hand-off completed resolve.
+  const ws = [...set];
+  const gone = [];
+  const reason = signal.reason;
   let failed = false;
   let error;
-  for (const w of set) {
+  for (let i = ws.length - 1; i >= 0; i--) {
     try {
-      w.abort(signal.reason);
+      const k = ws[i].withdraw();
+      if (k < 0) continue;
+      gone.push(ws[i]);
+      if (k === 0) continue;
+      rejectAll(gone, reason);
+      settle(k); // before the next withdrawal reuses the outcome buffer
     } catch (e) {
       if (!failed) {
         failed = true;
@@ -414,7 +459,14 @@ function onSignalAbort() {
       }
     }
   }
+  rejectAll(gone, reason);
   if (failed) throw error; // after every waiter was aborted
+}
+
+/** Rejects the withdrawn waiters `gone` (the last queued first in it) in queue order, and empties it. */
+function rejectAll(gone, reason) {
+  for (let i = gone.length - 1; i >= 0; i--) gone[i].reject(reason);
+  gone.length = 0;
 }
 
 function listen(signal, w) {
@@ -569,6 +621,11 @@ function onTimeout(w, left, h) {
   // The timer won (the request was still queued): a timeout, on top of the
   // cancel the withdrawal counted.
   if (w.abort(timedOutError())) native.recordTimeout(h);
+}
+
+/** Aborts `controller` with `r` (a lease lost before its watch began). */
+function abortWith({ controller, r }) {
+  controller.abort(r);
 }
 
 const dispose = Symbol.dispose ?? Symbol.for('nodejs.dispose');
@@ -1266,7 +1323,7 @@ class Semaphore {
     if (typeof r === 'number') {
       this.#watches.push(r);
       runtime.leases.set(r, (err) => controller.abort(err));
-    } else if (r !== null) controller.abort(r);
+    } else if (r !== null) runtime.afterSettle(abortWith, { controller, r }); // user code: not inside a settle
   }
 
   /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */

@@ -144,6 +144,9 @@ native!(js_census, |env, _ctx, argv: [2]| {
 // lock.
 native!(js_inspect, |env, _ctx, argv: [2]| {
     off_loop(env, &argv, |s| match s.core.inspect() {
+        Ok(i) if s.core.as_local().is_some() => {
+            Done::Inspected(crate::inspect::held_as_counted(i, s.held.load(std::sync::atomic::Ordering::Relaxed)))
+        }
         Ok(i) => Done::Inspected(i),
         Err(e) => Done::Failed(e, "volt-sem: inspect()"),
     })

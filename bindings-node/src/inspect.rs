@@ -4,7 +4,7 @@
 
 use std::ptr;
 
-use volt_sem_backend::inspect::{Holder, Inspection, QueuedWaiter};
+use volt_sem_backend::inspect::{Holder, Inspection, Process, QueuedWaiter};
 
 use napi::sys;
 
@@ -23,6 +23,25 @@ pub(crate) fn inspection(env: RawEnv, i: &Inspection) -> RawValue {
     let waiters = array(env, i.waiters.iter().map(|w| waiter(env, w)));
     set(env, obj, c"waiters", waiters);
     obj
+}
+
+/// A local semaphore's inspection with `held` (the binding's count,
+/// `heldPermits`) as its one holder's permits. The core derives its holder
+/// from its nominal total, which this binding's `addPermits` (a release) and
+/// `removePermits` (a take, then a debt paid from releases) never change: it
+/// showed the permits an `addPermits` let in as nobody's, and those a
+/// `removePermits` took out as held. Its total is what the snapshot counts.
+pub(crate) fn held_as_counted(i: Inspection, held: usize) -> Inspection {
+    let total = i
+        .available
+        .saturating_add(held)
+        .saturating_add(i.granted_to_waiters());
+    let holders = if held > 0 {
+        vec![Holder::new(&Process::this(None), held, None)]
+    } else {
+        Vec::new()
+    };
+    Inspection::new(total, i.available, i.closed, holders, i.waiters)
 }
 
 fn holder(env: RawEnv, h: &Holder) -> RawValue {

@@ -46,6 +46,13 @@ native!(js_metrics, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
     let st = s.core.stats();
+    // A local semaphore's permits held are the binding's count (heldPermits):
+    // the core derives them from its nominal total, which addPermits and
+    // removePermits never change here (see inspect::held_as_counted).
+    let held = match s.core.as_local() {
+        Some(_) => s.held.load(std::sync::atomic::Ordering::Relaxed),
+        None => st.held,
+    };
     // Counters beyond 2^53 lose their last digits as JS numbers: at a
     // billion grants a second, after three years.
     let mut v = Vec::with_capacity(HEAD + WAIT_BUCKETS);
@@ -57,7 +64,7 @@ native!(js_metrics, |env, _ctx, argv: [1]| {
         st.lease_losses as f64,
         st.reclaims_seen as f64,
         st.available as f64,
-        st.held as f64,
+        held as f64,
         st.queued as f64,
         if st.recording { 1.0 } else { 0.0 },
         st.wait.count() as f64,

@@ -62,3 +62,22 @@ test('inspect() of a closed semaphore says so; many waiters keep their order', a
   assert.deepEqual(new Set(await Promise.all(waits)), new Set(['ERR_VOLT_CLOSED']));
   assert.equal((await s.inspect()).waiters.length, 0);
 });
+
+test('inspect() and stats() of a local semaphore count what addPermits/removePermits changed as heldPermits does', async () => {
+  // addPermits grows the total, removePermits shrinks it: every permit held
+  // is a holder's (heldPermits), and none is a holder's when none is held.
+  for (const warm of [false, true]) {
+    const s = new Semaphore(2);
+    if (warm) for (let i = 0; i < 20; i++) s.release(s.tryAcquire(1) ? 1 : 0); // the JS fast path's views
+    s.addPermits(3);
+    await s.acquire(5);
+    let i = await s.inspect();
+    assert.deepEqual([i.total, i.available, i.holders.map((h) => h.permits), conserved(i)], [5, 0, [5], 5]);
+    assert.equal(s.stats().held, s.heldPermits);
+    s.release(5);
+    s.removePermits(1);
+    i = await s.inspect();
+    assert.deepEqual([i.total, i.available, i.holders.length, conserved(i)], [4, 4, 0, 4]);
+    assert.deepEqual([s.stats().held, s.heldPermits], [0, 0]);
+  }
+});

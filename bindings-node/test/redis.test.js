@@ -894,3 +894,116 @@ test('reopen() by another client undoes closeForEveryone(); connect() with anoth
   assert.deepEqual([cs.total, cs.available], [3, 3]);
   await Promise.all([a.disconnect(), b.disconnect(), c.disconnect()]);
 });
+
+test("a leaseSignal listener that releases another semaphore does not lose the outcomes drained with the loss", async () => {
+  // A lease loss is delivered by the same drain as the grants other threads
+  // made meanwhile, through the thread's one outcome buffer. Its leaseSignal
+  // listeners run then: one that releases a local semaphore with waiters (a
+  // natural reaction to "stop using the resource") writes that release's
+  // outcomes into the buffer. The grant drained after the loss must still be
+  // delivered.
+  const s = await RedisServer.start();
+  try {
+    const opts = { lease: 1500, commandTimeout: 500, connectTimeout: 500 };
+    const sem = await Semaphore.connect(s.url(), 'lease-listener', 1, opts);
+    await sem.acquirePermit(1);
+    const local = new Semaphore(0);
+    const mine = [local.acquire(1), local.acquire(1), local.acquire(1)];
+    sem.leaseSignal.addEventListener('abort', () => local.release(3));
+    const shared = new Semaphore(0);
+    const granted = shared.acquire(1);
+    const sab = new SharedArrayBuffer(8);
+    const go = new Int32Array(sab);
+    const rel = worker(
+      `const L = volt.Semaphore.attach(workerData.id);
+       const go = new Int32Array(workerData.sab);
+       parentPort.postMessage('ready');
+       Atomics.wait(go, 0, 0);
+       L.release(1);
+       Atomics.store(go, 1, 1);
+       Atomics.notify(go, 1);`,
+      { id: shared.share(), sab },
+    );
+    await nextMessage(rel, (m) => m === 'ready');
+    s.signal('SIGSTOP');
+    // Without returning to the event loop: wait until the session is lost
+    // natively, then have the worker grant `granted`, so that one drain
+    // carries the loss first and the grant after it.
+    const end = Date.now() + 30_000;
+    while (sem.stats().leaseLosses === 0 && Date.now() < end) Atomics.wait(go, 1, 0, 20);
+    assert.ok(sem.stats().leaseLosses > 0, 'the session was lost');
+    Atomics.store(go, 0, 1);
+    Atomics.notify(go, 0);
+    while (Atomics.load(go, 1) === 0) Atomics.wait(go, 1, 0, 1000);
+    s.signal('SIGCONT');
+    await Promise.all(mine);
+    assert.equal(sem.isLeaseLost(), true);
+    assert.equal(await settled(granted), true, "the other thread's grant was delivered");
+    assert.equal(shared.heldPermits, 1);
+    await exited(rel);
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('a leaseSignal aborted by the grant of a lost session does not lose the outcomes drained after it', async () => {
+  // The first grant of a session watches it; a session already lost by then
+  // aborts the leaseSignal at once, from inside the drain that delivered the
+  // grant: a listener that releases a local semaphore with waiters must not
+  // cost the grants drained after it (as with a lease loss itself).
+  const s = await RedisServer.start();
+  try {
+    const opts = { lease: 1500, commandTimeout: 500, connectTimeout: 500 };
+    const sem = await Semaphore.connect(s.url(), 'lease-first-grant', 1, opts);
+    const shared = new Semaphore(0);
+    const sab = new SharedArrayBuffer(16);
+    const go = new Int32Array(sab);
+    const w = worker(
+      `(async () => {
+         const r = await volt.Semaphore.connect(workerData.url, 'lease-first-grant', 1, { commandTimeout: 2000 });
+         await r.acquire(1);
+         const L = volt.Semaphore.attach(workerData.id);
+         const go = new Int32Array(workerData.sab);
+         parentPort.postMessage('held');
+         Atomics.wait(go, 0, 0);
+         r.release(1);
+         Atomics.wait(go, 2, 0);
+         L.release(1);
+         Atomics.store(go, 1, 1);
+         Atomics.notify(go, 1);
+         await r.disconnect().catch(() => {});
+       })();`,
+      { url: s.url(), id: shared.share(), sab },
+    );
+    await nextMessage(w, (m) => m === 'held');
+    const waiting = sem.acquire(1);
+    await eventually('queued', () => sem.stats().queued === 1);
+    const local = new Semaphore(0);
+    const mine = [local.acquire(1), local.acquire(1), local.acquire(1)];
+    sem.leaseSignal.addEventListener('abort', () => local.release(3));
+    const granted = shared.acquire(1);
+    // Without returning to the event loop: the worker's release grants
+    // `waiting`, then its session is lost, then the worker grants `granted`.
+    Atomics.store(go, 0, 1);
+    Atomics.notify(go, 0);
+    let end = Date.now() + 30_000;
+    while (sem.stats().queued !== 0 && Date.now() < end) Atomics.wait(go, 3, 0, 10);
+    assert.equal(sem.stats().queued, 0, 'granted natively');
+    s.signal('SIGSTOP');
+    end = Date.now() + 30_000;
+    while (sem.stats().leaseLosses === 0 && Date.now() < end) Atomics.wait(go, 3, 0, 20);
+    assert.ok(sem.stats().leaseLosses > 0, 'the session was lost');
+    Atomics.store(go, 2, 1);
+    Atomics.notify(go, 2);
+    while (Atomics.load(go, 1) === 0) Atomics.wait(go, 1, 0, 1000);
+    s.signal('SIGCONT');
+    await waiting.catch(() => {});
+    assert.equal(await settled(granted), true, "the other thread's grant was delivered");
+    await Promise.all(mine);
+    await exited(w);
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});

@@ -121,6 +121,27 @@ test('the abort listener is removed once the request is granted', async () => {
   assert.equal(getEventListeners(ac2.signal, 'abort').length, 0);
 });
 
+test('one abort rejects every acquire queued on its signal, even those a partial grant it frees could complete', async () => {
+  // a (head, partial grant of 2), b (no signal), c: all on one semaphore; a and
+  // c wait on the signal. The abort must reject c too, not hand it a's permits.
+  const s = new Semaphore(0);
+  const ac = new AbortController();
+  const order = [];
+  const all = [
+    track(order, 'a', s.acquire(3, { signal: ac.signal })),
+    track(order, 'b', s.acquire(1)),
+    track(order, 'c', s.acquire(1, { signal: ac.signal })),
+    track(order, 'd', s.acquire(1, { signal: ac.signal })),
+  ];
+  s.release(2); // a holds a partial grant of 2
+  ac.abort(new Error('stop'));
+  await Promise.all(all);
+  assert.deepEqual(order, ['a!stop', 'c!stop', 'd!stop', 'b']);
+  assert.equal(s.heldPermits, 1, 'only b holds');
+  assert.equal(s.availablePermits, 1, "a's partial grant: 1 to b, 1 back");
+  assert.equal(s.pendingCount, 0);
+});
+
 test('aborting the head completes several waiters behind it', async () => {
   const s = new Semaphore(0);
   const ac = new AbortController();
