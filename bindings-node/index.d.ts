@@ -138,7 +138,7 @@ export interface OpenOptions {
  * The `code` of the errors of named semaphores ({@link Semaphore.open}), on
  * an `Error` (a `RangeError` with Node's `'ERR_OUT_OF_RANGE'` for counts):
  *
- * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, or longer than 246 bytes.
+ * * `ERR_VOLT_INVALID_NAME`: empty, contains `/` or NUL, longer than 246 bytes, or holds a lone surrogate (no UTF-8 form).
  * * `ERR_VOLT_INVALID_ARGUMENT`: an invalid {@link OpenOptions.label}; the
  *   message says why.
  * * `ERR_VOLT_NOT_FOUND`: `attachOnly` (or `unlink`) and no such name.
@@ -737,7 +737,7 @@ export type RedisAcquireOptions = AcquireOptions;
  *   scheme, no host, a port or database that is not a number) and shows the
  *   expected form, `redis://[user:password@]host[:port][/db]` or
  *   `rediss://…` (URLs are never shown in errors).
- * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, or contains `{` or `}`.
+ * * `ERR_VOLT_INVALID_NAME`: empty, over 1024 bytes, contains `{` or `}`, or holds a lone surrogate (no UTF-8 form).
  * * `ERR_VOLT_INVALID_PREFIX`: see {@link ConnectOptions.prefix}.
  * * `ERR_VOLT_INVALID_ARGUMENT`: an invalid {@link ConnectOptions.label}; the
  *   message says why.

@@ -1946,6 +1946,13 @@ function checkName(name, what) {
   if (typeof name !== 'string') {
     throw typeError(`volt-sem: Semaphore.${what}() needs a name string, got ${name === null ? 'null' : typeof name}`);
   }
+  // A lone surrogate has no UTF-8 form: Node-API would pass U+FFFD in its
+  // place, and two different names would reach one semaphore.
+  if (!name.isWellFormed()) {
+    const err = new Error(`volt-sem: Semaphore.${what}(${JSON.stringify(name)}): invalid semaphore name (a lone surrogate)`);
+    err.code = 'ERR_VOLT_INVALID_NAME';
+    throw err;
+  }
 }
 
 function attachHandle(value, kind) {
