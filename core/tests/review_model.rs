@@ -15,18 +15,9 @@ use std::ffi::c_void;
 use volt_sem::raw::RawSemaphore;
 use volt_sem::{Acquire, AcquireError, Finish, Permit, RawAcquire, Semaphore, Waiter};
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 #[derive(Default)]
 struct Count(AtomicUsize);

@@ -16,19 +16,9 @@ use volt_sem::Semaphore;
 
 const TOTAL: usize = 6;
 
-/// xorshift: deterministic per-thread randomness without a dependency.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 /// Tracks permits held by callers and the peak, asserting the limit.
 struct Ledger {

@@ -630,15 +630,7 @@ fn release_blocking_is_ok_only_when_applied() {
     for _ in 0..5 {
         let p = a.acquire_blocking(2).unwrap();
         // Used less than a second ago: the next script is sent unchecked.
-        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
-        for line in list.lines().filter(|l| l.contains(" name=cut ")) {
-            let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap();
-            let _: redis::RedisResult<()> = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("ID")
-                .arg(id)
-                .query(&mut raw);
-        }
+        kill_clients_named(&mut raw, "cut");
         match p.release_blocking() {
             Ok(()) => assert_eq!(other.census().unwrap().available, 2, "Ok, but not applied"),
             Err(e) => assert_eq!(e, Error::LeaseExpired),
@@ -674,15 +666,7 @@ fn flush_is_ok_only_when_the_releases_before_it_were_applied() {
     for _ in 0..5 {
         let p = a.acquire_blocking(2).unwrap();
         // Used less than a second ago: the next script is sent unchecked.
-        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
-        for line in list.lines().filter(|l| l.contains(" name=cut ")) {
-            let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap();
-            let _: redis::RedisResult<()> = redis::cmd("CLIENT")
-                .arg("KILL")
-                .arg("ID")
-                .arg(id)
-                .query(&mut raw);
-        }
+        kill_clients_named(&mut raw, "cut");
         drop(p); // the release returns at once; the door sends it
         match a.flush() {
             Ok(()) => assert_eq!(other.census().unwrap().available, 2, "Ok, but not applied"),

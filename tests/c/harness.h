@@ -76,6 +76,27 @@ static inline void harness_child_watchdog(unsigned seconds) {
     signal(SIGALRM, SIG_DFL);
     alarm(seconds);
 }
+
+/* The end of a fork child made by harness_fork_and_return_in_child, when its
+ * last thread ends: skips the exit handlers registered before
+ * (LeakSanitizer's leak check in a fork child of a threaded process can
+ * stall). */
+static inline void harness_end_child_quietly(void) { _exit(0); }
+
+/* fork() from inside a wake callback running on a library thread, for the
+ * tests that check what that thread does in the child once the callback
+ * returns there: returns 0 in the child (watchdog armed, `report_read`, the
+ * read end of the parent's report pipe, closed unless -1) and the child's
+ * pid in the parent. */
+static inline pid_t harness_fork_and_return_in_child(int report_read) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
+        if (atexit(harness_end_child_quietly) != 0) _exit(2);
+        if (report_read >= 0) close(report_read);
+    }
+    return pid;
+}
 #endif
 
 static void run_test(const char *name, void (*fn)(void)) {

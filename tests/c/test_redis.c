@@ -945,20 +945,10 @@ typedef struct {
     int report[2];        /* the child writes 'C' if C's callback runs there */
 } fork_in_callback;
 
-/* The child's end, when its last thread ends: skips the exit handlers
- * registered before (LeakSanitizer's leak check in a fork child of a
- * threaded process can stall). */
-static void end_child_quietly(void) { _exit(0); }
-
 static void fork_on_library_thread(void *ctx) {
     fork_in_callback *f = ctx;
-    pid_t pid = fork();
-    if (pid == 0) {
-        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
-        if (atexit(end_child_quietly) != 0) _exit(2);
-        close(f->report[0]);
-        return; /* back to the library's thread, in the child */
-    }
+    pid_t pid = harness_fork_and_return_in_child(f->report[0]);
+    if (pid == 0) return; /* back to the library's thread, in the child */
     atomic_store(&f->child, (int)pid);
 }
 
@@ -1190,12 +1180,8 @@ typedef struct {
 
 static void fork_on_lost(void *ctx, volt_status why) {
     fork_in_lost *f = ctx;
-    pid_t pid = fork();
-    if (pid == 0) {
-        harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
-        if (atexit(end_child_quietly) != 0) _exit(2);
-        return; /* back to the lease thread, in the child */
-    }
+    pid_t pid = harness_fork_and_return_in_child(-1);
+    if (pid == 0) return; /* back to the lease thread, in the child */
     atomic_store(&f->why, (int)why);
     atomic_store(&f->child, (int)pid);
 }

@@ -752,6 +752,21 @@ pub fn short_lease() -> ConnectOptions {
     opts().lease(Duration::from_millis(1500))
 }
 
+/// Cuts every connection whose client name is `name` (`CLIENT KILL ID`), as
+/// a network fault would: the handle's next call on them fails mid-way.
+pub fn kill_clients_named(raw: &mut redis::Connection, name: &str) {
+    let list: String = redis::cmd("CLIENT").arg("LIST").query(raw).unwrap();
+    let tag = format!(" name={name} ");
+    for line in list.lines().filter(|l| l.contains(&tag)) {
+        let id = line.split(' ').find_map(|f| f.strip_prefix("id=")).unwrap();
+        let _: redis::RedisResult<()> = redis::cmd("CLIENT")
+            .arg("KILL")
+            .arg("ID")
+            .arg(id)
+            .query(raw);
+    }
+}
+
 pub fn connect(s: &Server, name: &str, permits: usize) -> RedisSemaphore {
     RedisSemaphore::connect(&s.url(), name, permits, opts()).expect("connect")
 }
