@@ -60,7 +60,9 @@ use crate::interpreter::running_loop;
 use crate::redis::{give_back, owner, Extra, Owner};
 use crate::session::SessionWaits;
 use crate::trio::TrioWaiter;
-use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Owned, Slot};
+use crate::wake::{
+    asyncio_chan, cached_running_loop, finish_owned, reap_closed_loops, waking, Owned, Slot,
+};
 use crate::Core;
 
 // ---------------------------------------------------------------------------
@@ -396,6 +398,8 @@ impl Acquire {
                 }
             },
         };
+        // Permits stranded on a closed loop's channel come back first.
+        reap_closed_loops(py);
         let result = (|| {
             let chan = match chan {
                 Some(chan) => chan,
