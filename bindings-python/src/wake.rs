@@ -362,7 +362,7 @@ static LOOP_CHANS: Mutex<Vec<Weak<Chan>>> = Mutex::new(Vec::new());
 /// its channel for the loop's next drain; if the loop is then closed and the
 /// program keeps its task (so the GC never cancels the wait), no later wake
 /// probes that channel, and the permits would stay there. An acquire that
-/// has to wait (asyncio, blocking) calls this before it queues, so those
+/// has to wait (asyncio, trio, blocking) calls this before it queues, so those
 /// permits come back to the queue it joins. Probes only channels holding
 /// undelivered grants, as [`after_wakes`] does (no Python code that can
 /// release the GIL).

@@ -191,8 +191,8 @@ def test_grant_to_a_stopped_loop_closed_later_is_handed_on(kind):
         sem.release(2)  # granted while the loop is stopped: queued for its drain
         assert not aw.waiting
         lt.loop.close()  # closed with the grant undelivered, the task kept (fut)
-    assert sem.available_permits == 0
-    # Granted from the closed loop's grant, not from a release.
+    # Granted from the closed loop's grant, not from a release (the thread
+    # wake path's helper may have handed it on already, at the close).
     got = []
     t = threading.Thread(target=lambda: got.append(sem.acquire_blocking(2, timeout=60)))
     t.start()
@@ -214,6 +214,29 @@ def test_grant_to_a_stopped_loop_closed_later_is_handed_on(kind):
     sem.release(2)
     assert sem.available_permits == 2
     del fut, fut2
+
+
+def test_grant_to_a_stopped_loop_closed_later_is_handed_on_to_trio():
+    """Same, when the next acquire that has to wait is a trio task's."""
+    trio = pytest.importorskip("trio")
+    sem = Semaphore(0)
+    lt = LoopThread()
+    with lt:
+        aw, fut = park_on(lt, sem, 2)
+        lt.stop()
+        sem.release(2)
+        lt.loop.close()
+
+    async def main():
+        with trio.move_on_after(60):
+            await sem.acquire(2)
+            return True
+        return False
+
+    assert trio.run(main) is True
+    sem.release(2)
+    assert sem.available_permits == 2
+    del fut
 
 
 def test_abandoned_loop_is_collected_and_hands_on():
