@@ -60,7 +60,9 @@ use crate::interpreter::running_loop;
 use crate::redis::{give_back, owner, Extra, Owner};
 use crate::session::SessionWaits;
 use crate::trio::TrioWaiter;
-use crate::wake::{asyncio_chan, cached_running_loop, finish_owned, waking, Owned, Slot};
+use crate::wake::{
+    asyncio_chan, cached_running_loop, finish_owned, reap_closed_loops, waking, Owned, Slot,
+};
 use crate::Core;
 
 // ---------------------------------------------------------------------------
@@ -82,8 +84,10 @@ pub(crate) enum Role {
     /// A `BoundedSemaphore`: the permits taken through it and not released
     /// yet; a release of more raises `ValueError` (asyncio's rule).
     Bounded(Arc<AtomicUsize>),
-    /// The exclusive holder (`Mutex`, `RwLock` writer); the name for errors.
-    Exclusive(Arc<Held>, &'static str),
+    /// The exclusive holder (`Mutex`, `RwLock` writer); the error of a
+    /// release that does not match, and the call that acquires (for the
+    /// warning of an acquire never awaited).
+    Exclusive(Arc<Held>, &'static str, &'static str),
     /// One shared holder (`RwLock` reader).
     Shared(Arc<Held>),
 }
@@ -96,10 +100,20 @@ impl Role {
             Role::Bounded(held) => {
                 held.fetch_add(n, Ordering::AcqRel);
             }
-            Role::Exclusive(h, _) => h.writer.store(true, Ordering::Release),
+            Role::Exclusive(h, _, _) => h.writer.store(true, Ordering::Release),
             Role::Shared(h) => {
                 h.readers.fetch_add(1, Ordering::AcqRel);
             }
+        }
+    }
+
+    /// The call a user writes to acquire `n` permits in this role (for the
+    /// warning of an acquire never awaited).
+    fn call(&self, n: usize) -> String {
+        match self {
+            Role::Count | Role::Bounded(_) => format!("sem.acquire({n})"),
+            Role::Exclusive(_, _, call) => (*call).to_owned(),
+            Role::Shared(_) => "rw.read()".to_owned(),
         }
     }
 
@@ -118,7 +132,7 @@ impl Role {
                     ));
                 }
             }
-            Role::Exclusive(h, msg) => {
+            Role::Exclusive(h, msg, _) => {
                 if !h.writer.swap(false, Ordering::AcqRel) {
                     return Err(PyRuntimeError::new_err(*msg));
                 }
@@ -396,6 +410,8 @@ impl Acquire {
                 }
             },
         };
+        // Permits stranded on a closed loop's channel come back first.
+        reap_closed_loops(py);
         let result = (|| {
             let chan = match chan {
                 Some(chan) => chan,
@@ -636,7 +652,7 @@ impl Drop for Acquire {
             // Never awaited, entered or closed: a forgotten `await`, which
             // takes nothing, and a later release would then add permits.
             Stage::Start if !crate::interpreter::interpreter_finalizing() => {
-                Python::attach(|py| warn_never_awaited(py, self.n))
+                Python::attach(|py| warn_never_awaited(py, &self.role.call(self.n)))
             }
             _ => {}
         }
@@ -647,10 +663,10 @@ impl Drop for Acquire {
 /// an acquire object collected unused. A warning turned into an error (`-W
 /// error`) cannot propagate from a destructor: it is reported as unraisable,
 /// as CPython does for coroutines.
-fn warn_never_awaited(py: Python<'_>, n: usize) {
+fn warn_never_awaited(py: Python<'_>, call: &str) {
     let message = format!(
-        "volt-sem: acquire({n}) was never awaited, so it took nothing; \
-         write `await sem.acquire({n})` or `async with sem.acquire({n}):`"
+        "volt-sem: {call} was never awaited, so it took nothing; \
+         write `await {call}` or `async with {call}:`"
     );
     let Ok(message) = std::ffi::CString::new(message) else {
         return;

@@ -127,6 +127,8 @@ pub(crate) fn blocking_acquire_in(
         }
     }
     refuse_on_running_loop(py)?;
+    // Permits stranded on a closed loop's channel come back first.
+    crate::wake::reap_closed_loops(py);
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let parked = Box::pin(Parked {
         waiter: Waiter::new(),

@@ -41,7 +41,11 @@ impl Mutex {
     fn new() -> Self {
         Mutex {
             core: Arc::new(crate::local_core(1)),
-            role: Role::Exclusive(Arc::new(Held::default()), "Mutex is not locked"),
+            role: Role::Exclusive(
+                Arc::new(Held::default()),
+                "Mutex is not locked",
+                "m.acquire()",
+            ),
         }
     }
 
@@ -117,7 +121,7 @@ impl RwLock {
         RwLock {
             core: Arc::new(crate::local_core(MAX_PERMITS)),
             read: Role::Shared(held.clone()),
-            write: Role::Exclusive(held, "RwLock is not write-locked"),
+            write: Role::Exclusive(held, "RwLock is not write-locked", "rw.write()"),
         }
     }
 

@@ -76,6 +76,8 @@ impl TrioWaiter {
         if self.slot.is_some() {
             return Err(PyRuntimeError::new_err("already queued"));
         }
+        // Permits stranded on a closed asyncio loop's channel come back first.
+        crate::wake::reap_closed_loops(channel.py());
         let slot = Slot::new(self.core.clone(), self.n, task, channel.get().chan.clone());
         match slot.queue() {
             Ok(RawAcquire::Ready) => {

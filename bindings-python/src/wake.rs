@@ -77,7 +77,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
@@ -350,6 +350,40 @@ impl Chan {
             }
         };
         probe().unwrap_or(false)
+    }
+}
+
+/// The channel of every asyncio loop (registered once, at its creation), for
+/// [`reap_closed_loops`].
+static LOOP_CHANS: Mutex<Vec<Weak<Chan>>> = Mutex::new(Vec::new());
+
+/// Hands on the grants still queued on the channel of a loop closed since
+/// they arrived. A grant that reaches a stopped loop (not closed) waits in
+/// its channel for the loop's next drain; if the loop is then closed and the
+/// program keeps its task (so the GC never cancels the wait), no later wake
+/// probes that channel, and the permits would stay there. An acquire that
+/// has to wait (asyncio, trio, blocking) calls this before it queues, so those
+/// permits come back to the queue it joins. Probes only channels holding
+/// undelivered grants, as [`after_wakes`] does (no Python code that can
+/// release the GIL).
+pub(crate) fn reap_closed_loops(py: Python<'_>) {
+    let chans: Vec<Arc<Chan>> = {
+        let mut all = LOOP_CHANS.lock().unwrap_or_else(|e| e.into_inner());
+        all.retain(|c| c.strong_count() > 0);
+        all.iter().filter_map(Weak::upgrade).collect()
+    };
+    // Outside the registry's lock: dropping the last `Arc` of a channel may
+    // run Python code (its queued Futures), which may wait and come back here.
+    let mut killed = false;
+    for chan in &chans {
+        if !chan.dead.load(Ordering::SeqCst) && !chan.is_empty() && chan.loop_closed(py) {
+            chan.kill();
+            killed = true;
+        }
+    }
+    drop(chans);
+    if killed {
+        after_wakes(py); // the handed-on grants may have woken others
     }
 }
 
@@ -637,7 +671,7 @@ impl Channel {
         } else {
             0
         };
-        Ok(Channel {
+        let channel = Channel {
             chan: Arc::new(Chan {
                 queue: Mutex::new(Vec::new()),
                 sock,
@@ -649,7 +683,13 @@ impl Channel {
                 owed: AtomicBool::new(false),
                 signalled: AtomicBool::new(false),
             }),
-        })
+        };
+        if channel.chan.loop_ref.is_some() {
+            let mut all = LOOP_CHANS.lock().unwrap_or_else(|e| e.into_inner());
+            all.retain(|c| c.strong_count() > 0);
+            all.push(Arc::downgrade(&channel.chan));
+        }
+        Ok(channel)
     }
 
     /// The socket the loop watches for readability (a file descriptor on Unix,

@@ -176,6 +176,69 @@ def test_closed_loop_same_thread_hands_permits_on():
     del task
 
 
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop"])
+def test_grant_to_a_stopped_loop_closed_later_is_handed_on(kind):
+    """A waiter granted while its loop was stopped (not closed yet), whose
+    loop is then closed while the program still holds the task: the grant
+    sits in the closed loop's wake queue, which no wake probes again. The
+    next acquire that has to wait, on any loop or thread, hands it on, as
+    for a grant that arrives after the close."""
+    sem = Semaphore(0)
+    lt = LoopThread(kind)
+    with lt:
+        aw, fut = park_on(lt, sem, 2)
+        lt.stop()
+        sem.release(2)  # granted while the loop is stopped: queued for its drain
+        assert not aw.waiting
+        lt.loop.close()  # closed with the grant undelivered, the task kept (fut)
+    # Granted from the closed loop's grant, not from a release (the thread
+    # wake path's helper may have handed it on already, at the close).
+    got = []
+    t = threading.Thread(target=lambda: got.append(sem.acquire_blocking(2, timeout=60)))
+    t.start()
+    t.join(120)
+    assert got == [True]
+
+    async def on_a_loop():
+        return await asyncio.wait_for(sem.acquire(2), 60)
+
+    sem.release(2)
+    assert sem.try_acquire(2)
+    lt2 = LoopThread(kind)
+    with lt2:
+        aw2, fut2 = park_on(lt2, sem, 2)
+        lt2.stop()
+        sem.release(2)
+        lt2.loop.close()
+    assert run_loop(kind, on_a_loop()) is True
+    sem.release(2)
+    assert sem.available_permits == 2
+    del fut, fut2
+
+
+def test_grant_to_a_stopped_loop_closed_later_is_handed_on_to_trio():
+    """Same, when the next acquire that has to wait is a trio task's."""
+    trio = pytest.importorskip("trio")
+    sem = Semaphore(0)
+    lt = LoopThread()
+    with lt:
+        aw, fut = park_on(lt, sem, 2)
+        lt.stop()
+        sem.release(2)
+        lt.loop.close()
+
+    async def main():
+        with trio.move_on_after(60):
+            await sem.acquire(2)
+            return True
+        return False
+
+    assert trio.run(main) is True
+    sem.release(2)
+    assert sem.available_permits == 2
+    del fut
+
+
 def test_abandoned_loop_is_collected_and_hands_on():
     """A loop that was neither closed nor kept: once the GC collects its waiting
     task, the waiter leaves the queue and the next waiter gets the permits."""

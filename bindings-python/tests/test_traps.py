@@ -26,6 +26,26 @@ def test_a_forgotten_await_warns_like_a_coroutine(run):
     assert sem.available_permits == 2
 
 
+@pytest.mark.parametrize(
+    "make, form",
+    [
+        (lambda: Mutex().acquire(), "m.acquire()"),
+        (lambda: RwLock().read(), "rw.read()"),
+        (lambda: RwLock().write(), "rw.write()"),
+    ],
+)
+def test_a_forgotten_await_on_a_lock_names_the_lock_call(make, form):
+    """The warning tells a lock's user what to await: the lock's own call,
+    not a semaphore's `acquire(n)` with the lock's internal weight (an
+    RwLock writer takes MAX_PERMITS)."""
+    with pytest.warns(RuntimeWarning, match="never awaited") as record:
+        make()
+        gc.collect()
+    message = str(record[0].message)
+    assert form in message
+    assert "2305843009213693951" not in message
+
+
 def test_used_acquires_do_not_warn(run):
     sem = Semaphore(1)
 
