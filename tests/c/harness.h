@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #if !defined(_WIN32)
+#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 #endif
@@ -83,16 +84,39 @@ static inline void harness_child_watchdog(unsigned seconds) {
  * stall). */
 static inline void harness_end_child_quietly(void) { _exit(0); }
 
+/* The destructor of a thread-specific value that the fork child's one
+ * thread sets: it runs once that thread has returned from its start routine
+ * (the library's thread ended there: what the tests check) and its Rust
+ * thread-locals are destroyed, and ends the child at once. Without it the
+ * thread's exit went on into the sanitizer runtime's own teardown of the
+ * thread (ASan's AsanThread::Destroy hands the thread's allocator cache back
+ * under the allocator's size-class lock), which can wait for ever in a fork
+ * child: another of the parent's threads may have held that lock at the
+ * fork, and the runtime does not take it around fork(). Under load the child
+ * then died of its watchdog, its thread already ended (seen with gdb: stuck
+ * in __nptl_deallocate_tsd -> AsanThread::Destroy -> ReturnToAllocator). The
+ * sanitizers run their own destructor last (they re-arm it until the last
+ * round), so this one comes first. */
+static void harness_end_child_at_thread_exit(void *unused) {
+    (void)unused;
+    _exit(0);
+}
+
 /* fork() from inside a wake callback running on a library thread, for the
  * tests that check what that thread does in the child once the callback
  * returns there: returns 0 in the child (watchdog armed, `report_read`, the
  * read end of the parent's report pipe, closed unless -1) and the child's
- * pid in the parent. */
+ * pid in the parent. The child exits with status 0 as soon as that thread
+ * ends (harness_end_child_at_thread_exit); a thread that never ends leaves
+ * the child to its watchdog (killed by SIGALRM, not exited). */
 static inline pid_t harness_fork_and_return_in_child(int report_read) {
     pid_t pid = fork();
     if (pid == 0) {
         harness_child_watchdog(5); /* a child that never ends dies of SIGALRM */
         if (atexit(harness_end_child_quietly) != 0) _exit(2);
+        static pthread_key_t end_at_exit;
+        if (pthread_key_create(&end_at_exit, harness_end_child_at_thread_exit) != 0) _exit(2);
+        if (pthread_setspecific(end_at_exit, &end_at_exit) != 0) _exit(2);
         if (report_read >= 0) close(report_read);
     }
     return pid;
