@@ -10,7 +10,12 @@ if r then return r end
 local nack = tonumber(ARGV[4])
 for i = 5, 4 + nack do
   redis.call('HDEL', GRANTS, ARGV[i])
-  redis.call('ZREM', OWN, ARGV[i])
+  -- A request the client saw granted is still queued here only after a
+  -- failover to a replica that missed the grant (replication is
+  -- asynchronous). It stays in its session's index (`own`), or the
+  -- session's end would miss it and a later hand-off would complete it
+  -- for a session that no longer exists: a holding nobody reclaims.
+  if redis.call('HEXISTS', ENTRIES, ARGV[i]) == 0 then redis.call('ZREM', OWN, ARGV[i]) end
 end
 local out = {'OK'}
 for i = 5 + nack, #ARGV do
