@@ -10,6 +10,7 @@
 #if !defined(_WIN32)
 #include <pthread.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #endif
 
@@ -120,6 +121,20 @@ static inline pid_t harness_fork_and_return_in_child(int report_read) {
         if (report_read >= 0) close(report_read);
     }
     return pid;
+}
+
+/* The parent's end of a harness_fork_and_return_in_child test: closes the
+ * write end of the report pipe, reaps the child, and checks that it ended on
+ * its own (exited, not killed by its watchdog) and that no callback ran in it
+ * (nothing was written to the pipe). Closes the read end too. */
+static inline void harness_check_fork_child_ended_quietly(pid_t pid, int report[2]) {
+    close(report[1]);
+    int status = 0;
+    REQUIRE(waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status)); /* not killed by its watchdog: it ended */
+    char byte = 0;
+    CHECK(read(report[0], &byte, 1) == 0); /* no callback ran in the child */
+    close(report[0]);
 }
 #endif
 
