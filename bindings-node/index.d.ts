@@ -673,7 +673,8 @@ export interface ConnectOptions {
   /**
    * The session lease (default 10000, at least 300): a client not heard of
    * for that long (killed, partitioned, paused) loses its permits and queue
-   * places to the others; its permits are back within lease × 4/3.
+   * places to the others; its permits are back within its lease + a third
+   * of a waiting client's lease (lease × 4/3 when all use the same lease).
    */
   lease?: number;
   /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{`, `}` or `:`). */

@@ -95,8 +95,9 @@
 //!   and the partial grants of their queued requests go back through the
 //!   hand-off, their requests leave the queue. No reaper process is needed;
 //!   while anyone waits, its own heartbeat reaps, so **the permits of a dead
-//!   client reach a waiter within lease + one heartbeat interval** (lease ×
-//!   4/3). A handle dropped normally ends its session at once; so does the
+//!   client reach a waiter within its lease + one heartbeat interval of the
+//!   waiter** (a third of the waiter's own lease; lease × 4/3 when both use
+//!   the same lease, but a 60 s waiter may wait 20 s past a 1 s lease). A handle dropped normally ends its session at once; so does the
 //!   process's exit (an `atexit` handler) for handles never dropped (a
 //!   `static`, a leak, `std::process::exit`).
 //! * **Fencing tokens.** Every grant gets `max(previous + 1, server time in
@@ -158,7 +159,7 @@
 //! Guaranteed while leases hold and Redis does not lose acknowledged writes:
 //! at most `total` permits are held, grants are strictly FIFO across every
 //! client, and the permits of a crashed or partitioned client come back
-//! within lease + one heartbeat interval.
+//! within its lease + one heartbeat interval of the client waiting for them.
 //!
 //! Not guaranteed: **a paused holder past its lease** still believes it holds
 //! its permits until its agent runs again; meanwhile they were granted to
