@@ -13,10 +13,11 @@ use napi::sys;
 use volt_sem_backend::Finish;
 
 use crate::codes::BAD_ARGS;
-use crate::env::{Enter, EnvCtx, Node};
+use crate::env::{Enter, EnvCtx};
 use crate::handle::sem;
 use crate::raw::{args, int, throw_internal};
-use crate::{RawEnv, RawValue};
+use crate::raw::{RawEnv, RawValue};
+use crate::semaphore::Node;
 
 impl EnvCtx {
     /// Cancels every pending request of this environment on an abandoned

@@ -16,11 +16,12 @@ use volt_sem_backend::{ConnectOptions, Error, Kind, Semaphore as Core};
 
 use crate::env::EnvCtx;
 use crate::handle::sem;
-use crate::named::{string_arg, throw};
+use crate::js_error::throw;
 use crate::offloop::{spawn, Done};
+use crate::raw::string_arg;
 use crate::raw::{args, count, int, null, throw_internal};
+use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 fn ms(env: RawEnv, v: RawValue) -> Duration {
     let mut d = f64::NAN;

@@ -13,37 +13,12 @@ use std::sync::Arc;
 use napi::sys;
 
 use crate::codes::BAD_ARGS;
-use crate::env::{Enter, EnvCtx, SlotState};
-use crate::raw::{args, int, key_arg, throw_internal};
+use crate::env::{Enter, EnvCtx};
+use crate::raw::{args, int, key_arg, throw_internal, RawEnv, RawValue};
 use crate::removal::release_paying;
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 impl EnvCtx {
-    /// Active -> Delivered: the grant stays with the slot (and its key) until
-    /// `confirm` or the env cleanup hook.
-    pub(crate) fn deliver_slot(&self, slot: u32) {
-        let counted = {
-            let mut slots = self.slots.borrow_mut();
-            self.leave_active(&mut slots, slot);
-            let s = &mut slots[slot as usize];
-            s.state = SlotState::Delivered;
-            s.node.counted.get()
-        };
-        self.delivered.borrow_mut().push(slot);
-        if counted {
-            self.unref_one();
-        }
-    }
-
-    /// The slot of a delivered grant, by key.
-    pub(crate) fn delivered_slot(&self, key: u64) -> Option<u32> {
-        let slot = key as u32;
-        let slots = self.slots.borrow();
-        let s = slots.get(slot as usize)?;
-        (s.state == SlotState::Delivered && s.gen == (key >> 32) as u32).then_some(slot)
-    }
-
     /// Ends a delivered grant: JS handed it over (`keep`), or gave up on it
     /// (the permits are released).
     pub(crate) fn confirm_slot(&self, slot: u32, keep: bool) {

@@ -1,6 +1,8 @@
 //! Per-environment state: one [`EnvCtx`] per main thread or worker (per load
-//! of this addon), its queue nodes and slots (free, `Active`, `Delivered`),
-//! the thread-locals marking which environment's native call is running, and
+//! of this addon), its slots of queue nodes and their states (free, `Active`,
+//! `Delivered`, and the moves between them), the thread-local marking which
+//! environment's native call is running, the outcomes of Redis requests
+//! waiting for JS ([`Extra`]), and
 //! the reference count that keeps the thread alive while a wake may come from
 //! elsewhere.
 
@@ -9,39 +11,16 @@ use std::collections::{HashMap, VecDeque};
 use std::pin::Pin;
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use volt_sem_backend::RawSemaphore;
+use std::sync::{Arc, Weak};
 
 use napi::sys;
-use volt_sem_backend::{Error, Finish};
+use volt_sem_backend::{Error, Waiter as CoreWaiter};
 
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
-use crate::raw::{args, double, int, lock, throw_internal};
-use crate::removal::NOT_ORPHAN;
-use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
-use volt_sem_backend::Waiter as CoreWaiter;
-
-/// The part of an environment other threads reach (through a node's `env`).
-pub(crate) struct EnvShared {
-    pub(crate) remote: Mutex<Remote>,
-}
-
-pub(crate) struct Remote {
-    /// Ids woken from outside this environment's own native calls.
-    pub(crate) ids: Vec<u64>,
-    /// `None` once the environment is being torn down.
-    pub(crate) tsfn: Option<Tsfn>,
-    /// A call of the threadsafe function is queued and has not started yet.
-    pub(crate) notified: bool,
-}
-
-#[derive(Clone, Copy)]
-pub(crate) struct Tsfn(pub(crate) sys::napi_threadsafe_function);
-// SAFETY: a threadsafe function handle is meant to be used from any thread; we only
-// call it while it is alive (the `Remote` mutex orders calls against its finalizer).
-unsafe impl Send for Tsfn {}
+use crate::raw::{args, double, int, lock, throw_internal, RawEnv, RawValue};
+use crate::remote::EnvShared;
+use crate::semaphore::{Node, Sem, NOT_ORPHAN};
 
 /// The JS-thread-only state of one environment (one main thread or worker, per
 /// load of this addon). Reached through the `data` pointer of every function.
@@ -89,17 +68,18 @@ pub(crate) enum Extra {
 }
 
 thread_local! {
-    /// The environment whose native call is running on this thread, if any
-    /// (its nodes woken during that call go to its `local` list).
-    pub(crate) static CURRENT: Cell<*const EnvCtx> = const { Cell::new(ptr::null()) };
+    /// The environment whose native call is running on this thread, if any,
+    /// by its `local` list (its nodes woken during that call go there; a
+    /// node's `owner` is the same pointer).
+    pub(crate) static CURRENT: Cell<*const RefCell<Vec<u64>>> = const { Cell::new(ptr::null()) };
 }
 
 /// Marks `ctx` as running a native call on this thread; restores on drop.
-pub(crate) struct Enter(pub(crate) *const EnvCtx);
+pub(crate) struct Enter(pub(crate) *const RefCell<Vec<u64>>);
 
 impl Enter {
     pub(crate) fn new(ctx: &EnvCtx) -> Self {
-        Enter(CURRENT.with(|c| c.replace(ctx)))
+        Enter(CURRENT.with(|c| c.replace(&ctx.local)))
     }
 }
 
@@ -107,31 +87,6 @@ impl Drop for Enter {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.0));
     }
-}
-
-/// A queue node: the waiter of one request at a time, and what its wake
-/// callback needs. Boxed and pinned in a slot; reused once finished.
-pub(crate) struct Node {
-    pub(crate) waiter: CoreWaiter,
-    /// `gen << 32 | slot` of the current request. Written by the owner while the
-    /// waiter is idle; the wake callback reads it after `acquire_raw` published
-    /// the waiter under the semaphore's lock.
-    pub(crate) key: Cell<u64>,
-    /// Owner-thread fields of the current request.
-    pub(crate) n: Cell<usize>,
-    pub(crate) sem: RefCell<Option<Arc<Sem>>>,
-    /// Whether this request holds a reference on the tsfn.
-    pub(crate) counted: Cell<bool>,
-    /// The handle it was queued through, and whether that handle was ref'd.
-    pub(crate) handle: Cell<u64>,
-    pub(crate) refd: Cell<bool>,
-    pub(crate) env: Arc<EnvShared>,
-    /// Identity of the owning `EnvCtx` (compared, never dereferenced off-thread).
-    pub(crate) owner: *const EnvCtx,
-    /// NOT_ORPHAN, or ORPHAN / ORPHAN_CLAIMED (see `Sem::orphans`).
-    pub(crate) orphan: AtomicU8,
-    /// The semaphore of an orphan (set before `orphan` becomes ORPHAN).
-    pub(crate) orphan_sem: AtomicPtr<Sem>,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -154,24 +109,6 @@ pub(crate) struct Slot {
     pub(crate) pos: u32,
 }
 
-impl Node {
-    pub(crate) fn waiter(self: Pin<&Self>) -> Pin<&CoreWaiter> {
-        // SAFETY: structural pinning: `waiter` is never moved out of a pinned Node.
-        unsafe { self.map_unchecked(|n| &n.waiter) }
-    }
-
-    /// Ends the request (cancel or collect). Afterwards the node may be reused.
-    pub(crate) fn finish(self: Pin<&Self>) -> Finish {
-        let sem = self.sem.borrow();
-        match &*sem {
-            // SAFETY: the waiter is idle or was last queued on this semaphore (the
-            // only one of the current request), and it stays valid and pinned.
-            Some(s) => unsafe { s.core.finish_raw(self.waiter()) },
-            None => Finish::Idle,
-        }
-    }
-}
-
 impl EnvCtx {
     /// The node of a pending request, by key; `None` if that request is over.
     pub(crate) fn active(&self, key: u64) -> Option<(u32, *const Node)> {
@@ -192,7 +129,7 @@ impl EnvCtx {
             handle: Cell::new(0),
             refd: Cell::new(true),
             env: self.shared.clone(),
-            owner: self,
+            owner: &self.local,
             orphan: AtomicU8::new(NOT_ORPHAN),
             orphan_sem: AtomicPtr::new(ptr::null_mut()),
         })
@@ -282,6 +219,30 @@ impl EnvCtx {
         if let Some(sem) = &*slots[slot as usize].node.sem.borrow() {
             sem.unqueue_one();
         }
+    }
+
+    /// Active -> Delivered: the grant stays with the slot (and its key) until
+    /// `confirm` or the env cleanup hook.
+    pub(crate) fn deliver_slot(&self, slot: u32) {
+        let counted = {
+            let mut slots = self.slots.borrow_mut();
+            self.leave_active(&mut slots, slot);
+            let s = &mut slots[slot as usize];
+            s.state = SlotState::Delivered;
+            s.node.counted.get()
+        };
+        self.delivered.borrow_mut().push(slot);
+        if counted {
+            self.unref_one();
+        }
+    }
+
+    /// The slot of a delivered grant, by key.
+    pub(crate) fn delivered_slot(&self, key: u64) -> Option<u32> {
+        let slot = key as u32;
+        let slots = self.slots.borrow();
+        let s = slots.get(slot as usize)?;
+        (s.state == SlotState::Delivered && s.gen == (key >> 32) as u32).then_some(slot)
     }
 
     /// Recomputes whether the active requests selected by `pick` (which may

@@ -1,5 +1,5 @@
 //! Module registration: the raw functions `index.js` calls, bound to a fresh
-//! per-environment [`EnvCtx`](crate::env::EnvCtx) that an env cleanup hook
+//! per-environment [`EnvCtx`] that an env cleanup hook
 //! tears down, and the `maxPermits` constant.
 
 use std::cell::{Cell, RefCell};
@@ -18,7 +18,7 @@ use crate::connect::{
     js_kind, js_try_acquire_async,
 };
 use crate::delivery::js_confirm;
-use crate::env::{js_set_ref, js_stats, EnvCtx, EnvShared, Remote};
+use crate::env::{js_set_ref, js_stats, EnvCtx};
 use crate::lease::{js_extra, js_unwatch, js_watch, WATCH_PRUNE_MIN};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
@@ -26,14 +26,15 @@ use crate::ops::{
     js_pending, js_release, js_try_acquire,
 };
 use crate::raw::double;
+use crate::raw::{RawEnv, RawValue};
 use crate::registry::{js_attach, js_expire_pins, js_share};
+use crate::remote::{EnvShared, Remote};
 use crate::removal::js_remove_permits;
 use crate::stats::{js_metrics, js_record_timeout, js_wait_buckets};
 use crate::teardown::env_cleanup;
 use crate::total::{js_reopen, js_set_total};
 use crate::view::js_view;
 use crate::wake::{js_drain, js_init};
-use crate::{RawEnv, RawValue};
 
 /// Registers the raw functions on `exports`, bound to a fresh per-environment
 /// context that an env cleanup hook tears down.

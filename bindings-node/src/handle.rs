@@ -11,8 +11,8 @@ use std::sync::Arc;
 use napi::sys;
 
 use crate::raw::null;
+use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 /// What a JS `Semaphore` object holds (through an External): the semaphore,
 /// and this object's own settings.

@@ -9,7 +9,7 @@ use volt_sem_backend::inspect::{Holder, Inspection, Process, QueuedWaiter};
 use napi::sys;
 
 use crate::raw::{boolean, double, null};
-use crate::{RawEnv, RawValue};
+use crate::raw::{RawEnv, RawValue};
 
 /// The JS value of an inspection: durations in seconds, as in every
 /// language (`null` where the backend has none).

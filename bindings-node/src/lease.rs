@@ -4,7 +4,7 @@
 //!
 //! Every Redis grant is held by a session of its handle. The first grant of
 //! each session makes JS ask for a watch on it (`watch(h, session)`): the
-//! seam's `lease_watch` future, owned by the [`Sem`] (so that it, and the
+//! seam's `lease_watch` future, owned by the [`Sem`](crate::semaphore::Sem) (so that it, and the
 //! session clone it holds, go with the semaphore) and known to the
 //! environment by a number. Its waker only posts that number (with
 //! [`WATCH_BIT`]) through the environment's remote list and threadsafe
@@ -16,48 +16,19 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Weak};
-use std::task::{Context, Poll, Wake, Waker};
+use std::task::{Context, Poll};
 
 use napi::sys;
-use volt_sem_backend::LeaseWatch;
 
-use crate::codes::WATCH_BIT;
-use crate::env::{EnvCtx, EnvShared, Extra};
+use crate::codes::{LAST_GRANT, WATCH_BIT};
+use crate::env::{EnvCtx, Extra};
 use crate::handle::sem;
-use crate::named::error;
-use crate::raw::{args, count, double, lock, null, throw_internal};
-use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
+use crate::js_error::error;
+use crate::raw::{args, count, double, lock, null, throw_internal, RawEnv, RawValue};
+use crate::watch::Watch;
 
 /// The least size at which an environment's `watches` is pruned.
 pub(crate) const WATCH_PRUNE_MIN: usize = 64;
-
-/// One watched session of a Redis semaphore.
-pub(crate) struct Watch {
-    id: u32,
-    /// The environment that watches it (two environments never share a Redis
-    /// `Sem`: it is never `share()`d).
-    env: Weak<EnvShared>,
-    future: LeaseWatch,
-    waker: Waker,
-}
-
-/// Posts a watch's number to its environment (from the agent thread).
-struct WatchWake {
-    env: Weak<EnvShared>,
-    key: u64,
-}
-
-impl Wake for WatchWake {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-    fn wake_by_ref(self: &Arc<Self>) {
-        if let Some(env) = self.env.upgrade() {
-            env.push_remote(self.key);
-        }
-    }
-}
 
 impl EnvCtx {
     /// Polls watch `id`; true once it completed (the error is in the extras).
@@ -97,17 +68,7 @@ native!(js_watch, |env, ctx, argv: [2]| {
     let Some(future) = s.core.lease_watch(session as u64) else { return null(env) };
     let id = ctx.next_watch.get();
     ctx.next_watch.set(id.wrapping_add(1));
-    let weak = Arc::downgrade(&ctx.shared);
-    let waker = Waker::from(Arc::new(WatchWake {
-        env: weak.clone(),
-        key: WATCH_BIT | u64::from(id),
-    }));
-    lock(&s.watches).push(Watch {
-        id,
-        env: weak,
-        future,
-        waker,
-    });
+    lock(&s.watches).push(Watch::new(id, Arc::downgrade(&ctx.shared), future));
     {
         let mut watches = ctx.watches.borrow_mut();
         if watches.len() >= ctx.watch_prune_at.get() {
@@ -149,12 +110,6 @@ native!(js_unwatch, |env, ctx, argv: [1]| {
     null(env)
 });
 
-/// Takes a semaphore's watches (its `Drop` ends the session off the JS thread,
-/// where the last session clone must go).
-pub(crate) fn take_all(sem: &Sem) -> Vec<Watch> {
-    std::mem::take(&mut *lock(&sem.watches))
-}
-
 // extra(slot | -1, isWatch): [token, session] | Error | null. -1: the grant of
 // the last acquire taken at once.
 native!(js_extra, |env, ctx, argv: [2]| {
@@ -165,7 +120,7 @@ native!(js_extra, |env, ctx, argv: [2]| {
     // SAFETY: fails on a non-boolean, leaving false.
     unsafe { sys::napi_get_value_bool(env, argv[1], &mut watch) };
     let key = if d < 0.0 {
-        crate::codes::LAST_GRANT
+        LAST_GRANT
     } else if watch {
         WATCH_BIT | d as u64
     } else {

@@ -1,6 +1,7 @@
 //! `Semaphore.open(name, permits, options)` and `Semaphore.unlink(name)`: the
 //! named semaphore shared by the processes of this machine (the
-//! `volt-sem-shm` crate; Linux), and the JS errors of its failures.
+//! `volt-sem-shm` crate; Linux), and the queries of named and Redis semaphores
+//! (`total`, `name`, `processHeld`).
 //!
 //! A named semaphore is a [`Sem`] like any other, whose core (the seam's
 //! `volt_sem_backend::Semaphore`) is the process's handle on the segment. Opening the same name again (in this
@@ -15,101 +16,24 @@
 //!
 //! Every failure the OS, another process or a file under `/dev/shm` can cause
 //! is thrown as an `Error` with a stable `code` (see
-//! [`code_of`](crate::error_code::code_of)); counts out
+//! [`code_of`](crate::js_error::code_of)); counts out
 //! of range are `RangeError`s (`ERR_OUT_OF_RANGE`) as for `new Semaphore`.
 
 use napi::sys;
-use std::ffi::{CStr, CString};
 use std::ptr;
 use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
 
 use crate::env::EnvCtx;
-use crate::error_code::code_of;
-use crate::handle::handle;
-use crate::raw::{args, count, double, null, throw_internal};
+use crate::handle::{handle, sem};
+use crate::js_error::throw;
+use crate::raw::{args, count, double, null, string_arg, throw_internal, RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 // open() flags, as index.js passes them.
 const CREATE_ONLY: u32 = 1;
 const ATTACH_ONLY: u32 = 2;
 const ACCEPT_FOREIGN_OWNER: u32 = 4;
 const RESIZE: u32 = 8;
-
-fn set_number(env: RawEnv, obj: RawValue, name: &CStr, v: f64) {
-    // SAFETY: plain Node-API calls on the JS thread.
-    unsafe { sys::napi_set_named_property(env, obj, name.as_ptr(), double(env, v)) };
-}
-
-/// Throws the JS error of `e` (with `what` in its message) and returns null.
-pub(crate) fn throw(env: RawEnv, e: Error, what: &str) -> RawValue {
-    let err = error(env, &e, &format!("volt-sem: {what}: {e}"));
-    // SAFETY: throws the error just made, on the JS thread.
-    unsafe { sys::napi_throw(env, err) };
-    ptr::null_mut()
-}
-
-/// The JS error of `e` with the message `msg` (not thrown): its `code`, a
-/// `RangeError` for counts and options out of range, and the numbers some
-/// errors carry (`existing`, `found`, `held`, `errno`).
-pub(crate) fn error(env: RawEnv, e: &Error, msg: &str) -> RawValue {
-    let (code, range) = code_of(e);
-    let msg = msg.replace('\0', " ");
-    let mut js_code = ptr::null_mut();
-    let mut js_msg = ptr::null_mut();
-    let mut err = ptr::null_mut();
-    // SAFETY: plain value creation on the JS thread; the strings are valid UTF-8
-    // of the given length.
-    unsafe {
-        sys::napi_create_string_utf8(env, code.as_ptr().cast(), code.len() as isize, &mut js_code);
-        sys::napi_create_string_utf8(env, msg.as_ptr().cast(), msg.len() as isize, &mut js_msg);
-        if range {
-            sys::napi_create_range_error(env, js_code, js_msg, &mut err);
-        } else {
-            sys::napi_create_error(env, js_code, js_msg, &mut err);
-        }
-    }
-    if err.is_null() {
-        return null(env);
-    }
-    match *e {
-        Error::TotalMismatch { existing } => set_number(env, err, c"existing", existing as f64),
-        Error::VersionMismatch { found } => set_number(env, err, c"found", found as f64),
-        Error::NotHeld { held } => set_number(env, err, c"held", held as f64),
-        Error::Os(errno) => set_number(env, err, c"errno", errno as f64),
-        _ => {}
-    }
-    err
-}
-
-/// Throws an `Error` with `code === 'ERR_VOLT_UNSUPPORTED'`.
-pub(crate) fn throw_unsupported(env: RawEnv, what: &str) -> RawValue {
-    let msg = CString::new(format!("volt-sem: {what} is not supported").replace('\0', " "))
-        .unwrap_or_default();
-    // SAFETY: plain Node-API call on the JS thread.
-    unsafe { sys::napi_throw_error(env, c"ERR_VOLT_UNSUPPORTED".as_ptr(), msg.as_ptr()) };
-    ptr::null_mut()
-}
-
-/// A JS string argument as Rust `String` (`None` if it is not a string).
-pub(crate) fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
-    let mut len = 0usize;
-    // SAFETY: with a null buffer, only reports the UTF-8 length; fails on a
-    // non-string.
-    let status = unsafe { sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len) };
-    if status != sys::Status::napi_ok {
-        return None;
-    }
-    let mut buf = vec![0u8; len + 1];
-    let mut written = 0usize;
-    // SAFETY: `buf` has room for `len` bytes plus the NUL Node-API writes.
-    unsafe {
-        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut written)
-    };
-    buf.truncate(written);
-    // Lone surrogates were replaced by U+FFFD: still valid UTF-8.
-    String::from_utf8(buf).ok()
-}
 
 fn u32_arg(env: RawEnv, v: RawValue) -> u32 {
     let mut out = 0u32;
@@ -166,7 +90,7 @@ native!(js_unlink, |env, _ctx, argv: [1]| {
 // total(h): the total of a named or Redis semaphore (null for an in-process one).
 native!(js_total, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
     match s.core.total_permits() {
         Some(total) => double(env, total as f64),
         None => null(env),
@@ -176,7 +100,7 @@ native!(js_total, |env, _ctx, argv: [1]| {
 // name(h): the name of a named or Redis semaphore (null for an in-process one).
 native!(js_name, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
     let Some(name) = s.name.as_deref() else { return null(env) };
     let mut out = ptr::null_mut();
     // SAFETY: plain value creation on the JS thread; `name` is UTF-8 of that length.
@@ -189,7 +113,7 @@ native!(js_name, |env, _ctx, argv: [1]| {
 // counts them (no round trip); null for an in-process one.
 native!(js_process_held, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { crate::handle::sem(env, argv[0]) }) else { return null(env) };
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
     if let Some(r) = s.core.as_redis() {
         return double(env, r.held_permits() as f64);
     }

@@ -22,10 +22,10 @@ use volt_sem_backend::redis::Census;
 use volt_sem_backend::{Error, Grant};
 
 use crate::handle::handle;
-use crate::named::error;
+use crate::js_error::error;
 use crate::raw::{boolean, double, null};
+use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 /// The outcome of an off-loop call, turned into a JS value on the JS thread.
 pub(crate) enum Done {

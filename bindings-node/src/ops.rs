@@ -14,14 +14,14 @@ use volt_sem_backend::{Error, Semaphore as Core};
 use crate::codes::{
     BAD_ARGS, BAD_COUNT, CLOSED, LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
-use crate::env::{Enter, EnvCtx, Extra, Node};
+use crate::env::{Enter, EnvCtx, Extra};
 use crate::handle::{handle, handle_of, sem};
-use crate::named::{error, throw, throw_unsupported};
+use crate::js_error::{error, throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
+use crate::raw::{RawEnv, RawValue};
 use crate::removal::release_paying;
-use crate::semaphore::Sem;
+use crate::semaphore::{Node, Sem};
 use crate::wake::wake;
-use crate::{RawEnv, RawValue};
 
 // create(permits): External | null
 native!(js_create, |env, _ctx, argv: [1]| {

@@ -1,16 +1,20 @@
-//! Raw Node-API helpers: reading arguments, argument checks (counts and keys
-//! that must be exact JS integers), creating result values, the [`native!`]
+//! Raw Node-API helpers: the raw handle types, reading arguments, argument
+//! checks (counts and keys that must be exact JS integers, strings), creating
+//! result values, the `native!`
 //! macro every entry point is defined with, and turning a caught panic into a
 //! JS error (`ERR_VOLT_INTERNAL`) instead of unwinding into Node.
 
+use std::ffi::c_void;
 use std::ptr;
 use std::sync::{Mutex, MutexGuard};
 
 use napi::sys;
 
 use crate::codes::MAX_JS;
-use crate::env::EnvCtx;
-use crate::{RawEnv, RawValue};
+
+/// The raw Node-API handles every entry point takes and returns.
+pub(crate) type RawEnv = sys::napi_env;
+pub(crate) type RawValue = sys::napi_value;
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A poisoned lock only means a panic elsewhere; the data (plain lists) is intact.
@@ -19,14 +23,15 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 // Raw Node-API helpers.
 
-/// Reads up to N arguments and the function's data pointer (the EnvCtx).
+/// Reads up to N arguments and the function's data pointer (the `EnvCtx` the
+/// function was registered with: `native!` casts it).
 ///
 /// # Safety
 /// Called from a Node-API callback with its `env` and `info`.
 pub(crate) unsafe fn args<const N: usize>(
     env: RawEnv,
     info: sys::napi_callback_info,
-) -> ([RawValue; N], *const EnvCtx) {
+) -> ([RawValue; N], *const c_void) {
     let mut argv = [ptr::null_mut(); N];
     let mut argc = N;
     let mut data = ptr::null_mut();
@@ -41,7 +46,7 @@ pub(crate) unsafe fn args<const N: usize>(
             &mut data,
         )
     };
-    (argv, data as *const EnvCtx)
+    (argv, data as *const c_void)
 }
 
 pub(crate) fn int(env: RawEnv, v: i32) -> RawValue {
@@ -99,6 +104,26 @@ pub(crate) fn key_arg(env: RawEnv, v: RawValue) -> Option<u64> {
     exact(d)
 }
 
+/// A JS string argument as Rust `String` (`None` if it is not a string).
+pub(crate) fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
+    let mut len = 0usize;
+    // SAFETY: with a null buffer, only reports the UTF-8 length; fails on a
+    // non-string.
+    let status = unsafe { sys::napi_get_value_string_utf8(env, v, ptr::null_mut(), 0, &mut len) };
+    if status != sys::Status::napi_ok {
+        return None;
+    }
+    let mut buf = vec![0u8; len + 1];
+    let mut written = 0usize;
+    // SAFETY: `buf` has room for `len` bytes plus the NUL Node-API writes.
+    unsafe {
+        sys::napi_get_value_string_utf8(env, v, buf.as_mut_ptr().cast(), buf.len(), &mut written)
+    };
+    buf.truncate(written);
+    // Lone surrogates were replaced by U+FFFD: still valid UTF-8.
+    String::from_utf8(buf).ok()
+}
+
 /// Defines a raw Node-API function body with `env`, `info` and the EnvCtx.
 macro_rules! native {
     ($name:ident, |$env:ident, $ctx:ident, $argv:ident : [$n:literal]| $body:block) => {
@@ -111,7 +136,7 @@ macro_rules! native {
             // which no JS (hence no call) runs.
             let ($argv, ctx_ptr) = unsafe { args::<$n>($env, info) };
             // SAFETY: see above.
-            let $ctx: &EnvCtx = unsafe { &*ctx_ptr };
+            let $ctx: &EnvCtx = unsafe { &*ctx_ptr.cast::<EnvCtx>() };
             // A panic must not unwind into Node (it would abort the process):
             // it becomes a JS exception.
             match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| $body)) {

@@ -12,11 +12,9 @@ use napi::sys;
 use crate::codes::MAX_JS;
 use crate::env::EnvCtx;
 use crate::handle::{handle, sem};
-use crate::raw::{args, double, lock, null, throw_internal};
+use crate::raw::{args, double, lock, null, throw_internal, RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
-pub(crate) static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
 pub(crate) static REGISTRY: LazyLock<Mutex<HashMap<u64, Entry>>> = LazyLock::new(Default::default);
 
 /// How long `share()` keeps a semaphore alive for an `attach()` that has not
@@ -77,7 +75,7 @@ impl Drop for Sem {
         if let Some(r) = self.core.as_redis() {
             // Ending a Redis session is a round trip: on a thread of its own,
             // never the JS thread (a finalizer), with the last session clone.
-            let (r, watches) = (r.clone(), crate::lease::take_all(self));
+            let (r, watches) = (r.clone(), std::mem::take(&mut *lock(&self.watches)));
             let _ = std::thread::Builder::new()
                 .name("volt-sem redis end".into())
                 .spawn(move || {

@@ -12,38 +12,16 @@
 use std::pin::Pin;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
-use volt_sem_backend::RawSemaphore;
 
 use napi::sys;
-use volt_sem_backend::Finish;
+use volt_sem_backend::{Error, Finish, RawSemaphore};
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
-use crate::env::{EnvCtx, Node};
+use crate::env::EnvCtx;
 use crate::handle::sem;
-use crate::named::throw_unsupported;
-use crate::raw::{args, count, int, lock, throw_internal};
-use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
-use volt_sem_backend::Error;
-
-/// A leaked `Pin<Box<Node>>` owned by its semaphore's orphan lists.
-pub(crate) struct OrphanNode(pub(crate) *mut Node);
-// SAFETY: an orphan is only touched through its atomics and `finish_raw` by
-// whoever claimed it (see `Node::orphan`), and freed by the semaphore's drop.
-unsafe impl Send for OrphanNode {}
-
-impl Drop for OrphanNode {
-    fn drop(&mut self) {
-        // SAFETY: leaked by `orphan()` from a Box; dropped once, when the
-        // semaphore (whose queue is the last thing that may reference it) goes.
-        drop(unsafe { Box::from_raw(self.0) });
-    }
-}
-
-// Node::orphan states.
-pub(crate) const NOT_ORPHAN: u8 = 0;
-pub(crate) const ORPHAN: u8 = 1;
-pub(crate) const ORPHAN_CLAIMED: u8 = 2;
+use crate::js_error::throw_unsupported;
+use crate::raw::{args, count, int, lock, throw_internal, RawEnv, RawValue};
+use crate::semaphore::{Node, OrphanNode, Sem, ORPHAN, ORPHAN_CLAIMED};
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.

@@ -3,17 +3,26 @@
 //! or named and shared by processes: `volt_sem_backend::Semaphore`) plus the
 //! binding's bookkeeping (held permits, queued requests, the `removePermits`
 //! debt and its orphans, whether it is shared or abandoned) and, for a Redis
-//! one, the watches on the sessions that hold its grants ([`crate::lease`]).
+//! one, the watches on the sessions that hold its grants ([`crate::lease`]);
+//! and [`Node`], the queue node of one request on it.
+//!
+//! The two are one file because each holds the other: a node its semaphore,
+//! a semaphore its orphaned nodes (see [`crate::removal`]). Its `Drop` is the
+//! registry's ([`crate::registry`]): leaving the registry is what it does.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::cell::{Cell, RefCell};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use volt_sem_backend::{Kind, Semaphore as Core};
+use volt_sem_backend::{Finish, Kind, RawSemaphore, Semaphore as Core, Waiter as CoreWaiter};
 
 use crate::debt::Debt;
-use crate::lease::Watch;
-use crate::registry::NEXT_SEM_ID;
-use crate::removal::OrphanNode;
+use crate::remote::EnvShared;
+use crate::watch::Watch;
+
+/// The ids of [`Sem`]s (the registry's keys).
+pub(crate) static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
 
 /// One semaphore, shared by every environment holding a handle to it.
 ///
@@ -132,3 +141,67 @@ impl Sem {
         }
     }
 }
+
+/// A queue node: the waiter of one request at a time, and what its wake
+/// callback needs. Boxed and pinned in a slot; reused once finished.
+pub(crate) struct Node {
+    pub(crate) waiter: CoreWaiter,
+    /// `gen << 32 | slot` of the current request. Written by the owner while the
+    /// waiter is idle; the wake callback reads it after `acquire_raw` published
+    /// the waiter under the semaphore's lock.
+    pub(crate) key: Cell<u64>,
+    /// Owner-thread fields of the current request.
+    pub(crate) n: Cell<usize>,
+    pub(crate) sem: RefCell<Option<Arc<Sem>>>,
+    /// Whether this request holds a reference on the tsfn.
+    pub(crate) counted: Cell<bool>,
+    /// The handle it was queued through, and whether that handle was ref'd.
+    pub(crate) handle: Cell<u64>,
+    pub(crate) refd: Cell<bool>,
+    pub(crate) env: Arc<EnvShared>,
+    /// The `local` list of the owning environment (its `EnvCtx`), which is
+    /// also its identity: compared with [`CURRENT`](crate::env::CURRENT),
+    /// never dereferenced off-thread.
+    pub(crate) owner: *const RefCell<Vec<u64>>,
+    /// NOT_ORPHAN, or ORPHAN / ORPHAN_CLAIMED (see `Sem::orphans`).
+    pub(crate) orphan: AtomicU8,
+    /// The semaphore of an orphan (set before `orphan` becomes ORPHAN).
+    pub(crate) orphan_sem: AtomicPtr<Sem>,
+}
+
+impl Node {
+    pub(crate) fn waiter(self: Pin<&Self>) -> Pin<&CoreWaiter> {
+        // SAFETY: structural pinning: `waiter` is never moved out of a pinned Node.
+        unsafe { self.map_unchecked(|n| &n.waiter) }
+    }
+
+    /// Ends the request (cancel or collect). Afterwards the node may be reused.
+    pub(crate) fn finish(self: Pin<&Self>) -> Finish {
+        let sem = self.sem.borrow();
+        match &*sem {
+            // SAFETY: the waiter is idle or was last queued on this semaphore (the
+            // only one of the current request), and it stays valid and pinned.
+            Some(s) => unsafe { s.core.finish_raw(self.waiter()) },
+            None => Finish::Idle,
+        }
+    }
+}
+
+/// A leaked `Pin<Box<Node>>` owned by its semaphore's orphan lists.
+pub(crate) struct OrphanNode(pub(crate) *mut Node);
+// SAFETY: an orphan is only touched through its atomics and `finish_raw` by
+// whoever claimed it (see `Node::orphan`), and freed by the semaphore's drop.
+unsafe impl Send for OrphanNode {}
+
+impl Drop for OrphanNode {
+    fn drop(&mut self) {
+        // SAFETY: leaked by `orphan()` from a Box; dropped once, when the
+        // semaphore (whose queue is the last thing that may reference it) goes.
+        drop(unsafe { Box::from_raw(self.0) });
+    }
+}
+
+// Node::orphan states.
+pub(crate) const NOT_ORPHAN: u8 = 0;
+pub(crate) const ORPHAN: u8 = 1;
+pub(crate) const ORPHAN_CLAIMED: u8 = 2;

@@ -20,7 +20,7 @@ use crate::codes::{BAD_ARGS, OK};
 use crate::env::EnvCtx;
 use crate::handle::sem;
 use crate::raw::{args, double, int, null, throw_internal};
-use crate::{RawEnv, RawValue};
+use crate::raw::{RawEnv, RawValue};
 
 /// The fields of `metrics`' array before the bucket counts, in order: the
 /// six counters, the three gauges, `recording` (0 or 1), then the wait

@@ -9,10 +9,10 @@ use volt_sem_backend::Error;
 
 use crate::connect::off_loop;
 use crate::env::EnvCtx;
-use crate::named::throw;
+use crate::js_error::throw;
 use crate::offloop::Done;
 use crate::raw::{args, count, throw_internal};
-use crate::{RawEnv, RawValue};
+use crate::raw::{RawEnv, RawValue};
 
 // setTotal(h, refd, n): Promise<null>. index.js checked that `n` is an
 // integer; its range (1 to the backend's maximum) is the backend's to check.

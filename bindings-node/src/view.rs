@@ -105,8 +105,8 @@ use napi::sys;
 use crate::env::EnvCtx;
 use crate::handle::sem;
 use crate::raw::{args, null, throw_internal};
+use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
-use crate::{RawEnv, RawValue};
 
 // The counters view covers `held` then `debt`.
 const _: () = assert!(offset_of!(Sem, debt) == offset_of!(Sem, held) + size_of::<usize>());

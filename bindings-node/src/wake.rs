@@ -8,7 +8,7 @@
 //!
 //! * **Same environment, inside one of its own native calls** (`release`,
 //!   `cancel`, `close`, which set the thread-local [`CURRENT`]): the id goes into
-//!   the thread-local [`LOCAL`] list. Before that call returns it finishes the
+//!   the environment's [`local`] list (the node's `owner`). Before that call returns it finishes the
 //!   woken nodes and writes `(id, outcome)` pairs into the environment's shared
 //!   `Uint32Array`; the call returns how many, and the JS layer settles those
 //!   promises right away, still inside the `release()` that caused them.
@@ -23,10 +23,10 @@
 //! alive. A waiter on a private semaphore cannot be served by anyone but its own
 //! thread, and must not keep it alive.
 //!
-//! [`Node`]: crate::env::Node
+//! [`Node`]: crate::semaphore::Node
 //! [`Waiter`]: volt_sem::Waiter
 //! [`CURRENT`]: crate::env::CURRENT
-//! [`LOCAL`]: crate::env::LOCAL
+//! [`local`]: crate::env::EnvCtx::local
 
 use std::ffi::c_void;
 use std::pin::Pin;
@@ -40,31 +40,11 @@ use volt_sem_backend::Finish;
 use crate::codes::{
     BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, WATCH_BIT, WOKEN_CLOSED,
 };
-use crate::env::{EnvCtx, EnvShared, Extra, Node, Tsfn, CURRENT};
-use crate::raw::{args, int, lock, throw_internal};
-use crate::removal::{orphan_woken, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
-use crate::{RawEnv, RawValue};
-
-impl EnvShared {
-    pub(crate) fn push_remote(&self, id: u64) {
-        let mut r = lock(&self.remote);
-        r.ids.push(id);
-        if !r.notified {
-            if let Some(t) = r.tsfn {
-                // SAFETY: `tsfn` is Some only between creation and its finalizer (or
-                // our cleanup hook), both of which clear it under this same lock.
-                let status = unsafe {
-                    sys::napi_call_threadsafe_function(
-                        t.0,
-                        ptr::null_mut(),
-                        sys::ThreadsafeFunctionCallMode::nonblocking,
-                    )
-                };
-                r.notified = status == sys::Status::napi_ok;
-            }
-        }
-    }
-}
+use crate::env::{EnvCtx, Extra, CURRENT};
+use crate::raw::{args, int, lock, throw_internal, RawEnv, RawValue};
+use crate::remote::{EnvShared, Tsfn};
+use crate::removal::orphan_woken;
+use crate::semaphore::{Node, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
 
 /// The wake callback given to `acquire_raw`.
 pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
@@ -88,11 +68,11 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
         // its `local` list before returning. `try_borrow_mut` never fails here
         // (nothing holds that list across a semaphore call); if it did, the
         // remote path is still right.
-        // SAFETY: `owner` is the environment whose native call runs on this
-        // thread right now (CURRENT), so it is alive, and only this thread
-        // touches its RefCells.
-        let owner = unsafe { &*node.owner };
-        if let Ok(mut v) = owner.local.try_borrow_mut() {
+        // SAFETY: `owner` is the `local` list of the environment whose native
+        // call runs on this thread right now (CURRENT), so it is alive, and
+        // only this thread touches its RefCells.
+        let local = unsafe { &*node.owner };
+        if let Ok(mut v) = local.try_borrow_mut() {
             v.push(key);
             return;
         }
@@ -102,7 +82,7 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
 
 impl EnvCtx {
     /// Finishes the woken request `key` (if still pending): its slot and outcome.
-    pub(crate) fn collect(&self, key: u64) -> Option<(u32, u32)> {
+    fn collect(&self, key: u64) -> Option<(u32, u32)> {
         let (slot, node) = self.active(key)?;
         // SAFETY: slots never shrink while the env lives, and nodes are boxed.
         let node = unsafe { Pin::new_unchecked(&*node) };
@@ -148,7 +128,7 @@ impl EnvCtx {
     }
 
     /// Writes `(slot, outcome)` to pair `k` of the buffer.
-    pub(crate) fn write(&self, k: usize, slot: u32, code: u32) {
+    fn write(&self, k: usize, slot: u32, code: u32) {
         let (buf, cap) = self.buf.get();
         debug_assert!(k < cap);
         // SAFETY: `buf` points to the live Uint32Array registered by init() (held

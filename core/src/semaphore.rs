@@ -505,6 +505,9 @@ impl Semaphore {
         rem: &mut usize,
         wakes: &mut WakeBatch,
     ) -> Option<Result<(), ReleaseError>> {
+        // One clock reading for every waiter this call serves (the wait
+        // figures of a recorder; none without one).
+        let mut now = None;
         while *rem > 0 {
             let Some(head) = list.front() else { break };
             if wakes.is_full() {
@@ -527,8 +530,14 @@ impl Semaphore {
             if let Some(r) = self.recorder() {
                 // SAFETY: lock-guarded field of a waiter just unlinked, lock held.
                 let queued_at = waiter.queued_at.with(|q| unsafe { *q });
-                let waited = crate::inspect::stamp().saturating_sub(queued_at);
-                r.granted_after(waiter.requested(), core::time::Duration::from_nanos(waited));
+                let now = *now.get_or_insert_with(crate::inspect::stamp);
+                let waited = now.saturating_sub(queued_at);
+                // The queue lock is held, and this is the only place the
+                // core records a wait.
+                r.granted_after_locked(
+                    waiter.requested(),
+                    core::time::Duration::from_nanos(waited),
+                );
             }
             // SAFETY: just unlinked under the lock; still valid (see above).
             unsafe { Self::notify_locked(head, phase::GRANTED, wakes) };
