@@ -23,6 +23,12 @@ const { Semaphore, disconnectOnSignals } = require('..');
   await holder.acquire(1);
   const waiter = await Semaphore.connect(url, name, 1, { lease: 30_000 });
   waiter.acquire(1).catch(() => {});
+  // The acquire reaches Redis asynchronously: 'ready' only once it is queued
+  // there, so that the test's census sees it.
+  for (let t = Date.now(); (await holder.census()).queued < 1; ) {
+    if (Date.now() - t > 10_000) throw new Error('the queued acquire never reached Redis');
+    await new Promise((r) => setTimeout(r, 5));
+  }
   const named = Semaphore.open(namedName, 1);
   await named.acquire(1);
   console.log('ready');
