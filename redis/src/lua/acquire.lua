@@ -6,8 +6,14 @@ if not FAST then
   if r then return r end
 end
 local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
--- One read of the counters (each redis.call costs about a microsecond).
-local m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token', 'seq')
+-- One read of the counters (each redis.call costs about a microsecond): on
+-- the fast path, fast.lua's read (nothing wrote META since).
+local m
+if FAST then
+  m = {M[3], M[4], M[5], M[6], M[8]}
+else
+  m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token', 'seq')
+end
 if m[1] == '1' then return {'CLOSED'} end
 if n > tonumber(m[2]) then return {'TOOMANY'} end
 local avail = tonumber(m[3])

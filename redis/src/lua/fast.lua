@@ -11,8 +11,9 @@
 -- The session is renewed only when a third of its lease has gone by (the
 -- heartbeat renews every lease/3 anyway), so the client counts a fast call
 -- as a renewal from lease/3 before it was sent (session.rs).
--- M: inc, reap, closed, total, avail, token, debt (absent when 0).
-local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token', 'debt')
+-- M: inc, reap, closed, total, avail, token, debt (absent when 0), seq
+-- (the queue's last arrival stamp, for a queued acquire: acquire.lua).
+local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token', 'debt', 'seq')
 local FAST = false
 if INC ~= '' and M[1] == INC and tonumber(M[2] or '0') >= NOW_MS then
   local exp = redis.call('ZSCORE', SESSIONS, SID)

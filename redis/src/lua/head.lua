@@ -35,7 +35,8 @@ local function fmt(x) return string.format('%.0f', x) end
 
 -- Direct hand-off: `p` released permits first pay a shrink's debt
 -- (META.debt, set by set_total; `debt`: its value when the caller read it
--- already, else read here), then go to the queue head(s) in FIFO
+-- already, else read here; `token`: the same for META.token), then go to
+-- the queue head(s) in FIFO
 -- order; a head that cannot be completed keeps its partial grant and the
 -- hand-off stops there; only the surplus of an emptied queue is banked.
 -- Each completed request gets the next fencing token, strictly increasing
@@ -54,7 +55,7 @@ local MINE = {}
 -- (nil until one runs): reported to the caller, which shows it as the
 -- "available" gauge of its stats (tail.lua adds it to the status word).
 local AVAIL
-local function hand(p, debt)
+local function hand(p, debt, token)
   local given = p
   debt = tonumber(debt or redis.call('HGET', META, 'debt') or '0')
   if debt > 0 then
@@ -79,7 +80,7 @@ local function hand(p, debt)
       redis.call('ZREM', QUEUE, head)
       redis.call('HDEL', ENTRIES, head)
       local owner = string.match(head, '^([^:]*):')
-      tok = math.max((tok or tonumber(redis.call('HGET', META, 'token') or '0')) + 1, NOW_US)
+      tok = math.max((tok or tonumber(token or redis.call('HGET', META, 'token') or '0')) + 1, NOW_US)
       local t = fmt(tok)
       -- For inspect.lua: the latest token, and when the holding rose from 0.
       if redis.call('HINCRBY', HELD, owner, need) == need then
