@@ -60,6 +60,7 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
 }
 
 fn done(name: &str, change: Change, before: usize) -> String {
+    let name = crate::render::printable(name);
     match change {
         Change::Resize(n) => format!("{name}: total {before} -> {n}\n"),
         Change::Reopen => format!("{name}: reopened\n"),

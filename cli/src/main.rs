@@ -60,7 +60,8 @@ fn main() {
         Ok(()) => 0,
         Err(CliError::StdoutClosed) => 0,
         Err(e) => {
-            eprintln!("volt-sem: {e}");
+            // One line, whatever names or server replies it quotes.
+            eprintln!("volt-sem: {}", render::printable(&e.to_string()));
             e.exit_code()
         }
     };

@@ -241,3 +241,58 @@ fn resize_and_reopen_change_a_named_semaphore() {
     );
     assert!(!Path::new(&absent.path()).exists());
 }
+
+/// Whoever can write /dev/shm can name a semaphore with a newline and a
+/// terminal escape sequence in it: the text output must show it escaped,
+/// never write the raw control characters to the terminal (they would
+/// recolour, move or clear it, and split a table row in two).
+#[test]
+fn control_characters_in_a_name_are_shown_escaped() {
+    let name = Name(format!(
+        "cli{}-esc\n\x1b[2J\x1b[31mred\x07",
+        std::process::id()
+    ));
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(name.s(), 3, volt_sem_shm::OpenOptions::new()).unwrap();
+    let raw = |s: &str| s.chars().any(|c| c.is_control() && c != '\n');
+    let escaped = format!(
+        "cli{}-esc\\n\\u{{1b}}[2J\\u{{1b}}[31mred\\u{{7}}",
+        std::process::id()
+    );
+
+    let text = ok(&["ls"]);
+    assert!(!raw(&text), "{text:?}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&escaped))
+        .unwrap_or_else(|| panic!("no row for {escaped} in {text:?}"));
+    assert_eq!(
+        &row.split_whitespace().collect::<Vec<_>>()[1..],
+        ["3", "3", "0", "0"]
+    );
+
+    let text = ok(&["inspect", name.s()]);
+    assert!(!raw(&text), "{text:?}");
+    assert!(
+        text.starts_with(&format!("{escaped} (named, this machine)\n")),
+        "{text:?}"
+    );
+
+    // The JSON keeps the name as it is (JSON escapes it itself).
+    let list = json(&["ls", "--json"]);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == name.s()));
+
+    // The one line of an error too.
+    let absent = format!("{}-absent", name.0);
+    let (code, err) = fails(&["inspect", &absent]);
+    assert_eq!(code, 1);
+    assert!(!raw(&err), "{err:?}");
+    assert_eq!(
+        err,
+        format!("volt-sem: no such semaphore: {escaped}-absent")
+    );
+}
