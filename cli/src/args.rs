@@ -345,6 +345,12 @@ impl Flags {
                     None => Err(CliError::Usage(format!("{cmd}: {name} needs a value"))),
                 }
             };
+            // A switch takes no value: `--json=false` is not "no JSON".
+            if matches!(flag, "--help" | "--json" | "--cluster") && inline.is_some() {
+                return Err(CliError::Usage(format!(
+                    "{cmd}: {flag} takes no value (`{a}`)"
+                )));
+            }
             match flag {
                 "-h" | "--help" => f.help = true,
                 "--json" => {
@@ -491,6 +497,9 @@ mod tests {
             "ls --cluster",
             "inspect a --cluster",
             "ls --redis",
+            "inspect a --json=false",
+            "ls --redis redis://h --cluster=0",
+            "ls --help=1",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");
         }

@@ -18,6 +18,11 @@ fn usage_errors_exit_2_with_one_line() {
         &["watch", "a", "--interval", "soon"],
         &["unlink", "a", "--json"],
         &["inspect", "--redis"],
+        // A switch takes no value: `--json=false` is not "no JSON".
+        &["inspect", "a", "--json=false"],
+        &["ls", "--json=no"],
+        &["ls", "--redis", "redis://h", "--cluster=0"],
+        &["inspect", "a", "--help=x"],
     ] {
         let (code, err) = fails(args);
         assert_eq!(code, 2, "{args:?}: {err}");
