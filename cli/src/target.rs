@@ -113,6 +113,24 @@ pub fn redis_error(name: &str, e: volt_sem_redis::Error) -> CliError {
 }
 
 impl Source {
+    /// For a look that goes on (`watch`): fails once a named semaphore's
+    /// name was removed since it was attached to, as a Redis semaphore's
+    /// look fails once it was deleted. The attachment would otherwise go on
+    /// showing the orphan, alive only through the processes still attached,
+    /// while the name may already be another semaphore's.
+    pub fn still_named(&self) -> Result<(), CliError> {
+        match self {
+            Source::Named(sem, name) => match sem.is_unlinked() {
+                Ok(false) => Ok(()),
+                Ok(true) => Err(CliError::Failed(format!(
+                    "{name}: unlinked while watched (no such semaphore now)"
+                ))),
+                Err(e) => Err(shm_error(name, e)),
+            },
+            Source::Redis { .. } => Ok(()),
+        }
+    }
+
     /// One snapshot.
     pub fn inspect(&self) -> Result<Inspection, CliError> {
         match self {

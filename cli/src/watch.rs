@@ -79,6 +79,7 @@ pub fn run(
     let mut n = 0u64;
     while !STOP.load(Ordering::Relaxed) {
         let seen = source.inspect()?;
+        source.still_named()?;
         let at = Instant::now();
         let rate = prev.as_ref().map(|(t, p)| {
             grants_between(p, &seen) as f64 / at.duration_since(*t).as_secs_f64().max(1e-3)

@@ -296,3 +296,45 @@ fn control_characters_in_a_name_are_shown_escaped() {
         format!("volt-sem: no such semaphore: {escaped}-absent")
     );
 }
+
+/// `unlink` while `watch` looks at a named semaphore: the name is gone (the
+/// next `open` makes another semaphore), so the watch must not go on showing
+/// the orphan as if it were the semaphore of that name. It ends with the
+/// error a Redis watch gives for a deleted semaphore.
+#[test]
+fn watch_ends_when_the_name_is_unlinked() {
+    use std::io::BufRead;
+    let name = Name::new("watch-unlinked");
+    let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            name.s(),
+            "--interval",
+            "0.05",
+            "--count",
+            "100",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    // A first frame: it is attached and looping.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("watched"), "{first}");
+    assert_eq!(ok(&["unlink", name.s()]), "");
+    let frames = lines.count();
+    let out = watch.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{frames} more frames; {err}");
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: {}: unlinked while watched (no such semaphore now)\n",
+            name.0
+        )
+    );
+    assert!(frames < 99, "{frames}");
+}

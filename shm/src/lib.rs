@@ -1099,6 +1099,18 @@ impl SharedSemaphore {
         self.att.inspect()
     }
 
+    /// Whether this semaphore's name was removed since this handle was
+    /// opened ([`unlink`], by any process): the handle still works, but the
+    /// semaphore is no longer the one of its name (the next `open` of the
+    /// name creates another). For a process that keeps looking at a name,
+    /// such as the `volt-sem` command line's `watch`. Read from the
+    /// segment's own file, so a semaphore created under the name since does
+    /// not make it `false`. [`Error::Forked`] in a child of the process that
+    /// opened it.
+    pub fn is_unlinked(&self) -> Result<bool, Error> {
+        self.att.is_unlinked()
+    }
+
     /// The label this process is listed under by [`inspect`](Self::inspect):
     /// the one of the `open` that attached it (see [`OpenOptions::label`]).
     pub fn label(&self) -> &str {

@@ -50,6 +50,9 @@ impl Attachment {
     pub(crate) fn reopen(&self) -> Result<(), Error> {
         match *self {}
     }
+    pub(crate) fn is_unlinked(&self) -> Result<bool, Error> {
+        match *self {}
+    }
     pub(crate) fn set_total(&self, _n: u64) -> Result<(), Error> {
         match *self {}
     }
