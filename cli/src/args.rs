@@ -159,20 +159,32 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Err(CliError::Usage("no command (try `volt-sem --help`)".into()));
     };
-    let cmd: &'static str = match cmd.as_str() {
-        "-h" | "--help" | "help" => return Ok(Command::Help(None)),
-        "ls" => "ls",
-        "inspect" => "inspect",
-        "watch" => "watch",
-        "unlink" => "unlink",
-        "resize" => "resize",
-        "reopen" => "reopen",
-        other => {
-            return Err(CliError::Usage(format!(
-                "unknown command `{other}` (try `volt-sem --help`)"
-            )))
-        }
+    let command = |word: &str| -> Result<&'static str, CliError> {
+        Ok(match word {
+            "ls" => "ls",
+            "inspect" => "inspect",
+            "watch" => "watch",
+            "unlink" => "unlink",
+            "resize" => "resize",
+            "reopen" => "reopen",
+            other => {
+                return Err(CliError::Usage(format!(
+                    "unknown command `{other}` (try `volt-sem --help`)"
+                )))
+            }
+        })
     };
+    if matches!(cmd.as_str(), "-h" | "--help" | "help") {
+        // `volt-sem help inspect` is `volt-sem inspect --help`.
+        return match rest {
+            [] => Ok(Command::Help(None)),
+            [topic] => Ok(Command::Help(Some(command(topic)?))),
+            [_, extra, ..] => Err(CliError::Usage(format!(
+                "help: unexpected argument `{extra}`"
+            ))),
+        };
+    }
+    let cmd = command(cmd)?;
     let mut f = Flags::parse(cmd, rest)?;
     if f.help {
         return Ok(Command::Help(Some(cmd)));
@@ -409,6 +421,8 @@ mod tests {
             }
         );
         assert_eq!(p("ls --help").unwrap(), Command::Help(Some("ls")));
+        assert_eq!(p("help watch").unwrap(), Command::Help(Some("watch")));
+        assert_eq!(p("help").unwrap(), Command::Help(None));
         assert_eq!(
             p("unlink -- -odd").unwrap(),
             Command::Unlink {
@@ -501,6 +515,8 @@ mod tests {
             "inspect a --json=false",
             "ls --redis redis://h --cluster=0",
             "ls --help=1",
+            "help frobnicate",
+            "help ls extra",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");
         }

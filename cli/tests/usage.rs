@@ -47,3 +47,16 @@ fn help_fits_a_screen() {
         assert!(text.lines().count() <= 24, "{args:?}:\n{text}");
     }
 }
+
+/// `volt-sem help CMD` is `volt-sem CMD --help`, as in git or cargo; a
+/// command it does not know is a usage error, not the overview with exit 0.
+#[test]
+fn help_names_a_command() {
+    assert_eq!(ok(&["help", "inspect"]), ok(&["inspect", "--help"]));
+    assert_eq!(ok(&["--help", "watch"]), ok(&["watch", "--help"]));
+    let (code, err) = fails(&["help", "frobnicate"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("frobnicate"), "{err}");
+    let (code, _) = fails(&["help", "ls", "extra"]);
+    assert_eq!(code, 2);
+}
