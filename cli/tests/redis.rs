@@ -240,3 +240,25 @@ fn a_redis_url_can_name_the_semaphore() {
     assert_eq!(code, 1);
     assert_eq!(err, "volt-sem: no such semaphore: jobs/gpu (in Redis)");
 }
+
+/// A server that accepts the connection and never answers (stopped, or
+/// overloaded): the command ends at the connect timeout, and says that it
+/// got no answer, not a bare "Resource temporarily unavailable (os error
+/// 11)", which reads as a local resource shortage.
+#[test]
+fn a_server_that_never_answers_is_reported_as_such() {
+    let s = Server::start();
+    let url = s.url();
+    drop(RedisSemaphore::connect(&url, "stuck", 1, opts("redis-stuck")).unwrap());
+    s.signal(libc::SIGSTOP);
+    let results = [
+        fails(&["inspect", "--redis", &url, "stuck"]),
+        fails(&["ls", "--redis", &url]),
+    ];
+    s.signal(libc::SIGCONT);
+    for (code, err) in results {
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("no answer from Redis"), "{err}");
+        assert!(!err.contains("os error 11"), "{err}");
+    }
+}

@@ -211,6 +211,13 @@ impl Error {
         match e.kind() {
             K::InvalidClientConfig => Error::InvalidUrl(crate::url::REFUSED),
             K::Server(_) => Error::Redis(scrub(e.to_string())),
+            // A read that timed out (a server stopped, overloaded or behind
+            // a black hole) is EAGAIN under a socket timeout: redis-rs's
+            // text is "Resource temporarily unavailable (os error 11)",
+            // which reads as a local shortage. Say what happened.
+            _ if e.is_timeout() => {
+                Error::Connection("no answer from Redis within the timeout".into())
+            }
             _ if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
                 Error::Connection(scrub(e.to_string()))
             }

@@ -288,6 +288,14 @@ impl Server {
         format!("redis://127.0.0.1:{}", self.port)
     }
 
+    /// Sends `sig` to the server (by pid): SIGSTOP makes a server that
+    /// accepts connections and never answers, SIGCONT undoes it.
+    pub fn signal(&self, sig: i32) {
+        let pid = self.child.as_ref().expect("running").id();
+        // SAFETY: plain syscall on our child's pid.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    }
+
     /// Stops the server by pid and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
