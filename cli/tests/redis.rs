@@ -16,6 +16,12 @@ fn opts(label: &str) -> ConnectOptions {
         .label(label)
 }
 
+/// Not a test of its own: the body of the child processes.
+#[test]
+fn child_main() {
+    support::child_main();
+}
+
 #[test]
 fn inspect_ls_and_watch_show_holders_and_waiters() {
     let s = Server::start();
@@ -261,4 +267,85 @@ fn a_server_that_never_answers_is_reported_as_such() {
         assert!(err.contains("no answer from Redis"), "{err}");
         assert!(!err.contains("os error 11"), "{err}");
     }
+}
+
+/// A Redis client `kill -9`ed while it holds: `inspect` lists it with its
+/// lease running out (it may be alive behind a slow network), then, once the
+/// lease expired, no more, and its permits are back; a `watch` running
+/// meanwhile sees the same, every frame valid JSON with the permits
+/// conserved.
+#[test]
+fn a_crashed_redis_holder_is_listed_until_its_lease_expires() {
+    use std::io::BufRead;
+    let s = Server::start();
+    let url = s.url();
+    let env = [("VOLT_CLI_URL", url.as_str())];
+    let mut holder = Holder::spawn_with("redis-hold", "crash", 3, 2, "doomed", &env);
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            "--redis",
+            &url,
+            "crash",
+            "--interval",
+            "0.1",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["holders"][0]["label"], "doomed", "{first}");
+
+    holder.kill9();
+    let v = json(&["inspect", "--redis", &url, "crash", "--json"]);
+    // Nothing reclaimed before the lease says so.
+    assert_eq!(v["available"].as_u64(), Some(1), "{v}");
+    eventually("the lease expired", Duration::from_secs(30), || {
+        json(&["inspect", "--redis", &url, "crash", "--json"])["holders"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    });
+    let v = json(&["inspect", "--redis", &url, "crash", "--json"]);
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(3), Some(3)),
+        "{v}"
+    );
+    let table = ok(&["inspect", "--redis", &url, "crash"]);
+    assert!(table.contains("available 3  held 0"), "{table}");
+
+    // The watch saw the holder go, with the permits conserved in every frame.
+    let mut saw_gone = false;
+    for line in frames.by_ref() {
+        let f: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let held: u64 = f["holders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["permits"].as_u64().unwrap())
+            .sum();
+        let granted: u64 = f["waiters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["granted"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            f["available"].as_u64().unwrap() + held + granted,
+            f["total"].as_u64().unwrap(),
+            "{f}"
+        );
+        assert!(f["grants_per_second"].is_number(), "{f}");
+        if f["holders"].as_array().unwrap().is_empty() {
+            saw_gone = true;
+            break;
+        }
+    }
+    assert!(saw_gone);
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    assert_eq!(watch.wait().unwrap().code(), Some(0));
 }

@@ -123,7 +123,21 @@ impl Holder {
     /// Role `hold` (acquire `permits`, report, keep them) or `wait` (report,
     /// then acquire: it queues), on `name` of `total` permits, labelled.
     pub fn spawn(role: &str, name: &str, total: usize, permits: usize, label: &str) -> Holder {
+        Self::spawn_with(role, name, total, permits, label, &[])
+    }
+
+    /// [`spawn`](Self::spawn), with more environment (`VOLT_CLI_URL` for
+    /// the role `redis-hold`).
+    pub fn spawn_with(
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+        env: &[(&str, &str)],
+    ) -> Holder {
         let mut child = Command::new(std::env::current_exe().unwrap());
+        child.envs(env.iter().copied());
         child
             .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
             .env("VOLT_CLI_ROLE", role)
@@ -182,6 +196,22 @@ pub fn child_main() {
     let var = |k: &str| std::env::var(k).unwrap();
     let total: usize = var("VOLT_CLI_TOTAL").parse().unwrap();
     let permits: usize = var("VOLT_CLI_PERMITS").parse().unwrap();
+    if role == "redis-hold" {
+        // A Redis client (lease 1 s) holding `permits` of NAME at URL.
+        let opts = volt_sem_redis::ConnectOptions::new()
+            .lease(Duration::from_secs(1))
+            .own_session(true)
+            .label(var("VOLT_CLI_LABEL"));
+        let url = var("VOLT_CLI_URL");
+        let sem = volt_sem_redis::RedisSemaphore::connect(&url, &var("VOLT_CLI_NAME"), total, opts)
+            .unwrap();
+        let _held = sem.acquire_blocking(permits).unwrap();
+        let mut o = std::io::stdout();
+        writeln!(o, "ready").unwrap();
+        o.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(120));
+        std::process::exit(0);
+    }
     let opts = volt_sem_shm::OpenOptions::new().label(var("VOLT_CLI_LABEL"));
     let sem = volt_sem_shm::SharedSemaphore::open(&var("VOLT_CLI_NAME"), total, opts).unwrap();
     let say = || {
