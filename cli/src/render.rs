@@ -59,13 +59,22 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// `inspect`: a summary line, then the holders and the waiters.
 pub fn inspection_table(title: &str, i: &Inspection) -> String {
     let title = printable(title);
+    // After a shrink below what is held, the holders keep their permits and
+    // the cut is taken as they come back: say so, rather than show more
+    // held than the total as if the limit were broken.
+    let above = (i.available + i.held() + i.granted_to_waiters()).saturating_sub(i.total);
     let mut out = format!(
-        "{title}\ntotal {}  available {}  held {}  granted to waiters {}{}\n",
+        "{title}\ntotal {}  available {}  held {}  granted to waiters {}{}{}\n",
         i.total,
         i.available,
         i.held(),
         i.granted_to_waiters(),
         if i.closed { "  CLOSED" } else { "" },
+        if above > 0 {
+            format!("  ({above} held above the total: taken back as released)")
+        } else {
+            String::new()
+        },
     );
     out.push_str(&format!("\nholders ({})\n", i.holders.len()));
     if !i.holders.is_empty() {

@@ -338,3 +338,29 @@ fn watch_ends_when_the_name_is_unlinked() {
     );
     assert!(frames < 99, "{frames}");
 }
+
+/// After a shrink below what is held, the holders keep their permits (the
+/// cut is taken as they come back): `inspect` then shows more held than the
+/// total, and must say why rather than print "total 2 ... held 3" as if the
+/// limit were broken.
+#[test]
+fn a_pending_shrink_is_explained() {
+    let name = Name::new("shrunk");
+    let _holder = Holder::spawn("hold", &name.0, 4, 3, "holder-s");
+    ok(&["resize", name.s(), "2"]);
+    let v = inspect_json(name.s());
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(2), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["holders"][0]["permits"], 3, "{v}");
+    let table = ok(&["inspect", name.s()]);
+    let summary = table.lines().nth(1).unwrap();
+    assert_eq!(
+        summary,
+        "total 2  available 0  held 3  granted to waiters 0  \
+         (1 held above the total: taken back as released)",
+        "{table}"
+    );
+}

@@ -168,6 +168,14 @@ fn resize_and_reopen_change_a_redis_semaphore() {
         json(&["inspect", "--redis", &url, "grow", "--json"])["total"],
         3
     );
+    // 4 held on a total of 3: the table says why.
+    let table = ok(&["inspect", "--redis", &url, "grow"]);
+    assert!(
+        table.contains(
+            "held 4  granted to waiters 0  (1 held above the total: taken back as released)"
+        ),
+        "{table}"
+    );
 
     a.close().unwrap();
     assert_eq!(
