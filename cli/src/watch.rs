@@ -78,7 +78,14 @@ pub fn run(
     let mut prev: Option<(Instant, Inspection)> = None;
     let mut n = 0u64;
     while !STOP.load(Ordering::Relaxed) {
-        let seen = source.inspect()?;
+        let seen = match source.inspect() {
+            Ok(seen) => seen,
+            // Ctrl-C during a refresh: the signal (no SA_RESTART) broke the
+            // read it waited in (a slow Redis), which failed with EINTR.
+            // End as between two refreshes.
+            Err(_) if STOP.load(Ordering::Relaxed) => break,
+            Err(e) => return Err(e),
+        };
         source.still_named()?;
         let at = Instant::now();
         let rate = prev.as_ref().map(|(t, p)| {

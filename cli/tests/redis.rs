@@ -357,3 +357,54 @@ fn a_crashed_redis_holder_is_listed_until_its_lease_expires() {
     unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
     assert_eq!(watch.wait().unwrap().code(), Some(0));
 }
+
+/// Ctrl-C while a refresh waits for Redis (a slow or stopped server) ends
+/// the watch as Ctrl-C does between refreshes: exit code 0, nothing on
+/// stderr, not "Interrupted system call (os error 4)" with exit code 1.
+#[test]
+fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
+    use std::io::BufRead;
+    let s = Server::start();
+    let url = s.url();
+    let _sem = RedisSemaphore::connect(&url, "slow", 1, opts("redis-slow")).unwrap();
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            "--redis",
+            &url,
+            "slow",
+            "--interval",
+            "0.05",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().starts_with('{'));
+    s.signal(libc::SIGSTOP);
+    // The next refresh reads from the stopped server: wait until the watch
+    // is blocked in that read (the syscall it sleeps in), not in its sleep.
+    let syscall = format!("/proc/{}/syscall", watch.id());
+    eventually(
+        "the refresh blocked on Redis",
+        Duration::from_secs(30),
+        || {
+            let nr = std::fs::read_to_string(&syscall).unwrap_or_default();
+            let nr: i64 = nr.split(' ').next().unwrap_or("").parse().unwrap_or(-1);
+            nr == libc::SYS_recvfrom || nr == libc::SYS_read
+        },
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let out = watch.wait_with_output().unwrap();
+    s.signal(libc::SIGCONT);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).as_ref()
+        ),
+        (Some(0), "")
+    );
+}
