@@ -364,3 +364,31 @@ fn a_pending_shrink_is_explained() {
         "{table}"
     );
 }
+
+/// `resize` to MAX_PERMITS works (and JSON carries the number exactly);
+/// one more is refused with the limit spelled out, not the name of a
+/// constant the user cannot look up from the shell.
+#[test]
+fn resize_beyond_max_permits_says_the_limit() {
+    let name = Name::new("max");
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(name.s(), 1, volt_sem_shm::OpenOptions::new()).unwrap();
+    let max = volt_sem_shm::MAX_PERMITS.to_string();
+    ok(&["resize", name.s(), &max]);
+    let v = inspect_json(name.s());
+    assert_eq!(v["total"].as_u64(), Some(volt_sem_shm::MAX_PERMITS as u64));
+    assert_eq!(
+        v["available"].as_u64(),
+        Some(volt_sem_shm::MAX_PERMITS as u64)
+    );
+    let above = (volt_sem_shm::MAX_PERMITS + 1).to_string();
+    let (code, err) = fails(&["resize", name.s(), &above]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: {}: permits must be between 1 and {max} (MAX_PERMITS)",
+            name.0
+        )
+    );
+}

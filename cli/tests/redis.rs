@@ -188,6 +188,17 @@ fn resize_and_reopen_change_a_redis_semaphore() {
         false
     );
 
+    let above = (volt_sem_redis::MAX_PERMITS + 1).to_string();
+    let (code, err) = fails(&["resize", "--redis", &url, "grow", &above]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: grow: permits must be between 1 and {} (MAX_PERMITS)",
+            volt_sem_redis::MAX_PERMITS
+        )
+    );
+
     let (code, err) = fails(&["resize", "--redis", &url, "nothing-here", "3"]);
     assert_eq!(code, 1);
     assert!(err.contains("no such semaphore"), "{err}");

@@ -121,7 +121,11 @@ impl fmt::Display for Error {
             Error::InvalidPrefix => {
                 f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}' or ':')")
             }
-            Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidPermits => write!(
+                f,
+                "permits must be between 1 and {} (MAX_PERMITS)",
+                crate::MAX_PERMITS
+            ),
             Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
