@@ -234,6 +234,12 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             ))),
         }
     };
+    // An empty NAME (an unset shell variable) is how it was called, and
+    // would otherwise read "volt-sem: : invalid semaphore name".
+    let named = cmd != "ls";
+    if named && f.positional.first().is_some_and(String::is_empty) {
+        return usage("NAME is empty".into());
+    }
     let target = |name: String| match redis.clone() {
         Some(r) => Target::Redis {
             url: r.url,

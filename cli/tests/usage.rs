@@ -60,3 +60,20 @@ fn help_names_a_command() {
     let (code, _) = fails(&["help", "ls", "extra"]);
     assert_eq!(code, 2);
 }
+
+/// An empty NAME (`volt-sem inspect ""`, an unset shell variable) is a
+/// usage error that says so, not "volt-sem: : invalid semaphore name".
+#[test]
+fn an_empty_name_is_a_usage_error() {
+    for args in [
+        &["inspect", ""][..],
+        &["watch", "", "--count", "1"],
+        &["unlink", ""],
+        &["resize", "", "3"],
+        &["reopen", "--redis", "redis://127.0.0.1:1", ""],
+    ] {
+        let (code, err) = fails(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(err.ends_with("NAME is empty"), "{args:?}: {err}");
+    }
+}
