@@ -17,11 +17,28 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
         None => volt_sem_shm::list()
             .map_err(|e| CliError::Failed(format!("cannot list /dev/shm: {e}")))?
             .into_iter()
-            .map(|name| {
-                let seen = SharedSemaphore::attach(&name, OpenOptions::new())
+            .filter_map(|name| {
+                let seen = match SharedSemaphore::attach(&name, OpenOptions::new())
                     .and_then(|sem| sem.inspect())
-                    .map_err(|e| e.to_string());
-                (name, seen)
+                {
+                    Ok(seen) => Ok(seen),
+                    // Listed, then not found: either unlinked since (gone
+                    // from the listing, which is a snapshot), or a file
+                    // whose segment is not initialised.
+                    Err(volt_sem_shm::Error::NotFound) => {
+                        let path = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+                        if !std::path::Path::new(&path).exists() {
+                            return None;
+                        }
+                        Err(
+                            "not initialised (being created, or its creator died first; \
+                             the next open with a total initialises it)"
+                                .to_owned(),
+                        )
+                    }
+                    Err(e) => Err(e.to_string()),
+                };
+                Some((name, seen))
             })
             .collect(),
         Some(r) => {

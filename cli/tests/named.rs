@@ -392,3 +392,30 @@ fn resize_beyond_max_permits_says_the_limit() {
         )
     );
 }
+
+/// A name whose creator died before sizing its segment (an empty file, the
+/// next `open` with a total initialises it) is listed by `ls` with an error
+/// that says so, not "no shared semaphore has this name" next to the name
+/// it just listed.
+#[test]
+fn ls_says_a_name_is_not_initialised() {
+    let name = Name::new("unsized");
+    std::fs::File::create(name.path()).unwrap();
+    let text = ok(&["ls"]);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap_or_else(|| panic!("{} not in\n{text}", name.0));
+    assert!(row.contains("not initialised"), "{row}");
+    let list = json(&["ls", "--json"]);
+    let me = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name.s())
+        .unwrap();
+    assert!(
+        me["error"].as_str().unwrap().starts_with("not initialised"),
+        "{me}"
+    );
+}
