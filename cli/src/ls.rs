@@ -7,7 +7,7 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::redis_options;
+use crate::target::{redis_options, redis_text};
 use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
 /// The listing, as text or JSON.
@@ -44,11 +44,11 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
         Some(r) => {
             let options = redis_options(r.prefix.as_deref(), r.cluster);
             volt_sem_redis::list(&r.url, options.clone())
-                .map_err(|e| CliError::Failed(format!("cannot list: {e}")))?
+                .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(&r.url, e))))?
                 .into_iter()
                 .map(|name| {
                     let seen = volt_sem_redis::inspect(&r.url, &name, options.clone())
-                        .map_err(|e| e.to_string());
+                        .map_err(|e| redis_text(&r.url, e));
                     (name, seen)
                 })
                 .collect()

@@ -74,7 +74,7 @@ impl Target {
                 cluster,
                 name,
             } => volt_sem_redis::delete(url, name, redis_options(prefix.as_deref(), *cluster))
-                .map_err(|e| redis_error(name, e)),
+                .map_err(|e| redis_error(url, name, e)),
         }
     }
 
@@ -102,14 +102,35 @@ pub fn shm_error(name: &str, e: volt_sem_shm::Error) -> CliError {
     }
 }
 
-pub fn redis_error(name: &str, e: volt_sem_redis::Error) -> CliError {
+pub fn redis_error(url: &str, name: &str, e: volt_sem_redis::Error) -> CliError {
     match e {
         volt_sem_redis::Error::NotFound => {
             CliError::Failed(format!("no such semaphore: {name} (in Redis)"))
         }
-        // The crate never puts a password in its error texts.
-        e => CliError::Failed(format!("{name}: {e}")),
+        e => CliError::Failed(format!("{name}: {}", redis_text(url, e))),
     }
+}
+
+/// The text of a Redis error (the crate never puts a password in it). A
+/// refusal of a URL without credentials says what is missing: the crate's
+/// "refused the credentials" would be about credentials never given.
+pub fn redis_text(url: &str, e: volt_sem_redis::Error) -> String {
+    match e {
+        volt_sem_redis::Error::Auth if !has_credentials(url) => {
+            "Redis needs a password, and the URL has none (redis://:PASSWORD@HOST:PORT)".into()
+        }
+        e => e.to_string(),
+    }
+}
+
+/// Whether a Redis URL (or one of a cluster's comma-separated seed URLs)
+/// has a `user:password@` part, or a `pass=` query (the Unix socket form).
+fn has_credentials(url: &str) -> bool {
+    url.split(',').any(|u| {
+        u.contains("pass=")
+            || u.split_once("://")
+                .is_some_and(|(_, rest)| rest.split('/').next().unwrap_or("").contains('@'))
+    })
 }
 
 impl Source {
@@ -137,8 +158,24 @@ impl Source {
             Source::Named(sem, name) => sem.inspect().map_err(|e| shm_error(name, e)),
             Source::Redis { url, name, options } => {
                 volt_sem_redis::inspect(url, name, (**options).clone())
-                    .map_err(|e| redis_error(name, e))
+                    .map_err(|e| redis_error(url, name, e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_a_url() {
+        assert!(has_credentials("redis://:pw@h:6379/2"));
+        assert!(has_credentials("rediss://user:pw@h"));
+        assert!(has_credentials("redis://h:7000,redis://:pw@h:7001"));
+        assert!(!has_credentials("redis://h:6379/0"));
+        assert!(!has_credentials("redis://h/a@b"));
+        assert!(!has_credentials("unix:///run/redis.sock"));
+        assert!(has_credentials("redis+unix:///run/redis.sock?pass=pw"));
     }
 }

@@ -419,3 +419,40 @@ fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
         (Some(0), "")
     );
 }
+
+/// A server that needs a password: a URL without one is told so (not
+/// "refused the credentials" when it gave none), a wrong one is refused,
+/// and the database number of a URL is the one looked in.
+#[test]
+fn a_server_that_needs_a_password_and_database_numbers() {
+    let s = Server::start_with(&["--requirepass", "pw-7"], Some("pw-7"));
+    let with = format!("redis://:pw-7@127.0.0.1:{}", s.port);
+    let _sem = RedisSemaphore::connect(&with, "locked", 2, opts("pw-user")).unwrap();
+    assert!(ok(&["inspect", "--redis", &with, "locked"]).contains("total 2"));
+    assert!(ok(&["inspect", &format!("{with}/0/locked")]).contains("total 2"));
+    let (code, err) = fails(&["inspect", &format!("{with}/1/locked")]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "volt-sem: no such semaphore: locked (in Redis)")
+    );
+
+    let bare = s.url();
+    let (code, err) = fails(&["inspect", "--redis", &bare, "locked"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "volt-sem: locked: Redis needs a password, and the URL has none \
+         (redis://:PASSWORD@HOST:PORT)"
+    );
+    let (code, err) = fails(&["ls", "--redis", &bare]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+
+    let wrong = format!("redis://:nope@127.0.0.1:{}", s.port);
+    let (code, err) = fails(&["inspect", "--redis", &wrong, "locked"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "volt-sem: locked: Redis refused the credentials (wrong user or password)"
+    );
+}

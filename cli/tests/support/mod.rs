@@ -254,6 +254,13 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Self::start_with(&[], None)
+    }
+
+    /// [`start`](Self::start) with more `redis-server` arguments;
+    /// `password` is the one they set (`--requirepass`), for the check
+    /// that the server answering is ours.
+    pub fn start_with(extra: &[&str], password: Option<&str>) -> Server {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-cli-test-{}-{}",
@@ -272,6 +279,7 @@ impl Server {
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(&dir)
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             // SAFETY: prctl is async-signal-safe; the server dies with the test.
@@ -286,7 +294,7 @@ impl Server {
                 port,
                 dir: dir.clone(),
             };
-            if s.wait_ready() {
+            if s.wait_ready(password) {
                 return s;
             }
             s.stop();
@@ -299,14 +307,14 @@ impl Server {
     /// `PONG`. A port from [`free_port`] can be handed to two tests at once
     /// (CI runs test binaries side by side); ours then fails to bind and
     /// exits, and the other test's server must not be taken for it.
-    fn wait_ready(&mut self) -> bool {
+    fn wait_ready(&mut self, password: Option<&str>) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mine = self.child.as_ref().map(|c| c.id());
         while Instant::now() < deadline {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false; // exited (port taken?)
             }
-            if mine.is_some() && answering_pid(self.port, None) == mine {
+            if mine.is_some() && answering_pid(self.port, password) == mine {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
