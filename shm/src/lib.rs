@@ -1092,7 +1092,10 @@ impl SharedSemaphore {
     /// Within one snapshot `available + Σ holders.permits + Σ
     /// waiters.granted == total`, unless a process stayed stopped inside a
     /// lock-free operation for the whole ~50 ms the read waits for it (then
-    /// its count is read as it is, as by `census`). Times are measured on
+    /// its count is read as it is, as by `census`), or a
+    /// [`set_total`](Self::set_total) shrank the total below what is held
+    /// (then the sum is above `total` by the permits still to be taken back
+    /// as they are released). Times are measured on
     /// `CLOCK_MONOTONIC`, which every process of the machine shares.
     /// [`Error::Corrupt`] if the segment holds values this crate never writes.
     pub fn inspect(&self) -> Result<Inspection, Error> {
