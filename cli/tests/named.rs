@@ -419,3 +419,99 @@ fn ls_says_a_name_is_not_initialised() {
         "{me}"
     );
 }
+
+/// Ctrl-C ends a `watch` whose refresh waits for the segment's lock, held
+/// by a process stopped inside it (SIGSTOP, a debugger): at once and with
+/// exit code 0, as between two refreshes. Before, the handler that makes
+/// Ctrl-C end the loop cleanly also made it do nothing while a refresh
+/// waited: the watch could only be killed with SIGKILL.
+#[test]
+fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
+    use std::io::BufRead;
+    let name = Name::new("stuck-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let go_s = go.to_str().unwrap();
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go_s)],
+    );
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.05", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().contains("stopper"));
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    // The next refresh waits for the lock: wait until a thread of the watch
+    // sleeps in futex(2) on a word of the segment's mapping (the lock).
+    let reader = std::thread::spawn(move || frames.count());
+    let pid = watch.id();
+    eventually(
+        "a refresh waits for the lock",
+        Duration::from_secs(30),
+        || waits_in_segment(pid, &name.0),
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = watch.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let still_stopped = holder.stopped();
+    holder.kill9(); // unblocks a stuck watch
+    let status = match ended {
+        Some(st) => st,
+        None => watch.wait().unwrap(),
+    };
+    let _ = reader.join();
+    let _ = std::fs::remove_file(&go);
+    assert!(
+        ended.is_some(),
+        "Ctrl-C did not end the watch ({status:?} once the holder was killed)"
+    );
+    assert!(still_stopped);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// Whether a thread of process `pid` sleeps in futex(2) on an address of its
+/// mapping of the named semaphore `name` (its lock, or a word of it).
+fn waits_in_segment(pid: u32, name: &str) -> bool {
+    let file = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let Some((lo, hi)) = maps.lines().find(|l| l.ends_with(&file)).and_then(|l| {
+        let (lo, hi) = l.split(' ').next()?.split_once('-')?;
+        Some((
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        ))
+    }) else {
+        return false;
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let s = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+        let mut f = s.split(' ');
+        let nr: i64 = f.next().unwrap_or("").parse().unwrap_or(-1);
+        let addr = f
+            .next()
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        nr == libc::SYS_futex && addr.is_some_and(|a| (lo..hi).contains(&a))
+    })
+}

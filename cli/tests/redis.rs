@@ -396,15 +396,20 @@ fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
     assert!(frames.next().unwrap().unwrap().starts_with('{'));
     s.signal(libc::SIGSTOP);
     // The next refresh reads from the stopped server: wait until the watch
-    // is blocked in that read (the syscall it sleeps in), not in its sleep.
-    let syscall = format!("/proc/{}/syscall", watch.id());
+    // is blocked in that read (the syscall one of its threads sleeps in),
+    // not in its sleep.
+    let tasks = format!("/proc/{}/task", watch.id());
     eventually(
         "the refresh blocked on Redis",
         Duration::from_secs(30),
         || {
-            let nr = std::fs::read_to_string(&syscall).unwrap_or_default();
-            let nr: i64 = nr.split(' ').next().unwrap_or("").parse().unwrap_or(-1);
-            nr == libc::SYS_recvfrom || nr == libc::SYS_read
+            std::fs::read_dir(&tasks).is_ok_and(|tasks| {
+                tasks.flatten().any(|t| {
+                    let s = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+                    let nr: i64 = s.split(' ').next().unwrap_or("").parse().unwrap_or(-1);
+                    nr == libc::SYS_recvfrom || nr == libc::SYS_read
+                })
+            })
         },
     );
     // SAFETY: plain syscall on our child's pid.

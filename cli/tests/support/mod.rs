@@ -172,6 +172,15 @@ impl Holder {
         self.child.as_ref().unwrap().id()
     }
 
+    /// Whether it is stopped (`T` in /proc/PID/stat).
+    pub fn stopped(&self) -> bool {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // After "pid (comm) ": the state letter.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    }
+
     /// `kill -9`, and waits until it is gone (its files closed).
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -219,6 +228,19 @@ pub fn child_main() {
         writeln!(o, "ready").unwrap();
         o.flush().unwrap();
     };
+    if role == "stop-in-release" {
+        // Holds `permits`, reports, waits for the file VOLT_CLI_GO, then
+        // releases them and stops itself (SIGSTOP) inside the segment lock.
+        let p = sem.acquire_blocking(permits).unwrap();
+        say();
+        let go = var("VOLT_CLI_GO");
+        while !std::path::Path::new(&go).exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        volt_sem_shm::hooks::stop_in_next_release();
+        drop(p);
+        std::process::exit(0);
+    }
     let _held = if role == "hold" {
         let p = sem.acquire_blocking(permits).unwrap();
         say();
