@@ -7,8 +7,8 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::{redis_options, redis_text};
-use volt_sem_shm::{OpenOptions, SharedSemaphore};
+use crate::target::{attach_options, permission_text, redis_options, redis_text};
+use volt_sem_shm::SharedSemaphore;
 
 /// The listing, as text or JSON.
 pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
@@ -18,7 +18,7 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             .map_err(|e| CliError::Failed(format!("cannot list /dev/shm: {e}")))?
             .into_iter()
             .filter_map(|name| {
-                let seen = match SharedSemaphore::attach(&name, OpenOptions::new())
+                let seen = match SharedSemaphore::attach(&name, attach_options())
                     .and_then(|sem| sem.inspect())
                 {
                     Ok(seen) => Ok(seen),
@@ -36,6 +36,7 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
                                 .to_owned(),
                         )
                     }
+                    Err(volt_sem_shm::Error::PermissionDenied) => Err(permission_text(&name)),
                     Err(e) => Err(e.to_string()),
                 };
                 Some((name, seen))

@@ -92,14 +92,47 @@ impl Target {
 
 /// Attaches to the named semaphore `name` (see the module docs).
 pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {
-    SharedSemaphore::attach(name, OpenOptions::new()).map_err(|e| shm_error(name, e))
+    SharedSemaphore::attach(name, attach_options()).map_err(|e| shm_error(name, e))
+}
+
+/// How the command line attaches: whatever user owns the segment, as far
+/// as the file's mode lets this process open it. A program that *uses* a
+/// semaphore refuses another user's by default (that user could fake its
+/// permits); this one looks at it, for whoever may read it (a service's
+/// semaphore looked at by root, one shared with a group on purpose), and
+/// what a writer could do to it is bounded (typed errors, Ctrl-C ends a
+/// `watch` whatever a refresh waits for).
+pub fn attach_options() -> OpenOptions {
+    OpenOptions::new().accept_foreign_owner(true)
 }
 
 pub fn shm_error(name: &str, e: volt_sem_shm::Error) -> CliError {
     match e {
         volt_sem_shm::Error::NotFound => CliError::Failed(format!("no such semaphore: {name}")),
+        volt_sem_shm::Error::PermissionDenied => {
+            CliError::Failed(format!("{name}: {}", permission_text(name)))
+        }
         e => CliError::Failed(format!("{name}: {e}")),
     }
+}
+
+/// "permission denied", with the file's owner and mode, so that the user
+/// knows whom to ask (or to run as).
+pub fn permission_text(name: &str) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let path = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+        if let Ok(m) = std::fs::metadata(&path) {
+            return format!(
+                "permission denied ({path}: owner uid {}, mode {:o})",
+                m.uid(),
+                m.mode() & 0o777
+            );
+        }
+    }
+    let _ = name;
+    "permission denied".into()
 }
 
 pub fn redis_error(url: &str, name: &str, e: volt_sem_redis::Error) -> CliError {

@@ -515,3 +515,57 @@ fn waits_in_segment(pid: u32, name: &str) -> bool {
         nr == libc::SYS_futex && addr.is_some_and(|a| (lo..hi).contains(&a))
     })
 }
+
+/// A semaphore another user created (a service's, looked at by root, or
+/// shared with a group on purpose): the command line only looks, so it
+/// attaches whatever the owner, where the file's mode lets it open it.
+/// Before, `sudo volt-sem inspect gpu` said "permission denied". Runs as
+/// root only (it makes the semaphore as the user nobody).
+#[test]
+fn a_semaphore_of_another_user_can_be_inspected() {
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to create a semaphore as another user");
+        return;
+    }
+    let name = Name::new("foreign");
+    let _holder = Holder::spawn_as(65534, "hold", &name.0, 4, 1, "service");
+    let meta = std::fs::metadata(name.path()).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 65534);
+    let v = inspect_json(name.s());
+    assert_eq!(v["holders"][0]["label"], "service", "{v}");
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(4), Some(3))
+    );
+    let text = ok(&["ls"]);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap();
+    assert_eq!(
+        &row.split_whitespace().collect::<Vec<_>>()[1..],
+        ["4", "3", "1", "0"]
+    );
+    assert!(ok(&["watch", name.s(), "--count", "1"]).contains("service"));
+    assert_eq!(
+        ok(&["resize", name.s(), "5"]),
+        format!("{}: total 4 -> 5\n", name.0)
+    );
+
+    // Where the mode does not let it open the file (root's semaphore, mode
+    // 0600, looked at by nobody): the error says whose it is.
+    let mine = Name::new("root-only");
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(mine.s(), 1, volt_sem_shm::OpenOptions::new()).unwrap();
+    let o = volt_sem_as(Some(65534), &["inspect", mine.s()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "volt-sem: {}: permission denied ({}: owner uid 0, mode 600)\n",
+            mine.0,
+            mine.path()
+        )
+    );
+}

@@ -15,7 +15,16 @@ use std::time::{Duration, Instant};
 
 /// Runs `volt-sem args...` to completion (bounded: it is killed after 60 s).
 pub fn volt_sem(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+    volt_sem_as(None, args)
+}
+
+/// [`volt_sem`] as the user and group `uid` (the caller must be root).
+pub fn volt_sem_as(uid: Option<u32>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volt-sem"));
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    let child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -136,8 +145,36 @@ impl Holder {
         label: &str,
         env: &[(&str, &str)],
     ) -> Holder {
+        Self::spawn_full(role, name, total, permits, label, env, None)
+    }
+
+    /// [`spawn`](Self::spawn) as the user and group `uid` (the caller must
+    /// be root): a semaphore another user owns.
+    pub fn spawn_as(
+        uid: u32,
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+    ) -> Holder {
+        Self::spawn_full(role, name, total, permits, label, &[], Some(uid))
+    }
+
+    fn spawn_full(
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+        env: &[(&str, &str)],
+        uid: Option<u32>,
+    ) -> Holder {
         let mut child = Command::new(std::env::current_exe().unwrap());
         child.envs(env.iter().copied());
+        if let Some(uid) = uid {
+            child.uid(uid).gid(uid);
+        }
         child
             .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
             .env("VOLT_CLI_ROLE", role)
