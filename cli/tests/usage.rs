@@ -77,3 +77,24 @@ fn an_empty_name_is_a_usage_error() {
         assert!(err.ends_with("NAME is empty"), "{args:?}: {err}");
     }
 }
+
+/// The error line written to a stderr nobody reads any more (`2>&1 | head`
+/// that has ended): the exit code is still the command's (1 or 2), not a
+/// panic's 101.
+#[test]
+fn a_closed_stderr_keeps_the_exit_code() {
+    for (args, code) in [
+        (&["inspect", "cli-no-such-name"][..], 1),
+        (&["frobnicate"], 2),
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let status = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+            .args(args)
+            .stdout(std::process::Stdio::null())
+            .stderr(writer)
+            .status()
+            .unwrap();
+        assert_eq!(status.code(), Some(code), "{args:?}");
+    }
+}
