@@ -7,7 +7,7 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::{attach_options, permission_text, redis_options, redis_text};
+use crate::target::{attach_options, redis_options, redis_text, shm_text};
 use volt_sem_shm::SharedSemaphore;
 
 /// The listing, as text or JSON.
@@ -36,8 +36,7 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
                                 .to_owned(),
                         )
                     }
-                    Err(volt_sem_shm::Error::PermissionDenied) => Err(permission_text(&name)),
-                    Err(e) => Err(e.to_string()),
+                    Err(e) => Err(shm_text(&name, e)),
                 };
                 Some((name, seen))
             })

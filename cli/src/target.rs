@@ -109,10 +109,23 @@ pub fn attach_options() -> OpenOptions {
 pub fn shm_error(name: &str, e: volt_sem_shm::Error) -> CliError {
     match e {
         volt_sem_shm::Error::NotFound => CliError::Failed(format!("no such semaphore: {name}")),
-        volt_sem_shm::Error::PermissionDenied => {
-            CliError::Failed(format!("{name}: {}", permission_text(name)))
-        }
-        e => CliError::Failed(format!("{name}: {e}")),
+        e => CliError::Failed(format!("{name}: {}", shm_text(name, e))),
+    }
+}
+
+/// The text of a named semaphore's error, in the command line's terms.
+pub fn shm_text(name: &str, e: volt_sem_shm::Error) -> String {
+    match e {
+        volt_sem_shm::Error::PermissionDenied => permission_text(name),
+        // No command waits for permits: what timed out is the wait for the
+        // segment's lock (`attach`'s bound), which a process holds for
+        // microseconds unless it is stopped (SIGSTOP, a debugger) or stuck
+        // inside an operation. The crate's text, "timed out waiting for
+        // permits", would send the user looking at the wrong thing.
+        volt_sem_shm::Error::TimedOut => "timed out waiting for the semaphore's lock \
+            (a process is stopped or stuck inside an operation on it)"
+            .into(),
+        e => e.to_string(),
     }
 }
 

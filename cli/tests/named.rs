@@ -569,3 +569,42 @@ fn a_semaphore_of_another_user_can_be_inspected() {
         )
     );
 }
+
+/// A process stopped inside the segment's lock (SIGSTOP, a debugger): the
+/// commands that must take the lock give up after their bound with an
+/// error that says what is wrong, not "timed out waiting for permits"
+/// (nothing waited for permits).
+#[test]
+fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
+    let name = Name::new("stopped-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    let expected = format!(
+        "{}: timed out waiting for the semaphore's lock \
+         (a process is stopped or stuck inside an operation on it)",
+        name.0
+    );
+    let (code, err) = fails(&["inspect", name.s()]);
+    let text = ok(&["ls"]);
+    holder.kill9();
+    let _ = std::fs::remove_file(&go);
+    assert_eq!((code, err), (1, format!("volt-sem: {expected}")));
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap();
+    assert!(row.ends_with(expected.split_once(": ").unwrap().1), "{row}");
+}
