@@ -90,6 +90,10 @@ impl Target {
     }
 }
 
+/// How long a look at a named semaphore waits for its lock: the bound of
+/// `attach` (5 s).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Attaches to the named semaphore `name` (see the module docs).
 pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {
     SharedSemaphore::attach(name, attach_options()).map_err(|e| shm_error(name, e))
@@ -118,7 +122,7 @@ pub fn shm_text(name: &str, e: volt_sem_shm::Error) -> String {
     match e {
         volt_sem_shm::Error::PermissionDenied => permission_text(name),
         // No command waits for permits: what timed out is the wait for the
-        // segment's lock (`attach`'s bound), which a process holds for
+        // segment's lock (`attach`'s bound, and `LOCK_WAIT`), which a process holds for
         // microseconds unless it is stopped (SIGSTOP, a debugger) or stuck
         // inside an operation. The crate's text, "timed out waiting for
         // permits", would send the user looking at the wrong thing.
@@ -201,7 +205,11 @@ impl Source {
     /// One snapshot.
     pub fn inspect(&self) -> Result<Inspection, CliError> {
         match self {
-            Source::Named(sem, name) => sem.inspect().map_err(|e| shm_error(name, e)),
+            // Bounded as `attach` is: a process stopped inside the lock
+            // must not freeze a `watch` (see `shm_text`).
+            Source::Named(sem, name) => sem
+                .inspect_timeout(LOCK_WAIT)
+                .map_err(|e| shm_error(name, e)),
             Source::Redis { url, name, options } => {
                 volt_sem_redis::inspect(url, name, (**options).clone())
                     .map_err(|e| redis_error(url, name, e))

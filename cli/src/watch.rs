@@ -10,7 +10,7 @@ use volt_sem::inspect::Inspection;
 
 use crate::error::{out, CliError};
 use crate::render::{inspection_json, inspection_table};
-use crate::target::{Source, Target};
+use crate::target::{Source, Target, LOCK_WAIT};
 
 /// Set by SIGINT or SIGTERM: the loop ends at its next check and the
 /// handle is dropped (a named semaphore's record detached cleanly).
@@ -141,7 +141,8 @@ pub fn run(
 struct Looker {
     ask: Option<mpsc::Sender<()>>,
     answers: mpsc::Receiver<Result<Inspection, CliError>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    /// Told when the thread has dropped the source.
+    done: mpsc::Receiver<()>,
     /// A refresh is still running (`look` gave up on it at a signal).
     busy: std::cell::Cell<bool>,
 }
@@ -150,7 +151,8 @@ impl Looker {
     fn start(source: Source) -> Looker {
         let (ask, asked) = mpsc::channel::<()>();
         let (answer, answers) = mpsc::channel();
-        let thread = std::thread::spawn(move || {
+        let (finished, done) = mpsc::channel();
+        std::thread::spawn(move || {
             for () in asked {
                 let seen = source
                     .inspect()
@@ -159,11 +161,13 @@ impl Looker {
                     break;
                 }
             }
+            drop(source);
+            let _ = finished.send(());
         });
         Looker {
             ask: Some(ask),
             answers,
-            thread: Some(thread),
+            done,
             busy: std::cell::Cell::new(false),
         }
     }
@@ -194,12 +198,15 @@ impl Looker {
 }
 
 impl Drop for Looker {
-    /// Ends the thread and waits for it, so that the source is dropped
-    /// before the process exits; not when a refresh is still running.
+    /// Ends the thread and waits for it to drop the source (a named
+    /// semaphore's record detached cleanly before the process exits); not
+    /// when a refresh is still running, and not for longer than a look may
+    /// wait for the segment's lock: the detach takes the lock too, without
+    /// a bound, and the process that holds it may be stopped.
     fn drop(&mut self) {
         drop(self.ask.take());
-        if let Some(t) = self.thread.take().filter(|_| !self.busy.get()) {
-            let _ = t.join();
+        if !self.busy.get() {
+            let _ = self.done.recv_timeout(LOCK_WAIT);
         }
     }
 }

@@ -608,3 +608,64 @@ fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
         .unwrap();
     assert!(row.ends_with(expected.split_once(": ").unwrap().1), "{row}");
 }
+
+/// A process that stops inside the segment's lock while `watch` runs: the
+/// next refresh gives up after its bound with the same error as `inspect`,
+/// rather than freezing the screen for as long as the process stays
+/// stopped.
+#[test]
+fn watch_reports_a_lock_holder_that_stops() {
+    use std::io::BufRead;
+    let name = Name::new("watch-stopped-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.05", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().contains("stopper"));
+    std::fs::write(&go, "").unwrap();
+    let reader = std::thread::spawn(move || frames.count());
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = watch.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let was_stopped = holder.stopped();
+    holder.kill9();
+    if ended.is_none() {
+        // It froze: once unblocked it would go on for ever.
+        let _ = watch.kill();
+    }
+    let out = watch.wait_with_output().unwrap();
+    let _ = reader.join();
+    let _ = std::fs::remove_file(&go);
+    assert!(was_stopped);
+    assert!(
+        ended.is_some(),
+        "the watch froze ({:?} once the holder was killed)",
+        out.status
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "volt-sem: {}: timed out waiting for the semaphore's lock \
+             (a process is stopped or stuck inside an operation on it)\n",
+            name.0
+        )
+    );
+}

@@ -1086,9 +1086,12 @@ impl Attachment {
 
     /// Sweeps dead processes first, so that none is listed; the clock is read
     /// under the lock, after the sweep.
-    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+    pub(crate) fn inspect(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<volt_sem::inspect::Inspection, Error> {
         let inner = &self.inner;
-        inner.locked(|l| {
+        inner.locked_until(deadline, |l| {
             let rings = inner.sweep_locked(l);
             (l.inspect(crate::clock::now()), rings)
         })

@@ -1099,7 +1099,17 @@ impl SharedSemaphore {
     /// `CLOCK_MONOTONIC`, which every process of the machine shares.
     /// [`Error::Corrupt`] if the segment holds values this crate never writes.
     pub fn inspect(&self) -> Result<Inspection, Error> {
-        self.att.inspect()
+        self.att.inspect(None)
+    }
+
+    /// [`inspect`](Self::inspect), waiting for the segment's lock at most
+    /// `timeout`: [`Error::TimedOut`] (nothing read) when a process holds it
+    /// that long, which one does only when it is stopped (`SIGSTOP`, a
+    /// debugger) or stuck inside an operation (the lock is held for
+    /// microseconds otherwise). For a process that must not hang on
+    /// another's behalf, such as the `volt-sem` command line's `watch`.
+    pub fn inspect_timeout(&self, timeout: Duration) -> Result<Inspection, Error> {
+        self.att.inspect(Instant::now().checked_add(timeout))
     }
 
     /// Whether this semaphore's name was removed since this handle was

@@ -65,7 +65,10 @@ impl Attachment {
     pub(crate) fn record(&self) -> u32 {
         match *self {}
     }
-    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+    pub(crate) fn inspect(
+        &self,
+        _deadline: Option<Instant>,
+    ) -> Result<volt_sem::inspect::Inspection, Error> {
         match *self {}
     }
     pub(crate) fn label(&self) -> &str {
