@@ -102,7 +102,8 @@ seen when a holder appears, its held time starts again (its holding rose
 from zero), or on Redis its latest fencing token changes. Grants to a
 process that already holds, and holdings that begin and end between two
 refreshes, are not seen: it is a lower bound, most exact with few holders.
-It fails (exit code 1) once the semaphore is unlinked or deleted.
+It fails (exit code 1) once the semaphore is unlinked or deleted, or when a
+refresh waits 5 s for a named semaphore's lock (a process stopped in it).
 
 Options:
   --interval SECS  time between refreshes (default 1; 0.05 to 3600)
