@@ -92,7 +92,7 @@ impl Target {
 
 /// How long a look at a named semaphore waits for its lock: the bound of
 /// `attach` (5 s).
-pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Attaches to the named semaphore `name` (see the module docs).
 pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {

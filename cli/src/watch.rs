@@ -10,7 +10,7 @@ use volt_sem::inspect::Inspection;
 
 use crate::error::{out, CliError};
 use crate::render::{inspection_json, inspection_table};
-use crate::target::{Source, Target, LOCK_WAIT};
+use crate::target::{Source, Target};
 
 /// Set by SIGINT or SIGTERM: the loop ends at its next check and the
 /// handle is dropped (a named semaphore's record detached cleanly).
@@ -200,13 +200,14 @@ impl Looker {
 impl Drop for Looker {
     /// Ends the thread and waits for it to drop the source (a named
     /// semaphore's record detached cleanly before the process exits); not
-    /// when a refresh is still running, and not for longer than a look may
-    /// wait for the segment's lock: the detach takes the lock too, without
-    /// a bound, and the process that holds it may be stopped.
+    /// when a refresh is still running, and for at most a second: the
+    /// detach takes the segment's lock, without a bound, and a process
+    /// stopped inside it may hold it (the watch then ends without the
+    /// detach, and its record is reclaimed as a dead process's).
     fn drop(&mut self) {
         drop(self.ask.take());
         if !self.busy.get() {
-            let _ = self.done.recv_timeout(LOCK_WAIT);
+            let _ = self.done.recv_timeout(Duration::from_secs(1));
         }
     }
 }
