@@ -1899,7 +1899,8 @@ volt_status volt_sem_acquire_blocking_fenced(const struct volt_sem *sem,
  * holders to `holders` and the first `waiters_cap` waiters to `waiters`
  * (either array may be NULL when its capacity is 0). One snapshot:
  * `available + Σ holders[i].permits + Σ waiters[i].granted == total` when
- * every entry fit.
+ * every entry fit (after a `volt_sem_set_total` below what is held, the sum
+ * is above `total` by the permits still to be taken back as released).
  *
  * A local semaphore reports this process as its one holder (label
  * `"<hostname>:<pid>"`, `held_for_ns` -1) and its own queue; its `total` is

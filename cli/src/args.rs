@@ -102,6 +102,8 @@ seen when a holder appears, its held time starts again (its holding rose
 from zero), or on Redis its latest fencing token changes. Grants to a
 process that already holds, and holdings that begin and end between two
 refreshes, are not seen: it is a lower bound, most exact with few holders.
+It fails (exit code 1) once the semaphore is unlinked or deleted, or when a
+refresh waits 5 s for a named semaphore's lock (a process stopped in it).
 
 Options:
   --interval SECS  time between refreshes (default 1; 0.05 to 3600)
@@ -158,20 +160,32 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Err(CliError::Usage("no command (try `volt-sem --help`)".into()));
     };
-    let cmd: &'static str = match cmd.as_str() {
-        "-h" | "--help" | "help" => return Ok(Command::Help(None)),
-        "ls" => "ls",
-        "inspect" => "inspect",
-        "watch" => "watch",
-        "unlink" => "unlink",
-        "resize" => "resize",
-        "reopen" => "reopen",
-        other => {
-            return Err(CliError::Usage(format!(
-                "unknown command `{other}` (try `volt-sem --help`)"
-            )))
-        }
+    let command = |word: &str| -> Result<&'static str, CliError> {
+        Ok(match word {
+            "ls" => "ls",
+            "inspect" => "inspect",
+            "watch" => "watch",
+            "unlink" => "unlink",
+            "resize" => "resize",
+            "reopen" => "reopen",
+            other => {
+                return Err(CliError::Usage(format!(
+                    "unknown command `{other}` (try `volt-sem --help`)"
+                )))
+            }
+        })
     };
+    if matches!(cmd.as_str(), "-h" | "--help" | "help") {
+        // `volt-sem help inspect` is `volt-sem inspect --help`.
+        return match rest {
+            [] => Ok(Command::Help(None)),
+            [topic] => Ok(Command::Help(Some(command(topic)?))),
+            [_, extra, ..] => Err(CliError::Usage(format!(
+                "help: unexpected argument `{extra}`"
+            ))),
+        };
+    }
+    let cmd = command(cmd)?;
     let mut f = Flags::parse(cmd, rest)?;
     if f.help {
         return Ok(Command::Help(Some(cmd)));
@@ -221,6 +235,12 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             ))),
         }
     };
+    // An empty NAME (an unset shell variable) is how it was called, and
+    // would otherwise read "volt-sem: : invalid semaphore name".
+    let named = cmd != "ls";
+    if named && f.positional.first().is_some_and(String::is_empty) {
+        return usage("NAME is empty".into());
+    }
     let target = |name: String| match redis.clone() {
         Some(r) => Target::Redis {
             url: r.url,
@@ -345,6 +365,12 @@ impl Flags {
                     None => Err(CliError::Usage(format!("{cmd}: {name} needs a value"))),
                 }
             };
+            // A switch takes no value: `--json=false` is not "no JSON".
+            if matches!(flag, "--help" | "--json" | "--cluster") && inline.is_some() {
+                return Err(CliError::Usage(format!(
+                    "{cmd}: {flag} takes no value (`{a}`)"
+                )));
+            }
             match flag {
                 "-h" | "--help" => f.help = true,
                 "--json" => {
@@ -402,6 +428,8 @@ mod tests {
             }
         );
         assert_eq!(p("ls --help").unwrap(), Command::Help(Some("ls")));
+        assert_eq!(p("help watch").unwrap(), Command::Help(Some("watch")));
+        assert_eq!(p("help").unwrap(), Command::Help(None));
         assert_eq!(
             p("unlink -- -odd").unwrap(),
             Command::Unlink {
@@ -491,6 +519,11 @@ mod tests {
             "ls --cluster",
             "inspect a --cluster",
             "ls --redis",
+            "inspect a --json=false",
+            "ls --redis redis://h --cluster=0",
+            "ls --help=1",
+            "help frobnicate",
+            "help ls extra",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");
         }

@@ -40,26 +40,27 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
         } => {
             let options = redis_options(prefix.as_deref(), *cluster);
             let seen = volt_sem_redis::inspect(url, name, options.clone())
-                .map_err(|e| redis_error(name, e))?;
+                .map_err(|e| redis_error(url, name, e))?;
             let (total, options) = match change {
                 // `resize` mode: connecting with the new total sets it.
                 Change::Resize(n) => (n, options.resize(true)),
                 Change::Reopen => (seen.total, options),
             };
             let sem = RedisSemaphore::connect(url, name, total, options.own_session(true))
-                .map_err(|e| redis_error(name, e))?;
+                .map_err(|e| redis_error(url, name, e))?;
             let result = match change {
                 Change::Resize(_) => Ok(()),
                 Change::Reopen => sem.reopen(),
             };
             sem.disconnect();
-            result.map_err(|e| redis_error(name, e))?;
+            result.map_err(|e| redis_error(url, name, e))?;
             Ok(done(name, change, seen.total))
         }
     }
 }
 
 fn done(name: &str, change: Change, before: usize) -> String {
+    let name = crate::render::printable(name);
     match change {
         Change::Resize(n) => format!("{name}: total {before} -> {n}\n"),
         Change::Reopen => format!("{name}: reopened\n"),

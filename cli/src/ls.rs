@@ -7,8 +7,8 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::redis_options;
-use volt_sem_shm::{OpenOptions, SharedSemaphore};
+use crate::target::{attach_options, redis_options, redis_text, shm_text};
+use volt_sem_shm::SharedSemaphore;
 
 /// The listing, as text or JSON.
 pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
@@ -17,21 +17,38 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
         None => volt_sem_shm::list()
             .map_err(|e| CliError::Failed(format!("cannot list /dev/shm: {e}")))?
             .into_iter()
-            .map(|name| {
-                let seen = SharedSemaphore::attach(&name, OpenOptions::new())
+            .filter_map(|name| {
+                let seen = match SharedSemaphore::attach(&name, attach_options())
                     .and_then(|sem| sem.inspect())
-                    .map_err(|e| e.to_string());
-                (name, seen)
+                {
+                    Ok(seen) => Ok(seen),
+                    // Listed, then not found: either unlinked since (gone
+                    // from the listing, which is a snapshot), or a file
+                    // whose segment is not initialised.
+                    Err(volt_sem_shm::Error::NotFound) => {
+                        let path = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+                        if !std::path::Path::new(&path).exists() {
+                            return None;
+                        }
+                        Err(
+                            "not initialised (being created, or its creator died first; \
+                             the next open with a total initialises it)"
+                                .to_owned(),
+                        )
+                    }
+                    Err(e) => Err(shm_text(&name, e)),
+                };
+                Some((name, seen))
             })
             .collect(),
         Some(r) => {
             let options = redis_options(r.prefix.as_deref(), r.cluster);
             volt_sem_redis::list(&r.url, options.clone())
-                .map_err(|e| CliError::Failed(format!("cannot list: {e}")))?
+                .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(&r.url, e))))?
                 .into_iter()
                 .map(|name| {
                     let seen = volt_sem_redis::inspect(&r.url, &name, options.clone())
-                        .map_err(|e| e.to_string());
+                        .map_err(|e| redis_text(&r.url, e));
                     (name, seen)
                 })
                 .collect()

@@ -60,7 +60,15 @@ fn main() {
         Ok(()) => 0,
         Err(CliError::StdoutClosed) => 0,
         Err(e) => {
-            eprintln!("volt-sem: {e}");
+            // One line, whatever names or server replies it quotes; not
+            // `eprintln!`, which panics (exit code 101) when stderr is a
+            // pipe whose reader has gone (`2>&1 | head`).
+            use std::io::Write;
+            let _ = writeln!(
+                std::io::stderr(),
+                "volt-sem: {}",
+                render::printable(&e.to_string())
+            );
             e.exit_code()
         }
     };

@@ -2,6 +2,7 @@
 //! the field names of the Rust and Python types for scripts (times in
 //! seconds, as numbers; `null` where a backend does not measure).
 
+use std::borrow::Cow;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -35,15 +36,45 @@ pub fn inspection_json(i: &Inspection) -> Value {
     })
 }
 
+/// `s` as the text output shows it: its control characters (a newline, a
+/// terminal's ESC, ...) escaped as Rust writes them (`\n`, `\u{1b}`), the
+/// rest as it is. A semaphore's name is anything but `/` and NUL, and a
+/// Redis one's anything at all: printed raw, one could recolour or clear
+/// the terminal of whoever lists the semaphores, or split a row in two.
+pub fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// `inspect`: a summary line, then the holders and the waiters.
 pub fn inspection_table(title: &str, i: &Inspection) -> String {
+    let title = printable(title);
+    // After a shrink below what is held, the holders keep their permits and
+    // the cut is taken as they come back: say so, rather than show more
+    // held than the total as if the limit were broken.
+    let above = (i.available + i.held() + i.granted_to_waiters()).saturating_sub(i.total);
     let mut out = format!(
-        "{title}\ntotal {}  available {}  held {}  granted to waiters {}{}\n",
+        "{title}\ntotal {}  available {}  held {}  granted to waiters {}{}{}\n",
         i.total,
         i.available,
         i.held(),
         i.granted_to_waiters(),
         if i.closed { "  CLOSED" } else { "" },
+        if above > 0 {
+            format!("  ({above} held above the total: taken back as released)")
+        } else {
+            String::new()
+        },
     );
     out.push_str(&format!("\nholders ({})\n", i.holders.len()));
     if !i.holders.is_empty() {
@@ -103,9 +134,12 @@ pub fn inspection_table(title: &str, i: &Inspection) -> String {
     out
 }
 
-/// Left-aligned columns, two spaces apart, no trailing spaces.
+/// Left-aligned columns, two spaces apart, no trailing spaces (control
+/// characters escaped: see [`printable`]).
 pub fn table(head: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
-    let rows: Vec<Vec<String>> = rows.collect();
+    let rows: Vec<Vec<String>> = rows
+        .map(|r| r.iter().map(|c| printable(c).into_owned()).collect())
+        .collect();
     let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, cell) in width.iter_mut().zip(r) {
@@ -169,5 +203,16 @@ mod tests {
             [vec!["long".to_string(), "x".to_string()]].into_iter(),
         );
         assert_eq!(t, "A     BB\nlong  x\n");
+    }
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("gpu:ü 1"), "gpu:ü 1");
+        assert_eq!(printable("a\nb\x1b[2J\u{7}"), "a\\nb\\u{1b}[2J\\u{7}");
+        let t = table(
+            &["A", "B"],
+            [vec!["x\ty".to_string(), "z".to_string()]].into_iter(),
+        );
+        assert_eq!(t, "A     B\nx\\ty  z\n");
     }
 }

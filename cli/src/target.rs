@@ -74,7 +74,7 @@ impl Target {
                 cluster,
                 name,
             } => volt_sem_redis::delete(url, name, redis_options(prefix.as_deref(), *cluster))
-                .map_err(|e| redis_error(name, e)),
+                .map_err(|e| redis_error(url, name, e)),
         }
     }
 
@@ -90,37 +90,146 @@ impl Target {
     }
 }
 
+/// How long a look at a named semaphore waits for its lock: the bound of
+/// `attach` (5 s).
+const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Attaches to the named semaphore `name` (see the module docs).
 pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {
-    SharedSemaphore::attach(name, OpenOptions::new()).map_err(|e| shm_error(name, e))
+    SharedSemaphore::attach(name, attach_options()).map_err(|e| shm_error(name, e))
+}
+
+/// How the command line attaches: whatever user owns the segment, as far
+/// as the file's mode lets this process open it. A program that *uses* a
+/// semaphore refuses another user's by default (that user could fake its
+/// permits); this one looks at it, for whoever may read it (a service's
+/// semaphore looked at by root, one shared with a group on purpose), and
+/// what a writer could do to it is bounded (typed errors, Ctrl-C ends a
+/// `watch` whatever a refresh waits for).
+pub fn attach_options() -> OpenOptions {
+    OpenOptions::new().accept_foreign_owner(true)
 }
 
 pub fn shm_error(name: &str, e: volt_sem_shm::Error) -> CliError {
     match e {
         volt_sem_shm::Error::NotFound => CliError::Failed(format!("no such semaphore: {name}")),
-        e => CliError::Failed(format!("{name}: {e}")),
+        e => CliError::Failed(format!("{name}: {}", shm_text(name, e))),
     }
 }
 
-pub fn redis_error(name: &str, e: volt_sem_redis::Error) -> CliError {
+/// The text of a named semaphore's error, in the command line's terms.
+pub fn shm_text(name: &str, e: volt_sem_shm::Error) -> String {
+    match e {
+        volt_sem_shm::Error::PermissionDenied => permission_text(name),
+        // No command waits for permits: what timed out is the wait for the
+        // segment's lock (`attach`'s bound, and `LOCK_WAIT`), which a process holds for
+        // microseconds unless it is stopped (SIGSTOP, a debugger) or stuck
+        // inside an operation. The crate's text, "timed out waiting for
+        // permits", would send the user looking at the wrong thing.
+        volt_sem_shm::Error::TimedOut => "timed out waiting for the semaphore's lock \
+            (a process is stopped or stuck inside an operation on it)"
+            .into(),
+        e => e.to_string(),
+    }
+}
+
+/// "permission denied", with the file's owner and mode, so that the user
+/// knows whom to ask (or to run as).
+pub fn permission_text(name: &str) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let path = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+        if let Ok(m) = std::fs::metadata(&path) {
+            return format!(
+                "permission denied ({path}: owner uid {}, mode {:o})",
+                m.uid(),
+                m.mode() & 0o777
+            );
+        }
+    }
+    let _ = name;
+    "permission denied".into()
+}
+
+pub fn redis_error(url: &str, name: &str, e: volt_sem_redis::Error) -> CliError {
     match e {
         volt_sem_redis::Error::NotFound => {
             CliError::Failed(format!("no such semaphore: {name} (in Redis)"))
         }
-        // The crate never puts a password in its error texts.
-        e => CliError::Failed(format!("{name}: {e}")),
+        e => CliError::Failed(format!("{name}: {}", redis_text(url, e))),
     }
 }
 
+/// The text of a Redis error (the crate never puts a password in it). A
+/// refusal of a URL without credentials says what is missing: the crate's
+/// "refused the credentials" would be about credentials never given.
+pub fn redis_text(url: &str, e: volt_sem_redis::Error) -> String {
+    match e {
+        volt_sem_redis::Error::Auth if !has_credentials(url) => {
+            "Redis needs a password, and the URL has none (redis://:PASSWORD@HOST:PORT)".into()
+        }
+        e => e.to_string(),
+    }
+}
+
+/// Whether a Redis URL (or one of a cluster's comma-separated seed URLs)
+/// has a `user:password@` part, or a `pass=` query (the Unix socket form).
+fn has_credentials(url: &str) -> bool {
+    url.split(',').any(|u| {
+        u.contains("pass=")
+            || u.split_once("://")
+                .is_some_and(|(_, rest)| rest.split('/').next().unwrap_or("").contains('@'))
+    })
+}
+
 impl Source {
+    /// For a look that goes on (`watch`): fails once a named semaphore's
+    /// name was removed since it was attached to, as a Redis semaphore's
+    /// look fails once it was deleted. The attachment would otherwise go on
+    /// showing the orphan, alive only through the processes still attached,
+    /// while the name may already be another semaphore's.
+    pub fn still_named(&self) -> Result<(), CliError> {
+        match self {
+            Source::Named(sem, name) => match sem.is_unlinked() {
+                Ok(false) => Ok(()),
+                Ok(true) => Err(CliError::Failed(format!(
+                    "{name}: unlinked while watched (no such semaphore now)"
+                ))),
+                Err(e) => Err(shm_error(name, e)),
+            },
+            Source::Redis { .. } => Ok(()),
+        }
+    }
+
     /// One snapshot.
     pub fn inspect(&self) -> Result<Inspection, CliError> {
         match self {
-            Source::Named(sem, name) => sem.inspect().map_err(|e| shm_error(name, e)),
+            // Bounded as `attach` is: a process stopped inside the lock
+            // must not freeze a `watch` (see `shm_text`).
+            Source::Named(sem, name) => sem
+                .inspect_timeout(LOCK_WAIT)
+                .map_err(|e| shm_error(name, e)),
             Source::Redis { url, name, options } => {
                 volt_sem_redis::inspect(url, name, (**options).clone())
-                    .map_err(|e| redis_error(name, e))
+                    .map_err(|e| redis_error(url, name, e))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn credentials_in_a_url() {
+        assert!(has_credentials("redis://:pw@h:6379/2"));
+        assert!(has_credentials("rediss://user:pw@h"));
+        assert!(has_credentials("redis://h:7000,redis://:pw@h:7001"));
+        assert!(!has_credentials("redis://h:6379/0"));
+        assert!(!has_credentials("redis://h/a@b"));
+        assert!(!has_credentials("unix:///run/redis.sock"));
+        assert!(has_credentials("redis+unix:///run/redis.sock?pass=pw"));
     }
 }

@@ -3,13 +3,14 @@
 //! grants; see [`grants_between`]).
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use volt_sem::inspect::Inspection;
 
 use crate::error::{out, CliError};
 use crate::render::{inspection_json, inspection_table};
-use crate::target::Target;
+use crate::target::{Source, Target};
 
 /// Set by SIGINT or SIGTERM: the loop ends at its next check and the
 /// handle is dropped (a named semaphore's record detached cleanly).
@@ -73,12 +74,21 @@ pub fn run(
     count: Option<u64>,
 ) -> Result<(), CliError> {
     catch_signals();
-    let source = target.open()?;
+    let looker = Looker::start(target.open()?);
     let clear = !json && std::io::IsTerminal::is_terminal(&std::io::stdout());
     let mut prev: Option<(Instant, Inspection)> = None;
     let mut n = 0u64;
     while !STOP.load(Ordering::Relaxed) {
-        let seen = source.inspect()?;
+        let seen = match looker.look() {
+            Some(Ok(seen)) => seen,
+            // Ctrl-C during a refresh: it is still waiting (a named
+            // semaphore's lock held by a stopped process), or the signal
+            // broke the read it waited in (a slow Redis: EINTR). End as
+            // between two refreshes.
+            None => return Ok(()),
+            Some(Err(_)) if STOP.load(Ordering::Relaxed) => break,
+            Some(Err(e)) => return Err(e),
+        };
         let at = Instant::now();
         let rate = prev.as_ref().map(|(t, p)| {
             grants_between(p, &seen) as f64 / at.duration_since(*t).as_secs_f64().max(1e-3)
@@ -119,6 +129,87 @@ pub fn run(
         }
     }
     Ok(())
+}
+
+/// The refreshes, made on a thread of their own: one may wait without
+/// bound (a named semaphore's lock held by a process stopped inside it,
+/// which Ctrl-C cannot interrupt), and Ctrl-C must still end the watch at
+/// once. The source lives on that thread, and is dropped there when the
+/// watch ends normally (a named semaphore's record detached cleanly); a
+/// watch that ends while a refresh waits leaves it to the process's exit
+/// (its record is then reclaimed as any dead process's).
+struct Looker {
+    ask: Option<mpsc::Sender<()>>,
+    answers: mpsc::Receiver<Result<Inspection, CliError>>,
+    /// Told when the thread has dropped the source.
+    done: mpsc::Receiver<()>,
+    /// A refresh is still running (`look` gave up on it at a signal).
+    busy: std::cell::Cell<bool>,
+}
+
+impl Looker {
+    fn start(source: Source) -> Looker {
+        let (ask, asked) = mpsc::channel::<()>();
+        let (answer, answers) = mpsc::channel();
+        let (finished, done) = mpsc::channel();
+        std::thread::spawn(move || {
+            for () in asked {
+                let seen = source
+                    .inspect()
+                    .and_then(|seen| source.still_named().map(|()| seen));
+                if answer.send(seen).is_err() {
+                    break;
+                }
+            }
+            drop(source);
+            let _ = finished.send(());
+        });
+        Looker {
+            ask: Some(ask),
+            answers,
+            done,
+            busy: std::cell::Cell::new(false),
+        }
+    }
+
+    /// One snapshot; `None` if a signal came first.
+    fn look(&self) -> Option<Result<Inspection, CliError>> {
+        if let Some(ask) = &self.ask {
+            // The thread ended (it panicked): the receive below says so.
+            let _ = ask.send(());
+        }
+        loop {
+            match self.answers.recv_timeout(Duration::from_millis(50)) {
+                Ok(seen) => return Some(seen),
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if STOP.load(Ordering::Relaxed) {
+                        self.busy.set(true);
+                        return None;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Some(Err(CliError::Failed(
+                        "the refreshing thread ended unexpectedly".into(),
+                    )))
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Looker {
+    /// Ends the thread and waits for it to drop the source (a named
+    /// semaphore's record detached cleanly before the process exits); not
+    /// when a refresh is still running, and for at most a second: the
+    /// detach takes the segment's lock, without a bound, and a process
+    /// stopped inside it may hold it (the watch then ends without the
+    /// detach, and its record is reclaimed as a dead process's).
+    fn drop(&mut self) {
+        drop(self.ask.take());
+        if !self.busy.get() {
+            let _ = self.done.recv_timeout(Duration::from_secs(1));
+        }
+    }
 }
 
 #[cfg(test)]

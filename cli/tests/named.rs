@@ -241,3 +241,431 @@ fn resize_and_reopen_change_a_named_semaphore() {
     );
     assert!(!Path::new(&absent.path()).exists());
 }
+
+/// Whoever can write /dev/shm can name a semaphore with a newline and a
+/// terminal escape sequence in it: the text output must show it escaped,
+/// never write the raw control characters to the terminal (they would
+/// recolour, move or clear it, and split a table row in two).
+#[test]
+fn control_characters_in_a_name_are_shown_escaped() {
+    let name = Name(format!(
+        "cli{}-esc\n\x1b[2J\x1b[31mred\x07",
+        std::process::id()
+    ));
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(name.s(), 3, volt_sem_shm::OpenOptions::new()).unwrap();
+    let raw = |s: &str| s.chars().any(|c| c.is_control() && c != '\n');
+    let escaped = format!(
+        "cli{}-esc\\n\\u{{1b}}[2J\\u{{1b}}[31mred\\u{{7}}",
+        std::process::id()
+    );
+
+    let text = ok(&["ls"]);
+    assert!(!raw(&text), "{text:?}");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with(&escaped))
+        .unwrap_or_else(|| panic!("no row for {escaped} in {text:?}"));
+    assert_eq!(
+        &row.split_whitespace().collect::<Vec<_>>()[1..],
+        ["3", "3", "0", "0"]
+    );
+
+    let text = ok(&["inspect", name.s()]);
+    assert!(!raw(&text), "{text:?}");
+    assert!(
+        text.starts_with(&format!("{escaped} (named, this machine)\n")),
+        "{text:?}"
+    );
+
+    // The JSON keeps the name as it is (JSON escapes it itself).
+    let list = json(&["ls", "--json"]);
+    assert!(list
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["name"] == name.s()));
+
+    // The one line of an error too.
+    let absent = format!("{}-absent", name.0);
+    let (code, err) = fails(&["inspect", &absent]);
+    assert_eq!(code, 1);
+    assert!(!raw(&err), "{err:?}");
+    assert_eq!(
+        err,
+        format!("volt-sem: no such semaphore: {escaped}-absent")
+    );
+}
+
+/// `unlink` while `watch` looks at a named semaphore: the name is gone (the
+/// next `open` makes another semaphore), so the watch must not go on showing
+/// the orphan as if it were the semaphore of that name. It ends with the
+/// error a Redis watch gives for a deleted semaphore.
+#[test]
+fn watch_ends_when_the_name_is_unlinked() {
+    use std::io::BufRead;
+    let name = Name::new("watch-unlinked");
+    let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            name.s(),
+            "--interval",
+            "0.05",
+            "--count",
+            "100",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    // A first frame: it is attached and looping.
+    let first = lines.next().unwrap().unwrap();
+    assert!(first.contains("watched"), "{first}");
+    assert_eq!(ok(&["unlink", name.s()]), "");
+    let frames = lines.count();
+    let out = watch.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{frames} more frames; {err}");
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: {}: unlinked while watched (no such semaphore now)\n",
+            name.0
+        )
+    );
+    assert!(frames < 99, "{frames}");
+}
+
+/// After a shrink below what is held, the holders keep their permits (the
+/// cut is taken as they come back): `inspect` then shows more held than the
+/// total, and must say why rather than print "total 2 ... held 3" as if the
+/// limit were broken.
+#[test]
+fn a_pending_shrink_is_explained() {
+    let name = Name::new("shrunk");
+    let _holder = Holder::spawn("hold", &name.0, 4, 3, "holder-s");
+    ok(&["resize", name.s(), "2"]);
+    let v = inspect_json(name.s());
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(2), Some(0)),
+        "{v}"
+    );
+    assert_eq!(v["holders"][0]["permits"], 3, "{v}");
+    let table = ok(&["inspect", name.s()]);
+    let summary = table.lines().nth(1).unwrap();
+    assert_eq!(
+        summary,
+        "total 2  available 0  held 3  granted to waiters 0  \
+         (1 held above the total: taken back as released)",
+        "{table}"
+    );
+}
+
+/// `resize` to MAX_PERMITS works (and JSON carries the number exactly);
+/// one more is refused with the limit spelled out, not the name of a
+/// constant the user cannot look up from the shell.
+#[test]
+fn resize_beyond_max_permits_says_the_limit() {
+    let name = Name::new("max");
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(name.s(), 1, volt_sem_shm::OpenOptions::new()).unwrap();
+    let max = volt_sem_shm::MAX_PERMITS.to_string();
+    ok(&["resize", name.s(), &max]);
+    let v = inspect_json(name.s());
+    assert_eq!(v["total"].as_u64(), Some(volt_sem_shm::MAX_PERMITS as u64));
+    assert_eq!(
+        v["available"].as_u64(),
+        Some(volt_sem_shm::MAX_PERMITS as u64)
+    );
+    let above = (volt_sem_shm::MAX_PERMITS + 1).to_string();
+    let (code, err) = fails(&["resize", name.s(), &above]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: {}: permits must be between 1 and {max} (MAX_PERMITS)",
+            name.0
+        )
+    );
+}
+
+/// A name whose creator died before sizing its segment (an empty file, the
+/// next `open` with a total initialises it) is listed by `ls` with an error
+/// that says so, not "no shared semaphore has this name" next to the name
+/// it just listed.
+#[test]
+fn ls_says_a_name_is_not_initialised() {
+    let name = Name::new("unsized");
+    std::fs::File::create(name.path()).unwrap();
+    let text = ok(&["ls"]);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap_or_else(|| panic!("{} not in\n{text}", name.0));
+    assert!(row.contains("not initialised"), "{row}");
+    let list = json(&["ls", "--json"]);
+    let me = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"] == name.s())
+        .unwrap();
+    assert!(
+        me["error"].as_str().unwrap().starts_with("not initialised"),
+        "{me}"
+    );
+}
+
+/// Ctrl-C ends a `watch` whose refresh waits for the segment's lock, held
+/// by a process stopped inside it (SIGSTOP, a debugger): at once and with
+/// exit code 0, as between two refreshes. Before, the handler that makes
+/// Ctrl-C end the loop cleanly also made it do nothing while a refresh
+/// waited: the watch could only be killed with SIGKILL.
+#[test]
+fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
+    use std::io::BufRead;
+    let name = Name::new("stuck-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let go_s = go.to_str().unwrap();
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go_s)],
+    );
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.05", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().contains("stopper"));
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    // The next refresh waits for the lock: wait until a thread of the watch
+    // sleeps in futex(2) on a word of the segment's mapping (the lock).
+    let reader = std::thread::spawn(move || frames.count());
+    let pid = watch.id();
+    eventually(
+        "a refresh waits for the lock",
+        Duration::from_secs(30),
+        || waits_in_segment(pid, &name.0),
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = watch.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let still_stopped = holder.stopped();
+    holder.kill9(); // unblocks a stuck watch
+    let status = match ended {
+        Some(st) => st,
+        None => watch.wait().unwrap(),
+    };
+    let _ = reader.join();
+    let _ = std::fs::remove_file(&go);
+    assert!(
+        ended.is_some(),
+        "Ctrl-C did not end the watch ({status:?} once the holder was killed)"
+    );
+    assert!(still_stopped);
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
+
+/// Whether a thread of process `pid` sleeps in futex(2) on an address of its
+/// mapping of the named semaphore `name` (its lock, or a word of it).
+fn waits_in_segment(pid: u32, name: &str) -> bool {
+    let file = format!("/dev/shm/{}{name}", volt_sem_shm::NAME_PREFIX);
+    let maps = std::fs::read_to_string(format!("/proc/{pid}/maps")).unwrap_or_default();
+    let Some((lo, hi)) = maps.lines().find(|l| l.ends_with(&file)).and_then(|l| {
+        let (lo, hi) = l.split(' ').next()?.split_once('-')?;
+        Some((
+            u64::from_str_radix(lo, 16).ok()?,
+            u64::from_str_radix(hi, 16).ok()?,
+        ))
+    }) else {
+        return false;
+    };
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.flatten().any(|t| {
+        let s = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+        let mut f = s.split(' ');
+        let nr: i64 = f.next().unwrap_or("").parse().unwrap_or(-1);
+        let addr = f
+            .next()
+            .and_then(|a| u64::from_str_radix(a.trim_start_matches("0x"), 16).ok());
+        nr == libc::SYS_futex && addr.is_some_and(|a| (lo..hi).contains(&a))
+    })
+}
+
+/// A semaphore another user created (a service's, looked at by root, or
+/// shared with a group on purpose): the command line only looks, so it
+/// attaches whatever the owner, where the file's mode lets it open it.
+/// Before, `sudo volt-sem inspect gpu` said "permission denied". Runs as
+/// root only (it makes the semaphore as the user nobody).
+#[test]
+fn a_semaphore_of_another_user_can_be_inspected() {
+    // SAFETY: plain syscall.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: needs root to create a semaphore as another user");
+        return;
+    }
+    let name = Name::new("foreign");
+    let _holder = Holder::spawn_as(65534, "hold", &name.0, 4, 1, "service");
+    let meta = std::fs::metadata(name.path()).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::uid(&meta), 65534);
+    let v = inspect_json(name.s());
+    assert_eq!(v["holders"][0]["label"], "service", "{v}");
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(4), Some(3))
+    );
+    let text = ok(&["ls"]);
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap();
+    assert_eq!(
+        &row.split_whitespace().collect::<Vec<_>>()[1..],
+        ["4", "3", "1", "0"]
+    );
+    assert!(ok(&["watch", name.s(), "--count", "1"]).contains("service"));
+    assert_eq!(
+        ok(&["resize", name.s(), "5"]),
+        format!("{}: total 4 -> 5\n", name.0)
+    );
+
+    // Where the mode does not let it open the file (root's semaphore, mode
+    // 0600, looked at by nobody): the error says whose it is.
+    let mine = Name::new("root-only");
+    let _sem =
+        volt_sem_shm::SharedSemaphore::open(mine.s(), 1, volt_sem_shm::OpenOptions::new()).unwrap();
+    let o = volt_sem_as(Some(65534), &["inspect", mine.s()]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(
+        stderr(&o),
+        format!(
+            "volt-sem: {}: permission denied ({}: owner uid 0, mode 600)\n",
+            mine.0,
+            mine.path()
+        )
+    );
+}
+
+/// A process stopped inside the segment's lock (SIGSTOP, a debugger): the
+/// commands that must take the lock give up after their bound with an
+/// error that says what is wrong, not "timed out waiting for permits"
+/// (nothing waited for permits).
+#[test]
+fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
+    let name = Name::new("stopped-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    let expected = format!(
+        "{}: timed out waiting for the semaphore's lock \
+         (a process is stopped or stuck inside an operation on it)",
+        name.0
+    );
+    let (code, err) = fails(&["inspect", name.s()]);
+    let text = ok(&["ls"]);
+    holder.kill9();
+    let _ = std::fs::remove_file(&go);
+    assert_eq!((code, err), (1, format!("volt-sem: {expected}")));
+    let row = text
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(&name.0))
+        .unwrap();
+    assert!(row.ends_with(expected.split_once(": ").unwrap().1), "{row}");
+}
+
+/// A process that stops inside the segment's lock while `watch` runs: the
+/// next refresh gives up after its bound with the same error as `inspect`,
+/// rather than freezing the screen for as long as the process stays
+/// stopped.
+#[test]
+fn watch_reports_a_lock_holder_that_stops() {
+    use std::io::BufRead;
+    let name = Name::new("watch-stopped-lock");
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.05", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().contains("stopper"));
+    std::fs::write(&go, "").unwrap();
+    let reader = std::thread::spawn(move || frames.count());
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = watch.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let was_stopped = holder.stopped();
+    holder.kill9();
+    if ended.is_none() {
+        // It froze: once unblocked it would go on for ever.
+        let _ = watch.kill();
+    }
+    let out = watch.wait_with_output().unwrap();
+    let _ = reader.join();
+    let _ = std::fs::remove_file(&go);
+    assert!(was_stopped);
+    assert!(
+        ended.is_some(),
+        "the watch froze ({:?} once the holder was killed)",
+        out.status
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "volt-sem: {}: timed out waiting for the semaphore's lock \
+             (a process is stopped or stuck inside an operation on it)\n",
+            name.0
+        )
+    );
+}

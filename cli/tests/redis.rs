@@ -16,6 +16,12 @@ fn opts(label: &str) -> ConnectOptions {
         .label(label)
 }
 
+/// Not a test of its own: the body of the child processes.
+#[test]
+fn child_main() {
+    support::child_main();
+}
+
 #[test]
 fn inspect_ls_and_watch_show_holders_and_waiters() {
     let s = Server::start();
@@ -162,6 +168,14 @@ fn resize_and_reopen_change_a_redis_semaphore() {
         json(&["inspect", "--redis", &url, "grow", "--json"])["total"],
         3
     );
+    // 4 held on a total of 3: the table says why.
+    let table = ok(&["inspect", "--redis", &url, "grow"]);
+    assert!(
+        table.contains(
+            "held 4  granted to waiters 0  (1 held above the total: taken back as released)"
+        ),
+        "{table}"
+    );
 
     a.close().unwrap();
     assert_eq!(
@@ -172,6 +186,17 @@ fn resize_and_reopen_change_a_redis_semaphore() {
     assert_eq!(
         json(&["inspect", "--redis", &url, "grow", "--json"])["closed"],
         false
+    );
+
+    let above = (volt_sem_redis::MAX_PERMITS + 1).to_string();
+    let (code, err) = fails(&["resize", "--redis", &url, "grow", &above]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        format!(
+            "volt-sem: grow: permits must be between 1 and {} (MAX_PERMITS)",
+            volt_sem_redis::MAX_PERMITS
+        )
     );
 
     let (code, err) = fails(&["resize", "--redis", &url, "nothing-here", "3"]);
@@ -239,4 +264,200 @@ fn a_redis_url_can_name_the_semaphore() {
     let (code, err) = fails(&["inspect", &format!("{url}/5/jobs/gpu")]);
     assert_eq!(code, 1);
     assert_eq!(err, "volt-sem: no such semaphore: jobs/gpu (in Redis)");
+}
+
+/// A server that accepts the connection and never answers (stopped, or
+/// overloaded): the command ends at the connect timeout, and says that it
+/// got no answer, not a bare "Resource temporarily unavailable (os error
+/// 11)", which reads as a local resource shortage.
+#[test]
+fn a_server_that_never_answers_is_reported_as_such() {
+    let s = Server::start();
+    let url = s.url();
+    drop(RedisSemaphore::connect(&url, "stuck", 1, opts("redis-stuck")).unwrap());
+    s.signal(libc::SIGSTOP);
+    let results = [
+        fails(&["inspect", "--redis", &url, "stuck"]),
+        fails(&["ls", "--redis", &url]),
+    ];
+    s.signal(libc::SIGCONT);
+    for (code, err) in results {
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("no answer from Redis"), "{err}");
+        assert!(!err.contains("os error 11"), "{err}");
+    }
+}
+
+/// A Redis client `kill -9`ed while it holds: `inspect` lists it with its
+/// lease running out (it may be alive behind a slow network), then, once the
+/// lease expired, no more, and its permits are back; a `watch` running
+/// meanwhile sees the same, every frame valid JSON with the permits
+/// conserved.
+#[test]
+fn a_crashed_redis_holder_is_listed_until_its_lease_expires() {
+    use std::io::BufRead;
+    let s = Server::start();
+    let url = s.url();
+    let env = [("VOLT_CLI_URL", url.as_str())];
+    let mut holder = Holder::spawn_with("redis-hold", "crash", 3, 2, "doomed", &env);
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            "--redis",
+            &url,
+            "crash",
+            "--interval",
+            "0.1",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let first: serde_json::Value = serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap();
+    assert_eq!(first["holders"][0]["label"], "doomed", "{first}");
+
+    holder.kill9();
+    let v = json(&["inspect", "--redis", &url, "crash", "--json"]);
+    // Nothing reclaimed before the lease says so.
+    assert_eq!(v["available"].as_u64(), Some(1), "{v}");
+    eventually("the lease expired", Duration::from_secs(30), || {
+        json(&["inspect", "--redis", &url, "crash", "--json"])["holders"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    });
+    let v = json(&["inspect", "--redis", &url, "crash", "--json"]);
+    assert_eq!(
+        (v["total"].as_u64(), v["available"].as_u64()),
+        (Some(3), Some(3)),
+        "{v}"
+    );
+    let table = ok(&["inspect", "--redis", &url, "crash"]);
+    assert!(table.contains("available 3  held 0"), "{table}");
+
+    // The watch saw the holder go, with the permits conserved in every frame.
+    let mut saw_gone = false;
+    for line in frames.by_ref() {
+        let f: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        let held: u64 = f["holders"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| h["permits"].as_u64().unwrap())
+            .sum();
+        let granted: u64 = f["waiters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["granted"].as_u64().unwrap())
+            .sum();
+        assert_eq!(
+            f["available"].as_u64().unwrap() + held + granted,
+            f["total"].as_u64().unwrap(),
+            "{f}"
+        );
+        assert!(f["grants_per_second"].is_number(), "{f}");
+        if f["holders"].as_array().unwrap().is_empty() {
+            saw_gone = true;
+            break;
+        }
+    }
+    assert!(saw_gone);
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    assert_eq!(watch.wait().unwrap().code(), Some(0));
+}
+
+/// Ctrl-C while a refresh waits for Redis (a slow or stopped server) ends
+/// the watch as Ctrl-C does between refreshes: exit code 0, nothing on
+/// stderr, not "Interrupted system call (os error 4)" with exit code 1.
+#[test]
+fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
+    use std::io::BufRead;
+    let s = Server::start();
+    let url = s.url();
+    let _sem = RedisSemaphore::connect(&url, "slow", 1, opts("redis-slow")).unwrap();
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args([
+            "watch",
+            "--redis",
+            &url,
+            "slow",
+            "--interval",
+            "0.05",
+            "--json",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    assert!(frames.next().unwrap().unwrap().starts_with('{'));
+    s.signal(libc::SIGSTOP);
+    // The next refresh reads from the stopped server: wait until the watch
+    // is blocked in that read (the syscall one of its threads sleeps in),
+    // not in its sleep.
+    let tasks = format!("/proc/{}/task", watch.id());
+    eventually(
+        "the refresh blocked on Redis",
+        Duration::from_secs(30),
+        || {
+            std::fs::read_dir(&tasks).is_ok_and(|tasks| {
+                tasks.flatten().any(|t| {
+                    let s = std::fs::read_to_string(t.path().join("syscall")).unwrap_or_default();
+                    let nr: i64 = s.split(' ').next().unwrap_or("").parse().unwrap_or(-1);
+                    nr == libc::SYS_recvfrom || nr == libc::SYS_read
+                })
+            })
+        },
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
+    let out = watch.wait_with_output().unwrap();
+    s.signal(libc::SIGCONT);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).as_ref()
+        ),
+        (Some(0), "")
+    );
+}
+
+/// A server that needs a password: a URL without one is told so (not
+/// "refused the credentials" when it gave none), a wrong one is refused,
+/// and the database number of a URL is the one looked in.
+#[test]
+fn a_server_that_needs_a_password_and_database_numbers() {
+    let s = Server::start_with(&["--requirepass", "pw-7"], Some("pw-7"));
+    let with = format!("redis://:pw-7@127.0.0.1:{}", s.port);
+    let _sem = RedisSemaphore::connect(&with, "locked", 2, opts("pw-user")).unwrap();
+    assert!(ok(&["inspect", "--redis", &with, "locked"]).contains("total 2"));
+    assert!(ok(&["inspect", &format!("{with}/0/locked")]).contains("total 2"));
+    let (code, err) = fails(&["inspect", &format!("{with}/1/locked")]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "volt-sem: no such semaphore: locked (in Redis)")
+    );
+
+    let bare = s.url();
+    let (code, err) = fails(&["inspect", "--redis", &bare, "locked"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "volt-sem: locked: Redis needs a password, and the URL has none \
+         (redis://:PASSWORD@HOST:PORT)"
+    );
+    let (code, err) = fails(&["ls", "--redis", &bare]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+
+    let wrong = format!("redis://:nope@127.0.0.1:{}", s.port);
+    let (code, err) = fails(&["inspect", "--redis", &wrong, "locked"]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "volt-sem: locked: Redis refused the credentials (wrong user or password)"
+    );
 }

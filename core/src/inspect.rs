@@ -14,7 +14,9 @@
 //! The lists are snapshots: a holder may release, and a waiter may be
 //! granted, a moment after they were read. The sums hold within one
 //! snapshot: `available + Σ holders.permits + Σ waiters.granted == total`
-//! (while `total` is not being changed).
+//! (while `total` is not being changed; after a shrink of a named or Redis
+//! semaphore below what is held, the sum is above `total` by the permits
+//! still to be taken back as they are released).
 
 use core::time::Duration;
 use std::time::Instant;

@@ -121,7 +121,11 @@ impl fmt::Display for Error {
             Error::InvalidPrefix => {
                 f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}' or ':')")
             }
-            Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidPermits => write!(
+                f,
+                "permits must be between 1 and {} (MAX_PERMITS)",
+                crate::MAX_PERMITS
+            ),
             Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
             Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
             Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
@@ -211,6 +215,13 @@ impl Error {
         match e.kind() {
             K::InvalidClientConfig => Error::InvalidUrl(crate::url::REFUSED),
             K::Server(_) => Error::Redis(scrub(e.to_string())),
+            // A read that timed out (a server stopped, overloaded or behind
+            // a black hole) is EAGAIN under a socket timeout: redis-rs's
+            // text is "Resource temporarily unavailable (os error 11)",
+            // which reads as a local shortage. Say what happened.
+            _ if e.is_timeout() => {
+                Error::Connection("no answer from Redis within the timeout".into())
+            }
             _ if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() => {
                 Error::Connection(scrub(e.to_string()))
             }

@@ -90,7 +90,11 @@ impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Error::InvalidName => f.write_str("invalid semaphore name"),
-            Error::InvalidPermits => f.write_str("permits must be between 1 and MAX_PERMITS"),
+            Error::InvalidPermits => write!(
+                f,
+                "permits must be between 1 and {} (MAX_PERMITS)",
+                crate::MAX_PERMITS
+            ),
             Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
             Error::NotFound => f.write_str("no shared semaphore has this name"),
             Error::AlreadyExists => f.write_str("a shared semaphore with this name exists"),

@@ -1056,6 +1056,16 @@ impl Attachment {
         self.inner.seg().hdr.closed.load(Relaxed) != 0
     }
 
+    /// See `SharedSemaphore::is_unlinked`: the segment file's link count,
+    /// read through this attachment's own fd (so it is this segment's, even
+    /// when another one has been created under the name since).
+    pub(crate) fn is_unlinked(&self) -> Result<bool, Error> {
+        if self.inner.forked() {
+            return Err(Error::Forked);
+        }
+        Ok(sys::file_stat(self.inner.map.fd)?.st_nlink == 0)
+    }
+
     pub(crate) fn held(&self) -> Result<u64, Error> {
         let me = self.inner.me;
         self.inner.locked(|l| (l.held(me), Rings::default()))
@@ -1076,9 +1086,12 @@ impl Attachment {
 
     /// Sweeps dead processes first, so that none is listed; the clock is read
     /// under the lock, after the sweep.
-    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+    pub(crate) fn inspect(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<volt_sem::inspect::Inspection, Error> {
         let inner = &self.inner;
-        inner.locked(|l| {
+        inner.locked_until(deadline, |l| {
             let rings = inner.sweep_locked(l);
             (l.inspect(crate::clock::now()), rings)
         })

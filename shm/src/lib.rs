@@ -1092,11 +1092,36 @@ impl SharedSemaphore {
     /// Within one snapshot `available + Σ holders.permits + Σ
     /// waiters.granted == total`, unless a process stayed stopped inside a
     /// lock-free operation for the whole ~50 ms the read waits for it (then
-    /// its count is read as it is, as by `census`). Times are measured on
+    /// its count is read as it is, as by `census`), or a
+    /// [`set_total`](Self::set_total) shrank the total below what is held
+    /// (then the sum is above `total` by the permits still to be taken back
+    /// as they are released). Times are measured on
     /// `CLOCK_MONOTONIC`, which every process of the machine shares.
     /// [`Error::Corrupt`] if the segment holds values this crate never writes.
     pub fn inspect(&self) -> Result<Inspection, Error> {
-        self.att.inspect()
+        self.att.inspect(None)
+    }
+
+    /// [`inspect`](Self::inspect), waiting for the segment's lock at most
+    /// `timeout`: [`Error::TimedOut`] (nothing read) when a process holds it
+    /// that long, which one does only when it is stopped (`SIGSTOP`, a
+    /// debugger) or stuck inside an operation (the lock is held for
+    /// microseconds otherwise). For a process that must not hang on
+    /// another's behalf, such as the `volt-sem` command line's `watch`.
+    pub fn inspect_timeout(&self, timeout: Duration) -> Result<Inspection, Error> {
+        self.att.inspect(Instant::now().checked_add(timeout))
+    }
+
+    /// Whether this semaphore's name was removed since this handle was
+    /// opened ([`unlink`], by any process): the handle still works, but the
+    /// semaphore is no longer the one of its name (the next `open` of the
+    /// name creates another). For a process that keeps looking at a name,
+    /// such as the `volt-sem` command line's `watch`. Read from the
+    /// segment's own file, so a semaphore created under the name since does
+    /// not make it `false`. [`Error::Forked`] in a child of the process that
+    /// opened it.
+    pub fn is_unlinked(&self) -> Result<bool, Error> {
+        self.att.is_unlinked()
     }
 
     /// The label this process is listed under by [`inspect`](Self::inspect):

@@ -302,7 +302,7 @@ pub(crate) fn list() -> Result<Vec<String>, Error> {
     Ok(names)
 }
 
-fn file_stat(fd: libc::c_int) -> Result<libc::stat, Error> {
+pub(crate) fn file_stat(fd: libc::c_int) -> Result<libc::stat, Error> {
     // SAFETY: a zeroed stat is a valid out-parameter.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
     // SAFETY: valid fd and out-pointer.

@@ -50,6 +50,9 @@ impl Attachment {
     pub(crate) fn reopen(&self) -> Result<(), Error> {
         match *self {}
     }
+    pub(crate) fn is_unlinked(&self) -> Result<bool, Error> {
+        match *self {}
+    }
     pub(crate) fn set_total(&self, _n: u64) -> Result<(), Error> {
         match *self {}
     }
@@ -62,7 +65,10 @@ impl Attachment {
     pub(crate) fn record(&self) -> u32 {
         match *self {}
     }
-    pub(crate) fn inspect(&self) -> Result<volt_sem::inspect::Inspection, Error> {
+    pub(crate) fn inspect(
+        &self,
+        _deadline: Option<Instant>,
+    ) -> Result<volt_sem::inspect::Inspection, Error> {
         match *self {}
     }
     pub(crate) fn label(&self) -> &str {

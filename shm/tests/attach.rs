@@ -76,3 +76,19 @@ fn list_shows_the_names_and_forgets_unlinked_ones() {
     let names = list().unwrap();
     assert!(!names.contains(&a.0) && names.contains(&b.0), "{names:?}");
 }
+
+/// `is_unlinked`: false while the name is this semaphore's, true once it was
+/// removed, and still true when another semaphore took the name since.
+#[test]
+fn is_unlinked_follows_the_name() {
+    let name = Name::new("unlinked");
+    let sem = SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap();
+    let seen = SharedSemaphore::attach(&name, OpenOptions::new()).unwrap();
+    assert_eq!(seen.is_unlinked(), Ok(false));
+    volt_sem_shm::unlink(&name).unwrap();
+    assert_eq!(seen.is_unlinked(), Ok(true));
+    assert_eq!(sem.is_unlinked(), Ok(true));
+    let other = SharedSemaphore::open(&name, 3, OpenOptions::new().create_only()).unwrap();
+    assert_eq!(other.is_unlinked(), Ok(false));
+    assert_eq!(seen.is_unlinked(), Ok(true));
+}

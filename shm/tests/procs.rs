@@ -612,6 +612,32 @@ fn an_open_with_resize_of_an_attached_name_gives_up_when_the_lock_holder_stops()
     sem.release(2).unwrap();
 }
 
+/// `inspect_timeout` gives up, with `TimedOut` and nothing read, while a
+/// process stopped inside the lock holds it; `inspect` would wait for as
+/// long as it stays stopped. Once it dies, the repair gives every permit back
+/// and the bounded inspect sees them.
+#[test]
+fn inspect_timeout_gives_up_when_the_lock_holder_stops() {
+    let name = Name::new("xinspectstall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let s2 = sem.clone();
+    let looker = std::thread::spawn(move || s2.inspect_timeout(Duration::from_millis(200)));
+    let t = Instant::now();
+    while !looker.is_finished() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stalled = !looker.is_finished();
+    s.kill9(); // unblocks the looker if it is stuck
+    let r = looker.join().unwrap();
+    assert!(!stalled, "inspect_timeout waited for a stopped lock holder");
+    assert_eq!(r.map(|i| i.total), Err(Error::TimedOut));
+    let i = sem.inspect_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!((i.total, i.available, i.held()), (2, 2, 0));
+}
+
 /// Issue 26, item 11, the other half: a timed acquire already queued when a
 /// process stops inside the lock must still give up on time. It cannot take
 /// its request out of the queue without the lock, so it leaves that to its

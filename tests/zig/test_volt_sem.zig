@@ -1,6 +1,7 @@
-//! Zig uses the C ABI through bindings generated from include/volt_sem.h with
-//! `zig translate-c` (Zig 0.17 has no @cImport); `make -C tests zig` regenerates
-//! volt_sem.zig and runs `zig test` against the static library.
+//! Zig uses the C ABI through the volt-sem Zig package, whose build.zig
+//! translates include/volt_sem.h at build time (Zig 0.17 has no @cImport);
+//! `make -C tests zig` packs the package for this machine and runs these
+//! tests with `zig build test` (scripts/dist/test-zig.sh).
 const std = @import("std");
 const c = @import("volt_sem");
 
@@ -83,4 +84,77 @@ test "bad input is reported, never a crash" {
     try std.testing.expectEqual(@as(usize, @sizeOf(c.volt_waiter)), c.volt_waiter_size());
     try std.testing.expectEqual(@as(usize, @alignOf(c.volt_waiter)), c.volt_waiter_align());
     try std.testing.expect(std.mem.span(c.volt_sem_version()).len > 0);
+}
+
+/// The label (or host) a C array holds, up to its NUL.
+fn text(a: []const u8) []const u8 {
+    return std.mem.sliceTo(a, 0);
+}
+
+test "inspect and stats of a local semaphore, through the translated structs" {
+    const sem = try newSem(3);
+    defer c.volt_sem_free(sem);
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_try_acquire(sem, 2));
+
+    // Arrays too small (none): the full counts, VOLT_TRUNCATED.
+    var seen = std.mem.zeroes(c.volt_inspection);
+    try std.testing.expectEqual(c.VOLT_TRUNCATED, c.volt_sem_inspect(sem, &seen, null, 0, null, 0));
+    try std.testing.expectEqual(@as(usize, 1), seen.holders);
+
+    var holders: [4]c.volt_holder = undefined;
+    var waiters: [4]c.volt_queued_waiter = undefined;
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_inspect(sem, &seen, &holders, holders.len, &waiters, waiters.len));
+    try std.testing.expectEqual(@as(usize, 3), seen.total);
+    try std.testing.expectEqual(@as(usize, 1), seen.available);
+    try std.testing.expect(!seen.closed);
+    try std.testing.expectEqual(@as(usize, 0), seen.waiters);
+    const h = holders[0];
+    try std.testing.expectEqual(@as(usize, 2), h.permits);
+    // The default label, "<hostname>:<pid>", NUL-terminated in its array.
+    try std.testing.expect(std.mem.indexOfScalar(u8, text(&h.label), ':') != null);
+    try std.testing.expect(text(&h.host).len > 0);
+    try std.testing.expect(h.pid != 0);
+    // Not measured on a local semaphore: -1 and token 0.
+    try std.testing.expectEqual(@as(i64, -1), h.held_for_ns);
+    try std.testing.expectEqual(@as(i64, -1), h.lease_remaining_ns);
+    try std.testing.expectEqual(@as(u64, 0), h.token);
+    try std.testing.expectEqual(seen.total, seen.available + h.permits);
+
+    var st = std.mem.zeroes(c.volt_stats);
+    st.struct_size = @sizeOf(c.volt_stats);
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_stats(sem, &st));
+    try std.testing.expectEqual(@as(usize, @sizeOf(c.volt_stats)), st.struct_size);
+    try std.testing.expect(st.recording);
+    try std.testing.expectEqual(@as(u64, 1), st.grants);
+    try std.testing.expectEqual(@as(u64, 2), st.permits_granted);
+    try std.testing.expectEqual(@as(usize, 1), st.available);
+    try std.testing.expectEqual(@as(usize, 2), st.held);
+    try std.testing.expectEqual(@as(u64, 1), st.wait_count);
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_release(sem, 2));
+}
+
+test "a named semaphore's holder is listed with its label" {
+    if (@import("builtin").os.tag != .linux) return error.SkipZigTest;
+    const name = "zig-test-inspect";
+    _ = c.volt_sem_unlink(name);
+    defer _ = c.volt_sem_unlink(name);
+    var opts = std.mem.zeroes(c.volt_open_options);
+    opts.struct_size = @sizeOf(c.volt_open_options);
+    opts.label = "zig-holder";
+    var sem: ?*const c.volt_sem = null;
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_open_with(name, 4, &opts, &sem));
+    defer c.volt_sem_free(sem.?);
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_try_acquire(sem.?, 3));
+
+    var seen = std.mem.zeroes(c.volt_inspection);
+    var holders: [2]c.volt_holder = undefined;
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_inspect(sem.?, &seen, &holders, holders.len, null, 0));
+    try std.testing.expectEqual(@as(usize, 4), seen.total);
+    try std.testing.expectEqual(@as(usize, 1), seen.holders);
+    try std.testing.expectEqualStrings("zig-holder", text(&holders[0].label));
+    try std.testing.expectEqual(@as(usize, 3), holders[0].permits);
+    // A named semaphore times its holders.
+    try std.testing.expect(holders[0].held_for_ns >= 0);
+    try std.testing.expectEqual(seen.total, seen.available + holders[0].permits);
+    try std.testing.expectEqual(c.VOLT_OK, c.volt_sem_release(sem.?, 3));
 }

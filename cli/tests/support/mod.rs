@@ -15,7 +15,16 @@ use std::time::{Duration, Instant};
 
 /// Runs `volt-sem args...` to completion (bounded: it is killed after 60 s).
 pub fn volt_sem(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+    volt_sem_as(None, args)
+}
+
+/// [`volt_sem`] as the user and group `uid` (the caller must be root).
+pub fn volt_sem_as(uid: Option<u32>, args: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_volt-sem"));
+    if let Some(uid) = uid {
+        cmd.uid(uid).gid(uid);
+    }
+    let child = cmd
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -123,7 +132,49 @@ impl Holder {
     /// Role `hold` (acquire `permits`, report, keep them) or `wait` (report,
     /// then acquire: it queues), on `name` of `total` permits, labelled.
     pub fn spawn(role: &str, name: &str, total: usize, permits: usize, label: &str) -> Holder {
+        Self::spawn_with(role, name, total, permits, label, &[])
+    }
+
+    /// [`spawn`](Self::spawn), with more environment (`VOLT_CLI_URL` for
+    /// the role `redis-hold`).
+    pub fn spawn_with(
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+        env: &[(&str, &str)],
+    ) -> Holder {
+        Self::spawn_full(role, name, total, permits, label, env, None)
+    }
+
+    /// [`spawn`](Self::spawn) as the user and group `uid` (the caller must
+    /// be root): a semaphore another user owns.
+    pub fn spawn_as(
+        uid: u32,
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+    ) -> Holder {
+        Self::spawn_full(role, name, total, permits, label, &[], Some(uid))
+    }
+
+    fn spawn_full(
+        role: &str,
+        name: &str,
+        total: usize,
+        permits: usize,
+        label: &str,
+        env: &[(&str, &str)],
+        uid: Option<u32>,
+    ) -> Holder {
         let mut child = Command::new(std::env::current_exe().unwrap());
+        child.envs(env.iter().copied());
+        if let Some(uid) = uid {
+            child.uid(uid).gid(uid);
+        }
         child
             .args(["--exact", "child_main", "--nocapture", "--test-threads=1"])
             .env("VOLT_CLI_ROLE", role)
@@ -158,6 +209,15 @@ impl Holder {
         self.child.as_ref().unwrap().id()
     }
 
+    /// Whether it is stopped (`T` in /proc/PID/stat).
+    pub fn stopped(&self) -> bool {
+        let stat =
+            std::fs::read_to_string(format!("/proc/{}/stat", self.pid())).unwrap_or_default();
+        // After "pid (comm) ": the state letter.
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    }
+
     /// `kill -9`, and waits until it is gone (its files closed).
     pub fn kill9(&mut self) {
         if let Some(mut c) = self.child.take() {
@@ -182,6 +242,22 @@ pub fn child_main() {
     let var = |k: &str| std::env::var(k).unwrap();
     let total: usize = var("VOLT_CLI_TOTAL").parse().unwrap();
     let permits: usize = var("VOLT_CLI_PERMITS").parse().unwrap();
+    if role == "redis-hold" {
+        // A Redis client (lease 1 s) holding `permits` of NAME at URL.
+        let opts = volt_sem_redis::ConnectOptions::new()
+            .lease(Duration::from_secs(1))
+            .own_session(true)
+            .label(var("VOLT_CLI_LABEL"));
+        let url = var("VOLT_CLI_URL");
+        let sem = volt_sem_redis::RedisSemaphore::connect(&url, &var("VOLT_CLI_NAME"), total, opts)
+            .unwrap();
+        let _held = sem.acquire_blocking(permits).unwrap();
+        let mut o = std::io::stdout();
+        writeln!(o, "ready").unwrap();
+        o.flush().unwrap();
+        std::thread::sleep(Duration::from_secs(120));
+        std::process::exit(0);
+    }
     let opts = volt_sem_shm::OpenOptions::new().label(var("VOLT_CLI_LABEL"));
     let sem = volt_sem_shm::SharedSemaphore::open(&var("VOLT_CLI_NAME"), total, opts).unwrap();
     let say = || {
@@ -189,6 +265,19 @@ pub fn child_main() {
         writeln!(o, "ready").unwrap();
         o.flush().unwrap();
     };
+    if role == "stop-in-release" {
+        // Holds `permits`, reports, waits for the file VOLT_CLI_GO, then
+        // releases them and stops itself (SIGSTOP) inside the segment lock.
+        let p = sem.acquire_blocking(permits).unwrap();
+        say();
+        let go = var("VOLT_CLI_GO");
+        while !std::path::Path::new(&go).exists() {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        volt_sem_shm::hooks::stop_in_next_release();
+        drop(p);
+        std::process::exit(0);
+    }
     let _held = if role == "hold" {
         let p = sem.acquire_blocking(permits).unwrap();
         say();
@@ -224,6 +313,13 @@ pub struct Server {
 
 impl Server {
     pub fn start() -> Server {
+        Self::start_with(&[], None)
+    }
+
+    /// [`start`](Self::start) with more `redis-server` arguments;
+    /// `password` is the one they set (`--requirepass`), for the check
+    /// that the server answering is ours.
+    pub fn start_with(extra: &[&str], password: Option<&str>) -> Server {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-cli-test-{}-{}",
@@ -242,6 +338,7 @@ impl Server {
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(&dir)
+                .args(extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             // SAFETY: prctl is async-signal-safe; the server dies with the test.
@@ -256,7 +353,7 @@ impl Server {
                 port,
                 dir: dir.clone(),
             };
-            if s.wait_ready() {
+            if s.wait_ready(password) {
                 return s;
             }
             s.stop();
@@ -269,14 +366,14 @@ impl Server {
     /// `PONG`. A port from [`free_port`] can be handed to two tests at once
     /// (CI runs test binaries side by side); ours then fails to bind and
     /// exits, and the other test's server must not be taken for it.
-    fn wait_ready(&mut self) -> bool {
+    fn wait_ready(&mut self, password: Option<&str>) -> bool {
         let deadline = Instant::now() + Duration::from_secs(10);
         let mine = self.child.as_ref().map(|c| c.id());
         while Instant::now() < deadline {
             if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
                 return false; // exited (port taken?)
             }
-            if mine.is_some() && answering_pid(self.port, None) == mine {
+            if mine.is_some() && answering_pid(self.port, password) == mine {
                 return true;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -286,6 +383,14 @@ impl Server {
 
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// Sends `sig` to the server (by pid): SIGSTOP makes a server that
+    /// accepts connections and never answers, SIGCONT undoes it.
+    pub fn signal(&self, sig: i32) {
+        let pid = self.child.as_ref().expect("running").id();
+        // SAFETY: plain syscall on our child's pid.
+        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
     }
 
     /// Stops the server by pid and waits for it.
