@@ -673,8 +673,9 @@ export interface ConnectOptions {
   /**
    * The session lease (default 10000, at least 300): a client not heard of
    * for that long (killed, partitioned, paused) loses its permits and queue
-   * places to the others; its permits are back within its lease + a third
-   * of a waiting client's lease (lease × 4/3 when all use the same lease).
+   * places to the others; its permits are back within its lease (and a few
+   * milliseconds: a waiting client reaps as soon as that lease ends,
+   * whatever its own lease).
    */
   lease?: number;
   /** The key prefix, for several tenants on one Redis (default `'volt-sem'`; 1 to 256 bytes, no `{`, `}` or `:`). */

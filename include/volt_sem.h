@@ -284,7 +284,8 @@
  *     volt_connect_options.lease_ms) renewed by the agent every third of it,
  *     with Redis's clock. A client that stops renewing (killed, paused, cut
  *     off) loses its permits and queue places: they reach the next waiter
- *     within the lease plus one heartbeat. The client itself learns it as
+ *     within its lease (a waiting client reaps as soon as it ends, whatever
+ *     its own lease). The client itself learns it as
  *     VOLT_LEASE_EXPIRED: its waiters fail with it (their callbacks run),
  *     volt_sem_release() of the lost permits returns it and releases nothing
  *     (nothing is ever released twice), and volt_sem_watch_lease() calls its

@@ -702,7 +702,7 @@ def test_lease_loss_by_sigstop(own_server, name):
 
 def test_killed_holder_permits_come_back(server, name):
     """kill -9 of a process holding permits: its lease expires and a waiter
-    here gets them (within lease + one heartbeat), with a newer token."""
+    here gets them (within the lease), with a newer token."""
     sem = connect(server.url, name, 2)
     w = Worker(server.url, name, 2, lease=1.0)
     try:

@@ -76,6 +76,7 @@ mod tests {
             status: Status::Ok,
             reaped: 0,
             available: None,
+            next_heartbeat: None,
             rest: rest.iter().map(|s| s.to_string()).collect(),
         }
     }

@@ -50,6 +50,7 @@
 //!   {p:n}:own       zset   request id (score 0): a lexicographic index of each session's requests
 //!   {p:n}:info      hash   session id -> "pid label host" | <session id>:s -> when its holding
 //!                          last rose from 0 (server ms) | <session id>:t -> its latest token
+//!                          | <session id>:h -> when its agent's next heartbeat is due (server ms)
 //!   {p:n}:note:<session>   list   notifications for that session's agent
 //! ```
 //!
@@ -93,11 +94,13 @@
 //!   fast path when `meta.reap`, kept at or below every lease deadline, shows
 //!   none can have passed): their held permits, uncollected grants
 //!   and the partial grants of their queued requests go back through the
-//!   hand-off, their requests leave the queue. No reaper process is needed;
-//!   while anyone waits, its own heartbeat reaps, so **the permits of a dead
-//!   client reach a waiter within its lease + one heartbeat interval of the
-//!   waiter** (a third of the waiter's own lease; lease × 4/3 when both use
-//!   the same lease, but a 60 s waiter may wait 20 s past a 1 s lease). A handle dropped normally ends its session at once; so does the
+//!   hand-off, their requests leave the queue. No reaper process is needed:
+//!   while a client waits, its agent's heartbeat reaps, every lease/3 and
+//!   also as soon as the earliest lease deadline of any session has passed
+//!   (the heartbeat's reply says when that is; a queued request that needs
+//!   it sooner wakes the agent), so **the permits of a dead client reach a
+//!   waiter within its lease** (counted from its last renewal) and a few
+//!   milliseconds, whatever the waiter's own lease. A handle dropped normally ends its session at once; so does the
 //!   process's exit (an `atexit` handler) for handles never dropped (a
 //!   `static`, a leak, `std::process::exit`).
 //! * **Fencing tokens.** Every grant gets `max(previous + 1, server time in
@@ -159,7 +162,8 @@
 //! Guaranteed while leases hold and Redis does not lose acknowledged writes:
 //! at most `total` permits are held, grants are strictly FIFO across every
 //! client, and the permits of a crashed or partitioned client come back
-//! within its lease + one heartbeat interval of the client waiting for them.
+//! within its lease (and the few milliseconds a reap takes) to the clients
+//! waiting for them.
 //!
 //! Not guaranteed: **a paused holder past its lease** still believes it holds
 //! its permits until its agent runs again; meanwhile they were granted to

@@ -1,6 +1,7 @@
 //! A script's reply, parsed once: its status word as a [`Status`], the
 //! notes `lua/tail.lua` adds to it for the caller's stats (`r=` sessions
-//! reaped, `a=` permits available), and the other elements as strings.
+//! reaped, `a=` permits available), the heartbeat's `d=` (when the next
+//! one runs), and the other elements as strings.
 
 use core::fmt;
 
@@ -123,6 +124,11 @@ pub struct Reply {
     /// (`a=<count>` after the status word): an acquire that was granted,
     /// queued or refused, a call that handed permits on.
     pub available: Option<u64>,
+    /// `heartbeat`: in how many ms the agent runs its next heartbeat
+    /// (`d=<ms>` after the status word): a third of the lease, or sooner
+    /// while the session waits and a lease deadline comes first (see
+    /// `lua/heartbeat.lua`).
+    pub next_heartbeat: Option<u64>,
     /// The other elements, as strings (integers formatted).
     pub rest: Vec<String>,
 }
@@ -157,7 +163,7 @@ impl Reply {
         let first = out.remove(0);
         let mut words = first.split(' ');
         let status = Status::parse(words.next().unwrap_or_default().to_owned());
-        let (mut reaped, mut available) = (0, None);
+        let (mut reaped, mut available, mut next_heartbeat) = (0, None, None);
         for note in words {
             let bad = || Error::Protocol(format!("unexpected status word {first:?}"));
             let (key, value) = note.split_once('=').ok_or_else(bad)?;
@@ -165,6 +171,7 @@ impl Reply {
             match key {
                 "r" => reaped = value,
                 "a" => available = Some(value),
+                "d" => next_heartbeat = Some(value),
                 // A note of a later version: nothing this one records.
                 _ => {}
             }
@@ -173,6 +180,7 @@ impl Reply {
             status,
             reaped,
             available,
+            next_heartbeat,
             rest: out,
         })
     }

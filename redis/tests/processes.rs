@@ -68,7 +68,7 @@ fn kill9_of_a_holder_and_of_a_queued_waiter() {
     w1.kill9(); // a queued waiter (with no partial grant)
     h.kill9(); // a holder
                // Both sessions expire; w2's heartbeat reaps them and is granted
-               // (bound: lease + one heartbeat = 2 s; asserted loosely).
+               // (bound: the lease, 1.5 s, and a reap; asserted loosely).
     let line = w2.line();
     assert!(line.starts_with("granted 1 "), "{line}");
     let c = assert_conserved(&me);
@@ -168,4 +168,43 @@ fn exit_without_dropping_ends_the_session() {
             c.conserved() && c.available == 1 && c.sessions == 1
         },
     );
+}
+
+/// A dead client's permits reach a waiter soon after the dead client's
+/// lease ends, whatever the waiter's own lease: the waiter's agent reaps
+/// when the earliest lease deadline passes, not only at its own heartbeat
+/// (a third of its own lease). Here the holder's lease is 1 s and the
+/// waiter's 30 s: its heartbeat alone would reap some 10 s after connecting.
+#[test]
+fn a_long_lease_waiter_gets_a_short_lease_holders_permits_soon() {
+    let s = Server::start();
+    let url = s.url();
+    let mut h = Worker::spawn(&url, "mixed", 1, 1000);
+    h.send("acquire 1");
+    let l = h.line();
+    assert!(l.starts_with("granted 1 "), "{l}");
+    // The only live client after the kill: no other client's script reaps.
+    let w = volt_sem_redis::RedisSemaphore::connect(
+        &url,
+        "mixed",
+        1,
+        opts().lease(Duration::from_secs(30)),
+    )
+    .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let ww = w.clone();
+    std::thread::spawn(move || {
+        let _ = tx.send(ww.acquire_blocking(1).map(|p| p.forget()));
+    });
+    queued(&w, 1);
+    h.kill9();
+    // A bound, not a measurement: the holder's lease (1 s) plus a generous
+    // margin for a loaded machine, well below the waiter's heartbeat
+    // interval (10 s), when the waiter alone would reap.
+    match rx.recv_timeout(Duration::from_secs(6)) {
+        Ok(r) => r.unwrap(),
+        Err(_) => panic!("not granted within 6 s of the holder's death (lease 1 s)"),
+    }
+    let c = assert_conserved(&w);
+    assert_eq!((c.held, c.queued, c.sessions), (1, 0, 1));
 }

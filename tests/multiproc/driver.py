@@ -11,7 +11,7 @@ With ``--redis`` the driver starts its own ``redis-server`` (a free loopback
 port, a temp dir, no persistence; stopped by pid at the end) and every worker
 connects to it (the environment's VOLT_MP_REDIS and VOLT_MP_LEASE_MS) instead
 of opening a name. A killed process's permits then come back when its session
-lease expires (lease + one heartbeat), not within the shared memory's 200 ms
+lease expires (within the lease), not within the shared memory's 200 ms
 sweep, and a dead queued request holds up the queue behind it until then, so
 the kills are less frequent (every 1.5-3 s).
 

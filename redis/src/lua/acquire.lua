@@ -44,4 +44,27 @@ redis.call('ZADD', QUEUE, fmt(seq), eid)
 redis.call('HSET', ENTRIES, eid, n .. ':' .. avail)
 redis.call('ZADD', OWN, 0, eid)
 AVAIL = 0
+-- The session now waits: its agent must reap once the earliest lease
+-- deadline has passed (see heartbeat.lua). If its next heartbeat (INFO
+-- <sid>:h; unknown: within a third of the lease) comes later than that,
+-- wake it now ('reap' on its list): its heartbeat then runs after this
+-- script, sees every session this one sees, and schedules the reap. Its
+-- next heartbeat is recorded as now, so that the requests queued before it
+-- ran do not wake it again. The next heartbeat is never later than
+-- `latest`, and META.reap (read already) is at or below every deadline: no
+-- further call unless a deadline may come first, so that with equal leases
+-- (deadlines at least two thirds of a lease away) this costs nothing.
+-- O(log n).
+local latest = NOW_MS + math.floor(LEASE / 3)
+local est = FAST and tonumber(M[2]) or REAP_AT
+if math.max(est + 1, NOW_MS + REAP_MIN_MS) < latest then
+  local due = reap_due()
+  if due < latest then
+    local hb = tonumber(redis.call('HGET', INFO, SID .. ':h') or fmt(latest))
+    if due < hb then
+      notify(SID, 'reap')
+      redis.call('HSET', INFO, SID .. ':h', fmt(NOW_MS))
+    end
+  end
+end
 return {'PENDING'}

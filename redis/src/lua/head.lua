@@ -5,7 +5,8 @@
 --       6 grants (hash eid -> token; "0" = woken by close), 7 own (zset, score 0, eid: lex index by session),
 --       8 fence (never written: see below),
 --       9 info (hash: sid -> "pid label host"; sid:s -> server ms when its holding last rose from 0;
---         sid:t -> token of its latest grant; for inspect.lua)
+--         sid:t -> token of its latest grant; for inspect.lua; sid:h -> server ms by which its
+--         agent runs its next heartbeat: see prelude.lua's reap_due)
 -- ARGV: 1 sid, 2 incarnation, 3 lease ms, then the script's own arguments.
 local META, QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local INFO = KEYS[9]

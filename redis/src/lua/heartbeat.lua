@@ -5,6 +5,14 @@
 -- queried eid, 'Q' (queued), a token (granted), '0' (closed), 'T' (failed
 -- by set_total: above the new total) or 'X' (gone) |
 -- {'LOST'} | {'EXPIRED'}. O((a + q) log n).
+-- The status word carries `d=<ms>`: when the agent runs its next heartbeat
+-- (from the reply's arrival). A third of the lease; but while the session
+-- has requests in Redis (queued, or granted and not yet acked) it is a
+-- waiter, and then the next heartbeat comes once the earliest lease
+-- deadline of any session has passed (reap_due), so that a dead client's
+-- permits reach the waiter soon after that client's lease ends, whatever
+-- the waiter's own lease. Recorded as INFO <sid>:h for acquire.lua, which
+-- wakes the agent sooner when a request it queues needs it.
 local r = prologue()
 if r then return r end
 local nack = tonumber(ARGV[4])
@@ -26,4 +34,11 @@ for i = 5 + nack, #ARGV do
     out[#out + 1] = redis.call('HGET', GRANTS, eid) or 'X'
   end
 end
+local delay = math.floor(LEASE / 3)
+local lo, hi = '[' .. SID .. ':', '(' .. SID .. ';'
+if #redis.call('ZRANGEBYLEX', OWN, lo, hi, 'LIMIT', 0, 1) > 0 then
+  delay = math.min(delay, reap_due() - NOW_MS)
+end
+redis.call('HSET', INFO, SID .. ':h', fmt(NOW_MS + delay))
+out[1] = 'OK d=' .. fmt(delay)
 return out

@@ -31,7 +31,7 @@ local function drop_session(sid)
   end
   if #eids > 0 then redis.call('ZREMRANGEBYLEX', OWN, lo, hi) end
   redis.call('HDEL', HELD, sid)
-  redis.call('HDEL', INFO, sid, sid .. ':s', sid .. ':t')
+  redis.call('HDEL', INFO, sid, sid .. ':s', sid .. ':t', sid .. ':h')
   redis.call('ZREM', SESSIONS, sid)
   redis.call('DEL', note_key(sid))
   return p
@@ -44,6 +44,8 @@ end
 -- REAPED counts the sessions of others it removed (the caller's own expired
 -- session is a lease it lost, not one it reclaimed): tail.lua reports it.
 local REAPED = 0
+-- What reap() wrote to META.reap (for acquire.lua).
+local REAP_AT
 local function reap()
   local dead = redis.call('ZRANGEBYSCORE', SESSIONS, '-inf', '(' .. fmt(NOW_MS), 'LIMIT', 0, 16)
   local p = 0
@@ -53,7 +55,21 @@ local function reap()
   end
   if p > 0 then hand(p) end
   local first = redis.call('ZRANGE', SESSIONS, 0, 0, 'WITHSCORES')[2]
+  REAP_AT = tonumber(first) or NOW_MS + LEASE
   redis.call('HSET', META, 'reap', first or fmt(NOW_MS + LEASE))
+end
+
+-- When a waiting client's agent reaps (heartbeat.lua, acquire.lua): once
+-- the earliest lease deadline has passed (a session is reaped when its
+-- deadline is below the script's clock: from deadline + 1 ms on), but never
+-- sooner than REAP_MIN_MS from now, so that a deadline just passed (or more
+-- dead sessions than one script reaps) cannot make an agent spin. INFO
+-- <sid>:h holds, for each session, when (server ms) its agent runs its next
+-- heartbeat at the latest: its last heartbeat set it.
+local REAP_MIN_MS = 20
+local function reap_due()
+  local first = tonumber(redis.call('ZRANGE', SESSIONS, 0, 0, 'WITHSCORES')[2] or fmt(NOW_MS + LEASE))
+  return math.max(first + 1, NOW_MS + REAP_MIN_MS)
 end
 
 -- The caller's session: renewed if alive; dropped (permits handed on) if its

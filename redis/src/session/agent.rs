@@ -2,7 +2,16 @@
 //! waits on the session's notification list (`BLPOP`, with a timeout that
 //! ends at the next heartbeat), completes the waiters whose grants arrive,
 //! and runs the heartbeat (renews the lease, acks collected grants, asks
-//! about the queued requests, ends the sessions given up).
+//! about the queued requests, reaps expired sessions, ends the sessions
+//! given up).
+//!
+//! When: every lease/3; but while the session waits (has requests in
+//! Redis), as soon as the earliest lease deadline of any session has passed,
+//! so that a dead client's permits come back soon after its lease ends,
+//! whatever this client's lease. The heartbeat's reply says when the next
+//! one runs (`lua/heartbeat.lua`), and a queued acquire that needs an
+//! earlier one wakes the agent with a `reap` notification
+//! (`lua/acquire.lua`).
 
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -214,8 +223,15 @@ impl Agent {
                 let Some(inner) = self.weak.upgrade() else {
                     return;
                 };
-                let (keep, renewed) = self.heartbeat(&inner, c, &sid, epoch, left());
+                let (keep, renewed, next) = self.heartbeat(&inner, c, &sid, epoch, left());
                 drop(inner);
+                // Sooner while the session waits (a lease deadline comes
+                // first): counted from the reply's arrival, which is after
+                // the script ran, so that the deadline has surely passed by
+                // the server's clock when the next one runs.
+                if let Some(at) = next.and_then(|d| Instant::now().checked_add(d)) {
+                    next_hb = next_hb.min(at);
+                }
                 if !keep {
                     con = None;
                 }
@@ -233,6 +249,13 @@ impl Agent {
                 .arg(wait.as_secs_f64())
                 .query(c);
             match r {
+                // A request queued by this handle needs a reap before the
+                // next heartbeat (lua/acquire.lua): run it now. No grant
+                // came, so no `WAIT` for replicas either.
+                Ok(Some((_, msg))) if msg == "reap" => {
+                    backoff = Duration::from_millis(20);
+                    next_hb = Instant::now();
+                }
                 Ok(Some((_, msg))) => {
                     backoff = Duration::from_millis(20);
                     let Some(inner) = self.weak.upgrade() else {
@@ -283,7 +306,8 @@ impl Agent {
     }
 
     /// Renews the lease, acks collected grants, reconciles pending waiters.
-    /// Returns (keep the connection, the lease was renewed).
+    /// Returns (keep the connection, the lease was renewed, in how long the
+    /// next heartbeat should run: the script's `d=`, when it answered).
     /// `left`: what remains of the lease, which caps every wait.
     fn heartbeat(
         &self,
@@ -292,7 +316,7 @@ impl Agent {
         sid: &str,
         epoch: u64,
         left: Duration,
-    ) -> (bool, bool) {
+    ) -> (bool, bool, Option<Duration>) {
         let _ = c.set_read_timeout(Self::capped(self.opts.command_timeout, left));
         let (acked, query): (Vec<String>, Vec<(u64, String)>) = {
             let mut st = lock(&inner.state);
@@ -311,12 +335,13 @@ impl Agent {
         match r {
             Ok(r) if r.status == Status::Ok => {
                 inner.renewed(epoch, sent);
+                let next = r.next_heartbeat.map(Duration::from_millis);
                 let grants = r.rest.iter().any(|v| v != "Q" && v != "X");
                 if grants {
                     let left = inner.lease_remaining().unwrap_or_default();
                     if let Err(e) = c.wait_replicas(&self.opts, Some(left)) {
                         inner.lose_deferred(epoch, e);
-                        return (false, false);
+                        return (false, false, None);
                     }
                 }
                 let mut claimed = Vec::new();
@@ -341,13 +366,13 @@ impl Agent {
                             // never fail with an untyped error.
                             deliver(claimed);
                             inner.lose_deferred(epoch, Error::LeaseExpired);
-                            return (true, true);
+                            return (true, true, None);
                         }
                         v => claimed.extend(inner.complete(sid, *ctr, v)),
                     }
                 }
                 deliver(claimed);
-                (true, true)
+                (true, true, next)
             }
             Ok(r) => {
                 // As session_reply, without a round trip on this thread.
@@ -356,12 +381,12 @@ impl Agent {
                     Status::Lost => inner.fail_all(),
                     _ => {}
                 }
-                (true, false)
+                (true, false, None)
             }
             Err(e) => {
                 // Not forgotten in Redis yet: ack them next time.
                 lock(&inner.state).acked.extend(acked);
-                (matches!(e, CallError::NotRun(_)), false)
+                (matches!(e, CallError::NotRun(_)), false, None)
             }
         }
     }
