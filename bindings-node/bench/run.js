@@ -4,7 +4,8 @@
 // runs BENCH_REPS times (default 7), round-robin over the implementations, so
 // run i of two implementations were measured side by side; the JSON keeps
 // every run's time per acquire+release pair (scripts/bench_report.py makes the
-// tables, scripts/bench_charts.py the charts).
+// tables, scripts/bench_charts.py the charts). `--only ID` runs one scenario
+// (`cross_worker`, ...), to compare two builds of the addon on it.
 const path = require('node:path');
 const fs = require('node:fs');
 const { Worker } = require('node:worker_threads');
@@ -188,6 +189,10 @@ async function crossWorker(lib, opsPerTask) {
 async function main() {
   const args = process.argv.slice(2);
   const jsonPath = args.includes('--json') ? args[args.indexOf('--json') + 1] : null;
+  const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
+  const ids = ['uncontended', 'contended', 'weighted', 'cross_worker'];
+  if (only !== null && !ids.includes(only)) throw new Error(`--only: one of ${ids.join(', ')}`);
+  const wanted = (id) => only === null || only === id;
   const libs = await adapters();
   const load = [loadavg()];
   const scenarios = [];
@@ -196,7 +201,7 @@ async function main() {
     ['contended', '8 tasks on 2 permits, each holding across one `await null`', (m) => contended(m, 8, 2, [1]), 100_000, false],
     ['weighted', 'weighted 1,2,3 on 4 permits (6 tasks)', (m) => contended(m, 6, 4, [1, 2, 3]), 60_000, true],
   ];
-  for (const [id, title, build, ops, weighted] of defs) {
+  for (const [id, title, build, ops, weighted] of defs.filter(([id]) => wanted(id))) {
     const names = Object.keys(libs).filter((lib) => {
       const a = libs[lib](1);
       return !(weighted && a.unweighted) && !(id === 'uncontended' && a.contendedOnly);
@@ -210,13 +215,15 @@ async function main() {
     load.push(loadavg());
     console.error(`${title}: ${names.map((n) => `${n} ${median(results[n]).toFixed(0)} ns`).join(', ')}`);
   }
-  const cross = { 'volt-sem': [], multithreading: [] };
-  for (let r = 0; r < REPS; r++) {
-    for (const lib of Object.keys(cross)) cross[lib].push(await crossWorker(lib, 5_000));
+  if (wanted('cross_worker')) {
+    const cross = { 'volt-sem': [], multithreading: [] };
+    for (let r = 0; r < REPS; r++) {
+      for (const lib of Object.keys(cross)) cross[lib].push(await crossWorker(lib, 5_000));
+    }
+    scenarios.push({ id: 'cross_worker', title: 'main + 1 worker thread, 4 tasks each, Semaphore(2)', results: cross });
+    load.push(loadavg());
+    console.error(`cross-worker: ${Object.keys(cross).map((n) => `${n} ${median(cross[n]).toFixed(0)} ns`).join(', ')}`);
   }
-  scenarios.push({ id: 'cross_worker', title: 'main + 1 worker thread, 4 tasks each, Semaphore(2)', results: cross });
-  load.push(loadavg());
-  console.error(`cross-worker: ${Object.keys(cross).map((n) => `${n} ${median(cross[n]).toFixed(0)} ns`).join(', ')}`);
   const doc = {
     benchmark: 'throughput',
     language: 'node',

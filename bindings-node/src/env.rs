@@ -19,7 +19,7 @@ use volt_sem_backend::{Error, Waiter as CoreWaiter};
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
 use crate::raw::{args, double, int, lock, throw_internal, RawEnv, RawValue};
-use crate::remote::EnvShared;
+use crate::remote::{flush_later, EnvShared};
 use crate::semaphore::{Node, Sem, NOT_ORPHAN};
 
 /// The JS-thread-only state of one environment (one main thread or worker, per
@@ -86,6 +86,9 @@ impl Enter {
 impl Drop for Enter {
     fn drop(&mut self) {
         CURRENT.with(|c| c.set(self.0));
+        // The wakes of other environments this call made (its wake callbacks
+        // have returned by now).
+        flush_later();
     }
 }
 
@@ -290,7 +293,7 @@ impl EnvCtx {
     }
 
     pub(crate) fn tsfn_ref(&self, on: bool) {
-        let tsfn = lock(&self.shared.remote).tsfn;
+        let tsfn = *lock(&self.shared.tsfn);
         if let Some(t) = tsfn {
             // SAFETY: on the JS thread of `self.env`, while the tsfn is alive (it is
             // finalized only at teardown, when no JS runs any more).

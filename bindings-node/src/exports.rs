@@ -47,9 +47,9 @@ pub fn init(exports: Object) -> napi::Result<()> {
         shared: Arc::new(EnvShared {
             remote: Mutex::new(Remote {
                 ids: Vec::new(),
-                tsfn: None,
                 notified: false,
             }),
+            tsfn: Mutex::new(None),
         }),
         slots: RefCell::new(Vec::new()),
         free: RefCell::new(Vec::new()),

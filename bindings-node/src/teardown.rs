@@ -22,7 +22,7 @@ pub(crate) unsafe extern "C" fn env_cleanup(arg: *mut c_void) {
     // SAFETY: `arg` is the boxed EnvCtx leaked by module init; this hook runs once,
     // after the environment stopped running JS, so nothing else references it.
     let ctx = unsafe { Box::from_raw(arg as *mut EnvCtx) };
-    let tsfn = lock(&ctx.shared.remote).tsfn.take();
+    let tsfn = lock(&ctx.shared.tsfn).take();
     if let Some(t) = tsfn {
         // SAFETY: the tsfn was alive (its finalizer would have cleared the slot).
         unsafe {

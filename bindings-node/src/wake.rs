@@ -14,8 +14,11 @@
 //!   promises right away, still inside the `release()` that caused them.
 //! * **Anywhere else** (another worker, a foreign thread): the id goes into the
 //!   environment's mutex-guarded remote list, and the environment's single
-//!   threadsafe function is poked (at most once until it ran). Its JS callback
-//!   calls `drain()`, which finishes the nodes the same way.
+//!   threadsafe function is poked: at most once until `drain()` took the list,
+//!   and, when the wake comes from a native call of another environment (a
+//!   `release` on another worker), only once that call is over (`# One wake
+//!   per batch` in [`crate::remote`]). Its JS callback calls `drain()`, which
+//!   finishes every node of the list the same way.
 //!
 //! The threadsafe function is referenced only while the environment has pending
 //! waiters on a *shared* semaphore (one that `share()` or `attach()` touched):
@@ -63,7 +66,8 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
         return; // claimed by whoever orphaned or cancels it: it finishes it
     }
     let key = node.key.get();
-    if CURRENT.with(|c| c.get()) == node.owner {
+    let current = CURRENT.with(|c| c.get());
+    if current == node.owner {
         // Inside one of the owner's own native calls on its thread: it collects
         // its `local` list before returning. `try_borrow_mut` never fails here
         // (nothing holds that list across a semaphore call); if it did, the
@@ -77,7 +81,14 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
             return;
         }
     }
-    node.env.push_remote(key);
+    if current.is_null() {
+        node.env.push_remote(key);
+    } else {
+        // Inside a native call of another environment on this thread (its
+        // `release` handing permits on): wake the owner once that call is over
+        // and this callback returned (`# One wake per batch` in crate::remote).
+        node.env.push_remote_later(key);
+    }
 }
 
 impl EnvCtx {
@@ -205,7 +216,7 @@ impl EnvCtx {
     }
 
     pub(crate) fn collect_remote(&self) {
-        let ids = std::mem::take(&mut lock(&self.shared.remote).ids);
+        let ids = self.shared.take_remote();
         if !ids.is_empty() {
             self.ready.borrow_mut().extend(ids);
         }
@@ -215,19 +226,14 @@ impl EnvCtx {
 pub(crate) unsafe extern "C" fn tsfn_call_js(
     env: RawEnv,
     js_cb: RawValue,
-    context: *mut c_void,
+    _context: *mut c_void,
     _data: *mut c_void,
 ) {
     if env.is_null() || js_cb.is_null() {
         return; // the tsfn is being torn down
     }
-    // SAFETY: `context` is the EnvShared kept alive by the Arc owned by the tsfn's
-    // finalize data, which outlives every call.
-    let shared = unsafe { &*(context as *const EnvShared) };
-    // Nothing here can panic but the lock bookkeeping; never unwind into Node.
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        lock(&shared.remote).notified = false;
-    }));
+    // The callback calls `drain()`, which takes the remote list and clears
+    // its `notified` flag (`EnvShared::take_remote`) in one step.
     // SAFETY: plain Node-API calls on the JS thread the tsfn belongs to.
     unsafe {
         let mut recv = ptr::null_mut();
@@ -240,7 +246,7 @@ pub(crate) unsafe extern "C" fn tsfn_call_js(
 pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the Arc<EnvShared> leaked for the tsfn in `init`.
     let shared = unsafe { Arc::from_raw(data as *const EnvShared) };
-    lock(&shared.remote).tsfn = None;
+    *lock(&shared.tsfn) = None;
 }
 
 // init(buffer: Uint32Array, onWake: () => void): OK | BAD_ARGS. The buffer:
@@ -293,7 +299,7 @@ native!(js_init, |env, ctx, argv: [2]| {
     }
     // SAFETY: on the JS thread; the tsfn was just created.
     unsafe { sys::napi_unref_threadsafe_function(env, tsfn) };
-    lock(&ctx.shared.remote).tsfn = Some(Tsfn(tsfn));
+    *lock(&ctx.shared.tsfn) = Some(Tsfn(tsfn));
     ctx.buf.set((data.cast::<u32>(), len / 2 - 1));
     ctx.initialized.set(true);
     int(env, OK)

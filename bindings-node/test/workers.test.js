@@ -56,6 +56,74 @@ test('a worker releasing wakes the main thread', async () => {
   await exited(w);
 });
 
+// A thread is woken once for all the grants other threads made while a wake
+// was pending (src/remote.rs, `# One wake per batch`), and a release hands
+// its grants to another thread's waiters only once its own native call is
+// over. Whatever the batches, every grant must arrive, in FIFO order, and no
+// permit may be lost or made up. More grants than the outcome buffer holds
+// (256), so the receiving thread drains them in several passes.
+test('bursts of grants across threads all arrive, in FIFO order, and the permits add up', async (t) => {
+  const N = 600;
+  const s = new Semaphore(0);
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData);
+     const N = 600;
+     // Queues N acquires of 1 and reports the order they were granted in.
+     const queue = (name) => {
+       const order = [];
+       const all = [];
+       for (let i = 0; i < N; i++) all.push(s.acquire(1).then(() => order.push(i)));
+       Promise.all(all).then(() => parentPort.postMessage({ name, order }));
+       parentPort.postMessage('queued ' + name);
+     };
+     parentPort.on('message', (m) => {
+       if (m === 'ones' || m === 'all') queue(m);
+       if (m === 'give back') {
+         // The 2N permits this thread holds, to the main thread's waiters:
+         // N releases of 1 in one go, then one release of N.
+         for (let i = 0; i < N; i++) s.release(1);
+         s.release(N);
+         parentPort.close();
+       }
+     });
+     queue('ones');`,
+    s.share(),
+  );
+  // A failed assertion must not leave the worker (and this file) hanging.
+  t.after(() => w.terminate());
+  const inOrder = Array.from({ length: N }, (_, i) => i);
+  const round = async (name, release) => {
+    await nextMessage(w, (m) => m === `queued ${name}`);
+    release();
+    const got = await nextMessage(w, (m) => m.name === name);
+    assert.deepEqual(got.order, inOrder, `${name}: granted in FIFO order`);
+  };
+  // N releases of 1, each a native call of its own: their wakes ride on one
+  // pending wake of the worker.
+  await round('ones', () => {
+    for (let i = 0; i < N; i++) s.release(1);
+  });
+  w.postMessage('all');
+  // One release of N: N grants made inside one native call.
+  await round('all', () => s.release(N));
+  assert.equal(s.availablePermits, 0);
+  // And back: 2N waiters here, served by the worker in FIFO order.
+  const order = [];
+  const mine = [];
+  for (let i = 0; i < N; i++) mine.push(s.acquire(1).then(() => order.push(i)));
+  mine.push(s.acquire(N).then(() => order.push(N)));
+  w.postMessage('give back');
+  await Promise.all(mine);
+  assert.deepEqual(order, [...inOrder, N]);
+  await exited(w);
+  assert.equal(s.availablePermits, 0);
+  assert.equal(s.pendingCount, 0);
+  // Every permit released is here again: none lost, none made up.
+  s.release(2 * N);
+  assert.equal(s.availablePermits, 2 * N);
+  assert.equal(s.heldPermits, 0);
+});
+
 test('a thread waiting on a shared semaphore stays alive until served', async () => {
   const s = new Semaphore(0);
   // Nothing but the pending acquire keeps this worker's event loop alive.
