@@ -8,7 +8,7 @@
 use volt_sem_redis::RedisSemaphore;
 
 use crate::error::CliError;
-use crate::target::{attach, redis_error, redis_options, shm_error, Target};
+use crate::target::{attach, detach, redis_error, redis_options, shm_error, Target, LOCK_WAIT};
 
 /// What to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,11 +25,13 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
         Target::Named(name) => {
             let sem = attach(name)?;
             let before = sem.total_permits();
-            match change {
-                Change::Resize(n) => sem.set_total(n),
-                Change::Reopen => sem.reopen(),
-            }
-            .map_err(|e| shm_error(name, e))?;
+            // Both bounded, as every lock wait of a command (`LOCK_WAIT`).
+            let result = match change {
+                Change::Resize(n) => sem.set_total_timeout(n, LOCK_WAIT),
+                Change::Reopen => sem.reopen_timeout(LOCK_WAIT),
+            };
+            detach(sem);
+            result.map_err(|e| shm_error(name, e))?;
             Ok(done(name, change, before))
         }
         Target::Redis {

@@ -669,3 +669,97 @@ fn watch_reports_a_lock_holder_that_stops() {
         )
     );
 }
+
+/// A command that attached, then finds the segment's lock held by a process
+/// stopped inside it (the command stops itself once attached, through its
+/// test hook, while the other process stops in the lock): `resize`,
+/// `reopen` and `inspect` end within their bound with the lock error, exit
+/// code 1. Before, `resize` and `reopen` waited for the lock for ever, and
+/// `inspect`, whose look was bounded, for ever in its handle's detach.
+fn lock_stopped_after_attach(tag: &str, args: &[&str]) {
+    let name = Name::new(tag);
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "NAME" { name.s() } else { a })
+        .collect();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(&args)
+        .env("VOLT_SEM_CLI_TEST_STOP_AFTER_ATTACH", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = cli.id();
+    let stopped = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    };
+    eventually(
+        "the command stopped once attached",
+        Duration::from_secs(30),
+        || stopped(pid),
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let mut cli = cli;
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = cli.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if ended.is_none() {
+        let _ = cli.kill();
+    }
+    let out = cli.wait_with_output().unwrap();
+    holder.kill9();
+    let _ = std::fs::remove_file(&go);
+    assert!(
+        ended.is_some(),
+        "{args:?} hung on the stopped lock holder (killed after 30 s)"
+    );
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "volt-sem: {}: timed out waiting for the semaphore's lock \
+             (a process is stopped or stuck inside an operation on it)\n",
+            name.0
+        ),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn resize_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("resize-stopped", &["resize", "NAME", "3"]);
+}
+
+#[test]
+fn reopen_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("reopen-stopped", &["reopen", "NAME"]);
+}
+
+#[test]
+fn inspect_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("inspect-stopped", &["inspect", "NAME", "--json"]);
+}
