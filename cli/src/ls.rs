@@ -50,10 +50,18 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             volt_sem_redis::list(&r.url, options.clone())
                 .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(&r.url, e))))?
                 .into_iter()
-                .map(|name| {
-                    let seen = volt_sem_redis::inspect(&r.url, &name, options.clone())
-                        .map_err(|e| redis_text(&r.url, e));
-                    (name, seen)
+                .filter_map(|name| {
+                    let seen = match volt_sem_redis::inspect(&r.url, &name, options.clone()) {
+                        Ok(seen) => Ok(seen),
+                        // Listed, then not found: deleted since (the
+                        // listing is a snapshot), left out as a named one
+                        // unlinked meanwhile is. A Redis semaphore has no
+                        // half-created state (`connect` writes it in one
+                        // script), so there is nothing else to tell.
+                        Err(volt_sem_redis::Error::NotFound) => return None,
+                        Err(e) => Err(redis_text(&r.url, e)),
+                    };
+                    Some((name, seen))
                 })
                 .collect()
         }

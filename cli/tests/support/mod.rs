@@ -393,6 +393,26 @@ impl Server {
         assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
     }
 
+    /// Sends one command (RESP) and returns the first line of the reply
+    /// (`:1`, `+OK`, `-ERR ...`).
+    pub fn command(&self, args: &[&str]) -> String {
+        use std::io::Read;
+        let mut req = format!("*{}\r\n", args.len());
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut byte = [0u8; 1];
+        while !got.ends_with(b"\r\n") {
+            assert_eq!(s.read(&mut byte).unwrap(), 1, "no reply to {args:?}");
+            got.push(byte[0]);
+        }
+        String::from_utf8_lossy(&got[..got.len() - 2]).into_owned()
+    }
+
     /// Stops the server by pid and waits for it.
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
