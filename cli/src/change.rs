@@ -48,8 +48,22 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
                 Change::Resize(n) => (n, options.resize(true)),
                 Change::Reopen => (seen.total, options),
             };
-            let sem = RedisSemaphore::connect(url, name, total, options.own_session(true))
-                .map_err(|e| redis_error(url, name, e))?;
+            let options = options.own_session(true);
+            let sem = match RedisSemaphore::connect(url, name, total, options.clone()) {
+                // `reopen`: resized by another client since the look. The
+                // mismatch names the total now; connecting with it again
+                // once is enough unless the total keeps moving (then the
+                // error says so). The crate offers no connect without a
+                // total (its "adopt" mode is for a session's re-register
+                // only), and `resize` mode would undo the other's change.
+                Err(volt_sem_redis::Error::TotalMismatch { existing })
+                    if change == Change::Reopen =>
+                {
+                    RedisSemaphore::connect(url, name, existing as usize, options)
+                }
+                r => r,
+            }
+            .map_err(|e| redis_error(url, name, e))?;
             let result = match change {
                 Change::Resize(_) => Ok(()),
                 Change::Reopen => sem.reopen(),

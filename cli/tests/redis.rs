@@ -490,3 +490,34 @@ fn ls_leaves_out_a_semaphore_deleted_while_listing() {
         .collect();
     assert_eq!(names, ["kept"], "{list}");
 }
+
+/// `reopen --redis` reads the total (a session-less look), then connects
+/// with it: a resize by another client in between no longer makes it fail
+/// with "the semaphore exists with a different total". A proxy in front of
+/// the server resizes the semaphore when the command's second connection
+/// (its connect, after the look's) arrives.
+#[test]
+fn reopen_survives_a_resize_between_its_look_and_its_connect() {
+    let s = Server::start();
+    let url = s.url();
+    let a = RedisSemaphore::connect(&url, "moving", 2, opts("redis-a")).unwrap();
+    a.close().unwrap();
+    let resizer = a.clone();
+    let at = proxy(s.port, move |n| {
+        if n == 2 {
+            resizer.set_total(5).unwrap();
+        }
+    });
+    let via = format!("redis://127.0.0.1:{at}");
+    let out = volt_sem(&["reopen", "--redis", &via, "moving"]);
+    let v = json(&["inspect", "--redis", &url, "moving", "--json"]);
+    drop(a);
+    assert_eq!(
+        (out.status.code(), stdout(&out), stderr(&out)),
+        (Some(0), "moving: reopened\n".into(), String::new())
+    );
+    assert_eq!(
+        (v["total"].as_u64(), v["closed"].as_bool()),
+        (Some(5), Some(false))
+    );
+}

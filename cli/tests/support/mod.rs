@@ -290,6 +290,36 @@ pub fn child_main() {
     std::process::exit(0);
 }
 
+/// A TCP proxy on a free loopback port in front of `port`: runs `before`
+/// with the number of each connection it accepts (1, 2...), before it
+/// forwards anything of it; so a test can change the server's state between
+/// two connections of one command. Lives until the test process ends.
+pub fn proxy(port: u16, before: impl Fn(u32) + Send + 'static) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut n = 0;
+        for down in listener.incoming() {
+            let Ok(down) = down else { continue };
+            n += 1;
+            before(n);
+            let Ok(up) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (down.try_clone().unwrap(), up.try_clone().unwrap()),
+                (up, down),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    at
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
