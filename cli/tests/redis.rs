@@ -218,7 +218,19 @@ fn unlink_deletes_a_redis_semaphore_nobody_uses() {
     let a = RedisSemaphore::connect(&url, "gone", 2, opts("redis-user")).unwrap();
     let (code, err) = fails(&["unlink", "--redis", &url, "gone"]);
     assert_eq!(code, 1);
-    assert!(err.starts_with("volt-sem: gone: "), "{err}");
+    // One session: singular ("1 live sessions hold" before).
+    assert_eq!(
+        err,
+        "volt-sem: gone: the semaphore is in use (1 live session holds, waits or is \
+         connected); nothing was deleted"
+    );
+    let b = RedisSemaphore::connect(&url, "gone", 2, opts("redis-other")).unwrap();
+    let (_, err) = fails(&["unlink", "--redis", &url, "gone"]);
+    assert!(
+        err.contains("(2 live sessions hold, wait or are connected)"),
+        "{err}"
+    );
+    drop(b);
     assert!(ok(&["ls", "--redis", &url]).contains("gone"));
     drop(a); // its session ends with its last handle
     assert_eq!(ok(&["unlink", "--redis", &url, "gone"]), "");
