@@ -763,3 +763,40 @@ fn reopen_gives_up_on_a_lock_holder_stopped_after_the_attach() {
 fn inspect_gives_up_on_a_lock_holder_stopped_after_the_attach() {
     lock_stopped_after_attach("inspect-stopped", &["inspect", "NAME", "--json"]);
 }
+
+/// A name in Chinese (two terminal columns a character) next to ASCII
+/// ones: `ls`'s TOTAL column starts at the same terminal column in the
+/// header and in every row. Before, a CJK name was padded by its
+/// characters, not its columns, and pushed the rest of its row right.
+#[test]
+fn tables_align_wide_characters() {
+    let wide = Name::new("信号量");
+    let narrow = Name::new("narrow");
+    let opts = volt_sem_shm::OpenOptions::new;
+    let _w = volt_sem_shm::SharedSemaphore::open(wide.s(), 2, opts()).unwrap();
+    let _n = volt_sem_shm::SharedSemaphore::open(narrow.s(), 2, opts()).unwrap();
+    // What a terminal shows: CJK ideographs take two columns.
+    let cols = |s: &str| -> usize {
+        s.chars()
+            .map(|c| 1 + usize::from(('\u{4e00}'..='\u{9fff}').contains(&c)))
+            .sum()
+    };
+    // Where the second column starts: after the first and its padding.
+    let second = |l: &str| {
+        let end = l.find("  ").unwrap();
+        let rest = &l[end..];
+        cols(&l[..end]) + rest.len() - rest.trim_start().len()
+    };
+    let text = ok(&["ls"]);
+    let row = |n: &Name| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(n.s()))
+            .unwrap_or_else(|| panic!("{} not in\n{text}", n.0))
+    };
+    let at = [
+        second(text.lines().next().unwrap()),
+        second(row(&wide)),
+        second(row(&narrow)),
+    ];
+    assert!(at.iter().all(|&c| c == at[0]), "{at:?}\n{text}");
+}
