@@ -359,6 +359,11 @@ impl Flags {
                 _ => (a.as_str(), None),
             };
             let mut value = |name: &'static str| -> Result<String, CliError> {
+                // Twice would otherwise mean the last one, silently (which
+                // server, which prefix?).
+                if f.seen.contains(&name) {
+                    return Err(CliError::Usage(format!("{cmd}: {name} given twice")));
+                }
                 f.seen.push(name);
                 match inline.clone().or_else(|| it.next().cloned()) {
                     Some(v) => Ok(v),

@@ -8,7 +8,7 @@
 use volt_sem_redis::RedisSemaphore;
 
 use crate::error::CliError;
-use crate::target::{attach, redis_error, redis_options, shm_error, Target};
+use crate::target::{attach, detach, redis_error, redis_options, shm_error, Target, LOCK_WAIT};
 
 /// What to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -25,11 +25,13 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
         Target::Named(name) => {
             let sem = attach(name)?;
             let before = sem.total_permits();
-            match change {
-                Change::Resize(n) => sem.set_total(n),
-                Change::Reopen => sem.reopen(),
-            }
-            .map_err(|e| shm_error(name, e))?;
+            // Both bounded, as every lock wait of a command (`LOCK_WAIT`).
+            let result = match change {
+                Change::Resize(n) => sem.set_total_timeout(n, LOCK_WAIT),
+                Change::Reopen => sem.reopen_timeout(LOCK_WAIT),
+            };
+            detach(sem);
+            result.map_err(|e| shm_error(name, e))?;
             Ok(done(name, change, before))
         }
         Target::Redis {
@@ -46,8 +48,22 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
                 Change::Resize(n) => (n, options.resize(true)),
                 Change::Reopen => (seen.total, options),
             };
-            let sem = RedisSemaphore::connect(url, name, total, options.own_session(true))
-                .map_err(|e| redis_error(url, name, e))?;
+            let options = options.own_session(true);
+            let sem = match RedisSemaphore::connect(url, name, total, options.clone()) {
+                // `reopen`: resized by another client since the look. The
+                // mismatch names the total now; connecting with it again
+                // once is enough unless the total keeps moving (then the
+                // error says so). The crate offers no connect without a
+                // total (its "adopt" mode is for a session's re-register
+                // only), and `resize` mode would undo the other's change.
+                Err(volt_sem_redis::Error::TotalMismatch { existing })
+                    if change == Change::Reopen =>
+                {
+                    RedisSemaphore::connect(url, name, existing as usize, options)
+                }
+                r => r,
+            }
+            .map_err(|e| redis_error(url, name, e))?;
             let result = match change {
                 Change::Resize(_) => Ok(()),
                 Change::Reopen => sem.reopen(),

@@ -7,8 +7,7 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::{attach_options, redis_options, redis_text, shm_text};
-use volt_sem_shm::SharedSemaphore;
+use crate::target::{attach_raw, detach, redis_options, redis_text, shm_text, LOCK_WAIT};
 
 /// The listing, as text or JSON.
 pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
@@ -18,9 +17,14 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             .map_err(|e| CliError::Failed(format!("cannot list /dev/shm: {e}")))?
             .into_iter()
             .filter_map(|name| {
-                let seen = match SharedSemaphore::attach(&name, attach_options())
-                    .and_then(|sem| sem.inspect())
-                {
+                // Every wait for the lock bounded, the detach included (a
+                // process stopped inside one semaphore's lock must not
+                // hang the listing).
+                let seen = match attach_raw(&name).and_then(|sem| {
+                    let seen = sem.inspect_timeout(LOCK_WAIT);
+                    detach(sem);
+                    seen
+                }) {
                     Ok(seen) => Ok(seen),
                     // Listed, then not found: either unlinked since (gone
                     // from the listing, which is a snapshot), or a file
@@ -46,10 +50,18 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             volt_sem_redis::list(&r.url, options.clone())
                 .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(&r.url, e))))?
                 .into_iter()
-                .map(|name| {
-                    let seen = volt_sem_redis::inspect(&r.url, &name, options.clone())
-                        .map_err(|e| redis_text(&r.url, e));
-                    (name, seen)
+                .filter_map(|name| {
+                    let seen = match volt_sem_redis::inspect(&r.url, &name, options.clone()) {
+                        Ok(seen) => Ok(seen),
+                        // Listed, then not found: deleted since (the
+                        // listing is a snapshot), left out as a named one
+                        // unlinked meanwhile is. A Redis semaphore has no
+                        // half-created state (`connect` writes it in one
+                        // script), so there is nothing else to tell.
+                        Err(volt_sem_redis::Error::NotFound) => return None,
+                        Err(e) => Err(redis_text(&r.url, e)),
+                    };
+                    Some((name, seen))
                 })
                 .collect()
         }

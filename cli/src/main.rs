@@ -30,7 +30,11 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
         }
         Command::Ls { redis, json } => out(&ls::run(redis.as_ref(), json)?),
         Command::Inspect { target, json } => {
-            let seen = target.open()?.inspect()?;
+            let source = target.open()?;
+            let seen = source.inspect();
+            // Whatever the look gave: the detach must be bounded too.
+            source.close();
+            let seen = seen?;
             out(&if json {
                 format!("{}\n", render::inspection_json(&seen))
             } else {

@@ -143,7 +143,7 @@ pub fn table(head: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
     let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
     for r in &rows {
         for (w, cell) in width.iter_mut().zip(r) {
-            *w = (*w).max(cell.chars().count());
+            *w = (*w).max(columns(cell));
         }
     }
     let line = |cells: Vec<&str>| {
@@ -153,7 +153,7 @@ pub fn table(head: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
                 s.push_str("  ");
             }
             s.push_str(cell);
-            s.extend(std::iter::repeat_n(' ', w - cell.chars().count()));
+            s.extend(std::iter::repeat_n(' ', w - columns(cell)));
         }
         s.truncate(s.trim_end().len());
         s.push('\n');
@@ -164,6 +164,58 @@ pub fn table(head: &[&str], rows: impl Iterator<Item = Vec<String>>) -> String {
         out.push_str(&line(r.iter().map(String::as_str).collect()));
     }
     out
+}
+
+/// The columns `s` takes on a terminal: 2 for a character of the East
+/// Asian Wide and Fullwidth ranges (CJK ideographs, kana, Hangul syllables,
+/// fullwidth forms, the emoji blocks), 0 for a combining mark, a zero-width
+/// space or joiner and a variation selector, 1 for the others. The main
+/// ranges of Unicode's EastAsianWidth.txt, not every code point of it (a
+/// few symbols outside these blocks are wide too): enough to align a table
+/// of names and labels written in Chinese, Japanese or Korean, without a
+/// dependency.
+pub fn columns(s: &str) -> usize {
+    s.chars().map(char_columns).sum()
+}
+
+fn char_columns(c: char) -> usize {
+    const ZERO: &[(u32, u32)] = &[
+        (0x0300, 0x036F), // combining diacritical marks
+        (0x200B, 0x200D), // zero-width space, non-joiner, joiner
+        (0x20D0, 0x20FF), // combining marks for symbols
+        (0xFE00, 0xFE0F), // variation selectors
+        (0xFE20, 0xFE2F), // combining half marks
+    ];
+    const WIDE: &[(u32, u32)] = &[
+        (0x1100, 0x115F),   // Hangul Jamo (leading consonants)
+        (0x2E80, 0x303E),   // CJK radicals ... CJK symbols and punctuation
+        (0x3041, 0x33FF),   // kana, Bopomofo, Hangul compatibility Jamo, CJK
+        (0x3400, 0x4DBF),   // CJK extension A
+        (0x4E00, 0x9FFF),   // CJK unified ideographs
+        (0xA000, 0xA4CF),   // Yi
+        (0xA960, 0xA97F),   // Hangul Jamo extended A
+        (0xAC00, 0xD7A3),   // Hangul syllables
+        (0xF900, 0xFAFF),   // CJK compatibility ideographs
+        (0xFE10, 0xFE19),   // vertical forms
+        (0xFE30, 0xFE6F),   // CJK compatibility forms, small form variants
+        (0xFF00, 0xFF60),   // fullwidth forms
+        (0xFFE0, 0xFFE6),   // fullwidth signs
+        (0x16FE0, 0x16FE4), // ideographic symbols
+        (0x17000, 0x18CFF), // Tangut, Khitan
+        (0x1B000, 0x1B2FF), // kana supplement and extensions, Nushu
+        (0x1F300, 0x1F64F), // pictographs, emoticons
+        (0x1F900, 0x1F9FF), // supplemental symbols and pictographs
+        (0x20000, 0x3FFFD), // CJK extensions B to H, compatibility supplement
+    ];
+    let c = c as u32;
+    let within = |ranges: &[(u32, u32)]| ranges.iter().any(|&(lo, hi)| (lo..=hi).contains(&c));
+    if within(ZERO) {
+        0
+    } else if within(WIDE) {
+        2
+    } else {
+        1
+    }
 }
 
 /// `850ms`, `12.3s`, `5m03s`, `2h05m`.
@@ -203,6 +255,24 @@ mod tests {
             [vec!["long".to_string(), "x".to_string()]].into_iter(),
         );
         assert_eq!(t, "A     BB\nlong  x\n");
+    }
+
+    #[test]
+    fn wide_characters_take_two_columns() {
+        assert_eq!(columns("gpu"), 3);
+        assert_eq!(columns("池"), 2);
+        assert_eq!(columns("ｇｐｕ"), 6);
+        assert_eq!(columns("세마포어"), 8);
+        assert_eq!(columns("e\u{301}"), 1);
+        let t = table(
+            &["A", "B"],
+            [
+                vec!["池子".to_string(), "x".to_string()],
+                vec!["pool".to_string(), "y".to_string()],
+            ]
+            .into_iter(),
+        );
+        assert_eq!(t, "A     B\n池子  x\npool  y\n");
     }
 
     #[test]

@@ -90,13 +90,75 @@ impl Target {
     }
 }
 
-/// How long a look at a named semaphore waits for its lock: the bound of
-/// `attach` (5 s).
-const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+/// How long a command waits for a named semaphore's lock (a look, a
+/// change): the bound of `attach` (5 s). No command waits without a bound:
+/// a process stopped inside the lock must not hang it (see `shm_text`).
+pub const LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// How long a command waits, at its end, for a named semaphore's handle to
+/// detach (see [`detach`]).
+pub const DETACH_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// Attaches to the named semaphore `name` (see the module docs).
 pub fn attach(name: &str) -> Result<SharedSemaphore, CliError> {
-    SharedSemaphore::attach(name, attach_options()).map_err(|e| shm_error(name, e))
+    attach_raw(name).map_err(|e| shm_error(name, e))
+}
+
+/// [`attach`], with the crate's error.
+pub fn attach_raw(name: &str) -> Result<SharedSemaphore, volt_sem_shm::Error> {
+    let sem = SharedSemaphore::attach(name, attach_options())?;
+    stop_after_attach_for_tests();
+    Ok(sem)
+}
+
+/// **Tests only**: with `VOLT_SEM_CLI_TEST_STOP_AFTER_ATTACH=1` in its
+/// environment, the command stops itself (`SIGSTOP`) once attached, so
+/// that a test can stop another process inside the segment's lock before
+/// the command takes it again (the window is otherwise microseconds wide).
+/// Compiled in, as the shared-memory crate's own hooks are, so that the
+/// tests run the binary that ships; a user who sets it gets a stopped
+/// command that `kill -CONT` resumes.
+fn stop_after_attach_for_tests() {
+    static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    #[cfg(unix)]
+    if std::env::var_os("VOLT_SEM_CLI_TEST_STOP_AFTER_ATTACH").is_some_and(|v| v == "1")
+        && !DONE.swap(true, std::sync::atomic::Ordering::Relaxed)
+    {
+        // SAFETY: raise has no memory preconditions.
+        unsafe {
+            libc::raise(libc::SIGSTOP);
+        }
+    }
+}
+
+/// Drops a named semaphore's handle, waiting at most [`DETACH_WAIT`] for it.
+///
+/// The drop detaches this process's record, under the segment's lock and
+/// without a bound (the crate's `Drop` cannot fail or report a timeout). A
+/// process stopped inside the lock would hang the command there, after its
+/// work was done or its bounded wait had already failed. So the drop runs
+/// on a thread of its own; beyond the bound (the detach takes microseconds
+/// otherwise) the command goes on and exits, leaving the detach to the
+/// process's exit: the kernel releases the record's liveness lock with the
+/// process's files, and the next sweep of any process reclaims the record
+/// as a dead process's (it holds no permits and no queued request: no
+/// command acquires). A bounded detach in the crate would need its `Drop`
+/// (shared by every handle of the process, and by its lane caches) to know
+/// a deadline and a way to report missing it, for the sake of a process
+/// that is about to exit anyway.
+pub fn detach(sem: SharedSemaphore) {
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let spawned = std::thread::Builder::new()
+        .name("volt-sem-detach".into())
+        .spawn(move || {
+            drop(sem);
+            let _ = done.send(());
+        });
+    // No thread (out of resources): the failed spawn dropped the closure,
+    // and the handle with it, detached without a bound as before.
+    if spawned.is_ok() {
+        let _ = finished.recv_timeout(DETACH_WAIT);
+    }
 }
 
 /// How the command line attaches: whatever user owns the segment, as far
@@ -199,6 +261,14 @@ impl Source {
                 Err(e) => Err(shm_error(name, e)),
             },
             Source::Redis { .. } => Ok(()),
+        }
+    }
+
+    /// Ends the look: a named semaphore's handle detached with a bound
+    /// ([`detach`]).
+    pub fn close(self) {
+        if let Source::Named(sem, _) = self {
+            detach(sem);
         }
     }
 

@@ -207,7 +207,7 @@ impl Drop for Looker {
     fn drop(&mut self) {
         drop(self.ask.take());
         if !self.busy.get() {
-            let _ = self.done.recv_timeout(Duration::from_secs(1));
+            let _ = self.done.recv_timeout(crate::target::DETACH_WAIT);
         }
     }
 }

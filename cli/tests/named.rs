@@ -669,3 +669,134 @@ fn watch_reports_a_lock_holder_that_stops() {
         )
     );
 }
+
+/// A command that attached, then finds the segment's lock held by a process
+/// stopped inside it (the command stops itself once attached, through its
+/// test hook, while the other process stops in the lock): `resize`,
+/// `reopen` and `inspect` end within their bound with the lock error, exit
+/// code 1. Before, `resize` and `reopen` waited for the lock for ever, and
+/// `inspect`, whose look was bounded, for ever in its handle's detach.
+fn lock_stopped_after_attach(tag: &str, args: &[&str]) {
+    let name = Name::new(tag);
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let mut holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    let args: Vec<&str> = args
+        .iter()
+        .map(|a| if *a == "NAME" { name.s() } else { a })
+        .collect();
+    let cli = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(&args)
+        .env("VOLT_SEM_CLI_TEST_STOP_AFTER_ATTACH", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = cli.id();
+    let stopped = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('T'))
+    };
+    eventually(
+        "the command stopped once attached",
+        Duration::from_secs(30),
+        || stopped(pid),
+    );
+    std::fs::write(&go, "").unwrap();
+    eventually(
+        "the holder stopped inside the lock",
+        Duration::from_secs(30),
+        || holder.stopped(),
+    );
+    // SAFETY: plain syscall on our child's pid.
+    unsafe { libc::kill(pid as i32, libc::SIGCONT) };
+    let mut cli = cli;
+    let mut ended = None;
+    for _ in 0..1500 {
+        if let Some(st) = cli.try_wait().unwrap() {
+            ended = Some(st);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    if ended.is_none() {
+        let _ = cli.kill();
+    }
+    let out = cli.wait_with_output().unwrap();
+    holder.kill9();
+    let _ = std::fs::remove_file(&go);
+    assert!(
+        ended.is_some(),
+        "{args:?} hung on the stopped lock holder (killed after 30 s)"
+    );
+    assert_eq!(out.status.code(), Some(1), "{args:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "volt-sem: {}: timed out waiting for the semaphore's lock \
+             (a process is stopped or stuck inside an operation on it)\n",
+            name.0
+        ),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn resize_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("resize-stopped", &["resize", "NAME", "3"]);
+}
+
+#[test]
+fn reopen_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("reopen-stopped", &["reopen", "NAME"]);
+}
+
+#[test]
+fn inspect_gives_up_on_a_lock_holder_stopped_after_the_attach() {
+    lock_stopped_after_attach("inspect-stopped", &["inspect", "NAME", "--json"]);
+}
+
+/// A name in Chinese (two terminal columns a character) next to ASCII
+/// ones: `ls`'s TOTAL column starts at the same terminal column in the
+/// header and in every row. Before, a CJK name was padded by its
+/// characters, not its columns, and pushed the rest of its row right.
+#[test]
+fn tables_align_wide_characters() {
+    let wide = Name::new("信号量");
+    let narrow = Name::new("narrow");
+    let opts = volt_sem_shm::OpenOptions::new;
+    let _w = volt_sem_shm::SharedSemaphore::open(wide.s(), 2, opts()).unwrap();
+    let _n = volt_sem_shm::SharedSemaphore::open(narrow.s(), 2, opts()).unwrap();
+    // What a terminal shows: CJK ideographs take two columns.
+    let cols = |s: &str| -> usize {
+        s.chars()
+            .map(|c| 1 + usize::from(('\u{4e00}'..='\u{9fff}').contains(&c)))
+            .sum()
+    };
+    // Where the second column starts: after the first and its padding.
+    let second = |l: &str| {
+        let end = l.find("  ").unwrap();
+        let rest = &l[end..];
+        cols(&l[..end]) + rest.len() - rest.trim_start().len()
+    };
+    let text = ok(&["ls"]);
+    let row = |n: &Name| {
+        text.lines()
+            .find(|l| l.split_whitespace().next() == Some(n.s()))
+            .unwrap_or_else(|| panic!("{} not in\n{text}", n.0))
+    };
+    let at = [
+        second(text.lines().next().unwrap()),
+        second(row(&wide)),
+        second(row(&narrow)),
+    ];
+    assert!(at.iter().all(|&c| c == at[0]), "{at:?}\n{text}");
+}

@@ -98,3 +98,42 @@ fn a_closed_stderr_keeps_the_exit_code() {
         assert_eq!(status.code(), Some(code), "{args:?}");
     }
 }
+
+/// A flag that takes a value, given twice (`--redis a --redis b`), is a
+/// usage error that names it, not the last one silently.
+#[test]
+fn a_value_flag_given_twice_is_a_usage_error() {
+    let (a, b) = ("redis://127.0.0.1:1", "redis://127.0.0.1:2");
+    for (args, flag) in [
+        (&["inspect", "--redis", a, "--redis", b, "n"][..], "--redis"),
+        (
+            &["ls", "--redis", a, "--redis=redis://h", "--json"],
+            "--redis",
+        ),
+        (
+            &["ls", "--redis", a, "--prefix", "p", "--prefix=q"],
+            "--prefix",
+        ),
+        (
+            &["watch", "cli-no-such-name", "--count", "1", "--count", "2"],
+            "--count",
+        ),
+        (
+            &[
+                "watch",
+                "cli-no-such-name",
+                "--interval=1",
+                "--interval",
+                "2",
+            ],
+            "--interval",
+        ),
+    ] {
+        let (code, err) = fails(args);
+        assert_eq!(code, 2, "{args:?}: {err}");
+        assert!(
+            err.ends_with(&format!("{flag} given twice")),
+            "{args:?}: {err}"
+        );
+    }
+}

@@ -147,7 +147,12 @@ impl fmt::Display for Error {
             Error::NotFound => f.write_str("no semaphore has this name"),
             Error::InUse { sessions } => write!(
                 f,
-                "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+                "the semaphore is in use ({sessions} live {}); nothing was deleted",
+                if *sessions == 1 {
+                    "session holds, waits or is connected"
+                } else {
+                    "sessions hold, wait or are connected"
+                }
             ),
             Error::NoPermits => f.write_str("no permits available"),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),

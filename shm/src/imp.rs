@@ -918,14 +918,15 @@ impl Attachment {
         self.inner.total()
     }
 
-    /// See `SharedSemaphore::set_total`.
-    pub(crate) fn set_total(&self, n: u64) -> Result<(), Error> {
-        self.inner.locked(|l| ((), l.set_total(n)))
+    /// See `SharedSemaphore::set_total` (and `set_total_timeout`: the lock
+    /// waited for until `deadline` at most).
+    pub(crate) fn set_total(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
+        self.inner.locked_until(deadline, |l| ((), l.set_total(n)))
     }
 
-    /// See `SharedSemaphore::reopen`.
-    pub(crate) fn reopen(&self) -> Result<(), Error> {
-        self.inner.locked(|l| {
+    /// See `SharedSemaphore::reopen` (and `reopen_timeout`).
+    pub(crate) fn reopen(&self, deadline: Option<Instant>) -> Result<(), Error> {
+        self.inner.locked_until(deadline, |l| {
             l.reopen();
             ((), Rings::default())
         })

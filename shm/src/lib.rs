@@ -931,10 +931,24 @@ impl SharedSemaphore {
     /// requests keep their place), and later requests for more than `n` fail
     /// as they always did. Works on a closed semaphore too.
     pub fn set_total(&self, n: usize) -> Result<(), Error> {
+        self.set_total_until(n, None)
+    }
+
+    /// [`set_total`](Self::set_total), waiting for the segment's lock at
+    /// most `timeout`: [`Error::TimedOut`] (nothing changed) when a process
+    /// holds it that long, which one does only when it is stopped
+    /// (`SIGSTOP`, a debugger) or stuck inside an operation. As
+    /// [`inspect_timeout`](Self::inspect_timeout), for a process that must
+    /// not hang on another's behalf (`volt-sem resize`).
+    pub fn set_total_timeout(&self, n: usize, timeout: Duration) -> Result<(), Error> {
+        self.set_total_until(n, Instant::now().checked_add(timeout))
+    }
+
+    fn set_total_until(&self, n: usize, deadline: Option<Instant>) -> Result<(), Error> {
         if n == 0 || n > MAX_PERMITS {
             return Err(Error::InvalidPermits);
         }
-        self.att.set_total(n as u64)
+        self.att.set_total(n as u64, deadline)
     }
 
     /// After [`finish_raw`](RawSemaphore::finish_raw) returned
@@ -954,7 +968,14 @@ impl SharedSemaphore {
     /// again. Requests that the close failed stay failed. A no-op on a
     /// semaphore that is not closed.
     pub fn reopen(&self) -> Result<(), Error> {
-        self.att.reopen()
+        self.att.reopen(None)
+    }
+
+    /// [`reopen`](Self::reopen), waiting for the segment's lock at most
+    /// `timeout` ([`Error::TimedOut`], nothing changed; see
+    /// [`set_total_timeout`](Self::set_total_timeout)).
+    pub fn reopen_timeout(&self, timeout: Duration) -> Result<(), Error> {
+        self.att.reopen(Instant::now().checked_add(timeout))
     }
 
     /// Permits available right now (0 while anyone, in any process, is queued).

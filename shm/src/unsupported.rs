@@ -47,13 +47,13 @@ impl Attachment {
     pub(crate) fn close(&self) -> Result<(), Error> {
         match *self {}
     }
-    pub(crate) fn reopen(&self) -> Result<(), Error> {
+    pub(crate) fn reopen(&self, _deadline: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
     pub(crate) fn is_unlinked(&self) -> Result<bool, Error> {
         match *self {}
     }
-    pub(crate) fn set_total(&self, _n: u64) -> Result<(), Error> {
+    pub(crate) fn set_total(&self, _n: u64, _deadline: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
     pub(crate) fn held(&self) -> Result<u64, Error> {

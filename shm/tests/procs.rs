@@ -638,6 +638,40 @@ fn inspect_timeout_gives_up_when_the_lock_holder_stops() {
     assert_eq!((i.total, i.available, i.held()), (2, 2, 0));
 }
 
+/// `set_total_timeout` and `reopen_timeout` give up as `inspect_timeout`
+/// does when a process stops inside the segment lock (`volt-sem resize` and
+/// `reopen` use them), with nothing changed; once it dies, they work.
+#[test]
+fn set_total_and_reopen_timeout_give_up_when_the_lock_holder_stops() {
+    let name = Name::new("xchangestall");
+    let sem = open(&name, 2);
+    let mut s = Child::spawn(&name, 2, "stop-in-release", &[]);
+    s.expect("held", Duration::from_secs(5));
+    s.wait_stopped(); // inside release(1), holding the segment lock
+    let s2 = sem.clone();
+    let changer = std::thread::spawn(move || {
+        (
+            s2.set_total_timeout(5, Duration::from_millis(200)),
+            s2.reopen_timeout(Duration::from_millis(200)),
+        )
+    });
+    let t = Instant::now();
+    while !changer.is_finished() && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stalled = !changer.is_finished();
+    s.kill9(); // unblocks the changer if it is stuck
+    let r = changer.join().unwrap();
+    assert!(!stalled, "a timed change waited for a stopped lock holder");
+    assert_eq!(r, (Err(Error::TimedOut), Err(Error::TimedOut)));
+    assert_eq!(sem.total_permits(), 2); // nothing changed
+    sem.set_total_timeout(3, Duration::from_secs(10)).unwrap();
+    sem.close().unwrap();
+    sem.reopen_timeout(Duration::from_secs(10)).unwrap();
+    let i = sem.inspect_timeout(Duration::from_secs(10)).unwrap();
+    assert_eq!((i.total, i.available, i.closed), (3, 3, false));
+}
+
 /// Issue 26, item 11, the other half: a timed acquire already queued when a
 /// process stops inside the lock must still give up on time. It cannot take
 /// its request out of the queue without the lock, so it leaves that to its

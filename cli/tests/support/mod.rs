@@ -290,6 +290,36 @@ pub fn child_main() {
     std::process::exit(0);
 }
 
+/// A TCP proxy on a free loopback port in front of `port`: runs `before`
+/// with the number of each connection it accepts (1, 2...), before it
+/// forwards anything of it; so a test can change the server's state between
+/// two connections of one command. Lives until the test process ends.
+pub fn proxy(port: u16, before: impl Fn(u32) + Send + 'static) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let at = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut n = 0;
+        for down in listener.incoming() {
+            let Ok(down) = down else { continue };
+            n += 1;
+            before(n);
+            let Ok(up) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (down.try_clone().unwrap(), up.try_clone().unwrap()),
+                (up, down),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Both);
+                });
+            }
+        }
+    });
+    at
+}
+
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -391,6 +421,26 @@ impl Server {
         let pid = self.child.as_ref().expect("running").id();
         // SAFETY: plain syscall on our child's pid.
         assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
+    }
+
+    /// Sends one command (RESP) and returns the first line of the reply
+    /// (`:1`, `+OK`, `-ERR ...`).
+    pub fn command(&self, args: &[&str]) -> String {
+        use std::io::Read;
+        let mut req = format!("*{}\r\n", args.len());
+        for a in args {
+            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        s.write_all(req.as_bytes()).unwrap();
+        let mut got = Vec::new();
+        let mut byte = [0u8; 1];
+        while !got.ends_with(b"\r\n") {
+            assert_eq!(s.read(&mut byte).unwrap(), 1, "no reply to {args:?}");
+            got.push(byte[0]);
+        }
+        String::from_utf8_lossy(&got[..got.len() - 2]).into_owned()
     }
 
     /// Stops the server by pid and waits for it.
