@@ -309,7 +309,7 @@ error_table! {
         InUse {
             /// How many sessions are live.
             sessions: u64,
-        } [redis] => "IN_USE", Redis, "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted",
+        } [redis] => "IN_USE", Redis, in_use_display,
             /// `volt_sem_delete`: the Redis semaphore has live sessions (clients that
             /// hold permits, wait, or are connected); nothing was deleted.
             VOLT_IN_USE = 38;
@@ -379,6 +379,20 @@ error_table! {
             /// acknowledged in time, so the session was given up (what it held went
             /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
             VOLT_NOT_REPLICATED = 35;
+    }
+}
+
+/// `InUse`'s message, as the Redis crate words it (one session, or several).
+fn in_use_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    match e {
+        Error::InUse { sessions: 1 } => f.write_str(
+            "the semaphore is in use (1 live session holds, waits or is connected); nothing was deleted",
+        ),
+        Error::InUse { sessions } => write!(
+            f,
+            "the semaphore is in use ({sessions} live sessions hold, wait or are connected); nothing was deleted"
+        ),
+        _ => f.write_str(e.code()),
     }
 }
 

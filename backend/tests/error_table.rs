@@ -110,6 +110,14 @@ fn messages_name_their_values() {
             Error::InvalidPrefix,
             "invalid key prefix (1 to 256 bytes, without '{', '}' or ':')",
         ),
+        (
+            Error::InUse { sessions: 1 },
+            "the semaphore is in use (1 live session holds, waits or is connected); nothing was deleted",
+        ),
+        (
+            Error::InUse { sessions: 2 },
+            "the semaphore is in use (2 live sessions hold, wait or are connected); nothing was deleted",
+        ),
     ];
     for (e, text) in cases {
         assert_eq!(e.to_string(), text);

@@ -177,4 +177,9 @@ macro_rules! error_table {
     (@display $self:ident, $f:ident, $msg:literal) => {
         $f.write_fmt(format_args!($msg))
     };
+    // A function of this module that writes the message (one a format
+    // string cannot say, such as a plural that depends on a field).
+    (@display $self:ident, $f:ident, $func:ident) => {
+        $func($self, $f)
+    };
 }
