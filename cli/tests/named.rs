@@ -420,6 +420,22 @@ fn ls_says_a_name_is_not_initialised() {
     );
 }
 
+/// A holder of 1 of 2 permits ("stopper") that stops itself (SIGSTOP)
+/// inside the segment's lock of its next release, once the returned file
+/// is written: the lock stays held for as long as it stays stopped.
+fn stopper(name: &Name) -> (Holder, std::path::PathBuf) {
+    let go = std::env::temp_dir().join(format!("{}.go", name.0));
+    let holder = Holder::spawn_with(
+        "stop-in-release",
+        &name.0,
+        2,
+        1,
+        "stopper",
+        &[("VOLT_CLI_GO", go.to_str().unwrap())],
+    );
+    (holder, go)
+}
+
 /// Ctrl-C ends a `watch` whose refresh waits for the segment's lock, held
 /// by a process stopped inside it (SIGSTOP, a debugger): at once and with
 /// exit code 0, as between two refreshes. Before, the handler that makes
@@ -429,16 +445,7 @@ fn ls_says_a_name_is_not_initialised() {
 fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
     use std::io::BufRead;
     let name = Name::new("stuck-lock");
-    let go = std::env::temp_dir().join(format!("{}.go", name.0));
-    let go_s = go.to_str().unwrap();
-    let mut holder = Holder::spawn_with(
-        "stop-in-release",
-        &name.0,
-        2,
-        1,
-        "stopper",
-        &[("VOLT_CLI_GO", go_s)],
-    );
+    let (mut holder, go) = stopper(&name);
     let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
         .args(["watch", name.s(), "--interval", "0.05", "--json"])
         .stdout(std::process::Stdio::piped())
@@ -577,15 +584,7 @@ fn a_semaphore_of_another_user_can_be_inspected() {
 #[test]
 fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
     let name = Name::new("stopped-lock");
-    let go = std::env::temp_dir().join(format!("{}.go", name.0));
-    let mut holder = Holder::spawn_with(
-        "stop-in-release",
-        &name.0,
-        2,
-        1,
-        "stopper",
-        &[("VOLT_CLI_GO", go.to_str().unwrap())],
-    );
+    let (mut holder, go) = stopper(&name);
     std::fs::write(&go, "").unwrap();
     eventually(
         "the holder stopped inside the lock",
@@ -617,15 +616,7 @@ fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
 fn watch_reports_a_lock_holder_that_stops() {
     use std::io::BufRead;
     let name = Name::new("watch-stopped-lock");
-    let go = std::env::temp_dir().join(format!("{}.go", name.0));
-    let mut holder = Holder::spawn_with(
-        "stop-in-release",
-        &name.0,
-        2,
-        1,
-        "stopper",
-        &[("VOLT_CLI_GO", go.to_str().unwrap())],
-    );
+    let (mut holder, go) = stopper(&name);
     let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
         .args(["watch", name.s(), "--interval", "0.05", "--json"])
         .stdout(std::process::Stdio::piped())
@@ -678,15 +669,7 @@ fn watch_reports_a_lock_holder_that_stops() {
 /// `inspect`, whose look was bounded, for ever in its handle's detach.
 fn lock_stopped_after_attach(tag: &str, args: &[&str]) {
     let name = Name::new(tag);
-    let go = std::env::temp_dir().join(format!("{}.go", name.0));
-    let mut holder = Holder::spawn_with(
-        "stop-in-release",
-        &name.0,
-        2,
-        1,
-        "stopper",
-        &[("VOLT_CLI_GO", go.to_str().unwrap())],
-    );
+    let (mut holder, go) = stopper(&name);
     let args: Vec<&str> = args
         .iter()
         .map(|a| if *a == "NAME" { name.s() } else { a })
