@@ -436,6 +436,24 @@ fn stopper(name: &Name) -> (Holder, std::path::PathBuf) {
     (holder, go)
 }
 
+/// `volt-sem watch NAME --json` every 50 ms, and its frames (stdout lines).
+fn watch_json(
+    name: &Name,
+) -> (
+    std::process::Child,
+    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
+) {
+    use std::io::BufRead;
+    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .args(["watch", name.s(), "--interval", "0.05", "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    (watch, frames)
+}
+
 /// Ctrl-C ends a `watch` whose refresh waits for the segment's lock, held
 /// by a process stopped inside it (SIGSTOP, a debugger): at once and with
 /// exit code 0, as between two refreshes. Before, the handler that makes
@@ -443,16 +461,9 @@ fn stopper(name: &Name) -> (Holder, std::path::PathBuf) {
 /// waited: the watch could only be killed with SIGKILL.
 #[test]
 fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
-    use std::io::BufRead;
     let name = Name::new("stuck-lock");
     let (mut holder, go) = stopper(&name);
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args(["watch", name.s(), "--interval", "0.05", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (mut watch, mut frames) = watch_json(&name);
     assert!(frames.next().unwrap().unwrap().contains("stopper"));
     std::fs::write(&go, "").unwrap();
     eventually(
@@ -614,16 +625,9 @@ fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
 /// stopped.
 #[test]
 fn watch_reports_a_lock_holder_that_stops() {
-    use std::io::BufRead;
     let name = Name::new("watch-stopped-lock");
     let (mut holder, go) = stopper(&name);
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args(["watch", name.s(), "--interval", "0.05", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (mut watch, mut frames) = watch_json(&name);
     assert!(frames.next().unwrap().unwrap().contains("stopper"));
     std::fs::write(&go, "").unwrap();
     let reader = std::thread::spawn(move || frames.count());
