@@ -11,6 +11,7 @@
  * timing asserts: every wait is for an event, bounded by a generous deadline. */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -23,6 +24,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1006,6 +1008,58 @@ static void on_lost_child(void *ctx, volt_status why) {
     (void)why;
 }
 
+/* 1 if every thread of this process but the calling one is asleep (state S
+ * in /proc: blocked in a wait, not running nor runnable), 0 otherwise. */
+static int other_threads_asleep(void) {
+    long self = (long)syscall(SYS_gettid);
+    DIR *d = opendir("/proc/self/task");
+    if (!d) return 0;
+    int asleep = 1;
+    struct dirent *e;
+    while (asleep && (e = readdir(d)) != NULL) {
+        long tid = strtol(e->d_name, NULL, 10);
+        if (tid <= 0 || tid == self) continue;
+        char path[64], stat[512];
+        snprintf(path, sizeof path, "/proc/self/task/%ld/stat", tid);
+        FILE *f = fopen(path, "r");
+        if (!f) continue; /* ended meanwhile */
+        size_t n = fread(stat, 1, sizeof stat - 1, f);
+        fclose(f);
+        stat[n] = 0;
+        /* "tid (comm) S ...": the state follows the last ')' (comm may hold one). */
+        const char *paren = strrchr(stat, ')');
+        if (!paren || paren[1] != ' ' || paren[2] != 'S') asleep = 0;
+    }
+    closedir(d);
+    return asleep;
+}
+
+/* Before a fork() from the main thread whose child goes on in the library
+ * (allocates, starts threads): waits until the other threads of this
+ * process (the library's agent, door and lease threads, and those of
+ * earlier tests still ending) have been asleep for 50 ms in a row, or 10 s
+ * passed (then forks anyway). Why: the ASan runtime of GCC 12 takes no lock
+ * around fork(), so a lock of its allocator that another thread held at
+ * the fork stays locked for ever in the child. Threads just started hold
+ * them most: ASan's AsanThread::Init refills the new thread's empty
+ * allocator cache under a size class's lock, and the parent forked right
+ * after connecting (agent and door threads starting). Under load a child
+ * then connected, but its agent, door and lease threads all hung in their
+ * own AsanThread::Init on that lock before running any code of the
+ * library (gdb in the child): its lease callback never came, in about 1 in
+ * 150 runs of this test. An asleep thread holds none of those locks (it
+ * may wait for one, held by a thread that runs). Locks of the library
+ * held across a sleep are still inherited as they were, as the tests mean.
+ * Not a defect of the library: glibc's malloc takes its own locks around
+ * fork() (without ASan, no such failure). */
+static void quiesce_before_fork(void) {
+    int quiet = 0;
+    for (int i = 0; i < 1000 && quiet < 5; i++) {
+        quiet = other_threads_asleep() ? quiet + 1 : 0;
+        if (quiet < 5) nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+}
+
 /* A handle connected before fork() is refused in the child (it would act on
  * the parent's connections and session) and freeing it there changes
  * nothing: the parent keeps its permit. */
@@ -1015,6 +1069,7 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
     CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
     int fds[2];
     REQUIRE(pipe(fds) == 0);
+    quiesce_before_fork(); /* under ASan: see there */
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
@@ -1124,6 +1179,7 @@ static void test_lease_watch_in_a_forked_child(void) {
     CHECK_STATUS(volt_sem_watch_lease(sem, 12345, on_lost, &unused, &watch), VOLT_LEASE_EXPIRED);
     int fds[2];
     REQUIRE(pipe(fds) == 0);
+    quiesce_before_fork(); /* under ASan: see there */
     pid_t pid = fork();
     REQUIRE(pid >= 0);
     if (pid == 0) {
