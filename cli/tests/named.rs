@@ -482,14 +482,7 @@ fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
     );
     // SAFETY: plain syscall on our child's pid.
     unsafe { libc::kill(watch.id() as i32, libc::SIGINT) };
-    let mut ended = None;
-    for _ in 0..1500 {
-        if let Some(st) = watch.try_wait().unwrap() {
-            ended = Some(st);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let ended = exits_within(&mut watch, Duration::from_secs(30));
     let still_stopped = holder.stopped();
     holder.kill9(); // unblocks a stuck watch
     let status = match ended {
@@ -631,14 +624,7 @@ fn watch_reports_a_lock_holder_that_stops() {
     assert!(frames.next().unwrap().unwrap().contains("stopper"));
     std::fs::write(&go, "").unwrap();
     let reader = std::thread::spawn(move || frames.count());
-    let mut ended = None;
-    for _ in 0..1500 {
-        if let Some(st) = watch.try_wait().unwrap() {
-            ended = Some(st);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let ended = exits_within(&mut watch, Duration::from_secs(30));
     let was_stopped = holder.stopped();
     holder.kill9();
     if ended.is_none() {
@@ -706,14 +692,7 @@ fn lock_stopped_after_attach(tag: &str, args: &[&str]) {
     // SAFETY: plain syscall on our child's pid.
     unsafe { libc::kill(pid as i32, libc::SIGCONT) };
     let mut cli = cli;
-    let mut ended = None;
-    for _ in 0..1500 {
-        if let Some(st) = cli.try_wait().unwrap() {
-            ended = Some(st);
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    let ended = exits_within(&mut cli, Duration::from_secs(30));
     if ended.is_none() {
         let _ = cli.kill();
     }
