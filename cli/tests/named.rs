@@ -172,15 +172,9 @@ fn looking_at_an_unknown_name_fails_and_creates_nothing() {
 
 #[test]
 fn watch_ends_cleanly_on_ctrl_c() {
-    use std::io::BufRead;
     let name = Name::new("sigint");
     let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args(["watch", name.s(), "--interval", "0.1", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (mut watch, mut lines) = watch_json(&[name.s(), "--interval", "0.1"]);
     // A first frame: it is attached and looping.
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("watched"), "{first}");
@@ -303,24 +297,9 @@ fn control_characters_in_a_name_are_shown_escaped() {
 /// error a Redis watch gives for a deleted semaphore.
 #[test]
 fn watch_ends_when_the_name_is_unlinked() {
-    use std::io::BufRead;
     let name = Name::new("watch-unlinked");
     let _holder = Holder::spawn("hold", &name.0, 2, 1, "watched");
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args([
-            "watch",
-            name.s(),
-            "--interval",
-            "0.05",
-            "--count",
-            "100",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (watch, mut lines) = watch_json(&[name.s(), "--interval", "0.05", "--count", "100"]);
     // A first frame: it is attached and looping.
     let first = lines.next().unwrap().unwrap();
     assert!(first.contains("watched"), "{first}");
@@ -436,24 +415,6 @@ fn stopper(name: &Name) -> (Holder, std::path::PathBuf) {
     (holder, go)
 }
 
-/// `volt-sem watch NAME --json` every 50 ms, and its frames (stdout lines).
-fn watch_json(
-    name: &Name,
-) -> (
-    std::process::Child,
-    std::io::Lines<std::io::BufReader<std::process::ChildStdout>>,
-) {
-    use std::io::BufRead;
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args(["watch", name.s(), "--interval", "0.05", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
-    (watch, frames)
-}
-
 /// Ctrl-C ends a `watch` whose refresh waits for the segment's lock, held
 /// by a process stopped inside it (SIGSTOP, a debugger): at once and with
 /// exit code 0, as between two refreshes. Before, the handler that makes
@@ -463,7 +424,7 @@ fn watch_json(
 fn ctrl_c_ends_a_watch_waiting_for_a_stopped_lock_holder() {
     let name = Name::new("stuck-lock");
     let (mut holder, go) = stopper(&name);
-    let (mut watch, mut frames) = watch_json(&name);
+    let (mut watch, mut frames) = watch_json(&[name.s(), "--interval", "0.05"]);
     assert!(frames.next().unwrap().unwrap().contains("stopper"));
     std::fs::write(&go, "").unwrap();
     eventually(
@@ -620,7 +581,7 @@ fn a_lock_held_by_a_stopped_process_is_reported_as_such() {
 fn watch_reports_a_lock_holder_that_stops() {
     let name = Name::new("watch-stopped-lock");
     let (mut holder, go) = stopper(&name);
-    let (mut watch, mut frames) = watch_json(&name);
+    let (mut watch, mut frames) = watch_json(&[name.s(), "--interval", "0.05"]);
     assert!(frames.next().unwrap().unwrap().contains("stopper"));
     std::fs::write(&go, "").unwrap();
     let reader = std::thread::spawn(move || frames.count());

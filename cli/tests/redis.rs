@@ -307,25 +307,11 @@ fn a_server_that_never_answers_is_reported_as_such() {
 /// conserved.
 #[test]
 fn a_crashed_redis_holder_is_listed_until_its_lease_expires() {
-    use std::io::BufRead;
     let s = Server::start();
     let url = s.url();
     let env = [("VOLT_CLI_URL", url.as_str())];
     let mut holder = Holder::spawn_with("redis-hold", "crash", 3, 2, "doomed", &env);
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args([
-            "watch",
-            "--redis",
-            &url,
-            "crash",
-            "--interval",
-            "0.1",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (mut watch, mut frames) = watch_json(&["--redis", &url, "crash", "--interval", "0.1"]);
     let first: serde_json::Value = serde_json::from_str(&frames.next().unwrap().unwrap()).unwrap();
     assert_eq!(first["holders"][0]["label"], "doomed", "{first}");
 
@@ -386,25 +372,10 @@ fn a_crashed_redis_holder_is_listed_until_its_lease_expires() {
 /// stderr, not "Interrupted system call (os error 4)" with exit code 1.
 #[test]
 fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
-    use std::io::BufRead;
     let s = Server::start();
     let url = s.url();
     let _sem = RedisSemaphore::connect(&url, "slow", 1, opts("redis-slow")).unwrap();
-    let mut watch = std::process::Command::new(env!("CARGO_BIN_EXE_volt-sem"))
-        .args([
-            "watch",
-            "--redis",
-            &url,
-            "slow",
-            "--interval",
-            "0.05",
-            "--json",
-        ])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut frames = std::io::BufReader::new(watch.stdout.take().unwrap()).lines();
+    let (watch, mut frames) = watch_json(&["--redis", &url, "slow", "--interval", "0.05"]);
     assert!(frames.next().unwrap().unwrap().starts_with('{'));
     s.signal(libc::SIGSTOP);
     // The next refresh reads from the stopped server: wait until the watch

@@ -100,6 +100,21 @@ pub fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for {what}");
 }
 
+/// `volt-sem watch ARGS --json` (ARGS: the target and the options), and
+/// its frames (stdout lines); stderr piped, for the caller's checks.
+pub fn watch_json(args: &[&str]) -> (Child, std::io::Lines<BufReader<std::process::ChildStdout>>) {
+    let mut watch = Command::new(env!("CARGO_BIN_EXE_volt-sem"))
+        .arg("watch")
+        .args(args)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let frames = BufReader::new(watch.stdout.take().unwrap()).lines();
+    (watch, frames)
+}
+
 /// The child's exit status if it exits within `limit` (polled every 20 ms),
 /// `None` if it is still running then (the caller kills it and says why).
 pub fn exits_within(child: &mut Child, limit: Duration) -> Option<ExitStatus> {
