@@ -21,4 +21,4 @@ export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target}/miri"
 # `waker_contract` cover the waiter lifecycle under Miri's scheduler.
 export MIRIFLAGS="${MIRIFLAGS:--Zmiri-strict-provenance}"
 cargo +nightly miri setup >/dev/null 2>&1
-cargo +nightly miri test -p volt-sem --lib --test api --test waker_contract --test panics --test tokio_api --test review --test review_model
+cargo +nightly miri test -p volt-sem --lib --test api --test raw_protocol --test waker_contract --test panics --test tokio_api --test review --test review_model

@@ -74,8 +74,6 @@ mod node;
 pub(crate) mod outcome;
 pub mod phase;
 mod semaphore;
-#[cfg(all(test, not(volt_loom)))]
-mod tests;
 
 pub use delivery::{current_backend, deliver, drain, enter, push};
 pub(crate) use finish::finish_orphan;

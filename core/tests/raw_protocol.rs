@@ -1,17 +1,23 @@
-//! The protocol on its own, over a toy backend (a `Vec` behind a mutex), so
-//! that Miri checks the trampoline's pointer work and `finish`'s paths
-//! without a semaphore around them.
+//! The waiting protocol of `volt_sem::raw` on its own, over a toy backend (a
+//! `Vec` behind a mutex) built from the public toolkit only, as the
+//! shared-memory and Redis crates build theirs: so that Miri
+//! (`scripts/miri.sh`) checks the trampoline's pointer work and `finish`'s
+//! paths without a semaphore around them.
+#![cfg(not(volt_loom))]
 
-use core::cell::{Cell, RefCell};
-use core::ffi::c_void;
-use core::future::Future;
-use core::pin::{pin, Pin};
-use core::ptr::{self, NonNull};
-use core::task::{Context, Poll, Waker};
+use std::cell::{Cell, RefCell};
+use std::ffi::c_void;
+use std::future::Future;
+use std::pin::{pin, Pin};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
+use std::task::{Context, Poll, Waker};
 
-use super::*;
-use crate::sync::Ordering;
+use volt_sem::raw::{
+    current_backend, deliver, finish, phase, Backend, CancelWith, Node, RawSemaphore, RawWait, Wait,
+};
+use volt_sem::{Finish, RawAcquire, WakeFn};
 
 struct ToyWaiter {
     node: Node,
