@@ -8,7 +8,7 @@
 use volt_sem_redis::RedisSemaphore;
 
 use crate::error::CliError;
-use crate::target::{attach, detach, redis_error, redis_options, shm_error, Target, LOCK_WAIT};
+use crate::target::{attach, detach, redis_error, shm_error, Target, LOCK_WAIT};
 
 /// What to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,15 +34,11 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
             result.map_err(|e| shm_error(name, e))?;
             Ok(done(name, change, before))
         }
-        Target::Redis {
-            url,
-            prefix,
-            cluster,
-            name,
-        } => {
-            let options = redis_options(prefix.as_deref(), *cluster);
+        Target::Redis { redis, name } => {
+            let url = &redis.url;
+            let options = redis.options();
             let seen = volt_sem_redis::inspect(url, name, options.clone())
-                .map_err(|e| redis_error(url, name, e))?;
+                .map_err(|e| redis_error(redis, name, e))?;
             let (total, options) = match change {
                 // `resize` mode: connecting with the new total sets it.
                 Change::Resize(n) => (n, options.resize(true)),
@@ -63,13 +59,13 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
                 }
                 r => r,
             }
-            .map_err(|e| redis_error(url, name, e))?;
+            .map_err(|e| redis_error(redis, name, e))?;
             let result = match change {
                 Change::Resize(_) => Ok(()),
                 Change::Reopen => sem.reopen(),
             };
             sem.disconnect();
-            result.map_err(|e| redis_error(url, name, e))?;
+            result.map_err(|e| redis_error(redis, name, e))?;
             Ok(done(name, change, seen.total))
         }
     }

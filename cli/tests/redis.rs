@@ -429,8 +429,8 @@ fn a_server_that_needs_a_password_and_database_numbers() {
     assert_eq!(code, 1);
     assert_eq!(
         err,
-        "volt-sem: locked: Redis needs a password, and the URL has none \
-         (redis://:PASSWORD@HOST:PORT)"
+        "volt-sem: locked: Redis needs a password: set VOLT_SEM_REDIS_PASSWORD \
+         (or give it in the URL, redis://:PASSWORD@HOST:PORT)"
     );
     let (code, err) = fails(&["ls", "--redis", &bare]);
     assert_eq!(code, 1);
@@ -503,4 +503,138 @@ fn reopen_survives_a_resize_between_its_look_and_its_connect() {
         (v["total"].as_u64(), v["closed"].as_bool()),
         (Some(5), Some(false))
     );
+}
+
+/// The password from `VOLT_SEM_REDIS_PASSWORD`, off the command line (where
+/// `ps` shows it to every local user): used for a URL without one (with a
+/// user in the URL, or in the one-word `redis://host/NAME` form), and a
+/// URL's own password wins over it. Characters that a URL would otherwise
+/// read as its own (`@ : / % + #`) reach the server as they are.
+#[test]
+fn the_password_can_come_from_the_environment() {
+    const PW: &str = "p@ss:w/rd%+#";
+    let s = Server::start_with(&["--requirepass", PW], Some(PW));
+    let with = format!(
+        "redis://:{}@127.0.0.1:{}",
+        "p%40ss%3Aw%2Frd%25%2B%23", s.port
+    );
+    let _sem = RedisSemaphore::connect(&with, "env", 2, opts("env-user")).unwrap();
+    let bare = s.url();
+    let env = [("VOLT_SEM_REDIS_PASSWORD", PW)];
+    assert!(ok_env(&env, &["inspect", "--redis", &bare, "env"]).contains("total 2"));
+    assert!(ok_env(&env, &["inspect", &format!("{bare}/0/env")]).contains("total 2"));
+    assert!(ok_env(&env, &["ls", "--redis", &bare]).contains("env "));
+    let user = format!("redis://default@127.0.0.1:{}", s.port);
+    assert!(ok_env(&env, &["inspect", "--redis", &user, "env"]).contains("total 2"));
+    assert_eq!(
+        ok_env(&env, &["resize", "--redis", &bare, "env", "3"]),
+        "env: total 2 -> 3\n"
+    );
+
+    // The URL's password wins, right or wrong.
+    let wrong_env = [("VOLT_SEM_REDIS_PASSWORD", "nope")];
+    assert!(ok_env(&wrong_env, &["inspect", "--redis", &with, "env"]).contains("total 3"));
+    let wrong_url = format!("redis://:nope@127.0.0.1:{}", s.port);
+    let (code, err) = fails_env(&env, &["inspect", "--redis", &wrong_url, "env"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: env: Redis refused the credentials (wrong user or password)"
+        )
+    );
+    // A wrong one from the environment: refused, and never shown.
+    let (code, err) = fails_env(&wrong_env, &["ls", "--redis", &bare]);
+    assert_eq!(code, 1);
+    assert!(err.contains("refused the credentials"), "{err}");
+    assert!(!err.contains("nope"), "{err}");
+    // Without it: the message names the variable.
+    let (code, err) = fails(&["inspect", "--redis", &bare, "env"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: env: Redis needs a password: set VOLT_SEM_REDIS_PASSWORD \
+             (or give it in the URL, redis://:PASSWORD@HOST:PORT)"
+        )
+    );
+}
+
+/// `rediss://` to a server whose certificate a private CA issued (made by
+/// the test with openssl): `--tls-ca` makes the command trust that CA; the
+/// Mozilla roots alone, or another CA, refuse the server with a TLS error
+/// that says what to do. A server that asks for a client certificate
+/// (`tls-auth-clients`) gets the one of `--tls-cert` and `--tls-key`.
+#[test]
+fn tls_with_a_private_ca_and_client_certificates() {
+    let certs = Certs::generate();
+    let ca = certs.ca.display().to_string();
+    let s = Server::start_tls(&certs, false);
+    let _sem = RedisSemaphore::connect(&s.url(), "tls", 2, opts("tls-user")).unwrap();
+    let url = format!("rediss://127.0.0.1:{}", s.tls_port.unwrap());
+    assert!(ok(&["inspect", "--redis", &url, "tls", "--tls-ca", &ca]).contains("total 2"));
+    let v = json(&["ls", "--redis", &url, "--tls-ca", &ca, "--json"]);
+    assert_eq!(v[0]["name"], "tls", "{v}");
+    assert!(ok(&["inspect", &format!("{url}/tls"), "--tls-ca", &ca]).contains("total 2"));
+    let by_name = format!("rediss://localhost:{}", s.tls_port.unwrap());
+    assert_eq!(
+        ok(&["resize", "--redis", &by_name, "--tls-ca", &ca, "tls", "3"]),
+        "tls: total 2 -> 3\n"
+    );
+
+    let (code, err) = fails(&["inspect", "--redis", &url, "tls"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("volt-sem: tls: TLS failed: ")
+            && err.contains("UnknownIssuer")
+            && err.ends_with("(a server certificate of a private CA needs --tls-ca FILE)"),
+        "{err}"
+    );
+    let other = certs.other_ca.display().to_string();
+    let (code, err) = fails(&["ls", "--redis", &url, "--tls-ca", &other]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("volt-sem: cannot list: TLS failed: ") && err.contains("UnknownIssuer"),
+        "{err}"
+    );
+    assert!(!err.contains("--tls-ca FILE"), "{err}");
+    let missing = certs.dir.join("missing.crt").display().to_string();
+    let (code, err) = fails(&["inspect", "--redis", &url, "tls", "--tls-ca", &missing]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read the CA file"), "{err}");
+    // TLS options with a plain URL: how it was called.
+    let (code, err) = fails(&["inspect", "--redis", &s.url(), "tls", "--tls-ca", &ca]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            2,
+            "volt-sem: inspect: --tls-ca and --tls-cert need a rediss:// URL"
+        )
+    );
+
+    // Mutual TLS.
+    let m = Server::start_tls(&certs, true);
+    let _sem = RedisSemaphore::connect(&m.url(), "mtls", 4, opts("mtls-user")).unwrap();
+    let murl = format!("rediss://127.0.0.1:{}", m.tls_port.unwrap());
+    let (cert, key) = (
+        certs.client_cert.display().to_string(),
+        certs.client_key.display().to_string(),
+    );
+    let with_cert = [
+        "inspect",
+        "--redis",
+        &murl,
+        "mtls",
+        "--tls-ca",
+        &ca,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ];
+    assert!(ok(&with_cert).contains("total 4"));
+    let (code, err) = fails(&with_cert[..6]);
+    assert_eq!(code, 1);
+    // ("received fatal alert: CertificateRequired", from rustls.)
+    assert!(err.starts_with("volt-sem: mtls: TLS failed: "), "{err}");
 }

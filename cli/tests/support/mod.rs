@@ -20,7 +20,17 @@ pub fn volt_sem(args: &[&str]) -> Output {
 
 /// [`volt_sem`] as the user and group `uid` (the caller must be root).
 pub fn volt_sem_as(uid: Option<u32>, args: &[&str]) -> Output {
+    volt_sem_full(uid, &[], args)
+}
+
+/// [`volt_sem`] with more environment variables.
+pub fn volt_sem_env(env: &[(&str, &str)], args: &[&str]) -> Output {
+    volt_sem_full(None, env, args)
+}
+
+fn volt_sem_full(uid: Option<u32>, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_volt-sem"));
+    cmd.envs(env.iter().copied());
     if let Some(uid) = uid {
         cmd.uid(uid).gid(uid);
     }
@@ -60,7 +70,13 @@ pub fn stderr(o: &Output) -> String {
 /// A successful run's stdout (else a panic with its stderr).
 #[track_caller]
 pub fn ok(args: &[&str]) -> String {
-    let o = volt_sem(args);
+    ok_env(&[], args)
+}
+
+/// [`ok`] with more environment variables.
+#[track_caller]
+pub fn ok_env(env: &[(&str, &str)], args: &[&str]) -> String {
+    let o = volt_sem_env(env, args);
     assert!(o.status.success(), "volt-sem {args:?}: {}", stderr(&o));
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
     stdout(&o)
@@ -69,7 +85,13 @@ pub fn ok(args: &[&str]) -> String {
 /// A failing run: its exit code and its one line on stderr.
 #[track_caller]
 pub fn fails(args: &[&str]) -> (i32, String) {
-    let o = volt_sem(args);
+    fails_env(&[], args)
+}
+
+/// [`fails`] with more environment variables.
+#[track_caller]
+pub fn fails_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+    let o = volt_sem_env(env, args);
     assert!(
         !o.status.success(),
         "volt-sem {args:?} succeeded: {}",
@@ -363,11 +385,18 @@ pub fn free_port() -> u16 {
 mod answering;
 use answering::answering_pid;
 
+/// Throwaway TLS certificates (the openssl CLI): the Redis crate's.
+#[path = "../../../redis/tests/support/certs.rs"]
+mod certs;
+pub use certs::Certs;
+
 /// A `redis-server` (Debian's) on a free loopback port, without
 /// persistence, in a temporary directory; stopped by pid when dropped.
 pub struct Server {
     child: Option<Child>,
     pub port: u16,
+    /// The TLS port, for a server started with [`Server::start_tls`].
+    pub tls_port: Option<u16>,
     dir: PathBuf,
 }
 
@@ -380,6 +409,41 @@ impl Server {
     /// `password` is the one they set (`--requirepass`), for the check
     /// that the server answering is ours.
     pub fn start_with(extra: &[&str], password: Option<&str>) -> Server {
+        Self::start_full(password, || {
+            (extra.iter().map(|s| s.to_string()).collect(), None)
+        })
+    }
+
+    /// A server with a plain port (for the readiness check and
+    /// [`command`](Self::command)) and a TLS port (`tls_port`) with the
+    /// certificates of `certs`; `client_auth`: clients must present a
+    /// certificate issued by the CA.
+    pub fn start_tls(certs: &Certs, client_auth: bool) -> Server {
+        let p = |x: &PathBuf| x.display().to_string();
+        Self::start_full(None, || {
+            let tls = free_port();
+            let args = vec![
+                "--tls-port".to_string(),
+                tls.to_string(),
+                "--tls-cert-file".into(),
+                p(&certs.server_cert),
+                "--tls-key-file".into(),
+                p(&certs.server_key),
+                "--tls-ca-cert-file".into(),
+                p(&certs.ca),
+                "--tls-auth-clients".into(),
+                if client_auth { "yes" } else { "no" }.into(),
+            ];
+            (args, Some(tls))
+        })
+    }
+
+    /// Starts one with the arguments (and TLS port) `extra` gives, new
+    /// ones for each attempt (a port taken meanwhile is not tried again).
+    fn start_full(
+        password: Option<&str>,
+        extra: impl Fn() -> (Vec<String>, Option<u16>),
+    ) -> Server {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-cli-test-{}-{}",
@@ -392,13 +456,14 @@ impl Server {
             // redis-server refuses a `--dir` that does not exist).
             std::fs::create_dir_all(&dir).unwrap();
             let port = free_port();
+            let (extra, tls_port) = extra();
             let mut cmd = Command::new("redis-server");
             cmd.arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(&dir)
-                .args(extra)
+                .args(&extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             // SAFETY: prctl is async-signal-safe; the server dies with the test.
@@ -411,6 +476,7 @@ impl Server {
             let mut s = Server {
                 child: Some(cmd.spawn().expect("spawn redis-server")),
                 port,
+                tls_port,
                 dir: dir.clone(),
             };
             if s.wait_ready(password) {
