@@ -638,3 +638,35 @@ fn tls_with_a_private_ca_and_client_certificates() {
     // ("received fatal alert: CertificateRequired", from rustls.)
     assert!(err.starts_with("volt-sem: mtls: TLS failed: "), "{err}");
 }
+
+/// `resize --redis` and `reopen --redis` of a semaphore deleted between
+/// their look and their connect: "no such semaphore", and nothing created
+/// (before, the connect created it afresh, with the new total or the one
+/// seen). A proxy in front of the server deletes the semaphore when the
+/// command's second connection (its connect, after the look's) arrives.
+#[test]
+fn resize_and_reopen_of_a_semaphore_deleted_after_their_look_create_nothing() {
+    let s = Server::start();
+    let url = s.url();
+    for (name, args) in [
+        ("closed", &["reopen"][..]),
+        ("shrunk", &["resize", "4"][..]),
+    ] {
+        drop(RedisSemaphore::connect(&url, name, 2, opts("redis-gone")).unwrap());
+        let deleter = url.clone();
+        let at = proxy(s.port, move |n| {
+            if n == 2 {
+                volt_sem_redis::delete(&deleter, name, ConnectOptions::new()).unwrap();
+            }
+        });
+        let via = format!("redis://127.0.0.1:{at}");
+        let mut argv = vec![args[0], "--redis", &via, name];
+        argv.extend(&args[1..]);
+        let (code, err) = fails(&argv);
+        assert_eq!(
+            (code, err),
+            (1, format!("volt-sem: no such semaphore: {name} (in Redis)"))
+        );
+        assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
+    }
+}
