@@ -717,15 +717,18 @@ mod tests {
                 .with_password(Some(OsStr::new("pw"))),
             p("inspect gpu")
         );
-        use std::os::unix::ffi::OsStrExt;
-        let not_utf8 = OsStr::from_bytes(b"\xff");
-        assert!(p("ls").unwrap().with_password(Some(not_utf8)).is_ok());
-        assert!(matches!(
-            p("ls --redis redis://h")
-                .unwrap()
-                .with_password(Some(not_utf8)),
-            Err(CliError::Usage(_))
-        ));
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let not_utf8 = OsStr::from_bytes(b"\xff");
+            assert!(p("ls").unwrap().with_password(Some(not_utf8)).is_ok());
+            assert!(matches!(
+                p("ls --redis redis://h")
+                    .unwrap()
+                    .with_password(Some(not_utf8)),
+                Err(CliError::Usage(_))
+            ));
+        }
     }
 
     #[test]

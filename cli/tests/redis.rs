@@ -1,6 +1,7 @@
 //! `volt-sem` on a real `redis-server` (on a free loopback port): `ls`,
 //! `inspect` (table and JSON), `watch`, and the errors of an unknown name,
-//! a bad URL and a server out of reach.
+//! a bad URL and a server out of reach; the password from the environment,
+//! TLS with a private CA, a real Redis Cluster and a Sentinel.
 
 mod support;
 
@@ -241,9 +242,8 @@ fn unlink_deletes_a_redis_semaphore_nobody_uses() {
 }
 
 /// `--cluster` reaches the library: a standalone server refuses a cluster
-/// connection (so a mistyped flag is not silently ignored); the cluster
-/// listing itself is tested on a real cluster in volt-sem-redis
-/// (`tests/sessionless.rs`).
+/// connection (so a mistyped flag is not silently ignored); a real cluster:
+/// `ls_inspect_and_resize_on_a_redis_cluster`.
 #[test]
 fn the_cluster_flag_is_passed_on() {
     let s = Server::start();
@@ -669,4 +669,100 @@ fn resize_and_reopen_of_a_semaphore_deleted_after_their_look_create_nothing() {
         );
         assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
     }
+}
+
+/// `ls --cluster` lists the semaphores of every master of a real Redis
+/// Cluster (from all the seeds, or one), and `inspect` and `resize` with
+/// `--cluster` reach the node that owns a semaphore's slot.
+#[test]
+fn ls_inspect_and_resize_on_a_redis_cluster() {
+    let c = Cluster::start();
+    let url = c.url();
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let o = opts("cluster-holder").cluster(true);
+    let sems: Vec<RedisSemaphore> = names
+        .iter()
+        .map(|n| RedisSemaphore::connect(&url, n, 2, o.clone()).unwrap())
+        .collect();
+    let _held = sems[0].acquire_blocking(1).unwrap();
+    // The names are on more than one master (so that `ls` must visit each).
+    let with_keys = c
+        .nodes
+        .iter()
+        .filter(|n| redis_cli(n.port, &["dbsize"]).trim() != "0")
+        .count();
+    assert!(with_keys >= 2, "{with_keys}");
+
+    for seeds in [url.clone(), c.nodes[1].url()] {
+        let list = json(&["ls", "--redis", &seeds, "--cluster", "--json"]);
+        let mut seen: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        seen.sort();
+        assert_eq!(seen, names, "{list}");
+    }
+    let text = ok(&["ls", "--redis", &url, "--cluster"]);
+    let row = text.lines().find(|l| l.starts_with("a ")).expect(&text);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["a", "2", "1", "1", "0"], "{text}");
+    let v = json(&["inspect", "--redis", &url, "--cluster", "a", "--json"]);
+    assert_eq!(v["holders"][0]["label"], "cluster-holder", "{v}");
+    assert_eq!(
+        ok(&["resize", "--redis", &url, "--cluster", "f", "3"]),
+        "f: total 2 -> 3\n"
+    );
+    assert_eq!(
+        json(&["inspect", "--redis", &url, "--cluster", "f", "--json"])["total"],
+        3
+    );
+    let (code, err) = fails(&["inspect", "--redis", &url, "--cluster", "none"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "volt-sem: no such semaphore: none (in Redis)")
+    );
+}
+
+/// `redis+sentinel://` URLs: `ls` and `inspect` reach the master a Sentinel
+/// names (a dead Sentinel listed first is skipped), with the master's
+/// password from `VOLT_SEM_REDIS_PASSWORD`.
+#[test]
+fn ls_and_inspect_through_a_sentinel() {
+    const PW: &str = "sentinel-pw";
+    let master = Server::start_with(&["--requirepass", PW], Some(PW));
+    let sentinel = Server::start_sentinel("volt-master", master.port, Some(PW));
+    let direct = format!("redis://:{PW}@127.0.0.1:{}", master.port);
+    let sem = RedisSemaphore::connect(&direct, "pool", 3, opts("sentinel-holder")).unwrap();
+    let _held = sem.acquire_blocking(2).unwrap();
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/volt-master",
+        free_port(),
+        sentinel.port
+    );
+    let env = [("VOLT_SEM_REDIS_PASSWORD", PW)];
+    let text = ok_env(&env, &["ls", "--redis", &url]);
+    let row = text.lines().find(|l| l.starts_with("pool ")).expect(&text);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["pool", "3", "1", "1", "0"], "{text}");
+    let v: serde_json::Value = serde_json::from_str(&ok_env(
+        &env,
+        &["inspect", "--redis", &url, "pool", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(v["holders"][0]["label"], "sentinel-holder", "{v}");
+    let (code, err) = fails(&["inspect", "--redis", &url, "pool"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+    let wrong = format!("redis+sentinel://127.0.0.1:{}/other-master", sentinel.port);
+    let (code, err) = fails_env(&env, &["ls", "--redis", &wrong]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: cannot list: Redis connection failed: the Sentinels know no \
+             master named 'other-master'"
+        )
+    );
 }
