@@ -97,7 +97,7 @@ and the fencing token of the latest grant) and its waiters in queue order
 nothing: the semaphore is never created and its total need not be known.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated
   --json        {total, available, closed, holders: [{label, host, pid,
@@ -135,7 +135,7 @@ new total are taken as they come back (queued requests larger than N fail
 with \"too many permits\"). Every process sees the new total.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
@@ -147,12 +147,15 @@ Undoes `close` on the semaphore NAME: acquires work again. Requests that
 the close failed stay failed.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
 pub const REDIS: &str = "\
-Connecting to Redis: the options of every command with --redis URL
+Usage: volt-sem <command> --redis URL [--prefix P] [--cluster]
+                          [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+
+How every command connects to Redis (--prefix, --cluster: its own help).
 
   --redis URL        redis://[user[:password]@]host[:port][/db]; rediss:// for
                      TLS; unix:///path[?db=N]; redis+sentinel://host[:port]
@@ -181,7 +184,7 @@ client is connected to it (holding, waiting or idle): their state lives
 only in Redis. Sessions whose lease ran out (crashed clients) do not count.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 

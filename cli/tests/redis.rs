@@ -548,6 +548,23 @@ fn the_password_can_come_from_the_environment() {
     assert_eq!(code, 1);
     assert!(err.contains("refused the credentials"), "{err}");
     assert!(!err.contains("nope"), "{err}");
+    // A Unix socket URL gets it as its `pass=` query.
+    let sock = std::env::temp_dir().join(format!("volt-cli-{}.sock", std::process::id()));
+    let sock = sock.display().to_string();
+    let u = Server::start_with(&["--unixsocket", &sock, "--requirepass", PW], Some(PW));
+    let on_u = format!(
+        "redis://:{}@127.0.0.1:{}",
+        "p%40ss%3Aw%2Frd%25%2B%23", u.port
+    );
+    drop(RedisSemaphore::connect(&on_u, "sock", 5, opts("env-user")).unwrap());
+    let unix = format!("unix://{sock}");
+    assert!(ok_env(&env, &["inspect", "--redis", &unix, "sock"]).contains("total 5"));
+    let (code, err) = fails(&["ls", "--redis", &unix]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+    drop(u);
+    let _ = std::fs::remove_file(&sock);
+
     // Without it: the message names the variable.
     let (code, err) = fails(&["inspect", "--redis", &bare, "env"]);
     assert_eq!(
