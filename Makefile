@@ -11,7 +11,7 @@ LOOM_MAX_PREEMPTIONS ?= 3
 .PHONY: install dist dist-test dist-c dist-test-c dist-zig dist-test-zig dist-node dist-test-node \
         dist-python dist-test-python test demo lint msrv publish-check test-core test-batch-lock test-arm64 test-loom \
         loom-weakenings mutants test-miri test-cross-link test-c test-python test-node test-shm test-shm-loom test-backend test-cli \
-        test-multiproc test-redis redis-server test-readme docs test-docs \
+        test-multiproc test-redis redis-server openssl test-readme docs test-docs \
         demo-rust demo-c demo-zig demo-python demo-node bench bench-fairness bench-throughput \
         bench-docs bench-batch bench-scaling bench-redis fuzz test-workflows ci-native ci-native-core ci-native-c \
         ci-native-python ci-native-node dist-checksums publish-crates publish-npm
@@ -96,13 +96,22 @@ redis-server:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
 	fi
 
+# The openssl CLI, which makes the TLS tests' throwaway certificates (the
+# Redis crate's and the command line's).
+openssl:
+	@if ! command -v openssl >/dev/null 2>&1; then \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; \
+	fi
+
 # With the Redis backend: its tests start their own redis-server.
 test-backend: redis-server
 	$(GUARD) cargo test -p volt-sem-backend --features redis
 # The `volt-sem` command line (cli/): the built binary against named
 # semaphores held by real processes (kill -9 included) and a real
 # redis-server it starts itself (free loopback port, stopped by pid).
-test-cli: redis-server
+# Its TLS test makes its certificates with the openssl CLI.
+test-cli: redis-server openssl
 	$(GUARD) cargo test -p volt-sem-cli
 # loom models of the shared-memory algorithm (processes as threads over one
 # segment in memory, crashes as operations abandoned after any write). Its own
@@ -123,11 +132,7 @@ test-shm-loom:
 # file of redis/tests is in one group or the other.
 REDIS_TESTS := $(basename $(notdir $(wildcard redis/tests/*.rs)))
 REDIS_LONG_TESTS := black_hole cluster_failover sentinel
-test-redis: redis-server
-	@if ! command -v openssl >/dev/null 2>&1; then \
-	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq openssl >/dev/null; \
-	fi
+test-redis: redis-server openssl
 	$(GUARD) cargo test -q -p volt-sem-redis --no-run
 	$(GUARD) bash scripts/parallel.sh \
 	  "cargo test -p volt-sem-redis $(addprefix --test ,$(REDIS_LONG_TESTS))" \

@@ -1,6 +1,7 @@
 //! The command line, parsed by hand: a command, its positional arguments
 //! and a few flags. Anything else is a usage error (exit code 2).
 
+use std::ffi::OsStr;
 use std::time::Duration;
 
 use crate::change::Change;
@@ -29,14 +30,24 @@ pub enum Command {
     Change { target: Target, change: Change },
 }
 
-/// `--redis URL [--prefix P]`.
-#[derive(Debug, Clone, PartialEq)]
+/// `--redis URL [--prefix P] [--cluster] [--tls-ca FILE] [--tls-cert FILE
+/// --tls-key FILE]`.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct Redis {
     pub url: String,
     pub prefix: Option<String>,
     /// `--cluster`: the URL is the seed nodes of a Redis Cluster.
     pub cluster: bool,
+    /// `--tls-ca FILE`: trust the CA certificates of this PEM file (not
+    /// the Mozilla roots) for a `rediss://` server.
+    pub tls_ca: Option<String>,
+    /// `--tls-cert FILE --tls-key FILE`: a client certificate (mutual TLS).
+    pub tls_cert: Option<(String, String)>,
 }
+
+/// The environment variable that gives the Redis password (see
+/// [`Command::with_password`]).
+pub const PASSWORD_ENV: &str = "VOLT_SEM_REDIS_PASSWORD";
 
 pub const OVERVIEW: &str = "\
 volt-sem: look inside volt-sem semaphores (named ones of this machine, Redis)
@@ -52,7 +63,8 @@ Commands:
   unlink    remove a named semaphore's name, or delete a Redis semaphore
 
 Options of every command: -h, --help
-`volt-sem <command> --help` tells more. Exit codes: 0 ok, 1 failed, 2 usage.";
+`volt-sem <command> --help` tells more; `volt-sem help redis`: the options of
+a Redis connection (password, TLS). Exit codes: 0 ok, 1 failed, 2 usage.";
 
 pub const LS: &str = "\
 Usage: volt-sem ls [--json]
@@ -64,7 +76,8 @@ volt-sem), with TOTAL, AVAILABLE, HOLDERS (processes) and WAITERS (queued
 requests). A semaphore that cannot be read is listed with its error.
 
 Options:
-  --redis URL   redis://[user:password@]host[:port][/db], rediss://, unix://
+  --redis URL   redis://[user[:password]@]host[:port][/db], rediss://,
+                unix://, redis+sentinel:// (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphores were connected with
   --cluster     URL is the seed nodes of a Redis Cluster, comma-separated
                 (every master is scanned)
@@ -84,7 +97,7 @@ and the fencing token of the latest grant) and its waiters in queue order
 nothing: the semaphore is never created and its total need not be known.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated
   --json        {total, available, closed, holders: [{label, host, pid,
@@ -122,7 +135,7 @@ new total are taken as they come back (queued requests larger than N fail
 with \"too many permits\"). Every process sees the new total.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
@@ -134,9 +147,29 @@ Undoes `close` on the semaphore NAME: acquires work again. Requests that
 the close failed stay failed.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
+
+pub const REDIS: &str = "\
+Usage: volt-sem <command> --redis URL [--prefix P] [--cluster]
+                          [--tls-ca FILE] [--tls-cert FILE --tls-key FILE]
+
+How every command connects to Redis (--prefix, --cluster: its own help).
+
+  --redis URL        redis://[user[:password]@]host[:port][/db]; rediss:// for
+                     TLS; unix:///path[?db=N]; redis+sentinel://host[:port]
+                     [,host[:port]...]/master[/db]; with --cluster, the seed
+                     URLs of a Redis Cluster, comma-separated
+  --tls-ca FILE      trust the CA certificates of this PEM file (for a server
+                     certificate of a private CA) instead of the Mozilla roots
+  --tls-cert FILE    a client certificate (PEM), for a server that asks for
+  --tls-key FILE     one (tls-auth-clients); both or neither
+
+The password: a URL's is seen by every local user (`ps`). Leave it out and
+set VOLT_SEM_REDIS_PASSWORD instead: it is the password of every URL (every
+seed, the Sentinel's master) that has none; a user without a password stays
+in the URL (redis://USER@host). A URL that has a password keeps its own.";
 
 pub const UNLINK: &str = "\
 Usage: volt-sem unlink NAME
@@ -151,7 +184,7 @@ client is connected to it (holding, waiting or idle): their state lives
 only in Redis. Sessions whose lease ran out (crashed clients) do not count.
 
 Options:
-  --redis URL   the semaphore is in Redis (see `volt-sem ls --help`)
+  --redis URL   the semaphore is in Redis (see `volt-sem help redis`)
   --prefix P    the key prefix the semaphore was connected with
   --cluster     URL is a Redis Cluster's seed nodes, comma-separated";
 
@@ -160,7 +193,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     let Some((cmd, rest)) = args.split_first() else {
         return Err(CliError::Usage("no command (try `volt-sem --help`)".into()));
     };
-    let command = |word: &str| -> Result<&'static str, CliError> {
+    let command = |word: &str, help: bool| -> Result<&'static str, CliError> {
         Ok(match word {
             "ls" => "ls",
             "inspect" => "inspect",
@@ -168,6 +201,8 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
             "unlink" => "unlink",
             "resize" => "resize",
             "reopen" => "reopen",
+            // A help topic, not a command: `volt-sem help redis`.
+            "redis" if help => "redis",
             other => {
                 return Err(CliError::Usage(format!(
                     "unknown command `{other}` (try `volt-sem --help`)"
@@ -179,13 +214,13 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         // `volt-sem help inspect` is `volt-sem inspect --help`.
         return match rest {
             [] => Ok(Command::Help(None)),
-            [topic] => Ok(Command::Help(Some(command(topic)?))),
+            [topic] => Ok(Command::Help(Some(command(topic, true)?))),
             [_, extra, ..] => Err(CliError::Usage(format!(
                 "help: unexpected argument `{extra}`"
             ))),
         };
     }
-    let cmd = command(cmd)?;
+    let cmd = command(cmd, false)?;
     let mut f = Flags::parse(cmd, rest)?;
     if f.help {
         return Ok(Command::Help(Some(cmd)));
@@ -198,33 +233,48 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         }
     }
     let usage = |msg: String| Err(CliError::Usage(format!("{cmd}: {msg}")));
+    // Every command takes the Redis options (`volt-sem help redis`).
     let allowed: &[&str] = match cmd {
-        "ls" => &["--redis", "--prefix", "--cluster", "--json"],
-        "inspect" => &["--redis", "--prefix", "--cluster", "--json"],
-        "watch" => &[
-            "--redis",
-            "--prefix",
-            "--cluster",
-            "--json",
-            "--interval",
-            "--count",
-        ],
-        "resize" | "reopen" | "unlink" => &["--redis", "--prefix", "--cluster"],
+        "ls" | "inspect" => &["--json"],
+        "watch" => &["--json", "--interval", "--count"],
         _ => &[],
     };
-    if let Some(bad) = f.seen.iter().find(|s| !allowed.contains(s)) {
+    if let Some(bad) = f
+        .seen
+        .iter()
+        .find(|s| !allowed.contains(s) && !REDIS_FLAGS.contains(s))
+    {
         return usage(format!("{bad} is not an option of this command"));
     }
-    if f.prefix.is_some() && f.redis.is_none() {
-        return usage("--prefix needs --redis".into());
+    if f.redis.is_none() {
+        if let Some(flag) = f.seen.iter().find(|s| REDIS_FLAGS.contains(s)) {
+            return usage(format!("{flag} needs --redis"));
+        }
     }
-    if f.cluster && f.redis.is_none() {
-        return usage("--cluster needs --redis".into());
+    let tls_cert = match (f.tls_cert.clone(), f.tls_key.clone()) {
+        (Some(cert), Some(key)) => Some((cert, key)),
+        (None, None) => None,
+        (Some(_), None) => return usage("--tls-cert needs --tls-key (its private key)".into()),
+        (None, Some(_)) => return usage("--tls-key needs --tls-cert".into()),
+    };
+    // Said here, as a usage error: the library's refusal is a failure.
+    if let Some(url) = &f.redis {
+        let tls = |u: &str| u.starts_with("rediss://") || u.starts_with("rediss+sentinel://");
+        let all_tls = if f.cluster {
+            url.split(',').all(|u| tls(u.trim()))
+        } else {
+            tls(url)
+        };
+        if (f.tls_ca.is_some() || tls_cert.is_some()) && !all_tls {
+            return usage("--tls-ca and --tls-cert need a rediss:// URL".into());
+        }
     }
     let redis = f.redis.clone().map(|url| Redis {
         url,
         prefix: f.prefix.clone(),
         cluster: f.cluster,
+        tls_ca: f.tls_ca.clone(),
+        tls_cert: tls_cert.clone(),
     });
     let one_name = |what: &str| -> Result<String, CliError> {
         match f.positional.as_slice() {
@@ -242,12 +292,7 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
         return usage("NAME is empty".into());
     }
     let target = |name: String| match redis.clone() {
-        Some(r) => Target::Redis {
-            url: r.url,
-            prefix: r.prefix,
-            cluster: r.cluster,
-            name,
-        },
+        Some(redis) => Target::Redis { redis, name },
         None => Target::Named(name),
     };
     Ok(match cmd {
@@ -307,6 +352,86 @@ pub fn parse(args: &[String]) -> Result<Command, CliError> {
     })
 }
 
+impl Command {
+    /// The command with `password` (from [`PASSWORD_ENV`]; `None` or
+    /// empty: unset) given to each URL of its Redis connection that has no
+    /// password of its own: each seed of a cluster, the master of a
+    /// Sentinel URL. A URL's own password wins: it is the one typed for
+    /// this command, the variable may be set for a whole session.
+    /// A password that is not UTF-8 is a usage error (of a command that
+    /// connects to Redis).
+    pub fn with_password(mut self, password: Option<&OsStr>) -> Result<Command, CliError> {
+        let Some(password) = password.filter(|p| !p.is_empty()) else {
+            return Ok(self);
+        };
+        let redis = match &mut self {
+            Command::Ls {
+                redis: Some(redis), ..
+            } => redis,
+            Command::Inspect { target, .. }
+            | Command::Watch { target, .. }
+            | Command::Unlink { target }
+            | Command::Change { target, .. } => match target {
+                Target::Redis { redis, .. } => redis,
+                Target::Named(_) => return Ok(self),
+            },
+            Command::Ls { redis: None, .. } | Command::Help(_) => return Ok(self),
+        };
+        let Some(password) = password.to_str() else {
+            return Err(CliError::Usage(format!("{PASSWORD_ENV} is not UTF-8")));
+        };
+        redis.url = if redis.cluster {
+            redis
+                .url
+                .split(',')
+                .map(|seed| add_password(seed, password))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            add_password(&redis.url, password)
+        };
+        Ok(self)
+    }
+}
+
+/// `url` with `password` if it has none: `scheme://[user]:PASSWORD@rest`
+/// (percent-encoded: redis-rs decodes it), or for a Unix socket URL a
+/// `pass=` query (form-encoded, as redis-rs reads it). Any other word is
+/// left as it is (the library then says what is wrong with it).
+fn add_password(url: &str, password: &str) -> String {
+    let encoded: String = password
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect();
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    if scheme.ends_with("unix") {
+        let (path, query) = rest.split_once('?').unwrap_or((rest, ""));
+        if query.split('&').any(|kv| kv.starts_with("pass=")) {
+            return url.to_owned();
+        }
+        let sep = if query.is_empty() { "" } else { "&" };
+        return format!("{scheme}://{path}?{query}{sep}pass={encoded}");
+    }
+    // The user info ends at the authority's last '@' (a Sentinel URL's
+    // authority is its list of Sentinels).
+    let authority = rest.split('/').next().unwrap_or("");
+    match authority.rsplit_once('@') {
+        Some((userinfo, _)) if userinfo.contains(':') => url.to_owned(),
+        Some((user, _)) => {
+            let after = &rest[user.len()..];
+            format!("{scheme}://{user}:{encoded}{after}")
+        }
+        None => format!("{scheme}://:{encoded}@{rest}"),
+    }
+}
+
 /// Splits `redis://[user:password@]host[:port][/db]/NAME` (or `rediss://`)
 /// into the URL and NAME: the path's first segment is the database when it
 /// is a number followed by more path, and the rest is the name (which may
@@ -333,6 +458,17 @@ fn split_redis_url(word: &str) -> Option<(String, String)> {
     Some((format!("{scheme}{authority}{url_path}"), name.to_owned()))
 }
 
+/// The options of a Redis connection, which every command takes with
+/// `--redis` (and none without it).
+const REDIS_FLAGS: [&str; 6] = [
+    "--redis",
+    "--prefix",
+    "--cluster",
+    "--tls-ca",
+    "--tls-cert",
+    "--tls-key",
+];
+
 /// The flags and positional arguments of one command.
 #[derive(Default)]
 struct Flags {
@@ -341,6 +477,9 @@ struct Flags {
     redis: Option<String>,
     prefix: Option<String>,
     cluster: bool,
+    tls_ca: Option<String>,
+    tls_cert: Option<String>,
+    tls_key: Option<String>,
     interval: Option<String>,
     count: Option<String>,
     positional: Vec<String>,
@@ -388,6 +527,9 @@ impl Flags {
                     f.cluster = true;
                 }
                 "--prefix" => f.prefix = Some(value("--prefix")?),
+                "--tls-ca" => f.tls_ca = Some(value("--tls-ca")?),
+                "--tls-cert" => f.tls_cert = Some(value("--tls-cert")?),
+                "--tls-key" => f.tls_key = Some(value("--tls-key")?),
                 "--interval" => f.interval = Some(value("--interval")?),
                 "--count" => f.count = Some(value("--count")?),
                 "--" => f.positional.extend(it.by_ref().cloned()),
@@ -422,9 +564,12 @@ mod tests {
             p("watch --redis=redis://h/0 --prefix p db --count 2 --interval 0.5").unwrap(),
             Command::Watch {
                 target: Target::Redis {
-                    url: "redis://h/0".into(),
-                    prefix: Some("p".into()),
-                    cluster: false,
+                    redis: Redis {
+                        url: "redis://h/0".into(),
+                        prefix: Some("p".into()),
+                        cluster: false,
+                        ..Redis::default()
+                    },
                     name: "db".into()
                 },
                 json: false,
@@ -447,7 +592,8 @@ mod tests {
                 redis: Some(Redis {
                     url: "redis://h:7000,redis://h:7001".into(),
                     prefix: None,
-                    cluster: true
+                    cluster: true,
+                    ..Redis::default()
                 }),
                 json: false
             }
@@ -456,9 +602,12 @@ mod tests {
             p("unlink --redis redis://h db").unwrap(),
             Command::Unlink {
                 target: Target::Redis {
-                    url: "redis://h".into(),
-                    prefix: None,
-                    cluster: false,
+                    redis: Redis {
+                        url: "redis://h".into(),
+                        prefix: None,
+                        cluster: false,
+                        ..Redis::default()
+                    },
                     name: "db".into()
                 }
             }
@@ -495,14 +644,94 @@ mod tests {
             p("inspect redis://h:6379/1/pool --json").unwrap(),
             Command::Inspect {
                 target: Target::Redis {
-                    url: "redis://h:6379/1".into(),
-                    prefix: None,
-                    cluster: false,
+                    redis: Redis {
+                        url: "redis://h:6379/1".into(),
+                        prefix: None,
+                        cluster: false,
+                        ..Redis::default()
+                    },
                     name: "pool".into()
                 },
                 json: true
             }
         );
+    }
+
+    #[test]
+    fn a_password_from_the_environment_goes_where_the_url_has_none() {
+        let with = |line: &str, pw: &str| match p(line)
+            .unwrap()
+            .with_password(Some(OsStr::new(pw)))
+            .unwrap()
+        {
+            Command::Ls { redis: Some(r), .. } => r.url,
+            Command::Inspect {
+                target: Target::Redis { redis, .. },
+                ..
+            } => redis.url,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(with("ls --redis redis://h:1/2", "pw"), "redis://:pw@h:1/2");
+        assert_eq!(with("ls --redis rediss://u@h", "pw"), "rediss://u:pw@h");
+        assert_eq!(
+            with("ls --redis redis://u:mine@h", "pw"),
+            "redis://u:mine@h"
+        );
+        assert_eq!(with("ls --redis redis://:@h", "pw"), "redis://:@h");
+        assert_eq!(
+            add_password("redis://h", "a:b/@c%+ ü"),
+            "redis://:a%3Ab%2F%40c%25%2B%20%C3%BC@h"
+        );
+        assert_eq!(
+            with("ls --redis redis://h:1,redis://:x@h:2 --cluster", "pw"),
+            "redis://:pw@h:1,redis://:x@h:2"
+        );
+        assert_eq!(
+            with("ls --redis redis+sentinel://h:1,h:2/m/3", "pw"),
+            "redis+sentinel://:pw@h:1,h:2/m/3"
+        );
+        assert_eq!(
+            with("ls --redis unix:///run/r.sock", "p w"),
+            "unix:///run/r.sock?pass=p%20w"
+        );
+        assert_eq!(
+            with("ls --redis redis+unix:///s?db=1", "pw"),
+            "redis+unix:///s?db=1&pass=pw"
+        );
+        assert_eq!(
+            with("ls --redis unix:///s?pass=x", "pw"),
+            "unix:///s?pass=x"
+        );
+        assert_eq!(
+            with("inspect redis://h:6379/3/name", "pw"),
+            "redis://:pw@h:6379/3"
+        );
+        assert_eq!(with("ls --redis not-a-url", "pw"), "not-a-url");
+        // Unset or empty: nothing changes; named semaphores: nothing to do.
+        assert_eq!(
+            p("ls --redis redis://h")
+                .unwrap()
+                .with_password(Some(OsStr::new(""))),
+            p("ls --redis redis://h")
+        );
+        assert_eq!(
+            p("inspect gpu")
+                .unwrap()
+                .with_password(Some(OsStr::new("pw"))),
+            p("inspect gpu")
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt;
+            let not_utf8 = OsStr::from_bytes(b"\xff");
+            assert!(p("ls").unwrap().with_password(Some(not_utf8)).is_ok());
+            assert!(matches!(
+                p("ls --redis redis://h")
+                    .unwrap()
+                    .with_password(Some(not_utf8)),
+                Err(CliError::Usage(_))
+            ));
+        }
     }
 
     #[test]
@@ -529,6 +758,14 @@ mod tests {
             "ls --help=1",
             "help frobnicate",
             "help ls extra",
+            "redis",
+            "inspect a --tls-ca f",
+            "ls --redis rediss://h --tls-cert c",
+            "ls --redis rediss://h --tls-key k",
+            "ls --redis rediss://h --tls-ca f --tls-ca g",
+            "ls --redis redis://h --tls-ca f",
+            "ls --redis rediss://h:1,redis://h:2 --cluster --tls-ca f",
+            "inspect redis://h/x --tls-cert c --tls-key k",
         ] {
             assert!(matches!(p(bad), Err(CliError::Usage(_))), "{bad:?}");
         }
@@ -536,7 +773,7 @@ mod tests {
 
     #[test]
     fn every_help_fits_a_screen() {
-        for h in [OVERVIEW, LS, INSPECT, WATCH, UNLINK, RESIZE, REOPEN] {
+        for h in [OVERVIEW, LS, INSPECT, WATCH, UNLINK, RESIZE, REOPEN, REDIS] {
             assert!(h.lines().count() <= 22, "{h}");
             assert!(h.lines().all(|l| l.len() <= 80), "{h}");
         }

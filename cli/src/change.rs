@@ -1,14 +1,16 @@
 //! `resize` and `reopen`: the two commands that change a semaphore.
 //!
 //! A named one is attached to without its total, as `inspect` does. A Redis
-//! one must exist (a session-less `inspect` says so first, so that a typo
-//! creates nothing); the change then goes through a connected handle with a
-//! session of its own, ended before the command returns.
+//! one must exist: a session-less `inspect` reads its total (and says "no
+//! such semaphore" for a typo), then the change goes through a connected
+//! handle with a session of its own, ended before the command returns. The
+//! connect requires the semaphore to exist (`must_exist`, checked in its
+//! script): one deleted since the look is not created again.
 
 use volt_sem_redis::RedisSemaphore;
 
 use crate::error::CliError;
-use crate::target::{attach, detach, redis_error, redis_options, shm_error, Target, LOCK_WAIT};
+use crate::target::{attach, detach, redis_error, shm_error, Target, LOCK_WAIT};
 
 /// What to change.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -34,21 +36,17 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
             result.map_err(|e| shm_error(name, e))?;
             Ok(done(name, change, before))
         }
-        Target::Redis {
-            url,
-            prefix,
-            cluster,
-            name,
-        } => {
-            let options = redis_options(prefix.as_deref(), *cluster);
+        Target::Redis { redis, name } => {
+            let url = &redis.url;
+            let options = redis.options();
             let seen = volt_sem_redis::inspect(url, name, options.clone())
-                .map_err(|e| redis_error(url, name, e))?;
+                .map_err(|e| redis_error(redis, name, e))?;
             let (total, options) = match change {
                 // `resize` mode: connecting with the new total sets it.
                 Change::Resize(n) => (n, options.resize(true)),
                 Change::Reopen => (seen.total, options),
             };
-            let options = options.own_session(true);
+            let options = options.own_session(true).must_exist(true);
             let sem = match RedisSemaphore::connect(url, name, total, options.clone()) {
                 // `reopen`: resized by another client since the look. The
                 // mismatch names the total now; connecting with it again
@@ -63,13 +61,13 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
                 }
                 r => r,
             }
-            .map_err(|e| redis_error(url, name, e))?;
+            .map_err(|e| redis_error(redis, name, e))?;
             let result = match change {
                 Change::Resize(_) => Ok(()),
                 Change::Reopen => sem.reopen(),
             };
             sem.disconnect();
-            result.map_err(|e| redis_error(url, name, e))?;
+            result.map_err(|e| redis_error(redis, name, e))?;
             Ok(done(name, change, seen.total))
         }
     }

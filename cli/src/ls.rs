@@ -7,7 +7,7 @@ use volt_sem::inspect::Inspection;
 use crate::args::Redis;
 use crate::error::CliError;
 use crate::render::table;
-use crate::target::{attach_raw, detach, redis_options, redis_text, shm_text, LOCK_WAIT};
+use crate::target::{attach_raw, detach, redis_text, shm_text, LOCK_WAIT};
 
 /// The listing, as text or JSON.
 pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
@@ -46,9 +46,9 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
             })
             .collect(),
         Some(r) => {
-            let options = redis_options(r.prefix.as_deref(), r.cluster);
+            let options = r.options();
             volt_sem_redis::list(&r.url, options.clone())
-                .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(&r.url, e))))?
+                .map_err(|e| CliError::Failed(format!("cannot list: {}", redis_text(r, e))))?
                 .into_iter()
                 .filter_map(|name| {
                     let seen = match volt_sem_redis::inspect(&r.url, &name, options.clone()) {
@@ -59,7 +59,7 @@ pub fn run(redis: Option<&Redis>, json: bool) -> Result<String, CliError> {
                         // half-created state (`connect` writes it in one
                         // script), so there is nothing else to tell.
                         Err(volt_sem_redis::Error::NotFound) => return None,
-                        Err(e) => Err(redis_text(&r.url, e)),
+                        Err(e) => Err(redis_text(r, e)),
                     };
                     Some((name, seen))
                 })

@@ -15,7 +15,9 @@ use args::Command;
 use error::{out, CliError};
 
 fn run(argv: Vec<String>) -> Result<(), CliError> {
-    match args::parse(&argv)? {
+    // The password of `volt-sem help redis`, kept off the command line.
+    let password = std::env::var_os(args::PASSWORD_ENV);
+    match args::parse(&argv)?.with_password(password.as_deref())? {
         Command::Help(cmd) => {
             let text = match cmd {
                 Some("ls") => args::LS,
@@ -24,6 +26,7 @@ fn run(argv: Vec<String>) -> Result<(), CliError> {
                 Some("unlink") => args::UNLINK,
                 Some("resize") => args::RESIZE,
                 Some("reopen") => args::REOPEN,
+                Some("redis") => args::REDIS,
                 _ => args::OVERVIEW,
             };
             out(&format!("{text}\n"))

@@ -7,6 +7,7 @@ use volt_sem::inspect::Inspection;
 use volt_sem_redis::ConnectOptions;
 use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
+use crate::args::Redis;
 use crate::error::CliError;
 
 /// A semaphore named on the command line.
@@ -15,32 +16,34 @@ pub enum Target {
     /// A named semaphore of this machine (`/dev/shm/volt-sem.<name>`).
     Named(String),
     /// A semaphore stored in Redis.
-    Redis {
-        url: String,
-        prefix: Option<String>,
-        /// The URL is a Redis Cluster's seed nodes (`--cluster`).
-        cluster: bool,
-        name: String,
-    },
+    Redis { redis: Redis, name: String },
 }
 
 /// A target ready to be inspected again and again.
 pub enum Source {
     Named(SharedSemaphore, String),
     Redis {
-        url: String,
+        redis: Redis,
         name: String,
         // Boxed: the options are large, and a `Source` is moved around.
         options: Box<ConnectOptions>,
     },
 }
 
-/// The Redis options of `--prefix` and `--cluster`.
-pub fn redis_options(prefix: Option<&str>, cluster: bool) -> ConnectOptions {
-    let options = ConnectOptions::new().cluster(cluster);
-    match prefix {
-        Some(p) => options.prefix(p),
-        None => options,
+impl Redis {
+    /// The options of `--prefix`, `--cluster` and the TLS files.
+    pub fn options(&self) -> ConnectOptions {
+        let mut options = ConnectOptions::new().cluster(self.cluster);
+        if let Some(p) = &self.prefix {
+            options = options.prefix(p);
+        }
+        if let Some(ca) = &self.tls_ca {
+            options = options.tls_ca_file(ca);
+        }
+        if let Some((cert, key)) = &self.tls_cert {
+            options = options.tls_client_cert(cert, key);
+        }
+        options
     }
 }
 
@@ -49,15 +52,10 @@ impl Target {
     pub fn open(&self) -> Result<Source, CliError> {
         Ok(match self {
             Target::Named(name) => Source::Named(attach(name)?, name.clone()),
-            Target::Redis {
-                url,
-                prefix,
-                cluster,
-                name,
-            } => Source::Redis {
-                url: url.clone(),
+            Target::Redis { redis, name } => Source::Redis {
+                redis: redis.clone(),
                 name: name.clone(),
-                options: Box::new(redis_options(prefix.as_deref(), *cluster)),
+                options: Box::new(redis.options()),
             },
         })
     }
@@ -68,13 +66,10 @@ impl Target {
     pub fn unlink(&self) -> Result<(), CliError> {
         match self {
             Target::Named(name) => volt_sem_shm::unlink(name).map_err(|e| shm_error(name, e)),
-            Target::Redis {
-                url,
-                prefix,
-                cluster,
-                name,
-            } => volt_sem_redis::delete(url, name, redis_options(prefix.as_deref(), *cluster))
-                .map_err(|e| redis_error(url, name, e)),
+            Target::Redis { redis, name } => {
+                volt_sem_redis::delete(&redis.url, name, redis.options())
+                    .map_err(|e| redis_error(redis, name, e))
+            }
         }
     }
 
@@ -82,9 +77,9 @@ impl Target {
     pub fn describe(&self) -> String {
         match self {
             Target::Named(name) => format!("{name} (named, this machine)"),
-            Target::Redis { prefix, name, .. } => format!(
+            Target::Redis { redis, name } => format!(
                 "{name} (Redis, prefix {})",
-                prefix.as_deref().unwrap_or("volt-sem")
+                redis.prefix.as_deref().unwrap_or("volt-sem")
             ),
         }
     }
@@ -214,22 +209,35 @@ pub fn permission_text(name: &str) -> String {
     "permission denied".into()
 }
 
-pub fn redis_error(url: &str, name: &str, e: volt_sem_redis::Error) -> CliError {
+pub fn redis_error(redis: &Redis, name: &str, e: volt_sem_redis::Error) -> CliError {
     match e {
         volt_sem_redis::Error::NotFound => {
             CliError::Failed(format!("no such semaphore: {name} (in Redis)"))
         }
-        e => CliError::Failed(format!("{name}: {}", redis_text(url, e))),
+        e => CliError::Failed(format!("{name}: {}", redis_text(redis, e))),
     }
 }
 
 /// The text of a Redis error (the crate never puts a password in it). A
-/// refusal of a URL without credentials says what is missing: the crate's
-/// "refused the credentials" would be about credentials never given.
-pub fn redis_text(url: &str, e: volt_sem_redis::Error) -> String {
+/// refusal of a URL without credentials (none in it, none from
+/// `VOLT_SEM_REDIS_PASSWORD`, which the URL has by now) says what is
+/// missing: the crate's "refused the credentials" would be about
+/// credentials never given. A server certificate of an unknown issuer,
+/// without `--tls-ca`, says that option's name.
+pub fn redis_text(redis: &Redis, e: volt_sem_redis::Error) -> String {
     match e {
-        volt_sem_redis::Error::Auth if !has_credentials(url) => {
-            "Redis needs a password, and the URL has none (redis://:PASSWORD@HOST:PORT)".into()
+        volt_sem_redis::Error::Auth if !has_credentials(&redis.url) => {
+            "Redis needs a password: set VOLT_SEM_REDIS_PASSWORD \
+             (or give it in the URL, redis://:PASSWORD@HOST:PORT)"
+                .into()
+        }
+        volt_sem_redis::Error::Tls(why)
+            if redis.tls_ca.is_none() && why.contains("UnknownIssuer") =>
+        {
+            format!(
+                "{} (a server certificate of a private CA needs --tls-ca FILE)",
+                volt_sem_redis::Error::Tls(why)
+            )
         }
         e => e.to_string(),
     }
@@ -280,10 +288,12 @@ impl Source {
             Source::Named(sem, name) => sem
                 .inspect_timeout(LOCK_WAIT)
                 .map_err(|e| shm_error(name, e)),
-            Source::Redis { url, name, options } => {
-                volt_sem_redis::inspect(url, name, (**options).clone())
-                    .map_err(|e| redis_error(url, name, e))
-            }
+            Source::Redis {
+                redis,
+                name,
+                options,
+            } => volt_sem_redis::inspect(&redis.url, name, (**options).clone())
+                .map_err(|e| redis_error(redis, name, e)),
         }
     }
 }

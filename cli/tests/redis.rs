@@ -1,6 +1,7 @@
 //! `volt-sem` on a real `redis-server` (on a free loopback port): `ls`,
 //! `inspect` (table and JSON), `watch`, and the errors of an unknown name,
-//! a bad URL and a server out of reach.
+//! a bad URL and a server out of reach; the password from the environment,
+//! TLS with a private CA, a real Redis Cluster and a Sentinel.
 
 mod support;
 
@@ -241,9 +242,8 @@ fn unlink_deletes_a_redis_semaphore_nobody_uses() {
 }
 
 /// `--cluster` reaches the library: a standalone server refuses a cluster
-/// connection (so a mistyped flag is not silently ignored); the cluster
-/// listing itself is tested on a real cluster in volt-sem-redis
-/// (`tests/sessionless.rs`).
+/// connection (so a mistyped flag is not silently ignored); a real cluster:
+/// `ls_inspect_and_resize_on_a_redis_cluster`.
 #[test]
 fn the_cluster_flag_is_passed_on() {
     let s = Server::start();
@@ -429,8 +429,8 @@ fn a_server_that_needs_a_password_and_database_numbers() {
     assert_eq!(code, 1);
     assert_eq!(
         err,
-        "volt-sem: locked: Redis needs a password, and the URL has none \
-         (redis://:PASSWORD@HOST:PORT)"
+        "volt-sem: locked: Redis needs a password: set VOLT_SEM_REDIS_PASSWORD \
+         (or give it in the URL, redis://:PASSWORD@HOST:PORT)"
     );
     let (code, err) = fails(&["ls", "--redis", &bare]);
     assert_eq!(code, 1);
@@ -502,5 +502,284 @@ fn reopen_survives_a_resize_between_its_look_and_its_connect() {
     assert_eq!(
         (v["total"].as_u64(), v["closed"].as_bool()),
         (Some(5), Some(false))
+    );
+}
+
+/// The password from `VOLT_SEM_REDIS_PASSWORD`, off the command line (where
+/// `ps` shows it to every local user): used for a URL without one (with a
+/// user in the URL, or in the one-word `redis://host/NAME` form), and a
+/// URL's own password wins over it. Characters that a URL would otherwise
+/// read as its own (`@ : / % + #`) reach the server as they are.
+#[test]
+fn the_password_can_come_from_the_environment() {
+    const PW: &str = "p@ss:w/rd%+#";
+    let s = Server::start_with(&["--requirepass", PW], Some(PW));
+    let with = format!(
+        "redis://:{}@127.0.0.1:{}",
+        "p%40ss%3Aw%2Frd%25%2B%23", s.port
+    );
+    let _sem = RedisSemaphore::connect(&with, "env", 2, opts("env-user")).unwrap();
+    let bare = s.url();
+    let env = [("VOLT_SEM_REDIS_PASSWORD", PW)];
+    assert!(ok_env(&env, &["inspect", "--redis", &bare, "env"]).contains("total 2"));
+    assert!(ok_env(&env, &["inspect", &format!("{bare}/0/env")]).contains("total 2"));
+    assert!(ok_env(&env, &["ls", "--redis", &bare]).contains("env "));
+    let user = format!("redis://default@127.0.0.1:{}", s.port);
+    assert!(ok_env(&env, &["inspect", "--redis", &user, "env"]).contains("total 2"));
+    assert_eq!(
+        ok_env(&env, &["resize", "--redis", &bare, "env", "3"]),
+        "env: total 2 -> 3\n"
+    );
+
+    // The URL's password wins, right or wrong.
+    let wrong_env = [("VOLT_SEM_REDIS_PASSWORD", "nope")];
+    assert!(ok_env(&wrong_env, &["inspect", "--redis", &with, "env"]).contains("total 3"));
+    let wrong_url = format!("redis://:nope@127.0.0.1:{}", s.port);
+    let (code, err) = fails_env(&env, &["inspect", "--redis", &wrong_url, "env"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: env: Redis refused the credentials (wrong user or password)"
+        )
+    );
+    // A wrong one from the environment: refused, and never shown.
+    let (code, err) = fails_env(&wrong_env, &["ls", "--redis", &bare]);
+    assert_eq!(code, 1);
+    assert!(err.contains("refused the credentials"), "{err}");
+    assert!(!err.contains("nope"), "{err}");
+    // A Unix socket URL gets it as its `pass=` query.
+    let sock = std::env::temp_dir().join(format!("volt-cli-{}.sock", std::process::id()));
+    let sock = sock.display().to_string();
+    let u = Server::start_with(&["--unixsocket", &sock, "--requirepass", PW], Some(PW));
+    let on_u = format!(
+        "redis://:{}@127.0.0.1:{}",
+        "p%40ss%3Aw%2Frd%25%2B%23", u.port
+    );
+    drop(RedisSemaphore::connect(&on_u, "sock", 5, opts("env-user")).unwrap());
+    let unix = format!("unix://{sock}");
+    assert!(ok_env(&env, &["inspect", "--redis", &unix, "sock"]).contains("total 5"));
+    let (code, err) = fails(&["ls", "--redis", &unix]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+    drop(u);
+    let _ = std::fs::remove_file(&sock);
+
+    // Without it: the message names the variable.
+    let (code, err) = fails(&["inspect", "--redis", &bare, "env"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: env: Redis needs a password: set VOLT_SEM_REDIS_PASSWORD \
+             (or give it in the URL, redis://:PASSWORD@HOST:PORT)"
+        )
+    );
+}
+
+/// `rediss://` to a server whose certificate a private CA issued (made by
+/// the test with openssl): `--tls-ca` makes the command trust that CA; the
+/// Mozilla roots alone, or another CA, refuse the server with a TLS error
+/// that says what to do. A server that asks for a client certificate
+/// (`tls-auth-clients`) gets the one of `--tls-cert` and `--tls-key`.
+#[test]
+fn tls_with_a_private_ca_and_client_certificates() {
+    let certs = Certs::generate();
+    let ca = certs.ca.display().to_string();
+    let s = Server::start_tls(&certs, false);
+    let _sem = RedisSemaphore::connect(&s.url(), "tls", 2, opts("tls-user")).unwrap();
+    let url = format!("rediss://127.0.0.1:{}", s.tls_port.unwrap());
+    assert!(ok(&["inspect", "--redis", &url, "tls", "--tls-ca", &ca]).contains("total 2"));
+    let v = json(&["ls", "--redis", &url, "--tls-ca", &ca, "--json"]);
+    assert_eq!(v[0]["name"], "tls", "{v}");
+    assert!(ok(&["inspect", &format!("{url}/tls"), "--tls-ca", &ca]).contains("total 2"));
+    let by_name = format!("rediss://localhost:{}", s.tls_port.unwrap());
+    assert_eq!(
+        ok(&["resize", "--redis", &by_name, "--tls-ca", &ca, "tls", "3"]),
+        "tls: total 2 -> 3\n"
+    );
+
+    let (code, err) = fails(&["inspect", "--redis", &url, "tls"]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("volt-sem: tls: TLS failed: ")
+            && err.contains("UnknownIssuer")
+            && err.ends_with("(a server certificate of a private CA needs --tls-ca FILE)"),
+        "{err}"
+    );
+    let other = certs.other_ca.display().to_string();
+    let (code, err) = fails(&["ls", "--redis", &url, "--tls-ca", &other]);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with("volt-sem: cannot list: TLS failed: ") && err.contains("UnknownIssuer"),
+        "{err}"
+    );
+    assert!(!err.contains("--tls-ca FILE"), "{err}");
+    let missing = certs.dir.join("missing.crt").display().to_string();
+    let (code, err) = fails(&["inspect", "--redis", &url, "tls", "--tls-ca", &missing]);
+    assert_eq!(code, 1);
+    assert!(err.contains("cannot read the CA file"), "{err}");
+    // TLS options with a plain URL: how it was called.
+    let (code, err) = fails(&["inspect", "--redis", &s.url(), "tls", "--tls-ca", &ca]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            2,
+            "volt-sem: inspect: --tls-ca and --tls-cert need a rediss:// URL"
+        )
+    );
+
+    // Mutual TLS.
+    let m = Server::start_tls(&certs, true);
+    let _sem = RedisSemaphore::connect(&m.url(), "mtls", 4, opts("mtls-user")).unwrap();
+    let murl = format!("rediss://127.0.0.1:{}", m.tls_port.unwrap());
+    let (cert, key) = (
+        certs.client_cert.display().to_string(),
+        certs.client_key.display().to_string(),
+    );
+    let with_cert = [
+        "inspect",
+        "--redis",
+        &murl,
+        "mtls",
+        "--tls-ca",
+        &ca,
+        "--tls-cert",
+        &cert,
+        "--tls-key",
+        &key,
+    ];
+    assert!(ok(&with_cert).contains("total 4"));
+    let (code, err) = fails(&with_cert[..6]);
+    assert_eq!(code, 1);
+    // ("received fatal alert: CertificateRequired", from rustls.)
+    assert!(err.starts_with("volt-sem: mtls: TLS failed: "), "{err}");
+}
+
+/// `resize --redis` and `reopen --redis` of a semaphore deleted between
+/// their look and their connect: "no such semaphore", and nothing created
+/// (before, the connect created it afresh, with the new total or the one
+/// seen). A proxy in front of the server deletes the semaphore when the
+/// command's second connection (its connect, after the look's) arrives.
+#[test]
+fn resize_and_reopen_of_a_semaphore_deleted_after_their_look_create_nothing() {
+    let s = Server::start();
+    let url = s.url();
+    for (name, args) in [
+        ("closed", &["reopen"][..]),
+        ("shrunk", &["resize", "4"][..]),
+    ] {
+        drop(RedisSemaphore::connect(&url, name, 2, opts("redis-gone")).unwrap());
+        let deleter = url.clone();
+        let at = proxy(s.port, move |n| {
+            if n == 2 {
+                volt_sem_redis::delete(&deleter, name, ConnectOptions::new()).unwrap();
+            }
+        });
+        let via = format!("redis://127.0.0.1:{at}");
+        let mut argv = vec![args[0], "--redis", &via, name];
+        argv.extend(&args[1..]);
+        let (code, err) = fails(&argv);
+        assert_eq!(
+            (code, err),
+            (1, format!("volt-sem: no such semaphore: {name} (in Redis)"))
+        );
+        assert_eq!(ok(&["ls", "--redis", &url]), "no semaphores\n");
+    }
+}
+
+/// `ls --cluster` lists the semaphores of every master of a real Redis
+/// Cluster (from all the seeds, or one), and `inspect` and `resize` with
+/// `--cluster` reach the node that owns a semaphore's slot.
+#[test]
+fn ls_inspect_and_resize_on_a_redis_cluster() {
+    let c = Cluster::start();
+    let url = c.url();
+    let names = ["a", "b", "c", "d", "e", "f"];
+    let o = opts("cluster-holder").cluster(true);
+    let sems: Vec<RedisSemaphore> = names
+        .iter()
+        .map(|n| RedisSemaphore::connect(&url, n, 2, o.clone()).unwrap())
+        .collect();
+    let _held = sems[0].acquire_blocking(1).unwrap();
+    // The names are on more than one master (so that `ls` must visit each).
+    let with_keys = c
+        .nodes
+        .iter()
+        .filter(|n| redis_cli(n.port, &["dbsize"]).trim() != "0")
+        .count();
+    assert!(with_keys >= 2, "{with_keys}");
+
+    for seeds in [url.clone(), c.nodes[1].url()] {
+        let list = json(&["ls", "--redis", &seeds, "--cluster", "--json"]);
+        let mut seen: Vec<&str> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["name"].as_str().unwrap())
+            .collect();
+        seen.sort();
+        assert_eq!(seen, names, "{list}");
+    }
+    let text = ok(&["ls", "--redis", &url, "--cluster"]);
+    let row = text.lines().find(|l| l.starts_with("a ")).expect(&text);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["a", "2", "1", "1", "0"], "{text}");
+    let v = json(&["inspect", "--redis", &url, "--cluster", "a", "--json"]);
+    assert_eq!(v["holders"][0]["label"], "cluster-holder", "{v}");
+    assert_eq!(
+        ok(&["resize", "--redis", &url, "--cluster", "f", "3"]),
+        "f: total 2 -> 3\n"
+    );
+    assert_eq!(
+        json(&["inspect", "--redis", &url, "--cluster", "f", "--json"])["total"],
+        3
+    );
+    let (code, err) = fails(&["inspect", "--redis", &url, "--cluster", "none"]);
+    assert_eq!(
+        (code, err.as_str()),
+        (1, "volt-sem: no such semaphore: none (in Redis)")
+    );
+}
+
+/// `redis+sentinel://` URLs: `ls` and `inspect` reach the master a Sentinel
+/// names (a dead Sentinel listed first is skipped), with the master's
+/// password from `VOLT_SEM_REDIS_PASSWORD`.
+#[test]
+fn ls_and_inspect_through_a_sentinel() {
+    const PW: &str = "sentinel-pw";
+    let master = Server::start_with(&["--requirepass", PW], Some(PW));
+    let sentinel = Server::start_sentinel("volt-master", master.port, Some(PW));
+    let direct = format!("redis://:{PW}@127.0.0.1:{}", master.port);
+    let sem = RedisSemaphore::connect(&direct, "pool", 3, opts("sentinel-holder")).unwrap();
+    let _held = sem.acquire_blocking(2).unwrap();
+    let url = format!(
+        "redis+sentinel://127.0.0.1:{},127.0.0.1:{}/volt-master",
+        free_port(),
+        sentinel.port
+    );
+    let env = [("VOLT_SEM_REDIS_PASSWORD", PW)];
+    let text = ok_env(&env, &["ls", "--redis", &url]);
+    let row = text.lines().find(|l| l.starts_with("pool ")).expect(&text);
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(cells, ["pool", "3", "1", "1", "0"], "{text}");
+    let v: serde_json::Value = serde_json::from_str(&ok_env(
+        &env,
+        &["inspect", "--redis", &url, "pool", "--json"],
+    ))
+    .unwrap();
+    assert_eq!(v["holders"][0]["label"], "sentinel-holder", "{v}");
+    let (code, err) = fails(&["inspect", "--redis", &url, "pool"]);
+    assert_eq!(code, 1);
+    assert!(err.contains("Redis needs a password"), "{err}");
+    let wrong = format!("redis+sentinel://127.0.0.1:{}/other-master", sentinel.port);
+    let (code, err) = fails_env(&env, &["ls", "--redis", &wrong]);
+    assert_eq!(
+        (code, err.as_str()),
+        (
+            1,
+            "volt-sem: cannot list: Redis connection failed: the Sentinels know no \
+             master named 'other-master'"
+        )
     );
 }

@@ -23,6 +23,12 @@ fn usage_errors_exit_2_with_one_line() {
         &["ls", "--json=no"],
         &["ls", "--redis", "redis://h", "--cluster=0"],
         &["inspect", "a", "--help=x"],
+        // The TLS files: a certificate needs its key, a rediss:// URL, --redis.
+        &["ls", "--redis", "rediss://h", "--tls-cert", "c.pem"],
+        &["ls", "--redis", "redis://h", "--tls-ca", "ca.pem"],
+        &["inspect", "a", "--tls-ca", "ca.pem"],
+        // A topic of `help`, not a command.
+        &["redis"],
     ] {
         let (code, err) = fails(args);
         assert_eq!(code, 2, "{args:?}: {err}");
@@ -38,6 +44,7 @@ fn help_fits_a_screen() {
         &["inspect", "-h"],
         &["watch", "--help"],
         &["unlink", "--help"],
+        &["help", "redis"],
     ] {
         let text = ok(args);
         assert!(

@@ -69,8 +69,9 @@ pub enum Error {
     },
     /// The semaphore was closed (by any client).
     Closed,
-    /// [`delete`](crate::delete), [`inspect`](crate::inspect): no semaphore
-    /// has this name (under this prefix).
+    /// [`delete`](crate::delete), [`inspect`](crate::inspect), and
+    /// `connect` with [`ConnectOptions::must_exist`](crate::ConnectOptions::must_exist):
+    /// no semaphore has this name (under this prefix).
     NotFound,
     /// [`delete`](crate::delete): the semaphore has live sessions (clients
     /// that hold permits, wait, or are only connected); nothing was deleted.

@@ -146,7 +146,10 @@
 //!   semaphore with all permits free while old holders still run.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing, unless
-//!   [`ConnectOptions::resize`] (see *Changing the total*).
+//!   [`ConnectOptions::resize`] (see *Changing the total*). `connect` to a
+//!   name nobody created creates it, unless [`ConnectOptions::must_exist`]:
+//!   then [`Error::NotFound`], checked in the script that would create it,
+//!   and nothing is written.
 //! * **What stays in Redis.** Once every session ended, only the `:meta`
 //!   hash (a few hundred bytes, no TTL); everything else is empty (and so
 //!   gone) or expires within a minute. [`delete`] removes the name, refused

@@ -35,6 +35,7 @@ pub struct ConnectOptions {
     /// `None`: [`volt_sem::inspect::default_label`].
     pub(crate) label: Option<String>,
     pub(crate) resize: bool,
+    pub(crate) must_exist: bool,
 }
 
 impl Default for ConnectOptions {
@@ -58,6 +59,7 @@ impl ConnectOptions {
             min_replicas: None,
             label: None,
             resize: false,
+            must_exist: false,
         }
     }
     /// The session lease (at least 300 ms, at most 2^64 - 1 ms): a client not
@@ -164,6 +166,17 @@ impl ConnectOptions {
     /// [`RedisSemaphore::set_total`]: crate::RedisSemaphore::set_total
     pub fn resize(mut self, resize: bool) -> Self {
         self.resize = resize;
+        self
+    }
+    /// Connect only to a semaphore that exists: if none has this name
+    /// (under this prefix), `connect` fails with [`Error::NotFound`] instead
+    /// of creating it. Checked in the script that registers the session, so
+    /// a semaphore deleted after some earlier look (a
+    /// [`inspect`](crate::inspect) that found it) is not created again. Off
+    /// by default. Meant for tools that change an existing semaphore (the
+    /// `volt-sem resize` and `reopen` commands).
+    pub fn must_exist(mut self, must_exist: bool) -> Self {
+        self.must_exist = must_exist;
         self
     }
     /// The label given, or the default one.

@@ -269,7 +269,8 @@ impl Scripts {
     /// `connect.lua`: adopt or create the semaphore and register session
     /// `who.sid`, recording `process` ([`process_info`]; "" for none) for
     /// `inspect.lua`; `mode` says what to do about another total: `""`
-    /// refuse, `"resize"` set it, `"adopt"` keep it.
+    /// refuse, `"resize"` set it, `"adopt"` keep it; `must_exist`: answer
+    /// `NOTFOUND` rather than create the semaphore.
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
         &self,
@@ -280,14 +281,16 @@ impl Scripts {
         new_inc: &str,
         process: &str,
         mode: &str,
+        must_exist: bool,
     ) -> Result<Reply, CallError> {
         let total = total.to_string();
+        let must_exist = if must_exist { "1" } else { "" };
         Self::run(
             &self.connect,
             con,
             keys,
             who,
-            &[&total, new_inc, process, mode],
+            &[&total, new_inc, process, mode, must_exist],
         )
     }
 

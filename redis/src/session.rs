@@ -505,7 +505,16 @@ impl Inner {
         let sent = Instant::now();
         let mode = if opts.resize { "resize" } else { "" };
         let r = scripts
-            .connect(&mut con, &keys, who, total, &new_inc, &process, mode)
+            .connect(
+                &mut con,
+                &keys,
+                who,
+                total,
+                &new_inc,
+                &process,
+                mode,
+                opts.must_exist,
+            )
             .map_err(|e| match e {
                 CallError::NotRun(e) => e,
                 // Timed out at the deadline: a session it may have
@@ -528,6 +537,7 @@ impl Inner {
                     existing: r.int(0)?,
                 })
             }
+            Status::NotFound => return Err(Error::NotFound),
             _ => return Err(Error::Protocol(format!("{r:?}"))),
         };
         let inner = Arc::new(Inner {
@@ -660,6 +670,9 @@ impl Inner {
                 "",
                 &self.process,
                 "adopt",
+                // The incarnation is checked instead: a semaphore gone
+                // since is `LOST`.
+                false,
             )
         });
         let r = match r {

@@ -135,3 +135,30 @@ fn delete_checks_its_input_and_keeps_other_prefixes() {
     assert_eq!(delete(&s.url(), "same", o()).unwrap_err(), Error::NotFound);
     delete(&s.url(), "same", o().prefix("other")).unwrap();
 }
+
+/// `must_exist`: `connect` to a name nobody created, or one deleted since
+/// it was created, fails with `NotFound` and writes no key; to one that
+/// exists it connects as usual (resize mode included, which then sets the
+/// total).
+#[test]
+fn must_exist_refuses_to_create_a_deleted_or_unknown_semaphore() {
+    let s = Server::start();
+    let url = s.url();
+    let e = RedisSemaphore::connect(&url, "never", 2, o().must_exist(true)).unwrap_err();
+    assert!(matches!(e, Error::NotFound), "{e:?}");
+    assert_eq!(keys_of(&s, "never"), []);
+
+    drop(RedisSemaphore::connect(&url, "was", 2, o()).unwrap());
+    let sem = RedisSemaphore::connect(&url, "was", 3, o().must_exist(true).resize(true)).unwrap();
+    assert_eq!(sem.total_permits(), 3);
+    drop(sem);
+    delete(&url, "was", opts()).unwrap();
+    let e = RedisSemaphore::connect(&url, "was", 3, o().must_exist(true).resize(true)).unwrap_err();
+    assert!(matches!(e, Error::NotFound), "{e:?}");
+    // Only the earlier sessions' notification lists, which expire.
+    let left = keys_of(&s, "was");
+    assert!(
+        left.iter().all(|(k, ttl)| k.contains(":note:") && *ttl > 0),
+        "{left:?}"
+    );
+}

@@ -54,12 +54,12 @@ fn a_grant_acknowledged_while_still_queued_leaves_no_orphan_holding() {
     let sc = Scripts::new();
     let k = Keys::new("lost", "grant");
     let inc = ok(sc
-        .connect(&mut c, &k, who("a", ""), 1, "inc-1", "1 a h", "")
+        .connect(&mut c, &k, who("a", ""), 1, "inc-1", "1 a h", "", false)
         .unwrap())
     .rest[0]
         .clone();
     ok(sc
-        .connect(&mut c, &k, who("b", &inc), 1, "", "2 b h", "")
+        .connect(&mut c, &k, who("b", &inc), 1, "", "2 b h", "", false)
         .unwrap());
     // b holds the permit, a waits for it.
     let r = sc

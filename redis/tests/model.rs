@@ -282,6 +282,7 @@ fn run(seed: u64, total: u64, steps: usize) {
                 "inc-1",
                 &format!("7 label-{sid} model host"),
                 "",
+                false,
             )
             .unwrap()
         });

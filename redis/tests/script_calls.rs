@@ -73,7 +73,7 @@ fn semaphore(
     let mut inc = String::new();
     for sid in sids {
         let r = sc
-            .connect(con, &keys, who(sid, &inc), total, "inc-1", "", "")
+            .connect(con, &keys, who(sid, &inc), total, "inc-1", "", "", false)
             .unwrap();
         assert_eq!(r.status, "OK");
         inc = r.rest[0].clone();

@@ -20,7 +20,17 @@ pub fn volt_sem(args: &[&str]) -> Output {
 
 /// [`volt_sem`] as the user and group `uid` (the caller must be root).
 pub fn volt_sem_as(uid: Option<u32>, args: &[&str]) -> Output {
+    volt_sem_full(uid, &[], args)
+}
+
+/// [`volt_sem`] with more environment variables.
+pub fn volt_sem_env(env: &[(&str, &str)], args: &[&str]) -> Output {
+    volt_sem_full(None, env, args)
+}
+
+fn volt_sem_full(uid: Option<u32>, env: &[(&str, &str)], args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_volt-sem"));
+    cmd.envs(env.iter().copied());
     if let Some(uid) = uid {
         cmd.uid(uid).gid(uid);
     }
@@ -60,7 +70,13 @@ pub fn stderr(o: &Output) -> String {
 /// A successful run's stdout (else a panic with its stderr).
 #[track_caller]
 pub fn ok(args: &[&str]) -> String {
-    let o = volt_sem(args);
+    ok_env(&[], args)
+}
+
+/// [`ok`] with more environment variables.
+#[track_caller]
+pub fn ok_env(env: &[(&str, &str)], args: &[&str]) -> String {
+    let o = volt_sem_env(env, args);
     assert!(o.status.success(), "volt-sem {args:?}: {}", stderr(&o));
     assert!(o.stderr.is_empty(), "{}", stderr(&o));
     stdout(&o)
@@ -69,7 +85,13 @@ pub fn ok(args: &[&str]) -> String {
 /// A failing run: its exit code and its one line on stderr.
 #[track_caller]
 pub fn fails(args: &[&str]) -> (i32, String) {
-    let o = volt_sem(args);
+    fails_env(&[], args)
+}
+
+/// [`fails`] with more environment variables.
+#[track_caller]
+pub fn fails_env(env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+    let o = volt_sem_env(env, args);
     assert!(
         !o.status.success(),
         "volt-sem {args:?} succeeded: {}",
@@ -363,11 +385,124 @@ pub fn free_port() -> u16 {
 mod answering;
 use answering::answering_pid;
 
+/// Throwaway TLS certificates (the openssl CLI): the Redis crate's.
+#[path = "../../../redis/tests/support/certs.rs"]
+mod certs;
+pub use certs::Certs;
+
+/// How to start one server: its port, the arguments before `--port` (a
+/// Sentinel's configuration file), after the defaults, and its TLS port.
+struct Plan {
+    port: u16,
+    before: Vec<String>,
+    extra: Vec<String>,
+    tls_port: Option<u16>,
+}
+
+impl Plan {
+    fn new(port: u16) -> Plan {
+        Plan {
+            port,
+            before: Vec::new(),
+            extra: Vec::new(),
+            tls_port: None,
+        }
+    }
+}
+
+/// A port from 20000 to 39999 that is free, with port + 10000 (a cluster
+/// node's bus) free too, when chosen.
+fn cluster_port() -> u16 {
+    static SEQ: AtomicU32 = AtomicU32::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut x = (std::process::id() as u64) << 32
+        ^ nanos
+        ^ (SEQ.fetch_add(1, Ordering::Relaxed) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        | 1;
+    loop {
+        // xorshift64
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let port = 20000 + (x % 20000) as u16;
+        if TcpListener::bind(("127.0.0.1", port)).is_ok()
+            && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok()
+        {
+            return port;
+        }
+    }
+}
+
+/// `redis-cli -p PORT ARGS...`'s output (Debian's redis-tools, installed
+/// with redis-server).
+pub fn redis_cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .arg("-p")
+        .arg(port.to_string())
+        .args(args)
+        .output()
+        .expect("redis-cli");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A 3-node Redis Cluster (no replicas) on loopback, made with `redis-cli
+/// --cluster create`; its nodes stopped by pid when dropped.
+pub struct Cluster {
+    pub nodes: Vec<Server>,
+}
+
+impl Cluster {
+    pub fn start() -> Cluster {
+        let nodes: Vec<Server> = (0..3).map(|_| Server::start_cluster_node()).collect();
+        let addrs: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(
+            out.status.success(),
+            "cluster create: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        let c = Cluster { nodes };
+        eventually(
+            "cluster_state:ok on every node",
+            Duration::from_secs(30),
+            || {
+                c.nodes
+                    .iter()
+                    .all(|n| redis_cli(n.port, &["cluster", "info"]).contains("cluster_state:ok"))
+            },
+        );
+        c
+    }
+
+    /// The seed URLs, comma-separated (`--redis URL --cluster`).
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| n.url())
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
 /// A `redis-server` (Debian's) on a free loopback port, without
 /// persistence, in a temporary directory; stopped by pid when dropped.
 pub struct Server {
     child: Option<Child>,
     pub port: u16,
+    /// The TLS port, for a server started with [`Server::start_tls`].
+    pub tls_port: Option<u16>,
     dir: PathBuf,
 }
 
@@ -380,6 +515,76 @@ impl Server {
     /// `password` is the one they set (`--requirepass`), for the check
     /// that the server answering is ours.
     pub fn start_with(extra: &[&str], password: Option<&str>) -> Server {
+        Self::start_full(password, |_| Plan {
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+            ..Plan::new(free_port())
+        })
+    }
+
+    /// A server with a plain port (for the readiness check and
+    /// [`command`](Self::command)) and a TLS port (`tls_port`) with the
+    /// certificates of `certs`; `client_auth`: clients must present a
+    /// certificate issued by the CA.
+    pub fn start_tls(certs: &Certs, client_auth: bool) -> Server {
+        let p = |x: &PathBuf| x.display().to_string();
+        Self::start_full(None, |_| {
+            let tls = free_port();
+            let args = vec![
+                "--tls-port".to_string(),
+                tls.to_string(),
+                "--tls-cert-file".into(),
+                p(&certs.server_cert),
+                "--tls-key-file".into(),
+                p(&certs.server_key),
+                "--tls-ca-cert-file".into(),
+                p(&certs.ca),
+                "--tls-auth-clients".into(),
+                if client_auth { "yes" } else { "no" }.into(),
+            ];
+            Plan {
+                extra: args,
+                tls_port: Some(tls),
+                ..Plan::new(free_port())
+            }
+        })
+    }
+
+    /// A node of a Redis Cluster (see [`Cluster`]): its port and the
+    /// cluster bus's (port + 10000) both free when chosen.
+    fn start_cluster_node() -> Server {
+        Self::start_full(None, |_| Plan {
+            extra: [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+            ]
+            .map(String::from)
+            .to_vec(),
+            ..Plan::new(cluster_port())
+        })
+    }
+
+    /// A Sentinel monitoring the master `name` on `master_port` (quorum
+    /// 1), with the master's password `auth`.
+    pub fn start_sentinel(name: &str, master_port: u16, auth: Option<&str>) -> Server {
+        Self::start_full(None, |dir| {
+            let conf = dir.join("sentinel.conf");
+            let mut text = format!("sentinel monitor {name} 127.0.0.1 {master_port} 1\n");
+            if let Some(pw) = auth {
+                text.push_str(&format!("sentinel auth-pass {name} {pw}\n"));
+            }
+            std::fs::write(&conf, text).unwrap();
+            Plan {
+                before: vec![conf.display().to_string(), "--sentinel".into()],
+                ..Plan::new(free_port())
+            }
+        })
+    }
+
+    /// Starts one as `plan` says (given the server's directory), a new
+    /// plan for each attempt (a port taken meanwhile is not tried again).
+    fn start_full(password: Option<&str>, plan: impl Fn(&std::path::Path) -> Plan) -> Server {
         static SEQ: AtomicU32 = AtomicU32::new(0);
         let dir = std::env::temp_dir().join(format!(
             "volt-sem-cli-test-{}-{}",
@@ -391,14 +596,20 @@ impl Server {
             // Again each time: a failed attempt's drop removed it (and
             // redis-server refuses a `--dir` that does not exist).
             std::fs::create_dir_all(&dir).unwrap();
-            let port = free_port();
+            let Plan {
+                port,
+                before,
+                extra,
+                tls_port,
+            } = plan(&dir);
             let mut cmd = Command::new("redis-server");
-            cmd.arg("--port")
+            cmd.args(&before)
+                .arg("--port")
                 .arg(port.to_string())
                 .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .arg("--dir")
                 .arg(&dir)
-                .args(extra)
+                .args(&extra)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null());
             // SAFETY: prctl is async-signal-safe; the server dies with the test.
@@ -411,6 +622,7 @@ impl Server {
             let mut s = Server {
                 child: Some(cmd.spawn().expect("spawn redis-server")),
                 port,
+                tls_port,
                 dir: dir.clone(),
             };
             if s.wait_ready(password) {

@@ -3,10 +3,12 @@
 -- 7: what to do with an existing semaphore of another total: "" refuse
 -- (TOTAL), "resize" set it to ARGV 4 (set_total() in prelude.lua; the last
 -- one wins), "adopt" keep it (a handle registering a new session: whatever
--- total the semaphore has now is the handle's).
+-- total the semaphore has now is the handle's); 8: "1" if the semaphore
+-- must exist (ConnectOptions::must_exist: NOTFOUND rather than create it).
 -- INC (ARGV 2) is "" on the first connect of a handle: then an existing
 -- semaphore is adopted; else it must still be the same incarnation.
--- Returns {'OK', inc, closed, total} | {'TOTAL', existing} | {'LOST'}.
+-- Returns {'OK', inc, closed, total} | {'TOTAL', existing} | {'LOST'} |
+-- {'NOTFOUND'}.
 -- O(log n) (resize: as set_total).
 local total = tonumber(ARGV[4])
 local existing = redis.call('HGET', META, 'total')
@@ -17,6 +19,7 @@ if existing then
   if tonumber(existing) ~= total and mode == 'resize' then set_total(total) end
 else
   if INC ~= '' then return {'LOST'} end
+  if ARGV[8] == '1' then return {'NOTFOUND'} end
   redis.call('HSET', META, 'total', total, 'avail', total, 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0)
 end
 reap()
