@@ -755,6 +755,10 @@ impl RedisSemaphore {
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
+    /// The timeout bounds the call whatever Redis does: a server that
+    /// stopped answering makes it time out, not wait for the connection's
+    /// command timeout (the round trips are the door thread's; a request
+    /// answered after the timeout has its grant given back).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
@@ -768,13 +772,25 @@ impl RedisSemaphore {
         }
         let park = Arc::new(Parker::default());
         let w = Box::pin(RedisWaiter::new());
-        // About to wait anyway: the request is sent from this thread if the
-        // door is idle (a grant Redis makes at once needs no wake-up then).
-        let r = self.inner.queue_and_help(|| {
+        let queue = || {
             // SAFETY: the waiter is boxed (pinned) and `park` lives in this
             // frame until finish_raw returned below.
             unsafe { self.acquire_raw(w.as_ref(), n, unpark, Arc::as_ptr(&park) as *mut c_void) }
-        })?;
+        };
+        let r = if deadline.is_none() {
+            // About to wait anyway, for as long as it takes: the request is
+            // sent from this thread if the door is idle (a grant Redis makes
+            // at once needs no wake-up then).
+            self.inner.queue_and_help(queue)?
+        } else {
+            // With a deadline, never a round trip on this thread: one
+            // lasts up to the command timeout (a stopped or unreachable
+            // server), which the caller's timeout must bound. The door
+            // thread sends the request; this thread waits for the grant
+            // until the deadline, and a request still unanswered then is
+            // cancelled without waiting (the door undoes its answer).
+            queue()?
+        };
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }
