@@ -772,6 +772,9 @@ export type RedisAcquireOptions = AcquireOptions;
  * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
  *   replica, or a failover demoted it; through Sentinels the master is found
  *   again instead).
+ * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
+ *   another type (another program wrote it); the call changed nothing in
+ *   Redis, and the message names the key when known. Delete that key.
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -795,6 +798,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_READ_ONLY'
   | 'ERR_VOLT_IN_USE'
   | 'ERR_VOLT_NOT_FOUND'
+  | 'ERR_VOLT_WRONG_TYPE'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */

@@ -136,6 +136,18 @@
 //!   10.0 s after the cut with the default 10 s lease and 2.0 s after it
 //!   with a 2 s lease, where another client can be granted the permit only
 //!   after the server's lease ended, later.
+//! * **Foreign keys.** Redis does not undo a script's writes when a command
+//!   inside it fails, so a key of the semaphore holding another type (some
+//!   other program's `SET` on `{p:n}:queue`) would stop a script half way.
+//!   Every script meets such a key before its first write: it reads each key
+//!   it may write first (a `TYPE` check for those it would only write: six
+//!   on the scripts off the latency paths, two on a release that completes
+//!   a hand-off), or writes it first, or undoes its one earlier write. The
+//!   call fails with [`Error::WrongType`] and changes nothing; a release so
+//!   refused gives its session up (as any refused release), and ending it
+//!   gives its permits back once the key is gone. A notification list of
+//!   another type loses its notifications (hints: the heartbeat repairs
+//!   them) and expires.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.

@@ -517,6 +517,7 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_READ_ONLY, 37, "VOLT_READ_ONLY"},
         {VOLT_IN_USE, 38, "VOLT_IN_USE"},
         {VOLT_TRUNCATED, 39, "VOLT_TRUNCATED"},
+        {VOLT_WRONG_TYPE, 40, "VOLT_WRONG_TYPE"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
