@@ -550,6 +550,15 @@ export declare class Semaphore {
    * Acquires `n` permits, runs `fn(token)`, and releases them even if `fn`
    * throws or its promise rejects. `token` is the grant's fencing token on a
    * Redis semaphore, `null` on the others (see {@link Releaser.token}).
+   *
+   * What `fn` did decides the outcome, never the release after it: if `fn`
+   * throws (or rejects), its error, whatever the release meets; if `fn`
+   * returns after this object was disconnected (`disconnect()`,
+   * `disconnectOnSignals()`) while it ran, its value, since the disconnect
+   * gave the permits back and there is nothing left to release. A release
+   * that fails otherwise rejects: on Redis, `ERR_VOLT_LEASE_EXPIRED` when the
+   * session's lease was lost while `fn` ran (it did not hold the permits to
+   * the end). Python's `async with sem.acquire(n)` does the same.
    * @returns what `fn` returns (awaited).
    */
   runExclusive<T>(fn: (token: number | null) => T | PromiseLike<T>, n?: number, options?: AcquireOptions): Promise<T>;
