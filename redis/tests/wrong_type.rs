@@ -223,3 +223,56 @@ fn the_other_calls() {
         all_back(&s, &name, 2);
     }
 }
+
+/// A notification list of another type: the one key a script cannot check
+/// before its first write (which session a hand-off notifies is known only
+/// inside it). The push fails alone (a lost notification), the waiter's
+/// heartbeat finds its grant, and the foreign value expires.
+#[test]
+fn a_notification_list_of_another_type() {
+    let s = Server::start();
+    let name = "note";
+    let a = RedisSemaphore::connect(&s.url(), name, 1, o()).unwrap();
+    let b = RedisSemaphore::connect(
+        &s.url(),
+        name,
+        1,
+        short_lease().own_session(true).label("waiter"),
+    )
+    .unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let bb = b.clone();
+    let waiter = std::thread::spawn(move || bb.acquire_timeout(1, Duration::from_secs(20)));
+    eventually("queued", Duration::from_secs(10), || {
+        a.census().unwrap().queued == 1
+    });
+    // The waiter's session id: its `info` record names its label.
+    let mut raw = s.raw();
+    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{{volt-sem:{name}}}:info"))
+        .query(&mut raw)
+        .unwrap();
+    let sid = info
+        .iter()
+        .find(|(_, v)| v.split(' ').nth(1) == Some("waiter"))
+        .map(|(k, _)| k.clone())
+        .expect("the waiter's session");
+    let note = format!("{{volt-sem:{name}}}:note:{sid}");
+    let _: () = redis::cmd("SET")
+        .arg(&note)
+        .arg("planted")
+        .query(&mut raw)
+        .unwrap();
+    drop(held);
+    assert_eq!(a.flush(), Ok(()), "the release is applied");
+    let got = waiter.join().unwrap();
+    assert!(got.is_ok(), "the waiter got {got:?}");
+    consistent(&[&a, &b]);
+    // The failed push left the foreign value to expire (PEXPIRE still ran).
+    let ttl: i64 = redis::cmd("PTTL").arg(&note).query(&mut raw).unwrap();
+    assert!(ttl > 0, "the planted list's TTL: {ttl}");
+    let _: () = redis::cmd("DEL").arg(&note).query(&mut raw).unwrap();
+    drop(got);
+    drop((a, b));
+    all_back(&s, name, 1);
+}
