@@ -550,6 +550,15 @@ export declare class Semaphore {
    * Acquires `n` permits, runs `fn(token)`, and releases them even if `fn`
    * throws or its promise rejects. `token` is the grant's fencing token on a
    * Redis semaphore, `null` on the others (see {@link Releaser.token}).
+   *
+   * What `fn` did decides the outcome, never the release after it: if `fn`
+   * throws (or rejects), its error, whatever the release meets; if `fn`
+   * returns after this object was disconnected (`disconnect()`,
+   * `disconnectOnSignals()`) while it ran, its value, since the disconnect
+   * gave the permits back and there is nothing left to release. A release
+   * that fails otherwise rejects: on Redis, `ERR_VOLT_LEASE_EXPIRED` when the
+   * session's lease was lost while `fn` ran (it did not hold the permits to
+   * the end). Python's `async with sem.acquire(n)` does the same.
    * @returns what `fn` returns (awaited).
    */
   runExclusive<T>(fn: (token: number | null) => T | PromiseLike<T>, n?: number, options?: AcquireOptions): Promise<T>;
@@ -772,6 +781,9 @@ export type RedisAcquireOptions = AcquireOptions;
  * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
  *   replica, or a failover demoted it; through Sentinels the master is found
  *   again instead).
+ * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
+ *   another type (another program wrote it); the call changed nothing in
+ *   Redis, and the message names the key when known. Delete that key.
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -795,6 +807,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_READ_ONLY'
   | 'ERR_VOLT_IN_USE'
   | 'ERR_VOLT_NOT_FOUND'
+  | 'ERR_VOLT_WRONG_TYPE'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */

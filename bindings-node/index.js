@@ -1728,23 +1728,44 @@ class Semaphore {
     return this.#named || this.#redis ? { name: this.name, totalPermits: this.totalPermits } : {};
   }
 
-  /** Acquires `n` permits, runs `fn(token)` (null but on Redis), releases them even if it throws. */
+  /**
+   * Acquires `n` permits, runs `fn(token)` (null but on Redis), releases them
+   * even if it throws. What `fn` did decides the outcome, not the release
+   * after it: if `fn` threw (or its promise rejected), that error, whatever
+   * the release met; if `fn` returned and this object was disconnected
+   * meanwhile (disconnect(), disconnectOnSignals()), `fn`'s value: the
+   * disconnect gave the permits back, so there is nothing left to release.
+   * Otherwise a release that fails rejects (a Redis lease lost while `fn`
+   * ran: ERR_VOLT_LEASE_EXPIRED, for `fn` did not hold the permits to the
+   * end). Python's `async with sem.acquire(n)` does the same.
+   */
   async runExclusive(fn, n = 1, options) {
     if (typeof fn !== 'function') throw typeError('volt-sem: runExclusive needs a function');
+    let release;
     if (this.#redis) {
-      const release = await this.acquirePermit(n, options);
-      try {
-        return await fn(release.token);
-      } finally {
-        release();
-      }
+      release = await this.acquirePermit(n, options);
+    } else {
+      await this.acquire(n, options);
+      release = () => this.release(n);
     }
-    await this.acquire(n, options);
+    let value;
     try {
-      return await fn(null);
-    } finally {
-      this.release(n);
+      value = await fn(this.#redis ? release.token : null);
+    } catch (e) {
+      try {
+        release();
+      } catch {
+        // fn's error is the one to report (the release's follows from the
+        // same disconnect or lost lease, if any).
+      }
+      throw e;
     }
+    try {
+      release();
+    } catch (e) {
+      if (!this.#disconnected) throw e;
+    }
+    return value;
   }
 
   share() {

@@ -697,6 +697,13 @@ enum volt_status
    * many there were; the arrays hold the first ones.
    */
   VOLT_TRUNCATED = 39,
+  /**
+   * A key in the Redis semaphore's key space holds a value of another type
+   * than volt-sem keeps there (another program wrote it): the call changed
+   * nothing in Redis; `volt_last_error_message` names the key when known.
+   * Delete that key, or use another name or prefix.
+   */
+  VOLT_WRONG_TYPE = 40,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

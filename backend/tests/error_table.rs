@@ -41,6 +41,7 @@ fn every_error() -> Vec<Error> {
         Error::Connection("refused".into()),
         Error::Redis("OOM".into()),
         Error::Protocol("x".into()),
+        Error::WrongType("{volt-sem:x}:queue".into()),
         Error::LeaseExpired,
         Error::StateLost,
         Error::Tls("cert".into()),

@@ -632,3 +632,28 @@ test('reopen() undoes closeForEveryone(); open() with another total needs resize
   assert.throws(() => local.setTotal(2), (e) => e.code === 'ERR_INVALID_STATE' && /named and Redis/.test(e.message));
   assert.throws(() => local.reopen(), (e) => e.code === 'ERR_INVALID_STATE');
 });
+
+test("runExclusive across a disconnect: fn's value or error, not the release's ERR_VOLT_CLOSED", T, async () => {
+  const name = fresh('run-exclusive-end');
+  const watcher = Semaphore.open(name, 2);
+  const a = Semaphore.open(name, 2);
+  // The disconnect gave the permits back: fn's value, nothing to release.
+  assert.equal(
+    await a.runExclusive(async () => {
+      a.disconnect();
+      return 'done';
+    }, 2),
+    'done',
+  );
+  const b = Semaphore.open(name, 2);
+  const boom = new Error('boom');
+  await assert.rejects(
+    b.runExclusive(async () => {
+      b.disconnect();
+      throw boom;
+    }),
+    (e) => e === boom,
+  );
+  assert.equal(watcher.availablePermits, 2);
+  watcher.disconnect();
+});

@@ -1007,3 +1007,72 @@ test('a leaseSignal aborted by the grant of a lost session does not lose the out
     await s.close();
   }
 });
+
+test("runExclusive: fn's error or value wins over a release that a disconnect or a lost lease left with nothing to release", async () => {
+  const name = `run-exclusive-end-${process.pid}`;
+  const other = await Semaphore.connect(srv.url(), name, 1);
+  try {
+    // fn returns after its handle was disconnected: its value (the
+    // disconnect gave the permit back). Before, ERR_VOLT_CLOSED.
+    const a = await Semaphore.connect(srv.url(), name, 1);
+    const value = await a.runExclusive(async () => {
+      await a.disconnect();
+      return 42;
+    });
+    assert.equal(value, 42);
+    // fn throws after the disconnect: its own error, not ERR_VOLT_CLOSED.
+    const b = await Semaphore.connect(srv.url(), name, 1);
+    const boom = new Error('boom');
+    await assert.rejects(
+      b.runExclusive(async () => {
+        await b.disconnect();
+        throw boom;
+      }),
+      (e) => e === boom,
+    );
+    // A synchronous throw too.
+    const c = await Semaphore.connect(srv.url(), name, 1);
+    await assert.rejects(
+      c.runExclusive(() => {
+        c.disconnect();
+        throw boom;
+      }),
+      (e) => e === boom,
+    );
+    // Nothing held, nothing lost.
+    await eventually('every permit back', async () => (await other.census()).available === 1);
+    const census = await conserved(other);
+    assert.deepEqual([census.held, census.queued], [0, 0]);
+  } finally {
+    await other.disconnect();
+  }
+});
+
+test("runExclusive: a lease lost while fn ran rejects with ERR_VOLT_LEASE_EXPIRED, unless fn's own error", async () => {
+  const s = await RedisServer.start();
+  try {
+    const other = await Semaphore.connect(s.url(), 'run-lease', 1);
+    for (const throws of [false, true]) {
+      const sem = await Semaphore.connect(s.url(), 'run-lease', 1, { lease: 1000, commandTimeout: 500 });
+      const boom = new Error('boom');
+      const run = sem.runExclusive(async () => {
+        s.signal('SIGSTOP');
+        try {
+          await sem.leaseLost();
+        } finally {
+          s.signal('SIGCONT');
+        }
+        if (throws) throw boom;
+        return 1;
+      });
+      if (throws) await assert.rejects(run, (e) => e === boom);
+      else await assert.rejects(run, { code: 'ERR_VOLT_LEASE_EXPIRED' });
+      await sem.disconnect();
+    }
+    await eventually('every permit back', async () => (await other.census()).available === 1);
+    await conserved(other);
+    await other.disconnect();
+  } finally {
+    await s.close();
+  }
+});

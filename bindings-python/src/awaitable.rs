@@ -303,6 +303,24 @@ impl Acquire {
         }
     }
 
+    /// The exit of `async with` / `with` (`args`: the exception the body
+    /// raised, if any): releases the permits. The body's outcome decides
+    /// how the block ends, never a release that fails after it: with the
+    /// body's own exception whatever the release meets (raising from here
+    /// would replace it), and normally when the handle was disconnected
+    /// while the body ran (the disconnect gave the permits back: nothing
+    /// is left to release). Otherwise a failed release raises (a Redis
+    /// lease lost meanwhile: `LeaseExpiredError`, for the body did not hold
+    /// the permits to its end). Node's `runExclusive` does the same.
+    fn exit(&mut self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<()> {
+        let raised = args.get_item(0).is_ok_and(|t| !t.is_none());
+        match self.release_held(py) {
+            Err(_) if raised => Ok(()),
+            Err(_) if crate::errors::is_disconnected(&self.core) || self.session_ended() => Ok(()),
+            r => r,
+        }
+    }
+
     /// What the finished `await` evaluates to, as `StopIteration` (or `Ok(None)`).
     fn result(&mut self) -> PyResult<Option<Py<PyAny>>> {
         if let Some(me) = self.enter_self.take() {
@@ -546,9 +564,9 @@ impl Acquire {
     }
 
     /// ... and releases them on exit.
-    #[pyo3(signature = (*_args))]
-    fn __aexit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
-        self.release_held(py)?;
+    #[pyo3(signature = (*args))]
+    fn __aexit__(&mut self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
+        self.exit(py, args)?;
         ready(py)
     }
 
@@ -576,9 +594,9 @@ impl Acquire {
         Ok(slf.unbind())
     }
 
-    #[pyo3(signature = (*_args))]
-    fn __exit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.release_held(py)?;
+    #[pyo3(signature = (*args))]
+    fn __exit__(&mut self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.exit(py, args)?;
         Ok(false)
     }
 

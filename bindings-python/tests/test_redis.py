@@ -1256,3 +1256,68 @@ def test_stats_answers_without_a_round_trip(server, name):
     assert (s.grants, s.timeouts, s.cancels, s.queued) == (1, 1, 1, 0)
     sem.release(2)
     sem.disconnect()
+
+
+class _Boom(Exception):
+    pass
+
+
+def test_with_blocks_end_with_the_bodys_outcome_after_a_disconnect(server, name):
+    """The exit of `async with sem.acquire(n)` (and of `with`) after the
+    handle was disconnected in the body: the disconnect gave the permits
+    back, so the exit has nothing to release and the block ends as its body
+    did, with its own exception if it raised one. Before, the exit raised
+    DisconnectedError over both. Node's runExclusive does the same."""
+    watcher = connect(server.url, name, 1)
+
+    async def returns():
+        sem = connect(server.url, name, 1)
+        async with sem.acquire(1):
+            await sem.disconnect_async()
+        return "done"
+
+    assert asyncio.run(returns()) == "done"
+
+    async def raises():
+        sem = connect(server.url, name, 1)
+        async with sem.acquire(1):
+            await sem.disconnect_async()
+            raise _Boom()
+
+    with pytest.raises(_Boom):
+        asyncio.run(raises())
+    sem = connect(server.url, name, 1)
+    with sem.acquire(1):
+        sem.disconnect()
+    sem = connect(server.url, name, 1)
+    with pytest.raises(_Boom):
+        with sem.acquire(1):
+            sem.disconnect()
+            raise _Boom()
+    wait_until(lambda: watcher.census()["available"] == 1, "every permit back")
+    assert conserved(watcher, 1)["held"] == 0
+    watcher.disconnect()
+
+
+def test_a_lease_lost_in_the_body_leaves_the_bodys_exception(own_server, name):
+    """A lease lost while the body ran: its exit raises LeaseExpiredError if
+    the body returned (test_lease_loss_by_sigstop), but the body's own
+    exception if it raised one (before, LeaseExpiredError replaced it)."""
+    sem = connect(own_server.url, name, 1, lease=1.0, command_timeout=0.5, connect_timeout=0.5)
+
+    async def body():
+        async with sem.acquire(1):
+            own_server.pause()
+            try:
+                wait_until(lambda: sem.is_lease_lost(), "lease loss seen while Redis is stopped")
+            finally:
+                own_server.resume()
+            raise _Boom()
+
+    with pytest.raises(_Boom):
+        asyncio.run(body())
+    other = connect(own_server.url, name, 1)
+    wait_until(lambda: other.census()["available"] == 1, "the lost permit reaped")
+    conserved(other, 1)
+    sem.disconnect()
+    other.disconnect()

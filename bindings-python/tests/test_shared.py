@@ -585,3 +585,34 @@ def test_set_total_and_reopen_refused_on_a_local_semaphore():
         with pytest.raises(TypeError, match="named and Redis"):
             call()
     assert local.available_permits == 1
+
+
+def test_with_blocks_end_with_the_bodys_outcome_after_a_disconnect(name):
+    """As for a Redis handle (test_redis.py): a named handle disconnected in
+    the body of `async with sem.acquire(n)` gave its permits back, so the
+    block ends as the body did (a named handle's exit already did; this
+    keeps it so, under the rule the Redis one now follows too)."""
+
+    class Boom(Exception):
+        pass
+
+    watcher = volt_sem.Semaphore.open(name, 2)
+
+    async def returns():
+        sem = volt_sem.Semaphore.open(name, 2)
+        async with sem.acquire(2):
+            sem.disconnect()
+        return "done"
+
+    assert asyncio.run(returns()) == "done"
+
+    async def raises():
+        sem = volt_sem.Semaphore.open(name, 2)
+        async with sem.acquire(1):
+            sem.disconnect()
+            raise Boom()
+
+    with pytest.raises(Boom):
+        asyncio.run(raises())
+    assert watcher.available_permits == 2
+    watcher.disconnect()

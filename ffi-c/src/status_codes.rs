@@ -141,6 +141,11 @@ pub enum volt_status {
     /// small for every holder or waiter: the counts in the report say how
     /// many there were; the arrays hold the first ones.
     VOLT_TRUNCATED = 39,
+    /// A key in the Redis semaphore's key space holds a value of another type
+    /// than volt-sem keeps there (another program wrote it): the call changed
+    /// nothing in Redis; `volt_last_error_message` names the key when known.
+    /// Delete that key, or use another name or prefix.
+    VOLT_WRONG_TYPE = 40,
 }
 
 impl volt_status {
@@ -187,6 +192,7 @@ impl volt_status {
             37 => Self::VOLT_READ_ONLY,
             38 => Self::VOLT_IN_USE,
             39 => Self::VOLT_TRUNCATED,
+            40 => Self::VOLT_WRONG_TYPE,
             _ => return None,
         })
     }
@@ -234,6 +240,7 @@ impl volt_status {
             Self::VOLT_READ_ONLY => c"VOLT_READ_ONLY",
             Self::VOLT_IN_USE => c"VOLT_IN_USE",
             Self::VOLT_TRUNCATED => c"VOLT_TRUNCATED",
+            Self::VOLT_WRONG_TYPE => c"VOLT_WRONG_TYPE",
         }
     }
 }

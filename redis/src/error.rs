@@ -62,6 +62,13 @@ pub enum Error {
     Redis(String),
     /// A reply the scripts never produce (a bug or a foreign key).
     Protocol(String),
+    /// A key in the semaphore's key space holds a value of another type
+    /// than the one volt-sem keeps there (another program wrote it, say a
+    /// `SET` on `{prefix:name}:queue`). The call changed nothing in Redis:
+    /// every script finds such a key before its first write. The text names
+    /// the key when the script could tell which. Delete that key (or give
+    /// the semaphore another name or prefix).
+    WrongType(String),
     /// The semaphore exists with another total of permits; nothing was changed.
     TotalMismatch {
         /// The total of the existing semaphore.
@@ -140,6 +147,7 @@ impl fmt::Display for Error {
             ),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
+            Error::WrongType(d) => write!(f, "{WRONG_TYPE}: {d}"),
             Error::TotalMismatch { existing } => write!(
                 f,
                 "the semaphore exists with a different total ({existing} permits)"
@@ -177,6 +185,11 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// [`Error::WrongType`]'s message, before its detail (the backend's error
+/// table words it the same).
+const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type \
+     (something else wrote it); nothing was changed";
+
 /// The description of errors for commands that were certainly not sent
 /// (the connection was found dead and could not be replaced):
 /// [`Error::from_redis`] makes them [`Error::Connection`]. Defined here, with
@@ -208,6 +221,12 @@ impl Error {
         }
         if code == "NOPERM" || e.kind() == K::Server(redis::ServerErrorKind::NoPerm) {
             return Error::NoPermission(scrub(e.to_string()));
+        }
+        if code == "WRONGTYPE" {
+            // A typed read of a script (before its first write: see
+            // head.lua) found a foreign value; the text is the server's,
+            // which names the script line (and the key, for a guard's).
+            return Error::WrongType(scrub(e.to_string()));
         }
         if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
             return Error::ReadOnly(scrub(e.to_string()));

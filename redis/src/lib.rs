@@ -136,6 +136,18 @@
 //!   10.0 s after the cut with the default 10 s lease and 2.0 s after it
 //!   with a 2 s lease, where another client can be granted the permit only
 //!   after the server's lease ended, later.
+//! * **Foreign keys.** Redis does not undo a script's writes when a command
+//!   inside it fails, so a key of the semaphore holding another type (some
+//!   other program's `SET` on `{p:n}:queue`) would stop a script half way.
+//!   Every script meets such a key before its first write: it reads each key
+//!   it may write first (a `TYPE` check for those it would only write: six
+//!   on the scripts off the latency paths, two on a release that completes
+//!   a hand-off), or writes it first, or undoes its one earlier write. The
+//!   call fails with [`Error::WrongType`] and changes nothing; a release so
+//!   refused gives its session up (as any refused release), and ending it
+//!   gives its permits back once the key is gone. A notification list of
+//!   another type loses its notifications (hints: the heartbeat repairs
+//!   them) and expires.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.
@@ -758,6 +770,10 @@ impl RedisSemaphore {
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
+    /// The timeout bounds the call whatever Redis does: a server that
+    /// stopped answering makes it time out, not wait for the connection's
+    /// command timeout (the round trips are the door thread's; a request
+    /// answered after the timeout has its grant given back).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
@@ -771,13 +787,25 @@ impl RedisSemaphore {
         }
         let park = Arc::new(Parker::default());
         let w = Box::pin(RedisWaiter::new());
-        // About to wait anyway: the request is sent from this thread if the
-        // door is idle (a grant Redis makes at once needs no wake-up then).
-        let r = self.inner.queue_and_help(|| {
+        let queue = || {
             // SAFETY: the waiter is boxed (pinned) and `park` lives in this
             // frame until finish_raw returned below.
             unsafe { self.acquire_raw(w.as_ref(), n, unpark, Arc::as_ptr(&park) as *mut c_void) }
-        })?;
+        };
+        let r = if deadline.is_none() {
+            // About to wait anyway, for as long as it takes: the request is
+            // sent from this thread if the door is idle (a grant Redis makes
+            // at once needs no wake-up then).
+            self.inner.queue_and_help(queue)?
+        } else {
+            // With a deadline, never a round trip on this thread: one
+            // lasts up to the command timeout (a stopped or unreachable
+            // server), which the caller's timeout must bound. The door
+            // thread sends the request; this thread waits for the grant
+            // until the deadline, and a request still unanswered then is
+            // cancelled without waiting (the door undoes its answer).
+            queue()?
+        };
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }

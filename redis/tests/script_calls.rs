@@ -137,7 +137,13 @@ fn an_uncontended_acquire_and_release_make_twelve_calls() {
 /// A queued acquire reads the semaphore's hash once (fast.lua's read, with
 /// the arrival stamp; before, acquire.lua read it a second time), and the
 /// release that hands the permit on to it takes the fencing token from
-/// that same read instead of a `HGET`: 7 and 15 commands (8 and 16 before).
+/// that same read instead of a `HGET`: 7 and 17 commands (8 and 16
+/// before). The release's two more are the `TYPE`s of the grant records
+/// and the inspect records, which a completed hand-off only writes: a key
+/// of another type there must fail the script before its first write
+/// (head.lua's expect(), tests/wrong_type.rs). The queued acquire checks
+/// nothing more: its first write is the queue, and its two records undo it
+/// if they fail.
 #[test]
 fn a_queued_acquire_and_its_hand_off_read_the_counters_once() {
     let s = Server::start();
@@ -180,6 +186,9 @@ fn a_queued_acquire_and_its_hand_off_read_the_counters_once() {
             ("time", 1),
             ("hmget", 1),
             ("zscore", 1),
+            // The grant records and the inspect records, checked before
+            // the first write.
+            ("type", 2),
             // s1's holding down, s2's up.
             ("hincrby", 2),
             // s1's holding at 0; the request's record.

@@ -44,7 +44,10 @@ class AuthenticationError(RedisConnectionError):
 
 class RedisCommandError(RedisError):
     """Redis answered with an error, or with a reply the scripts never produce
-    (``code`` ``"REDIS_ERROR"`` or ``"PROTOCOL_ERROR"``)."""
+    (``code`` ``"REDIS_ERROR"`` or ``"PROTOCOL_ERROR"``), or a key in the
+    semaphore's key space holds a value of another type, which another program
+    wrote (``code`` ``"WRONG_TYPE"``; the call changed nothing in Redis and the
+    message names the key when known: delete that key)."""
 
 
 class NoPermissionError(RedisError, PermissionError):

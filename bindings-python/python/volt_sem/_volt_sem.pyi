@@ -161,8 +161,14 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> None:
-        """Releases the permits (Redis: :class:`LeaseExpiredError` if they
-        were lost with the session; nothing is released then)."""
+        """Releases the permits. The body decides how the block ends: with
+        its own exception if it raised one (whatever the release meets), and
+        normally if the handle was disconnected while it ran (the disconnect
+        gave the permits back: nothing is left to release). Otherwise a
+        release that fails raises: Redis :class:`LeaseExpiredError` if the
+        permits were lost with the session while the body ran (nothing is
+        released then). ``__exit__`` does the same; so does Node's
+        ``runExclusive``."""
     def __enter__(self) -> Self:
         """Blocks the calling thread (GIL released) until the permits are
         granted; gives this object (the grant)."""

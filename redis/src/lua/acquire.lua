@@ -39,11 +39,6 @@ if mode ~= 'queue' then return {'NOPERMITS'} end
 -- waiting time): max(previous + 1, server time in us), strictly increasing
 -- like the tokens, and costing no memory beyond the score itself.
 local seq = math.max(tonumber(m[5] or '0') + 1, NOW_US)
-redis.call('HSET', META, 'avail', 0, 'seq', fmt(seq))
-redis.call('ZADD', QUEUE, fmt(seq), eid)
-redis.call('HSET', ENTRIES, eid, n .. ':' .. avail)
-redis.call('ZADD', OWN, 0, eid)
-AVAIL = 0
 -- The session now waits: its agent must reap once the earliest lease
 -- deadline has passed (see heartbeat.lua). If its next heartbeat (INFO
 -- <sid>:h; unknown: within a third of the lease) comes later than that,
@@ -54,17 +49,38 @@ AVAIL = 0
 -- `latest`, and META.reap (read already) is at or below every deadline: no
 -- further call unless a deadline may come first, so that with equal leases
 -- (deadlines at least two thirds of a lease away) this costs nothing.
--- O(log n).
+-- Decided before the first write (its reads check their keys: head.lua's
+-- expect()), done after the others. O(log n).
+local wake = false
 local latest = NOW_MS + math.floor(LEASE / 3)
 local est = FAST and tonumber(M[2]) or REAP_AT
 if math.max(est + 1, NOW_MS + REAP_MIN_MS) < latest then
   local due = reap_due()
   if due < latest then
     local hb = tonumber(redis.call('HGET', INFO, SID .. ':h') or fmt(latest))
-    if due < hb then
-      notify(SID, 'reap')
-      redis.call('HSET', INFO, SID .. ':h', fmt(NOW_MS))
-    end
+    wake = due < hb
   end
+end
+-- The queue first: on the fast path it is the first write, and the two
+-- records after it, keys not read before, undo it (and each other) should
+-- they hold another type, rather than cost a read each per queued acquire;
+-- the counters last.
+redis.call('ZADD', QUEUE, fmt(seq), eid)
+local r = redis.pcall('HSET', ENTRIES, eid, n .. ':' .. avail)
+if failed(r) then
+  redis.call('ZREM', QUEUE, eid)
+  error(r)
+end
+r = redis.pcall('ZADD', OWN, 0, eid)
+if failed(r) then
+  redis.call('ZREM', QUEUE, eid)
+  redis.call('HDEL', ENTRIES, eid)
+  error(r)
+end
+redis.call('HSET', META, 'avail', 0, 'seq', fmt(seq))
+AVAIL = 0
+if wake then
+  notify(SID, 'reap')
+  redis.call('HSET', INFO, SID .. ':h', fmt(NOW_MS))
 end
 return {'PENDING'}

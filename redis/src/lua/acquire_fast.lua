@@ -9,14 +9,25 @@ if FAST then
   local avail = tonumber(M[5])
   if avail >= n then
     local tok = math.max(tonumber(M[6]) + 1, NOW_US)
-    redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
+    -- The holding first: not read before, it is the first write (a wrong
+    -- type fails it with nothing written, see head.lua's expect()).
+    local h = redis.call('HINCRBY', HELD, SID, n)
     -- For inspect.lua (as in head.lua's hand()): the one call more per
-    -- grant that inspect costs (see "Inspecting" in the crate docs).
-    if redis.call('HINCRBY', HELD, SID, n) == n then
-      redis.call('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
+    -- grant that inspect costs (see "Inspecting" in the crate docs). Not
+    -- read before either: a wrong type undoes the holding (rather than
+    -- a read more per acquire), and the script fails with nothing changed.
+    local r
+    if h == n then
+      r = redis.pcall('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
     else
-      redis.call('HSET', INFO, SID .. ':t', fmt(tok))
+      r = redis.pcall('HSET', INFO, SID .. ':t', fmt(tok))
     end
+    if failed(r) then
+      if h == n then redis.call('HDEL', HELD, SID) else redis.call('HINCRBY', HELD, SID, -n) end
+      error(r)
+    end
+    redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
+    if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
     -- With what is left available (the stats' gauge, see tail.lua).
     return {'READY a=' .. fmt(avail - n), tok}
   end

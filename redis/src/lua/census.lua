@@ -2,6 +2,7 @@
 -- conservation sums. Returns {'OK', total, avail, sum held, sum partial
 -- grants, queue length, sessions, closed, last token, debt} | {'LOST'}. O(n).
 if lost() then return {'LOST'} end
+guard(false)
 reap()
 local held = 0
 local hv = redis.call('HVALS', HELD)

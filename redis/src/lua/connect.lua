@@ -12,6 +12,8 @@
 -- O(log n) (resize: as set_total).
 local total = tonumber(ARGV[4])
 local existing = redis.call('HGET', META, 'total')
+-- Before the first write (a resize writes before the reap reads the sessions).
+guard(true)
 if existing then
   if INC ~= '' and lost() then return {'LOST'} end
   local mode = ARGV[7] or ''

@@ -7,6 +7,7 @@
 -- Returns {'OK'} | {'NOTFOUND'} | {'INUSE', live sessions}. O(k log n) for
 -- k expired sessions' requests.
 if not redis.call('HGET', META, 'total') then return {'NOTFOUND'} end
+guard(false)
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
 local live = redis.call('ZCARD', SESSIONS)
 if live > 0 then return {'INUSE', live} end

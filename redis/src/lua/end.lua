@@ -3,9 +3,11 @@
 -- notification list gets a 'bye' to wake the agent blocked on it.
 -- Returns {'OK'} | {'LOST'}. O((k + 1) log n) for its k entries.
 if lost() then return {'LOST'} end
+-- Before the first write (drop_session writes the sessions before reap reads them).
+guard(true)
 local p = drop_session(SID)
 if p > 0 then hand(p) end
 reap()
-redis.call('RPUSH', note_key(SID), 'bye')
+redis.pcall('RPUSH', note_key(SID), 'bye')
 redis.call('PEXPIRE', note_key(SID), 5000)
 return {'OK'}

@@ -19,8 +19,11 @@ if INC ~= '' and M[1] == INC and tonumber(M[2] or '0') >= NOW_MS then
   local exp = redis.call('ZSCORE', SESSIONS, SID)
   if exp and tonumber(exp) >= NOW_MS then
     FAST = true
-    if tonumber(exp) < NOW_MS + LEASE * 2 / 3 then
-      redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID)
-    end
+    -- Renewed after the call's other writes (head.lua's RENEW): by the
+    -- fast parts' returns that write (READY, a release's OK or NOTHELD),
+    -- else by tail.lua (the slow body's every return). A fast CLOSED or
+    -- TOOMANY writes nothing and renews nothing (the client counts neither
+    -- as a renewal: session.rs renewed_fast).
+    RENEW = tonumber(exp) < NOW_MS + LEASE * 2 / 3
   end
 end

@@ -34,12 +34,43 @@ local NOW_MS = math.floor(NOW_US / 1000)
 -- Integers above 1e14 would be written in exponent form by tostring.
 local function fmt(x) return string.format('%.0f', x) end
 
+-- A key of the wrong type. Redis does not undo a script's writes when a
+-- command inside it fails, so a key of another type than the one kept
+-- there (another program's `SET` on the queue's name, say) must be met
+-- before a script's first write, or the writes made before it stand (a
+-- permit taken from avail and counted nowhere). So every script reads each
+-- key it may write before its first write: the reads it makes anyway come
+-- first, the keys it would only write are checked here (prelude.lua's
+-- guard(), the fast paths' few), and a key written first needs no check
+-- (its failure is the first). A wrong type fails the script with
+-- WRONGTYPE, which the client reports as Error::WrongType. The one
+-- exception is a session's notification list (TAG:note:<sid>, which
+-- cannot be known before the hand-off that notifies it): it is pushed
+-- with pcall, and a push that fails is a lost notification, which the
+-- waiter's heartbeat repairs (its PEXPIRE still applies, so the foreign
+-- value expires). O(1).
+local function expect(k, want)
+  local t = redis.call('TYPE', k)['ok']
+  if t ~= want and t ~= 'none' then
+    error({err = 'WRONGTYPE ' .. k .. ' holds a ' .. t .. ', where volt-sem keeps a ' .. want})
+  end
+end
+-- Whether a redis.pcall failed.
+local function failed(r) return type(r) == 'table' and r.err ~= nil end
+
+-- Set by fast.lua: the caller's lease is renewed once the call made its
+-- other writes (so that a WRONGTYPE before them leaves nothing written).
+local RENEW = false
+
 -- Direct hand-off: `p` released permits first pay a shrink's debt
 -- (META.debt, set by set_total; `debt`: its value when the caller read it
 -- already, else read here; `token`: the same for META.token), then go to
 -- the queue head(s) in FIFO
 -- order; a head that cannot be completed keeps its partial grant and the
 -- hand-off stops there; only the surplus of an emptied queue is banked.
+-- `head`, `e`: the queue's head and its need:got record when the caller
+-- read them already (before its first write: see expect()); `head` false:
+-- the queue was found empty.
 -- Each completed request gets the next fencing token, strictly increasing
 -- per grant and at least the server's microsecond clock (so it keeps
 -- increasing even after a failover that lost the last stored token), a
@@ -56,7 +87,7 @@ local MINE = {}
 -- (nil until one runs): reported to the caller, which shows it as the
 -- "available" gauge of its stats (tail.lua adds it to the status word).
 local AVAIL
-local function hand(p, debt, token)
+local function hand(p, debt, token, head, e)
   local given = p
   debt = tonumber(debt or redis.call('HGET', META, 'debt') or '0')
   if debt > 0 then
@@ -70,9 +101,12 @@ local function hand(p, debt, token)
   end
   local tok
   while p > 0 do
-    local head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+    if head == nil then
+      head = redis.call('ZRANGE', QUEUE, 0, 0)[1]
+      if head then e = redis.call('HGET', ENTRIES, head) end
+    end
     if not head then break end
-    local need, got = string.match(redis.call('HGET', ENTRIES, head), '^(%d+):(%d+)$')
+    local need, got = string.match(e, '^(%d+):(%d+)$')
     need, got = tonumber(need), tonumber(got)
     local give = math.min(p, need - got)
     got = got + give
@@ -91,7 +125,7 @@ local function hand(p, debt, token)
       end
       redis.call('HSET', GRANTS, head, t)
       local k = TAG .. ':note:' .. owner
-      redis.call('RPUSH', k, head .. ' ' .. t)
+      redis.pcall('RPUSH', k, head .. ' ' .. t)
       redis.call('PEXPIRE', k, NOTE_TTL_MS)
       if owner == SID then
         MINE[#MINE + 1] = head
@@ -100,6 +134,7 @@ local function hand(p, debt, token)
     else
       redis.call('HSET', ENTRIES, head, need .. ':' .. got)
     end
+    head = nil
   end
   if tok then redis.call('HSET', META, 'token', fmt(tok)) end
   if p > 0 then

@@ -11,6 +11,7 @@
 if INC == '' then
   if not redis.call('HGET', META, 'total') then return {'NOTFOUND'} end
 elseif lost() then return {'LOST'} end
+guard(false)
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
 -- The records of sessions that are gone (ended or reaped by a client of an
 -- older version, which does not know this hash) are dropped here.

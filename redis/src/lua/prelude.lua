@@ -6,10 +6,27 @@ local function parse(e)
   return tonumber(need), tonumber(got)
 end
 
+-- (A push that fails is a lost notification: see head.lua's expect().)
 local function notify(sid, msg)
   local k = note_key(sid)
-  redis.call('RPUSH', k, msg)
+  redis.pcall('RPUSH', k, msg)
   redis.call('PEXPIRE', k, NOTE_TTL_MS)
+end
+
+-- Every key a script's slow path may touch, checked before its first write
+-- (head.lua's expect()): all but the semaphore's hash, which every script
+-- reads first, and the sessions, which reap() reads before it writes
+-- (`sessions`: check them too, for a script that writes before its reap).
+-- Six (or seven) calls, on the paths that are not about latency: the fast
+-- paths check the few keys they would only write themselves.
+local function guard(sessions)
+  expect(QUEUE, 'zset')
+  expect(ENTRIES, 'hash')
+  expect(HELD, 'hash')
+  expect(GRANTS, 'hash')
+  expect(OWN, 'zset')
+  expect(INFO, 'hash')
+  if sessions then expect(SESSIONS, 'zset') end
 end
 
 -- Removes a session and everything recorded under it; returns the permits it
@@ -94,6 +111,7 @@ end
 
 local function prologue()
   if lost() then return {'LOST'} end
+  guard(false)
   reap()
   if not live() then return {'EXPIRED'} end
   return nil

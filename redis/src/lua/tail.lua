@@ -7,6 +7,7 @@ end
 -- hand-off (head.lua's AVAIL). The fast paths (acquire_fast.lua,
 -- release_fast.lua) reap nothing and add their `a=` themselves.
 local out = body()
+if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
 local word = out[1]
 if REAPED > 0 then word = word .. ' r=' .. fmt(REAPED) end
 if AVAIL then word = word .. ' a=' .. fmt(AVAIL) end
