@@ -84,6 +84,13 @@ pub type ShmWaiter = volt_sem::Waiter;
 /// publishes the outcome; the next queued request writes its slot again.
 pub(crate) const FAILED_WORD: u32 = u32::MAX;
 
+/// The backend word of a waiter whose last request was never queued
+/// (granted at once, or refused): no slot, and not `FAILED_WORD`. Written by
+/// `acquire_raw` at the start of every request, so that
+/// `failed_above_total` answers for the last request only (it used to keep
+/// answering `true` after a later request that was granted at once).
+const NO_SLOT: u32 = u32::MAX - 1;
+
 /// What a waiter's state looks like from its owner: volt-sem's
 /// [`WaiterState`](volt_sem::WaiterState) (`Waiting`: queued in the segment's
 /// FIFO; `Granted`/`Closed`: its callback may still be running).
@@ -1382,6 +1389,10 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         let w = waiter.get_ref();
         debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
         w.node().set_phase(phase::IDLE, Relaxed);
+        // A new request: whatever the last one ended as is forgotten (the
+        // waiter is idle, only its owner touches it); a queued request
+        // writes its slot below.
+        w.set_backend_word(NO_SLOT);
         if n > inner.total() {
             return Err(Error::TooManyPermits);
         }

@@ -958,7 +958,8 @@ impl SharedSemaphore {
     /// reports as [`Error::TooManyPermits`], rather than ended by
     /// [`close`](Self::close). The answer is the waiter's own (recorded when
     /// the request ended), not read from the total now, which may have grown
-    /// back since; the waiter's next queued request clears it.
+    /// back since. The waiter's next request clears it, whether it is
+    /// queued or not (granted at once, or refused with an error).
     #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub fn failed_above_total(&self, waiter: &ShmWaiter) -> bool {
         waiter.backend_word() == imp::FAILED_WORD
