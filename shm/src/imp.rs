@@ -524,12 +524,18 @@ impl Drop for Attachment {
 
 type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
 
-/// The registry of the attachments of one process (one fork generation).
-/// `open` claims its name in `opening` for its whole run, so that the threads
-/// of the process attach one record per name; the opens of other names run
-/// meanwhile (an open of one name may wait up to `OPEN_WAIT` for a held init
-/// lock: the others must not queue behind it). `list` is locked only to look
-/// an attachment up or add one.
+/// The registry of the attachments of one process (one fork generation),
+/// keyed by the segment file's identity (`st_dev`, `st_ino`), not by name:
+/// two names of one file (a hard link in /dev/shm) are one segment, and the
+/// process gets one record on it. What makes that hold for opens that race
+/// is the file's init lock (an OFD lock, so per file whatever the name),
+/// which `open` holds from before its look-up in `list` until it has
+/// published a new attachment there. `open` also claims its name in
+/// `opening` for its whole run, so that two threads opening one name wait
+/// on a condition variable rather than poll the init lock; the opens of
+/// other names run meanwhile (an open of one name may wait up to
+/// `OPEN_WAIT` for a held init lock: the others must not queue behind it).
+/// `list` is locked only to look an attachment up or add one.
 struct Reg {
     gen: u64,
     list: Mutex<Registry>,
@@ -702,8 +708,13 @@ pub(crate) fn open(
             (me, rings)
         })
     };
-    sys::release_init_lock(fd);
-    let (me, rings) = attached.map_err(op_error)?;
+    let (me, rings) = match attached {
+        Ok(attached) => attached,
+        Err(e) => {
+            sys::release_init_lock(fd);
+            return Err(op_error(e));
+        }
+    };
     let inner = Arc::new(Inner {
         map,
         me,
@@ -721,16 +732,24 @@ pub(crate) fn open(
         queued: AtomicUsize::new(0),
         abandoned: Mutex::new(Vec::new()),
     });
-    inner.ring(rings);
     let att = Arc::new(Attachment {
         inner,
         doorbell: Mutex::new(None),
     });
+    // Published before the init lock goes: another thread of this process
+    // opening the same segment under another name (a hard link in
+    // /dev/shm) passes the same file's init lock (an OFD lock: the file's
+    // identity, whatever the name), so it finds this attachment instead of
+    // attaching a second record. The name claim above does not cover that:
+    // it is per name.
     reg.list.lock().unwrap_or_else(|e| e.into_inner()).push((
         att.inner.map.dev_ino,
         pid,
         Arc::downgrade(&att),
     ));
+    sys::release_init_lock(fd);
+    att.inner.ring(rings);
+    crate::hooks::in_open_after_attach(name);
     Ok(att)
 }
 

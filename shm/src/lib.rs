@@ -594,6 +594,10 @@
 //!   ([`Error::InCallback`]); callbacks must be short, as in volt-sem.
 //! * `open` of the same name by many threads of one process is serialised by
 //!   a process-wide registry, and against other processes by the init lock.
+//!   The registry knows a segment by its file (`st_dev`, `st_ino`), so two
+//!   names of one file (a hard link in `/dev/shm`) opened by one process,
+//!   even at the same time by two threads, share one record, as two opens
+//!   of one name do.
 
 #![warn(missing_docs)]
 // Elsewhere only the segment algorithm compiles (and is tested); `open` fails.
