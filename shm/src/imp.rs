@@ -268,6 +268,28 @@ impl Drop for Inner {
     }
 }
 
+/// Wakes, after unlocking, what a critical section on `seg` asked for: the
+/// blocked threads of the direct slots it completed, and the doorbell
+/// threads of the processes whose raw waiters it completed.
+fn ring_segment(seg: &Segment, rings: Rings) {
+    if rings.is_empty() {
+        return;
+    }
+    for i in rings.slots() {
+        // A blocked thread sleeps on the slot's state word itself (stored
+        // with Release under the lock).
+        sys::futex_wake(&seg.slots[i].state);
+    }
+    for i in rings.iter() {
+        let bell = &seg.procs[i].doorbell;
+        // Release: the doorbell thread's Acquire load of the word before
+        // it reads slot states pairs with it (the slot states were also
+        // stored with Release under the lock).
+        bell.fetch_add(1, Release);
+        sys::futex_wake(bell);
+    }
+}
+
 /// Unlocks the segment when dropped (also on a panic under the lock).
 struct SegGuard<'a>(&'a Segment);
 impl Drop for SegGuard<'_> {
@@ -352,22 +374,7 @@ impl Inner {
     }
 
     fn ring(&self, rings: Rings) {
-        if rings.is_empty() {
-            return;
-        }
-        for i in rings.slots() {
-            // A blocked thread sleeps on the slot's state word itself (stored
-            // with Release under the lock).
-            sys::futex_wake(&self.seg().slots[i].state);
-        }
-        for i in rings.iter() {
-            let bell = &self.seg().procs[i].doorbell;
-            // Release: the doorbell thread's Acquire load of the word before
-            // it reads slot states pairs with it (the slot states were also
-            // stored with Release under the lock).
-            bell.fetch_add(1, Release);
-            sys::futex_wake(bell);
-        }
+        ring_segment(self.seg(), rings);
     }
 
     fn local(&self) -> MutexGuard<'_, Local> {
@@ -692,26 +699,32 @@ pub(crate) fn open(
             label,
             host: &host,
         };
-        l.attach(
+        let (attached, more) = l.attach(
             &who,
             |i| sys::ofd_lock(fd, i as i64, false).unwrap_or(false),
             |i| sys::owner_dead(fd, i),
-        )
-        .map(|(me, more)| {
-            rings.merge(more);
+        );
+        rings.merge(more);
+        if attached.is_ok() {
             // Under the same lock as the attach: the total this open asked
             // for is the one in force when it returns (unless another
             // process changes it after: the last one wins).
             if let Some(t) = resize_to.filter(|&t| l.total() != t) {
                 rings.merge(l.set_total(t));
             }
-            (me, rings)
-        })
+        }
+        (attached, rings)
     };
     let (me, rings) = match attached {
-        Ok(attached) => attached,
-        Err(e) => {
+        (Ok(me), rings) => (me, rings),
+        (Err(e), rings) => {
             sys::release_init_lock(fd);
+            // The repair and the sweeps above may have granted queued
+            // requests (permits a dead lock owner had in transit, a dead
+            // process's reclaimed ones) even though no record was free:
+            // their wake-ups go out all the same, or those waiters would
+            // only notice at their next periodic sweep.
+            ring_segment(map.seg(), rings);
             return Err(op_error(e));
         }
     };

@@ -146,7 +146,9 @@
 //! 5. Capacities are hard limits with typed errors, never silent losses:
 //!    [`MAX_WAITERS`] queued requests across all processes
 //!    ([`Error::QueueFull`]: the request is not queued, FIFO intact),
-//!    [`MAX_PROCESSES`] attached processes ([`Error::ProcessTableFull`]),
+//!    [`MAX_PROCESSES`] attached processes ([`Error::ProcessTableFull`]:
+//!    what the `open` repaired or reclaimed on the way is handed on and its
+//!    waiters woken all the same),
 //!    totals and requests up to [`MAX_PERMITS`] (a request above the total is
 //!    [`Error::TooManyPermits`]: it could never be granted).
 //!
