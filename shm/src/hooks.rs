@@ -141,3 +141,31 @@ pub fn resume_open() {
     OPEN_PAUSE_ARMED.store(false, Ordering::Relaxed);
     OPEN_PAUSED.notify_all();
 }
+
+/// **Tests only.** The clock the timed waits for the segment lock run on in
+/// this process: `"monotonic"` (`pthread_mutex_clocklock(CLOCK_MONOTONIC)`,
+/// found at run time) or `"realtime"` (the fallback,
+/// `pthread_mutex_timedlock`). Linux only; `"none"` elsewhere.
+#[doc(hidden)]
+pub fn timed_lock_clock() -> &'static str {
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    return if crate::sys::timed_lock_is_monotonic() {
+        "monotonic"
+    } else {
+        "realtime"
+    };
+    #[cfg(not(all(target_os = "linux", not(volt_loom))))]
+    "none"
+}
+
+/// **Tests only.** Makes the timed waits for the segment lock use the
+/// fallback, `pthread_mutex_timedlock` on `CLOCK_REALTIME` (`true`), or the
+/// normal choice again (`false`), so that the fallback is tested on a C
+/// library that has `pthread_mutex_clocklock`.
+#[doc(hidden)]
+pub fn force_realtime_timed_lock(on: bool) {
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    crate::sys::FORCE_REALTIME.store(on, Ordering::Relaxed);
+    #[cfg(not(all(target_os = "linux", not(volt_loom))))]
+    let _ = on;
+}

@@ -363,7 +363,12 @@
 //! inside a critical section, so the owner's whole process is dead. A process
 //! *stopped* (`SIGSTOP`, a debugger) inside the lock stalls the calls that
 //! need the lock until it continues or dies, like any lock, except the ones
-//! with a time bound, which take the lock with `pthread_mutex_timedlock`:
+//! with a time bound, which take the lock with a deadline on
+//! `CLOCK_MONOTONIC` (`pthread_mutex_clocklock`, glibc 2.30 and later,
+//! looked up at run time so that the library still loads on the older glibc
+//! of the manylinux baseline; there it falls back to
+//! `pthread_mutex_timedlock`, whose deadline is on `CLOCK_REALTIME`, so a
+//! wall-clock step during the wait shortens or lengthens it):
 //! [`SharedSemaphore::try_acquire`] waits for it at most 10 ms and fails with
 //! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
 //! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
