@@ -1849,6 +1849,10 @@ uint64_t volt_waiter_session(const struct volt_waiter *waiter);
  * timed acquire overrun its timeout; if the request is still queued then, its
  * removal from the queue is left to the process's doorbell thread (it holds
  * no permit meanwhile: a grant that comes first is given back at once).
+ * That wait for the lock is on `CLOCK_MONOTONIC` too where the C library has
+ * `pthread_mutex_clocklock` (glibc 2.30 and later, found at run time); on an
+ * older one it falls back to `pthread_mutex_timedlock`, on `CLOCK_REALTIME`,
+ * and a wall-clock step during that wait shortens or lengthens it.
  *
  * Returns `VOLT_OK` (the caller owns the permits), `VOLT_TIMED_OUT` (any partial
  * grant was handed on), `VOLT_CLOSED` or `VOLT_INVALID_ARGUMENT` (NULL, `n == 0`,

@@ -62,3 +62,110 @@ pub fn stop_in_next_release() {
 pub fn stop_in_next_fast_release() {
     STOP_IN_RELEASE.store(FAST, Ordering::Relaxed);
 }
+
+/// The name whose next attaching `open` pauses (see [`pause_next_open_of`]),
+/// and where that pause stands.
+static OPEN_PAUSE: std::sync::Mutex<(Option<String>, OpenPause)> =
+    std::sync::Mutex::new((None, OpenPause::Off));
+static OPEN_PAUSED: std::sync::Condvar = std::sync::Condvar::new();
+/// Whether a pause is armed: one relaxed load per attaching `open` otherwise.
+static OPEN_PAUSE_ARMED: core::sync::atomic::AtomicBool =
+    core::sync::atomic::AtomicBool::new(false);
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OpenPause {
+    Off,
+    Armed,
+    Paused,
+}
+
+fn open_pause() -> std::sync::MutexGuard<'static, (Option<String>, OpenPause)> {
+    OPEN_PAUSE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Called by `open` once it has attached a new record and released the
+/// segment's init lock, just before it returns the handle: the point where
+/// another thread's `open` of the same segment must already find this
+/// attachment.
+pub(crate) fn in_open_after_attach(name: &str) {
+    if !OPEN_PAUSE_ARMED.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut p = open_pause();
+    if p.1 != OpenPause::Armed || p.0.as_deref() != Some(name) {
+        return;
+    }
+    p.1 = OpenPause::Paused;
+    OPEN_PAUSED.notify_all();
+    while p.1 == OpenPause::Paused {
+        p = OPEN_PAUSED.wait(p).unwrap_or_else(|e| e.into_inner());
+    }
+}
+
+/// **Tests only.** The next `open` of `name` in this process that attaches a
+/// new record pauses just before it returns (after it released the init
+/// lock), until [`resume_open`]; [`wait_open_paused`] waits for it to get
+/// there.
+#[doc(hidden)]
+pub fn pause_next_open_of(name: &str) {
+    let mut p = open_pause();
+    *p = (Some(name.to_owned()), OpenPause::Armed);
+    OPEN_PAUSE_ARMED.store(true, Ordering::Relaxed);
+}
+
+/// **Tests only.** Waits (at most `limit`) until an `open` armed by
+/// [`pause_next_open_of`] pauses; whether it did.
+#[doc(hidden)]
+pub fn wait_open_paused(limit: std::time::Duration) -> bool {
+    let mut p = open_pause();
+    let deadline = std::time::Instant::now() + limit;
+    while p.1 != OpenPause::Paused {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        p = OPEN_PAUSED
+            .wait_timeout(p, left)
+            .unwrap_or_else(|e| e.into_inner())
+            .0;
+    }
+    true
+}
+
+/// **Tests only.** Lets the paused `open` return (or disarms a pause that
+/// was never reached).
+#[doc(hidden)]
+pub fn resume_open() {
+    let mut p = open_pause();
+    *p = (None, OpenPause::Off);
+    OPEN_PAUSE_ARMED.store(false, Ordering::Relaxed);
+    OPEN_PAUSED.notify_all();
+}
+
+/// **Tests only.** The clock the timed waits for the segment lock run on in
+/// this process: `"monotonic"` (`pthread_mutex_clocklock(CLOCK_MONOTONIC)`,
+/// found at run time) or `"realtime"` (the fallback,
+/// `pthread_mutex_timedlock`). Linux only; `"none"` elsewhere.
+#[doc(hidden)]
+pub fn timed_lock_clock() -> &'static str {
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    return if crate::sys::timed_lock_is_monotonic() {
+        "monotonic"
+    } else {
+        "realtime"
+    };
+    #[cfg(not(all(target_os = "linux", not(volt_loom))))]
+    "none"
+}
+
+/// **Tests only.** Makes the timed waits for the segment lock use the
+/// fallback, `pthread_mutex_timedlock` on `CLOCK_REALTIME` (`true`), or the
+/// normal choice again (`false`), so that the fallback is tested on a C
+/// library that has `pthread_mutex_clocklock`.
+#[doc(hidden)]
+pub fn force_realtime_timed_lock(on: bool) {
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    crate::sys::FORCE_REALTIME.store(on, Ordering::Relaxed);
+    #[cfg(not(all(target_os = "linux", not(volt_loom))))]
+    let _ = on;
+}

@@ -84,6 +84,13 @@ pub type ShmWaiter = volt_sem::Waiter;
 /// publishes the outcome; the next queued request writes its slot again.
 pub(crate) const FAILED_WORD: u32 = u32::MAX;
 
+/// The backend word of a waiter whose last request was never queued
+/// (granted at once, or refused): no slot, and not `FAILED_WORD`. Written by
+/// `acquire_raw` at the start of every request, so that
+/// `failed_above_total` answers for the last request only (it used to keep
+/// answering `true` after a later request that was granted at once).
+const NO_SLOT: u32 = u32::MAX - 1;
+
 /// What a waiter's state looks like from its owner: volt-sem's
 /// [`WaiterState`](volt_sem::WaiterState) (`Waiting`: queued in the segment's
 /// FIFO; `Granted`/`Closed`: its callback may still be running).
@@ -261,6 +268,28 @@ impl Drop for Inner {
     }
 }
 
+/// Wakes, after unlocking, what a critical section on `seg` asked for: the
+/// blocked threads of the direct slots it completed, and the doorbell
+/// threads of the processes whose raw waiters it completed.
+fn ring_segment(seg: &Segment, rings: Rings) {
+    if rings.is_empty() {
+        return;
+    }
+    for i in rings.slots() {
+        // A blocked thread sleeps on the slot's state word itself (stored
+        // with Release under the lock).
+        sys::futex_wake(&seg.slots[i].state);
+    }
+    for i in rings.iter() {
+        let bell = &seg.procs[i].doorbell;
+        // Release: the doorbell thread's Acquire load of the word before
+        // it reads slot states pairs with it (the slot states were also
+        // stored with Release under the lock).
+        bell.fetch_add(1, Release);
+        sys::futex_wake(bell);
+    }
+}
+
 /// Unlocks the segment when dropped (also on a panic under the lock).
 struct SegGuard<'a>(&'a Segment);
 impl Drop for SegGuard<'_> {
@@ -345,22 +374,7 @@ impl Inner {
     }
 
     fn ring(&self, rings: Rings) {
-        if rings.is_empty() {
-            return;
-        }
-        for i in rings.slots() {
-            // A blocked thread sleeps on the slot's state word itself (stored
-            // with Release under the lock).
-            sys::futex_wake(&self.seg().slots[i].state);
-        }
-        for i in rings.iter() {
-            let bell = &self.seg().procs[i].doorbell;
-            // Release: the doorbell thread's Acquire load of the word before
-            // it reads slot states pairs with it (the slot states were also
-            // stored with Release under the lock).
-            bell.fetch_add(1, Release);
-            sys::futex_wake(bell);
-        }
+        ring_segment(self.seg(), rings);
     }
 
     fn local(&self) -> MutexGuard<'_, Local> {
@@ -517,12 +531,18 @@ impl Drop for Attachment {
 
 type Registry = Vec<((u64, u64), u32, Weak<Attachment>)>;
 
-/// The registry of the attachments of one process (one fork generation).
-/// `open` claims its name in `opening` for its whole run, so that the threads
-/// of the process attach one record per name; the opens of other names run
-/// meanwhile (an open of one name may wait up to `OPEN_WAIT` for a held init
-/// lock: the others must not queue behind it). `list` is locked only to look
-/// an attachment up or add one.
+/// The registry of the attachments of one process (one fork generation),
+/// keyed by the segment file's identity (`st_dev`, `st_ino`), not by name:
+/// two names of one file (a hard link in /dev/shm) are one segment, and the
+/// process gets one record on it. What makes that hold for opens that race
+/// is the file's init lock (an OFD lock, so per file whatever the name),
+/// which `open` holds from before its look-up in `list` until it has
+/// published a new attachment there. `open` also claims its name in
+/// `opening` for its whole run, so that two threads opening one name wait
+/// on a condition variable rather than poll the init lock; the opens of
+/// other names run meanwhile (an open of one name may wait up to
+/// `OPEN_WAIT` for a held init lock: the others must not queue behind it).
+/// `list` is locked only to look an attachment up or add one.
 struct Reg {
     gen: u64,
     list: Mutex<Registry>,
@@ -679,24 +699,35 @@ pub(crate) fn open(
             label,
             host: &host,
         };
-        l.attach(
+        let (attached, more) = l.attach(
             &who,
             |i| sys::ofd_lock(fd, i as i64, false).unwrap_or(false),
             |i| sys::owner_dead(fd, i),
-        )
-        .map(|(me, more)| {
-            rings.merge(more);
+        );
+        rings.merge(more);
+        if attached.is_ok() {
             // Under the same lock as the attach: the total this open asked
             // for is the one in force when it returns (unless another
             // process changes it after: the last one wins).
             if let Some(t) = resize_to.filter(|&t| l.total() != t) {
                 rings.merge(l.set_total(t));
             }
-            (me, rings)
-        })
+        }
+        (attached, rings)
     };
-    sys::release_init_lock(fd);
-    let (me, rings) = attached.map_err(op_error)?;
+    let (me, rings) = match attached {
+        (Ok(me), rings) => (me, rings),
+        (Err(e), rings) => {
+            sys::release_init_lock(fd);
+            // The repair and the sweeps above may have granted queued
+            // requests (permits a dead lock owner had in transit, a dead
+            // process's reclaimed ones) even though no record was free:
+            // their wake-ups go out all the same, or those waiters would
+            // only notice at their next periodic sweep.
+            ring_segment(map.seg(), rings);
+            return Err(op_error(e));
+        }
+    };
     let inner = Arc::new(Inner {
         map,
         me,
@@ -714,16 +745,24 @@ pub(crate) fn open(
         queued: AtomicUsize::new(0),
         abandoned: Mutex::new(Vec::new()),
     });
-    inner.ring(rings);
     let att = Arc::new(Attachment {
         inner,
         doorbell: Mutex::new(None),
     });
+    // Published before the init lock goes: another thread of this process
+    // opening the same segment under another name (a hard link in
+    // /dev/shm) passes the same file's init lock (an OFD lock: the file's
+    // identity, whatever the name), so it finds this attachment instead of
+    // attaching a second record. The name claim above does not cover that:
+    // it is per name.
     reg.list.lock().unwrap_or_else(|e| e.into_inner()).push((
         att.inner.map.dev_ino,
         pid,
         Arc::downgrade(&att),
     ));
+    sys::release_init_lock(fd);
+    att.inner.ring(rings);
+    crate::hooks::in_open_after_attach(name);
     Ok(att)
 }
 
@@ -1382,6 +1421,10 @@ unsafe impl raw::RawSemaphore for SharedSemaphore {
         let w = waiter.get_ref();
         debug_assert!(!w.is_busy(), "acquire_raw on a busy waiter");
         w.node().set_phase(phase::IDLE, Relaxed);
+        // A new request: whatever the last one ended as is forgotten (the
+        // waiter is idle, only its owner touches it); a queued request
+        // writes its slot below.
+        w.set_backend_word(NO_SLOT);
         if n > inner.total() {
             return Err(Error::TooManyPermits);
         }

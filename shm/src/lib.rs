@@ -146,7 +146,9 @@
 //! 5. Capacities are hard limits with typed errors, never silent losses:
 //!    [`MAX_WAITERS`] queued requests across all processes
 //!    ([`Error::QueueFull`]: the request is not queued, FIFO intact),
-//!    [`MAX_PROCESSES`] attached processes ([`Error::ProcessTableFull`]),
+//!    [`MAX_PROCESSES`] attached processes ([`Error::ProcessTableFull`]:
+//!    what the `open` repaired or reclaimed on the way is handed on and its
+//!    waiters woken all the same),
 //!    totals and requests up to [`MAX_PERMITS`] (a request above the total is
 //!    [`Error::TooManyPermits`]: it could never be granted).
 //!
@@ -361,7 +363,12 @@
 //! inside a critical section, so the owner's whole process is dead. A process
 //! *stopped* (`SIGSTOP`, a debugger) inside the lock stalls the calls that
 //! need the lock until it continues or dies, like any lock, except the ones
-//! with a time bound, which take the lock with `pthread_mutex_timedlock`:
+//! with a time bound, which take the lock with a deadline on
+//! `CLOCK_MONOTONIC` (`pthread_mutex_clocklock`, glibc 2.30 and later,
+//! looked up at run time so that the library still loads on the older glibc
+//! of the manylinux baseline; there it falls back to
+//! `pthread_mutex_timedlock`, whose deadline is on `CLOCK_REALTIME`, so a
+//! wall-clock step during the wait shortens or lengthens it):
 //! [`SharedSemaphore::try_acquire`] waits for it at most 10 ms and fails with
 //! [`Error::NoPermits`]; a timed acquire waits at most until its deadline
 //! (its periodic sweeps too) and fails with [`Error::TimedOut`], and if its
@@ -594,6 +601,10 @@
 //!   ([`Error::InCallback`]); callbacks must be short, as in volt-sem.
 //! * `open` of the same name by many threads of one process is serialised by
 //!   a process-wide registry, and against other processes by the init lock.
+//!   The registry knows a segment by its file (`st_dev`, `st_ino`), so two
+//!   names of one file (a hard link in `/dev/shm`) opened by one process,
+//!   even at the same time by two threads, share one record, as two opens
+//!   of one name do.
 
 #![warn(missing_docs)]
 // Elsewhere only the segment algorithm compiles (and is tested); `open` fails.
@@ -958,7 +969,8 @@ impl SharedSemaphore {
     /// reports as [`Error::TooManyPermits`], rather than ended by
     /// [`close`](Self::close). The answer is the waiter's own (recorded when
     /// the request ended), not read from the total now, which may have grown
-    /// back since; the waiter's next queued request clears it.
+    /// back since. The waiter's next request clears it, whether it is
+    /// queued or not (granted at once, or refused with an error).
     #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub fn failed_above_total(&self, waiter: &ShmWaiter) -> bool {
         waiter.backend_word() == imp::FAILED_WORD

@@ -70,7 +70,7 @@ impl Machine {
         };
         let l = Locked::new(&m.seg);
         let ids = (0..procs)
-            .map(|_| l.attach(&Ident::test(1), |_| true, |_| false).unwrap().0)
+            .map(|_| l.attach(&Ident::test(1), |_| true, |_| false).0.unwrap())
             .collect();
         (Arc::new(m), ids)
     }

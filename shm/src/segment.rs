@@ -980,12 +980,15 @@ impl<'a> Locked<'a> {
     /// Claims a FREE process record. `lock_byte(i)` takes the liveness lock of
     /// record `i` (false: somebody still holds it, try the next one); `dead(i)`
     /// tells whether a LIVE record's owner is gone (it is reclaimed first).
+    /// The rings are returned whether or not a record was claimed: a recount
+    /// run on the way may have granted queued requests even when the table
+    /// turns out to be full.
     pub(crate) fn attach(
         &self,
         who: &Ident<'_>,
         mut lock_byte: impl FnMut(u32) -> bool,
         mut dead: impl FnMut(u32) -> bool,
-    ) -> Result<(u32, Rings), OpError> {
+    ) -> (Result<u32, OpError>, Rings) {
         let mut rings = Rings::default();
         for i in 0..MAX_PROCESSES as u32 {
             let p = self.proc(i);
@@ -1008,10 +1011,10 @@ impl<'a> Locked<'a> {
             // Release: a reader that sees LIVE sees the fields above.
             p.state.put(proc_state::LIVE, Release);
             rings.merge(self.settle(Some(i), &mut dead));
-            return Ok((i, rings));
+            return (Ok(i), rings);
         }
         rings.merge(self.settle(None, &mut dead));
-        Err(OpError::ProcessTableFull)
+        (Err(OpError::ProcessTableFull), rings)
     }
 
     /// Reclaims every LIVE record other than `me` whose owner `dead` says is

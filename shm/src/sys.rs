@@ -2,7 +2,7 @@
 //! byte locks for liveness, shared futexes for doorbells.
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
@@ -437,11 +437,88 @@ pub(crate) enum LockState {
     OwnerDied,
 }
 
+/// `pthread_mutex_clocklock`'s type (glibc 2.30 and later).
+type ClockLockFn = unsafe extern "C" fn(
+    *mut libc::pthread_mutex_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> libc::c_int;
+
+/// `clocklock()`'s cache: `LOOKUP` until the first timed lock, then the
+/// function's address, or 0 when the C library has none (or it refused
+/// `CLOCK_MONOTONIC`).
+static CLOCKLOCK: AtomicUsize = AtomicUsize::new(LOOKUP);
+const LOOKUP: usize = 1;
+/// Tests only (`hooks::force_realtime_timed_lock`): use the fallback.
+pub(crate) static FORCE_REALTIME: AtomicBool = AtomicBool::new(false);
+
+/// `pthread_mutex_clocklock`, looked up at run time: it appeared in glibc
+/// 2.30, newer than the glibc the manylinux wheels are built against, so a
+/// direct call would not load on the oldest systems they support. `None`
+/// where the C library lacks it (glibc before 2.30; musl has none either):
+/// the timed lock then falls back to `pthread_mutex_timedlock` (see `lock`).
+fn clocklock() -> Option<ClockLockFn> {
+    if FORCE_REALTIME.load(Ordering::Relaxed) {
+        return None;
+    }
+    let mut f = CLOCKLOCK.load(Ordering::Relaxed);
+    if f == LOOKUP {
+        // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name only
+        // reads; it returns null when no loaded object defines the name.
+        f = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_mutex_clocklock".as_ptr()) }
+            as usize;
+        // Racing lookups store the same value.
+        CLOCKLOCK.store(f, Ordering::Relaxed);
+    }
+    if f == 0 || f == LOOKUP {
+        return None;
+    }
+    // SAFETY: a non-null address dlsym gave for `pthread_mutex_clocklock`,
+    // whose C type (glibc's <pthread.h>) is `ClockLockFn`.
+    Some(unsafe { core::mem::transmute::<usize, ClockLockFn>(f) })
+}
+
+/// Which clock a timed lock waits on here: `CLOCK_MONOTONIC` with
+/// `pthread_mutex_clocklock`, or `CLOCK_REALTIME` with the fallback
+/// (`hooks::timed_lock_clock`).
+pub(crate) fn timed_lock_is_monotonic() -> bool {
+    clocklock().is_some()
+}
+
+/// `clock_gettime(clock)` plus `left`, as an absolute timespec (clamped at
+/// the largest one).
+// `libc::time_t`: see `lock`.
+#[allow(deprecated)]
+fn clock_after(clock: libc::clockid_t, left: Duration) -> libc::timespec {
+    // SAFETY: a zeroed timespec is a valid out-parameter.
+    let mut now: libc::timespec = unsafe { core::mem::zeroed() };
+    // SAFETY: valid clock id and out-pointer; cannot fail for these clocks.
+    unsafe { libc::clock_gettime(clock, &mut now) };
+    let at = Duration::new(
+        now.tv_sec.max(0) as u64,
+        now.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+    .saturating_add(left);
+    libc::timespec {
+        tv_sec: at.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
+        tv_nsec: at.subsec_nanos() as libc::c_long,
+    }
+}
+
 /// Takes the segment's robust lock, waiting at most until `deadline` (then
 /// `Error::TimedOut`; `None`: no deadline). A deadline in the past still takes
 /// a free lock (one attempt). The wait is what a process stopped (`SIGSTOP`)
 /// inside the lock costs the others: only the calls without a deadline wait
 /// for it to continue or die.
+///
+/// The timed wait runs on `CLOCK_MONOTONIC` (`pthread_mutex_clocklock`,
+/// glibc 2.30 and later, looked up at run time), as `Instant` does, so that
+/// a step of the wall clock (NTP, an administrator, a VM resumed) neither
+/// cuts it short nor stretches it. Where the C library has no
+/// `pthread_mutex_clocklock`, it falls back to `pthread_mutex_timedlock`,
+/// which only takes a `CLOCK_REALTIME` time: the remaining monotonic wait
+/// is added to the wall-clock time now, and a wall-clock step during the
+/// wait shortens or lengthens it by the step.
 // `libc::time_t` is deprecated on musl targets only (musl 1.2 made it 64-bit
 // and the libc crate will follow): it is what `timespec::tv_sec` is, on every
 // target, so it stays the right type to cast to and clamp at.
@@ -451,20 +528,23 @@ pub(crate) fn lock(seg: &Segment, deadline: Option<Instant>) -> Result<LockState
         // SAFETY: the mutex was initialised (the magic is set) and is process-shared.
         None => unsafe { libc::pthread_mutex_lock(mutex_ptr(seg)) },
         Some(d) => {
-            // pthread_mutex_timedlock takes a CLOCK_REALTIME time: the
-            // remaining monotonic wait added to the current wall-clock time
-            // (a wall-clock step during the wait shortens or lengthens it).
             let left = d.saturating_duration_since(Instant::now());
-            let at = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default()
-                .saturating_add(left);
-            let ts = libc::timespec {
-                tv_sec: at.as_secs().min(libc::time_t::MAX as u64) as libc::time_t,
-                tv_nsec: at.subsec_nanos() as libc::c_long,
-            };
-            // SAFETY: as above; `ts` is a valid timespec.
-            unsafe { libc::pthread_mutex_timedlock(mutex_ptr(seg), &ts) }
+            let monotonic = clocklock().map(|f| {
+                let ts = clock_after(libc::CLOCK_MONOTONIC, left);
+                // SAFETY: as above; `ts` is a valid timespec; `f` is
+                // pthread_mutex_clocklock.
+                unsafe { f(mutex_ptr(seg), libc::CLOCK_MONOTONIC, &ts) }
+            });
+            match monotonic {
+                // EINVAL: this clock is refused (a C library that has the
+                // function for some clocks only); never again, fall back.
+                Some(libc::EINVAL) => {
+                    CLOCKLOCK.store(0, Ordering::Relaxed);
+                    timed_lock_realtime(seg, left)
+                }
+                Some(r) => r,
+                None => timed_lock_realtime(seg, left),
+            }
         }
     };
     match r {
@@ -474,6 +554,15 @@ pub(crate) fn lock(seg: &Segment, deadline: Option<Instant>) -> Result<LockState
         libc::ENOTRECOVERABLE => Err(Error::Corrupt),
         e => Err(Error::Os(e)),
     }
+}
+
+/// The fallback of `lock`: `pthread_mutex_timedlock`, which waits until a
+/// `CLOCK_REALTIME` time, `left` after the wall-clock time now.
+fn timed_lock_realtime(seg: &Segment, left: Duration) -> libc::c_int {
+    let ts = clock_after(libc::CLOCK_REALTIME, left);
+    // SAFETY: the mutex was initialised (the magic is set) and is
+    // process-shared; `ts` is a valid timespec.
+    unsafe { libc::pthread_mutex_timedlock(mutex_ptr(seg), &ts) }
 }
 
 pub(crate) fn mark_consistent(seg: &Segment) {

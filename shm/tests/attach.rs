@@ -92,3 +92,54 @@ fn is_unlinked_follows_the_name() {
     assert_eq!(other.is_unlinked(), Ok(false));
     assert_eq!(seen.is_unlinked(), Ok(true));
 }
+
+/// Two names of one segment (a hard link in /dev/shm), opened at the same
+/// time by two threads of one process: the process must get one record, as
+/// for two opens of one name (so that permits acquired through one handle
+/// can be released through the other, and `inspect` lists the process once).
+/// The first `open` is paused (a test hook) after it attached and released
+/// the init lock, just before it returns; the second runs to its end meanwhile.
+#[test]
+fn two_hard_linked_names_opened_at_once_share_one_record() {
+    use std::time::Duration;
+    use volt_sem_shm::hooks;
+
+    let a = Name::new("link-a");
+    let b = Name::new("link-b");
+    // The segment exists, nobody attached: both opens below attach.
+    drop(SharedSemaphore::open(&a, 3, OpenOptions::new()).unwrap());
+    std::fs::hard_link(a.path(), b.path()).unwrap();
+
+    hooks::pause_next_open_of(&a);
+    let first = {
+        let a = a.0.clone();
+        std::thread::spawn(move || {
+            SharedSemaphore::open(&a, 3, OpenOptions::new().label("via-a")).unwrap()
+        })
+    };
+    let paused = hooks::wait_open_paused(Duration::from_secs(10));
+    if !paused {
+        hooks::resume_open();
+        panic!("the open of the first name never reached the pause");
+    }
+    let via_b = SharedSemaphore::open(&b, 3, OpenOptions::new().label("via-b"));
+    hooks::resume_open();
+    let via_a = first.join().unwrap();
+    let via_b = via_b.unwrap();
+
+    assert_eq!(
+        via_a.process_record(),
+        via_b.process_record(),
+        "one process, one segment, two records"
+    );
+    assert_eq!(via_b.label(), via_a.label(), "the first label wins");
+    // One record: permits taken through one name go back through the other.
+    via_a.try_acquire(2).unwrap().forget();
+    let i = via_b.inspect().unwrap();
+    assert_eq!(i.holders.len(), 1, "{:?}", i.holders);
+    assert_eq!(i.available + i.held() + i.granted_to_waiters(), i.total);
+    assert_eq!(via_b.held_permits(), Ok(2));
+    via_b.release(2).unwrap();
+    let c = support::assert_conserved(&via_a);
+    assert_eq!((c.live, c.available, c.held), (1, 3, 0));
+}

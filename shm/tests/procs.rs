@@ -40,6 +40,13 @@ fn child_main() {
         say(&format!("left {}", std::path::Path::new(&path).exists()));
         std::process::exit(0);
     }
+    if role == "open-expect-full" {
+        // Opens the name once and says how it went (see
+        // `an_open_that_repairs_then_finds_the_table_full_still_rings`).
+        let r = SharedSemaphore::open(&name, total, OpenOptions::new().attach_only());
+        say(&format!("open {:?}", r.as_ref().map(|_| ())));
+        std::process::exit(0);
+    }
     if role == "scribble" {
         // Writes garbage into the segment's file: SCRIBBLES writes of 1 to 8
         // random bytes at seeded random offsets, one every 2 ms, never into
@@ -238,6 +245,91 @@ fn child_main() {
             say("past deadline");
             let r = waiter.join().unwrap();
             say(&format!("result {r:?}"));
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
+        "hold-fork-then-stop-in-release" => {
+            // Holds every permit, forks a child that keeps the inherited
+            // handle (so the liveness lock outlives this process), then,
+            // once the file GO exists, stops inside the lock half-way
+            // through a release of 1.
+            sem.try_acquire(total).unwrap().forget();
+            let done = std::env::var("DONE").unwrap();
+            // SAFETY: the child only sleeps and polls a path, then _exits.
+            let pid = unsafe { libc::fork() };
+            assert!(pid >= 0);
+            if pid == 0 {
+                let t = Instant::now();
+                while !std::path::Path::new(&done).exists() && t.elapsed() < Duration::from_secs(60)
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                // SAFETY: ends the child without running the parent's destructors.
+                unsafe { libc::_exit(0) };
+            }
+            say(&format!("forked {pid}"));
+            say("held");
+            let go = std::env::var("GO").unwrap();
+            while !std::path::Path::new(&go).exists() {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            volt_sem_shm::hooks::stop_in_next_release();
+            sem.release(1).unwrap(); // stops inside the lock; killed there
+            say("resumed");
+        }
+        "queue-async" => {
+            // Queues an async acquire of 1 (its grant comes through this
+            // process's doorbell thread), says its record, and polls it
+            // until it is granted.
+            use std::future::Future;
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            let mut fut = Box::pin(sem.acquire(1));
+            assert!(fut.as_mut().poll(&mut cx).is_pending());
+            say(&format!("queued {}", sem.process_record()));
+            loop {
+                std::thread::sleep(Duration::from_millis(2));
+                if let std::task::Poll::Ready(r) = fut.as_mut().poll(&mut cx) {
+                    drop(r.unwrap());
+                    say("granted");
+                    break;
+                }
+            }
+            loop {
+                std::thread::sleep(Duration::from_secs(60));
+            }
+        }
+        "fill" => {
+            // Attaches FILL more processes (forked children, each with a
+            // record of its own), which live until this process dies.
+            // SAFETY: getpid cannot fail.
+            let me = unsafe { libc::getpid() };
+            for _ in 0..env_num("FILL") {
+                // SAFETY: the child opens the name and sleeps; glibc's fork
+                // leaves malloc usable in the child.
+                let pid = unsafe { libc::fork() };
+                assert!(pid >= 0);
+                if pid == 0 {
+                    // SAFETY: plain syscalls.
+                    unsafe {
+                        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                        if libc::getppid() != me {
+                            libc::_exit(0);
+                        }
+                    }
+                    let r = SharedSemaphore::open(&name, total, OpenOptions::new().attach_only());
+                    match r {
+                        Ok(s) => std::mem::forget(s),
+                        // SAFETY: ends the child.
+                        Err(_) => unsafe { libc::_exit(1) },
+                    }
+                    loop {
+                        std::thread::sleep(Duration::from_secs(60));
+                    }
+                }
+            }
+            say("forked");
             loop {
                 std::thread::sleep(Duration::from_secs(60));
             }
@@ -507,6 +599,122 @@ fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
         "the killed parent's record stayed live (its forked child keeps the \
          liveness lock after dropping its handle): {c:?}"
     );
+}
+
+/// This process's record's doorbell word, read from the segment's file
+/// (layout version 3: records of 384 bytes from offset 192, the doorbell the
+/// second u32 of a record; checked by the unit test `layout_offsets`). Every
+/// ring of the record's doorbell adds 1 to it.
+fn doorbell_word(name: &Name, record: u32) -> u32 {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::File::open(name.path()).unwrap();
+    let mut b = [0u8; 4];
+    f.read_exact_at(&mut b, 192 + 384 * u64::from(record) + 4)
+        .unwrap();
+    u32::from_le_bytes(b)
+}
+
+/// An `open` that finds the lock's owner dead repairs the segment, which can
+/// grant a queued request (the permits the dead owner had in transit); if
+/// the process table is then full, the `open` fails with
+/// `ProcessTableFull`, and the grant's wake-up must still go out: the
+/// waiting process's doorbell is rung before `open` returns. (Without it the
+/// waiter is only woken by its periodic sweep, up to `SWEEP_PERIOD_MS`
+/// later; the test does not time that, it reads the doorbell word, which
+/// every ring raises by 1, with the waiter stopped meanwhile.)
+///
+/// The table: this process, the dead owner's record (kept LIVE by its
+/// forked child, which holds the liveness lock), the waiter and a filler
+/// with 124 children: 128. The waiter is stopped (`SIGSTOP`, outside the
+/// lock) so that its own sweeps cannot be the ones that repair.
+#[test]
+fn an_open_that_repairs_then_finds_the_table_full_still_rings() {
+    let name = Name::new("fullring");
+    let go = format!("/tmp/{}.go", &*name);
+    let done = format!("/tmp/{}.done", &*name);
+    let _ = std::fs::remove_file(&go);
+    let _ = std::fs::remove_file(&done);
+    struct Rm(String, String);
+    impl Drop for Rm {
+        fn drop(&mut self) {
+            let _ = std::fs::write(&self.1, b"");
+            let _ = std::fs::remove_file(&self.0);
+        }
+    }
+    let _rm = Rm(go.clone(), done.clone());
+    let sem = open(&name, 2);
+    let mut d = Child::spawn(
+        &name,
+        2,
+        "hold-fork-then-stop-in-release",
+        &[("GO", go.clone()), ("DONE", done.clone())],
+    );
+    d.expect("held", Duration::from_secs(10));
+    let mut w = Child::spawn(&name, 2, "queue-async", &[]);
+    let t = Instant::now();
+    let record = loop {
+        w.drain();
+        if let Some(r) = w.seen.iter().find_map(|l| l.strip_prefix("queued ")) {
+            break r.parse::<u32>().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", w.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    };
+    wait_queued(&sem, 1);
+    let mut filler = Child::spawn(&name, 2, "fill", &[("FILL", "124".into())]);
+    filler.expect("forked", Duration::from_secs(30));
+    let t = Instant::now();
+    while sem.census().unwrap().live != volt_sem_shm::MAX_PROCESSES as u32 {
+        assert!(
+            t.elapsed() < Duration::from_secs(30),
+            "the table never filled: {:?}",
+            sem.census()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    // Stop the waiter outside the segment lock (its doorbell thread takes
+    // it for a periodic sweep): stopped inside, the lock would time out.
+    loop {
+        w.signal(libc::SIGSTOP);
+        w.wait_stopped();
+        if sem.inspect_timeout(Duration::from_secs(2)).is_ok() {
+            break;
+        }
+        w.signal(libc::SIGCONT);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let before = doorbell_word(&name, record);
+    std::fs::write(&go, b"").unwrap();
+    d.wait_stopped(); // inside release(1): held lowered, 1 permit in transit
+    d.kill9(); // its record stays LIVE: its forked child holds the byte lock
+    let mut f = Child::spawn(&name, 2, "open-expect-full", &[]);
+    f.expect("open Err(ProcessTableFull)", Duration::from_secs(10));
+    f.wait_exit(Duration::from_secs(10));
+    let after = doorbell_word(&name, record);
+    let c = assert_conserved(&sem);
+    assert!(c.repairs >= 1, "the open did not repair: {c:?}");
+    // The repair's recount granted the waiter the permit in transit.
+    assert_eq!((c.granted, c.held, c.available), (1, 1, 0), "{c:?}");
+    assert_eq!(
+        after,
+        before.wrapping_add(1),
+        "the failed open dropped the wake-up of the waiter it granted"
+    );
+    w.signal(libc::SIGCONT);
+    w.expect("granted", Duration::from_secs(10));
+    drop(w);
+    drop(filler);
+    let _ = std::fs::write(&done, b""); // the dead owner's child exits
+    let t = Instant::now();
+    loop {
+        let c = assert_conserved(&sem);
+        if c.live == 1 {
+            assert_eq!(c.available, 2, "{c:?}");
+            break;
+        }
+        assert!(t.elapsed() < Duration::from_secs(30), "{c:?}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]

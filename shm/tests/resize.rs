@@ -713,3 +713,63 @@ fn resize_under_load() {
         "no shrink ever left a debt: the test did not test it"
     );
 }
+
+/// `failed_above_total` answers for the waiter's *last* request. A waiter
+/// whose request `set_total` failed, reused for a request granted at once
+/// (`RawAcquire::Ready`, never queued) or refused at once (`Err`), must not
+/// keep saying "failed above the total": that request ended otherwise.
+#[test]
+fn failed_above_total_is_cleared_by_a_request_that_is_never_queued() {
+    use volt_sem_shm::{Finish, RawAcquire, RawSemaphore, ShmWaiter};
+
+    unsafe extern "C" fn noop(_: *mut std::ffi::c_void) {}
+
+    let name = Name::new("faclear");
+    let sem = SharedSemaphore::open(&name, 4, OpenOptions::new()).unwrap();
+    let held = sem.try_acquire(4).unwrap();
+    let w = Box::pin(ShmWaiter::new());
+    // SAFETY: `w` lives until the end of the test, finished before reuse.
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 3, noop, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    sem.set_total(2).unwrap();
+    // SAFETY: queued on `sem` above.
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+    assert!(sem.failed_above_total(&w));
+    sem.set_total(4).unwrap();
+    drop(held);
+    assert_eq!(conserved(&sem).available, 4);
+
+    // Reused: granted at once.
+    // SAFETY: `w` is idle (finished above).
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, noop, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Ready));
+    assert!(
+        !sem.failed_above_total(&w),
+        "an immediate grant still reads as failed above the total"
+    );
+    let c = conserved(&sem);
+    assert_eq!((c.available, c.held), (3, 1));
+    sem.release(1).unwrap();
+
+    // Failed again, then reused for a request refused at once (closed).
+    let held = sem.try_acquire(4).unwrap();
+    // SAFETY: idle again (granted at once).
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 3, noop, std::ptr::null_mut()) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    sem.set_total(2).unwrap();
+    // SAFETY: queued on `sem` above.
+    assert_eq!(unsafe { sem.finish_raw(w.as_ref()) }, Finish::Closed);
+    assert!(sem.failed_above_total(&w));
+    sem.set_total(4).unwrap();
+    sem.close().unwrap();
+    // SAFETY: idle (finished above).
+    let r = unsafe { sem.acquire_raw(w.as_ref(), 1, noop, std::ptr::null_mut()) };
+    assert_eq!(r, Err(Error::Closed));
+    assert!(
+        !sem.failed_above_total(&w),
+        "a refused request reads as failed"
+    );
+    drop(held);
+    sem.reopen().unwrap();
+    assert_eq!(conserved(&sem).available, 4);
+}

@@ -9,7 +9,7 @@ pub(crate) fn heap_segment(total: u64) -> Box<Segment> {
 }
 
 fn attach(l: &Locked<'_>) -> u32 {
-    l.attach(&Ident::test(1), |_| true, |_| false).unwrap().0
+    l.attach(&Ident::test(1), |_| true, |_| false).0.unwrap()
 }
 
 fn check(l: &Locked<'_>) {
@@ -168,12 +168,12 @@ fn process_table_full() {
         attach(&l);
     }
     assert_eq!(
-        l.attach(&Ident::test(1), |_| true, |_| false).map(|x| x.0),
+        l.attach(&Ident::test(1), |_| true, |_| false).0,
         Err(OpError::ProcessTableFull)
     );
     // One dies: its record is reused.
     assert_eq!(
-        l.attach(&Ident::test(1), |_| true, |p| p == 7).unwrap().0,
+        l.attach(&Ident::test(1), |_| true, |p| p == 7).0.unwrap(),
         7
     );
 }
@@ -352,7 +352,7 @@ fn crash_at_every_store_of_every_operation() {
             vec![s.p[3], s.p[0]]
         }),
         ("attach E", |l, _| {
-            let (e, _) = l.attach(&Ident::test(9), |_| true, |_| false).unwrap();
+            let e = l.attach(&Ident::test(9), |_| true, |_| false).0.unwrap();
             assert_eq!(e, 4);
             vec![4]
         }),
@@ -864,9 +864,9 @@ fn inspect_lists_holders_and_the_fifo_in_order() {
         label,
         host: "h",
     };
-    let a = l.attach(&who(10, "a"), |_| true, |_| false).unwrap().0;
-    let b = l.attach(&who(11, "b"), |_| true, |_| false).unwrap().0;
-    let c = l.attach(&who(12, "c"), |_| true, |_| false).unwrap().0;
+    let a = l.attach(&who(10, "a"), |_| true, |_| false).0.unwrap();
+    let b = l.attach(&who(11, "b"), |_| true, |_| false).0.unwrap();
+    let c = l.attach(&who(12, "c"), |_| true, |_| false).0.unwrap();
     let sums = |i: &Inspection| {
         assert_eq!(
             i.available + i.held() + i.granted_to_waiters(),
