@@ -190,7 +190,7 @@ error_table! {
             VOLT_INVALID_ARGUMENT = 7;
         /// Attach-only `open` or `connect`: no semaphore has this name (also
         /// `unlink` or `delete` of a name that does not exist).
-        NotFound [shm redis] => "NOT_FOUND", NotFound, shm,
+        NotFound [shm redis] => "NOT_FOUND", NotFound, "no semaphore has this name",
             /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
             /// no Redis semaphore (`VOLT_CONNECT_ATTACH_ONLY`, `volt_sem_delete`).
             VOLT_NOT_FOUND = 11;
