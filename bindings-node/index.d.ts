@@ -730,6 +730,13 @@ export interface ConnectOptions {
    * `connect` wins. Ignored by {@link Semaphore.deleteRedis}.
    */
   resize?: boolean;
+  /**
+   * Reject with `ERR_VOLT_NOT_FOUND` if no semaphore has this name (under
+   * this prefix), writing nothing to Redis (default: create it), as
+   * {@link OpenOptions.attachOnly} does for a named semaphore. Ignored by
+   * {@link Semaphore.deleteRedis}.
+   */
+  attachOnly?: boolean;
 }
 
 /**
@@ -777,7 +784,8 @@ export type RedisAcquireOptions = AcquireOptions;
  *   sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`; `PUBLISH` and `WAIT`
  *   with `minReplicasAcked`).
  * * `ERR_VOLT_IN_USE`: `delete` of a semaphore with live sessions; nothing deleted.
- * * `ERR_VOLT_NOT_FOUND`: `delete` of a name that does not exist.
+ * * `ERR_VOLT_NOT_FOUND`: `delete` of a name that does not exist, or
+ *   `connect` with {@link ConnectOptions.attachOnly} to one (nothing created).
  * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
  *   replica, or a failover demoted it; through Sentinels the master is found
  *   again instead).

@@ -374,11 +374,11 @@ function checkOptionNames(options, known) {
 
 const ACQUIRE_OPTIONS = ['signal', 'timeout'];
 const OPEN_OPTIONS = ['createOnly', 'attachOnly', 'acceptForeignOwner', 'mode', 'label', 'resize'];
-// deleteRedis() takes them too: the lease, the label and resize (it opens no
-// session) are then ignored.
+// deleteRedis() takes them too: the lease, the label, resize and attachOnly
+// (it opens no session) are then ignored.
 const CONNECT_OPTIONS = [
   'lease', 'prefix', 'connectTimeout', 'commandTimeout', 'cluster', 'tlsCaFile', 'tlsClientCert', 'minReplicasAcked',
-  'label', 'resize',
+  'label', 'resize', 'attachOnly',
 ];
 
 /**
@@ -1848,8 +1848,9 @@ class Semaphore {
       const opts = connectOptions(options, 'connect');
       const label = checkLabel(options);
       const resize = checkResize(options);
+      const attachOnly = checkAttachOnly(options);
       return native
-        .connect(url, name, permits, ...opts, label, resize, true)
+        .connect(url, name, permits, ...opts, label, resize, attachOnly, true)
         .then((h) => new Semaphore(INTERNAL, h));
     } catch (e) {
       return Promise.reject(e);
@@ -1954,6 +1955,18 @@ function checkResize(options) {
   if (resize === undefined) return false;
   if (typeof resize !== 'boolean') throw typeError('volt-sem: options.resize must be a boolean');
   return resize;
+}
+
+/**
+ * `options.attachOnly` of connect(), as of open(): reject with
+ * ERR_VOLT_NOT_FOUND instead of creating a missing semaphore. A boolean;
+ * default false.
+ */
+function checkAttachOnly(options) {
+  const attachOnly = options?.attachOnly;
+  if (attachOnly === undefined) return false;
+  if (typeof attachOnly !== 'boolean') throw typeError('volt-sem: options.attachOnly must be a boolean');
+  return attachOnly;
 }
 
 function sharedOnly(what) {

@@ -430,6 +430,15 @@
 #define VOLT_CONNECT_RESIZE 2
 
 /**
+ * `volt_connect_options.flags`: connect only to a semaphore that exists:
+ * if none has this name (under this key prefix), `volt_sem_connect` fails
+ * with `VOLT_NOT_FOUND` and writes nothing, instead of creating it (checked
+ * in the same script that would create it). The Redis counterpart of
+ * `VOLT_OPEN_ATTACH_ONLY`. Ignored by `volt_sem_delete`.
+ */
+#define VOLT_CONNECT_ATTACH_ONLY 4
+
+/**
  * Size in bytes of `volt_waiter`.
  */
 #define VOLT_WAITER_SIZE 512
@@ -540,7 +549,7 @@ enum volt_status
   VOLT_INVALID_NAME = 10,
   /**
    * No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
-   * no Redis semaphore (`volt_sem_delete`).
+   * no Redis semaphore (`VOLT_CONNECT_ATTACH_ONLY`, `volt_sem_delete`).
    */
   VOLT_NOT_FOUND = 11,
   /**
@@ -1473,7 +1482,8 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
 
 /**
  * Connects to the semaphore `name` stored in the Redis at `url`, with
- * `permits` permits in total, creating it if it does not exist, and stores
+ * `permits` permits in total, creating it if it does not exist (unless
+ * `VOLT_CONNECT_ATTACH_ONLY`), and stores
  * one reference to it in `*out`: an ordinary handle, used and freed like one
  * from `volt_sem_new` (every function works on it). Every client, on every
  * host, that connects to the same Redis, key prefix and name shares the same
@@ -1502,7 +1512,9 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  * * `VOLT_NO_PERMISSION`: the user may not run a command the library
  *   needs (the message names it); `VOLT_READ_ONLY`: the server is a
  *   replica;
- * * `VOLT_MISMATCH`: the semaphore exists with another total.
+ * * `VOLT_MISMATCH`: the semaphore exists with another total;
+ * * `VOLT_NOT_FOUND`: `VOLT_CONNECT_ATTACH_ONLY` and no semaphore has this
+ *   name (under this key prefix); nothing was created.
  *
  * # Safety
  * `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a

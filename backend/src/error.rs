@@ -188,11 +188,11 @@ error_table! {
         /// printable ASCII or is a space.
         InvalidLabel [shm redis] => "INVALID_LABEL", Value, shm,
             VOLT_INVALID_ARGUMENT = 7;
-        /// Attach-only `open`: no semaphore has this name (also `unlink` of a name
-        /// that does not exist).
-        NotFound [shm redis] => "NOT_FOUND", NotFound, shm,
+        /// Attach-only `open` or `connect`: no semaphore has this name (also
+        /// `unlink` or `delete` of a name that does not exist).
+        NotFound [shm redis] => "NOT_FOUND", NotFound, "no semaphore has this name",
             /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
-            /// no Redis semaphore (`volt_sem_delete`).
+            /// no Redis semaphore (`VOLT_CONNECT_ATTACH_ONLY`, `volt_sem_delete`).
             VOLT_NOT_FOUND = 11;
         /// Create-only `open`: a semaphore with this name exists.
         AlreadyExists [shm] => "ALREADY_EXISTS", Exists, shm,

@@ -123,6 +123,9 @@ fn messages_name_their_values() {
     for (e, text) in cases {
         assert_eq!(e.to_string(), text);
     }
+    // Raised by both backends (attach-only open and connect, unlink and
+    // delete): names neither (the shm crate's own text says "shared").
+    assert_eq!(Error::NotFound.to_string(), "no semaphore has this name");
     // `shm` rows read as the shared-memory crate's error of the same name.
     assert_eq!(
         Error::QueueFull.to_string(),

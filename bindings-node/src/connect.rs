@@ -75,12 +75,12 @@ fn bad_args(env: RawEnv, what: &str) -> RawValue {
     )
 }
 
-// connect(url, name, permits, ...options (10), label, resize, refd):
-// Promise<External>. index.js checked the types (label: a string, or null for
-// the default; resize: a boolean); the
+// connect(url, name, permits, ...options (10), label, resize, attachOnly,
+// refd): Promise<External>. index.js checked the types (label: a string, or
+// null for the default; resize, attachOnly: booleans); the
 // content (URL, name, prefix, label, permits, option ranges) is checked by the
 // backend, and rejects the promise.
-native!(js_connect, |env, _ctx, argv: [16]| {
+native!(js_connect, |env, _ctx, argv: [17]| {
     let (Some(url), Some(name), Some(mut opts)) = (
         string_arg(env, argv[0]),
         string_arg(env, argv[1]),
@@ -92,8 +92,11 @@ native!(js_connect, |env, _ctx, argv: [16]| {
         opts = opts.label(label);
     }
     opts = opts.resize(flag(env, argv[14]));
+    if flag(env, argv[15]) {
+        opts = opts.attach_only();
+    }
     let permits = count(env, argv[2]).unwrap_or(0); // 0: refused by the backend
-    spawn(env, flag(env, argv[15]), move || {
+    spawn(env, flag(env, argv[16]), move || {
         match Core::connect(&url, &name, permits, opts) {
             Ok(core) => Done::Connected(Sem::new(core, Some(name.into()))),
             Err(e) => Done::Failed(e, "volt-sem: Semaphore.connect()"),

@@ -7,7 +7,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore, RedisSemaphore } = require('..');
-const { RedisServer } = require('./redis-server.js');
+const { RedisServer, command } = require('./redis-server.js');
 
 test('delete is refused while the semaphore is in use, then deletes the name', async () => {
   const s = await RedisServer.start();
@@ -38,6 +38,35 @@ test('delete is refused while the semaphore is in use, then deletes the name', a
     const again = await Semaphore.connect(s.url(), 'del', 3);
     assert.equal(again.totalPermits, 3);
     await again.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('attachOnly, as for a named semaphore: an unknown or deleted name rejects with ERR_VOLT_NOT_FOUND and creates nothing; an existing one is joined', async () => {
+  const s = await RedisServer.start();
+  // Behind the library's back: the first line of a KEYS/EXISTS reply.
+  const firstLine = async (line) => (await command(s.port, line)).split('\r\n')[0];
+  try {
+    await assert.rejects(Semaphore.connect(s.url(), 'att', 2, { attachOnly: true }), {
+      code: 'ERR_VOLT_NOT_FOUND',
+      message: /no semaphore has this name/,
+    });
+    assert.equal(await firstLine('KEYS {volt-sem:att}*'), '*0', 'no key written');
+    await assert.rejects(Semaphore.connect(s.url(), 'att', 2, { attachOnly: 1 }), TypeError);
+    const creator = await Semaphore.connect(s.url(), 'att', 2, { attachOnly: false });
+    const joined = await Semaphore.connect(s.url(), 'att', 2, { attachOnly: true });
+    const p = await joined.tryAcquirePermit(2);
+    assert.notEqual(p, null);
+    assert.equal(await creator.tryAcquirePermit(1), null, 'one semaphore: its permits are taken');
+    p();
+    const c = await joined.census(); // after the release, on its handle
+    assert.equal(c.available, 2);
+    await joined.disconnect();
+    await creator.disconnect();
+    await Semaphore.deleteRedis(s.url(), 'att', { attachOnly: true }); // ignored by deleteRedis
+    await assert.rejects(Semaphore.connect(s.url(), 'att', 2, { attachOnly: true }), { code: 'ERR_VOLT_NOT_FOUND' });
+    assert.equal(await firstLine('EXISTS {volt-sem:att}:meta'), ':0', 'not created again');
   } finally {
     await s.close();
   }

@@ -201,7 +201,8 @@ impl Semaphore {
 
     /// Connects to the semaphore `name` stored in the Redis at `url`, shared
     /// by every client on every host that connects to the same Redis, prefix
-    /// and name, creating it with `permits` in total if it does not exist.
+    /// and name, creating it with `permits` in total if it does not exist
+    /// (`create=False`: only attach, as for `open`).
     /// Returns a `Semaphore` with every method of a local one, plus the
     /// Redis ones (`census`, `lease_lost`, `held_permits`, ...); the fencing
     /// token of a grant is the acquire object's `token` (`async with
@@ -228,15 +229,20 @@ impl Semaphore {
     /// `"<hostname>:<pid>"`. `resize`: when the semaphore exists with another
     /// total, change its total to `permits` for every client (as `set_total`
     /// does) instead of raising `TotalMismatchError`; for a rolling deploy
-    /// (the last connect with `resize=True` wins). Errors: `InvalidUrlError`,
+    /// (the last connect with `resize=True` wins). `create`: `None` (the
+    /// default) creates a missing semaphore; `False` only attaches: no
+    /// semaphore of that name (under `prefix`) raises `FileNotFoundError`
+    /// and nothing is written (checked in the script that would create it);
+    /// `True` (create only, as for `open`) is not offered for Redis and
+    /// raises `ValueError`. Errors: `InvalidUrlError`,
     /// `InvalidLabelError` (a `ValueError`; both before any connection),
     /// `InvalidNameError`, `ValueError`, `AuthenticationError`,
     /// `RedisConnectionError`, `TotalMismatchError` (another total without
-    /// `resize`; nothing changed).
+    /// `resize`; nothing changed), `FileNotFoundError` (`create=False`).
     #[classmethod]
     #[pyo3(
-        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None, label = None, resize = false),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False)"
+        signature = (url, name, permits, *, lease = 10.0, prefix = "volt-sem".to_owned(), connect_timeout = 5.0, command_timeout = 5.0, cluster = false, tls_ca_file = None, tls_client_cert = None, min_replicas_acked = None, label = None, resize = false, create = None),
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False, create=None)"
     )]
     #[allow(clippy::too_many_arguments)]
     fn connect(
@@ -255,7 +261,18 @@ impl Semaphore {
         min_replicas_acked: Option<(usize, f64)>,
         label: Option<String>,
         resize: bool,
+        create: Option<bool>,
     ) -> PyResult<Self> {
+        let attach_only = match create {
+            None => false,
+            Some(false) => true,
+            Some(true) => {
+                return Err(pyo3::exceptions::PyValueError::new_err(
+                    "create=True (create only) is not available for a Redis semaphore: \
+                     connect creates a missing one by default, create=False only attaches",
+                ))
+            }
+        };
         let endpoint = redis::Endpoint {
             prefix,
             connect_timeout,
@@ -274,6 +291,7 @@ impl Semaphore {
             min_replicas_acked,
             label,
             resize,
+            attach_only,
         )?;
         Ok(Semaphore {
             core: session::CoreCell::session(core),
@@ -292,7 +310,7 @@ impl Semaphore {
     #[classmethod]
     #[pyo3(
         signature = (*args, **kwargs),
-        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False)"
+        text_signature = "($cls, url, name, permits, *, lease=10.0, prefix='volt-sem', connect_timeout=5.0, command_timeout=5.0, cluster=False, tls_ca_file=None, tls_client_cert=None, min_replicas_acked=None, label=None, resize=False, create=None)"
     )]
     fn connect_async<'py>(
         cls: &Bound<'py, pyo3::types::PyType>,

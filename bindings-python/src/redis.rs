@@ -345,6 +345,7 @@ pub(crate) fn connect(
     min_replicas_acked: Option<(usize, f64)>,
     label: Option<String>,
     resize: bool,
+    attach_only: bool,
 ) -> PyResult<(Core, Extra)> {
     let permits = count(permits, "permits")?;
     let max = volt_sem_backend::redis::MAX_PERMITS;
@@ -358,6 +359,9 @@ pub(crate) fn connect(
         .options()?
         .lease(seconds(lease, "lease")?)
         .resize(resize);
+    if attach_only {
+        options = options.attach_only();
+    }
     if let Some((replicas, timeout)) = min_replicas_acked {
         options =
             options.min_replicas_acked(replicas, seconds(timeout, "min_replicas_acked timeout")?);

@@ -5,11 +5,15 @@ Refused while anyone holds, waits or is connected (`InUseError`, nothing
 deleted); `FileNotFoundError` for a name that does not exist; the name can
 be connected again afresh. A real redis-server (test_redis.py's helpers)."""
 
+import asyncio
+import gc
+import socket
+
 import pytest
 
 import volt_sem
 from conftest import wait_until
-from test_redis import RedisServer, conserved, connect, pytestmark  # noqa: F401
+from test_redis import RedisServer, applied, conserved, connect, pytestmark  # noqa: F401
 
 
 @pytest.fixture
@@ -78,3 +82,60 @@ def test_deprecated_redis_semaphore_alias_still_works(server):
         alias()
     with pytest.warns(DeprecationWarning):
         from volt_sem import RedisSemaphore  # noqa: F401
+
+
+def first_reply_line(server, *args):
+    """Sends one command to the server behind the library's back; the first
+    line of its reply (`*0` for an empty KEYS, `:0` for EXISTS of nothing)."""
+    req = b"*%d\r\n" % len(args)
+    for a in args:
+        a = a.encode()
+        req += b"$%d\r\n%s\r\n" % (len(a), a)
+    got = b""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(req)
+        while b"\r\n" not in got:
+            chunk = s.recv(4096)
+            if not chunk:
+                break
+            got += chunk
+    return got.split(b"\r\n", 1)[0].decode()
+
+
+def test_create_false_only_attaches(server):
+    """`connect(..., create=False)`, the Redis form of `open(..., create=False)`:
+    a name nobody created raises `FileNotFoundError` and writes no key (the
+    script that would create it refuses); an existing one is joined (one
+    semaphore: its permits are shared); once deleted, `FileNotFoundError`
+    again and nothing created. `create=True` (create only) is not offered for
+    Redis: `ValueError`, before any connection."""
+    name = "pytest-attach-only"
+    keys = ("KEYS", "{volt-sem:%s}*" % name)
+    with pytest.raises(FileNotFoundError) as e:
+        connect(server.url, name, 2, create=False)
+    assert "no semaphore has this name" in str(e.value)
+    assert first_reply_line(server, *keys) == "*0"
+
+    async def connect_async():
+        return await volt_sem.Semaphore.connect_async(server.url, name, 2, create=False)
+
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(connect_async())
+    with pytest.raises(ValueError, match="create=True"):
+        connect(server.url, name, 2, create=True)
+    assert first_reply_line(server, *keys) == "*0"
+
+    creator = connect(server.url, name, 2)
+    joined = connect(server.url, name, 2, create=False)
+    assert joined.try_acquire(2) is True
+    assert creator.try_acquire(1) is False  # one semaphore
+    joined.release(2)
+    applied(joined)
+    assert conserved(creator, 2)["available"] == 2
+    creator.disconnect()
+    joined.disconnect()
+    gc.collect()
+    volt_sem.Semaphore.delete_redis(server.url, name)
+    with pytest.raises(FileNotFoundError):
+        connect(server.url, name, 2, create=False)
+    assert first_reply_line(server, "EXISTS", "{volt-sem:%s}:meta" % name) == ":0"

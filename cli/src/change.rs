@@ -4,7 +4,7 @@
 //! one must exist: a session-less `inspect` reads its total (and says "no
 //! such semaphore" for a typo), then the change goes through a connected
 //! handle with a session of its own, ended before the command returns. The
-//! connect requires the semaphore to exist (`must_exist`, checked in its
+//! connect requires the semaphore to exist (`attach_only`, checked in its
 //! script): one deleted since the look is not created again.
 
 use volt_sem_redis::RedisSemaphore;
@@ -46,7 +46,7 @@ pub fn run(target: &Target, change: Change) -> Result<String, CliError> {
                 Change::Resize(n) => (n, options.resize(true)),
                 Change::Reopen => (seen.total, options),
             };
-            let options = options.own_session(true).must_exist(true);
+            let options = options.own_session(true).attach_only();
             let sem = match RedisSemaphore::connect(url, name, total, options.clone()) {
                 // `reopen`: resized by another client since the look. The
                 // mismatch names the total now; connecting with it again

@@ -109,8 +109,16 @@ pub const VOLT_CONNECT_CLUSTER: u64 = 1;
 /// different totals and this flag: the last one wins.
 pub const VOLT_CONNECT_RESIZE: u64 = 2;
 
+/// `volt_connect_options.flags`: connect only to a semaphore that exists:
+/// if none has this name (under this key prefix), `volt_sem_connect` fails
+/// with `VOLT_NOT_FOUND` and writes nothing, instead of creating it (checked
+/// in the same script that would create it). The Redis counterpart of
+/// `VOLT_OPEN_ATTACH_ONLY`. Ignored by `volt_sem_delete`.
+pub const VOLT_CONNECT_ATTACH_ONLY: u64 = 4;
+
 /// Every flag bit this library knows.
-const CONNECT_KNOWN_FLAGS: u64 = VOLT_CONNECT_CLUSTER | VOLT_CONNECT_RESIZE;
+const CONNECT_KNOWN_FLAGS: u64 =
+    VOLT_CONNECT_CLUSTER | VOLT_CONNECT_RESIZE | VOLT_CONNECT_ATTACH_ONLY;
 
 /// The size of the first version of the struct (up to `flags`): the smallest
 /// `struct_size` accepted. Fields appended later are read only when the
@@ -230,6 +238,9 @@ unsafe fn connect_options(opts: *const volt_connect_options) -> Checked<ConnectO
     if let Some(label) = unsafe { label_arg(o.label) }? {
         options = options.label(label);
     }
+    if o.flags & VOLT_CONNECT_ATTACH_ONLY != 0 {
+        options = options.attach_only();
+    }
     Ok(options
         .cluster(o.flags & VOLT_CONNECT_CLUSTER != 0)
         .resize(o.flags & VOLT_CONNECT_RESIZE != 0))
@@ -258,7 +269,8 @@ unsafe fn redis_target<'a>(
 }
 
 /// Connects to the semaphore `name` stored in the Redis at `url`, with
-/// `permits` permits in total, creating it if it does not exist, and stores
+/// `permits` permits in total, creating it if it does not exist (unless
+/// `VOLT_CONNECT_ATTACH_ONLY`), and stores
 /// one reference to it in `*out`: an ordinary handle, used and freed like one
 /// from `volt_sem_new` (every function works on it). Every client, on every
 /// host, that connects to the same Redis, key prefix and name shares the same
@@ -287,7 +299,9 @@ unsafe fn redis_target<'a>(
 /// * `VOLT_NO_PERMISSION`: the user may not run a command the library
 ///   needs (the message names it); `VOLT_READ_ONLY`: the server is a
 ///   replica;
-/// * `VOLT_MISMATCH`: the semaphore exists with another total.
+/// * `VOLT_MISMATCH`: the semaphore exists with another total;
+/// * `VOLT_NOT_FOUND`: `VOLT_CONNECT_ATTACH_ONLY` and no semaphore has this
+///   name (under this key prefix); nothing was created.
 ///
 /// # Safety
 /// `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a

@@ -41,7 +41,7 @@ pub enum volt_status {
     /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
     VOLT_INVALID_NAME = 10,
     /// No shared semaphore has this name (`VOLT_OPEN_ATTACH_ONLY`, unlink), or
-    /// no Redis semaphore (`volt_sem_delete`).
+    /// no Redis semaphore (`VOLT_CONNECT_ATTACH_ONLY`, `volt_sem_delete`).
     VOLT_NOT_FOUND = 11,
     /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
     VOLT_EXISTS = 12,

@@ -77,7 +77,7 @@ pub enum Error {
     /// The semaphore was closed (by any client).
     Closed,
     /// [`delete`](crate::delete), [`inspect`](crate::inspect), and
-    /// `connect` with [`ConnectOptions::must_exist`](crate::ConnectOptions::must_exist):
+    /// `connect` with [`ConnectOptions::attach_only`](crate::ConnectOptions::attach_only):
     /// no semaphore has this name (under this prefix).
     NotFound,
     /// [`delete`](crate::delete): the semaphore has live sessions (clients

@@ -159,7 +159,7 @@
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing, unless
 //!   [`ConnectOptions::resize`] (see *Changing the total*). `connect` to a
-//!   name nobody created creates it, unless [`ConnectOptions::must_exist`]:
+//!   name nobody created creates it, unless [`ConnectOptions::attach_only`]:
 //!   then [`Error::NotFound`], checked in the script that would create it,
 //!   and nothing is written.
 //! * **What stays in Redis.** Once every session ended, only the `:meta`

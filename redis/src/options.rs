@@ -35,7 +35,7 @@ pub struct ConnectOptions {
     /// `None`: [`volt_sem::inspect::default_label`].
     pub(crate) label: Option<String>,
     pub(crate) resize: bool,
-    pub(crate) must_exist: bool,
+    pub(crate) attach_only: bool,
 }
 
 impl Default for ConnectOptions {
@@ -59,7 +59,7 @@ impl ConnectOptions {
             min_replicas: None,
             label: None,
             resize: false,
-            must_exist: false,
+            attach_only: false,
         }
     }
     /// The session lease (at least 300 ms, at most 2^64 - 1 ms): a client not
@@ -170,13 +170,16 @@ impl ConnectOptions {
     }
     /// Connect only to a semaphore that exists: if none has this name
     /// (under this prefix), `connect` fails with [`Error::NotFound`] instead
-    /// of creating it. Checked in the script that registers the session, so
-    /// a semaphore deleted after some earlier look (a
-    /// [`inspect`](crate::inspect) that found it) is not created again. Off
-    /// by default. Meant for tools that change an existing semaphore (the
-    /// `volt-sem resize` and `reopen` commands).
-    pub fn must_exist(mut self, must_exist: bool) -> Self {
-        self.must_exist = must_exist;
+    /// of creating it, and writes nothing. Checked in the script that
+    /// registers the session, so a semaphore deleted after some earlier look
+    /// (a [`inspect`](crate::inspect) that found it) is not created again.
+    /// Off by default (`connect` creates a missing semaphore). The same
+    /// option, and the same call, as the shared-memory backend's
+    /// `volt_sem_shm::OpenOptions::attach_only`: for a process that must
+    /// only join a semaphore someone else set up, and for tools that change
+    /// an existing one (the `volt-sem resize` and `reopen` commands).
+    pub fn attach_only(mut self) -> Self {
+        self.attach_only = true;
         self
     }
     /// The label given, or the default one.

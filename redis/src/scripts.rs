@@ -269,7 +269,7 @@ impl Scripts {
     /// `connect.lua`: adopt or create the semaphore and register session
     /// `who.sid`, recording `process` ([`process_info`]; "" for none) for
     /// `inspect.lua`; `mode` says what to do about another total: `""`
-    /// refuse, `"resize"` set it, `"adopt"` keep it; `must_exist`: answer
+    /// refuse, `"resize"` set it, `"adopt"` keep it; `attach_only`: answer
     /// `NOTFOUND` rather than create the semaphore.
     #[allow(clippy::too_many_arguments)]
     pub fn connect(
@@ -281,16 +281,16 @@ impl Scripts {
         new_inc: &str,
         process: &str,
         mode: &str,
-        must_exist: bool,
+        attach_only: bool,
     ) -> Result<Reply, CallError> {
         let total = total.to_string();
-        let must_exist = if must_exist { "1" } else { "" };
+        let attach_only = if attach_only { "1" } else { "" };
         Self::run(
             &self.connect,
             con,
             keys,
             who,
-            &[&total, new_inc, process, mode, must_exist],
+            &[&total, new_inc, process, mode, attach_only],
         )
     }
 

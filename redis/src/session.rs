@@ -513,7 +513,7 @@ impl Inner {
                 &new_inc,
                 &process,
                 mode,
-                opts.must_exist,
+                opts.attach_only,
             )
             .map_err(|e| match e {
                 CallError::NotRun(e) => e,

@@ -136,24 +136,24 @@ fn delete_checks_its_input_and_keeps_other_prefixes() {
     delete(&s.url(), "same", o().prefix("other")).unwrap();
 }
 
-/// `must_exist`: `connect` to a name nobody created, or one deleted since
+/// `attach_only`: `connect` to a name nobody created, or one deleted since
 /// it was created, fails with `NotFound` and writes no key; to one that
 /// exists it connects as usual (resize mode included, which then sets the
 /// total).
 #[test]
-fn must_exist_refuses_to_create_a_deleted_or_unknown_semaphore() {
+fn attach_only_refuses_to_create_a_deleted_or_unknown_semaphore() {
     let s = Server::start();
     let url = s.url();
-    let e = RedisSemaphore::connect(&url, "never", 2, o().must_exist(true)).unwrap_err();
+    let e = RedisSemaphore::connect(&url, "never", 2, o().attach_only()).unwrap_err();
     assert!(matches!(e, Error::NotFound), "{e:?}");
     assert_eq!(keys_of(&s, "never"), []);
 
     drop(RedisSemaphore::connect(&url, "was", 2, o()).unwrap());
-    let sem = RedisSemaphore::connect(&url, "was", 3, o().must_exist(true).resize(true)).unwrap();
+    let sem = RedisSemaphore::connect(&url, "was", 3, o().attach_only().resize(true)).unwrap();
     assert_eq!(sem.total_permits(), 3);
     drop(sem);
     delete(&url, "was", opts()).unwrap();
-    let e = RedisSemaphore::connect(&url, "was", 3, o().must_exist(true).resize(true)).unwrap_err();
+    let e = RedisSemaphore::connect(&url, "was", 3, o().attach_only().resize(true)).unwrap_err();
     assert!(matches!(e, Error::NotFound), "{e:?}");
     // Only the earlier sessions' notification lists, which expire.
     let left = keys_of(&s, "was");

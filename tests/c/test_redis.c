@@ -1467,6 +1467,41 @@ static void test_delete(void) {
     CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
 }
 
+/* Whether Redis holds no key of semaphore `name` (any key under its tag). */
+static int no_keys_of(const char *name) {
+    char cmd[200], reply[32];
+    snprintf(cmd, sizeof cmd, "KEYS {volt-sem:%s}*\r\n", name);
+    return redis_command(cmd, reply, sizeof reply) && strcmp(reply, "*0\r\n") == 0;
+}
+
+/* VOLT_CONNECT_ATTACH_ONLY, the Redis VOLT_OPEN_ATTACH_ONLY: a name nobody
+ * created is VOLT_NOT_FOUND (*out NULL) and writes no key; an existing one
+ * is connected to and shares its permits; once deleted, it is VOLT_NOT_FOUND
+ * again and not created afresh (no :meta). volt_sem_delete ignores the flag. */
+static void test_attach_only(void) {
+    const char *name = name_of("attach-only");
+    volt_connect_options o = options();
+    o.flags = VOLT_CONNECT_ATTACH_ONLY;
+    const volt_sem *sem = NULL;
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 2, &o, &sem), VOLT_NOT_FOUND);
+    CHECK(sem == NULL);
+    CHECK(no_keys_of(name));
+    const volt_sem *creator = connect_main(name, 2);
+    const volt_sem *joined = connect_to(main_server.url, name, 2, &o);
+    CHECK_STATUS(volt_sem_try_acquire(joined, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(creator, 1), VOLT_WOULD_BLOCK); /* one semaphore */
+    CHECK_STATUS(volt_sem_release(joined, 2), VOLT_OK);
+    CHECK(census(joined).available == 2); /* after its release, on its handle */
+    volt_sem_free(joined);
+    volt_sem_free(creator);
+    CHECK_STATUS(delete_once_free(name, &o), VOLT_OK);
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 2, &o, &sem), VOLT_NOT_FOUND);
+    CHECK(sem == NULL);
+    char cmd[200], reply[32];
+    snprintf(cmd, sizeof cmd, "EXISTS {volt-sem:%s}:meta\r\n", name);
+    CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, ":0\r\n") == 0);
+}
+
 /* volt_sem_inspect on a Redis semaphore: a holder in another process is
  * listed under the label it connected with (volt_connect_options.label),
  * with its pid, its grant's token and a lease still running; this process
@@ -2255,6 +2290,7 @@ int main(int argc, char **argv) {
     RUN(test_invalid_label_is_refused);
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
+    RUN(test_attach_only);
     RUN(test_end_sessions_on_signals);
     RUN(test_end_sessions_on_signals_leaves_ignored_ones_ignored);
     RUN(test_tls_and_replication_options);

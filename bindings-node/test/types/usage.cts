@@ -88,7 +88,10 @@ async function main(): Promise<void> {
   await remote.setTotal(5);
   await remote.reopen();
   const resized: Semaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 5, { resize: true });
-  void [debt, resized];
+  const joined: Semaphore = await Semaphore.connect('redis://127.0.0.1:6379', 'usage', 5, { attachOnly: true });
+  // @ts-expect-error: attachOnly is a boolean
+  Semaphore.connect('redis://127.0.0.1:6379', 'usage', 5, { attachOnly: 1 });
+  void [debt, resized, joined];
   const seen: Inspection = await remote.inspect();
   const h: Holder | undefined = seen.holders[0];
   const w: QueuedWaiter | undefined = seen.waiters[0];

@@ -263,6 +263,7 @@ class Semaphore:
         min_replicas_acked: Optional[Tuple[int, float]] = None,
         label: Optional[str] = None,
         resize: bool = False,
+        create: Optional[Literal[False]] = None,
     ) -> "Semaphore":
         """The semaphore ``name`` stored in the Redis at ``url``
         (``redis://[user:password@]host[:port][/db]``, ``unix:///path``; with
@@ -291,11 +292,16 @@ class Semaphore:
         the semaphore exists with another total, change its total to
         ``permits`` for every client (as :meth:`set_total` does) instead of
         raising :class:`TotalMismatchError` (the last such connect wins).
+        ``create=False`` only attaches, as for :meth:`open`: no semaphore of
+        that name (under ``prefix``) raises ``FileNotFoundError`` and nothing
+        is written to Redis (``create=True``, create only, is not offered for
+        Redis: ``ValueError``).
         Raises :class:`InvalidUrlError` (the message says why, and the forms
         expected), :class:`InvalidLabelError` (a ``ValueError``; both before
         any connection), :class:`InvalidNameError`,
         ``ValueError``, :class:`AuthenticationError`,
-        :class:`RedisConnectionError`, :class:`TotalMismatchError`."""
+        :class:`RedisConnectionError`, :class:`TotalMismatchError`,
+        ``FileNotFoundError`` (``create=False``)."""
     @classmethod
     def connect_async(
         cls,
@@ -313,6 +319,7 @@ class Semaphore:
         min_replicas_acked: Optional[Tuple[int, float]] = None,
         label: Optional[str] = None,
         resize: bool = False,
+        create: Optional[Literal[False]] = None,
     ) -> RedisConnect:
         """:meth:`connect` off the event loop (the loop's executor; trio: a
         worker thread): ``await`` it in a task; the loop runs on meanwhile.

@@ -155,6 +155,9 @@ async def redis_worker() -> None:
     )
     resized.set_total(50)
     resized.reopen()
+    joined = volt_sem.Semaphore.connect("redis://127.0.0.1:6379", "db-pool", 50, create=False)
+    joined.disconnect()
+    await (await volt_sem.Semaphore.connect_async("redis://127.0.0.1:6379", "db-pool", 50, create=False)).disconnect_async()
     async with db as one:
         assert_type(one, None)
     await db.close_for_everyone_async()

@@ -4,7 +4,7 @@
 -- (TOTAL), "resize" set it to ARGV 4 (set_total() in prelude.lua; the last
 -- one wins), "adopt" keep it (a handle registering a new session: whatever
 -- total the semaphore has now is the handle's); 8: "1" if the semaphore
--- must exist (ConnectOptions::must_exist: NOTFOUND rather than create it).
+-- must exist (ConnectOptions::attach_only: NOTFOUND rather than create it).
 -- INC (ARGV 2) is "" on the first connect of a handle: then an existing
 -- semaphore is adopted; else it must still be the same incarnation.
 -- Returns {'OK', inc, closed, total} | {'TOTAL', existing} | {'LOST'} |
