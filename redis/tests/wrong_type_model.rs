@@ -15,6 +15,10 @@
 //! in two. Every call that fails with `WrongType` must leave every key
 //! as `DUMP` saw it before the call; no call may fail otherwise; and the
 //! census is conserved after every step, once the planted key is gone.
+//! The same model runs with Redis out of memory (`maxmemory`) during one
+//! call in two instead: a script refused with `OOM` must not have written
+//! either (Redis refuses only a script's first write that may grow memory;
+//! once a script wrote, it lets it finish).
 //!
 //! The second test builds the fast paths' states one by one (the random
 //! model reaches a fast release that completes a hand-off only now and
@@ -162,13 +166,64 @@ fn call(
     }
 }
 
+/// `maxmemory` at 1 byte (no eviction) until dropped: Redis then refuses a
+/// script's first command that may grow memory (`OOM`), and only that one
+/// (once a script wrote, it runs to its end).
+struct OutOfMemory(Connection);
+
+impl OutOfMemory {
+    fn new(s: &Server) -> Self {
+        let mut con = s.raw();
+        for (k, v) in [("maxmemory-policy", "noeviction"), ("maxmemory", "1")] {
+            let _: () = redis::cmd("CONFIG")
+                .arg("SET")
+                .arg(k)
+                .arg(v)
+                .query(&mut con)
+                .unwrap();
+        }
+        OutOfMemory(con)
+    }
+}
+
+impl Drop for OutOfMemory {
+    fn drop(&mut self) {
+        let _: () = redis::cmd("CONFIG")
+            .arg("SET")
+            .arg("maxmemory")
+            .arg("0")
+            .query(&mut self.0)
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_script_failed_by_a_key_of_another_type_leaves_every_key_as_it_was() {
+    let checked = model(30, false);
+    eprintln!("{checked} calls failed with WrongType, each leaving Redis as it was");
+    // The planted keys did reach the scripts.
+    assert!(checked > 100, "{checked}");
+}
+
+/// The same model with Redis out of memory (`maxmemory`) instead of a key
+/// planted, during one call in two: a call refused with `OOM` must leave
+/// every key as it was too (Redis refuses only a script's first write).
+#[test]
+fn a_script_refused_for_memory_leaves_every_key_as_it_was() {
+    let checked = model(15, true);
+    eprintln!("{checked} calls refused with OOM, each leaving Redis as it was");
+    assert!(checked > 100, "{checked}");
+}
+
+/// Runs the model for `seeds` seeds, with a key planted (`oom` false) or
+/// Redis out of memory (`oom` true) during one call in two; returns how
+/// many calls failed for it.
+fn model(seeds: u64, oom: bool) -> usize {
     let s = Server::start();
     let mut con = s.raw();
     let sc = Scripts::new();
     let mut checked = 0;
-    for seed in 1..=30u64 {
+    for seed in 1..=seeds {
         let name = format!("m{seed}");
         let keys = Keys::new("model", &name);
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
@@ -207,15 +262,30 @@ fn a_script_failed_by_a_key_of_another_type_leaves_every_key_as_it_was() {
                 _ => None,
             };
             let (r, changed) = {
-                let _planted = target.clone().map(|k| Planted::new(&s, k));
+                let _planted = target.clone().filter(|_| !oom).map(|k| Planted::new(&s, k));
+                let _oom = target
+                    .as_ref()
+                    .filter(|_| oom)
+                    .map(|_| OutOfMemory::new(&s));
                 let before = snapshot(&mut con, &keys);
                 let r = call(&mut rng, &mut con, &sc, &keys, sid, &inc, &mut eids);
                 (r, before != snapshot(&mut con, &keys))
             };
-            let at = format!("seed {seed}, step {step}, {target:?} planted");
+            let at = if oom {
+                format!(
+                    "seed {seed}, step {step}, out of memory: {}",
+                    target.is_some()
+                )
+            } else {
+                format!("seed {seed}, step {step}, {target:?} planted")
+            };
             match &r {
                 Ok(_) => {}
-                Err(CallError::NotRun(Error::WrongType(_))) => {
+                Err(CallError::NotRun(Error::WrongType(_))) if !oom => {
+                    checked += 1;
+                    assert!(!changed, "{at}: the call failed, and changed Redis: {r:?}");
+                }
+                Err(CallError::NotRun(Error::Redis(m))) if oom && m.contains("OOM") => {
                     checked += 1;
                     assert!(!changed, "{at}: the call failed, and changed Redis: {r:?}");
                 }
@@ -230,9 +300,7 @@ fn a_script_failed_by_a_key_of_another_type_leaves_every_key_as_it_was() {
             }
         }
     }
-    eprintln!("{checked} calls failed with WrongType, each leaving Redis as it was");
-    // The planted keys did reach the scripts.
-    assert!(checked > 100, "{checked}");
+    checked
 }
 
 /// The fast paths' calls, each from a state built for it (the random model
