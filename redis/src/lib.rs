@@ -774,6 +774,9 @@ impl RedisSemaphore {
     /// stopped answering makes it time out, not wait for the connection's
     /// command timeout (the round trips are the door thread's; a request
     /// answered after the timeout has its grant given back).
+    /// So a timeout shorter than the request's round trip times out even
+    /// with permits free, and a zero timeout is not a try: for one attempt
+    /// whatever it takes, use [`try_acquire`](Self::try_acquire).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
