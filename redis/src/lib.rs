@@ -774,10 +774,23 @@ impl RedisSemaphore {
     /// stopped answering makes it time out, not wait for the connection's
     /// command timeout (the round trips are the door thread's; a request
     /// answered after the timeout has its grant given back).
-    /// So a timeout shorter than the request's round trip times out even
-    /// with permits free, and a zero timeout is not a try: for one attempt
-    /// whatever it takes, use [`try_acquire`](Self::try_acquire).
+    /// So a positive timeout shorter than the request's round trip times
+    /// out even with permits free. A zero timeout is one attempt, as in the
+    /// in-process and shared semaphores: [`try_acquire`](Self::try_acquire)
+    /// (its one round trip bounded by the command timeout), with no permits
+    /// for it reported as [`Error::TimedOut`].
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
+        if timeout.is_zero() {
+            // A deadline already past would time out before any answer
+            // could come, whatever the semaphore holds.
+            return self.try_acquire(n).map_err(|e| match e {
+                Error::NoPermits => {
+                    self.record_timeout();
+                    Error::TimedOut
+                }
+                e => e,
+            });
+        }
         self.acquire_deadline(n, Instant::now().checked_add(timeout))
     }
 

@@ -103,3 +103,28 @@ fn a_short_timeout_bounds_an_acquire_on_a_stopped_server() {
     });
     assert_conserved(&sem);
 }
+
+/// A zero timeout is one attempt, as in the in-process and the shared
+/// semaphore (and as C's `volt_sem_acquire_blocking(sem, n, 0)` and the
+/// bindings' `timeout=0` read it): granted when permits are free and nobody
+/// queues, `TimedOut` otherwise. Before, with the request sent by the door
+/// thread and the deadline already past, a zero timeout timed out even on
+/// an idle semaphore (0 of 50 granted).
+#[test]
+fn a_zero_timeout_is_one_attempt() {
+    let s = Server::start();
+    let sem = RedisSemaphore::connect(&s.url(), "zero", 2, opts()).unwrap();
+    for i in 0..50 {
+        let p = sem.acquire_timeout(2, Duration::ZERO);
+        assert!(p.is_ok(), "call {i}: {p:?} on an idle semaphore");
+    }
+    let held = sem.acquire_blocking(1).unwrap();
+    assert_eq!(
+        sem.acquire_timeout(2, Duration::ZERO).map(|p| p.forget()),
+        Err(Error::TimedOut)
+    );
+    drop(held);
+    sem.flush().unwrap();
+    let c = assert_conserved(&sem);
+    assert_eq!((c.available, c.queued), (2, 0));
+}
