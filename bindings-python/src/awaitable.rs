@@ -245,6 +245,9 @@ pub(crate) struct Acquire {
     /// The grant's fencing token (Redis) and its session.
     token: Option<u64>,
     grant_session: u64,
+    /// Made by `__aenter__` after its fast path found no permits, outside
+    /// trio: `__await__` asks no more, and the first step queues at once.
+    contended_enter: bool,
 }
 
 impl Acquire {
@@ -262,6 +265,7 @@ impl Acquire {
             owner: None,
             token: None,
             grant_session: 0,
+            contended_enter: false,
         }
     }
 
@@ -355,6 +359,8 @@ impl Acquire {
                 self.owner = Some(owner(py).inspect_err(|_| self.stage = Stage::Done)?);
                 self.park(py)
             }
+            // `__aenter__`'s fast path just failed: no second try.
+            Stage::Start if self.contended_enter => self.park(py),
             Stage::Start => match self.core.try_acquire(self.n) {
                 Ok(_) => self.acquired(None),
                 Err(Error::NoPermits) => self.park(py),
@@ -473,7 +479,14 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if !matches!(slf.borrow().stage, Stage::Start) || !trio_may_run_here(py)? {
+        {
+            let me = slf.borrow();
+            if me.contended_enter || !matches!(me.stage, Stage::Start) {
+                drop(me);
+                return Ok(slf.into_any().unbind());
+            }
+        }
+        if !trio_may_run_here(py)? {
             return Ok(slf.into_any().unbind());
         }
         let (core, n, session) = {
@@ -753,11 +766,11 @@ pub(crate) fn enter_one_in(
             role.taken(1);
             Ok(ready(py)?.into_any())
         }
-        Err(Error::NoPermits) => Ok(Py::new(
-            py,
-            Acquire::new(core.clone(), 1, role.clone(), false).in_session(session),
-        )?
-        .into_any()),
+        Err(Error::NoPermits) => {
+            let mut acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
+            acquire.contended_enter = true;
+            Ok(Py::new(py, acquire)?.into_any())
+        }
         Err(e) => Err(acquire_error(core, e)),
     }
 }
