@@ -386,17 +386,15 @@ impl Acquire {
                     Owned::Finished(Finish::Granted) => self.acquired(Some(slot.waiter())),
                     Owned::Finished(Finish::Closed) => Err(closed_error()),
                     Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
-                    Owned::HandedOn => Err(PyRuntimeError::new_err(
-                        "the grant arrived after the waiter's event loop was closed and was handed on",
-                    )),
+                    Owned::HandedOn => Err(runtime_error("the grant arrived after the waiter's event loop was closed and was handed on")),
                     Owned::Finished(Finish::Cancelled { .. } | Finish::Idle) => {
-                        Err(PyRuntimeError::new_err("acquire finished without an outcome"))
+                        Err(runtime_error("acquire finished without an outcome"))
                     }
                 }
             }
-            Stage::Trio(_) | Stage::Done => Err(PyRuntimeError::new_err(
-                "cannot reuse an already awaited acquire",
-            )),
+            Stage::Trio(_) | Stage::Done => {
+                Err(runtime_error("cannot reuse an already awaited acquire"))
+            }
         }
     }
 
@@ -412,7 +410,7 @@ impl Acquire {
                     NO_LOOP_ERROR
                         .import(py, "volt_sem._glue", "no_loop_error")?
                         .call0()?;
-                    return Err(PyRuntimeError::new_err("no running event loop"));
+                    return Err(runtime_error("no running event loop"));
                 }
             },
         };
@@ -690,6 +688,15 @@ fn warn_never_awaited(py: Python<'_>, call: &str) {
     }
 }
 
+/// A `RuntimeError` of a rare outcome, out of line: the contended path's
+/// code stays compact (it runs once per operation between long stretches of
+/// the interpreter, so its size counts in instruction-cache misses).
+#[cold]
+#[inline(never)]
+fn runtime_error(msg: &'static str) -> PyErr {
+    PyRuntimeError::new_err(msg)
+}
+
 // ---------------------------------------------------------------------------
 // Ready
 // ---------------------------------------------------------------------------
@@ -740,6 +747,26 @@ pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResu
     enter_one_in(py, core, role, None, None)
 }
 
+/// `__aenter__` through an acquire object from the start: a Redis handle's
+/// (no fast path: the request itself is the first round trip), or where a
+/// trio task may run (the object's `__await__` takes trio's path, a
+/// checkpoint even when permits are free: trio's rule). Out of line, as
+/// [`runtime_error`].
+#[cold]
+#[inline(never)]
+fn enter_by_acquire(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    role: &Role,
+    session: Option<Arc<SessionWaits>>,
+    redis: Option<Arc<Extra>>,
+) -> PyResult<Py<PyAny>> {
+    let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
+        .in_session(session)
+        .of_redis(redis);
+    Ok(Py::new(py, acquire)?.into_any())
+}
+
 /// [`enter_one`] of a named handle's session.
 pub(crate) fn enter_one_in(
     py: Python<'_>,
@@ -748,18 +775,8 @@ pub(crate) fn enter_one_in(
     session: Option<Arc<SessionWaits>>,
     redis: Option<Arc<Extra>>,
 ) -> PyResult<Py<PyAny>> {
-    if redis.is_some() {
-        // No fast path: the request itself is the first round trip.
-        let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
-            .in_session(session)
-            .of_redis(redis);
-        return Ok(Py::new(py, acquire)?.into_any());
-    }
-    if trio_may_run_here(py)? {
-        // Perhaps a trio task: the acquire object's `__await__` takes trio's
-        // path, a checkpoint even when permits are free (trio's rule).
-        let acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
-        return Ok(Py::new(py, acquire)?.into_any());
+    if redis.is_some() || trio_may_run_here(py)? {
+        return enter_by_acquire(py, core, role, session, redis);
     }
     match core.try_acquire(1) {
         Ok(_) => {
@@ -767,7 +784,8 @@ pub(crate) fn enter_one_in(
             Ok(ready(py)?.into_any())
         }
         Err(Error::NoPermits) => {
-            let mut acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
+            let mut acquire =
+                Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
             acquire.contended_enter = true;
             Ok(Py::new(py, acquire)?.into_any())
         }

@@ -187,6 +187,8 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
 
 /// Passes a slot's grant on when nobody can resume its owner. Native only; may
 /// run inside the slot's own callback (then `finish_raw` returns at once).
+#[cold]
+#[inline(never)]
 fn hand_on(slot: &Slot) {
     if slot
         .claim
@@ -334,6 +336,8 @@ impl Chan {
     }
 
     /// Marks the channel dead and hands on everything queued on it.
+    #[cold]
+    #[inline(never)]
     fn kill(&self) {
         self.dead.store(true, Ordering::SeqCst);
         self.owed.store(false, Ordering::Relaxed);
@@ -344,6 +348,7 @@ impl Chan {
 
     /// Whether the loop behind this channel can no longer run (see the module
     /// docs: runs no Python code that can release the GIL).
+    #[inline(never)]
     fn loop_closed(&self, py: Python<'_>) -> bool {
         if self.dead.load(Ordering::SeqCst) {
             return true;
@@ -656,7 +661,7 @@ impl Chan {
         // a nested drain (a loop whose `call_soon` releases) gets a new one.
         let mut batch = DRAIN_BUFFER.with(Cell::take);
         self.take_direct(&mut batch);
-        for slot in batch.drain(..) {
+        for slot in &batch {
             if slot.claim.load(Ordering::Acquire) != OPEN {
                 continue; // its owner finished it already
             }
@@ -675,6 +680,7 @@ impl Chan {
                 }
             }
         }
+        batch.clear();
         DRAIN_BUFFER.with(|b| b.set(batch));
     }
 }
