@@ -83,7 +83,7 @@ use volt_sem_backend::RawSemaphore;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
-use volt_sem_backend::{Finish, Waiter};
+use volt_sem_backend::{Finish, Waiter, WaiterState};
 
 use crate::interpreter::running_loop;
 use crate::wake_socket::{RawSocket, WakeSocket};
@@ -179,6 +179,13 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         .is_err()
     {
         return Owned::HandedOn;
+    }
+    // A complete grant of the local semaphore (the resumed wait's usual
+    // case): finishing it only collects the outcome and wakes nobody (only
+    // giving up a queued wait hands permits on), so no `waking` scope.
+    if slot.core.as_local().is_some() && slot.waiter().state() == WaiterState::Granted {
+        // SAFETY: as below.
+        return Owned::Finished(unsafe { slot.core.finish_raw(slot.waiter()) });
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
     let finish = waking(py, || unsafe { slot.core.finish_raw(slot.waiter()) });
