@@ -593,14 +593,15 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
-        for chan in touched.drain(..) {
-            if chan.is_empty() {
-                chan.owed.store(false, Ordering::Relaxed);
-                continue;
-            }
-            // A running loop is not closed: no probe needed.
+        for chan in &touched {
+            // A running loop is not closed: no probe needed (and a queue
+            // emptied meanwhile leaves the drain nothing to do).
             if direct_thread() && chan.runs_here(py, &mut running) {
                 chan.drain_on_own_loop(py);
+                continue;
+            }
+            if chan.is_empty() {
+                chan.owed.store(false, Ordering::Relaxed);
                 continue;
             }
             if chan.loop_closed(py) {
@@ -609,15 +610,22 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             }
             chan.pay_owed();
         }
-        // The emptied list goes back for the next wakes: no allocation per
-        // release.
-        let _ = TOUCHED.try_with(|t| {
-            if let Ok(mut t) = t.try_borrow_mut() {
-                if t.is_empty() {
-                    *t = touched;
+        touched.clear();
+        // The emptied list goes back for the next wakes (no allocation per
+        // release), unless those drains woke more: then once more.
+        let more = TOUCHED
+            .try_with(|t| match t.try_borrow_mut() {
+                Ok(mut t) if t.is_empty() => {
+                    *t = std::mem::take(&mut touched);
+                    false
                 }
-            }
-        });
+                Ok(_) => true,
+                Err(_) => false,
+            })
+            .unwrap_or(false);
+        if !more {
+            return;
+        }
     }
 }
 
