@@ -704,7 +704,7 @@ fn runtime_error(msg: &'static str) -> PyErr {
 /// `send`, `throw` and `close` behave as those of a finished coroutine's
 /// iterator.
 mod ready_type {
-    use std::ffi::{c_int, c_void, CStr};
+    use std::ffi::{c_int, c_void};
     use std::panic::{catch_unwind, AssertUnwindSafe};
     use std::ptr;
 
@@ -793,8 +793,8 @@ mod ready_type {
     }
 
     fn make_type(py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let method = |name: &'static CStr, f: ffi::PyCFunction, flags: c_int| ffi::PyMethodDef {
-            ml_name: name.as_ptr(),
+        let method = |name: &'static [u8], f: ffi::PyCFunction, flags: c_int| ffi::PyMethodDef {
+            ml_name: name.as_ptr().cast(),
             ml_meth: ffi::PyMethodDefPointer { PyCFunction: f },
             ml_flags: flags,
             ml_doc: ptr::null(),
@@ -802,9 +802,9 @@ mod ready_type {
         // CPython keeps pointers into the method table for the type's life
         // (the interpreter's): made once, never freed.
         let methods: &'static mut [ffi::PyMethodDef] = Box::leak(Box::new([
-            method(c"send", send, ffi::METH_O),
-            method(c"throw", throw, ffi::METH_VARARGS),
-            method(c"close", close, ffi::METH_NOARGS),
+            method(b"send\0", send, ffi::METH_O),
+            method(b"throw\0", throw, ffi::METH_VARARGS),
+            method(b"close\0", close, ffi::METH_NOARGS),
             ffi::PyMethodDef::zeroed(),
         ]));
         let unary: ffi::unaryfunc = itself;
@@ -832,7 +832,7 @@ mod ready_type {
             },
         ];
         let mut spec = ffi::PyType_Spec {
-            name: c"volt_sem.Ready".as_ptr(),
+            name: b"volt_sem.Ready\0".as_ptr().cast(),
             basicsize: std::mem::size_of::<ffi::PyObject>() as c_int,
             itemsize: 0,
             flags: ffi::Py_TPFLAGS_DEFAULT as _,
