@@ -53,7 +53,7 @@ use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use crate::blocking::blocking_acquire_in;
-use crate::coroutine::coroutine_pymethods;
+use crate::coroutine::{coroutine_pymethods, thrown};
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::future::{new_future, yield_future};
 use crate::interpreter::running_loop;
@@ -160,6 +160,7 @@ impl Role {
 
 static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 
 /// Whether trio was imported: without it no trio run can await this, and
 /// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
@@ -197,6 +198,12 @@ fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
 }
 
 static TRIO_TASK_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+
+pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
+    READY
+        .get_or_try_init(py, || Py::new(py, Ready))
+        .map(|r| r.clone_ref(py))
+}
 
 // ---------------------------------------------------------------------------
 // Acquire
@@ -551,7 +558,7 @@ impl Acquire {
 
     /// ... and releases them on exit.
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    fn __aexit__(&mut self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
         self.release_held(py)?;
         ready(py)
     }
@@ -696,173 +703,41 @@ fn runtime_error(msg: &'static str) -> PyErr {
 
 /// A finished awaitable: `await` on it returns `None` at once. Returned by
 /// `__aexit__`, and by `__aenter__` when the fast path succeeded.
-///
-/// A type made with the C API's `PyType_FromSpec` rather than a
-/// `#[pyclass]`: `await` calls its `__await__` and `__next__` once per
-/// `async with`, and as plain C functions (a reference count, a NULL) they
-/// cost far less than two trips through pyo3's call machinery.
-/// `send`, `throw` and `close` behave as those of a finished coroutine's
-/// iterator.
-mod ready_type {
-    use std::ffi::{c_int, c_void};
-    use std::panic::{catch_unwind, AssertUnwindSafe};
-    use std::ptr;
+#[pyclass(module = "volt_sem", frozen)]
+pub(crate) struct Ready;
 
-    use pyo3::ffi;
-    use pyo3::prelude::*;
-    use pyo3::sync::PyOnceLock;
-    use pyo3::types::PyTuple;
-
-    use crate::coroutine::thrown;
-
-    static TYPE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    static INSTANCE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-
-    /// `__await__` and `__iter__`: the object itself.
-    unsafe extern "C" fn itself(slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-        // SAFETY: CPython passes a live object, GIL held; the new reference
-        // is the call's result.
-        unsafe { ffi::Py_IncRef(slf) };
+#[pymethods]
+impl Ready {
+    fn __await__(slf: Py<Self>) -> Py<Self> {
         slf
     }
 
-    /// `__next__`: finished at once (NULL with no exception set is
-    /// `StopIteration` with the value `None`).
-    unsafe extern "C" fn next(_slf: *mut ffi::PyObject) -> *mut ffi::PyObject {
-        ptr::null_mut()
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
     }
 
-    /// `send(value)`: `StopIteration`.
-    unsafe extern "C" fn send(
-        _slf: *mut ffi::PyObject,
-        _value: *mut ffi::PyObject,
-    ) -> *mut ffi::PyObject {
-        // SAFETY: GIL held (a method call); sets the current exception.
-        unsafe { ffi::PyErr_SetNone(ffi::PyExc_StopIteration) };
-        ptr::null_mut()
+    fn __next__(&self) -> Option<Py<PyAny>> {
+        None
     }
 
-    /// `close()`: nothing to give up.
-    unsafe extern "C" fn close(
-        _slf: *mut ffi::PyObject,
-        _unused: *mut ffi::PyObject,
-    ) -> *mut ffi::PyObject {
-        // SAFETY: GIL held; a new reference to None is the result.
-        unsafe {
-            let none = ffi::Py_None();
-            ffi::Py_IncRef(none);
-            none
-        }
+    #[pyo3(signature = (_value = None, /))]
+    fn send(&self, _value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        Err(PyStopIteration::new_err(()))
     }
 
-    /// `throw(typ[, val[, tb]])`: raises the exception, as a finished
-    /// coroutine's iterator does.
-    unsafe extern "C" fn throw(
-        _slf: *mut ffi::PyObject,
-        args: *mut ffi::PyObject,
-    ) -> *mut ffi::PyObject {
-        let raise = || -> PyErr {
-            // SAFETY: a METH_VARARGS method runs attached, with `args` a
-            // live tuple borrowed for the call.
-            let py = unsafe { Python::assume_attached() };
-            let args = unsafe { Bound::from_borrowed_ptr(py, args) };
-            let Ok(args) = args.cast_into::<PyTuple>() else {
-                return pyo3::exceptions::PyTypeError::new_err("throw expected arguments");
-            };
-            let n = args.len();
-            if !(1..=3).contains(&n) {
-                return pyo3::exceptions::PyTypeError::new_err(format!(
-                    "throw expected at least 1 argument and at most 3, got {n}"
-                ));
-            }
-            let item = |i: usize| args.get_item(i).ok();
-            let (typ, val, tb) = (item(0), item(1), item(2));
-            let Some(typ) = typ else {
-                return pyo3::exceptions::PyTypeError::new_err("throw expected an exception");
-            };
-            match thrown(py, &typ, val.as_ref(), tb.as_ref()) {
-                Ok(e) | Err(e) => e,
-            }
-        };
-        let err = catch_unwind(AssertUnwindSafe(raise)).unwrap_or_else(|_| {
-            pyo3::exceptions::PyRuntimeError::new_err("volt_sem: Ready.throw panicked")
-        });
-        // SAFETY: attached, as above.
-        err.restore(unsafe { Python::assume_attached() });
-        ptr::null_mut()
+    #[pyo3(signature = (typ, val = None, tb = None, /))]
+    fn throw(
+        &self,
+        py: Python<'_>,
+        typ: &Bound<'_, PyAny>,
+        val: Option<&Bound<'_, PyAny>>,
+        tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        Err(thrown(py, typ, val, tb)?)
     }
 
-    fn make_type(py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let method = |name: &'static [u8], f: ffi::PyCFunction, flags: c_int| ffi::PyMethodDef {
-            ml_name: name.as_ptr().cast(),
-            ml_meth: ffi::PyMethodDefPointer { PyCFunction: f },
-            ml_flags: flags,
-            ml_doc: ptr::null(),
-        };
-        // CPython keeps pointers into the method table for the type's life
-        // (the interpreter's): made once, never freed.
-        let methods: &'static mut [ffi::PyMethodDef] = Box::leak(Box::new([
-            method(b"send\0", send, ffi::METH_O),
-            method(b"throw\0", throw, ffi::METH_VARARGS),
-            method(b"close\0", close, ffi::METH_NOARGS),
-            ffi::PyMethodDef::zeroed(),
-        ]));
-        let unary: ffi::unaryfunc = itself;
-        let iternext: ffi::iternextfunc = next;
-        let mut slots = [
-            ffi::PyType_Slot {
-                slot: ffi::Py_am_await,
-                pfunc: unary as *mut c_void,
-            },
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_iter,
-                pfunc: unary as *mut c_void,
-            },
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_iternext,
-                pfunc: iternext as *mut c_void,
-            },
-            ffi::PyType_Slot {
-                slot: ffi::Py_tp_methods,
-                pfunc: methods.as_mut_ptr().cast(),
-            },
-            ffi::PyType_Slot {
-                slot: 0,
-                pfunc: ptr::null_mut(),
-            },
-        ];
-        let mut spec = ffi::PyType_Spec {
-            name: b"volt_sem.Ready\0".as_ptr().cast(),
-            basicsize: std::mem::size_of::<ffi::PyObject>() as c_int,
-            itemsize: 0,
-            flags: ffi::Py_TPFLAGS_DEFAULT as _,
-            slots: slots.as_mut_ptr(),
-        };
-        // SAFETY: GIL held; `spec` and `slots` are valid for the call
-        // (CPython copies them), the method table lives for good; the
-        // result is a new reference or NULL with an exception set.
-        unsafe {
-            let ty = ffi::PyType_FromSpec(&mut spec);
-            Ok(Bound::from_owned_ptr_or_err(py, ty)?.unbind())
-        }
-    }
-
-    /// The `Ready` type (for the module's namespace).
-    pub(crate) fn ready_type(py: Python<'_>) -> PyResult<&Py<PyAny>> {
-        TYPE.get_or_try_init(py, || make_type(py))
-    }
-
-    /// The one `Ready` object.
-    pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<PyAny>> {
-        INSTANCE
-            .get_or_try_init(py, || {
-                Ok::<_, PyErr>(ready_type(py)?.bind(py).call0()?.unbind())
-            })
-            .map(|r| r.clone_ref(py))
-    }
+    fn close(&self) {}
 }
-
-pub(crate) use ready_type::{ready, ready_type};
 
 /// `__aenter__` for one permit: the fast path right here (returning a finished
 /// awaitable, no allocation), else an awaitable that waits. Not where a trio

@@ -54,7 +54,7 @@ mod trio;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one_in, ready, ready_type, Acquire, Role};
+use awaitable::{enter_one_in, ready, Acquire, Ready, Role};
 use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
@@ -429,7 +429,7 @@ impl Semaphore {
     /// when this returns (errors are raised here); kept for the code of
     /// `RedisSemaphore`.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<PyAny>> {
+    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<Ready>> {
         self.release(py, n)?;
         ready(py)
     }
@@ -519,7 +519,7 @@ impl Semaphore {
     /// Refused with `TypeError` on a shared or Redis semaphore, as `close()`;
     /// on a local one, `close()` as an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn close_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
         self.close(py)?;
         ready(py)
     }
@@ -743,7 +743,7 @@ impl Semaphore {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
         self.release(py, Permits(1))?;
         ready(py)
     }
@@ -889,7 +889,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<locks::Mutex>()?;
     m.add_class::<locks::RwLock>()?;
     m.add_class::<Acquire>()?;
-    m.add("Ready", ready_type(m.py())?.clone_ref(m.py()))?;
+    m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
     m.add_class::<redis::LeaseLost>()?;
