@@ -245,6 +245,9 @@ pub(crate) struct Acquire {
     /// The grant's fencing token (Redis) and its session.
     token: Option<u64>,
     grant_session: u64,
+    /// Made by `__aenter__` after its fast path found no permits, outside
+    /// trio: `__await__` asks no more, and the first step queues at once.
+    contended_enter: bool,
 }
 
 impl Acquire {
@@ -262,6 +265,7 @@ impl Acquire {
             owner: None,
             token: None,
             grant_session: 0,
+            contended_enter: false,
         }
     }
 
@@ -373,6 +377,8 @@ impl Acquire {
                 self.owner = Some(owner(py).inspect_err(|_| self.stage = Stage::Done)?);
                 self.park(py)
             }
+            // `__aenter__`'s fast path just failed: no second try.
+            Stage::Start if self.contended_enter => self.park(py),
             Stage::Start => match self.core.try_acquire(self.n) {
                 Ok(_) => self.acquired(None),
                 Err(Error::NoPermits) => self.park(py),
@@ -398,17 +404,15 @@ impl Acquire {
                     Owned::Finished(Finish::Granted) => self.acquired(Some(slot.waiter())),
                     Owned::Finished(Finish::Closed) => Err(closed_error()),
                     Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
-                    Owned::HandedOn => Err(PyRuntimeError::new_err(
-                        "the grant arrived after the waiter's event loop was closed and was handed on",
-                    )),
+                    Owned::HandedOn => Err(runtime_error("the grant arrived after the waiter's event loop was closed and was handed on")),
                     Owned::Finished(Finish::Cancelled { .. } | Finish::Idle) => {
-                        Err(PyRuntimeError::new_err("acquire finished without an outcome"))
+                        Err(runtime_error("acquire finished without an outcome"))
                     }
                 }
             }
-            Stage::Trio(_) | Stage::Done => Err(PyRuntimeError::new_err(
-                "cannot reuse an already awaited acquire",
-            )),
+            Stage::Trio(_) | Stage::Done => {
+                Err(runtime_error("cannot reuse an already awaited acquire"))
+            }
         }
     }
 
@@ -424,7 +428,7 @@ impl Acquire {
                     NO_LOOP_ERROR
                         .import(py, "volt_sem._glue", "no_loop_error")?
                         .call0()?;
-                    return Err(PyRuntimeError::new_err("no running event loop"));
+                    return Err(runtime_error("no running event loop"));
                 }
             },
         };
@@ -491,7 +495,14 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        if !matches!(slf.borrow().stage, Stage::Start) || !trio_may_run_here(py)? {
+        {
+            let me = slf.borrow();
+            if me.contended_enter || !matches!(me.stage, Stage::Start) {
+                drop(me);
+                return Ok(slf.into_any().unbind());
+            }
+        }
+        if !trio_may_run_here(py)? {
             return Ok(slf.into_any().unbind());
         }
         let (core, n, session) = {
@@ -695,6 +706,15 @@ fn warn_never_awaited(py: Python<'_>, call: &str) {
     }
 }
 
+/// A `RuntimeError` of a rare outcome, out of line: the contended path's
+/// code stays compact (it runs once per operation between long stretches of
+/// the interpreter, so its size counts in instruction-cache misses).
+#[cold]
+#[inline(never)]
+fn runtime_error(msg: &'static str) -> PyErr {
+    PyRuntimeError::new_err(msg)
+}
+
 // ---------------------------------------------------------------------------
 // Ready
 // ---------------------------------------------------------------------------
@@ -745,6 +765,26 @@ pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResu
     enter_one_in(py, core, role, None, None)
 }
 
+/// `__aenter__` through an acquire object from the start: a Redis handle's
+/// (no fast path: the request itself is the first round trip), or where a
+/// trio task may run (the object's `__await__` takes trio's path, a
+/// checkpoint even when permits are free: trio's rule). Out of line, as
+/// [`runtime_error`].
+#[cold]
+#[inline(never)]
+fn enter_by_acquire(
+    py: Python<'_>,
+    core: &Arc<Core>,
+    role: &Role,
+    session: Option<Arc<SessionWaits>>,
+    redis: Option<Arc<Extra>>,
+) -> PyResult<Py<PyAny>> {
+    let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
+        .in_session(session)
+        .of_redis(redis);
+    Ok(Py::new(py, acquire)?.into_any())
+}
+
 /// [`enter_one`] of a named handle's session.
 pub(crate) fn enter_one_in(
     py: Python<'_>,
@@ -753,29 +793,20 @@ pub(crate) fn enter_one_in(
     session: Option<Arc<SessionWaits>>,
     redis: Option<Arc<Extra>>,
 ) -> PyResult<Py<PyAny>> {
-    if redis.is_some() {
-        // No fast path: the request itself is the first round trip.
-        let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
-            .in_session(session)
-            .of_redis(redis);
-        return Ok(Py::new(py, acquire)?.into_any());
-    }
-    if trio_may_run_here(py)? {
-        // Perhaps a trio task: the acquire object's `__await__` takes trio's
-        // path, a checkpoint even when permits are free (trio's rule).
-        let acquire = Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
-        return Ok(Py::new(py, acquire)?.into_any());
+    if redis.is_some() || trio_may_run_here(py)? {
+        return enter_by_acquire(py, core, role, session, redis);
     }
     match core.try_acquire(1) {
         Ok(_) => {
             role.taken(1);
             Ok(ready(py)?.into_any())
         }
-        Err(Error::NoPermits) => Ok(Py::new(
-            py,
-            Acquire::new(core.clone(), 1, role.clone(), false).in_session(session),
-        )?
-        .into_any()),
+        Err(Error::NoPermits) => {
+            let mut acquire =
+                Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
+            acquire.contended_enter = true;
+            Ok(Py::new(py, acquire)?.into_any())
+        }
         Err(e) => Err(acquire_error(core, e)),
     }
 }

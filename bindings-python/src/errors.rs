@@ -105,11 +105,15 @@ create_exception!(
     "The shared segment holds a value the library never writes (a process with write access scribbled on it), or its lock is not recoverable."
 );
 
+#[cold]
+#[inline(never)]
 pub(crate) fn closed_error() -> PyErr {
     ClosedError::new_err("semaphore closed")
 }
 
 /// The error of a call on a handle whose session ended (see [`DisconnectedError`]).
+#[cold]
+#[inline(never)]
 pub(crate) fn disconnected_error() -> PyErr {
     DisconnectedError::new_err(
         "this handle was disconnected (disconnect(), the end of its `with` block, or a signal \
@@ -127,6 +131,8 @@ pub(crate) fn is_disconnected(core: &Core) -> bool {
 /// semaphore, and `open`/`unlink`): chosen by the error's
 /// [`class`](Error::class), then by its `code` where Python has a class of its
 /// own for it; an error without one raises its class's base exception.
+#[cold]
+#[inline(never)]
 pub(crate) fn backend_error(e: Error) -> PyErr {
     let msg = e.to_string();
     match e.class() {
@@ -273,11 +279,15 @@ pub(crate) fn forked_error(redis: Option<bool>) -> PyErr {
     })
 }
 
+#[cold]
+#[inline(never)]
 pub(crate) fn too_many_error(name: &str) -> PyErr {
     PyValueError::new_err(format!("{name} must be at most {MAX_PERMITS}"))
 }
 
 /// An acquire's error; a request above a shared semaphore's total names it.
+#[cold]
+#[inline(never)]
 pub(crate) fn acquire_error(core: &Core, e: Error) -> PyErr {
     match (e, core.total_permits()) {
         (Error::TooManyPermits, Some(total)) => {
@@ -381,10 +391,16 @@ pub(crate) fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
 /// `release(n)` on the core, as a Python error when it would overflow (local)
 /// or when this process holds fewer than `n` (shared, [`NotHeldError`]).
 pub(crate) fn release_error(core: &Core, n: usize) -> PyResult<()> {
-    core.release(n).map_err(|e| match e {
+    core.release(n).map_err(|e| release_failed(n, e))
+}
+
+#[cold]
+#[inline(never)]
+fn release_failed(n: usize, e: Error) -> PyErr {
+    match e {
         Error::Overflow { .. } => PyOverflowError::new_err(format!(
             "release({n}) would raise the available permits above the maximum ({MAX_PERMITS})"
         )),
         e => backend_error(e),
-    })
+    }
 }

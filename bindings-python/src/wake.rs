@@ -76,14 +76,14 @@ use std::cell::{Cell, RefCell};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyList;
-use volt_sem_backend::{Finish, Waiter};
+use volt_sem_backend::{Finish, Waiter, WaiterState};
 
 use crate::interpreter::running_loop;
 use crate::wake_socket::{RawSocket, WakeSocket};
@@ -180,6 +180,13 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
     {
         return Owned::HandedOn;
     }
+    // A complete grant of the local semaphore (the resumed wait's usual
+    // case): finishing it only collects the outcome and wakes nobody (only
+    // giving up a queued wait hands permits on), so no `waking` scope.
+    if slot.core.as_local().is_some() && slot.waiter().state() == WaiterState::Granted {
+        // SAFETY: as below.
+        return Owned::Finished(unsafe { slot.core.finish_raw(slot.waiter()) });
+    }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
     let finish = waking(py, || unsafe { slot.core.finish_raw(slot.waiter()) });
     Owned::Finished(finish)
@@ -187,6 +194,8 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
 
 /// Passes a slot's grant on when nobody can resume its owner. Native only; may
 /// run inside the slot's own callback (then `finish_raw` returns at once).
+#[cold]
+#[inline(never)]
 fn hand_on(slot: &Slot) {
     if slot
         .claim
@@ -264,6 +273,9 @@ impl Chan {
         let was_empty = {
             let mut q = self.lock();
             let was_empty = q.is_empty();
+            if was_empty && self.loop_ref.is_some() {
+                UNDRAINED.fetch_add(1, Ordering::AcqRel);
+            }
             q.push(slot);
             was_empty
         };
@@ -297,19 +309,33 @@ impl Chan {
             self.signalled.store(false, Ordering::Release);
             self.sock.drain();
         }
-        std::mem::take(&mut *self.lock())
+        let mut out = Vec::new();
+        self.move_queue(&mut out);
+        out
     }
 
-    /// [`take_all`](Self::take_all) for the own-loop drain: reads the socket
-    /// only when a byte may be pending, so a wake that never wrote one costs
-    /// no system call. A byte written after the check stays for the
+    /// [`take_all`](Self::take_all) for the own-loop drain, into `out`: reads
+    /// the socket only when a byte may be pending, so a wake that never wrote
+    /// one costs no system call. A byte written after the check stays for the
     /// selector, whose drain reads it and finds the queue empty (harmless).
-    fn take_direct(&self) -> Vec<Pin<Arc<Slot>>> {
+    fn take_direct(&self, out: &mut Vec<Pin<Arc<Slot>>>) {
         self.owed.store(false, Ordering::Relaxed);
         if self.reader && self.signalled.swap(false, Ordering::AcqRel) {
             self.sock.drain();
         }
-        std::mem::take(&mut *self.lock())
+        self.move_queue(out);
+    }
+
+    /// Moves the queued slots to `out`. The queue keeps its capacity, and
+    /// `out` is the drain's reused buffer: a wake allocates nothing.
+    fn move_queue(&self, out: &mut Vec<Pin<Arc<Slot>>>) {
+        let mut q = self.lock();
+        if !q.is_empty() {
+            if self.loop_ref.is_some() {
+                UNDRAINED.fetch_sub(1, Ordering::AcqRel);
+            }
+            out.append(&mut q);
+        }
     }
 
     fn is_empty(&self) -> bool {
@@ -317,6 +343,8 @@ impl Chan {
     }
 
     /// Marks the channel dead and hands on everything queued on it.
+    #[cold]
+    #[inline(never)]
     fn kill(&self) {
         self.dead.store(true, Ordering::SeqCst);
         self.owed.store(false, Ordering::Relaxed);
@@ -327,6 +355,7 @@ impl Chan {
 
     /// Whether the loop behind this channel can no longer run (see the module
     /// docs: runs no Python code that can release the GIL).
+    #[inline(never)]
     fn loop_closed(&self, py: Python<'_>) -> bool {
         if self.dead.load(Ordering::SeqCst) {
             return true;
@@ -357,6 +386,12 @@ impl Chan {
 /// [`reap_closed_loops`].
 static LOOP_CHANS: Mutex<Vec<Weak<Chan>>> = Mutex::new(Vec::new());
 
+/// How many asyncio loops' channels hold woken slots not yet drained (each
+/// counted once, while its queue is not empty; updated under the queue's
+/// lock): [`reap_closed_loops`] has nothing to look for while it is 0, the
+/// usual case, since a wake on the loop's own thread is drained at once.
+static UNDRAINED: AtomicUsize = AtomicUsize::new(0);
+
 /// Hands on the grants still queued on the channel of a loop closed since
 /// they arrived. A grant that reaches a stopped loop (not closed) waits in
 /// its channel for the loop's next drain; if the loop is then closed and the
@@ -367,6 +402,9 @@ static LOOP_CHANS: Mutex<Vec<Weak<Chan>>> = Mutex::new(Vec::new());
 /// undelivered grants, as [`after_wakes`] does (no Python code that can
 /// release the GIL).
 pub(crate) fn reap_closed_loops(py: Python<'_>) {
+    if UNDRAINED.load(Ordering::Acquire) == 0 {
+        return;
+    }
     let chans: Vec<Arc<Chan>> = {
         let mut all = LOOP_CHANS.lock().unwrap_or_else(|e| e.into_inner());
         all.retain(|c| c.strong_count() > 0);
@@ -399,6 +437,8 @@ thread_local! {
     /// Whether this thread may run Python code under this extension's frames
     /// while it wakes (see [`direct_thread`]): `UNKNOWN` until it first parks.
     static DIRECT_THREAD: Cell<u8> = const { Cell::new(UNKNOWN) };
+    /// The own-loop drain's buffer, kept between drains with its capacity.
+    static DRAIN_BUFFER: Cell<Vec<Pin<Arc<Slot>>>> = const { Cell::new(Vec::new()) };
 }
 
 const UNKNOWN: u8 = 0;
@@ -534,10 +574,17 @@ pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
 /// Python-facing operation that releases, cancels or closes.
 pub(crate) fn after_wakes(py: Python<'_>) {
     loop {
+        // Taken only when not empty: the list keeps its capacity.
         let mut touched = TOUCHED
             .try_with(|t| {
                 t.try_borrow_mut()
-                    .map(|mut t| std::mem::take(&mut *t))
+                    .map(|mut t| {
+                        if t.is_empty() {
+                            Vec::new()
+                        } else {
+                            std::mem::take(&mut *t)
+                        }
+                    })
                     .unwrap_or_default()
             })
             .unwrap_or_default();
@@ -546,14 +593,15 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
-        for chan in touched.drain(..) {
-            if chan.is_empty() {
-                chan.owed.store(false, Ordering::Relaxed);
-                continue;
-            }
-            // A running loop is not closed: no probe needed.
+        for chan in &touched {
+            // A running loop is not closed: no probe needed (and a queue
+            // emptied meanwhile leaves the drain nothing to do).
             if direct_thread() && chan.runs_here(py, &mut running) {
                 chan.drain_on_own_loop(py);
+                continue;
+            }
+            if chan.is_empty() {
+                chan.owed.store(false, Ordering::Relaxed);
                 continue;
             }
             if chan.loop_closed(py) {
@@ -562,15 +610,22 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             }
             chan.pay_owed();
         }
-        // The emptied list goes back for the next wakes: no allocation per
-        // release.
-        let _ = TOUCHED.try_with(|t| {
-            if let Ok(mut t) = t.try_borrow_mut() {
-                if t.is_empty() {
-                    *t = touched;
+        touched.clear();
+        // The emptied list goes back for the next wakes (no allocation per
+        // release), unless those drains woke more: then once more.
+        let more = TOUCHED
+            .try_with(|t| match t.try_borrow_mut() {
+                Ok(mut t) if t.is_empty() => {
+                    *t = std::mem::take(&mut touched);
+                    false
                 }
-            }
-        });
+                Ok(_) => true,
+                Err(_) => false,
+            })
+            .unwrap_or(false);
+        if !more {
+            return;
+        }
     }
 }
 
@@ -617,7 +672,11 @@ impl Chan {
     /// (the abort the module docs describe; `tests/test_exit.py` provokes it).
     /// A loop on a daemon thread keeps the socket path.
     fn drain_on_own_loop(&self, py: Python<'_>) {
-        for slot in self.take_direct() {
+        // The buffer of this thread's last drain (empty, with its capacity);
+        // a nested drain (a loop whose `call_soon` releases) gets a new one.
+        let mut batch = DRAIN_BUFFER.with(Cell::take);
+        self.take_direct(&mut batch);
+        for slot in &batch {
             if slot.claim.load(Ordering::Acquire) != OPEN {
                 continue; // its owner finished it already
             }
@@ -626,7 +685,7 @@ impl Chan {
             // A Future cancelled meanwhile (its task's cancel, whose throw
             // will finish the slot) refuses the result: rare, so checked only
             // then rather than with a `done()` call per wake.
-            if let Err(e) = fut.call_method1(pyo3::intern!(py, "set_result"), (true,)) {
+            if let Err(e) = set_result_true(py, fut) {
                 let done = fut
                     .call_method0(pyo3::intern!(py, "done"))
                     .and_then(|d| d.is_truthy())
@@ -636,6 +695,27 @@ impl Chan {
                 }
             }
         }
+        batch.clear();
+        DRAIN_BUFFER.with(|b| b.set(batch));
+    }
+}
+
+/// `fut.set_result(True)` through `PyObject_CallMethodObjArgs`, which
+/// calls the method without creating a bound method or an argument tuple.
+fn set_result_true(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<()> {
+    let name = pyo3::intern!(py, "set_result");
+    // SAFETY: GIL held; `fut`, `name` and `Py_True` are valid objects for
+    // the call, and the argument list ends with NULL as the function
+    // requires. The result is a new reference (or NULL with an exception
+    // set), owned by the `Bound` that takes it.
+    unsafe {
+        let r = pyo3::ffi::PyObject_CallMethodObjArgs(
+            fut.as_ptr(),
+            name.as_ptr(),
+            pyo3::ffi::Py_True(),
+            std::ptr::null_mut::<pyo3::ffi::PyObject>(),
+        );
+        Bound::from_owned_ptr_or_err(py, r).map(drop)
     }
 }
 
