@@ -31,6 +31,13 @@ fn o() -> ConnectOptions {
 
 /// A string where `key` of semaphore `name` was, until dropped (then what
 /// was there is back).
+///
+/// Both swaps are one `MULTI`/`EXEC` each: the handles' background work (a
+/// session given up and ended by the agent, a new one started) writes these
+/// keys at any time, and a write between a `DEL` and the `RESTORE` after it
+/// failed the `RESTORE` with `BUSYKEY` (1 run of 15 under load; every run
+/// with a 300 ms pause put between the two), while one between the `DUMP`
+/// and the `DEL` was lost.
 struct Planted {
     raw: Connection,
     key: String,
@@ -40,11 +47,14 @@ struct Planted {
 fn plant(s: &Server, name: &str, key: &str) -> Planted {
     let mut raw = s.raw();
     let key = format!("{{volt-sem:{name}}}:{key}");
-    let saved: Option<Vec<u8>> = redis::cmd("DUMP").arg(&key).query(&mut raw).unwrap();
-    let _: () = redis::cmd("DEL").arg(&key).query(&mut raw).unwrap();
-    let _: () = redis::cmd("SET")
+    let (saved,): (Option<Vec<u8>>,) = redis::pipe()
+        .atomic()
+        .cmd("DUMP")
+        .arg(&key)
+        .cmd("SET")
         .arg(&key)
         .arg("planted")
+        .ignore()
         .query(&mut raw)
         .unwrap();
     Planted { raw, key, saved }
@@ -52,18 +62,16 @@ fn plant(s: &Server, name: &str, key: &str) -> Planted {
 
 impl Drop for Planted {
     fn drop(&mut self) {
-        let _: () = redis::cmd("DEL")
-            .arg(&self.key)
-            .query(&mut self.raw)
-            .unwrap();
+        let mut swap = redis::pipe();
+        swap.atomic().cmd("DEL").arg(&self.key).ignore();
         if let Some(d) = &self.saved {
-            let _: () = redis::cmd("RESTORE")
+            swap.cmd("RESTORE")
                 .arg(&self.key)
                 .arg(0)
                 .arg(d.as_slice())
-                .query(&mut self.raw)
-                .unwrap();
+                .ignore();
         }
+        let _: () = swap.query(&mut self.raw).unwrap();
     }
 }
 

@@ -265,6 +265,9 @@ fn child_main() {
                 {
                     std::thread::sleep(Duration::from_millis(10));
                 }
+                // The file was for this process alone: taken, so that no
+                // run leaves it behind in the temp dir.
+                let _ = std::fs::remove_file(&done);
                 // SAFETY: ends the child without running the parent's destructors.
                 unsafe { libc::_exit(0) };
             }
@@ -634,14 +637,35 @@ fn an_open_that_repairs_then_finds_the_table_full_still_rings() {
     let done = format!("/tmp/{}.done", &*name);
     let _ = std::fs::remove_file(&go);
     let _ = std::fs::remove_file(&done);
-    struct Rm(String, String);
+    /// GO and DONE, removed at the end. On a failure before the dead
+    /// owner's child saw DONE, DONE is written first so that it exits (it
+    /// removes DONE as it goes; given a second for that, DONE is removed
+    /// here anyway).
+    struct Rm {
+        go: String,
+        done: String,
+        child_gone: bool,
+    }
     impl Drop for Rm {
         fn drop(&mut self) {
-            let _ = std::fs::write(&self.1, b"");
-            let _ = std::fs::remove_file(&self.0);
+            if !self.child_gone {
+                let _ = std::fs::write(&self.done, b"");
+                let t = Instant::now();
+                while std::path::Path::new(&self.done).exists()
+                    && t.elapsed() < Duration::from_secs(1)
+                {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+            }
+            let _ = std::fs::remove_file(&self.done);
+            let _ = std::fs::remove_file(&self.go);
         }
     }
-    let _rm = Rm(go.clone(), done.clone());
+    let mut rm = Rm {
+        go: go.clone(),
+        done: done.clone(),
+        child_gone: false,
+    };
     let sem = open(&name, 2);
     let mut d = Child::spawn(
         &name,
@@ -709,12 +733,19 @@ fn an_open_that_repairs_then_finds_the_table_full_still_rings() {
     loop {
         let c = assert_conserved(&sem);
         if c.live == 1 {
+            // The dead owner's child has exited (its record is gone), and
+            // took DONE with it.
+            rm.child_gone = true;
             assert_eq!(c.available, 2, "{c:?}");
             break;
         }
         assert!(t.elapsed() < Duration::from_secs(30), "{c:?}");
         std::thread::sleep(Duration::from_millis(10));
     }
+    assert!(
+        !std::path::Path::new(&done).exists(),
+        "the dead owner's child left {done}"
+    );
 }
 
 #[test]

@@ -248,6 +248,16 @@ impl Drop for Server {
 /// `redis-cli --cluster create`.
 pub struct Cluster {
     pub nodes: Vec<Server>,
+    /// The nodes' directories are in it; removed when dropped (after the
+    /// nodes, which remove their own).
+    dir: PathBuf,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.nodes.clear();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 impl Cluster {
@@ -265,7 +275,12 @@ impl Cluster {
             SEQ.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(&dir).unwrap();
-        let mut nodes = Vec::new();
+        // Made first, so that a failure below removes the directory too.
+        let mut c = Cluster {
+            nodes: Vec::new(),
+            dir: dir.clone(),
+        };
+        let nodes = &mut c.nodes;
         // Seeded per cluster, not only per process: two clusters started by
         // tests of one binary at once would otherwise try the same ports,
         // and a node's readiness check could be answered by the other's.
@@ -330,7 +345,6 @@ impl Cluster {
             "cluster create: {}",
             String::from_utf8_lossy(&out.stdout)
         );
-        let c = Cluster { nodes };
         eventually(
             "cluster_state:ok on every node",
             Duration::from_secs(30),
