@@ -61,7 +61,8 @@ use crate::redis::{give_back, owner, Extra, Owner};
 use crate::session::SessionWaits;
 use crate::trio::TrioWaiter;
 use crate::wake::{
-    asyncio_chan, cached_running_loop, finish_owned, reap_closed_loops, waking, Owned, Slot,
+    asyncio_chan_or_setup, cached_running_loop, finish_owned, reap_closed_loops, waking, Owned,
+    Slot,
 };
 use crate::Core;
 
@@ -162,17 +163,48 @@ static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
 
-/// Whether trio was imported: without it no trio run can await this, and
-/// `__await__` skips the running-loop lookup (whose fork check is a `getpid`
-/// system call; `park` looks the loop up anyway).
+/// Whether trio was imported, and its import finished: without it no trio run
+/// can await this, and `__await__` skips the running-loop lookup (whose fork
+/// check is a `getpid` system call; `park` looks the loop up anyway). A trio
+/// still being imported (by another thread: `trio` is in `sys.modules`, its
+/// spec `_initializing`) counts as not imported: no trio run exists before its
+/// import ends, and [`trio_may_run_here`]'s own `import trio` would wait for
+/// that import's lock with the GIL dropped, under this extension's `extern
+/// "C"` frames; a daemon thread taking the GIL back once the interpreter
+/// finalizes is ended by a forced unwind that cannot cross them (an abort;
+/// `tests/scripts/acquire_during_trio_import.py`). The module last seen
+/// finished is remembered (by address), so the spec is read once.
 pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
     // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
     let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
-    match modules.cast::<pyo3::types::PyDict>() {
-        Ok(d) => d.contains(pyo3::intern!(py, "trio")).unwrap_or(true),
-        Err(_) => true,
+    let Ok(modules) = modules.cast::<pyo3::types::PyDict>() else {
+        return true;
+    };
+    let trio = match modules.get_item(pyo3::intern!(py, "trio")) {
+        Ok(Some(trio)) => trio,
+        Ok(None) => return false,
+        Err(_) => return true,
+    };
+    let address = trio.as_ptr() as usize;
+    if TRIO_IMPORTED.load(Ordering::Relaxed) == address {
+        return true;
     }
+    // Plain attribute reads (a module's and a `ModuleSpec`'s dict): no Python
+    // code runs, as `import` itself checks it.
+    let initializing = trio
+        .getattr(pyo3::intern!(py, "__spec__"))
+        .and_then(|spec| spec.getattr(pyo3::intern!(py, "_initializing")))
+        .and_then(|i| i.is_truthy())
+        .unwrap_or(false);
+    if !initializing {
+        TRIO_IMPORTED.store(address, Ordering::Relaxed);
+    }
+    !initializing
 }
+
+/// The address of the `trio` module last seen in `sys.modules` with its
+/// import finished (0: none yet).
+static TRIO_IMPORTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether the caller may be a trio task: trio is imported, and either no
 /// asyncio loop runs on this thread (no Python call; the acquire's step
@@ -198,6 +230,7 @@ fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
 }
 
 static TRIO_TASK_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static CONNECT_THEN_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
     READY
@@ -435,21 +468,21 @@ impl Acquire {
         // Permits stranded on a closed loop's channel come back first.
         reap_closed_loops(py);
         let result = (|| {
-            let chan = match chan {
-                Some(chan) => chan,
-                None => asyncio_chan(py, &event_loop)?,
+            let (chan, unconnected) = match chan {
+                Some(chan) => (chan, None),
+                None => asyncio_chan_or_setup(py, &event_loop)?,
             };
             let fut = new_future(py, &event_loop)?;
             let slot = Slot::new(self.core.clone(), self.n, fut.clone().unbind(), chan);
             match slot.queue() {
-                Ok(RawAcquire::Ready) => Ok((slot, None)),
-                Ok(RawAcquire::Pending) => Ok((slot, Some(fut))),
+                Ok(RawAcquire::Ready) => Ok((slot, None, unconnected)),
+                Ok(RawAcquire::Pending) => Ok((slot, Some(fut), unconnected)),
                 Err(e) => Err(acquire_error(&self.core, e)),
             }
         })();
         match result {
-            Ok((slot, None)) => self.acquired(Some(slot.waiter())),
-            Ok((slot, Some(fut))) => {
+            Ok((slot, None, _)) => self.acquired(Some(slot.waiter())),
+            Ok((slot, Some(fut), unconnected)) => {
                 self.stage = Stage::Waiting(slot);
                 if let Some(session) = &self.session {
                     if !session.list(py, &fut) {
@@ -458,7 +491,17 @@ impl Acquire {
                         return Err(disconnected_error());
                     }
                 }
-                yield_future(py, &fut).map(Some)
+                match unconnected {
+                    // Queued (its place kept); the channel is connected from
+                    // asyncio's Task, outside these frames (`asyncio_chan_or_setup`).
+                    Some(channel) => Ok(Some(
+                        CONNECT_THEN_WAIT
+                            .import(py, "volt_sem._glue", "ConnectThenWait")?
+                            .call1((&event_loop, channel, &fut))?
+                            .unbind(),
+                    )),
+                    None => yield_future(py, &fut).map(Some),
+                }
             }
             Err(e) => {
                 self.stage = Stage::Done;

@@ -832,6 +832,7 @@ impl Channel {
 
 static ASYNCIO_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static DIRECT_WAKES_SAFE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static DAEMON_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Whether `event_loop`, an asyncio loop with asyncio's own `is_closed`
 /// (`Probe::ClosedAttr`), runs on this thread: asyncio's `run_forever` keeps
@@ -866,11 +867,42 @@ pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, A
 /// and registered with the loop by `volt_sem._glue.asyncio_channel` the first
 /// time. The last one is cached per thread, checked by identity of its loop.
 pub(crate) fn asyncio_chan(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Chan>> {
+    Ok(lookup_chan(py, event_loop, true)?.0)
+}
+
+/// [`asyncio_chan`] for an acquire's wait, which must not connect the
+/// channel under this extension's frames on a thread that may be a daemon
+/// one (not known safe for [`direct_thread`]): there, before a loop's first
+/// wait, the channel comes back made but not connected, with its Python
+/// object, and the acquire, once queued on it, yields
+/// `volt_sem._glue.ConnectThenWait` instead of its Future. Connecting calls
+/// `loop.add_reader` (or starts the thread wake path's helper), which drops
+/// the GIL; a daemon thread taking it back once the interpreter finalizes is
+/// ended by a forced unwind (`pthread_exit`) that cannot cross `extern "C"`
+/// frames: under `park`, the process aborted
+/// (`tests/scripts/exit_in_channel_setup.py`). asyncio's Task calls the
+/// yielded object's `add_done_callback` from its own C frame, where the
+/// connect runs in Python frames only. A known non-daemon thread is joined
+/// before finalization and connects in place, as before.
+pub(crate) fn asyncio_chan_or_setup<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+) -> PyResult<(Arc<Chan>, Option<Bound<'py, PyAny>>)> {
+    lookup_chan(py, event_loop, false)
+}
+
+/// The channel, and its Python object while it still needs connecting (only
+/// when not `connect_here`).
+fn lookup_chan<'py>(
+    py: Python<'py>,
+    event_loop: &Bound<'py, PyAny>,
+    connect_here: bool,
+) -> PyResult<(Arc<Chan>, Option<Bound<'py, PyAny>>)> {
     let cached = LAST_CHAN.with(|c| c.borrow().clone());
     if let Some(chan) = cached {
         if let Some(loop_ref) = &chan.loop_ref {
             if loop_ref.bind(py).call0()?.is(event_loop) && !chan.dead.load(Ordering::SeqCst) {
-                return Ok(chan);
+                return Ok((chan, None));
             }
         }
     }
@@ -882,10 +914,22 @@ pub(crate) fn asyncio_chan(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyR
             .is_truthy()?;
         DIRECT_THREAD.with(|d| d.set(if safe { SAFE } else { UNSAFE }));
     }
-    let channel = ASYNCIO_CHANNEL
-        .import(py, "volt_sem._glue", "asyncio_channel")?
-        .call1((event_loop,))?;
+    let (channel, connected) = if connect_here || DIRECT_THREAD.with(Cell::get) == SAFE {
+        let channel = ASYNCIO_CHANNEL
+            .import(py, "volt_sem._glue", "asyncio_channel")?
+            .call1((event_loop,))?;
+        (channel, true)
+    } else {
+        // No call that drops the GIL: it returns the channel as it is.
+        DAEMON_CHANNEL
+            .import(py, "volt_sem._glue", "channel_or_setup")?
+            .call1((event_loop,))?
+            .extract::<(Bound<'py, PyAny>, bool)>()?
+    };
     let chan = channel.cast::<Channel>()?.get().chan.clone();
+    if !connected {
+        return Ok((chan, Some(channel)));
+    }
     LAST_CHAN.with(|c| *c.borrow_mut() = Some(chan.clone()));
-    Ok(chan)
+    Ok((chan, None))
 }

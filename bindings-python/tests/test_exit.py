@@ -51,3 +51,39 @@ def test_blocking_wait_in_a_later_atexit_hook_completes():
     proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
     assert proc.returncode == 0, proc.stderr
     assert "atexit wait done" in proc.stdout
+
+
+def test_exit_while_a_daemon_loop_connects_its_wake_channel():
+    """The first wait on a daemon thread's loop connects its wake channel
+    (`add_reader`, which drops the GIL) outside the extension's frames: a
+    thread ended there by finalization must not abort the process (it did
+    in nearly every run on CPython 3.13 before the fix)."""
+    if os.environ.get("VOLT_SEM_WAKE") == "thread":
+        pytest.skip("the thread wake path connects without add_reader (a helper thread)")
+    script = os.path.join(os.path.dirname(__file__), "scripts", "exit_in_channel_setup.py")
+    statuses = []
+    for _ in range(3):
+        proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
+        statuses.append(proc.returncode)
+        assert "in setup" in proc.stdout, proc.stderr
+    assert statuses == [0] * 3
+
+
+def test_asyncio_wait_does_not_wait_for_an_unfinished_trio_import(tmp_path):
+    """`trio` in sys.modules while another thread still imports it: an
+    asyncio acquire must not wait on that import (under the extension's
+    frames, on a daemon thread at exit, that wait aborted the process)."""
+    package = tmp_path / "trio"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import sys\n"
+        "gate = sys.modules['trio_import_gate']\n"
+        "gate.started.set()\n"
+        "gate.release.wait()\n"
+    )
+    script = os.path.join(os.path.dirname(__file__), "scripts", "acquire_during_trio_import.py")
+    proc = subprocess.run(
+        [sys.executable, script, str(tmp_path)], capture_output=True, text=True, timeout=100
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "acquired before import finished" in proc.stdout, proc.stdout + proc.stderr

@@ -32,6 +32,7 @@ too); ``VOLT_SEM_WAKE=reader`` (or unset) picks per loop as above.
 
 import asyncio
 import os
+import select
 import socket
 import sys
 import threading
@@ -84,7 +85,9 @@ def asyncio_channel(loop):
     """The wake channel of `loop`, created and connected on first use (called
     on the loop's own thread, while it runs)."""
     channel = _asyncio_channels.get(loop)
-    if channel is None or channel.dead:
+    if channel is not None and not channel.dead:
+        _connect(loop, channel)  # made by `channel_or_setup`, not connected yet
+    else:
         channel = None
         if _WAKE_PATH == "reader":
             channel = Channel(weakref.ref(loop), _probe_kind(loop))
@@ -96,6 +99,118 @@ def asyncio_channel(loop):
             channel = _thread_channel(loop)
         _asyncio_channels[loop] = channel
     return channel
+
+
+def channel_or_setup(loop):
+    """`(channel, connected)` for a wait on `loop` on a thread that may be a
+    daemon one (see `asyncio_chan_or_setup` in src/wake.rs): before the
+    loop's first wait a new channel, not connected yet. Runs no call that
+    drops the GIL: it runs under the extension's frames. The waiting acquire
+    queues on the channel, then yields a `ConnectThenWait`, which connects
+    it from asyncio's Task."""
+    channel = _asyncio_channels.get(loop)
+    if channel is not None and not channel.dead:
+        return channel, _unconnected.get(loop) is not channel
+    if _WAKE_PATH == "reader" and type(loop) not in _no_readiness_api:
+        channel = Channel(weakref.ref(loop), _probe_kind(loop))
+    else:
+        channel = Channel(weakref.ref(loop), _probe_kind(loop), False)
+    _asyncio_channels[loop] = channel
+    _unconnected[loop] = channel
+    return channel, False
+
+
+# Loops whose channel `channel_or_setup` made but nobody connected yet.
+_unconnected: "weakref.WeakKeyDictionary[object, Channel]" = weakref.WeakKeyDictionary()
+# Loop types seen without `add_reader` (ProactorEventLoop): the thread wake path.
+_no_readiness_api = set()
+_ProactorEventLoop = getattr(asyncio, "ProactorEventLoop", None)
+if _ProactorEventLoop is not None:
+    _no_readiness_api.add(_ProactorEventLoop)
+
+
+def _connect(loop, channel):
+    """Connects a channel `channel_or_setup` made (once; drops the GIL)."""
+    if _unconnected.get(loop) is not channel:
+        return
+    del _unconnected[loop]
+    try:
+        if not channel.reader:
+            _start_wake_thread(loop, channel)
+            return
+        try:
+            loop.add_reader(channel.fileno(), _drain_futures, channel)
+        except NotImplementedError:  # no readiness API (as ProactorEventLoop)
+            _no_readiness_api.add(type(loop))
+            # The channel drains its socket itself: the helper only waits
+            # for it to be readable, leaving it non-blocking.
+            _start_wake_thread(loop, channel, blocking=False)
+    except BaseException:
+        # Its waiters get the error; the next wait on this loop starts afresh.
+        if _asyncio_channels.get(loop) is channel:
+            del _asyncio_channels[loop]
+        channel.kill()
+        raise
+
+
+class ConnectThenWait:
+    """What an acquire's first wait on a loop yields on a thread that may be
+    a daemon one, in place of its queued waiter's Future: asyncio's Task
+    calls `add_done_callback` from its own frame, which connects the loop's
+    wake channel (`add_reader` drops the GIL: a daemon thread taking it back
+    once the interpreter finalizes is ended by CPython, which Python and C
+    frames survive, the extension's `extern "C"` ones not), then waits on the
+    Future. The waiter was queued before: its place in the queue is kept. An
+    error of the connect is raised into the acquire, which gives its wait up."""
+
+    def __init__(self, loop, channel, fut):
+        self._loop = loop
+        self._channel = channel
+        self._fut = fut
+        self._error = None
+        self._asyncio_future_blocking = True
+
+    def get_loop(self):
+        return self._loop
+
+    def add_done_callback(self, fn, *, context=None):
+        try:
+            _connect(self._loop, self._channel)
+        except BaseException as e:  # raised into the acquire by result()
+            self._error = e
+            self._loop.call_soon(fn, self, context=context)
+            return
+        self._fut.add_done_callback(lambda _fut: fn(self), context=context)
+
+    def remove_done_callback(self, fn):
+        return 0
+
+    def done(self):
+        return self._error is not None or self._fut.done()
+
+    def cancelled(self):
+        return self._error is None and self._fut.cancelled()
+
+    def cancel(self, msg=None):
+        return self._fut.cancel(msg)
+
+    def result(self):
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+        return self._fut.result()
+
+    def exception(self):
+        if self._error is not None:
+            return self._error
+        return self._fut.exception()
+
+    def __await__(self):
+        if not self.done():
+            yield self
+        return self.result()
+
+    __iter__ = __await__
 
 
 def direct_wakes_safe():
@@ -114,7 +229,10 @@ def wake_path(loop):
     channel = _asyncio_channels.get(loop)
     if channel is None:
         return None
-    return "reader" if channel.reader else "thread"
+    # A reader channel of a loop found without `add_reader` is read by a helper.
+    if channel.reader and type(loop) not in _no_readiness_api:
+        return "reader"
+    return "thread"
 
 
 def wakes_pending(loop):
@@ -125,9 +243,15 @@ def wakes_pending(loop):
 
 def _thread_channel(loop):
     channel = Channel(weakref.ref(loop), _probe_kind(loop), False)
+    _start_wake_thread(loop, channel)
+    return channel
+
+
+def _start_wake_thread(loop, channel, blocking=True):
     sock = socket.socket(fileno=channel.reader_handle())
     try:
-        sock.setblocking(True)  # the native side never reads it on this path
+        if blocking:
+            sock.setblocking(True)  # the native side never reads it on this path
         threading.Thread(
             target=_wake_thread,
             args=(weakref.ref(loop), channel, sock),
@@ -139,7 +263,6 @@ def _thread_channel(loop):
         raise
     # The loop gone, nothing will ever drain: wake the helper so that it ends.
     weakref.finalize(loop, channel.signal).atexit = False
-    return channel
 
 
 def _wake_thread(loop_ref, channel, sock):
@@ -147,8 +270,12 @@ def _wake_thread(loop_ref, channel, sock):
     with sock:
         while True:
             try:
+                if not sock.getblocking():
+                    select.select([sock], [], [])
                 if not sock.recv(256):
                     break  # cannot happen while the channel lives; be safe
+            except BlockingIOError:
+                continue  # the loop's own drain read the byte first
             except OSError:
                 break
             event_loop = loop_ref()
