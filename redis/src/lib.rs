@@ -782,7 +782,11 @@ impl RedisSemaphore {
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         if timeout.is_zero() {
             // A deadline already past would time out before any answer
-            // could come, whatever the semaphore holds.
+            // could come, whatever the semaphore holds. Still a blocking
+            // acquire: refused in a wake callback, as every timeout is.
+            if n > 0 && volt_sem::raw::current_backend() == Some(volt_sem::raw::Backend::Redis) {
+                return Err(Error::InCallback);
+            }
             return self.try_acquire(n).map_err(|e| match e {
                 Error::NoPermits => {
                     self.record_timeout();
