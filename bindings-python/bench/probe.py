@@ -32,24 +32,12 @@ import sys
 import time
 
 import volt_sem
+from bench import FloorSemaphore  # the task switching alone
 
 try:
     import uvloop
 except ImportError:
     uvloop = None
-
-
-class FloorSemaphore:
-    """A semaphore that does nothing: the task switching alone."""
-
-    def __init__(self, permits=1):
-        pass
-
-    async def __aenter__(self):
-        return None
-
-    async def __aexit__(self, *exc):
-        return None
 
 
 IMPLS = {
