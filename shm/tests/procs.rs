@@ -136,13 +136,7 @@ fn child_main() {
         "hold-then-stop-in-release" => {
             sem.acquire_blocking(2).unwrap().forget();
             say("held");
-            let go = std::env::var("GO").unwrap();
-            while !std::path::Path::new(&go).exists() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            volt_sem_shm::hooks::stop_in_next_release();
-            sem.release(1).unwrap(); // stops inside the lock; killed there
-            say("resumed");
+            release_stopping_inside_once_told(&sem);
         }
         "stop-in-fast-release" => {
             sem.try_acquire(2).unwrap().forget(); // the fast path: no queue
@@ -273,13 +267,7 @@ fn child_main() {
             }
             say(&format!("forked {pid}"));
             say("held");
-            let go = std::env::var("GO").unwrap();
-            while !std::path::Path::new(&go).exists() {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            volt_sem_shm::hooks::stop_in_next_release();
-            sem.release(1).unwrap(); // stops inside the lock; killed there
-            say("resumed");
+            release_stopping_inside_once_told(&sem);
         }
         "queue-async" => {
             // Queues an async acquire of 1 (its grant comes through this
@@ -1344,4 +1332,17 @@ fn stress_processes_threads_cancels_and_kill9() {
         (c.available, c.queued, c.live, c.held),
         (STRESS_TOTAL as u64, 0, 1, 0)
     );
+}
+
+/// A role's release of 1 that stops inside the segment lock (a test hook),
+/// once the test creates the file named by `GO`; the test kills the process
+/// there.
+fn release_stopping_inside_once_told(sem: &SharedSemaphore) {
+    let go = std::env::var("GO").unwrap();
+    while !std::path::Path::new(&go).exists() {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    volt_sem_shm::hooks::stop_in_next_release();
+    sem.release(1).unwrap(); // stops inside the lock; killed there
+    say("resumed");
 }
