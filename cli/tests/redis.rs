@@ -413,7 +413,7 @@ fn ctrl_c_while_a_refresh_waits_for_redis_ends_the_watch_cleanly() {
 /// and the database number of a URL is the one looked in.
 #[test]
 fn a_server_that_needs_a_password_and_database_numbers() {
-    let s = Server::start_with(&["--requirepass", "pw-7"], Some("pw-7"));
+    let s = Server::start_with(Some("pw-7"));
     let with = format!("redis://:pw-7@127.0.0.1:{}", s.port);
     let _sem = RedisSemaphore::connect(&with, "locked", 2, opts("pw-user")).unwrap();
     assert!(ok(&["inspect", "--redis", &with, "locked"]).contains("total 2"));
@@ -424,7 +424,7 @@ fn a_server_that_needs_a_password_and_database_numbers() {
         (1, "volt-sem: no such semaphore: locked (in Redis)")
     );
 
-    let bare = s.url();
+    let bare = s.bare_url();
     let (code, err) = fails(&["inspect", "--redis", &bare, "locked"]);
     assert_eq!(code, 1);
     assert_eq!(
@@ -513,13 +513,13 @@ fn reopen_survives_a_resize_between_its_look_and_its_connect() {
 #[test]
 fn the_password_can_come_from_the_environment() {
     const PW: &str = "p@ss:w/rd%+#";
-    let s = Server::start_with(&["--requirepass", PW], Some(PW));
+    let s = Server::start_with(Some(PW));
     let with = format!(
         "redis://:{}@127.0.0.1:{}",
         "p%40ss%3Aw%2Frd%25%2B%23", s.port
     );
     let _sem = RedisSemaphore::connect(&with, "env", 2, opts("env-user")).unwrap();
-    let bare = s.url();
+    let bare = s.bare_url();
     let env = [("VOLT_SEM_REDIS_PASSWORD", PW)];
     assert!(ok_env(&env, &["inspect", "--redis", &bare, "env"]).contains("total 2"));
     assert!(ok_env(&env, &["inspect", &format!("{bare}/0/env")]).contains("total 2"));
@@ -551,7 +551,7 @@ fn the_password_can_come_from_the_environment() {
     // A Unix socket URL gets it as its `pass=` query.
     let sock = std::env::temp_dir().join(format!("volt-cli-{}.sock", std::process::id()));
     let sock = sock.display().to_string();
-    let u = Server::start_with(&["--unixsocket", &sock, "--requirepass", PW], Some(PW));
+    let u = Server::start_with_args(Some(PW), &["--unixsocket", &sock]);
     let on_u = format!(
         "redis://:{}@127.0.0.1:{}",
         "p%40ss%3Aw%2Frd%25%2B%23", u.port
@@ -586,7 +586,7 @@ fn the_password_can_come_from_the_environment() {
 fn tls_with_a_private_ca_and_client_certificates() {
     let certs = Certs::generate();
     let ca = certs.ca.display().to_string();
-    let s = Server::start_tls(&certs, false);
+    let s = Server::start_tls(&certs, None, false);
     let _sem = RedisSemaphore::connect(&s.url(), "tls", 2, opts("tls-user")).unwrap();
     let url = format!("rediss://127.0.0.1:{}", s.tls_port.unwrap());
     assert!(ok(&["inspect", "--redis", &url, "tls", "--tls-ca", &ca]).contains("total 2"));
@@ -630,7 +630,7 @@ fn tls_with_a_private_ca_and_client_certificates() {
     );
 
     // Mutual TLS.
-    let m = Server::start_tls(&certs, true);
+    let m = Server::start_tls(&certs, None, true);
     let _sem = RedisSemaphore::connect(&m.url(), "mtls", 4, opts("mtls-user")).unwrap();
     let murl = format!("rediss://127.0.0.1:{}", m.tls_port.unwrap());
     let (cert, key) = (
@@ -748,8 +748,8 @@ fn ls_inspect_and_resize_on_a_redis_cluster() {
 #[test]
 fn ls_and_inspect_through_a_sentinel() {
     const PW: &str = "sentinel-pw";
-    let master = Server::start_with(&["--requirepass", PW], Some(PW));
-    let sentinel = Server::start_sentinel("volt-master", master.port, Some(PW));
+    let master = Server::start_with(Some(PW));
+    let sentinel = start_sentinel("volt-master", master.port, None, Some(PW));
     let direct = format!("redis://:{PW}@127.0.0.1:{}", master.port);
     let sem = RedisSemaphore::connect(&direct, "pool", 3, opts("sentinel-holder")).unwrap();
     let _held = sem.acquire_blocking(2).unwrap();

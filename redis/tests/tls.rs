@@ -151,7 +151,7 @@ fn client_certificates() {
 fn rediss_through_a_tls_sentinel() {
     let certs = Certs::generate();
     let master = Server::start_tls(&certs, None, false);
-    let sentinel = start_sentinel("tls-master", master.tls_port.unwrap(), Some(&certs));
+    let sentinel = start_sentinel("tls-master", master.tls_port.unwrap(), Some(&certs), None);
     let url = format!(
         "rediss+sentinel://127.0.0.1:{}/tls-master",
         sentinel.tls_port.unwrap()

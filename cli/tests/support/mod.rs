@@ -1,14 +1,13 @@
 //! Test support: running the built `volt-sem`, unique names, child
 //! processes that hold or wait on a named semaphore (this same test binary,
-//! re-run on its `child_main` test with a role in the environment), and a
-//! real `redis-server` on a free loopback port, stopped by pid.
+//! re-run on its `child_main` test with a role in the environment), and
+//! real `redis-server`s (the Redis crate's test support, by path).
 
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -372,69 +371,22 @@ pub fn proxy(port: u16, before: impl Fn(u32) + Send + 'static) -> u16 {
     at
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Which Redis process answers on a port: the Redis crate's test support's.
 #[path = "../../../redis/tests/support/answering.rs"]
 mod answering;
-use answering::answering_pid;
 
 /// Throwaway TLS certificates (the openssl CLI): the Redis crate's.
 #[path = "../../../redis/tests/support/certs.rs"]
 mod certs;
+#[allow(unused_imports)] // each test binary uses its part
 pub use certs::Certs;
 
-/// How to start one server: its port, the arguments before `--port` (a
-/// Sentinel's configuration file), after the defaults, and its TLS port.
-struct Plan {
-    port: u16,
-    before: Vec<String>,
-    extra: Vec<String>,
-    tls_port: Option<u16>,
-}
-
-impl Plan {
-    fn new(port: u16) -> Plan {
-        Plan {
-            port,
-            before: Vec::new(),
-            extra: Vec::new(),
-            tls_port: None,
-        }
-    }
-}
-
-/// A port from 20000 to 39999 that is free, with port + 10000 (a cluster
-/// node's bus) free too, when chosen.
-fn cluster_port() -> u16 {
-    static SEQ: AtomicU32 = AtomicU32::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos() as u64;
-    let mut x = (std::process::id() as u64) << 32
-        ^ nanos
-        ^ (SEQ.fetch_add(1, Ordering::Relaxed) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        | 1;
-    loop {
-        // xorshift64
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        let port = 20000 + (x % 20000) as u16;
-        if TcpListener::bind(("127.0.0.1", port)).is_ok()
-            && TcpListener::bind(("127.0.0.1", port + 10000)).is_ok()
-        {
-            return port;
-        }
-    }
-}
+/// Real `redis-server`s (plain, with a password or TLS, a Cluster, a
+/// Sentinel): the Redis crate's test support's.
+#[path = "../../../redis/tests/support/server.rs"]
+mod server;
+#[allow(unused_imports)]
+pub use server::{free_port, start_sentinel, Cluster, Server};
 
 /// `redis-cli -p PORT ARGS...`'s output (Debian's redis-tools, installed
 /// with redis-server).
@@ -446,257 +398,4 @@ pub fn redis_cli(port: u16, args: &[&str]) -> String {
         .output()
         .expect("redis-cli");
     String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A 3-node Redis Cluster (no replicas) on loopback, made with `redis-cli
-/// --cluster create`; its nodes stopped by pid when dropped.
-pub struct Cluster {
-    pub nodes: Vec<Server>,
-}
-
-impl Cluster {
-    pub fn start() -> Cluster {
-        let nodes: Vec<Server> = (0..3).map(|_| Server::start_cluster_node()).collect();
-        let addrs: Vec<String> = nodes
-            .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
-            .collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(&addrs)
-            .args(["--cluster-replicas", "0", "--cluster-yes"])
-            .output()
-            .expect("redis-cli");
-        assert!(
-            out.status.success(),
-            "cluster create: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        let c = Cluster { nodes };
-        eventually(
-            "cluster_state:ok on every node",
-            Duration::from_secs(30),
-            || {
-                c.nodes
-                    .iter()
-                    .all(|n| redis_cli(n.port, &["cluster", "info"]).contains("cluster_state:ok"))
-            },
-        );
-        c
-    }
-
-    /// The seed URLs, comma-separated (`--redis URL --cluster`).
-    pub fn url(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| n.url())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
-}
-
-/// A `redis-server` (Debian's) on a free loopback port, without
-/// persistence, in a temporary directory; stopped by pid when dropped.
-pub struct Server {
-    child: Option<Child>,
-    pub port: u16,
-    /// The TLS port, for a server started with [`Server::start_tls`].
-    pub tls_port: Option<u16>,
-    dir: PathBuf,
-}
-
-impl Server {
-    pub fn start() -> Server {
-        Self::start_with(&[], None)
-    }
-
-    /// [`start`](Self::start) with more `redis-server` arguments;
-    /// `password` is the one they set (`--requirepass`), for the check
-    /// that the server answering is ours.
-    pub fn start_with(extra: &[&str], password: Option<&str>) -> Server {
-        Self::start_full(password, |_| Plan {
-            extra: extra.iter().map(|s| s.to_string()).collect(),
-            ..Plan::new(free_port())
-        })
-    }
-
-    /// A server with a plain port (for the readiness check and
-    /// [`command`](Self::command)) and a TLS port (`tls_port`) with the
-    /// certificates of `certs`; `client_auth`: clients must present a
-    /// certificate issued by the CA.
-    pub fn start_tls(certs: &Certs, client_auth: bool) -> Server {
-        let p = |x: &PathBuf| x.display().to_string();
-        Self::start_full(None, |_| {
-            let tls = free_port();
-            let args = vec![
-                "--tls-port".to_string(),
-                tls.to_string(),
-                "--tls-cert-file".into(),
-                p(&certs.server_cert),
-                "--tls-key-file".into(),
-                p(&certs.server_key),
-                "--tls-ca-cert-file".into(),
-                p(&certs.ca),
-                "--tls-auth-clients".into(),
-                if client_auth { "yes" } else { "no" }.into(),
-            ];
-            Plan {
-                extra: args,
-                tls_port: Some(tls),
-                ..Plan::new(free_port())
-            }
-        })
-    }
-
-    /// A node of a Redis Cluster (see [`Cluster`]): its port and the
-    /// cluster bus's (port + 10000) both free when chosen.
-    fn start_cluster_node() -> Server {
-        Self::start_full(None, |_| Plan {
-            extra: [
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-            ]
-            .map(String::from)
-            .to_vec(),
-            ..Plan::new(cluster_port())
-        })
-    }
-
-    /// A Sentinel monitoring the master `name` on `master_port` (quorum
-    /// 1), with the master's password `auth`.
-    pub fn start_sentinel(name: &str, master_port: u16, auth: Option<&str>) -> Server {
-        Self::start_full(None, |dir| {
-            let conf = dir.join("sentinel.conf");
-            let mut text = format!("sentinel monitor {name} 127.0.0.1 {master_port} 1\n");
-            if let Some(pw) = auth {
-                text.push_str(&format!("sentinel auth-pass {name} {pw}\n"));
-            }
-            std::fs::write(&conf, text).unwrap();
-            Plan {
-                before: vec![conf.display().to_string(), "--sentinel".into()],
-                ..Plan::new(free_port())
-            }
-        })
-    }
-
-    /// Starts one as `plan` says (given the server's directory), a new
-    /// plan for each attempt (a port taken meanwhile is not tried again).
-    fn start_full(password: Option<&str>, plan: impl Fn(&std::path::Path) -> Plan) -> Server {
-        static SEQ: AtomicU32 = AtomicU32::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "volt-sem-cli-test-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        for _ in 0..5 {
-            // Again each time: a failed attempt's drop removed it (and
-            // redis-server refuses a `--dir` that does not exist).
-            std::fs::create_dir_all(&dir).unwrap();
-            let Plan {
-                port,
-                before,
-                extra,
-                tls_port,
-            } = plan(&dir);
-            let mut cmd = Command::new("redis-server");
-            cmd.args(&before)
-                .arg("--port")
-                .arg(port.to_string())
-                .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-                .arg("--dir")
-                .arg(&dir)
-                .args(&extra)
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            // SAFETY: prctl is async-signal-safe; the server dies with the test.
-            unsafe {
-                cmd.pre_exec(|| {
-                    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                    Ok(())
-                });
-            }
-            let mut s = Server {
-                child: Some(cmd.spawn().expect("spawn redis-server")),
-                port,
-                tls_port,
-                dir: dir.clone(),
-            };
-            if s.wait_ready(password) {
-                return s;
-            }
-            s.stop();
-        }
-        panic!("could not start redis-server (is it installed? `make test-redis` installs it)");
-    }
-
-    /// Whether our server answers on its port: the process that answers
-    /// there must be our child (`INFO server`'s `process_id`), not just any
-    /// `PONG`. A port from [`free_port`] can be handed to two tests at once
-    /// (CI runs test binaries side by side); ours then fails to bind and
-    /// exits, and the other test's server must not be taken for it.
-    fn wait_ready(&mut self, password: Option<&str>) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mine = self.child.as_ref().map(|c| c.id());
-        while Instant::now() < deadline {
-            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
-                return false; // exited (port taken?)
-            }
-            if mine.is_some() && answering_pid(self.port, password) == mine {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
-    }
-
-    pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}", self.port)
-    }
-
-    /// Sends `sig` to the server (by pid): SIGSTOP makes a server that
-    /// accepts connections and never answers, SIGCONT undoes it.
-    pub fn signal(&self, sig: i32) {
-        let pid = self.child.as_ref().expect("running").id();
-        // SAFETY: plain syscall on our child's pid.
-        assert_eq!(unsafe { libc::kill(pid as i32, sig) }, 0);
-    }
-
-    /// Sends one command (RESP) and returns the first line of the reply
-    /// (`:1`, `+OK`, `-ERR ...`).
-    pub fn command(&self, args: &[&str]) -> String {
-        use std::io::Read;
-        let mut req = format!("*{}\r\n", args.len());
-        for a in args {
-            req.push_str(&format!("${}\r\n{a}\r\n", a.len()));
-        }
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        s.write_all(req.as_bytes()).unwrap();
-        let mut got = Vec::new();
-        let mut byte = [0u8; 1];
-        while !got.ends_with(b"\r\n") {
-            assert_eq!(s.read(&mut byte).unwrap(), 1, "no reply to {args:?}");
-            got.push(byte[0]);
-        }
-        String::from_utf8_lossy(&got[..got.len() - 2]).into_owned()
-    }
-
-    /// Stops the server by pid and waits for it.
-    pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
 }

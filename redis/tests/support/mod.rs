@@ -8,218 +8,25 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use volt_sem_redis::{ConnectOptions, RedisSemaphore};
 
 mod answering;
+#[allow(unused_imports)] // each test binary uses its part
 pub use answering::answering_pid;
 mod certs;
+#[allow(unused_imports)] // each test binary uses its part
 pub use certs::Certs;
+mod server;
+#[allow(unused_imports)]
+pub use server::*;
 
-pub struct Server {
-    child: Option<Child>,
-    pub port: u16,
-    pub dir: PathBuf,
-    password: Option<String>,
-    extra: Vec<String>,
-    /// The TLS port, for a server started with [`Server::start_tls`].
-    pub tls_port: Option<u16>,
-    /// A Sentinel's configuration file (it runs with `--sentinel`).
-    sentinel_conf: Option<PathBuf>,
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-static SEQ: AtomicU32 = AtomicU32::new(0);
-
+/// What the Redis crate's tests add to the shared server support: the
+/// redis-rs client.
 impl Server {
-    pub fn start() -> Server {
-        Self::start_with(None)
-    }
-
-    pub fn start_with(password: Option<&str>) -> Server {
-        Self::start_custom(password, || (Vec::new(), None))
-    }
-
-    /// A server with a plain port (for readiness checks and raw access) and
-    /// a TLS port, with the certificates of `certs`; `client_auth`: clients
-    /// must present a certificate issued by the CA.
-    pub fn start_tls(certs: &Certs, password: Option<&str>, client_auth: bool) -> Server {
-        let p = |x: &PathBuf| x.display().to_string();
-        let args = [
-            "--tls-cert-file".to_string(),
-            p(&certs.server_cert),
-            "--tls-key-file".into(),
-            p(&certs.server_key),
-            "--tls-ca-cert-file".into(),
-            p(&certs.ca),
-            "--tls-auth-clients".into(),
-            (if client_auth { "yes" } else { "no" }).into(),
-        ];
-        Self::start_custom(password, || {
-            let tls = free_port();
-            let mut extra = vec!["--tls-port".to_string(), tls.to_string()];
-            extra.extend(args.iter().cloned());
-            (extra, Some(tls))
-        })
-    }
-
-    /// A server with extra arguments (fixed for every attempt).
-    pub fn start_args(extra: &[&str]) -> Server {
-        let extra: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
-        Self::start_custom(None, || (extra.clone(), None))
-    }
-
-    /// `extra()`: the extra arguments of one attempt, and its TLS port.
-    fn start_custom(
-        password: Option<&str>,
-        extra: impl Fn() -> (Vec<String>, Option<u16>),
-    ) -> Server {
-        let dir = std::env::temp_dir().join(format!(
-            "volt-sem-redis-test-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        for _ in 0..5 {
-            let (extra, tls_port) = extra();
-            if let Some(s) = Self::try_start_on(free_port(), &dir, password, extra, tls_port) {
-                return s;
-            }
-        }
-        panic!("could not start redis-server (is it installed? `make test-redis` installs it)");
-    }
-
-    /// One attempt at a server on `port`: `None` if it did not come up
-    /// there (the port was taken meanwhile: another test's server may
-    /// answer on it, see [`Server::wait_ready`]).
-    pub fn try_start_on(
-        port: u16,
-        dir: &std::path::Path,
-        password: Option<&str>,
-        extra: Vec<String>,
-        tls_port: Option<u16>,
-    ) -> Option<Server> {
-        let mut s = Server {
-            child: None,
-            port,
-            dir: dir.to_path_buf(),
-            password: password.map(String::from),
-            extra,
-            tls_port,
-            sentinel_conf: None,
-        };
-        s.spawn();
-        if s.wait_ready() {
-            return Some(s);
-        }
-        s.stop();
-        None
-    }
-
-    fn spawn(&mut self) {
-        // Made here, not once before the attempts: a failed attempt's drop
-        // removed it (redis-server refuses a `--dir` that does not exist,
-        // so every retry on another port failed too).
-        std::fs::create_dir_all(&self.dir).unwrap();
-        let mut cmd = Command::new("redis-server");
-        if let Some(conf) = &self.sentinel_conf {
-            cmd.arg(conf).arg("--sentinel");
-        }
-        cmd.arg("--port")
-            .arg(self.port.to_string())
-            .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .arg("--dir")
-            .arg(&self.dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(p) = &self.password {
-            cmd.args(["--requirepass", p]);
-        }
-        cmd.args(&self.extra);
-        // SAFETY: prctl is async-signal-safe; nothing else runs in pre_exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        self.child = Some(cmd.spawn().expect("spawn redis-server"));
-    }
-
-    /// Whether this server answers on its port: the process that answers
-    /// there must be our child. A free port (from [`free_port`]) is only
-    /// free when it was chosen: another test's server (in this process or
-    /// another one: CI runs several test binaries at once) can be given the
-    /// same one and bind it first; ours then exits, and a check that only
-    /// waited for `PONG` (or `NOAUTH`) was answered by the other server and
-    /// gave it to the test. Seen under load: a test's `connect` to a server
-    /// started without a password failed with `Auth`, answered by another
-    /// test's server that has one. Likewise a restart on the same port.
-    fn wait_ready(&mut self) -> bool {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let mine = self.child.as_ref().map(|c| c.id());
-        while Instant::now() < deadline {
-            if let Some(Ok(Some(_))) = self.child.as_mut().map(|c| c.try_wait()) {
-                return false; // exited (port taken?)
-            }
-            if mine.is_some() && answering_pid(self.port, self.password.as_deref()) == mine {
-                return true;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        false
-    }
-
-    pub fn url(&self) -> String {
-        match &self.password {
-            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
-            None => format!("redis://127.0.0.1:{}", self.port),
-        }
-    }
-
-    /// Started and not stopped.
-    pub fn is_running(&self) -> bool {
-        self.child.is_some()
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.child.as_ref().expect("running").id()
-    }
-
-    /// Stops the server (by pid) and waits for it.
-    pub fn stop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Kills it and starts it again, empty, on the same port.
-    pub fn restart_empty(&mut self) {
-        self.stop();
-        for _ in 0..100 {
-            self.spawn();
-            if self.wait_ready() {
-                return;
-            }
-            self.stop();
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        panic!("redis-server did not restart");
-    }
-
     /// Snapshots the data (`SAVE`), kills the server and starts it again on
     /// the same port and directory: it loads the snapshot, as a Redis with
     /// persistence does after a crash (its script cache is empty).
@@ -237,151 +44,8 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-/// A 3-node Redis Cluster (no replicas) on loopback, made with
-/// `redis-cli --cluster create`.
-pub struct Cluster {
-    pub nodes: Vec<Server>,
-    /// The nodes' directories are in it; removed when dropped (after the
-    /// nodes, which remove their own).
-    dir: PathBuf,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        self.nodes.clear();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
+/// Where a Cluster's slots and replicas are, as its nodes tell it.
 impl Cluster {
-    pub fn start() -> Cluster {
-        Self::start_with_replicas(0)
-    }
-
-    /// 3 masters with `replicas` replicas each. With replicas, nodes time
-    /// out after 1 s (`cluster-node-timeout`), so that a killed master's
-    /// replica is promoted within a few seconds.
-    pub fn start_with_replicas(replicas: usize) -> Cluster {
-        let dir = std::env::temp_dir().join(format!(
-            "volt-sem-redis-cluster-{}-{}",
-            std::process::id(),
-            SEQ.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
-        // Made first, so that a failure below removes the directory too.
-        let mut c = Cluster {
-            nodes: Vec::new(),
-            dir: dir.clone(),
-        };
-        let nodes = &mut c.nodes;
-        // Seeded per cluster, not only per process: two clusters started by
-        // tests of one binary at once would otherwise try the same ports,
-        // and a node's readiness check could be answered by the other's.
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed) as u64;
-        let mut rng = Rng::new(std::process::id() as u64 ^ (seq << 32) ^ (seq * 7919));
-        while nodes.len() < 3 * (1 + replicas) {
-            // The cluster bus listens on port + 10000: both must be free.
-            let port = 20000 + rng.below(20000) as u16;
-            if TcpListener::bind(("127.0.0.1", port)).is_err()
-                || TcpListener::bind(("127.0.0.1", port + 10000)).is_err()
-            {
-                continue;
-            }
-            let ndir = dir.join(port.to_string());
-            std::fs::create_dir_all(&ndir).unwrap();
-            let mut s = Server {
-                child: None,
-                port,
-                dir: ndir,
-                password: None,
-                extra: [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ]
-                .into_iter()
-                .chain(
-                    if replicas > 0 {
-                        &["--cluster-node-timeout", "1000"][..]
-                    } else {
-                        &[][..]
-                    }
-                    .iter()
-                    .copied(),
-                )
-                .map(String::from)
-                .collect(),
-                tls_port: None,
-                sentinel_conf: None,
-            };
-            s.spawn();
-            if s.wait_ready() {
-                nodes.push(s);
-            } else {
-                s.stop();
-            }
-        }
-        let addrs: Vec<String> = nodes
-            .iter()
-            .map(|n| format!("127.0.0.1:{}", n.port))
-            .collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(&addrs)
-            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
-            .output()
-            .expect("redis-cli");
-        assert!(
-            out.status.success(),
-            "cluster create: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        eventually(
-            "cluster_state:ok on every node",
-            Duration::from_secs(30),
-            || {
-                c.nodes.iter().all(|n| {
-                    let info: String = redis::cmd("CLUSTER")
-                        .arg("INFO")
-                        .query(&mut n.raw())
-                        .unwrap_or_default();
-                    info.contains("cluster_state:ok")
-                })
-            },
-        );
-        if replicas > 0 {
-            // Every replica attached and past its first sync (a node that
-            // `--cluster create` has not made a replica yet still says
-            // role:master; a diskless first sync starts after 5 s).
-            eventually("every replica in sync", Duration::from_secs(30), || {
-                let synced = c
-                    .nodes
-                    .iter()
-                    .filter(|n| {
-                        let info: String = redis::cmd("INFO")
-                            .arg("replication")
-                            .query(&mut n.raw())
-                            .unwrap_or_default();
-                        info.contains("role:slave")
-                            && info.contains("master_link_status:up")
-                            && info.contains("master_sync_in_progress:0")
-                    })
-                    .count();
-                synced == 3 * replicas
-            });
-        }
-        c
-    }
-
     /// `CLUSTER NODES` as one live node (`via`) sees it: per node, its port,
     /// whether it is a master (and not failed), the id of its master, and its id.
     fn nodes_seen(&self, via: usize) -> Vec<(u16, bool, String, String)> {
@@ -456,15 +120,6 @@ impl Cluster {
             .unwrap();
         slot * 3 / 16384
     }
-
-    /// Seed URLs, comma-separated (as `connect` takes them with `cluster(true)`).
-    pub fn url(&self) -> String {
-        self.nodes
-            .iter()
-            .map(|n| n.url())
-            .collect::<Vec<_>>()
-            .join(",")
-    }
 }
 
 /// A master, its replica and a Sentinel watching them (quorum 1, down after
@@ -485,7 +140,7 @@ impl SentinelSet {
         eventually("the replica in sync", Duration::from_secs(30), || {
             replica_online(&master)
         });
-        let sentinel = start_sentinel(name, master.port, None);
+        let sentinel = start_sentinel(name, master.port, None, None);
         let set = SentinelSet {
             master,
             replica,
@@ -533,71 +188,6 @@ impl SentinelSet {
             .unwrap();
         port
     }
-}
-
-/// A Sentinel (quorum 1, down after 500 ms) monitoring the master `name`
-/// at `master_port`. With `certs`: it also listens on a TLS port (its
-/// `tls_port`) and talks TLS to the master (`master_port` is then the
-/// master's TLS port).
-pub fn start_sentinel(name: &str, master_port: u16, certs: Option<&Certs>) -> Server {
-    let dir = std::env::temp_dir().join(format!(
-        "volt-sem-redis-sentinel-{}-{}",
-        std::process::id(),
-        SEQ.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    for _ in 0..5 {
-        // Again each time: a failed attempt's drop removed it.
-        std::fs::create_dir_all(&dir).unwrap();
-        let conf = dir.join("sentinel.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "sentinel monitor {name} 127.0.0.1 {master_port} 1\n\
-                 sentinel down-after-milliseconds {name} 500\n\
-                 sentinel failover-timeout {name} 5000\n\
-                 sentinel parallel-syncs {name} 1\n"
-            ),
-        )
-        .unwrap();
-        let (extra, tls_port) = match certs {
-            None => (Vec::new(), None),
-            Some(c) => {
-                let tls = free_port();
-                let p = |x: &PathBuf| x.display().to_string();
-                let extra = vec![
-                    "--tls-port".to_string(),
-                    tls.to_string(),
-                    "--tls-cert-file".into(),
-                    p(&c.server_cert),
-                    "--tls-key-file".into(),
-                    p(&c.server_key),
-                    "--tls-ca-cert-file".into(),
-                    p(&c.ca),
-                    "--tls-auth-clients".into(),
-                    "no".into(),
-                    "--tls-replication".into(),
-                    "yes".into(),
-                ];
-                (extra, Some(tls))
-            }
-        };
-        let mut s = Server {
-            child: None,
-            port: free_port(),
-            dir: dir.clone(),
-            password: None,
-            extra,
-            tls_port,
-            sentinel_conf: Some(conf),
-        };
-        s.spawn();
-        if s.wait_ready() {
-            return s;
-        }
-        s.stop();
-    }
-    panic!("could not start redis-server --sentinel");
 }
 
 /// The replica has applied everything the master wrote.
