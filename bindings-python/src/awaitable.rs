@@ -554,6 +554,8 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // A gated entry point (`interpreter::gate`): trio's probes run here.
+        let _inside = crate::interpreter::gate(py);
         {
             let me = slf.borrow();
             if me.contended_enter || !matches!(me.stage, Stage::Start) {

@@ -620,6 +620,8 @@ impl LeaseLost {
     /// in a trio task, the iterator of `_glue`'s trio driver.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // A gated entry point (`interpreter::gate`): trio's probes run here.
+        let _inside = crate::interpreter::gate(py);
         let fresh = matches!(slf.borrow().stage, Watching::Start);
         if !fresh || running_loop(py)?.is_some() {
             return Ok(slf.into_any().unbind());
