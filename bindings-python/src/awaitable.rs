@@ -232,6 +232,30 @@ fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
 static TRIO_TASK_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static CONNECT_THEN_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
+/// What a wait on `fut` yields to asyncio's Task: the Future itself, or,
+/// when the loop's wake channel came back unconnected from
+/// [`asyncio_chan_or_setup`] (the loop's first wait, on a thread that may be
+/// a daemon one), a `volt_sem._glue.ConnectThenWait`, whose
+/// `add_done_callback` connects it from the Task's own frame: connecting
+/// drops the GIL, which must not happen under this extension's frames there.
+/// The waiter was registered before, so it loses no wake meanwhile (a wake
+/// writes its byte to the socket, read once connected). Every wait on an
+/// asyncio loop (`Acquire`, `LeaseLost`) yields through here.
+pub(crate) fn wait_on(
+    py: Python<'_>,
+    event_loop: &Bound<'_, PyAny>,
+    unconnected: Option<Bound<'_, PyAny>>,
+    fut: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    match unconnected {
+        Some(channel) => Ok(CONNECT_THEN_WAIT
+            .import(py, "volt_sem._glue", "ConnectThenWait")?
+            .call1((event_loop, channel, fut))?
+            .unbind()),
+        None => yield_future(py, fut),
+    }
+}
+
 pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
     READY
         .get_or_try_init(py, || Py::new(py, Ready))
@@ -491,17 +515,9 @@ impl Acquire {
                         return Err(disconnected_error());
                     }
                 }
-                match unconnected {
-                    // Queued (its place kept); the channel is connected from
-                    // asyncio's Task, outside these frames (`asyncio_chan_or_setup`).
-                    Some(channel) => Ok(Some(
-                        CONNECT_THEN_WAIT
-                            .import(py, "volt_sem._glue", "ConnectThenWait")?
-                            .call1((&event_loop, channel, &fut))?
-                            .unbind(),
-                    )),
-                    None => yield_future(py, &fut).map(Some),
-                }
+                // Queued (its place kept); an unconnected channel is connected
+                // from asyncio's Task, outside these frames.
+                wait_on(py, &event_loop, unconnected, &fut).map(Some)
             }
             Err(e) => {
                 self.stage = Stage::Done;
@@ -538,6 +554,8 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // A gated entry point (`interpreter::gate`): trio's probes run here.
+        let _inside = crate::interpreter::gate(py);
         {
             let me = slf.borrow();
             if me.contended_enter || !matches!(me.stage, Stage::Start) {

@@ -16,7 +16,11 @@ use pyo3::types::{PyTuple, PyType};
 
 /// Expands to `#[pymethods] impl $ty { ... }` with the given methods plus
 /// `__iter__`, `__next__`, `send` and `throw`, all driven by the type's
-/// `fn step(&mut self, py) -> PyResult<Option<Py<PyAny>>>`. `throw` first
+/// `fn step(&mut self, py) -> PyResult<Option<Py<PyAny>>>`. These three are
+/// gated entry points (`interpreter::gate`, entered before the object is
+/// borrowed): a daemon thread's loop resumes its awaitables through them,
+/// and what they call (the loop's `create_future`, `call_soon`, trio's
+/// probes) may drop the GIL. `throw` first
 /// runs the `throw:` block with `$me` bound to `&mut self` (it gives up a
 /// pending wait: any partial grant handed on, a full one released), then
 /// raises the exception it was given.
@@ -29,20 +33,22 @@ macro_rules! coroutine_pymethods {
             }
 
             fn __next__(
-                &mut self,
-                py: ::pyo3::Python<'_>,
+                slf: &::pyo3::Bound<'_, Self>,
             ) -> ::pyo3::PyResult<Option<::pyo3::Py<::pyo3::PyAny>>> {
-                self.step(py)
+                let py = slf.py();
+                let _inside = $crate::interpreter::gate(py);
+                slf.try_borrow_mut()?.step(py)
             }
 
             /// Resumes the wait; the value sent is ignored (asyncio sends `None`).
             #[pyo3(signature = (_value = None, /))]
             fn send(
-                &mut self,
-                py: ::pyo3::Python<'_>,
+                slf: &::pyo3::Bound<'_, Self>,
                 _value: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
             ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
-                match self.step(py)? {
+                let py = slf.py();
+                let _inside = $crate::interpreter::gate(py);
+                match slf.try_borrow_mut()?.step(py)? {
                     Some(fut) => Ok(fut),
                     None => Err(::pyo3::exceptions::PyStopIteration::new_err(())),
                 }
@@ -52,15 +58,17 @@ macro_rules! coroutine_pymethods {
             /// first (a partial grant handed on, a full grant released).
             #[pyo3(signature = (typ, val = None, tb = None, /))]
             fn throw(
-                &mut self,
-                py: ::pyo3::Python<'_>,
+                slf: &::pyo3::Bound<'_, Self>,
                 typ: &::pyo3::Bound<'_, ::pyo3::PyAny>,
                 val: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
                 tb: Option<&::pyo3::Bound<'_, ::pyo3::PyAny>>,
             ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
+                let py = slf.py();
+                let _inside = $crate::interpreter::gate(py);
                 let err = $crate::coroutine::thrown(py, typ, val, tb)?;
                 {
-                    let $me = &mut *self;
+                    let mut me = slf.try_borrow_mut()?;
+                    let $me = &mut *me;
                     let $py = py;
                     $on_throw;
                 }

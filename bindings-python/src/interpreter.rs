@@ -2,10 +2,65 @@
 //! `volt_sem`'s `atexit` hook ran (the interpreter is about to finalize),
 //! and which asyncio loop runs on this thread. No other module of the
 //! extension is imported here: the wake path and the waits both ask.
+//!
+//! # The exit gate
+//!
+//! CPython 3.9 to 3.13 end a thread that takes the GIL back once the
+//! interpreter finalizes with `pthread_exit`, a forced unwind. It crosses
+//! Python's and CPython's own frames, but not this extension's: pyo3's
+//! trampolines are `extern "C"` (abort on unwind) and call the body under
+//! `catch_unwind` (which cannot let a foreign unwind through either), and
+//! pyo3-ffi declares CPython's functions `extern "C"`, so an unwind out of
+//! one meets a call site that may not unwind. The process then aborts
+//! (SIGABRT, at times SIGSEGV). CPython 3.14 hangs such a thread instead
+//! (gh-87135, python/cpython#105805). pyo3-ffi (0.30, built for the abi3
+//! 3.9 target, i.e. for 3.9-3.13) does the same around the two calls it
+//! wraps itself, `PyEval_RestoreThread` (the end of every `py.detach`) and
+//! `PyGILState_Ensure` (`Python::attach` on a thread not attached yet): it
+//! calls them as `C-unwind` with a guard whose drop parks the thread, so a
+//! thread of ours that takes the GIL back *there* parks for good. Any other place where Python code called from
+//! these frames drops the GIL and takes it back (a selector call in
+//! `loop.add_reader`, an import lock, a custom loop's `create_future`, or
+//! just the eval loop handing the GIL to another thread every switch
+//! interval) is not covered by that, and aborts if finalization began in
+//! between. Moving each such call out (as `_glue.ConnectThenWait` does for a
+//! loop's first wait) only removes the ones found.
+//!
+//! The gate closes that window for every call made under a gated entry
+//! point ([`gate`]): the resumptions of the awaitables (`__await__`,
+//! `__next__`, `send` and `throw` of `Acquire` and `LeaseLost`), through
+//! which a daemon thread's asyncio loop resumes its waits and under which
+//! they call the loop's code (`create_future`, `call_soon`,
+//! `add_done_callback`, a custom loop's methods) and, in `__await__`, trio's
+//! probes. Such an entry counts the threads
+//! inside (threads other than the main one, which finalizes and is never
+//! ended that way), and `volt_sem`'s `atexit` hook, after setting
+//! [`EXITING`], waits with the GIL released until none is inside (at most
+//! [`EXIT_WAIT`]); a thread that reaches a gated entry after that parks for
+//! good, GIL released, as its blocking waits already do (`blocking.rs`) and
+//! as CPython 3.14 parks it at its next GIL take. `atexit` hooks run after
+//! `threading` joined the non-daemon threads and before finalization starts
+//! (`Py_FinalizeEx`), so once the hook returned no thread but the finalizing
+//! one is inside a gated entry, and none can be ended under one. The
+//! argument needs nothing about *which* Python code runs there: it covers
+//! calls not written yet too.
+//!
+//! Not gated, so not covered: the release paths (`release`, `__aexit__`,
+//! `__exit__`, the locks'). A later `atexit` hook may wait for a daemon
+//! thread's release (`tests/scripts/blocking_in_atexit.py`), which must not
+//! park; their only Python call that may drop the GIL is the owner lookup of
+//! a Redis handle in a trio task (`trio.lowlevel.current_task`, Python code;
+//! asyncio's is C). Nor a thread still inside after [`EXIT_WAIT`]: one whose
+//! Python call blocks; it aborts as before only if that call comes back
+//! during finalization. Destructors (`Acquire`'s drop cancels its wait),
+//! which run on whichever thread drops the object, and the methods of
+//! `TrioWaiter` that `_glue`'s trio driver calls are not gated either.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::OnceLock;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
+use std::time::{Duration, Instant};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -16,14 +71,117 @@ static EXITING: AtomicBool = AtomicBool::new(false);
 /// The thread that ran the `atexit` hook.
 static EXIT_THREAD: OnceLock<thread::ThreadId> = OnceLock::new();
 
-/// `asyncio._get_running_loop`, looked up once.
-static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+/// Threads other than the main one inside a gated entry point.
+static INSIDE: AtomicUsize = AtomicUsize::new(0);
 
-/// `volt_sem`'s `atexit` hook (registered by `volt_sem/__init__.py`).
+/// Signalled when a thread leaves the gate once the `atexit` hook ran.
+static LEFT: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
+
+/// How long the `atexit` hook waits for the threads inside the gate: they
+/// only wait for the GIL (which the hook released) or run a Python call of
+/// the loop (`create_future`, `call_soon`, ...); a call blocked for good
+/// must not keep the process from exiting.
+const EXIT_WAIT: Duration = Duration::from_secs(2);
+
+std::thread_local! {
+    /// Gated entry points this thread is inside (nested ones count once in
+    /// [`INSIDE`]); `u32::MAX` on the main thread, which is not counted.
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+const MAIN: u32 = u32::MAX;
+
+/// `volt_sem`'s `atexit` hook (registered by `volt_sem/__init__.py`): the
+/// interpreter is about to finalize. Waits, GIL released, until no other
+/// thread is inside a gated entry point (see the module docs).
 #[pyfunction]
-pub(crate) fn _interpreter_exiting() {
+pub(crate) fn _interpreter_exiting(py: Python<'_>) {
     let _ = EXIT_THREAD.set(thread::current().id());
     EXITING.store(true, Ordering::SeqCst);
+    // The hook's own thread, if not the main one, may be counted (a hook run
+    // from inside an entry point, by `atexit._run_exitfuncs()`).
+    let own = usize::from(DEPTH.with(|d| d.get() != 0 && d.get() != MAIN));
+    if INSIDE.load(Ordering::SeqCst) <= own {
+        return;
+    }
+    py.detach(|| {
+        let deadline = Instant::now() + EXIT_WAIT;
+        let mut guard = LEFT.0.lock().unwrap_or_else(|e| e.into_inner());
+        while INSIDE.load(Ordering::SeqCst) > own {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            guard = LEFT
+                .1
+                .wait_timeout(guard, deadline - now)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    });
+}
+
+/// A thread inside a gated entry point (see [`gate`]).
+pub(crate) struct Inside(());
+
+/// Enters a gated entry point of this extension: call it first, before
+/// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
+/// parked here holds none). Counts the thread inside until the returned
+/// guard drops; once the `atexit` hook ran, parks this thread for good
+/// instead (GIL released; not the main thread, nor the hook's), see the
+/// module docs.
+pub(crate) fn gate(py: Python<'_>) -> Inside {
+    // Not counted either once this thread's locals are gone (a destructor
+    // run while the thread ends).
+    let depth = DEPTH
+        .try_with(|d| {
+            let mut depth = d.get();
+            if depth == 0 && crate::on_main_thread() {
+                depth = MAIN;
+                d.set(MAIN);
+            }
+            depth
+        })
+        .unwrap_or(MAIN);
+    if depth == MAIN {
+        return Inside(());
+    }
+    if depth == 0 {
+        INSIDE.fetch_add(1, Ordering::SeqCst);
+        // SeqCst with the hook's store and load: either the hook sees this
+        // thread inside, or this thread sees the hook ran.
+        if interpreter_exiting() {
+            leave();
+            // Never come back for the GIL: the interpreter may be finalizing
+            // by the time it is free.
+            py.detach(|| loop {
+                thread::park();
+            })
+        }
+    }
+    let _ = DEPTH.try_with(|d| d.set(depth + 1));
+    Inside(())
+}
+
+fn leave() {
+    INSIDE.fetch_sub(1, Ordering::SeqCst);
+    if EXITING.load(Ordering::SeqCst) {
+        drop(LEFT.0.lock().unwrap_or_else(|e| e.into_inner()));
+        LEFT.1.notify_all();
+    }
+}
+
+impl Drop for Inside {
+    fn drop(&mut self) {
+        let _ = DEPTH.try_with(|d| match d.get() {
+            MAIN | 0 => {}
+            1 => {
+                d.set(0);
+                leave();
+            }
+            depth => d.set(depth - 1),
+        });
+    }
 }
 
 /// Whether the `atexit` hook ran: the interpreter is finalizing, when
@@ -37,6 +195,9 @@ pub(crate) fn interpreter_finalizing() -> bool {
 pub(crate) fn interpreter_exiting() -> bool {
     EXITING.load(Ordering::SeqCst) && EXIT_THREAD.get() != Some(&thread::current().id())
 }
+
+/// `asyncio._get_running_loop`, looked up once.
+static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The running asyncio loop of this thread, or `None` (C-level, no exception).
 pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {

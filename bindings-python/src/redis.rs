@@ -52,13 +52,14 @@ use pyo3::types::PyDict;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{ConnectOptions, Error, LeaseWatch};
 
+use crate::awaitable::wait_on;
 use crate::coroutine::coroutine_pymethods;
 use crate::detached::{call, round_trip};
 use crate::errors::{backend_error, count};
 use crate::future::{new_future, yield_future};
 use crate::inert_core;
 use crate::interpreter::running_loop;
-use crate::wake::{asyncio_chan, claim_owner, push_to_loop, waking, Chan, Channel, Slot};
+use crate::wake::{asyncio_chan_or_setup, claim_owner, push_to_loop, waking, Chan, Channel, Slot};
 use crate::Core;
 
 /// Who acquires or releases: the running asyncio task, else the running
@@ -564,12 +565,21 @@ impl LeaseLost {
                             "lease_lost() must be awaited in an asyncio (or uvloop) or trio task",
                         ));
                     };
-                    let chan = asyncio_chan(py, &event_loop)?;
+                    // As an acquire's wait: on a thread that may be a daemon
+                    // one, a loop's first wait does not connect its wake
+                    // channel here (`loop.add_reader` drops the GIL, and a
+                    // daemon thread taking it back once the interpreter
+                    // finalizes is ended by a forced unwind that cannot cross
+                    // these frames: tests/scripts/exit_in_lease_watch.py);
+                    // `wait_on` has asyncio's Task connect it.
+                    let (chan, unconnected) = asyncio_chan_or_setup(py, &event_loop)?;
                     let fut = new_future(py, &event_loop)?;
                     if let Some(e) = self.begin(fut.clone().unbind(), chan) {
+                        // Lost already: nothing waits. An unconnected channel
+                        // stays so until the loop's next wait connects it.
                         return Err(PyStopIteration::new_err((Self::exception(py, e),)));
                     }
-                    return yield_future(py, &fut).map(Some);
+                    return wait_on(py, &event_loop, unconnected, &fut).map(Some);
                 }
                 Watching::Waiting(slot) => {
                     let fut = slot.target.clone_ref(py);
@@ -610,6 +620,8 @@ impl LeaseLost {
     /// in a trio task, the iterator of `_glue`'s trio driver.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
+        // A gated entry point (`interpreter::gate`): trio's probes run here.
+        let _inside = crate::interpreter::gate(py);
         let fresh = matches!(slf.borrow().stage, Watching::Start);
         if !fresh || running_loop(py)?.is_some() {
             return Ok(slf.into_any().unbind());

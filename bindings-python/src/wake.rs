@@ -451,7 +451,7 @@ const UNSAFE: u8 = 2;
 /// finalizes, so neither is ever ended by the forced unwind the module docs
 /// describe; a daemon thread (or a thread started outside `threading`, which
 /// `threading` sees as a daemon) may be, and keeps the socket. Known once the
-/// thread parked a waiter ([`asyncio_chan`]); unknown means no.
+/// thread parked a waiter ([`asyncio_chan_or_setup`]); unknown means no.
 fn direct_thread() -> bool {
     DIRECT_THREAD.try_with(|d| d.get() == SAFE).unwrap_or(false)
         && !crate::interpreter::interpreter_finalizing()
@@ -863,40 +863,27 @@ pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, A
     Some((event_loop, chan))
 }
 
-/// The wake channel of `event_loop` (the running loop of this thread), created
-/// and registered with the loop by `volt_sem._glue.asyncio_channel` the first
-/// time. The last one is cached per thread, checked by identity of its loop.
-pub(crate) fn asyncio_chan(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> PyResult<Arc<Chan>> {
-    Ok(lookup_chan(py, event_loop, true)?.0)
-}
-
-/// [`asyncio_chan`] for an acquire's wait, which must not connect the
-/// channel under this extension's frames on a thread that may be a daemon
-/// one (not known safe for [`direct_thread`]): there, before a loop's first
-/// wait, the channel comes back made but not connected, with its Python
-/// object, and the acquire, once queued on it, yields
-/// `volt_sem._glue.ConnectThenWait` instead of its Future. Connecting calls
+/// The wake channel of `event_loop` (the running loop of this thread) for a
+/// wait (an acquire's or a `lease_lost()` watch's), created and registered
+/// with the loop by `volt_sem._glue` the first time; the last one is cached
+/// per thread, checked by identity of its loop. It must not be connected
+/// under this extension's frames on a thread that may be a daemon one (not
+/// known safe for [`direct_thread`]): there, before a loop's first wait, the
+/// channel comes back made but not connected, with its Python object, and
+/// the wait, once registered on it, yields `volt_sem._glue.ConnectThenWait`
+/// instead of its Future (`awaitable::wait_on`). Connecting calls
 /// `loop.add_reader` (or starts the thread wake path's helper), which drops
 /// the GIL; a daemon thread taking it back once the interpreter finalizes is
 /// ended by a forced unwind (`pthread_exit`) that cannot cross `extern "C"`
-/// frames: under `park`, the process aborted
-/// (`tests/scripts/exit_in_channel_setup.py`). asyncio's Task calls the
-/// yielded object's `add_done_callback` from its own C frame, where the
-/// connect runs in Python frames only. A known non-daemon thread is joined
-/// before finalization and connects in place, as before.
+/// frames: under `park` (`tests/scripts/exit_in_channel_setup.py`) and under
+/// `LeaseLost`'s step (`tests/scripts/exit_in_lease_watch.py`), the process
+/// aborted. asyncio's Task calls the yielded object's `add_done_callback`
+/// from its own C frame, where the connect runs in Python frames only. A
+/// known non-daemon thread is joined before finalization and connects in
+/// place.
 pub(crate) fn asyncio_chan_or_setup<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
-) -> PyResult<(Arc<Chan>, Option<Bound<'py, PyAny>>)> {
-    lookup_chan(py, event_loop, false)
-}
-
-/// The channel, and its Python object while it still needs connecting (only
-/// when not `connect_here`).
-fn lookup_chan<'py>(
-    py: Python<'py>,
-    event_loop: &Bound<'py, PyAny>,
-    connect_here: bool,
 ) -> PyResult<(Arc<Chan>, Option<Bound<'py, PyAny>>)> {
     let cached = LAST_CHAN.with(|c| c.borrow().clone());
     if let Some(chan) = cached {
@@ -914,7 +901,7 @@ fn lookup_chan<'py>(
             .is_truthy()?;
         DIRECT_THREAD.with(|d| d.set(if safe { SAFE } else { UNSAFE }));
     }
-    let (channel, connected) = if connect_here || DIRECT_THREAD.with(Cell::get) == SAFE {
+    let (channel, connected) = if DIRECT_THREAD.with(Cell::get) == SAFE {
         let channel = ASYNCIO_CHANNEL
             .import(py, "volt_sem._glue", "asyncio_channel")?
             .call1((event_loop,))?;

@@ -202,7 +202,9 @@ _error_codes()
 del _error_codes
 
 # Blocking waits of daemon threads never take the GIL back once the interpreter
-# exits (see src/blocking.rs).
+# exits (see src/blocking.rs); the hook waits for the threads inside the
+# awaitables' steps to leave them, and later steps park (the exit gate, see
+# src/interpreter.rs).
 _atexit.register(_interpreter_exiting)
 del _interpreter_exiting
 
