@@ -89,7 +89,9 @@ pub(crate) fn orphan(node: Pin<Box<Node>>, sem: &Arc<Sem>) {
     node.orphan.store(ORPHAN, Ordering::SeqCst);
     fence(Ordering::SeqCst);
     // Pairs with the fence in `wake`: either its callback sees ORPHAN and
-    // claims it, or we see that the waiter left the queue.
+    // claims it, or we see that the waiter left the queue. (A callback on this
+    // thread, inside this env's own native call, needs no fence: program
+    // order decides, see `wake`.)
     let waiting = node.waiter.state() == volt_sem::WaiterState::Waiting;
     if !waiting || sem.debt.load(Ordering::SeqCst) == 0 {
         // Granted/closed meanwhile, or nothing to protect any more: finish it

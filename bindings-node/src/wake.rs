@@ -54,7 +54,22 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned Node passed to acquire_raw; it stays valid until
     // finish_raw returned, and finish_raw waits for this callback to return.
     let node = unsafe { &*(ctx as *const Node) };
-    fence(Ordering::SeqCst); // pairs with the fence in `orphan`
+    let current = CURRENT.with(|c| c.get());
+    // Inside one of the owner's own native calls, this is the thread `orphan`
+    // runs on (the owner's JS thread: `cancel_slot` and the env cleanup hook
+    // call it, nobody else), so program order already decides between the
+    // two: an `orphan` that ran before stored ORPHAN before this load, and one
+    // that runs after reads the phase this thread claimed before calling back
+    // (the claimer calls back, `raw` invariant 2). If the owner's env was torn
+    // down (its `orphan` calls ran then) and a new one reuses its address,
+    // the free and the reuse order them before this call too. Only a wake on
+    // another thread (another env's release, the shm doorbell, the Redis
+    // agent) races with `orphan` and needs the fence: the locked instruction
+    // it costs was about 1.5% of the contended Node loop's time.
+    let own = current == node.owner;
+    if !own {
+        fence(Ordering::SeqCst); // pairs with the fence in `orphan`
+    }
     if node.orphan.load(Ordering::SeqCst) != NOT_ORPHAN {
         if node
             .orphan
@@ -66,8 +81,7 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
         return; // claimed by whoever orphaned or cancels it: it finishes it
     }
     let key = node.key.get();
-    let current = CURRENT.with(|c| c.get());
-    if current == node.owner {
+    if own {
         // Inside one of the owner's own native calls on its thread: it collects
         // its `local` list before returning. `try_borrow_mut` never fails here
         // (nothing holds that list across a semaphore call); if it did, the
@@ -211,7 +225,9 @@ impl EnvCtx {
                 k += 1;
             }
         }
-        self.ready.borrow_mut().extend(rest);
+        if !rest.as_slice().is_empty() {
+            self.ready.borrow_mut().extend(rest);
+        }
         k
     }
 

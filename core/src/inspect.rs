@@ -19,17 +19,56 @@
 //! still to be taken back as they are released).
 
 use core::time::Duration;
-use std::time::Instant;
 
 use crate::Semaphore;
 
 /// Nanoseconds since this process's first call (at least 1), for the
 /// queue times of local waiters: a `u64` in the waiter where an `Instant`
 /// would take 16 bytes.
+///
+/// Read for every queued request (its queue time) and once per release that
+/// serves waiters (the end of their waits), so it is on the contended path:
+/// on 64-bit Linux it reads `CLOCK_MONOTONIC` (the clock `Instant` reads
+/// there) itself and subtracts two integers, where `Instant::elapsed` takes
+/// a general `timespec` subtraction and a 128-bit conversion, about 70 more
+/// instructions than the clock read itself.
 pub(crate) fn stamp() -> u64 {
-    static EPOCH: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
-    let epoch = *EPOCH.get_or_init(Instant::now);
-    (epoch.elapsed().as_nanos() as u64).max(1)
+    static EPOCH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let epoch = *EPOCH.get_or_init(monotonic_ns);
+    monotonic_ns().saturating_sub(epoch).max(1)
+}
+
+/// The monotonic clock in nanoseconds from an unspecified start.
+#[cfg(all(target_os = "linux", target_pointer_width = "64", not(miri)))]
+fn monotonic_ns() -> u64 {
+    /// `struct timespec` of 64-bit Linux (glibc and musl): two 64-bit fields.
+    #[repr(C)]
+    struct Timespec {
+        sec: i64,
+        nsec: i64,
+    }
+    extern "C" {
+        fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32;
+    }
+    const CLOCK_MONOTONIC: i32 = 1;
+    let mut ts = Timespec { sec: 0, nsec: 0 };
+    // SAFETY: `ts` is a valid, writable `timespec` for the call; the C
+    // library std links on Linux provides `clock_gettime`.
+    let r = unsafe { clock_gettime(CLOCK_MONOTONIC, &mut ts) };
+    // Cannot fail for CLOCK_MONOTONIC with a valid pointer (std's `Instant`
+    // treats a failure as impossible too).
+    debug_assert_eq!(r, 0);
+    (ts.sec as u64)
+        .wrapping_mul(1_000_000_000)
+        .wrapping_add(ts.nsec as u64)
+}
+
+/// The monotonic clock in nanoseconds from an unspecified start.
+#[cfg(not(all(target_os = "linux", target_pointer_width = "64", not(miri))))]
+fn monotonic_ns() -> u64 {
+    use std::time::Instant;
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
 impl Semaphore {
