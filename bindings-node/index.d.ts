@@ -649,7 +649,8 @@ export declare class Semaphore {
    * `url`: `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS),
    * `unix:///path`, `redis+sentinel://…`, or with `cluster` comma-separated
    * seed node URLs. URLs are never shown in errors or `inspect`.
-   * @param permits the total, an integer in `1..=MAX_PERMITS`.
+   * @param permits the total, an integer in `1..=2**40` (the largest total of a
+   *   Redis semaphore, below `MAX_PERMITS`: Lua's numbers are doubles).
    * @returns a promise rejecting with a `TypeError` for arguments of the wrong
    *   type or an unknown option, a `RangeError` (`ERR_OUT_OF_RANGE`) for
    *   numbers out of range, a {@link RedisError} (see {@link RedisErrorCode}).

@@ -175,13 +175,18 @@ error_table! {
             /// A release would raise the available permits above `volt_max_permits()`.
             /// Nothing was released.
             VOLT_OVERFLOW = 8;
-        /// The name is empty, contains `/` or NUL, or is too long.
-        InvalidName [shm redis] => "INVALID_NAME", Value, shm,
+        /// The name is empty, contains `/` or NUL, or is too long (a named
+        /// semaphore's); is empty, contains `{` or `}`, or is too long (a Redis
+        /// one's). The message states both rules: the variant does not say
+        /// which backend refused the name.
+        InvalidName [shm redis] => "INVALID_NAME", Value, invalid_name_display,
             /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
             /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
             VOLT_INVALID_NAME = 10;
-        /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
-        InvalidPermits [shm redis] => "INVALID_PERMITS", Count, shm,
+        /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`]; a
+        /// Redis `connect` or `set_total` with 0 or more than
+        /// `volt_sem_redis::MAX_PERMITS`. The message states both maxima.
+        InvalidPermits [shm redis] => "INVALID_PERMITS", Count, invalid_permits_display,
             VOLT_INVALID_ARGUMENT = 7;
         /// A handle's label is empty, longer than
         /// [`volt_sem::inspect::MAX_LABEL_LEN`] bytes, or has a byte that is not
@@ -403,6 +408,45 @@ fn in_use_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         ),
         _ => f.write_str(e.code()),
     }
+}
+
+/// The rule a Redis semaphore's name breaks (without the `redis` feature no
+/// Redis name is ever checked: nothing to add).
+#[cfg(feature = "redis")]
+fn redis_name_rule() -> String {
+    format!(
+        "; a Redis semaphore's, 1 to {} bytes without '{{' or '}}'",
+        volt_sem_redis::MAX_NAME_LEN
+    )
+}
+#[cfg(not(feature = "redis"))]
+fn redis_name_rule() -> String {
+    String::new()
+}
+
+/// `InvalidName`'s message: the rules of both backends' names, since the
+/// variant does not say which one refused it (a Redis name is not held to
+/// the named rule, nor the other way round).
+fn invalid_name_display(_: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "invalid semaphore name (a named semaphore's name is 1 to {} bytes without '/' or NUL{})",
+        volt_sem_shm::MAX_NAME_LEN,
+        redis_name_rule()
+    )
+}
+
+/// `InvalidPermits`'s message: both backends' maxima (see
+/// [`invalid_name_display`]); the Redis one is far below the named one.
+fn invalid_permits_display(_: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "permits must be between 1 and {} (MAX_PERMITS) for a named semaphore",
+        volt_sem_shm::MAX_PERMITS
+    )?;
+    #[cfg(feature = "redis")]
+    write!(f, ", 1 and {} for a Redis one", volt_sem_redis::MAX_PERMITS)?;
+    Ok(())
 }
 
 /// The message of an error that reads as the shm crate's error of the same name.

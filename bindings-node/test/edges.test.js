@@ -1,0 +1,70 @@
+'use strict';
+// One edge case through every language (the review of edge cases across
+// languages and backends): here the Node side of the cases where Node
+// differed from the other languages or from its own .d.ts. A refusal's
+// message must state the rule that was broken, with the right backend's
+// numbers (the Redis ones are not the named ones). Real redis-server
+// (test/redis-server.js); no timing.
+
+const { test } = require('node:test');
+const assert = require('node:assert/strict');
+const { Semaphore } = require('..');
+const { RedisServer } = require('./redis-server.js');
+
+const REDIS_MAX_PERMITS = 2 ** 40;
+const NAMED_MAX_NAME_LEN = 246; // 255 bytes of /dev/shm file name minus "volt-sem."
+
+/** The error `p` rejects with (failing if it resolves). */
+async function rejection(p) {
+  return p.then(
+    () => assert.fail('resolved'),
+    (e) => e,
+  );
+}
+
+test('a Redis total out of range names the Redis maximum, not the named one', async () => {
+  const s = await RedisServer.start();
+  try {
+    for (const [what, p] of [
+      ['connect', () => Semaphore.connect(s.url(), 'edges', REDIS_MAX_PERMITS + 1)],
+      [
+        'setTotal',
+        async () => {
+          const sem = await Semaphore.connect(s.url(), 'edges', 1);
+          try {
+            await sem.setTotal(REDIS_MAX_PERMITS + 1);
+          } finally {
+            await sem.disconnect();
+          }
+        },
+      ],
+    ]) {
+      const e = await rejection(p());
+      assert.ok(e instanceof RangeError, `${what}: ${e}`);
+      assert.equal(e.code, 'ERR_OUT_OF_RANGE', what);
+      assert.match(e.message, new RegExp(String(REDIS_MAX_PERMITS)), `${what}: ${e.message}`);
+    }
+  } finally {
+    await s.close();
+  }
+});
+
+test('an invalid name says what a valid one is, for a named and for a Redis semaphore', async () => {
+  const s = await RedisServer.start();
+  try {
+    for (const name of ['', '{a}']) {
+      const e = await rejection(Semaphore.connect(s.url(), name, 1));
+      assert.equal(e.code, 'ERR_VOLT_INVALID_NAME');
+      assert.match(e.message, /1024 bytes/, e.message);
+    }
+  } finally {
+    await s.close();
+  }
+  for (const name of ['', 'a/b', 'a\0b', 'x'.repeat(NAMED_MAX_NAME_LEN + 1)]) {
+    assert.throws(
+      () => Semaphore.open(name, 1),
+      (e) => e.code === 'ERR_VOLT_INVALID_NAME' && e.message.includes(`${NAMED_MAX_NAME_LEN} bytes`),
+      JSON.stringify(name).slice(0, 20),
+    );
+  }
+});
