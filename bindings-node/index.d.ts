@@ -229,7 +229,8 @@ export declare class Semaphore {
    * Waits for `n` permits, in FIFO order. Resolves at once (with a cached
    * promise) when they are available and nobody is queued.
    *
-   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number),
+   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number)
+   * or is above a named or Redis semaphore's total (it could never be granted),
    * with a {@link ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is
    * or becomes closed, and with `signal.reason` if `options.signal` aborts first.
    * `n === 0` resolves at once unless the semaphore is closed (Redis: after
@@ -255,7 +256,8 @@ export declare class Semaphore {
   /**
    * Takes `n` permits if they are available now and nobody is queued.
    * @returns whether the permits were taken.
-   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number).
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number),
+   *   or is above a named semaphore's total.
    * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is closed.
    * @throws {TypeError} `ERR_INVALID_STATE` on a Redis semaphore, whose try is
    *   a round trip the event loop must not wait for: use {@link tryAcquirePermit}.

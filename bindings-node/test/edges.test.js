@@ -68,3 +68,25 @@ test('an invalid name says what a valid one is, for a named and for a Redis sema
     );
   }
 });
+
+test('a request above a named total says so, with the total, as in Python', async () => {
+  const name = `edges-total-${process.pid}`;
+  const sem = Semaphore.open(name, 2);
+  try {
+    const check = (e) => {
+      assert.ok(e instanceof RangeError, String(e));
+      assert.equal(e.code, 'ERR_OUT_OF_RANGE');
+      // Was "volt-sem: cannot acquire 3 permits", without the reason.
+      assert.match(e.message, /total \(2\)/, e.message);
+      return true;
+    };
+    assert.throws(() => sem.tryAcquire(3), check);
+    check(await rejection(sem.acquire(3)));
+    check(await rejection(sem.tryAcquirePermit(3)));
+    assert.equal(sem.tryAcquire(2), true, 'the total itself is granted');
+    sem.release(2);
+  } finally {
+    await sem.disconnect();
+    Semaphore.unlink(name);
+  }
+});
