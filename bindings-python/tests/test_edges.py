@@ -19,3 +19,34 @@ def test_an_invalid_name_says_what_a_valid_one_is(name):
         volt_sem.Semaphore.open(name, 1)
     assert f"1 to {volt_sem.MAX_NAME_LEN} bytes" in str(e.value)
     assert "'/' or NUL" in str(e.value)
+
+
+# Nothing listens on port 1: a call that got as far as connecting would fail
+# with RedisConnectionError, not InvalidNameError.
+NO_REDIS = "redis://127.0.0.1:1"
+NAME_CALLS = {
+    "open": ("\udcff", 1),
+    "unlink": ("\udcff",),
+    "connect": (NO_REDIS, "\udcff", 1),
+    "delete_redis": (NO_REDIS, "\udcff"),
+}
+
+
+@pytest.mark.parametrize("call", sorted(NAME_CALLS))
+def test_a_name_with_a_lone_surrogate_is_an_invalid_name(call):
+    # A lone surrogate has no UTF-8 form, so no semaphore can have the name:
+    # InvalidNameError (code INVALID_NAME) as for every other invalid name,
+    # as Node (ERR_VOLT_INVALID_NAME) and C (VOLT_INVALID_NAME for bytes that
+    # are not UTF-8) say. It was UnicodeEncodeError, which is no
+    # InvalidNameError and has no code.
+    with pytest.raises(volt_sem.InvalidNameError) as e:
+        getattr(volt_sem.Semaphore, call)(*NAME_CALLS[call])
+    assert e.value.code == "INVALID_NAME"
+    assert "surrogate" in str(e.value)
+
+
+def test_a_name_of_another_type_is_a_type_error():
+    with pytest.raises(TypeError):
+        volt_sem.Semaphore.open(b"bytes", 1)
+    with pytest.raises(TypeError):
+        volt_sem.Semaphore.unlink(None)
