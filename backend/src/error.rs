@@ -177,7 +177,7 @@ error_table! {
             VOLT_OVERFLOW = 8;
         /// The name is empty, contains `/` or NUL, or is too long (a named
         /// semaphore's); is empty, contains `{` or `}`, or is too long (a Redis
-        /// one's). The message states both rules: the variant does not say
+        /// one's, or contains NUL). The message states both rules: the variant does not say
         /// which backend refused the name.
         InvalidName [shm redis] => "INVALID_NAME", Value, invalid_name_display,
             /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
@@ -285,8 +285,8 @@ error_table! {
             /// `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
             /// not UTF-8. Nothing was contacted.
             VOLT_INVALID_URL = 25;
-        /// Redis: the key prefix is empty, too long, or contains `{`, `}` or `:`.
-        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{', '}}' or ':')",
+        /// Redis: the key prefix is empty, too long, or contains `{`, `}`, `:` or NUL.
+        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{', '}}', ':' or NUL)",
             /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
             /// contains '{', '}' or ':', or is not UTF-8.
             VOLT_INVALID_PREFIX = 26;
@@ -415,7 +415,7 @@ fn in_use_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 #[cfg(feature = "redis")]
 fn redis_name_rule() -> String {
     format!(
-        "; a Redis semaphore's, 1 to {} bytes without '{{' or '}}'",
+        "; a Redis semaphore's, 1 to {} bytes without '{{', '}}' or NUL",
         volt_sem_redis::MAX_NAME_LEN
     )
 }

@@ -109,7 +109,7 @@ fn messages_name_their_values() {
         ),
         (
             Error::InvalidPrefix,
-            "invalid key prefix (1 to 256 bytes, without '{', '}' or ':')",
+            "invalid key prefix (1 to 256 bytes, without '{', '}', ':' or NUL)",
         ),
         (
             Error::InUse { sessions: 1 },
@@ -202,7 +202,7 @@ fn name_and_total_messages_state_each_backends_rule() {
     assert!(name.contains(&format!("1 to {} bytes", shm::MAX_NAME_LEN)), "{name}");
     assert!(name.contains("'/' or NUL"), "{name}");
     assert!(name.contains(&format!("1 to {} bytes", redis::MAX_NAME_LEN)), "{name}");
-    assert!(name.contains("'{' or '}'"), "{name}");
+    assert!(name.contains("'{', '}' or NUL"), "{name}");
     let permits = Error::InvalidPermits.to_string();
     assert!(permits.contains(&shm::MAX_PERMITS.to_string()), "{permits}");
     assert!(permits.contains(&redis::MAX_PERMITS.to_string()), "{permits}");

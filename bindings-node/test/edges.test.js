@@ -90,3 +90,16 @@ test('a request above a named total says so, with the total, as in Python', asyn
     Semaphore.unlink(name);
   }
 });
+
+test('a Redis name or key prefix with NUL is refused, as C could never reach it', async () => {
+  // Nothing listens on port 1: a check made only after connecting would fail
+  // with ERR_VOLT_CONNECTION_FAILED instead.
+  const url = 'redis://127.0.0.1:1';
+  const e = await rejection(Semaphore.connect(url, 'a\0b', 1, { connectTimeout: 200 }));
+  assert.equal(e.code, 'ERR_VOLT_INVALID_NAME', e.message);
+  assert.match(e.message, /NUL/, e.message);
+  const p = await rejection(Semaphore.connect(url, 'ab', 1, { prefix: 'p\0q', connectTimeout: 200 }));
+  assert.equal(p.code, 'ERR_VOLT_INVALID_PREFIX', p.message);
+  const d = await rejection(Semaphore.deleteRedis(url, 'a\0b', { connectTimeout: 200 }));
+  assert.equal(d.code, 'ERR_VOLT_INVALID_NAME', d.message);
+});

@@ -52,7 +52,7 @@ create_exception!(
     InvalidNameError,
     PyValueError,
     "`Semaphore.open`/`unlink`: the name is empty, contains '/' or NUL, or is too long; \
-     `connect`/`delete_redis`: it is empty, contains '{' or '}', or is too long; any of them: \
+     `connect`/`delete_redis`: it is empty, contains '{', '}' or NUL, or is too long; any of them: \
      it has a lone surrogate."
 );
 create_exception!(

@@ -50,3 +50,12 @@ def test_a_name_of_another_type_is_a_type_error():
         volt_sem.Semaphore.open(b"bytes", 1)
     with pytest.raises(TypeError):
         volt_sem.Semaphore.unlink(None)
+
+
+def test_a_redis_name_or_prefix_with_nul_is_refused():
+    # Accepted before (and then out of reach of C and the command line).
+    with pytest.raises(volt_sem.InvalidNameError):
+        volt_sem.Semaphore.connect(NO_REDIS, "a\0b", 1, connect_timeout=0.2)
+    with pytest.raises(ValueError) as e:
+        volt_sem.Semaphore.connect(NO_REDIS, "ab", 1, prefix="p\0q", connect_timeout=0.2)
+    assert "invalid key prefix" in str(e.value) and "NUL" in str(e.value)

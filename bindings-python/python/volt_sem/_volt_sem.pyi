@@ -60,7 +60,7 @@ class SharedError(RuntimeError):
 class InvalidNameError(ValueError):
     """``Semaphore.open``/``unlink``: the name is empty, contains '/' or NUL, or
     is longer than :data:`MAX_NAME_LEN` bytes; ``connect``/``delete_redis``:
-    it is empty, contains '{' or '}', or is longer than 1024 bytes. Any of
+    it is empty, contains '{', '}' or NUL, or is longer than 1024 bytes. Any of
     them: it has a lone surrogate (no UTF-8 form). Code ``"INVALID_NAME"``."""
 
     code: str
