@@ -30,7 +30,11 @@ export interface AcquireOptions {
    * anything else rejects with a `RangeError`, `'ERR_OUT_OF_RANGE'`, or a
    * `TypeError`, `'ERR_INVALID_ARG_TYPE'`, if not a number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
-   * partial grant is handed on. The timer keeps the thread alive until then,
+   * partial grant is handed on. Permits free at the call are taken at once
+   * whatever the timeout, except on a Redis semaphore, where a timeout
+   * shorter than the request's round trip times out even with permits free
+   * (use `tryAcquirePermit` for one attempt). Timeouts above 2^31 - 1 ms,
+   * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).
    *
