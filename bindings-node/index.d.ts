@@ -612,10 +612,10 @@ export declare class Semaphore {
    *   fast path).
    *
    * Linux only: elsewhere it throws `ERR_VOLT_UNSUPPORTED`.
-   * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
+   * @param name 1 to 246 bytes, no `/` or NUL (the file `/dev/shm/volt-sem.<name>`).
    * @param permits the total, an integer in `1..=MAX_PERMITS`.
    * @throws {TypeError} if `name` is not a string or `options` is malformed.
-   * @throws {TypeError} if `permits` is not a number (the message quotes it).
+   * @throws {TypeError} if `permits` or `options.mode` is not a number (the message quotes it).
    * @throws {RangeError} if `permits` or `options.mode` is out of range.
    * @throws {NamedError} see {@link NamedErrorCode}.
    */

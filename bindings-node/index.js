@@ -1828,7 +1828,8 @@ class Semaphore {
         (checkResize(options) ? OPEN_RESIZE : 0);
       if (options.mode !== undefined) {
         mode = options.mode;
-        if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o777) {
+        checkNumber(mode, 'options.mode');
+        if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
           throw rangeError(`volt-sem: options.mode must be an integer in 0..=0o777, got ${String(mode)}`);
         }
       }

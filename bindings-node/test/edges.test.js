@@ -103,3 +103,16 @@ test('a Redis name or key prefix with NUL is refused, as C could never reach it'
   const d = await rejection(Semaphore.deleteRedis(url, 'a\0b', { connectTimeout: 200 }));
   assert.equal(d.code, 'ERR_VOLT_INVALID_NAME', d.message);
 });
+
+test('a mode that is not a number is a TypeError, as for every other number', () => {
+  // '600' was a RangeError reading "got 600", as if the number 600 were out
+  // of range; Python refuses mode='600' with a TypeError too.
+  for (const mode of ['600', null, true, 0o600n]) {
+    assert.throws(
+      () => Semaphore.open(`edges-mode-${process.pid}`, 1, { mode }),
+      (e) => e instanceof TypeError && e.code === 'ERR_INVALID_ARG_TYPE' && /options\.mode must be a number/.test(e.message),
+      String(mode),
+    );
+  }
+  assert.throws(() => Semaphore.open(`edges-mode-${process.pid}`, 1, { mode: 0o1000 }), { code: 'ERR_OUT_OF_RANGE' });
+});
