@@ -199,11 +199,20 @@ fn redis_errors_convert_to_the_same_name() {
 fn name_and_total_messages_state_each_backends_rule() {
     use volt_sem_backend::{redis, shm};
     let name = Error::InvalidName.to_string();
-    assert!(name.contains(&format!("1 to {} bytes", shm::MAX_NAME_LEN)), "{name}");
+    assert!(
+        name.contains(&format!("1 to {} bytes", shm::MAX_NAME_LEN)),
+        "{name}"
+    );
     assert!(name.contains("'/' or NUL"), "{name}");
-    assert!(name.contains(&format!("1 to {} bytes", redis::MAX_NAME_LEN)), "{name}");
+    assert!(
+        name.contains(&format!("1 to {} bytes", redis::MAX_NAME_LEN)),
+        "{name}"
+    );
     assert!(name.contains("'{', '}' or NUL"), "{name}");
     let permits = Error::InvalidPermits.to_string();
     assert!(permits.contains(&shm::MAX_PERMITS.to_string()), "{permits}");
-    assert!(permits.contains(&redis::MAX_PERMITS.to_string()), "{permits}");
+    assert!(
+        permits.contains(&redis::MAX_PERMITS.to_string()),
+        "{permits}"
+    );
 }

@@ -359,8 +359,14 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Name {
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
         let Ok(s) = obj.cast::<PyString>() else {
-            let ty = obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".to_owned());
-            return Err(PyTypeError::new_err(format!("name must be a str, not {ty}")));
+            let ty = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".to_owned());
+            return Err(PyTypeError::new_err(format!(
+                "name must be a str, not {ty}"
+            )));
         };
         match s.to_cow() {
             Ok(name) => Ok(Name(name.into_owned())),
