@@ -159,7 +159,8 @@ error_table! {
         /// A request above the largest possible grant: above
         /// [`volt_sem::Semaphore::MAX_PERMITS`] for a local semaphore, above its
         /// total for a shared one (it could never be granted).
-        TooManyPermits [shm redis] => "TOO_MANY_PERMITS", Count, "requested more permits than can ever be granted",
+        TooManyPermits [shm redis] => "TOO_MANY_PERMITS", Count, "requested more permits than can ever be granted: more than \
+             the semaphore's total (an in-process one's: MAX_PERMITS); ask for at most that many",
             VOLT_INVALID_ARGUMENT = 7;
         /// The timeout elapsed first; any partial grant was handed on.
         TimedOut [shm redis] => "TIMED_OUT", Timeout, "timed out waiting for permits",

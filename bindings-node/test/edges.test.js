@@ -116,3 +116,36 @@ test('a mode that is not a number is a TypeError, as for every other number', ()
   }
   assert.throws(() => Semaphore.open(`edges-mode-${process.pid}`, 1, { mode: 0o1000 }), { code: 'ERR_OUT_OF_RANGE' });
 });
+
+test('a Redis request above the total, and one a shrink left above it, say it is the total', async () => {
+  // Python says "n must be at most the semaphore's total (2)" for both; Node
+  // said "requested more permits than can ever be granted", with no word of
+  // the total (the named immediate path now names it, see above).
+  const s = await RedisServer.start();
+  const name = `edges-shrink-${process.pid}`;
+  const named = Semaphore.open(name, 3);
+  try {
+    const sem = await Semaphore.connect(s.url(), 'edges', 2);
+    try {
+      const e = await rejection(sem.acquire(3));
+      assert.equal(e.code, 'ERR_OUT_OF_RANGE');
+      assert.match(e.message, /total/, e.message);
+    } finally {
+      await sem.disconnect();
+    }
+    await named.acquire(1);
+    const queued = named.acquire(3).then(
+      () => assert.fail('granted above the total'),
+      (e) => e,
+    );
+    await named.setTotal(2);
+    const e = await queued;
+    assert.equal(e.code, 'ERR_OUT_OF_RANGE');
+    assert.match(e.message, /total/, e.message);
+    named.release(1);
+  } finally {
+    await named.disconnect();
+    Semaphore.unlink(name);
+    await s.close();
+  }
+});
