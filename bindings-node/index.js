@@ -1906,6 +1906,13 @@ function connectOptions(options, what) {
   o[3] = checkMs(options.commandTimeout, 'commandTimeout', o[3]);
   if (options.prefix !== undefined) {
     if (typeof options.prefix !== 'string') throw typeError('volt-sem: options.prefix must be a string');
+    // As for a name (checkName): Node-API would pass U+FFFD for a lone
+    // surrogate, and two tenants' prefixes would share their keys.
+    if (!options.prefix.isWellFormed()) {
+      const err = new Error(`volt-sem: Semaphore.${what}(): invalid key prefix (a lone surrogate)`);
+      err.code = 'ERR_VOLT_INVALID_PREFIX';
+      throw err;
+    }
     o[1] = options.prefix;
   }
   if (options.cluster !== undefined) {

@@ -149,3 +149,19 @@ test('a Redis request above the total, and one a shrink left above it, say it is
     await s.close();
   }
 });
+
+test('a key prefix with a lone surrogate is refused, not merged with U+FFFD', async () => {
+  // Node-API passes U+FFFD for a lone surrogate: prefixes '\ud800' and
+  // '\udbff' (two tenants) reached the same keys. Names were already refused
+  // (ERR_VOLT_INVALID_NAME); C refuses a prefix that is not UTF-8 with
+  // VOLT_INVALID_PREFIX. Port 1: a check made only after connecting would
+  // fail with ERR_VOLT_CONNECTION_FAILED instead.
+  const url = 'redis://127.0.0.1:1';
+  for (const call of [
+    () => Semaphore.connect(url, 'ab', 1, { prefix: '\ud800', connectTimeout: 200 }),
+    () => Semaphore.deleteRedis(url, 'ab', { prefix: 'x\udfff', connectTimeout: 200 }),
+  ]) {
+    const e = await rejection(call());
+    assert.equal(e.code, 'ERR_VOLT_INVALID_PREFIX', e.message);
+  }
+});
