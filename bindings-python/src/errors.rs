@@ -377,6 +377,32 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Name {
     }
 }
 
+/// A handle's label (`open`, `connect`): a `str`, else `TypeError`. One
+/// with a lone surrogate is an `InvalidLabelError` (no label can hold it, as
+/// Node and C refuse it), not the `UnicodeEncodeError` of the conversion.
+pub(crate) struct Label(pub(crate) String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Label {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        let Ok(s) = obj.cast::<PyString>() else {
+            let ty = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".to_owned());
+            return Err(PyTypeError::new_err(format!(
+                "label must be a str, not {ty}"
+            )));
+        };
+        match s.to_cow() {
+            Ok(label) => Ok(Label(label.into_owned())),
+            Err(_) => Err(redis_error(obj.py(), &Error::InvalidLabel, None)),
+        }
+    }
+}
+
 /// The initial count of `Semaphore(permits)`.
 #[derive(Clone, Copy)]
 pub(crate) struct Initial(pub(crate) usize);

@@ -57,7 +57,8 @@ mod wake_socket;
 use awaitable::{enter_one_in, ready, Acquire, Ready, Role};
 use blocking::blocking_acquire_in;
 use errors::{
-    acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Name, Permits,
+    acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
+    Permits,
 };
 use pyo3::types::PyDict;
 use trio::TrioWaiter;
@@ -168,7 +169,7 @@ impl Semaphore {
         create: Option<bool>,
         mode: Mode,
         accept_foreign_owner: bool,
-        label: Option<String>,
+        label: Option<Label>,
         resize: bool,
     ) -> PyResult<Self> {
         let Name(name) = name;
@@ -183,7 +184,7 @@ impl Semaphore {
         .accept_foreign_owner(accept_foreign_owner)
         .resize(resize);
         let options = match label {
-            Some(label) => options.label(label),
+            Some(label) => options.label(label.0),
             None => options,
         };
         // The GIL is released: creation may wait for another process's
@@ -260,7 +261,7 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
-        label: Option<String>,
+        label: Option<Label>,
         resize: bool,
         create: Option<bool>,
     ) -> PyResult<Self> {
@@ -291,7 +292,7 @@ impl Semaphore {
             lease,
             endpoint,
             min_replicas_acked,
-            label,
+            label.map(|l| l.0),
             resize,
             attach_only,
         )?;

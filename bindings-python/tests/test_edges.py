@@ -59,3 +59,16 @@ def test_a_redis_name_or_prefix_with_nul_is_refused():
     with pytest.raises(ValueError) as e:
         volt_sem.Semaphore.connect(NO_REDIS, "ab", 1, prefix="p\0q", connect_timeout=0.2)
     assert "invalid key prefix" in str(e.value) and "NUL" in str(e.value)
+
+
+@pytest.mark.parametrize("call", ["open", "connect"])
+def test_a_label_with_a_lone_surrogate_is_an_invalid_label(call):
+    # Node refuses it as an invalid label (ERR_VOLT_INVALID_ARGUMENT), C a
+    # label that is not UTF-8 (VOLT_INVALID_ARGUMENT); Python raised the
+    # UnicodeEncodeError of the conversion, no InvalidLabelError.
+    with pytest.raises(volt_sem.InvalidLabelError) as e:
+        if call == "open":
+            volt_sem.Semaphore.open("edges-label", 1, label="a\udcffb")
+        else:
+            volt_sem.Semaphore.connect(NO_REDIS, "ab", 1, label="a\udcffb", connect_timeout=0.2)
+    assert e.value.code == "INVALID_LABEL"
