@@ -30,7 +30,11 @@ export interface AcquireOptions {
    * anything else rejects with a `RangeError`, `'ERR_OUT_OF_RANGE'`, or a
    * `TypeError`, `'ERR_INVALID_ARG_TYPE'`, if not a number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
-   * partial grant is handed on. The timer keeps the thread alive until then,
+   * partial grant is handed on. Permits free at the call are taken at once
+   * whatever the timeout, except on a Redis semaphore, where a timeout
+   * shorter than the request's round trip times out even with permits free
+   * (use `tryAcquirePermit` for one attempt). Timeouts above 2^31 - 1 ms,
+   * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).
    *
@@ -229,7 +233,8 @@ export declare class Semaphore {
    * Waits for `n` permits, in FIFO order. Resolves at once (with a cached
    * promise) when they are available and nobody is queued.
    *
-   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number),
+   * Rejects with a `RangeError` if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if not a number)
+   * or is above a named or Redis semaphore's total (it could never be granted),
    * with a {@link ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is
    * or becomes closed, and with `signal.reason` if `options.signal` aborts first.
    * `n === 0` resolves at once unless the semaphore is closed (Redis: after
@@ -255,7 +260,8 @@ export declare class Semaphore {
   /**
    * Takes `n` permits if they are available now and nobody is queued.
    * @returns whether the permits were taken.
-   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number).
+   * @throws {RangeError} if `n` is not an integer in `0..=MAX_PERMITS` (a `TypeError` if it is not a number),
+   *   or is above a named semaphore's total.
    * @throws {ClosedError} (`code === 'ERR_VOLT_CLOSED'`) if the semaphore is closed.
    * @throws {TypeError} `ERR_INVALID_STATE` on a Redis semaphore, whose try is
    *   a round trip the event loop must not wait for: use {@link tryAcquirePermit}.
@@ -606,10 +612,10 @@ export declare class Semaphore {
    *   fast path).
    *
    * Linux only: elsewhere it throws `ERR_VOLT_UNSUPPORTED`.
-   * @param name 1 to 246 bytes, no `/` (the file `/dev/shm/volt-sem.<name>`).
+   * @param name 1 to 246 bytes, no `/` or NUL (the file `/dev/shm/volt-sem.<name>`).
    * @param permits the total, an integer in `1..=MAX_PERMITS`.
    * @throws {TypeError} if `name` is not a string or `options` is malformed.
-   * @throws {TypeError} if `permits` is not a number (the message quotes it).
+   * @throws {TypeError} if `permits` or `options.mode` is not a number (the message quotes it).
    * @throws {RangeError} if `permits` or `options.mode` is out of range.
    * @throws {NamedError} see {@link NamedErrorCode}.
    */
@@ -649,7 +655,8 @@ export declare class Semaphore {
    * `url`: `redis://[user:password@]host[:port][/db]`, `rediss://…` (TLS),
    * `unix:///path`, `redis+sentinel://…`, or with `cluster` comma-separated
    * seed node URLs. URLs are never shown in errors or `inspect`.
-   * @param permits the total, an integer in `1..=MAX_PERMITS`.
+   * @param permits the total, an integer in `1..=2**40` (the largest total of a
+   *   Redis semaphore, below `MAX_PERMITS`: Lua's numbers are doubles).
    * @returns a promise rejecting with a `TypeError` for arguments of the wrong
    *   type or an unknown option, a `RangeError` (`ERR_OUT_OF_RANGE`) for
    *   numbers out of range, a {@link RedisError} (see {@link RedisErrorCode}).

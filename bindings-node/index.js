@@ -330,6 +330,16 @@ function typeError(message) {
   return err;
 }
 
+/**
+ * A request the semaphore can never grant (above a named semaphore's total;
+ * `total` null: above MAX_PERMITS): the RangeError says why, with the total,
+ * as Python's ValueError does.
+ */
+function tooManyError(n, total) {
+  const limit = total === null ? `MAX_PERMITS (${MAX_PERMITS})` : `the semaphore's total (${total})`;
+  return rangeError(`volt-sem: cannot acquire ${n} permits: more than ${limit}, so they could never be granted`);
+}
+
 function checkNumber(n, what) {
   if (typeof n !== 'number') {
     const shown = typeof n === 'string' ? `'${n}'` : typeof n === 'bigint' ? `${n}n` : String(n);
@@ -1252,7 +1262,7 @@ class Semaphore {
       return this.#enqueue(slot, gen, signal, timeout, value, onGrant);
     }
     if (r === 2) return Promise.reject(closedError());
-    return Promise.reject(rangeError(`volt-sem: cannot acquire ${n} permits`));
+    return Promise.reject(tooManyError(n, this.totalPermits));
   }
 
   #enqueue(slot, gen, signal, timeout, value, onGrant) {
@@ -1358,7 +1368,7 @@ class Semaphore {
       return true;
     }
     if (r === 2) throw closedError(); // as in Rust, C and Python: closed is not "busy"
-    if (r === 3) throw rangeError(`volt-sem: cannot acquire ${n} permits`);
+    if (r === 3) throw tooManyError(n, this.totalPermits);
     return false;
   }
 
@@ -1818,7 +1828,8 @@ class Semaphore {
         (checkResize(options) ? OPEN_RESIZE : 0);
       if (options.mode !== undefined) {
         mode = options.mode;
-        if (typeof mode !== 'number' || !Number.isInteger(mode) || mode < 0 || mode > 0o777) {
+        checkNumber(mode, 'options.mode');
+        if (!Number.isInteger(mode) || mode < 0 || mode > 0o777) {
           throw rangeError(`volt-sem: options.mode must be an integer in 0..=0o777, got ${String(mode)}`);
         }
       }
@@ -1895,6 +1906,13 @@ function connectOptions(options, what) {
   o[3] = checkMs(options.commandTimeout, 'commandTimeout', o[3]);
   if (options.prefix !== undefined) {
     if (typeof options.prefix !== 'string') throw typeError('volt-sem: options.prefix must be a string');
+    // As for a name (checkName): Node-API would pass U+FFFD for a lone
+    // surrogate, and two tenants' prefixes would share their keys.
+    if (!options.prefix.isWellFormed()) {
+      const err = new Error(`volt-sem: Semaphore.${what}(): invalid key prefix (a lone surrogate)`);
+      err.code = 'ERR_VOLT_INVALID_PREFIX';
+      throw err;
+    }
     o[1] = options.prefix;
   }
   if (options.cluster !== undefined) {

@@ -1190,7 +1190,8 @@ const char *volt_status_str(int32_t status);
  * Copies the message of the last call on this thread into `buf`,
  * NUL-terminated and truncated to `len` bytes: the details of its failure
  * when it had more to say than its status (a network or Redis failure, an
- * invalid option, a total mismatch, a lost lease, an OS error), else "".
+ * invalid option, a total mismatch, a lost lease, an OS error, the rule an
+ * invalid name or total broke), else "".
  * Every other `volt_*` call forgets the message when it starts, so it always
  * belongs to the call made just before, on the same thread (the calls a
  * wake callback makes inside another call, such as a `volt_sem_release`
@@ -1856,6 +1857,10 @@ uint64_t volt_waiter_session(const struct volt_waiter *waiter);
  * `timeout_ns` is relative to the call (a duration, not a deadline), measured on
  * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
  * not shorten or lengthen it. A timeout too large for the clock waits for ever.
+ * A timeout of 0 is one attempt (`VOLT_TIMED_OUT` when the permits are not free
+ * now). On a Redis semaphore a positive timeout shorter than the request's
+ * round trip times out even with permits free (the grant cannot arrive
+ * sooner; one that arrives later is given back).
  * On a shared semaphore the timeout also bounds the waits for the segment's
  * lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
  * timed acquire overrun its timeout; if the request is still queued then, its

@@ -159,7 +159,8 @@ error_table! {
         /// A request above the largest possible grant: above
         /// [`volt_sem::Semaphore::MAX_PERMITS`] for a local semaphore, above its
         /// total for a shared one (it could never be granted).
-        TooManyPermits [shm redis] => "TOO_MANY_PERMITS", Count, "requested more permits than can ever be granted",
+        TooManyPermits [shm redis] => "TOO_MANY_PERMITS", Count, "requested more permits than can ever be granted: more than \
+             the semaphore's total (an in-process one's: MAX_PERMITS); ask for at most that many",
             VOLT_INVALID_ARGUMENT = 7;
         /// The timeout elapsed first; any partial grant was handed on.
         TimedOut [shm redis] => "TIMED_OUT", Timeout, "timed out waiting for permits",
@@ -175,13 +176,18 @@ error_table! {
             /// A release would raise the available permits above `volt_max_permits()`.
             /// Nothing was released.
             VOLT_OVERFLOW = 8;
-        /// The name is empty, contains `/` or NUL, or is too long.
-        InvalidName [shm redis] => "INVALID_NAME", Value, shm,
+        /// The name is empty, contains `/` or NUL, or is too long (a named
+        /// semaphore's); is empty, contains `{` or `}`, or is too long (a Redis
+        /// one's, or contains NUL). The message states both rules: the variant does not say
+        /// which backend refused the name.
+        InvalidName [shm redis] => "INVALID_NAME", Value, invalid_name_display,
             /// `volt_sem_open`/`volt_sem_unlink`: the name is empty, contains '/', is
             /// longer than `volt_sem_max_name_len()` bytes, or is not UTF-8.
             VOLT_INVALID_NAME = 10;
-        /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`].
-        InvalidPermits [shm redis] => "INVALID_PERMITS", Count, shm,
+        /// `open` with 0 permits, or more than [`volt_sem_shm::MAX_PERMITS`]; a
+        /// Redis `connect` or `set_total` with 0 or more than
+        /// `volt_sem_redis::MAX_PERMITS`. The message states both maxima.
+        InvalidPermits [shm redis] => "INVALID_PERMITS", Count, invalid_permits_display,
             VOLT_INVALID_ARGUMENT = 7;
         /// A handle's label is empty, longer than
         /// [`volt_sem::inspect::MAX_LABEL_LEN`] bytes, or has a byte that is not
@@ -280,8 +286,8 @@ error_table! {
             /// `volt_sem_connect`: the URL is malformed, of an unsupported scheme, or
             /// not UTF-8. Nothing was contacted.
             VOLT_INVALID_URL = 25;
-        /// Redis: the key prefix is empty, too long, or contains `{`, `}` or `:`.
-        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{', '}}' or ':')",
+        /// Redis: the key prefix is empty, too long, or contains `{`, `}`, `:` or NUL.
+        InvalidPrefix [redis] => "INVALID_PREFIX", Value, "invalid key prefix (1 to 256 bytes, without '{{', '}}', ':' or NUL)",
             /// `volt_sem_connect`: the key prefix is empty, longer than 256 bytes,
             /// contains '{', '}' or ':', or is not UTF-8.
             VOLT_INVALID_PREFIX = 26;
@@ -403,6 +409,45 @@ fn in_use_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         ),
         _ => f.write_str(e.code()),
     }
+}
+
+/// The rule a Redis semaphore's name breaks (without the `redis` feature no
+/// Redis name is ever checked: nothing to add).
+#[cfg(feature = "redis")]
+fn redis_name_rule() -> String {
+    format!(
+        "; a Redis semaphore's, 1 to {} bytes without '{{', '}}' or NUL",
+        volt_sem_redis::MAX_NAME_LEN
+    )
+}
+#[cfg(not(feature = "redis"))]
+fn redis_name_rule() -> String {
+    String::new()
+}
+
+/// `InvalidName`'s message: the rules of both backends' names, since the
+/// variant does not say which one refused it (a Redis name is not held to
+/// the named rule, nor the other way round).
+fn invalid_name_display(_: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "invalid semaphore name (a named semaphore's name is 1 to {} bytes without '/' or NUL{})",
+        volt_sem_shm::MAX_NAME_LEN,
+        redis_name_rule()
+    )
+}
+
+/// `InvalidPermits`'s message: both backends' maxima (see
+/// [`invalid_name_display`]); the Redis one is far below the named one.
+fn invalid_permits_display(_: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    write!(
+        f,
+        "permits must be between 1 and {} (MAX_PERMITS) for a named semaphore",
+        volt_sem_shm::MAX_PERMITS
+    )?;
+    #[cfg(feature = "redis")]
+    write!(f, ", 1 and {} for a Redis one", volt_sem_redis::MAX_PERMITS)?;
+    Ok(())
 }
 
 /// The message of an error that reads as the shm crate's error of the same name.

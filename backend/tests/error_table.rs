@@ -109,7 +109,7 @@ fn messages_name_their_values() {
         ),
         (
             Error::InvalidPrefix,
-            "invalid key prefix (1 to 256 bytes, without '{', '}' or ':')",
+            "invalid key prefix (1 to 256 bytes, without '{', '}', ':' or NUL)",
         ),
         (
             Error::InUse { sessions: 1 },
@@ -188,4 +188,31 @@ fn redis_errors_convert_to_the_same_name() {
     for (r, e) in cases {
         assert_eq!(Error::from(r), e);
     }
+}
+
+/// `InvalidName` and `InvalidPermits` come from both backends and do not say
+/// which: their messages state both rules, each with its own numbers (they
+/// once read as the shm crate's, so a Redis total of 2^41 was refused with
+/// "between 1 and 9007199254740991", and a bad name with no rule at all).
+#[cfg(feature = "redis")]
+#[test]
+fn name_and_total_messages_state_each_backends_rule() {
+    use volt_sem_backend::{redis, shm};
+    let name = Error::InvalidName.to_string();
+    assert!(
+        name.contains(&format!("1 to {} bytes", shm::MAX_NAME_LEN)),
+        "{name}"
+    );
+    assert!(name.contains("'/' or NUL"), "{name}");
+    assert!(
+        name.contains(&format!("1 to {} bytes", redis::MAX_NAME_LEN)),
+        "{name}"
+    );
+    assert!(name.contains("'{', '}' or NUL"), "{name}");
+    let permits = Error::InvalidPermits.to_string();
+    assert!(permits.contains(&shm::MAX_PERMITS.to_string()), "{permits}");
+    assert!(
+        permits.contains(&redis::MAX_PERMITS.to_string()),
+        "{permits}"
+    );
 }

@@ -17,7 +17,7 @@ use pyo3::exceptions::{
 };
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyBool, PyModule};
+use pyo3::types::{PyBool, PyModule, PyString};
 use volt_sem_backend::{Error, ErrorClass};
 
 use crate::{Core, MAX_PERMITS};
@@ -51,7 +51,9 @@ create_exception!(
     volt_sem,
     InvalidNameError,
     PyValueError,
-    "`Semaphore.open`/`unlink`: the name is empty, contains '/' or NUL, or is too long."
+    "`Semaphore.open`/`unlink`: the name is empty, contains '/' or NUL, or is too long; \
+     `connect`/`delete_redis`: it is empty, contains '{', '}' or NUL, or is too long; any of them: \
+     it has a lone surrogate."
 );
 create_exception!(
     volt_sem,
@@ -342,6 +344,62 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Permits {
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
         count(&obj, "n").map(Permits)
+    }
+}
+
+/// A semaphore name (`open`, `unlink`, `connect`, `delete_redis`): a `str`,
+/// else `TypeError`. One with a lone surrogate has no UTF-8 form, so no
+/// semaphore can have it: `InvalidNameError`, as for every other invalid name
+/// (and as Node and C refuse it), not the `UnicodeEncodeError` of the
+/// conversion, which is no `InvalidNameError` and has no `code`.
+pub(crate) struct Name(pub(crate) String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Name {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        let Ok(s) = obj.cast::<PyString>() else {
+            let ty = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".to_owned());
+            return Err(PyTypeError::new_err(format!(
+                "name must be a str, not {ty}"
+            )));
+        };
+        match s.to_cow() {
+            Ok(name) => Ok(Name(name.into_owned())),
+            Err(_) => Err(InvalidNameError::new_err(
+                "invalid semaphore name (it has a lone surrogate, which no UTF-8 name can hold)",
+            )),
+        }
+    }
+}
+
+/// A handle's label (`open`, `connect`): a `str`, else `TypeError`. One
+/// with a lone surrogate is an `InvalidLabelError` (no label can hold it, as
+/// Node and C refuse it), not the `UnicodeEncodeError` of the conversion.
+pub(crate) struct Label(pub(crate) String);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Label {
+    type Error = PyErr;
+
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
+        let Ok(s) = obj.cast::<PyString>() else {
+            let ty = obj
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_else(|_| "?".to_owned());
+            return Err(PyTypeError::new_err(format!(
+                "label must be a str, not {ty}"
+            )));
+        };
+        match s.to_cow() {
+            Ok(label) => Ok(Label(label.into_owned())),
+            Err(_) => Err(redis_error(obj.py(), &Error::InvalidLabel, None)),
+        }
     }
 }
 

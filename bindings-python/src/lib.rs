@@ -57,7 +57,8 @@ mod wake_socket;
 use awaitable::{enter_one_in, ready, Acquire, Ready, Role};
 use blocking::blocking_acquire_in;
 use errors::{
-    acquire_error, backend_error, count, release_error, timeout_arg, Initial, Mode, Permits,
+    acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
+    Permits,
 };
 use pyo3::types::PyDict;
 use trio::TrioWaiter;
@@ -163,14 +164,15 @@ impl Semaphore {
     fn open(
         _cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
-        name: String,
+        name: Name,
         permits: &Bound<'_, PyAny>,
         create: Option<bool>,
         mode: Mode,
         accept_foreign_owner: bool,
-        label: Option<String>,
+        label: Option<Label>,
         resize: bool,
     ) -> PyResult<Self> {
+        let Name(name) = name;
         let permits = count(permits, "permits")?;
         let mode = mode.0;
         let options = match create {
@@ -182,7 +184,7 @@ impl Semaphore {
         .accept_foreign_owner(accept_foreign_owner)
         .resize(resize);
         let options = match label {
-            Some(label) => options.label(label),
+            Some(label) => options.label(label.0),
             None => options,
         };
         // The GIL is released: creation may wait for another process's
@@ -249,7 +251,7 @@ impl Semaphore {
         _cls: &Bound<'_, pyo3::types::PyType>,
         py: Python<'_>,
         url: String,
-        name: String,
+        name: Name,
         permits: &Bound<'_, PyAny>,
         lease: f64,
         prefix: String,
@@ -259,7 +261,7 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
         min_replicas_acked: Option<(usize, f64)>,
-        label: Option<String>,
+        label: Option<Label>,
         resize: bool,
         create: Option<bool>,
     ) -> PyResult<Self> {
@@ -273,6 +275,7 @@ impl Semaphore {
                 ))
             }
         };
+        let Name(name) = name;
         let endpoint = redis::Endpoint {
             prefix,
             connect_timeout,
@@ -289,7 +292,7 @@ impl Semaphore {
             lease,
             endpoint,
             min_replicas_acked,
-            label,
+            label.map(|l| l.0),
             resize,
             attach_only,
         )?;
@@ -338,7 +341,7 @@ impl Semaphore {
     fn delete_redis(
         py: Python<'_>,
         url: String,
-        name: String,
+        name: Name,
         prefix: String,
         connect_timeout: f64,
         command_timeout: f64,
@@ -354,7 +357,7 @@ impl Semaphore {
             tls_ca_file,
             tls_client_cert,
         };
-        redis::delete(py, url, name, endpoint)
+        redis::delete(py, url, name.0, endpoint)
     }
 
     /// Removes the name of a shared semaphore: processes that opened it keep
@@ -362,8 +365,8 @@ impl Semaphore {
     /// `FileNotFoundError` if no semaphore has this name.
     #[staticmethod]
     #[pyo3(text_signature = "(name)")]
-    fn unlink(name: &str) -> PyResult<()> {
-        volt_sem_backend::unlink(name).map_err(backend_error)
+    fn unlink(name: Name) -> PyResult<()> {
+        volt_sem_backend::unlink(&name.0).map_err(backend_error)
     }
 
     /// The name of a shared semaphore (`Semaphore.open`, `Semaphore.connect`),

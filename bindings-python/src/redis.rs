@@ -388,9 +388,9 @@ pub(crate) fn delete(
 
 fn connect_error(e: Error) -> PyErr {
     match e {
-        // The seam's text for these names the shared backend's limits.
+        // The seam's text states both backends' rules; here only Redis's applies.
         Error::InvalidName => crate::errors::InvalidNameError::new_err(format!(
-            "invalid semaphore name (1 to {} bytes, without '{{' or '}}')",
+            "invalid semaphore name (1 to {} bytes, without '{{', '}}' or NUL)",
             volt_sem_backend::redis::MAX_NAME_LEN
         )),
         Error::TotalMismatch { existing } => crate::errors::total_mismatch_error(existing, true),

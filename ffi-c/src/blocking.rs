@@ -19,6 +19,10 @@ use crate::status::volt_status;
 /// `timeout_ns` is relative to the call (a duration, not a deadline), measured on
 /// a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
 /// not shorten or lengthen it. A timeout too large for the clock waits for ever.
+/// A timeout of 0 is one attempt (`VOLT_TIMED_OUT` when the permits are not free
+/// now). On a Redis semaphore a positive timeout shorter than the request's
+/// round trip times out even with permits free (the grant cannot arrive
+/// sooner; one that arrives later is given back).
 /// On a shared semaphore the timeout also bounds the waits for the segment's
 /// lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
 /// timed acquire overrun its timeout; if the request is still queued then, its

@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use volt_sem_backend::Semaphore;
 
-use crate::last_error::forget_last_error;
+use crate::last_error::{forget_last_error, noted};
 use crate::status_codes::volt_status::{self, *};
 
 /// The status a failed check returns: `Err(status)` ends an [`ffi_status`]
@@ -72,7 +72,8 @@ pub(crate) unsafe fn name_arg<'a>(name: *const c_char) -> Checked<&'a str> {
     non_null(name)?;
     // SAFETY: non-NULL and NUL-terminated (contract).
     let name = unsafe { std::ffi::CStr::from_ptr(name) };
-    name.to_str().map_err(|_| VOLT_INVALID_NAME)
+    name.to_str()
+        .map_err(|_| noted(VOLT_INVALID_NAME, "invalid semaphore name (not UTF-8)"))
 }
 
 /// An optional handle label from C: `None` for NULL (the default label),

@@ -60,13 +60,17 @@ pub(crate) fn set_last_error(message: impl FnOnce() -> String) {
 }
 
 /// Remembers the message of an error that carries more than its status says
-/// (which Redis error, why the connection failed, which option). Only those:
+/// (which Redis error, why the connection failed, which option, the rule an
+/// invalid name or total broke: `VOLT_INVALID_ARGUMENT` alone has many
+/// causes, and the rules differ by backend). Only those:
 /// the everyday statuses (`VOLT_WOULD_BLOCK`, `VOLT_TIMED_OUT`, ...) stay
 /// allocation-free.
 pub(crate) fn remember(e: &Error) {
     let detailed = matches!(
         e,
         Error::InvalidUrl(_)
+            | Error::InvalidName
+            | Error::InvalidPermits
             | Error::InvalidPrefix
             | Error::InvalidLabel
             | Error::InvalidOption(_)

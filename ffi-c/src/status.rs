@@ -41,7 +41,8 @@ fn status_name(status: i32) -> &'static CStr {
 /// Copies the message of the last call on this thread into `buf`,
 /// NUL-terminated and truncated to `len` bytes: the details of its failure
 /// when it had more to say than its status (a network or Redis failure, an
-/// invalid option, a total mismatch, a lost lease, an OS error), else "".
+/// invalid option, a total mismatch, a lost lease, an OS error, the rule an
+/// invalid name or total broke), else "".
 /// Every other `volt_*` call forgets the message when it starts, so it always
 /// belongs to the call made just before, on the same thread (the calls a
 /// wake callback makes inside another call, such as a `volt_sem_release`

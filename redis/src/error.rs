@@ -14,9 +14,10 @@ pub enum Error {
     /// the expected form, [`URL_FORM`](crate::URL_FORM).
     InvalidUrl(&'static str),
     /// The name is empty, longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
-    /// bytes, or contains `{` or `}` (which would break the hash tag).
+    /// bytes, or contains `{` or `}` (which would break the hash tag) or NUL
+    /// (no C caller could name it).
     InvalidName,
-    /// The key prefix is empty, too long, or contains `{` or `}`.
+    /// The key prefix is empty, too long, or contains `{`, `}`, `:` or NUL.
     InvalidPrefix,
     /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
     InvalidPermits,
@@ -124,10 +125,10 @@ impl fmt::Display for Error {
                 write!(f, "invalid Redis URL ({why}); expected {}", crate::url::URL_FORM)
             }
             Error::InvalidName => f.write_str(
-                "invalid semaphore name (1 to 1024 bytes, without '{' or '}')",
+                "invalid semaphore name (1 to 1024 bytes, without '{', '}' or NUL)",
             ),
             Error::InvalidPrefix => {
-                f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}' or ':')")
+                f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}', ':' or NUL)")
             }
             Error::InvalidPermits => write!(
                 f,

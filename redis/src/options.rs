@@ -69,7 +69,7 @@ impl ConnectOptions {
         self
     }
     /// The key prefix (for several tenants on one Redis): 1 to
-    /// [`MAX_PREFIX_LEN`] bytes without `{`, `}` or `:` (else `connect`
+    /// [`MAX_PREFIX_LEN`] bytes without `{`, `}`, `:` or NUL (else `connect`
     /// fails with [`Error::InvalidPrefix`]). Keys are `{<prefix>:<name>}:...`,
     /// and the prefix ends at the first `:`, so two prefixes never share a
     /// key whatever the names (which may contain `:`).
@@ -233,13 +233,13 @@ impl ConnectOptions {
         }
     }
 
-    /// 1 to [`MAX_PREFIX_LEN`] bytes, no `{`, `}` (the prefix is inside the
-    /// keys' hash tag) or `:` (it ends the prefix in the tag `{prefix:name}`:
+    /// 1 to [`MAX_PREFIX_LEN`] bytes, no NUL (C could not pass it), no `{`,
+    /// `}` (the prefix is inside the keys' hash tag) or `:` (it ends the prefix in the tag `{prefix:name}`:
     /// with a `:` allowed, prefix `a` and name `b:c` would share their keys
     /// with prefix `a:b` and name `c`, one tenant's semaphore another's).
     fn check_prefix(&self) -> Result<(), Error> {
         let p = &self.prefix;
-        if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}', ':']) {
+        if p.is_empty() || p.len() > MAX_PREFIX_LEN || p.contains(['{', '}', ':', '\0']) {
             return Err(Error::InvalidPrefix);
         }
         Ok(())
@@ -256,9 +256,11 @@ impl ConnectOptions {
     }
 }
 
-/// Checks a semaphore name: 1 to [`MAX_NAME_LEN`] bytes, no `{` or `}`.
+/// Checks a semaphore name: 1 to [`MAX_NAME_LEN`] bytes, no `{`, `}` or NUL
+/// (a name with NUL could not be reached from C, whose names are
+/// NUL-terminated, nor from the command line).
 pub fn validate_name(name: &str) -> Result<(), Error> {
-    if name.is_empty() || name.len() > MAX_NAME_LEN || name.contains(['{', '}']) {
+    if name.is_empty() || name.len() > MAX_NAME_LEN || name.contains(['{', '}', '\0']) {
         return Err(Error::InvalidName);
     }
     Ok(())

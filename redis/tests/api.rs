@@ -228,6 +228,15 @@ fn bad_input() {
         RedisSemaphore::connect(&url, "a{b", 1, o()).unwrap_err(),
         Error::InvalidName
     );
+    // NUL: no C caller (nor the command line) could name it.
+    assert_eq!(
+        RedisSemaphore::connect(&url, "a\0b", 1, o()).unwrap_err(),
+        Error::InvalidName
+    );
+    assert_eq!(
+        RedisSemaphore::connect(&url, "x", 1, o().prefix("p\0q")).unwrap_err(),
+        Error::InvalidPrefix
+    );
     assert!(RedisSemaphore::connect(&url, &"x".repeat(MAX_NAME_LEN), 1, o()).is_ok());
     assert_eq!(
         RedisSemaphore::connect(&url, "x", 0, o()).unwrap_err(),

@@ -89,7 +89,11 @@ pub enum Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::InvalidName => f.write_str("invalid semaphore name"),
+            Error::InvalidName => write!(
+                f,
+                "invalid semaphore name (1 to {} bytes, without '/' or NUL)",
+                crate::MAX_NAME_LEN
+            ),
             Error::InvalidPermits => write!(
                 f,
                 "permits must be between 1 and {} (MAX_PERMITS)",

@@ -2028,11 +2028,24 @@ static void test_bad_input(void) {
     CHECK_STATUS(volt_sem_connect(url, long_name, 1, &o, &sem), VOLT_OK);
     volt_sem_free(sem);
     CHECK_STATUS(volt_sem_connect(url, "a{b}", 1, &o, &sem), VOLT_INVALID_NAME);
-    CHECK_STATUS(volt_sem_connect(url, "\xc3\x28", 1, &o, &sem), VOLT_INVALID_NAME);
+    {
+        /* The message says why (it was "": the status alone): the rule, or
+           that the bytes are not UTF-8. */
+        char why[512];
+        CHECK(volt_last_error_message(why, sizeof why) > 0 && strstr(why, "1 to 1024 bytes") != NULL);
+        CHECK_STATUS(volt_sem_connect(url, "\xc3\x28", 1, &o, &sem), VOLT_INVALID_NAME);
+        CHECK(volt_last_error_message(why, sizeof why) > 0 && strstr(why, "UTF-8") != NULL);
+    }
     /* Permits: 0, above the largest total, another total than the existing one. */
     CHECK_STATUS(volt_sem_connect(url, name, 0, &o, &sem), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_connect(url, name, volt_sem_max_redis_permits() + 1, &o, &sem),
                  VOLT_INVALID_ARGUMENT);
+    {
+        /* VOLT_INVALID_ARGUMENT has many causes: the message names this one,
+           with the Redis maximum (2^40). */
+        char why[512];
+        CHECK(volt_last_error_message(why, sizeof why) > 0 && strstr(why, "1099511627776") != NULL);
+    }
     const volt_sem *good = connect_main(name, 2);
     CHECK_STATUS(volt_sem_connect(url, name, 3, &o, &sem), VOLT_MISMATCH);
     CHECK(sem == NULL);

@@ -869,6 +869,9 @@ static void test_bad_input(void) {
     CHECK_STATUS(volt_sem_open(name, 1, 0, NULL), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_open("", 1, 0, &sem), VOLT_INVALID_NAME);
     CHECK_STATUS(volt_sem_open("a/b", 1, 0, &sem), VOLT_INVALID_NAME);
+    /* The message states the rule (it was "": the status alone). */
+    char msg[512];
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "'/' or NUL") != NULL);
     CHECK_STATUS(volt_sem_open("\xff\xfe", 1, 0, &sem), VOLT_INVALID_NAME);
     char long_name[400];
     size_t max = volt_sem_max_name_len();
@@ -885,6 +888,8 @@ static void test_bad_input(void) {
     CHECK_STATUS(volt_sem_open(name, 0, 0, &sem), VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_open(name, volt_sem_max_shared_permits() + 1, 0, &sem),
                  VOLT_INVALID_ARGUMENT);
+    /* VOLT_INVALID_ARGUMENT has many causes: the message names this one. */
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "permits must be between 1 and") != NULL);
     CHECK_STATUS(volt_sem_open(name, 1, VOLT_OPEN_CREATE_ONLY | VOLT_OPEN_ATTACH_ONLY, &sem),
                  VOLT_INVALID_ARGUMENT);
     CHECK_STATUS(volt_sem_open(name, 1, 1u << 8, &sem), VOLT_INVALID_ARGUMENT);

@@ -59,7 +59,9 @@ class SharedError(RuntimeError):
 
 class InvalidNameError(ValueError):
     """``Semaphore.open``/``unlink``: the name is empty, contains '/' or NUL, or
-    is longer than :data:`MAX_NAME_LEN` bytes. Code ``"INVALID_NAME"``."""
+    is longer than :data:`MAX_NAME_LEN` bytes; ``connect``/``delete_redis``:
+    it is empty, contains '{', '}' or NUL, or is longer than 1024 bytes. Any of
+    them: it has a lone surrogate (no UTF-8 form). Code ``"INVALID_NAME"``."""
 
     code: str
 
@@ -404,7 +406,11 @@ class Semaphore:
     def acquire_blocking(self, n: int = 1, timeout: Optional[float] = None) -> bool:
         """Blocks the calling thread, GIL released, until ``n`` permits are granted
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
-        handed on). Interruptible by Ctrl-C. On the thread of a running event
+        handed on). ``timeout=0`` is one attempt; ``None``, ``float('inf')``
+        and any float too large for the clock wait for ever; negative or NaN
+        is a ``ValueError``. Redis: a positive timeout shorter than the
+        request's round trip returns ``False`` even with permits free.
+        Interruptible by Ctrl-C. On the thread of a running event
         loop (asyncio or trio) a wait raises ``RuntimeError`` (it would block that loop for ever);
         a grant that needs no wait is still returned, except on Redis, where
         every acquire waits for its round trip (use ``await sem.acquire(n)``
