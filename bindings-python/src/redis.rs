@@ -297,12 +297,15 @@ pub(crate) fn census_dict<'py>(py: Python<'py>, core: &Core) -> PyResult<Bound<'
     Ok(d)
 }
 
-/// Seconds to a positive duration (`ValueError` otherwise).
+/// Seconds to a positive duration (`ValueError` otherwise); a positive
+/// value below a nanosecond is the shortest duration there is, 1 ns (not 0,
+/// which the options refuse as not positive).
 fn seconds(v: f64, what: &str) -> PyResult<Duration> {
     if v.is_nan() || v <= 0.0 {
         return Err(PyValueError::new_err(format!("{what} must be > 0 seconds")));
     }
     Duration::try_from_secs_f64(v)
+        .map(|d| d.max(Duration::from_nanos(1)))
         .map_err(|_| PyValueError::new_err(format!("{what} is too large")))
 }
 

@@ -72,3 +72,12 @@ def test_a_label_with_a_lone_surrogate_is_an_invalid_label(call):
         else:
             volt_sem.Semaphore.connect(NO_REDIS, "ab", 1, label="a\udcffb", connect_timeout=0.2)
     assert e.value.code == "INVALID_LABEL"
+
+
+@pytest.mark.parametrize("option", ["connect_timeout", "command_timeout"])
+def test_a_positive_timeout_below_a_nanosecond_is_positive(option):
+    # Rounded down to 0 ns, it was refused as "timeouts must be positive",
+    # though it was; it is now the shortest timeout there is (1 ns), so the
+    # connect runs and fails as any connect to nothing does.
+    with pytest.raises(volt_sem.RedisConnectionError):
+        volt_sem.Semaphore.connect(NO_REDIS, "ab", 1, **{option: 1e-10})
