@@ -26,14 +26,17 @@ export interface AcquireOptions {
    */
   signal?: AbortSignal | null;
   /**
-   * Gives up after this many milliseconds (a positive number, at most 1e12;
-   * anything else rejects with a `RangeError`, `'ERR_OUT_OF_RANGE'`, or a
-   * `TypeError`, `'ERR_INVALID_ARG_TYPE'`, if not a number): the promise
+   * Gives up after this many milliseconds (0, or a positive number at most
+   * 1e12; anything else rejects with a `RangeError`, `'ERR_OUT_OF_RANGE'`, or
+   * a `TypeError`, `'ERR_INVALID_ARG_TYPE'`, if not a number): the promise
    * rejects with an error whose `code` is `'ERR_VOLT_TIMED_OUT'`, and a
-   * partial grant is handed on. Permits free at the call are taken at once
-   * whatever the timeout, except on a Redis semaphore, where a timeout
-   * shorter than the request's round trip times out even with permits free
-   * (use `tryAcquirePermit` for one attempt). Timeouts above 2^31 - 1 ms,
+   * partial grant is handed on. `0` is one attempt, as a zero timeout is in
+   * Rust, C and Python: the permits if free now (on a Redis semaphore, after
+   * one round trip), else `'ERR_VOLT_TIMED_OUT'` at once, nothing queued (a
+   * deadline computed as what is left of one may reach 0). Permits free at
+   * the call are taken at once whatever the timeout, except on a Redis
+   * semaphore, where a positive timeout shorter than the request's round trip
+   * times out even with permits free. Timeouts above 2^31 - 1 ms,
    * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).

@@ -310,6 +310,18 @@ function checkMs(v, what, dflt) {
   return v;
 }
 
+/** An acquire's `timeout`: 0 (one attempt) or a positive number of ms, at most 1e12. */
+function checkTimeout(v) {
+  checkNumber(v, 'options.timeout');
+  if (v === 0) return 0;
+  if (!Number.isFinite(v) || v < 0 || v > 1e12) {
+    throw rangeError(
+      `volt-sem: options.timeout must be 0 (one attempt) or a positive number of milliseconds up to 1e12, got ${String(v)}`,
+    );
+  }
+  return v;
+}
+
 function lostError() {
   const err = new Error('volt-sem: internal error, the waiter was lost');
   err.code = 'ERR_VOLT_INTERNAL';
@@ -1226,11 +1238,12 @@ class Semaphore {
       try {
         checkOptionNames(options, ACQUIRE_OPTIONS);
         signal = checkSignal(options.signal);
-        if (options.timeout !== undefined) timeout = checkMs(options.timeout, 'timeout');
+        if (options.timeout !== undefined) timeout = checkTimeout(options.timeout);
       } catch (e) {
         return Promise.reject(e);
       }
       if (signal !== undefined && signal.aborted) return Promise.reject(signal.reason);
+      if (timeout === 0) return this.#acquireOnce(n, value, onGrant);
     }
     const v = this.#v;
     if (v !== undefined) {
@@ -1337,6 +1350,30 @@ class Semaphore {
   }
 
   /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */
+  /**
+   * `timeout: 0`: one attempt, as a zero timeout is in Rust, C and Python:
+   * the permits if free now (on Redis, after one round trip), else
+   * `ERR_VOLT_TIMED_OUT` (counted in `stats().timeouts`); nothing is queued.
+   */
+  #acquireOnce(n, value, onGrant) {
+    const none = () => {
+      native.recordTimeout(this.#h);
+      return timedOutError();
+    };
+    try {
+      if (this.#disconnected) throw this.#gone();
+      if (this.#redis) {
+        return this.#tryRedis(n, value).then((x) => {
+          if (x === null) throw none();
+          return onGrant === undefined ? x : onGrant(x);
+        });
+      }
+      return this.tryAcquire(n) ? granted(value, onGrant) : Promise.reject(none());
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
   #tryRedis(n, value, onGrant) {
     return native.tryAcquireAsync(this.#h, this.#ref, n).then((info) => {
       if (info === null) return null;

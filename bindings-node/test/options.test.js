@@ -45,7 +45,7 @@ test('an unknown option name is a TypeError with ERR_INVALID_ARG_VALUE naming it
     return true;
   });
   await assert.rejects(new Mutex().acquire({ signl: null }), { code: 'ERR_INVALID_ARG_VALUE' });
-  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.acquire(1, { timeout: -1 }), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(sem.acquire(1, 5), { code: 'ERR_INVALID_ARG_TYPE' });
   assert.equal(sem.pendingCount, 0, 'nothing was queued');
 });
@@ -95,4 +95,39 @@ test('a duration or a share() value of the wrong type is a TypeError, as the typ
     assert.throws(() => Semaphore.attach({ 'volt-sem': 1, kind: 'Semaphore', id }), { name: 'TypeError' }, String(id));
   }
   assert.equal(sem.pendingCount, 0);
+});
+
+test('timeout: 0 is one attempt, as in Rust, C and Python: the permits if free, else ERR_VOLT_TIMED_OUT, nothing queued', async () => {
+  // It was a RangeError: a deadline computed as "what is left" that reached
+  // 0 made a wrong call of a late one.
+  const sem = new Semaphore(2);
+  assert.equal(await sem.acquire(1, { timeout: 0 }), undefined);
+  const release = await sem.acquirePermit(1, { timeout: 0 });
+  assert.equal(typeof release, 'function');
+  assert.equal(sem.availablePermits, 0);
+  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  await assert.rejects(sem.acquire(1, { timeout: -0 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  assert.equal(sem.pendingCount, 0, 'nothing was queued');
+  assert.equal(sem.stats().timeouts, 2);
+  release();
+  sem.release(1);
+  assert.equal(sem.availablePermits, 2);
+  // A queued waiter is not overtaken by a zero-timeout try (FIFO).
+  // The one released below goes to the queued acquire(2) (a partial grant),
+  // so the try finds none, where a barging one would take it.
+  await sem.acquire(2);
+  const queued = sem.acquire(2);
+  sem.release(1);
+  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  sem.release(1);
+  await queued;
+  // Closed is not "busy"; a bad count is still a RangeError.
+  sem.close();
+  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_VOLT_CLOSED' });
+  await assert.rejects(new Semaphore(1).acquire(-1, { timeout: 0 }), { code: 'ERR_OUT_OF_RANGE' });
+  // The Mutex takes it too.
+  const m = new Mutex();
+  const unlock = await m.acquire({ timeout: 0 });
+  await assert.rejects(m.acquire({ timeout: 0 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  unlock();
 });

@@ -798,7 +798,13 @@ test('bad input: typed errors, nothing changed, no password anywhere', async () 
   await assert.rejects(sem.acquire(3), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(sem.acquire(-1), { code: 'ERR_OUT_OF_RANGE' });
   await assert.rejects(sem.acquire(1, { signal: 'no' }), { code: 'ERR_INVALID_ARG_TYPE' });
-  await assert.rejects(sem.acquire(1, { timeout: 0 }), { code: 'ERR_OUT_OF_RANGE' });
+  await assert.rejects(sem.acquire(1, { timeout: -1 }), { code: 'ERR_OUT_OF_RANGE' });
+  // timeout: 0 is one attempt (one round trip): 1 of 2 is held, so 2 time
+  // out and 1 is granted, with its token.
+  await assert.rejects(sem.acquire(2, { timeout: 0 }), { code: 'ERR_VOLT_TIMED_OUT' });
+  const once = await sem.acquirePermit(1, { timeout: 0 });
+  assert.equal(typeof once.token, 'number');
+  once();
   await assert.rejects(sem.tryAcquirePermit(1.5), { code: 'ERR_OUT_OF_RANGE' });
   await sem.release(1);
   const c = await conserved(sem);
