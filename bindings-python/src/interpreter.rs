@@ -96,6 +96,15 @@ const MAIN: u32 = u32::MAX;
 /// thread is inside a gated entry point (see the module docs).
 #[pyfunction]
 pub(crate) fn _interpreter_exiting(py: Python<'_>) {
+    // A sub-interpreter that imported `volt_sem` runs its own `atexit` hooks
+    // when it is destroyed, this one among them, while the main interpreter
+    // (the process) goes on: only the main one's exit (ID 0) closes the gate
+    // and ends blocking waits; the state is process-wide.
+    // SAFETY: plain queries of the current interpreter; the GIL is held.
+    let id = unsafe { pyo3::ffi::PyInterpreterState_GetID(pyo3::ffi::PyInterpreterState_Get()) };
+    if id != 0 {
+        return;
+    }
     let _ = EXIT_THREAD.set(thread::current().id());
     EXITING.store(true, Ordering::SeqCst);
     // The hook's own thread, if not the main one, may be counted (a hook run

@@ -133,3 +133,19 @@ def test_asyncio_wait_does_not_wait_for_an_unfinished_trio_import(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "acquired before import finished" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_destroyed_subinterpreter_does_not_end_the_main_ones_waits():
+    """Destroying a sub-interpreter that imported volt_sem runs its `atexit`
+    hooks, volt_sem's too: only the main interpreter's exit may close the
+    exit gate (it was closed for good, and a thread's asyncio acquire in the
+    main interpreter parked for ever)."""
+    try:
+        import _interpreters  # noqa: F401
+    except ImportError:
+        pytest.importorskip("_xxsubinterpreters")
+    script = os.path.join(os.path.dirname(__file__), "scripts", "subinterpreter_exit.py")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "sub-interpreter gone" in proc.stdout, proc.stderr
+    assert "thread's acquire done" in proc.stdout, proc.stdout + proc.stderr
