@@ -55,6 +55,18 @@
 //! during finalization. Destructors (`Acquire`'s drop cancels its wait),
 //! which run on whichever thread drops the object, and the methods of
 //! `TrioWaiter` that `_glue`'s trio driver calls are not gated either.
+//!
+//! The price (a known limitation, not fixed): `atexit` hooks registered
+//! before `import volt_sem` run after this one, while the interpreter is
+//! still intact, and the gate is closed then already. A daemon thread's
+//! loop that such a hook waits for (a library that runs its loop in a
+//! daemon thread and, at exit, hands it its last work, cancels its tasks or
+//! joins it) parks at its next awaitable step, and the hook waits for ever
+//! (`tests/test_exit.py::test_daemon_loop_served_while_a_later_atexit_hook_waits_for_it`,
+//! an expected failure). No point after the last `atexit` hook and before
+//! finalization runs code of ours (CPython sets the finalizing state right
+//! after the hooks), so the gate cannot close later; a hook that runs later
+//! would have to be registered before the program's own.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
