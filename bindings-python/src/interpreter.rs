@@ -69,6 +69,7 @@
 //! would have to be registered before the program's own.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
@@ -142,8 +143,11 @@ pub(crate) fn _interpreter_exiting(py: Python<'_>) {
     });
 }
 
-/// A thread inside a gated entry point (see [`gate`]).
-pub(crate) struct Inside(());
+/// A thread inside a gated entry point (see [`gate`]). Neither `Send` nor
+/// `Sync`: its drop must run on the thread that entered (it updates that
+/// thread's [`DEPTH`]), so it cannot be moved to, or kept in an object
+/// dropped on, another thread.
+pub(crate) struct Inside(PhantomData<*const ()>);
 
 /// Enters a gated entry point of this extension: call it first, before
 /// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
@@ -165,7 +169,7 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         })
         .unwrap_or(MAIN);
     if depth == MAIN {
-        return Inside(());
+        return Inside(PhantomData);
     }
     if depth == 0 {
         INSIDE.fetch_add(1, Ordering::SeqCst);
@@ -181,7 +185,7 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         }
     }
     let _ = DEPTH.try_with(|d| d.set(depth + 1));
-    Inside(())
+    Inside(PhantomData)
 }
 
 fn leave() {
