@@ -32,31 +32,45 @@
 //! which a daemon thread's asyncio loop resumes its waits and under which
 //! they call the loop's code (`create_future`, `call_soon`,
 //! `add_done_callback`, a custom loop's methods) and, in `__await__`, trio's
-//! probes. Such an entry counts the threads
-//! inside (threads other than the main one, which finalizes and is never
-//! ended that way), and `volt_sem`'s `atexit` hook, after setting
-//! [`EXITING`], waits with the GIL released until none is inside (at most
-//! [`EXIT_WAIT`]); a thread that reaches a gated entry after that parks for
-//! good, GIL released, as its blocking waits already do (`blocking.rs`) and
-//! as CPython 3.14 parks it at its next GIL take. `atexit` hooks run after
-//! `threading` joined the non-daemon threads and before finalization starts
-//! (`Py_FinalizeEx`), so once the hook returned no thread but the finalizing
-//! one is inside a gated entry, and none can be ended under one. The
-//! argument needs nothing about *which* Python code runs there: it covers
-//! calls not written yet too.
+//! probes. Such an entry counts the threads inside (threads other than the
+//! main one, which finalizes and is never ended that way), and `volt_sem`'s
+//! `atexit` hook, after setting [`EXITING`], waits with the GIL released
+//! until none is inside (at most [`EXIT_WAIT`]). A thread that reaches a
+//! gated entry after that waits there, GIL released, for [`EXIT_WAIT`]
+//! after the hook returned. `atexit` hooks run after `threading` joined the
+//! non-daemon threads and before finalization starts (`Py_FinalizeEx`); the
+//! hooks that run after ours (registered before `import volt_sem`, such as
+//! `logging`'s flush, where the GIL passes to other threads) are usually
+//! done well within that time, and CPython sets the finalizing state right
+//! after the last one. So a daemon thread's loop is kept out of our frames
+//! from our hook until finalization has begun; it then takes the GIL back
+//! at the end of that wait, which pyo3-ffi's guarded `PyEval_RestoreThread`
+//! turns into parking for good (as CPython 3.14 parks it). The argument
+//! needs nothing about *which* Python code runs under a gated entry: it
+//! covers calls not written yet too.
+//!
+//! Bounded, not for good: a later `atexit` hook may itself wait for a
+//! daemon thread's loop (a library that runs its loop in a daemon thread
+//! and, at exit, hands it its last work, cancels its tasks or joins it);
+//! that loop must go on. Such a hook is delayed by [`EXIT_WAIT`] once (then
+//! the gate is open again for every thread:
+//! `tests/test_exit.py::test_daemon_loop_served_while_a_later_atexit_hook_waits_for_it`).
+//! The window the gate closes then reopens only for a process whose later
+//! hooks run longer than that.
 //!
 //! Not gated, so not covered: the release paths (`release`, `__aexit__`,
 //! `__exit__`, the locks'). A later `atexit` hook may wait for a daemon
 //! thread's release (`tests/scripts/blocking_in_atexit.py`), which must not
-//! park; their only Python call that may drop the GIL is the owner lookup of
+//! wait; their only Python call that may drop the GIL is the owner lookup of
 //! a Redis handle in a trio task (`trio.lowlevel.current_task`, Python code;
-//! asyncio's is C). Nor a thread still inside after [`EXIT_WAIT`]: one whose
-//! Python call blocks; it aborts as before only if that call comes back
-//! during finalization. Destructors (`Acquire`'s drop cancels its wait),
-//! which run on whichever thread drops the object, and the methods of
+//! asyncio's is C). Nor a thread still inside after the hook's own wait: one
+//! whose Python call blocks; it aborts as before only if that call comes
+//! back during finalization. Destructors (`Acquire`'s drop cancels its
+//! wait), which run on whichever thread drops the object, and the methods of
 //! `TrioWaiter` that `_glue`'s trio driver calls are not gated either.
 
 use std::cell::Cell;
+use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::thread;
@@ -77,10 +91,18 @@ static INSIDE: AtomicUsize = AtomicUsize::new(0);
 /// Signalled when a thread leaves the gate once the `atexit` hook ran.
 static LEFT: (Mutex<()>, Condvar) = (Mutex::new(()), Condvar::new());
 
-/// How long the `atexit` hook waits for the threads inside the gate: they
-/// only wait for the GIL (which the hook released) or run a Python call of
-/// the loop (`create_future`, `call_soon`, ...); a call blocked for good
-/// must not keep the process from exiting.
+/// When the `atexit` hook returned: gated entries wait until [`EXIT_WAIT`]
+/// after it, then the gate is open again ([`REOPENED`]).
+static HOOK_DONE: OnceLock<Instant> = OnceLock::new();
+
+/// The gate's wait after the hook is over: every entry goes on.
+static REOPENED: AtomicBool = AtomicBool::new(false);
+
+/// How long the `atexit` hook waits for the threads inside the gate (they
+/// only wait for the GIL, which the hook released, or run a Python call of
+/// the loop: `create_future`, `call_soon`, ...; a call blocked for good must
+/// not keep the process from exiting), and how long after it the gate stays
+/// closed (the later `atexit` hooks, then finalization, begin within it).
 const EXIT_WAIT: Duration = Duration::from_secs(2);
 
 std::thread_local! {
@@ -96,14 +118,29 @@ const MAIN: u32 = u32::MAX;
 /// thread is inside a gated entry point (see the module docs).
 #[pyfunction]
 pub(crate) fn _interpreter_exiting(py: Python<'_>) {
+    // A sub-interpreter that imported `volt_sem` runs its own `atexit` hooks
+    // when it is destroyed, this one among them, while the main interpreter
+    // (the process) goes on: only the main one's exit (ID 0) closes the gate
+    // and ends blocking waits; the state is process-wide.
+    // SAFETY: plain queries of the current interpreter; the GIL is held.
+    let id = unsafe { pyo3::ffi::PyInterpreterState_GetID(pyo3::ffi::PyInterpreterState_Get()) };
+    if id != 0 {
+        return;
+    }
     let _ = EXIT_THREAD.set(thread::current().id());
     EXITING.store(true, Ordering::SeqCst);
     // The hook's own thread, if not the main one, may be counted (a hook run
     // from inside an entry point, by `atexit._run_exitfuncs()`).
     let own = usize::from(DEPTH.with(|d| d.get() != 0 && d.get() != MAIN));
-    if INSIDE.load(Ordering::SeqCst) <= own {
-        return;
+    if INSIDE.load(Ordering::SeqCst) > own {
+        wait_for_inside(py, own);
     }
+    let _ = HOOK_DONE.set(Instant::now());
+}
+
+/// The hook's wait: until at most `own` threads are inside (GIL released,
+/// at most [`EXIT_WAIT`]).
+fn wait_for_inside(py: Python<'_>, own: usize) {
     py.detach(|| {
         let deadline = Instant::now() + EXIT_WAIT;
         let mut guard = LEFT.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -121,8 +158,11 @@ pub(crate) fn _interpreter_exiting(py: Python<'_>) {
     });
 }
 
-/// A thread inside a gated entry point (see [`gate`]).
-pub(crate) struct Inside(());
+/// A thread inside a gated entry point (see [`gate`]). Neither `Send` nor
+/// `Sync`: its drop must run on the thread that entered (it updates that
+/// thread's [`DEPTH`]), so it cannot be moved to, or kept in an object
+/// dropped on, another thread.
+pub(crate) struct Inside(PhantomData<*const ()>);
 
 /// Enters a gated entry point of this extension: call it first, before
 /// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
@@ -144,23 +184,39 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         })
         .unwrap_or(MAIN);
     if depth == MAIN {
-        return Inside(());
+        return Inside(PhantomData);
     }
     if depth == 0 {
         INSIDE.fetch_add(1, Ordering::SeqCst);
         // SeqCst with the hook's store and load: either the hook sees this
         // thread inside, or this thread sees the hook ran.
-        if interpreter_exiting() {
+        if interpreter_exiting() && !REOPENED.load(Ordering::SeqCst) {
             leave();
-            // Never come back for the GIL: the interpreter may be finalizing
-            // by the time it is free.
-            py.detach(|| loop {
-                thread::park();
-            })
+            // Out of our frames until finalization has begun (or a later
+            // hook has run for EXIT_WAIT): the GIL is taken back at the end
+            // by pyo3-ffi's guarded call, which parks for good if the
+            // interpreter is finalizing by then.
+            py.detach(wait_for_reopening);
+            INSIDE.fetch_add(1, Ordering::SeqCst);
         }
     }
     let _ = DEPTH.try_with(|d| d.set(depth + 1));
-    Inside(())
+    Inside(PhantomData)
+}
+
+/// Waits (GIL released) until [`EXIT_WAIT`] after the `atexit` hook
+/// returned, then opens the gate for every thread.
+fn wait_for_reopening() {
+    loop {
+        let now = Instant::now();
+        match HOOK_DONE.get() {
+            Some(&done) if now >= done + EXIT_WAIT => break,
+            Some(&done) => thread::sleep(done + EXIT_WAIT - now),
+            // The hook is still waiting for the threads inside.
+            None => thread::sleep(Duration::from_millis(10)),
+        }
+    }
+    REOPENED.store(true, Ordering::SeqCst);
 }
 
 fn leave() {

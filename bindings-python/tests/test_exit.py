@@ -133,3 +133,34 @@ def test_asyncio_wait_does_not_wait_for_an_unfinished_trio_import(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "acquired before import finished" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_a_destroyed_subinterpreter_does_not_end_the_main_ones_waits():
+    """Destroying a sub-interpreter that imported volt_sem runs its `atexit`
+    hooks, volt_sem's too: only the main interpreter's exit may close the
+    exit gate (it was closed for good, and a thread's asyncio acquire in the
+    main interpreter parked for ever)."""
+    try:
+        import _interpreters  # noqa: F401
+    except ImportError:
+        pytest.importorskip("_xxsubinterpreters")
+    script = os.path.join(os.path.dirname(__file__), "scripts", "subinterpreter_exit.py")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "sub-interpreter gone" in proc.stdout, proc.stderr
+    assert "thread's acquire done" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_daemon_loop_served_while_a_later_atexit_hook_waits_for_it():
+    """A later `atexit` hook (registered before `import volt_sem`) grants a
+    daemon thread loop's queued acquire and waits for the task to finish:
+    the interpreter does not finalize before that hook returns, so the
+    task's resumption must not park for good. Passed before the exit gate
+    (3cf648d), hung with its first version (which parked such a step for
+    good); the gate now keeps a daemon loop out for a bounded time after
+    volt_sem's hook (src/interpreter.rs), then lets it go on."""
+    script = os.path.join(os.path.dirname(__file__), "scripts", "loop_thread_in_atexit.py")
+    proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "task waiting" in proc.stdout, proc.stderr
+    assert "loop task done" in proc.stdout, proc.stdout + proc.stderr
