@@ -18,6 +18,7 @@ that shows what the harness itself costs.
 
 import argparse
 import asyncio
+import os
 import platform
 import statistics
 import sys
@@ -194,7 +195,8 @@ def main():
         "unit": "ns per acquire+release",
         "meta": {
             **run_meta(),
-            "toolchain": f"CPython {platform.python_version()}, volt_sem wheel (release build)"
+            "toolchain": f"CPython {platform.python_version()}, volt_sem wheel "
+            + f"({os.environ.get('VOLT_SEM_BENCH_BUILD', 'release build')})"
             + (f", uvloop {uvloop.__version__}" if uvloop is not None else ""),
             "peers": f"aiologic {getattr(aiologic, '__version__', '?')}" if aiologic else "aiologic not installed",
             "runs": repeats,
