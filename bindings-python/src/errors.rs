@@ -358,23 +358,30 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Name {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
-        let Ok(s) = obj.cast::<PyString>() else {
-            let ty = obj
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "?".to_owned());
-            return Err(PyTypeError::new_err(format!(
-                "name must be a str, not {ty}"
-            )));
-        };
-        match s.to_cow() {
-            Ok(name) => Ok(Name(name.into_owned())),
-            Err(_) => Err(InvalidNameError::new_err(
+        match utf8_str(obj, "name")? {
+            Some(name) => Ok(Name(name)),
+            None => Err(InvalidNameError::new_err(
                 "invalid semaphore name (it has a lone surrogate, which no UTF-8 name can hold)",
             )),
         }
     }
+}
+
+/// A `str` argument as UTF-8: `TypeError` naming `what` if it is no `str`,
+/// `None` if it has a lone surrogate (no UTF-8 form; the caller says which
+/// error that is).
+fn utf8_str(obj: Borrowed<'_, '_, PyAny>, what: &str) -> PyResult<Option<String>> {
+    let Ok(s) = obj.cast::<PyString>() else {
+        let ty = obj
+            .get_type()
+            .name()
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| "?".to_owned());
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a str, not {ty}"
+        )));
+    };
+    Ok(s.to_cow().ok().map(|c| c.into_owned()))
 }
 
 /// A handle's label (`open`, `connect`): a `str`, else `TypeError`. One
@@ -386,19 +393,9 @@ impl<'a, 'py> FromPyObject<'a, 'py> for Label {
     type Error = PyErr;
 
     fn extract(obj: Borrowed<'a, 'py, PyAny>) -> Result<Self, Self::Error> {
-        let Ok(s) = obj.cast::<PyString>() else {
-            let ty = obj
-                .get_type()
-                .name()
-                .map(|n| n.to_string())
-                .unwrap_or_else(|_| "?".to_owned());
-            return Err(PyTypeError::new_err(format!(
-                "label must be a str, not {ty}"
-            )));
-        };
-        match s.to_cow() {
-            Ok(label) => Ok(Label(label.into_owned())),
-            Err(_) => Err(redis_error(obj.py(), &Error::InvalidLabel, None)),
+        match utf8_str(obj, "label")? {
+            Some(label) => Ok(Label(label)),
+            None => Err(redis_error(obj.py(), &Error::InvalidLabel, None)),
         }
     }
 }
