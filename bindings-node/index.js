@@ -1349,7 +1349,6 @@ class Semaphore {
     } else if (r !== null) runtime.afterSettle(abortWith, { controller, r }); // user code: not inside a settle
   }
 
-  /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */
   /**
    * `timeout: 0`: one attempt, as a zero timeout is in Rust, C and Python:
    * the permits if free now (on Redis, after one round trip), else
@@ -1374,6 +1373,7 @@ class Semaphore {
     }
   }
 
+  /** A Redis tryAcquire (a round trip, off the event loop): the value, or null if not taken. */
   #tryRedis(n, value, onGrant) {
     return native.tryAcquireAsync(this.#h, this.#ref, n).then((info) => {
       if (info === null) return null;

@@ -18,7 +18,16 @@ set -euo pipefail
 python=$(realpath "$1") wheel=$2 raw=$3 out=$4
 bench=$(cd "$(dirname "$0")" && pwd)
 
-profdata() { ls "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata 2>/dev/null | head -n1; }
+# The first llvm-profdata of the toolchain, or nothing (not a failure: with
+# pipefail, ls finding none would end the script here under set -e, before
+# the component is added).
+profdata() {
+  local f
+  for f in "$(rustc --print sysroot)"/lib/rustlib/*/bin/llvm-profdata; do
+    [[ -x $f ]] && { echo "$f"; return; }
+  done
+  return 0
+}
 tool=$(profdata)
 if [[ -z $tool ]]; then
   rustup component add llvm-tools >/dev/null

@@ -167,9 +167,11 @@ pub(crate) struct Inside(PhantomData<*const ()>);
 /// Enters a gated entry point of this extension: call it first, before
 /// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
 /// parked here holds none). Counts the thread inside until the returned
-/// guard drops; once the `atexit` hook ran, parks this thread for good
-/// instead (GIL released; not the main thread, nor the hook's), see the
-/// module docs.
+/// guard drops; once the `atexit` hook ran, first waits (GIL released)
+/// until [`EXIT_WAIT`] after the hook returned, unless the gate reopened
+/// already (not on the main thread, nor the hook's); the GIL re-take at the
+/// end of that wait parks the thread for good if finalization has begun.
+/// See the module docs.
 pub(crate) fn gate(py: Python<'_>) -> Inside {
     // Not counted either once this thread's locals are gone (a destructor
     // run while the thread ends).
