@@ -22,6 +22,18 @@ SCRIPT = os.path.join(os.path.dirname(__file__), "scripts", "exit_while_waking.p
 RUNS = 8
 
 
+def exits_cleanly(name, marker, *args, runs=3):
+    """Runs `scripts/NAME ARGS` `runs` times: each run must reach `marker`
+    (the scenario really ran) and exit with status 0 (no abort, no signal)."""
+    script = os.path.join(os.path.dirname(__file__), "scripts", name)
+    statuses = []
+    for _ in range(runs):
+        proc = subprocess.run([sys.executable, script, *args], capture_output=True, text=True, timeout=100)
+        statuses.append(proc.returncode)
+        assert marker in proc.stdout, proc.stderr
+    assert statuses == [0] * runs
+
+
 @pytest.mark.parametrize("mode", ["asyncio", "blocking", "trio", "own_loop"])
 def test_exit_while_daemon_threads_wake_waiters(mode):
     if mode == "trio":
@@ -60,13 +72,7 @@ def test_exit_while_a_daemon_loop_connects_its_wake_channel():
     in nearly every run on CPython 3.13 before the fix)."""
     if os.environ.get("VOLT_SEM_WAKE") == "thread":
         pytest.skip("the thread wake path connects without add_reader (a helper thread)")
-    script = os.path.join(os.path.dirname(__file__), "scripts", "exit_in_channel_setup.py")
-    statuses = []
-    for _ in range(3):
-        proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
-        statuses.append(proc.returncode)
-        assert "in setup" in proc.stdout, proc.stderr
-    assert statuses == [0] * 3
+    exits_cleanly("exit_in_channel_setup.py", "in setup")
 
 
 def test_exit_while_a_daemon_loop_starts_a_lease_watch():
@@ -81,22 +87,13 @@ def test_exit_while_a_daemon_loop_starts_a_lease_watch():
 
     if REDIS is None:
         pytest.skip("redis-server is not installed (make redis-server)")
-    script = os.path.join(os.path.dirname(__file__), "scripts", "exit_in_lease_watch.py")
     server = RedisServer()
     try:
-        statuses = []
-        for i in range(3):
-            proc = subprocess.run(
-                [sys.executable, script, server.url, f"exit-lease-{i}", "held"],
-                capture_output=True,
-                text=True,
-                timeout=100,
-            )
-            statuses.append(proc.returncode)
-            assert "watching" in proc.stdout, proc.stderr
+        # One name for the three runs: each holds 1 of the 8 permits until
+        # its session's lease (10 s) ends, so each finds permits free.
+        exits_cleanly("exit_in_lease_watch.py", "watching", server.url, "exit-lease", "held")
     finally:
         server.close()
-    assert statuses == [0] * 3
 
 
 def test_exit_while_a_daemon_loop_call_has_the_gil_dropped():
@@ -106,13 +103,7 @@ def test_exit_while_a_daemon_loop_call_has_the_gil_dropped():
     leave the extension's frames before finalization starts (before the
     exit gate 30 of 30 runs crashed on CPython 3.11 and 3.13, 24 of 30 on
     3.9, SIGABRT or SIGSEGV)."""
-    script = os.path.join(os.path.dirname(__file__), "scripts", "exit_in_loop_call.py")
-    statuses = []
-    for _ in range(3):
-        proc = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=100)
-        statuses.append(proc.returncode)
-        assert "in create_future" in proc.stdout, proc.stderr
-    assert statuses == [0] * 3
+    exits_cleanly("exit_in_loop_call.py", "in create_future")
 
 
 def test_asyncio_wait_does_not_wait_for_an_unfinished_trio_import(tmp_path):

@@ -22,6 +22,23 @@ use super::answering::answering_pid;
 use super::certs::Certs;
 use super::eventually;
 
+/// The `redis-server` arguments that serve TLS with the certificates of
+/// `certs` (the port is the caller's); `client_auth`: clients must present a
+/// certificate issued by the CA.
+fn tls_args(certs: &Certs, client_auth: bool) -> Vec<String> {
+    let p = |x: &PathBuf| x.display().to_string();
+    vec![
+        "--tls-cert-file".to_string(),
+        p(&certs.server_cert),
+        "--tls-key-file".into(),
+        p(&certs.server_key),
+        "--tls-ca-cert-file".into(),
+        p(&certs.ca),
+        "--tls-auth-clients".into(),
+        (if client_auth { "yes" } else { "no" }).into(),
+    ]
+}
+
 /// A loopback port that was free when chosen.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -84,17 +101,7 @@ impl Server {
     /// a TLS port (`tls_port`), with the certificates of `certs`;
     /// `client_auth`: clients must present a certificate issued by the CA.
     pub fn start_tls(certs: &Certs, password: Option<&str>, client_auth: bool) -> Server {
-        let p = |x: &PathBuf| x.display().to_string();
-        let args = [
-            "--tls-cert-file".to_string(),
-            p(&certs.server_cert),
-            "--tls-key-file".into(),
-            p(&certs.server_key),
-            "--tls-ca-cert-file".into(),
-            p(&certs.ca),
-            "--tls-auth-clients".into(),
-            (if client_auth { "yes" } else { "no" }).into(),
-        ];
+        let args = tls_args(certs, client_auth);
         Self::start_custom(password, || {
             let tls = free_port();
             let mut extra = vec!["--tls-port".to_string(), tls.to_string()];
@@ -454,21 +461,9 @@ pub fn start_sentinel(
             None => (Vec::new(), None),
             Some(c) => {
                 let tls = free_port();
-                let p = |x: &PathBuf| x.display().to_string();
-                let extra = vec![
-                    "--tls-port".to_string(),
-                    tls.to_string(),
-                    "--tls-cert-file".into(),
-                    p(&c.server_cert),
-                    "--tls-key-file".into(),
-                    p(&c.server_key),
-                    "--tls-ca-cert-file".into(),
-                    p(&c.ca),
-                    "--tls-auth-clients".into(),
-                    "no".into(),
-                    "--tls-replication".into(),
-                    "yes".into(),
-                ];
+                let mut extra = vec!["--tls-port".to_string(), tls.to_string()];
+                extra.extend(tls_args(c, false));
+                extra.extend(["--tls-replication".to_string(), "yes".to_string()]);
                 (extra, Some(tls))
             }
         };
