@@ -58,6 +58,10 @@
 //! The window the gate closes then reopens only for a process whose later
 //! hooks run longer than that.
 //!
+//! A child made by `fork()` starts with no thread inside ([`_forked_child`],
+//! an `os.register_at_fork` hook): the parent's threads that were are not
+//! in the child (`tests/test_exit.py::test_a_forked_child_counts_none_of_the_parents_threads_inside_the_gate`).
+//!
 //! Not gated, so not covered: the release paths (`release`, `__aexit__`,
 //! `__exit__`, the locks'). A later `atexit` hook may wait for a daemon
 //! thread's release (`tests/scripts/blocking_in_atexit.py`), which must not
@@ -136,6 +140,28 @@ pub(crate) fn _interpreter_exiting(py: Python<'_>) {
         wait_for_inside(py, own);
     }
     let _ = HOOK_DONE.set(Instant::now());
+}
+
+/// `os.register_at_fork(after_in_child=...)` (registered by
+/// `volt_sem/__init__.py`): a child made by `fork()` has only the forking
+/// thread, which CPython makes its main thread. None of the parent's other
+/// threads exists there, so none is inside the gate: a count copied from the
+/// parent would make the child's `atexit` hook wait for them (up to
+/// [`EXIT_WAIT`]) for nothing.
+#[pyfunction]
+pub(crate) fn _forked_child() {
+    crate::set_main_thread_here();
+    INSIDE.store(0, Ordering::SeqCst);
+    // Entries this thread is inside (if it forked from one) now count as the
+    // main thread's: never in INSIDE, so their guards' drops must not leave.
+    let _ = DEPTH.try_with(|d| d.set(MAIN));
+}
+
+/// How many threads (other than the main one) are inside a gated entry
+/// point now: for the tests of the exit gate (`tests/test_exit.py`).
+#[pyfunction]
+pub(crate) fn _exit_gate_threads_inside() -> usize {
+    INSIDE.load(Ordering::SeqCst)
 }
 
 /// The hook's wait: until at most `own` threads are inside (GIL released,

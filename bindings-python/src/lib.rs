@@ -895,6 +895,14 @@ pub(crate) fn on_main_thread() -> bool {
     me == MAIN_THREAD_IDENT.load(Ordering::Relaxed)
 }
 
+/// In a child made by `fork()`: the forking thread is the main thread now
+/// (CPython's rule), whichever thread of the parent it was.
+pub(crate) fn set_main_thread_here() {
+    // SAFETY: a plain query of the calling thread's identifier.
+    let me = unsafe { pyo3::ffi::PyThread_get_thread_ident() } as u64;
+    MAIN_THREAD_IDENT.store(me, Ordering::Relaxed);
+}
+
 /// The native part of `volt_sem`; import `volt_sem` instead.
 #[pymodule]
 fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -955,6 +963,8 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("MAX_PERMITS", MAX_PERMITS)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(interpreter::_interpreter_exiting, m)?)?;
+    m.add_function(wrap_pyfunction!(interpreter::_exit_gate_threads_inside, m)?)?;
+    m.add_function(wrap_pyfunction!(interpreter::_forked_child, m)?)?;
     m.add_function(wrap_pyfunction!(session::_disconnect_all, m)?)?;
     Ok(())
 }

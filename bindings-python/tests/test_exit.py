@@ -155,3 +155,17 @@ def test_daemon_loop_served_while_a_later_atexit_hook_waits_for_it():
     assert proc.returncode == 0, proc.stderr
     assert "task waiting" in proc.stdout, proc.stderr
     assert "loop task done" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
+def test_a_forked_child_counts_none_of_the_parents_threads_inside_the_gate():
+    """A child made by `fork()` while a daemon thread's loop is inside an
+    awaitable's step has only the forking thread: it must not count the
+    parent's thread as inside the exit gate (its `atexit` hook then waited
+    for that thread, which does not exist there, until the hook's bound)."""
+    script = os.path.join(os.path.dirname(__file__), "scripts", "fork_while_inside.py")
+    proc = subprocess.run([sys.executable, "-W", "ignore::DeprecationWarning", script],
+                          capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "parent inside 1" in proc.stdout, proc.stdout + proc.stderr
+    assert "child inside 0" in proc.stdout, proc.stdout + proc.stderr

@@ -58,6 +58,7 @@ every shared session of the process first, then act as before.
 """
 
 import atexit as _atexit
+import os as _os
 
 from ._errors import (
     AuthenticationError,
@@ -102,7 +103,7 @@ from ._volt_sem import (
     VersionMismatchError,
     __version__,
 )
-from ._volt_sem import _interpreter_exiting
+from ._volt_sem import _forked_child, _interpreter_exiting
 from ._offloop import OffLoop, RedisConnect
 from ._shutdown import disconnect_on_signals
 
@@ -206,7 +207,10 @@ del _error_codes
 # awaitables' steps to leave them, and later steps park (the exit gate, see
 # src/interpreter.rs).
 _atexit.register(_interpreter_exiting)
-del _interpreter_exiting
+# A forked child has none of the parent's other threads inside those steps.
+if hasattr(_os, "register_at_fork"):
+    _os.register_at_fork(after_in_child=_forked_child)
+del _interpreter_exiting, _forked_child
 
 __all__ = [
     "MAX_NAME_LEN",
