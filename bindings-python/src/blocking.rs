@@ -129,6 +129,9 @@ pub(crate) fn blocking_acquire_in(
     refuse_on_running_loop(py)?;
     // Permits stranded on a closed loop's channel come back first.
     crate::wake::reap_closed_loops(py);
+    if let Some(shared) = core.as_shared() {
+        return shared_blocking_acquire(py, core, shared, n, timeout, session);
+    }
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let parked = Box::pin(Parked {
         waiter: Waiter::new(),
@@ -171,6 +174,56 @@ pub(crate) fn blocking_acquire_in(
             core.record_timeout();
             Ok(None)
         }
+    }
+}
+
+/// [`blocking_acquire_in`] on a named (shared-memory) semaphore: the thread
+/// sleeps on its queued request's own futex word, which the granting process
+/// wakes (one wake-up; a raw waiter's callback would run on this process's
+/// doorbell thread first, which then unparks this one: two). The request
+/// keeps its FIFO place from start to end; every [`SIGNAL_SLICE`] the shared
+/// semaphore calls back on this thread, where the checks of [`park_in`] run:
+/// the interpreter's exit (never come back for the GIL), the session's end,
+/// then signals.
+fn shared_blocking_acquire(
+    py: Python<'_>,
+    core: &Core,
+    shared: &volt_sem_backend::shm::SharedSemaphore,
+    n: usize,
+    timeout: Option<Duration>,
+    session: Option<&SessionWaits>,
+) -> PyResult<Option<Got>> {
+    let mut interruption: Option<PyErr> = None;
+    let r = py.detach(|| {
+        shared.acquire_blocking_interruptible(n, timeout, SIGNAL_SLICE, || {
+            if interpreter_exiting() {
+                // Never come back for the GIL (see the module docs).
+                loop {
+                    thread::park();
+                }
+            }
+            if session.is_some_and(|s| s.ended()) {
+                interruption = Some(disconnected_error());
+            } else {
+                interruption = Python::attach(|py| py.check_signals()).err();
+            }
+            interruption.is_some()
+        })
+    });
+    after_wakes(py);
+    match (r, interruption) {
+        // A grant that came before the interruption was honoured goes back
+        // (the permit's drop), as in `blocking_acquire_in`.
+        (_, Some(e)) => Err(e),
+        (Ok(Some(permit)), None) => {
+            permit.forget();
+            Ok(Some((None, 0)))
+        }
+        // The deadline passed (the shared semaphore counted the timeout and
+        // the cancel). `Ok(None)` only follows an interruption, which set
+        // `interruption`.
+        (Ok(None), None) | (Err(volt_sem_backend::shm::Error::TimedOut), None) => Ok(None),
+        (Err(e), None) => Err(acquire_error(core, e.into())),
     }
 }
 

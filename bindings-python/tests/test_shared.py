@@ -15,6 +15,7 @@ import time
 import pytest
 
 import volt_sem
+from conftest import wait_until
 from conftest import LoopThread, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shared semaphores are Linux-only")
@@ -237,6 +238,37 @@ def test_invalid_label_is_refused_and_creates_nothing(name, label):
     assert "label" in str(e.value)
     with pytest.raises(FileNotFoundError):
         volt_sem.Semaphore.open(name, 1, create=False)
+
+
+def counts(sem):
+    """Permits available, held (every process) and requests queued."""
+    i = sem.inspect()
+    return i.available, sum(h.permits for h in i.holders), len(i.waiters)
+
+
+def test_blocking_acquire_interrupted_by_ctrl_c_keeps_nothing(name):
+    """Ctrl-C in another process's blocking wait raises KeyboardInterrupt
+    there, takes its request out of the queue (nothing held, nothing lost),
+    and a second wait of that process is served in FIFO order."""
+    sem = volt_sem.Semaphore.open(name, 1)
+    assert sem.try_acquire(1)
+    w = Worker(name, 1, "block", 1)
+    try:
+        wait_until(lambda: len(sem.inspect().waiters) == 1, "the worker's request queued")
+        w.proc.send_signal(signal.SIGINT)
+        assert w.read() == "KeyboardInterrupt"
+        wait_until(lambda: not sem.inspect().waiters, "its request removed")
+        assert counts(sem) == (0, 1, 0)  # available, held, queued
+        w.send("again")
+        wait_until(lambda: len(sem.inspect().waiters) == 1, "the worker's second request queued")
+        sem.release(1)
+        assert w.read() == "granted"
+        w.close()
+        assert w.proc.wait(60) == 0
+    finally:
+        if w.proc.poll() is None:
+            w.kill9()
+    assert counts(sem) == (1, 0, 0)
 
 
 def test_kill9_of_a_queued_waiter_leaves_no_ghost(name):

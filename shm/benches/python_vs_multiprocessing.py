@@ -9,8 +9,10 @@ where volt_sem (with Semaphore.open) is installed:
    multiprocessing.Semaphore's acquire(False) + release().
 2. Cross-process hand-off: process A releases, process B's blocked
    acquire_blocking(1) (resp. multiprocessing acquire()) returns. B says it
-   is about to block, A waits 300 us (B asleep in the kernel), stamps the
-   time, releases; B stamps the time it woke. p50 / p99 per run.
+   is about to block, A waits until B's request is in the queue
+   (`inspect()`; multiprocessing: a fixed 300 us) and then 300 us more (B
+   asleep in the kernel), stamps the time, releases; B stamps the time it
+   woke. p50 / p99 per run.
 """
 
 import multiprocessing as mp
@@ -121,6 +123,14 @@ def handoff_shared(ctx, run):
     for i in range(ROUNDS):
         words[2] = i + 1
         wait_for(words, 1, i + 1)
+        # Queued, not only about to be: a release that came first would
+        # leave the permit free, and this process's acquire_blocking below
+        # would take it back, leaving the child waiting for ever.
+        t = time.monotonic()
+        while not sem.inspect().waiters:
+            if time.monotonic() - t > 20:
+                raise RuntimeError("the child's request never queued")
+            time.sleep(50e-6)
         time.sleep(300e-6)
         words[0] = time.perf_counter_ns()
         sem.release(1)

@@ -8,6 +8,9 @@ Roles:
   fifo         queue an asyncio acquire(1), print "queued"; then answer each
                "status" line with "waiting" or "granted"; on "finish" wait for
                the grant, release it, print "done"
+  block N      a blocking acquire_blocking(N) on the main thread: prints
+               "granted" (then releases) or "KeyboardInterrupt"; again on each
+               "again" line, until stdin closes
   stress ...   asyncio tasks on LOOPS loops (threads) plus THREADS blocking
                threads, ROUNDS acquires each of weights 1..3 with random
                timeouts and cancels; every holder adds its weight to a counter
@@ -157,6 +160,18 @@ def main():
                     return
 
         asyncio.run(fifo())
+    elif role == "block":
+        n = int(args[0])
+        while True:
+            try:
+                sem.acquire_blocking(n)
+            except KeyboardInterrupt:
+                say("KeyboardInterrupt")
+            else:
+                sem.release(n)
+                say("granted")
+            if sys.stdin.readline().strip() != "again":
+                return
     elif role == "stress":
         counter, loops, tasks, threads, rounds, seed = args[0], *map(int, args[1:])
         stress(sem, Counter(counter), loops, tasks, threads, rounds, seed)
