@@ -1,5 +1,5 @@
-//! The awaitable `sem.acquire(n)` ([`Acquire`]), its finished twin [`Ready`],
-//! and the lock roles that make a wrong release an error.
+//! The awaitable `sem.acquire(n)` ([`Acquire`]), the finished awaitable
+//! ([`finished`]), and the lock roles that make a wrong release an error.
 //!
 //! # asyncio (and uvloop)
 //!
@@ -53,7 +53,7 @@ use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use crate::blocking::blocking_acquire_in;
-use crate::coroutine::{coroutine_pymethods, thrown};
+use crate::coroutine::coroutine_pymethods;
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::future::{new_future, yield_future};
 use crate::interpreter::running_loop;
@@ -161,7 +161,7 @@ impl Role {
 
 static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
+static FINISHED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Whether trio was imported, and its import finished: without it no trio run
 /// can await this, and `__await__` skips the running-loop lookup (whose fork
@@ -256,10 +256,25 @@ pub(crate) fn wait_on(
     }
 }
 
-pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
-    READY
-        .get_or_try_init(py, || Py::new(py, Ready))
-        .map(|r| r.clone_ref(py))
+/// The finished awaitable (`volt_sem._finished.FINISHED`, looked up when the
+/// module is imported: [`init_finished`]): `await` on it gives `None` at
+/// once, and the interpreter completes that `await` without calling into
+/// this extension.
+pub(crate) fn finished(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    match FINISHED.get(py) {
+        Some(f) => Ok(f.clone_ref(py)),
+        None => init_finished(py),
+    }
+}
+
+/// Looks up [`finished`]'s object: from the module's initialisation, so
+/// that no later call imports (an import may drop the GIL, which the
+/// release paths, not gated, must not do under this extension's frames;
+/// see `interpreter`).
+pub(crate) fn init_finished(py: Python<'_>) -> PyResult<Py<PyAny>> {
+    FINISHED
+        .import(py, "volt_sem._finished", "FINISHED")
+        .map(|f| f.clone().unbind())
 }
 
 // ---------------------------------------------------------------------------
@@ -554,15 +569,18 @@ impl Acquire {
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
     fn __await__(slf: Bound<'_, Self>) -> PyResult<Py<PyAny>> {
         let py = slf.py();
-        // A gated entry point (`interpreter::gate`): trio's probes run here.
-        let _inside = crate::interpreter::gate(py);
         {
+            // No Python code runs on this way out, so it needs no gate: the
+            // one of a contended `async with sem:` (`enter_one_in` asked
+            // about trio already), the commonest.
             let me = slf.borrow();
             if me.contended_enter || !matches!(me.stage, Stage::Start) {
                 drop(me);
                 return Ok(slf.into_any().unbind());
             }
         }
+        // A gated entry point (`interpreter::gate`): trio's probes run here.
+        let _inside = crate::interpreter::gate(py);
         if !trio_may_run_here(py)? {
             return Ok(slf.into_any().unbind());
         }
@@ -637,9 +655,9 @@ impl Acquire {
 
     /// ... and releases them on exit.
     #[pyo3(signature = (*args))]
-    fn __aexit__(&mut self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
+    fn __aexit__(&mut self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         self.exit(py, args)?;
-        ready(py)
+        finished(py)
     }
 
     /// `with sem.acquire(n) as grant:` from a plain thread: blocks (GIL
@@ -776,48 +794,6 @@ fn runtime_error(msg: &'static str) -> PyErr {
     PyRuntimeError::new_err(msg)
 }
 
-// ---------------------------------------------------------------------------
-// Ready
-// ---------------------------------------------------------------------------
-
-/// A finished awaitable: `await` on it returns `None` at once. Returned by
-/// `__aexit__`, and by `__aenter__` when the fast path succeeded.
-#[pyclass(module = "volt_sem", frozen)]
-pub(crate) struct Ready;
-
-#[pymethods]
-impl Ready {
-    fn __await__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __iter__(slf: Py<Self>) -> Py<Self> {
-        slf
-    }
-
-    fn __next__(&self) -> Option<Py<PyAny>> {
-        None
-    }
-
-    #[pyo3(signature = (_value = None, /))]
-    fn send(&self, _value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
-        Err(PyStopIteration::new_err(()))
-    }
-
-    #[pyo3(signature = (typ, val = None, tb = None, /))]
-    fn throw(
-        &self,
-        py: Python<'_>,
-        typ: &Bound<'_, PyAny>,
-        val: Option<&Bound<'_, PyAny>>,
-        tb: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        Err(thrown(py, typ, val, tb)?)
-    }
-
-    fn close(&self) {}
-}
-
 /// `__aenter__` for one permit: the fast path right here (returning a finished
 /// awaitable, no allocation), else an awaitable that waits. Not where a trio
 /// task may run ([`trio_may_run_here`]): the acquire object then decides, so
@@ -860,7 +836,7 @@ pub(crate) fn enter_one_in(
     match core.try_acquire(1) {
         Ok(_) => {
             role.taken(1);
-            Ok(ready(py)?.into_any())
+            finished(py)
         }
         Err(Error::NoPermits) => {
             let mut acquire =

@@ -54,7 +54,7 @@ mod trio;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one_in, ready, Acquire, Ready, Role};
+use awaitable::{enter_one_in, finished, Acquire, Role};
 use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
@@ -450,9 +450,9 @@ impl Semaphore {
     /// when this returns (errors are raised here); kept for the code of
     /// `RedisSemaphore`.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<Ready>> {
+    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<PyAny>> {
         self.release(py, n)?;
-        ready(py)
+        finished(py)
     }
 
     /// Takes `n` permits if they are free right now and nobody waits; never
@@ -540,9 +540,9 @@ impl Semaphore {
     /// Refused with `TypeError` on a shared or Redis semaphore, as `close()`;
     /// on a local one, `close()` as an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn close_async(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         self.close(py)?;
-        ready(py)
+        finished(py)
     }
 
     /// Closes the semaphore for every process that uses it: its waiting
@@ -764,9 +764,9 @@ impl Semaphore {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
+    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         self.release(py, Permits(1))?;
-        ready(py)
+        finished(py)
     }
 
     fn __repr__(&self) -> String {
@@ -913,12 +913,12 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
         .getattr("ident")?
         .extract()?;
     MAIN_THREAD_IDENT.store(main, Ordering::Relaxed);
+    awaitable::init_finished(py)?;
     m.add_class::<Semaphore>()?;
     m.add_class::<BoundedSemaphore>()?;
     m.add_class::<locks::Mutex>()?;
     m.add_class::<locks::RwLock>()?;
     m.add_class::<Acquire>()?;
-    m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
     m.add_class::<redis::LeaseLost>()?;

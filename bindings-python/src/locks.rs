@@ -8,7 +8,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
-use crate::awaitable::{enter_one, ready, Acquire, Held, Ready, Role};
+use crate::awaitable::{enter_one, finished, Acquire, Held, Role};
 use crate::blocking::blocking_acquire;
 use crate::errors::timeout_arg;
 use crate::{Core, MAX_PERMITS};
@@ -90,9 +90,9 @@ impl Mutex {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<Ready>> {
+    fn __aexit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
         self.role.release(py, &self.core, 1)?;
-        ready(py)
+        finished(py)
     }
 
     fn __repr__(&self) -> String {

@@ -82,7 +82,7 @@ use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
 use volt_sem_backend::{Finish, Waiter, WaiterState};
 
 use crate::interpreter::running_loop;
@@ -247,8 +247,9 @@ pub(crate) struct Chan {
     reader: bool,
     dead: AtomicBool,
     probe: Probe,
-    /// `weakref.ref(loop)`, for the probe and for the per-thread cache.
-    loop_ref: Option<Py<PyAny>>,
+    /// `weakref.ref(loop)`, for the probe and for the per-thread cache; read
+    /// with `PyWeakref_GetRef` (`upgrade`), not by calling it.
+    loop_ref: Option<Py<PyWeakrefReference>>,
     /// The thread that created the channel (the loop's thread while it ran;
     /// `PyThread_get_thread_ident`), 0 for a trio run: a wake on that thread
     /// inside [`waking`] may leave the signal to [`after_wakes`].
@@ -364,10 +365,9 @@ impl Chan {
             return false;
         };
         let probe = || -> PyResult<bool> {
-            let event_loop = loop_ref.bind(py).call0()?;
-            if event_loop.is_none() {
+            let Some(event_loop) = loop_ref.bind(py).upgrade() else {
                 return Ok(true); // the loop itself is gone
-            }
+            };
             match self.probe {
                 Probe::Never => Ok(false),
                 Probe::ClosedAttr => event_loop
@@ -641,12 +641,9 @@ impl Chan {
         let Some(loop_ref) = &self.loop_ref else {
             return false; // a trio run: its pump drains
         };
-        let Ok(event_loop) = loop_ref.bind(py).call0() else {
+        let Some(event_loop) = loop_ref.bind(py).upgrade() else {
             return false;
         };
-        if event_loop.is_none() {
-            return false;
-        }
         if self.probe == Probe::ClosedAttr {
             return stock_loop_runs_here(py, &event_loop);
         }
@@ -738,7 +735,7 @@ impl Channel {
     /// helper thread reads `reader_handle()`, `take` leaves the socket alone).
     #[new]
     #[pyo3(signature = (loop_ref, probe, reader = true))]
-    fn new(loop_ref: Option<Py<PyAny>>, probe: u8, reader: bool) -> PyResult<Self> {
+    fn new(loop_ref: Option<Py<PyWeakrefReference>>, probe: u8, reader: bool) -> PyResult<Self> {
         let sock = WakeSocket::new()?;
         let probe = match probe {
             1 => Probe::ClosedAttr,
@@ -856,8 +853,8 @@ pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, A
     if chan.probe != Probe::ClosedAttr || chan.dead.load(Ordering::SeqCst) {
         return None;
     }
-    let event_loop = chan.loop_ref.as_ref()?.bind(py).call0().ok()?;
-    if event_loop.is_none() || !stock_loop_runs_here(py, &event_loop) {
+    let event_loop = chan.loop_ref.as_ref()?.bind(py).upgrade()?;
+    if !stock_loop_runs_here(py, &event_loop) {
         return None;
     }
     Some((event_loop, chan))
@@ -888,7 +885,11 @@ pub(crate) fn asyncio_chan_or_setup<'py>(
     let cached = LAST_CHAN.with(|c| c.borrow().clone());
     if let Some(chan) = cached {
         if let Some(loop_ref) = &chan.loop_ref {
-            if loop_ref.bind(py).call0()?.is(event_loop) && !chan.dead.load(Ordering::SeqCst) {
+            let same = loop_ref
+                .bind(py)
+                .upgrade()
+                .is_some_and(|l| l.is(event_loop));
+            if same && !chan.dead.load(Ordering::SeqCst) {
                 return Ok((chan, None));
             }
         }

@@ -275,6 +275,37 @@ def test_fast_path_needs_no_loop():
     assert sem.available_permits == 0
 
 
+def test_finished_awaitables_complete_at_once_every_time(run):
+    # __aexit__, release_async, close_async and an __aenter__ that found a
+    # permit return one shared finished awaitable (issue 30): awaited again
+    # and again, by several tasks at once and through asyncio's wrappers, it
+    # gives None each time and changes nothing.
+    sem = Semaphore(2)
+    lock = volt_sem.Mutex()
+
+    async def main():
+        entered = sem.__aenter__()
+        assert await entered is None
+        assert sem.available_permits == 1
+        done = sem.__aexit__(None, None, None)
+        assert done is sem.release_async(0) is Semaphore(1).close_async()
+        for _ in range(3):
+            assert await done is None
+        assert await asyncio.gather(done, done, sem.__aexit__(None, None, None)) == [None] * 3
+        assert await asyncio.wait_for(done, 1) is None
+        assert await asyncio.ensure_future(done) is None
+        assert sem.available_permits == 3  # three __aexit__ calls, nothing more
+        async with lock:
+            assert lock.locked()
+        assert not lock.locked()
+        with pytest.raises(KeyError):
+            done.throw(KeyError)
+        done.close()
+        assert await done is None
+
+    run(main())
+
+
 def test_throw_and_close_protocol():
     sem = Semaphore(1)
     aw = sem.acquire()
