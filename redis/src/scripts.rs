@@ -219,8 +219,19 @@ impl Scripts {
     /// `verb` (`EVALSHA` or `EVAL`) of `first` (the script's hash or source)
     /// with every key of the semaphore, the session's arguments and `args`.
     fn command(verb: &str, first: &str, keys: &Keys, who: Who<'_>, args: &[&str]) -> redis::Cmd {
-        let mut c = redis::cmd(verb);
-        c.arg(first).arg(keys.keys.len());
+        // Sized up front: grown argument by argument, the two buffers of a
+        // command with the semaphore's nine keys were reallocated about ten
+        // times per call.
+        let count = 2 + keys.keys.len() + 3 + args.len();
+        let bytes = verb.len()
+            + first.len()
+            + keys.keys.iter().map(String::len).sum::<usize>()
+            + who.sid.len()
+            + who.inc.len()
+            + 20
+            + args.iter().map(|a| a.len()).sum::<usize>();
+        let mut c = redis::Cmd::with_capacity(count, bytes + 4);
+        c.arg(verb).arg(first).arg(keys.keys.len());
         for k in &keys.keys {
             c.arg(k);
         }
