@@ -44,7 +44,8 @@
 //!                          (FIFO order = the order Redis ran the scripts)
 //!   {p:n}:entries   hash   request id -> "requested:granted so far"
 //!   {p:n}:sessions  zset   session id -> lease deadline (server ms)
-//!   {p:n}:held      hash   session id -> permits held
+//!   {p:n}:held      hash   session id -> permits held (0 when none: the field lives as long as
+//!                          the session, from connect to its end or reap; see below)
 //!   {p:n}:grants    hash   request id -> token of a completed grant not yet collected ("0": closed,
 //!                          "T": failed by set_total, above the new total)
 //!   {p:n}:own       zset   request id (score 0): a lexicographic index of each session's requests
@@ -60,6 +61,16 @@
 //! `avail + Σ held + Σ partial == total + debt` after every script (`debt`
 //! is 0 but after a shrink below what is held, see *Changing the total*);
 //! the tests check it after every crash ([`RedisSemaphore::census`]).
+//!
+//! A session's `held` field is created at 0 by `connect` and kept at 0
+//! when its holding comes back to 0 (a release deletes nothing: one call
+//! fewer per release), until the session ends or is reaped. Readers treat
+//! a field at 0 and a missing one alike (the census sums, `inspect` lists
+//! holdings above 0), which earlier versions of this crate did too, and
+//! each version only ever deletes its own sessions' fields or those of
+//! sessions it ends or reaps: so handles of this version and of the
+//! earlier ones (which delete a holding that comes back to 0, and whose
+//! sessions have no field until they first hold) can share a semaphore.
 //!
 //! * **Strict FIFO, weights included, direct hand-off.** An acquire takes
 //!   permits at once only if the queue is empty and enough are available;

@@ -1,17 +1,23 @@
 //! The Lua scripts and their typed invocation.
 //!
-//! Each script is `lua/head.lua` (key layout, clock), `lua/prelude.lua`
-//! (hand-off, lazy reclaim, session check) and its body in `lua/<name>.lua`,
-//! run as a function whose reply `lua/tail.lua` annotates for the caller's
-//! stats (sessions reaped, permits available: see [`Reply`]).
-//! `acquire` and `release` have a fast path between the head and the
-//! prelude: `lua/fast.lua` checks with two reads (the semaphore's hash, the
-//! session's deadline) that nothing needs reaping and the session is live,
-//! then `lua/<name>_fast.lua` completes an uncontended call before a single
-//! helper closure is created. Server time per uncontended call went from
-//! about 15 us to about 5 us (`INFO commandstats`, see docs/benchmarks.md,
-//! appendix "Redis"). They run with `EVALSHA`, falling back to `EVAL` on
-//! `NOSCRIPT` (a restarted or flushed script cache).
+//! Each script is `lua/head.lua` (key layout, clock), `lua/hand.lua` (the
+//! hand-off), `lua/prelude.lua` (lazy reclaim, session check) and its body
+//! in `lua/<name>.lua`, run as a function whose reply `lua/tail.lua`
+//! annotates for the caller's stats (sessions reaped, permits available:
+//! see [`Reply`]). `acquire` and `release` have a fast path between the
+//! head and hand.lua: `lua/fast.lua` checks with two reads (the semaphore's
+//! hash, the session's deadline) that nothing needs reaping and the session
+//! is live, then `lua/<name>_fast.lua` completes an uncontended call before
+//! the hand-off's closure (which captures about fifteen upvalues) or any
+//! helper of the prelude is created; a release that hands its permits on
+//! does it in `lua/release_handoff.lua`, after hand.lua. Server time per
+//! uncontended call went from about 15 us to about 5 us (`INFO
+//! commandstats`, see docs/benchmarks.md, appendix "Redis"); back to back
+//! on the bench VM, 9.1 -> 8.0 us per script (mean of an acquire and a
+//! release) when the hand-off's closure moved out of the head and a
+//! release stopped deleting a holding that came back to 0. They run with
+//! `EVALSHA`, falling back to `EVAL` on `NOSCRIPT` (a restarted or flushed
+//! script cache).
 //!
 //! Public (but hidden from the docs) so that the model-check test can drive
 //! the scripts directly against a real Redis, many virtual sessions at once.
@@ -25,17 +31,27 @@ macro_rules! script {
     ($file:literal) => {
         Script::new(concat!(
             include_str!("lua/head.lua"),
+            include_str!("lua/hand.lua"),
             include_str!("lua/prelude.lua"),
             "local function body()\n",
             include_str!($file),
             include_str!("lua/tail.lua")
         ))
     };
-    ($fast:literal, $file:literal) => {
+    // `$last`: the last field fast.lua reads from the semaphore's hash
+    // (each one more costs Redis about 0.1 us per call). `$fast` runs
+    // before hand.lua does (the uncontended call, which hands nothing on),
+    // `$handoff` after it.
+    ($last:literal, $fast:literal, $(then $handoff:literal,)? $file:literal) => {
         Script::new(concat!(
             include_str!("lua/head.lua"),
+            "local FAST_LAST = '",
+            $last,
+            "'\n",
             include_str!("lua/fast.lua"),
             include_str!($fast),
+            include_str!("lua/hand.lua"),
+            $(include_str!($handoff),)?
             include_str!("lua/prelude.lua"),
             "local function body()\n",
             include_str!($file),
@@ -146,8 +162,13 @@ impl Scripts {
     pub fn new() -> Self {
         Scripts {
             connect: script!("lua/connect.lua"),
-            acquire: script!("lua/acquire_fast.lua", "lua/acquire.lua"),
-            release: script!("lua/release_fast.lua", "lua/release.lua"),
+            acquire: script!("seq", "lua/acquire_fast.lua", "lua/acquire.lua"),
+            release: script!(
+                "debt",
+                "lua/release_fast.lua",
+                then "lua/release_handoff.lua",
+                "lua/release.lua"
+            ),
             cancel: script!("lua/cancel.lua"),
             close: script!("lua/close.lua"),
             heartbeat: script!("lua/heartbeat.lua"),
@@ -198,8 +219,19 @@ impl Scripts {
     /// `verb` (`EVALSHA` or `EVAL`) of `first` (the script's hash or source)
     /// with every key of the semaphore, the session's arguments and `args`.
     fn command(verb: &str, first: &str, keys: &Keys, who: Who<'_>, args: &[&str]) -> redis::Cmd {
-        let mut c = redis::cmd(verb);
-        c.arg(first).arg(keys.keys.len());
+        // Sized up front: grown argument by argument, the two buffers of a
+        // command with the semaphore's nine keys were reallocated about ten
+        // times per call.
+        let count = 2 + keys.keys.len() + 3 + args.len();
+        let bytes = verb.len()
+            + first.len()
+            + keys.keys.iter().map(String::len).sum::<usize>()
+            + who.sid.len()
+            + who.inc.len()
+            + 20
+            + args.iter().map(|a| a.len()).sum::<usize>();
+        let mut c = redis::Cmd::with_capacity(count, bytes + 4);
+        c.arg(verb).arg(first).arg(keys.keys.len());
         for k in &keys.keys {
             c.arg(k);
         }

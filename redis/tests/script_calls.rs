@@ -88,10 +88,11 @@ fn ok(r: Reply, status: &str) -> Reply {
 
 /// try_acquire(1) then release(1) with a permit to spare: the release
 /// finds permits available, so nobody is queued, and it gives its permit
-/// back without looking at the queue (no `ZRANGE`): 12 commands for the
-/// pair (13 before).
+/// back without looking at the queue (no `ZRANGE`), and leaves the holding
+/// at 0 rather than deleting it (no `HDEL`: the field lives as long as the
+/// session): 11 commands for the pair (13, then 12 before).
 #[test]
-fn an_uncontended_acquire_and_release_make_twelve_calls() {
+fn an_uncontended_acquire_and_release_make_eleven_calls() {
     let s = Server::start();
     let mut con = s.raw();
     let sc = Scripts::new();
@@ -126,10 +127,9 @@ fn an_uncontended_acquire_and_release_make_twelve_calls() {
             ("zscore", 2 * n),
             // acquire: the counters and the holder's inspect record.
             ("hset", 2 * n),
-            // acquire: the holding; release: the holding, then avail.
+            // acquire: the holding; release: the holding (left at 0),
+            // then avail.
             ("hincrby", 3 * n),
-            // release: the holding back at 0.
-            ("hdel", n),
         ]),
     );
 }
@@ -137,8 +137,9 @@ fn an_uncontended_acquire_and_release_make_twelve_calls() {
 /// A queued acquire reads the semaphore's hash once (fast.lua's read, with
 /// the arrival stamp; before, acquire.lua read it a second time), and the
 /// release that hands the permit on to it takes the fencing token from
-/// that same read instead of a `HGET`: 7 and 17 commands (8 and 16
-/// before). The release's two more are the `TYPE`s of the grant records
+/// that same read instead of a `HGET`: 7 and 16 commands (8 and 16
+/// before, then 7 and 17; the releaser's holding is now left at 0, not
+/// deleted). The release's two more are the `TYPE`s of the grant records
 /// and the inspect records, which a completed hand-off only writes: a key
 /// of another type there must fail the script before its first write
 /// (head.lua's expect(), tests/wrong_type.rs). The queued acquire checks
@@ -191,8 +192,8 @@ fn a_queued_acquire_and_its_hand_off_read_the_counters_once() {
             ("type", 2),
             // s1's holding down, s2's up.
             ("hincrby", 2),
-            // s1's holding at 0; the request's record.
-            ("hdel", 2),
+            // The request's record (s1's holding is left at 0).
+            ("hdel", 1),
             // The queue's head, and its need:got record.
             ("zrange", 1),
             ("hget", 1),

@@ -26,9 +26,12 @@
 //!
 //! Each of these breaks one of the two tests (checked when they were
 //! written): an `expect()` taken out of prelude.lua's `guard()` or of
-//! release_fast.lua, the `HDEL` taken out of the queued acquire's undo
+//! release_handoff.lua, the `HDEL` taken out of the queued acquire's undo
 //! (acquire.lua), the fast acquire's undo leaving the holding at "0"
-//! instead of removing it (acquire_fast.lua).
+//! instead of removing it (acquire_fast.lua, when a holding that came back
+//! to 0 was removed). Since a live session's holding is kept at 0 rather
+//! than removed (release_fast.lua), the reverse: that undo removing the
+//! holding instead of restoring its 0 (checked: both tests fail).
 
 mod support;
 

@@ -10,7 +10,7 @@ local eid, n, mode = ARGV[4], tonumber(ARGV[5]), ARGV[6]
 -- the fast path, fast.lua's read (nothing wrote META since).
 local m
 if FAST then
-  m = {M[3], M[4], M[5], M[6], M[8]}
+  m = {M[3], M[4], M[5], M[6], M[7]}
 else
   m = redis.call('HMGET', META, 'closed', 'total', 'avail', 'token', 'seq')
 end

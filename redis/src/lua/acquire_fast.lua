@@ -9,6 +9,7 @@ if FAST then
   local avail = tonumber(M[5])
   if avail >= n then
     local tok = math.max(tonumber(M[6]) + 1, NOW_US)
+    local t = fmt(tok)
     -- The holding first: not read before, it is the first write (a wrong
     -- type fails it with nothing written, see head.lua's expect()).
     local h = redis.call('HINCRBY', HELD, SID, n)
@@ -18,15 +19,17 @@ if FAST then
     -- a read more per acquire), and the script fails with nothing changed.
     local r
     if h == n then
-      r = redis.pcall('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
+      r = redis.pcall('HSET', INFO, SID .. ':t', t, SID .. ':s', fmt(NOW_MS))
     else
-      r = redis.pcall('HSET', INFO, SID .. ':t', fmt(tok))
+      r = redis.pcall('HSET', INFO, SID .. ':t', t)
     end
     if failed(r) then
-      if h == n then redis.call('HDEL', HELD, SID) else redis.call('HINCRBY', HELD, SID, -n) end
+      -- Back to what it was (0 included: the field lives as long as the
+      -- session, see release_fast.lua).
+      redis.call('HINCRBY', HELD, SID, -n)
       error(r)
     end
-    redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
+    redis.call('HSET', META, 'avail', avail - n, 'token', t)
     if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
     -- With what is left available (the stats' gauge, see tail.lua).
     return {'READY a=' .. fmt(avail - n), tok}

@@ -26,6 +26,10 @@ else
 end
 reap()
 redis.call('ZADD', SESSIONS, fmt(NOW_MS + LEASE), SID)
+-- The session's holding, 0 (kept, not deleted, when it comes back to 0:
+-- release_fast.lua), so that a fast path's undo restores it exactly. NX: a
+-- session registered again keeps what it holds.
+redis.call('HSETNX', HELD, SID, 0)
 if ARGV[6] and ARGV[6] ~= '' then redis.call('HSET', INFO, SID, ARGV[6]) end
 -- Keep META.reap at or below every deadline (fast.lua).
 local reap_at = tonumber(redis.call('HGET', META, 'reap') or '0')

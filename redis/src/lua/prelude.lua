@@ -1,4 +1,5 @@
--- The helpers of every script's slow path (after head.lua; see scripts.rs).
+-- The helpers of every script's slow path (after head.lua and hand.lua; see
+-- scripts.rs).
 local function note_key(sid) return TAG .. ':note:' .. sid end
 local function sid_of(eid) return string.match(eid, '^([^:]*):') end
 local function parse(e)

@@ -7,7 +7,8 @@ if r then return r end
 local n = tonumber(ARGV[4])
 local held = tonumber(redis.call('HGET', HELD, SID) or '0')
 if n > held then return {'NOTHELD', held} end
-if held == n then redis.call('HDEL', HELD, SID) else redis.call('HINCRBY', HELD, SID, -n) end
+-- Left at 0 when it empties (as release_fast.lua).
+redis.call('HINCRBY', HELD, SID, -n)
 hand(n)
 local out = {'OK'}
 for i = 1, #MINE do out[i + 1] = MINE[i] end

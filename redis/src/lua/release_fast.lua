@@ -1,49 +1,23 @@
--- release, fast part (see release.lua for the arguments and replies): with
--- FAST, the whole release: the holding is decremented and the permits are
--- handed on (head.lua's hand(): to the queue head(s), or back to avail if
--- nobody waits). O((g + 1) log n) for g waiters completed.
-if FAST then
+-- release, uncontended fast part (see release.lua for the arguments and
+-- replies), before hand.lua: with FAST and permits available, nobody is
+-- queued and there is no debt (either means avail == 0, see hand()), so
+-- the permits go straight back, as hand() would have after finding the
+-- queue empty, without reading the queue. O(1). A release that finds no
+-- permits available hands them on: release_handoff.lua, after hand.lua.
+if FAST and tonumber(M[5]) > 0 then
   local n = tonumber(ARGV[4])
-  -- Nothing available: the permits go to the queue's head (or pay a
-  -- debt). What that hand-off reads, it reads before the first write (see
-  -- head.lua's expect()), and hand() takes it from here; if the head
-  -- completes, the grant record and the owner's inspect record are
-  -- written, hashes not read otherwise: checked here.
-  local head, e
-  if tonumber(M[5]) == 0 then
-    local p = n - tonumber(M[7] or '0')
-    if p > 0 then
-      head = redis.call('ZRANGE', QUEUE, 0, 0)[1] or false
-      if head then
-        e = redis.call('HGET', ENTRIES, head)
-        local need, got = string.match(e, '^(%d+):(%d+)$')
-        if tonumber(need) - tonumber(got) <= p then
-          expect(GRANTS, 'hash')
-          expect(INFO, 'hash')
-        end
-      end
-    end
-  end
-  -- The holding: the first write.
+  -- The holding: the first write. Left at 0 rather than deleted (one call
+  -- fewer per release that empties it): the field lives as long as the
+  -- session (connect.lua creates it, prelude.lua's drop_session() removes
+  -- it), so that the undo here or in acquire_fast.lua restores it exactly.
   local left = redis.call('HINCRBY', HELD, SID, -n)
   if left < 0 then
     redis.call('HINCRBY', HELD, SID, n)
-    if left + n == 0 then redis.call('HDEL', HELD, SID) end
     if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
     return {'NOTHELD', left + n}
   end
-  if left == 0 then redis.call('HDEL', HELD, SID) end
-  if tonumber(M[5]) > 0 then
-    -- Permits available: nobody is queued and there is no debt (either
-    -- means avail == 0, see hand()), so they go straight back, as hand()
-    -- would have after finding the queue empty (one call fewer).
-    AVAIL = redis.call('HINCRBY', META, 'avail', n)
-  else
-    hand(n, M[7] or '0', M[6], head, e)
-  end
+  AVAIL = redis.call('HINCRBY', META, 'avail', n)
   if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
   -- With what is left available (the stats' gauge, see tail.lua).
-  local out = {AVAIL and ('OK a=' .. fmt(AVAIL)) or 'OK'}
-  for i = 1, #MINE do out[i + 1] = MINE[i] end
-  return out
+  return {'OK a=' .. fmt(AVAIL)}
 end
