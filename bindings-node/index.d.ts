@@ -512,7 +512,9 @@ export declare class Semaphore {
   /**
    * Resolves with the error (`ERR_VOLT_LEASE_EXPIRED`, `ERR_VOLT_STATE_LOST`)
    * once the session holding this object's grants is lost: `leaseSignal` as
-   * a promise (Redis only; throws `ERR_INVALID_STATE` elsewhere).
+   * a promise (Redis only; throws `ERR_INVALID_STATE` elsewhere). Every call
+   * within one session returns the same promise (one listener on
+   * `leaseSignal`, however often it is called).
    */
   leaseLost(): Promise<RedisError>;
 
