@@ -627,13 +627,14 @@ def _open_fds():
 @pytest.mark.parametrize("kind", LOOP_KINDS)
 def test_tasks_left_on_closed_or_dropped_loops_leave_no_trace(name, kind):
     """Tasks left waiting on loops closed (or dropped) without cancelling
-    them (uvloop's: closed only), 200 times: once the GC collects them their requests leave the
-    segment's queue, the permit reaches the next acquire, and neither the
-    tasks nor their loops (each with open sockets) stay: as many open fds
-    after the 200 as after the first 10. (The handle kept each waiting
-    Future in its list for disconnect() by a strong reference, so the GC
-    could never collect such a task: its loop stayed open and its request
-    stayed queued for good, and the permit released next went to it.)"""
+    them (uvloop's: closed only), 200 times: once the GC collects them
+    their requests leave the segment's queue, the permit reaches the next
+    acquire, and neither the tasks nor their loops (each with open
+    sockets) stay: the open fds after the 200 are within a few of those
+    after the first 10. (The handle kept each waiting Future in its list
+    for disconnect() by a strong reference, so the GC could never collect
+    such a task: its loop stayed open and its request stayed queued for
+    good, and the permit released next went to it.)"""
     sem = volt_sem.Semaphore.open(name, 1)
     assert sem.try_acquire(1)
 
@@ -656,7 +657,9 @@ def test_tasks_left_on_closed_or_dropped_loops_leave_no_trace(name, kind):
     fds = _open_fds()
     cycles(200)
     assert len(sem.inspect().waiters) == 0
-    assert _open_fds() == fds
+    # Bounded, not equal: on the thread wake path (VOLT_SEM_WAKE=thread) a
+    # loop's helper thread closes its socket when it ends, a moment after.
+    assert _open_fds() <= fds + 4
     sem.release(1)
     assert sem.try_acquire(1)
     sem.release(1)
