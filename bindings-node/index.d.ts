@@ -512,7 +512,9 @@ export declare class Semaphore {
   /**
    * Resolves with the error (`ERR_VOLT_LEASE_EXPIRED`, `ERR_VOLT_STATE_LOST`)
    * once the session holding this object's grants is lost: `leaseSignal` as
-   * a promise (Redis only; throws `ERR_INVALID_STATE` elsewhere).
+   * a promise (Redis only; throws `ERR_INVALID_STATE` elsewhere). Every call
+   * within one session returns the same promise (one listener on
+   * `leaseSignal`, however often it is called).
    */
   leaseLost(): Promise<RedisError>;
 
@@ -526,7 +528,15 @@ export declare class Semaphore {
    * semaphore stays open for every other object, process and client.
    * Idempotent. A named process's record goes when its last object is
    * collected or it exits; a Redis object's session also ends when it is
-   * garbage-collected or its thread ends.
+   * garbage-collected or its thread ends. What a disconnected object still
+   * has in this process also goes only when it is collected: named, the
+   * name's mapping and one file descriptor (per name, while any object of
+   * it lives); Redis, the object's door thread and one Redis connection. A
+   * program that disconnects many objects of distinct names or
+   * connections keeps that much per object the garbage collector has not
+   * collected yet (measured: 2,000 names disconnected, 2,000 descriptors
+   * until the next collection; 100 Redis objects kept after `disconnect()`,
+   * 100 threads and 100 connections): drop the objects.
    * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
    *   `close()` closes it).
    */

@@ -1698,7 +1698,12 @@ class Semaphore {
   leaseLost() {
     const signal = this.leaseSignal;
     if (signal.aborted) return Promise.resolve(signal.reason);
-    return new Promise((resolve) => addListener.call(signal, 'abort', () => resolve(signal.reason), { once: true }));
+    // One promise per session, shared by every call: a listener per call
+    // stayed on the signal until the session was lost, so a program racing
+    // each job against leaseLost() grew the signal's listeners without bound.
+    const lease = this.#lease;
+    lease.lost ??= new Promise((resolve) => addListener.call(signal, 'abort', () => resolve(signal.reason), { once: true }));
+    return lease.lost;
   }
 
   /**

@@ -518,6 +518,26 @@ test('a collected object lets go of its lease watch (its leaseSignal is collecte
   await keeper.disconnect();
 });
 
+test('leaseLost() called once per job in a live session adds one listener to leaseSignal, not one per call', async () => {
+  // Each call added an abort listener that stayed until the session was
+  // lost: a program racing each job against leaseLost() grew it without
+  // bound (and Node warned MaxListenersExceededWarning after 10).
+  const { getEventListeners } = require('node:events');
+  const sem = await Semaphore.connect(srv.url(), 'lease-lost-per-job', 1);
+  try {
+    await sem.acquire(1);
+    const before = getEventListeners(sem.leaseSignal, 'abort').length;
+    const calls = [];
+    for (let i = 0; i < 1000; i++) calls.push(sem.leaseLost());
+    const after = getEventListeners(sem.leaseSignal, 'abort').length;
+    assert.ok(after <= before + 1, `${after} abort listeners after 1000 calls (${before} before)`);
+    assert.equal(await settled(calls[999]), false);
+    await sem.release(1);
+  } finally {
+    await sem.disconnect();
+  }
+});
+
 test('an unref()d object waiting for permits does not keep the process alive', async () => {
   const sem = await Semaphore.connect(srv.url(), 'unref', 1);
   await sem.acquire(1);
@@ -662,6 +682,7 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
     assert.equal(signal, permit.signal);
     let lost;
     signal.addEventListener('abort', () => (lost = signal.reason));
+    const told = [sem.leaseLost(), sem.leaseLost()];
     s.signal('SIGSTOP');
     await assert.rejects(waiting, { code: 'ERR_VOLT_LEASE_EXPIRED' });
     s.signal('SIGCONT');
@@ -670,6 +691,7 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
     assert.equal(permit.signal.aborted, true);
     assert.equal(sem.isLeaseLost(), true);
     assert.equal((await sem.leaseLost()).code, 'ERR_VOLT_LEASE_EXPIRED');
+    for (const p of told) assert.equal((await p).code, 'ERR_VOLT_LEASE_EXPIRED');
     assert.match(util.inspect(sem), /session: 'lease lost'/);
     assert.throws(() => permit(), { code: 'ERR_VOLT_LEASE_EXPIRED' });
     // The lost permit went back once: other's 1 + nothing of sem's.

@@ -233,7 +233,55 @@ impl Extra {
     /// `release(n)` of the caller: per grant when its own grants cover `n`.
     pub(crate) fn release(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
         let session = self.session_for_release(py, n)?;
-        release_from(core, n, session)
+        let r = release_from(core, n, session);
+        if session == 0 {
+            self.trim(core);
+        }
+        r
+    }
+
+    /// After a release counted per handle (permits one caller acquired,
+    /// given back by another): the records of the sessions still live may
+    /// then cover more than the handle holds; the oldest go until they
+    /// cover at most that. Without this, each such release left its
+    /// acquirer's record for good (a table growing by one per cycle, which
+    /// every release scans, and that a later task or thread at the same
+    /// address took for its own: its `last_token` while holding nothing).
+    /// A lost session's records stay: their owners' release must still
+    /// fail with `LeaseExpiredError`.
+    fn trim(&self, core: &Core) {
+        let Some(r) = core.as_redis() else {
+            return;
+        };
+        let held = r.held_permits();
+        let mut g = lock(&self.grants);
+        // Lease checks once per session (a handle has one live at a time).
+        let mut lost: Vec<(u64, bool)> = Vec::new();
+        let mut is_lost = |session: u64| match lost.iter().find(|(s, _)| *s == session) {
+            Some(&(_, l)) => l,
+            None => {
+                let l = core.lease_watch(session).is_some_and(|w| w.is_lost());
+                lost.push((session, l));
+                l
+            }
+        };
+        let live: Vec<bool> = g.iter().map(|rec| !is_lost(rec.session)).collect();
+        let mut covered: usize = g
+            .iter()
+            .zip(&live)
+            .filter(|(_, &l)| l)
+            .fold(0usize, |a, (rec, _)| a.saturating_add(rec.n));
+        let mut live = live.into_iter();
+        g.retain_mut(|rec| {
+            let is_live = live.next().unwrap_or(false);
+            if covered <= held || !is_live {
+                return true;
+            }
+            let take = (covered - held).min(rec.n);
+            rec.n -= take;
+            covered -= take;
+            rec.n > 0
+        });
     }
 
     fn session_lost(&self, core: &Core) -> bool {

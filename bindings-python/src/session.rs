@@ -32,6 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
+use pyo3::types::PyWeakrefReference;
 
 use crate::errors::disconnected_error;
 use crate::trio::TrioWaiter;
@@ -52,17 +53,50 @@ pub(crate) struct SessionCell {
 }
 
 /// The acquires of a named handle that may be queued, so that `disconnect()`
-/// can fail them: the Futures of asyncio tasks' waits (pruned when done),
-/// trio tasks' waits (with their run's token; pruned when no longer
-/// queued), and the flag blocking waits check between their signal slices.
+/// can fail them: the Futures of asyncio tasks' waits (pruned when done or
+/// collected), trio tasks' waits (with their run's token; pruned when no
+/// longer queued), and the flag blocking waits check between their signal
+/// slices.
+///
+/// A Future is listed by a weak reference when its type allows one
+/// (asyncio's and uvloop's do): a strong one, which the GC cannot see, kept
+/// the task of a loop closed or dropped with the wait pending (the Future's
+/// callback holds the task, the task the acquire) from ever being
+/// collected, so its request stayed queued in the segment for good, took
+/// the next grant, and kept its loop and the loop's sockets open.
 ///
 /// The lock is never held while Python code may run (a Future's `done()`,
 /// the drop of a Future): a thread holding the GIL may wait for it.
 #[derive(Default)]
 pub(crate) struct SessionWaits {
     ended: AtomicBool,
-    futures: Mutex<Vec<Py<PyAny>>>,
+    futures: Mutex<Vec<Listed>>,
     trio: Mutex<Vec<TrioWait>>,
+}
+
+/// A listed Future: a weak reference to it, or the Future itself when its
+/// type refuses weak references (a loop's own Future class).
+enum Listed {
+    Weak(Py<PyWeakrefReference>),
+    Strong(Py<PyAny>),
+}
+
+impl Listed {
+    fn new(fut: &Bound<'_, PyAny>) -> Listed {
+        match PyWeakrefReference::new(fut) {
+            Ok(weak) => Listed::Weak(weak.unbind()),
+            Err(_) => Listed::Strong(fut.clone().unbind()),
+        }
+    }
+
+    /// The Future, unless it was collected (its acquire then gave the wait
+    /// up when it was collected too).
+    fn get<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyAny>> {
+        match self {
+            Listed::Weak(weak) => weak.bind(py).upgrade(),
+            Listed::Strong(fut) => Some(fut.bind(py).clone()),
+        }
+    }
 }
 
 /// A trio task's queued wait: the run's token, the task, its waiter.
@@ -83,28 +117,30 @@ impl SessionWaits {
     /// (the caller gives its wait up).
     pub(crate) fn list(&self, py: Python<'_>, fut: &Bound<'_, PyAny>) -> bool {
         let listed = std::mem::take(&mut *lock(&self.futures));
-        let mut keep: Vec<Py<PyAny>> = listed
+        let mut keep: Vec<Listed> = listed
             .into_iter()
             .filter(|f| {
-                !f.bind(py)
-                    .call_method0(pyo3::intern!(py, "done"))
-                    .and_then(|d| d.is_truthy())
-                    .unwrap_or(true)
+                f.get(py).is_some_and(|f| {
+                    !f.call_method0(pyo3::intern!(py, "done"))
+                        .and_then(|d| d.is_truthy())
+                        .unwrap_or(true)
+                })
             })
             .collect();
+        let new = Listed::new(fut);
         {
             let mut g = lock(&self.futures);
             // `end` sets the flag before it takes the list: seen false here,
             // under the lock, its take comes later and finds these.
             if !self.ended() {
                 g.extend(keep.drain(..));
-                g.push(fut.clone().unbind());
+                g.push(new);
                 return true;
             }
         }
         // Ended meanwhile: the waits taken out above are failed here.
-        for f in keep {
-            let _ = fail_future(py, f.bind(py));
+        for f in keep.iter().filter_map(|f| f.get(py)) {
+            let _ = fail_future(py, &f);
         }
         false
     }
@@ -147,8 +183,8 @@ impl SessionWaits {
     fn end(&self, py: Python<'_>) {
         self.ended.store(true, Ordering::SeqCst);
         let futures = std::mem::take(&mut *lock(&self.futures));
-        for fut in futures {
-            let _ = fail_future(py, fut.bind(py));
+        for fut in futures.iter().filter_map(|f| f.get(py)) {
+            let _ = fail_future(py, &fut);
         }
         let trio = std::mem::take(&mut *lock(&self.trio));
         for w in trio {

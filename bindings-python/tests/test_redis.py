@@ -293,6 +293,38 @@ def test_acquire_release_tokens(server, name):
     assert "redis://" not in repr(sem) and name in repr(sem)
 
 
+def test_a_release_by_another_task_leaves_no_grant_record_behind(server, name):
+    """Permits acquired by one task and released by another (a release
+    counted per handle), 200 times: the handle kept each acquiring task's
+    record of its grant for good (one more per cycle, without bound, each
+    scanned by every later release), and a later task created at the same
+    address took it for its own: `last_token` of a task that holds nothing
+    gave a released grant's token."""
+    sem = connect(server.url, name, 1)
+
+    async def holds_nothing():
+        return sem.last_token
+
+    async def main():
+        for _ in range(200):
+            await asyncio.ensure_future(_await(sem.acquire(1)))
+            sem.release(1)  # by this task, not the one granted
+        return [await asyncio.ensure_future(holds_nothing()) for _ in range(50)]
+
+    assert asyncio.run(main()) == [None] * 50
+    # Still per grant for a task that releases its own.
+    async def own():
+        await sem.acquire(1)
+        token = sem.last_token
+        sem.release(1)
+        return token, sem.last_token
+
+    token, after = asyncio.run(own())
+    assert token is not None and after is None
+    c = conserved(sem, 1)
+    assert c["available"] == 1 and c["held"] == 0
+
+
 def test_many_tokens_strictly_increase_across_handles(server, name):
     a = connect(server.url, name, 1)
     b = connect(server.url, name, 1)

@@ -969,6 +969,11 @@ impl RedisSemaphore {
     /// sharing its session, see [`ConnectOptions::own_session`]) fails with
     /// [`Error::Closed`]. Idempotent; one round trip (bounded by the command
     /// timeout). Dropping the last handle does the same.
+    ///
+    /// The handle's door thread and command connection stay until the last
+    /// handle (clones included) is dropped: drop a disconnected handle
+    /// rather than keep it (measured: 50 handles kept after `disconnect`,
+    /// 50 threads and 50 connections; none once they were dropped).
     pub fn disconnect(&self) {
         self.inner.disconnect()
     }
