@@ -160,6 +160,10 @@ def test_closed_thread_path_loop_hands_permits_on_and_its_helper_ends():
     before = wake_threads()
     with NoReaderLoopThread() as lt:
         aw, _ = park_on(lt, sem, 2)
+        # A first wait is queued before its loop's wake channel connects
+        # (from asyncio's Task: _glue.ConnectThenWait), which starts the
+        # helper: "queued" may be seen first.
+        wait_until(lambda: wake_threads() - before, "the loop's wake helper started")
         (helper,) = wake_threads() - before
         lt.stop()
         lt.loop.close()
