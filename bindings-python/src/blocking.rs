@@ -203,7 +203,14 @@ fn shared_blocking_acquire(
             if session.is_some_and(|s| s.ended()) {
                 interruption = Some(disconnected_error());
             } else {
-                interruption = Python::attach(|py| py.check_signals()).err();
+                // SAFETY: this runs inside this thread's own `py.detach`
+                // below: the thread keeps its thread state, and taking it
+                // back is what the end of that `detach` does too (without
+                // checks either). Not `Python::attach`, whose checks refuse
+                // (panic) once finalization has begun, where a wait in a
+                // finalizer on the main thread must work as anywhere else
+                // (tests/test_exit.py::test_a_blocking_wait_in_a_finalizer_during_finalization_times_out).
+                interruption = unsafe { Python::attach_unchecked(|py| py.check_signals()) }.err();
             }
             interruption.is_some()
         });

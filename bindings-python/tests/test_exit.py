@@ -182,3 +182,12 @@ def test_a_blocking_wait_granted_after_the_exit_hook_stays_parked(kind):
     assert proc.returncode == 0, proc.stderr
     assert "queued" in proc.stdout and "late hook done" in proc.stdout, proc.stdout + proc.stderr
     assert "came back" not in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["local", "named"])
+def test_a_blocking_wait_in_a_finalizer_during_finalization_times_out(kind):
+    script = os.path.join(os.path.dirname(__file__), "scripts", "blocking_in_finalizer.py")
+    proc = subprocess.run([sys.executable, script, kind], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "finalizer's wait: False" in proc.stdout, proc.stdout + proc.stderr
+    assert "panicked" not in proc.stderr, proc.stderr
