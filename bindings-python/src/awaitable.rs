@@ -53,7 +53,7 @@ use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
 use crate::blocking::blocking_acquire_in;
-use crate::coroutine::coroutine_pymethods;
+use crate::coroutine::{coroutine_pymethods, thrown};
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::future::{new_future, yield_future};
 use crate::interpreter::running_loop;
@@ -162,6 +162,8 @@ impl Role {
 static TRIO_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static NO_LOOP_ERROR: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static FINISHED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+static READY: PyOnceLock<Py<Ready>> = PyOnceLock::new();
+static EXHAUSTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// Whether trio was imported, and its import finished: without it no trio run
 /// can await this, and `__await__` skips the running-loop lookup (whose fork
@@ -275,6 +277,57 @@ pub(crate) fn init_finished(py: Python<'_>) -> PyResult<Py<PyAny>> {
     FINISHED
         .import(py, "volt_sem._finished", "FINISHED")
         .map(|f| f.clone().unbind())
+}
+
+/// The finished coroutine of `release_async()` and `close_async()`: what
+/// their callers may start as a task (`asyncio.create_task`, `asyncio.run`,
+/// trio's `start_soon` and `trio.run`), which takes only a
+/// `collections.abc.Coroutine` (asyncio since 3.12; trio always), not the
+/// generator [`finished`] returns (that one serves the `async with` paths,
+/// which only `await` it). One object for all (frozen, stateless).
+pub(crate) fn ready(py: Python<'_>) -> PyResult<Py<Ready>> {
+    READY
+        .get_or_try_init(py, || Py::new(py, Ready))
+        .map(|r| r.clone_ref(py))
+}
+
+/// A finished coroutine: `await` on it (or `send`) gives `None` at once.
+/// `__await__` hands the interpreter an exhausted iterator (`iter(())`, one
+/// for all), whose end the interpreter reads without calling back into this
+/// extension: an `await` costs one call here, not two. (Not the generator of
+/// [`finished`]: `__await__` may not return a coroutine, and a
+/// `types.coroutine` generator counts as one.)
+#[pyclass(module = "volt_sem", frozen)]
+pub(crate) struct Ready;
+
+#[pymethods]
+impl Ready {
+    fn __await__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        EXHAUSTED
+            .get_or_try_init(py, || {
+                let it = pyo3::types::PyTuple::empty(py).try_iter()?;
+                Ok::<_, PyErr>(it.into_any().unbind())
+            })
+            .map(|it| it.clone_ref(py))
+    }
+
+    #[pyo3(signature = (_value = None, /))]
+    fn send(&self, _value: Option<&Bound<'_, PyAny>>) -> PyResult<()> {
+        Err(PyStopIteration::new_err(()))
+    }
+
+    #[pyo3(signature = (typ, val = None, tb = None, /))]
+    fn throw(
+        &self,
+        py: Python<'_>,
+        typ: &Bound<'_, PyAny>,
+        val: Option<&Bound<'_, PyAny>>,
+        tb: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        Err(thrown(py, typ, val, tb)?)
+    }
+
+    fn close(&self) {}
 }
 
 // ---------------------------------------------------------------------------

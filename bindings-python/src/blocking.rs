@@ -195,20 +195,32 @@ fn shared_blocking_acquire(
 ) -> PyResult<Option<Got>> {
     let mut interruption: Option<PyErr> = None;
     let r = py.detach(|| {
-        shared.acquire_blocking_interruptible(n, timeout, SIGNAL_SLICE, || {
+        let r = shared.acquire_blocking_interruptible(n, timeout, SIGNAL_SLICE, || {
             if interpreter_exiting() {
                 // Never come back for the GIL (see the module docs).
-                loop {
-                    thread::park();
-                }
+                park_for_good();
             }
             if session.is_some_and(|s| s.ended()) {
                 interruption = Some(disconnected_error());
             } else {
-                interruption = Python::attach(|py| py.check_signals()).err();
+                // SAFETY: this runs inside this thread's own `py.detach`
+                // below: the thread keeps its thread state, and taking it
+                // back is what the end of that `detach` does too (without
+                // checks either). Not `Python::attach`, whose checks refuse
+                // (panic) once finalization has begun, where a wait in a
+                // finalizer on the main thread must work as anywhere else
+                // (tests/test_exit.py::test_a_blocking_wait_in_a_finalizer_during_finalization_times_out).
+                interruption = unsafe { Python::attach_unchecked(|py| py.check_signals()) }.err();
             }
             interruption.is_some()
-        })
+        });
+        // A grant or the deadline ends the wait without a poll: the hook
+        // may have run since the last one (as `park_in` checks on every
+        // wake-up; tests/test_exit.py::test_a_blocking_wait_granted_after_the_exit_hook_stays_parked).
+        if interpreter_exiting() {
+            park_for_good();
+        }
+        r
     });
     after_wakes(py);
     match (r, interruption) {
@@ -224,6 +236,15 @@ fn shared_blocking_acquire(
         // `interruption`.
         (Ok(None), None) | (Err(volt_sem_backend::shm::Error::TimedOut), None) => Ok(None),
         (Err(e), None) => Err(acquire_error(core, e.into())),
+    }
+}
+
+/// Parks this thread (GIL released) for good: a blocking wait that ended
+/// after the `atexit` hook ran never comes back for the GIL (see the module
+/// docs); what it was granted stays held until the process exits.
+fn park_for_good() -> ! {
+    loop {
+        thread::park();
     }
 }
 
@@ -243,9 +264,7 @@ fn park_in(
             loop {
                 if interpreter_exiting() {
                     // Never come back for the GIL (see the module docs).
-                    loop {
-                        thread::park();
-                    }
+                    park_for_good();
                 }
                 if waiter.state() != WaiterState::Waiting {
                     return true;

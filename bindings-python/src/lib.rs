@@ -54,7 +54,7 @@ mod trio;
 mod wake;
 mod wake_socket;
 
-use awaitable::{enter_one_in, finished, Acquire, Role};
+use awaitable::{enter_one_in, finished, ready, Acquire, Ready, Role};
 use blocking::blocking_acquire_in;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
@@ -450,9 +450,9 @@ impl Semaphore {
     /// when this returns (errors are raised here); kept for the code of
     /// `RedisSemaphore`.
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
-    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<PyAny>> {
+    fn release_async(&self, py: Python<'_>, n: Permits) -> PyResult<Py<Ready>> {
         self.release(py, n)?;
-        finished(py)
+        ready(py)
     }
 
     /// Takes `n` permits if they are free right now and nobody waits; never
@@ -540,9 +540,9 @@ impl Semaphore {
     /// Refused with `TypeError` on a shared or Redis semaphore, as `close()`;
     /// on a local one, `close()` as an awaitable.
     #[pyo3(text_signature = "($self)")]
-    fn close_async(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+    fn close_async(&self, py: Python<'_>) -> PyResult<Py<Ready>> {
         self.close(py)?;
-        finished(py)
+        ready(py)
     }
 
     /// Closes the semaphore for every process that uses it: its waiting
@@ -919,6 +919,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<locks::Mutex>()?;
     m.add_class::<locks::RwLock>()?;
     m.add_class::<Acquire>()?;
+    m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
     m.add_class::<TrioWaiter>()?;
     m.add_class::<redis::LeaseLost>()?;

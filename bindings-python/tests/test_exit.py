@@ -169,3 +169,25 @@ def test_a_forked_child_counts_none_of_the_parents_threads_inside_the_gate():
     assert proc.returncode == 0, proc.stderr
     assert "parent inside 1" in proc.stdout, proc.stdout + proc.stderr
     assert "child inside 0" in proc.stdout, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("kind", ["local", "named"])
+def test_a_blocking_wait_granted_after_the_exit_hook_stays_parked(kind):
+    """A later `atexit` hook grants a daemon thread's queued blocking acquire:
+    the thread must not come back for the GIL (src/blocking.rs). A named
+    semaphore's wait (SharedSemaphore::acquire_blocking_interruptible) came
+    back when the grant (or its deadline) ended it before its next poll."""
+    script = os.path.join(os.path.dirname(__file__), "scripts", "blocking_granted_after_exit_hook.py")
+    proc = subprocess.run([sys.executable, script, kind], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "queued" in proc.stdout and "late hook done" in proc.stdout, proc.stdout + proc.stderr
+    assert "came back" not in proc.stdout
+
+
+@pytest.mark.parametrize("kind", ["local", "named"])
+def test_a_blocking_wait_in_a_finalizer_during_finalization_times_out(kind):
+    script = os.path.join(os.path.dirname(__file__), "scripts", "blocking_in_finalizer.py")
+    proc = subprocess.run([sys.executable, script, kind], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "finalizer's wait: False" in proc.stdout, proc.stdout + proc.stderr
+    assert "panicked" not in proc.stderr, proc.stderr

@@ -276,10 +276,10 @@ def test_fast_path_needs_no_loop():
 
 
 def test_finished_awaitables_complete_at_once_every_time(run):
-    # __aexit__, release_async, close_async and an __aenter__ that found a
-    # permit return one shared finished awaitable (issue 30): awaited again
-    # and again, by several tasks at once and through asyncio's wrappers, it
-    # gives None each time and changes nothing.
+    # __aexit__ and an __aenter__ that found a permit return one shared
+    # finished awaitable (issue 30): awaited again and again, by several
+    # tasks at once and through asyncio's wrappers, it gives None each time
+    # and changes nothing.
     sem = Semaphore(2)
     lock = volt_sem.Mutex()
 
@@ -288,7 +288,16 @@ def test_finished_awaitables_complete_at_once_every_time(run):
         assert await entered is None
         assert sem.available_permits == 1
         done = sem.__aexit__(None, None, None)
-        assert done is sem.release_async(0) is Semaphore(1).close_async()
+        assert done is entered
+        # release_async and close_async: one shared finished coroutine
+        # (test_finished_awaitables_are_coroutines_to_asyncio), as reusable.
+        ready = sem.release_async(0)
+        assert ready is Semaphore(1).close_async()
+        assert await asyncio.gather(ready, ready) == [None, None]
+        assert await ready is None
+        with pytest.raises(KeyError):
+            ready.throw(KeyError)
+        ready.close()
         for _ in range(3):
             assert await done is None
         assert await asyncio.gather(done, done, sem.__aexit__(None, None, None)) == [None] * 3
@@ -409,3 +418,19 @@ def test_bool_counts_are_type_errors():
 def test_version():
     assert isinstance(volt_sem.__version__, str)
     assert volt_sem.__version__.count(".") >= 2
+
+
+def test_finished_awaitables_are_coroutines_to_asyncio():
+    # `asyncio.create_task` and `asyncio.run` take only what
+    # `asyncio.iscoroutine` accepts: on Python 3.12 and later a
+    # `collections.abc.Coroutine`, no longer any generator.
+    sem = Semaphore(1)
+
+    async def main():
+        await sem.acquire()
+        assert asyncio.iscoroutine(sem.release_async(0))
+        assert await asyncio.create_task(sem.release_async()) is None
+        assert sem.available_permits == 1
+
+    asyncio.run(main())
+    assert asyncio.run(Semaphore(1).close_async()) is None

@@ -462,3 +462,26 @@ def test_trio_guest_mode_on_an_asyncio_loop():
 
     assert asyncio.run(asyncio_main()) == 1
     assert order == ["trio"]
+
+
+def test_finished_awaitables_run_as_trio_tasks():
+    # `release_async` and `close_async` are async functions to their
+    # callers: trio (and anyio) start them as tasks (`start_soon`,
+    # `trio.run`), which takes what they return for a coroutine only if it is
+    # a `collections.abc.Coroutine`; a plain generator is refused with
+    # TypeError ("are you trying to use a library written for asyncio").
+    sem = Semaphore(2)
+    closing = Semaphore(1)
+
+    async def main():
+        await sem.acquire()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sem.release_async)
+            nursery.start_soon(sem.release_async, 0)
+            nursery.start_soon(closing.close_async)
+
+    trio.run(main)
+    assert sem.available_permits == 2
+    assert closing.closed
+    assert trio.run(Semaphore(1).close_async) is None
+    assert anyio.run(Semaphore(1).release_async, 0) is None

@@ -1264,7 +1264,20 @@ impl Attachment {
                     // does (the request must not stay queued: at the head it
                     // would stop the FIFO of every process until this one
                     // detaches), then goes on to the caller.
-                    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+                    let polled = std::panic::catch_unwind(AssertUnwindSafe(f));
+                    if inner.forked() {
+                        // The check forked (a signal handler run by a
+                        // binding's poll): this is the child, and the
+                        // queued request is the parent's, which the parent
+                        // still waits for. Leave its slot alone (collecting
+                        // or cancelling it here would take the parent's
+                        // grant, or fail its wait).
+                        if let Err(p) = polled {
+                            std::panic::resume_unwind(p);
+                        }
+                        return Err(Error::Forked);
+                    }
+                    match polled {
                         Ok(false) => {}
                         Ok(true) => {
                             interrupted = true;

@@ -1049,7 +1049,10 @@ impl SharedSemaphore {
     /// stays one queued request from start to end: it keeps its FIFO place,
     /// unlike a loop of short timeouts. If `interrupted()` panics, the
     /// request is cancelled as for `true` (a grant that came first is given
-    /// back), then the panic goes on.
+    /// back), then the panic goes on. If `interrupted()` forked (a signal
+    /// handler that calls `fork()`), the child's call ends with
+    /// [`Error::Forked`] (or the check's panic) and leaves the queued request,
+    /// the parent's, to the parent.
     pub fn acquire_blocking_interruptible(
         &self,
         n: usize,

@@ -1,7 +1,7 @@
 """The finished awaitable of volt_sem (internal).
 
-``FINISHED`` is what ``__aexit__``, ``release_async()``, ``close_async()``
-and an ``__aenter__`` that found a free permit return: ``await`` on it gives
+``FINISHED`` is what ``__aexit__`` and an ``__aenter__`` that found a free
+permit return (``async with`` only awaits them): ``await`` on it gives
 ``None`` at once. It is a generator-based coroutine (``types.coroutine``)
 already run to its end: an exhausted generator's ``send(None)`` ends with
 ``StopIteration`` (the language's rule for a finished generator), so the
@@ -11,6 +11,12 @@ extension (a native awaitable cost two calls through it per ``await``, its
 from any task, loop or thread, is the same: a finished generator keeps no
 state to change. ``throw`` raises what it is given and ``close`` does
 nothing, as for any finished generator.
+
+It is no ``collections.abc.Coroutine`` (a generator has no ``__await__``), so
+``asyncio.create_task`` (3.12 and later), ``asyncio.run`` and trio's
+``start_soon`` refuse it: ``release_async()`` and ``close_async()``, which
+callers start as tasks, return the extension's finished coroutine
+(``Ready``) instead.
 """
 
 import types

@@ -4,7 +4,6 @@ import sys
 from types import TracebackType
 from typing import (
     Any,
-    Awaitable,
     Coroutine,
     Dict,
     Generator,
@@ -395,7 +394,7 @@ class Semaphore:
         grants (the calling asyncio or trio task's, else the thread's), so a
         task's lost permit and another task's live one are told apart in any
         order."""
-    def release_async(self, n: int = 1) -> Awaitable[None]:
+    def release_async(self, n: int = 1) -> Coroutine[Any, Any, None]:
         """:meth:`release` as an awaitable: a release never waits, so it is
         done (or raised) when this returns."""
     def try_acquire(self, n: int = 1) -> bool:
@@ -428,7 +427,7 @@ class Semaphore:
         semaphore a ``TypeError``: it would close the limit for every
         process; use :meth:`disconnect` to end this handle's session, or
         :meth:`close_for_everyone`."""
-    def close_async(self) -> Awaitable[None]:
+    def close_async(self) -> Coroutine[Any, Any, None]:
         """:meth:`close` as an awaitable (``TypeError`` at once on a shared or
         Redis semaphore)."""
     def close_for_everyone(self) -> None:

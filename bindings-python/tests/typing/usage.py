@@ -147,6 +147,8 @@ async def redis_worker() -> None:
     lost = asyncio.ensure_future(db.lease_lost())
     assert_type(await lost, volt_sem.RedisError)
     await db.release_async(3)
+    released = asyncio.create_task(db.release_async(1))
+    assert_type(released, "asyncio.Task[None]")
     assert_type(await db.census_async(), Dict[str, int])
     await db.set_total_async(60)
     await db.reopen_async()
