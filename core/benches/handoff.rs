@@ -13,7 +13,8 @@
 //! start as in the criterion group (spawned per round, no barrier, placed by
 //! the scheduler); `--pinned` pins them to CPUs 0 and 1 and starts them
 //! together, so that they contend throughout; `--alone` runs one thread, for
-//! the uncontended cost. One implementation per
+//! the uncontended cost; `--spread` starts each round's threads together on
+//! CPUs 0 and 1 and then lets the scheduler move them. One implementation per
 //! run suits `perf stat` and `strace -c -f`.
 
 use std::sync::Barrier;
@@ -49,16 +50,18 @@ impl Trace {
 /// same time on two cores (left to the scheduler, a woken thread often shares
 /// its waker's core for milliseconds, and the two threads then take turns
 /// by time slice instead of contending).
-fn pin_to_cpu(cpu: usize) {
+fn pin_to_cpus(cpus: &[usize]) {
     // SAFETY: a zeroed cpu_set_t is an empty set; CPU_SET writes inside it.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    // SAFETY: `cpu` is 0 or 1, inside the set's capacity.
-    unsafe { libc::CPU_SET(cpu, &mut set) };
+    for &cpu in cpus {
+        // SAFETY: `cpu` is 0 or 1, inside the set's capacity.
+        unsafe { libc::CPU_SET(cpu, &mut set) };
+    }
     // SAFETY: pid 0 is the calling thread; `set` is a valid cpu_set_t of the given size.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
     assert_eq!(
         rc, 0,
-        "sched_setaffinity({cpu}) failed (fewer than 2 CPUs?)"
+        "sched_setaffinity({cpus:?}) failed (fewer than 2 CPUs?)"
     );
 }
 
@@ -81,6 +84,10 @@ enum Mode {
     /// Both threads pinned (CPUs 0 and 1) and started together by a barrier,
     /// `LOCKS` each: contention from the first lock to the last.
     Pinned,
+    /// As `Criterion`, but each round's two threads start together on CPUs
+    /// 0 and 1 (pinned until a barrier) and are then free to move: does the
+    /// contention last, or do the threads end up on one core?
+    Spread,
     /// One thread alone, `LOCKS` locks: the uncontended cost.
     Alone,
 }
@@ -90,7 +97,7 @@ const CRITERION_ROUNDS: usize = 20;
 
 fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64, u64, u64)) {
     let (rounds, per_thread) = match mode {
-        Mode::Criterion => (CRITERION_ROUNDS, CRITERION_LOCKS),
+        Mode::Criterion | Mode::Spread => (CRITERION_ROUNDS, CRITERION_LOCKS),
         Mode::Pinned | Mode::Alone => (1, LOCKS),
     };
     let threads = if mode == Mode::Alone { 1 } else { 2 };
@@ -108,9 +115,12 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
                 .map(|me| {
                     let (lock, start_line) = (&lock, &start_line);
                     s.spawn(move || {
-                        if mode == Mode::Pinned {
-                            pin_to_cpu(usize::from(me));
+                        if matches!(mode, Mode::Pinned | Mode::Spread) {
+                            pin_to_cpus(&[usize::from(me)]);
                             start_line.wait();
+                        }
+                        if mode == Mode::Spread {
+                            pin_to_cpus(&[0, 1]);
                         }
                         let begin = Instant::now();
                         (0..per_thread).for_each(|_| lock(me));
@@ -136,6 +146,7 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
         match mode {
             Mode::Criterion => "criterion-like",
             Mode::Pinned => "pinned",
+            Mode::Spread => "spread",
             Mode::Alone => "alone",
         },
         100.0 * switches as f64 / locks as f64,
@@ -144,7 +155,7 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
         per(i1 - i0),
         elapsed.as_nanos() as f64 / locks as f64,
     );
-    if mode == Mode::Criterion {
+    if matches!(mode, Mode::Criterion | Mode::Spread) {
         println!(
             "{:12} rounds {rounds}: loops overlapped in {overlapped}, ended on the same CPU in {same_cpu}",
             ""
@@ -160,6 +171,8 @@ fn main() {
     let flag = |f: &str| std::env::args().any(|a| a == f);
     let mode = if flag("--pinned") {
         Mode::Pinned
+    } else if flag("--spread") {
+        Mode::Spread
     } else if flag("--alone") {
         Mode::Alone
     } else {
