@@ -4,6 +4,7 @@ import sys
 from types import TracebackType
 from typing import (
     Any,
+    Awaitable,
     Coroutine,
     Dict,
     Generator,
@@ -156,12 +157,12 @@ class Acquire(Coroutine[Any, Any, Literal[True]]):
         """Cancels a pending wait, handing back whatever it was granted."""
     async def __aenter__(self) -> Self:
         """Waits for the permits; gives this object (the grant)."""
-    async def __aexit__(
+    def __aexit__(
         self,
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
-    ) -> None:
+    ) -> Awaitable[None]:
         """Releases the permits. The body decides how the block ends: with
         its own exception if it raised one (whatever the release meets), and
         normally if the handle was disconnected while it ran (the disconnect
@@ -526,14 +527,14 @@ class Semaphore:
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
     ) -> Literal[False]: ...
-    async def __aenter__(self) -> None:
+    def __aenter__(self) -> Awaitable[None]:
         """``async with sem:`` takes one permit ..."""
-    async def __aexit__(
+    def __aexit__(
         self,
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
-    ) -> None:
+    ) -> Awaitable[None]:
         """... and releases it."""
 
 @final
@@ -562,13 +563,13 @@ class Mutex:
         """Blocks the calling thread (GIL released) until locked; ``False`` on timeout."""
     def locked(self) -> bool:
         """Whether the lock is held."""
-    async def __aenter__(self) -> None: ...
-    async def __aexit__(
+    def __aenter__(self) -> Awaitable[None]: ...
+    def __aexit__(
         self,
         exc_type: Optional[Type[BaseException]],
         exc: Optional[BaseException],
         tb: Optional[TracebackType],
-    ) -> None: ...
+    ) -> Awaitable[None]: ...
 
 @final
 class RwLock:
