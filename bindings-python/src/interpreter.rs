@@ -284,9 +284,30 @@ pub(crate) fn interpreter_exiting() -> bool {
 static GET_RUNNING_LOOP: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 
 /// The running asyncio loop of this thread, or `None` (C-level, no exception).
+/// Where `asyncio` was never imported no loop can run, and nothing is
+/// looked up: that lookup would import it, Python code run under this
+/// extension's frames, where a blocking wait's is not gated (see the module
+/// docs).
 pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
+    if GET_RUNNING_LOOP.get(py).is_none() && !asyncio_imported(py) {
+        return Ok(None);
+    }
     let l = GET_RUNNING_LOOP
         .import(py, "asyncio", "_get_running_loop")?
         .call0()?;
     Ok(if l.is_none() { None } else { Some(l) })
+}
+
+/// Whether `asyncio` is in `sys.modules` (a dictionary lookup: no import).
+fn asyncio_imported(py: Python<'_>) -> bool {
+    let name = pyo3::intern!(py, "asyncio");
+    // SAFETY: `name` is a live str; `PyImport_GetModule` returns a new
+    // reference, or NULL when the module is not there (an error set only
+    // if the lookup itself failed, taken below).
+    let module =
+        unsafe { Bound::from_owned_ptr_or_opt(py, pyo3::ffi::PyImport_GetModule(name.as_ptr())) };
+    if module.is_none() {
+        let _ = PyErr::take(py);
+    }
+    module.is_some()
 }

@@ -191,3 +191,23 @@ def test_a_blocking_wait_in_a_finalizer_during_finalization_times_out(kind):
     assert proc.returncode == 0, proc.stderr
     assert "finalizer's wait: False" in proc.stdout, proc.stdout + proc.stderr
     assert "panicked" not in proc.stderr, proc.stderr
+
+
+def test_a_blocking_wait_imports_nothing_where_asyncio_was_never_imported():
+    """A blocking wait first checks that it is not on a running event loop's
+    thread. Where `asyncio` was never imported no loop can run: looking its
+    `_get_running_loop` up imported asyncio, Python code run under the
+    extension's frames (an import may hand the GIL to another thread), which
+    a daemon thread's first blocking wait at interpreter exit must not run
+    (see src/interpreter.rs, the exit gate)."""
+    code = (
+        "import sys, threading, volt_sem\n"
+        "sem = volt_sem.Semaphore(0)\n"
+        "assert sem.acquire_blocking(1, timeout=0.01) is False\n"
+        "t = threading.Thread(target=sem.acquire_blocking, args=(1, 0.01), daemon=True)\n"
+        "t.start(); t.join()\n"
+        "print('asyncio imported:', 'asyncio' in sys.modules)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=100)
+    assert proc.returncode == 0, proc.stderr
+    assert "asyncio imported: False" in proc.stdout, proc.stdout + proc.stderr
