@@ -21,6 +21,14 @@
 # dependencies already built there are reused (a target dir of its own cost a
 # whole build of them); cargo then rebuilds this one crate at the next normal
 # build, since its flags differed.
+#
+# A cross target needs that target's C compiler for the dependencies' C code
+# (ring, of the Redis TLS): the release scripts set
+# VOLT_SEM_LINK_FLAGS_CARGO=cargo-zigbuild, whose `rustc` command brings
+# zig's, as their builds do. Without it, asking failed for every target with
+# no cross gcc here (musl, macOS) and the archives shipped an empty list. The
+# target's CARGO_TARGET_<TRIPLE>_RUSTFLAGS (musl's -crt-static) change the
+# answer, so they are part of the key.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 
@@ -28,7 +36,8 @@ native_libs() { # [rust target triple; default: this machine]
     local target_dir=${CARGO_TARGET_DIR:-$root/target} target=() profile=()
     [[ -n ${1:-} ]] && target=(--target "$1")
     local key cache
-    key=$( { rustc -vV; echo "${1:-host}"; cat "$root/Cargo.lock" "$root/ffi-c/Cargo.toml"; } |
+    key=$( { rustc -vV; echo "${1:-host}"; env | grep -E '^CARGO_TARGET_[A-Z0-9_]+_RUSTFLAGS=' | sort
+             cat "$root/Cargo.lock" "$root/ffi-c/Cargo.toml"; } |
         sha256sum | cut -c1-16)
     cache=$target_dir/link-flags/$key
     if [[ -s $cache ]]; then
@@ -39,7 +48,9 @@ native_libs() { # [rust target triple; default: this machine]
     local out=$target_dir/${1:-}
     [[ -e ${out%/}/release/libvolt_sem.a ]] && profile=(--release)
     local libs
-    libs=$(cargo rustc -q --manifest-path "$root/Cargo.toml" -p volt-sem-ffi "${profile[@]}" \
+    local cargo=(cargo)
+    [[ -n ${1:-} && -n ${VOLT_SEM_LINK_FLAGS_CARGO:-} ]] && cargo=("$VOLT_SEM_LINK_FLAGS_CARGO")
+    libs=$("${cargo[@]}" rustc -q --manifest-path "$root/Cargo.toml" -p volt-sem-ffi "${profile[@]}" \
         "${target[@]}" --lib --crate-type staticlib -- --print native-static-libs 2>&1 |
         sed -n 's/^note: native-static-libs: //p' | tail -n 1)
     if [[ -n $libs ]]; then

@@ -82,10 +82,14 @@ Cflags: -I\${includedir}
 Libs: \${libdir}/libvolt_sem.a $native_libs
 PC
 
+# The CMake list of those libraries: one item a library, but macOS's
+# `-framework Security` stays one item (split, CMake would link `Security` as
+# a library named so).
+native_cmake=$(sed -e 's/-framework /-framework\x01/g' -e 's/ /;/g' -e 's/\x01/ /g' <<<"$native_libs")
 subst() {
   sed -e "s|@VERSION@|$version|g" -e "s|@MAJOR@|$major|g" -e "s|@MINOR@|$minor|g" \
       -e "s|@SHARED@|$shared|g" -e "s|@SONAME@|$soname|g" -e "s|@IMPLIB@|$implib|g" \
-      -e "s|@NATIVE_LIBS@|${native_libs// /;}|g" "$1" >"$2"
+      -e "s|@NATIVE_LIBS@|$native_cmake|g" "$1" >"$2"
 }
 subst "$root/ffi-c/cmake/volt_semConfig.cmake.in" "$lib/cmake/volt_sem/volt_semConfig.cmake"
 subst "$root/ffi-c/cmake/volt_semConfigVersion.cmake.in" "$lib/cmake/volt_sem/volt_semConfigVersion.cmake"

@@ -56,8 +56,14 @@ for platform in "${platforms[@]}"; do
   if [[ $os == macos ]]; then
     python3 scripts/dist/macho_imports.py "$DIST_TARGET_DIR/$rust_target/release/libvolt_sem.dylib"
   fi
+  # What a program linking the static library needs, asked of rustc with the
+  # build's flags and zig's C compiler; an assignment, so that a failure stops
+  # the script here (inside the stage.sh arguments it went unnoticed and the
+  # musl and macOS archives shipped an empty list).
+  static_libs=$(env "$flags_var=$extra" VOLT_SEM_LINK_FLAGS_CARGO=cargo-zigbuild \
+    bash ffi-c/link-flags.sh libs "$rust_target")
   bash ffi-c/stage.sh "$os" "$DIST_TARGET_DIR/$rust_target/release" "$out/$name" \
-    "$(bash ffi-c/link-flags.sh libs "$rust_target")" relocatable
+    "$static_libs" relocatable
   exe=volt-sem
   [[ $os == windows ]] && exe=volt-sem.exe
   install -d "$out/$name/bin"

@@ -14,7 +14,8 @@
 # Rust's std is built against: it calls statx; Alpine 3.20+); Debian's musl
 # here is 1.2.3, and there is no arm64 musl loader at all.
 # Every shared library is also checked to export each function the header
-# declares. Closes with "N passed, M failed".
+# declares, and every archive's static link line (pkg-config, CMake) to name
+# the system libraries rustc reports for its target. Closes with "N passed, M failed".
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -97,6 +98,25 @@ elf_exports() { # platform, library file, objdump
 for p in "${!TARGET_OF[@]}"; do
   [[ -d dist/c/volt-sem-$version-$p ]] || { bad "$p: no archive (run make dist-c)"; continue; }
 done
+# Every archive names what a static link needs besides libvolt_sem.a (rustc's
+# native-static-libs for its target), in pkg-config and in CMake: the musl and
+# macOS archives once named nothing (link-flags.sh had failed unseen for want
+# of their C compilers), so every static link of theirs failed.
+for p in "${!TARGET_OF[@]}"; do
+  d=dist/c/volt-sem-$version-$p
+  [[ -d $d ]] || continue
+  libs=$(pc "$d" --libs volt_sem-static)
+  cmake_libs=$(sed -n 's/.*INTERFACE_LINK_LIBRARIES "\(.*\)")$/\1/p' "$d/lib/cmake/volt_sem/volt_semConfig.cmake")
+  want=" -lc"
+  [[ $p == darwin-* ]] && want=" -framework Security"
+  [[ $p == win32-* ]] && want=" -lws2_32"
+  if [[ " $libs " == *"$want "* && ";$cmake_libs;" == *";${want# };"* ]]; then
+    ok "$p: the static link line names the system libraries (${libs#*libvolt_sem.a })"
+  else
+    bad "$p: the static link line lacks${want}: pkg-config '$libs', CMake '$cmake_libs'"
+  fi
+done
+
 lib=lib/libvolt_sem.so.$version
 suite linux-x64-gnu cc ""
 app linux-x64-gnu cc ""

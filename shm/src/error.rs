@@ -128,9 +128,25 @@ impl fmt::Display for Error {
             Error::Unsupported => {
                 f.write_str("shared semaphores are not supported on this platform")
             }
-            Error::Os(e) => write!(f, "OS error {e}"),
+            // The OS's own words with the number ("Function not implemented
+            // (os error 38)"): the number alone sent users to errno tables.
+            Error::Os(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
         }
     }
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::Error;
+
+    #[test]
+    fn an_os_error_gives_the_os_words_and_its_number() {
+        // What qemu-user answers musl's robust-mutex setup: the message must
+        // say what failed, not only the number.
+        let text = Error::Os(38).to_string();
+        assert!(text.contains("os error 38"), "{text}");
+        assert!(text.contains("not implemented"), "{text}");
+    }
+}
