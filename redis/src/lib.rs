@@ -175,7 +175,13 @@
 //!   chosen by its creator; every script checks it. A Redis restarted empty
 //!   (or flushed) has none: the handle fails its holders and waiters with
 //!   [`Error::StateLost`] and refuses to go on, rather than re-create the
-//!   semaphore with all permits free while old holders still run.
+//!   semaphore with all permits free while old holders still run. A
+//!   `connect` that then creates it anew, where the `meta` hash alone went
+//!   (evicted, see *Running Redis in production*, or deleted) and the other
+//!   keys stayed, carries over the holdings of the old sessions whose lease
+//!   still runs (held in the new incarnation until those sessions are
+//!   reaped; a debt where they exceed the new total) and drops the rest of
+//!   the old state: it never grants their permits again.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing, unless
 //!   [`ConnectOptions::resize`] (see *Changing the total*). `connect` to a
@@ -485,6 +491,68 @@
 //!   the scripts are sent again (`NOSCRIPT` → `EVAL`) and everyone carries
 //!   on, waiters in place. **Restarted empty**: [`Error::StateLost`] (the
 //!   incarnation id, above).
+//!
+//! # Running Redis in production
+//!
+//! What the server may do to a semaphore's keys behind the clients' backs,
+//! each checked against redis-server 7.0 (`tests/eviction.rs`,
+//! `tests/server_admin.rs` and the tests named):
+//!
+//! * **Memory.** The semaphore's keys carry no TTL; only the notification
+//!   lists (`{p:n}:note:<session>`) do, and they are hints. So `noeviction`
+//!   (Redis's default) and every `volatile-*` policy never evict them.
+//!   When Redis is full, every call that writes fails at once with
+//!   [`Error::Redis`], the server's text (`OOM command not allowed when
+//!   used memory > 'maxmemory'`), and changes nothing: Redis refuses a
+//!   script at its first write, so none stops half way. A release refused
+//!   so gives its session up; a waiter whose heartbeats are refused for a
+//!   whole lease fails with [`Error::LeaseExpired`]. Once memory is freed,
+//!   every permit is back.
+//! * **`allkeys-lru`, `allkeys-lfu`, `allkeys-random` evict the
+//!   semaphore's keys**: any key may go, and LRU takes the idle ones first
+//!   (a semaphore held for a second while a cache writes is idle). Keep a
+//!   semaphore out of a Redis with such a policy and a `maxmemory` it can
+//!   reach (policies are per server, not per database). If the `meta` hash
+//!   goes, every handle's next call, heartbeat or census fails with
+//!   [`Error::StateLost`] and a new `connect` creates the semaphore anew
+//!   without granting a surviving holding twice (*Incarnation*, above);
+//!   holders learn it at their handle's next call, within a third of a
+//!   lease. If other keys go while `meta` stays, nothing tells the clients
+//!   and the semaphore is damaged: a lost `held` hash loses its holders'
+//!   permits for good (their releases fail with [`Error::LeaseExpired`]), a
+//!   lost `queue` leaves its waiters waiting until their timeout, a lost
+//!   `sessions` set makes every session lose its lease. The census shows
+//!   it (`conserved()` is false); [`delete`] it once its sessions ended.
+//! * **`FLUSHDB`, `FLUSHALL`**: as a restart without data,
+//!   [`Error::StateLost`] (`tests/shared_session.rs`). **`SCRIPT FLUSH`**:
+//!   nothing shows; the scripts are sent again (`NOSCRIPT`, then `EVAL`;
+//!   `tests/api.rs`, `tests/batch.rs`).
+//! * **`CLIENT KILL`** of the agent's connection, blocked in `BLPOP`: it
+//!   reconnects and the waiter gets its grant. Of the command connection
+//!   during a call: an uncertain outcome, above (`tests/api.rs`).
+//! * **`CLIENT PAUSE`, `DEBUG SLEEP`, a slow command**: a stop shorter than
+//!   the lease is a wait (a call waits up to
+//!   [`ConnectOptions::command_timeout`], then fails with
+//!   [`Error::Connection`]). Longer than the lease: the holders' permits
+//!   are lost ([`Permit::is_lost`], their release [`Error::LeaseExpired`]),
+//!   the waiters fail with [`Error::LeaseExpired`], and when the server
+//!   answers again the expired sessions are reaped: every permit is back,
+//!   none granted twice.
+//! * **`timeout`** (the server closes idle connections): a connection idle
+//!   for a second or more is checked with `PING` before its next command
+//!   and replaced, and the agent's `BLPOP` is never idle in that sense
+//!   (Redis does not time out a blocked client); any `timeout` works.
+//! * **ACL users**: see *Security*; a user without `EVALSHA`, `EVAL`,
+//!   `BLPOP` or `RPUSH` is refused by `connect` with
+//!   [`Error::NoPermission`] naming it (`tests/refusals.rs`).
+//! * **`rename-command`**: `connect` fails with [`Error::Redis`] naming a
+//!   command the backend sends itself that the server does not know
+//!   (`BLPOP`, `RPUSH`, `PEXPIRE`, `EVALSHA`, `EVAL`, `PING`); one that only
+//!   the scripts run (`HSET`, `TIME`, ...) fails the first script, also in
+//!   `connect`, with the server's `Unknown Redis command called from
+//!   script`. `SCRIPT`, `CONFIG` and `INFO` are never sent, `CLIENT
+//!   SETNAME` only as a best effort; `SCAN` only by [`list`], `ROLE` only
+//!   through Sentinels.
 //!
 //! # Redis Cluster
 //!
