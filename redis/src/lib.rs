@@ -180,8 +180,10 @@
 //!   (evicted, see *Running Redis in production*, or deleted) and the other
 //!   keys stayed, carries over the holdings of the old sessions whose lease
 //!   still runs (held in the new incarnation until those sessions are
-//!   reaped; a debt where they exceed the new total) and drops the rest of
-//!   the old state: it never grants their permits again.
+//!   reaped; a debt where they exceed the new total; a session whose
+//!   holding is unknown, the `held` hash gone too, counts as holding the
+//!   whole total) and drops the rest of the old state: it never grants
+//!   their permits again.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing, unless
 //!   [`ConnectOptions::resize`] (see *Changing the total*). `connect` to a
@@ -512,17 +514,24 @@
 //!   semaphore's keys**: any key may go, and LRU takes the idle ones first
 //!   (a semaphore held for a second while a cache writes is idle). Keep a
 //!   semaphore out of a Redis with such a policy and a `maxmemory` it can
-//!   reach (policies are per server, not per database). If the `meta` hash
-//!   goes, every handle's next call, heartbeat or census fails with
-//!   [`Error::StateLost`] and a new `connect` creates the semaphore anew
-//!   without granting a surviving holding twice (*Incarnation*, above);
-//!   holders learn it at their handle's next call, within a third of a
-//!   lease. If other keys go while `meta` stays, nothing tells the clients
-//!   and the semaphore is damaged: a lost `held` hash loses its holders'
-//!   permits for good (their releases fail with [`Error::LeaseExpired`]), a
-//!   lost `queue` leaves its waiters waiting until their timeout, a lost
-//!   `sessions` set makes every session lose its lease. The census shows
-//!   it (`conserved()` is false); [`delete`] it once its sessions ended.
+//!   reach (policies are per server, not per database). What the clients
+//!   see if it happens: when the `meta` hash goes, every handle's next
+//!   call, heartbeat or census fails with [`Error::StateLost`]; when the
+//!   `held`, `queue`, `entries` or `sessions` key goes while `meta` stays,
+//!   the heartbeat of a session it concerns finds the damage (within a
+//!   third of a lease) and ends the incarnation for every client (it
+//!   deletes `meta`): [`Error::StateLost`] too. A new `connect` then
+//!   creates the semaphore anew without granting a surviving holding twice
+//!   (*Incarnation*, above); a session whose lease still runs and whose
+//!   holding is unknown counts as holding the whole total until its lease
+//!   ends (a debt), so nothing is granted while its holder may still
+//!   believe it holds. The other keys (`grants`, `own`, `info`, the
+//!   notification lists) only delay a wake by a heartbeat, or a reap, or
+//!   blank an `inspect` field. Where the `meta`, `held` and `sessions`
+//!   keys all went, nothing is known of the old holdings: as after a
+//!   restart without data, a new `connect` grants every permit while the
+//!   old holders learn of the loss only at their next heartbeat (within a
+//!   third of a lease): keep such policies away from semaphores.
 //! * **`FLUSHDB`, `FLUSHALL`**: as a restart without data,
 //!   [`Error::StateLost`] (`tests/shared_session.rs`). **`SCRIPT FLUSH`**:
 //!   nothing shows; the scripts are sent again (`NOSCRIPT`, then `EVAL`;

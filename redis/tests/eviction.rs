@@ -8,7 +8,10 @@
 //!   sessions, reaped into the new incarnation at their leases' end, gave
 //!   it permits it had never granted: more holders than the total, for
 //!   good. `connect` now carries the holdings of live sessions over and
-//!   drops the rest of the lost incarnation (`connect.lua`).
+//!   drops the rest of the lost incarnation (`connect.lua`). Other keys
+//!   lost while `:meta` stayed went unreported (permits lost for good,
+//!   waiters never woken): the heartbeats now find that and end the
+//!   incarnation for every client (`StateLost`).
 //! * `noeviction`, and the `volatile-*` policies (the semaphore's keys have
 //!   no TTL, so these never evict them): a full Redis refuses the scripts
 //!   with `OOM`, before their first write; nothing is lost, and every
@@ -289,4 +292,83 @@ fn a_full_redis_refuses_with_oom_and_loses_nothing() {
             "{policy}: half a connect"
         );
     }
+}
+
+/// One key lost while the `:meta` hash stays (an `allkeys-*` policy evicts
+/// keys one by one; here deleted, to choose which). Before, nothing told
+/// the clients: a lost `held` hash lost both permits for good (every later
+/// acquire waited for ever), a lost `queue` left the waiter waiting while
+/// permits were free, lost `entries` left an orphan at the queue's head
+/// that took the holder's permits for good, a lost `sessions` set expired every lease and left
+/// the holdings of sessions that never ended unreclaimed. Now the clients'
+/// heartbeats find it, the incarnation ends for every client (typed
+/// `StateLost`), and a new `connect` starts again without granting a
+/// permit the old holder may still use: it gets them only once that
+/// holder has been told they are lost.
+#[test]
+fn a_key_lost_while_the_meta_hash_stays_is_state_lost_for_every_client() {
+    for k in ["held", "queue", "entries", "sessions"] {
+        let s = Server::start();
+        let mut raw = s.raw();
+        let a = RedisSemaphore::connect(&s.url(), "k", 2, o()).unwrap();
+        let held = a.acquire_blocking(2).unwrap();
+        let b = RedisSemaphore::connect(&s.url(), "k", 2, o()).unwrap();
+        let waiter = std::thread::spawn(move || {
+            b.acquire_timeout(1, Duration::from_secs(20))
+                .map(|p| p.token())
+        });
+        eventually("b queued", Duration::from_secs(10), || {
+            exists(&mut raw, &key("k", "queue"))
+        });
+        let _: () = redis::cmd("DEL").arg(key("k", k)).query(&mut raw).unwrap();
+        assert_eq!(
+            waiter.join().unwrap(),
+            Err(Error::StateLost),
+            "{k}: the waiter"
+        );
+        eventually("the holder told", Duration::from_secs(10), || {
+            held.is_lost()
+        });
+        assert_eq!(held.release(), Err(Error::StateLost), "{k}");
+        let c = RedisSemaphore::connect(&s.url(), "k", 2, o()).unwrap();
+        assert_conserved(&c);
+        let mut two = None;
+        eventually("every permit back", Duration::from_secs(10), || {
+            two = c.try_acquire(2).ok();
+            two.is_some()
+        });
+        assert_eq!(
+            c.try_acquire(1).map(|p| p.token()),
+            Err(Error::NoPermits),
+            "{k}"
+        );
+        assert_conserved(&c);
+    }
+}
+
+/// The `:meta` and `:held` keys both lost, the `:sessions` set kept: a new
+/// `connect` cannot know what the old live session holds, so it counts it
+/// as holding the whole total until its lease ends.
+#[test]
+fn an_unknown_holding_of_a_live_session_reserves_the_total() {
+    let s = Server::start();
+    let mut raw = s.raw();
+    let a = RedisSemaphore::connect(&s.url(), "u", 3, o()).unwrap();
+    let held = a.acquire_blocking(1).unwrap();
+    let _: () = redis::cmd("DEL")
+        .arg(key("u", "meta"))
+        .arg(key("u", "held"))
+        .query(&mut raw)
+        .unwrap();
+    let c = RedisSemaphore::connect(&s.url(), "u", 3, o()).unwrap();
+    let census = assert_conserved(&c);
+    assert_eq!((census.available, census.held), (0, 3), "{census:?}");
+    assert_eq!(c.try_acquire(1).map(|p| p.token()), Err(Error::NoPermits));
+    let mut all = None;
+    eventually("the old session reaped", Duration::from_secs(10), || {
+        all = c.try_acquire(3).ok();
+        all.is_some()
+    });
+    assert!(held.is_lost(), "granted while the old holder was not told");
+    assert_conserved(&c);
 }

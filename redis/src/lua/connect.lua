@@ -39,8 +39,10 @@ else
   if redis.call('EXISTS', QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN, INFO) > 0 then
     redis.call('DEL', QUEUE, ENTRIES, GRANTS, OWN)
     local h = redis.call('HGETALL', HELD)
+    local known = {}
     for i = 1, #h, 2 do
       local sid, n = h[i], tonumber(h[i + 1]) or 0
+      known[sid] = true
       local exp = tonumber(redis.call('ZSCORE', SESSIONS, sid) or '-1')
       if exp >= NOW_MS and n > 0 then
         carried = carried + n
@@ -48,8 +50,19 @@ else
         redis.call('HDEL', HELD, sid)
       end
     end
+    -- A session whose lease runs but whose holding is unknown (the held
+    -- hash was lost too): whatever it holds is never granted again, so it
+    -- counts as holding the whole total (a debt) until it is reaped, within
+    -- a lease (its handle sees LOST and renews it no more).
     for _, sid in ipairs(redis.call('ZRANGE', SESSIONS, 0, -1)) do
-      if redis.call('HEXISTS', HELD, sid) == 0 then redis.call('ZREM', SESSIONS, sid) end
+      if redis.call('HEXISTS', HELD, sid) == 0 then
+        if not known[sid] and tonumber(redis.call('ZSCORE', SESSIONS, sid)) >= NOW_MS then
+          redis.call('HSET', HELD, sid, fmt(total))
+          carried = carried + total
+        else
+          redis.call('ZREM', SESSIONS, sid)
+        end
+      end
     end
     -- The records of sessions gone ("<sid>" and "<sid>:<x>" fields).
     for _, f in ipairs(redis.call('HKEYS', INFO)) do
