@@ -553,7 +553,10 @@
 //!   (Redis does not time out a blocked client); any `timeout` works.
 //! * **ACL users**: see *Security*; a user without `EVALSHA`, `EVAL`,
 //!   `BLPOP` or `RPUSH` is refused by `connect` with
-//!   [`Error::NoPermission`] naming it (`tests/refusals.rs`).
+//!   [`Error::NoPermission`] naming it (`tests/refusals.rs`); a rule
+//!   changed after `connect` fails the next call with
+//!   [`Error::NoPermission`], also when the command refused is one a
+//!   script runs (`tests/server_admin.rs`).
 //! * **`rename-command`**: `connect` fails with [`Error::Redis`] naming a
 //!   command the backend sends itself that the server does not know
 //!   (`BLPOP`, `RPUSH`, `PEXPIRE`, `EVALSHA`, `EVAL`, `PING`); one that only

@@ -189,3 +189,52 @@ fn a_command_renamed_away_fails_connect_naming_it() {
         }
     }
 }
+
+/// ACL rules changed under a connected handle: `EVALSHA` and `EVAL`
+/// withdrawn, the next call fails with `NoPermission` naming the command
+/// (not a hang, not a generic error); a command the scripts run withdrawn
+/// (`HSET`), the same, as the crate docs promised: it was `Error::Redis`
+/// ("The user executing the script can't run this command or
+/// subcommand"), the text Redis 7.0 gives a refusal inside a script.
+/// Nothing is lost: once the rules are restored, every permit is back.
+#[test]
+fn an_acl_withdrawn_after_connect_is_no_permission_at_the_next_call() {
+    let s = Server::start();
+    let user = |rules: &[&str]| {
+        let mut cmd = redis::cmd("ACL");
+        cmd.arg("SETUSER")
+            .arg("limited")
+            .arg("reset")
+            .arg("on")
+            .arg(">pw")
+            .arg("~*")
+            .arg("&*");
+        for r in rules {
+            cmd.arg(*r);
+        }
+        let _: () = cmd.query(&mut s.raw()).unwrap();
+        format!("redis://limited:pw@127.0.0.1:{}", s.port)
+    };
+    let url = user(&["+@all"]);
+    let a = RedisSemaphore::connect(&url, "acl", 2, o()).unwrap();
+    drop(a.try_acquire(1).unwrap());
+    for (rules, what) in [
+        (&["+@all", "-evalsha", "-eval"][..], "evalsha"),
+        // The server's text names the script, not the command.
+        (&["+@all", "-hset"][..], "can't run this command"),
+    ] {
+        user(rules);
+        match a.try_acquire(1).map(|p| p.token()) {
+            Err(Error::NoPermission(t)) => assert!(t.to_lowercase().contains(what), "{what}: {t}"),
+            other => panic!("{what}: not NoPermission: {other:?}"),
+        }
+        user(&["+@all"]);
+    }
+    let c = RedisSemaphore::connect(&url, "acl", 2, o()).unwrap();
+    let mut all = None;
+    eventually("every permit back", Duration::from_secs(10), || {
+        all = c.try_acquire(2).ok();
+        all.is_some()
+    });
+    assert_conserved(&c);
+}
