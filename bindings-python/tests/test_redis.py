@@ -87,10 +87,12 @@ class RedisServer:
     """One redis-server on a free loopback port in a temp dir, without
     persistence; stopped by pid."""
 
-    def __init__(self, password=None, port=None):
-        """`port`: one attempt on that port (else up to 5 on free ports)."""
+    def __init__(self, password=None, port=None, extra=()):
+        """`port`: one attempt on that port (else up to 5 on free ports);
+        `extra`: more redis-server arguments."""
         self.dir = tempfile.mkdtemp(prefix="volt-sem-pytest-redis-")
         self.password = password
+        self.extra = list(extra)
         self.proc = None
         for p in [port] if port else (free_port() for _ in range(5)):
             self.port = p
@@ -104,7 +106,7 @@ class RedisServer:
                 "--appendonly", "no", "--dir", self.dir]
         if self.password:
             args += ["--requirepass", self.password]
-        args += ["--unixsocket", self.socket]
+        args += ["--unixsocket", self.socket] + self.extra
         self.proc = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=_die_with_parent
         )

@@ -103,8 +103,10 @@ pub enum Error {
     /// pool and its queued requests were removed. A release of such permits
     /// reports this error and releases nothing.
     LeaseExpired,
-    /// Redis lost the semaphore's state (restarted empty, flushed, or the
-    /// semaphore was deleted): this handle refuses to go on rather than
+    /// Redis lost the semaphore's state (restarted empty, flushed, the
+    /// semaphore deleted, or one of its keys evicted by an `allkeys-*`
+    /// `maxmemory` policy or deleted: see *Running Redis in production* in
+    /// the crate docs): this handle refuses to go on rather than
     /// over-grant. Connect again to start afresh.
     StateLost,
     /// A blocking acquire was called inside a wake callback (on the agent
@@ -191,6 +193,9 @@ impl std::error::Error for Error {}
 const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type \
      (something else wrote it); nothing was changed";
 
+/// The start of Redis's text when the ACL refuses a command a script runs.
+const SCRIPT_ACL_REFUSAL: &str = "The user executing the script can't";
+
 /// The description of errors for commands that were certainly not sent
 /// (the connection was found dead and could not be replaced):
 /// [`Error::from_redis`] makes them [`Error::Connection`]. Defined here, with
@@ -220,7 +225,14 @@ impl Error {
         if e.kind() == K::AuthenticationFailed || code == "WRONGPASS" || code == "NOAUTH" {
             return Error::Auth;
         }
-        if code == "NOPERM" || e.kind() == K::Server(redis::ServerErrorKind::NoPerm) {
+        // A command refused by the ACL inside a script: Redis 7.0 words it
+        // "ERR The user executing the script can't run this command or
+        // subcommand" (or "... can't access at least one of the keys ...",
+        // "... can't publish to the channel ..."), not NOPERM.
+        if code == "NOPERM"
+            || e.kind() == K::Server(redis::ServerErrorKind::NoPerm)
+            || e.to_string().contains(SCRIPT_ACL_REFUSAL)
+        {
             return Error::NoPermission(scrub(e.to_string()));
         }
         if code == "WRONGTYPE" {

@@ -175,7 +175,15 @@
 //!   chosen by its creator; every script checks it. A Redis restarted empty
 //!   (or flushed) has none: the handle fails its holders and waiters with
 //!   [`Error::StateLost`] and refuses to go on, rather than re-create the
-//!   semaphore with all permits free while old holders still run.
+//!   semaphore with all permits free while old holders still run. A
+//!   `connect` that then creates it anew, where the `meta` hash alone went
+//!   (evicted, see *Running Redis in production*, or deleted) and the other
+//!   keys stayed, carries over the holdings of the old sessions whose lease
+//!   still runs (held in the new incarnation until those sessions are
+//!   reaped; a debt where they exceed the new total; a session whose
+//!   holding is unknown, the `held` hash gone too, counts as holding the
+//!   whole total) and drops the rest of the old state: it never grants
+//!   their permits again.
 //! * `connect` with a total different from the existing semaphore's fails
 //!   with [`Error::TotalMismatch`] and changes nothing, unless
 //!   [`ConnectOptions::resize`] (see *Changing the total*). `connect` to a
@@ -485,6 +493,78 @@
 //!   the scripts are sent again (`NOSCRIPT` → `EVAL`) and everyone carries
 //!   on, waiters in place. **Restarted empty**: [`Error::StateLost`] (the
 //!   incarnation id, above).
+//!
+//! # Running Redis in production
+//!
+//! What the server may do to a semaphore's keys behind the clients' backs,
+//! each checked against redis-server 7.0 (`tests/eviction.rs`,
+//! `tests/server_admin.rs` and the tests named):
+//!
+//! * **Memory.** The semaphore's keys carry no TTL; only the notification
+//!   lists (`{p:n}:note:<session>`) do, and they are hints. So `noeviction`
+//!   (Redis's default) and every `volatile-*` policy never evict them.
+//!   When Redis is full, every call that writes fails at once with
+//!   [`Error::Redis`], the server's text (`OOM command not allowed when
+//!   used memory > 'maxmemory'`), and changes nothing: Redis refuses a
+//!   script at its first write, so none stops half way. A release refused
+//!   so gives its session up; a waiter whose heartbeats are refused for a
+//!   whole lease fails with [`Error::LeaseExpired`]. Once memory is freed,
+//!   every permit is back.
+//! * **`allkeys-lru`, `allkeys-lfu`, `allkeys-random` evict the
+//!   semaphore's keys**: any key may go, and LRU takes the idle ones first
+//!   (a semaphore held for a second while a cache writes is idle). Keep a
+//!   semaphore out of a Redis with such a policy and a `maxmemory` it can
+//!   reach (policies are per server, not per database). What the clients
+//!   see if it happens: when the `meta` hash goes, every handle's next
+//!   call, heartbeat or census fails with [`Error::StateLost`]; when the
+//!   `held`, `queue`, `entries` or `sessions` key goes while `meta` stays,
+//!   the heartbeat of a session it concerns finds the damage (within a
+//!   third of a lease) and ends the incarnation for every client (it
+//!   deletes `meta`): [`Error::StateLost`] too. A new `connect` then
+//!   creates the semaphore anew without granting a surviving holding twice
+//!   (*Incarnation*, above); a session whose lease still runs and whose
+//!   holding is unknown counts as holding the whole total until its lease
+//!   ends (a debt), so nothing is granted while its holder may still
+//!   believe it holds. The other keys (`grants`, `own`, `info`, the
+//!   notification lists) only delay a wake by a heartbeat, or a reap, or
+//!   blank an `inspect` field. Where the `meta`, `held` and `sessions`
+//!   keys all went, nothing is known of the old holdings: as after a
+//!   restart without data, a new `connect` grants every permit while the
+//!   old holders learn of the loss only at their next heartbeat (within a
+//!   third of a lease): keep such policies away from semaphores.
+//! * **`FLUSHDB`, `FLUSHALL`**: as a restart without data,
+//!   [`Error::StateLost`] (`tests/shared_session.rs`). **`SCRIPT FLUSH`**:
+//!   nothing shows; the scripts are sent again (`NOSCRIPT`, then `EVAL`;
+//!   `tests/api.rs`, `tests/batch.rs`).
+//! * **`CLIENT KILL`** of the agent's connection, blocked in `BLPOP`: it
+//!   reconnects and the waiter gets its grant. Of the command connection
+//!   during a call: an uncertain outcome, above (`tests/api.rs`).
+//! * **`CLIENT PAUSE`, `DEBUG SLEEP`, a slow command**: a stop shorter than
+//!   the lease is a wait (a call waits up to
+//!   [`ConnectOptions::command_timeout`], then fails with
+//!   [`Error::Connection`]). Longer than the lease: the holders' permits
+//!   are lost ([`Permit::is_lost`], their release [`Error::LeaseExpired`]),
+//!   the waiters fail with [`Error::LeaseExpired`], and when the server
+//!   answers again the expired sessions are reaped: every permit is back,
+//!   none granted twice.
+//! * **`timeout`** (the server closes idle connections): a connection idle
+//!   for a second or more is checked with `PING` before its next command
+//!   and replaced, and the agent's `BLPOP` is never idle in that sense
+//!   (Redis does not time out a blocked client); any `timeout` works.
+//! * **ACL users**: see *Security*; a user without `EVALSHA`, `EVAL`,
+//!   `BLPOP` or `RPUSH` is refused by `connect` with
+//!   [`Error::NoPermission`] naming it (`tests/refusals.rs`); a rule
+//!   changed after `connect` fails the next call with
+//!   [`Error::NoPermission`], also when the command refused is one a
+//!   script runs (`tests/server_admin.rs`).
+//! * **`rename-command`**: `connect` fails with [`Error::Redis`] naming a
+//!   command the backend sends itself that the server does not know
+//!   (`BLPOP`, `RPUSH`, `PEXPIRE`, `EVALSHA`, `EVAL`, `PING`); one that only
+//!   the scripts run (`HSET`, `TIME`, ...) fails the first script, also in
+//!   `connect`, with the server's `Unknown Redis command called from
+//!   script`. `SCRIPT`, `CONFIG` and `INFO` are never sent, `CLIENT
+//!   SETNAME` only as a best effort; `SCAN` only by [`list`], `ROLE` only
+//!   through Sentinels.
 //!
 //! # Redis Cluster
 //!

@@ -359,7 +359,8 @@ const PROBE_SHA: &str = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db";
 /// script), and with `min_replicas_acked`, `PUBLISH` and `WAIT`. Not a
 /// transaction (a user may lack `MULTI`, which the backend never needs).
 /// `NOPERM` is [`Error::NoPermission`] naming the command; `READONLY` (a
-/// replica) is [`Error::ReadOnly`]. The commands the scripts run inside are
+/// replica) is [`Error::ReadOnly`]; an unknown command (renamed away with
+/// `rename-command`) is [`Error::Redis`] naming it. The commands the scripts run inside are
 /// checked by Redis at each call (same errors). Skipped on a Cluster,
 /// where keyless commands go to any node.
 fn check_commands(
@@ -425,6 +426,20 @@ fn check_commands(
                 )))
             }
             "READONLY" => return Err(Error::ReadOnly(text())),
+            // Renamed away (`rename-command BLPOP ""` in the server's
+            // configuration): without BLPOP or RPUSH nothing is refused
+            // later, every wake just waits for a heartbeat (a third of the
+            // lease), and the agent's every wait fails.
+            _ if e
+                .details()
+                .is_some_and(|d| d.starts_with("unknown command")) =>
+            {
+                return Err(Error::Redis(format!(
+                    "this server does not know {name} (renamed or disabled with \
+                     rename-command?), which the Redis backend needs ({})",
+                    text()
+                )))
+            }
             _ => {}
         }
     }

@@ -22,7 +22,58 @@ if existing then
 else
   if INC ~= '' then return {'LOST'} end
   if ARGV[8] == '1' then return {'NOTFOUND'} end
-  redis.call('HSET', META, 'total', total, 'avail', total, 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0)
+  -- The meta hash is gone but the other keys may not be: Redis evicted it
+  -- alone (an allkeys-* maxmemory policy evicts any key), or someone
+  -- deleted it. The sessions of that lost incarnation see LOST from now on,
+  -- but their programs may still run inside what they held, and their
+  -- sessions would be reaped into this incarnation at their leases' end,
+  -- handing permits they never got from it to its `avail`: more holders
+  -- than the total, for good. So their requests go (their waiters fail
+  -- with LOST), and the holdings of sessions whose lease still runs are
+  -- carried over, as held in this incarnation until those sessions are
+  -- reaped (a debt if they exceed the new total); every other trace of
+  -- them goes. Nothing to do after a restart or flush (no key left: one
+  -- read, and the meta's HSET stays the first write, which a full Redis
+  -- refuses with OOM). O(s + r) otherwise, for s sessions and r requests.
+  local carried = 0
+  if redis.call('EXISTS', QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN, INFO) > 0 then
+    redis.call('DEL', QUEUE, ENTRIES, GRANTS, OWN)
+    local h = redis.call('HGETALL', HELD)
+    local known = {}
+    for i = 1, #h, 2 do
+      local sid, n = h[i], tonumber(h[i + 1]) or 0
+      known[sid] = true
+      local exp = tonumber(redis.call('ZSCORE', SESSIONS, sid) or '-1')
+      if exp >= NOW_MS and n > 0 then
+        carried = carried + n
+      else
+        redis.call('HDEL', HELD, sid)
+      end
+    end
+    -- A session whose lease runs but whose holding is unknown (the held
+    -- hash was lost too): whatever it holds is never granted again, so it
+    -- counts as holding the whole total (a debt) until it is reaped, within
+    -- a lease (its handle sees LOST and renews it no more).
+    for _, sid in ipairs(redis.call('ZRANGE', SESSIONS, 0, -1)) do
+      if redis.call('HEXISTS', HELD, sid) == 0 then
+        if not known[sid] and tonumber(redis.call('ZSCORE', SESSIONS, sid)) >= NOW_MS then
+          redis.call('HSET', HELD, sid, fmt(total))
+          carried = carried + total
+        else
+          redis.call('ZREM', SESSIONS, sid)
+        end
+      end
+    end
+    -- The records of sessions gone ("<sid>" and "<sid>:<x>" fields).
+    for _, f in ipairs(redis.call('HKEYS', INFO)) do
+      if not redis.call('ZSCORE', SESSIONS, string.match(f, '^[^:]*')) then
+        redis.call('HDEL', INFO, f)
+      end
+    end
+  end
+  local avail, debt = math.max(total - carried, 0), math.max(carried - total, 0)
+  redis.call('HSET', META, 'total', total, 'avail', fmt(avail), 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0)
+  if debt > 0 then redis.call('HSET', META, 'debt', fmt(debt)) end
 end
 reap()
 redis.call('ZADD', SESSIONS, fmt(NOW_MS + LEASE), SID)

@@ -15,6 +15,9 @@
 -- wakes the agent sooner when a request it queues needs it.
 local r = prologue()
 if r then return r end
+-- The session's holding field lives as long as the session (connect.lua
+-- creates it): gone, the holdings were lost (prelude.lua's damaged()).
+if redis.call('HEXISTS', HELD, SID) == 0 then return damaged() end
 local nack = tonumber(ARGV[4])
 for i = 5, 4 + nack do
   redis.call('HDEL', GRANTS, ARGV[i])
@@ -29,8 +32,14 @@ local out = {'OK'}
 for i = 5 + nack, #ARGV do
   local eid = ARGV[i]
   if redis.call('HEXISTS', ENTRIES, eid) == 1 then
+    -- Recorded but not queued: the queue was lost (damaged()); no
+    -- release would ever reach it.
+    if not redis.call('ZSCORE', QUEUE, eid) then return damaged() end
     out[#out + 1] = 'Q'
   else
+    -- Queued but not recorded: the entries were lost (every hand-off
+    -- would stop at this head).
+    if redis.call('ZSCORE', QUEUE, eid) then return damaged() end
     out[#out + 1] = redis.call('HGET', GRANTS, eid) or 'X'
   end
 end

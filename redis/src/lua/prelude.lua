@@ -90,11 +90,29 @@ local function reap_due()
   return math.max(first + 1, NOW_MS + REAP_MIN_MS)
 end
 
+-- A key of the semaphore lost behind the scripts' back while the meta hash
+-- stayed (an allkeys-* maxmemory policy evicts any key; or a DEL): what is
+-- left can no longer be trusted (a lost holding is a permit lost for good,
+-- a lost queue a waiter never woken). The incarnation ends for every
+-- client: the meta hash goes, so each sees LOST (Error::StateLost), and the
+-- next connect creates the semaphore anew from what is left (connect.lua:
+-- it never grants a surviving or unknown holding again). Found by the
+-- sessions' own heartbeats (heartbeat.lua) and by live() below.
+local function damaged()
+  redis.call('DEL', META)
+  return {'LOST'}
+end
+
 -- The caller's session: renewed if alive; dropped (permits handed on) if its
--- deadline passed but nobody reaped it yet. Returns false if it is gone.
+-- deadline passed but nobody reaped it yet. Returns false if it is gone,
+-- 'damaged' if the sessions were lost under it (its holding field, which
+-- lives as long as the session and is removed with it, is still there).
 local function live()
   local exp = redis.call('ZSCORE', SESSIONS, SID)
-  if not exp then return false end
+  if not exp then
+    if redis.call('HEXISTS', HELD, SID) == 1 then return 'damaged' end
+    return false
+  end
   if tonumber(exp) < NOW_MS then
     local p = drop_session(SID)
     if p > 0 then hand(p) end
@@ -114,7 +132,9 @@ local function prologue()
   if lost() then return {'LOST'} end
   guard(false)
   reap()
-  if not live() then return {'EXPIRED'} end
+  local l = live()
+  if l == 'damaged' then return damaged() end
+  if not l then return {'EXPIRED'} end
   return nil
 end
 

@@ -937,6 +937,9 @@ impl Inner {
                 CallError::NotRun(e) | CallError::Uncertain(e) => e,
             })?;
         if r.status == Status::Lost {
+            // As any script's LOST: the holders and waiters learn it now,
+            // not at the agent's next heartbeat (a third of a lease on).
+            self.fail_all();
             return Err(Error::StateLost);
         }
         Ok(r)
