@@ -531,15 +531,18 @@ export declare class Semaphore {
    * garbage-collected or its thread ends. Redis: once the promise resolves,
    * the object's two session threads have exited and its two Redis
    * connections are closed, even while the object is still referenced: a
-   * disconnected object keeps no thread and no connection (before, its door thread and one connection stayed
-   * until it was collected: 100 objects kept after `disconnect()`, 100
-   * threads and 100 connections). Named: what a
-   * disconnected object still has in this process goes only when it is
-   * collected: the name's mapping and one file descriptor (per name, while
-   * any object of it lives); a program that disconnects many objects of
-   * distinct names keeps that much per object the garbage collector has
-   * not collected yet (measured: 2,000 names disconnected, 2,000
-   * descriptors until the next collection): drop the objects.
+   * disconnected object keeps no thread and no connection (before, its
+   * door thread and one connection stayed until it was collected: 100
+   * objects kept after `disconnect()`, 100 threads and 100 connections).
+   * While Redis is out of reach, the promise also waits for the session
+   * thread's call in flight (at most the command timeout plus a third of
+   * the lease, or the connect timeout). Named: what a disconnected object
+   * still has in this process goes only when it is collected: the name's
+   * mapping and one file descriptor (per name, while any object of it
+   * lives); a program that disconnects many objects of distinct names keeps
+   * that much per object the garbage collector has not collected yet
+   * (measured: 2,000 names disconnected, 2,000 descriptors until the next
+   * collection): drop the objects.
    * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
    *   `close()` closes it).
    */

@@ -454,7 +454,10 @@ class Semaphore:
         Redis is out of reach, at the lease's expiry); when it returns, the
         handle's two threads have exited and its two Redis connections are
         closed, even while the handle (or an :class:`Acquire` or
-        :meth:`lease_lost` of it) is still referenced. Idempotent.
+        :meth:`lease_lost` of it) is still referenced (while Redis is out of
+        reach, that waits for the session thread's call in flight: at most
+        the command timeout plus a third of the lease, or the connect
+        timeout). Idempotent.
         ``TypeError`` on a local semaphore."""
     def disconnect_async(self) -> OffLoop[None]:
         """:meth:`disconnect` off the event loop."""
