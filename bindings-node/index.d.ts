@@ -534,9 +534,10 @@ export declare class Semaphore {
    * disconnected object keeps no thread and no connection (before, its
    * door thread and one connection stayed until it was collected: 100
    * objects kept after `disconnect()`, 100 threads and 100 connections).
-   * While Redis is out of reach, the promise also waits for the session
-   * thread's call in flight (at most the command timeout plus a third of
-   * the lease, or the connect timeout). Named: what a disconnected object
+   * While Redis is out of reach, a session thread blocked in a call is
+   * waited for only until a command timeout has passed since the
+   * disconnect began; it exits, closing its connection, when that call
+   * fails. Named: what a disconnected object
    * still has in this process goes only when it is collected: the name's
    * mapping and one file descriptor (per name, while any object of it
    * lives); a program that disconnects many objects of distinct names keeps

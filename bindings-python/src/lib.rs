@@ -588,9 +588,10 @@ impl Semaphore {
     /// of reach, at the lease's expiry); when it returns, the handle's two
     /// threads have exited and its two Redis connections are closed, even
     /// while the handle (or an `Acquire` or `lease_lost()` of it) is still
-    /// referenced (while Redis is out of reach, that waits for the session
-    /// thread's call in flight: at most the command timeout plus a third of
-    /// the lease, or the connect timeout). Idempotent. `TypeError` on a local semaphore (it has no
+    /// referenced (while Redis is out of reach, a session thread blocked in a
+    /// call is waited for only until a command timeout has passed since the
+    /// call began; it exits, closing its connection, when that call
+    /// fails). Idempotent. `TypeError` on a local semaphore (it has no
     /// session; `close()` it).
     #[pyo3(text_signature = "($self)")]
     fn disconnect(&self, py: Python<'_>) -> PyResult<()> {

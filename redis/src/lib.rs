@@ -992,13 +992,14 @@ impl RedisSemaphore {
     /// connection for that call and closes it when it returns. Called from
     /// a callback running on one of those threads (a wake, a lease watch),
     /// it does not wait for that thread, which exits as soon as the
-    /// callback returns. While Redis is out of reach, the wait for the
-    /// agent thread may last one more blocking call of it (a `BLPOP` or a
-    /// heartbeat, each bounded by the command timeout plus at most a third
-    /// of the lease, or a reconnect, by the connect timeout; measured in a black hole with a 10 s lease and a 2 s
-    /// command timeout: 5.1 s in all, against 2.0 s when the thread was
-    /// left behind). A second call made while the first is still running
-    /// returns at once.
+    /// callback returns. While Redis is out of reach, the agent thread
+    /// may be blocked in a call (a `BLPOP` or a heartbeat) until that
+    /// call's own timeout: it is waited for only until a command timeout
+    /// has passed since `disconnect` began (at least 100 ms), then left to
+    /// exit, closing its connection, when that call fails (measured in a
+    /// black hole, 2 s command timeout, 10 s or 3 s lease: 2.13 s in all;
+    /// waiting for the agent's call took 5.1 s with the 10 s lease). A
+    /// second call made while the first is still running returns at once.
     pub fn disconnect(&self) {
         self.inner.disconnect()
     }

@@ -223,7 +223,7 @@ pub(crate) struct Inner {
 /// The join handles of a connected handle's two threads.
 struct Threads {
     door: Option<std::thread::JoinHandle<()>>,
-    agent: Option<std::thread::JoinHandle<()>>,
+    agent: Option<agent::Started>,
     /// The process that started them.
     pid: u32,
 }
@@ -248,6 +248,30 @@ fn join_unless_current(h: Option<std::thread::JoinHandle<()>>) {
         if h.thread().id() != std::thread::current().id() {
             // A thread that panicked has ended all the same.
             let _ = h.join();
+        }
+    }
+}
+
+/// Waits for the agent thread to end, until `deadline`, unless it is this
+/// thread (as [`join_unless_current`]). Past the deadline it is let go:
+/// Redis is out of reach and the thread is blocked in a call (a `BLPOP` or
+/// a heartbeat) that ends only at its own timeout, after which it finds the
+/// handle stopped and exits, closing its connection. `disconnect` so takes
+/// no longer in an outage than its own round trip (the command timeout).
+fn join_agent_until(agent: Option<agent::Started>, deadline: Instant) {
+    let Some(agent) = agent else {
+        return;
+    };
+    if agent.handle.thread().id() == std::thread::current().id() {
+        return;
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    match agent.ended.recv_timeout(left) {
+        // Detached (dropping a JoinHandle does not stop the thread).
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => drop(agent.handle),
+        // Its sender is gone: the thread has ended (nothing is ever sent).
+        _ => {
+            let _ = agent.handle.join();
         }
     }
 }
@@ -939,6 +963,7 @@ impl Inner {
         if self.forked() {
             return;
         }
+        let started = Instant::now();
         let (lost, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
@@ -971,7 +996,12 @@ impl Inner {
         // Nothing left for the agent to renew: it exits.
         lock(&self.state).shutdown = true;
         self.kick.stop();
-        self.release_threads_and_connections();
+        // The agent gets what remains of a command timeout since this call
+        // began, and at least 100 ms (its exit, woken by the end's `bye`,
+        // takes about a millisecond).
+        let agent_deadline =
+            (started + self.opts.command_timeout).max(Instant::now() + Duration::from_millis(100));
+        self.release_threads_and_connections(agent_deadline);
     }
 
     /// The end of `disconnect`: nothing of the handle will use its threads
@@ -985,8 +1015,9 @@ impl Inner {
     /// A thread that is this one (a callback it delivered called
     /// `disconnect`) is not joined: it exits as soon as that callback
     /// returns. The agent is joined last: a callback it is delivering may
-    /// wait for a call queued on the door, which runs before.
-    fn release_threads_and_connections(&self) {
+    /// wait for a call queued on the door, which runs before. It is waited
+    /// for until `agent_deadline` (see [`join_agent_until`]).
+    fn release_threads_and_connections(&self, agent_deadline: Instant) {
         let left = self.door.stop();
         let (door, agent) = {
             let mut t = lock(&self.threads);
@@ -1005,7 +1036,7 @@ impl Inner {
             // Dropped: the socket is closed (every node's, on a Cluster).
             *g = None;
         }
-        join_unless_current(agent);
+        join_agent_until(agent, agent_deadline);
     }
 
     /// A job the stopped door will not run (handed back by its `push`, or

@@ -455,9 +455,9 @@ class Semaphore:
         handle's two threads have exited and its two Redis connections are
         closed, even while the handle (or an :class:`Acquire` or
         :meth:`lease_lost` of it) is still referenced (while Redis is out of
-        reach, that waits for the session thread's call in flight: at most
-        the command timeout plus a third of the lease, or the connect
-        timeout). Idempotent.
+        reach, a session thread blocked in a call is waited for only until a
+        command timeout has passed since the call began; it exits, closing
+        its connection, when that call fails). Idempotent.
         ``TypeError`` on a local semaphore."""
     def disconnect_async(self) -> OffLoop[None]:
         """:meth:`disconnect` off the event loop."""

@@ -63,9 +63,17 @@ impl Kick {
     }
 }
 
+/// A started thread: its handle, and a receiver whose sender the thread
+/// drops as it ends (returning or unwinding), so that `disconnect` can wait
+/// for its end with a time limit, which `JoinHandle::join` has not.
+pub(super) struct Started {
+    pub(super) handle: std::thread::JoinHandle<()>,
+    pub(super) ended: std::sync::mpsc::Receiver<()>,
+}
+
 /// Starts the agent thread of a newly connected handle; `disconnect` joins
 /// it.
-pub(super) fn spawn(inner: &Arc<Inner>) -> Result<std::thread::JoinHandle<()>, Error> {
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<Started, Error> {
     let agent = Agent {
         weak: Arc::downgrade(inner),
         client: inner.client.clone(),
@@ -74,9 +82,14 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> Result<std::thread::JoinHandle<()>, E
         keys: inner.keys.clone(),
         kick: inner.kick.clone(),
     };
+    let (alive, ended) = std::sync::mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("volt-sem-redis".into())
-        .spawn(move || agent.run())
+        .spawn(move || {
+            let _alive = alive;
+            agent.run()
+        })
+        .map(|handle| Started { handle, ended })
         .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))
 }
 
