@@ -528,15 +528,22 @@ export declare class Semaphore {
    * semaphore stays open for every other object, process and client.
    * Idempotent. A named process's record goes when its last object is
    * collected or it exits; a Redis object's session also ends when it is
-   * garbage-collected or its thread ends. What a disconnected object still
-   * has in this process also goes only when it is collected: named, the
-   * name's mapping and one file descriptor (per name, while any object of
-   * it lives); Redis, the object's door thread and one Redis connection. A
-   * program that disconnects many objects of distinct names or
-   * connections keeps that much per object the garbage collector has not
-   * collected yet (measured: 2,000 names disconnected, 2,000 descriptors
-   * until the next collection; 100 Redis objects kept after `disconnect()`,
-   * 100 threads and 100 connections): drop the objects.
+   * garbage-collected or its thread ends. Redis: once the promise resolves,
+   * the object's two session threads have exited and its two Redis
+   * connections are closed, even while the object is still referenced: a
+   * disconnected object keeps no thread and no connection (before, its
+   * door thread and one connection stayed until it was collected: 100
+   * objects kept after `disconnect()`, 100 threads and 100 connections).
+   * While Redis is out of reach, a session thread blocked in a call is
+   * waited for only until a command timeout has passed since the
+   * disconnect began; it exits, closing its connection, when that call
+   * fails. Named: what a disconnected object
+   * still has in this process goes only when it is collected: the name's
+   * mapping and one file descriptor (per name, while any object of it
+   * lives); a program that disconnects many objects of distinct names keeps
+   * that much per object the garbage collector has not collected yet
+   * (measured: 2,000 names disconnected, 2,000 descriptors until the next
+   * collection): drop the objects.
    * @throws {TypeError} `ERR_INVALID_STATE` on a local semaphore (no session:
    *   `close()` closes it).
    */

@@ -585,8 +585,14 @@ impl Semaphore {
     /// once none is left, what the process holds goes back at once, to the
     /// next waiter, as at its exit. Redis: what the handle holds goes to the
     /// next waiters at once (one round trip, GIL released; if Redis is out
-    /// of reach, at the lease's expiry). Idempotent. `TypeError` on a local
-    /// semaphore (it has no session; `close()` it).
+    /// of reach, at the lease's expiry); when it returns, the handle's two
+    /// threads have exited and its two Redis connections are closed, even
+    /// while the handle (or an `Acquire` or `lease_lost()` of it) is still
+    /// referenced (while Redis is out of reach, a session thread blocked in a
+    /// call is waited for only until a command timeout has passed since the
+    /// call began; it exits, closing its connection, when that call
+    /// fails). Idempotent. `TypeError` on a local semaphore (it has no
+    /// session; `close()` it).
     #[pyo3(text_signature = "($self)")]
     fn disconnect(&self, py: Python<'_>) -> PyResult<()> {
         if !self.core.is_shared() {

@@ -1355,3 +1355,93 @@ def test_a_lease_lost_in_the_body_leaves_the_bodys_exception(own_server, name):
     conserved(other, 1)
     sem.disconnect()
     other.disconnect()
+
+
+def _threads():
+    return len(os.listdir("/proc/self/task"))
+
+
+def _clients_named(server, label):
+    """How many connections the server has open for clients named `label`."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=5) as s:
+        s.sendall(b"CLIENT LIST\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            head, _, rest = data.partition(b"\r\n")
+            if head.startswith(b"$") and len(rest) >= int(head[1:]) + 2:
+                break
+    return sum(f" name={label} " in line for line in data.decode().splitlines())
+
+
+def _nothing_left(server, label, base, what):
+    """Waits (bounded: 20 s, for the server to read the closed sockets) until
+    this process has no more threads than `base` and the server no
+    connection named `label`."""
+    deadline = time.monotonic() + 20
+    while True:
+        left = (_threads(), _clients_named(server, label))
+        if left[0] <= base and left[1] == 0:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"{what}: {left[0]} threads (baseline {base}) and {left[1]} connections "
+                f"named {label} still open 20 s after disconnect() returned"
+            )
+        time.sleep(0.02)
+
+
+def test_disconnect_leaves_no_thread_and_no_connection(server, name):
+    """Once disconnect() has returned, the handle's two threads have exited
+    and its two Redis connections are closed, while the handle object is
+    still referenced (no collection): before, each disconnected handle kept
+    its door thread and a connection until it was collected, so a program
+    connecting and disconnecting per request piled them up."""
+    label = f"disc-res-{os.getpid()}"
+    n = 10
+    gc.collect()
+    base = _threads()
+    sems = [connect(server.url, name, n, label=label) for _ in range(n)]
+    # Held through `Acquire` objects, and watched: both refer to the handle's
+    # session (what kept it, with its door thread and connection, until
+    # they were collected).
+    held = [s.acquire(1) for s in sems]
+    for a in held:
+        assert asyncio.run(_await(a)) is True
+    watches = [s.lease_lost() for s in sems]
+    assert _threads() >= base + 2 * n
+    wait_until(lambda: _clients_named(server, label) == 2 * n, "both connections of each handle")
+    # Requests queued too (blocking threads), failed by the disconnect.
+    outcomes = []
+
+    def wait(s):
+        try:
+            outcomes.append(s.acquire_blocking(n))
+        except volt_sem.DisconnectedError:
+            outcomes.append("disconnected")
+
+    waiting = [threading.Thread(target=wait, args=(s,)) for s in sems[:2]]
+    for t in waiting:
+        t.start()
+    wait_until(lambda: sems[-1].census()["queued"] == 2, "two requests queued")
+    for s in sems:
+        s.disconnect()
+    for t in waiting:
+        t.join()
+    assert outcomes == ["disconnected"] * 2
+    _nothing_left(server, label, base, "after disconnect(), the handles kept")
+    # The promises of a disconnect hold: what they held went back, queued
+    # requests and later calls raise DisconnectedError, it is idempotent.
+    other = connect(server.url, name, n)
+    assert conserved(other, n)["held"] == 0
+    for s in sems:
+        with pytest.raises(volt_sem.DisconnectedError):
+            s.try_acquire(1)
+        s.disconnect()
+    other.disconnect()
+    _nothing_left(server, label, base, "after calls on the disconnected handles")
+    # Still referenced: no collection did it.
+    assert len(sems) == len(held) == len(watches) == n

@@ -179,3 +179,32 @@ fn a_refused_turn_leaves_its_job_to_the_runner() {
         d.join().unwrap();
     });
 }
+
+/// A job pushed while the door is stopped (`disconnect` stops it, then
+/// joins the door thread and runs what the stop found queued): it is run by
+/// the door thread, found by the stop, or handed back to its pusher, never
+/// left in a queue nobody reads any more.
+#[test]
+fn a_push_racing_stop_is_run_drained_or_handed_back() {
+    model(|| {
+        let w = world();
+        let d = door(&w);
+        let w1 = w.clone();
+        let pusher = thread::spawn(move || w1.runs.push((1, 0), false));
+        let left = w.runs.stop();
+        d.join().unwrap();
+        let back = pusher.join().unwrap();
+        // Ran by the door thread before the stop, drained by the stop, or
+        // handed back: exactly one of the three.
+        let ran = w.done.lock().unwrap().len();
+        let drained = left.len();
+        let handed = usize::from(back.is_some());
+        assert_eq!(
+            ran + drained + handed,
+            1,
+            "ran {ran}, drained {drained}, handed back {handed}"
+        );
+        // Once stopped, every push is handed back.
+        assert_eq!(w.runs.push((1, 1), true), Some((1, 1)));
+    });
+}

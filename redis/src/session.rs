@@ -197,9 +197,15 @@ pub(crate) struct Inner {
     client: Client,
     scripts: Arc<Scripts>,
     cmd: Mutex<Option<Conn>>,
+    /// `disconnect` closed the command connection for good: a call that
+    /// still talks to Redis after it (`census`, `inspect`) opens one of its
+    /// own for that call, closed when it returns.
+    cmd_closed: AtomicBool,
     pub(crate) state: Mutex<State>,
     kick: Arc<Kick>,
     door: Arc<Door>,
+    /// The door and agent threads, joined by `disconnect`.
+    threads: Mutex<Threads>,
     /// The process that connected. After `fork()` the child has a copy of
     /// the handle but not its agent thread, and its sessions are the
     /// parent's: the child must neither use them nor end them (its exit or
@@ -212,6 +218,62 @@ pub(crate) struct Inner {
     /// apply (its round trip failed or was refused, and its session was
     /// given up): the next `flush` reports it, once.
     pub(super) unapplied: AtomicBool,
+}
+
+/// The join handles of a connected handle's two threads.
+struct Threads {
+    door: Option<std::thread::JoinHandle<()>>,
+    agent: Option<agent::Started>,
+    /// The process that started them.
+    pid: u32,
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        // In a fork() child the threads are the parent's: detaching a
+        // thread this process does not have would act on a stale
+        // descriptor. Leaked instead (a few bytes, once per handle).
+        if process_id() != self.pid {
+            std::mem::forget(self.door.take());
+            std::mem::forget(self.agent.take());
+        }
+    }
+}
+
+/// Waits for the thread `h` to end, unless it is this thread (a callback
+/// it delivered called `disconnect`): that one ends as soon as it is back
+/// in its loop, which it finds stopped.
+fn join_unless_current(h: Option<std::thread::JoinHandle<()>>) {
+    if let Some(h) = h {
+        if h.thread().id() != std::thread::current().id() {
+            // A thread that panicked has ended all the same.
+            let _ = h.join();
+        }
+    }
+}
+
+/// Waits for the agent thread to end, until `deadline`, unless it is this
+/// thread (as [`join_unless_current`]). Past the deadline it is let go:
+/// Redis is out of reach and the thread is blocked in a call (a `BLPOP` or
+/// a heartbeat) that ends only at its own timeout, after which it finds the
+/// handle stopped and exits, closing its connection. `disconnect` so takes
+/// no longer in an outage than its own round trip (the command timeout).
+fn join_agent_until(agent: Option<agent::Started>, deadline: Instant) {
+    let Some(agent) = agent else {
+        return;
+    };
+    if agent.handle.thread().id() == std::thread::current().id() {
+        return;
+    }
+    let left = deadline.saturating_duration_since(Instant::now());
+    match agent.ended.recv_timeout(left) {
+        // Detached (dropping a JoinHandle does not stop the thread).
+        Err(std::sync::mpsc::RecvTimeoutError::Timeout) => drop(agent.handle),
+        // Its sender is gone: the thread has ended (nothing is ever sent).
+        _ => {
+            let _ = agent.handle.join();
+        }
+    }
 }
 
 /// What remains until `deadline`, or a connection error once it passed.
@@ -601,6 +663,7 @@ impl Inner {
             client,
             scripts,
             cmd: Mutex::new(Some(con)),
+            cmd_closed: AtomicBool::new(false),
             state: Mutex::new(State {
                 session: Some(Session {
                     sid,
@@ -621,6 +684,11 @@ impl Inner {
             }),
             kick: Arc::new(Kick::default()),
             door: Arc::new(Door::default()),
+            threads: Mutex::new(Threads {
+                door: None,
+                agent: None,
+                pid: process_id(),
+            }),
             pid: process_id(),
             stats: SessionStats::default(),
             unapplied: AtomicBool::new(false),
@@ -630,8 +698,10 @@ impl Inner {
         // Owned by a handle before the threads start: if one cannot start,
         // dropping the handle ends the session just registered.
         let handle = Handle::new(Arc::clone(&inner));
-        agent::spawn(&inner)?;
-        door::spawn(&inner)?;
+        let agent = agent::spawn(&inner)?;
+        lock(&inner.threads).agent = Some(agent);
+        let door = door::spawn(&inner)?;
+        lock(&inner.threads).door = Some(door);
         Ok(handle)
     }
 
@@ -652,6 +722,20 @@ impl Inner {
             return Err(CallError::NotRun(Error::Forked));
         }
         let mut g = lock(&self.cmd);
+        if self.cmd_closed.load(Ordering::Relaxed) {
+            // Disconnected: a connection for this call only (closed when
+            // it returns), never kept (see `disconnect`).
+            let deadline = Instant::now() + self.opts.connect_timeout;
+            let mut c = Self::open_connection(&self.client, &self.opts, &self.secret, deadline)
+                .map_err(CallError::NotRun)?;
+            let mut r = f(&mut c);
+            if r.is_ok() {
+                if let Err(e) = c.wait_replicas(&self.opts, None) {
+                    r = Err(CallError::Uncertain(e));
+                }
+            }
+            return r;
+        }
         if g.is_none() {
             let deadline = Instant::now() + self.opts.connect_timeout;
             let c = Self::open_connection(&self.client, &self.opts, &self.secret, deadline)
@@ -894,6 +978,7 @@ impl Inner {
         if self.forked() {
             return;
         }
+        let started = Instant::now();
         let (lost, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
@@ -925,7 +1010,72 @@ impl Inner {
         });
         // Nothing left for the agent to renew: it exits.
         lock(&self.state).shutdown = true;
-        self.kick.kick();
+        self.kick.stop();
+        // The agent gets what remains of a command timeout since this call
+        // began, and at least 100 ms (its exit, woken by the end's `bye`,
+        // takes about a millisecond).
+        let agent_deadline =
+            (started + self.opts.command_timeout).max(Instant::now() + Duration::from_millis(100));
+        self.release_threads_and_connections(agent_deadline);
+    }
+
+    /// The end of `disconnect`: nothing of the handle will use its threads
+    /// or its command connection again (every request is refused, a handle
+    /// sharing the session is this same handle), so they go now rather
+    /// than when the last handle is dropped (which a garbage collector may
+    /// put off for as long as it likes): the door is stopped and its thread
+    /// joined, the jobs queued after the disconnect's run here, the command
+    /// connection is closed, and the agent thread (told to stop, its
+    /// `BLPOP` woken by the end's `bye`) is joined, closing its connection.
+    /// A thread that is this one (a callback it delivered called
+    /// `disconnect`) is not joined: it exits as soon as that callback
+    /// returns. The agent is joined last: a callback it is delivering may
+    /// wait for a call queued on the door, which runs before. It is waited
+    /// for until `agent_deadline` (see [`join_agent_until`]).
+    fn release_threads_and_connections(&self, agent_deadline: Instant) {
+        let left = self.door.stop();
+        let (door, agent) = {
+            let mut t = lock(&self.threads);
+            (t.door.take(), t.agent.take())
+        };
+        join_unless_current(door);
+        // Queued between the disconnect's job and the stop, never taken
+        // by a runner: run in order here (an acquire fails with `Closed`,
+        // a call gets its answer).
+        for job in left {
+            self.refused(job);
+        }
+        {
+            let mut g = lock(&self.cmd);
+            self.cmd_closed.store(true, Ordering::Relaxed);
+            // Dropped: the socket is closed (every node's, on a Cluster).
+            *g = None;
+        }
+        join_agent_until(agent, agent_deadline);
+    }
+
+    /// A job the stopped door will not run (handed back by its `push`, or
+    /// left in its queue by the stop), dealt with on this thread: a call
+    /// runs here (its caller waits for it); a request not sent fails with
+    /// `Closed`, as every request after a disconnect; a release or a cancel
+    /// has nothing left to do (the session's end gave back what it held
+    /// and took its requests out of the queue; if Redis was out of reach,
+    /// the lease's expiry does).
+    fn refused(&self, job: Job) {
+        match job {
+            Job::Call(f) => {
+                // A panic drops the call's answer unsent, which answers
+                // its caller with an error (as on the door thread).
+                let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(self)));
+                if let Ok(send) = answer {
+                    send();
+                }
+            }
+            Job::Acquire(ctr) | Job::Zero(ctr) => {
+                self.complete_request(ctr, Finish::Failed(Error::Closed));
+            }
+            Job::Release { .. } | Job::Cancel { .. } => {}
+        }
     }
 
     /// A session not renewed for a whole lease may be expired in Redis (a
@@ -1060,11 +1210,26 @@ impl Inner {
             );
             ctr
         };
-        self.door.push(if n == 0 {
+        let refused = self.door.push(if n == 0 {
             Job::Zero(ctr)
         } else {
             Job::Acquire(ctr)
         });
+        if refused.is_some() {
+            // Disconnected since the check above, its door stopped: taken
+            // back out and refused now, as after the disconnect (unless a
+            // thread that failed every request completed it meanwhile:
+            // then its callback tells).
+            let mut st = lock(&self.state);
+            if st.table.remove(ctr).is_some() {
+                st.table.take_cancelled(ctr);
+                waiter
+                    .get_ref()
+                    .node
+                    .set_phase(phase::IDLE, Ordering::Release);
+                return Err(Error::Closed);
+            }
+        }
         Ok(RawAcquire::Pending)
     }
 
@@ -1119,7 +1284,9 @@ impl Inner {
                     // (or not yet sent): the door learns it when it gets there,
                     // and undoes what the answer did.
                 if e.queued {
-                    inner.door.push(Job::Cancel {
+                    // Refused once disconnected: the session's end took the
+                    // request out of the queue.
+                    let _ = inner.door.push(Job::Cancel {
                         eid: e.eid,
                         n: e.n,
                         epoch: e.epoch,
@@ -1156,7 +1323,9 @@ impl Inner {
             return Ok(());
         }
         let epoch = self.take_released(n, epoch)?;
-        self.door.push(Job::Release { n, epoch });
+        // Refused once disconnected (the door stopped after this release
+        // was counted): the session's end gave the permits back.
+        let _ = self.door.push(Job::Release { n, epoch });
         Ok(())
     }
 
@@ -1365,7 +1534,7 @@ impl Inner {
         if self.forked() {
             return;
         }
-        self.door.stop();
+        drop(self.door.stop());
         let (sids, failed) = {
             let mut st = lock(&self.state);
             st.shutdown = true;
@@ -1384,6 +1553,7 @@ impl Inner {
                 }
             }
         }
-        self.kick.kick();
+        // Every wait and back-off of the agent ends: it exits now.
+        self.kick.stop();
     }
 }

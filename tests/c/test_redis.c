@@ -1166,6 +1166,91 @@ static int redis_command(const char *cmd, char *reply, size_t len) {
     return ok;
 }
 
+/* The threads of this process now. */
+static int threads_now(void) {
+    DIR *d = opendir("/proc/self/task");
+    REQUIRE(d != NULL);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+/* How many connections the main server has open for clients named `label`
+ * (`CLIENT LIST`, read whole), or -1 if it did not answer. */
+static int clients_named(const char *label) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)main_server.port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    static char buf[1 << 16];
+    size_t got = 0;
+    int ok = connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+             write(fd, "CLIENT LIST\r\n", 13) == 13;
+    while (ok && got < sizeof buf - 1) {
+        struct pollfd p = {fd, POLLIN, 0};
+        ssize_t r = poll(&p, 1, 5000) == 1 ? read(fd, buf + got, sizeof buf - 1 - got) : -1;
+        if (r <= 0) {
+            ok = 0;
+            break;
+        }
+        got += (size_t)r;
+        buf[got] = 0;
+        char *body = strstr(buf, "\r\n");
+        if (buf[0] == '$' && body != NULL && got >= (size_t)(body + 2 - buf) + strtoul(buf + 1, NULL, 10) + 2)
+            break;
+    }
+    close(fd);
+    if (!ok)
+        return -1;
+    char tag[160];
+    snprintf(tag, sizeof tag, " name=%s ", label);
+    int n = 0;
+    for (const char *at = buf; (at = strstr(at, tag)) != NULL; at += strlen(tag))
+        n++;
+    return n;
+}
+
+/* The C ABI has no disconnect: volt_sem_free of a handle's last reference
+ * ends its session, and with it its two threads and two connections, right
+ * after it returns (bounded polls: the server notices a closed socket when
+ * it reads it). What the bindings' disconnect() now guarantees too. */
+static void test_free_leaves_no_thread_and_no_connection(void) {
+    enum { N = 10 };
+    const char *label = "c-free-res";
+    int base = threads_now();
+    volt_connect_options o = options();
+    o.label = label;
+    const volt_sem *sems[N];
+    for (int i = 0; i < N; i++) {
+        sems[i] = connect_to(main_server.url, name_of("free-res"), N, &o);
+        CHECK_STATUS(volt_sem_try_acquire(sems[i], 1), VOLT_OK);
+    }
+    CHECK(threads_now() >= base + 2 * N);
+    double end = now_s() + 20;
+    while (clients_named(label) != 2 * N && now_s() < end)
+        sleep_ms(20);
+    CHECK(clients_named(label) == 2 * N);
+    for (int i = 0; i < N; i++)
+        volt_sem_free(sems[i]);
+    end = now_s() + 20;
+    int t = 0, c = 0;
+    while (now_s() < end) {
+        t = threads_now();
+        c = clients_named(label);
+        if (t <= base && c == 0)
+            break;
+        sleep_ms(20);
+    }
+    if (t > base || c != 0)
+        fprintf(stderr, "    %d threads (baseline %d) and %d connections named %s 20 s after volt_sem_free\n",
+                t, base, c, label);
+    CHECK(t <= base && c == 0);
+}
+
 /* The lease thread is per process: a child of fork() that connects its own
  * handle gets its lease callbacks (from its own thread, the parent's was
  * not inherited). The loss: the semaphore's keys deleted behind the
@@ -2304,6 +2389,7 @@ int main(int argc, char **argv) {
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
     RUN(test_attach_only);
+    RUN(test_free_leaves_no_thread_and_no_connection);
     RUN(test_end_sessions_on_signals);
     RUN(test_end_sessions_on_signals_leaves_ignored_ones_ignored);
     RUN(test_tls_and_replication_options);

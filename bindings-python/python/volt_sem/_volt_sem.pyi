@@ -451,7 +451,13 @@ class Semaphore:
         name (and their pending acquires) shares: once none is left, what the
         process holds goes back at once, as at its exit. Redis: what the
         handle holds goes to the next waiters at once (one round trip; if
-        Redis is out of reach, at the lease's expiry). Idempotent.
+        Redis is out of reach, at the lease's expiry); when it returns, the
+        handle's two threads have exited and its two Redis connections are
+        closed, even while the handle (or an :class:`Acquire` or
+        :meth:`lease_lost` of it) is still referenced (while Redis is out of
+        reach, a session thread blocked in a call is waited for only until a
+        command timeout has passed since the call began; it exits, closing
+        its connection, when that call fails). Idempotent.
         ``TypeError`` on a local semaphore."""
     def disconnect_async(self) -> OffLoop[None]:
         """:meth:`disconnect` off the event loop."""

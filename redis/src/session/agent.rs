@@ -24,30 +24,56 @@ use crate::reply::Status;
 use crate::scripts::{CallError, Keys};
 use crate::waiter::deliver;
 
-/// Wakes the agent when it has no session to wait on.
+/// Wakes the agent when it has no session to wait on, and ends its sleeps
+/// for good once the handle is disconnected or dropped ([`Kick::stop`]).
 #[derive(Default)]
 pub(super) struct Kick {
-    flag: Mutex<bool>,
+    /// (kicked since the last wait, stopped for good)
+    flag: Mutex<(bool, bool)>,
     cv: Condvar,
 }
 
 impl Kick {
     pub(super) fn kick(&self) {
-        *self.flag.lock().unwrap_or_else(|e| e.into_inner()) = true;
+        self.flag.lock().unwrap_or_else(|e| e.into_inner()).0 = true;
+        self.cv.notify_all();
+    }
+    /// The handle is over (`disconnect`, the last handle dropped): every
+    /// wait and back-off of the agent, now and later, ends at once, so
+    /// that the thread exits right away (`disconnect` joins it).
+    pub(super) fn stop(&self) {
+        *self.flag.lock().unwrap_or_else(|e| e.into_inner()) = (true, true);
         self.cv.notify_all();
     }
     fn wait(&self, d: Duration) {
         let g = self.flag.lock().unwrap_or_else(|e| e.into_inner());
         let (mut g, _) = self
             .cv
-            .wait_timeout_while(g, d, |f| !*f)
+            .wait_timeout_while(g, d, |f| !f.0 && !f.1)
             .unwrap_or_else(|e| e.into_inner());
-        *g = false;
+        g.0 = false;
+    }
+    /// Sleeps `d`, or less if stopped meanwhile (a kick does not end it).
+    fn sleep(&self, d: Duration) {
+        let g = self.flag.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = self
+            .cv
+            .wait_timeout_while(g, d, |f| !f.1)
+            .unwrap_or_else(|e| e.into_inner());
     }
 }
 
-/// Starts the agent thread of a newly connected handle.
-pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
+/// A started thread: its handle, and a receiver whose sender the thread
+/// drops as it ends (returning or unwinding), so that `disconnect` can wait
+/// for its end with a time limit, which `JoinHandle::join` has not.
+pub(super) struct Started {
+    pub(super) handle: std::thread::JoinHandle<()>,
+    pub(super) ended: std::sync::mpsc::Receiver<()>,
+}
+
+/// Starts the agent thread of a newly connected handle; `disconnect` joins
+/// it.
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<Started, Error> {
     let agent = Agent {
         weak: Arc::downgrade(inner),
         client: inner.client.clone(),
@@ -56,11 +82,15 @@ pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
         keys: inner.keys.clone(),
         kick: inner.kick.clone(),
     };
+    let (alive, ended) = std::sync::mpsc::channel::<()>();
     std::thread::Builder::new()
         .name("volt-sem-redis".into())
-        .spawn(move || agent.run())
-        .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))?;
-    Ok(())
+        .spawn(move || {
+            let _alive = alive;
+            agent.run()
+        })
+        .map(|handle| Started { handle, ended })
+        .map_err(|e| Error::Connection(format!("cannot start the agent thread: {e}")))
 }
 
 /// The agent thread: everything it needs without keeping the handle alive
@@ -301,7 +331,8 @@ impl Agent {
     /// Sleeps `backoff` (at most `left`, what remains of the lease) and
     /// doubles it, up to a heartbeat interval.
     fn back_off(&self, backoff: &mut Duration, left: Duration) {
-        std::thread::sleep((*backoff).min(left));
+        // Cut short by `disconnect` (which waits for this thread's exit).
+        self.kick.sleep((*backoff).min(left));
         *backoff = (*backoff * 2).min(self.interval().max(Duration::from_millis(20)));
     }
 

@@ -98,14 +98,19 @@ pub(super) fn quietly<R>(f: impl FnOnce() -> R) -> R {
 }
 
 impl Door {
-    pub(super) fn push(&self, job: Job) {
-        self.runs.push(job, QUIET.with(|q| q.get()));
+    /// Queues `job`; hands it back once the door is stopped (the handle was
+    /// disconnected or dropped: no thread runs jobs any more), for the
+    /// caller to deal with (see [`Inner::refused`]).
+    #[must_use]
+    pub(super) fn push(&self, job: Job) -> Option<Job> {
+        self.runs.push(job, QUIET.with(|q| q.get()))
     }
 
-    /// Ends the thread (the handle is being dropped); jobs not run are
-    /// dropped (a waiting caller learns it, see [`call`]).
-    pub(super) fn stop(&self) {
-        drop(self.runs.stop());
+    /// Ends the thread (the handle is being dropped, or was disconnected);
+    /// returns the jobs it had not taken yet. Every job pushed from then on
+    /// is handed back to its pusher.
+    pub(super) fn stop(&self) -> std::collections::VecDeque<Job> {
+        self.runs.stop()
     }
 
     /// Whether this thread is running the handle's jobs now (the door
@@ -231,15 +236,15 @@ impl Drop for SignalsBlocked {
     }
 }
 
-/// Starts the door thread of a newly connected handle.
-pub(super) fn spawn(inner: &Arc<Inner>) -> Result<(), Error> {
+/// Starts the door thread of a newly connected handle; `disconnect` joins
+/// it.
+pub(super) fn spawn(inner: &Arc<Inner>) -> Result<std::thread::JoinHandle<()>, Error> {
     let weak: Weak<Inner> = Arc::downgrade(inner);
     let door = inner.door.clone();
     std::thread::Builder::new()
         .name("volt-sem-redis-door".into())
         .spawn(move || run(&weak, &door))
-        .map_err(|e| Error::Connection(format!("cannot start the door thread: {e}")))?;
-    Ok(())
+        .map_err(|e| Error::Connection(format!("cannot start the door thread: {e}")))
 }
 
 fn run(weak: &Weak<Inner>, door: &Door) {
@@ -388,15 +393,19 @@ pub(super) fn call<R: Send + 'static>(
         cv: Condvar::new(),
     });
     let reply = Answering(slot.clone(), false);
-    inner
-        .door
-        .push(Job::Call(Box::new(move |i: &Inner| -> Answer {
-            let v = f(i);
-            Box::new(move || {
-                let mut reply = reply;
-                reply.send(v);
-            })
-        })));
+    let job = Job::Call(Box::new(move |i: &Inner| -> Answer {
+        let v = f(i);
+        Box::new(move || {
+            let mut reply = reply;
+            reply.send(v);
+        })
+    }));
+    if let Some(job) = inner.door.push(job) {
+        // The door is stopped (`disconnect`): no thread runs the handle's
+        // jobs any more, this one runs its own call (the answer is in the
+        // slot when it returns).
+        inner.refused(job);
+    }
     let mut g = lock(&slot.value);
     loop {
         if let Some(v) = g.take() {
@@ -468,7 +477,7 @@ impl Inner {
 
     /// Completes request `ctr` with `f`, unless its owner cancelled it
     /// (false then).
-    fn complete_request(&self, ctr: u64, f: Finish) -> bool {
+    pub(super) fn complete_request(&self, ctr: u64, f: Finish) -> bool {
         let claimed = {
             let mut st = lock(&self.state);
             st.table.take_cancelled(ctr);

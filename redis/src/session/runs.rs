@@ -55,12 +55,21 @@ impl<J> Runs<J> {
     }
 
     /// Queues `job`; wakes the door thread unless `quiet` (the caller takes
-    /// its turn right after: see invariant 2).
-    pub(crate) fn push(&self, job: J, quiet: bool) {
-        self.lock().jobs.push_back(job);
+    /// its turn right after: see invariant 2). Once stopped, queues nothing
+    /// and hands `job` back: no thread would ever run it (the pusher deals
+    /// with it itself).
+    pub(crate) fn push(&self, job: J, quiet: bool) -> Option<J> {
+        {
+            let mut s = self.lock();
+            if s.stop {
+                return Some(job);
+            }
+            s.jobs.push_back(job);
+        }
         if !quiet {
             self.cv.notify_one();
         }
+        None
     }
 
     /// Wakes the door thread (a quiet push whose caller cannot take a turn).
