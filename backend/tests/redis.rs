@@ -141,6 +141,83 @@ fn raw_waiter_is_woken_on_the_agent_thread_in_fifo_order() {
     assert!(c.conserved() && c.available == 4, "{c:?}");
 }
 
+/// `expire_raw`, what the bindings call at their timeout: a request made
+/// with the permits free is granted whatever the deadline (its first answer
+/// decides), one that has to queue ends `Cancelled` (at once, or when its
+/// answer came), its partial grant handed back. Deterministic whichever
+/// comes first, the answer or the call: both end the same way.
+#[test]
+fn expire_raw_keeps_a_first_grant_and_times_out_a_queued_request() {
+    let s = Server::start();
+    let sem = connect(&s, "seam-expire", 3);
+    let o = opts().own_session(true);
+    let other = Semaphore::connect(&s.url(), "seam-expire", 3, o).unwrap();
+    for n in [1, 3] {
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: pinned in this frame; the probe outlives finish_raw.
+        unsafe {
+            let r = sem.acquire_raw(w.as_ref(), n, probe, &p as *const Probe as *mut c_void);
+            assert_eq!(r, Ok(RawAcquire::Pending));
+            // The deadline passed at once: left to the first answer.
+            assert_eq!(sem.expire_raw(w.as_ref()), None);
+        }
+        eventually("its answer", Duration::from_secs(10), || {
+            p.calls.load(Ordering::SeqCst) == 1
+        });
+        // SAFETY: queued on `sem`; the callback has run.
+        assert_eq!(
+            unsafe { sem.finish_raw(w.as_ref()) },
+            Finish::Granted,
+            "n = {n}"
+        );
+        sem.release(n).unwrap();
+    }
+    // Queued: `other` holds 2, a request for 3 collects a partial grant.
+    other.try_acquire(2).unwrap();
+    for _ in 0..5 {
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: as above.
+        let f = unsafe {
+            let r = sem.acquire_raw(w.as_ref(), 3, probe, &p as *const Probe as *mut c_void);
+            assert_eq!(r, Ok(RawAcquire::Pending));
+            match sem.expire_raw(w.as_ref()) {
+                Some(f) => f,
+                None => {
+                    eventually("its answer", Duration::from_secs(10), || {
+                        p.calls.load(Ordering::SeqCst) == 1
+                    });
+                    sem.finish_raw(w.as_ref())
+                }
+            }
+        };
+        assert_eq!(f, Finish::Cancelled { returned: 0 });
+        let r = sem.as_redis().unwrap();
+        r.flush().unwrap();
+        let c = r.census().unwrap();
+        assert!(c.conserved(), "{c:?}");
+        assert_eq!(
+            (c.available, c.held, c.partial, c.queued),
+            (1, 2, 0, 0),
+            "{c:?}"
+        );
+    }
+    // A local semaphore: expire_raw is finish_raw (the try came first).
+    let local = Semaphore::local(1).unwrap();
+    local.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    // SAFETY: as above.
+    unsafe {
+        let r = local.acquire_raw(w.as_ref(), 1, probe, core::ptr::null_mut());
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        assert_eq!(
+            local.expire_raw(w.as_ref()),
+            Some(Finish::Cancelled { returned: 0 })
+        );
+    }
+}
+
 #[test]
 fn cancel_hands_the_partial_grant_on_and_close_fails_waiters() {
     let s = Server::start();

@@ -459,6 +459,13 @@
 //!   connect (TCP, TLS, `AUTH`, the checks and the first script): a server
 //!   that accepts and never answers makes it fail at that deadline
 //!   ([`Error::Connection`]), not at a multiple of it.
+//! * A timed acquire ([`RedisSemaphore::acquire_timeout`], and the
+//!   bindings' timeouts) always waits for its first round trip, the
+//!   acquire script, and keeps its grant whatever the timeout (as the other
+//!   backends try before they wait): on a server that stopped answering it
+//!   returns at that round trip's end, the command timeout
+//!   ([`Error::Connection`]), not at its own timeout. Once Redis queued the
+//!   request, the caller's timeout alone bounds the wait.
 //! * **Redis out of reach while clients wait**: queued requests keep their
 //!   place in Redis while the session's lease holds; the agent reconnects
 //!   with exponential backoff (20 ms, doubling, at most one heartbeat
@@ -790,15 +797,18 @@ impl RedisSemaphore {
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
-    /// The timeout bounds the call whatever Redis does: a server that
-    /// stopped answering makes it time out, not wait for the connection's
-    /// command timeout (the round trips are the door thread's; a request
-    /// answered after the timeout has its grant given back).
-    /// So a positive timeout shorter than the request's round trip times
-    /// out even with permits free. A zero timeout is one attempt, as in the
-    /// in-process and shared semaphores: [`try_acquire`](Self::try_acquire)
-    /// (its one round trip bounded by the command timeout), with no permits
-    /// for it reported as [`Error::TimedOut`].
+    /// As on the in-process and shared semaphores, the request is always
+    /// tried first: the acquire script's answer is waited for and honoured
+    /// whatever the timeout, so permits free at that moment are granted
+    /// even with a timeout far shorter than the round trip (1 ns). Only a
+    /// request that had to queue is bound by the timeout: still queued at
+    /// the deadline (or answered "queued" after it), it is cancelled, its
+    /// partial grant handed on. So the call lasts at most the longer of
+    /// the timeout and that first round trip, which the command timeout
+    /// bounds (a server that stopped answering: [`Error::Connection`]
+    /// after the command timeout, the session given up). A zero timeout is
+    /// one attempt, [`try_acquire`](Self::try_acquire), with no permits for
+    /// it reported as [`Error::TimedOut`] (nothing queued).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         if timeout.is_zero() {
             // A deadline already past would time out before any answer
@@ -838,20 +848,32 @@ impl RedisSemaphore {
             // at once needs no wake-up then).
             self.inner.queue_and_help(queue)?
         } else {
-            // With a deadline, never a round trip on this thread: one
-            // lasts up to the command timeout (a stopped or unreachable
-            // server), which the caller's timeout must bound. The door
-            // thread sends the request; this thread waits for the grant
-            // until the deadline, and a request still unanswered then is
-            // cancelled without waiting (the door undoes its answer).
+            // With a deadline, the request goes out from the door thread,
+            // and this thread waits for its grant until the deadline; then
+            // `expire_raw` cancels a request Redis queued, and leaves one
+            // not answered yet to its answer (below).
             queue()?
         };
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }
-        park.wait(deadline, || w.state() != RedisWaiterState::Waiting);
+        let waiting = || w.state() != RedisWaiterState::Waiting;
+        park.wait(deadline, waiting);
         // SAFETY: queued on this handle; `park` still alive.
-        match unsafe { self.finish_raw(w.as_ref()) } {
+        let finish = match unsafe { self.expire_raw(w.as_ref()) } {
+            Some(f) => f,
+            None => {
+                // The deadline passed before the acquire script answered:
+                // that answer decides (a grant is kept; a queued request is
+                // cancelled by the door and completes as such), as the other
+                // backends try before they wait. Its round trip is bounded
+                // by the command timeout.
+                park.wait(None, waiting);
+                // SAFETY: as above.
+                unsafe { self.finish_raw(w.as_ref()) }
+            }
+        };
+        match finish {
             // The session is known once the request was sent.
             Finish::Granted { token } => Ok(self.permit(n, token, w.session())),
             Finish::Cancelled { .. } => {
@@ -863,6 +885,35 @@ impl RedisSemaphore {
             Finish::Failed(e) => Err(e),
             Finish::Idle => Err(Error::Protocol("waiter idle after wait".into())),
         }
+    }
+
+    /// What a caller that times its own wait on a raw request (queued with
+    /// [`acquire_raw`](RawSemaphore::acquire_raw)) calls at its deadline,
+    /// instead of [`finish_raw`](RawSemaphore::finish_raw): the same cancel
+    /// for a request Redis has queued (`Some`, its outcome), but a request
+    /// whose acquire script has not answered yet is left to that answer,
+    /// as the other backends try before they wait: `None`, and its callback
+    /// comes once the answer is in (one round trip, bounded by the command
+    /// timeout), with `Granted` if the script granted it, whatever the
+    /// deadline, else `Cancelled { returned: 0 }` (the door took it out of
+    /// Redis, its partial grant handed on), `Closed` or `Failed`. A request
+    /// already completed (its callback run or about to run: a grant that
+    /// came before the deadline is kept) is `None` too. The owner then
+    /// collects the outcome with `finish_raw`, as after any callback (and
+    /// may still cancel the request with `finish_raw` meanwhile). This is what
+    /// [`acquire_timeout`](Self::acquire_timeout) does, and the bindings'
+    /// timeouts through `volt-sem-backend`.
+    ///
+    /// # Safety
+    /// As [`finish_raw`](RawSemaphore::finish_raw): `waiter` is idle or was
+    /// queued on this handle, and stays pinned.
+    pub unsafe fn expire_raw(&self, waiter: Pin<&RedisWaiter>) -> Option<Finish> {
+        if self.inner.forked() {
+            // SAFETY: forwarded contract (a fork child's copy: see finish_raw).
+            return Some(unsafe { self.finish_raw(waiter) });
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.expire(waiter) }
     }
 
     /// Acquires `n` permits asynchronously (any executor). Cancel-safe:

@@ -1040,6 +1040,7 @@ impl Inner {
                     n,
                     epoch: 0,
                     queued: false,
+                    expired: false,
                     since: Instant::now(),
                 },
             );
@@ -1127,6 +1128,42 @@ impl Inner {
         let w = waiter.get_ref();
         // SAFETY: forwarded contract: idle or queued on this handle, pinned.
         unsafe { raw::finish(&w.node, Session(self, w)) }
+    }
+
+    /// The owner's deadline for `waiter`'s request passed. A request whose
+    /// acquire script has not answered yet (not sent, or its round trip
+    /// under way) is left to that answer, as the other backends try before
+    /// they wait: `None`, and the request completes through its callback,
+    /// `Granted` if the script granted it (whatever the deadline), else
+    /// `Cancelled` (the door takes it out of Redis at once, its partial
+    /// grant handed on) or whatever else ended it (closed, failed). A
+    /// request already completed is `None` too (its callback has run or is
+    /// about to). A request queued in Redis is cancelled here, as by
+    /// [`finish`](Self::finish) (`Some`). Never blocks on the network.
+    ///
+    /// # Safety
+    /// As [`finish`](Self::finish).
+    pub(crate) unsafe fn expire(&self, waiter: Pin<&RedisWaiter>) -> Option<Finish> {
+        let w = waiter.get_ref();
+        {
+            let mut st = lock(&self.state);
+            let ctr = w.ctr.load(Ordering::Relaxed);
+            match st.table.get_waiter_mut(ctr, w) {
+                Some(e) if !e.queued => {
+                    e.expired = true;
+                    return None;
+                }
+                // Queued in Redis: cancelled below.
+                Some(_) => {}
+                // Out of the table and not idle: completed (under this
+                // lock, with its phase), its callback run or coming. A
+                // grant that came before the deadline is the caller's.
+                None if w.node.phase(Ordering::Acquire) != phase::IDLE => return None,
+                None => {}
+            }
+        }
+        // SAFETY: forwarded contract.
+        Some(unsafe { self.finish(waiter) })
     }
 
     /// Releases `n` permits of the session `epoch` (`None`: whichever; lost

@@ -795,6 +795,54 @@ static void test_timeout_and_cancel_hand_partial_grants_on(void) {
     volt_sem_free(b);
 }
 
+/* A positive timeout far shorter than any round trip (1 ns, 1 us) with the
+ * permits free is granted, as on the local and named semaphores: the first
+ * attempt's answer decides, whatever the deadline (weighted requests too,
+ * the fenced call too). Only a request that has to queue is bound by it:
+ * VOLT_TIMED_OUT, its partial grant handed back, nothing left queued. Before,
+ * every call with permits free returned VOLT_TIMED_OUT. No timing assert. */
+static void test_tiny_timeout_with_permits_free_is_granted(void) {
+    const char *name = name_of("tiny");
+    const volt_sem *a = connect_main(name, 3);
+    /* Other options: a session of its own (held_permits counts per session). */
+    volt_connect_options o = options();
+    o.lease_ms = 9000;
+    const volt_sem *b = connect_to(main_server.url, name, 3, &o);
+    for (int i = 0; i < 20; i++) {
+        int64_t t = i % 2 == 0 ? 1 : 1000;
+        volt_status st = volt_sem_acquire_blocking(a, 1, t);
+        if (st != VOLT_OK) fprintf(stderr, "    call %d (%lld ns): %s\n", i, (long long)t, volt_status_str(st));
+        CHECK_STATUS(st, VOLT_OK);
+        CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    }
+    volt_grant g;
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(a, 1, 1, &g), VOLT_OK);
+    CHECK(g.token > 0);
+    CHECK_STATUS(volt_sem_acquire_blocking(a, 2, 1), VOLT_OK); /* 2 of the 2 free */
+    CHECK(volt_sem_held_permits(a) == 3);
+    CHECK_STATUS(volt_sem_release(a, 3), VOLT_OK);
+    volt_stats st = {.struct_size = sizeof st};
+    CHECK_STATUS(volt_sem_stats(a, &st), VOLT_OK);
+    CHECK(st.timeouts == 0);
+    /* Queued (b holds 2, a asks for 3: a partial grant of 1): times out. */
+    CHECK_STATUS(volt_sem_try_acquire(b, 2), VOLT_OK);
+    for (int i = 0; i < 6; i++) {
+        CHECK_STATUS(volt_sem_acquire_blocking(a, 3, i % 2 == 0 ? 1 : 1000), VOLT_TIMED_OUT);
+        (void)census(a); /* after a's cancel */
+        volt_census k = census(b);
+        CHECK(conserved(k) && k.available == 1 && k.held == 2 && k.partial == 0 && k.queued == 0);
+    }
+    CHECK(volt_sem_held_permits(a) == 0);
+    CHECK_STATUS(volt_sem_stats(a, &st), VOLT_OK);
+    CHECK(st.timeouts == 6 && st.cancels == 6);
+    CHECK_STATUS(volt_sem_release(b, 2), VOLT_OK);
+    (void)census(b);
+    volt_census k = census(a);
+    CHECK(conserved(k) && k.available == 3 && k.queued == 0);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
 /* close() fails the waiters of every handle (and process); held permits can
  * still be released. */
 static void test_close_fails_waiters_everywhere(void) {
@@ -2286,6 +2334,7 @@ int main(int argc, char **argv) {
     RUN(test_fifo_and_weights_across_two_handles);
     RUN(test_fifo_across_processes);
     RUN(test_timeout_and_cancel_hand_partial_grants_on);
+    RUN(test_tiny_timeout_with_permits_free_is_granted);
     RUN(test_close_fails_waiters_everywhere);
     RUN(test_close_fails_a_waiter_in_another_process);
     RUN(test_callback_collects_and_releases);
