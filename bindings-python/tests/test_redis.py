@@ -1353,3 +1353,41 @@ def test_a_lease_lost_in_the_body_leaves_the_bodys_exception(own_server, name):
     conserved(other, 1)
     sem.disconnect()
     other.disconnect()
+
+
+def test_a_tiny_blocking_timeout_with_permits_free_is_granted(server, name):
+    """As on the local and named semaphores: a positive timeout far shorter
+    than any round trip (1 ns, 1 us) with the permits free is granted, the
+    weighted request too. The first attempt's answer decides, whatever the
+    deadline; no timing assert. Before: ``False`` on an idle semaphore."""
+    sem = connect(server.url, name, 3)
+    for i, t in enumerate([1e-9, 1e-6] * 10):
+        assert sem.acquire_blocking(1, timeout=t) is True, f"call {i} (timeout {t} s)"
+        sem.release(1)
+    assert sem.acquire_blocking(1, timeout=1e-9) is True
+    assert sem.acquire_blocking(2, timeout=1e-9) is True, "2 of the 2 free"
+    sem.release(3)
+    applied(sem)
+    c = conserved(sem, 3)
+    assert (c["available"], c["queued"], c["partial"]) == (3, 0, 0)
+    assert sem.stats().timeouts == 0
+
+
+def test_a_queued_blocking_acquire_with_a_tiny_timeout_times_out_and_conserves(server, name):
+    """The other half: a request that has to queue is still bound by its tiny
+    deadline (passed before the acquire script answered "queued"): ``False``,
+    its partial grant handed back, nothing left queued or held."""
+    sem = connect(server.url, name, 3)
+    other = connect(server.url, name, 3)
+    assert other.acquire_blocking(2, timeout=5)
+    for i, t in enumerate([1e-9, 1e-6] * 5):
+        assert sem.acquire_blocking(3, timeout=t) is False, f"call {i} (timeout {t} s)"
+        applied(sem)
+        c = conserved(sem, 3)
+        assert (c["available"], c["held"], c["partial"], c["queued"]) == (1, 2, 0, 0), (i, c)
+    st = sem.stats()
+    assert (st.timeouts, st.cancels, st.grants) == (10, 10, 0)
+    other.release(2)
+    applied(other)
+    c = conserved(sem, 3)
+    assert (c["available"], c["queued"]) == (3, 0)

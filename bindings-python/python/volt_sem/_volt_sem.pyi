@@ -408,8 +408,12 @@ class Semaphore:
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
         handed on). ``timeout=0`` is one attempt; ``None``, ``float('inf')``
         and any float too large for the clock wait for ever; negative or NaN
-        is a ``ValueError``. Redis: a positive timeout shorter than the
-        request's round trip returns ``False`` even with permits free.
+        is a ``ValueError``. Permits free at the call are granted whatever the
+        timeout, on every backend: on Redis the request's first round trip is
+        always waited for and its grant kept (a 1 µs timeout included), so the
+        call may return later than ``timeout`` by up to that round trip
+        (bounded by ``command_timeout``); only a request that had to queue
+        returns ``False`` at its deadline.
         Interruptible by Ctrl-C. On the thread of a running event
         loop (asyncio or trio) a wait raises ``RuntimeError`` (it would block that loop for ever);
         a grant that needs no wait is still returned, except on Redis, where
