@@ -34,9 +34,12 @@ export interface AcquireOptions {
    * Rust, C and Python: the permits if free now (on a Redis semaphore, after
    * one round trip), else `'ERR_VOLT_TIMED_OUT'` at once, nothing queued (a
    * deadline computed as what is left of one may reach 0). Permits free at
-   * the call are taken at once whatever the timeout, except on a Redis
-   * semaphore, where a positive timeout shorter than the request's round trip
-   * times out even with permits free. Timeouts above 2^31 - 1 ms,
+   * the call are taken whatever the timeout, on every backend: on a Redis
+   * semaphore the request's first round trip is always waited for and its
+   * grant kept, however short the timeout (1e-6 ms included); only a request
+   * that had to queue times out (then, if its deadline passed before Redis
+   * answered), so a timed acquire on Redis may settle later than its timeout,
+   * by up to that round trip (bounded by `commandTimeout`). Timeouts above 2^31 - 1 ms,
    * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).

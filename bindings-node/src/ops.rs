@@ -12,7 +12,8 @@ use volt_sem::RawAcquire;
 use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
-    BAD_ARGS, BAD_COUNT, CLOSED, LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
+    BAD_ARGS, BAD_COUNT, CLOSED, DEFERRED, LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW,
+    SLOT_BASE,
 };
 use crate::env::{Enter, EnvCtx, Extra};
 use crate::handle::{handle, handle_of, sem};
@@ -170,6 +171,27 @@ native!(js_cancel, |env, ctx, argv: [1]| {
     }
     let k = ctx.settle_local();
     drop(enter);
+    int(env, k as i32)
+});
+
+// expire(key): the `timeout` of request `key` passed. DEFERRED (-1): a Redis
+// request whose acquire script has not answered yet, left to that answer (it
+// settles as any wake does: granted, or TIMED_OUT); else, as cancel, k >= 0
+// outcomes written (the cancelled request is not among them).
+native!(js_expire, |env, ctx, argv: [1]| {
+    let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let enter = Enter::new(ctx);
+    let deferred = match ctx.active(key) {
+        Some((slot, _)) => !ctx.expire_slot(slot),
+        None => false,
+    };
+    let k = ctx.settle_local();
+    drop(enter);
+    if deferred {
+        // Nothing ran: no outcome was written.
+        debug_assert_eq!(k, 0);
+        return int(env, DEFERRED);
+    }
     int(env, k as i32)
 });
 

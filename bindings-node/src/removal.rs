@@ -177,6 +177,36 @@ impl EnvCtx {
         }
         self.release_slot(slot);
     }
+
+    /// The `timeout` of the request in `slot` passed. On a Redis semaphore a
+    /// request whose acquire script has not answered yet is left to that
+    /// answer (false: it stays in its slot, and completes through its wake
+    /// as granted, or as `TIMED_OUT`, see `wake`): every backend tries
+    /// before it waits. Anything else is cancelled as by [`cancel_slot`](Self::cancel_slot) (true).
+    pub(crate) fn expire_slot(&self, slot: u32) -> bool {
+        let node: *const Node = {
+            let slots = self.slots.borrow();
+            &*slots[slot as usize].node
+        };
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        let sem = node.sem.borrow().clone();
+        match sem {
+            // (No debt on Redis: removePermits is refused there.)
+            Some(sem) if sem.is_redis() => {
+                let Some(finish) = node.expire() else {
+                    return false;
+                };
+                if let Finish::Granted = finish {
+                    // Granted but not yet delivered: JS gave up on it.
+                    let _ = release_paying(&sem, node.n.get());
+                }
+                self.release_slot(slot);
+            }
+            _ => self.cancel_slot(slot),
+        }
+        true
+    }
 }
 
 // removePermits(h, n): OK | BAD_COUNT. Takes `n` permits out of the total:

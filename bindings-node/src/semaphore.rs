@@ -175,6 +175,17 @@ impl Node {
         unsafe { self.map_unchecked(|n| &n.waiter) }
     }
 
+    /// The request's timeout passed: `expire_raw` (a Redis request not yet
+    /// answered is left to the answer: `None`, the node stays queued).
+    pub(crate) fn expire(self: Pin<&Self>) -> Option<Finish> {
+        let sem = self.sem.borrow();
+        match &*sem {
+            // SAFETY: as in `finish`.
+            Some(s) => unsafe { s.core.expire_raw(self.waiter()) },
+            None => Some(Finish::Idle),
+        }
+    }
+
     /// Ends the request (cancel or collect). Afterwards the node may be reused.
     pub(crate) fn finish(self: Pin<&Self>) -> Finish {
         let sem = self.sem.borrow();
