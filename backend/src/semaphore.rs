@@ -13,7 +13,7 @@ use volt_sem_redis::{ConnectOptions, LeaseWatch, RedisSemaphore};
 use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
 use crate::error::Error;
-use crate::outcome::{Finish, Grant};
+use crate::outcome::{Expiry, Finish, Grant};
 use crate::waiter::{kind, Waiter};
 
 /// Which backend a [`Semaphore`] runs on.
@@ -562,29 +562,35 @@ impl Semaphore {
     /// deadline, instead of [`finish_raw`](RawSemaphore::finish_raw), so
     /// that every backend tries before it waits: local and shared requests
     /// were tried by `acquire_raw` already, and are finished here as by
-    /// `finish_raw` (`Some`). A Redis request whose acquire script has not
-    /// answered yet is left to that answer (`None`): its callback comes
-    /// once the answer is in (one round trip, bounded by the command
-    /// timeout), `Granted` if the script granted it, whatever the deadline,
-    /// else `Cancelled` (taken out of Redis, its partial grant handed on),
-    /// `Closed` or `Failed` (a Redis request already completed, its
-    /// callback run or coming, is `None` too: a grant that came before the
-    /// deadline is kept); the owner collects that with `finish_raw` as
-    /// after any callback, and counts a `Cancelled` as its timeout
-    /// ([`record_timeout`](Self::record_timeout)), as after a `Some`
-    /// `Cancelled`. (`volt_sem_redis::RedisSemaphore::expire_raw`.)
+    /// `finish_raw` ([`Expiry::Finished`]). A Redis request whose acquire
+    /// script has not answered yet is left to that answer for its grace
+    /// ([`Expiry::Deferred`] `{ until }`, the grace's end: see
+    /// `volt_sem_redis::RedisSemaphore::expire_raw`): its callback comes if
+    /// the answer is in by then, `Granted` if the script granted it,
+    /// whatever the deadline, else `Cancelled` (taken out of Redis, its
+    /// partial grant handed on), `Closed` or `Failed` (a Redis request
+    /// already completed, its callback run or coming, is deferred too: a
+    /// grant that came before the deadline is kept). The owner waits for
+    /// the callback until `until` at most, then calls `finish_raw`, which
+    /// collects the outcome or cancels the request (a server that stopped
+    /// answering: a grant answered later is given back), and counts a
+    /// `Cancelled` as its timeout ([`record_timeout`](Self::record_timeout)),
+    /// as after a `Finished` `Cancelled`.
     ///
     /// # Safety
     /// As [`finish_raw`](RawSemaphore::finish_raw).
-    pub unsafe fn expire_raw(&self, waiter: Pin<&Waiter>) -> Option<Finish> {
+    pub unsafe fn expire_raw(&self, waiter: Pin<&Waiter>) -> Expiry {
         match self {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                unsafe { s.expire_raw(waiter.redis()) }.map(redis_finish)
+                match unsafe { s.expire_raw(waiter.redis()) } {
+                    volt_sem_redis::Expiry::Finished(f) => Expiry::Finished(redis_finish(f)),
+                    volt_sem_redis::Expiry::Deferred { until } => Expiry::Deferred { until },
+                }
             }
             // SAFETY: forwarded contract.
-            _ => Some(unsafe { self.finish_raw(waiter) }),
+            _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),
         }
     }
 }

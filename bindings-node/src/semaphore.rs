@@ -15,7 +15,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use volt_sem_backend::{Finish, Kind, RawSemaphore, Semaphore as Core, Waiter as CoreWaiter};
+use volt_sem_backend::{
+    Expiry, Finish, Kind, RawSemaphore, Semaphore as Core, Waiter as CoreWaiter,
+};
 
 use crate::debt::Debt;
 use crate::remote::EnvShared;
@@ -176,13 +178,14 @@ impl Node {
     }
 
     /// The request's timeout passed: `expire_raw` (a Redis request not yet
-    /// answered is left to the answer: `None`, the node stays queued).
-    pub(crate) fn expire(self: Pin<&Self>) -> Option<Finish> {
+    /// answered is left to the answer until its grace ends: `Deferred`, the
+    /// node stays queued).
+    pub(crate) fn expire(self: Pin<&Self>) -> Expiry {
         let sem = self.sem.borrow();
         match &*sem {
             // SAFETY: as in `finish`.
             Some(s) => unsafe { s.core.expire_raw(self.waiter()) },
-            None => Some(Finish::Idle),
+            None => Expiry::Finished(Finish::Idle),
         }
     }
 

@@ -1183,3 +1183,45 @@ test('a queued request with a tiny timeout still times out, its partial grant ha
     await s.close();
   }
 });
+
+test('a short timeout on a stopped server rejects with ERR_VOLT_TIMED_OUT before the command timeout', async () => {
+  // The other promise: the first answer is waited for past the `timeout`
+  // only for its grace (250 ms here), then the request is cancelled (a grant
+  // answered later is given back). Before, the wait lasted the whole command
+  // timeout (6 s) and rejected with ERR_VOLT_CONNECTION_FAILED. The bound
+  // checked is half the command timeout, far above the grace.
+  const s = await RedisServer.start();
+  try {
+    const commandTimeout = 6000;
+    const sem = await Semaphore.connect(s.url(), 'stopped-timeout', 1, { commandTimeout });
+    for (const timeout of [1e-6, 300]) {
+      s.signal('SIGSTOP');
+      const started = Date.now();
+      const p = sem.acquire(1, { timeout }).then(
+        () => 'granted',
+        (e) => e.code,
+      );
+      let timer;
+      const early = await Promise.race([
+        p.then((r) => [r, Date.now() - started]),
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve(undefined), commandTimeout / 2);
+        }),
+      ]);
+      clearTimeout(timer);
+      s.signal('SIGCONT');
+      const late = await p;
+      assert.ok(early !== undefined, `timeout ${timeout} ms: settled only after ${Date.now() - started} ms: ${late}`);
+      assert.equal(early[0], 'ERR_VOLT_TIMED_OUT', `timeout ${timeout} ms`);
+      await eventually('the permit back', async () => {
+        const c = await sem.census();
+        return c.available === 1 && c.queued === 0;
+      });
+      await conserved(sem);
+    }
+    assert.equal(sem.stats().timeouts, 2);
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});

@@ -24,7 +24,7 @@ use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
+use volt_sem_backend::{Error, Expiry, Finish, RawAcquire, Waiter, WaiterState};
 
 use pyo3::exceptions::PyRuntimeError;
 
@@ -155,14 +155,16 @@ pub(crate) fn blocking_acquire_in(
     // cannot deadlock.
     let finish = if interrupted.is_none() && waiter.state() == WaiterState::Waiting {
         // The deadline passed. A Redis request whose acquire script has not
-        // answered yet is left to that answer (a grant is kept, whatever
-        // the deadline, as every backend tries before it waits; a queued
-        // one is cancelled then): wait for its callback, as for a grant.
+        // answered yet is left to that answer until its grace ends (a grant
+        // is kept, whatever the deadline, as every backend tries before it
+        // waits; a queued one is cancelled then): wait for its callback, as
+        // for a grant, at most until `until`; `finish_raw` then cancels one
+        // still unanswered (a server that stopped answering).
         // SAFETY: queued on `core` above.
         match unsafe { core.expire_raw(waiter) } {
-            Some(f) => f,
-            None => {
-                interrupted = park_in(py, waiter, None, session);
+            Expiry::Finished(f) => f,
+            Expiry::Deferred { until } => {
+                interrupted = park_in(py, waiter, Some(until), session);
                 // SAFETY: as above.
                 unsafe { core.finish_raw(waiter) }
             }

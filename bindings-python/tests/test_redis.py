@@ -1391,3 +1391,47 @@ def test_a_queued_blocking_acquire_with_a_tiny_timeout_times_out_and_conserves(s
     applied(other)
     c = conserved(sem, 3)
     assert (c["available"], c["queued"]) == (3, 0)
+
+
+def test_a_short_blocking_timeout_on_a_stopped_server_returns_false_before_the_command_timeout(
+    own_server, name
+):
+    """The other promise: the first answer is waited for past the deadline
+    only for its grace (250 ms here, see the Redis crate's docs), so a short
+    timeout on a server that stopped answering returns ``False`` long before
+    the command timeout (6 s), never ``True``; once the server runs again,
+    the permit is back (a grant answered later is given back). Before: the
+    wait lasted the whole command timeout and raised ``RedisConnectionError``.
+    The bound checked is half the command timeout, far above the grace."""
+    command_timeout = 6.0
+    sem = connect(own_server.url, name, 1, command_timeout=command_timeout)
+    for timeout in (1e-6, 0.3):
+        own_server.pause()
+        out = {}
+
+        def run():
+            started = time.monotonic()
+            try:
+                out["r"] = sem.acquire_blocking(1, timeout=timeout)
+            except Exception as e:  # reported below
+                out["r"] = e
+            out["took"] = time.monotonic() - started
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(command_timeout / 2)
+        early = not t.is_alive()
+        own_server.resume()
+        t.join(30)
+        assert not t.is_alive(), "hung"
+        assert early, f"timeout {timeout}: returned after {out['took']:.3f} s: {out['r']!r}"
+        assert out["r"] is False, f"timeout {timeout}: {out['r']!r}"
+        deadline = time.monotonic() + 20
+        while True:
+            c = conserved(sem, 1)
+            if c["available"] == 1 and c["queued"] == 0:
+                break
+            assert time.monotonic() < deadline, c
+            time.sleep(0.05)
+    assert sem.stats().timeouts == 2
+    sem.disconnect()

@@ -545,6 +545,8 @@ impl Inner {
         };
         e.eid = format!("{sid}:{ctr}");
         e.epoch = epoch;
+        // Sent right after this (alone or in a batch).
+        e.sent = Some(Instant::now());
         // SAFETY: in the table, so valid; `epoch` is read by the owner only
         // after the request completed.
         unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);

@@ -25,6 +25,10 @@ pub(super) struct Entry {
     /// completes it as usual; "queued" makes the door take it out of Redis
     /// at once and complete it as cancelled.
     pub(super) expired: bool,
+    /// When the door last sent its acquire script (`None` until then): its
+    /// grace past an owner's deadline runs from here
+    /// ([`expire`](super::Inner::expire)).
+    pub(super) sent: Option<Instant>,
     /// When its owner made the request (`acquire_raw`): a queued grant's
     /// wait, for the stats, runs from here to the grant's arrival.
     pub(super) since: Instant,
