@@ -34,9 +34,16 @@ export interface AcquireOptions {
    * Rust, C and Python: the permits if free now (on a Redis semaphore, after
    * one round trip), else `'ERR_VOLT_TIMED_OUT'` at once, nothing queued (a
    * deadline computed as what is left of one may reach 0). Permits free at
-   * the call are taken at once whatever the timeout, except on a Redis
-   * semaphore, where a positive timeout shorter than the request's round trip
-   * times out even with permits free. Timeouts above 2^31 - 1 ms,
+   * the call are taken whatever the timeout, on every backend: on a Redis
+   * semaphore the answer to the request's first round trip is waited for past
+   * the timeout and its grant kept, however short the timeout (1e-6 ms
+   * included), for a grace counted from when it was sent (250 ms, or four
+   * times the median recent round trip if longer, at most `commandTimeout`);
+   * a request still unanswered then (a server that stopped answering) rejects
+   * with `'ERR_VOLT_TIMED_OUT'`, a grant answered later given back. So a timed
+   * acquire on Redis settles at the later of its timeout and that grace's end,
+   * not at `commandTimeout`; a request that had to queue times out at its
+   * deadline (or when Redis answered "queued", if later). Timeouts above 2^31 - 1 ms,
    * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).

@@ -23,6 +23,8 @@ const WOKEN_CLOSED = 2;
 const GRANTED_HELD = 4; // granted on a shared semaphore: confirm once user code ran
 const FAILED = 5; // a Redis request failed: native.extra(slot) is its error
 const LEASE_LOST = 6; // not a request: Redis lease watch `slot` saw its session lost
+const TIMED_OUT = 7; // a Redis request expired before its first answer, which queued it: cancelled then
+const DEFERRED = -1; // native.expire() <= DEFERRED: left to the Redis acquire script's answer for DEFERRED - k ms
 const SLOT_BASE = 4;
 const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 
@@ -585,6 +587,7 @@ class Waiter {
         if (k > 0) settle(k);
       });
     } else if (code === WOKEN_CLOSED) this.reject(closedError());
+    else if (code === TIMED_OUT) this.reject(timedOutError()); // (the addon counted the timeout)
     else if (code === FAILED) this.reject(native.extra(this.slot, false));
     else this.reject(lostError());
     if (this.signal !== undefined) unlisten(this.signal, this);
@@ -600,6 +603,39 @@ class Waiter {
     this.reject(reason);
     if (k !== 0) settle(k);
     return true;
+  }
+
+  /**
+   * The `timeout` passed: cancel the request, as abort() does, unless it is
+   * a Redis request whose acquire script has not answered yet. That one is
+   * left to the answer (every backend tries before it waits) until its grace
+   * ends (the addon says when: see the Redis crate's text on timeouts): it
+   * settles as any request does, granted, or rejected with
+   * ERR_VOLT_TIMED_OUT (TIMED_OUT) if the answer queued it, which cancels it
+   * then; still unanswered at the grace's end (a server that stopped
+   * answering), it is cancelled then as by abort() (onGrace).
+   */
+  expire(h) {
+    if (lookup(this.slot) !== this) {
+      this.letGo(); // as withdraw() does: also when its semaphore was collected
+      return;
+    }
+    const k = native.expire(this.gen * SLOTS + this.slot);
+    this.timer = undefined; // fired
+    if (k <= DEFERRED) {
+      // Ref'd as the `timeout` timer was (that keeps the wait alive the same).
+      this.timer = timers.setTimeout(onGrace, DEFERRED - k, this, h);
+      if (!this.timerRef) this.timer.unref();
+      return;
+    }
+    this.letGo();
+    this.sem = undefined;
+    remove(this);
+    if (this.signal !== undefined) unlisten(this.signal, this);
+    this.reject(timedOutError());
+    // A timeout, on top of the cancel the expiry counted.
+    native.recordTimeout(h);
+    if (k !== 0) settle(k);
   }
 
   /**
@@ -640,8 +676,18 @@ function onTimeout(w, left, h) {
     armTimeout(w, left, h, w.timerRef);
     return;
   }
-  // The timer won (the request was still queued): a timeout, on top of the
-  // cancel the withdrawal counted.
+  // The timer won (the request was still queued).
+  w.expire(h);
+}
+
+/**
+ * A Redis request's grace past its `timeout` ended with its acquire script
+ * still unanswered: cancelled as the timeout did before grace existed (a
+ * grant answered later is given back by the addon), a timeout on top of the
+ * cancel the withdrawal counted.
+ */
+function onGrace(w, h) {
+  w.timer = undefined; // fired
   if (w.abort(timedOutError())) native.recordTimeout(h);
 }
 

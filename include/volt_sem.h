@@ -1858,9 +1858,18 @@ uint64_t volt_waiter_session(const struct volt_waiter *waiter);
  * a monotonic clock (`CLOCK_MONOTONIC` on Linux): changes to the wall clock do
  * not shorten or lengthen it. A timeout too large for the clock waits for ever.
  * A timeout of 0 is one attempt (`VOLT_TIMED_OUT` when the permits are not free
- * now). On a Redis semaphore a positive timeout shorter than the request's
- * round trip times out even with permits free (the grant cannot arrive
- * sooner; one that arrives later is given back).
+ * now). Permits free at the call are granted whatever the timeout, on every
+ * backend: on a Redis semaphore the answer to the request's first round trip
+ * (the acquire script) is waited for past the timeout, and its grant kept,
+ * even with a timeout far shorter than that round trip (1 ns), for a grace
+ * counted from when the script was sent: 250 ms, or four times the median
+ * of the handle's last eight round trips to Redis if longer (a far-away
+ * Redis), at most the command timeout. A request still unanswered at the
+ * grace's end (a server that stopped answering) is cancelled then:
+ * `VOLT_TIMED_OUT`, a grant answered later given back. So a timed acquire on
+ * Redis returns at the later of its timeout and that grace's end, not at the
+ * command timeout. A request that had to queue is bound by the timeout
+ * (cancelled, its partial grant handed on).
  * On a shared semaphore the timeout also bounds the waits for the segment's
  * lock: a process stopped inside it (`SIGSTOP`, a debugger) does not make a
  * timed acquire overrun its timeout; if the request is still queued then, its

@@ -136,7 +136,7 @@ pub use error::{Error, ErrorClass};
 // For volt-sem-ffi's generated `volt_status` enum only.
 #[doc(hidden)]
 pub use error::{Status, STATUSES};
-pub use outcome::{Finish, Grant};
+pub use outcome::{Expiry, Finish, Grant};
 #[cfg(feature = "redis")]
 pub use semaphore::delete_redis;
 pub use semaphore::{unlink, Kind, Semaphore};

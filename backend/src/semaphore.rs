@@ -13,7 +13,7 @@ use volt_sem_redis::{ConnectOptions, LeaseWatch, RedisSemaphore};
 use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
 use crate::error::Error;
-use crate::outcome::{Finish, Grant};
+use crate::outcome::{Expiry, Finish, Grant};
 use crate::waiter::{kind, Waiter};
 
 /// Which backend a [`Semaphore`] runs on.
@@ -523,16 +523,8 @@ unsafe impl RawSemaphore for Semaphore {
             }
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
-                use volt_sem_redis::Finish as R;
                 // SAFETY: forwarded contract.
-                match unsafe { s.finish_raw(waiter.redis()) } {
-                    R::Cancelled { returned } => Finish::Cancelled { returned },
-                    // The token stays readable in the redis waiter.
-                    R::Granted { .. } => Finish::Granted,
-                    R::Closed => Finish::Closed,
-                    R::Failed(e) => Finish::Failed(e.into()),
-                    R::Idle => Finish::Idle,
-                }
+                redis_finish(unsafe { s.finish_raw(waiter.redis()) })
             }
             _ => Finish::Idle,
         }
@@ -547,6 +539,58 @@ unsafe impl RawSemaphore for Semaphore {
             Semaphore::Shared(_) => false,
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => waiter.kind() == kind::REDIS && s.owns(waiter.redis_ref()),
+        }
+    }
+}
+
+/// A Redis request's outcome as the seam's [`Finish`] (the token stays
+/// readable in the redis waiter).
+#[cfg(feature = "redis")]
+fn redis_finish(f: volt_sem_redis::Finish) -> Finish {
+    use volt_sem_redis::Finish as R;
+    match f {
+        R::Cancelled { returned } => Finish::Cancelled { returned },
+        R::Granted { .. } => Finish::Granted,
+        R::Closed => Finish::Closed,
+        R::Failed(e) => Finish::Failed(e.into()),
+        R::Idle => Finish::Idle,
+    }
+}
+
+impl Semaphore {
+    /// What a binding that times its own wait on a raw request calls at the
+    /// deadline, instead of [`finish_raw`](RawSemaphore::finish_raw), so
+    /// that every backend tries before it waits: local and shared requests
+    /// were tried by `acquire_raw` already, and are finished here as by
+    /// `finish_raw` ([`Expiry::Finished`]). A Redis request whose acquire
+    /// script has not answered yet is left to that answer for its grace
+    /// ([`Expiry::Deferred`] `{ until }`, the grace's end: see
+    /// `volt_sem_redis::RedisSemaphore::expire_raw`): its callback comes if
+    /// the answer is in by then, `Granted` if the script granted it,
+    /// whatever the deadline, else `Cancelled` (taken out of Redis, its
+    /// partial grant handed on), `Closed` or `Failed` (a Redis request
+    /// already completed, its callback run or coming, is deferred too: a
+    /// grant that came before the deadline is kept). The owner waits for
+    /// the callback until `until` at most, then calls `finish_raw`, which
+    /// collects the outcome or cancels the request (a server that stopped
+    /// answering: a grant answered later is given back), and counts a
+    /// `Cancelled` as its timeout ([`record_timeout`](Self::record_timeout)),
+    /// as after a `Finished` `Cancelled`.
+    ///
+    /// # Safety
+    /// As [`finish_raw`](RawSemaphore::finish_raw).
+    pub unsafe fn expire_raw(&self, waiter: Pin<&Waiter>) -> Expiry {
+        match self {
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
+                // SAFETY: forwarded contract.
+                match unsafe { s.expire_raw(waiter.redis()) } {
+                    volt_sem_redis::Expiry::Finished(f) => Expiry::Finished(redis_finish(f)),
+                    volt_sem_redis::Expiry::Deferred { until } => Expiry::Deferred { until },
+                }
+            }
+            // SAFETY: forwarded contract.
+            _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),
         }
     }
 }

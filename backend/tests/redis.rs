@@ -20,7 +20,7 @@ use volt_sem_backend::RawSemaphore;
 
 use support::{eventually, Server};
 use volt_sem_backend::{
-    ConnectOptions, Error, Finish, Kind, RawAcquire, Semaphore, Waiter, WaiterState,
+    ConnectOptions, Error, Expiry, Finish, Kind, RawAcquire, Semaphore, Waiter, WaiterState,
 };
 
 fn opts() -> ConnectOptions {
@@ -139,6 +139,85 @@ fn raw_waiter_is_woken_on_the_agent_thread_in_fifo_order() {
     sem.release(4).unwrap();
     let c = sem.as_redis().unwrap().census().unwrap();
     assert!(c.conserved() && c.available == 4, "{c:?}");
+}
+
+/// `expire_raw`, what the bindings call at their timeout: a request made
+/// with the permits free is granted whatever the deadline (its first answer
+/// decides), one that has to queue ends `Cancelled` (at once, or when its
+/// answer came), its partial grant handed back. Deterministic whichever
+/// comes first, the answer or the call: both end the same way.
+#[test]
+fn expire_raw_keeps_a_first_grant_and_times_out_a_queued_request() {
+    let s = Server::start();
+    let sem = connect(&s, "seam-expire", 3);
+    let o = opts().own_session(true);
+    let other = Semaphore::connect(&s.url(), "seam-expire", 3, o).unwrap();
+    for n in [1, 3] {
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: pinned in this frame; the probe outlives finish_raw.
+        unsafe {
+            let r = sem.acquire_raw(w.as_ref(), n, probe, &p as *const Probe as *mut c_void);
+            assert_eq!(r, Ok(RawAcquire::Pending));
+            // The deadline passed at once: left to the first answer, for a
+            // grace far longer than a round trip here.
+            let e = sem.expire_raw(w.as_ref());
+            assert!(matches!(e, Expiry::Deferred { .. }), "{e:?}");
+        }
+        eventually("its answer", Duration::from_secs(10), || {
+            p.calls.load(Ordering::SeqCst) == 1
+        });
+        // SAFETY: queued on `sem`; the callback has run.
+        assert_eq!(
+            unsafe { sem.finish_raw(w.as_ref()) },
+            Finish::Granted,
+            "n = {n}"
+        );
+        sem.release(n).unwrap();
+    }
+    // Queued: `other` holds 2, a request for 3 collects a partial grant.
+    other.try_acquire(2).unwrap();
+    for _ in 0..5 {
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: as above.
+        let f = unsafe {
+            let r = sem.acquire_raw(w.as_ref(), 3, probe, &p as *const Probe as *mut c_void);
+            assert_eq!(r, Ok(RawAcquire::Pending));
+            match sem.expire_raw(w.as_ref()) {
+                Expiry::Finished(f) => f,
+                Expiry::Deferred { .. } => {
+                    eventually("its answer", Duration::from_secs(10), || {
+                        p.calls.load(Ordering::SeqCst) == 1
+                    });
+                    sem.finish_raw(w.as_ref())
+                }
+            }
+        };
+        assert_eq!(f, Finish::Cancelled { returned: 0 });
+        let r = sem.as_redis().unwrap();
+        r.flush().unwrap();
+        let c = r.census().unwrap();
+        assert!(c.conserved(), "{c:?}");
+        assert_eq!(
+            (c.available, c.held, c.partial, c.queued),
+            (1, 2, 0, 0),
+            "{c:?}"
+        );
+    }
+    // A local semaphore: expire_raw is finish_raw (the try came first).
+    let local = Semaphore::local(1).unwrap();
+    local.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    // SAFETY: as above.
+    unsafe {
+        let r = local.acquire_raw(w.as_ref(), 1, probe, core::ptr::null_mut());
+        assert_eq!(r, Ok(RawAcquire::Pending));
+        assert_eq!(
+            local.expire_raw(w.as_ref()),
+            Expiry::Finished(Finish::Cancelled { returned: 0 })
+        );
+    }
 }
 
 #[test]

@@ -38,6 +38,16 @@ pub(crate) const FAILED: u32 = 5;
 /// Not a request: the Redis session watched as number `slot` was lost (the
 /// error waits in the env's extras under `WATCH_BIT | slot`).
 pub(crate) const LEASE_LOST: u32 = 6;
+/// A Redis request whose `timeout` passed before its acquire script answered
+/// ([`crate::removal`]'s `expire`), and the answer was "queued": the request
+/// was cancelled then (its partial grant handed on); a timeout.
+pub(crate) const TIMED_OUT: u32 = 7;
+/// `expire(key)`: left to the Redis acquire script's answer until its grace
+/// ends, `ms` milliseconds from now (at most [`DEFERRED_MAX_MS`]), returned
+/// as `DEFERRED - ms` (so at most -1).
+pub(crate) const DEFERRED: i32 = -1;
+/// The longest wait `expire(key)` returns (JS's longest timer).
+pub(crate) const DEFERRED_MAX_MS: i32 = 0x7fff_fffe;
 
 /// Marks a lease watch's number among the request keys of the remote list
 /// and the extras (request keys stay below 2^52).

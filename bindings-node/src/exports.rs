@@ -22,8 +22,8 @@ use crate::env::{js_set_ref, js_stats, EnvCtx};
 use crate::lease::{js_extra, js_unwatch, js_watch, WATCH_PRUNE_MIN};
 use crate::named::{js_name, js_open, js_process_held, js_total, js_unlink};
 use crate::ops::{
-    js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_held, js_is_closed,
-    js_pending, js_release, js_try_acquire,
+    js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_expire, js_held,
+    js_is_closed, js_pending, js_release, js_try_acquire,
 };
 use crate::raw::double;
 use crate::raw::{RawEnv, RawValue};
@@ -67,7 +67,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         watch_prune_at: Cell::new(WATCH_PRUNE_MIN),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 43] = [
+    let fns: [(&std::ffi::CStr, Cb); 44] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -76,6 +76,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"acquire", js_acquire),
         (c"release", js_release),
         (c"cancel", js_cancel),
+        (c"expire", js_expire),
         (c"confirm", js_confirm),
         (c"abandon", js_abandon),
         (c"stats", js_stats),

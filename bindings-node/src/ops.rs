@@ -5,6 +5,7 @@
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
+use std::time::Instant;
 use volt_sem_backend::RawSemaphore;
 
 use napi::sys;
@@ -12,7 +13,8 @@ use volt_sem::RawAcquire;
 use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
-    BAD_ARGS, BAD_COUNT, CLOSED, LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
+    BAD_ARGS, BAD_COUNT, CLOSED, DEFERRED, DEFERRED_MAX_MS, LAST_GRANT, MAX_JS, NO_PERMITS, OK,
+    RELEASE_OVERFLOW, SLOT_BASE,
 };
 use crate::env::{Enter, EnvCtx, Extra};
 use crate::handle::{handle, handle_of, sem};
@@ -170,6 +172,32 @@ native!(js_cancel, |env, ctx, argv: [1]| {
     }
     let k = ctx.settle_local();
     drop(enter);
+    int(env, k as i32)
+});
+
+// expire(key): the `timeout` of request `key` passed. DEFERRED - ms (<= -1):
+// a Redis request whose acquire script has not answered yet, left to that
+// answer for `ms` more milliseconds, the rest of its grace (it settles as any
+// wake does: granted, or TIMED_OUT; JS cancels it then if it has not); else,
+// as cancel, k >= 0 outcomes written (the cancelled request is not among them).
+native!(js_expire, |env, ctx, argv: [1]| {
+    let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let enter = Enter::new(ctx);
+    let deferred = match ctx.active(key) {
+        Some((slot, _)) => ctx.expire_slot(slot),
+        None => None,
+    };
+    let k = ctx.settle_local();
+    drop(enter);
+    if let Some(until) = deferred {
+        // Nothing ran: no outcome was written.
+        debug_assert_eq!(k, 0);
+        let left = until.saturating_duration_since(Instant::now());
+        // Rounded up: the timer fires at or after the grace's end.
+        let ms = left.as_nanos().div_ceil(1_000_000);
+        let ms = i32::try_from(ms).unwrap_or(DEFERRED_MAX_MS).min(DEFERRED_MAX_MS);
+        return int(env, DEFERRED - ms);
+    }
     int(env, k as i32)
 });
 

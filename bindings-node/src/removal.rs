@@ -12,9 +12,10 @@
 use std::pin::Pin;
 use std::sync::atomic::{fence, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use napi::sys;
-use volt_sem_backend::{Error, Finish, RawSemaphore};
+use volt_sem_backend::{Error, Expiry, Finish, RawSemaphore};
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
 use crate::env::EnvCtx;
@@ -176,6 +177,39 @@ impl EnvCtx {
             let _ = release_paying(&sem, node.n.get());
         }
         self.release_slot(slot);
+    }
+
+    /// The `timeout` of the request in `slot` passed. On a Redis semaphore a
+    /// request whose acquire script has not answered yet is left to that
+    /// answer until its grace ends (`Some(until)`: it stays in its slot, and
+    /// completes through its wake as granted, or as `TIMED_OUT`, see `wake`;
+    /// JS cancels it at `until` if it has not settled by then): every
+    /// backend tries before it waits. Anything else is cancelled as by
+    /// [`cancel_slot`](Self::cancel_slot) (`None`).
+    pub(crate) fn expire_slot(&self, slot: u32) -> Option<Instant> {
+        let node: *const Node = {
+            let slots = self.slots.borrow();
+            &*slots[slot as usize].node
+        };
+        // SAFETY: slots never shrink while the env lives, and nodes are boxed.
+        let node = unsafe { Pin::new_unchecked(&*node) };
+        let sem = node.sem.borrow().clone();
+        match sem {
+            // (No debt on Redis: removePermits is refused there.)
+            Some(sem) if sem.is_redis() => {
+                let finish = match node.expire() {
+                    Expiry::Finished(f) => f,
+                    Expiry::Deferred { until } => return Some(until),
+                };
+                if let Finish::Granted = finish {
+                    // Granted but not yet delivered: JS gave up on it.
+                    let _ = release_paying(&sem, node.n.get());
+                }
+                self.release_slot(slot);
+            }
+            _ => self.cancel_slot(slot),
+        }
+        None
     }
 }
 

@@ -15,7 +15,9 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use volt_sem_backend::{Finish, Kind, RawSemaphore, Semaphore as Core, Waiter as CoreWaiter};
+use volt_sem_backend::{
+    Expiry, Finish, Kind, RawSemaphore, Semaphore as Core, Waiter as CoreWaiter,
+};
 
 use crate::debt::Debt;
 use crate::remote::EnvShared;
@@ -173,6 +175,18 @@ impl Node {
     pub(crate) fn waiter(self: Pin<&Self>) -> Pin<&CoreWaiter> {
         // SAFETY: structural pinning: `waiter` is never moved out of a pinned Node.
         unsafe { self.map_unchecked(|n| &n.waiter) }
+    }
+
+    /// The request's timeout passed: `expire_raw` (a Redis request not yet
+    /// answered is left to the answer until its grace ends: `Deferred`, the
+    /// node stays queued).
+    pub(crate) fn expire(self: Pin<&Self>) -> Expiry {
+        let sem = self.sem.borrow();
+        match &*sem {
+            // SAFETY: as in `finish`.
+            Some(s) => unsafe { s.core.expire_raw(self.waiter()) },
+            None => Expiry::Finished(Finish::Idle),
+        }
     }
 
     /// Ends the request (cancel or collect). Afterwards the node may be reused.

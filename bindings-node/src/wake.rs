@@ -41,7 +41,8 @@ use napi::sys;
 use volt_sem_backend::Finish;
 
 use crate::codes::{
-    BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, WATCH_BIT, WOKEN_CLOSED,
+    BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, TIMED_OUT, WATCH_BIT,
+    WOKEN_CLOSED,
 };
 use crate::env::{EnvCtx, Extra, CURRENT};
 use crate::raw::{args, int, lock, throw_internal, RawEnv, RawValue};
@@ -144,6 +145,17 @@ impl EnvCtx {
                     .borrow_mut()
                     .insert(u64::from(slot), Extra::Failed(e));
                 FAILED
+            }
+            // A Redis request whose timeout passed before its acquire
+            // script answered "queued" (`expire_slot`): the door cancelled
+            // it then. A timeout, on top of the cancel the door counted.
+            Finish::Cancelled { .. }
+                if node.sem.borrow().as_ref().is_some_and(|s| s.is_redis()) =>
+            {
+                if let Some(s) = &*node.sem.borrow() {
+                    s.core.record_timeout();
+                }
+                TIMED_OUT
             }
             // Cannot happen after a wake; report it rather than hang the promise.
             Finish::Cancelled { .. } | Finish::Idle => LOST,

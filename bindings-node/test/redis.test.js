@@ -1104,3 +1104,124 @@ test("runExclusive: a lease lost while fn ran rejects with ERR_VOLT_LEASE_EXPIRE
     await s.close();
   }
 });
+
+test('a tiny timeout with permits free is granted: the first answer decides, whatever the deadline', async () => {
+  // The server is stopped while the acquire's round trip is under way, so
+  // its `timeout` timer (1 ns, 1 ms) fires before any answer can come: no
+  // race. Before, the timer cancelled the request and it rejected with
+  // ERR_VOLT_TIMED_OUT, as local and named semaphores never do when permits
+  // are free.
+  const s = await RedisServer.start();
+  try {
+    const sem = await Semaphore.connect(s.url(), 'tiny', 3, { commandTimeout: 5000 });
+    for (const timeout of [1e-6, 1]) {
+      s.signal('SIGSTOP');
+      const p = sem.acquire(1, { timeout }).then(
+        () => 'granted',
+        (e) => e.code,
+      );
+      await sleep(50); // the timer fired meanwhile
+      s.signal('SIGCONT');
+      assert.equal(await p, 'granted', `timeout ${timeout} ms`);
+    }
+    await sem.release(2);
+    // Weighted: 2 of the 3 free.
+    s.signal('SIGSTOP');
+    const w = sem.acquire(2, { timeout: 1e-6 }).then(() => 'granted', (e) => e.code);
+    await sleep(50);
+    s.signal('SIGCONT');
+    assert.equal(await w, 'granted', 'weighted, 2 of 3 free');
+    let c = await conserved(sem);
+    assert.deepEqual([c.available, c.held, c.queued], [1, 2, 0]);
+    await sem.release(2);
+    assert.equal(sem.stats().timeouts, 0);
+    // Without the stop too (loopback answers within the timer's 1 ms or
+    // not: granted either way).
+    for (let i = 0; i < 10; i++) {
+      await sem.acquire(2, { timeout: 1e-6 });
+      await sem.release(2);
+    }
+    c = await conserved(sem);
+    assert.deepEqual([c.available, c.held, c.queued], [3, 0, 0]);
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('a queued request with a tiny timeout still times out, its partial grant handed back', async () => {
+  const s = await RedisServer.start();
+  try {
+    const sem = await Semaphore.connect(s.url(), 'tiny-queued', 3);
+    const other = await Semaphore.connect(s.url(), 'tiny-queued', 3);
+    await other.acquire(2);
+    for (let i = 0; i < 6; i++) {
+      const stop = i % 2 === 0; // the answer ("queued") after the deadline
+      if (stop) s.signal('SIGSTOP');
+      const p = sem.acquire(3, { timeout: i < 4 ? 1e-6 : 1 }).then(
+        () => 'granted',
+        (e) => e.code,
+      );
+      if (stop) {
+        await sleep(50);
+        s.signal('SIGCONT');
+      }
+      assert.equal(await p, 'ERR_VOLT_TIMED_OUT', `call ${i}`);
+      await eventually('its cancel applied', async () => (await other.census()).queued === 0);
+      const c = await conserved(sem);
+      assert.deepEqual([c.available, c.held, c.partial, c.queued], [1, 2, 0, 0], `call ${i}`);
+    }
+    const st = sem.stats();
+    assert.deepEqual([st.timeouts, st.cancels, st.grants], [6, 6, 0]);
+    await other.release(2);
+    await other.census(); // after other's release
+    const c = await conserved(sem);
+    assert.deepEqual([c.available, c.queued], [3, 0]);
+    await sem.disconnect();
+    await other.disconnect();
+  } finally {
+    await s.close();
+  }
+});
+
+test('a short timeout on a stopped server rejects with ERR_VOLT_TIMED_OUT before the command timeout', async () => {
+  // The other promise: the first answer is waited for past the `timeout`
+  // only for its grace (250 ms here), then the request is cancelled (a grant
+  // answered later is given back). Before, the wait lasted the whole command
+  // timeout (6 s) and rejected with ERR_VOLT_CONNECTION_FAILED. The bound
+  // checked is half the command timeout, far above the grace.
+  const s = await RedisServer.start();
+  try {
+    const commandTimeout = 6000;
+    const sem = await Semaphore.connect(s.url(), 'stopped-timeout', 1, { commandTimeout });
+    for (const timeout of [1e-6, 300]) {
+      s.signal('SIGSTOP');
+      const started = Date.now();
+      const p = sem.acquire(1, { timeout }).then(
+        () => 'granted',
+        (e) => e.code,
+      );
+      let timer;
+      const early = await Promise.race([
+        p.then((r) => [r, Date.now() - started]),
+        new Promise((resolve) => {
+          timer = setTimeout(() => resolve(undefined), commandTimeout / 2);
+        }),
+      ]);
+      clearTimeout(timer);
+      s.signal('SIGCONT');
+      const late = await p;
+      assert.ok(early !== undefined, `timeout ${timeout} ms: settled only after ${Date.now() - started} ms: ${late}`);
+      assert.equal(early[0], 'ERR_VOLT_TIMED_OUT', `timeout ${timeout} ms`);
+      await eventually('the permit back', async () => {
+        const c = await sem.census();
+        return c.available === 1 && c.queued === 0;
+      });
+      await conserved(sem);
+    }
+    assert.equal(sem.stats().timeouts, 2);
+    await sem.disconnect();
+  } finally {
+    await s.close();
+  }
+});

@@ -24,7 +24,7 @@ use volt_sem_backend::RawSemaphore;
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
+use volt_sem_backend::{Error, Expiry, Finish, RawAcquire, Waiter, WaiterState};
 
 use pyo3::exceptions::PyRuntimeError;
 
@@ -149,12 +149,30 @@ pub(crate) fn blocking_acquire_in(
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
-    let interrupted = park_in(py, waiter, deadline, session);
+    let mut interrupted = park_in(py, waiter, deadline, session);
     // With the GIL: no callback needs it (async wakes are native, see
     // `wake`), so `finish_raw` waiting for a callback running elsewhere
     // cannot deadlock.
-    // SAFETY: queued on `core` above.
-    let finish = unsafe { core.finish_raw(waiter) };
+    let finish = if interrupted.is_none() && waiter.state() == WaiterState::Waiting {
+        // The deadline passed. A Redis request whose acquire script has not
+        // answered yet is left to that answer until its grace ends (a grant
+        // is kept, whatever the deadline, as every backend tries before it
+        // waits; a queued one is cancelled then): wait for its callback, as
+        // for a grant, at most until `until`; `finish_raw` then cancels one
+        // still unanswered (a server that stopped answering).
+        // SAFETY: queued on `core` above.
+        match unsafe { core.expire_raw(waiter) } {
+            Expiry::Finished(f) => f,
+            Expiry::Deferred { until } => {
+                interrupted = park_in(py, waiter, Some(until), session);
+                // SAFETY: as above.
+                unsafe { core.finish_raw(waiter) }
+            }
+        }
+    } else {
+        // SAFETY: queued on `core` above.
+        unsafe { core.finish_raw(waiter) }
+    };
     let grant = got();
     drop(parked);
     let granted_but_interrupted = matches!(finish, Finish::Granted) && interrupted.is_some();

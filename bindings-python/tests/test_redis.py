@@ -1445,3 +1445,85 @@ def test_disconnect_leaves_no_thread_and_no_connection(server, name):
     _nothing_left(server, label, base, "after calls on the disconnected handles")
     # Still referenced: no collection did it.
     assert len(sems) == len(held) == len(watches) == n
+
+
+def test_a_tiny_blocking_timeout_with_permits_free_is_granted(server, name):
+    """As on the local and named semaphores: a positive timeout far shorter
+    than any round trip (1 ns, 1 us) with the permits free is granted, the
+    weighted request too. The first attempt's answer decides, whatever the
+    deadline; no timing assert. Before: ``False`` on an idle semaphore."""
+    sem = connect(server.url, name, 3)
+    for i, t in enumerate([1e-9, 1e-6] * 10):
+        assert sem.acquire_blocking(1, timeout=t) is True, f"call {i} (timeout {t} s)"
+        sem.release(1)
+    assert sem.acquire_blocking(1, timeout=1e-9) is True
+    assert sem.acquire_blocking(2, timeout=1e-9) is True, "2 of the 2 free"
+    sem.release(3)
+    applied(sem)
+    c = conserved(sem, 3)
+    assert (c["available"], c["queued"], c["partial"]) == (3, 0, 0)
+    assert sem.stats().timeouts == 0
+
+
+def test_a_queued_blocking_acquire_with_a_tiny_timeout_times_out_and_conserves(server, name):
+    """The other half: a request that has to queue is still bound by its tiny
+    deadline (passed before the acquire script answered "queued"): ``False``,
+    its partial grant handed back, nothing left queued or held."""
+    sem = connect(server.url, name, 3)
+    other = connect(server.url, name, 3)
+    assert other.acquire_blocking(2, timeout=5)
+    for i, t in enumerate([1e-9, 1e-6] * 5):
+        assert sem.acquire_blocking(3, timeout=t) is False, f"call {i} (timeout {t} s)"
+        applied(sem)
+        c = conserved(sem, 3)
+        assert (c["available"], c["held"], c["partial"], c["queued"]) == (1, 2, 0, 0), (i, c)
+    st = sem.stats()
+    assert (st.timeouts, st.cancels, st.grants) == (10, 10, 0)
+    other.release(2)
+    applied(other)
+    c = conserved(sem, 3)
+    assert (c["available"], c["queued"]) == (3, 0)
+
+
+def test_a_short_blocking_timeout_on_a_stopped_server_returns_false_before_the_command_timeout(
+    own_server, name
+):
+    """The other promise: the first answer is waited for past the deadline
+    only for its grace (250 ms here, see the Redis crate's docs), so a short
+    timeout on a server that stopped answering returns ``False`` long before
+    the command timeout (6 s), never ``True``; once the server runs again,
+    the permit is back (a grant answered later is given back). Before: the
+    wait lasted the whole command timeout and raised ``RedisConnectionError``.
+    The bound checked is half the command timeout, far above the grace."""
+    command_timeout = 6.0
+    sem = connect(own_server.url, name, 1, command_timeout=command_timeout)
+    for timeout in (1e-6, 0.3):
+        own_server.pause()
+        out = {}
+
+        def run():
+            started = time.monotonic()
+            try:
+                out["r"] = sem.acquire_blocking(1, timeout=timeout)
+            except Exception as e:  # reported below
+                out["r"] = e
+            out["took"] = time.monotonic() - started
+
+        t = threading.Thread(target=run)
+        t.start()
+        t.join(command_timeout / 2)
+        early = not t.is_alive()
+        own_server.resume()
+        t.join(30)
+        assert not t.is_alive(), "hung"
+        assert early, f"timeout {timeout}: returned after {out['took']:.3f} s: {out['r']!r}"
+        assert out["r"] is False, f"timeout {timeout}: {out['r']!r}"
+        deadline = time.monotonic() + 20
+        while True:
+            c = conserved(sem, 1)
+            if c["available"] == 1 and c["queued"] == 0:
+                break
+            assert time.monotonic() < deadline, c
+            time.sleep(0.05)
+    assert sem.stats().timeouts == 2
+    sem.disconnect()

@@ -467,6 +467,22 @@
 //!   connect (TCP, TLS, `AUTH`, the checks and the first script): a server
 //!   that accepts and never answers makes it fail at that deadline
 //!   ([`Error::Connection`]), not at a multiple of it.
+//! * A timed acquire ([`RedisSemaphore::acquire_timeout`], and the
+//!   bindings' timeouts) keeps two promises. Permits free at the call are
+//!   granted whatever the timeout (1 ns included), as the other backends
+//!   try before they wait: a deadline that passes before the first answer
+//!   (the acquire script's) leaves the request to that answer. And the call
+//!   returns soon after its timeout even on a server that stopped
+//!   answering: the answer is waited for only until the request's *grace*
+//!   ends, counted from when the script was sent; a request unanswered then
+//!   is cancelled ([`Error::TimedOut`]; a grant answered later is given
+//!   back). The grace is the larger of 250 ms and four times the median of
+//!   the session's last eight round trips (a far-away Redis; the median, so
+//!   that one stall, answered once the server runs again, does not raise
+//!   it), never more than the command timeout: a healthy server answers
+//!   well within it (even on a loaded machine), and a silent one holds a
+//!   call at most that long past a timeout shorter than the grace. Once Redis queued the
+//!   request, the caller's timeout alone bounds the wait.
 //! * **Redis out of reach while clients wait**: queued requests keep their
 //!   place in Redis while the session's lease holds; the agent reconnects
 //!   with exponential backoff (20 ms, doubling, at most one heartbeat
@@ -661,7 +677,7 @@ pub use url::URL_FORM;
 pub use volt_sem::inspect::{Holder, Inspection, QueuedWaiter};
 pub use volt_sem::raw::RawSemaphore;
 pub use volt_sem::{RawAcquire, WakeFn};
-pub use waiter::{Finish, RedisWaiter, RedisWaiterState};
+pub use waiter::{Expiry, Finish, RedisWaiter, RedisWaiterState};
 
 use session::Handle;
 
@@ -873,15 +889,21 @@ impl RedisSemaphore {
 
     /// Like [`acquire_blocking`](Self::acquire_blocking), giving up after
     /// `timeout` with [`Error::TimedOut`]; a partial grant is handed on.
-    /// The timeout bounds the call whatever Redis does: a server that
-    /// stopped answering makes it time out, not wait for the connection's
-    /// command timeout (the round trips are the door thread's; a request
-    /// answered after the timeout has its grant given back).
-    /// So a positive timeout shorter than the request's round trip times
-    /// out even with permits free. A zero timeout is one attempt, as in the
-    /// in-process and shared semaphores: [`try_acquire`](Self::try_acquire)
-    /// (its one round trip bounded by the command timeout), with no permits
-    /// for it reported as [`Error::TimedOut`].
+    /// As on the in-process and shared semaphores, the request is always
+    /// tried first: the acquire script's answer is waited for and honoured
+    /// past the timeout, so permits free at that moment are granted even
+    /// with a timeout far shorter than the round trip (1 ns). That wait is
+    /// bounded by the request's grace (see the crate's text on network
+    /// faults: 250 ms from when the script was sent, more for a far-away
+    /// Redis, at most the command timeout): a server that stopped answering
+    /// makes the call time out at the later of its timeout and that grace's
+    /// end, not at the command timeout (a grant answered later is given
+    /// back). A request that had to queue is bound by the timeout: still
+    /// queued at the deadline (or answered "queued" after it), it is
+    /// cancelled, its partial grant handed on. A zero timeout is one
+    /// attempt, [`try_acquire`](Self::try_acquire) (its round trip bounded
+    /// by the command timeout), with no permits for it reported as
+    /// [`Error::TimedOut`] (nothing queued).
     pub fn acquire_timeout(&self, n: usize, timeout: Duration) -> Result<Permit, Error> {
         if timeout.is_zero() {
             // A deadline already past would time out before any answer
@@ -922,19 +944,35 @@ impl RedisSemaphore {
             self.inner.queue_and_help(queue)?
         } else {
             // With a deadline, never a round trip on this thread: one
-            // lasts up to the command timeout (a stopped or unreachable
-            // server), which the caller's timeout must bound. The door
-            // thread sends the request; this thread waits for the grant
-            // until the deadline, and a request still unanswered then is
-            // cancelled without waiting (the door undoes its answer).
+            // lasts up to the command timeout (a stopped server), which the
+            // caller's timeout and the grace must bound. The request goes
+            // out from the door thread, and this thread waits for its grant
+            // until the deadline; then `expire_raw` cancels a request Redis
+            // queued, and leaves one not answered yet to its answer until
+            // its grace ends (below).
             queue()?
         };
         if r == RawAcquire::Ready {
             return Ok(self.permit(n, w.token(), w.session()));
         }
-        park.wait(deadline, || w.state() != RedisWaiterState::Waiting);
+        let waiting = || w.state() != RedisWaiterState::Waiting;
+        park.wait(deadline, waiting);
         // SAFETY: queued on this handle; `park` still alive.
-        match unsafe { self.finish_raw(w.as_ref()) } {
+        let finish = match unsafe { self.expire_raw(w.as_ref()) } {
+            Expiry::Finished(f) => f,
+            Expiry::Deferred { until } => {
+                // The deadline passed before the acquire script answered:
+                // that answer decides if it comes within the grace (a grant
+                // is kept; a queued request is cancelled by the door and
+                // completes as such), as the other backends try before they
+                // wait. Past the grace (a server that stopped answering),
+                // `finish_raw` cancels it: the door gives back a late grant.
+                park.wait(Some(until), waiting);
+                // SAFETY: as above.
+                unsafe { self.finish_raw(w.as_ref()) }
+            }
+        };
+        match finish {
             // The session is known once the request was sent.
             Finish::Granted { token } => Ok(self.permit(n, token, w.session())),
             Finish::Cancelled { .. } => {
@@ -946,6 +984,40 @@ impl RedisSemaphore {
             Finish::Failed(e) => Err(e),
             Finish::Idle => Err(Error::Protocol("waiter idle after wait".into())),
         }
+    }
+
+    /// What a caller that times its own wait on a raw request (queued with
+    /// [`acquire_raw`](RawSemaphore::acquire_raw)) calls at its deadline,
+    /// instead of [`finish_raw`](RawSemaphore::finish_raw): the same cancel
+    /// for a request Redis has queued ([`Expiry::Finished`], its outcome),
+    /// but a request whose acquire script has not answered yet is left to
+    /// that answer for its grace, as the other backends try before they
+    /// wait: [`Expiry::Deferred`] with the grace's end `until` (when the
+    /// script was sent plus the grace, see the crate's text on network
+    /// faults). Its callback comes if the answer is in by then, with
+    /// `Granted` if the script granted it, whatever the deadline, else
+    /// `Cancelled { returned: 0 }` (the door took it out of Redis, its
+    /// partial grant handed on), `Closed` or `Failed`. A request already
+    /// completed (its callback run or about to run: a grant that came
+    /// before the deadline is kept) is deferred too. The owner waits for the
+    /// callback until `until` at most, then calls `finish_raw`, which
+    /// collects the outcome, or cancels a request still unanswered (a
+    /// server that stopped answering: the door gives back a grant answered
+    /// later). A request unanswered for its whole grace already is
+    /// cancelled here (`Finished`). This is what
+    /// [`acquire_timeout`](Self::acquire_timeout) does, and the bindings'
+    /// timeouts through `volt-sem-backend`. Never blocks on the network.
+    ///
+    /// # Safety
+    /// As [`finish_raw`](RawSemaphore::finish_raw): `waiter` is idle or was
+    /// queued on this handle, and stays pinned.
+    pub unsafe fn expire_raw(&self, waiter: Pin<&RedisWaiter>) -> Expiry {
+        if self.inner.forked() {
+            // SAFETY: forwarded contract (a fork child's copy: see finish_raw).
+            return Expiry::Finished(unsafe { self.finish_raw(waiter) });
+        }
+        // SAFETY: forwarded contract.
+        unsafe { self.inner.expire(waiter) }
     }
 
     /// Acquires `n` permits asynchronously (any executor). Cancel-safe:

@@ -33,13 +33,14 @@ use crate::options::ConnectOptions;
 use crate::reply::{Reply, Status};
 use crate::scripts::{process_info, CallError, Keys, Scripts, Who};
 use crate::stats::SessionStats;
-use crate::waiter::{deliver, Claimed, Finish, RedisWaiter};
+use crate::waiter::{deliver, Claimed, Expiry, Finish, RedisWaiter};
 use volt_sem::inspect::Process;
 use volt_sem::raw::{self, phase};
 
 mod agent;
 mod batch;
 mod door;
+pub(crate) mod grace;
 mod handle;
 mod runs;
 /// The locks `runs.rs` uses (loom's in its model, `core/tests/loom_door.rs`).
@@ -218,6 +219,9 @@ pub(crate) struct Inner {
     /// apply (its round trip failed or was refused, and its session was
     /// given up): the next `flush` reports it, once.
     pub(super) unapplied: AtomicBool,
+    /// The latest round trips of its scripts: they size the grace a timed
+    /// acquire's first answer gets past its deadline ([`grace`]).
+    round_trips: grace::RoundTrips,
 }
 
 /// The join handles of a connected handle's two threads.
@@ -692,6 +696,7 @@ impl Inner {
             pid: process_id(),
             stats: SessionStats::default(),
             unapplied: AtomicBool::new(false),
+            round_trips: grace::RoundTrips::new(),
         });
         inner.stats.noted(&r);
         registry::at_exit::register(Arc::downgrade(&inner));
@@ -767,8 +772,10 @@ impl Inner {
         &self,
         f: impl FnOnce(&mut Conn) -> Result<R, CallError>,
     ) -> Result<R, CallError> {
+        let started = Instant::now();
         let r = self.with_cmd(f);
         if let Ok(r) = &r {
+            self.round_trips.note(started.elapsed());
             r.note(&self.stats);
         }
         r
@@ -1205,6 +1212,8 @@ impl Inner {
                     n,
                     epoch: 0,
                     queued: false,
+                    expired: false,
+                    sent: None,
                     since: Instant::now(),
                 },
             );
@@ -1309,6 +1318,56 @@ impl Inner {
         let w = waiter.get_ref();
         // SAFETY: forwarded contract: idle or queued on this handle, pinned.
         unsafe { raw::finish(&w.node, Session(self, w)) }
+    }
+
+    /// The owner's deadline for `waiter`'s request passed. A request whose
+    /// acquire script has not answered yet (not sent, or its round trip
+    /// under way) is left to that answer for a while, as the other backends
+    /// try before they wait: [`Expiry::Deferred`] until its grace ends
+    /// ([`grace`]: from when the script was sent, or from now if the door
+    /// has not sent it yet), and the request completes through its callback
+    /// if the answer comes by then, `Granted` if the script granted it
+    /// (whatever the deadline), else `Cancelled` (the door takes it out of
+    /// Redis at once, its partial grant handed on) or whatever else ended it
+    /// (closed, failed). At `until` the owner cancels it with
+    /// [`finish`](Self::finish) (a grant answered later is given back by
+    /// the door). A request already completed is deferred too (its callback
+    /// has run or is about to; a grant that came before the deadline is
+    /// kept). A request queued in Redis, or one whose grace already ended,
+    /// is cancelled here, as by [`finish`](Self::finish)
+    /// ([`Expiry::Finished`]). Never blocks on the network.
+    ///
+    /// # Safety
+    /// As [`finish`](Self::finish).
+    pub(crate) unsafe fn expire(&self, waiter: Pin<&RedisWaiter>) -> Expiry {
+        let w = waiter.get_ref();
+        let grace = self.round_trips.grace(self.opts.command_timeout);
+        {
+            let mut st = lock(&self.state);
+            let ctr = w.ctr.load(Ordering::Relaxed);
+            let now = Instant::now();
+            match st.table.get_waiter_mut(ctr, w) {
+                Some(e) if !e.queued => {
+                    let until = e.sent.unwrap_or(now) + grace;
+                    if until > now {
+                        e.expired = true;
+                        return Expiry::Deferred { until };
+                    }
+                    // Unanswered for a whole grace: given up below.
+                }
+                // Queued in Redis: cancelled below.
+                Some(_) => {}
+                // Out of the table and not idle: completed (under this
+                // lock, with its phase), its callback run or coming. A
+                // grant that came before the deadline is the caller's.
+                None if w.node.phase(Ordering::Acquire) != phase::IDLE => {
+                    return Expiry::Deferred { until: now + grace };
+                }
+                None => {}
+            }
+        }
+        // SAFETY: forwarded contract.
+        Expiry::Finished(unsafe { self.finish(waiter) })
     }
 
     /// Releases `n` permits of the session `epoch` (`None`: whichever; lost

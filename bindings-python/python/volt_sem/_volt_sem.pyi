@@ -408,8 +408,16 @@ class Semaphore:
         (``True``) or ``timeout`` seconds passed (``False``; a partial grant is
         handed on). ``timeout=0`` is one attempt; ``None``, ``float('inf')``
         and any float too large for the clock wait for ever; negative or NaN
-        is a ``ValueError``. Redis: a positive timeout shorter than the
-        request's round trip returns ``False`` even with permits free.
+        is a ``ValueError``. Permits free at the call are granted whatever the
+        timeout, on every backend: on Redis the answer to the request's first
+        round trip is waited for past ``timeout`` and its grant kept (a 1 µs
+        timeout included), for a grace counted from when it was sent (250 ms,
+        or four times the median recent round trip if longer, at most
+        ``command_timeout``); a request still unanswered then (a server that
+        stopped answering) returns ``False``, a grant answered later given
+        back. So the call returns at the later of ``timeout`` and that grace's
+        end, not at ``command_timeout``; a request that had to queue returns
+        ``False`` at its deadline.
         Interruptible by Ctrl-C. On the thread of a running event
         loop (asyncio or trio) a wait raises ``RuntimeError`` (it would block that loop for ever);
         a grant that needs no wait is still returned, except on Redis, where

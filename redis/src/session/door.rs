@@ -554,6 +554,8 @@ impl Inner {
         };
         e.eid = format!("{sid}:{ctr}");
         e.epoch = epoch;
+        // Sent right after this (alone or in a batch).
+        e.sent = Some(Instant::now());
         // SAFETY: in the table, so valid; `epoch` is read by the owner only
         // after the request completed.
         unsafe { &*e.w }.epoch.store(epoch, Ordering::Relaxed);
@@ -625,18 +627,41 @@ impl Inner {
             }
             Status::Pending => {
                 self.renewed_fast(epoch, sent);
-                let cancelled = {
+                let (cancelled, expired) = {
                     let mut st = lock(&self.state);
                     st.closed = false;
                     st.table.mark_queued(ctr);
-                    st.table.take_cancelled(ctr)
+                    let cancelled = st.table.take_cancelled(ctr);
+                    // Its owner's deadline passed before this answer, which
+                    // did not grant it: it times out now. Out of the table
+                    // under the same lock as `mark_queued`, so that no
+                    // notification completes it meanwhile.
+                    // SAFETY: it was in the table, so its waiter is valid.
+                    let expired = st
+                        .table
+                        .remove_expired(ctr)
+                        .map(|e| unsafe { Claimed::claim(e.w, Finish::Cancelled { returned: 0 }) });
+                    (cancelled, expired)
                 };
-                // Cancelled while the script ran: take it out. (Gone from
-                // the table but not cancelled: the agent already completed
-                // it, a release of another client having granted it before
-                // this answer was read; or its session was lost. Nothing to
-                // undo then.)
-                if cancelled {
+                if let Some(c) = expired {
+                    // A waiting request left without its permits, as a
+                    // cancel through `finish` counts it (its owner records
+                    // the timeout).
+                    if let Some(r) = self.stats.recorder() {
+                        r.cancelled();
+                    }
+                    // Its owner learns it first; the cancel below is the
+                    // door's next round trip, before any later job of the
+                    // handle (a `flush` sees it applied), and releases a
+                    // grant that beat it, as for any cancel.
+                    deliver([c]);
+                    self.cancel_now(eid, n, epoch);
+                } else if cancelled {
+                    // Cancelled while the script ran: take it out. (Gone
+                    // from the table but not cancelled: the agent already
+                    // completed it, a release of another client having
+                    // granted it before this answer was read; or its
+                    // session was lost. Nothing to undo then.)
                     self.cancel_now(eid, n, epoch);
                 }
             }

@@ -20,6 +20,15 @@ pub(super) struct Entry {
     /// Set once the acquire script answered PENDING: only then does the
     /// heartbeat ask about it (before, "not in Redis" is expected).
     pub(super) queued: bool,
+    /// Its owner's deadline passed before the acquire script answered
+    /// ([`expire`](super::Inner::expire)): the answer decides. A grant
+    /// completes it as usual; "queued" makes the door take it out of Redis
+    /// at once and complete it as cancelled.
+    pub(super) expired: bool,
+    /// When the door last sent its acquire script (`None` until then): its
+    /// grace past an owner's deadline runs from here
+    /// ([`expire`](super::Inner::expire)).
+    pub(super) sent: Option<Instant>,
     /// When its owner made the request (`acquire_raw`): a queued grant's
     /// wait, for the stats, runs from here to the grant's arrival.
     pub(super) since: Instant,
@@ -66,6 +75,20 @@ impl Table {
             Some(e) if core::ptr::eq(e.w, w) => self.entries.remove(&ctr),
             _ => None,
         }
+    }
+
+    /// Request `ctr`, if it is still waiter `w`'s.
+    pub(super) fn get_waiter_mut(&mut self, ctr: u64, w: *const RedisWaiter) -> Option<&mut Entry> {
+        self.entries.get_mut(&ctr).filter(|e| core::ptr::eq(e.w, w))
+    }
+
+    /// Removes request `ctr` if its owner's deadline passed before the
+    /// acquire script answered (see [`Entry::expired`]).
+    pub(super) fn remove_expired(&mut self, ctr: u64) -> Option<Entry> {
+        if !self.entries.get(&ctr)?.expired {
+            return None;
+        }
+        self.entries.remove(&ctr)
     }
 
     /// Removes request `ctr` if it was queued in session `epoch`.
