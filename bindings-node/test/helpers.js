@@ -5,6 +5,24 @@ const { Worker } = require('node:worker_threads');
 
 const PKG = path.resolve(__dirname, '..');
 
+/**
+ * The skip reason of a test of named semaphores (Semaphore.open) where they
+ * are not supported (docs/platforms.md: Linux only), else false. There,
+ * named.test.js asserts the typed unsupported error instead.
+ */
+const NAMED_SKIP =
+  process.platform === 'linux'
+    ? false
+    : `named semaphores are Linux-only (docs/platforms.md); on ${process.platform} Semaphore.open throws ERR_VOLT_UNSUPPORTED, asserted in named.test.js`;
+
+/**
+ * The skip reason of a test that raises a POSIX signal in a process or sends
+ * one to a child (on Windows, process.kill() ends the process at once, and no
+ * handler runs), else false.
+ */
+const POSIX_SIGNALS_SKIP =
+  process.platform === 'win32' ? 'raises POSIX signals (SIGTERM/SIGINT handlers): on Windows process.kill() terminates the process, no handler runs' : false;
+
 /** Starts a worker running `body` (CommonJS) with `volt` = require('volt-sem'). */
 function worker(body, workerData) {
   const code = `'use strict';
@@ -88,4 +106,4 @@ async function raceWithWorker(s, loop, prelude) {
   await exited(w);
 }
 
-module.exports = { PKG, worker, nextMessage, exited, raceWithWorker };
+module.exports = { PKG, NAMED_SKIP, POSIX_SIGNALS_SKIP, worker, nextMessage, exited, raceWithWorker };

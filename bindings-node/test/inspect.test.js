@@ -31,7 +31,10 @@ test('a local semaphore: its queue in order with partial grants, this process as
   assert.equal(i.holders.length, 1);
   const [h] = i.holders;
   assert.deepEqual([h.permits, h.pid, h.heldFor, h.leaseRemaining, h.token], [2, process.pid, null, null, null]);
-  assert.ok(os.hostname().startsWith(h.host) || h.host.startsWith(os.hostname()), `${h.host} vs ${os.hostname()}`);
+  // Host names are case-insensitive: on Windows the label's host is the
+  // COMPUTERNAME variable (in capitals), os.hostname() the DNS host name.
+  const [host, hostname] = [h.host.toLowerCase(), os.hostname().toLowerCase()];
+  assert.ok(hostname.startsWith(host) || host.startsWith(hostname), `${h.host} vs ${os.hostname()}`);
   assert.equal(conserved(i), i.total);
 
   s.release(2); // completes a; b is now the head

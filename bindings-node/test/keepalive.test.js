@@ -9,11 +9,14 @@
 const test = require('node:test');
 const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
+const { pathToFileURL } = require('node:url');
 const { PKG } = require('./helpers');
 
 /** Runs an ES module (top-level await) in a child: { code, signal, stdout, stderr }. */
 function runModule(body, flags = []) {
-  const src = `import volt from ${JSON.stringify(`${PKG}/index.js`)};
+  // A file: URL, not a path: an absolute Windows path (Z:\...) is no ES
+  // module specifier (ERR_UNSUPPORTED_ESM_URL_SCHEME).
+  const src = `import volt from ${JSON.stringify(pathToFileURL(`${PKG}/index.js`).href)};
 const { Semaphore } = volt;
 ${body}`;
   return new Promise((resolve) => {

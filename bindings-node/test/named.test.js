@@ -1,14 +1,45 @@
 'use strict';
 // Semaphore.open(): one limit shared by processes (Linux). Real processes
 // (child_process.fork of test/named-child.js), real SIGKILLs, a worker thread;
-// every test unlinks the names it made.
-const test = require('node:test');
+// every test unlinks the names it made. Elsewhere than Linux (named
+// semaphores are Linux-only, docs/platforms.md) its tests skip with the
+// reason, but the first: there, it asserts the typed unsupported error.
+const nodeTest = require('node:test');
 const assert = require('node:assert/strict');
 const fs = require('node:fs');
 const path = require('node:path');
 const { fork, spawn, execFileSync } = require('node:child_process');
 const { Semaphore, MAX_PERMITS } = require('..');
-const { PKG, worker, nextMessage, exited } = require('./helpers');
+const { PKG, NAMED_SKIP, worker, nextMessage, exited } = require('./helpers');
+
+const test = NAMED_SKIP ? Object.assign((name) => nodeTest(name, { skip: NAMED_SKIP }, () => {}), nodeTest) : nodeTest;
+
+// Run on every platform: where it is documented unsupported, Semaphore.open
+// and unlink throw the typed error (not a crash, nothing created).
+nodeTest('Semaphore.open works on Linux; elsewhere open and unlink throw ERR_VOLT_UNSUPPORTED, naming the call', async () => {
+  const name = `node-test-${process.pid}-platform`;
+  if (process.platform === 'linux') {
+    const sem = Semaphore.open(name, 1, { createOnly: true });
+    try {
+      assert.equal(sem.tryAcquire(1), true);
+      sem.release(1);
+      await sem.disconnect();
+    } finally {
+      Semaphore.unlink(name);
+    }
+    return;
+  }
+  const unsupported = (call) => (e) => {
+    assert.ok(e instanceof Error, String(e));
+    assert.equal(e.code, 'ERR_VOLT_UNSUPPORTED', e.message);
+    assert.ok(e.message.includes(`Semaphore.${call}(${JSON.stringify(name)}`), e.message);
+    assert.match(e.message, /not supported on this platform/);
+    return true;
+  };
+  assert.throws(() => Semaphore.open(name, 1), unsupported('open'));
+  assert.throws(() => Semaphore.open(name, 1, { attachOnly: true }), unsupported('open'));
+  assert.throws(() => Semaphore.unlink(name), unsupported('unlink'));
+});
 
 const CHILD = path.join(__dirname, 'named-child.js');
 const T = { timeout: 60_000 };

@@ -8,6 +8,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
+const { NAMED_SKIP } = require('./helpers');
 
 const needsRedis = { name: 'TypeError', code: 'ERR_INVALID_STATE', message: /Redis semaphore \(Semaphore\.connect\)/ };
 
@@ -39,7 +40,7 @@ test('local: Redis-only methods are refused; tokens are null', async () => {
   assert.deepEqual(JSON.parse(JSON.stringify(s)), {});
 });
 
-test('named: Redis-only methods are refused; tokens are null', { skip: process.platform !== 'linux' }, async () => {
+test('named: Redis-only methods are refused; tokens are null', { skip: NAMED_SKIP }, async () => {
   const name = `node-test-${process.pid}-one-door`;
   try {
     const s = Semaphore.open(name, 2);

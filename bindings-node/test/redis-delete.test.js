@@ -7,7 +7,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore, RedisSemaphore } = require('..');
-const { RedisServer, command } = require('./redis-server.js');
+const { RedisServer } = require('./redis-server.js');
 
 test('delete is refused while the semaphore is in use, then deletes the name', async () => {
   const s = await RedisServer.start();
@@ -46,7 +46,7 @@ test('delete is refused while the semaphore is in use, then deletes the name', a
 test('attachOnly, as for a named semaphore: an unknown or deleted name rejects with ERR_VOLT_NOT_FOUND and creates nothing; an existing one is joined', async () => {
   const s = await RedisServer.start();
   // Behind the library's back: the first line of a KEYS/EXISTS reply.
-  const firstLine = async (line) => (await command(s.port, line)).split('\r\n')[0];
+  const firstLine = async (line) => (await s.query(line)).split('\r\n')[0];
   try {
     await assert.rejects(Semaphore.connect(s.url(), 'att', 2, { attachOnly: true }), {
       code: 'ERR_VOLT_NOT_FOUND',

@@ -9,7 +9,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
-const { RedisServer, sleep, command } = require('./redis-server.js');
+const { RedisServer, sleep, command, ownServer } = require('./redis-server.js');
 const net = require('node:net');
 
 /** At most this many connections in 2 s (the back-off allows about 8). */
@@ -37,7 +37,7 @@ async function freePort() {
 
 const opts = { lease: 3000, commandTimeout: 1000, connectTimeout: 2000 };
 
-test('connect refuses an ACL user without BLPOP, naming the command, and a withdrawn BLPOP is no reconnect storm', async () => {
+test('connect refuses an ACL user without BLPOP, naming the command, and a withdrawn BLPOP is no reconnect storm', { skip: ownServer('ACL SETUSER, and its connection count') }, async () => {
   const s = await RedisServer.start();
   try {
     const user = (rules) => command(s.port, `ACL SETUSER limited on >pw ~* &* ${rules}`);
@@ -65,7 +65,7 @@ test('connect refuses an ACL user without BLPOP, naming the command, and a withd
   }
 });
 
-test('a server demoted to a replica: ERR_VOLT_READ_ONLY, and no reconnect storm', async () => {
+test('a server demoted to a replica: ERR_VOLT_READ_ONLY, and no reconnect storm', { skip: ownServer('REPLICAOF, and its connection count') }, async () => {
   const s = await RedisServer.start();
   try {
     const sem = await Semaphore.connect(s.url(), 'demoted', 2, opts);

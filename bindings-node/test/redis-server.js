@@ -2,6 +2,13 @@
 // Test support: a real redis-server of our own (Debian's package; `make
 // test-node` installs it), on a free loopback port, in a temp dir, without
 // persistence (--save '' --appendonly no), stopped by pid. Never a mock.
+//
+// With VOLT_SEM_TEST_REDIS_URL set (redis://127.0.0.1:PORT, a server started
+// with enough --databases), every start() is a fresh database of that
+// external server instead: where no redis-server can be run (the Windows
+// suite under Wine, which reaches a Linux server on the host's loopback).
+// It cannot be stopped, restarted, configured or multiplied: the tests that
+// need that skip with `ownServer(why)` as their reason.
 
 const { execFile, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -63,6 +70,92 @@ async function answeringPid(port, password) {
   return m === null ? null : Number(m[1]);
 }
 
+const EXTERNAL_URL = process.env.VOLT_SEM_TEST_REDIS_URL || null;
+
+/**
+ * A test's skip reason where it needs a server of its own (`why`: what it
+ * does to the server), which an external one is not; else false.
+ */
+function ownServer(why) {
+  return EXTERNAL_URL === null ? false : `needs a redis-server of its own (${why}); VOLT_SEM_TEST_REDIS_URL gives a shared one`;
+}
+
+/** The RESP replies in `text`, each with its end offset, as far as they are whole (simple, error, integer, bulk). */
+function replyEnd(text, from = 0) {
+  const eol = text.indexOf('\r\n', from);
+  if (eol < 0) return -1;
+  if (text[from] !== '$') return eol + 2;
+  const len = Number(text.slice(from + 1, eol));
+  if (len < 0) return eol + 2;
+  const end = eol + 2 + len + 2;
+  return text.length >= end ? end : -1;
+}
+
+/**
+ * One fresh database of the external server: its number from INCR on a
+ * counter in database 0 (unique across the test processes sharing it).
+ */
+class ExternalRedisServer {
+  constructor(url, db) {
+    const u = new URL(url);
+    this.host = u.hostname;
+    this.port = Number(u.port || 6379);
+    this.db = db;
+  }
+
+  static async start({ password, extra, port } = {}) {
+    if (password !== undefined || extra !== undefined || port !== undefined) {
+      throw new Error('VOLT_SEM_TEST_REDIS_URL: an external server takes no password, arguments or port (skip the test: ownServer())');
+    }
+    const probe = new ExternalRedisServer(EXTERNAL_URL, 0);
+    const r = await command(probe.port, 'INCR volt-sem-test:databases');
+    const db = r !== null && /^:\d+\r\n$/.test(r) ? Number(r.slice(1)) : NaN;
+    if (!Number.isInteger(db)) throw new Error(`VOLT_SEM_TEST_REDIS_URL ${EXTERNAL_URL}: no answer to INCR (${JSON.stringify(r)})`);
+    const s = new ExternalRedisServer(EXTERNAL_URL, db);
+    const sel = await s.query('DBSIZE');
+    if (sel !== ':0\r\n') throw new Error(`VOLT_SEM_TEST_REDIS_URL: database ${db} is not a fresh one (${JSON.stringify(sel)}; start the server with more --databases)`);
+    return s;
+  }
+
+  get pid() {
+    throw new Error('an external redis-server has no pid of ours');
+  }
+
+  url() {
+    return `redis://${this.host}:${this.port}/${this.db}`;
+  }
+
+  /** One command in this database: its reply (the rest as `command`), or null. */
+  async query(line, complete = (t) => t.includes('\r\n')) {
+    const r = await command(this.port, `SELECT ${this.db}\r\n${line}`, (t) => {
+      const end = replyEnd(t);
+      return end > 0 && (t[0] === '-' || complete(t.slice(end)));
+    });
+    if (r === null) return null;
+    if (!r.startsWith('+OK\r\n')) throw new Error(`SELECT ${this.db}: ${r}`);
+    return r.slice(5);
+  }
+
+  restartEmpty() {
+    throw new Error('an external redis-server cannot be restarted here');
+  }
+
+  kill() {
+    throw new Error('an external redis-server cannot be killed here');
+  }
+
+  signal() {
+    throw new Error('an external redis-server cannot be signalled here');
+  }
+
+  stop() {}
+
+  /** Empties this database (the server is the script's to stop). */
+  async close() {
+    await this.query('FLUSHDB');
+  }
+}
+
 class RedisServer {
   constructor(password, extra = []) {
     this.password = password;
@@ -77,6 +170,7 @@ class RedisServer {
    * taken; on a given `port`, one attempt (its caller picks another).
    */
   static async start({ password, extra, port } = {}) {
+    if (EXTERNAL_URL !== null) return ExternalRedisServer.start({ password, extra, port });
     const s = new RedisServer(password, extra);
     for (let i = 0; i < (port === undefined ? 5 : 1); i++) {
       s.port = port ?? (await freePort());
@@ -117,6 +211,16 @@ class RedisServer {
 
   get pid() {
     return this.child.pid;
+  }
+
+  /** The database of url() (always the default one here). */
+  get db() {
+    return 0;
+  }
+
+  /** One command (see `command`): its reply, or null. */
+  query(line, complete) {
+    return command(this.port, line, complete);
   }
 
   url() {
@@ -179,6 +283,7 @@ class RedisCluster {
   }
 
   static async start() {
+    if (EXTERNAL_URL !== null) throw new Error('VOLT_SEM_TEST_REDIS_URL: no cluster of an external server (skip the test: ownServer())');
     const nodes = [];
     let taken = 0;
     try {
@@ -231,4 +336,4 @@ class RedisCluster {
   }
 }
 
-module.exports = { RedisServer, RedisCluster, sleep, command, answeringPid };
+module.exports = { RedisServer, RedisCluster, sleep, command, answeringPid, ownServer, EXTERNAL_URL };

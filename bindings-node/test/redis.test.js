@@ -16,7 +16,7 @@ const { fork } = require('node:child_process');
 const path = require('node:path');
 const util = require('node:util');
 const { Semaphore, RedisSemaphore } = require('..');
-const { RedisServer, RedisCluster, sleep } = require('./redis-server.js');
+const { RedisServer, RedisCluster, sleep, ownServer } = require('./redis-server.js');
 const { worker, nextMessage, exited } = require('./helpers.js');
 
 let srv;
@@ -559,7 +559,7 @@ test('an unref()d object waiting for permits does not keep the process alive', a
   await sem.disconnect();
 });
 
-test('FIFO across processes on a 3-node Redis Cluster, for semaphores on different nodes', async () => {
+test('FIFO across processes on a 3-node Redis Cluster, for semaphores on different nodes', { skip: ownServer('a 3-node cluster') }, async () => {
   const c = await RedisCluster.start();
   try {
     const owners = new Set();
@@ -594,7 +594,7 @@ test('FIFO across processes on a 3-node Redis Cluster, for semaphores on differe
   }
 });
 
-test('the round-trip calls never block the event loop, even while Redis does not answer', async () => {
+test('the round-trip calls never block the event loop, even while Redis does not answer', { skip: ownServer('SIGSTOP') }, async () => {
   const s = await RedisServer.start();
   try {
     const sem = await Semaphore.connect(s.url(), 'loop', 1, { commandTimeout: 1000, lease: 3000 });
@@ -626,7 +626,7 @@ test('the round-trip calls never block the event loop, even while Redis does not
   }
 });
 
-test('acquire, release and an abort never wait for Redis on the event loop (the non-blocking seam)', async (t) => {
+test('acquire, release and an abort never wait for Redis on the event loop (the non-blocking seam)', { skip: ownServer('SIGSTOP') }, async (t) => {
   if (await probeSeam()) {
     t.skip("the seam's Redis calls still wait for one round trip on the calling thread (until the non-blocking seam is on main)");
     return;
@@ -661,7 +661,7 @@ test('acquire, release and an abort never wait for Redis on the event loop (the 
   }
 });
 
-test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is told, release releases nothing', async () => {
+test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is told, release releases nothing', { skip: ownServer('SIGSTOP') }, async () => {
   const s = await RedisServer.start();
   try {
     // connectTimeout short too: the agent notices the loss only once its reconnect
@@ -722,7 +722,7 @@ test('lease loss (Redis stopped past a 1.5 s lease): waiters fail, the holder is
   }
 });
 
-test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST', async () => {
+test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST', { skip: ownServer('a restart') }, async () => {
   const s = await RedisServer.start();
   try {
     const opts = { lease: 1500, commandTimeout: 1000, connectTimeout: 3000 };
@@ -755,7 +755,7 @@ test('Redis restarted empty: holders and waiters fail with ERR_VOLT_STATE_LOST',
   }
 });
 
-test('bad input: typed errors, nothing changed, no password anywhere', async () => {
+test('bad input: typed errors, nothing changed, no password anywhere', { skip: ownServer('a password and an ACL user') }, async () => {
   const url = srv.url();
   await assert.rejects(Semaphore.connect('http://nope', 'x', 1), { code: 'ERR_VOLT_INVALID_URL' });
   await assert.rejects(Semaphore.connect('redis://127.0.0.1:notaport', 'x', 1), { code: 'ERR_VOLT_INVALID_URL' });
@@ -923,7 +923,7 @@ test('reopen() by another client undoes closeForEveryone(); connect() with anoth
   await Promise.all([a.disconnect(), b.disconnect(), c.disconnect()]);
 });
 
-test("a leaseSignal listener that releases another semaphore does not lose the outcomes drained with the loss", async () => {
+test("a leaseSignal listener that releases another semaphore does not lose the outcomes drained with the loss", { skip: ownServer('SIGSTOP') }, async () => {
   // A lease loss is delivered by the same drain as the grants other threads
   // made meanwhile, through the thread's one outcome buffer. Its leaseSignal
   // listeners run then: one that releases a local semaphore with waiters (a
@@ -975,7 +975,7 @@ test("a leaseSignal listener that releases another semaphore does not lose the o
   }
 });
 
-test('a leaseSignal aborted by the grant of a lost session does not lose the outcomes drained after it', async () => {
+test('a leaseSignal aborted by the grant of a lost session does not lose the outcomes drained after it', { skip: ownServer('SIGSTOP') }, async () => {
   // The first grant of a session watches it; a session already lost by then
   // aborts the leaseSignal at once, from inside the drain that delivered the
   // grant: a listener that releases a local semaphore with waiters must not
@@ -1076,7 +1076,7 @@ test("runExclusive: fn's error or value wins over a release that a disconnect or
   }
 });
 
-test("runExclusive: a lease lost while fn ran rejects with ERR_VOLT_LEASE_EXPIRED, unless fn's own error", async () => {
+test("runExclusive: a lease lost while fn ran rejects with ERR_VOLT_LEASE_EXPIRED, unless fn's own error", { skip: ownServer('SIGSTOP') }, async () => {
   const s = await RedisServer.start();
   try {
     const other = await Semaphore.connect(s.url(), 'run-lease', 1);

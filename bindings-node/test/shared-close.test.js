@@ -11,7 +11,7 @@ const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
 const { Semaphore, Mutex } = require('..');
 const { RedisServer, sleep } = require('./redis-server.js');
-const { PKG } = require('./helpers');
+const { PKG, NAMED_SKIP } = require('./helpers');
 
 let srv;
 before(async () => {
@@ -84,7 +84,7 @@ test('Redis: close() throws and closes nothing; closeForEveryone() closes; delet
   await Semaphore.deleteRedis(srv.url(), name);
 });
 
-test('named: close() throws and closes nothing; closeForEveryone() closes; unlink() lets the name be used again', async () => {
+test('named: close() throws and closes nothing; closeForEveryone() closes; unlink() lets the name be used again', { skip: NAMED_SKIP }, async () => {
   const name = fresh('nclose');
   const a = Semaphore.open(name, 2);
   assert.throws(() => a.close(), refused);
@@ -105,7 +105,7 @@ test('named: close() throws and closes nothing; closeForEveryone() closes; unlin
   c.release(2);
 });
 
-test('named: disconnect() ends this handle only: its waiters reject, what it holds goes back', async () => {
+test('named: disconnect() ends this handle only: its waiters reject, what it holds goes back', { skip: NAMED_SKIP }, async () => {
   const name = fresh('ndisc');
   const a = Semaphore.open(name, 3);
   const b = Semaphore.open(name, 3);

@@ -13,7 +13,7 @@ const path = require('node:path');
 const { spawn, execFile } = require('node:child_process');
 const { Semaphore } = require('..');
 const { RedisServer, sleep } = require('./redis-server.js');
-const { PKG } = require('./helpers');
+const { PKG, NAMED_SKIP, POSIX_SIGNALS_SKIP } = require('./helpers');
 
 const CHILD = path.join(__dirname, 'signal-child.js');
 // Far below the child's 30 s lease: a grant within this bound came from its
@@ -110,7 +110,7 @@ async function shutdownCase(signal, mode) {
 }
 
 for (const signal of ['SIGTERM', 'SIGINT']) {
-  test(`disconnectOnSignals(): on ${signal} the sessions end, then the process ends by ${signal}`, async () => {
+  test(`disconnectOnSignals(): on ${signal} the sessions end, then the process ends by ${signal}`, { skip: POSIX_SIGNALS_SKIP || NAMED_SKIP }, async () => {
     const r = await shutdownCase(signal, 'line');
     assert.deepEqual(r.exit, { code: null, signal }, 'ended by the signal, as without the listener');
     assert.equal(r.namedBack, true, "the named semaphore's permit went back");
@@ -118,7 +118,7 @@ for (const signal of ['SIGTERM', 'SIGINT']) {
   });
 }
 
-test('disconnectOnSignals() with a listener of the user: sessions end, the process is not killed', async () => {
+test('disconnectOnSignals() with a listener of the user: sessions end, the process is not killed', { skip: POSIX_SIGNALS_SKIP || NAMED_SKIP }, async () => {
   const r = await shutdownCase('SIGTERM', 'own');
   assert.deepEqual(r.exit, { code: 7, signal: null }, "the user's listener decided the exit");
   assert.equal(r.namedBack, true);

@@ -92,6 +92,9 @@ enum Kind {
 /// the TCP connect): typically `rediss://` to a port that does not speak
 /// TLS, where the server waits for a line the handshake never sends. Made
 /// a TLS error (a rustls error inside, which `Error::from_redis` finds).
+/// A socket read timeout is `WouldBlock` on Unix (EAGAIN) but `TimedOut` on
+/// Windows (WSAETIMEDOUT): both are this timeout (with `WouldBlock` alone,
+/// Windows said "no answer from Redis", a connection error, not a TLS one).
 fn handshake_timeout(e: RedisError) -> RedisError {
     type Shared = std::sync::Arc<dyn std::error::Error + Send + Sync>;
     let src = std::error::Error::source(&e);
@@ -99,7 +102,12 @@ fn handshake_timeout(e: RedisError) -> RedisError {
         .and_then(|s| s.downcast_ref::<Shared>())
         .and_then(|a| a.downcast_ref::<io::Error>())
         .or_else(|| src.and_then(|s| s.downcast_ref::<io::Error>()));
-    if io.is_some_and(|io| io.kind() == io::ErrorKind::WouldBlock) {
+    if io.is_some_and(|io| {
+        matches!(
+            io.kind(),
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+        )
+    }) {
         io::Error::new(
             io::ErrorKind::TimedOut,
             rustls::Error::General(
@@ -641,5 +649,31 @@ impl ConnectionLike for Conn {
             Kind::Single(c) => c.is_open(),
             Kind::Cluster(c) => c.is_open(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A read timeout in the TLS setup is a TLS error whichever kind the
+    /// platform gives it (Windows: `TimedOut`, which was a connection error).
+    #[test]
+    fn a_read_timeout_in_the_tls_setup_is_a_tls_error_on_every_platform() {
+        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::TimedOut] {
+            let e = handshake_timeout(io::Error::new(kind, "read timed out").into());
+            match Error::from_redis(&e, "") {
+                Error::Tls(m) => assert!(m.contains("does the port speak TLS?"), "{kind:?}: {m}"),
+                other => panic!("{kind:?}: not a TLS error: {other:?}"),
+            }
+        }
+    }
+
+    /// Any other error of the TLS setup is left as it is.
+    #[test]
+    fn a_refused_connection_in_the_tls_setup_stays_a_connection_error() {
+        let e =
+            handshake_timeout(io::Error::new(io::ErrorKind::ConnectionRefused, "refused").into());
+        assert!(matches!(Error::from_redis(&e, ""), Error::Connection(_)));
     }
 }
