@@ -25,6 +25,8 @@ const FAILED = 5; // a Redis request failed: native.extra(slot) is its error
 const LEASE_LOST = 6; // not a request: Redis lease watch `slot` saw its session lost
 const TIMED_OUT = 7; // a Redis request expired before its first answer, which queued it: cancelled then
 const DEFERRED = -1; // native.expire() <= DEFERRED: left to the Redis acquire script's answer for DEFERRED - k ms
+const KEPT = 2 ** 28; // native.expire() >= KEPT: granted before the expiry could cancel it (GRANTED), k - KEPT other outcomes
+const KEPT_HELD = 2 ** 29; // as KEPT, delivered as GRANTED_HELD
 const SLOT_BASE = 4;
 const SLOTS = 2 ** 32; // a request key is gen * 2^32 + slot
 
@@ -615,17 +617,28 @@ class Waiter {
    * then; still unanswered at the grace's end (a server that stopped
    * answering), it is cancelled then as by abort() (onGrace).
    */
-  expire(h) {
+  expire(h, last = false) {
     if (lookup(this.slot) !== this) {
       this.letGo(); // as withdraw() does: also when its semaphore was collected
       return;
     }
-    const k = native.expire(this.gen * SLOTS + this.slot);
+    const k = native.expire(this.gen * SLOTS + this.slot, last);
     this.timer = undefined; // fired
     if (k <= DEFERRED) {
       // Ref'd as the `timeout` timer was (that keeps the wait alive the same).
       this.timer = timers.setTimeout(onGrace, DEFERRED - k, this, h);
       if (!this.timerRef) this.timer.unref();
+      return;
+    }
+    if (k >= KEPT) {
+      // Granted before the expiry could cancel it, its wake not delivered
+      // yet: the caller's grant, delivered here as a wake would (the other
+      // backends keep a grant that beats the cancel of a timeout too).
+      remove(this);
+      const held = k >= KEPT_HELD;
+      this.done(held ? GRANTED_HELD : GRANTED);
+      const others = k - (held ? KEPT_HELD : KEPT);
+      if (others !== 0) settle(others);
       return;
     }
     this.letGo();
@@ -681,14 +694,15 @@ function onTimeout(w, left, h) {
 }
 
 /**
- * A Redis request's grace past its `timeout` ended with its acquire script
- * still unanswered: cancelled as the timeout did before grace existed (a
- * grant answered later is given back by the addon), a timeout on top of the
- * cancel the withdrawal counted.
+ * A Redis request's grace past its `timeout` ended with its outcome not
+ * delivered yet: cancelled, unless it was granted meanwhile (its answer
+ * came within the grace, its wake not run yet), which is the caller's (a
+ * grant answered later is given back by the addon); a timeout on top of the
+ * cancel the expiry counted.
  */
 function onGrace(w, h) {
   w.timer = undefined; // fired
-  if (w.abort(timedOutError())) native.recordTimeout(h);
+  w.expire(h, true);
 }
 
 /** Aborts `controller` with `r` (a lease lost before its watch began). */

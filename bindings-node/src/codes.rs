@@ -48,6 +48,13 @@ pub(crate) const TIMED_OUT: u32 = 7;
 pub(crate) const DEFERRED: i32 = -1;
 /// The longest wait `expire(key)` returns (JS's longest timer).
 pub(crate) const DEFERRED_MAX_MS: i32 = 0x7fff_fffe;
+/// `expire(key, last)`: the request was granted before the expiry could
+/// cancel it, and the grant is the caller's: `KEPT + k` when it is
+/// delivered as [`GRANTED`], `KEPT_HELD + k` as [`GRANTED_HELD`], with `k`
+/// outcomes of other requests written as usual.
+pub(crate) const KEPT: i32 = 1 << 28;
+/// See [`KEPT`].
+pub(crate) const KEPT_HELD: i32 = 1 << 29;
 
 /// Marks a lease watch's number among the request keys of the remote list
 /// and the extras (request keys stay below 2^52).

@@ -13,8 +13,8 @@ use volt_sem::RawAcquire;
 use volt_sem_backend::{Error, Semaphore as Core};
 
 use crate::codes::{
-    BAD_ARGS, BAD_COUNT, CLOSED, DEFERRED, DEFERRED_MAX_MS, LAST_GRANT, MAX_JS, NO_PERMITS, OK,
-    RELEASE_OVERFLOW, SLOT_BASE,
+    BAD_ARGS, BAD_COUNT, CLOSED, DEFERRED, DEFERRED_MAX_MS, GRANTED_HELD, KEPT, KEPT_HELD,
+    LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
 use crate::env::{Enter, EnvCtx, Extra};
 use crate::handle::{handle, handle_of, sem};
@@ -22,6 +22,7 @@ use crate::js_error::{error, throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
 use crate::raw::{RawEnv, RawValue};
 use crate::removal::release_paying;
+use crate::removal::Expired;
 use crate::semaphore::{Node, Sem};
 use crate::wake::wake;
 
@@ -175,30 +176,42 @@ native!(js_cancel, |env, ctx, argv: [1]| {
     int(env, k as i32)
 });
 
-// expire(key): the `timeout` of request `key` passed. DEFERRED - ms (<= -1):
-// a Redis request whose acquire script has not answered yet, left to that
-// answer for `ms` more milliseconds, the rest of its grace (it settles as any
-// wake does: granted, or TIMED_OUT; JS cancels it then if it has not); else,
-// as cancel, k >= 0 outcomes written (the cancelled request is not among them).
-native!(js_expire, |env, ctx, argv: [1]| {
+// expire(key, last): the `timeout` of request `key` passed (`last`: its
+// Redis grace too). DEFERRED - ms (<= -1): a Redis request whose acquire
+// script has not answered yet, left to that answer for `ms` more
+// milliseconds, the rest of its grace (it settles as any wake does: granted,
+// or TIMED_OUT; else JS calls again with `last` then); KEPT + k or
+// KEPT_HELD + k: granted before the expiry could cancel it, the caller's
+// grant (GRANTED or GRANTED_HELD), k other outcomes written; else, as
+// cancel, k >= 0 outcomes written (the cancelled request is not among them).
+native!(js_expire, |env, ctx, argv: [2]| {
     let Some(key) = key_arg(env, argv[0]) else { return int(env, BAD_ARGS) };
+    let mut last = false;
+    // SAFETY: fails on a non-boolean (undefined), leaving `last` false.
+    unsafe { sys::napi_get_value_bool(env, argv[1], &mut last) };
     let enter = Enter::new(ctx);
-    let deferred = match ctx.active(key) {
-        Some((slot, _)) => ctx.expire_slot(slot),
-        None => None,
+    let expired = match ctx.active(key) {
+        Some((slot, _)) => ctx.expire_slot(slot, last),
+        None => Expired::Ended,
     };
     let k = ctx.settle_local();
     drop(enter);
-    if let Some(until) = deferred {
-        // Nothing ran: no outcome was written.
-        debug_assert_eq!(k, 0);
-        let left = until.saturating_duration_since(Instant::now());
-        // Rounded up: the timer fires at or after the grace's end.
-        let ms = left.as_nanos().div_ceil(1_000_000);
-        let ms = i32::try_from(ms).unwrap_or(DEFERRED_MAX_MS).min(DEFERRED_MAX_MS);
-        return int(env, DEFERRED - ms);
+    match expired {
+        Expired::Deferred(until) => {
+            // Nothing ran: no outcome was written.
+            debug_assert_eq!(k, 0);
+            let left = until.saturating_duration_since(Instant::now());
+            // Rounded up: the timer fires at or after the grace's end.
+            let ms = left.as_nanos().div_ceil(1_000_000);
+            let ms = i32::try_from(ms).unwrap_or(DEFERRED_MAX_MS).min(DEFERRED_MAX_MS);
+            int(env, DEFERRED - ms)
+        }
+        Expired::Kept(code) => {
+            let base = if code == GRANTED_HELD { KEPT_HELD } else { KEPT };
+            int(env, base + k as i32)
+        }
+        Expired::Ended => int(env, k as i32),
     }
-    int(env, k as i32)
 });
 
 // close(h): k >= 0 outcomes written

@@ -17,8 +17,8 @@ use std::time::Instant;
 use napi::sys;
 use volt_sem_backend::{Error, Expiry, Finish, RawSemaphore};
 
-use crate::codes::{BAD_ARGS, BAD_COUNT, MAX_JS, OK};
-use crate::env::EnvCtx;
+use crate::codes::{BAD_ARGS, BAD_COUNT, GRANTED, GRANTED_HELD, MAX_JS, OK};
+use crate::env::{EnvCtx, Extra};
 use crate::handle::sem;
 use crate::js_error::throw_unsupported;
 use crate::raw::{args, count, int, lock, throw_internal, RawEnv, RawValue};
@@ -179,14 +179,48 @@ impl EnvCtx {
         self.release_slot(slot);
     }
 
+    /// Hands the grant `finish` just returned for the request in `slot` to
+    /// JS: counted as held, its Redis token and session kept for JS, and
+    /// its slot released, or kept until JS confirms ([`GRANTED_HELD`]).
+    /// The outcome code.
+    pub(crate) fn granted(&self, slot: u32, node: Pin<&Node>) -> u32 {
+        if let Some(s) = &*node.sem.borrow() {
+            s.add_held(node.n.get());
+            if s.is_redis() {
+                let (token, session) = (node.waiter.token().unwrap_or(0), node.waiter.session());
+                self.extras
+                    .borrow_mut()
+                    .insert(u64::from(slot), Extra::Grant { token, session });
+            }
+        }
+        let shared = node
+            .sem
+            .borrow()
+            .as_ref()
+            .is_some_and(|s| s.shared.load(Ordering::Relaxed));
+        if shared {
+            // Another thread may terminate this one before JS ran the
+            // code awaiting this grant: keep it until JS confirms.
+            self.deliver_slot(slot);
+            return GRANTED_HELD;
+        }
+        self.release_slot(slot);
+        GRANTED
+    }
+
     /// The `timeout` of the request in `slot` passed. On a Redis semaphore a
     /// request whose acquire script has not answered yet is left to that
-    /// answer until its grace ends (`Some(until)`: it stays in its slot, and
-    /// completes through its wake as granted, or as `TIMED_OUT`, see `wake`;
-    /// JS cancels it at `until` if it has not settled by then): every
-    /// backend tries before it waits. Anything else is cancelled as by
-    /// [`cancel_slot`](Self::cancel_slot) (`None`).
-    pub(crate) fn expire_slot(&self, slot: u32) -> Option<Instant> {
+    /// answer until its grace ends ([`Expired::Deferred`]: it stays in its
+    /// slot, and completes through its wake as granted, or as `TIMED_OUT`,
+    /// see `wake`; JS calls this again with `last` at `until` if it has not
+    /// settled by then): every backend tries before it waits. `last` (the
+    /// grace ended) cancels it whatever it is waiting for. A request the
+    /// cancel finds granted, its wake not yet delivered (the grant came
+    /// first, as in Rust and Python a grant that beats the cancel is kept),
+    /// is the caller's: [`Expired::Kept`] with its outcome code. Anything
+    /// else is cancelled as by [`cancel_slot`](Self::cancel_slot)
+    /// ([`Expired::Ended`]).
+    pub(crate) fn expire_slot(&self, slot: u32, last: bool) -> Expired {
         let node: *const Node = {
             let slots = self.slots.borrow();
             &*slots[slot as usize].node
@@ -197,20 +231,33 @@ impl EnvCtx {
         match sem {
             // (No debt on Redis: removePermits is refused there.)
             Some(sem) if sem.is_redis() => {
-                let finish = match node.expire() {
-                    Expiry::Finished(f) => f,
-                    Expiry::Deferred { until } => return Some(until),
+                let finish = if last {
+                    node.finish()
+                } else {
+                    match node.expire() {
+                        Expiry::Finished(f) => f,
+                        Expiry::Deferred { until } => return Expired::Deferred(until),
+                    }
                 };
                 if let Finish::Granted = finish {
-                    // Granted but not yet delivered: JS gave up on it.
-                    let _ = release_paying(&sem, node.n.get());
+                    return Expired::Kept(self.granted(slot, node));
                 }
                 self.release_slot(slot);
             }
             _ => self.cancel_slot(slot),
         }
-        None
+        Expired::Ended
     }
+}
+
+/// What [`EnvCtx::expire_slot`] did.
+pub(crate) enum Expired {
+    /// Left to the Redis answer until then.
+    Deferred(Instant),
+    /// Granted before the cancel: delivered with this outcome code.
+    Kept(u32),
+    /// Cancelled (or ended otherwise: JS reports the timeout).
+    Ended,
 }
 
 // removePermits(h, n): OK | BAD_COUNT. Takes `n` permits out of the total:

@@ -40,10 +40,7 @@ use std::sync::Arc;
 use napi::sys;
 use volt_sem_backend::Finish;
 
-use crate::codes::{
-    BAD_ARGS, FAILED, GRANTED, GRANTED_HELD, LEASE_LOST, LOST, OK, TIMED_OUT, WATCH_BIT,
-    WOKEN_CLOSED,
-};
+use crate::codes::{BAD_ARGS, FAILED, LEASE_LOST, LOST, OK, TIMED_OUT, WATCH_BIT, WOKEN_CLOSED};
 use crate::env::{EnvCtx, Extra, CURRENT};
 use crate::raw::{args, int, lock, throw_internal, RawEnv, RawValue};
 use crate::remote::{EnvShared, Tsfn};
@@ -113,30 +110,7 @@ impl EnvCtx {
         // SAFETY: slots never shrink while the env lives, and nodes are boxed.
         let node = unsafe { Pin::new_unchecked(&*node) };
         let code = match node.finish() {
-            Finish::Granted => {
-                if let Some(s) = &*node.sem.borrow() {
-                    s.add_held(node.n.get());
-                    if s.is_redis() {
-                        let (token, session) =
-                            (node.waiter.token().unwrap_or(0), node.waiter.session());
-                        self.extras
-                            .borrow_mut()
-                            .insert(u64::from(slot), Extra::Grant { token, session });
-                    }
-                }
-                let shared = node
-                    .sem
-                    .borrow()
-                    .as_ref()
-                    .is_some_and(|s| s.shared.load(Ordering::Relaxed));
-                if shared {
-                    // Another thread may terminate this one before JS ran the
-                    // code awaiting this grant: keep it until JS confirms.
-                    self.deliver_slot(slot);
-                    return Some((slot, GRANTED_HELD));
-                }
-                GRANTED
-            }
+            Finish::Granted => return Some((slot, self.granted(slot, node))),
             Finish::Closed => WOKEN_CLOSED,
             // A Redis request: its session was lost, Redis lost the state, ...;
             // or a shared request above the total a `setTotal` lowered.
