@@ -35,20 +35,10 @@ pub enum Finish {
 }
 
 /// What [`Semaphore::expire_raw`](crate::Semaphore::expire_raw) did with a
-/// raw request whose owner's deadline passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expiry {
-    /// Ended as by [`finish_raw`](crate::RawSemaphore::finish_raw).
-    Finished(Finish),
-    /// A Redis request left to its acquire script's answer until `until`
-    /// (the end of its grace): its callback comes if the answer is in by
-    /// then; the owner waits for it at most until `until`, then calls
-    /// `finish_raw`, which collects the outcome or cancels the request.
-    Deferred {
-        /// The end of the request's grace.
-        until: std::time::Instant,
-    },
-}
+/// raw request whose owner's deadline passed: the core's
+/// [`Expiry`](volt_sem::raw::Expiry) over this crate's [`Finish`]
+/// (`Deferred` only for a Redis request, until the end of its grace).
+pub type Expiry = volt_sem::raw::Expiry<Finish>;
 
 impl From<volt_sem::Finish> for Finish {
     fn from(f: volt_sem::Finish) -> Self {

@@ -584,10 +584,7 @@ impl Semaphore {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                match unsafe { s.expire_raw(waiter.redis()) } {
-                    volt_sem_redis::Expiry::Finished(f) => Expiry::Finished(redis_finish(f)),
-                    volt_sem_redis::Expiry::Deferred { until } => Expiry::Deferred { until },
-                }
+                unsafe { s.expire_raw(waiter.redis()) }.map(redis_finish)
             }
             // SAFETY: forwarded contract.
             _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),

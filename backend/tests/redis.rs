@@ -175,6 +175,10 @@ fn expire_raw_keeps_a_first_grant_and_times_out_a_queued_request() {
         );
         sem.release(n).unwrap();
     }
+    // `sem`'s releases are sent by its door thread after `release`
+    // returned: a census through `sem`, behind them on that door, waits
+    // until Redis has them (else `other`'s try below may come first).
+    sem.as_redis().unwrap().census().unwrap();
     // Queued: `other` holds 2, a request for 3 collects a partial grant.
     other.try_acquire(2).unwrap();
     for _ in 0..5 {

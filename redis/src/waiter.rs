@@ -18,7 +18,6 @@ use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
-use std::time::Instant;
 
 use volt_sem::raw::{self, phase, Backend, Node};
 
@@ -50,25 +49,16 @@ pub enum Finish {
 }
 
 /// What [`expire_raw`](crate::RedisSemaphore::expire_raw) did with a
-/// request whose owner's deadline passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expiry {
-    /// Ended as by [`finish_raw`](crate::RawSemaphore::finish_raw) (a
-    /// request queued in Redis: cancelled, its partial grant handed on; or
-    /// one unanswered for its whole grace: cancelled, a grant answered later
-    /// given back).
-    Finished(Finish),
-    /// Left to its acquire script's answer, which has not come yet (or has
-    /// completed it, its callback run or coming), until `until`: its
-    /// callback comes if the answer is in by then; the owner waits for it
-    /// at most until `until`, then calls `finish_raw`, which collects the
-    /// outcome or cancels the request.
-    Deferred {
-        /// The end of the request's grace: when the acquire script was sent
-        /// plus the grace (see the crate's text on timeouts).
-        until: Instant,
-    },
-}
+/// request whose owner's deadline passed: the core's
+/// [`Expiry`](volt_sem::raw::Expiry) over this crate's [`Finish`].
+/// `Finished`: ended as by [`finish_raw`](crate::RawSemaphore::finish_raw)
+/// (a request queued in Redis: cancelled, its partial grant handed on; or
+/// one unanswered for its whole grace: cancelled, a grant answered later
+/// given back). `Deferred { until }`: left to its acquire script's answer,
+/// which has not come yet (or has completed it, its callback run or
+/// coming); `until` is when the acquire script was sent plus the grace
+/// (see the crate's text on timeouts).
+pub type Expiry = volt_sem::raw::Expiry<Finish>;
 
 /// What a waiter knows, as seen by [`RedisWaiter::state`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -70,16 +70,26 @@ fn a_timed_out_acquire_returns_within_its_cancels_timeout() {
 /// asserted is half the command timeout, far above the 300 ms asked for.
 #[test]
 fn a_short_timeout_bounds_an_acquire_on_a_stopped_server() {
+    timed_out_on_a_stopped_server(
+        "stopped",
+        Duration::from_millis(300),
+        Duration::from_secs(8),
+    );
+}
+
+/// `acquire_timeout(1, wait)` on a semaphore whose server is stopped before
+/// the call must end with `TimedOut` before half the command timeout (else
+/// the test panics with what it returned and when), and the permit come
+/// back once the server runs again (a grant answered late is given back).
+fn timed_out_on_a_stopped_server(name: &str, wait: Duration, command_timeout: Duration) {
     let s = Server::start();
-    let command_timeout = Duration::from_secs(8);
     let o = opts().command_timeout(command_timeout);
-    let sem = RedisSemaphore::connect(&s.url(), "stopped", 1, o).unwrap();
+    let sem = RedisSemaphore::connect(&s.url(), name, 1, o).unwrap();
     let pid = s.pid() as i32;
     // SAFETY: signals to the redis-server child this test started.
     unsafe { libc::kill(pid, libc::SIGSTOP) };
     let (tx, rx) = mpsc::channel();
     let w = sem.clone();
-    let wait = Duration::from_millis(300);
     std::thread::spawn(move || {
         let started = Instant::now();
         let r = w.acquire_timeout(1, wait);
@@ -119,41 +129,11 @@ fn a_short_timeout_bounds_an_acquire_on_a_stopped_server() {
 /// command timeout, far above the grace (250 ms).
 #[test]
 fn a_tiny_timeout_on_a_stopped_server_ends_with_its_grace() {
-    let s = Server::start();
-    let command_timeout = Duration::from_secs(6);
-    let o = opts().command_timeout(command_timeout);
-    let sem = RedisSemaphore::connect(&s.url(), "stopped-tiny", 1, o).unwrap();
-    let pid = s.pid() as i32;
-    // SAFETY: signals to the redis-server child this test started.
-    unsafe { libc::kill(pid, libc::SIGSTOP) };
-    let (tx, rx) = mpsc::channel();
-    let w = sem.clone();
-    let wait = Duration::from_millis(1);
-    std::thread::spawn(move || {
-        let started = Instant::now();
-        let r = w.acquire_timeout(1, wait);
-        let _ = tx.send((started.elapsed(), r.map(|p| p.forget())));
-    });
-    let early = rx.recv_timeout(command_timeout / 2);
-    // SAFETY: as above (the server runs again whatever the outcome).
-    unsafe { libc::kill(pid, libc::SIGCONT) };
-    let (took, r) = match early {
-        Ok(x) => x,
-        Err(_) => {
-            let late = rx.recv_timeout(Duration::from_secs(30)).expect("hung");
-            panic!(
-                "acquire_timeout({wait:?}) returned after {:?} (command timeout {command_timeout:?}): {:?}",
-                late.0, late.1
-            );
-        }
-    };
-    eprintln!("acquire_timeout({wait:?}) on a stopped server returned after {took:?}: {r:?}");
-    assert_eq!(r, Err(Error::TimedOut));
-    eventually("the permit back", Duration::from_secs(20), || {
-        sem.census()
-            .is_ok_and(|c| c.conserved() && c.available == 1 && c.queued == 0)
-    });
-    assert_conserved(&sem);
+    timed_out_on_a_stopped_server(
+        "stopped-tiny",
+        Duration::from_millis(1),
+        Duration::from_secs(6),
+    );
 }
 
 /// A zero timeout is one attempt, as in the in-process and the shared

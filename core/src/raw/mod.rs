@@ -83,6 +83,7 @@ pub use finish::{
 pub use future::{RawWait, Wait};
 pub(crate) use node::Notify;
 pub use node::{Backend, Node};
+pub use outcome::Expiry;
 pub(crate) use outcome::{Finish, RawAcquire, WaiterState, WakeFn};
 pub use semaphore::RawSemaphore;
 

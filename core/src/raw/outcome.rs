@@ -107,3 +107,41 @@ pub enum Finish {
     /// The waiter was not queued (never used, or already finished).
     Idle,
 }
+
+/// What a backend did with a queued raw request whose owner's deadline
+/// passed, when the request's first answer may still be on its way (a
+/// Redis request whose acquire script has not answered yet): `F` is that
+/// backend's [`Finish`]. The local semaphore never defers: its owners call
+/// `finish_raw` at the deadline.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use volt_sem::raw::Expiry;
+/// let later = Instant::now() + Duration::from_millis(250);
+/// let e: Expiry<u8> = Expiry::Deferred { until: later };
+/// assert_eq!(e.map(u32::from), Expiry::Deferred { until: later });
+/// assert_eq!(Expiry::Finished(7u8).map(u32::from), Expiry::Finished(7u32));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Expiry<F> {
+    /// Ended as by `finish_raw`, with what it found.
+    Finished(F),
+    /// Left to the first answer until `until`: the callback comes if that
+    /// answer is in by then; the owner waits for it at most until `until`,
+    /// then calls `finish_raw`, which collects the outcome or cancels.
+    Deferred {
+        /// When the owner stops waiting for the answer.
+        until: std::time::Instant,
+    },
+}
+
+impl<F> Expiry<F> {
+    /// The same expiry with the finished outcome converted (a backend seam
+    /// maps its backends' `Finish` to its own).
+    pub fn map<G>(self, f: impl FnOnce(F) -> G) -> Expiry<G> {
+        match self {
+            Expiry::Finished(x) => Expiry::Finished(f(x)),
+            Expiry::Deferred { until } => Expiry::Deferred { until },
+        }
+    }
+}
