@@ -24,7 +24,17 @@ after(async () => {
   await srv?.close();
 });
 
-const threads = () => fs.readdirSync('/proc/self/task').length;
+// This process's Redis session threads (each object's door and agent, named
+// volt-sem-redis...), not every thread: libuv's pool and Node's own come
+// and go.
+const threads = () =>
+  fs.readdirSync('/proc/self/task').filter((t) => {
+    try {
+      return fs.readFileSync(`/proc/self/task/${t}/comm`, 'utf8').startsWith('volt-sem-redis');
+    } catch {
+      return false; // ended meanwhile
+    }
+  }).length;
 
 /** The connections the server has open for clients named `label`. */
 async function clientsNamed(label) {

@@ -22,9 +22,14 @@ use std::time::Duration;
 use support::*;
 use volt_sem_redis::{ConnectOptions, Error, RedisSemaphore};
 
-/// The threads of this process now.
+/// This process's Redis session threads now (each handle's door and agent,
+/// named `volt-sem-redis...`); other threads come and go.
 fn threads() -> usize {
-    std::fs::read_dir("/proc/self/task").unwrap().count()
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with("volt-sem-redis"))
+        .count()
 }
 
 /// The connections the server has open for clients named `label`.
