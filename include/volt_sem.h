@@ -567,7 +567,10 @@ enum volt_status
    */
   VOLT_MISMATCH = 14,
   /**
-   * The segment was made by another layout version of the library.
+   * The semaphore was made by another release of the library: a shared
+   * segment of another layout version, or a Redis semaphore whose keys
+   * have another schema version (`volt_sem_open`; `volt_sem_connect`,
+   * `volt_sem_delete`); nothing was changed.
    */
   VOLT_VERSION_MISMATCH = 15,
   /**
@@ -1388,7 +1391,8 @@ size_t volt_sem_held_permits(const struct volt_sem *sem);
  *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
  *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
  *   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
- *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+ *   `VOLT_VERSION_MISMATCH` (a segment of another layout version: the
+ *   message names both), `VOLT_NOT_A_SEGMENT` (a foreign or truncated
  *   file, or a directory at the name),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
  *   lock stayed held for 5 s: a process stopped inside its open, or one
@@ -1515,7 +1519,10 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  *   replica;
  * * `VOLT_MISMATCH`: the semaphore exists with another total;
  * * `VOLT_NOT_FOUND`: `VOLT_CONNECT_ATTACH_ONLY` and no semaphore has this
- *   name (under this key prefix); nothing was created.
+ *   name (under this key prefix); nothing was created;
+ * * `VOLT_VERSION_MISMATCH`: the semaphore was made by a release of the
+ *   library whose keys have another schema version; nothing was written
+ *   (`volt_last_error_message` names both versions).
  *
  * # Safety
  * `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
@@ -1545,6 +1552,7 @@ volt_status volt_sem_connect(const char *url,
  * `VOLT_INVALID_URL`,
  * `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
  * `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+ * `VOLT_VERSION_MISMATCH` (made by a release of another key schema),
  * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
  * `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
  * `VOLT_PROTOCOL_ERROR`.

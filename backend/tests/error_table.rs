@@ -21,7 +21,10 @@ fn every_error() -> Vec<Error> {
         Error::AlreadyExists,
         Error::PermissionDenied,
         Error::TotalMismatch { existing: 4 },
-        Error::VersionMismatch { found: 9 },
+        Error::VersionMismatch {
+            found: 9,
+            expected: 3,
+        },
         Error::NotASegment,
         Error::ProcessTableFull,
         Error::QueueFull,

@@ -66,7 +66,9 @@ create_exception!(
     volt_sem,
     VersionMismatchError,
     SharedError,
-    "`Semaphore.open`: the segment was made by another layout version of volt-sem."
+    "The semaphore was made by another release of volt-sem (`Semaphore.open`: a segment of \
+     another layout version; `connect`, `delete_redis`: Redis keys of another \
+     schema version); the version found is in `args[1]`; nothing was changed."
 );
 create_exception!(
     volt_sem,
@@ -191,7 +193,7 @@ fn count_error(e: &Error) -> PyErr {
 fn shared_error(e: Error, msg: String) -> PyErr {
     match e {
         Error::TotalMismatch { existing } => total_mismatch_error(existing, false),
-        Error::VersionMismatch { found } => VersionMismatchError::new_err((msg, found)),
+        Error::VersionMismatch { found, .. } => VersionMismatchError::new_err((msg, found)),
         Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
         Error::Forked => forked_error(None),
         Error::NotASegment => NotASegmentError::new_err(msg),

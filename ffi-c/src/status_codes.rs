@@ -51,7 +51,10 @@ pub enum volt_status {
     /// The name exists with another total of permits; nothing was changed
     /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
     VOLT_MISMATCH = 14,
-    /// The segment was made by another layout version of the library.
+    /// The semaphore was made by another release of the library: a shared
+    /// segment of another layout version, or a Redis semaphore whose keys
+    /// have another schema version (`volt_sem_open`; `volt_sem_connect`,
+    /// `volt_sem_delete`); nothing was changed.
     VOLT_VERSION_MISMATCH = 15,
     /// The file under the name is not a volt-sem segment (foreign or
     /// truncated, or a directory).

@@ -37,10 +37,14 @@ pub enum Error {
         /// The total the existing semaphore was created with.
         existing: u64,
     },
-    /// The segment was made by another layout version of this crate.
+    /// The segment was made by a release of this crate with another layout
+    /// version (processes of two releases cannot share a name: see *Upgrading*
+    /// in the crate docs). Nothing was changed.
     VersionMismatch {
-        /// The version found in the segment.
+        /// The layout version found in the segment.
         found: u32,
+        /// The layout version of this release.
+        expected: u32,
     },
     /// The file under the name is not a volt-sem segment (wrong magic, wrong
     /// or truncated size), or a directory is at the name.
@@ -107,9 +111,12 @@ impl fmt::Display for Error {
                 f,
                 "the shared semaphore exists with a different total ({existing} permits)"
             ),
-            Error::VersionMismatch { found } => {
-                write!(f, "segment layout version {found} is not supported")
-            }
+            Error::VersionMismatch { found, expected } => write!(
+                f,
+                "the shared segment was made by another release of volt-sem (layout version \
+                 {found}; this release reads layout {expected}); nothing was changed: stop the \
+                 processes of the other release and unlink the name, or use another name"
+            ),
             Error::NotASegment => f.write_str("the file is not a volt-sem segment"),
             Error::ProcessTableFull => f.write_str("too many processes attached"),
             Error::QueueFull => f.write_str("the waiter queue is full"),

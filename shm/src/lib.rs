@@ -41,8 +41,8 @@
 //! lock-free fast path (state word, `acct`, lanes); 3, what
 //! [`SharedSemaphore::inspect`] reads (labels, host names, time stamps). A
 //! process of one version refuses a segment of another with
-//! [`Error::VersionMismatch`] (the segment must be unlinked, or its name
-//! changed, when processes of two releases run side by side).
+//! [`Error::VersionMismatch`] (`found`, `expected`: both versions; see
+//! *Upgrading*).
 //!
 //! The first 32 bytes (magic, version, size, total) keep their positions in
 //! every future layout version, so that any version can recognise and refuse
@@ -69,6 +69,21 @@
 //! foreign and never hangs (tested by killing creators at random moments:
 //! `kill9_during_creation_never_bricks_the_name`). A file of that size with
 //! another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
+//!
+//! # Upgrading
+//!
+//! Processes of different releases (a rolling deploy, services in different
+//! languages on different releases, a C program linked statically against an
+//! older archive) share a name only while their layout versions are equal.
+//! Where they differ, the process that comes second is refused at `open`
+//! with [`Error::VersionMismatch`] (C `VOLT_VERSION_MISMATCH`, Python
+//! `VersionMismatchError`, Node `ERR_VOLT_VERSION_MISMATCH`; the message
+//! names both versions) and nothing is changed: the segment stays the first
+//! release's, which goes on working. So a new layout is rolled out under a
+//! new name, or after a drain: stop every process of the old release,
+//! [`unlink`] the name (any binding's `unlink`, or remove
+//! `/dev/shm/volt-sem.<name>`), then start the new release. The layout
+//! versions and the releases that introduced them: `docs/versioning.md`.
 //!
 //! # Trust boundary
 //!

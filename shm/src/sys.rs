@@ -237,7 +237,10 @@ fn open_once(
         } else if magic != MAGIC {
             return Err(Error::NotASegment);
         } else if version != LAYOUT_VERSION {
-            return Err(Error::VersionMismatch { found: version });
+            return Err(Error::VersionMismatch {
+                found: version,
+                expected: LAYOUT_VERSION,
+            });
         } else if size != SEGMENT_SIZE as u64 || word(16) != SEGMENT_SIZE as u64 {
             return Err(Error::NotASegment);
         } else if word(24) != total && !resize {

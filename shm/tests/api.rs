@@ -126,7 +126,13 @@ fn foreign_truncated_and_other_version_files_are_refused_unchanged() {
     other.extend_from_slice(b"VOLTSHM\x01");
     other.extend_from_slice(&99u32.to_le_bytes());
     other.resize(4096, 0);
-    check(&other, Error::VersionMismatch { found: 99 });
+    check(
+        &other,
+        Error::VersionMismatch {
+            found: 99,
+            expected: 3,
+        },
+    );
     // A real segment, truncated after creation (nobody has it mapped).
     std::fs::remove_file(&path).unwrap();
     drop(open(&name, 3));

@@ -76,8 +76,12 @@ class TotalMismatchError(SharedError):
         """The total the existing semaphore was created with."""
 
 class VersionMismatchError(SharedError):
-    """``Semaphore.open``: the segment was made by another layout version
-    (``args[1]``)."""
+    """The semaphore was made by another release of volt-sem, whose format this
+    one could misread; nothing was changed. ``Semaphore.open``: a segment of
+    another layout version; ``connect`` and ``delete_redis``:
+    a Redis semaphore whose keys have another schema version (0: made by a
+    pre-release snapshot). The version found is in ``args[1]``; the message
+    names this release's too. See *Upgrading* in ``docs/versioning.md``."""
 
 class NotASegmentError(SharedError):
     """``Semaphore.open``: the file under the name is not a volt-sem segment."""
