@@ -62,13 +62,15 @@
 //! Creation is serialised by an OFD lock on byte 128 of the file (the *init
 //! lock*), held from `shm_open` until the process is attached. Whoever holds
 //! it and finds a size-0 file (a creator that has not started, or died before
-//! sizing it), or a segment-sized file whose magic is 0 (a creator that died
-//! anywhere before writing the magic, whatever else it wrote), initialises the
-//! segment; the magic is stored last, with `Release`, in one aligned store. So
+//! sizing it), or a file whose magic is 0 (a creator that died anywhere
+//! before writing the magic, whatever else it wrote; of any size, since it
+//! may have been of another layout version: every version takes this lock
+//! and writes the magic last), initialises the segment, at its own size; the magic is stored last, with `Release`, in one aligned store. So
 //! a crashed creation is recovered by the next `open`, never reported as
 //! foreign and never hangs (tested by killing creators at random moments:
-//! `kill9_during_creation_never_bricks_the_name`). A file of that size with
-//! another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
+//! `kill9_during_creation_never_bricks_the_name`;
+//! `creation_by_another_layout_killed_before_the_magic_is_recovered`). A
+//! file with another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
 //!
 //! # Upgrading
 //!

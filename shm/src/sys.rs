@@ -225,13 +225,23 @@ fn open_once(
         let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
         let magic = word(0);
         let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
-        if magic == 0 && size == SEGMENT_SIZE as u64 {
+        if magic == 0 {
             // Sized, magic not written: its creator died half-way through
             // `init` (the magic, one aligned store, is written last), since
             // a creator holds the init lock, which we hold now, until its
             // segment is complete. Whatever else it wrote is overwritten.
-            // Its file may be sparse (sized by an older version with
-            // ftruncate): allocate it before the first store.
+            // Also a creator of another layout version (a release of
+            // another segment size, in a rolling deploy): every release
+            // holds the same init lock until its magic is written, so
+            // nobody has this file mapped; it gets our size. Its file may
+            // be sparse (sized by an older version with ftruncate):
+            // allocate it before the first store.
+            if size != SEGMENT_SIZE as u64 {
+                // SAFETY: plain syscall on our fd.
+                if unsafe { libc::ftruncate(fd.0, SEGMENT_SIZE as libc::off_t) } != 0 {
+                    return Err(os_error(errno()));
+                }
+            }
             allocate(fd.0)?;
             init = true;
         } else if magic != MAGIC {

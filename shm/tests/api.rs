@@ -192,6 +192,44 @@ fn creation_killed_before_the_magic_is_recovered() {
     assert_eq!(std::fs::read(name.path()).unwrap(), crashed);
 }
 
+/// Version skew: a creator of another layout version (another release, in
+/// a rolling deploy) killed before it wrote the magic left a file of *its*
+/// size, with magic 0 and its version: every open of this release refused
+/// it as NotASegment ("not a volt-sem segment"), and the name stayed
+/// unusable until someone unlinked it. Whoever holds the init lock may take
+/// it over whatever its size, as it does a crashed creation of its own
+/// layout (every release holds that lock from `shm_open` until its segment
+/// is complete, and writes the magic last).
+#[test]
+fn creation_by_another_layout_killed_before_the_magic_is_recovered() {
+    let name = Name::new("nomagic2");
+    drop(open(&name, 1));
+    let ours = std::fs::metadata(name.path()).unwrap().len() as usize;
+    for size in [ours / 2, ours + 8192] {
+        std::fs::remove_file(name.path()).unwrap();
+        let mut crashed = vec![0u8; size];
+        crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
+        crashed[16..24].copy_from_slice(&(size as u64).to_le_bytes());
+        crashed[24..32].copy_from_slice(&7u64.to_le_bytes());
+        std::fs::write(name.path(), &crashed).unwrap();
+        // Attach-only: no semaphore exists yet under the name.
+        assert_eq!(
+            SharedSemaphore::attach(&name, OpenOptions::new()).unwrap_err(),
+            Error::NotFound
+        );
+        let s = SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap();
+        assert_eq!(s.available_permits(), 3);
+        s.try_acquire(3).unwrap().forget();
+        s.release(3).unwrap();
+        assert_conserved(&s);
+        assert_eq!(std::fs::metadata(name.path()).unwrap().len() as usize, ours);
+        drop(s);
+        // And it is this release's segment now, for every process of it.
+        let again = SharedSemaphore::attach(&name, OpenOptions::new()).unwrap();
+        assert_eq!(again.total_permits(), 3);
+    }
+}
+
 /// Issue 26, item 10: a segment another user created (here: chowned to
 /// `nobody`, mode 0666, as a squatter would leave it) was attached by a
 /// default open, and the squatter could then rewrite its state. Attach now
