@@ -163,6 +163,9 @@ export interface OpenOptions {
  *   error) and `resize` is not set.
  * * `ERR_VOLT_VERSION_MISMATCH`: made by a release of volt-sem with another
  *   segment layout (`found`; this release's: `expected`); nothing changed.
+ * * `ERR_VOLT_LIBC_MISMATCH`: the semaphore's lock is another C library's
+ *   (a glibc build and a musl build, e.g. the `linux-x64-gnu` and
+ *   `linux-x64-musl` packages, cannot share a name); nothing changed.
  * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.
  * * `ERR_VOLT_PROCESS_TABLE_FULL`: 128 processes are attached already.
  * * `ERR_VOLT_QUEUE_FULL`: 1024 requests are queued across all processes;
@@ -186,6 +189,7 @@ export type NamedErrorCode =
   | 'ERR_VOLT_PERMISSION'
   | 'ERR_VOLT_MISMATCH'
   | 'ERR_VOLT_VERSION_MISMATCH'
+  | 'ERR_VOLT_LIBC_MISMATCH'
   | 'ERR_VOLT_NOT_A_SEGMENT'
   | 'ERR_VOLT_PROCESS_TABLE_FULL'
   | 'ERR_VOLT_QUEUE_FULL'
@@ -201,9 +205,12 @@ export interface NamedError extends Error {
   code: NamedErrorCode;
   /** `ERR_VOLT_MISMATCH`: the total the existing semaphore was created with. */
   existing?: number;
-  /** `ERR_VOLT_VERSION_MISMATCH`: the layout version found. */
+  /**
+   * `ERR_VOLT_VERSION_MISMATCH`: the layout version found;
+   * `ERR_VOLT_LIBC_MISMATCH`: the segment's C library (1 glibc, 2 musl).
+   */
   found?: number;
-  /** `ERR_VOLT_VERSION_MISMATCH`: this release's layout version. */
+  /** The same, of this build. */
   expected?: number;
   /** `ERR_VOLT_NOT_HELD`: what this process holds. */
   held?: number;

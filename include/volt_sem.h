@@ -716,6 +716,13 @@ enum volt_status
    * Delete that key, or use another name or prefix.
    */
   VOLT_WRONG_TYPE = 40,
+  /**
+   * The shared segment was made by a process whose build of the library
+   * uses another C library (glibc and musl lock the segment differently
+   * and cannot share it); nothing was changed. Use builds for one C
+   * library (all glibc, or all musl) for every process of a name.
+   */
+  VOLT_LIBC_MISMATCH = 41,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1194,7 +1201,8 @@ const char *volt_status_str(int32_t status);
  * NUL-terminated and truncated to `len` bytes: the details of its failure
  * when it had more to say than its status (a network or Redis failure, an
  * invalid option, a total mismatch, a lost lease, an OS error, the rule an
- * invalid name or total broke), else "".
+ * invalid name or total broke, the two versions or C libraries of a
+ * version or C library mismatch), else "".
  * Every other `volt_*` call forgets the message when it starts, so it always
  * belongs to the call made just before, on the same thread (the calls a
  * wake callback makes inside another call, such as a `volt_sem_release`

@@ -235,6 +235,19 @@ error_table! {
             /// have another schema version (`volt_sem_open`; `volt_sem_connect`,
             /// `volt_sem_delete`); nothing was changed.
             VOLT_VERSION_MISMATCH = 15;
+        /// The shared segment's lock is another C library's `pthread_mutex_t`
+        /// (a glibc build and a musl build of volt-sem cannot share a name).
+        LibcMismatch {
+            /// The segment's C library: 1 glibc, 2 musl, 3 uClibc, 65535 another.
+            found: u32,
+            /// This build's.
+            expected: u32,
+        } [shm] => "LIBC_MISMATCH", Shared, shm,
+            /// The shared segment was made by a process whose build of the library
+            /// uses another C library (glibc and musl lock the segment differently
+            /// and cannot share it); nothing was changed. Use builds for one C
+            /// library (all glibc, or all musl) for every process of a name.
+            VOLT_LIBC_MISMATCH = 41;
         /// The file under the name is not a volt-sem segment.
         NotASegment [shm] => "NOT_A_SEGMENT", Shared, shm,
             /// The file under the name is not a volt-sem segment (foreign or

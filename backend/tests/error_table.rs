@@ -25,6 +25,10 @@ fn every_error() -> Vec<Error> {
             found: 9,
             expected: 3,
         },
+        Error::LibcMismatch {
+            found: 2,
+            expected: 1,
+        },
         Error::NotASegment,
         Error::ProcessTableFull,
         Error::QueueFull,
@@ -164,7 +168,7 @@ fn shm_errors_convert_both_ways() {
         }
     }
     // The rows marked `shm`: all but Overflow and the Redis-only ones.
-    assert_eq!(shared, 21);
+    assert_eq!(shared, 22);
 }
 
 #[cfg(feature = "redis")]
@@ -187,6 +191,16 @@ fn redis_errors_convert_to_the_same_name() {
         (RedisError::NotHeld { held: 3 }, Error::NotHeld { held: 3 }),
         (RedisError::LeaseExpired, Error::LeaseExpired),
         (RedisError::Forked, Error::Forked),
+        (
+            RedisError::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+            Error::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+        ),
     ];
     for (r, e) in cases {
         assert_eq!(Error::from(r), e);

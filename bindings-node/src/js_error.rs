@@ -63,7 +63,7 @@ pub(crate) fn error(env: RawEnv, e: &Error, msg: &str) -> RawValue {
     }
     match *e {
         Error::TotalMismatch { existing } => set_number(env, err, c"existing", existing as f64),
-        Error::VersionMismatch { found, expected } => {
+        Error::VersionMismatch { found, expected } | Error::LibcMismatch { found, expected } => {
             set_number(env, err, c"found", found as f64);
             set_number(env, err, c"expected", expected as f64);
         }

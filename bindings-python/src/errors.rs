@@ -72,6 +72,14 @@ create_exception!(
 );
 create_exception!(
     volt_sem,
+    LibcMismatchError,
+    SharedError,
+    "`Semaphore.open`: the segment's lock is another C library's (a glibc build and a musl \
+     build of volt-sem cannot share a named semaphore); `args[1]` is the segment's C library \
+     (1 glibc, 2 musl); nothing was changed."
+);
+create_exception!(
+    volt_sem,
     NotASegmentError,
     SharedError,
     "`Semaphore.open`: the file under the name is not a volt-sem segment (foreign or truncated)."
@@ -196,6 +204,7 @@ fn shared_error(e: Error, msg: String) -> PyErr {
         Error::VersionMismatch { found, .. } => VersionMismatchError::new_err((msg, found)),
         Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
         Error::Forked => forked_error(None),
+        Error::LibcMismatch { found, .. } => LibcMismatchError::new_err((msg, found)),
         Error::NotASegment => NotASegmentError::new_err(msg),
         Error::QueueFull => QueueFullError::new_err(msg),
         Error::ProcessTableFull => ProcessTableFullError::new_err(msg),

@@ -149,6 +149,11 @@ pub enum volt_status {
     /// nothing in Redis; `volt_last_error_message` names the key when known.
     /// Delete that key, or use another name or prefix.
     VOLT_WRONG_TYPE = 40,
+    /// The shared segment was made by a process whose build of the library
+    /// uses another C library (glibc and musl lock the segment differently
+    /// and cannot share it); nothing was changed. Use builds for one C
+    /// library (all glibc, or all musl) for every process of a name.
+    VOLT_LIBC_MISMATCH = 41,
 }
 
 impl volt_status {
@@ -196,6 +201,7 @@ impl volt_status {
             38 => Self::VOLT_IN_USE,
             39 => Self::VOLT_TRUNCATED,
             40 => Self::VOLT_WRONG_TYPE,
+            41 => Self::VOLT_LIBC_MISMATCH,
             _ => return None,
         })
     }
@@ -244,6 +250,7 @@ impl volt_status {
             Self::VOLT_IN_USE => c"VOLT_IN_USE",
             Self::VOLT_TRUNCATED => c"VOLT_TRUNCATED",
             Self::VOLT_WRONG_TYPE => c"VOLT_WRONG_TYPE",
+            Self::VOLT_LIBC_MISMATCH => c"VOLT_LIBC_MISMATCH",
         }
     }
 }

@@ -130,9 +130,34 @@ fn foreign_truncated_and_other_version_files_are_refused_unchanged() {
         &other,
         Error::VersionMismatch {
             found: 99,
-            expected: 3,
+            expected: 4,
         },
     );
+    // Version skew of the C library: a real segment whose lock is the other
+    // C library's pthread mutex (what a process of a build for it writes:
+    // 1 glibc, 2 musl). Checked at open since layout 4: a musl process and a
+    // glibc one locked different words of it (both entered), and a glibc
+    // process took a musl-made lock for one held by thread 132 (open timed
+    // out after 5 s).
+    std::fs::remove_file(&path).unwrap();
+    drop(open(&name, 3));
+    let mut foreign_lock = std::fs::read(&path).unwrap();
+    let (ours, theirs) = if cfg!(target_env = "musl") { (2, 1) } else { (1, 2) };
+    assert_eq!(foreign_lock[12..16], u32::to_le_bytes(ours));
+    foreign_lock[12..16].copy_from_slice(&u32::to_le_bytes(theirs));
+    check(
+        &foreign_lock,
+        Error::LibcMismatch {
+            found: theirs,
+            expected: ours,
+        },
+    );
+    let text = Error::LibcMismatch {
+        found: theirs,
+        expected: ours,
+    }
+    .to_string();
+    assert!(text.contains("glibc") && text.contains("musl"), "{text}");
     // A real segment, truncated after creation (nobody has it mapped).
     std::fs::remove_file(&path).unwrap();
     drop(open(&name, 3));

@@ -83,6 +83,13 @@ class VersionMismatchError(SharedError):
     pre-release snapshot). The version found is in ``args[1]``; the message
     names this release's too. See *Upgrading* in ``docs/versioning.md``."""
 
+class LibcMismatchError(SharedError):
+    """``Semaphore.open``: the segment's lock is another C library's
+    ``pthread_mutex_t``: a glibc build and a musl build of volt-sem (a
+    manylinux wheel and a musllinux one, or a static musl C program) cannot
+    share a named semaphore. ``args[1]``: the segment's C library (1 glibc,
+    2 musl); the message names both. Nothing was changed."""
+
 class NotASegmentError(SharedError):
     """``Semaphore.open``: the file under the name is not a volt-sem segment."""
 
@@ -247,7 +254,7 @@ class Semaphore:
         wins). Raises :class:`InvalidLabelError` (a ``ValueError``:
         an invalid ``label``, nothing opened), :class:`TotalMismatchError`
         (another total without ``resize``),
-        :class:`VersionMismatchError`, :class:`NotASegmentError`,
+        :class:`VersionMismatchError`, :class:`LibcMismatchError`, :class:`NotASegmentError`,
         :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
         locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
