@@ -466,6 +466,9 @@ mod tests {
     #[test]
     fn the_scripts_schema_is_schema_version() {
         let line = format!("local SCHEMA = '{}'\n", crate::SCHEMA_VERSION);
-        assert!(include_str!("lua/head.lua").contains(&line), "head.lua: {line}");
+        assert!(
+            include_str!("lua/head.lua").contains(&line),
+            "head.lua: {line}"
+        );
     }
 }

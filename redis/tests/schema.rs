@@ -53,7 +53,11 @@ fn other_release(s: &Server, name: &str, schema: Option<&str>) {
     let meta = format!("{{volt-sem:{name}}}:meta");
     let mut raw = s.raw();
     let _: () = match schema {
-        Some(v) => redis::cmd("HSET").arg(&meta).arg("schema").arg(v).query(&mut raw),
+        Some(v) => redis::cmd("HSET")
+            .arg(&meta)
+            .arg("schema")
+            .arg(v)
+            .query(&mut raw),
         None => redis::cmd("HDEL").arg(&meta).arg("schema").query(&mut raw),
     }
     .unwrap();
@@ -64,7 +68,12 @@ fn other_release(s: &Server, name: &str, schema: Option<&str>) {
         let _: () = redis::cmd("DEL").arg(&now).query(&mut raw).unwrap();
     }
     for (k, v) in keys {
-        let _: () = redis::cmd("RESTORE").arg(&k).arg(0).arg(v).query(&mut raw).unwrap();
+        let _: () = redis::cmd("RESTORE")
+            .arg(&k)
+            .arg(0)
+            .arg(v)
+            .query(&mut raw)
+            .unwrap();
     }
 }
 
@@ -146,7 +155,10 @@ fn a_handle_whose_semaphore_was_recreated_by_another_release_is_state_lost() {
     let s = Server::start();
     let sem = connect(&s, "re", 2);
     let mut raw = s.raw();
-    let keys: Vec<String> = redis::cmd("KEYS").arg("{volt-sem:re}:*").query(&mut raw).unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("{volt-sem:re}:*")
+        .query(&mut raw)
+        .unwrap();
     let _: () = redis::cmd("DEL").arg(&keys).query(&mut raw).unwrap();
     // What another release's connect writes (its own incarnation id).
     let _: () = redis::cmd("HSET")
@@ -156,6 +168,9 @@ fn a_handle_whose_semaphore_was_recreated_by_another_release_is_state_lost() {
         .query(&mut raw)
         .unwrap();
     let before = keys_of(&s, "re");
-    assert_eq!(sem.try_acquire(1).map(|g| g.forget()), Err(Error::StateLost));
+    assert_eq!(
+        sem.try_acquire(1).map(|g| g.forget()),
+        Err(Error::StateLost)
+    );
     assert_eq!(keys_of(&s, "re"), before);
 }

@@ -142,7 +142,11 @@ fn foreign_truncated_and_other_version_files_are_refused_unchanged() {
     std::fs::remove_file(&path).unwrap();
     drop(open(&name, 3));
     let mut foreign_lock = std::fs::read(&path).unwrap();
-    let (ours, theirs) = if cfg!(target_env = "musl") { (2, 1) } else { (1, 2) };
+    let (ours, theirs) = if cfg!(target_env = "musl") {
+        (2, 1)
+    } else {
+        (1, 2)
+    };
     assert_eq!(foreign_lock[12..16], u32::to_le_bytes(ours));
     foreign_lock[12..16].copy_from_slice(&u32::to_le_bytes(theirs));
     check(
