@@ -375,10 +375,6 @@ fn codes_are_distinct_and_messages_nonempty() {
             found: 9,
             expected: 3,
         },
-        Error::LibcMismatch {
-            found: 2,
-            expected: 1,
-        },
         Error::NotASegment,
         Error::ProcessTableFull,
         Error::QueueFull,

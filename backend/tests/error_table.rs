@@ -100,6 +100,15 @@ fn messages_name_their_values() {
     // A row's format string may name its fields; these show they are filled in.
     let cases = [
         (
+            Error::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+            "the semaphore was made by another release of volt-sem (its format version 0; this \
+             release's: 1); nothing was changed: stop the processes of the other release, then \
+             unlink (named) or delete (Redis) it, or use another name",
+        ),
+        (
             Error::Overflow { unreleased: 3 },
             "release would raise the available permits above the maximum (3 not released)",
         ),
