@@ -259,6 +259,78 @@ fn creation_by_another_layout_killed_before_the_magic_is_recovered() {
     }
 }
 
+/// The other side of the takeover above: a creator of another layout that
+/// is alive (it holds the init lock, as every release's creator does until
+/// its magic is written) is never overwritten, whatever its size: the open
+/// waits for the lock (5 s at most: TimedOut), the file is left as it was.
+#[test]
+fn a_live_creator_of_another_layout_is_not_taken_over() {
+    use std::os::fd::AsRawFd;
+    let name = Name::new("livecreator");
+    drop(open(&name, 1));
+    let ours = std::fs::metadata(name.path()).unwrap().len() as usize;
+    std::fs::remove_file(name.path()).unwrap();
+    let mut half = vec![0u8; ours + 8192];
+    half[8..12].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(name.path(), &half).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.path())
+        .unwrap();
+    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = libc::F_WRLCK as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
+        0
+    );
+    assert_eq!(
+        SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
+        Error::TimedOut
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), half);
+    // The creator finishes its segment (its magic last) and lets go: it is
+    // that layout's, refused by version, still unchanged.
+    half[..8].copy_from_slice(b"VOLTSHM\x01");
+    std::fs::write(name.path(), &half).unwrap();
+    drop(f);
+    assert_eq!(
+        SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
+        Error::VersionMismatch {
+            found: 5,
+            expected: 4,
+        }
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), half);
+    // A version bump that kept the size is refused by its version too, and
+    // a larger file of this version by its size.
+    std::fs::remove_file(name.path()).unwrap();
+    drop(open(&name, 1));
+    let mut same_size = std::fs::read(name.path()).unwrap();
+    same_size[8..12].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(name.path(), &same_size).unwrap();
+    assert_eq!(
+        SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap_err(),
+        Error::VersionMismatch {
+            found: 5,
+            expected: 4,
+        }
+    );
+    same_size[8..12].copy_from_slice(&4u32.to_le_bytes());
+    same_size.resize(ours + 4096, 0);
+    std::fs::write(name.path(), &same_size).unwrap();
+    assert_eq!(
+        SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap_err(),
+        Error::NotASegment
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), same_size);
+}
+
 /// Issue 26, item 10: a segment another user created (here: chowned to
 /// `nobody`, mode 0666, as a squatter would leave it) was attached by a
 /// default open, and the squatter could then rewrite its state. Attach now
