@@ -314,7 +314,9 @@ class Semaphore:
         any connection), :class:`InvalidNameError`,
         ``ValueError``, :class:`AuthenticationError`,
         :class:`RedisConnectionError`, :class:`TotalMismatchError`,
-        ``FileNotFoundError`` (``create=False``)."""
+        ``FileNotFoundError`` (``create=False``), :class:`VersionMismatchError`
+        (the semaphore's keys have another schema: made by another release;
+        nothing written)."""
     @classmethod
     def connect_async(
         cls,
@@ -356,7 +358,9 @@ class Semaphore:
         client that holds permits, waits, or is only connected: deleting under
         it would make it fail with :class:`StateLostError`); sessions whose
         lease ended (crashed clients) do not count. ``FileNotFoundError`` if
-        there is no such semaphore. Without it, once every session ended, only
+        there is no such semaphore; :class:`VersionMismatchError` (nothing
+        deleted) if its keys have another schema (made by another release:
+        delete it with that release). Without it, once every session ended, only
         the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
         Redis; the rest is empty or expires within a minute. Blocks this
         thread (GIL released) up to ``connect_timeout``. (The deprecated
