@@ -192,15 +192,22 @@ fn interrupted_creation_is_recovered() {
     assert_conserved(&s);
 }
 
+/// The size of this layout's segment file: `name` is created, measured and
+/// removed again.
+fn segment_size(name: &Name) -> usize {
+    drop(open(name, 1));
+    let size = std::fs::metadata(name.path()).unwrap().len() as usize;
+    std::fs::remove_file(name.path()).unwrap();
+    size
+}
+
 /// Issue 26, item 8: a creator killed after it wrote the layout version but
 /// before the magic (the magic is written last) left a segment-sized file
 /// with magic 0 and version 2; every later open refused it as NotASegment.
 #[test]
 fn creation_killed_before_the_magic_is_recovered() {
     let name = Name::new("nomagic");
-    drop(open(&name, 1));
-    let size = std::fs::metadata(name.path()).unwrap().len() as usize;
-    std::fs::remove_file(name.path()).unwrap();
+    let size = segment_size(&name);
     let mut crashed = vec![0u8; size];
     crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
     std::fs::write(name.path(), &crashed).unwrap();
@@ -221,6 +228,23 @@ fn creation_killed_before_the_magic_is_recovered() {
     assert_eq!(std::fs::read(name.path()).unwrap(), crashed);
 }
 
+/// Takes the init lock of the segment file `f` (an OFD lock of `kind` on
+/// byte 128), as an opener of any release does; held until `f` is closed.
+fn hold_init_lock(f: &std::fs::File, kind: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
+        0
+    );
+}
+
 /// Version skew: a creator of another layout version (another release, in
 /// a rolling deploy) killed before it wrote the magic left a file of *its*
 /// size, with magic 0 and its version: every open of this release refused
@@ -232,10 +256,9 @@ fn creation_killed_before_the_magic_is_recovered() {
 #[test]
 fn creation_by_another_layout_killed_before_the_magic_is_recovered() {
     let name = Name::new("nomagic2");
-    drop(open(&name, 1));
-    let ours = std::fs::metadata(name.path()).unwrap().len() as usize;
+    let ours = segment_size(&name);
     for size in [ours / 2, ours + 8192] {
-        std::fs::remove_file(name.path()).unwrap();
+        let _ = std::fs::remove_file(name.path());
         let mut crashed = vec![0u8; size];
         crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
         crashed[16..24].copy_from_slice(&(size as u64).to_le_bytes());
@@ -265,11 +288,8 @@ fn creation_by_another_layout_killed_before_the_magic_is_recovered() {
 /// waits for the lock (5 s at most: TimedOut), the file is left as it was.
 #[test]
 fn a_live_creator_of_another_layout_is_not_taken_over() {
-    use std::os::fd::AsRawFd;
     let name = Name::new("livecreator");
-    drop(open(&name, 1));
-    let ours = std::fs::metadata(name.path()).unwrap().len() as usize;
-    std::fs::remove_file(name.path()).unwrap();
+    let ours = segment_size(&name);
     let mut half = vec![0u8; ours + 8192];
     half[8..12].copy_from_slice(&5u32.to_le_bytes());
     std::fs::write(name.path(), &half).unwrap();
@@ -278,17 +298,7 @@ fn a_live_creator_of_another_layout_is_not_taken_over() {
         .write(true)
         .open(name.path())
         .unwrap();
-    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
-    fl.l_type = libc::F_WRLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 128;
-    fl.l_len = 1;
-    // SAFETY: valid fd and flock.
-    assert_eq!(
-        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
-        0
-    );
+    hold_init_lock(&f, libc::F_WRLCK);
     assert_eq!(
         SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
         Error::TimedOut
@@ -404,21 +414,10 @@ fn a_directory_at_the_name_is_not_a_segment() {
 /// fails.
 #[test]
 fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
-    use std::os::fd::AsRawFd;
     let name = Name::new("initlock");
     drop(open(&name, 2));
     let f = std::fs::File::open(name.path()).unwrap(); // read access only
-                                                       // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
-    fl.l_type = libc::F_RDLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 128;
-    fl.l_len = 1;
-    // SAFETY: valid fd and flock.
-    assert_eq!(
-        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
-        0
-    );
+    hold_init_lock(&f, libc::F_RDLCK);
     let n2 = name.0.clone();
     let opener = std::thread::spawn(move || {
         let t = Instant::now();
@@ -448,22 +447,11 @@ fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
 /// most 5 s in all"), not after the first one's.
 #[test]
 fn an_open_stuck_on_one_name_does_not_hold_up_other_opens() {
-    use std::os::fd::AsRawFd;
     let stuck = Name::new("stuck");
     let free = Name::new("free");
     drop(open(&stuck, 2));
     let f = std::fs::File::open(stuck.path()).unwrap();
-    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
-    fl.l_type = libc::F_RDLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 128;
-    fl.l_len = 1;
-    // SAFETY: valid fd and flock.
-    assert_eq!(
-        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
-        0
-    );
+    hold_init_lock(&f, libc::F_RDLCK);
     let spawn_opener = |n: String| {
         std::thread::spawn(move || {
             let t = Instant::now();
