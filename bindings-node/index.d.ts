@@ -161,7 +161,11 @@ export interface OpenOptions {
  *   owns the semaphore and `acceptForeignOwner` is not set.
  * * `ERR_VOLT_MISMATCH`: the name exists with another total (`existing` on the
  *   error) and `resize` is not set.
- * * `ERR_VOLT_VERSION_MISMATCH`: made by another layout version (`found`).
+ * * `ERR_VOLT_VERSION_MISMATCH`: made by a release of volt-sem with another
+ *   segment layout (`found`; this release's: `expected`); nothing changed.
+ * * `ERR_VOLT_LIBC_MISMATCH`: the semaphore's lock is another C library's
+ *   (a glibc build and a musl build, e.g. the `linux-x64-gnu` and
+ *   `linux-x64-musl` packages, cannot share a name); nothing changed.
  * * `ERR_VOLT_NOT_A_SEGMENT`: the file under the name is not a volt-sem semaphore.
  * * `ERR_VOLT_PROCESS_TABLE_FULL`: 128 processes are attached already.
  * * `ERR_VOLT_QUEUE_FULL`: 1024 requests are queued across all processes;
@@ -185,6 +189,7 @@ export type NamedErrorCode =
   | 'ERR_VOLT_PERMISSION'
   | 'ERR_VOLT_MISMATCH'
   | 'ERR_VOLT_VERSION_MISMATCH'
+  | 'ERR_VOLT_LIBC_MISMATCH'
   | 'ERR_VOLT_NOT_A_SEGMENT'
   | 'ERR_VOLT_PROCESS_TABLE_FULL'
   | 'ERR_VOLT_QUEUE_FULL'
@@ -200,8 +205,13 @@ export interface NamedError extends Error {
   code: NamedErrorCode;
   /** `ERR_VOLT_MISMATCH`: the total the existing semaphore was created with. */
   existing?: number;
-  /** `ERR_VOLT_VERSION_MISMATCH`: the layout version found. */
+  /**
+   * `ERR_VOLT_VERSION_MISMATCH`: the layout version found;
+   * `ERR_VOLT_LIBC_MISMATCH`: the segment's C library (1 glibc, 2 musl).
+   */
   found?: number;
+  /** The same, of this build. */
+  expected?: number;
   /** `ERR_VOLT_NOT_HELD`: what this process holds. */
   held?: number;
   /** `ERR_VOLT_OS_ERROR`: the OS error number. */
@@ -823,6 +833,10 @@ export type RedisAcquireOptions = AcquireOptions;
  * * `ERR_VOLT_READ_ONLY`: Redis is a read-only replica (the URL names a
  *   replica, or a failover demoted it; through Sentinels the master is found
  *   again instead).
+ * * `ERR_VOLT_VERSION_MISMATCH`: `connect` or `deleteRedis` of a
+ *   semaphore made by a release of volt-sem whose keys have another schema
+ *   (`found`, 0 for a pre-release snapshot; this release's: `expected`);
+ *   nothing written. See *Upgrading* in `docs/versioning.md`.
  * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
  *   another type (another program wrote it); the call changed nothing in
  *   Redis, and the message names the key when known. Delete that key.
@@ -850,6 +864,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_IN_USE'
   | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_VOLT_WRONG_TYPE'
+  | 'ERR_VOLT_VERSION_MISMATCH'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */
@@ -859,6 +874,10 @@ export interface RedisError extends Error {
   existing?: number;
   /** `ERR_VOLT_NOT_HELD`: what this object's session holds. */
   held?: number;
+  /** `ERR_VOLT_VERSION_MISMATCH`: the schema version of the semaphore's keys. */
+  found?: number;
+  /** `ERR_VOLT_VERSION_MISMATCH`: this release's schema version. */
+  expected?: number;
 }
 
 /**

@@ -567,7 +567,10 @@ enum volt_status
    */
   VOLT_MISMATCH = 14,
   /**
-   * The segment was made by another layout version of the library.
+   * The semaphore was made by another release of the library: a shared
+   * segment of another layout version, or a Redis semaphore whose keys
+   * have another schema version (`volt_sem_open`; `volt_sem_connect`,
+   * `volt_sem_delete`); nothing was changed.
    */
   VOLT_VERSION_MISMATCH = 15,
   /**
@@ -713,6 +716,13 @@ enum volt_status
    * Delete that key, or use another name or prefix.
    */
   VOLT_WRONG_TYPE = 40,
+  /**
+   * The shared segment was made by a process whose build of the library
+   * uses another C library (glibc and musl lock the segment differently
+   * and cannot share it); nothing was changed. Use builds for one C
+   * library (all glibc, or all musl) for every process of a name.
+   */
+  VOLT_LIBC_MISMATCH = 41,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -1191,7 +1201,8 @@ const char *volt_status_str(int32_t status);
  * NUL-terminated and truncated to `len` bytes: the details of its failure
  * when it had more to say than its status (a network or Redis failure, an
  * invalid option, a total mismatch, a lost lease, an OS error, the rule an
- * invalid name or total broke), else "".
+ * invalid name or total broke, the two versions or C libraries of a
+ * version or C library mismatch), else "".
  * Every other `volt_*` call forgets the message when it starts, so it always
  * belongs to the call made just before, on the same thread (the calls a
  * wake callback makes inside another call, such as a `volt_sem_release`
@@ -1388,7 +1399,8 @@ size_t volt_sem_held_permits(const struct volt_sem *sem);
  *   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
  *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
  *   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
- *   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+ *   `VOLT_VERSION_MISMATCH` (a segment of another layout version: the
+ *   message names both), `VOLT_NOT_A_SEGMENT` (a foreign or truncated
  *   file, or a directory at the name),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
  *   lock stayed held for 5 s: a process stopped inside its open, or one
@@ -1515,7 +1527,10 @@ volt_status volt_connect_options_init(struct volt_connect_options *opts, size_t 
  *   replica;
  * * `VOLT_MISMATCH`: the semaphore exists with another total;
  * * `VOLT_NOT_FOUND`: `VOLT_CONNECT_ATTACH_ONLY` and no semaphore has this
- *   name (under this key prefix); nothing was created.
+ *   name (under this key prefix); nothing was created;
+ * * `VOLT_VERSION_MISMATCH`: the semaphore was made by a release of the
+ *   library whose keys have another schema version; nothing was written
+ *   (`volt_last_error_message` names both versions).
  *
  * # Safety
  * `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
@@ -1545,6 +1560,7 @@ volt_status volt_sem_connect(const char *url,
  * `VOLT_INVALID_URL`,
  * `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
  * `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+ * `VOLT_VERSION_MISMATCH` (made by a release of another key schema),
  * `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
  * `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
  * `VOLT_PROTOCOL_ERROR`.

@@ -217,13 +217,37 @@ error_table! {
             /// The name exists with another total of permits; nothing was changed
             /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
             VOLT_MISMATCH = 14;
-        /// The segment was made by another layout version.
+        /// The semaphore was made by another release of volt-sem, whose format
+        /// this one could misread: a named one's segment has another layout
+        /// version, a Redis one's keys another schema version. Nothing was
+        /// changed. See *Upgrading* in `docs/versioning.md`.
         VersionMismatch {
-            /// The version found in the segment.
+            /// The segment's layout version, or the Redis keys' schema version
+            /// (0: a Redis semaphore of a release from before it was recorded).
             found: u32,
-        } [shm] => "VERSION_MISMATCH", Shared, shm,
-            /// The segment was made by another layout version of the library.
+            /// This release's.
+            expected: u32,
+        } [shm redis] => "VERSION_MISMATCH", Shared, "the semaphore was made by another release of volt-sem (its \
+             format version {found}; this release's: {expected}); nothing was changed: stop the processes of the \
+             other release, then unlink (named) or delete (Redis) it, or use another name",
+            /// The semaphore was made by another release of the library: a shared
+            /// segment of another layout version, or a Redis semaphore whose keys
+            /// have another schema version (`volt_sem_open`; `volt_sem_connect`,
+            /// `volt_sem_delete`); nothing was changed.
             VOLT_VERSION_MISMATCH = 15;
+        /// The shared segment's lock is another C library's `pthread_mutex_t`
+        /// (a glibc build and a musl build of volt-sem cannot share a name).
+        LibcMismatch {
+            /// The segment's C library: 1 glibc, 2 musl, 3 uClibc, 65535 another.
+            found: u32,
+            /// This build's.
+            expected: u32,
+        } [shm] => "LIBC_MISMATCH", Shared, shm,
+            /// The shared segment was made by a process whose build of the library
+            /// uses another C library (glibc and musl lock the segment differently
+            /// and cannot share it); nothing was changed. Use builds for one C
+            /// library (all glibc, or all musl) for every process of a name.
+            VOLT_LIBC_MISMATCH = 41;
         /// The file under the name is not a volt-sem segment.
         NotASegment [shm] => "NOT_A_SEGMENT", Shared, shm,
             /// The file under the name is not a volt-sem segment (foreign or

@@ -371,7 +371,10 @@ fn codes_are_distinct_and_messages_nonempty() {
         Error::AlreadyExists,
         Error::PermissionDenied,
         Error::TotalMismatch { existing: 1 },
-        Error::VersionMismatch { found: 9 },
+        Error::VersionMismatch {
+            found: 9,
+            expected: 3,
+        },
         Error::NotASegment,
         Error::ProcessTableFull,
         Error::QueueFull,

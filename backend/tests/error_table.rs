@@ -21,7 +21,14 @@ fn every_error() -> Vec<Error> {
         Error::AlreadyExists,
         Error::PermissionDenied,
         Error::TotalMismatch { existing: 4 },
-        Error::VersionMismatch { found: 9 },
+        Error::VersionMismatch {
+            found: 9,
+            expected: 3,
+        },
+        Error::LibcMismatch {
+            found: 2,
+            expected: 1,
+        },
         Error::NotASegment,
         Error::ProcessTableFull,
         Error::QueueFull,
@@ -93,6 +100,15 @@ fn messages_name_their_values() {
     // A row's format string may name its fields; these show they are filled in.
     let cases = [
         (
+            Error::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+            "the semaphore was made by another release of volt-sem (its format version 0; this \
+             release's: 1); nothing was changed: stop the processes of the other release, then \
+             unlink (named) or delete (Redis) it, or use another name",
+        ),
+        (
             Error::Overflow { unreleased: 3 },
             "release would raise the available permits above the maximum (3 not released)",
         ),
@@ -161,7 +177,7 @@ fn shm_errors_convert_both_ways() {
         }
     }
     // The rows marked `shm`: all but Overflow and the Redis-only ones.
-    assert_eq!(shared, 21);
+    assert_eq!(shared, 22);
 }
 
 #[cfg(feature = "redis")]
@@ -184,6 +200,16 @@ fn redis_errors_convert_to_the_same_name() {
         (RedisError::NotHeld { held: 3 }, Error::NotHeld { held: 3 }),
         (RedisError::LeaseExpired, Error::LeaseExpired),
         (RedisError::Forked, Error::Forked),
+        (
+            RedisError::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+            Error::VersionMismatch {
+                found: 0,
+                expected: 1,
+            },
+        ),
     ];
     for (r, e) in cases {
         assert_eq!(Error::from(r), e);

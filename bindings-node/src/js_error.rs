@@ -63,7 +63,10 @@ pub(crate) fn error(env: RawEnv, e: &Error, msg: &str) -> RawValue {
     }
     match *e {
         Error::TotalMismatch { existing } => set_number(env, err, c"existing", existing as f64),
-        Error::VersionMismatch { found } => set_number(env, err, c"found", found as f64),
+        Error::VersionMismatch { found, expected } | Error::LibcMismatch { found, expected } => {
+            set_number(env, err, c"found", found as f64);
+            set_number(env, err, c"expected", expected as f64);
+        }
         Error::NotHeld { held } => set_number(env, err, c"held", held as f64),
         Error::Os(errno) => set_number(env, err, c"errno", errno as f64),
         _ => {}

@@ -189,6 +189,39 @@ test('bad input: names, permits and options get typed errors, nothing is created
   assert.throws(() => Semaphore.open(`${longest}z`, 1), code('ERR_VOLT_INVALID_NAME'));
 });
 
+test('version skew: a segment of another layout version, or whose lock is another C library\'s, is refused (both named) and left alone', T, () => {
+  const name = fresh('skew');
+  const file = `/dev/shm/volt-sem.${name}`;
+  Semaphore.open(name, 2); // a real segment of this build
+  const seg = fs.readFileSync(file);
+  const layout = seg.readUInt32LE(8);
+  const ours = seg.readUInt32LE(12); // the lock's C library: 1 glibc, 2 musl
+  assert.ok(ours === 1 || ours === 2, `lock ABI ${ours}`);
+  Semaphore.unlink(name);
+  const other = Buffer.from(seg);
+  other.writeUInt32LE(99, 8);
+  fs.writeFileSync(file, other, { mode: 0o600 });
+  assert.throws(() => Semaphore.open(name, 2), {
+    code: 'ERR_VOLT_VERSION_MISMATCH',
+    found: 99,
+    expected: layout,
+    message: new RegExp(`version 99; this release's: ${layout}`),
+  });
+  assert.deepEqual(fs.readFileSync(file), other);
+  Semaphore.unlink(name);
+  const otherLibc = Buffer.from(seg);
+  otherLibc.writeUInt32LE(3 - ours, 12);
+  fs.writeFileSync(file, otherLibc, { mode: 0o600 });
+  assert.throws(() => Semaphore.open(name, 2), {
+    code: 'ERR_VOLT_LIBC_MISMATCH',
+    found: 3 - ours,
+    expected: ours,
+    message: /glibc.*musl|musl.*glibc/,
+  });
+  assert.deepEqual(fs.readFileSync(file), otherLibc);
+  Semaphore.unlink(name);
+});
+
 test('a file under the name that is not a volt-sem segment is refused and left alone', T, () => {
   const name = fresh('foreign');
   const file = `/dev/shm/volt-sem.${name}`;

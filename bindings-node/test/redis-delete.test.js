@@ -71,3 +71,21 @@ test('attachOnly, as for a named semaphore: an unknown or deleted name rejects w
     await s.close();
   }
 });
+
+test('version skew: a semaphore whose keys have another schema is refused by connect and deleteRedis (ERR_VOLT_VERSION_MISMATCH, both versions named), nothing written', async () => {
+  const s = await RedisServer.start();
+  const firstLine = async (line) => (await s.query(line)).split('\r\n')[0];
+  try {
+    const a = await Semaphore.connect(s.url(), 'skew', 2);
+    await a.disconnect();
+    // What a release of another schema would have recorded.
+    assert.equal(await firstLine('HSET {volt-sem:skew}:meta schema 99'), ':0');
+    const refused = { code: 'ERR_VOLT_VERSION_MISMATCH', found: 99, expected: 1, message: /version 99; this release's: 1/ };
+    await assert.rejects(Semaphore.connect(s.url(), 'skew', 2), refused);
+    await assert.rejects(Semaphore.deleteRedis(s.url(), 'skew'), refused);
+    assert.equal(await firstLine('HGET {volt-sem:skew}:meta schema'), '$2', 'left as it was');
+    assert.equal(await firstLine('ZCARD {volt-sem:skew}:sessions'), ':0', 'no session registered');
+  } finally {
+    await s.close();
+  }
+});

@@ -66,7 +66,17 @@ create_exception!(
     volt_sem,
     VersionMismatchError,
     SharedError,
-    "`Semaphore.open`: the segment was made by another layout version of volt-sem."
+    "The semaphore was made by another release of volt-sem (`Semaphore.open`: a segment of \
+     another layout version; `connect`, `delete_redis`: Redis keys of another \
+     schema version); the version found is in `args[1]`; nothing was changed."
+);
+create_exception!(
+    volt_sem,
+    LibcMismatchError,
+    SharedError,
+    "`Semaphore.open`: the segment's lock is another C library's (a glibc build and a musl \
+     build of volt-sem cannot share a named semaphore); `args[1]` is the segment's C library \
+     (1 glibc, 2 musl); nothing was changed."
 );
 create_exception!(
     volt_sem,
@@ -191,9 +201,10 @@ fn count_error(e: &Error) -> PyErr {
 fn shared_error(e: Error, msg: String) -> PyErr {
     match e {
         Error::TotalMismatch { existing } => total_mismatch_error(existing, false),
-        Error::VersionMismatch { found } => VersionMismatchError::new_err((msg, found)),
+        Error::VersionMismatch { found, .. } => VersionMismatchError::new_err((msg, found)),
         Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
         Error::Forked => forked_error(None),
+        Error::LibcMismatch { found, .. } => LibcMismatchError::new_err((msg, found)),
         Error::NotASegment => NotASegmentError::new_err(msg),
         Error::QueueFull => QueueFullError::new_err(msg),
         Error::ProcessTableFull => ProcessTableFullError::new_err(msg),

@@ -950,6 +950,10 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
         py.get_type::<errors::VersionMismatchError>(),
     )?;
     m.add(
+        "LibcMismatchError",
+        py.get_type::<errors::LibcMismatchError>(),
+    )?;
+    m.add(
         "NotASegmentError",
         py.get_type::<errors::NotASegmentError>(),
     )?;

@@ -139,3 +139,26 @@ def test_create_false_only_attaches(server):
     with pytest.raises(FileNotFoundError):
         connect(server.url, name, 2, create=False)
     assert first_reply_line(server, "EXISTS", "{volt-sem:%s}:meta" % name) == ":0"
+
+
+def test_a_semaphore_of_another_schema_is_refused(server):
+    """Version skew: keys made by a release of another schema (here: its
+    recorded version set to 99) are refused by connect and delete_redis with
+    VersionMismatchError naming both versions, nothing written."""
+    name = "pytest-schema"
+    a = connect(server.url, name, 2)
+    del a
+    gc.collect()
+    meta = "{volt-sem:%s}:meta" % name
+    assert first_reply_line(server, "HSET", meta, "schema", "99") == ":0"
+    for call in (
+        lambda: connect(server.url, name, 2),
+        lambda: volt_sem.Semaphore.delete_redis(server.url, name),
+    ):
+        with pytest.raises(volt_sem.VersionMismatchError) as e:
+            call()
+        assert e.value.args[1] == 99
+        assert "version 99" in str(e.value)
+        assert "this release's: 1" in str(e.value)
+    assert first_reply_line(server, "HGET", meta, "schema") == "$2"
+    assert first_reply_line(server, "EXISTS", meta) == ":1"

@@ -403,6 +403,27 @@ def test_bad_input_is_typed_and_changes_nothing(name):
     with pytest.raises(volt_sem.VersionMismatchError) as e:
         volt_sem.Semaphore.open(name, 1)
     assert e.value.args[1] == 99
+    assert "version 99; this release's: " in str(e.value)
+    assert e.value.code == "VERSION_MISMATCH"
+
+    # A real segment whose lock is the other C library's (glibc 1, musl 2):
+    # a build for another C library cannot share it.
+    os.unlink(path)
+    volt_sem.Semaphore.open(name, 1)  # made by this build, then dropped
+    with open(path, "rb") as f:
+        seg = bytearray(f.read())
+    (ours,) = struct.unpack_from("<I", seg, 12)
+    assert ours in (1, 2)
+    struct.pack_into("<I", seg, 12, 3 - ours)
+    with open(path, "wb") as f:
+        f.write(seg)
+    with pytest.raises(volt_sem.LibcMismatchError) as e:
+        volt_sem.Semaphore.open(name, 1)
+    assert e.value.args[1] == 3 - ours
+    assert "glibc" in str(e.value) and "musl" in str(e.value)
+    assert e.value.code == "LIBC_MISMATCH"
+    with open(path, "rb") as f:
+        assert f.read() == seg
 
 
 def _in_fork(child):

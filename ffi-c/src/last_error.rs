@@ -81,6 +81,9 @@ pub(crate) fn remember(e: &Error) {
             | Error::LeaseExpired
             | Error::StateLost
             | Error::TotalMismatch { .. }
+            // Both versions (C libraries), and what to do.
+            | Error::VersionMismatch { .. }
+            | Error::LibcMismatch { .. }
             | Error::Os(_)
     );
     if detailed {

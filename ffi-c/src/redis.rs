@@ -301,7 +301,10 @@ unsafe fn redis_target<'a>(
 ///   replica;
 /// * `VOLT_MISMATCH`: the semaphore exists with another total;
 /// * `VOLT_NOT_FOUND`: `VOLT_CONNECT_ATTACH_ONLY` and no semaphore has this
-///   name (under this key prefix); nothing was created.
+///   name (under this key prefix); nothing was created;
+/// * `VOLT_VERSION_MISMATCH`: the semaphore was made by a release of the
+///   library whose keys have another schema version; nothing was written
+///   (`volt_last_error_message` names both versions).
 ///
 /// # Safety
 /// `url` and `name` are NULL or NUL-terminated strings; `opts` is NULL or a
@@ -344,6 +347,7 @@ pub unsafe extern "C" fn volt_sem_connect(
 /// `VOLT_INVALID_URL`,
 /// `VOLT_INVALID_NAME`, `VOLT_INVALID_PREFIX`, `VOLT_INVALID_OPTION`,
 /// `VOLT_NOT_FOUND` (no such semaphore), `VOLT_IN_USE` (live sessions),
+/// `VOLT_VERSION_MISMATCH` (made by a release of another key schema),
 /// `VOLT_AUTH_FAILED`, `VOLT_CONNECTION_FAILED`, `VOLT_TLS_FAILED`,
 /// `VOLT_NO_PERMISSION`, `VOLT_READ_ONLY`, `VOLT_REDIS_ERROR`,
 /// `VOLT_PROTOCOL_ERROR`.

@@ -106,7 +106,8 @@ pub(crate) fn open_options(flags: u32) -> Option<OpenOptions> {
 ///   (CREATE_ONLY), `VOLT_PERMISSION` (the mode refuses this user, or another
 ///   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
 ///   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
-///   `VOLT_VERSION_MISMATCH`, `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+///   `VOLT_VERSION_MISMATCH` (a segment of another layout version: the
+///   message names both), `VOLT_NOT_A_SEGMENT` (a foreign or truncated
 ///   file, or a directory at the name),
 ///   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
 ///   lock stayed held for 5 s: a process stopped inside its open, or one

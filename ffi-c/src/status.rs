@@ -42,7 +42,8 @@ fn status_name(status: i32) -> &'static CStr {
 /// NUL-terminated and truncated to `len` bytes: the details of its failure
 /// when it had more to say than its status (a network or Redis failure, an
 /// invalid option, a total mismatch, a lost lease, an OS error, the rule an
-/// invalid name or total broke), else "".
+/// invalid name or total broke, the two versions or C libraries of a
+/// version or C library mismatch), else "".
 /// Every other `volt_*` call forgets the message when it starts, so it always
 /// belongs to the call made just before, on the same thread (the calls a
 /// wake callback makes inside another call, such as a `volt_sem_release`

@@ -51,7 +51,10 @@ pub enum volt_status {
     /// The name exists with another total of permits; nothing was changed
     /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
     VOLT_MISMATCH = 14,
-    /// The segment was made by another layout version of the library.
+    /// The semaphore was made by another release of the library: a shared
+    /// segment of another layout version, or a Redis semaphore whose keys
+    /// have another schema version (`volt_sem_open`; `volt_sem_connect`,
+    /// `volt_sem_delete`); nothing was changed.
     VOLT_VERSION_MISMATCH = 15,
     /// The file under the name is not a volt-sem segment (foreign or
     /// truncated, or a directory).
@@ -146,6 +149,11 @@ pub enum volt_status {
     /// nothing in Redis; `volt_last_error_message` names the key when known.
     /// Delete that key, or use another name or prefix.
     VOLT_WRONG_TYPE = 40,
+    /// The shared segment was made by a process whose build of the library
+    /// uses another C library (glibc and musl lock the segment differently
+    /// and cannot share it); nothing was changed. Use builds for one C
+    /// library (all glibc, or all musl) for every process of a name.
+    VOLT_LIBC_MISMATCH = 41,
 }
 
 impl volt_status {
@@ -193,6 +201,7 @@ impl volt_status {
             38 => Self::VOLT_IN_USE,
             39 => Self::VOLT_TRUNCATED,
             40 => Self::VOLT_WRONG_TYPE,
+            41 => Self::VOLT_LIBC_MISMATCH,
             _ => return None,
         })
     }
@@ -241,6 +250,7 @@ impl volt_status {
             Self::VOLT_IN_USE => c"VOLT_IN_USE",
             Self::VOLT_TRUNCATED => c"VOLT_TRUNCATED",
             Self::VOLT_WRONG_TYPE => c"VOLT_WRONG_TYPE",
+            Self::VOLT_LIBC_MISMATCH => c"VOLT_LIBC_MISMATCH",
         }
     }
 }

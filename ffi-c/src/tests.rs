@@ -92,6 +92,7 @@ fn status_names_match_variants() {
         VOLT_IN_USE,
         VOLT_TRUNCATED,
         VOLT_WRONG_TYPE,
+        VOLT_LIBC_MISMATCH,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);

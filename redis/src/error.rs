@@ -70,6 +70,18 @@ pub enum Error {
     /// the key when the script could tell which. Delete that key (or give
     /// the semaphore another name or prefix).
     WrongType(String),
+    /// The semaphore was made by a release of volt-sem whose keys have
+    /// another schema ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION), stored in
+    /// the meta hash; 0: a release from before it was stored): this one
+    /// could misread them. Refused by `connect`, [`inspect`](crate::inspect)
+    /// and [`delete`](crate::delete) with nothing written. See *Upgrading* in
+    /// the crate docs.
+    VersionMismatch {
+        /// The schema version of the semaphore's keys.
+        found: u32,
+        /// This release's ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION)).
+        expected: u32,
+    },
     /// The semaphore exists with another total of permits; nothing was changed.
     TotalMismatch {
         /// The total of the existing semaphore.
@@ -154,6 +166,12 @@ impl fmt::Display for Error {
             Error::TotalMismatch { existing } => write!(
                 f,
                 "the semaphore exists with a different total ({existing} permits)"
+            ),
+            Error::VersionMismatch { found, expected } => write!(
+                f,
+                "the semaphore was made by another release of volt-sem (its keys' schema version \
+                 {found}; this release's: {expected}); nothing was changed: stop the clients of \
+                 the other release and delete the semaphore, or use another name or prefix"
             ),
             Error::Closed => f.write_str("semaphore closed"),
             Error::NotFound => f.write_str("no semaphore has this name"),
@@ -240,6 +258,14 @@ impl Error {
             // head.lua) found a foreign value; the text is the server's,
             // which names the script line (and the key, for a guard's).
             return Error::WrongType(scrub(e.to_string()));
+        }
+        if code == "VERSIONMISMATCH" {
+            // head.lua's check_schema: "VERSIONMISMATCH <found> <expected> ...".
+            let found = e.detail().and_then(|d| d.split_whitespace().next());
+            return Error::VersionMismatch {
+                found: found.and_then(|w| w.parse().ok()).unwrap_or(0),
+                expected: crate::SCHEMA_VERSION,
+            };
         }
         if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
             return Error::ReadOnly(scrub(e.to_string()));

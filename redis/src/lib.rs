@@ -40,6 +40,7 @@
 //!   {p:n}:meta      hash   total | avail | closed | token (last fencing token) | inc (incarnation id)
 //!                          | seq (last arrival stamp) | reap (at or below every session's lease deadline)
 //!                          | debt (a shrink's debt, absent when 0: see *Changing the total*)
+//!                          | schema (the keys' schema version, [`SCHEMA_VERSION`]: see *Upgrading*)
 //!   {p:n}:queue     zset   request id -> arrival stamp, max(previous + 1, server time in µs)
 //!                          (FIFO order = the order Redis ran the scripts)
 //!   {p:n}:entries   hash   request id -> "requested:granted so far"
@@ -360,6 +361,33 @@
 //! `lua/tail.lua`), one `HGET` more when a session starts, and a few
 //! relaxed atomic increments per call on the client.
 //!
+//! # Upgrading
+//!
+//! Clients of different releases (a rolling deploy, services in different
+//! languages on different releases) share a semaphore only while its keys
+//! have one schema: what each key and field means, which the scripts of a
+//! release read and write. The schema has its own version,
+//! [`SCHEMA_VERSION`], separate from the release's; the `connect` that
+//! creates a semaphore records it in the meta hash (`schema`), and
+//! `connect`, [`inspect`] and [`delete`] refuse a semaphore of another
+//! schema with [`Error::VersionMismatch`] (`found`: the keys' schema, 0 for
+//! a semaphore of a pre-release snapshot, which recorded none; `expected`:
+//! this release's) before they write anything. A connected handle's calls
+//! are tied to the incarnation it joined: a semaphore deleted and created
+//! again by a client of another release is [`Error::StateLost`] for it.
+//! Releases that keep the schema share semaphores freely; a new schema is a
+//! breaking change (a minor release while the version is 0.x, noted in
+//! `CHANGELOG.md`, as is a new shared-memory layout). To move a semaphore
+//! to a release of another schema: stop (or drain) the clients of the old
+//! release, [`delete`] the semaphore with the old release (or, once no
+//! client of it runs, delete its keys, `{prefix:name}:*`), then start the
+//! new one; or give the new release another name or
+//! [prefix](ConnectOptions::prefix) and move the clients over. A release
+//! from before the schema was recorded does not check it: it must not
+//! meet a semaphore of a newer release (a snapshot that predates
+//! `set_total` would hand back permits a shrink's `debt` still owes: more
+//! holders than the total).
+//!
 //! # Security
 //!
 //! * **Passwords and ACL users**: `redis://[user:]password@host[:port][/db]`
@@ -668,6 +696,16 @@ use core::pin::Pin;
 use core::task::{Context, Poll};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
+
+/// The schema version of the semaphore's keys that this release reads and
+/// writes: stored in the meta hash (`schema`) by the `connect` that creates a
+/// semaphore, and checked by `connect`, [`inspect`] and [`delete`], which
+/// refuse a semaphore of another schema with [`Error::VersionMismatch`]
+/// (nothing written). Raised whenever a client of one release could misread
+/// the keys of another (see *Upgrading* in the crate docs): 1 is the first
+/// recorded schema (0.1.0); a semaphore without the field was made by a
+/// pre-release snapshot (reported as schema 0).
+pub const SCHEMA_VERSION: u32 = 1;
 
 pub use census::Census;
 pub use error::Error;

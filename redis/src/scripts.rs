@@ -459,3 +459,16 @@ impl Scripts {
 pub fn process_info(p: &volt_sem::inspect::Process) -> String {
     format!("{} {} {}", p.pid, p.label, p.host)
 }
+
+#[cfg(test)]
+mod tests {
+    /// The schema the scripts write and check is the one the crate names.
+    #[test]
+    fn the_scripts_schema_is_schema_version() {
+        let line = format!("local SCHEMA = '{}'\n", crate::SCHEMA_VERSION);
+        assert!(
+            include_str!("lua/head.lua").contains(&line),
+            "head.lua: {line}"
+        );
+    }
+}

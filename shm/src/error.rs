@@ -37,10 +37,26 @@ pub enum Error {
         /// The total the existing semaphore was created with.
         existing: u64,
     },
-    /// The segment was made by another layout version of this crate.
+    /// The segment was made by a release of this crate with another layout
+    /// version (processes of two releases cannot share a name: see *Upgrading*
+    /// in the crate docs). Nothing was changed.
     VersionMismatch {
-        /// The version found in the segment.
+        /// The layout version found in the segment.
         found: u32,
+        /// The layout version of this release.
+        expected: u32,
+    },
+    /// The segment's lock is another C library's `pthread_mutex_t` (glibc's
+    /// and musl's differ): the segment was made by a process of a build of
+    /// volt-sem for another C library (a static musl C program beside a glibc
+    /// Python wheel, say). They cannot share a named semaphore: each would
+    /// take its own words of the lock as the lock. Nothing was changed. Use
+    /// builds of one C library for every process of a name.
+    LibcMismatch {
+        /// The segment's C library: 1 glibc, 2 musl, 3 uClibc, 65535 another.
+        found: u32,
+        /// This build's.
+        expected: u32,
     },
     /// The file under the name is not a volt-sem segment (wrong magic, wrong
     /// or truncated size), or a directory is at the name.
@@ -107,9 +123,21 @@ impl fmt::Display for Error {
                 f,
                 "the shared semaphore exists with a different total ({existing} permits)"
             ),
-            Error::VersionMismatch { found } => {
-                write!(f, "segment layout version {found} is not supported")
-            }
+            Error::VersionMismatch { found, expected } => write!(
+                f,
+                "the shared segment was made by another release of volt-sem (layout version \
+                 {found}; this release reads layout {expected}); nothing was changed: stop the \
+                 processes of the other release and unlink the name, or use another name"
+            ),
+            Error::LibcMismatch { found, expected } => write!(
+                f,
+                "the shared segment's lock is {}'s pthread mutex, and this process uses {}'s: \
+                 processes of builds for two C libraries cannot share a named semaphore \
+                 (nothing was changed); use builds for one C library for every process of \
+                 the name, or another name",
+                libc_name(*found),
+                libc_name(*expected)
+            ),
             Error::NotASegment => f.write_str("the file is not a volt-sem segment"),
             Error::ProcessTableFull => f.write_str("too many processes attached"),
             Error::QueueFull => f.write_str("the waiter queue is full"),
@@ -132,6 +160,16 @@ impl fmt::Display for Error {
             // (os error 38)"): the number alone sent users to errno tables.
             Error::Os(e) => write!(f, "{}", std::io::Error::from_raw_os_error(*e)),
         }
+    }
+}
+
+/// The C library of a segment's `lock_abi`.
+fn libc_name(abi: u32) -> String {
+    match abi {
+        1 => "glibc".into(),
+        2 => "musl".into(),
+        3 => "uClibc".into(),
+        n => format!("another C library (number {n})"),
     }
 }
 

@@ -26,8 +26,9 @@
 //! of atomic integers and a `pthread_mutex_t`; positions, never pointers:
 //!
 //! ```text
-//!   Header   magic "VOLTSHM\x01" | layout version (3) | segment size | total permits
-//!            | state word (available << 3 | FROZEN | QUEUED | CLOSED) | closed
+//!   Header   magic "VOLTSHM\x01" | layout version (4) | lock ABI (1 glibc, 2 musl)
+//!            | segment size | total permits
+//!            | state word (available << 4 | DEBT | FROZEN | QUEUED | CLOSED) | closed
 //!            | queue_len, head, tail | next ticket | recount owed | stats
 //!   Lock     pthread_mutex_t, PTHREAD_PROCESS_SHARED + PTHREAD_MUTEX_ROBUST
 //!   Procs    [MAX_PROCESSES = 128]  state | doorbell (futex word) | pid | start time
@@ -39,16 +40,26 @@
 //!
 //! Layout versions: 1, the first; 2, the
 //! lock-free fast path (state word, `acct`, lanes); 3, what
-//! [`SharedSemaphore::inspect`] reads (labels, host names, time stamps). A
+//! [`SharedSemaphore::inspect`] reads (labels, host names, time stamps), and
+//! `set_total`'s debt; 4, the lock ABI. A
 //! process of one version refuses a segment of another with
-//! [`Error::VersionMismatch`] (the segment must be unlinked, or its name
-//! changed, when processes of two releases run side by side).
+//! [`Error::VersionMismatch`] (`found`, `expected`: both versions; see
+//! *Upgrading*).
 //!
-//! The first 32 bytes (magic, version, size, total) keep their positions in
-//! every future layout version, so that any version can recognise and refuse
-//! any other. `open` of an existing name checks, *before mapping it* (with
+//! The lock is the C library's `pthread_mutex_t`, whose fields glibc and
+//! musl lay out differently: a musl build and a glibc build of this crate
+//! (a static musl C program and a glibc Python wheel on one machine, say)
+//! would each take other words of it for the lock, and both enter it. So the
+//! header records whose it is (the *lock ABI*, from layout 4), and a process
+//! of another C library is refused with [`Error::LibcMismatch`].
+//!
+//! The first 32 bytes (magic, version, lock ABI, size, total) keep their
+//! positions in every future layout version, so that any version can
+//! recognise and refuse any other (the lock ABI was a reserved 0 before
+//! layout 4). `open` of an existing name checks, *before mapping it* (with
 //! `pread`, so a truncated file cannot raise `SIGBUS`): the magic
-//! ([`Error::NotASegment`]), the version ([`Error::VersionMismatch`]), the size
+//! ([`Error::NotASegment`]), the version ([`Error::VersionMismatch`]), the
+//! lock ABI ([`Error::LibcMismatch`]), the size
 //! ([`Error::NotASegment`]) and the total ([`Error::TotalMismatch`]); a refused
 //! `open` changes nothing. [`unlink`] removes the name only: attached
 //! processes keep using the segment; the next `open` of the name creates a
@@ -62,13 +73,33 @@
 //! Creation is serialised by an OFD lock on byte 128 of the file (the *init
 //! lock*), held from `shm_open` until the process is attached. Whoever holds
 //! it and finds a size-0 file (a creator that has not started, or died before
-//! sizing it), or a segment-sized file whose magic is 0 (a creator that died
-//! anywhere before writing the magic, whatever else it wrote), initialises the
-//! segment; the magic is stored last, with `Release`, in one aligned store. So
+//! sizing it), or a file whose magic is 0 (a creator that died anywhere
+//! before writing the magic, whatever else it wrote; of any size, since it
+//! may have been of another layout version: every version takes this lock
+//! and writes the magic last), initialises the segment, at its own size; the magic is stored last, with `Release`, in one aligned store. So
 //! a crashed creation is recovered by the next `open`, never reported as
 //! foreign and never hangs (tested by killing creators at random moments:
-//! `kill9_during_creation_never_bricks_the_name`). A file of that size with
-//! another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
+//! `kill9_during_creation_never_bricks_the_name`;
+//! `creation_by_another_layout_killed_before_the_magic_is_recovered`). A
+//! file with another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
+//!
+//! # Upgrading
+//!
+//! Processes of different releases (a rolling deploy, services in different
+//! languages on different releases, a C program linked statically against an
+//! older archive) share a name only while their layout versions are equal.
+//! Where they differ, the process that comes second is refused at `open`
+//! with [`Error::VersionMismatch`] (C `VOLT_VERSION_MISMATCH`, Python
+//! `VersionMismatchError`, Node `ERR_VOLT_VERSION_MISMATCH`; the message
+//! names both versions) and nothing is changed: the segment stays the first
+//! release's, which goes on working. The same holds for builds of one release
+//! for two C libraries ([`Error::LibcMismatch`]): every process of a name
+//! must use builds for the same C library (all glibc: the manylinux wheels,
+//! the `linux-x64-gnu` Node package, the gnu C archive; or all musl). So a new layout is rolled out under a
+//! new name, or after a drain: stop every process of the old release,
+//! [`unlink`] the name (any binding's `unlink`, or remove
+//! `/dev/shm/volt-sem.<name>`), then start the new release. The layout
+//! versions and the releases that introduced them: `docs/versioning.md`.
 //!
 //! # Trust boundary
 //!

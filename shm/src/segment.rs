@@ -26,8 +26,28 @@ pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"VOLTSHM\x01");
 /// `inspect()` reads: each process record's label, host name and
 /// `held_since` stamp, each slot's `since` stamp; also (changed in place
 /// before 3 was released) `set_total`'s debt: `Header::debt`, the state
-/// word's `DEBT` bit (so `SHIFT` is 4) and the slot state `FAILED`.
-pub(crate) const LAYOUT_VERSION: u32 = 3;
+/// word's `DEBT` bit (so `SHIFT` is 4) and the slot state `FAILED`. 4: the
+/// header records whose `pthread_mutex_t` the segment lock is
+/// ([`Header::lock_abi`], where 3 had a reserved 0): glibc's and musl's
+/// differ (a musl process and a glibc one locked different words of it, so
+/// both entered; a glibc process took a musl-made lock for one held by
+/// thread 132). Also tells 0.1.0's segments from those of the layout-3
+/// snapshots from before `set_total`, whose state word had `SHIFT` 3.
+pub(crate) const LAYOUT_VERSION: u32 = 4;
+/// [`Header::lock_abi`] of this build: whose `pthread_mutex_t` the segment
+/// lock is. Processes of different C libraries cannot share one (each
+/// library reads and writes its own fields of it), so such a segment is
+/// refused ([`Error::LibcMismatch`](crate::Error::LibcMismatch)).
+pub(crate) const LOCK_ABI: u32 = if cfg!(target_env = "gnu") {
+    1
+} else if cfg!(target_env = "musl") {
+    2
+} else if cfg!(target_env = "uclibc") {
+    3
+} else {
+    // Another (or no) C library: its own number, shared with nobody else.
+    0xFFFF
+};
 /// Capacity of the FIFO of waiter slots (queued requests, all processes).
 #[cfg(not(volt_loom))]
 pub const MAX_WAITERS: usize = 1024;
@@ -248,7 +268,9 @@ pub(crate) struct Header {
     /// fully initialised.
     pub(crate) magic: AtomicU64,
     pub(crate) version: AtomicU32,
-    pub(crate) _reserved: AtomicU32,
+    /// Whose `pthread_mutex_t` [`Segment::lock`] is: the creator's
+    /// [`LOCK_ABI`] (1 glibc, 2 musl). Checked at `open` with the version.
+    pub(crate) lock_abi: AtomicU32,
     /// `size_of::<Segment>()` of the layout that created it.
     pub(crate) size: AtomicU64,
     /// Truth: the permits of the semaphore: set at creation, changed under
@@ -402,7 +424,7 @@ impl Segment {
                 hdr: Header {
                     magic: a64(),
                     version: a32(),
-                    _reserved: a32(),
+                    lock_abi: a32(),
                     size: a64(),
                     total: a64(),
                     state: a64(),
@@ -946,6 +968,7 @@ impl<'a> Locked<'a> {
     pub(crate) fn init(&self, total: u64) {
         let h = self.hdr();
         h.version.put(LAYOUT_VERSION, Relaxed);
+        h.lock_abi.put(LOCK_ABI, Relaxed);
         h.size.put(SEGMENT_SIZE as u64, Relaxed);
         h.total.put(total, Relaxed);
         h.state.put(total * word::ONE, Relaxed);

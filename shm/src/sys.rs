@@ -7,7 +7,9 @@ use std::ffi::CString;
 use std::time::{Duration, Instant};
 
 use crate::error::Error;
-use crate::segment::{Locked, Segment, LAYOUT_VERSION, MAGIC, MAX_PROCESSES, SEGMENT_SIZE};
+use crate::segment::{
+    Locked, Segment, LAYOUT_VERSION, LOCK_ABI, MAGIC, MAX_PROCESSES, SEGMENT_SIZE,
+};
 
 /// The byte of the segment file whose OFD lock serialises creation and
 /// attachment (bytes `0..MAX_PROCESSES` are the process records' liveness locks).
@@ -225,19 +227,38 @@ fn open_once(
         let word = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().unwrap());
         let magic = word(0);
         let version = u32::from_le_bytes(head[8..12].try_into().unwrap());
-        if magic == 0 && size == SEGMENT_SIZE as u64 {
+        let lock_abi = u32::from_le_bytes(head[12..16].try_into().unwrap());
+        if magic == 0 {
             // Sized, magic not written: its creator died half-way through
             // `init` (the magic, one aligned store, is written last), since
             // a creator holds the init lock, which we hold now, until its
             // segment is complete. Whatever else it wrote is overwritten.
-            // Its file may be sparse (sized by an older version with
-            // ftruncate): allocate it before the first store.
+            // Also a creator of another layout version (a release of
+            // another segment size, in a rolling deploy): every release
+            // holds the same init lock until its magic is written, so
+            // nobody has this file mapped; it gets our size. Its file may
+            // be sparse (sized by an older version with ftruncate):
+            // allocate it before the first store.
+            if size != SEGMENT_SIZE as u64 {
+                // SAFETY: plain syscall on our fd.
+                if unsafe { libc::ftruncate(fd.0, SEGMENT_SIZE as libc::off_t) } != 0 {
+                    return Err(os_error(errno()));
+                }
+            }
             allocate(fd.0)?;
             init = true;
         } else if magic != MAGIC {
             return Err(Error::NotASegment);
         } else if version != LAYOUT_VERSION {
-            return Err(Error::VersionMismatch { found: version });
+            return Err(Error::VersionMismatch {
+                found: version,
+                expected: LAYOUT_VERSION,
+            });
+        } else if lock_abi != LOCK_ABI {
+            return Err(Error::LibcMismatch {
+                found: lock_abi,
+                expected: LOCK_ABI,
+            });
         } else if size != SEGMENT_SIZE as u64 || word(16) != SEGMENT_SIZE as u64 {
             return Err(Error::NotASegment);
         } else if word(24) != total && !resize {

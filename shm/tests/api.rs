@@ -126,7 +126,42 @@ fn foreign_truncated_and_other_version_files_are_refused_unchanged() {
     other.extend_from_slice(b"VOLTSHM\x01");
     other.extend_from_slice(&99u32.to_le_bytes());
     other.resize(4096, 0);
-    check(&other, Error::VersionMismatch { found: 99 });
+    check(
+        &other,
+        Error::VersionMismatch {
+            found: 99,
+            expected: 4,
+        },
+    );
+    // Version skew of the C library: a real segment whose lock is the other
+    // C library's pthread mutex (what a process of a build for it writes:
+    // 1 glibc, 2 musl). Checked at open since layout 4: a musl process and a
+    // glibc one locked different words of it (both entered), and a glibc
+    // process took a musl-made lock for one held by thread 132 (open timed
+    // out after 5 s).
+    std::fs::remove_file(&path).unwrap();
+    drop(open(&name, 3));
+    let mut foreign_lock = std::fs::read(&path).unwrap();
+    let (ours, theirs) = if cfg!(target_env = "musl") {
+        (2, 1)
+    } else {
+        (1, 2)
+    };
+    assert_eq!(foreign_lock[12..16], u32::to_le_bytes(ours));
+    foreign_lock[12..16].copy_from_slice(&u32::to_le_bytes(theirs));
+    check(
+        &foreign_lock,
+        Error::LibcMismatch {
+            found: theirs,
+            expected: ours,
+        },
+    );
+    let text = Error::LibcMismatch {
+        found: theirs,
+        expected: ours,
+    }
+    .to_string();
+    assert!(text.contains("glibc") && text.contains("musl"), "{text}");
     // A real segment, truncated after creation (nobody has it mapped).
     std::fs::remove_file(&path).unwrap();
     drop(open(&name, 3));
@@ -157,15 +192,22 @@ fn interrupted_creation_is_recovered() {
     assert_conserved(&s);
 }
 
+/// The size of this layout's segment file: `name` is created, measured and
+/// removed again.
+fn segment_size(name: &Name) -> usize {
+    drop(open(name, 1));
+    let size = std::fs::metadata(name.path()).unwrap().len() as usize;
+    std::fs::remove_file(name.path()).unwrap();
+    size
+}
+
 /// Issue 26, item 8: a creator killed after it wrote the layout version but
 /// before the magic (the magic is written last) left a segment-sized file
 /// with magic 0 and version 2; every later open refused it as NotASegment.
 #[test]
 fn creation_killed_before_the_magic_is_recovered() {
     let name = Name::new("nomagic");
-    drop(open(&name, 1));
-    let size = std::fs::metadata(name.path()).unwrap().len() as usize;
-    std::fs::remove_file(name.path()).unwrap();
+    let size = segment_size(&name);
     let mut crashed = vec![0u8; size];
     crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
     std::fs::write(name.path(), &crashed).unwrap();
@@ -184,6 +226,119 @@ fn creation_killed_before_the_magic_is_recovered() {
         Error::NotASegment
     );
     assert_eq!(std::fs::read(name.path()).unwrap(), crashed);
+}
+
+/// Takes the init lock of the segment file `f` (an OFD lock of `kind` on
+/// byte 128), as an opener of any release does; held until `f` is closed.
+fn hold_init_lock(f: &std::fs::File, kind: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
+    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
+    fl.l_type = kind as libc::c_short;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    fl.l_start = 128;
+    fl.l_len = 1;
+    // SAFETY: valid fd and flock.
+    assert_eq!(
+        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
+        0
+    );
+}
+
+/// Version skew: a creator of another layout version (another release, in
+/// a rolling deploy) killed before it wrote the magic left a file of *its*
+/// size, with magic 0 and its version: every open of this release refused
+/// it as NotASegment ("not a volt-sem segment"), and the name stayed
+/// unusable until someone unlinked it. Whoever holds the init lock may take
+/// it over whatever its size, as it does a crashed creation of its own
+/// layout (every release holds that lock from `shm_open` until its segment
+/// is complete, and writes the magic last).
+#[test]
+fn creation_by_another_layout_killed_before_the_magic_is_recovered() {
+    let name = Name::new("nomagic2");
+    let ours = segment_size(&name);
+    for size in [ours / 2, ours + 8192] {
+        let _ = std::fs::remove_file(name.path());
+        let mut crashed = vec![0u8; size];
+        crashed[8..12].copy_from_slice(&2u32.to_le_bytes());
+        crashed[16..24].copy_from_slice(&(size as u64).to_le_bytes());
+        crashed[24..32].copy_from_slice(&7u64.to_le_bytes());
+        std::fs::write(name.path(), &crashed).unwrap();
+        // Attach-only: no semaphore exists yet under the name.
+        assert_eq!(
+            SharedSemaphore::attach(&name, OpenOptions::new()).unwrap_err(),
+            Error::NotFound
+        );
+        let s = SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap();
+        assert_eq!(s.available_permits(), 3);
+        s.try_acquire(3).unwrap().forget();
+        s.release(3).unwrap();
+        assert_conserved(&s);
+        assert_eq!(std::fs::metadata(name.path()).unwrap().len() as usize, ours);
+        drop(s);
+        // And it is this release's segment now, for every process of it.
+        let again = SharedSemaphore::attach(&name, OpenOptions::new()).unwrap();
+        assert_eq!(again.total_permits(), 3);
+    }
+}
+
+/// The other side of the takeover above: a creator of another layout that
+/// is alive (it holds the init lock, as every release's creator does until
+/// its magic is written) is never overwritten, whatever its size: the open
+/// waits for the lock (5 s at most: TimedOut), the file is left as it was.
+#[test]
+fn a_live_creator_of_another_layout_is_not_taken_over() {
+    let name = Name::new("livecreator");
+    let ours = segment_size(&name);
+    let mut half = vec![0u8; ours + 8192];
+    half[8..12].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(name.path(), &half).unwrap();
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(name.path())
+        .unwrap();
+    hold_init_lock(&f, libc::F_WRLCK);
+    assert_eq!(
+        SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
+        Error::TimedOut
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), half);
+    // The creator finishes its segment (its magic last) and lets go: it is
+    // that layout's, refused by version, still unchanged.
+    half[..8].copy_from_slice(b"VOLTSHM\x01");
+    std::fs::write(name.path(), &half).unwrap();
+    drop(f);
+    assert_eq!(
+        SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap_err(),
+        Error::VersionMismatch {
+            found: 5,
+            expected: 4,
+        }
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), half);
+    // A version bump that kept the size is refused by its version too, and
+    // a larger file of this version by its size.
+    std::fs::remove_file(name.path()).unwrap();
+    drop(open(&name, 1));
+    let mut same_size = std::fs::read(name.path()).unwrap();
+    same_size[8..12].copy_from_slice(&5u32.to_le_bytes());
+    std::fs::write(name.path(), &same_size).unwrap();
+    assert_eq!(
+        SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap_err(),
+        Error::VersionMismatch {
+            found: 5,
+            expected: 4,
+        }
+    );
+    same_size[8..12].copy_from_slice(&4u32.to_le_bytes());
+    same_size.resize(ours + 4096, 0);
+    std::fs::write(name.path(), &same_size).unwrap();
+    assert_eq!(
+        SharedSemaphore::open(&name, 1, OpenOptions::new()).unwrap_err(),
+        Error::NotASegment
+    );
+    assert_eq!(std::fs::read(name.path()).unwrap(), same_size);
 }
 
 /// Issue 26, item 10: a segment another user created (here: chowned to
@@ -259,21 +414,10 @@ fn a_directory_at_the_name_is_not_a_segment() {
 /// fails.
 #[test]
 fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
-    use std::os::fd::AsRawFd;
     let name = Name::new("initlock");
     drop(open(&name, 2));
     let f = std::fs::File::open(name.path()).unwrap(); // read access only
-                                                       // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
-    fl.l_type = libc::F_RDLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 128;
-    fl.l_len = 1;
-    // SAFETY: valid fd and flock.
-    assert_eq!(
-        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
-        0
-    );
+    hold_init_lock(&f, libc::F_RDLCK);
     let n2 = name.0.clone();
     let opener = std::thread::spawn(move || {
         let t = Instant::now();
@@ -303,22 +447,11 @@ fn an_open_does_not_wait_for_ever_for_a_held_init_lock() {
 /// most 5 s in all"), not after the first one's.
 #[test]
 fn an_open_stuck_on_one_name_does_not_hold_up_other_opens() {
-    use std::os::fd::AsRawFd;
     let stuck = Name::new("stuck");
     let free = Name::new("free");
     drop(open(&stuck, 2));
     let f = std::fs::File::open(stuck.path()).unwrap();
-    // SAFETY: all-zero is a valid flock; l_pid must be 0 for OFD locks.
-    let mut fl: libc::flock = unsafe { core::mem::zeroed() };
-    fl.l_type = libc::F_RDLCK as libc::c_short;
-    fl.l_whence = libc::SEEK_SET as libc::c_short;
-    fl.l_start = 128;
-    fl.l_len = 1;
-    // SAFETY: valid fd and flock.
-    assert_eq!(
-        unsafe { libc::fcntl(f.as_raw_fd(), libc::F_OFD_SETLK, &fl) },
-        0
-    );
+    hold_init_lock(&f, libc::F_RDLCK);
     let spawn_opener = |n: String| {
         std::thread::spawn(move || {
             let t = Instant::now();

@@ -414,7 +414,10 @@ fn a_segment_of_layout_version_2_is_refused_with_version_mismatch() {
     std::fs::write(name.path(), &old).unwrap();
     assert_eq!(
         SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap_err(),
-        Error::VersionMismatch { found: 2 }
+        Error::VersionMismatch {
+            found: 2,
+            expected: 4
+        }
     );
     assert_eq!(std::fs::read(name.path()).unwrap(), old);
 }

@@ -59,7 +59,7 @@ fn child_main() {
         say("scribbling");
         // Mostly where the live state is: the header's mutable words, the
         // first process records, the first slots (the victims' own).
-        // (Offsets of layout version 3: records of 384 bytes from 192,
+        // (Offsets of layout version 4: records of 384 bytes from 192,
         // slots of 56 bytes from 49344; checked by the unit test
         // `layout_offsets`.)
         let regions = [
@@ -593,7 +593,7 @@ fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
 }
 
 /// This process's record's doorbell word, read from the segment's file
-/// (layout version 3: records of 384 bytes from offset 192, the doorbell the
+/// (layout version 4: records of 384 bytes from offset 192, the doorbell the
 /// second u32 of a record; checked by the unit test `layout_offsets`). Every
 /// ring of the record's doorbell adds 1 to it.
 fn doorbell_word(name: &Name, record: u32) -> u32 {

@@ -518,12 +518,13 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_IN_USE, 38, "VOLT_IN_USE"},
         {VOLT_TRUNCATED, 39, "VOLT_TRUNCATED"},
         {VOLT_WRONG_TYPE, 40, "VOLT_WRONG_TYPE"},
+        {VOLT_LIBC_MISMATCH, 41, "VOLT_LIBC_MISMATCH"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(41), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(42), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
@@ -1684,6 +1685,25 @@ static void test_attach_only(void) {
     CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, ":0\r\n") == 0);
 }
 
+/* Version skew: a semaphore whose keys have another schema (what another
+ * release recorded; here 99) is refused by volt_sem_connect and
+ * volt_sem_delete with VOLT_VERSION_MISMATCH, the message naming both
+ * versions, and nothing is written. */
+static void test_another_schema_is_refused(void) {
+    const char *name = name_of("schema");
+    volt_sem_free(connect_main(name, 2));
+    char cmd[200], reply[32], msg[512];
+    snprintf(cmd, sizeof cmd, "HSET {volt-sem:%s}:meta schema 99\r\n", name);
+    CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, ":0\r\n") == 0);
+    const volt_sem *sem = NULL;
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 2, NULL, &sem), VOLT_VERSION_MISMATCH);
+    CHECK(sem == NULL);
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "version 99; this release's: 1") != NULL);
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, NULL), VOLT_VERSION_MISMATCH);
+    snprintf(cmd, sizeof cmd, "HGET {volt-sem:%s}:meta schema\r\n", name);
+    CHECK(redis_command(cmd, reply, sizeof reply) && strncmp(reply, "$2\r\n", 4) == 0);
+}
+
 /* volt_sem_inspect on a Redis semaphore: a holder in another process is
  * listed under the label it connected with (volt_connect_options.label),
  * with its pid, its grant's token and a lease still running; this process
@@ -2488,6 +2508,7 @@ int main(int argc, char **argv) {
     RUN(test_key_prefix_separates_semaphores);
     RUN(test_delete);
     RUN(test_attach_only);
+    RUN(test_another_schema_is_refused);
     RUN(test_free_leaves_no_thread_and_no_connection);
     RUN(test_end_sessions_on_signals);
     RUN(test_end_sessions_on_signals_leaves_ignored_ones_ignored);

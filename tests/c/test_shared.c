@@ -952,7 +952,25 @@ static void test_bad_input(void) {
     CHECK_STATUS(volt_sem_open(name, 1, 0, &sem), VOLT_VERSION_MISMATCH);
     CHECK_STATUS(volt_sem_open(name, 1, VOLT_OPEN_ATTACH_ONLY, &sem), VOLT_VERSION_MISMATCH);
     CHECK(sem == NULL);
+    char why[512];
+    CHECK(volt_last_error_message(why, sizeof why) > 0 && strstr(why, "version 99; this release's:") != NULL);
     CHECK_STATUS(volt_sem_unlink(name), VOLT_OK); /* unlink removes any file */
+
+    /* A real segment whose lock is the other C library's (byte 12: 1 glibc,
+     * 2 musl): a glibc build and a musl build cannot share it. */
+    volt_sem_free(open_sem(name, 1, 0));
+    int fd = open(path, O_RDWR);
+    REQUIRE(fd >= 0);
+    uint32_t abi = 0;
+    REQUIRE(pread(fd, &abi, 4, 12) == 4);
+    CHECK(abi == 1 || abi == 2);
+    abi = 3 - abi;
+    REQUIRE(pwrite(fd, &abi, 4, 12) == 4);
+    close(fd);
+    CHECK_STATUS(volt_sem_open(name, 1, 0, &sem), VOLT_LIBC_MISMATCH);
+    CHECK(sem == NULL);
+    CHECK(volt_last_error_message(why, sizeof why) > 0 && strstr(why, "glibc") != NULL && strstr(why, "musl") != NULL);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
 
     /* NULL handles. */
     CHECK(volt_sem_total_permits(NULL) == 0);

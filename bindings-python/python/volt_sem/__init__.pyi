@@ -31,6 +31,7 @@ from ._volt_sem import CorruptError as CorruptError
 from ._volt_sem import DisconnectedError as DisconnectedError
 from ._volt_sem import ForkedError as ForkedError
 from ._volt_sem import InvalidNameError as InvalidNameError
+from ._volt_sem import LibcMismatchError as LibcMismatchError
 from ._volt_sem import Mutex as Mutex
 from ._volt_sem import NotASegmentError as NotASegmentError
 from ._volt_sem import NotHeldError as NotHeldError
@@ -87,6 +88,7 @@ __all__ = [
     "DisconnectedError",
     "ForkedError",
     "InvalidNameError",
+    "LibcMismatchError",
     "Mutex",
     "NotASegmentError",
     "NotHeldError",

@@ -76,8 +76,19 @@ class TotalMismatchError(SharedError):
         """The total the existing semaphore was created with."""
 
 class VersionMismatchError(SharedError):
-    """``Semaphore.open``: the segment was made by another layout version
-    (``args[1]``)."""
+    """The semaphore was made by another release of volt-sem, whose format this
+    one could misread; nothing was changed. ``Semaphore.open``: a segment of
+    another layout version; ``connect`` and ``delete_redis``:
+    a Redis semaphore whose keys have another schema version (0: made by a
+    pre-release snapshot). The version found is in ``args[1]``; the message
+    names this release's too. See *Upgrading* in ``docs/versioning.md``."""
+
+class LibcMismatchError(SharedError):
+    """``Semaphore.open``: the segment's lock is another C library's
+    ``pthread_mutex_t``: a glibc build and a musl build of volt-sem (a
+    manylinux wheel and a musllinux one, or a static musl C program) cannot
+    share a named semaphore. ``args[1]``: the segment's C library (1 glibc,
+    2 musl); the message names both. Nothing was changed."""
 
 class NotASegmentError(SharedError):
     """``Semaphore.open``: the file under the name is not a volt-sem segment."""
@@ -243,7 +254,7 @@ class Semaphore:
         wins). Raises :class:`InvalidLabelError` (a ``ValueError``:
         an invalid ``label``, nothing opened), :class:`TotalMismatchError`
         (another total without ``resize``),
-        :class:`VersionMismatchError`, :class:`NotASegmentError`,
+        :class:`VersionMismatchError`, :class:`LibcMismatchError`, :class:`NotASegmentError`,
         :class:`InvalidNameError`,
         ``PermissionError``, ``ValueError``, ``TimeoutError`` (the segment's
         locks stayed held for 5 s), :class:`CorruptError`, ``OSError`` (e.g.
@@ -303,7 +314,9 @@ class Semaphore:
         any connection), :class:`InvalidNameError`,
         ``ValueError``, :class:`AuthenticationError`,
         :class:`RedisConnectionError`, :class:`TotalMismatchError`,
-        ``FileNotFoundError`` (``create=False``)."""
+        ``FileNotFoundError`` (``create=False``), :class:`VersionMismatchError`
+        (the semaphore's keys have another schema: made by another release;
+        nothing written)."""
     @classmethod
     def connect_async(
         cls,
@@ -345,7 +358,9 @@ class Semaphore:
         client that holds permits, waits, or is only connected: deleting under
         it would make it fail with :class:`StateLostError`); sessions whose
         lease ended (crashed clients) do not count. ``FileNotFoundError`` if
-        there is no such semaphore. Without it, once every session ended, only
+        there is no such semaphore; :class:`VersionMismatchError` (nothing
+        deleted) if its keys have another schema (made by another release:
+        delete it with that release). Without it, once every session ended, only
         the semaphore's ``:meta`` hash (a few hundred bytes, no TTL) stays in
         Redis; the rest is empty or expires within a minute. Blocks this
         thread (GIL released) up to ``connect_timeout``. (The deprecated

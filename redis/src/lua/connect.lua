@@ -8,14 +8,22 @@
 -- INC (ARGV 2) is "" on the first connect of a handle: then an existing
 -- semaphore is adopted; else it must still be the same incarnation.
 -- Returns {'OK', inc, closed, total} | {'TOTAL', existing} | {'LOST'} |
--- {'NOTFOUND'}.
+-- {'NOTFOUND'}; fails with VERSIONMISMATCH for a semaphore of another
+-- schema (head.lua's check_schema), before any write.
 -- O(log n) (resize: as set_total).
 local total = tonumber(ARGV[4])
-local existing = redis.call('HGET', META, 'total')
+local m = redis.call('HMGET', META, 'total', 'schema')
+local existing = m[1]
+-- Before anything else is read: another schema's keys and fields may not
+-- mean what this release reads (a handle's own incarnation is of its
+-- schema: LOST first).
+if existing then
+  if INC ~= '' and lost() then return {'LOST'} end
+  check_schema(m[2])
+end
 -- Before the first write (a resize writes before the reap reads the sessions).
 guard(true)
 if existing then
-  if INC ~= '' and lost() then return {'LOST'} end
   local mode = ARGV[7] or ''
   if tonumber(existing) ~= total and mode == '' then return {'TOTAL', tonumber(existing)} end
   if tonumber(existing) ~= total and mode == 'resize' then set_total(total) end
@@ -72,7 +80,8 @@ else
     end
   end
   local avail, debt = math.max(total - carried, 0), math.max(carried - total, 0)
-  redis.call('HSET', META, 'total', total, 'avail', fmt(avail), 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0)
+  redis.call('HSET', META, 'total', total, 'avail', fmt(avail), 'inc', ARGV[5], 'token', 0, 'closed', 0, 'seq', 0,
+    'schema', SCHEMA)
   if debt > 0 then redis.call('HSET', META, 'debt', fmt(debt)) end
 end
 reap()

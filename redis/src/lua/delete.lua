@@ -6,7 +6,10 @@
 -- lease passed are reaped first, all of them (16 per round).
 -- Returns {'OK'} | {'NOTFOUND'} | {'INUSE', live sessions}. O(k log n) for
 -- k expired sessions' requests.
-if not redis.call('HGET', META, 'total') then return {'NOTFOUND'} end
+local m = redis.call('HMGET', META, 'total', 'schema')
+if not m[1] then return {'NOTFOUND'} end
+-- Another release's sessions may not be where this one looks for them.
+check_schema(m[2])
 guard(false)
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
 local live = redis.call('ZCARD', SESSIONS)

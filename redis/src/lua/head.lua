@@ -32,6 +32,22 @@ local t = redis.call('TIME')
 local NOW_US = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local NOW_MS = math.floor(NOW_US / 1000)
 
+-- The schema of the keys (what every key and field means), recorded in the
+-- meta hash ('schema') by the connect that creates the semaphore; bumped
+-- (with `SCHEMA_VERSION` in lib.rs) whenever a client of one release could
+-- misread the keys of another. A semaphore of another schema ('schema'
+-- missing: made by a release from before it was recorded) is refused by
+-- connect, session-less inspect and delete before they write anything
+-- (VERSIONMISMATCH, which the client reports as Error::VersionMismatch); a
+-- handle's later calls are tied to its incarnation (lost()).
+local SCHEMA = '1'
+local function check_schema(found)
+  if found ~= SCHEMA then
+    error({err = 'VERSIONMISMATCH ' .. (tonumber(found) and found or '0') .. ' ' .. SCHEMA ..
+      ' the semaphore was made by another release of volt-sem'})
+  end
+end
+
 -- Integers above 1e14 would be written in exponent form by tostring.
 local function fmt(x) return string.format('%.0f', x) end
 

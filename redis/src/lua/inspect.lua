@@ -9,7 +9,9 @@
 -- | {'LOST'} | {'NOTFOUND'} (without a session: INC is "", see
 -- `volt_sem_redis::inspect`; a handle's INC is never ""). O(n + sessions).
 if INC == '' then
-  if not redis.call('HGET', META, 'total') then return {'NOTFOUND'} end
+  local m = redis.call('HMGET', META, 'total', 'schema')
+  if not m[1] then return {'NOTFOUND'} end
+  check_schema(m[2])
 elseif lost() then return {'LOST'} end
 guard(false)
 while redis.call('ZCOUNT', SESSIONS, '-inf', '(' .. fmt(NOW_MS)) > 0 do reap() end
