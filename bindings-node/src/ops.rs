@@ -114,14 +114,17 @@ native!(js_acquire, |env, ctx, argv: [2]| {
 
 // release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
 // | throws (named: more than this process holds, or adding)
-native!(js_release, |env, ctx, argv: [3]| {
+native!(js_release, |env, ctx, argv: [3], argc| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
     // A third argument `true` (addPermits) grows the total: no held permits back.
+    // (release() passes two arguments: no call to read an `undefined`.)
     let mut adding = false;
-    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
-    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    if argc > 2 {
+        // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
+        unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    }
     if adding && s.core.total_permits().is_some() {
         return throw_unsupported(env, "addPermits() on a named or Redis semaphore (its total is fixed)");
     }
