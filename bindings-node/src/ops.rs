@@ -64,7 +64,15 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     // for the network (an acquire of 0 too: whether the semaphore is closed
     // comes back through the callback).
     let redis = s.is_redis();
-    if !redis {
+    // With anyone queued on an in-process semaphore nothing can be taken at
+    // once (FIFO: its counter is 0): straight to the queue, whose acquire
+    // decides again on the fresh word (an acquire that queues on a busy
+    // semaphore does not try twice).
+    let queued = s
+        .core
+        .as_local()
+        .is_some_and(|c| c.state_word().load(Ordering::Relaxed) & volt_sem::Semaphore::STATE_QUEUED != 0);
+    if !redis && !queued {
         match s.core.try_acquire(n) {
             Ok(_) => {
                 s.add_held(n);
