@@ -120,10 +120,12 @@ mod tsc {
     fn kernel_uses_tsc() -> bool {
         use std::io::Read;
         let path = "/sys/devices/system/clocksource/clocksource0/current_clocksource";
-        let Ok(mut f) = std::fs::File::open(path) else { return false };
+        let Ok(mut f) = std::fs::File::open(path) else {
+            return false;
+        };
         let mut buf = [0u8; 16];
         let n = f.read(&mut buf).unwrap_or(0);
-        buf[..n].trim_ascii() == b"tsc"
+        matches!(&buf[..n], b"tsc\n" | b"tsc")
     }
 
     #[inline]
@@ -137,46 +139,48 @@ mod tsc {
         slow()
     }
 
+    /// Moves `STATE` from `from` to its busy step (PROBING, SETTING):
+    /// whether this call won it.
+    fn claim(from: u8) -> bool {
+        let busy = if from == UNTRIED { PROBING } else { SETTING };
+        STATE
+            .compare_exchange(from, busy, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
     #[cold]
     fn slow() -> u64 {
         let ns = super::monotonic_ns();
         match STATE.load(Ordering::Acquire) {
-            UNTRIED => {
-                if STATE
-                    .compare_exchange(UNTRIED, PROBING, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    if kernel_uses_tsc() {
-                        let (t, n) = pair();
-                        T0.store(t, Ordering::Relaxed);
-                        N0.store(n, Ordering::Relaxed);
-                        STATE.store(MEASURING, Ordering::Release);
-                    } else {
-                        STATE.store(OFF, Ordering::Relaxed);
-                    }
+            // One call claims each step; the others read the clock meanwhile.
+            UNTRIED if claim(UNTRIED) => {
+                if kernel_uses_tsc() {
+                    let (t, n) = pair();
+                    T0.store(t, Ordering::Relaxed);
+                    N0.store(n, Ordering::Relaxed);
+                    STATE.store(MEASURING, Ordering::Release);
+                } else {
+                    STATE.store(OFF, Ordering::Relaxed);
                 }
             }
-            MEASURING if ns.saturating_sub(N0.load(Ordering::Relaxed)) >= SPAN_NS => {
-                if STATE
-                    .compare_exchange(MEASURING, SETTING, Ordering::Relaxed, Ordering::Relaxed)
-                    .is_ok()
-                {
-                    let (t0, n0) = (T0.load(Ordering::Relaxed), N0.load(Ordering::Relaxed));
-                    let (t, n) = pair();
-                    let ticks = t.saturating_sub(t0);
-                    let rate = (u128::from(n.saturating_sub(n0)) << 32)
-                        .checked_div(u128::from(ticks))
-                        .and_then(|r| u64::try_from(r).ok());
-                    match rate {
-                        // A TSC that did not advance (or a rate that does
-                        // not fit): not a clock to scale.
-                        Some(r) if r > 0 && ticks > 0 => {
-                            RATE.store(r, Ordering::Relaxed);
-                            // Release: publishes RATE (T0, N0 were before).
-                            STATE.store(READY, Ordering::Release);
-                        }
-                        _ => STATE.store(OFF, Ordering::Relaxed),
+            MEASURING
+                if ns.saturating_sub(N0.load(Ordering::Relaxed)) >= SPAN_NS && claim(MEASURING) =>
+            {
+                let (t0, n0) = (T0.load(Ordering::Relaxed), N0.load(Ordering::Relaxed));
+                let (t, n) = pair();
+                let ticks = t.saturating_sub(t0);
+                let rate = (u128::from(n.saturating_sub(n0)) << 32)
+                    .checked_div(u128::from(ticks))
+                    .and_then(|r| u64::try_from(r).ok());
+                match rate {
+                    // A TSC that did not advance (or a rate that does not
+                    // fit): not a clock to scale.
+                    Some(r) if r > 0 && ticks > 0 => {
+                        RATE.store(r, Ordering::Relaxed);
+                        // Release: publishes RATE (T0, N0 were before).
+                        STATE.store(READY, Ordering::Release);
                     }
+                    _ => STATE.store(OFF, Ordering::Relaxed),
                 }
             }
             _ => {}
@@ -554,7 +558,10 @@ mod tests {
         let start = Instant::now();
         while !tsc::ready() {
             stamp(); // the rate is set by a stamp 50 ms after the first
-            assert!(start.elapsed() < Duration::from_secs(60), "the rate was never set");
+            assert!(
+                start.elapsed() < Duration::from_secs(60),
+                "the rate was never set"
+            );
             std::thread::sleep(Duration::from_millis(5));
         }
         let bracket = || {
@@ -568,8 +575,14 @@ mod tests {
         let stamps = Duration::from_nanos(s1 - s0);
         let (shortest, longest) = (a1 - b0, b1 - a0);
         // 0.1%: the rate's error is under 1 ppm, NTP slews at most 500 ppm.
-        assert!(stamps >= shortest - shortest / 1000, "{stamps:?} < {shortest:?}");
-        assert!(stamps <= longest + longest / 1000, "{stamps:?} > {longest:?}");
+        assert!(
+            stamps >= shortest - shortest / 1000,
+            "{stamps:?} < {shortest:?}"
+        );
+        assert!(
+            stamps <= longest + longest / 1000,
+            "{stamps:?} > {longest:?}"
+        );
     }
 
     #[test]
