@@ -549,7 +549,7 @@ mod tests {
     /// the precision of the measured rate. Bracketed: each stamp is read
     /// between two `Instant`s, so a preemption only widens the bounds.
     #[test]
-    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri)))]
+    #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri), not(volt_loom)))]
     fn the_tsc_clock_agrees_with_clock_monotonic() {
         use std::time::Instant;
         if !tsc::usable() {
