@@ -20,7 +20,7 @@ use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
 use crate::raw::{args, double, int, lock, throw_internal, RawEnv, RawValue};
 use crate::remote::{flush_later, EnvShared};
-use crate::semaphore::{Node, Sem, NOT_ORPHAN};
+use crate::semaphore::{Node, Sem, LIVE_SEMS, NOT_ORPHAN};
 
 /// The JS-thread-only state of one environment (one main thread or worker, per
 /// load of this addon). Reached through the `data` pointer of every function.
@@ -158,7 +158,7 @@ impl EnvCtx {
         let node = &*s.node;
         node.key.set((s.gen as u64) << 32 | slot as u64);
         node.n.set(n);
-        *node.sem.borrow_mut() = Some(sem.clone());
+        *node.sem.borrow_mut() = Some(sem.take_ref());
         node.handle.set(h.id);
         node.refd.set(h.refd.get());
         node.counted
@@ -205,7 +205,9 @@ impl EnvCtx {
             (was_active, s.node.counted.get(), sem)
         };
         self.free.borrow_mut().push(slot);
-        drop(sem); // may drop the last Arc: outside the borrows
+        if let Some(sem) = sem {
+            Sem::put_ref(sem); // may drop the last Arc: outside the borrows
+        }
         if was_active && counted {
             self.unref_one();
         }
@@ -329,7 +331,8 @@ native!(js_set_ref, |env, ctx, argv: [2]| {
     int(env, OK)
 });
 
-// stats(): { slots, active, delivered, free } of this environment (tests).
+// stats(): { slots, active, delivered, free } of this environment, and the
+// semaphores alive in the process (tests).
 native!(js_stats, |env, ctx, argv: [0]| {
     let _ = argv;
     let mut obj = ptr::null_mut();
@@ -338,6 +341,7 @@ native!(js_stats, |env, ctx, argv: [0]| {
         (c"active", ctx.active_list.borrow().len()),
         (c"delivered", ctx.delivered.borrow().len()),
         (c"free", ctx.free.borrow().len()),
+        (c"semaphores", LIVE_SEMS.load(Ordering::Relaxed)),
     ];
     // SAFETY: plain value creation on the JS thread.
     unsafe {

@@ -53,7 +53,14 @@ pub(crate) unsafe fn sem<'a>(env: RawEnv, v: RawValue) -> Option<&'a Arc<Sem>> {
 
 pub(crate) unsafe extern "C" fn drop_handle(_env: RawEnv, data: *mut c_void, _hint: *mut c_void) {
     // SAFETY: `data` is the Box<Handle> leaked by `handle`.
-    drop(unsafe { Box::from_raw(data as *mut Handle) });
+    let h = unsafe { Box::from_raw(data as *mut Handle) };
+    // A private semaphore's one handle: its requests keep no spare
+    // references past it (`Sem::take_ref`). On its thread, as every call
+    // that touches them.
+    if !h.sem.shared.load(Ordering::Relaxed) {
+        h.sem.retire_spares(true);
+    }
+    drop(h);
 }
 
 /// Wraps an `Arc<Sem>` in a JS External that owns it.

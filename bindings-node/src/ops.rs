@@ -64,7 +64,15 @@ native!(js_acquire, |env, ctx, argv: [2]| {
     // for the network (an acquire of 0 too: whether the semaphore is closed
     // comes back through the callback).
     let redis = s.is_redis();
-    if !redis {
+    // With anyone queued on an in-process semaphore nothing can be taken at
+    // once (FIFO: its counter is 0): straight to the queue, whose acquire
+    // decides again on the fresh word (an acquire that queues on a busy
+    // semaphore does not try twice).
+    let queued = s
+        .core
+        .as_local()
+        .is_some_and(|c| c.state_word().load(Ordering::Relaxed) & volt_sem::Semaphore::STATE_QUEUED != 0);
+    if !redis && !queued {
         match s.core.try_acquire(n) {
             Ok(_) => {
                 s.add_held(n);
@@ -114,14 +122,17 @@ native!(js_acquire, |env, ctx, argv: [2]| {
 
 // release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
 // | throws (named: more than this process holds, or adding)
-native!(js_release, |env, ctx, argv: [3]| {
+native!(js_release, |env, ctx, argv: [3], argc| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
     // A third argument `true` (addPermits) grows the total: no held permits back.
+    // (release() passes two arguments: no call to read an `undefined`.)
     let mut adding = false;
-    // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
-    unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    if argc > 2 {
+        // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
+        unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
+    }
     if adding && s.core.total_permits().is_some() {
         return throw_unsupported(env, "addPermits() on a named or Redis semaphore (its total is fixed)");
     }

@@ -32,6 +32,20 @@ pub(crate) unsafe fn args<const N: usize>(
     env: RawEnv,
     info: sys::napi_callback_info,
 ) -> ([RawValue; N], *const c_void) {
+    // SAFETY: forwarded contract.
+    let (argv, _, data) = unsafe { args_counted::<N>(env, info) };
+    (argv, data)
+}
+
+/// As [`args`], with the number of arguments the caller passed.
+///
+/// # Safety
+/// As [`args`].
+#[inline(always)]
+pub(crate) unsafe fn args_counted<const N: usize>(
+    env: RawEnv,
+    info: sys::napi_callback_info,
+) -> ([RawValue; N], usize, *const c_void) {
     let mut argv = [ptr::null_mut(); N];
     let mut argc = N;
     let mut data = ptr::null_mut();
@@ -46,7 +60,7 @@ pub(crate) unsafe fn args<const N: usize>(
             &mut data,
         )
     };
-    (argv, data as *const c_void)
+    (argv, argc, data as *const c_void)
 }
 
 pub(crate) fn int(env: RawEnv, v: i32) -> RawValue {
@@ -126,6 +140,23 @@ pub(crate) fn string_arg(env: RawEnv, v: RawValue) -> Option<String> {
 
 /// Defines a raw Node-API function body with `env`, `info` and the EnvCtx.
 macro_rules! native {
+    // `argc`: also the number of arguments the caller passed (the rest of
+    // `argv` is `undefined`).
+    ($name:ident, |$env:ident, $ctx:ident, $argv:ident : [$n:literal], $argc:ident| $body:block) => {
+        pub(crate) unsafe extern "C" fn $name(
+            $env: RawEnv,
+            info: sys::napi_callback_info,
+        ) -> RawValue {
+            // SAFETY: as in the arm below.
+            let ($argv, $argc, ctx_ptr) = unsafe { crate::raw::args_counted::<$n>($env, info) };
+            // SAFETY: see the arm below.
+            let $ctx: &EnvCtx = unsafe { &*ctx_ptr.cast::<EnvCtx>() };
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| $body)) {
+                Ok(v) => v,
+                Err(e) => throw_internal($env, e),
+            }
+        }
+    };
     ($name:ident, |$env:ident, $ctx:ident, $argv:ident : [$n:literal]| $body:block) => {
         pub(crate) unsafe extern "C" fn $name(
             $env: RawEnv,

@@ -72,6 +72,7 @@ pub(crate) fn next_pin_ms(reg: &HashMap<u64, Entry>, now: Instant) -> f64 {
 
 impl Drop for Sem {
     fn drop(&mut self) {
+        crate::semaphore::LIVE_SEMS.fetch_sub(1, Ordering::Relaxed);
         if let Some(r) = self.core.as_redis() {
             // Ending a Redis session is a round trip: on a thread of its own,
             // never the JS thread (a finalizer), with the last session clone.
@@ -106,6 +107,11 @@ native!(js_share, |env, ctx, argv: [1]| {
         expired
     };
     drop(expired);
+    if !s.shared.load(Ordering::Relaxed) {
+        // Other threads may reach it from now on: its spare references go
+        // (`Sem::take_ref`), before `shared` is set, on its own thread.
+        s.retire_spares(false);
+    }
     if !s.shared.swap(true, Ordering::Relaxed) {
         // Its waiters of this thread may now be served by others: they keep
         // the thread alive like any waiter on a shared semaphore.

@@ -26,6 +26,9 @@ use crate::watch::Watch;
 /// The ids of [`Sem`]s (the registry's keys).
 pub(crate) static NEXT_SEM_ID: AtomicU64 = AtomicU64::new(1);
 
+/// [`Sem`]s alive in the process (`stats()`, for tests: what is freed when).
+pub(crate) static LIVE_SEMS: AtomicUsize = AtomicUsize::new(0);
+
 /// One semaphore, shared by every environment holding a handle to it.
 ///
 /// `repr(C)`: `held` and `debt` are adjacent words, which the JS fast path
@@ -63,6 +66,13 @@ pub(crate) struct Sem {
     /// Redis: the lease watches of this semaphore's sessions, owned here so
     /// that they (and the session clones they hold) go with the semaphore.
     pub(crate) watches: Mutex<Vec<Watch>>,
+    /// Strong references to this semaphore kept for the next requests
+    /// instead of dropped (see [`Sem::take_ref`]): a queued request holds
+    /// one, and a private semaphore's next request takes it back without
+    /// the two locked instructions of a clone and a drop.
+    pub(crate) spares: AtomicUsize,
+    /// Set when the private semaphore's handle went: no more spares.
+    pub(crate) spares_retired: AtomicBool,
 }
 
 impl Sem {
@@ -71,6 +81,7 @@ impl Sem {
     /// and their grants are delivered with confirmation.
     pub(crate) fn new(core: Core, name: Option<Box<str>>) -> Arc<Sem> {
         let shared = core.kind() != Kind::Local;
+        LIVE_SEMS.fetch_add(1, Ordering::Relaxed);
         Arc::new(Sem {
             core,
             id: NEXT_SEM_ID.fetch_add(1, Ordering::Relaxed),
@@ -83,7 +94,64 @@ impl Sem {
             graveyard: Mutex::new(Vec::new()),
             name,
             watches: Mutex::new(Vec::new()),
+            spares: AtomicUsize::new(0),
+            spares_retired: AtomicBool::new(false),
         })
+    }
+
+    /// A strong reference for a request on this semaphore: a spare one kept
+    /// by [`put_ref`](Self::put_ref) if there is one, else a clone.
+    ///
+    /// # Spare references
+    ///
+    /// A queued request owns a reference to its semaphore (its waiter is
+    /// linked in that semaphore's queue, and the JS object may be collected
+    /// meanwhile). On a private semaphore (`alone`) its thread alone makes
+    /// and ends requests, so instead of a clone (a locked increment) and a
+    /// drop (a locked decrement) per request, a finished request's
+    /// reference is kept, counted in `spares`, for the next one. The spares
+    /// go back (`retire_spares`) when the semaphore stops being private
+    /// (`share()`, on that thread) or when its one handle is finalized (on
+    /// that thread too): until then the handle keeps the semaphore alive
+    /// anyway, so a spare never does.
+    pub(crate) fn take_ref(self: &Arc<Sem>) -> Arc<Sem> {
+        let spares = self.spares.load(Ordering::Relaxed);
+        if spares == 0 || !self.alone() {
+            return self.clone();
+        }
+        // Plain load and store: only this thread touches `spares` while the
+        // semaphore is private (as `add_held`).
+        self.spares.store(spares - 1, Ordering::Relaxed);
+        // SAFETY: `put_ref` leaked this strong reference (`Arc::into_raw`
+        // of an `Arc<Sem>` to this very allocation) and counted it in
+        // `spares`; taking one off the count takes that reference back.
+        unsafe { Arc::from_raw(Arc::as_ptr(self)) }
+    }
+
+    /// Ends a request's reference: kept as a spare on a private semaphore
+    /// whose handle is alive (see [`take_ref`](Self::take_ref)), else dropped.
+    pub(crate) fn put_ref(this: Arc<Sem>) {
+        if this.alone() && !this.spares_retired.load(Ordering::Relaxed) {
+            this.spares
+                .store(this.spares.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+            let _ = Arc::into_raw(this); // counted in `spares`
+        }
+    }
+
+    /// Gives back every spare reference (see [`take_ref`](Self::take_ref)).
+    /// `last`: the handle is going, no more spares are kept. On the thread of
+    /// the private semaphore's handle, which still holds its own reference
+    /// (so this never drops the semaphore), before `shared` is set.
+    pub(crate) fn retire_spares(self: &Arc<Sem>, last: bool) {
+        if last {
+            self.spares_retired.store(true, Ordering::Relaxed);
+        }
+        let n = self.spares.swap(0, Ordering::Relaxed);
+        for _ in 0..n {
+            // SAFETY: each of the `n` counted spares is a strong reference
+            // leaked by `put_ref`; the caller's own keeps the count above 0.
+            unsafe { Arc::decrement_strong_count(Arc::as_ptr(self)) };
+        }
     }
 
     /// Whether this is a Redis semaphore (its round trips stay off the JS thread).

@@ -66,7 +66,8 @@
 //! overflow) calls the native function exactly as before, which decides again
 //! on the fresh word. A waiter is only ever queued by the native path, under
 //! the core's queue lock, after setting QUEUED with a CAS that a concurrent
-//! JS CAS makes fail (and vice versa).
+//! JS CAS makes fail (and vice versa), or finding it set already (when no JS
+//! CAS can succeed).
 //!
 //! # Orderings
 //!

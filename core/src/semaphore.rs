@@ -783,13 +783,29 @@ impl Semaphore {
                 } else {
                     (QUEUED, available) // drain everything, mark the queue non-empty
                 };
-                // Acquire: pairs with the Release that banked the drained permits.
-                match self.state.0.compare_exchange_weak(
-                    cur,
-                    new,
-                    Ordering::Acquire,
-                    Ordering::Relaxed,
-                ) {
+                // Already QUEUED: the counter is 0 (invariant 2), so there is
+                // nothing to drain, and the bit stays as it is: this waiter
+                // links behind the others without writing the word (one locked
+                // instruction less per queued acquire on a busy queue). Only a
+                // lock holder sets or clears QUEUED, so under the lock the bit
+                // read here is current; the lock-free writers (a release, a
+                // take, `forget_permits`) leave a QUEUED word alone, all but
+                // `close`, whose CLOSED, if this load missed it, orders the
+                // close after this enqueue: it drains the queue under the lock,
+                // this waiter included, once this section is over.
+                let swapped = if cur & QUEUED != 0 {
+                    debug_assert_eq!(available, 0);
+                    Ok(cur)
+                } else {
+                    // Acquire: pairs with the Release that banked the drained permits.
+                    self.state.0.compare_exchange_weak(
+                        cur,
+                        new,
+                        Ordering::Acquire,
+                        Ordering::Relaxed,
+                    )
+                };
+                match swapped {
                     Ok(_) if taken == n => {
                         if let Some(r) = self.recorder() {
                             r.granted(n);

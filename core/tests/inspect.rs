@@ -50,7 +50,9 @@ fn waiters_in_queue_order_with_partial_grants_and_times() {
     // preempted for longer between the poll and its clock read: seen under
     // load.)
     assert!(i.waiters[0].waiting_for >= Duration::from_millis(30));
-    assert!(i.waiters[0].waiting_for <= since);
+    // (Within 0.1%: on x86-64 Linux the stamps' clock may be the TSC at a
+    // rate measured against `Instant`'s, which NTP may slew since.)
+    assert!(i.waiters[0].waiting_for <= since + since / 1000);
     assert!(i.waiters[1].waiting_for < i.waiters[0].waiting_for);
     assert_eq!(i.holders.len(), 1);
     assert_eq!((i.holders[0].permits, i.holders[0].held_for), (3, None));

@@ -330,6 +330,45 @@ fn concurrent_close() {
     });
 }
 
+/// An acquire that queues behind a waiter (the word is already QUEUED, so it
+/// links without writing it) racing `close` and a release: it ends closed
+/// (at once, or woken by the close) or granted by the release after the
+/// head was; never queued past the close, never a lost permit.
+#[test]
+fn enqueue_behind_a_waiter_races_close_and_release() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let (head, tail) = (Box::pin(Waiter::new()), Arc::new(Box::pin(Waiter::new())));
+        let (chead, ctail) = (Ctx::new(), Ctx::new());
+        assert_eq!(queue(&sem, head.as_ref(), 2, &chead), RawAcquire::Pending);
+        let (s1, w1, c1) = (sem.clone(), tail.clone(), ctail.clone());
+        let t1 = thread::spawn(move || unsafe {
+            s1.acquire_raw(w1.as_ref().as_ref(), 1, record, c1.ptr())
+        });
+        let s2 = sem.clone();
+        let t2 = thread::spawn(move || s2.close());
+        sem.release(2).unwrap();
+        let queued = t1.join().unwrap();
+        t2.join().unwrap();
+        let tail_out = match queued {
+            Err(AcquireError::Closed) => None,
+            // The release came first: its second permit waited in the counter.
+            Ok(RawAcquire::Ready) => Some(Finish::Granted),
+            Ok(RawAcquire::Pending) => Some(unsafe { sem.finish_raw(tail.as_ref().as_ref()) }),
+            other => panic!("{other:?}"),
+        };
+        let head_out = unsafe { sem.finish_raw(head.as_ref()) };
+        let held = match (head_out, tail_out) {
+            (Finish::Granted, Some(Finish::Granted)) => 3,
+            (Finish::Granted, _) => 2,
+            (Finish::Closed, Some(Finish::Closed) | None) => 0,
+            other => panic!("{other:?}"),
+        };
+        assert!(sem.is_closed());
+        assert_eq!(sem.available_permits() + held, 3);
+    });
+}
+
 /// Cancel racing close: either the cancel removes the waiter (returning its
 /// partial grant) or the close wakes it; never both, never a lost permit.
 #[test]
