@@ -43,7 +43,11 @@ export interface AcquireOptions {
    * with `'ERR_VOLT_TIMED_OUT'`, a grant answered later given back. So a timed
    * acquire on Redis settles at the later of its timeout and that grace's end,
    * not at `commandTimeout`; a request that had to queue times out at its
-   * deadline (or when Redis answered "queued", if later). Timeouts above 2^31 - 1 ms,
+   * deadline (or when Redis answered "queued", if later). A grant made
+   * before the timer ran is the caller's, on every backend, as in Rust, C
+   * and Python, even when the timer fires before the grant reaches this
+   * thread (another thread or process released while this one was busy):
+   * the promise resolves. Timeouts above 2^31 - 1 ms,
    * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).
