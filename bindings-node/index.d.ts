@@ -844,6 +844,11 @@ export type RedisAcquireOptions = AcquireOptions;
  * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
  *   another type (another program wrote it); the call changed nothing in
  *   Redis, and the message names the key when known. Delete that key.
+ * * `ERR_VOLT_REDIS_OUT_OF_MEMORY`: Redis reached its `maxmemory` and refused
+ *   the call's writes (`noeviction`, or a `volatile-*` policy with nothing to
+ *   evict); the call changed nothing, and the message has the server's `OOM`
+ *   text. Transient: retry once memory is freed (a `release()` so refused
+ *   gave the session up, as any refused release: its permits come back).
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -869,6 +874,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_VOLT_WRONG_TYPE'
   | 'ERR_VOLT_VERSION_MISMATCH'
+  | 'ERR_VOLT_REDIS_OUT_OF_MEMORY'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */
