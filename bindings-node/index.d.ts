@@ -43,7 +43,11 @@ export interface AcquireOptions {
    * with `'ERR_VOLT_TIMED_OUT'`, a grant answered later given back. So a timed
    * acquire on Redis settles at the later of its timeout and that grace's end,
    * not at `commandTimeout`; a request that had to queue times out at its
-   * deadline (or when Redis answered "queued", if later). Timeouts above 2^31 - 1 ms,
+   * deadline (or when Redis answered "queued", if later). A grant made
+   * before the timer ran is the caller's, on every backend, as in Rust, C
+   * and Python, even when the timer fires before the grant reaches this
+   * thread (another thread or process released while this one was busy):
+   * the promise resolves. Timeouts above 2^31 - 1 ms,
    * `setTimeout`'s limit, are waited for in full. The timer keeps the thread alive until then,
    * unless the semaphore was `unref()`'d (see `signal` for
    * `AbortSignal.timeout()`).
@@ -840,6 +844,11 @@ export type RedisAcquireOptions = AcquireOptions;
  * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
  *   another type (another program wrote it); the call changed nothing in
  *   Redis, and the message names the key when known. Delete that key.
+ * * `ERR_VOLT_REDIS_OUT_OF_MEMORY`: Redis reached its `maxmemory` and refused
+ *   the call's writes (`noeviction`, or a `volatile-*` policy with nothing to
+ *   evict); the call changed nothing, and the message has the server's `OOM`
+ *   text. Transient: retry once memory is freed (a `release()` so refused
+ *   gave the session up, as any refused release: its permits come back).
  */
 export type RedisErrorCode =
   | 'ERR_VOLT_INVALID_URL'
@@ -865,6 +874,7 @@ export type RedisErrorCode =
   | 'ERR_VOLT_NOT_FOUND'
   | 'ERR_VOLT_WRONG_TYPE'
   | 'ERR_VOLT_VERSION_MISMATCH'
+  | 'ERR_VOLT_REDIS_OUT_OF_MEMORY'
   | 'ERR_OUT_OF_RANGE';
 
 /** An error of a Redis semaphore (see {@link RedisErrorCode}). */

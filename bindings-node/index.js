@@ -608,8 +608,10 @@ class Waiter {
   }
 
   /**
-   * The `timeout` passed: cancel the request, as abort() does, unless it is
-   * a Redis request whose acquire script has not answered yet. That one is
+   * The `timeout` passed: cancel the request, as abort() does, unless it was
+   * granted already, its wake not delivered yet (the timer ran first): that
+   * grant is the caller's, on every backend, as in Rust, C and Python; or
+   * unless it is a Redis request whose acquire script has not answered yet. That one is
    * left to the answer (every backend tries before it waits) until its grace
    * ends (the addon says when: see the Redis crate's text on timeouts): it
    * settles as any request does, granted, or rejected with
@@ -689,7 +691,8 @@ function onTimeout(w, left, h) {
     armTimeout(w, left, h, w.timerRef);
     return;
   }
-  // The timer won (the request was still queued).
+  // The timer ran before the outcome was delivered (the request may have
+  // been granted meanwhile: expire() then delivers the grant).
   w.expire(h);
 }
 

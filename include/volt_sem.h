@@ -646,9 +646,9 @@ enum volt_status
    */
   VOLT_CONNECTION_FAILED = 29,
   /**
-   * Redis answered a command with an error (e.g. out of memory, a script
-   * error; a replica is `VOLT_READ_ONLY`, an ACL refusal
-   * `VOLT_NO_PERMISSION`).
+   * Redis answered a command with an error (e.g. a script error; a
+   * replica is `VOLT_READ_ONLY`, an ACL refusal `VOLT_NO_PERMISSION`, a
+   * full Redis `VOLT_REDIS_OUT_OF_MEMORY`).
    */
   VOLT_REDIS_ERROR = 30,
   /**
@@ -723,6 +723,14 @@ enum volt_status
    * library (all glibc, or all musl) for every process of a name.
    */
   VOLT_LIBC_MISMATCH = 41,
+  /**
+   * Redis reached its `maxmemory` and refused the call's writes (`OOM`;
+   * `noeviction` or a `volatile-*` policy): nothing was changed.
+   * Transient: retry once memory is freed (a release so refused gave the
+   * session up, as any refused release: its permits come back).
+   * `volt_last_error_message` has the server's text.
+   */
+  VOLT_REDIS_OUT_OF_MEMORY = 42,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L

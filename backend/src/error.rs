@@ -359,9 +359,9 @@ error_table! {
             VOLT_CONNECTION_FAILED = 29;
         /// Redis answered with an error (its text, without the password).
         Redis(detail: String) [redis] => "REDIS_ERROR", Redis, "Redis error: {detail}",
-            /// Redis answered a command with an error (e.g. out of memory, a script
-            /// error; a replica is `VOLT_READ_ONLY`, an ACL refusal
-            /// `VOLT_NO_PERMISSION`).
+            /// Redis answered a command with an error (e.g. a script error; a
+            /// replica is `VOLT_READ_ONLY`, an ACL refusal `VOLT_NO_PERMISSION`, a
+            /// full Redis `VOLT_REDIS_OUT_OF_MEMORY`).
             VOLT_REDIS_ERROR = 30;
         /// A reply the scripts never produce (a bug, or a foreign key in the
         /// semaphore's key space).
@@ -418,6 +418,19 @@ error_table! {
             /// acknowledged in time, so the session was given up (what it held went
             /// back; its waiters fail with `VOLT_LEASE_EXPIRED`).
             VOLT_NOT_REPLICATED = 35;
+        /// Redis reached its `maxmemory` and refused the call's writes (`OOM`:
+        /// `noeviction`, or a `volatile-*` policy with nothing to evict). The
+        /// call changed nothing (Redis refuses a script at its first write):
+        /// transient, retry once memory is freed. A release so refused gave its
+        /// session up, as any refused release: its permits come back. The text
+        /// is the server's.
+        OutOfMemory(detail: String) [redis] => "REDIS_OUT_OF_MEMORY", Redis, "Redis is out of memory (maxmemory reached); nothing was changed: retry once memory is freed: {detail}",
+            /// Redis reached its `maxmemory` and refused the call's writes (`OOM`;
+            /// `noeviction` or a `volatile-*` policy): nothing was changed.
+            /// Transient: retry once memory is freed (a release so refused gave the
+            /// session up, as any refused release: its permits come back).
+            /// `volt_last_error_message` has the server's text.
+            VOLT_REDIS_OUT_OF_MEMORY = 42;
     }
 }
 

@@ -23,7 +23,7 @@ use volt_sem_backend::{Error, Grant};
 
 use crate::handle::handle;
 use crate::js_error::error;
-use crate::raw::{boolean, double, null};
+use crate::raw::{boolean, double, internal_error, null, panic_text};
 use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
 
@@ -40,6 +40,9 @@ pub(crate) enum Done {
     Tried(Option<(Grant, Arc<Sem>, usize)>),
     /// The call failed: rejects with the error (`what` in its message).
     Failed(Error, &'static str),
+    /// The call panicked (a bug), saying this: rejects with an
+    /// `ERR_VOLT_INTERNAL` error, as a panic in a native call throws one.
+    Panicked(String),
 }
 
 struct Call {
@@ -106,7 +109,12 @@ pub(crate) fn spawn(
         .name("volt-sem off-loop call".into())
         .spawn(move || {
             let t = t;
-            let done = Box::into_raw(Box::new(job()));
+            // A panic must not end this thread before it posts an outcome
+            // and releases the tsfn: the promise would never settle, and a
+            // ref'd tsfn would keep the JS thread alive for ever.
+            let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job))
+                .unwrap_or_else(|p| Done::Panicked(panic_text(&*p)));
+            let done = Box::into_raw(Box::new(done));
             // SAFETY: the tsfn is alive until this thread releases it below;
             // a refused call (teardown) leaves `done` to us.
             unsafe {
@@ -116,7 +124,11 @@ pub(crate) fn spawn(
                     sys::ThreadsafeFunctionCallMode::blocking,
                 );
                 if status != sys::Status::napi_ok {
-                    drop(Box::from_raw(done));
+                    // (Dropping a semaphore may run its disconnect: guarded
+                    // too, so the release below always happens.)
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        drop(Box::from_raw(done))
+                    }));
                 }
                 sys::napi_release_threadsafe_function(
                     t.0,
@@ -191,6 +203,7 @@ fn settle(env: RawEnv, deferred: sys::napi_deferred, done: Done) {
             )
         }
         Done::Failed(e, what) => (false, error(env, &e, &format!("{what}: {e}"))),
+        Done::Panicked(what) => (false, internal_error(env, &what)),
     };
     // SAFETY: on the JS thread of `deferred`, which is settled once.
     unsafe {

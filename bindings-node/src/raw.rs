@@ -178,19 +178,45 @@ macro_rules! native {
     };
 }
 
-/// Throws an `Error` with `code === 'ERR_VOLT_INTERNAL'` for a caught panic.
-pub(crate) fn throw_internal(env: RawEnv, panic: Box<dyn std::any::Any + Send>) -> RawValue {
-    let what = panic
+/// The text of a caught panic (its `&str` or `String` payload).
+pub(crate) fn panic_text(panic: &(dyn std::any::Any + Send)) -> String {
+    panic
         .downcast_ref::<&str>()
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "unknown panic".to_string());
-    let msg =
-        std::ffi::CString::new(format!("volt-sem: internal error: {what}").replace('\0', " "))
-            .unwrap_or_default();
+        .unwrap_or_else(|| "unknown panic".to_string())
+}
+
+/// The message of the `ERR_VOLT_INTERNAL` error of a panic saying `what`.
+fn internal_message(what: &str) -> String {
+    format!("volt-sem: internal error: {what}").replace('\0', " ")
+}
+
+/// Throws an `Error` with `code === 'ERR_VOLT_INTERNAL'` for a caught panic.
+pub(crate) fn throw_internal(env: RawEnv, panic: Box<dyn std::any::Any + Send>) -> RawValue {
+    let msg = std::ffi::CString::new(internal_message(&panic_text(&*panic))).unwrap_or_default();
     // SAFETY: plain Node-API call on the JS thread.
     unsafe {
         sys::napi_throw_error(env, c"ERR_VOLT_INTERNAL".as_ptr(), msg.as_ptr());
     }
     ptr::null_mut()
+}
+
+/// The `Error` (not thrown) with `code === 'ERR_VOLT_INTERNAL'` of a panic
+/// saying `what` (a panic caught off the JS thread).
+pub(crate) fn internal_error(env: RawEnv, what: &str) -> RawValue {
+    let code = "ERR_VOLT_INTERNAL";
+    let msg = internal_message(what);
+    let (mut js_code, mut js_msg, mut err) = (ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+    // SAFETY: plain value creation on the JS thread; the strings are valid
+    // UTF-8 of the given length.
+    unsafe {
+        sys::napi_create_string_utf8(env, code.as_ptr().cast(), code.len() as isize, &mut js_code);
+        sys::napi_create_string_utf8(env, msg.as_ptr().cast(), msg.len() as isize, &mut js_msg);
+        sys::napi_create_error(env, js_code, js_msg, &mut err);
+    }
+    if err.is_null() {
+        return null(env);
+    }
+    err
 }

@@ -150,6 +150,14 @@ impl EnvCtx {
     /// partial grant) is left queued as an orphan instead of handing its
     /// partial grant on past the debt.
     pub(crate) fn cancel_slot(&self, slot: u32) {
+        self.end_slot(slot, false);
+    }
+
+    /// Ends the active request in `slot` as [`cancel_slot`](Self::cancel_slot)
+    /// does, except that with `keep` a grant it finds (made before the
+    /// cancel, its wake not delivered yet) is the caller's: delivered as a
+    /// wake would ([`granted`](Self::granted)), its outcome code returned.
+    fn end_slot(&self, slot: u32, keep: bool) -> Option<u32> {
         let node: *const Node = {
             let slots = self.slots.borrow();
             &*slots[slot as usize].node
@@ -159,7 +167,7 @@ impl EnvCtx {
         let sem = node.sem.borrow().clone();
         let Some(sem) = sem else {
             self.release_slot(slot);
-            return;
+            return None;
         };
         if sem.debt.load(Ordering::SeqCst) > 0
             && node.waiter.state() == volt_sem::WaiterState::Waiting
@@ -170,13 +178,17 @@ impl EnvCtx {
                 self.new_node(),
             );
             orphan(old, &sem);
-            return;
+            return None;
         }
         if let Finish::Granted = node.finish() {
+            if keep {
+                return Some(self.granted(slot, node));
+            }
             // Granted but not yet delivered: JS gave up on it, so give it back.
             let _ = release_paying(&sem, node.n.get());
         }
         self.release_slot(slot);
+        None
     }
 
     /// Hands the grant `finish` just returned for the request in `slot` to
@@ -216,10 +228,10 @@ impl EnvCtx {
     /// settled by then): every backend tries before it waits. `last` (the
     /// grace ended) cancels it whatever it is waiting for. A request the
     /// cancel finds granted, its wake not yet delivered (the grant came
-    /// first, as in Rust and Python a grant that beats the cancel is kept),
-    /// is the caller's: [`Expired::Kept`] with its outcome code. Anything
-    /// else is cancelled as by [`cancel_slot`](Self::cancel_slot)
-    /// ([`Expired::Ended`]).
+    /// first, as in Rust, C and Python a grant that beats the cancel is
+    /// kept), is the caller's on every backend: [`Expired::Kept`] with its
+    /// outcome code. Anything else is cancelled as by
+    /// [`cancel_slot`](Self::cancel_slot) ([`Expired::Ended`]).
     pub(crate) fn expire_slot(&self, slot: u32, last: bool) -> Expired {
         let node: *const Node = {
             let slots = self.slots.borrow();
@@ -244,7 +256,11 @@ impl EnvCtx {
                 }
                 self.release_slot(slot);
             }
-            _ => self.cancel_slot(slot),
+            _ => {
+                if let Some(code) = self.end_slot(slot, true) {
+                    return Expired::Kept(code);
+                }
+            }
         }
         Expired::Ended
     }

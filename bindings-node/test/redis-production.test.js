@@ -23,7 +23,7 @@ async function conserved(sem, total) {
   return c;
 }
 
-test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_ERROR) and loses nothing', async () => {
+test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_OUT_OF_MEMORY) and loses nothing', async () => {
   const s = await RedisServer.start({ extra: ['--maxmemory-policy', 'noeviction'] });
   try {
     const sem = await Semaphore.connect(s.url(), 'oom', 2, opts);
@@ -33,7 +33,7 @@ test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_ERROR) and los
     const info = await command(s.port, 'INFO memory', (t) => t.includes('used_memory_peak:'));
     const used = Number(/used_memory:(\d+)/.exec(info)[1]);
     assert.equal(await command(s.port, resp('CONFIG', 'SET', 'maxmemory', used - 1_000_000)), '+OK\r\n');
-    const oom = { code: 'ERR_VOLT_REDIS_ERROR', message: /OOM/ };
+    const oom = { code: 'ERR_VOLT_REDIS_OUT_OF_MEMORY', message: /OOM/ };
     await assert.rejects(sem.tryAcquirePermit(1), oom);
     await assert.rejects(Semaphore.connect(s.url(), 'oom-other', 2, opts), oom);
     for (let i = 0; i < 200; i++) await command(s.port, resp('DEL', `filler:${i}`));

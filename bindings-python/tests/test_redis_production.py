@@ -49,7 +49,8 @@ def test_a_full_redis_refuses_with_a_typed_oom_error(name):
         for call in (lambda: sem.try_acquire(1), lambda: connect(s.url, name + "-other", 2)):
             with pytest.raises(volt_sem.RedisCommandError) as e:
                 call()
-            assert e.value.code == "REDIS_ERROR" and "OOM" in str(e.value), e.value
+            assert e.value.code == "REDIS_OUT_OF_MEMORY" and "OOM" in str(e.value), (e.value.code, e.value)
+            assert isinstance(e.value, volt_sem.RedisOutOfMemoryError), type(e.value)
         for i in range(200):
             command(s.port, "DEL", f"filler:{i}")
         sem.disconnect()

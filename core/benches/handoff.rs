@@ -10,15 +10,15 @@
 //! `cargo bench -p volt-sem-benches --bench handoff [-- IMPL...]`, IMPL one of
 //! none (no lock: the harness's own cost), volt-sem, std, parking_lot, tokio
 //! (default: all). By default the threads
-//! start as in the criterion group (spawned per round, no barrier, placed by
-//! the scheduler); `--pinned` pins them to CPUs 0 and 1 and starts them
+//! start as in the criterion group (spawned per round, started together by a
+//! barrier, placed by the scheduler); `--pinned` pins them to CPUs 0 and 1 and starts them
 //! together, so that they contend throughout; `--alone` runs one thread, for
 //! the uncontended cost; `--spread` starts each round's threads together on
 //! CPUs 0 and 1 and then lets the scheduler move them. One implementation per
 //! run suits `perf stat` and `strace -c -f`.
 
 use std::sync::Barrier;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 const LOCKS: usize = 200_000;
 
@@ -78,8 +78,10 @@ fn rusage_switches() -> (i64, i64) {
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
     /// As the criterion group: each round spawns two threads that run
-    /// `CRITERION_LOCKS` each, without a barrier (the first spawned starts
-    /// alone), placed by the scheduler; `CRITERION_ROUNDS` rounds.
+    /// `CRITERION_LOCKS` each, started together by a barrier (without it the
+    /// first one spawned ran alone for most of its loop: see
+    /// `semaphore.rs`'s `two_threads`), placed by the scheduler;
+    /// `CRITERION_ROUNDS` rounds.
     Criterion,
     /// Both threads pinned (CPUs 0 and 1) and started together by a barrier,
     /// `LOCKS` each: contention from the first lock to the last.
@@ -104,12 +106,15 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
     let (v0, i0) = rusage_switches();
     let start = Instant::now();
     // Rounds in which the two loops overlapped in time, and in which the two
-    // threads ended their loops on the same CPU.
+    // threads ended their loops on the same CPU; the head start of the
+    // first loop over the second, and the rounds' loop time, summed.
     let (mut overlapped, mut same_cpu) = (0, 0);
+    let (mut head_start, mut looped) = (Duration::ZERO, Duration::ZERO);
     for _ in 0..rounds {
-        // Pinned, both threads start together: without the barrier one thread
-        // may finish its loop before the other is scheduled.
-        let start_line = Barrier::new(2);
+        // Both threads start together (as in the criterion group): without
+        // the barrier one thread may finish its loop before the other is
+        // scheduled.
+        let start_line = Barrier::new(usize::from(threads));
         let spans: Vec<(Instant, Instant, i32)> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..threads)
                 .map(|me| {
@@ -117,8 +122,8 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
                     s.spawn(move || {
                         if matches!(mode, Mode::Pinned | Mode::Spread) {
                             pin_to_cpus(&[usize::from(me)]);
-                            start_line.wait();
                         }
+                        start_line.wait();
                         if mode == Mode::Spread {
                             pin_to_cpus(&[0, 1]);
                         }
@@ -134,6 +139,8 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
         if let [a, b] = spans[..] {
             overlapped += usize::from(a.0.max(b.0) < a.1.min(b.1));
             same_cpu += usize::from(a.2 == b.2);
+            head_start += a.0.max(b.0) - a.0.min(b.0);
+            looped += a.1.max(b.1) - a.0.min(b.0);
         }
     }
     let elapsed = start.elapsed();
@@ -157,8 +164,11 @@ fn run(mode: Mode, name: &str, lock: impl Fn(u8) + Sync, read: impl Fn() -> (u64
     );
     if matches!(mode, Mode::Criterion | Mode::Spread) {
         println!(
-            "{:12} rounds {rounds}: loops overlapped in {overlapped}, ended on the same CPU in {same_cpu}",
-            ""
+            "{:12} rounds {rounds}: loops overlapped in {overlapped}, ended on the same CPU in {same_cpu}; \
+             head start of the first loop {:.1} us a round ({:.1}% of the loops' time)",
+            "",
+            head_start.as_secs_f64() * 1e6 / rounds as f64,
+            100.0 * head_start.as_secs_f64() / looped.as_secs_f64(),
         );
     }
 }

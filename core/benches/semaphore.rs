@@ -7,7 +7,7 @@
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -268,17 +268,32 @@ fn handoff_chain(c: &mut Criterion) {
 
 const LOCKS: usize = 20_000;
 
-/// Two threads each doing `LOCKS` lock/increment/unlock; time per lock.
+/// Two threads each doing `LOCKS` lock/increment/unlock, started together
+/// by a barrier; time per lock, from the first thread's start to the last
+/// one's end (not the threads' spawn and join). Spawned one after the other
+/// without a barrier, the first thread ran alone, uncontended, for most of
+/// its loop before the second was scheduled (`cargo bench --bench handoff`,
+/// which starts its threads the same way, prints that head start).
 fn two_threads(iters: u64, op: impl Fn() + Sync) -> Duration {
     let mut total = Duration::ZERO;
     for _ in 0..iters {
-        let start = Instant::now();
-        std::thread::scope(|s| {
-            for _ in 0..2 {
-                s.spawn(|| (0..LOCKS).for_each(|_| op()));
-            }
+        let start_line = Barrier::new(2);
+        let spans: Vec<(Instant, Instant)> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..2)
+                .map(|_| {
+                    s.spawn(|| {
+                        start_line.wait();
+                        let begin = Instant::now();
+                        (0..LOCKS).for_each(|_| op());
+                        (begin, Instant::now())
+                    })
+                })
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
         });
-        total += start.elapsed();
+        let begin = spans.iter().map(|s| s.0).min().expect("two threads");
+        let end = spans.iter().map(|s| s.1).max().expect("two threads");
+        total += end - begin;
     }
     total / (2 * LOCKS) as u32
 }

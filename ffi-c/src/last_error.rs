@@ -77,6 +77,7 @@ pub(crate) fn remember(e: &Error) {
             | Error::Auth
             | Error::Connection(_)
             | Error::Redis(_)
+            | Error::OutOfMemory(_)
             | Error::Protocol(_)
             | Error::LeaseExpired
             | Error::StateLost

@@ -100,9 +100,9 @@ pub enum volt_status {
     /// Redis could not be reached within the connect timeout, or the
     /// connection failed (or a command took longer than the command timeout).
     VOLT_CONNECTION_FAILED = 29,
-    /// Redis answered a command with an error (e.g. out of memory, a script
-    /// error; a replica is `VOLT_READ_ONLY`, an ACL refusal
-    /// `VOLT_NO_PERMISSION`).
+    /// Redis answered a command with an error (e.g. a script error; a
+    /// replica is `VOLT_READ_ONLY`, an ACL refusal `VOLT_NO_PERMISSION`, a
+    /// full Redis `VOLT_REDIS_OUT_OF_MEMORY`).
     VOLT_REDIS_ERROR = 30,
     /// Redis answered with a reply the library never expects (a foreign key
     /// in the semaphore's key space, or a bug).
@@ -154,6 +154,12 @@ pub enum volt_status {
     /// and cannot share it); nothing was changed. Use builds for one C
     /// library (all glibc, or all musl) for every process of a name.
     VOLT_LIBC_MISMATCH = 41,
+    /// Redis reached its `maxmemory` and refused the call's writes (`OOM`;
+    /// `noeviction` or a `volatile-*` policy): nothing was changed.
+    /// Transient: retry once memory is freed (a release so refused gave the
+    /// session up, as any refused release: its permits come back).
+    /// `volt_last_error_message` has the server's text.
+    VOLT_REDIS_OUT_OF_MEMORY = 42,
 }
 
 impl volt_status {
@@ -202,6 +208,7 @@ impl volt_status {
             39 => Self::VOLT_TRUNCATED,
             40 => Self::VOLT_WRONG_TYPE,
             41 => Self::VOLT_LIBC_MISMATCH,
+            42 => Self::VOLT_REDIS_OUT_OF_MEMORY,
             _ => return None,
         })
     }
@@ -251,6 +258,7 @@ impl volt_status {
             Self::VOLT_TRUNCATED => c"VOLT_TRUNCATED",
             Self::VOLT_WRONG_TYPE => c"VOLT_WRONG_TYPE",
             Self::VOLT_LIBC_MISMATCH => c"VOLT_LIBC_MISMATCH",
+            Self::VOLT_REDIS_OUT_OF_MEMORY => c"VOLT_REDIS_OUT_OF_MEMORY",
         }
     }
 }

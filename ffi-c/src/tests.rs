@@ -93,6 +93,7 @@ fn status_names_match_variants() {
         VOLT_TRUNCATED,
         VOLT_WRONG_TYPE,
         VOLT_LIBC_MISMATCH,
+        VOLT_REDIS_OUT_OF_MEMORY,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);

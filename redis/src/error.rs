@@ -59,6 +59,16 @@ pub enum Error {
         /// How many were asked for.
         wanted: u64,
     },
+    /// Redis reached its `maxmemory` and refused the call's writes (`OOM`:
+    /// `noeviction`, Redis's default, or a `volatile-*` policy with nothing
+    /// to evict). The call changed nothing: Redis refuses a script at its
+    /// first write, so none stops half way. Transient: retry once memory is
+    /// freed. A release so refused gives its session up, as any refused
+    /// release (its permits come back); a waiter whose heartbeats are
+    /// refused for a whole lease fails with [`Error::LeaseExpired`]. The
+    /// text is the server's. See *Running Redis in production* in the crate
+    /// docs.
+    OutOfMemory(String),
     /// The server answered with an error (the text, without the password).
     Redis(String),
     /// A reply the scripts never produce (a bug or a foreign key).
@@ -160,6 +170,7 @@ impl fmt::Display for Error {
                 f,
                 "only {acked} of {wanted} replicas acknowledged the write in time (the session was given up)"
             ),
+            Error::OutOfMemory(d) => write!(f, "{OUT_OF_MEMORY}: {d}"),
             Error::Redis(d) => write!(f, "Redis error: {d}"),
             Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
             Error::WrongType(d) => write!(f, "{WRONG_TYPE}: {d}"),
@@ -210,6 +221,11 @@ impl std::error::Error for Error {}
 /// table words it the same).
 const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type \
      (something else wrote it); nothing was changed";
+
+/// [`Error::OutOfMemory`]'s message, before its detail (the backend's error
+/// table words it the same).
+const OUT_OF_MEMORY: &str =
+    "Redis is out of memory (maxmemory reached); nothing was changed: retry once memory is freed";
 
 /// The start of Redis's text when the ACL refuses a command a script runs.
 const SCRIPT_ACL_REFUSAL: &str = "The user executing the script can't";
@@ -266,6 +282,11 @@ impl Error {
                 found: found.and_then(|w| w.parse().ok()).unwrap_or(0),
                 expected: crate::SCHEMA_VERSION,
             };
+        }
+        if code == "OOM" {
+            // `maxmemory` reached (noeviction, or a volatile-* policy with
+            // nothing to evict): refused before the script's first write.
+            return Error::OutOfMemory(scrub(e.to_string()));
         }
         if code == "READONLY" || e.kind() == K::Server(redis::ServerErrorKind::ReadOnly) {
             return Error::ReadOnly(scrub(e.to_string()));

@@ -548,12 +548,14 @@
 //!   lists (`{p:n}:note:<session>`) do, and they are hints. So `noeviction`
 //!   (Redis's default) and every `volatile-*` policy never evict them.
 //!   When Redis is full, every call that writes fails at once with
-//!   [`Error::Redis`], the server's text (`OOM command not allowed when
-//!   used memory > 'maxmemory'`), and changes nothing: Redis refuses a
-//!   script at its first write, so none stops half way. A release refused
-//!   so gives its session up; a waiter whose heartbeats are refused for a
-//!   whole lease fails with [`Error::LeaseExpired`]. Once memory is freed,
-//!   every permit is back.
+//!   [`Error::OutOfMemory`], carrying the server's text (`OOM command not
+//!   allowed when used memory > 'maxmemory'`), and changes nothing: Redis
+//!   refuses a script at its first write, so none stops half way. It is
+//!   transient: retry once memory is freed (C `VOLT_REDIS_OUT_OF_MEMORY`,
+//!   Python `RedisOutOfMemoryError`, Node `ERR_VOLT_REDIS_OUT_OF_MEMORY`).
+//!   A release refused so gives its session up; a waiter whose heartbeats
+//!   are refused for a whole lease fails with [`Error::LeaseExpired`]. Once
+//!   memory is freed, every permit is back.
 //! * **`allkeys-lru`, `allkeys-lfu`, `allkeys-random` evict the
 //!   semaphore's keys**: any key may go, and LRU takes the idle ones first
 //!   (a semaphore held for a second while a cache writes is idle). Keep a

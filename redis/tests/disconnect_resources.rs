@@ -101,8 +101,14 @@ fn a_disconnected_handle_keeps_no_thread_and_no_connection() {
         .iter()
         .map(|s| s.acquire_blocking(1).unwrap())
         .collect();
-    // Two threads and two connections per handle while connected.
-    assert_eq!(threads(), base + 2 * N);
+    // Two threads and two connections per handle while connected (a
+    // session thread names itself once it runs: `connect` may return
+    // before both have).
+    eventually(
+        "both threads of each handle named",
+        Duration::from_secs(20),
+        || threads() == base + 2 * N,
+    );
     eventually(
         "both connections of each handle seen",
         Duration::from_secs(20),

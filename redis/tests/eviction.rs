@@ -213,7 +213,7 @@ fn allkeys_lru_evicts_a_held_semaphore_and_its_clients_are_told() {
 /// The semaphore's keys carry no TTL (only the notification lists do, and
 /// they are hints): a `volatile-*` policy never evicts them. With it, as
 /// with `noeviction`, a full Redis refuses the scripts with `OOM`
-/// ([`Error::Redis`], the server's text), no script stops half way (it is
+/// ([`Error::OutOfMemory`], the server's text), no script stops half way (it is
 /// refused before its first write), and every permit is back once memory
 /// is freed.
 #[test]
@@ -252,7 +252,7 @@ fn a_full_redis_refuses_with_oom_and_loses_nothing() {
             .unwrap();
         assert_eq!(fill(&mut raw, n, 1), 1, "{policy}: not full");
         let oom = |r: Result<(), Error>| match r {
-            Err(Error::Redis(t)) if t.contains("OOM") => {}
+            Err(Error::OutOfMemory(t)) if t.contains("OOM") => {}
             other => panic!("{policy}: not an OOM refusal: {other:?}"),
         };
         oom(a.acquire_timeout(1, Duration::from_secs(10)).map(drop));

@@ -288,7 +288,7 @@ fn model(seeds: u64, oom: bool) -> usize {
                     checked += 1;
                     assert!(!changed, "{at}: the call failed, and changed Redis: {r:?}");
                 }
-                Err(CallError::NotRun(Error::Redis(m))) if oom && m.contains("OOM") => {
+                Err(CallError::NotRun(Error::OutOfMemory(m))) if oom && m.contains("OOM") => {
                     checked += 1;
                     assert!(!changed, "{at}: the call failed, and changed Redis: {r:?}");
                 }

@@ -519,12 +519,13 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_TRUNCATED, 39, "VOLT_TRUNCATED"},
         {VOLT_WRONG_TYPE, 40, "VOLT_WRONG_TYPE"},
         {VOLT_LIBC_MISMATCH, 41, "VOLT_LIBC_MISMATCH"},
+        {VOLT_REDIS_OUT_OF_MEMORY, 42, "VOLT_REDIS_OUT_OF_MEMORY"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(42), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(43), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);

@@ -71,6 +71,7 @@ from ._errors import (
     RedisCommandError,
     RedisConnectionError,
     RedisError,
+    RedisOutOfMemoryError,
     StateLostError,
 )
 from ._volt_sem import (
@@ -239,6 +240,7 @@ __all__ = [
     "RedisConnect",
     "RedisConnectionError",
     "RedisError",
+    "RedisOutOfMemoryError",
     "StateLostError",
     "ClosedError",
     "CorruptError",

@@ -11,6 +11,7 @@ from ._errors import ReadOnlyError as ReadOnlyError
 from ._errors import RedisCommandError as RedisCommandError
 from ._errors import RedisConnectionError as RedisConnectionError
 from ._errors import RedisError as RedisError
+from ._errors import RedisOutOfMemoryError as RedisOutOfMemoryError
 from ._errors import StateLostError as StateLostError
 from ._volt_sem import MAX_NAME_LEN as MAX_NAME_LEN
 from ._volt_sem import MAX_PERMITS as MAX_PERMITS
@@ -82,6 +83,7 @@ __all__ = [
     "RedisCommandError",
     "RedisConnectionError",
     "RedisError",
+    "RedisOutOfMemoryError",
     "StateLostError",
     "ClosedError",
     "CorruptError",

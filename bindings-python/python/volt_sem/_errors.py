@@ -17,6 +17,7 @@ __all__ = [
     "InvalidLabelError",
     "NoPermissionError",
     "ReadOnlyError",
+    "RedisOutOfMemoryError",
     "InUseError",
 ]
 
@@ -66,6 +67,17 @@ class ReadOnlyError(RedisCommandError):
     again instead."""
 
     code = "READ_ONLY"
+
+
+class RedisOutOfMemoryError(RedisCommandError):
+    """Redis reached its ``maxmemory`` and refused the call's writes (``OOM``:
+    ``noeviction``, Redis's default, or a ``volatile-*`` policy with nothing
+    to evict). The call changed nothing (Redis refuses a script at its first
+    write): transient, retry once memory is freed. A release so refused gave
+    its session up, as any refused release (its permits come back). The
+    message has the server's text. A ``RedisCommandError``."""
+
+    code = "REDIS_OUT_OF_MEMORY"
 
 
 class InUseError(RedisError):
@@ -118,6 +130,7 @@ for _cls in (
     InvalidLabelError,
     NoPermissionError,
     ReadOnlyError,
+    RedisOutOfMemoryError,
     InUseError,
 ):
     _cls.__module__ = "volt_sem"
