@@ -174,3 +174,38 @@ fn a_handle_whose_semaphore_was_recreated_by_another_release_is_state_lost() {
     );
     assert_eq!(keys_of(&s, "re"), before);
 }
+
+/// A second `connect` in a process whose first handle is still alive shares
+/// that handle's session without running `connect.lua` (registry.rs): when
+/// the name was re-created by a client of another release meanwhile, it must
+/// not hand back the old session's handle, nor one of the new keys: the
+/// census sees the loss, the connect starts afresh and is refused by schema
+/// (VersionMismatch, not StateLost), nothing written.
+#[test]
+fn a_second_connect_beside_a_live_handle_checks_the_schema_of_a_recreated_name() {
+    let s = Server::start();
+    let first = connect(&s, "shared", 2);
+    let mut raw = s.raw();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg("{volt-sem:shared}:*")
+        .query(&mut raw)
+        .unwrap();
+    let _: () = redis::cmd("DEL").arg(&keys).query(&mut raw).unwrap();
+    let _: () = redis::cmd("HSET")
+        .arg("{volt-sem:shared}:meta")
+        .arg(&["total", "2", "avail", "2", "inc", "other", "token", "0"])
+        .arg(&["closed", "0", "seq", "0", "schema", "99"])
+        .query(&mut raw)
+        .unwrap();
+    let before = keys_of(&s, "shared");
+    refused(
+        "second connect",
+        RedisSemaphore::connect(&s.url(), "shared", 2, opts()),
+        99,
+    );
+    assert_eq!(keys_of(&s, "shared"), before, "a refused connect wrote");
+    assert_eq!(
+        first.try_acquire(1).map(|g| g.forget()),
+        Err(Error::StateLost)
+    );
+}
