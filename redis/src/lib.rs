@@ -377,9 +377,10 @@
 //! again by a client of another release is [`Error::StateLost`] for it.
 //! The version lives in the meta hash only: if that hash alone is lost
 //! (evicted by an `allkeys-*` policy, see *Running Redis in production*, or
-//! deleted by hand), the next `connect` of any release creates the
-//! semaphore afresh and takes over what is left of the other keys (the live
-//! sessions' holdings, carried over as held) as its own schema reads them.
+//! deleted by hand), the next `connect` creates the semaphore afresh with
+//! its own schema and takes over what is left of the other keys as that
+//! schema reads them (this release carries the live sessions' holdings over
+//! as held), whatever release wrote them.
 //! Releases that keep the schema share semaphores freely; a new schema is a
 //! breaking change (a minor release while the version is 0.x, noted in
 //! `CHANGELOG.md`, as is a new shared-memory layout). To move a semaphore
