@@ -20,6 +20,7 @@
 mod support;
 
 use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
 
 use support::*;
 use volt_sem_redis::{delete, inspect, Error, RedisSemaphore, SCHEMA_VERSION};
@@ -46,9 +47,15 @@ fn keys_of(s: &Server, name: &str) -> BTreeMap<String, Vec<u8>> {
 /// before the schema was recorded). Made by this release, its `schema` field
 /// then changed; the session's handle is dropped and the keys put back as
 /// they were before, so that no agent of this process changes them (the
-/// session stays live for its lease, as another process's would).
+/// session stays live for its lease, as another process's would): only
+/// once the handle's connections are closed, since its agent thread may
+/// still send a heartbeat after the drop (which, run on the restored keys,
+/// renewed the session and wrote its record: "a refused call wrote", in
+/// about one run of a hundred).
 fn other_release(s: &Server, name: &str, schema: Option<&str>) {
-    let sem = RedisSemaphore::connect(&s.url(), name, 2, opts().own_session(true)).unwrap();
+    let label = format!("other-release-{name}");
+    let opts = opts().own_session(true).label(label.as_str());
+    let sem = RedisSemaphore::connect(&s.url(), name, 2, opts).unwrap();
     sem.try_acquire(1).unwrap().forget();
     let meta = format!("{{volt-sem:{name}}}:meta");
     let mut raw = s.raw();
@@ -62,7 +69,20 @@ fn other_release(s: &Server, name: &str, schema: Option<&str>) {
     }
     .unwrap();
     let keys = keys_of(s, name);
+    let named = |raw: &mut redis::Connection| {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(raw).unwrap();
+        list.contains(&format!(" name={label} "))
+    };
+    assert!(named(&mut raw), "the handle's connections carry its label");
     drop(sem);
+    let t = Instant::now();
+    while named(&mut raw) {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "the agent never ended"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
     let now: Vec<String> = keys_of(s, name).into_keys().collect();
     if !now.is_empty() {
         let _: () = redis::cmd("DEL").arg(&now).query(&mut raw).unwrap();
