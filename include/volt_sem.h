@@ -1408,7 +1408,9 @@ size_t volt_sem_held_permits(const struct volt_sem *sem);
  *   user owns the segment and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` is not set),
  *   `VOLT_MISMATCH` (another total, without `VOLT_OPEN_RESIZE`),
  *   `VOLT_VERSION_MISMATCH` (a segment of another layout version: the
- *   message names both), `VOLT_NOT_A_SEGMENT` (a foreign or truncated
+ *   message names both), `VOLT_LIBC_MISMATCH` (a segment made by a build
+ *   of the library for another C library, glibc or musl: the message names
+ *   both), `VOLT_NOT_A_SEGMENT` (a foreign or truncated
  *   file, or a directory at the name),
  *   `VOLT_PROCESS_TABLE_FULL`, `VOLT_TIMED_OUT` (the segment's init lock or
  *   lock stayed held for 5 s: a process stopped inside its open, or one

@@ -151,7 +151,9 @@ impl Semaphore {
     /// nothing: `InvalidLabelError` (a `ValueError`),
     /// `TotalMismatchError` (the name exists with another total and `resize`
     /// is false),
-    /// `VersionMismatchError`, `NotASegmentError`, `InvalidNameError`,
+    /// `VersionMismatchError` (a segment of another layout version),
+    /// `LibcMismatchError` (a segment made by a build for another C library),
+    /// `NotASegmentError`, `InvalidNameError`,
     /// `PermissionError`, `ValueError` (bad `permits` or `mode`),
     /// `TimeoutError` (the segment's locks stayed held for 5 s), `CorruptError`,
     /// `OSError` (e.g. `/dev/shm` full), `NotImplementedError` (not Linux).

@@ -60,6 +60,9 @@ const RELEASED: &[(i32, &str)] = &[
     (36, "VOLT_NO_PERMISSION"),
     (37, "VOLT_READ_ONLY"),
     (38, "VOLT_IN_USE"),
+    (39, "VOLT_TRUNCATED"),
+    (40, "VOLT_WRONG_TYPE"),
+    (41, "VOLT_LIBC_MISMATCH"),
 ];
 
 /// The table's statuses by number, each once with its documentation; panics

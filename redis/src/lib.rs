@@ -375,6 +375,12 @@
 //! this release's) before they write anything. A connected handle's calls
 //! are tied to the incarnation it joined: a semaphore deleted and created
 //! again by a client of another release is [`Error::StateLost`] for it.
+//! The version lives in the meta hash only: if that hash alone is lost
+//! (evicted by an `allkeys-*` policy, see *Running Redis in production*, or
+//! deleted by hand), the next `connect` creates the semaphore afresh with
+//! its own schema and takes over what is left of the other keys as that
+//! schema reads them (this release carries the live sessions' holdings over
+//! as held), whatever release wrote them.
 //! Releases that keep the schema share semaphores freely; a new schema is a
 //! breaking change (a minor release while the version is 0.x, noted in
 //! `CHANGELOG.md`, as is a new shared-memory layout). To move a semaphore
@@ -728,7 +734,10 @@ use session::Handle;
 /// only connected: deleting under it would make its handle fail with
 /// [`Error::StateLost`]): [`Error::InUse`], nothing deleted. Sessions whose
 /// lease passed (crashed clients) are reclaimed first and do not count.
-/// [`Error::NotFound`] if there is no such semaphore. A `connect` after it
+/// [`Error::NotFound`] if there is no such semaphore;
+/// [`Error::VersionMismatch`] (nothing deleted) if its keys have another
+/// schema (made by another release: delete it with that one, see
+/// *Upgrading*). A `connect` after it
 /// creates the name afresh (a new incarnation, tokens still increasing with
 /// the server's clock).
 ///
@@ -741,8 +750,9 @@ use session::Handle;
 /// client name).
 ///
 /// What stays in Redis without it, once every session ended: only the
-/// `{prefix:name}:meta` hash (7 fields: total, available, closed, last
-/// token, incarnation, sequence, reap time; a few hundred bytes, no TTL);
+/// `{prefix:name}:meta` hash (8 fields: total, available, closed, last
+/// token, incarnation, sequence, reap time, schema version; a few hundred
+/// bytes, no TTL);
 /// the queue, entries, sessions, holdings, session records and grant
 /// records are empty (Redis
 /// removes empty keys), and each session's notification list expires within
@@ -758,7 +768,9 @@ pub fn delete(url: &str, name: &str, options: ConnectOptions) -> Result<(), Erro
 /// same snapshot, same reclaim of expired sessions first), for a process
 /// that only looks, such as the `volt-sem` command line. It needs no total,
 /// starts no session, renews none and creates nothing: [`Error::NotFound`]
-/// if there is no such semaphore (under the options' prefix). Opens one
+/// if there is no such semaphore (under the options' prefix),
+/// [`Error::VersionMismatch`] if its keys have another schema (made by
+/// another release, whose fields this one could misread). Opens one
 /// connection (within the connect timeout) and runs one script, like
 /// [`delete`]; the options used are the same (prefix, timeouts, TLS,
 /// `cluster`, the label as the connection's client name).
@@ -818,7 +830,9 @@ impl RedisSemaphore {
     /// [`Error::InvalidOption`], [`Error::InvalidLabel`], [`Error::Auth`], [`Error::Tls`],
     /// [`Error::Connection`] (within the connect timeout),
     /// [`Error::NoPermission`] (the ACL refuses a command the backend
-    /// needs), [`Error::ReadOnly`] (a replica), [`Error::TotalMismatch`].
+    /// needs), [`Error::ReadOnly`] (a replica), [`Error::TotalMismatch`],
+    /// [`Error::VersionMismatch`] (the semaphore's keys have another schema:
+    /// made by another release; nothing written).
     pub fn connect(
         url: &str,
         name: &str,

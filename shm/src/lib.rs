@@ -80,7 +80,10 @@
 //! a crashed creation is recovered by the next `open`, never reported as
 //! foreign and never hangs (tested by killing creators at random moments:
 //! `kill9_during_creation_never_bricks_the_name`;
-//! `creation_by_another_layout_killed_before_the_magic_is_recovered`). A
+//! `creation_by_another_layout_killed_before_the_magic_is_recovered`; a
+//! live creator of another, larger layout raced by this release's opens and
+//! killed at random is taken over only once dead, never shrunk under its
+//! mapping: `a_creator_of_another_layout_is_only_taken_over_when_dead`). A
 //! file with another non-zero magic is foreign ([`Error::NotASegment`]), left untouched.
 //!
 //! # Upgrading

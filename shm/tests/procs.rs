@@ -82,6 +82,9 @@ fn child_main() {
         say("scribbled");
         std::process::exit(0);
     }
+    if role == "other-layout-create-loop" {
+        other_layout_create_loop(&name);
+    }
     if role == "create-loop" {
         // Creates, detaches from and unlinks the name over and over, until
         // killed: a kill lands anywhere in a creation.
@@ -1081,6 +1084,162 @@ fn kill9_during_creation_never_bricks_the_name() {
     assert!(
         failures.is_empty(),
         "opens refused after a kill: {failures:?}"
+    );
+}
+
+/// What a creator of another layout version (another release in a rolling
+/// deploy) does, by the protocol every layout keeps: `shm_open`, the init
+/// lock (an OFD lock on byte 128, held until the segment is complete), and,
+/// if the file is new (size 0) or a crashed creation (magic 0), size it at
+/// *its* size (`OTHER_SIZE`, larger than this layout's), map it, write its
+/// header and touch every page (slowly: a creator that is slow, not dead),
+/// the magic last; then let go and unlink the name. Over and over, until
+/// killed. A takeover of its file while it is mapped (an `ftruncate` to
+/// this layout's smaller size) would kill it with SIGBUS.
+fn other_layout_create_loop(name: &str) -> ! {
+    let path = std::ffi::CString::new(format!("/{}{}", volt_sem_shm::NAME_PREFIX, name)).unwrap();
+    let size = env_num("OTHER_SIZE") as usize;
+    let page = 4096;
+    say("looping");
+    loop {
+        // SAFETY: plain syscalls on our own fd and mapping, whose length is
+        // the file's size as we set it (a store beyond a shrunk file faults:
+        // what this role is there to show).
+        unsafe {
+            let fd = libc::shm_open(path.as_ptr(), libc::O_RDWR | libc::O_CREAT, 0o600);
+            assert!(fd >= 0);
+            let mut fl: libc::flock = core::mem::zeroed();
+            fl.l_type = libc::F_WRLCK as libc::c_short;
+            fl.l_whence = libc::SEEK_SET as libc::c_short;
+            fl.l_start = 128;
+            fl.l_len = 1;
+            assert_eq!(libc::fcntl(fd, libc::F_OFD_SETLKW, &fl), 0);
+            let mut st: libc::stat = core::mem::zeroed();
+            assert_eq!(libc::fstat(fd, &mut st), 0);
+            let mut magic = [0u8; 8];
+            let got = libc::pread(fd, magic.as_mut_ptr().cast(), 8, 0);
+            if st.st_nlink > 0 && (st.st_size == 0 || (got == 8 && magic == [0; 8])) {
+                assert_eq!(libc::ftruncate(fd, size as libc::off_t), 0);
+                let p = libc::mmap(
+                    core::ptr::null_mut(),
+                    size,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_SHARED,
+                    fd,
+                    0,
+                );
+                assert_ne!(p, libc::MAP_FAILED);
+                let b = p.cast::<u8>();
+                core::ptr::write_volatile(b.add(8).cast::<u32>(), 5);
+                core::ptr::write_volatile(b.add(16).cast::<u64>(), size as u64);
+                for round in 0..3 {
+                    for at in (page..size).step_by(page) {
+                        core::ptr::write_volatile(b.add(at), round as u8 + 1);
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                core::ptr::write_volatile(b.cast::<u64>(), u64::from_le_bytes(*b"VOLTSHM\x01"));
+                libc::munmap(p, size);
+                // Its semaphore, for a while, for the other side to meet.
+                libc::fcntl(
+                    fd,
+                    libc::F_OFD_SETLK,
+                    &libc::flock {
+                        l_type: libc::F_UNLCK as libc::c_short,
+                        ..fl
+                    },
+                );
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            libc::close(fd);
+            libc::shm_unlink(path.as_ptr());
+        }
+        // Room for the other side's opens (a name unlinked under every one
+        // of them a hundred times in a row is Os(EAGAIN)).
+        std::thread::sleep(Duration::from_micros(300));
+    }
+}
+
+/// Version skew (review of the takeover of a crashed creation of another
+/// layout): this release's opens race a creator of another, larger layout
+/// that keeps creating and unlinking the name and is killed at random
+/// moments. An open may take over a file only when its creator is dead:
+/// the live creator never dies of SIGBUS (its file shrunk under its
+/// mapping), and every open either gets a working semaphore or is refused
+/// by the other layout's version; after the kill the name is never bricked.
+#[test]
+fn a_creator_of_another_layout_is_only_taken_over_when_dead() {
+    let name = Name::new("xotherlayout");
+    let ours = {
+        drop(open(&name, 1));
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, &*name);
+        let size = std::fs::metadata(&path).unwrap().len();
+        volt_sem_shm::unlink(&name).unwrap();
+        size
+    };
+    let other = (ours + 64 * 4096).to_string();
+    let mut rng = Rng(0x9e3779b97f4a7c15 ^ std::process::id() as u64);
+    let (mut ok, mut refused, mut taken_over) = (0, 0, 0);
+    for round in 0..60 {
+        let mut c = Child::spawn(
+            &name,
+            2,
+            "other-layout-create-loop",
+            &[("OTHER_SIZE", other.clone())],
+        );
+        c.expect("looping", Duration::from_secs(10));
+        let until = Instant::now() + Duration::from_micros(500 + rng.below(5000));
+        while Instant::now() < until {
+            match SharedSemaphore::open(&name, 2, OpenOptions::new()) {
+                Ok(sem) => {
+                    ok += 1;
+                    assert_conserved(&sem);
+                    sem.try_acquire(2).unwrap().forget();
+                    sem.release(2).unwrap();
+                }
+                Err(Error::VersionMismatch {
+                    found: 5,
+                    expected: _,
+                }) => refused += 1,
+                // The name unlinked under the open a hundred times running.
+                Err(Error::Os(libc::EAGAIN)) => {}
+                Err(e) => panic!("round {round}: open failed with {e:?}"),
+            }
+            std::thread::sleep(Duration::from_micros(rng.below(1000)));
+        }
+        // The creator alone for a moment: killed in its creation, mostly.
+        std::thread::sleep(Duration::from_micros(rng.below(4000)));
+        assert!(
+            c.ended().is_none(),
+            "round {round}: the live creator died: {:?}",
+            c.ended()
+        );
+        c.kill9();
+        let path = format!("/dev/shm/{}{}", volt_sem_shm::NAME_PREFIX, &*name);
+        let crashed =
+            std::fs::read(&path).is_ok_and(|f| f.len() as u64 != ours && f[..8] == [0; 8]);
+        match SharedSemaphore::open(&name, 2, OpenOptions::new()) {
+            Ok(sem) => {
+                assert_conserved(&sem);
+                sem.try_acquire(2).unwrap().forget();
+                sem.release(2).unwrap();
+                assert_eq!(std::fs::metadata(&path).unwrap().len(), ours);
+                taken_over += crashed as u32;
+                ok += 1;
+            }
+            Err(Error::VersionMismatch {
+                found: 5,
+                expected: _,
+            }) => refused += 1,
+            Err(e) => panic!("round {round}: open after the kill failed with {e:?}"),
+        }
+        let _ = volt_sem_shm::unlink(&name);
+    }
+    eprintln!("ok {ok}, refused {refused}, taken over {taken_over}");
+    // Both sides of the race happened (not a test of luck: 60 rounds).
+    assert!(
+        ok > 0 && refused > 0 && taken_over > 0,
+        "ok {ok}, refused {refused}, taken over {taken_over}"
     );
 }
 

@@ -109,6 +109,12 @@ impl Child {
         }
     }
 
+    /// How the child ended, if it has (without waiting).
+    #[allow(dead_code)]
+    pub fn ended(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().unwrap()
+    }
+
     #[track_caller]
     pub fn wait_exit(&mut self, within: Duration) {
         let t = Instant::now();
