@@ -63,6 +63,7 @@ const RELEASED: &[(i32, &str)] = &[
     (39, "VOLT_TRUNCATED"),
     (40, "VOLT_WRONG_TYPE"),
     (41, "VOLT_LIBC_MISMATCH"),
+    (42, "VOLT_REDIS_OUT_OF_MEMORY"),
 ];
 
 /// The table's statuses by number, each once with its documentation; panics
