@@ -201,10 +201,14 @@ fn count_error(e: &Error) -> PyErr {
 fn shared_error(e: Error, msg: String) -> PyErr {
     match e {
         Error::TotalMismatch { existing } => total_mismatch_error(existing, false),
-        Error::VersionMismatch { found, .. } => VersionMismatchError::new_err((msg, found)),
+        Error::VersionMismatch { found, expected } => {
+            VersionMismatchError::new_err((msg, found, expected))
+        }
         Error::NotHeld { held } => NotHeldError::new_err((msg, held)),
         Error::Forked => forked_error(None),
-        Error::LibcMismatch { found, .. } => LibcMismatchError::new_err((msg, found)),
+        Error::LibcMismatch { found, expected } => {
+            LibcMismatchError::new_err((msg, found, expected))
+        }
         Error::NotASegment => NotASegmentError::new_err(msg),
         Error::QueueFull => QueueFullError::new_err(msg),
         Error::ProcessTableFull => ProcessTableFullError::new_err(msg),

@@ -157,7 +157,8 @@ def test_a_semaphore_of_another_schema_is_refused(server):
     ):
         with pytest.raises(volt_sem.VersionMismatchError) as e:
             call()
-        assert e.value.args[1] == 99
+        assert e.value.args[1] == e.value.found == 99
+        assert e.value.expected == 1
         assert "version 99" in str(e.value)
         assert "this release's: 1" in str(e.value)
     assert first_reply_line(server, "HGET", meta, "schema") == "$2"

@@ -402,8 +402,10 @@ def test_bad_input_is_typed_and_changes_nothing(name):
         f.write(b"VOLTSHM\x01" + struct.pack("<I", 99) + bytes(20))
     with pytest.raises(volt_sem.VersionMismatchError) as e:
         volt_sem.Semaphore.open(name, 1)
-    assert e.value.args[1] == 99
-    assert "version 99; this release's: " in str(e.value)
+    assert e.value.args[1] == e.value.found == 99
+    assert e.value.expected == e.value.args[2] != 99
+    assert f"version 99; this release's: {e.value.expected}" in str(e.value)
+    assert not str(e.value).startswith("(")  # the sentence, not the args tuple
     assert e.value.code == "VERSION_MISMATCH"
 
     # A real segment whose lock is the other C library's (glibc 1, musl 2):
@@ -419,7 +421,9 @@ def test_bad_input_is_typed_and_changes_nothing(name):
         f.write(seg)
     with pytest.raises(volt_sem.LibcMismatchError) as e:
         volt_sem.Semaphore.open(name, 1)
-    assert e.value.args[1] == 3 - ours
+    assert e.value.args[1] == e.value.found == 3 - ours
+    assert e.value.args[2] == e.value.expected == ours
+    assert not str(e.value).startswith("(")
     assert "glibc" in str(e.value) and "musl" in str(e.value)
     assert e.value.code == "LIBC_MISMATCH"
     with open(path, "rb") as f:

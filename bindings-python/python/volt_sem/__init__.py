@@ -195,6 +195,19 @@ def _error_codes():
         lambda self: self.args[1] if len(self.args) > 1 else None,
         doc="The total the existing semaphore was created with.",
     )
+    for cls, what in (
+        (VersionMismatchError, "format version"),
+        (LibcMismatchError, "C library (1 glibc, 2 musl)"),
+    ):
+        cls.__str__ = _message
+        cls.found = property(
+            lambda self: self.args[1] if len(self.args) > 1 else None,
+            doc=f"The semaphore's {what}.",
+        )
+        cls.expected = property(
+            lambda self: self.args[2] if len(self.args) > 2 else None,
+            doc=f"This release's {what}.",
+        )
     NotHeldError.__str__ = _message
     NotHeldError.held = property(
         lambda self: self.args[1] if len(self.args) > 1 else None,

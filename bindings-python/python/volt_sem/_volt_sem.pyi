@@ -80,15 +80,31 @@ class VersionMismatchError(SharedError):
     one could misread; nothing was changed. ``Semaphore.open``: a segment of
     another layout version; ``connect`` and ``delete_redis``:
     a Redis semaphore whose keys have another schema version (0: made by a
-    pre-release snapshot). The version found is in ``args[1]``; the message
-    names this release's too. See *Upgrading* in ``docs/versioning.md``."""
+    pre-release snapshot). The version found is :attr:`found` (also
+    ``args[1]``), this release's :attr:`expected` (``args[2]``); ``str()``
+    names both. See *Upgrading* in ``docs/versioning.md``."""
+
+    @property
+    def found(self) -> int:
+        """The semaphore's format version (0: a pre-release Redis snapshot)."""
+    @property
+    def expected(self) -> int:
+        """This release's format version for that backend."""
 
 class LibcMismatchError(SharedError):
     """``Semaphore.open``: the segment's lock is another C library's
     ``pthread_mutex_t``: a glibc build and a musl build of volt-sem (a
     manylinux wheel and a musllinux one, or a static musl C program) cannot
-    share a named semaphore. ``args[1]``: the segment's C library (1 glibc,
-    2 musl); the message names both. Nothing was changed."""
+    share a named semaphore. :attr:`found` (also ``args[1]``): the segment's
+    C library (1 glibc, 2 musl); :attr:`expected` (``args[2]``): this
+    build's; ``str()`` names both. Nothing was changed."""
+
+    @property
+    def found(self) -> int:
+        """The segment's C library: 1 glibc, 2 musl, 3 uClibc, 65535 another."""
+    @property
+    def expected(self) -> int:
+        """This build's C library, numbered as :attr:`found`."""
 
 class NotASegmentError(SharedError):
     """``Semaphore.open``: the file under the name is not a volt-sem segment."""
