@@ -188,7 +188,11 @@ fn wait_for_inside(py: Python<'_>, own: usize) {
 /// `Sync`: its drop must run on the thread that entered (it updates that
 /// thread's [`DEPTH`]), so it cannot be moved to, or kept in an object
 /// dropped on, another thread.
-pub(crate) struct Inside(PhantomData<*const ()>);
+pub(crate) struct Inside {
+    /// Counted in [`DEPTH`] (not the main thread): the drop leaves.
+    counted: bool,
+    _thread_bound: PhantomData<*const ()>,
+}
 
 /// Enters a gated entry point of this extension: call it first, before
 /// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
@@ -212,7 +216,11 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         })
         .unwrap_or(MAIN);
     if depth == MAIN {
-        return Inside(PhantomData);
+        // Nothing to undo: the drop need not read `DEPTH` again.
+        return Inside {
+            counted: false,
+            _thread_bound: PhantomData,
+        };
     }
     if depth == 0 {
         INSIDE.fetch_add(1, Ordering::SeqCst);
@@ -229,7 +237,10 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         }
     }
     let _ = DEPTH.try_with(|d| d.set(depth + 1));
-    Inside(PhantomData)
+    Inside {
+        counted: true,
+        _thread_bound: PhantomData,
+    }
 }
 
 /// Waits (GIL released) until [`EXIT_WAIT`] after the `atexit` hook
@@ -257,6 +268,9 @@ fn leave() {
 
 impl Drop for Inside {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let _ = DEPTH.try_with(|d| match d.get() {
             MAIN | 0 => {}
             1 => {

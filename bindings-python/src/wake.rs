@@ -947,10 +947,36 @@ static DAEMON_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// subclass that runs otherwise leaves it None: the caller then takes the
 /// general path.
 fn stock_loop_runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> bool {
-    event_loop
-        .getattr(pyo3::intern!(py, "_thread_id"))
-        .and_then(|t| t.extract::<u64>())
-        .is_ok_and(|t| t == thread_ident())
+    use pyo3::ffi;
+    let name = pyo3::intern!(py, "_thread_id");
+    // Through the C API (twice per contended acquire+release: the wait's
+    // loop lookup and the wake): an attribute read and an int compare.
+    // SAFETY: GIL held; `event_loop` and `name` are live objects. The
+    // attribute is a new reference (NULL with an error set, which is
+    // cleared: the answer is then no), released before returning; an int
+    // is read only after the type check, so no error is set by it (one
+    // that overflows a u64 is no thread's identifier, and its error is
+    // cleared too).
+    unsafe {
+        let t = ffi::PyObject_GetAttr(event_loop.as_ptr(), name.as_ptr());
+        if t.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let here = if ffi::PyLong_Check(t) != 0 {
+            let v = ffi::PyLong_AsUnsignedLongLong(t);
+            if v == u64::MAX && !ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_Clear();
+                false
+            } else {
+                v == thread_ident()
+            }
+        } else {
+            false // None: not running
+        };
+        ffi::Py_DECREF(t);
+        here
+    }
 }
 
 /// This thread's running loop and its channel without `_get_running_loop`,
