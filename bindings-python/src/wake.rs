@@ -772,30 +772,36 @@ fn resolve_direct(py: Python<'_>) {
     let mut running: Option<Option<Bound<'_, PyAny>>> = None;
     // The channel last asked about and whether its loop runs here: one
     // question per channel (a batch is almost always one loop's).
-    let mut asked: Option<(Arc<Chan>, bool)> = None;
-    for slot in batch.drain(..) {
-        let here = match &asked {
-            Some((chan, here)) if Arc::ptr_eq(chan, &slot.chan) => *here,
+    let mut asked: Option<(*const Chan, bool)> = None;
+    // A slot of the channel whose loop runs here.
+    let mut ran_here: Option<usize> = None;
+    for (i, slot) in batch.iter().enumerate() {
+        let chan = Arc::as_ptr(&slot.chan);
+        let here = match asked {
+            Some((c, here)) if std::ptr::eq(c, chan) => here,
             _ => {
                 let here = !slot.chan.dead.load(Ordering::SeqCst)
                     && slot.chan.runs_here(py, &mut running);
-                asked = Some((slot.chan.clone(), here));
+                asked = Some((chan, here));
                 here
             }
         };
         if here {
-            resolve_here(py, &slot);
+            ran_here = Some(i);
+            resolve_here(py, slot);
         } else {
-            queue_on_chan(slot, true, true);
+            queue_on_chan(slot.clone(), true, true);
         }
     }
-    if let Some((chan, true)) = asked {
+    if let Some(i) = ran_here {
         // Wakes other threads queued on this loop's channel (rare: only
         // then does any channel hold undrained slots).
+        let chan = &batch[i].chan;
         if UNDRAINED.load(Ordering::Acquire) != 0 && !chan.is_empty() {
             chan.drain_on_own_loop(py);
         }
     }
+    batch.clear();
     let _ = DIRECT.try_with(|d| {
         if let Ok(mut d) = d.try_borrow_mut() {
             if d.is_empty() {
