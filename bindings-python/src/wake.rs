@@ -780,8 +780,8 @@ fn resolve_direct(py: Python<'_>) {
         let here = match asked {
             Some((c, here)) if std::ptr::eq(c, chan) => here,
             _ => {
-                let here = !slot.chan.dead.load(Ordering::SeqCst)
-                    && slot.chan.runs_here(py, &mut running);
+                let here =
+                    !slot.chan.dead.load(Ordering::SeqCst) && slot.chan.runs_here(py, &mut running);
                 asked = Some((chan, here));
                 here
             }
