@@ -598,6 +598,23 @@ fn queue_on_chan(slot: Pin<Arc<Slot>>, direct: bool, track: bool) {
     }
 }
 
+/// Takes this thread's list `key` when it is not empty; an empty one stays,
+/// keeping its capacity for the next wakes (no allocation per release).
+fn take_list<T: 'static>(key: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -> Vec<T> {
+    key.try_with(|l| {
+        l.try_borrow_mut()
+            .map(|mut l| {
+                if l.is_empty() {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut *l)
+                }
+            })
+            .unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
 /// After a core call that may have woken waiters on this thread: resolves at
 /// once the Futures of this thread's running loop (see [`waking`]), hands on
 /// the grants of waiters whose loop is closed, and writes the signal bytes
@@ -606,20 +623,7 @@ fn queue_on_chan(slot: Pin<Arc<Slot>>, direct: bool, track: bool) {
 pub(crate) fn after_wakes(py: Python<'_>) {
     resolve_direct(py);
     loop {
-        // Taken only when not empty: the list keeps its capacity.
-        let mut touched = TOUCHED
-            .try_with(|t| {
-                t.try_borrow_mut()
-                    .map(|mut t| {
-                        if t.is_empty() {
-                            Vec::new()
-                        } else {
-                            std::mem::take(&mut *t)
-                        }
-                    })
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
+        let mut touched = take_list(&TOUCHED);
         if touched.is_empty() {
             return;
         }
@@ -751,21 +755,8 @@ fn refused(py: Python<'_>, fut: &Bound<'_, PyAny>, e: PyErr) {
 /// one stopped or closed) goes the general way: queued on its channel, the
 /// signal owed to the loop below.
 fn resolve_direct(py: Python<'_>) {
-    // Taken only when not empty: the list keeps its capacity. A nested
-    // release (a loop whose `call_soon` releases) fills a new one.
-    let mut batch = DIRECT
-        .try_with(|d| {
-            d.try_borrow_mut()
-                .map(|mut d| {
-                    if d.is_empty() {
-                        Vec::new()
-                    } else {
-                        std::mem::take(&mut *d)
-                    }
-                })
-                .unwrap_or_default()
-        })
-        .unwrap_or_default();
+    // A nested release (a loop whose `call_soon` releases) fills a new one.
+    let mut batch = take_list(&DIRECT);
     if batch.is_empty() {
         return;
     }
