@@ -177,20 +177,36 @@ static EXHAUSTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// `tests/scripts/acquire_during_trio_import.py`). The module last seen
 /// finished is remembered (by address), so the spec is read once.
 pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
-    // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
-    let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
-    let Ok(modules) = modules.cast::<pyo3::types::PyDict>() else {
-        return true;
+    use pyo3::ffi;
+    let name = pyo3::intern!(py, "trio");
+    // SAFETY: GIL held; `sys.modules` (borrowed) and `name` are live. The
+    // item is borrowed, NULL when absent (no error) or when the lookup
+    // failed (`sys.modules` replaced by a non-dict: an error, cleared; then
+    // trio counts as imported, the safe answer).
+    let trio = unsafe {
+        let t = ffi::PyDict_GetItemWithError(ffi::PyImport_GetModuleDict(), name.as_ptr());
+        if t.is_null() {
+            if ffi::PyErr_Occurred().is_null() {
+                return false;
+            }
+            ffi::PyErr_Clear();
+            return true;
+        }
+        t
     };
-    let trio = match modules.get_item(pyo3::intern!(py, "trio")) {
-        Ok(Some(trio)) => trio,
-        Ok(None) => return false,
-        Err(_) => return true,
-    };
-    let address = trio.as_ptr() as usize;
-    if TRIO_IMPORTED.load(Ordering::Relaxed) == address {
+    if TRIO_IMPORTED.load(Ordering::Relaxed) == trio as usize {
         return true;
     }
+    // SAFETY: `trio` is a live object (borrowed from `sys.modules`).
+    trio_import_finished(py, unsafe { &Bound::from_borrowed_ptr(py, trio) })
+}
+
+/// [`trio_loaded`] when `sys.modules` holds a `trio` not seen finished yet
+/// (out of line: asyncio's contended path never gets here).
+#[cold]
+#[inline(never)]
+fn trio_import_finished(py: Python<'_>, trio: &Bound<'_, PyAny>) -> bool {
+    let address = trio.as_ptr() as usize;
     // Plain attribute reads (a module's and a `ModuleSpec`'s dict): no Python
     // code runs, as `import` itself checks it.
     let initializing = trio
@@ -632,27 +648,7 @@ impl Acquire {
                 return Ok(slf.into_any().unbind());
             }
         }
-        // A gated entry point (`interpreter::gate`): trio's probes run here.
-        let _inside = crate::interpreter::gate(py);
-        if !trio_may_run_here(py)? {
-            return Ok(slf.into_any().unbind());
-        }
-        let (core, n, session) = {
-            let mut me = slf.borrow_mut();
-            if me.redis.is_some() {
-                me.owner = Some(owner(py)?);
-            }
-            (me.core.clone(), me.n, me.session.clone())
-        };
-        let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
-        let it = TRIO_WAIT
-            .import(py, "volt_sem._glue", "trio_wait")?
-            .call1((waiter.clone_ref(py), &slf))?;
-        if it.is_none() {
-            return Ok(slf.into_any().unbind()); // not in trio: the step decides
-        }
-        slf.borrow_mut().stage = Stage::Trio(waiter);
-        Ok(it.unbind())
+        await_new(py, slf)
     }
 
     /// Called by `_glue`'s trio coroutine when its wait failed (the waiter
@@ -802,6 +798,33 @@ impl Acquire {
         format!("<volt_sem.Acquire n={} {stage}>", self.n)
     }
 }
+}
+
+/// `Acquire.__await__` of an acquire not started by a contended
+/// `__aenter__` (out of line: that one, the commonest, returns at once): a
+/// gated entry point (`interpreter::gate`), where trio's probes run.
+#[inline(never)]
+fn await_new(py: Python<'_>, slf: Bound<'_, Acquire>) -> PyResult<Py<PyAny>> {
+    let _inside = crate::interpreter::gate(py);
+    if !trio_may_run_here(py)? {
+        return Ok(slf.into_any().unbind());
+    }
+    let (core, n, session) = {
+        let mut me = slf.borrow_mut();
+        if me.redis.is_some() {
+            me.owner = Some(owner(py)?);
+        }
+        (me.core.clone(), me.n, me.session.clone())
+    };
+    let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
+    let it = TRIO_WAIT
+        .import(py, "volt_sem._glue", "trio_wait")?
+        .call1((waiter.clone_ref(py), &slf))?;
+    if it.is_none() {
+        return Ok(slf.into_any().unbind()); // not in trio: the step decides
+    }
+    slf.borrow_mut().stage = Stage::Trio(waiter);
+    Ok(it.unbind())
 }
 
 impl Drop for Acquire {

@@ -203,21 +203,28 @@ pub(crate) struct Inside {
 /// already (not on the main thread, nor the hook's); the GIL re-take at the
 /// end of that wait parks the thread for good if finalization has begun.
 /// See the module docs.
+#[inline]
 pub(crate) fn gate(py: Python<'_>) -> Inside {
     // Not counted either once this thread's locals are gone (a destructor
     // run while the thread ends).
-    let depth = DEPTH
-        .try_with(|d| {
-            let mut depth = d.get();
-            if depth == 0 && crate::on_main_thread() {
-                depth = MAIN;
-                d.set(MAIN);
-            }
-            depth
-        })
-        .unwrap_or(MAIN);
+    let depth = DEPTH.try_with(Cell::get).unwrap_or(MAIN);
     if depth == MAIN {
         // Nothing to undo: the drop need not read `DEPTH` again.
+        return Inside {
+            counted: false,
+            _thread_bound: PhantomData,
+        };
+    }
+    enter(py, depth)
+}
+
+/// [`gate`] on a thread other than the main one (or the main one's first
+/// entry), out of line: the main thread's entries, the commonest, stay a
+/// thread-local read in their callers.
+#[inline(never)]
+fn enter(py: Python<'_>, depth: u32) -> Inside {
+    if depth == 0 && crate::on_main_thread() {
+        let _ = DEPTH.try_with(|d| d.set(MAIN));
         return Inside {
             counted: false,
             _thread_bound: PhantomData,

@@ -622,11 +622,18 @@ fn take_list<T: 'static>(key: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -
 /// Python-facing operation that releases, cancels or closes.
 pub(crate) fn after_wakes(py: Python<'_>) {
     resolve_direct(py);
+    let touched = take_list(&TOUCHED);
+    if !touched.is_empty() {
+        after_queued_wakes(py, touched);
+    }
+}
+
+/// The part of [`after_wakes`] for channels that received queued slots
+/// (out of line: a release that woke a task of its own running loop, the
+/// commonest, has none).
+#[inline(never)]
+fn after_queued_wakes(py: Python<'_>, mut touched: Vec<Arc<Chan>>) {
     loop {
-        let mut touched = take_list(&TOUCHED);
-        if touched.is_empty() {
-            return;
-        }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
         for chan in &touched {
@@ -660,6 +667,10 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             })
             .unwrap_or(false);
         if !more {
+            return;
+        }
+        touched = take_list(&TOUCHED);
+        if touched.is_empty() {
             return;
         }
     }
