@@ -561,17 +561,7 @@ impl Acquire {
     fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let (event_loop, chan) = match cached_running_loop(py) {
             Some((event_loop, chan)) => (event_loop, Some(chan)),
-            None => match running_loop(py).inspect_err(|_| self.stage = Stage::Done)? {
-                Some(event_loop) => (event_loop, None),
-                None => {
-                    // No asyncio loop (a trio task awaits through `__await__`, never here).
-                    self.stage = Stage::Done;
-                    NO_LOOP_ERROR
-                        .import(py, "volt_sem._glue", "no_loop_error")?
-                        .call0()?;
-                    return Err(runtime_error("no running event loop"));
-                }
-            },
+            None => (self.looked_up_loop(py)?, None),
         };
         // Permits stranded on a closed loop's channel come back first.
         reap_closed_loops(py);
@@ -606,6 +596,24 @@ impl Acquire {
             Err(e) => {
                 self.stage = Stage::Done;
                 Err(e)
+            }
+        }
+    }
+
+    /// [`park`](Self::park)'s loop when the thread's last one is not the
+    /// one running (uvloop, another loop, the first wait), out of line; no
+    /// loop at all raises (a trio task awaits through `__await__`, never
+    /// here).
+    #[inline(never)]
+    fn looked_up_loop<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match running_loop(py).inspect_err(|_| self.stage = Stage::Done)? {
+            Some(event_loop) => Ok(event_loop),
+            None => {
+                self.stage = Stage::Done;
+                NO_LOOP_ERROR
+                    .import(py, "volt_sem._glue", "no_loop_error")?
+                    .call0()?;
+                Err(runtime_error("no running event loop"))
             }
         }
     }
@@ -909,8 +917,17 @@ pub(crate) fn enter_one_in(
     if redis.is_some() || trio_may_run_here(py)? {
         return enter_by_acquire(py, core, role, session, redis);
     }
-    match core.try_acquire(1) {
-        Ok(_) => {
+    // A local core's own `try_acquire`: the backend's inlines every
+    // backend's (Redis never gets here).
+    let taken = match core.as_local() {
+        Some(local) => local
+            .try_acquire(1)
+            .map(|p| p.forget())
+            .map_err(Error::from),
+        None => core.try_acquire(1).map(drop),
+    };
+    match taken {
+        Ok(()) => {
             role.taken(1);
             finished(py)
         }

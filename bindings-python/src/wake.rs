@@ -1020,6 +1020,7 @@ pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, A
 /// from its own C frame, where the connect runs in Python frames only. A
 /// known non-daemon thread is joined before finalization and connects in
 /// place.
+#[inline(never)]
 pub(crate) fn asyncio_chan_or_setup<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
