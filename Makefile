@@ -255,7 +255,7 @@ ci-native-python:
 	$(CI_BIN)/python -m pip install -q maturin==1.16.0 pytest==8.4.2 trio==0.31.0 anyio==4.12.1 \
 	  $(if $(filter Windows_NT,$(OS)),,uvloop==0.22.1)
 	rm -rf $(CARGO_TARGET_DIR)/ci-wheel
-	cd bindings-python && $(CI_BIN)/maturin build --release --quiet --interpreter $(CI_BIN)/python -o $(CARGO_TARGET_DIR)/ci-wheel
+	cd bindings-python && $(CI_BIN)/maturin build --profile wheel --quiet --interpreter $(CI_BIN)/python -o $(CARGO_TARGET_DIR)/ci-wheel
 	$(CI_BIN)/python -m pip install -q --force-reinstall --no-deps $(CARGO_TARGET_DIR)/ci-wheel/volt_sem-*.whl
 	cd bindings-python && $(CI_BIN)/python -m pytest -q -rs tests
 # `npm run build`: the addon with this platform's own toolchain (no zig), so

@@ -177,20 +177,36 @@ static EXHAUSTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// `tests/scripts/acquire_during_trio_import.py`). The module last seen
 /// finished is remembered (by address), so the spec is read once.
 pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
-    // SAFETY: a borrowed reference to the interpreter's `sys.modules`, GIL held.
-    let modules = unsafe { Bound::from_borrowed_ptr(py, pyo3::ffi::PyImport_GetModuleDict()) };
-    let Ok(modules) = modules.cast::<pyo3::types::PyDict>() else {
-        return true;
+    use pyo3::ffi;
+    let name = pyo3::intern!(py, "trio");
+    // SAFETY: GIL held; `sys.modules` (borrowed) and `name` are live. The
+    // item is borrowed, NULL when absent (no error) or when the lookup
+    // failed (`sys.modules` replaced by a non-dict: an error, cleared; then
+    // trio counts as imported, the safe answer).
+    let trio = unsafe {
+        let t = ffi::PyDict_GetItemWithError(ffi::PyImport_GetModuleDict(), name.as_ptr());
+        if t.is_null() {
+            if ffi::PyErr_Occurred().is_null() {
+                return false;
+            }
+            ffi::PyErr_Clear();
+            return true;
+        }
+        t
     };
-    let trio = match modules.get_item(pyo3::intern!(py, "trio")) {
-        Ok(Some(trio)) => trio,
-        Ok(None) => return false,
-        Err(_) => return true,
-    };
-    let address = trio.as_ptr() as usize;
-    if TRIO_IMPORTED.load(Ordering::Relaxed) == address {
+    if TRIO_IMPORTED.load(Ordering::Relaxed) == trio as usize {
         return true;
     }
+    // SAFETY: `trio` is a live object (borrowed from `sys.modules`).
+    trio_import_finished(py, unsafe { &Bound::from_borrowed_ptr(py, trio) })
+}
+
+/// [`trio_loaded`] when `sys.modules` holds a `trio` not seen finished yet
+/// (out of line: asyncio's contended path never gets here).
+#[cold]
+#[inline(never)]
+fn trio_import_finished(py: Python<'_>, trio: &Bound<'_, PyAny>) -> bool {
+    let address = trio.as_ptr() as usize;
     // Plain attribute reads (a module's and a `ModuleSpec`'s dict): no Python
     // code runs, as `import` itself checks it.
     let initializing = trio
@@ -545,17 +561,7 @@ impl Acquire {
     fn park(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         let (event_loop, chan) = match cached_running_loop(py) {
             Some((event_loop, chan)) => (event_loop, Some(chan)),
-            None => match running_loop(py).inspect_err(|_| self.stage = Stage::Done)? {
-                Some(event_loop) => (event_loop, None),
-                None => {
-                    // No asyncio loop (a trio task awaits through `__await__`, never here).
-                    self.stage = Stage::Done;
-                    NO_LOOP_ERROR
-                        .import(py, "volt_sem._glue", "no_loop_error")?
-                        .call0()?;
-                    return Err(runtime_error("no running event loop"));
-                }
-            },
+            None => (self.looked_up_loop(py)?, None),
         };
         // Permits stranded on a closed loop's channel come back first.
         reap_closed_loops(py);
@@ -590,6 +596,24 @@ impl Acquire {
             Err(e) => {
                 self.stage = Stage::Done;
                 Err(e)
+            }
+        }
+    }
+
+    /// [`park`](Self::park)'s loop when the thread's last one is not the
+    /// one running (uvloop, another loop, the first wait), out of line; no
+    /// loop at all raises (a trio task awaits through `__await__`, never
+    /// here).
+    #[inline(never)]
+    fn looked_up_loop<'py>(&mut self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        match running_loop(py).inspect_err(|_| self.stage = Stage::Done)? {
+            Some(event_loop) => Ok(event_loop),
+            None => {
+                self.stage = Stage::Done;
+                NO_LOOP_ERROR
+                    .import(py, "volt_sem._glue", "no_loop_error")?
+                    .call0()?;
+                Err(runtime_error("no running event loop"))
             }
         }
     }
@@ -632,27 +656,7 @@ impl Acquire {
                 return Ok(slf.into_any().unbind());
             }
         }
-        // A gated entry point (`interpreter::gate`): trio's probes run here.
-        let _inside = crate::interpreter::gate(py);
-        if !trio_may_run_here(py)? {
-            return Ok(slf.into_any().unbind());
-        }
-        let (core, n, session) = {
-            let mut me = slf.borrow_mut();
-            if me.redis.is_some() {
-                me.owner = Some(owner(py)?);
-            }
-            (me.core.clone(), me.n, me.session.clone())
-        };
-        let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
-        let it = TRIO_WAIT
-            .import(py, "volt_sem._glue", "trio_wait")?
-            .call1((waiter.clone_ref(py), &slf))?;
-        if it.is_none() {
-            return Ok(slf.into_any().unbind()); // not in trio: the step decides
-        }
-        slf.borrow_mut().stage = Stage::Trio(waiter);
-        Ok(it.unbind())
+        await_new(py, slf)
     }
 
     /// Called by `_glue`'s trio coroutine when its wait failed (the waiter
@@ -804,6 +808,33 @@ impl Acquire {
 }
 }
 
+/// `Acquire.__await__` of an acquire not started by a contended
+/// `__aenter__` (out of line: that one, the commonest, returns at once): a
+/// gated entry point (`interpreter::gate`), where trio's probes run.
+#[inline(never)]
+fn await_new(py: Python<'_>, slf: Bound<'_, Acquire>) -> PyResult<Py<PyAny>> {
+    let _inside = crate::interpreter::gate(py);
+    if !trio_may_run_here(py)? {
+        return Ok(slf.into_any().unbind());
+    }
+    let (core, n, session) = {
+        let mut me = slf.borrow_mut();
+        if me.redis.is_some() {
+            me.owner = Some(owner(py)?);
+        }
+        (me.core.clone(), me.n, me.session.clone())
+    };
+    let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
+    let it = TRIO_WAIT
+        .import(py, "volt_sem._glue", "trio_wait")?
+        .call1((waiter.clone_ref(py), &slf))?;
+    if it.is_none() {
+        return Ok(slf.into_any().unbind()); // not in trio: the step decides
+    }
+    slf.borrow_mut().stage = Stage::Trio(waiter);
+    Ok(it.unbind())
+}
+
 impl Drop for Acquire {
     fn drop(&mut self) {
         match self.stage {
@@ -886,8 +917,17 @@ pub(crate) fn enter_one_in(
     if redis.is_some() || trio_may_run_here(py)? {
         return enter_by_acquire(py, core, role, session, redis);
     }
-    match core.try_acquire(1) {
-        Ok(_) => {
+    // A local core's own `try_acquire`: the backend's inlines every
+    // backend's (Redis never gets here).
+    let taken = match core.as_local() {
+        Some(local) => local
+            .try_acquire(1)
+            .map(|p| p.forget())
+            .map_err(Error::from),
+        None => core.try_acquire(1).map(drop),
+    };
+    match taken {
+        Ok(()) => {
             role.taken(1);
             finished(py)
         }

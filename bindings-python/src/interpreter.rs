@@ -151,6 +151,7 @@ pub(crate) fn _interpreter_exiting(py: Python<'_>) {
 #[pyfunction]
 pub(crate) fn _forked_child() {
     crate::set_main_thread_here();
+    record::after_fork();
     INSIDE.store(0, Ordering::SeqCst);
     // Entries this thread is inside (if it forked from one) now count as the
     // main thread's: never in INSIDE, so their guards' drops must not leave.
@@ -188,7 +189,11 @@ fn wait_for_inside(py: Python<'_>, own: usize) {
 /// `Sync`: its drop must run on the thread that entered (it updates that
 /// thread's [`DEPTH`]), so it cannot be moved to, or kept in an object
 /// dropped on, another thread.
-pub(crate) struct Inside(PhantomData<*const ()>);
+pub(crate) struct Inside {
+    /// Counted in [`DEPTH`] (not the main thread): the drop leaves.
+    counted: bool,
+    _thread_bound: PhantomData<*const ()>,
+}
 
 /// Enters a gated entry point of this extension: call it first, before
 /// anything runs Python code or takes a borrow of a `#[pyclass]` (a thread
@@ -198,21 +203,32 @@ pub(crate) struct Inside(PhantomData<*const ()>);
 /// already (not on the main thread, nor the hook's); the GIL re-take at the
 /// end of that wait parks the thread for good if finalization has begun.
 /// See the module docs.
+#[inline]
 pub(crate) fn gate(py: Python<'_>) -> Inside {
     // Not counted either once this thread's locals are gone (a destructor
     // run while the thread ends).
-    let depth = DEPTH
-        .try_with(|d| {
-            let mut depth = d.get();
-            if depth == 0 && crate::on_main_thread() {
-                depth = MAIN;
-                d.set(MAIN);
-            }
-            depth
-        })
-        .unwrap_or(MAIN);
+    let depth = DEPTH.try_with(Cell::get).unwrap_or(MAIN);
     if depth == MAIN {
-        return Inside(PhantomData);
+        // Nothing to undo: the drop need not read `DEPTH` again.
+        return Inside {
+            counted: false,
+            _thread_bound: PhantomData,
+        };
+    }
+    enter(py, depth)
+}
+
+/// [`gate`] on a thread other than the main one (or the main one's first
+/// entry), out of line: the main thread's entries, the commonest, stay a
+/// thread-local read in their callers.
+#[inline(never)]
+fn enter(py: Python<'_>, depth: u32) -> Inside {
+    if depth == 0 && crate::on_main_thread() {
+        let _ = DEPTH.try_with(|d| d.set(MAIN));
+        return Inside {
+            counted: false,
+            _thread_bound: PhantomData,
+        };
     }
     if depth == 0 {
         INSIDE.fetch_add(1, Ordering::SeqCst);
@@ -229,7 +245,10 @@ pub(crate) fn gate(py: Python<'_>) -> Inside {
         }
     }
     let _ = DEPTH.try_with(|d| d.set(depth + 1));
-    Inside(PhantomData)
+    Inside {
+        counted: true,
+        _thread_bound: PhantomData,
+    }
 }
 
 /// Waits (GIL released) until [`EXIT_WAIT`] after the `atexit` hook
@@ -257,6 +276,9 @@ fn leave() {
 
 impl Drop for Inside {
     fn drop(&mut self) {
+        if !self.counted {
+            return;
+        }
         let _ = DEPTH.try_with(|d| match d.get() {
             MAIN | 0 => {}
             1 => {
@@ -292,10 +314,155 @@ pub(crate) fn running_loop(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>>
     if GET_RUNNING_LOOP.get(py).is_none() && !asyncio_imported(py) {
         return Ok(None);
     }
+    if let Some(answer) = record::running_loop(py) {
+        return Ok(answer);
+    }
     let l = GET_RUNNING_LOOP
         .import(py, "asyncio", "_get_running_loop")?
         .call0()?;
-    Ok(if l.is_none() { None } else { Some(l) })
+    let l = if l.is_none() { None } else { Some(l) };
+    record::learn(py, l.as_ref());
+    Ok(l)
+}
+
+/// asyncio's own record of a thread's running loop, read without
+/// `_get_running_loop`'s `getpid` system call (about 140 ns here; uvloop's
+/// loops, whose running thread has no attribute to read, asked it twice per
+/// contended acquire+release: issue 30).
+///
+/// CPython 3.9 to 3.11 (`Modules/_asynciomodule.c`) keep it in the thread
+/// state's dict under `__asyncio_running_event_loop__`: a
+/// `_RunningLoopHolder` with the loop (or `None`) and the id of the process
+/// that set it; `_get_running_loop` gives the loop when that id is this
+/// process's (a forked child sees none), which is what [`running_loop`]
+/// answers here, with the process id read once (and again in a forked child,
+/// [`after_fork`]). The holder's layout is not public, so it is checked
+/// once against `_get_running_loop`'s own answer ([`learn`]), on a thread
+/// running a loop; any other outcome (another version, another layout, no
+/// record) leaves the reading off for good, and every call asks
+/// `_get_running_loop` as before. CPython 3.12 and later keep it otherwise
+/// and ask no `getpid`: never read there.
+#[cfg(unix)]
+mod record {
+    use std::sync::atomic::{AtomicI32, AtomicPtr, AtomicU8, Ordering};
+
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+
+    /// `PyRunningLoopHolder` of CPython 3.9 to 3.11 (Unix).
+    #[repr(C)]
+    struct Holder {
+        head: ffi::PyObject,
+        rl_loop: *mut ffi::PyObject,
+        rl_pid: i32,
+    }
+
+    const UNKNOWN: u8 = 0;
+    const ON: u8 = 1;
+    const OFF: u8 = 2;
+
+    static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+    /// The holder's type, as checked by [`learn`].
+    static HOLDER_TYPE: AtomicPtr<ffi::PyTypeObject> = AtomicPtr::new(std::ptr::null_mut());
+    /// This process's id (`getpid`), as of [`learn`] or the last fork.
+    static PID: AtomicI32 = AtomicI32::new(0);
+
+    /// The record of the calling thread (borrowed; GIL held), if any.
+    fn holder(py: Python<'_>) -> Option<*mut ffi::PyObject> {
+        let key = pyo3::intern!(py, "__asyncio_running_event_loop__");
+        // SAFETY: GIL held. `PyThreadState_GetDict` returns a borrowed dict
+        // (NULL, no error set, without a thread state); the item is
+        // borrowed too, valid while no Python code runs (none does before
+        // the caller reads it). An error of the lookup is cleared: the
+        // caller then asks `_get_running_loop`.
+        unsafe {
+            let dict = ffi::PyThreadState_GetDict();
+            if dict.is_null() {
+                return None;
+            }
+            let h = ffi::PyDict_GetItemWithError(dict, key.as_ptr());
+            if h.is_null() {
+                if !ffi::PyErr_Occurred().is_null() {
+                    ffi::PyErr_Clear();
+                }
+                return None;
+            }
+            Some(h)
+        }
+    }
+
+    /// `_get_running_loop()`'s answer from the record (`None`: ask it).
+    pub(super) fn running_loop(py: Python<'_>) -> Option<Option<Bound<'_, PyAny>>> {
+        if STATE.load(Ordering::Relaxed) != ON {
+            return None;
+        }
+        let h = holder(py)?;
+        // SAFETY: `h` is a live object (see `holder`); it is read as a
+        // holder only when its type is the one `learn` checked the layout
+        // of, and its loop is a live object it references.
+        unsafe {
+            if ffi::Py_TYPE(h) != HOLDER_TYPE.load(Ordering::Relaxed) {
+                return None;
+            }
+            let holder = &*(h as *const Holder);
+            if holder.rl_loop == ffi::Py_None() || holder.rl_pid != PID.load(Ordering::Relaxed) {
+                return Some(None);
+            }
+            Some(Some(Bound::from_borrowed_ptr(py, holder.rl_loop)))
+        }
+    }
+
+    /// Checks the record's layout against `_get_running_loop`'s answer
+    /// `answer`, once, on the first call that finds a loop running.
+    pub(super) fn learn(py: Python<'_>, answer: Option<&Bound<'_, PyAny>>) {
+        if STATE.load(Ordering::Relaxed) != UNKNOWN {
+            return;
+        }
+        let Some(running) = answer else {
+            return; // nothing to check against yet
+        };
+        if py.version_info() >= (3, 12) {
+            STATE.store(OFF, Ordering::Relaxed);
+            return;
+        }
+        let Some(h) = holder(py) else {
+            STATE.store(OFF, Ordering::Relaxed);
+            return;
+        };
+        let pid = std::process::id() as i32;
+        // SAFETY: on 3.9 to 3.11 the record is always a holder (the
+        // layout above, at least as large), never `None` itself; the fields
+        // are only compared with known values.
+        let fits = unsafe {
+            let holder = &*(h as *const Holder);
+            h != ffi::Py_None() && holder.rl_loop == running.as_ptr() && holder.rl_pid == pid
+        };
+        if fits {
+            // SAFETY: `h` is a live object.
+            HOLDER_TYPE.store(unsafe { ffi::Py_TYPE(h) }, Ordering::Relaxed);
+            PID.store(pid, Ordering::Relaxed);
+        }
+        STATE.store(if fits { ON } else { OFF }, Ordering::Relaxed);
+    }
+
+    /// In a child made by `fork()`: records set by the parent name the
+    /// parent's process, and are no longer this one's.
+    pub(super) fn after_fork() {
+        PID.store(std::process::id() as i32, Ordering::Relaxed);
+    }
+}
+
+#[cfg(not(unix))]
+mod record {
+    use pyo3::prelude::*;
+
+    pub(super) fn running_loop(_py: Python<'_>) -> Option<Option<Bound<'_, PyAny>>> {
+        None
+    }
+
+    pub(super) fn learn(_py: Python<'_>, _answer: Option<&Bound<'_, PyAny>>) {}
+
+    pub(super) fn after_fork() {}
 }
 
 /// Whether `asyncio` is in `sys.modules` (a dictionary lookup: no import).

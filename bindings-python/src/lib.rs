@@ -437,13 +437,8 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1)), text_signature = "($self, n=1)")]
     fn release(&self, py: Python<'_>, n: Permits) -> PyResult<()> {
         let core = self.core.get()?;
-        if let Some(extra) = &self.redis {
-            let r = extra.release(py, &core, n.0);
-            after_wakes(py);
-            return r;
-        }
-        if let Role::Bounded(_) = self.role {
-            return self.role.release(py, &core, n.0);
+        if self.redis.is_some() || !matches!(self.role, Role::Count) {
+            return self.release_other(py, &core, n.0);
         }
         waking(py, || release_error(&core, n.0))
     }
@@ -813,6 +808,18 @@ impl Semaphore {
 }
 
 impl Semaphore {
+    /// `release(n)` of a Redis handle or a `BoundedSemaphore` (out of line:
+    /// a counting semaphore's, the commonest, stays short).
+    #[inline(never)]
+    fn release_other(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
+        if let Some(extra) = &self.redis {
+            let r = extra.release(py, core, n);
+            after_wakes(py);
+            return r;
+        }
+        self.role.release(py, core, n)
+    }
+
     /// The queued acquires `disconnect()` must fail: a named handle's. A
     /// Redis handle's are failed by the backend itself (its disconnect ends
     /// the requests in Redis), and listing them would keep an abandoned

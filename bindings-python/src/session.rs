@@ -241,13 +241,11 @@ impl CoreCell {
     }
 
     /// The core; `DisconnectedError` once the session ended.
+    #[inline]
     pub(crate) fn get(&self) -> PyResult<Cow<'_, Arc<Core>>> {
         match self {
             CoreCell::Fixed(core) => Ok(Cow::Borrowed(core)),
-            CoreCell::Session(cell) => lock(&cell.core)
-                .clone()
-                .map(Cow::Owned)
-                .ok_or_else(disconnected_error),
+            CoreCell::Session(cell) => cell.get().map(Cow::Owned),
         }
     }
 
@@ -270,6 +268,13 @@ impl CoreCell {
 }
 
 impl SessionCell {
+    /// The session's core, or `DisconnectedError` once it ended (out of
+    /// line: [`CoreCell::get`] of a local semaphore stays a field read).
+    #[inline(never)]
+    fn get(&self) -> PyResult<Arc<Core>> {
+        lock(&self.core).clone().ok_or_else(disconnected_error)
+    }
+
     fn end(&self, py: Python<'_>) -> bool {
         let core = lock(&self.core).take();
         if let Some(core) = &core {

@@ -439,6 +439,10 @@ thread_local! {
     static DIRECT_THREAD: Cell<u8> = const { Cell::new(UNKNOWN) };
     /// The own-loop drain's buffer, kept between drains with its capacity.
     static DRAIN_BUFFER: Cell<Vec<Pin<Arc<Slot>>>> = const { Cell::new(Vec::new()) };
+    /// Slots woken inside [`waking`] for a loop created on this thread, kept
+    /// for the [`after_wakes`] that follows (`resolve_direct`); the list
+    /// keeps its capacity.
+    static DIRECT: RefCell<Vec<Pin<Arc<Slot>>>> = const { RefCell::new(Vec::new()) };
 }
 
 const UNKNOWN: u8 = 0;
@@ -478,6 +482,14 @@ pub(crate) fn waking<R>(py: Python<'_>, call: impl FnOnce() -> R) -> R {
             let _ = IN_WAKING.try_with(|w| w.set(self.0));
             if std::thread::panicking() {
                 // `after_wakes` will not run: pay what this scope owes.
+                let kept = DIRECT
+                    .try_with(|d| d.try_borrow_mut().map(|mut d| std::mem::take(&mut *d)))
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_default();
+                for slot in kept {
+                    queue_on_chan(slot, false, false);
+                }
                 let _ = TOUCHED.try_with(|t| {
                     if let Ok(t) = t.try_borrow() {
                         t.iter().for_each(|c| c.pay_owed());
@@ -527,18 +539,37 @@ pub(crate) unsafe fn slot_from_ctx(ctx: *mut c_void) -> Pin<Arc<Slot>> {
 /// only. `track`: remember the channel for this thread's next `after_wakes`
 /// (only on threads that run Python-facing calls).
 pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
-    let chan = slot.chan.clone();
-    if chan.dead.load(Ordering::SeqCst) {
+    if slot.chan.dead.load(Ordering::SeqCst) {
         hand_on(&slot);
         return;
     }
     // Inside `waking` on the loop's own thread: `after_wakes` follows and
     // either resolves the Future at once or writes the byte.
     let direct = track
-        && chan.thread != 0
+        && slot.chan.thread != 0
         && IN_WAKING.try_with(Cell::get).unwrap_or(false)
-        && chan.thread == thread_ident()
+        && slot.chan.thread == thread_ident()
         && direct_thread();
+    let mut slot = Some(slot);
+    if direct {
+        // Kept on this thread for `after_wakes` (`resolve_direct`): no
+        // queue lock when it resolves the Future itself.
+        let _ = DIRECT.try_with(|d| {
+            if let Ok(mut d) = d.try_borrow_mut() {
+                d.extend(slot.take());
+            }
+        });
+    }
+    if let Some(slot) = slot {
+        queue_on_chan(slot, direct, track);
+    }
+}
+
+/// Queues a woken slot on its channel: the signal written now, or, `direct`,
+/// owed to this thread's [`after_wakes`] (`track`: the channel is listed for
+/// it).
+fn queue_on_chan(slot: Pin<Arc<Slot>>, direct: bool, track: bool) {
+    let chan = slot.chan.clone();
     chan.push(slot, direct);
     // A loop closed meanwhile would miss this entry; `kill` takes the queue
     // after setting `dead`, so one of the two sees it.
@@ -567,30 +598,42 @@ pub(crate) fn push_to_loop(slot: Pin<Arc<Slot>>, track: bool) {
     }
 }
 
+/// Takes this thread's list `key` when it is not empty; an empty one stays,
+/// keeping its capacity for the next wakes (no allocation per release).
+fn take_list<T: 'static>(key: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -> Vec<T> {
+    key.try_with(|l| {
+        l.try_borrow_mut()
+            .map(|mut l| {
+                if l.is_empty() {
+                    Vec::new()
+                } else {
+                    std::mem::take(&mut *l)
+                }
+            })
+            .unwrap_or_default()
+    })
+    .unwrap_or_default()
+}
+
 /// After a core call that may have woken waiters on this thread: resolves at
 /// once the Futures of this thread's running loop (see [`waking`]), hands on
 /// the grants of waiters whose loop is closed, and writes the signal bytes
 /// [`waking`] left out for the rest. Called with the GIL held by every
 /// Python-facing operation that releases, cancels or closes.
 pub(crate) fn after_wakes(py: Python<'_>) {
+    resolve_direct(py);
+    let touched = take_list(&TOUCHED);
+    if !touched.is_empty() {
+        after_queued_wakes(py, touched);
+    }
+}
+
+/// The part of [`after_wakes`] for channels that received queued slots
+/// (out of line: a release that woke a task of its own running loop, the
+/// commonest, has none).
+#[inline(never)]
+fn after_queued_wakes(py: Python<'_>, mut touched: Vec<Arc<Chan>>) {
     loop {
-        // Taken only when not empty: the list keeps its capacity.
-        let mut touched = TOUCHED
-            .try_with(|t| {
-                t.try_borrow_mut()
-                    .map(|mut t| {
-                        if t.is_empty() {
-                            Vec::new()
-                        } else {
-                            std::mem::take(&mut *t)
-                        }
-                    })
-                    .unwrap_or_default()
-            })
-            .unwrap_or_default();
-        if touched.is_empty() {
-            return;
-        }
         // This thread's running loop, looked up once and only if needed.
         let mut running: Option<Option<Bound<'_, PyAny>>> = None;
         for chan in &touched {
@@ -624,6 +667,10 @@ pub(crate) fn after_wakes(py: Python<'_>) {
             })
             .unwrap_or(false);
         if !more {
+            return;
+        }
+        touched = take_list(&TOUCHED);
+        if touched.is_empty() {
             return;
         }
     }
@@ -674,27 +721,96 @@ impl Chan {
         let mut batch = DRAIN_BUFFER.with(Cell::take);
         self.take_direct(&mut batch);
         for slot in &batch {
-            if slot.claim.load(Ordering::Acquire) != OPEN {
-                continue; // its owner finished it already
-            }
-            slot.delivered.store(true, Ordering::Relaxed);
-            let fut = slot.target.bind(py);
-            // A Future cancelled meanwhile (its task's cancel, whose throw
-            // will finish the slot) refuses the result: rare, so checked only
-            // then rather than with a `done()` call per wake.
-            if let Err(e) = set_result_true(py, fut) {
-                let done = fut
-                    .call_method0(pyo3::intern!(py, "done"))
-                    .and_then(|d| d.is_truthy())
-                    .unwrap_or(false);
-                if !done {
-                    e.write_unraisable(py, Some(fut));
-                }
-            }
+            resolve_here(py, slot);
         }
         batch.clear();
         DRAIN_BUFFER.with(|b| b.set(batch));
     }
+}
+
+/// Resolves a woken slot's Future on its own loop's thread (that loop
+/// running here), unless its owner finished it already.
+fn resolve_here(py: Python<'_>, slot: &Slot) {
+    if slot.claim.load(Ordering::Acquire) != OPEN {
+        return; // its owner finished it already
+    }
+    slot.delivered.store(true, Ordering::Relaxed);
+    let fut = slot.target.bind(py);
+    // A Future cancelled meanwhile (its task's cancel, whose throw will
+    // finish the slot) refuses the result: rare, so checked only then
+    // rather than with a `done()` call per wake.
+    if let Err(e) = set_result_true(py, fut) {
+        refused(py, fut, e);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn refused(py: Python<'_>, fut: &Bound<'_, PyAny>, e: PyErr) {
+    let done = fut
+        .call_method0(pyo3::intern!(py, "done"))
+        .and_then(|d| d.is_truthy())
+        .unwrap_or(false);
+    if !done {
+        e.write_unraisable(py, Some(fut));
+    }
+}
+
+/// The first part of [`after_wakes`]: the slots [`push_to_loop`] kept on
+/// this thread ([`DIRECT`]), woken inside [`waking`] for a loop created on
+/// this thread. When that loop is the one running here (the usual case: a
+/// task releasing to a task of its own loop), each Future is resolved at
+/// once, with no queue lock and no socket; grants other threads queued on
+/// the same channel before are resolved with them, as the own-loop drain
+/// does. A slot whose loop does not run here (another loop of this thread,
+/// one stopped or closed) goes the general way: queued on its channel, the
+/// signal owed to the loop below.
+fn resolve_direct(py: Python<'_>) {
+    // A nested release (a loop whose `call_soon` releases) fills a new one.
+    let mut batch = take_list(&DIRECT);
+    if batch.is_empty() {
+        return;
+    }
+    let mut running: Option<Option<Bound<'_, PyAny>>> = None;
+    // The channel last asked about and whether its loop runs here: one
+    // question per channel (a batch is almost always one loop's).
+    let mut asked: Option<(*const Chan, bool)> = None;
+    // A slot of the channel whose loop runs here.
+    let mut ran_here: Option<usize> = None;
+    for (i, slot) in batch.iter().enumerate() {
+        let chan = Arc::as_ptr(&slot.chan);
+        let here = match asked {
+            Some((c, here)) if std::ptr::eq(c, chan) => here,
+            _ => {
+                let here =
+                    !slot.chan.dead.load(Ordering::SeqCst) && slot.chan.runs_here(py, &mut running);
+                asked = Some((chan, here));
+                here
+            }
+        };
+        if here {
+            ran_here = Some(i);
+            resolve_here(py, slot);
+        } else {
+            queue_on_chan(slot.clone(), true, true);
+        }
+    }
+    if let Some(i) = ran_here {
+        // Wakes other threads queued on this loop's channel (rare: only
+        // then does any channel hold undrained slots).
+        let chan = &batch[i].chan;
+        if UNDRAINED.load(Ordering::Acquire) != 0 && !chan.is_empty() {
+            chan.drain_on_own_loop(py);
+        }
+    }
+    batch.clear();
+    let _ = DIRECT.try_with(|d| {
+        if let Ok(mut d) = d.try_borrow_mut() {
+            if d.is_empty() {
+                *d = batch;
+            }
+        }
+    });
 }
 
 /// `fut.set_result(True)` through `PyObject_CallMethodObjArgs`, which
@@ -839,10 +955,36 @@ static DAEMON_CHANNEL: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// subclass that runs otherwise leaves it None: the caller then takes the
 /// general path.
 fn stock_loop_runs_here(py: Python<'_>, event_loop: &Bound<'_, PyAny>) -> bool {
-    event_loop
-        .getattr(pyo3::intern!(py, "_thread_id"))
-        .and_then(|t| t.extract::<u64>())
-        .is_ok_and(|t| t == thread_ident())
+    use pyo3::ffi;
+    let name = pyo3::intern!(py, "_thread_id");
+    // Through the C API (twice per contended acquire+release: the wait's
+    // loop lookup and the wake): an attribute read and an int compare.
+    // SAFETY: GIL held; `event_loop` and `name` are live objects. The
+    // attribute is a new reference (NULL with an error set, which is
+    // cleared: the answer is then no), released before returning; an int
+    // is read only after the type check, so no error is set by it (one
+    // that overflows a u64 is no thread's identifier, and its error is
+    // cleared too).
+    unsafe {
+        let t = ffi::PyObject_GetAttr(event_loop.as_ptr(), name.as_ptr());
+        if t.is_null() {
+            ffi::PyErr_Clear();
+            return false;
+        }
+        let here = if ffi::PyLong_Check(t) != 0 {
+            let v = ffi::PyLong_AsUnsignedLongLong(t);
+            if v == u64::MAX && !ffi::PyErr_Occurred().is_null() {
+                ffi::PyErr_Clear();
+                false
+            } else {
+                v == thread_ident()
+            }
+        } else {
+            false // None: not running
+        };
+        ffi::Py_DECREF(t);
+        here
+    }
 }
 
 /// This thread's running loop and its channel without `_get_running_loop`,
@@ -878,6 +1020,7 @@ pub(crate) fn cached_running_loop(py: Python<'_>) -> Option<(Bound<'_, PyAny>, A
 /// from its own C frame, where the connect runs in Python frames only. A
 /// known non-daemon thread is joined before finalization and connects in
 /// place.
+#[inline(never)]
 pub(crate) fn asyncio_chan_or_setup<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,

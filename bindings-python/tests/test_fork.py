@@ -3,6 +3,7 @@ semaphore in which the parent's queued requests are closed (their threads do
 not exist there) and their partial grants come back, so a release in the child
 is not swallowed by a ghost. The parent is unaffected."""
 
+import asyncio
 import os
 import select
 import signal
@@ -117,3 +118,27 @@ def test_new_requests_in_the_child_are_served():
         sem.release(1)
     t.join(10)
     assert outcome == [True]
+
+
+def test_a_child_forked_inside_a_running_loop_runs_no_loop():
+    """A child forked from a coroutine runs no loop (asyncio's own answer
+    there: its record of the running loop names the parent's process), so a
+    blocking wait is allowed in it (it times out), while the parent, on its
+    loop, is refused as ever. volt_sem reads that record itself on CPython
+    3.9-3.11 (without `_get_running_loop`'s getpid): the child must not take
+    the parent's loop for its own."""
+    sem = volt_sem.Semaphore(0)
+
+    async def main():
+        for _ in range(2):  # the first call checks the record, the second reads it
+            with pytest.raises(RuntimeError, match="running event loop"):
+                sem.acquire_blocking(1)
+
+        def child():
+            if asyncio._get_running_loop() is not None:
+                return 2
+            return 0 if sem.acquire_blocking(1, timeout=0.05) is False else 1
+
+        return _fork(child)
+
+    assert asyncio.run(main()) == 0

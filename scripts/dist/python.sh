@@ -77,7 +77,7 @@ build() {
   # shellcheck disable=SC2086
   if ! env CARGO_TARGET_DIR="$1" RUSTFLAGS="$2" \
        ${deployment:+MACOSX_DEPLOYMENT_TARGET=$deployment} "${lto[@]}" \
-       "$MATURIN_VENV/bin/maturin" build --release --strip $args --out "$3" >"$stage.log" 2>&1; then
+       "$MATURIN_VENV/bin/maturin" build --profile wheel --strip $args --out "$3" >"$stage.log" 2>&1; then
     cat "$stage.log"
     echo "maturin failed for $platform" >&2
     return 1
@@ -105,10 +105,11 @@ for platform in "${platforms[@]}"; do
   # The wheel of the platform this machine runs is profile-guided (issue 30:
   # the contended path's instruction-cache misses 806 -> 483 per operation):
   # built instrumented, trained by bench/pgo_train.sh, built again with the
-  # profile; with fat LTO in one codegen unit, as measured, in a target
-  # directory of its own (other RUSTFLAGS). The others cannot run here.
+  # profile, in a target directory of its own (other RUSTFLAGS). The others
+  # cannot run here. Every wheel is built with the workspace's `wheel`
+  # profile: fat LTO in one codegen unit (macOS too: it drops the dead code
+  # MACOS_LTO is there for, see toolchain.sh).
   if [[ $platform == "$PGO_PLATFORM" ]]; then
-    lto=(CARGO_PROFILE_RELEASE_LTO=fat CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
     target_dir=$DIST_TARGET_DIR/pgo
     pgo=$target_dir/profile
     rm -rf "$pgo" && mkdir -p "$pgo/raw" "$pgo/wheel"
