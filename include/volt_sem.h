@@ -1218,8 +1218,8 @@ const char *volt_status_str(int32_t status);
  * failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`),
  * and may be "" when the call refused its arguments before reaching the
  * semaphore (a NULL pointer, a count of 0 or above `volt_max_permits()`, a
- * bad `struct_size`, a waiter in the wrong state), for `VOLT_FORKED`, and
- * after `volt_waiter_status` (it reports a state).
+ * bad `struct_size`, a waiter in the wrong state, a local handle for a
+ * Redis-only call), and after `volt_waiter_status` (it reports a state).
  * Every other `volt_*` call forgets the message when it starts, so it always
  * belongs to the call made just before, on the same thread (the calls a
  * wake callback makes inside another call, such as a `volt_sem_release`

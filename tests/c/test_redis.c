@@ -1190,6 +1190,10 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
             (char)(volt_sem_available_permits(sem) == 0 ? VOLT_FORKED : VOLT_OK),
             0,
         };
+        /* With its message, as every failure of a handle. */
+        char msg[256];
+        r[8] = (char)(volt_sem_try_acquire(sem, 1) == VOLT_FORKED &&
+                      volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "fork()") != NULL);
         volt_sem_free(sem); /* must not end the parent's session */
         if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
         _exit(0); /* not exit(): the test harness of the parent must not run here */
@@ -1205,6 +1209,7 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
             fprintf(stderr, "    child call %d: %s\n", i, volt_status_str(r[i]));
         CHECK(r[i] == VOLT_FORKED);
     }
+    CHECK(r[8] == 1);
     volt_census k = census(sem);
     CHECK(conserved(k) && k.held == 1 && !k.closed);
     CHECK(volt_sem_held_permits(sem) == 1);
