@@ -1,10 +1,12 @@
 //! The message of the last error on each thread (read by
 //! `volt_last_error_message`, in `status.rs`):
 //! the details a status alone cannot carry (why a connection failed, which
-//! option was refused). Every other entry point forgets it when it starts
+//! option was refused, which command the ACL refused); every error status
+//! from a backend error has one. Every other entry point forgets it when it starts
 //! (`ffi_call`), so it always belongs to the call made just before.
 
 use std::cell::Cell;
+use std::fmt::Write as _;
 
 use volt_sem_backend::Error;
 
@@ -59,37 +61,26 @@ pub(crate) fn set_last_error(message: impl FnOnce() -> String) {
     HAS_LAST_ERROR.with(|h| h.set(true));
 }
 
-/// Remembers the message of an error that carries more than its status says
-/// (which Redis error, why the connection failed, which option, the rule an
-/// invalid name or total broke: `VOLT_INVALID_ARGUMENT` alone has many
-/// causes, and the rules differ by backend). Only those:
-/// the everyday statuses (`VOLT_WOULD_BLOCK`, `VOLT_TIMED_OUT`, ...) stay
-/// allocation-free.
+/// Remembers the message of a backend error: every error status that comes
+/// from one (`status_of`, the one place errors become statuses) has its
+/// `Display` text, unless this call already stored a more specific message
+/// (`noted`, `set_last_error`). No list of "detailed" errors to keep up to
+/// date: one used to miss `NoPermission`, `WrongType`, `InUse`, `ReadOnly`,
+/// `Tls` and `NotReplicated`, whose messages the header promises.
+///
+/// The text is written into the thread's buffer, which forgetting empties
+/// but keeps: after a thread's first message the everyday statuses
+/// (`VOLT_WOULD_BLOCK`, `VOLT_TIMED_OUT`, ...) allocate nothing.
 pub(crate) fn remember(e: &Error) {
-    let detailed = matches!(
-        e,
-        Error::InvalidUrl(_)
-            | Error::InvalidName
-            | Error::InvalidPermits
-            | Error::InvalidPrefix
-            | Error::InvalidLabel
-            | Error::InvalidOption(_)
-            | Error::Auth
-            | Error::Connection(_)
-            | Error::Redis(_)
-            | Error::OutOfMemory(_)
-            | Error::Protocol(_)
-            | Error::LeaseExpired
-            | Error::StateLost
-            | Error::TotalMismatch { .. }
-            // Both versions (C libraries), and what to do.
-            | Error::VersionMismatch { .. }
-            | Error::LibcMismatch { .. }
-            | Error::Os(_)
-    );
-    if detailed {
-        set_last_error(|| e.to_string());
+    if HAS_LAST_ERROR.with(Cell::get) {
+        return;
     }
+    let _ = LAST_ERROR.try_with(|m| {
+        let mut m = m.borrow_mut();
+        m.clear();
+        let _ = write!(m, "{e}");
+    });
+    HAS_LAST_ERROR.with(|h| h.set(true));
 }
 
 /// `status`, with `message` remembered for `volt_last_error_message` (for the

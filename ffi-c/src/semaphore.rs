@@ -70,7 +70,8 @@ pub(crate) unsafe fn handle<'a>(sem: *const volt_sem) -> Checked<&'a volt_sem> {
     // SAFETY: forwarded caller contract.
     let sem = unsafe { sem_ref(sem) }.ok_or(VOLT_INVALID_ARGUMENT)?;
     if sem.forked() {
-        return Err(VOLT_FORKED);
+        // Through `status_of`, for its message, as every backend error.
+        return Err(status_of(Error::Forked));
     }
     Ok(sem)
 }

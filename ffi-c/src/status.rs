@@ -39,11 +39,19 @@ fn status_name(status: i32) -> &'static CStr {
 }
 
 /// Copies the message of the last call on this thread into `buf`,
-/// NUL-terminated and truncated to `len` bytes: the details of its failure
-/// when it had more to say than its status (a network or Redis failure, an
-/// invalid option, a total mismatch, a lost lease, an OS error, the rule an
-/// invalid name or total broke, the two versions or C libraries of a
-/// version or C library mismatch), else "".
+/// NUL-terminated and truncated to `len` bytes. Every failure the semaphore
+/// or Redis reports has one, the error's own text: which command the ACL
+/// refused (`VOLT_NO_PERMISSION`), which key holds a foreign value
+/// (`VOLT_WRONG_TYPE`), the server's text for the other Redis errors, why
+/// the connection or the TLS handshake failed, which option was refused,
+/// the rule an invalid name or total broke, the two versions or C libraries
+/// of a mismatch (for `VOLT_WOULD_BLOCK` or `VOLT_TIMED_OUT`, just what the
+/// status says). It is "" after `VOLT_OK` and the outcomes that are no
+/// failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`),
+/// and may be "" when the call refused its arguments before reaching the
+/// semaphore (a NULL pointer, a count of 0 or above `volt_max_permits()`, a
+/// bad `struct_size`, a waiter in the wrong state, a local handle for a
+/// Redis-only call), and after `volt_waiter_status` (it reports a state).
 /// Every other `volt_*` call forgets the message when it starts, so it always
 /// belongs to the call made just before, on the same thread (the calls a
 /// wake callback makes inside another call, such as a `volt_sem_release`

@@ -330,3 +330,43 @@ fn connect_options_init_zeroes_a_larger_struct_and_rejects_bad_sizes() {
         );
     }
 }
+
+/// The error a status comes from leaves its text for
+/// `volt_last_error_message`, whichever error it is (the errors below were
+/// once left out of a list of "detailed" ones, so their messages were ""),
+/// and a message the call already stored is kept.
+#[test]
+fn every_backend_error_leaves_its_message() {
+    use crate::last_error::{forget_last_error, noted, with_last_error};
+    use crate::status::status_of;
+    use volt_sem_backend::Error;
+    let message = || with_last_error(str::to_owned).unwrap();
+    for e in [
+        Error::NoPermission("EVALSHA".into()),
+        Error::WrongType("WRONGTYPE {volt-sem:x}:queue holds a string".into()),
+        Error::InUse { sessions: 2 },
+        Error::ReadOnly("READONLY replica".into()),
+        Error::Tls("no CA file".into()),
+        Error::NotReplicated {
+            acked: 0,
+            wanted: 1,
+        },
+        Error::NoPermits,
+        Error::TimedOut,
+        Error::NotHeld { held: 0 },
+    ] {
+        forget_last_error();
+        let text = e.to_string();
+        let status_number = e.status();
+        let status = status_of(e);
+        assert_eq!(status as i32, status_number, "{text}");
+        assert_eq!(message(), text);
+    }
+    forget_last_error();
+    let status = noted(VOLT_UNSUPPORTED, "the more specific message");
+    status_of(Error::Unsupported);
+    assert_eq!(status, VOLT_UNSUPPORTED);
+    assert_eq!(message(), "the more specific message");
+    forget_last_error();
+    assert_eq!(message(), "");
+}

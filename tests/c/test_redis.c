@@ -1190,6 +1190,10 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
             (char)(volt_sem_available_permits(sem) == 0 ? VOLT_FORKED : VOLT_OK),
             0,
         };
+        /* With its message, as every failure of a handle. */
+        char msg[256];
+        r[8] = (char)(volt_sem_try_acquire(sem, 1) == VOLT_FORKED &&
+                      volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "fork()") != NULL);
         volt_sem_free(sem); /* must not end the parent's session */
         if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
         _exit(0); /* not exit(): the test harness of the parent must not run here */
@@ -1205,6 +1209,7 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
             fprintf(stderr, "    child call %d: %s\n", i, volt_status_str(r[i]));
         CHECK(r[i] == VOLT_FORKED);
     }
+    CHECK(r[8] == 1);
     volt_census k = census(sem);
     CHECK(conserved(k) && k.held == 1 && !k.closed);
     CHECK(volt_sem_held_permits(sem) == 1);
@@ -1703,6 +1708,81 @@ static void test_another_schema_is_refused(void) {
     CHECK_STATUS(volt_sem_delete(main_server.url, name, NULL), VOLT_VERSION_MISMATCH);
     snprintf(cmd, sizeof cmd, "HGET {volt-sem:%s}:meta schema\r\n", name);
     CHECK(redis_command(cmd, reply, sizeof reply) && strncmp(reply, "$2\r\n", 4) == 0);
+}
+
+/* Every Redis error status comes with its details in
+ * volt_last_error_message(), as the header promises: VOLT_NO_PERMISSION
+ * names the command the ACL refuses, VOLT_WRONG_TYPE the key that holds a
+ * foreign value, VOLT_IN_USE, VOLT_NOT_REPLICATED and VOLT_TLS_FAILED say
+ * what happened. These messages used to be dropped (""): only an allow list
+ * of errors was stored, and it had missed these. */
+static void expect_message(const char *call, const char *needle) {
+    char msg[512];
+    size_t n = volt_last_error_message(msg, sizeof msg);
+    if (n == 0 || strstr(msg, needle) == NULL) {
+        fprintf(stderr, "  %s: message \"%s\" lacks \"%s\"\n", call, msg, needle);
+        CHECK(0);
+    }
+}
+
+static void test_redis_errors_have_messages(void) {
+    const char *name = name_of("messages");
+    char cmd[300], reply[64], url[160];
+    const volt_sem *sem = NULL;
+    /* A user the ACL refuses EVALSHA: connect checks the commands it needs. */
+    snprintf(cmd, sizeof cmd, "ACL SETUSER volt-noeval on >noeval-pw ~* &* +@all -evalsha\r\n");
+    CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, "+OK\r\n") == 0);
+    snprintf(url, sizeof url, "redis://volt-noeval:noeval-pw@%s", strstr(main_server.url, "://") + 3);
+    CHECK_STATUS(volt_sem_connect(url, name, 1, NULL, &sem), VOLT_NO_PERMISSION);
+    CHECK(sem == NULL);
+    expect_message("NO_PERMISSION", "EVALSHA");
+    char msg[512];
+    volt_last_error_message(msg, sizeof msg);
+    CHECK(strstr(msg, "noeval-pw") == NULL);
+    CHECK(redis_command("ACL DELUSER volt-noeval\r\n", reply, sizeof reply));
+
+    /* A string planted on the semaphore's queue: a connect meets it (and
+     * names it), as does a request that must queue; neither changes a thing. */
+    const volt_sem *a = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_OK);
+    char key[160];
+    snprintf(key, sizeof key, "{volt-sem:%s}:queue", name);
+    snprintf(cmd, sizeof cmd, "SET %s planted\r\n", key);
+    CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, "+OK\r\n") == 0);
+    const volt_sem *b = (const volt_sem *)1;
+    CHECK_STATUS(volt_sem_connect(main_server.url, name, 1, NULL, &b), VOLT_WRONG_TYPE);
+    CHECK(b == NULL);
+    expect_message("WRONG_TYPE", key);
+    /* A WRONGTYPE that Redis itself raises names no key, but has its text. */
+    CHECK_STATUS(volt_sem_acquire_blocking(a, 1, SEC_NS / 10), VOLT_WRONG_TYPE);
+    expect_message("WRONG_TYPE", "WRONGTYPE");
+    snprintf(cmd, sizeof cmd, "DEL %s\r\n", key);
+    CHECK(redis_command(cmd, reply, sizeof reply) && strcmp(reply, ":1\r\n") == 0);
+
+    /* A handle is connected: the delete is refused. */
+    volt_connect_options o = options();
+    CHECK_STATUS(volt_sem_delete(main_server.url, name, &o), VOLT_IN_USE);
+    expect_message("IN_USE", "in use");
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK);
+    volt_sem_free(a);
+    CHECK_STATUS(delete_once_free(name, &o), VOLT_OK);
+
+    /* No replica acknowledges the write. */
+    o.min_replicas_acked = 1;
+    o.min_replicas_timeout_ms = 100;
+    const volt_sem *strict = connect_to(main_server.url, name, 1, &o);
+    CHECK_STATUS(volt_sem_try_acquire(strict, 1), VOLT_NOT_REPLICATED);
+    expect_message("NOT_REPLICATED", "replicas acknowledged");
+    volt_sem_free(strict);
+
+    /* TLS with a CA file that cannot be read. */
+    char tls_url[128];
+    snprintf(tls_url, sizeof tls_url, "rediss://%s", strstr(main_server.url, "://") + 3);
+    o = options();
+    o.tls_ca_file = "/nonexistent/ca.pem";
+    CHECK_STATUS(volt_sem_connect(tls_url, name, 1, &o, &sem), VOLT_TLS_FAILED);
+    expect_message("TLS_FAILED", "TLS");
+    CHECK_STATUS(delete_once_free(name, NULL), VOLT_OK);
 }
 
 /* volt_sem_inspect on a Redis semaphore: a holder in another process is
@@ -2510,6 +2590,7 @@ int main(int argc, char **argv) {
     RUN(test_delete);
     RUN(test_attach_only);
     RUN(test_another_schema_is_refused);
+    RUN(test_redis_errors_have_messages);
     RUN(test_free_leaves_no_thread_and_no_connection);
     RUN(test_end_sessions_on_signals);
     RUN(test_end_sessions_on_signals_leaves_ignored_ones_ignored);

@@ -706,6 +706,7 @@ static void test_forked_handle(void) {
         const volt_sem *mine = NULL;
         if (volt_sem_try_acquire(sem, 1) != VOLT_FORKED) code = 1;
         else if (volt_sem_release(sem, 1) != VOLT_FORKED) code = 2;
+        else if (volt_last_error_message(NULL, 0) == 0) code = 6; /* with its message */
         else if (volt_sem_open(name, 2, VOLT_OPEN_ATTACH_ONLY, &mine) != VOLT_OK) code = 3;
         else if (volt_sem_try_acquire(mine, 1) != VOLT_OK) code = 4;
         else if (volt_sem_release(mine, 1) != VOLT_OK) code = 5;
