@@ -69,8 +69,10 @@ fn clock_ns() -> u64 {
 /// first call 50 ms of clock later notes a second one and sets the rate
 /// (`2^32` ns per tick, fixed point), from then on the clock is the first
 /// pair's clock plus the ticks since, scaled: equal to `CLOCK_MONOTONIC` at
-/// both pairs, within the 20-40 ns of each pair's two reads (under 1 ppm of
-/// the 50 ms). Afterwards the two may drift apart by the rate at which NTP
+/// both pairs, within half the width of each pair's two clock reads: the
+/// narrowest of five tries, 20-40 ns as a rule (under 1 ppm of the 50 ms),
+/// and never more than 2 µs (40 ppm): a process whose every try is wider
+/// (preempted between its reads) keeps `CLOCK_MONOTONIC`. Afterwards the two may drift apart by the rate at which NTP
 /// slews `CLOCK_MONOTONIC` (at most 500 ppm; usually a few ppm): the stamps
 /// are compared only with each other (queue times, waits), never with
 /// `Instant`s. A reading taken before the rate was set and one after agree
@@ -106,12 +108,30 @@ mod tsc {
         unsafe { core::arch::x86_64::_rdtsc() }
     }
 
-    /// A (TSC, clock) pair: the TSC between two clock reads, and their mean.
-    fn pair() -> (u64, u64) {
-        let a = super::monotonic_ns();
-        let t = rdtsc();
-        let b = super::monotonic_ns();
-        (t, a + (b - a) / 2)
+    /// The widest (clock read, TSC read, clock read) accepted as a pair: its
+    /// error is at most half of it, 1 µs, 40 ppm of the 50 ms span for the
+    /// two pairs of the rate. Unpreempted, the three reads take 20-40 ns (a
+    /// few hundred where the clock is read through a system call).
+    const MAX_PAIR_NS: u64 = 2_000;
+
+    /// A (TSC, clock) pair: the TSC between two clock reads, and their mean;
+    /// the narrowest of a few tries, so that a try torn by a preemption, an
+    /// interrupt or a descheduled vCPU between its reads (which would offset
+    /// the pair by up to half the stall, and the rate by that over the span,
+    /// for good) is not the one kept. `None` if every try was torn.
+    fn pair() -> Option<(u64, u64)> {
+        let mut best: Option<(u64, u64, u64)> = None; // (width, tsc, clock)
+        for _ in 0..5 {
+            let a = super::monotonic_ns();
+            let t = rdtsc();
+            let b = super::monotonic_ns();
+            let width = b.saturating_sub(a);
+            if best.map_or(true, |(w, _, _)| width < w) {
+                best = Some((width, t, a + width / 2));
+            }
+        }
+        best.filter(|&(w, _, _)| w <= MAX_PAIR_NS)
+            .map(|(_, t, n)| (t, n))
     }
 
     /// Whether the kernel keeps time with the TSC. Allocates nothing (a
@@ -154,20 +174,25 @@ mod tsc {
         match STATE.load(Ordering::Acquire) {
             // One call claims each step; the others read the clock meanwhile.
             UNTRIED if claim(UNTRIED) => {
-                if kernel_uses_tsc() {
-                    let (t, n) = pair();
-                    T0.store(t, Ordering::Relaxed);
-                    N0.store(n, Ordering::Relaxed);
-                    STATE.store(MEASURING, Ordering::Release);
-                } else {
-                    STATE.store(OFF, Ordering::Relaxed);
+                // A machine whose every try is torn is not one to trust a
+                // rate from: CLOCK_MONOTONIC for good.
+                match kernel_uses_tsc().then(pair).flatten() {
+                    Some((t, n)) => {
+                        T0.store(t, Ordering::Relaxed);
+                        N0.store(n, Ordering::Relaxed);
+                        STATE.store(MEASURING, Ordering::Release);
+                    }
+                    None => STATE.store(OFF, Ordering::Relaxed),
                 }
             }
             MEASURING
                 if ns.saturating_sub(N0.load(Ordering::Relaxed)) >= SPAN_NS && claim(MEASURING) =>
             {
                 let (t0, n0) = (T0.load(Ordering::Relaxed), N0.load(Ordering::Relaxed));
-                let (t, n) = pair();
+                let Some((t, n)) = pair() else {
+                    STATE.store(OFF, Ordering::Relaxed);
+                    return ns;
+                };
                 let ticks = t.saturating_sub(t0);
                 let rate = (u128::from(n.saturating_sub(n0)) << 32)
                     .checked_div(u128::from(ticks))
