@@ -369,6 +369,60 @@ fn enqueue_behind_a_waiter_races_close_and_release() {
     });
 }
 
+/// An acquire that may queue behind a waiter without writing the word,
+/// racing that waiter's cancel (which, if it empties the queue first, clears
+/// QUEUED and hands its partial grant on) and `close`: whichever order, the
+/// tail ends granted, closed or cancelled by its owner, never left queued on
+/// a closed semaphore (its `finish_raw` then returns `Closed`, with its
+/// callback run once), and every permit is back.
+#[test]
+fn enqueue_behind_a_waiter_races_its_cancel_and_close() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(1));
+        let (head, tail) = (Box::pin(Waiter::new()), Arc::new(Box::pin(Waiter::new())));
+        let (chead, ctail) = (Ctx::new(), Ctx::new());
+        assert_eq!(queue(&sem, head.as_ref(), 2, &chead), RawAcquire::Pending);
+        let (s1, w1, c1) = (sem.clone(), tail.clone(), ctail.clone());
+        let t1 = thread::spawn(move || unsafe {
+            s1.acquire_raw(w1.as_ref().as_ref(), 1, record, c1.ptr())
+        });
+        let s2 = sem.clone();
+        let t2 = thread::spawn(move || s2.close());
+        let head_out = unsafe { sem.finish_raw(head.as_ref()) };
+        let head_calls = chead.calls_after_finish();
+        let queued = t1.join().unwrap();
+        t2.join().unwrap();
+        // Both joined: the close is over, so a tail still queued is a defect.
+        let held = match queued {
+            Err(AcquireError::Closed) => 0,
+            // The head's cancel handed its 1 permit on, or put it back first.
+            Ok(RawAcquire::Ready) => 1,
+            Ok(RawAcquire::Pending) => {
+                assert_ne!(tail.state(), WaiterState::Waiting, "queued past close");
+                match unsafe { sem.finish_raw(tail.as_ref().as_ref()) } {
+                    Finish::Granted => {
+                        assert_eq!(ctail.calls_after_finish(), 1);
+                        1
+                    }
+                    Finish::Closed => {
+                        assert_eq!(ctail.calls_after_finish(), 1);
+                        0
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            other => panic!("{other:?}"),
+        };
+        match head_out {
+            Finish::Closed => assert_eq!(head_calls, 1),
+            Finish::Cancelled { returned: 1 } => assert_eq!(head_calls, 0),
+            other => panic!("{other:?}"),
+        }
+        assert!(sem.is_closed());
+        assert_eq!(sem.available_permits() + held, 1);
+    });
+}
+
 /// Cancel racing close: either the cancel removes the waiter (returning its
 /// partial grant) or the close wakes it; never both, never a lost permit.
 #[test]
