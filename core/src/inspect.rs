@@ -77,7 +77,9 @@ fn clock_ns() -> u64 {
 /// are compared only with each other (queue times, waits), never with
 /// `Instant`s. A reading taken before the rate was set and one after agree
 /// to the same precision. A TSC read that goes backwards (it is not
-/// ordered) counts as no time passed.
+/// ordered) counts as no time passed. A TSC that restarts (a suspend to RAM
+/// or to disk resets it on most machines) puts the clock back on
+/// `CLOCK_MONOTONIC` for good (`HIGH`).
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri), not(volt_loom)))]
 mod tsc {
     use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -105,7 +107,21 @@ mod tsc {
     fn rdtsc() -> u64 {
         // SAFETY: `rdtsc` exists on every x86-64 CPU and only reads the
         // time-stamp counter.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        #[cfg(test)]
+        let t = t.wrapping_sub(SHIFT.load(Ordering::Relaxed));
+        t
+    }
+
+    /// Tests: subtracted from every TSC read, to restart the TSC as a
+    /// suspend to RAM or to disk does on most machines.
+    #[cfg(test)]
+    static SHIFT: AtomicU64 = AtomicU64::new(0);
+
+    /// Tests: the TSC reads `left` ticks from now on, as after a reset.
+    #[cfg(test)]
+    pub(super) fn restart_tsc(left: u64) {
+        SHIFT.store(rdtsc().wrapping_sub(left), Ordering::Relaxed);
     }
 
     /// The widest (clock read, TSC read, clock read) accepted as a pair: its
@@ -148,15 +164,50 @@ mod tsc {
         matches!(&buf[..n], b"tsc\n" | b"tsc")
     }
 
+    /// A TSC read at most `STEP` ticks below the highest one a stamp made
+    /// (or lower, by a read that was slow to store it): a read `SLACK` below
+    /// it is a TSC that restarted. A suspend to RAM or to disk resets the TSC
+    /// on most machines, while `CLOCK_MONOTONIC` goes on from where it was;
+    /// the clock then scaled from T0 would stand still (below T0) or go back
+    /// by the uptime before the suspend, for as long again.
+    static HIGH: AtomicU64 = AtomicU64::new(0);
+    /// 2^24 ticks: 3-17 ms at 1-5 GHz. Far beyond the skew of two CPUs' TSCs
+    /// and the reordering of an unfenced read (hundreds of ticks), so that a
+    /// restart is never seen where there is none; an update of `HIGH` (a
+    /// locked instruction) every 2^24 ticks at most per thread.
+    const STEP: u64 = 1 << 24;
+    const SLACK: u64 = 1 << 24;
+
     #[inline]
     pub(super) fn now() -> u64 {
-        // Acquire: pairs with the Release that published T0, N0 and RATE.
+        // Acquire: pairs with the Release that published T0, N0, RATE, HIGH.
         if STATE.load(Ordering::Acquire) == READY {
-            let ticks = rdtsc().saturating_sub(T0.load(Ordering::Relaxed));
-            let ns = (u128::from(ticks) * u128::from(RATE.load(Ordering::Relaxed))) >> 32;
-            return N0.load(Ordering::Relaxed).wrapping_add(ns as u64);
+            // Before the TSC read: the HIGH seen came from an earlier read.
+            let high = HIGH.load(Ordering::Relaxed);
+            let tsc = rdtsc();
+            if tsc.saturating_add(SLACK) >= high {
+                if tsc > high.saturating_add(STEP) {
+                    HIGH.fetch_max(tsc, Ordering::Relaxed);
+                }
+                let ticks = tsc.saturating_sub(T0.load(Ordering::Relaxed));
+                let ns = (u128::from(ticks) * u128::from(RATE.load(Ordering::Relaxed))) >> 32;
+                return N0.load(Ordering::Relaxed).wrapping_add(ns as u64);
+            }
+            return restarted();
         }
         slow()
+    }
+
+    /// The TSC restarted (see `HIGH`): `CLOCK_MONOTONIC` from now on, for
+    /// good. It goes on from where the TSC clock was, give or take how far
+    /// the two parted since the rate was set (the rate's error, at most
+    /// 40 ppm, and NTP's slews): a wait across the restart is off by that
+    /// much at most (never negative: waits saturate at 0), where the TSC
+    /// clock would have made every wait 0 for as long as the uptime before.
+    #[cold]
+    fn restarted() -> u64 {
+        STATE.store(OFF, Ordering::Relaxed);
+        super::monotonic_ns()
     }
 
     /// Moves `STATE` from `from` to its busy step (PROBING, SETTING):
@@ -202,7 +253,8 @@ mod tsc {
                     // fit): not a clock to scale.
                     Some(r) if r > 0 && ticks > 0 => {
                         RATE.store(r, Ordering::Relaxed);
-                        // Release: publishes RATE (T0, N0 were before).
+                        HIGH.store(t, Ordering::Relaxed);
+                        // Release: publishes RATE, HIGH (T0, N0 were before).
                         STATE.store(READY, Ordering::Release);
                     }
                     _ => STATE.store(OFF, Ordering::Relaxed),
@@ -607,6 +659,23 @@ mod tests {
         assert!(
             stamps <= longest + longest / 1000,
             "{stamps:?} > {longest:?}"
+        );
+
+        // The TSC restarts (a suspend to RAM or disk resets it on most
+        // machines; CLOCK_MONOTONIC goes on from where it was): the stamps
+        // still go forward with the clock, never back nor frozen. (This
+        // leaves the process's clock on CLOCK_MONOTONIC: last in this test.)
+        let before = stamp();
+        tsc::restart_tsc(1_000);
+        let after = stamp();
+        std::thread::sleep(Duration::from_millis(20));
+        let later = stamp();
+        // 1 ms: the TSC clock and CLOCK_MONOTONIC part by the rate's error
+        // (at most 40 ppm) over this test's span, far less.
+        assert!(after + 1_000_000 >= before, "back from {before} to {after}");
+        assert!(
+            later.saturating_sub(before) >= 19_000_000,
+            "20 ms after a TSC reset: {before} then {after} then {later}"
         );
     }
 

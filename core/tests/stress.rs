@@ -251,7 +251,10 @@ fn close_races(rounds: u64) {
             std::thread::yield_now();
         }
         sem.close();
-        assert_eq!(sem.try_acquire(1).unwrap_err(), volt_sem::TryAcquireError::Closed);
+        assert_eq!(
+            sem.try_acquire(1).unwrap_err(),
+            volt_sem::TryAcquireError::Closed
+        );
         for t in threads {
             t.join().unwrap();
         }
