@@ -42,9 +42,21 @@ use crate::Semaphore;
 /// ordering fence stalls the contended path most; a plain `rdtsc` costs
 /// about half and stalls nothing (Node's contended loop: 5-13% of its time).
 pub(crate) fn stamp() -> u64 {
-    static EPOCH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let epoch = *EPOCH.get_or_init(clock_ns);
-    clock_ns().saturating_sub(epoch).max(1)
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    // Not a `OnceLock`: a fork while another thread set it (the first
+    // stamp's `/sys` read and TSC calibration included) left the child
+    // waiting for that thread for good. 0: not set; the first to set it
+    // wins, the others take its value. Relaxed: the value is all there is.
+    static EPOCH: AtomicU64 = AtomicU64::new(0);
+    let now = clock_ns();
+    let epoch = match EPOCH.load(Relaxed) {
+        0 => match EPOCH.compare_exchange(0, now, Relaxed, Relaxed) {
+            Ok(_) => now,
+            Err(set) => set,
+        },
+        set => set,
+    };
+    now.saturating_sub(epoch).max(1)
 }
 
 /// The clock of [`stamp`], in nanoseconds from an unspecified start.

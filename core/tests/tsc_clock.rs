@@ -4,10 +4,8 @@
 //! read. One torn pair must not skew every wait the process reports.
 //!
 //! The preemption is made, not waited for: this test binary defines
-//! `clock_gettime` itself (the executable's definition is the one the core's
-//! and std's calls bind to), reads the clock with the system call, and, when
-//! armed, sleeps 10 ms after the read that the calibration's first pair
-//! takes. Its own process (an integration test): the calibration runs once.
+//! `clock_gettime` itself (`support/stalling_clock.rs`), which sleeps 10 ms
+//! after the read that the calibration's first pair takes. Its own process (an integration test): the calibration runs once.
 #![cfg(all(
     target_os = "linux",
     target_arch = "x86_64",
@@ -16,7 +14,6 @@
     not(volt_loom)
 ))]
 
-use std::cell::Cell;
 use std::pin::pin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -24,45 +21,8 @@ use std::time::{Duration, Instant};
 use futures::task::noop_waker_ref;
 use volt_sem::Semaphore;
 
-thread_local! {
-    /// Counts down this thread's `clock_gettime` calls; the one that takes it
-    /// from 1 to 0 sleeps after reading the clock.
-    static STALL_AT: Cell<u32> = const { Cell::new(0) };
-}
-
-extern "C" {
-    fn syscall(num: i64, ...) -> i64;
-}
-
-/// `clock_gettime(2)`, through the system call (not the vDSO: slower, and
-/// as exact), with the armed stall.
-///
-/// # Safety
-/// As the C function: `ts` points to a writable `timespec`.
-#[no_mangle]
-pub unsafe extern "C" fn clock_gettime(clock: i32, ts: *mut Timespec) -> i32 {
-    const SYS_CLOCK_GETTIME: i64 = 228;
-    // SAFETY: the caller passes a valid `timespec` pointer (the C contract).
-    let r = unsafe { syscall(SYS_CLOCK_GETTIME, i64::from(clock), ts) } as i32;
-    let stall = STALL_AT.with(|c| match c.get() {
-        0 => false,
-        k => {
-            c.set(k - 1);
-            k == 1
-        }
-    });
-    if stall {
-        std::thread::sleep(Duration::from_millis(10)); // nanosleep: no clock read
-    }
-    r
-}
-
-/// `struct timespec` of x86-64 Linux.
-#[repr(C)]
-pub struct Timespec {
-    sec: i64,
-    nsec: i64,
-}
+#[path = "support/stalling_clock.rs"]
+mod stalling_clock;
 
 fn kernel_uses_tsc() -> bool {
     std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/current_clocksource")
@@ -85,9 +45,9 @@ fn a_torn_calibration_pair_does_not_skew_the_waits() {
     let sem = Semaphore::new(0);
     // The process's first stamp: the epoch's read (1), then the calibration's
     // first pair: the read before the TSC (2) stalls.
-    STALL_AT.with(|c| c.set(2));
+    stalling_clock::stall_at(2);
     let _ = sem.inspect();
-    assert_eq!(STALL_AT.with(Cell::get), 0, "the stall was not reached");
+    assert!(stalling_clock::stalled(), "the stall was not reached");
     // Past the 50 ms span: the next stamps set the rate (or retry).
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(200) {
