@@ -84,14 +84,17 @@ fn clock_ns() -> u64 {
 /// both pairs, within half the width of each pair's two clock reads: the
 /// narrowest of five tries, 20-40 ns as a rule (under 1 ppm of the 50 ms),
 /// and never more than 2 µs (40 ppm): a process whose every try is wider
-/// (preempted between its reads) keeps `CLOCK_MONOTONIC`. Afterwards the two may drift apart by the rate at which NTP
-/// slews `CLOCK_MONOTONIC` (at most 500 ppm; usually a few ppm): the stamps
-/// are compared only with each other (queue times, waits), never with
-/// `Instant`s. A reading taken before the rate was set and one after agree
+/// (preempted between its reads) keeps `CLOCK_MONOTONIC`. Afterwards the
+/// two may drift apart by the rate at which NTP slews `CLOCK_MONOTONIC` (at
+/// most 500 ppm; usually a few ppm): the stamps are compared only with
+/// each other (queue times, waits), never with `Instant`s. A reading taken before the rate was set and one after agree
 /// to the same precision. A TSC read that goes backwards (it is not
 /// ordered) counts as no time passed. A TSC that restarts (a suspend to RAM
 /// or to disk resets it on most machines) puts the clock back on
-/// `CLOCK_MONOTONIC` for good (`HIGH`).
+/// `CLOCK_MONOTONIC` for good (`HIGH`). A forked child inherits the state,
+/// which holds there (the same machine's TSC and clock); one forked while
+/// another thread had claimed a step keeps `CLOCK_MONOTONIC`, through the
+/// slow path (that thread is not in the child to end the step).
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri), not(volt_loom)))]
 mod tsc {
     use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
