@@ -42,9 +42,21 @@ use crate::Semaphore;
 /// ordering fence stalls the contended path most; a plain `rdtsc` costs
 /// about half and stalls nothing (Node's contended loop: 5-13% of its time).
 pub(crate) fn stamp() -> u64 {
-    static EPOCH: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let epoch = *EPOCH.get_or_init(clock_ns);
-    clock_ns().saturating_sub(epoch).max(1)
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    // Not a `OnceLock`: a fork while another thread set it (the first
+    // stamp's `/sys` read and TSC calibration included) left the child
+    // waiting for that thread for good. 0: not set; the first to set it
+    // wins, the others take its value. Relaxed: the value is all there is.
+    static EPOCH: AtomicU64 = AtomicU64::new(0);
+    let now = clock_ns();
+    let epoch = match EPOCH.load(Relaxed) {
+        0 => match EPOCH.compare_exchange(0, now, Relaxed, Relaxed) {
+            Ok(_) => now,
+            Err(set) => set,
+        },
+        set => set,
+    };
+    now.saturating_sub(epoch).max(1)
 }
 
 /// The clock of [`stamp`], in nanoseconds from an unspecified start.
@@ -69,13 +81,20 @@ fn clock_ns() -> u64 {
 /// first call 50 ms of clock later notes a second one and sets the rate
 /// (`2^32` ns per tick, fixed point), from then on the clock is the first
 /// pair's clock plus the ticks since, scaled: equal to `CLOCK_MONOTONIC` at
-/// both pairs, within the 20-40 ns of each pair's two reads (under 1 ppm of
-/// the 50 ms). Afterwards the two may drift apart by the rate at which NTP
-/// slews `CLOCK_MONOTONIC` (at most 500 ppm; usually a few ppm): the stamps
-/// are compared only with each other (queue times, waits), never with
-/// `Instant`s. A reading taken before the rate was set and one after agree
+/// both pairs, within half the width of each pair's two clock reads: the
+/// narrowest of five tries, 20-40 ns as a rule (under 1 ppm of the 50 ms),
+/// and never more than 2 µs (40 ppm): a process whose every try is wider
+/// (preempted between its reads) keeps `CLOCK_MONOTONIC`. Afterwards the
+/// two may drift apart by the rate at which NTP slews `CLOCK_MONOTONIC` (at
+/// most 500 ppm; usually a few ppm): the stamps are compared only with
+/// each other (queue times, waits), never with `Instant`s. A reading taken before the rate was set and one after agree
 /// to the same precision. A TSC read that goes backwards (it is not
-/// ordered) counts as no time passed.
+/// ordered) counts as no time passed. A TSC that restarts (a suspend to RAM
+/// or to disk resets it on most machines) puts the clock back on
+/// `CLOCK_MONOTONIC` for good (`HIGH`). A forked child inherits the state,
+/// which holds there (the same machine's TSC and clock); one forked while
+/// another thread had claimed a step keeps `CLOCK_MONOTONIC`, through the
+/// slow path (that thread is not in the child to end the step).
 #[cfg(all(target_os = "linux", target_arch = "x86_64", not(miri), not(volt_loom)))]
 mod tsc {
     use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
@@ -103,15 +122,47 @@ mod tsc {
     fn rdtsc() -> u64 {
         // SAFETY: `rdtsc` exists on every x86-64 CPU and only reads the
         // time-stamp counter.
-        unsafe { core::arch::x86_64::_rdtsc() }
+        let t = unsafe { core::arch::x86_64::_rdtsc() };
+        #[cfg(test)]
+        let t = t.wrapping_sub(SHIFT.load(Ordering::Relaxed));
+        t
     }
 
-    /// A (TSC, clock) pair: the TSC between two clock reads, and their mean.
-    fn pair() -> (u64, u64) {
-        let a = super::monotonic_ns();
-        let t = rdtsc();
-        let b = super::monotonic_ns();
-        (t, a + (b - a) / 2)
+    /// Tests: subtracted from every TSC read, to restart the TSC as a
+    /// suspend to RAM or to disk does on most machines.
+    #[cfg(test)]
+    static SHIFT: AtomicU64 = AtomicU64::new(0);
+
+    /// Tests: the TSC reads `left` ticks from now on, as after a reset.
+    #[cfg(test)]
+    pub(super) fn restart_tsc(left: u64) {
+        SHIFT.store(rdtsc().wrapping_sub(left), Ordering::Relaxed);
+    }
+
+    /// The widest (clock read, TSC read, clock read) accepted as a pair: its
+    /// error is at most half of it, 1 µs, 40 ppm of the 50 ms span for the
+    /// two pairs of the rate. Unpreempted, the three reads take 20-40 ns (a
+    /// few hundred where the clock is read through a system call).
+    const MAX_PAIR_NS: u64 = 2_000;
+
+    /// A (TSC, clock) pair: the TSC between two clock reads, and their mean;
+    /// the narrowest of a few tries, so that a try torn by a preemption, an
+    /// interrupt or a descheduled vCPU between its reads (which would offset
+    /// the pair by up to half the stall, and the rate by that over the span,
+    /// for good) is not the one kept. `None` if every try was torn.
+    fn pair() -> Option<(u64, u64)> {
+        let mut best: Option<(u64, u64, u64)> = None; // (width, tsc, clock)
+        for _ in 0..5 {
+            let a = super::monotonic_ns();
+            let t = rdtsc();
+            let b = super::monotonic_ns();
+            let width = b.saturating_sub(a);
+            if best.map_or(true, |(w, _, _)| width < w) {
+                best = Some((width, t, a + width / 2));
+            }
+        }
+        best.filter(|&(w, _, _)| w <= MAX_PAIR_NS)
+            .map(|(_, t, n)| (t, n))
     }
 
     /// Whether the kernel keeps time with the TSC. Allocates nothing (a
@@ -128,15 +179,50 @@ mod tsc {
         matches!(&buf[..n], b"tsc\n" | b"tsc")
     }
 
+    /// A TSC read at most `STEP` ticks below the highest one a stamp made
+    /// (or lower, by a read that was slow to store it): a read `SLACK` below
+    /// it is a TSC that restarted. A suspend to RAM or to disk resets the TSC
+    /// on most machines, while `CLOCK_MONOTONIC` goes on from where it was;
+    /// the clock then scaled from T0 would stand still (below T0) or go back
+    /// by the uptime before the suspend, for as long again.
+    static HIGH: AtomicU64 = AtomicU64::new(0);
+    /// 2^24 ticks: 3-17 ms at 1-5 GHz. Far beyond the skew of two CPUs' TSCs
+    /// and the reordering of an unfenced read (hundreds of ticks), so that a
+    /// restart is never seen where there is none; an update of `HIGH` (a
+    /// locked instruction) every 2^24 ticks at most per thread.
+    const STEP: u64 = 1 << 24;
+    const SLACK: u64 = 1 << 24;
+
     #[inline]
     pub(super) fn now() -> u64 {
-        // Acquire: pairs with the Release that published T0, N0 and RATE.
+        // Acquire: pairs with the Release that published T0, N0, RATE, HIGH.
         if STATE.load(Ordering::Acquire) == READY {
-            let ticks = rdtsc().saturating_sub(T0.load(Ordering::Relaxed));
-            let ns = (u128::from(ticks) * u128::from(RATE.load(Ordering::Relaxed))) >> 32;
-            return N0.load(Ordering::Relaxed).wrapping_add(ns as u64);
+            // Before the TSC read: the HIGH seen came from an earlier read.
+            let high = HIGH.load(Ordering::Relaxed);
+            let tsc = rdtsc();
+            if tsc.saturating_add(SLACK) >= high {
+                if tsc > high.saturating_add(STEP) {
+                    HIGH.fetch_max(tsc, Ordering::Relaxed);
+                }
+                let ticks = tsc.saturating_sub(T0.load(Ordering::Relaxed));
+                let ns = (u128::from(ticks) * u128::from(RATE.load(Ordering::Relaxed))) >> 32;
+                return N0.load(Ordering::Relaxed).wrapping_add(ns as u64);
+            }
+            return restarted();
         }
         slow()
+    }
+
+    /// The TSC restarted (see `HIGH`): `CLOCK_MONOTONIC` from now on, for
+    /// good. It goes on from where the TSC clock was, give or take how far
+    /// the two parted since the rate was set (the rate's error, at most
+    /// 40 ppm, and NTP's slews): a wait across the restart is off by that
+    /// much at most (never negative: waits saturate at 0), where the TSC
+    /// clock would have made every wait 0 for as long as the uptime before.
+    #[cold]
+    fn restarted() -> u64 {
+        STATE.store(OFF, Ordering::Relaxed);
+        super::monotonic_ns()
     }
 
     /// Moves `STATE` from `from` to its busy step (PROBING, SETTING):
@@ -154,20 +240,25 @@ mod tsc {
         match STATE.load(Ordering::Acquire) {
             // One call claims each step; the others read the clock meanwhile.
             UNTRIED if claim(UNTRIED) => {
-                if kernel_uses_tsc() {
-                    let (t, n) = pair();
-                    T0.store(t, Ordering::Relaxed);
-                    N0.store(n, Ordering::Relaxed);
-                    STATE.store(MEASURING, Ordering::Release);
-                } else {
-                    STATE.store(OFF, Ordering::Relaxed);
+                // A machine whose every try is torn is not one to trust a
+                // rate from: CLOCK_MONOTONIC for good.
+                match kernel_uses_tsc().then(pair).flatten() {
+                    Some((t, n)) => {
+                        T0.store(t, Ordering::Relaxed);
+                        N0.store(n, Ordering::Relaxed);
+                        STATE.store(MEASURING, Ordering::Release);
+                    }
+                    None => STATE.store(OFF, Ordering::Relaxed),
                 }
             }
             MEASURING
                 if ns.saturating_sub(N0.load(Ordering::Relaxed)) >= SPAN_NS && claim(MEASURING) =>
             {
                 let (t0, n0) = (T0.load(Ordering::Relaxed), N0.load(Ordering::Relaxed));
-                let (t, n) = pair();
+                let Some((t, n)) = pair() else {
+                    STATE.store(OFF, Ordering::Relaxed);
+                    return ns;
+                };
                 let ticks = t.saturating_sub(t0);
                 let rate = (u128::from(n.saturating_sub(n0)) << 32)
                     .checked_div(u128::from(ticks))
@@ -177,7 +268,8 @@ mod tsc {
                     // fit): not a clock to scale.
                     Some(r) if r > 0 && ticks > 0 => {
                         RATE.store(r, Ordering::Relaxed);
-                        // Release: publishes RATE (T0, N0 were before).
+                        HIGH.store(t, Ordering::Relaxed);
+                        // Release: publishes RATE, HIGH (T0, N0 were before).
                         STATE.store(READY, Ordering::Release);
                     }
                     _ => STATE.store(OFF, Ordering::Relaxed),
@@ -582,6 +674,23 @@ mod tests {
         assert!(
             stamps <= longest + longest / 1000,
             "{stamps:?} > {longest:?}"
+        );
+
+        // The TSC restarts (a suspend to RAM or disk resets it on most
+        // machines; CLOCK_MONOTONIC goes on from where it was): the stamps
+        // still go forward with the clock, never back nor frozen. (This
+        // leaves the process's clock on CLOCK_MONOTONIC: last in this test.)
+        let before = stamp();
+        tsc::restart_tsc(1_000);
+        let after = stamp();
+        std::thread::sleep(Duration::from_millis(20));
+        let later = stamp();
+        // 1 ms: the TSC clock and CLOCK_MONOTONIC part by the rate's error
+        // (at most 40 ppm) over this test's span, far less.
+        assert!(after + 1_000_000 >= before, "back from {before} to {after}");
+        assert!(
+            later.saturating_sub(before) >= 19_000_000,
+            "20 ms after a TSC reset: {before} then {after} then {later}"
         );
     }
 

@@ -330,6 +330,40 @@ fn concurrent_close() {
     });
 }
 
+/// A semaphore of 1 with a head queued for 2, and two threads racing what
+/// the model does next: a tail's `acquire_raw(1)` (behind the head: it links
+/// without writing the state word) and `close`.
+struct TailRace {
+    sem: Arc<Semaphore>,
+    head: Pin<Box<Waiter>>,
+    tail: Arc<Pin<Box<Waiter>>>,
+    chead: Arc<Ctx>,
+    ctail: Arc<Ctx>,
+    t1: thread::JoinHandle<Result<RawAcquire, AcquireError>>,
+    t2: thread::JoinHandle<()>,
+}
+
+fn tail_races_close() -> TailRace {
+    let sem = Arc::new(Semaphore::new(1));
+    let (head, tail) = (Box::pin(Waiter::new()), Arc::new(Box::pin(Waiter::new())));
+    let (chead, ctail) = (Ctx::new(), Ctx::new());
+    assert_eq!(queue(&sem, head.as_ref(), 2, &chead), RawAcquire::Pending);
+    let (s1, w1, c1) = (sem.clone(), tail.clone(), ctail.clone());
+    let t1 =
+        thread::spawn(move || unsafe { s1.acquire_raw(w1.as_ref().as_ref(), 1, record, c1.ptr()) });
+    let s2 = sem.clone();
+    let t2 = thread::spawn(move || s2.close());
+    TailRace {
+        sem,
+        head,
+        tail,
+        chead,
+        ctail,
+        t1,
+        t2,
+    }
+}
+
 /// An acquire that queues behind a waiter (the word is already QUEUED, so it
 /// links without writing it) racing `close` and a release: it ends closed
 /// (at once, or woken by the close) or granted by the release after the
@@ -337,16 +371,10 @@ fn concurrent_close() {
 #[test]
 fn enqueue_behind_a_waiter_races_close_and_release() {
     model(|| {
-        let sem = Arc::new(Semaphore::new(1));
-        let (head, tail) = (Box::pin(Waiter::new()), Arc::new(Box::pin(Waiter::new())));
-        let (chead, ctail) = (Ctx::new(), Ctx::new());
-        assert_eq!(queue(&sem, head.as_ref(), 2, &chead), RawAcquire::Pending);
-        let (s1, w1, c1) = (sem.clone(), tail.clone(), ctail.clone());
-        let t1 = thread::spawn(move || unsafe {
-            s1.acquire_raw(w1.as_ref().as_ref(), 1, record, c1.ptr())
-        });
-        let s2 = sem.clone();
-        let t2 = thread::spawn(move || s2.close());
+        // Bound to the end: the callbacks write to the contexts.
+        let race = tail_races_close();
+        let (sem, head, tail) = (&race.sem, &race.head, &race.tail);
+        let (t1, t2) = (race.t1, race.t2);
         sem.release(2).unwrap();
         let queued = t1.join().unwrap();
         t2.join().unwrap();
@@ -366,6 +394,54 @@ fn enqueue_behind_a_waiter_races_close_and_release() {
         };
         assert!(sem.is_closed());
         assert_eq!(sem.available_permits() + held, 3);
+    });
+}
+
+/// An acquire that may queue behind a waiter without writing the word,
+/// racing that waiter's cancel (which, if it empties the queue first, clears
+/// QUEUED and hands its partial grant on) and `close`: whichever order, the
+/// tail ends granted, closed or cancelled by its owner, never left queued on
+/// a closed semaphore (its `finish_raw` then returns `Closed`, with its
+/// callback run once), and every permit is back.
+#[test]
+fn enqueue_behind_a_waiter_races_its_cancel_and_close() {
+    model(|| {
+        let race = tail_races_close();
+        let (sem, head, tail) = (&race.sem, &race.head, &race.tail);
+        let (chead, ctail) = (&race.chead, &race.ctail);
+        let (t1, t2) = (race.t1, race.t2);
+        let head_out = unsafe { sem.finish_raw(head.as_ref()) };
+        let head_calls = chead.calls_after_finish();
+        let queued = t1.join().unwrap();
+        t2.join().unwrap();
+        // Both joined: the close is over, so a tail still queued is a defect.
+        let held = match queued {
+            Err(AcquireError::Closed) => 0,
+            // The head's cancel handed its 1 permit on, or put it back first.
+            Ok(RawAcquire::Ready) => 1,
+            Ok(RawAcquire::Pending) => {
+                assert_ne!(tail.state(), WaiterState::Waiting, "queued past close");
+                match unsafe { sem.finish_raw(tail.as_ref().as_ref()) } {
+                    Finish::Granted => {
+                        assert_eq!(ctail.calls_after_finish(), 1);
+                        1
+                    }
+                    Finish::Closed => {
+                        assert_eq!(ctail.calls_after_finish(), 1);
+                        0
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            other => panic!("{other:?}"),
+        };
+        match head_out {
+            Finish::Closed => assert_eq!(head_calls, 1),
+            Finish::Cancelled { returned: 1 } => assert_eq!(head_calls, 0),
+            other => panic!("{other:?}"),
+        }
+        assert!(sem.is_closed());
+        assert_eq!(sem.available_permits() + held, 1);
     });
 }
 

@@ -186,3 +186,94 @@ fn heavy_waiter_is_served_in_its_turn() {
     drop(permits);
     assert_eq!(sem.available_permits(), 10);
 }
+
+/// `close` racing queued acquires (blocking, async, timed: the enqueues
+/// behind a waiter that write no state word), releases, `add_permits` and
+/// `forget_permits`, over many rounds: every acquire ends (granted, or
+/// `Closed`: a waiter left queued on the closed semaphore would hang its
+/// thread's join), the ones that start after `close` fail, and every permit
+/// is back: available == initial + added - forgotten.
+fn close_races(rounds: u64) {
+    const INITIAL: usize = 3;
+    for round in 0..rounds {
+        let sem = Arc::new(Semaphore::new(INITIAL));
+        let net_added = Arc::new(AtomicUsize::new(0));
+        let closed_seen = Arc::new(AtomicUsize::new(0));
+        let mut threads = Vec::new();
+        for t in 0..6u64 {
+            let (sem, closed_seen) = (sem.clone(), closed_seen.clone());
+            threads.push(std::thread::spawn(move || {
+                let mut rng = Rng(0x5EED_0000 + round * 64 + t);
+                loop {
+                    let n = 1 + rng.below(3) as usize;
+                    let got = match t % 3 {
+                        0 => sem.acquire_blocking(n).map(Some),
+                        1 => futures::executor::block_on(sem.acquire(n)).map(Some),
+                        _ => match sem.acquire_timeout(n, Duration::from_micros(rng.below(50))) {
+                            Ok(p) => Ok(Some(p)),
+                            Err(volt_sem::AcquireTimeoutError::Closed) => {
+                                Err(volt_sem::AcquireError::Closed)
+                            }
+                            Err(_) => Ok(None), // timed out: cancelled
+                        },
+                    };
+                    match got {
+                        Ok(p) => {
+                            if rng.below(2) == 0 {
+                                std::thread::yield_now();
+                            }
+                            drop(p);
+                        }
+                        Err(e) => {
+                            assert_eq!(e, volt_sem::AcquireError::Closed);
+                            closed_seen.fetch_add(1, SeqCst);
+                            return;
+                        }
+                    }
+                }
+            }));
+        }
+        let (s, net) = (sem.clone(), net_added.clone());
+        threads.push(std::thread::spawn(move || {
+            while !s.is_closed() {
+                s.add_permits(1);
+                net.fetch_add(1, SeqCst);
+                std::thread::yield_now();
+                let forgot = s.forget_permits(1);
+                net.fetch_sub(forgot, SeqCst);
+            }
+        }));
+        let mut rng = Rng(0xC105E + round);
+        for _ in 0..rng.below(2000) {
+            std::hint::spin_loop();
+        }
+        if round % 2 == 0 {
+            std::thread::yield_now();
+        }
+        sem.close();
+        assert_eq!(
+            sem.try_acquire(1).unwrap_err(),
+            volt_sem::TryAcquireError::Closed
+        );
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(closed_seen.load(SeqCst), 6);
+        assert_eq!(
+            sem.available_permits(),
+            INITIAL + net_added.load(SeqCst),
+            "round {round}: permits lost or created"
+        );
+    }
+}
+
+#[test]
+fn close_races_queued_acquires() {
+    close_races(200);
+}
+
+#[test]
+#[ignore = "large: cargo test --release -p volt-sem --test stress -- --ignored"]
+fn close_races_queued_acquires_large() {
+    close_races(20_000);
+}
