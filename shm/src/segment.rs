@@ -45,7 +45,9 @@ pub(crate) const LOCK_ABI: u32 = if cfg!(target_env = "gnu") {
 } else if cfg!(target_env = "uclibc") {
     3
 } else {
-    // Another (or no) C library: its own number, shared with nobody else.
+    // Any other C library (Android's bionic, OpenHarmony's...): one number
+    // for all of them, so two of them are not told apart; the named
+    // semaphore is built and tested for glibc and musl (docs/platforms.md).
     0xFFFF
 };
 /// Capacity of the FIFO of waiter slots (queued requests, all processes).
