@@ -1358,18 +1358,20 @@ def test_a_lease_lost_in_the_body_leaves_the_bodys_exception(own_server, name):
 
 
 def _threads():
-    """This process's Redis session threads (each handle's door and agent,
-    named volt-sem-redis...). Not every thread: others come and go (a
-    thread of an earlier test ending during this one made the count fall
-    below its baseline on a CI run)."""
-    n = 0
+    """The thread ids of this process's Redis session threads (each handle's
+    door and agent, named volt-sem-redis...). A set, not a count: threads of
+    an earlier test's handles may end during this one (a count then fell
+    below its baseline, and never reached baseline + 20, on CI runs), and a
+    test looks only at the threads that are not in its baseline set."""
+    tids = set()
     for t in os.listdir("/proc/self/task"):
         try:
             with open(f"/proc/self/task/{t}/comm") as f:
-                n += f.read().startswith("volt-sem-redis")
+                if f.read().startswith("volt-sem-redis"):
+                    tids.add(int(t))
         except OSError:
             pass  # ended meanwhile
-    return n
+    return tids
 
 
 def _clients_named(server, label):
@@ -1390,17 +1392,17 @@ def _clients_named(server, label):
 
 def _nothing_left(server, label, base, what):
     """Waits (bounded: 20 s, for the server to read the closed sockets) until
-    this process has no more threads than `base` and the server no
-    connection named `label`."""
+    this process has no session thread beyond the set `base` and the server
+    no connection named `label`."""
     deadline = time.monotonic() + 20
     while True:
-        left = (_threads(), _clients_named(server, label))
-        if left[0] <= base and left[1] == 0:
+        left = (len(_threads() - base), _clients_named(server, label))
+        if left == (0, 0):
             return
         if time.monotonic() > deadline:
             raise AssertionError(
-                f"{what}: {left[0]} threads (baseline {base}) and {left[1]} connections "
-                f"named {label} still open 20 s after disconnect() returned"
+                f"{what}: {left[0]} session threads started since the baseline and "
+                f"{left[1]} connections named {label} still open 20 s after disconnect() returned"
             )
         time.sleep(0.02)
 
@@ -1425,7 +1427,7 @@ def test_disconnect_leaves_no_thread_and_no_connection(server, name):
     watches = [s.lease_lost() for s in sems]
     # A session thread names itself once it runs: connect() may return
     # before both have (54 of 300 connects on a loaded machine).
-    wait_until(lambda: _threads() >= base + 2 * n, "both session threads of each handle named")
+    wait_until(lambda: len(_threads() - base) >= 2 * n, "both session threads of each handle named")
     wait_until(lambda: _clients_named(server, label) == 2 * n, "both connections of each handle")
     # Requests queued too (blocking threads), failed by the disconnect.
     outcomes = []
