@@ -176,7 +176,7 @@ static EXHAUSTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// finalizes is ended by a forced unwind that cannot cross them (an abort;
 /// `tests/scripts/acquire_during_trio_import.py`). The module last seen
 /// finished is remembered (by address), so the spec is read once.
-#[inline]
+#[inline(always)]
 pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
     use pyo3::ffi;
     let name = pyo3::intern!(py, "trio");
