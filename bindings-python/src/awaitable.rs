@@ -176,6 +176,7 @@ static EXHAUSTED: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// finalizes is ended by a forced unwind that cannot cross them (an abort;
 /// `tests/scripts/acquire_during_trio_import.py`). The module last seen
 /// finished is remembered (by address), so the spec is read once.
+#[inline(always)]
 pub(crate) fn trio_loaded(py: Python<'_>) -> bool {
     use pyo3::ffi;
     let name = pyo3::intern!(py, "trio");
@@ -229,10 +230,18 @@ static TRIO_IMPORTED: AtomicUsize = AtomicUsize::new(0);
 /// decides) or one does and a trio task runs on it anyway (trio's guest
 /// mode, `trio.lowlevel.start_guest_run` on an asyncio host), which must
 /// wait trio's way: an asyncio Future yielded to trio is a `TypeError`.
+#[inline]
 fn trio_may_run_here(py: Python<'_>) -> PyResult<bool> {
     if !trio_loaded(py) {
         return Ok(false);
     }
+    trio_task_may_run_here(py)
+}
+
+/// [`trio_may_run_here`] once trio is imported (out of line: an asyncio
+/// program's contended path, the commonest, never gets here).
+#[inline(never)]
+fn trio_task_may_run_here(py: Python<'_>) -> PyResult<bool> {
     if running_loop(py)?.is_none() {
         return Ok(true);
     }
@@ -259,6 +268,7 @@ static CONNECT_THEN_WAIT: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// The waiter was registered before, so it loses no wake meanwhile (a wake
 /// writes its byte to the socket, read once connected). Every wait on an
 /// asyncio loop (`Acquire`, `LeaseLost`) yields through here.
+#[inline]
 pub(crate) fn wait_on(
     py: Python<'_>,
     event_loop: &Bound<'_, PyAny>,
@@ -266,12 +276,25 @@ pub(crate) fn wait_on(
     fut: &Bound<'_, PyAny>,
 ) -> PyResult<Py<PyAny>> {
     match unconnected {
-        Some(channel) => Ok(CONNECT_THEN_WAIT
-            .import(py, "volt_sem._glue", "ConnectThenWait")?
-            .call1((event_loop, channel, fut))?
-            .unbind()),
+        Some(channel) => connect_then_wait(py, event_loop, channel, fut),
         None => yield_future(py, fut),
     }
+}
+
+/// [`wait_on`] for a channel not connected yet (a loop's first wait),
+/// out of line.
+#[cold]
+#[inline(never)]
+fn connect_then_wait(
+    py: Python<'_>,
+    event_loop: &Bound<'_, PyAny>,
+    channel: Bound<'_, PyAny>,
+    fut: &Bound<'_, PyAny>,
+) -> PyResult<Py<PyAny>> {
+    Ok(CONNECT_THEN_WAIT
+        .import(py, "volt_sem._glue", "ConnectThenWait")?
+        .call1((event_loop, channel, fut))?
+        .unbind())
 }
 
 /// The finished awaitable (`volt_sem._finished.FINISHED`, looked up when the
@@ -493,6 +516,7 @@ impl Acquire {
 
     /// The iterator has finished with the permits acquired (`waiter`: the
     /// request's, for the grant's token and session).
+    #[inline]
     fn acquired(&mut self, waiter: Option<Pin<&Waiter>>) -> PyResult<Option<Py<PyAny>>> {
         self.stage = Stage::Done;
         self.held = true;

@@ -275,19 +275,28 @@ fn leave() {
 }
 
 impl Drop for Inside {
+    /// Inline: the main thread's guard, the commonest, has nothing to undo
+    /// (a flag test in the caller, where an out-of-line drop cost a call and
+    /// its instruction-cache lines per entry).
+    #[inline]
     fn drop(&mut self) {
-        if !self.counted {
-            return;
+        if self.counted {
+            left_gate();
         }
-        let _ = DEPTH.try_with(|d| match d.get() {
-            MAIN | 0 => {}
-            1 => {
-                d.set(0);
-                leave();
-            }
-            depth => d.set(depth - 1),
-        });
     }
+}
+
+/// [`Inside`]'s drop for a counted entry (off the main thread), out of line.
+#[inline(never)]
+fn left_gate() {
+    let _ = DEPTH.try_with(|d| match d.get() {
+        MAIN | 0 => {}
+        1 => {
+            d.set(0);
+            leave();
+        }
+        depth => d.set(depth - 1),
+    });
 }
 
 /// Whether the `atexit` hook ran: the interpreter is finalizing, when
