@@ -1716,15 +1716,6 @@ static void test_another_schema_is_refused(void) {
  * foreign value, VOLT_IN_USE, VOLT_NOT_REPLICATED and VOLT_TLS_FAILED say
  * what happened. These messages used to be dropped (""): only an allow list
  * of errors was stored, and it had missed these. */
-static void expect_message(const char *call, const char *needle) {
-    char msg[512];
-    size_t n = volt_last_error_message(msg, sizeof msg);
-    if (n == 0 || strstr(msg, needle) == NULL) {
-        fprintf(stderr, "  %s: message \"%s\" lacks \"%s\"\n", call, msg, needle);
-        CHECK(0);
-    }
-}
-
 static void test_redis_errors_have_messages(void) {
     const char *name = name_of("messages");
     char cmd[300], reply[64], url[160];
