@@ -1227,7 +1227,8 @@ const char *volt_status_str(int32_t status);
  * Redis-only call. It is "" after `VOLT_OK` and the outcomes that are no
  * failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`,
  * and the states `volt_waiter_status` reports), and in a wake callback
- * until the callback's own calls. The text is written when this
+ * until the callback's own calls; in a lease-loss callback it is the
+ * loss's text (that of `why`) until then. The text is written when this
  * function reads it: asking for the length, then for the text, gives the
  * same message. Every other `volt_*` call forgets the message when it
  * starts, so it always belongs to the call made just before, on the same
@@ -2097,7 +2098,8 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  * call any function, including `volt_sem_release` (which then returns
  * `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
  * short: the callbacks of every watch of the process run on that thread, one
- * after another. No callback runs for a session that is never lost. After
+ * after another. In the callback, `volt_last_error_message` gives the loss's
+ * text (that of `why`) until the callback's own calls replace it. No callback runs for a session that is never lost. After
  * a `fork()` made inside a callback, the child's one thread is its copy of
  * the lease thread: once it has called that session's callbacks it ends,
  * and the child with it, as by `exit(0)`, unless a callback `exec()`ed or

@@ -39,7 +39,8 @@ pub type volt_lease_lost_fn =
 /// call any function, including `volt_sem_release` (which then returns
 /// `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
 /// short: the callbacks of every watch of the process run on that thread, one
-/// after another. No callback runs for a session that is never lost. After
+/// after another. In the callback, `volt_last_error_message` gives the loss's
+/// text (that of `why`) until the callback's own calls replace it. No callback runs for a session that is never lost. After
 /// a `fork()` made inside a callback, the child's one thread is its copy of
 /// the lease thread: once it has called that session's callbacks it ends,
 /// and the child with it, as by `exit(0)`, unless a callback `exec()`ed or

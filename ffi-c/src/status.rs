@@ -54,7 +54,8 @@ fn status_name(status: i32) -> &'static CStr {
 /// Redis-only call. It is "" after `VOLT_OK` and the outcomes that are no
 /// failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`,
 /// and the states `volt_waiter_status` reports), and in a wake callback
-/// until the callback's own calls. The text is written when this
+/// until the callback's own calls; in a lease-loss callback it is the
+/// loss's text (that of `why`) until then. The text is written when this
 /// function reads it: asking for the length, then for the text, gives the
 /// same message. Every other `volt_*` call forgets the message when it
 /// starts, so it always belongs to the call made just before, on the same

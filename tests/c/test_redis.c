@@ -1225,16 +1225,20 @@ typedef struct {
     pthread_t thread;
     const volt_sem *sem;
     volt_status release; /* volt_sem_release(sem, 1) inside the callback */
+    char message[256];   /* volt_last_error_message() when the callback starts */
 } lost_ctx;
 
 static void on_lost(void *ctx, volt_status why) {
     lost_ctx *l = ctx;
+    char message[sizeof l->message];
+    volt_last_error_message(message, sizeof message);
     volt_status r = l->sem ? volt_sem_release(l->sem, 1) : VOLT_OK;
     pthread_mutex_lock(&l->mu);
     l->calls++;
     l->why = why;
     l->release = r;
     l->thread = pthread_self();
+    memcpy(l->message, message, sizeof message);
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
 }
@@ -2277,6 +2281,57 @@ static void test_restart_empty_is_state_lost(void) {
     server_destroy(&s);
 }
 
+/* A lease-loss callback that reads volt_last_error_message() first gets
+ * its own loss's text: that of `why`. The lease thread kept the first text
+ * it stored while nothing on it forgot it (a callback that makes no other
+ * call), so a later loss of another kind read the earlier one's. */
+static void test_each_lease_loss_has_its_own_message(void) {
+    server s;
+    server_start(&s, NULL);
+    const char *name = name_of("loss-text");
+    volt_connect_options o = options();
+    o.lease_ms = 1500;
+    o.command_timeout_ms = 500;
+    const volt_sem *a = connect_to(s.url, name, 2, &o);
+    lost_ctx first, second;
+    memset(&first, 0, sizeof first);
+    memset(&second, 0, sizeof second);
+    pthread_mutex_init(&first.mu, NULL);
+    pthread_cond_init(&first.cv, NULL);
+    pthread_mutex_init(&second.mu, NULL);
+    pthread_cond_init(&second.cv, NULL);
+    volt_grant g;
+    volt_lease_watch *watch = NULL;
+    /* The first session's lease expires: the server stops answering. */
+    CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &first, &watch), VOLT_OK);
+    REQUIRE(kill(s.pid, SIGSTOP) == 0);
+    int told = lost_wait(&first, 20);
+    REQUIRE(kill(s.pid, SIGCONT) == 0);
+    CHECK(told == 1);
+    CHECK_STATUS(first.why, VOLT_LEASE_EXPIRED);
+    CHECK(strstr(first.message, "lease expired") != NULL);
+    volt_lease_watch_free(watch);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_LEASE_EXPIRED);
+    /* The next session is lost the other way: Redis restarts empty. */
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(a, 1, 10 * SEC_NS, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &second, &watch), VOLT_OK);
+    server_restart_empty(&s);
+    CHECK(lost_wait(&second, 20) == 1);
+    CHECK_STATUS(second.why, VOLT_STATE_LOST);
+    if (strstr(second.message, "lost the semaphore's state") == NULL) {
+        fprintf(stderr, "    the second loss's callback read \"%s\"\n", second.message);
+        CHECK(0);
+    }
+    volt_lease_watch_free(watch);
+    volt_sem_free(a);
+    pthread_mutex_destroy(&first.mu);
+    pthread_cond_destroy(&first.cv);
+    pthread_mutex_destroy(&second.mu);
+    pthread_cond_destroy(&second.cv);
+    server_destroy(&s);
+}
+
 static void test_bad_input(void) {
     const char *url = main_server.url;
     const char *name = name_of("bad");
@@ -2592,6 +2647,7 @@ int main(int argc, char **argv) {
     RUN(test_lease_watch_after_a_black_hole);
     RUN(test_calls_on_a_lost_session_keep_their_deadline);
     RUN(test_restart_empty_is_state_lost);
+    RUN(test_each_lease_loss_has_its_own_message);
     RUN(test_cluster);
     server_destroy(&main_server);
     return harness_summary("redis");
