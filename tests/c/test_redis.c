@@ -1243,6 +1243,17 @@ static void on_lost(void *ctx, volt_status why) {
     pthread_mutex_unlock(&l->mu);
 }
 
+static void lost_init(lost_ctx *l) {
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+}
+
+static void lost_destroy(lost_ctx *l) {
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+}
+
 static int lost_wait(lost_ctx *l, double secs) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
@@ -1384,9 +1395,7 @@ static void test_lease_watch_in_a_forked_child(void) {
         const volt_sem *own = NULL;
         volt_grant g;
         lost_ctx lost;
-        memset(&lost, 0, sizeof lost);
-        pthread_mutex_init(&lost.mu, NULL);
-        pthread_cond_init(&lost.cv, NULL);
+        lost_init(&lost);
         r[0] = (char)volt_sem_connect(main_server.url, name, 1, &o, &own);
         if (r[0] == VOLT_OK) r[0] = (char)volt_sem_try_acquire_fenced(own, 1, &g);
         if (r[0] == VOLT_OK) r[0] = (char)volt_sem_watch_lease(own, g.session, on_lost, &lost, &watch);
@@ -2128,14 +2137,20 @@ static void test_calls_on_a_lost_session_keep_their_deadline(void) {
     volt_sem_free(other);
 }
 
-static void test_lease_loss(void) {
-    server s;
-    server_start(&s, NULL);
-    const char *name = name_of("lease");
+/* Starts `s` and connects to `name` there (2 permits) with a lease of 1.5 s
+ * and a command timeout of 0.5 s: the lease-loss tests' handle. */
+static const volt_sem *start_with_a_short_lease(server *s, const char *name) {
+    server_start(s, NULL);
     volt_connect_options o = options();
     o.lease_ms = 1500;
     o.command_timeout_ms = 500;
-    const volt_sem *a = connect_to(s.url, name, 2, &o);
+    return connect_to(s->url, name, 2, &o);
+}
+
+static void test_lease_loss(void) {
+    server s;
+    const char *name = name_of("lease");
+    const volt_sem *a = start_with_a_short_lease(&s, name);
     const volt_sem *b = connect_to(s.url, name, 2, NULL); /* default lease: 10 s */
     volt_grant g;
     CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_OK);
@@ -2147,9 +2162,7 @@ static void test_lease_loss(void) {
     CHECK_STATUS(volt_sem_acquire(a, &w, 2, signal_wake, &sig), VOLT_PENDING);
     (void)census(a); /* queued in Redis before it stops answering */
     lost_ctx lost;
-    memset(&lost, 0, sizeof lost);
-    pthread_mutex_init(&lost.mu, NULL);
-    pthread_cond_init(&lost.cv, NULL);
+    lost_init(&lost);
     lost.sem = a;
     volt_lease_watch *watch = NULL;
     CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &lost, &watch), VOLT_OK);
@@ -2166,9 +2179,7 @@ static void test_lease_loss(void) {
     }
     /* A second watch on the session, on another context: both are told. */
     lost_ctx second;
-    memset(&second, 0, sizeof second);
-    pthread_mutex_init(&second.mu, NULL);
-    pthread_cond_init(&second.cv, NULL);
+    lost_init(&second);
     volt_lease_watch *watch2 = NULL;
     CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &second, &watch2), VOLT_OK);
     pthread_mutex_lock(&lost.mu);
@@ -2219,9 +2230,7 @@ static void test_lease_loss(void) {
     CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
     /* A watch freed before any loss never calls back. */
     lost_ctx quiet;
-    memset(&quiet, 0, sizeof quiet);
-    pthread_mutex_init(&quiet.mu, NULL);
-    pthread_cond_init(&quiet.cv, NULL);
+    lost_init(&quiet);
     CHECK_STATUS(volt_sem_try_acquire_fenced(b, 1, &g), VOLT_OK);
     CHECK_STATUS(volt_sem_watch_lease(b, g.session, on_lost, &quiet, &watch), VOLT_OK);
     volt_lease_watch_free(watch);
@@ -2229,13 +2238,10 @@ static void test_lease_loss(void) {
     volt_sem_free(a);
     volt_sem_free(b);
     CHECK(quiet.calls == 0);
-    pthread_mutex_destroy(&quiet.mu);
-    pthread_cond_destroy(&quiet.cv);
+    lost_destroy(&quiet);
     signal_destroy(&sig);
-    pthread_mutex_destroy(&lost.mu);
-    pthread_cond_destroy(&lost.cv);
-    pthread_mutex_destroy(&second.mu);
-    pthread_cond_destroy(&second.cv);
+    lost_destroy(&lost);
+    lost_destroy(&second);
     server_destroy(&s);
 }
 
@@ -2287,19 +2293,10 @@ static void test_restart_empty_is_state_lost(void) {
  * call), so a later loss of another kind read the earlier one's. */
 static void test_each_lease_loss_has_its_own_message(void) {
     server s;
-    server_start(&s, NULL);
-    const char *name = name_of("loss-text");
-    volt_connect_options o = options();
-    o.lease_ms = 1500;
-    o.command_timeout_ms = 500;
-    const volt_sem *a = connect_to(s.url, name, 2, &o);
+    const volt_sem *a = start_with_a_short_lease(&s, name_of("loss-text"));
     lost_ctx first, second;
-    memset(&first, 0, sizeof first);
-    memset(&second, 0, sizeof second);
-    pthread_mutex_init(&first.mu, NULL);
-    pthread_cond_init(&first.cv, NULL);
-    pthread_mutex_init(&second.mu, NULL);
-    pthread_cond_init(&second.cv, NULL);
+    lost_init(&first);
+    lost_init(&second);
     volt_grant g;
     volt_lease_watch *watch = NULL;
     /* The first session's lease expires: the server stops answering. */
@@ -2325,10 +2322,8 @@ static void test_each_lease_loss_has_its_own_message(void) {
     }
     volt_lease_watch_free(watch);
     volt_sem_free(a);
-    pthread_mutex_destroy(&first.mu);
-    pthread_cond_destroy(&first.cv);
-    pthread_mutex_destroy(&second.mu);
-    pthread_cond_destroy(&second.cv);
+    lost_destroy(&first);
+    lost_destroy(&second);
     server_destroy(&s);
 }
 
