@@ -1232,10 +1232,10 @@ const char *volt_status_str(int32_t status);
  * function reads it: asking for the length, then for the text, gives the
  * same message. Every other `volt_*` call forgets the message when it
  * starts, so it always belongs to the call made just before, on the same
- * thread (the calls a
- * wake callback makes inside another call, such as a `volt_sem_release`
- * that runs it, leave their messages to the callback: that call's message
- * is its own). Messages never contain the URL or a password.
+ * thread (the calls a wake callback makes inside another call, such as a
+ * `volt_sem_release` that runs it, leave their messages to the callback:
+ * that call's message is its own). Messages never contain the URL or a
+ * password.
  *
  * Returns the message's length in bytes (without the NUL), which may exceed
  * `len - 1`: then call again with a larger buffer. `buf` may be NULL when
@@ -2099,10 +2099,11 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  * `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
  * short: the callbacks of every watch of the process run on that thread, one
  * after another. In the callback, `volt_last_error_message` gives the loss's
- * text (that of `why`) until the callback's own calls replace it. No callback runs for a session that is never lost. After
- * a `fork()` made inside a callback, the child's one thread is its copy of
- * the lease thread: once it has called that session's callbacks it ends,
- * and the child with it, as by `exit(0)`, unless a callback `exec()`ed or
+ * text (that of `why`) until the callback's own calls replace it. No
+ * callback runs for a session that is never lost. After a `fork()` made
+ * inside a callback, the child's one thread is its copy of the lease
+ * thread: once it has called that session's callbacks it ends, and the
+ * child with it, as by `exit(0)`, unless a callback `exec()`ed or
  * `_exit()`ed first.
  *
  * Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,

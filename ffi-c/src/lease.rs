@@ -40,10 +40,11 @@ pub type volt_lease_lost_fn =
 /// `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
 /// short: the callbacks of every watch of the process run on that thread, one
 /// after another. In the callback, `volt_last_error_message` gives the loss's
-/// text (that of `why`) until the callback's own calls replace it. No callback runs for a session that is never lost. After
-/// a `fork()` made inside a callback, the child's one thread is its copy of
-/// the lease thread: once it has called that session's callbacks it ends,
-/// and the child with it, as by `exit(0)`, unless a callback `exec()`ed or
+/// text (that of `why`) until the callback's own calls replace it. No
+/// callback runs for a session that is never lost. After a `fork()` made
+/// inside a callback, the child's one thread is its copy of the lease
+/// thread: once it has called that session's callbacks it ends, and the
+/// child with it, as by `exit(0)`, unless a callback `exec()`ed or
 /// `_exit()`ed first.
 ///
 /// Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,

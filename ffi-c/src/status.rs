@@ -59,10 +59,10 @@ fn status_name(status: i32) -> &'static CStr {
 /// function reads it: asking for the length, then for the text, gives the
 /// same message. Every other `volt_*` call forgets the message when it
 /// starts, so it always belongs to the call made just before, on the same
-/// thread (the calls a
-/// wake callback makes inside another call, such as a `volt_sem_release`
-/// that runs it, leave their messages to the callback: that call's message
-/// is its own). Messages never contain the URL or a password.
+/// thread (the calls a wake callback makes inside another call, such as a
+/// `volt_sem_release` that runs it, leave their messages to the callback:
+/// that call's message is its own). Messages never contain the URL or a
+/// password.
 ///
 /// Returns the message's length in bytes (without the NUL), which may exceed
 /// `len - 1`: then call again with a larger buffer. `buf` may be NULL when
