@@ -13,7 +13,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use volt_sem_backend::Semaphore;
 
-use crate::last_error::{forget_last_error, name_the_call, noted, refuse, Refusal};
+use crate::last_error::{forget_last_error, noted, refuse, Refusal};
 use crate::status_codes::volt_status::{self, *};
 
 /// The status a failed check returns: `Err(status)` ends an [`ffi_status`]
@@ -37,25 +37,25 @@ pub(crate) fn ffi_call_keeping_error<T>(on_panic: T, body: impl FnOnce() -> T) -
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }
 
-/// [`ffi_call`] for an entry point that returns a status: a panic is
-/// `VOLT_PANIC`, a failed check (`Err`) its status, and `Ok` the outcome.
-/// `call` is the entry point's name, for the message of a refused argument
-/// ("volt_sem_acquire: `wake` is NULL"): used on that path only.
-#[inline]
-pub(crate) fn ffi_status(
-    call: &'static str,
-    body: impl FnOnce() -> Checked<volt_status>,
-) -> volt_status {
-    // `call` is not captured by the body: the entry point only passes it in
-    // a register on the path of a refusal.
-    match ffi_call(Ok(VOLT_PANIC), body) {
-        Ok(status) => status,
-        Err(status) => {
-            name_the_call(call, status);
-            status
-        }
-    }
+/// [`ffi_call`] for an entry point that returns a status:
+/// `ffi_status!("volt_sem_acquire", || body)`. A panic is `VOLT_PANIC`, a
+/// failed check (`Err`) its status, and `Ok` the outcome. The first argument
+/// is the entry point's name, for the message of a refused argument
+/// ("volt_sem_acquire: `wake` is NULL"). A macro, so that the name is a
+/// constant in the `Err` arm rather than a value the body's closure
+/// captures: the success path pays nothing for it.
+macro_rules! ffi_status {
+    ($call:expr, $body:expr) => {
+        $crate::boundary::ffi_call(
+            $crate::status_codes::volt_status::VOLT_PANIC,
+            || match ($body)() {
+                Ok(status) => status,
+                Err(status) => $crate::last_error::name_the_call($call, status),
+            },
+        )
+    };
 }
+pub(crate) use ffi_status;
 
 /// A permit count, the argument `n`: 1..=`volt_max_permits()`, else
 /// `VOLT_INVALID_ARGUMENT`.

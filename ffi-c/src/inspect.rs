@@ -128,7 +128,7 @@ pub unsafe extern "C" fn volt_sem_inspect(
     waiters: *mut volt_queued_waiter,
     waiters_cap: usize,
 ) -> volt_status {
-    ffi_status("volt_sem_inspect", || {
+    ffi_status!("volt_sem_inspect", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         non_null(out, "out")?;

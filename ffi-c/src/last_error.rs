@@ -247,17 +247,22 @@ pub(crate) fn refuse(status: volt_status, refusal: Refusal) -> volt_status {
 }
 
 /// For `ffi_status`, when its body ended with `Err(status)`: names `call` in
-/// the message of a refused argument; a refusal that left no message (no
-/// check is known to) gets the status's name.
+/// the message of a refused argument, and returns `status`; a refusal that
+/// left no message (no check is known to) gets the status's name.
 #[cold]
-pub(crate) fn name_the_call(call: &'static str, status: volt_status) {
+pub(crate) fn name_the_call(call: &'static str, status: volt_status) -> volt_status {
     if !HAS_LAST_ERROR.with(Cell::get) {
-        let refusal = Refusal::Status(status);
-        return store(Last::Refused { call, refusal });
-    }
-    if let Last::Refused { call: "", refusal } = LAST.with(Cell::get) {
+        store(Last::Refused {
+            call,
+            refusal: Refusal::Status(status),
+        });
+    } else if let Last::Refused { call: "", refusal } = LAST.with(Cell::get) {
         store(Last::Refused { call, refusal });
     }
+    // Opaque, so that the entry point's `Err` arm stays a tail call (known
+    // to return its argument, the caller would keep `status` across the
+    // call, in a register every entry point then saves).
+    std::hint::black_box(status)
 }
 
 /// Runs `f` on this thread's last error message ("" when there is none),

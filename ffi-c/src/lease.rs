@@ -66,7 +66,7 @@ pub unsafe extern "C" fn volt_sem_watch_lease(
     ctx: *mut c_void,
     out: *mut *mut volt_lease_watch,
 ) -> volt_status {
-    ffi_status("volt_sem_watch_lease", || {
+    ffi_status!("volt_sem_watch_lease", || {
         non_null(out, "out")?;
         // SAFETY: non-NULL and writable (contract).
         unsafe { out.write(ptr::null_mut()) };

@@ -142,7 +142,7 @@ pub unsafe extern "C" fn volt_connect_options_init(
     opts: *mut volt_connect_options,
     struct_size: usize,
 ) -> volt_status {
-    ffi_status("volt_connect_options_init", || {
+    ffi_status!("volt_connect_options_init", || {
         let defaults = volt_connect_options {
             struct_size,
             lease_ms: 10_000,
@@ -317,7 +317,7 @@ pub unsafe extern "C" fn volt_sem_connect(
     opts: *const volt_connect_options,
     out: *mut *const volt_sem,
 ) -> volt_status {
-    ffi_status("volt_sem_connect", || {
+    ffi_status!("volt_sem_connect", || {
         non_null(out, "out")?;
         // SAFETY: `out` is non-NULL and, by contract, writable.
         unsafe { out.write(ptr::null()) };
@@ -361,7 +361,7 @@ pub unsafe extern "C" fn volt_sem_delete(
     name: *const c_char,
     opts: *const volt_connect_options,
 ) -> volt_status {
-    ffi_status("volt_sem_delete", || {
+    ffi_status!("volt_sem_delete", || {
         non_null(url, "url")?;
         non_null(name, "name")?;
         // SAFETY: forwarded caller contract (checked non-NULL above).
@@ -407,7 +407,7 @@ pub unsafe extern "C" fn volt_sem_delete(
 /// says which).
 #[no_mangle]
 pub extern "C" fn volt_end_sessions_on_signals() -> volt_status {
-    ffi_status("volt_end_sessions_on_signals", || {
+    ffi_status!("volt_end_sessions_on_signals", || {
         Ok(match volt_sem_backend::redis::end_sessions_on_signals() {
             Ok(()) => VOLT_OK,
             Err(e) => {
@@ -477,7 +477,7 @@ pub unsafe extern "C" fn volt_sem_census(
     sem: *const volt_sem,
     out: *mut volt_census,
 ) -> volt_status {
-    ffi_status("volt_sem_census", || {
+    ffi_status!("volt_sem_census", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         non_null(out, "out")?;

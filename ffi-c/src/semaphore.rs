@@ -118,7 +118,7 @@ pub(crate) unsafe fn hand_out(
 /// `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem) -> volt_status {
-    ffi_status("volt_sem_new", || {
+    ffi_status!("volt_sem_new", || {
         non_null(out, "out")?;
         let Some(sem) = Semaphore::local(permits) else {
             // SAFETY: `out` is non-NULL and, by contract, writable.
@@ -205,7 +205,7 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status("volt_sem_try_acquire", || {
+    ffi_status!("volt_sem_try_acquire", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         count(n)?;
@@ -240,7 +240,7 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status("volt_sem_release", || {
+    ffi_status!("volt_sem_release", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         count(n)?;
@@ -283,7 +283,7 @@ pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usi
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_close(sem: *const volt_sem) -> volt_status {
-    ffi_status("volt_sem_close", || {
+    ffi_status!("volt_sem_close", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         Ok(status(sem.sem.close()))

@@ -154,7 +154,7 @@ unsafe fn open_into(
     out: *mut *const volt_sem,
     options: impl FnOnce() -> Checked<OpenOptions>,
 ) -> volt_status {
-    ffi_status(call, || {
+    ffi_status!(call, || {
         non_null(out, "out")?;
         // SAFETY: `out` is non-NULL and, by contract, writable.
         unsafe { out.write(ptr::null()) };
@@ -220,7 +220,7 @@ pub unsafe extern "C" fn volt_open_options_init(
     opts: *mut volt_open_options,
     struct_size: usize,
 ) -> volt_status {
-    ffi_status("volt_open_options_init", || {
+    ffi_status!("volt_open_options_init", || {
         let defaults = volt_open_options {
             struct_size,
             flags: 0,
@@ -285,7 +285,7 @@ pub unsafe extern "C" fn volt_sem_open_with(
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_unlink(name: *const c_char) -> volt_status {
-    ffi_status("volt_sem_unlink", || {
+    ffi_status!("volt_sem_unlink", || {
         // SAFETY: NULL or NUL-terminated (contract).
         let name = unsafe { name_arg(name) }?;
         Ok(status(volt_sem_backend::unlink(name)))

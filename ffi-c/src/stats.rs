@@ -159,7 +159,7 @@ fn c_stats(s: &Stats, struct_size: usize) -> volt_stats {
 /// `out->struct_size` writable bytes whose first field is that size.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_stats(sem: *const volt_sem, out: *mut volt_stats) -> volt_status {
-    ffi_status("volt_sem_stats", || {
+    ffi_status!("volt_sem_stats", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         non_null(out, "out")?;

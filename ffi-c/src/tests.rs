@@ -384,7 +384,7 @@ fn a_stashed_message_comes_back_whole() {
     use crate::status::status_of;
     use volt_sem_backend::Error;
     let message = || with_last_error(str::to_owned).unwrap();
-    let refused = || ffi_status("volt_test_call", || count(0).map(|()| VOLT_OK));
+    let refused = || ffi_status!("volt_test_call", || count(0).map(|()| VOLT_OK));
     let makers: [(&dyn Fn() -> volt_status, &str); 3] = [
         (
             &|| status_of(Error::Tls("no CA file".into())),

@@ -46,7 +46,7 @@ fn local_refusal() -> volt_status {
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status("volt_sem_set_total", || {
+    ffi_status!("volt_sem_set_total", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         if sem.sem.kind() == Kind::Local {
@@ -70,7 +70,7 @@ pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> v
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_reopen(sem: *const volt_sem) -> volt_status {
-    ffi_status("volt_sem_reopen", || {
+    ffi_status!("volt_sem_reopen", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         if sem.sem.kind() == Kind::Local {

@@ -217,7 +217,7 @@ pub extern "C" fn volt_waiter_align() -> usize {
 /// busy waiter.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
-    ffi_status("volt_waiter_init", || {
+    ffi_status!("volt_waiter_init", || {
         non_null(waiter, "waiter")?;
         aligned(waiter, "waiter")?;
         let slot = Slot {
@@ -298,7 +298,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
     wake: volt_wake_fn,
     ctx: *mut c_void,
 ) -> volt_status {
-    ffi_status("volt_sem_acquire", || {
+    ffi_status!("volt_sem_acquire", || {
         // SAFETY: NULL or live handle / waiter memory (contract).
         let slot = unsafe { slot(waiter) }?;
         // SAFETY: as above.
@@ -363,7 +363,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `waiter` is NULL or points to a `volt_waiter`.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_status {
-    ffi_status("volt_waiter_status", || {
+    ffi_status!("volt_waiter_status", || {
         // SAFETY: NULL or waiter memory (contract).
         let slot = unsafe { slot(waiter) }?;
         Ok(match slot.waiter.state() {
@@ -435,7 +435,7 @@ pub unsafe extern "C" fn volt_sem_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    ffi_status("volt_sem_cancel", || {
+    ffi_status!("volt_sem_cancel", || {
         // SAFETY: forwarded caller contract.
         unsafe { end_acquire(sem, waiter, returned, true) }
     })
@@ -482,7 +482,7 @@ pub unsafe extern "C" fn volt_sem_try_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    ffi_status("volt_sem_try_cancel", || {
+    ffi_status!("volt_sem_try_cancel", || {
         // SAFETY: forwarded caller contract.
         unsafe { end_acquire(sem, waiter, returned, false) }
     })

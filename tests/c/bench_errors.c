@@ -4,7 +4,9 @@
  * from a refused argument), beside a successful try_acquire + release, and
  * a failed try_acquire followed by the read of its message. Not a test: it
  * prints nanoseconds per call, the best of ROUNDS rounds (the machine's
- * noise only ever adds time). */
+ * noise only ever adds time). `bench_errors K` runs case K (0 to 3) alone,
+ * once: under callgrind, its function's inclusive count over CALLS is the
+ * instructions per call, which the load of the machine does not change. */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
 #include <stdio.h>
@@ -60,9 +62,19 @@ static double failed_try_acquire_and_message(const volt_sem *empty) {
     return (now_ns() - t) / CALLS;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
     const volt_sem *empty = NULL, *one = NULL;
     if (volt_sem_new(0, &empty) != VOLT_OK || volt_sem_new(1, &one) != VOLT_OK) return 1;
+    if (argc > 1) {
+        /* One case, one round (for callgrind: instructions per call are the
+         * case's function's inclusive count over CALLS). */
+        double (*cases[])(const volt_sem *) = {failed_try_acquire, refused_argument,
+                                               try_acquire_release, failed_try_acquire_and_message};
+        int k = atoi(argv[1]);
+        if (k < 0 || k > 3) return 2;
+        printf("%.2f ns\n", cases[k](k == 2 ? one : empty));
+        return 0;
+    }
     static const char *names[] = {
         "try_acquire failed (VOLT_WOULD_BLOCK)",
         "try_acquire refused (VOLT_INVALID_ARGUMENT, n == 0)",
