@@ -24,6 +24,14 @@
  *   VOLT_INVALID_ARGUMENT: in C a zero count is far more often an uninitialised
  *   or miscomputed variable than a request.
  *
+ * ERROR DETAILS
+ *   The status says what failed; volt_last_error_message() gives the details
+ *   of the call made just before on the calling thread (every other call
+ *   forgets the previous message when it starts): the error's own text for a
+ *   failure the semaphore or Redis reports, and for an argument the call
+ *   refused, the call and the argument at fault ("volt_sem_acquire: `wake` is
+ *   NULL"). It is "" after VOLT_OK and the outcomes that are no failure.
+ *
  * THREADS
  *   Every function may be called from any thread, concurrently, on the same
  *   semaphore. A volt_waiter has one owner at a time: calls that take a given
@@ -316,13 +324,10 @@
  *     that batch it ends, and the child with it, as by exit(0), unless a
  *     callback exec()ed or _exit()ed first; it never uses the parent's
  *     connections nor calls back the parent's later grants there.
- *   - Error details: the status says what failed; volt_last_error_message()
- *     gives the details of the call made just before on the calling thread
- *     (every failure the semaphore or Redis reports has them: e.g. why the
- *     connection failed, which command the ACL refused), or "" (every other
- *     call forgets the previous message when it starts). The URL (which may hold a
- *     password) is copied during volt_sem_connect(); no message and no output
- *     ever shows it or the password.
+ *   - Error details (see ERROR DETAILS): e.g. why the connection failed,
+ *     which command the ACL refused. The URL (which may hold a password) is
+ *     copied during volt_sem_connect(); no message and no output ever shows
+ *     it or the password.
  *
  * FENCING TOKENS
  *   Every grant of a Redis semaphore carries a token, strictly increasing with
@@ -532,6 +537,7 @@ enum volt_status
    * A NULL pointer, `n == 0`, `n > volt_max_permits()`, an uninitialised or
    * misaligned waiter, a waiter that is still busy, or a waiter cancelled on a
    * semaphore it is not queued on. Nothing was changed.
+   * `volt_last_error_message` names the call and the argument at fault.
    */
   VOLT_INVALID_ARGUMENT = 7,
   /**
@@ -1214,17 +1220,22 @@ const char *volt_status_str(int32_t status);
  * the connection or the TLS handshake failed, which option was refused,
  * the rule an invalid name or total broke, the two versions or C libraries
  * of a mismatch (for `VOLT_WOULD_BLOCK` or `VOLT_TIMED_OUT`, just what the
- * status says). It is "" after `VOLT_OK` and the outcomes that are no
- * failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`),
- * and may be "" when the call refused its arguments before reaching the
- * semaphore (a NULL pointer, a count of 0 or above `volt_max_permits()`, a
- * bad `struct_size`, a waiter in the wrong state, a local handle for a
- * Redis-only call), and after `volt_waiter_status` (it reports a state).
- * Every other `volt_*` call forgets the message when it starts, so it always
- * belongs to the call made just before, on the same thread (the calls a
- * wake callback makes inside another call, such as a `volt_sem_release`
- * that runs it, leave their messages to the callback: that call's message
- * is its own). Messages never contain the URL or a password.
+ * status says). A call that refused its arguments before reaching the
+ * semaphore names itself and the argument at fault: "volt_sem_acquire:
+ * `wake` is NULL", "volt_sem_try_acquire: `n` is 0: ...", a bad
+ * `struct_size`, a waiter in the wrong state, a local handle for a
+ * Redis-only call. It is "" after `VOLT_OK` and the outcomes that are no
+ * failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`,
+ * and the states `volt_waiter_status` reports), and in a wake callback
+ * until the callback's own calls; in a lease-loss callback it is the
+ * loss's text (that of `why`) until then. The text is written when this
+ * function reads it: asking for the length, then for the text, gives the
+ * same message. Every other `volt_*` call forgets the message when it
+ * starts, so it always belongs to the call made just before, on the same
+ * thread (the calls a wake callback makes inside another call, such as a
+ * `volt_sem_release` that runs it, leave their messages to the callback:
+ * that call's message is its own). Messages never contain the URL or a
+ * password.
  *
  * Returns the message's length in bytes (without the NUL), which may exceed
  * `len - 1`: then call again with a larger buffer. `buf` may be NULL when
@@ -2087,10 +2098,12 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  * call any function, including `volt_sem_release` (which then returns
  * `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
  * short: the callbacks of every watch of the process run on that thread, one
- * after another. No callback runs for a session that is never lost. After
- * a `fork()` made inside a callback, the child's one thread is its copy of
- * the lease thread: once it has called that session's callbacks it ends,
- * and the child with it, as by `exit(0)`, unless a callback `exec()`ed or
+ * after another. In the callback, `volt_last_error_message` gives the loss's
+ * text (that of `why`) until the callback's own calls replace it. No
+ * callback runs for a session that is never lost. After a `fork()` made
+ * inside a callback, the child's one thread is its copy of the lease
+ * thread: once it has called that session's callbacks it ends, and the
+ * child with it, as by `exit(0)`, unless a callback `exec()`ed or
  * `_exit()`ed first.
  *
  * Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,

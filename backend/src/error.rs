@@ -138,6 +138,7 @@ error_table! {
         /// A NULL pointer, `n == 0`, `n > volt_max_permits()`, an uninitialised or
         /// misaligned waiter, a waiter that is still busy, or a waiter cancelled on a
         /// semaphore it is not queued on. Nothing was changed.
+        /// `volt_last_error_message` names the call and the argument at fault.
         VOLT_INVALID_ARGUMENT = 7;
         /// An internal error (a Rust panic) was caught at the boundary.
         VOLT_PANIC = 9;

@@ -62,7 +62,7 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking(
     n: usize,
     timeout_ns: i64,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_acquire_blocking", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         count(n)?;

@@ -13,11 +13,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use volt_sem_backend::Semaphore;
 
-use crate::last_error::{forget_last_error, noted};
+use crate::last_error::{forget_last_error, noted, refuse, Refusal};
 use crate::status_codes::volt_status::{self, *};
 
 /// The status a failed check returns: `Err(status)` ends an [`ffi_status`]
-/// body with that status, through `?`.
+/// body with that status, through `?`. A check that refuses an argument
+/// describes it ([`refuse`]); the entry point adds its name.
 pub(crate) type Checked<T> = Result<T, volt_status>;
 
 /// Runs an entry point's `body` and turns a panic into `on_panic` (the
@@ -36,30 +37,76 @@ pub(crate) fn ffi_call_keeping_error<T>(on_panic: T, body: impl FnOnce() -> T) -
     catch_unwind(AssertUnwindSafe(body)).unwrap_or(on_panic)
 }
 
-/// [`ffi_call`] for an entry point that returns a status: a panic is
-/// `VOLT_PANIC`, a failed check (`Err`) its status, and `Ok` the outcome.
-pub(crate) fn ffi_status(body: impl FnOnce() -> Checked<volt_status>) -> volt_status {
-    ffi_call(VOLT_PANIC, || {
-        let (Ok(status) | Err(status)) = body();
-        status
-    })
+/// [`ffi_call`] for an entry point that returns a status:
+/// `ffi_status!("volt_sem_acquire", || body)`. A panic is `VOLT_PANIC`, a
+/// failed check (`Err`) its status, and `Ok` the outcome. The first argument
+/// is the entry point's name, for the message of a refused argument
+/// ("volt_sem_acquire: `wake` is NULL"). A macro, so that the name is a
+/// constant in the `Err` arm rather than a value the body's closure
+/// captures: the success path pays nothing for it.
+macro_rules! ffi_status {
+    ($call:expr, $body:expr) => {
+        $crate::boundary::ffi_call(
+            $crate::status_codes::volt_status::VOLT_PANIC,
+            || match ($body)() {
+                Ok(status) => status,
+                Err(status) => $crate::last_error::name_the_call($call, status),
+            },
+        )
+    };
 }
+pub(crate) use ffi_status;
 
-/// A permit count: 1..=`volt_max_permits()`, else `VOLT_INVALID_ARGUMENT`.
+/// A permit count, the argument `n`: 1..=`volt_max_permits()`, else
+/// `VOLT_INVALID_ARGUMENT`.
 pub(crate) fn count(n: usize) -> Checked<()> {
     if n != 0 && n <= Semaphore::MAX_PERMITS {
         Ok(())
     } else {
-        Err(VOLT_INVALID_ARGUMENT)
+        Err(refuse(
+            VOLT_INVALID_ARGUMENT,
+            Refusal::Count { arg: "n", n },
+        ))
     }
 }
 
-/// Checks that `ptr` is not NULL: `VOLT_INVALID_ARGUMENT` otherwise.
-pub(crate) fn non_null<T>(ptr: *const T) -> Checked<()> {
+/// Checks that `ptr`, the argument named `arg`, is not NULL:
+/// `VOLT_INVALID_ARGUMENT` otherwise.
+pub(crate) fn non_null<T>(ptr: *const T, arg: &'static str) -> Checked<()> {
     if ptr.is_null() {
-        Err(VOLT_INVALID_ARGUMENT)
+        Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Null(arg)))
     } else {
         Ok(())
+    }
+}
+
+/// `Err(VOLT_INVALID_ARGUMENT)`, refusing an argument for the reason `text`
+/// states (it names the argument).
+#[cold]
+pub(crate) fn invalid<T>(text: &'static str) -> Checked<T> {
+    Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Text(text)))
+}
+
+/// A versioned struct's `struct_size` (named `arg`) in
+/// `min..=OPTIONS_MAX_SIZE`, else `VOLT_INVALID_ARGUMENT`.
+pub(crate) fn struct_size(size: usize, min: usize, arg: &'static str) -> Checked<()> {
+    if (min..=OPTIONS_MAX_SIZE).contains(&size) {
+        Ok(())
+    } else {
+        Err(refuse(
+            VOLT_INVALID_ARGUMENT,
+            Refusal::StructSize { arg, size, min },
+        ))
+    }
+}
+
+/// `ptr`, the argument named `arg`, aligned for its type, else
+/// `VOLT_INVALID_ARGUMENT`.
+pub(crate) fn aligned<T>(ptr: *const T, arg: &'static str) -> Checked<()> {
+    if ptr.is_aligned() {
+        Ok(())
+    } else {
+        Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Misaligned(arg)))
     }
 }
 
@@ -69,7 +116,7 @@ pub(crate) fn non_null<T>(ptr: *const T) -> Checked<()> {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 pub(crate) unsafe fn name_arg<'a>(name: *const c_char) -> Checked<&'a str> {
-    non_null(name)?;
+    non_null(name, "name")?;
     // SAFETY: non-NULL and NUL-terminated (contract).
     let name = unsafe { std::ffi::CStr::from_ptr(name) };
     name.to_str()
@@ -117,16 +164,12 @@ pub(crate) unsafe fn read_versioned<T: Copy>(opts: *const T, v1_size: usize) -> 
     if opts.is_null() {
         return Ok(None);
     }
-    if !opts.is_aligned() {
-        return Err(VOLT_INVALID_ARGUMENT);
-    }
+    aligned(opts, "opts")?;
     // SAFETY: non-NULL and aligned; its first field, a usize, is readable
     // (contract).
     let size = unsafe { opts.cast::<usize>().read() };
     let known = std::mem::size_of::<T>();
-    if !(v1_size..=OPTIONS_MAX_SIZE).contains(&size) {
-        return Err(VOLT_INVALID_ARGUMENT);
-    }
+    struct_size(size, v1_size, "opts->struct_size")?;
     if size > known {
         // Options of a newer header: honoured only if left at their defaults.
         // SAFETY: the caller's struct has `size` readable bytes (contract).
@@ -169,10 +212,9 @@ pub(crate) unsafe fn init_versioned<T: Copy>(
     v1_size: usize,
     defaults: T,
 ) -> Checked<volt_status> {
-    if opts.is_null() || !opts.is_aligned() || !(v1_size..=OPTIONS_MAX_SIZE).contains(&struct_size)
-    {
-        return Err(VOLT_INVALID_ARGUMENT);
-    }
+    non_null(opts, "opts")?;
+    aligned(opts, "opts")?;
+    self::struct_size(struct_size, v1_size, "struct_size")?;
     // The caller's struct may be smaller (an older header: only the fields it
     // has) or larger (a newer one: the rest zeroed, their default).
     let n = struct_size.min(std::mem::size_of::<T>());

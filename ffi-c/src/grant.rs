@@ -61,7 +61,7 @@ unsafe fn fenced_checks<'a>(
     n: usize,
     grant: *mut volt_grant,
 ) -> Checked<&'a volt_sem> {
-    non_null(grant)?;
+    non_null(grant, "grant")?;
     // SAFETY: non-NULL and writable (contract).
     unsafe { grant.write(volt_grant::default()) };
     // SAFETY: NULL or a live handle (contract).
@@ -86,7 +86,7 @@ pub unsafe extern "C" fn volt_sem_try_acquire_fenced(
     n: usize,
     grant: *mut volt_grant,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_try_acquire_fenced", || {
         // SAFETY: forwarded contract.
         let sem = unsafe { fenced_checks(sem, n, grant) }?;
         // SAFETY: as above.
@@ -109,7 +109,7 @@ pub unsafe extern "C" fn volt_sem_acquire_blocking_fenced(
     timeout_ns: i64,
     grant: *mut volt_grant,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_acquire_blocking_fenced", || {
         // SAFETY: forwarded contract.
         let sem = unsafe { fenced_checks(sem, n, grant) }?;
         // SAFETY: as above.

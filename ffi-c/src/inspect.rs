@@ -10,7 +10,7 @@ use std::ffi::c_char;
 
 use volt_sem_backend::inspect::{Holder, Inspection, QueuedWaiter};
 
-use crate::boundary::{ffi_status, non_null};
+use crate::boundary::{ffi_status, invalid, non_null};
 use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
@@ -128,15 +128,15 @@ pub unsafe extern "C" fn volt_sem_inspect(
     waiters: *mut volt_queued_waiter,
     waiters_cap: usize,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_inspect", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
-        non_null(out)?;
-        if holders_cap > 0 {
-            non_null(holders)?;
+        non_null(out, "out")?;
+        if holders_cap > 0 && holders.is_null() {
+            return invalid("`holders` is NULL and `holders_cap` is not 0");
         }
-        if waiters_cap > 0 {
-            non_null(waiters)?;
+        if waiters_cap > 0 && waiters.is_null() {
+            return invalid("`waiters` is NULL and `waiters_cap` is not 0");
         }
         let i: Inspection = match sem.sem.inspect() {
             Ok(i) => i,

@@ -6,9 +6,10 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use crate::boundary::{ffi_call, ffi_status, non_null};
-use crate::semaphore::handle;
+use crate::boundary::{ffi_call, ffi_status, invalid, non_null};
+use crate::last_error::{refuse, Refusal};
 use crate::semaphore::volt_sem;
+use crate::semaphore::{handle, not_redis};
 use crate::status::volt_status::{self, *};
 
 pub(crate) mod hub;
@@ -38,10 +39,12 @@ pub type volt_lease_lost_fn =
 /// call any function, including `volt_sem_release` (which then returns
 /// `VOLT_LEASE_EXPIRED`) and `volt_lease_watch_free` on its own watch. Keep it
 /// short: the callbacks of every watch of the process run on that thread, one
-/// after another. No callback runs for a session that is never lost. After
-/// a `fork()` made inside a callback, the child's one thread is its copy of
-/// the lease thread: once it has called that session's callbacks it ends,
-/// and the child with it, as by `exit(0)`, unless a callback `exec()`ed or
+/// after another. In the callback, `volt_last_error_message` gives the loss's
+/// text (that of `why`) until the callback's own calls replace it. No
+/// callback runs for a session that is never lost. After a `fork()` made
+/// inside a callback, the child's one thread is its copy of the lease
+/// thread: once it has called that session's callbacks it ends, and the
+/// child with it, as by `exit(0)`, unless a callback `exec()`ed or
 /// `_exit()`ed first.
 ///
 /// Returns `VOLT_OK` (`*out` is the watch: free it with `volt_lease_watch_free`,
@@ -63,18 +66,20 @@ pub unsafe extern "C" fn volt_sem_watch_lease(
     ctx: *mut c_void,
     out: *mut *mut volt_lease_watch,
 ) -> volt_status {
-    ffi_status(|| {
-        non_null(out)?;
+    ffi_status!("volt_sem_watch_lease", || {
+        non_null(out, "out")?;
         // SAFETY: non-NULL and writable (contract).
         unsafe { out.write(ptr::null_mut()) };
-        let lost = lost.ok_or(VOLT_INVALID_ARGUMENT)?;
+        let Some(lost) = lost else {
+            return Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Null("lost")));
+        };
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         if session == 0 {
-            return Err(VOLT_INVALID_ARGUMENT);
+            return invalid("`session` is 0 (no session has that number)");
         }
         if sem.sem.as_redis().is_none() {
-            return Err(VOLT_UNSUPPORTED);
+            return Err(not_redis());
         }
         // An owned reference for the watch.
         // SAFETY: `sem` is a live handle from `Arc::into_raw` (contract).

@@ -12,7 +12,7 @@ use crate::boundary::{
     ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned, Checked,
 };
 use crate::last_error::{noted, set_last_error};
-use crate::semaphore::{hand_out, handle, volt_sem};
+use crate::semaphore::{hand_out, handle, not_redis, volt_sem};
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};
 
@@ -142,7 +142,7 @@ pub unsafe extern "C" fn volt_connect_options_init(
     opts: *mut volt_connect_options,
     struct_size: usize,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_connect_options_init", || {
         let defaults = volt_connect_options {
             struct_size,
             lease_ms: 10_000,
@@ -317,12 +317,12 @@ pub unsafe extern "C" fn volt_sem_connect(
     opts: *const volt_connect_options,
     out: *mut *const volt_sem,
 ) -> volt_status {
-    ffi_status(|| {
-        non_null(out)?;
+    ffi_status!("volt_sem_connect", || {
+        non_null(out, "out")?;
         // SAFETY: `out` is non-NULL and, by contract, writable.
         unsafe { out.write(ptr::null()) };
-        non_null(url)?;
-        non_null(name)?;
+        non_null(url, "url")?;
+        non_null(name, "name")?;
         // SAFETY: forwarded caller contract (checked non-NULL above).
         let (url, name, options) = unsafe { redis_target(url, name, opts) }?;
         // SAFETY: as above.
@@ -361,9 +361,9 @@ pub unsafe extern "C" fn volt_sem_delete(
     name: *const c_char,
     opts: *const volt_connect_options,
 ) -> volt_status {
-    ffi_status(|| {
-        non_null(url)?;
-        non_null(name)?;
+    ffi_status!("volt_sem_delete", || {
+        non_null(url, "url")?;
+        non_null(name, "name")?;
         // SAFETY: forwarded caller contract (checked non-NULL above).
         let (url, name, options) = unsafe { redis_target(url, name, opts) }?;
         Ok(match volt_sem_backend::delete_redis(url, name, options) {
@@ -407,13 +407,16 @@ pub unsafe extern "C" fn volt_sem_delete(
 /// says which).
 #[no_mangle]
 pub extern "C" fn volt_end_sessions_on_signals() -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_end_sessions_on_signals", || {
         Ok(match volt_sem_backend::redis::end_sessions_on_signals() {
             Ok(()) => VOLT_OK,
-            Err(e) if e.kind() == std::io::ErrorKind::Unsupported => VOLT_UNSUPPORTED,
             Err(e) => {
                 set_last_error(|| format!("volt_end_sessions_on_signals: {e}"));
-                VOLT_OS_ERROR
+                if e.kind() == std::io::ErrorKind::Unsupported {
+                    VOLT_UNSUPPORTED
+                } else {
+                    VOLT_OS_ERROR
+                }
             }
         })
     })
@@ -474,11 +477,11 @@ pub unsafe extern "C" fn volt_sem_census(
     sem: *const volt_sem,
     out: *mut volt_census,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_census", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
-        non_null(out)?;
-        let redis = sem.sem.as_redis().ok_or(VOLT_UNSUPPORTED)?;
+        non_null(out, "out")?;
+        let redis = sem.sem.as_redis().ok_or_else(not_redis)?;
         Ok(match redis.census() {
             Ok(c) => {
                 // SAFETY: non-NULL and writable (contract).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use volt_sem_backend::{Error, Semaphore};
 
 use crate::boundary::{count, ffi_call, ffi_status, non_null, Checked};
+use crate::last_error::{refuse, Refusal};
 use crate::lease;
 use crate::status::volt_status::{self, *};
 use crate::status::{status, status_of};
@@ -68,12 +69,23 @@ pub(crate) unsafe fn sem_ref<'a>(sem: *const volt_sem) -> Option<&'a volt_sem> {
 /// `sem` is NULL or a live handle.
 pub(crate) unsafe fn handle<'a>(sem: *const volt_sem) -> Checked<&'a volt_sem> {
     // SAFETY: forwarded caller contract.
-    let sem = unsafe { sem_ref(sem) }.ok_or(VOLT_INVALID_ARGUMENT)?;
+    let Some(sem) = (unsafe { sem_ref(sem) }) else {
+        return Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Null("sem")));
+    };
     if sem.forked() {
         // Through `status_of`, for its message, as every backend error.
         return Err(status_of(Error::Forked));
     }
     Ok(sem)
+}
+
+/// `VOLT_UNSUPPORTED` for a Redis-only call on a local or named semaphore.
+#[cold]
+pub(crate) fn not_redis() -> volt_status {
+    refuse(
+        VOLT_UNSUPPORTED,
+        Refusal::Text("`sem` is not a Redis semaphore (this call is for Redis semaphores only)"),
+    )
 }
 
 /// Stores a new handle on `r`'s semaphore in `*out` and returns `VOLT_OK`,
@@ -106,15 +118,20 @@ pub(crate) unsafe fn hand_out(
 /// `out` is NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_new(permits: usize, out: *mut *const volt_sem) -> volt_status {
-    ffi_status(|| {
-        non_null(out)?;
-        let (status, handle) = match Semaphore::local(permits) {
-            Some(sem) => (VOLT_OK, Arc::into_raw(Arc::new(volt_sem::new(sem)))),
-            None => (VOLT_INVALID_ARGUMENT, ptr::null()),
+    ffi_status!("volt_sem_new", || {
+        non_null(out, "out")?;
+        let Some(sem) = Semaphore::local(permits) else {
+            // SAFETY: `out` is non-NULL and, by contract, writable.
+            unsafe { out.write(ptr::null()) };
+            let refusal = Refusal::Count {
+                arg: "permits",
+                n: permits,
+            };
+            return Err(refuse(VOLT_INVALID_ARGUMENT, refusal));
         };
-        // SAFETY: `out` is non-NULL and, by contract, writable.
-        unsafe { out.write(handle) };
-        Ok(status)
+        // SAFETY: as above.
+        unsafe { out.write(Arc::into_raw(Arc::new(volt_sem::new(sem)))) };
+        Ok(VOLT_OK)
     })
 }
 
@@ -188,7 +205,7 @@ pub unsafe extern "C" fn volt_sem_free(sem: *const volt_sem) {
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_try_acquire", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         count(n)?;
@@ -223,7 +240,7 @@ pub unsafe extern "C" fn volt_sem_try_acquire(sem: *const volt_sem, n: usize) ->
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_release(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_release", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         count(n)?;
@@ -266,7 +283,7 @@ pub unsafe extern "C" fn volt_sem_available_permits(sem: *const volt_sem) -> usi
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_close(sem: *const volt_sem) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_close", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         Ok(status(sem.sem.close()))

@@ -8,11 +8,12 @@ use std::ptr;
 use volt_sem_backend::{OpenOptions, Semaphore};
 
 use crate::boundary::{
-    ffi_call, ffi_status, init_versioned, label_arg, name_arg, non_null, read_versioned, Checked,
+    ffi_call, ffi_status, init_versioned, invalid, label_arg, name_arg, non_null, read_versioned,
+    Checked,
 };
 use crate::semaphore::{hand_out, volt_sem};
 use crate::status::status;
-use crate::status::volt_status::{self, *};
+use crate::status::volt_status;
 
 /// `volt_sem_open` flag: fail with `VOLT_EXISTS` if the name exists.
 pub const VOLT_OPEN_CREATE_ONLY: u32 = 1;
@@ -54,6 +55,13 @@ const OPEN_KNOWN_FLAGS: u32 = VOLT_OPEN_CREATE_ONLY
     | VOLT_OPEN_ACCEPT_FOREIGN_OWNER
     | VOLT_OPEN_RESIZE
     | (0o777 << VOLT_OPEN_MODE_SHIFT);
+
+/// Why `open_options` refused `volt_sem_open`'s flags, and
+/// `volt_sem_open_with`'s.
+const FLAGS_RULE: &str =
+    "`flags` has an unknown bit, or both VOLT_OPEN_CREATE_ONLY and VOLT_OPEN_ATTACH_ONLY";
+const OPTS_FLAGS_RULE: &str =
+    "`opts->flags` has an unknown bit, or both VOLT_OPEN_CREATE_ONLY and VOLT_OPEN_ATTACH_ONLY";
 
 /// The options of `volt_sem_open`'s flags, or `None` for unknown bits or
 /// both CREATE_ONLY and ATTACH_ONLY.
@@ -127,8 +135,8 @@ pub unsafe extern "C" fn volt_sem_open(
 ) -> volt_status {
     // SAFETY: forwarded contract.
     unsafe {
-        open_into(name, permits, out, || {
-            open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)
+        open_into("volt_sem_open", name, permits, out, || {
+            open_options(flags).map_or_else(|| invalid(FLAGS_RULE), Ok)
         })
     }
 }
@@ -140,13 +148,14 @@ pub unsafe extern "C" fn volt_sem_open(
 /// # Safety
 /// As `volt_sem_open`.
 unsafe fn open_into(
+    call: &'static str,
     name: *const c_char,
     permits: usize,
     out: *mut *const volt_sem,
     options: impl FnOnce() -> Checked<OpenOptions>,
 ) -> volt_status {
-    ffi_status(|| {
-        non_null(out)?;
+    ffi_status!(call, || {
+        non_null(out, "out")?;
         // SAFETY: `out` is non-NULL and, by contract, writable.
         unsafe { out.write(ptr::null()) };
         // SAFETY: NULL or NUL-terminated (contract).
@@ -211,7 +220,7 @@ pub unsafe extern "C" fn volt_open_options_init(
     opts: *mut volt_open_options,
     struct_size: usize,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_open_options_init", || {
         let defaults = volt_open_options {
             struct_size,
             flags: 0,
@@ -249,8 +258,12 @@ pub unsafe extern "C" fn volt_sem_open_with(
         // pointer fields only.
         let o = unsafe { read_versioned(opts, OPEN_OPTIONS_V1_SIZE) }?;
         let (flags, label) = o.map_or((0, ptr::null()), |o| (o.flags, o.label));
-        let flags = u32::try_from(flags).map_err(|_| VOLT_INVALID_ARGUMENT)?;
-        let options = open_options(flags).ok_or(VOLT_INVALID_ARGUMENT)?;
+        let Ok(flags) = u32::try_from(flags) else {
+            return invalid("`opts->flags` has bits above 31");
+        };
+        let Some(options) = open_options(flags) else {
+            return invalid(OPTS_FLAGS_RULE);
+        };
         // SAFETY: NULL or NUL-terminated (contract); read during this call.
         Ok(match unsafe { label_arg(label) }? {
             Some(label) => options.label(label),
@@ -258,7 +271,7 @@ pub unsafe extern "C" fn volt_sem_open_with(
         })
     };
     // SAFETY: forwarded contract.
-    unsafe { open_into(name, permits, out, options) }
+    unsafe { open_into("volt_sem_open_with", name, permits, out, options) }
 }
 
 /// Removes the name of a shared semaphore. Only the name: processes attached
@@ -272,7 +285,7 @@ pub unsafe extern "C" fn volt_sem_open_with(
 /// `name` is NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_unlink(name: *const c_char) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_unlink", || {
         // SAFETY: NULL or NUL-terminated (contract).
         let name = unsafe { name_arg(name) }?;
         Ok(status(volt_sem_backend::unlink(name)))

@@ -10,7 +10,7 @@ use std::mem::{offset_of, size_of};
 
 use volt_sem_backend::local::stats::{Stats, WAIT_BUCKETS};
 
-use crate::boundary::{ffi_status, non_null, OPTIONS_MAX_SIZE};
+use crate::boundary::{aligned, ffi_status, non_null, struct_size};
 use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::volt_status::{self, *};
@@ -159,19 +159,15 @@ fn c_stats(s: &Stats, struct_size: usize) -> volt_stats {
 /// `out->struct_size` writable bytes whose first field is that size.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_stats(sem: *const volt_sem, out: *mut volt_stats) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_stats", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
-        non_null(out)?;
-        if !out.is_aligned() {
-            return Err(VOLT_INVALID_ARGUMENT);
-        }
+        non_null(out, "out")?;
+        aligned(out, "out")?;
         // SAFETY: non-NULL and aligned; its first field, a usize, is
         // readable (contract).
         let size = unsafe { out.cast::<usize>().read() };
-        if !(STATS_V1_SIZE..=OPTIONS_MAX_SIZE).contains(&size) {
-            return Err(VOLT_INVALID_ARGUMENT);
-        }
+        struct_size(size, STATS_V1_SIZE, "out->struct_size")?;
         let filled = size.min(size_of::<volt_stats>());
         let stats = c_stats(&sem.sem.stats(), filled);
         // SAFETY: `size` writable bytes at `out` (contract); `filled <= size`

@@ -17,10 +17,11 @@ pub use crate::status_codes::volt_status;
 /// The status of a backend error. Requests too large for the semaphore are
 /// invalid arguments, as for the local semaphore's `n > volt_max_permits()`.
 pub(crate) fn status_of(e: Error) -> volt_status {
-    remember(&e);
     // The table gives every error a status; the fallback is for a status
     // number this crate's generated enum does not have yet (it is stale).
-    volt_status::from_number(e.status()).unwrap_or(VOLT_OS_ERROR)
+    let status = volt_status::from_number(e.status()).unwrap_or(VOLT_OS_ERROR);
+    remember(e);
+    status
 }
 
 /// `Ok` as `VOLT_OK`, an error as its status.
@@ -46,17 +47,22 @@ fn status_name(status: i32) -> &'static CStr {
 /// the connection or the TLS handshake failed, which option was refused,
 /// the rule an invalid name or total broke, the two versions or C libraries
 /// of a mismatch (for `VOLT_WOULD_BLOCK` or `VOLT_TIMED_OUT`, just what the
-/// status says). It is "" after `VOLT_OK` and the outcomes that are no
-/// failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`),
-/// and may be "" when the call refused its arguments before reaching the
-/// semaphore (a NULL pointer, a count of 0 or above `volt_max_permits()`, a
-/// bad `struct_size`, a waiter in the wrong state, a local handle for a
-/// Redis-only call), and after `volt_waiter_status` (it reports a state).
-/// Every other `volt_*` call forgets the message when it starts, so it always
-/// belongs to the call made just before, on the same thread (the calls a
-/// wake callback makes inside another call, such as a `volt_sem_release`
-/// that runs it, leave their messages to the callback: that call's message
-/// is its own). Messages never contain the URL or a password.
+/// status says). A call that refused its arguments before reaching the
+/// semaphore names itself and the argument at fault: "volt_sem_acquire:
+/// `wake` is NULL", "volt_sem_try_acquire: `n` is 0: ...", a bad
+/// `struct_size`, a waiter in the wrong state, a local handle for a
+/// Redis-only call. It is "" after `VOLT_OK` and the outcomes that are no
+/// failure (`VOLT_PENDING`, `VOLT_IDLE`, `VOLT_CANCELLED`, `VOLT_TRUNCATED`,
+/// and the states `volt_waiter_status` reports), and in a wake callback
+/// until the callback's own calls; in a lease-loss callback it is the
+/// loss's text (that of `why`) until then. The text is written when this
+/// function reads it: asking for the length, then for the text, gives the
+/// same message. Every other `volt_*` call forgets the message when it
+/// starts, so it always belongs to the call made just before, on the same
+/// thread (the calls a wake callback makes inside another call, such as a
+/// `volt_sem_release` that runs it, leave their messages to the callback:
+/// that call's message is its own). Messages never contain the URL or a
+/// password.
 ///
 /// Returns the message's length in bytes (without the NUL), which may exceed
 /// `len - 1`: then call again with a larger buffer. `buf` may be NULL when

@@ -31,6 +31,7 @@ pub enum volt_status {
     /// A NULL pointer, `n == 0`, `n > volt_max_permits()`, an uninitialised or
     /// misaligned waiter, a waiter that is still busy, or a waiter cancelled on a
     /// semaphore it is not queued on. Nothing was changed.
+    /// `volt_last_error_message` names the call and the argument at fault.
     VOLT_INVALID_ARGUMENT = 7,
     /// A release would raise the available permits above `volt_max_permits()`.
     /// Nothing was released.

@@ -353,6 +353,7 @@ fn every_backend_error_leaves_its_message() {
         },
         Error::NoPermits,
         Error::TimedOut,
+        Error::Closed,
         Error::NotHeld { held: 0 },
     ] {
         forget_last_error();
@@ -367,6 +368,49 @@ fn every_backend_error_leaves_its_message() {
     status_of(Error::Unsupported);
     assert_eq!(status, VOLT_UNSUPPORTED);
     assert_eq!(message(), "the more specific message");
+    forget_last_error();
+    assert_eq!(message(), "");
+}
+
+/// A wake callback's calls leave the message of the call that runs it as it
+/// was, whatever it is made of (a backend error kept whole, an everyday one,
+/// a refused argument, a text), read before or not.
+#[test]
+fn a_stashed_message_comes_back_whole() {
+    use crate::boundary::{count, ffi_status};
+    use crate::last_error::{
+        forget_last_error, restore_last_error, stash_last_error, with_last_error,
+    };
+    use crate::status::status_of;
+    use volt_sem_backend::Error;
+    let message = || with_last_error(str::to_owned).unwrap();
+    let refused = || ffi_status!("volt_test_call", || count(0).map(|()| VOLT_OK));
+    let makers: [(&dyn Fn() -> volt_status, &str); 3] = [
+        (
+            &|| status_of(Error::Tls("no CA file".into())),
+            "TLS failed: no CA file",
+        ),
+        (&|| status_of(Error::NoPermits), "no permits available"),
+        (
+            &refused,
+            "volt_test_call: `n` is 0: a count is 1 to volt_max_permits() (",
+        ),
+    ];
+    for (make, text) in makers {
+        for read_first in [false, true] {
+            forget_last_error();
+            make();
+            if read_first {
+                assert!(message().starts_with(text), "{}", message());
+            }
+            let saved = stash_last_error();
+            assert_eq!(message(), "");
+            status_of(Error::TimedOut); // the callback's own call
+            assert_eq!(message(), "timed out waiting for permits");
+            restore_last_error(saved);
+            assert!(message().starts_with(text), "{}", message());
+        }
+    }
     forget_last_error();
     assert_eq!(message(), "");
 }

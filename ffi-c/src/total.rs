@@ -4,7 +4,7 @@
 use volt_sem_backend::Kind;
 
 use crate::boundary::ffi_status;
-use crate::last_error::noted;
+use crate::last_error::{refuse, Refusal};
 use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
@@ -12,10 +12,10 @@ use crate::status::volt_status::{self, *};
 
 /// A local semaphore's refusal, with a message that says which semaphores
 /// the call is for (the status alone reads like a platform limit).
-fn local_refusal(call: &str) -> volt_status {
-    noted(
+fn local_refusal() -> volt_status {
+    refuse(
         VOLT_UNSUPPORTED,
-        &format!("{call} is for named and Redis semaphores, not a local one"),
+        Refusal::Text("`sem` is a local semaphore: this call is for named and Redis semaphores"),
     )
 }
 
@@ -46,11 +46,11 @@ fn local_refusal(call: &str) -> volt_status {
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_set_total", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         if sem.sem.kind() == Kind::Local {
-            return Err(local_refusal("volt_sem_set_total"));
+            return Err(local_refusal());
         }
         Ok(sem.sem.set_total(n).map_or_else(status_of, |()| VOLT_OK))
     })
@@ -70,11 +70,11 @@ pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> v
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_reopen(sem: *const volt_sem) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_reopen", || {
         // SAFETY: NULL or a live handle (contract).
         let sem = unsafe { handle(sem) }?;
         if sem.sem.kind() == Kind::Local {
-            return Err(local_refusal("volt_sem_reopen"));
+            return Err(local_refusal());
         }
         Ok(sem.sem.reopen().map_or_else(status_of, |()| VOLT_OK))
     })

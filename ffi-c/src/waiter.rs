@@ -14,7 +14,8 @@ use volt_sem_backend::RawSemaphore;
 use volt_core::{RawAcquire, WaiterState};
 use volt_sem_backend::{Finish, Waiter};
 
-use crate::boundary::{count, ffi_call, ffi_status, Checked};
+use crate::boundary::{aligned, count, ffi_call, ffi_status, invalid, non_null, Checked};
+use crate::last_error::{refuse, Refusal};
 use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
@@ -173,7 +174,12 @@ unsafe fn slot_ref<'a>(waiter: *mut volt_waiter) -> Option<&'a Slot> {
 /// As for [`slot_ref`].
 unsafe fn slot<'a>(waiter: *mut volt_waiter) -> Checked<&'a Slot> {
     // SAFETY: forwarded caller contract.
-    unsafe { slot_ref(waiter) }.ok_or(VOLT_INVALID_ARGUMENT)
+    if let Some(slot) = unsafe { slot_ref(waiter) } {
+        return Ok(slot);
+    }
+    non_null(waiter, "waiter")?;
+    aligned(waiter, "waiter")?;
+    invalid("`waiter` is not initialised (volt_waiter_init), or was overwritten")
 }
 
 fn pinned(slot: &Slot) -> Pin<&Waiter> {
@@ -211,10 +217,9 @@ pub extern "C" fn volt_waiter_align() -> usize {
 /// busy waiter.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_init(waiter: *mut volt_waiter) -> volt_status {
-    ffi_status(|| {
-        if waiter.is_null() || !waiter.is_aligned() {
-            return Err(VOLT_INVALID_ARGUMENT);
-        }
+    ffi_status!("volt_waiter_init", || {
+        non_null(waiter, "waiter")?;
+        aligned(waiter, "waiter")?;
         let slot = Slot {
             waiter: Waiter::new(),
             magic: AtomicU32::new(MAGIC),
@@ -293,19 +298,19 @@ pub unsafe extern "C" fn volt_sem_acquire(
     wake: volt_wake_fn,
     ctx: *mut c_void,
 ) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_sem_acquire", || {
         // SAFETY: NULL or live handle / waiter memory (contract).
         let slot = unsafe { slot(waiter) }?;
         // SAFETY: as above.
         let handle = unsafe { handle(sem) }?;
         if wake.is_none() {
-            return Err(VOLT_INVALID_ARGUMENT);
+            return Err(refuse(VOLT_INVALID_ARGUMENT, Refusal::Null("wake")));
         }
         count(n)?;
         // Only the owner sets `sem`, so this check-then-set is not a race unless
         // the caller breaks the one-owner rule.
         if slot.is_busy() || slot.waiter.state() != WaiterState::Idle {
-            return Err(VOLT_INVALID_ARGUMENT);
+            return invalid("`waiter` is busy: its last acquire is not ended (volt_sem_cancel)");
         }
         slot.wake.set(wake);
         slot.ctx.set(ctx);
@@ -358,7 +363,7 @@ pub unsafe extern "C" fn volt_sem_acquire(
 /// `waiter` is NULL or points to a `volt_waiter`.
 #[no_mangle]
 pub unsafe extern "C" fn volt_waiter_status(waiter: *mut volt_waiter) -> volt_status {
-    ffi_status(|| {
+    ffi_status!("volt_waiter_status", || {
         // SAFETY: NULL or waiter memory (contract).
         let slot = unsafe { slot(waiter) }?;
         Ok(match slot.waiter.state() {
@@ -430,8 +435,10 @@ pub unsafe extern "C" fn volt_sem_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    // SAFETY: forwarded caller contract.
-    ffi_status(|| unsafe { end_acquire(sem, waiter, returned, true) })
+    ffi_status!("volt_sem_cancel", || {
+        // SAFETY: forwarded caller contract.
+        unsafe { end_acquire(sem, waiter, returned, true) }
+    })
 }
 
 /// Like `volt_sem_cancel`, but never waits for the waiter's wake callback: for an
@@ -475,8 +482,10 @@ pub unsafe extern "C" fn volt_sem_try_cancel(
     waiter: *mut volt_waiter,
     returned: *mut usize,
 ) -> volt_status {
-    // SAFETY: forwarded caller contract.
-    ffi_status(|| unsafe { end_acquire(sem, waiter, returned, false) })
+    ffi_status!("volt_sem_try_cancel", || {
+        // SAFETY: forwarded caller contract.
+        unsafe { end_acquire(sem, waiter, returned, false) }
+    })
 }
 
 /// `volt_sem_cancel` (`wait`) and `volt_sem_try_cancel` (`!wait`).
@@ -511,7 +520,7 @@ unsafe fn end_acquire(
     // own reference (`slot.sem`) is what the end below gives back, whichever
     // handle this is.
     if !ptr::eq(slot.sem.load(Ordering::Relaxed), sem) && !handle.sem.owns(&slot.waiter) {
-        return Err(VOLT_INVALID_ARGUMENT);
+        return invalid("`waiter` is not queued on `sem` (nothing changed)");
     }
     if !inside && slot.ending.load(Ordering::Relaxed) {
         // Nested inside the owner's own call ending this waiter (a callback it

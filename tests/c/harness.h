@@ -51,6 +51,18 @@ static int harness_failed;
         }                                                                         \
     } while (0)
 
+/* Checks that volt_last_error_message() holds `needle` (the message of the
+ * call just made), printing the message when it does not; `call` names the
+ * call in that report. */
+static inline void expect_message(const char *call, const char *needle) {
+    char msg[512];
+    size_t n = volt_last_error_message(msg, sizeof msg);
+    if (n == 0 || strstr(msg, needle) == NULL) {
+        fprintf(stderr, "  %s: message \"%s\" lacks \"%s\"\n", call, msg, needle);
+        CHECK(0);
+    }
+}
+
 #if !defined(_WIN32)
 /* A test that hangs fails its suite with its name instead of holding the run
  * (CI's budget) until something outside kills it: each test gets this many

@@ -1225,18 +1225,33 @@ typedef struct {
     pthread_t thread;
     const volt_sem *sem;
     volt_status release; /* volt_sem_release(sem, 1) inside the callback */
+    char message[256];   /* volt_last_error_message() when the callback starts */
 } lost_ctx;
 
 static void on_lost(void *ctx, volt_status why) {
     lost_ctx *l = ctx;
+    char message[sizeof l->message];
+    volt_last_error_message(message, sizeof message);
     volt_status r = l->sem ? volt_sem_release(l->sem, 1) : VOLT_OK;
     pthread_mutex_lock(&l->mu);
     l->calls++;
     l->why = why;
     l->release = r;
     l->thread = pthread_self();
+    memcpy(l->message, message, sizeof message);
     pthread_cond_signal(&l->cv);
     pthread_mutex_unlock(&l->mu);
+}
+
+static void lost_init(lost_ctx *l) {
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, NULL);
+}
+
+static void lost_destroy(lost_ctx *l) {
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
 }
 
 static int lost_wait(lost_ctx *l, double secs) {
@@ -1380,9 +1395,7 @@ static void test_lease_watch_in_a_forked_child(void) {
         const volt_sem *own = NULL;
         volt_grant g;
         lost_ctx lost;
-        memset(&lost, 0, sizeof lost);
-        pthread_mutex_init(&lost.mu, NULL);
-        pthread_cond_init(&lost.cv, NULL);
+        lost_init(&lost);
         r[0] = (char)volt_sem_connect(main_server.url, name, 1, &o, &own);
         if (r[0] == VOLT_OK) r[0] = (char)volt_sem_try_acquire_fenced(own, 1, &g);
         if (r[0] == VOLT_OK) r[0] = (char)volt_sem_watch_lease(own, g.session, on_lost, &lost, &watch);
@@ -1716,15 +1729,6 @@ static void test_another_schema_is_refused(void) {
  * foreign value, VOLT_IN_USE, VOLT_NOT_REPLICATED and VOLT_TLS_FAILED say
  * what happened. These messages used to be dropped (""): only an allow list
  * of errors was stored, and it had missed these. */
-static void expect_message(const char *call, const char *needle) {
-    char msg[512];
-    size_t n = volt_last_error_message(msg, sizeof msg);
-    if (n == 0 || strstr(msg, needle) == NULL) {
-        fprintf(stderr, "  %s: message \"%s\" lacks \"%s\"\n", call, msg, needle);
-        CHECK(0);
-    }
-}
-
 static void test_redis_errors_have_messages(void) {
     const char *name = name_of("messages");
     char cmd[300], reply[64], url[160];
@@ -2133,14 +2137,20 @@ static void test_calls_on_a_lost_session_keep_their_deadline(void) {
     volt_sem_free(other);
 }
 
-static void test_lease_loss(void) {
-    server s;
-    server_start(&s, NULL);
-    const char *name = name_of("lease");
+/* Starts `s` and connects to `name` there (2 permits) with a lease of 1.5 s
+ * and a command timeout of 0.5 s: the lease-loss tests' handle. */
+static const volt_sem *start_with_a_short_lease(server *s, const char *name) {
+    server_start(s, NULL);
     volt_connect_options o = options();
     o.lease_ms = 1500;
     o.command_timeout_ms = 500;
-    const volt_sem *a = connect_to(s.url, name, 2, &o);
+    return connect_to(s->url, name, 2, &o);
+}
+
+static void test_lease_loss(void) {
+    server s;
+    const char *name = name_of("lease");
+    const volt_sem *a = start_with_a_short_lease(&s, name);
     const volt_sem *b = connect_to(s.url, name, 2, NULL); /* default lease: 10 s */
     volt_grant g;
     CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_OK);
@@ -2152,9 +2162,7 @@ static void test_lease_loss(void) {
     CHECK_STATUS(volt_sem_acquire(a, &w, 2, signal_wake, &sig), VOLT_PENDING);
     (void)census(a); /* queued in Redis before it stops answering */
     lost_ctx lost;
-    memset(&lost, 0, sizeof lost);
-    pthread_mutex_init(&lost.mu, NULL);
-    pthread_cond_init(&lost.cv, NULL);
+    lost_init(&lost);
     lost.sem = a;
     volt_lease_watch *watch = NULL;
     CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &lost, &watch), VOLT_OK);
@@ -2171,9 +2179,7 @@ static void test_lease_loss(void) {
     }
     /* A second watch on the session, on another context: both are told. */
     lost_ctx second;
-    memset(&second, 0, sizeof second);
-    pthread_mutex_init(&second.mu, NULL);
-    pthread_cond_init(&second.cv, NULL);
+    lost_init(&second);
     volt_lease_watch *watch2 = NULL;
     CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &second, &watch2), VOLT_OK);
     pthread_mutex_lock(&lost.mu);
@@ -2224,9 +2230,7 @@ static void test_lease_loss(void) {
     CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
     /* A watch freed before any loss never calls back. */
     lost_ctx quiet;
-    memset(&quiet, 0, sizeof quiet);
-    pthread_mutex_init(&quiet.mu, NULL);
-    pthread_cond_init(&quiet.cv, NULL);
+    lost_init(&quiet);
     CHECK_STATUS(volt_sem_try_acquire_fenced(b, 1, &g), VOLT_OK);
     CHECK_STATUS(volt_sem_watch_lease(b, g.session, on_lost, &quiet, &watch), VOLT_OK);
     volt_lease_watch_free(watch);
@@ -2234,13 +2238,10 @@ static void test_lease_loss(void) {
     volt_sem_free(a);
     volt_sem_free(b);
     CHECK(quiet.calls == 0);
-    pthread_mutex_destroy(&quiet.mu);
-    pthread_cond_destroy(&quiet.cv);
+    lost_destroy(&quiet);
     signal_destroy(&sig);
-    pthread_mutex_destroy(&lost.mu);
-    pthread_cond_destroy(&lost.cv);
-    pthread_mutex_destroy(&second.mu);
-    pthread_cond_destroy(&second.cv);
+    lost_destroy(&lost);
+    lost_destroy(&second);
     server_destroy(&s);
 }
 
@@ -2283,6 +2284,46 @@ static void test_restart_empty_is_state_lost(void) {
     CHECK_STATUS(volt_sem_release(fresh, 1), VOLT_OK);
     volt_sem_free(fresh);
     signal_destroy(&sig);
+    server_destroy(&s);
+}
+
+/* A lease-loss callback that reads volt_last_error_message() first gets
+ * its own loss's text: that of `why`. The lease thread kept the first text
+ * it stored while nothing on it forgot it (a callback that makes no other
+ * call), so a later loss of another kind read the earlier one's. */
+static void test_each_lease_loss_has_its_own_message(void) {
+    server s;
+    const volt_sem *a = start_with_a_short_lease(&s, name_of("loss-text"));
+    lost_ctx first, second;
+    lost_init(&first);
+    lost_init(&second);
+    volt_grant g;
+    volt_lease_watch *watch = NULL;
+    /* The first session's lease expires: the server stops answering. */
+    CHECK_STATUS(volt_sem_try_acquire_fenced(a, 1, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &first, &watch), VOLT_OK);
+    REQUIRE(kill(s.pid, SIGSTOP) == 0);
+    int told = lost_wait(&first, 20);
+    REQUIRE(kill(s.pid, SIGCONT) == 0);
+    CHECK(told == 1);
+    CHECK_STATUS(first.why, VOLT_LEASE_EXPIRED);
+    CHECK(strstr(first.message, "lease expired") != NULL);
+    volt_lease_watch_free(watch);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_LEASE_EXPIRED);
+    /* The next session is lost the other way: Redis restarts empty. */
+    CHECK_STATUS(volt_sem_acquire_blocking_fenced(a, 1, 10 * SEC_NS, &g), VOLT_OK);
+    CHECK_STATUS(volt_sem_watch_lease(a, g.session, on_lost, &second, &watch), VOLT_OK);
+    server_restart_empty(&s);
+    CHECK(lost_wait(&second, 20) == 1);
+    CHECK_STATUS(second.why, VOLT_STATE_LOST);
+    if (strstr(second.message, "lost the semaphore's state") == NULL) {
+        fprintf(stderr, "    the second loss's callback read \"%s\"\n", second.message);
+        CHECK(0);
+    }
+    volt_lease_watch_free(watch);
+    volt_sem_free(a);
+    lost_destroy(&first);
+    lost_destroy(&second);
     server_destroy(&s);
 }
 
@@ -2601,6 +2642,7 @@ int main(int argc, char **argv) {
     RUN(test_lease_watch_after_a_black_hole);
     RUN(test_calls_on_a_lost_session_keep_their_deadline);
     RUN(test_restart_empty_is_state_lost);
+    RUN(test_each_lease_loss_has_its_own_message);
     RUN(test_cluster);
     server_destroy(&main_server);
     return harness_summary("redis");

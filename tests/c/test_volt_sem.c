@@ -1225,6 +1225,91 @@ static void test_bad_input(void) {
     volt_sem_free(sem);
 }
 
+/* Every refusal names the entry point and the argument at fault in
+ * volt_last_error_message(), the checks of the C layer itself included (they
+ * used to leave ""); the everyday statuses keep the semaphore's own text,
+ * read as often as asked, and the next call forgets it. */
+static void test_refusals_name_their_argument(void) {
+    const size_t max = volt_max_permits();
+    const volt_sem *sem = new_sem(1), *other = new_sem(0), *out = NULL;
+    char msg[512], again[512];
+    counter c = {0};
+    volt_waiter w, zeroed;
+    init_waiter(&w);
+    memset(&zeroed, 0, sizeof zeroed);
+
+    CHECK_STATUS(volt_sem_try_acquire(NULL, 1), VOLT_INVALID_ARGUMENT);
+    expect_message("try_acquire NULL", "volt_sem_try_acquire: `sem` is NULL");
+    CHECK_STATUS(volt_sem_try_acquire(sem, 0), VOLT_INVALID_ARGUMENT);
+    expect_message("try_acquire 0", "volt_sem_try_acquire: `n` is 0");
+    CHECK_STATUS(volt_sem_release(sem, max + 1), VOLT_INVALID_ARGUMENT);
+    expect_message("release max + 1", "volt_sem_release: `n` is above volt_max_permits()");
+    CHECK_STATUS(volt_sem_acquire_blocking(NULL, 1, 0), VOLT_INVALID_ARGUMENT);
+    expect_message("acquire_blocking NULL", "volt_sem_acquire_blocking: `sem` is NULL");
+    CHECK_STATUS(volt_sem_new(1, NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("new NULL", "volt_sem_new: `out` is NULL");
+    CHECK_STATUS(volt_sem_new(max + 1, &out), VOLT_INVALID_ARGUMENT);
+    expect_message("new max + 1", "volt_sem_new: `permits` is above volt_max_permits()");
+    CHECK_STATUS(volt_sem_close(NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("close NULL", "volt_sem_close: `sem` is NULL");
+    CHECK_STATUS(volt_sem_try_acquire_fenced(sem, 1, NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("fenced NULL", "volt_sem_try_acquire_fenced: `grant` is NULL");
+
+    /* Waiters. */
+    CHECK_STATUS(volt_waiter_init(NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("init NULL", "volt_waiter_init: `waiter` is NULL");
+    static union {
+        volt_waiter w;
+        unsigned char bytes[sizeof(volt_waiter) + 8];
+    } buf;
+    CHECK_STATUS(volt_waiter_init((volt_waiter *)(void *)(buf.bytes + 1)), VOLT_INVALID_ARGUMENT);
+    expect_message("init misaligned", "volt_waiter_init: `waiter` is misaligned");
+    CHECK_STATUS(volt_waiter_status(&zeroed), VOLT_INVALID_ARGUMENT);
+    expect_message("status zeroed", "volt_waiter_status: `waiter` is not initialised");
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, NULL, &c), VOLT_INVALID_ARGUMENT);
+    expect_message("acquire no wake", "volt_sem_acquire: `wake` is NULL");
+    CHECK_STATUS(volt_sem_acquire(sem, &zeroed, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    expect_message("acquire zeroed", "volt_sem_acquire: `waiter` is not initialised");
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_PENDING);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, count_wake, &c), VOLT_INVALID_ARGUMENT);
+    expect_message("acquire busy", "volt_sem_acquire: `waiter` is busy");
+    CHECK_STATUS(volt_sem_cancel(other, &w, NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("cancel elsewhere", "volt_sem_cancel: `waiter` is not queued on `sem`");
+    CHECK_STATUS(volt_sem_try_cancel(sem, NULL, NULL), VOLT_INVALID_ARGUMENT);
+    expect_message("try_cancel NULL", "volt_sem_try_cancel: `waiter` is NULL");
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_CANCELLED);
+    CHECK(volt_last_error_message(NULL, 0) == 0);
+
+    /* Versioned structs and Redis-only calls. */
+    volt_stats st;
+    memset(&st, 0, sizeof st);
+    CHECK_STATUS(volt_sem_stats(sem, &st), VOLT_INVALID_ARGUMENT);
+    expect_message("stats size 0", "volt_sem_stats: `out->struct_size` is 0");
+    volt_connect_options o;
+    CHECK_STATUS(volt_connect_options_init(&o, 1), VOLT_INVALID_ARGUMENT);
+    expect_message("connect_options_init 1", "volt_connect_options_init: `struct_size` is 1");
+    volt_census k;
+    CHECK_STATUS(volt_sem_census(sem, &k), VOLT_UNSUPPORTED);
+    expect_message("census local", "volt_sem_census: `sem` is not a Redis semaphore");
+    volt_lease_watch *watch = NULL;
+    CHECK_STATUS(volt_sem_watch_lease(sem, 1, NULL, NULL, &watch), VOLT_INVALID_ARGUMENT);
+    expect_message("watch_lease no callback", "volt_sem_watch_lease: `lost` is NULL");
+
+    /* The semaphore's own statuses: the same text, as often as it is read;
+     * gone at the next call. */
+    CHECK_STATUS(volt_sem_try_acquire(other, 1), VOLT_WOULD_BLOCK);
+    size_t n = volt_last_error_message(msg, sizeof msg);
+    CHECK(n == strlen("no permits available") && strcmp(msg, "no permits available") == 0);
+    CHECK(volt_last_error_message(again, sizeof again) == n && strcmp(again, msg) == 0);
+    CHECK_STATUS(volt_sem_acquire_blocking(other, 1, 0), VOLT_TIMED_OUT);
+    CHECK(volt_last_error_message(msg, sizeof msg) > 0 && strcmp(msg, "timed out waiting for permits") == 0);
+    CHECK(!volt_sem_is_closed(other));
+    CHECK(volt_last_error_message(msg, sizeof msg) == 0 && msg[0] == '\0');
+    volt_sem_free(other);
+    volt_sem_free(sem);
+}
+
 /* The documented allocation: fresh heap memory of volt_waiter_size() bytes,
  * aligned to volt_waiter_align(), never written before volt_waiter_init(). Init
  * must only write it (the valgrind suite fails on any read of the uninitialised
@@ -1483,6 +1568,7 @@ int main(void) {
     RUN(test_fork_while_a_callback_runs_elsewhere);
 #endif
     RUN(test_bad_input);
+    RUN(test_refusals_name_their_argument);
     RUN(test_free_handle_with_queued_waiter);
     RUN(test_init_fresh_heap_memory);
     RUN(test_status_from_another_thread);

@@ -39,7 +39,9 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
-use crate::last_error::noted;
+use volt_sem_backend::Error;
+
+use crate::last_error::{forget_last_error, noted};
 use crate::semaphore::volt_sem;
 use crate::status::{status_of, volt_status};
 
@@ -151,11 +153,11 @@ extern "C" fn call_lost(lost: LostFn, ctx: *mut c_void, why: volt_status) {
     unsafe { lost(ctx, why) };
 }
 
-/// Polls the session's loss with `waker`: `Some(status)` if it is lost.
-fn poll_loss(handle: &volt_sem, session: u64, waker: &Waker) -> Option<volt_status> {
+/// Polls the session's loss with `waker`: `Some(error)` if it is lost.
+fn poll_loss(handle: &volt_sem, session: u64, waker: &Waker) -> Option<Error> {
     let mut watch = handle.sem.lease_watch(session)?;
     match Pin::new(&mut watch).poll(&mut Context::from_waker(waker)) {
-        Poll::Ready(e) => Some(status_of(e.into())),
+        Poll::Ready(e) => Some(e.into()),
         Poll::Pending => None,
     }
 }
@@ -192,8 +194,8 @@ pub(crate) fn watch(
                 watches: Mutex::new(Some(Vec::new())),
             });
             // Registers the hub's waker, once for this session.
-            if let Some(status) = poll_loss(handle, session, &Waker::from(hub.clone())) {
-                return Err(status);
+            if let Some(e) = poll_loss(handle, session, &Waker::from(hub.clone())) {
+                return Err(status_of(e));
             }
             // A hub of an older session is done with: that session was lost
             // (a handle has one session at a time), so it has fired.
@@ -206,10 +208,8 @@ pub(crate) fn watch(
         Some(list) => list.push(watch.clone()),
         // Fired between the lookup and here: the session is lost.
         None => {
-            let waker = Waker::noop();
-            return Err(
-                poll_loss(handle, session, waker).unwrap_or(volt_status::VOLT_LEASE_EXPIRED)
-            );
+            let e = poll_loss(handle, session, Waker::noop()).unwrap_or(Error::LeaseExpired);
+            return Err(status_of(e));
         }
     }
     Ok((hub, watch))
@@ -238,13 +238,20 @@ impl Hub {
             {
                 continue; // freed meanwhile
             }
+            // The callback starts with the loss's text for
+            // `volt_last_error_message` (that of `why`), whatever an earlier
+            // callback on this thread left: this thread makes no call of its
+            // own that would forget it.
+            forget_last_error();
+            let status = status_of(why.clone());
             let prev = CURRENT.with(|c| c.replace(Arc::as_ptr(&w)));
-            call_lost(w.lost, w.ctx, why);
+            call_lost(w.lost, w.ctx, status);
             CURRENT.with(|c| c.set(prev));
             let _g = lock(&w.fired_lock);
             w.state.store(DONE, Ordering::Release);
             w.fired.notify_all();
         }
+        forget_last_error();
     }
 
     /// Ends `watch`: when it returns, its callback has returned or will never
