@@ -640,7 +640,7 @@ impl Acquire {
             let fut = new_future(py, &event_loop)?;
             let target = fut.clone().unbind();
             let slot = match self.spare.take() {
-                Some(spare) => Slot::renew(spare, &self.core, self.n, target, chan),
+                Some(spare) => Slot::renew(py, spare, &self.core, self.n, target, chan),
                 None => Slot::new(self.core.clone(), self.n, target, chan),
             };
             match slot.queue() {
@@ -712,7 +712,7 @@ impl Acquire {
 coroutine_pymethods! {
 impl Acquire {
     throw: |me, py| me.cancel(py);
-    done: |slf| pool_finished(slf);
+    done: |slf, me| pool_finished(slf, me);
 
     /// The acquire itself (asyncio, or no loop at all), or, in a trio task, the
     /// iterator of `_glue`'s coroutine, so that trio drives Python frames only.
@@ -1041,16 +1041,12 @@ thread_local! {
 /// goes back to this thread's pool (once: `contended_enter` is cleared), where
 /// [`pooled_acquire`] takes it again only when the pool holds its last
 /// reference. The interpreter drops its own reference right after this step.
-fn pool_finished(slf: &Bound<'_, Acquire>) {
-    {
-        let Ok(mut me) = slf.try_borrow_mut() else {
-            return;
-        };
-        if !me.poolable() {
-            return;
-        }
-        me.contended_enter = false;
+fn pool_finished(slf: &Bound<'_, Acquire>, mut me: PyRefMut<'_, Acquire>) {
+    if !me.poolable() {
+        return;
     }
+    me.contended_enter = false;
+    drop(me);
     let _ = POOL.try_with(|p| {
         if let Ok(mut p) = p.try_borrow_mut() {
             if p.len() < POOL_SIZE {

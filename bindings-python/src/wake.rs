@@ -144,6 +144,7 @@ impl Slot {
     /// the drain's batch or this thread's direct list) is gone, which
     /// `Arc::get_mut` sees: no old wake can reach the slot any more.
     pub(crate) fn renew(
+        py: Python<'_>,
         spare: Arc<Slot>,
         core: &Arc<Core>,
         n: usize,
@@ -159,7 +160,9 @@ impl Slot {
                     s.core = core.clone();
                 }
                 s.n = n;
-                s.target = target;
+                // The old target (`None`) let go attached: no check of
+                // the thread's attachment, as dropping a `Py` makes.
+                drop(std::mem::replace(&mut s.target, target).into_bound(py));
                 s.chan = chan;
                 *s.claim.get_mut() = OPEN;
                 *s.delivered.get_mut() = false;
@@ -182,7 +185,7 @@ impl Slot {
         // the unpinned fields; `renew` pins it again.
         let mut slot = unsafe { Pin::into_inner_unchecked(slot) };
         let s = Arc::get_mut(&mut slot)?;
-        s.target = py.None();
+        drop(std::mem::replace(&mut s.target, py.None()).into_bound(py));
         Some(slot)
     }
 
