@@ -15,6 +15,13 @@
 //! partial grant on and releasing a full grant that arrived just before the
 //! cancel.
 //!
+//! A contended `async with sem:` (a local semaphore's) reuses its objects:
+//! the `Acquire` its `__aenter__` returns comes from the thread's pool of
+//! acquires whose wait ended ([`pooled_acquire`], only when the pool holds
+//! the last reference), and keeps the wait slot of its last wait for the
+//! next ([`Slot::renew`]: only when nothing else holds the slot and its
+//! waiter is idle, so no wake of the old wait can reach it).
+//!
 //! # trio (and anyio on trio)
 //!
 //! `__await__` checks for a running asyncio loop (one C call). Without one, and
