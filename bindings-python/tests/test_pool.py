@@ -13,7 +13,7 @@ import threading
 import pytest
 
 from conftest import settle
-from volt_sem import Semaphore
+from volt_sem import Mutex, Semaphore
 
 
 async def _await(aw):
@@ -136,6 +136,34 @@ def test_a_wait_cancelled_while_its_grant_crosses_threads(run):
         sem.release(1)
 
     run(main())
+    assert sem.available_permits == 1
+
+
+def test_a_reused_acquire_takes_the_role_of_its_new_lock(run):
+    """A `Mutex`'s contended `async with` pools its acquire objects too,
+    with the mutex's record of who holds it; reused for a semaphore, an
+    object must not mark the mutex held when the semaphore's wait ends."""
+    mutex = Mutex()
+    sem = Semaphore(1)
+
+    async def contend(lock):
+        async def worker():
+            for _ in range(20):
+                async with lock:
+                    await asyncio.sleep(0)
+
+        await asyncio.gather(*(worker() for _ in range(4)))
+
+    async def main():
+        await contend(mutex)
+        await contend(sem)
+        assert not mutex.locked()
+        with pytest.raises(RuntimeError):
+            mutex.release()  # not held: nothing to release
+        await contend(mutex)
+
+    run(main())
+    assert not mutex.locked()
     assert sem.available_permits == 1
 
 
