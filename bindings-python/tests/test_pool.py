@@ -20,6 +20,18 @@ async def _await(aw):
     return await aw
 
 
+async def _contend(lock, tasks=4, rounds=30):
+    """`tasks` tasks, each `rounds` times `async with lock:` holding across
+    a `sleep(0)`: contended waits whose objects go back to the pool."""
+
+    async def worker():
+        for _ in range(rounds):
+            async with lock:
+                await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker() for _ in range(tasks)))
+
+
 def test_an_acquire_object_its_caller_kept_is_not_reused(run):
     """`sem.__aenter__()` on a semaphore without permits gives an acquire
     object that goes back to the thread's pool once its wait ends; one the
@@ -146,21 +158,13 @@ def test_a_reused_acquire_takes_the_role_of_its_new_lock(run):
     mutex = Mutex()
     sem = Semaphore(1)
 
-    async def contend(lock):
-        async def worker():
-            for _ in range(20):
-                async with lock:
-                    await asyncio.sleep(0)
-
-        await asyncio.gather(*(worker() for _ in range(4)))
-
     async def main():
-        await contend(mutex)
-        await contend(sem)
+        await _contend(mutex)
+        await _contend(sem)
         assert not mutex.locked()
         with pytest.raises(RuntimeError):
             mutex.release()  # not held: nothing to release
-        await contend(mutex)
+        await _contend(mutex)
 
     run(main())
     assert not mutex.locked()
@@ -220,23 +224,14 @@ def test_a_forked_child_reuses_the_parents_pooled_objects():
     from test_fork import _fork
 
     sem = Semaphore(1)
-
-    async def contend(s):
-        async def worker():
-            for _ in range(50):
-                async with s:
-                    await asyncio.sleep(0)
-
-        await asyncio.gather(*(worker() for _ in range(6)))
-
-    asyncio.run(contend(sem))
+    asyncio.run(_contend(sem))
 
     def child():
         s = Semaphore(2)
-        asyncio.run(contend(s))
-        asyncio.run(contend(sem))
+        asyncio.run(_contend(s))
+        asyncio.run(_contend(sem))
         return 0 if (s.available_permits, sem.available_permits) == (2, 1) else 1
 
     assert _fork(child) == 0
-    asyncio.run(contend(sem))
+    asyncio.run(_contend(sem))
     assert sem.available_permits == 1
