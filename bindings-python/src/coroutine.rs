@@ -16,7 +16,10 @@ use pyo3::types::{PyTuple, PyType};
 
 /// Expands to `#[pymethods] impl $ty { ... }` with the given methods plus
 /// `__iter__`, `__next__`, `send` and `throw`, all driven by the type's
-/// `fn step(&mut self, py) -> PyResult<Option<Py<PyAny>>>`. These three are
+/// `fn step(&mut self, py) -> PyResult<Option<Py<PyAny>>>`; an optional
+/// `done: |slf, me| ...;` block runs, with `slf` the `&Bound` of the object
+/// and `me` its borrow (the step's), after a step that finished with
+/// `Ok(None)` (the wait is over and the `await` gives `None`). These three are
 /// gated entry points (`interpreter::gate`, entered before the object is
 /// borrowed): a daemon thread's loop resumes its awaitables through them,
 /// and what they call (the loop's `create_future`, `call_soon`, trio's
@@ -25,7 +28,11 @@ use pyo3::types::{PyTuple, PyType};
 /// pending wait: any partial grant handed on, a full one released), then
 /// raises the exception it was given.
 macro_rules! coroutine_pymethods {
-    (impl $ty:ident { throw: |$me:ident, $py:ident| $on_throw:expr; $($rest:tt)* }) => {
+    (impl $ty:ident {
+        throw: |$me:ident, $py:ident| $on_throw:expr;
+        done: |$slf:ident, $done_me:ident| $on_done:expr;
+        $($rest:tt)*
+    }) => {
         #[::pyo3::pymethods]
         impl $ty {
             fn __iter__(slf: ::pyo3::Py<Self>) -> ::pyo3::Py<Self> {
@@ -37,7 +44,13 @@ macro_rules! coroutine_pymethods {
             ) -> ::pyo3::PyResult<Option<::pyo3::Py<::pyo3::PyAny>>> {
                 let py = slf.py();
                 let _inside = $crate::interpreter::gate(py);
-                slf.try_borrow_mut()?.step(py)
+                let mut me = slf.try_borrow_mut()?;
+                let step = me.step(py);
+                if let Ok(None) = step {
+                    let ($slf, $done_me) = (slf, me);
+                    $on_done;
+                }
+                step
             }
 
             /// Resumes the wait; the value sent is ignored (asyncio sends `None`).
@@ -48,9 +61,14 @@ macro_rules! coroutine_pymethods {
             ) -> ::pyo3::PyResult<::pyo3::Py<::pyo3::PyAny>> {
                 let py = slf.py();
                 let _inside = $crate::interpreter::gate(py);
-                match slf.try_borrow_mut()?.step(py)? {
+                let mut me = slf.try_borrow_mut()?;
+                match me.step(py)? {
                     Some(fut) => Ok(fut),
-                    None => Err(::pyo3::exceptions::PyStopIteration::new_err(())),
+                    None => {
+                        let ($slf, $done_me) = (slf, me);
+                        $on_done;
+                        Err(::pyo3::exceptions::PyStopIteration::new_err(()))
+                    }
                 }
             }
 
@@ -76,6 +94,12 @@ macro_rules! coroutine_pymethods {
             }
 
             $($rest)*
+        }
+    };
+    // Without a `done` block (matched second: this pattern matches the one above too).
+    (impl $ty:ident { throw: |$me:ident, $py:ident| $on_throw:expr; $($rest:tt)* }) => {
+        $crate::coroutine::coroutine_pymethods! {
+            impl $ty { throw: |$me, $py| $on_throw; done: |_slf, _me| (); $($rest)* }
         }
     };
 }

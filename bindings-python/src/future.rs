@@ -1,11 +1,12 @@
 //! asyncio Futures, made and awaited the way `await fut` would, without its
 //! Python frames: the waits of `Acquire` and `LeaseLost` use them.
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::PyType;
+use pyo3::types::{PyDict, PyType};
 
 static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
@@ -40,18 +41,109 @@ pub(crate) fn new_future<'py>(
         if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
             STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
         }
-        let kwargs = pyo3::types::PyDict::new(py);
-        kwargs.set_item(pyo3::intern!(py, "loop"), event_loop)?;
-        future.call((), Some(&kwargs))
+        stock_future(py, future, event_loop)
     } else {
         event_loop.call_method0(pyo3::intern!(py, "create_future"))
     }
+}
+
+thread_local! {
+    /// [`stock_future`]'s `{"loop": None}`, kept between calls: a dict made,
+    /// filled and freed per wait cost about 430 instructions and 30
+    /// instruction-cache misses (its keys' allocation, the insert, its
+    /// dealloc). `None` while a call uses it (a nested one makes its own).
+    static LOOP_KWARGS: Cell<Option<Py<PyDict>>> = const { Cell::new(None) };
+}
+
+/// `asyncio.Future(loop=event_loop)`, its keyword arguments in this thread's
+/// reused dict: the loop is set in it for the call and replaced by `None`
+/// after, so the dict never keeps a loop alive. `Future.__init__` calls the
+/// loop's `get_debug()`, which may be Python code (a loop subclass's) and
+/// come back here: the dict is taken out of the thread's cell meanwhile,
+/// and one with other references (kept by such code) is not reused.
+fn stock_future<'py>(
+    py: Python<'py>,
+    future: &Bound<'py, PyType>,
+    event_loop: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let name = pyo3::intern!(py, "loop");
+    let kwargs = match LOOP_KWARGS.try_with(Cell::take).ok().flatten() {
+        Some(d) => d.into_bound(py),
+        None => PyDict::new(py),
+    };
+    kwargs.set_item(name, event_loop)?;
+    let fut = future.call((), Some(&kwargs));
+    kwargs.set_item(name, py.None())?;
+    if crate::only_reference(&kwargs) {
+        let _ = LOOP_KWARGS.try_with(|c| c.set(Some(kwargs.unbind())));
+    }
+    fut
 }
 
 /// What the first step of `yield from fut.__await__()` does, without creating the
 /// iterator: marks the Future as blocking (the flag asyncio's Task checks) and
 /// returns it for the task to wait on.
 pub(crate) fn yield_future(py: Python<'_>, fut: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+    use pyo3::ffi;
+    if let Some(b) = BLOCKING.get_or_init(py, || blocking_setter(py)) {
+        // SAFETY: GIL held; `fut` is live and exactly asyncio's C Future
+        // (checked), the type the descriptor belongs to; `b.set` is that
+        // descriptor's type's `tp_descr_set`, called as `setattr` would
+        // call it (descriptor, instance, value), -1 with an error set.
+        unsafe {
+            if ffi::Py_TYPE(fut.as_ptr()) as usize == b.future_type {
+                if (b.set)(b.descr as *mut ffi::PyObject, fut.as_ptr(), ffi::Py_True()) != 0 {
+                    return Err(PyErr::fetch(py));
+                }
+                return Ok(fut.clone().unbind());
+            }
+        }
+    }
     fut.setattr(pyo3::intern!(py, "_asyncio_future_blocking"), true)?;
     Ok(fut.clone().unbind())
+}
+
+/// `asyncio.Future`'s `_asyncio_future_blocking` setter, reached without
+/// `setattr`'s lookup: the C Future's getset descriptor and its type's
+/// `tp_descr_set` (about 130 fewer instructions per wait than
+/// `PyObject_SetAttr`). Used on instances of exactly that type, whose
+/// attribute no subclass can override.
+struct Blocking {
+    future_type: usize,
+    /// A strong reference, kept for good.
+    descr: usize,
+    set: pyo3::ffi::descrsetfunc,
+}
+
+static BLOCKING: PyOnceLock<Option<Blocking>> = PyOnceLock::new();
+
+/// Looks up [`Blocking`]: `None` (the attribute then set by `setattr`)
+/// when asyncio's Future is the pure-Python one (a plain class attribute)
+/// or when `PyType_GetSlot` cannot read a static type's slot (CPython 3.9).
+fn blocking_setter(py: Python<'_>) -> Option<Blocking> {
+    use pyo3::ffi;
+    let future = FUTURE_TYPE.import(py, "asyncio", "Future").ok()?;
+    let descr = future
+        .getattr(pyo3::intern!(py, "_asyncio_future_blocking"))
+        .ok()?;
+    // SAFETY: GIL held; `descr` is a live object, and its type a live type
+    // object. `PyType_GetSlot` returns NULL with an error set (cleared)
+    // for a static type before 3.10; the slot read is `tp_descr_set`,
+    // whose C type is `descrsetfunc`.
+    unsafe {
+        let descr_type = ffi::Py_TYPE(descr.as_ptr());
+        if descr_type != std::ptr::addr_of_mut!(ffi::PyGetSetDescr_Type) {
+            return None;
+        }
+        let set = ffi::PyType_GetSlot(descr_type, ffi::Py_tp_descr_set);
+        if set.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(Blocking {
+            future_type: future.as_ptr() as usize,
+            descr: descr.into_ptr() as usize,
+            set: std::mem::transmute::<*mut std::ffi::c_void, ffi::descrsetfunc>(set),
+        })
+    }
 }

@@ -78,6 +78,14 @@ pub(crate) fn local_core(permits: usize) -> Core {
     Core::local(permits).expect("a checked count is at most MAX_PERMITS")
 }
 
+/// Whether the caller holds the only reference to `obj` (a reused
+/// object's check: nobody else can see it change). Read with the GIL held,
+/// so no other thread changes the count meanwhile.
+pub(crate) fn only_reference(obj: &Bound<'_, PyAny>) -> bool {
+    // SAFETY: `obj` is a live object; reading its count is a plain load.
+    unsafe { pyo3::ffi::Py_REFCNT(obj.as_ptr()) == 1 }
+}
+
 /// The core a finished acquire of an ended session holds instead of the
 /// attachment: a local semaphore of 0 permits, never used.
 pub(crate) fn inert_core() -> Arc<Core> {

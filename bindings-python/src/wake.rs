@@ -132,6 +132,63 @@ impl Slot {
         })
     }
 
+    /// A slot for a new request of `n` permits of `core`, resolving
+    /// `target` through `chan`: `spare` itself (from [`Slot::retire`]) when
+    /// nobody else holds it and its waiter is idle, else a new one.
+    ///
+    /// Reuse is safe because both conditions are checked here: `finish_raw`
+    /// returned (called outside the callback, by [`finish_owned`]), so the
+    /// core no longer references the waiter and its callback returned or
+    /// never will (the core's raw waiter contract); and the callback's own
+    /// `Arc` (taken by [`slot_from_ctx`], then held by the channel's queue,
+    /// the drain's batch or this thread's direct list) is gone, which
+    /// `Arc::get_mut` sees: no old wake can reach the slot any more.
+    pub(crate) fn renew(
+        py: Python<'_>,
+        spare: Arc<Slot>,
+        core: &Arc<Core>,
+        n: usize,
+        target: Py<PyAny>,
+        chan: Arc<Chan>,
+    ) -> Pin<Arc<Slot>> {
+        let mut spare = spare;
+        match Arc::get_mut(&mut spare) {
+            Some(s) if !s.waiter.is_busy() => {
+                // Only the unpinned fields are written; the waiter stays
+                // where it was pinned.
+                if !Arc::ptr_eq(&s.core, core) {
+                    s.core = core.clone();
+                }
+                s.n = n;
+                // The old target (`None`) let go attached: no check of
+                // the thread's attachment, as dropping a `Py` makes.
+                drop(std::mem::replace(&mut s.target, target).into_bound(py));
+                s.chan = chan;
+                *s.claim.get_mut() = OPEN;
+                *s.delivered.get_mut() = false;
+                // SAFETY: the slot was pinned in this Arc by `new` and never
+                // moved (`retire` took the Arc out of its `Pin` only to reach
+                // `Arc::get_mut`, as here, never the waiter by value).
+                unsafe { Pin::new_unchecked(spare) }
+            }
+            _ => Slot::new(core.clone(), n, target, chan),
+        }
+    }
+
+    /// Keeps a finished slot for its owner's next wait ([`Slot::renew`]):
+    /// `Some` when the owner holds its only `Arc`, its target (the done
+    /// Future) let go so that the spare keeps no Future, and so no loop,
+    /// alive. `None` (the slot dropped) otherwise.
+    pub(crate) fn retire(py: Python<'_>, slot: Pin<Arc<Slot>>) -> Option<Arc<Slot>> {
+        // SAFETY: the Arc leaves its `Pin` but its contents never move:
+        // only `Arc::get_mut` is used on it, here and in `renew`, to write
+        // the unpinned fields; `renew` pins it again.
+        let mut slot = unsafe { Pin::into_inner_unchecked(slot) };
+        let s = Arc::get_mut(&mut slot)?;
+        drop(std::mem::replace(&mut s.target, py.None()).into_bound(py));
+        Some(slot)
+    }
+
     pub(crate) fn waiter(&self) -> Pin<&Waiter> {
         // SAFETY: a `Slot` only exists inside `Arc::pin` (see `new`): it never moves.
         unsafe { Pin::new_unchecked(&self.waiter) }

@@ -1,0 +1,237 @@
+"""The objects a contended `async with sem:` reuses (issue 30): each thread
+keeps the acquire objects of finished contended `__aenter__`s, with the wait
+slot of their last wait, for its next ones, and the Future of a wait is made
+with a reused keyword dict. These tests make the hazards of that reuse
+happen: an object its caller kept, more finished waits at once than the pool
+holds, a wait cancelled while its grant was in transit from another thread,
+a Future made inside another one's making, a forked child."""
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+from conftest import settle
+from volt_sem import Mutex, Semaphore
+
+
+async def _await(aw):
+    return await aw
+
+
+async def _contend(lock, tasks=4, rounds=30):
+    """`tasks` tasks, each `rounds` times `async with lock:` holding across
+    a `sleep(0)`: contended waits whose objects go back to the pool."""
+
+    async def worker():
+        for _ in range(rounds):
+            async with lock:
+                await asyncio.sleep(0)
+
+    await asyncio.gather(*(worker() for _ in range(tasks)))
+
+
+def test_an_acquire_object_its_caller_kept_is_not_reused(run):
+    """`sem.__aenter__()` on a semaphore without permits gives an acquire
+    object that goes back to the thread's pool once its wait ends; one the
+    caller still refers to must not be handed out again."""
+    sem = Semaphore(0)
+
+    async def main():
+        first = sem.__aenter__()  # contended: an object that waits
+        task = asyncio.ensure_future(_await(first))
+        await settle()
+        sem.release(1)
+        assert await task is None
+        assert repr(first) == "<volt_sem.Acquire n=1 held>"
+        for _ in range(3):
+            again = sem.__aenter__()  # contended again: the permit is held
+            assert again is not first
+            assert repr(first) == "<volt_sem.Acquire n=1 held>"
+            task = asyncio.ensure_future(_await(again))
+            await settle()
+            sem.release(1)
+            await task
+        assert sem.available_permits == 0
+        sem.release(1)
+
+    run(main())
+    assert sem.available_permits == 1
+
+
+def test_more_waits_ending_at_once_than_the_pool_holds(run):
+    """40 tasks wait, one release wakes them all in one loop iteration (more
+    objects go back than the pool keeps), then they all wait again (more
+    than it can give), round after round: every task is served each round,
+    in the order it asked, and no permit is lost or made."""
+    tasks_n, rounds = 40, 5
+    sem = Semaphore(0)
+
+    async def main():
+        for _ in range(rounds):
+            order = []
+            inside = [0, 0]  # now, most at once
+
+            async def worker(i):
+                async with sem:
+                    order.append(i)
+                    inside[0] += 1
+                    inside[1] = max(inside)
+                    await asyncio.sleep(0)
+                    inside[0] -= 1
+
+            tasks = [asyncio.ensure_future(worker(i)) for i in range(tasks_n)]
+            await settle()
+            assert order == []
+            sem.release(tasks_n)
+            await asyncio.gather(*tasks)
+            assert order == list(range(tasks_n))
+            assert inside[1] == tasks_n
+            assert sem.available_permits == tasks_n
+            assert await sem.acquire(tasks_n) is True
+
+    run(main())
+    assert sem.available_permits == 0
+
+
+def test_many_tasks_on_few_permits(run):
+    """The benchmark's shape, wider: 24 tasks on a Semaphore(3), each
+    holding across a `sleep(0)`, many times: never more than 3 inside."""
+    sem = Semaphore(3)
+    inside = [0, 0]
+
+    async def worker():
+        for _ in range(200):
+            async with sem:
+                inside[0] += 1
+                inside[1] = max(inside)
+                await asyncio.sleep(0)
+                inside[0] -= 1
+
+    async def main():
+        await asyncio.gather(*(worker() for _ in range(24)))
+
+    run(main())
+    assert inside[1] == 3
+    assert sem.available_permits == 3
+
+
+def test_a_wait_cancelled_while_its_grant_crosses_threads(run):
+    """A grant released on another thread reaches the waiter's loop through
+    the channel's queue, which holds the wait's slot until the loop drains
+    it; the waiter is cancelled before that. The slot must not be reused
+    while the queue still holds it: the cancel gives the permit back, and
+    the contended waits that follow (reusing pooled objects) get exactly
+    the permits there are."""
+    sem = Semaphore(1)
+
+    async def waiter():
+        async with sem:
+            await asyncio.sleep(0)
+
+    async def main():
+        assert await sem.acquire() is True
+        for _ in range(30):
+            t = asyncio.ensure_future(waiter())
+            await settle()
+            releaser = threading.Thread(target=sem.release, args=(1,))
+            releaser.start()
+            releaser.join()  # the grant is queued for this loop, not drained
+            t.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await t
+            assert sem.available_permits == 1
+            # Pooled objects of the earlier rounds serve these.
+            await asyncio.gather(*(waiter() for _ in range(4)))
+            assert await sem.acquire() is True
+        sem.release(1)
+
+    run(main())
+    assert sem.available_permits == 1
+
+
+def test_a_reused_acquire_takes_the_role_of_its_new_lock(run):
+    """A `Mutex`'s contended `async with` pools its acquire objects too,
+    with the mutex's record of who holds it; reused for a semaphore, an
+    object must not mark the mutex held when the semaphore's wait ends."""
+    mutex = Mutex()
+    sem = Semaphore(1)
+
+    async def main():
+        await _contend(mutex)
+        await _contend(sem)
+        assert not mutex.locked()
+        with pytest.raises(RuntimeError):
+            mutex.release()  # not held: nothing to release
+        await _contend(mutex)
+
+    run(main())
+    assert not mutex.locked()
+    assert sem.available_permits == 1
+
+
+class _ReenteringLoop(asyncio.SelectorEventLoop):
+    """`asyncio.Future(loop=self)` calls `self.get_debug()`: this one starts
+    another wait there once, so a Future is made inside another's making."""
+
+    nested = None
+
+    def get_debug(self):
+        if self.nested is not None:
+            aw, self.nested = self.nested, None
+            self.inner = aw.__await__()
+            self.inner_future = self.inner.send(None)  # queues, makes its Future
+        return super().get_debug()
+
+
+def test_a_future_made_while_another_is_made():
+    sem = Semaphore(0)
+    loop = _ReenteringLoop()
+
+    async def main():
+        loop.nested = sem.acquire()
+        outer = sem.acquire().__await__()
+        outer_future = outer.send(None)  # its Future's get_debug queues the nested one
+        assert loop.nested is None
+        for fut in (loop.inner_future, outer_future):
+            assert isinstance(fut, asyncio.Future)
+            assert fut.get_loop() is loop
+            assert not fut.done()
+        sem.release(1)  # to the first queued: the nested wait
+        await settle()
+        assert loop.inner_future.done() and not outer_future.done()
+        sem.release(1)
+        await settle()
+        assert outer_future.done()
+        for it in (loop.inner, outer):
+            with pytest.raises(StopIteration):
+                it.send(None)
+        sem.release(2)
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    assert sem.available_permits == 2
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_reuses_the_parents_pooled_objects():
+    """The pool is per thread, and a forked child has a copy of the forking
+    thread's: the child's contended waits reuse objects whose last wait
+    (and channel) was the parent's."""
+    from test_fork import _fork
+
+    sem = Semaphore(1)
+    asyncio.run(_contend(sem))
+
+    def child():
+        s = Semaphore(2)
+        asyncio.run(_contend(s))
+        asyncio.run(_contend(sem))
+        return 0 if (s.available_permits, sem.available_permits) == (2, 1) else 1
+
+    assert _fork(child) == 0
+    asyncio.run(_contend(sem))
+    assert sem.available_permits == 1
