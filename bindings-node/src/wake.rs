@@ -162,6 +162,21 @@ impl EnvCtx {
         unsafe { *buf.add(2 * cap) = gen };
     }
 
+    /// Writes an entry point's result code into the cell after the
+    /// generation cell (see `init`), where JS reads it when the call returned
+    /// `undefined`. Whether the buffer exists (init() was called).
+    pub(crate) fn write_result(&self, code: i32) -> bool {
+        let (buf, cap) = self.buf.get();
+        if buf.is_null() {
+            return false;
+        }
+        // SAFETY: as in `write_gen`: this cell is the last of the array's
+        // `2 * cap + 2` elements. A negative code is stored as its two's
+        // complement, which JS reads back with `| 0`.
+        unsafe { *buf.add(2 * cap + 1) = code as u32 };
+        true
+    }
+
     /// Finishes queued woken requests into the buffer. Returns the number of
     /// pairs; `== capacity` means "call drain() again".
     pub(crate) fn write_ready(&self, mut k: usize) -> usize {
@@ -253,7 +268,8 @@ pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _
 
 // init(buffer: Uint32Array, onWake: () => void): OK | BAD_ARGS. The buffer:
 // (slot, outcome) pairs, then one pair more whose first element `acquire`
-// sets to the generation of the request it queued.
+// sets to the generation of the request it queued, and whose second is the
+// result code of `acquire` and `release` (see `write_result`).
 native!(js_init, |env, ctx, argv: [2]| {
     if ctx.initialized.get() {
         return int(env, BAD_ARGS);
