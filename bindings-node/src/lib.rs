@@ -26,7 +26,8 @@
 //!    * [`inspect`]: the JS value of an inspection.
 //! 2. What other threads reach:
 //!    * [`remote`]: the part of an environment other threads wake (its remote
-//!      list and threadsafe function).
+//!      list and threadsafe function), and the thread-local of the running
+//!      native call, which puts such wakes off until that call is over.
 //!    * [`watch`]: one watched Redis session and its waker.
 //! 3. The semaphore:
 //!    * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
@@ -35,7 +36,7 @@
 //! 4. The environment:
 //!    * [`handle`]: what a JS `Semaphore` object holds (an External).
 //!    * [`mod@env`]: the per-environment state (one per main thread or worker): its
-//!      slots and their states, the thread-local of the running native call.
+//!      slots and their states, and marking which one's native call runs.
 //! 5. The life of requests:
 //!    * [`removal`]: `removePermits`, its debt and orphaned waiters
 //!      (`# Removing permits`).
