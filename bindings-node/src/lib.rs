@@ -4,7 +4,9 @@
 //! and the queue nodes. Every entry point is a hand-registered Node-API function
 //! (the cheapest crossing, ~170 ns) that takes plain numbers and an `External`
 //! handle and answers with a small integer code, so no JS object is created on
-//! the hot path. The uncontended paths do not cross at all: `index.js` runs
+//! the hot path; `acquire` and `release`, the two calls of a contended
+//! operation, leave their code in the outcome buffer instead and return
+//! `undefined` (no JS number made), and read no count for one permit. The uncontended paths do not cross at all: `index.js` runs
 //! them with `Atomics` on the core's own state word ([`view`]).
 //!
 //! # Modules, in layers
