@@ -13,6 +13,13 @@ const { inspect } = require('node:util');
 // The addon for this platform (binding.js: a development build, else the
 // volt-sem-<platform> package).
 const native = require('./binding.js').loadNative();
+// The addon's exports object has too many properties for V8's fast layout
+// (it is a dictionary), so optimized code reads each of them through the
+// LoadIC builtin, a hash lookup: the functions called on every contended
+// operation (and on every grant of a shared semaphore) are read once.
+const nativeAcquire = native.acquire;
+const nativeRelease = native.release;
+const nativeConfirm = native.confirm;
 
 /** The largest permit count and request: Number.MAX_SAFE_INTEGER on 64-bit. */
 const MAX_PERMITS = native.maxPermits;
@@ -68,11 +75,12 @@ const RUNTIME = Symbol.for('volt-sem.runtime.v1');
 
 function createRuntime() {
   const CAPACITY = 256;
-  // CAPACITY (slot, outcome) pairs, then one more pair whose first element
-  // is the generation of the last queued acquire (native.acquire returns
-  // SLOT_BASE + its slot, a small integer: no heap number per call).
+  // CAPACITY (slot, outcome) pairs, then one more pair: the generation of
+  // the last queued acquire, and the result code of the last native.acquire
+  // or native.release (see result()).
   const buffer = new Uint32Array(CAPACITY * 2 + 2);
   const GEN_AT = CAPACITY * 2;
+  const RESULT_AT = GEN_AT + 1;
   /**
    * slot -> pending waiter record (the addon reuses slots). A waiter on a
    * shared semaphore is held here strongly: another thread may grant it. A
@@ -188,7 +196,15 @@ function createRuntime() {
   function lastGen() {
     return buffer[GEN_AT];
   }
-  return { table, lookup, remove, settle, afterSettle, leases, lastGen, unconfirmed: 0 };
+  /**
+   * The result of native.acquire() or native.release(), given what the call
+   * returned: `undefined` when the code is in the buffer's result cell (the
+   * addon makes no JS number for it), else the code itself.
+   */
+  function result(r) {
+    return r === undefined ? buffer[RESULT_AT] | 0 : r;
+  }
+  return { table, lookup, remove, settle, afterSettle, leases, lastGen, result, unconfirmed: 0 };
 }
 
 let runtime = native[RUNTIME];
@@ -196,7 +212,7 @@ if (runtime === undefined) {
   runtime = createRuntime();
   Object.defineProperty(native, RUNTIME, { value: runtime });
 }
-const { table, lookup, remove, settle, lastGen } = runtime;
+const { table, lookup, remove, settle, lastGen, result } = runtime;
 
 // A private semaphore's JS object was collected: its waiters can never be
 // served; the addon sweeps them (see js_abandon), and whatever keep-alive its
@@ -585,7 +601,7 @@ class Waiter {
       // A promise job, not queueMicrotask(): fake timers may replace that one.
       RESOLVED.then(() => {
         runtime.unconfirmed--;
-        const k = native.confirm(key, true);
+        const k = nativeConfirm(key, true);
         if (k > 0) settle(k);
       });
     } else if (code === WOKEN_CLOSED) this.reject(closedError());
@@ -1315,7 +1331,9 @@ class Semaphore {
     if (this.#disconnected) return Promise.reject(this.#gone());
     let r;
     try {
-      r = native.acquire(this.#h, n); // throws for a named or Redis semaphore's failures
+      // No count for one permit (the addon reads none then). Throws for a
+      // named or Redis semaphore's failures.
+      r = result(n === 1 ? nativeAcquire(this.#h) : nativeAcquire(this.#h, n));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -1495,7 +1513,7 @@ class Semaphore {
       if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw this.#gone();
-    const k = native.release(this.#h, n);
+    const k = result(n === 1 ? nativeRelease(this.#h) : nativeRelease(this.#h, n));
     if (k !== 0) {
       if (k < 0) {
         throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
@@ -1534,7 +1552,7 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastGive(v, n, false)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
-    const k = native.release(this.#h, n, true); // not a give-back: heldPermits stays
+    const k = result(native.release(this.#h, n, true)); // not a give-back: heldPermits stays
     if (k !== 0) {
       if (k < 0) throw rangeError(`volt-sem: adding ${n} permits would exceed the maximum of ${MAX_PERMITS}`);
       settle(k);
@@ -1798,7 +1816,7 @@ class Semaphore {
     // release through another handle of the process may have returned it).
     const n = Math.min(native.held(h), native.processHeld(h) ?? 0);
     if (n > 0) {
-      const k = native.release(h, n);
+      const k = result(native.release(h, n));
       if (k > 0) settle(k);
     }
     return RESOLVED;

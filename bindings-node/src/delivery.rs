@@ -37,10 +37,16 @@ impl EnvCtx {
     /// A release in this thread on `sem` means its code has seen the grants it
     /// had: confirm every delivered grant on `sem` first, so the env cleanup hook
     /// cannot return permits user code already gave back.
+    #[inline]
     pub(crate) fn confirm_all_on(&self, sem: &Arc<Sem>) {
-        if self.delivered.borrow().is_empty() {
-            return;
+        // Inline: nothing delivered (no shared semaphore's grant waiting for
+        // its confirmation) is every release's case but a shared one's.
+        if !self.delivered.borrow().is_empty() {
+            self.confirm_delivered_on(sem);
         }
+    }
+
+    fn confirm_delivered_on(&self, sem: &Arc<Sem>) {
         let mine: Vec<u32> = {
             let slots = self.slots.borrow();
             self.delivered

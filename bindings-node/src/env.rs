@@ -19,7 +19,7 @@ use volt_sem_backend::{Error, Waiter as CoreWaiter};
 use crate::codes::{BAD_ARGS, GEN_MASK, OK};
 use crate::handle::{handle_of, Handle};
 use crate::raw::{args, double, int, lock, throw_internal, RawEnv, RawValue};
-use crate::remote::{flush_later, EnvShared};
+use crate::remote::{flush_later, EnvShared, CURRENT};
 use crate::semaphore::{Node, Sem, LIVE_SEMS, NOT_ORPHAN};
 
 /// The JS-thread-only state of one environment (one main thread or worker, per
@@ -67,28 +67,26 @@ pub(crate) enum Extra {
     Failed(Error),
 }
 
-thread_local! {
-    /// The environment whose native call is running on this thread, if any,
-    /// by its `local` list (its nodes woken during that call go there; a
-    /// node's `owner` is the same pointer).
-    pub(crate) static CURRENT: Cell<*const RefCell<Vec<u64>>> = const { Cell::new(ptr::null()) };
-}
-
 /// Marks `ctx` as running a native call on this thread; restores on drop.
 pub(crate) struct Enter(pub(crate) *const RefCell<Vec<u64>>);
 
 impl Enter {
     pub(crate) fn new(ctx: &EnvCtx) -> Self {
-        Enter(CURRENT.with(|c| c.replace(&ctx.local)))
+        Enter(CURRENT.with(|c| c.local.replace(&ctx.local)))
     }
 }
 
 impl Drop for Enter {
     fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.0));
-        // The wakes of other environments this call made (its wake callbacks
-        // have returned by now).
-        flush_later();
+        let later = CURRENT.with(|c| {
+            c.local.set(self.0);
+            c.later.replace(false)
+        });
+        if later {
+            // The wakes of other environments this call made (its wake
+            // callbacks have returned by now).
+            flush_later();
+        }
     }
 }
 

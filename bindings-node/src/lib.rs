@@ -4,7 +4,9 @@
 //! and the queue nodes. Every entry point is a hand-registered Node-API function
 //! (the cheapest crossing, ~170 ns) that takes plain numbers and an `External`
 //! handle and answers with a small integer code, so no JS object is created on
-//! the hot path. The uncontended paths do not cross at all: `index.js` runs
+//! the hot path; `acquire` and `release`, the two calls of a contended
+//! operation, leave their code in the outcome buffer instead and return
+//! `undefined` (no JS number made), and read no count for one permit. The uncontended paths do not cross at all: `index.js` runs
 //! them with `Atomics` on the core's own state word ([`view`]).
 //!
 //! # Modules, in layers
@@ -26,7 +28,8 @@
 //!    * [`inspect`]: the JS value of an inspection.
 //! 2. What other threads reach:
 //!    * [`remote`]: the part of an environment other threads wake (its remote
-//!      list and threadsafe function).
+//!      list and threadsafe function), and the thread-local of the running
+//!      native call, which puts such wakes off until that call is over.
 //!    * [`watch`]: one watched Redis session and its waker.
 //! 3. The semaphore:
 //!    * [`semaphore`]: [`Sem`](semaphore::Sem), one semaphore and the binding's
@@ -35,7 +38,7 @@
 //! 4. The environment:
 //!    * [`handle`]: what a JS `Semaphore` object holds (an External).
 //!    * [`mod@env`]: the per-environment state (one per main thread or worker): its
-//!      slots and their states, the thread-local of the running native call.
+//!      slots and their states, and marking which one's native call runs.
 //! 5. The life of requests:
 //!    * [`removal`]: `removePermits`, its debt and orphaned waiters
 //!      (`# Removing permits`).

@@ -26,6 +26,27 @@ use crate::removal::Expired;
 use crate::semaphore::{Node, Sem};
 use crate::wake::wake;
 
+/// The permit count of argument `v`, 1 when the caller left it out (`argc`
+/// arguments passed): index.js passes no count for one permit, which saves
+/// reading a JS number (a Node-API call) on the common path.
+fn count_or_1(env: RawEnv, v: RawValue, argc: usize) -> Option<usize> {
+    if argc < 2 {
+        return Some(1);
+    }
+    count(env, v)
+}
+
+/// Returns `code` through the buffer's result cell (`init`), making no JS
+/// number (a Node-API call and a V8 allocation): JS gets `undefined` and
+/// reads the cell. Before `init` (nobody reads the cell), as a number.
+fn result(env: RawEnv, ctx: &EnvCtx, code: i32) -> RawValue {
+    if ctx.write_result(code) {
+        std::ptr::null_mut() // `undefined`
+    } else {
+        int(env, code)
+    }
+}
+
 // create(permits): External | null
 native!(js_create, |env, _ctx, argv: [1]| {
     let Some(permits) = count(env, argv[0]) else { return null(env) };
@@ -51,15 +72,17 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
     int(env, code)
 });
 
-// acquire(h, n): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot (queued:
-// the request's generation is in the buffer's generation cell, see `init`) |
-// throws (named: queue full, ...; Redis: a lost session, ...). A Redis grant
-// taken at once leaves its token in the extras (`LAST_GRANT`).
-native!(js_acquire, |env, ctx, argv: [2]| {
+// acquire(h, n = 1): OK (taken) | CLOSED | BAD_COUNT | SLOT_BASE + slot
+// (queued: the request's generation is in the buffer's generation cell, see
+// `init`) | throws (named: queue full, ...; Redis: a lost session, ...). The
+// code is returned in the buffer's result cell (`result`: undefined is
+// returned then). A Redis grant taken at once leaves its token in the extras
+// (`LAST_GRANT`).
+native!(js_acquire, |env, ctx, argv: [2], argc| {
     // SAFETY: handle contract (see `sem`).
-    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return int(env, BAD_ARGS) };
+    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return result(env, ctx, BAD_ARGS) };
     let s = &h.sem;
-    let Some(n) = count(env, argv[1]) else { return int(env, BAD_COUNT) };
+    let Some(n) = count_or_1(env, argv[1], argc) else { return result(env, ctx, BAD_COUNT) };
     // A Redis try is a round trip: straight to the queue, which never waits
     // for the network (an acquire of 0 too: whether the semaphore is closed
     // comes back through the callback).
@@ -76,10 +99,10 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         match s.core.try_acquire(n) {
             Ok(_) => {
                 s.add_held(n);
-                return int(env, OK);
+                return result(env, ctx, OK);
             }
-            Err(Error::Closed) => return int(env, CLOSED),
-            Err(Error::TooManyPermits) => return int(env, BAD_COUNT),
+            Err(Error::Closed) => return result(env, ctx, CLOSED),
+            Err(Error::TooManyPermits) => return result(env, ctx, BAD_COUNT),
             Err(Error::NoPermits) => {}
             Err(e) => return throw(env, e, "acquire()"),
         }
@@ -97,7 +120,7 @@ native!(js_acquire, |env, ctx, argv: [2]| {
             ctx.write_gen((node.key.get() >> 32) as u32);
             // A small integer (no heap number made) unless there are ~2^31 slots.
             return match i32::try_from(slot).ok().and_then(|s| s.checked_add(SLOT_BASE)) {
-                Some(code) => int(env, code),
+                Some(code) => result(env, ctx, code),
                 None => double(env, SLOT_BASE as f64 + f64::from(slot)),
             };
         }
@@ -117,17 +140,18 @@ native!(js_acquire, |env, ctx, argv: [2]| {
         }
     };
     ctx.release_slot(slot);
-    int(env, code)
+    result(env, ctx, code)
 });
 
-// release(h, n, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW | BAD_COUNT(-3)
-// | throws (named: more than this process holds, or adding)
+// release(h, n = 1, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW |
+// BAD_COUNT(-3) | throws (named: more than this process holds, or adding).
+// Returned as acquire's code is (`result`).
 native!(js_release, |env, ctx, argv: [3], argc| {
     // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
-    let Some(n) = count(env, argv[1]) else { return int(env, -BAD_COUNT) };
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return result(env, ctx, BAD_ARGS) };
+    let Some(n) = count_or_1(env, argv[1], argc) else { return result(env, ctx, -BAD_COUNT) };
     // A third argument `true` (addPermits) grows the total: no held permits back.
-    // (release() passes two arguments: no call to read an `undefined`.)
+    // (release() passes at most two arguments: no call to read an `undefined`.)
     let mut adding = false;
     if argc > 2 {
         // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
@@ -140,13 +164,13 @@ native!(js_release, |env, ctx, argv: [3], argc| {
     // concurrent release on another thread; the core's own check is exact.)
     // A fixed total (named, Redis) never overflows; Redis's count is a round trip.
     if s.core.total_permits().is_none() && s.core.available_permits() > MAX_JS - n {
-        return int(env, RELEASE_OVERFLOW);
+        return result(env, ctx, RELEASE_OVERFLOW);
     }
     ctx.confirm_all_on(s);
     let enter = Enter::new(ctx);
     match release_paying(s, n) {
         Ok(()) => {}
-        Err(Error::Overflow { .. }) => return int(env, RELEASE_OVERFLOW),
+        Err(Error::Overflow { .. }) => return result(env, ctx, RELEASE_OVERFLOW),
         Err(e) => {
             // Nothing was released, so nothing was woken in this call (the
             // confirmations above release nothing, and a named semaphore's
@@ -172,7 +196,7 @@ native!(js_release, |env, ctx, argv: [3], argc| {
     }
     let k = ctx.settle_local();
     drop(enter);
-    int(env, k as i32)
+    result(env, ctx, k as i32)
 });
 
 // cancel(key): k >= 0 outcomes written (the cancelled request is not among them)

@@ -22,7 +22,7 @@
 //! a mutex of its own while it signals the loop, which the woken thread's
 //! dispatch takes too.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
@@ -53,6 +53,27 @@ pub(crate) struct Tsfn(pub(crate) sys::napi_threadsafe_function);
 // call it while it is alive (the `tsfn` mutex orders calls against its finalizer).
 unsafe impl Send for Tsfn {}
 
+/// What this thread's native call is (see [`CURRENT`]).
+pub(crate) struct Current {
+    /// The environment whose native call is running on this thread, if any,
+    /// by its `local` list (its nodes woken during that call go there; a
+    /// node's `owner` is the same pointer).
+    pub(crate) local: Cell<*const RefCell<Vec<u64>>>,
+    /// Wakes of other environments were put off until the call is over
+    /// ([`EnvShared::push_remote_later`]): set with them, so that a call that
+    /// put none off (the common case) does not look at that list, a
+    /// thread-local of its own.
+    pub(crate) later: Cell<bool>,
+}
+
+thread_local! {
+    /// This thread's native call ([`Current`]). `const` and without `Drop`:
+    /// always accessible.
+    pub(crate) static CURRENT: Current = const {
+        Current { local: Cell::new(ptr::null()), later: Cell::new(false) }
+    };
+}
+
 thread_local! {
     /// Environments to wake once the native call running on this thread is
     /// over (see [`EnvShared::push_remote_later`]).
@@ -76,6 +97,9 @@ impl EnvShared {
             let this = self.clone();
             if LATER.try_with(|l| l.borrow_mut().push(this)).is_err() {
                 self.notify(); // the thread is exiting: wake now
+            } else {
+                // Enter's drop flushes the list (see `Current::later`).
+                CURRENT.with(|c| c.later.set(true));
             }
         }
     }

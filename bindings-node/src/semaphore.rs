@@ -230,7 +230,7 @@ pub(crate) struct Node {
     pub(crate) refd: Cell<bool>,
     pub(crate) env: Arc<EnvShared>,
     /// The `local` list of the owning environment (its `EnvCtx`), which is
-    /// also its identity: compared with [`CURRENT`](crate::env::CURRENT),
+    /// also its identity: compared with [`CURRENT`](crate::remote::CURRENT),
     /// never dereferenced off-thread.
     pub(crate) owner: *const RefCell<Vec<u64>>,
     /// NOT_ORPHAN, or ORPHAN / ORPHAN_CLAIMED (see `Sem::orphans`).

@@ -28,7 +28,7 @@
 //!
 //! [`Node`]: crate::semaphore::Node
 //! [`Waiter`]: volt_sem::Waiter
-//! [`CURRENT`]: crate::env::CURRENT
+//! [`CURRENT`]: crate::remote::CURRENT
 //! [`local`]: crate::env::EnvCtx::local
 
 use std::ffi::c_void;
@@ -41,9 +41,9 @@ use napi::sys;
 use volt_sem_backend::Finish;
 
 use crate::codes::{BAD_ARGS, FAILED, LEASE_LOST, LOST, OK, TIMED_OUT, WATCH_BIT, WOKEN_CLOSED};
-use crate::env::{EnvCtx, Extra, CURRENT};
+use crate::env::{EnvCtx, Extra};
 use crate::raw::{args, int, lock, throw_internal, RawEnv, RawValue};
-use crate::remote::{EnvShared, Tsfn};
+use crate::remote::{EnvShared, Tsfn, CURRENT};
 use crate::removal::orphan_woken;
 use crate::semaphore::{Node, NOT_ORPHAN, ORPHAN, ORPHAN_CLAIMED};
 
@@ -52,7 +52,7 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
     // SAFETY: `ctx` is the pinned Node passed to acquire_raw; it stays valid until
     // finish_raw returned, and finish_raw waits for this callback to return.
     let node = unsafe { &*(ctx as *const Node) };
-    let current = CURRENT.with(|c| c.get());
+    let current = CURRENT.with(|c| c.local.get());
     // Inside one of the owner's own native calls, this is the thread `orphan`
     // runs on (the owner's JS thread: `cancel_slot` and the env cleanup hook
     // call it, nobody else), so program order already decides between the
@@ -162,6 +162,21 @@ impl EnvCtx {
         unsafe { *buf.add(2 * cap) = gen };
     }
 
+    /// Writes an entry point's result code into the cell after the
+    /// generation cell (see `init`), where JS reads it when the call returned
+    /// `undefined`. Whether the buffer exists (init() was called).
+    pub(crate) fn write_result(&self, code: i32) -> bool {
+        let (buf, cap) = self.buf.get();
+        if buf.is_null() {
+            return false;
+        }
+        // SAFETY: as in `write_gen`: this cell is the last of the array's
+        // `2 * cap + 2` elements. A negative code is stored as its two's
+        // complement, which JS reads back with `| 0`.
+        unsafe { *buf.add(2 * cap + 1) = code as u32 };
+        true
+    }
+
     /// Finishes queued woken requests into the buffer. Returns the number of
     /// pairs; `== capacity` means "call drain() again".
     pub(crate) fn write_ready(&self, mut k: usize) -> usize {
@@ -191,7 +206,12 @@ impl EnvCtx {
     /// woken during it go to the buffer (the overflow, if any, to `ready`).
     pub(crate) fn settle_local(&self) -> usize {
         let cap = self.buf.get().1;
-        let mut k = self.write_ready(0);
+        // Leftovers of an earlier call first (the buffer was full then): seldom.
+        let mut k = if self.ready.borrow().is_empty() {
+            0
+        } else {
+            self.write_ready(0)
+        };
         let Ok(mut local) = self.local.try_borrow_mut() else {
             return k;
         };
@@ -253,7 +273,8 @@ pub(crate) unsafe extern "C" fn tsfn_finalize(_env: RawEnv, data: *mut c_void, _
 
 // init(buffer: Uint32Array, onWake: () => void): OK | BAD_ARGS. The buffer:
 // (slot, outcome) pairs, then one pair more whose first element `acquire`
-// sets to the generation of the request it queued.
+// sets to the generation of the request it queued, and whose second is the
+// result code of `acquire` and `release` (see `write_result`).
 native!(js_init, |env, ctx, argv: [2]| {
     if ctx.initialized.get() {
         return int(env, BAD_ARGS);
