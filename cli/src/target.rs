@@ -114,6 +114,7 @@ pub fn attach_raw(name: &str) -> Result<SharedSemaphore, volt_sem_shm::Error> {
 /// tests run the binary that ships; a user who sets it gets a stopped
 /// command that `kill -CONT` resumes.
 fn stop_after_attach_for_tests() {
+    #[cfg(unix)]
     static DONE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     #[cfg(unix)]
     if std::env::var_os("VOLT_SEM_CLI_TEST_STOP_AFTER_ATTACH").is_some_and(|v| v == "1")
