@@ -7,7 +7,7 @@
 const { test } = require('node:test');
 const assert = require('node:assert/strict');
 const { Semaphore } = require('..');
-const { RedisServer, command } = require('./redis-server.js');
+const { RedisServer, command, ownServer } = require('./redis-server.js');
 
 const opts = { lease: 1500, commandTimeout: 2000, connectTimeout: 2000 };
 
@@ -23,7 +23,7 @@ async function conserved(sem, total) {
   return c;
 }
 
-test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_OUT_OF_MEMORY) and loses nothing', async () => {
+test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_OUT_OF_MEMORY) and loses nothing', { skip: ownServer('CONFIG SET maxmemory') }, async () => {
   const s = await RedisServer.start({ extra: ['--maxmemory-policy', 'noeviction'] });
   try {
     const sem = await Semaphore.connect(s.url(), 'oom', 2, opts);
@@ -50,7 +50,7 @@ test('a full Redis refuses with a typed OOM error (ERR_VOLT_REDIS_OUT_OF_MEMORY)
   }
 });
 
-test('the meta hash evicted alone: ERR_VOLT_STATE_LOST, and the old holding is never granted again', async () => {
+test('the meta hash evicted alone: ERR_VOLT_STATE_LOST, and the old holding is never granted again', { skip: ownServer('a raw DEL in its database') }, async () => {
   const s = await RedisServer.start();
   try {
     const old = await Semaphore.connect(s.url(), 'meta', 2, opts);
@@ -67,7 +67,7 @@ test('the meta hash evicted alone: ERR_VOLT_STATE_LOST, and the old holding is n
   }
 });
 
-test('a command renamed away fails connect with ERR_VOLT_REDIS_ERROR naming it', async () => {
+test('a command renamed away fails connect with ERR_VOLT_REDIS_ERROR naming it', { skip: ownServer('--rename-command') }, async () => {
   const s = await RedisServer.start({ extra: ['--rename-command', 'BLPOP', ''] });
   try {
     await assert.rejects(Semaphore.connect(s.url(), 'renamed', 1, opts), {
