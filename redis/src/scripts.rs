@@ -462,6 +462,16 @@ pub fn process_info(p: &volt_sem::inspect::Process) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// The largest total the scripts accept in the meta hash is the crate's.
+    #[test]
+    fn the_scripts_max_permits_is_max_permits() {
+        let line = format!("local MAX_PERMITS = {}\n", crate::MAX_PERMITS);
+        assert!(
+            include_str!("lua/head.lua").contains(&line),
+            "head.lua: {line}"
+        );
+    }
+
     /// The schema the scripts write and check is the one the crate names.
     #[test]
     fn the_scripts_schema_is_schema_version() {

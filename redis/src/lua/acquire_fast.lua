@@ -12,7 +12,7 @@ if FAST then
     local t = fmt(tok)
     -- The holding first: not read before, it is the first write (a wrong
     -- type fails it with nothing written, see head.lua's expect()).
-    local h = redis.call('HINCRBY', HELD, SID, n)
+    local h = raised(HELD, SID, redis.call('HINCRBY', HELD, SID, n), n)
     -- For inspect.lua (as in head.lua's hand()): the one call more per
     -- grant that inspect costs (see "Inspecting" in the crate docs). Not
     -- read before either: a wrong type undoes the holding (rather than

@@ -17,6 +17,10 @@
 -- 0). Each field more costs the server about 0.1 us per call.
 local M = redis.call('HMGET', META, 'inc', 'reap', 'closed', 'total', 'avail', 'token', FAST_LAST)
 local FAST = false
+if INC ~= '' and M[1] == INC then
+  check_meta(M[4], M[5], FAST_LAST == 'debt' and M[7] or nil, M[6], FAST_LAST == 'seq' and M[7] or nil, M[2],
+    M[3])
+end
 if INC ~= '' and M[1] == INC and tonumber(M[2] or '0') >= NOW_MS then
   local exp = redis.call('ZSCORE', SESSIONS, SID)
   if exp and tonumber(exp) >= NOW_MS then

@@ -82,3 +82,39 @@ local function hand(p, debt, token, head, e)
     AVAIL = 0
   end
 end
+
+-- What hand(p) will read, checked before the first write of the part of
+-- the script that hands on (head.lua's garbage()): the records of the
+-- queued requests it would complete or advance, and the holdings of the
+-- sessions of those it would complete. `debt`: META.debt when the caller
+-- read it already (else read here); `skip(eid)`: true for a request the
+-- caller removes before it hands on (nil: none). Returns the queue's
+-- first request (false: empty) and its record, for hand()'s `head` and
+-- `e` (without `skip` only), and whether a request would complete. The
+-- reads hand() makes anyway, made before the writes, eight heads a call:
+-- O(g) for the g requests reached.
+local function check_hand(p, debt, skip)
+  p = p - tonumber(debt or redis.call('HGET', META, 'debt') or '0')
+  local first, e1, completes = false, nil, false
+  local from = 0
+  while p > 0 do
+    local heads = redis.call('ZRANGE', QUEUE, from, from + 7)
+    if #heads == 0 then break end
+    from = from + 8
+    local es = redis.call('HMGET', ENTRIES, unpack(heads))
+    for i, eid in ipairs(heads) do
+      if not (skip and skip(eid)) then
+        local need, got = entry(es[i], eid)
+        if first == false then first, e1 = eid, es[i] end
+        if need - got <= p then
+          completes = true
+          local owner = string.match(eid, '^([^:]*):')
+          count(redis.call('HGET', HELD, owner) or '0', HELD, owner, 0, MAX_COUNT)
+        end
+        p = p - (need - got)
+        if p <= 0 then break end
+      end
+    end
+  end
+  return first, e1, completes
+end

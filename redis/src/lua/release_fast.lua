@@ -13,6 +13,7 @@ if FAST and tonumber(M[5]) > 0 then
   local left = redis.call('HINCRBY', HELD, SID, -n)
   if left < 0 then
     redis.call('HINCRBY', HELD, SID, n)
+    if left + n < 0 then garbage(HELD, SID, fmt(left + n), 'a count from 0') end
     if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
     return {'NOTHELD', left + n}
   end
