@@ -315,7 +315,15 @@
  *     child's one thread is its copy of that thread: once it has delivered
  *     that batch it ends, and the child with it, as by exit(0), unless a
  *     callback exec()ed or _exit()ed first; it never uses the parent's
- *     connections nor calls back the parent's later grants there.
+ *     connections nor calls back the parent's later grants there. A wake
+ *     callback may also run on the thread of a call that ran the handle's
+ *     queued jobs itself (volt_sem_try_acquire(), volt_sem_census(),
+ *     volt_sem_acquire_blocking() and the others that wait for Redis do,
+ *     when no thread runs them); after a fork made from inside it, that
+ *     call returns VOLT_FORKED in the child (the callbacks of the same
+ *     batch still run there first), takes no lock of the handle (another
+ *     thread of the parent may have held one at the fork) and sends
+ *     nothing; the child goes on from there.
  *   - Error details: the status says what failed; volt_last_error_message()
  *     gives the details of the call made just before on the calling thread
  *     (every failure the semaphore or Redis reports has them: e.g. why the
