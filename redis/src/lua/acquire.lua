@@ -22,7 +22,7 @@ local avail = tonumber(m[3])
 if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
   local tok = math.max(tonumber(m[4]) + 1, NOW_US)
   -- The holding first: its HINCRBY fails on a value that is not a count,
-  -- raised() undoes it on a negative one (head.lua's garbage()), before
+  -- raised() undoes it on a negative one (hand.lua's garbage()), before
   -- anything else is written.
   local h = raised(HELD, SID, redis.call('HINCRBY', HELD, SID, n), n)
   redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))

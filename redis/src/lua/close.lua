@@ -4,7 +4,7 @@
 -- (each of which is woken: inherent).
 local r = prologue()
 if r then return r end
--- Every record read before the first write (head.lua's garbage()).
+-- Every record read before the first write (hand.lua's garbage()).
 local eids = redis.call('ZRANGE', QUEUE, 0, -1)
 local gots = {}
 for i, eid in ipairs(eids) do

@@ -45,7 +45,7 @@ else
   -- refuses with OOM). O(s + r) otherwise, for s sessions and r requests.
   local carried = 0
   if redis.call('EXISTS', QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN, INFO) > 0 then
-    -- The holdings, checked before the first write (head.lua's garbage()).
+    -- The holdings, checked before the first write (hand.lua's garbage()).
     local h = redis.call('HGETALL', HELD)
     for i = 1, #h, 2 do count(h[i + 1], HELD, h[i], 0, MAX_COUNT) end
     redis.call('DEL', QUEUE, ENTRIES, GRANTS, OWN)

@@ -7,7 +7,7 @@
 -- deadline + 1 ms on). While one is, the expired ones are reaped, all of
 -- them (16 per round); when none is, nothing the keys hold is read (what
 -- reaping them would hand on is deleted anyway), so that a semaphore whose
--- fields hold values volt-sem never writes (head.lua's garbage()), which
+-- fields hold values volt-sem never writes (hand.lua's garbage()), which
 -- every other script refuses, can still be deleted once its sessions are
 -- gone. Returns {'OK'} | {'NOTFOUND'} | {'INUSE', live sessions}. O(k log
 -- n) for k expired sessions' requests.

@@ -17,7 +17,7 @@ end
 -- Six (or seven) calls, on the paths that are not about latency: the fast
 -- paths check the few keys they would only write themselves.
 local function guard(sessions)
-  -- And the counters (head.lua's garbage()).
+  -- And the counters (hand.lua's garbage()).
   local c = redis.call('HMGET', META, 'inc', 'total', 'avail', 'debt', 'token', 'seq', 'reap', 'closed')
   if c[1] or c[2] then check_meta(c[2], c[3], c[4], c[5], c[6], c[7], c[8]) end
   expect(QUEUE, 'zset')
@@ -54,7 +54,7 @@ local function drop_session(sid)
   return p
 end
 
--- What drop_session(sid) will hand on, checked before it writes (head.lua's
+-- What drop_session(sid) will hand on, checked before it writes (hand.lua's
 -- garbage()): its holding and its requests' records.
 local function check_session(sid)
   local p = count(redis.call('HGET', HELD, sid) or '0', HELD, sid, 0, MAX_COUNT)
@@ -172,7 +172,7 @@ end
 -- keep their place. O(q log n) for q queued.
 local function set_total(n)
   -- Every queued request may be failed or completed: their records and
-  -- their sessions' holdings, checked before the first write (head.lua's
+  -- their sessions' holdings, checked before the first write (hand.lua's
   -- garbage()).
   for _, eid in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
     entry(redis.call('HGET', ENTRIES, eid), eid)

@@ -8,7 +8,7 @@ if FAST then
   local n = tonumber(ARGV[4])
   -- Nothing available: the permits go to the queue's head (or pay a
   -- debt). What that hand-off reads, it reads before the first write (see
-  -- head.lua's expect() and garbage(): check_hand), and hand() takes the
+  -- head.lua's expect(), hand.lua's garbage(): check_hand), and hand() takes the
   -- head from here; if a request completes, the grant record and the
   -- owner's inspect record are written, hashes not read otherwise:
   -- checked here.
