@@ -21,11 +21,19 @@
 // its header on glibc, a musl loader among its shared objects on musl; it
 // costs ~20 ms, so it is second), and last `ldd --version`.
 //
+// The binary loaded must be of this package's version (package.json): the
+// addon exports its crate's version, and a development build left from an
+// older checkout (JavaScript rebuilt, the native part not) or a platform
+// package of another release would otherwise run with JavaScript that calls
+// it in ways it does not know, failing far from the cause, or not at all.
+//
 // Every failure is an Error with a `code`: ERR_VOLT_UNSUPPORTED_PLATFORM (no
 // binary is published for this platform; the message names it and lists the
 // supported ones), ERR_VOLT_BINARY_NOT_FOUND (a supported platform whose
-// package is not installed) or ERR_VOLT_BINARY_LOAD (a binary was found and
-// failed to load; `cause` is the loader's error).
+// package is not installed), ERR_VOLT_BINARY_LOAD (a binary was found and
+// failed to load; `cause` is the loader's error) or ERR_VOLT_BINARY_VERSION
+// (a binary of another version than the package's; the message names both,
+// and `expected` and `found` hold them).
 
 const fs = require('node:fs');
 const path = require('node:path');
@@ -118,14 +126,31 @@ function isMissing(e, id) {
 }
 
 /**
+ * `native`, loaded from `what` (a file or a package name), if it is of
+ * version `expected`; else ERR_VOLT_BINARY_VERSION naming both versions.
+ */
+function checkVersion(native, what, key, expected, remedy) {
+  const found = native && typeof native.version === 'string' ? native.version : null;
+  if (found === expected) return native;
+  throw loaderError(
+    'ERR_VOLT_BINARY_VERSION',
+    `volt-sem: ${what} (${key}) is version ${found ?? 'unknown (built before binaries recorded their version)'}, ` +
+      `but this package is version ${expected}: ${remedy}`,
+    { platform: key, expected, found },
+  );
+}
+
+/**
  * Loads the addon. Options (for tests): platform, arch, musl (a function),
- * dir (where development builds are looked for), require.
+ * dir (where development builds are looked for), require, version (the one
+ * the binary must have; package.json's by default).
  */
 function loadNative(options = {}) {
   const platform = options.platform ?? process.platform;
   const arch = options.arch ?? process.arch;
   const dir = options.dir ?? __dirname;
   const load = options.require ?? require;
+  const version = options.version ?? require('./package.json').version;
   const key = platformKey(platform, arch, options.musl);
 
   // A development build: ours, or napi's default name for an MSVC build on Windows.
@@ -134,14 +159,22 @@ function loadNative(options = {}) {
   for (const k of local) {
     const file = path.join(dir, `${PACKAGE}.${k}.node`);
     if (!fs.existsSync(file)) continue;
+    let native;
     try {
-      return load(file);
+      native = load(file);
     } catch (cause) {
       throw loaderError('ERR_VOLT_BINARY_LOAD', `volt-sem: the development build ${file} (${k}) failed to load: ${cause.message}`, {
         platform: key,
         cause,
       });
     }
+    return checkVersion(
+      native,
+      `the development build ${file}`,
+      key,
+      version,
+      'rebuild it (`npm run build`, or `make -C bindings-node build` in the repository) or delete it to use the installed one.',
+    );
   }
 
   if (!PLATFORMS.includes(key)) {
@@ -154,8 +187,9 @@ function loadNative(options = {}) {
   }
 
   const pkg = `${PACKAGE}-${key}`;
+  let native;
   try {
-    return load(pkg);
+    native = load(pkg);
   } catch (cause) {
     if (isMissing(cause, pkg)) {
       throw loaderError(
@@ -171,6 +205,13 @@ function loadNative(options = {}) {
       cause,
     });
   }
+  return checkVersion(
+    native,
+    `the binary package ${pkg}`,
+    key,
+    version,
+    `install ${pkg} at the version of volt-sem (a lockfile or a manual install can leave another one).`,
+  );
 }
 
 module.exports = { PLATFORMS, loadNative, platformKey, isMusl, muslFromLddFile, muslFromReport };

@@ -842,8 +842,10 @@ export type RedisAcquireOptions = AcquireOptions;
  *   (`found`, 0 for a pre-release snapshot; this release's: `expected`);
  *   nothing written. See *Upgrading* in `docs/versioning.md`.
  * * `ERR_VOLT_WRONG_TYPE`: a key in the semaphore's key space holds a value of
- *   another type (another program wrote it); the call changed nothing in
- *   Redis, and the message names the key when known. Delete that key.
+ *   another type, or a field of one holds a value volt-sem never writes there
+ *   (a word or a negative count, `avail` above the total; another program
+ *   wrote it); the call changed nothing in Redis, and the message names the
+ *   key (and the field) when known. Delete that key, or the semaphore.
  * * `ERR_VOLT_REDIS_OUT_OF_MEMORY`: Redis reached its `maxmemory` and refused
  *   the call's writes (`noeviction`, or a `volatile-*` policy with nothing to
  *   evict); the call changed nothing, and the message has the server's `OOM`

@@ -323,7 +323,15 @@
  *     child's one thread is its copy of that thread: once it has delivered
  *     that batch it ends, and the child with it, as by exit(0), unless a
  *     callback exec()ed or _exit()ed first; it never uses the parent's
- *     connections nor calls back the parent's later grants there.
+ *     connections nor calls back the parent's later grants there. A wake
+ *     callback may also run on the thread of a call that ran the handle's
+ *     queued jobs itself (volt_sem_try_acquire(), volt_sem_census(),
+ *     volt_sem_acquire_blocking() and the others that wait for Redis do,
+ *     when no thread runs them); after a fork made from inside it, that
+ *     call returns VOLT_FORKED in the child (the callbacks of the same
+ *     batch still run there first), takes no lock of the handle (another
+ *     thread of the parent may have held one at the fork) and sends
+ *     nothing; the child goes on from there.
  *   - Error details (see ERROR DETAILS): e.g. why the connection failed,
  *     which command the ACL refused. The URL (which may hold a password) is
  *     copied during volt_sem_connect(); no message and no output ever shows
@@ -718,9 +726,12 @@ enum volt_status
   VOLT_TRUNCATED = 39,
   /**
    * A key in the Redis semaphore's key space holds a value of another type
-   * than volt-sem keeps there (another program wrote it): the call changed
-   * nothing in Redis; `volt_last_error_message` names the key when known.
-   * Delete that key, or use another name or prefix.
+   * than volt-sem keeps there, or a field of one holds a value volt-sem
+   * never writes there (a word or a negative number where a count is kept,
+   * `avail` above the total; another program wrote it): the call changed
+   * nothing in Redis; `volt_last_error_message` names the key (and the
+   * field) when known. Delete that key, or the semaphore, or use another
+   * name or prefix.
    */
   VOLT_WRONG_TYPE = 40,
   /**

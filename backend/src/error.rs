@@ -371,13 +371,18 @@ error_table! {
             /// in the semaphore's key space, or a bug).
             VOLT_PROTOCOL_ERROR = 31;
         /// Redis: a key in the semaphore's key space holds a value of another type
-        /// than volt-sem's (another program wrote it); the call changed nothing.
-        /// The text names the key when the script could tell which.
-        WrongType(detail: String) [redis] => "WRONG_TYPE", Redis, "a key of the semaphore in Redis holds a value of another type (something else wrote it); nothing was changed: {detail}",
+        /// than volt-sem's, or a field of one holds a value volt-sem never writes
+        /// there (a word or a negative count, `avail` above the total; another
+        /// program wrote it); the call changed nothing. The text names the key
+        /// (and the field) when the script could tell which.
+        WrongType(detail: String) [redis] => "WRONG_TYPE", Redis, "a key of the semaphore in Redis holds a value of another type, or a value volt-sem never writes there (something else wrote it); nothing was changed: {detail}",
             /// A key in the Redis semaphore's key space holds a value of another type
-            /// than volt-sem keeps there (another program wrote it): the call changed
-            /// nothing in Redis; `volt_last_error_message` names the key when known.
-            /// Delete that key, or use another name or prefix.
+            /// than volt-sem keeps there, or a field of one holds a value volt-sem
+            /// never writes there (a word or a negative number where a count is kept,
+            /// `avail` above the total; another program wrote it): the call changed
+            /// nothing in Redis; `volt_last_error_message` names the key (and the
+            /// field) when known. Delete that key, or the semaphore, or use another
+            /// name or prefix.
             VOLT_WRONG_TYPE = 40;
         /// This client's session lease expired (a pause, a partition, Redis out of
         /// reach for longer than the lease): its permits went back to the pool and

@@ -1,6 +1,6 @@
 //! Module registration: the raw functions `index.js` calls, bound to a fresh
 //! per-environment [`EnvCtx`] that an env cleanup hook
-//! tears down, and the `maxPermits` constant.
+//! tears down, the `maxPermits` constant and the crate's `version`.
 
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, VecDeque};
@@ -134,6 +134,19 @@ pub fn init(exports: Object) -> napi::Result<()> {
             c"maxPermits".as_ptr(),
             double(env, MAX_JS as f64),
         );
+        // The crate's version, which binding.js compares with its
+        // package.json's: a stale development build next to a newer
+        // JavaScript (or a platform package of another release) is refused
+        // by name rather than run with calls it does not know.
+        let version = env!("CARGO_PKG_VERSION");
+        let mut js_version = ptr::null_mut();
+        sys::napi_create_string_utf8(
+            env,
+            version.as_ptr().cast(),
+            version.len() as isize,
+            &mut js_version,
+        );
+        sys::napi_set_named_property(env, target, c"version".as_ptr(), js_version);
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ const { PLATFORMS, loadNative, platformKey, isMusl } = require('../binding.js');
 const { mainManifest } = require('../npm/pack.js');
 
 const PKG = path.resolve(__dirname, '..');
+const VERSION = require('../package.json').version;
 const GLIBC_LDD = '#! /bin/bash\n# This is the glibc ldd\nTEXTDOMAIN=libc\nRTLDLIST="/lib64/ld-linux-x86-64.so.2"\n';
 const MUSL_LDD = '#!/bin/sh\nexec /lib/ld-musl-x86_64.so.1 --list "$@"\n';
 const never = (name) => () => assert.fail(`the ${name} probe is not consulted`);
@@ -99,14 +100,14 @@ test('a development build next to the package comes first; a failing binary is E
   const seen = [];
   const fake = (id) => {
     seen.push(id);
-    return { id };
+    return { id, version: VERSION };
   };
   // No development build: the platform package.
-  assert.deepEqual(loadNative({ platform: 'linux', arch: 'arm64', musl: () => true, dir, require: fake }), { id: 'volt-sem-linux-arm64-musl' });
+  assert.deepEqual(loadNative({ platform: 'linux', arch: 'arm64', musl: () => true, dir, require: fake }), { id: 'volt-sem-linux-arm64-musl', version: VERSION });
   // A development build, even on a platform nothing is published for.
   for (const key of ['linux-arm64-musl', 'freebsd-x64']) fs.writeFileSync(path.join(dir, `volt-sem.${key}.node`), '');
-  assert.deepEqual(loadNative({ platform: 'linux', arch: 'arm64', musl: () => true, dir, require: fake }), { id: path.join(dir, 'volt-sem.linux-arm64-musl.node') });
-  assert.deepEqual(loadNative({ platform: 'freebsd', arch: 'x64', dir, require: fake }), { id: path.join(dir, 'volt-sem.freebsd-x64.node') });
+  assert.deepEqual(loadNative({ platform: 'linux', arch: 'arm64', musl: () => true, dir, require: fake }), { id: path.join(dir, 'volt-sem.linux-arm64-musl.node'), version: VERSION });
+  assert.deepEqual(loadNative({ platform: 'freebsd', arch: 'x64', dir, require: fake }), { id: path.join(dir, 'volt-sem.freebsd-x64.node'), version: VERSION });
   assert.equal(seen.length, 3);
 
   const broken = () => {
@@ -118,6 +119,55 @@ test('a development build next to the package comes first; a failing binary is E
       (err) => err.code === 'ERR_VOLT_BINARY_LOAD' && err.cause.message === 'wrong ELF class' && err.message.includes('wrong ELF class'),
     );
   }
+});
+
+test('the addon exports its version, which is the package\'s', () => {
+  const native = loadNative();
+  assert.equal(native.version, VERSION);
+});
+
+test('a binary of another version is refused: ERR_VOLT_BINARY_VERSION naming both versions', (t) => {
+  const dir = emptyDir(t);
+  const refused = (found, what) => (err) => {
+    assert.equal(err.code, 'ERR_VOLT_BINARY_VERSION');
+    assert.equal(err.expected, VERSION);
+    assert.equal(err.found, found);
+    assert.equal(err.platform, 'linux-x64-gnu');
+    assert.ok(err.message.includes(`version ${found ?? 'unknown'}`) && err.message.includes(`version ${VERSION}`), err.message);
+    assert.ok(err.message.includes(what), err.message);
+    return true;
+  };
+  const opts = (native) => ({ platform: 'linux', arch: 'x64', musl: () => false, dir, require: () => native });
+  // The platform package of another release, or of none recorded.
+  assert.throws(() => loadNative(opts({ version: '0.0.9' })), refused('0.0.9', 'volt-sem-linux-x64-gnu'));
+  assert.throws(() => loadNative(opts({})), refused(null, 'volt-sem-linux-x64-gnu'));
+  // A stale development build comes first, and is refused the same way.
+  const file = path.join(dir, 'volt-sem.linux-x64-gnu.node');
+  fs.writeFileSync(file, '');
+  assert.throws(() => loadNative(opts({ version: '0.0.9' })), refused('0.0.9', file));
+  assert.throws(() => loadNative(opts({ maxPermits: 1 })), refused(null, file));
+  assert.deepEqual(loadNative(opts({ version: VERSION })), { version: VERSION });
+});
+
+test('a real development build under JavaScript of a newer version: require("volt-sem") names both versions (child)', (t) => {
+  // The package's JavaScript with its version bumped, beside this build's
+  // binary: what a checkout whose JavaScript moved on and whose native part
+  // was not rebuilt loads.
+  const native = fs.readdirSync(PKG).find((f) => /^volt-sem\..*\.node$/.test(f));
+  if (!native) return t.skip('no development build here (`make -C bindings-node build`)');
+  const dir = emptyDir(t);
+  for (const f of ['index.js', 'binding.js']) fs.copyFileSync(path.join(PKG, f), path.join(dir, f));
+  fs.copyFileSync(path.join(PKG, native), path.join(dir, native));
+  const manifest = JSON.parse(fs.readFileSync(path.join(PKG, 'package.json'), 'utf8'));
+  fs.writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ ...manifest, version: '99.0.0' }));
+  const script = `try { require(${JSON.stringify(dir)}); console.log('{"code":"loaded"}'); }
+    catch (e) { console.log(JSON.stringify({ code: e.code, expected: e.expected, found: e.found, message: e.message })); }`;
+  const out = JSON.parse(execFileSync(process.execPath, ['-e', script], { encoding: 'utf8' }));
+  assert.equal(out.code, 'ERR_VOLT_BINARY_VERSION', out.message);
+  assert.equal(out.expected, '99.0.0');
+  assert.equal(out.found, VERSION);
+  assert.ok(out.message.includes(path.join(dir, native)), out.message);
+  assert.ok(out.message.includes('version 99.0.0') && out.message.includes(`version ${VERSION}`), out.message);
 });
 
 test('require("volt-sem") on a platform with no binary throws the typed error (child with process.platform/arch overridden)', () => {

@@ -146,9 +146,12 @@ pub enum volt_status {
     /// many there were; the arrays hold the first ones.
     VOLT_TRUNCATED = 39,
     /// A key in the Redis semaphore's key space holds a value of another type
-    /// than volt-sem keeps there (another program wrote it): the call changed
-    /// nothing in Redis; `volt_last_error_message` names the key when known.
-    /// Delete that key, or use another name or prefix.
+    /// than volt-sem keeps there, or a field of one holds a value volt-sem
+    /// never writes there (a word or a negative number where a count is kept,
+    /// `avail` above the total; another program wrote it): the call changed
+    /// nothing in Redis; `volt_last_error_message` names the key (and the
+    /// field) when known. Delete that key, or the semaphore, or use another
+    /// name or prefix.
     VOLT_WRONG_TYPE = 40,
     /// The shared segment was made by a process whose build of the library
     /// uses another C library (glibc and musl lock the segment differently

@@ -75,10 +75,16 @@ pub enum Error {
     Protocol(String),
     /// A key in the semaphore's key space holds a value of another type
     /// than the one volt-sem keeps there (another program wrote it, say a
-    /// `SET` on `{prefix:name}:queue`). The call changed nothing in Redis:
-    /// every script finds such a key before its first write. The text names
-    /// the key when the script could tell which. Delete that key (or give
-    /// the semaphore another name or prefix).
+    /// `SET` on `{prefix:name}:queue`), or a field of one of its keys holds
+    /// a value volt-sem never writes there (an operator's `HSET`, an old
+    /// tool, a partial restore: a word or a negative number where a count
+    /// is kept, `avail` above the total, a queued request's record that is
+    /// not `need:got`; see *Foreign values* in the crate docs). The call
+    /// changed nothing in Redis: every script finds such a key or value
+    /// before its first write. The text names the key (and the field) when
+    /// the script could tell which. Delete that key, or the semaphore (or
+    /// give it another name or prefix). A release refused this way gives
+    /// its session up, as any refused release.
     WrongType(String),
     /// The semaphore was made by a release of volt-sem whose keys have
     /// another schema ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION), stored in
@@ -219,13 +225,18 @@ impl std::error::Error for Error {}
 
 /// [`Error::WrongType`]'s message, before its detail (the backend's error
 /// table words it the same).
-const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type \
-     (something else wrote it); nothing was changed";
+const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type, or \
+     a value volt-sem never writes there (something else wrote it); nothing was changed";
 
 /// [`Error::OutOfMemory`]'s message, before its detail (the backend's error
 /// table words it the same).
 const OUT_OF_MEMORY: &str =
     "Redis is out of memory (maxmemory reached); nothing was changed: retry once memory is freed";
+
+/// Redis's text when `HINCRBY` meets a field that holds no integer.
+const NOT_A_COUNT: &str = "hash value is not an integer";
+/// Redis's text when `HINCRBY` would overflow a 64-bit integer.
+const COUNT_OVERFLOW: &str = "increment or decrement would overflow";
 
 /// The start of Redis's text when the ACL refuses a command a script runs.
 const SCRIPT_ACL_REFUSAL: &str = "The user executing the script can't";
@@ -268,6 +279,12 @@ impl Error {
             || e.to_string().contains(SCRIPT_ACL_REFUSAL)
         {
             return Error::NoPermission(scrub(e.to_string()));
+        }
+        // HINCRBY on a field that holds no integer (or would overflow):
+        // only the scripts run it, on the semaphore's own counts, and as
+        // the first write of their part (see head.lua's garbage()).
+        if e.to_string().contains(NOT_A_COUNT) || e.to_string().contains(COUNT_OVERFLOW) {
+            return Error::WrongType(scrub(e.to_string()));
         }
         if code == "WRONGTYPE" {
             // A typed read of a script (before its first write: see

@@ -169,6 +169,24 @@
 //!   gives its permits back once the key is gone. A notification list of
 //!   another type loses its notifications (hints: the heartbeat repairs
 //!   them) and expires.
+//! * **Foreign values.** A field of the semaphore's own keys holding a value
+//!   volt-sem never writes (an operator's `HSET`, an old tool, a partial
+//!   restore): a word, a negative or fractional count, one in exponent form
+//!   or beyond 2^53, `avail` above the total, `closed` other than 0 or 1, a
+//!   queued request's record that is not `need:got` with `got < need`. The
+//!   scripts read every count with its range checked, before the first
+//!   write of the part that reads it (a hand-off reads the records and
+//!   holdings it will change first; the uncontended fast paths check the
+//!   counters they read anyway and undo their one write on a negative
+//!   holding): the call fails with [`Error::WrongType`], naming the key and
+//!   the field, and changes nothing, as for a key of another type. Such a
+//!   value used to fail a script half way (a Lua error reported as
+//!   [`Error::Redis`], after writes: permits lost), or be believed (`avail`
+//!   above the total granted more than the total). A value in range but
+//!   wrong (`avail` 1 where 0 is right) cannot be told from a right one by
+//!   a call; [`census`](RedisSemaphore::census) shows it (`conserved()` is
+//!   false). Records only [`inspect`] reads (when a holding began, its
+//!   token) read as unknown.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.

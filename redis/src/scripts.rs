@@ -462,13 +462,19 @@ pub fn process_info(p: &volt_sem::inspect::Process) -> String {
 
 #[cfg(test)]
 mod tests {
-    /// The schema the scripts write and check is the one the crate names.
+    /// The constants the scripts share with the crate are the crate's: the
+    /// schema they write and check, the largest total they accept in the
+    /// meta hash.
     #[test]
-    fn the_scripts_schema_is_schema_version() {
-        let line = format!("local SCHEMA = '{}'\n", crate::SCHEMA_VERSION);
-        assert!(
-            include_str!("lua/head.lua").contains(&line),
-            "head.lua: {line}"
-        );
+    fn the_scripts_constants_are_the_crates() {
+        for line in [
+            format!("local SCHEMA = '{}'\n", crate::SCHEMA_VERSION),
+            format!("local MAX_PERMITS = {}\n", crate::MAX_PERMITS),
+        ] {
+            assert!(
+                include_str!("lua/head.lua").contains(&line),
+                "head.lua: {line}"
+            );
+        }
     }
 }

@@ -185,7 +185,6 @@ fn a_queued_acquire_and_its_hand_off_read_the_counters_once() {
         commands(&mut con),
         want(&[
             ("time", 1),
-            ("hmget", 1),
             ("zscore", 1),
             // The grant records and the inspect records, checked before
             // the first write.
@@ -194,8 +193,15 @@ fn a_queued_acquire_and_its_hand_off_read_the_counters_once() {
             ("hincrby", 2),
             // The request's record (s1's holding is left at 0).
             ("hdel", 1),
-            // The queue's head, and its need:got record.
+            // The counters; the queue's heads (up to eight) and their
+            // need:got records (one HMGET), read and checked before the
+            // first write (head.lua's garbage()), then used by the hand-off.
+            ("hmget", 2),
             ("zrange", 1),
+            // s2's holding, checked before the first write: one call more
+            // than before that check, so that a value volt-sem never
+            // writes there fails the script with nothing changed rather
+            // than after the head left the queue (a permit lost).
             ("hget", 1),
             ("zrem", 1),
             // s2's inspect record, the grant record, the token.

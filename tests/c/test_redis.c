@@ -1103,6 +1103,151 @@ static void test_fork_inside_a_callback_on_a_library_thread(void) {
     }
 }
 
+/* fork() from inside a wake callback that runs on the caller's own thread,
+ * during its turn at running the handle's jobs (a call that waits for Redis
+ * anyway, here volt_sem_census, runs the jobs queued before it itself when
+ * no thread runs them: the release queued just before completes the
+ * handle's own waiter there). The child's thread is then its copy of the
+ * caller's, which goes back to the caller's code in the child: the call it
+ * was in must answer VOLT_FORKED there, as every later call does, without
+ * sending the rest of the turn on the parent's connections (whose sockets
+ * the child shares) and without taking a lock of the handle: another
+ * thread of the parent may have held it at the fork (here a thread queuing
+ * requests on the same handle meanwhile, which takes the handle's locks
+ * all the time), and then it stays held in the child. The child used to
+ * end its turn under the lock of the handle's job queue, and wait for ever
+ * when that thread had held it. Whether the door thread or the caller runs
+ * the release is a race: the test tries until the caller's turn did, ten
+ * times. The parent goes on as if nothing happened. */
+#define FORKS_IN_TURN 10
+
+typedef struct {
+    const volt_sem *sem;
+    pthread_t caller;     /* the thread whose census may take the turn */
+    atomic_int ran;       /* the callback ran (on either thread) */
+    atomic_int child;     /* its child's pid, when it forked */
+    atomic_int go;        /* the hammer queues requests while set */
+    atomic_int queued;    /* ... how many so far */
+    atomic_int stop;      /* the hammer's thread ends */
+} fork_in_turn;
+
+static void hammer_woken(void *ctx) { (void)ctx; }
+
+/* Queues a request of 1 permit on the handle and cancels it, again and
+ * again while `go` is set: each takes the handle's locks (its table's, its
+ * job queue's). */
+static void *hammer(void *ctx) {
+    fork_in_turn *f = ctx;
+    volt_waiter w;
+    while (!atomic_load(&f->stop)) {
+        if (!atomic_load(&f->go)) {
+            sleep_ms(1);
+            continue;
+        }
+        volt_waiter_init(&w);
+        volt_status s = volt_sem_acquire(f->sem, &w, 1, hammer_woken, f);
+        if (s == VOLT_PENDING) s = volt_sem_cancel(f->sem, &w, NULL);
+        if (s == VOLT_OK) CHECK_STATUS(volt_sem_release(f->sem, 1), VOLT_OK); /* granted first */
+        atomic_fetch_add(&f->queued, 1);
+    }
+    return NULL;
+}
+
+static void fork_if_on_the_callers_thread(void *ctx) {
+    fork_in_turn *f = ctx;
+    if (pthread_equal(pthread_self(), f->caller)) {
+        /* Fork while the other thread takes the handle's locks. */
+        int before = atomic_load(&f->queued);
+        atomic_store(&f->go, 1);
+        for (int ms = 0; atomic_load(&f->queued) < before + 50 && ms < 5000; ms++) sleep_ms(1);
+        pid_t pid = fork();
+        if (pid == 0) {
+            harness_child_watchdog(5); /* a child that hangs dies of SIGALRM */
+            return;
+        }
+        atomic_store(&f->go, 0);
+        atomic_store(&f->child, (int)pid);
+    }
+    atomic_store(&f->ran, 1);
+}
+
+static void test_fork_inside_a_callback_during_a_callers_turn(void) {
+    const char *name = name_of("fork-in-turn");
+    const volt_sem *a = connect_main(name, 2);
+    pid_t parent = getpid();
+    static fork_in_turn f;
+    memset(&f, 0, sizeof f);
+    f.sem = a;
+    f.caller = pthread_self();
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, hammer, &f) == 0);
+    int forks = 0, attempts = 0;
+    for (; attempts < 2000 && forks < FORKS_IN_TURN; attempts++) {
+        int report[2];
+        REQUIRE(pipe(report) == 0);
+        atomic_store(&f.ran, 0);
+        atomic_store(&f.child, 0);
+        volt_waiter w;
+        volt_waiter_init(&w);
+        CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
+        CHECK_STATUS(volt_sem_acquire(a, &w, 1, fork_if_on_the_callers_thread, &f), VOLT_PENDING);
+        CHECK_STATUS(volt_sem_release(a, 1), VOLT_OK); /* queued for the door thread */
+        volt_census k;
+        volt_status s = volt_sem_census(a, &k); /* a turn, if the door has not begun */
+        if (getpid() != parent) {
+            /* The child: its thread came back from the callback. */
+            char r[2] = {(char)s, (char)volt_sem_try_acquire(a, 1)};
+            if (write(report[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
+            _exit(0);
+        }
+        CHECK_STATUS(s, VOLT_OK);
+        for (int ms = 0; !atomic_load(&f.ran); ms++) {
+            REQUIRE(ms < 10000);
+            sleep_ms(1);
+        }
+        CHECK_STATUS(volt_sem_cancel(a, &w, NULL), VOLT_OK); /* granted: a holds it */
+        CHECK_STATUS(volt_sem_release(a, 2), VOLT_OK);
+        close(report[1]);
+        pid_t child = (pid_t)atomic_load(&f.child);
+        if (child > 0) {
+            forks++;
+            /* Its thread blocks every signal during the turn (so does the
+             * child's copy until the turn ends): its watchdog cannot end a
+             * hung child, this does. */
+            int status = 0;
+            pid_t got = 0;
+            for (int ms = 0; (got = waitpid(child, &status, WNOHANG)) == 0 && ms < 10000; ms++) sleep_ms(1);
+            if (got == 0) {
+                fprintf(stderr, "    the child %ld hung: killed\n", (long)child);
+                kill(child, SIGKILL);
+                REQUIRE(waitpid(child, &status, 0) == child);
+            }
+            /* Ended on its own (its exit status is valgrind's, under it). */
+            CHECK(got == child && WIFEXITED(status));
+            char r[2] = {0, 0};
+            CHECK(read(report[0], r, sizeof r) == (ssize_t)sizeof r);
+            CHECK_STATUS((volt_status)r[0], VOLT_FORKED); /* the census it was in */
+            CHECK_STATUS((volt_status)r[1], VOLT_FORKED); /* and what came after */
+        }
+        close(report[0]);
+    }
+    printf("    %d forks in the caller's turn in %d attempts\n", forks, attempts);
+    CHECK(forks == FORKS_IN_TURN);
+    atomic_store(&f.stop, 1);
+    REQUIRE(pthread_join(th, NULL) == 0);
+    /* The parent's connections were not used by the children: its calls
+     * still get their own answers. */
+    for (int i = 0; i < 20; i++) {
+        CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
+        volt_census k = census(a);
+        CHECK(conserved(k) && k.available == 0 && k.held == 2);
+        CHECK_STATUS(volt_sem_release(a, 2), VOLT_OK);
+    }
+    volt_census k = census(a);
+    CHECK(conserved(k) && k.available == 2 && k.queued == 0);
+    volt_sem_free(a);
+}
+
 static void on_lost_child(void *ctx, volt_status why) {
     (void)ctx;
     (void)why;
@@ -2618,6 +2763,7 @@ int main(int argc, char **argv) {
     RUN(test_stress_threads_on_two_handles);
     RUN(test_fork_child_cannot_use_the_parents_handle);
     RUN(test_fork_inside_a_callback_on_a_library_thread);
+    RUN(test_fork_inside_a_callback_during_a_callers_turn);
     RUN(test_fork_inside_a_lease_callback);
 #if !defined(__SANITIZE_THREAD__)
     /* TSan cannot follow a child that starts threads after fork(). */

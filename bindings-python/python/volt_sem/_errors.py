@@ -46,9 +46,11 @@ class AuthenticationError(RedisConnectionError):
 class RedisCommandError(RedisError):
     """Redis answered with an error, or with a reply the scripts never produce
     (``code`` ``"REDIS_ERROR"`` or ``"PROTOCOL_ERROR"``), or a key in the
-    semaphore's key space holds a value of another type, which another program
-    wrote (``code`` ``"WRONG_TYPE"``; the call changed nothing in Redis and the
-    message names the key when known: delete that key)."""
+    semaphore's key space holds a value of another type, or a field of one a
+    value volt-sem never writes there (a word or a negative count, ``avail``
+    above the total), which another program wrote (``code`` ``"WRONG_TYPE"``;
+    the call changed nothing in Redis and the message names the key, and the
+    field, when known: delete that key, or the semaphore)."""
 
 
 class NoPermissionError(RedisError, PermissionError):

@@ -21,9 +21,13 @@ local avail = tonumber(m[3])
 -- (the ZCARD is a cheap second line of defence).
 if avail >= n and redis.call('ZCARD', QUEUE) == 0 then
   local tok = math.max(tonumber(m[4]) + 1, NOW_US)
+  -- The holding first: its HINCRBY fails on a value that is not a count,
+  -- raised() undoes it on a negative one (hand.lua's garbage()), before
+  -- anything else is written.
+  local h = raised(HELD, SID, redis.call('HINCRBY', HELD, SID, n), n)
   redis.call('HSET', META, 'avail', avail - n, 'token', fmt(tok))
   -- For inspect.lua (as in head.lua's hand()).
-  if redis.call('HINCRBY', HELD, SID, n) == n then
+  if h == n then
     redis.call('HSET', INFO, SID .. ':t', fmt(tok), SID .. ':s', fmt(NOW_MS))
   else
     redis.call('HSET', INFO, SID .. ':t', fmt(tok))
@@ -57,7 +61,8 @@ local est = FAST and tonumber(M[2]) or REAP_AT
 if math.max(est + 1, NOW_MS + REAP_MIN_MS) < latest then
   local due = reap_due()
   if due < latest then
-    local hb = tonumber(redis.call('HGET', INFO, SID .. ':h') or fmt(latest))
+    -- (A value volt-sem never writes there reads as unknown.)
+    local hb = tonumber(redis.call('HGET', INFO, SID .. ':h') or '') or latest
     wake = due < hb
   end
 end

@@ -13,6 +13,13 @@ if FAST then
     -- The holding first: not read before, it is the first write (a wrong
     -- type fails it with nothing written, see head.lua's expect()).
     local h = redis.call('HINCRBY', HELD, SID, n)
+    if h < n then
+      -- Negative before: a value volt-sem never writes (hand.lua's
+      -- garbage(), inline here); undone, nothing else written.
+      redis.call('HINCRBY', HELD, SID, -n)
+      error({err = 'WRONGTYPE ' .. HELD .. ' field ' .. SID .. ' holds "' .. fmt(h - n) ..
+        '", where volt-sem keeps a count from 0'})
+    end
     -- For inspect.lua (as in head.lua's hand()): the one call more per
     -- grant that inspect costs (see "Inspecting" in the crate docs). Not
     -- read before either: a wrong type undoes the holding (rather than

@@ -7,7 +7,8 @@ if r then return r end
 local eid = ARGV[4]
 local e = redis.call('HGET', ENTRIES, eid)
 if e then
-  local _, got = parse(e)
+  local _, got = entry(e, eid)
+  if got > 0 then check_hand(got, nil, function(x) return x == eid end) end
   redis.call('HDEL', ENTRIES, eid)
   redis.call('ZREM', QUEUE, eid)
   redis.call('ZREM', OWN, eid)

@@ -4,12 +4,17 @@
 -- (each of which is woken: inherent).
 local r = prologue()
 if r then return r end
+-- Every record read before the first write (hand.lua's garbage()).
+local eids = redis.call('ZRANGE', QUEUE, 0, -1)
+local gots = {}
+for i, eid in ipairs(eids) do
+  local _, got = entry(redis.call('HGET', ENTRIES, eid), eid)
+  gots[i] = got
+end
 redis.call('HSET', META, 'closed', 1)
 local back = 0
-local eids = redis.call('ZRANGE', QUEUE, 0, -1)
-for _, eid in ipairs(eids) do
-  local _, got = parse(redis.call('HGET', ENTRIES, eid))
-  back = back + got
+for i, eid in ipairs(eids) do
+  back = back + gots[i]
   redis.call('HDEL', ENTRIES, eid)
   redis.call('HSET', GRANTS, eid, '0')
   notify(sid_of(eid), eid .. ' 0')

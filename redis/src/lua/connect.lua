@@ -45,11 +45,13 @@ else
   -- refuses with OOM). O(s + r) otherwise, for s sessions and r requests.
   local carried = 0
   if redis.call('EXISTS', QUEUE, ENTRIES, SESSIONS, HELD, GRANTS, OWN, INFO) > 0 then
-    redis.call('DEL', QUEUE, ENTRIES, GRANTS, OWN)
+    -- The holdings, checked before the first write (hand.lua's garbage()).
     local h = redis.call('HGETALL', HELD)
+    for i = 1, #h, 2 do count(h[i + 1], HELD, h[i], 0, MAX_COUNT) end
+    redis.call('DEL', QUEUE, ENTRIES, GRANTS, OWN)
     local known = {}
     for i = 1, #h, 2 do
-      local sid, n = h[i], tonumber(h[i + 1]) or 0
+      local sid, n = h[i], tonumber(h[i + 1])
       known[sid] = true
       local exp = tonumber(redis.call('ZSCORE', SESSIONS, sid) or '-1')
       if exp >= NOW_MS and n > 0 then

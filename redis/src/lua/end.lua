@@ -5,8 +5,7 @@
 if lost() then return {'LOST'} end
 -- Before the first write (drop_session writes the sessions before reap reads them).
 guard(true)
-local p = drop_session(SID)
-if p > 0 then hand(p) end
+drop_sessions({SID})
 reap()
 redis.pcall('RPUSH', note_key(SID), 'bye')
 redis.call('PEXPIRE', note_key(SID), 5000)

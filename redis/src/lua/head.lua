@@ -75,6 +75,12 @@ end
 -- Whether a redis.pcall failed.
 local function failed(r) return type(r) == 'table' and r.err ~= nil end
 
+-- The largest count the scripts accept in a field (2^53 - 1: exact in a
+-- double), and the largest total: see hand.lua's garbage().
+local MAX_COUNT = 9007199254740991
+-- MAX_PERMITS (options.rs): the largest total.
+local MAX_PERMITS = 1099511627776
+
 -- Set by fast.lua: the caller's lease is renewed once the call made its
 -- other writes (so that a WRONGTYPE before them leaves nothing written).
 local RENEW = false

@@ -28,10 +28,14 @@ local hpos = #out + 1
 out[hpos] = 0
 for i = 1, #holders, 2 do
   local sid, permits = holders[i], holders[i + 1]
-  if tonumber(permits) > 0 then
+  if count(permits, HELD, sid, 0, MAX_COUNT) > 0 then
     local info = redis.call('HMGET', INFO, sid, sid .. ':s', sid .. ':t')
     local deadline = redis.call('ZSCORE', SESSIONS, sid)
-    local since = tonumber(info[2] or fmt(NOW_MS))
+    -- The records only inspect reads: a value volt-sem never writes there
+    -- reads as unknown.
+    if not (info[2] and string.find(info[2], '^%d+$')) then info[2] = fmt(NOW_MS) end
+    if not (info[3] and string.find(info[3], '^%d+$') and #info[3] <= 16) then info[3] = '0' end
+    local since = tonumber(info[2])
     local left = deadline and math.max(tonumber(deadline) - NOW_MS, 0) or 0
     h = h + 1
     out[#out + 1] = info[1] or ''
@@ -49,7 +53,7 @@ for i = 1, #queue, 2 do
   local eid = queue[i]
   local sid = sid_of(eid)
   if who[sid] == nil then who[sid] = redis.call('HGET', INFO, sid) or '' end
-  local need, got = parse(redis.call('HGET', ENTRIES, eid))
+  local need, got = entry(redis.call('HGET', ENTRIES, eid), eid)
   out[#out + 1] = who[sid]
   out[#out + 1] = need
   out[#out + 1] = got

@@ -2,10 +2,6 @@
 -- scripts.rs).
 local function note_key(sid) return TAG .. ':note:' .. sid end
 local function sid_of(eid) return string.match(eid, '^([^:]*):') end
-local function parse(e)
-  local need, got = string.match(e, '^(%d+):(%d+)$')
-  return tonumber(need), tonumber(got)
-end
 
 -- (A push that fails is a lost notification: see head.lua's expect().)
 local function notify(sid, msg)
@@ -21,6 +17,9 @@ end
 -- Six (or seven) calls, on the paths that are not about latency: the fast
 -- paths check the few keys they would only write themselves.
 local function guard(sessions)
+  -- And the counters (hand.lua's garbage()).
+  local c = redis.call('HMGET', META, 'inc', 'total', 'avail', 'debt', 'token', 'seq', 'reap', 'closed')
+  if c[1] or c[2] then check_meta(c[2], c[3], c[4], c[5], c[6], c[7], c[8]) end
   expect(QUEUE, 'zset')
   expect(ENTRIES, 'hash')
   expect(HELD, 'hash')
@@ -40,7 +39,7 @@ local function drop_session(sid)
   for _, eid in ipairs(eids) do
     local e = redis.call('HGET', ENTRIES, eid)
     if e then
-      local _, got = parse(e)
+      local _, got = entry(e, eid)
       p = p + got
       redis.call('HDEL', ENTRIES, eid)
       redis.call('ZREM', QUEUE, eid)
@@ -55,6 +54,34 @@ local function drop_session(sid)
   return p
 end
 
+-- What drop_session(sid) will hand on, checked before it writes (hand.lua's
+-- garbage()): its holding and its requests' records.
+local function check_session(sid)
+  local p = count(redis.call('HGET', HELD, sid) or '0', HELD, sid, 0, MAX_COUNT)
+  for _, eid in ipairs(redis.call('ZRANGEBYLEX', OWN, '[' .. sid .. ':', '(' .. sid .. ';')) do
+    local e = redis.call('HGET', ENTRIES, eid)
+    if e then
+      local _, got = entry(e, eid)
+      p = p + got
+    end
+  end
+  return p
+end
+
+-- Drops the sessions `sids` and hands on what they had, each value read
+-- checked before the first write. O((k + g) log n) for their k requests
+-- and the g requests handed to.
+local function drop_sessions(sids)
+  local p, gone = 0, {}
+  for _, sid in ipairs(sids) do
+    p = p + check_session(sid)
+    gone[sid] = true
+  end
+  if p > 0 then check_hand(p, nil, function(eid) return gone[sid_of(eid)] end) end
+  for _, sid in ipairs(sids) do drop_session(sid) end
+  if p > 0 then hand(p) end
+end
+
 -- Lazy reclaim: any live client's script removes (a bounded number of)
 -- sessions whose lease deadline passed, so no reaper process is needed.
 -- It also keeps META.reap (the fast path's test, fast.lua) at the earliest
@@ -66,12 +93,10 @@ local REAPED = 0
 local REAP_AT
 local function reap()
   local dead = redis.call('ZRANGEBYSCORE', SESSIONS, '-inf', '(' .. fmt(NOW_MS), 'LIMIT', 0, 16)
-  local p = 0
   for _, sid in ipairs(dead) do
     if sid ~= SID then REAPED = REAPED + 1 end
-    p = p + drop_session(sid)
   end
-  if p > 0 then hand(p) end
+  if #dead > 0 then drop_sessions(dead) end
   local first = redis.call('ZRANGE', SESSIONS, 0, 0, 'WITHSCORES')[2]
   REAP_AT = tonumber(first) or NOW_MS + LEASE
   redis.call('HSET', META, 'reap', first or fmt(NOW_MS + LEASE))
@@ -114,8 +139,7 @@ local function live()
     return false
   end
   if tonumber(exp) < NOW_MS then
-    local p = drop_session(SID)
-    if p > 0 then hand(p) end
+    drop_sessions({SID})
     return false
   end
   redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID)
@@ -147,6 +171,14 @@ end
 -- does with '0'), its partial grant handed on (debt first), the others
 -- keep their place. O(q log n) for q queued.
 local function set_total(n)
+  -- Every queued request may be failed or completed: their records and
+  -- their sessions' holdings, checked before the first write (hand.lua's
+  -- garbage()).
+  for _, eid in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
+    entry(redis.call('HGET', ENTRIES, eid), eid)
+    local owner = sid_of(eid)
+    count(redis.call('HGET', HELD, owner) or '0', HELD, owner, 0, MAX_COUNT)
+  end
   local m = redis.call('HMGET', META, 'total', 'avail', 'debt')
   local old, avail, debt = tonumber(m[1]), tonumber(m[2]), tonumber(m[3] or '0')
   redis.call('HSET', META, 'total', fmt(n))
@@ -161,7 +193,7 @@ local function set_total(n)
   end
   local back = 0
   for _, eid in ipairs(redis.call('ZRANGE', QUEUE, 0, -1)) do
-    local need, got = parse(redis.call('HGET', ENTRIES, eid))
+    local need, got = entry(redis.call('HGET', ENTRIES, eid), eid)
     if need > n then
       back = back + got
       redis.call('HDEL', ENTRIES, eid)

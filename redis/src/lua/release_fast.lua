@@ -13,6 +13,12 @@ if FAST and tonumber(M[5]) > 0 then
   local left = redis.call('HINCRBY', HELD, SID, -n)
   if left < 0 then
     redis.call('HINCRBY', HELD, SID, n)
+    if left + n < 0 then
+      -- Negative before: a value volt-sem never writes (hand.lua's
+      -- garbage(), inline here); undone, nothing else written.
+      error({err = 'WRONGTYPE ' .. HELD .. ' field ' .. SID .. ' holds "' .. fmt(left + n) ..
+        '", where volt-sem keeps a count from 0'})
+    end
     if RENEW then redis.call('ZADD', SESSIONS, 'XX', fmt(NOW_MS + LEASE), SID) end
     return {'NOTHELD', left + n}
   end

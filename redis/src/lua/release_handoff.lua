@@ -8,23 +8,14 @@ if FAST then
   local n = tonumber(ARGV[4])
   -- Nothing available: the permits go to the queue's head (or pay a
   -- debt). What that hand-off reads, it reads before the first write (see
-  -- head.lua's expect()), and hand() takes it from here; if the head
-  -- completes, the grant record and the owner's inspect record are
-  -- written, hashes not read otherwise: checked here.
-  local head, e
-  do
-    local p = n - tonumber(M[7] or '0')
-    if p > 0 then
-      head = redis.call('ZRANGE', QUEUE, 0, 0)[1] or false
-      if head then
-        e = redis.call('HGET', ENTRIES, head)
-        local need, got = string.match(e, '^(%d+):(%d+)$')
-        if tonumber(need) - tonumber(got) <= p then
-          expect(GRANTS, 'hash')
-          expect(INFO, 'hash')
-        end
-      end
-    end
+  -- head.lua's expect(), hand.lua's garbage(): check_hand), and hand() takes the
+  -- head from here; if a request completes, the grant record and the
+  -- owner's inspect record are written, hashes not read otherwise:
+  -- checked here.
+  local head, e, completes = check_hand(n, M[7] or '0')
+  if completes then
+    expect(GRANTS, 'hash')
+    expect(INFO, 'hash')
   end
   -- The holding: the first write (left at 0, as in release_fast.lua).
   local left = redis.call('HINCRBY', HELD, SID, -n)

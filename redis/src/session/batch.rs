@@ -60,9 +60,17 @@ impl Inner {
         let Some((sid, epoch)) = session.filter(|_| jobs.len() + usize::from(try_n.is_some()) > 1)
         else {
             for job in jobs {
+                if self.forked() {
+                    // A callback of a job before forked, and this is the
+                    // child's copy of the thread: see `Turn::run_queued`.
+                    return try_n.map(|_| Err(Error::Forked));
+                }
                 contained(|| {
                     let _ = self.run_job(job);
                 });
+            }
+            if self.forked() {
+                return try_n.map(|_| Err(Error::Forked));
             }
             return try_n.map(|n| self.try_now(n));
         };
@@ -120,6 +128,14 @@ impl Inner {
         let mut refused = false;
         let mut out = None;
         for (item, r) in items.into_iter().zip(replies) {
+            if self.forked() {
+                // A callback an earlier reply delivered forked, and this is
+                // the child's copy of the thread: the replies left are the
+                // parent's to handle (it got them too), and what they would
+                // do here (send again, complete requests) takes locks
+                // another thread of the parent may have held at the fork.
+                return try_n.map(|_| Err(Error::Forked));
+            }
             let not_run = matches!(r, Err(CallError::NotRun(_)));
             match item {
                 Item::Release { n } => contained(|| {
@@ -149,6 +165,9 @@ impl Inner {
                 }
             }
             refused |= not_run;
+        }
+        if self.forked() {
+            return try_n.map(|_| Err(Error::Forked));
         }
         self.send_alone(stale);
         out

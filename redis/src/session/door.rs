@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use super::runs::Runs;
-use super::{batch, lock, Inner};
+use super::{batch, lock, process_id, Inner};
 use crate::census::Census;
 use crate::error::Error;
 use crate::reply::{Reply, Status};
@@ -140,6 +140,9 @@ pub(super) struct Turn<'a> {
     door: &'a Door,
     /// How many of the jobs queued when the turn began are left to run.
     before: usize,
+    /// The process that took the turn: a `fork()` child's copy of the
+    /// thread (a callback the turn delivered forked) leaves the turn alone.
+    pid: u32,
     _signals: SignalsBlocked,
 }
 
@@ -151,6 +154,7 @@ impl<'a> Turn<'a> {
         Some(Turn {
             door,
             before,
+            pid: process_id(),
             _signals: SignalsBlocked::new(),
         })
     }
@@ -159,6 +163,13 @@ impl<'a> Turn<'a> {
     /// `try_n`, this caller's `try_acquire` of that many permits (all in
     /// one round trip when they can go in a pipeline, see `batch.rs`), and
     /// returns the latter's outcome.
+    ///
+    /// A wake callback a job delivers here runs on this caller's thread;
+    /// if it calls `fork()`, the child's one thread is its copy of this
+    /// one, which goes back to the caller's code in the child: there the
+    /// turn stops (the jobs left are the parent's, for its connections)
+    /// and the caller's own call answers [`Error::Forked`], taking no lock
+    /// another thread of the parent may have held at the fork.
     pub(super) fn run_queued(
         &mut self,
         inner: &Inner,
@@ -180,9 +191,16 @@ impl<'a> Turn<'a> {
             // it through its answer being dropped.
             let answer =
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.run_job(job)));
+            if inner.forked() {
+                // (A call's answer goes to a thread of the parent.)
+                return try_n.map(|_| Err(Error::Forked));
+            }
             if let Ok(Some(send)) = answer {
                 send();
             }
+        }
+        if inner.forked() {
+            return try_n.map(|_| Err(Error::Forked));
         }
         try_n.map(|n| inner.try_now(n))
     }
@@ -190,7 +208,13 @@ impl<'a> Turn<'a> {
 
 impl Drop for Turn<'_> {
     fn drop(&mut self) {
-        self.door.runs.end_turn();
+        // In a fork() child (a callback of the turn forked), the queue is a
+        // copy of the parent's, which no thread of the child runs, and its
+        // lock may have been held by another thread of the parent at the
+        // fork (then it is held for ever here).
+        if process_id() == self.pid {
+            self.door.runs.end_turn();
+        }
     }
 }
 
@@ -380,6 +404,10 @@ pub(super) fn call<R: Send + 'static>(
     }
     if let Some(mut turn) = Turn::take(&inner.door) {
         turn.run_queued(inner, None);
+        if inner.forked() {
+            // A callback of the turn forked: see `Turn::run_queued`.
+            return Err(Error::Forked);
+        }
         return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(inner))).unwrap_or_else(
             |_| {
                 Err(Error::Protocol(
