@@ -7,13 +7,17 @@ holds, a wait cancelled while its grant was in transit from another thread,
 a Future made inside another one's making, a forked child."""
 
 import asyncio
+import gc
 import os
+import random
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from conftest import settle
-from volt_sem import Mutex, Semaphore
+from conftest import HANG_SECONDS, settle
+from volt_sem import Acquire, Mutex, Semaphore
 
 
 async def _await(aw):
@@ -235,3 +239,32 @@ def test_a_forked_child_reuses_the_parents_pooled_objects():
     assert _fork(child) == 0
     asyncio.run(_contend(sem))
     assert sem.available_permits == 1
+
+
+def test_introspection_finds_no_pooled_acquire_that_still_holds(run):
+    """A finished contended `async with`'s acquire object waits in the
+    thread's pool. Its block released the permit through the lock's
+    `__aexit__`, so `gc.get_objects()` must not hand out an object that
+    still says it holds one: its `__exit__` would then release a `Mutex`
+    someone else holds now, or raise a semaphore above its total. (It
+    did: every pooled object read `held`, and its `__exit__` unlocked the
+    mutex and gave the semaphore 2 more permits per object.)"""
+    before = [o for o in gc.get_objects() if isinstance(o, Acquire)]
+    mutex, sem = Mutex(), Semaphore(2)
+
+    async def main():
+        await _contend(mutex)
+        await _contend(sem)
+
+    run(main())
+    assert mutex.try_acquire()  # someone else holds it now
+    found = [
+        o for o in gc.get_objects()
+        if isinstance(o, Acquire) and not any(o is b for b in before)
+    ]
+    for o in found:
+        assert not o.held, repr(o)
+        o.__exit__(None, None, None)  # holds nothing: releases nothing
+    assert mutex.locked()
+    assert sem.available_permits == 2
+    mutex.release()
