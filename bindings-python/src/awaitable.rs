@@ -1048,19 +1048,37 @@ thread_local! {
 /// goes back to this thread's pool (once: `contended_enter` is cleared), where
 /// [`pooled_acquire`] takes it again only when the pool holds its last
 /// reference. The interpreter drops its own reference right after this step.
+///
+/// A pooled object still reads `held` (the `await` of a caller who kept it
+/// acquired the permit), though its `async with` block released that permit
+/// through the lock's `__aexit__`: so the pool keeps it out of the GC's
+/// lists, where `gc.get_objects()` would find it and its `__exit__` would
+/// release a permit nobody holds. [`pooled_acquire`] puts it back.
 fn pool_finished(slf: &Bound<'_, Acquire>, mut me: PyRefMut<'_, Acquire>) {
     if !me.poolable() {
         return;
     }
     me.contended_enter = false;
     drop(me);
-    let _ = POOL.try_with(|p| {
-        if let Ok(mut p) = p.try_borrow_mut() {
-            if p.len() < POOL_SIZE {
+    let pooled = POOL
+        .try_with(|p| match p.try_borrow_mut() {
+            Ok(mut p) if p.len() < POOL_SIZE => {
                 p.push(slf.clone().unbind());
+                true
             }
-        }
-    });
+            _ => false,
+        })
+        .unwrap_or(false);
+    if pooled {
+        // SAFETY: GIL held; `slf` is a live object of a GC type (`Acquire`
+        // has `__traverse__`), tracked since its creation. Untracking only
+        // takes it off the GC's lists: it can be in no reference cycle
+        // meanwhile (a finished acquire's `__traverse__` visits nothing and
+        // nothing makes it refer to an object again before `renew_for_enter`,
+        // which follows its re-tracking), and its deallocation untracks
+        // only a tracked object (`PyObject_GC_UnTrack` checks).
+        unsafe { pyo3::ffi::PyObject_GC_UnTrack(slf.as_ptr().cast()) };
+    }
 }
 
 /// A pooled acquire made ready for a contended `__aenter__` of `core`, if
@@ -1076,6 +1094,16 @@ fn pooled_acquire(py: Python<'_>, core: &Arc<Core>, role: &Role) -> Option<Py<Py
         .ok()
         .flatten()?;
     let acquire = acquire.into_bound(py);
+    // Under the GC's watch again ([`pool_finished`] took it off), whether
+    // reused or let go (a caller kept it).
+    // SAFETY: GIL held; `acquire` is a live object of a GC type, tracked
+    // again only if it is not (tracking a tracked object is a fatal error).
+    unsafe {
+        let p = acquire.as_ptr();
+        if pyo3::ffi::PyObject_GC_IsTracked(p) == 0 {
+            pyo3::ffi::PyObject_GC_Track(p.cast());
+        }
+    }
     if !crate::only_reference(acquire.as_any()) {
         return None;
     }

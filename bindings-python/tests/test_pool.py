@@ -7,13 +7,17 @@ holds, a wait cancelled while its grant was in transit from another thread,
 a Future made inside another one's making, a forked child."""
 
 import asyncio
+import gc
 import os
+import random
+import subprocess
+import sys
 import threading
 
 import pytest
 
-from conftest import settle
-from volt_sem import Mutex, Semaphore
+from conftest import HANG_SECONDS, settle
+from volt_sem import Acquire, Mutex, Semaphore
 
 
 async def _await(aw):
@@ -234,4 +238,227 @@ def test_a_forked_child_reuses_the_parents_pooled_objects():
 
     assert _fork(child) == 0
     asyncio.run(_contend(sem))
+    assert sem.available_permits == 1
+
+
+def test_introspection_finds_no_pooled_acquire_that_still_holds(run):
+    """A finished contended `async with`'s acquire object waits in the
+    thread's pool. Its block released the permit through the lock's
+    `__aexit__`, so `gc.get_objects()` must not hand out an object that
+    still says it holds one: its `__exit__` would then release a `Mutex`
+    someone else holds now, or raise a semaphore above its total. (It
+    did: every pooled object read `held`, and its `__exit__` unlocked the
+    mutex and gave the semaphore 2 more permits per object.)"""
+    before = [o for o in gc.get_objects() if isinstance(o, Acquire)]
+    mutex, sem = Mutex(), Semaphore(2)
+
+    async def main():
+        await _contend(mutex)
+        await _contend(sem)
+
+    run(main())
+    assert mutex.try_acquire()  # someone else holds it now
+    found = [
+        o for o in gc.get_objects()
+        if isinstance(o, Acquire) and not any(o is b for b in before)
+    ]
+    for o in found:
+        assert not o.held, repr(o)
+        o.__exit__(None, None, None)  # holds nothing: releases nothing
+    assert mutex.locked()
+    assert sem.available_permits == 2
+    mutex.release()
+
+
+def test_cancellation_storms_on_loops_in_threads_sharing_the_pool():
+    """Event loops on four threads contend for one `Semaphore(3)` and one
+    `Mutex`, whose contended waits share each thread's pool: tasks are
+    cancelled by `wait_for`, `asyncio.timeout()`, a failing `TaskGroup` and
+    `Task.cancel()` at random points of their waits, while plain threads
+    take permits and release them from yet other threads (grants crossing
+    threads and loops to waits that may be cancelled meanwhile). Never more
+    holders than permits, and at the end every permit is back: nothing
+    held, queued or granted in transit."""
+    total = 3
+    sem, mutex = Semaphore(total), Mutex()
+    count_lock = threading.Lock()
+    inside = {"sem": [0, 0], "mutex": [0, 0]}
+    stop = threading.Event()
+    errors = []
+
+    def count(which, d):
+        with count_lock:
+            c = inside[which]
+            c[0] += d
+            c[1] = max(c)
+
+    async def body(rnd, which):
+        async with sem if which == "sem" else mutex:
+            count(which, 1)
+            try:
+                await asyncio.sleep(0)
+                if rnd.random() < 0.3:
+                    await asyncio.sleep(rnd.random() * 0.0005)
+            finally:
+                count(which, -1)
+
+    async def one(rnd):
+        which = "sem" if rnd.random() < 0.75 else "mutex"
+        kind = rnd.randrange(4)
+        new_api = sys.version_info >= (3, 11)
+        try:
+            if kind == 0:
+                await asyncio.wait_for(body(rnd, which), rnd.random() * 0.001)
+            elif kind == 1 and new_api:
+                async with asyncio.timeout(rnd.random() * 0.001):
+                    await body(rnd, which)
+            elif kind == 2 and new_api:
+
+                async def fail():
+                    await asyncio.sleep(rnd.random() * 0.0005)
+                    raise KeyError
+
+                async with asyncio.TaskGroup() as tg:
+                    for _ in range(3):
+                        tg.create_task(body(rnd, which))
+                    tg.create_task(fail())
+            else:
+                t = asyncio.ensure_future(body(rnd, which))
+                await asyncio.sleep(0)
+                if rnd.random() < 0.5:
+                    t.cancel()
+                await asyncio.gather(t, return_exceptions=True)
+        except (asyncio.TimeoutError, asyncio.CancelledError, KeyError):
+            pass
+        except Exception as e:  # the TaskGroup's ExceptionGroup
+            if not all(isinstance(x, KeyError) for x in getattr(e, "exceptions", [e])):
+                raise
+
+    async def loop_main(seed):
+        rnd = random.Random(seed)
+        for _ in range(150):
+            await asyncio.gather(*(one(rnd) for _ in range(rnd.randrange(1, 12))))
+
+    def on_loop(seed):
+        try:
+            asyncio.run(loop_main(seed))
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def releaser():
+        # A permit taken here is released by another thread: its grant
+        # crosses threads to whichever loop's task waits first.
+        while not stop.is_set():
+            if sem.acquire_blocking(1, timeout=0.01):
+                t = threading.Thread(target=sem.release, args=(1,))
+                t.start()
+                t.join()
+            if mutex.acquire_blocking(timeout=0.01):
+                mutex.release()
+
+    releasers = [threading.Thread(target=releaser) for _ in range(2)]
+    loops = [threading.Thread(target=on_loop, args=(seed,)) for seed in range(3)]
+    for t in releasers + loops:
+        t.start()
+    on_loop(3)
+    for t in loops:
+        t.join(HANG_SECONDS)
+    stop.set()
+    for t in releasers:
+        t.join(HANG_SECONDS)
+    assert not errors, errors
+    assert inside["sem"][1] <= total and inside["mutex"][1] <= 1, inside
+    stats, seen = sem.stats(), sem.inspect()
+    assert (stats.available, stats.held, stats.queued) == (total, 0, 0), stats
+    assert (seen.available, seen.total, seen.waiters) == (total, total, []), seen
+    assert sem.available_permits == total
+    assert not mutex.locked()
+    assert mutex.try_acquire()
+    mutex.release()
+
+
+_PURE_FUTURE_SCRIPT = """
+import sys
+sys.modules["_asyncio"] = None  # asyncio falls back to its Python Future and Task
+import asyncio
+assert asyncio.Future is asyncio.futures._PyFuture
+from volt_sem import Mutex, Semaphore
+
+sem, mutex = Semaphore(2), Mutex()
+
+async def worker(lock):
+    for _ in range(30):
+        async with lock:
+            await asyncio.sleep(0)
+
+async def holder():
+    async with sem:
+        await asyncio.sleep(0.01)
+
+async def main():
+    await asyncio.gather(*(worker(sem) for _ in range(6)), *(worker(mutex) for _ in range(3)))
+    tasks = [asyncio.ensure_future(holder()) for _ in range(8)]
+    await asyncio.sleep(0)
+    for t in tasks[1::2]:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+asyncio.run(main())
+assert sem.available_permits == 2 and not mutex.locked()
+print("ok")
+"""
+
+
+def test_contended_waits_on_the_pure_python_future():
+    """Without `_asyncio`, asyncio's Future and Task are its Python classes:
+    `_asyncio_future_blocking` is a plain attribute, not the C Future's
+    descriptor, and a wait's Future must still be marked blocking (the
+    Task refuses a bare `yield` of an unmarked one) and made with the
+    reused keyword dict."""
+    r = subprocess.run(
+        [sys.executable, "-c", _PURE_FUTURE_SCRIPT],
+        capture_output=True, text=True, timeout=HANG_SECONDS,
+    )
+    assert (r.returncode, r.stdout) == (0, "ok\n"), r.stderr
+
+
+class _RecordingFuture(asyncio.Future):
+    """A Future subclass whose `_asyncio_future_blocking` is its own
+    property: setting it must go through the property, never the C
+    Future's descriptor underneath."""
+
+    def __init__(self, *, loop):
+        super().__init__(loop=loop)
+        self.sets = []
+        self._blocking = False
+
+    @property
+    def _asyncio_future_blocking(self):
+        return self._blocking
+
+    @_asyncio_future_blocking.setter
+    def _asyncio_future_blocking(self, value):
+        self.sets.append(value)
+        self._blocking = value
+
+
+class _SubclassFutureLoop(asyncio.SelectorEventLoop):
+    made = []
+
+    def create_future(self):
+        fut = _RecordingFuture(loop=self)
+        self.made.append(fut)
+        return fut
+
+
+def test_a_loops_own_future_subclass_is_marked_through_its_own_attribute():
+    sem = Semaphore(1)
+    loop = _SubclassFutureLoop()
+    try:
+        loop.run_until_complete(_contend(sem, tasks=3, rounds=10))
+    finally:
+        loop.close()
+    assert loop.made, "no wait made a Future"
+    for fut in loop.made:
+        assert fut.sets[:1] == [True], fut.sets
     assert sem.available_permits == 1
