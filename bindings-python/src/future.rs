@@ -2,7 +2,6 @@
 //! Python frames: the waits of `Acquire` and `LeaseLost` use them.
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -10,21 +9,26 @@ use pyo3::types::{PyDict, PyType};
 
 static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-/// The last loop type seen whose `create_future` is asyncio's own (it just builds
-/// `asyncio.Future(loop=self)`). Holds a strong reference, leaked on purpose.
-static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
+static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
-/// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when the
-/// loop's `create_future` is asyncio's stock one (it does exactly that), which
-/// skips a Python-level method frame on every wait. Other loops (uvloop, custom
-/// ones) get their own `create_future`.
+/// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when
+/// the loop's `create_future` is asyncio's stock one (it does exactly that),
+/// which skips a Python-level method frame on every wait. Other loops
+/// (uvloop, custom ones) get their own `create_future`, and so does a loop
+/// whose `create_future` was set on the instance (instrumentation, a test
+/// harness): asyncio's own primitives call `loop.create_future()` and honour
+/// it. The check is the attribute the call would use, `loop.create_future`,
+/// a bound method of `BaseEventLoop.create_future` in the stock case; a
+/// look at the loop's type alone missed the instance's override, and its
+/// `__dict__` read would build the instance's dict on 3.11 and 3.12
+/// (an object with its attributes inline loses that layout).
 pub(crate) fn new_future<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let ty = event_loop.get_type();
-    let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
-    let stock = |py| -> PyResult<bool> {
+    let create = event_loop.getattr(pyo3::intern!(py, "create_future"))?;
+    let method = METHOD_TYPE.import(py, "types", "MethodType")?;
+    if create.get_type().is(method) {
         let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
             PyResult::Ok(
                 py.import("asyncio")?
@@ -33,18 +37,15 @@ pub(crate) fn new_future<'py>(
                     .unbind(),
             )
         })?;
-        Ok(ty
-            .getattr(pyo3::intern!(py, "create_future"))?
-            .is(base.bind(py)))
-    };
-    if STOCK_LOOP_TYPE.load(Ordering::Acquire) == ty.as_ptr() || stock(py)? {
-        if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
-            STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
+        if create
+            .getattr(pyo3::intern!(py, "__func__"))?
+            .is(base.bind(py))
+        {
+            let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
+            return stock_future(py, future, event_loop);
         }
-        stock_future(py, future, event_loop)
-    } else {
-        event_loop.call_method0(pyo3::intern!(py, "create_future"))
     }
+    create.call0()
 }
 
 thread_local! {
