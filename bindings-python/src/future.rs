@@ -37,15 +37,87 @@ pub(crate) fn new_future<'py>(
                     .unbind(),
             )
         })?;
-        if create
-            .getattr(pyo3::intern!(py, "__func__"))?
-            .is(base.bind(py))
-        {
+        if method_func(py, &create)?.is(base.bind(py)) {
             let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
             return stock_future(py, future, event_loop);
         }
     }
     create.call0()
+}
+
+/// `method.__func__` of a bound method (exactly `types.MethodType`): through
+/// the member descriptor's `tp_descr_get` when [`FUNC_GETTER`] has it (about
+/// 235 fewer instructions than `PyObject_GetAttr`, which looks the name up
+/// on the type first), else by `getattr`.
+fn method_func<'py>(py: Python<'py>, method: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(g) = FUNC_GETTER.get_or_init(py, || func_getter(py)) {
+        // SAFETY: GIL held; `method` is a live bound method, an instance of
+        // the type the descriptor `g.descr` (a strong reference, kept) belongs
+        // to; `g.get` is that descriptor's type's `tp_descr_get`, called as
+        // attribute lookup calls it (descriptor, instance, type): a new
+        // reference, or NULL with an exception set.
+        unsafe {
+            let r = (g.get)(
+                g.descr as *mut pyo3::ffi::PyObject,
+                method.as_ptr(),
+                pyo3::ffi::Py_TYPE(method.as_ptr()) as *mut pyo3::ffi::PyObject,
+            );
+            return Bound::from_owned_ptr_or_err(py, r);
+        }
+    }
+    method.getattr(pyo3::intern!(py, "__func__"))
+}
+
+/// `types.MethodType`'s `__func__` member descriptor and its type's
+/// `tp_descr_get`.
+struct FuncGetter {
+    /// A strong reference, kept for good.
+    descr: usize,
+    get: pyo3::ffi::descrgetfunc,
+}
+
+static FUNC_GETTER: PyOnceLock<Option<FuncGetter>> = PyOnceLock::new();
+
+/// Looks up [`FuncGetter`]: `None` (then `getattr`) when `__func__` is not a
+/// member descriptor or `PyType_GetSlot` cannot read a static type's slot
+/// (CPython 3.9), as for [`Blocking`].
+fn func_getter(py: Python<'_>) -> Option<FuncGetter> {
+    use pyo3::ffi;
+    let method = METHOD_TYPE.import(py, "types", "MethodType").ok()?;
+    let descr = method.getattr(pyo3::intern!(py, "__func__")).ok()?;
+    let kind = std::ptr::addr_of_mut!(ffi::PyMemberDescr_Type);
+    let get = descriptor_slot(&descr, kind, ffi::Py_tp_descr_get)?;
+    Some(FuncGetter {
+        descr: descr.into_ptr() as usize,
+        // SAFETY: the slot read is `tp_descr_get`, whose C type is `descrgetfunc`.
+        get: unsafe { std::mem::transmute::<*mut std::ffi::c_void, ffi::descrgetfunc>(get) },
+    })
+}
+
+/// The slot `slot` of `descr`'s type, when that type is `kind` (a static
+/// type of descriptors): `None` otherwise, or when `PyType_GetSlot` cannot
+/// read a static type's slot (before 3.10; the error it sets is cleared).
+fn descriptor_slot(
+    descr: &Bound<'_, PyAny>,
+    kind: *mut pyo3::ffi::PyTypeObject,
+    slot: std::ffi::c_int,
+) -> Option<*mut std::ffi::c_void> {
+    use pyo3::ffi;
+    // SAFETY: GIL held (`descr` is bound); `descr` is a live object, and its
+    // type a live type object. `PyType_GetSlot` returns NULL with an error
+    // set for a static type before 3.10.
+    unsafe {
+        let descr_type = ffi::Py_TYPE(descr.as_ptr());
+        if descr_type != kind {
+            return None;
+        }
+        let p = ffi::PyType_GetSlot(descr_type, slot);
+        if p.is_null() {
+            ffi::PyErr_Clear();
+            return None;
+        }
+        Some(p)
+    }
 }
 
 thread_local! {
@@ -127,24 +199,12 @@ fn blocking_setter(py: Python<'_>) -> Option<Blocking> {
     let descr = future
         .getattr(pyo3::intern!(py, "_asyncio_future_blocking"))
         .ok()?;
-    // SAFETY: GIL held; `descr` is a live object, and its type a live type
-    // object. `PyType_GetSlot` returns NULL with an error set (cleared)
-    // for a static type before 3.10; the slot read is `tp_descr_set`,
-    // whose C type is `descrsetfunc`.
-    unsafe {
-        let descr_type = ffi::Py_TYPE(descr.as_ptr());
-        if descr_type != std::ptr::addr_of_mut!(ffi::PyGetSetDescr_Type) {
-            return None;
-        }
-        let set = ffi::PyType_GetSlot(descr_type, ffi::Py_tp_descr_set);
-        if set.is_null() {
-            ffi::PyErr_Clear();
-            return None;
-        }
-        Some(Blocking {
-            future_type: future.as_ptr() as usize,
-            descr: descr.into_ptr() as usize,
-            set: std::mem::transmute::<*mut std::ffi::c_void, ffi::descrsetfunc>(set),
-        })
-    }
+    let kind = std::ptr::addr_of_mut!(ffi::PyGetSetDescr_Type);
+    let set = descriptor_slot(&descr, kind, ffi::Py_tp_descr_set)?;
+    Some(Blocking {
+        future_type: future.as_ptr() as usize,
+        descr: descr.into_ptr() as usize,
+        // SAFETY: the slot read is `tp_descr_set`, whose C type is `descrsetfunc`.
+        set: unsafe { std::mem::transmute::<*mut std::ffi::c_void, ffi::descrsetfunc>(set) },
+    })
 }

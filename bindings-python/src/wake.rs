@@ -865,13 +865,7 @@ fn resolve_here(py: Python<'_>, slot: &Slot, err: &mut Option<PyErr>) {
 /// once every other wake is delivered; a second one to `sys.unraisablehook`.
 #[cold]
 #[inline(never)]
-fn refused(
-    py: Python<'_>,
-    slot: &Slot,
-    fut: &Bound<'_, PyAny>,
-    e: PyErr,
-    err: &mut Option<PyErr>,
-) {
+fn refused(py: Python<'_>, slot: &Slot, fut: &Bound<'_, PyAny>, e: PyErr, err: &mut Option<PyErr>) {
     let cancelled = fut
         .call_method0(pyo3::intern!(py, "cancelled"))
         .and_then(|d| d.is_truthy())
