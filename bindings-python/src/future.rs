@@ -2,6 +2,7 @@
 //! Python frames: the waits of `Acquire` and `LeaseLost` use them.
 
 use std::cell::Cell;
+use std::sync::atomic::{AtomicPtr, Ordering};
 
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -10,39 +11,52 @@ use pyo3::types::{PyDict, PyType};
 static FUTURE_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 static STOCK_CREATE_FUTURE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 static METHOD_TYPE: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+/// The last loop type seen whose `create_future` is asyncio's own (it just builds
+/// `asyncio.Future(loop=self)`). Holds a strong reference, leaked on purpose.
+static STOCK_LOOP_TYPE: AtomicPtr<pyo3::ffi::PyObject> = AtomicPtr::new(std::ptr::null_mut());
 
 /// `loop.create_future()`, built directly as `asyncio.Future(loop=loop)` when
 /// the loop's `create_future` is asyncio's stock one (it does exactly that),
 /// which skips a Python-level method frame on every wait. Other loops
 /// (uvloop, custom ones) get their own `create_future`, and so does a loop
-/// whose `create_future` was set on the instance (instrumentation, a test
-/// harness): asyncio's own primitives call `loop.create_future()` and honour
-/// it. The check is the attribute the call would use, `loop.create_future`,
-/// a bound method of `BaseEventLoop.create_future` in the stock case; a
-/// look at the loop's type alone missed the instance's override, and its
-/// `__dict__` read would build the instance's dict on 3.11 and 3.12
-/// (an object with its attributes inline loses that layout).
+/// of a stock type whose `create_future` was set on the instance
+/// (instrumentation, a test harness): asyncio's own primitives call
+/// `loop.create_future()` and honour it. For a stock type the check is the
+/// attribute that call would use, `loop.create_future`: a bound method of
+/// `BaseEventLoop.create_future` unless the instance overrides it. (A look
+/// at the loop's type alone missed the override; a read of its `__dict__`
+/// builds the instance's dict on 3.11 and 3.12, after which every attribute
+/// access of the loop's own code is slower: +17% per contended operation.)
 pub(crate) fn new_future<'py>(
     py: Python<'py>,
     event_loop: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    let ty = event_loop.get_type();
+    let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
+        PyResult::Ok(
+            py.import("asyncio")?
+                .getattr("BaseEventLoop")?
+                .getattr("create_future")?
+                .unbind(),
+        )
+    })?;
+    let stock_type = STOCK_LOOP_TYPE.load(Ordering::Acquire) == ty.as_ptr()
+        || ty
+            .getattr(pyo3::intern!(py, "create_future"))?
+            .is(base.bind(py));
+    if !stock_type {
+        return event_loop.call_method0(pyo3::intern!(py, "create_future"));
+    }
+    if STOCK_LOOP_TYPE.load(Ordering::Relaxed) != ty.as_ptr() {
+        STOCK_LOOP_TYPE.store(ty.clone().into_any().unbind().into_ptr(), Ordering::Release);
+    }
     let create = event_loop.getattr(pyo3::intern!(py, "create_future"))?;
     let method = METHOD_TYPE.import(py, "types", "MethodType")?;
-    if create.get_type().is(method) {
-        let base = STOCK_CREATE_FUTURE.get_or_try_init(py, || {
-            PyResult::Ok(
-                py.import("asyncio")?
-                    .getattr("BaseEventLoop")?
-                    .getattr("create_future")?
-                    .unbind(),
-            )
-        })?;
-        if method_func(py, &create)?.is(base.bind(py)) {
-            let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
-            return stock_future(py, future, event_loop);
-        }
+    if create.get_type().is(method) && method_func(py, &create)?.is(base.bind(py)) {
+        let future = FUTURE_TYPE.import(py, "asyncio", "Future")?;
+        return stock_future(py, future, event_loop);
     }
-    create.call0()
+    create.call0() // the instance's own
 }
 
 /// `method.__func__` of a bound method (exactly `types.MethodType`): through
