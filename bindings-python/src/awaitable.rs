@@ -154,11 +154,11 @@ impl Role {
                 }
             }
         }
-        let r = waking(py, || release_error(core, n));
+        let (r, woke) = waking(py, || release_error(core, n));
         if r.is_err() {
             self.taken(n); // undo: nothing changed
         }
-        r
+        r.and(woke)
     }
 }
 
@@ -619,7 +619,7 @@ impl Acquire {
                     }
                     Owned::Finished(Finish::Closed) => Err(closed_error()),
                     Owned::Finished(Finish::Failed(e)) => Err(acquire_error(&self.core, e)),
-                    Owned::HandedOn => Err(runtime_error("the grant arrived after the waiter's event loop was closed and was handed on")),
+                    Owned::HandedOn => Err(runtime_error("the grant could not be delivered (the waiter's event loop was closed, or its call_soon raised) and was handed on")),
                     Owned::Finished(Finish::Cancelled { .. } | Finish::Idle) => {
                         Err(runtime_error("acquire finished without an outcome"))
                     }

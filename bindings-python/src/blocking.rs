@@ -31,7 +31,7 @@ use pyo3::exceptions::PyRuntimeError;
 use crate::errors::{acquire_error, closed_error, disconnected_error};
 use crate::interpreter::{interpreter_exiting, running_loop};
 use crate::session::SessionWaits;
-use crate::wake::{after_wakes, Got};
+use crate::wake::{after_wakes, unraisable, Got};
 use crate::Core;
 
 /// How long a blocking wait sleeps with the GIL released before it checks signals.
@@ -179,7 +179,9 @@ pub(crate) fn blocking_acquire_in(
     if granted_but_interrupted {
         let _ = crate::redis::release_from(core, n, grant.1);
     }
-    after_wakes(py);
+    // A loop's Futures are resolved here only while it runs on this thread,
+    // where a blocking wait is refused: the outcome above is what counts.
+    unraisable(py, after_wakes(py));
     match (finish, interrupted) {
         (_, Some(e)) => Err(e),
         (Finish::Granted, None) => Ok(Some(grant)),
@@ -240,7 +242,9 @@ fn shared_blocking_acquire(
         }
         r
     });
-    after_wakes(py);
+    // A loop's Futures are resolved here only while it runs on this thread,
+    // where a blocking wait is refused: the outcome above is what counts.
+    unraisable(py, after_wakes(py));
     match (r, interruption) {
         // A grant that came before the interruption was honoured goes back
         // (the permit's drop), as in `blocking_acquire_in`.

@@ -448,7 +448,8 @@ impl Semaphore {
         if self.redis.is_some() || !matches!(self.role, Role::Count) {
             return self.release_other(py, &core, n.0);
         }
-        waking(py, || release_error(&core, n.0))
+        let (r, woke) = waking(py, || release_error(&core, n.0));
+        r.and(woke)
     }
 
     /// `release(n)`, as an awaitable: a release never waits, so it is done
@@ -562,8 +563,8 @@ impl Semaphore {
     fn close_for_everyone(&self, py: Python<'_>) -> PyResult<()> {
         let core = self.core.get()?;
         let r = detached::call(py, &core, |core| core.close()).map_err(backend_error);
-        after_wakes(py);
-        r
+        let woke = after_wakes(py);
+        r.and(woke)
     }
 
     /// `close_for_everyone()` off the event loop: an awaitable.
@@ -822,8 +823,8 @@ impl Semaphore {
     fn release_other(&self, py: Python<'_>, core: &Core, n: usize) -> PyResult<()> {
         if let Some(extra) = &self.redis {
             let r = extra.release(py, core, n);
-            after_wakes(py);
-            return r;
+            let woke = after_wakes(py);
+            return r.and(woke);
         }
         self.role.release(py, core, n)
     }

@@ -302,9 +302,10 @@ pub(crate) fn release_from(core: &Core, n: usize, session: u64) -> PyResult<()> 
 /// Releases a grant nobody will hold (a cancel that met it): a Redis one
 /// per its session.
 pub(crate) fn give_back(py: Python<'_>, slot: &Slot) {
-    let _ = waking(py, || {
+    let (_, woke) = waking(py, || {
         release_from(&slot.core, slot.n, slot.waiter().session())
     });
+    crate::wake::unraisable(py, woke);
 }
 
 /// The exception of a request's error; `NotHeld` names the handle (the

@@ -33,8 +33,8 @@ pub(crate) fn set_total(py: Python<'_>, core: &Core, n: &Bound<'_, PyAny>) -> Py
     shared_only(core, "set_total()")?;
     let n = count(n, "n")?;
     let r = detached::call(py, core, |core| core.set_total(n));
-    after_wakes(py);
-    r.map_err(|e| match e {
+    let woke = after_wakes(py);
+    let r = r.map_err(|e| match e {
         Error::InvalidPermits => {
             let max = match core.kind() {
                 Kind::Redis => volt_sem_backend::redis::MAX_PERMITS,
@@ -43,7 +43,8 @@ pub(crate) fn set_total(py: Python<'_>, core: &Core, n: &Bound<'_, PyAny>) -> Py
             PyValueError::new_err(format!("n must be between 1 and {max}"))
         }
         e => backend_error(e),
-    })
+    });
+    r.and(woke)
 }
 
 /// `Semaphore.reopen()`: Redis: one round trip with the GIL released.

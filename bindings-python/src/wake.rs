@@ -245,7 +245,12 @@ pub(crate) fn finish_owned(py: Python<'_>, slot: &Slot) -> Owned {
         return Owned::Finished(unsafe { slot.core.finish_raw(slot.waiter()) });
     }
     // SAFETY: queued on `slot.core`, pinned, and ours to finish (claimed).
-    let finish = waking(py, || unsafe { slot.core.finish_raw(slot.waiter()) });
+    let (finish, woke) = waking(py, || unsafe { slot.core.finish_raw(slot.waiter()) });
+    if woke.is_err() {
+        // The owner's outcome (a grant, an error) is what its caller acts
+        // on: the wake's exception cannot replace it without losing a grant.
+        unraisable(py, woke);
+    }
     Owned::Finished(finish)
 }
 
@@ -478,7 +483,7 @@ pub(crate) fn reap_closed_loops(py: Python<'_>) {
     }
     drop(chans);
     if killed {
-        after_wakes(py); // the handed-on grants may have woken others
+        unraisable(py, after_wakes(py)); // the handed-on grants may have woken others
     }
 }
 
@@ -532,7 +537,10 @@ fn thread_ident() -> u64 {
 /// read, and the task runs in the next loop iteration. Otherwise
 /// `after_wakes` writes the byte it owes. Every other wake (another thread,
 /// another loop, a daemon thread, trio) signals from the callback as before.
-pub(crate) fn waking<R>(py: Python<'_>, call: impl FnOnce() -> R) -> R {
+/// Returns the call's result and `after_wakes`' (an exception raised by the
+/// loop's `call_soon` while a Future was resolved, once every wake was
+/// delivered).
+pub(crate) fn waking<R>(py: Python<'_>, call: impl FnOnce() -> R) -> (R, PyResult<()>) {
     struct Scope(bool);
     impl Drop for Scope {
         // Inline, the unwinding case out of line: an out-of-line drop cost
@@ -549,8 +557,18 @@ pub(crate) fn waking<R>(py: Python<'_>, call: impl FnOnce() -> R) -> R {
     let scope = Scope(outer);
     let r = call();
     drop(scope);
-    after_wakes(py);
-    r
+    (r, after_wakes(py))
+}
+
+/// Reports an exception [`after_wakes`] raised where the caller cannot raise
+/// it (a cancel, a finalizer, a grant that must not be lost): through
+/// `sys.unraisablehook`, as a callback's error is. Cold.
+#[cold]
+#[inline(never)]
+pub(crate) fn unraisable(py: Python<'_>, r: PyResult<()>) {
+    if let Err(e) = r {
+        e.write_unraisable(py, None);
+    }
 }
 
 /// [`waking`]'s scope ended by a panic: `after_wakes` will not run, so this
@@ -688,8 +706,17 @@ fn take_list<T: 'static>(key: &'static std::thread::LocalKey<RefCell<Vec<T>>>) -
 /// the grants of waiters whose loop is closed, and writes the signal bytes
 /// [`waking`] left out for the rest. Called with the GIL held by every
 /// Python-facing operation that releases, cancels or closes.
-pub(crate) fn after_wakes(py: Python<'_>) {
-    resolve_direct(py);
+///
+/// An exception raised while a Future was resolved (by the loop's
+/// `call_soon`, which `set_result` calls: a `KeyboardInterrupt` arriving
+/// there, a loop subclass's error) does not stop the other wakes: they are
+/// all delivered first, then the first such exception is returned for the
+/// caller to raise, as `asyncio.Semaphore.release()` raises it (later ones
+/// go to `sys.unraisablehook`). The waiter whose Future failed gives its
+/// grant back ([`resolve_here`]).
+pub(crate) fn after_wakes(py: Python<'_>) -> PyResult<()> {
+    let mut err = None;
+    resolve_direct(py, &mut err);
     // A look, not a take: the commonest release (a task of its own running
     // loop woken) touched no channel, and an empty list taken out cost a
     // call of its drop glue.
@@ -697,7 +724,11 @@ pub(crate) fn after_wakes(py: Python<'_>) {
         .try_with(|t| t.try_borrow().is_ok_and(|t| !t.is_empty()))
         .unwrap_or(false);
     if touched {
-        after_queued_wakes(py);
+        after_queued_wakes(py, &mut err);
+    }
+    match err {
+        None => Ok(()),
+        Some(e) => Err(e),
     }
 }
 
@@ -705,7 +736,7 @@ pub(crate) fn after_wakes(py: Python<'_>) {
 /// (out of line: a release that woke a task of its own running loop, the
 /// commonest, has none).
 #[inline(never)]
-fn after_queued_wakes(py: Python<'_>) {
+fn after_queued_wakes(py: Python<'_>, err: &mut Option<PyErr>) {
     let mut touched = take_list(&TOUCHED);
     loop {
         // This thread's running loop, looked up once and only if needed.
@@ -714,7 +745,7 @@ fn after_queued_wakes(py: Python<'_>) {
             // A running loop is not closed: no probe needed (and a queue
             // emptied meanwhile leaves the drain nothing to do).
             if direct_thread() && chan.runs_here(py, &mut running) {
-                chan.drain_on_own_loop(py);
+                chan.drain_on_own_loop(py, err);
                 continue;
             }
             if chan.is_empty() {
@@ -789,13 +820,13 @@ impl Chan {
     /// forced unwind that must not cross this extension's `extern "C"` frames
     /// (the abort the module docs describe; `tests/test_exit.py` provokes it).
     /// A loop on a daemon thread keeps the socket path.
-    fn drain_on_own_loop(&self, py: Python<'_>) {
+    fn drain_on_own_loop(&self, py: Python<'_>, err: &mut Option<PyErr>) {
         // The buffer of this thread's last drain (empty, with its capacity);
         // a nested drain (a loop whose `call_soon` releases) gets a new one.
         let mut batch = DRAIN_BUFFER.with(Cell::take);
         self.take_direct(&mut batch);
         for slot in &batch {
-            resolve_here(py, slot);
+            resolve_here(py, slot, err);
         }
         batch.clear();
         DRAIN_BUFFER.with(|b| b.set(batch));
@@ -803,8 +834,10 @@ impl Chan {
 }
 
 /// Resolves a woken slot's Future on its own loop's thread (that loop
-/// running here), unless its owner finished it already.
-fn resolve_here(py: Python<'_>, slot: &Slot) {
+/// running here), unless its owner finished it already. An exception of
+/// `set_result` other than a cancelled Future's refusal goes to `err`
+/// ([`refused`]).
+fn resolve_here(py: Python<'_>, slot: &Slot, err: &mut Option<PyErr>) {
     if slot.claim.load(Ordering::Acquire) != OPEN {
         return; // its owner finished it already
     }
@@ -814,19 +847,36 @@ fn resolve_here(py: Python<'_>, slot: &Slot) {
     // finish the slot) refuses the result: rare, so checked only then
     // rather than with a `done()` call per wake.
     if let Err(e) = set_result_true(py, fut) {
-        refused(py, fut, e);
+        refused(py, slot, fut, e, err);
     }
 }
 
+/// `set_result` raised. A Future cancelled meanwhile refuses the result:
+/// its task's cancel (whose throw finishes the slot) deals with the grant.
+/// Anything else came from the loop's `call_soon` (`set_result` marks the
+/// Future done, then schedules its callbacks; one that fails drops them
+/// all, the task's wake-up among them) or from a Future that refused for
+/// another reason: either way the task is not woken, and may never run
+/// again (asyncio's own semaphore strands it the same way). Its grant is
+/// handed on (released to the next waiters) rather than kept for a task
+/// that may never use it: permits stay conserved; should the task resume
+/// after all, its acquire raises `RuntimeError` (the grant was handed on).
+/// The exception goes to `err`, for the release that ran the wake to raise
+/// once every other wake is delivered; a second one to `sys.unraisablehook`.
 #[cold]
 #[inline(never)]
-fn refused(py: Python<'_>, fut: &Bound<'_, PyAny>, e: PyErr) {
-    let done = fut
-        .call_method0(pyo3::intern!(py, "done"))
+fn refused(py: Python<'_>, slot: &Slot, fut: &Bound<'_, PyAny>, e: PyErr, err: &mut Option<PyErr>) {
+    let cancelled = fut
+        .call_method0(pyo3::intern!(py, "cancelled"))
         .and_then(|d| d.is_truthy())
         .unwrap_or(false);
-    if !done {
-        e.write_unraisable(py, Some(fut));
+    if cancelled {
+        return;
+    }
+    hand_on(slot);
+    match err {
+        None => *err = Some(e),
+        Some(_) => e.write_unraisable(py, Some(fut)),
     }
 }
 
@@ -839,7 +889,7 @@ fn refused(py: Python<'_>, fut: &Bound<'_, PyAny>, e: PyErr) {
 /// does. A slot whose loop does not run here (another loop of this thread,
 /// one stopped or closed) goes the general way: queued on its channel, the
 /// signal owed to the loop below.
-fn resolve_direct(py: Python<'_>) {
+fn resolve_direct(py: Python<'_>, err: &mut Option<PyErr>) {
     // A nested release (a loop whose `call_soon` releases) fills a new one.
     let mut batch = take_list(&DIRECT);
     if batch.is_empty() {
@@ -864,7 +914,7 @@ fn resolve_direct(py: Python<'_>) {
         };
         if here {
             ran_here = Some(i);
-            resolve_here(py, slot);
+            resolve_here(py, slot, err);
         } else {
             queue_on_chan(slot.clone(), true, true);
         }
@@ -874,7 +924,7 @@ fn resolve_direct(py: Python<'_>) {
         // then does any channel hold undrained slots).
         let chan = &batch[i].chan;
         if UNDRAINED.load(Ordering::Acquire) != 0 && !chan.is_empty() {
-            chan.drain_on_own_loop(py);
+            chan.drain_on_own_loop(py, err);
         }
     }
     batch.clear();
@@ -997,9 +1047,9 @@ impl Channel {
     }
 
     /// The loop (or run) is over: hand on every grant queued here or arriving later.
-    fn kill(&self, py: Python<'_>) {
+    fn kill(&self, py: Python<'_>) -> PyResult<()> {
         self.chan.kill();
-        after_wakes(py);
+        after_wakes(py)
     }
 
     /// Whether the channel was killed.

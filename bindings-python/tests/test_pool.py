@@ -451,6 +451,35 @@ class _SubclassFutureLoop(asyncio.SelectorEventLoop):
         return fut
 
 
+def test_a_create_future_set_on_the_loop_instance_is_honoured():
+    # asyncio's primitives call `loop.create_future()`, so a `create_future`
+    # set on the loop object (instrumentation, a test harness) makes their
+    # Futures; volt-sem's shortcut for asyncio's stock loops looked at the
+    # loop's type only and bypassed it.
+    sem = Semaphore(1)
+    loop = asyncio.new_event_loop()
+    made = []
+    stock = loop.create_future
+
+    def create_future():
+        fut = stock()
+        made.append(fut)
+        return fut
+
+    try:
+        loop.run_until_complete(_contend(sem, tasks=2, rounds=3))  # the type seen first
+        loop.create_future = create_future
+        loop.run_until_complete(_contend(sem, tasks=3, rounds=5))
+        assert made, "no wait used the loop's own create_future"
+        seen = len(made)
+        del loop.create_future
+        loop.run_until_complete(_contend(sem, tasks=3, rounds=5))
+        assert len(made) == seen
+    finally:
+        loop.close()
+    assert sem.available_permits == 1
+
+
 def test_a_loops_own_future_subclass_is_marked_through_its_own_attribute():
     sem = Semaphore(1)
     loop = _SubclassFutureLoop()

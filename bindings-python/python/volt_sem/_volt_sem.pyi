@@ -425,7 +425,13 @@ class Semaphore:
         (nothing is released twice); per grant: the caller's own latest
         grants (the calling asyncio or trio task's, else the thread's), so a
         task's lost permit and another task's live one are told apart in any
-        order."""
+        order. A waiter of the running loop is woken here, as
+        ``asyncio.Semaphore.release()`` does (its Future resolved): an
+        exception the loop's ``call_soon`` raises meanwhile (a
+        ``KeyboardInterrupt``) propagates from this call once every other
+        waiter is woken, and the waiter whose wake failed gives its grant
+        back (its task may never run again; if it does, its acquire raises
+        ``RuntimeError``)."""
     def release_async(self, n: int = 1) -> Coroutine[Any, Any, None]:
         """:meth:`release` as an awaitable: a release never waits, so it is
         done (or raised) when this returns."""
