@@ -1128,6 +1128,7 @@ typedef struct {
     atomic_int child;     /* its child's pid, when it forked */
     atomic_int go;        /* the hammer queues requests while set */
     atomic_int queued;    /* ... how many so far */
+    atomic_int busy;      /* the hammer is in a round (or about to look at go) */
     atomic_int stop;      /* the hammer's thread ends */
 } fork_in_turn;
 
@@ -1140,7 +1141,12 @@ static void *hammer(void *ctx) {
     fork_in_turn *f = ctx;
     volt_waiter w;
     while (!atomic_load(&f->stop)) {
+        /* busy before go is read (both sequentially consistent): a test
+         * thread that cleared go and then reads busy 0 knows no round runs
+         * nor will start. */
+        atomic_store(&f->busy, 1);
         if (!atomic_load(&f->go)) {
+            atomic_store(&f->busy, 0);
             sleep_ms(1);
             continue;
         }
@@ -1150,6 +1156,7 @@ static void *hammer(void *ctx) {
         if (s == VOLT_OK) CHECK_STATUS(volt_sem_release(f->sem, 1), VOLT_OK); /* granted first */
         atomic_fetch_add(&f->queued, 1);
     }
+    atomic_store(&f->busy, 0);
     return NULL;
 }
 
@@ -1202,6 +1209,14 @@ static void test_fork_inside_a_callback_during_a_callers_turn(void) {
         }
         CHECK_STATUS(s, VOLT_OK);
         for (int ms = 0; !atomic_load(&f.ran); ms++) {
+            REQUIRE(ms < 10000);
+            sleep_ms(1);
+        }
+        /* The hammer's last round (started before the callback cleared go)
+         * ends before the permits are counted: its request, granted or
+         * cancelled after this, would take what `a` is about to check. */
+        atomic_store(&f.go, 0);
+        for (int ms = 0; atomic_load(&f.busy); ms++) {
             REQUIRE(ms < 10000);
             sleep_ms(1);
         }
