@@ -449,29 +449,6 @@ impl Virtual {
     }
 }
 
-/// The session of the handle labelled `label` on `name`, and its
-/// notification list made a string: its notifications are lost (the
-/// heartbeat is what repairs them).
-fn lose_notifications(s: &Server, name: &str, label: &str) -> String {
-    let mut raw = s.raw();
-    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{{volt-sem:{name}}}:info"))
-        .query(&mut raw)
-        .unwrap();
-    let sid = info
-        .iter()
-        .find(|(_, v)| v.split(' ').nth(1) == Some(label))
-        .map(|(k, _)| k.clone())
-        .expect("the session");
-    let note = format!("{{volt-sem:{name}}}:note:{sid}");
-    let _: () = redis::cmd("SET")
-        .arg(&note)
-        .arg("planted")
-        .query(&mut raw)
-        .unwrap();
-    note
-}
-
 /// Values in a grant record that no script writes there (a token is at
 /// most 2^53 - 1, in digits; "0" and "T" are written by close and
 /// set_total): besides [`GARBAGE`], a token with a sign, the heartbeat's
@@ -503,6 +480,48 @@ fn consistent_with(what: &str, b: &RedisSemaphore, virt: u64) {
     }
 }
 
+/// A queued waiter `b` of semaphore `name` (total 1) granted by a
+/// release that, in the same transaction, leaves `value` in its grant
+/// record; its notification lost first if `lost`. The waiter's outcome
+/// passes `ok` (else it is a failure), then the census is checked and
+/// everything is given back.
+fn a_grant_record_of(
+    s: &Server,
+    name: &str,
+    value: &str,
+    lost: bool,
+    ok: impl Fn(&Result<volt_sem_redis::Permit, Error>, &str) -> bool,
+) {
+    let what = format!("grants = {value:?}, notification lost: {lost}");
+    let b = RedisSemaphore::connect(
+        &s.url(),
+        name,
+        1,
+        short_lease().own_session(true).label("waiter"),
+    )
+    .unwrap();
+    let mut v = Virtual::join(s, name, 1);
+    v.take("v:1", 1);
+    let waiter = acquire_in_thread(&b, 1);
+    let note = lost.then(|| lose_notifications(s, name, "waiter"));
+    let eid = v.queued();
+    v.atomically(v.release_cmd(1), &eid, value);
+    let Ok(got) = waiter.recv_timeout(Duration::from_secs(15)) else {
+        return fail(format!("{what}: the waiter still waits (15 s)"));
+    };
+    if !ok(&got, &eid) {
+        fail(format!("{what}: the waiter got {got:?}"));
+    }
+    if let Some(note) = note {
+        let _: () = redis::cmd("DEL").arg(&note).query(&mut s.raw()).unwrap();
+    }
+    consistent_with(&what, &b, 0);
+    drop(got);
+    v.end();
+    drop(b);
+    all_back(s, name, 1);
+}
+
 /// A queued waiter whose grant notification is lost, and whose grant
 /// record (written by the same release) holds a value volt-sem never
 /// writes: the heartbeat, which repairs a lost notification from that
@@ -516,34 +535,13 @@ fn consistent_with(what: &str, b: &RedisSemaphore, virt: u64) {
 fn garbage_in_the_grant_record_of_a_waiter_whose_notification_is_lost() {
     let s = Server::start();
     for (i, value) in GARBAGE.iter().chain(&GRANT_GARBAGE).enumerate() {
-        let what = format!("grants = {value:?}");
-        let name = format!("grants-{i}");
-        let b = RedisSemaphore::connect(
-            &s.url(),
-            &name,
-            1,
-            short_lease().own_session(true).label("waiter"),
-        )
-        .unwrap();
-        let mut v = Virtual::join(&s, &name, 1);
-        v.take("v:1", 1);
-        let waiter = acquire_in_thread(&b, 1);
-        let note = lose_notifications(&s, &name, "waiter");
-        let eid = v.queued();
-        v.atomically(v.release_cmd(1), &eid, value);
-        match waiter.recv_timeout(Duration::from_secs(15)) {
-            Ok(Err(Error::WrongType(m))) if m.contains(&eid) => {}
-            Err(_) => {
-                fail(format!("{what}: the waiter still waits (15 s)"));
-                continue;
-            }
-            got => fail(format!("{what}: the waiter got {got:?}")),
-        }
-        let _: () = redis::cmd("DEL").arg(&note).query(&mut s.raw()).unwrap();
-        consistent_with(&what, &b, 0);
-        v.end();
-        drop(b);
-        all_back(&s, &name, 1);
+        a_grant_record_of(
+            &s,
+            &format!("grants-{i}"),
+            value,
+            true,
+            |r, eid| matches!(r, Err(Error::WrongType(m)) if m.contains(eid)),
+        );
     }
     report();
 }
@@ -556,30 +554,9 @@ fn garbage_in_the_grant_record_of_a_waiter_whose_notification_is_lost() {
 fn garbage_in_the_grant_record_of_a_notified_waiter() {
     let s = Server::start();
     for (i, value) in ["garbage", "Q", "X"].iter().enumerate() {
-        let what = format!("grants = {value:?}, notified");
-        let name = format!("notified-{i}");
-        let b =
-            RedisSemaphore::connect(&s.url(), &name, 1, short_lease().own_session(true)).unwrap();
-        let mut v = Virtual::join(&s, &name, 1);
-        v.take("v:1", 1);
-        let waiter = acquire_in_thread(&b, 1);
-        let eid = v.queued();
-        v.atomically(v.release_cmd(1), &eid, value);
-        let got = waiter.recv_timeout(Duration::from_secs(15));
-        match &got {
-            Ok(Ok(p)) if p.token() > 5 => {}
-            Ok(Err(Error::WrongType(_))) => {}
-            Err(_) => {
-                fail(format!("{what}: the waiter still waits (15 s)"));
-                continue;
-            }
-            got => fail(format!("{what}: the waiter got {got:?}")),
-        }
-        consistent_with(&what, &b, 0);
-        drop(got);
-        v.end();
-        drop(b);
-        all_back(&s, &name, 1);
+        a_grant_record_of(&s, &format!("notified-{i}"), value, false, |r, _| {
+            matches!(r, Ok(p) if p.token() > 5) || matches!(r, Err(Error::WrongType(_)))
+        });
     }
     report();
 }
