@@ -606,7 +606,17 @@ fn garbage_in_the_grant_record_of_a_cancelled_waiter() {
             fail(format!("{what}: the waiter got {got:?}"));
         }
         v.ok(|sc, c, k, w| sc.reopen(c, k, w), "OK");
-        let _: () = redis::cmd("DEL").arg(&note).query(&mut s.raw()).unwrap();
+        // The list again, with a `reap` notice in it (acquire.lua's): it
+        // wakes the agent from its `BLPOP` now, so that it ends the session
+        // given up, rather than at its next heartbeat, 20 s on.
+        let _: () = redis::pipe()
+            .cmd("DEL")
+            .arg(&note)
+            .cmd("RPUSH")
+            .arg(&note)
+            .arg("reap")
+            .query(&mut s.raw())
+            .unwrap();
         consistent_with(&what, &b, 1);
         // Given up by the refused cancel (or by the heartbeat's WrongType).
         if !held.is_lost() {
