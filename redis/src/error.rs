@@ -79,7 +79,8 @@ pub enum Error {
     /// a value volt-sem never writes there (an operator's `HSET`, an old
     /// tool, a partial restore: a word or a negative number where a count
     /// is kept, `avail` above the total, a queued request's record that is
-    /// not `need:got`; see *Foreign values* in the crate docs). The call
+    /// not `need:got`, a grant record that is not a token, `0` or `T`; see
+    /// *Foreign values* in the crate docs). The call
     /// changed nothing in Redis: every script finds such a key or value
     /// before its first write. The text names the key (and the field) when
     /// the script could tell which. Delete that key, or the semaphore (or

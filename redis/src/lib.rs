@@ -186,7 +186,16 @@
 //!   wrong (`avail` 1 where 0 is right) cannot be told from a right one by
 //!   a call; [`census`](RedisSemaphore::census) shows it (`conserved()` is
 //!   false). Records only [`inspect`] reads (when a holding began, its
-//!   token) read as unknown.
+//!   token) read as unknown. A request's grant record (`{p:n}:grants`: a
+//!   token, `0` or `T`) holding another value fails that request's waiter
+//!   with [`Error::WrongType`] when its heartbeat reads the record (to
+//!   repair a lost notification; a delivered one completes the waiter, and
+//!   the record is forgotten unread), and its cancel before any write;
+//!   then the handle gives the session up, as for a refused release:
+//!   whether Redis counted the request's permits for the session cannot be
+//!   told, and the session's end gives back what it counts. `0` or `T`
+//!   written over a token is in range: read as a close or a refusal, the
+//!   session keeps the permit until it ends.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.

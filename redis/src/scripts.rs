@@ -262,6 +262,11 @@ impl Scripts {
         Self::evalsha(&self.release, keys, who, &[&n])
     }
 
+    /// `close.lua` as a command (for tests that send it in a transaction).
+    pub fn close_cmd(&self, keys: &Keys, who: Who<'_>) -> redis::Cmd {
+        Self::evalsha(&self.close, keys, who, &[])
+    }
+
     /// Sends `cmds` in one pipeline (one round trip) and returns each one's
     /// reply, in order. A command Redis refused (a server error: `NOSCRIPT`
     /// after a restart or `SCRIPT FLUSH`, a cluster's redirection) did not

@@ -1583,6 +1583,49 @@ impl Inner {
 }
 
 impl Inner {
+    /// Request `ctr`'s grant record holds `shown` (its first 40 bytes), a
+    /// value no script writes there (an operator's `HSET`; heartbeat.lua
+    /// answers `W`): its waiter fails with [`Error::WrongType`], and the
+    /// session is given up (its other holders and waiters learn
+    /// `LeaseExpired`, the agent ends it): whether Redis counts the
+    /// request's permits for the session (a grant) or not (a close, a
+    /// set_total) cannot be told, and only its end squares the two. Returns
+    /// false, doing nothing, if the request no longer waits (its
+    /// notification completed it, and the ack forgets the record; or its
+    /// owner cancelled it, and the cancel script refuses the record).
+    fn foreign_grant(&self, sid: &str, ctr: u64, shown: &str) -> bool {
+        let (claimed, lost) = {
+            let mut st = lock(&self.state);
+            let Some(epoch) = st
+                .session
+                .as_ref()
+                .filter(|s| s.sid == sid)
+                .map(|s| s.epoch)
+            else {
+                return false;
+            };
+            let Some(e) = st.table.remove_of_session(ctr, epoch) else {
+                return false;
+            };
+            let err = Error::WrongType(format!(
+                "{} field {} holds {shown:?}, where volt-sem keeps a grant's token, 0 or T",
+                self.keys.all()[5],
+                e.eid
+            ));
+            // SAFETY: it was in the table.
+            let claimed = unsafe { Claimed::claim(e.w, Finish::Failed(err)) };
+            // Under the same lock: no notification completes it meanwhile.
+            (
+                claimed,
+                self.lose_locked(&mut st, epoch, &Error::LeaseExpired),
+            )
+        };
+        deliver([claimed]);
+        lost.wake();
+        self.kick.kick();
+        true
+    }
+
     /// The last [`Handle`] is gone: ends the session (its permits go back
     /// at once rather than at lease expiry), stops the door and lets the
     /// agent exit.

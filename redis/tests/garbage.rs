@@ -21,6 +21,7 @@ use std::cell::RefCell;
 use std::time::{Duration, Instant};
 
 use support::*;
+use volt_sem_redis::scripts::{Keys, Reply, Scripts, Who};
 use volt_sem_redis::{ConnectOptions, Error, RedisSemaphore};
 
 fn o() -> ConnectOptions {
@@ -332,6 +333,299 @@ fn garbage_in_a_queued_request() {
         drop(got);
         drop(held);
         drop((a, b));
+        all_back(&s, &name, 2);
+    }
+    report();
+}
+
+/// A session driven through the scripts on its own connection (as
+/// `lost_grant.rs` does), so that one of its calls and a planted value can
+/// be one transaction: no heartbeat of a handle runs between them.
+struct Virtual {
+    sc: Scripts,
+    k: Keys,
+    inc: String,
+    c: redis::Connection,
+}
+
+impl Virtual {
+    /// Joins semaphore `name` (made by a handle) as session "v" (a 60 s
+    /// lease), and loads the scripts [`Virtual::atomically`] sends.
+    fn join(s: &Server, name: &str, total: u64) -> Virtual {
+        let mut c = s.raw();
+        let k = Keys::new("volt-sem", name);
+        let inc: String = redis::cmd("HGET")
+            .arg(&k.all()[0])
+            .arg("inc")
+            .query(&mut c)
+            .unwrap();
+        let mut v = Virtual {
+            sc: Scripts::new(),
+            k,
+            inc,
+            c,
+        };
+        v.ok(
+            |sc, c, k, w| sc.connect(c, k, w, total, "", "9 v h", "", false),
+            "OK",
+        );
+        // An acquire, a release, a close and a reopen with nothing queued:
+        // EVALSHA finds them loaded inside a transaction.
+        v.take("v:0", 1);
+        v.ok(|sc, c, k, w| sc.release(c, k, w, 1), "OK");
+        v.ok(|sc, c, k, w| sc.close(c, k, w), "OK");
+        v.ok(|sc, c, k, w| sc.reopen(c, k, w), "OK");
+        v
+    }
+
+    /// Runs a script call of session "v", which must answer `status`.
+    fn ok(
+        &mut self,
+        call: impl FnOnce(
+            &Scripts,
+            &mut redis::Connection,
+            &Keys,
+            Who<'_>,
+        ) -> Result<Reply, volt_sem_redis::scripts::CallError>,
+        status: &str,
+    ) {
+        let Virtual { sc, k, inc, c } = self;
+        let r = call(sc, c, k, Self::who_of(inc)).unwrap();
+        assert_eq!(r.status, status, "{r:?}");
+    }
+
+    fn who_of(inc: &str) -> Who<'_> {
+        Who {
+            sid: "v",
+            inc,
+            lease_ms: 60_000,
+        }
+    }
+
+    /// Takes `n` permits (available now).
+    fn take(&mut self, eid: &str, n: u64) {
+        self.ok(|sc, c, k, w| sc.acquire(c, k, w, eid, n, false), "READY");
+    }
+
+    /// The only queued request's id.
+    fn queued(&mut self) -> String {
+        let q: Vec<String> = redis::cmd("ZRANGE")
+            .arg(&self.k.all()[1])
+            .arg(0)
+            .arg(-1)
+            .query(&mut self.c)
+            .unwrap();
+        assert_eq!(q.len(), 1, "queued: {q:?}");
+        q[0].clone()
+    }
+
+    /// `call` (a release or a close of this session), then `value` in
+    /// `eid`'s grant record, in one transaction.
+    fn atomically(&mut self, call: redis::Cmd, eid: &str, value: &str) {
+        let mut hset = redis::cmd("HSET");
+        hset.arg(&self.k.all()[5]).arg(eid).arg(value);
+        let r: Vec<redis::Value> = redis::pipe()
+            .atomic()
+            .add_command(call)
+            .add_command(hset)
+            .query(&mut self.c)
+            .unwrap();
+        assert!(
+            !matches!(r[0], redis::Value::ServerError(_)),
+            "the call: {r:?}"
+        );
+    }
+
+    fn release_cmd(&self, n: u64) -> redis::Cmd {
+        self.sc.release_cmd(&self.k, Self::who_of(&self.inc), n)
+    }
+
+    fn close_cmd(&self) -> redis::Cmd {
+        self.sc.close_cmd(&self.k, Self::who_of(&self.inc))
+    }
+
+    fn end(mut self) {
+        self.ok(|sc, c, k, w| sc.end(c, k, w), "OK");
+    }
+}
+
+/// Values in a grant record that no script writes there (a token is at
+/// most 2^53 - 1, in digits; "0" and "T" are written by close and
+/// set_total): besides [`GARBAGE`], a token with a sign, the heartbeat's
+/// own words for a request still queued or gone, u64::MAX (which the
+/// client took for "T"), 2^53.
+const GRANT_GARBAGE: [&str; 7] = [
+    "+5",
+    "Q",
+    "X",
+    " 5",
+    "W",
+    "18446744073709551615",
+    "9007199254740992",
+];
+
+/// Census of `name` conserved, Redis counting `virt` held for the
+/// session "v" plus what `b` counts.
+fn consistent_with(what: &str, b: &RedisSemaphore, virt: u64) {
+    b.flush().ok();
+    if !soon(Duration::from_secs(20), || {
+        b.census()
+            .is_ok_and(|c| c.conserved() && c.held == virt + b.held_permits() as u64)
+    }) {
+        fail(format!(
+            "{what}: Redis does not conserve, or count what the handle ({}) and v ({virt}) hold: {:?}",
+            b.held_permits(),
+            b.census()
+        ));
+    }
+}
+
+/// A queued waiter `b` of semaphore `name` (total 1) granted by a
+/// release that, in the same transaction, leaves `value` in its grant
+/// record; its notification lost first if `lost`. The waiter's outcome
+/// passes `ok` (else it is a failure), then the census is checked and
+/// everything is given back.
+fn a_grant_record_of(
+    s: &Server,
+    name: &str,
+    value: &str,
+    lost: bool,
+    ok: impl Fn(&Result<volt_sem_redis::Permit, Error>, &str) -> bool,
+) {
+    let what = format!("grants = {value:?}, notification lost: {lost}");
+    let b = RedisSemaphore::connect(
+        &s.url(),
+        name,
+        1,
+        short_lease().own_session(true).label("waiter"),
+    )
+    .unwrap();
+    let mut v = Virtual::join(s, name, 1);
+    v.take("v:1", 1);
+    let waiter = acquire_in_thread(&b, 1);
+    let note = lost.then(|| lose_notifications(s, name, "waiter"));
+    let eid = v.queued();
+    v.atomically(v.release_cmd(1), &eid, value);
+    let Ok(got) = waiter.recv_timeout(Duration::from_secs(15)) else {
+        return fail(format!("{what}: the waiter still waits (15 s)"));
+    };
+    if !ok(&got, &eid) {
+        fail(format!("{what}: the waiter got {got:?}"));
+    }
+    if let Some(note) = note {
+        let _: () = redis::cmd("DEL").arg(&note).query(&mut s.raw()).unwrap();
+    }
+    consistent_with(&what, &b, 0);
+    drop(got);
+    v.end();
+    drop(b);
+    all_back(s, name, 1);
+}
+
+/// A queued waiter whose grant notification is lost, and whose grant
+/// record (written by the same release) holds a value volt-sem never
+/// writes: the heartbeat, which repairs a lost notification from that
+/// record, read it as no answer (the waiter waited for ever, or until its
+/// timeout, with the permit counted for it in Redis), as still queued
+/// ("Q"), as gone ("X": LeaseExpired), as a grant with a wrong token
+/// ("+5", 2^53) or as failed by set_total (u64::MAX). It fails the waiter
+/// with WrongType now; the session is given up (whether Redis counts the
+/// permit for it cannot be told) and its end gives the permit back.
+#[test]
+fn garbage_in_the_grant_record_of_a_waiter_whose_notification_is_lost() {
+    let s = Server::start();
+    for (i, value) in GARBAGE.iter().chain(&GRANT_GARBAGE).enumerate() {
+        a_grant_record_of(
+            &s,
+            &format!("grants-{i}"),
+            value,
+            true,
+            |r, eid| matches!(r, Err(Error::WrongType(m)) if m.contains(eid)),
+        );
+    }
+    report();
+}
+
+/// The same with the notification delivered: the agent completes the
+/// waiter from it (the token is the notification's) and its ack forgets
+/// the record unread. Harmless, unless the heartbeat reads the record
+/// first (it runs every half second here): then WrongType, as above.
+#[test]
+fn garbage_in_the_grant_record_of_a_notified_waiter() {
+    let s = Server::start();
+    for (i, value) in ["garbage", "Q", "X"].iter().enumerate() {
+        a_grant_record_of(&s, &format!("notified-{i}"), value, false, |r, _| {
+            matches!(r, Ok(p) if p.token() > 5) || matches!(r, Err(Error::WrongType(_)))
+        });
+    }
+    report();
+}
+
+/// A waiter whose request was closed (its record "0", its notification
+/// lost) times out before its heartbeat reads the record, which holds
+/// garbage by then: its cancel reads the record. It took the garbage for a
+/// grant ("GRANTED" with no token) and released the request's permit,
+/// which Redis never counted for it: one taken from the permit the handle
+/// still holds, so Redis counted one permit fewer held than the handle
+/// did (an over-grant once it goes back). The cancel now fails with
+/// WrongType before its first write, and the handle gives the session up
+/// (as for any failed cancel): its holder learns LeaseExpired, and the
+/// session's end gives back what Redis counts for it.
+#[test]
+fn garbage_in_the_grant_record_of_a_cancelled_waiter() {
+    let s = Server::start();
+    for (i, value) in GARBAGE.iter().chain(&["Q", "+5"]).enumerate() {
+        let what = format!("grants = {value:?}, cancelled");
+        let name = format!("cancelled-{i}");
+        // A long lease: no heartbeat reads the record before the cancel.
+        let b = RedisSemaphore::connect(
+            &s.url(),
+            &name,
+            2,
+            opts()
+                .lease(Duration::from_secs(60))
+                .own_session(true)
+                .label("waiter"),
+        )
+        .unwrap();
+        let mut v = Virtual::join(&s, &name, 2);
+        let held = b.try_acquire(1).unwrap();
+        v.take("v:1", 1);
+        let bb = b.clone();
+        let waiter =
+            std::thread::spawn(move || bb.acquire_timeout(1, Duration::from_secs(2)).map(drop));
+        let note = lose_notifications(&s, &name, "waiter");
+        let eid = soon(Duration::from_secs(10), || {
+            b.census().is_ok_and(|c| c.queued == 1)
+        })
+        .then(|| v.queued())
+        .expect("queued");
+        v.atomically(v.close_cmd(), &eid, value);
+        let got = waiter.join().unwrap();
+        if !matches!(got, Err(Error::TimedOut | Error::WrongType(_))) {
+            fail(format!("{what}: the waiter got {got:?}"));
+        }
+        v.ok(|sc, c, k, w| sc.reopen(c, k, w), "OK");
+        // The list again, with a `reap` notice in it (acquire.lua's): it
+        // wakes the agent from its `BLPOP` now, so that it ends the session
+        // given up, rather than at its next heartbeat, 20 s on.
+        let _: () = redis::pipe()
+            .cmd("DEL")
+            .arg(&note)
+            .cmd("RPUSH")
+            .arg(&note)
+            .arg("reap")
+            .query(&mut s.raw())
+            .unwrap();
+        consistent_with(&what, &b, 1);
+        // Given up by the refused cancel (or by the heartbeat's WrongType).
+        if !held.is_lost() {
+            fail(format!("{what}: the session was not given up"));
+        }
+        drop(held);
+        v.ok(|sc, c, k, w| sc.release(c, k, w, 1), "OK");
+        v.end();
+        drop(b);
         all_back(&s, &name, 2);
     }
     report();

@@ -254,23 +254,8 @@ fn a_notification_list_of_another_type() {
     eventually("queued", Duration::from_secs(10), || {
         a.census().unwrap().queued == 1
     });
-    // The waiter's session id: its `info` record names its label.
+    let note = lose_notifications(&s, name, "waiter");
     let mut raw = s.raw();
-    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{{volt-sem:{name}}}:info"))
-        .query(&mut raw)
-        .unwrap();
-    let sid = info
-        .iter()
-        .find(|(_, v)| v.split(' ').nth(1) == Some("waiter"))
-        .map(|(k, _)| k.clone())
-        .expect("the waiter's session");
-    let note = format!("{{volt-sem:{name}}}:note:{sid}");
-    let _: () = redis::cmd("SET")
-        .arg(&note)
-        .arg("planted")
-        .query(&mut raw)
-        .unwrap();
     drop(held);
     assert_eq!(a.flush(), Ok(()), "the release is applied");
     let got = waiter.join().unwrap();

@@ -16,6 +16,13 @@ if e then
   return {'CANCELLED', got}
 end
 local tok = redis.call('HGET', GRANTS, eid)
+-- A value volt-sem never writes there, refused before the first write
+-- (hand.lua's grant_record()): read as a grant, its release took permits
+-- the session may hold for other requests (a record of a close or a
+-- set_total, overwritten).
+if tok and not grant_record(tok) then
+  garbage(GRANTS, eid, tok, 'a token (an integer up to ' .. fmt(MAX_COUNT) .. '), 0 or T')
+end
 redis.call('HDEL', GRANTS, eid)
 redis.call('ZREM', OWN, eid)
 if not tok then return {'GONE'} end

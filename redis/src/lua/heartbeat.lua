@@ -3,7 +3,8 @@
 -- a lost notification is repaired here. ARGV 4: number of acked eids, then
 -- the acked eids, then the queried eids. Returns {'OK', status...} with, per
 -- queried eid, 'Q' (queued), a token (granted), '0' (closed), 'T' (failed
--- by set_total: above the new total) or 'X' (gone) |
+-- by set_total: above the new total), 'X' (gone) or 'W' and the value (a
+-- grant record volt-sem never writes) |
 -- {'LOST'} | {'EXPIRED'}. O((a + q) log n).
 -- The status word carries `d=<ms>`: when the agent runs its next heartbeat
 -- (from the reply's arrival). A third of the lease; but while the session
@@ -40,7 +41,13 @@ for i = 5 + nack, #ARGV do
     -- Queued but not recorded: the entries were lost (every hand-off
     -- would stop at this head).
     if redis.call('ZSCORE', QUEUE, eid) then return damaged() end
-    out[#out + 1] = redis.call('HGET', GRANTS, eid) or 'X'
+    -- A grant record volt-sem never writes (hand.lua's grant_record()):
+    -- 'W' and the value (at most 40 bytes), which no record starts with;
+    -- the client fails that request with WrongType (its other requests
+    -- and its lease are not the value's concern: nothing here depends on it).
+    local g = redis.call('HGET', GRANTS, eid)
+    if g and not grant_record(g) then g = 'W' .. string.sub(g, 1, 40) end
+    out[#out + 1] = g or 'X'
   end
 end
 local delay = math.floor(LEASE / 3)

@@ -399,6 +399,14 @@ impl Agent {
                             inner.lose_deferred(epoch, Error::LeaseExpired);
                             return (true, true, None);
                         }
+                        // A grant record volt-sem never writes: the
+                        // request fails with WrongType (heartbeat.lua).
+                        v if v.starts_with('W') => {
+                            if inner.foreign_grant(sid, *ctr, &v[1..]) {
+                                deliver(claimed);
+                                return (true, true, None);
+                            }
+                        }
                         v => claimed.extend(inner.complete(sid, *ctr, v)),
                     }
                 }

@@ -267,6 +267,29 @@ pub fn kill_clients_named(raw: &mut redis::Connection, name: &str) {
     }
 }
 
+/// The session of the handle labelled `label` on `name`, and its
+/// notification list made a string: its notifications are lost (the
+/// heartbeat is what repairs them).
+pub fn lose_notifications(s: &Server, name: &str, label: &str) -> String {
+    let mut raw = s.raw();
+    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{{volt-sem:{name}}}:info"))
+        .query(&mut raw)
+        .unwrap();
+    let sid = info
+        .iter()
+        .find(|(_, v)| v.split(' ').nth(1) == Some(label))
+        .map(|(k, _)| k.clone())
+        .expect("the session");
+    let note = format!("{{volt-sem:{name}}}:note:{sid}");
+    let _: () = redis::cmd("SET")
+        .arg(&note)
+        .arg("planted")
+        .query(&mut raw)
+        .unwrap();
+    note
+}
+
 pub fn connect(s: &Server, name: &str, permits: usize) -> RedisSemaphore {
     RedisSemaphore::connect(&s.url(), name, permits, opts()).expect("connect")
 }
