@@ -85,16 +85,16 @@ test('a value volt-sem never writes in its own hash (an HSET of avail above the 
     const sem = await Semaphore.connect(s.url(), 'garbage', 2, opts);
     const held = await sem.acquirePermit(1);
     // Something else writes the count of free permits (1 is right).
-    assert.equal(await command(s.port, resp('HSET', '{volt-sem:garbage}:meta', 'avail', '1000')), ':0\r\n');
+    assert.equal(await s.query(resp('HSET', '{volt-sem:garbage}:meta', 'avail', '1000')), ':0\r\n');
     const wrong = { code: 'ERR_VOLT_WRONG_TYPE', message: /avail/ };
     await assert.rejects(sem.tryAcquirePermit(2), wrong);
     await assert.rejects(sem.census(), wrong);
     await assert.rejects(Semaphore.connect(s.url(), 'garbage', 2, opts), wrong);
     // And a word where a count is kept.
-    assert.equal(await command(s.port, resp('HSET', '{volt-sem:garbage}:meta', 'total', 'two')), ':0\r\n');
+    assert.equal(await s.query(resp('HSET', '{volt-sem:garbage}:meta', 'total', 'two')), ':0\r\n');
     await assert.rejects(sem.tryAcquirePermit(1), { code: 'ERR_VOLT_WRONG_TYPE', message: /total/ });
     // Put back, everything works and nothing was lost.
-    assert.equal(await command(s.port, resp('HSET', '{volt-sem:garbage}:meta', 'avail', '1', 'total', '2')), ':0\r\n');
+    assert.equal(await s.query(resp('HSET', '{volt-sem:garbage}:meta', 'avail', '1', 'total', '2')), ':0\r\n');
     const second = await sem.tryAcquirePermit(1);
     assert.ok(second);
     assert.equal(await sem.tryAcquirePermit(1), null);
