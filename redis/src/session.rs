@@ -42,6 +42,7 @@ mod batch;
 mod door;
 pub(crate) mod grace;
 mod handle;
+mod note;
 mod runs;
 /// The locks `runs.rs` uses (loom's in its model, `core/tests/loom_door.rs`).
 mod sync {
@@ -53,6 +54,7 @@ mod table;
 use agent::Kick;
 use door::{call, Door, Job};
 pub(crate) use handle::Handle;
+pub(crate) use note::Grant;
 pub(crate) use registry::connect_shared;
 #[cfg(unix)]
 pub(crate) use registry::end_all_sessions;
@@ -1499,6 +1501,12 @@ impl Inner {
         call(self, |i| i.inspect_now())
     }
 
+    /// Whether request `ctr` was ever issued (by this handle, in any of its
+    /// sessions).
+    fn issued(&self, ctr: u64) -> bool {
+        lock(&self.state).table.issued(ctr)
+    }
+
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
     /// neither finished nor cancelled.
     fn still_queued(&self, ctr: u64, eid: &str) -> bool {
@@ -1552,30 +1560,26 @@ impl Inner {
     }
 
     /// Completes the waiter `ctr` of session `sid` with a grant record's
-    /// value (a token, "0" for closed, "T" for failed by `set_total`).
-    /// Returns what to notify.
-    fn complete(&self, sid: &str, ctr: u64, value: &str) -> Option<Claimed> {
-        // "T": failed by set_total (above the new total).
-        let token: u64 = if value == "T" {
-            u64::MAX
-        } else {
-            value.parse().ok()?
-        };
+    /// value. Returns what to notify.
+    fn complete(&self, sid: &str, ctr: u64, g: Grant) -> Option<Claimed> {
         let mut st = lock(&self.state);
         let cur = st.session.as_ref().filter(|s| s.sid == sid)?.epoch;
         let e = st.table.remove_of_session(ctr, cur)?;
         st.acked.push(e.eid.clone());
-        let outcome = if token == u64::MAX {
-            Finish::Failed(Error::TooManyPermits)
-        } else if token == 0 {
-            st.closed = true;
-            Finish::Closed
-        } else {
-            st.held += e.n;
-            if let Some(r) = self.stats.recorder() {
-                r.granted_after(e.n as usize, e.since.elapsed());
+        let outcome = match g {
+            // Failed by set_total (above the new total).
+            Grant::TooMany => Finish::Failed(Error::TooManyPermits),
+            Grant::Closed => {
+                st.closed = true;
+                Finish::Closed
             }
-            Finish::Granted { token }
+            Grant::Token(token) => {
+                st.held += e.n;
+                if let Some(r) = self.stats.recorder() {
+                    r.granted_after(e.n as usize, e.since.elapsed());
+                }
+                Finish::Granted { token }
+            }
         };
         // SAFETY: it was in the table.
         Some(unsafe { Claimed::claim(e.w, outcome) })

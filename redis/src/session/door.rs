@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use super::runs::Runs;
-use super::{batch, lock, process_id, Inner};
+use super::{batch, lock, process_id, Grant, Inner};
 use crate::census::Census;
 use crate::error::Error;
 use crate::reply::{Reply, Status};
@@ -859,7 +859,7 @@ impl Inner {
                         .chunks_exact(2)
                         .filter_map(|g| {
                             let (s, ctr) = g[0].split_once(':')?;
-                            self.complete(s, ctr.parse().ok()?, &g[1])
+                            self.complete(s, ctr.parse().ok()?, Grant::parse(&g[1])?)
                         })
                         .collect();
                     deliver(claimed);
