@@ -217,6 +217,16 @@
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.
+//! * **Giving a session up.** A session the handle gives up after an
+//!   answer from Redis (a refused release or cancel, a lease a call finds
+//!   lost) is ended at once: the handle pushes a `bye` on that session's
+//!   notification list (on the connection that answered; never a new one),
+//!   which ends the agent's `BLPOP` there, and the agent ends the session
+//!   (what Redis counts for it goes to the next waiters) and moves to the
+//!   handle's next session. It used to wait for the agent's next heartbeat,
+//!   up to a third of the lease (a queued request of the next session was
+//!   served that late too). Where the push fails (no connection, an
+//!   uncertain outcome, a list of another type) the heartbeat bound stands.
 //! * **Incarnation.** The semaphore's `meta` carries a random incarnation id
 //!   chosen by its creator; every script checks it. A Redis restarted empty
 //!   (or flushed) has none: the handle fails its holders and waiters with

@@ -930,6 +930,53 @@ impl Inner {
         self.lose_deferred(epoch, err);
     }
 
+    /// [`lose`](Self::lose) after an answer from Redis (a refusal, a lease
+    /// found lost), on the door or a caller's turn: the agent, likely
+    /// blocked in its `BLPOP` on that session's list until its next
+    /// heartbeat (a third of the lease), is woken by a `bye` pushed there
+    /// now (as the end script's), on the command connection that just
+    /// answered, so that it ends the session (what Redis counts for it
+    /// goes back) and moves to the handle's next one at once.
+    ///
+    /// A push rather than `CLIENT UNBLOCK` (an `@admin` command an ACL
+    /// often denies, sent to whichever node the door's connection is on,
+    /// with the agent's client id to learn at each of its connects) or
+    /// closing the agent's socket (redis-rs gives no access to it): the
+    /// scripts already push to these lists, so an ACL that lets the
+    /// handle work lets it push, and a Cluster routes it by its key. Never
+    /// a new connection: without one (or if the push fails) the heartbeat
+    /// bound stands, as before.
+    pub(crate) fn lose_answered(&self, epoch: u64, err: Error) {
+        let Some(sid) = self.sid_of(epoch) else {
+            return;
+        };
+        self.lose_deferred(epoch, err);
+        if self.forked() {
+            return;
+        }
+        let mut g = lock(&self.cmd);
+        if self.cmd_closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(con) = g.as_mut() else {
+            return;
+        };
+        let note = self.keys.note(&sid);
+        let r: redis::RedisResult<()> = redis::pipe()
+            .cmd("RPUSH")
+            .arg(&note)
+            .arg("bye")
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&note)
+            .arg(5000)
+            .ignore()
+            .query(con);
+        if r.is_err_and(|e| e.is_io_error() || e.is_timeout() || e.is_connection_dropped()) {
+            *g = None;
+        }
+    }
+
     /// Ends the sessions `sids` now, on the door (for `disconnect`, which
     /// promises one round trip: their permits go back, and the `bye` wakes
     /// the agent if it is blocked on an old notification list); what fails
@@ -1117,7 +1164,7 @@ impl Inner {
     fn session_reply(&self, r: &Reply, epoch: u64) -> Option<Error> {
         match &r.status {
             Status::Expired => {
-                self.lose(epoch, Error::LeaseExpired);
+                self.lose_answered(epoch, Error::LeaseExpired);
                 Some(Error::LeaseExpired)
             }
             Status::Lost => {
