@@ -562,6 +562,16 @@ fn garbage_in_the_grant_record_of_a_notified_waiter() {
     report();
 }
 
+/// A handle of `name` labelled `waiter`, with a 60 s lease: its heartbeat
+/// runs every 20 s.
+fn long_lease_waiter(s: &Server, name: &str, total: usize) -> RedisSemaphore {
+    let o = opts()
+        .lease(Duration::from_secs(60))
+        .own_session(true)
+        .label("waiter");
+    RedisSemaphore::connect(&s.url(), name, total, o).unwrap()
+}
+
 /// A waiter whose request was closed (its record "0", its notification
 /// lost) times out before its heartbeat reads the record, which holds
 /// garbage by then: its cancel reads the record. It took the garbage for a
@@ -579,16 +589,7 @@ fn garbage_in_the_grant_record_of_a_cancelled_waiter() {
         let what = format!("grants = {value:?}, cancelled");
         let name = format!("cancelled-{i}");
         // A long lease: no heartbeat reads the record before the cancel.
-        let b = RedisSemaphore::connect(
-            &s.url(),
-            &name,
-            2,
-            opts()
-                .lease(Duration::from_secs(60))
-                .own_session(true)
-                .label("waiter"),
-        )
-        .unwrap();
+        let b = long_lease_waiter(&s, &name, 2);
         let mut v = Virtual::join(&s, &name, 2);
         let held = b.try_acquire(1).unwrap();
         v.take("v:1", 1);
@@ -715,16 +716,7 @@ fn foreign_notes_on_a_notification_list() {
     let s = Server::start();
     for i in 0..foreign_notes("s:1").len() {
         let name = format!("notes-{i}");
-        let b = RedisSemaphore::connect(
-            &s.url(),
-            &name,
-            1,
-            opts()
-                .lease(Duration::from_secs(60))
-                .own_session(true)
-                .label("waiter"),
-        )
-        .unwrap();
+        let b = long_lease_waiter(&s, &name, 1);
         let mut v = Virtual::join(&s, &name, 1);
         v.take("v:1", 1);
         let waiter = acquire_in_thread(&b, 1);

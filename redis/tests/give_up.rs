@@ -23,11 +23,25 @@ use volt_sem_redis::RedisSemaphore;
 /// Far below a heartbeat interval of the 90 s lease (30 s).
 const BOUND: Duration = Duration::from_secs(10);
 
-fn long_lease(label: &str) -> volt_sem_redis::ConnectOptions {
-    opts()
-        .lease(Duration::from_secs(90))
-        .own_session(true)
-        .label(label)
+/// Semaphore `name` of `total` permits: its keys, and two handles of 90 s
+/// leases, labelled `holder` and `waiter`.
+fn holder_and_waiter(
+    s: &Server,
+    name: &str,
+    total: usize,
+) -> (Keys, RedisSemaphore, RedisSemaphore) {
+    let handle = |label: &str| {
+        let o = opts()
+            .lease(Duration::from_secs(90))
+            .own_session(true)
+            .label(label);
+        RedisSemaphore::connect(&s.url(), name, total, o).unwrap()
+    };
+    (
+        Keys::new("volt-sem", name),
+        handle("holder"),
+        handle("waiter"),
+    )
 }
 
 /// A release Redis refuses (`NOTHELD`: it counts fewer permits for the
@@ -40,9 +54,7 @@ fn long_lease(label: &str) -> volt_sem_redis::ConnectOptions {
 fn a_refused_release_ends_the_session_now() {
     let s = Server::start();
     let name = "refused";
-    let k = Keys::new("volt-sem", name);
-    let a = RedisSemaphore::connect(&s.url(), name, 2, long_lease("holder")).unwrap();
-    let c = RedisSemaphore::connect(&s.url(), name, 2, long_lease("waiter")).unwrap();
+    let (k, a, c) = holder_and_waiter(&s, name, 2);
     let held = a.try_acquire(2).unwrap();
     let waiter = acquire_in_thread(&c, 2);
     let mut raw = s.raw();
@@ -95,9 +107,7 @@ fn a_refused_release_ends_the_session_now() {
 fn a_lease_found_lost_moves_the_agent_to_the_next_session_now() {
     let s = Server::start();
     let name = "expired";
-    let k = Keys::new("volt-sem", name);
-    let b = RedisSemaphore::connect(&s.url(), name, 1, long_lease("waiter")).unwrap();
-    let c = RedisSemaphore::connect(&s.url(), name, 1, long_lease("holder")).unwrap();
+    let (k, c, b) = holder_and_waiter(&s, name, 1);
     let held = c.try_acquire(1).unwrap();
     // b's session registered, its agent blocked on its list.
     assert!(b.try_acquire(1).is_err());
