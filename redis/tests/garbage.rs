@@ -13,7 +13,9 @@
 //! value or fail with `Error::WrongType` (never another error, a hang or an
 //! over-grant), puts the field back, and checks that nothing was lost: the
 //! census is conserved, Redis counts what the handles count, and once every
-//! handle is gone every permit is available again.
+//! handle is gone every permit is available again. The same for a note
+//! pushed onto a session's notification list (the last test), which must
+//! grant or fail nothing.
 
 mod support;
 
