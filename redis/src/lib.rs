@@ -195,10 +195,38 @@
 //!   whether Redis counted the request's permits for the session cannot be
 //!   told, and the session's end gives back what it counts. `0` or `T`
 //!   written over a token is in range: read as a close or a refusal, the
-//!   session keeps the permit until it ends.
+//!   session keeps the permit until it ends. A token with a leading zero
+//!   (`007`) is not what a script writes either: that value.
+//! * **Foreign notifications.** A notification list (`{p:n}:note:<session>`,
+//!   what the agent's `BLPOP` reads) holding a note volt-sem never writes
+//!   (a push by another program: a word, an empty note, a grant record
+//!   that is not a token, `0` or `T`, such as a negative, signed,
+//!   exponent-form or 2^64 - 1 one, a request id with a sign or a leading
+//!   zero, one of another session or never issued, bytes that are no
+//!   UTF-8): the agent grants and fails nothing on it (u64::MAX read as
+//!   `T` failed the waiter with [`Error::TooManyPermits`]; `+5` granted a
+//!   permit Redis had not counted), and runs its heartbeat at once, which
+//!   reads the grant records of the session's waiting requests: a waiter
+//!   whose notification the note took the place of is served now, not at
+//!   the next heartbeat, and one whose record is foreign fails with
+//!   [`Error::WrongType`] (above). A note in the exact form the scripts
+//!   write (`<session>:<n> <token>`, naming a request that waits) is
+//!   believed: telling it from a real one would cost a round trip per
+//!   queued grant. A well-formed note for a request that no longer waits
+//!   (an old one) is dropped.
 //! * **Uncertain outcomes.** If the connection fails while a mutating script
 //!   was in flight, the session is given up (ended when Redis is reachable
 //!   again, else it expires): a retry can never count a permit twice.
+//! * **Giving a session up.** A session the handle gives up after an
+//!   answer from Redis (a refused release or cancel, a lease a call finds
+//!   lost) is ended at once: the handle pushes a `bye` on that session's
+//!   notification list (on the connection that answered; never a new one),
+//!   which ends the agent's `BLPOP` there, and the agent ends the session
+//!   (what Redis counts for it goes to the next waiters) and moves to the
+//!   handle's next session. It used to wait for the agent's next heartbeat,
+//!   up to a third of the lease (a queued request of the next session was
+//!   served that late too). Where the push fails (no connection, an
+//!   uncertain outcome, a list of another type) the heartbeat bound stands.
 //! * **Incarnation.** The semaphore's `meta` carries a random incarnation id
 //!   chosen by its creator; every script checks it. A Redis restarted empty
 //!   (or flushed) has none: the handle fails its holders and waiters with

@@ -42,6 +42,7 @@ mod batch;
 mod door;
 pub(crate) mod grace;
 mod handle;
+mod note;
 mod runs;
 /// The locks `runs.rs` uses (loom's in its model, `core/tests/loom_door.rs`).
 mod sync {
@@ -53,6 +54,7 @@ mod table;
 use agent::Kick;
 use door::{call, Door, Job};
 pub(crate) use handle::Handle;
+pub(crate) use note::Grant;
 pub(crate) use registry::connect_shared;
 #[cfg(unix)]
 pub(crate) use registry::end_all_sessions;
@@ -928,6 +930,53 @@ impl Inner {
         self.lose_deferred(epoch, err);
     }
 
+    /// [`lose`](Self::lose) after an answer from Redis (a refusal, a lease
+    /// found lost), on the door or a caller's turn: the agent, likely
+    /// blocked in its `BLPOP` on that session's list until its next
+    /// heartbeat (a third of the lease), is woken by a `bye` pushed there
+    /// now (as the end script's), on the command connection that just
+    /// answered, so that it ends the session (what Redis counts for it
+    /// goes back) and moves to the handle's next one at once.
+    ///
+    /// A push rather than `CLIENT UNBLOCK` (an `@admin` command an ACL
+    /// often denies, sent to whichever node the door's connection is on,
+    /// with the agent's client id to learn at each of its connects) or
+    /// closing the agent's socket (redis-rs gives no access to it): the
+    /// scripts already push to these lists, so an ACL that lets the
+    /// handle work lets it push, and a Cluster routes it by its key. Never
+    /// a new connection: without one (or if the push fails) the heartbeat
+    /// bound stands, as before.
+    pub(crate) fn lose_answered(&self, epoch: u64, err: Error) {
+        let Some(sid) = self.sid_of(epoch) else {
+            return;
+        };
+        self.lose_deferred(epoch, err);
+        if self.forked() {
+            return;
+        }
+        let mut g = lock(&self.cmd);
+        if self.cmd_closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(con) = g.as_mut() else {
+            return;
+        };
+        let note = self.keys.note(&sid);
+        let r: redis::RedisResult<()> = redis::pipe()
+            .cmd("RPUSH")
+            .arg(&note)
+            .arg("bye")
+            .ignore()
+            .cmd("PEXPIRE")
+            .arg(&note)
+            .arg(5000)
+            .ignore()
+            .query(con);
+        if r.is_err_and(|e| e.is_io_error() || e.is_timeout() || e.is_connection_dropped()) {
+            *g = None;
+        }
+    }
+
     /// Ends the sessions `sids` now, on the door (for `disconnect`, which
     /// promises one round trip: their permits go back, and the `bye` wakes
     /// the agent if it is blocked on an old notification list); what fails
@@ -1115,7 +1164,7 @@ impl Inner {
     fn session_reply(&self, r: &Reply, epoch: u64) -> Option<Error> {
         match &r.status {
             Status::Expired => {
-                self.lose(epoch, Error::LeaseExpired);
+                self.lose_answered(epoch, Error::LeaseExpired);
                 Some(Error::LeaseExpired)
             }
             Status::Lost => {
@@ -1499,6 +1548,12 @@ impl Inner {
         call(self, |i| i.inspect_now())
     }
 
+    /// Whether request `ctr` was ever issued (by this handle, in any of its
+    /// sessions).
+    fn issued(&self, ctr: u64) -> bool {
+        lock(&self.state).table.issued(ctr)
+    }
+
     /// Whether request `ctr` (Redis entry `eid`) is still in the table,
     /// neither finished nor cancelled.
     fn still_queued(&self, ctr: u64, eid: &str) -> bool {
@@ -1552,30 +1607,26 @@ impl Inner {
     }
 
     /// Completes the waiter `ctr` of session `sid` with a grant record's
-    /// value (a token, "0" for closed, "T" for failed by `set_total`).
-    /// Returns what to notify.
-    fn complete(&self, sid: &str, ctr: u64, value: &str) -> Option<Claimed> {
-        // "T": failed by set_total (above the new total).
-        let token: u64 = if value == "T" {
-            u64::MAX
-        } else {
-            value.parse().ok()?
-        };
+    /// value. Returns what to notify.
+    fn complete(&self, sid: &str, ctr: u64, g: Grant) -> Option<Claimed> {
         let mut st = lock(&self.state);
         let cur = st.session.as_ref().filter(|s| s.sid == sid)?.epoch;
         let e = st.table.remove_of_session(ctr, cur)?;
         st.acked.push(e.eid.clone());
-        let outcome = if token == u64::MAX {
-            Finish::Failed(Error::TooManyPermits)
-        } else if token == 0 {
-            st.closed = true;
-            Finish::Closed
-        } else {
-            st.held += e.n;
-            if let Some(r) = self.stats.recorder() {
-                r.granted_after(e.n as usize, e.since.elapsed());
+        let outcome = match g {
+            // Failed by set_total (above the new total).
+            Grant::TooMany => Finish::Failed(Error::TooManyPermits),
+            Grant::Closed => {
+                st.closed = true;
+                Finish::Closed
             }
-            Finish::Granted { token }
+            Grant::Token(token) => {
+                st.held += e.n;
+                if let Some(r) = self.stats.recorder() {
+                    r.granted_after(e.n as usize, e.since.elapsed());
+                }
+                Finish::Granted { token }
+            }
         };
         // SAFETY: it was in the table.
         Some(unsafe { Claimed::claim(e.w, outcome) })

@@ -13,7 +13,9 @@
 //! value or fail with `Error::WrongType` (never another error, a hang or an
 //! over-grant), puts the field back, and checks that nothing was lost: the
 //! census is conserved, Redis counts what the handles count, and once every
-//! handle is gone every permit is available again.
+//! handle is gone every permit is available again. The same for a note
+//! pushed onto a session's notification list (the last test), which must
+//! grant or fail nothing.
 
 mod support;
 
@@ -453,8 +455,9 @@ impl Virtual {
 /// most 2^53 - 1, in digits; "0" and "T" are written by close and
 /// set_total): besides [`GARBAGE`], a token with a sign, the heartbeat's
 /// own words for a request still queued or gone, u64::MAX (which the
-/// client took for "T"), 2^53.
-const GRANT_GARBAGE: [&str; 7] = [
+/// client took for "T"), 2^53, a token with a leading zero.
+const GRANT_GARBAGE: [&str; 8] = [
+    "007",
     "+5",
     "Q",
     "X",
@@ -561,6 +564,16 @@ fn garbage_in_the_grant_record_of_a_notified_waiter() {
     report();
 }
 
+/// A handle of `name` labelled `waiter`, with a 60 s lease: its heartbeat
+/// runs every 20 s.
+fn long_lease_waiter(s: &Server, name: &str, total: usize) -> RedisSemaphore {
+    let o = opts()
+        .lease(Duration::from_secs(60))
+        .own_session(true)
+        .label("waiter");
+    RedisSemaphore::connect(&s.url(), name, total, o).unwrap()
+}
+
 /// A waiter whose request was closed (its record "0", its notification
 /// lost) times out before its heartbeat reads the record, which holds
 /// garbage by then: its cancel reads the record. It took the garbage for a
@@ -578,16 +591,7 @@ fn garbage_in_the_grant_record_of_a_cancelled_waiter() {
         let what = format!("grants = {value:?}, cancelled");
         let name = format!("cancelled-{i}");
         // A long lease: no heartbeat reads the record before the cancel.
-        let b = RedisSemaphore::connect(
-            &s.url(),
-            &name,
-            2,
-            opts()
-                .lease(Duration::from_secs(60))
-                .own_session(true)
-                .label("waiter"),
-        )
-        .unwrap();
+        let b = long_lease_waiter(&s, &name, 2);
         let mut v = Virtual::join(&s, &name, 2);
         let held = b.try_acquire(1).unwrap();
         v.take("v:1", 1);
@@ -627,6 +631,154 @@ fn garbage_in_the_grant_record_of_a_cancelled_waiter() {
         v.end();
         drop(b);
         all_back(&s, &name, 2);
+    }
+    report();
+}
+
+/// Notes volt-sem never writes on a notification list (what the agent's
+/// `BLPOP` reads: `<sid>:<n> <token>`, `0` or `T`, and `reap`, `bye`),
+/// for the waiting request `eid` (`<sid>:<ctr>`): a value that is no grant
+/// record (u64::MAX, which the agent took for `T`: TooManyPermits; a
+/// token with a sign, which it took for a grant), a request id with a sign
+/// or a leading zero (taken for the waiting one: a grant), one never
+/// issued, one of another session, a word, an empty note, bytes that are
+/// no UTF-8, a very long note.
+fn foreign_notes(eid: &str) -> Vec<(String, Vec<u8>)> {
+    let (sid, ctr) = eid.split_once(':').unwrap();
+    let mut notes: Vec<Vec<u8>> = [
+        format!("{eid} 18446744073709551615"),
+        format!("{eid} 9007199254740992"),
+        format!("{eid} 007"),
+        format!("{eid} -1"),
+        format!("{eid} +5"),
+        format!("{eid} 1e3"),
+        format!("{eid} 1.5"),
+        format!("{eid} garbage"),
+        format!("{eid} "),
+        format!("{eid}  5"),
+        format!("{eid} 5 6"),
+        format!("{eid} Q"),
+        format!("{sid}:+{ctr} 5"),
+        format!("{sid}:0{ctr} 5"),
+        format!("{sid}:999999 5"),
+        format!("{sid}: 5"),
+        format!("other:{ctr} 5"),
+        eid.to_string(),
+        String::new(),
+        "garbage".into(),
+        "-1".into(),
+        "1e3".into(),
+        "reap 1".into(),
+        " bye".into(),
+    ]
+    .map(String::into_bytes)
+    .into();
+    notes.push(b"\xff\xfe 5".to_vec());
+    notes.push(format!("{eid} {}", "7".repeat(100_000)).into_bytes());
+    notes
+        .into_iter()
+        .map(|n| {
+            let shown = String::from_utf8_lossy(&n[..n.len().min(60)]).into_owned();
+            (shown, n)
+        })
+        .collect()
+}
+
+/// Whether the agent of the handle labelled `label` took what was pushed
+/// on `note` and is blocked in its `BLPOP` again: everything it read there
+/// is dealt with (a blocked client is served as the push runs, so the
+/// `BLPOP` seen blocked after the list was found empty is a later one).
+fn agent_done_with(s: &Server, note: &str, label: &str) -> bool {
+    let mut raw = s.raw();
+    let limit = Duration::from_secs(10);
+    soon(limit, || {
+        redis::cmd("LLEN").arg(note).query::<u64>(&mut raw).unwrap() == 0
+    }) && soon(limit, || {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut raw).unwrap();
+        list.lines().any(|l| {
+            l.contains(&format!(" name={label} "))
+                && l.split(' ')
+                    .any(|f| f.starts_with("flags=") && f.contains('b'))
+        })
+    })
+}
+
+/// A foreign note on the list of a waiting session, pushed by a raw client
+/// to the key its agent's `BLPOP` reads. While the request waits (the
+/// permit held by session "v"), the note grants nothing and fails nothing:
+/// the handle counts no permit, the waiter still waits, Redis conserves.
+/// Then the release of "v" grants the request in the same transaction
+/// that replaces its notification by the foreign note: the waiter gets
+/// its permit all the same, from its grant record, without waiting for
+/// its next heartbeat (a third of its 60 s lease): the foreign note makes
+/// the agent run it now. The agent survives every note (it delivers the
+/// grant).
+#[test]
+fn foreign_notes_on_a_notification_list() {
+    let s = Server::start();
+    for i in 0..foreign_notes("s:1").len() {
+        let name = format!("notes-{i}");
+        let b = long_lease_waiter(&s, &name, 1);
+        let mut v = Virtual::join(&s, &name, 1);
+        v.take("v:1", 1);
+        let waiter = acquire_in_thread(&b, 1);
+        let eid = v.queued();
+        let note = v.k.note(eid.split_once(':').unwrap().0);
+        let (shown, foreign) = foreign_notes(&eid).swap_remove(i);
+        let what = format!("note {shown:?}");
+        // While the request waits.
+        let _: () = redis::cmd("RPUSH")
+            .arg(&note)
+            .arg(&foreign)
+            .query(&mut s.raw())
+            .unwrap();
+        if !agent_done_with(&s, &note, "waiter") {
+            fail(format!(
+                "{what}: the agent never took it, or never waited again"
+            ));
+            continue;
+        }
+        if b.held_permits() != 0 {
+            fail(format!("{what}: granted by the note"));
+            continue;
+        }
+        if let Ok(got) = waiter.try_recv() {
+            fail(format!(
+                "{what}: the waiter got {got:?} while the permit was held"
+            ));
+            continue;
+        }
+        consistent_with(&what, &b, 1);
+        // Its grant, with the foreign note in place of its notification.
+        let mut del = redis::cmd("DEL");
+        del.arg(&note);
+        let mut push = redis::cmd("RPUSH");
+        push.arg(&note).arg(&foreign);
+        let _: Vec<redis::Value> = redis::pipe()
+            .atomic()
+            .add_command(v.release_cmd(1))
+            .add_command(del)
+            .add_command(push)
+            .query(&mut v.c)
+            .unwrap();
+        let got = match waiter.recv_timeout(Duration::from_secs(10)) {
+            Ok(got) => got,
+            Err(_) => {
+                fail(format!(
+                    "{what}: the waiter still waits 10 s after its grant (its heartbeat is 20 s on)"
+                ));
+                continue;
+            }
+        };
+        if !matches!(&got, Ok(p) if p.token() > 0) {
+            fail(format!("{what}: the waiter got {got:?}"));
+            continue;
+        }
+        consistent_with(&what, &b, 0);
+        drop(got);
+        v.end();
+        drop(b);
+        all_back(&s, &name, 1);
     }
     report();
 }

@@ -57,13 +57,14 @@ local function entry(e, eid)
   return need, got
 end
 -- Whether `g`, a request's grant record (heartbeat.lua and cancel.lua read
--- it), is a value the scripts write there: a token (hand(): digits, at most
--- 2^53 - 1), '0' (close.lua) or 'T' (set_total). Any other is refused for
--- that request (the heartbeat answers 'W', the cancel fails with WRONGTYPE)
+-- it), is a value the scripts write there: a token (hand(): digits, no
+-- leading zero, at most 2^53 - 1), '0' (close.lua) or 'T' (set_total); the
+-- client reads notifications and records by the same rule
+-- (session/note.rs). Any other is refused for that request (the heartbeat answers 'W', the cancel fails with WRONGTYPE)
 -- rather than read as another state ('Q' as still queued: a waiter never
 -- woken).
 local function grant_record(g)
-  return g == '0' or g == 'T' or (#g <= 16 and string.find(g, '^%d+$') ~= nil and tonumber(g) <= MAX_COUNT)
+  return g == '0' or g == 'T' or (#g <= 16 and string.find(g, '^[1-9]%d*$') ~= nil and tonumber(g) <= MAX_COUNT)
 end
 -- A count HINCRBY left at `h` after adding `n`: below `n`, the count was
 -- negative before (a value volt-sem never writes); the increment is undone

@@ -16,6 +16,7 @@
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
+use super::note::{Grant, Note};
 use super::{lock, Inner};
 use crate::conn::{Client, Conn};
 use crate::error::Error;
@@ -274,19 +275,26 @@ impl Agent {
             }
             let wait = Self::capped((next_hb - now).max(Duration::from_millis(10)), left());
             let _ = c.set_read_timeout(Self::capped(wait + self.opts.command_timeout, left()));
-            let r: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
+            // Bytes: a note that is no UTF-8 is foreign, not a failed call.
+            let r: redis::RedisResult<Option<(String, Vec<u8>)>> = redis::cmd("BLPOP")
                 .arg(self.keys.note(&sid))
                 .arg(wait.as_secs_f64())
                 .query(c);
-            match r {
+            match r.map(|r| r.map(|(_, msg)| Note::parse(&msg, &sid))) {
                 // A request queued by this handle needs a reap before the
                 // next heartbeat (lua/acquire.lua): run it now. No grant
-                // came, so no `WAIT` for replicas either.
-                Ok(Some((_, msg))) if msg == "reap" => {
+                // came, so no `WAIT` for replicas either. A foreign note
+                // (note.rs) is read as nothing but a hint that a grant
+                // record may have changed: the heartbeat reads them now
+                // (a waiter whose notification it took the place of is
+                // not left to the next one).
+                Ok(Some(Note::Reap | Note::Foreign)) => {
                     backoff = Duration::from_millis(20);
                     next_hb = Instant::now();
                 }
-                Ok(Some((_, msg))) => {
+                // A wake-up: the loop's top ends the sessions given up.
+                Ok(Some(Note::Bye)) => backoff = Duration::from_millis(20),
+                Ok(Some(Note::Record(ctr, g))) => {
                     backoff = Duration::from_millis(20);
                     let Some(inner) = self.weak.upgrade() else {
                         return;
@@ -303,15 +311,16 @@ impl Agent {
                         con = None;
                         continue;
                     }
-                    if let Some((eid, value)) = msg.split_once(' ') {
-                        if let Some((s, ctr)) = eid.split_once(':') {
-                            if let Ok(ctr) = ctr.parse() {
-                                if let Some(cl) = inner.complete(s, ctr, value) {
-                                    drop(inner);
-                                    deliver([cl]);
-                                }
-                            }
+                    match inner.complete(&sid, ctr, g) {
+                        Some(cl) => {
+                            drop(inner);
+                            deliver([cl]);
                         }
+                        // A request never issued: a foreign note (one
+                        // that no longer waits, cancelled or completed
+                        // otherwise, is an old note).
+                        None if !inner.issued(ctr) => next_hb = Instant::now(),
+                        None => {}
                     }
                 }
                 Ok(None) => backoff = Duration::from_millis(20),
@@ -399,15 +408,19 @@ impl Agent {
                             inner.lose_deferred(epoch, Error::LeaseExpired);
                             return (true, true, None);
                         }
-                        // A grant record volt-sem never writes: the
-                        // request fails with WrongType (heartbeat.lua).
-                        v if v.starts_with('W') => {
-                            if inner.foreign_grant(sid, *ctr, &v[1..]) {
-                                deliver(claimed);
-                                return (true, true, None);
+                        v => match Grant::parse(v) {
+                            Some(g) => claimed.extend(inner.complete(sid, *ctr, g)),
+                            // A grant record volt-sem never writes: the
+                            // request fails with WrongType (heartbeat.lua
+                            // answers 'W' and the value).
+                            None => {
+                                let shown = v.strip_prefix('W').unwrap_or(v);
+                                if inner.foreign_grant(sid, *ctr, shown) {
+                                    deliver(claimed);
+                                    return (true, true, None);
+                                }
                             }
-                        }
-                        v => claimed.extend(inner.complete(sid, *ctr, v)),
+                        },
                     }
                 }
                 deliver(claimed);

@@ -32,7 +32,7 @@ use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::Instant;
 
 use super::runs::Runs;
-use super::{batch, lock, process_id, Inner};
+use super::{batch, lock, process_id, Grant, Inner};
 use crate::census::Census;
 use crate::error::Error;
 use crate::reply::{Reply, Status};
@@ -706,7 +706,7 @@ impl Inner {
                 if let Some(e) = lock(&self.state).table.get_mut(ctr) {
                     e.epoch = 0;
                 }
-                self.lose(epoch, Error::LeaseExpired);
+                self.lose_answered(epoch, Error::LeaseExpired);
                 return true;
             }
             _ => {
@@ -786,7 +786,7 @@ impl Inner {
             }
             Status::TooMany => Err(Error::TooManyPermits),
             Status::Expired if attempt == 0 => {
-                self.lose(epoch, Error::LeaseExpired);
+                self.lose_answered(epoch, Error::LeaseExpired);
                 return None;
             }
             _ => Err(self
@@ -859,7 +859,7 @@ impl Inner {
                         .chunks_exact(2)
                         .filter_map(|g| {
                             let (s, ctr) = g[0].split_once(':')?;
-                            self.complete(s, ctr.parse().ok()?, &g[1])
+                            self.complete(s, ctr.parse().ok()?, Grant::parse(&g[1])?)
                         })
                         .collect();
                     deliver(claimed);
@@ -868,7 +868,7 @@ impl Inner {
                 // longer matches what the handle knows.
                 Status::NotHeld => {
                     self.unapplied.store(true, Ordering::Relaxed);
-                    self.lose(epoch, Error::LeaseExpired)
+                    self.lose_answered(epoch, Error::LeaseExpired)
                 }
                 _ => {
                     self.unapplied.store(true, Ordering::Relaxed);
@@ -876,8 +876,12 @@ impl Inner {
                 }
             },
             Err(CallError::NotRun(_)) if attempt == 0 => return true,
-            Err(_) => {
-                // Not applied, or not known to be: the next flush says so.
+            // Not applied, or not known to be: the next flush says so.
+            Err(CallError::NotRun(_)) => {
+                self.unapplied.store(true, Ordering::Relaxed);
+                self.lose_answered(epoch, Error::LeaseExpired)
+            }
+            Err(CallError::Uncertain(_)) => {
                 self.unapplied.store(true, Ordering::Relaxed);
                 self.lose(epoch, Error::LeaseExpired)
             }
@@ -911,7 +915,8 @@ impl Inner {
             },
             // Still queued in Redis (or unknown): give the session up so
             // that its entry cannot be granted to nobody.
-            Err(_) => self.lose(epoch, Error::LeaseExpired),
+            Err(CallError::NotRun(_)) => self.lose_answered(epoch, Error::LeaseExpired),
+            Err(CallError::Uncertain(_)) => self.lose(epoch, Error::LeaseExpired),
         }
     }
 

@@ -61,6 +61,11 @@ impl Table {
         ctr
     }
 
+    /// Whether request `ctr` was ever issued by [`next_ctr`](Self::next_ctr).
+    pub(super) fn issued(&self, ctr: u64) -> bool {
+        ctr > 0 && ctr < self.next_ctr
+    }
+
     pub(super) fn insert(&mut self, ctr: u64, e: Entry) {
         self.entries.insert(ctr, e);
     }

@@ -267,20 +267,24 @@ pub fn kill_clients_named(raw: &mut redis::Connection, name: &str) {
     }
 }
 
+/// The id of the session of the handle labelled `label` on `name`.
+pub fn session_of(s: &Server, name: &str, label: &str) -> String {
+    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{{volt-sem:{name}}}:info"))
+        .query(&mut s.raw())
+        .unwrap();
+    info.iter()
+        .find(|(_, v)| v.split(' ').nth(1) == Some(label))
+        .map(|(k, _)| k.clone())
+        .expect("the session")
+}
+
 /// The session of the handle labelled `label` on `name`, and its
 /// notification list made a string: its notifications are lost (the
 /// heartbeat is what repairs them).
 pub fn lose_notifications(s: &Server, name: &str, label: &str) -> String {
     let mut raw = s.raw();
-    let info: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{{volt-sem:{name}}}:info"))
-        .query(&mut raw)
-        .unwrap();
-    let sid = info
-        .iter()
-        .find(|(_, v)| v.split(' ').nth(1) == Some(label))
-        .map(|(k, _)| k.clone())
-        .expect("the session");
+    let sid = session_of(s, name, label);
     let note = format!("{{volt-sem:{name}}}:note:{sid}");
     let _: () = redis::cmd("SET")
         .arg(&note)
