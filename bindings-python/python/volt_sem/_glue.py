@@ -71,9 +71,26 @@ def fail_future(fut, exc):
 
 
 def _drain_futures(channel):
-    for fut in channel.take():
-        if not fut.done():  # a cancelled task's Future is already done
-            fut.set_result(True)
+    """Resolves the Futures of the waits granted since the last drain (a
+    reader callback, or scheduled by the thread path's helper). An exception
+    of `set_result` (the loop's `call_soon`: a KeyboardInterrupt arriving
+    there, a loop's own error) does not stop the others: that waiter's grant
+    is handed on (its task may never run: `set_result` dropped its wake-up)
+    and the first such exception is raised once every other Future is
+    resolved, as a release on the loop's own thread does (`refused` in
+    src/wake.rs). The loop then reports it as any callback's (an Exception
+    to its exception handler; a KeyboardInterrupt or SystemExit out of
+    `run_forever`)."""
+    error = None
+    batch = channel.take()
+    for fut in batch:
+        try:
+            if not fut.done():  # a cancelled task's Future is already done
+                fut.set_result(True)
+        except BaseException as e:
+            error = batch.undelivered(e, error)
+    if error is not None:
+        raise error
 
 
 _WAKE_PATH = os.environ.get("VOLT_SEM_WAKE") or "reader"
@@ -319,8 +336,17 @@ async def _trio_pump(trio, channel):
     try:
         while True:
             await trio.lowlevel.wait_readable(channel.fileno())
-            for task in channel.take():
-                trio.lowlevel.reschedule(task)
+            # As `_drain_futures`: a task that cannot be rescheduled gives
+            # its grant on (it can still abort), the rest are rescheduled.
+            error = None
+            batch = channel.take()
+            for task in batch:
+                try:
+                    trio.lowlevel.reschedule(task)
+                except BaseException as e:
+                    error = batch.undelivered(e, error)
+            if error is not None:
+                raise error
     finally:
         channel.kill()  # the run is over: later grants are handed on at once
 
