@@ -602,3 +602,60 @@ def test_an_interrupt_in_call_soon_during_a_drain_hands_a_mutex_on(kind):
     finally:
         loop.close()
 
+
+def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
+    # The helper of the thread wake path schedules each drain with the
+    # loop's call_soon_threadsafe. An exception other than the closed
+    # loop's RuntimeError ended the helper without killing the channel:
+    # nobody drained it any more, and the grant queued there (and every
+    # later one of the loop's waiters) stayed held for ever. Now the
+    # channel is killed as when the loop is closed: the grant is handed on,
+    # the exception reported by threading.excepthook, and the loop's next
+    # wait gets a new channel.
+
+    class FailingLoop(NoReaderLoop):
+        armed = False
+
+        def call_soon_threadsafe(self, *args, **kwargs):
+            if self.armed:
+                self.armed = False
+                raise ValueError("cannot schedule")
+            return super().call_soon_threadsafe(*args, **kwargs)
+
+    sem = Semaphore(1)
+    loop = FailingLoop()
+    reported = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: reported.append(args.exc_type)
+
+    async def main():
+        assert await sem.acquire(1)
+        stranded = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        loop.armed = True
+        t = threading.Thread(target=sem.release)
+        t.start()
+        t.join()
+        await asyncio.get_running_loop().run_in_executor(
+            None, wait_until, lambda: sem.available_permits == 1, "the grant handed on"
+        )
+        i = _conserved(sem, 1)
+        assert (i.available, i.holders, i.waiters) == (1, [], [])
+        assert reported == [ValueError]
+        # The loop's next wait works (a new channel and helper).
+        assert await sem.acquire(1)
+        waiter = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        threading.Thread(target=sem.release).start()
+        assert await asyncio.wait_for(waiter, 5)
+        sem.release(1)
+        stranded.cancel()  # its wake-up never comes: the grant was handed on
+        with pytest.raises(asyncio.CancelledError):
+            await stranded
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        threading.excepthook = hook
+        loop.close()
+    assert sem.available_permits == 1

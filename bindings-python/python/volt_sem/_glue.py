@@ -21,7 +21,8 @@ Two wake paths connect a channel to an asyncio loop:
   from anyone: no wake callback ever takes it). No volt_sem native frame is on
   its stack while it blocks or takes the GIL back, so interpreter exit ends it
   like any daemon thread. It stops when its loop is closed (at the next
-  signal) or garbage-collected.
+  signal) or garbage-collected, or when `call_soon_threadsafe` raises
+  anything else; its channel is then killed (the grants handed on).
 
 trio always uses its own reader (``trio.lowlevel.wait_readable`` in a system
 task), which works on sockets on every platform. Setting the environment
@@ -283,28 +284,32 @@ def _start_wake_thread(loop, channel, blocking=True):
 
 
 def _wake_thread(loop_ref, channel, sock):
-    """The helper of one loop on the thread wake path (see the module docs)."""
-    with sock:
-        while True:
-            try:
-                if not sock.getblocking():
-                    select.select([sock], [], [])
-                if not sock.recv(256):
-                    break  # cannot happen while the channel lives; be safe
-            except BlockingIOError:
-                continue  # the loop's own drain read the byte first
-            except OSError:
-                break
-            event_loop = loop_ref()
-            if event_loop is None or channel.dead:
-                break
-            try:
-                event_loop.call_soon_threadsafe(_drain_futures, channel)
-            except RuntimeError:  # the loop was closed
-                break
-            del event_loop
-    # Nobody drains this channel any more: hand its grants on, now and later.
-    channel.kill()
+    """The helper of one loop on the thread wake path (see the module docs).
+    Any other exception of `call_soon_threadsafe` ends it too (reported by
+    `threading.excepthook`): the next wait on the loop starts a new one."""
+    try:
+        with sock:
+            while True:
+                try:
+                    if not sock.getblocking():
+                        select.select([sock], [], [])
+                    if not sock.recv(256):
+                        break  # cannot happen while the channel lives; be safe
+                except BlockingIOError:
+                    continue  # the loop's own drain read the byte first
+                except OSError:
+                    break
+                event_loop = loop_ref()
+                if event_loop is None or channel.dead:
+                    break
+                try:
+                    event_loop.call_soon_threadsafe(_drain_futures, channel)
+                except RuntimeError:  # the loop was closed
+                    break
+                del event_loop
+    finally:
+        # Nobody drains this channel any more: hand its grants on, now and later.
+        channel.kill()
 
 
 # ---------------------------------------------------------------------------
