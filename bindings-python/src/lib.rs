@@ -945,6 +945,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Acquire>()?;
     m.add_class::<Ready>()?;
     m.add_class::<Channel>()?;
+    m.add_class::<wake::Batch>()?;
     m.add_class::<TrioWaiter>()?;
     m.add_class::<redis::LeaseLost>()?;
     m.add_class::<inspect::Inspection>()?;

@@ -24,8 +24,8 @@
 //! socket pair on Unix and a loopback TCP pair on Windows
 //! (`src/wake_socket.rs`). There,
 //! on the loop's own thread and in *Python* frames (`volt_sem/_glue.py`), the
-//! queue is taken ([`Channel::take`]) and each asyncio Future is resolved, or
-//! each trio task rescheduled. A releasing daemon thread thus never needs the GIL
+//! queue is taken ([`Channel::take`], a [`Batch`]) and each asyncio Future is
+//! resolved, or each trio task rescheduled. A releasing daemon thread thus never needs the GIL
 //! while it wakes anyone, and the code that does run Python (the drain, the
 //! owner's resume) runs in ordinary Python frames, exactly like asyncio's own
 //! primitives.
@@ -80,9 +80,10 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use volt_sem_backend::RawSemaphore;
 
+use pyo3::exceptions::PyBaseException;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyList, PyWeakrefMethods, PyWeakrefReference};
+use pyo3::types::{PyWeakrefMethods, PyWeakrefReference};
 use volt_sem_backend::{Finish, Waiter, WaiterState};
 
 use crate::interpreter::running_loop;
@@ -861,8 +862,9 @@ fn resolve_here(py: Python<'_>, slot: &Slot, err: &mut Option<PyErr>) {
 /// handed on (released to the next waiters) rather than kept for a task
 /// that may never use it: permits stay conserved; should the task resume
 /// after all, its acquire raises `RuntimeError` (the grant was handed on).
-/// The exception goes to `err`, for the release that ran the wake to raise
-/// once every other wake is delivered; a second one to `sys.unraisablehook`.
+/// The exception goes to `err`, for the release that ran the wake (or the
+/// drain, [`Batch::undelivered`]) to raise once every other wake is
+/// delivered; a second one to `sys.unraisablehook`.
 #[cold]
 #[inline(never)]
 fn refused(py: Python<'_>, slot: &Slot, fut: &Bound<'_, PyAny>, e: PyErr, err: &mut Option<PyErr>) {
@@ -873,10 +875,19 @@ fn refused(py: Python<'_>, slot: &Slot, fut: &Bound<'_, PyAny>, e: PyErr, err: &
     if cancelled {
         return;
     }
+    slot.delivered.store(false, Ordering::Relaxed); // a trio task can still abort
     hand_on(slot);
+    keep_first(py, err, e, Some(fut));
+}
+
+/// Keeps `e` in `err` for the caller to raise if it holds none yet; else
+/// reports it through `sys.unraisablehook` (with `obj`).
+#[cold]
+#[inline(never)]
+fn keep_first(py: Python<'_>, err: &mut Option<PyErr>, e: PyErr, obj: Option<&Bound<'_, PyAny>>) {
     match err {
         None => *err = Some(e),
-        Some(_) => e.write_unraisable(py, Some(fut)),
+        Some(_) => e.write_unraisable(py, obj),
     }
 }
 
@@ -1032,18 +1043,13 @@ impl Channel {
         self.chan.sock.signal();
     }
 
-    /// The targets (Futures or trio tasks) of the slots woken since the last
-    /// call, each marked delivered; slots their owners already finished are
-    /// skipped.
-    fn take<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let out = PyList::empty(py);
-        for slot in self.chan.take_all() {
-            if slot.claim.load(Ordering::Acquire) == OPEN {
-                slot.delivered.store(true, Ordering::Relaxed);
-                out.append(slot.target.bind(py))?;
-            }
+    /// The slots woken since the last call, as a [`Batch`] that yields
+    /// their targets (Futures or trio tasks).
+    fn take(&self) -> Batch {
+        Batch {
+            slots: self.chan.take_all().into_iter(),
+            current: None,
         }
-        Ok(out)
     }
 
     /// The loop (or run) is over: hand on every grant queued here or arriving later.
@@ -1069,6 +1075,80 @@ impl Channel {
     #[getter]
     fn reader(&self) -> bool {
         self.chan.reader
+    }
+}
+
+/// The slots one drain took from its channel ([`Channel::take`]), for the
+/// drain in `volt_sem._glue` (Python frames, see the module docs) to
+/// iterate: each step yields the target of the next slot its owner has not
+/// finished yet, marked delivered. When the drain cannot deliver a target
+/// (`set_result` raised: the loop's `call_soon`, a `KeyboardInterrupt`
+/// arriving there; trio's `reschedule`), it calls
+/// [`undelivered`](Batch::undelivered) and goes on with the rest: that
+/// slot's grant is handed on, as a release on the loop's own thread does
+/// ([`refused`]), and the drain raises the first exception once every other
+/// target was delivered. A batch dropped before its end (an exception
+/// outside that handling) queues the slots it did not reach back on their
+/// channel, for the next drain.
+#[pyclass(module = "volt_sem._volt_sem")]
+pub(crate) struct Batch {
+    slots: std::vec::IntoIter<Pin<Arc<Slot>>>,
+    /// The slot of the target yielded last.
+    current: Option<Pin<Arc<Slot>>>,
+}
+
+#[pymethods]
+impl Batch {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    fn __next__(&mut self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.current = None;
+        for slot in self.slots.by_ref() {
+            if slot.claim.load(Ordering::Acquire) == OPEN {
+                slot.delivered.store(true, Ordering::Relaxed);
+                let target = slot.target.clone_ref(py);
+                self.current = Some(slot);
+                return Some(target);
+            }
+        }
+        None
+    }
+
+    /// The target yielded last could not be delivered: `exc` was raised.
+    /// Hands its grant on (unless its Future was cancelled meanwhile: its
+    /// task's cancel deals with the grant) and returns the exception the
+    /// drain raises at its end: `first`, the one an earlier call returned,
+    /// if any (`exc` then goes to `sys.unraisablehook`), else `exc`.
+    #[pyo3(signature = (exc, first = None))]
+    fn undelivered(
+        &mut self,
+        py: Python<'_>,
+        exc: Bound<'_, PyBaseException>,
+        first: Option<Bound<'_, PyBaseException>>,
+    ) -> Option<Py<PyBaseException>> {
+        let mut err = first.map(|e| PyErr::from_value(e.into_any()));
+        let exc = PyErr::from_value(exc.into_any());
+        if let Some(slot) = self.current.take() {
+            refused(py, &slot, slot.target.bind(py), exc, &mut err);
+            // The grants it handed on may have woken others (on this
+            // thread's running loop: resolved here, as a release does).
+            if let Err(e) = after_wakes(py) {
+                keep_first(py, &mut err, e, None);
+            }
+        } else {
+            keep_first(py, &mut err, exc, None);
+        }
+        err.map(|e| e.into_value(py))
+    }
+}
+
+impl Drop for Batch {
+    fn drop(&mut self) {
+        for slot in self.slots.by_ref() {
+            queue_on_chan(slot, false, false);
+        }
     }
 }
 

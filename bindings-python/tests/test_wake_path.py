@@ -14,7 +14,7 @@ import threading
 import pytest
 
 from conftest import LoopThread, is_waiting, new_loop, run_loop, settle, wait_until
-from volt_sem import Semaphore, _glue
+from volt_sem import Mutex, Semaphore, _glue
 
 FORCED = os.environ.get("VOLT_SEM_WAKE") == "thread"
 
@@ -405,17 +405,25 @@ print("trio" in sys.modules)
     assert lines[3] == "False"
 
 
-class _InterruptingLoop(asyncio.SelectorEventLoop):
-    """A loop whose `call_soon`, once armed, raises KeyboardInterrupt once
-    (a Ctrl-C arriving inside it, as a signal handler's exception would)."""
+def _interrupting(base):
+    """A loop class over `base` whose `call_soon`, once armed with an
+    exception class, raises it once (KeyboardInterrupt: a Ctrl-C arriving
+    inside it, as a signal handler's exception would; another: a loop
+    subclass's error)."""
 
-    armed = False
+    class Interrupting(base):
+        armed = None
 
-    def call_soon(self, *args, **kwargs):
-        if self.armed:
-            self.armed = False
-            raise KeyboardInterrupt
-        return super().call_soon(*args, **kwargs)
+        def call_soon(self, *args, **kwargs):
+            if self.armed is not None:
+                exc, self.armed = self.armed, None
+                raise exc
+            return super().call_soon(*args, **kwargs)
+
+    return Interrupting
+
+
+_InterruptingLoop = _interrupting(asyncio.SelectorEventLoop)
 
 
 def _conserved(sem, total):
@@ -449,7 +457,7 @@ def test_an_interrupt_in_call_soon_during_a_release_propagates_and_keeps_the_per
         served = asyncio.ensure_future(waiter("second"))
 
         async def hold_and_release():
-            loop.armed = True  # the first Future's set_result meets the interrupt
+            loop.armed = KeyboardInterrupt  # the first Future's set_result meets it
             if how == "release":
                 sem.release(3)
             else:
@@ -477,3 +485,177 @@ def test_an_interrupt_in_call_soon_during_a_release_propagates_and_keeps_the_per
     finally:
         loop.close()
     assert sem.available_permits == 3
+
+
+def _interrupting_loop(kind):
+    """A new interrupting loop: asyncio's selector loop or uvloop's (the
+    reader wake path), or one without `add_reader` (the thread path)."""
+    if kind == "uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        return _interrupting(uvloop.Loop)()
+    return _interrupting(NoReaderLoop if kind == "thread" else asyncio.SelectorEventLoop)()
+
+
+def _run_into_the_drain(loop, exc, release):
+    """Runs `release` on another thread while `loop` is stopped, so that its
+    grants reach the loop through the wake channel (the drain, not a release
+    on the loop's own thread), then runs the loop with its `call_soon` armed
+    with `exc`: the first Future the drain resolves meets it. What the user
+    sees: a KeyboardInterrupt propagates out of the loop, as from any
+    callback; an Exception goes to the loop's exception handler, here a
+    list. Returns that list once the drain's iteration is over."""
+    errors = []
+
+    def handler(_loop, context):
+        errors.append(context)
+        if not loop.is_closed():
+            loop.stop()
+
+    loop.set_exception_handler(handler)
+    t = threading.Thread(target=release)
+    t.start()
+    t.join()
+    loop.armed = exc
+    if issubclass(exc, Exception):
+        loop.run_forever()  # the handler stops it
+    else:
+        with pytest.raises(exc):
+            loop.run_forever()
+    assert loop.armed is None  # it went off
+    return errors
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop", "thread"])
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_an_exception_in_call_soon_during_a_drain_wakes_the_rest_and_keeps_the_permits(kind, exc):
+    # A grant made on another thread reaches the loop through its wake
+    # channel, whose drain resolves the batch's Futures. The first Future's
+    # set_result meets an exception of the loop's call_soon: the drain
+    # stopped there, so the second waiter, granted, was never woken (its
+    # task hung with its permit) and the first kept a grant its task (its
+    # wake-up dropped by set_result) never uses. Now, as for a release on
+    # the loop's own thread, every other Future is resolved, the failed
+    # one's grant is handed on, then the exception comes out of the drain.
+    sem = Semaphore(3)
+    loop = _interrupting_loop(kind)
+    woken = []
+
+    async def waiter(name):
+        await sem.acquire(1)
+        woken.append(name)
+        sem.release(1)
+
+    try:
+        assert sem.try_acquire(3)
+        lost = loop.create_task(waiter("first"))
+        served = loop.create_task(waiter("second"))
+        loop.run_until_complete(settle())
+        assert [w.permits for w in sem.inspect().waiters] == [1, 1]
+        errors = _run_into_the_drain(loop, exc, lambda: sem.release(3))
+        if issubclass(exc, Exception):
+            assert [type(c.get("exception")) for c in errors] == [exc]
+        else:
+            assert errors == []
+        # The first waiter's grant is back; the second one's Future is
+        # resolved: its permit held for its task to collect (uvloop may have
+        # run the task within the drain's iteration: released).
+        i = _conserved(sem, 3)
+        held = sum(h.permits for h in i.holders)
+        assert (i.available, held, i.waiters) == ((3, 0, []) if woken else (2, 1, []))
+        loop.run_until_complete(asyncio.wait_for(served, 5))
+        assert woken == ["second"]
+        assert not lost.done()  # its wake-up was lost with the exception
+        i = _conserved(sem, 3)
+        assert i.available == 3 and not i.holders and not i.waiters
+        lost._log_destroy_pending = False
+    finally:
+        loop.close()
+    assert sem.available_permits == 3
+
+
+@pytest.mark.parametrize("kind", ["asyncio", "uvloop", "thread"])
+def test_an_interrupt_in_call_soon_during_a_drain_hands_a_mutex_on(kind):
+    # The grant whose Future could not be delivered goes to the next waiter
+    # (here on the same loop, woken in the same drain), not kept by a task
+    # that never runs: the lock stayed locked for ever.
+    m = Mutex()
+    loop = _interrupting_loop(kind)
+    woken = []
+
+    async def waiter(name):
+        async with m:
+            woken.append(name)
+
+    try:
+        assert m.acquire_blocking()  # held by this thread, released by another
+        lost = loop.create_task(waiter("first"))
+        served = loop.create_task(waiter("second"))
+        loop.run_until_complete(settle())
+        assert _run_into_the_drain(loop, KeyboardInterrupt, m.release) == []
+        loop.run_until_complete(asyncio.wait_for(served, 5))
+        assert woken == ["second"]
+        assert not lost.done()
+        lost._log_destroy_pending = False
+        assert not m.locked()
+        assert m.try_acquire()
+        m.release()
+    finally:
+        loop.close()
+
+
+def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
+    # The helper of the thread wake path schedules each drain with the
+    # loop's call_soon_threadsafe. An exception other than the closed
+    # loop's RuntimeError ended the helper without killing the channel:
+    # nobody drained it any more, and the grant queued there (and every
+    # later one of the loop's waiters) stayed held for ever. Now the
+    # channel is killed as when the loop is closed: the grant is handed on,
+    # the exception reported by threading.excepthook, and the loop's next
+    # wait gets a new channel.
+
+    class FailingLoop(NoReaderLoop):
+        armed = False
+
+        def call_soon_threadsafe(self, *args, **kwargs):
+            if self.armed:
+                self.armed = False
+                raise ValueError("cannot schedule")
+            return super().call_soon_threadsafe(*args, **kwargs)
+
+    sem = Semaphore(1)
+    loop = FailingLoop()
+    reported = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: reported.append(args.exc_type)
+
+    async def main():
+        assert await sem.acquire(1)
+        stranded = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        loop.armed = True
+        t = threading.Thread(target=sem.release)
+        t.start()
+        t.join()
+        await asyncio.get_running_loop().run_in_executor(
+            None, wait_until, lambda: sem.available_permits == 1, "the grant handed on"
+        )
+        i = _conserved(sem, 1)
+        assert (i.available, i.holders, i.waiters) == (1, [], [])
+        assert reported == [ValueError]
+        # The loop's next wait works (a new channel and helper).
+        assert await sem.acquire(1)
+        waiter = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        threading.Thread(target=sem.release).start()
+        assert await asyncio.wait_for(waiter, 5)
+        sem.release(1)
+        stranded.cancel()  # its wake-up never comes: the grant was handed on
+        with pytest.raises(asyncio.CancelledError):
+            await stranded
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        threading.excepthook = hook
+        loop.close()
+    assert sem.available_permits == 1

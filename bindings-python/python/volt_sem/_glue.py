@@ -21,7 +21,8 @@ Two wake paths connect a channel to an asyncio loop:
   from anyone: no wake callback ever takes it). No volt_sem native frame is on
   its stack while it blocks or takes the GIL back, so interpreter exit ends it
   like any daemon thread. It stops when its loop is closed (at the next
-  signal) or garbage-collected.
+  signal) or garbage-collected, or when `call_soon_threadsafe` raises
+  anything else; its channel is then killed (the grants handed on).
 
 trio always uses its own reader (``trio.lowlevel.wait_readable`` in a system
 task), which works on sockets on every platform. Setting the environment
@@ -71,9 +72,26 @@ def fail_future(fut, exc):
 
 
 def _drain_futures(channel):
-    for fut in channel.take():
-        if not fut.done():  # a cancelled task's Future is already done
-            fut.set_result(True)
+    """Resolves the Futures of the waits granted since the last drain (a
+    reader callback, or scheduled by the thread path's helper). An exception
+    of `set_result` (the loop's `call_soon`: a KeyboardInterrupt arriving
+    there, a loop's own error) does not stop the others: that waiter's grant
+    is handed on (its task may never run: `set_result` dropped its wake-up)
+    and the first such exception is raised once every other Future is
+    resolved, as a release on the loop's own thread does (`refused` in
+    src/wake.rs). The loop then reports it as any callback's (an Exception
+    to its exception handler; a KeyboardInterrupt or SystemExit out of
+    `run_forever`)."""
+    error = None
+    batch = channel.take()
+    for fut in batch:
+        try:
+            if not fut.done():  # a cancelled task's Future is already done
+                fut.set_result(True)
+        except BaseException as e:
+            error = batch.undelivered(e, error)
+    if error is not None:
+        raise error
 
 
 _WAKE_PATH = os.environ.get("VOLT_SEM_WAKE") or "reader"
@@ -266,28 +284,32 @@ def _start_wake_thread(loop, channel, blocking=True):
 
 
 def _wake_thread(loop_ref, channel, sock):
-    """The helper of one loop on the thread wake path (see the module docs)."""
-    with sock:
-        while True:
-            try:
-                if not sock.getblocking():
-                    select.select([sock], [], [])
-                if not sock.recv(256):
-                    break  # cannot happen while the channel lives; be safe
-            except BlockingIOError:
-                continue  # the loop's own drain read the byte first
-            except OSError:
-                break
-            event_loop = loop_ref()
-            if event_loop is None or channel.dead:
-                break
-            try:
-                event_loop.call_soon_threadsafe(_drain_futures, channel)
-            except RuntimeError:  # the loop was closed
-                break
-            del event_loop
-    # Nobody drains this channel any more: hand its grants on, now and later.
-    channel.kill()
+    """The helper of one loop on the thread wake path (see the module docs).
+    Any other exception of `call_soon_threadsafe` ends it too (reported by
+    `threading.excepthook`): the next wait on the loop starts a new one."""
+    try:
+        with sock:
+            while True:
+                try:
+                    if not sock.getblocking():
+                        select.select([sock], [], [])
+                    if not sock.recv(256):
+                        break  # cannot happen while the channel lives; be safe
+                except BlockingIOError:
+                    continue  # the loop's own drain read the byte first
+                except OSError:
+                    break
+                event_loop = loop_ref()
+                if event_loop is None or channel.dead:
+                    break
+                try:
+                    event_loop.call_soon_threadsafe(_drain_futures, channel)
+                except RuntimeError:  # the loop was closed
+                    break
+                del event_loop
+    finally:
+        # Nobody drains this channel any more: hand its grants on, now and later.
+        channel.kill()
 
 
 # ---------------------------------------------------------------------------
@@ -319,8 +341,17 @@ async def _trio_pump(trio, channel):
     try:
         while True:
             await trio.lowlevel.wait_readable(channel.fileno())
-            for task in channel.take():
-                trio.lowlevel.reschedule(task)
+            # As `_drain_futures`: a task that cannot be rescheduled gives
+            # its grant on (it can still abort), the rest are rescheduled.
+            error = None
+            batch = channel.take()
+            for task in batch:
+                try:
+                    trio.lowlevel.reschedule(task)
+                except BaseException as e:
+                    error = batch.undelivered(e, error)
+            if error is not None:
+                raise error
     finally:
         channel.kill()  # the run is over: later grants are handed on at once
 
