@@ -220,6 +220,50 @@ fn hazard_c_cancel_races_partial_release() {
     });
 }
 
+/// `release_claiming` racing the cancel of a partly served waiter: the claim
+/// runs on the releasing thread, under the queue lock, and writes the
+/// waiter's context (as the Node binding's claim records the waiter's key);
+/// once `finish_raw` returned `Granted` the owner reads it (loom reports the
+/// race if the claim's write is not ordered before: the `GRANTED` store's
+/// Release, the owner's Acquire). A claimed waiter is never called back; a
+/// cancel gets back its partial grant; no permit is lost.
+#[test]
+fn release_claiming_races_cancel() {
+    model(|| {
+        let sem = Arc::new(Semaphore::new(0));
+        let waiter = Box::pin(Waiter::new());
+        let ctx = Ctx::new();
+        assert_eq!(queue(&sem, waiter.as_ref(), 2, &ctx), RawAcquire::Pending);
+        let s2 = sem.clone();
+        let t = thread::spawn(move || {
+            let claim = &mut |_, c: *mut c_void| {
+                // SAFETY: the context of a queued waiter, alive until finished.
+                let c = unsafe { &*(c as *const Ctx) };
+                c.data.with_mut(|d| unsafe { *d += 10 });
+                true
+            };
+            unsafe { s2.release_claiming(1, claim) }.unwrap();
+            unsafe { s2.release_claiming(1, claim) }.unwrap();
+        });
+        let outcome = unsafe { sem.finish_raw(waiter.as_ref()) };
+        let claimed = ctx.data.with_mut(|d| unsafe { *d });
+        let calls = ctx.calls.load(SeqCst);
+        match outcome {
+            Finish::Granted => {
+                assert_eq!((claimed, calls), (10, 0));
+                sem.release(2).unwrap(); // the caller owned them
+            }
+            Finish::Cancelled { returned } => {
+                assert!(returned <= 1);
+                assert_eq!((claimed, calls), (0, 0));
+            }
+            other => panic!("{other:?}"),
+        }
+        t.join().unwrap();
+        assert_eq!(sem.available_permits(), 2);
+    });
+}
+
 /// Hazard (d): the callback's context is owned by the waiting side, which frees
 /// it as soon as `finish_raw` returns, possibly while the releaser is still
 /// inside the callback. loom reports the race if `finish_raw` could return
