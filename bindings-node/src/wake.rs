@@ -119,7 +119,11 @@ impl EnvCtx {
     /// callback; `settle_local` then finishes them (`GRANTED`) as any woken
     /// one. The others (another environment's, an orphan) are woken through
     /// `wake` as by `release`.
-    pub(crate) fn release_local(&self, core: &volt_sem::Semaphore, n: usize) -> Result<(), volt_sem_backend::Error> {
+    pub(crate) fn release_local(
+        &self,
+        core: &volt_sem::Semaphore,
+        n: usize,
+    ) -> Result<(), volt_sem_backend::Error> {
         let own: *const std::cell::RefCell<Vec<u64>> = &self.local;
         let mut claim = |w: volt_sem::WakeFn, ctx: *mut c_void| -> bool {
             if !std::ptr::fn_addr_eq(w, wake as volt_sem::WakeFn) {

@@ -527,7 +527,8 @@ impl Semaphore {
     ) -> Result<(), ReleaseError> {
         let mut rem = n;
         loop {
-            let done = self.locked(|list| self.serve_locked(list, &mut rem, claim.as_deref_mut(), wakes));
+            let done =
+                self.locked(|list| self.serve_locked(list, &mut rem, claim.as_deref_mut(), wakes));
             wakes.wake_all(rethrow);
             if let Some(result) = done {
                 return result;
@@ -688,7 +689,11 @@ impl Semaphore {
     /// # Safety
     /// As `notify_locked`; `claim` keeps `release_claiming`'s contract.
     #[inline]
-    unsafe fn grant_locked(waiter: NonNull<Waiter>, claim: Option<&mut Claim<'_>>, wakes: &mut WakeBatch) {
+    unsafe fn grant_locked(
+        waiter: NonNull<Waiter>,
+        claim: Option<&mut Claim<'_>>,
+        wakes: &mut WakeBatch,
+    ) {
         if let Some(claim) = claim {
             // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
             let w = unsafe { waiter.as_ref() };
@@ -977,7 +982,8 @@ impl Semaphore {
                 // The partial grant goes on to the next waiters, FIFO. Cannot
                 // overflow: these permits came out of this semaphore, and the
                 // counter is 0 while anything is queued.
-                self.serve_locked(list, &mut rem, None, &mut wakes).is_some()
+                self.serve_locked(list, &mut rem, None, &mut wakes)
+                    .is_some()
             } else {
                 if list.is_empty() {
                     // The counter is 0 (invariant 2); just clear QUEUED.

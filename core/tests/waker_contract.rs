@@ -670,7 +670,11 @@ fn a_blocked_thread_does_not_wait_for_another_waiters_callback() {
 fn release_claiming_grants_claimed_waiters_without_their_callbacks() {
     let sem = Semaphore::new(0);
     sem.enable_stats();
-    let (w1, w2, w3) = (Box::pin(Waiter::new()), Box::pin(Waiter::new()), Box::pin(Waiter::new()));
+    let (w1, w2, w3) = (
+        Box::pin(Waiter::new()),
+        Box::pin(Waiter::new()),
+        Box::pin(Waiter::new()),
+    );
     let (p1, p2, p3) = (Probe::default(), Probe::default(), Probe::default());
     assert_eq!(queue(&sem, w1.as_ref(), 2, &p1), RawAcquire::Pending);
     assert_eq!(queue(&sem, w2.as_ref(), 1, &p2), RawAcquire::Pending);
@@ -679,20 +683,21 @@ fn release_claiming_grants_claimed_waiters_without_their_callbacks() {
     let mut offered = Vec::new();
     // (The `wake` passed is `probe`; not compared: a function's address
     // may differ from one use to the next, and does under Miri.)
-    let mut claim = |_: volt_sem::WakeFn, c: *mut c_void| {
-        offered.push(c);
-        c != ctx(&p2) // w2 is left to its callback
-    };
-    // w1 (2) and w2 (1) served; w3 waits.
-    unsafe { sem.release_claiming(3, &mut claim) }.unwrap();
-    // w3 partly served (1 of 2): not offered yet.
-    unsafe { sem.release_claiming(1, &mut claim) }.unwrap();
-    assert_eq!(w3.state(), WaiterState::Waiting);
-    // w3 complete, 1 banked.
-    unsafe { sem.release_claiming(2, &mut claim) }.unwrap();
-    // No waiter: lock-free, nothing offered.
-    unsafe { sem.release_claiming(1, &mut claim) }.unwrap();
-    drop(claim);
+    {
+        let mut claim = |_: volt_sem::WakeFn, c: *mut c_void| {
+            offered.push(c);
+            c != ctx(&p2) // w2 is left to its callback
+        };
+        // w1 (2) and w2 (1) served; w3 waits.
+        unsafe { sem.release_claiming(3, &mut claim) }.unwrap();
+        // w3 partly served (1 of 2): not offered yet.
+        unsafe { sem.release_claiming(1, &mut claim) }.unwrap();
+        assert_eq!(w3.state(), WaiterState::Waiting);
+        // w3 complete, 1 banked.
+        unsafe { sem.release_claiming(2, &mut claim) }.unwrap();
+        // No waiter: lock-free, nothing offered.
+        unsafe { sem.release_claiming(1, &mut claim) }.unwrap();
+    }
     assert_eq!(offered, [ctx(&p1), ctx(&p2), ctx(&p3)]);
     assert_eq!(
         [&p1, &p2, &p3].map(|p| p.calls.load(SeqCst)),
