@@ -495,8 +495,9 @@ impl Semaphore {
     /// is `release` (lock-free, `claim` not called).
     ///
     /// # Safety
-    /// `claim` runs with the queue lock held, once per callback waiter
-    /// served, before it is unlinked for good: it must be short, must not
+    /// `claim` runs with the queue lock held, once per callback waiter this
+    /// call grants in full, just after unlinking it (a head it serves only
+    /// in part stays queued and is not offered): it must be short, must not
     /// block, unwind, or call into this semaphore (or anything that may wait
     /// for this release). A waiter it claims is the caller's to deliver: its
     /// callback is never called (waker contract rule 1 then holds with no
