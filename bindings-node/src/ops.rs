@@ -21,7 +21,7 @@ use crate::handle::{handle, handle_of, sem};
 use crate::js_error::{error, throw, throw_unsupported};
 use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
 use crate::raw::{RawEnv, RawValue};
-use crate::removal::release_paying;
+use crate::removal::release_paying_with;
 use crate::removal::Expired;
 use crate::semaphore::{Node, Sem};
 use crate::wake::wake;
@@ -168,7 +168,13 @@ native!(js_release, |env, ctx, argv: [3], argc| {
     }
     ctx.confirm_all_on(s);
     let enter = Enter::new(ctx);
-    match release_paying(s, n) {
+    // A local semaphore's waiters of this environment are claimed by the
+    // hand-off (`EnvCtx::release_local`).
+    let released = release_paying_with(s, n, |core, n| match core.as_local() {
+        Some(local) => ctx.release_local(local, n),
+        None => core.release(n),
+    });
+    match released {
         Ok(()) => {}
         Err(Error::Overflow { .. }) => return result(env, ctx, RELEASE_OVERFLOW),
         Err(e) => {

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use napi::sys;
-use volt_sem_backend::{Error, Expiry, Finish, RawSemaphore};
+use volt_sem_backend::{Error, Expiry, Finish, RawSemaphore, Semaphore as Core};
 
 use crate::codes::{BAD_ARGS, BAD_COUNT, GRANTED, GRANTED_HELD, MAX_JS, OK};
 use crate::env::{EnvCtx, Extra};
@@ -26,7 +26,18 @@ use crate::semaphore::{Node, OrphanNode, Sem, ORPHAN, ORPHAN_CLAIMED};
 
 /// Gives `n` permits back: first to the debt of `removePermits`, the rest to
 /// the semaphore. Paying the debt off cancels the orphans left meanwhile.
-pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), Error> {
+pub(crate) fn release_paying(sem: &Sem, n: usize) -> Result<(), Error> {
+    release_paying_with(sem, n, |core, n| core.release(n))
+}
+
+/// [`release_paying`], the permits left after the debt given back by
+/// `release` (`release()`'s, which claims its own waiters: see
+/// `EnvCtx::release_local`).
+pub(crate) fn release_paying_with(
+    sem: &Sem,
+    mut n: usize,
+    release: impl FnOnce(&Core, usize) -> Result<(), Error>,
+) -> Result<(), Error> {
     let mut cleared = false;
     let mut d = sem.debt.load(Ordering::SeqCst);
     while d > 0 && n > 0 {
@@ -43,7 +54,7 @@ pub(crate) fn release_paying(sem: &Sem, mut n: usize) -> Result<(), Error> {
             Err(actual) => d = actual,
         }
     }
-    let r = if n > 0 { sem.core.release(n) } else { Ok(()) };
+    let r = if n > 0 { release(&sem.core, n) } else { Ok(()) };
     if cleared {
         cancel_orphans(sem);
     }

@@ -12,6 +12,12 @@
 //!   woken nodes and writes `(id, outcome)` pairs into the environment's shared
 //!   `Uint32Array`; the call returns how many, and the JS layer settles those
 //!   promises right away, still inside the `release()` that caused them.
+//!   A `release` of a local semaphore does not even call back this
+//!   environment's waiters: the core's hand-off offers each waiter it serves
+//!   to the claim of [`EnvCtx::release_local`] (under the queue lock), which
+//!   takes this environment's own, puts their ids into the same `local` list
+//!   in the same order, and leaves them `GRANTED`, with no callback and no
+//!   trip through the thread's callback trampoline (`release_claiming`).
 //! * **Anywhere else** (another worker, a foreign thread): the id goes into the
 //!   environment's mutex-guarded remote list, and the environment's single
 //!   threadsafe function is poked: at most once until `drain()` took the list,
@@ -104,6 +110,56 @@ pub(crate) unsafe extern "C" fn wake(ctx: *mut c_void) {
 }
 
 impl EnvCtx {
+    /// Releases `n` permits of a local semaphore from one of this
+    /// environment's native calls on its thread (`release`, inside its
+    /// `Enter`). The waiters of this environment that the hand-off serves
+    /// are claimed (`release_claiming`): their keys go straight into the
+    /// `local` list, as their `wake` would have put them (the same order,
+    /// oldest first), without this thread's callback trampoline and the
+    /// callback; `settle_local` then finishes them (`GRANTED`) as any woken
+    /// one. The others (another environment's, an orphan) are woken through
+    /// `wake` as by `release`.
+    pub(crate) fn release_local(
+        &self,
+        core: &volt_sem::Semaphore,
+        n: usize,
+    ) -> Result<(), volt_sem_backend::Error> {
+        let own: *const std::cell::RefCell<Vec<u64>> = &self.local;
+        let mut claim = |w: volt_sem::WakeFn, ctx: *mut c_void| -> bool {
+            if !std::ptr::fn_addr_eq(w, wake as volt_sem::WakeFn) {
+                // Not this addon's waiter (or, as a function's address
+                // may differ between uses, a false "not": then `wake` runs).
+                return false;
+            }
+            // SAFETY: a waiter queued with `wake` has its pinned Node as
+            // `ctx`, valid until finish_raw returned; the core calls this
+            // while it is linked, under the queue lock.
+            let node = unsafe { &*(ctx as *const Node) };
+            // `owner` never changes. Only a node of this environment, whose
+            // JS thread this is, is read further (its Cells are this
+            // thread's), and only if nobody orphaned it: `orphan` runs on
+            // this thread, so program order decides, as in `wake`; an
+            // orphan is left to `wake`, which hands it on.
+            if node.owner != own || node.orphan.load(Ordering::SeqCst) != NOT_ORPHAN {
+                return false;
+            }
+            // Never held across a semaphore call (see `wake`); if it were,
+            // `wake` is still right.
+            match self.local.try_borrow_mut() {
+                Ok(mut v) => {
+                    v.push(node.key.get());
+                    true
+                }
+                Err(_) => false,
+            }
+        };
+        // SAFETY: the claim is short, does not block or unwind (a push on a
+        // reused Vec; an allocation failure aborts), and calls no semaphore;
+        // a claimed waiter's key is in `local`, whose `settle_local` before
+        // this call returns finishes it (its only news of the grant).
+        Ok(unsafe { core.release_claiming(n, &mut claim) }?)
+    }
+
     /// Finishes the woken request `key` (if still pending): its slot and outcome.
     fn collect(&self, key: u64) -> Option<(u32, u32)> {
         let (slot, node) = self.active(key)?;

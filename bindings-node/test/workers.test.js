@@ -45,6 +45,39 @@ test('a release in one thread wakes a waiter in another, in FIFO order with weig
   await exited(w);
 });
 
+// A release of this thread takes its own waiters' grants straight from the
+// hand-off (the core's release_claiming), and must leave another thread's
+// waiter between them to that thread's wake: FIFO across both, partial
+// grants, and every permit where it belongs.
+test("one release serves this thread's waiters and a worker's between them, in FIFO order", async () => {
+  const s = new Semaphore(0);
+  const shared = s.share();
+  const order = [];
+  const a1 = s.acquire(1).then(() => order.push('a1'));
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData);
+     s.acquire(2).then(() => {
+       parentPort.postMessage('w2');
+       s.release(2);
+     });
+     parentPort.postMessage('queued');`,
+    shared,
+  );
+  await nextMessage(w, (m) => m === 'queued');
+  const a2 = s.acquire(3).then(() => order.push('a2'));
+  s.release(5); // a1 gets 1, the worker 2, a2 2 of its 3
+  assert.equal(s.availablePermits, 0);
+  await a1;
+  assert.deepEqual(order, ['a1']);
+  await nextMessage(w, (m) => m === 'w2'); // its release completes a2, 1 left over
+  await a2;
+  assert.deepEqual(order, ['a1', 'a2']);
+  assert.equal(await exited(w), 0);
+  assert.equal(s.availablePermits, 1);
+  s.release(4);
+  assert.equal(s.availablePermits, 5);
+});
+
 test('a worker releasing wakes the main thread', async () => {
   const s = new Semaphore(1);
   const held = s.tryAcquire(1);

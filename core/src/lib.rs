@@ -99,7 +99,8 @@
 //! 1. `wake(ctx)` is called **at most once** per queued request: when its grant is
 //!    complete, or when the semaphore is closed while it waits. It is never called
 //!    if `acquire_raw` returned `Ready` or an error, nor after a cancel removed the
-//!    waiter.
+//!    waiter, nor for a waiter granted by a [`Semaphore::release_claiming`]
+//!    whose claim took it (its caller then delivers the grant).
 //! 2. It runs on whichever thread completed the grant (a releaser, a canceller
 //!    handing on a partial grant, or the closer), **never while an internal lock
 //!    is held**, so it may call back into the semaphore: release, try-acquire,

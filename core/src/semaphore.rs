@@ -16,6 +16,10 @@ use crate::wait_list::WaitList;
 use crate::waiter::Waiter;
 use crate::wake_batch::{Rethrow, Wake, WakeBatch};
 
+/// `release_claiming`'s claim: called under the queue lock with a callback
+/// waiter's `wake` and `ctx`; `true` takes its grant without the callback.
+type Claim<'a> = dyn FnMut(WakeFn, *mut c_void) -> bool + 'a;
+
 const CLOSED: usize = 0b01;
 const QUEUED: usize = 0b10;
 const SHIFT: u32 = 2;
@@ -345,7 +349,7 @@ impl Semaphore {
         let mut cur = self.state.0.load(Ordering::Relaxed);
         loop {
             if cur & QUEUED != 0 {
-                return self.release_slow(n);
+                return self.release_slow(n, None);
             }
             let available = cur >> SHIFT;
             // Cannot overflow: both terms are at most MAX_PERMITS = usize::MAX >> 3.
@@ -468,12 +472,48 @@ impl Semaphore {
     }
 
     #[cold]
-    fn release_slow(&self, n: usize) -> Result<(), ReleaseError> {
+    fn release_slow(&self, n: usize, claim: Option<&mut Claim<'_>>) -> Result<(), ReleaseError> {
         let mut wakes = WakeBatch::new();
         let mut rethrow = Rethrow::new();
-        let result = self.hand_over(n, &mut wakes, &mut rethrow);
+        let result = self.hand_over(n, claim, &mut wakes, &mut rethrow);
         rethrow.finish();
         result
+    }
+
+    /// [`release`](Self::release), but a raw waiter this call serves for
+    /// which `claim(wake, ctx)` (its `acquire_raw` arguments) returns `true`
+    /// is not called back: its grant is complete as soon as it is unlinked,
+    /// and the caller, which claimed it, sees to it that its owner learns of
+    /// it (the owner finishes it with `finish_raw`, which returns
+    /// `Granted`, as after a callback). For a binding whose release runs on
+    /// the thread that owns some of the waiters it serves (Node's event loop
+    /// thread): their grants go straight back to the caller instead of
+    /// through this thread's callback trampoline and the callback. Waiters
+    /// it returns `false` for, and `Waker` and blocking waiters, are woken as
+    /// by `release`. FIFO order, partial grants, the wait statistics and
+    /// `inspect()` are the same as `release`'s; without waiters queued this
+    /// is `release` (lock-free, `claim` not called).
+    ///
+    /// # Safety
+    /// `claim` runs with the queue lock held, once per callback waiter this
+    /// call grants in full, just after unlinking it (a head it serves only
+    /// in part stays queued and is not offered): it must be short, must not
+    /// block, unwind, or call into this semaphore (or anything that may wait
+    /// for this release). A waiter it claims is the caller's to deliver: its
+    /// callback is never called (waker contract rule 1 then holds with no
+    /// call at all), and its owner must still finish it (rule 5); the claim
+    /// is the owner's only news of the grant.
+    pub unsafe fn release_claiming(
+        &self,
+        n: usize,
+        claim: &mut dyn FnMut(WakeFn, *mut c_void) -> bool,
+    ) -> Result<(), ReleaseError> {
+        // Relaxed: a hint, as in `release`, whose lock-free path re-decides
+        // on every CAS; a QUEUED seen here is checked again under the lock.
+        if self.state.0.load(Ordering::Relaxed) & QUEUED == 0 || n == 0 || n > Self::MAX_PERMITS {
+            return self.release(n);
+        }
+        self.release_slow(n, Some(claim))
     }
 
     /// Hands `n` permits to the queue's head(s) in FIFO order, the surplus to the
@@ -482,12 +522,14 @@ impl Semaphore {
     fn hand_over(
         &self,
         n: usize,
+        mut claim: Option<&mut Claim<'_>>,
         wakes: &mut WakeBatch,
         rethrow: &mut Rethrow,
     ) -> Result<(), ReleaseError> {
         let mut rem = n;
         loop {
-            let done = self.locked(|list| self.serve_locked(list, &mut rem, wakes));
+            let done =
+                self.locked(|list| self.serve_locked(list, &mut rem, claim.as_deref_mut(), wakes));
             wakes.wake_all(rethrow);
             if let Some(result) = done {
                 return result;
@@ -498,11 +540,13 @@ impl Semaphore {
     /// With the lock held: gives `rem` permits to the head(s), FIFO. Returns
     /// `None` when the wake batch filled up first (deliver it, then call again with
     /// what is left in `rem`), else the outcome; when the queue ends up empty it
-    /// clears `QUEUED` and banks the surplus in the same CAS.
+    /// clears `QUEUED` and banks the surplus in the same CAS. A callback waiter
+    /// served that `claim` claims is left `GRANTED` (`release_claiming`).
     fn serve_locked(
         &self,
         list: &mut WaitList,
         rem: &mut usize,
+        mut claim: Option<&mut Claim<'_>>,
         wakes: &mut WakeBatch,
     ) -> Option<Result<(), ReleaseError>> {
         // One clock reading for every waiter this call serves (the wait
@@ -540,7 +584,7 @@ impl Semaphore {
                 );
             }
             // SAFETY: just unlinked under the lock; still valid (see above).
-            unsafe { Self::notify_locked(head, phase::GRANTED, wakes) };
+            unsafe { Self::grant_locked(head, claim.as_deref_mut(), wakes) };
         }
         if !list.is_empty() {
             debug_assert_eq!(*rem, 0);
@@ -632,6 +676,46 @@ impl Semaphore {
                 Err(actual) => cur = actual,
             }
         }
+    }
+
+    /// Grants an unlinked waiter: as `notify_locked`, unless it is a callback
+    /// waiter that `claim` claims (`release_claiming`). Then its grant is
+    /// final at once: its callback is dropped unrun (a function and a
+    /// pointer, nothing to free) and `GRANTED` stored, as the trampoline
+    /// would after the callback, with no wake queued. That store is this
+    /// thread's last access, as for a waiter woken through a `Waker`: the
+    /// owner's `finish_raw` (Acquire) sees `GRANTED` and consumes it. No
+    /// trampoline is involved, so no callback runs, nested or not.
+    ///
+    /// # Safety
+    /// As `notify_locked`; `claim` keeps `release_claiming`'s contract.
+    #[inline]
+    unsafe fn grant_locked(
+        waiter: NonNull<Waiter>,
+        claim: Option<&mut Claim<'_>>,
+        wakes: &mut WakeBatch,
+    ) {
+        if let Some(claim) = claim {
+            // SAFETY: the caller guarantees validity; `notify` is lock-guarded.
+            let w = unsafe { waiter.as_ref() };
+            let cb = w.node.notify.with(|n| match unsafe { &*n } {
+                Notify::Callback(wake, ctx) => Some((*wake, *ctx)),
+                _ => None,
+            });
+            if let Some((wake, ctx)) = cb {
+                if claim(wake, ctx) {
+                    // SAFETY: lock-guarded, lock held.
+                    w.node.notify.with_mut(|n| unsafe { *n = Notify::None });
+                    // Release: publishes the grant (and the wait figures
+                    // recorded under the lock) to the owner's Acquire in
+                    // `finish`; last access, as in `notify_locked`.
+                    w.node.set_phase(phase::GRANTED, Ordering::Release);
+                    return;
+                }
+            }
+        }
+        // SAFETY: forwarded contract.
+        unsafe { Self::notify_locked(waiter, phase::GRANTED, wakes) }
     }
 
     /// Records the outcome of an unlinked waiter and queues its wake.
@@ -899,7 +983,8 @@ impl Semaphore {
                 // The partial grant goes on to the next waiters, FIFO. Cannot
                 // overflow: these permits came out of this semaphore, and the
                 // counter is 0 while anything is queued.
-                self.serve_locked(list, &mut rem, &mut wakes).is_some()
+                self.serve_locked(list, &mut rem, None, &mut wakes)
+                    .is_some()
             } else {
                 if list.is_empty() {
                     // The counter is 0 (invariant 2); just clear QUEUED.
@@ -913,7 +998,7 @@ impl Semaphore {
         if !served {
             // A full wake batch interrupted it. Fails only if someone released
             // permits they never held and filled the counter meanwhile.
-            let _ = self.hand_over(rem, &mut wakes, &mut rethrow);
+            let _ = self.hand_over(rem, None, &mut wakes, &mut rethrow);
         }
         // A Waker's drop is user code: outside the lock, and after the
         // hand-off delivered its wakes, since it may finish a waiter this

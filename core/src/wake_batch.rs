@@ -107,10 +107,17 @@ impl WakeBatch {
     /// thread's trampoline (now if no delivery is running below on the stack,
     /// else right after the callback that is running returns). A `Waker`'s panic
     /// is caught and kept in `rethrow`. Must be called without the queue lock.
+    #[inline]
     pub(crate) fn wake_all(&mut self, rethrow: &mut Rethrow) {
-        if self.done == self.len {
-            return;
+        // Inline: a batch with nothing to deliver (a release whose waiters
+        // were all claimed, `Semaphore::release_claiming`; the second call,
+        // from `Drop`) costs a compare, not a call.
+        if self.done != self.len {
+            self.deliver(rethrow);
         }
+    }
+
+    fn deliver(&mut self, rethrow: &mut Rethrow) {
         let drainer = delivery::enter();
         // Every callback waiter into this thread's deliveries first: a `Waker`
         // woken below may finish one of them (a sibling completed by the same

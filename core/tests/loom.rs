@@ -191,32 +191,72 @@ fn hazard_b_fifo_weighted() {
 /// access); no permit is lost.
 #[test]
 fn hazard_c_cancel_races_partial_release() {
+    model(
+        || match cancel_races_two_releases(|s| s.release(1).unwrap()) {
+            (Finish::Granted, _, calls) => assert_eq!(calls, 1),
+            (Finish::Cancelled { .. }, _, calls) => assert_eq!(calls, 0),
+            (other, ..) => panic!("{other:?}"),
+        },
+    );
+}
+
+/// A waiter of 2 on `Semaphore(0)` finished (cancelled, or collected) by its
+/// owner while another thread gives 1 permit twice through `release`. Checks
+/// that no permit is lost (a grant's 2 are released again) and that a
+/// cancel got back at most 2; returns the outcome, the context's `data`
+/// (read with exclusive access once `finish_raw` returned: loom reports a
+/// write still racing) and its callback's calls.
+fn cancel_races_two_releases(release: fn(&Semaphore)) -> (Finish, u32, usize) {
+    let sem = Arc::new(Semaphore::new(0));
+    let waiter = Box::pin(Waiter::new());
+    let ctx = Ctx::new();
+    assert_eq!(queue(&sem, waiter.as_ref(), 2, &ctx), RawAcquire::Pending);
+    let s2 = sem.clone();
+    let t = thread::spawn(move || {
+        release(&s2);
+        release(&s2);
+    });
+    let outcome = unsafe { sem.finish_raw(waiter.as_ref()) };
+    let data = ctx.data.with_mut(|d| unsafe { *d });
+    let calls = ctx.calls.load(SeqCst);
+    drop(waiter); // freeing is allowed now
+    match outcome {
+        Finish::Granted => sem.release(2).unwrap(), // the caller owned them
+        Finish::Cancelled { returned } => assert!(returned <= 2),
+        _ => {}
+    }
+    t.join().unwrap();
+    assert_eq!(sem.available_permits(), 2);
+    (outcome, data, calls)
+}
+
+/// `release_claiming` racing the cancel of a partly served waiter: the claim
+/// runs on the releasing thread, under the queue lock, and writes the
+/// waiter's context (as the Node binding's claim records the waiter's key);
+/// once `finish_raw` returned `Granted` the owner reads it (loom reports the
+/// race if the claim's write is not ordered before: the `GRANTED` store's
+/// Release, the owner's Acquire). A claimed waiter is never called back; a
+/// cancel gets back its partial grant; no permit is lost.
+#[test]
+fn release_claiming_races_cancel() {
     model(|| {
-        let sem = Arc::new(Semaphore::new(0));
-        let waiter = Box::pin(Waiter::new());
-        let ctx = Ctx::new();
-        assert_eq!(queue(&sem, waiter.as_ref(), 2, &ctx), RawAcquire::Pending);
-        let s2 = sem.clone();
-        let t = thread::spawn(move || {
-            s2.release(1).unwrap();
-            s2.release(1).unwrap();
+        let claimed = cancel_races_two_releases(|s| {
+            let claim = &mut |_, c: *mut c_void| {
+                // SAFETY: the context of a queued waiter, alive until finished.
+                let c = unsafe { &*(c as *const Ctx) };
+                c.data.with_mut(|d| unsafe { *d += 10 });
+                true
+            };
+            unsafe { s.release_claiming(1, claim) }.unwrap();
         });
-        let outcome = unsafe { sem.finish_raw(waiter.as_ref()) };
-        let calls = ctx.calls_after_finish();
-        drop(waiter); // freeing is allowed now
-        match outcome {
-            Finish::Granted => {
-                assert_eq!(calls, 1);
-                sem.release(2).unwrap(); // the caller owned them
+        match claimed {
+            (Finish::Granted, data, calls) => assert_eq!((data, calls), (10, 0)),
+            (Finish::Cancelled { returned }, data, calls) => {
+                assert!(returned <= 1);
+                assert_eq!((data, calls), (0, 0));
             }
-            Finish::Cancelled { returned } => {
-                assert!(returned <= 2);
-                assert_eq!(calls, 0);
-            }
-            other => panic!("{other:?}"),
+            (other, ..) => panic!("{other:?}"),
         }
-        t.join().unwrap();
-        assert_eq!(sem.available_permits(), 2);
     });
 }
 

@@ -68,7 +68,7 @@ for platform in "${platforms[@]}"; do
   # The type definitions napi can generate are not used (index.d.ts is written
   # by hand): --dts sends them to the scratch dir.
   (cd bindings-node && env "${env[@]}" CARGO_TARGET_DIR="$DIST_TARGET_DIR" \
-    "$napi" build --platform --release --no-js --dts napi-types.d.ts \
+    "$napi" build --platform --profile node --no-js --dts napi-types.d.ts \
     --target "$triple" "${cross[@]}" --output-dir "$out" 2>&1 | grep -v '^ *Compiling ' || true)
   [[ -f $out/volt-sem.$platform.node ]] || { echo "no $out/volt-sem.$platform.node" >&2; exit 1; }
   if [[ $platform == darwin-* ]]; then # Node-API comes from node: flat lookup
