@@ -608,10 +608,9 @@ def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
     # loop's call_soon_threadsafe. An exception other than the closed
     # loop's RuntimeError ended the helper without killing the channel:
     # nobody drained it any more, and the grant queued there (and every
-    # later one of the loop's waiters) stayed held for ever. Now the
-    # channel is killed as when the loop is closed: the grant is handed on,
-    # the exception reported by threading.excepthook, and the loop's next
-    # wait gets a new channel.
+    # later one of the loop's waiters) stayed held for ever. Now that grant
+    # is handed on, the exception reported by threading.excepthook, and the
+    # loop's later waits are served.
 
     class FailingLoop(NoReaderLoop):
         armed = False
@@ -642,7 +641,7 @@ def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
         i = _conserved(sem, 1)
         assert (i.available, i.holders, i.waiters) == (1, [], [])
         assert reported == [ValueError]
-        # The loop's next wait works (a new channel and helper).
+        # The loop's next wait works.
         assert await sem.acquire(1)
         waiter = asyncio.ensure_future(sem.acquire(1))
         await settle()
@@ -652,6 +651,57 @@ def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
         stranded.cancel()  # its wake-up never comes: the grant was handed on
         with pytest.raises(asyncio.CancelledError):
             await stranded
+
+    try:
+        loop.run_until_complete(main())
+    finally:
+        threading.excepthook = hook
+        loop.close()
+    assert sem.available_permits == 1
+
+
+def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waiters_served():
+    # As above, the helper's call_soon_threadsafe raises once. The grant
+    # whose drain it could not schedule is handed on, as a drain hands on
+    # the grant of a Future it cannot resolve; but the helper ended and its
+    # channel was killed, so every other waiter of the loop already queued
+    # (here the next one, granted by that hand-on) had its grant handed on
+    # too and was never woken while the loop ran on (old code: wait_for
+    # timed out). A drain serves the rest of its batch: so does the helper.
+
+    class FailingLoop(NoReaderLoop):
+        armed = False
+
+        def call_soon_threadsafe(self, *args, **kwargs):
+            if self.armed:
+                self.armed = False
+                raise ValueError("cannot schedule")
+            return super().call_soon_threadsafe(*args, **kwargs)
+
+    sem = Semaphore(1)
+    loop = FailingLoop()
+    reported = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: reported.append(args.exc_type)
+
+    async def main():
+        assert sem.try_acquire(1)  # released by another thread
+        lost = asyncio.ensure_future(sem.acquire(1))
+        second = asyncio.ensure_future(sem.acquire(1))
+        await settle()
+        assert len(sem.inspect().waiters) == 2
+        loop.armed = True
+        t = threading.Thread(target=sem.release)
+        t.start()
+        t.join()
+        assert await asyncio.wait_for(second, 5)  # was: never woken
+        assert reported == [ValueError]
+        sem.release(1)
+        assert sem.try_acquire(1)  # the lost one's grant was handed on
+        sem.release(1)
+        lost.cancel()  # its wake-up never comes: the grant was handed on
+        with pytest.raises(asyncio.CancelledError):
+            await lost
 
     try:
         loop.run_until_complete(main())
