@@ -288,9 +288,8 @@ def _start_wake_thread(loop, channel, blocking=True):
 def _wake_thread(loop_ref, channel, sock):
     """The helper of one loop on the thread wake path (see the module docs).
     An exception of `call_soon_threadsafe` other than the closed loop's
-    hands on the grants it could not deliver (`_undeliverable`); anything
-    else that ends it kills its channel: the next wait on the loop starts a
-    new one."""
+    hands on the grants it could not deliver (`_undeliverable`), and the
+    helper goes on; anything that ends it kills its channel."""
     try:
         with sock:
             while True:
@@ -308,9 +307,9 @@ def _wake_thread(loop_ref, channel, sock):
                     break
                 try:
                     event_loop.call_soon_threadsafe(_drain_futures, channel)
-                except RuntimeError:  # the loop was closed
-                    break
                 except Exception as e:
+                    if isinstance(e, RuntimeError) and event_loop.is_closed():
+                        break
                     _undeliverable(channel, e)
                 del event_loop
     finally:
