@@ -603,7 +603,35 @@ def test_an_interrupt_in_call_soon_during_a_drain_hands_a_mutex_on(kind):
         loop.close()
 
 
-def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
+class FailingLoop(NoReaderLoop):
+    """Its call_soon_threadsafe (the thread path's helper schedules each
+    drain with it) raises `armed`, an exception class, once."""
+
+    armed = None
+
+    def call_soon_threadsafe(self, *args, **kwargs):
+        exc, self.armed = self.armed, None
+        if exc is not None:
+            raise exc("cannot schedule")
+        return super().call_soon_threadsafe(*args, **kwargs)
+
+
+async def _cancel_stranded(task):
+    """Cancels a wait whose wake-up never comes (its grant was handed on)."""
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.fixture
+def reported(monkeypatch):
+    """The types of the exceptions `threading.excepthook` is given."""
+    types = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: types.append(args.exc_type))
+    return types
+
+
+def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on(reported):
     # The helper of the thread wake path schedules each drain with the
     # loop's call_soon_threadsafe. An exception other than the closed
     # loop's RuntimeError ended the helper without killing the channel:
@@ -611,27 +639,14 @@ def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
     # later one of the loop's waiters) stayed held for ever. Now that grant
     # is handed on, the exception reported by threading.excepthook, and the
     # loop's later waits are served.
-
-    class FailingLoop(NoReaderLoop):
-        armed = False
-
-        def call_soon_threadsafe(self, *args, **kwargs):
-            if self.armed:
-                self.armed = False
-                raise ValueError("cannot schedule")
-            return super().call_soon_threadsafe(*args, **kwargs)
-
     sem = Semaphore(1)
     loop = FailingLoop()
-    reported = []
-    hook = threading.excepthook
-    threading.excepthook = lambda args: reported.append(args.exc_type)
 
     async def main():
         assert await sem.acquire(1)
         stranded = asyncio.ensure_future(sem.acquire(1))
         await settle()
-        loop.armed = True
+        loop.armed = ValueError
         t = threading.Thread(target=sem.release)
         t.start()
         t.join()
@@ -648,20 +663,17 @@ def test_an_error_scheduling_the_thread_paths_drain_hands_the_grants_on():
         threading.Thread(target=sem.release).start()
         assert await asyncio.wait_for(waiter, 5)
         sem.release(1)
-        stranded.cancel()  # its wake-up never comes: the grant was handed on
-        with pytest.raises(asyncio.CancelledError):
-            await stranded
+        await _cancel_stranded(stranded)
 
     try:
         loop.run_until_complete(main())
     finally:
-        threading.excepthook = hook
         loop.close()
     assert sem.available_permits == 1
 
 
 @pytest.mark.parametrize("exc", [ValueError, RuntimeError])
-def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waiters_served(exc):
+def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waiters_served(exc, reported):
     # As above, the helper's call_soon_threadsafe raises once. The grant
     # whose drain it could not schedule is handed on, as a drain hands on
     # the grant of a Future it cannot resolve; but the helper ended and its
@@ -670,21 +682,8 @@ def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waite
     # too and was never woken while the loop ran on (old code: wait_for
     # timed out). A drain serves the rest of its batch: so does the helper.
     # (A RuntimeError of a loop not closed is no closed loop's.)
-
-    class FailingLoop(NoReaderLoop):
-        armed = False
-
-        def call_soon_threadsafe(self, *args, **kwargs):
-            if self.armed:
-                self.armed = False
-                raise exc("cannot schedule")
-            return super().call_soon_threadsafe(*args, **kwargs)
-
     sem = Semaphore(1)
     loop = FailingLoop()
-    reported = []
-    hook = threading.excepthook
-    threading.excepthook = lambda args: reported.append(args.exc_type)
 
     async def main():
         assert sem.try_acquire(1)  # released by another thread
@@ -692,7 +691,7 @@ def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waite
         second = asyncio.ensure_future(sem.acquire(1))
         await settle()
         assert len(sem.inspect().waiters) == 2
-        loop.armed = True
+        loop.armed = exc
         t = threading.Thread(target=sem.release)
         t.start()
         t.join()
@@ -701,13 +700,10 @@ def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waite
         sem.release(1)
         assert sem.try_acquire(1)  # the lost one's grant was handed on
         sem.release(1)
-        lost.cancel()  # its wake-up never comes: the grant was handed on
-        with pytest.raises(asyncio.CancelledError):
-            await lost
+        await _cancel_stranded(lost)
 
     try:
         loop.run_until_complete(main())
     finally:
-        threading.excepthook = hook
         loop.close()
     assert sem.available_permits == 1
