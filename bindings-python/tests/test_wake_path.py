@@ -707,3 +707,36 @@ def test_an_error_scheduling_the_thread_paths_drain_leaves_the_loops_other_waite
     finally:
         loop.close()
     assert sem.available_permits == 1
+
+
+@pytest.mark.skipif(FORCED, reason="a reader channel: the loop's drain is its add_reader callback")
+def test_a_drain_batch_dropped_part_way_queues_the_rest_again():
+    # A drain's batch (Channel.take) left before its end (an exception
+    # outside the drain's handling) gives the slots it did not reach back
+    # to their channel, for the next drain: none lost, none resolved twice.
+    sem = Semaphore(3)
+    loop = new_loop("asyncio")
+
+    async def waiter():
+        assert await sem.acquire(1)
+        return True
+
+    try:
+        assert sem.try_acquire(3)
+        tasks = [loop.create_task(waiter()) for _ in range(3)]
+        loop.run_until_complete(settle())
+        t = threading.Thread(target=sem.release, args=(3,))
+        t.start()
+        t.join()  # three grants queued on the stopped loop's channel
+        batch = _glue._asyncio_channels[loop].take()
+        next(batch).set_result(True)  # the first delivered, then left
+        assert not _glue.wakes_pending(loop)
+        del batch
+        assert _glue.wakes_pending(loop)  # the two it did not reach
+        assert loop.run_until_complete(asyncio.wait_for(asyncio.gather(*tasks), 5)) == [True] * 3
+        i = _conserved(sem, 3)
+        assert (i.available, sum(h.permits for h in i.holders), i.waiters) == (0, 3, [])
+        sem.release(3)
+    finally:
+        loop.close()
+    assert sem.available_permits == 3
