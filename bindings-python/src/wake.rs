@@ -415,6 +415,13 @@ impl Chan {
         for slot in self.take_all() {
             hand_on(&slot);
         }
+        // A helper thread polling a reader channel (a loop found without
+        // `add_reader`: `_glue._connect`) waits for a byte `take_all` may
+        // just have read: one more, so that it wakes, sees the channel
+        // dead and ends (else it lived until the loop was collected).
+        if self.reader {
+            self.sock.signal();
+        }
     }
 
     /// Whether the loop behind this channel can no longer run (see the module

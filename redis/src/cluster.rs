@@ -384,8 +384,11 @@ impl ConnectionLike for SlotConn {
     fn req_packed_command(&mut self, cmd: &[u8]) -> RedisResult<Value> {
         self.request(cmd)
     }
-    /// A pipeline goes to the current node as it is (no redirections: the
-    /// backend sends none on a cluster).
+    /// A pipeline goes to the current node as it is (no redirections: a
+    /// command a redirection refuses gets that reply; a batch's is sent
+    /// again alone, `session/batch.rs`, and the `bye` of
+    /// `Inner::lose_answered`, sent after a script's answer, is then left
+    /// to the heartbeat).
     fn req_packed_commands(
         &mut self,
         cmd: &[u8],

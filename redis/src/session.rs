@@ -943,7 +943,10 @@ impl Inner {
     /// with the agent's client id to learn at each of its connects) or
     /// closing the agent's socket (redis-rs gives no access to it): the
     /// scripts already push to these lists, so an ACL that lets the
-    /// handle work lets it push, and a Cluster routes it by its key. Never
+    /// handle work lets it push. On a Cluster it goes to the node that
+    /// just answered for the slot (a pipeline is not redirected: a
+    /// `MOVED` or `ASK` there, a slot moved meanwhile, leaves the
+    /// heartbeat bound). Never
     /// a new connection: without one (or if the push fails) the heartbeat
     /// bound stands, as before.
     pub(crate) fn lose_answered(&self, epoch: u64, err: Error) {

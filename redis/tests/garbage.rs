@@ -782,3 +782,45 @@ fn foreign_notes_on_a_notification_list() {
     }
     report();
 }
+
+/// The largest token the scripts write (2^53 - 1: `hand.lua` counts in
+/// doubles) is a grant wherever the handle reads one: in the notification
+/// its agent pops and, the notification lost, in the grant record its
+/// heartbeat reads (`note.rs`, by the rule of `hand.lua`'s
+/// `grant_record()`). Read as a foreign value it would fail the waiter with
+/// WrongType, or leave it to the next heartbeat.
+#[test]
+fn the_largest_token_the_scripts_write_is_a_grant() {
+    const MAX: u64 = (1 << 53) - 1;
+    let s = Server::start();
+    for lost in [false, true] {
+        let name = format!("largest-token-{lost}");
+        let a = RedisSemaphore::connect(&s.url(), &name, 1, o()).unwrap();
+        let wo = short_lease().own_session(true).label("waiter");
+        let b = RedisSemaphore::connect(&s.url(), &name, 1, wo).unwrap();
+        let held = a.try_acquire(1).unwrap();
+        let bb = b.clone();
+        let waiter = std::thread::spawn(move || {
+            bb.acquire_timeout(1, Duration::from_secs(10))
+                .map(|p| p.token())
+        });
+        assert!(soon(Duration::from_secs(10), || {
+            a.census().is_ok_and(|c| c.queued == 1)
+        }));
+        if lost {
+            lose_notifications(&s, &name, "waiter");
+        }
+        // The next grant's token: the last one + 1 (above the clock's
+        // microseconds, which hand() takes when larger).
+        let _: () = redis::cmd("HSET")
+            .arg(format!("{{volt-sem:{name}}}:meta"))
+            .arg("token")
+            .arg(MAX - 1)
+            .query(&mut s.raw())
+            .unwrap();
+        drop(held);
+        let got = waiter.join().unwrap();
+        assert!(matches!(got, Ok(MAX)), "lost = {lost}: {got:?}");
+        assert_conserved(&b);
+    }
+}

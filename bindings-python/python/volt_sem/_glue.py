@@ -21,8 +21,10 @@ Two wake paths connect a channel to an asyncio loop:
   from anyone: no wake callback ever takes it). No volt_sem native frame is on
   its stack while it blocks or takes the GIL back, so interpreter exit ends it
   like any daemon thread. It stops when its loop is closed (at the next
-  signal) or garbage-collected, or when `call_soon_threadsafe` raises
-  anything else; its channel is then killed (the grants handed on).
+  signal) or garbage-collected, and its channel is then killed (the grants
+  handed on). Another exception of `call_soon_threadsafe` hands on the grants
+  of that one drain (as a drain whose `set_result` raised), goes to
+  `threading.excepthook`, and the helper goes on with the loop's later wakes.
 
 trio always uses its own reader (``trio.lowlevel.wait_readable`` in a system
 task), which works on sockets on every platform. Setting the environment
@@ -285,8 +287,9 @@ def _start_wake_thread(loop, channel, blocking=True):
 
 def _wake_thread(loop_ref, channel, sock):
     """The helper of one loop on the thread wake path (see the module docs).
-    Any other exception of `call_soon_threadsafe` ends it too (reported by
-    `threading.excepthook`): the next wait on the loop starts a new one."""
+    An exception of `call_soon_threadsafe` other than the closed loop's
+    hands on the grants it could not deliver (`_undeliverable`), and the
+    helper goes on; anything that ends it kills its channel."""
     try:
         with sock:
             while True:
@@ -304,12 +307,35 @@ def _wake_thread(loop_ref, channel, sock):
                     break
                 try:
                     event_loop.call_soon_threadsafe(_drain_futures, channel)
-                except RuntimeError:  # the loop was closed
-                    break
+                except Exception as e:
+                    if isinstance(e, RuntimeError) and event_loop.is_closed():
+                        break
+                    _undeliverable(channel, e)
                 del event_loop
     finally:
         # Nobody drains this channel any more: hand its grants on, now and later.
         channel.kill()
+
+
+def _undeliverable(channel, exc):
+    """The drain of `channel` could not be scheduled (`exc`, from the loop's
+    `call_soon_threadsafe`): as a drain whose `set_result` raised
+    (`_drain_futures`), the grants queued now are handed on (their tasks are
+    not woken), and the helper goes on serving the loop's later wakes (its
+    other waiters, the next ones these grants reach among them); `exc` goes
+    to `threading.excepthook`."""
+    errors = [exc]
+    batch = channel.take()
+    for _fut in batch:
+        # Hands its grant on; `exc` is reported once, below, with any other
+        # error that came of it.
+        e = batch.undelivered(exc)
+        if e is not None and e is not exc:
+            errors.append(e)
+    for e in errors:
+        threading.excepthook(
+            threading.ExceptHookArgs([type(e), e, e.__traceback__, threading.current_thread()])
+        )
 
 
 # ---------------------------------------------------------------------------
