@@ -242,3 +242,51 @@ test('a view owns its semaphore: it stays alive (attachable) until the view is c
   });
   assert.equal(res, null);
 });
+
+// view() also gives the semaphore's own acquire and release (src/ops.rs,
+// bind), whose data is the handle behind the External: each function must
+// keep that handle alive (the semaphore too, once the views went), and let it
+// go with it.
+test("a view's bound acquire and release keep their handle alive, and free it when collected", async () => {
+  const script = `
+    const assert = require('node:assert/strict');
+    require(${JSON.stringify(PKG)}); // initialises this thread's runtime
+    const native = require(${JSON.stringify(`${PKG}/binding.js`)}).loadNative();
+    const gcAll = async () => {
+      for (let i = 0; i < 6; i++) {
+        globalThis.gc();
+        await new Promise((r) => setImmediate(r));
+      }
+    };
+    const live = () => native.stats().semaphores;
+    (async () => {
+      await gcAll();
+      const before = live();
+      let h = native.create(1);
+      let view = native.view(h);
+      assert.equal(view.length, 4);
+      let [acquire, release] = [view[2], view[3]];
+      h = null;
+      view = null; // the buffers' references to the semaphore go too
+      await gcAll();
+      assert.equal(live(), before + 1, 'the bound functions must keep the handle alive');
+      for (let i = 0; i < 1000; i++) {
+        acquire();
+        release();
+      }
+      acquire(); // held by nobody who can release it (a queued one would own the semaphore)
+      acquire = null;
+      await gcAll();
+      assert.equal(live(), before + 1, 'one of them still holds the handle');
+      release = null;
+      await gcAll();
+      assert.equal(live(), before, 'freed once both are collected');
+    })().catch((e) => { console.error(e); process.exit(1); });
+  `;
+  const res = await new Promise((resolve) => {
+    execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 60_000 }, (err, _out, stderr) =>
+      resolve(err ? `${err}\n${stderr}` : null),
+    );
+  });
+  assert.equal(res, null);
+});
