@@ -204,10 +204,10 @@ test('views keep the semaphore alive in a worker after every other handle is gon
   await exited(w);
 });
 
-test('a view owns its semaphore: it stays alive (attachable) until the view is collected', async () => {
-  // In a child with --expose-gc: the registry holds a semaphore weakly, so
-  // attach() finds it exactly while something owns it.
-  const script = `
+// The view lifetime tests run their script in a child with --expose-gc,
+// after this prelude: `assert`, the raw addon (`native`, its runtime
+// initialised) and `gcAll()`, a few collections with turns between them.
+const GC_PRELUDE = `
     const assert = require('node:assert/strict');
     require(${JSON.stringify(PKG)}); // initialises this thread's runtime
     const native = require(${JSON.stringify(`${PKG}/binding.js`)}).loadNative();
@@ -216,7 +216,22 @@ test('a view owns its semaphore: it stays alive (attachable) until the view is c
         globalThis.gc();
         await new Promise((r) => setImmediate(r));
       }
-    };
+    };`;
+
+/** Runs `script` in a child with --expose-gc: null, or its failure. */
+function runWithGc(script) {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 60_000 }, (err, _out, stderr) =>
+      resolve(err ? `${err}\n${stderr}` : null),
+    );
+  });
+}
+
+test('a view owns its semaphore: it stays alive (attachable) until the view is collected', async () => {
+  // In a child with --expose-gc: the registry holds a semaphore weakly, so
+  // attach() finds it exactly while something owns it.
+  const script = `
+    ${GC_PRELUDE}
     (async () => {
       let h = native.create(5);
       const id = native.share(h);
@@ -235,12 +250,7 @@ test('a view owns its semaphore: it stays alive (attachable) until the view is c
       assert.equal(native.attach(id), null, 'gone once the view is collected');
     })().catch((e) => { console.error(e); process.exit(1); });
   `;
-  const res = await new Promise((resolve) => {
-    execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 60_000 }, (err, _out, stderr) =>
-      resolve(err ? `${err}\n${stderr}` : null),
-    );
-  });
-  assert.equal(res, null);
+  assert.equal(await runWithGc(script), null);
 });
 
 // view() also gives the semaphore's own acquire and release (src/ops.rs,
@@ -249,15 +259,7 @@ test('a view owns its semaphore: it stays alive (attachable) until the view is c
 // go with it.
 test("a view's bound acquire and release keep their handle alive, and free it when collected", async () => {
   const script = `
-    const assert = require('node:assert/strict');
-    require(${JSON.stringify(PKG)}); // initialises this thread's runtime
-    const native = require(${JSON.stringify(`${PKG}/binding.js`)}).loadNative();
-    const gcAll = async () => {
-      for (let i = 0; i < 6; i++) {
-        globalThis.gc();
-        await new Promise((r) => setImmediate(r));
-      }
-    };
+    ${GC_PRELUDE}
     const live = () => native.stats().semaphores;
     (async () => {
       await gcAll();
@@ -283,10 +285,5 @@ test("a view's bound acquire and release keep their handle alive, and free it wh
       assert.equal(live(), before, 'freed once both are collected');
     })().catch((e) => { console.error(e); process.exit(1); });
   `;
-  const res = await new Promise((resolve) => {
-    execFile(process.execPath, ['--expose-gc', '-e', script], { timeout: 60_000 }, (err, _out, stderr) =>
-      resolve(err ? `${err}\n${stderr}` : null),
-    );
-  });
-  assert.equal(res, null);
+  assert.equal(await runWithGc(script), null);
 });
