@@ -914,14 +914,6 @@ class View {
     this.back = 0n;
     this.k = 0;
     /**
-     * The semaphore's own native acquire(n) and release(n) (view's last two
-     * elements): the same calls as native.acquire(h, n) and
-     * native.release(h, n), bound to its handle, which the addon then need
-     * not read back from its External on every call.
-     */
-    this.acquire = a[2];
-    this.release = a[3];
-    /**
      * The last fast attempt found the word queued, closed or short: go native
      * without trying (a failed attempt costs more than it saves under
      * contention) until a native acquire takes permits at once again.
@@ -1341,12 +1333,7 @@ class Semaphore {
     try {
       // No count for one permit (the addon reads none then). Throws for a
       // named or Redis semaphore's failures.
-      // Once it has views, through its own acquire (see View), called as a
-      // plain function: `v.acquire()`, with `v` as the receiver, measured slower.
-      if (v !== undefined) {
-        const own = v.acquire;
-        r = result(n === 1 ? own() : own(n));
-      } else r = result(n === 1 ? nativeAcquire(this.#h) : nativeAcquire(this.#h, n));
+      r = result(n === 1 ? nativeAcquire(this.#h) : nativeAcquire(this.#h, n));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -1526,11 +1513,7 @@ class Semaphore {
       if (!v.skip && fastGive(v, n, true)) return;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
     if (this.#disconnected) throw this.#gone();
-    let k;
-    if (v !== undefined) {
-      const own = v.release; // called as in #acquire
-      k = result(n === 1 ? own() : own(n));
-    } else k = result(n === 1 ? nativeRelease(this.#h) : nativeRelease(this.#h, n));
+    const k = result(n === 1 ? nativeRelease(this.#h) : nativeRelease(this.#h, n));
     if (k !== 0) {
       if (k < 0) {
         throw rangeError(`volt-sem: releasing ${n} permits would exceed the maximum of ${MAX_PERMITS}`);

@@ -1,8 +1,6 @@
 //! What a JS `Semaphore` object holds: an External owning a [`Handle`] (the
 //! shared semaphore plus this object's own `ref()`/`unref()` setting), and the
-//! unchecked accessors the entry points use to get it back. (The semaphore's
-//! own `acquire` and `release`, made with its views, carry the handle as
-//! their Node-API data instead: `ops::bind`.)
+//! unchecked accessors the entry points use to get it back.
 
 use std::cell::Cell;
 use std::ffi::c_void;

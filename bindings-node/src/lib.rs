@@ -6,10 +6,7 @@
 //! handle and answers with a small integer code, so no JS object is created on
 //! the hot path; `acquire` and `release`, the two calls of a contended
 //! operation, leave their code in the outcome buffer instead and return
-//! `undefined` (no JS number made), and read no count for one permit; once a
-//! semaphore has its fast-path views, JS calls them through functions bound
-//! to its handle (`ops::bind`: the handle is the function's data, not an
-//! argument read back from its External). The uncontended paths do not cross at all: `index.js` runs
+//! `undefined` (no JS number made), and read no count for one permit. The uncontended paths do not cross at all: `index.js` runs
 //! them with `Atomics` on the core's own state word ([`view`]).
 //!
 //! # Modules, in layers

@@ -5,7 +5,6 @@
 use std::ffi::c_void;
 use std::pin::Pin;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
 use std::time::Instant;
 use volt_sem_backend::RawSemaphore;
 
@@ -18,28 +17,23 @@ use crate::codes::{
     LAST_GRANT, MAX_JS, NO_PERMITS, OK, RELEASE_OVERFLOW, SLOT_BASE,
 };
 use crate::env::{Enter, EnvCtx, Extra};
-use crate::handle::{handle, handle_of, sem, Handle};
+use crate::handle::{handle, handle_of, sem};
 use crate::js_error::{error, throw, throw_unsupported};
-use crate::raw::{args, args_counted, boolean, count, double, int, key_arg, null, throw_internal};
+use crate::raw::{args, boolean, count, double, int, key_arg, null, throw_internal};
 use crate::raw::{RawEnv, RawValue};
 use crate::removal::release_paying_with;
 use crate::removal::Expired;
 use crate::semaphore::{Node, Sem};
 use crate::wake::wake;
 
-/// The permit count of argument `v`, 1 when the caller left it out
-/// (`None`): index.js passes no count for one permit, which saves reading a
-/// JS number (a Node-API call) on the common path.
-fn count_or_1(env: RawEnv, v: Option<RawValue>) -> Option<usize> {
-    match v {
-        None => Some(1),
-        Some(v) => count(env, v),
+/// The permit count of argument `v`, 1 when the caller left it out (`argc`
+/// arguments passed): index.js passes no count for one permit, which saves
+/// reading a JS number (a Node-API call) on the common path.
+fn count_or_1(env: RawEnv, v: RawValue, argc: usize) -> Option<usize> {
+    if argc < 2 {
+        return Some(1);
     }
-}
-
-/// Argument `i` of `argv` if the caller passed it (`argc` arguments).
-fn passed<const N: usize>(argv: &[RawValue; N], argc: usize, i: usize) -> Option<RawValue> {
-    (argc > i).then(|| argv[i])
+    count(env, v)
 }
 
 /// Returns `code` through the buffer's result cell (`init`), making no JS
@@ -87,16 +81,8 @@ native!(js_try_acquire, |env, _ctx, argv: [2]| {
 native!(js_acquire, |env, ctx, argv: [2], argc| {
     // SAFETY: handle contract (see `sem`).
     let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return result(env, ctx, BAD_ARGS) };
-    acquire(env, ctx, h, passed(&argv, argc, 1))
-});
-
-/// `acquire` of `n` (1 if `None`) permits through handle `h` (`js_acquire`,
-/// `js_acquire_bound`).
-fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawValue {
     let s = &h.sem;
-    let Some(n) = count_or_1(env, n) else {
-        return result(env, ctx, BAD_COUNT);
-    };
+    let Some(n) = count_or_1(env, argv[1], argc) else { return result(env, ctx, BAD_COUNT) };
     // A Redis try is a round trip: straight to the queue, which never waits
     // for the network (an acquire of 0 too: whether the semaphore is closed
     // comes back through the callback).
@@ -105,9 +91,10 @@ fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawVal
     // once (FIFO: its counter is 0): straight to the queue, whose acquire
     // decides again on the fresh word (an acquire that queues on a busy
     // semaphore does not try twice).
-    let queued = s.core.as_local().is_some_and(|c| {
-        c.state_word().load(Ordering::Relaxed) & volt_sem::Semaphore::STATE_QUEUED != 0
-    });
+    let queued = s
+        .core
+        .as_local()
+        .is_some_and(|c| c.state_word().load(Ordering::Relaxed) & volt_sem::Semaphore::STATE_QUEUED != 0);
     if !redis && !queued {
         match s.core.try_acquire(n) {
             Ok(_) => {
@@ -126,19 +113,13 @@ fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawVal
     // SAFETY: the waiter is idle (its slot was free); after Pending the node stays
     // pinned in its slot, and the slot stays reserved until finish_raw (drain,
     // cancel or cleanup) returned.
-    let r = unsafe {
-        s.core
-            .acquire_raw(node.waiter(), n, wake, &*node as *const Node as *mut c_void)
-    };
+    let r = unsafe { s.core.acquire_raw(node.waiter(), n, wake, &*node as *const Node as *mut c_void) };
     let code = match r {
         Ok(RawAcquire::Pending) => {
             ctx.activate(slot);
             ctx.write_gen((node.key.get() >> 32) as u32);
             // A small integer (no heap number made) unless there are ~2^31 slots.
-            return match i32::try_from(slot)
-                .ok()
-                .and_then(|s| s.checked_add(SLOT_BASE))
-            {
+            return match i32::try_from(slot).ok().and_then(|s| s.checked_add(SLOT_BASE)) {
                 Some(code) => result(env, ctx, code),
                 None => double(env, SLOT_BASE as f64 + f64::from(slot)),
             };
@@ -147,9 +128,7 @@ fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawVal
             s.add_held(n);
             if redis {
                 let (token, session) = (node.waiter.token().unwrap_or(0), node.waiter.session());
-                ctx.extras
-                    .borrow_mut()
-                    .insert(LAST_GRANT, Extra::Grant { token, session });
+                ctx.extras.borrow_mut().insert(LAST_GRANT, Extra::Grant { token, session });
             }
             OK
         }
@@ -162,7 +141,7 @@ fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawVal
     };
     ctx.release_slot(slot);
     result(env, ctx, code)
-}
+});
 
 // release(h, n = 1, adding?): k >= 0 outcomes written | RELEASE_OVERFLOW |
 // BAD_COUNT(-3) | throws (named: more than this process holds, or adding).
@@ -170,6 +149,7 @@ fn acquire(env: RawEnv, ctx: &EnvCtx, h: &Handle, n: Option<RawValue>) -> RawVal
 native!(js_release, |env, ctx, argv: [3], argc| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return result(env, ctx, BAD_ARGS) };
+    let Some(n) = count_or_1(env, argv[1], argc) else { return result(env, ctx, -BAD_COUNT) };
     // A third argument `true` (addPermits) grows the total: no held permits back.
     // (release() passes at most two arguments: no call to read an `undefined`.)
     let mut adding = false;
@@ -177,20 +157,8 @@ native!(js_release, |env, ctx, argv: [3], argc| {
         // SAFETY: fails on a non-boolean (undefined), leaving `adding` false.
         unsafe { sys::napi_get_value_bool(env, argv[2], &mut adding) };
     }
-    release(env, ctx, s, passed(&argv, argc, 1), adding)
-});
-
-/// `release` of `n` (1 if `None`) permits of `s` (`js_release`,
-/// `js_release_bound`); `adding`: `addPermits`, no held permits back.
-fn release(env: RawEnv, ctx: &EnvCtx, s: &Arc<Sem>, n: Option<RawValue>, adding: bool) -> RawValue {
-    let Some(n) = count_or_1(env, n) else {
-        return result(env, ctx, -BAD_COUNT);
-    };
     if adding && s.core.total_permits().is_some() {
-        return throw_unsupported(
-            env,
-            "addPermits() on a named or Redis semaphore (its total is fixed)",
-        );
+        return throw_unsupported(env, "addPermits() on a named or Redis semaphore (its total is fixed)");
     }
     // The core's limit is far above 2^53; keep JS counts exact. (Racy against a
     // concurrent release on another thread; the core's own check is exact.)
@@ -235,102 +203,7 @@ fn release(env: RawEnv, ctx: &EnvCtx, s: &Arc<Sem>, n: Option<RawValue>, adding:
     let k = ctx.settle_local();
     drop(enter);
     result(env, ctx, k as i32)
-}
-
-/// What the data pointer of a function bound to one handle ([`bind`])
-/// points to: the environment it was made in and the handle.
-struct Bound {
-    ctx: *const EnvCtx,
-    h: *const Handle,
-}
-
-unsafe extern "C" fn drop_bound(_env: RawEnv, data: *mut c_void, _hint: *mut c_void) {
-    // SAFETY: `data` is the Box<Bound> leaked by `bind` for this function.
-    drop(unsafe { Box::from_raw(data.cast::<Bound>()) });
-}
-
-/// The body of a function bound to a handle: its environment, its handle,
-/// and the one argument it takes, if passed (the count).
-///
-/// # Safety
-/// Called from a Node-API callback made by [`bind`], with its `env` and `info`.
-#[inline(always)]
-unsafe fn bound(
-    env: RawEnv,
-    info: sys::napi_callback_info,
-    f: impl FnOnce(&EnvCtx, &Handle, Option<RawValue>) -> RawValue,
-) -> RawValue {
-    // SAFETY: forwarded contract.
-    let (argv, argc, data) = unsafe { args_counted::<1>(env, info) };
-    // SAFETY: `data` is the `Bound` of this function, freed by its finalizer,
-    // so alive while it can be called. Its `ctx` lives until the env cleanup
-    // hook, after which no JS (hence no call) runs; its handle's External is
-    // the function's `handle` property, so the Handle (freed with that
-    // External) lives at least as long as the function.
-    let (ctx, h) = unsafe {
-        let b = &*data.cast::<Bound>();
-        (&*b.ctx, &*b.h)
-    };
-    // A panic must not unwind into Node: it becomes a JS exception.
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        f(ctx, h, passed(&argv, argc, 0))
-    })) {
-        Ok(v) => v,
-        Err(e) => throw_internal(env, e),
-    }
-}
-
-// acquire(n = 1), bound to a handle (`bind`): as `acquire(h, n)`.
-unsafe extern "C" fn js_acquire_bound(env: RawEnv, info: sys::napi_callback_info) -> RawValue {
-    // SAFETY: a Node-API callback made by `bind`.
-    unsafe { bound(env, info, |ctx, h, n| acquire(env, ctx, h, n)) }
-}
-
-// release(n = 1), bound to a handle (`bind`): as `release(h, n)`.
-unsafe extern "C" fn js_release_bound(env: RawEnv, info: sys::napi_callback_info) -> RawValue {
-    // SAFETY: a Node-API callback made by `bind`.
-    unsafe { bound(env, info, |ctx, h, n| release(env, ctx, &h.sem, n, false)) }
-}
-
-/// `acquire(n)` and `release(n)` functions bound to handle `h` (whose
-/// External is `ext`) in `ctx`'s environment: the two calls of a contended
-/// operation, with no handle argument to read back from its External
-/// (`napi_get_value_external`). Each holds `ext` as its `handle` property,
-/// so the handle lives as long as either function. `None` if Node-API
-/// refused one.
-pub(crate) fn bind(env: RawEnv, ctx: &EnvCtx, ext: RawValue, h: &Handle) -> Option<[RawValue; 2]> {
-    type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let make = |name: &std::ffi::CStr, cb: Cb| -> Option<RawValue> {
-        let data = Box::into_raw(Box::new(Bound { ctx, h }));
-        let mut f = std::ptr::null_mut();
-        // SAFETY: plain Node-API calls on the JS thread. `data` is freed once:
-        // here if no finalizer took it, else by that finalizer.
-        unsafe {
-            let ok = sys::Status::napi_ok;
-            if sys::napi_create_function(env, name.as_ptr(), -1, Some(cb), data.cast(), &mut f)
-                != ok
-                || sys::napi_add_finalizer(
-                    env,
-                    f,
-                    data.cast(),
-                    Some(drop_bound),
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                ) != ok
-            {
-                // An unreachable function (if made) never runs: its data is ours.
-                drop(Box::from_raw(data));
-                return None;
-            }
-            // Before the function is handed to JS: it never runs without it.
-            (sys::napi_set_named_property(env, f, c"handle".as_ptr(), ext) == ok).then_some(f)
-        }
-    };
-    Some([
-        make(c"acquire", js_acquire_bound)?,
-        make(c"release", js_release_bound)?,
-    ])
-}
+});
 
 // cancel(key): k >= 0 outcomes written (the cancelled request is not among them)
 native!(js_cancel, |env, ctx, argv: [1]| {

@@ -90,12 +90,7 @@
 //! holds a strong reference too; for `attach()` likewise), so they go when
 //! that object goes. A `Semaphore` asks for its views only after 16 of its
 //! operations went native (`VIEW_AFTER` in `index.js`): making them costs
-//! about 4x creating the semaphore, which a short-lived one should not pay.
-//! With them `view` makes the semaphore's own `acquire(n)` and `release(n)`
-//! ([`bind`]), which JS calls from then on instead of `acquire(h, n)` and
-//! `release(h, n)`: each function holds the handle's External as a property,
-//! so the handle (its data) lives as long as the function, and goes with the
-//! `Semaphore` object like the views. On targets whose `usize` is not 64 bits, or if the
+//! about 4x creating the semaphore, which a short-lived one should not pay. On targets whose `usize` is not 64 bits, or if the
 //! runtime refuses external buffers, `view` returns `null` and JS always takes
 //! the native path.
 //!
@@ -109,8 +104,7 @@ use std::sync::Arc;
 use napi::sys;
 
 use crate::env::EnvCtx;
-use crate::handle::handle_of;
-use crate::ops::bind;
+use crate::handle::sem;
 use crate::raw::{args, null, throw_internal};
 use crate::raw::{RawEnv, RawValue};
 use crate::semaphore::Sem;
@@ -160,13 +154,10 @@ fn typed(env: RawEnv, sem: &Arc<Sem>, data: *const u8, len: usize) -> Option<Raw
     (status == sys::Status::napi_ok).then_some(out)
 }
 
-// view(h): [state: BigInt64Array(1), counters: BigInt64Array(2), acquire,
-// release] | null, the last two `h`'s own `acquire(n)` and `release(n)`
-// (`ops::bind`).
-native!(js_view, |env, ctx, argv: [1]| {
+// view(h): [state: BigInt64Array(1), counters: BigInt64Array(2)] | null
+native!(js_view, |env, _ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
-    let Some(h) = (unsafe { handle_of(env, argv[0]) }) else { return null(env) };
-    let s = &h.sem;
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
     if size_of::<usize>() != 8 || cfg!(target_endian = "big") {
         return null(env);
     }
@@ -178,14 +169,12 @@ native!(js_view, |env, ctx, argv: [1]| {
     let (Some(a), Some(b)) = (typed(env, s, word, 1), typed(env, s, counters, 2)) else {
         return null(env);
     };
-    let Some([acquire, release]) = bind(env, ctx, argv[0], h) else { return null(env) };
     let mut arr = ptr::null_mut();
     // SAFETY: plain value creation on the JS thread.
     unsafe {
-        sys::napi_create_array_with_length(env, 4, &mut arr);
-        for (i, v) in [a, b, acquire, release].into_iter().enumerate() {
-            sys::napi_set_element(env, arr, i as u32, v);
-        }
+        sys::napi_create_array_with_length(env, 2, &mut arr);
+        sys::napi_set_element(env, arr, 0, a);
+        sys::napi_set_element(env, arr, 1, b);
     }
     arr
 });
