@@ -749,6 +749,14 @@ enum volt_status
    * `volt_last_error_message` has the server's text.
    */
   VOLT_REDIS_OUT_OF_MEMORY = 42,
+  /**
+   * The handle was disconnected (`volt_sem_disconnect`): its session
+   * ended, its queued acquires failed with this status, and every later
+   * call on it (on any of its references) fails with it. The semaphore
+   * stays open for everyone else: open (connect) it again for a new
+   * handle.
+   */
+  VOLT_DISCONNECTED = 43,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
