@@ -16,7 +16,11 @@
  *   waiters are queued is memory-safe, but the handle passed to volt_sem_cancel()
  *   must still be a live reference: keep one while waiters are queued on it.
  *   Acquired permits belong to the caller until it passes them to
- *   volt_sem_release(); nothing is released automatically.
+ *   volt_sem_release(); nothing is released automatically, except by
+ *   volt_sem_disconnect() of a named or Redis handle, which ends the handle's
+ *   session before its last reference goes: what it holds goes back, its
+ *   queued waiters and every later call on it (any reference) fail with
+ *   VOLT_DISCONNECTED; each reference is still freed with volt_sem_free().
  *
  * COUNTS
  *   A count `n` must be 1..=volt_max_permits(). Unlike the Rust, Python and Node

@@ -702,18 +702,6 @@ static void test_fifo_and_weights_across_two_handles(void) {
     volt_sem_free(b);
 }
 
-/* A thread blocked in volt_sem_acquire_blocking(sem, 1, forever). */
-typedef struct {
-    const volt_sem *sem;
-    volt_status got;
-} blocked_acquire;
-
-static void *block_one(void *arg) {
-    blocked_acquire *b = arg;
-    b->got = volt_sem_acquire_blocking(b->sem, 1, -1);
-    return NULL;
-}
-
 /* volt_sem_disconnect ends one Redis handle (every reference to it): its
  * queued volt_waiter and its blocked thread fail with VOLT_DISCONNECTED,
  * what its session held goes to the next waiter (another handle's), every

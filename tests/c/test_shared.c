@@ -1207,18 +1207,6 @@ static void test_set_total_and_reopen(void) {
     volt_sem_free(sem);
 }
 
-/* A thread blocked in volt_sem_acquire_blocking(sem, 1, forever). */
-typedef struct {
-    const volt_sem *sem;
-    volt_status got;
-} blocked_acquire;
-
-static void *block_one(void *arg) {
-    blocked_acquire *b = arg;
-    b->got = volt_sem_acquire_blocking(b->sem, 1, -1);
-    return NULL;
-}
-
 /* How many requests are queued on the name, in every process. */
 static size_t queued_on(const volt_sem *sem) {
     volt_inspection in;
