@@ -148,6 +148,24 @@ impl Semaphore {
         Ok(Semaphore::Redis(s))
     }
 
+    /// A named handle that counts the permits granted through it and not
+    /// released through it, so that [`disconnect`](Self::disconnect) gives
+    /// them back (the C ABI's handles). Call it on a new handle, before its
+    /// first acquire. Other backends: unchanged (a Redis session counts its
+    /// own; a local semaphore has no session).
+    ///
+    /// Without it, a named handle's `disconnect` gives nothing back: the
+    /// process's permits go back with its last handle of the name (as
+    /// Python's named handles do), or the binding releases what it counts
+    /// itself (as Node's do). The count costs two atomic read-modify-writes
+    /// per acquire and release.
+    pub fn counting_held(mut self) -> Self {
+        if let Semaphore::Shared(s) = &mut self {
+            s.count_held();
+        }
+        self
+    }
+
     /// Which backend this is.
     #[inline]
     pub fn kind(&self) -> Kind {
@@ -422,10 +440,12 @@ impl Semaphore {
     ///   disconnect and is collected after it is given back and reported the
     ///   same way. Its blocking acquires fail with [`Error::Disconnected`]
     ///   (named: at their next check, within 100 ms; Redis: at once);
-    /// * what it holds goes back, to the next waiters: named, the permits
-    ///   granted through this handle and not released through it, as far as
-    ///   the process still holds them (its other handles share the
-    ///   process's count); Redis, everything its session holds (one round
+    /// * what it holds goes back, to the next waiters: named, if the handle
+    ///   was made [`counting_held`](Self::counting_held), the permits granted
+    ///   through it and not released through it, as far as the process still
+    ///   holds them (its other handles share the process's count; without
+    ///   the count, nothing: the process's permits go back with its last
+    ///   handle of the name); Redis, everything its session holds (one round
     ///   trip; if Redis is out of reach, at the lease's expiry). When it
     ///   returns, a Redis handle's threads have exited and its connections
     ///   are closed (see `volt_sem_redis::RedisSemaphore::disconnect`);

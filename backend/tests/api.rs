@@ -596,7 +596,9 @@ fn until(mut cond: impl FnMut() -> bool) {
 #[test]
 fn disconnect_ends_one_named_handle_only() {
     let name = Name::new("disconnect");
-    let a = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
+        .unwrap()
+        .counting_held();
     let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
     a.try_acquire(2).unwrap();
     b.try_acquire(1).unwrap();
@@ -656,7 +658,9 @@ fn disconnect_ends_one_named_handle_only() {
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
     let name = Name::new("disconnect-held");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
+        .unwrap()
+        .counting_held();
     let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
     a.try_acquire(2).unwrap();
     // The process releases through `b` what it took through `a`.
@@ -676,4 +680,29 @@ fn disconnect_of_a_local_semaphore_is_refused() {
     assert!(!sem.is_disconnected());
     sem.try_acquire(1).unwrap();
     sem.release(1).unwrap();
+}
+
+#[test]
+fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
+    let name = Name::new("disconnect-uncounted");
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    a.try_acquire(1).unwrap();
+    b.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    let sig = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { a.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    a.disconnect().unwrap();
+    sig.wait();
+    // SAFETY: queued on `a`.
+    let f = unsafe { a.finish_raw(w.as_ref()) };
+    assert_eq!(f, Finish::Failed(Error::Disconnected));
+    assert_eq!(a.try_acquire(1).map(|_| ()), Err(Error::Disconnected));
+    // Nothing counted, nothing given back: the process still holds both,
+    // and returns them through its other handle.
+    assert_eq!(b.available_permits(), 0);
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 2);
 }
