@@ -16,7 +16,11 @@
  *   waiters are queued is memory-safe, but the handle passed to volt_sem_cancel()
  *   must still be a live reference: keep one while waiters are queued on it.
  *   Acquired permits belong to the caller until it passes them to
- *   volt_sem_release(); nothing is released automatically.
+ *   volt_sem_release(); nothing is released automatically, except by
+ *   volt_sem_disconnect() of a named or Redis handle, which ends the handle's
+ *   session before its last reference goes: what it holds goes back, its
+ *   queued waiters and every later call on it (any reference) fail with
+ *   VOLT_DISCONNECTED; each reference is still freed with volt_sem_free().
  *
  * COUNTS
  *   A count `n` must be 1..=volt_max_permits(). Unlike the Rust, Python and Node
@@ -749,6 +753,14 @@ enum volt_status
    * `volt_last_error_message` has the server's text.
    */
   VOLT_REDIS_OUT_OF_MEMORY = 42,
+  /**
+   * The handle was disconnected (`volt_sem_disconnect`): its session
+   * ended, its queued acquires failed with this status, and every later
+   * call on it (on any of its references) fails with it. The semaphore
+   * stays open for everyone else: open (connect) it again for a new
+   * handle.
+   */
+  VOLT_DISCONNECTED = 43,
 };
 #ifndef __cplusplus
 #if __STDC_VERSION__ >= 202311L
@@ -2097,6 +2109,58 @@ volt_status volt_sem_set_total(const struct volt_sem *sem, size_t n);
  * `sem` is NULL or a live handle.
  */
 volt_status volt_sem_reopen(const struct volt_sem *sem);
+
+/**
+ * Ends the session of a named (`volt_sem_open`) or Redis (`volt_sem_connect`)
+ * handle, leaving the semaphore open for every other process and client
+ * (`volt_sem_close` closes it for everyone). The handle is the object behind
+ * `sem`: every reference to it (`volt_sem_clone` returns the same pointer)
+ * is disconnected; another `volt_sem_open` or `volt_sem_connect` of the same
+ * name, in this process or another, is another handle and goes on.
+ *
+ * * What the handle holds goes back, to the next waiters, before this
+ *   returns. Named: the permits granted through this handle and not
+ *   released through it, as far as the process still holds them (the
+ *   process's handles on a name share one count: what another handle of the
+ *   process released for it is not released twice). Redis: everything its
+ *   session holds (one round trip, up to the command timeout; if Redis is out
+ *   of reach, the permits come back at the lease's expiry); when it returns,
+ *   the handle's threads have exited and its connections are closed.
+ * * Its queued requests fail, on any thread. A `volt_waiter` queued on it
+ *   (`volt_sem_acquire`) is woken: its callback runs (named: on the
+ *   process's doorbell thread, shortly after this returns; Redis: before
+ *   this returns, on the handle's threads), `volt_waiter_status` reads
+ *   `VOLT_CLOSED`, and the owner's `volt_sem_cancel` (still required: it
+ *   gives the waiter's reference back) returns `VOLT_DISCONNECTED`; a
+ *   partial grant is handed on. A grant that arrived before the disconnect
+ *   and was not collected yet is given back too (`volt_sem_cancel` then
+ *   returns `VOLT_DISCONNECTED`: the permits are not the caller's). A
+ *   thread blocked in `volt_sem_acquire_blocking` on it returns
+ *   `VOLT_DISCONNECTED` (Redis: at once; named: within 100 ms, the interval
+ *   at which a blocked thread checks).
+ * * Every later call on it that returns a status returns
+ *   `VOLT_DISCONNECTED`: acquires (a `volt_waiter` is left idle), releases
+ *   (the permits went back already), `volt_sem_close`, `volt_sem_set_total`,
+ *   `volt_sem_reopen`, `volt_sem_inspect`... The queries without a status
+ *   still answer (`volt_sem_is_closed`, `volt_sem_total_permits`,
+ *   `volt_sem_available_permits`, `volt_sem_stats`). `volt_sem_cancel` of a
+ *   waiter queued before works. Free each reference with `volt_sem_free` as usual.
+ * * Thread-safe: may be called from any thread, concurrently with the
+ *   handle's other calls (a call racing it either completes before the end,
+ *   and its permits go back with the handle's, or fails with
+ *   `VOLT_DISCONNECTED`), and from inside a wake callback.
+ *
+ * Idempotent: a second call returns `VOLT_OK` and does nothing.
+ *
+ * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (a
+ * local semaphore has no session: nothing changed; `volt_sem_close` it), or
+ * `VOLT_FORKED` (a handle opened or connected before `fork()`, in the child:
+ * nothing changed; its session is the parent's).
+ *
+ * # Safety
+ * `sem` is NULL or a live handle.
+ */
+volt_status volt_sem_disconnect(const struct volt_sem *sem);
 
 /**
  * Calls `lost(ctx, why)` once when the Redis session `session` of this

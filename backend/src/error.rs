@@ -437,6 +437,17 @@ error_table! {
             /// session up, as any refused release: its permits come back).
             /// `volt_last_error_message` has the server's text.
             VOLT_REDIS_OUT_OF_MEMORY = 42;
+        /// This handle's session was ended by
+        /// [`Semaphore::disconnect`](crate::Semaphore::disconnect) (a named or
+        /// Redis handle): its queued requests failed with it, and so does every
+        /// later call on the handle. The semaphore stays open for everyone else.
+        Disconnected [] => "DISCONNECTED", Closed, "this handle was disconnected: its session ended (the semaphore stays open for everyone else: open or connect it again for a new handle)",
+            /// The handle was disconnected (`volt_sem_disconnect`): its session
+            /// ended, its queued acquires failed with this status, and every later
+            /// call on it (on any of its references) fails with it. The semaphore
+            /// stays open for everyone else: open (connect) it again for a new
+            /// handle.
+            VOLT_DISCONNECTED = 43;
     }
 }
 

@@ -123,6 +123,7 @@
 mod error;
 mod outcome;
 mod semaphore;
+mod session;
 mod waiter;
 
 /// The examples of the core's chapter `volt_sem::docs::choosing_a_backend`
@@ -140,6 +141,7 @@ pub use outcome::{Expiry, Finish, Grant};
 #[cfg(feature = "redis")]
 pub use semaphore::delete_redis;
 pub use semaphore::{unlink, Kind, Semaphore};
+pub use session::SharedHandle;
 pub use waiter::{in_shared_callback, Waiter};
 
 pub use volt_sem as local;

@@ -14,6 +14,7 @@ use volt_sem_shm::{OpenOptions, SharedSemaphore};
 
 use crate::error::Error;
 use crate::outcome::{Expiry, Finish, Grant};
+use crate::session::SharedHandle;
 use crate::waiter::{kind, Waiter};
 
 /// Which backend a [`Semaphore`] runs on.
@@ -42,8 +43,9 @@ pub enum Semaphore {
     /// The in-process semaphore.
     Local(volt_sem::Semaphore),
     /// A named semaphore shared across processes (a cheap handle: clones share
-    /// one attachment per process and name).
-    Shared(SharedSemaphore),
+    /// one attachment per process and name), with this handle's session
+    /// ([`disconnect`](Semaphore::disconnect)).
+    Shared(SharedHandle),
     /// A semaphore stored in Redis (a cheap handle: clones share one session,
     /// its connections and its agent thread).
     #[cfg(feature = "redis")]
@@ -70,7 +72,7 @@ impl From<volt_sem::Semaphore> for Semaphore {
 
 impl From<SharedSemaphore> for Semaphore {
     fn from(s: SharedSemaphore) -> Self {
-        Semaphore::Shared(s)
+        Semaphore::Shared(s.into())
     }
 }
 
@@ -119,7 +121,7 @@ impl Semaphore {
     pub fn open(name: &str, permits: usize, options: OpenOptions) -> Result<Self, Error> {
         let s = SharedSemaphore::open(name, permits, options)?;
         s.enable_stats();
-        Ok(Semaphore::Shared(s))
+        Ok(Semaphore::Shared(s.into()))
     }
 
     /// Connects to the semaphore `name` stored in the Redis at `url`, with
@@ -144,6 +146,24 @@ impl Semaphore {
         let s = RedisSemaphore::connect(url, name, permits, options.own_session(true))?;
         s.enable_stats();
         Ok(Semaphore::Redis(s))
+    }
+
+    /// A named handle that counts the permits granted through it and not
+    /// released through it, so that [`disconnect`](Self::disconnect) gives
+    /// them back (the C ABI's handles). Call it on a new handle, before its
+    /// first acquire. Other backends: unchanged (a Redis session counts its
+    /// own; a local semaphore has no session).
+    ///
+    /// Without it, a named handle's `disconnect` gives nothing back: the
+    /// process's permits go back with its last handle of the name (as
+    /// Python's named handles do), or the binding releases what it counts
+    /// itself (as Node's do). The count costs two atomic read-modify-writes
+    /// per acquire and release.
+    pub fn counting_held(mut self) -> Self {
+        if let Semaphore::Shared(s) = &mut self {
+            s.count_held();
+        }
+        self
     }
 
     /// Which backend this is.
@@ -194,7 +214,7 @@ impl Semaphore {
     #[inline]
     pub fn as_shared(&self) -> Option<&SharedSemaphore> {
         match self {
-            Semaphore::Shared(s) => Some(s),
+            Semaphore::Shared(s) => Some(s.shared()),
             _ => None,
         }
     }
@@ -214,11 +234,13 @@ impl Semaphore {
                 Ok(Grant::UNFENCED)
             }
             Semaphore::Shared(s) => {
+                s.live()?;
                 s.try_acquire(n)?.forget();
+                s.granted(n)?;
                 Ok(Grant::UNFENCED)
             }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(redis_grant(s.try_acquire(n)?)),
+            Semaphore::Redis(s) => Ok(redis_grant(s.try_acquire(n).map_err(|e| redis_err(s, e))?)),
         }
     }
 
@@ -237,9 +259,14 @@ impl Semaphore {
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => Ok(s.release(n)?),
-            Semaphore::Shared(s) => Ok(s.release(n)?),
+            Semaphore::Shared(s) => {
+                s.live()?;
+                s.release(n)?;
+                s.released(n);
+                Ok(())
+            }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(s.release(n)?),
+            Semaphore::Redis(s) => s.release(n).map_err(|e| redis_err(s, e)),
         }
     }
 
@@ -251,12 +278,11 @@ impl Semaphore {
                 s.acquire_blocking(n)?.forget();
                 Ok(Grant::UNFENCED)
             }
-            Semaphore::Shared(s) => {
-                s.acquire_blocking(n)?.forget();
-                Ok(Grant::UNFENCED)
-            }
+            Semaphore::Shared(s) => shared_wait(s, n, None),
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(redis_grant(s.acquire_blocking(n)?)),
+            Semaphore::Redis(s) => Ok(redis_grant(
+                s.acquire_blocking(n).map_err(|e| redis_err(s, e))?,
+            )),
         }
     }
 
@@ -268,12 +294,11 @@ impl Semaphore {
                 s.acquire_timeout(n, timeout)?.forget();
                 Ok(Grant::UNFENCED)
             }
-            Semaphore::Shared(s) => {
-                s.acquire_timeout(n, timeout)?.forget();
-                Ok(Grant::UNFENCED)
-            }
+            Semaphore::Shared(s) => shared_wait(s, n, Some(timeout)),
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(redis_grant(s.acquire_timeout(n, timeout)?)),
+            Semaphore::Redis(s) => Ok(redis_grant(
+                s.acquire_timeout(n, timeout).map_err(|e| redis_err(s, e))?,
+            )),
         }
     }
 
@@ -286,9 +311,12 @@ impl Semaphore {
                 s.close();
                 Ok(())
             }
-            Semaphore::Shared(s) => Ok(s.close()?),
+            Semaphore::Shared(s) => {
+                s.live()?;
+                Ok(s.close()?)
+            }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(s.close()?),
+            Semaphore::Redis(s) => s.close().map_err(|e| redis_err(s, e)),
         }
     }
 
@@ -325,9 +353,12 @@ impl Semaphore {
     pub fn inspect(&self) -> Result<Inspection, Error> {
         match self {
             Semaphore::Local(s) => Ok(s.inspect()),
-            Semaphore::Shared(s) => Ok(s.inspect()?),
+            Semaphore::Shared(s) => {
+                s.live()?;
+                Ok(s.inspect()?)
+            }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(s.inspect()?),
+            Semaphore::Redis(s) => s.inspect().map_err(|e| redis_err(s, e)),
         }
     }
 
@@ -372,9 +403,12 @@ impl Semaphore {
     pub fn set_total(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(_) => Err(Error::Unsupported),
-            Semaphore::Shared(s) => Ok(s.set_total(n)?),
+            Semaphore::Shared(s) => {
+                s.live()?;
+                Ok(s.set_total(n)?)
+            }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(s.set_total(n)?),
+            Semaphore::Redis(s) => s.set_total(n).map_err(|e| redis_err(s, e)),
         }
     }
 
@@ -386,9 +420,64 @@ impl Semaphore {
     pub fn reopen(&self) -> Result<(), Error> {
         match self {
             Semaphore::Local(_) => Err(Error::Unsupported),
-            Semaphore::Shared(s) => Ok(s.reopen()?),
+            Semaphore::Shared(s) => {
+                s.live()?;
+                Ok(s.reopen()?)
+            }
             #[cfg(feature = "redis")]
-            Semaphore::Redis(s) => Ok(s.reopen()?),
+            Semaphore::Redis(s) => s.reopen().map_err(|e| redis_err(s, e)),
+        }
+    }
+
+    /// Ends this handle's session on a named or Redis semaphore, leaving the
+    /// semaphore open for everyone else (`close` closes it for everyone):
+    ///
+    /// * its queued raw requests ([`acquire_raw`](RawSemaphore::acquire_raw))
+    ///   end: their callbacks run (named: on the doorbell thread; Redis: on
+    ///   the session's threads, before this returns) and their owners'
+    ///   [`finish_raw`](RawSemaphore::finish_raw) report
+    ///   `Finish::Failed(Error::Disconnected)`; a grant that landed before the
+    ///   disconnect and is collected after it is given back and reported the
+    ///   same way. Its blocking acquires fail with [`Error::Disconnected`]
+    ///   (named: at their next check, within 100 ms; Redis: at once);
+    /// * what it holds goes back, to the next waiters: named, if the handle
+    ///   was made [`counting_held`](Self::counting_held), the permits granted
+    ///   through it and not released through it, as far as the process still
+    ///   holds them (its other handles share the process's count; without
+    ///   the count, nothing: the process's permits go back with its last
+    ///   handle of the name); Redis, everything its session holds (one round
+    ///   trip; if Redis is out of reach, at the lease's expiry). When it
+    ///   returns, a Redis handle's threads have exited and its connections
+    ///   are closed (see `volt_sem_redis::RedisSemaphore::disconnect`);
+    /// * every later call on the handle that can fail fails with
+    ///   [`Error::Disconnected`]; the queries that cannot (`is_closed`,
+    ///   `available_permits`, `stats`, `total_permits`) still answer.
+    ///
+    /// Idempotent. A local semaphore has no session: [`Error::Unsupported`]
+    /// (close it). A named handle used in a `fork()` child: [`Error::Forked`]
+    /// (nothing changed; a Redis handle there is the caller's to refuse, as
+    /// for every call: its session is the parent's).
+    pub fn disconnect(&self) -> Result<(), Error> {
+        match self {
+            Semaphore::Local(_) => Err(Error::Unsupported),
+            Semaphore::Shared(s) => s.disconnect(),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => {
+                s.disconnect();
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether [`disconnect`](Self::disconnect) ended this handle's session
+    /// (`false` for a local semaphore).
+    #[inline]
+    pub fn is_disconnected(&self) -> bool {
+        match self {
+            Semaphore::Local(_) => false,
+            Semaphore::Shared(s) => s.is_disconnected(),
+            #[cfg(feature = "redis")]
+            Semaphore::Redis(s) => s.is_disconnected(),
         }
     }
 
@@ -482,11 +571,22 @@ unsafe impl RawSemaphore for Semaphore {
             }
             #[cfg(target_os = "linux")]
             Semaphore::Shared(s) => {
+                s.live()?;
                 waiter.set_kind(kind::SHARED);
                 // `fork()` handlers of the core, for `callback_lost_to_fork`.
                 volt_sem::raw::watch_forks();
                 // SAFETY: forwarded contract.
-                Ok(unsafe { s.acquire_raw(waiter.local(), n, wake, ctx) }?)
+                match unsafe { s.acquire_raw(waiter.local(), n, wake, ctx) }? {
+                    RawAcquire::Ready => {
+                        s.granted(n)?;
+                        Ok(RawAcquire::Ready)
+                    }
+                    RawAcquire::Pending => {
+                        // Listed for `disconnect` (which fails it).
+                        s.queued(waiter.local_ref());
+                        Ok(RawAcquire::Pending)
+                    }
+                }
             }
             #[cfg(not(target_os = "linux"))]
             Semaphore::Shared(_) => Err(Error::Unsupported),
@@ -494,7 +594,7 @@ unsafe impl RawSemaphore for Semaphore {
             Semaphore::Redis(s) => {
                 waiter.set_kind(kind::REDIS);
                 // SAFETY: forwarded contract.
-                Ok(unsafe { s.acquire_raw(waiter.redis(), n, wake, ctx) }?)
+                unsafe { s.acquire_raw(waiter.redis(), n, wake, ctx) }.map_err(|e| redis_err(s, e))
             }
         }
     }
@@ -511,20 +611,37 @@ unsafe impl RawSemaphore for Semaphore {
                 // ends a forked handle's waiter at once (`Closed`, or `Idle`),
                 // a callback the parent's doorbell thread was running included
                 // (see `callback_lost_to_fork`).
+                // Out of `disconnect`'s list first: it fails only the
+                // requests listed while it holds the list's lock.
+                s.unlist(waiter.local_ref());
                 // SAFETY: forwarded contract.
                 let f: Finish = unsafe { s.finish_raw(waiter.local()) }.into();
-                // A request that `set_total` failed ends as closed in the
-                // raw phases; its owner gets the error every backend gives.
-                if f == Finish::Closed && s.failed_above_total(&waiter.local()) {
-                    Finish::Failed(Error::TooManyPermits)
-                } else {
-                    f
+                match f {
+                    // Failed by `disconnect`, or met it: the handle's own
+                    // error (its partial grant was handed on).
+                    Finish::Closed if s.is_disconnected() => Finish::Failed(Error::Disconnected),
+                    // A request that `set_total` failed ends as closed in the
+                    // raw phases; its owner gets the error every backend gives.
+                    Finish::Closed if s.failed_above_total(&waiter.local()) => {
+                        Finish::Failed(Error::TooManyPermits)
+                    }
+                    Finish::Granted => match s.granted(waiter.requested()) {
+                        Ok(()) => Finish::Granted,
+                        Err(e) => Finish::Failed(e),
+                    },
+                    f => f,
                 }
             }
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                redis_finish(unsafe { s.finish_raw(waiter.redis()) })
+                match redis_finish(unsafe { s.finish_raw(waiter.redis()) }) {
+                    // Ended by this handle's `disconnect`.
+                    Finish::Closed | Finish::Failed(Error::Closed) if s.is_disconnected() => {
+                        Finish::Failed(Error::Disconnected)
+                    }
+                    f => f,
+                }
             }
             _ => Finish::Idle,
         }
@@ -590,6 +707,34 @@ impl Semaphore {
             _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),
         }
     }
+}
+
+/// A blocking acquire on a named handle: waits in the segment's queue,
+/// checking every 100 ms whether the handle was disconnected (then its
+/// request is cancelled, a partial grant handed on).
+fn shared_wait(s: &SharedHandle, n: usize, timeout: Option<Duration>) -> Result<Grant, Error> {
+    s.live()?;
+    let poll = Duration::from_millis(100);
+    match s.acquire_blocking_interruptible(n, timeout, poll, || s.is_disconnected())? {
+        Some(p) => {
+            p.forget();
+            s.granted(n)?;
+            Ok(Grant::UNFENCED)
+        }
+        None => Err(Error::Disconnected),
+    }
+}
+
+/// A Redis handle's error: `Closed` from a handle that `disconnect` ended
+/// is that handle's own error.
+#[cfg(feature = "redis")]
+#[cold]
+fn redis_err(s: &RedisSemaphore, e: volt_sem_redis::Error) -> Error {
+    let e = Error::from(e);
+    if e == Error::Closed && s.is_disconnected() {
+        return Error::Disconnected;
+    }
+    e
 }
 
 #[cfg(feature = "redis")]

@@ -585,3 +585,124 @@ fn stats_through_the_seam_raw_path() {
         sem.release(2).unwrap();
     }
 }
+
+/// Polls `cond` until it holds (no timing assertion: a hang fails the run).
+fn until(mut cond: impl FnMut() -> bool) {
+    while !cond() {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn disconnect_ends_one_named_handle_only() {
+    let name = Name::new("disconnect");
+    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
+        .unwrap()
+        .counting_held();
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    a.try_acquire(2).unwrap();
+    b.try_acquire(1).unwrap();
+    // Queued, in this order: a raw request of `a`, one of `b` for 2, a
+    // blocking acquire of `a`.
+    let wa = pin!(Waiter::new());
+    let sa = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { a.acquire_raw(wa.as_ref(), 1, signal, ctx(&sa)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    let wb = pin!(Waiter::new());
+    let sb = Signal::default();
+    // SAFETY: as above.
+    let r = unsafe { b.acquire_raw(wb.as_ref(), 2, signal, ctx(&sb)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    std::thread::scope(|scope| {
+        let blocked = scope.spawn(|| a.acquire_blocking(1));
+        until(|| b.inspect().unwrap().waiters.len() == 3);
+        a.disconnect().unwrap();
+        sa.wait();
+        // SAFETY: queued on `a`.
+        let f = unsafe { a.finish_raw(wa.as_ref()) };
+        assert_eq!(f, Finish::Failed(Error::Disconnected));
+        assert_eq!(blocked.join().unwrap(), Err(Error::Disconnected));
+    });
+    // What `a` held went to the next waiter, `b`'s.
+    sb.wait();
+    // SAFETY: queued on `b`.
+    assert_eq!(unsafe { b.finish_raw(wb.as_ref()) }, Finish::Granted);
+    assert!(a.is_disconnected() && !b.is_disconnected());
+    // Every later call of `a` that can fail is refused; the queries answer.
+    let gone = Err(Error::Disconnected);
+    assert_eq!(a.try_acquire(1).map(|_| ()), gone);
+    assert_eq!(
+        a.acquire_timeout(1, Duration::from_secs(1)).map(|_| ()),
+        gone
+    );
+    assert_eq!(a.release(1), gone);
+    assert_eq!(a.close(), gone);
+    assert_eq!(a.set_total(4), gone);
+    assert_eq!(a.reopen(), gone);
+    assert_eq!(a.inspect().map(|_| ()), gone);
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh.
+    let r = unsafe { a.acquire_raw(w.as_ref(), 1, signal, ctx(&sa)) };
+    assert_eq!(r, Err(Error::Disconnected));
+    assert_eq!(a.total_permits(), Some(3));
+    assert!(!a.is_closed());
+    assert_eq!(a.disconnect(), Ok(()), "idempotent");
+    // The semaphore is open for the others: every permit accounted for.
+    assert_eq!(b.available_permits(), 0);
+    b.release(3).unwrap();
+    assert_eq!(b.available_permits(), 3);
+    assert!(!b.is_closed());
+}
+
+#[test]
+fn disconnect_gives_back_no_more_than_the_process_holds() {
+    let name = Name::new("disconnect-held");
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
+        .unwrap()
+        .counting_held();
+    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    a.try_acquire(2).unwrap();
+    // The process releases through `b` what it took through `a`.
+    b.release(1).unwrap();
+    b.try_acquire(1).unwrap();
+    a.disconnect().unwrap();
+    // `a` counted 2; the process held 2 (one of them `b`'s by now): both
+    // went back, and `b`'s release of its own is refused as not held.
+    assert_eq!(b.available_permits(), 2);
+    assert!(matches!(b.release(1), Err(Error::NotHeld { .. })));
+}
+
+#[test]
+fn disconnect_of_a_local_semaphore_is_refused() {
+    let sem = Semaphore::local(1).unwrap();
+    assert_eq!(sem.disconnect(), Err(Error::Unsupported));
+    assert!(!sem.is_disconnected());
+    sem.try_acquire(1).unwrap();
+    sem.release(1).unwrap();
+}
+
+#[test]
+fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
+    let name = Name::new("disconnect-uncounted");
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    a.try_acquire(1).unwrap();
+    b.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    let sig = Signal::default();
+    // SAFETY: fresh; outlives finish_raw.
+    let r = unsafe { a.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    a.disconnect().unwrap();
+    sig.wait();
+    // SAFETY: queued on `a`.
+    let f = unsafe { a.finish_raw(w.as_ref()) };
+    assert_eq!(f, Finish::Failed(Error::Disconnected));
+    assert_eq!(a.try_acquire(1).map(|_| ()), Err(Error::Disconnected));
+    // Nothing counted, nothing given back: the process still holds both,
+    // and returns them through its other handle.
+    assert_eq!(b.available_permits(), 0);
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 2);
+}

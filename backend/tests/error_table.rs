@@ -53,6 +53,7 @@ fn every_error() -> Vec<Error> {
         Error::LeaseExpired,
         Error::StateLost,
         Error::Tls("cert".into()),
+        Error::Disconnected,
         Error::NotReplicated {
             acked: 1,
             wanted: 2,

@@ -469,3 +469,54 @@ fn a_raw_waiter_fails_with_state_lost_when_redis_restarts_empty() {
         Finish::Failed(Error::StateLost)
     );
 }
+
+#[test]
+fn disconnect_ends_one_redis_handle_only() {
+    let s = Server::start();
+    let a = connect(&s, "seam-disconnect", 3);
+    let b = connect(&s, "seam-disconnect", 3);
+    a.try_acquire(2).unwrap();
+    b.try_acquire(1).unwrap();
+    let wa = pin!(Waiter::new());
+    let pa = probe_for(&wa);
+    // SAFETY: fresh; `pa` outlives finish_raw.
+    let r = unsafe { a.acquire_raw(wa.as_ref(), 1, probe, &pa as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("a's request queued", Duration::from_secs(5), || {
+        wa.state() == WaiterState::Waiting
+    });
+    let wb = pin!(Waiter::new());
+    let pb = probe_for(&wb);
+    // SAFETY: as above.
+    let r = unsafe { b.acquire_raw(wb.as_ref(), 2, probe, &pb as *const Probe as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    std::thread::scope(|scope| {
+        let blocked = scope.spawn(|| a.acquire_blocking(1));
+        eventually("three queued", Duration::from_secs(5), || {
+            b.inspect().is_ok_and(|i| i.waiters.len() == 3)
+        });
+        a.disconnect().unwrap();
+        assert_eq!(pa.calls.load(Ordering::SeqCst), 1, "its callback ran");
+        // SAFETY: queued on `a`.
+        let f = unsafe { a.finish_raw(wa.as_ref()) };
+        assert_eq!(f, Finish::Failed(Error::Disconnected));
+        assert_eq!(
+            blocked.join().unwrap().map(|_| ()),
+            Err(Error::Disconnected)
+        );
+    });
+    // What `a` held went to `b`'s request.
+    eventually("b granted", Duration::from_secs(5), || {
+        pb.calls.load(Ordering::SeqCst) == 1
+    });
+    // SAFETY: queued on `b`.
+    assert_eq!(unsafe { b.finish_raw(wb.as_ref()) }, Finish::Granted);
+    assert!(a.is_disconnected() && !b.is_disconnected());
+    let gone = Err(Error::Disconnected);
+    assert_eq!(a.try_acquire(1).map(|_| ()), gone);
+    assert_eq!(a.release(1), gone);
+    assert_eq!(a.close(), gone);
+    assert_eq!(a.disconnect(), Ok(()), "idempotent");
+    b.release(3).unwrap();
+    assert_eq!(b.available_permits(), 3);
+}

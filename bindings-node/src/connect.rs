@@ -164,12 +164,11 @@ native!(js_close_async, |env, _ctx, argv: [2]| {
     })
 });
 
-// disconnectAsync(h, refd): Promise<null>. Ends a Redis semaphore's session.
+// disconnectAsync(h, refd): Promise<null>. Ends a Redis semaphore's session
+// (the seam's disconnect; index.js refuses the other backends first).
 native!(js_disconnect_async, |env, _ctx, argv: [2]| {
     off_loop(env, &argv, |s| {
-        if let Some(r) = s.core.as_redis() {
-            r.disconnect();
-        }
+        let _ = s.core.disconnect();
         Done::Unit
     })
 });

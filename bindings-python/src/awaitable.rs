@@ -528,7 +528,7 @@ impl Acquire {
         let raised = args.get_item(0).is_ok_and(|t| !t.is_none());
         match self.release_held(py) {
             Err(_) if raised => Ok(()),
-            Err(_) if crate::errors::is_disconnected(&self.core) || self.session_ended() => Ok(()),
+            Err(_) if self.core.is_disconnected() || self.session_ended() => Ok(()),
             r => r,
         }
     }

@@ -134,11 +134,6 @@ pub(crate) fn disconnected_error() -> PyErr {
     )
 }
 
-/// Whether `core` is a Redis handle whose session `disconnect()` ended.
-pub(crate) fn is_disconnected(core: &Core) -> bool {
-    core.as_redis().is_some_and(|r| r.is_disconnected())
-}
-
 /// The exception of a backend error (every operation of a local or shared
 /// semaphore, and `open`/`unlink`): chosen by the error's
 /// [`class`](Error::class), then by its `code` where Python has a class of its
@@ -148,6 +143,7 @@ pub(crate) fn is_disconnected(core: &Core) -> bool {
 pub(crate) fn backend_error(e: Error) -> PyErr {
     let msg = e.to_string();
     match e.class() {
+        ErrorClass::Closed if e == Error::Disconnected => disconnected_error(),
         ErrorClass::Closed => closed_error(),
         ErrorClass::WouldBlock => PyRuntimeError::new_err("no permits"),
         ErrorClass::Timeout => PyTimeoutError::new_err(msg),
@@ -311,8 +307,9 @@ pub(crate) fn acquire_error(core: &Core, e: Error) -> PyErr {
             PyValueError::new_err(format!("n must be at most the semaphore's total ({total})"))
         }
         (Error::TooManyPermits, None) => too_many_error("n"),
-        // A request queued when its handle disconnected.
-        (Error::Closed, _) if is_disconnected(core) => disconnected_error(),
+        // A request queued when its handle disconnected: `Disconnected`
+        // (the seam's), or `Closed` met by a request made as it ended.
+        (Error::Closed, _) if core.is_disconnected() => disconnected_error(),
         (Error::Forked, _) => forked_error(Some(core.as_redis().is_some())),
         (e, _) => backend_error(e),
     }

@@ -279,8 +279,11 @@ impl SessionCell {
         let core = lock(&self.core).take();
         if let Some(core) = &core {
             crate::detached::call(py, core, |core| {
-                if let Some(r) = core.as_redis() {
-                    r.disconnect();
+                // Redis: the seam's disconnect (the backend's own, which ends
+                // the session in Redis). Named: dropping this reference below
+                // (the process's permits go back with its last handle).
+                if core.as_redis().is_some() {
+                    let _ = core.disconnect();
                 }
             });
         }

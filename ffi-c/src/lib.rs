@@ -77,6 +77,8 @@ mod inspect;
 // `volt_sem_stats`: this handle's counters, gauges and wait histogram.
 mod stats;
 mod total;
+// `volt_sem_disconnect`.
+mod session;
 // `volt_lease_watch`: lease-loss callbacks.
 mod lease;
 // The version macros and `volt_sem_version`.

@@ -162,7 +162,13 @@ unsafe fn open_into(
         let name = unsafe { name_arg(name) }?;
         let options = options()?;
         // SAFETY: as above.
-        Ok(unsafe { hand_out(Semaphore::open(name, permits, options), out) })
+        Ok(unsafe {
+            hand_out(
+                // Counted: `volt_sem_disconnect` gives back what the handle holds.
+                Semaphore::open(name, permits, options).map(Semaphore::counting_held),
+                out,
+            )
+        })
     })
 }
 

@@ -164,6 +164,12 @@ pub enum volt_status {
     /// session up, as any refused release: its permits come back).
     /// `volt_last_error_message` has the server's text.
     VOLT_REDIS_OUT_OF_MEMORY = 42,
+    /// The handle was disconnected (`volt_sem_disconnect`): its session
+    /// ended, its queued acquires failed with this status, and every later
+    /// call on it (on any of its references) fails with it. The semaphore
+    /// stays open for everyone else: open (connect) it again for a new
+    /// handle.
+    VOLT_DISCONNECTED = 43,
 }
 
 impl volt_status {
@@ -213,6 +219,7 @@ impl volt_status {
             40 => Self::VOLT_WRONG_TYPE,
             41 => Self::VOLT_LIBC_MISMATCH,
             42 => Self::VOLT_REDIS_OUT_OF_MEMORY,
+            43 => Self::VOLT_DISCONNECTED,
             _ => return None,
         })
     }
@@ -263,6 +270,7 @@ impl volt_status {
             Self::VOLT_WRONG_TYPE => c"VOLT_WRONG_TYPE",
             Self::VOLT_LIBC_MISMATCH => c"VOLT_LIBC_MISMATCH",
             Self::VOLT_REDIS_OUT_OF_MEMORY => c"VOLT_REDIS_OUT_OF_MEMORY",
+            Self::VOLT_DISCONNECTED => c"VOLT_DISCONNECTED",
         }
     }
 }

@@ -94,6 +94,7 @@ fn status_names_match_variants() {
         VOLT_WRONG_TYPE,
         VOLT_LIBC_MISMATCH,
         VOLT_REDIS_OUT_OF_MEMORY,
+        VOLT_DISCONNECTED,
     ];
     for (i, status) in all.into_iter().enumerate() {
         assert_eq!(status as i32, i as i32);

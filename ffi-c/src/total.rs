@@ -12,7 +12,7 @@ use crate::status::volt_status::{self, *};
 
 /// A local semaphore's refusal, with a message that says which semaphores
 /// the call is for (the status alone reads like a platform limit).
-fn local_refusal() -> volt_status {
+pub(crate) fn local_refusal() -> volt_status {
     refuse(
         VOLT_UNSUPPORTED,
         Refusal::Text("`sem` is a local semaphore: this call is for named and Redis semaphores"),

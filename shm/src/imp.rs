@@ -421,6 +421,27 @@ impl Inner {
         })
     }
 
+    /// Fails `w`'s request if it is still queued in the segment by this
+    /// attachment (`SharedSemaphore::fail_queued`): FAILED as by `set_total`
+    /// (`FAILED_WORD` once the doorbell thread claims it, which then runs its
+    /// callback; its owner's `finish_raw` reports `Closed`), its partial
+    /// grant handed on. `false` if it was not queued here.
+    pub(crate) fn fail_queued(&self, w: &ShmWaiter) -> Result<bool, Error> {
+        let me = self.me;
+        self.locked(|l| {
+            // Lock order: the segment, then the local table (as `acquire_raw`).
+            let local = self.local();
+            let slot = w.backend_word();
+            let queued = local.table.get(slot as usize).copied();
+            let rings = match queued {
+                Some((queued, seq, _)) if ptr::eq(queued, w) => l.fail_queued(me, slot, seq),
+                _ => None,
+            };
+            drop(local);
+            (rings.is_some(), rings.unwrap_or_default())
+        })
+    }
+
     /// This attachment's recorder, if `enable_stats` ran.
     #[inline]
     fn recorder(&self) -> Option<&Recorder> {
@@ -935,6 +956,11 @@ fn deliver(inner: &Inner) {
 // ------------------------------------------------------------------ operations
 
 impl Attachment {
+    /// See `SharedSemaphore::fail_queued`.
+    pub(crate) fn fail_queued(&self, w: &ShmWaiter) -> Result<bool, Error> {
+        self.inner.fail_queued(w)
+    }
+
     fn ensure_doorbell(&self) -> Result<(), Error> {
         let mut slot = self.doorbell.lock().unwrap_or_else(|e| e.into_inner());
         if slot.is_none() {

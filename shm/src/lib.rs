@@ -1010,6 +1010,26 @@ impl SharedSemaphore {
         waiter.backend_word() == imp::FAILED_WORD
     }
 
+    /// Fails `waiter`'s request if it is still queued in the segment through
+    /// this process's attachment, as a request above a new total is failed
+    /// ([`set_total`](Self::set_total)): its partial grant is handed on, its
+    /// callback runs on the doorbell thread, and its owner's `finish_raw`
+    /// reports [`Finish::Closed`](volt_sem::raw::Finish) (with
+    /// [`failed_above_total`](Self::failed_above_total) `true`). For a
+    /// binding that ends one handle's requests (its `disconnect`) while the
+    /// others of the process go on. `Ok(false)`, nothing changed, if the
+    /// request was not queued (granted, closed, failed or cancelled already).
+    ///
+    /// # Safety
+    /// `waiter` is live for the whole call: queued on this semaphore by its
+    /// owner, whose `finish_raw` has not returned (the caller keeps it from
+    /// returning, e.g. under a lock that `finish_raw`'s caller takes first),
+    /// or idle.
+    #[cfg(all(target_os = "linux", not(volt_loom)))]
+    pub unsafe fn fail_queued(&self, waiter: &ShmWaiter) -> Result<bool, Error> {
+        self.att.fail_queued(waiter)
+    }
+
     /// Undoes [`close`](Self::close), for every process: later acquires work
     /// again. Requests that the close failed stay failed. A no-op on a
     /// semaphore that is not closed.

@@ -1489,6 +1489,29 @@ impl<'a> Locked<'a> {
         rings
     }
 
+    /// Fails the queued request in `slot` (ticket `seq`) of process `me` as
+    /// [`fail_oversized`](Self::fail_oversized) fails one above the total
+    /// (FAILED, its partial grant handed on, its owner woken), for a
+    /// handle's `disconnect`. `None`, nothing changed, if that request is not
+    /// queued any more (granted, closed, failed or cancelled: its outcome
+    /// stands).
+    pub(crate) fn fail_queued(&self, me: u32, slot: u32, seq: u64) -> Option<Rings> {
+        let s = self.slot(slot);
+        if s.state.load(Relaxed) != slot_state::QUEUED
+            || s.owner.load(Relaxed) != me
+            || s.seq.load(Relaxed) != seq
+        {
+            return None;
+        }
+        self.unlink(slot);
+        let back = partial(s);
+        s.state.put(slot_state::FAILED, Release);
+        let mut rings = Rings::default();
+        rings.add_slot(self.seg, slot);
+        rings.merge(self.serve(back));
+        Some(rings)
+    }
+
     // ---------------------------------------------------------------- census
 
     /// Shuts the fast path (FROZEN) and reads every LIVE record's `held` at a

@@ -176,6 +176,21 @@ static void run_test(const char *name, void (*fn)(void)) {
 
 #define RUN(fn) run_test(#fn, fn)
 
+#if !defined(_WIN32)
+/* A thread blocked in volt_sem_acquire_blocking(sem, 1, forever): start it
+ * with pthread_create(&t, NULL, block_one, &b), read `got` after the join. */
+typedef struct {
+    const volt_sem *sem;
+    volt_status got;
+} blocked_acquire;
+
+static inline void *block_one(void *arg) {
+    blocked_acquire *b = arg;
+    b->got = volt_sem_acquire_blocking(b->sem, 1, -1);
+    return NULL;
+}
+#endif
+
 static int harness_summary(const char *suite) {
     printf("%s: %d passed, %d failed\n", suite, harness_passed, harness_failed);
     return harness_failed == 0 ? 0 : 1;

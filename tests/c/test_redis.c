@@ -520,12 +520,13 @@ static void test_status_names_and_options_defaults(void) {
         {VOLT_WRONG_TYPE, 40, "VOLT_WRONG_TYPE"},
         {VOLT_LIBC_MISMATCH, 41, "VOLT_LIBC_MISMATCH"},
         {VOLT_REDIS_OUT_OF_MEMORY, 42, "VOLT_REDIS_OUT_OF_MEMORY"},
+        {VOLT_DISCONNECTED, 43, "VOLT_DISCONNECTED"},
     };
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) {
         CHECK((int)all[i].s == all[i].value);
         CHECK(strcmp(volt_status_str(all[i].s), all[i].name) == 0);
     }
-    CHECK(strcmp(volt_status_str(43), "unknown") == 0);
+    CHECK(strcmp(volt_status_str(44), "unknown") == 0);
     volt_connect_options o;
     memset(&o, 0xab, sizeof o); /* init writes every byte */
     CHECK_STATUS(volt_connect_options_init(&o, sizeof o), VOLT_OK);
@@ -697,6 +698,73 @@ static void test_fifo_and_weights_across_two_handles(void) {
     CHECK(conserved(k) && k.available == 4);
     signal_destroy(&sb);
     signal_destroy(&ss);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* volt_sem_disconnect ends one Redis handle (every reference to it): its
+ * queued volt_waiter and its blocked thread fail with VOLT_DISCONNECTED,
+ * what its session held goes to the next waiter (another handle's), every
+ * later call on it is refused; the other handle and the semaphore go on,
+ * every permit accounted for. */
+static void test_disconnect_ends_one_handle(void) {
+    const char *name = name_of("disconnect");
+    const volt_sem *a = connect_main(name, 3);
+    const volt_sem *b = connect_main(name, 3);
+    const volt_sem *a2 = volt_sem_clone(a);
+    CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
+    volt_waiter wa, wb;
+    signal_ctx sa, sb;
+    signal_init(&sa);
+    signal_init(&sb);
+    REQUIRE(volt_waiter_init(&wa) == VOLT_OK && volt_waiter_init(&wb) == VOLT_OK);
+    /* Queued, in this order: a volt_waiter on `a`, one on `b` for 2, a
+     * thread blocked on `a`. */
+    CHECK_STATUS(volt_sem_acquire(a, &wa, 1, signal_wake, &sa), VOLT_PENDING);
+    CHECK(census(a).queued == 1);
+    CHECK_STATUS(volt_sem_acquire(b, &wb, 2, signal_wake, &sb), VOLT_PENDING);
+    CHECK(census(b).queued == 2);
+    blocked_acquire bl = {a, VOLT_PANIC};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, block_one, &bl) == 0);
+    while (census(b).queued < 3) sleep_ms(5);
+
+    CHECK_STATUS(volt_sem_disconnect(a2), VOLT_OK); /* through another reference */
+    CHECK(signal_count(&sa) == 1); /* before it returned */
+    CHECK_STATUS(volt_waiter_status(&wa), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(a, &wa, NULL), VOLT_DISCONNECTED);
+    CHECK(!volt_waiter_is_busy(&wa));
+    REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(bl.got, VOLT_DISCONNECTED);
+    /* `a`'s two permits went to `b`'s request. */
+    CHECK(signal_wait(&sb, 10) == 1);
+    CHECK_STATUS(volt_sem_cancel(b, &wb, NULL), VOLT_OK);
+    CHECK(volt_sem_held_permits(b) == 3);
+    volt_census k = census(b);
+    CHECK(conserved(k) && k.held == 3 && k.queued == 0 && k.available == 0);
+
+    /* Every later call on `a` (any reference) is refused. */
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_acquire_blocking(a2, 1, 0), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_acquire(a, &wa, 1, signal_wake, &sa), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_waiter_status(&wa), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_close(a), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_set_total(a, 4), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_reopen(a), VOLT_DISCONNECTED);
+    expect_message("volt_sem_reopen", "disconnected");
+    CHECK(volt_sem_held_permits(a) == 0 && volt_sem_total_permits(a) == 3);
+    CHECK_STATUS(volt_sem_disconnect(a), VOLT_OK); /* idempotent */
+
+    /* `b` and the semaphore go on. */
+    CHECK_STATUS(volt_sem_release(b, 3), VOLT_OK);
+    k = census(b);
+    CHECK(conserved(k) && k.available == 3 && k.held == 0 && !k.closed);
+
+    signal_destroy(&sa);
+    signal_destroy(&sb);
+    volt_sem_free(a2);
     volt_sem_free(a);
     volt_sem_free(b);
 }
@@ -2768,6 +2836,7 @@ int main(int argc, char **argv) {
     RUN(test_stats_on_a_redis_handle);
     RUN(test_set_total_leaves_a_debt_the_census_shows);
     RUN(test_fifo_and_weights_across_two_handles);
+    RUN(test_disconnect_ends_one_handle);
     RUN(test_fifo_across_processes);
     RUN(test_timeout_and_cancel_hand_partial_grants_on);
     RUN(test_tiny_timeout_with_permits_free_is_granted);

@@ -1207,10 +1207,114 @@ static void test_set_total_and_reopen(void) {
     volt_sem_free(sem);
 }
 
+/* How many requests are queued on the name, in every process. */
+static size_t queued_on(const volt_sem *sem) {
+    volt_inspection in;
+    volt_status s = volt_sem_inspect(sem, &in, NULL, 0, NULL, 0);
+    REQUIRE(s == VOLT_OK || s == VOLT_TRUNCATED);
+    return in.waiters;
+}
+
+/* volt_sem_disconnect ends one handle (every reference to it): its queued
+ * volt_waiter and its blocked thread fail with VOLT_DISCONNECTED, what it
+ * held goes to the next waiter (another process's), every later call on it
+ * is refused; another handle of the name in this process, and the other
+ * process, go on, and every permit is accounted for. */
+static void test_disconnect_ends_one_handle(void) {
+    char name[64];
+    make_name(name, sizeof name, "disconnect");
+    const volt_sem *a = open_sem(name, 3, VOLT_OPEN_CREATE_ONLY);
+    const volt_sem *b = open_sem(name, 3, VOLT_OPEN_ATTACH_ONLY);
+    const volt_sem *a2 = volt_sem_clone(a);
+    CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
+    /* Queued, in this order: a volt_waiter on `a`, another process's
+     * acquire(1), a thread blocked on `a`. */
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    REQUIRE(volt_waiter_init(&w) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(a, &w, 1, signal_wake, &sig), VOLT_PENDING);
+    child c = spawn("queue1", name, "3");
+    CHECK(child_read(&c) == 'Q');
+    blocked_acquire bl = {a, VOLT_PANIC};
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, block_one, &bl) == 0);
+    while (queued_on(b) < 3) sleep_ms(5);
+
+    CHECK_STATUS(volt_sem_disconnect(a2), VOLT_OK); /* through another reference */
+    signal_wait(&sig);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_CLOSED);
+    CHECK_STATUS(volt_sem_cancel(a, &w, NULL), VOLT_DISCONNECTED);
+    CHECK(!volt_waiter_is_busy(&w));
+    REQUIRE(pthread_join(t, NULL) == 0);
+    CHECK_STATUS(bl.got, VOLT_DISCONNECTED);
+    /* `a`'s two permits went back: the other process's request was next. */
+    child_send(&c, 'W');
+    CHECK(child_read(&c) == 0); /* granted, collected, released */
+    child_reap(&c);
+    CHECK(volt_sem_available_permits(b) == 2); /* 3, less `b`'s one */
+
+    /* Every later call on `a` (any reference) is refused; queries answer. */
+    CHECK_STATUS(volt_sem_try_acquire(a, 1), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_acquire_blocking(a2, 1, 0), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_acquire(a, &w, 1, signal_wake, &sig), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_waiter_status(&w), VOLT_IDLE);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_close(a), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_set_total(a, 4), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_reopen(a), VOLT_DISCONNECTED);
+    volt_inspection in;
+    CHECK_STATUS(volt_sem_inspect(a, &in, NULL, 0, NULL, 0), VOLT_DISCONNECTED);
+    expect_message("volt_sem_inspect", "disconnected");
+    CHECK(volt_sem_total_permits(a) == 3 && !volt_sem_is_closed(a));
+    CHECK_STATUS(volt_sem_disconnect(a), VOLT_OK); /* idempotent */
+
+    /* `b` and the semaphore go on. */
+    CHECK_STATUS(volt_sem_try_acquire(b, 2), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(b, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(b) == 3 && !volt_sem_is_closed(b));
+
+    /* NULL; a local semaphore has no session. */
+    CHECK_STATUS(volt_sem_disconnect(NULL), VOLT_INVALID_ARGUMENT);
+    const volt_sem *local = NULL;
+    REQUIRE(volt_sem_new(1, &local) == VOLT_OK);
+    CHECK_STATUS(volt_sem_disconnect(local), VOLT_UNSUPPORTED);
+    expect_message("volt_sem_disconnect(local)", "named and Redis");
+    CHECK_STATUS(volt_sem_try_acquire(local, 1), VOLT_OK);
+    volt_sem_free(local);
+
+    signal_destroy(&sig);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(a2);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
+/* In a fork() child, a named handle of the parent: VOLT_FORKED, nothing
+ * changed (the parent's handle goes on). */
+static void test_disconnect_in_a_forked_child(void) {
+    char name[64];
+    make_name(name, sizeof name, "disconnect-fork");
+    const volt_sem *sem = open_sem(name, 2, VOLT_OPEN_CREATE_ONLY);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(volt_sem_disconnect(sem) == VOLT_FORKED ? 0 : 1);
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(volt_sem_available_permits(sem) == 2);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(sem);
+}
+
 static void test_status_names(void) {
     CHECK(strcmp(volt_status_str(VOLT_MISMATCH), "VOLT_MISMATCH") == 0);
     CHECK(strcmp(volt_status_str(VOLT_NOT_HELD), "VOLT_NOT_HELD") == 0);
     CHECK(strcmp(volt_status_str(VOLT_OS_ERROR), "VOLT_OS_ERROR") == 0);
+    CHECK(strcmp(volt_status_str(VOLT_DISCONNECTED), "VOLT_DISCONNECTED") == 0);
     CHECK(VOLT_OPEN_MODE(0660) == VOLT_OPEN_SHARE_GROUP);
 }
 
@@ -1237,5 +1341,7 @@ int main(int argc, char **argv) {
     RUN(test_foreign_owner_is_refused_unless_accepted);
     RUN(test_queue_full);
     RUN(test_set_total_and_reopen);
+    RUN(test_disconnect_ends_one_handle);
+    RUN(test_disconnect_in_a_forked_child);
     return harness_summary("c-open");
 }
