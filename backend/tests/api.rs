@@ -655,6 +655,31 @@ fn disconnect_ends_one_named_handle_only() {
     assert!(!b.is_closed());
 }
 
+/// A blocking acquire of a disconnected named handle is failed by the
+/// disconnect itself (not left to a check of the blocked thread's): when
+/// `disconnect` returns, its request is out of the queue and its partial
+/// grant handed on.
+#[test]
+fn disconnect_fails_a_blocked_named_acquire_at_once() {
+    let name = Name::new("disconnect-blocked");
+    let a = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    b.try_acquire(2).unwrap();
+    std::thread::scope(|scope| {
+        // Granted 1 of 3 at once, then queued for the other 2.
+        let blocked = scope.spawn(|| a.acquire_blocking(3));
+        until(|| b.inspect().unwrap().waiters.len() == 1);
+        assert_eq!(b.available_permits(), 0);
+        a.disconnect().unwrap();
+        // Before the blocked thread returns: nothing queued, its 1 back.
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0);
+        assert_eq!(b.available_permits(), 1);
+        assert_eq!(blocked.join().unwrap(), Err(Error::Disconnected));
+    });
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 3);
+}
+
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
     let name = Name::new("disconnect-held");

@@ -92,6 +92,17 @@ impl Attachment {
     pub(crate) fn acquire_deadline(&self, _n: u64, _d: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
+    pub(crate) fn acquire_deadline_ticketed(
+        &self,
+        _n: u64,
+        _d: Option<Instant>,
+        _f: &mut dyn FnMut(crate::BlockingTicket),
+    ) -> Result<(), Error> {
+        match *self {}
+    }
+    pub(crate) fn fail_blocking(&self, _t: crate::BlockingTicket) -> Result<bool, Error> {
+        match *self {}
+    }
     pub(crate) fn acquire_deadline_polled(
         &self,
         _n: u64,
