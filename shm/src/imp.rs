@@ -1173,23 +1173,8 @@ impl Attachment {
     /// doorbell thread. While it waits it also runs the liveness sweep every
     /// `SWEEP_PERIOD` (the doorbell thread does that only for raw waiters).
     pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
-        self.acquire_deadline_polled(n, deadline, None).map(|_| ())
-    }
-
-    /// `acquire_deadline`, calling `on_queued` once with the request's
-    /// ticket if it queues (outside the lock, before the wait), so that
-    /// another thread can fail it (`fail_blocking`).
-    pub(crate) fn acquire_deadline_ticketed(
-        &self,
-        n: u64,
-        deadline: Option<Instant>,
-        on_queued: &mut dyn FnMut(BlockingTicket),
-    ) -> Result<(), Error> {
-        let r = self.acquire_until(n, deadline, None, Some(on_queued));
-        if r == Err(Error::TimedOut) {
-            self.record_timeout();
-        }
-        r.map(|_| ())
+        self.acquire_deadline_polled(n, deadline, None, None)
+            .map(|_| ())
     }
 
     /// Fails the blocking request of `ticket` if it is still queued (FAILED,
@@ -1209,14 +1194,19 @@ impl Attachment {
     /// `acquire_deadline`, also calling `poll.1()` about every `poll.0` while
     /// it waits; if that returns true, the request is cancelled (a partial
     /// grant is handed on) and the result is `Ok(false)`, unless the grant
-    /// came first (`Ok(true)`).
+    /// came first (`Ok(true)`). If the request queues, `on_queued` is called
+    /// once with its ticket (outside the lock, before the wait), so that
+    /// another thread can fail it (`fail_blocking`). (The one caller of
+    /// `acquire_until`, which is inlined here: a second caller would make
+    /// the fast path pay a call.)
     pub(crate) fn acquire_deadline_polled(
         &self,
         n: u64,
         deadline: Option<Instant>,
         poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+        on_queued: Option<&mut dyn FnMut(BlockingTicket)>,
     ) -> Result<bool, Error> {
-        let r = self.acquire_until(n, deadline, poll, None);
+        let r = self.acquire_until(n, deadline, poll, on_queued);
         if r == Err(Error::TimedOut) {
             // Only a deadline makes it time out: before queueing (the lock
             // was held past it), or queued (then also counted as a cancel).

@@ -1056,7 +1056,7 @@ impl SharedSemaphore {
     ) -> Result<Permit<'_>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         self.att
-            .acquire_deadline_ticketed(n as u64, deadline, &mut on_queued)?;
+            .acquire_deadline_polled(n as u64, deadline, None, Some(&mut on_queued))?;
         Ok(Permit::new(self, n))
     }
 
@@ -1158,9 +1158,12 @@ impl SharedSemaphore {
         mut interrupted: impl FnMut() -> bool,
     ) -> Result<Option<Permit<'_>>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let granted =
-            self.att
-                .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))?;
+        let granted = self.att.acquire_deadline_polled(
+            n as u64,
+            deadline,
+            Some((poll, &mut interrupted)),
+            None,
+        )?;
         Ok(granted.then(|| Permit::new(self, n)))
     }
 
