@@ -1023,7 +1023,7 @@ impl SharedSemaphore {
     /// this process's attachment, as a request above a new total is failed
     /// ([`set_total`](Self::set_total)): its partial grant is handed on, its
     /// callback runs on the doorbell thread, and its owner's `finish_raw`
-    /// reports [`Finish::Closed`](volt_sem::raw::Finish) (with
+    /// reports [`Finish::Closed`] (with
     /// [`failed_above_total`](Self::failed_above_total) `true`). For a
     /// binding that ends one handle's requests (its `disconnect`) while the
     /// others of the process go on. `Ok(false)`, nothing changed, if the
