@@ -2136,8 +2136,8 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  *   and was not collected yet is given back too (`volt_sem_cancel` then
  *   returns `VOLT_DISCONNECTED`: the permits are not the caller's). A
  *   thread blocked in `volt_sem_acquire_blocking` on it returns
- *   `VOLT_DISCONNECTED` (Redis: at once; named: within 100 ms, the interval
- *   at which a blocked thread checks).
+ *   `VOLT_DISCONNECTED` at once (its request is failed, which wakes it;
+ *   named: a partial grant is handed on).
  * * Every later call on it that returns a status returns
  *   `VOLT_DISCONNECTED`: acquires (a `volt_waiter` is left idle), releases
  *   (the permits went back already), `volt_sem_close`, `volt_sem_set_total`,

@@ -439,7 +439,7 @@ impl Semaphore {
     ///   `Finish::Failed(Error::Disconnected)`; a grant that landed before the
     ///   disconnect and is collected after it is given back and reported the
     ///   same way. Its blocking acquires fail with [`Error::Disconnected`]
-    ///   (named: at their next check, within 100 ms; Redis: at once);
+    ///   at once (a partial grant of a named one handed on);
     /// * what it holds goes back, to the next waiters: named, if the handle
     ///   was made [`counting_held`](Self::counting_held), the permits granted
     ///   through it and not released through it, as far as the process still
@@ -709,19 +709,20 @@ impl Semaphore {
     }
 }
 
-/// A blocking acquire on a named handle: waits in the segment's queue,
-/// checking every 100 ms whether the handle was disconnected (then its
-/// request is cancelled, a partial grant handed on).
+/// A blocking acquire on a named handle: waits in the segment's queue, its
+/// request listed for the handle's `disconnect`, which fails it at once (a
+/// partial grant handed on): then `Disconnected`.
 fn shared_wait(s: &SharedHandle, n: usize, timeout: Option<Duration>) -> Result<Grant, Error> {
     s.live()?;
-    let poll = Duration::from_millis(100);
-    match s.acquire_blocking_interruptible(n, timeout, poll, || s.is_disconnected())? {
-        Some(p) => {
-            p.forget();
+    match s.acquire_blocking_listed(n, timeout) {
+        Ok(()) => {
             s.granted(n)?;
             Ok(Grant::UNFENCED)
         }
-        None => Err(Error::Disconnected),
+        Err(Error::TooManyPermits | Error::Closed) if s.is_disconnected() => {
+            Err(Error::Disconnected)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -26,8 +26,9 @@
 use core::ops::Deref;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
-use volt_sem_shm::SharedSemaphore;
+use volt_sem_shm::{BlockingTicket, SharedSemaphore};
 
 // `volt_sem_shm::ShmWaiter` on Linux (the only place it queues).
 type ShmWaiter = volt_sem::Waiter;
@@ -46,11 +47,22 @@ pub struct SharedHandle {
     /// Permits granted through this handle and not released through it
     /// (kept only when `counting`).
     held: AtomicUsize,
-    /// This handle's raw requests that may be queued in the segment (their
-    /// waiters' addresses): listed by `acquire_raw`, taken out by
-    /// `finish_raw` before it finishes them, so that a waiter in the list is
-    /// live while the lock is held (`disconnect` fails them under it).
-    queued: Mutex<Vec<usize>>,
+    /// This handle's requests that may be queued in the segment.
+    queued: Mutex<Queued>,
+}
+
+/// A handle's requests that `disconnect` fails.
+#[derive(Default)]
+struct Queued {
+    /// Raw requests (their waiters' addresses): listed by `acquire_raw`,
+    /// taken out by `finish_raw` before it finishes them, so that a waiter
+    /// in the list is live while the lock is held (`disconnect` fails them
+    /// under it).
+    raw: Vec<usize>,
+    /// Blocking acquires that queued: listed when they queue, taken out when
+    /// they return (a ticket left a moment too long is harmless: failing it
+    /// changes nothing once its request is not queued).
+    blocking: Vec<BlockingTicket>,
 }
 
 impl core::fmt::Debug for SharedHandle {
@@ -74,7 +86,7 @@ impl From<SharedSemaphore> for SharedHandle {
             ended: AtomicBool::new(false),
             counting: false,
             held: AtomicUsize::new(0),
-            queued: Mutex::new(Vec::new()),
+            queued: Mutex::new(Queued::default()),
         }
     }
 }
@@ -166,7 +178,7 @@ impl SharedHandle {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<usize>> {
+    fn lock(&self) -> MutexGuard<'_, Queued> {
         self.queued.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -181,22 +193,53 @@ impl SharedHandle {
             unsafe { fail(&self.sem, w) };
             return;
         }
-        q.push(w as *const ShmWaiter as usize);
+        q.raw.push(w as *const ShmWaiter as usize);
     }
 
     /// Takes a raw request out of the list, before its `finish_raw`.
     pub(crate) fn unlist(&self, w: &ShmWaiter) {
         let addr = w as *const ShmWaiter as usize;
         let mut q = self.lock();
-        if let Some(i) = q.iter().position(|&a| a == addr) {
-            q.swap_remove(i);
+        if let Some(i) = q.raw.iter().position(|&a| a == addr) {
+            q.raw.swap_remove(i);
         }
+    }
+
+    /// A blocking acquire of `n` permits through this handle (`None`: no
+    /// timeout) that `disconnect` ends at once: if it queues, its ticket is
+    /// listed for `disconnect` to fail (which wakes it; it then returns
+    /// `TooManyPermits`, which the caller reports as `Disconnected`), and
+    /// taken out when it returns. The uncontended acquire lists nothing.
+    pub(crate) fn acquire_blocking_listed(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+    ) -> Result<(), Error> {
+        let mut listed = None;
+        let r = self.sem.acquire_blocking_ticketed(n, timeout, |t| {
+            listed = Some(t);
+            let mut q = self.lock();
+            if self.is_disconnected() {
+                drop(q);
+                // Disconnected meanwhile (it did not see this ticket).
+                let _ = self.sem.fail_blocking(t);
+                return;
+            }
+            q.blocking.push(t);
+        });
+        if let Some(t) = listed {
+            let mut q = self.lock();
+            if let Some(i) = q.blocking.iter().position(|&b| b == t) {
+                q.blocking.swap_remove(i);
+            }
+        }
+        r.map(|p| p.forget()).map_err(Error::from)
     }
 
     /// Ends this handle's session: refuses every later call, fails its queued
     /// raw requests (their callbacks run on the doorbell thread), and gives
-    /// back what it holds if it counts it. Its blocking waits see the end at
-    /// their next poll.
+    /// back what it holds if it counts it. Its blocking acquires that queued
+    /// are failed too, which wakes them at once (they return `Disconnected`).
     /// Idempotent. [`Error::Forked`] in a `fork()` child (the handle is the
     /// parent's: nothing changed), as every other call.
     pub(crate) fn disconnect(&self) -> Result<(), Error> {
@@ -208,12 +251,18 @@ impl SharedHandle {
             if self.ended.swap(true, SeqCst) {
                 return Ok(());
             }
-            for &addr in q.iter() {
+            for &addr in q.raw.iter() {
                 // SAFETY: a listed waiter is live while the lock is held: its
                 // owner's `finish_raw` takes it out under this lock first.
                 unsafe { fail(&self.sem, &*(addr as *const ShmWaiter)) };
             }
-            q.clear();
+            q.raw.clear();
+            for &t in q.blocking.iter() {
+                // An error (the segment's lock unrecoverable, a fork) leaves
+                // the request queued: its wait ends as it would have.
+                let _ = self.sem.fail_blocking(t);
+            }
+            q.blocking.clear();
         }
         let held = self.held.swap(0, SeqCst);
         self.release_held(held);

@@ -655,6 +655,37 @@ fn disconnect_ends_one_named_handle_only() {
     assert!(!b.is_closed());
 }
 
+/// Two uncounted handles of a new name with `total` permits.
+fn two_handles(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
+    let name = Name::new(tag);
+    let a = Semaphore::open(&name.0, total, OpenOptions::new()).unwrap();
+    let b = Semaphore::open(&name.0, total, OpenOptions::new()).unwrap();
+    (name, a, b)
+}
+
+/// A blocking acquire of a disconnected named handle is failed by the
+/// disconnect itself (not left to a check of the blocked thread's): when
+/// `disconnect` returns, its request is out of the queue and its partial
+/// grant handed on.
+#[test]
+fn disconnect_fails_a_blocked_named_acquire_at_once() {
+    let (_name, a, b) = two_handles("disconnect-blocked", 3);
+    b.try_acquire(2).unwrap();
+    std::thread::scope(|scope| {
+        // Granted 1 of 3 at once, then queued for the other 2.
+        let blocked = scope.spawn(|| a.acquire_blocking(3));
+        until(|| b.inspect().unwrap().waiters.len() == 1);
+        assert_eq!(b.available_permits(), 0);
+        a.disconnect().unwrap();
+        // Before the blocked thread returns: nothing queued, its 1 back.
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0);
+        assert_eq!(b.available_permits(), 1);
+        assert_eq!(blocked.join().unwrap(), Err(Error::Disconnected));
+    });
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 3);
+}
+
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
     let name = Name::new("disconnect-held");
@@ -684,9 +715,7 @@ fn disconnect_of_a_local_semaphore_is_refused() {
 
 #[test]
 fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
-    let name = Name::new("disconnect-uncounted");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
-    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let (_name, a, b) = two_handles("disconnect-uncounted", 2);
     a.try_acquire(1).unwrap();
     b.try_acquire(1).unwrap();
     let w = pin!(Waiter::new());

@@ -21,7 +21,7 @@ use crate::segment::{
     OpError, Rings, Segment, SlotOutcome, LANES, MAX_WAITERS,
 };
 use crate::sys::{self, Create, LockState, Mapping};
-use crate::SharedSemaphore;
+use crate::{BlockingTicket, SharedSemaphore};
 
 /// How often a process with queued waiters checks the other processes'
 /// liveness locks, so that a dead holder's permits reach its waiters even if
@@ -1173,20 +1173,40 @@ impl Attachment {
     /// doorbell thread. While it waits it also runs the liveness sweep every
     /// `SWEEP_PERIOD` (the doorbell thread does that only for raw waiters).
     pub(crate) fn acquire_deadline(&self, n: u64, deadline: Option<Instant>) -> Result<(), Error> {
-        self.acquire_deadline_polled(n, deadline, None).map(|_| ())
+        self.acquire_deadline_polled(n, deadline, None, None)
+            .map(|_| ())
+    }
+
+    /// Fails the blocking request of `ticket` if it is still queued (FAILED,
+    /// as `fail_queued` fails a raw one: its partial grant handed on, its
+    /// thread woken at once, its acquire returning `TooManyPermits`).
+    /// `false` if it is not queued any more (the ticket names one request:
+    /// its slot's owner and sequence number must match).
+    pub(crate) fn fail_blocking(&self, ticket: BlockingTicket) -> Result<bool, Error> {
+        let inner = &self.inner;
+        let me = inner.me;
+        inner.locked(|l| match l.fail_queued(me, ticket.slot, ticket.seq) {
+            Some(rings) => (true, rings),
+            None => (false, Rings::default()),
+        })
     }
 
     /// `acquire_deadline`, also calling `poll.1()` about every `poll.0` while
     /// it waits; if that returns true, the request is cancelled (a partial
     /// grant is handed on) and the result is `Ok(false)`, unless the grant
-    /// came first (`Ok(true)`).
+    /// came first (`Ok(true)`). If the request queues, `on_queued` is called
+    /// once with its ticket (outside the lock, before the wait), so that
+    /// another thread can fail it (`fail_blocking`). (The one caller of
+    /// `acquire_until`, which is inlined here: a second caller would make
+    /// the fast path pay a call.)
     pub(crate) fn acquire_deadline_polled(
         &self,
         n: u64,
         deadline: Option<Instant>,
         poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+        on_queued: Option<&mut dyn FnMut(BlockingTicket)>,
     ) -> Result<bool, Error> {
-        let r = self.acquire_until(n, deadline, poll);
+        let r = self.acquire_until(n, deadline, poll, on_queued);
         if r == Err(Error::TimedOut) {
             // Only a deadline makes it time out: before queueing (the lock
             // was held past it), or queued (then also counted as a cancel).
@@ -1201,6 +1221,7 @@ impl Attachment {
         n: u64,
         deadline: Option<Instant>,
         mut poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+        on_queued: Option<&mut dyn FnMut(BlockingTicket)>,
     ) -> Result<bool, Error> {
         if IS_DOORBELL.with(|d| d.get()) {
             return Err(Error::InCallback);
@@ -1253,6 +1274,19 @@ impl Attachment {
             return Ok(true);
         };
         let word = &inner.seg().slots[slot as usize].state;
+        let mut interrupted = false;
+        let mut panicked = None;
+        if let Some(f) = on_queued {
+            // Outside the lock: the callee may fail the request at once
+            // (`fail_blocking` takes the lock), then the wait below ends at
+            // its first look. A panic ends the wait as an interruption does.
+            if let Err(p) =
+                std::panic::catch_unwind(AssertUnwindSafe(|| f(BlockingTicket { slot, seq })))
+            {
+                panicked = Some(p);
+                interrupted = true;
+            }
+        }
         // A short bounded spin before the first sleep (issue 30): with short
         // critical sections the grant usually lands within microseconds, and
         // catching it here saves this thread a FUTEX_WAIT and its wake-up
@@ -1260,7 +1294,7 @@ impl Attachment {
         // (1, 2, 4, ... 32 per round), as the in-process blocking waiter; a
         // deadline or an interruption poll is checked by the loop below, no
         // later than after the spin.
-        for round in 0..SPIN_ROUNDS {
+        for round in 0..if interrupted { 0 } else { SPIN_ROUNDS } {
             // Acquire: as the load in the loop below.
             if word.load(Acquire) != slot_state::QUEUED {
                 break;
@@ -1271,9 +1305,7 @@ impl Attachment {
         }
         let mut last_sweep = Instant::now();
         let mut last_poll = Instant::now();
-        let mut interrupted = false;
-        let mut panicked = None;
-        loop {
+        while !interrupted {
             // Acquire: pairs with the Release store of GRANTED or CLOSED under
             // the lock; the futex re-checks the value, so a grant between
             // this load and the wait makes the wait return at once.

@@ -846,6 +846,15 @@ impl OpenOptions {
     }
 }
 
+/// One queued blocking request, as
+/// [`SharedSemaphore::acquire_blocking_ticketed`] reports it, for
+/// [`SharedSemaphore::fail_blocking`]: its slot and sequence number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockingTicket {
+    pub(crate) slot: u32,
+    pub(crate) seq: u64,
+}
+
 /// A handle on a named semaphore shared by the processes of this machine.
 ///
 /// Cheap to clone; every handle of one process on one name shares one process
@@ -1014,7 +1023,7 @@ impl SharedSemaphore {
     /// this process's attachment, as a request above a new total is failed
     /// ([`set_total`](Self::set_total)): its partial grant is handed on, its
     /// callback runs on the doorbell thread, and its owner's `finish_raw`
-    /// reports [`Finish::Closed`](volt_sem::raw::Finish) (with
+    /// reports [`Finish::Closed`] (with
     /// [`failed_above_total`](Self::failed_above_total) `true`). For a
     /// binding that ends one handle's requests (its `disconnect`) while the
     /// others of the process go on. `Ok(false)`, nothing changed, if the
@@ -1028,6 +1037,40 @@ impl SharedSemaphore {
     #[cfg(all(target_os = "linux", not(volt_loom)))]
     pub unsafe fn fail_queued(&self, waiter: &ShmWaiter) -> Result<bool, Error> {
         self.att.fail_queued(waiter)
+    }
+
+    /// Like [`acquire_timeout`](Self::acquire_timeout) (`None`: no timeout),
+    /// calling `on_queued` once, on this thread, with the request's
+    /// [`BlockingTicket`] if it has to queue (not on the fast path: an
+    /// uncontended acquire costs what [`acquire_blocking`](Self::acquire_blocking)
+    /// costs), before the thread sleeps. Another thread may then end the wait
+    /// at once with [`fail_blocking`](Self::fail_blocking) (for a binding
+    /// that ends one handle's requests: its `disconnect`). If `on_queued`
+    /// panics, the request is cancelled (a partial grant is handed on), then
+    /// the panic goes on.
+    pub fn acquire_blocking_ticketed(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        mut on_queued: impl FnMut(BlockingTicket),
+    ) -> Result<Permit<'_>, Error> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        self.att
+            .acquire_deadline_polled(n as u64, deadline, None, Some(&mut on_queued))?;
+        Ok(Permit::new(self, n))
+    }
+
+    /// Fails the blocking request of `ticket` (from
+    /// [`acquire_blocking_ticketed`](Self::acquire_blocking_ticketed) on this
+    /// handle's process) if it is still queued, as a request above a new
+    /// total is failed ([`set_total`](Self::set_total)): its partial grant is
+    /// handed on, its thread is woken at once and its acquire returns
+    /// [`Error::TooManyPermits`]. `Ok(false)`, nothing changed, if the
+    /// request is not queued any more (granted, closed, failed, timed out or
+    /// cancelled: a ticket names one request, never a later one in the same
+    /// slot), so a stale ticket is harmless.
+    pub fn fail_blocking(&self, ticket: BlockingTicket) -> Result<bool, Error> {
+        self.att.fail_blocking(ticket)
     }
 
     /// Undoes [`close`](Self::close), for every process: later acquires work
@@ -1115,9 +1158,12 @@ impl SharedSemaphore {
         mut interrupted: impl FnMut() -> bool,
     ) -> Result<Option<Permit<'_>>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let granted =
-            self.att
-                .acquire_deadline_polled(n as u64, deadline, Some((poll, &mut interrupted)))?;
+        let granted = self.att.acquire_deadline_polled(
+            n as u64,
+            deadline,
+            Some((poll, &mut interrupted)),
+            None,
+        )?;
         Ok(granted.then(|| Permit::new(self, n)))
     }
 

@@ -92,11 +92,15 @@ impl Attachment {
     pub(crate) fn acquire_deadline(&self, _n: u64, _d: Option<Instant>) -> Result<(), Error> {
         match *self {}
     }
+    pub(crate) fn fail_blocking(&self, _t: crate::BlockingTicket) -> Result<bool, Error> {
+        match *self {}
+    }
     pub(crate) fn acquire_deadline_polled(
         &self,
         _n: u64,
         _d: Option<Instant>,
         _poll: Option<(std::time::Duration, &mut dyn FnMut() -> bool)>,
+        _on_queued: Option<&mut dyn FnMut(crate::BlockingTicket)>,
     ) -> Result<bool, Error> {
         match *self {}
     }

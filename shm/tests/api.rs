@@ -701,6 +701,61 @@ fn timeout_near_the_end_of_time(margin: Duration) -> Duration {
     lo - margin
 }
 
+/// `fail_blocking` ends a ticketed blocking acquire at once (its partial
+/// grant handed on, `TooManyPermits`); a stale ticket changes nothing; an
+/// uncontended acquire reports no ticket; a panic of `on_queued` cancels.
+#[test]
+fn fail_blocking_ends_a_ticketed_wait() {
+    let name = Name::new("failblocking");
+    let s = open(&name, 3);
+    let mut none = None;
+    let p = s
+        .acquire_blocking_ticketed(1, None, |t| none = Some(t))
+        .unwrap();
+    assert_eq!(none, None, "not queued: no ticket");
+    drop(p);
+    s.try_acquire(2).unwrap().forget();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let s2 = s.clone();
+    // Granted 1 of 3 at once, queued for the other 2.
+    let blocked = std::thread::spawn(move || {
+        s2.acquire_blocking_ticketed(3, None, |t| tx.send(t).unwrap())
+            .map(Permit::forget)
+    });
+    let t = rx.recv().unwrap();
+    wait_queued(&s, 1);
+    assert_eq!(s.available_permits(), 0);
+    assert_eq!(s.fail_blocking(t), Ok(true));
+    // Out of the queue and its 1 back before the thread even returns.
+    assert_eq!(s.census().unwrap().queued, 0);
+    assert_eq!(s.available_permits(), 1);
+    assert_eq!(
+        blocked.join().map_err(|_| "panicked"),
+        Ok(Err(Error::TooManyPermits))
+    );
+    assert_eq!(s.fail_blocking(t), Ok(false), "stale");
+    // A later request in the same slot is not the ticket's.
+    let s2 = s.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let blocked = std::thread::spawn(move || {
+        s2.acquire_blocking_ticketed(2, None, |t| tx.send(t).unwrap())
+            .map(Permit::forget)
+    });
+    let t2 = rx.recv().unwrap();
+    assert_ne!(t2, t);
+    assert_eq!(s.fail_blocking(t), Ok(false));
+    s.release(1).unwrap();
+    assert_eq!(blocked.join().map_err(|_| "panicked"), Ok(Ok(())));
+    // A panic of on_queued: the request is cancelled, the panic goes on.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = s.acquire_blocking_ticketed(2, None, |_| panic!("on_queued"));
+    }));
+    assert!(r.is_err());
+    assert_eq!(s.census().unwrap().queued, 0);
+    s.release(3).unwrap();
+    assert_eq!(assert_conserved(&s).available, 3);
+}
+
 /// A timeout that `Instant` can express, but only just (as from a binding
 /// that passes a huge user timeout through): the waits that end it early
 /// (close, interruption) must not overflow the deadline arithmetic.

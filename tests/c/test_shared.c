@@ -1215,11 +1215,20 @@ static size_t queued_on(const volt_sem *sem) {
     return in.waiters;
 }
 
+/* A thread blocked in acquire_blocking(3) (all the permits, no timeout). */
+static void *block_three(void *arg) {
+    blocked_acquire *b = arg;
+    b->got = volt_sem_acquire_blocking(b->sem, 3, -1);
+    return NULL;
+}
+
 /* volt_sem_disconnect ends one handle (every reference to it): its queued
- * volt_waiter and its blocked thread fail with VOLT_DISCONNECTED, what it
- * held goes to the next waiter (another process's), every later call on it
- * is refused; another handle of the name in this process, and the other
- * process, go on, and every permit is accounted for. */
+ * volt_waiter and its blocked thread fail with VOLT_DISCONNECTED (the
+ * thread's request is out of the queue when the disconnect returns: failed
+ * by it, not left to a check of the thread's), what it held goes to the next
+ * waiter (another process's), every later call on it is refused; another
+ * handle of the name in this process, and the other process, go on, and
+ * every permit is accounted for. */
 static void test_disconnect_ends_one_handle(void) {
     char name[64];
     make_name(name, sizeof name, "disconnect");
@@ -1229,7 +1238,9 @@ static void test_disconnect_ends_one_handle(void) {
     CHECK_STATUS(volt_sem_try_acquire(a, 2), VOLT_OK);
     CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
     /* Queued, in this order: a volt_waiter on `a`, another process's
-     * acquire(1), a thread blocked on `a`. */
+     * acquire(1), a thread blocked on `a` for all 3 permits (which `a`'s
+     * two given back cannot satisfy: it would stay queued, with a partial
+     * grant of 1, until something ended its wait). */
     volt_waiter w;
     signal_ctx sig;
     signal_init(&sig);
@@ -1239,10 +1250,13 @@ static void test_disconnect_ends_one_handle(void) {
     CHECK(child_read(&c) == 'Q');
     blocked_acquire bl = {a, VOLT_PANIC};
     pthread_t t;
-    REQUIRE(pthread_create(&t, NULL, block_one, &bl) == 0);
+    REQUIRE(pthread_create(&t, NULL, block_three, &bl) == 0);
     while (queued_on(b) < 3) sleep_ms(5);
 
     CHECK_STATUS(volt_sem_disconnect(a2), VOLT_OK); /* through another reference */
+    /* The disconnect failed the blocked thread's request itself: nothing of
+     * `a`'s is queued any more (the other process's request was granted). */
+    CHECK(queued_on(b) == 0);
     signal_wait(&sig);
     CHECK_STATUS(volt_waiter_status(&w), VOLT_CLOSED);
     CHECK_STATUS(volt_sem_cancel(a, &w, NULL), VOLT_DISCONNECTED);
