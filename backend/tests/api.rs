@@ -735,3 +735,45 @@ fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
     b.release(2).unwrap();
     assert_eq!(b.available_permits(), 2);
 }
+
+/// A counted handle's `release` racing its `disconnect`: either order of the
+/// two gives the handle's permits back once. (The old code released them
+/// through `release`, then `disconnect` read the count not yet lowered and
+/// released as many again: permits of another handle of the process, whose
+/// holder still runs with them.)
+#[test]
+fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
+    let name = Name::new("disconnect-release-race");
+    let b = Semaphore::open(&name.0, 4, OpenOptions::new()).unwrap();
+    b.try_acquire(2).unwrap();
+    let mut refused = 0;
+    for _ in 0..20_000 {
+        let a = Semaphore::open(&name.0, 4, OpenOptions::new())
+            .unwrap()
+            .counting_held();
+        a.try_acquire(2).unwrap();
+        let go = std::sync::Barrier::new(2);
+        let released = std::thread::scope(|scope| {
+            let t = scope.spawn(|| {
+                go.wait();
+                a.release(2)
+            });
+            go.wait();
+            a.disconnect().unwrap();
+            t.join().unwrap()
+        });
+        match released {
+            Ok(()) => {}
+            Err(Error::Disconnected) => refused += 1,
+            Err(e) => panic!("release racing disconnect: {e:?}"),
+        }
+        // `b`'s 2 are still held by the process, and nothing else.
+        assert_eq!(
+            (b.available_permits(), b.as_shared().unwrap().held_permits().unwrap()),
+            (2, 2),
+            "after {refused} refused releases"
+        );
+    }
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 4);
+}
