@@ -15,11 +15,15 @@
 //! refuses every later call; the other handles of the process, and every
 //! other process, go on.
 //!
-//! The count costs two atomic read-modify-writes per acquire and release
-//! (about +10 to +12 ns on a 41 ns uncontended `try_acquire` + `release`
-//! pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
-//! binding that counts its holds itself (Node) or hands the process's back
-//! with its last handle (Python) does without.
+//! The count costs one atomic read-modify-write per acquire and one per
+//! release (about +10 to +12 ns on a 41 ns uncontended `try_acquire` +
+//! `release` pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
+//! binding that hands the process's back with its last handle (Python) does
+//! without. A binding whose handle's disconnect must give back what other
+//! threads hold through it (the C ABI; Node, whose `attach()`ed objects
+//! share the handle) needs it: only the seam's count, one word with the end,
+//! keeps a release racing the disconnect from returning the same permits
+//! twice.
 //!
 //! [`Semaphore::disconnect`]: crate::Semaphore::disconnect
 

@@ -777,3 +777,64 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
     b.release(2).unwrap();
     assert_eq!(b.available_permits(), 4);
 }
+
+/// A wake callback (on the doorbell thread) that disconnects its own handle,
+/// which has another request queued: the disconnect fails that one (its
+/// callback runs after this one on the same thread), gives back what the
+/// handle holds (the first request's grant, collected after the disconnect),
+/// and nothing hangs.
+#[test]
+fn disconnect_from_a_doorbell_callback() {
+    struct Ctx<'a> {
+        sem: &'a Semaphore,
+        sig: Signal,
+        disconnected: Mutex<Option<Result<(), Error>>>,
+    }
+    unsafe extern "C" fn disconnect_here(p: *mut c_void) {
+        // SAFETY: the test's `Ctx`, alive until finish_raw returned.
+        let c = unsafe { &*(p as *const Ctx<'_>) };
+        *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
+        // SAFETY: the signal in the same `Ctx`.
+        unsafe { signal(ctx(&c.sig)) };
+    }
+    let name = Name::new("disconnect-in-callback");
+    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
+        .unwrap()
+        .counting_held();
+    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    b.try_acquire(2).unwrap();
+    let c = Ctx {
+        sem: &a,
+        sig: Signal::default(),
+        disconnected: Mutex::new(None),
+    };
+    let w1 = pin!(Waiter::new());
+    // SAFETY: fresh; `c` outlives finish_raw.
+    let r = unsafe {
+        a.acquire_raw(w1.as_ref(), 1, disconnect_here, &c as *const Ctx<'_> as *mut c_void)
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    let w2 = pin!(Waiter::new());
+    let s2 = Signal::default();
+    // SAFETY: as above.
+    let r = unsafe { a.acquire_raw(w2.as_ref(), 2, signal, ctx(&s2)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    b.release(2).unwrap(); // 1 to w1 (its callback disconnects), 1 to w2 (partial)
+    c.sig.wait();
+    s2.wait();
+    assert_eq!(*c.disconnected.lock().unwrap(), Some(Ok(())));
+    // SAFETY: queued on `a`.
+    assert_eq!(
+        unsafe { a.finish_raw(w2.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    // SAFETY: queued on `a`; granted before the disconnect, collected after.
+    assert_eq!(
+        unsafe { a.finish_raw(w1.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    // Both permits are back: w2's partial one handed on, w1's given back.
+    assert_eq!(b.available_permits(), 2);
+    b.try_acquire(2).unwrap();
+    b.release(2).unwrap();
+}
