@@ -595,11 +595,7 @@ fn until(mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn disconnect_ends_one_named_handle_only() {
-    let name = Name::new("disconnect");
-    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_other("disconnect", 3);
     a.try_acquire(2).unwrap();
     b.try_acquire(1).unwrap();
     // Queued, in this order: a raw request of `a`, one of `b` for 2, a
@@ -655,6 +651,13 @@ fn disconnect_ends_one_named_handle_only() {
     assert!(!b.is_closed());
 }
 
+/// Two handles of a new name with `total` permits: `a` counting what it
+/// holds (`counting_held`, as the C ABI's and Node's), `b` not.
+fn counted_and_other(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
+    let (name, a, b) = two_handles(tag, total);
+    (name, a.counting_held(), b)
+}
+
 /// Two uncounted handles of a new name with `total` permits.
 fn two_handles(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
     let name = Name::new(tag);
@@ -688,11 +691,7 @@ fn disconnect_fails_a_blocked_named_acquire_at_once() {
 
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
-    let name = Name::new("disconnect-held");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_other("disconnect-held", 2);
     a.try_acquire(2).unwrap();
     // The process releases through `b` what it took through `a`.
     b.release(1).unwrap();
@@ -797,11 +796,7 @@ fn disconnect_from_a_doorbell_callback() {
         // SAFETY: the signal in the same `Ctx`.
         unsafe { signal(ctx(&c.sig)) };
     }
-    let name = Name::new("disconnect-in-callback");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_other("disconnect-in-callback", 2);
     b.try_acquire(2).unwrap();
     let c = Ctx {
         sem: &a,
