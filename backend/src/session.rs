@@ -161,9 +161,10 @@ impl SharedHandle {
             self.live()?;
             return Ok(self.sem.release(n)?);
         }
-        let took = match self.state.fetch_update(SeqCst, SeqCst, |s| {
-            (s & ENDED == 0).then(|| s - s.min(n))
-        }) {
+        let took = match self
+            .state
+            .fetch_update(SeqCst, SeqCst, |s| (s & ENDED == 0).then(|| s - s.min(n)))
+        {
             Ok(s) => s.min(n),
             Err(_) => return Err(Error::Disconnected),
         };

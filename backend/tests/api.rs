@@ -768,7 +768,10 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
         }
         // `b`'s 2 are still held by the process, and nothing else.
         assert_eq!(
-            (b.available_permits(), b.as_shared().unwrap().held_permits().unwrap()),
+            (
+                b.available_permits(),
+                b.as_shared().unwrap().held_permits().unwrap()
+            ),
             (2, 2),
             "after {refused} refused releases"
         );
@@ -806,7 +809,12 @@ fn disconnect_from_a_doorbell_callback() {
     let w1 = pin!(Waiter::new());
     // SAFETY: fresh; `c` outlives finish_raw.
     let r = unsafe {
-        a.acquire_raw(w1.as_ref(), 1, disconnect_here, &c as *const Ctx<'_> as *mut c_void)
+        a.acquire_raw(
+            w1.as_ref(),
+            1,
+            disconnect_here,
+            &c as *const Ctx<'_> as *mut c_void,
+        )
     };
     assert_eq!(r, Ok(RawAcquire::Pending));
     let w2 = pin!(Waiter::new());
