@@ -841,3 +841,51 @@ fn disconnect_from_a_doorbell_callback() {
     b.try_acquire(2).unwrap();
     b.release(2).unwrap();
 }
+
+/// A blocked acquire of a counted handle, its grant (a release of another
+/// handle) racing the handle's `disconnect`, and for half the rounds its
+/// timeout too: whichever comes first, every permit is accounted for once
+/// (granted before the disconnect and given back by it, or failed with its
+/// partial grant handed on, or timed out), and nothing stays queued.
+#[test]
+fn a_blocked_acquire_s_grant_racing_disconnect_loses_no_permit() {
+    let name = Name::new("disconnect-grant-race");
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..2_000u32 {
+        let a = Semaphore::open(&name.0, 3, OpenOptions::new())
+            .unwrap()
+            .counting_held();
+        b.try_acquire(3).unwrap();
+        let go = std::sync::Barrier::new(3);
+        let r = std::thread::scope(|scope| {
+            let blocked = scope.spawn(|| {
+                go.wait();
+                if round % 2 == 0 {
+                    a.acquire_blocking(2).map(|_| ())
+                } else {
+                    a.acquire_timeout(2, Duration::from_micros(50)).map(|_| ())
+                }
+            });
+            let releaser = scope.spawn(|| {
+                go.wait();
+                b.release(1).unwrap();
+                b.release(2).unwrap();
+            });
+            go.wait();
+            a.disconnect().unwrap();
+            releaser.join().unwrap();
+            blocked.join().unwrap()
+        });
+        *outcomes.entry(format!("{r:?}")).or_insert(0u32) += 1;
+        // Ok: granted (and counted) before the disconnect, which gave the
+        // permits back with the handle's.
+        assert!(
+            matches!(r, Ok(()) | Err(Error::Disconnected | Error::TimedOut)),
+            "round {round}: {r:?}"
+        );
+        assert_eq!(b.available_permits(), 3, "round {round}: {r:?}");
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0);
+    }
+    eprintln!("outcomes: {outcomes:?}");
+}
