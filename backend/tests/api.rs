@@ -651,6 +651,13 @@ fn disconnect_ends_one_named_handle_only() {
     assert!(!b.is_closed());
 }
 
+/// Another handle of `name` (of `total` permits), counting what it holds.
+fn counted(name: &Name, total: usize) -> Semaphore {
+    Semaphore::open(&name.0, total, OpenOptions::new())
+        .unwrap()
+        .counting_held()
+}
+
 /// Two handles of a new name with `total` permits: `a` counting what it
 /// holds (`counting_held`, as the C ABI's and Node's), `b` not.
 fn counted_and_other(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
@@ -747,9 +754,7 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
     b.try_acquire(2).unwrap();
     let mut refused = 0;
     for _ in 0..20_000 {
-        let a = Semaphore::open(&name.0, 4, OpenOptions::new())
-            .unwrap()
-            .counting_held();
+        let a = counted(&name, 4);
         a.try_acquire(2).unwrap();
         let go = std::sync::Barrier::new(2);
         let released = std::thread::scope(|scope| {
@@ -853,9 +858,7 @@ fn a_blocked_acquire_s_grant_racing_disconnect_loses_no_permit() {
     let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
     let mut outcomes = std::collections::BTreeMap::new();
     for round in 0..2_000u32 {
-        let a = Semaphore::open(&name.0, 3, OpenOptions::new())
-            .unwrap()
-            .counting_held();
+        let a = counted(&name, 3);
         b.try_acquire(3).unwrap();
         let go = std::sync::Barrier::new(3);
         let r = std::thread::scope(|scope| {
