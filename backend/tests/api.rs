@@ -892,3 +892,56 @@ fn a_blocked_acquire_s_grant_racing_disconnect_loses_no_permit() {
     }
     eprintln!("outcomes: {outcomes:?}");
 }
+
+/// Raw requests of a counted handle on four threads (queued behind each
+/// other: two permits for four), each finished after its wake, its grant
+/// released; the handle disconnected meanwhile. Every request ends granted
+/// (before the end) or `Disconnected`, never waits for ever, and every permit
+/// is accounted for once.
+#[test]
+fn raw_requests_racing_disconnect_lose_no_permit() {
+    let name = Name::new("disconnect-raw-race");
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    b.try_acquire(1).unwrap();
+    for round in 0..200 {
+        let a = counted(&name, 3);
+        let go = std::sync::Barrier::new(5);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    go.wait();
+                    loop {
+                        let w = pin!(Waiter::new());
+                        let sig = Signal::default();
+                        // SAFETY: fresh; `sig` outlives finish_raw below.
+                        let r = unsafe { a.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+                        let f = match r {
+                            Ok(RawAcquire::Ready) => Finish::Granted,
+                            Ok(RawAcquire::Pending) => {
+                                sig.wait();
+                                // SAFETY: queued on `a`.
+                                unsafe { a.finish_raw(w.as_ref()) }
+                            }
+                            Err(e) => Finish::Failed(e),
+                        };
+                        match f {
+                            Finish::Granted => match a.release(1) {
+                                Ok(()) | Err(Error::Disconnected) => {}
+                                Err(e) => panic!("release: {e:?}"),
+                            },
+                            Finish::Failed(Error::Disconnected) => return,
+                            f => panic!("round {round}: {f:?}"),
+                        }
+                    }
+                });
+            }
+            go.wait();
+            std::thread::sleep(Duration::from_micros(200 * (round % 5)));
+            a.disconnect().unwrap();
+        });
+        assert_eq!(b.available_permits(), 2, "round {round}");
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0, "round {round}");
+    }
+    b.release(1).unwrap();
+    assert_eq!(b.available_permits(), 3);
+}
