@@ -545,7 +545,10 @@ export declare class Semaphore {
    * the objects `attach()`ed from it) and not released goes back (named: as
    * far as the process still holds it; Redis: the session ends in Redis, off
    * the event loop, and the promise resolves then); every later acquire or
-   * release through it throws (or rejects with) `ERR_VOLT_CLOSED`. The
+   * release through it throws (or rejects with) `ERR_VOLT_CLOSED`. Named:
+   * the objects `attach()`ed from it (in workers) are disconnected with it,
+   * since what they hold went back with it: their queued acquires reject
+   * and their later calls throw the same. The
    * semaphore stays open for every other object, process and client.
    * Idempotent. A named process's record goes when its last object is
    * collected or it exits; a Redis object's session also ends when it is

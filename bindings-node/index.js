@@ -1791,7 +1791,8 @@ class Semaphore {
    * Ends this object's use of a named semaphore: its queued acquires reject
    * with ERR_VOLT_CLOSED, what was acquired through it (and the objects
    * attach()ed from it) and not released goes back, and it refuses every
-   * later acquire or release. The semaphore stays open for everyone else.
+   * later acquire or release (so do the objects attach()ed from it: what they
+   * held went back with it). The semaphore stays open for everyone else.
    */
   disconnect() {
     if (!this.#named && !this.#redis) {
@@ -1811,14 +1812,10 @@ class Semaphore {
     }
     this.cancel(handleDisconnectedError());
     this.#disconnected = true;
-    const h = this.#h;
-    // What this handle holds, as far as the process still holds it (a
-    // release through another handle of the process may have returned it).
-    const n = Math.min(native.held(h), native.processHeld(h) ?? 0);
-    if (n > 0) {
-      const k = result(native.release(h, n));
-      if (k > 0) settle(k);
-    }
+    // The seam's disconnect: what this handle holds (the objects attach()ed
+    // from it included, as far as the process still holds it) goes back in
+    // one step with refusing every later call on it, from any thread.
+    native.disconnectNamed(this.#h);
     return RESOLVED;
   }
 

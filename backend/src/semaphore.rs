@@ -150,15 +150,16 @@ impl Semaphore {
 
     /// A named handle that counts the permits granted through it and not
     /// released through it, so that [`disconnect`](Self::disconnect) gives
-    /// them back (the C ABI's handles). Call it on a new handle, before its
-    /// first acquire. Other backends: unchanged (a Redis session counts its
-    /// own; a local semaphore has no session).
+    /// them back (the C ABI's and Node's handles). Call it on a new handle,
+    /// before its first acquire. Other backends: unchanged (a Redis session
+    /// counts its own; a local semaphore has no session).
     ///
     /// Without it, a named handle's `disconnect` gives nothing back: the
     /// process's permits go back with its last handle of the name (as
-    /// Python's named handles do), or the binding releases what it counts
-    /// itself (as Node's do). The count costs two atomic read-modify-writes
-    /// per acquire and release.
+    /// Python's named handles do). A binding should not count beside it and
+    /// release that count itself: a release on another thread racing it would
+    /// give the same permits back twice. The count costs one atomic
+    /// read-modify-write per acquire and one per release.
     pub fn counting_held(mut self) -> Self {
         if let Semaphore::Shared(s) = &mut self {
             s.count_held();
@@ -259,12 +260,7 @@ impl Semaphore {
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => Ok(s.release(n)?),
-            Semaphore::Shared(s) => {
-                s.live()?;
-                s.release(n)?;
-                s.released(n);
-                Ok(())
-            }
+            Semaphore::Shared(s) => s.release(n),
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => s.release(n).map_err(|e| redis_err(s, e)),
         }

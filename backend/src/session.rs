@@ -15,16 +15,20 @@
 //! refuses every later call; the other handles of the process, and every
 //! other process, go on.
 //!
-//! The count costs two atomic read-modify-writes per acquire and release
-//! (about +10 to +12 ns on a 41 ns uncontended `try_acquire` + `release`
-//! pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
-//! binding that counts its holds itself (Node) or hands the process's back
-//! with its last handle (Python) does without.
+//! The count costs one atomic read-modify-write per acquire and one per
+//! release (about +10 to +12 ns on a 41 ns uncontended `try_acquire` +
+//! `release` pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
+//! binding that hands the process's back with its last handle (Python) does
+//! without. A binding whose handle's disconnect must give back what other
+//! threads hold through it (the C ABI; Node, whose `attach()`ed objects
+//! share the handle) needs it: only the seam's count, one word with the end,
+//! keeps a release racing the disconnect from returning the same permits
+//! twice.
 //!
 //! [`Semaphore::disconnect`]: crate::Semaphore::disconnect
 
 use core::ops::Deref;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -35,18 +39,24 @@ type ShmWaiter = volt_sem::Waiter;
 
 use crate::error::Error;
 
+/// `SharedHandle::state`'s end bit (the count of held permits, at most a
+/// total, stays far below it).
+const ENDED: usize = 1 << (usize::BITS - 1);
+
 /// A handle of a named semaphore, as [`Semaphore::Shared`](crate::Semaphore::Shared)
 /// holds it: the [`SharedSemaphore`] (which it dereferences to) and this
 /// handle's session (see [`Semaphore::disconnect`](crate::Semaphore::disconnect)).
 pub struct SharedHandle {
     sem: SharedSemaphore,
-    /// Set once by `disconnect`, under `queued`'s lock.
-    ended: AtomicBool,
-    /// Whether `held` is kept (`Semaphore::counting_held`).
+    /// [`ENDED`] (set once by `disconnect`, under `queued`'s lock) and,
+    /// below it, the permits granted through this handle and not released
+    /// through it (kept only when `counting`). One word, so that a grant or
+    /// a release is counted, or refused, atomically with the end: a release
+    /// takes its permits out of the count before it gives them back, so
+    /// `disconnect` never gives them back a second time.
+    state: AtomicUsize,
+    /// Whether the count is kept (`Semaphore::counting_held`).
     counting: bool,
-    /// Permits granted through this handle and not released through it
-    /// (kept only when `counting`).
-    held: AtomicUsize,
     /// This handle's requests that may be queued in the segment.
     queued: Mutex<Queued>,
 }
@@ -83,9 +93,8 @@ impl From<SharedSemaphore> for SharedHandle {
     fn from(sem: SharedSemaphore) -> Self {
         SharedHandle {
             sem,
-            ended: AtomicBool::new(false),
+            state: AtomicUsize::new(0),
             counting: false,
-            held: AtomicUsize::new(0),
             queued: Mutex::new(Queued::default()),
         }
     }
@@ -106,7 +115,7 @@ impl SharedHandle {
     /// Whether `disconnect` ended this handle.
     #[inline]
     pub(crate) fn is_disconnected(&self) -> bool {
-        self.ended.load(SeqCst)
+        self.state.load(SeqCst) & ENDED != 0
     }
 
     /// `Err(Disconnected)` once this handle was disconnected.
@@ -124,44 +133,53 @@ impl SharedHandle {
     /// disconnected.
     #[inline]
     pub(crate) fn granted(&self, n: usize) -> Result<(), Error> {
-        if self.counting {
-            self.held.fetch_add(n, SeqCst);
-        }
-        // SeqCst with `disconnect`'s store then swap: either its swap saw
-        // this add (and gave the permits back), or this load sees the end.
-        if self.is_disconnected() {
-            self.give_back(n);
+        // SeqCst, one word with `disconnect`'s swap: either it took this
+        // count (and gave the permits back), or this sees the end.
+        let ended = if self.counting {
+            self.state
+                .fetch_update(SeqCst, SeqCst, |s| (s & ENDED == 0).then(|| s + n))
+                .is_err()
+        } else {
+            self.is_disconnected()
+        };
+        if ended {
+            self.release_held(n);
             return Err(Error::Disconnected);
         }
         Ok(())
     }
 
-    /// Counts `n` permits released through this handle (at most what it holds:
-    /// a process may release, through one handle, permits another took).
+    /// Releases `n` permits through this handle. A counting handle takes
+    /// them out of its count first (at most what it counts: a process may
+    /// release, through one handle, permits another took), in one step with
+    /// the check for the end, so that a `disconnect` racing this either
+    /// came first (then this is refused, the permits went back with the
+    /// handle's) or does not see them (then this gives them back).
     #[inline]
-    pub(crate) fn released(&self, n: usize) {
-        if self.counting {
-            let _ = self
-                .held
-                .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(n)));
-        }
-    }
-
-    /// Takes up to `n` of this handle's permits out of its count and releases
-    /// them (as far as the process still holds them); without a count, the
-    /// `n` just granted after the end.
-    fn give_back(&self, n: usize) {
+    pub(crate) fn release(&self, n: usize) -> Result<(), Error> {
         if !self.counting {
-            self.release_held(n);
-            return;
+            self.live()?;
+            return Ok(self.sem.release(n)?);
         }
         let took = match self
-            .held
-            .fetch_update(SeqCst, SeqCst, |h| Some(h.saturating_sub(n)))
+            .state
+            .fetch_update(SeqCst, SeqCst, |s| (s & ENDED == 0).then(|| s - s.min(n)))
         {
-            Ok(h) | Err(h) => h.min(n),
+            Ok(s) => s.min(n),
+            Err(_) => return Err(Error::Disconnected),
         };
-        self.release_held(took);
+        let r = self.sem.release(n);
+        if r.is_err() && took > 0 {
+            // Nothing was released: the handle holds them still, unless
+            // `disconnect` came meanwhile (without them): then they go back.
+            let back = self
+                .state
+                .fetch_update(SeqCst, SeqCst, |s| (s & ENDED == 0).then(|| s + took));
+            if back.is_err() {
+                self.release_held(took);
+            }
+        }
+        Ok(r?)
     }
 
     /// Releases `n` permits, or fewer if the process holds fewer (another
@@ -246,11 +264,15 @@ impl SharedHandle {
         if self.sem.opener_pid() != std::process::id() {
             return Err(Error::Forked);
         }
+        let held;
         {
             let mut q = self.lock();
-            if self.ended.swap(true, SeqCst) {
+            // The count goes with the end, in one step (see `state`).
+            let old = self.state.swap(ENDED, SeqCst);
+            if old & ENDED != 0 {
                 return Ok(());
             }
+            held = old;
             for &addr in q.raw.iter() {
                 // SAFETY: a listed waiter is live while the lock is held: its
                 // owner's `finish_raw` takes it out under this lock first.
@@ -264,7 +286,6 @@ impl SharedHandle {
             }
             q.blocking.clear();
         }
-        let held = self.held.swap(0, SeqCst);
         self.release_held(held);
         Ok(())
     }

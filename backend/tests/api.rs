@@ -595,11 +595,7 @@ fn until(mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn disconnect_ends_one_named_handle_only() {
-    let name = Name::new("disconnect");
-    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_other("disconnect", 3);
     a.try_acquire(2).unwrap();
     b.try_acquire(1).unwrap();
     // Queued, in this order: a raw request of `a`, one of `b` for 2, a
@@ -655,6 +651,20 @@ fn disconnect_ends_one_named_handle_only() {
     assert!(!b.is_closed());
 }
 
+/// Another handle of `name` (of `total` permits), counting what it holds.
+fn counted(name: &Name, total: usize) -> Semaphore {
+    Semaphore::open(&name.0, total, OpenOptions::new())
+        .unwrap()
+        .counting_held()
+}
+
+/// Two handles of a new name with `total` permits: `a` counting what it
+/// holds (`counting_held`, as the C ABI's and Node's), `b` not.
+fn counted_and_other(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
+    let (name, a, b) = two_handles(tag, total);
+    (name, a.counting_held(), b)
+}
+
 /// Two uncounted handles of a new name with `total` permits.
 fn two_handles(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
     let name = Name::new(tag);
@@ -688,11 +698,7 @@ fn disconnect_fails_a_blocked_named_acquire_at_once() {
 
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
-    let name = Name::new("disconnect-held");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_other("disconnect-held", 2);
     a.try_acquire(2).unwrap();
     // The process releases through `b` what it took through `a`.
     b.release(1).unwrap();
@@ -734,4 +740,208 @@ fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
     assert_eq!(b.available_permits(), 0);
     b.release(2).unwrap();
     assert_eq!(b.available_permits(), 2);
+}
+
+/// A counted handle's `release` racing its `disconnect`: either order of the
+/// two gives the handle's permits back once. (The old code released them
+/// through `release`, then `disconnect` read the count not yet lowered and
+/// released as many again: permits of another handle of the process, whose
+/// holder still runs with them.)
+#[test]
+fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
+    let name = Name::new("disconnect-release-race");
+    let b = Semaphore::open(&name.0, 4, OpenOptions::new()).unwrap();
+    b.try_acquire(2).unwrap();
+    let mut refused = 0;
+    for _ in 0..20_000 {
+        let a = counted(&name, 4);
+        a.try_acquire(2).unwrap();
+        let go = std::sync::Barrier::new(2);
+        let released = std::thread::scope(|scope| {
+            let t = scope.spawn(|| {
+                go.wait();
+                a.release(2)
+            });
+            go.wait();
+            a.disconnect().unwrap();
+            t.join().unwrap()
+        });
+        match released {
+            Ok(()) => {}
+            Err(Error::Disconnected) => refused += 1,
+            Err(e) => panic!("release racing disconnect: {e:?}"),
+        }
+        // `b`'s 2 are still held by the process, and nothing else.
+        assert_eq!(
+            (
+                b.available_permits(),
+                b.as_shared().unwrap().held_permits().unwrap()
+            ),
+            (2, 2),
+            "after {refused} refused releases"
+        );
+    }
+    b.release(2).unwrap();
+    assert_eq!(b.available_permits(), 4);
+}
+
+/// A wake callback (on the doorbell thread) that disconnects its own handle,
+/// which has another request queued: the disconnect fails that one (its
+/// callback runs after this one on the same thread), gives back what the
+/// handle holds (the first request's grant, collected after the disconnect),
+/// and nothing hangs.
+#[test]
+fn disconnect_from_a_doorbell_callback() {
+    struct Ctx<'a> {
+        sem: &'a Semaphore,
+        sig: Signal,
+        disconnected: Mutex<Option<Result<(), Error>>>,
+    }
+    unsafe extern "C" fn disconnect_here(p: *mut c_void) {
+        // SAFETY: the test's `Ctx`, alive until finish_raw returned.
+        let c = unsafe { &*(p as *const Ctx<'_>) };
+        *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
+        // SAFETY: the signal in the same `Ctx`.
+        unsafe { signal(ctx(&c.sig)) };
+    }
+    let (_name, a, b) = counted_and_other("disconnect-in-callback", 2);
+    b.try_acquire(2).unwrap();
+    let c = Ctx {
+        sem: &a,
+        sig: Signal::default(),
+        disconnected: Mutex::new(None),
+    };
+    let w1 = pin!(Waiter::new());
+    // SAFETY: fresh; `c` outlives finish_raw.
+    let r = unsafe {
+        a.acquire_raw(
+            w1.as_ref(),
+            1,
+            disconnect_here,
+            &c as *const Ctx<'_> as *mut c_void,
+        )
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    let w2 = pin!(Waiter::new());
+    let s2 = Signal::default();
+    // SAFETY: as above.
+    let r = unsafe { a.acquire_raw(w2.as_ref(), 2, signal, ctx(&s2)) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    b.release(2).unwrap(); // 1 to w1 (its callback disconnects), 1 to w2 (partial)
+    c.sig.wait();
+    s2.wait();
+    assert_eq!(*c.disconnected.lock().unwrap(), Some(Ok(())));
+    // SAFETY: queued on `a`.
+    assert_eq!(
+        unsafe { a.finish_raw(w2.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    // SAFETY: queued on `a`; granted before the disconnect, collected after.
+    assert_eq!(
+        unsafe { a.finish_raw(w1.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    // Both permits are back: w2's partial one handed on, w1's given back.
+    assert_eq!(b.available_permits(), 2);
+    b.try_acquire(2).unwrap();
+    b.release(2).unwrap();
+}
+
+/// A blocked acquire of a counted handle, its grant (a release of another
+/// handle) racing the handle's `disconnect`, and for half the rounds its
+/// timeout too: whichever comes first, every permit is accounted for once
+/// (granted before the disconnect and given back by it, or failed with its
+/// partial grant handed on, or timed out), and nothing stays queued.
+#[test]
+fn a_blocked_acquire_s_grant_racing_disconnect_loses_no_permit() {
+    let name = Name::new("disconnect-grant-race");
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..2_000u32 {
+        let a = counted(&name, 3);
+        b.try_acquire(3).unwrap();
+        let go = std::sync::Barrier::new(3);
+        let r = std::thread::scope(|scope| {
+            let blocked = scope.spawn(|| {
+                go.wait();
+                if round % 2 == 0 {
+                    a.acquire_blocking(2).map(|_| ())
+                } else {
+                    a.acquire_timeout(2, Duration::from_micros(50)).map(|_| ())
+                }
+            });
+            let releaser = scope.spawn(|| {
+                go.wait();
+                b.release(1).unwrap();
+                b.release(2).unwrap();
+            });
+            go.wait();
+            a.disconnect().unwrap();
+            releaser.join().unwrap();
+            blocked.join().unwrap()
+        });
+        *outcomes.entry(format!("{r:?}")).or_insert(0u32) += 1;
+        // Ok: granted (and counted) before the disconnect, which gave the
+        // permits back with the handle's.
+        assert!(
+            matches!(r, Ok(()) | Err(Error::Disconnected | Error::TimedOut)),
+            "round {round}: {r:?}"
+        );
+        assert_eq!(b.available_permits(), 3, "round {round}: {r:?}");
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0);
+    }
+    eprintln!("outcomes: {outcomes:?}");
+}
+
+/// Raw requests of a counted handle on four threads (queued behind each
+/// other: two permits for four), each finished after its wake, its grant
+/// released; the handle disconnected meanwhile. Every request ends granted
+/// (before the end) or `Disconnected`, never waits for ever, and every permit
+/// is accounted for once.
+#[test]
+fn raw_requests_racing_disconnect_lose_no_permit() {
+    let name = Name::new("disconnect-raw-race");
+    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    b.try_acquire(1).unwrap();
+    for round in 0..200 {
+        let a = counted(&name, 3);
+        let go = std::sync::Barrier::new(5);
+        std::thread::scope(|scope| {
+            for _ in 0..4 {
+                scope.spawn(|| {
+                    go.wait();
+                    loop {
+                        let w = pin!(Waiter::new());
+                        let sig = Signal::default();
+                        // SAFETY: fresh; `sig` outlives finish_raw below.
+                        let r = unsafe { a.acquire_raw(w.as_ref(), 1, signal, ctx(&sig)) };
+                        let f = match r {
+                            Ok(RawAcquire::Ready) => Finish::Granted,
+                            Ok(RawAcquire::Pending) => {
+                                sig.wait();
+                                // SAFETY: queued on `a`.
+                                unsafe { a.finish_raw(w.as_ref()) }
+                            }
+                            Err(e) => Finish::Failed(e),
+                        };
+                        match f {
+                            Finish::Granted => match a.release(1) {
+                                Ok(()) | Err(Error::Disconnected) => {}
+                                Err(e) => panic!("release: {e:?}"),
+                            },
+                            Finish::Failed(Error::Disconnected) => return,
+                            f => panic!("round {round}: {f:?}"),
+                        }
+                    }
+                });
+            }
+            go.wait();
+            std::thread::sleep(Duration::from_micros(200 * (round % 5)));
+            a.disconnect().unwrap();
+        });
+        assert_eq!(b.available_permits(), 2, "round {round}");
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0, "round {round}");
+    }
+    b.release(1).unwrap();
+    assert_eq!(b.available_permits(), 3);
 }

@@ -18,6 +18,9 @@ use crate::raw::{double, null, RawEnv, RawValue};
 pub(crate) fn code_of(e: &Error) -> (String, bool) {
     match e.class() {
         ErrorClass::Count => ("ERR_OUT_OF_RANGE".to_owned(), true),
+        // A disconnected handle's refusal: Node's ClosedError, as the JS
+        // layer's own after `disconnect()` (index.d.ts).
+        _ if *e == Error::Disconnected => ("ERR_VOLT_CLOSED".to_owned(), false),
         class => (
             format!("ERR_{}", e.status_name()),
             class == ErrorClass::Option,

@@ -66,7 +66,10 @@ native!(js_open, |env, _ctx, argv: [5]| {
     if let Some(label) = string_arg(env, argv[4]) {
         options = options.label(label);
     }
-    let core = match Core::open(&name, permits, options) {
+    // Counting what it holds: `disconnect` gives that back (the seam's,
+    // `js_disconnect_named`) in one step with refusing later calls, on every
+    // object attach()ed from this one too.
+    let core = match Core::open(&name, permits, options).map(Core::counting_held) {
         Ok(s) => s,
         Err(e) => return throw(env, e, &format!("Semaphore.open({name:?}, {permits})")),
     };
@@ -106,6 +109,22 @@ native!(js_name, |env, _ctx, argv: [1]| {
     // SAFETY: plain value creation on the JS thread; `name` is UTF-8 of that length.
     unsafe { sys::napi_create_string_utf8(env, name.as_ptr().cast(), name.len() as isize, &mut out) };
     out
+});
+
+// disconnectNamed(h): undefined | throws (a `fork()` child). Ends a named
+// handle's session through the seam (`Semaphore::disconnect`): what was
+// granted through it (on any thread: the objects attach()ed from it share
+// it) and not released goes back, its requests still queued fail (their
+// wakes, on the doorbell thread, reach their threads), and every later call
+// on it, from any thread, is refused. index.js cancels the calling object's
+// own queued requests first.
+native!(js_disconnect_named, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    match s.core.disconnect() {
+        Ok(()) => null(env),
+        Err(e) => throw(env, e, "disconnect()"),
+    }
 });
 
 // processHeld(h): what this process holds on a named semaphore, all its

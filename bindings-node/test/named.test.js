@@ -721,3 +721,40 @@ test("runExclusive across a disconnect: fn's value or error, not the release's E
   assert.equal(watcher.availablePermits, 2);
   watcher.disconnect();
 });
+
+// What the objects attach()ed from a named semaphore's object hold goes back
+// with its disconnect(), so they are disconnected with it: a worker's copy
+// cannot release those permits a second time (the old code let it: the
+// process then gave back a permit another handle held, and the worker's
+// acquires went on), and its queued acquire leaves with its partial grant.
+test("disconnect() ends the objects attach()ed from it: their permits go back once", T, async () => {
+  const name = fresh('disconnect-attached');
+  const s = Semaphore.open(name, 4, { createOnly: true });
+  const other = Semaphore.open(name, 4, { attachOnly: true });
+  assert.equal(other.tryAcquire(2), true);
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData);
+     const code = (f) => { try { f(); return 'ok'; } catch (e) { return e.code; } };
+     s.tryAcquire(1);
+     const queued = s.acquire(2).then(() => 'granted', (e) => e.code);
+     parentPort.postMessage('ready');
+     parentPort.once('message', async () => {
+       const got = await queued;
+       parentPort.postMessage([got, code(() => s.release(1)), code(() => s.tryAcquire(1))]);
+       parentPort.close();
+     });`,
+    s.share(),
+  );
+  await nextMessage(w, (m) => m === 'ready');
+  assert.equal(other.availablePermits, 0); // the worker's acquire(2) has 1 of 2
+  await s.disconnect();
+  w.postMessage('go');
+  const [got, release, tryAcquire] = await nextMessage(w, Array.isArray);
+  assert.equal(await exited(w), 0);
+  assert.deepEqual([got, release, tryAcquire], ['ERR_VOLT_CLOSED', 'ERR_VOLT_CLOSED', 'ERR_VOLT_CLOSED']);
+  // Only `other`'s 2 are held.
+  assert.equal(other.availablePermits, 2);
+  other.release(2);
+  assert.equal(other.availablePermits, 4);
+  await other.disconnect();
+});

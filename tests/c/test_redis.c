@@ -1407,7 +1407,7 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
         volt_census k;
         volt_lease_watch *watch;
         volt_waiter_init(&w);
-        char r[9] = {
+        char r[10] = {
             (char)volt_sem_try_acquire(sem, 1),
             (char)volt_sem_release(sem, 1),
             (char)volt_sem_acquire(sem, &w, 1, signal_wake, NULL),
@@ -1416,28 +1416,29 @@ static void test_fork_child_cannot_use_the_parents_handle(void) {
             (char)volt_sem_close(sem),
             (char)volt_sem_watch_lease(sem, 1, on_lost_child, NULL, &watch),
             (char)(volt_sem_available_permits(sem) == 0 ? VOLT_FORKED : VOLT_OK),
+            (char)volt_sem_disconnect(sem), /* the parent's session: not ended */
             0,
         };
         /* With its message, as every failure of a handle. */
         char msg[256];
-        r[8] = (char)(volt_sem_try_acquire(sem, 1) == VOLT_FORKED &&
+        r[9] = (char)(volt_sem_try_acquire(sem, 1) == VOLT_FORKED &&
                       volt_last_error_message(msg, sizeof msg) > 0 && strstr(msg, "fork()") != NULL);
         volt_sem_free(sem); /* must not end the parent's session */
         if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
         _exit(0); /* not exit(): the test harness of the parent must not run here */
     }
     close(fds[1]);
-    char r[9] = {0};
+    char r[10] = {0};
     ssize_t got = read(fds[0], r, sizeof r);
     close(fds[0]);
     REQUIRE(waitpid(pid, NULL, 0) == pid);
     CHECK(got == (ssize_t)sizeof r);
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 9; i++) {
         if (r[i] != VOLT_FORKED)
             fprintf(stderr, "    child call %d: %s\n", i, volt_status_str(r[i]));
         CHECK(r[i] == VOLT_FORKED);
     }
-    CHECK(r[8] == 1);
+    CHECK(r[9] == 1);
     volt_census k = census(sem);
     CHECK(conserved(k) && k.held == 1 && !k.closed);
     CHECK(volt_sem_held_permits(sem) == 1);

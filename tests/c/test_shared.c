@@ -1324,6 +1324,77 @@ static void test_disconnect_in_a_forked_child(void) {
     volt_sem_free(sem);
 }
 
+/* One thread of the race below: takes and gives back a permit through `a`
+ * until the disconnect refuses it. */
+typedef struct {
+    const volt_sem *a;
+    pthread_barrier_t *go;
+    volt_status end;
+} churn_ctx;
+
+static void *churn(void *arg) {
+    churn_ctx *c = arg;
+    pthread_barrier_wait(c->go);
+    for (;;) {
+        volt_status s = volt_sem_try_acquire(c->a, 1);
+        if (s == VOLT_WOULD_BLOCK) continue;
+        if (s != VOLT_OK) {
+            c->end = s;
+            return NULL;
+        }
+        s = volt_sem_release(c->a, 1);
+        if (s != VOLT_OK) {
+            c->end = s;
+            return NULL;
+        }
+    }
+}
+
+/* volt_sem_disconnect racing acquires and releases of the handle on three
+ * threads: every permit the handle took goes back once, by its release or by
+ * the disconnect, never both (the old code could release a permit twice: the
+ * second time one that another handle of the process held), and every
+ * racing call either completes or fails with VOLT_DISCONNECTED. */
+static void test_disconnect_racing_acquires_and_releases(void) {
+    char name[64];
+    make_name(name, sizeof name, "disconnect-race");
+    const volt_sem *b = open_sem(name, 6, VOLT_OPEN_CREATE_ONLY);
+    CHECK_STATUS(volt_sem_try_acquire(b, 3), VOLT_OK);
+    enum { THREADS = 3 };
+    for (int round = 0; round < 300; round++) {
+        const volt_sem *a = open_sem(name, 6, VOLT_OPEN_ATTACH_ONLY);
+        pthread_barrier_t go;
+        REQUIRE(pthread_barrier_init(&go, NULL, THREADS + 1) == 0);
+        churn_ctx c[THREADS];
+        pthread_t t[THREADS];
+        for (int i = 0; i < THREADS; i++) {
+            c[i] = (churn_ctx){a, &go, VOLT_PANIC};
+            REQUIRE(pthread_create(&t[i], NULL, churn, &c[i]) == 0);
+        }
+        pthread_barrier_wait(&go);
+        sleep_ms(round % 3); /* 0 to 2 ms of churn first */
+        CHECK_STATUS(volt_sem_disconnect(a), VOLT_OK);
+        for (int i = 0; i < THREADS; i++) {
+            REQUIRE(pthread_join(t[i], NULL) == 0);
+            CHECK_STATUS(c[i].end, VOLT_DISCONNECTED);
+        }
+        pthread_barrier_destroy(&go);
+        volt_sem_free(a);
+        /* `b`'s 3 are still held, and nothing else (`b`'s release below
+         * says the process holds them). */
+        if (volt_sem_available_permits(b) != 3) {
+            fprintf(stderr, "    round %d: available %zu, not 3\n", round,
+                    volt_sem_available_permits(b));
+            CHECK(false);
+            break;
+        }
+    }
+    CHECK_STATUS(volt_sem_release(b, 3), VOLT_OK);
+    CHECK(volt_sem_available_permits(b) == 6);
+    CHECK_STATUS(volt_sem_unlink(name), VOLT_OK);
+    volt_sem_free(b);
+}
+
 static void test_status_names(void) {
     CHECK(strcmp(volt_status_str(VOLT_MISMATCH), "VOLT_MISMATCH") == 0);
     CHECK(strcmp(volt_status_str(VOLT_NOT_HELD), "VOLT_NOT_HELD") == 0);
@@ -1357,5 +1428,6 @@ int main(int argc, char **argv) {
     RUN(test_set_total_and_reopen);
     RUN(test_disconnect_ends_one_handle);
     RUN(test_disconnect_in_a_forked_child);
+    RUN(test_disconnect_racing_acquires_and_releases);
     return harness_summary("c-open");
 }
