@@ -267,16 +267,17 @@ function letGoAll(alive) {
   unhold(n);
 }
 
+/** An error of class `Ctor` with Node's `code` property. */
+function coded(Ctor, message, code) {
+  return Object.assign(new Ctor(message), { code });
+}
+
 function closedError() {
-  const err = new Error('volt-sem: the semaphore is closed');
-  err.code = 'ERR_VOLT_CLOSED';
-  return err;
+  return coded(Error, 'volt-sem: the semaphore is closed', 'ERR_VOLT_CLOSED');
 }
 
 function cancelledError() {
-  const err = new Error('volt-sem: the acquire was cancelled');
-  err.code = 'ERR_VOLT_CANCELLED';
-  return err;
+  return coded(Error, 'volt-sem: the acquire was cancelled', 'ERR_VOLT_CANCELLED');
 }
 
 /**
@@ -285,40 +286,36 @@ function cancelledError() {
  * client is done". A TypeError with Node's `code: 'ERR_INVALID_STATE'`.
  */
 function sharedCloseError(what) {
-  const err = new TypeError(
+  return coded(
+    TypeError,
     `volt-sem: close() of ${what} is refused, as it would close the semaphore for every process and client: ` +
       "use disconnect() to end this handle's session (what it holds goes back, its queued acquires leave), " +
       'or closeForEveryone() to close the semaphore for everyone',
+    'ERR_INVALID_STATE',
   );
-  err.code = 'ERR_INVALID_STATE';
-  return err;
 }
 
 /** An operation on a named semaphore's object after its disconnect(). */
 function handleDisconnectedError() {
-  const err = new Error('volt-sem: this handle of the named semaphore was disconnected (open the name again)');
-  err.code = 'ERR_VOLT_CLOSED';
-  return err;
+  return coded(
+    Error,
+    'volt-sem: this handle of the named semaphore was disconnected (open the name again)',
+    'ERR_VOLT_CLOSED',
+  );
 }
 
 /** An operation on a Redis semaphore's object after its disconnect(). */
 function disconnectedError() {
-  const err = new Error('volt-sem: the Redis semaphore was disconnected (connect again)');
-  err.code = 'ERR_VOLT_CLOSED';
-  return err;
+  return coded(Error, 'volt-sem: the Redis semaphore was disconnected (connect again)', 'ERR_VOLT_CLOSED');
 }
 
 /** A call this kind of semaphore cannot answer: a TypeError with Node's `code: 'ERR_INVALID_STATE'`. */
 function invalidState(message) {
-  const err = new TypeError(`volt-sem: ${message}`);
-  err.code = 'ERR_INVALID_STATE';
-  return err;
+  return coded(TypeError, `volt-sem: ${message}`, 'ERR_INVALID_STATE');
 }
 
 function timedOutError() {
-  const err = new Error('volt-sem: timed out waiting for permits');
-  err.code = 'ERR_VOLT_TIMED_OUT';
-  return err;
+  return coded(Error, 'volt-sem: timed out waiting for permits', 'ERR_VOLT_TIMED_OUT');
 }
 
 function checkMs(v, what, dflt) {
@@ -343,23 +340,17 @@ function checkTimeout(v) {
 }
 
 function lostError() {
-  const err = new Error('volt-sem: internal error, the waiter was lost');
-  err.code = 'ERR_VOLT_INTERNAL';
-  return err;
+  return coded(Error, 'volt-sem: internal error, the waiter was lost', 'ERR_VOLT_INTERNAL');
 }
 
 /** A RangeError with Node's `code: 'ERR_OUT_OF_RANGE'`. */
 function rangeError(message) {
-  const err = new RangeError(message);
-  err.code = 'ERR_OUT_OF_RANGE';
-  return err;
+  return coded(RangeError, message, 'ERR_OUT_OF_RANGE');
 }
 
 /** A TypeError with Node's `code: 'ERR_INVALID_ARG_TYPE'`. */
 function typeError(message) {
-  const err = new TypeError(message);
-  err.code = 'ERR_INVALID_ARG_TYPE';
-  return err;
+  return coded(TypeError, message, 'ERR_INVALID_ARG_TYPE');
 }
 
 /**
@@ -405,11 +396,11 @@ function checkOptionNames(options, known) {
   }
   for (const name in options) {
     if (!known.includes(name)) {
-      const err = new TypeError(
+      throw coded(
+        TypeError,
         `volt-sem: unknown option '${name}' (this call takes ${known.map((k) => `'${k}'`).join(', ')})`,
+        'ERR_INVALID_ARG_VALUE',
       );
-      err.code = 'ERR_INVALID_ARG_VALUE';
-      throw err;
     }
   }
 }
@@ -2029,9 +2020,11 @@ function connectOptions(options, what) {
     // As for a name (checkName): Node-API would pass U+FFFD for a lone
     // surrogate, and two tenants' prefixes would share their keys.
     if (!options.prefix.isWellFormed()) {
-      const err = new Error(`volt-sem: Semaphore.${what}(): invalid key prefix (a lone surrogate)`);
-      err.code = 'ERR_VOLT_INVALID_PREFIX';
-      throw err;
+      throw coded(
+        Error,
+        `volt-sem: Semaphore.${what}(): invalid key prefix (a lone surrogate)`,
+        'ERR_VOLT_INVALID_PREFIX',
+      );
     }
     o[1] = options.prefix;
   }
@@ -2121,9 +2114,11 @@ function checkName(name, what) {
   // A lone surrogate has no UTF-8 form: Node-API would pass U+FFFD in its
   // place, and two different names would reach one semaphore.
   if (!name.isWellFormed()) {
-    const err = new Error(`volt-sem: Semaphore.${what}(${JSON.stringify(name)}): invalid semaphore name (a lone surrogate)`);
-    err.code = 'ERR_VOLT_INVALID_NAME';
-    throw err;
+    throw coded(
+      Error,
+      `volt-sem: Semaphore.${what}(${JSON.stringify(name)}): invalid semaphore name (a lone surrogate)`,
+      'ERR_VOLT_INVALID_NAME',
+    );
   }
 }
 
@@ -2138,11 +2133,11 @@ function attachHandle(value, kind) {
   }
   const h = native.attach(value.id);
   if (h === null) {
-    const err = new Error(
+    throw coded(
+      Error,
       `volt-sem: ${kind} #${value.id} no longer exists (every handle to it was garbage-collected or its threads ended)`,
+      'ERR_VOLT_GONE',
     );
-    err.code = 'ERR_VOLT_GONE';
-    throw err;
   }
   return h;
 }
@@ -2247,9 +2242,7 @@ class Mutex extends SemaphoreLock {
   release() {
     const oldest = this.#held[0];
     if (oldest === undefined) {
-      const err = new Error('volt-sem: release() of a Mutex that this object has not locked');
-      err.code = 'ERR_VOLT_NOT_LOCKED';
-      throw err;
+      throw coded(Error, 'volt-sem: release() of a Mutex that this object has not locked', 'ERR_VOLT_NOT_LOCKED');
     }
     oldest();
   }

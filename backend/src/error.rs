@@ -514,34 +514,26 @@ fn shm_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 
 impl std::error::Error for Error {}
 
-impl From<TryAcquireError> for Error {
-    fn from(e: TryAcquireError) -> Self {
-        match e {
-            TryAcquireError::Closed => Error::Closed,
-            TryAcquireError::NoPermits => Error::NoPermits,
-            // TooManyPermits, and any later variant of the non_exhaustive enum.
-            _ => Error::TooManyPermits,
+/// The in-process semaphore's errors, variant for variant; the rest
+/// (`TooManyPermits`, and any later variant of the `non_exhaustive` enums)
+/// as `TooManyPermits`.
+macro_rules! from_core_errors {
+    ($($core:ident { $($same:ident)* })*) => {$(
+        impl From<$core> for Error {
+            fn from(e: $core) -> Self {
+                match e {
+                    $($core::$same => Error::$same,)*
+                    _ => Error::TooManyPermits,
+                }
+            }
         }
-    }
+    )*};
 }
 
-impl From<AcquireError> for Error {
-    fn from(e: AcquireError) -> Self {
-        match e {
-            AcquireError::Closed => Error::Closed,
-            _ => Error::TooManyPermits,
-        }
-    }
-}
-
-impl From<AcquireTimeoutError> for Error {
-    fn from(e: AcquireTimeoutError) -> Self {
-        match e {
-            AcquireTimeoutError::Closed => Error::Closed,
-            AcquireTimeoutError::TimedOut => Error::TimedOut,
-            _ => Error::TooManyPermits,
-        }
-    }
+from_core_errors! {
+    TryAcquireError { Closed NoPermits }
+    AcquireError { Closed }
+    AcquireTimeoutError { Closed TimedOut }
 }
 
 impl From<ReleaseError> for Error {

@@ -22,100 +22,62 @@ use volt_sem_backend::{Error, ErrorClass};
 
 use crate::{Core, MAX_PERMITS};
 
-create_exception!(
-    volt_sem,
-    ClosedError,
-    PyRuntimeError,
-    "The semaphore (or lock) was closed: raised by every later acquire, and by the \
-     acquires that were waiting when it was closed."
-);
+/// The exception classes, each named once: declared here, and added to the
+/// module by the `add_exceptions` this generates.
+macro_rules! exceptions {
+    ($($name:ident($base:ident): $doc:expr;)*) => {
+        $(create_exception!(volt_sem, $name, $base, $doc);)*
 
-create_exception!(
-    volt_sem,
-    DisconnectedError,
-    ClosedError,
+        /// Adds every exception class above to the module.
+        pub(crate) fn add_exceptions(m: &Bound<'_, PyModule>) -> PyResult<()> {
+            $(m.add(stringify!($name), m.py().get_type::<$name>())?;)*
+            Ok(())
+        }
+    };
+}
+
+exceptions! {
+    ClosedError(PyRuntimeError):
+    "The semaphore (or lock) was closed: raised by every later acquire, and by the \
+     acquires that were waiting when it was closed.";
+    DisconnectedError(ClosedError):
     "This handle's session was ended (`disconnect()`, the end of its `with`/`async with` \
      block, or `disconnect_on_signals`): every later call on the handle raises it, and so do \
      its acquires that were queued then. The semaphore itself stays open for every other \
-     handle and process: open or connect again for a new session. A `ClosedError`."
-);
-
-create_exception!(
-    volt_sem,
-    SharedError,
-    PyRuntimeError,
+     handle and process: open or connect again for a new session. A `ClosedError`.";
+    SharedError(PyRuntimeError):
     "A failure specific to a semaphore shared across processes (`Semaphore.open`); \
-     the subclasses name the cause."
-);
-create_exception!(
-    volt_sem,
-    InvalidNameError,
-    PyValueError,
+     the subclasses name the cause.";
+    InvalidNameError(PyValueError):
     "`Semaphore.open`/`unlink`: the name is empty, contains '/' or NUL, or is too long; \
      `connect`/`delete_redis`: it is empty, contains '{', '}' or NUL, or is too long; any of them: \
-     it has a lone surrogate."
-);
-create_exception!(
-    volt_sem,
-    TotalMismatchError,
-    SharedError,
+     it has a lone surrogate.";
+    TotalMismatchError(SharedError):
     "`Semaphore.open`: the name exists with another total of permits (in `args[1]`); \
-     nothing was changed."
-);
-create_exception!(
-    volt_sem,
-    VersionMismatchError,
-    SharedError,
+     nothing was changed.";
+    VersionMismatchError(SharedError):
     "The semaphore was made by another release of volt-sem (`Semaphore.open`: a segment of \
      another layout version; `connect`, `delete_redis`: Redis keys of another \
-     schema version); the version found is in `args[1]`; nothing was changed."
-);
-create_exception!(
-    volt_sem,
-    LibcMismatchError,
-    SharedError,
+     schema version); the version found is in `args[1]`; nothing was changed.";
+    LibcMismatchError(SharedError):
     "`Semaphore.open`: the segment's lock is another C library's (a glibc build and a musl \
      build of volt-sem cannot share a named semaphore); `args[1]` is the segment's C library \
-     (1 glibc, 2 musl); nothing was changed."
-);
-create_exception!(
-    volt_sem,
-    NotASegmentError,
-    SharedError,
-    "`Semaphore.open`: the file under the name is not a volt-sem segment (foreign or truncated)."
-);
-create_exception!(
-    volt_sem,
-    QueueFullError,
-    SharedError,
-    "Every waiter slot of the shared semaphore is taken; the request was not queued."
-);
-create_exception!(
-    volt_sem,
-    ProcessTableFullError,
-    SharedError,
-    "Every process record of the shared semaphore is taken."
-);
-create_exception!(
-    volt_sem,
-    NotHeldError,
-    SharedError,
+     (1 glibc, 2 musl); nothing was changed.";
+    NotASegmentError(SharedError):
+    "`Semaphore.open`: the file under the name is not a volt-sem segment (foreign or truncated).";
+    QueueFullError(SharedError):
+    "Every waiter slot of the shared semaphore is taken; the request was not queued.";
+    ProcessTableFullError(SharedError):
+    "Every process record of the shared semaphore is taken.";
+    NotHeldError(SharedError):
     "`release(n)` of a shared semaphore with `n` above what this process holds (each \
-     process returns its own permits); nothing was released."
-);
-create_exception!(
-    volt_sem,
-    ForkedError,
-    SharedError,
+     process returns its own permits); nothing was released.";
+    ForkedError(SharedError):
     "A shared semaphore opened (or a Redis one connected) before `fork()`, used in the child: \
-     open or connect again there."
-);
-create_exception!(
-    volt_sem,
-    CorruptError,
-    SharedError,
-    "The shared segment holds a value the library never writes (a process with write access scribbled on it), or its lock is not recoverable."
-);
+     open or connect again there.";
+    CorruptError(SharedError):
+    "The shared segment holds a value the library never writes (a process with write access scribbled on it), or its lock is not recoverable.";
+}
 
 #[cold]
 #[inline(never)]

@@ -286,21 +286,22 @@ impl Semaphore {
             }
         };
         let Name(name) = name;
-        let endpoint = redis::Endpoint {
-            prefix,
+        let options = redis::endpoint(
+            &prefix,
             connect_timeout,
             command_timeout,
             cluster,
             tls_ca_file,
             tls_client_cert,
-        };
+        )?;
         let (core, extra) = redis::connect(
             py,
             url,
             &name,
             permits,
             lease,
-            endpoint,
+            prefix,
+            options,
             min_replicas_acked,
             label.map(|l| l.0),
             resize,
@@ -359,15 +360,15 @@ impl Semaphore {
         tls_ca_file: Option<std::path::PathBuf>,
         tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
     ) -> PyResult<()> {
-        let endpoint = redis::Endpoint {
-            prefix,
+        let options = redis::endpoint(
+            &prefix,
             connect_timeout,
             command_timeout,
             cluster,
             tls_ca_file,
             tls_client_cert,
-        };
-        redis::delete(py, url, name.0, endpoint)
+        )?;
+        redis::delete(py, url, name.0, options)
     }
 
     /// Removes the name of a shared semaphore: processes that opened it keep
@@ -738,7 +739,7 @@ impl Semaphore {
     fn is_lease_lost(&self) -> PyResult<bool> {
         let core = self.core.get()?;
         match &self.redis {
-            Some(extra) => Ok(redis::is_lease_lost(&core, extra)),
+            Some(extra) => Ok(extra.session_lost(&core)),
             None => Err(redis::needs_redis("is_lease_lost()")),
         }
     }
@@ -954,40 +955,7 @@ fn _volt_sem(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<stats::Stats>()?;
     m.add_class::<stats::WaitHistogram>()?;
     m.add("MAX_REDIS_PERMITS", volt_sem_backend::redis::MAX_PERMITS)?;
-    m.add("ClosedError", py.get_type::<errors::ClosedError>())?;
-    m.add("SharedError", py.get_type::<errors::SharedError>())?;
-    m.add(
-        "InvalidNameError",
-        py.get_type::<errors::InvalidNameError>(),
-    )?;
-    m.add(
-        "TotalMismatchError",
-        py.get_type::<errors::TotalMismatchError>(),
-    )?;
-    m.add(
-        "VersionMismatchError",
-        py.get_type::<errors::VersionMismatchError>(),
-    )?;
-    m.add(
-        "LibcMismatchError",
-        py.get_type::<errors::LibcMismatchError>(),
-    )?;
-    m.add(
-        "NotASegmentError",
-        py.get_type::<errors::NotASegmentError>(),
-    )?;
-    m.add("QueueFullError", py.get_type::<errors::QueueFullError>())?;
-    m.add(
-        "ProcessTableFullError",
-        py.get_type::<errors::ProcessTableFullError>(),
-    )?;
-    m.add("NotHeldError", py.get_type::<errors::NotHeldError>())?;
-    m.add("ForkedError", py.get_type::<errors::ForkedError>())?;
-    m.add(
-        "DisconnectedError",
-        py.get_type::<errors::DisconnectedError>(),
-    )?;
-    m.add("CorruptError", py.get_type::<errors::CorruptError>())?;
+    errors::add_exceptions(m)?;
     m.add("MAX_NAME_LEN", volt_sem_backend::MAX_NAME_LEN)?;
     m.add("MAX_SHARED_PERMITS", volt_sem_backend::shm::MAX_PERMITS)?;
     m.add("MAX_PERMITS", MAX_PERMITS)?;

@@ -284,7 +284,7 @@ impl Extra {
         });
     }
 
-    fn session_lost(&self, core: &Core) -> bool {
+    pub(crate) fn session_lost(&self, core: &Core) -> bool {
         let session = self.last_session.load(Ordering::Relaxed);
         session != 0 && core.lease_watch(session).is_some_and(|w| w.is_lost())
     }
@@ -359,30 +359,26 @@ fn seconds(v: f64, what: &str) -> PyResult<Duration> {
 }
 
 /// The connection options shared by `connect` and `delete_redis`.
-pub(crate) struct Endpoint {
-    pub(crate) prefix: String,
-    pub(crate) connect_timeout: f64,
-    pub(crate) command_timeout: f64,
-    pub(crate) cluster: bool,
-    pub(crate) tls_ca_file: Option<std::path::PathBuf>,
-    pub(crate) tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
-}
-
-impl Endpoint {
-    pub(crate) fn options(self) -> PyResult<ConnectOptions> {
-        let mut options = ConnectOptions::new()
-            .prefix(&self.prefix)
-            .connect_timeout(seconds(self.connect_timeout, "connect_timeout")?)
-            .command_timeout(seconds(self.command_timeout, "command_timeout")?)
-            .cluster(self.cluster);
-        if let Some(ca) = self.tls_ca_file {
-            options = options.tls_ca_file(ca);
-        }
-        if let Some((cert, key)) = self.tls_client_cert {
-            options = options.tls_client_cert(cert, key);
-        }
-        Ok(options)
+pub(crate) fn endpoint(
+    prefix: &str,
+    connect_timeout: f64,
+    command_timeout: f64,
+    cluster: bool,
+    tls_ca_file: Option<std::path::PathBuf>,
+    tls_client_cert: Option<(std::path::PathBuf, std::path::PathBuf)>,
+) -> PyResult<ConnectOptions> {
+    let mut options = ConnectOptions::new()
+        .prefix(prefix)
+        .connect_timeout(seconds(connect_timeout, "connect_timeout")?)
+        .command_timeout(seconds(command_timeout, "command_timeout")?)
+        .cluster(cluster);
+    if let Some(ca) = tls_ca_file {
+        options = options.tls_ca_file(ca);
     }
+    if let Some((cert, key)) = tls_client_cert {
+        options = options.tls_client_cert(cert, key);
+    }
+    Ok(options)
 }
 
 /// `Semaphore.connect`: checks the arguments, then connects (a round trip,
@@ -394,7 +390,8 @@ pub(crate) fn connect(
     name: &str,
     permits: &Bound<'_, PyAny>,
     lease: f64,
-    endpoint: Endpoint,
+    prefix: String,
+    options: ConnectOptions,
     min_replicas_acked: Option<(usize, f64)>,
     label: Option<String>,
     resize: bool,
@@ -407,11 +404,7 @@ pub(crate) fn connect(
             "permits must be between 1 and {max}"
         )));
     }
-    let prefix = endpoint.prefix.clone();
-    let mut options = endpoint
-        .options()?
-        .lease(seconds(lease, "lease")?)
-        .resize(resize);
+    let mut options = options.lease(seconds(lease, "lease")?).resize(resize);
     if attach_only {
         options = options.attach_only();
     }
@@ -432,9 +425,8 @@ pub(crate) fn delete(
     py: Python<'_>,
     url: String,
     name: String,
-    endpoint: Endpoint,
+    options: ConnectOptions,
 ) -> PyResult<()> {
-    let options = endpoint.options()?;
     round_trip(py, || volt_sem_backend::delete_redis(&url, &name, options)).map_err(connect_error)
 }
 
@@ -448,11 +440,6 @@ fn connect_error(e: Error) -> PyErr {
         Error::TotalMismatch { existing } => crate::errors::total_mismatch_error(existing, true),
         e => backend_error(e),
     }
-}
-
-/// `is_lease_lost()`.
-pub(crate) fn is_lease_lost(core: &Core, extra: &Extra) -> bool {
-    extra.session_lost(core)
 }
 
 // ---------------------------------------------------------------------------

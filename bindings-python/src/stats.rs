@@ -5,6 +5,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::IntoPyObjectExt;
 use volt_sem_backend::local::stats;
 
 use crate::Core;
@@ -12,18 +13,10 @@ use crate::Core;
 /// This handle's metrics (``Semaphore.stats()``): counters since the handle
 /// was made, gauges read at the call, and the wait-time histogram of its
 /// grants.
-#[pyclass(module = "volt_sem", frozen, get_all)]
+#[pyclass(module = "volt_sem", frozen)]
 pub(crate) struct Stats {
-    grants: u64,
-    permits_granted: u64,
-    timeouts: u64,
-    cancels: u64,
-    lease_losses: u64,
-    reclaims_seen: u64,
-    available: usize,
-    held: usize,
-    queued: usize,
-    recording: bool,
+    // The core's counters and gauges; its histogram is `wait`'s.
+    s: stats::Stats,
     wait: Py<WaitHistogram>,
 }
 
@@ -36,25 +29,38 @@ pub(crate) struct WaitHistogram {
     h: stats::WaitHistogram,
 }
 
-#[pymethods]
-impl Stats {
-    fn __repr__(&self) -> String {
-        format!(
-            "Stats(grants={}, permits_granted={}, timeouts={}, cancels={}, lease_losses={}, \
-             reclaims_seen={}, available={}, held={}, queued={}, recording={}, wait={})",
-            self.grants,
-            self.permits_granted,
-            self.timeouts,
-            self.cancels,
-            self.lease_losses,
-            self.reclaims_seen,
-            self.available,
-            self.held,
-            self.queued,
-            if self.recording { "True" } else { "False" },
-            self.wait.get().repr(),
-        )
-    }
+/// A getter per counter and gauge of the core's `Stats` (all its fields but
+/// `wait`), and the `repr` that lists them: the fields named once.
+macro_rules! stats_getters {
+    ($($field:ident)*) => {
+        #[pymethods]
+        impl Stats {
+            $(
+                #[getter]
+                fn $field<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+                    self.s.$field.into_bound_py_any(py)
+                }
+            )*
+
+            #[getter]
+            fn wait(&self, py: Python<'_>) -> Py<WaitHistogram> {
+                self.wait.clone_ref(py)
+            }
+
+            fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+                let mut r = String::from("Stats(");
+                $(
+                    let v = self.$field(py)?.repr()?;
+                    r += &format!("{}={v}, ", stringify!($field));
+                )*
+                Ok(format!("{r}wait={})", self.wait.get().repr()))
+            }
+        }
+    };
+}
+
+stats_getters! {
+    grants permits_granted timeouts cancels lease_losses reclaims_seen available held queued recording
 }
 
 #[pymethods]
@@ -136,18 +142,12 @@ impl WaitHistogram {
 /// Reads the handle's stats (never blocks, never does I/O: no need to
 /// release the GIL) and builds their Python objects.
 pub(crate) fn stats(py: Python<'_>, core: &Core) -> PyResult<Stats> {
-    let s = core.stats();
-    Ok(Stats {
-        grants: s.grants,
-        permits_granted: s.permits_granted,
-        timeouts: s.timeouts,
-        cancels: s.cancels,
-        lease_losses: s.lease_losses,
-        reclaims_seen: s.reclaims_seen,
-        available: s.available,
-        held: s.held,
-        queued: s.queued,
-        recording: s.recording,
-        wait: Py::new(py, WaitHistogram { h: s.wait })?,
-    })
+    let mut s = core.stats();
+    let wait = Py::new(
+        py,
+        WaitHistogram {
+            h: std::mem::take(&mut s.wait),
+        },
+    )?;
+    Ok(Stats { s, wait })
 }

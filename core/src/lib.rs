@@ -202,6 +202,8 @@ mod coop;
 pub mod docs;
 mod error;
 mod fork;
+#[macro_use]
+mod guard;
 pub mod inspect;
 mod mutex;
 #[cfg(feature = "metrics")]

@@ -278,28 +278,7 @@ impl<T: ?Sized> Mutex<T> {
     }
 }
 
-impl<T: Default> Default for Mutex<T> {
-    fn default() -> Self {
-        Mutex::new(T::default())
-    }
-}
-
-impl<T> From<T> for Mutex<T> {
-    fn from(value: T) -> Self {
-        Mutex::new(value)
-    }
-}
-
-impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for Mutex<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut d = f.debug_struct("Mutex");
-        match self.try_lock() {
-            Some(guard) => d.field("value", &&*guard),
-            None => d.field("value", &format_args!("<locked>")),
-        };
-        d.finish()
-    }
-}
+lock_impls!(Mutex, try_lock);
 
 impl<'a, T: ?Sized> MutexGuard<'a, T> {
     /// Narrows the guard to a part of the value. An associated function
@@ -362,37 +341,10 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized> Deref for MutexGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard holds the only permit.
-        unsafe { &*self.mutex.value.get() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for MutexGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard holds the only permit.
-        unsafe { &mut *self.mutex.value.get() }
-    }
-}
-
 impl<T: ?Sized> Drop for MutexGuard<'_, T> {
     fn drop(&mut self) {
         // Cannot overflow: one permit back into a semaphore of one.
         let _ = self.mutex.sem.release(1);
-    }
-}
-
-impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + core::fmt::Display> core::fmt::Display for MutexGuard<'_, T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(&**self, f)
     }
 }
 
@@ -410,37 +362,10 @@ impl<T: ?Sized> OwnedMutexGuard<T> {
     }
 }
 
-impl<T: ?Sized> Deref for OwnedMutexGuard<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: the guard holds the only permit.
-        unsafe { &*self.mutex.value.get() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for OwnedMutexGuard<T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: the guard holds the only permit.
-        unsafe { &mut *self.mutex.value.get() }
-    }
-}
-
 impl<T: ?Sized> Drop for OwnedMutexGuard<T> {
     fn drop(&mut self) {
         // Cannot overflow: one permit back into a semaphore of one.
         let _ = self.mutex.sem.release(1);
-    }
-}
-
-impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for OwnedMutexGuard<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(&**self, f)
-    }
-}
-
-impl<T: ?Sized + core::fmt::Display> core::fmt::Display for OwnedMutexGuard<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(&**self, f)
     }
 }
 
@@ -488,22 +413,6 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
     }
 }
 
-impl<T: ?Sized> Deref for MappedMutexGuard<'_, T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        // SAFETY: `value` points into the locked mutex (it came from `&mut T`
-        // borrowed from a guard), and this guard still holds the only permit.
-        unsafe { self.value.as_ref() }
-    }
-}
-
-impl<T: ?Sized> DerefMut for MappedMutexGuard<'_, T> {
-    fn deref_mut(&mut self) -> &mut T {
-        // SAFETY: as in `deref`; `&mut self` makes this the only access.
-        unsafe { self.value.as_mut() }
-    }
-}
-
 impl<T: ?Sized> Drop for MappedMutexGuard<'_, T> {
     fn drop(&mut self) {
         // Cannot overflow: one permit back into a semaphore of one.
@@ -511,14 +420,14 @@ impl<T: ?Sized> Drop for MappedMutexGuard<'_, T> {
     }
 }
 
-impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for MappedMutexGuard<'_, T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Debug::fmt(&**self, f)
-    }
+shared_deref! {
+    MutexGuard<'a, T> => |g| &*g.mutex.value.get();
+    OwnedMutexGuard<T> => |g| &*g.mutex.value.get();
+    MappedMutexGuard<'a, T> => |g| g.value.as_ref();
 }
 
-impl<T: ?Sized + core::fmt::Display> core::fmt::Display for MappedMutexGuard<'_, T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        core::fmt::Display::fmt(&**self, f)
-    }
+exclusive_deref! {
+    MutexGuard<'a, T> => |g| &mut *g.mutex.value.get();
+    OwnedMutexGuard<T> => |g| &mut *g.mutex.value.get();
+    MappedMutexGuard<'a, T> => |g| g.value.as_mut();
 }

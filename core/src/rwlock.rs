@@ -409,28 +409,7 @@ impl<T: ?Sized> RwLock<T> {
     }
 }
 
-impl<T: Default> Default for RwLock<T> {
-    fn default() -> Self {
-        RwLock::new(T::default())
-    }
-}
-
-impl<T> From<T> for RwLock<T> {
-    fn from(value: T) -> Self {
-        RwLock::new(value)
-    }
-}
-
-impl<T: ?Sized + core::fmt::Debug> core::fmt::Debug for RwLock<T> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        let mut d = f.debug_struct("RwLock");
-        match self.try_read() {
-            Some(guard) => d.field("value", &&*guard),
-            None => d.field("value", &format_args!("<locked>")),
-        };
-        d.finish()
-    }
-}
+lock_impls!(RwLock, try_read);
 
 impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     /// Narrows the guard to a part of the value (an associated function, so it
@@ -588,43 +567,6 @@ impl<T: ?Sized> OwnedRwLockWriteGuard<T> {
         let _ = lock.sem.release(WRITE - 1);
         OwnedRwLockReadGuard { lock }
     }
-}
-
-macro_rules! shared_deref {
-    ($($guard:ident<$($lt:lifetime,)? T> => |$g:ident| $value:expr;)*) => {$(
-        impl<$($lt,)? T: ?Sized> Deref for $guard<$($lt,)? T> {
-            type Target = T;
-            fn deref(&self) -> &T {
-                let $g = self;
-                // SAFETY: the guard holds a read permit or every permit of the
-                // lock its pointer comes from: no writer can access the value.
-                unsafe { $value }
-            }
-        }
-        impl<$($lt,)? T: ?Sized + core::fmt::Debug> core::fmt::Debug for $guard<$($lt,)? T> {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                core::fmt::Debug::fmt(&**self, f)
-            }
-        }
-        impl<$($lt,)? T: ?Sized + core::fmt::Display> core::fmt::Display for $guard<$($lt,)? T> {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                core::fmt::Display::fmt(&**self, f)
-            }
-        }
-    )*};
-}
-
-macro_rules! exclusive_deref {
-    ($($guard:ident<$($lt:lifetime,)? T> => |$g:ident| $value:expr;)*) => {$(
-        impl<$($lt,)? T: ?Sized> DerefMut for $guard<$($lt,)? T> {
-            fn deref_mut(&mut self) -> &mut T {
-                let $g = self;
-                // SAFETY: the guard holds every permit of the lock: nobody else
-                // can access the value, and `&mut self` makes this access unique.
-                unsafe { $value }
-            }
-        }
-    )*};
 }
 
 shared_deref! {

@@ -5,6 +5,8 @@
 
 use core::fmt;
 
+use volt_sem::{AcquireError, AcquireTimeoutError, TryAcquireError};
+
 /// Why an operation on a [`RedisSemaphore`](crate::RedisSemaphore) failed.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -191,7 +193,8 @@ impl fmt::Display for Error {
                  {found}; this release's: {expected}); nothing was changed: stop the clients of \
                  the other release and delete the semaphore, or use another name or prefix"
             ),
-            Error::Closed => f.write_str("semaphore closed"),
+            // The words of the in-process semaphore's errors of the same meaning.
+            Error::Closed => fmt::Display::fmt(&AcquireError::Closed, f),
             Error::NotFound => f.write_str("no semaphore has this name"),
             Error::InUse { sessions } => write!(
                 f,
@@ -202,12 +205,12 @@ impl fmt::Display for Error {
                     "sessions hold, wait or are connected"
                 }
             ),
-            Error::NoPermits => f.write_str("no permits available"),
+            Error::NoPermits => fmt::Display::fmt(&TryAcquireError::NoPermits, f),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),
             Error::NotHeld { held } => {
                 write!(f, "released more permits than this handle holds ({held}); nothing was released")
             }
-            Error::TimedOut => f.write_str("timed out waiting for permits"),
+            Error::TimedOut => fmt::Display::fmt(&AcquireTimeoutError::TimedOut, f),
             Error::LeaseExpired => f.write_str(
                 "this client's session lease expired: its permits and queued requests were reclaimed",
             ),

@@ -342,16 +342,6 @@ impl Scripts {
         Self::run(&self.set_total, con, keys, who, &[&n.to_string()])
     }
 
-    /// `reopen.lua`.
-    pub fn reopen(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.reopen, con, keys, who, &[])
-    }
-
     /// `acquire.lua`: `queue` false for `try_acquire`.
     pub fn acquire(
         &self,
@@ -390,16 +380,6 @@ impl Scripts {
         Self::run(&self.cancel, con, keys, who, &[eid])
     }
 
-    /// `close.lua`.
-    pub fn close(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.close, con, keys, who, &[])
-    }
-
     /// `heartbeat.lua`: forget `acked` grant records, report `query`'s states.
     pub fn heartbeat(
         &self,
@@ -415,46 +395,41 @@ impl Scripts {
         args.extend(query.iter().map(String::as_str));
         Self::run(&self.heartbeat, con, keys, who, &args)
     }
+}
 
+/// The scripts called with the session's arguments alone: a method each,
+/// `name(con, keys, who)`, running `lua/<name>.lua`.
+macro_rules! plain_calls {
+    ($($(#[$doc:meta])* $name:ident)*) => {
+        impl Scripts {
+            $(
+                $(#[$doc])*
+                pub fn $name(
+                    &self,
+                    con: &mut dyn redis::ConnectionLike,
+                    keys: &Keys,
+                    who: Who<'_>,
+                ) -> Result<Reply, CallError> {
+                    Self::run(&self.$name, con, keys, who, &[])
+                }
+            )*
+        }
+    };
+}
+
+plain_calls! {
+    /// `reopen.lua`.
+    reopen
+    /// `close.lua`.
+    close
     /// `end.lua`.
-    pub fn end(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.end, con, keys, who, &[])
-    }
-
+    end
     /// `delete.lua` (`who.sid` and `who.inc` empty: no session).
-    pub fn delete(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.delete, con, keys, who, &[])
-    }
-
+    delete
     /// `census.lua`.
-    pub fn census(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.census, con, keys, who, &[])
-    }
-
+    census
     /// `inspect.lua`.
-    pub fn inspect(
-        &self,
-        con: &mut dyn redis::ConnectionLike,
-        keys: &Keys,
-        who: Who<'_>,
-    ) -> Result<Reply, CallError> {
-        Self::run(&self.inspect, con, keys, who, &[])
-    }
+    inspect
 }
 
 /// How a session names its process in Redis (`connect.lua`'s argument,

@@ -10,6 +10,8 @@
 
 use core::fmt;
 
+use volt_sem::{AcquireError, AcquireTimeoutError, TryAcquireError};
+
 /// Why an operation on a [`SharedSemaphore`](crate::SharedSemaphore) failed.
 #[non_exhaustive]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -141,13 +143,14 @@ impl fmt::Display for Error {
             Error::NotASegment => f.write_str("the file is not a volt-sem segment"),
             Error::ProcessTableFull => f.write_str("too many processes attached"),
             Error::QueueFull => f.write_str("the waiter queue is full"),
-            Error::Closed => f.write_str("semaphore closed"),
-            Error::NoPermits => f.write_str("no permits available"),
+            // The words of the in-process semaphore's errors of the same meaning.
+            Error::Closed => fmt::Display::fmt(&AcquireError::Closed, f),
+            Error::NoPermits => fmt::Display::fmt(&TryAcquireError::NoPermits, f),
             Error::TooManyPermits => f.write_str("requested more permits than the total"),
             Error::NotHeld { held } => {
                 write!(f, "released more permits than this process holds ({held})")
             }
-            Error::TimedOut => f.write_str("timed out waiting for permits"),
+            Error::TimedOut => fmt::Display::fmt(&AcquireTimeoutError::TimedOut, f),
             Error::Corrupt => f.write_str(
                 "the shared segment is corrupt (a value this library never writes, or an unrecoverable lock)",
             ),
