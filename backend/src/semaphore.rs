@@ -635,13 +635,7 @@ unsafe impl RawSemaphore for Semaphore {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                match redis_finish(unsafe { s.finish_raw(waiter.redis()) }) {
-                    // Ended by this handle's `disconnect`.
-                    Finish::Closed | Finish::Failed(Error::Closed) if s.is_disconnected() => {
-                        Finish::Failed(Error::Disconnected)
-                    }
-                    f => f,
-                }
+                redis_finish(s, unsafe { s.finish_raw(waiter.redis()) })
             }
             _ => Finish::Idle,
         }
@@ -660,12 +654,17 @@ unsafe impl RawSemaphore for Semaphore {
     }
 }
 
-/// A Redis request's outcome as the seam's [`Finish`] (the token stays
-/// readable in the redis waiter).
+/// A Redis request's outcome on `s` as the seam's [`Finish`] (the token
+/// stays readable in the redis waiter), whether `finish_raw` or
+/// `expire_raw` collected it: ended by the handle's `disconnect`, the
+/// handle's own error, [`Error::Disconnected`].
 #[cfg(feature = "redis")]
-fn redis_finish(f: volt_sem_redis::Finish) -> Finish {
+fn redis_finish(s: &RedisSemaphore, f: volt_sem_redis::Finish) -> Finish {
     use volt_sem_redis::Finish as R;
     match f {
+        R::Closed | R::Failed(volt_sem_redis::Error::Closed) if s.is_disconnected() => {
+            Finish::Failed(Error::Disconnected)
+        }
         R::Cancelled { returned } => Finish::Cancelled { returned },
         R::Granted { .. } => Finish::Granted,
         R::Closed => Finish::Closed,
@@ -701,7 +700,7 @@ impl Semaphore {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                unsafe { s.expire_raw(waiter.redis()) }.map(redis_finish)
+                unsafe { s.expire_raw(waiter.redis()) }.map(|f| redis_finish(s, f))
             }
             // SAFETY: forwarded contract.
             _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),
