@@ -541,12 +541,15 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
         let ps: Vec<Probe> = ws.iter().map(|w| probe_for(w)).collect();
         for (w, p) in ws.iter().zip(&ps) {
             // SAFETY: pinned in a box that outlives finish_raw; so does the probe.
-            let r = unsafe { a.acquire_raw(w.as_ref(), 1, probe, p as *const Probe as *mut c_void) };
+            let r =
+                unsafe { a.acquire_raw(w.as_ref(), 1, probe, p as *const Probe as *mut c_void) };
             assert_eq!(r, Ok(RawAcquire::Pending));
         }
-        eventually("every request queued in Redis", Duration::from_secs(10), || {
-            holder.inspect().is_ok_and(|i| i.waiters.len() == QUEUED)
-        });
+        eventually(
+            "every request queued in Redis",
+            Duration::from_secs(10),
+            || holder.inspect().is_ok_and(|i| i.waiters.len() == QUEUED),
+        );
         let go = std::sync::Barrier::new(2);
         let outcomes = std::thread::scope(|scope| {
             scope.spawn(|| {
@@ -573,7 +576,10 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
         });
         for f in &outcomes {
             assert!(
-                matches!(f, Finish::Cancelled { returned: 0 } | Finish::Failed(Error::Disconnected)),
+                matches!(
+                    f,
+                    Finish::Cancelled { returned: 0 } | Finish::Failed(Error::Disconnected)
+                ),
                 "{f:?} (all: {outcomes:?})"
             );
         }
