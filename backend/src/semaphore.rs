@@ -302,6 +302,31 @@ impl Semaphore {
         }
     }
 
+    /// A named semaphore's blocking acquire that also calls `interrupted()`
+    /// on this thread about every `poll` while it waits (a binding's signal
+    /// checks): `true` gives the wait up, its FIFO place kept until then (a
+    /// partial grant handed on), and the result is `Ok(false)`. `Ok(true)`:
+    /// granted (also when the grant came before the interruption was
+    /// honoured). As [`acquire_timeout`](Self::acquire_timeout) otherwise
+    /// (`None`: no timeout; [`Error::TimedOut`] at the deadline), and
+    /// [`disconnect`](Self::disconnect) ends it at once
+    /// ([`Error::Disconnected`]). The other backends: [`Error::Unsupported`]
+    /// (a binding waits on their raw requests, see [`RawSemaphore`]).
+    pub fn acquire_blocking_interruptible(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: Duration,
+        mut interrupted: impl FnMut() -> bool,
+    ) -> Result<bool, Error> {
+        match self {
+            Semaphore::Shared(s) => {
+                shared_wait_polled(s, n, timeout, Some((poll, &mut interrupted)))
+            }
+            _ => Err(Error::Unsupported),
+        }
+    }
+
     /// Closes the semaphore: every queued request (in every process, for a
     /// shared one) completes as closed, later acquires fail. Held permits can
     /// still be released. Idempotent.
@@ -712,12 +737,24 @@ impl Semaphore {
 /// request listed for the handle's `disconnect`, which fails it at once (a
 /// partial grant handed on): then `Disconnected`.
 fn shared_wait(s: &SharedHandle, n: usize, timeout: Option<Duration>) -> Result<Grant, Error> {
+    shared_wait_polled(s, n, timeout, None)?;
+    Ok(Grant::UNFENCED)
+}
+
+/// [`shared_wait`], polled: `Ok(false)` when `interrupted()` gave it up.
+fn shared_wait_polled(
+    s: &SharedHandle,
+    n: usize,
+    timeout: Option<Duration>,
+    poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+) -> Result<bool, Error> {
     s.live()?;
-    match s.acquire_blocking_listed(n, timeout) {
-        Ok(()) => {
+    match s.acquire_blocking_listed(n, timeout, poll) {
+        Ok(true) => {
             s.granted(n)?;
-            Ok(Grant::UNFENCED)
+            Ok(true)
         }
+        Ok(false) => Ok(false),
         Err(Error::TooManyPermits | Error::Closed) if s.is_disconnected() => {
             Err(Error::Disconnected)
         }

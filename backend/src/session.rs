@@ -210,13 +210,18 @@ impl SharedHandle {
     /// listed for `disconnect` to fail (which wakes it; it then returns
     /// `TooManyPermits`, which the caller reports as `Disconnected`), and
     /// taken out when it returns. The uncontended acquire lists nothing.
+    /// With `poll`, `interrupted()` is called about every `poll` while it
+    /// waits, and `true` gives the wait up (`Ok(false)`, a partial grant
+    /// handed on), as `SharedSemaphore::acquire_blocking_interruptible`.
+    /// `Ok(true)`: granted (the caller holds the permits by count).
     pub(crate) fn acquire_blocking_listed(
         &self,
         n: usize,
         timeout: Option<Duration>,
-    ) -> Result<(), Error> {
+        poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
         let mut listed = None;
-        let r = self.sem.acquire_blocking_ticketed(n, timeout, |t| {
+        let on_queued = |t| {
             listed = Some(t);
             let mut q = self.lock();
             if self.is_disconnected() {
@@ -226,14 +231,25 @@ impl SharedHandle {
                 return;
             }
             q.blocking.push(t);
-        });
+        };
+        let r = match poll {
+            None => self
+                .sem
+                .acquire_blocking_ticketed(n, timeout, on_queued)
+                .map(|p| p.forget())
+                .map(|()| true),
+            Some((every, interrupted)) => self
+                .sem
+                .acquire_blocking_interruptible_ticketed(n, timeout, every, interrupted, on_queued)
+                .map(|p| p.map(|p| p.forget()).is_some()),
+        };
         if let Some(t) = listed {
             let mut q = self.lock();
             if let Some(i) = q.blocking.iter().position(|&b| b == t) {
                 q.blocking.swap_remove(i);
             }
         }
-        r.map(|p| p.forget()).map_err(Error::from)
+        r.map_err(Error::from)
     }
 
     /// Ends this handle's session: refuses every later call, fails its queued

@@ -55,7 +55,7 @@ mod wake;
 mod wake_socket;
 
 use awaitable::{enter_one_in, finished, ready, Acquire, Ready, Role};
-use blocking::blocking_acquire_in;
+use blocking::blocking_acquire;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
     Permits,
@@ -199,9 +199,12 @@ impl Semaphore {
         };
         // The GIL is released: creation may wait for another process's
         // initialisation of the same name (its init lock).
+        // Counting what it holds: its `disconnect()` gives that back (the
+        // seam's per-handle rule, as in C and Node).
         let core = py
             .detach(|| Core::open(&name, permits, options))
-            .map_err(backend_error)?;
+            .map_err(backend_error)?
+            .counting_held();
         Ok(Semaphore {
             core: session::CoreCell::session(core),
             name: Some(name),
@@ -431,7 +434,6 @@ impl Semaphore {
     fn acquire(&self, n: Permits) -> PyResult<Acquire> {
         Ok(
             Acquire::new(self.core.get()?.into_owned(), n.0, self.role.clone(), true)
-                .in_session(self.waits())
                 .of_redis(self.redis.clone()),
         )
     }
@@ -492,15 +494,12 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
         let core = self.core.get()?;
-        let waits = self.waits();
         let timeout = timeout_arg(timeout)?;
         let me = match &self.redis {
             Some(_) => Some(redis::owner(py)?),
             None => None,
         };
-        let Some((token, session)) =
-            blocking_acquire_in(py, &core, n.0, timeout, waits.as_deref())?
-        else {
+        let Some((token, session)) = blocking_acquire(py, &core, n.0, timeout)? else {
             return Ok(false);
         };
         self.role.taken(n.0);
@@ -772,7 +771,7 @@ impl Semaphore {
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let core = self.core.get()?;
-        enter_one_in(py, &core, &self.role, self.waits(), self.redis.clone())
+        enter_one_in(py, &core, &self.role, self.redis.clone())
     }
 
     #[pyo3(signature = (*_args))]
@@ -827,17 +826,6 @@ impl Semaphore {
             return r.and(woke);
         }
         self.role.release(py, core, n)
-    }
-
-    /// The queued acquires `disconnect()` must fail: a named handle's. A
-    /// Redis handle's are failed by the backend itself (its disconnect ends
-    /// the requests in Redis), and listing them would keep an abandoned
-    /// task's Future referenced from native code, out of the GC's reach.
-    fn waits(&self) -> Option<Arc<session::SessionWaits>> {
-        match self.redis {
-            Some(_) => None,
-            None => self.core.waits(),
-        }
     }
 }
 
