@@ -150,15 +150,15 @@ impl Semaphore {
 
     /// A named handle that counts the permits granted through it and not
     /// released through it, so that [`disconnect`](Self::disconnect) gives
-    /// them back (the C ABI's handles). Call it on a new handle, before its
-    /// first acquire. Other backends: unchanged (a Redis session counts its
-    /// own; a local semaphore has no session).
+    /// them back: every binding's named handles (C, Python, Node: one rule,
+    /// "disconnect this handle: what it holds goes back, its waiters
+    /// fail"). Call it on a new handle, before its first acquire. Other
+    /// backends: unchanged (a Redis session counts its own; a local
+    /// semaphore has no session).
     ///
-    /// Without it, a named handle's `disconnect` gives nothing back: the
-    /// process's permits go back with its last handle of the name (as
-    /// Python's named handles do), or the binding releases what it counts
-    /// itself (as Node's do). The count costs two atomic read-modify-writes
-    /// per acquire and release.
+    /// Without it, a named handle's `disconnect` gives nothing back (the
+    /// process's permits go back with its last handle of the name). The
+    /// count costs two atomic read-modify-writes per acquire and release.
     pub fn counting_held(mut self) -> Self {
         if let Semaphore::Shared(s) = &mut self {
             s.count_held();

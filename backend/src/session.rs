@@ -17,9 +17,9 @@
 //!
 //! The count costs two atomic read-modify-writes per acquire and release
 //! (about +10 to +12 ns on a 41 ns uncontended `try_acquire` + `release`
-//! pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
-//! binding that counts its holds itself (Node) or hands the process's back
-//! with its last handle (Python) does without.
+//! pair in C, best of 7 x 2 million pairs; +0.5 ns uncounted); every
+//! binding's named handles pay it (C, Python and Node), for one meaning of
+//! `disconnect` in every language.
 //!
 //! [`Semaphore::disconnect`]: crate::Semaphore::disconnect
 

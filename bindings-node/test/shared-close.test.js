@@ -164,6 +164,9 @@ test('named: disconnect() ends the handle, as C does: its attach()ed objects too
     await assert.rejects(s.acquire(1), { code: 'ERR_VOLT_CLOSED' });
   }
   assert.match(String(a2), /session: 'disconnected'/);
+  // Refused, not closed for everyone: the handle is disconnected.
+  await assert.rejects(a2.closeForEveryone(), (x) => x.code === 'ERR_VOLT_CLOSED' && /disconnected/.test(x.message));
+  assert.equal(b.closed, false);
   b.release(4);
   assert.deepEqual(await conserved(b, 4), [4, 0, 0]);
   assert.equal(b.tryAcquire(4), true); // b still works

@@ -582,15 +582,18 @@ impl Semaphore {
     }
 
     /// Ends this handle's session on a shared or Redis semaphore, leaving the
-    /// semaphore open for every other process: its queued acquires (asyncio
-    /// and trio tasks, blocking threads) and every later call on this handle
-    /// raise `DisconnectedError` (a `ClosedError`). Named: permits are held
-    /// per process, by the process's attachment to the name, which every
-    /// handle of this process on the name and their pending acquires share:
-    /// once none is left, what the process holds goes back at once, to the
-    /// next waiter, as at its exit. Redis: what the handle holds goes to the
-    /// next waiters at once (one round trip, GIL released; if Redis is out
-    /// of reach, at the lease's expiry); when it returns, the handle's two
+    /// semaphore open for every other handle and process (as C's
+    /// `volt_sem_disconnect` and Node's `disconnect()`): its queued acquires
+    /// (asyncio and trio tasks, blocking threads) raise `DisconnectedError`
+    /// (a `ClosedError`) at once, what it holds goes to the next waiters at
+    /// once, and every later call on this handle raises `DisconnectedError`.
+    /// Named: what this handle holds is what was acquired through it and not
+    /// released through it (also inside an `async with sem.acquire(n):`
+    /// still running), as far as the process still holds it; another
+    /// `Semaphore.open` of the same name in this process is another handle,
+    /// whose permits stay held and which goes on. Redis: what its session
+    /// holds (one round trip, GIL released; if Redis is out of reach, at the
+    /// lease's expiry); when it returns, the handle's two
     /// threads have exited and its two Redis connections are closed, even
     /// while the handle (or an `Acquire` or `lease_lost()` of it) is still
     /// referenced (while Redis is out of reach, a session thread blocked in a
