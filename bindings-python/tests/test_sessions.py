@@ -337,6 +337,15 @@ def test_named_disconnect_fails_own_queued_acquires(name):
     again.release(1)
 
 
+async def _acquire_outcome(sem, result):
+    """`await sem.acquire(1)` in a task: appends "granted" or "disconnected"."""
+    try:
+        await sem.acquire(1)
+        result.append("granted")
+    except volt_sem.DisconnectedError:
+        result.append("disconnected")
+
+
 @needs_linux
 def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
     trio = pytest.importorskip("trio")
@@ -350,11 +359,7 @@ def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
         done = trio.Event()
 
         async def waiter():
-            try:
-                await sem.acquire(1)
-                result.append("granted")
-            except volt_sem.DisconnectedError:
-                result.append("disconnected")
+            await _acquire_outcome(sem, result)
             done.set()
 
         async with trio.open_nursery() as nursery:
@@ -584,19 +589,11 @@ def test_named_disconnect_of_one_handle_fails_only_its_queued_acquires(name):
 
     trio_result = []
     trio_queued = threading.Event()
-    go = threading.Event()
 
     def trio_thread():
         async def main():
-            async def waiter():
-                try:
-                    await a.acquire(1)
-                    trio_result.append("granted")
-                except volt_sem.DisconnectedError:
-                    trio_result.append("disconnected")
-
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(waiter)
+                nursery.start_soon(_acquire_outcome, a, trio_result)
                 await trio.testing.wait_all_tasks_blocked()
                 trio_queued.set()
 

@@ -1076,13 +1076,22 @@ impl SharedSemaphore {
         mut interrupted: impl FnMut() -> bool,
         mut on_queued: impl FnMut(BlockingTicket),
     ) -> Result<Option<Permit<'_>>, Error> {
+        self.interruptible(n, timeout, (poll, &mut interrupted), Some(&mut on_queued))
+    }
+
+    /// [`acquire_blocking_interruptible`](Self::acquire_blocking_interruptible),
+    /// its ticket reported to `on_queued` if given.
+    fn interruptible(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: (Duration, &mut dyn FnMut() -> bool),
+        on_queued: Option<&mut dyn FnMut(BlockingTicket)>,
+    ) -> Result<Option<Permit<'_>>, Error> {
         let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let granted = self.att.acquire_deadline_polled(
-            n as u64,
-            deadline,
-            Some((poll, &mut interrupted)),
-            Some(&mut on_queued),
-        )?;
+        let granted =
+            self.att
+                .acquire_deadline_polled(n as u64, deadline, Some(poll), on_queued)?;
         Ok(granted.then(|| Permit::new(self, n)))
     }
 
@@ -1183,14 +1192,7 @@ impl SharedSemaphore {
         poll: Duration,
         mut interrupted: impl FnMut() -> bool,
     ) -> Result<Option<Permit<'_>>, Error> {
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let granted = self.att.acquire_deadline_polled(
-            n as u64,
-            deadline,
-            Some((poll, &mut interrupted)),
-            None,
-        )?;
-        Ok(granted.then(|| Permit::new(self, n)))
+        self.interruptible(n, timeout, (poll, &mut interrupted), None)
     }
 
     /// Acquires `n` permits asynchronously. Cancel-safe: dropping the future
