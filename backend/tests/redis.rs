@@ -583,6 +583,15 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
                 "{f:?} (all: {outcomes:?})"
             );
         }
+        // The disconnect ended `a`'s session in Redis: none of its requests
+        // is left queued, the holder's permit is the only one held.
+        let c = holder.as_redis().unwrap().census().unwrap();
+        assert!(c.conserved(), "{c:?}");
+        assert_eq!(
+            (c.available, c.held, c.partial, c.queued),
+            (0, 1, 0, 0),
+            "{c:?}"
+        );
     }
     holder.release(1).unwrap();
 }
