@@ -595,11 +595,7 @@ fn until(mut cond: impl FnMut() -> bool) {
 
 #[test]
 fn disconnect_ends_one_named_handle_only() {
-    let name = Name::new("disconnect");
-    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_plain("disconnect", 3);
     a.try_acquire(2).unwrap();
     b.try_acquire(1).unwrap();
     // Queued, in this order: a raw request of `a`, one of `b` for 2, a
@@ -663,6 +659,12 @@ fn two_handles(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
     (name, a, b)
 }
 
+/// [`two_handles`], the first one counting what it holds.
+fn counted_and_plain(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
+    let (name, a, b) = two_handles(tag, total);
+    (name, a.counting_held(), b)
+}
+
 /// A blocking acquire of a disconnected named handle is failed by the
 /// disconnect itself (not left to a check of the blocked thread's): when
 /// `disconnect` returns, its request is out of the queue and its partial
@@ -688,11 +690,7 @@ fn disconnect_fails_a_blocked_named_acquire_at_once() {
 
 #[test]
 fn disconnect_gives_back_no_more_than_the_process_holds() {
-    let name = Name::new("disconnect-held");
-    let a = Semaphore::open(&name.0, 2, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 2, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_plain("disconnect-held", 2);
     a.try_acquire(2).unwrap();
     // The process releases through `b` what it took through `a`.
     b.release(1).unwrap();
@@ -744,11 +742,7 @@ fn disconnect_of_an_uncounted_named_handle_leaves_the_process_its_permits() {
 /// + partial grants == total.
 #[test]
 fn acquire_blocking_interruptible_is_counted_interrupted_and_disconnected() {
-    let name = Name::new("interruptible");
-    let a = Semaphore::open(&name.0, 3, OpenOptions::new())
-        .unwrap()
-        .counting_held();
-    let b = Semaphore::open(&name.0, 3, OpenOptions::new()).unwrap();
+    let (_name, a, b) = counted_and_plain("interruptible", 3);
     let conserved = || {
         let i = b.inspect().unwrap();
         let held: usize = i.holders.iter().map(|h| h.permits).sum();
