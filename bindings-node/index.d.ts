@@ -540,17 +540,20 @@ export declare class Semaphore {
   leaseLost(): Promise<RedisError>;
 
   /**
-   * A named or Redis semaphore's: ends this object's use of it. Its queued
-   * acquires reject with `ERR_VOLT_CLOSED`; what was acquired through it (and
-   * the objects `attach()`ed from it) and not released goes back (named: as
-   * far as the process still holds it; Redis: the session ends in Redis, off
-   * the event loop, and the promise resolves then); every later acquire or
-   * release through it throws (or rejects with) `ERR_VOLT_CLOSED`. Named:
-   * the objects `attach()`ed from it (in workers) are disconnected with it,
-   * since what they hold went back with it: their queued acquires reject
-   * and their later calls throw the same. The
-   * semaphore stays open for every other object, process and client.
-   * Idempotent. A named process's record goes when its last object is
+   * A named or Redis semaphore's: ends this handle, as C's
+   * `volt_sem_disconnect` and Python's `disconnect()` do. Its queued
+   * acquires reject with `ERR_VOLT_CLOSED` (the message says
+   * "disconnected"); what was acquired through it and not released goes back
+   * to the next waiters at once (named: as far as the process still holds
+   * it; Redis: the session ends in Redis, off the event loop, and the
+   * promise resolves then); every later call through it that can fail
+   * throws (or rejects with) `ERR_VOLT_CLOSED`. Named: the handle is what
+   * `Semaphore.open` made, with every object `attach()`ed from it in any
+   * thread (their queued acquires reject, their permits go back, their
+   * later calls fail too); another `Semaphore.open` of the name, in this
+   * process or another, is another handle: it keeps its permits and goes
+   * on. The semaphore stays open for every other handle, process and
+   * client. Idempotent. A named process's record goes when its last object is
    * collected or it exits; a Redis object's session also ends when it is
    * garbage-collected or its thread ends. Redis: once the promise resolves,
    * the object's two session threads have exited and its two Redis
@@ -822,7 +825,8 @@ export type RedisAcquireOptions = AcquireOptions;
  *   this, and releasing those permits reports it and releases nothing.
  * * `ERR_VOLT_STATE_LOST`: Redis lost the semaphore (restarted empty,
  *   flushed): connect again.
- * * `ERR_VOLT_CLOSED`: closed by any client, or this object was disconnected.
+ * * `ERR_VOLT_CLOSED`: closed by any client, or this object was disconnected
+ *   (the message says "disconnected").
  * * `ERR_VOLT_TIMED_OUT`: the `timeout` of an acquire elapsed.
  * * `ERR_VOLT_REDIS_ERROR`, `ERR_VOLT_PROTOCOL_ERROR`: Redis answered with an
  *   error, or with a reply the scripts never produce.

@@ -295,15 +295,6 @@ function sharedCloseError(what) {
   );
 }
 
-/** An operation on a named semaphore's object after its disconnect(). */
-function handleDisconnectedError() {
-  return coded(
-    Error,
-    'volt-sem: this handle of the named semaphore was disconnected (open the name again)',
-    'ERR_VOLT_CLOSED',
-  );
-}
-
 /** An operation on a Redis semaphore's object after its disconnect(). */
 function disconnectedError() {
   return coded(Error, 'volt-sem: the Redis semaphore was disconnected (connect again)', 'ERR_VOLT_CLOSED');
@@ -1230,7 +1221,12 @@ class Semaphore {
   #named = false;
   /** { n }: keep-alives its waiters hold (see hold()), made with #weak. */
   #alive = undefined;
-  /** Whether disconnect() ended this named or Redis semaphore's object. */
+  /**
+   * Whether disconnect() ended this Redis semaphore's object (set at once:
+   * its session ends off the event loop). A named handle's end is the
+   * native handle's own (the seam's disconnect), seen by every object and
+   * thread that attach()ed it: its calls fail natively.
+   */
   #disconnected = false;
   /** Whether it is stored in Redis (Semaphore.connect). */
   #redis = false;
@@ -1454,9 +1450,14 @@ class Semaphore {
     });
   }
 
-  /** The error of a call on this object after its disconnect(). */
+  /** The error of a call on this Redis object after its disconnect(). */
   #gone() {
-    return this.#redis ? disconnectedError() : handleDisconnectedError();
+    return disconnectedError();
+  }
+
+  /** Whether disconnect() ended this object's handle (named: through any of its objects). */
+  #isDisconnected() {
+    return this.#disconnected || (this.#named && native.isDisconnected(this.#h));
   }
 
   tryAcquire(n = 1) {
@@ -1470,7 +1471,6 @@ class Semaphore {
     if (v !== undefined) {
       if (!v.skip && fastTake(v, n)) return true;
     } else if (++this.#slow === VIEW_AFTER) this.#v = viewOf(this.#h, this.#shared);
-    if (this.#disconnected) throw handleDisconnectedError();
     const r = native.tryAcquire(this.#h, n);
     if (r === 0) {
       if (v !== undefined) v.skip = false;
@@ -1691,7 +1691,12 @@ class Semaphore {
       if (this.#disconnected) return Promise.reject(this.#gone());
       return native.closeAsync(this.#h, this.#ref).then(() => undefined);
     }
-    const k = native.close(this.#h);
+    let k;
+    try {
+      k = native.close(this.#h); // throws once a named handle was disconnected
+    } catch (e) {
+      return Promise.reject(e);
+    }
     if (k > 0) settle(k);
     return RESOLVED;
   }
@@ -1779,11 +1784,12 @@ class Semaphore {
   }
 
   /**
-   * Ends this object's use of a named semaphore: its queued acquires reject
-   * with ERR_VOLT_CLOSED, what was acquired through it (and the objects
-   * attach()ed from it) and not released goes back, and it refuses every
-   * later acquire or release (so do the objects attach()ed from it: what they
-   * held went back with it). The semaphore stays open for everyone else.
+   * Ends this handle of a named semaphore (every object attach()ed from it,
+   * in any thread), as C's volt_sem_disconnect does: its queued acquires
+   * reject with ERR_VOLT_CLOSED ("disconnected"), what was acquired through
+   * it and not released goes back at once, and it refuses every later
+   * acquire or release. Another open() of the name, and every other
+   * process, go on. A Redis object's session ends in Redis.
    */
   disconnect() {
     if (!this.#named && !this.#redis) {
@@ -1791,8 +1797,8 @@ class Semaphore {
         'disconnect() is for a named or Redis semaphore (Semaphore.open, Semaphore.connect); close() closes a local one',
       );
     }
-    if (this.#disconnected) return RESOLVED;
     if (this.#redis) {
+      if (this.#disconnected) return RESOLVED;
       // Its queued acquires leave at once; the session ends in Redis (what
       // it holds goes back) off the event loop.
       this.cancel(disconnectedError());
@@ -1801,12 +1807,13 @@ class Semaphore {
       for (const id of this.#watches.splice(0)) runtime.leases.delete(id);
       return native.disconnectAsync(this.#h, this.#ref).then(() => undefined);
     }
-    this.cancel(handleDisconnectedError());
-    this.#disconnected = true;
-    // The seam's disconnect: what this handle holds (the objects attach()ed
-    // from it included, as far as the process still holds it) goes back in
-    // one step with refusing every later call on it, from any thread.
-    native.disconnectNamed(this.#h);
+    // The seam's disconnect (idempotent): its queued requests fail through
+    // their wakes, what it holds goes back now.
+    try {
+      native.disconnect(this.#h);
+    } catch (e) {
+      return Promise.reject(e);
+    }
     return RESOLVED;
   }
 
@@ -1836,7 +1843,7 @@ class Semaphore {
     }
     const counts = `available: ${this.availablePermits}, pending: ${this.pendingCount}${closed}`;
     if (!this.#named) return `Semaphore { ${counts} }`;
-    const session = this.#disconnected ? 'disconnected' : 'live';
+    const session = this.#isDisconnected() ? 'disconnected' : 'live';
     return `Semaphore { name: ${inspect(this.name)}, totalPermits: ${this.totalPermits}, session: '${session}', ${counts} }`;
   }
 
@@ -1884,7 +1891,7 @@ class Semaphore {
     try {
       release();
     } catch (e) {
-      if (!this.#disconnected) throw e;
+      if (!this.#isDisconnected()) throw e;
     }
     return value;
   }

@@ -150,16 +150,18 @@ impl Semaphore {
 
     /// A named handle that counts the permits granted through it and not
     /// released through it, so that [`disconnect`](Self::disconnect) gives
-    /// them back (the C ABI's and Node's handles). Call it on a new handle,
-    /// before its first acquire. Other backends: unchanged (a Redis session
-    /// counts its own; a local semaphore has no session).
+    /// them back: every binding's named handles (C, Python, Node: one rule,
+    /// "disconnect this handle: what it holds goes back, its waiters
+    /// fail"). Call it on a new handle, before its first acquire. Other
+    /// backends: unchanged (a Redis session counts its own; a local
+    /// semaphore has no session).
     ///
-    /// Without it, a named handle's `disconnect` gives nothing back: the
-    /// process's permits go back with its last handle of the name (as
-    /// Python's named handles do). A binding should not count beside it and
-    /// release that count itself: a release on another thread racing it would
-    /// give the same permits back twice. The count costs one atomic
-    /// read-modify-write per acquire and one per release.
+    /// Without it, a named handle's `disconnect` gives nothing back (the
+    /// process's permits go back with its last handle of the name). A
+    /// binding should not count beside it and release that count itself: a
+    /// release on another thread racing it would give the same permits back
+    /// twice. The count costs one atomic read-modify-write per acquire and
+    /// one per release.
     pub fn counting_held(mut self) -> Self {
         if let Semaphore::Shared(s) = &mut self {
             s.count_held();
@@ -295,6 +297,31 @@ impl Semaphore {
             Semaphore::Redis(s) => Ok(redis_grant(
                 s.acquire_timeout(n, timeout).map_err(|e| redis_err(s, e))?,
             )),
+        }
+    }
+
+    /// A named semaphore's blocking acquire that also calls `interrupted()`
+    /// on this thread about every `poll` while it waits (a binding's signal
+    /// checks): `true` gives the wait up, its FIFO place kept until then (a
+    /// partial grant handed on), and the result is `Ok(false)`. `Ok(true)`:
+    /// granted (also when the grant came before the interruption was
+    /// honoured). As [`acquire_timeout`](Self::acquire_timeout) otherwise
+    /// (`None`: no timeout; [`Error::TimedOut`] at the deadline), and
+    /// [`disconnect`](Self::disconnect) ends it at once
+    /// ([`Error::Disconnected`]). The other backends: [`Error::Unsupported`]
+    /// (a binding waits on their raw requests, see [`RawSemaphore`]).
+    pub fn acquire_blocking_interruptible(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: Duration,
+        mut interrupted: impl FnMut() -> bool,
+    ) -> Result<bool, Error> {
+        match self {
+            Semaphore::Shared(s) => {
+                shared_wait_polled(s, n, timeout, Some((poll, &mut interrupted)))
+            }
+            _ => Err(Error::Unsupported),
         }
     }
 
@@ -631,13 +658,7 @@ unsafe impl RawSemaphore for Semaphore {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                match redis_finish(unsafe { s.finish_raw(waiter.redis()) }) {
-                    // Ended by this handle's `disconnect`.
-                    Finish::Closed | Finish::Failed(Error::Closed) if s.is_disconnected() => {
-                        Finish::Failed(Error::Disconnected)
-                    }
-                    f => f,
-                }
+                redis_finish(s, unsafe { s.finish_raw(waiter.redis()) })
             }
             _ => Finish::Idle,
         }
@@ -656,12 +677,17 @@ unsafe impl RawSemaphore for Semaphore {
     }
 }
 
-/// A Redis request's outcome as the seam's [`Finish`] (the token stays
-/// readable in the redis waiter).
+/// A Redis request's outcome on `s` as the seam's [`Finish`] (the token
+/// stays readable in the redis waiter), whether `finish_raw` or
+/// `expire_raw` collected it: ended by the handle's `disconnect`, the
+/// handle's own error, [`Error::Disconnected`].
 #[cfg(feature = "redis")]
-fn redis_finish(f: volt_sem_redis::Finish) -> Finish {
+fn redis_finish(s: &RedisSemaphore, f: volt_sem_redis::Finish) -> Finish {
     use volt_sem_redis::Finish as R;
     match f {
+        R::Closed | R::Failed(volt_sem_redis::Error::Closed) if s.is_disconnected() => {
+            Finish::Failed(Error::Disconnected)
+        }
         R::Cancelled { returned } => Finish::Cancelled { returned },
         R::Granted { .. } => Finish::Granted,
         R::Closed => Finish::Closed,
@@ -697,7 +723,7 @@ impl Semaphore {
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) if waiter.kind() == kind::REDIS => {
                 // SAFETY: forwarded contract.
-                unsafe { s.expire_raw(waiter.redis()) }.map(redis_finish)
+                unsafe { s.expire_raw(waiter.redis()) }.map(|f| redis_finish(s, f))
             }
             // SAFETY: forwarded contract.
             _ => Expiry::Finished(unsafe { self.finish_raw(waiter) }),
@@ -709,12 +735,24 @@ impl Semaphore {
 /// request listed for the handle's `disconnect`, which fails it at once (a
 /// partial grant handed on): then `Disconnected`.
 fn shared_wait(s: &SharedHandle, n: usize, timeout: Option<Duration>) -> Result<Grant, Error> {
+    shared_wait_polled(s, n, timeout, None)?;
+    Ok(Grant::UNFENCED)
+}
+
+/// [`shared_wait`], polled: `Ok(false)` when `interrupted()` gave it up.
+fn shared_wait_polled(
+    s: &SharedHandle,
+    n: usize,
+    timeout: Option<Duration>,
+    poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+) -> Result<bool, Error> {
     s.live()?;
-    match s.acquire_blocking_listed(n, timeout) {
-        Ok(()) => {
+    match s.acquire_blocking_listed(n, timeout, poll) {
+        Ok(true) => {
             s.granted(n)?;
-            Ok(Grant::UNFENCED)
+            Ok(true)
         }
+        Ok(false) => Ok(false),
         Err(Error::TooManyPermits | Error::Closed) if s.is_disconnected() => {
             Err(Error::Disconnected)
         }

@@ -17,13 +17,11 @@
 //!
 //! The count costs one atomic read-modify-write per acquire and one per
 //! release (about +10 to +12 ns on a 41 ns uncontended `try_acquire` +
-//! `release` pair, best of 7 x 2 million pairs; +0.5 ns uncounted), so a
-//! binding that hands the process's back with its last handle (Python) does
-//! without. A binding whose handle's disconnect must give back what other
-//! threads hold through it (the C ABI; Node, whose `attach()`ed objects
-//! share the handle) needs it: only the seam's count, one word with the end,
-//! keeps a release racing the disconnect from returning the same permits
-//! twice.
+//! `release` pair in C, best of 7 x 2 million pairs; +0.5 ns uncounted);
+//! every binding's named handles pay it (C, Python and Node), for one
+//! meaning of `disconnect` in every language. Only the seam's count, one
+//! word with the end, keeps a release racing the disconnect from returning
+//! the same permits twice: a binding must not count beside it.
 //!
 //! [`Semaphore::disconnect`]: crate::Semaphore::disconnect
 
@@ -228,13 +226,18 @@ impl SharedHandle {
     /// listed for `disconnect` to fail (which wakes it; it then returns
     /// `TooManyPermits`, which the caller reports as `Disconnected`), and
     /// taken out when it returns. The uncontended acquire lists nothing.
+    /// With `poll`, `interrupted()` is called about every `poll` while it
+    /// waits, and `true` gives the wait up (`Ok(false)`, a partial grant
+    /// handed on), as `SharedSemaphore::acquire_blocking_interruptible`.
+    /// `Ok(true)`: granted (the caller holds the permits by count).
     pub(crate) fn acquire_blocking_listed(
         &self,
         n: usize,
         timeout: Option<Duration>,
-    ) -> Result<(), Error> {
+        poll: Option<(Duration, &mut dyn FnMut() -> bool)>,
+    ) -> Result<bool, Error> {
         let mut listed = None;
-        let r = self.sem.acquire_blocking_ticketed(n, timeout, |t| {
+        let on_queued = |t| {
             listed = Some(t);
             let mut q = self.lock();
             if self.is_disconnected() {
@@ -244,14 +247,25 @@ impl SharedHandle {
                 return;
             }
             q.blocking.push(t);
-        });
+        };
+        let r = match poll {
+            None => self
+                .sem
+                .acquire_blocking_ticketed(n, timeout, on_queued)
+                .map(|p| p.forget())
+                .map(|()| true),
+            Some((every, interrupted)) => self
+                .sem
+                .acquire_blocking_interruptible_ticketed(n, timeout, every, interrupted, on_queued)
+                .map(|p| p.map(|p| p.forget()).is_some()),
+        };
         if let Some(t) = listed {
             let mut q = self.lock();
             if let Some(i) = q.blocking.iter().position(|&b| b == t) {
                 q.blocking.swap_remove(i);
             }
         }
-        r.map(|p| p.forget()).map_err(Error::from)
+        r.map_err(Error::from)
     }
 
     /// Ends this handle's session: refuses every later call, fails its queued

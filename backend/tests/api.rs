@@ -659,7 +659,7 @@ fn counted(name: &Name, total: usize) -> Semaphore {
 }
 
 /// Two handles of a new name with `total` permits: `a` counting what it
-/// holds (`counting_held`, as the C ABI's and Node's), `b` not.
+/// holds (`counting_held`, as every binding's named handles), `b` not.
 fn counted_and_other(tag: &str, total: usize) -> (Name, Semaphore, Semaphore) {
     let (name, a, b) = two_handles(tag, total);
     (name, a.counting_held(), b)
@@ -944,4 +944,61 @@ fn raw_requests_racing_disconnect_lose_no_permit() {
     }
     b.release(1).unwrap();
     assert_eq!(b.available_permits(), 3);
+}
+
+/// `acquire_blocking_interruptible` (Python's named blocking waits): a
+/// granted wait is counted as the handle's (its `disconnect` gives it
+/// back), an interrupted one leaves the queue with its partial grant
+/// handed on (`Ok(false)`), a blocked one is failed at once by the
+/// handle's `disconnect` (`Disconnected`). Conservation: available + held
+/// + partial grants == total.
+#[test]
+fn acquire_blocking_interruptible_is_counted_interrupted_and_disconnected() {
+    let (_name, a, b) = counted_and_other("interruptible", 3);
+    let conserved = || {
+        let i = b.inspect().unwrap();
+        let held: usize = i.holders.iter().map(|h| h.permits).sum();
+        let partial: usize = i.waiters.iter().map(|w| w.granted).sum();
+        assert_eq!(i.available + held + partial, 3, "{i:?}");
+        (i.available, held, partial)
+    };
+    let tick = Duration::from_millis(1);
+    // Uncontended: granted, counted as `a`'s.
+    assert_eq!(
+        a.acquire_blocking_interruptible(1, None, tick, || false),
+        Ok(true)
+    );
+    b.try_acquire(1).unwrap();
+    assert_eq!(conserved(), (1, 2, 0));
+    // Queued for 2 (1 granted at once), then interrupted: the 1 handed back.
+    let mut polls = 0;
+    let r = a.acquire_blocking_interruptible(2, None, tick, || {
+        polls += 1;
+        polls > 2
+    });
+    assert_eq!(r, Ok(false));
+    assert_eq!(conserved(), (1, 2, 0));
+    // Queued again, blocked: `a`'s disconnect fails it at once and gives
+    // back the 1 `a` holds (`b` keeps its own).
+    std::thread::scope(|scope| {
+        let blocked = scope.spawn(|| a.acquire_blocking_interruptible(2, None, tick, || false));
+        until(|| b.inspect().unwrap().waiters.len() == 1);
+        assert_eq!(conserved(), (0, 2, 1));
+        a.disconnect().unwrap();
+        assert_eq!(b.inspect().unwrap().waiters.len(), 0);
+        assert_eq!(blocked.join().unwrap(), Err(Error::Disconnected));
+    });
+    assert_eq!(conserved(), (2, 1, 0));
+    assert_eq!(
+        a.acquire_blocking_interruptible(1, None, tick, || false),
+        Err(Error::Disconnected)
+    );
+    // The other backends have no such wait.
+    let local = Semaphore::local(1).unwrap();
+    assert_eq!(
+        local.acquire_blocking_interruptible(1, None, tick, || false),
+        Err(Error::Unsupported)
+    );
+    b.release(1).unwrap();
+    assert_eq!(conserved(), (3, 0, 0));
 }

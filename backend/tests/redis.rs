@@ -520,3 +520,78 @@ fn disconnect_ends_one_redis_handle_only() {
     b.release(3).unwrap();
     assert_eq!(b.available_permits(), 3);
 }
+
+/// A timed wait that expires on a Redis handle being disconnected: whatever
+/// `expire_raw` finds (a request the disconnect failed, or one it cancels
+/// itself), the outcome is the handle's own error, `Disconnected`, as
+/// `finish_raw` reports it, never a bare `Closed`. `expire_raw` of a
+/// request queued in Redis looks it up, then cancels it: a disconnect in
+/// between fails it, and its `Finished` outcome was the Redis crate's
+/// `Closed`. Many requests expired while the disconnect runs, several
+/// rounds, so that some expiry meets it in that window.
+#[test]
+fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
+    const QUEUED: usize = 64;
+    let s = Server::start();
+    let holder = connect(&s, "seam-expire-disconnect", 1);
+    holder.try_acquire(1).unwrap();
+    for _round in 0..32 {
+        let a = connect(&s, "seam-expire-disconnect", 1);
+        let ws: Vec<Pin<Box<Waiter>>> = (0..QUEUED).map(|_| Box::pin(Waiter::new())).collect();
+        let ps: Vec<Probe> = ws.iter().map(|w| probe_for(w)).collect();
+        for (w, p) in ws.iter().zip(&ps) {
+            // SAFETY: pinned in a box that outlives finish_raw; so does the probe.
+            let r =
+                unsafe { a.acquire_raw(w.as_ref(), 1, probe, p as *const Probe as *mut c_void) };
+            assert_eq!(r, Ok(RawAcquire::Pending));
+        }
+        eventually(
+            "every request queued in Redis",
+            Duration::from_secs(10),
+            || holder.inspect().is_ok_and(|i| i.waiters.len() == QUEUED),
+        );
+        let go = std::sync::Barrier::new(2);
+        let outcomes = std::thread::scope(|scope| {
+            scope.spawn(|| {
+                go.wait();
+                a.disconnect().unwrap();
+            });
+            go.wait();
+            ws.iter()
+                .zip(&ps)
+                .map(|(w, p)| {
+                    // SAFETY: queued on `a`, pinned; the probe outlives it.
+                    match unsafe { a.expire_raw(w.as_ref()) } {
+                        Expiry::Finished(f) => f,
+                        Expiry::Deferred { .. } => {
+                            eventually("its callback", Duration::from_secs(10), || {
+                                p.calls.load(Ordering::SeqCst) == 1
+                            });
+                            // SAFETY: as above.
+                            unsafe { a.finish_raw(w.as_ref()) }
+                        }
+                    }
+                })
+                .collect::<Vec<_>>()
+        });
+        for f in &outcomes {
+            assert!(
+                matches!(
+                    f,
+                    Finish::Cancelled { returned: 0 } | Finish::Failed(Error::Disconnected)
+                ),
+                "{f:?} (all: {outcomes:?})"
+            );
+        }
+        // The disconnect ended `a`'s session in Redis: none of its requests
+        // is left queued, the holder's permit is the only one held.
+        let c = holder.as_redis().unwrap().census().unwrap();
+        assert!(c.conserved(), "{c:?}");
+        assert_eq!(
+            (c.available, c.held, c.partial, c.queued),
+            (0, 1, 0, 0),
+            "{c:?}"
+        );
+    }
+    holder.release(1).unwrap();
+}

@@ -20,7 +20,9 @@ use crate::connect::{
 use crate::delivery::js_confirm;
 use crate::env::{js_set_ref, js_stats, EnvCtx};
 use crate::lease::{js_extra, js_unwatch, js_watch, WATCH_PRUNE_MIN};
-use crate::named::{js_disconnect_named, js_name, js_open, js_process_held, js_total, js_unlink};
+use crate::named::{
+    js_disconnect, js_is_disconnected, js_name, js_open, js_process_held, js_total, js_unlink,
+};
 use crate::ops::{
     js_acquire, js_available, js_cancel, js_close, js_create, js_debt, js_expire, js_held,
     js_is_closed, js_pending, js_release, js_try_acquire,
@@ -67,7 +69,7 @@ pub fn init(exports: Object) -> napi::Result<()> {
         watch_prune_at: Cell::new(WATCH_PRUNE_MIN),
     }));
     type Cb = unsafe extern "C" fn(RawEnv, sys::napi_callback_info) -> RawValue;
-    let fns: [(&std::ffi::CStr, Cb); 45] = [
+    let fns: [(&std::ffi::CStr, Cb); 46] = [
         (c"init", js_init),
         (c"create", js_create),
         (c"share", js_share),
@@ -95,7 +97,8 @@ pub fn init(exports: Object) -> napi::Result<()> {
         (c"unlink", js_unlink),
         (c"total", js_total),
         (c"processHeld", js_process_held),
-        (c"disconnectNamed", js_disconnect_named),
+        (c"disconnect", js_disconnect),
+        (c"isDisconnected", js_is_disconnected),
         (c"name", js_name),
         (c"kind", js_kind),
         (c"connect", js_connect),

@@ -13,14 +13,16 @@ use crate::raw::{double, null, RawEnv, RawValue};
 
 /// The `code` of the JS error for `e` (`ERR_` and the C status name:
 /// `ERR_VOLT_CLOSED`, `ERR_VOLT_MISMATCH`, ...; Node's own
-/// `ERR_OUT_OF_RANGE` for a count out of range), and whether it is a
+/// `ERR_OUT_OF_RANGE` for a count out of range, and `ERR_VOLT_CLOSED` for
+/// `Disconnected` too), and whether it is a
 /// `RangeError` (counts and options out of range).
 pub(crate) fn code_of(e: &Error) -> (String, bool) {
     match e.class() {
         ErrorClass::Count => ("ERR_OUT_OF_RANGE".to_owned(), true),
-        // A disconnected handle's refusal: Node's ClosedError, as the JS
-        // layer's own after `disconnect()` (index.d.ts).
-        _ if *e == Error::Disconnected => ("ERR_VOLT_CLOSED".to_owned(), false),
+        // Node's convention: a disconnected handle's calls and queued
+        // acquires reject as closed (`ERR_VOLT_CLOSED`), the message says
+        // "disconnected".
+        ErrorClass::Closed => ("ERR_VOLT_CLOSED".to_owned(), false),
         class => (
             format!("ERR_{}", e.status_name()),
             class == ErrorClass::Option,

@@ -26,7 +26,9 @@ use volt_sem_backend::{Error, OpenOptions, Semaphore as Core};
 use crate::env::EnvCtx;
 use crate::handle::{handle, sem};
 use crate::js_error::throw;
-use crate::raw::{args, count, double, null, string_arg, throw_internal, RawEnv, RawValue};
+use crate::raw::{
+    args, boolean, count, double, null, string_arg, throw_internal, RawEnv, RawValue,
+};
 use crate::semaphore::Sem;
 
 // open() flags, as index.js passes them.
@@ -66,11 +68,10 @@ native!(js_open, |env, _ctx, argv: [5]| {
     if let Some(label) = string_arg(env, argv[4]) {
         options = options.label(label);
     }
-    // Counting what it holds: `disconnect` gives that back (the seam's,
-    // `js_disconnect_named`) in one step with refusing later calls, on every
-    // object attach()ed from this one too.
-    let core = match Core::open(&name, permits, options).map(Core::counting_held) {
-        Ok(s) => s,
+    // Counting what it holds: its disconnect() gives that back (the seam's
+    // per-handle rule, as in C and Python).
+    let core = match Core::open(&name, permits, options) {
+        Ok(s) => s.counting_held(),
         Err(e) => return throw(env, e, &format!("Semaphore.open({name:?}, {permits})")),
     };
     // Shared (Sem::new): its grants come from the process's doorbell thread,
@@ -88,6 +89,28 @@ native!(js_unlink, |env, _ctx, argv: [1]| {
         return throw(env, e, &format!("Semaphore.unlink({name:?})"));
     }
     null(env)
+});
+
+// disconnect(h): undefined | throws. Ends a named semaphore's handle (the
+// seam's disconnect; index.js refuses a local one first, and a Redis one
+// takes disconnectAsync): its queued requests fail (their wakes deliver
+// `Disconnected`, in every thread that attach()ed it), what it holds goes
+// back, every later call of it fails. Idempotent.
+native!(js_disconnect, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    if let Err(e) = s.core.disconnect() {
+        return throw(env, e, "disconnect()");
+    }
+    null(env)
+});
+
+// isDisconnected(h): whether disconnect() ended this handle (any of its
+// objects, in any thread).
+native!(js_is_disconnected, |env, _ctx, argv: [1]| {
+    // SAFETY: handle contract (see `sem`).
+    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
+    boolean(env, s.core.is_disconnected())
 });
 
 // total(h): the total of a named or Redis semaphore (null for an in-process one).
@@ -109,22 +132,6 @@ native!(js_name, |env, _ctx, argv: [1]| {
     // SAFETY: plain value creation on the JS thread; `name` is UTF-8 of that length.
     unsafe { sys::napi_create_string_utf8(env, name.as_ptr().cast(), name.len() as isize, &mut out) };
     out
-});
-
-// disconnectNamed(h): undefined | throws (a `fork()` child). Ends a named
-// handle's session through the seam (`Semaphore::disconnect`): what was
-// granted through it (on any thread: the objects attach()ed from it share
-// it) and not released goes back, its requests still queued fail (their
-// wakes, on the doorbell thread, reach their threads), and every later call
-// on it, from any thread, is refused. index.js cancels the calling object's
-// own queued requests first.
-native!(js_disconnect_named, |env, _ctx, argv: [1]| {
-    // SAFETY: handle contract (see `sem`).
-    let Some(s) = (unsafe { sem(env, argv[0]) }) else { return null(env) };
-    match s.core.disconnect() {
-        Ok(()) => null(env),
-        Err(e) => throw(env, e, "disconnect()"),
-    }
 });
 
 // processHeld(h): what this process holds on a named semaphore, all its

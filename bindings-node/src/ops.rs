@@ -255,14 +255,18 @@ native!(js_expire, |env, ctx, argv: [2]| {
     }
 });
 
-// close(h): k >= 0 outcomes written
+// close(h): k >= 0 outcomes written | throws (a disconnected named handle)
 native!(js_close, |env, ctx, argv: [1]| {
     // SAFETY: handle contract (see `sem`).
     let Some(s) = (unsafe { sem(env, argv[0]) }) else { return int(env, BAD_ARGS) };
     let enter = Enter::new(ctx);
-    // Only a named semaphore's close can fail (a corrupt segment, a handle
-    // used after fork): then this process cannot close it anyway.
-    let _ = s.core.close();
+    // Only a named semaphore's close can fail: a disconnected handle's is
+    // refused (closeForEveryone() rejects, as its other calls); a corrupt
+    // segment or a handle used after fork cannot close it anyway.
+    if let Err(e @ Error::Disconnected) = s.core.close() {
+        drop(enter);
+        return throw(env, e, "closeForEveryone()");
+    }
     let k = ctx.settle_local();
     drop(enter);
     int(env, k as i32)

@@ -11,7 +11,7 @@ const assert = require('node:assert/strict');
 const { execFile } = require('node:child_process');
 const { Semaphore, Mutex } = require('..');
 const { RedisServer, sleep } = require('./redis-server.js');
-const { PKG, NAMED_SKIP } = require('./helpers');
+const { PKG, NAMED_SKIP, worker, nextMessage } = require('./helpers');
 
 let srv;
 before(async () => {
@@ -129,6 +129,91 @@ test('named: disconnect() ends this handle only: its waiters reject, what it hol
   await c.acquire(1);
   await c[Symbol.asyncDispose]();
   assert.equal(await otherProcessTakes(name, 3, 3), 'true');
+});
+
+/** available + held + granted to queued waiters == total, as inspect() sees it (every process). */
+async function conserved(sem, total) {
+  const i = await sem.inspect();
+  const held = i.holders.reduce((k, h) => k + h.permits, 0);
+  const partial = i.waiters.reduce((k, w) => k + w.granted, 0);
+  assert.equal(i.available + held + partial, total, JSON.stringify({ available: i.available, held, partial }));
+  return [i.available, held, partial];
+}
+
+test('named: disconnect() ends the handle, as C does: its attach()ed objects too; another open() of the name goes on', { skip: NAMED_SKIP }, async () => {
+  const name = fresh('nhandle');
+  const a = Semaphore.open(name, 4);
+  const b = Semaphore.open(name, 4); // another handle of the name in this process
+  const a2 = Semaphore.attach(a.share()); // the same handle as `a`
+  assert.equal(a.tryAcquire(1), true);
+  assert.equal(a2.tryAcquire(1), true);
+  assert.equal(b.tryAcquire(1), true);
+  assert.deepEqual(await conserved(b, 4), [1, 3, 0]);
+  const mine = a2.acquire(2).catch((e) => e); // queued on the disconnected handle
+  const theirs = b.acquire(3); // behind it, on the handle that goes on
+  assert.deepEqual(await conserved(b, 4), [0, 3, 1]);
+  await a.disconnect();
+  const e = await mine;
+  assert.equal(e.code, 'ERR_VOLT_CLOSED', "the handle's queued acquire rejects, through any of its objects");
+  assert.match(e.message, /disconnected/);
+  await theirs; // the handle's 2 permits went back, to b's waiter
+  assert.deepEqual(await conserved(b, 4), [0, 4, 0]); // b's own 1 stayed held
+  for (const s of [a, a2]) {
+    assert.throws(() => s.tryAcquire(1), (x) => x.code === 'ERR_VOLT_CLOSED' && /disconnected/.test(x.message));
+    assert.throws(() => s.release(1), { code: 'ERR_VOLT_CLOSED' });
+    await assert.rejects(s.acquire(1), { code: 'ERR_VOLT_CLOSED' });
+  }
+  assert.match(String(a2), /session: 'disconnected'/);
+  // Refused, not closed for everyone: the handle is disconnected.
+  await assert.rejects(a2.closeForEveryone(), (x) => x.code === 'ERR_VOLT_CLOSED' && /disconnected/.test(x.message));
+  assert.equal(b.closed, false);
+  b.release(4);
+  assert.deepEqual(await conserved(b, 4), [4, 0, 0]);
+  assert.equal(b.tryAcquire(4), true); // b still works
+  b.release(4);
+  await b.disconnect();
+});
+
+test("named: disconnect() in one thread fails the handle's acquire queued in a worker that attach()ed it, and gives back what that worker holds", { skip: NAMED_SKIP }, async () => {
+  const name = fresh('nworker');
+  const a = Semaphore.open(name, 2);
+  const b = Semaphore.open(name, 2);
+  assert.equal(b.tryAcquire(1), true); // the worker takes the other: its acquire then queues
+  const w = worker(
+    `const s = volt.Semaphore.attach(workerData);
+     parentPort.postMessage(s.tryAcquire(1) ? 'held' : 'not held');
+     s.acquire(1).then(
+       () => parentPort.postMessage({ granted: true }),
+       (e) => parentPort.postMessage({ code: e.code, message: e.message }),
+     );
+     parentPort.on('message', (m) => {
+       if (m !== 'release') return;
+       try { s.release(1); parentPort.postMessage({ released: true }); }
+       catch (e) { parentPort.postMessage({ code: e.code, message: e.message }); }
+     });`,
+    a.share(),
+  );
+  try {
+    // Its acquire queued in the same turn.
+    assert.equal(await nextMessage(w, (m) => typeof m === 'string'), 'held');
+    const theirs = b.acquire(1); // behind it
+    assert.deepEqual(await conserved(b, 2), [0, 2, 0]);
+    await a.disconnect();
+    const e = await nextMessage(w, (m) => typeof m === 'object' && m.code !== undefined);
+    assert.equal(e.code, 'ERR_VOLT_CLOSED');
+    assert.match(e.message, /disconnected/);
+    await theirs; // the worker's permit went back, to b's waiter
+    assert.deepEqual(await conserved(b, 2), [0, 2, 0]); // both b's
+    w.messages.length = 0;
+    w.postMessage('release'); // the handle refuses it in the worker too
+    const r = await nextMessage(w, (m) => typeof m === 'object');
+    assert.equal(r.code, 'ERR_VOLT_CLOSED');
+    b.release(2);
+    assert.deepEqual(await conserved(b, 2), [2, 0, 0]);
+  } finally {
+    await w.terminate();
+  }
+  await b.disconnect();
 });
 
 test('a local semaphore keeps close(); disconnect() there is a TypeError', async () => {

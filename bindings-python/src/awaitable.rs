@@ -59,13 +59,12 @@ use pyo3::types::PyTuple;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, Waiter, WaiterState};
 
-use crate::blocking::blocking_acquire_in;
+use crate::blocking::blocking_acquire;
 use crate::coroutine::{coroutine_pymethods, thrown};
 use crate::errors::{acquire_error, closed_error, disconnected_error, release_error};
 use crate::future::{new_future, yield_future};
 use crate::interpreter::running_loop;
 use crate::redis::{give_back, owner, Extra, Owner};
-use crate::session::SessionWaits;
 use crate::trio::TrioWaiter;
 use crate::wake::{
     asyncio_chan_or_setup, cached_running_loop, finish_owned, reap_closed_loops, waking, Owned,
@@ -406,8 +405,6 @@ pub(crate) struct Acquire {
     stage: Stage,
     /// Permits acquired through this object and not yet released by `__aexit__`.
     held: bool,
-    /// A shared handle's session: its end fails this wait (see `session`).
-    session: Option<Arc<SessionWaits>>,
     /// A Redis handle's state (`None`: local or named).
     redis: Option<Arc<Extra>>,
     /// Redis: who awaits (or enters), looked up before the request (see
@@ -434,7 +431,6 @@ impl Acquire {
             enter_self: None,
             stage: Stage::Start,
             held: false,
-            session: None,
             redis: None,
             owner: None,
             token: None,
@@ -447,10 +443,10 @@ impl Acquire {
     /// Whether this object goes back to the thread's pool once its wait
     /// ends ([`pool_finished`]): a contended `__aenter__`'s, whose object
     /// nobody sees (`async with sem:` awaits it and lets it go), of a local
-    /// semaphore. A named handle's is not pooled: a pooled object must
-    /// not keep a session's core alive after the handle is gone.
+    /// semaphore. A named or Redis handle's is not pooled: a pooled object
+    /// must not keep a session's core alive after the handle is gone.
     fn poolable(&self) -> bool {
-        self.contended_enter && self.session.is_none() && self.redis.is_none()
+        self.contended_enter && self.core.as_local().is_some()
     }
 
     /// A pooled object made ready again as [`enter_one_in`] makes a new
@@ -474,13 +470,7 @@ impl Acquire {
         self.token = None;
         self.grant_session = 0;
         self.contended_enter = true;
-        // `session` and `redis` are `None` in every pooled object.
-    }
-
-    /// This acquire belongs to a shared handle's session (`None`: a local one).
-    pub(crate) fn in_session(mut self, session: Option<Arc<SessionWaits>>) -> Self {
-        self.session = session;
-        self
+        // `redis` is `None` in every pooled object (a local semaphore's).
     }
 
     /// This acquire belongs to a Redis handle.
@@ -528,7 +518,7 @@ impl Acquire {
         let raised = args.get_item(0).is_ok_and(|t| !t.is_none());
         match self.release_held(py) {
             Err(_) if raised => Ok(()),
-            Err(_) if self.core.is_disconnected() || self.session_ended() => Ok(()),
+            Err(_) if self.core.is_disconnected() => Ok(()),
             r => r,
         }
     }
@@ -545,15 +535,12 @@ impl Acquire {
         }
     }
 
-    fn session_ended(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| s.ended())
-    }
-
-    /// After its session ended, a finished acquire that holds nothing lets
-    /// go of the attachment (an exception's traceback may keep this object
-    /// alive for long): the process detaches once nothing else uses it.
+    /// After its handle was disconnected, a finished acquire that holds
+    /// nothing lets go of the handle (an exception's traceback may keep this
+    /// object alive for long): the process detaches once nothing else uses
+    /// the name.
     fn leave_session(&mut self) {
-        if !self.held && matches!(self.stage, Stage::Done) && self.session_ended() {
+        if !self.held && matches!(self.stage, Stage::Done) && self.core.is_disconnected() {
             self.core = crate::inert_core();
         }
     }
@@ -575,7 +562,7 @@ impl Acquire {
     /// returns `None`, an error raises (including `StopIteration(True)`).
     fn step(&mut self, py: Python<'_>) -> PyResult<Option<Py<PyAny>>> {
         match &self.stage {
-            Stage::Start if self.session_ended() => {
+            Stage::Start if self.core.is_disconnected() => {
                 self.stage = Stage::Done;
                 self.leave_session();
                 Err(disconnected_error())
@@ -660,13 +647,6 @@ impl Acquire {
             Ok((slot, None, _)) => self.acquired(Some(slot.waiter())),
             Ok((slot, Some(fut), unconnected)) => {
                 self.stage = Stage::Waiting(slot);
-                if let Some(session) = &self.session {
-                    if !session.list(py, &fut) {
-                        // Disconnected meanwhile: never wait on it.
-                        self.cancel(py);
-                        return Err(disconnected_error());
-                    }
-                }
                 // Queued (its place kept); an unconnected channel is connected
                 // from asyncio's Task, outside these frames.
                 wait_on(py, &event_loop, unconnected, &fut).map(Some)
@@ -811,7 +791,7 @@ impl Acquire {
             if me.redis.is_some() {
                 me.owner = Some(owner(py)?);
             }
-            let got = blocking_acquire_in(py, &me.core, me.n, None, me.session.as_deref())?
+            let got = blocking_acquire(py, &me.core, me.n, None)?
                 .ok_or_else(|| PyRuntimeError::new_err("acquire without timeout timed out"))?;
             me.held = true;
             me.role.taken(me.n);
@@ -896,14 +876,14 @@ fn await_new(py: Python<'_>, slf: Bound<'_, Acquire>) -> PyResult<Py<PyAny>> {
     if !trio_may_run_here(py)? {
         return Ok(slf.into_any().unbind());
     }
-    let (core, n, session) = {
+    let (core, n) = {
         let mut me = slf.borrow_mut();
         if me.redis.is_some() {
             me.owner = Some(owner(py)?);
         }
-        (me.core.clone(), me.n, me.session.clone())
+        (me.core.clone(), me.n)
     };
-    let waiter = Py::new(py, TrioWaiter::new(core, n, session))?;
+    let waiter = Py::new(py, TrioWaiter::new(core, n))?;
     let it = TRIO_WAIT
         .import(py, "volt_sem._glue", "trio_wait")?
         .call1((waiter.clone_ref(py), &slf))?;
@@ -962,7 +942,7 @@ fn runtime_error(msg: &'static str) -> PyErr {
 /// task may run ([`trio_may_run_here`]): the acquire object then decides, so
 /// that a trio task's `async with` is a checkpoint.
 pub(crate) fn enter_one(py: Python<'_>, core: &Arc<Core>, role: &Role) -> PyResult<Py<PyAny>> {
-    enter_one_in(py, core, role, None, None)
+    enter_one_in(py, core, role, None)
 }
 
 /// `__aenter__` through an acquire object from the start: a Redis handle's
@@ -976,25 +956,21 @@ fn enter_by_acquire(
     py: Python<'_>,
     core: &Arc<Core>,
     role: &Role,
-    session: Option<Arc<SessionWaits>>,
     redis: Option<Arc<Extra>>,
 ) -> PyResult<Py<PyAny>> {
-    let acquire = Acquire::new(core.clone(), 1, role.clone(), false)
-        .in_session(session)
-        .of_redis(redis);
+    let acquire = Acquire::new(core.clone(), 1, role.clone(), false).of_redis(redis);
     Ok(Py::new(py, acquire)?.into_any())
 }
 
-/// [`enter_one`] of a named handle's session.
+/// [`enter_one`] of any handle (`redis`: a Redis handle's state).
 pub(crate) fn enter_one_in(
     py: Python<'_>,
     core: &Arc<Core>,
     role: &Role,
-    session: Option<Arc<SessionWaits>>,
     redis: Option<Arc<Extra>>,
 ) -> PyResult<Py<PyAny>> {
     if redis.is_some() || trio_may_run_here(py)? {
-        return enter_by_acquire(py, core, role, session, redis);
+        return enter_by_acquire(py, core, role, redis);
     }
     // A local core's own `try_acquire`: the backend's inlines every
     // backend's (Redis never gets here).
@@ -1011,13 +987,12 @@ pub(crate) fn enter_one_in(
             finished(py)
         }
         Err(Error::NoPermits) => {
-            if session.is_none() {
+            if core.as_local().is_some() {
                 if let Some(acquire) = pooled_acquire(py, core, role) {
                     return Ok(acquire);
                 }
             }
-            let mut acquire =
-                Acquire::new(core.clone(), 1, role.clone(), false).in_session(session);
+            let mut acquire = Acquire::new(core.clone(), 1, role.clone(), false);
             acquire.contended_enter = true;
             Ok(Py::new(py, acquire)?.into_any())
         }

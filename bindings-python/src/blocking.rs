@@ -28,9 +28,8 @@ use volt_sem_backend::{Error, Expiry, Finish, RawAcquire, Waiter, WaiterState};
 
 use pyo3::exceptions::PyRuntimeError;
 
-use crate::errors::{acquire_error, closed_error, disconnected_error};
+use crate::errors::{acquire_error, closed_error};
 use crate::interpreter::{interpreter_exiting, running_loop};
-use crate::session::SessionWaits;
 use crate::wake::{after_wakes, unraisable, Got};
 use crate::Core;
 
@@ -88,31 +87,18 @@ static TRIO_RUNS_HERE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
 /// Acquires `n` permits, blocking the calling thread with the GIL released.
 /// Refused with `RuntimeError` where it would wait on a running loop's thread.
 /// `Ok(None)` on timeout; the wait can be interrupted by a signal handler's
-/// exception (Ctrl-C), which hands any partial grant on.
+/// exception (Ctrl-C), which hands any partial grant on. A shared handle's
+/// `disconnect()` fails a wait still queued (`DisconnectedError`, through
+/// the seam's outcome). A Redis request goes straight to the queue (a
+/// separate `try_acquire` would be one more round trip), unless `timeout`
+/// is 0: so on a running loop's thread it is refused even when permits are
+/// free (its answer is a wait).
 pub(crate) fn blocking_acquire(
     py: Python<'_>,
     core: &Core,
     n: usize,
     timeout: Option<Duration>,
 ) -> PyResult<Option<Got>> {
-    blocking_acquire_in(py, core, n, timeout, None)
-}
-
-/// [`blocking_acquire`] for a shared handle's session: a wait still queued
-/// when the session ends gives up with `DisconnectedError`. A Redis
-/// request goes straight to the queue (a separate `try_acquire` would be one
-/// more round trip), unless `timeout` is 0: so on a running loop's thread it
-/// is refused even when permits are free (its answer is a wait).
-pub(crate) fn blocking_acquire_in(
-    py: Python<'_>,
-    core: &Core,
-    n: usize,
-    timeout: Option<Duration>,
-    session: Option<&SessionWaits>,
-) -> PyResult<Option<Got>> {
-    if session.is_some_and(|s| s.ended()) {
-        return Err(disconnected_error());
-    }
     let redis = core.as_redis().is_some();
     if !redis || timeout == Some(Duration::ZERO) {
         match crate::detached::call(py, core, |core| core.try_acquire(n)) {
@@ -129,8 +115,8 @@ pub(crate) fn blocking_acquire_in(
     refuse_on_running_loop(py)?;
     // Permits stranded on a closed loop's channel come back first.
     crate::wake::reap_closed_loops(py);
-    if let Some(shared) = core.as_shared() {
-        return shared_blocking_acquire(py, core, shared, n, timeout, session);
+    if core.as_shared().is_some() {
+        return shared_blocking_acquire(py, core, n, timeout);
     }
     let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     let parked = Box::pin(Parked {
@@ -149,7 +135,7 @@ pub(crate) fn blocking_acquire_in(
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
-    let mut interrupted = park_in(py, waiter, deadline, session);
+    let mut interrupted = park_in(py, waiter, deadline);
     // With the GIL: no callback needs it (async wakes are native, see
     // `wake`), so `finish_raw` waiting for a callback running elsewhere
     // cannot deadlock.
@@ -164,7 +150,7 @@ pub(crate) fn blocking_acquire_in(
         match unsafe { core.expire_raw(waiter) } {
             Expiry::Finished(f) => f,
             Expiry::Deferred { until } => {
-                interrupted = park_in(py, waiter, Some(until), session);
+                interrupted = park_in(py, waiter, Some(until));
                 // SAFETY: as above.
                 unsafe { core.finish_raw(waiter) }
             }
@@ -197,32 +183,29 @@ pub(crate) fn blocking_acquire_in(
     }
 }
 
-/// [`blocking_acquire_in`] on a named (shared-memory) semaphore: the thread
+/// [`blocking_acquire`] on a named (shared-memory) semaphore: the thread
 /// sleeps on its queued request's own futex word, which the granting process
 /// wakes (one wake-up; a raw waiter's callback would run on this process's
-/// doorbell thread first, which then unparks this one: two). The request
-/// keeps its FIFO place from start to end; every [`SIGNAL_SLICE`] the shared
-/// semaphore calls back on this thread, where the checks of [`park_in`] run:
-/// the interpreter's exit (never come back for the GIL), the session's end,
-/// then signals.
+/// doorbell thread first, which then unparks this one: two), and which its
+/// handle's `disconnect()` wakes at once (the seam's
+/// `acquire_blocking_interruptible`: `Disconnected`). The request keeps its
+/// FIFO place from start to end; every [`SIGNAL_SLICE`] the seam calls back
+/// on this thread, where the checks of [`park_in`] run: the interpreter's
+/// exit (never come back for the GIL), then signals.
 fn shared_blocking_acquire(
     py: Python<'_>,
     core: &Core,
-    shared: &volt_sem_backend::shm::SharedSemaphore,
     n: usize,
     timeout: Option<Duration>,
-    session: Option<&SessionWaits>,
 ) -> PyResult<Option<Got>> {
     let mut interruption: Option<PyErr> = None;
     let r = py.detach(|| {
-        let r = shared.acquire_blocking_interruptible(n, timeout, SIGNAL_SLICE, || {
+        let r = core.acquire_blocking_interruptible(n, timeout, SIGNAL_SLICE, || {
             if interpreter_exiting() {
                 // Never come back for the GIL (see the module docs).
                 park_for_good();
             }
-            if session.is_some_and(|s| s.ended()) {
-                interruption = Some(disconnected_error());
-            } else {
+            {
                 // SAFETY: this runs inside this thread's own `py.detach`
                 // below: the thread keeps its thread state, and taking it
                 // back is what the end of that `detach` does too (without
@@ -246,18 +229,19 @@ fn shared_blocking_acquire(
     // where a blocking wait is refused: the outcome above is what counts.
     unraisable(py, after_wakes(py));
     match (r, interruption) {
-        // A grant that came before the interruption was honoured goes back
-        // (the permit's drop), as in `blocking_acquire_in`.
-        (_, Some(e)) => Err(e),
-        (Ok(Some(permit)), None) => {
-            permit.forget();
-            Ok(Some((None, 0)))
+        // A grant that came before the interruption was honoured goes back,
+        // as in `blocking_acquire`.
+        (Ok(true), Some(e)) => {
+            let _ = core.release(n);
+            Err(e)
         }
+        (_, Some(e)) => Err(e),
+        (Ok(true), None) => Ok(Some((None, 0))),
         // The deadline passed (the shared semaphore counted the timeout and
-        // the cancel). `Ok(None)` only follows an interruption, which set
+        // the cancel). `Ok(false)` only follows an interruption, which set
         // `interruption`.
-        (Ok(None), None) | (Err(volt_sem_backend::shm::Error::TimedOut), None) => Ok(None),
-        (Err(e), None) => Err(acquire_error(core, e.into())),
+        (Ok(false), None) | (Err(Error::TimedOut), None) => Ok(None),
+        (Err(e), None) => Err(acquire_error(core, e)),
     }
 }
 
@@ -272,14 +256,8 @@ fn park_for_good() -> ! {
 
 /// Parks this thread, GIL released, until `waiter` leaves `Waiting` or the
 /// deadline passes, checking for signals every [`SIGNAL_SLICE`] (the error
-/// of a signal handler, Ctrl-C, if one interrupted the wait), and for the
-/// end of `session` (`DisconnectedError`).
-fn park_in(
-    py: Python<'_>,
-    waiter: Pin<&Waiter>,
-    deadline: Option<Instant>,
-    session: Option<&SessionWaits>,
-) -> Option<PyErr> {
+/// of a signal handler, Ctrl-C, if one interrupted the wait).
+fn park_in(py: Python<'_>, waiter: Pin<&Waiter>, deadline: Option<Instant>) -> Option<PyErr> {
     loop {
         let done = py.detach(|| {
             let slice_end = Instant::now() + SIGNAL_SLICE;
@@ -301,9 +279,6 @@ fn park_in(
         });
         if done {
             return None;
-        }
-        if session.is_some_and(|s| s.ended()) {
-            return Some(disconnected_error());
         }
         if let Err(e) = py.check_signals() {
             return Some(e);

@@ -55,7 +55,7 @@ mod wake;
 mod wake_socket;
 
 use awaitable::{enter_one_in, finished, ready, Acquire, Ready, Role};
-use blocking::blocking_acquire_in;
+use blocking::blocking_acquire;
 use errors::{
     acquire_error, backend_error, count, release_error, timeout_arg, Initial, Label, Mode, Name,
     Permits,
@@ -199,9 +199,12 @@ impl Semaphore {
         };
         // The GIL is released: creation may wait for another process's
         // initialisation of the same name (its init lock).
+        // Counting what it holds: its `disconnect()` gives that back (the
+        // seam's per-handle rule, as in C and Node).
         let core = py
             .detach(|| Core::open(&name, permits, options))
-            .map_err(backend_error)?;
+            .map_err(backend_error)?
+            .counting_held();
         Ok(Semaphore {
             core: session::CoreCell::session(core),
             name: Some(name),
@@ -432,7 +435,6 @@ impl Semaphore {
     fn acquire(&self, n: Permits) -> PyResult<Acquire> {
         Ok(
             Acquire::new(self.core.get()?.into_owned(), n.0, self.role.clone(), true)
-                .in_session(self.waits())
                 .of_redis(self.redis.clone()),
         )
     }
@@ -493,15 +495,12 @@ impl Semaphore {
     #[pyo3(signature = (n = Permits(1), timeout = None), text_signature = "($self, n=1, timeout=None)")]
     fn acquire_blocking(&self, py: Python<'_>, n: Permits, timeout: Option<f64>) -> PyResult<bool> {
         let core = self.core.get()?;
-        let waits = self.waits();
         let timeout = timeout_arg(timeout)?;
         let me = match &self.redis {
             Some(_) => Some(redis::owner(py)?),
             None => None,
         };
-        let Some((token, session)) =
-            blocking_acquire_in(py, &core, n.0, timeout, waits.as_deref())?
-        else {
+        let Some((token, session)) = blocking_acquire(py, &core, n.0, timeout)? else {
             return Ok(false);
         };
         self.role.taken(n.0);
@@ -584,15 +583,18 @@ impl Semaphore {
     }
 
     /// Ends this handle's session on a shared or Redis semaphore, leaving the
-    /// semaphore open for every other process: its queued acquires (asyncio
-    /// and trio tasks, blocking threads) and every later call on this handle
-    /// raise `DisconnectedError` (a `ClosedError`). Named: permits are held
-    /// per process, by the process's attachment to the name, which every
-    /// handle of this process on the name and their pending acquires share:
-    /// once none is left, what the process holds goes back at once, to the
-    /// next waiter, as at its exit. Redis: what the handle holds goes to the
-    /// next waiters at once (one round trip, GIL released; if Redis is out
-    /// of reach, at the lease's expiry); when it returns, the handle's two
+    /// semaphore open for every other handle and process (as C's
+    /// `volt_sem_disconnect` and Node's `disconnect()`): its queued acquires
+    /// (asyncio and trio tasks, blocking threads) raise `DisconnectedError`
+    /// (a `ClosedError`) at once, what it holds goes to the next waiters at
+    /// once, and every later call on this handle raises `DisconnectedError`.
+    /// Named: what this handle holds is what was acquired through it and not
+    /// released through it (also inside an `async with sem.acquire(n):`
+    /// still running), as far as the process still holds it; another
+    /// `Semaphore.open` of the same name in this process is another handle,
+    /// whose permits stay held and which goes on. Redis: what its session
+    /// holds (one round trip, GIL released; if Redis is out of reach, at the
+    /// lease's expiry); when it returns, the handle's two
     /// threads have exited and its two Redis connections are closed, even
     /// while the handle (or an `Acquire` or `lease_lost()` of it) is still
     /// referenced (while Redis is out of reach, a session thread blocked in a
@@ -773,7 +775,7 @@ impl Semaphore {
 
     fn __aenter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let core = self.core.get()?;
-        enter_one_in(py, &core, &self.role, self.waits(), self.redis.clone())
+        enter_one_in(py, &core, &self.role, self.redis.clone())
     }
 
     #[pyo3(signature = (*_args))]
@@ -828,17 +830,6 @@ impl Semaphore {
             return r.and(woke);
         }
         self.role.release(py, core, n)
-    }
-
-    /// The queued acquires `disconnect()` must fail: a named handle's. A
-    /// Redis handle's are failed by the backend itself (its disconnect ends
-    /// the requests in Redis), and listing them would keep an abandoned
-    /// task's Future referenced from native code, out of the GC's reach.
-    fn waits(&self) -> Option<Arc<session::SessionWaits>> {
-        match self.redis {
-            Some(_) => None,
-            None => self.core.waits(),
-        }
     }
 }
 

@@ -11,9 +11,8 @@ use pyo3::prelude::*;
 use pyo3::PyTraverseError;
 use volt_sem_backend::{Error, Finish, RawAcquire, WaiterState};
 
-use crate::errors::{acquire_error, closed_error, disconnected_error};
+use crate::errors::{acquire_error, closed_error};
 use crate::redis::give_back;
-use crate::session::SessionWaits;
 use crate::wake::{finish_owned, Channel, Owned, Slot};
 use crate::Core;
 
@@ -24,20 +23,17 @@ pub(crate) struct TrioWaiter {
     core: Arc<Core>,
     n: usize,
     slot: Option<Pin<Arc<Slot>>>,
-    /// A shared handle's session: its end fails this wait (see `session`).
-    session: Option<Arc<SessionWaits>>,
     /// The grant's token and session, once granted.
     got: Option<crate::wake::Got>,
 }
 
 impl TrioWaiter {
     /// A wait for `n` permits of `core`, not queued yet (`enqueue`).
-    pub(crate) fn new(core: Arc<Core>, n: usize, session: Option<Arc<SessionWaits>>) -> Self {
+    pub(crate) fn new(core: Arc<Core>, n: usize) -> Self {
         TrioWaiter {
             core,
             n,
             slot: None,
-            session,
             got: None,
         }
     }
@@ -107,38 +103,6 @@ impl TrioWaiter {
             give_back(py, &slot);
         }
         true
-    }
-
-    /// After a queueing `enqueue`: lists the wait with its handle's session
-    /// (named), so that `disconnect()` can fail it through `token`; if the
-    /// session ended already, gives the wait up and raises
-    /// `DisconnectedError`.
-    fn listed(slf: Py<Self>, py: Python<'_>, token: Py<PyAny>, task: Py<PyAny>) -> PyResult<()> {
-        let Some(session) = slf.borrow(py).session.clone() else {
-            return Ok(());
-        };
-        if session.list_trio(py, token, task, slf.clone_ref(py)) {
-            return Ok(());
-        }
-        slf.borrow_mut(py).cancel(py);
-        Err(disconnected_error())
-    }
-
-    /// Whether the wait is still queued (not finished, not delivered).
-    pub(crate) fn is_queued(&self) -> bool {
-        self.slot.as_ref().is_some_and(|s| !s.delivered())
-    }
-
-    /// `disconnect()` of its handle, on the run's thread: `True` if the wait
-    /// was still queued and is now given up (the caller reschedules the task
-    /// with `DisconnectedError`), `False` if the task was rescheduled already
-    /// or is not waiting.
-    fn give_up(&mut self, py: Python<'_>) -> bool {
-        let gave_up = self.is_queued() && self.abort(py);
-        if gave_up {
-            self.core = crate::inert_core();
-        }
-        gave_up
     }
 
     /// Ends the wait whatever its state (an exception other than trio's own

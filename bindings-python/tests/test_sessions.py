@@ -337,6 +337,15 @@ def test_named_disconnect_fails_own_queued_acquires(name):
     again.release(1)
 
 
+async def _acquire_outcome(sem, result):
+    """`await sem.acquire(1)` in a task: appends "granted" or "disconnected"."""
+    try:
+        await sem.acquire(1)
+        result.append("granted")
+    except volt_sem.DisconnectedError:
+        result.append("disconnected")
+
+
 @needs_linux
 def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
     trio = pytest.importorskip("trio")
@@ -350,11 +359,7 @@ def test_named_disconnect_fails_a_trio_tasks_queued_acquire(name):
         done = trio.Event()
 
         async def waiter():
-            try:
-                await sem.acquire(1)
-                result.append("granted")
-            except volt_sem.DisconnectedError:
-                result.append("disconnected")
+            await _acquire_outcome(sem, result)
             done.set()
 
         async with trio.open_nursery() as nursery:
@@ -515,3 +520,131 @@ def test_disconnect_in_a_forked_child_leaves_the_parents_session(server, name):
     assert c["held"] == 1 and c["sessions"] == 1, c
     sem.release(1)
     sem.disconnect()
+
+
+# ---------------------------------------------------------------------------
+# Named: disconnect is per handle (as C's volt_sem_disconnect)
+# ---------------------------------------------------------------------------
+
+
+def conserved(sem, total):
+    """available + held + granted to queued waiters == total, as `inspect()`
+    sees it (every process)."""
+    i = sem.inspect()
+    held = sum(h.permits for h in i.holders)
+    partial = sum(w.granted for w in i.waiters)
+    assert i.available + held + partial == total, (i.available, held, partial, total)
+    return i.available, held, partial
+
+
+@needs_linux
+def test_named_disconnect_is_per_handle(name):
+    """Two handles of one name in one process: disconnecting `a` gives back
+    at once what `a` holds (to a task waiting on `b`), `b`'s own permits
+    stay held, and `b` goes on working."""
+    a = volt_sem.Semaphore.open(name, 4)
+    b = volt_sem.Semaphore.open(name, 4)
+    assert a.try_acquire(2)
+    assert b.try_acquire(1)
+    assert conserved(b, 4) == (1, 3, 0)
+    with LoopThread() as lt:
+        aw = b.acquire(3)
+        queued = lt.submit(_await(aw))
+        wait_until(lambda: is_waiting(aw), "b's request queued")
+        assert conserved(b, 4) == (0, 3, 1)  # the free permit went to the queued request
+        a.disconnect()
+        assert queued.result(BOUND) is True  # a's 2 went to it
+    # b holds its own 1 and the 3 it waited for; nothing of a's is left.
+    assert conserved(b, 4) == (0, 4, 0)
+    assert not b.try_acquire(1)
+    b.release(4)
+    assert conserved(b, 4) == (4, 0, 0)
+    assert b.try_acquire(4)  # b still works
+    b.release(4)
+    with pytest.raises(volt_sem.DisconnectedError):
+        a.release(1)
+    b.disconnect()
+
+
+@needs_linux
+def test_named_disconnect_of_one_handle_fails_only_its_queued_acquires(name):
+    """`a`'s queued asyncio task, blocking thread and trio task raise
+    `DisconnectedError`; `b`'s queued task keeps its place and is served by
+    what `a` held."""
+    trio = pytest.importorskip("trio")
+    import trio.testing
+
+    a = volt_sem.Semaphore.open(name, 2)
+    b = volt_sem.Semaphore.open(name, 2)
+    assert a.try_acquire(1)
+    assert b.try_acquire(1)
+    errors = []
+
+    def blocking():
+        try:
+            a.acquire_blocking(1)
+            errors.append("granted")
+        except BaseException as e:  # noqa: BLE001 - recorded for the assertion
+            errors.append(e)
+
+    trio_result = []
+    trio_queued = threading.Event()
+
+    def trio_thread():
+        async def main():
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_acquire_outcome, a, trio_result)
+                await trio.testing.wait_all_tasks_blocked()
+                trio_queued.set()
+
+        trio.run(main)
+
+    with LoopThread() as lt:
+        aw_a = a.acquire(1)
+        on_a = lt.submit(_await(aw_a))
+        wait_until(lambda: is_waiting(aw_a), "a's task queued")
+        th = threading.Thread(target=blocking)
+        th.start()
+        tt = threading.Thread(target=trio_thread)
+        tt.start()
+        assert trio_queued.wait(BOUND)
+        wait_until(lambda: len(b.inspect().waiters) == 3, "a's three requests queued")
+        aw_b = b.acquire(1)
+        on_b = lt.submit(_await(aw_b))
+        wait_until(lambda: is_waiting(aw_b), "b's task queued")
+        assert conserved(b, 2) == (0, 2, 0)
+        a.disconnect()
+        with pytest.raises(volt_sem.DisconnectedError):
+            on_a.result(BOUND)
+        th.join(BOUND)
+        tt.join(BOUND)
+        assert not th.is_alive() and not tt.is_alive()
+        assert len(errors) == 1 and isinstance(errors[0], volt_sem.DisconnectedError), errors
+        assert trio_result == ["disconnected"]
+        # a's queued requests left, its held permit went to b's task.
+        assert on_b.result(BOUND) is True
+    assert conserved(b, 2) == (0, 2, 0)
+    b.release(2)
+    assert conserved(b, 2) == (2, 0, 0)
+    b.disconnect()
+
+
+@needs_linux
+def test_named_disconnect_gives_back_what_an_open_acquire_block_holds(name):
+    """Permits held inside `async with a.acquire(n)` go back at the
+    disconnect, while the block still runs and another handle lives."""
+    b = volt_sem.Semaphore.open(name, 2)
+
+    async def main():
+        a = volt_sem.Semaphore.open(name, 2)
+        async with a.acquire(2):
+            assert conserved(b, 2) == (0, 2, 0)
+            a.disconnect()
+            assert conserved(b, 2) == (2, 0, 0)
+            assert b.try_acquire(2)
+        return "done"
+
+    assert asyncio.run(main()) == "done"
+    assert conserved(b, 2) == (0, 2, 0)
+    b.release(2)
+    b.disconnect()

@@ -1,14 +1,10 @@
 //! Ending one handle's session on a named or Redis semaphore:
 //! `volt_sem_disconnect`.
 
-use volt_sem_backend::Kind;
-
 use crate::boundary::ffi_status;
-use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
-use crate::status::status_of;
-use crate::status::volt_status::{self, *};
-use crate::total::local_refusal;
+use crate::status::volt_status;
+use crate::total::on_shared;
 
 /// Ends the session of a named (`volt_sem_open`) or Redis (`volt_sem_connect`)
 /// handle, leaving the semaphore open for every other process and client
@@ -60,12 +56,8 @@ use crate::total::local_refusal;
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_disconnect(sem: *const volt_sem) -> volt_status {
-    ffi_status!("volt_sem_disconnect", || {
-        // SAFETY: NULL or a live handle (contract).
-        let sem = unsafe { handle(sem) }?;
-        if sem.sem.kind() == Kind::Local {
-            return Err(local_refusal());
-        }
-        Ok(sem.sem.disconnect().map_or_else(status_of, |()| VOLT_OK))
+    // SAFETY: NULL or a live handle (contract).
+    ffi_status!("volt_sem_disconnect", || unsafe {
+        on_shared(sem, |sem| sem.disconnect())
     })
 }

@@ -1,22 +1,39 @@
 //! Changing a shared limit online: `volt_sem_set_total` and
 //! `volt_sem_reopen`, for named and Redis semaphores.
 
-use volt_sem_backend::Kind;
+use volt_sem_backend::{Error, Kind, Semaphore};
 
-use crate::boundary::ffi_status;
+use crate::boundary::{ffi_status, Checked};
 use crate::last_error::{refuse, Refusal};
 use crate::semaphore::handle;
 use crate::semaphore::volt_sem;
 use crate::status::status_of;
 use crate::status::volt_status::{self, *};
 
-/// A local semaphore's refusal, with a message that says which semaphores
-/// the call is for (the status alone reads like a platform limit).
-pub(crate) fn local_refusal() -> volt_status {
-    refuse(
-        VOLT_UNSUPPORTED,
-        Refusal::Text("`sem` is a local semaphore: this call is for named and Redis semaphores"),
-    )
+/// The body of a call for named and Redis semaphores only
+/// (`volt_sem_set_total`, `volt_sem_reopen`, `volt_sem_disconnect`): `op`
+/// on `sem`'s semaphore, its status. NULL and a forked handle are refused
+/// as by every call; a local semaphore with `VOLT_UNSUPPORTED` and a message
+/// that says which semaphores the call is for (the status alone reads like
+/// a platform limit).
+///
+/// # Safety
+/// `sem` is NULL or a live handle.
+pub(crate) unsafe fn on_shared(
+    sem: *const volt_sem,
+    op: impl FnOnce(&Semaphore) -> Result<(), Error>,
+) -> Checked<volt_status> {
+    // SAFETY: NULL or a live handle (contract).
+    let sem = unsafe { handle(sem) }?;
+    if sem.sem.kind() == Kind::Local {
+        return Err(refuse(
+            VOLT_UNSUPPORTED,
+            Refusal::Text(
+                "`sem` is a local semaphore: this call is for named and Redis semaphores",
+            ),
+        ));
+    }
+    Ok(op(&sem.sem).map_or_else(status_of, |()| VOLT_OK))
 }
 
 /// Changes the total of a named (`volt_sem_open`) or Redis
@@ -46,13 +63,9 @@ pub(crate) fn local_refusal() -> volt_status {
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> volt_status {
-    ffi_status!("volt_sem_set_total", || {
-        // SAFETY: NULL or a live handle (contract).
-        let sem = unsafe { handle(sem) }?;
-        if sem.sem.kind() == Kind::Local {
-            return Err(local_refusal());
-        }
-        Ok(sem.sem.set_total(n).map_or_else(status_of, |()| VOLT_OK))
+    // SAFETY: NULL or a live handle (contract).
+    ffi_status!("volt_sem_set_total", || unsafe {
+        on_shared(sem, |sem| sem.set_total(n))
     })
 }
 
@@ -70,12 +83,8 @@ pub unsafe extern "C" fn volt_sem_set_total(sem: *const volt_sem, n: usize) -> v
 /// `sem` is NULL or a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn volt_sem_reopen(sem: *const volt_sem) -> volt_status {
-    ffi_status!("volt_sem_reopen", || {
-        // SAFETY: NULL or a live handle (contract).
-        let sem = unsafe { handle(sem) }?;
-        if sem.sem.kind() == Kind::Local {
-            return Err(local_refusal());
-        }
-        Ok(sem.sem.reopen().map_or_else(status_of, |()| VOLT_OK))
+    // SAFETY: NULL or a live handle (contract).
+    ffi_status!("volt_sem_reopen", || unsafe {
+        on_shared(sem, |sem| sem.reopen())
     })
 }

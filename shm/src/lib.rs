@@ -847,7 +847,9 @@ impl OpenOptions {
 }
 
 /// One queued blocking request, as
-/// [`SharedSemaphore::acquire_blocking_ticketed`] reports it, for
+/// [`SharedSemaphore::acquire_blocking_ticketed`] (or
+/// [`acquire_blocking_interruptible_ticketed`](SharedSemaphore::acquire_blocking_interruptible_ticketed))
+/// reports it, for
 /// [`SharedSemaphore::fail_blocking`]: its slot and sequence number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockingTicket {
@@ -1060,6 +1062,39 @@ impl SharedSemaphore {
         Ok(Permit::new(self, n))
     }
 
+    /// [`acquire_blocking_interruptible`](Self::acquire_blocking_interruptible)
+    /// that also reports its [`BlockingTicket`] to `on_queued` if it has to
+    /// queue, as [`acquire_blocking_ticketed`](Self::acquire_blocking_ticketed)
+    /// does: a wait that polls (a binding's signal checks) and that another
+    /// thread can end at once with [`fail_blocking`](Self::fail_blocking)
+    /// (its acquire then returns [`Error::TooManyPermits`]).
+    pub fn acquire_blocking_interruptible_ticketed(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: Duration,
+        mut interrupted: impl FnMut() -> bool,
+        mut on_queued: impl FnMut(BlockingTicket),
+    ) -> Result<Option<Permit<'_>>, Error> {
+        self.interruptible(n, timeout, (poll, &mut interrupted), Some(&mut on_queued))
+    }
+
+    /// [`acquire_blocking_interruptible`](Self::acquire_blocking_interruptible),
+    /// its ticket reported to `on_queued` if given.
+    fn interruptible(
+        &self,
+        n: usize,
+        timeout: Option<Duration>,
+        poll: (Duration, &mut dyn FnMut() -> bool),
+        on_queued: Option<&mut dyn FnMut(BlockingTicket)>,
+    ) -> Result<Option<Permit<'_>>, Error> {
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+        let granted =
+            self.att
+                .acquire_deadline_polled(n as u64, deadline, Some(poll), on_queued)?;
+        Ok(granted.then(|| Permit::new(self, n)))
+    }
+
     /// Fails the blocking request of `ticket` (from
     /// [`acquire_blocking_ticketed`](Self::acquire_blocking_ticketed) on this
     /// handle's process) if it is still queued, as a request above a new
@@ -1157,14 +1192,7 @@ impl SharedSemaphore {
         poll: Duration,
         mut interrupted: impl FnMut() -> bool,
     ) -> Result<Option<Permit<'_>>, Error> {
-        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
-        let granted = self.att.acquire_deadline_polled(
-            n as u64,
-            deadline,
-            Some((poll, &mut interrupted)),
-            None,
-        )?;
-        Ok(granted.then(|| Permit::new(self, n)))
+        self.interruptible(n, timeout, (poll, &mut interrupted), None)
     }
 
     /// Acquires `n` permits asynchronously. Cancel-safe: dropping the future

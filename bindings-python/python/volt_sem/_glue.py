@@ -65,14 +65,6 @@ def _probe_kind(loop):
     return _PROBE_NEVER
 
 
-def fail_future(fut, exc):
-    """Ends an asyncio wait of a disconnected named handle (on its loop's
-    thread): the task's acquire sees `exc` thrown in, gives its wait up and
-    raises it. A Future done meanwhile (granted) is left alone."""
-    if not fut.done():
-        fut.set_exception(exc)
-
-
 def _drain_futures(channel):
     """Resolves the Futures of the waits granted since the last drain (a
     reader callback, or scheduled by the thread path's helper). An exception
@@ -395,12 +387,8 @@ async def _trio_acquire(trio, waiter, acquire):
         channel = _trio_channel(trio)
         task = trio.lowlevel.current_task()
         if not waiter.enqueue(channel, task):
-            # A named handle's wait: its disconnect() can end it (see below).
-            try:
-                waiter.listed(trio.lowlevel.current_trio_token(), task)
-            except BaseException:
-                acquire._trio_failed()
-                raise
+            # Its handle's disconnect() fails the request: the task is
+            # rescheduled, and `collect` raises DisconnectedError.
 
             def abort(_raise_cancel):
                 if waiter.abort():
@@ -439,26 +427,6 @@ async def _trio_lease(trio, obj):
         done, value = obj._trio_collect()
         if done:
             return value
-
-
-def fail_trio_wait(token, task, waiter, exc):
-    """Ends a trio task's wait of a disconnected named handle: on the run's
-    thread (no race with the wake pump, which runs there too), a wait still
-    queued is given up and its task rescheduled with `exc`."""
-    trio = sys.modules.get("trio")
-    if trio is None:
-        return
-
-    def fail():
-        if waiter.give_up():
-            import outcome  # trio's own dependency
-
-            trio.lowlevel.reschedule(task, outcome.Error(exc))
-
-    try:
-        token.run_sync_soon(fail)
-    except trio.RunFinishedError:
-        pass  # the run is over: its waits were handed on
 
 
 def trio_lease_wait(obj):

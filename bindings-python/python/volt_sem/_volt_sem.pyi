@@ -494,14 +494,18 @@ class Semaphore:
         """:meth:`close_for_everyone` off the event loop."""
     def disconnect(self) -> None:
         """Ends this handle's session on a shared or Redis semaphore, leaving
-        it open for every other process: its queued acquires (asyncio and trio
-        tasks, blocking threads) and every later call on the handle raise
-        :class:`DisconnectedError`. Named: permits are held per process, by
-        its attachment to the name, which every handle of the process on that
-        name (and their pending acquires) shares: once none is left, what the
-        process holds goes back at once, as at its exit. Redis: what the
-        handle holds goes to the next waiters at once (one round trip; if
-        Redis is out of reach, at the lease's expiry); when it returns, the
+        it open for every other handle and process (as C's
+        ``volt_sem_disconnect`` and Node's ``disconnect()``): its queued
+        acquires (asyncio and trio tasks, blocking threads) raise
+        :class:`DisconnectedError` at once, what it holds goes to the next
+        waiters at once, and every later call on the handle raises
+        :class:`DisconnectedError`. Named: what this handle holds is what was
+        acquired through it and not released through it (also inside an
+        ``async with sem.acquire(n):`` still running), as far as the process
+        still holds it; another :meth:`open` of the name in this process is
+        another handle, which keeps its permits and goes on. Redis: what its
+        session holds (one round trip; if Redis is out of reach, at the
+        lease's expiry); when it returns, the
         handle's two threads have exited and its two Redis connections are
         closed, even while the handle (or an :class:`Acquire` or
         :meth:`lease_lost` of it) is still referenced (while Redis is out of
