@@ -119,10 +119,11 @@ typedef struct {
 
 enum { MW = 5 };     /* waiters of the model run */
 enum { OP_TRY, OP_ACQ, OP_REL, OP_CANCEL, OP_TRYCANCEL, OP_STATUS, OP_AVAIL, OP_CLOSE,
-       OP_BLOCK0, OP_BAD, OP_KINDS };
+       OP_BLOCK0, OP_BAD, OP_STATS, OP_KINDS };
 enum { CB_NOTE, CB_COLLECT, CB_SIBLING, CB_TRY_SIBLING, CB_RELEASE1, CB_KINDS };
 static const char *op_names[] = {"try_acquire", "acquire",  "release", "cancel",  "try_cancel",
-                                 "status",      "available", "close",  "blocking(0)", "bad_input"};
+                                 "status",      "available", "close",  "blocking(0)", "bad_input",
+                                 "stats"};
 static const char *cb_names[] = {"note", "collect+release", "cancel sibling", "try_cancel sibling",
                                  "release 1"};
 
@@ -150,6 +151,7 @@ struct model {
     int cb[MW], sib[MW];      /* what each waiter's callback does */
     int pending[MW * 4], plen; /* callbacks still to run on this thread, in order */
     size_t held;              /* permits the test owns */
+    size_t total;             /* the permits the semaphore was made with */
     int ending;               /* the waiter an owner's cancel is ending now, or -1 */
     /* the real thing */
     const volt_sem *sem;
@@ -248,6 +250,14 @@ static volt_status model_end(model *m, int s, size_t *ret) {
     }
 }
 
+/* A fenced acquire of a local semaphore: no token, no session, whatever
+ * the status. */
+static void model_grant_zero(model *m, const volt_grant *g, const char *what) {
+    if (g->token != 0 || g->session != 0)
+        mfail(m, "%s: token %llu, session %llu (a local semaphore has neither)", what,
+              (unsigned long long)g->token, (unsigned long long)g->session);
+}
+
 static void model_release(model *m, size_t n) {
     m->held -= n;
     serve(m, n);
@@ -319,7 +329,14 @@ static void model_step(model *m, const op *o) {
                            : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
                                                              : VOLT_WOULD_BLOCK;
         if (want == VOLT_OK) m->avail -= n, m->held += n;
-        EXPECT(m, volt_sem_try_acquire(m->sem, n), want, "try_acquire");
+        if (o->cb & 1) { /* the fenced form: the same outcome, token and session 0 */
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            EXPECT(m, volt_sem_try_acquire_fenced(m->sem, n, &g), want, "try_acquire_fenced");
+            model_grant_zero(m, &g, "try_acquire_fenced");
+        } else {
+            EXPECT(m, volt_sem_try_acquire(m->sem, n), want, "try_acquire");
+        }
         break;
     }
     case OP_BLOCK0: {
@@ -327,7 +344,15 @@ static void model_step(model *m, const op *o) {
                            : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
                                                              : VOLT_TIMED_OUT;
         if (want == VOLT_OK) m->avail -= n, m->held += n;
-        EXPECT(m, volt_sem_acquire_blocking(m->sem, n, 0), want, "acquire_blocking(timeout 0)");
+        if (o->cb & 1) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            EXPECT(m, volt_sem_acquire_blocking_fenced(m->sem, n, 0, &g), want,
+                   "acquire_blocking_fenced(timeout 0)");
+            model_grant_zero(m, &g, "acquire_blocking_fenced");
+        } else {
+            EXPECT(m, volt_sem_acquire_blocking(m->sem, n, 0), want, "acquire_blocking(timeout 0)");
+        }
         break;
     }
     case OP_ACQ: {
@@ -407,7 +432,50 @@ static void model_step(model *m, const op *o) {
         }
         if (volt_sem_total_permits(m->sem) != 0)
             mfail(m, "total_permits of a local semaphore %zu, not 0", volt_sem_total_permits(m->sem));
+        /* A local semaphore has no session: nothing changes. */
+        EXPECT(m, volt_sem_disconnect(m->sem), VOLT_UNSUPPORTED, "disconnect of a local semaphore");
+        if (volt_sem_held_permits(m->sem) != 0)
+            mfail(m, "held_permits of a local semaphore %zu, not 0", volt_sem_held_permits(m->sem));
+        /* The fenced forms refuse a NULL grant, taking nothing. */
+        EXPECT(m, volt_sem_try_acquire_fenced(m->sem, 1, NULL), VOLT_INVALID_ARGUMENT,
+               "try_acquire_fenced(grant NULL)");
+        EXPECT(m, volt_sem_acquire_blocking_fenced(m->sem, 1, 0, NULL), VOLT_INVALID_ARGUMENT,
+               "acquire_blocking_fenced(grant NULL)");
+        {
+            volt_stats z = {.struct_size = 0};
+            EXPECT(m, volt_sem_stats(m->sem, &z), VOLT_INVALID_ARGUMENT, "stats(struct_size 0)");
+        }
+        /* Another reference: the same pointer; freeing it leaves this one. */
+        {
+            const volt_sem *c = volt_sem_clone(m->sem);
+            if (c != m->sem) mfail(m, "volt_sem_clone returned %p, not the handle %p", (void *)c, (void *)m->sem);
+            volt_sem_free(c);
+            if (volt_sem_clone(NULL) != NULL) mfail(m, "volt_sem_clone(NULL) is not NULL");
+        }
         break;
+    case OP_STATS: {
+        /* The gauges against the model: the counter, the permits held
+         * (the test's, plus grants its waiters have not collected), the
+         * queue; with the partial grants of the queued requests, they are
+         * the whole total. */
+        volt_stats sx;
+        memset(&sx, 0x5a, sizeof sx);
+        sx.struct_size = sizeof sx;
+        EXPECT(m, volt_sem_stats(m->sem, &sx), VOLT_OK, "stats");
+        if (m->failed) break;
+        size_t held = m->held, partial = 0;
+        for (int i = 0; i < MW; i++)
+            if (m->state[i] == M_GRANTED || m->state[i] == M_NOTIFY_G) held += m->requested[i];
+        for (int i = 0; i < m->qlen; i++) partial += m->requested[m->queue[i]] - m->remaining[m->queue[i]];
+        if (sx.struct_size != sizeof sx) mfail(m, "stats filled %zu bytes of %zu", sx.struct_size, sizeof sx);
+        else if (sx.available != m->avail || sx.held != held || sx.queued != (size_t)m->qlen)
+            mfail(m, "stats: available %zu, held %zu, queued %zu; model says %zu, %zu, %d", sx.available,
+                  sx.held, sx.queued, m->avail, held, m->qlen);
+        else if (sx.available + sx.held + partial != m->total)
+            mfail(m, "stats: available %zu + held %zu + partial grants %zu is not the total %zu",
+                  sx.available, sx.held, partial, m->total);
+        break;
+    }
     }
     if (m->plen != 0) mfail(m, "%d callbacks the model expects did not run", m->plen);
     m->plen = 0;
@@ -421,7 +489,14 @@ static bool model_run(uint64_t seed, const op *ops, long nops, char *why, size_t
     if (!m) abort();
     size_t total = model_total(seed);
     if (volt_sem_new(total, &m->sem) != VOLT_OK) abort();
+    if (seed % 3 == 0) {
+        /* The run goes through a clone; the first reference is dropped. */
+        const volt_sem *first = m->sem;
+        m->sem = volt_sem_clone(first);
+        volt_sem_free(first);
+    }
     m->avail = total;
+    m->total = total;
     m->ending = -1;
     for (int i = 0; i < MW; i++) {
         if (volt_waiter_init(&m->w[i]) != VOLT_OK) abort();
@@ -458,7 +533,7 @@ static bool model_run(uint64_t seed, const op *ops, long nops, char *why, size_t
 static void gen_ops(uint64_t seed, op *ops, long n) {
     uint64_t r = seed ^ 0x5eed;
     size_t total = model_total(seed);
-    static const unsigned weight[OP_KINDS] = {10, 30, 22, 10, 6, 6, 4, 1, 4, 1};
+    static const unsigned weight[OP_KINDS] = {10, 30, 22, 10, 6, 6, 4, 1, 4, 1, 4};
     unsigned sum = 0;
     for (int k = 0; k < OP_KINDS; k++) sum += weight[k];
     for (long i = 0; i < n; i++) {
@@ -476,6 +551,7 @@ static void gen_ops(uint64_t seed, op *ops, long n) {
 
 static void print_op(FILE *f, long i, const op *o) {
     fprintf(f, "      %3ld: %-12s waiter %d n %d", i, op_names[o->kind], o->slot % MW, o->n);
+    if ((o->kind == OP_TRY || o->kind == OP_BLOCK0) && (o->cb & 1)) fprintf(f, " (fenced)");
     if (o->kind == OP_ACQ) {
         fprintf(f, " callback: %s", cb_names[o->cb % CB_KINDS]);
         if (o->cb % CB_KINDS == CB_SIBLING || o->cb % CB_KINDS == CB_TRY_SIBLING)
