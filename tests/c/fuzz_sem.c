@@ -629,19 +629,22 @@ static int run_model(const options *o) {
 
 /* One waiter of a concurrent run and what its callback saw. */
 typedef struct worker worker;
+typedef struct hnd hnd;
 typedef struct {
     volt_waiter w;
     worker *owner;
+    hnd *h;                 /* the handle it was queued on (shared mode), or NULL */
     size_t n;
     long seq;               /* the owner's enqueue order */
     atomic_int calls;       /* callbacks for this request */
     atomic_int ended;       /* the owner ended this request */
-    atomic_int collected;   /* the callback collected the outcome: 1 granted, 2 closed, 3 failed */
+    atomic_int collected;   /* the callback collected the outcome: 1 granted, 2 closed, 3 failed,
+                             * 4 disconnected */
     long s0, sa;            /* the resize sequence at the call and once it returned PENDING */
     bool busy;
 } twaiter;
 
-enum { KINDS = 5, NST = 9 }; /* the statuses up to VOLT_INVALID_ARGUMENT, then "other" */
+enum { KINDS = 5, NST = 10 }; /* the statuses up to VOLT_INVALID_ARGUMENT, VOLT_DISCONNECTED, "other" */
 
 typedef struct {
     atomic_long in_use, peak, violations;
@@ -650,8 +653,27 @@ typedef struct {
     long total;
 } counts;
 
+/* A handle of a shared-mode process on the run's name (the process holds
+ * several: a clone, a second open), and the permits the process's threads
+ * counted through it: its disconnect takes them off the count. A grant the
+ * library reported through it is counted only under `mu` while `gone` is
+ * clear; the disconnecting thread sets `gone` and takes `held` off the
+ * count under `mu` before it calls volt_sem_disconnect. So the count never
+ * includes permits the disconnect gives back (a call racing the disconnect
+ * either completes before it, its permits going back with the handle's,
+ * or fails with VOLT_DISCONNECTED). */
+struct hnd {
+    const volt_sem *sem;
+    pthread_mutex_t mu;
+    atomic_int gone;    /* a disconnect of it began */
+    atomic_int done;    /* its disconnect returned: every later call is VOLT_DISCONNECTED */
+    long held;          /* permits counted through it (under mu) */
+    int refs;           /* references to free at the end (a clone adds one) */
+};
+
 struct worker {
     const volt_sem *sem;
+    hnd *h;             /* shared mode: the handle `sem` is, or NULL */
     counts *c;
     uint64_t rng;
     long max_seen_grant; /* the largest seq of this thread's own grant observed */
@@ -669,7 +691,7 @@ static void note_event(int op, long n, long in_use);
 static void (*on_violation)(void);
 
 static void cov(counts *c, int kind, volt_status s) {
-    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < NST - 1 ? s : NST - 1], 1);
+    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < NST - 2 ? s : s == VOLT_DISCONNECTED ? NST - 2 : NST - 1], 1);
 }
 
 /* What the calls returned, so that a run shows which outcomes it reached. */
@@ -683,7 +705,7 @@ static void print_cov(counts *c) {
         printf("       %-17s", kinds[k]);
         for (int s = 0; s < NST; s++) {
             long v = atomic_load(&c->outcome[k][s]);
-            if (v) printf(" %s %ld", s < NST - 1 ? st(s) + 5 : "other", v);
+            if (v) printf(" %s %ld", s < NST - 2 ? st(s) + 5 : s == NST - 2 ? "DISCONNECTED" : "other", v);
         }
         printf("\n");
     }
@@ -719,8 +741,14 @@ static void resize_op(worker *k);
 static void close_op(worker *k);
 static void inspect_op(worker *k);
 static void note_failed_above(void);
-static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us);
-static void reopen_now(worker *k);
+static void resize_to(worker *k, hnd *h, const volt_sem *sem, unsigned n, long wait_ms, unsigned pause,
+                      long pause_us);
+static void reopen_now(worker *k, hnd *h, const volt_sem *sem);
+static void switch_handle(worker *k);
+static void disconnect_op(worker *k);
+static void note_uncounted(void);
+static volt_status open_name(uint64_t *r, size_t total, uint32_t flags, const volt_sem **out);
+static bool disconnected(worker *k, hnd *h, bool was_done, volt_status s, const char *what);
 
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
@@ -778,41 +806,98 @@ static void failed_above(worker *k, size_t n, long s0, const char *what) {
  * end granted (or closed), never cancelled while still queued. */
 static void saw_immediate_grant(worker *k) { k->max_seen_grant = ++k->next_seq; }
 
-static void release_n(worker *k, size_t n) {
-    count_release(k, n);
-    volt_status s = volt_sem_release(k->sem, n);
+/* Counts a grant of `n` the library reported through handle `h` (NULL:
+ * threads mode, always counted). Not counted once a disconnect of `h` began:
+ * those permits go back with the handle's. Returns whether it counted. */
+static bool grant_on(worker *k, hnd *h, size_t n, long s0) {
+    if (!h) {
+        count_grant(k, n, s0);
+        return true;
+    }
+    pthread_mutex_lock(&h->mu);
+    bool live = !atomic_load(&h->gone);
+    if (live) count_grant(k, n, s0), h->held += (long)n;
+    pthread_mutex_unlock(&h->mu);
+    if (!live) note_uncounted();
+    return live;
+}
+
+/* A status of a call on handle `h`: VOLT_DISCONNECTED only once its
+ * disconnect began, and nothing else once it returned (`was_done`, read
+ * before the call). Returns whether the status is VOLT_DISCONNECTED. */
+static bool disconnected(worker *k, hnd *h, bool was_done, volt_status s, const char *what) {
+    if (s == VOLT_DISCONNECTED) {
+        if (!h || !atomic_load(&h->gone))
+            violation(k->c, "%s returned VOLT_DISCONNECTED on a handle nobody disconnected", what);
+        return true;
+    }
+    if (was_done)
+        violation(k->c, "%s on a disconnected handle returned %s, not VOLT_DISCONNECTED", what, st(s));
+    return false;
+}
+
+/* Gives back `n` permits counted through `h`: off the count first (unless a
+ * disconnect took them off already), then released (VOLT_DISCONNECTED once
+ * the disconnect began: they went back with the handle's). */
+static void release_on(worker *k, hnd *h, size_t n) {
+    bool was_done = h && atomic_load(&h->done);
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        if (!atomic_load(&h->gone)) h->held -= (long)n, count_release(k, n);
+        pthread_mutex_unlock(&h->mu);
+    } else {
+        count_release(k, n);
+    }
+    volt_status s = volt_sem_release(h ? h->sem : k->sem, n);
+    if (disconnected(k, h, was_done, s, "release")) return;
     if (s != VOLT_OK) violation(k->c, "release(%zu) of held permits returned %s", n, st(s));
+}
+
+static void release_n(worker *k, size_t n) { release_on(k, k->h, n); }
+
+/* A fenced acquire of a local or named semaphore: no token, no session,
+ * whatever the status. */
+static void grant_zero(counts *c, const volt_grant *g, const char *what) {
+    if (g->token != 0 || g->session != 0)
+        violation(c, "%s: token %llu, session %llu (none on a local or named semaphore)", what,
+                  (unsigned long long)g->token, (unsigned long long)g->session);
 }
 
 static void t_wake(void *p) {
     twaiter *t = p;
     worker *k = t->owner;
+    hnd *h = t->h;
+    const volt_sem *sem = h ? h->sem : k->sem;
     atomic_fetch_add(&k->c->callbacks, 1);
     if (atomic_load(&t->ended)) violation(k->c, "a callback after its request ended");
     if (atomic_fetch_add(&t->calls, 1) != 0) violation(k->c, "a callback called twice");
     volt_status s = volt_waiter_status(&t->w);
-    /* (A request failed as above the total reads VOLT_CLOSED here.) */
+    /* (A request failed as above the total, or by a disconnect of its
+     * handle, reads VOLT_CLOSED here.) */
     if (s != VOLT_OK && s != VOLT_CLOSED) violation(k->c, "status %s inside the callback", st(s));
     /* Sometimes the callback changes the total, or reopens (it must not
      * block: no wait for the log's lock; its own random choice, from the
      * request's sequence number, since the owner's generator is the owner's). */
     if (k->resize && t->seq % 16 == 7) {
-        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k);
-        else resize_to(k, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
+        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k, h, sem);
+        else resize_to(k, h, sem, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
     }
     /* Sometimes the callback collects the grant and passes it on at once. */
     if ((t->seq & 3) == 1) {
-        volt_status c = volt_sem_cancel(k->sem, &t->w, NULL);
+        volt_status c = volt_sem_cancel(sem, &t->w, NULL);
         if (c == VOLT_OK || c == VOLT_CLOSED) atomic_store(&t->collected, c == VOLT_OK ? 1 : 2);
         if (c == VOLT_OK) {
             if (s != VOLT_OK) violation(k->c, "status %s in the callback, then its cancel VOLT_OK", st(s));
-            count_grant(k, t->n, t->s0);
-            release_n(k, t->n);
+            grant_on(k, h, t->n, t->s0);
+            release_on(k, h, t->n);
         } else if (c == VOLT_INVALID_ARGUMENT && k->resize) {
             atomic_store(&t->collected, 3);
             if (s != VOLT_CLOSED)
                 violation(k->c, "a request failed above the total read %s in its callback", st(s));
             failed_above(k, t->n, t->s0, "an acquire (collected in its callback)");
+        } else if (c == VOLT_DISCONNECTED) {
+            atomic_store(&t->collected, 4);
+            disconnected(k, h, false, c, "cancel inside the callback");
         } else if (c != VOLT_CLOSED) {
             violation(k->c, "cancel inside the callback returned %s", st(c));
         }
@@ -823,24 +908,29 @@ static void t_wake(void *p) {
 static void end_request(worker *k, twaiter *t, bool try_first) {
     size_t r = 0;
     volt_status s;
+    const volt_sem *sem = t->h ? t->h->sem : k->sem;
+    bool was_done = t->h && atomic_load(&t->h->done);
     /* The request was queued (or already granted) all the while the resize
      * sequence went from t->sa to sb. */
     long sb = rseq_now(k);
     if (try_first) {
-        while ((s = volt_sem_try_cancel(k->sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
+        while ((s = volt_sem_try_cancel(sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
     } else {
-        s = volt_sem_cancel(k->sem, &t->w, &r);
+        s = volt_sem_cancel(sem, &t->w, &r);
     }
     atomic_store(&t->ended, 1);
     cov(k->c, 3, s);
     int calls = atomic_load(&t->calls);
     t->busy = false;
+    if (was_done && (s == VOLT_OK || s == VOLT_CANCELLED))
+        violation(k->c, "a request on a disconnected handle: its cancel returned %s (the disconnect fails "
+                        "it, and gives back a grant not collected)", st(s));
     switch (s) {
     case VOLT_OK:
         if (atomic_load(&t->collected))
             violation(k->c, "owner's cancel returned VOLT_OK after the callback collected the outcome");
-        count_grant(k, t->n, t->s0);
-        k->held += t->n;
+        if (grant_on(k, t->h, t->n, t->s0)) k->held += t->n;
+        else release_on(k, t->h, t->n); /* collected before the disconnect: the handle's */
         if (t->seq > k->max_seen_grant) k->max_seen_grant = t->seq;
         break;
     case VOLT_CANCELLED:
@@ -873,10 +963,54 @@ static void end_request(worker *k, twaiter *t, bool try_first) {
             violation(k->c, "owner's cancel returned VOLT_INVALID_ARGUMENT after the callback collected it");
         failed_above(k, t->n, t->s0, "an acquire (its cancel)");
         break;
+    case VOLT_DISCONNECTED:
+        /* Its handle was disconnected: failed, or its uncollected grant
+         * given back with the handle's. */
+        if (atomic_load(&t->collected))
+            violation(k->c, "owner's cancel returned VOLT_DISCONNECTED after the callback collected it");
+        disconnected(k, t->h, false, s, "cancel");
+        break;
     default:
         violation(k->c, "cancel returned %s", st(s));
     }
     if (calls > 1) violation(k->c, "%d callbacks for one request", calls);
+}
+
+/* Queues (or is granted) request `t` of `n` on the worker's handle. */
+static void start_request(worker *k, twaiter *t, size_t n) {
+    counts *c = k->c;
+    bool was_done = k->h && atomic_load(&k->h->done);
+    t->n = n;
+    t->h = k->h;
+    t->seq = ++k->next_seq;
+    t->s0 = k->s0;
+    atomic_store(&t->calls, 0);
+    atomic_store(&t->ended, 0);
+    atomic_store(&t->collected, 0);
+    volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
+    cov(c, 2, s);
+    if (disconnected(k, k->h, was_done, s, "acquire")) {
+        if (volt_waiter_is_busy(&t->w)) violation(c, "an acquire refused as VOLT_DISCONNECTED left its waiter busy");
+    } else if (s == VOLT_PENDING) {
+        t->busy = true, t->sa = rseq_now(k);
+    } else if (s == VOLT_OK) {
+        if (grant_on(k, k->h, n, k->s0)) k->held += n;
+        else release_n(k, n);
+        saw_immediate_grant(k);
+    } else if (s == VOLT_INVALID_ARGUMENT) {
+        failed_above(k, n, k->s0, "acquire");
+    } else if (s == VOLT_CLOSED) {
+        maybe_reopen(k);
+    } else if (s != VOLT_QUEUE_FULL) {
+        violation(c, "acquire: %s", st(s));
+    }
+}
+
+/* An immediate grant of `n` (try_acquire, acquire_blocking) reported VOLT_OK. */
+static void took(worker *k, size_t n) {
+    if (grant_on(k, k->h, n, k->s0)) k->held += n;
+    else release_n(k, n); /* granted before the disconnect: went back with it, or goes now */
+    saw_immediate_grant(k);
 }
 
 /* One random operation of a worker thread. */
@@ -886,6 +1020,17 @@ static void worker_step(worker *k) {
     unsigned total = (unsigned)c->total;
     size_t n;
     k->s0 = rseq_now(k);
+    /* A handle whose disconnect returned: half the time its calls are
+     * tried (each must say VOLT_DISCONNECTED), else a new handle. */
+    if (k->h && atomic_load(&k->h->done) && rng_below(&k->rng, 2) == 0) {
+        switch_handle(k);
+        return;
+    }
+    bool was_done = k->h && atomic_load(&k->h->done);
+    if (k->h && rng_below(&k->rng, 3000) == 0) {
+        disconnect_op(k);
+        return;
+    }
     if (k->resize) {
         /* Mostly a request the total in force admits; sometimes any size up
          * to the largest total (failing, or waiting for a grow). */
@@ -900,7 +1045,8 @@ static void worker_step(worker *k) {
         long lo, hi;
         total_bounds(k, k->s0, &lo, &hi);
         if ((long)cur < lo || (long)cur > hi)
-            violation(c, "total_permits %zu, the totals in force were %ld to %ld", cur, lo, hi);
+            violation(c, "total_permits %zu, the totals in force were %ld to %ld%s", cur, lo, hi,
+                      was_done ? " (a disconnected handle)" : "");
         total = rng_below(&k->rng, 8) == 0 || cur == 0 ? (unsigned)c->total : (unsigned)cur;
     }
     n = 1 + rng_below(&k->rng, total);
@@ -919,39 +1065,42 @@ static void worker_step(worker *k) {
         }
     }
     if (x < 15) {
-        volt_status s = volt_sem_try_acquire(k->sem, n);
+        volt_status s;
+        if (rng_below(&k->rng, 2)) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            s = volt_sem_try_acquire_fenced(k->sem, n, &g);
+            grant_zero(c, &g, "try_acquire_fenced");
+        } else {
+            s = volt_sem_try_acquire(k->sem, n);
+        }
         cov(c, 0, s);
-        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        if (disconnected(k, k->h, was_done, s, "try_acquire")) return;
+        if (s == VOLT_OK) took(k, n);
         else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "try_acquire");
         else if (s == VOLT_CLOSED) maybe_reopen(k);
         else if (s != VOLT_WOULD_BLOCK) violation(c, "try_acquire: %s", st(s));
     } else if (x < 35) {
         int64_t ns = (int64_t)rng_below(&k->rng, 3000) * 1000;
-        volt_status s = volt_sem_acquire_blocking(k->sem, n, ns);
+        volt_status s;
+        if (rng_below(&k->rng, 2)) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            s = volt_sem_acquire_blocking_fenced(k->sem, n, ns, &g);
+            grant_zero(c, &g, "acquire_blocking_fenced");
+        } else {
+            s = volt_sem_acquire_blocking(k->sem, n, ns);
+        }
         cov(c, 1, s);
-        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        if (disconnected(k, k->h, was_done, s, "acquire_blocking")) return;
+        if (s == VOLT_OK) took(k, n);
         else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire_blocking");
         else if (s == VOLT_CLOSED) maybe_reopen(k);
         else if (s != VOLT_TIMED_OUT) violation(c, "acquire_blocking: %s", st(s));
     } else if (x < 60) {
         twaiter *t = &k->tw[rng_below(&k->rng, 3)];
-        if (t->busy) {
-            end_request(k, t, rng_below(&k->rng, 2));
-        } else {
-            t->n = n;
-            t->seq = ++k->next_seq;
-            t->s0 = k->s0;
-            atomic_store(&t->calls, 0);
-            atomic_store(&t->ended, 0);
-            atomic_store(&t->collected, 0);
-            volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
-            cov(c, 2, s);
-            if (s == VOLT_PENDING) t->busy = true, t->sa = rseq_now(k);
-            else if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
-            else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire");
-            else if (s == VOLT_CLOSED) maybe_reopen(k);
-            else if (s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
-        }
+        if (t->busy) end_request(k, t, rng_below(&k->rng, 2));
+        else start_request(k, t, n);
     } else if (x < 75) {
         if (rng_below(&k->rng, 4) == 0) sleep_us(rng_below(&k->rng, 200));
         else sched_yield();
@@ -969,6 +1118,18 @@ static void worker_step(worker *k) {
         long lo, hi;
         total_bounds(k, k->s0, &lo, &hi);
         if ((long)a > hi) violation(c, "available_permits %zu above the total (at most %ld)", a, hi);
+        /* held_permits is a Redis handle's; the gauges answer on every
+         * handle, a disconnected one too. */
+        if (volt_sem_held_permits(k->sem) != 0)
+            violation(c, "held_permits %zu of a local or named handle", volt_sem_held_permits(k->sem));
+        volt_stats sx = {.struct_size = sizeof sx};
+        volt_status s = volt_sem_stats(k->sem, &sx);
+        if (s != VOLT_OK) violation(c, "stats: %s", st(s));
+        else if ((long)sx.available > hi)
+            violation(c, "stats: available %zu above the total (at most %ld)", sx.available, hi);
+        if (!k->h) /* a local semaphore: no session */
+            if ((s = volt_sem_disconnect(k->sem)) != VOLT_UNSUPPORTED)
+                violation(c, "disconnect of a local semaphore: %s", st(s));
     }
 }
 
@@ -1027,6 +1188,10 @@ static int run_threads(const options *o) {
         if (atomic_load(&c.in_use) != 0) violation(&c, "%ld permits still counted", atomic_load(&c.in_use));
         size_t a = volt_sem_available_permits(sem);
         if (a != total) violation(&c, "at the end %zu available of %u", a, total);
+        volt_stats sx = {.struct_size = sizeof sx};
+        if (volt_sem_stats(sem, &sx) != VOLT_OK || sx.available != total || sx.held != 0 || sx.queued != 0)
+            violation(&c, "at the end stats: available %zu, held %zu, queued %zu (total %u)", sx.available,
+                      sx.held, sx.queued, total);
         volt_status s = volt_sem_try_acquire(sem, total);
         if (s != (closed ? VOLT_CLOSED : VOLT_OK)) violation(&c, "at the end try_acquire(total): %s", st(s));
         volt_sem_free(sem);
@@ -1094,6 +1259,12 @@ typedef struct {
     atomic_long rlo[RLOG], rhi[RLOG];
     atomic_long resizes, open_resizes, resolved, rlock_dead, closes, reopens, inspects, debts;
     atomic_long failed_above, max_debt;
+    /* disconnects: handles disconnected (with a thread blocked on them: `blocked`, how those
+     * returned: `blocked_out[0]` VOLT_DISCONNECTED, [1] granted first, [2] otherwise);
+     * uncounted: grants reported through a handle whose disconnect had begun; handles:
+     * opened by the workers (clones, second opens, after a disconnect); open_withs;
+     * disc_waiters: requests queued on a handle when its disconnect began (its own thread's) */
+    atomic_long disconnects, blocked, blocked_out[3], uncounted, handles, open_withs, disc_waiters;
     atomic_int resizer; /* the pid of the process between its resize steps, or 0 */
     atomic_int in_call; /* the pid of the process inside volt_sem_set_total, or 0 */
 } arena;
@@ -1163,7 +1334,9 @@ static bool rlock_take(long ms) {
 /* Changes the total to `n` through the log; `pause` 1 or 2: a few ms
  * before or after the call, for the driver to kill a resizer there (then the
  * total is the old or the new one). */
-static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us) {
+static void resize_to(worker *k, hnd *h, const volt_sem *sem, unsigned n, long wait_ms, unsigned pause,
+                      long pause_us) {
+    bool was_done = h && atomic_load(&h->done);
     if (!rlock_take(wait_ms)) return; /* a resizer stopped: another time */
     atomic_store(&A->resizer, (int)getpid());
     long lo, hi;
@@ -1171,14 +1344,16 @@ static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long 
     log_append(lo < n ? lo : n, hi > n ? hi : n);
     if (pause == 1) sleep_us(pause_us);
     atomic_store(&A->in_call, (int)getpid());
-    volt_status s = volt_sem_set_total(k->sem, n);
+    volt_status s = volt_sem_set_total(sem, n);
     atomic_store(&A->in_call, 0);
     if (pause == 2) sleep_us(pause_us);
     cov(k->c, 4, s);
-    if (s == VOLT_OK) {
+    if (disconnected(k, h, was_done, s, "set_total")) {
+        log_append(lo, hi); /* nothing changed */
+    } else if (s == VOLT_OK) {
         log_append(n, n);
         atomic_fetch_add(&A->resizes, 1);
-        size_t t = volt_sem_total_permits(k->sem);
+        size_t t = volt_sem_total_permits(sem);
         if (t != n) violation(k->c, "total_permits %zu right after set_total(%u)", t, n);
     } else {
         violation(k->c, "set_total(%u): %s", n, st(s));
@@ -1191,30 +1366,35 @@ static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long 
 static void resize_op(worker *k) {
     unsigned n = 1 + rng_below(&k->rng, (unsigned)k->c->total);
     unsigned pause = rng_below(&k->rng, 4);
-    resize_to(k, n, 100, pause, rng_below(&k->rng, 8000));
+    resize_to(k, k->h, k->sem, n, 100, pause, rng_below(&k->rng, 8000));
 }
 
 /* Closes the semaphore for every process; the workers that see VOLT_CLOSED
  * reopen it (a few calls later). */
 static void close_op(worker *k) {
+    bool was_done = k->h && atomic_load(&k->h->done);
     volt_status s = volt_sem_close(k->sem);
+    if (disconnected(k, k->h, was_done, s, "close")) return;
     if (s != VOLT_OK) violation(k->c, "close: %s", st(s));
     else atomic_fetch_add(&A->closes, 1);
 }
 
 static void note_failed_above(void) { atomic_fetch_add(&A->failed_above, 1); }
+static void note_uncounted(void) {
+    if (A) atomic_fetch_add(&A->uncounted, 1);
+}
 
-static void reopen_now(worker *k) {
-    volt_status s = volt_sem_reopen(k->sem);
+static void reopen_now(worker *k, hnd *h, const volt_sem *sem) {
+    bool was_done = h && atomic_load(&h->done);
+    volt_status s = volt_sem_reopen(sem);
+    if (disconnected(k, h, was_done, s, "reopen")) return;
     if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
     else atomic_fetch_add(&A->reopens, 1);
 }
 
 static void maybe_reopen(worker *k) {
     if (!k->resize || rng_below(&k->rng, 4) != 0) return;
-    volt_status s = volt_sem_reopen(k->sem);
-    if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
-    else atomic_fetch_add(&A->reopens, 1);
+    reopen_now(k, k->h, k->sem);
 }
 
 /* One snapshot of the whole semaphore (volt_sem_inspect, after it reclaimed
@@ -1223,14 +1403,16 @@ static void maybe_reopen(worker *k) {
  * debt (what is used beyond the total) leaves nothing available; without
  * one, available is exactly the total minus what is used. */
 enum { IH = 96, IW = 256 };
-static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, volt_inspection *out) {
+static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, volt_inspection *out,
+                              volt_status *status) {
     volt_holder *h = malloc(IH * sizeof *h);
     volt_queued_waiter *w = malloc(IW * sizeof *w);
     if (!h || !w) abort();
     volt_inspection in;
     volt_status s = volt_sem_inspect(sem, &in, h, IH, w, IW);
     bool ok = s == VOLT_OK;
-    if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(c, "inspect: %s", st(s));
+    if (status) *status = s;
+    else if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(c, "inspect: %s", st(s));
     if (ok) {
         long used = 0;
         for (size_t i = 0; i < in.holders; i++) used += (long)h[i].permits;
@@ -1253,7 +1435,12 @@ static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, vo
 static void inspect_op(worker *k) {
     long used = 0, lo, hi;
     volt_inspection in;
-    if (!inspect_conserved(k->sem, k->c, &used, &in)) return;
+    bool was_done = k->h && atomic_load(&k->h->done);
+    volt_status s;
+    bool ok = inspect_conserved(k->sem, k->c, &used, &in, &s);
+    if (disconnected(k, k->h, was_done, s, "inspect")) return;
+    if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(k->c, "inspect: %s", st(s));
+    if (!ok) return;
     total_bounds(k, k->s0, &lo, &hi); /* the snapshot's total was in force since s0 */
     long t = (long)in.total;
     if (t < lo || t > hi) violation(k->c, "inspect: total %ld, the totals in force were %ld to %ld", t, lo, hi);
@@ -1349,6 +1536,9 @@ static void *shared_thread(void *p) {
                  * parent's (its record's), not the child's. */
                 volt_status s = volt_sem_try_acquire(k->sem, 1);
                 if (s != VOLT_FORKED) violation(k->c, "a parent's handle in a forked child: %s", st(s));
+                /* Its session is the parent's: nothing changes. */
+                if ((s = volt_sem_disconnect(k->sem)) != VOLT_FORKED)
+                    violation(k->c, "disconnect of a parent's handle in a forked child: %s", st(s));
                 if (k->resize) {
                     if ((s = volt_sem_set_total(k->sem, 1)) != VOLT_FORKED)
                         violation(k->c, "set_total on a parent's handle in a forked child: %s", st(s));
@@ -1373,7 +1563,7 @@ static const volt_sem *open_shared(uint64_t *r) {
     const volt_sem *sem = NULL;
     volt_status s;
     if (!A->resize) {
-        s = volt_sem_open(shm_name, (size_t)A->c.total, 0, &sem);
+        s = open_name(r, (size_t)A->c.total, 0, &sem);
         if (s != VOLT_OK) violation(&A->c, "volt_sem_open: %s", st(s));
         return sem;
     }
@@ -1387,13 +1577,13 @@ static const volt_sem *open_shared(uint64_t *r) {
     if (rng_below(r, 3) == 0) {
         want = 1 + rng_below(r, (unsigned)A->c.total);
         log_append(lo < want ? lo : want, hi > want ? hi : want);
-        s = volt_sem_open(shm_name, (size_t)want, VOLT_OPEN_RESIZE, &sem);
+        s = open_name(r, (size_t)want, VOLT_OPEN_RESIZE, &sem);
         if (s == VOLT_OK) log_append(want, want), atomic_fetch_add(&A->open_resizes, 1);
         else violation(&A->c, "volt_sem_open(total %ld, VOLT_OPEN_RESIZE): %s", want, st(s));
     } else {
         want = hi;
-        s = volt_sem_open(shm_name, (size_t)hi, 0, &sem);
-        if (s == VOLT_MISMATCH && lo != hi) want = lo, s = volt_sem_open(shm_name, (size_t)lo, 0, &sem);
+        s = open_name(r, (size_t)hi, 0, &sem);
+        if (s == VOLT_MISMATCH && lo != hi) want = lo, s = open_name(r, (size_t)lo, 0, &sem);
         if (s != VOLT_OK)
             violation(&A->c, "volt_sem_open with the total in force (%ld, or %ld): %s", hi, lo, st(s));
         else if (lo != hi)
@@ -1405,17 +1595,207 @@ static const volt_sem *open_shared(uint64_t *r) {
     return sem;
 }
 
+/* volt_sem_open of the run's name, or (half the time) volt_sem_open_with
+ * with the same flags, with a label or without, or NULL options: the same
+ * outcome. Now and then an invalid label first: refused, nothing opened. */
+static volt_status open_name(uint64_t *r, size_t total, uint32_t flags, const volt_sem **out) {
+    unsigned x = rng_below(r, 8);
+    if (x < 4) return volt_sem_open(shm_name, total, flags, out);
+    volt_open_options o;
+    if (volt_open_options_init(&o, sizeof o) != VOLT_OK) violation(&A->c, "volt_open_options_init refused");
+    o.flags = flags;
+    if (x == 7) {
+        o.label = "a label with spaces";
+        const volt_sem *bad = (const volt_sem *)&o;
+        volt_status s = volt_sem_open_with(shm_name, total, &o, &bad);
+        if (s != VOLT_INVALID_ARGUMENT || bad != NULL)
+            violation(&A->c, "volt_sem_open_with an invalid label: %s, handle %p", st(s), (void *)bad);
+    }
+    char label[64];
+    snprintf(label, sizeof label, "fuzz-%d", (int)getpid());
+    o.label = x >= 6 ? label : NULL;
+    atomic_fetch_add(&A->open_withs, 1);
+    return volt_sem_open_with(shm_name, total, x == 5 && flags == 0 ? NULL : &o, out);
+}
+
+/* The process's handles on the run's name (a fork child starts its own). */
+enum { MAXH = 24 };
+static hnd HS[MAXH];
+static int nhs;
+static pthread_mutex_t hs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static hnd *add_handle(const volt_sem *sem) {
+    pthread_mutex_lock(&hs_mu);
+    hnd *h = nhs < MAXH ? &HS[nhs++] : NULL;
+    if (h) {
+        h->sem = sem;
+        if (pthread_mutex_init(&h->mu, NULL) != 0) abort();
+        atomic_store(&h->gone, 0);
+        atomic_store(&h->done, 0);
+        h->held = 0;
+        h->refs = 1;
+    }
+    pthread_mutex_unlock(&hs_mu);
+    if (!h) volt_sem_free(sem);
+    return h;
+}
+
+/* The worker's handle was disconnected: its requests end (failed by the
+ * disconnect, or collected before it), what it held went back with it (off
+ * the count already), and it works on through a new open of the name. */
+static void switch_handle(worker *k) {
+    for (int i = 0; i < 3; i++)
+        if (k->tw[i].busy) end_request(k, &k->tw[i], false);
+    k->held = 0;
+    pthread_mutex_lock(&hs_mu);
+    bool room = nhs < MAXH;
+    pthread_mutex_unlock(&hs_mu);
+    const volt_sem *sem = room ? open_shared(&k->rng) : NULL;
+    hnd *h = sem ? add_handle(sem) : NULL;
+    if (!h) {
+        k->until = 0; /* no handle left: this thread is done */
+        return;
+    }
+    atomic_fetch_add(&A->handles, 1);
+    k->h = h;
+    k->sem = h->sem;
+}
+
+typedef struct {
+    worker *k;
+    hnd *h;
+    size_t n;
+    long s0;
+    volt_status s;
+} blocker;
+
+/* A thread blocked in volt_sem_acquire_blocking on a handle about to be
+ * disconnected: the disconnect must end its wait (VOLT_DISCONNECTED), unless
+ * it was granted first (then those permits went back with the handle's, or
+ * were released before it). */
+static void *blocker_main(void *p) {
+    blocker *b = p;
+    b->s = volt_sem_acquire_blocking(b->h->sem, b->n, 30LL * 1000000000);
+    if (b->s == VOLT_OK) {
+        grant_on(b->k, b->h, b->n, b->s0);
+        release_on(b->k, b->h, b->n);
+    }
+    return NULL;
+}
+
+#define DISC_CHECK(call, want, what)                                                             \
+    do {                                                                                         \
+        volt_status g_ = (call);                                                                 \
+        if (g_ != (want)) violation(k->c, "after volt_sem_disconnect, %s: %s, not %s", (what), st(g_), \
+                                    st(want));                                                   \
+    } while (0)
+
+/* Disconnects one of the process's handles at random, while the threads on
+ * it (this one, or others) hold permits, have requests queued or wait in a
+ * blocking acquire; sometimes this thread first queues a request on it (its
+ * own handle) or starts a thread blocked on it. The handle's counted
+ * permits come off the count first (see `hnd`). Then: a second disconnect
+ * is VOLT_OK, every call that returns a status is VOLT_DISCONNECTED, the
+ * queries answer; the blocked thread returned. */
+static void disconnect_op(worker *k) {
+    hnd *h = NULL;
+    pthread_mutex_lock(&hs_mu);
+    if (nhs + 3 <= MAXH) {
+        hnd *cand[MAXH];
+        int m = 0;
+        for (int i = 0; i < nhs; i++)
+            if (!atomic_load(&HS[i].gone)) cand[m++] = &HS[i];
+        if (m) h = cand[rng_below(&k->rng, (unsigned)m)];
+    }
+    pthread_mutex_unlock(&hs_mu);
+    if (!h) return;
+    size_t cur = volt_sem_total_permits(h->sem);
+    if (cur == 0) cur = 1;
+    if (h == k->h && rng_below(&k->rng, 2) == 0) {
+        for (int i = 0; i < 3; i++) {
+            if (k->tw[i].busy) continue;
+            start_request(k, &k->tw[i], cur); /* the whole total: mostly queued */
+            if (k->tw[i].busy) atomic_fetch_add(&A->disc_waiters, 1);
+            break;
+        }
+    }
+    blocker b = {k, h, cur, rseq_now(k), VOLT_OK};
+    pthread_t bt;
+    bool blk = rng_below(&k->rng, 2) == 0;
+    if (blk) {
+        if (pthread_create(&bt, NULL, blocker_main, &b) != 0) abort();
+        sleep_us(rng_below(&k->rng, 3000));
+    }
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->gone, 1);
+    if (h->held) count_release(k, (size_t)h->held);
+    h->held = 0;
+    pthread_mutex_unlock(&h->mu);
+    volt_status s = volt_sem_disconnect(h->sem);
+    if (s != VOLT_OK) violation(k->c, "volt_sem_disconnect: %s", st(s));
+    atomic_store(&h->done, 1);
+    atomic_fetch_add(&A->disconnects, 1);
+    DISC_CHECK(volt_sem_disconnect(h->sem), VOLT_OK, "a second disconnect");
+    DISC_CHECK(volt_sem_try_acquire(h->sem, 1), VOLT_DISCONNECTED, "try_acquire");
+    DISC_CHECK(volt_sem_release(h->sem, 1), VOLT_DISCONNECTED, "release");
+    DISC_CHECK(volt_sem_acquire_blocking(h->sem, 1, 0), VOLT_DISCONNECTED, "acquire_blocking");
+    DISC_CHECK(volt_sem_close(h->sem), VOLT_DISCONNECTED, "close");
+    DISC_CHECK(volt_sem_reopen(h->sem), VOLT_DISCONNECTED, "reopen");
+    /* A set_total to the total in force (harmless if it were taken). */
+    if (!k->resize) DISC_CHECK(volt_sem_set_total(h->sem, (size_t)k->c->total), VOLT_DISCONNECTED, "set_total");
+    {
+        volt_inspection in;
+        DISC_CHECK(volt_sem_inspect(h->sem, &in, NULL, 0, NULL, 0), VOLT_DISCONNECTED, "inspect");
+        volt_stats sx = {.struct_size = sizeof sx};
+        DISC_CHECK(volt_sem_stats(h->sem, &sx), VOLT_OK, "stats");
+        volt_waiter w;
+        if (volt_waiter_init(&w) != VOLT_OK) abort();
+        DISC_CHECK(volt_sem_acquire(h->sem, &w, 1, t_wake, NULL), VOLT_DISCONNECTED, "acquire");
+        if (volt_waiter_is_busy(&w)) violation(k->c, "after volt_sem_disconnect, an acquire left its waiter busy");
+    }
+    if (blk) {
+        pthread_join(bt, NULL);
+        atomic_fetch_add(&A->blocked, 1);
+        switch (b.s) {
+        case VOLT_DISCONNECTED: atomic_fetch_add(&A->blocked_out[0], 1); break;
+        case VOLT_OK: atomic_fetch_add(&A->blocked_out[1], 1); break;
+        case VOLT_INVALID_ARGUMENT:
+            failed_above(k, b.n, b.s0, "a blocked acquire_blocking");
+            atomic_fetch_add(&A->blocked_out[2], 1);
+            break;
+        case VOLT_CLOSED: atomic_fetch_add(&A->blocked_out[2], 1); break;
+        default:
+            violation(k->c, "a thread blocked in acquire_blocking on a handle being disconnected returned %s",
+                      st(b.s));
+        }
+    }
+}
+
 static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth) {
     if (me < 0) return;
     uint64_t r = seed;
+    /* A fork child's copies of its parent's handles are the parent's. */
+    nhs = 0;
+    if (pthread_mutex_init(&hs_mu, NULL) != 0) abort();
     const volt_sem *sem = open_shared(&r);
     if (!sem) return;
     if (depth) atomic_fetch_add(&A->fork_opens, 1);
+    /* Several handles on the name: the first, a clone of it (the same
+     * handle), a second open. */
+    hnd *ha = add_handle(sem), *hb = NULL;
+    const volt_sem *cl = volt_sem_clone(sem);
+    if (cl != sem) violation(&A->c, "volt_sem_clone returned %p, not the handle %p", (void *)cl, (void *)sem);
+    else ha->refs++;
+    const volt_sem *sem2 = open_shared(&r);
+    if (sem2) hb = add_handle(sem2), atomic_fetch_add(&A->handles, 1);
+    if (!hb) hb = ha;
     sthread all[3];
     pthread_t t[3];
     if (threads > 3) threads = 3;
     for (unsigned j = 0; j < threads; j++) {
-        worker_init(&all[j].k, sem, &A->c, rng_next(&r));
+        hnd *h = j == 0 || (j == 1 && rng_below(&r, 2)) ? ha : hb;
+        worker_init(&all[j].k, h == ha && j ? cl : h->sem, &A->c, rng_next(&r));
+        all[j].k.h = h;
         all[j].k.until = until;
         all[j].k.share = &A->procs[me].share;
         all[j].k.resize = A->resize;
@@ -1425,7 +1805,19 @@ static void proc_main(int me, uint64_t seed, unsigned threads, double until, boo
     for (unsigned j = 0; j < threads; j++)
         if (pthread_create(&t[j], NULL, shared_thread, &all[j]) != 0) abort();
     for (unsigned j = 0; j < threads; j++) pthread_join(t[j], NULL);
-    volt_sem_free(sem);
+    /* Every thread ended its requests and released what it held: the
+     * process holds nothing, through any of its handles (the gauges are the
+     * process's for the name; they answer on a disconnected handle too). */
+    for (int i = 0; i < nhs; i++) {
+        volt_stats sx = {.struct_size = sizeof sx};
+        volt_status s = volt_sem_stats(HS[i].sem, &sx);
+        if (s != VOLT_OK) violation(&A->c, "at a process's end, stats: %s", st(s));
+        else if (sx.held != 0 || sx.queued != 0)
+            violation(&A->c, "at a process's end, stats of handle %d%s: %zu held, %zu queued", i,
+                      atomic_load(&HS[i].done) ? " (disconnected)" : "", sx.held, sx.queued);
+    }
+    for (int i = 0; i < nhs; i++)
+        while (HS[i].refs-- > 0) volt_sem_free(HS[i].sem);
     /* Ended normally: everything released; its record's slot is free again. */
     atomic_store(&A->procs[me].counted, 0);
     atomic_store(&A->procs[me].pid, 0);
@@ -1582,7 +1974,7 @@ static void final_resized(uint64_t *r) {
     if (volt_sem_is_closed(sem)) violation(c, "at the end closed after reopen");
     long used = -1;
     volt_inspection in;
-    if (inspect_conserved(sem, c, &used, &in)) {
+    if (inspect_conserved(sem, c, &used, &in, NULL)) {
         if (used != 0 || in.waiters != 0 || (long)in.total != known || (long)in.available != known)
             violation(c, "at the end, nobody left: inspect says total %zu, available %zu, %ld used, %zu "
                          "waiters (total %ld)", in.total, in.available, used, in.waiters, known);
@@ -1607,7 +1999,7 @@ static void final_resized(uint64_t *r) {
         END_CHECK(volt_sem_try_acquire(sem2, 1), VOLT_WOULD_BLOCK, "try_acquire with the total held");
         /* The debt: shrink by one below what is held. */
         END_CHECK(volt_sem_set_total(sem2, fin - 1), VOLT_OK, "set_total below what is held");
-        if (inspect_conserved(sem, c, &used, &in) &&
+        if (inspect_conserved(sem, c, &used, &in, NULL) &&
             (used != (long)fin || in.total != fin - 1 || in.available != 0))
             violation(c, "at the end, in a debt of 1: inspect says total %zu, available %zu, %ld used",
                       in.total, in.available, used);
@@ -1619,7 +2011,7 @@ static void final_resized(uint64_t *r) {
         fin--;
         if (volt_sem_available_permits(sem) != fin)
             violation(c, "at the end %zu available of %zu", volt_sem_available_permits(sem), fin);
-        if (inspect_conserved(sem2, c, &used, &in) && (used != 0 || in.available != fin))
+        if (inspect_conserved(sem2, c, &used, &in, NULL) && (used != 0 || in.available != fin))
             violation(c, "at the end inspect: %ld used, %zu available of %zu", used, in.available, fin);
         END_CHECK(volt_sem_acquire_blocking(sem2, fin, 20LL * 1000000000), VOLT_OK, "acquire of the new total");
         END_CHECK(volt_sem_release(sem2, fin), VOLT_OK, "release of the new total");
@@ -1723,6 +2115,13 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
                atomic_load(&A->rlock_dead), atomic_load(&A->resolved), atomic_load(&A->closes),
                atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
                atomic_load(&A->debts), atomic_load(&A->max_debt));
+    printf("       %ld handles opened besides each process's first (%ld opens with volt_sem_open_with), %ld disconnected (%ld "
+           "requests of its own queued on one; %ld with a thread blocked in acquire_blocking: %ld "
+           "woken VOLT_DISCONNECTED, %ld granted first, %ld otherwise), %ld grants through a handle "
+           "being disconnected (not counted)\n",
+           atomic_load(&A->handles), atomic_load(&A->open_withs), atomic_load(&A->disconnects),
+           atomic_load(&A->disc_waiters), atomic_load(&A->blocked), atomic_load(&A->blocked_out[0]),
+           atomic_load(&A->blocked_out[1]), atomic_load(&A->blocked_out[2]), atomic_load(&A->uncounted));
     fflush(stdout);
     return ok;
 }
