@@ -259,12 +259,7 @@ impl Semaphore {
     pub fn release(&self, n: usize) -> Result<(), Error> {
         match self {
             Semaphore::Local(s) => Ok(s.release(n)?),
-            Semaphore::Shared(s) => {
-                s.live()?;
-                s.release(n)?;
-                s.released(n);
-                Ok(())
-            }
+            Semaphore::Shared(s) => s.release_through(n),
             #[cfg(feature = "redis")]
             Semaphore::Redis(s) => s.release(n).map_err(|e| redis_err(s, e)),
         }
