@@ -1747,11 +1747,12 @@ static void disconnect_op(worker *k) {
     if (!h) return;
     size_t cur = volt_sem_total_permits(h->sem);
     if (cur == 0) cur = 1;
+    twaiter *own = NULL;
     if (h == k->h && rng_below(&k->rng, 2) == 0) {
         for (int i = 0; i < 3; i++) {
             if (k->tw[i].busy) continue;
             start_request(k, &k->tw[i], cur); /* the whole total: mostly queued */
-            if (k->tw[i].busy) atomic_fetch_add(&A->disc_waiters, 1);
+            if (k->tw[i].busy) own = &k->tw[i], atomic_fetch_add(&A->disc_waiters, 1);
             break;
         }
     }
@@ -1788,6 +1789,15 @@ static void disconnect_op(worker *k) {
         if (volt_waiter_init(&w) != VOLT_OK) abort();
         DISC_CHECK(volt_sem_acquire(h->sem, &w, 1, t_wake, NULL), VOLT_DISCONNECTED, "acquire");
         if (volt_waiter_is_busy(&w)) violation(k->c, "after volt_sem_disconnect, an acquire left its waiter busy");
+    }
+    if (own) {
+        /* Its request is woken (a disconnect fails it; its callback runs on
+         * the doorbell thread, shortly after), then its cancel answers
+         * VOLT_DISCONNECTED (end_request checks). */
+        for (double give_up = now_s() + 20; !atomic_load(&own->calls) && now_s() < give_up;) sleep_us(200);
+        if (!atomic_load(&own->calls))
+            violation(k->c, "a request queued on a handle was not woken 20 s after its disconnect returned");
+        end_request(k, own, false);
     }
     if (blk) {
         pthread_join(bt, NULL);
@@ -2152,7 +2162,7 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
                atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
                atomic_load(&A->debts), atomic_load(&A->max_debt));
     printf("       %ld handles opened besides each process's first (%ld opens with volt_sem_open_with), %ld disconnected (%ld "
-           "requests of its own queued on one; %ld with a thread blocked in acquire_blocking: %ld "
+           "requests of its own queued on one, each woken; %ld with a thread blocked in acquire_blocking: %ld "
            "woken VOLT_DISCONNECTED, %ld granted first, %ld otherwise), %ld grants through a handle "
            "being disconnected (not counted)\n",
            atomic_load(&A->handles), atomic_load(&A->open_withs), atomic_load(&A->disconnects),
