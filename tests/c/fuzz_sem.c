@@ -778,6 +778,7 @@ static void disconnect_op(worker *k);
 static void note_uncounted(void);
 static volt_status open_name(uint64_t *r, size_t total, uint32_t flags, const volt_sem **out);
 static bool disconnected(worker *k, hnd *h, bool was_done, volt_status s, const char *what);
+static void disconnect_in_callback(worker *k, hnd *h);
 
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
@@ -911,6 +912,9 @@ static void t_wake(void *p) {
         if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k, h, sem);
         else resize_to(k, h, sem, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
     }
+    /* Rarely the callback disconnects its request's handle (then its own
+     * collect below, if any, answers VOLT_DISCONNECTED). */
+    if (h && t->seq % 512 == 77) disconnect_in_callback(k, h);
     /* Sometimes the callback collects the grant and passes it on at once. */
     if ((t->seq & 3) == 1) {
         volt_status c = volt_sem_cancel(sem, &t->w, NULL);
@@ -1294,6 +1298,7 @@ typedef struct {
      * opened by the workers (clones, second opens, after a disconnect); open_withs;
      * disc_waiters: requests queued on a handle when its disconnect began (its own thread's) */
     atomic_long disconnects, blocked, blocked_out[3], uncounted, handles, open_withs, disc_waiters;
+    atomic_long cb_disconnects; /* of those, made inside a wake callback */
     atomic_int resizer; /* the pid of the process between its resize steps, or 0 */
     atomic_int in_call; /* the pid of the process inside volt_sem_set_total, or 0 */
 } arena;
@@ -1697,6 +1702,31 @@ static void switch_handle(worker *k) {
     k->sem = h->sem;
 }
 
+/* Disconnects `h`: what was counted through it comes off the count first
+ * (under its lock, with `gone` set: no grant through it is counted after). */
+static void disconnect_handle(worker *k, hnd *h) {
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->gone, 1);
+    if (h->held) count_release(k, (size_t)h->held);
+    h->held = 0;
+    pthread_mutex_unlock(&h->mu);
+    volt_status s = volt_sem_disconnect(h->sem);
+    if (s != VOLT_OK) violation(k->c, "volt_sem_disconnect: %s", st(s));
+    atomic_store(&h->done, 1);
+    atomic_fetch_add(&A->disconnects, 1);
+}
+
+/* A wake callback disconnects its own request's handle (allowed there),
+ * if the process has room for the handles its threads then open. */
+static void disconnect_in_callback(worker *k, hnd *h) {
+    pthread_mutex_lock(&hs_mu);
+    bool room = nhs + 3 <= MAXH;
+    pthread_mutex_unlock(&hs_mu);
+    if (!room || atomic_load(&h->gone)) return;
+    disconnect_handle(k, h);
+    atomic_fetch_add(&A->cb_disconnects, 1);
+}
+
 typedef struct {
     worker *k;
     hnd *h;
@@ -1756,22 +1786,16 @@ static void disconnect_op(worker *k) {
             break;
         }
     }
-    blocker b = {k, h, cur, rseq_now(k), VOLT_OK};
+    /* The whole total (mostly queued), or one permit (often granted
+     * around the disconnect). */
+    blocker b = {k, h, rng_below(&k->rng, 2) ? cur : 1, rseq_now(k), VOLT_OK};
     pthread_t bt;
     bool blk = rng_below(&k->rng, 2) == 0;
     if (blk) {
         if (pthread_create(&bt, NULL, blocker_main, &b) != 0) abort();
         sleep_us(rng_below(&k->rng, 3000));
     }
-    pthread_mutex_lock(&h->mu);
-    atomic_store(&h->gone, 1);
-    if (h->held) count_release(k, (size_t)h->held);
-    h->held = 0;
-    pthread_mutex_unlock(&h->mu);
-    volt_status s = volt_sem_disconnect(h->sem);
-    if (s != VOLT_OK) violation(k->c, "volt_sem_disconnect: %s", st(s));
-    atomic_store(&h->done, 1);
-    atomic_fetch_add(&A->disconnects, 1);
+    disconnect_handle(k, h);
     DISC_CHECK(volt_sem_disconnect(h->sem), VOLT_OK, "a second disconnect");
     DISC_CHECK(volt_sem_try_acquire(h->sem, 1), VOLT_DISCONNECTED, "try_acquire");
     DISC_CHECK(volt_sem_release(h->sem, 1), VOLT_DISCONNECTED, "release");
@@ -2161,12 +2185,12 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
                atomic_load(&A->rlock_dead), atomic_load(&A->resolved), atomic_load(&A->closes),
                atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
                atomic_load(&A->debts), atomic_load(&A->max_debt));
-    printf("       %ld handles opened besides each process's first (%ld opens with volt_sem_open_with), %ld disconnected (%ld "
+    printf("       %ld handles opened besides each process's first (%ld opens with volt_sem_open_with), %ld disconnected (%ld inside a wake callback; %ld "
            "requests of its own queued on one, each woken; %ld with a thread blocked in acquire_blocking: %ld "
            "woken VOLT_DISCONNECTED, %ld granted first, %ld otherwise), %ld grants through a handle "
            "being disconnected (not counted)\n",
            atomic_load(&A->handles), atomic_load(&A->open_withs), atomic_load(&A->disconnects),
-           atomic_load(&A->disc_waiters), atomic_load(&A->blocked), atomic_load(&A->blocked_out[0]),
+           atomic_load(&A->cb_disconnects), atomic_load(&A->disc_waiters), atomic_load(&A->blocked), atomic_load(&A->blocked_out[0]),
            atomic_load(&A->blocked_out[1]), atomic_load(&A->blocked_out[2]), atomic_load(&A->uncounted));
     fflush(stdout);
     return ok;
