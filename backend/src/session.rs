@@ -316,10 +316,14 @@ enum Stage {
     AfterRelease,
 }
 
+/// A test's action at one step of a release.
+#[cfg(test)]
+type StageAction = Option<(Stage, Box<dyn FnOnce()>)>;
+
 #[cfg(test)]
 std::thread_local! {
     /// The test's action at one step of this thread's next release.
-    static AT: core::cell::RefCell<Option<(Stage, Box<dyn FnOnce()>)>> =
+    static AT: core::cell::RefCell<StageAction> =
         const { core::cell::RefCell::new(None) };
 }
 
@@ -372,7 +376,8 @@ mod tests {
         let name = format!("session-{tag}-{}", std::process::id());
         let _ = volt_sem_shm::unlink(&name);
         let open = || {
-            let mut h = SharedHandle::from(SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap());
+            let mut h =
+                SharedHandle::from(SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap());
             h.count_held();
             h.sem.try_acquire(1).unwrap().forget();
             h.granted(1).unwrap();
@@ -393,7 +398,11 @@ mod tests {
         let r = a.release_through(1);
         assert!(matches!(r, Ok(()) | Err(Error::Disconnected)), "{r:?}");
         assert_eq!(a.sem.held_permits(), Ok(1), "b's permit is b's ({at:?})");
-        assert_eq!(a.sem.available_permits(), 1, "a's permit went back once ({at:?})");
+        assert_eq!(
+            a.sem.available_permits(),
+            1,
+            "a's permit went back once ({at:?})"
+        );
         assert_eq!(b.release_through(1), Ok(()));
         assert_eq!(b.sem.available_permits(), 2);
         let _ = volt_sem_shm::unlink(&name);
