@@ -166,7 +166,9 @@ impl SharedHandle {
             Ok(s) => s.min(n),
             Err(_) => return Err(Error::Disconnected),
         };
+        stage(Stage::BeforeRelease);
         let r = self.sem.release(n);
+        stage(Stage::AfterRelease);
         if r.is_err() && took > 0 {
             // Nothing was released: the handle holds them still, unless
             // `disconnect` came meanwhile (without them): then they go back.
@@ -305,6 +307,52 @@ impl SharedHandle {
     }
 }
 
+/// The steps of [`SharedHandle::release`] where a test runs a
+/// disconnect (a race made deterministic).
+#[cfg_attr(not(test), allow(dead_code))]
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stage {
+    /// After the handle's checks (and its count's update), before the
+    /// process's release.
+    BeforeRelease,
+    /// After the process's release.
+    AfterRelease,
+}
+
+/// A test's action at one step of a release.
+#[cfg(test)]
+type StageAction = Option<(Stage, Box<dyn FnOnce()>)>;
+
+#[cfg(test)]
+std::thread_local! {
+    /// The test's action at one step of this thread's next release.
+    static AT: core::cell::RefCell<StageAction> =
+        const { core::cell::RefCell::new(None) };
+}
+
+/// Runs the test's action for step `s` (nothing outside tests).
+#[inline(always)]
+fn stage(s: Stage) {
+    #[cfg(test)]
+    {
+        let f = AT.with(|a| {
+            let mut a = a.borrow_mut();
+            match a.take() {
+                Some((at, f)) if at == s => Some(f),
+                other => {
+                    *a = other;
+                    None
+                }
+            }
+        });
+        if let Some(f) = f {
+            f();
+        }
+    }
+    #[cfg(not(test))]
+    let _ = s;
+}
+
 /// `SharedSemaphore::fail_queued` where named semaphores exist (elsewhere no
 /// request is ever queued).
 ///
@@ -317,4 +365,59 @@ unsafe fn fail(sem: &SharedSemaphore, w: &ShmWaiter) {
     let _ = unsafe { sem.fail_queued(w) };
     #[cfg(not(target_os = "linux"))]
     let _ = (sem, w);
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use volt_sem_shm::OpenOptions;
+
+    /// Two counted handles of one process on a fresh name, each holding one
+    /// of the two permits.
+    fn two_holding(tag: &str) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
+        let name = format!("session-{tag}-{}", std::process::id());
+        let _ = volt_sem_shm::unlink(&name);
+        let open = || {
+            let mut h =
+                SharedHandle::from(SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap());
+            h.count_held();
+            h.sem.try_acquire(1).unwrap().forget();
+            h.granted(1).unwrap();
+            Arc::new(h)
+        };
+        let (a, b) = (open(), open());
+        assert_eq!(a.sem.held_permits(), Ok(2));
+        (name, a, b)
+    }
+
+    /// A release through handle `a` racing `a`'s disconnect (the disconnect
+    /// lands at step `at` of the release): between them they give back `a`'s
+    /// one permit, never `b`'s, and `b` releases its own after.
+    fn release_racing_disconnect(tag: &str, at: Stage) {
+        let (name, a, b) = two_holding(tag);
+        let d = Arc::clone(&a);
+        AT.with(|s| *s.borrow_mut() = Some((at, Box::new(move || d.disconnect().unwrap()))));
+        let r = a.release(1);
+        assert!(matches!(r, Ok(()) | Err(Error::Disconnected)), "{r:?}");
+        assert_eq!(a.sem.held_permits(), Ok(1), "b's permit is b's ({at:?})");
+        assert_eq!(
+            a.sem.available_permits(),
+            1,
+            "a's permit went back once ({at:?})"
+        );
+        assert_eq!(b.release(1), Ok(()));
+        assert_eq!(b.sem.available_permits(), 2);
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    #[test]
+    fn a_disconnect_before_a_racing_release_takes_only_its_handles_permits() {
+        release_racing_disconnect("race-before", Stage::BeforeRelease);
+    }
+
+    #[test]
+    fn a_disconnect_after_a_racing_release_takes_only_its_handles_permits() {
+        release_racing_disconnect("race-after", Stage::AfterRelease);
+    }
 }

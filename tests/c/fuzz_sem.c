@@ -8,9 +8,14 @@
  *
  * model: one thread drives a local semaphore through random operation
  *   sequences (acquire with a wake callback, try_acquire, a blocking acquire
- *   with timeout 0, release, cancel, try_cancel, status, available, close,
- *   bad input, and the calls for named and Redis semaphores only: set_total,
- *   reopen and census answer VOLT_UNSUPPORTED, total_permits 0) and checks
+ *   with timeout 0, the fenced forms of those two (token and session 0),
+ *   release, cancel, try_cancel, status, available, volt_sem_stats (its
+ *   gauges: available, held including grants not yet collected, queued; with
+ *   the queued requests' partial grants, the total), close, bad input, and
+ *   the calls for named and Redis semaphores only: set_total, reopen, census
+ *   and disconnect answer VOLT_UNSUPPORTED, total_permits and held_permits
+ *   0; a clone is the same pointer, and a third of the runs go through a
+ *   clone whose original was freed) and checks
  *   every return value, every status, the order of
  *   the wake callbacks and the permits against a reference model of the
  *   semaphore (its queue, weights, partial grants, the per-thread
@@ -23,7 +28,9 @@
  *   thread can observe it (a later request of its own granted while an
  *   earlier one was still queued), every callback exactly once, none after
  *   the end of its request, a grant collected inside a callback never
- *   reported again by the owner's cancel, all permits back at the end.
+ *   reported again by the owner's cancel, all permits back at the end (and
+ *   in volt_sem_stats: all available, nothing held or queued); the fenced
+ *   forms return no token, disconnect answers VOLT_UNSUPPORTED.
  * shared: the same invariants on a named semaphore across 3-6 processes of
  *   1-3 threads, with random SIGKILL (the victim is stopped first and its
  *   share of the count taken off, so every race pushes the count down),
@@ -55,6 +62,28 @@
  *   with VOLT_OPEN_RESIZE, acquires it whole, shrinks by one below what it
  *   holds (inspect: nothing available, one held above the total), pays the
  *   debt with one release and acquires the new total whole.
+ *
+ *   Every process holds several handles on the name: the first, a clone
+ *   of it (the same handle), a second open; the opens go through
+ *   volt_sem_open or volt_sem_open_with (a label or none, NULL options; an
+ *   invalid label is refused first, nothing opened). About one worker
+ *   operation in 3,000 disconnects one of its process's handles at random
+ *   (volt_sem_disconnect), while threads on it hold permits, have requests
+ *   queued or wait in acquire_blocking (sometimes the disconnecting thread
+ *   first queues a request of the whole total on it, or starts a thread
+ *   blocked on it). The permits counted through the handle come off the
+ *   count before the call (see `hnd`: a grant reported through it after
+ *   the disconnect began is not counted, those permits go back with the
+ *   handle's), so the conservation checks above stay as they were. Checked:
+ *   a second disconnect is VOLT_OK; every call on the handle that returns a
+ *   status answers VOLT_DISCONNECTED once the disconnect returned, and
+ *   none does before it began; the blocked thread returns (VOLT_DISCONNECTED,
+ *   or its grant or failure came first); a request queued on it ends with
+ *   VOLT_DISCONNECTED from its cancel (never VOLT_OK or VOLT_CANCELLED);
+ *   the threads on it open the name again and go on; a fork child's
+ *   disconnect of the parent's handle is VOLT_FORKED; at each process's end
+ *   volt_sem_stats (the process's gauges, on every handle, disconnected
+ *   ones too) shows nothing held or queued.
  *
  * Every run prints its seed; the same seed replays the same operation
  * choices (the model mode exactly; the concurrent modes up to scheduling).
@@ -111,7 +140,7 @@ typedef struct {
     double seconds;
     unsigned total;
     unsigned procs, threads;
-    bool kill, fork, stop, resize;
+    bool kill, fork, stop, resize, fork_during_open;
     unsigned max_total;
 } options;
 
@@ -119,10 +148,11 @@ typedef struct {
 
 enum { MW = 5 };     /* waiters of the model run */
 enum { OP_TRY, OP_ACQ, OP_REL, OP_CANCEL, OP_TRYCANCEL, OP_STATUS, OP_AVAIL, OP_CLOSE,
-       OP_BLOCK0, OP_BAD, OP_KINDS };
+       OP_BLOCK0, OP_BAD, OP_STATS, OP_KINDS };
 enum { CB_NOTE, CB_COLLECT, CB_SIBLING, CB_TRY_SIBLING, CB_RELEASE1, CB_KINDS };
 static const char *op_names[] = {"try_acquire", "acquire",  "release", "cancel",  "try_cancel",
-                                 "status",      "available", "close",  "blocking(0)", "bad_input"};
+                                 "status",      "available", "close",  "blocking(0)", "bad_input",
+                                 "stats"};
 static const char *cb_names[] = {"note", "collect+release", "cancel sibling", "try_cancel sibling",
                                  "release 1"};
 
@@ -150,6 +180,7 @@ struct model {
     int cb[MW], sib[MW];      /* what each waiter's callback does */
     int pending[MW * 4], plen; /* callbacks still to run on this thread, in order */
     size_t held;              /* permits the test owns */
+    size_t total;             /* the permits the semaphore was made with */
     int ending;               /* the waiter an owner's cancel is ending now, or -1 */
     /* the real thing */
     const volt_sem *sem;
@@ -248,6 +279,14 @@ static volt_status model_end(model *m, int s, size_t *ret) {
     }
 }
 
+/* A fenced acquire of a local semaphore: no token, no session, whatever
+ * the status. */
+static void model_grant_zero(model *m, const volt_grant *g, const char *what) {
+    if (g->token != 0 || g->session != 0)
+        mfail(m, "%s: token %llu, session %llu (a local semaphore has neither)", what,
+              (unsigned long long)g->token, (unsigned long long)g->session);
+}
+
 static void model_release(model *m, size_t n) {
     m->held -= n;
     serve(m, n);
@@ -319,7 +358,14 @@ static void model_step(model *m, const op *o) {
                            : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
                                                              : VOLT_WOULD_BLOCK;
         if (want == VOLT_OK) m->avail -= n, m->held += n;
-        EXPECT(m, volt_sem_try_acquire(m->sem, n), want, "try_acquire");
+        if (o->cb & 1) { /* the fenced form: the same outcome, token and session 0 */
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            EXPECT(m, volt_sem_try_acquire_fenced(m->sem, n, &g), want, "try_acquire_fenced");
+            model_grant_zero(m, &g, "try_acquire_fenced");
+        } else {
+            EXPECT(m, volt_sem_try_acquire(m->sem, n), want, "try_acquire");
+        }
         break;
     }
     case OP_BLOCK0: {
@@ -327,7 +373,15 @@ static void model_step(model *m, const op *o) {
                            : (m->qlen == 0 && m->avail >= n) ? VOLT_OK
                                                              : VOLT_TIMED_OUT;
         if (want == VOLT_OK) m->avail -= n, m->held += n;
-        EXPECT(m, volt_sem_acquire_blocking(m->sem, n, 0), want, "acquire_blocking(timeout 0)");
+        if (o->cb & 1) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            EXPECT(m, volt_sem_acquire_blocking_fenced(m->sem, n, 0, &g), want,
+                   "acquire_blocking_fenced(timeout 0)");
+            model_grant_zero(m, &g, "acquire_blocking_fenced");
+        } else {
+            EXPECT(m, volt_sem_acquire_blocking(m->sem, n, 0), want, "acquire_blocking(timeout 0)");
+        }
         break;
     }
     case OP_ACQ: {
@@ -407,7 +461,50 @@ static void model_step(model *m, const op *o) {
         }
         if (volt_sem_total_permits(m->sem) != 0)
             mfail(m, "total_permits of a local semaphore %zu, not 0", volt_sem_total_permits(m->sem));
+        /* A local semaphore has no session: nothing changes. */
+        EXPECT(m, volt_sem_disconnect(m->sem), VOLT_UNSUPPORTED, "disconnect of a local semaphore");
+        if (volt_sem_held_permits(m->sem) != 0)
+            mfail(m, "held_permits of a local semaphore %zu, not 0", volt_sem_held_permits(m->sem));
+        /* The fenced forms refuse a NULL grant, taking nothing. */
+        EXPECT(m, volt_sem_try_acquire_fenced(m->sem, 1, NULL), VOLT_INVALID_ARGUMENT,
+               "try_acquire_fenced(grant NULL)");
+        EXPECT(m, volt_sem_acquire_blocking_fenced(m->sem, 1, 0, NULL), VOLT_INVALID_ARGUMENT,
+               "acquire_blocking_fenced(grant NULL)");
+        {
+            volt_stats z = {.struct_size = 0};
+            EXPECT(m, volt_sem_stats(m->sem, &z), VOLT_INVALID_ARGUMENT, "stats(struct_size 0)");
+        }
+        /* Another reference: the same pointer; freeing it leaves this one. */
+        {
+            const volt_sem *c = volt_sem_clone(m->sem);
+            if (c != m->sem) mfail(m, "volt_sem_clone returned %p, not the handle %p", (void *)c, (void *)m->sem);
+            volt_sem_free(c);
+            if (volt_sem_clone(NULL) != NULL) mfail(m, "volt_sem_clone(NULL) is not NULL");
+        }
         break;
+    case OP_STATS: {
+        /* The gauges against the model: the counter, the permits held
+         * (the test's, plus grants its waiters have not collected), the
+         * queue; with the partial grants of the queued requests, they are
+         * the whole total. */
+        volt_stats sx;
+        memset(&sx, 0x5a, sizeof sx);
+        sx.struct_size = sizeof sx;
+        EXPECT(m, volt_sem_stats(m->sem, &sx), VOLT_OK, "stats");
+        if (m->failed) break;
+        size_t held = m->held, partial = 0;
+        for (int i = 0; i < MW; i++)
+            if (m->state[i] == M_GRANTED || m->state[i] == M_NOTIFY_G) held += m->requested[i];
+        for (int i = 0; i < m->qlen; i++) partial += m->requested[m->queue[i]] - m->remaining[m->queue[i]];
+        if (sx.struct_size != sizeof sx) mfail(m, "stats filled %zu bytes of %zu", sx.struct_size, sizeof sx);
+        else if (sx.available != m->avail || sx.held != held || sx.queued != (size_t)m->qlen)
+            mfail(m, "stats: available %zu, held %zu, queued %zu; model says %zu, %zu, %d", sx.available,
+                  sx.held, sx.queued, m->avail, held, m->qlen);
+        else if (sx.available + sx.held + partial != m->total)
+            mfail(m, "stats: available %zu + held %zu + partial grants %zu is not the total %zu",
+                  sx.available, sx.held, partial, m->total);
+        break;
+    }
     }
     if (m->plen != 0) mfail(m, "%d callbacks the model expects did not run", m->plen);
     m->plen = 0;
@@ -421,7 +518,14 @@ static bool model_run(uint64_t seed, const op *ops, long nops, char *why, size_t
     if (!m) abort();
     size_t total = model_total(seed);
     if (volt_sem_new(total, &m->sem) != VOLT_OK) abort();
+    if (seed % 3 == 0) {
+        /* The run goes through a clone; the first reference is dropped. */
+        const volt_sem *first = m->sem;
+        m->sem = volt_sem_clone(first);
+        volt_sem_free(first);
+    }
     m->avail = total;
+    m->total = total;
     m->ending = -1;
     for (int i = 0; i < MW; i++) {
         if (volt_waiter_init(&m->w[i]) != VOLT_OK) abort();
@@ -458,7 +562,7 @@ static bool model_run(uint64_t seed, const op *ops, long nops, char *why, size_t
 static void gen_ops(uint64_t seed, op *ops, long n) {
     uint64_t r = seed ^ 0x5eed;
     size_t total = model_total(seed);
-    static const unsigned weight[OP_KINDS] = {10, 30, 22, 10, 6, 6, 4, 1, 4, 1};
+    static const unsigned weight[OP_KINDS] = {10, 30, 22, 10, 6, 6, 4, 1, 4, 1, 4};
     unsigned sum = 0;
     for (int k = 0; k < OP_KINDS; k++) sum += weight[k];
     for (long i = 0; i < n; i++) {
@@ -476,6 +580,7 @@ static void gen_ops(uint64_t seed, op *ops, long n) {
 
 static void print_op(FILE *f, long i, const op *o) {
     fprintf(f, "      %3ld: %-12s waiter %d n %d", i, op_names[o->kind], o->slot % MW, o->n);
+    if ((o->kind == OP_TRY || o->kind == OP_BLOCK0) && (o->cb & 1)) fprintf(f, " (fenced)");
     if (o->kind == OP_ACQ) {
         fprintf(f, " callback: %s", cb_names[o->cb % CB_KINDS]);
         if (o->cb % CB_KINDS == CB_SIBLING || o->cb % CB_KINDS == CB_TRY_SIBLING)
@@ -553,19 +658,22 @@ static int run_model(const options *o) {
 
 /* One waiter of a concurrent run and what its callback saw. */
 typedef struct worker worker;
+typedef struct hnd hnd;
 typedef struct {
     volt_waiter w;
     worker *owner;
+    hnd *h;                 /* the handle it was queued on (shared mode), or NULL */
     size_t n;
     long seq;               /* the owner's enqueue order */
     atomic_int calls;       /* callbacks for this request */
     atomic_int ended;       /* the owner ended this request */
-    atomic_int collected;   /* the callback collected the outcome: 1 granted, 2 closed, 3 failed */
+    atomic_int collected;   /* the callback collected the outcome: 1 granted, 2 closed, 3 failed,
+                             * 4 disconnected */
     long s0, sa;            /* the resize sequence at the call and once it returned PENDING */
     bool busy;
 } twaiter;
 
-enum { KINDS = 5, NST = 9 }; /* the statuses up to VOLT_INVALID_ARGUMENT, then "other" */
+enum { KINDS = 5, NST = 10 }; /* the statuses up to VOLT_INVALID_ARGUMENT, VOLT_DISCONNECTED, "other" */
 
 typedef struct {
     atomic_long in_use, peak, violations;
@@ -574,8 +682,27 @@ typedef struct {
     long total;
 } counts;
 
+/* A handle of a shared-mode process on the run's name (the process holds
+ * several: a clone, a second open), and the permits the process's threads
+ * counted through it: its disconnect takes them off the count. A grant the
+ * library reported through it is counted only under `mu` while `gone` is
+ * clear; the disconnecting thread sets `gone` and takes `held` off the
+ * count under `mu` before it calls volt_sem_disconnect. So the count never
+ * includes permits the disconnect gives back (a call racing the disconnect
+ * either completes before it, its permits going back with the handle's,
+ * or fails with VOLT_DISCONNECTED). */
+struct hnd {
+    const volt_sem *sem;
+    pthread_mutex_t mu;
+    atomic_int gone;    /* a disconnect of it began */
+    atomic_int done;    /* its disconnect returned: every later call is VOLT_DISCONNECTED */
+    long held;          /* permits counted through it (under mu) */
+    int refs;           /* references to free at the end (a clone adds one) */
+};
+
 struct worker {
     const volt_sem *sem;
+    hnd *h;             /* shared mode: the handle `sem` is, or NULL */
     counts *c;
     uint64_t rng;
     long max_seen_grant; /* the largest seq of this thread's own grant observed */
@@ -593,7 +720,7 @@ static void note_event(int op, long n, long in_use);
 static void (*on_violation)(void);
 
 static void cov(counts *c, int kind, volt_status s) {
-    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < NST - 1 ? s : NST - 1], 1);
+    atomic_fetch_add(&c->outcome[kind][s >= 0 && s < NST - 2 ? s : s == VOLT_DISCONNECTED ? NST - 2 : NST - 1], 1);
 }
 
 /* What the calls returned, so that a run shows which outcomes it reached. */
@@ -607,7 +734,7 @@ static void print_cov(counts *c) {
         printf("       %-17s", kinds[k]);
         for (int s = 0; s < NST; s++) {
             long v = atomic_load(&c->outcome[k][s]);
-            if (v) printf(" %s %ld", s < NST - 1 ? st(s) + 5 : "other", v);
+            if (v) printf(" %s %ld", s < NST - 2 ? st(s) + 5 : s == NST - 2 ? "DISCONNECTED" : "other", v);
         }
         printf("\n");
     }
@@ -643,8 +770,15 @@ static void resize_op(worker *k);
 static void close_op(worker *k);
 static void inspect_op(worker *k);
 static void note_failed_above(void);
-static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us);
-static void reopen_now(worker *k);
+static void resize_to(worker *k, hnd *h, const volt_sem *sem, unsigned n, long wait_ms, unsigned pause,
+                      long pause_us);
+static void reopen_now(worker *k, hnd *h, const volt_sem *sem);
+static void switch_handle(worker *k);
+static void disconnect_op(worker *k);
+static void note_uncounted(void);
+static volt_status open_name(uint64_t *r, size_t total, uint32_t flags, const volt_sem **out);
+static bool disconnected(worker *k, hnd *h, bool was_done, volt_status s, const char *what);
+static void disconnect_in_callback(worker *k, hnd *h);
 
 /* The count: raised after the library reported a grant, lowered before a
  * release. In shared mode the process's share is raised first and lowered
@@ -702,41 +836,101 @@ static void failed_above(worker *k, size_t n, long s0, const char *what) {
  * end granted (or closed), never cancelled while still queued. */
 static void saw_immediate_grant(worker *k) { k->max_seen_grant = ++k->next_seq; }
 
-static void release_n(worker *k, size_t n) {
-    count_release(k, n);
-    volt_status s = volt_sem_release(k->sem, n);
+/* Counts a grant of `n` the library reported through handle `h` (NULL:
+ * threads mode, always counted). Not counted once a disconnect of `h` began:
+ * those permits go back with the handle's. Returns whether it counted. */
+static bool grant_on(worker *k, hnd *h, size_t n, long s0) {
+    if (!h) {
+        count_grant(k, n, s0);
+        return true;
+    }
+    pthread_mutex_lock(&h->mu);
+    bool live = !atomic_load(&h->gone);
+    if (live) count_grant(k, n, s0), h->held += (long)n;
+    pthread_mutex_unlock(&h->mu);
+    if (!live) note_uncounted();
+    return live;
+}
+
+/* A status of a call on handle `h`: VOLT_DISCONNECTED only once its
+ * disconnect began, and nothing else once it returned (`was_done`, read
+ * before the call). Returns whether the status is VOLT_DISCONNECTED. */
+static bool disconnected(worker *k, hnd *h, bool was_done, volt_status s, const char *what) {
+    if (s == VOLT_DISCONNECTED) {
+        if (!h || !atomic_load(&h->gone))
+            violation(k->c, "%s returned VOLT_DISCONNECTED on a handle nobody disconnected", what);
+        return true;
+    }
+    if (was_done)
+        violation(k->c, "%s on a disconnected handle returned %s, not VOLT_DISCONNECTED", what, st(s));
+    return false;
+}
+
+/* Gives back `n` permits counted through `h`: off the count first (unless a
+ * disconnect took them off already), then released (VOLT_DISCONNECTED once
+ * the disconnect began: they went back with the handle's). */
+static void release_on(worker *k, hnd *h, size_t n) {
+    bool was_done = h && atomic_load(&h->done);
+    if (h) {
+        pthread_mutex_lock(&h->mu);
+        if (!atomic_load(&h->gone)) h->held -= (long)n, count_release(k, n);
+        pthread_mutex_unlock(&h->mu);
+    } else {
+        count_release(k, n);
+    }
+    volt_status s = volt_sem_release(h ? h->sem : k->sem, n);
+    if (disconnected(k, h, was_done, s, "release")) return;
     if (s != VOLT_OK) violation(k->c, "release(%zu) of held permits returned %s", n, st(s));
+}
+
+static void release_n(worker *k, size_t n) { release_on(k, k->h, n); }
+
+/* A fenced acquire of a local or named semaphore: no token, no session,
+ * whatever the status. */
+static void grant_zero(counts *c, const volt_grant *g, const char *what) {
+    if (g->token != 0 || g->session != 0)
+        violation(c, "%s: token %llu, session %llu (none on a local or named semaphore)", what,
+                  (unsigned long long)g->token, (unsigned long long)g->session);
 }
 
 static void t_wake(void *p) {
     twaiter *t = p;
     worker *k = t->owner;
+    hnd *h = t->h;
+    const volt_sem *sem = h ? h->sem : k->sem;
     atomic_fetch_add(&k->c->callbacks, 1);
     if (atomic_load(&t->ended)) violation(k->c, "a callback after its request ended");
     if (atomic_fetch_add(&t->calls, 1) != 0) violation(k->c, "a callback called twice");
     volt_status s = volt_waiter_status(&t->w);
-    /* (A request failed as above the total reads VOLT_CLOSED here.) */
+    /* (A request failed as above the total, or by a disconnect of its
+     * handle, reads VOLT_CLOSED here.) */
     if (s != VOLT_OK && s != VOLT_CLOSED) violation(k->c, "status %s inside the callback", st(s));
     /* Sometimes the callback changes the total, or reopens (it must not
      * block: no wait for the log's lock; its own random choice, from the
      * request's sequence number, since the owner's generator is the owner's). */
     if (k->resize && t->seq % 16 == 7) {
-        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k);
-        else resize_to(k, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
+        if (s == VOLT_CLOSED && t->seq % 32 == 7) reopen_now(k, h, sem);
+        else resize_to(k, h, sem, 1 + (unsigned)((t->seq / 16) % (unsigned long)k->c->total), 0, 0, 0);
     }
+    /* Rarely the callback disconnects its request's handle (then its own
+     * collect below, if any, answers VOLT_DISCONNECTED). */
+    if (h && t->seq % 512 == 77) disconnect_in_callback(k, h);
     /* Sometimes the callback collects the grant and passes it on at once. */
     if ((t->seq & 3) == 1) {
-        volt_status c = volt_sem_cancel(k->sem, &t->w, NULL);
+        volt_status c = volt_sem_cancel(sem, &t->w, NULL);
         if (c == VOLT_OK || c == VOLT_CLOSED) atomic_store(&t->collected, c == VOLT_OK ? 1 : 2);
         if (c == VOLT_OK) {
             if (s != VOLT_OK) violation(k->c, "status %s in the callback, then its cancel VOLT_OK", st(s));
-            count_grant(k, t->n, t->s0);
-            release_n(k, t->n);
+            grant_on(k, h, t->n, t->s0);
+            release_on(k, h, t->n);
         } else if (c == VOLT_INVALID_ARGUMENT && k->resize) {
             atomic_store(&t->collected, 3);
             if (s != VOLT_CLOSED)
                 violation(k->c, "a request failed above the total read %s in its callback", st(s));
             failed_above(k, t->n, t->s0, "an acquire (collected in its callback)");
+        } else if (c == VOLT_DISCONNECTED) {
+            atomic_store(&t->collected, 4);
+            disconnected(k, h, false, c, "cancel inside the callback");
         } else if (c != VOLT_CLOSED) {
             violation(k->c, "cancel inside the callback returned %s", st(c));
         }
@@ -747,24 +941,29 @@ static void t_wake(void *p) {
 static void end_request(worker *k, twaiter *t, bool try_first) {
     size_t r = 0;
     volt_status s;
+    const volt_sem *sem = t->h ? t->h->sem : k->sem;
+    bool was_done = t->h && atomic_load(&t->h->done);
     /* The request was queued (or already granted) all the while the resize
      * sequence went from t->sa to sb. */
     long sb = rseq_now(k);
     if (try_first) {
-        while ((s = volt_sem_try_cancel(k->sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
+        while ((s = volt_sem_try_cancel(sem, &t->w, &r)) == VOLT_PENDING) sched_yield();
     } else {
-        s = volt_sem_cancel(k->sem, &t->w, &r);
+        s = volt_sem_cancel(sem, &t->w, &r);
     }
     atomic_store(&t->ended, 1);
     cov(k->c, 3, s);
     int calls = atomic_load(&t->calls);
     t->busy = false;
+    if (was_done && (s == VOLT_OK || s == VOLT_CANCELLED))
+        violation(k->c, "a request on a disconnected handle: its cancel returned %s (the disconnect fails "
+                        "it, and gives back a grant not collected)", st(s));
     switch (s) {
     case VOLT_OK:
         if (atomic_load(&t->collected))
             violation(k->c, "owner's cancel returned VOLT_OK after the callback collected the outcome");
-        count_grant(k, t->n, t->s0);
-        k->held += t->n;
+        if (grant_on(k, t->h, t->n, t->s0)) k->held += t->n;
+        else release_on(k, t->h, t->n); /* collected before the disconnect: the handle's */
         if (t->seq > k->max_seen_grant) k->max_seen_grant = t->seq;
         break;
     case VOLT_CANCELLED:
@@ -797,10 +996,54 @@ static void end_request(worker *k, twaiter *t, bool try_first) {
             violation(k->c, "owner's cancel returned VOLT_INVALID_ARGUMENT after the callback collected it");
         failed_above(k, t->n, t->s0, "an acquire (its cancel)");
         break;
+    case VOLT_DISCONNECTED:
+        /* Its handle was disconnected: failed, or its uncollected grant
+         * given back with the handle's. */
+        if (atomic_load(&t->collected))
+            violation(k->c, "owner's cancel returned VOLT_DISCONNECTED after the callback collected it");
+        disconnected(k, t->h, false, s, "cancel");
+        break;
     default:
         violation(k->c, "cancel returned %s", st(s));
     }
     if (calls > 1) violation(k->c, "%d callbacks for one request", calls);
+}
+
+/* Queues (or is granted) request `t` of `n` on the worker's handle. */
+static void start_request(worker *k, twaiter *t, size_t n) {
+    counts *c = k->c;
+    bool was_done = k->h && atomic_load(&k->h->done);
+    t->n = n;
+    t->h = k->h;
+    t->seq = ++k->next_seq;
+    t->s0 = k->s0;
+    atomic_store(&t->calls, 0);
+    atomic_store(&t->ended, 0);
+    atomic_store(&t->collected, 0);
+    volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
+    cov(c, 2, s);
+    if (disconnected(k, k->h, was_done, s, "acquire")) {
+        if (volt_waiter_is_busy(&t->w)) violation(c, "an acquire refused as VOLT_DISCONNECTED left its waiter busy");
+    } else if (s == VOLT_PENDING) {
+        t->busy = true, t->sa = rseq_now(k);
+    } else if (s == VOLT_OK) {
+        if (grant_on(k, k->h, n, k->s0)) k->held += n;
+        else release_n(k, n);
+        saw_immediate_grant(k);
+    } else if (s == VOLT_INVALID_ARGUMENT) {
+        failed_above(k, n, k->s0, "acquire");
+    } else if (s == VOLT_CLOSED) {
+        maybe_reopen(k);
+    } else if (s != VOLT_QUEUE_FULL) {
+        violation(c, "acquire: %s", st(s));
+    }
+}
+
+/* An immediate grant of `n` (try_acquire, acquire_blocking) reported VOLT_OK. */
+static void took(worker *k, size_t n) {
+    if (grant_on(k, k->h, n, k->s0)) k->held += n;
+    else release_n(k, n); /* granted before the disconnect: went back with it, or goes now */
+    saw_immediate_grant(k);
 }
 
 /* One random operation of a worker thread. */
@@ -810,6 +1053,17 @@ static void worker_step(worker *k) {
     unsigned total = (unsigned)c->total;
     size_t n;
     k->s0 = rseq_now(k);
+    /* A handle whose disconnect returned: half the time its calls are
+     * tried (each must say VOLT_DISCONNECTED), else a new handle. */
+    if (k->h && atomic_load(&k->h->done) && rng_below(&k->rng, 2) == 0) {
+        switch_handle(k);
+        return;
+    }
+    bool was_done = k->h && atomic_load(&k->h->done);
+    if (k->h && rng_below(&k->rng, 3000) == 0) {
+        disconnect_op(k);
+        return;
+    }
     if (k->resize) {
         /* Mostly a request the total in force admits; sometimes any size up
          * to the largest total (failing, or waiting for a grow). */
@@ -824,7 +1078,8 @@ static void worker_step(worker *k) {
         long lo, hi;
         total_bounds(k, k->s0, &lo, &hi);
         if ((long)cur < lo || (long)cur > hi)
-            violation(c, "total_permits %zu, the totals in force were %ld to %ld", cur, lo, hi);
+            violation(c, "total_permits %zu, the totals in force were %ld to %ld%s", cur, lo, hi,
+                      was_done ? " (a disconnected handle)" : "");
         total = rng_below(&k->rng, 8) == 0 || cur == 0 ? (unsigned)c->total : (unsigned)cur;
     }
     n = 1 + rng_below(&k->rng, total);
@@ -843,39 +1098,42 @@ static void worker_step(worker *k) {
         }
     }
     if (x < 15) {
-        volt_status s = volt_sem_try_acquire(k->sem, n);
+        volt_status s;
+        if (rng_below(&k->rng, 2)) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            s = volt_sem_try_acquire_fenced(k->sem, n, &g);
+            grant_zero(c, &g, "try_acquire_fenced");
+        } else {
+            s = volt_sem_try_acquire(k->sem, n);
+        }
         cov(c, 0, s);
-        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        if (disconnected(k, k->h, was_done, s, "try_acquire")) return;
+        if (s == VOLT_OK) took(k, n);
         else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "try_acquire");
         else if (s == VOLT_CLOSED) maybe_reopen(k);
         else if (s != VOLT_WOULD_BLOCK) violation(c, "try_acquire: %s", st(s));
     } else if (x < 35) {
         int64_t ns = (int64_t)rng_below(&k->rng, 3000) * 1000;
-        volt_status s = volt_sem_acquire_blocking(k->sem, n, ns);
+        volt_status s;
+        if (rng_below(&k->rng, 2)) {
+            volt_grant g;
+            memset(&g, 0xab, sizeof g);
+            s = volt_sem_acquire_blocking_fenced(k->sem, n, ns, &g);
+            grant_zero(c, &g, "acquire_blocking_fenced");
+        } else {
+            s = volt_sem_acquire_blocking(k->sem, n, ns);
+        }
         cov(c, 1, s);
-        if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
+        if (disconnected(k, k->h, was_done, s, "acquire_blocking")) return;
+        if (s == VOLT_OK) took(k, n);
         else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire_blocking");
         else if (s == VOLT_CLOSED) maybe_reopen(k);
         else if (s != VOLT_TIMED_OUT) violation(c, "acquire_blocking: %s", st(s));
     } else if (x < 60) {
         twaiter *t = &k->tw[rng_below(&k->rng, 3)];
-        if (t->busy) {
-            end_request(k, t, rng_below(&k->rng, 2));
-        } else {
-            t->n = n;
-            t->seq = ++k->next_seq;
-            t->s0 = k->s0;
-            atomic_store(&t->calls, 0);
-            atomic_store(&t->ended, 0);
-            atomic_store(&t->collected, 0);
-            volt_status s = volt_sem_acquire(k->sem, &t->w, n, t_wake, t);
-            cov(c, 2, s);
-            if (s == VOLT_PENDING) t->busy = true, t->sa = rseq_now(k);
-            else if (s == VOLT_OK) count_grant(k, n, k->s0), k->held += n, saw_immediate_grant(k);
-            else if (s == VOLT_INVALID_ARGUMENT) failed_above(k, n, k->s0, "acquire");
-            else if (s == VOLT_CLOSED) maybe_reopen(k);
-            else if (s != VOLT_QUEUE_FULL) violation(c, "acquire: %s", st(s));
-        }
+        if (t->busy) end_request(k, t, rng_below(&k->rng, 2));
+        else start_request(k, t, n);
     } else if (x < 75) {
         if (rng_below(&k->rng, 4) == 0) sleep_us(rng_below(&k->rng, 200));
         else sched_yield();
@@ -893,6 +1151,18 @@ static void worker_step(worker *k) {
         long lo, hi;
         total_bounds(k, k->s0, &lo, &hi);
         if ((long)a > hi) violation(c, "available_permits %zu above the total (at most %ld)", a, hi);
+        /* held_permits is a Redis handle's; the gauges answer on every
+         * handle, a disconnected one too. */
+        if (volt_sem_held_permits(k->sem) != 0)
+            violation(c, "held_permits %zu of a local or named handle", volt_sem_held_permits(k->sem));
+        volt_stats sx = {.struct_size = sizeof sx};
+        volt_status s = volt_sem_stats(k->sem, &sx);
+        if (s != VOLT_OK) violation(c, "stats: %s", st(s));
+        else if ((long)sx.available > hi)
+            violation(c, "stats: available %zu above the total (at most %ld)", sx.available, hi);
+        if (!k->h) /* a local semaphore: no session */
+            if ((s = volt_sem_disconnect(k->sem)) != VOLT_UNSUPPORTED)
+                violation(c, "disconnect of a local semaphore: %s", st(s));
     }
 }
 
@@ -951,6 +1221,10 @@ static int run_threads(const options *o) {
         if (atomic_load(&c.in_use) != 0) violation(&c, "%ld permits still counted", atomic_load(&c.in_use));
         size_t a = volt_sem_available_permits(sem);
         if (a != total) violation(&c, "at the end %zu available of %u", a, total);
+        volt_stats sx = {.struct_size = sizeof sx};
+        if (volt_sem_stats(sem, &sx) != VOLT_OK || sx.available != total || sx.held != 0 || sx.queued != 0)
+            violation(&c, "at the end stats: available %zu, held %zu, queued %zu (total %u)", sx.available,
+                      sx.held, sx.queued, total);
         volt_status s = volt_sem_try_acquire(sem, total);
         if (s != (closed ? VOLT_CLOSED : VOLT_OK)) violation(&c, "at the end try_acquire(total): %s", st(s));
         volt_sem_free(sem);
@@ -1013,11 +1287,19 @@ typedef struct {
     event ring[RING];
     double t0;
     bool resize;
+    bool fork_during_open;
     pthread_mutex_t rlock;
     atomic_long rseq;
     atomic_long rlo[RLOG], rhi[RLOG];
     atomic_long resizes, open_resizes, resolved, rlock_dead, closes, reopens, inspects, debts;
     atomic_long failed_above, max_debt;
+    /* disconnects: handles disconnected (with a thread blocked on them: `blocked`, how those
+     * returned: `blocked_out[0]` VOLT_DISCONNECTED, [1] granted first, [2] otherwise);
+     * uncounted: grants reported through a handle whose disconnect had begun; handles:
+     * opened by the workers (clones, second opens, after a disconnect); open_withs;
+     * disc_waiters: requests queued on a handle when its disconnect began (its own thread's) */
+    atomic_long disconnects, blocked, blocked_out[3], uncounted, handles, open_withs, disc_waiters;
+    atomic_long cb_disconnects; /* of those, made inside a wake callback */
     atomic_int resizer; /* the pid of the process between its resize steps, or 0 */
     atomic_int in_call; /* the pid of the process inside volt_sem_set_total, or 0 */
 } arena;
@@ -1087,7 +1369,9 @@ static bool rlock_take(long ms) {
 /* Changes the total to `n` through the log; `pause` 1 or 2: a few ms
  * before or after the call, for the driver to kill a resizer there (then the
  * total is the old or the new one). */
-static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long pause_us) {
+static void resize_to(worker *k, hnd *h, const volt_sem *sem, unsigned n, long wait_ms, unsigned pause,
+                      long pause_us) {
+    bool was_done = h && atomic_load(&h->done);
     if (!rlock_take(wait_ms)) return; /* a resizer stopped: another time */
     atomic_store(&A->resizer, (int)getpid());
     long lo, hi;
@@ -1095,14 +1379,16 @@ static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long 
     log_append(lo < n ? lo : n, hi > n ? hi : n);
     if (pause == 1) sleep_us(pause_us);
     atomic_store(&A->in_call, (int)getpid());
-    volt_status s = volt_sem_set_total(k->sem, n);
+    volt_status s = volt_sem_set_total(sem, n);
     atomic_store(&A->in_call, 0);
     if (pause == 2) sleep_us(pause_us);
     cov(k->c, 4, s);
-    if (s == VOLT_OK) {
+    if (disconnected(k, h, was_done, s, "set_total")) {
+        log_append(lo, hi); /* nothing changed */
+    } else if (s == VOLT_OK) {
         log_append(n, n);
         atomic_fetch_add(&A->resizes, 1);
-        size_t t = volt_sem_total_permits(k->sem);
+        size_t t = volt_sem_total_permits(sem);
         if (t != n) violation(k->c, "total_permits %zu right after set_total(%u)", t, n);
     } else {
         violation(k->c, "set_total(%u): %s", n, st(s));
@@ -1115,30 +1401,35 @@ static void resize_to(worker *k, unsigned n, long wait_ms, unsigned pause, long 
 static void resize_op(worker *k) {
     unsigned n = 1 + rng_below(&k->rng, (unsigned)k->c->total);
     unsigned pause = rng_below(&k->rng, 4);
-    resize_to(k, n, 100, pause, rng_below(&k->rng, 8000));
+    resize_to(k, k->h, k->sem, n, 100, pause, rng_below(&k->rng, 8000));
 }
 
 /* Closes the semaphore for every process; the workers that see VOLT_CLOSED
  * reopen it (a few calls later). */
 static void close_op(worker *k) {
+    bool was_done = k->h && atomic_load(&k->h->done);
     volt_status s = volt_sem_close(k->sem);
+    if (disconnected(k, k->h, was_done, s, "close")) return;
     if (s != VOLT_OK) violation(k->c, "close: %s", st(s));
     else atomic_fetch_add(&A->closes, 1);
 }
 
 static void note_failed_above(void) { atomic_fetch_add(&A->failed_above, 1); }
+static void note_uncounted(void) {
+    if (A) atomic_fetch_add(&A->uncounted, 1);
+}
 
-static void reopen_now(worker *k) {
-    volt_status s = volt_sem_reopen(k->sem);
+static void reopen_now(worker *k, hnd *h, const volt_sem *sem) {
+    bool was_done = h && atomic_load(&h->done);
+    volt_status s = volt_sem_reopen(sem);
+    if (disconnected(k, h, was_done, s, "reopen")) return;
     if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
     else atomic_fetch_add(&A->reopens, 1);
 }
 
 static void maybe_reopen(worker *k) {
     if (!k->resize || rng_below(&k->rng, 4) != 0) return;
-    volt_status s = volt_sem_reopen(k->sem);
-    if (s != VOLT_OK) violation(k->c, "reopen: %s", st(s));
-    else atomic_fetch_add(&A->reopens, 1);
+    reopen_now(k, k->h, k->sem);
 }
 
 /* One snapshot of the whole semaphore (volt_sem_inspect, after it reclaimed
@@ -1147,14 +1438,16 @@ static void maybe_reopen(worker *k) {
  * debt (what is used beyond the total) leaves nothing available; without
  * one, available is exactly the total minus what is used. */
 enum { IH = 96, IW = 256 };
-static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, volt_inspection *out) {
+static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, volt_inspection *out,
+                              volt_status *status) {
     volt_holder *h = malloc(IH * sizeof *h);
     volt_queued_waiter *w = malloc(IW * sizeof *w);
     if (!h || !w) abort();
     volt_inspection in;
     volt_status s = volt_sem_inspect(sem, &in, h, IH, w, IW);
     bool ok = s == VOLT_OK;
-    if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(c, "inspect: %s", st(s));
+    if (status) *status = s;
+    else if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(c, "inspect: %s", st(s));
     if (ok) {
         long used = 0;
         for (size_t i = 0; i < in.holders; i++) used += (long)h[i].permits;
@@ -1177,7 +1470,12 @@ static bool inspect_conserved(const volt_sem *sem, counts *c, long *used_out, vo
 static void inspect_op(worker *k) {
     long used = 0, lo, hi;
     volt_inspection in;
-    if (!inspect_conserved(k->sem, k->c, &used, &in)) return;
+    bool was_done = k->h && atomic_load(&k->h->done);
+    volt_status s;
+    bool ok = inspect_conserved(k->sem, k->c, &used, &in, &s);
+    if (disconnected(k, k->h, was_done, s, "inspect")) return;
+    if (s != VOLT_OK && s != VOLT_TRUNCATED) violation(k->c, "inspect: %s", st(s));
+    if (!ok) return;
     total_bounds(k, k->s0, &lo, &hi); /* the snapshot's total was in force since s0 */
     long t = (long)in.total;
     if (t < lo || t > hi) violation(k->c, "inspect: total %ld, the totals in force were %ld to %ld", t, lo, hi);
@@ -1252,6 +1550,7 @@ typedef struct {
 } sthread;
 
 static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth);
+static pthread_mutex_t open_gate; /* below */
 
 static void *shared_thread(void *p) {
     sthread *a = p;
@@ -1262,7 +1561,9 @@ static void *shared_thread(void *p) {
             atomic_fetch_add(&A->forks, 1);
             uint64_t cseed = rng_next(&k->rng);
             double cuntil = now_s() + 0.05 + (double)rng_below(&k->rng, 400) / 1000;
+            if (!A->fork_during_open) pthread_mutex_lock(&open_gate);
             pid_t pid = fork();
+            if (pid != 0 && !A->fork_during_open) pthread_mutex_unlock(&open_gate);
             if (pid == 0) {
                 /* Another thread may have held a lock at the fork (POSIX then
                  * allows only async-signal-safe calls): a child stuck on one
@@ -1272,13 +1573,23 @@ static void *shared_thread(void *p) {
                 /* The parent's handle refuses here; what this thread held is the
                  * parent's (its record's), not the child's. */
                 volt_status s = volt_sem_try_acquire(k->sem, 1);
-                if (s != VOLT_FORKED) violation(k->c, "a parent's handle in a forked child: %s", st(s));
+                /* A handle the parent had begun disconnecting fails either
+                 * way: the header has both "fails in the child with
+                 * VOLT_FORKED" and "every later call returns
+                 * VOLT_DISCONNECTED", and does not say which comes first. */
+                bool gone = k->h && atomic_load(&k->h->gone);
+#define FORK_FAILS(s) ((s) == VOLT_FORKED || (gone && (s) == VOLT_DISCONNECTED))
+                if (!FORK_FAILS(s)) violation(k->c, "a parent's handle in a forked child: %s", st(s));
+                /* Its session is the parent's: nothing changes. */
+                if ((s = volt_sem_disconnect(k->sem)) != VOLT_FORKED)
+                    violation(k->c, "disconnect of a parent's handle in a forked child: %s", st(s));
                 if (k->resize) {
-                    if ((s = volt_sem_set_total(k->sem, 1)) != VOLT_FORKED)
+                    if (!FORK_FAILS(s = volt_sem_set_total(k->sem, 1)))
                         violation(k->c, "set_total on a parent's handle in a forked child: %s", st(s));
-                    if ((s = volt_sem_reopen(k->sem)) != VOLT_FORKED)
+                    if (!FORK_FAILS(s = volt_sem_reopen(k->sem)))
                         violation(k->c, "reopen on a parent's handle in a forked child: %s", st(s));
                 }
+#undef FORK_FAILS
                 volt_sem_free(k->sem);
                 proc_main(me, cseed, 1 + (unsigned)(cseed % 2), cuntil, false, 1);
                 _exit(0);
@@ -1297,7 +1608,7 @@ static const volt_sem *open_shared(uint64_t *r) {
     const volt_sem *sem = NULL;
     volt_status s;
     if (!A->resize) {
-        s = volt_sem_open(shm_name, (size_t)A->c.total, 0, &sem);
+        s = open_name(r, (size_t)A->c.total, 0, &sem);
         if (s != VOLT_OK) violation(&A->c, "volt_sem_open: %s", st(s));
         return sem;
     }
@@ -1311,13 +1622,13 @@ static const volt_sem *open_shared(uint64_t *r) {
     if (rng_below(r, 3) == 0) {
         want = 1 + rng_below(r, (unsigned)A->c.total);
         log_append(lo < want ? lo : want, hi > want ? hi : want);
-        s = volt_sem_open(shm_name, (size_t)want, VOLT_OPEN_RESIZE, &sem);
+        s = open_name(r, (size_t)want, VOLT_OPEN_RESIZE, &sem);
         if (s == VOLT_OK) log_append(want, want), atomic_fetch_add(&A->open_resizes, 1);
         else violation(&A->c, "volt_sem_open(total %ld, VOLT_OPEN_RESIZE): %s", want, st(s));
     } else {
         want = hi;
-        s = volt_sem_open(shm_name, (size_t)hi, 0, &sem);
-        if (s == VOLT_MISMATCH && lo != hi) want = lo, s = volt_sem_open(shm_name, (size_t)lo, 0, &sem);
+        s = open_name(r, (size_t)hi, 0, &sem);
+        if (s == VOLT_MISMATCH && lo != hi) want = lo, s = open_name(r, (size_t)lo, 0, &sem);
         if (s != VOLT_OK)
             violation(&A->c, "volt_sem_open with the total in force (%ld, or %ld): %s", hi, lo, st(s));
         else if (lo != hi)
@@ -1329,17 +1640,249 @@ static const volt_sem *open_shared(uint64_t *r) {
     return sem;
 }
 
+/* volt_sem_open of the run's name, or (half the time) volt_sem_open_with
+ * with the same flags, with a label or without, or NULL options: the same
+ * outcome. Now and then an invalid label first: refused, nothing opened. */
+static volt_status open_name(uint64_t *r, size_t total, uint32_t flags, const volt_sem **out) {
+    unsigned x = rng_below(r, 8);
+    if (x < 4) return volt_sem_open(shm_name, total, flags, out);
+    volt_open_options o;
+    if (volt_open_options_init(&o, sizeof o) != VOLT_OK) violation(&A->c, "volt_open_options_init refused");
+    o.flags = flags;
+    if (x == 7) {
+        o.label = "a label with spaces";
+        const volt_sem *bad = (const volt_sem *)&o;
+        volt_status s = volt_sem_open_with(shm_name, total, &o, &bad);
+        if (s != VOLT_INVALID_ARGUMENT || bad != NULL)
+            violation(&A->c, "volt_sem_open_with an invalid label: %s, handle %p", st(s), (void *)bad);
+    }
+    char label[64];
+    snprintf(label, sizeof label, "fuzz-%d", (int)getpid());
+    o.label = x >= 6 ? label : NULL;
+    atomic_fetch_add(&A->open_withs, 1);
+    return volt_sem_open_with(shm_name, total, x == 5 && flags == 0 ? NULL : &o, out);
+}
+
+/* Opens in a worker thread (a new handle after a disconnect) and fork() from
+ * another exclude each other, unless --fork-during-open: a child forked
+ * while a thread of its parent is inside volt_sem_open inherits that open's
+ * file description, which holds the segment's init lock (an OFD lock); if
+ * the parent is then killed inside its open, the lock stays held for as long
+ * as the child lives, and every open of the name (the child's own too)
+ * answers VOLT_TIMED_OUT after 5 s (found by this fuzzer, seed 220077 of the
+ * ASan build; see docs/testing.md). */
+static pthread_mutex_t open_gate = PTHREAD_MUTEX_INITIALIZER;
+
+/* The process's handles on the run's name (a fork child starts its own). */
+enum { MAXH = 24 };
+static hnd HS[MAXH];
+static int nhs;
+static pthread_mutex_t hs_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static hnd *add_handle(const volt_sem *sem) {
+    pthread_mutex_lock(&hs_mu);
+    hnd *h = nhs < MAXH ? &HS[nhs++] : NULL;
+    if (h) {
+        h->sem = sem;
+        if (pthread_mutex_init(&h->mu, NULL) != 0) abort();
+        atomic_store(&h->gone, 0);
+        atomic_store(&h->done, 0);
+        h->held = 0;
+        h->refs = 1;
+    }
+    pthread_mutex_unlock(&hs_mu);
+    if (!h) volt_sem_free(sem);
+    return h;
+}
+
+/* The worker's handle was disconnected: its requests end (failed by the
+ * disconnect, or collected before it), what it held went back with it (off
+ * the count already), and it works on through a new open of the name. */
+static void switch_handle(worker *k) {
+    for (int i = 0; i < 3; i++)
+        if (k->tw[i].busy) end_request(k, &k->tw[i], false);
+    k->held = 0;
+    pthread_mutex_lock(&hs_mu);
+    bool room = nhs < MAXH;
+    pthread_mutex_unlock(&hs_mu);
+    if (!A->fork_during_open) pthread_mutex_lock(&open_gate);
+    const volt_sem *sem = room ? open_shared(&k->rng) : NULL;
+    if (!A->fork_during_open) pthread_mutex_unlock(&open_gate);
+    hnd *h = sem ? add_handle(sem) : NULL;
+    if (!h) {
+        k->until = 0; /* no handle left: this thread is done */
+        return;
+    }
+    atomic_fetch_add(&A->handles, 1);
+    k->h = h;
+    k->sem = h->sem;
+}
+
+/* Disconnects `h`: what was counted through it comes off the count first
+ * (under its lock, with `gone` set: no grant through it is counted after). */
+static void disconnect_handle(worker *k, hnd *h) {
+    pthread_mutex_lock(&h->mu);
+    atomic_store(&h->gone, 1);
+    if (h->held) count_release(k, (size_t)h->held);
+    h->held = 0;
+    pthread_mutex_unlock(&h->mu);
+    volt_status s = volt_sem_disconnect(h->sem);
+    if (s != VOLT_OK) violation(k->c, "volt_sem_disconnect: %s", st(s));
+    atomic_store(&h->done, 1);
+    atomic_fetch_add(&A->disconnects, 1);
+}
+
+/* A wake callback disconnects its own request's handle (allowed there),
+ * if the process has room for the handles its threads then open. */
+static void disconnect_in_callback(worker *k, hnd *h) {
+    pthread_mutex_lock(&hs_mu);
+    bool room = nhs + 3 <= MAXH;
+    pthread_mutex_unlock(&hs_mu);
+    if (!room || atomic_load(&h->gone)) return;
+    disconnect_handle(k, h);
+    atomic_fetch_add(&A->cb_disconnects, 1);
+}
+
+typedef struct {
+    worker *k;
+    hnd *h;
+    size_t n;
+    long s0;
+    volt_status s;
+} blocker;
+
+/* A thread blocked in volt_sem_acquire_blocking on a handle about to be
+ * disconnected: the disconnect must end its wait (VOLT_DISCONNECTED), unless
+ * it was granted first (then those permits went back with the handle's, or
+ * were released before it). */
+static void *blocker_main(void *p) {
+    blocker *b = p;
+    b->s = volt_sem_acquire_blocking(b->h->sem, b->n, 30LL * 1000000000);
+    if (b->s == VOLT_OK) {
+        grant_on(b->k, b->h, b->n, b->s0);
+        release_on(b->k, b->h, b->n);
+    }
+    return NULL;
+}
+
+#define DISC_CHECK(call, want, what)                                                             \
+    do {                                                                                         \
+        volt_status g_ = (call);                                                                 \
+        if (g_ != (want)) violation(k->c, "after volt_sem_disconnect, %s: %s, not %s", (what), st(g_), \
+                                    st(want));                                                   \
+    } while (0)
+
+/* Disconnects one of the process's handles at random, while the threads on
+ * it (this one, or others) hold permits, have requests queued or wait in a
+ * blocking acquire; sometimes this thread first queues a request on it (its
+ * own handle) or starts a thread blocked on it. The handle's counted
+ * permits come off the count first (see `hnd`). Then: a second disconnect
+ * is VOLT_OK, every call that returns a status is VOLT_DISCONNECTED, the
+ * queries answer; the blocked thread returned. */
+static void disconnect_op(worker *k) {
+    hnd *h = NULL;
+    pthread_mutex_lock(&hs_mu);
+    if (nhs + 3 <= MAXH) {
+        hnd *cand[MAXH];
+        int m = 0;
+        for (int i = 0; i < nhs; i++)
+            if (!atomic_load(&HS[i].gone)) cand[m++] = &HS[i];
+        if (m) h = cand[rng_below(&k->rng, (unsigned)m)];
+    }
+    pthread_mutex_unlock(&hs_mu);
+    if (!h) return;
+    size_t cur = volt_sem_total_permits(h->sem);
+    if (cur == 0) cur = 1;
+    twaiter *own = NULL;
+    if (h == k->h && rng_below(&k->rng, 2) == 0) {
+        for (int i = 0; i < 3; i++) {
+            if (k->tw[i].busy) continue;
+            start_request(k, &k->tw[i], cur); /* the whole total: mostly queued */
+            if (k->tw[i].busy) own = &k->tw[i], atomic_fetch_add(&A->disc_waiters, 1);
+            break;
+        }
+    }
+    /* The whole total (mostly queued), or one permit (often granted
+     * around the disconnect). */
+    blocker b = {k, h, rng_below(&k->rng, 2) ? cur : 1, rseq_now(k), VOLT_OK};
+    pthread_t bt;
+    bool blk = rng_below(&k->rng, 2) == 0;
+    if (blk) {
+        if (pthread_create(&bt, NULL, blocker_main, &b) != 0) abort();
+        sleep_us(rng_below(&k->rng, 3000));
+    }
+    disconnect_handle(k, h);
+    DISC_CHECK(volt_sem_disconnect(h->sem), VOLT_OK, "a second disconnect");
+    DISC_CHECK(volt_sem_try_acquire(h->sem, 1), VOLT_DISCONNECTED, "try_acquire");
+    DISC_CHECK(volt_sem_release(h->sem, 1), VOLT_DISCONNECTED, "release");
+    DISC_CHECK(volt_sem_acquire_blocking(h->sem, 1, 0), VOLT_DISCONNECTED, "acquire_blocking");
+    DISC_CHECK(volt_sem_close(h->sem), VOLT_DISCONNECTED, "close");
+    DISC_CHECK(volt_sem_reopen(h->sem), VOLT_DISCONNECTED, "reopen");
+    /* A set_total to the total in force (harmless if it were taken). */
+    if (!k->resize) DISC_CHECK(volt_sem_set_total(h->sem, (size_t)k->c->total), VOLT_DISCONNECTED, "set_total");
+    {
+        volt_inspection in;
+        DISC_CHECK(volt_sem_inspect(h->sem, &in, NULL, 0, NULL, 0), VOLT_DISCONNECTED, "inspect");
+        volt_stats sx = {.struct_size = sizeof sx};
+        DISC_CHECK(volt_sem_stats(h->sem, &sx), VOLT_OK, "stats");
+        volt_waiter w;
+        if (volt_waiter_init(&w) != VOLT_OK) abort();
+        DISC_CHECK(volt_sem_acquire(h->sem, &w, 1, t_wake, NULL), VOLT_DISCONNECTED, "acquire");
+        if (volt_waiter_is_busy(&w)) violation(k->c, "after volt_sem_disconnect, an acquire left its waiter busy");
+    }
+    if (own) {
+        /* Its request is woken (a disconnect fails it; its callback runs on
+         * the doorbell thread, shortly after), then its cancel answers
+         * VOLT_DISCONNECTED (end_request checks). */
+        for (double give_up = now_s() + 20; !atomic_load(&own->calls) && now_s() < give_up;) sleep_us(200);
+        if (!atomic_load(&own->calls))
+            violation(k->c, "a request queued on a handle was not woken 20 s after its disconnect returned");
+        end_request(k, own, false);
+    }
+    if (blk) {
+        pthread_join(bt, NULL);
+        atomic_fetch_add(&A->blocked, 1);
+        switch (b.s) {
+        case VOLT_DISCONNECTED: atomic_fetch_add(&A->blocked_out[0], 1); break;
+        case VOLT_OK: atomic_fetch_add(&A->blocked_out[1], 1); break;
+        case VOLT_INVALID_ARGUMENT:
+            failed_above(k, b.n, b.s0, "a blocked acquire_blocking");
+            atomic_fetch_add(&A->blocked_out[2], 1);
+            break;
+        case VOLT_CLOSED: atomic_fetch_add(&A->blocked_out[2], 1); break;
+        default:
+            violation(k->c, "a thread blocked in acquire_blocking on a handle being disconnected returned %s",
+                      st(b.s));
+        }
+    }
+}
+
 static void proc_main(int me, uint64_t seed, unsigned threads, double until, bool may_fork, int depth) {
     if (me < 0) return;
     uint64_t r = seed;
+    /* A fork child's copies of its parent's handles are the parent's (and
+     * its copies of the locks may be held by threads it does not have). */
+    nhs = 0;
+    if (pthread_mutex_init(&hs_mu, NULL) != 0 || pthread_mutex_init(&open_gate, NULL) != 0) abort();
     const volt_sem *sem = open_shared(&r);
     if (!sem) return;
     if (depth) atomic_fetch_add(&A->fork_opens, 1);
+    /* Several handles on the name: the first, a clone of it (the same
+     * handle), a second open. */
+    hnd *ha = add_handle(sem), *hb = NULL;
+    const volt_sem *cl = volt_sem_clone(sem);
+    if (cl != sem) violation(&A->c, "volt_sem_clone returned %p, not the handle %p", (void *)cl, (void *)sem);
+    else ha->refs++;
+    const volt_sem *sem2 = open_shared(&r);
+    if (sem2) hb = add_handle(sem2), atomic_fetch_add(&A->handles, 1);
+    if (!hb) hb = ha;
     sthread all[3];
     pthread_t t[3];
     if (threads > 3) threads = 3;
     for (unsigned j = 0; j < threads; j++) {
-        worker_init(&all[j].k, sem, &A->c, rng_next(&r));
+        hnd *h = j == 0 || (j == 1 && rng_below(&r, 2)) ? ha : hb;
+        worker_init(&all[j].k, h == ha && j ? cl : h->sem, &A->c, rng_next(&r));
+        all[j].k.h = h;
         all[j].k.until = until;
         all[j].k.share = &A->procs[me].share;
         all[j].k.resize = A->resize;
@@ -1349,7 +1892,19 @@ static void proc_main(int me, uint64_t seed, unsigned threads, double until, boo
     for (unsigned j = 0; j < threads; j++)
         if (pthread_create(&t[j], NULL, shared_thread, &all[j]) != 0) abort();
     for (unsigned j = 0; j < threads; j++) pthread_join(t[j], NULL);
-    volt_sem_free(sem);
+    /* Every thread ended its requests and released what it held: the
+     * process holds nothing, through any of its handles (the gauges are the
+     * process's for the name; they answer on a disconnected handle too). */
+    for (int i = 0; i < nhs; i++) {
+        volt_stats sx = {.struct_size = sizeof sx};
+        volt_status s = volt_sem_stats(HS[i].sem, &sx);
+        if (s != VOLT_OK) violation(&A->c, "at a process's end, stats: %s", st(s));
+        else if (sx.held != 0 || sx.queued != 0)
+            violation(&A->c, "at a process's end, stats of handle %d%s: %zu held, %zu queued", i,
+                      atomic_load(&HS[i].done) ? " (disconnected)" : "", sx.held, sx.queued);
+    }
+    for (int i = 0; i < nhs; i++)
+        while (HS[i].refs-- > 0) volt_sem_free(HS[i].sem);
     /* Ended normally: everything released; its record's slot is free again. */
     atomic_store(&A->procs[me].counted, 0);
     atomic_store(&A->procs[me].pid, 0);
@@ -1506,7 +2061,7 @@ static void final_resized(uint64_t *r) {
     if (volt_sem_is_closed(sem)) violation(c, "at the end closed after reopen");
     long used = -1;
     volt_inspection in;
-    if (inspect_conserved(sem, c, &used, &in)) {
+    if (inspect_conserved(sem, c, &used, &in, NULL)) {
         if (used != 0 || in.waiters != 0 || (long)in.total != known || (long)in.available != known)
             violation(c, "at the end, nobody left: inspect says total %zu, available %zu, %ld used, %zu "
                          "waiters (total %ld)", in.total, in.available, used, in.waiters, known);
@@ -1531,7 +2086,7 @@ static void final_resized(uint64_t *r) {
         END_CHECK(volt_sem_try_acquire(sem2, 1), VOLT_WOULD_BLOCK, "try_acquire with the total held");
         /* The debt: shrink by one below what is held. */
         END_CHECK(volt_sem_set_total(sem2, fin - 1), VOLT_OK, "set_total below what is held");
-        if (inspect_conserved(sem, c, &used, &in) &&
+        if (inspect_conserved(sem, c, &used, &in, NULL) &&
             (used != (long)fin || in.total != fin - 1 || in.available != 0))
             violation(c, "at the end, in a debt of 1: inspect says total %zu, available %zu, %ld used",
                       in.total, in.available, used);
@@ -1543,7 +2098,7 @@ static void final_resized(uint64_t *r) {
         fin--;
         if (volt_sem_available_permits(sem) != fin)
             violation(c, "at the end %zu available of %zu", volt_sem_available_permits(sem), fin);
-        if (inspect_conserved(sem2, c, &used, &in) && (used != 0 || in.available != fin))
+        if (inspect_conserved(sem2, c, &used, &in, NULL) && (used != 0 || in.available != fin))
             violation(c, "at the end inspect: %ld used, %zu available of %zu", used, in.available, fin);
         END_CHECK(volt_sem_acquire_blocking(sem2, fin, 20LL * 1000000000), VOLT_OK, "acquire of the new total");
         END_CHECK(volt_sem_release(sem2, fin), VOLT_OK, "release of the new total");
@@ -1564,6 +2119,7 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
     A->c.total = total;
     A->t0 = now_s();
     A->resize = o->resize;
+    A->fork_during_open = o->fork_during_open;
     if (o->resize) {
         /* The total starts at `total` and moves within 1..max total; the
          * count's bound is the log's (c.total is the largest request). */
@@ -1647,6 +2203,13 @@ static bool shared_run(const options *o, uint64_t seed, long run, long *ops_out)
                atomic_load(&A->rlock_dead), atomic_load(&A->resolved), atomic_load(&A->closes),
                atomic_load(&A->reopens), atomic_load(&A->failed_above), atomic_load(&A->inspects),
                atomic_load(&A->debts), atomic_load(&A->max_debt));
+    printf("       %ld handles opened besides each process's first (%ld opens with volt_sem_open_with), %ld disconnected (%ld inside a wake callback; %ld "
+           "requests of its own queued on one, each woken; %ld with a thread blocked in acquire_blocking: %ld "
+           "woken VOLT_DISCONNECTED, %ld granted first, %ld otherwise), %ld grants through a handle "
+           "being disconnected (not counted)\n",
+           atomic_load(&A->handles), atomic_load(&A->open_withs), atomic_load(&A->disconnects),
+           atomic_load(&A->cb_disconnects), atomic_load(&A->disc_waiters), atomic_load(&A->blocked), atomic_load(&A->blocked_out[0]),
+           atomic_load(&A->blocked_out[1]), atomic_load(&A->blocked_out[2]), atomic_load(&A->uncounted));
     fflush(stdout);
     return ok;
 }
@@ -1678,7 +2241,7 @@ static int run_shared(const options *o) {
 static void usage(void) {
     fprintf(stderr, "usage: fuzz_sem model|threads|shared [--seed S] [--seeds N | --runs N] "
                     "[--ops K] [--seconds T] [--total P] [--max-total M] [--procs N] [--threads N] "
-                    "[--no-kill] [--no-fork] [--no-stop] [--no-resize]\n");
+                    "[--no-kill] [--no-fork] [--no-stop] [--no-resize] [--fork-during-open]\n");
     exit(2);
 }
 
@@ -1699,6 +2262,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--no-fork")) o.fork = false;
         else if (!strcmp(a, "--no-stop")) o.stop = false;
         else if (!strcmp(a, "--no-resize")) o.resize = false;
+        else if (!strcmp(a, "--fork-during-open")) o.fork_during_open = true;
         else if (!v) usage();
         else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 0), i++;
         else if (!strcmp(a, "--seeds") || !strcmp(a, "--runs")) o.seeds = strtol(v, NULL, 0), i++;
