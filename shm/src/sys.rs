@@ -143,6 +143,7 @@ pub(crate) fn open_segment(
     let path = shm_path(name)?;
     for _ in 0..100 {
         let opened = open_once(
+            name,
             &path,
             total,
             create,
@@ -163,6 +164,7 @@ pub(crate) fn open_segment(
 /// away, or `unlink`): open the name again, so that we never initialise or
 /// attach a segment nobody else can reach by its name.
 fn open_once(
+    name: &str,
     path: &CString,
     total: Option<u64>,
     create: Create,
@@ -188,6 +190,7 @@ fn open_once(
         }
     }
     lock_init_byte(fd.0, deadline)?;
+    crate::hooks::in_open_holding_init_lock(name);
     // From here the init lock is held (dropped with the fd on error, or
     // explicitly by the caller once attached).
     let st = file_stat(fd.0)?;
