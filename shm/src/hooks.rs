@@ -118,9 +118,16 @@ pub(crate) fn in_open_after_attach(name: &str) {
 
 /// Called by `open` right after it took the segment's init lock: the point
 /// where a `fork()` by another thread, or a kill, finds the lock held.
+/// (`path`: the name's `shm_open` path, `"/volt-sem.<name>"`.)
 #[cfg(all(target_os = "linux", not(volt_loom)))]
-pub(crate) fn in_open_holding_init_lock(name: &str) {
-    pause_if_armed(name, PauseAt::HoldingInitLock);
+pub(crate) fn in_open_holding_init_lock(path: &core::ffi::CStr) {
+    if !OPEN_PAUSE_ARMED.load(Ordering::Relaxed) {
+        return;
+    }
+    let name = path.to_str().ok().and_then(|p| p.strip_prefix('/'));
+    if let Some(name) = name.and_then(|p| p.strip_prefix(crate::NAME_PREFIX)) {
+        pause_if_armed(name, PauseAt::HoldingInitLock);
+    }
 }
 
 fn arm(name: &str, at: PauseAt) {

@@ -640,7 +640,6 @@ fn fork_during_open(name: &str, total: usize) -> ! {
 /// keep the init lock, and both the child's open and a third process's
 /// must succeed while the child lives.
 #[test]
-#[ignore = "open defect: the init lock is kept by a child forked during an open (TimedOut)"]
 fn a_child_forked_during_an_open_does_not_keep_the_init_lock() {
     let name = Name::new("forkopen");
     let mut p = Child::spawn(&name, 2, "fork-during-open", &[]);
