@@ -12,6 +12,16 @@ use volt_sem_shm::{Error, OpenOptions, Permit, SharedSemaphore};
 /// another thread at fork time would stay held in the child).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Waits for our forked child `pid`, which must exit (not die of a
+/// signal); its exit code.
+fn exit_code(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: our child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    libc::WEXITSTATUS(status)
+}
+
 #[test]
 fn handles_do_not_cross_fork() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,11 +67,7 @@ fn handles_do_not_cross_fork() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status), "child died: {status}");
-    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    assert_eq!(exit_code(pid), 0, "child check failed");
     // The parent still holds its permit, and can release it.
     assert_eq!(sem.held_permits(), Ok(1));
     let c = assert_conserved(&sem);
@@ -93,15 +99,7 @@ fn permission_denied_is_typed_and_changes_nothing() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status), "child died: {status}");
-    assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
-        "another user could open a 0600 segment"
-    );
+    assert_eq!(exit_code(pid), 0, "another user could open a 0600 segment");
     let c = assert_conserved(&sem);
     assert_eq!((c.available, c.live), (2, 1));
 }
@@ -147,12 +145,8 @@ fn a_mode_the_owner_cannot_write_still_lets_the_creator_open() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status), "child died: {status}");
     assert_eq!(
-        libc::WEXITSTATUS(status),
+        exit_code(pid),
         0,
         "1: the creator's open failed, 2: another mode, 3: setuid, 4: acquire"
     );

@@ -564,6 +564,20 @@ fn kill9_inside_a_fast_release_is_recounted() {
     );
 }
 
+/// The pid of the fork child that `p` announced (`forked <pid>`), waiting
+/// for the line (10 s at most).
+fn forked_pid(p: &mut Child) -> i32 {
+    let t = Instant::now();
+    loop {
+        p.drain();
+        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
+            return pid.parse::<i32>().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A process that ran an async acquire (so it has a doorbell thread) forks
 /// a child, which drops the handle it inherited: the child must not keep the
 /// parent's liveness lock after that (crate docs, *fork, exec*), so the
@@ -574,15 +588,7 @@ fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
     let sem = open(&name, 3);
     let mut p = Child::spawn(&name, 3, "doorbell-then-fork", &[]);
     p.expect("child dropped its handle", Duration::from_secs(10));
-    let t = Instant::now();
-    let grandchild = loop {
-        p.drain();
-        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
-            break pid.parse::<i32>().unwrap();
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let grandchild = forked_pid(&mut p);
     // Killed and reaped: its own files are closed; the child's copy of the
     // segment's fd was closed when it dropped its handle.
     p.kill9();
@@ -644,15 +650,7 @@ fn a_child_forked_during_an_open_does_not_keep_the_init_lock() {
     let name = Name::new("forkopen");
     let mut p = Child::spawn(&name, 2, "fork-during-open", &[]);
     p.expect("parent paused", Duration::from_secs(10));
-    let t = Instant::now();
-    let grandchild = loop {
-        p.drain();
-        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
-            break pid.parse::<i32>().unwrap();
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let grandchild = forked_pid(&mut p);
     /// Kills the fork child (reparented, not ours to reap) at the end,
     /// whatever happens.
     struct KillAtEnd(i32);
