@@ -63,12 +63,13 @@ pub fn stop_in_next_fast_release() {
     STOP_IN_RELEASE.store(FAST, Ordering::Relaxed);
 }
 
-/// The name whose next attaching `open` pauses (see [`pause_next_open_of`]),
-/// and where that pause stands.
-static OPEN_PAUSE: std::sync::Mutex<(Option<String>, OpenPause)> =
-    std::sync::Mutex::new((None, OpenPause::Off));
+/// The name whose next `open` pauses (see [`pause_next_open_of`] and
+/// [`pause_next_open_of_holding_init_lock`]), where it pauses, and where that
+/// pause stands.
+static OPEN_PAUSE: std::sync::Mutex<(Option<String>, OpenPause, PauseAt)> =
+    std::sync::Mutex::new((None, OpenPause::Off, PauseAt::AfterAttach));
 static OPEN_PAUSED: std::sync::Condvar = std::sync::Condvar::new();
-/// Whether a pause is armed: one relaxed load per attaching `open` otherwise.
+/// Whether a pause is armed: one relaxed load per `open` otherwise.
 static OPEN_PAUSE_ARMED: core::sync::atomic::AtomicBool =
     core::sync::atomic::AtomicBool::new(false);
 
@@ -79,20 +80,25 @@ enum OpenPause {
     Paused,
 }
 
-fn open_pause() -> std::sync::MutexGuard<'static, (Option<String>, OpenPause)> {
+/// The two points of `open` a test can pause it at.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PauseAt {
+    /// Attached, init lock released, about to return.
+    AfterAttach,
+    /// Holding the segment's init lock, before reading the file.
+    HoldingInitLock,
+}
+
+fn open_pause() -> std::sync::MutexGuard<'static, (Option<String>, OpenPause, PauseAt)> {
     OPEN_PAUSE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Called by `open` once it has attached a new record and released the
-/// segment's init lock, just before it returns the handle: the point where
-/// another thread's `open` of the same segment must already find this
-/// attachment.
-pub(crate) fn in_open_after_attach(name: &str) {
+fn pause_if_armed(name: &str, at: PauseAt) {
     if !OPEN_PAUSE_ARMED.load(Ordering::Relaxed) {
         return;
     }
     let mut p = open_pause();
-    if p.1 != OpenPause::Armed || p.0.as_deref() != Some(name) {
+    if p.1 != OpenPause::Armed || p.2 != at || p.0.as_deref() != Some(name) {
         return;
     }
     p.1 = OpenPause::Paused;
@@ -102,19 +108,56 @@ pub(crate) fn in_open_after_attach(name: &str) {
     }
 }
 
+/// Called by `open` once it has attached a new record and released the
+/// segment's init lock, just before it returns the handle: the point where
+/// another thread's `open` of the same segment must already find this
+/// attachment.
+pub(crate) fn in_open_after_attach(name: &str) {
+    pause_if_armed(name, PauseAt::AfterAttach);
+}
+
+/// Called by `open` right after it took the segment's init lock: the point
+/// where a `fork()` by another thread, or a kill, finds the lock held.
+/// (`path`: the name's `shm_open` path, `"/volt-sem.<name>"`.)
+#[cfg(all(target_os = "linux", not(volt_loom)))]
+pub(crate) fn in_open_holding_init_lock(path: &core::ffi::CStr) {
+    if !OPEN_PAUSE_ARMED.load(Ordering::Relaxed) {
+        return;
+    }
+    let name = path.to_str().ok().and_then(|p| p.strip_prefix('/'));
+    if let Some(name) = name.and_then(|p| p.strip_prefix(crate::NAME_PREFIX)) {
+        pause_if_armed(name, PauseAt::HoldingInitLock);
+    }
+}
+
+fn arm(name: &str, at: PauseAt) {
+    let mut p = open_pause();
+    *p = (Some(name.to_owned()), OpenPause::Armed, at);
+    OPEN_PAUSE_ARMED.store(true, Ordering::Relaxed);
+}
+
 /// **Tests only.** The next `open` of `name` in this process that attaches a
 /// new record pauses just before it returns (after it released the init
 /// lock), until [`resume_open`]; [`wait_open_paused`] waits for it to get
 /// there.
 #[doc(hidden)]
 pub fn pause_next_open_of(name: &str) {
-    let mut p = open_pause();
-    *p = (Some(name.to_owned()), OpenPause::Armed);
-    OPEN_PAUSE_ARMED.store(true, Ordering::Relaxed);
+    arm(name, PauseAt::AfterAttach);
+}
+
+/// **Tests only.** The next `open` of `name` in this process pauses while it
+/// holds the segment's init lock (right after taking it), until
+/// [`resume_open`] (or until the process dies there); [`wait_open_paused`]
+/// waits for it to get there. Linux only (elsewhere `open` never gets
+/// there).
+#[doc(hidden)]
+pub fn pause_next_open_of_holding_init_lock(name: &str) {
+    arm(name, PauseAt::HoldingInitLock);
 }
 
 /// **Tests only.** Waits (at most `limit`) until an `open` armed by
-/// [`pause_next_open_of`] pauses; whether it did.
+/// [`pause_next_open_of`] or [`pause_next_open_of_holding_init_lock`]
+/// pauses; whether it did.
 #[doc(hidden)]
 pub fn wait_open_paused(limit: std::time::Duration) -> bool {
     let mut p = open_pause();
@@ -132,12 +175,12 @@ pub fn wait_open_paused(limit: std::time::Duration) -> bool {
     true
 }
 
-/// **Tests only.** Lets the paused `open` return (or disarms a pause that
+/// **Tests only.** Lets the paused `open` go on (or disarms a pause that
 /// was never reached).
 #[doc(hidden)]
 pub fn resume_open() {
     let mut p = open_pause();
-    *p = (None, OpenPause::Off);
+    *p = (None, OpenPause::Off, PauseAt::AfterAttach);
     OPEN_PAUSE_ARMED.store(false, Ordering::Relaxed);
     OPEN_PAUSED.notify_all();
 }

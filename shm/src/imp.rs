@@ -239,14 +239,32 @@ fn claim_lane(inner: &Arc<Inner>) -> Option<u32> {
 static FORK_GEN: AtomicU64 = AtomicU64::new(0);
 
 extern "C" fn forked_child() {
+    sys::after_fork_in_child();
     FORK_GEN.fetch_add(1, Relaxed);
 }
 
+extern "C" fn before_fork() {
+    sys::before_fork();
+}
+
+extern "C" fn forked_parent() {
+    sys::after_fork_in_parent();
+}
+
+/// Registers the fork handlers, before this process's first `open` takes an
+/// init lock (`open` calls it first): glibc and musl run registration and a
+/// fork's handlers under one lock, so a fork either runs these handlers or
+/// happened before the registration, when no init lock was held.
 fn watch_forks() {
     static ONCE: std::sync::Once = std::sync::Once::new();
     ONCE.call_once(|| {
-        // SAFETY: registers a handler that only bumps an atomic (async-signal-safe).
-        unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+        // SAFETY: registers handlers that take and give back a spin lock on
+        // an atomic (prepare, parent), and, in the child, close fds, clear
+        // a list without freeing it, give the spin lock back and bump an
+        // atomic: async-signal-safe (see `sys::after_fork_in_child`). A
+        // failure (ENOMEM) leaves forks as before: a child forked during an
+        // open may keep its init lock.
+        unsafe { libc::pthread_atfork(Some(before_fork), Some(forked_parent), Some(forked_child)) };
     });
 }
 
@@ -669,7 +687,7 @@ pub(crate) fn open(
     let _claim = Claim::new(reg, name, deadline)?;
     // `total`: the one asked for (`None` for `attach`, which takes the
     // segment's own and never resizes).
-    let (map, _created) = sys::open_segment(
+    let (map, _created, init_lock) = sys::open_segment(
         name,
         total,
         create,
@@ -691,8 +709,8 @@ pub(crate) fn open(
     if let Some(att) = found {
         // Already attached in this process: one record, one doorbell thread,
         // and the record's label (the first one wins).
-        // (Dropping `map` closes its fd, which releases its init lock.)
         drop(map);
+        drop(init_lock);
         if let Some(t) = resize_to.filter(|&t| att.total() != t) {
             // Bounded like the other lock waits of `open` (a process stopped
             // inside the lock: TimedOut, nothing changed).
@@ -739,7 +757,7 @@ pub(crate) fn open(
     let (me, rings) = match attached {
         (Ok(me), rings) => (me, rings),
         (Err(e), rings) => {
-            sys::release_init_lock(fd);
+            drop(init_lock);
             // The repair and the sweeps above may have granted queued
             // requests (permits a dead lock owner had in transit, a dead
             // process's reclaimed ones) even though no record was free:
@@ -781,7 +799,7 @@ pub(crate) fn open(
         pid,
         Arc::downgrade(&att),
     ));
-    sys::release_init_lock(fd);
+    drop(init_lock);
     att.inner.ring(rings);
     crate::hooks::in_open_after_attach(name);
     Ok(att)

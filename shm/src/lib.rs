@@ -477,7 +477,12 @@
 //! again, which attaches a record of its own (tested in `tests/fork.rs`),
 //! also when another thread of the parent was inside `open` at the fork (the
 //! child starts a registry of attachments of its own; the parent's may be
-//! locked by that thread, which the child does not have). In the child,
+//! locked by that thread, which the child does not have). Nor does such a
+//! child keep the segment's init lock, which an `open` holds for
+//! microseconds: it is taken through a file description of its own, which a
+//! `pthread_atfork` handler closes in every child, so a parent killed inside
+//! `open` blocks nobody, whether or not a child it forked lives on (tested
+//! in `tests/procs.rs`). In the child,
 //! [`finish_raw`](RawSemaphore::finish_raw) of a waiter the parent queued
 //! (a future dropped there) returns at once, [`Finish::Closed`] (or
 //! [`Finish::Idle`] for an idle one), even while the parent's doorbell

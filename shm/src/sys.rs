@@ -127,8 +127,9 @@ impl Fd {
 
 /// Opens (creating and initialising if allowed and needed) the segment, and
 /// maps it. Holds the init lock from the open to the return, so that exactly
-/// one process initialises a segment and nobody maps a half-initialised one.
-/// Returns whether this call initialised it. An existing segment with
+/// one process initialises a segment and nobody maps a half-initialised one,
+/// and returns it held ([`InitLock`]: the caller attaches under it, then
+/// drops it). Returns whether this call initialised it. An existing segment with
 /// another total is refused (`TotalMismatch`) unless `resize` (the caller
 /// then changes the total under the segment lock).
 pub(crate) fn open_segment(
@@ -139,7 +140,7 @@ pub(crate) fn open_segment(
     accept_foreign_owner: bool,
     resize: bool,
     deadline: Instant,
-) -> Result<(Mapping, bool), Error> {
+) -> Result<(Mapping, bool, InitLock), Error> {
     let path = shm_path(name)?;
     for _ in 0..100 {
         let opened = open_once(
@@ -170,13 +171,16 @@ fn open_once(
     accept_foreign_owner: bool,
     resize: bool,
     deadline: Instant,
-) -> Result<Option<(Mapping, bool)>, Error> {
+) -> Result<Option<(Mapping, bool, InitLock)>, Error> {
     let (fd, created) = shm_open(path, create, mode)?;
     let fd = Fd(fd);
     if created {
-        // shm_open's mode went through the umask: set exactly what was asked.
+        // shm_open's mode went through the umask. Owner read and write
+        // first, so that the init lock's own open below works whatever the
+        // mode (only the owner gains anything, for microseconds); then
+        // exactly what was asked.
         // SAFETY: plain syscall on our fd.
-        if unsafe { libc::fchmod(fd.0, mode as libc::mode_t) } != 0 {
+        if unsafe { libc::fchmod(fd.0, (mode | 0o600) as libc::mode_t) } != 0 {
             return Err(os_error(errno()));
         }
     } else if !accept_foreign_owner {
@@ -187,9 +191,21 @@ fn open_once(
             return Err(Error::PermissionDenied);
         }
     }
-    lock_init_byte(fd.0, deadline)?;
-    // From here the init lock is held (dropped with the fd on error, or
-    // explicitly by the caller once attached).
+    let init_lock = InitLock::open(path, &file_stat(fd.0)?);
+    if created && mode & 0o600 != 0o600 {
+        // SAFETY: plain syscall on our fd.
+        if unsafe { libc::fchmod(fd.0, mode as libc::mode_t) } != 0 {
+            return Err(os_error(errno()));
+        }
+    }
+    let Some(init_lock) = init_lock? else {
+        // The name is another file's already: as if this one lost its name.
+        return Ok(None);
+    };
+    init_lock.lock(deadline)?;
+    crate::hooks::in_open_holding_init_lock(path);
+    // From here the init lock is held (dropped with `init_lock` on error, or
+    // by the caller once attached).
     let st = file_stat(fd.0)?;
     if st.st_nlink == 0 {
         return Ok(None);
@@ -292,7 +308,7 @@ fn open_once(
         // Release: whoever reads the magic sees an initialised segment.
         seg.hdr.magic.store(MAGIC, Ordering::Release);
     }
-    Ok(Some((mapping, init)))
+    Ok(Some((mapping, init, init_lock)))
 }
 
 /// The total of an initialised segment's header (`None`: the file is too
@@ -349,30 +365,173 @@ fn allocate(fd: libc::c_int) -> Result<(), Error> {
     }
 }
 
-/// Takes the init lock, waiting at most until `deadline` (then
-/// `Error::TimedOut`). Held for microseconds by a running opener; longer only
-/// by a process stopped half-way through its `open`, or by one that locks the
-/// byte on purpose (a read lock suffices, so anyone who can read the file
-/// can): `open` must not wait for ever for either. Polled, since OFD locks
-/// have no timed wait.
-fn lock_init_byte(fd: libc::c_int, deadline: Instant) -> Result<(), Error> {
-    let mut pause = Duration::from_micros(50);
-    loop {
-        if ofd_lock(fd, INIT_BYTE, false).map_err(os_error)? {
-            return Ok(());
+/// The segment's init lock, held through an open file description of its
+/// own: a second `shm_open` of the name, never mapped, closed (which
+/// releases the lock) on drop.
+///
+/// # Why not the segment's fd
+///
+/// The init lock is an OFD lock: it belongs to the open file description and
+/// lasts until the last reference to it goes. A `fork()` by another thread
+/// while this process's `open` holds the lock copies every fd, this one
+/// included, into the child; if the parent is then killed before it
+/// releases the lock, the child's copy keeps it held for as long as the
+/// child lives, and every `open` of the name (the child's own first) times
+/// out. The segment's own fd cannot be taken from the child (its mapping
+/// references the same description too, and is the child's copy of the
+/// parent's handles). This one is only an fd, and every one in use is in
+/// [`InIt`]'s list, which a `pthread_atfork` child handler
+/// ([`after_fork_in_child`]) closes: a fork child never holds an init lock.
+pub(crate) struct InitLock {
+    fd: libc::c_int,
+}
+
+/// The fds of this process's [`InitLock`]s, guarded by a gate (a spin lock
+/// on an atomic) that the fork handlers take around `fork()`
+/// ([`before_fork`], [`after_fork_in_parent`], [`after_fork_in_child`]). An
+/// `InitLock` opens its fd and lists it, and unlists and closes it, inside
+/// the gate, so a fork never copies an init-lock fd that the child's list
+/// does not name, nor a listed number that another fd reuses.
+struct InIt {
+    gate: AtomicBool,
+    fds: core::cell::UnsafeCell<Vec<libc::c_int>>,
+}
+
+// SAFETY: `fds` is only touched by the holder of `gate` (Acquire to take,
+// Release to give back).
+unsafe impl Sync for InIt {}
+
+static IN_INIT: InIt = InIt {
+    gate: AtomicBool::new(false),
+    fds: core::cell::UnsafeCell::new(Vec::new()),
+};
+
+impl InIt {
+    fn enter(&self) {
+        while self
+            .gate
+            .compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Held for one `shm_open` or `close` (and a push) at most.
+            std::thread::yield_now();
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            return Err(Error::TimedOut);
-        }
-        std::thread::sleep(pause.min(left));
-        pause = (pause * 2).min(Duration::from_millis(10));
+    }
+
+    fn leave(&self) {
+        self.gate.store(false, Ordering::Release);
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the gate.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn fds(&self) -> &mut Vec<libc::c_int> {
+        // SAFETY: the caller holds the gate, so this is the only reference.
+        unsafe { &mut *self.fds.get() }
     }
 }
 
-/// Releases the init lock taken by `open_segment`.
-pub(crate) fn release_init_lock(fd: libc::c_int) {
-    let _ = ofd_unlock(fd, INIT_BYTE);
+/// `pthread_atfork` prepare handler (registered by `imp::watch_forks`
+/// before any `open` takes an init lock): holds the gate across the fork,
+/// so that no `InitLock` is half-way between its fd and the list. Runs in
+/// the forking thread in an ordinary context; waits for one `shm_open` or
+/// `close` at most. (A fork from a signal handler that interrupted a thread
+/// holding the gate would wait for ever: POSIX does not allow `fork()` there
+/// with fork handlers in the process.)
+pub(crate) fn before_fork() {
+    IN_INIT.enter();
+}
+
+/// `pthread_atfork` parent handler: gives the gate back.
+pub(crate) fn after_fork_in_parent() {
+    IN_INIT.leave();
+}
+
+/// `pthread_atfork` child handler: closes the child's copies of the
+/// init-lock fds of the parent's `open`s in progress, which belong to
+/// threads the child does not have, so the child never holds an init lock
+/// (the parent's copies hold it until their `open` ends, or their process
+/// dies). Async-signal-safe: `close` and plain memory writes (the list is
+/// emptied without freeing it). The child's own later `open`s of the name
+/// take the lock through fds of their own, and wait for the parent's as
+/// any other process does. The parent's `open` is untouched: its fd is its
+/// own, the close only drops the child's reference to the description.
+pub(crate) fn after_fork_in_child() {
+    // SAFETY: the prepare handler took the gate in the forking thread, the
+    // only thread of the child: the list is ours, and complete.
+    let fds = unsafe { IN_INIT.fds() };
+    for &fd in fds.iter() {
+        // SAFETY: an fd of the list, open in the parent at the fork (listed
+        // and unlisted under the gate), so copied into the child, where
+        // nothing else uses it (its `InitLock` is on a parent thread's
+        // stack, which the child never runs).
+        unsafe { libc::close(fd) };
+    }
+    fds.clear();
+    IN_INIT.leave();
+}
+
+impl InitLock {
+    /// Opens the name again for its init lock (not taken yet); `None`: the
+    /// name is no longer the file `st` describes (unlinked, or replaced).
+    fn open(path: &CString, st: &libc::stat) -> Result<Option<InitLock>, Error> {
+        IN_INIT.enter();
+        // SAFETY: valid C string.
+        let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDWR | libc::O_CLOEXEC, 0) };
+        let e = errno();
+        if fd >= 0 {
+            // SAFETY: we hold the gate.
+            unsafe { IN_INIT.fds() }.push(fd);
+        }
+        IN_INIT.leave();
+        if fd < 0 {
+            return match e {
+                libc::ENOENT => Ok(None),
+                e => Err(open_error(path, e)),
+            };
+        }
+        let lock = InitLock { fd };
+        let mine = file_stat(fd)?;
+        Ok((mine.st_dev == st.st_dev && mine.st_ino == st.st_ino).then_some(lock))
+    }
+
+    /// Takes the init lock, waiting at most until `deadline` (then
+    /// `Error::TimedOut`). Held for microseconds by a running opener; longer
+    /// only by a process stopped half-way through its `open`, or by one
+    /// that locks the byte on purpose (a read lock suffices, so anyone who
+    /// can read the file can): `open` must not wait for ever for either.
+    /// Polled, since OFD locks have no timed wait.
+    fn lock(&self, deadline: Instant) -> Result<(), Error> {
+        let mut pause = Duration::from_micros(50);
+        loop {
+            if ofd_lock(self.fd, INIT_BYTE, false).map_err(os_error)? {
+                return Ok(());
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::TimedOut);
+            }
+            std::thread::sleep(pause.min(left));
+            pause = (pause * 2).min(Duration::from_millis(10));
+        }
+    }
+}
+
+impl Drop for InitLock {
+    /// Releases the lock: closes the fd (the description's only reference
+    /// in this process), inside the gate.
+    fn drop(&mut self) {
+        IN_INIT.enter();
+        // SAFETY: we hold the gate.
+        let fds = unsafe { IN_INIT.fds() };
+        if let Some(i) = fds.iter().position(|&f| f == self.fd) {
+            fds.swap_remove(i);
+        }
+        // SAFETY: our own fd, closed once.
+        unsafe { libc::close(self.fd) };
+        IN_INIT.leave();
+    }
 }
 
 fn shm_open(path: &CString, create: Create, mode: u32) -> Result<(libc::c_int, bool), Error> {
@@ -625,16 +784,6 @@ pub(crate) fn ofd_lock(fd: libc::c_int, byte: i64, wait: bool) -> Result<bool, i
             libc::EAGAIN | libc::EACCES if !wait => return Ok(false),
             e => return Err(e),
         }
-    }
-}
-
-fn ofd_unlock(fd: libc::c_int, byte: i64) -> Result<(), i32> {
-    let fl = flock(libc::F_UNLCK, byte);
-    // SAFETY: valid fd and flock.
-    if unsafe { libc::fcntl(fd, libc::F_OFD_SETLK, &fl) } == 0 {
-        Ok(())
-    } else {
-        Err(errno())
     }
 }
 

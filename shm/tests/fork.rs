@@ -12,6 +12,16 @@ use volt_sem_shm::{Error, OpenOptions, Permit, SharedSemaphore};
 /// another thread at fork time would stay held in the child).
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Waits for our forked child `pid`, which must exit (not die of a
+/// signal); its exit code.
+fn exit_code(pid: libc::pid_t) -> i32 {
+    let mut status = 0;
+    // SAFETY: our child.
+    unsafe { libc::waitpid(pid, &mut status, 0) };
+    assert!(libc::WIFEXITED(status), "child died: {status}");
+    libc::WEXITSTATUS(status)
+}
+
 #[test]
 fn handles_do_not_cross_fork() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -57,11 +67,7 @@ fn handles_do_not_cross_fork() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status), "child died: {status}");
-    assert_eq!(libc::WEXITSTATUS(status), 0, "child check failed");
+    assert_eq!(exit_code(pid), 0, "child check failed");
     // The parent still holds its permit, and can release it.
     assert_eq!(sem.held_permits(), Ok(1));
     let c = assert_conserved(&sem);
@@ -93,17 +99,57 @@ fn permission_denied_is_typed_and_changes_nothing() {
         // SAFETY: ends the child without running the parent's destructors.
         unsafe { libc::_exit(code) };
     }
-    let mut status = 0;
-    // SAFETY: our child.
-    unsafe { libc::waitpid(pid, &mut status, 0) };
-    assert!(libc::WIFEXITED(status), "child died: {status}");
-    assert_eq!(
-        libc::WEXITSTATUS(status),
-        0,
-        "another user could open a 0600 segment"
-    );
+    assert_eq!(exit_code(pid), 0, "another user could open a 0600 segment");
     let c = assert_conserved(&sem);
     assert_eq!((c.available, c.live), (2, 1));
+}
+
+/// A mode without the owner's write (or read) permission: the creator still
+/// creates and uses the semaphore (its `open` takes the init lock through a
+/// second open of the file, made before the mode is set), and the mode is
+/// the one asked for. In a child that is not root (root passes every
+/// permission check), hence here.
+#[test]
+fn a_mode_the_owner_cannot_write_still_lets_the_creator_open() {
+    use std::os::unix::fs::PermissionsExt;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let name = Name::new("modero");
+    // SAFETY: the child only drops privileges, opens, and exits with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        let code = (|| {
+            // SAFETY: plain syscalls; uid/gid 65534 is "nobody" on Linux.
+            unsafe {
+                if libc::geteuid() == 0 && (libc::setgid(65534) != 0 || libc::setuid(65534) != 0) {
+                    return 3;
+                }
+            }
+            for asked in [0o400, 0o000, 0o044] {
+                let s = match SharedSemaphore::open(&name, 2, OpenOptions::new().mode(asked)) {
+                    Ok(s) => s,
+                    Err(_) => return 1,
+                };
+                let mode = std::fs::metadata(name.path()).map(|m| m.permissions().mode() & 0o777);
+                if mode.ok() != Some(asked) {
+                    return 2;
+                }
+                if s.try_acquire(2).map(Permit::release).ok() != Some(Ok(())) {
+                    return 4;
+                }
+                drop(s);
+                let _ = volt_sem_shm::unlink(&name);
+            }
+            0
+        })();
+        // SAFETY: ends the child without running the parent's destructors.
+        unsafe { libc::_exit(code) };
+    }
+    assert_eq!(
+        exit_code(pid),
+        0,
+        "1: the creator's open failed, 2: another mode, 3: setuid, 4: acquire"
+    );
 }
 
 /// fork() while another thread is inside `open` (here: waiting for a name's

@@ -100,6 +100,9 @@ fn child_main() {
             let _ = volt_sem_shm::unlink(&name);
         }
     }
+    if role == "fork-during-open" {
+        fork_during_open(&name, total);
+    }
     let opts = if role == "create-and-hold" {
         OpenOptions::new().create_only()
     } else {
@@ -561,6 +564,20 @@ fn kill9_inside_a_fast_release_is_recounted() {
     );
 }
 
+/// The pid of the fork child that `p` announced (`forked <pid>`), waiting
+/// for the line (10 s at most).
+fn forked_pid(p: &mut Child) -> i32 {
+    let t = Instant::now();
+    loop {
+        p.drain();
+        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
+            return pid.parse::<i32>().unwrap();
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 /// A process that ran an async acquire (so it has a doorbell thread) forks
 /// a child, which drops the handle it inherited: the child must not keep the
 /// parent's liveness lock after that (crate docs, *fork, exec*), so the
@@ -571,15 +588,7 @@ fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
     let sem = open(&name, 3);
     let mut p = Child::spawn(&name, 3, "doorbell-then-fork", &[]);
     p.expect("child dropped its handle", Duration::from_secs(10));
-    let t = Instant::now();
-    let grandchild = loop {
-        p.drain();
-        if let Some(pid) = p.seen.iter().find_map(|l| l.strip_prefix("forked ")) {
-            break pid.parse::<i32>().unwrap();
-        }
-        assert!(t.elapsed() < Duration::from_secs(10), "{:?}", p.seen);
-        std::thread::sleep(Duration::from_millis(1));
-    };
+    let grandchild = forked_pid(&mut p);
     // Killed and reaped: its own files are closed; the child's copy of the
     // segment's fd was closed when it dropped its handle.
     p.kill9();
@@ -593,6 +602,83 @@ fn kill9_of_a_parent_whose_forked_child_dropped_its_handle_is_reclaimed() {
         "the killed parent's record stayed live (its forked child keeps the \
          liveness lock after dropping its handle): {c:?}"
     );
+}
+
+/// The role of `a_child_forked_during_an_open_does_not_keep_the_init_lock`:
+/// a thread opens `name` (fresh) and pauses holding the segment's init lock
+/// (a test hook); the main thread then forks. The fork child says
+/// `forked <pid>`, opens the name itself (which waits for the parent's
+/// lock), says how that went, and sleeps until killed (60 s at most). The
+/// parent waits to be killed.
+fn fork_during_open(name: &str, total: usize) -> ! {
+    volt_sem_shm::hooks::pause_next_open_of_holding_init_lock(name);
+    let opener = {
+        let name = name.to_owned();
+        std::thread::spawn(move || SharedSemaphore::open(&name, total, OpenOptions::new()))
+    };
+    assert!(volt_sem_shm::hooks::wait_open_paused(Duration::from_secs(
+        10
+    )));
+    // SAFETY: the child runs this crate's code (what a program that forks
+    // while another of its threads opens a name does) and ends with _exit.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0);
+    if pid == 0 {
+        // SAFETY: getpid cannot fail.
+        say(&format!("forked {}", unsafe { libc::getpid() }));
+        let r = SharedSemaphore::open(name, total, OpenOptions::new());
+        say(&format!("child open {:?}", r.as_ref().map(|_| ())));
+        std::thread::sleep(Duration::from_secs(60));
+        // SAFETY: ends the child without the parent's destructors.
+        unsafe { libc::_exit(0) };
+    }
+    say("parent paused");
+    let _ = opener.join();
+    std::process::exit(3); // not reached: killed while paused
+}
+
+/// Found by the C API fuzzer (`--fork-during-open`, seed 220077): a process
+/// killed inside `open` while holding the segment's init lock, after another
+/// of its threads forked, left the lock held by the fork child's copy of the
+/// open file description, for as long as the child lived: every `open` of
+/// the name, the child's own included, answered `TimedOut` after 5 s. A
+/// killed process must never block a name for others: the child must not
+/// keep the init lock, and both the child's open and a third process's
+/// must succeed while the child lives.
+#[test]
+fn a_child_forked_during_an_open_does_not_keep_the_init_lock() {
+    let name = Name::new("forkopen");
+    let mut p = Child::spawn(&name, 2, "fork-during-open", &[]);
+    p.expect("parent paused", Duration::from_secs(10));
+    let grandchild = forked_pid(&mut p);
+    /// Kills the fork child (reparented, not ours to reap) at the end,
+    /// whatever happens.
+    struct KillAtEnd(i32);
+    impl Drop for KillAtEnd {
+        fn drop(&mut self) {
+            // SAFETY: plain syscall on the fork child's pid.
+            unsafe { libc::kill(self.0, libc::SIGKILL) };
+        }
+    }
+    let _grandchild = KillAtEnd(grandchild);
+    // Killed (and reaped) while it holds the init lock.
+    p.kill9();
+    let r = SharedSemaphore::open(&name, 2, OpenOptions::new());
+    // The fork child is still alive: it is what kept the lock.
+    let state = std::fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap();
+    let state = state
+        .rsplit_once(')')
+        .unwrap()
+        .1
+        .split_whitespace()
+        .next()
+        .unwrap();
+    assert_ne!(state, "Z", "the fork child ended before the check");
+    let sem = r.expect("an open after the kill (the fork child lives)");
+    p.expect("child open Ok(())", Duration::from_secs(10));
+    let c = sem.census().unwrap();
+    assert!(c.conserved(), "{c:?}");
+    assert_eq!(c.available, 2, "{c:?}");
 }
 
 /// This process's record's doorbell word, read from the segment's file
