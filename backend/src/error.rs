@@ -110,11 +110,12 @@ error_table! {
     ///    `=> "CODE", Class, "message",` — the stable code, its [`ErrorClass`]
     ///    (the bindings raise the class's exception: pick the closest, or add a
     ///    class and map it in both bindings), its message (a format string that
-    ///    may name the fields; `shm` to read as the `volt_sem_shm::Error` of the
-    ///    same name) — and its C status: its C documentation and
-    ///    `VOLT_NAME = number;`, a new number after the last one (the numbers are
-    ///    ABI: never renumber one; errors may share a status, repeating it
-    ///    without documentation).
+    ///    may name the fields, `(format, arguments...)`, or a function of
+    ///    `backend/src/error.rs` that writes it, `shm_display` to read as the
+    ///    `volt_sem_shm::Error` of the same name: see `volt_sem::error_enum!`)
+    ///    — and its C status: its C documentation and `VOLT_NAME = number;`, a
+    ///    new number after the last one (the numbers are ABI: never renumber
+    ///    one; errors may share a status, repeating it without documentation).
     /// 2. Regenerate the C side: `VOLT_SEM_BLESS=1 cargo test -p volt-sem-ffi
     ///    --test status` rewrites `ffi-c/src/status_codes.rs`, then the same with
     ///    `--test header` rewrites `include/volt_sem.h` (both tests fail while
@@ -193,7 +194,7 @@ error_table! {
         /// A handle's label is empty, longer than
         /// [`volt_sem::inspect::MAX_LABEL_LEN`] bytes, or has a byte that is not
         /// printable ASCII or is a space.
-        InvalidLabel [shm redis] => "INVALID_LABEL", Value, shm,
+        InvalidLabel [shm redis] => "INVALID_LABEL", Value, shm_display,
             VOLT_INVALID_ARGUMENT = 7;
         /// Attach-only `open` or `connect`: no semaphore has this name (also
         /// `unlink` or `delete` of a name that does not exist).
@@ -202,11 +203,11 @@ error_table! {
             /// no Redis semaphore (`VOLT_CONNECT_ATTACH_ONLY`, `volt_sem_delete`).
             VOLT_NOT_FOUND = 11;
         /// Create-only `open`: a semaphore with this name exists.
-        AlreadyExists [shm] => "ALREADY_EXISTS", Exists, shm,
+        AlreadyExists [shm] => "ALREADY_EXISTS", Exists, shm_display,
             /// `VOLT_OPEN_CREATE_ONLY`: a shared semaphore with this name exists.
             VOLT_EXISTS = 12;
         /// The OS refused access to the segment (its mode or owner).
-        PermissionDenied [shm] => "PERMISSION_DENIED", Permission, shm,
+        PermissionDenied [shm] => "PERMISSION_DENIED", Permission, shm_display,
             /// The OS refused access to the shared segment (its mode), or another
             /// user owns it and `VOLT_OPEN_ACCEPT_FOREIGN_OWNER` was not given.
             VOLT_PERMISSION = 13;
@@ -214,7 +215,7 @@ error_table! {
         TotalMismatch {
             /// The total the existing semaphore was created with.
             existing: u64,
-        } [shm redis] => "TOTAL_MISMATCH", Shared, shm,
+        } [shm redis] => "TOTAL_MISMATCH", Shared, shm_display,
             /// The name exists with another total of permits; nothing was changed
             /// (`VOLT_OPEN_RESIZE` / `VOLT_CONNECT_RESIZE` change the total instead).
             VOLT_MISMATCH = 14;
@@ -243,23 +244,23 @@ error_table! {
             found: u32,
             /// This build's.
             expected: u32,
-        } [shm] => "LIBC_MISMATCH", Shared, shm,
+        } [shm] => "LIBC_MISMATCH", Shared, shm_display,
             /// The shared segment was made by a process whose build of the library
             /// uses another C library (glibc and musl lock the segment differently
             /// and cannot share it); nothing was changed. Use builds for one C
             /// library (all glibc, or all musl) for every process of a name.
             VOLT_LIBC_MISMATCH = 41;
         /// The file under the name is not a volt-sem segment.
-        NotASegment [shm] => "NOT_A_SEGMENT", Shared, shm,
+        NotASegment [shm] => "NOT_A_SEGMENT", Shared, shm_display,
             /// The file under the name is not a volt-sem segment (foreign or
             /// truncated, or a directory).
             VOLT_NOT_A_SEGMENT = 16;
         /// Every process record of the segment is taken.
-        ProcessTableFull [shm] => "PROCESS_TABLE_FULL", Shared, shm,
+        ProcessTableFull [shm] => "PROCESS_TABLE_FULL", Shared, shm_display,
             /// Every process record of the shared segment is taken.
             VOLT_PROCESS_TABLE_FULL = 18;
         /// Every waiter slot of the segment is taken; the request was not queued.
-        QueueFull [shm] => "QUEUE_FULL", Shared, shm,
+        QueueFull [shm] => "QUEUE_FULL", Shared, shm_display,
             /// Every waiter slot of the shared segment is taken (`volt_sem_max_waiters()`
             /// requests queued across all processes); the request was not queued.
             VOLT_QUEUE_FULL = 17;
@@ -275,14 +276,14 @@ error_table! {
         /// The shared segment is corrupt: a value the library never writes
         /// (another process with write access scribbled on it), or its lock is
         /// not recoverable.
-        Corrupt [shm] => "CORRUPT", Shared, shm,
+        Corrupt [shm] => "CORRUPT", Shared, shm_display,
             /// The shared segment is corrupt: it holds a value the library never
             /// writes (another process with write access scribbled on it; the call
             /// stopped short of it), or its lock is not recoverable.
             VOLT_CORRUPT = 23;
         /// A blocking acquire on the thread that runs a shared semaphore's wake
         /// callbacks, where it would wait for itself.
-        InCallback [shm redis] => "IN_CALLBACK", Usage, shm,
+        InCallback [shm redis] => "IN_CALLBACK", Usage, shm_display,
             /// A blocking acquire of a shared semaphore inside one of its wake
             /// callbacks (which run on the process's doorbell thread of that name,
             /// where it would wait for itself).
@@ -295,14 +296,14 @@ error_table! {
             /// used in the child: open the name (connect) again in the child.
             VOLT_FORKED = 21;
         /// Named shared semaphores are not available on this platform.
-        Unsupported [shm] => "UNSUPPORTED", Unsupported, shm,
+        Unsupported [shm] => "UNSUPPORTED", Unsupported, shm_display,
             /// Named shared semaphores are not supported on this platform (Linux
             /// only); or a Redis-only call (`volt_sem_census`, `volt_sem_watch_lease`)
             /// on a local or shared semaphore; or a call for named and Redis
             /// semaphores (`volt_sem_set_total`, `volt_sem_reopen`) on a local one.
             VOLT_UNSUPPORTED = 22;
         /// Another OS error (an `errno` value).
-        Os(errno: i32) [shm] => "OS_ERROR", Os, shm,
+        Os(errno: i32) [shm] => "OS_ERROR", Os, shm_display,
             /// Another OS error from the shared segment (`errno` is not preserved).
             VOLT_OS_ERROR = 24;
         /// Redis: the URL is malformed or of an unsupported scheme; the text
@@ -511,8 +512,6 @@ fn shm_display(e: &Error, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         Err(()) => f.write_str(e.code()),
     }
 }
-
-impl std::error::Error for Error {}
 
 /// The in-process semaphore's errors, variant for variant; the rest
 /// (`TooManyPermits`, and any later variant of the `non_exhaustive` enums)

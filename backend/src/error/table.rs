@@ -2,8 +2,9 @@
 //! [`Error`](crate::Error) enum and everything derived from it; the table
 //! itself (and how to add an error) is there.
 
-/// Expands the table: the `Error` enum, `code()`, `status()`,
-/// `status_name()`, `class()`, `Display`, the conversions from (and to) the
+/// Expands the table: the `Error` enum and its `Display` (through
+/// `volt_sem::error_enum!`), `code()`, `status()`, `status_name()`,
+/// `class()`, the conversions from (and to) the
 /// lower crates' errors of the same name (a row's `[shm redis]`), and
 /// [`STATUSES`](crate::error::STATUSES) (every C status, with its C
 /// documentation, for `volt-sem-ffi`'s generated `volt_status` enum).
@@ -31,16 +32,19 @@ macro_rules! error_table {
             )*
         }
     ) => {
-        $(#[doc = $edoc])*
-        #[non_exhaustive]
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        pub enum Error {
-            $(
-                $(#[doc = $doc])*
-                $name
-                    $( ( $tty ) )?
-                    $( { $( $(#[doc = $fdoc])* $fname : $fty ),* } )?,
-            )*
+        volt_sem::error_enum! {
+            $(#[doc = $edoc])*
+            #[non_exhaustive]
+            #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+            pub enum Error {
+                $(
+                    $(#[doc = $doc])*
+                    $name
+                        $( ( $tbind : $tty ) )?
+                        $( { $( $(#[doc = $fdoc])* $fname : $fty ),* } )?
+                    => $msg,
+                )*
+            }
         }
 
         impl Error {
@@ -75,20 +79,6 @@ macro_rules! error_table {
             pub fn class(&self) -> ErrorClass {
                 match self {
                     $( Error::$name { .. } => ErrorClass::$class, )*
-                }
-            }
-        }
-
-        impl fmt::Display for Error {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self {
-                    $(
-                        #[allow(unused_variables)]
-                        Error::$name
-                            $( ( $tbind ) )?
-                            $( { $( $fname ),* } )?
-                        => error_table!(@display self, f, $msg),
-                    )*
                 }
             }
         }
@@ -169,17 +159,4 @@ macro_rules! error_table {
         error_table!(@if $crate_ [$($rest)*] $($then)*)
     };
     (@if $crate_:ident [] $($then:tt)*) => {};
-    // The message of an error that reads as the shm crate's own.
-    (@display $self:ident, $f:ident, shm) => {
-        shm_display($self, $f)
-    };
-    // A format string; it may name the variant's fields.
-    (@display $self:ident, $f:ident, $msg:literal) => {
-        $f.write_fmt(format_args!($msg))
-    };
-    // A function of this module that writes the message (one a format
-    // string cannot say, such as a plural that depends on a field).
-    (@display $self:ident, $f:ident, $func:ident) => {
-        $func($self, $f)
-    };
 }
