@@ -34,6 +34,14 @@ use core::fmt;
 ///   bound by reference);
 /// * the name of a function `fn(&Error, &mut fmt::Formatter) -> fmt::Result`
 ///   of the calling module, for a message neither can say.
+///
+/// A crate that derives more from its table (the seam: a code, a C status
+/// and a class per error) gives each row more columns in braces after its
+/// message, and names its own macro after the enum: `then my_table! {
+/// ... }`. That macro is called with its own tokens followed by `errors {
+/// ... }`, one entry per variant: its name, its bindings (`(errno)` or `{
+/// found, expected }`, as a pattern names them) and its columns in
+/// brackets.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! error_enum {
@@ -47,9 +55,10 @@ macro_rules! error_enum {
                     $( {
                         $( $(#[doc = $fdoc:literal])* $fname:ident : $fty:ty ),* $(,)?
                     } )?
-                => $msg:tt
+                => $msg:tt $( { $($more:tt)* } )?
             ),* $(,)?
         }
+        $( then $($then:tt)+ )?
     ) => {
         $(#[$meta])*
         $vis enum $name {
@@ -74,6 +83,14 @@ macro_rules! error_enum {
         }
 
         impl ::std::error::Error for $name {}
+
+        $crate::error_enum!(@then ( $( $($then)+ )? ) {
+            $( $variant $( ( $tbind ) )? $( { $( $fname ),* } )? [ $( $($more)* )? ] )*
+        });
+    };
+    (@then () { $($rows:tt)* }) => {};
+    (@then ( $then:ident ! { $($args:tt)* } ) { $($rows:tt)* }) => {
+        $then! { $($args)* errors { $($rows)* } }
     };
     (@message $self:ident, $f:ident, $msg:literal) => {
         $f.write_fmt(::core::format_args!($msg))

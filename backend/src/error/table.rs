@@ -2,15 +2,15 @@
 //! [`Error`](crate::Error) enum and everything derived from it; the table
 //! itself (and how to add an error) is there.
 
-/// Expands the table: the `Error` enum and its `Display` (through
-/// `volt_sem::error_enum!`), `code()`, `status()`, `status_name()`,
-/// `class()`, the conversions from (and to) the
-/// lower crates' errors of the same name (a row's `[shm redis]`), and
+/// Expands what the table's rows say beyond the enum and its messages
+/// (`volt_sem::error_enum!` declares those, then calls this with each row's
+/// columns): `code()`, `status()`, `status_name()`, `class()`, the
+/// conversions from (and to) the lower crates' errors of the same name (a
+/// row's `[shm redis]`), and
 /// [`STATUSES`](crate::error::STATUSES) (every C status, with its C
 /// documentation, for `volt-sem-ffi`'s generated `volt_status` enum).
 macro_rules! error_table {
     (
-        $(#[doc = $edoc:literal])*
         statuses {
             $(
                 $(#[doc = $sdoc:literal])*
@@ -19,34 +19,15 @@ macro_rules! error_table {
         }
         errors {
             $(
-                $(#[doc = $doc:literal])*
-                $name:ident
-                    $( ( $tbind:ident : $tty:ty ) )?
-                    $( {
-                        $( $(#[doc = $fdoc:literal])* $fname:ident : $fty:ty ),* $(,)?
-                    } )?
-                [ $( $also:ident )* ]
-                => $code:literal, $class:ident, $msg:tt,
+                $name:ident $( ( $tbind:ident ) )? $( { $( $fname:ident ),* } )?
+                [
+                    [ $( $also:ident )* ] $code:literal, $class:ident,
                     $(#[doc = $cdoc:literal])*
                     $cname:ident = $cnum:literal;
+                ]
             )*
         }
     ) => {
-        volt_sem::error_enum! {
-            $(#[doc = $edoc])*
-            #[non_exhaustive]
-            #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-            pub enum Error {
-                $(
-                    $(#[doc = $doc])*
-                    $name
-                        $( ( $tbind : $tty ) )?
-                        $( { $( $(#[doc = $fdoc])* $fname : $fty ),* } )?
-                    => $msg,
-                )*
-            }
-        }
-
         impl Error {
             /// A stable, upper-case name for the error (`"CLOSED"`,
             /// `"TOTAL_MISMATCH"`, ...), for bindings that expose a code rather
