@@ -244,3 +244,67 @@ fn name_and_total_messages_state_each_backends_rule() {
         "{permits}"
     );
 }
+
+/// Every error's message, word for word (keyed by its `Debug`): the words
+/// users read in every language, which a change to how the table is written
+/// must not change.
+#[test]
+fn every_message_word_for_word() {
+    let expected = [
+        ("Closed", "semaphore closed"),
+        ("NoPermits", "no permits available"),
+        ("TooManyPermits", "requested more permits than can ever be granted: more than the semaphore's total (an in-process one's: MAX_PERMITS); ask for at most that many"),
+        ("TimedOut", "timed out waiting for permits"),
+        ("Overflow { unreleased: 3 }", "release would raise the available permits above the maximum (3 not released)"),
+        #[cfg(not(feature = "redis"))]
+        ("InvalidName", "invalid semaphore name (a named semaphore's name is 1 to 246 bytes without '/' or NUL)"),
+        #[cfg(feature = "redis")]
+        ("InvalidName", "invalid semaphore name (a named semaphore's name is 1 to 246 bytes without '/' or NUL; a Redis semaphore's, 1 to 1024 bytes without '{', '}' or NUL)"),
+        ("InvalidLabel", "invalid label (1 to 128 bytes of printable ASCII, without spaces)"),
+        #[cfg(not(feature = "redis"))]
+        ("InvalidPermits", "permits must be between 1 and 9007199254740991 (MAX_PERMITS) for a named semaphore"),
+        #[cfg(feature = "redis")]
+        ("InvalidPermits", "permits must be between 1 and 9007199254740991 (MAX_PERMITS) for a named semaphore, 1 and 1099511627776 for a Redis one"),
+        ("NotFound", "no semaphore has this name"),
+        ("AlreadyExists", "a shared semaphore with this name exists"),
+        ("PermissionDenied", "permission denied"),
+        ("TotalMismatch { existing: 4 }", "the shared semaphore exists with a different total (4 permits)"),
+        ("VersionMismatch { found: 9, expected: 3 }", "the semaphore was made by another release of volt-sem (its format version 9; this release's: 3); nothing was changed: stop the processes of the other release, then unlink (named) or delete (Redis) it, or use another name"),
+        ("LibcMismatch { found: 2, expected: 1 }", "the shared segment's lock is musl's pthread mutex, and this process uses glibc's: processes of builds for two C libraries cannot share a named semaphore (nothing was changed); use builds for one C library for every process of the name, or another name"),
+        ("NotASegment", "the file is not a volt-sem segment"),
+        ("ProcessTableFull", "too many processes attached"),
+        ("QueueFull", "the waiter queue is full"),
+        ("NotHeld { held: 2 }", "released more permits than held (2; a named semaphore counts this process's, a Redis one this handle's); nothing was released"),
+        ("Corrupt", "the shared segment is corrupt (a value this library never writes, or an unrecoverable lock)"),
+        ("InCallback", "blocking acquire inside a wake callback"),
+        ("Forked", "a handle opened before fork() was used in the child: open the named semaphore, or connect to Redis, again in the child"),
+        ("Unsupported", "shared semaphores are not supported on this platform"),
+        ("Os(28)", "No space left on device (os error 28)"),
+        #[cfg(not(feature = "redis"))]
+        ("InvalidUrl(\"bad port\")", "invalid Redis URL (bad port); expected redis://[user:password@]host[:port][/db]"),
+        #[cfg(feature = "redis")]
+        ("InvalidUrl(\"bad port\")", "invalid Redis URL (bad port); expected redis://[user:password@]host[:port][/db], or rediss://… for TLS (redis+sentinel://… for Sentinels, comma-separated seed URLs for a Cluster)"),
+        ("InvalidPrefix", "invalid key prefix (1 to 256 bytes, without '{', '}', ':' or NUL)"),
+        ("InvalidOption(\"lease\")", "invalid option: lease"),
+        ("Auth", "Redis refused the credentials (wrong user or password)"),
+        ("NoPermission(\"EVAL\")", "Redis refused a command (ACL): EVAL"),
+        ("InUse { sessions: 2 }", "the semaphore is in use (2 live sessions hold, wait or are connected); nothing was deleted"),
+        ("ReadOnly(\"replica\")", "Redis is a read-only replica: replica"),
+        ("Connection(\"refused\")", "Redis connection failed: refused"),
+        ("Redis(\"ERR\")", "Redis error: ERR"),
+        ("OutOfMemory(\"OOM command not allowed\")", "Redis is out of memory (maxmemory reached); nothing was changed: retry once memory is freed: OOM command not allowed"),
+        ("Protocol(\"x\")", "unexpected reply from Redis: x"),
+        ("WrongType(\"{volt-sem:x}:queue\")", "a key of the semaphore in Redis holds a value of another type, or a value volt-sem never writes there (something else wrote it); nothing was changed: {volt-sem:x}:queue"),
+        ("LeaseExpired", "this client's session lease expired: its permits and queued requests were reclaimed"),
+        ("StateLost", "Redis lost the semaphore's state (restarted empty or flushed); connect again"),
+        ("Tls(\"cert\")", "TLS failed: cert"),
+        ("Disconnected", "this handle was disconnected: its session ended (the semaphore stays open for everyone else: open or connect it again for a new handle)"),
+        ("NotReplicated { acked: 1, wanted: 2 }", "only 1 of 2 replicas acknowledged the write in time; the session was given up"),
+    ];
+    let errors = every_error();
+    assert_eq!(errors.len(), expected.len());
+    for (e, (debug, text)) in errors.iter().zip(expected) {
+        assert_eq!(format!("{e:?}"), debug);
+        assert_eq!(e.to_string(), text, "{debug}");
+    }
+}

@@ -76,23 +76,26 @@ pub struct OwnedPermit {
     permits: usize,
 }
 
-// The same `Debug` as the shared-memory and Redis permits: how many permits
-// (and, for Redis, the token), not the whole semaphore.
-impl core::fmt::Debug for Permit<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Permit")
-            .field("permits", &self.permits)
-            .finish_non_exhaustive()
-    }
+/// `Debug` for a permit guard: its type's name, how many permits it holds
+/// (the field named first) and any other fields named (Redis's token), not
+/// the whole semaphore; the same for every backend's permits.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! permit_debug {
+    ($t:ident $(<$lt:lifetime>)?, $permits:ident $(, $field:ident)*) => {
+        impl ::core::fmt::Debug for $t $(<$lt>)? {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(stringify!($t))
+                    .field("permits", &self.$permits)
+                    $( .field(stringify!($field), &self.$field) )*
+                    .finish_non_exhaustive()
+            }
+        }
+    };
 }
 
-impl core::fmt::Debug for OwnedPermit {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("OwnedPermit")
-            .field("permits", &self.permits)
-            .finish_non_exhaustive()
-    }
-}
+crate::permit_debug!(Permit<'_>, permits);
+crate::permit_debug!(OwnedPermit, permits);
 
 /// Gives permits a guard held back to their semaphore; see `Permit`'s panics.
 #[inline]

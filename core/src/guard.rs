@@ -70,3 +70,12 @@ macro_rules! exclusive_deref {
         }
     )*};
 }
+
+/// What `map` returns: `try_map` with a closure that never declines (so
+/// `map` has no implementation of its own).
+pub(crate) fn never_declined<M, G>(mapped: Result<M, G>) -> M {
+    match mapped {
+        Ok(mapped) => mapped,
+        Err(_) => unreachable!("the closure always returns Some"),
+    }
+}

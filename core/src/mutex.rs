@@ -9,6 +9,7 @@ use std::sync::Arc;
 #[cfg(not(volt_loom))]
 use std::time::Duration;
 
+use crate::guard::never_declined;
 use crate::Semaphore;
 
 /// A fair (FIFO) mutual-exclusion lock usable from async tasks and plain threads.
@@ -294,11 +295,7 @@ impl<'a, T: ?Sized> MutexGuard<'a, T> {
     /// assert_eq!(m.try_lock().unwrap()[0], 9);
     /// ```
     pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&mut T) -> &mut U) -> MappedMutexGuard<'a, U> {
-        // `try_map` with a closure that never declines: one implementation.
-        match Self::try_map(this, |v| Some(f(v))) {
-            Ok(mapped) => mapped,
-            Err(_) => unreachable!("the closure always returns Some"),
-        }
+        never_declined(Self::try_map(this, |v| Some(f(v))))
     }
 
     /// Like [`map`](Self::map), but `f` may decline; the original guard comes
@@ -380,11 +377,7 @@ impl<'a, T: ?Sized> MappedMutexGuard<'a, T> {
     /// assert_eq!(*inner, 2);
     /// ```
     pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&mut T) -> &mut U) -> MappedMutexGuard<'a, U> {
-        // `try_map` with a closure that never declines: one implementation.
-        match Self::try_map(this, |v| Some(f(v))) {
-            Ok(mapped) => mapped,
-            Err(_) => unreachable!("the closure always returns Some"),
-        }
+        never_declined(Self::try_map(this, |v| Some(f(v))))
     }
 
     /// Like [`map`](Self::map), but `f` may decline; the guard comes back then.

@@ -10,6 +10,7 @@ use std::sync::Arc;
 #[cfg(not(volt_loom))]
 use std::time::Duration;
 
+use crate::guard::never_declined;
 use crate::Semaphore;
 
 /// A fair reader-writer lock usable from async tasks and plain threads.
@@ -422,11 +423,7 @@ impl<'a, T: ?Sized> RwLockReadGuard<'a, T> {
     /// assert_eq!(*name, "x");
     /// ```
     pub fn map<U: ?Sized>(this: Self, f: impl FnOnce(&T) -> &U) -> RwLockReadGuard<'a, U> {
-        // `try_map` with a closure that never declines: one implementation.
-        match Self::try_map(this, |v| Some(f(v))) {
-            Ok(mapped) => mapped,
-            Err(_) => unreachable!("the closure always returns Some"),
-        }
+        never_declined(Self::try_map(this, |v| Some(f(v))))
     }
 
     /// Like [`map`](Self::map), but `f` may decline; the guard comes back then.
@@ -490,11 +487,7 @@ impl<'a, T: ?Sized> RwLockWriteGuard<'a, T> {
         this: Self,
         f: impl FnOnce(&mut T) -> &mut U,
     ) -> RwLockMappedWriteGuard<'a, U> {
-        // `try_map` with a closure that never declines: one implementation.
-        match Self::try_map(this, |v| Some(f(v))) {
-            Ok(mapped) => mapped,
-            Err(_) => unreachable!("the closure always returns Some"),
-        }
+        never_declined(Self::try_map(this, |v| Some(f(v))))
     }
 
     /// Like [`map`](Self::map), but `f` may decline; the guard comes back then.

@@ -50,6 +50,21 @@ impl<T> UnsafeCell<T> {
     }
 }
 
+/// Declares a constructor `const`, except under loom, whose atomics and cells
+/// have no `const` constructors: one body for both builds.
+macro_rules! const_unless_loom {
+    ($(#[$m:meta])* $vis:vis fn $name:ident($($args:tt)*) -> $ret:ty $body:block) => {
+        $(#[$m])*
+        #[cfg(not(volt_loom))]
+        $vis const fn $name($($args)*) -> $ret $body
+
+        $(#[$m])*
+        #[cfg(volt_loom)]
+        $vis fn $name($($args)*) -> $ret $body
+    };
+}
+pub(crate) use const_unless_loom;
+
 /// Tells the model (or the CPU) that this thread is waiting for another one to
 /// make progress: a `yield_now` under loom, a pause hint followed by a yield in
 /// real code.

@@ -21,7 +21,7 @@ use core::marker::PhantomPinned;
 use core::ptr::NonNull;
 
 use crate::raw::{phase, Backend, Node, WaiterState};
-use crate::sync::{AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
+use crate::sync::{const_unless_loom, AtomicPtr, AtomicU32, AtomicUsize, Ordering, UnsafeCell};
 
 /// Intrusive links; `prev` points towards the head (older), `next` towards the tail.
 #[derive(Clone, Copy)]
@@ -106,45 +106,28 @@ unsafe impl Sync for Waiter {}
 crate::waiter_impls!(Waiter);
 
 impl Waiter {
-    /// A new, idle waiter. `const`, so a waiter can be built in a static or
-    /// inside a larger `const`-constructed structure.
-    ///
-    /// ```
-    /// let w = volt_sem::Waiter::new();
-    /// assert!(!w.is_busy());
-    /// ```
-    #[cfg(not(volt_loom))]
-    pub const fn new() -> Self {
-        Waiter {
-            links: UnsafeCell::new(Links {
-                prev: None,
-                next: None,
-            }),
-            remaining: UnsafeCell::new(0),
-            queued_at: UnsafeCell::new(0),
-            requested: AtomicUsize::new(0),
-            semaphore: AtomicPtr::new(core::ptr::null_mut()),
-            node: Node::new(Backend::Local),
-            fork_generation: AtomicU32::new(0),
-            _pinned: PhantomPinned,
-        }
-    }
-
-    /// A new, idle waiter.
-    #[cfg(volt_loom)]
-    pub fn new() -> Self {
-        Waiter {
-            links: UnsafeCell::new(Links {
-                prev: None,
-                next: None,
-            }),
-            remaining: UnsafeCell::new(0),
-            queued_at: UnsafeCell::new(0),
-            requested: AtomicUsize::new(0),
-            semaphore: AtomicPtr::new(core::ptr::null_mut()),
-            node: Node::new(Backend::Local),
-            fork_generation: AtomicU32::new(0),
-            _pinned: PhantomPinned,
+    const_unless_loom! {
+        /// A new, idle waiter. `const`, so a waiter can be built in a static or
+        /// inside a larger `const`-constructed structure.
+        ///
+        /// ```
+        /// let w = volt_sem::Waiter::new();
+        /// assert!(!w.is_busy());
+        /// ```
+        pub fn new() -> Self {
+            Waiter {
+                links: UnsafeCell::new(Links {
+                    prev: None,
+                    next: None,
+                }),
+                remaining: UnsafeCell::new(0),
+                queued_at: UnsafeCell::new(0),
+                requested: AtomicUsize::new(0),
+                semaphore: AtomicPtr::new(core::ptr::null_mut()),
+                node: Node::new(Backend::Local),
+                fork_generation: AtomicU32::new(0),
+                _pinned: PhantomPinned,
+            }
         }
     }
 

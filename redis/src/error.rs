@@ -3,201 +3,129 @@
 //! come from the client library pass through [`Error::from_redis`], which
 //! drops the URL's password wherever it appears.
 
-use core::fmt;
-
 use volt_sem::{AcquireError, AcquireTimeoutError, TryAcquireError};
 
-/// Why an operation on a [`RedisSemaphore`](crate::RedisSemaphore) failed.
-#[non_exhaustive]
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Error {
-    /// The URL is malformed or of an unsupported scheme; the text says why
-    /// (never the URL itself: it may carry a password). The message shows
-    /// the expected form, [`URL_FORM`](crate::URL_FORM).
-    InvalidUrl(&'static str),
-    /// The name is empty, longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
-    /// bytes, or contains `{` or `}` (which would break the hash tag) or NUL
-    /// (no C caller could name it).
-    InvalidName,
-    /// The key prefix is empty, too long, or contains `{`, `}`, `:` or NUL.
-    InvalidPrefix,
-    /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
-    InvalidPermits,
-    /// The label is empty, longer than
-    /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) bytes, or has a
-    /// byte that is not printable ASCII or is a space
-    /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)).
-    InvalidLabel,
-    /// An option is out of range (the text says which).
-    InvalidOption(&'static str),
-    /// The server refused the credentials (wrong user or password).
-    Auth,
-    /// The Redis user may not run a command the backend needs (an ACL
-    /// `NOPERM` refusal; the text names the command). `connect` checks the
-    /// commands it sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`, and
-    /// `WAIT`/`PUBLISH` with [`min_replicas_acked`](crate::ConnectOptions::min_replicas_acked));
-    /// a command refused inside a script is reported the same way.
-    NoPermission(String),
-    /// The server is a read-only replica (`READONLY`): the URL names a
-    /// replica, or a failover demoted the server. Through Sentinels this
-    /// never reaches the caller: the connection is replaced and the master
-    /// found again. The text is the server's.
-    ReadOnly(String),
-    /// Redis could not be reached, or the connection failed (the text says
-    /// how, without the password).
-    Connection(String),
-    /// TLS failed: the server's certificate is not trusted (or not for this
-    /// host), the handshake failed (for example `rediss://` to a port that
-    /// does not speak TLS), or a certificate file of the options cannot be
-    /// read or parsed (the text says which).
-    Tls(String),
-    /// [`ConnectOptions::min_replicas_acked`](crate::ConnectOptions::min_replicas_acked):
-    /// fewer replicas than asked acknowledged a script's writes in time. The
-    /// write stands on the primary but could be lost by a failover, so the
-    /// session was given up (its permits go back).
-    NotReplicated {
-        /// How many replicas acknowledged.
-        acked: u64,
-        /// How many were asked for.
-        wanted: u64,
-    },
-    /// Redis reached its `maxmemory` and refused the call's writes (`OOM`:
-    /// `noeviction`, Redis's default, or a `volatile-*` policy with nothing
-    /// to evict). The call changed nothing: Redis refuses a script at its
-    /// first write, so none stops half way. Transient: retry once memory is
-    /// freed. A release so refused gives its session up, as any refused
-    /// release (its permits come back); a waiter whose heartbeats are
-    /// refused for a whole lease fails with [`Error::LeaseExpired`]. The
-    /// text is the server's. See *Running Redis in production* in the crate
-    /// docs.
-    OutOfMemory(String),
-    /// The server answered with an error (the text, without the password).
-    Redis(String),
-    /// A reply the scripts never produce (a bug or a foreign key).
-    Protocol(String),
-    /// A key in the semaphore's key space holds a value of another type
-    /// than the one volt-sem keeps there (another program wrote it, say a
-    /// `SET` on `{prefix:name}:queue`), or a field of one of its keys holds
-    /// a value volt-sem never writes there (an operator's `HSET`, an old
-    /// tool, a partial restore: a word or a negative number where a count
-    /// is kept, `avail` above the total, a queued request's record that is
-    /// not `need:got`, a grant record that is not a token, `0` or `T`; see
-    /// *Foreign values* in the crate docs). The call
-    /// changed nothing in Redis: every script finds such a key or value
-    /// before its first write. The text names the key (and the field) when
-    /// the script could tell which. Delete that key, or the semaphore (or
-    /// give it another name or prefix). A release refused this way gives
-    /// its session up, as any refused release.
-    WrongType(String),
-    /// The semaphore was made by a release of volt-sem whose keys have
-    /// another schema ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION), stored in
-    /// the meta hash; 0: a release from before it was stored): this one
-    /// could misread them. Refused by `connect`, [`inspect`](crate::inspect)
-    /// and [`delete`](crate::delete) with nothing written. See *Upgrading* in
-    /// the crate docs.
-    VersionMismatch {
-        /// The schema version of the semaphore's keys.
-        found: u32,
-        /// This release's ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION)).
-        expected: u32,
-    },
-    /// The semaphore exists with another total of permits; nothing was changed.
-    TotalMismatch {
-        /// The total of the existing semaphore.
-        existing: u64,
-    },
-    /// The semaphore was closed (by any client).
-    Closed,
-    /// [`delete`](crate::delete), [`inspect`](crate::inspect), and
-    /// `connect` with [`ConnectOptions::attach_only`](crate::ConnectOptions::attach_only):
-    /// no semaphore has this name (under this prefix).
-    NotFound,
-    /// [`delete`](crate::delete): the semaphore has live sessions (clients
-    /// that hold permits, wait, or are only connected); nothing was deleted.
-    InUse {
-        /// How many sessions are live.
-        sessions: u64,
-    },
-    /// `try_acquire`: not enough permits now, or earlier requests are queued.
-    NoPermits,
-    /// A request for more permits than the total (it could never be granted).
-    TooManyPermits,
-    /// `release(n)` with `n` above what this client holds; nothing was released.
-    NotHeld {
-        /// What this client's session holds.
-        held: u64,
-    },
-    /// The timeout elapsed first; any partial grant was handed on.
-    TimedOut,
-    /// This client's session lease expired (a pause, a partition, Redis out
-    /// of reach longer than the lease): the permits it held went back to the
-    /// pool and its queued requests were removed. A release of such permits
-    /// reports this error and releases nothing.
-    LeaseExpired,
-    /// Redis lost the semaphore's state (restarted empty, flushed, the
-    /// semaphore deleted, or one of its keys evicted by an `allkeys-*`
-    /// `maxmemory` policy or deleted: see *Running Redis in production* in
-    /// the crate docs): this handle refuses to go on rather than
-    /// over-grant. Connect again to start afresh.
-    StateLost,
-    /// A blocking acquire was called inside a wake callback (on the agent
-    /// thread), where it would wait for itself.
-    InCallback,
-    /// A handle connected before `fork()`, used in the child: its sessions
-    /// are the parent's. Connect again in the child. A future the parent
-    /// queued, polled in the child, answers this too (its grant would come
-    /// from a thread of the parent); dropping it there leaves the parent's
-    /// request alone.
-    Forked,
-}
+use crate::url::URL_FORM;
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::InvalidUrl(why) => {
-                write!(f, "invalid Redis URL ({why}); expected {}", crate::url::URL_FORM)
-            }
-            Error::InvalidName => f.write_str(
-                "invalid semaphore name (1 to 1024 bytes, without '{', '}' or NUL)",
-            ),
-            Error::InvalidPrefix => {
-                f.write_str("invalid key prefix (1 to 256 bytes, without '{', '}', ':' or NUL)")
-            }
-            Error::InvalidPermits => write!(
-                f,
-                "permits must be between 1 and {} (MAX_PERMITS)",
-                crate::MAX_PERMITS
-            ),
-            Error::InvalidLabel => f.write_str(volt_sem::inspect::LABEL_RULE),
-            Error::InvalidOption(what) => write!(f, "invalid option: {what}"),
-            Error::Auth => f.write_str("Redis refused the credentials (wrong user or password)"),
-            Error::NoPermission(d) => write!(f, "Redis refused a command (ACL): {d}"),
-            Error::ReadOnly(d) => write!(f, "Redis is a read-only replica: {d}"),
-            Error::Connection(d) => write!(f, "Redis connection failed: {d}"),
-            Error::Tls(d) => write!(f, "TLS failed: {d}"),
-            Error::NotReplicated { acked, wanted } => write!(
-                f,
-                "only {acked} of {wanted} replicas acknowledged the write in time (the session was given up)"
-            ),
-            Error::OutOfMemory(d) => write!(f, "{OUT_OF_MEMORY}: {d}"),
-            Error::Redis(d) => write!(f, "Redis error: {d}"),
-            Error::Protocol(d) => write!(f, "unexpected reply from Redis: {d}"),
-            Error::WrongType(d) => write!(f, "{WRONG_TYPE}: {d}"),
-            Error::TotalMismatch { existing } => write!(
-                f,
-                "the semaphore exists with a different total ({existing} permits)"
-            ),
-            Error::VersionMismatch { found, expected } => write!(
-                f,
-                "the semaphore was made by another release of volt-sem (its keys' schema version \
+volt_sem::error_enum! {
+    /// Why an operation on a [`RedisSemaphore`](crate::RedisSemaphore) failed.
+    #[non_exhaustive]
+    #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+    pub enum Error {
+        /// The URL is malformed or of an unsupported scheme; the text says why
+        /// (never the URL itself: it may carry a password). The message shows
+        /// the expected form, [`URL_FORM`](crate::URL_FORM).
+        InvalidUrl(why: &'static str) => "invalid Redis URL ({why}); expected {URL_FORM}",
+        /// The name is empty, longer than [`MAX_NAME_LEN`](crate::MAX_NAME_LEN)
+        /// bytes, or contains `{` or `}` (which would break the hash tag) or NUL
+        /// (no C caller could name it).
+        InvalidName => "invalid semaphore name (1 to 1024 bytes, without '{{', '}}' or NUL)",
+        /// The key prefix is empty, too long, or contains `{`, `}`, `:` or NUL.
+        InvalidPrefix => "invalid key prefix (1 to 256 bytes, without '{{', '}}', ':' or NUL)",
+        /// `permits` is 0 or above [`MAX_PERMITS`](crate::MAX_PERMITS).
+        InvalidPermits => ("permits must be between 1 and {} (MAX_PERMITS)", crate::MAX_PERMITS),
+        /// The label is empty, longer than
+        /// [`MAX_LABEL_LEN`](volt_sem::inspect::MAX_LABEL_LEN) bytes, or has a
+        /// byte that is not printable ASCII or is a space
+        /// ([`is_valid_label`](volt_sem::inspect::is_valid_label)).
+        InvalidLabel => ("{}", volt_sem::inspect::LABEL_RULE),
+        /// An option is out of range (the text says which).
+        InvalidOption(what: &'static str) => "invalid option: {what}",
+        /// The server refused the credentials (wrong user or password).
+        Auth => "Redis refused the credentials (wrong user or password)",
+        /// The Redis user may not run a command the backend needs (an ACL
+        /// `NOPERM` refusal; the text names the command). `connect` checks the
+        /// commands it sends itself (`EVALSHA`, `EVAL`, `BLPOP`, `RPUSH`, and
+        /// `WAIT`/`PUBLISH` with [`min_replicas_acked`](crate::ConnectOptions::min_replicas_acked));
+        /// a command refused inside a script is reported the same way.
+        NoPermission(command: String) => "Redis refused a command (ACL): {command}",
+        /// The server is a read-only replica (`READONLY`): the URL names a
+        /// replica, or a failover demoted the server. Through Sentinels this
+        /// never reaches the caller: the connection is replaced and the master
+        /// found again. The text is the server's.
+        ReadOnly(detail: String) => "Redis is a read-only replica: {detail}",
+        /// Redis could not be reached, or the connection failed (the text says
+        /// how, without the password).
+        Connection(detail: String) => "Redis connection failed: {detail}",
+        /// TLS failed: the server's certificate is not trusted (or not for this
+        /// host), the handshake failed (for example `rediss://` to a port that
+        /// does not speak TLS), or a certificate file of the options cannot be
+        /// read or parsed (the text says which).
+        Tls(detail: String) => "TLS failed: {detail}",
+        /// [`ConnectOptions::min_replicas_acked`](crate::ConnectOptions::min_replicas_acked):
+        /// fewer replicas than asked acknowledged a script's writes in time. The
+        /// write stands on the primary but could be lost by a failover, so the
+        /// session was given up (its permits go back).
+        NotReplicated {
+            /// How many replicas acknowledged.
+            acked: u64,
+            /// How many were asked for.
+            wanted: u64,
+        } => "only {acked} of {wanted} replicas acknowledged the write in time (the session \
+                was given up)",
+        /// Redis reached its `maxmemory` and refused the call's writes (`OOM`:
+        /// `noeviction`, Redis's default, or a `volatile-*` policy with nothing
+        /// to evict). The call changed nothing: Redis refuses a script at its
+        /// first write, so none stops half way. Transient: retry once memory is
+        /// freed. A release so refused gives its session up, as any refused
+        /// release (its permits come back); a waiter whose heartbeats are
+        /// refused for a whole lease fails with [`Error::LeaseExpired`]. The
+        /// text is the server's. See *Running Redis in production* in the crate
+        /// docs.
+        OutOfMemory(detail: String) => "Redis is out of memory (maxmemory reached); nothing was \
+            changed: retry once memory is freed: {detail}",
+        /// The server answered with an error (the text, without the password).
+        Redis(detail: String) => "Redis error: {detail}",
+        /// A reply the scripts never produce (a bug or a foreign key).
+        Protocol(detail: String) => "unexpected reply from Redis: {detail}",
+        /// A key in the semaphore's key space holds a value of another type
+        /// than the one volt-sem keeps there (another program wrote it, say a
+        /// `SET` on `{prefix:name}:queue`), or a field of one of its keys holds
+        /// a value volt-sem never writes there (an operator's `HSET`, an old
+        /// tool, a partial restore: a word or a negative number where a count
+        /// is kept, `avail` above the total, a queued request's record that is
+        /// not `need:got`, a grant record that is not a token, `0` or `T`; see
+        /// *Foreign values* in the crate docs). The call
+        /// changed nothing in Redis: every script finds such a key or value
+        /// before its first write. The text names the key (and the field) when
+        /// the script could tell which. Delete that key, or the semaphore (or
+        /// give it another name or prefix). A release refused this way gives
+        /// its session up, as any refused release.
+        WrongType(detail: String) => "a key of the semaphore in Redis holds a value of another \
+            type, or a value volt-sem never writes there (something else wrote it); nothing was \
+            changed: {detail}",
+        /// The semaphore was made by a release of volt-sem whose keys have
+        /// another schema ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION), stored in
+        /// the meta hash; 0: a release from before it was stored): this one
+        /// could misread them. Refused by `connect`, [`inspect`](crate::inspect)
+        /// and [`delete`](crate::delete) with nothing written. See *Upgrading* in
+        /// the crate docs.
+        VersionMismatch {
+            /// The schema version of the semaphore's keys.
+            found: u32,
+            /// This release's ([`SCHEMA_VERSION`](crate::SCHEMA_VERSION)).
+            expected: u32,
+        } => "the semaphore was made by another release of volt-sem (its keys' schema version \
                  {found}; this release's: {expected}); nothing was changed: stop the clients of \
-                 the other release and delete the semaphore, or use another name or prefix"
-            ),
-            // The words of the in-process semaphore's errors of the same meaning.
-            Error::Closed => fmt::Display::fmt(&AcquireError::Closed, f),
-            Error::NotFound => f.write_str("no semaphore has this name"),
-            Error::InUse { sessions } => write!(
-                f,
+                 the other release and delete the semaphore, or use another name or prefix",
+        /// The semaphore exists with another total of permits; nothing was changed.
+        TotalMismatch {
+            /// The total of the existing semaphore.
+            existing: u64,
+        } => "the semaphore exists with a different total ({existing} permits)",
+        // The words of the in-process semaphore's errors of the same meaning.
+        /// The semaphore was closed (by any client).
+        Closed => ("{}", AcquireError::Closed),
+        /// [`delete`](crate::delete), [`inspect`](crate::inspect), and
+        /// `connect` with [`ConnectOptions::attach_only`](crate::ConnectOptions::attach_only):
+        /// no semaphore has this name (under this prefix).
+        NotFound => "no semaphore has this name",
+        /// [`delete`](crate::delete): the semaphore has live sessions (clients
+        /// that hold permits, wait, or are only connected); nothing was deleted.
+        InUse {
+            /// How many sessions are live.
+            sessions: u64,
+        } => (
                 "the semaphore is in use ({sessions} live {}); nothing was deleted",
                 if *sessions == 1 {
                     "session holds, waits or is connected"
@@ -205,37 +133,40 @@ impl fmt::Display for Error {
                     "sessions hold, wait or are connected"
                 }
             ),
-            Error::NoPermits => fmt::Display::fmt(&TryAcquireError::NoPermits, f),
-            Error::TooManyPermits => f.write_str("requested more permits than the total"),
-            Error::NotHeld { held } => {
-                write!(f, "released more permits than this handle holds ({held}); nothing was released")
-            }
-            Error::TimedOut => fmt::Display::fmt(&AcquireTimeoutError::TimedOut, f),
-            Error::LeaseExpired => f.write_str(
-                "this client's session lease expired: its permits and queued requests were reclaimed",
-            ),
-            Error::StateLost => f.write_str(
-                "Redis lost the semaphore's state (restarted empty or flushed); connect again",
-            ),
-            Error::InCallback => f.write_str("blocking acquire inside a wake callback"),
-            Error::Forked => f.write_str(
-                "this Redis handle was connected before fork(): connect again in the child",
-            ),
-        }
+        /// `try_acquire`: not enough permits now, or earlier requests are queued.
+        NoPermits => ("{}", TryAcquireError::NoPermits),
+        /// A request for more permits than the total (it could never be granted).
+        TooManyPermits => "requested more permits than the total",
+        /// `release(n)` with `n` above what this client holds; nothing was released.
+        NotHeld {
+            /// What this client's session holds.
+            held: u64,
+        } => "released more permits than this handle holds ({held}); nothing was released",
+        /// The timeout elapsed first; any partial grant was handed on.
+        TimedOut => ("{}", AcquireTimeoutError::TimedOut),
+        /// This client's session lease expired (a pause, a partition, Redis out
+        /// of reach longer than the lease): the permits it held went back to the
+        /// pool and its queued requests were removed. A release of such permits
+        /// reports this error and releases nothing.
+        LeaseExpired => "this client's session lease expired: its permits and queued requests were \
+                reclaimed",
+        /// Redis lost the semaphore's state (restarted empty, flushed, the
+        /// semaphore deleted, or one of its keys evicted by an `allkeys-*`
+        /// `maxmemory` policy or deleted: see *Running Redis in production* in
+        /// the crate docs): this handle refuses to go on rather than
+        /// over-grant. Connect again to start afresh.
+        StateLost => "Redis lost the semaphore's state (restarted empty or flushed); connect again",
+        /// A blocking acquire was called inside a wake callback (on the agent
+        /// thread), where it would wait for itself.
+        InCallback => "blocking acquire inside a wake callback",
+        /// A handle connected before `fork()`, used in the child: its sessions
+        /// are the parent's. Connect again in the child. A future the parent
+        /// queued, polled in the child, answers this too (its grant would come
+        /// from a thread of the parent); dropping it there leaves the parent's
+        /// request alone.
+        Forked => "this Redis handle was connected before fork(): connect again in the child",
     }
 }
-
-impl std::error::Error for Error {}
-
-/// [`Error::WrongType`]'s message, before its detail (the backend's error
-/// table words it the same).
-const WRONG_TYPE: &str = "a key of the semaphore in Redis holds a value of another type, or \
-     a value volt-sem never writes there (something else wrote it); nothing was changed";
-
-/// [`Error::OutOfMemory`]'s message, before its detail (the backend's error
-/// table words it the same).
-const OUT_OF_MEMORY: &str =
-    "Redis is out of memory (maxmemory reached); nothing was changed: retry once memory is freed";
 
 /// Redis's text when `HINCRBY` meets a field that holds no integer.
 const NOT_A_COUNT: &str = "hash value is not an integer";

@@ -1432,14 +1432,7 @@ pub struct Permit {
     epoch: u64,
 }
 
-impl core::fmt::Debug for Permit {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Permit")
-            .field("permits", &self.n)
-            .field("token", &self.token)
-            .finish_non_exhaustive()
-    }
-}
+volt_sem::permit_debug!(Permit, n, token);
 
 impl Permit {
     /// How many permits this holds.

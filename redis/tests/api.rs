@@ -33,6 +33,9 @@ fn acquire_release_try_and_tokens() {
     assert_eq!(sem.try_acquire(2).unwrap_err(), Error::NoPermits);
     let b = sem.acquire_blocking(1).unwrap();
     assert!(b.token() > a.token(), "tokens increase per grant");
+    // `Debug`: the count and the token, as the other backends' permits.
+    let debug = format!("Permit {{ permits: 2, token: {}, .. }}", a.token());
+    assert_eq!(format!("{a:?}"), debug);
     let c = assert_conserved(&sem);
     assert_eq!((c.available, c.held), (0, 3));
     drop(a);

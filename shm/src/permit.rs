@@ -33,13 +33,7 @@ pub struct Permit<'a> {
     permits: usize,
 }
 
-impl core::fmt::Debug for Permit<'_> {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("Permit")
-            .field("permits", &self.permits)
-            .finish_non_exhaustive()
-    }
-}
+volt_sem::permit_debug!(Permit<'_>, permits);
 
 impl<'a> Permit<'a> {
     /// A guard for `permits` permits this process holds on `sem`.

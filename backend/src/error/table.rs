@@ -2,14 +2,15 @@
 //! [`Error`](crate::Error) enum and everything derived from it; the table
 //! itself (and how to add an error) is there.
 
-/// Expands the table: the `Error` enum, `code()`, `status()`,
-/// `status_name()`, `class()`, `Display`, the conversions from (and to) the
-/// lower crates' errors of the same name (a row's `[shm redis]`), and
+/// Expands what the table's rows say beyond the enum and its messages
+/// (`volt_sem::error_enum!` declares those, then calls this with each row's
+/// columns): `code()`, `status()`, `status_name()`, `class()`, the
+/// conversions from (and to) the lower crates' errors of the same name (a
+/// row's `[shm redis]`), and
 /// [`STATUSES`](crate::error::STATUSES) (every C status, with its C
 /// documentation, for `volt-sem-ffi`'s generated `volt_status` enum).
 macro_rules! error_table {
     (
-        $(#[doc = $edoc:literal])*
         statuses {
             $(
                 $(#[doc = $sdoc:literal])*
@@ -18,31 +19,15 @@ macro_rules! error_table {
         }
         errors {
             $(
-                $(#[doc = $doc:literal])*
-                $name:ident
-                    $( ( $tbind:ident : $tty:ty ) )?
-                    $( {
-                        $( $(#[doc = $fdoc:literal])* $fname:ident : $fty:ty ),* $(,)?
-                    } )?
-                [ $( $also:ident )* ]
-                => $code:literal, $class:ident, $msg:tt,
+                $name:ident $( ( $tbind:ident ) )? $( { $( $fname:ident ),* } )?
+                [
+                    [ $( $also:ident )* ] $code:literal, $class:ident,
                     $(#[doc = $cdoc:literal])*
                     $cname:ident = $cnum:literal;
+                ]
             )*
         }
     ) => {
-        $(#[doc = $edoc])*
-        #[non_exhaustive]
-        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-        pub enum Error {
-            $(
-                $(#[doc = $doc])*
-                $name
-                    $( ( $tty ) )?
-                    $( { $( $(#[doc = $fdoc])* $fname : $fty ),* } )?,
-            )*
-        }
-
         impl Error {
             /// A stable, upper-case name for the error (`"CLOSED"`,
             /// `"TOTAL_MISMATCH"`, ...), for bindings that expose a code rather
@@ -75,20 +60,6 @@ macro_rules! error_table {
             pub fn class(&self) -> ErrorClass {
                 match self {
                     $( Error::$name { .. } => ErrorClass::$class, )*
-                }
-            }
-        }
-
-        impl fmt::Display for Error {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self {
-                    $(
-                        #[allow(unused_variables)]
-                        Error::$name
-                            $( ( $tbind ) )?
-                            $( { $( $fname ),* } )?
-                        => error_table!(@display self, f, $msg),
-                    )*
                 }
             }
         }
@@ -169,17 +140,4 @@ macro_rules! error_table {
         error_table!(@if $crate_ [$($rest)*] $($then)*)
     };
     (@if $crate_:ident [] $($then:tt)*) => {};
-    // The message of an error that reads as the shm crate's own.
-    (@display $self:ident, $f:ident, shm) => {
-        shm_display($self, $f)
-    };
-    // A format string; it may name the variant's fields.
-    (@display $self:ident, $f:ident, $msg:literal) => {
-        $f.write_fmt(format_args!($msg))
-    };
-    // A function of this module that writes the message (one a format
-    // string cannot say, such as a plural that depends on a field).
-    (@display $self:ident, $f:ident, $func:ident) => {
-        $func($self, $f)
-    };
 }

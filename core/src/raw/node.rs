@@ -8,7 +8,7 @@ use core::task::Waker;
 
 use super::outcome::{WaiterState, WakeFn};
 use super::phase;
-use crate::sync::{AtomicU8, Ordering, UnsafeCell};
+use crate::sync::{const_unless_loom, AtomicU8, Ordering, UnsafeCell};
 
 /// Which backend a [`Node`] belongs to: lets the one per-thread trampoline
 /// answer "whose callback runs here" (see [`current_backend`](super::current_backend)).
@@ -100,31 +100,18 @@ impl Drop for Node {
 }
 
 impl Node {
-    /// A new, idle node of `backend`.
-    #[cfg(not(volt_loom))]
-    pub const fn new(backend: Backend) -> Self {
-        Node {
-            phase: AtomicU8::new(phase::IDLE),
-            backend: core::sync::atomic::AtomicU8::new(backend as u8),
-            notify: UnsafeCell::new(Notify::None),
-            pending: UnsafeCell::new(Links {
-                prev: None,
-                next: None,
-            }),
-        }
-    }
-
-    /// A new, idle node of `backend`.
-    #[cfg(volt_loom)]
-    pub fn new(backend: Backend) -> Self {
-        Node {
-            phase: AtomicU8::new(phase::IDLE),
-            backend: core::sync::atomic::AtomicU8::new(backend as u8),
-            notify: UnsafeCell::new(Notify::None),
-            pending: UnsafeCell::new(Links {
-                prev: None,
-                next: None,
-            }),
+    const_unless_loom! {
+        /// A new, idle node of `backend`.
+        pub fn new(backend: Backend) -> Self {
+            Node {
+                phase: AtomicU8::new(phase::IDLE),
+                backend: core::sync::atomic::AtomicU8::new(backend as u8),
+                notify: UnsafeCell::new(Notify::None),
+                pending: UnsafeCell::new(Links {
+                    prev: None,
+                    next: None,
+                }),
+            }
         }
     }
 
