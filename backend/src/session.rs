@@ -41,6 +41,10 @@ use crate::error::Error;
 /// total, stays far below it).
 const ENDED: usize = 1 << (usize::BITS - 1);
 
+/// How many times a give-back reads what the process holds again after
+/// another handle's release made its release `NotHeld`.
+const GIVE_BACK_TRIES: u32 = 64;
+
 /// A handle of a named semaphore, as [`Semaphore::Shared`](crate::Semaphore::Shared)
 /// holds it: the [`SharedSemaphore`] (which it dereferences to) and this
 /// handle's session (see [`Semaphore::disconnect`](crate::Semaphore::disconnect)).
@@ -183,16 +187,27 @@ impl SharedHandle {
     }
 
     /// Releases `n` permits, or fewer if the process holds fewer (another
-    /// handle of the process released them): never `NotHeld`.
+    /// handle of the process released them): never `NotHeld`. What the
+    /// process holds is read, then released: a release through another
+    /// handle in between makes the release `NotHeld` (all or nothing), and
+    /// what is left is read again (a bounded number of times: each miss is
+    /// another handle's release).
     fn release_held(&self, n: usize) {
         if n == 0 {
             return;
         }
-        let n = n.min(self.sem.held_permits().unwrap_or(0));
-        if n > 0 {
-            // A failure here (the segment's lock unrecoverable, a fork) leaves
-            // them to the process's exit, as every named permit.
-            let _ = self.sem.release(n);
+        for _ in 0..GIVE_BACK_TRIES {
+            let k = n.min(self.sem.held_permits().unwrap_or(0));
+            stage(Stage::BeforeGiveBack);
+            if k == 0 {
+                return;
+            }
+            match self.sem.release(k) {
+                Err(volt_sem_shm::Error::NotHeld { .. }) => continue,
+                // A failure here (the segment's lock unrecoverable, a fork)
+                // leaves them to the process's exit, as every named permit.
+                _ => return,
+            }
         }
     }
 
@@ -274,13 +289,14 @@ impl SharedHandle {
     /// raw requests (their callbacks run on the doorbell thread), and gives
     /// back what it holds if it counts it. Its blocking acquires that queued
     /// are failed too, which wakes them at once (they return `Disconnected`).
-    /// Idempotent. [`Error::Forked`] in a `fork()` child (the handle is the
-    /// parent's: nothing changed), as every other call.
+    /// Idempotent: a second call returns once the first one gave back what
+    /// the handle held (the give-back is made under the list's lock, which
+    /// the second call takes first). [`Error::Forked`] in a `fork()` child
+    /// (the handle is the parent's: nothing changed), as every other call.
     pub(crate) fn disconnect(&self) -> Result<(), Error> {
         if self.sem.opener_pid() != std::process::id() {
             return Err(Error::Forked);
         }
-        let held;
         {
             let mut q = self.lock();
             // The count goes with the end, in one step (see `state`).
@@ -288,7 +304,6 @@ impl SharedHandle {
             if old & ENDED != 0 {
                 return Ok(());
             }
-            held = old;
             for &addr in q.raw.iter() {
                 // SAFETY: a listed waiter is live while the lock is held: its
                 // owner's `finish_raw` takes it out under this lock first.
@@ -301,8 +316,11 @@ impl SharedHandle {
                 let _ = self.sem.fail_blocking(t);
             }
             q.blocking.clear();
+            // Still under the lock: a second `disconnect` returns after this.
+            // (The lock order is this lock, then the segment's, as for the
+            // fails above; nothing takes them the other way round.)
+            self.release_held(old);
         }
-        self.release_held(held);
         Ok(())
     }
 }
@@ -317,6 +335,9 @@ enum Stage {
     BeforeRelease,
     /// After the process's release.
     AfterRelease,
+    /// In a give-back (`disconnect`'s, or a grant's that came after it):
+    /// after it read what the process holds, before it releases.
+    BeforeGiveBack,
 }
 
 /// A test's action at one step of a release.
@@ -419,5 +440,75 @@ mod tests {
     #[test]
     fn a_disconnect_after_a_racing_release_takes_only_its_handles_permits() {
         release_racing_disconnect("race-after", Stage::AfterRelease);
+    }
+
+    /// `a`'s disconnect reads what the process holds (2, both `a`'s), then
+    /// another handle of the process releases one of them (a process's
+    /// permits are its own, whichever handle took them): the disconnect
+    /// gives back the one the process still holds, not nothing.
+    #[test]
+    fn a_give_back_racing_a_release_through_another_handle_gives_back_what_is_left() {
+        let name = format!("session-give-back-{}", std::process::id());
+        let _ = volt_sem_shm::unlink(&name);
+        let open = || {
+            let mut h =
+                SharedHandle::from(SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap());
+            h.count_held();
+            Arc::new(h)
+        };
+        let (a, b) = (open(), open());
+        a.sem.try_acquire(2).unwrap().forget();
+        a.granted(2).unwrap();
+        let b2 = Arc::clone(&b);
+        AT.with(|s| {
+            *s.borrow_mut() = Some((
+                Stage::BeforeGiveBack,
+                Box::new(move || b2.release(1).unwrap()),
+            ))
+        });
+        a.disconnect().unwrap();
+        assert_eq!(
+            (a.sem.held_permits(), a.sem.available_permits()),
+            (Ok(0), 3),
+            "the permit the process still held went back"
+        );
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A second `disconnect` of a handle, on another thread, while the first
+    /// one is giving back what the handle held: when it returns, the
+    /// permits are back (as `disconnect` promises), not still on their way.
+    #[test]
+    fn a_second_disconnect_returns_once_the_handles_permits_are_back() {
+        let (name, a, b) = two_holding("second-disconnect");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let a2 = Arc::clone(&a);
+        let second = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let second2 = Arc::clone(&second);
+        AT.with(|s| {
+            *s.borrow_mut() = Some((
+                Stage::BeforeGiveBack,
+                Box::new(move || {
+                    let t = std::thread::spawn(move || {
+                        let r = a2.disconnect();
+                        let seen = a2.sem.available_permits();
+                        let _ = tx.send(());
+                        (r, seen)
+                    });
+                    // Give the second disconnect the time to return if it
+                    // does not wait for this one (it must not: then this
+                    // wait ends empty, and the test's verdict is the same).
+                    let _ = rx.recv_timeout(Duration::from_secs(1));
+                    *second2.lock().unwrap() = Some(t);
+                }),
+            ))
+        });
+        a.disconnect().unwrap();
+        let t = second.lock().unwrap().take().unwrap();
+        let (r, seen) = t.join().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(seen, 1, "a's permit was back when the second disconnect returned");
+        assert_eq!(b.release(1), Ok(()));
+        let _ = volt_sem_shm::unlink(&name);
     }
 }
