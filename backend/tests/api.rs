@@ -1002,3 +1002,132 @@ fn acquire_blocking_interruptible_is_counted_interrupted_and_disconnected() {
     b.release(1).unwrap();
     assert_eq!(conserved(), (3, 0, 0));
 }
+
+/// A small xorshift for the stress test's choices (seeded per round and
+/// thread: a failing round can be replayed).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One thread's random acquires and releases through `sem` (try, timed,
+/// interruptible, raw queued then collected or cancelled), counting what it
+/// holds, until an acquire meets `Disconnected` (`stop`: or until `stop`
+/// is set, for a handle nobody disconnects). Returns what it still holds,
+/// and panics on an outcome the seam does not allow.
+fn random_ops(sem: &Semaphore, seed: u64, stop: &std::sync::atomic::AtomicBool) -> usize {
+    let mut rng = Rng(seed | 1);
+    let mut held = 0usize;
+    let tick = Duration::from_micros(100);
+    while !stop.load(Ordering::SeqCst) {
+        let k = 1 + rng.below(3) as usize;
+        let got: Result<bool, Error> = match rng.below(5) {
+            0 => sem.try_acquire(k).map(|_| true),
+            1 => sem.acquire_timeout(k, Duration::from_micros(rng.below(300))).map(|_| true),
+            2 => {
+                let mut polls = rng.below(4);
+                sem.acquire_blocking_interruptible(k, None, tick, || {
+                    polls = polls.saturating_sub(1);
+                    polls == 0
+                })
+            }
+            3 => {
+                let w = pin!(Waiter::new());
+                let sig = Signal::default();
+                // Waiting for more than the others can give back would
+                // wait for ever (a handle nobody disconnects).
+                let cancel = rng.below(2) == 0 || held + k > sem.total_permits().unwrap();
+                // SAFETY: fresh; `sig` outlives finish_raw below.
+                match unsafe { sem.acquire_raw(w.as_ref(), k, signal, ctx(&sig)) } {
+                    Ok(RawAcquire::Ready) => Ok(true),
+                    Ok(RawAcquire::Pending) => {
+                        if !cancel {
+                            sig.wait();
+                        }
+                        // SAFETY: queued on `sem`.
+                        match unsafe { sem.finish_raw(w.as_ref()) } {
+                            Finish::Granted => Ok(true),
+                            Finish::Cancelled { .. } => Ok(false),
+                            Finish::Failed(e) => Err(e),
+                            f => panic!("raw request: {f:?}"),
+                        }
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => {
+                let r = rng.below(held as u64 + 1) as usize;
+                match sem.release(r) {
+                    Ok(()) => held -= r,
+                    Err(Error::Disconnected) => return held,
+                    Err(e) => panic!("release({r}) of {held} held: {e:?}"),
+                }
+                continue;
+            }
+        };
+        match got {
+            Ok(true) => held += k,
+            Ok(false) | Err(Error::NoPermits | Error::TimedOut) => {}
+            Err(Error::Disconnected) => return held,
+            Err(e) => panic!("acquire({k}): {e:?}"),
+        }
+    }
+    held
+}
+
+/// Randomized: three threads acquire and release through a counted handle
+/// `a` in every way the seam offers (try, timed, interruptible, raw queued
+/// then collected or cancelled) while one thread does the same through
+/// another counted handle `b` of the process, and `a` is disconnected at a
+/// random moment. Afterwards `a`'s threads hold nothing (what they held
+/// went back with `a`, their later releases are refused), `b`'s holding
+/// is the process's, and once `b` releases it every permit is back:
+/// available + held + partial grants == total at the end of every round.
+#[test]
+fn random_ops_racing_disconnect_conserve_every_permit() {
+    const TOTAL: usize = 5;
+    let name = Name::new("disconnect-random");
+    let b = counted(&name, TOTAL);
+    for round in 0..1_000u64 {
+        let a = counted(&name, TOTAL);
+        let stop_b = std::sync::atomic::AtomicBool::new(false);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let b_held = std::thread::scope(|scope| {
+            let b_thread = scope.spawn(|| random_ops(&b, round * 7919 + 1, &stop_b));
+            let a_threads: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let (a, never) = (&a, &never);
+                    scope.spawn(move || random_ops(a, round * 104_729 + t * 31 + 3, never))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_micros(100 + 500 * (round % 7)));
+            a.disconnect().unwrap();
+            for t in a_threads {
+                let left = t.join().unwrap();
+                // What it held went back with `a`: a release is refused.
+                if left > 0 {
+                    assert_eq!(a.release(left), Err(Error::Disconnected));
+                }
+            }
+            stop_b.store(true, Ordering::SeqCst);
+            b_thread.join().unwrap()
+        });
+        let i = b.inspect().unwrap();
+        let held: usize = i.holders.iter().map(|h| h.permits).sum();
+        assert_eq!(
+            (i.available, held, i.waiters.len()),
+            (TOTAL - b_held, b_held, 0),
+            "round {round}: {i:?}"
+        );
+        if b_held > 0 {
+            b.release(b_held).unwrap();
+        }
+        assert_eq!(b.available_permits(), TOTAL, "round {round}");
+    }
+}
