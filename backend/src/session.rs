@@ -507,7 +507,10 @@ mod tests {
         let t = second.lock().unwrap().take().unwrap();
         let (r, seen) = t.join().unwrap();
         assert_eq!(r, Ok(()));
-        assert_eq!(seen, 1, "a's permit was back when the second disconnect returned");
+        assert_eq!(
+            seen, 1,
+            "a's permit was back when the second disconnect returned"
+        );
         assert_eq!(b.release(1), Ok(()));
         let _ = volt_sem_shm::unlink(&name);
     }

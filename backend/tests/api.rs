@@ -1029,7 +1029,9 @@ fn random_ops(sem: &Semaphore, seed: u64, stop: &std::sync::atomic::AtomicBool) 
         let k = 1 + rng.below(3) as usize;
         let got: Result<bool, Error> = match rng.below(5) {
             0 => sem.try_acquire(k).map(|_| true),
-            1 => sem.acquire_timeout(k, Duration::from_micros(rng.below(300))).map(|_| true),
+            1 => sem
+                .acquire_timeout(k, Duration::from_micros(rng.below(300)))
+                .map(|_| true),
             2 => {
                 let mut polls = rng.below(4);
                 sem.acquire_blocking_interruptible(k, None, tick, || {
