@@ -394,22 +394,38 @@ mod tests {
     use std::sync::Arc;
     use volt_sem_shm::OpenOptions;
 
-    /// Two counted handles of one process on a fresh name, each holding one
-    /// of the two permits.
-    fn two_holding(tag: &str) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
+    /// Two counted handles of one process on a fresh name of `total`
+    /// permits, each holding `each` of them.
+    fn counted_pair(
+        tag: &str,
+        total: usize,
+        each: usize,
+    ) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
         let name = format!("session-{tag}-{}", std::process::id());
         let _ = volt_sem_shm::unlink(&name);
         let open = || {
-            let mut h =
-                SharedHandle::from(SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap());
+            let mut h = SharedHandle::from(
+                SharedSemaphore::open(&name, total, OpenOptions::new()).unwrap(),
+            );
             h.count_held();
-            h.sem.try_acquire(1).unwrap().forget();
-            h.granted(1).unwrap();
+            h.sem.try_acquire(each).unwrap().forget();
+            h.granted(each).unwrap();
             Arc::new(h)
         };
         let (a, b) = (open(), open());
-        assert_eq!(a.sem.held_permits(), Ok(2));
+        assert_eq!(a.sem.held_permits(), Ok(2 * each));
         (name, a, b)
+    }
+
+    /// Two counted handles of one process on a fresh name, each holding one
+    /// of the two permits.
+    fn two_holding(tag: &str) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
+        counted_pair(tag, 2, 1)
+    }
+
+    /// Runs `f` at step `at` of this thread's next release or give-back.
+    fn at(at: Stage, f: impl FnOnce() + 'static) {
+        AT.with(|s| *s.borrow_mut() = Some((at, Box::new(f))));
     }
 
     /// A release through handle `a` racing `a`'s disconnect (the disconnect
@@ -418,7 +434,7 @@ mod tests {
     fn release_racing_disconnect(tag: &str, at: Stage) {
         let (name, a, b) = two_holding(tag);
         let d = Arc::clone(&a);
-        AT.with(|s| *s.borrow_mut() = Some((at, Box::new(move || d.disconnect().unwrap()))));
+        self::at(at, move || d.disconnect().unwrap());
         let r = a.release(1);
         assert!(matches!(r, Ok(()) | Err(Error::Disconnected)), "{r:?}");
         assert_eq!(a.sem.held_permits(), Ok(1), "b's permit is b's ({at:?})");
@@ -448,24 +464,11 @@ mod tests {
     /// gives back the one the process still holds, not nothing.
     #[test]
     fn a_give_back_racing_a_release_through_another_handle_gives_back_what_is_left() {
-        let name = format!("session-give-back-{}", std::process::id());
-        let _ = volt_sem_shm::unlink(&name);
-        let open = || {
-            let mut h =
-                SharedHandle::from(SharedSemaphore::open(&name, 3, OpenOptions::new()).unwrap());
-            h.count_held();
-            Arc::new(h)
-        };
-        let (a, b) = (open(), open());
+        let (name, a, b) = counted_pair("give-back", 3, 0);
         a.sem.try_acquire(2).unwrap().forget();
         a.granted(2).unwrap();
         let b2 = Arc::clone(&b);
-        AT.with(|s| {
-            *s.borrow_mut() = Some((
-                Stage::BeforeGiveBack,
-                Box::new(move || b2.release(1).unwrap()),
-            ))
-        });
+        at(Stage::BeforeGiveBack, move || b2.release(1).unwrap());
         a.disconnect().unwrap();
         assert_eq!(
             (a.sem.held_permits(), a.sem.available_permits()),
@@ -485,23 +488,18 @@ mod tests {
         let a2 = Arc::clone(&a);
         let second = std::sync::Arc::new(std::sync::Mutex::new(None));
         let second2 = Arc::clone(&second);
-        AT.with(|s| {
-            *s.borrow_mut() = Some((
-                Stage::BeforeGiveBack,
-                Box::new(move || {
-                    let t = std::thread::spawn(move || {
-                        let r = a2.disconnect();
-                        let seen = a2.sem.available_permits();
-                        let _ = tx.send(());
-                        (r, seen)
-                    });
-                    // Give the second disconnect the time to return if it
-                    // does not wait for this one (it must not: then this
-                    // wait ends empty, and the test's verdict is the same).
-                    let _ = rx.recv_timeout(Duration::from_secs(1));
-                    *second2.lock().unwrap() = Some(t);
-                }),
-            ))
+        at(Stage::BeforeGiveBack, move || {
+            let t = std::thread::spawn(move || {
+                let r = a2.disconnect();
+                let seen = a2.sem.available_permits();
+                let _ = tx.send(());
+                (r, seen)
+            });
+            // Give the second disconnect the time to return if it
+            // does not wait for this one (it must not: then this
+            // wait ends empty, and the test's verdict is the same).
+            let _ = rx.recv_timeout(Duration::from_secs(1));
+            *second2.lock().unwrap() = Some(t);
         });
         a.disconnect().unwrap();
         let t = second.lock().unwrap().take().unwrap();

@@ -785,6 +785,47 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
     assert_eq!(b.available_permits(), 4);
 }
 
+/// A wake callback's context that disconnects `sem` (on the doorbell
+/// thread), records the outcome and what was available when it returned,
+/// then signals.
+struct DisconnectIn<'a> {
+    sem: &'a Semaphore,
+    sig: Signal,
+    disconnected: Mutex<Option<Result<(), Error>>>,
+    seen: AtomicUsize,
+}
+
+impl<'a> DisconnectIn<'a> {
+    fn new(sem: &'a Semaphore) -> Self {
+        DisconnectIn {
+            sem,
+            sig: Signal::default(),
+            disconnected: Mutex::new(None),
+            seen: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Queues a raw request of `n` on `self.sem` whose wake disconnects it.
+    ///
+    /// # Safety
+    /// `w` is idle; `self` outlives its `finish_raw`.
+    unsafe fn queue(&self, w: std::pin::Pin<&Waiter>, n: usize) {
+        unsafe extern "C" fn disconnect_here(p: *mut c_void) {
+            // SAFETY: the test's `DisconnectIn`, alive until finish_raw returned.
+            let c = unsafe { &*(p as *const DisconnectIn<'_>) };
+            *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
+            let available = c.sem.as_shared().unwrap().available_permits();
+            c.seen.store(available, Ordering::SeqCst);
+            // SAFETY: the signal in the same `DisconnectIn`.
+            unsafe { signal(ctx(&c.sig)) };
+        }
+        let p = self as *const DisconnectIn<'_> as *mut c_void;
+        // SAFETY: forwarded contract.
+        let r = unsafe { self.sem.acquire_raw(w, n, disconnect_here, p) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+    }
+}
+
 /// A wake callback (on the doorbell thread) that disconnects its own handle,
 /// which has another request queued: the disconnect fails that one (its
 /// callback runs after this one on the same thread), gives back what the
@@ -792,36 +833,12 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
 /// and nothing hangs.
 #[test]
 fn disconnect_from_a_doorbell_callback() {
-    struct Ctx<'a> {
-        sem: &'a Semaphore,
-        sig: Signal,
-        disconnected: Mutex<Option<Result<(), Error>>>,
-    }
-    unsafe extern "C" fn disconnect_here(p: *mut c_void) {
-        // SAFETY: the test's `Ctx`, alive until finish_raw returned.
-        let c = unsafe { &*(p as *const Ctx<'_>) };
-        *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
-        // SAFETY: the signal in the same `Ctx`.
-        unsafe { signal(ctx(&c.sig)) };
-    }
     let (_name, a, b) = counted_and_other("disconnect-in-callback", 2);
     b.try_acquire(2).unwrap();
-    let c = Ctx {
-        sem: &a,
-        sig: Signal::default(),
-        disconnected: Mutex::new(None),
-    };
+    let c = DisconnectIn::new(&a);
     let w1 = pin!(Waiter::new());
     // SAFETY: fresh; `c` outlives finish_raw.
-    let r = unsafe {
-        a.acquire_raw(
-            w1.as_ref(),
-            1,
-            disconnect_here,
-            &c as *const Ctx<'_> as *mut c_void,
-        )
-    };
-    assert_eq!(r, Ok(RawAcquire::Pending));
+    unsafe { c.queue(w1.as_ref(), 1) };
     let w2 = pin!(Waiter::new());
     let s2 = Signal::default();
     // SAFETY: as above.
@@ -845,6 +862,34 @@ fn disconnect_from_a_doorbell_callback() {
     assert_eq!(b.available_permits(), 2);
     b.try_acquire(2).unwrap();
     b.release(2).unwrap();
+}
+
+/// A wake callback (on the doorbell thread) that disconnects its handle
+/// while the handle holds a permit: the disconnect gives that permit back
+/// from the doorbell thread (a release there is allowed) before it returns,
+/// and the callback's own grant, collected after, goes back too.
+#[test]
+fn disconnect_from_a_doorbell_callback_gives_back_what_the_handle_holds() {
+    let (_name, a, b) = counted_and_other("disconnect-in-callback-held", 3);
+    a.try_acquire(1).unwrap();
+    b.try_acquire(2).unwrap();
+    let c = DisconnectIn::new(&a);
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `c` outlives finish_raw.
+    unsafe { c.queue(w.as_ref(), 1) };
+    b.release(1).unwrap(); // granted to `w`: its callback disconnects `a`
+    c.sig.wait();
+    assert_eq!(*c.disconnected.lock().unwrap(), Some(Ok(())));
+    // `a`'s counted permit was back (the callback's grant not yet).
+    assert_eq!(c.seen.load(Ordering::SeqCst), 1);
+    // SAFETY: queued on `a`; granted before the disconnect, collected after.
+    assert_eq!(
+        unsafe { a.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    assert_eq!(b.available_permits(), 2);
+    b.release(1).unwrap();
+    assert_eq!(b.available_permits(), 3);
 }
 
 /// A blocked acquire of a counted handle, its grant (a release of another
