@@ -276,7 +276,11 @@ impl SharedHandle {
                 .acquire_blocking_interruptible_ticketed(n, timeout, every, interrupted, on_queued)
                 .map(|p| p.map(|p| p.forget()).is_some()),
         };
-        if let Some(t) = listed {
+        // Not in a fork child (its check forked: a signal handler): the list
+        // is the child's copy, which nothing there reads (its `disconnect`
+        // is `Forked`), and its lock may be held for ever by a thread of the
+        // parent that the child does not have.
+        if let (Some(t), false) = (listed, matches!(r, Err(volt_sem_shm::Error::Forked))) {
             let mut q = self.lock();
             if let Some(i) = q.blocking.iter().position(|&b| b == t) {
                 q.blocking.swap_remove(i);
@@ -475,6 +479,80 @@ mod tests {
             (Ok(0), 3),
             "the permit the process still held went back"
         );
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A blocking wait whose interruption check forks (a Python signal
+    /// handler calling `os.fork()`) while another thread of the parent holds
+    /// the handle's list lock (listing its own request, or disconnecting):
+    /// the child's call ends with `Forked` at once, without that lock
+    /// (held for ever in the child: its holder is the parent's thread).
+    #[test]
+    fn a_wait_forked_from_its_interruption_check_ends_in_the_child() {
+        let (name, a, _b) = counted_pair("fork-in-poll", 2, 1);
+        let (to_holder, pids) = std::sync::mpsc::channel::<libc::pid_t>();
+        let (go_tx, go) = std::sync::mpsc::channel();
+        let (locked_tx, locked) = std::sync::mpsc::channel();
+        let a2 = Arc::clone(&a);
+        // Once the wait is queued (and listed), holds `a`'s list lock until
+        // the child is gone: its exit status, or `None` if it did not end
+        // within 10 s (killed then).
+        let holder = std::thread::spawn(move || {
+            go.recv().unwrap();
+            let q = a2.lock();
+            locked_tx.send(()).unwrap();
+            let pid = pids.recv().unwrap();
+            let mut status = 0;
+            let mut ended = None;
+            for _ in 0..1_000 {
+                // SAFETY: plain syscall on our child.
+                if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                    ended = Some(status);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if ended.is_none() {
+                // SAFETY: plain syscalls on our child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+            }
+            drop(q);
+            ended
+        });
+        let mut forked = false;
+        let r = a.acquire_blocking_listed(
+            1,
+            None,
+            Some((Duration::from_millis(1), &mut || {
+                if forked {
+                    return true;
+                }
+                forked = true;
+                go_tx.send(()).unwrap();
+                locked.recv().unwrap();
+                // SAFETY: the child only returns through the wait's code
+                // (no allocation in this closure), then `_exit`s below.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    return false;
+                }
+                to_holder.send(pid).unwrap();
+                // The parent gives its wait up.
+                true
+            })),
+        );
+        if a.sem.opener_pid() != std::process::id() {
+            // The child: its verdict is its exit code.
+            let code = if r == Err(Error::Forked) { 0 } else { 1 };
+            // SAFETY: ends the child without running the parent's exit code.
+            unsafe { libc::_exit(code) };
+        }
+        assert_eq!(r, Ok(false));
+        let ended = holder.join().unwrap();
+        assert_eq!(ended, Some(0), "the child's wait ended with Forked at once");
         let _ = volt_sem_shm::unlink(&name);
     }
 
