@@ -229,10 +229,24 @@ impl SharedHandle {
         q.raw.push(w as *const ShmWaiter as usize);
     }
 
-    /// Takes a raw request out of the list, before its `finish_raw`.
+    /// Takes a raw request out of the list, before its `finish_raw`. Not in
+    /// a `fork()` child, where a thread of the parent may have held the lock
+    /// at the fork (for ever, there): the list is the child's copy, which
+    /// nothing there reads (its `disconnect` is `Forked`), and the parent's
+    /// requests end there at once. (Checked only when the lock is taken: the
+    /// uncontended finish pays nothing for it.)
     pub(crate) fn unlist(&self, w: &ShmWaiter) {
         let addr = w as *const ShmWaiter as usize;
-        let mut q = self.lock();
+        let mut q = match self.queued.try_lock() {
+            Ok(q) => q,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if self.sem.opener_pid() != std::process::id() {
+                    return;
+                }
+                self.lock()
+            }
+        };
         if let Some(i) = q.raw.iter().position(|&a| a == addr) {
             q.raw.swap_remove(i);
         }
@@ -482,24 +496,26 @@ mod tests {
         let _ = volt_sem_shm::unlink(&name);
     }
 
-    /// A blocking wait whose interruption check forks (a Python signal
-    /// handler calling `os.fork()`) while another thread of the parent holds
-    /// the handle's list lock (listing its own request, or disconnecting):
-    /// the child's call ends with `Forked` at once, without that lock
-    /// (held for ever in the child: its holder is the parent's thread).
-    #[test]
-    fn a_wait_forked_from_its_interruption_check_ends_in_the_child() {
-        let (name, a, _b) = counted_pair("fork-in-poll", 2, 1);
+    /// A thread that, once told (`go`), takes `a`'s list lock, says so
+    /// (`locked`), and holds it until the child whose pid it is sent is gone:
+    /// it returns the child's exit status, or `None` if the child did not end
+    /// within 10 s (then killed).
+    #[allow(clippy::type_complexity)]
+    fn hold_list_lock_for_a_child(
+        a: &Arc<SharedHandle>,
+    ) -> (
+        std::sync::mpsc::Sender<()>,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<libc::pid_t>,
+        std::thread::JoinHandle<Option<i32>>,
+    ) {
         let (to_holder, pids) = std::sync::mpsc::channel::<libc::pid_t>();
         let (go_tx, go) = std::sync::mpsc::channel();
         let (locked_tx, locked) = std::sync::mpsc::channel();
-        let a2 = Arc::clone(&a);
-        // Once the wait is queued (and listed), holds `a`'s list lock until
-        // the child is gone: its exit status, or `None` if it did not end
-        // within 10 s (killed then).
+        let a = Arc::clone(a);
         let holder = std::thread::spawn(move || {
             go.recv().unwrap();
-            let q = a2.lock();
+            let q = a.lock();
             locked_tx.send(()).unwrap();
             let pid = pids.recv().unwrap();
             let mut status = 0;
@@ -522,6 +538,68 @@ mod tests {
             drop(q);
             ended
         });
+        (go_tx, locked, to_holder, holder)
+    }
+
+    /// A raw request the parent queued, finished in a fork child made while
+    /// another thread of the parent held the handle's list lock (listing a
+    /// request, disconnecting): it ends at once (`Closed`: the request is
+    /// the parent's), as the C header promises for `volt_sem_cancel` there,
+    /// instead of waiting for ever for that lock.
+    #[test]
+    fn a_parent_s_raw_request_finished_in_a_fork_child_ends_at_once() {
+        let (name, a, _b) = counted_pair("fork-finish", 2, 1);
+        let w = core::pin::pin!(ShmWaiter::new());
+        unsafe extern "C" fn nothing(_: *mut core::ffi::c_void) {}
+        // SAFETY: fresh; finished below (in both processes).
+        let r = unsafe {
+            volt_sem::raw::RawSemaphore::acquire_raw(
+                &a.sem,
+                w.as_ref(),
+                1,
+                nothing,
+                core::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, Ok(volt_sem::RawAcquire::Pending));
+        a.queued(&w);
+        let (go_tx, locked, to_holder, holder) = hold_list_lock_for_a_child(&a);
+        go_tx.send(()).unwrap();
+        locked.recv().unwrap();
+        // SAFETY: plain fork; the child only runs the finish below, then
+        // `_exit`s.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            a.unlist(&w);
+            // SAFETY: queued by the parent on this semaphore.
+            let f = unsafe { volt_sem::raw::RawSemaphore::finish_raw(&a.sem, w.as_ref()) };
+            let code = if f == volt_sem_shm::Finish::Closed {
+                0
+            } else {
+                1
+            };
+            // SAFETY: ends the child without running the parent's exit code.
+            unsafe { libc::_exit(code) };
+        }
+        to_holder.send(pid).unwrap();
+        let ended = holder.join().unwrap();
+        a.unlist(&w);
+        // SAFETY: queued on `a.sem`.
+        let f = unsafe { volt_sem::raw::RawSemaphore::finish_raw(&a.sem, w.as_ref()) };
+        assert!(matches!(f, volt_sem_shm::Finish::Cancelled { .. }), "{f:?}");
+        assert_eq!(ended, Some(0), "the child's finish ended at once, Closed");
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A blocking wait whose interruption check forks (a Python signal
+    /// handler calling `os.fork()`) while another thread of the parent holds
+    /// the handle's list lock (listing its own request, or disconnecting):
+    /// the child's call ends with `Forked` at once, without that lock
+    /// (held for ever in the child: its holder is the parent's thread).
+    #[test]
+    fn a_wait_forked_from_its_interruption_check_ends_in_the_child() {
+        let (name, a, _b) = counted_pair("fork-in-poll", 2, 1);
+        let (go_tx, locked, to_holder, holder) = hold_list_lock_for_a_child(&a);
         let mut forked = false;
         let r = a.acquire_blocking_listed(
             1,
