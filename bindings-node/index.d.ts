@@ -417,8 +417,8 @@ export declare class Semaphore {
    * On a named semaphore ({@link Semaphore.open}) it throws a `TypeError`
    * with `code === 'ERR_INVALID_STATE'` and changes nothing: closing there
    * closes the name for every process (until it is unlinked), which is not
-   * what "I am done" means. Use `disconnect()` to end this object's use of
-   * it, or `closeForEveryone()`.
+   * what "I am done" means. Use `disconnect()` to end this handle (with the
+   * objects `attach()`ed from it), or `closeForEveryone()`.
    */
   close(): void;
 
@@ -432,7 +432,10 @@ export declare class Semaphore {
    * (queued acquires everywhere reject with `ERR_VOLT_CLOSED`); to use the
    * name again once every session ended, {@link Semaphore.deleteRedis}. A
    * round trip, off the event loop: the promise resolves once Redis closed
-   * it. Local and named ones close at once and return a resolved promise.
+   * it. Local and named ones close at once and return a resolved promise;
+   * a named handle that was disconnected ({@link Semaphore.disconnect}, also
+   * through an object `attach()`ed from it) closes nothing and rejects with
+   * `ERR_VOLT_CLOSED` (the message says "disconnected").
    */
   closeForEveryone(): Promise<void>;
 
@@ -651,7 +654,7 @@ export declare class Semaphore {
    *   for another process with a request queued (within its 200 ms liveness
    *   sweep), else at the next acquire that has to wait;
    * * `close()` throws (`ERR_INVALID_STATE`): `disconnect()` ends this
-   *   object's use of it, `closeForEveryone()` closes it for every process
+   *   handle (with its `attach()`ed objects), `closeForEveryone()` closes it for every process
    *   (reopen it: `Semaphore.unlink(name)`, then `open`); `pendingCount` counts the
    *   requests queued through this object and those `attach()`ed to it, not
    *   those of other `open()`s of the name or of other processes;

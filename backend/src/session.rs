@@ -41,6 +41,10 @@ use crate::error::Error;
 /// total, stays far below it).
 const ENDED: usize = 1 << (usize::BITS - 1);
 
+/// How many times a give-back reads what the process holds again after
+/// another handle's release made its release `NotHeld`.
+const GIVE_BACK_TRIES: u32 = 64;
+
 /// A handle of a named semaphore, as [`Semaphore::Shared`](crate::Semaphore::Shared)
 /// holds it: the [`SharedSemaphore`] (which it dereferences to) and this
 /// handle's session (see [`Semaphore::disconnect`](crate::Semaphore::disconnect)).
@@ -183,16 +187,27 @@ impl SharedHandle {
     }
 
     /// Releases `n` permits, or fewer if the process holds fewer (another
-    /// handle of the process released them): never `NotHeld`.
+    /// handle of the process released them): never `NotHeld`. What the
+    /// process holds is read, then released: a release through another
+    /// handle in between makes the release `NotHeld` (all or nothing), and
+    /// what is left is read again (a bounded number of times: each miss is
+    /// another handle's release).
     fn release_held(&self, n: usize) {
         if n == 0 {
             return;
         }
-        let n = n.min(self.sem.held_permits().unwrap_or(0));
-        if n > 0 {
-            // A failure here (the segment's lock unrecoverable, a fork) leaves
-            // them to the process's exit, as every named permit.
-            let _ = self.sem.release(n);
+        for _ in 0..GIVE_BACK_TRIES {
+            let k = n.min(self.sem.held_permits().unwrap_or(0));
+            stage(Stage::BeforeGiveBack);
+            if k == 0 {
+                return;
+            }
+            match self.sem.release(k) {
+                Err(volt_sem_shm::Error::NotHeld { .. }) => continue,
+                // A failure here (the segment's lock unrecoverable, a fork)
+                // leaves them to the process's exit, as every named permit.
+                _ => return,
+            }
         }
     }
 
@@ -214,10 +229,24 @@ impl SharedHandle {
         q.raw.push(w as *const ShmWaiter as usize);
     }
 
-    /// Takes a raw request out of the list, before its `finish_raw`.
+    /// Takes a raw request out of the list, before its `finish_raw`. Not in
+    /// a `fork()` child, where a thread of the parent may have held the lock
+    /// at the fork (for ever, there): the list is the child's copy, which
+    /// nothing there reads (its `disconnect` is `Forked`), and the parent's
+    /// requests end there at once. (Checked only when the lock is taken: the
+    /// uncontended finish pays nothing for it.)
     pub(crate) fn unlist(&self, w: &ShmWaiter) {
         let addr = w as *const ShmWaiter as usize;
-        let mut q = self.lock();
+        let mut q = match self.queued.try_lock() {
+            Ok(q) => q,
+            Err(std::sync::TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if self.sem.opener_pid() != std::process::id() {
+                    return;
+                }
+                self.lock()
+            }
+        };
         if let Some(i) = q.raw.iter().position(|&a| a == addr) {
             q.raw.swap_remove(i);
         }
@@ -261,7 +290,11 @@ impl SharedHandle {
                 .acquire_blocking_interruptible_ticketed(n, timeout, every, interrupted, on_queued)
                 .map(|p| p.map(|p| p.forget()).is_some()),
         };
-        if let Some(t) = listed {
+        // Not in a fork child (its check forked: a signal handler): the list
+        // is the child's copy, which nothing there reads (its `disconnect`
+        // is `Forked`), and its lock may be held for ever by a thread of the
+        // parent that the child does not have.
+        if let (Some(t), false) = (listed, matches!(r, Err(volt_sem_shm::Error::Forked))) {
             let mut q = self.lock();
             if let Some(i) = q.blocking.iter().position(|&b| b == t) {
                 q.blocking.swap_remove(i);
@@ -274,13 +307,14 @@ impl SharedHandle {
     /// raw requests (their callbacks run on the doorbell thread), and gives
     /// back what it holds if it counts it. Its blocking acquires that queued
     /// are failed too, which wakes them at once (they return `Disconnected`).
-    /// Idempotent. [`Error::Forked`] in a `fork()` child (the handle is the
-    /// parent's: nothing changed), as every other call.
+    /// Idempotent: a second call returns once the first one gave back what
+    /// the handle held (the give-back is made under the list's lock, which
+    /// the second call takes first). [`Error::Forked`] in a `fork()` child
+    /// (the handle is the parent's: nothing changed), as every other call.
     pub(crate) fn disconnect(&self) -> Result<(), Error> {
         if self.sem.opener_pid() != std::process::id() {
             return Err(Error::Forked);
         }
-        let held;
         {
             let mut q = self.lock();
             // The count goes with the end, in one step (see `state`).
@@ -288,7 +322,6 @@ impl SharedHandle {
             if old & ENDED != 0 {
                 return Ok(());
             }
-            held = old;
             for &addr in q.raw.iter() {
                 // SAFETY: a listed waiter is live while the lock is held: its
                 // owner's `finish_raw` takes it out under this lock first.
@@ -301,8 +334,11 @@ impl SharedHandle {
                 let _ = self.sem.fail_blocking(t);
             }
             q.blocking.clear();
+            // Still under the lock: a second `disconnect` returns after this.
+            // (The lock order is this lock, then the segment's, as for the
+            // fails above; nothing takes them the other way round.)
+            self.release_held(old);
         }
-        self.release_held(held);
         Ok(())
     }
 }
@@ -317,6 +353,9 @@ enum Stage {
     BeforeRelease,
     /// After the process's release.
     AfterRelease,
+    /// In a give-back (`disconnect`'s, or a grant's that came after it):
+    /// after it read what the process holds, before it releases.
+    BeforeGiveBack,
 }
 
 /// A test's action at one step of a release.
@@ -373,22 +412,38 @@ mod tests {
     use std::sync::Arc;
     use volt_sem_shm::OpenOptions;
 
-    /// Two counted handles of one process on a fresh name, each holding one
-    /// of the two permits.
-    fn two_holding(tag: &str) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
+    /// Two counted handles of one process on a fresh name of `total`
+    /// permits, each holding `each` of them.
+    fn counted_pair(
+        tag: &str,
+        total: usize,
+        each: usize,
+    ) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
         let name = format!("session-{tag}-{}", std::process::id());
         let _ = volt_sem_shm::unlink(&name);
         let open = || {
-            let mut h =
-                SharedHandle::from(SharedSemaphore::open(&name, 2, OpenOptions::new()).unwrap());
+            let mut h = SharedHandle::from(
+                SharedSemaphore::open(&name, total, OpenOptions::new()).unwrap(),
+            );
             h.count_held();
-            h.sem.try_acquire(1).unwrap().forget();
-            h.granted(1).unwrap();
+            h.sem.try_acquire(each).unwrap().forget();
+            h.granted(each).unwrap();
             Arc::new(h)
         };
         let (a, b) = (open(), open());
-        assert_eq!(a.sem.held_permits(), Ok(2));
+        assert_eq!(a.sem.held_permits(), Ok(2 * each));
         (name, a, b)
+    }
+
+    /// Two counted handles of one process on a fresh name, each holding one
+    /// of the two permits.
+    fn two_holding(tag: &str) -> (String, Arc<SharedHandle>, Arc<SharedHandle>) {
+        counted_pair(tag, 2, 1)
+    }
+
+    /// Runs `f` at step `at` of this thread's next release or give-back.
+    fn at(at: Stage, f: impl FnOnce() + 'static) {
+        AT.with(|s| *s.borrow_mut() = Some((at, Box::new(f))));
     }
 
     /// A release through handle `a` racing `a`'s disconnect (the disconnect
@@ -397,7 +452,7 @@ mod tests {
     fn release_racing_disconnect(tag: &str, at: Stage) {
         let (name, a, b) = two_holding(tag);
         let d = Arc::clone(&a);
-        AT.with(|s| *s.borrow_mut() = Some((at, Box::new(move || d.disconnect().unwrap()))));
+        self::at(at, move || d.disconnect().unwrap());
         let r = a.release(1);
         assert!(matches!(r, Ok(()) | Err(Error::Disconnected)), "{r:?}");
         assert_eq!(a.sem.held_permits(), Ok(1), "b's permit is b's ({at:?})");
@@ -419,5 +474,198 @@ mod tests {
     #[test]
     fn a_disconnect_after_a_racing_release_takes_only_its_handles_permits() {
         release_racing_disconnect("race-after", Stage::AfterRelease);
+    }
+
+    /// `a`'s disconnect reads what the process holds (2, both `a`'s), then
+    /// another handle of the process releases one of them (a process's
+    /// permits are its own, whichever handle took them): the disconnect
+    /// gives back the one the process still holds, not nothing.
+    #[test]
+    fn a_give_back_racing_a_release_through_another_handle_gives_back_what_is_left() {
+        let (name, a, b) = counted_pair("give-back", 3, 0);
+        a.sem.try_acquire(2).unwrap().forget();
+        a.granted(2).unwrap();
+        let b2 = Arc::clone(&b);
+        at(Stage::BeforeGiveBack, move || b2.release(1).unwrap());
+        a.disconnect().unwrap();
+        assert_eq!(
+            (a.sem.held_permits(), a.sem.available_permits()),
+            (Ok(0), 3),
+            "the permit the process still held went back"
+        );
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A thread that, once told (`go`), takes `a`'s list lock, says so
+    /// (`locked`), and holds it until the child whose pid it is sent is gone:
+    /// it returns the child's exit status, or `None` if the child did not end
+    /// within 10 s (then killed).
+    #[allow(clippy::type_complexity)]
+    fn hold_list_lock_for_a_child(
+        a: &Arc<SharedHandle>,
+    ) -> (
+        std::sync::mpsc::Sender<()>,
+        std::sync::mpsc::Receiver<()>,
+        std::sync::mpsc::Sender<libc::pid_t>,
+        std::thread::JoinHandle<Option<i32>>,
+    ) {
+        let (to_holder, pids) = std::sync::mpsc::channel::<libc::pid_t>();
+        let (go_tx, go) = std::sync::mpsc::channel();
+        let (locked_tx, locked) = std::sync::mpsc::channel();
+        let a = Arc::clone(a);
+        let holder = std::thread::spawn(move || {
+            go.recv().unwrap();
+            let q = a.lock();
+            locked_tx.send(()).unwrap();
+            let pid = pids.recv().unwrap();
+            let mut status = 0;
+            let mut ended = None;
+            for _ in 0..1_000 {
+                // SAFETY: plain syscall on our child.
+                if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+                    ended = Some(status);
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            if ended.is_none() {
+                // SAFETY: plain syscalls on our child.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                    libc::waitpid(pid, &mut status, 0);
+                }
+            }
+            drop(q);
+            ended
+        });
+        (go_tx, locked, to_holder, holder)
+    }
+
+    /// A raw request the parent queued, finished in a fork child made while
+    /// another thread of the parent held the handle's list lock (listing a
+    /// request, disconnecting): it ends at once (`Closed`: the request is
+    /// the parent's), as the C header promises for `volt_sem_cancel` there,
+    /// instead of waiting for ever for that lock.
+    #[test]
+    fn a_parent_s_raw_request_finished_in_a_fork_child_ends_at_once() {
+        let (name, a, _b) = counted_pair("fork-finish", 2, 1);
+        let w = core::pin::pin!(ShmWaiter::new());
+        unsafe extern "C" fn nothing(_: *mut core::ffi::c_void) {}
+        // SAFETY: fresh; finished below (in both processes).
+        let r = unsafe {
+            volt_sem::raw::RawSemaphore::acquire_raw(
+                &a.sem,
+                w.as_ref(),
+                1,
+                nothing,
+                core::ptr::null_mut(),
+            )
+        };
+        assert_eq!(r, Ok(volt_sem::RawAcquire::Pending));
+        a.queued(&w);
+        let (go_tx, locked, to_holder, holder) = hold_list_lock_for_a_child(&a);
+        go_tx.send(()).unwrap();
+        locked.recv().unwrap();
+        // SAFETY: plain fork; the child only runs the finish below, then
+        // `_exit`s.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            a.unlist(&w);
+            // SAFETY: queued by the parent on this semaphore.
+            let f = unsafe { volt_sem::raw::RawSemaphore::finish_raw(&a.sem, w.as_ref()) };
+            let code = if f == volt_sem_shm::Finish::Closed {
+                0
+            } else {
+                1
+            };
+            // SAFETY: ends the child without running the parent's exit code.
+            unsafe { libc::_exit(code) };
+        }
+        to_holder.send(pid).unwrap();
+        let ended = holder.join().unwrap();
+        a.unlist(&w);
+        // SAFETY: queued on `a.sem`.
+        let f = unsafe { volt_sem::raw::RawSemaphore::finish_raw(&a.sem, w.as_ref()) };
+        assert!(matches!(f, volt_sem_shm::Finish::Cancelled { .. }), "{f:?}");
+        assert_eq!(ended, Some(0), "the child's finish ended at once, Closed");
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A blocking wait whose interruption check forks (a Python signal
+    /// handler calling `os.fork()`) while another thread of the parent holds
+    /// the handle's list lock (listing its own request, or disconnecting):
+    /// the child's call ends with `Forked` at once, without that lock
+    /// (held for ever in the child: its holder is the parent's thread).
+    #[test]
+    fn a_wait_forked_from_its_interruption_check_ends_in_the_child() {
+        let (name, a, _b) = counted_pair("fork-in-poll", 2, 1);
+        let (go_tx, locked, to_holder, holder) = hold_list_lock_for_a_child(&a);
+        let mut forked = false;
+        let r = a.acquire_blocking_listed(
+            1,
+            None,
+            Some((Duration::from_millis(1), &mut || {
+                if forked {
+                    return true;
+                }
+                forked = true;
+                go_tx.send(()).unwrap();
+                locked.recv().unwrap();
+                // SAFETY: the child only returns through the wait's code
+                // (no allocation in this closure), then `_exit`s below.
+                let pid = unsafe { libc::fork() };
+                if pid == 0 {
+                    return false;
+                }
+                to_holder.send(pid).unwrap();
+                // The parent gives its wait up.
+                true
+            })),
+        );
+        if a.sem.opener_pid() != std::process::id() {
+            // The child: its verdict is its exit code.
+            let code = if r == Err(Error::Forked) { 0 } else { 1 };
+            // SAFETY: ends the child without running the parent's exit code.
+            unsafe { libc::_exit(code) };
+        }
+        assert_eq!(r, Ok(false));
+        let ended = holder.join().unwrap();
+        assert_eq!(ended, Some(0), "the child's wait ended with Forked at once");
+        let _ = volt_sem_shm::unlink(&name);
+    }
+
+    /// A second `disconnect` of a handle, on another thread, while the first
+    /// one is giving back what the handle held: when it returns, the
+    /// permits are back (as `disconnect` promises), not still on their way.
+    #[test]
+    fn a_second_disconnect_returns_once_the_handles_permits_are_back() {
+        let (name, a, b) = two_holding("second-disconnect");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let a2 = Arc::clone(&a);
+        let second = std::sync::Arc::new(std::sync::Mutex::new(None));
+        let second2 = Arc::clone(&second);
+        at(Stage::BeforeGiveBack, move || {
+            let t = std::thread::spawn(move || {
+                let r = a2.disconnect();
+                let seen = a2.sem.available_permits();
+                let _ = tx.send(());
+                (r, seen)
+            });
+            // Give the second disconnect the time to return if it
+            // does not wait for this one (it must not: then this
+            // wait ends empty, and the test's verdict is the same).
+            let _ = rx.recv_timeout(Duration::from_secs(1));
+            *second2.lock().unwrap() = Some(t);
+        });
+        a.disconnect().unwrap();
+        let t = second.lock().unwrap().take().unwrap();
+        let (r, seen) = t.join().unwrap();
+        assert_eq!(r, Ok(()));
+        assert_eq!(
+            seen, 1,
+            "a's permit was back when the second disconnect returned"
+        );
+        assert_eq!(b.release(1), Ok(()));
+        let _ = volt_sem_shm::unlink(&name);
     }
 }

@@ -785,6 +785,47 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
     assert_eq!(b.available_permits(), 4);
 }
 
+/// A wake callback's context that disconnects `sem` (on the doorbell
+/// thread), records the outcome and what was available when it returned,
+/// then signals.
+struct DisconnectIn<'a> {
+    sem: &'a Semaphore,
+    sig: Signal,
+    disconnected: Mutex<Option<Result<(), Error>>>,
+    seen: AtomicUsize,
+}
+
+impl<'a> DisconnectIn<'a> {
+    fn new(sem: &'a Semaphore) -> Self {
+        DisconnectIn {
+            sem,
+            sig: Signal::default(),
+            disconnected: Mutex::new(None),
+            seen: AtomicUsize::new(usize::MAX),
+        }
+    }
+
+    /// Queues a raw request of `n` on `self.sem` whose wake disconnects it.
+    ///
+    /// # Safety
+    /// `w` is idle; `self` outlives its `finish_raw`.
+    unsafe fn queue(&self, w: std::pin::Pin<&Waiter>, n: usize) {
+        unsafe extern "C" fn disconnect_here(p: *mut c_void) {
+            // SAFETY: the test's `DisconnectIn`, alive until finish_raw returned.
+            let c = unsafe { &*(p as *const DisconnectIn<'_>) };
+            *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
+            let available = c.sem.as_shared().unwrap().available_permits();
+            c.seen.store(available, Ordering::SeqCst);
+            // SAFETY: the signal in the same `DisconnectIn`.
+            unsafe { signal(ctx(&c.sig)) };
+        }
+        let p = self as *const DisconnectIn<'_> as *mut c_void;
+        // SAFETY: forwarded contract.
+        let r = unsafe { self.sem.acquire_raw(w, n, disconnect_here, p) };
+        assert_eq!(r, Ok(RawAcquire::Pending));
+    }
+}
+
 /// A wake callback (on the doorbell thread) that disconnects its own handle,
 /// which has another request queued: the disconnect fails that one (its
 /// callback runs after this one on the same thread), gives back what the
@@ -792,36 +833,12 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
 /// and nothing hangs.
 #[test]
 fn disconnect_from_a_doorbell_callback() {
-    struct Ctx<'a> {
-        sem: &'a Semaphore,
-        sig: Signal,
-        disconnected: Mutex<Option<Result<(), Error>>>,
-    }
-    unsafe extern "C" fn disconnect_here(p: *mut c_void) {
-        // SAFETY: the test's `Ctx`, alive until finish_raw returned.
-        let c = unsafe { &*(p as *const Ctx<'_>) };
-        *c.disconnected.lock().unwrap() = Some(c.sem.disconnect());
-        // SAFETY: the signal in the same `Ctx`.
-        unsafe { signal(ctx(&c.sig)) };
-    }
     let (_name, a, b) = counted_and_other("disconnect-in-callback", 2);
     b.try_acquire(2).unwrap();
-    let c = Ctx {
-        sem: &a,
-        sig: Signal::default(),
-        disconnected: Mutex::new(None),
-    };
+    let c = DisconnectIn::new(&a);
     let w1 = pin!(Waiter::new());
     // SAFETY: fresh; `c` outlives finish_raw.
-    let r = unsafe {
-        a.acquire_raw(
-            w1.as_ref(),
-            1,
-            disconnect_here,
-            &c as *const Ctx<'_> as *mut c_void,
-        )
-    };
-    assert_eq!(r, Ok(RawAcquire::Pending));
+    unsafe { c.queue(w1.as_ref(), 1) };
     let w2 = pin!(Waiter::new());
     let s2 = Signal::default();
     // SAFETY: as above.
@@ -845,6 +862,34 @@ fn disconnect_from_a_doorbell_callback() {
     assert_eq!(b.available_permits(), 2);
     b.try_acquire(2).unwrap();
     b.release(2).unwrap();
+}
+
+/// A wake callback (on the doorbell thread) that disconnects its handle
+/// while the handle holds a permit: the disconnect gives that permit back
+/// from the doorbell thread (a release there is allowed) before it returns,
+/// and the callback's own grant, collected after, goes back too.
+#[test]
+fn disconnect_from_a_doorbell_callback_gives_back_what_the_handle_holds() {
+    let (_name, a, b) = counted_and_other("disconnect-in-callback-held", 3);
+    a.try_acquire(1).unwrap();
+    b.try_acquire(2).unwrap();
+    let c = DisconnectIn::new(&a);
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `c` outlives finish_raw.
+    unsafe { c.queue(w.as_ref(), 1) };
+    b.release(1).unwrap(); // granted to `w`: its callback disconnects `a`
+    c.sig.wait();
+    assert_eq!(*c.disconnected.lock().unwrap(), Some(Ok(())));
+    // `a`'s counted permit was back (the callback's grant not yet).
+    assert_eq!(c.seen.load(Ordering::SeqCst), 1);
+    // SAFETY: queued on `a`; granted before the disconnect, collected after.
+    assert_eq!(
+        unsafe { a.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    assert_eq!(b.available_permits(), 2);
+    b.release(1).unwrap();
+    assert_eq!(b.available_permits(), 3);
 }
 
 /// A blocked acquire of a counted handle, its grant (a release of another
@@ -1001,4 +1046,135 @@ fn acquire_blocking_interruptible_is_counted_interrupted_and_disconnected() {
     );
     b.release(1).unwrap();
     assert_eq!(conserved(), (3, 0, 0));
+}
+
+/// A small xorshift for the stress test's choices (seeded per round and
+/// thread: a failing round can be replayed).
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+/// One thread's random acquires and releases through `sem` (try, timed,
+/// interruptible, raw queued then collected or cancelled), counting what it
+/// holds, until an acquire meets `Disconnected` (`stop`: or until `stop`
+/// is set, for a handle nobody disconnects). Returns what it still holds,
+/// and panics on an outcome the seam does not allow.
+fn random_ops(sem: &Semaphore, seed: u64, stop: &std::sync::atomic::AtomicBool) -> usize {
+    let mut rng = Rng(seed | 1);
+    let mut held = 0usize;
+    let tick = Duration::from_micros(100);
+    while !stop.load(Ordering::SeqCst) {
+        let k = 1 + rng.below(3) as usize;
+        let got: Result<bool, Error> = match rng.below(5) {
+            0 => sem.try_acquire(k).map(|_| true),
+            1 => sem
+                .acquire_timeout(k, Duration::from_micros(rng.below(300)))
+                .map(|_| true),
+            2 => {
+                let mut polls = rng.below(4);
+                sem.acquire_blocking_interruptible(k, None, tick, || {
+                    polls = polls.saturating_sub(1);
+                    polls == 0
+                })
+            }
+            3 => {
+                let w = pin!(Waiter::new());
+                let sig = Signal::default();
+                // Waiting for more than the others can give back would
+                // wait for ever (a handle nobody disconnects).
+                let cancel = rng.below(2) == 0 || held + k > sem.total_permits().unwrap();
+                // SAFETY: fresh; `sig` outlives finish_raw below.
+                match unsafe { sem.acquire_raw(w.as_ref(), k, signal, ctx(&sig)) } {
+                    Ok(RawAcquire::Ready) => Ok(true),
+                    Ok(RawAcquire::Pending) => {
+                        if !cancel {
+                            sig.wait();
+                        }
+                        // SAFETY: queued on `sem`.
+                        match unsafe { sem.finish_raw(w.as_ref()) } {
+                            Finish::Granted => Ok(true),
+                            Finish::Cancelled { .. } => Ok(false),
+                            Finish::Failed(e) => Err(e),
+                            f => panic!("raw request: {f:?}"),
+                        }
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            _ => {
+                let r = rng.below(held as u64 + 1) as usize;
+                match sem.release(r) {
+                    Ok(()) => held -= r,
+                    Err(Error::Disconnected) => return held,
+                    Err(e) => panic!("release({r}) of {held} held: {e:?}"),
+                }
+                continue;
+            }
+        };
+        match got {
+            Ok(true) => held += k,
+            Ok(false) | Err(Error::NoPermits | Error::TimedOut) => {}
+            Err(Error::Disconnected) => return held,
+            Err(e) => panic!("acquire({k}): {e:?}"),
+        }
+    }
+    held
+}
+
+/// Randomized: three threads acquire and release through a counted handle
+/// `a` in every way the seam offers (try, timed, interruptible, raw queued
+/// then collected or cancelled) while one thread does the same through
+/// another counted handle `b` of the process, and `a` is disconnected at a
+/// random moment. Afterwards `a`'s threads hold nothing (what they held
+/// went back with `a`, their later releases are refused), `b`'s holding
+/// is the process's, and once `b` releases it every permit is back:
+/// available + held + partial grants == total at the end of every round.
+#[test]
+fn random_ops_racing_disconnect_conserve_every_permit() {
+    const TOTAL: usize = 5;
+    let name = Name::new("disconnect-random");
+    let b = counted(&name, TOTAL);
+    for round in 0..1_000u64 {
+        let a = counted(&name, TOTAL);
+        let stop_b = std::sync::atomic::AtomicBool::new(false);
+        let never = std::sync::atomic::AtomicBool::new(false);
+        let b_held = std::thread::scope(|scope| {
+            let b_thread = scope.spawn(|| random_ops(&b, round * 7919 + 1, &stop_b));
+            let a_threads: Vec<_> = (0..3u64)
+                .map(|t| {
+                    let (a, never) = (&a, &never);
+                    scope.spawn(move || random_ops(a, round * 104_729 + t * 31 + 3, never))
+                })
+                .collect();
+            std::thread::sleep(Duration::from_micros(100 + 500 * (round % 7)));
+            a.disconnect().unwrap();
+            for t in a_threads {
+                let left = t.join().unwrap();
+                // What it held went back with `a`: a release is refused.
+                if left > 0 {
+                    assert_eq!(a.release(left), Err(Error::Disconnected));
+                }
+            }
+            stop_b.store(true, Ordering::SeqCst);
+            b_thread.join().unwrap()
+        });
+        let i = b.inspect().unwrap();
+        let held: usize = i.holders.iter().map(|h| h.permits).sum();
+        assert_eq!(
+            (i.available, held, i.waiters.len()),
+            (TOTAL - b_held, b_held, 0),
+            "round {round}: {i:?}"
+        );
+        if b_held > 0 {
+            b.release(b_held).unwrap();
+        }
+        assert_eq!(b.available_permits(), TOTAL, "round {round}");
+    }
 }
