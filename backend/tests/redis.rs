@@ -601,8 +601,12 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
 struct SecondDisconnect {
     a: Arc<Semaphore>,
     b: Arc<Semaphore>,
-    second: std::sync::Mutex<Option<std::thread::JoinHandle<(Result<(), Error>, usize)>>>,
+    second: std::sync::Mutex<Option<SecondCall>>,
 }
+
+/// The second disconnect's thread: its result, and what was available
+/// when it returned.
+type SecondCall = std::thread::JoinHandle<(Result<(), Error>, usize)>;
 
 /// A wake callback that `a`'s first disconnect runs (it fails `a`'s queued
 /// request on its own thread, before the session's end reaches Redis): it
@@ -665,7 +669,10 @@ fn a_second_redis_disconnect_returns_once_the_sessions_permits_are_back() {
     let second = ctx.second.lock().unwrap().take().expect("the callback ran");
     let (r, seen) = second.join().unwrap();
     assert_eq!(r, Ok(()));
-    assert_eq!(seen, 1, "a's permit was back when the second disconnect returned");
+    assert_eq!(
+        seen, 1,
+        "a's permit was back when the second disconnect returned"
+    );
     b.release(1).unwrap();
 }
 
