@@ -5,6 +5,7 @@
 //! installs it).
 #![cfg(feature = "redis")]
 
+mod common;
 #[path = "../../redis/tests/support/mod.rs"]
 mod support;
 
@@ -690,16 +691,7 @@ fn a_release_racing_a_redis_disconnect_leaves_nothing_held() {
     for round in 0..32 {
         let a = connect(&s, "seam-release-disconnect", 3);
         a.try_acquire(2).unwrap();
-        let go = std::sync::Barrier::new(2);
-        let released = std::thread::scope(|scope| {
-            let t = scope.spawn(|| {
-                go.wait();
-                a.release(1)
-            });
-            go.wait();
-            a.disconnect().unwrap();
-            t.join().unwrap()
-        });
+        let released = common::release_racing_disconnect(&a, 1);
         assert!(
             matches!(released, Ok(()) | Err(Error::Disconnected)),
             "round {round}: {released:?}"

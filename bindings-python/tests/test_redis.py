@@ -22,7 +22,7 @@ import time
 import pytest
 
 import volt_sem
-from conftest import LoopThread, wait_until
+from conftest import LoopThread, wait_forked_by_a_signal_handler, wait_until
 
 REDIS = shutil.which("redis-server")
 # `make test` installs redis-server and sets this: there a missing server fails.
@@ -1170,54 +1170,9 @@ def test_a_child_forked_by_a_signal_handler_leaves_the_parents_redis_wait_alone(
     """A signal handler run during a blocking wait (between its slices) forks:
     the child's wait must end (ForkedError, as on a named semaphore), not go
     on waiting for a grant that only the parent's threads deliver."""
-    import select
-    import warnings
-
     sem = connect(server.url, name, 1)
     assert sem.try_acquire(1)
-    parent = os.getpid()
-    r, w = os.pipe()
-    children = []
-
-    def handler(*_):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
-            pid = os.fork()
-        if pid:
-            children.append(pid)
-
-    reported = []
-
-    def release_once_forked():
-        wait_until(lambda: children, "the handler forked")
-        os.close(w)
-        # Bounded only against a hang: a child that stays in the parent's
-        # wait reports nothing until the wait's end.
-        if select.select([r], [], [], 10)[0]:
-            reported.append(os.read(r, 1))
-        else:
-            reported.append(b"still waiting")
-            os.kill(children[0], signal.SIGKILL)
-        os.close(r)
-        sem.release(1)
-
-    releaser = threading.Thread(target=release_once_forked)
-    old = signal.signal(signal.SIGALRM, handler)
-    try:
-        releaser.start()
-        signal.setitimer(signal.ITIMER_REAL, 0.12)  # inside the wait's first slices
-        try:
-            got = sem.acquire_blocking(1, timeout=60)
-        except BaseException as e:  # noqa: BLE001 (the child reports any outcome)
-            got = e
-        if os.getpid() != parent:
-            os.write(w, b"x" if isinstance(got, volt_sem.ForkedError) else b"?")
-            os._exit(0)
-    finally:
-        if os.getpid() == parent:
-            signal.signal(signal.SIGALRM, old)
-    releaser.join()
-    os.waitpid(children[0], 0)
+    reported, got = wait_forked_by_a_signal_handler(sem)
     assert reported == [b"x"]  # the child's wait ended with ForkedError
     assert got is True
     c = conserved(sem, 1)
