@@ -677,6 +677,79 @@ fn a_second_redis_disconnect_returns_once_the_sessions_permits_are_back() {
     b.release(1).unwrap();
 }
 
+/// The context of [`disconnect_once_another_began`].
+struct DisconnectInCallback {
+    a: Arc<Semaphore>,
+    /// The callback runs.
+    entered: std::sync::atomic::AtomicBool,
+    /// Its disconnect returned.
+    returned: std::sync::atomic::AtomicBool,
+}
+
+/// A grant's callback on the handle's door thread that waits (10 s at
+/// most) until another thread's disconnect of the handle began, then
+/// disconnects it too.
+unsafe extern "C" fn disconnect_once_another_began(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `DisconnectInCallback`, alive until
+    // finish_raw returned.
+    let c = unsafe { &*(ctx as *const DisconnectInCallback) };
+    c.entered.store(true, Ordering::SeqCst);
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !c.a.is_disconnected() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = c.a.disconnect();
+    c.returned.store(true, Ordering::SeqCst);
+}
+
+/// A second disconnect made from a callback on the handle's own door
+/// thread while another thread's disconnect runs returns at once: that
+/// first disconnect waits for the door thread (its end goes out there,
+/// then it joins it), so waiting for the first one there would wait for
+/// ever.
+#[test]
+fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
+    let s = Server::start();
+    let a = Arc::new(connect(&s, "seam-disconnect-in-door", 1));
+    let ctx = DisconnectInCallback {
+        a: Arc::clone(&a),
+        entered: std::sync::atomic::AtomicBool::new(false),
+        returned: std::sync::atomic::AtomicBool::new(false),
+    };
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `ctx` outlives finish_raw.
+    let r = unsafe {
+        a.acquire_raw(
+            w.as_ref(),
+            1,
+            disconnect_once_another_began,
+            &ctx as *const DisconnectInCallback as *mut c_void,
+        )
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("the grant's callback runs", Duration::from_secs(5), || {
+        ctx.entered.load(Ordering::SeqCst)
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a2 = Arc::clone(&a);
+    std::thread::spawn(move || {
+        let r = a2.disconnect();
+        let _ = tx.send(r);
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(20)),
+        Ok(Ok(())),
+        "the first disconnect returned"
+    );
+    assert!(ctx.returned.load(Ordering::SeqCst), "so did the callback's");
+    // Its outcome is another matter (a grant collected after the
+    // disconnect began: branch h109); the permit went back with the session.
+    // SAFETY: queued on `a`; `ctx` alive.
+    let _ = unsafe { a.finish_raw(w.as_ref()) };
+    let b = connect(&s, "seam-disconnect-in-door", 1);
+    assert_eq!(b.available_permits(), 1);
+}
+
 /// A release through the handle racing its disconnect (another thread):
 /// either the release comes first (its permit goes back with it, the rest
 /// with the session's end) or it is refused (`Disconnected`: everything
