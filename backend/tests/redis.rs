@@ -750,6 +750,56 @@ fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
     assert_eq!(b.available_permits(), 1);
 }
 
+/// A wake callback that disconnects its handle (ctx: an `Arc<Semaphore>`).
+unsafe extern "C" fn disconnect_in_callback(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `Arc<Semaphore>`, alive until finish_raw
+    // returned.
+    let a = unsafe { &*(ctx as *const Arc<Semaphore>) };
+    let _ = a.disconnect();
+}
+
+/// A disconnect made from a callback that the handle's disconnect runs on
+/// its own thread (it fails the handle's queued request there) returns at
+/// once: waiting for the disconnect it is inside of would wait for ever.
+#[test]
+fn a_redis_disconnect_from_a_callback_of_the_disconnect_returns() {
+    let s = Server::start();
+    let b = connect(&s, "seam-disconnect-in-own-cb", 1);
+    b.try_acquire(1).unwrap();
+    let a = Arc::new(connect(&s, "seam-disconnect-in-own-cb", 1));
+    let ctx = Arc::clone(&a);
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `ctx` outlives finish_raw.
+    let r = unsafe {
+        a.acquire_raw(
+            w.as_ref(),
+            1,
+            disconnect_in_callback,
+            &ctx as *const Arc<Semaphore> as *mut c_void,
+        )
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("a's request queued", Duration::from_secs(5), || {
+        b.inspect().is_ok_and(|i| i.waiters.len() == 1)
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a2 = Arc::clone(&a);
+    std::thread::spawn(move || {
+        let _ = tx.send(a2.disconnect());
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(20)),
+        Ok(Ok(())),
+        "the disconnect (and the one in its callback) returned"
+    );
+    // SAFETY: queued on `a`.
+    assert_eq!(
+        unsafe { a.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    b.release(1).unwrap();
+}
+
 /// A release through the handle racing its disconnect (another thread):
 /// either the release comes first (its permit goes back with it, the rest
 /// with the session's end) or it is refused (`Disconnected`: everything
