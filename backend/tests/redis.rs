@@ -597,6 +597,38 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
     holder.release(1).unwrap();
 }
 
+/// Queues a raw request of 1 permit on `a` whose callback is `wake(ctx)`
+/// (`Pending`, checked), once Redis queued it (`census_by` sees one
+/// waiter).
+///
+/// # Safety
+/// `w` and `ctx` outlive the request's `finish_raw`.
+unsafe fn queue_one<T>(
+    a: &Semaphore,
+    census_by: &Semaphore,
+    w: Pin<&Waiter>,
+    wake: unsafe extern "C" fn(*mut c_void),
+    ctx: &T,
+) {
+    // SAFETY: forwarded contract.
+    let r = unsafe { a.acquire_raw(w, 1, wake, ctx as *const T as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("the request queued", Duration::from_secs(5), || {
+        census_by.inspect().is_ok_and(|i| i.waiters.len() == 1)
+    });
+}
+
+/// Disconnects `a` on another thread: its result, or `None` if it did not
+/// return within 20 s.
+fn disconnect_on_a_thread(a: &Arc<Semaphore>) -> Option<Result<(), Error>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a = Arc::clone(a);
+    std::thread::spawn(move || {
+        let _ = tx.send(a.disconnect());
+    });
+    rx.recv_timeout(Duration::from_secs(20)).ok()
+}
+
 /// The context of [`disconnect_again`]: the handle, another handle of the
 /// same semaphore (for the census), and the second disconnect's thread.
 struct SecondDisconnect {
@@ -649,18 +681,7 @@ fn a_second_redis_disconnect_returns_once_the_sessions_permits_are_back() {
     };
     let w = pin!(Waiter::new());
     // SAFETY: fresh; `ctx` outlives finish_raw.
-    let r = unsafe {
-        a.acquire_raw(
-            w.as_ref(),
-            1,
-            disconnect_again,
-            &ctx as *const SecondDisconnect as *mut c_void,
-        )
-    };
-    assert_eq!(r, Ok(RawAcquire::Pending));
-    eventually("a's request queued", Duration::from_secs(5), || {
-        b.inspect().is_ok_and(|i| i.waiters.len() == 1)
-    });
+    unsafe { queue_one(&a, &b, w.as_ref(), disconnect_again, &ctx) };
     a.disconnect().unwrap();
     // SAFETY: queued on `a`.
     assert_eq!(
@@ -730,15 +751,9 @@ fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
     eventually("the grant's callback runs", Duration::from_secs(5), || {
         ctx.entered.load(Ordering::SeqCst)
     });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let a2 = Arc::clone(&a);
-    std::thread::spawn(move || {
-        let r = a2.disconnect();
-        let _ = tx.send(r);
-    });
     assert_eq!(
-        rx.recv_timeout(Duration::from_secs(20)),
-        Ok(Ok(())),
+        disconnect_on_a_thread(&a),
+        Some(Ok(())),
         "the first disconnect returned"
     );
     assert!(ctx.returned.load(Ordering::SeqCst), "so did the callback's");
@@ -770,26 +785,10 @@ fn a_redis_disconnect_from_a_callback_of_the_disconnect_returns() {
     let ctx = Arc::clone(&a);
     let w = pin!(Waiter::new());
     // SAFETY: fresh; `ctx` outlives finish_raw.
-    let r = unsafe {
-        a.acquire_raw(
-            w.as_ref(),
-            1,
-            disconnect_in_callback,
-            &ctx as *const Arc<Semaphore> as *mut c_void,
-        )
-    };
-    assert_eq!(r, Ok(RawAcquire::Pending));
-    eventually("a's request queued", Duration::from_secs(5), || {
-        b.inspect().is_ok_and(|i| i.waiters.len() == 1)
-    });
-    let (tx, rx) = std::sync::mpsc::channel();
-    let a2 = Arc::clone(&a);
-    std::thread::spawn(move || {
-        let _ = tx.send(a2.disconnect());
-    });
+    unsafe { queue_one(&a, &b, w.as_ref(), disconnect_in_callback, &ctx) };
     assert_eq!(
-        rx.recv_timeout(Duration::from_secs(20)),
-        Ok(Ok(())),
+        disconnect_on_a_thread(&a),
+        Some(Ok(())),
         "the disconnect (and the one in its callback) returned"
     );
     // SAFETY: queued on `a`.
@@ -840,11 +839,7 @@ fn a_parents_redis_request_finished_in_a_fork_child_ends_at_once() {
     let w = pin!(Waiter::new());
     let p = probe_for(&w);
     // SAFETY: fresh; `p` outlives finish_raw.
-    let r = unsafe { a.acquire_raw(w.as_ref(), 1, probe, &p as *const Probe as *mut c_void) };
-    assert_eq!(r, Ok(RawAcquire::Pending));
-    eventually("queued in Redis", Duration::from_secs(5), || {
-        a.inspect().is_ok_and(|i| i.waiters.len() == 1)
-    });
+    unsafe { queue_one(&a, &a, w.as_ref(), probe, &p) };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let ended = std::thread::scope(|scope| {
         scope.spawn(|| {
