@@ -2150,9 +2150,10 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  *   and its permits go back with the handle's, or fails with
  *   `VOLT_DISCONNECTED`), and from inside a wake callback.
  *
- * Idempotent: a second call returns `VOLT_OK` and does nothing (named: one
- * racing the first, on another thread, returns once the first one gave back
- * what the handle held).
+ * Idempotent: a second call returns `VOLT_OK` and does nothing (one racing
+ * the first, on another thread, returns once the first one gave back what
+ * the handle held; Redis: unless made from a wake callback the first one
+ * runs, or on the handle's own threads, which return at once).
  *
  * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (a
  * local semaphore has no session: nothing changed; `volt_sem_close` it), or

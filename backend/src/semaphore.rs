@@ -476,8 +476,10 @@ impl Semaphore {
     ///   [`Error::Disconnected`]; the queries that cannot (`is_closed`,
     ///   `available_permits`, `stats`, `total_permits`) still answer.
     ///
-    /// Idempotent (named: a second call racing the first, on another thread,
-    /// returns once the first one gave back what the handle held). A local
+    /// Idempotent (a second call racing the first, on another thread,
+    /// returns once the first one gave back what the handle held; Redis:
+    /// unless made from a callback the first one runs, or on the handle's
+    /// own threads, which return at once). A local
     /// semaphore has no session: [`Error::Unsupported`] (close it). A named handle used in a `fork()` child: [`Error::Forked`]
     /// (nothing changed; a Redis handle there is the caller's to refuse, as
     /// for every call: its session is the parent's).

@@ -3,6 +3,8 @@
 //! across backends, collected inside their own callback), and the error
 //! mapping of each shared-only failure.
 
+mod common;
+
 use std::ffi::c_void;
 use std::pin::pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -756,16 +758,7 @@ fn a_release_racing_disconnect_gives_the_handle_s_permits_back_once() {
     for _ in 0..20_000 {
         let a = counted(&name, 4);
         a.try_acquire(2).unwrap();
-        let go = std::sync::Barrier::new(2);
-        let released = std::thread::scope(|scope| {
-            let t = scope.spawn(|| {
-                go.wait();
-                a.release(2)
-            });
-            go.wait();
-            a.disconnect().unwrap();
-            t.join().unwrap()
-        });
+        let released = common::release_racing_disconnect(&a, 2);
         match released {
             Ok(()) => {}
             Err(Error::Disconnected) => refused += 1,

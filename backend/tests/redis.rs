@@ -5,6 +5,7 @@
 //! installs it).
 #![cfg(feature = "redis")]
 
+mod common;
 #[path = "../../redis/tests/support/mod.rs"]
 mod support;
 
@@ -594,4 +595,303 @@ fn expire_raw_on_a_disconnecting_handle_reports_disconnected() {
         );
     }
     holder.release(1).unwrap();
+}
+
+/// Queues a raw request of 1 permit on `a` whose callback is `wake(ctx)`
+/// (`Pending`, checked), once Redis queued it (`census_by` sees one
+/// waiter).
+///
+/// # Safety
+/// `w` and `ctx` outlive the request's `finish_raw`.
+unsafe fn queue_one<T>(
+    a: &Semaphore,
+    census_by: &Semaphore,
+    w: Pin<&Waiter>,
+    wake: unsafe extern "C" fn(*mut c_void),
+    ctx: &T,
+) {
+    // SAFETY: forwarded contract.
+    let r = unsafe { a.acquire_raw(w, 1, wake, ctx as *const T as *mut c_void) };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("the request queued", Duration::from_secs(5), || {
+        census_by.inspect().is_ok_and(|i| i.waiters.len() == 1)
+    });
+}
+
+/// Disconnects `a` on another thread: its result, or `None` if it did not
+/// return within 20 s.
+fn disconnect_on_a_thread(a: &Arc<Semaphore>) -> Option<Result<(), Error>> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let a = Arc::clone(a);
+    std::thread::spawn(move || {
+        let _ = tx.send(a.disconnect());
+    });
+    rx.recv_timeout(Duration::from_secs(20)).ok()
+}
+
+/// The context of [`disconnect_again`]: the handle, another handle of the
+/// same semaphore (for the census), and the second disconnect's thread.
+struct SecondDisconnect {
+    a: Arc<Semaphore>,
+    b: Arc<Semaphore>,
+    second: std::sync::Mutex<Option<SecondCall>>,
+}
+
+/// The second disconnect's thread: its result, and what was available
+/// when it returned.
+type SecondCall = std::thread::JoinHandle<(Result<(), Error>, usize)>;
+
+/// A wake callback that `a`'s first disconnect runs (it fails `a`'s queued
+/// request on its own thread, before the session's end reaches Redis): it
+/// disconnects `a` again on another thread, which then reads what is
+/// available, and waits for that second call (a second at most: it must
+/// not return before this callback does, then this wait ends empty, and
+/// the test's verdict is the same).
+unsafe extern "C" fn disconnect_again(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `SecondDisconnect`, alive until the first
+    // disconnect returned.
+    let c = unsafe { &*(ctx as *const SecondDisconnect) };
+    let (a, b) = (Arc::clone(&c.a), Arc::clone(&c.b));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let t = std::thread::spawn(move || {
+        let r = a.disconnect();
+        let seen = b.available_permits();
+        let _ = tx.send(());
+        (r, seen)
+    });
+    let _ = rx.recv_timeout(Duration::from_secs(1));
+    *c.second.lock().unwrap() = Some(t);
+}
+
+/// A second `disconnect` of a Redis handle, on another thread, while the
+/// first one is still ending the session: when it returns, what the
+/// session held is back (as the header promises of every disconnect), not
+/// still on its way to Redis.
+#[test]
+fn a_second_redis_disconnect_returns_once_the_sessions_permits_are_back() {
+    let s = Server::start();
+    let a = Arc::new(connect(&s, "seam-second-disconnect", 2));
+    let b = Arc::new(connect(&s, "seam-second-disconnect", 2));
+    a.try_acquire(1).unwrap();
+    b.try_acquire(1).unwrap();
+    let ctx = SecondDisconnect {
+        a: Arc::clone(&a),
+        b: Arc::clone(&b),
+        second: std::sync::Mutex::new(None),
+    };
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `ctx` outlives finish_raw.
+    unsafe { queue_one(&a, &b, w.as_ref(), disconnect_again, &ctx) };
+    a.disconnect().unwrap();
+    // SAFETY: queued on `a`.
+    assert_eq!(
+        unsafe { a.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    let second = ctx.second.lock().unwrap().take().expect("the callback ran");
+    let (r, seen) = second.join().unwrap();
+    assert_eq!(r, Ok(()));
+    assert_eq!(
+        seen, 1,
+        "a's permit was back when the second disconnect returned"
+    );
+    b.release(1).unwrap();
+}
+
+/// The context of [`disconnect_once_another_began`].
+struct DisconnectInCallback {
+    a: Arc<Semaphore>,
+    /// The callback runs.
+    entered: std::sync::atomic::AtomicBool,
+    /// Its disconnect returned.
+    returned: std::sync::atomic::AtomicBool,
+}
+
+/// A grant's callback on the handle's door thread that waits (10 s at
+/// most) until another thread's disconnect of the handle began, then
+/// disconnects it too.
+unsafe extern "C" fn disconnect_once_another_began(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `DisconnectInCallback`, alive until
+    // finish_raw returned.
+    let c = unsafe { &*(ctx as *const DisconnectInCallback) };
+    c.entered.store(true, Ordering::SeqCst);
+    let until = std::time::Instant::now() + Duration::from_secs(10);
+    while !c.a.is_disconnected() && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let _ = c.a.disconnect();
+    c.returned.store(true, Ordering::SeqCst);
+}
+
+/// A second disconnect made from a callback on the handle's own door
+/// thread while another thread's disconnect runs returns at once: that
+/// first disconnect waits for the door thread (its end goes out there,
+/// then it joins it), so waiting for the first one there would wait for
+/// ever.
+#[test]
+fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
+    let s = Server::start();
+    let a = Arc::new(connect(&s, "seam-disconnect-in-door", 1));
+    let ctx = DisconnectInCallback {
+        a: Arc::clone(&a),
+        entered: std::sync::atomic::AtomicBool::new(false),
+        returned: std::sync::atomic::AtomicBool::new(false),
+    };
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `ctx` outlives finish_raw.
+    let r = unsafe {
+        a.acquire_raw(
+            w.as_ref(),
+            1,
+            disconnect_once_another_began,
+            &ctx as *const DisconnectInCallback as *mut c_void,
+        )
+    };
+    assert_eq!(r, Ok(RawAcquire::Pending));
+    eventually("the grant's callback runs", Duration::from_secs(5), || {
+        ctx.entered.load(Ordering::SeqCst)
+    });
+    assert_eq!(
+        disconnect_on_a_thread(&a),
+        Some(Ok(())),
+        "the first disconnect returned"
+    );
+    assert!(ctx.returned.load(Ordering::SeqCst), "so did the callback's");
+    // Its outcome is another matter (a grant collected after the
+    // disconnect began: branch h109); the permit went back with the session.
+    // SAFETY: queued on `a`; `ctx` alive.
+    let _ = unsafe { a.finish_raw(w.as_ref()) };
+    let b = connect(&s, "seam-disconnect-in-door", 1);
+    assert_eq!(b.available_permits(), 1);
+}
+
+/// A wake callback that disconnects its handle (ctx: an `Arc<Semaphore>`).
+unsafe extern "C" fn disconnect_in_callback(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's `Arc<Semaphore>`, alive until finish_raw
+    // returned.
+    let a = unsafe { &*(ctx as *const Arc<Semaphore>) };
+    let _ = a.disconnect();
+}
+
+/// A disconnect made from a callback that the handle's disconnect runs on
+/// its own thread (it fails the handle's queued request there) returns at
+/// once: waiting for the disconnect it is inside of would wait for ever.
+#[test]
+fn a_redis_disconnect_from_a_callback_of_the_disconnect_returns() {
+    let s = Server::start();
+    let b = connect(&s, "seam-disconnect-in-own-cb", 1);
+    b.try_acquire(1).unwrap();
+    let a = Arc::new(connect(&s, "seam-disconnect-in-own-cb", 1));
+    let ctx = Arc::clone(&a);
+    let w = pin!(Waiter::new());
+    // SAFETY: fresh; `ctx` outlives finish_raw.
+    unsafe { queue_one(&a, &b, w.as_ref(), disconnect_in_callback, &ctx) };
+    assert_eq!(
+        disconnect_on_a_thread(&a),
+        Some(Ok(())),
+        "the disconnect (and the one in its callback) returned"
+    );
+    // SAFETY: queued on `a`.
+    assert_eq!(
+        unsafe { a.finish_raw(w.as_ref()) },
+        Finish::Failed(Error::Disconnected)
+    );
+    b.release(1).unwrap();
+}
+
+/// A release through the handle racing its disconnect (another thread):
+/// either the release comes first (its permit goes back with it, the rest
+/// with the session's end) or it is refused (`Disconnected`: everything
+/// went back with the session): never a permit left held. (The named
+/// give-back read what the process held, then released it, which a
+/// racing release could make fail; a Redis session's end gives back what
+/// Redis counts for it, in one script.)
+#[test]
+fn a_release_racing_a_redis_disconnect_leaves_nothing_held() {
+    let s = Server::start();
+    let b = connect(&s, "seam-release-disconnect", 3);
+    for round in 0..32 {
+        let a = connect(&s, "seam-release-disconnect", 3);
+        a.try_acquire(2).unwrap();
+        let released = common::release_racing_disconnect(&a, 1);
+        assert!(
+            matches!(released, Ok(()) | Err(Error::Disconnected)),
+            "round {round}: {released:?}"
+        );
+        let c = b.as_redis().unwrap().census().unwrap();
+        assert!(c.conserved(), "round {round}: {c:?}");
+        assert_eq!((c.available, c.held), (3, 0), "round {round}: {c:?}");
+    }
+}
+
+/// A raw request the parent queued, finished in a `fork()` child made while
+/// another thread of the parent held the handle's state lock (here: asking
+/// `is_disconnected` in a loop; in a program, any call of the handle): it
+/// ends at once (`Closed`: the request is the parent's), as the C header
+/// promises for `volt_sem_cancel` there, instead of waiting for ever for
+/// that lock. Several forks, so that some find the lock held. Each child
+/// gets 10 s (then killed: the test fails).
+#[test]
+fn a_parents_redis_request_finished_in_a_fork_child_ends_at_once() {
+    let s = Server::start();
+    let a = connect(&s, "seam-fork-finish", 1);
+    a.try_acquire(1).unwrap();
+    let w = pin!(Waiter::new());
+    let p = probe_for(&w);
+    // SAFETY: fresh; `p` outlives finish_raw.
+    unsafe { queue_one(&a, &a, w.as_ref(), probe, &p) };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let ended = std::thread::scope(|scope| {
+        scope.spawn(|| {
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::black_box(a.is_disconnected());
+            }
+        });
+        let mut ended = Vec::new();
+        for _ in 0..20 {
+            // SAFETY: the child only finishes the parent's request through
+            // the seam, then `_exit`s.
+            let pid = unsafe { libc::fork() };
+            if pid == 0 {
+                // SAFETY: queued by the parent on this handle.
+                let f = unsafe { a.finish_raw(w.as_ref()) };
+                // SAFETY: ends the child without the parent's exit code.
+                unsafe { libc::_exit(if f == Finish::Closed { 0 } else { 1 }) };
+            }
+            assert!(pid > 0, "fork failed");
+            ended.push(child_status_within(pid, Duration::from_secs(10)));
+        }
+        stop.store(true, Ordering::Relaxed);
+        ended
+    });
+    // SAFETY: queued on `a`; `p` alive.
+    let f = unsafe { a.finish_raw(w.as_ref()) };
+    assert_eq!(f, Finish::Cancelled { returned: 0 });
+    assert!(
+        ended.iter().all(|e| *e == Some(0)),
+        "each child's finish ended at once, Closed (None: killed after 10 s): {ended:?}"
+    );
+    a.release(1).unwrap();
+}
+
+/// The exit status of the child `pid`, or `None` if it did not end within
+/// `limit` (it is killed then).
+fn child_status_within(pid: libc::pid_t, limit: Duration) -> Option<i32> {
+    let until = std::time::Instant::now() + limit;
+    loop {
+        let mut status = 0;
+        // SAFETY: our own child.
+        if unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) } == pid {
+            return libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+        }
+        if std::time::Instant::now() >= until {
+            // SAFETY: our own child, not reaped yet.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }

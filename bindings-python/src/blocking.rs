@@ -135,7 +135,11 @@ pub(crate) fn blocking_acquire(
         Ok(RawAcquire::Pending) => {}
         Err(e) => return Err(acquire_error(core, e)),
     }
-    let mut interrupted = park_in(py, waiter, deadline);
+    // A Redis request is completed by the handle's threads, which a child
+    // made by `fork()` (a signal handler's, between two slices) does not
+    // have: its wait would never end there.
+    let stranded = redis.then(std::process::id);
+    let mut interrupted = park_in(py, waiter, deadline, stranded);
     // With the GIL: no callback needs it (async wakes are native, see
     // `wake`), so `finish_raw` waiting for a callback running elsewhere
     // cannot deadlock.
@@ -150,7 +154,7 @@ pub(crate) fn blocking_acquire(
         match unsafe { core.expire_raw(waiter) } {
             Expiry::Finished(f) => f,
             Expiry::Deferred { until } => {
-                interrupted = park_in(py, waiter, Some(until));
+                interrupted = park_in(py, waiter, Some(until), stranded);
                 // SAFETY: as above.
                 unsafe { core.finish_raw(waiter) }
             }
@@ -256,8 +260,18 @@ fn park_for_good() -> ! {
 
 /// Parks this thread, GIL released, until `waiter` leaves `Waiting` or the
 /// deadline passes, checking for signals every [`SIGNAL_SLICE`] (the error
-/// of a signal handler, Ctrl-C, if one interrupted the wait).
-fn park_in(py: Python<'_>, waiter: Pin<&Waiter>, deadline: Option<Instant>) -> Option<PyErr> {
+/// of a signal handler, Ctrl-C, if one interrupted the wait). With
+/// `stranded`, the process that queued a Redis request: a signal handler
+/// that forked leaves the child's copy of the wait without the threads
+/// that would complete it, and the child's wait ends with `ForkedError`
+/// (the caller's `finish_raw` leaves the parent's request alone), as on a
+/// named semaphore.
+fn park_in(
+    py: Python<'_>,
+    waiter: Pin<&Waiter>,
+    deadline: Option<Instant>,
+    stranded: Option<u32>,
+) -> Option<PyErr> {
     loop {
         let done = py.detach(|| {
             let slice_end = Instant::now() + SIGNAL_SLICE;
@@ -282,6 +296,9 @@ fn park_in(py: Python<'_>, waiter: Pin<&Waiter>, deadline: Option<Instant>) -> O
         }
         if let Err(e) = py.check_signals() {
             return Some(e);
+        }
+        if stranded.is_some_and(|pid| pid != std::process::id()) {
+            return Some(crate::errors::forked_error(Some(true)));
         }
     }
 }

@@ -153,3 +153,63 @@ BLOCKING_FORMS = [
     lambda s, m, rw: m.acquire_blocking(),
     lambda s, m, rw: rw.write_blocking(),
 ]
+
+
+def wait_forked_by_a_signal_handler(sem):
+    """A blocking wait of 1 permit on `sem` (which holds its only permit)
+    whose signal handler, run between the wait's slices, forks; another
+    thread releases the permit once the child reported. Returns what the
+    child reported (b"x": its wait ended with ForkedError; b"still
+    waiting": it did not within 10 s, then killed) and the parent's
+    outcome."""
+    import os
+    import select
+    import signal
+    import warnings
+
+    import volt_sem
+
+    parent = os.getpid()
+    r, w = os.pipe()
+    children = []
+
+    def handler(*_):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
+            pid = os.fork()
+        if pid:
+            children.append(pid)
+
+    reported = []
+
+    def release_once_forked():
+        wait_until(lambda: children, "the handler forked")
+        os.close(w)
+        # Bounded only against a hang: a child that stays in the parent's
+        # wait reports nothing until the wait's end.
+        if select.select([r], [], [], 10)[0]:
+            reported.append(os.read(r, 1))
+        else:
+            reported.append(b"still waiting")
+            os.kill(children[0], signal.SIGKILL)
+        os.close(r)
+        sem.release(1)
+
+    releaser = threading.Thread(target=release_once_forked)
+    old = signal.signal(signal.SIGALRM, handler)
+    try:
+        releaser.start()
+        signal.setitimer(signal.ITIMER_REAL, 0.12)  # inside the wait's first slices
+        try:
+            got = sem.acquire_blocking(1, timeout=60)
+        except BaseException as e:  # noqa: BLE001 (the child reports any outcome)
+            got = e
+        if os.getpid() != parent:
+            os.write(w, b"x" if isinstance(got, volt_sem.ForkedError) else b"?")
+            os._exit(0)
+    finally:
+        if os.getpid() == parent:
+            signal.signal(signal.SIGALRM, old)
+    releaser.join()
+    os.waitpid(children[0], 0)
+    return reported, got

@@ -22,7 +22,7 @@ import time
 import pytest
 
 import volt_sem
-from conftest import LoopThread, wait_until
+from conftest import LoopThread, wait_forked_by_a_signal_handler, wait_until
 
 REDIS = shutil.which("redis-server")
 # `make test` installs redis-server and sets this: there a missing server fails.
@@ -1163,6 +1163,23 @@ def test_tls_options_reach_the_connection(server, name, tmp_path):
         connect(server.url, name, 1, tls_ca_file=str(ca))
     with pytest.raises(ValueError):
         connect(server.url, name, 1, tls_client_cert=(str(ca), str(ca)))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_child_forked_by_a_signal_handler_leaves_the_parents_redis_wait_alone(server, name):
+    """A signal handler run during a blocking wait (between its slices) forks:
+    the child's wait must end (ForkedError, as on a named semaphore), not go
+    on waiting for a grant that only the parent's threads deliver."""
+    sem = connect(server.url, name, 1)
+    assert sem.try_acquire(1)
+    reported, got = wait_forked_by_a_signal_handler(sem)
+    assert reported == [b"x"]  # the child's wait ended with ForkedError
+    assert got is True
+    c = conserved(sem, 1)
+    assert (c["available"], c["held"], c["queued"]) == (0, 1, 0)
+    sem.release(1)
+    applied(sem)
+    assert conserved(sem, 1)["available"] == 1
 
 
 # A fresh interpreter (this one has asyncio) where another thread is halfway

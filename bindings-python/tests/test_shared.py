@@ -6,7 +6,6 @@ that changes nothing."""
 import asyncio
 import gc
 import os
-import select
 import signal
 import struct
 import subprocess
@@ -18,7 +17,7 @@ import warnings
 import pytest
 
 import volt_sem
-from conftest import LOOP_KINDS, LoopThread, new_loop, wait_until
+from conftest import LOOP_KINDS, LoopThread, new_loop, wait_forked_by_a_signal_handler, wait_until
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="shared semaphores are Linux-only")
 
@@ -729,53 +728,9 @@ def test_a_child_forked_by_a_signal_handler_leaves_the_parents_blocking_wait_alo
     the child must not go on waiting on the parent's queued request. It took
     the parent's grant (the parent's wait then failed with ClosedError while
     the permit stayed held in the parent's name), or cancelled it."""
-    import warnings
-
     sem = volt_sem.Semaphore.open(name, 1)
     assert sem.try_acquire(1)
-    parent = os.getpid()
-    r, w = os.pipe()
-    children = []
-
-    def handler(*_):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads
-            pid = os.fork()
-        if pid:
-            children.append(pid)
-
-    reported = []
-
-    def release_once_forked():
-        wait_until(lambda: children, "the handler forked")
-        os.close(w)
-        # Bounded only against a hang: a child that stays in the parent's
-        # wait reports nothing until the wait's end.
-        if select.select([r], [], [], 10)[0]:
-            reported.append(os.read(r, 1))
-        else:
-            reported.append(b"still waiting")
-            os.kill(children[0], signal.SIGKILL)
-        os.close(r)
-        sem.release(1)
-
-    releaser = threading.Thread(target=release_once_forked)
-    old = signal.signal(signal.SIGALRM, handler)
-    try:
-        releaser.start()
-        signal.setitimer(signal.ITIMER_REAL, 0.12)  # inside the wait's first slices
-        try:
-            got = sem.acquire_blocking(1, timeout=60)
-        except BaseException as e:  # noqa: BLE001 (the child reports any outcome)
-            got = e
-        if os.getpid() != parent:
-            os.write(w, b"x" if isinstance(got, volt_sem.ForkedError) else b"?")
-            os._exit(0)
-    finally:
-        if os.getpid() == parent:
-            signal.signal(signal.SIGALRM, old)
-    releaser.join()
-    os.waitpid(children[0], 0)
+    reported, got = wait_forked_by_a_signal_handler(sem)
     assert reported == [b"x"]  # the child's wait ended with ForkedError
     assert got is True
     assert counts(sem) == (0, 1, 0)  # available, held (ours), queued

@@ -1260,18 +1260,20 @@ impl RedisSemaphore {
     /// exit, closing its connection, when that call fails (measured in a
     /// black hole, 2 s command timeout, 10 s or 3 s lease: 2.13 s in all;
     /// waiting for the agent's call took 5.1 s with the 10 s lease). A
-    /// second call made while the first is still running returns at once.
+    /// second call made while the first is still running, on another
+    /// thread, returns once the first one has (the session's permits are
+    /// back then); made from a callback the first one runs, or on the
+    /// session's own threads (which the first one waits for), it returns at
+    /// once. Never blocks on the handle's state lock, nor does
+    /// [`is_disconnected`](Self::is_disconnected) (safe in a `fork()`
+    /// child, whatever the parent's threads held at the fork).
     pub fn disconnect(&self) {
         self.inner.disconnect()
     }
 
     /// Whether [`disconnect`](Self::disconnect) ended this handle's session.
     pub fn is_disconnected(&self) -> bool {
-        self.inner
-            .state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .disconnected
+        self.inner.is_disconnected()
     }
 
     /// The conservation sums, read in one script after a reap.

@@ -21,7 +21,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -148,8 +148,15 @@ pub(crate) struct State {
     pub(crate) closed: bool,
     pub(crate) shutdown: bool,
     /// `disconnect()` ended the handle for good: every later request fails
-    /// with `Error::Closed` (no new session is registered).
+    /// with `Error::Closed` (no new session is registered). Mirrored in
+    /// [`Inner::disconnected`], which reads without this lock.
     pub(crate) disconnected: bool,
+    /// The first `disconnect` returned (or is past ending the session):
+    /// a second call waits for this ([`Inner::disconnect_done`]).
+    disconnect_done: bool,
+    /// The thread of the first `disconnect`, while it runs: a callback it
+    /// delivers that disconnects again does not wait for it.
+    disconnecting: Option<std::thread::ThreadId>,
     table: Table,
     /// Grant records collected from notifications, forgotten in Redis by the
     /// next heartbeat.
@@ -205,6 +212,12 @@ pub(crate) struct Inner {
     /// own for that call, closed when it returns.
     cmd_closed: AtomicBool,
     pub(crate) state: Mutex<State>,
+    /// `State::disconnected`, read without the state lock: a `fork()` child
+    /// asks it (the seam's finish of a parent's request) where a thread of
+    /// the parent may have held that lock at the fork (for ever, there).
+    disconnected: AtomicBool,
+    /// Notified when the first `disconnect` is done (`State::disconnect_done`).
+    disconnect_done: Condvar,
     kick: Arc<Kick>,
     door: Arc<Door>,
     /// The door and agent threads, joined by `disconnect`.
@@ -230,6 +243,10 @@ pub(crate) struct Inner {
 struct Threads {
     door: Option<std::thread::JoinHandle<()>>,
     agent: Option<agent::Started>,
+    /// The two threads' ids, kept once they are joined: a second
+    /// `disconnect` made on one of them (a callback it delivers) does not
+    /// wait for the first, which waits for that thread.
+    ids: Vec<std::thread::ThreadId>,
     /// The process that started them.
     pid: u32,
 }
@@ -683,6 +700,8 @@ impl Inner {
                 closed,
                 shutdown: false,
                 disconnected: false,
+                disconnect_done: false,
+                disconnecting: None,
                 table: Table::new(),
                 acked: Vec::new(),
                 to_end: Vec::new(),
@@ -690,9 +709,12 @@ impl Inner {
             }),
             kick: Arc::new(Kick::default()),
             door: Arc::new(Door::default()),
+            disconnected: AtomicBool::new(false),
+            disconnect_done: Condvar::new(),
             threads: Mutex::new(Threads {
                 door: None,
                 agent: None,
+                ids: Vec::with_capacity(2),
                 pid: process_id(),
             }),
             pid: process_id(),
@@ -706,9 +728,17 @@ impl Inner {
         // dropping the handle ends the session just registered.
         let handle = Handle::new(Arc::clone(&inner));
         let agent = agent::spawn(&inner)?;
-        lock(&inner.threads).agent = Some(agent);
+        {
+            let mut t = lock(&inner.threads);
+            t.ids.push(agent.handle.thread().id());
+            t.agent = Some(agent);
+        }
         let door = door::spawn(&inner)?;
-        lock(&inner.threads).door = Some(door);
+        {
+            let mut t = lock(&inner.threads);
+            t.ids.push(door.thread().id());
+            t.door = Some(door);
+        }
         Ok(handle)
     }
 
@@ -1038,12 +1068,30 @@ impl Inner {
             return;
         }
         let started = Instant::now();
+        let me = std::thread::current().id();
+        // Asked before the state lock (the threads' lock is never taken
+        // under it).
+        let on_own_thread = lock(&self.threads).ids.contains(&me);
         let (lost, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
+                // A second call returns once the first one is done (what
+                // the session held is back then), unless it is made on the
+                // first one's thread (a callback it delivers) or on the
+                // handle's own threads (which the first one joins).
+                if st.disconnecting != Some(me) && !on_own_thread {
+                    while !st.disconnect_done {
+                        st = self
+                            .disconnect_done
+                            .wait(st)
+                            .unwrap_or_else(|e| e.into_inner());
+                    }
+                }
                 return;
             }
             st.disconnected = true;
+            st.disconnecting = Some(me);
+            self.disconnected.store(true, Ordering::SeqCst);
             let lost = match st.session.as_ref().map(|s| s.epoch) {
                 Some(e) => self.lose_locked(&mut st, e, &Error::Closed),
                 None => Lost::default(),
@@ -1076,6 +1124,18 @@ impl Inner {
         let agent_deadline =
             (started + self.opts.command_timeout).max(Instant::now() + Duration::from_millis(100));
         self.release_threads_and_connections(agent_deadline);
+        {
+            let mut st = lock(&self.state);
+            st.disconnect_done = true;
+            st.disconnecting = None;
+        }
+        self.disconnect_done.notify_all();
+    }
+
+    /// Whether `disconnect` ended this handle, without the state lock (see
+    /// [`Inner::disconnected`]).
+    pub(crate) fn is_disconnected(&self) -> bool {
+        self.disconnected.load(Ordering::SeqCst)
     }
 
     /// The end of `disconnect`: nothing of the handle will use its threads
