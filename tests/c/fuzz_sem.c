@@ -5,6 +5,9 @@
  *   fuzz_sem shared  [--seed S] [--runs N] [--seconds T] [--total P] [--max-total M]
  *                    [--procs N] [--threads N] [--no-kill] [--no-fork] [--no-stop]
  *                    [--no-resize]
+ *   fuzz_sem redis   [--seed S] [--runs N] [--seconds T] [--total P] [--max-total M]
+ *                    [--procs N] [--threads N] [--lease MS] [--url URL] [--no-kill]
+ *                    [--no-stop] [--no-client-kill] [--no-resize]
  *
  * model: one thread drives a local semaphore through random operation
  *   sequences (acquire with a wake callback, try_acquire, a blocking acquire
@@ -84,6 +87,14 @@
  *   disconnect of the parent's handle is VOLT_FORKED; at each process's end
  *   volt_sem_stats (the process's gauges, on every handle, disconnected
  *   ones too) shows nothing held or queued.
+ *
+ * redis: a Redis semaphore (volt_sem_connect) across 3-4 forked processes
+ *   of 2-3 threads on 1-2 handles each (a second connect or a clone), on a
+ *   redis-server of its own (or --url, FUZZ_REDIS_URL); kills, stops within
+ *   and past the lease, CLIENT KILL of random connections; checks permit
+ *   conservation (a count in shared memory, censuses), fencing tokens,
+ *   disconnects, typed errors, liveness, and the whole total back at the
+ *   end. See "redis" below.
  *
  * Every run prints its seed; the same seed replays the same operation
  * choices (the model mode exactly; the concurrent modes up to scheduling).
@@ -2265,13 +2276,14 @@ static int run_shared(const options *o) {
 #include <poll.h>
 #include <sys/socket.h>
 
-enum { RMAXP = 8, RSLOTS = 2048, RLOSS = 8192, RCAND = 64, RCSLOTS = 16, RHS = 8, RENT = 32 };
+enum { RMAXP = 8, RSLOTS = 2048, RLOSS = 8192, RCAND = 64, RCSLOTS = 16, RHS = 8, RENT = 32, RWATCH = 256 };
 
 /* A slot word: share (12 bits), generation (12), gone (1), version (39). */
 #define RS_SHARE(w) ((long)((w) & 0xfff))
 #define RS_GEN(w) ((unsigned)(((w) >> 12) & 0xfff))
 #define RS_GONE(w) (((w) >> 24) & 1)
 #define RS_VER(w) ((w) >> 25)
+#define RS_ANY_GEN 0x1000u /* a loss log entry for every generation of its slot */
 #define RS_MAKE(share, gen, gone, ver) \
     ((uint64_t)(share) | ((uint64_t)((gen) & 0xfff) << 12) | ((uint64_t)(gone) << 24) | ((uint64_t)(ver) << 25))
 
@@ -2311,7 +2323,7 @@ typedef struct {
     /* statistics */
     atomic_long connects, clones, disconnects, blocked, blocked_out[3], losses, lost_releases,
         expired_after_stop, watches, watch_calls, census, set_totals, failed_above, conn_failed,
-        unstable, tokens, connect_resizes, longstop_holders, ok_after_stop;
+        unstable, tokens, connect_resizes, longstop_holders, ok_after_stop, unwatched, stats_only_losses;
 } rarena;
 
 static rarena *RA;
@@ -2407,7 +2419,8 @@ static long rs_resolve(long *excused) {
         bool ok = false;
         for (int j = 0; j < c->n && !ok; j++)
             for (int l = 0; l < nl && !ok; l++)
-                ok = atomic_load(&RA->loss[l].slot) == c->slot[j] && atomic_load(&RA->loss[l].gen) == c->gen[j];
+                ok = atomic_load(&RA->loss[l].slot) == c->slot[j] &&
+                     (atomic_load(&RA->loss[l].gen) == c->gen[j] || atomic_load(&RA->loss[l].gen) == RS_ANY_GEN);
         if (ok) {
             (*excused)++;
             continue;
@@ -2443,7 +2456,8 @@ typedef struct rhnd {
     atomic_int gone, done;  /* its disconnect began / returned */
     atomic_int lost;        /* a session loss was learned on it */
     atomic_int watches;
-    volt_lease_watch *watch[16];
+    volt_lease_watch *watch[RWATCH];
+    uint64_t watched;       /* the session watched last (under mu) */
     pthread_mutex_t mu;     /* watch[] */
 } rhnd;
 
@@ -2581,44 +2595,69 @@ static void r_lost_on(rhnd *h) {
     rs_lost(h->slot);
 }
 
+/* A lease watch on every session that holds counted permits: the handle
+ * learns a loss (its lease found expired, a refused release, a failed
+ * cancel giving the session up) and the watch calls back, whether or not
+ * a call of the fuzzer's then answers VOLT_LEASE_EXPIRED: the slot is
+ * written off as lost, which excuses a snapshot that counted it. */
 static void r_watch_cb(void *ctx, volt_status why) {
-    (void)ctx;
+    rhnd *h = ctx;
     atomic_fetch_add(&RA->watch_calls, 1);
     if (why != VOLT_LEASE_EXPIRED) violation(&RA->c, "a lease watch called with %s", st(why));
+    r_lost_on(h);
 }
 
-/* A grant of n through h with token and session: counted, token checked. */
-static void r_granted(rworker *k, rhnd *h, long n, uint64_t token, uint64_t session, uint64_t floor,
-                      const char *what) {
-    atomic_fetch_add(&RA->c.grants, 1);
-    if (token == 0 || session == 0)
-        violation(&RA->c, "%s: a Redis grant with token %llu, session %llu", what, (unsigned long long)token,
-                  (unsigned long long)session);
-    else if (token <= floor)
-        violation(&RA->c, "%s: fencing token %llu not above %llu, a token already reported before the request "
-                          "began", what, (unsigned long long)token, (unsigned long long)floor);
-    unsigned long long o = atomic_load(&RA->max_token);
-    while (o < token && !atomic_compare_exchange_weak(&RA->max_token, &o, token)) {
+static void r_watch(rhnd *h, uint64_t session) {
+    pthread_mutex_lock(&h->mu);
+    bool lost_now = false;
+    if (session != h->watched) {
+        int i = atomic_load(&h->watches);
+        if (i < RWATCH) {
+            volt_lease_watch *w = NULL;
+            volt_status s = volt_sem_watch_lease(h->sem, session, r_watch_cb, h, &w);
+            if (s == VOLT_OK) {
+                h->watch[i] = w, h->watched = session;
+                atomic_store(&h->watches, i + 1);
+                atomic_fetch_add(&RA->watches, 1);
+            } else if (s == VOLT_LEASE_EXPIRED) {
+                lost_now = true;
+            } else if (s != VOLT_DISCONNECTED) {
+                violation(&RA->c, "watch_lease returned %s", st(s));
+            }
+        } else {
+            atomic_fetch_add(&RA->unwatched, 1);
+        }
     }
-    atomic_fetch_add(&RA->tokens, 1);
+    pthread_mutex_unlock(&h->mu);
+    if (lost_now) r_lost_on(h);
+}
+
+/* A grant of n through h: counted, and for a fenced one (token and session
+ * known) its token checked and its session watched. */
+static void r_granted(rworker *k, rhnd *h, long n, bool fenced, uint64_t token, uint64_t session,
+                      uint64_t floor, const char *what) {
+    atomic_fetch_add(&RA->c.grants, 1);
+    if (fenced) {
+        if (token == 0 || session == 0)
+            violation(&RA->c, "%s: a Redis grant with token %llu, session %llu", what, (unsigned long long)token,
+                      (unsigned long long)session);
+        else if (token <= floor)
+            violation(&RA->c, "%s: fencing token %llu not above %llu, a token already reported before the request "
+                              "began", what, (unsigned long long)token, (unsigned long long)floor);
+        unsigned long long o = atomic_load(&RA->max_token);
+        while (o < token && !atomic_compare_exchange_weak(&RA->max_token, &o, token)) {
+        }
+        atomic_fetch_add(&RA->tokens, 1);
+    }
     if (k->nheld >= RENT) abort();
     rentry *e = &k->held[k->nheld++];
     e->h = h, e->n = n;
     e->counted = rs_raise(h->slot, n, &e->gen);
     e->longstops = atomic_load(&RA->procs[k->me].longstops);
-    if (e->counted) rs_check();
-    /* Now and then a lease watch on the grant's session. */
-    if (session && rng_below(&k->rng, 8) == 0) {
-        pthread_mutex_lock(&h->mu);
-        int i = atomic_load(&h->watches);
-        if (i < 16) {
-            volt_lease_watch *w = NULL;
-            volt_status s = volt_sem_watch_lease(h->sem, session, r_watch_cb, NULL, &w);
-            if (s == VOLT_OK) h->watch[i] = w, atomic_store(&h->watches, i + 1), atomic_fetch_add(&RA->watches, 1);
-            else if (s != VOLT_LEASE_EXPIRED && s != VOLT_DISCONNECTED)
-                violation(&RA->c, "watch_lease returned %s", st(s));
-        }
-        pthread_mutex_unlock(&h->mu);
+    if (e->counted) {
+        if (fenced && session) r_watch(h, session);
+        else atomic_fetch_add(&RA->unwatched, 1);
+        rs_check();
     }
 }
 
@@ -2682,8 +2721,7 @@ static void r_end(rworker *k, rwait *t) {
                   t->n, t->gone_at_start ? "after" : "before", try ? "try_cancel" : "cancel", st(s), calls);
     switch (s) {
     case VOLT_OK:
-        if (calls != 1) violation(&RA->c, "a granted request's cancel returned VOLT_OK, %d callbacks", calls);
-        r_granted(k, t->h, t->n, volt_waiter_token(&t->w), volt_waiter_session(&t->w), t->floor, "acquire");
+        r_granted(k, t->h, t->n, true, volt_waiter_token(&t->w), volt_waiter_session(&t->w), t->floor, "acquire");
         break;
     case VOLT_CANCELLED:
         if (calls != 0) violation(&RA->c, "a cancelled request's callback ran");
@@ -2824,13 +2862,12 @@ static void r_step(rworker *k) {
         long n = r_size(k, h);
         uint64_t floor = atomic_load(&RA->max_token);
         volt_grant g = {0};
-        bool fenced = rng_below(&k->rng, 2);
+        bool fenced = rng_below(&k->rng, 4) != 0;
         volt_status s = fenced ? volt_sem_try_acquire_fenced(h->sem, (size_t)n, &g) : volt_sem_try_acquire(h->sem, (size_t)n);
         cov(&RA->c, 0, s);
         if (r_disc(h, was_done, s, "try_acquire")) return;
         if (s == VOLT_OK) {
-            if (fenced) r_granted(k, h, n, g.token, g.session, floor, "try_acquire_fenced");
-            else r_granted(k, h, n, 1, 1, 0, "try_acquire");
+            r_granted(k, h, n, fenced, g.token, g.session, floor, fenced ? "try_acquire_fenced" : "try_acquire");
         } else if (s == VOLT_INVALID_ARGUMENT) {
             if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "try_acquire(%ld) refused as above the total", n);
         } else if (s != VOLT_WOULD_BLOCK) {
@@ -2841,15 +2878,15 @@ static void r_step(rworker *k) {
         long n = r_size(k, h);
         uint64_t floor = atomic_load(&RA->max_token);
         volt_grant g = {0};
-        bool fenced = rng_below(&k->rng, 2);
+        bool fenced = rng_below(&k->rng, 4) != 0;
         int64_t to = (int64_t)(1 + rng_below(&k->rng, 20)) * 1000000;
         volt_status s = fenced ? volt_sem_acquire_blocking_fenced(h->sem, (size_t)n, to, &g)
                                : volt_sem_acquire_blocking(h->sem, (size_t)n, to);
         cov(&RA->c, 1, s);
         if (r_disc(h, was_done, s, "acquire_blocking")) return;
         if (s == VOLT_OK) {
-            if (fenced) r_granted(k, h, n, g.token, g.session, floor, "acquire_blocking_fenced");
-            else r_granted(k, h, n, 1, 1, 0, "acquire_blocking");
+            r_granted(k, h, n, fenced, g.token, g.session, floor,
+                      fenced ? "acquire_blocking_fenced" : "acquire_blocking");
         } else if (s == VOLT_INVALID_ARGUMENT) {
             if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "acquire_blocking(%ld) refused as above the total", n);
         } else if (s != VOLT_TIMED_OUT) {
@@ -2947,9 +2984,27 @@ static void r_proc(int me, uint64_t seed, unsigned threads, double until) {
         if (pthread_create(&t[i].th, NULL, r_thread, &t[i].k) != 0) abort();
     }
     for (unsigned i = 0; i < threads; i++) pthread_join(t[i].th, NULL);
+    /* Half a lease for the agents to learn of losses (their watches call
+     * back). Then every handle that counted a lease loss in its stats
+     * without the fuzzer learning one on it (no status, no watch: a
+     * session holding only unfenced grants) excuses every snapshot of its
+     * slot. */
+    sleep_us((long)r_lease_ms * 500);
+    pthread_mutex_lock(&rh_mu);
+    for (int i = 0; i < nrall; i++) {
+        rhnd *h = RALL[i];
+        volt_stats sts = {.struct_size = sizeof sts};
+        if (volt_sem_stats(h->sem, &sts) == VOLT_OK && sts.lease_losses && !atomic_load(&h->lost)) {
+            int k = atomic_fetch_add(&RA->nloss, 1);
+            if (k < RLOSS) {
+                atomic_store(&RA->loss[k].gen, RS_ANY_GEN);
+                atomic_store(&RA->loss[k].slot, h->slot);
+            }
+            atomic_fetch_add(&RA->stats_only_losses, 1);
+        }
+    }
     /* Everything released or lost: the handles' gauges show nothing held or
      * queued (a handle that lost a session may still count its permits). */
-    pthread_mutex_lock(&rh_mu);
     for (int i = 0; i < nrall; i++) {
         rhnd *h = RALL[i];
         volt_stats sts = {.struct_size = sizeof sts};
@@ -3316,14 +3371,15 @@ static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) 
            "held permits through such a stop, each learned it), %ld lease watches (%ld "
            "called), %ld censuses, %ld set_total, %ld requests failed as above the total, %ld "
            "VOLT_CONNECTION_FAILED, %ld snapshots above the total (%ld excused by a loss), %ld snapshots "
-           "unstable\n",
+           "unstable, %ld counted grants unwatched, %ld handles with losses known from their stats only\n",
            atomic_load(&RA->connects), atomic_load(&RA->clones), atomic_load(&RA->disconnects),
            atomic_load(&RA->blocked), atomic_load(&RA->blocked_out[0]), atomic_load(&RA->blocked_out[1]),
            atomic_load(&RA->blocked_out[2]), atomic_load(&RA->losses), atomic_load(&RA->lost_releases),
            atomic_load(&RA->expired_after_stop), atomic_load(&RA->ok_after_stop), atomic_load(&RA->longstop_holders),
            atomic_load(&RA->watches), atomic_load(&RA->watch_calls),
            atomic_load(&RA->census), atomic_load(&RA->set_totals), atomic_load(&RA->failed_above),
-           atomic_load(&RA->conn_failed), (long)atomic_load(&RA->ncand), excused, atomic_load(&RA->unstable));
+           atomic_load(&RA->conn_failed), (long)atomic_load(&RA->ncand), excused, atomic_load(&RA->unstable),
+           atomic_load(&RA->unwatched), atomic_load(&RA->stats_only_losses));
     fflush(stdout);
     return ok;
 }
