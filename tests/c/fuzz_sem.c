@@ -2455,6 +2455,7 @@ typedef struct rhnd {
     int refs;
     atomic_int gone, done;  /* its disconnect began / returned */
     atomic_int lost;        /* a session loss was learned on it */
+    atomic_int ok_after_stop; /* a release of permits held through a stop past the lease answered VOLT_OK */
     atomic_int watches;
     volt_lease_watch *watch[RWATCH];
     uint64_t watched;       /* the session watched last (under mu) */
@@ -2674,7 +2675,7 @@ static void r_release(rworker *k, int i) {
          * before the handle has learned the loss it answers VOLT_OK (the
          * door's release is then refused and the session given up, which
          * releases nothing twice: the count and the censuses check that). */
-        if (stops != e.longstops) atomic_fetch_add(&RA->ok_after_stop, 1);
+        if (stops != e.longstops) atomic_fetch_add(&RA->ok_after_stop, 1), atomic_store(&e.h->ok_after_stop, 1);
         return;
     }
     if (s == VOLT_LEASE_EXPIRED) {
@@ -3016,7 +3017,10 @@ static void r_proc(int me, uint64_t seed, unsigned threads, double until) {
          * reaped meanwhile): it must learn the loss (its heartbeat after the
          * SIGCONT finds the session gone), as lease_losses shows; waited
          * for up to three leases (a liveness bound, not a timing check). */
-        if (atomic_load(&RA->held_at_longstop[h->slot]) && !atomic_load(&h->gone)) {
+        /* (Unless its threads released those permits, VOLT_OK, before it
+         * learned: a session that holds nothing when found lost is no
+         * lease loss in the stats.) */
+        if (atomic_load(&RA->held_at_longstop[h->slot]) && !atomic_load(&h->gone) && !atomic_load(&h->ok_after_stop)) {
             atomic_fetch_add(&RA->longstop_holders, 1);
             double give_up = now_s() + 3.0 * r_lease_ms / 1000;
             while ((volt_sem_stats(h->sem, &sts) != VOLT_OK || sts.lease_losses == 0) && now_s() < give_up)
