@@ -3343,11 +3343,26 @@ static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) 
         }
     }
     atomic_store(&RA->stop, 1);
-    for (double give_up = now_s() + 60;;) {
+    bool dumped = false;
+    for (double give_up = now_s() + 60, dump_at = now_s() + 15;;) {
         r_reap(&d, false);
         int alive = 0;
         for (int i = 0; i < RMAXP; i++) alive += atomic_load(&RA->procs[i].pid) > 0;
         if (!alive) break;
+        if (!dumped && now_s() > dump_at) {
+            /* A process alive 15 s after the run's end (they end within a
+             * second or two): its stacks, for the violation to come. */
+            dumped = true;
+            for (int i = 0; i < RMAXP; i++) {
+                pid_t pid = atomic_load(&RA->procs[i].pid);
+                if (pid <= 0) continue;
+                fprintf(stderr, "    process %d alive 15 s after the run's end: its stacks\n", (int)pid);
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "timeout 60 gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", (int)pid);
+                if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
+                    fprintf(stderr, "    (gdb failed)\n");
+            }
+        }
         if (now_s() > give_up) {
             violation(&RA->c, "%d processes still running 60 s after the end of the run", alive);
             for (int i = 0; i < RMAXP; i++)
