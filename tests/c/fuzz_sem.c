@@ -2327,6 +2327,7 @@ typedef struct {
 } rarena;
 
 static rarena *RA;
+static int r_arena_fd = -1;
 static char r_url[160], r_name[64];
 static unsigned r_lease_ms = 1000;
 
@@ -3157,7 +3158,22 @@ static int r_spawn(uint64_t seed, unsigned threads, double until) {
         fflush(NULL);
         pid_t pid = fork();
         if (pid < 0) abort();
-        if (pid == 0) r_proc(i, seed, threads, until);
+        if (pid == 0) {
+            /* exec'ed afresh (the arena is a memfd it maps again): a fork of
+             * a process whose library threads (a handle's agent finishing
+             * after volt_sem_free) may hold a lock, such as the sanitizer
+             * allocator's, could hang at its first malloc. */
+            char a_fd[16], a_me[16], a_seed[32], a_thr[16], a_until[48], a_lease[16];
+            snprintf(a_fd, sizeof a_fd, "%d", r_arena_fd);
+            snprintf(a_me, sizeof a_me, "%d", i);
+            snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)seed);
+            snprintf(a_thr, sizeof a_thr, "%u", threads);
+            snprintf(a_until, sizeof a_until, "%.6f", until);
+            snprintf(a_lease, sizeof a_lease, "%u", r_lease_ms);
+            execl("/proc/self/exe", "fuzz_sem", "redis-worker", a_fd, a_me, a_seed, a_thr, a_until, a_lease, r_url,
+                  r_name, (char *)NULL);
+            _exit(127);
+        }
         atomic_store(&RA->procs[i].pid, pid);
         return i;
     }
@@ -3403,9 +3419,29 @@ static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) 
     return ok;
 }
 
+static rarena *r_map(int fd) {
+    rarena *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a == MAP_FAILED) abort();
+    return a;
+}
+
+/* A worker process, exec'ed by the driver: fuzz_sem redis-worker FD ME SEED
+ * THREADS UNTIL LEASE URL NAME. */
+static int redis_worker(int argc, char **argv) {
+    if (argc != 10) return 2;
+    r_arena_fd = atoi(argv[2]);
+    RA = r_map(r_arena_fd);
+    r_lease_ms = (unsigned)strtoul(argv[7], NULL, 10);
+    snprintf(r_url, sizeof r_url, "%s", argv[8]);
+    snprintf(r_name, sizeof r_name, "%s", argv[9]);
+    r_proc(atoi(argv[3]), strtoull(argv[4], NULL, 10), (unsigned)strtoul(argv[5], NULL, 10), strtod(argv[6], NULL));
+    return 0;
+}
+
 static int run_redis(const options *o) {
-    RA = mmap(NULL, sizeof *RA, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (RA == MAP_FAILED) abort();
+    r_arena_fd = memfd_create("fuzz-redis", 0); /* inherited across exec */
+    if (r_arena_fd < 0 || ftruncate(r_arena_fd, sizeof *RA) != 0) abort();
+    RA = r_map(r_arena_fd);
     r_lease_ms = o->lease_ms ? o->lease_ms : 1000;
     const char *url = o->url ? o->url : getenv("FUZZ_REDIS_URL");
     if (url && *url) snprintf(r_url, sizeof r_url, "%s", url);
@@ -3444,6 +3480,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
     if (argc < 2) usage();
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(argv[1], "redis-worker")) return redis_worker(argc, argv);
     options o = {0};
     o.seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
     o.kill = o.fork = o.stop = o.resize = o.client_kill = true;
