@@ -88,7 +88,7 @@
  *   volt_sem_stats (the process's gauges, on every handle, disconnected
  *   ones too) shows nothing held or queued.
  *
- * redis: a Redis semaphore (volt_sem_connect) across 3-4 forked processes
+ * redis: a Redis semaphore (volt_sem_connect) across 3-4 processes (exec'ed)
  *   of 2-3 threads on 1-2 handles each (a second connect or a clone), on a
  *   redis-server of its own (or --url, FUZZ_REDIS_URL); kills, stops within
  *   and past the lease, CLIENT KILL of random connections; checks permit
@@ -2240,8 +2240,8 @@ static int run_shared(const options *o) {
 
 /* ================================================================= redis */
 
-/* A Redis semaphore (volt_sem_connect) across 3-4 forked processes of 2-3
- * threads, each process on 1-2 handles (a second connect, or a clone of the
+/* A Redis semaphore (volt_sem_connect) across 3-4 processes (fork and
+ * exec of this program, "redis-worker") of 2-3 threads, each process on 1-2 handles (a second connect, or a clone of the
  * first), against a redis-server this mode starts on a free loopback port
  * (or --url / FUZZ_REDIS_URL). Faults: SIGKILL of a process (its permits
  * come back at its lease's end), SIGSTOP of a process for a moment (well
