@@ -363,7 +363,11 @@ fn a_grant_collected_after_the_disconnect_is_not_granted() {
     });
     a.disconnect();
     let c = assert_conserved(&b);
-    assert_eq!((c.available, c.held), (1, 0), "the disconnect gave the grant back");
+    assert_eq!(
+        (c.available, c.held),
+        (1, 0),
+        "the disconnect gave the grant back"
+    );
     match fut.as_mut().poll(&mut cx) {
         Poll::Ready(Err(e)) => assert_eq!(e, Error::Closed),
         Poll::Ready(Ok(_)) => panic!("a grant the disconnect gave back was reported granted"),

@@ -2865,6 +2865,21 @@ static void r_disconnect(rworker *k, rhnd *h) {
     if (rng_below(&k->rng, 2)) r_replace(h);
 }
 
+/* The outcome of an immediate acquire (try_acquire, acquire_blocking;
+ * `busy` its "not now" status). */
+static void r_outcome(rworker *k, rhnd *h, bool was_done, volt_status s, volt_status busy, long n, bool fenced,
+                      const volt_grant *g, uint64_t floor, const char *what) {
+    if (r_disc(h, was_done, s, what)) return;
+    if (s == VOLT_OK) {
+        r_granted(k, h, n, fenced, g->token, g->session, floor, what);
+    } else if (s == VOLT_INVALID_ARGUMENT) {
+        if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "%s(%ld) refused as above the total", what, n);
+    } else if (s != busy) {
+        if (r_fault_status(s)) r_lost_on(h);
+        else violation(&RA->c, "%s returned %s", what, st(s));
+    }
+}
+
 static void r_step(rworker *k) {
     unsigned x = rng_below(&k->rng, 1000);
     /* Holders release sooner (more grants go round); a full list releases. */
@@ -2883,15 +2898,8 @@ static void r_step(rworker *k) {
         bool fenced = rng_below(&k->rng, 4) != 0;
         volt_status s = fenced ? volt_sem_try_acquire_fenced(h->sem, (size_t)n, &g) : volt_sem_try_acquire(h->sem, (size_t)n);
         cov(&RA->c, 0, s);
-        if (r_disc(h, was_done, s, "try_acquire")) return;
-        if (s == VOLT_OK) {
-            r_granted(k, h, n, fenced, g.token, g.session, floor, fenced ? "try_acquire_fenced" : "try_acquire");
-        } else if (s == VOLT_INVALID_ARGUMENT) {
-            if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "try_acquire(%ld) refused as above the total", n);
-        } else if (s != VOLT_WOULD_BLOCK) {
-            if (r_fault_status(s)) r_lost_on(h);
-            else violation(&RA->c, "try_acquire returned %s", st(s));
-        }
+        r_outcome(k, h, was_done, s, VOLT_WOULD_BLOCK, n, fenced, &g, floor,
+                  fenced ? "try_acquire_fenced" : "try_acquire");
     } else if (x < 330) {
         long n = r_size(k, h);
         uint64_t floor = atomic_load(&RA->max_token);
@@ -2901,16 +2909,8 @@ static void r_step(rworker *k) {
         volt_status s = fenced ? volt_sem_acquire_blocking_fenced(h->sem, (size_t)n, to, &g)
                                : volt_sem_acquire_blocking(h->sem, (size_t)n, to);
         cov(&RA->c, 1, s);
-        if (r_disc(h, was_done, s, "acquire_blocking")) return;
-        if (s == VOLT_OK) {
-            r_granted(k, h, n, fenced, g.token, g.session, floor,
-                      fenced ? "acquire_blocking_fenced" : "acquire_blocking");
-        } else if (s == VOLT_INVALID_ARGUMENT) {
-            if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "acquire_blocking(%ld) refused as above the total", n);
-        } else if (s != VOLT_TIMED_OUT) {
-            if (r_fault_status(s)) r_lost_on(h);
-            else violation(&RA->c, "acquire_blocking returned %s", st(s));
-        }
+        r_outcome(k, h, was_done, s, VOLT_TIMED_OUT, n, fenced, &g, floor,
+                  fenced ? "acquire_blocking_fenced" : "acquire_blocking");
     } else if (x < 480) {
         rwait *t = &k->tw[rng_below(&k->rng, 2)];
         if (t->busy) {
