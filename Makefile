@@ -179,10 +179,12 @@ test-c: redis-server
 
 # Not in `make test` (whose test-c runs the fuzzer's short runs, about a
 # minute): the API fuzzer's long run (tests/c/fuzz_sem.c, docs/testing.md).
-# FUZZ_SECONDS (default 1200) in all; FUZZ_SEED=S replays a run's seeds.
+# FUZZ_SECONDS (default 1200) in all, then FUZZ_REDIS_SECONDS (default 300)
+# on a Redis semaphore; FUZZ_SEED=S replays a run's seeds.
 FUZZ_SECONDS ?= 1200
+FUZZ_REDIS_SECONDS ?= 300
 fuzz:
-	$(GUARD) $(MAKE) -C tests fuzz-long FUZZ_SECONDS=$(FUZZ_SECONDS)
+	$(GUARD) $(MAKE) -C tests fuzz-long FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_REDIS_SECONDS=$(FUZZ_REDIS_SECONDS)
 
 test-python: redis-server
 	VOLT_SEM_REQUIRE_REDIS=1 $(GUARD) $(MAKE) -C bindings-python test

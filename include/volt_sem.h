@@ -2141,10 +2141,14 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  * * Every later call on it that returns a status returns
  *   `VOLT_DISCONNECTED`: acquires (a `volt_waiter` is left idle), releases
  *   (the permits went back already), `volt_sem_close`, `volt_sem_set_total`,
- *   `volt_sem_reopen`, `volt_sem_inspect`... The queries without a status
- *   still answer (`volt_sem_is_closed`, `volt_sem_total_permits`,
- *   `volt_sem_available_permits`, `volt_sem_stats`). `volt_sem_cancel` of a
- *   waiter queued before works. Free each reference with `volt_sem_free` as usual.
+ *   `volt_sem_reopen`, a named semaphore's `volt_sem_inspect`... The
+ *   queries without a status still answer (`volt_sem_is_closed`,
+ *   `volt_sem_total_permits`, `volt_sem_available_permits`,
+ *   `volt_sem_stats`), and so do a Redis semaphore's `volt_sem_census` and
+ *   `volt_sem_inspect` (reads of the semaphore, on a connection for that
+ *   call, closed when it returns; the handle holds and queues nothing
+ *   there). `volt_sem_cancel` of a waiter queued before works. Free each
+ *   reference with `volt_sem_free` as usual.
  * * Thread-safe: may be called from any thread, concurrently with the
  *   handle's other calls (a call racing it either completes before the end,
  *   and its permits go back with the handle's, or fails with

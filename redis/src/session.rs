@@ -1423,8 +1423,20 @@ impl Inner {
                 Some(Finish::Cancelled { returned: 0 })
             }
             fn outcome(&mut self, _granted: bool) -> Finish {
+                let Session(inner, w) = *self;
                 // The detail (token, failure) is in the waiter.
-                self.1.take_outcome()
+                match w.take_outcome() {
+                    // A grant collected once `disconnect` began: the session's
+                    // end gives back everything it holds, this grant too (it
+                    // was counted held when it completed), so it is not the
+                    // caller's; it ends as the disconnect's requests do (the
+                    // caller's `Closed`, `Disconnected` through the seam). A
+                    // grant collected before the disconnect began stays the
+                    // caller's and goes back with the session's permits, as
+                    // any held permit does.
+                    Finish::Granted { .. } if lock(&inner.state).disconnected => Finish::Closed,
+                    f => f,
+                }
             }
         }
         let w = waiter.get_ref();

@@ -326,3 +326,54 @@ fn an_acquire_racing_disconnect_always_ends() {
     let c = assert_conserved(&holder);
     assert_eq!((c.queued, c.held, c.sessions), (0, 1, 1), "{c:?}");
 }
+
+/// A grant that reached a request before its handle's `disconnect` and is
+/// collected only after it: the session's end gave those permits back (to
+/// the next waiter, or to the counter), so the request ends as the
+/// disconnect's other requests do, `Closed`, never granted. Found by the C
+/// API fuzzer's redis mode (`volt_sem_cancel` answered `VOLT_OK` there).
+#[test]
+fn a_grant_collected_after_the_disconnect_is_not_granted() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    use std::task::{Context, Poll, Wake, Waker};
+
+    struct Flag(AtomicBool);
+    impl Wake for Flag {
+        fn wake(self: Arc<Self>) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+    let s = Server::start();
+    let a = RedisSemaphore::connect(&s.url(), "disc-uncollected", 1, o()).unwrap();
+    let b = RedisSemaphore::connect(&s.url(), "disc-uncollected", 1, o()).unwrap();
+    let held = b.acquire_blocking(1).unwrap();
+    let flag = Arc::new(Flag(AtomicBool::new(false)));
+    let waker = Waker::from(flag.clone());
+    let mut cx = Context::from_waker(&waker);
+    let mut fut = Box::pin(a.acquire(1));
+    assert!(fut.as_mut().poll(&mut cx).is_pending());
+    eventually("a's request queued", Duration::from_secs(30), || {
+        b.census().unwrap().queued == 1
+    });
+    drop(held);
+    // Granted, and the grant reached the request (its waker ran).
+    eventually("a's request granted", Duration::from_secs(30), || {
+        flag.0.load(Ordering::SeqCst)
+    });
+    a.disconnect();
+    let c = assert_conserved(&b);
+    assert_eq!(
+        (c.available, c.held),
+        (1, 0),
+        "the disconnect gave the grant back"
+    );
+    match fut.as_mut().poll(&mut cx) {
+        Poll::Ready(Err(e)) => assert_eq!(e, Error::Closed),
+        Poll::Ready(Ok(_)) => panic!("a grant the disconnect gave back was reported granted"),
+        Poll::Pending => panic!("still pending after the disconnect"),
+    }
+    let p = b.try_acquire(1).unwrap();
+    drop(p);
+    assert_eq!(assert_conserved(&b).available, 1);
+}

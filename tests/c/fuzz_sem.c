@@ -5,6 +5,9 @@
  *   fuzz_sem shared  [--seed S] [--runs N] [--seconds T] [--total P] [--max-total M]
  *                    [--procs N] [--threads N] [--no-kill] [--no-fork] [--no-stop]
  *                    [--no-resize]
+ *   fuzz_sem redis   [--seed S] [--runs N] [--seconds T] [--total P] [--max-total M]
+ *                    [--procs N] [--threads N] [--lease MS] [--url URL] [--no-kill]
+ *                    [--no-stop] [--no-client-kill] [--no-resize]
  *
  * model: one thread drives a local semaphore through random operation
  *   sequences (acquire with a wake callback, try_acquire, a blocking acquire
@@ -85,11 +88,20 @@
  *   volt_sem_stats (the process's gauges, on every handle, disconnected
  *   ones too) shows nothing held or queued.
  *
+ * redis: a Redis semaphore (volt_sem_connect) across 3-4 processes (exec'ed)
+ *   of 2-3 threads on 1-2 handles each (a second connect or a clone), on a
+ *   redis-server of its own (or --url, FUZZ_REDIS_URL); kills, stops within
+ *   and past the lease, CLIENT KILL of random connections; checks permit
+ *   conservation (a count in shared memory, censuses), fencing tokens,
+ *   disconnects, typed errors, liveness, and the whole total back at the
+ *   end. See "redis" below.
+ *
  * Every run prints its seed; the same seed replays the same operation
  * choices (the model mode exactly; the concurrent modes up to scheduling).
  * The closing line is "fuzz-MODE: N passed, M failed" (tests/run.sh). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -142,6 +154,9 @@ typedef struct {
     unsigned procs, threads;
     bool kill, fork, stop, resize;
     unsigned max_total;
+    bool client_kill;       /* redis mode: CLIENT KILL of random connections */
+    unsigned lease_ms;      /* redis mode */
+    const char *url;        /* redis mode: a server of the caller's */
 } options;
 
 /* ================================================================= model */
@@ -2223,21 +2238,1270 @@ static int run_shared(const options *o) {
     return failed ? 1 : 0;
 }
 
+/* ================================================================= redis */
+
+/* A Redis semaphore (volt_sem_connect) across 3-4 processes (fork and
+ * exec of this program, "redis-worker") of 2-3 threads, each process on 1-2 handles (a second connect, or a clone of the
+ * first), against a redis-server this mode starts on a free loopback port
+ * (or --url / FUZZ_REDIS_URL). Faults: SIGKILL of a process (its permits
+ * come back at its lease's end), SIGSTOP of a process for a moment (well
+ * within its lease) or past its lease (the driver reaps it with a census
+ * meanwhile, then SIGCONT: it must learn the loss as VOLT_LEASE_EXPIRED),
+ * and CLIENT KILL of a random connection of the server.
+ *
+ * The conservation count: every handle has a slot in shared memory, one
+ * atomic word {share, generation, gone, version}: the permits the library
+ * reported granted through it and not yet released (raised after the grant,
+ * lowered before the release). The driver writes a process's slots off
+ * (share 0, next generation) while it is stopped, before a kill or when it
+ * stops it past its lease; a disconnecting thread writes its handle's slot
+ * off (gone) before the call; a thread that learns of a session loss
+ * (VOLT_LEASE_EXPIRED and the like) writes its handle's slot off and logs
+ * the generation it ended. A lowering of permits counted under an older
+ * generation changes nothing. After each counted grant, a snapshot of all
+ * slots (a double collect: two equal reads of every word, whose version
+ * changes with every write, are one instant) must sum to at most the
+ * largest total ever set. A Redis session may lose its permits before its
+ * holders learn it (the header's lease-loss window: a refused release or a
+ * failed cancel gives the session up, a CLIENT KILL may cause either), so a
+ * snapshot above the total is a candidate, resolved at the end of the run:
+ * excused if one of its slots was later written off as lost in the
+ * generation the snapshot saw (the lost permits were still counted), a
+ * violation otherwise. Fencing tokens are checked without that allowance:
+ * a grant's token is above every token any process had seen reported before
+ * the request began (and never 0, nor its session). */
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
+enum { RMAXP = 8, RSLOTS = 2048, RLOSS = 8192, RCAND = 64, RCSLOTS = 16, RHS = 8, RENT = 32, RWATCH = 256 };
+
+/* A slot word: share (12 bits), generation (12), gone (1), version (39). */
+#define RS_SHARE(w) ((long)((w) & 0xfff))
+#define RS_GEN(w) ((unsigned)(((w) >> 12) & 0xfff))
+#define RS_GONE(w) (((w) >> 24) & 1)
+#define RS_VER(w) ((w) >> 25)
+#define RS_ANY_GEN 0x1000u /* a loss log entry for every generation of its slot */
+#define RS_MAKE(share, gen, gone, ver) \
+    ((uint64_t)(share) | ((uint64_t)((gen) & 0xfff) << 12) | ((uint64_t)(gone) << 24) | ((uint64_t)(ver) << 25))
+
+typedef struct {
+    long s;                 /* its clock */
+    int n;
+    int slot[RCSLOTS];
+    unsigned gen[RCSLOTS];
+    long share[RCSLOTS];
+    long sum, bound;
+} rcand;
+
+typedef struct {
+    atomic_int pid;         /* 0: free */
+    atomic_int nslots;
+    atomic_int slots[RHS];
+    atomic_int longstops;   /* stops past the lease, counted by the driver before SIGCONT */
+    atomic_int dead;        /* written off for a kill */
+} rproc;
+
+typedef struct {
+    counts c;
+    atomic_uint_fast64_t slot[RSLOTS];
+    atomic_int held_at_longstop[RSLOTS]; /* the slot counted permits when a stop past the lease began */
+    atomic_int killed_gen[RSLOTS];       /* the generation a kill ended (+ 1), 0: none */
+    atomic_int nslot;
+    atomic_long clock;
+    atomic_ullong max_token;
+    atomic_long tmax, tmin;         /* the largest and smallest total ever set (or about to be) */
+    atomic_int nloss;
+    struct { atomic_int slot; atomic_uint gen; } loss[RLOSS];
+    atomic_int ncand;
+    rcand cand[RCAND];
+    rproc procs[RMAXP];
+    atomic_int stop;
+    double t0;
+    bool kills, client_kills, resize;
+    /* statistics */
+    atomic_long connects, clones, disconnects, blocked, blocked_out[3], losses, lost_releases,
+        expired_after_stop, watches, watch_calls, census, set_totals, failed_above, conn_failed,
+        unstable, tokens, connect_resizes, longstop_holders, ok_after_stop, unwatched, stats_only_losses, unresolved;
+} rarena;
+
+static rarena *RA;
+static int r_arena_fd = -1;
+static char r_url[160], r_name[64];
+static unsigned r_lease_ms = 1000;
+
+static uint64_t rs_load(int i) { return atomic_load(&RA->slot[i]); }
+
+/* Raises slot i by n unless it is gone; *gen the generation counted under. */
+static bool rs_raise(int i, long n, unsigned *gen) {
+    uint64_t w = rs_load(i);
+    for (;;) {
+        if (RS_GONE(w)) return false;
+        if (RS_SHARE(w) + n > 0xfff) abort();
+        uint64_t nw = RS_MAKE(RS_SHARE(w) + n, RS_GEN(w), 0, RS_VER(w) + 1);
+        if (atomic_compare_exchange_weak(&RA->slot[i], &w, nw)) {
+            *gen = RS_GEN(w);
+            return true;
+        }
+    }
+}
+
+/* Lowers slot i by n if it is still in generation gen. */
+static void rs_lower(int i, long n, unsigned gen) {
+    uint64_t w = rs_load(i);
+    for (;;) {
+        if (RS_GEN(w) != (gen & 0xfff) || RS_GONE(w)) return;
+        if (RS_SHARE(w) < n) {
+            violation(&RA->c, "slot %d: lowering %ld below its share %ld", i, n, RS_SHARE(w));
+            return;
+        }
+        uint64_t nw = RS_MAKE(RS_SHARE(w) - n, RS_GEN(w), 0, RS_VER(w) + 1);
+        if (atomic_compare_exchange_weak(&RA->slot[i], &w, nw)) return;
+    }
+}
+
+/* Writes slot i off: share 0, the next generation (gone if `gone`); returns
+ * the generation it ended. */
+static unsigned rs_writeoff(int i, bool gone) {
+    uint64_t w = rs_load(i);
+    for (;;) {
+        uint64_t nw = RS_MAKE(0, RS_GEN(w) + 1, gone || RS_GONE(w), RS_VER(w) + 1);
+        if (atomic_compare_exchange_weak(&RA->slot[i], &w, nw)) return RS_GEN(w);
+    }
+}
+
+/* A session loss learned on slot i: its counted permits were not held. */
+static void rs_lost(int i) {
+    unsigned g = rs_writeoff(i, false);
+    int k = atomic_fetch_add(&RA->nloss, 1);
+    if (k < RLOSS) {
+        atomic_store(&RA->loss[k].gen, g);
+        atomic_store(&RA->loss[k].slot, i);
+    }
+    atomic_fetch_add(&RA->losses, 1);
+}
+
+/* The over-grant check: one snapshot of every slot (double collect). */
+static void rs_check(void) {
+    static _Thread_local uint64_t a[RSLOTS], b[RSLOTS];
+    for (int attempt = 0; attempt < 50; attempt++) {
+        int n = atomic_load(&RA->nslot);
+        if (n > RSLOTS) n = RSLOTS;
+        long bound = atomic_load(&RA->tmax);
+        for (int i = 0; i < n; i++) a[i] = rs_load(i);
+        long s = atomic_fetch_add(&RA->clock, 1);
+        for (int i = 0; i < n; i++) b[i] = rs_load(i);
+        if (memcmp(a, b, (size_t)n * sizeof a[0]) != 0) continue;
+        long sum = 0;
+        for (int i = 0; i < n; i++) sum += RS_SHARE(a[i]);
+        if (sum > atomic_load(&RA->c.peak)) atomic_store(&RA->c.peak, sum);
+        if (sum <= bound) return;
+        int k = atomic_fetch_add(&RA->ncand, 1);
+        if (k >= RCAND) return;
+        rcand *c = &RA->cand[k];
+        c->s = s, c->sum = sum, c->bound = bound, c->n = 0;
+        for (int i = 0; i < n && c->n < RCSLOTS; i++)
+            if (RS_SHARE(a[i]) > 0) c->slot[c->n] = i, c->gen[c->n] = RS_GEN(a[i]), c->share[c->n++] = RS_SHARE(a[i]);
+        return;
+    }
+    atomic_fetch_add(&RA->unstable, 1);
+}
+
+/* Resolves the run's candidates (every process gone): excused only by a
+ * loss that ended a generation the snapshot counted. */
+static long rs_resolve(long *excused) {
+    long bad = 0;
+    int nc = atomic_load(&RA->ncand), nl = atomic_load(&RA->nloss);
+    if (nc > RCAND) nc = RCAND;
+    if (nl > RLOSS) nl = RLOSS;
+    for (int k = 0; k < nc; k++) {
+        rcand *c = &RA->cand[k];
+        bool ok = false;
+        for (int j = 0; j < c->n && !ok; j++)
+            for (int l = 0; l < nl && !ok; l++)
+                ok = atomic_load(&RA->loss[l].slot) == c->slot[j] &&
+                     (atomic_load(&RA->loss[l].gen) == c->gen[j] || atomic_load(&RA->loss[l].gen) == RS_ANY_GEN);
+        if (ok) {
+            (*excused)++;
+            continue;
+        }
+        /* A holder killed (by the driver) in the generation the snapshot
+         * counted, before it could learn of a loss: unresolved, said so,
+         * not failed (the kill ends what could have told). */
+        bool killed = false;
+        for (int j = 0; j < c->n && !killed; j++) killed = atomic_load(&RA->killed_gen[c->slot[j]]) == (int)c->gen[j] + 1;
+        if (killed) {
+            atomic_fetch_add(&RA->unresolved, 1);
+            fprintf(stderr, "    unresolved: %ld permits counted at once (bound %ld), a holder killed before it could "
+                            "learn of a loss\n", c->sum, c->bound);
+            continue;
+        }
+        bad++;
+        char buf[256];
+        int at = 0;
+        for (int j = 0; j < c->n && at < 200; j++)
+            at += snprintf(buf + at, sizeof buf - (size_t)at, " slot %d gen %u: %ld;", c->slot[j], c->gen[j], c->share[j]);
+        violation(&RA->c, "%ld permits reported held at once, above every total ever set (%ld), no session "
+                          "loss to explain it:%s", c->sum, c->bound, buf);
+    }
+    return bad;
+}
+
+static void r_atomic_max(atomic_long *a, long v) {
+    long o = atomic_load(a);
+    while (o < v && !atomic_compare_exchange_weak(a, &o, v)) {
+    }
+}
+static void r_atomic_min(atomic_long *a, long v) {
+    long o = atomic_load(a);
+    while (o > v && !atomic_compare_exchange_weak(a, &o, v)) {
+    }
+}
+
+/* ------------------------------------------------------ a worker process */
+
+typedef struct rhnd {
+    const volt_sem *sem;
+    int slot;
+    int refs;
+    atomic_int gone, done;  /* its disconnect began / returned */
+    atomic_int lost;        /* a session loss was learned on it */
+    atomic_int ok_after_stop; /* a release of permits held through a stop past the lease answered VOLT_OK */
+    atomic_int watches;
+    volt_lease_watch *watch[RWATCH];
+    uint64_t watched;       /* the session watched last (under mu) */
+    pthread_mutex_t mu;     /* watch[] */
+} rhnd;
+
+typedef struct {
+    rhnd *h;
+    long n;
+    unsigned gen;
+    bool counted;
+    int longstops;          /* the process's long stops when the grant was reported */
+} rentry;
+
+typedef struct rworker rworker;
+typedef struct {
+    volt_waiter w;
+    rworker *k;
+    rhnd *h;
+    long n;
+    uint64_t floor;
+    atomic_int calls;
+    bool busy;
+    bool gone_at_start;     /* its handle's disconnect had begun when it was queued */
+} rwait;
+
+struct rworker {
+    int me;                 /* the process's index */
+    uint64_t rng;
+    rentry held[RENT];
+    int nheld;
+    rwait tw[2];
+    double until;
+};
+
+static rhnd *RH[2];          /* the handles the threads pick from */
+static int nrh;
+static rhnd *RALL[RHS];      /* every handle of the process, to free at its end */
+static int nrall;
+static pthread_mutex_t rh_mu = PTHREAD_MUTEX_INITIALIZER;
+static int r_me;
+
+/* Connects to the run's semaphore, which exists: with its total (with
+ * resizes a third of the connects pass VOLT_CONNECT_RESIZE with a random
+ * total instead; a connect with another total than the one in force is
+ * VOLT_MISMATCH, and the next guess is tried). */
+static volt_status r_connect_as(const volt_sem **out, uint64_t *r, bool may_resize) {
+    volt_connect_options opts;
+    volt_connect_options_init(&opts, sizeof opts);
+    opts.lease_ms = r_lease_ms;
+    opts.flags = VOLT_CONNECT_ATTACH_ONLY;
+    long tmax = RA->resize ? RA->c.total : atomic_load(&RA->tmax);
+    if (RA->resize && may_resize && rng_below(r, 3) == 0) {
+        long n = 1 + rng_below(r, (unsigned)tmax);
+        r_atomic_max(&RA->tmax, n);
+        r_atomic_min(&RA->tmin, n);
+        opts.flags |= VOLT_CONNECT_RESIZE;
+        volt_status s = volt_sem_connect(r_url, r_name, (size_t)n, &opts, out);
+        if (s == VOLT_OK) atomic_fetch_add(&RA->connect_resizes, 1);
+        return s;
+    }
+    volt_status s = VOLT_MISMATCH;
+    for (int round = 0; round < 3 && s == VOLT_MISMATCH; round++)
+        for (long n = 1; n <= tmax && (s = volt_sem_connect(r_url, r_name, (size_t)n, &opts, out)) == VOLT_MISMATCH; n++) {
+        }
+    if (s == VOLT_MISMATCH && !RA->resize) violation(&RA->c, "connect at a fixed total: VOLT_MISMATCH");
+    return s;
+}
+
+static _Thread_local uint64_t r_connect_rng = 1;
+static volt_status r_connect(const volt_sem **out) { return r_connect_as(out, &r_connect_rng, true); }
+
+/* A new handle of this process (or NULL: the connect failed, or no slot). */
+static rhnd *r_add(const volt_sem *sem, rhnd *clone_of) {
+    rhnd *h = calloc(1, sizeof *h);
+    if (!h) abort();
+    pthread_mutex_init(&h->mu, NULL);
+    h->refs = 1;
+    if (clone_of) {
+        /* The same handle: shares the slot, one more reference. */
+        free(h);
+        pthread_mutex_lock(&rh_mu);
+        clone_of->refs++;
+        pthread_mutex_unlock(&rh_mu);
+        atomic_fetch_add(&RA->clones, 1);
+        return clone_of;
+    }
+    h->sem = sem;
+    rproc *p = &RA->procs[r_me];
+    pthread_mutex_lock(&rh_mu);
+    int ns = atomic_load(&p->nslots);
+    if (ns >= RHS || nrall >= RHS || atomic_load(&RA->nslot) >= RSLOTS) {
+        pthread_mutex_unlock(&rh_mu);
+        volt_sem_free(sem);
+        free(h);
+        return NULL;
+    }
+    h->slot = atomic_fetch_add(&RA->nslot, 1);
+    atomic_store(&p->slots[ns], h->slot);
+    atomic_store(&p->nslots, ns + 1);
+    /* Killed between those two lines: the slot is 0 and never raised. */
+    RALL[nrall++] = h;
+    pthread_mutex_unlock(&rh_mu);
+    atomic_fetch_add(&RA->connects, 1);
+    return h;
+}
+
+static rhnd *r_pick(rworker *k) {
+    pthread_mutex_lock(&rh_mu);
+    rhnd *h = RH[rng_below(&k->rng, (unsigned)nrh)];
+    pthread_mutex_unlock(&rh_mu);
+    return h;
+}
+
+/* The statuses any call that talks to Redis may answer under the faults
+ * injected; anything else is a violation. */
+static bool r_fault_status(volt_status s) {
+    if (s == VOLT_CONNECTION_FAILED) {
+        atomic_fetch_add(&RA->conn_failed, 1);
+        return RA->client_kills;
+    }
+    return s == VOLT_LEASE_EXPIRED;
+}
+
+/* A status of a call on h: whether it is a disconnect's, and whether that
+ * is legal. */
+static bool r_disc(rhnd *h, bool was_done, volt_status s, const char *what) {
+    if (s == VOLT_DISCONNECTED) {
+        if (!atomic_load(&h->gone)) violation(&RA->c, "%s returned VOLT_DISCONNECTED on a handle never disconnected", what);
+        return true;
+    }
+    if (was_done) violation(&RA->c, "%s on a disconnected handle returned %s, not VOLT_DISCONNECTED", what, st(s));
+    return false;
+}
+
+static void r_lost_on(rhnd *h) {
+    atomic_store(&h->lost, 1);
+    rs_lost(h->slot);
+}
+
+/* A lease watch on every session that holds counted permits: the handle
+ * learns a loss (its lease found expired, a refused release, a failed
+ * cancel giving the session up) and the watch calls back, whether or not
+ * a call of the fuzzer's then answers VOLT_LEASE_EXPIRED: the slot is
+ * written off as lost, which excuses a snapshot that counted it. */
+static void r_watch_cb(void *ctx, volt_status why) {
+    rhnd *h = ctx;
+    atomic_fetch_add(&RA->watch_calls, 1);
+    if (why != VOLT_LEASE_EXPIRED) violation(&RA->c, "a lease watch called with %s", st(why));
+    r_lost_on(h);
+}
+
+static void r_watch(rhnd *h, uint64_t session) {
+    pthread_mutex_lock(&h->mu);
+    bool lost_now = false;
+    if (session != h->watched) {
+        int i = atomic_load(&h->watches);
+        if (i < RWATCH) {
+            volt_lease_watch *w = NULL;
+            volt_status s = volt_sem_watch_lease(h->sem, session, r_watch_cb, h, &w);
+            if (s == VOLT_OK) {
+                h->watch[i] = w, h->watched = session;
+                atomic_store(&h->watches, i + 1);
+                atomic_fetch_add(&RA->watches, 1);
+            } else if (s == VOLT_LEASE_EXPIRED) {
+                lost_now = true;
+            } else if (s != VOLT_DISCONNECTED) {
+                violation(&RA->c, "watch_lease returned %s", st(s));
+            }
+        } else {
+            atomic_fetch_add(&RA->unwatched, 1);
+        }
+    }
+    pthread_mutex_unlock(&h->mu);
+    if (lost_now) r_lost_on(h);
+}
+
+/* A grant of n through h: counted, and for a fenced one (token and session
+ * known) its token checked and its session watched. */
+static void r_granted(rworker *k, rhnd *h, long n, bool fenced, uint64_t token, uint64_t session,
+                      uint64_t floor, const char *what) {
+    atomic_fetch_add(&RA->c.grants, 1);
+    if (fenced) {
+        if (token == 0 || session == 0)
+            violation(&RA->c, "%s: a Redis grant with token %llu, session %llu", what, (unsigned long long)token,
+                      (unsigned long long)session);
+        else if (token <= floor)
+            violation(&RA->c, "%s: fencing token %llu not above %llu, a token already reported before the request "
+                              "began", what, (unsigned long long)token, (unsigned long long)floor);
+        unsigned long long o = atomic_load(&RA->max_token);
+        while (o < token && !atomic_compare_exchange_weak(&RA->max_token, &o, token)) {
+        }
+        atomic_fetch_add(&RA->tokens, 1);
+    }
+    if (k->nheld >= RENT) abort();
+    rentry *e = &k->held[k->nheld++];
+    e->h = h, e->n = n;
+    /* Only a fenced grant is counted: its session is known, and watched
+     * (a loss of an unwatched session that its process never learns, say
+     * killed first, would leave a snapshot that counted it unexplained). */
+    e->counted = fenced && session && rs_raise(h->slot, n, &e->gen);
+    e->longstops = atomic_load(&RA->procs[k->me].longstops);
+    if (e->counted) {
+        r_watch(h, session);
+        rs_check();
+    } else {
+        atomic_fetch_add(&RA->unwatched, 1);
+    }
+}
+
+static void r_release(rworker *k, int i) {
+    rentry e = k->held[i];
+    k->held[i] = k->held[--k->nheld];
+    bool was_done = atomic_load(&e.h->done);
+    int stops = atomic_load(&RA->procs[k->me].longstops);
+    if (e.counted) rs_lower(e.h->slot, e.n, e.gen);
+    volt_status s = volt_sem_release(e.h->sem, (size_t)e.n);
+    if (r_disc(e.h, was_done, s, "release")) return;
+    if (s == VOLT_OK) {
+        /* Held across a stop past the lease: a release returns at once, so
+         * before the handle has learned the loss it answers VOLT_OK (the
+         * door's release is then refused and the session given up, which
+         * releases nothing twice: the count and the censuses check that). */
+        if (stops != e.longstops) atomic_fetch_add(&RA->ok_after_stop, 1), atomic_store(&e.h->ok_after_stop, 1);
+        return;
+    }
+    if (s == VOLT_LEASE_EXPIRED) {
+        atomic_fetch_add(&RA->lost_releases, 1);
+        if (stops != e.longstops) atomic_fetch_add(&RA->expired_after_stop, 1);
+        r_lost_on(e.h);
+        return;
+    }
+    if (s == VOLT_NOT_HELD && atomic_load(&e.h->lost)) return; /* lost with a session already */
+    if (r_fault_status(s)) {
+        r_lost_on(e.h);
+        return;
+    }
+    violation(&RA->c, "release(%ld) returned %s", e.n, st(s));
+}
+
+static void r_wake(void *p) {
+    rwait *t = p;
+    atomic_fetch_add(&t->calls, 1);
+    atomic_fetch_add(&RA->c.callbacks, 1);
+}
+
+static void r_end(rworker *k, rwait *t) {
+    size_t ret = 0;
+    volt_status s;
+    bool was_done = atomic_load(&t->h->done);
+    bool try = rng_below(&k->rng, 2);
+    if (try) {
+        while ((s = volt_sem_try_cancel(t->h->sem, &t->w, &ret)) == VOLT_PENDING) sched_yield();
+    } else {
+        s = volt_sem_cancel(t->h->sem, &t->w, &ret);
+    }
+    t->busy = false;
+    cov(&RA->c, 3, s);
+    int calls = atomic_load(&t->calls);
+    if (calls > 1) violation(&RA->c, "%d callbacks for one request", calls);
+    if (s == VOLT_DISCONNECTED) {
+        if (!atomic_load(&t->h->gone)) violation(&RA->c, "cancel returned VOLT_DISCONNECTED, no disconnect");
+        return;
+    }
+    if (was_done && (s == VOLT_OK || s == VOLT_CANCELLED))
+        violation(&RA->c, "a request of %ld queued on a handle %s its disconnect began, cancelled after the "
+                          "disconnect returned: %s returned %s (%d callbacks; not VOLT_DISCONNECTED)",
+                  t->n, t->gone_at_start ? "after" : "before", try ? "try_cancel" : "cancel", st(s), calls);
+    switch (s) {
+    case VOLT_OK:
+        r_granted(k, t->h, t->n, true, volt_waiter_token(&t->w), volt_waiter_session(&t->w), t->floor, "acquire");
+        break;
+    case VOLT_CANCELLED:
+        if (calls != 0) violation(&RA->c, "a cancelled request's callback ran");
+        if (ret != 0) violation(&RA->c, "a cancelled Redis request returned %zu permits", ret);
+        break;
+    case VOLT_INVALID_ARGUMENT:
+        if (t->n <= atomic_load(&RA->tmin)) violation(&RA->c, "a request of %ld failed as above the total", t->n);
+        atomic_fetch_add(&RA->failed_above, 1);
+        break;
+    default:
+        if (r_fault_status(s)) r_lost_on(t->h);
+        else violation(&RA->c, "cancel returned %s", st(s));
+    }
+}
+
+static long r_size(rworker *k, rhnd *h) {
+    long total = (long)volt_sem_total_permits(h->sem);
+    if (total < 1 || total > atomic_load(&RA->tmax)) {
+        if (!atomic_load(&h->done))
+            violation(&RA->c, "total_permits %ld outside the totals ever set (1..%ld)", total, atomic_load(&RA->tmax));
+        total = 1;
+    }
+    if (RA->resize && rng_below(&k->rng, 8) == 0) return 1 + rng_below(&k->rng, (unsigned)atomic_load(&RA->tmax) + 1);
+    return 1 + rng_below(&k->rng, (unsigned)total);
+}
+
+/* A disconnected handle's place taken by a new connection (the old one
+ * kept for its references). */
+static void r_replace(rhnd *h) {
+    if (atomic_load(&RA->procs[r_me].nslots) >= RHS - 1) return;
+    const volt_sem *sem = NULL;
+    volt_status s = r_connect(&sem);
+    if (s != VOLT_OK) {
+        if (!r_fault_status(s) && s != VOLT_MISMATCH) violation(&RA->c, "connect returned %s", st(s));
+        return;
+    }
+    rhnd *n = r_add(sem, NULL);
+    if (!n) return;
+    pthread_mutex_lock(&rh_mu);
+    for (int i = 0; i < nrh; i++)
+        if (RH[i] == h) RH[i] = n;
+    pthread_mutex_unlock(&rh_mu);
+}
+
+static void r_census_check(const volt_sem *sem, volt_status s, const volt_census *c, const char *who) {
+    if (s != VOLT_OK) return;
+    atomic_fetch_add(&RA->census, 1);
+    if (c->available + c->held + c->partial != c->total + c->debt)
+        violation(&RA->c, "%s census: available %llu + held %llu + partial %llu != total %llu + debt %llu", who,
+                  (unsigned long long)c->available, (unsigned long long)c->held, (unsigned long long)c->partial,
+                  (unsigned long long)c->total, (unsigned long long)c->debt);
+    if (c->debt && c->available) violation(&RA->c, "%s census: %llu available in a debt", who, (unsigned long long)c->available);
+    if ((long)c->total > atomic_load(&RA->tmax) || c->total < 1)
+        violation(&RA->c, "%s census: total %llu outside the totals ever set", who, (unsigned long long)c->total);
+    if (c->queued && c->available)
+        violation(&RA->c, "%s census: %llu available with %llu queued", who, (unsigned long long)c->available,
+                  (unsigned long long)c->queued);
+    if (c->closed) violation(&RA->c, "%s census: closed (nobody closes it)", who);
+    (void)sem;
+}
+
+typedef struct {
+    rhnd *h;
+    long n;
+    volt_status s;
+} rblock;
+
+static void *r_blocker(void *p) {
+    rblock *b = p;
+    b->s = volt_sem_acquire_blocking(b->h->sem, (size_t)b->n, 30000000000LL);
+    return NULL;
+}
+
+#define R_DISC_CHECK(call, what)                                                                   \
+    do {                                                                                           \
+        volt_status s_ = (call);                                                                   \
+        if (s_ != VOLT_DISCONNECTED) violation(&RA->c, "after disconnect: %s returned %s", what, st(s_)); \
+    } while (0)
+
+static void r_disconnect(rworker *k, rhnd *h) {
+    if (atomic_exchange(&h->gone, 1)) return;
+    rs_writeoff(h->slot, true);
+    /* Half the time a thread blocked on it (the whole total, or 1). */
+    rblock b = {h, rng_below(&k->rng, 2) ? (long)volt_sem_total_permits(h->sem) : 1, VOLT_OK};
+    if (b.n < 1) b.n = 1;
+    pthread_t th;
+    bool blocker = rng_below(&k->rng, 2) && pthread_create(&th, NULL, r_blocker, &b) == 0;
+    if (blocker) sleep_us(rng_below(&k->rng, 3000));
+    volt_status s = volt_sem_disconnect(h->sem);
+    if (s != VOLT_OK) violation(&RA->c, "disconnect returned %s", st(s));
+    atomic_store(&h->done, 1);
+    atomic_fetch_add(&RA->disconnects, 1);
+    if (blocker) {
+        pthread_join(th, NULL); /* must return: a hang is the process's alarm */
+        atomic_fetch_add(&RA->blocked, 1);
+        if (b.s == VOLT_DISCONNECTED) atomic_fetch_add(&RA->blocked_out[0], 1);
+        else if (b.s == VOLT_OK) atomic_fetch_add(&RA->blocked_out[1], 1);
+        else atomic_fetch_add(&RA->blocked_out[2], 1);
+        if (b.s != VOLT_OK && b.s != VOLT_DISCONNECTED && b.s != VOLT_INVALID_ARGUMENT && !r_fault_status(b.s))
+            violation(&RA->c, "a thread blocked on a disconnected handle returned %s", st(b.s));
+        /* An OK was granted before the disconnect: its permits went back with the handle's. */
+    }
+    volt_census c;
+    volt_grant g;
+    R_DISC_CHECK(volt_sem_disconnect(h->sem) == VOLT_OK ? VOLT_DISCONNECTED : VOLT_OK, "a second disconnect (not OK)");
+    R_DISC_CHECK(volt_sem_try_acquire(h->sem, 1), "try_acquire");
+    R_DISC_CHECK(volt_sem_try_acquire_fenced(h->sem, 1, &g), "try_acquire_fenced");
+    R_DISC_CHECK(volt_sem_acquire_blocking(h->sem, 1, 1000000), "acquire_blocking");
+    R_DISC_CHECK(volt_sem_release(h->sem, 1), "release");
+    /* census and inspect of a Redis handle still answer once it is
+     * disconnected (on a connection for that call): nothing held by it. */
+    volt_status cs0 = volt_sem_census(h->sem, &c);
+    if (cs0 == VOLT_OK) r_census_check(h->sem, cs0, &c, "a disconnected handle's");
+    else if (!r_fault_status(cs0)) violation(&RA->c, "after disconnect: census returned %s", st(cs0));
+    R_DISC_CHECK(volt_sem_set_total(h->sem, 1), "set_total");
+    volt_waiter w;
+    volt_waiter_init(&w);
+    R_DISC_CHECK(volt_sem_acquire(h->sem, &w, 1, r_wake, NULL), "acquire");
+    if (volt_waiter_is_busy(&w)) violation(&RA->c, "an acquire refused as VOLT_DISCONNECTED left its waiter busy");
+    volt_stats sts = {.struct_size = sizeof sts};
+    if (volt_sem_stats(h->sem, &sts) != VOLT_OK) violation(&RA->c, "stats of a disconnected handle failed");
+    /* Half the time a new handle in its place at once (else later). */
+    if (rng_below(&k->rng, 2)) r_replace(h);
+}
+
+/* The outcome of an immediate acquire (try_acquire, acquire_blocking;
+ * `busy` its "not now" status). */
+static void r_outcome(rworker *k, rhnd *h, bool was_done, volt_status s, volt_status busy, long n, bool fenced,
+                      const volt_grant *g, uint64_t floor, const char *what) {
+    if (r_disc(h, was_done, s, what)) return;
+    if (s == VOLT_OK) {
+        r_granted(k, h, n, fenced, g->token, g->session, floor, what);
+    } else if (s == VOLT_INVALID_ARGUMENT) {
+        if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "%s(%ld) refused as above the total", what, n);
+    } else if (s != busy) {
+        if (r_fault_status(s)) r_lost_on(h);
+        else violation(&RA->c, "%s returned %s", what, st(s));
+    }
+}
+
+static void r_step(rworker *k) {
+    unsigned x = rng_below(&k->rng, 1000);
+    /* Holders release sooner (more grants go round); a full list releases. */
+    if (k->nheld >= RENT - 4 || (k->nheld && rng_below(&k->rng, 3) == 0)) x = 600;
+    rhnd *h = r_pick(k);
+    bool was_done = atomic_load(&h->done);
+    atomic_fetch_add(&RA->c.ops, 1);
+    if (was_done && rng_below(&k->rng, 4) == 0) {
+        r_replace(h);
+        return;
+    }
+    if (x < 180) {
+        long n = r_size(k, h);
+        uint64_t floor = atomic_load(&RA->max_token);
+        volt_grant g = {0};
+        bool fenced = rng_below(&k->rng, 4) != 0;
+        volt_status s = fenced ? volt_sem_try_acquire_fenced(h->sem, (size_t)n, &g) : volt_sem_try_acquire(h->sem, (size_t)n);
+        cov(&RA->c, 0, s);
+        r_outcome(k, h, was_done, s, VOLT_WOULD_BLOCK, n, fenced, &g, floor,
+                  fenced ? "try_acquire_fenced" : "try_acquire");
+    } else if (x < 330) {
+        long n = r_size(k, h);
+        uint64_t floor = atomic_load(&RA->max_token);
+        volt_grant g = {0};
+        bool fenced = rng_below(&k->rng, 4) != 0;
+        int64_t to = (int64_t)(1 + rng_below(&k->rng, 20)) * 1000000;
+        volt_status s = fenced ? volt_sem_acquire_blocking_fenced(h->sem, (size_t)n, to, &g)
+                               : volt_sem_acquire_blocking(h->sem, (size_t)n, to);
+        cov(&RA->c, 1, s);
+        r_outcome(k, h, was_done, s, VOLT_TIMED_OUT, n, fenced, &g, floor,
+                  fenced ? "acquire_blocking_fenced" : "acquire_blocking");
+    } else if (x < 480) {
+        rwait *t = &k->tw[rng_below(&k->rng, 2)];
+        if (t->busy) {
+            r_end(k, t);
+            return;
+        }
+        long n = r_size(k, h);
+        t->h = h, t->n = n, t->floor = atomic_load(&RA->max_token), t->gone_at_start = atomic_load(&h->gone);
+        atomic_store(&t->calls, 0);
+        volt_status s = volt_sem_acquire(h->sem, &t->w, (size_t)n, r_wake, t);
+        cov(&RA->c, 2, s);
+        if (r_disc(h, was_done, s, "acquire")) return;
+        if (s == VOLT_PENDING) t->busy = true;
+        else if (s == VOLT_INVALID_ARGUMENT) {
+            if (n <= atomic_load(&RA->tmin)) violation(&RA->c, "acquire(%ld) refused as above the total", n);
+        } else if (r_fault_status(s)) r_lost_on(h);
+        else violation(&RA->c, "acquire returned %s (never VOLT_OK at once on Redis)", st(s));
+    } else if (x < 560) {
+        for (int i = 0; i < 2; i++)
+            if (k->tw[i].busy && rng_below(&k->rng, 2)) r_end(k, &k->tw[i]);
+    } else if (x < 850) {
+        if (k->nheld) r_release(k, (int)rng_below(&k->rng, (unsigned)k->nheld));
+    } else if (x < 900) {
+        size_t held = volt_sem_held_permits(h->sem);
+        if ((long)held > 0xfff) violation(&RA->c, "held_permits %zu", held);
+        volt_stats sts = {.struct_size = sizeof sts};
+        volt_status s = volt_sem_stats(h->sem, &sts);
+        if (s != VOLT_OK) violation(&RA->c, "stats returned %s", st(s));
+        else if ((long)sts.available > atomic_load(&RA->tmax))
+            violation(&RA->c, "stats: %zu available, above every total", sts.available);
+    } else if (x < 960) {
+        volt_census c;
+        volt_status s = volt_sem_census(h->sem, &c);
+        if (s == VOLT_OK) r_census_check(h->sem, s, &c, "a worker's");
+        else if (!r_fault_status(s)) violation(&RA->c, "census returned %s", st(s));
+    } else if (x < 964 && RA->resize) {
+        long n = 1 + rng_below(&k->rng, (unsigned)(RA->c.total));
+        r_atomic_max(&RA->tmax, n);
+        r_atomic_min(&RA->tmin, n);
+        volt_status s = volt_sem_set_total(h->sem, (size_t)n);
+        cov(&RA->c, 4, s);
+        if (r_disc(h, was_done, s, "set_total")) return;
+        if (s == VOLT_OK) atomic_fetch_add(&RA->set_totals, 1);
+        else if (!r_fault_status(s)) violation(&RA->c, "set_total(%ld) returned %s", n, st(s));
+    } else if (x == 999 && rng_below(&k->rng, 4) == 0) {
+        r_disconnect(k, h);
+    }
+}
+
+typedef struct {
+    rworker k;
+    pthread_t th;
+} rthread;
+
+static void *r_thread(void *p) {
+    rworker *k = p;
+    while (!atomic_load(&RA->stop) && now_s() < k->until) r_step(k);
+    for (int i = 0; i < 2; i++)
+        if (k->tw[i].busy) r_end(k, &k->tw[i]);
+    while (k->nheld) r_release(k, k->nheld - 1);
+    return NULL;
+}
+
+static void r_proc(int me, uint64_t seed, unsigned threads, double until) {
+    r_me = me;
+    alarm((unsigned)(until - now_s()) + 40);
+    uint64_t r = seed;
+    const volt_sem *sem = NULL;
+    volt_status s;
+    for (int attempt = 0; (s = r_connect(&sem)) != VOLT_OK; attempt++) {
+        if (!r_fault_status(s) || attempt > 20) {
+            violation(&RA->c, "connect returned %s", st(s));
+            _exit(1);
+        }
+    }
+    rhnd *h1 = r_add(sem, NULL);
+    RH[nrh++] = h1;
+    if (rng_below(&r, 2)) {
+        RH[nrh++] = r_add(NULL, h1);
+        (void)volt_sem_clone(h1->sem);
+    } else if (r_connect(&sem) == VOLT_OK) {
+        RH[nrh++] = r_add(sem, NULL);
+    }
+    if (!h1 || !RH[nrh - 1]) abort();
+    rthread *t = calloc(threads, sizeof *t);
+    for (unsigned i = 0; i < threads; i++) {
+        t[i].k.me = me, t[i].k.rng = rng_next(&r), t[i].k.until = until;
+        for (int j = 0; j < 2; j++) volt_waiter_init(&t[i].k.tw[j].w), t[i].k.tw[j].k = &t[i].k;
+        if (pthread_create(&t[i].th, NULL, r_thread, &t[i].k) != 0) abort();
+    }
+    for (unsigned i = 0; i < threads; i++) pthread_join(t[i].th, NULL);
+    /* A lease for the agents to learn of losses (their watches call
+     * back). Then every handle that counted a lease loss in its stats
+     * without the fuzzer learning one on it (no status, no watch: a
+     * session holding only unfenced grants) excuses every snapshot of its
+     * slot. */
+    sleep_us((long)r_lease_ms * 1000);
+    pthread_mutex_lock(&rh_mu);
+    for (int i = 0; i < nrall; i++) {
+        rhnd *h = RALL[i];
+        volt_stats sts = {.struct_size = sizeof sts};
+        if (volt_sem_stats(h->sem, &sts) == VOLT_OK && sts.lease_losses && !atomic_load(&h->lost)) {
+            int k = atomic_fetch_add(&RA->nloss, 1);
+            if (k < RLOSS) {
+                atomic_store(&RA->loss[k].gen, RS_ANY_GEN);
+                atomic_store(&RA->loss[k].slot, h->slot);
+            }
+            atomic_fetch_add(&RA->stats_only_losses, 1);
+        }
+    }
+    /* Everything released or lost: the handles' gauges show nothing held or
+     * queued (a handle that lost a session may still count its permits). */
+    for (int i = 0; i < nrall; i++) {
+        rhnd *h = RALL[i];
+        volt_stats sts = {.struct_size = sizeof sts};
+        if (volt_sem_stats(h->sem, &sts) == VOLT_OK && (sts.queued || (sts.held && !atomic_load(&h->lost))))
+            violation(&RA->c, "at the end: a handle's stats show %zu held, %zu queued", sts.held, sts.queued);
+        if (!atomic_load(&h->lost) && !atomic_load(&h->done) && volt_sem_held_permits(h->sem))
+            violation(&RA->c, "at the end: held_permits %zu", volt_sem_held_permits(h->sem));
+        /* It held permits when a stop past its lease began (its session
+         * reaped meanwhile): it must learn the loss (its heartbeat after the
+         * SIGCONT finds the session gone), as lease_losses shows; waited
+         * for up to three leases (a liveness bound, not a timing check). */
+        /* (Unless its threads released those permits, VOLT_OK, before it
+         * learned: a session that holds nothing when found lost is no
+         * lease loss in the stats.) */
+        if (atomic_load(&RA->held_at_longstop[h->slot]) && !atomic_load(&h->gone) && !atomic_load(&h->ok_after_stop)) {
+            atomic_fetch_add(&RA->longstop_holders, 1);
+            double give_up = now_s() + 3.0 * r_lease_ms / 1000;
+            while ((volt_sem_stats(h->sem, &sts) != VOLT_OK || sts.lease_losses == 0) && now_s() < give_up)
+                sleep_us(10000);
+            if (sts.lease_losses == 0)
+                violation(&RA->c, "a handle that held permits through a stop past its lease (its session reaped) "
+                                  "never learned the loss: lease_losses 0");
+        }
+    }
+    for (int i = 0; i < nrall; i++) {
+        rhnd *h = RALL[i];
+        if (!h->sem) continue;
+        for (int j = 0; j < atomic_load(&h->watches); j++) volt_lease_watch_free(h->watch[j]);
+        atomic_store(&h->watches, 0);
+        for (; h->refs > 0; h->refs--) volt_sem_free(h->sem);
+        h->sem = NULL;
+    }
+    pthread_mutex_unlock(&rh_mu);
+    _exit(atomic_load(&RA->c.violations) ? 1 : 0);
+}
+
+/* -------------------------------------------------------------- the driver */
+
+static pid_t r_server_pid;
+
+static int r_free_port(void) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0) abort();
+    socklen_t len = sizeof a;
+    getsockname(fd, (struct sockaddr *)&a, &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* One command to the server (inline protocol) on a fresh connection; the
+ * reply into buf. */
+static bool r_command(const char *cmd, char *buf, size_t cap) {
+    const char *at = strrchr(r_url, ':');
+    int port = at ? atoi(at + 1) : 6379;
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0) return false;
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bool ok = false;
+    size_t got = 0;
+    buf[0] = 0;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 && write(fd, cmd, strlen(cmd)) == (ssize_t)strlen(cmd)) {
+        double deadline = now_s() + 2;
+        while (got < cap - 1 && now_s() < deadline) {
+            struct pollfd p = {fd, POLLIN, 0};
+            if (poll(&p, 1, 50) != 1) continue;
+            ssize_t n = read(fd, buf + got, cap - 1 - got);
+            if (n <= 0) break;
+            got += (size_t)n;
+            buf[got] = 0;
+            /* A bulk string: "$len\r\n...\r\n"; anything else: one line. */
+            if (buf[0] == '$') {
+                long len = strtol(buf + 1, NULL, 10);
+                char *body = strstr(buf, "\r\n");
+                if (body && (long)(got - (size_t)(body + 2 - buf)) >= len + 2) { ok = true; break; }
+            } else if (strstr(buf, "\r\n")) {
+                ok = true;
+                break;
+            }
+        }
+    }
+    close(fd);
+    return ok;
+}
+
+static void r_server_start(void) {
+    for (int attempt = 0; attempt < 5; attempt++) {
+        int port = r_free_port();
+        char ps[16];
+        snprintf(ps, sizeof ps, "%d", port);
+        pid_t pid = fork();
+        if (pid < 0) abort();
+        if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            int null = open("/dev/null", O_WRONLY);
+            if (null >= 0) dup2(null, 1), dup2(null, 2);
+            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--dir", "/tmp", (char *)NULL);
+            _exit(127);
+        }
+        snprintf(r_url, sizeof r_url, "redis://127.0.0.1:%d", port);
+        char buf[4096], want[32];
+        snprintf(want, sizeof want, "process_id:%d\r", (int)pid);
+        for (double deadline = now_s() + 10; now_s() < deadline; sleep_us(10000)) {
+            if (waitpid(pid, NULL, WNOHANG) == pid) break;
+            if (r_command("INFO server\r\n", buf, sizeof buf) && strstr(buf, want)) {
+                r_server_pid = pid;
+                return;
+            }
+        }
+        kill(pid, SIGKILL);
+        waitpid(pid, NULL, 0);
+    }
+    fprintf(stderr, "could not start redis-server (is it installed? `make redis-server`)\n");
+    exit(2);
+}
+
+/* CLIENT KILL of one random connection (the library's: ours is the one
+ * running CLIENT LIST, skipped). */
+static bool r_client_kill(uint64_t *r) {
+    char buf[16384];
+    if (!r_command("CLIENT LIST\r\n", buf, sizeof buf)) return false;
+    long ids[256];
+    int n = 0;
+    for (char *l = buf; (l = strstr(l, "id=")) && n < 256; l += 3) {
+        char *cmd = strstr(l, " cmd=");
+        char *eol = strchr(l, '\n');
+        if (cmd && (!eol || cmd < eol) && !strncmp(cmd + 5, "client|list", 11)) continue;
+        ids[n++] = strtol(l + 3, NULL, 10);
+    }
+    if (!n) return false;
+    char cmd[64], rep[256];
+    snprintf(cmd, sizeof cmd, "CLIENT KILL ID %ld\r\n", ids[rng_below(r, (unsigned)n)]);
+    return r_command(cmd, rep, sizeof rep) && rep[0] == ':' && rep[1] == '1';
+}
+
+static int r_spawn(uint64_t seed, unsigned threads, double until) {
+    for (int i = 0; i < RMAXP; i++) {
+        int zero = 0;
+        if (!atomic_compare_exchange_strong(&RA->procs[i].pid, &zero, -1)) continue;
+        atomic_store(&RA->procs[i].nslots, 0);
+        atomic_store(&RA->procs[i].longstops, 0);
+        atomic_store(&RA->procs[i].dead, 0);
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid < 0) abort();
+        if (pid == 0) {
+            /* exec'ed afresh (the arena is a memfd it maps again): a fork of
+             * a process whose library threads (a handle's agent finishing
+             * after volt_sem_free) may hold a lock, such as the sanitizer
+             * allocator's, could hang at its first malloc. */
+            char a_fd[16], a_me[16], a_seed[32], a_thr[16], a_until[48], a_lease[16];
+            snprintf(a_fd, sizeof a_fd, "%d", r_arena_fd);
+            snprintf(a_me, sizeof a_me, "%d", i);
+            snprintf(a_seed, sizeof a_seed, "%llu", (unsigned long long)seed);
+            snprintf(a_thr, sizeof a_thr, "%u", threads);
+            snprintf(a_until, sizeof a_until, "%.6f", until);
+            snprintf(a_lease, sizeof a_lease, "%u", r_lease_ms);
+            execl("/proc/self/exe", "fuzz_sem", "redis-worker", a_fd, a_me, a_seed, a_thr, a_until, a_lease, r_url,
+                  r_name, (char *)NULL);
+            _exit(127);
+        }
+        atomic_store(&RA->procs[i].pid, pid);
+        return i;
+    }
+    return -1;
+}
+
+/* Stops process i and waits until it is stopped; its slots written off. */
+static bool r_stop_writeoff(int i, bool gone, bool longstop) {
+    pid_t pid = atomic_load(&RA->procs[i].pid);
+    if (pid <= 0 || kill(pid, SIGSTOP) != 0) return false;
+    if (!wait_stopped(pid)) return false;
+    int ns = atomic_load(&RA->procs[i].nslots);
+    for (int j = 0; j < ns; j++) {
+        int sl = atomic_load(&RA->procs[i].slots[j]);
+        if (longstop && RS_SHARE(rs_load(sl)) > 0 && !RS_GONE(rs_load(sl))) atomic_store(&RA->held_at_longstop[sl], 1);
+        unsigned g = rs_writeoff(sl, gone);
+        if (gone) atomic_store(&RA->killed_gen[sl], (int)g + 1); /* the generation a kill ended, + 1 */
+    }
+    return true;
+}
+
+/* The share a process's slots count now. */
+static long r_proc_share(int i) {
+    long sum = 0;
+    int ns = atomic_load(&RA->procs[i].nslots);
+    for (int j = 0; j < ns; j++) sum += RS_SHARE(rs_load(atomic_load(&RA->procs[i].slots[j])));
+    return sum;
+}
+
+typedef struct {
+    long kills, stops, longstops, client_kills, hangs, failed_exits;
+} rdriver;
+
+static void r_reap(rdriver *d, bool block) {
+    int status;
+    pid_t pid;
+    while ((pid = waitpid(-1, &status, block ? 0 : WNOHANG)) > 0) {
+        for (int i = 0; i < RMAXP; i++) {
+            if (atomic_load(&RA->procs[i].pid) != pid) continue;
+            if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) {
+                d->hangs++;
+                violation(&RA->c, "process %d hung (its alarm ended it)", (int)pid);
+            } else if (WIFSIGNALED(status) && WTERMSIG(status) != SIGKILL) {
+                violation(&RA->c, "process %d died of signal %d", (int)pid, WTERMSIG(status));
+            } else if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+                d->failed_exits++;
+            }
+            atomic_store(&RA->procs[i].pid, 0);
+        }
+        if (!block) continue;
+        bool any = false;
+        for (int i = 0; i < RMAXP; i++) any |= atomic_load(&RA->procs[i].pid) > 0;
+        if (!any) break;
+    }
+}
+
+static volt_status r_driver_connect(const volt_sem **sem, size_t total) {
+    (void)total;
+    uint64_t r = 0;
+    return r_connect_as(sem, &r, false);
+}
+
+/* A stop past the lease: write the process off, wait out its lease, reap it
+ * with a census (which must conserve), count the stop, go on. */
+static void r_long_stop(int v, rdriver *d, uint64_t *r) {
+    /* Caught holding permits if it can be (a few tries). */
+    for (int attempt = 0; attempt < 30; attempt++) {
+        pid_t p = atomic_load(&RA->procs[v].pid);
+        if (p <= 0 || kill(p, SIGSTOP) != 0) return;
+        if (wait_stopped(p) && r_proc_share(v) > 0) break;
+        kill(p, SIGCONT);
+        sleep_us(1000 + rng_below(r, 3000));
+    }
+    if (!r_stop_writeoff(v, false, true)) return;
+    pid_t pid = atomic_load(&RA->procs[v].pid);
+    sleep_us((long)r_lease_ms * 1000 + 300000 + rng_below(r, 300000));
+    const volt_sem *sem = NULL;
+    if (r_driver_connect(&sem, 1) == VOLT_OK) {
+        volt_census c;
+        volt_status s = volt_sem_census(sem, &c);
+        if (s == VOLT_OK) r_census_check(sem, s, &c, "the driver's");
+        else violation(&RA->c, "the driver's census returned %s", st(s));
+        volt_sem_free(sem);
+    }
+    atomic_fetch_add(&RA->procs[v].longstops, 1);
+    kill(pid, SIGCONT);
+    d->longstops++;
+}
+
+static bool r_final(unsigned *final_total) {
+    const volt_sem *sem = NULL;
+    volt_status s = r_driver_connect(&sem, 1);
+    if (s != VOLT_OK) {
+        violation(&RA->c, "the final connect returned %s", st(s));
+        return false;
+    }
+    volt_census c = {0};
+    /* The killed processes' sessions end at their lease; the census reaps. */
+    bool back = false;
+    for (double give_up = now_s() + 3.0 * r_lease_ms / 1000 + 10; now_s() < give_up; sleep_us(50000)) {
+        s = volt_sem_census(sem, &c);
+        if (s != VOLT_OK) continue;
+        r_census_check(sem, s, &c, "the final");
+        if (c.available == c.total && !c.held && !c.partial && !c.queued && !c.debt) {
+            back = true;
+            break;
+        }
+    }
+    if (!back)
+        violation(&RA->c, "at the end, the lease long over: available %llu of %llu, held %llu, partial %llu, queued "
+                          "%llu, debt %llu, sessions %llu (%s)", (unsigned long long)c.available,
+                  (unsigned long long)c.total, (unsigned long long)c.held, (unsigned long long)c.partial,
+                  (unsigned long long)c.queued, (unsigned long long)c.debt, (unsigned long long)c.sessions, st(s));
+    *final_total = (unsigned)c.total;
+    volt_grant g;
+    s = volt_sem_acquire_blocking_fenced(sem, c.total ? c.total : 1, 20000000000LL, &g);
+    if (s != VOLT_OK) violation(&RA->c, "at the end, acquiring the whole total %llu: %s", (unsigned long long)c.total, st(s));
+    else {
+        if (g.token <= atomic_load(&RA->max_token))
+            violation(&RA->c, "the final grant's token %llu is not above the last seen %llu",
+                      (unsigned long long)g.token, (unsigned long long)atomic_load(&RA->max_token));
+        if (volt_sem_release(sem, c.total) != VOLT_OK) violation(&RA->c, "the final release failed");
+    }
+    volt_sem_free(sem);
+    return back;
+}
+
+static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) {
+    uint64_t r = seed;
+    unsigned total = o->total ? o->total : 1 + rng_below(&r, 2);
+    unsigned procs = o->procs ? o->procs : 3 + rng_below(&r, 2);
+    unsigned threads = o->threads ? o->threads : 2 + rng_below(&r, 2);
+    double seconds = o->seconds > 0 ? o->seconds : 4;
+    snprintf(r_name, sizeof r_name, "fuzz-%d-%ld-%llu", (int)getpid(), run, (unsigned long long)seed);
+    memset(RA, 0, sizeof *RA);
+    RA->c.total = o->resize ? (long)(o->max_total > total ? o->max_total : total) : (long)total;
+    atomic_store(&RA->tmax, total);
+    atomic_store(&RA->tmin, total);
+    RA->kills = o->kill, RA->client_kills = o->client_kill, RA->resize = o->resize;
+    RA->t0 = now_s();
+    /* The driver creates it, then lets go (its session ends at once). */
+    const volt_sem *sem = NULL;
+    volt_connect_options copts;
+    volt_connect_options_init(&copts, sizeof copts);
+    copts.lease_ms = r_lease_ms;
+    volt_status s = volt_sem_connect(r_url, r_name, total, &copts, &sem);
+    if (s != VOLT_OK) {
+        fprintf(stderr, "fuzz-redis: connect to %s: %s\n", r_url, st(s));
+        return false;
+    }
+    volt_sem_free(sem);
+    double until = now_s() + seconds;
+    rdriver d = {0};
+    for (unsigned i = 0; i < procs; i++) r_spawn(rng_next(&r), threads, until);
+    while (now_s() < until - 0.1) {
+        sleep_us(30000 + rng_below(&r, 150000));
+        r_reap(&d, false);
+        unsigned x = rng_below(&r, 100);
+        int live[RMAXP], nl = 0;
+        for (int i = 0; i < RMAXP; i++)
+            if (atomic_load(&RA->procs[i].pid) > 0) live[nl++] = i;
+        int v = nl ? live[rng_below(&r, (unsigned)nl)] : -1;
+        if (o->client_kill && x < 25) {
+            d.client_kills += r_client_kill(&r);
+        } else if (v >= 0 && o->kill && x < 40) {
+            /* A process stopped past its lease is left to learn it. */
+            if (atomic_load(&RA->procs[v].longstops)) continue;
+            if (!r_stop_writeoff(v, true, false)) continue;
+            atomic_store(&RA->procs[v].dead, 1);
+            kill(atomic_load(&RA->procs[v].pid), SIGKILL);
+            d.kills++;
+            if (now_s() < until - 0.5) r_spawn(rng_next(&r), threads, until);
+        } else if (v >= 0 && o->stop && x < 70) {
+            pid_t pid = atomic_load(&RA->procs[v].pid);
+            if (kill(pid, SIGSTOP) != 0) continue;
+            sleep_us(1000 + rng_below(&r, r_lease_ms * 150));
+            kill(pid, SIGCONT);
+            d.stops++;
+        } else if (v >= 0 && o->stop && x < 77 && now_s() < until - 1.0 * r_lease_ms / 1000 - 1) {
+            /* Preferably a process that holds permits. */
+            for (int j = 0; j < nl; j++)
+                if (r_proc_share(live[j]) > 0) v = live[j];
+            r_long_stop(v, &d, &r);
+        }
+    }
+    atomic_store(&RA->stop, 1);
+    bool dumped = false;
+    for (double give_up = now_s() + 60, dump_at = now_s() + 15;;) {
+        r_reap(&d, false);
+        int alive = 0;
+        for (int i = 0; i < RMAXP; i++) alive += atomic_load(&RA->procs[i].pid) > 0;
+        if (!alive) break;
+        if (!dumped && now_s() > dump_at) {
+            /* A process alive 15 s after the run's end (they end within a
+             * second or two): its stacks, for the violation to come. */
+            dumped = true;
+            for (int i = 0; i < RMAXP; i++) {
+                pid_t pid = atomic_load(&RA->procs[i].pid);
+                if (pid <= 0) continue;
+                fprintf(stderr, "    process %d alive 15 s after the run's end: its stacks\n", (int)pid);
+                char cmd[128];
+                snprintf(cmd, sizeof cmd, "timeout 60 gdb -q -p %d -batch -ex 'thread apply all bt' 1>&2", (int)pid);
+                if (system("command -v gdb >/dev/null 2>&1") == 0 && system(cmd) != 0)
+                    fprintf(stderr, "    (gdb failed)\n");
+            }
+        }
+        if (now_s() > give_up) {
+            violation(&RA->c, "%d processes still running 60 s after the end of the run", alive);
+            for (int i = 0; i < RMAXP; i++)
+                if (atomic_load(&RA->procs[i].pid) > 0) kill(atomic_load(&RA->procs[i].pid), SIGKILL);
+            r_reap(&d, true);
+            break;
+        }
+        sleep_us(20000);
+    }
+    unsigned final_total = 0;
+    r_final(&final_total);
+    long excused = 0;
+    rs_resolve(&excused);
+    bool ok = atomic_load(&RA->c.violations) == 0;
+    *ops_out += atomic_load(&RA->c.ops);
+    add_cov(&RA->c);
+    printf("     run %ld seed %llu: total %u (at the end %u), %u processes x %u threads, %ld ops, %ld grants (%ld "
+           "fenced), %ld callbacks, peak %ld, %ld kills, %ld stops, %ld stops past the lease, %ld client kills%s\n",
+           run, (unsigned long long)seed, total, final_total, procs, threads, atomic_load(&RA->c.ops),
+           atomic_load(&RA->c.grants), atomic_load(&RA->tokens), atomic_load(&RA->c.callbacks),
+           atomic_load(&RA->c.peak), d.kills, d.stops, d.longstops, d.client_kills, ok ? "" : "  FAIL");
+    printf("       %ld connects, %ld clones, %ld disconnects (%ld with a blocked thread: %ld woken "
+           "VOLT_DISCONNECTED, %ld granted first, %ld otherwise), %ld session losses learned (%ld releases "
+           "answered VOLT_LEASE_EXPIRED, %ld of them after a stop past the lease, %ld VOLT_OK there; %ld handles "
+           "held permits through such a stop, each learned it), %ld lease watches (%ld "
+           "called), %ld censuses, %ld set_total, %ld requests failed as above the total, %ld "
+           "VOLT_CONNECTION_FAILED, %ld snapshots above the total (%ld excused by a loss), %ld snapshots "
+           "unstable, %ld grants not counted (unfenced, or no watch left), %ld handles with losses known from their "
+           "stats only, %ld snapshots unresolved (a holder killed first)\n",
+           atomic_load(&RA->connects), atomic_load(&RA->clones), atomic_load(&RA->disconnects),
+           atomic_load(&RA->blocked), atomic_load(&RA->blocked_out[0]), atomic_load(&RA->blocked_out[1]),
+           atomic_load(&RA->blocked_out[2]), atomic_load(&RA->losses), atomic_load(&RA->lost_releases),
+           atomic_load(&RA->expired_after_stop), atomic_load(&RA->ok_after_stop), atomic_load(&RA->longstop_holders),
+           atomic_load(&RA->watches), atomic_load(&RA->watch_calls),
+           atomic_load(&RA->census), atomic_load(&RA->set_totals), atomic_load(&RA->failed_above),
+           atomic_load(&RA->conn_failed), (long)atomic_load(&RA->ncand), excused, atomic_load(&RA->unstable),
+           atomic_load(&RA->unwatched), atomic_load(&RA->stats_only_losses), atomic_load(&RA->unresolved));
+    fflush(stdout);
+    return ok;
+}
+
+static rarena *r_map(int fd) {
+    rarena *a = mmap(NULL, sizeof *a, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (a == MAP_FAILED) abort();
+    return a;
+}
+
+/* A worker process, exec'ed by the driver: fuzz_sem redis-worker FD ME SEED
+ * THREADS UNTIL LEASE URL NAME. */
+static int redis_worker(int argc, char **argv) {
+    if (argc != 10) return 2;
+    r_arena_fd = atoi(argv[2]);
+    RA = r_map(r_arena_fd);
+    r_lease_ms = (unsigned)strtoul(argv[7], NULL, 10);
+    snprintf(r_url, sizeof r_url, "%s", argv[8]);
+    snprintf(r_name, sizeof r_name, "%s", argv[9]);
+    r_proc(atoi(argv[3]), strtoull(argv[4], NULL, 10), (unsigned)strtoul(argv[5], NULL, 10), strtod(argv[6], NULL));
+    return 0;
+}
+
+static int run_redis(const options *o) {
+    r_arena_fd = memfd_create("fuzz-redis", 0); /* inherited across exec */
+    if (r_arena_fd < 0 || ftruncate(r_arena_fd, sizeof *RA) != 0) abort();
+    RA = r_map(r_arena_fd);
+    r_lease_ms = o->lease_ms ? o->lease_ms : 1000;
+    const char *url = o->url ? o->url : getenv("FUZZ_REDIS_URL");
+    if (url && *url) snprintf(r_url, sizeof r_url, "%s", url);
+    else r_server_start();
+    long passed = 0, failed = 0, ops = 0;
+    long runs = o->seeds ? o->seeds : 2;
+    printf("fuzz-redis: seeds %llu.. on %s, lease %u ms, kills %s, stops %s, client kills %s, resizes %s "
+           "(replay one: fuzz_sem redis --seed S --runs 1)\n",
+           (unsigned long long)o->seed, r_server_pid ? "a redis-server of its own" : r_url, r_lease_ms,
+           o->kill ? "on" : "off", o->stop ? "on" : "off", o->client_kill ? "on" : "off", o->resize ? "on" : "off");
+    fflush(stdout);
+    for (long i = 0; i < runs; i++) {
+        if (redis_run(o, o->seed + (uint64_t)i, i, &ops)) passed++;
+        else failed++;
+    }
+    if (r_server_pid > 0) {
+        kill(r_server_pid, SIGKILL);
+        waitpid(r_server_pid, NULL, 0);
+    }
+    printf("     %ld runs, %ld operations\n", passed + failed, ops);
+    print_cov(&coverage);
+    printf("fuzz-redis: %ld passed, %ld failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
+
 /* =================================================================== main */
 
 static void usage(void) {
-    fprintf(stderr, "usage: fuzz_sem model|threads|shared [--seed S] [--seeds N | --runs N] "
+    fprintf(stderr, "usage: fuzz_sem model|threads|shared|redis [--seed S] [--seeds N | --runs N] "
                     "[--ops K] [--seconds T] [--total P] [--max-total M] [--procs N] [--threads N] "
-                    "[--no-kill] [--no-fork] [--no-stop] [--no-resize]\n");
+                    "[--no-kill] [--no-fork] [--no-stop] [--no-resize] [--no-client-kill] [--lease MS] "
+                    "[--url URL]\n");
     exit(2);
 }
 
 int main(int argc, char **argv) {
     if (argc < 2) usage();
     setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!strcmp(argv[1], "redis-worker")) return redis_worker(argc, argv);
     options o = {0};
     o.seed = (uint64_t)time(NULL) * 1000003u ^ (uint64_t)getpid();
-    o.kill = o.fork = o.stop = o.resize = true;
+    o.kill = o.fork = o.stop = o.resize = o.client_kill = true;
     o.max_total = 4;
     /* FUZZ_SEED (the Makefile's) sets the first seed; --seed overrides it. */
     const char *env = getenv("FUZZ_SEED");
@@ -2249,6 +3513,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--no-fork")) o.fork = false;
         else if (!strcmp(a, "--no-stop")) o.stop = false;
         else if (!strcmp(a, "--no-resize")) o.resize = false;
+        else if (!strcmp(a, "--no-client-kill")) o.client_kill = false;
         else if (!v) usage();
         else if (!strcmp(a, "--seed")) o.seed = strtoull(v, NULL, 0), i++;
         else if (!strcmp(a, "--seeds") || !strcmp(a, "--runs")) o.seeds = strtol(v, NULL, 0), i++;
@@ -2258,10 +3523,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--procs")) o.procs = (unsigned)strtoul(v, NULL, 0), i++;
         else if (!strcmp(a, "--threads")) o.threads = (unsigned)strtoul(v, NULL, 0), i++;
         else if (!strcmp(a, "--max-total")) o.max_total = (unsigned)strtoul(v, NULL, 0), i++;
+        else if (!strcmp(a, "--lease")) o.lease_ms = (unsigned)strtoul(v, NULL, 0), i++;
+        else if (!strcmp(a, "--url")) o.url = v, i++;
         else usage();
     }
     if (!strcmp(argv[1], "model")) return run_model(&o);
     if (!strcmp(argv[1], "threads")) return run_threads(&o);
     if (!strcmp(argv[1], "shared")) return run_shared(&o);
+    if (!strcmp(argv[1], "redis")) return run_redis(&o);
     usage();
 }

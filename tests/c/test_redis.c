@@ -769,6 +769,53 @@ static void test_disconnect_ends_one_handle(void) {
     volt_sem_free(b);
 }
 
+/* A grant that reached a volt_waiter before its handle's disconnect, and
+ * that its owner collects only after it: the disconnect gave it back with
+ * the session's permits, so the owner's cancel answers VOLT_DISCONNECTED
+ * (the header's promise), never VOLT_OK for permits another handle now
+ * holds. Found by the API fuzzer's redis mode (seed 3): the cancel answered
+ * VOLT_OK while the permit had gone back to the semaphore. */
+static void test_disconnect_gives_back_an_uncollected_grant(void) {
+    const char *name = name_of("disconnect-uncollected");
+    const volt_sem *a = connect_main(name, 1);
+    const volt_sem *b = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
+    volt_waiter wa;
+    signal_ctx sa;
+    signal_init(&sa);
+    REQUIRE(volt_waiter_init(&wa) == VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(a, &wa, 1, signal_wake, &sa), VOLT_PENDING);
+    while (census(b).queued < 1) sleep_ms(5);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+    CHECK(signal_wait(&sa, 10) == 1); /* granted, not collected */
+    CHECK_STATUS(volt_waiter_status(&wa), VOLT_OK);
+    CHECK(census(b).held == 1);
+
+    CHECK_STATUS(volt_sem_disconnect(a), VOLT_OK);
+    volt_census k = census(b);
+    CHECK(conserved(k) && k.held == 0 && k.available == 1); /* the grant went back */
+    CHECK_STATUS(volt_sem_cancel(a, &wa, NULL), VOLT_DISCONNECTED);
+    CHECK(!volt_waiter_is_busy(&wa));
+    CHECK(volt_sem_held_permits(a) == 0);
+    /* A Redis handle's census and inspect still answer once disconnected. */
+    k = census(a);
+    CHECK(conserved(k) && k.held == 0 && k.available == 1);
+    volt_inspection in;
+    memset(&in, 0, sizeof in);
+    CHECK_STATUS(volt_sem_inspect(a, &in, NULL, 0, NULL, 0), VOLT_OK);
+    CHECK(in.total == 1 && in.available == 1);
+    /* The permit is b's to take, and a's release of it is refused. */
+    CHECK_STATUS(volt_sem_try_acquire(b, 1), VOLT_OK);
+    CHECK_STATUS(volt_sem_release(a, 1), VOLT_DISCONNECTED);
+    CHECK_STATUS(volt_sem_release(b, 1), VOLT_OK);
+    k = census(b);
+    CHECK(conserved(k) && k.available == 1 && k.held == 0 && k.queued == 0);
+
+    signal_destroy(&sa);
+    volt_sem_free(a);
+    volt_sem_free(b);
+}
+
 /* The same across processes: a queued acquire(3) here is not overtaken by a
  * later acquire(1) of a child process. */
 static void test_fifo_across_processes(void) {
@@ -2838,6 +2885,7 @@ int main(int argc, char **argv) {
     RUN(test_set_total_leaves_a_debt_the_census_shows);
     RUN(test_fifo_and_weights_across_two_handles);
     RUN(test_disconnect_ends_one_handle);
+    RUN(test_disconnect_gives_back_an_uncollected_grant);
     RUN(test_fifo_across_processes);
     RUN(test_timeout_and_cancel_hand_partial_grants_on);
     RUN(test_tiny_timeout_with_permits_free_is_granted);
