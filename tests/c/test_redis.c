@@ -1435,6 +1435,54 @@ static void quiesce_before_fork(void) {
     }
 }
 
+/* A request the parent queued on a Redis handle, ended in a fork child: the
+ * header's rule for volt_sem_cancel (VOLT_FORKED, the waiter left busy in the
+ * child, the parent's request untouched); the parent still ends it itself. */
+static void test_fork_child_cancel_of_the_parents_request(void) {
+    const char *name = name_of("fork-cancel");
+    const volt_sem *sem = connect_main(name, 1);
+    CHECK_STATUS(volt_sem_try_acquire(sem, 1), VOLT_OK);
+    volt_waiter w;
+    signal_ctx sig;
+    signal_init(&sig);
+    CHECK_STATUS(volt_waiter_init(&w), VOLT_OK);
+    CHECK_STATUS(volt_sem_acquire(sem, &w, 1, signal_wake, &sig), VOLT_PENDING);
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    quiesce_before_fork(); /* under ASan: see there */
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        harness_child_watchdog(60);
+        char r[3] = {
+            (char)volt_sem_cancel(sem, &w, NULL),
+            (char)volt_waiter_is_busy(&w),
+            (char)volt_sem_try_cancel(sem, &w, NULL),
+        };
+        if (write(fds[1], r, sizeof r) != (ssize_t)sizeof r) _exit(3);
+        _exit(0);
+    }
+    close(fds[1]);
+    char r[3] = {0};
+    ssize_t got = read(fds[0], r, sizeof r);
+    close(fds[0]);
+    REQUIRE(waitpid(pid, NULL, 0) == pid);
+    CHECK(got == (ssize_t)sizeof r);
+    if (r[0] != VOLT_FORKED || r[1] != 1 || r[2] != VOLT_FORKED)
+        fprintf(stderr, "    child: cancel %s, busy %d, try_cancel %s\n",
+                volt_status_str(r[0]), r[1], volt_status_str(r[2]));
+    CHECK(r[0] == VOLT_FORKED && r[1] == 1 && r[2] == VOLT_FORKED);
+    /* The parent's request was left alone: a release grants it. */
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    CHECK(signal_wait(&sig, 10) == 1);
+    CHECK_STATUS(volt_sem_cancel(sem, &w, NULL), VOLT_OK);
+    CHECK(!volt_waiter_is_busy(&w));
+    CHECK_STATUS(volt_sem_release(sem, 1), VOLT_OK);
+    volt_census k = census(sem);
+    CHECK(conserved(k) && k.available == 1 && k.queued == 0);
+    volt_sem_free(sem);
+}
+
 /* A handle connected before fork() is refused in the child (it would act on
  * the parent's connections and session) and freeing it there changes
  * nothing: the parent keeps its permit. */
@@ -2895,6 +2943,7 @@ int main(int argc, char **argv) {
     RUN(test_callback_collects_and_releases);
     RUN(test_stress_threads_on_two_handles);
     RUN(test_fork_child_cannot_use_the_parents_handle);
+    RUN(test_fork_child_cancel_of_the_parents_request);
     RUN(test_fork_inside_a_callback_on_a_library_thread);
     RUN(test_fork_inside_a_callback_during_a_callers_turn);
     RUN(test_fork_inside_a_lease_callback);
