@@ -757,10 +757,11 @@ fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
         "the first disconnect returned"
     );
     assert!(ctx.returned.load(Ordering::SeqCst), "so did the callback's");
-    // Its outcome is another matter (a grant collected after the
-    // disconnect began: branch h109); the permit went back with the session.
+    // A grant collected after the disconnect began is not the caller's:
+    // the permit went back with the session.
     // SAFETY: queued on `a`; `ctx` alive.
-    let _ = unsafe { a.finish_raw(w.as_ref()) };
+    let f = unsafe { a.finish_raw(w.as_ref()) };
+    assert_eq!(f, Finish::Failed(Error::Disconnected));
     let b = connect(&s, "seam-disconnect-in-door", 1);
     assert_eq!(b.available_permits(), 1);
 }
