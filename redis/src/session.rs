@@ -1114,7 +1114,12 @@ impl Inner {
             // the session to its lease's expiry.
             (lost, std::mem::take(&mut st.to_end))
         };
-        lost.wake();
+        // A lease watch's waker that panics (the waiters' callbacks cannot
+        // unwind: a Rust waker's panic there aborts) is let go on only once
+        // the session is ended and the calls waiting for this one have
+        // returned: unwinding from here would leave them waiting for ever,
+        // and the session to its lease's expiry.
+        let woken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lost.wake()));
         // On the door, after the calls queued before it (an acquire queued
         // before the disconnect fails there with `Closed`).
         let _ = call(self, move |i| {
@@ -1136,6 +1141,9 @@ impl Inner {
             st.disconnecting = None;
         }
         self.disconnect_done.notify_all();
+        if let Err(panic) = woken {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Whether `disconnect` ended this handle, without the state lock (see
