@@ -933,6 +933,67 @@ fn a_release_racing_a_redis_disconnect_leaves_nothing_held() {
     }
 }
 
+/// A queued request whose grant races both its owner's cancel (another
+/// thread's `finish_raw`) and the handle's disconnect (a third thread):
+/// whichever comes first, the permit is counted once. Kept by the caller
+/// (`Granted`: collected before the disconnect began; it went back with
+/// the session, and the caller's release of it is refused), or not
+/// (`Cancelled`, `Disconnected`): the census is conserved and the one
+/// permit is free again once the handle is disconnected and the holder
+/// released it, never lost nor counted twice.
+#[test]
+fn a_grant_racing_its_cancel_and_the_disconnect_is_counted_once() {
+    let s = Server::start();
+    let b = connect(&s, "seam-grant-cancel-disconnect", 1);
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..40 {
+        let a = connect(&s, "seam-grant-cancel-disconnect", 1);
+        b.try_acquire(1).unwrap();
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: fresh; `p` outlives finish_raw.
+        unsafe { queue_one(&a, &b, w.as_ref(), probe, &p) };
+        let go = std::sync::Barrier::new(3);
+        let f = std::thread::scope(|scope| {
+            let cancel = scope.spawn(|| {
+                go.wait();
+                // Spread the three over the grant's way to `a`.
+                std::thread::sleep(Duration::from_micros(100 * (round % 8)));
+                // SAFETY: queued on `a`, pinned; `p` outlives it.
+                unsafe { a.finish_raw(w.as_ref()) }
+            });
+            let disconnect = scope.spawn(|| {
+                go.wait();
+                std::thread::sleep(Duration::from_micros(150 * (round % 5)));
+                a.disconnect()
+            });
+            go.wait();
+            b.release(1).unwrap();
+            assert_eq!(disconnect.join().unwrap(), Ok(()));
+            cancel.join().unwrap()
+        });
+        match &f {
+            Finish::Granted => assert_eq!(a.release(1), Err(Error::Disconnected)),
+            Finish::Cancelled { returned: 0 } | Finish::Failed(Error::Disconnected) => {}
+            other => panic!("round {round}: {other:?}"),
+        }
+        *outcomes.entry(format!("{f:?}")).or_insert(0) += 1;
+        // The grant's callback may still be on its way (an outcome read
+        // before it ran): the census once it did.
+        if p.calls.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let c = b.as_redis().unwrap().census().unwrap();
+        assert!(c.conserved(), "round {round}: {c:?}");
+        assert_eq!(
+            (c.available, c.held, c.queued),
+            (1, 0, 0),
+            "round {round} ({f:?}): {c:?}"
+        );
+    }
+    eprintln!("outcomes: {outcomes:?}");
+}
+
 /// A raw request the parent queued, finished in a `fork()` child made while
 /// another thread of the parent held the handle's state lock (here: asking
 /// `is_disconnected` in a loop; in a program, any call of the handle): it
