@@ -854,24 +854,35 @@ fn a_redis_disconnect_from_a_callback_in_a_callers_turn_during_another_returns()
             panic!("the try never took the turn in 200 attempts");
         })
     };
-    eventually("the callback runs in the caller's turn", Duration::from_secs(60), || {
-        ctx.in_turn.load(Ordering::SeqCst) || caller.is_finished()
-    });
+    eventually(
+        "the callback runs in the caller's turn",
+        Duration::from_secs(60),
+        || ctx.in_turn.load(Ordering::SeqCst) || caller.is_finished(),
+    );
     assert!(ctx.in_turn.load(Ordering::SeqCst), "{:?}", caller.join());
     assert_eq!(
         disconnect_on_a_thread(&a),
         Some(Ok(())),
         "the first disconnect returned"
     );
-    eventually("the callback's disconnect returns", Duration::from_secs(10), || {
-        ctx.returned.load(Ordering::SeqCst)
-    });
+    eventually(
+        "the callback's disconnect returns",
+        Duration::from_secs(10),
+        || ctx.returned.load(Ordering::SeqCst),
+    );
     let (_, tried) = caller.join().unwrap();
     assert_eq!(tried, Some(Error::Disconnected), "the caller's own try");
     // SAFETY: queued on `a`; its callback returned.
-    assert_eq!(unsafe { a.finish_raw(w) }, Finish::Failed(Error::Disconnected));
+    assert_eq!(
+        unsafe { a.finish_raw(w) },
+        Finish::Failed(Error::Disconnected)
+    );
     let b = connect(&s, "seam-disconnect-in-turn", 2);
-    assert_eq!(b.available_permits(), 2, "the grant went back with the session");
+    assert_eq!(
+        b.available_permits(),
+        2,
+        "the grant went back with the session"
+    );
 }
 
 /// A wake callback that disconnects its handle (ctx: an `Arc<Semaphore>`).

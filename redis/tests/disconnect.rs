@@ -410,7 +410,10 @@ fn a_disconnect_after_one_that_panicked_returns() {
         let a = Arc::clone(&a);
         std::thread::spawn(move || a.disconnect())
     };
-    assert!(first.join().is_err(), "the waker's panic unwound the first disconnect");
+    assert!(
+        first.join().is_err(),
+        "the waker's panic unwound the first disconnect"
+    );
     assert!(a.is_disconnected());
     let (tx, rx) = std::sync::mpsc::channel();
     {
