@@ -1265,7 +1265,8 @@ impl RedisSemaphore {
     /// back then); made from a callback the first one runs, on the
     /// session's own threads, or on the thread of a call that is running
     /// the handle's queued jobs itself (a callback it delivers: the first
-    /// one waits for all of these), it returns at once. Never blocks on the handle's state lock, nor does
+    /// one waits for all of these), it returns at once. Never blocks on
+    /// the handle's state lock, nor does
     /// [`is_disconnected`](Self::is_disconnected) (safe in a `fork()`
     /// child, whatever the parent's threads held at the fork).
     pub fn disconnect(&self) {
