@@ -2156,8 +2156,11 @@ volt_status volt_sem_reopen(const struct volt_sem *sem);
  *
  * Idempotent: a second call returns `VOLT_OK` and does nothing (one racing
  * the first, on another thread, returns once the first one gave back what
- * the handle held; Redis: unless made from a wake callback the first one
- * runs, or on the handle's own threads, which return at once).
+ * the handle held; Redis: unless made from a wake callback that the first
+ * one runs, or that runs on the handle's own threads or on the thread of a
+ * call running the handle's queued jobs itself, such as
+ * `volt_sem_try_acquire` (the first one waits for all of these): that
+ * one returns at once).
  *
  * Returns `VOLT_OK`, `VOLT_INVALID_ARGUMENT` (NULL), `VOLT_UNSUPPORTED` (a
  * local semaphore has no session: nothing changed; `volt_sem_close` it), or

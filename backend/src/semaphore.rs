@@ -478,8 +478,9 @@ impl Semaphore {
     ///
     /// Idempotent (a second call racing the first, on another thread,
     /// returns once the first one gave back what the handle held; Redis:
-    /// unless made from a callback the first one runs, or on the handle's
-    /// own threads, which return at once). A local
+    /// unless made from a callback the first one runs, or on a thread it
+    /// waits for: the handle's own, or one running the handle's queued
+    /// jobs itself, in a callback it delivers; those return at once). A local
     /// semaphore has no session: [`Error::Unsupported`] (close it). A named handle used in a `fork()` child: [`Error::Forked`]
     /// (nothing changed; a Redis handle there is the caller's to refuse, as
     /// for every call: its session is the parent's).

@@ -715,12 +715,18 @@ unsafe extern "C" fn disconnect_once_another_began(ctx: *mut c_void) {
     // finish_raw returned.
     let c = unsafe { &*(ctx as *const DisconnectInCallback) };
     c.entered.store(true, Ordering::SeqCst);
+    disconnect_once_begun(&c.a, &c.returned);
+}
+
+/// Waits (10 s at most) until another thread's disconnect of `a` began,
+/// then disconnects it too; sets `returned` once that returned.
+fn disconnect_once_begun(a: &Semaphore, returned: &std::sync::atomic::AtomicBool) {
     let until = std::time::Instant::now() + Duration::from_secs(10);
-    while !c.a.is_disconnected() && std::time::Instant::now() < until {
+    while !a.is_disconnected() && std::time::Instant::now() < until {
         std::thread::sleep(Duration::from_millis(1));
     }
-    let _ = c.a.disconnect();
-    c.returned.store(true, Ordering::SeqCst);
+    let _ = a.disconnect();
+    returned.store(true, Ordering::SeqCst);
 }
 
 /// A second disconnect made from a callback on the handle's own door
@@ -764,6 +770,126 @@ fn a_redis_disconnect_from_a_door_callback_during_another_returns() {
     assert_eq!(f, Finish::Failed(Error::Disconnected));
     let b = connect(&s, "seam-disconnect-in-door", 1);
     assert_eq!(b.available_permits(), 1);
+}
+
+/// The context of [`disconnect_in_a_turn`]: the handle, and the thread that
+/// runs the handle's queued jobs itself (its `try_acquire` finds no thread
+/// running them).
+struct TurnDisconnect {
+    a: Arc<Semaphore>,
+    caller: std::sync::Mutex<Option<std::thread::ThreadId>>,
+    /// The callback ran on the caller's thread (in its turn).
+    in_turn: std::sync::atomic::AtomicBool,
+    /// It ran elsewhere (the door thread took the job first).
+    elsewhere: AtomicUsize,
+    /// Its disconnect returned.
+    returned: std::sync::atomic::AtomicBool,
+}
+
+/// A grant's callback: on the thread of a caller running the handle's jobs
+/// itself (a `try_acquire` in its turn), it waits (10 s at most) until
+/// another thread's disconnect of the handle began, then disconnects it too;
+/// elsewhere it only counts.
+unsafe extern "C" fn disconnect_in_a_turn(ctx: *mut c_void) {
+    // SAFETY: ctx is the test's leaked `TurnDisconnect`.
+    let c = unsafe { &*(ctx as *const TurnDisconnect) };
+    if *c.caller.lock().unwrap() != Some(std::thread::current().id()) {
+        c.elsewhere.fetch_add(1, Ordering::SeqCst);
+        return;
+    }
+    c.in_turn.store(true, Ordering::SeqCst);
+    disconnect_once_begun(&c.a, &c.returned);
+}
+
+/// A second disconnect made from a callback that runs on the thread of a
+/// caller running the handle's queued jobs itself (`try_acquire` when no
+/// thread runs them: the header's "a call that ran the handle's queued
+/// jobs itself"), while another thread's disconnect runs, returns at once:
+/// that first disconnect's end goes out after the jobs this caller runs
+/// (it waits for the end of the caller's turn), so waiting for it there
+/// would wait for ever (both disconnects hung, before).
+#[test]
+fn a_redis_disconnect_from_a_callback_in_a_callers_turn_during_another_returns() {
+    let s = Server::start();
+    let a = Arc::new(connect(&s, "seam-disconnect-in-turn", 2));
+    // Leaked: should the disconnects hang, their threads keep using them.
+    let ctx: &'static TurnDisconnect = Box::leak(Box::new(TurnDisconnect {
+        a: Arc::clone(&a),
+        caller: std::sync::Mutex::new(None),
+        in_turn: std::sync::atomic::AtomicBool::new(false),
+        elsewhere: AtomicUsize::new(0),
+        returned: std::sync::atomic::AtomicBool::new(false),
+    }));
+    let w: &'static Waiter = Box::leak(Box::new(Waiter::new()));
+    // SAFETY: leaked, never moved.
+    let w = unsafe { Pin::new_unchecked(w) };
+    let caller = {
+        let a = Arc::clone(&a);
+        std::thread::spawn(move || {
+            *ctx.caller.lock().unwrap() = Some(std::thread::current().id());
+            // The raw acquire wakes the door thread; the try right after
+            // usually takes the turn first and sends the acquire itself
+            // (granted at once: its callback runs here). Else again.
+            for attempt in 1..=200 {
+                // SAFETY: idle (fresh or finished below); `ctx` leaked.
+                let r = unsafe {
+                    a.acquire_raw(
+                        w,
+                        1,
+                        disconnect_in_a_turn,
+                        ctx as *const TurnDisconnect as *mut c_void,
+                    )
+                };
+                assert_eq!(r, Ok(RawAcquire::Pending));
+                let tried = a.try_acquire(1);
+                if ctx.in_turn.load(Ordering::SeqCst) {
+                    return (attempt, tried.err());
+                }
+                eventually("the callback on the door", Duration::from_secs(10), || {
+                    ctx.elsewhere.load(Ordering::SeqCst) == attempt
+                });
+                // SAFETY: queued on `a`; its callback ran.
+                assert_eq!(unsafe { a.finish_raw(w) }, Finish::Granted);
+                a.release(1 + usize::from(tried.is_ok())).unwrap();
+            }
+            panic!("the try never took the turn in 200 attempts");
+        })
+    };
+    eventually(
+        "the callback runs in the caller's turn",
+        Duration::from_secs(60),
+        || ctx.in_turn.load(Ordering::SeqCst) || caller.is_finished(),
+    );
+    assert!(ctx.in_turn.load(Ordering::SeqCst), "{:?}", caller.join());
+    assert_eq!(
+        disconnect_on_a_thread(&a),
+        Some(Ok(())),
+        "the first disconnect returned"
+    );
+    eventually(
+        "the callback's disconnect returns",
+        Duration::from_secs(10),
+        || ctx.returned.load(Ordering::SeqCst),
+    );
+    let (_, tried) = caller.join().unwrap();
+    // The caller's own try: refused, or granted when it went to Redis in
+    // one pipeline with the acquire, before the disconnect (its permit went
+    // back with the session then).
+    assert!(
+        matches!(tried, None | Some(Error::Disconnected)),
+        "the caller's own try: {tried:?}"
+    );
+    // SAFETY: queued on `a`; its callback returned.
+    assert_eq!(
+        unsafe { a.finish_raw(w) },
+        Finish::Failed(Error::Disconnected)
+    );
+    let b = connect(&s, "seam-disconnect-in-turn", 2);
+    assert_eq!(
+        b.available_permits(),
+        2,
+        "the grant went back with the session"
+    );
 }
 
 /// A wake callback that disconnects its handle (ctx: an `Arc<Semaphore>`).
@@ -823,6 +949,67 @@ fn a_release_racing_a_redis_disconnect_leaves_nothing_held() {
         assert!(c.conserved(), "round {round}: {c:?}");
         assert_eq!((c.available, c.held), (3, 0), "round {round}: {c:?}");
     }
+}
+
+/// A queued request whose grant races both its owner's cancel (another
+/// thread's `finish_raw`) and the handle's disconnect (a third thread):
+/// whichever comes first, the permit is counted once. Kept by the caller
+/// (`Granted`: collected before the disconnect began; it went back with
+/// the session, and the caller's release of it is refused), or not
+/// (`Cancelled`, `Disconnected`): the census is conserved and the one
+/// permit is free again once the handle is disconnected and the holder
+/// released it, never lost nor counted twice.
+#[test]
+fn a_grant_racing_its_cancel_and_the_disconnect_is_counted_once() {
+    let s = Server::start();
+    let b = connect(&s, "seam-grant-cancel-disconnect", 1);
+    let mut outcomes = std::collections::BTreeMap::new();
+    for round in 0..40 {
+        let a = connect(&s, "seam-grant-cancel-disconnect", 1);
+        b.try_acquire(1).unwrap();
+        let w = pin!(Waiter::new());
+        let p = probe_for(&w);
+        // SAFETY: fresh; `p` outlives finish_raw.
+        unsafe { queue_one(&a, &b, w.as_ref(), probe, &p) };
+        let go = std::sync::Barrier::new(3);
+        let f = std::thread::scope(|scope| {
+            let cancel = scope.spawn(|| {
+                go.wait();
+                // Spread the three over the grant's way to `a`.
+                std::thread::sleep(Duration::from_micros(100 * (round % 8)));
+                // SAFETY: queued on `a`, pinned; `p` outlives it.
+                unsafe { a.finish_raw(w.as_ref()) }
+            });
+            let disconnect = scope.spawn(|| {
+                go.wait();
+                std::thread::sleep(Duration::from_micros(150 * (round % 5)));
+                a.disconnect()
+            });
+            go.wait();
+            b.release(1).unwrap();
+            assert_eq!(disconnect.join().unwrap(), Ok(()));
+            cancel.join().unwrap()
+        });
+        match &f {
+            Finish::Granted => assert_eq!(a.release(1), Err(Error::Disconnected)),
+            Finish::Cancelled { returned: 0 } | Finish::Failed(Error::Disconnected) => {}
+            other => panic!("round {round}: {other:?}"),
+        }
+        *outcomes.entry(format!("{f:?}")).or_insert(0) += 1;
+        // The grant's callback may still be on its way (an outcome read
+        // before it ran): the census once it did.
+        if p.calls.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let c = b.as_redis().unwrap().census().unwrap();
+        assert!(c.conserved(), "round {round}: {c:?}");
+        assert_eq!(
+            (c.available, c.held, c.queued),
+            (1, 0, 0),
+            "round {round} ({f:?}): {c:?}"
+        );
+    }
+    eprintln!("outcomes: {outcomes:?}");
 }
 
 /// A raw request the parent queued, finished in a `fork()` child made while

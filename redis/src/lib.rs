@@ -1262,9 +1262,11 @@ impl RedisSemaphore {
     /// waiting for the agent's call took 5.1 s with the 10 s lease). A
     /// second call made while the first is still running, on another
     /// thread, returns once the first one has (the session's permits are
-    /// back then); made from a callback the first one runs, or on the
-    /// session's own threads (which the first one waits for), it returns at
-    /// once. Never blocks on the handle's state lock, nor does
+    /// back then); made from a callback the first one runs, on the
+    /// session's own threads, or on the thread of a call that is running
+    /// the handle's queued jobs itself (a callback it delivers: the first
+    /// one waits for all of these), it returns at once. Never blocks on
+    /// the handle's state lock, nor does
     /// [`is_disconnected`](Self::is_disconnected) (safe in a `fork()`
     /// child, whatever the parent's threads held at the fork).
     pub fn disconnect(&self) {

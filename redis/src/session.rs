@@ -1069,16 +1069,22 @@ impl Inner {
         }
         let started = Instant::now();
         let me = std::thread::current().id();
-        // Asked before the state lock (the threads' lock is never taken
-        // under it).
-        let on_own_thread = lock(&self.threads).ids.contains(&me);
+        // Asked before the state lock (the threads' lock and the door's
+        // are never taken under it): the handle's door and agent threads,
+        // or a caller running the handle's queued jobs itself now (a
+        // callback one of them delivers, in a `try_acquire`, `census` or
+        // blocking acquire that found no thread running them): the first
+        // call's end goes out after those jobs, so it waits for that
+        // caller's turn to end.
+        let on_own_thread = lock(&self.threads).ids.contains(&me) || self.door.is_here();
         let (lost, sids) = {
             let mut st = lock(&self.state);
             if st.disconnected {
                 // A second call returns once the first one is done (what
                 // the session held is back then), unless it is made on the
-                // first one's thread (a callback it delivers) or on the
-                // handle's own threads (which the first one joins).
+                // first one's thread (a callback it delivers) or on a thread
+                // it waits for (the handle's own, which it joins; a caller
+                // in its turn, whose jobs come before its end).
                 if st.disconnecting != Some(me) && !on_own_thread {
                     while !st.disconnect_done {
                         st = self
@@ -1108,7 +1114,12 @@ impl Inner {
             // the session to its lease's expiry.
             (lost, std::mem::take(&mut st.to_end))
         };
-        lost.wake();
+        // A lease watch's waker that panics (the waiters' callbacks cannot
+        // unwind: a Rust waker's panic there aborts) is let go on only once
+        // the session is ended and the calls waiting for this one have
+        // returned: unwinding from here would leave them waiting for ever,
+        // and the session to its lease's expiry.
+        let woken = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lost.wake()));
         // On the door, after the calls queued before it (an acquire queued
         // before the disconnect fails there with `Closed`).
         let _ = call(self, move |i| {
@@ -1130,6 +1141,9 @@ impl Inner {
             st.disconnecting = None;
         }
         self.disconnect_done.notify_all();
+        if let Err(panic) = woken {
+            std::panic::resume_unwind(panic);
+        }
     }
 
     /// Whether `disconnect` ended this handle, without the state lock (see

@@ -377,3 +377,59 @@ fn a_grant_collected_after_the_disconnect_is_not_granted() {
     drop(p);
     assert_eq!(assert_conserved(&b).available, 1);
 }
+
+/// A lease watch's waker that panics when woken (a user's executor bug).
+struct PanickingWaker;
+impl std::task::Wake for PanickingWaker {
+    fn wake(self: std::sync::Arc<Self>) {
+        panic!("a lease watch's waker panicked (on purpose)");
+    }
+}
+
+/// A first `disconnect` that a panicking waker it wakes (a lease watch of
+/// the session it ends) unwinds: a later `disconnect` of the handle, on
+/// another thread, still returns (it waits for the first one only while
+/// that one runs), and the session is ended (its permit back).
+#[test]
+fn a_disconnect_after_one_that_panicked_returns() {
+    use std::sync::Arc;
+    use std::task::{Context, Waker};
+
+    let s = Server::start();
+    let a = Arc::new(RedisSemaphore::connect(&s.url(), "disc-panicked", 1, o()).unwrap());
+    let b = RedisSemaphore::connect(&s.url(), "disc-panicked", 1, o()).unwrap();
+    let p = a.try_acquire(1).unwrap();
+    let mut watch = Box::pin(a.lease_watch(p.session()));
+    p.forget();
+    let waker = Waker::from(Arc::new(PanickingWaker));
+    assert!(watch
+        .as_mut()
+        .poll(&mut Context::from_waker(&waker))
+        .is_pending());
+    let first = {
+        let a = Arc::clone(&a);
+        std::thread::spawn(move || a.disconnect())
+    };
+    assert!(
+        first.join().is_err(),
+        "the waker's panic unwound the first disconnect"
+    );
+    assert!(a.is_disconnected());
+    let (tx, rx) = std::sync::mpsc::channel();
+    {
+        let a = Arc::clone(&a);
+        std::thread::spawn(move || {
+            a.disconnect();
+            let _ = tx.send(());
+        });
+    }
+    assert!(
+        rx.recv_timeout(Duration::from_secs(20)).is_ok(),
+        "the second disconnect returned"
+    );
+    eventually("the session's permit back", Duration::from_secs(10), || {
+        b.census().is_ok_and(|c| c.available == 1 && c.held == 0)
+    });
+    // Leaked: on failure the second disconnect's thread still uses it.
+    std::mem::forget(a);
+}
