@@ -3250,12 +3250,12 @@ static bool r_stop_writeoff(int i, bool gone, bool longstop) {
     }
     long in_redis = counted > 0 ? r_redis_held_by(pid) : -1;
     bool short_in_redis = in_redis >= 0 && in_redis < counted;
-    if (short_in_redis) {
-        atomic_fetch_add(&RA->found_lost, 1);
-        fprintf(stderr, "    %s process %d: its handles count %ld permits, Redis has %ld for it (a session already "
-                        "lost: logged as a loss of the generation the write-off ends)\n",
-                gone ? "a kill of" : "a stop past the lease of", (int)pid, counted, in_redis);
-    }
+    if (short_in_redis) atomic_fetch_add(&RA->found_lost, 1);
+    if (counted > 0) /* for the diagnosis of an unexplained snapshot (-1: Redis not asked) */
+        fprintf(stderr, "    %s process %d: its handles count %ld permits, Redis has %ld for it%s\n",
+                gone ? "a kill of" : "a stop past the lease of", (int)pid, counted, in_redis,
+                short_in_redis ? " (a session already lost: logged as a loss of the generation the write-off ends)"
+                               : "");
     for (int j = 0; j < ns; j++) {
         int sl = atomic_load(&RA->procs[i].slots[j]);
         uint64_t w = rs_load(sl);
