@@ -2267,7 +2267,10 @@ static int run_shared(const options *o) {
  * snapshot above the total is a candidate, resolved at the end of the run:
  * excused if one of its slots was later written off as lost in the
  * generation the snapshot saw (the lost permits were still counted), a
- * violation otherwise. Fencing tokens are checked without that allowance:
+ * violation otherwise. A driver's write-off (kill, stop past the lease)
+ * ends a generation before the process could learn a loss in it: it first
+ * asks Redis what the stopped process holds, and logs the loss itself when
+ * that is less than its slots count (r_stop_writeoff). Fencing tokens are checked without that allowance:
  * a grant's token is above every token any process had seen reported before
  * the request began (and never 0, nor its session). */
 
@@ -2276,7 +2279,7 @@ static int run_shared(const options *o) {
 #include <poll.h>
 #include <sys/socket.h>
 
-enum { RMAXP = 8, RSLOTS = 2048, RLOSS = 8192, RCAND = 64, RCSLOTS = 16, RHS = 8, RENT = 32, RWATCH = 256 };
+enum { RMAXH = 256, RMAXP = 8, RSLOTS = 2048, RLOSS = 8192, RCAND = 64, RCSLOTS = 16, RHS = 8, RENT = 32, RWATCH = 256 };
 
 /* A slot word: share (12 bits), generation (12), gone (1), version (39). */
 #define RS_SHARE(w) ((long)((w) & 0xfff))
@@ -2324,7 +2327,7 @@ typedef struct {
     /* statistics */
     atomic_long connects, clones, disconnects, blocked, blocked_out[3], losses, lost_releases,
         expired_after_stop, watches, watch_calls, census, set_totals, failed_above, conn_failed,
-        unstable, tokens, connect_resizes, longstop_holders, ok_after_stop, unwatched, stats_only_losses, unresolved;
+        unstable, tokens, connect_resizes, longstop_holders, ok_after_stop, unwatched, stats_only_losses, unresolved, found_lost;
 } rarena;
 
 static rarena *RA;
@@ -2439,10 +2442,17 @@ static long rs_resolve(long *excused) {
             continue;
         }
         bad++;
-        char buf[256];
+        char buf[512];
         int at = 0;
-        for (int j = 0; j < c->n && at < 200; j++)
-            at += snprintf(buf + at, sizeof buf - (size_t)at, " slot %d gen %u: %ld;", c->slot[j], c->gen[j], c->share[j]);
+        for (int j = 0; j < c->n && at < 400; j++) {
+            at += snprintf(buf + at, sizeof buf - (size_t)at, " slot %d gen %u: %ld (losses learned in gens", c->slot[j],
+                           c->gen[j], c->share[j]);
+            for (int l = 0; l < nl && at < 400; l++)
+                if (atomic_load(&RA->loss[l].slot) == c->slot[j])
+                    at += snprintf(buf + at, sizeof buf - (size_t)at, " %u", atomic_load(&RA->loss[l].gen));
+            at += snprintf(buf + at, sizeof buf - (size_t)at, "%s);",
+                           atomic_load(&RA->held_at_longstop[c->slot[j]]) ? ", held through a stop past the lease" : "");
+        }
         violation(&RA->c, "%ld permits reported held at once, above every total ever set (%ld), no session "
                           "loss to explain it:%s", c->sum, c->bound, buf);
     }
@@ -3196,17 +3206,70 @@ static int r_spawn(uint64_t seed, unsigned threads, double until) {
     return -1;
 }
 
-/* Stops process i and waits until it is stopped; its slots written off. */
+static volt_status r_driver_connect(const volt_sem **sem, size_t total);
+
+/* What Redis says process pid holds (volt_sem_inspect, which reaps the
+ * expired sessions first), or -1 if it could not be asked. */
+static long r_redis_held_by(pid_t pid) {
+    const volt_sem *sem = NULL;
+    if (r_driver_connect(&sem, 1) != VOLT_OK) return -1;
+    volt_holder *h = malloc(RMAXH * sizeof *h);
+    if (!h) abort();
+    volt_inspection in;
+    volt_status s = volt_sem_inspect(sem, &in, h, RMAXH, NULL, 0);
+    long held = -1;
+    if ((s == VOLT_OK || s == VOLT_TRUNCATED) && in.holders <= RMAXH) { /* truncated: the waiters */
+        held = 0;
+        for (size_t i = 0; i < in.holders; i++)
+            if (h[i].pid == (uint32_t)pid) held += (long)h[i].permits;
+    }
+    free(h);
+    volt_sem_free(sem);
+    return held;
+}
+
+/* Stops process i and waits until it is stopped; its slots written off.
+ * Before the write-off, if its slots count permits, the driver asks Redis
+ * what the process holds: the count is at most what its live sessions hold
+ * (raised after a grant, lowered before a release, and the process is
+ * stopped), so less in Redis means a session of it was already lost (its
+ * lease ran out, or it was given up) while the generation being ended was
+ * current: the loss the process would have learned in that generation had
+ * the write-off not ended it first. Logged as a loss of that generation for
+ * every slot that counted permits (it excuses exactly the snapshots a loss
+ * learned by the process then would have). */
 static bool r_stop_writeoff(int i, bool gone, bool longstop) {
     pid_t pid = atomic_load(&RA->procs[i].pid);
     if (pid <= 0 || kill(pid, SIGSTOP) != 0) return false;
     if (!wait_stopped(pid)) return false;
     int ns = atomic_load(&RA->procs[i].nslots);
+    long counted = 0;
+    for (int j = 0; j < ns; j++) {
+        uint64_t w = rs_load(atomic_load(&RA->procs[i].slots[j]));
+        if (!RS_GONE(w)) counted += RS_SHARE(w);
+    }
+    long in_redis = counted > 0 ? r_redis_held_by(pid) : -1;
+    bool short_in_redis = in_redis >= 0 && in_redis < counted;
+    if (short_in_redis) atomic_fetch_add(&RA->found_lost, 1);
+    if (counted > 0) /* for the diagnosis of an unexplained snapshot (-1: Redis not asked) */
+        fprintf(stderr, "    %s process %d: its handles count %ld permits, Redis has %ld for it%s\n",
+                gone ? "a kill of" : "a stop past the lease of", (int)pid, counted, in_redis,
+                short_in_redis ? " (a session already lost: logged as a loss of the generation the write-off ends)"
+                               : "");
     for (int j = 0; j < ns; j++) {
         int sl = atomic_load(&RA->procs[i].slots[j]);
-        if (longstop && RS_SHARE(rs_load(sl)) > 0 && !RS_GONE(rs_load(sl))) atomic_store(&RA->held_at_longstop[sl], 1);
+        uint64_t w = rs_load(sl);
+        bool held = RS_SHARE(w) > 0 && !RS_GONE(w);
+        if (longstop && held) atomic_store(&RA->held_at_longstop[sl], 1);
         unsigned g = rs_writeoff(sl, gone);
         if (gone) atomic_store(&RA->killed_gen[sl], (int)g + 1); /* the generation a kill ended, + 1 */
+        if (short_in_redis && held) {
+            int k = atomic_fetch_add(&RA->nloss, 1);
+            if (k < RLOSS) {
+                atomic_store(&RA->loss[k].gen, g);
+                atomic_store(&RA->loss[k].slot, sl);
+            }
+        }
     }
     return true;
 }
@@ -3424,7 +3487,8 @@ static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) 
            "called), %ld censuses, %ld set_total, %ld requests failed as above the total, %ld "
            "VOLT_CONNECTION_FAILED, %ld snapshots above the total (%ld excused by a loss), %ld snapshots "
            "unstable, %ld grants not counted (unfenced, or no watch left), %ld handles with losses known from their "
-           "stats only, %ld snapshots unresolved (a holder killed first)\n",
+           "stats only, %ld snapshots unresolved (a holder killed first), %ld stops that found a session of the process "
+           "already lost in Redis\n",
            atomic_load(&RA->connects), atomic_load(&RA->clones), atomic_load(&RA->disconnects),
            atomic_load(&RA->blocked), atomic_load(&RA->blocked_out[0]), atomic_load(&RA->blocked_out[1]),
            atomic_load(&RA->blocked_out[2]), atomic_load(&RA->losses), atomic_load(&RA->lost_releases),
@@ -3432,7 +3496,8 @@ static bool redis_run(const options *o, uint64_t seed, long run, long *ops_out) 
            atomic_load(&RA->watches), atomic_load(&RA->watch_calls),
            atomic_load(&RA->census), atomic_load(&RA->set_totals), atomic_load(&RA->failed_above),
            atomic_load(&RA->conn_failed), (long)atomic_load(&RA->ncand), excused, atomic_load(&RA->unstable),
-           atomic_load(&RA->unwatched), atomic_load(&RA->stats_only_losses), atomic_load(&RA->unresolved));
+           atomic_load(&RA->unwatched), atomic_load(&RA->stats_only_losses), atomic_load(&RA->unresolved),
+           atomic_load(&RA->found_lost));
     fflush(stdout);
     return ok;
 }
