@@ -5,6 +5,7 @@ semaphore, and the token of a grant is `None` there. Real redis-server
 (test_redis.py's helpers) for the Redis handle."""
 
 import asyncio
+import os
 import sys
 
 import pytest
@@ -25,9 +26,11 @@ def server():
 
 
 def _local_and_named(name):
+    # The process id keeps apart the runs of several Python versions at once
+    # (`make test` runs them in parallel on one machine's /dev/shm).
     sems = [volt_sem.Semaphore(2)]
     if linux:
-        sems.append(volt_sem.Semaphore.open(name, 2))
+        sems.append(volt_sem.Semaphore.open(f"{name}-{os.getpid()}", 2))
     return sems
 
 
