@@ -2992,9 +2992,14 @@ static void r_proc(int me, uint64_t seed, unsigned threads, double until) {
     volt_status s;
     for (int attempt = 0; (s = r_connect(&sem)) != VOLT_OK; attempt++) {
         if (!r_fault_status(s) || attempt > 20) {
-            violation(&RA->c, "connect returned %s", st(s));
+            char why[160] = "";
+            volt_last_error_message(why, sizeof why);
+            violation(&RA->c, "connect returned %s (attempt %d: %s)", st(s), attempt + 1, why);
             _exit(1);
         }
+        /* A connection the driver's CLIENT KILL cut fails at once; a server
+         * slowed by a loaded machine needs time: back off, 10 ms a try. */
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000 * (long)(attempt + 1)}, NULL);
     }
     rhnd *h1 = r_add(sem, NULL);
     RH[nrh++] = h1;
